@@ -1,0 +1,53 @@
+# Two commands do all the set-up: `make run` and `make test` (see README.md).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+# Re-install when the dependency list changes.
+STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test install install-dev browser lint typecheck pytest bench clean
+
+run: $(STAMP_APP)
+	$(BIN)/intent-studio serve $(ARGS)
+
+test: $(STAMP_DEV) browser
+	$(BIN)/ruff check app core storage tests bench
+	$(BIN)/ruff format --check app core storage tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+install: $(STAMP_APP)
+install-dev: $(STAMP_DEV)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# torch first and pinned (constraints.txt): an unpinned torch pulls gigabytes of CUDA wheels.
+$(STAMP_APP): $(VENV)/bin/python
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -c constraints.txt -e ".[app]"
+	touch $@
+
+$(STAMP_DEV): $(VENV)/bin/python
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
+	touch $@
+
+# Browser tests drive Debian's Chromium through Playwright; no browser is ever downloaded.
+browser:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; browser tests will be skipped"; \
+	  else echo "warning: $(CHROMIUM) missing and cannot apt-get; browser tests will be skipped"; fi; \
+	fi
+
+bench: $(STAMP_DEV)
+	$(BIN)/python bench/knn.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

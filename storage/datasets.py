@@ -1,0 +1,61 @@
+"""Immutable dataset snapshots identified by a content hash."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.models import DatasetVersion
+from storage.utterances import list_utterances
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    text: str
+    labels: tuple[str, ...]
+    split: str
+
+
+def _canonical(rows: list[SnapshotRow]) -> bytes:
+    ordered = sorted(rows, key=lambda r: (r.split, r.text))
+    payload = [[r.text, list(r.labels), r.split] for r in ordered]
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def content_hash(rows: list[SnapshotRow]) -> str:
+    """sha256 of the canonical JSON of (text, sorted labels, split) rows, order-independent."""
+    return hashlib.sha256(_canonical(rows)).hexdigest()
+
+
+def snapshot(s: Session, project_id: int) -> DatasetVersion:
+    """Snapshot the project's utterances; the same content returns the same DatasetVersion."""
+    rows = [SnapshotRow(u.text, u.labels, u.split) for u in list_utterances(s, project_id)]
+    digest = content_hash(rows)
+    existing = s.scalar(
+        select(DatasetVersion).where(
+            DatasetVersion.project_id == project_id, DatasetVersion.content_hash == digest
+        )
+    )
+    if existing is not None:
+        return existing
+    dv = DatasetVersion(
+        project_id=project_id,
+        content_hash=digest,
+        n_utterances=len(rows),
+        n_labelled=sum(1 for r in rows if r.labels),
+        n_intents=len({name for r in rows for name in r.labels}),
+        snapshot=gzip.compress(_canonical(rows), mtime=0),
+    )
+    s.add(dv)
+    s.flush()
+    return dv
+
+
+def snapshot_rows(dv: DatasetVersion) -> list[SnapshotRow]:
+    payload = json.loads(gzip.decompress(dv.snapshot))
+    return [SnapshotRow(text, tuple(labels), split) for text, labels, split in payload]

@@ -1,0 +1,15 @@
+"""Errors that storage raises for the app to show as plain messages."""
+
+from __future__ import annotations
+
+
+class StorageError(ValueError):
+    """A request that storage refuses (unknown name, duplicate, read-only project...)."""
+
+
+class NotFoundError(StorageError):
+    pass
+
+
+class ConflictError(StorageError):
+    """Someone else changed the row since it was read (optimistic locking)."""

@@ -1,0 +1,216 @@
+"""The relational model: projects, intents, utterances, labels and their audit trail, versions, jobs.
+
+Every table that people edit concurrently carries a ``version`` column used for optimistic locking
+(SQLAlchemy's ``version_id_col``): a save based on a stale read raises ``StaleDataError``.
+Schema changes go through Alembic migrations in ``storage/migrations``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+SPLITS = ("train", "test", "unlabelled")
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+ROLES = ("admin", "designer", "viewer")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+    role: Mapped[str] = mapped_column(String(16), default="designer")
+    password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    base_encoder: Mapped[str] = mapped_column(String(200), default="minilm")
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    active_model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", use_alter=True, name="fk_project_active_model"),
+        default=None,
+    )
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    intents: Mapped[list[Intent]] = relationship(
+        back_populates="project", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class Intent(Base):
+    __tablename__ = "intents"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_intent_project_name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(120))
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    project: Mapped[Project] = relationship(back_populates="intents")
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class Utterance(Base):
+    __tablename__ = "utterances"
+    __table_args__ = (
+        UniqueConstraint("project_id", "text", name="uq_utterance_project_text"),
+        Index("ix_utterance_project_split", "project_id", "split"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text)
+    split: Mapped[str] = mapped_column(String(16), default="train")
+    # The preceding bot turn, when known (ConveRT's multi-context idea); optional.
+    context: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+    labels: Mapped[list[Label]] = relationship(
+        back_populates="utterance", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class Label(Base):
+    """An utterance carries an intent. Many-to-many: multi-label from day one."""
+
+    __tablename__ = "labels"
+
+    utterance_id: Mapped[int] = mapped_column(
+        ForeignKey("utterances.id", ondelete="CASCADE"), primary_key=True
+    )
+    intent_id: Mapped[int] = mapped_column(
+        ForeignKey("intents.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    utterance: Mapped[Utterance] = relationship(back_populates="labels")
+    intent: Mapped[Intent] = relationship()
+
+
+class LabelEvent(Base):
+    """Append-only audit of label changes; ``before``/``after`` hold intent *names* so that an undo
+    can restore labels even after an intent was renamed away or deleted."""
+
+    __tablename__ = "label_events"
+    __table_args__ = (Index("ix_label_event_project", "project_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    utterance_id: Mapped[int | None] = mapped_column(
+        ForeignKey("utterances.id", ondelete="SET NULL"), default=None
+    )
+    utterance_text: Mapped[str] = mapped_column(Text, default="")
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
+    # Events written by one action (e.g. a merge) share a batch id and are undone together.
+    batch: Mapped[str] = mapped_column(String(36))
+    action: Mapped[str] = mapped_column(String(32))
+    before: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    after: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    split_before: Mapped[str | None] = mapped_column(String(16), default=None)
+    split_after: Mapped[str | None] = mapped_column(String(16), default=None)
+    undone: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DatasetVersion(Base):
+    """An immutable snapshot of a project's utterances and labels, identified by a content hash."""
+
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("project_id", "content_hash", name="uq_dataset_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    n_utterances: Mapped[int] = mapped_column(Integer)
+    n_labelled: Mapped[int] = mapped_column(Integer)
+    n_intents: Mapped[int] = mapped_column(Integer)
+    # gzip-compressed canonical JSON of the rows (see storage.datasets).
+    snapshot: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ModelVersion(Base):
+    __tablename__ = "model_versions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    dataset_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("dataset_versions.id"), default=None
+    )
+    method: Mapped[str] = mapped_column(String(40))
+    base_encoder: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Relative to the artifact directory; None for the frozen base encoder.
+    artifact_path: Mapped[str | None] = mapped_column(String(500), default=None)
+    artifact_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    artifact_size: Mapped[int | None] = mapped_column(Integer, default=None)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class TrainingJob(Base):
+    __tablename__ = "training_jobs"
+    __table_args__ = (Index("ix_job_project_status", "project_id", "status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    step: Mapped[int] = mapped_column(Integer, default=0)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    loss: Mapped[float | None] = mapped_column(Float, default=None)
+    eta_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    message: Mapped[str] = mapped_column(Text, default="")
+    log: Mapped[str] = mapped_column(Text, default="")
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+    model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id"), default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)

@@ -1,0 +1,222 @@
+"""Projects, users and intents."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from storage.errors import NotFoundError, StorageError
+from storage.models import Intent, Label, LabelEvent, Project, User, Utterance
+
+
+@dataclass(frozen=True)
+class IntentSummary:
+    id: int
+    name: str
+    description: str
+    n_train: int
+    n_test: int
+
+
+def get_or_create_user(s: Session, name: str, role: str = "designer") -> User:
+    user = s.scalar(select(User).where(User.name == name))
+    if user is None:
+        user = User(name=name, role=role)
+        s.add(user)
+        s.flush()
+    return user
+
+
+def create_project(s: Session, name: str, *, description: str = "", base_encoder: str = "minilm") -> Project:
+    name = name.strip()
+    if not name:
+        raise StorageError("A project needs a name.")
+    if len(name) > 120:
+        raise StorageError("A project name is at most 120 characters.")
+    if s.scalar(select(Project.id).where(Project.name == name)) is not None:
+        raise StorageError(f"A project named {name!r} already exists.")
+    project = Project(name=name, description=description, base_encoder=base_encoder, settings={})
+    s.add(project)
+    s.flush()
+    return project
+
+
+def get_project(s: Session, name_or_id: str | int) -> Project:
+    if isinstance(name_or_id, int):
+        project = s.get(Project, name_or_id)
+    else:
+        project = s.scalar(select(Project).where(Project.name == name_or_id))
+        if project is None and str(name_or_id).isdigit():
+            project = s.get(Project, int(name_or_id))
+    if project is None:
+        raise NotFoundError(f"No project {name_or_id!r}.")
+    return project
+
+
+def list_projects(s: Session) -> list[Project]:
+    return list(s.scalars(select(Project).order_by(Project.name)))
+
+
+def delete_project(s: Session, project_id: int) -> None:
+    s.execute(delete(Project).where(Project.id == project_id))
+
+
+def ensure_writable(project: Project) -> None:
+    if project.read_only:
+        raise StorageError(f"Project {project.name!r} is read-only (imported from a bundle).")
+
+
+# --- intents -----------------------------------------------------------------------------------
+
+
+def validate_intent_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise StorageError("An intent needs a name.")
+    if len(name) > 120:
+        raise StorageError("An intent name is at most 120 characters.")
+    if "|" in name:
+        raise StorageError("An intent name cannot contain '|' (it separates labels in files).")
+    return name
+
+
+def get_intent(s: Session, project_id: int, name: str) -> Intent:
+    intent = s.scalar(select(Intent).where(Intent.project_id == project_id, Intent.name == name))
+    if intent is None:
+        raise NotFoundError(f"No intent {name!r} in this project.")
+    return intent
+
+
+def create_intent(s: Session, project_id: int, name: str, description: str = "") -> Intent:
+    name = validate_intent_name(name)
+    exists = s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == name))
+    if exists is not None:
+        raise StorageError(f"Intent {name!r} already exists.")
+    intent = Intent(project_id=project_id, name=name, description=description)
+    s.add(intent)
+    s.flush()
+    return intent
+
+
+def intents_by_name(s: Session, project_id: int) -> dict[str, Intent]:
+    return {i.name: i for i in s.scalars(select(Intent).where(Intent.project_id == project_id))}
+
+
+def list_intents(s: Session, project_id: int) -> list[IntentSummary]:
+    counts = s.execute(
+        select(Label.intent_id, Utterance.split, func.count())
+        .join(Utterance, Utterance.id == Label.utterance_id)
+        .where(Utterance.project_id == project_id)
+        .group_by(Label.intent_id, Utterance.split)
+    ).all()
+    by_intent: dict[int, dict[str, int]] = {}
+    for intent_id, split, n in counts:
+        by_intent.setdefault(intent_id, {})[split] = n
+    return [
+        IntentSummary(
+            id=i.id,
+            name=i.name,
+            description=i.description,
+            n_train=by_intent.get(i.id, {}).get("train", 0),
+            n_test=by_intent.get(i.id, {}).get("test", 0),
+        )
+        for i in s.scalars(select(Intent).where(Intent.project_id == project_id).order_by(Intent.name))
+    ]
+
+
+def rename_intent(s: Session, project_id: int, old: str, new: str) -> Intent:
+    intent = get_intent(s, project_id, old)
+    new = validate_intent_name(new)
+    if new == old:
+        return intent
+    if s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == new)):
+        raise StorageError(f"Intent {new!r} already exists; merge instead of renaming.")
+    intent.name = new
+    s.flush()
+    return intent
+
+
+def _labels_of(s: Session, utterance_ids: list[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {u: [] for u in utterance_ids}
+    rows = s.execute(
+        select(Label.utterance_id, Intent.name)
+        .join(Intent, Intent.id == Label.intent_id)
+        .where(Label.utterance_id.in_(utterance_ids))
+    ).all()
+    for uid, name in rows:
+        out[uid].append(name)
+    return {u: sorted(v) for u, v in out.items()}
+
+
+def merge_intents(
+    s: Session, project_id: int, sources: list[str], target: str, *, user_id: int | None = None
+) -> int:
+    """Move every label of ``sources`` onto ``target`` (created if new) and delete the sources.
+    Returns the number of utterances relabelled. One undo batch."""
+    target = validate_intent_name(target)
+    srcs = [get_intent(s, project_id, n) for n in sources if n != target]
+    if not srcs:
+        raise StorageError("Pick at least one intent to merge into another.")
+    tgt = s.scalar(select(Intent).where(Intent.project_id == project_id, Intent.name == target))
+    if tgt is None:
+        tgt = create_intent(s, project_id, target)
+    src_ids = [i.id for i in srcs]
+    uids = list(s.scalars(select(Label.utterance_id).where(Label.intent_id.in_(src_ids)).distinct()))
+    before = _labels_of(s, uids)
+    batch = str(uuid.uuid4())
+    have_target = set(
+        s.scalars(
+            select(Label.utterance_id).where(Label.intent_id == tgt.id, Label.utterance_id.in_(uids))
+        )
+    )
+    for uid in uids:
+        if uid not in have_target:
+            s.add(Label(utterance_id=uid, intent_id=tgt.id))
+    s.flush()
+    for intent in srcs:
+        s.delete(intent)
+    s.flush()
+    after = _labels_of(s, uids)
+    _log_many(s, project_id, before, after, batch, "merge", user_id)
+    return len(uids)
+
+
+def delete_intent(s: Session, project_id: int, name: str, *, user_id: int | None = None) -> int:
+    """Delete an intent and its labels; the utterances stay. One undo batch."""
+    intent = get_intent(s, project_id, name)
+    uids = list(s.scalars(select(Label.utterance_id).where(Label.intent_id == intent.id)))
+    before = _labels_of(s, uids)
+    s.delete(intent)
+    s.flush()
+    after = _labels_of(s, uids)
+    _log_many(s, project_id, before, after, str(uuid.uuid4()), "delete_intent", user_id)
+    return len(uids)
+
+
+def _log_many(
+    s: Session,
+    project_id: int,
+    before: dict[int, list[str]],
+    after: dict[int, list[str]],
+    batch: str,
+    action: str,
+    user_id: int | None,
+) -> None:
+    texts = dict(s.execute(select(Utterance.id, Utterance.text).where(Utterance.id.in_(list(before)))).all())
+    for uid, b in before.items():
+        s.add(
+            LabelEvent(
+                project_id=project_id,
+                utterance_id=uid,
+                utterance_text=texts.get(uid, ""),
+                user_id=user_id,
+                batch=batch,
+                action=action,
+                before=b,
+                after=after.get(uid, []),
+            )
+        )
+    s.flush()

@@ -1,0 +1,402 @@
+"""Utterances, their labels, the label audit log and undo, and bulk imports."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from storage.errors import ConflictError, NotFoundError, StorageError
+from storage.models import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
+from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+
+MAX_TEXT_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class UtteranceRow:
+    """A plain view of an utterance with its labels (sorted intent names)."""
+
+    id: int
+    text: str
+    split: str
+    labels: tuple[str, ...]
+    version: int = 1
+    context: str = ""
+
+
+@dataclass(frozen=True)
+class NewUtterance:
+    text: str
+    labels: tuple[str, ...] = ()
+    split: str = "train"
+    context: str = ""
+
+
+def validate_text(text: str) -> str:
+    if not isinstance(text, str):
+        raise StorageError("Utterance text must be a string.")
+    clean = text.strip()
+    if not clean:
+        raise StorageError("Utterance text is empty.")
+    if len(clean) > MAX_TEXT_CHARS:
+        raise StorageError(f"Utterance text is longer than {MAX_TEXT_CHARS} characters.")
+    if "\x00" in clean:
+        raise StorageError("Utterance text contains a NUL character.")
+    return clean
+
+
+def validate_split(split: str) -> str:
+    if split not in SPLITS:
+        raise StorageError(f"Unknown split {split!r}; use one of {', '.join(SPLITS)}.")
+    return split
+
+
+def _row(u: Utterance, labels: Sequence[str]) -> UtteranceRow:
+    return UtteranceRow(u.id, u.text, u.split, tuple(sorted(labels)), u.version, u.context)
+
+
+def get_utterance(s: Session, project_id: int, utterance_id: int) -> Utterance:
+    u = s.get(Utterance, utterance_id)
+    if u is None or u.project_id != project_id:
+        raise NotFoundError(f"No utterance #{utterance_id} in this project.")
+    return u
+
+
+def list_utterances(
+    s: Session,
+    project_id: int,
+    *,
+    intent: str | None = None,
+    split: str | None = None,
+    search: str | None = None,
+    ids: Iterable[int] | None = None,
+    limit: int | None = None,
+) -> list[UtteranceRow]:
+    """Utterances with their labels, filtered by intent name (``"(none)"`` = no label), split and a
+    case-insensitive substring."""
+    q = select(Utterance).where(Utterance.project_id == project_id)
+    if split:
+        q = q.where(Utterance.split == split)
+    if search:
+        q = q.where(func.lower(Utterance.text).contains(search.lower(), autoescape=True))
+    if ids is not None:
+        q = q.where(Utterance.id.in_(list(ids)))
+    if intent == "(none)":
+        q = q.where(~Utterance.labels.any())
+    elif intent:
+        q = q.where(
+            Utterance.id.in_(
+                select(Label.utterance_id)
+                .join(Intent, Intent.id == Label.intent_id)
+                .where(Intent.project_id == project_id, Intent.name == intent)
+            )
+        )
+    q = q.order_by(Utterance.id)
+    if limit:
+        q = q.limit(limit)
+    utts = list(s.scalars(q))
+    labels = _labels_of(s, [u.id for u in utts]) if utts else {}
+    return [_row(u, labels.get(u.id, [])) for u in utts]
+
+
+def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[UtteranceRow]:
+    """The utterances of ``split`` that carry at least one label: the k-NN classifier's pool."""
+    rows = s.execute(
+        select(Utterance.id, Utterance.text, Utterance.version, Intent.name)
+        .join(Label, Label.utterance_id == Utterance.id)
+        .join(Intent, Intent.id == Label.intent_id)
+        .where(Utterance.project_id == project_id, Utterance.split == split)
+        .order_by(Utterance.id)
+    ).all()
+    grouped: dict[int, tuple[str, int, list[str]]] = {}
+    for uid, text, version, name in rows:
+        grouped.setdefault(uid, (text, version, []))[2].append(name)
+    return [
+        UtteranceRow(uid, text, split, tuple(sorted(names)), version)
+        for uid, (text, version, names) in grouped.items()
+    ]
+
+
+def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
+    """A cheap fingerprint that changes whenever the labelled pool may have changed (any label
+    event, utterance edit or insert). Processes compare it to know when to reload."""
+    last_event = s.scalar(select(func.max(LabelEvent.id)).where(LabelEvent.project_id == project_id))
+    n, version_sum = s.execute(
+        select(func.count(), func.coalesce(func.sum(Utterance.version), 0)).where(
+            Utterance.project_id == project_id
+        )
+    ).one()
+    return (last_event or 0, int(n), int(version_sum))
+
+
+def _resolve_intents(
+    s: Session, project_id: int, names: Iterable[str], *, create_missing: bool
+) -> list[Intent]:
+    known = intents_by_name(s, project_id)
+    out: list[Intent] = []
+    for raw in names:
+        name = validate_intent_name(raw)
+        if name not in known:
+            if not create_missing:
+                raise StorageError(f"Unknown intent {name!r}.")
+            known[name] = create_intent(s, project_id, name)
+        if known[name] not in out:
+            out.append(known[name])
+    return out
+
+
+def _log(
+    s: Session,
+    u: Utterance,
+    before: list[str],
+    after: list[str],
+    action: str,
+    user_id: int | None,
+    batch: str | None = None,
+    split_before: str | None = None,
+    split_after: str | None = None,
+) -> None:
+    s.add(
+        LabelEvent(
+            project_id=u.project_id,
+            utterance_id=u.id,
+            utterance_text=u.text,
+            user_id=user_id,
+            batch=batch or str(uuid.uuid4()),
+            action=action,
+            before=sorted(before),
+            after=sorted(after),
+            split_before=split_before,
+            split_after=split_after,
+        )
+    )
+
+
+def add_utterance(
+    s: Session,
+    project_id: int,
+    text: str,
+    labels: Sequence[str] = (),
+    *,
+    split: str = "train",
+    context: str = "",
+    user_id: int | None = None,
+    create_missing_intents: bool = True,
+) -> UtteranceRow:
+    text = validate_text(text)
+    split = validate_split(split)
+    if s.scalar(select(Utterance.id).where(Utterance.project_id == project_id, Utterance.text == text)):
+        raise StorageError(f"The utterance {text!r} is already in this project.")
+    intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
+    u = Utterance(project_id=project_id, text=text, split=split, context=context)
+    s.add(u)
+    s.flush()
+    for intent in intents:
+        s.add(Label(utterance_id=u.id, intent_id=intent.id))
+    names = [i.name for i in intents]
+    _log(s, u, [], names, "add", user_id, split_after=split)
+    s.flush()
+    return _row(u, names)
+
+
+def set_labels(
+    s: Session,
+    project_id: int,
+    utterance_id: int,
+    labels: Sequence[str],
+    *,
+    user_id: int | None = None,
+    expected_version: int | None = None,
+    create_missing_intents: bool = True,
+    batch: str | None = None,
+) -> UtteranceRow:
+    """Replace an utterance's labels (empty = no intent). Logged for audit and undo."""
+    u = get_utterance(s, project_id, utterance_id)
+    _check_version(u, expected_version)
+    intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
+    before = _labels_of(s, [u.id])[u.id]
+    after = sorted(i.name for i in intents)
+    if before == after:
+        return _row(u, after)
+    for label in list(u.labels):
+        s.delete(label)
+    s.flush()
+    for intent in intents:
+        s.add(Label(utterance_id=u.id, intent_id=intent.id))
+    u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
+    _log(s, u, before, after, "label", user_id, batch)
+    s.flush()
+    return _row(u, after)
+
+
+def update_utterance(
+    s: Session,
+    project_id: int,
+    utterance_id: int,
+    *,
+    text: str | None = None,
+    split: str | None = None,
+    user_id: int | None = None,
+    expected_version: int | None = None,
+    batch: str | None = None,
+) -> UtteranceRow:
+    u = get_utterance(s, project_id, utterance_id)
+    _check_version(u, expected_version)
+    split_before = u.split
+    if text is not None:
+        text = validate_text(text)
+        clash = s.scalar(
+            select(Utterance.id).where(
+                Utterance.project_id == project_id, Utterance.text == text, Utterance.id != u.id
+            )
+        )
+        if clash:
+            raise StorageError(f"The utterance {text!r} is already in this project.")
+        u.text = text
+    if split is not None:
+        u.split = validate_split(split)
+    s.flush()
+    labels = _labels_of(s, [u.id])[u.id]
+    if split is not None and split != split_before:
+        _log(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
+    s.flush()
+    return _row(u, labels)
+
+
+def delete_utterance(s: Session, project_id: int, utterance_id: int, *, user_id: int | None = None) -> None:
+    u = get_utterance(s, project_id, utterance_id)
+    labels = _labels_of(s, [u.id])[u.id]
+    _log(s, u, labels, [], "delete", user_id, split_before=u.split)
+    s.flush()
+    s.delete(u)
+    s.flush()
+
+
+def _check_version(u: Utterance, expected: int | None) -> None:
+    if expected is not None and u.version != expected:
+        raise ConflictError(
+            f"Utterance #{u.id} was changed by someone else since you loaded it "
+            f"(now: {u.text!r}); reload and try again."
+        )
+
+
+def undo_last(s: Session, project_id: int, *, user_id: int | None = None) -> list[LabelEvent]:
+    """Undo the most recent not-yet-undone label change (a whole batch). Returns the undone events;
+    empty when there is nothing to undo."""
+    last = s.scalar(
+        select(LabelEvent)
+        .where(
+            LabelEvent.project_id == project_id,
+            LabelEvent.undone.is_(False),
+            LabelEvent.action.in_(["label", "merge", "delete_intent", "split", "add"]),
+        )
+        .order_by(LabelEvent.id.desc())
+        .limit(1)
+    )
+    if last is None:
+        return []
+    events = list(
+        s.scalars(
+            select(LabelEvent).where(LabelEvent.project_id == project_id, LabelEvent.batch == last.batch)
+        )
+    )
+    undo_batch = str(uuid.uuid4())
+    for ev in events:
+        ev.undone = True
+        if ev.utterance_id is None:
+            continue
+        u = s.get(Utterance, ev.utterance_id)
+        if u is None:
+            continue
+        if ev.action == "add":
+            delete_utterance(s, project_id, u.id, user_id=user_id)
+            continue
+        if ev.split_before is not None and ev.split_before != u.split:
+            u.split = ev.split_before
+            s.flush()
+        intents = _resolve_intents(s, project_id, ev.before, create_missing=True)
+        current = _labels_of(s, [u.id])[u.id]
+        for label in list(u.labels):
+            s.delete(label)
+        s.flush()
+        for intent in intents:
+            s.add(Label(utterance_id=u.id, intent_id=intent.id))
+        _log(s, u, current, list(ev.before), "undo", user_id, undo_batch)
+    s.flush()
+    return events
+
+
+def recent_events(s: Session, project_id: int, limit: int = 100) -> list[LabelEvent]:
+    return list(
+        s.scalars(
+            select(LabelEvent)
+            .where(LabelEvent.project_id == project_id)
+            .order_by(LabelEvent.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def import_rows(
+    s: Session,
+    project_id: int,
+    rows: Sequence[NewUtterance],
+    *,
+    user_id: int | None = None,
+    create_missing_intents: bool = True,
+    on_existing: str = "error",
+) -> tuple[int, int]:
+    """Insert validated rows in the caller's transaction. ``on_existing``: ``"error"`` refuses a
+    text that is already in the project, ``"relabel"`` replaces its labels and split.
+    Returns (inserted, updated). Raises before the caller commits, so nothing is half-written."""
+    if on_existing not in ("error", "relabel"):
+        raise ValueError(f"unknown on_existing {on_existing!r}")
+    known = intents_by_name(s, project_id)
+    needed = sorted({name for r in rows for name in r.labels} - set(known))
+    if needed and not create_missing_intents:
+        raise StorageError(
+            f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
+        )
+    for name in needed:
+        known[name] = create_intent(s, project_id, name)
+    existing = dict(
+        s.execute(select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)).all()
+    )
+    batch = str(uuid.uuid4())
+    inserted = updated = 0
+    new_utts: list[tuple[Utterance, NewUtterance]] = []
+    for r in rows:
+        if r.text in existing:
+            if on_existing == "error":
+                raise StorageError(f"The utterance {r.text!r} is already in this project.")
+            set_labels(s, project_id, existing[r.text], r.labels, user_id=user_id, batch=batch)
+            update_utterance(s, project_id, existing[r.text], split=r.split, user_id=user_id, batch=batch)
+            updated += 1
+            continue
+        u = Utterance(project_id=project_id, text=r.text, split=r.split, context=r.context)
+        s.add(u)
+        new_utts.append((u, r))
+    s.flush()
+    for u, r in new_utts:
+        for name in dict.fromkeys(r.labels):
+            s.add(Label(utterance_id=u.id, intent_id=known[name].id))
+        s.add(
+            LabelEvent(
+                project_id=project_id,
+                utterance_id=u.id,
+                utterance_text=u.text,
+                user_id=user_id,
+                batch=batch,
+                action="import",
+                before=[],
+                after=sorted(set(r.labels)),
+                split_after=r.split,
+            )
+        )
+        inserted += 1
+    s.flush()
+    return inserted, updated
