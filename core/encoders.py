@@ -103,7 +103,7 @@ class Encoder:
 
     @property
     def dim(self) -> int:
-        dim = self.model.get_sentence_embedding_dimension()
+        dim = self.model.get_embedding_dimension()
         assert dim is not None
         return int(dim)
 
@@ -144,8 +144,11 @@ class Encoder:
         import torch
 
         with self._lock, torch.inference_mode():
-            features = self.model.tokenize([text])
-            features = {k: v.to(self.model.device) for k, v in features.items()}
+            features = self.model.preprocess([text])
+            features = {
+                k: v.to(self.model.device) if isinstance(v, torch.Tensor) else v
+                for k, v in features.items()
+            }
             emb = self.model.forward(features)["sentence_embedding"]
             emb = torch.nn.functional.normalize(emb.float(), dim=-1)
         return np.ascontiguousarray(emb.cpu().numpy(), dtype=np.float32)
@@ -160,7 +163,9 @@ def load_sentence_transformer(path: Path, device: str | None = None) -> Sentence
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     model = SentenceTransformer(str(path), device=device or default_device(), local_files_only=True)
     model.max_seq_length = min(model.max_seq_length or MAX_SEQ_LENGTH, MAX_SEQ_LENGTH)
     model.eval()

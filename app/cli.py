@@ -1,0 +1,199 @@
+"""The ``intent-studio`` command. Subcommands import their heavy dependencies lazily, so ``--help``
+is instant; each is a thin shell over the same service functions the UI uses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7860
+
+
+class CliError(Exception):
+    """A user error: printed as one message, exit status 2."""
+
+
+def _context(args: argparse.Namespace) -> Any:
+    from app.config import load_settings
+    from app.context import AppContext
+
+    return AppContext(load_settings(args.data_dir, args.db_url))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from app.services.projects import ensure_demo_project
+    from app.ui.main import build_app, css
+
+    ctx = _context(args)
+    if not args.no_demo:
+        ensure_demo_project(ctx)
+    import threading
+
+    threading.Thread(target=ctx.warm_up, name="warm-up", daemon=True).start()
+    demo = build_app(ctx)
+    print(f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})", flush=True)
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=args.host,
+        server_port=args.port,
+        css=css(),
+        show_error=True,
+        prevent_thread_lock=False,
+        quiet=True,
+    )
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from app.services.io import import_file
+
+    ctx = _context(args)
+    result = import_file(
+        ctx,
+        args.project,
+        args.file,
+        create_missing_intents=not args.no_create_intents,
+        create_project_if_missing=True,
+        on_existing="relabel" if args.relabel else "error",
+    )
+    print(result.message())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from app.services.io import export_file
+
+    n = export_file(_context(args), args.project, args.output)
+    print(f"Exported {n} utterance(s) to {args.output}.")
+    return 0
+
+
+def _read_texts(args: argparse.Namespace) -> list[str]:
+    texts = list(args.texts)
+    if args.input:
+        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
+        with src:
+            texts += [line.rstrip("\n") for line in src if line.strip()]
+    if not texts:
+        raise CliError("Give utterances as arguments or with --input FILE (one per line).")
+    return texts
+
+
+def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    if args.format == "jsonl":
+        for r in results:
+            print(json.dumps(r, ensure_ascii=False))
+        return
+    if args.format == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
+        for r in results:
+            best = r["intents"][0]["evidence"] if r["intents"] else {"text": "", "similarity": ""}
+            w.writerow([r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]])
+        return
+    for r in results:
+        print(f"{r['text']}\n  → {r['top']} ({r['score']:.3f}, margin {r['margin']:.3f})")
+        for n in r["neighbours"][: args.show]:
+            print(f"     {n['similarity']:.3f}  [{'|'.join(n['intents'])}] {n['text']}")
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    texts = _read_texts(args)
+    if args.bundle:
+        from core.bundle import load
+
+        predictor = load(args.bundle)
+        results = predictor.predict(texts, k=args.k)
+    else:
+        if not args.project:
+            raise CliError("Give --project NAME (or --bundle FILE).")
+        from app.services.predict import predict
+
+        results = predict(_context(args), args.project, texts, k=args.k)
+    _write_predictions(results, args)
+    return 0
+
+
+def cmd_projects(args: argparse.Namespace) -> int:
+    from app.services.projects import project_names, summary
+
+    ctx = _context(args)
+    for name in project_names(ctx):
+        print(summary(ctx, name).headline().replace("**", ""))
+    return 0
+
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="intent-studio",
+        description="Design a chatbot's intents: label examples, retrain, explain predictions.",
+    )
+    parser.add_argument("--data-dir", help="data directory (default $INTENT_STUDIO_DATA_DIR or ./.intent-studio)")
+    parser.add_argument("--db-url", help="SQLAlchemy database URL (default: SQLite in the data directory)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="start the web app (and its training worker)")
+    p.add_argument("--host", default=DEFAULT_HOST, help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT)))
+    p.add_argument("--no-demo", action="store_true", help="do not create the demo project on first start")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("import", help="import a CSV/JSONL file into a project (created if new)")
+    p.add_argument("file", help="CSV (text,label|labels[,split]) or JSONL file")
+    p.add_argument("--project", required=True)
+    p.add_argument("--no-create-intents", action="store_true", help="refuse labels that are not intents yet")
+    p.add_argument("--relabel", action="store_true", help="texts already in the project get the file's labels")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("export", help="export a project to CSV or JSONL (by the file's suffix)")
+    p.add_argument("--project", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("predict", help="classify utterances with a project's pool or a bundle")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--project")
+    p.add_argument("--bundle", help="a model bundle .zip (runs without the app's database)")
+    p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
+    p.add_argument("-k", type=int, default=1, help="examples per intent that make its score")
+    p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
+    p.add_argument("--show", type=int, default=3, help="neighbours shown per utterance (text format)")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("projects", help="list projects")
+    p.set_defaults(func=cmd_projects)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from storage.errors import StorageError
+
+    try:
+        return int(args.func(args))
+    except (CliError, StorageError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

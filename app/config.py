@@ -1,0 +1,48 @@
+"""Where the app keeps its data, and how it is reached. Flags override environment variables,
+which override defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DATA_DIR = ".intent-studio"
+ENV_DATA_DIR = "INTENT_STUDIO_DATA_DIR"
+ENV_DB_URL = "INTENT_STUDIO_DB_URL"
+ENV_DEVICE = "INTENT_STUDIO_DEVICE"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    db_url: str | None = None
+    device: str | None = None
+
+    @property
+    def database_url(self) -> str:
+        from storage.db import sqlite_url
+
+        return self.db_url or sqlite_url(self.data_dir / "studio.db")
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    @property
+    def queue_path(self) -> Path:
+        return self.data_dir / "queue.db"
+
+
+def load_settings(data_dir: str | Path | None = None, db_url: str | None = None) -> Settings:
+    chosen = Path(data_dir or os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).expanduser()
+    chosen.mkdir(parents=True, exist_ok=True)
+    return Settings(
+        data_dir=chosen.resolve(),
+        db_url=db_url or os.environ.get(ENV_DB_URL) or None,
+        device=os.environ.get(ENV_DEVICE) or None,
+    )

@@ -1,0 +1,134 @@
+"""The process-wide resources the services share: the database, artifact files, loaded encoders,
+the embedding cache, and one live k-NN pool per project.
+
+A pool follows the database: before each use it compares a cheap revision of the project's labels
+and applies only the difference (new, changed, removed examples), so a label written by this or
+any other process counts in the very next prediction, without a rebuild or a retrain.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.embedding_cache import EmbeddingCache
+from core.encoders import Encoder, load_encoder
+from core.knn import KnnIndex
+from storage.artifacts import ArtifactStore
+from storage.db import Database
+from storage.models import ModelVersion, Project
+from storage.utterances import labelled_pool, pool_revision
+
+from app.config import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ProjectPool:
+    """The labelled `train` pool of a project, embedded by the project's active encoder."""
+
+    project_id: int
+    model_version_id: int | None
+    encoder: Encoder
+    index: KnnIndex
+    revision: tuple[int, int, int] = (-1, -1, -1)
+    items: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class AppContext:
+    def __init__(self, settings: Settings, *, database: Database | None = None) -> None:
+        self.settings = settings
+        self.db = database or Database(settings.database_url)
+        self.artifacts = ArtifactStore(settings.artifacts_dir)
+        self.cache = EmbeddingCache(settings.cache_dir)
+        self.device = settings.device
+        self._pools: dict[int, ProjectPool] = {}
+        self._encoders: dict[str, Encoder] = {}
+        self._lock = threading.Lock()
+
+    # --- encoders --------------------------------------------------------------------------
+
+    def base_encoder(self, name: str = "minilm") -> Encoder:
+        return load_encoder(name, device=self.device)
+
+    def encoder_for_version(self, mv: ModelVersion | None, base: str = "minilm") -> Encoder:
+        """The encoder of a model version (its artifact), or the frozen base when ``mv`` is None."""
+        if mv is None or not mv.artifact_path:
+            return self.base_encoder(mv.base_encoder if mv is not None else base)
+        key = f"mv:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._encoders:
+                from core.training import load_trained
+
+                path: Path = self.artifacts.path(mv.artifact_path)
+                self._encoders[key] = load_trained(path, device=self.device)
+            return self._encoders[key]
+
+    def active_encoder(self, project_id: int) -> tuple[Encoder, int | None]:
+        with self.db.session() as s:
+            project = s.get(Project, project_id)
+            if project is None:
+                raise KeyError(project_id)
+            mv = s.get(ModelVersion, project.active_model_version_id) if project.active_model_version_id else None
+            base = project.base_encoder
+            if mv is not None:
+                s.expunge(mv)
+        return self.encoder_for_version(mv, base), (mv.id if mv is not None else None)
+
+    # --- pools -----------------------------------------------------------------------------
+
+    def pool(self, project_id: int) -> ProjectPool:
+        """The project's up-to-date labelled pool (applies only what changed since last use)."""
+        encoder, mv_id = self.active_encoder(project_id)
+        with self._lock:
+            pool = self._pools.get(project_id)
+            if pool is None or pool.model_version_id != mv_id or pool.encoder is not encoder:
+                pool = ProjectPool(project_id, mv_id, encoder, KnnIndex(encoder.dim))
+                self._pools[project_id] = pool
+        with pool.lock:
+            self._sync(pool)
+        return pool
+
+    def _sync(self, pool: ProjectPool) -> None:
+        with self.db.session() as s:
+            revision = pool_revision(s, pool.project_id)
+            if revision == pool.revision:
+                return
+            rows = labelled_pool(s, pool.project_id)
+        wanted = {r.id: (r.text, r.labels) for r in rows}
+        gone = [i for i in pool.items if i not in wanted]
+        changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
+        if gone:
+            pool.index.remove(gone)
+        if changed:
+            texts = [wanted[i][0] for i in changed]
+            vectors = self.cache.encode(pool.encoder, texts)
+            pool.index.add(changed, vectors, texts, [wanted[i][1] for i in changed])
+        pool.items = wanted
+        pool.revision = revision
+        if gone or changed:
+            logger.debug("pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone))
+
+    def warm_up(self) -> None:
+        """Load the encoders and build the pools of every project (call in a background thread at
+        start-up, so the first request does not pay for it)."""
+        from storage.projects import list_projects
+
+        with self.db.session() as s:
+            ids = [p.id for p in list_projects(s)]
+        for pid in ids:
+            try:
+                self.pool(pid)
+            except Exception:  # a broken project must not stop the others from warming
+                logger.exception("warm-up of project %s failed", pid)
+
+    def forget_pool(self, project_id: int) -> None:
+        with self._lock:
+            self._pools.pop(project_id, None)
+
+    def close(self) -> None:
+        self.db.dispose()

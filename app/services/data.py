@@ -1,0 +1,193 @@
+"""The Data tab's actions: browse, add, edit and label utterances; manage intents; undo."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from storage import projects as repo_projects
+from storage import utterances as repo
+from storage.projects import ensure_writable, get_project
+
+from app.context import AppContext
+
+COLUMNS = ["id", "text", "intents", "split", "version"]
+
+
+def _project_id(s: Any, project: str, *, write: bool = False) -> int:
+    p = get_project(s, project)
+    if write:
+        ensure_writable(p)
+    return p.id
+
+
+def parse_label_input(value: str | list[str] | None) -> list[str]:
+    """Labels typed as ``a|b`` / ``a, b`` or picked from a multiselect; ``(none)`` = no intent."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else value.replace(",", "|").split("|")
+    return [v.strip() for v in items if v.strip() and v.strip() != "(none)"]
+
+
+def table(
+    ctx: AppContext,
+    project: str,
+    *,
+    intent: str | None = None,
+    split: str | None = None,
+    search: str | None = None,
+    limit: int = 2000,
+) -> list[dict[str, Any]]:
+    """Rows for the utterance table, filtered by intent (``(none)`` = unlabelled), split, text."""
+    with ctx.db.session() as s:
+        pid = _project_id(s, project)
+        rows = repo.list_utterances(
+            s, pid, intent=intent or None, split=split or None, search=search or None, limit=limit
+        )
+    return [
+        {"id": r.id, "text": r.text, "intents": "|".join(r.labels), "split": r.split, "version": r.version}
+        for r in rows
+    ]
+
+
+def intents(ctx: AppContext, project: str) -> list[dict[str, Any]]:
+    with ctx.db.session() as s:
+        return [asdict(i) for i in repo_projects.list_intents(s, _project_id(s, project))]
+
+
+def intent_names(ctx: AppContext, project: str) -> list[str]:
+    return [i["name"] for i in intents(ctx, project)]
+
+
+def add_utterance(
+    ctx: AppContext,
+    project: str,
+    text: str,
+    labels: str | list[str] | None = None,
+    split: str = "train",
+    *,
+    user_id: int | None = None,
+) -> dict[str, Any]:
+    with ctx.db.session() as s:
+        row = repo.add_utterance(
+            s, _project_id(s, project, write=True), text, parse_label_input(labels), split=split, user_id=user_id
+        )
+    return asdict(row)
+
+
+def label_utterance(
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    labels: str | list[str] | None,
+    *,
+    user_id: int | None = None,
+    expected_version: int | None = None,
+    split: str | None = None,
+) -> dict[str, Any]:
+    """Set an utterance's intents (and optionally move it to a split). A labelled `unlabelled`
+    utterance moves to `train`, so it joins the pool at once."""
+    names = parse_label_input(labels)
+    with ctx.db.session() as s:
+        pid = _project_id(s, project, write=True)
+        current = repo.get_utterance(s, pid, utterance_id)
+        if expected_version is not None and current.version != expected_version:
+            raise repo.ConflictError(
+                f"Utterance #{utterance_id} was changed by someone else since you loaded it "
+                f"(now: {current.text!r}); reload and try again."
+            )
+        target_split = split or ("train" if names and current.split == "unlabelled" else None)
+        if target_split and target_split != current.split:
+            repo.update_utterance(s, pid, utterance_id, split=target_split, user_id=user_id)
+        row = repo.set_labels(s, pid, utterance_id, names, user_id=user_id)
+    return asdict(row)
+
+
+def label_many(
+    ctx: AppContext, project: str, utterance_ids: list[int], labels: str | list[str] | None, *, user_id: int | None = None
+) -> int:
+    """Label several utterances at once (lasso on the map); one transaction."""
+    names = parse_label_input(labels)
+    with ctx.db.session() as s:
+        pid = _project_id(s, project, write=True)
+        for uid in utterance_ids:
+            current = repo.get_utterance(s, pid, uid)
+            if names and current.split == "unlabelled":
+                repo.update_utterance(s, pid, uid, split="train", user_id=user_id)
+            repo.set_labels(s, pid, uid, names, user_id=user_id)
+    return len(utterance_ids)
+
+
+def move_split(
+    ctx: AppContext, project: str, utterance_ids: list[int], split: str, *, user_id: int | None = None
+) -> int:
+    with ctx.db.session() as s:
+        pid = _project_id(s, project, write=True)
+        for uid in utterance_ids:
+            repo.update_utterance(s, pid, uid, split=split, user_id=user_id)
+    return len(utterance_ids)
+
+
+def edit_text(
+    ctx: AppContext, project: str, utterance_id: int, text: str, *, expected_version: int | None = None, user_id: int | None = None
+) -> dict[str, Any]:
+    with ctx.db.session() as s:
+        row = repo.update_utterance(
+            s, _project_id(s, project, write=True), utterance_id, text=text, expected_version=expected_version, user_id=user_id
+        )
+    return asdict(row)
+
+
+def delete_utterance(ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None) -> None:
+    with ctx.db.session() as s:
+        repo.delete_utterance(s, _project_id(s, project, write=True), utterance_id, user_id=user_id)
+
+
+def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
+    with ctx.db.session() as s:
+        return repo_projects.create_intent(s, _project_id(s, project, write=True), name, description).name
+
+
+def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
+    with ctx.db.session() as s:
+        return repo_projects.rename_intent(s, _project_id(s, project, write=True), old, new).name
+
+
+def merge_intents(ctx: AppContext, project: str, sources: list[str], target: str, *, user_id: int | None = None) -> int:
+    with ctx.db.session() as s:
+        return repo_projects.merge_intents(s, _project_id(s, project, write=True), sources, target, user_id=user_id)
+
+
+def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
+    with ctx.db.session() as s:
+        return repo_projects.delete_intent(s, _project_id(s, project, write=True), name, user_id=user_id)
+
+
+def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
+    """Undo the last label change (a whole batch, e.g. a merge). Returns what was undone."""
+    with ctx.db.session() as s:
+        events = repo.undo_last(s, _project_id(s, project, write=True), user_id=user_id)
+        if not events:
+            return "Nothing to undo."
+        first = events[0]
+        what = f"{len(events)} label change(s)" if len(events) > 1 else f"{first.action} of {first.utterance_text[:60]!r}"
+        return f"Undid {what}: back to {', '.join(first.before) or 'no intent'}."
+
+
+def activity(ctx: AppContext, project: str, limit: int = 200) -> list[dict[str, Any]]:
+    from storage.models import User
+
+    with ctx.db.session() as s:
+        pid = _project_id(s, project)
+        users = {u.id: u.name for u in s.query(User).all()}
+        return [
+            {
+                "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                "user": users.get(e.user_id or -1, "local"),
+                "action": e.action + (" (undone)" if e.undone else ""),
+                "utterance": e.utterance_text,
+                "before": "|".join(e.before),
+                "after": "|".join(e.after),
+            }
+            for e in repo.recent_events(s, pid, limit)
+        ]

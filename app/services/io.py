@@ -1,0 +1,280 @@
+"""Import and export of utterances as CSV or JSONL.
+
+Accepted columns: ``text`` plus ``label`` (one intent) or ``labels`` (``|``-separated, empty = no
+intent), optional ``split`` (train / test / unlabelled; default: train when labelled, else
+unlabelled) and ``context``. A file is validated completely before anything is written, and written
+in one transaction: either every row lands or none does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage.models import SPLITS
+from storage.projects import create_project, get_project
+from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, list_utterances
+
+from app.context import AppContext
+
+logger = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 25 * 1024 * 1024
+MAX_ROWS = 200_000
+SHOW_PROBLEMS = 8
+
+
+@dataclass
+class ImportProblem(ValueError):
+    """A file that cannot be imported, with the offending lines (1-based, header = line 1)."""
+
+    summary: str
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [self.summary]
+        for line, msg in self.problems[:SHOW_PROBLEMS]:
+            lines.append(f"  line {line}: {msg}" if line else f"  {msg}")
+        if len(self.problems) > SHOW_PROBLEMS:
+            lines.append(f"  ... and {len(self.problems) - SHOW_PROBLEMS} more problem(s)")
+        lines.append("Nothing was imported.")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    project: str
+    inserted: int
+    updated: int
+    intents_created: list[str]
+
+    def message(self) -> str:
+        names = self.intents_created
+        more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+        created = f"; {len(names)} new intent(s): {', '.join(names[:8])}{more}" if names else ""
+        return f"Imported {self.inserted} utterance(s) into {self.project!r}, updated {self.updated}{created}."
+
+
+def _split_labels(raw: object) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, list):
+        return [str(x).strip() for x in raw]
+    text = str(raw).strip()
+    return [p.strip() for p in text.split("|")] if text else []
+
+
+def _check_row(
+    line: int, text: object, raw_labels: object, split: object, context: object
+) -> tuple[NewUtterance | None, list[tuple[int, str]]]:
+    problems: list[tuple[int, str]] = []
+    if not isinstance(text, str) or not text.strip():
+        return None, [(line, "empty text")]
+    clean = text.strip()
+    if len(clean) > MAX_TEXT_CHARS:
+        problems.append((line, f"text is {len(clean)} characters (limit {MAX_TEXT_CHARS})"))
+    if "\x00" in clean:
+        problems.append((line, "text contains a NUL character"))
+    labels = _split_labels(raw_labels)
+    if any(not name for name in labels):
+        problems.append((line, f"empty intent name in labels {raw_labels!r}"))
+    if len(set(labels)) != len(labels):
+        problems.append((line, f"the same intent twice in labels {raw_labels!r}"))
+    if any(len(name) > 120 for name in labels):
+        problems.append((line, "an intent name is longer than 120 characters"))
+    split_value = str(split).strip() if split not in (None, "") else ("train" if labels else "unlabelled")
+    if split_value not in SPLITS:
+        problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
+    if split_value == "unlabelled" and labels:
+        problems.append((line, "an unlabelled row cannot carry labels"))
+    if problems:
+        return None, problems
+    ctx = str(context).strip() if context not in (None, "") else ""
+    return NewUtterance(clean, tuple(sorted(labels)), split_value, ctx), []
+
+
+def _decode(data: bytes) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise ImportProblem(
+            f"The file is {len(data) / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB. "
+            "Split it into smaller files."
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ImportProblem("The file is not valid UTF-8.", [(line, f"invalid byte at offset {exc.start}")]) from exc
+
+
+def _finish(rows: list[tuple[int, NewUtterance]], problems: list[tuple[int, str]]) -> list[NewUtterance]:
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        if row.text in seen:
+            problems.append((line, f"duplicate of line {seen[row.text]}: {row.text[:60]!r}"))
+        else:
+            seen[row.text] = line
+    if problems:
+        problems.sort()
+        raise ImportProblem(f"{len(problems)} problem(s) in the file.", problems)
+    if not rows:
+        raise ImportProblem("The file has no rows.")
+    if len(rows) > MAX_ROWS:
+        raise ImportProblem(f"The file has {len(rows)} rows; the limit is {MAX_ROWS}.")
+    return [r for _, r in rows]
+
+
+def parse_csv(data: bytes) -> list[NewUtterance]:
+    text = _decode(data)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        raise ImportProblem(f"Not a readable CSV file: {exc}") from exc
+    reader.fieldnames = header
+    if "text" not in header or not ({"label", "labels"} & set(header)):
+        raise ImportProblem(
+            f"Missing columns: need 'text' and 'label' or 'labels'; found {', '.join(header) or 'none'}."
+        )
+    label_col = "labels" if "labels" in header else "label"
+    rows: list[tuple[int, NewUtterance]] = []
+    problems: list[tuple[int, str]] = []
+    try:
+        for record in reader:
+            line = reader.line_num
+            if None in record:
+                problems.append((line, "more cells than columns"))
+                continue
+            row, errs = _check_row(line, record.get("text"), record.get(label_col), record.get("split"), record.get("context"))
+            problems.extend(errs)
+            if row is not None:
+                rows.append((line, row))
+            if len(rows) > MAX_ROWS:
+                break
+    except csv.Error as exc:
+        problems.append((reader.line_num, f"malformed CSV: {exc}"))
+    return _finish(rows, problems)
+
+
+def parse_jsonl(data: bytes) -> list[NewUtterance]:
+    text = _decode(data)
+    rows: list[tuple[int, NewUtterance]] = []
+    problems: list[tuple[int, str]] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((line_no, f"not valid JSON: {exc.msg}"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((line_no, "each line must be a JSON object"))
+            continue
+        if "text" not in obj or not ({"label", "labels"} & set(obj)):
+            problems.append((line_no, "needs 'text' and 'label' or 'labels'"))
+            continue
+        labels = obj.get("labels", obj.get("label"))
+        if isinstance(labels, list) and not all(isinstance(x, str) for x in labels):
+            problems.append((line_no, "labels must be strings"))
+            continue
+        row, errs = _check_row(line_no, obj.get("text"), labels, obj.get("split"), obj.get("context"))
+        problems.extend(errs)
+        if row is not None:
+            rows.append((line_no, row))
+    return _finish(rows, problems)
+
+
+def parse_file(path: str | Path, data: bytes | None = None) -> list[NewUtterance]:
+    """Validate a CSV/JSONL file completely; raise :class:`ImportProblem` listing bad lines."""
+    p = Path(path)
+    if data is None:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ImportProblem(f"The file is {size / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB.")
+        data = p.read_bytes()
+    suffix = p.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return parse_jsonl(data)
+    if suffix in (".csv", ".tsv", ".txt", ""):
+        return parse_csv(data)
+    raise ImportProblem(f"Unsupported file type {suffix!r}: use .csv or .jsonl.")
+
+
+def import_utterances(
+    ctx: AppContext,
+    project: str,
+    rows: list[NewUtterance],
+    *,
+    create_project_if_missing: bool = True,
+    create_missing_intents: bool = True,
+    on_existing: str = "error",
+    user_id: int | None = None,
+) -> ImportResult:
+    """Write validated rows into a (new or existing) project in one transaction."""
+    from storage.errors import NotFoundError
+    from storage.projects import ensure_writable, intents_by_name
+
+    with ctx.db.session() as s:
+        try:
+            proj = get_project(s, project)
+        except NotFoundError:
+            if not create_project_if_missing:
+                raise
+            proj = create_project(s, project)
+        ensure_writable(proj)
+        before = set(intents_by_name(s, proj.id))
+        inserted, updated = import_rows(
+            s,
+            proj.id,
+            rows,
+            user_id=user_id,
+            create_missing_intents=create_missing_intents,
+            on_existing=on_existing,
+        )
+        created = sorted(set(intents_by_name(s, proj.id)) - before)
+        name = proj.name
+    return ImportResult(name, inserted, updated, created)
+
+
+def import_file(ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None) -> ImportResult:
+    """Parse and import a CSV/JSONL file. Raises ImportProblem (nothing written) on bad input."""
+    rows = parse_file(path)
+    return import_utterances(ctx, project, rows, **kwargs)  # type: ignore[arg-type]
+
+
+def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
+    with ctx.db.session() as s:
+        proj = get_project(s, project)
+        return [NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, proj.id)]
+
+
+def write_csv(rows: Iterable[NewUtterance]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["text", "labels", "split"])
+    for r in rows:
+        w.writerow([r.text, "|".join(r.labels), r.split])
+    return buf.getvalue()
+
+
+def write_jsonl(rows: Iterable[NewUtterance]) -> str:
+    return "".join(
+        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False) + "\n"
+        for r in rows
+    )
+
+
+def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
+    """Export a project to ``path`` (.csv or .jsonl by suffix). Returns the number of rows."""
+    p = Path(path)
+    rows = export_rows(ctx, project)
+    content = write_jsonl(rows) if p.suffix.lower() in (".jsonl", ".ndjson") else write_csv(rows)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(content, encoding="utf-8")
+    tmp.replace(p)
+    return len(rows)

@@ -1,0 +1,82 @@
+"""Projects: listing, creating, and the demo project written on first start."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib import resources
+
+from storage.projects import create_project, get_project, list_intents, list_projects
+from storage.utterances import list_utterances
+
+from app.context import AppContext
+from app.services.io import import_utterances, parse_csv
+
+logger = logging.getLogger(__name__)
+
+DEMO_PROJECT = "Demo: Acme support"
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    id: int
+    name: str
+    base_encoder: str
+    read_only: bool
+    n_intents: int
+    n_train: int
+    n_test: int
+    n_unlabelled: int
+    multi_label: bool
+    active_model_version_id: int | None
+
+    def headline(self) -> str:
+        model = f"model v{self.active_model_version_id}" if self.active_model_version_id else f"frozen {self.base_encoder}"
+        kind = "multi-label" if self.multi_label else "single-label"
+        ro = " · read-only" if self.read_only else ""
+        return (
+            f"**{self.name}** · {self.n_intents} intents · {self.n_train} train · {self.n_test} test · "
+            f"{self.n_unlabelled} unlabelled · {kind} · {model}{ro}"
+        )
+
+
+def project_names(ctx: AppContext) -> list[str]:
+    with ctx.db.session() as s:
+        return [p.name for p in list_projects(s)]
+
+
+def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str:
+    from core.encoders import resolve_path
+
+    resolve_path(base_encoder)  # refuse unknown encoders before writing anything
+    with ctx.db.session() as s:
+        return create_project(s, name, base_encoder=base_encoder).name
+
+
+def summary(ctx: AppContext, project: str) -> ProjectSummary:
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        rows = list_utterances(s, p.id)
+        intents = list_intents(s, p.id)
+        return ProjectSummary(
+            id=p.id,
+            name=p.name,
+            base_encoder=p.base_encoder,
+            read_only=p.read_only,
+            n_intents=len(intents),
+            n_train=sum(r.split == "train" for r in rows),
+            n_test=sum(r.split == "test" for r in rows),
+            n_unlabelled=sum(r.split == "unlabelled" for r in rows),
+            multi_label=any(len(r.labels) > 1 for r in rows),
+            active_model_version_id=p.active_model_version_id,
+        )
+
+
+def ensure_demo_project(ctx: AppContext) -> str | None:
+    """Create the demo project from ``assets/demo_project.csv`` when the database has no project."""
+    if project_names(ctx):
+        return None
+    data = resources.files("assets").joinpath("demo_project.csv").read_bytes()
+    result = import_utterances(ctx, DEMO_PROJECT, parse_csv(data))
+    logger.info("created the demo project: %s", result.message())
+    return DEMO_PROJECT

@@ -1,0 +1,64 @@
+"""The Gradio app: a project picker above one tab per activity. Each tab is built by its own
+``build_<tab>_tab`` function; callbacks only call ``app.services``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import projects as project_svc
+from app.ui.api import register_api
+from app.ui.common import attempt, ok, problem
+from app.ui.data_tab import build_data_tab
+from app.ui.try_tab import build_try_tab
+
+TITLE = "Intent Studio"
+
+
+def css() -> str:
+    return resources.files("assets").joinpath("style.css").read_text(encoding="utf-8")
+
+
+def build_app(ctx: AppContext) -> gr.Blocks:
+    names = project_svc.project_names(ctx)
+    with gr.Blocks(title=TITLE) as demo:
+        user = gr.State("local")
+        with gr.Row(equal_height=True):
+            gr.Markdown(f"## {TITLE}", scale=1)
+            project = gr.Dropdown(
+                names, value=names[0] if names else None, label="Project", scale=2, elem_id="project"
+            )
+            new_name = gr.Textbox(label="New project", placeholder="name, then Enter", scale=2)
+        summary = gr.Markdown(elem_id="project-summary")
+        with gr.Tabs():
+            with gr.Tab("Data", id="data"):
+                build_data_tab(ctx, project, user)
+            with gr.Tab("Try", id="try"):
+                build_try_tab(ctx, project, user)
+        register_api(ctx)
+
+        def show_summary(proj: str | None) -> str:
+            if not proj:
+                return "No project yet: create one above or import a file in the Data tab."
+            s, err = attempt(lambda: project_svc.summary(ctx, proj))
+            return problem(err) if err or s is None else s.headline() + " · single-user local mode"
+
+        def create(name: str) -> tuple[Any, str, str]:
+            created, err = attempt(lambda: project_svc.new_project(ctx, name))
+            if err or created is None:
+                return gr.update(), problem(err or ""), name
+            return gr.update(choices=project_svc.project_names(ctx), value=created), ok(f"Created {created!r}."), ""
+
+        project.change(show_summary, [project], [summary], api_name=False)
+        demo.load(show_summary, [project], [summary], api_name=False)
+        demo.load(
+            lambda p: gr.update(choices=project_svc.project_names(ctx), value=p),
+            [project],
+            [project],
+            api_name=False,
+        )
+        new_name.submit(create, [new_name], [project, summary, new_name], api_name=False)
+    return demo

@@ -1,0 +1,105 @@
+"""The Try tab: classify an utterance and see the labelled examples behind the ranking."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services import predict as svc
+from app.ui.common import attempt, ok, problem
+
+HELP = (
+    "The classifier *is* the labelled pool: an utterance gets the intent of its most similar "
+    "labelled examples in the encoder's space (cosine similarity). The examples listed below are "
+    "the decision itself, not an after-the-fact approximation. Labelling an utterance changes the "
+    "next prediction at once, without retraining."
+)
+
+
+def explanation_markdown(result: dict[str, Any]) -> str:
+    """One plain sentence a stakeholder understands, from the prediction's own evidence."""
+    if not result["intents"]:
+        return "No prediction: the pool is empty."
+    top = result["intents"][0]
+    ev = top["evidence"]
+    esc = html.escape
+    sentence = (
+        f"Predicted **{esc(top['intent'])}** because it is most like "
+        f"“{esc(ev['text'])}” ({ev['similarity']:.2f})."
+    )
+    if len(result["intents"]) > 1:
+        ru = result["intents"][1]
+        sentence += (
+            f" The closest other intent is **{esc(ru['intent'])}** "
+            f"(“{esc(ru['evidence']['text'])}”, {ru['evidence']['similarity']:.2f}); "
+            f"margin {result['margin']:.2f}."
+        )
+    return sentence
+
+
+def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None:
+    gr.Markdown(HELP)
+    with gr.Row():
+        text = gr.Textbox(label="Utterance", placeholder="e.g. where is my parcel?", scale=4, elem_id="try-text")
+        k = gr.Slider(1, 5, value=1, step=1, label="k (examples per intent)", scale=1)
+        go = gr.Button("Predict", variant="primary", scale=1, elem_id="try-predict")
+    explanation = gr.Markdown(elem_id="try-explanation")
+    with gr.Row():
+        ranked = gr.Dataframe(
+            headers=["intent", "score", "nearest example of this intent", "similarity"],
+            interactive=False,
+            label="Ranked intents",
+            elem_id="try-ranked",
+        )
+        neighbours = gr.Dataframe(
+            headers=["labelled example", "intents", "similarity"],
+            interactive=False,
+            wrap=True,
+            label="Nearest labelled neighbours",
+            elem_id="try-neighbours",
+        )
+    with gr.Row():
+        label_as = gr.Dropdown(label="Label this utterance as", multiselect=True, allow_custom_value=True, choices=[], scale=3)
+        label_btn = gr.Button("Add to the training pool", scale=1, elem_id="try-label")
+    status = gr.Markdown()
+
+    def run(proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
+        result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
+        names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+        if err or result is None:
+            return problem(err or ""), None, None, gr.update(choices=names or []), ""
+        ranked_df = pd.DataFrame(
+            [
+                [r["intent"], r["score"], r["evidence"]["text"], r["evidence"]["similarity"]]
+                for r in result["intents"]
+            ],
+            columns=["intent", "score", "nearest example of this intent", "similarity"],
+        )
+        neigh_df = pd.DataFrame(
+            [[n["text"], "|".join(n["intents"]), n["similarity"]] for n in result["neighbours"]],
+            columns=["labelled example", "intents", "similarity"],
+        )
+        return (
+            explanation_markdown(result),
+            ranked_df,
+            neigh_df,
+            gr.update(choices=names or [], value=[result["top"]] if result["top"] else []),
+            f"{result['latency_ms']} ms",
+        )
+
+    def label(proj: str, utterance: str, labels: list[str]) -> str:
+        row, err = attempt(lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train"))
+        if err or row is None:
+            return problem(err or "")
+        return ok(f"Added “{row['text'][:60]}” as {', '.join(row['labels'])}; it counts from the next prediction.")
+
+    go.click(run, [project, text, k], [explanation, ranked, neighbours, label_as, status], api_name=False)
+    text.submit(run, [project, text, k], [explanation, ranked, neighbours, label_as, status], api_name=False)
+    label_btn.click(label, [project, text, label_as], [status], api_name=False).then(
+        run, [project, text, k], [explanation, ranked, neighbours, label_as, status], show_progress="hidden"
+    )

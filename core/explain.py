@@ -1,0 +1,248 @@
+"""Why a prediction came out as it did, told by the labelled neighbours that decided it.
+
+This is the k-NN decision rule itself, not a post-hoc approximation: the predicted intent is the
+one whose nearest labelled examples are most similar to the utterance, and the runner-up's nearest
+example shows the other side of the decision. The margin is the difference of the two scores.
+
+Two warnings are attached:
+
+- ``ambiguous``: the margin to the runner-up is below a threshold (default 0.05).
+- ``borderline``: the diagnostic of the non-siamese bi-encoder paper — the utterance shares no
+  word with its own intent's name (the gold intent if given, else the predicted one) but shares a
+  word with a competing intent's name. Names are split on ``_``, ``-`` and spaces, lower-cased,
+  stop words dropped and a plural ``s`` folded (``cards`` matches ``card``).
+
+Example:
+    >>> from core.knn import IntentScore, Neighbour, Prediction
+    >>> a = Neighbour(1, "Where is my new card?", ("card_arrival",), 0.83)
+    >>> b = Neighbour(2, "How long does delivery take?", ("delivery_estimate",), 0.71)
+    >>> p = Prediction([IntentScore("card_arrival", 0.83, a), IntentScore("delivery_estimate", 0.71, b)], [a, b])
+    >>> explain("my card has not come", p).sentence.split(" because")[0]
+    'Predicted *card_arrival*'
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from core.knn import Neighbour, Prediction
+
+logger = logging.getLogger(__name__)
+
+AMBIGUOUS_MARGIN = 0.05
+_QUOTE_CHARS = 80
+
+# Function words only: domain words such as "top", "up", "bill" or "card" must stay meaningful.
+_STOP_TEXT = """
+    a an the and or but if of at by for with about to from in on into onto under
+    is are was were be been being am do does did doing have has had having i me my mine
+    we us our you your he him his she her it its they them their this that these those what which
+    who whom whose when where why how can could will would shall should may might must nor
+    so than too very just also any all some each other such own same there here then again once
+    only more most few both s t don isn wasn aren get got please
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+_SPLIT = re.compile(r"[^0-9a-z]+")
+
+
+def _fold(token: str) -> str:
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def tokens(text: str) -> set[str]:
+    """Content words of a text or an intent name: split on non-alphanumerics (so ``_``, ``-``
+    and spaces), lower-cased, stop words dropped, plural ``s`` folded.
+
+    Example:
+        >>> sorted(tokens("card_arrival")), sorted(tokens("Where are my cards?"))
+        (['arrival', 'card'], ['card'])
+    """
+    return {_fold(t) for t in _SPLIT.split(text.lower()) if t and t not in STOP_WORDS}
+
+
+def borderline(
+    text: str, own_intents: Iterable[str], competing_intents: Iterable[str]
+) -> tuple[bool, str]:
+    """The paper's borderline test: no word of its own intent's name, a word of a competitor's.
+
+    Args:
+        text: the utterance.
+        own_intents: its own intent(s) (gold if known, else predicted).
+        competing_intents: the other intents (own ones are ignored if present).
+
+    Returns:
+        ``(is_borderline, reason)``; the reason is a plain sentence, empty when not borderline.
+
+    Example:
+        >>> borderline("I want to order a pizza", ["food_delivery"], ["order_status"])[0]
+        True
+    """
+    own = [name for name in own_intents if name]
+    if not own:
+        return False, ""
+    words = tokens(text)
+    if any(words & tokens(name) for name in own):
+        return False, ""
+    own_set = set(own)
+    hits: dict[str, list[str]] = {}
+    for name in sorted(set(competing_intents) - own_set):
+        shared = sorted(words & tokens(name))
+        if shared:
+            hits[name] = shared
+    if not hits:
+        return False, ""
+    parts = [f"*{name}* ({', '.join(ws)})" for name, ws in list(hits.items())[:3]]
+    more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+    own_txt = " / ".join(f"*{name}*" for name in own)
+    reason = (
+        f"Borderline: it shares no word with its own intent {own_txt} but shares words "
+        f"with {', '.join(parts)}{more}."
+    )
+    return True, reason
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One labelled neighbour shown as evidence."""
+
+    id: int
+    text: str
+    intents: tuple[str, ...]
+    similarity: float
+
+    @classmethod
+    def of(cls, n: Neighbour) -> Evidence:
+        return cls(int(n.id), n.text, tuple(n.labels), float(n.similarity))
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything a person needs to see why an utterance got its intent."""
+
+    text: str
+    predicted: str | None
+    score: float
+    margin: float
+    neighbours: list[Evidence] = field(default_factory=list)
+    predicted_neighbour: Evidence | None = None
+    runner_up: str | None = None
+    runner_up_score: float | None = None
+    runner_up_neighbour: Evidence | None = None
+    sentence: str = ""
+    ambiguous: bool = False
+    borderline: bool = False
+    borderline_reason: str = ""
+    gold: tuple[str, ...] = ()
+    correct: bool | None = None
+    predicted_description: str | None = None
+    runner_up_description: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (tuples become lists).
+
+        Example:
+            >>> Explanation("hi", None, 0.0, 0.0).to_dict()["predicted"] is None
+            True
+        """
+        d = asdict(self)
+        d["gold"] = list(self.gold)
+        for ev in [d["predicted_neighbour"], d["runner_up_neighbour"], *d["neighbours"]]:
+            if ev is not None:
+                ev["intents"] = list(ev["intents"])
+        return d
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def _sentence(pred: Prediction, margin: float, ambiguous: bool) -> str:
+    if not pred.intents:
+        return "No prediction: there are no labelled examples to compare with yet."
+    top = pred.intents[0]
+    s = (
+        f"Predicted *{top.intent}* because it is most like "
+        f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
+    )
+    ru = pred.runner_up
+    if ru is None:
+        return s + " No other intent has examples close enough to compete."
+    s += (
+        f" The closest other intent is *{ru.intent}* "
+        f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."
+    )
+    if ambiguous:
+        s += f" It is a close call (margin {margin:.2f})."
+    return s
+
+
+def explain(
+    text: str,
+    prediction: Prediction,
+    *,
+    intent_descriptions: Mapping[str, str] | None = None,
+    gold: Sequence[str] | str | None = None,
+    intents: Iterable[str] | None = None,
+    k: int | None = None,
+    ambiguous_margin: float = AMBIGUOUS_MARGIN,
+) -> Explanation:
+    """Explain a k-NN prediction by its deciding neighbours.
+
+    Args:
+        text: the utterance that was classified.
+        prediction: the :class:`~core.knn.Prediction` for it.
+        intent_descriptions: optional intent → description, copied into the explanation.
+        gold: the utterance's own intent(s), when labelled; used for ``borderline`` and
+            ``correct`` (otherwise the predicted intent is its own intent).
+        intents: every intent of the project, for the borderline test (the ranked intents of the
+            prediction and the keys of ``intent_descriptions`` are always included).
+        k: how many of the prediction's nearest neighbours to keep as evidence (all if ``None``).
+        ambiguous_margin: a margin below this marks the prediction ``ambiguous``.
+
+    Returns:
+        An :class:`Explanation`.
+
+    Example:
+        >>> explain("hello", Prediction([])).sentence
+        'No prediction: there are no labelled examples to compare with yet.'
+    """
+    descriptions = dict(intent_descriptions or {})
+    gold_t: tuple[str, ...] = (gold,) if isinstance(gold, str) else tuple(gold or ())
+    gold_t = tuple(g for g in gold_t if g)
+    top = prediction.intents[0] if prediction.intents else None
+    ru = prediction.runner_up
+    margin = float(prediction.margin)
+    ambiguous = top is not None and ru is not None and margin < ambiguous_margin
+
+    known = {s.intent for s in prediction.intents} | set(descriptions) | set(intents or ())
+    own = gold_t or ((top.intent,) if top is not None else ())
+    is_borderline, reason = borderline(text, own, known)
+
+    shown = prediction.neighbours if k is None else prediction.neighbours[: max(0, k)]
+    return Explanation(
+        text=text,
+        predicted=top.intent if top else None,
+        score=float(prediction.score),
+        margin=margin,
+        neighbours=[Evidence.of(n) for n in shown],
+        predicted_neighbour=Evidence.of(top.best) if top else None,
+        runner_up=ru.intent if ru else None,
+        runner_up_score=float(ru.score) if ru else None,
+        runner_up_neighbour=Evidence.of(ru.best) if ru else None,
+        sentence=_sentence(prediction, margin, ambiguous),
+        ambiguous=bool(ambiguous),
+        borderline=is_borderline,
+        borderline_reason=reason,
+        gold=gold_t,
+        correct=(top.intent in gold_t) if (gold_t and top) else None,
+        predicted_description=descriptions.get(top.intent) if top else None,
+        runner_up_description=descriptions.get(ru.intent) if ru else None,
+    )

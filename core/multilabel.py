@@ -1,0 +1,546 @@
+"""Multi-label intent detection on a frozen sentence encoder (Multi-ConvFiT's classifier stage).
+
+An MLP head over precomputed (possibly contrastively specialised) sentence vectors: one hidden
+layer (512, ReLU), dropout 0.4, one sigmoid output per intent, binary cross-entropy with the
+paper's multi-label label smoothing, AdamW (lr 3e-3, weight decay 0.02, 10 % linear warm-up then
+linear decay), batch 32. An intent is predicted when its probability is ``>= θ`` (default 0.3;
+per-intent θs via :func:`tune_thresholds`). Utterances with no intent are allowed: their target
+vector is all zeros. For each predicted intent :func:`knn_evidence` finds the nearest labelled
+utterances that carry it, so the head's decision is explained by real examples.
+
+Saved as ``head.safetensors`` (weights) + ``head.json`` (config, intents, thresholds); no pickle.
+
+Example:
+    >>> vecs = np.eye(4, dtype=np.float32)
+    >>> head = MultiLabelHead(HeadConfig(epochs=50)).fit(vecs, [("a",), ("b",), ("a", "b"), ()])
+    >>> head.intents
+    ('a', 'b')
+    >>> head.predict_proba(vecs).shape
+    (4, 2)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.knn import Neighbour
+from core.thresholds import (
+    DEFAULT_GRID,
+    DEFAULT_MIN_SUPPORT,
+    DEFAULT_THRESHOLD,
+    ThresholdLike,
+    Thresholds,
+    as_thresholds,
+    thresholds_from_probabilities,
+    validate_threshold,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "head.safetensors"
+META_FILE = "head.json"
+
+LabelSets = Sequence[Sequence[str]]
+Progress = Callable[[int, int], None]
+
+
+class Cancelled(RuntimeError):
+    """Raised by :meth:`MultiLabelHead.fit` when ``should_cancel()`` returns True."""
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    """Hyper-parameters of the multi-label MLP head (defaults: Multi-ConvFiT, except ``epochs``).
+
+    ``epochs`` defaults to 200, not the paper's 600: vectors are precomputed so an epoch is cheap,
+    but on the NLU++ folds 200 epochs scored within noise of 600 (see ``bench/multilabel.py``) at a
+    third of the CPU time, which matters in the high-data regime (~60 steps/epoch) and for k-fold
+    threshold tuning, which fits the head k more times.
+
+    Args:
+        hidden: hidden layer width.
+        dropout: dropout before the output layer, in [0, 1).
+        lr: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        warmup_ratio: fraction of steps with linear warm-up (then linear decay to 0).
+        epochs: passes over the training vectors.
+        batch_size: examples per step.
+        label_smoothing: ``ls`` in (0, 1]; positive target ``ls``, negative ``(1 - ls)·M/|C|``;
+            1.0 turns smoothing off.
+        threshold: the global decision θ, strictly inside (0, 1).
+        seed: seeds initialisation, dropout and shuffling.
+
+    Example:
+        >>> HeadConfig.from_dict(HeadConfig(epochs=10).to_dict()).epochs
+        10
+    """
+
+    hidden: int = 512
+    dropout: float = 0.4
+    lr: float = 3e-3
+    weight_decay: float = 0.02
+    warmup_ratio: float = 0.1
+    epochs: int = 200
+    batch_size: int = 32
+    label_smoothing: float = 0.95
+    threshold: float = DEFAULT_THRESHOLD
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "epochs", "batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if not self.lr > 0.0:
+            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if self.weight_decay < 0.0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}")
+        if not 0.0 < self.label_smoothing <= 1.0:
+            raise ValueError(
+                f"label_smoothing must be in (0, 1] (1.0 = off), got {self.label_smoothing!r}"
+            )
+        validate_threshold(self.threshold)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> HeadConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown HeadConfig keys: {sorted(unknown)}")
+        return cls(**dict(data))
+
+
+def is_multilabel(label_sets: LabelSets) -> bool:
+    """True when any utterance carries more than one intent (the project then uses the head).
+
+    Example:
+        >>> is_multilabel([("a",), ("a", "b")]), is_multilabel([("a",), ()])
+        (True, False)
+    """
+    return any(len(set(labels)) > 1 for labels in label_sets)
+
+
+def intents_of(label_sets: LabelSets) -> tuple[str, ...]:
+    """The sorted union of all labels."""
+    return tuple(sorted({name for labels in label_sets for name in labels}))
+
+
+def binary_targets(label_sets: LabelSets, intents: Sequence[str]) -> np.ndarray:
+    """``(n, C)`` float32 0/1 matrix; raises ``ValueError`` for labels outside ``intents``.
+
+    Example:
+        >>> binary_targets([("b",), ()], ["a", "b"]).tolist()
+        [[0.0, 1.0], [0.0, 0.0]]
+    """
+    col = {name: i for i, name in enumerate(intents)}
+    if len(col) != len(intents):
+        raise ValueError("intents contain duplicates")
+    y = np.zeros((len(label_sets), len(intents)), dtype=np.float32)
+    for row, labels in enumerate(label_sets):
+        for name in labels:
+            if name not in col:
+                raise ValueError(f"label {name!r} (example {row}) is not one of the head's intents")
+            y[row, col[name]] = 1.0
+    return y
+
+
+def smooth_targets(y: np.ndarray, ls: float) -> np.ndarray:
+    """Multi-label label smoothing (Multi-ConvFiT eq. 1).
+
+    A positive becomes ``ls``; a negative becomes ``(1 - ls)·M/|C|`` where ``M`` is the number of
+    true labels of that example and ``|C|`` the number of intents. An example with no intent keeps
+    all-zero targets (``M = 0``).
+
+    Example:
+        >>> smooth_targets(np.array([[1.0, 0.0, 0.0, 1.0]]), 0.9).astype(float).round(3).tolist()
+        [[0.9, 0.05, 0.05, 0.9]]
+    """
+    if not 0.0 < ls <= 1.0:
+        raise ValueError(f"label smoothing must be in (0, 1], got {ls!r}")
+    y = np.asarray(y, dtype=np.float32)
+    if y.ndim != 2 or y.shape[1] == 0:
+        raise ValueError(f"targets must be (n, C) with C >= 1, got {y.shape}")
+    m = y.sum(axis=1, keepdims=True)
+    negative = (1.0 - ls) * m / y.shape[1]
+    return np.where(y > 0.5, np.float32(ls), negative).astype(np.float32)
+
+
+def _as_vectors(vectors: np.ndarray) -> np.ndarray:
+    v = np.ascontiguousarray(vectors, dtype=np.float32)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be a 2-D (n, dim) array, got shape {v.shape}")
+    return v
+
+
+def _build_mlp(dim: int, n_out: int, config: HeadConfig) -> torch.nn.Sequential:
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Linear(dim, config.hidden),
+        nn.ReLU(),
+        nn.Dropout(config.dropout),
+        nn.Linear(config.hidden, n_out),
+    )
+
+
+class MultiLabelHead:
+    """An MLP with sigmoid outputs over frozen sentence vectors.
+
+    Example:
+        >>> head = MultiLabelHead(HeadConfig(epochs=5))  # then .fit(vectors, label_sets)
+        >>> head.config.threshold
+        0.3
+    """
+
+    def __init__(self, config: HeadConfig | None = None) -> None:
+        self.config = config or HeadConfig()
+        self.intents: tuple[str, ...] = ()
+        self.dim = 0
+        self.thresholds = Thresholds(self.config.threshold)
+        self._model: torch.nn.Sequential | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self._model is not None
+
+    def fit(
+        self,
+        vectors: np.ndarray,
+        label_sets: LabelSets,
+        intents: Sequence[str] | None = None,
+        *,
+        progress: Progress | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> MultiLabelHead:
+        """Train on ``(n, dim)`` vectors and their label sets (empty tuple = no intent).
+
+        Args:
+            vectors: precomputed sentence vectors.
+            label_sets: one sequence of intent names per vector.
+            intents: output columns (default: sorted union of ``label_sets``); may include intents
+                without examples.
+            progress: called as ``progress(epoch, epochs)`` after each epoch.
+            should_cancel: polled each epoch; returning True raises :class:`Cancelled`.
+
+        Returns:
+            ``self``, fitted.
+        """
+        import torch
+
+        x = _as_vectors(vectors)
+        if len(x) != len(label_sets):
+            raise ValueError(f"{len(x)} vectors but {len(label_sets)} label sets")
+        if len(x) == 0:
+            raise ValueError("cannot fit a head on zero examples")
+        names = tuple(intents) if intents is not None else intents_of(label_sets)
+        if not names:
+            raise ValueError("no intents to learn: every example has an empty label set")
+        y = smooth_targets(binary_targets(label_sets, names), self.config.label_smoothing)
+        cfg = self.config
+        steps_per_epoch = math.ceil(len(x) / cfg.batch_size)
+        total = steps_per_epoch * cfg.epochs
+        warmup = int(cfg.warmup_ratio * total)
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / max(1, warmup)
+            return max(0.0, (total - step) / max(1, total - warmup))
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            model = _build_mlp(x.shape[1], len(names), cfg)
+            opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+            loss_fn = torch.nn.BCEWithLogitsLoss()
+            gen = torch.Generator().manual_seed(cfg.seed)
+            xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+            model.train()
+            last_loss = float("nan")
+            for epoch in range(cfg.epochs):
+                if should_cancel is not None and should_cancel():
+                    raise Cancelled("head training cancelled")
+                order = torch.randperm(len(xt), generator=gen)
+                for start in range(0, len(xt), cfg.batch_size):
+                    idx = order[start : start + cfg.batch_size]
+                    opt.zero_grad(set_to_none=True)
+                    loss = loss_fn(model(xt[idx]), yt[idx])
+                    loss.backward()
+                    opt.step()
+                    sched.step()
+                last_loss = float(loss.detach())
+                if progress is not None:
+                    progress(epoch + 1, cfg.epochs)
+            model.eval()
+        logger.info(
+            "fitted multi-label head: %d examples, %d intents, %d epochs, final loss %.4f",
+            len(x),
+            len(names),
+            cfg.epochs,
+            last_loss,
+        )
+        self._model = model
+        self.intents = names
+        self.dim = int(x.shape[1])
+        return self
+
+    def _require_fitted(self) -> torch.nn.Sequential:
+        if self._model is None:
+            raise RuntimeError("the head is not fitted: call fit() or load_head() first")
+        return self._model
+
+    def predict_proba(self, vectors: np.ndarray) -> np.ndarray:
+        """``(n, C)`` float32 sigmoid probabilities, columns in ``self.intents`` order."""
+        import torch
+
+        model = self._require_fitted()
+        x = _as_vectors(vectors)
+        if x.shape[1] != self.dim:
+            raise ValueError(f"vectors have dim {x.shape[1]}, the head expects {self.dim}")
+        if len(x) == 0:
+            return np.zeros((0, len(self.intents)), dtype=np.float32)
+        with torch.inference_mode():
+            logits = model(torch.from_numpy(x))
+        return torch.sigmoid(logits).numpy().astype(np.float32)
+
+    def predict(
+        self, vectors: np.ndarray, thresholds: ThresholdLike = None
+    ) -> list[tuple[str, ...]]:
+        """Label sets: every intent whose probability is ``>= θ`` (sorted by name).
+
+        Args:
+            vectors: ``(n, dim)`` vectors.
+            thresholds: a float, an ``{intent: θ}`` mapping (others use the head's global θ),
+                :class:`~core.thresholds.Thresholds`, or None for the head's own ``thresholds``.
+        """
+        proba = self.predict_proba(vectors)
+        return decide(proba, self.intents, self._resolve(thresholds))
+
+    def _resolve(self, thresholds: ThresholdLike) -> Thresholds:
+        if thresholds is None:
+            return self.thresholds
+        return as_thresholds(thresholds, self.thresholds.global_threshold)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``head.safetensors`` and ``head.json`` into ``directory`` (created if needed)."""
+        from safetensors.torch import save_file
+
+        model = self._require_fitted()
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(tensors, str(out / WEIGHTS_FILE))
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "kind": "multilabel_mlp",
+            "config": self.config.to_dict(),
+            "intents": list(self.intents),
+            "dim": self.dim,
+            "thresholds": self.thresholds.to_dict(),
+        }
+        tmp = out / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        tmp.replace(out / META_FILE)
+        return out
+
+
+def load_head(directory: str | Path) -> MultiLabelHead:
+    """Load a head written by :meth:`MultiLabelHead.save`.
+
+    Example:
+        >>> head = load_head("bundle/head")  # doctest: +SKIP
+    """
+    from safetensors.torch import load_file
+
+    src = Path(directory)
+    meta_path, weights_path = src / META_FILE, src / WEIGHTS_FILE
+    if not meta_path.exists() or not weights_path.exists():
+        raise FileNotFoundError(f"{src} has no {META_FILE} + {WEIGHTS_FILE}")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"unsupported head format version {meta.get('format_version')!r}")
+    head = MultiLabelHead(HeadConfig.from_dict(meta["config"]))
+    head.intents = tuple(meta["intents"])
+    head.dim = int(meta["dim"])
+    head.thresholds = Thresholds.from_dict(meta["thresholds"])
+    model = _build_mlp(head.dim, len(head.intents), head.config)
+    model.load_state_dict(load_file(str(weights_path)))
+    model.eval()
+    head._model = model
+    return head
+
+
+def decide(
+    proba: np.ndarray, intents: Sequence[str], thresholds: ThresholdLike = None
+) -> list[tuple[str, ...]]:
+    """Turn ``(n, C)`` probabilities into label sets with ``p >= θ``.
+
+    Example:
+        >>> decide(np.array([[0.9, 0.2, 0.4]]), ["a", "b", "c"], 0.3)
+        [('a', 'c')]
+    """
+    theta = as_thresholds(thresholds).vector(intents)
+    hits = np.asarray(proba) >= theta[None, :]
+    return [tuple(sorted(intents[int(j)] for j in np.flatnonzero(row))) for row in hits]
+
+
+def tune_thresholds(
+    vectors: np.ndarray,
+    label_sets: LabelSets,
+    intents: Sequence[str] | None = None,
+    *,
+    config: HeadConfig | None = None,
+    folds: int = 5,
+    grid: Sequence[float] = DEFAULT_GRID,
+    min_support: int = DEFAULT_MIN_SUPPORT,
+    progress: Progress | None = None,
+) -> Thresholds:
+    """Per-intent θ by k-fold cross-validation on the labelled pool.
+
+    The head is fitted ``folds`` times, each time predicting the held-out fold; on the pooled
+    out-of-fold probabilities each intent gets the grid θ with its best F1. Intents with fewer than
+    ``min_support`` examples keep the global θ (``config.threshold``).
+
+    Example:
+        >>> head.thresholds = tune_thresholds(vecs, label_sets, folds=5)  # doctest: +SKIP
+    """
+    cfg = config or HeadConfig()
+    x = _as_vectors(vectors)
+    if len(x) != len(label_sets):
+        raise ValueError(f"{len(x)} vectors but {len(label_sets)} label sets")
+    if not 2 <= folds <= len(x):
+        raise ValueError(f"folds must be between 2 and the number of examples ({len(x)})")
+    names = tuple(intents) if intents is not None else intents_of(label_sets)
+    y = binary_targets(label_sets, names)
+    rng = np.random.default_rng(cfg.seed)
+    fold_of = rng.permutation(len(x)) % folds
+    oof = np.zeros_like(y)
+    for k in range(folds):
+        test = fold_of == k
+        train = ~test
+        head = MultiLabelHead(cfg).fit(
+            x[train], [label_sets[int(i)] for i in np.flatnonzero(train)], names
+        )
+        oof[test] = head.predict_proba(x[test])
+        if progress is not None:
+            progress(k + 1, folds)
+    return thresholds_from_probabilities(
+        oof, y, names, global_threshold=cfg.threshold, grid=grid, min_support=min_support
+    )
+
+
+@dataclass(frozen=True)
+class MultiLabelPrediction:
+    """One utterance's multi-label decision, with evidence from the labelled pool.
+
+    ``intents`` are the predicted intents (probability ``>= threshold``), most probable first;
+    ``probabilities`` covers every intent; ``evidence[intent]`` lists the nearest labelled
+    utterances carrying that intent.
+    """
+
+    intents: list[tuple[str, float]]
+    probabilities: dict[str, float]
+    thresholds: dict[str, float]
+    evidence: dict[str, list[Neighbour]] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sorted(name for name, _ in self.intents))
+
+
+def knn_evidence(
+    hits: Sequence[Neighbour], intents: Sequence[str], per_intent: int = 3
+) -> dict[str, list[Neighbour]]:
+    """For each intent, the nearest neighbours (from one ``KnnIndex.search`` row) that carry it.
+
+    Args:
+        hits: one query's neighbours, most similar first (``KnnIndex.search(q, k)[0]``).
+        intents: the predicted intents to explain.
+        per_intent: how many examples to keep per intent.
+
+    Returns:
+        ``{intent: [Neighbour, ...]}``, every requested intent present (an empty list when no
+        neighbour within the searched depth carries it).
+
+    Example:
+        >>> hits = [Neighbour(1, "cancel and refund", ("cancel", "refund"), 0.9)]
+        >>> [n.id for n in knn_evidence(hits, ["refund", "greet"])["refund"]]
+        [1]
+    """
+    if per_intent < 1:
+        raise ValueError("per_intent must be at least 1")
+    out: dict[str, list[Neighbour]] = {name: [] for name in intents}
+    for h in sorted(hits, key=lambda n: -n.similarity):
+        for name in h.labels:
+            bucket = out.get(name)
+            if bucket is not None and len(bucket) < per_intent:
+                bucket.append(h)
+    return out
+
+
+def explain_multilabel(
+    head: MultiLabelHead,
+    vectors: np.ndarray,
+    search: Callable[[np.ndarray, int], list[list[Neighbour]]] | None = None,
+    *,
+    thresholds: ThresholdLike = None,
+    per_intent: int = 3,
+    depth: int = 200,
+) -> list[MultiLabelPrediction]:
+    """Head probabilities, decisions and k-NN evidence for each query vector.
+
+    Args:
+        head: a fitted head.
+        vectors: ``(n, dim)`` query vectors (from the same encoder the head was trained on).
+        search: ``KnnIndex.search`` (or any ``(queries, k) -> neighbours``); None = no evidence.
+        thresholds: override the head's thresholds.
+        per_intent: evidence examples per predicted intent.
+        depth: how many neighbours to search for evidence.
+
+    Example:
+        >>> preds = explain_multilabel(head, enc.encode(["cancel and refund"]), index.search)  # doctest: +SKIP
+        >>> preds[0].intents, preds[0].evidence["refund"][0].text  # doctest: +SKIP
+    """
+    theta = head._resolve(thresholds)
+    proba = head.predict_proba(vectors)
+    theta_vec = theta.vector(head.intents)
+    neighbours = search(_as_vectors(vectors), depth) if search is not None else None
+    out: list[MultiLabelPrediction] = []
+    for i, row in enumerate(proba):
+        probs = {name: float(p) for name, p in zip(head.intents, row, strict=True)}
+        chosen = sorted(
+            ((n, probs[n]) for j, n in enumerate(head.intents) if row[j] >= theta_vec[j]),
+            key=lambda t: (-t[1], t[0]),
+        )
+        evidence = (
+            knn_evidence(neighbours[i], [n for n, _ in chosen], per_intent)
+            if neighbours is not None
+            else {}
+        )
+        out.append(
+            MultiLabelPrediction(
+                chosen,
+                probs,
+                {n: float(t) for n, t in zip(head.intents, theta_vec, strict=True)},
+                evidence,
+            )
+        )
+    return out

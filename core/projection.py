@@ -1,0 +1,266 @@
+"""2D maps of an embedding space: UMAP (default), t-SNE or PCA, deterministic for a seed.
+
+Every method takes ``(n, dim)`` vectors and returns ``(n, 2)`` float32 coordinates. Inputs are
+L2-normalised first, so Euclidean distances rank pairs exactly as cosine similarity does. For UMAP
+and t-SNE a PCA to :data:`PCA_DIMS` dimensions comes first: it keeps nearly all of the local
+structure of a 384-d sentence space and makes the neighbour search several times faster.
+
+Tiny inputs never raise: ``n == 0`` gives an empty array, ``n == 1`` the origin, and when a
+method cannot work on so few points (``n <= 3`` or fewer points than it needs neighbours) PCA is
+used instead (and ``n_neighbors``/perplexity shrink to fit).
+
+UMAP compiles its numba kernels on the first call (tens of seconds). Call :func:`warm_up` (or
+:func:`warm_up_in_background` at app start) so no user request pays for it.
+
+Two maps of the same points from two models land in arbitrary rotations; :func:`align` rotates,
+reflects, scales and shifts one onto the other (orthogonal Procrustes) so they can be compared.
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> project(rng.normal(size=(20, 8)), "pca").shape
+    (20, 2)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from typing import Literal
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+Method = Literal["umap", "tsne", "pca"]
+METHODS: tuple[str, ...] = ("umap", "tsne", "pca")
+DEFAULT_METHOD: Method = "umap"
+# Dimensions kept by the PCA that runs before UMAP / t-SNE.
+PCA_DIMS = 50
+# Below this many points UMAP / t-SNE fall back to PCA.
+MIN_POINTS_NONLINEAR = 4
+
+_warm_lock = threading.Lock()
+_warm = False
+
+
+def _as_unit(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array (n, dim), got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("vectors contain NaN or infinite values")
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.ascontiguousarray(v / np.maximum(norms, 1e-12))
+
+
+def _pca(v: np.ndarray, n_components: int, seed: int) -> np.ndarray:
+    """PCA to ``n_components`` columns (zero-padded when the data has fewer dimensions)."""
+    from sklearn.decomposition import PCA
+
+    n, d = v.shape
+    k = max(1, min(n_components, n, d))
+    if n < 2:
+        out = np.zeros((n, k), dtype=np.float32)
+    else:
+        out = PCA(n_components=k, random_state=seed, svd_solver="full" if n * d < 2e6 else "auto")
+        out = out.fit_transform(v).astype(np.float32)
+    if k < n_components:
+        out = np.hstack([out, np.zeros((n, n_components - k), dtype=np.float32)])
+    return out
+
+
+def _reduce(v: np.ndarray, seed: int) -> np.ndarray:
+    if v.shape[1] <= PCA_DIMS or v.shape[0] <= PCA_DIMS:
+        return v
+    return _pca(v, PCA_DIMS, seed)
+
+
+def _umap(v: np.ndarray, seed: int, n_neighbors: int) -> np.ndarray:
+    import umap
+
+    n = v.shape[0]
+    # UMAP's defaults are 500 epochs below 10k points and 200 above; 200 is enough at every size
+    # for a picture (the layout barely moves after that) and halves the time for mid-sized data.
+    model = umap.UMAP(
+        n_components=2,
+        n_neighbors=max(2, min(n_neighbors, n - 1)),
+        metric="euclidean",
+        min_dist=0.1,
+        n_epochs=200 if n > 2_000 else 300,
+        init="pca" if n > 10 else "random",
+        random_state=seed,
+        low_memory=True,
+        transform_seed=seed,
+        verbose=False,
+    )
+    with warnings.catch_warnings():
+        # random_state forces a single thread (that is what makes it reproducible): not news.
+        warnings.filterwarnings("ignore", message=".*n_jobs.*")
+        warnings.filterwarnings("ignore", message=".*k >= N.*")
+        warnings.filterwarnings("ignore", category=UserWarning, module="umap")
+        out = model.fit_transform(_reduce(v, seed))
+    return np.asarray(out, dtype=np.float32)
+
+
+def _tsne(v: np.ndarray, seed: int) -> np.ndarray:
+    from sklearn.manifold import TSNE
+
+    n = v.shape[0]
+    perplexity = float(min(30.0, max(1.0, (n - 1) / 3.0)))
+    model = TSNE(
+        n_components=2,
+        perplexity=perplexity,
+        init="pca",
+        learning_rate="auto",
+        random_state=seed,
+        metric="euclidean",
+        n_jobs=None,
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        out = model.fit_transform(_reduce(v, seed))
+    return np.asarray(out, dtype=np.float32)
+
+
+def project(
+    vectors: np.ndarray,
+    method: str = DEFAULT_METHOD,
+    *,
+    seed: int = 0,
+    n_neighbors: int = 15,
+) -> np.ndarray:
+    """Project ``(n, dim)`` vectors to ``(n, 2)`` float32 map coordinates.
+
+    Args:
+        vectors: embeddings, one row per utterance (normalised here, any scale is fine).
+        method: ``"umap"``, ``"tsne"`` or ``"pca"``.
+        seed: random seed; the same vectors, method and seed give the same map.
+        n_neighbors: UMAP's neighbourhood size (shrunk when there are fewer points).
+
+    Returns:
+        An ``(n, 2)`` float32 array.
+
+    Raises:
+        ValueError: for an unknown method or a non-2-d / non-finite input.
+
+    Example:
+        >>> project(np.eye(3, dtype=np.float32), "umap").shape  # 3 points: PCA fallback
+        (3, 2)
+    """
+    if method not in METHODS:
+        raise ValueError(f"Unknown projection method {method!r}: use one of {', '.join(METHODS)}")
+    if n_neighbors < 2:
+        raise ValueError("n_neighbors must be at least 2")
+    v = _as_unit(vectors)
+    n = v.shape[0]
+    if n == 0:
+        return np.zeros((0, 2), dtype=np.float32)
+    if n == 1:
+        return np.zeros((1, 2), dtype=np.float32)
+    start = time.perf_counter()
+    if method == "pca" or n < MIN_POINTS_NONLINEAR:
+        out = _pca(v, 2, seed)
+    elif method == "umap":
+        out = _umap(v, seed, n_neighbors)
+    else:
+        out = _tsne(v, seed)
+    out = np.ascontiguousarray(out, dtype=np.float32)
+    logger.info("projected %d points with %s in %.2fs", n, method, time.perf_counter() - start)
+    return out
+
+
+def warm_up() -> float:
+    """Compile UMAP's numba kernels on a tiny array; returns the seconds it took.
+
+    Safe to call from several threads and more than once: only the first call does work.
+
+    Example:
+        >>> seconds = warm_up()  # doctest: +SKIP
+    """
+    global _warm
+    with _warm_lock:
+        if _warm:
+            return 0.0
+        start = time.perf_counter()
+        rng = np.random.default_rng(0)
+        # Enough points that UMAP takes its normal path (nearest-neighbour descent, pca init, SGD).
+        project(rng.normal(size=(64, 8)).astype(np.float32), "umap", n_neighbors=5)
+        _warm = True
+        seconds = time.perf_counter() - start
+        logger.info("UMAP warm-up took %.1fs", seconds)
+        return seconds
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Start :func:`warm_up` in a daemon thread (call at app start) and return the thread.
+
+    Example:
+        >>> warm_up_in_background().join()  # doctest: +SKIP
+    """
+
+    def run() -> None:
+        try:
+            warm_up()
+        except Exception:  # the map will simply compile on first use
+            logger.exception("UMAP warm-up failed")
+
+    thread = threading.Thread(target=run, name="umap-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def align_transform(
+    reference_2d: np.ndarray, other_2d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The similarity transform ``(matrix, offset)`` with ``other @ matrix + offset ≈ reference``.
+
+    Orthogonal Procrustes with scaling: ``matrix`` is a rotation/reflection times a scale. Fit it
+    on the points two maps share, then apply it to all points of ``other``.
+
+    Example:
+        >>> m, t = align_transform(np.eye(2), np.eye(2) * 2)
+        >>> bool(np.allclose(np.eye(2) * 2 @ m + t, np.eye(2)))
+        True
+    """
+    a = np.asarray(reference_2d, dtype=np.float64)
+    b = np.asarray(other_2d, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"maps must have the same (n, d) shape, got {a.shape} and {b.shape}")
+    d = a.shape[1]
+    if a.shape[0] == 0:
+        return np.eye(d), np.zeros(d)
+    mean_a, mean_b = a.mean(axis=0), b.mean(axis=0)
+    a0, b0 = a - mean_a, b - mean_b
+    norm_b = float(np.sum(b0**2))
+    if a.shape[0] < 2 or norm_b < 1e-24:
+        return np.eye(d), mean_a - mean_b
+    u, s, vt = np.linalg.svd(b0.T @ a0)
+    matrix = (float(s.sum()) / norm_b) * (u @ vt)
+    return matrix, mean_a - mean_b @ matrix
+
+
+def align(reference_2d: np.ndarray, other_2d: np.ndarray) -> np.ndarray:
+    """Rotate/reflect, scale and shift ``other_2d`` onto ``reference_2d`` (orthogonal Procrustes).
+
+    Both arrays hold the same points in the same order. The result minimises the squared distance
+    between corresponding points, so a before/after pair of maps shows each point in a comparable
+    place. The shape of ``other_2d`` is unchanged up to a similarity transform.
+
+    Args:
+        reference_2d: ``(n, 2)`` map to align to.
+        other_2d: ``(n, 2)`` map of the same points.
+
+    Returns:
+        The aligned copy of ``other_2d`` as float32.
+
+    Example:
+        >>> a = np.array([[0, 0], [1, 0], [0, 2]], dtype=np.float32)
+        >>> b = a @ np.array([[0, -1], [1, 0]], dtype=np.float32) * 3 + 5
+        >>> bool(np.allclose(align(a, b), a, atol=1e-5))
+        True
+    """
+    matrix, offset = align_transform(reference_2d, other_2d)
+    b = np.asarray(other_2d, dtype=np.float64)
+    return (b @ matrix + offset).astype(np.float32)

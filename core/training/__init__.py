@@ -1,0 +1,32 @@
+"""Specialise a sentence encoder on labelled utterances (ConvFiT Stage 1/2, fast in-batch, LoRA).
+
+Example:
+    >>> from core.training import TrainConfig, train_encoder, load_trained  # doctest: +SKIP
+    >>> trained = train_encoder("minilm", texts, labels, TrainConfig())  # doctest: +SKIP
+    >>> trained.save(Path("models/v1"))  # doctest: +SKIP
+    >>> encoder = load_trained(Path("models/v1"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from core.training.config import TrainConfig
+from core.training.fit import train_encoder
+from core.training.loop import TrainingCancelled, TrainProgress
+from core.training.model_io import TrainedModel, artifact_sha256, load_trained, read_metadata
+from core.training.pairs import Pair, check_trainable, sample_pairs
+from core.training.stage1 import read_context_pairs
+
+__all__ = [
+    "Pair",
+    "TrainConfig",
+    "TrainProgress",
+    "TrainedModel",
+    "TrainingCancelled",
+    "artifact_sha256",
+    "check_trainable",
+    "load_trained",
+    "read_context_pairs",
+    "read_metadata",
+    "sample_pairs",
+    "train_encoder",
+]

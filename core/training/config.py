@@ -1,0 +1,210 @@
+"""``TrainConfig``: every knob of a specialisation run, validated and stored as JSON.
+
+A config is saved with every model version (``model.json``) so a run can be repeated exactly.
+
+Example:
+    >>> cfg = TrainConfig(method="convfit", loss="ocl", negatives=3)
+    >>> TrainConfig.from_dict(cfg.to_dict()) == cfg
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("fast", "convfit", "lora")
+LOSSES = ("ocl", "cos", "smax", "mnrl")
+PAIR_STRATEGIES = ("convfit", "all")
+# Losses that work on (anchor, positive) pairs with in-batch negatives vs on labelled pairs.
+IN_BATCH_LOSSES = ("mnrl",)
+PAIR_LOSSES = ("ocl", "cos", "smax")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run.
+
+    Attributes:
+        method: ``"fast"`` (in-batch ranking with class-disjoint batches, the CPU default),
+            ``"convfit"`` (ConvFiT Stage 2 on sampled pairs, faithful to the paper) or ``"lora"``
+            (the fast recipe, training only LoRA adapters; the artifact is the adapter alone).
+        loss: ``"mnrl"`` (in-batch multiple-negatives ranking) or a pair loss of ConvFiT:
+            ``"ocl"`` (online contrastive, cosine distance), ``"cos"`` (MSE to 0.8 / 0.3 targets),
+            ``"smax"`` (softmax over u ⊕ v ⊕ |u−v|). ``None`` picks the method's default.
+        margin: OCL margin on the cosine distance.
+        negatives: ConvFiT ``n``: negatives per side for every positive pair.
+        pair_strategy: ``"convfit"`` (random other-intent negatives) or ``"all"`` (every positive,
+            no negatives; for in-batch losses).
+        epochs: passes over the data; ``None`` = by shots per intent (10 / 5 / 2 for the paper's
+            ≤10 / ≤30 / more; the fast method uses ``fast_passes``).
+        fast_passes: passes of the fast method when ``epochs`` is ``None``.
+        batch_size: pairs per step (for the fast method: intents per step).
+        lr: AdamW learning rate.
+        warmup: fraction of steps of linear warm-up, then linear decay to 0.
+        weight_decay: AdamW weight decay.
+        max_length: tokens per utterance.
+        seed: seeds sampling, shuffling and initialisation.
+        projection_dim: optional down-projection after pooling (Dense + tanh), ConvFiT's d_o.
+        scale: in-batch similarity scale (1 / temperature).
+        symmetric: in-batch loss in both directions (anchor→positive and positive→anchor).
+        freeze_layers: number of lowest transformer layers (and embeddings when > 0) to freeze.
+        interpolate: WiSE-FT safety net: final weights = base + interpolate · (tuned − base);
+            1.0 keeps the tuned weights, lower values stay closer to the frozen encoder.
+        lora_r: LoRA rank.
+        lora_alpha: LoRA alpha.
+        lora_dropout: LoRA dropout.
+        lora_targets: module names that get LoRA adapters.
+        max_pairs: cap on sampled pairs (sub-sampled above it); ``None`` = no cap.
+        stage1: run ConvFiT Stage 1 on (context, response) pairs before Stage 2.
+        stage1_epochs: Stage 1 passes.
+        stage1_batch_size: Stage 1 pairs per step (in-batch negatives).
+        stage1_lr: Stage 1 learning rate.
+    """
+
+    method: str = "fast"
+    loss: str | None = None
+    margin: float = 0.5
+    negatives: int = 3
+    pair_strategy: str = "convfit"
+    epochs: int | None = None
+    fast_passes: int = 4
+    batch_size: int = 32
+    lr: float | None = None
+    warmup: float = 0.1
+    weight_decay: float = 0.01
+    max_length: int = 48
+    seed: int = 0
+    projection_dim: int | None = None
+    scale: float = 20.0
+    symmetric: bool = True
+    freeze_layers: int = 0
+    interpolate: float = 1.0
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.1
+    lora_targets: tuple[str, ...] = ("query", "value")
+    max_pairs: int | None = 20000
+    stage1: bool = False
+    stage1_epochs: int = 2
+    stage1_batch_size: int = 64
+    stage1_lr: float = 2e-5
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"Unknown method {self.method!r}: use one of {', '.join(METHODS)}.")
+        if self.loss is not None and self.loss not in LOSSES:
+            raise ValueError(f"Unknown loss {self.loss!r}: use one of {', '.join(LOSSES)}.")
+        if self.method in ("fast", "lora") and self.loss not in (None, *IN_BATCH_LOSSES):
+            raise ValueError(
+                f"Method {self.method!r} trains with in-batch negatives: loss must be 'mnrl', "
+                f"not {self.loss!r} (use method='convfit' for ocl/cos/smax)."
+            )
+        if self.pair_strategy not in PAIR_STRATEGIES:
+            raise ValueError(
+                f"Unknown pair strategy {self.pair_strategy!r}: use one of "
+                f"{', '.join(PAIR_STRATEGIES)}."
+            )
+        _check_range("margin", self.margin, 0.0, 2.0, low_open=True)
+        _check_int("negatives", self.negatives, 0, 20)
+        if self.epochs is not None:
+            _check_int("epochs", self.epochs, 1, 100)
+        _check_int("fast_passes", self.fast_passes, 1, 100)
+        _check_int("batch_size", self.batch_size, 2, 4096)
+        if self.lr is not None:
+            _check_range("lr", self.lr, 0.0, 1.0, low_open=True)
+        _check_range("warmup", self.warmup, 0.0, 1.0, high_open=True)
+        _check_range("weight_decay", self.weight_decay, 0.0, 1.0)
+        _check_int("max_length", self.max_length, 4, 512)
+        _check_int("seed", self.seed, 0, 2**32 - 1)
+        if self.projection_dim is not None:
+            _check_int("projection_dim", self.projection_dim, 2, 8192)
+        _check_range("scale", self.scale, 0.0, 1000.0, low_open=True)
+        _check_int("freeze_layers", self.freeze_layers, 0, 100)
+        _check_range("interpolate", self.interpolate, 0.0, 1.0, low_open=True)
+        _check_int("lora_r", self.lora_r, 1, 256)
+        _check_int("lora_alpha", self.lora_alpha, 1, 4096)
+        _check_range("lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)
+        if not self.lora_targets or not all(isinstance(t, str) and t for t in self.lora_targets):
+            raise ValueError("lora_targets must be a non-empty list of module names.")
+        if self.method == "lora" and self.projection_dim is not None:
+            raise ValueError("projection_dim is not supported with method 'lora' (adapters only).")
+        if self.max_pairs is not None:
+            _check_int("max_pairs", self.max_pairs, 1, 10_000_000)
+        _check_int("stage1_epochs", self.stage1_epochs, 1, 100)
+        _check_int("stage1_batch_size", self.stage1_batch_size, 2, 4096)
+        _check_range("stage1_lr", self.stage1_lr, 0.0, 1.0, low_open=True)
+
+    @property
+    def resolved_loss(self) -> str:
+        """The loss actually used: the given one or the method's default."""
+        if self.loss is not None:
+            return self.loss
+        return "ocl" if self.method == "convfit" else "mnrl"
+
+    @property
+    def resolved_lr(self) -> float:
+        """The learning rate actually used: the paper's 2e-5 for ConvFiT, tuned values otherwise."""
+        if self.lr is not None:
+            return self.lr
+        return {"convfit": 2e-5, "fast": 1e-4, "lora": 1e-3}[self.method]
+
+    def resolved_epochs(self, shots_per_intent: float) -> int:
+        """Passes over the data for a data set with this many examples per intent (median)."""
+        if self.epochs is not None:
+            return self.epochs
+        if self.method in ("fast", "lora"):
+            return self.fast_passes
+        if shots_per_intent <= 10:
+            return 10
+        if shots_per_intent <= 30:
+            return 5
+        return 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (tuples become lists)."""
+        out = dataclasses.asdict(self)
+        out["lora_targets"] = list(self.lora_targets)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ``ValueError``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"Unknown TrainConfig keys: {', '.join(unknown)}.")
+        kwargs = dict(data)
+        if "lora_targets" in kwargs:
+            kwargs["lora_targets"] = tuple(kwargs["lora_targets"])
+        return cls(**kwargs)
+
+
+def _check_range(
+    name: str,
+    value: float,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}.")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {lo}{low}, {high}{hi}, got {value!r}.")
+
+
+def _check_int(name: str, value: int, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}.")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value!r}.")

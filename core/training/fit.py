@@ -1,0 +1,269 @@
+"""``train_encoder``: specialise a base encoder on labelled utterances.
+
+Methods (``TrainConfig.method``):
+
+- ``"fast"`` (default): in-batch multiple-negatives ranking over class-disjoint batches of
+  (anchor, same-intent positive) pairs, symmetric, a few passes with a higher learning rate. Every
+  other item in a batch is a true negative, so each step sees ~``batch_size``² contrasts instead of
+  ConvFiT's ``batch_size`` pairs.
+- ``"convfit"``: ConvFiT Stage 2 as in the paper: sampled positive/negative pairs, OCL / COS /
+  SMAX, AdamW 2e-5, 10 % warm-up, linear decay, epochs by data size, optional down-projection.
+- ``"lora"``: the fast recipe training only LoRA adapters; the artifact is the adapter.
+
+Optionally ConvFiT Stage 1 runs first on (context, response) pairs.
+
+Example:
+    >>> trained = train_encoder("minilm", texts, labels, TrainConfig())  # doctest: +SKIP
+    >>> trained.encoder().encode(["card not working"]).shape  # doctest: +SKIP
+    (1, 384)
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from core.training.config import TrainConfig
+from core.training.loop import (
+    Batch,
+    CancelFn,
+    ProgressFn,
+    TrainProgress,
+    run_training,
+    seed_everything,
+)
+from core.training.model_io import TrainedModel
+from core.training.pairs import (
+    Labels,
+    anchor_positive_batches,
+    check_trainable,
+    estimate_shots,
+    sample_pairs,
+)
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+
+def _normalise_labels(labels: Labels) -> list[tuple[str, ...]]:
+    out = []
+    for lab in labels:
+        if isinstance(lab, str):
+            raise ValueError("labels must be tuples of intent names, e.g. ('greet',), not strings.")
+        out.append(tuple(lab))
+    return out
+
+
+def _add_projection(model: SentenceTransformer, dim: int, device: str) -> SentenceTransformer:
+    """Insert Dense(d → dim, tanh) after pooling (before Normalize), ConvFiT's down-projection."""
+    from sentence_transformers import SentenceTransformer as ST
+    from sentence_transformers.base.modules import Dense, Normalize
+
+    modules = list(model)
+    tail = []
+    if modules and isinstance(modules[-1], Normalize):
+        tail = [modules.pop()]
+    in_dim = model.get_embedding_dimension()
+    if in_dim is None:
+        raise ValueError("The base model does not report its embedding dimension.")
+    dense = Dense(int(in_dim), dim, activation_function=torch.nn.Tanh())
+    projected = ST(modules=[*modules, dense, *(tail or [Normalize()])], device=device)
+    projected.max_seq_length = model.max_seq_length
+    return projected
+
+
+def _freeze_lower_layers(model: SentenceTransformer, n: int) -> None:
+    if n <= 0:
+        return
+    for name, p in model[0].model.named_parameters():
+        if "embeddings" in name:
+            p.requires_grad_(False)
+            continue
+        for i in range(n):
+            if f"layer.{i}." in name:
+                p.requires_grad_(False)
+
+
+def _fast_batches(
+    texts: Sequence[str], labels: Labels, config: TrainConfig, passes: int
+) -> list[Batch]:
+    idx_batches = anchor_positive_batches(
+        labels, config.seed, batch_size=config.batch_size, passes=passes
+    )
+    return [Batch([[texts[a] for a, _ in b], [texts[p] for _, p in b]]) for b in idx_batches]
+
+
+def _pair_epochs(
+    texts: Sequence[str], labels: Labels, config: TrainConfig, epochs: int, device: str
+) -> list[list[Batch]]:
+    from core.training.losses import pair_targets
+
+    pairs = sample_pairs(
+        texts,
+        labels,
+        config.seed,
+        negatives=config.negatives,
+        strategy=config.pair_strategy,
+        max_pairs=config.max_pairs,
+    )
+    out: list[list[Batch]] = []
+    for e in range(epochs):
+        order = list(pairs)
+        random.Random(config.seed * 1000 + e).shuffle(order)
+        batches = []
+        for s in range(0, len(order), config.batch_size):
+            chunk = order[s : s + config.batch_size]
+            target = pair_targets(config.resolved_loss, [p.label for p in chunk], device)
+            batches.append(Batch([[p.a for p in chunk], [p.b for p in chunk]], target))
+        out.append(batches)
+    return out
+
+
+class _Offset:
+    """Reports a stage's progress as part of the whole run."""
+
+    def __init__(self, fn: ProgressFn | None, offset: int, grand_total: int, t0: float) -> None:
+        self.fn, self.offset, self.grand_total, self.t0 = fn, offset, grand_total, t0
+
+    def __call__(self, p: TrainProgress) -> None:
+        if self.fn is None:
+            return
+        step = p.step + self.offset
+        elapsed = time.monotonic() - self.t0
+        eta = elapsed / step * (self.grand_total - step) if step else None
+        self.fn(TrainProgress(step, self.grand_total, p.loss, elapsed, eta, p.stage))
+
+
+def train_encoder(
+    base: str,
+    texts: Sequence[str],
+    labels: Labels,
+    config: TrainConfig | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    should_cancel: CancelFn | None = None,
+    device: str | None = None,
+    context_pairs: Sequence[tuple[str, str]] | None = None,
+) -> TrainedModel:
+    """Train a task-specialised encoder from labelled utterances.
+
+    Args:
+        base: registry name (``"minilm"``, ``"mpnet"``) or a local sentence-transformers folder.
+        texts: the labelled utterances.
+        labels: one tuple of intent names per utterance (``()`` = no intent; used as negatives
+            by ``convfit`` only).
+        config: the run's settings (default: ``TrainConfig()``, the fast method).
+        progress: called after every optimiser step with a :class:`TrainProgress`.
+        should_cancel: polled before every step; returning True raises
+            :class:`TrainingCancelled` (well within a second per step on CPU).
+        device: ``"cuda"``/``"cpu"``; default CUDA when available.
+        context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
+
+    Returns:
+        The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
+
+    Raises:
+        ValueError: for unusable data (fewer than 2 intents, an intent with one example, …).
+        TrainingCancelled: when ``should_cancel()`` returned True.
+    """
+    from core.encoders import default_device, load_sentence_transformer, resolve_path
+    from core.training.losses import build_loss
+    from core.training.lora import attach_lora
+    from core.training.stage1 import plan_stage1, run_stage1
+
+    config = config or TrainConfig()
+    labels = _normalise_labels(labels)
+    if len(texts) != len(labels):
+        raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
+    check_trainable(labels)
+    if config.stage1 and not context_pairs:
+        raise ValueError("stage1=True needs (context, response) pairs.")
+    device = device or default_device()
+    t0 = time.monotonic()
+    seed_everything(config.seed)
+    model = load_sentence_transformer(resolve_path(base), device)
+    model.max_seq_length = config.max_length
+    if config.projection_dim is not None:
+        model = _add_projection(model, config.projection_dim, device)
+    kind = "full"
+    if config.method == "lora":
+        attach_lora(model, config)
+        kind = "adapter"
+    else:
+        _freeze_lower_layers(model, config.freeze_layers)
+    base_state = None
+    if config.interpolate < 1.0 and kind == "full":
+        base_state = {k: v.detach().clone() for k, v in model[0].model.state_dict().items()}
+
+    plan1 = plan_stage1(context_pairs, config) if config.stage1 and context_pairs else []
+    stage1_steps = sum(len(e) for e in plan1)
+    shots = estimate_shots(labels)
+    epochs = config.resolved_epochs(shots)
+    loss_name = config.resolved_loss
+    if loss_name == "mnrl":
+        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
+    else:
+        stage2 = _pair_epochs(texts, labels, config, epochs, device)
+    total2 = sum(len(e) for e in stage2)
+    if total2 == 0:
+        raise ValueError("The labelled data yields no training pairs.")
+
+    last1 = None
+    if plan1:
+        last1 = run_stage1(
+            model,
+            plan1,
+            config,
+            progress=_Offset(progress, 0, stage1_steps + total2, t0),
+            should_cancel=should_cancel,
+        )
+    loss = build_loss(
+        model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
+    ).to(device)
+    it = iter(stage2)
+    last = run_training(
+        model,
+        loss,
+        lambda: next(it),
+        total_steps=total2,
+        lr=config.resolved_lr,
+        warmup=config.warmup,
+        weight_decay=config.weight_decay,
+        progress=_Offset(progress, stage1_steps, stage1_steps + total2, t0),
+        should_cancel=should_cancel,
+        stage="stage2",
+    )
+    if base_state is not None:
+        _interpolate(model, base_state, config.interpolate)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    model.eval()
+    seconds = time.monotonic() - t0
+    stats = {
+        "steps": total2 + stage1_steps,
+        "epochs": epochs,
+        "seconds": round(seconds, 2),
+        "loss": last,
+        "stage1_loss": last1,
+        "device": device,
+    }
+    logger.info("trained %s (%s) in %.1f s: %s", config.method, loss_name, seconds, stats)
+    return TrainedModel(model=model, base_encoder=base, config=config, kind=kind, stats=stats)
+
+
+@torch.no_grad()
+def _interpolate(
+    model: SentenceTransformer, base_state: dict[str, torch.Tensor], alpha: float
+) -> None:
+    """WiSE-FT: move the transformer weights back towards the base by ``1 - alpha``."""
+    state = model[0].model.state_dict()
+    for k, v in state.items():
+        if k in base_state and v.is_floating_point():
+            v.copy_(base_state[k] + alpha * (v - base_state[k]))

@@ -1,0 +1,71 @@
+"""LoRA adapters (``peft``) on the transformer of a sentence-transformers model.
+
+Only the adapter is stored per model version (``adapter_model.safetensors`` +
+``adapter_config.json``, a few hundred KB for MiniLM); loading attaches it to a fresh copy of the
+shared base encoder and merges it, so inference costs nothing extra.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from core.training.config import TrainConfig
+
+logger = logging.getLogger(__name__)
+
+
+def attach_lora(model: SentenceTransformer, config: TrainConfig) -> None:
+    """Wrap ``model``'s transformer in a trainable LoRA ``PeftModel`` (in place); freeze the rest."""
+    from peft import LoraConfig, get_peft_model
+
+    module = model[0]
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_targets),
+        bias="none",
+    )
+    for p in model.parameters():
+        p.requires_grad_(False)
+    module.model = get_peft_model(module.model, lora)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    logger.info("LoRA attached: %d trainable parameters", trainable)
+
+
+def is_lora(model: SentenceTransformer) -> bool:
+    """Whether the model's transformer is a ``PeftModel``."""
+    from peft import PeftModel
+
+    return isinstance(model[0].model, PeftModel)
+
+
+def save_adapter(model: SentenceTransformer, directory: Path) -> None:
+    """Write only the adapter (safetensors + config) of a LoRA-wrapped model into ``directory``."""
+    peft_model: Any = model[0].model
+    peft_model.save_pretrained(str(directory), safe_serialization=True)
+    readme = directory / "README.md"
+    if readme.exists():
+        readme.unlink()
+
+
+def attach_saved_adapter(model: SentenceTransformer, directory: Path) -> None:
+    """Load the adapter in ``directory`` onto ``model`` (a fresh base copy) and merge it in place."""
+    from peft import PeftModel
+
+    peft_model = PeftModel.from_pretrained(model[0].model, str(directory), is_trainable=False)
+    model[0].model = peft_model.merge_and_unload()
+
+
+def merged_copy(model: SentenceTransformer) -> SentenceTransformer:
+    """A deep copy of a LoRA-wrapped model with the adapter merged (for fast inference)."""
+    clone = copy.deepcopy(model)
+    clone[0].model = clone[0].model.merge_and_unload()
+    clone.eval()
+    return clone

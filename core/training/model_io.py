@@ -1,0 +1,192 @@
+"""Trained-model artifacts: ``TrainedModel.save`` and ``load_trained``.
+
+Layout of an artifact directory (the contract storage and app rely on)::
+
+    model.json   {"format": 1, "kind": "full" | "adapter", "method", "base_encoder", "config"}
+    encoder/     a full sentence-transformers folder (safetensors)      -- kind "full"
+    adapter/     adapter_model.safetensors + adapter_config.json (peft) -- kind "adapter"
+
+Loading never executes code: pickled weights are refused, ``trust_remote_code`` stays off and only
+sentence-transformers modules (with ``torch.nn`` activations) are accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from core.encoders import Encoder
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+MODEL_JSON = "model.json"
+_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+
+
+@dataclass
+class TrainedModel:
+    """A freshly trained encoder plus what is needed to save and describe it.
+
+    Attributes:
+        model: the trained SentenceTransformer (for ``"adapter"``: with a LoRA ``PeftModel`` inside).
+        base_encoder: registry name (``"minilm"``) or folder of the base encoder.
+        config: the run's :class:`TrainConfig`.
+        kind: ``"full"`` or ``"adapter"``.
+        stats: steps, seconds and last loss of the run (not part of the artifact).
+    """
+
+    model: SentenceTransformer
+    base_encoder: str
+    config: TrainConfig
+    kind: str = "full"
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def method(self) -> str:
+        return self.config.method
+
+    def metadata(self) -> dict[str, Any]:
+        """The content of ``model.json``."""
+        return {
+            "format": FORMAT,
+            "kind": self.kind,
+            "method": self.method,
+            "base_encoder": self.base_encoder,
+            "config": self.config.to_dict(),
+        }
+
+    def encoder(self) -> Encoder:
+        """An :class:`core.encoders.Encoder` over the trained model (adapters merged)."""
+        from core.encoders import encoder_from_model
+        from core.training.lora import merged_copy
+
+        model = merged_copy(self.model) if self.kind == "adapter" else self.model
+        model.eval()
+        return encoder_from_model(model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved")
+
+    def save(self, directory: Path) -> None:
+        """Write the artifact into ``directory``, which must exist and be empty.
+
+        Raises:
+            FileNotFoundError: if ``directory`` does not exist.
+            FileExistsError: if it is not empty.
+        """
+        from core.training.lora import save_adapter
+
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"{directory} does not exist (create an empty directory first).")
+        if any(directory.iterdir()):
+            raise FileExistsError(f"{directory} is not empty.")
+        if self.kind == "adapter":
+            target = directory / "adapter"
+            target.mkdir()
+            save_adapter(self.model, target)
+        else:
+            target = directory / "encoder"
+            self.model.save(str(target), create_model_card=False, safe_serialization=True)
+        (directory / MODEL_JSON).write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
+        logger.info("saved %s model to %s", self.kind, directory)
+
+
+def read_metadata(directory: Path) -> dict[str, Any]:
+    """Read and check ``model.json`` of an artifact directory.
+
+    Raises:
+        ValueError: when it is missing, of another format, or inconsistent.
+    """
+    path = Path(directory) / MODEL_JSON
+    if not path.is_file():
+        raise ValueError(f"{directory} is not a trained model: {MODEL_JSON} is missing.")
+    meta = json.loads(path.read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"Unsupported model format {meta.get('format')!r} (expected {FORMAT}).")
+    kind = meta.get("kind")
+    if kind not in ("full", "adapter"):
+        raise ValueError(f"Unknown model kind {kind!r}.")
+    sub = Path(directory) / ("encoder" if kind == "full" else "adapter")
+    if not sub.is_dir():
+        raise ValueError(f"{directory}: the {sub.name}/ folder is missing.")
+    return dict(meta)
+
+
+def artifact_sha256(directory: Path) -> str:
+    """sha256 over every file of the artifact (relative path and content), in sorted order."""
+    h = hashlib.sha256()
+    root = Path(directory)
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _refuse_code(folder: Path) -> None:
+    pickled = [p.name for p in folder.rglob("*") if p.suffix in _PICKLE_SUFFIXES]
+    if pickled:
+        raise ValueError(f"Refusing to load pickled weights: {', '.join(sorted(pickled))}.")
+    modules = folder / "modules.json"
+    if modules.is_file():
+        for entry in json.loads(modules.read_text()):
+            if not str(entry.get("type", "")).startswith("sentence_transformers."):
+                raise ValueError(f"Refusing to load module type {entry.get('type')!r}.")
+    for cfg in folder.rglob("config.json"):
+        data = json.loads(cfg.read_text())
+        act = data.get("activation_function")
+        if isinstance(act, str) and not act.startswith("torch."):
+            raise ValueError(f"Refusing activation {act!r} in {cfg.parent.name}.")
+        if data.get("auto_map"):
+            raise ValueError(f"Refusing {cfg.parent.name}: it needs remote code (auto_map).")
+
+
+def load_trained_model(directory: Path, device: str | None = None) -> SentenceTransformer:
+    """Load the SentenceTransformer of an artifact directory (adapters merged into a fresh base)."""
+    from core.encoders import default_device, load_sentence_transformer, resolve_path
+    from core.training.lora import attach_saved_adapter
+
+    directory = Path(directory)
+    meta = read_metadata(directory)
+    config = TrainConfig.from_dict(meta["config"])
+    device = device or default_device()
+    if meta["kind"] == "full":
+        folder = directory / "encoder"
+        _refuse_code(folder)
+        model = load_sentence_transformer(folder, device)
+    else:
+        folder = directory / "adapter"
+        _refuse_code(folder)
+        if not (folder / "adapter_model.safetensors").is_file():
+            raise ValueError(f"{directory}: adapter/adapter_model.safetensors is missing.")
+        model = load_sentence_transformer(resolve_path(meta["base_encoder"]), device)
+        attach_saved_adapter(model, folder)
+    model.max_seq_length = config.max_length
+    model.eval()
+    return model
+
+
+def load_trained(directory: Path, device: str | None = None) -> Encoder:
+    """Load an artifact directory as an :class:`core.encoders.Encoder`.
+
+    Example:
+        >>> enc = load_trained(Path("models/v3"))  # doctest: +SKIP
+        >>> enc.fingerprint  # doctest: +SKIP
+        'fast@4f1c2a9e0b7d55aa'
+    """
+    from core.encoders import encoder_from_model
+
+    meta = read_metadata(Path(directory))
+    model = load_trained_model(Path(directory), device)
+    fingerprint = f"{meta['method']}@{artifact_sha256(Path(directory))[:16]}"
+    return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
