@@ -41,7 +41,7 @@ from app.plots import (
 
 logger = logging.getLogger(__name__)
 
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False}
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 _EMPHASIS = re.compile(r"\*([^*\n]+)\*")
 SPACE_KEYS = ("silhouette", "alignment", "uniformity")
 # Which direction is better, for the arrow in the headline table.

@@ -101,7 +101,7 @@ def _check_row(
 def _decode(data: bytes) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise ImportProblem(
-            f"The file is {len(data) / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB. "
+            f"The file is {len(data) / 2**20:.1f} MB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MB. "
             "Split it into smaller files."
         )
     try:
@@ -195,7 +195,7 @@ def parse_file(path: str | Path, data: bytes | None = None) -> list[NewUtterance
     if data is None:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ImportProblem(f"The file is {size / 1e6:.1f} MB; the limit is {MAX_FILE_BYTES / 1e6:.0f} MB.")
+            raise ImportProblem(f"The file is {size / 2**20:.1f} MB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MB.")
         data = p.read_bytes()
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):

@@ -15,6 +15,7 @@ from app.services import io as io_svc
 from app.ui.common import attempt, ok, problem
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
+ALL = "(all)"
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -24,8 +25,8 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
     with gr.Row():
-        f_intent = gr.Dropdown(label="Intent", choices=[""], value="", allow_custom_value=True, scale=2)
-        f_split = gr.Dropdown(label="Split", choices=["", *SPLIT_CHOICES], value="", scale=1)
+        f_intent = gr.Dropdown(label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2)
+        f_split = gr.Dropdown(label="Split", choices=[ALL, *SPLIT_CHOICES], value=ALL, scale=1)
         f_search = gr.Textbox(label="Text contains", scale=3)
         refresh_btn = gr.Button("Refresh", scale=1)
     status = gr.Markdown(elem_id="data-status")
@@ -96,7 +97,15 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     def refresh(proj: str, intent: str, split: str, search: str) -> tuple[Any, ...]:
         if not proj:
             return (_frame([]), gr.update(), [], gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), "")
-        rows, err = attempt(lambda: svc.table(ctx, proj, intent=intent, split=split, search=search))
+        rows, err = attempt(
+            lambda: svc.table(
+                ctx,
+                proj,
+                intent=None if intent == ALL else intent,
+                split=None if split == ALL else split,
+                search=search,
+            )
+        )
         intents, _ = attempt(lambda: svc.intents(ctx, proj))
         names = [i["name"] for i in intents or []]
         frame = _frame(rows or [])
@@ -104,7 +113,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         intents_frame = pd.DataFrame(intents or [], columns=["id", "name", "description", "n_train", "n_test"])
         return (
             frame,
-            gr.update(choices=["", "(none)", *names]),
+            gr.update(choices=[ALL, "(none)", *names]),
             intents_frame,
             gr.update(choices=names),
             gr.update(choices=names),

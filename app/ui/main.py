@@ -35,7 +35,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         summary = gr.Markdown(elem_id="project-summary")
         with gr.Tabs():
             with gr.Tab("Data", id="data"):
-                build_data_tab(ctx, project, user)
+                data_tab = build_data_tab(ctx, project, user)
             with gr.Tab("Try", id="try"):
                 build_try_tab(ctx, project, user)
         register_api(ctx)
@@ -54,6 +54,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
 
         project.change(show_summary, [project], [summary], api_name=False)
         demo.load(show_summary, [project], [summary], api_name=False)
+        refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
+        demo.load(refresh_fn, refresh_in, refresh_out, api_name=False)
         demo.load(
             lambda p: gr.update(choices=project_svc.project_names(ctx), value=p),
             [project],

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from app.services import data as data_svc
+from app.services.io import ImportProblem, export_file, import_file, parse_csv
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def _write(tmp_path, name, content: bytes | str):
+    p = tmp_path / name
+    p.write_bytes(content.encode() if isinstance(content, str) else content)
+    return p
+
+
+def _count(ctx, project="p"):
+    try:
+        return len(data_svc.table(ctx, project))
+    except Exception:
+        return None  # project does not exist
+
+
+GOOD = "text,label\nwhere is my parcel,track\ncancel it,cancel\n"
+
+
+def test_csv_and_jsonl_import_into_new_and_existing_project(ctx, tmp_path):
+    res = import_file(ctx, "p", _write(tmp_path, "a.csv", GOOD))
+    assert (res.inserted, res.intents_created) == (2, ["cancel", "track"])
+    lines = [
+        {"text": "refund me", "labels": ["refund", "cancel"], "split": "test"},
+        {"text": "hi", "labels": [], "split": "unlabelled"},
+    ]
+    jl = "\n".join(json.dumps(x) for x in lines)
+    assert import_file(ctx, "p", _write(tmp_path, "b.jsonl", jl)).inserted == 2
+    rows = {r["text"]: r for r in data_svc.table(ctx, "p")}
+    assert rows["refund me"]["intents"] == "cancel|refund" and rows["refund me"]["split"] == "test"
+    assert rows["hi"]["split"] == "unlabelled"
+
+
+BAD_FILES = [
+    ("missing.csv", "text,intent\nhello,x\n", "Missing columns"),
+    ("empty.csv", "text,label\n   ,x\nok,y\n", "line 2: empty text"),
+    ("long.csv", "text,label\n" + "a" * 2001 + ",x\n", "line 2: text is 2001 characters"),
+    ("utf8.csv", b"text,label\nok,x\ncaf\xe9,y\n", "not valid UTF-8"),
+    ("split.csv", "text,label,split\nok,x,dev\n", "unknown split 'dev'"),
+    ("dups.csv", "text,label\nsame,x\nother,y\nsame,z\n", "line 4: duplicate of line 2"),
+    ("twice.csv", "text,labels\nok,a|a\n", "the same intent twice"),
+    ("none.csv", "text,label\n", "no rows"),
+    ("bad.jsonl", '{"text": "ok", "label": "x"}\nnot json\n', "line 2: not valid JSON"),
+    ("bad.xlsx", "whatever", "Unsupported file type"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "message"), BAD_FILES)
+def test_bad_files_are_refused_and_change_nothing(ctx, tmp_path, name, content, message):
+    import_file(ctx, "p", _write(tmp_path, "seed.csv", GOOD))
+    before = data_svc.table(ctx, "p")
+    with pytest.raises(ImportProblem, match=message) as info:
+        import_file(ctx, "p", _write(tmp_path, name, content))
+    assert "Nothing was imported" in str(info.value)
+    assert data_svc.table(ctx, "p") == before
+
+
+def test_bad_file_into_new_project_creates_no_project(ctx, tmp_path):
+    with pytest.raises(ImportProblem):
+        import_file(ctx, "fresh", _write(tmp_path, "x.csv", "text,label\n,x\n"))
+    assert _count(ctx, "fresh") is None
+
+
+def test_a_50_mb_file_is_refused_before_reading(ctx, tmp_path):
+    p = tmp_path / "big.csv"
+    with p.open("wb") as fh:
+        fh.write(b"text,label\n")
+        fh.truncate(50 * 1024 * 1024)
+    with pytest.raises(ImportProblem, match="limit is 25 MB"):
+        import_file(ctx, "p", p)
+    assert _count(ctx) is None
+
+
+def test_problems_report_line_numbers_of_the_first_few(ctx, tmp_path):
+    body = "text,label\n" + "".join(f" ,x{i}\n" for i in range(20))
+    with pytest.raises(ImportProblem) as info:
+        import_file(ctx, "p", _write(tmp_path, "many.csv", body))
+    msg = str(info.value)
+    assert "line 2: empty text" in msg and "and 12 more" in msg
+
+
+def test_unknown_intents_can_be_refused(ctx, tmp_path):
+    import_file(ctx, "p", _write(tmp_path, "a.csv", GOOD))
+    with pytest.raises(ValueError, match="not intents of this project: brand_new"):
+        import_file(ctx, "p", _write(tmp_path, "b.csv", "text,label\nnew,brand_new\n"), create_missing_intents=False)
+
+
+def test_export_then_import_round_trips(ctx, tmp_path, demo):
+    for suffix in ("csv", "jsonl"):
+        out = tmp_path / f"demo.{suffix}"
+        n = export_file(ctx, demo, out)
+        import_file(ctx, f"copy-{suffix}", out)
+        strip = lambda rows: sorted((r["text"], r["intents"], r["split"]) for r in rows)  # noqa: E731
+        assert n == len(data_svc.table(ctx, demo))
+        assert strip(data_svc.table(ctx, f"copy-{suffix}")) == strip(data_svc.table(ctx, demo))
+
+
+cell = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(cell, cell, st.sampled_from(["", "train", "test", "unlabelled", "bogus"])), max_size=8))
+def test_random_csv_content_is_either_fully_valid_or_refused(rows, tmp_path_factory):
+    """Property: parsing never crashes with anything but ImportProblem, and what it accepts obeys
+    every rule (non-empty stripped text, known split, unique texts, no labels on unlabelled)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["text", "labels", "split"])
+    w.writerows(rows)
+    try:
+        parsed = parse_csv(buf.getvalue().encode())
+    except ImportProblem as exc:
+        assert str(exc).endswith("Nothing was imported.")
+        return
+    texts = [r.text for r in parsed]
+    assert len(texts) == len(set(texts))
+    for r in parsed:
+        assert r.text == r.text.strip() and r.text
+        assert r.split in ("train", "test", "unlabelled")
+        assert not (r.split == "unlabelled" and r.labels)
+        assert all(name and "|" not in name for name in r.labels)

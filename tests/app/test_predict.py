@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import pytest
+from app.services import data as data_svc
+from app.services.predict import predict, predict_one
+
+
+def test_demo_project_is_created_once_with_enough_data(ctx, demo):
+    from app.services.projects import ensure_demo_project, summary
+
+    s = summary(ctx, demo)
+    assert s.n_intents >= 8 and s.n_train >= 8 * 12 and s.n_unlabelled >= 25
+    assert ensure_demo_project(ctx) is None  # not twice
+
+
+def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
+    out = predict_one(ctx, demo, "where is my parcel? it has not arrived")
+    assert out["top"] == "track_order"
+    assert out["neighbours"] and all(n["intents"] for n in out["neighbours"])
+    top = out["intents"][0]
+    assert top["evidence"]["similarity"] == pytest.approx(top["score"])
+    assert out["margin"] == pytest.approx(out["intents"][0]["score"] - out["intents"][1]["score"], abs=1e-3)
+
+
+def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
+    query = "can I buy a gift voucher for my sister"
+    before = predict_one(ctx, demo, query)["top"]
+    assert before != "gift_cards"
+    data_svc.add_utterance(ctx, demo, "do you sell gift vouchers", ["gift_cards"])
+    assert predict_one(ctx, demo, query)["top"] == "gift_cards"
+    data_svc.undo(ctx, demo)  # removing the example removes its influence just as fast
+    assert predict_one(ctx, demo, query)["top"] == before
+
+
+def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
+    row = max(data_svc.table(ctx, demo, split="unlabelled"), key=lambda r: len(r["text"]))
+    data_svc.label_utterance(ctx, demo, row["id"], ["talk_to_human"])
+    updated = next(r for r in data_svc.table(ctx, demo, search=row["text"]) if r["id"] == row["id"])
+    assert updated["split"] == "train" and updated["intents"] == "talk_to_human"
+    out = predict_one(ctx, demo, row["text"])
+    assert out["neighbours"][0]["text"] == row["text"] and out["top"] == "talk_to_human"
+
+
+def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
+    """A second context on the same database stands in for another process (the CLI)."""
+    from app.context import AppContext
+
+    other = AppContext(ctx.settings)
+    query = "is the blue raincoat back in stock in size L"
+    predict_one(ctx, demo, query)
+    data_svc.add_utterance(other, demo, "is the blue raincoat back in stock in size L", ["restock_alert"])
+    assert predict_one(ctx, demo, query)["top"] == "restock_alert"
+    other.close()
+
+
+def test_bad_predict_input_is_a_clear_error(ctx, demo):
+    with pytest.raises(ValueError, match="Type an utterance"):
+        predict(ctx, demo, ["  "])
+    with pytest.raises(ValueError, match="longer than 2000"):
+        predict(ctx, demo, ["x" * 2001])
+    from app.services.projects import new_project
+
+    new_project(ctx, "empty")
+    with pytest.raises(ValueError, match="no labelled training utterances"):
+        predict(ctx, "empty", ["hello"])

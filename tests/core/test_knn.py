@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from core.knn import KnnIndex
+
+
+def _vec(*xs: float) -> np.ndarray:
+    return np.array([xs], dtype=np.float32)
+
+
+@pytest.fixture
+def index() -> KnnIndex:
+    idx = KnnIndex(dim=3)
+    vecs = np.array([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0.8, 0.2], [0, 0, 1]], dtype=np.float32)
+    idx.add([1, 2, 3, 4, 5], vecs, ["a1", "a2", "b1", "b2", "c1"], [("a",), ("a",), ("b",), ("b", "c"), ("c",)])
+    return idx
+
+
+def test_ranks_intents_by_their_nearest_example(index):
+    pred = index.classify(_vec(0.95, 0.05, 0))[0]
+    assert pred.top == "a"
+    assert pred.intents[0].best.text in {"a1", "a2"}
+    assert [n.text for n in pred.neighbours][:2] == ["a2", "a1"] or [n.text for n in pred.neighbours][:2] == ["a1", "a2"]
+    assert pred.margin == pytest.approx(pred.intents[0].score - pred.intents[1].score)
+
+
+def test_multi_label_neighbour_votes_for_each_of_its_intents(index):
+    pred = index.classify(_vec(0, 0.8, 0.2))[0]
+    scores = {s.intent: s.score for s in pred.intents}
+    assert scores["b"] == pytest.approx(1.0, abs=1e-5)
+    assert scores["c"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_k_averages_the_k_nearest_examples_of_each_intent(index):
+    q = _vec(1, 0, 0)
+    one = {s.intent: s.score for s in index.classify(q, k=1)[0].intents}
+    two = {s.intent: s.score for s in index.classify(q, k=2)[0].intents}
+    assert one["a"] == pytest.approx(1.0, abs=1e-5)
+    assert two["a"] < one["a"]
+
+
+def test_add_and_remove_change_predictions_without_rebuild(index):
+    q = _vec(0.6, 0, 0.8)
+    assert index.classify(q)[0].top == "c"
+    index.add([9], _vec(0.6, 0, 0.8), ["new"], [("a",)])
+    assert index.classify(q)[0].top == "a"
+    index.remove([9])
+    assert index.classify(q)[0].top == "c"
+    assert 9 not in index and len(index) == 5
+
+
+def test_re_adding_an_id_replaces_its_labels(index):
+    index.add([5], _vec(0, 0, 1), ["c1"], [("z",)])
+    assert index.classify(_vec(0, 0, 1))[0].top == "z"
+    assert len(index) == 5
+
+
+def test_unlabelled_items_do_not_vote_and_bad_shapes_raise(index):
+    index.add([7], _vec(1, 1, 1), ["x"], [()])
+    assert 7 not in index
+    with pytest.raises(ValueError, match="same length"):
+        index.add([1, 2], _vec(1, 0, 0), ["a"], [("a",)])
+    with pytest.raises(ValueError, match="k must be"):
+        index.classify(_vec(1, 0, 0), k=0)
+
+
+def test_exclude_ids_gives_leave_one_out(index):
+    pred = index.classify(_vec(0, 0, 1), exclude_ids=[5])[0]
+    assert all(n.id != 5 for n in pred.neighbours)
+
+
+def test_empty_index_predicts_nothing():
+    assert KnnIndex(dim=2).classify(_vec(1, 0))[0].top is None
+
+
+def test_real_encoder_new_label_changes_prediction_at_once(encoder):
+    idx = KnnIndex(encoder.dim)
+    texts = ["where is my parcel", "track my order please", "I want to cancel my order", "stop my order"]
+    labels = [("track",), ("track",), ("cancel",), ("cancel",)]
+    idx.add(list(range(4)), encoder.encode(texts), texts, labels)
+    q = encoder.encode(["is there a gift card for the cinema"])
+    before = idx.classify(q)[0].top
+    idx.add([10], encoder.encode(["do you sell gift cards"]), ["do you sell gift cards"], [("gift_cards",)])
+    assert before != "gift_cards"
+    assert idx.classify(q)[0].top == "gift_cards"
