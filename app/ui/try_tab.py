@@ -64,7 +64,14 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             elem_id="try-neighbours",
         )
     with gr.Row():
-        label_as = gr.Dropdown(label="Label this utterance as", multiselect=True, allow_custom_value=True, choices=[], scale=3)
+        label_as = gr.Dropdown(
+            label="Label this utterance as",
+            multiselect=True,
+            allow_custom_value=True,
+            choices=[],
+            scale=3,
+            elem_id="try-label-as",
+        )
         label_btn = gr.Button("Add to the training pool", scale=1, elem_id="try-label")
     status = gr.Markdown()
 

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from app.cli import main
+
+SUBCOMMANDS = ["serve", "import", "export", "predict", "projects"]
+
+
+def test_help_is_instant_and_does_not_import_torch():
+    code = (
+        "import sys, time; t=time.time()\n"
+        "from app.cli import build_parser\n"
+        "build_parser()\n"
+        "assert 'torch' not in sys.modules and 'gradio' not in sys.modules, 'heavy import at help time'\n"
+        "print(time.time()-t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert float(out.stdout) < 1.0
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS)
+def test_every_subcommand_has_help(sub, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([sub, "--help"])
+    assert info.value.code == 0
+    assert "usage: intent-studio" in capsys.readouterr().out
+
+
+def test_import_predict_export_round_trip(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text(
+        "text,labels,split\nwhere is my parcel,track,train\ntrack my order,track,train\n"
+        "cancel my order,cancel,train\nstop the order please,cancel,train\nhi there,,unlabelled\n"
+    )
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    assert "Imported 5 utterance(s)" in capsys.readouterr().out
+
+    assert main([*d, "predict", "--project", "shop", "--format", "jsonl", "where is my order", "cancel it"]) == 0
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["top"] for r in results] == ["track", "cancel"]
+    assert results[0]["neighbours"][0]["text"] in {"where is my parcel", "track my order"}
+
+    out = tmp_path / "out.csv"
+    assert main([*d, "export", "--project", "shop", "-o", str(out)]) == 0
+    with src.open() as a, out.open() as b:
+        assert sorted(map(tuple, csv.reader(a))) == sorted(map(tuple, csv.reader(b)))
+
+
+def test_bad_import_exits_non_zero_with_the_message_and_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\nok,x\n,y\n")
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(bad), "--project", "shop"]) == 2
+    err = capsys.readouterr().err
+    assert "line 3: empty text" in err and "Nothing was imported" in err
+    assert main([*d, "projects"]) == 0
+    assert "shop" not in capsys.readouterr().out
+
+
+def test_predict_reads_a_file_of_texts(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "data")]
+    src = tmp_path / "in.csv"
+    src.write_text("text,label\nwhere is my parcel,track\ncancel my order,cancel\n")
+    main([*d, "import", str(src), "--project", "p"])
+    capsys.readouterr()
+    texts = tmp_path / "texts.txt"
+    texts.write_text("where's my stuff\n\ncancel that\n")
+    assert main([*d, "predict", "--project", "p", "--input", str(texts), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [r["intent"] for r in rows] == ["track", "cancel"]
+
+
+def test_data_dir_can_come_from_the_environment(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("INTENT_STUDIO_DATA_DIR", str(tmp_path / "envdata"))
+    src = tmp_path / "in.csv"
+    src.write_text("text,label\na,x\nb,y\n")
+    assert main(["import", str(src), "--project", "p"]) == 0
+    assert (tmp_path / "envdata" / "studio.db").exists()
+
+

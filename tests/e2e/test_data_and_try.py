@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_data_tab_lists_the_demo_project_and_filters(server, page):
+    page.goto(server.url)
+    page.wait_for_function(
+        "() => document.querySelector('#utterance-table')?.innerText?.includes('track_order')"
+    )
+    assert page.locator("#project input").input_value() == "Demo: Acme support"
+    page.get_by_label("Text contains").fill("password")
+    page.get_by_label("Text contains").press("Enter")
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#utterance-table').innerText;"
+        " return t.includes('how do i reset my password') && !t.includes('where is my order?'); }"
+    )
+    shot(page, "01-data-tab")
+
+
+def test_try_tab_explains_and_a_new_label_counts_at_once(server, page):
+    page.goto(server.url)
+    page.get_by_role("tab", name="Try").click()
+    box = page.locator("#try-text textarea")
+    box.fill("can I get a voucher for the cinema")
+    page.locator("#try-predict").click()
+    explanation = page.locator("#try-explanation")
+    page.wait_for_function("() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted')")
+    assert "because it is most like" in explanation.inner_text()
+    neighbours = page.locator("#try-neighbours").inner_text()
+    assert neighbours.count("0.") >= 3  # at least three similarities shown
+    shot(page, "02-try-tab")
+
+    # label it as a brand-new intent from the Try tab; the next prediction uses it at once
+    label_input = page.locator("#try-label-as input")
+    label_input.click()
+    label_input.press("Backspace")  # drop the pre-filled predicted intent
+    label_input.fill("gift_cards")
+    label_input.press("Enter")
+    label_input.press("Escape")
+    page.locator("#try-label").click()
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted gift_cards')"
+    )
+    shot(page, "03-try-after-labelling")
+
+
+def test_predict_api_answers_like_the_ui(server):
+    from gradio_client import Client
+
+    client = Client(server.url, verbose=False)
+    assert "Demo: Acme support" in client.predict(api_name="/projects")
+    result = client.predict("Demo: Acme support", "where is my parcel", 1, api_name="/predict")
+    assert result["top"] == "track_order"
+    assert result["neighbours"][0]["intents"]
