@@ -9,7 +9,6 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -38,9 +37,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ensure_demo_project(ctx)
     import threading
 
+    from app.jobs import WorkerSupervisor
+
     threading.Thread(target=ctx.warm_up, name="warm-up", daemon=True).start()
+    supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
+    if supervisor is not None:
+        supervisor.start()
     demo = build_app(ctx)
-    print(f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})", flush=True)
+    print(
+        f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})",
+        flush=True,
+    )
     demo.queue(default_concurrency_limit=4).launch(
         server_name=args.host,
         server_port=args.port,
@@ -49,7 +56,89 @@ def cmd_serve(args: argparse.Namespace) -> int:
         prevent_thread_lock=False,
         quiet=True,
     )
+    if supervisor is not None:
+        supervisor.stop()
     return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from app.jobs import run_worker
+
+    run_worker(load_settings(args.data_dir, args.db_url))
+    return 0
+
+
+def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {"method": args.method}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        if not key or not _:
+            raise CliError(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            config[key] = json.loads(value)  # numbers, true/false, null, lists
+        except json.JSONDecodeError:
+            config[key] = value
+    return config
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import threading
+    import time
+
+    from app.services import training
+
+    ctx = _context(args)
+    view, created = training.request_retrain(
+        ctx, args.project, _parse_config(args), enqueue=args.queue
+    )
+    if not created:
+        print(f"Job #{view.id} is already {view.status} for this project; following it.")
+    runner = None
+    if not args.queue and created:
+        runner = threading.Thread(target=training.execute_job, args=(ctx, view.id), daemon=True)
+        runner.start()
+    last = ""
+    try:
+        while True:
+            view = training.job(ctx, view.id)
+            line = f"[{view.status}] {view.message}" + (
+                f"  ETA {view.eta_seconds:.0f}s" if view.eta_seconds else ""
+            )
+            if line != last:
+                print(line, flush=True)
+                last = line
+            if not view.active:
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        training.cancel(ctx, view.id)
+        print("cancelling…", flush=True)
+        if runner is not None:
+            runner.join(30)
+        view = training.job(ctx, view.id)
+    if view.model_version_id:
+        from app.services.versions import metrics
+
+        m = metrics(ctx, args.project, view.model_version_id)
+        base = m.get("base", {})
+        print(
+            json.dumps(
+                {
+                    "version": view.model_version_id,
+                    "split": m.get("split"),
+                    "accuracy": m.get("accuracy"),
+                    "macro_f1": m.get("macro_f1"),
+                    "frozen_accuracy": base.get("accuracy"),
+                    "silhouette": m.get("silhouette"),
+                    "frozen_silhouette": base.get("silhouette"),
+                    "gate": m.get("gate"),
+                    "train_seconds": m.get("train_seconds"),
+                },
+                indent=2,
+            )
+        )
+    return 0 if view.status == "succeeded" else 1
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -99,7 +188,9 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
         w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
         for r in results:
             best = r["intents"][0]["evidence"] if r["intents"] else {"text": "", "similarity": ""}
-            w.writerow([r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]])
+            w.writerow(
+                [r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]]
+            )
         return
     for r in results:
         print(f"{r['text']}\n  → {r['top']} ({r['score']:.3f}, margin {r['margin']:.3f})")
@@ -141,22 +232,54 @@ def build_parser() -> argparse.ArgumentParser:
         prog="intent-studio",
         description="Design a chatbot's intents: label examples, retrain, explain predictions.",
     )
-    parser.add_argument("--data-dir", help="data directory (default $INTENT_STUDIO_DATA_DIR or ./.intent-studio)")
-    parser.add_argument("--db-url", help="SQLAlchemy database URL (default: SQLite in the data directory)")
+    parser.add_argument(
+        "--data-dir", help="data directory (default $INTENT_STUDIO_DATA_DIR or ./.intent-studio)"
+    )
+    parser.add_argument(
+        "--db-url", help="SQLAlchemy database URL (default: SQLite in the data directory)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="start the web app (and its training worker)")
     p.add_argument("--host", default=DEFAULT_HOST, help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT)))
-    p.add_argument("--no-demo", action="store_true", help="do not create the demo project on first start")
+    p.add_argument(
+        "--port", type=int, default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT))
+    )
+    p.add_argument(
+        "--no-demo", action="store_true", help="do not create the demo project on first start"
+    )
+    p.add_argument(
+        "--no-worker", action="store_true", help="do not start a training worker beside the app"
+    )
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run a training worker on the job queue")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")
+    p.add_argument("--project", required=True)
+    p.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a TrainConfig field, e.g. --set epochs=2",
+    )
+    p.add_argument(
+        "--queue", action="store_true", help="hand the job to the worker instead of training here"
+    )
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("import", help="import a CSV/JSONL file into a project (created if new)")
     p.add_argument("file", help="CSV (text,label|labels[,split]) or JSONL file")
     p.add_argument("--project", required=True)
-    p.add_argument("--no-create-intents", action="store_true", help="refuse labels that are not intents yet")
-    p.add_argument("--relabel", action="store_true", help="texts already in the project get the file's labels")
+    p.add_argument(
+        "--no-create-intents", action="store_true", help="refuse labels that are not intents yet"
+    )
+    p.add_argument(
+        "--relabel", action="store_true", help="texts already in the project get the file's labels"
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("export", help="export a project to CSV or JSONL (by the file's suffix)")
@@ -171,7 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
     p.add_argument("-k", type=int, default=1, help="examples per intent that make its score")
     p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
-    p.add_argument("--show", type=int, default=3, help="neighbours shown per utterance (text format)")
+    p.add_argument(
+        "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
+    )
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("projects", help="list projects")

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.config import Settings
 from core.embedding_cache import EmbeddingCache
 from core.encoders import Encoder, load_encoder
 from core.knn import KnnIndex
@@ -20,8 +21,6 @@ from storage.artifacts import ArtifactStore
 from storage.db import Database
 from storage.models import ModelVersion, Project
 from storage.utterances import labelled_pool, pool_revision
-
-from app.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,11 @@ class AppContext:
             project = s.get(Project, project_id)
             if project is None:
                 raise KeyError(project_id)
-            mv = s.get(ModelVersion, project.active_model_version_id) if project.active_model_version_id else None
+            mv = (
+                s.get(ModelVersion, project.active_model_version_id)
+                if project.active_model_version_id
+                else None
+            )
             base = project.base_encoder
             if mv is not None:
                 s.expunge(mv)
@@ -111,7 +114,9 @@ class AppContext:
         pool.items = wanted
         pool.revision = revision
         if gone or changed:
-            logger.debug("pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone))
+            logger.debug(
+                "pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone)
+            )
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at

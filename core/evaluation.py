@@ -50,7 +50,9 @@ def _silhouette(vecs: np.ndarray, labels: Sequence[str]) -> float | None:
     if n_labels < 2 or n_labels >= len(labels):
         return None
     sample = min(len(labels), 5000)
-    return float(silhouette_score(vecs, list(labels), metric="cosine", sample_size=sample, random_state=0))
+    return float(
+        silhouette_score(vecs, list(labels), metric="cosine", sample_size=sample, random_state=0)
+    )
 
 
 def score_predictions(
@@ -162,13 +164,13 @@ def cross_validate_knn(
     data = np.asarray(vecs, dtype=np.float32)
     preds: list[str] = [""] * n
     for f in range(folds):
-        test = np.flatnonzero(assign == f)
-        train = np.flatnonzero(assign != f)
+        test = [int(i) for i in np.flatnonzero(assign == f)]
+        train = [int(i) for i in np.flatnonzero(assign != f)]
         if len(test) == 0:
             continue
         fold_preds = knn_predict(data[train], [labels[i] for i in train], data[test], k=k)
         for i, p in zip(test, fold_preds, strict=True):
-            preds[int(i)] = p
+            preds[i] = p
     out = score_predictions(list(labels), preds)
     out["silhouette"] = _silhouette(data, labels)
     out["k"] = k

@@ -123,7 +123,7 @@ class KnnIndex:
             present = [int(i) for i in ids if int(i) in self._items]
             if not present:
                 return
-            self._index.remove_ids(np.asarray(present, dtype=np.int64))
+            self._index.remove_ids(np.asarray(present, dtype=np.int64))  # type: ignore[arg-type]
             for i in present:
                 del self._items[i]
 

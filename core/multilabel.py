@@ -62,12 +62,14 @@ class Cancelled(RuntimeError):
 
 @dataclass(frozen=True)
 class HeadConfig:
-    """Hyper-parameters of the multi-label MLP head (defaults: Multi-ConvFiT, except ``epochs``).
+    """Hyper-parameters of the multi-label MLP head (defaults: Multi-ConvFiT + a step cap).
 
-    ``epochs`` defaults to 200, not the paper's 600: vectors are precomputed so an epoch is cheap,
-    but on the NLU++ folds 200 epochs scored within noise of 600 (see ``bench/multilabel.py``) at a
-    third of the CPU time, which matters in the high-data regime (~60 steps/epoch) and for k-fold
-    threshold tuning, which fits the head k more times.
+    CPU default: the paper's 600 epochs, but at most ``max_steps`` = 6,000 optimiser steps. Vectors
+    are precomputed, so a step is a tiny MLP update (about 1-3 ms on one CPU core). In the low-data
+    regime (~200 NLU++ examples, 7 steps/epoch) the cap never binds and 600 epochs scored 1-2 F1
+    points above 100-200; in the high-data regime (~1,900 examples, 59 steps/epoch) 600 epochs would
+    be 35,000 steps while ~100 epochs scored the same as 200 (``bench/multilabel.py``, fold 0).
+    The cap bounds head training at seconds, which also matters for k-fold threshold tuning.
 
     Args:
         hidden: hidden layer width.
@@ -76,6 +78,7 @@ class HeadConfig:
         weight_decay: AdamW weight decay.
         warmup_ratio: fraction of steps with linear warm-up (then linear decay to 0).
         epochs: passes over the training vectors.
+        max_steps: cap on optimiser steps (epochs are cut to fit); None = no cap.
         batch_size: examples per step.
         label_smoothing: ``ls`` in (0, 1]; positive target ``ls``, negative ``(1 - ls)·M/|C|``;
             1.0 turns smoothing off.
@@ -92,7 +95,8 @@ class HeadConfig:
     lr: float = 3e-3
     weight_decay: float = 0.02
     warmup_ratio: float = 0.1
-    epochs: int = 200
+    epochs: int = 600
+    max_steps: int | None = 6000
     batch_size: int = 32
     label_smoothing: float = 0.95
     threshold: float = DEFAULT_THRESHOLD
@@ -103,6 +107,14 @@ class HeadConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_steps is not None and (
+            not isinstance(self.max_steps, int)
+            or isinstance(self.max_steps, bool)
+            or self.max_steps < 1
+        ):
+            raise ValueError(
+                f"max_steps must be a positive integer or None, got {self.max_steps!r}"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if not self.lr > 0.0:
@@ -256,8 +268,8 @@ class MultiLabelHead:
             raise ValueError("no intents to learn: every example has an empty label set")
         y = smooth_targets(binary_targets(label_sets, names), self.config.label_smoothing)
         cfg = self.config
-        steps_per_epoch = math.ceil(len(x) / cfg.batch_size)
-        total = steps_per_epoch * cfg.epochs
+        epochs = self.epochs_for(len(x))
+        total = math.ceil(len(x) / cfg.batch_size) * epochs
         warmup = int(cfg.warmup_ratio * total)
 
         def schedule(step: int) -> float:
@@ -275,7 +287,7 @@ class MultiLabelHead:
             xt, yt = torch.from_numpy(x), torch.from_numpy(y)
             model.train()
             last_loss = float("nan")
-            for epoch in range(cfg.epochs):
+            for epoch in range(epochs):
                 if should_cancel is not None and should_cancel():
                     raise Cancelled("head training cancelled")
                 order = torch.randperm(len(xt), generator=gen)
@@ -288,19 +300,27 @@ class MultiLabelHead:
                     sched.step()
                 last_loss = float(loss.detach())
                 if progress is not None:
-                    progress(epoch + 1, cfg.epochs)
+                    progress(epoch + 1, epochs)
             model.eval()
         logger.info(
             "fitted multi-label head: %d examples, %d intents, %d epochs, final loss %.4f",
             len(x),
             len(names),
-            cfg.epochs,
+            epochs,
             last_loss,
         )
         self._model = model
         self.intents = names
         self.dim = int(x.shape[1])
         return self
+
+    def epochs_for(self, n_examples: int) -> int:
+        """Epochs actually run on ``n_examples``: ``config.epochs`` cut to fit ``max_steps``."""
+        cfg = self.config
+        if cfg.max_steps is None:
+            return cfg.epochs
+        steps_per_epoch = max(1, math.ceil(n_examples / cfg.batch_size))
+        return max(1, min(cfg.epochs, cfg.max_steps // steps_per_epoch))
 
     def _require_fitted(self) -> torch.nn.Sequential:
         if self._model is None:

@@ -7,4 +7,11 @@ from storage.artifacts import ArtifactStore
 from storage.db import Database, sqlite_url
 from storage.errors import ConflictError, NotFoundError, StorageError
 
-__all__ = ["ArtifactStore", "ConflictError", "Database", "NotFoundError", "StorageError", "sqlite_url"]
+__all__ = [
+    "ArtifactStore",
+    "ConflictError",
+    "Database",
+    "NotFoundError",
+    "StorageError",
+    "sqlite_url",
+]

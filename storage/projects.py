@@ -30,7 +30,9 @@ def get_or_create_user(s: Session, name: str, role: str = "designer") -> User:
     return user
 
 
-def create_project(s: Session, name: str, *, description: str = "", base_encoder: str = "minilm") -> Project:
+def create_project(
+    s: Session, name: str, *, description: str = "", base_encoder: str = "minilm"
+) -> Project:
     name = name.strip()
     if not name:
         raise StorageError("A project needs a name.")
@@ -123,7 +125,9 @@ def list_intents(s: Session, project_id: int) -> list[IntentSummary]:
             n_train=by_intent.get(i.id, {}).get("train", 0),
             n_test=by_intent.get(i.id, {}).get("test", 0),
         )
-        for i in s.scalars(select(Intent).where(Intent.project_id == project_id).order_by(Intent.name))
+        for i in s.scalars(
+            select(Intent).where(Intent.project_id == project_id).order_by(Intent.name)
+        )
     ]
 
 
@@ -164,12 +168,16 @@ def merge_intents(
     if tgt is None:
         tgt = create_intent(s, project_id, target)
     src_ids = [i.id for i in srcs]
-    uids = list(s.scalars(select(Label.utterance_id).where(Label.intent_id.in_(src_ids)).distinct()))
+    uids = list(
+        s.scalars(select(Label.utterance_id).where(Label.intent_id.in_(src_ids)).distinct())
+    )
     before = _labels_of(s, uids)
     batch = str(uuid.uuid4())
     have_target = set(
         s.scalars(
-            select(Label.utterance_id).where(Label.intent_id == tgt.id, Label.utterance_id.in_(uids))
+            select(Label.utterance_id).where(
+                Label.intent_id == tgt.id, Label.utterance_id.in_(uids)
+            )
         )
     )
     for uid in uids:
@@ -205,7 +213,9 @@ def _log_many(
     action: str,
     user_id: int | None,
 ) -> None:
-    texts = dict(s.execute(select(Utterance.id, Utterance.text).where(Utterance.id.in_(list(before)))).all())
+    texts = dict(
+        s.execute(select(Utterance.id, Utterance.text).where(Utterance.id.in_(list(before)))).all()
+    )
     for uid, b in before.items():
         s.add(
             LabelEvent(

@@ -124,7 +124,9 @@ def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[Utt
 def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
     """A cheap fingerprint that changes whenever the labelled pool may have changed (any label
     event, utterance edit or insert). Processes compare it to know when to reload."""
-    last_event = s.scalar(select(func.max(LabelEvent.id)).where(LabelEvent.project_id == project_id))
+    last_event = s.scalar(
+        select(func.max(LabelEvent.id)).where(LabelEvent.project_id == project_id)
+    )
     n, version_sum = s.execute(
         select(func.count(), func.coalesce(func.sum(Utterance.version), 0)).where(
             Utterance.project_id == project_id
@@ -189,7 +191,9 @@ def add_utterance(
 ) -> UtteranceRow:
     text = validate_text(text)
     split = validate_split(split)
-    if s.scalar(select(Utterance.id).where(Utterance.project_id == project_id, Utterance.text == text)):
+    if s.scalar(
+        select(Utterance.id).where(Utterance.project_id == project_id, Utterance.text == text)
+    ):
         raise StorageError(f"The utterance {text!r} is already in this project.")
     intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     u = Utterance(project_id=project_id, text=text, split=split, context=context)
@@ -267,7 +271,9 @@ def update_utterance(
     return _row(u, labels)
 
 
-def delete_utterance(s: Session, project_id: int, utterance_id: int, *, user_id: int | None = None) -> None:
+def delete_utterance(
+    s: Session, project_id: int, utterance_id: int, *, user_id: int | None = None
+) -> None:
     u = get_utterance(s, project_id, utterance_id)
     labels = _labels_of(s, [u.id])[u.id]
     _log(s, u, labels, [], "delete", user_id, split_before=u.split)
@@ -301,7 +307,9 @@ def undo_last(s: Session, project_id: int, *, user_id: int | None = None) -> lis
         return []
     events = list(
         s.scalars(
-            select(LabelEvent).where(LabelEvent.project_id == project_id, LabelEvent.batch == last.batch)
+            select(LabelEvent).where(
+                LabelEvent.project_id == project_id, LabelEvent.batch == last.batch
+            )
         )
     )
     undo_batch = str(uuid.uuid4())
@@ -364,7 +372,9 @@ def import_rows(
     for name in needed:
         known[name] = create_intent(s, project_id, name)
     existing = dict(
-        s.execute(select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)).all()
+        s.execute(
+            select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
+        ).all()
     )
     batch = str(uuid.uuid4())
     inserted = updated = 0
@@ -374,7 +384,9 @@ def import_rows(
             if on_existing == "error":
                 raise StorageError(f"The utterance {r.text!r} is already in this project.")
             set_labels(s, project_id, existing[r.text], r.labels, user_id=user_id, batch=batch)
-            update_utterance(s, project_id, existing[r.text], split=r.split, user_id=user_id, batch=batch)
+            update_utterance(
+                s, project_id, existing[r.text], split=r.split, user_id=user_id, batch=batch
+            )
             updated += 1
             continue
         u = Utterance(project_id=project_id, text=r.text, split=r.split, context=r.context)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from app.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.projects import ensure_writable, get_project
-
-from app.context import AppContext
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
 
@@ -45,7 +44,13 @@ def table(
             s, pid, intent=intent or None, split=split or None, search=search or None, limit=limit
         )
     return [
-        {"id": r.id, "text": r.text, "intents": "|".join(r.labels), "split": r.split, "version": r.version}
+        {
+            "id": r.id,
+            "text": r.text,
+            "intents": "|".join(r.labels),
+            "split": r.split,
+            "version": r.version,
+        }
         for r in rows
     ]
 
@@ -70,7 +75,12 @@ def add_utterance(
 ) -> dict[str, Any]:
     with ctx.db.session() as s:
         row = repo.add_utterance(
-            s, _project_id(s, project, write=True), text, parse_label_input(labels), split=split, user_id=user_id
+            s,
+            _project_id(s, project, write=True),
+            text,
+            parse_label_input(labels),
+            split=split,
+            user_id=user_id,
         )
     return asdict(row)
 
@@ -104,7 +114,12 @@ def label_utterance(
 
 
 def label_many(
-    ctx: AppContext, project: str, utterance_ids: list[int], labels: str | list[str] | None, *, user_id: int | None = None
+    ctx: AppContext,
+    project: str,
+    utterance_ids: list[int],
+    labels: str | list[str] | None,
+    *,
+    user_id: int | None = None,
 ) -> int:
     """Label several utterances at once (lasso on the map); one transaction."""
     names = parse_label_input(labels)
@@ -119,7 +134,12 @@ def label_many(
 
 
 def move_split(
-    ctx: AppContext, project: str, utterance_ids: list[int], split: str, *, user_id: int | None = None
+    ctx: AppContext,
+    project: str,
+    utterance_ids: list[int],
+    split: str,
+    *,
+    user_id: int | None = None,
 ) -> int:
     with ctx.db.session() as s:
         pid = _project_id(s, project, write=True)
@@ -129,23 +149,38 @@ def move_split(
 
 
 def edit_text(
-    ctx: AppContext, project: str, utterance_id: int, text: str, *, expected_version: int | None = None, user_id: int | None = None
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    text: str,
+    *,
+    expected_version: int | None = None,
+    user_id: int | None = None,
 ) -> dict[str, Any]:
     with ctx.db.session() as s:
         row = repo.update_utterance(
-            s, _project_id(s, project, write=True), utterance_id, text=text, expected_version=expected_version, user_id=user_id
+            s,
+            _project_id(s, project, write=True),
+            utterance_id,
+            text=text,
+            expected_version=expected_version,
+            user_id=user_id,
         )
     return asdict(row)
 
 
-def delete_utterance(ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None) -> None:
+def delete_utterance(
+    ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None
+) -> None:
     with ctx.db.session() as s:
         repo.delete_utterance(s, _project_id(s, project, write=True), utterance_id, user_id=user_id)
 
 
 def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
     with ctx.db.session() as s:
-        return repo_projects.create_intent(s, _project_id(s, project, write=True), name, description).name
+        return repo_projects.create_intent(
+            s, _project_id(s, project, write=True), name, description
+        ).name
 
 
 def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
@@ -153,14 +188,20 @@ def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
         return repo_projects.rename_intent(s, _project_id(s, project, write=True), old, new).name
 
 
-def merge_intents(ctx: AppContext, project: str, sources: list[str], target: str, *, user_id: int | None = None) -> int:
+def merge_intents(
+    ctx: AppContext, project: str, sources: list[str], target: str, *, user_id: int | None = None
+) -> int:
     with ctx.db.session() as s:
-        return repo_projects.merge_intents(s, _project_id(s, project, write=True), sources, target, user_id=user_id)
+        return repo_projects.merge_intents(
+            s, _project_id(s, project, write=True), sources, target, user_id=user_id
+        )
 
 
 def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
     with ctx.db.session() as s:
-        return repo_projects.delete_intent(s, _project_id(s, project, write=True), name, user_id=user_id)
+        return repo_projects.delete_intent(
+            s, _project_id(s, project, write=True), name, user_id=user_id
+        )
 
 
 def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
@@ -170,7 +211,11 @@ def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
         if not events:
             return "Nothing to undo."
         first = events[0]
-        what = f"{len(events)} label change(s)" if len(events) > 1 else f"{first.action} of {first.utterance_text[:60]!r}"
+        what = (
+            f"{len(events)} label change(s)"
+            if len(events) > 1
+            else f"{first.action} of {first.utterance_text[:60]!r}"
+        )
         return f"Undid {what}: back to {', '.join(first.before) or 'no intent'}."
 
 

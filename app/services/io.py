@@ -16,11 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.context import AppContext
 from storage.models import SPLITS
 from storage.projects import create_project, get_project
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, list_utterances
-
-from app.context import AppContext
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,9 @@ def _check_row(
         problems.append((line, f"the same intent twice in labels {raw_labels!r}"))
     if any(len(name) > 120 for name in labels):
         problems.append((line, "an intent name is longer than 120 characters"))
-    split_value = str(split).strip() if split not in (None, "") else ("train" if labels else "unlabelled")
+    split_value = (
+        str(split).strip() if split not in (None, "") else ("train" if labels else "unlabelled")
+    )
     if split_value not in SPLITS:
         problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
     if split_value == "unlabelled" and labels:
@@ -108,10 +109,14 @@ def _decode(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ImportProblem("The file is not valid UTF-8.", [(line, f"invalid byte at offset {exc.start}")]) from exc
+        raise ImportProblem(
+            "The file is not valid UTF-8.", [(line, f"invalid byte at offset {exc.start}")]
+        ) from exc
 
 
-def _finish(rows: list[tuple[int, NewUtterance]], problems: list[tuple[int, str]]) -> list[NewUtterance]:
+def _finish(
+    rows: list[tuple[int, NewUtterance]], problems: list[tuple[int, str]]
+) -> list[NewUtterance]:
     seen: dict[str, int] = {}
     for line, row in rows:
         if row.text in seen:
@@ -149,7 +154,13 @@ def parse_csv(data: bytes) -> list[NewUtterance]:
             if None in record:
                 problems.append((line, "more cells than columns"))
                 continue
-            row, errs = _check_row(line, record.get("text"), record.get(label_col), record.get("split"), record.get("context"))
+            row, errs = _check_row(
+                line,
+                record.get("text"),
+                record.get(label_col),
+                record.get("split"),
+                record.get("context"),
+            )
             problems.extend(errs)
             if row is not None:
                 rows.append((line, row))
@@ -182,7 +193,9 @@ def parse_jsonl(data: bytes) -> list[NewUtterance]:
         if isinstance(labels, list) and not all(isinstance(x, str) for x in labels):
             problems.append((line_no, "labels must be strings"))
             continue
-        row, errs = _check_row(line_no, obj.get("text"), labels, obj.get("split"), obj.get("context"))
+        row, errs = _check_row(
+            line_no, obj.get("text"), labels, obj.get("split"), obj.get("context")
+        )
         problems.extend(errs)
         if row is not None:
             rows.append((line_no, row))
@@ -195,7 +208,9 @@ def parse_file(path: str | Path, data: bytes | None = None) -> list[NewUtterance
     if data is None:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise ImportProblem(f"The file is {size / 2**20:.1f} MB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MB.")
+            raise ImportProblem(
+                f"The file is {size / 2**20:.1f} MB; the limit is {MAX_FILE_BYTES / 2**20:.0f} MB."
+            )
         data = p.read_bytes()
     suffix = p.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
@@ -241,7 +256,9 @@ def import_utterances(
     return ImportResult(name, inserted, updated, created)
 
 
-def import_file(ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None) -> ImportResult:
+def import_file(
+    ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None
+) -> ImportResult:
     """Parse and import a CSV/JSONL file. Raises ImportProblem (nothing written) on bad input."""
     rows = parse_file(path)
     return import_utterances(ctx, project, rows, **kwargs)  # type: ignore[arg-type]
@@ -250,7 +267,9 @@ def import_file(ctx: AppContext, project: str, path: str | Path, **kwargs: bool 
 def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
     with ctx.db.session() as s:
         proj = get_project(s, project)
-        return [NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, proj.id)]
+        return [
+            NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, proj.id)
+        ]
 
 
 def write_csv(rows: Iterable[NewUtterance]) -> str:
@@ -264,7 +283,8 @@ def write_csv(rows: Iterable[NewUtterance]) -> str:
 
 def write_jsonl(rows: Iterable[NewUtterance]) -> str:
     return "".join(
-        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False) + "\n"
+        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False)
+        + "\n"
         for r in rows
     )
 

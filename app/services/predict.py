@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.context import AppContext
 from core.knn import Prediction
 from storage.projects import get_project
-
-from app.context import AppContext
 
 MAX_BATCH = 1000
 
@@ -29,18 +28,29 @@ def prediction_to_dict(text: str, pred: Prediction, *, top: int = 5) -> dict[str
             {
                 "intent": s.intent,
                 "score": round(s.score, 4),
-                "evidence": {"id": s.best.id, "text": s.best.text, "similarity": round(s.best.similarity, 4)},
+                "evidence": {
+                    "id": s.best.id,
+                    "text": s.best.text,
+                    "similarity": round(s.best.similarity, 4),
+                },
             }
             for s in pred.intents[:top]
         ],
         "neighbours": [
-            {"id": n.id, "text": n.text, "intents": list(n.labels), "similarity": round(n.similarity, 4)}
+            {
+                "id": n.id,
+                "text": n.text,
+                "intents": list(n.labels),
+                "similarity": round(n.similarity, 4),
+            }
             for n in pred.neighbours
         ],
     }
 
 
-def predict(ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5) -> list[dict[str, Any]]:
+def predict(
+    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
+) -> list[dict[str, Any]]:
     """Classify texts against the project's labelled pool with its active encoder."""
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
@@ -57,7 +67,9 @@ def predict(ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show
     return [prediction_to_dict(t, p) for t, p in zip(clean, preds, strict=True)]
 
 
-def predict_one(ctx: AppContext, project: str, text: str, *, k: int = 1, show: int = 5) -> dict[str, Any]:
+def predict_one(
+    ctx: AppContext, project: str, text: str, *, k: int = 1, show: int = 5
+) -> dict[str, Any]:
     started = time.perf_counter()
     out = predict(ctx, project, [text], k=k, show=show)[0]
     out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)

@@ -6,11 +6,10 @@ import logging
 from dataclasses import dataclass
 from importlib import resources
 
-from storage.projects import create_project, get_project, list_intents, list_projects
-from storage.utterances import list_utterances
-
 from app.context import AppContext
 from app.services.io import import_utterances, parse_csv
+from storage.projects import create_project, get_project, list_intents, list_projects
+from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +30,11 @@ class ProjectSummary:
     active_model_version_id: int | None
 
     def headline(self) -> str:
-        model = f"model v{self.active_model_version_id}" if self.active_model_version_id else f"frozen {self.base_encoder}"
+        model = (
+            f"model v{self.active_model_version_id}"
+            if self.active_model_version_id
+            else f"frozen {self.base_encoder}"
+        )
         kind = "multi-label" if self.multi_label else "single-label"
         ro = " · read-only" if self.read_only else ""
         return (

@@ -27,16 +27,22 @@ def register_api(ctx: AppContext) -> None:
 
     def label(project: str, text: str, intents: list[str], split: str = "train") -> dict[str, Any]:
         """Add a labelled utterance, or relabel it when the text is already in the project."""
-        existing = [r for r in data_svc.table(ctx, project, search=text) if r["text"] == text.strip()]
+        existing = [
+            r for r in data_svc.table(ctx, project, search=text) if r["text"] == text.strip()
+        ]
         if existing:
-            return data_svc.label_utterance(ctx, project, int(existing[0]["id"]), intents, split=split)
+            return data_svc.label_utterance(
+                ctx, project, int(existing[0]["id"]), intents, split=split
+            )
         return data_svc.add_utterance(ctx, project, text, intents, split)
 
     def projects() -> list[str]:
         """The project names."""
         return project_svc.project_names(ctx)
 
-    def utterances(project: str, intent: str = "", split: str = "", search: str = "") -> list[dict[str, Any]]:
+    def utterances(
+        project: str, intent: str = "", split: str = "", search: str = ""
+    ) -> list[dict[str, Any]]:
         """The project's utterances with their intents, filtered."""
         return data_svc.table(ctx, project, intent=intent, split=split, search=search)
 

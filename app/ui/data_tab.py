@@ -25,7 +25,9 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
     with gr.Row():
-        f_intent = gr.Dropdown(label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2)
+        f_intent = gr.Dropdown(
+            label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2
+        )
         f_split = gr.Dropdown(label="Split", choices=[ALL, *SPLIT_CHOICES], value=ALL, scale=1)
         f_search = gr.Textbox(label="Text contains", scale=3)
         refresh_btn = gr.Button("Refresh", scale=1)
@@ -59,7 +61,9 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         with gr.Column(scale=2):
             gr.Markdown("#### Add an utterance")
             a_text = gr.Textbox(label="Text", elem_id="add-text")
-            a_intents = gr.Dropdown(label="Intents", multiselect=True, allow_custom_value=True, choices=[])
+            a_intents = gr.Dropdown(
+                label="Intents", multiselect=True, allow_custom_value=True, choices=[]
+            )
             a_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
             add_btn = gr.Button("Add", variant="primary", elem_id="add-utterance")
 
@@ -82,10 +86,17 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
 
     with gr.Accordion("Import / export", open=False):
         with gr.Row():
-            up_file = gr.File(label="CSV or JSONL (text,label or text,labels; optional split)", file_types=[".csv", ".jsonl"])
+            up_file = gr.File(
+                label="CSV or JSONL (text,label or text,labels; optional split)",
+                file_types=[".csv", ".jsonl"],
+            )
             with gr.Column():
-                up_target = gr.Textbox(label="Into project (empty = the current one; a new name creates it)")
-                up_create = gr.Checkbox(label="Create intents that are not in the project yet", value=True)
+                up_target = gr.Textbox(
+                    label="Into project (empty = the current one; a new name creates it)"
+                )
+                up_create = gr.Checkbox(
+                    label="Create intents that are not in the project yet", value=True
+                )
                 up_btn = gr.Button("Import", variant="primary", elem_id="import")
         with gr.Row():
             ex_format = gr.Radio(["csv", "jsonl"], value="csv", label="Export format")
@@ -96,7 +107,17 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
 
     def refresh(proj: str, intent: str, split: str, search: str) -> tuple[Any, ...]:
         if not proj:
-            return (_frame([]), gr.update(), [], gr.update(), gr.update(), gr.update(), gr.update(), gr.update(), "")
+            return (
+                _frame([]),
+                gr.update(),
+                [],
+                gr.update(),
+                gr.update(),
+                gr.update(),
+                gr.update(),
+                gr.update(),
+                "",
+            )
         rows, err = attempt(
             lambda: svc.table(
                 ctx,
@@ -110,7 +131,9 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         names = [i["name"] for i in intents or []]
         frame = _frame(rows or [])
         note = problem(err) if err else f"{len(rows or [])} utterance(s) shown."
-        intents_frame = pd.DataFrame(intents or [], columns=["id", "name", "description", "n_train", "n_test"])
+        intents_frame = pd.DataFrame(
+            intents or [], columns=["id", "name", "description", "n_train", "n_test"]
+        )
         return (
             frame,
             gr.update(choices=[ALL, "(none)", *names]),
@@ -123,7 +146,17 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             note,
         )
 
-    refresh_outputs = [table, f_intent, intents_table, e_intents, a_intents, i_old, m_sources, m_target, status]
+    refresh_outputs = [
+        table,
+        f_intent,
+        intents_table,
+        e_intents,
+        a_intents,
+        i_old,
+        m_sources,
+        m_target,
+        status,
+    ]
     filters = [project, f_intent, f_split, f_search]
 
     def on_select(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, ...]:
@@ -132,12 +165,22 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         labels = [x for x in str(row["intents"]).split("|") if x]
         return int(row["id"]), int(row["version"]), row["text"], labels, row["split"]
 
-    def save(proj: str, uid: float | None, version: float | None, text: str, labels: list[str], split: str, uname: str) -> str:
+    def save(
+        proj: str,
+        uid: float | None,
+        version: float | None,
+        text: str,
+        labels: list[str],
+        split: str,
+        uname: str,
+    ) -> str:
         if not uid:
             return problem("Click a row in the table first.")
 
         def run() -> str:
-            row = svc.edit_text(ctx, proj, int(uid), text, expected_version=int(version) if version else None)
+            row = svc.edit_text(
+                ctx, proj, int(uid), text, expected_version=int(version) if version else None
+            )
             row = svc.label_utterance(ctx, proj, int(uid), labels, split=split)
             return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
 
@@ -171,44 +214,89 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
 
     def delete_intent(proj: str, name: str) -> str:
         n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
-        return problem(err) if err else ok(f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it).")
+        return (
+            problem(err)
+            if err
+            else ok(
+                f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it)."
+            )
+        )
 
     def merge(proj: str, sources: list[str], target: str) -> str:
         n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
-        return problem(err) if err else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
+        return (
+            problem(err)
+            if err
+            else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
+        )
 
     def do_import(proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
         if file is None:
             return problem("Choose a file to import."), gr.update()
         path = file if isinstance(file, str) else getattr(file, "name", str(file))
         into = target.strip() or proj
-        res, err = attempt(lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create))
+        res, err = attempt(
+            lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create)
+        )
         if err:
             return problem(err), gr.update()
         assert res is not None
         return ok(res.message()), gr.update(value=res.project)
 
     def do_export(proj: str, fmt: str) -> tuple[str, str | None]:
-        out = Path(tempfile.mkdtemp(prefix="intent-studio-export-")) / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
+        out = (
+            Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
+            / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
+        )
         n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
         return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
 
     def then_refresh(ev: Any) -> None:
         ev.then(refresh, filters, refresh_outputs, show_progress="hidden")
 
-    for trigger in (refresh_btn.click, f_intent.change, f_split.change, f_search.submit, project.change):
+    for trigger in (
+        refresh_btn.click,
+        f_intent.change,
+        f_split.change,
+        f_search.submit,
+        project.change,
+    ):
         trigger(refresh, filters, refresh_outputs, show_progress="hidden")
     table.select(on_select, [table], [e_id, e_version, e_text, e_intents, e_split])
     # Each status message is kept: the refresh that follows writes its own note only when nothing
     # else was said, so the action's result stays visible.
-    then_refresh(save_btn.click(save, [project, e_id, e_version, e_text, e_intents, e_split, user], [status], api_name="save_utterance"))
-    then_refresh(delete_btn.click(delete, [project, e_id], [status], api_name=False))
-    then_refresh(add_btn.click(add, [project, a_text, a_intents, a_split], [status, a_text], api_name=False))
+    then_refresh(
+        save_btn.click(
+            save,
+            [project, e_id, e_version, e_text, e_intents, e_split, user],
+            [status],
+            api_name="save_utterance",
+        )
+    )
+    then_refresh(delete_btn.click(delete, [project, e_id], [status], api_visibility="private"))
+    then_refresh(
+        add_btn.click(
+            add, [project, a_text, a_intents, a_split], [status, a_text], api_visibility="private"
+        )
+    )
     then_refresh(undo_btn.click(undo, [project], [status], api_name="undo"))
-    then_refresh(i_create.click(create_intent, [project, i_name], [status], api_name=False))
-    then_refresh(i_rename.click(rename_intent, [project, i_old, i_new], [status], api_name=False))
-    then_refresh(i_delete.click(delete_intent, [project, i_old], [status], api_name=False))
-    then_refresh(m_btn.click(merge, [project, m_sources, m_target], [status], api_name=False))
-    up_btn.click(do_import, [project, up_file, up_target, up_create], [status, project], api_name=False)
-    ex_btn.click(do_export, [project, ex_format], [status, ex_file], api_name=False)
+    then_refresh(
+        i_create.click(create_intent, [project, i_name], [status], api_visibility="private")
+    )
+    then_refresh(
+        i_rename.click(rename_intent, [project, i_old, i_new], [status], api_visibility="private")
+    )
+    then_refresh(
+        i_delete.click(delete_intent, [project, i_old], [status], api_visibility="private")
+    )
+    then_refresh(
+        m_btn.click(merge, [project, m_sources, m_target], [status], api_visibility="private")
+    )
+    up_btn.click(
+        do_import,
+        [project, up_file, up_target, up_create],
+        [status, project],
+        api_visibility="private",
+    )
+    ex_btn.click(do_export, [project, ex_format], [status, ex_file], api_visibility="private")
     return {"refresh": (refresh, filters, refresh_outputs), "status": status}

@@ -29,7 +29,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Row(equal_height=True):
             gr.Markdown(f"## {TITLE}", scale=1)
             project = gr.Dropdown(
-                names, value=names[0] if names else None, label="Project", scale=2, elem_id="project"
+                names,
+                value=names[0] if names else None,
+                label="Project",
+                scale=2,
+                elem_id="project",
             )
             new_name = gr.Textbox(label="New project", placeholder="name, then Enter", scale=2)
         summary = gr.Markdown(elem_id="project-summary")
@@ -44,23 +48,31 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             if not proj:
                 return "No project yet: create one above or import a file in the Data tab."
             s, err = attempt(lambda: project_svc.summary(ctx, proj))
-            return problem(err) if err or s is None else s.headline() + " · single-user local mode"
+            return (
+                problem(err or "unknown project")
+                if err or s is None
+                else s.headline() + " · single-user local mode"
+            )
 
         def create(name: str) -> tuple[Any, str, str]:
             created, err = attempt(lambda: project_svc.new_project(ctx, name))
             if err or created is None:
                 return gr.update(), problem(err or ""), name
-            return gr.update(choices=project_svc.project_names(ctx), value=created), ok(f"Created {created!r}."), ""
+            return (
+                gr.update(choices=project_svc.project_names(ctx), value=created),
+                ok(f"Created {created!r}."),
+                "",
+            )
 
-        project.change(show_summary, [project], [summary], api_name=False)
-        demo.load(show_summary, [project], [summary], api_name=False)
+        project.change(show_summary, [project], [summary], api_visibility="private")
+        demo.load(show_summary, [project], [summary], api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
-        demo.load(refresh_fn, refresh_in, refresh_out, api_name=False)
+        demo.load(refresh_fn, refresh_in, refresh_out, api_visibility="private")
         demo.load(
             lambda p: gr.update(choices=project_svc.project_names(ctx), value=p),
             [project],
             [project],
-            api_name=False,
+            api_visibility="private",
         )
-        new_name.submit(create, [new_name], [project, summary, new_name], api_name=False)
+        new_name.submit(create, [new_name], [project, summary, new_name], api_visibility="private")
     return demo

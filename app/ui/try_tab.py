@@ -45,7 +45,9 @@ def explanation_markdown(result: dict[str, Any]) -> str:
 def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None:
     gr.Markdown(HELP)
     with gr.Row():
-        text = gr.Textbox(label="Utterance", placeholder="e.g. where is my parcel?", scale=4, elem_id="try-text")
+        text = gr.Textbox(
+            label="Utterance", placeholder="e.g. where is my parcel?", scale=4, elem_id="try-text"
+        )
         k = gr.Slider(1, 5, value=1, step=1, label="k (examples per intent)", scale=1)
         go = gr.Button("Predict", variant="primary", scale=1, elem_id="try-predict")
     explanation = gr.Markdown(elem_id="try-explanation")
@@ -103,10 +105,25 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         row, err = attempt(lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train"))
         if err or row is None:
             return problem(err or "")
-        return ok(f"Added “{row['text'][:60]}” as {', '.join(row['labels'])}; it counts from the next prediction.")
+        return ok(
+            f"Added “{row['text'][:60]}” as {', '.join(row['labels'])}; it counts from the next prediction."
+        )
 
-    go.click(run, [project, text, k], [explanation, ranked, neighbours, label_as, status], api_name=False)
-    text.submit(run, [project, text, k], [explanation, ranked, neighbours, label_as, status], api_name=False)
-    label_btn.click(label, [project, text, label_as], [status], api_name=False).then(
-        run, [project, text, k], [explanation, ranked, neighbours, label_as, status], show_progress="hidden"
+    go.click(
+        run,
+        [project, text, k],
+        [explanation, ranked, neighbours, label_as, status],
+        api_visibility="private",
+    )
+    text.submit(
+        run,
+        [project, text, k],
+        [explanation, ranked, neighbours, label_as, status],
+        api_visibility="private",
+    )
+    label_btn.click(label, [project, text, label_as], [status], api_visibility="private").then(
+        run,
+        [project, text, k],
+        [explanation, ranked, neighbours, label_as, status],
+        show_progress="hidden",
     )

@@ -52,7 +52,9 @@ class TrainConfig:
         projection_dim: optional down-projection after pooling (Dense + tanh), ConvFiT's d_o.
         scale: in-batch similarity scale (1 / temperature).
         symmetric: in-batch loss in both directions (anchor→positive and positive→anchor).
-        freeze_layers: number of lowest transformer layers (and embeddings when > 0) to freeze.
+        freeze_embeddings: keep the token embeddings frozen (faster steps; few-shot data cannot
+            train a 30k-row matrix anyway).
+        freeze_layers: number of lowest transformer layers to freeze as well.
         interpolate: WiSE-FT safety net: final weights = base + interpolate · (tuned − base);
             1.0 keeps the tuned weights, lower values stay closer to the frozen encoder.
         lora_r: LoRA rank.
@@ -82,6 +84,7 @@ class TrainConfig:
     projection_dim: int | None = None
     scale: float = 20.0
     symmetric: bool = True
+    freeze_embeddings: bool = True
     freeze_layers: int = 0
     interpolate: float = 1.0
     lora_r: int = 8

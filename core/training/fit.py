@@ -24,7 +24,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -61,6 +61,12 @@ def _normalise_labels(labels: Labels) -> list[tuple[str, ...]]:
     return out
 
 
+def _transformer(model: SentenceTransformer) -> Any:
+    """The Hugging Face model inside the first (Transformer) module."""
+    module: Any = model[0]
+    return module.model
+
+
 def _add_projection(model: SentenceTransformer, dim: int, device: str) -> SentenceTransformer:
     """Insert Dense(d → dim, tanh) after pooling (before Normalize), ConvFiT's down-projection."""
     from sentence_transformers import SentenceTransformer as ST
@@ -79,16 +85,12 @@ def _add_projection(model: SentenceTransformer, dim: int, device: str) -> Senten
     return projected
 
 
-def _freeze_lower_layers(model: SentenceTransformer, n: int) -> None:
-    if n <= 0:
-        return
-    for name, p in model[0].model.named_parameters():
-        if "embeddings" in name:
+def _freeze(model: SentenceTransformer, embeddings: bool, layers: int) -> None:
+    """Freeze the token embeddings and/or the ``layers`` lowest transformer layers."""
+    for name, p in _transformer(model).named_parameters():
+        lower = any(f"layer.{i}." in name for i in range(layers))
+        if lower or (embeddings and "embeddings" in name):
             p.requires_grad_(False)
-            continue
-        for i in range(n):
-            if f"layer.{i}." in name:
-                p.requires_grad_(False)
 
 
 def _fast_batches(
@@ -174,8 +176,8 @@ def train_encoder(
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
     from core.encoders import default_device, load_sentence_transformer, resolve_path
-    from core.training.losses import build_loss
     from core.training.lora import attach_lora
+    from core.training.losses import build_loss
     from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
@@ -197,10 +199,10 @@ def train_encoder(
         attach_lora(model, config)
         kind = "adapter"
     else:
-        _freeze_lower_layers(model, config.freeze_layers)
+        _freeze(model, config.freeze_embeddings, config.freeze_layers)
     base_state = None
     if config.interpolate < 1.0 and kind == "full":
-        base_state = {k: v.detach().clone() for k, v in model[0].model.state_dict().items()}
+        base_state = {k: v.detach().clone() for k, v in _transformer(model).state_dict().items()}
 
     plan1 = plan_stage1(context_pairs, config) if config.stage1 and context_pairs else []
     stage1_steps = sum(len(e) for e in plan1)
@@ -263,7 +265,7 @@ def _interpolate(
     model: SentenceTransformer, base_state: dict[str, torch.Tensor], alpha: float
 ) -> None:
     """WiSE-FT: move the transformer weights back towards the base by ``1 - alpha``."""
-    state = model[0].model.state_dict()
+    state = _transformer(model).state_dict()
     for k, v in state.items():
         if k in base_state and v.is_floating_point():
             v.copy_(base_state[k] + alpha * (v - base_state[k]))

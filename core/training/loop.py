@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -65,11 +65,43 @@ def _features(model: SentenceTransformer, texts: list[str]) -> dict[str, torch.T
     return {k: v.to(model.device) for k, v in feats.items() if isinstance(v, torch.Tensor)}
 
 
+def embed_unpadded(
+    model: SentenceTransformer, columns: list[list[str]], chunk: int = 16
+) -> list[torch.Tensor]:
+    """Embed every column with gradients, in length-sorted chunks to avoid padding waste.
+
+    Padding a batch of short utterances to its longest one wastes most of the compute on CPU;
+    sorting the batch's texts by length and running chunks of similar length cuts the tokens
+    processed (and the time per step) roughly in half on intent data.
+    """
+    texts = [t for col in columns for t in col]
+    feats = model.preprocess(texts)
+    tensors = {k: v for k, v in feats.items() if isinstance(v, torch.Tensor)}
+    lengths = tensors["attention_mask"].sum(dim=1)
+    order = torch.argsort(lengths, descending=True, stable=True)
+    parts: list[torch.Tensor] = []
+    for start in range(0, len(texts), chunk):
+        idx = order[start : start + chunk]
+        width = int(lengths[idx].max())
+        sub = {k: v[idx][:, :width].to(model.device) for k, v in tensors.items() if v.ndim == 2}
+        parts.append(model(sub)["sentence_embedding"])
+    sorted_emb = torch.cat(parts)
+    emb = torch.empty_like(sorted_emb)
+    emb[order.to(emb.device)] = sorted_emb
+    out, offset = [], 0
+    for col in columns:
+        out.append(emb[offset : offset + len(col)])
+        offset += len(col)
+    return out
+
+
 def _optimizer(
     params: Sequence[tuple[str, nn.Parameter]], lr: float, weight_decay: float
 ) -> torch.optim.Optimizer:
     decay = [p for n, p in params if p.ndim > 1 and "LayerNorm" not in n and "norm" not in n]
-    no_decay = [p for n, p in params if not (p.ndim > 1 and "LayerNorm" not in n and "norm" not in n)]
+    no_decay = [
+        p for n, p in params if not (p.ndim > 1 and "LayerNorm" not in n and "norm" not in n)
+    ]
     groups = [
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
@@ -114,7 +146,7 @@ def run_training(
             seen.add(id(p))
             unique.append((n, p))
     opt = _optimizer(unique, lr, weight_decay)
-    warm = int(round(total_steps * warmup))
+    warm = round(total_steps * warmup)
 
     def factor(step: int) -> float:
         if step < warm:
@@ -137,11 +169,14 @@ def run_training(
                     break
                 if should_cancel is not None and should_cancel():
                     raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
-                feats = [_features(model, col) for col in batch.columns]
                 labels = batch.labels
                 if labels is None:
                     labels = torch.zeros(len(batch.columns[0]), device=model.device)
-                value = loss(feats, labels)
+                from_embeddings: Any = getattr(loss, "compute_loss_from_embeddings", None)
+                if from_embeddings is not None:
+                    value = from_embeddings(embed_unpadded(model, batch.columns), labels)
+                else:
+                    value = loss([_features(model, col) for col in batch.columns], labels)
                 opt.zero_grad(set_to_none=True)
                 value.backward()
                 torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
@@ -157,5 +192,7 @@ def run_training(
         model.eval()
         loss.eval()
         opt.zero_grad(set_to_none=True)
-    logger.info("%s: %d steps in %.1f s, last loss %.4f", stage, step, time.monotonic() - start, last)
+    logger.info(
+        "%s: %d steps in %.1f s, last loss %.4f", stage, step, time.monotonic() - start, last
+    )
     return last

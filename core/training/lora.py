@@ -24,7 +24,7 @@ def attach_lora(model: SentenceTransformer, config: TrainConfig) -> None:
     """Wrap ``model``'s transformer in a trainable LoRA ``PeftModel`` (in place); freeze the rest."""
     from peft import LoraConfig, get_peft_model
 
-    module = model[0]
+    module: Any = model[0]
     lora = LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
@@ -59,13 +59,15 @@ def attach_saved_adapter(model: SentenceTransformer, directory: Path) -> None:
     """Load the adapter in ``directory`` onto ``model`` (a fresh base copy) and merge it in place."""
     from peft import PeftModel
 
-    peft_model = PeftModel.from_pretrained(model[0].model, str(directory), is_trainable=False)
-    model[0].model = peft_model.merge_and_unload()
+    module: Any = model[0]
+    peft_model = PeftModel.from_pretrained(module.model, str(directory), is_trainable=False)
+    module.model = peft_model.merge_and_unload()
 
 
 def merged_copy(model: SentenceTransformer) -> SentenceTransformer:
     """A deep copy of a LoRA-wrapped model with the adapter merged (for fast inference)."""
     clone = copy.deepcopy(model)
-    clone[0].model = clone[0].model.merge_and_unload()
+    module: Any = clone[0]
+    module.model = module.model.merge_and_unload()
     clone.eval()
     return clone

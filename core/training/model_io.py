@@ -72,7 +72,9 @@ class TrainedModel:
 
         model = merged_copy(self.model) if self.kind == "adapter" else self.model
         model.eval()
-        return encoder_from_model(model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved")
+        return encoder_from_model(
+            model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved"
+        )
 
     def save(self, directory: Path) -> None:
         """Write the artifact into ``directory``, which must exist and be empty.
@@ -85,7 +87,9 @@ class TrainedModel:
 
         directory = Path(directory)
         if not directory.is_dir():
-            raise FileNotFoundError(f"{directory} does not exist (create an empty directory first).")
+            raise FileNotFoundError(
+                f"{directory} does not exist (create an empty directory first)."
+            )
         if any(directory.iterdir()):
             raise FileExistsError(f"{directory} is not empty.")
         if self.kind == "adapter":

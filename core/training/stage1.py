@@ -34,20 +34,23 @@ def read_context_pairs(path: Path) -> list[tuple[str, str]]:
         reader = csv.DictReader(fh)
         cols = set(reader.fieldnames or [])
         if not {"context", "response"} <= cols:
-            raise ValueError(f"{path.name}: need columns 'context' and 'response', got {sorted(cols)}.")
+            raise ValueError(
+                f"{path.name}: need columns 'context' and 'response', got {sorted(cols)}."
+            )
         pairs = [
             (row["context"].strip(), row["response"].strip())
             for row in reader
-            if row["context"] and row["response"] and row["context"].strip() and row["response"].strip()
+            if row["context"]
+            and row["response"]
+            and row["context"].strip()
+            and row["response"].strip()
         ]
     if not pairs:
         raise ValueError(f"{path.name}: no (context, response) pairs found.")
     return pairs
 
 
-def stage1_batches(
-    pairs: Sequence[tuple[str, str]], batch_size: int, seed: int
-) -> list[Batch]:
+def stage1_batches(pairs: Sequence[tuple[str, str]], batch_size: int, seed: int) -> list[Batch]:
     """Shuffled batches of (context, response) pairs; repeated contexts never share a batch."""
     rng = random.Random(seed)
     order = list(range(len(pairs)))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+
 from app.cli import main
 
 SUBCOMMANDS = ["serve", "import", "export", "predict", "projects"]
@@ -41,7 +42,21 @@ def test_import_predict_export_round_trip(tmp_path, capsys):
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
     assert "Imported 5 utterance(s)" in capsys.readouterr().out
 
-    assert main([*d, "predict", "--project", "shop", "--format", "jsonl", "where is my order", "cancel it"]) == 0
+    assert (
+        main(
+            [
+                *d,
+                "predict",
+                "--project",
+                "shop",
+                "--format",
+                "jsonl",
+                "where is my order",
+                "cancel it",
+            ]
+        )
+        == 0
+    )
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["top"] for r in results] == ["track", "cancel"]
     assert results[0]["neighbours"][0]["text"] in {"where is my parcel", "track my order"}
@@ -82,5 +97,3 @@ def test_data_dir_can_come_from_the_environment(tmp_path, monkeypatch, capsys):
     src.write_text("text,label\na,x\nb,y\n")
     assert main(["import", str(src), "--project", "p"]) == 0
     assert (tmp_path / "envdata" / "studio.db").exists()
-
-

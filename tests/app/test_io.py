@@ -3,10 +3,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from app.services import data as data_svc
-from app.services.io import ImportProblem, export_file, import_file, parse_csv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from app.services import data as data_svc
+from app.services.io import ImportProblem, export_file, import_file, parse_csv
 
 
 def _write(tmp_path, name, content: bytes | str):
@@ -90,7 +91,12 @@ def test_problems_report_line_numbers_of_the_first_few(ctx, tmp_path):
 def test_unknown_intents_can_be_refused(ctx, tmp_path):
     import_file(ctx, "p", _write(tmp_path, "a.csv", GOOD))
     with pytest.raises(ValueError, match="not intents of this project: brand_new"):
-        import_file(ctx, "p", _write(tmp_path, "b.csv", "text,label\nnew,brand_new\n"), create_missing_intents=False)
+        import_file(
+            ctx,
+            "p",
+            _write(tmp_path, "b.csv", "text,label\nnew,brand_new\n"),
+            create_missing_intents=False,
+        )
 
 
 def test_export_then_import_round_trips(ctx, tmp_path, demo):
@@ -106,8 +112,15 @@ def test_export_then_import_round_trips(ctx, tmp_path, demo):
 cell = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.tuples(cell, cell, st.sampled_from(["", "train", "test", "unlabelled", "bogus"])), max_size=8))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(
+        st.tuples(cell, cell, st.sampled_from(["", "train", "test", "unlabelled", "bogus"])),
+        max_size=8,
+    )
+)
 def test_random_csv_content_is_either_fully_valid_or_refused(rows, tmp_path_factory):
     """Property: parsing never crashes with anything but ImportProblem, and what it accepts obeys
     every rule (non-empty stripped text, known split, unique texts, no labels on unlabelled)."""

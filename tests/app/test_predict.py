@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from app.services import data as data_svc
 from app.services.predict import predict, predict_one
 
@@ -19,7 +20,9 @@ def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
     assert out["neighbours"] and all(n["intents"] for n in out["neighbours"])
     top = out["intents"][0]
     assert top["evidence"]["similarity"] == pytest.approx(top["score"])
-    assert out["margin"] == pytest.approx(out["intents"][0]["score"] - out["intents"][1]["score"], abs=1e-3)
+    assert out["margin"] == pytest.approx(
+        out["intents"][0]["score"] - out["intents"][1]["score"], abs=1e-3
+    )
 
 
 def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
@@ -48,7 +51,9 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     other = AppContext(ctx.settings)
     query = "is the blue raincoat back in stock in size L"
     predict_one(ctx, demo, query)
-    data_svc.add_utterance(other, demo, "is the blue raincoat back in stock in size L", ["restock_alert"])
+    data_svc.add_utterance(
+        other, demo, "is the blue raincoat back in stock in size L", ["restock_alert"]
+    )
     assert predict_one(ctx, demo, query)["top"] == "restock_alert"
     other.close()
 

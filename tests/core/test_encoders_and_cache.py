@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from core.embedding_cache import EmbeddingCache
 from core.encoders import resolve_path
 

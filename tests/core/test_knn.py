@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from core.knn import KnnIndex
 
 
@@ -12,8 +13,15 @@ def _vec(*xs: float) -> np.ndarray:
 @pytest.fixture
 def index() -> KnnIndex:
     idx = KnnIndex(dim=3)
-    vecs = np.array([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0.8, 0.2], [0, 0, 1]], dtype=np.float32)
-    idx.add([1, 2, 3, 4, 5], vecs, ["a1", "a2", "b1", "b2", "c1"], [("a",), ("a",), ("b",), ("b", "c"), ("c",)])
+    vecs = np.array(
+        [[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0.8, 0.2], [0, 0, 1]], dtype=np.float32
+    )
+    idx.add(
+        [1, 2, 3, 4, 5],
+        vecs,
+        ["a1", "a2", "b1", "b2", "c1"],
+        [("a",), ("a",), ("b",), ("b", "c"), ("c",)],
+    )
     return idx
 
 
@@ -21,7 +29,9 @@ def test_ranks_intents_by_their_nearest_example(index):
     pred = index.classify(_vec(0.95, 0.05, 0))[0]
     assert pred.top == "a"
     assert pred.intents[0].best.text in {"a1", "a2"}
-    assert [n.text for n in pred.neighbours][:2] == ["a2", "a1"] or [n.text for n in pred.neighbours][:2] == ["a1", "a2"]
+    assert [n.text for n in pred.neighbours][:2] == ["a2", "a1"] or [
+        n.text for n in pred.neighbours
+    ][:2] == ["a1", "a2"]
     assert pred.margin == pytest.approx(pred.intents[0].score - pred.intents[1].score)
 
 
@@ -76,11 +86,21 @@ def test_empty_index_predicts_nothing():
 
 def test_real_encoder_new_label_changes_prediction_at_once(encoder):
     idx = KnnIndex(encoder.dim)
-    texts = ["where is my parcel", "track my order please", "I want to cancel my order", "stop my order"]
+    texts = [
+        "where is my parcel",
+        "track my order please",
+        "I want to cancel my order",
+        "stop my order",
+    ]
     labels = [("track",), ("track",), ("cancel",), ("cancel",)]
     idx.add(list(range(4)), encoder.encode(texts), texts, labels)
     q = encoder.encode(["is there a gift card for the cinema"])
     before = idx.classify(q)[0].top
-    idx.add([10], encoder.encode(["do you sell gift cards"]), ["do you sell gift cards"], [("gift_cards",)])
+    idx.add(
+        [10],
+        encoder.encode(["do you sell gift cards"]),
+        ["do you sell gift cards"],
+        [("gift_cards",)],
+    )
     assert before != "gift_cards"
     assert idx.classify(q)[0].top == "gift_cards"

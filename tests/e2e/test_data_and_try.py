@@ -29,7 +29,9 @@ def test_try_tab_explains_and_a_new_label_counts_at_once(server, page):
     box.fill("can I get a voucher for the cinema")
     page.locator("#try-predict").click()
     explanation = page.locator("#try-explanation")
-    page.wait_for_function("() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted')")
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted')"
+    )
     assert "because it is most like" in explanation.inner_text()
     neighbours = page.locator("#try-neighbours").inner_text()
     assert neighbours.count("0.") >= 3  # at least three similarities shown

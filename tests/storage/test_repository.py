@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import text
+
 from storage import ConflictError, StorageError
 from storage.datasets import content_hash, snapshot, snapshot_rows
 from storage.models import LabelEvent
@@ -57,15 +58,23 @@ def test_labels_are_many_to_many_and_pool_skips_unlabelled(db, project):
         rows = {r.text: r for r in list_utterances(s, project)}
         assert rows["cancel and refund"].labels == ("cancel_order", "refund")
         pool = labelled_pool(s, project)
-        assert {r.text for r in pool} == {"where is my parcel", "cancel it please", "cancel and refund"}
-        assert [i.name for i in list_intents(s, project)] == ["cancel_order", "refund", "track_order"]
+        assert {r.text for r in pool} == {
+            "where is my parcel",
+            "cancel it please",
+            "cancel and refund",
+        }
+        assert [i.name for i in list_intents(s, project)] == [
+            "cancel_order",
+            "refund",
+            "track_order",
+        ]
 
 
 def test_filters_by_intent_split_and_text(db, project):
     with db.session() as s:
-        assert [r.text for r in list_utterances(s, project, intent="cancel_order", search="REFUND")] == [
-            "cancel and refund"
-        ]
+        assert [
+            r.text for r in list_utterances(s, project, intent="cancel_order", search="REFUND")
+        ] == ["cancel and refund"]
         assert [r.text for r in list_utterances(s, project, intent="(none)")] == ["hello there"]
         assert [r.text for r in list_utterances(s, project, split="unlabelled")] == ["hello there"]
         # LIKE wildcards in the search are literal characters
@@ -139,7 +148,10 @@ def test_stale_version_is_a_conflict(db, project):
 
 
 def test_import_is_all_or_nothing(db, project):
-    rows = [NewUtterance("brand new", ("track_order",)), NewUtterance("cancel it please", ("refund",))]
+    rows = [
+        NewUtterance("brand new", ("track_order",)),
+        NewUtterance("cancel it please", ("refund",)),
+    ]
     with pytest.raises(StorageError, match="already in this project"), db.session() as s:
         import_rows(s, project, rows)
     with db.session() as s:

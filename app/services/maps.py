@@ -1,0 +1,336 @@
+"""The Map tab's actions: 2D maps of a project's utterances, cached on disk, computed off-request.
+
+A map's coordinates depend only on the encoder and the utterance texts, never on labels, so a
+lasso labelling does not move a single point: the cache key is (encoder fingerprint, method,
+hash of the (id, text) pairs). Colours, predictions, margins and space metrics are recomputed on
+every render from the live pool (cheap next to a projection).
+
+Projections run in a background thread: :func:`get_map` returns at once with ``None`` while a
+map is being computed (the UI polls) and starts the computation when the cached map is missing or
+stale. :func:`compute_map` is the blocking form (CLI, report, tests).
+
+Example:
+    >>> view = compute_map(ctx, "demo", method="pca")  # doctest: +SKIP
+    >>> fig = map_figure(view)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import uuid
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.context import AppContext
+from app.plots import MapData, scatter_map, side_by_side
+from core.encoders import Encoder
+from core.explain import explain
+from core.knn import KnnIndex, Prediction
+from core.projection import DEFAULT_METHOD, METHODS, warm_up_in_background
+from core.projection import project as project_points
+from core.space_metrics import space_metrics
+from storage.models import ModelVersion, Project
+from storage.projects import get_project, list_intents
+from storage.utterances import UtteranceRow, list_utterances
+
+logger = logging.getLogger(__name__)
+
+BASE = "base"  # the frozen base encoder, as a version selector
+ACTIVE = "active"
+MAX_POINTS = 20_000
+Version = int | str | None  # model version id, "base", "active" (None = active)
+
+
+@dataclass
+class MapView:
+    """A rendered-ready map: coordinates plus the live labels, predictions and metrics."""
+
+    project: str
+    version_label: str
+    method: str
+    ids: list[int]
+    texts: list[str]
+    gold: list[tuple[str, ...]]
+    predicted: list[str | None]
+    margins: list[float]
+    splits: list[str]
+    points: np.ndarray
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def map_data(self) -> MapData:
+        return MapData(
+            self.points, self.ids, self.texts, self.gold, self.predicted, self.splits, self.margins
+        )
+
+
+class MapStore:
+    """Projection files on disk plus the background computations in flight (one per key)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._pending: dict[str, Future[np.ndarray]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map")
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.npz"
+
+    def load(self, key: str, ids: list[int]) -> np.ndarray | None:
+        p = self.path(key)
+        if not p.exists():
+            return None
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                if z["ids"].tolist() != ids:
+                    return None
+                return np.asarray(z["points"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as exc:  # torn file: recompute
+            logger.warning("dropping unreadable map %s: %s", p, exc)
+            p.unlink(missing_ok=True)
+            return None
+
+    def save(self, key: str, ids: list[int], points: np.ndarray) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{key}.{uuid.uuid4().hex}.npz"
+        np.savez(tmp, ids=np.asarray(ids, dtype=np.int64), points=points)
+        tmp.replace(self.path(key))
+
+    def submit(self, key: str, fn: Any) -> Future[np.ndarray]:
+        with self._lock:
+            fut = self._pending.get(key)
+            if fut is None or fut.done():
+                fut = self._pool.submit(fn)
+                self._pending[key] = fut
+
+                def forget(_done: Future[np.ndarray], k: str = key) -> None:
+                    self._forget(k)
+
+                fut.add_done_callback(forget)
+            return fut
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            fut = self._pending.get(key)
+            if fut is not None and fut.done():
+                del self._pending[key]
+
+    def pending(self, key: str) -> bool:
+        with self._lock:
+            return key in self._pending
+
+
+_stores: weakref.WeakKeyDictionary[AppContext, MapStore] = weakref.WeakKeyDictionary()
+_stores_lock = threading.Lock()
+
+
+def store(ctx: AppContext) -> MapStore:
+    """The map store of an app context (files under ``<data dir>/maps``)."""
+    with _stores_lock:
+        st = _stores.get(ctx)
+        if st is None:
+            st = MapStore(Path(ctx.settings.data_dir) / "maps")
+            _stores[ctx] = st
+        return st
+
+
+def start_warm_up() -> None:
+    """Compile UMAP in the background (call once at app start-up)."""
+    warm_up_in_background()
+
+
+def _encoder(ctx: AppContext, project: str, version: Version) -> tuple[Encoder, str]:
+    with ctx.db.session() as s:
+        p: Project = get_project(s, project)
+        base = p.base_encoder
+        if version == BASE:
+            mv = None
+        elif version in (None, ACTIVE):
+            mv = (
+                s.get(ModelVersion, p.active_model_version_id)
+                if p.active_model_version_id
+                else None
+            )
+        else:
+            mv = s.get(ModelVersion, int(version))
+            if mv is None or mv.project_id != p.id:
+                raise ValueError(f"No model version #{version} in project {project!r}.")
+        if mv is not None:
+            s.expunge(mv)
+    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    return ctx.encoder_for_version(mv, base), label
+
+
+def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:
+    with ctx.db.session() as s:
+        rows = list_utterances(s, get_project(s, project).id, limit=MAX_POINTS)
+    if not rows:
+        raise ValueError("This project has no utterances yet: import or add some in the Data tab.")
+    return rows
+
+
+def map_key(encoder: Encoder, method: str, rows: list[UtteranceRow]) -> str:
+    """Cache key: encoder fingerprint, method and the (id, text) content (labels excluded)."""
+    h = hashlib.sha256(json.dumps([[r.id, r.text] for r in rows]).encode()).hexdigest()[:16]
+    fp = "".join(c if c.isalnum() else "_" for c in encoder.fingerprint)
+    return f"{fp}__{method}__{h}"
+
+
+def _classify(
+    encoder_vectors: np.ndarray, rows: list[UtteranceRow]
+) -> tuple[list[Prediction], KnnIndex]:
+    """Predictions for every row against the train pool (train rows scored leave-one-out)."""
+    dim = encoder_vectors.shape[1]
+    index = KnnIndex(dim)
+    train = [i for i, r in enumerate(rows) if r.split == "train" and r.labels]
+    if train:
+        index.add(
+            [rows[i].id for i in train],
+            encoder_vectors[train],
+            [rows[i].text for i in train],
+            [rows[i].labels for i in train],
+        )
+    exclude = [r.id if r.split == "train" else None for r in rows]
+    preds = index.classify(encoder_vectors, k=1, show=5, depth=50, exclude_ids=exclude)
+    return preds, index
+
+
+def _view(
+    ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray
+) -> MapView:
+    encoder, label = _encoder(ctx, project, version)
+    rows = _rows(ctx, project)
+    vectors = ctx.cache.encode(encoder, [r.text for r in rows])
+    preds, _ = _classify(vectors, rows)
+    return MapView(
+        project=project,
+        version_label=label,
+        method=method,
+        ids=[r.id for r in rows],
+        texts=[r.text for r in rows],
+        gold=[r.labels for r in rows],
+        predicted=[p.top for p in preds],
+        margins=[float(p.margin) for p in preds],
+        splits=[r.split for r in rows],
+        points=points,
+        metrics=space_metrics(vectors, [r.labels or None for r in rows]),
+    )
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"Unknown projection method {method!r}: use one of {', '.join(METHODS)}.")
+
+
+def get_map(
+    ctx: AppContext, project: str, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView | None:
+    """The map if its projection is cached; otherwise start computing it and return ``None``.
+
+    Example:
+        >>> get_map(ctx, "demo") is None  # doctest: +SKIP
+        True
+    """
+    _check_method(method)
+    encoder, _ = _encoder(ctx, project, version)
+    rows = _rows(ctx, project)
+    st = store(ctx)
+    key = map_key(encoder, method, rows)
+    ids = [r.id for r in rows]
+    points = st.load(key, ids)
+    if points is not None:
+        return _view(ctx, project, version, method, points)
+    texts = [r.text for r in rows]
+
+    def compute() -> np.ndarray:
+        pts = project_points(ctx.cache.encode(encoder, texts), method)
+        st.save(key, ids, pts)
+        return pts
+
+    st.submit(key, compute)
+    return None
+
+
+def compute_map(
+    ctx: AppContext, project: str, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView:
+    """The map, computing (and caching) its projection now if needed (blocking)."""
+    _check_method(method)
+    encoder, _ = _encoder(ctx, project, version)
+    rows = _rows(ctx, project)
+    key = map_key(encoder, method, rows)
+    ids = [r.id for r in rows]
+    st = store(ctx)
+    points = st.load(key, ids)
+    if points is None:
+        points = project_points(ctx.cache.encode(encoder, [r.text for r in rows]), method)
+        st.save(key, ids, points)
+    return _view(ctx, project, version, method, points)
+
+
+def map_figure(view: MapView, *, highlight: str | None = None) -> go.Figure:
+    """The single-map figure of a view."""
+    m = view.map_data()
+    return scatter_map(
+        m.points,
+        m.ids,
+        m.texts,
+        m.gold,
+        m.predicted,
+        m.splits,
+        margins=m.margins,
+        highlight=highlight,
+        title=f"{view.version_label} · {view.method}",
+    )
+
+
+def compare_figure(left: MapView, right: MapView, *, highlight: str | None = None) -> go.Figure:
+    """Two views side by side, the right one aligned onto the left, metrics in the titles."""
+    return side_by_side(
+        left.map_data(),
+        right.map_data(),
+        (left.version_label, right.version_label),
+        left.metrics,
+        right.metrics,
+        highlight=highlight,
+    )
+
+
+def explain_utterance(
+    ctx: AppContext, project: str, utterance_id: int, *, version: Version = None
+) -> dict[str, Any]:
+    """The evidence card of one utterance (a train item is scored without itself)."""
+    encoder, _ = _encoder(ctx, project, version)
+    rows = _rows(ctx, project)
+    target = next((r for r in rows if r.id == int(utterance_id)), None)
+    if target is None:
+        raise ValueError(f"No utterance #{utterance_id} in project {project!r}.")
+    with ctx.db.session() as s:
+        intents = list_intents(s, get_project(s, project).id)
+    descriptions = {i.name: i.description for i in intents if i.description}
+    train = [r for r in rows if r.split == "train" and r.labels]
+    index = KnnIndex(encoder.dim)
+    if train:
+        vecs = ctx.cache.encode(encoder, [r.text for r in train])
+        index.add([r.id for r in train], vecs, [r.text for r in train], [r.labels for r in train])
+    query = ctx.cache.encode(encoder, [target.text])
+    pred = index.classify(query, k=1, show=5, exclude_ids=[target.id])[0]
+    ex = explain(
+        target.text,
+        pred,
+        gold=target.labels,
+        intents=[i.name for i in intents],
+        intent_descriptions=descriptions,
+    )
+    out = ex.to_dict()
+    out["id"] = target.id
+    out["split"] = target.split
+    return out

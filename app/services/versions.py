@@ -1,0 +1,98 @@
+"""Model versions: history with metrics, activation (rollback) and comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from app.context import AppContext
+from app.services.evaluation import per_intent_delta
+from storage.errors import NotFoundError
+from storage.models import DatasetVersion, ModelVersion
+from storage.projects import ensure_writable, get_project
+
+
+def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
+    """Every model version of the project, newest first, with its headline metrics."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        hashes = dict(
+            s.execute(
+                select(DatasetVersion.id, DatasetVersion.content_hash).where(
+                    DatasetVersion.project_id == p.id
+                )
+            ).all()
+        )
+        out = []
+        for mv in s.scalars(
+            select(ModelVersion)
+            .where(ModelVersion.project_id == p.id)
+            .order_by(ModelVersion.id.desc())
+        ):
+            m = mv.metrics or {}
+            out.append(
+                {
+                    "version": mv.id,
+                    "active": mv.id == p.active_model_version_id,
+                    "method": mv.method,
+                    "accuracy": m.get("accuracy"),
+                    "macro_f1": m.get("macro_f1"),
+                    "frozen_accuracy": (m.get("base") or {}).get("accuracy"),
+                    "silhouette": m.get("silhouette"),
+                    "split": m.get("split"),
+                    "train_s": m.get("train_seconds"),
+                    "size_kb": round((mv.artifact_size or 0) / 1024, 1),
+                    "dataset": (hashes.get(mv.dataset_version_id or -1) or "")[:12],
+                    "created": mv.created_at.strftime("%Y-%m-%d %H:%M"),
+                    "note": mv.note,
+                }
+            )
+        return out
+
+
+def activate(ctx: AppContext, project: str, version: int | None) -> str:
+    """Make ``version`` the active model (``None`` = back to the frozen base encoder)."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        ensure_writable(p)
+        if version is not None:
+            mv = s.get(ModelVersion, version)
+            if mv is None or mv.project_id != p.id:
+                raise NotFoundError(f"No model version {version} in this project.")
+            if mv.artifact_path and not ctx.artifacts.verify(
+                mv.artifact_path, mv.artifact_sha256 or ""
+            ):
+                raise ValueError(
+                    f"The files of v{version} are missing or changed on disk; it cannot be activated."
+                )
+        p.active_model_version_id = version
+    return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
+
+
+def compare(ctx: AppContext, project: str, a: int, b: int) -> dict[str, Any]:
+    """Headline metrics of two versions and the per-intent F1 change from a to b."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        mvs = {}
+        for v in (a, b):
+            mv = s.get(ModelVersion, v)
+            if mv is None or mv.project_id != p.id:
+                raise NotFoundError(f"No model version {v} in this project.")
+            mvs[v] = mv.metrics or {}
+    return {
+        "a": {"version": a, "accuracy": mvs[a].get("accuracy"), "macro_f1": mvs[a].get("macro_f1")},
+        "b": {"version": b, "accuracy": mvs[b].get("accuracy"), "macro_f1": mvs[b].get("macro_f1")},
+        "per_intent": per_intent_delta(mvs[a], mvs[b]),
+    }
+
+
+def metrics(ctx: AppContext, project: str, version: int | None = None) -> dict[str, Any]:
+    """The stored metrics of a version (default: the active one)."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        v = version or p.active_model_version_id
+        if v is None:
+            return {}
+        mv = s.get(ModelVersion, v)
+        return dict(mv.metrics or {}) if mv is not None else {}

@@ -1,0 +1,176 @@
+"""The Map tab: the project's utterances in 2D, before/after side by side, lasso to label,
+click a point for its explanation. Callbacks only call :mod:`app.services.maps` and
+:mod:`app.services.data`."""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services import maps as svc
+from app.ui.common import attempt, ok, problem
+from core.projection import METHODS
+
+logger = logging.getLogger(__name__)
+
+HELP = (
+    "Each dot is an utterance, coloured by its intent (● train, ◆ test, ✕ unlabelled). "
+    "Tight, separate clusters mean the encoder tells the intents apart. **Compare** puts the "
+    "frozen base encoder beside the active model, with silhouette (higher is better), alignment "
+    "(lower) and uniformity. Lasso or box-select points, then label them or move them to a split. "
+    "Click a point to see why it got its intent: the explanation is the k-NN decision rule itself "
+    "(its nearest labelled examples), not an after-the-fact approximation."
+)
+HIGHLIGHT_CHOICES = ["none", "misclassified", "low_margin", "unlabelled"]
+VIEW_CHOICES = ["active model", "frozen vs active"]
+SPLITS = ["train", "test", "unlabelled"]
+
+# Wire plotly's click / selection events to two hidden textboxes (ids as text).
+_JS_BIND = """
+() => {
+  const bind = () => {
+    const gd = document.querySelector('#map-plot .js-plotly-plot');
+    if (!gd || !gd.on) { setTimeout(bind, 300); return; }
+    if (gd.__studioBound === gd.data) return;
+    gd.__studioBound = gd.data;
+    const put = (id, value) => {
+      const el = document.querySelector('#' + id + ' textarea, #' + id + ' input');
+      if (!el) return;
+      el.value = value;
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+    };
+    gd.on('plotly_click', (e) => {
+      if (e && e.points && e.points.length) put('map-clicked', String(e.points[0].customdata));
+    });
+    gd.on('plotly_selected', (e) => {
+      const ids = e && e.points ? e.points.map((p) => p.customdata) : [];
+      put('map-selected', [...new Set(ids)].join(','));
+    });
+  };
+  bind();
+  return [];
+}
+"""
+
+
+def parse_ids(value: str | None) -> list[int]:
+    """Ids typed or pasted as ``12, 15 18``."""
+    return [int(x) for x in re.findall(r"\d+", value or "")]
+
+
+def evidence_markdown(ex: dict[str, Any]) -> str:
+    """The explanation card as Markdown; user text escaped."""
+    esc = html.escape
+    sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex.get("sentence", "")))
+    lines = [f"**“{esc(ex['text'])}”** (#{ex.get('id')}, {esc(str(ex.get('split', '')))})", ""]
+    if ex.get("gold"):
+        verdict = "✅ correct" if ex.get("correct") else "❌ wrong"
+        lines.append(f"Gold: {esc(', '.join(ex['gold']))} · {verdict}")
+    lines += [sentence, "", f"score {ex['score']:.2f} · margin {ex['margin']:.2f}"]
+    if ex.get("ambiguous"):
+        lines.append("⚠️ Close call: the runner-up is almost as similar.")
+    if ex.get("borderline"):
+        lines.append("⚠️ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex["borderline_reason"])))
+    if ex.get("neighbours"):
+        lines += ["", "Nearest labelled examples:"]
+        lines += [
+            f"- “{esc(n['text'])}” — {esc(', '.join(n['intents']))} ({n['similarity']:.2f})"
+            for n in ex["neighbours"]
+        ]
+    return "\n".join(lines)
+
+
+def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+    """Lay out the Map tab and bind its events. Returns its refresh hook."""
+    gr.Markdown(HELP)
+    with gr.Row():
+        method = gr.Dropdown(list(METHODS), value="umap", label="Projection", scale=1)
+        view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
+        highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
+        refresh_btn = gr.Button("Refresh", scale=1, elem_id="map-refresh")
+    status = gr.Markdown(elem_id="map-status")
+    plot = gr.Plot(elem_id="map-plot", label="Map")
+    poll = gr.Timer(2.0, active=False)
+    with gr.Row():
+        selected = gr.Textbox(
+            label="Selected ids (lasso, or type)", elem_id="map-selected", scale=3, max_lines=2
+        )
+        label_as = gr.Dropdown(
+            label="Label selection as", allow_custom_value=True, choices=[], scale=2
+        )
+        label_btn = gr.Button("Label", scale=1, elem_id="map-label")
+        split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
+        split_btn = gr.Button("Move", scale=1, elem_id="map-move")
+    clicked = gr.Textbox(label="Clicked id", elem_id="map-clicked", max_lines=1)
+    explanation = gr.Markdown(elem_id="map-explanation")
+
+    def render(proj: str | None, meth: str, mode: str, hl: str) -> tuple[Any, str, Any, Any]:
+        if not proj:
+            return None, "Pick a project.", gr.update(active=False), gr.update()
+        hl_arg = None if hl == "none" else hl
+
+        def build() -> Any:
+            right = svc.get_map(ctx, proj, method=meth)
+            if mode == VIEW_CHOICES[0]:
+                return None if right is None else svc.map_figure(right, highlight=hl_arg)
+            left = svc.get_map(ctx, proj, method=meth, version=svc.BASE)
+            if left is None or right is None:
+                return None
+            return svc.compare_figure(left, right, highlight=hl_arg)
+
+        fig, err = attempt(build)
+        names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+        choices = gr.update(choices=names or [])
+        if err:
+            return None, problem(err), gr.update(active=False), choices
+        if fig is None:
+            msg = f"Computing the {meth} map in the background… it appears here when ready."
+            return gr.update(), msg, gr.update(active=True), choices
+        n = fig.layout.meta["n_points"] if fig.layout.meta else 0
+        return fig, f"{n} utterances · {meth}", gr.update(active=False), choices
+
+    def explain_point(proj: str | None, value: str) -> str:
+        ids = parse_ids(value)
+        if not proj or not ids:
+            return ""
+        ex, err = attempt(lambda: svc.explain_utterance(ctx, proj, ids[0]))
+        return problem(err or "") if err or ex is None else evidence_markdown(ex)
+
+    def label(proj: str, ids_text: str, intent: str | None) -> str:
+        ids = parse_ids(ids_text)
+        if not ids:
+            return problem("Select points on the map first (lasso or box select).")
+        n, err = attempt(lambda: data_svc.label_many(ctx, proj, ids, [intent] if intent else []))
+        return problem(err) if err else ok(f"Labelled {n} utterances as {intent or '(none)'}.")
+
+    def move(proj: str, ids_text: str, split: str) -> str:
+        ids = parse_ids(ids_text)
+        if not ids:
+            return problem("Select points on the map first (lasso or box select).")
+        n, err = attempt(lambda: data_svc.move_split(ctx, proj, ids, split))
+        return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
+
+    inputs = [project, method, view, highlight]
+    outputs = [plot, status, poll, label_as]
+    for trigger in (refresh_btn.click, method.change, view.change, highlight.change):
+        trigger(render, inputs, outputs, api_visibility="private").then(
+            None, None, None, js=_JS_BIND, api_visibility="private"
+        )
+    poll.tick(render, inputs, outputs, api_visibility="private", show_progress="hidden").then(
+        None, None, None, js=_JS_BIND, api_visibility="private"
+    )
+    clicked.input(explain_point, [project, clicked], [explanation], api_name="map_explain")
+    clicked.submit(explain_point, [project, clicked], [explanation], api_visibility="private")
+    label_btn.click(label, [project, selected, label_as], [status], api_name="map_label").then(
+        render, inputs, outputs, api_visibility="private"
+    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
+    split_btn.click(move, [project, selected, split_to], [status], api_name="map_move").then(
+        render, inputs, outputs, api_visibility="private"
+    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
+    return {"refresh": (render, inputs, outputs)}

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.services import data as data_svc
+from app.services import maps as svc
+
+
+def test_map_is_cached_and_survives_relabelling(ctx, demo):
+    first = svc.compute_map(ctx, demo, method="pca")
+    assert first.points.shape == (len(first.ids), 2)
+    assert first.metrics["n_intents"] > 0.0 and -1.0 <= first.metrics["silhouette"] <= 1.0
+    files = list(svc.store(ctx).root.glob("*.npz"))
+    assert len(files) == 1
+    # labels are not part of the key: relabelling recolours without re-projecting
+    unlabelled = [i for i, s in zip(first.ids, first.splits, strict=True) if s == "unlabelled"]
+    assert data_svc.label_many(ctx, demo, unlabelled[:2], ["talk_to_human"]) == 2
+    again = svc.get_map(ctx, demo, method="pca")
+    assert again is not None
+    assert (again.points == first.points).all()
+    moved = [again.gold[again.ids.index(i)] for i in unlabelled[:2]]
+    assert moved == [("talk_to_human",), ("talk_to_human",)]
+    assert list(svc.store(ctx).root.glob("*.npz")) == files
+    fig = svc.map_figure(again, highlight="misclassified")
+    assert fig.layout.meta["n_points"] == len(first.ids)
+
+
+def test_missing_map_is_computed_in_the_background(ctx, demo):
+    assert svc.get_map(ctx, demo, method="pca") is None
+    deadline = time.time() + 60
+    view = None
+    while view is None and time.time() < deadline:
+        time.sleep(0.2)
+        view = svc.get_map(ctx, demo, method="pca")
+    assert view is not None
+
+
+def test_compare_and_explain(ctx, demo):
+    base = svc.compute_map(ctx, demo, method="pca", version=svc.BASE)
+    active = svc.compute_map(ctx, demo, method="pca")
+    fig = svc.compare_figure(base, active)
+    assert len({t.xaxis for t in fig.data}) == 2
+    train_id = next(i for i, s in zip(active.ids, active.splits, strict=True) if s == "train")
+    ex = svc.explain_utterance(ctx, demo, train_id)
+    assert ex["id"] == train_id and ex["runner_up_neighbour"] is not None
+    assert all(n["id"] != train_id for n in ex["neighbours"])  # scored without itself
+    assert ex["margin"] == pytest.approx(ex["score"] - ex["runner_up_score"])
+    with pytest.raises(ValueError, match="Unknown projection"):
+        svc.get_map(ctx, demo, method="mds")

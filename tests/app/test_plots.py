@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.plots import (
+    MapData,
+    confusion_heatmap,
+    f1_bars,
+    highlight_mask,
+    intent_colour,
+    scatter_map,
+    side_by_side,
+    worst_pairs,
+)
+
+IDS = [10, 11, 12, 13, 14]
+TEXTS = ["where is my card", "top up failed", "<b>bold</b> & co", "rate?", "hello"]
+GOLD: list[str | list[str] | None] = [
+    "card_arrival",
+    "top_up_failed",
+    ["exchange_rate", "card_arrival"],
+    "exchange_rate",
+    None,
+]
+PRED = ["card_arrival", "card_arrival", "exchange_rate", "exchange_rate", "top_up_failed"]
+SPLITS = ["train", "test", "train", "test", "unlabelled"]
+MARGINS = [0.3, 0.01, 0.2, 0.04, 0.5]
+POINTS = np.arange(10, dtype=np.float32).reshape(5, 2)
+
+
+def _map(points: np.ndarray = POINTS) -> MapData:
+    return MapData(points, IDS, TEXTS, GOLD, PRED, SPLITS, MARGINS)
+
+
+def _marker_colours(fig) -> dict[str, str]:
+    return {str(t.name): t.marker.color for t in fig.data}
+
+
+def test_every_point_carries_its_id_and_intent_colour() -> None:
+    fig = scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS)
+    assert sorted(int(i) for t in fig.data for i in t.customdata) == IDS
+    assert [t.name for t in fig.data] == [
+        "card_arrival",
+        "exchange_rate",
+        "top_up_failed",
+        "(unlabelled)",
+    ]
+    assert fig.layout.meta["n_points"] == 5
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["exchange_rate"].customdata) == [12, 13]
+    assert list(by_name["exchange_rate"].marker.symbol) == ["circle", "diamond"]
+    assert list(by_name["(unlabelled)"].marker.symbol) == ["x"]
+    assert by_name["(unlabelled)"].marker.color == "#b0b0b0"
+    assert fig.data[0].type == "scatter"
+    assert (
+        scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS, webgl=True).data[0].type == "scattergl"
+    )
+
+
+def test_colours_are_stable_across_views() -> None:
+    a = _marker_colours(scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS))
+    b = _marker_colours(scatter_map(POINTS[:2], IDS[:2], TEXTS[:2], GOLD[:2], PRED[:2], SPLITS[:2]))
+    assert a["card_arrival"] == b["card_arrival"] == intent_colour("card_arrival")
+    assert a["top_up_failed"] == b["top_up_failed"]
+    assert intent_colour("card_arrival") != intent_colour("top_up_failed")
+    f1 = f1_bars({"card_arrival": 0.5, "top_up_failed": 0.9})
+    assert list(f1.data[0].marker.color) == [a["card_arrival"], a["top_up_failed"]]
+
+
+def test_hover_is_escaped() -> None:
+    fig = scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS, margins=MARGINS)
+    hover = " ".join(h for t in fig.data for h in t.hovertext)
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in hover
+    assert "<b>bold</b>" not in hover
+    assert "gold: exchange_rate, card_arrival" in hover
+    assert "margin: 0.010" in hover
+
+
+def test_highlight_modes() -> None:
+    assert highlight_mask(GOLD, PRED, "misclassified").tolist() == [
+        False, True, False, False, False,
+    ]  # fmt: skip
+    assert highlight_mask(GOLD, PRED, "unlabelled").tolist() == [False] * 4 + [True]
+    assert highlight_mask(GOLD, PRED, "low_margin", margins=MARGINS).sum() == 2
+    with pytest.raises(ValueError, match="needs margins"):
+        highlight_mask(GOLD, PRED, "low_margin")
+    with pytest.raises(ValueError, match="Unknown highlight"):
+        highlight_mask(GOLD, PRED, "sparkly")
+    fig = scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS, highlight="misclassified")
+    assert fig.layout.meta["n_highlighted"] == 1
+    top_up = next(t for t in fig.data if t.name == "top_up_failed")
+    card = next(t for t in fig.data if t.name == "card_arrival")
+    assert top_up.marker.opacity[0] > 0.9 and card.marker.opacity[0] < 0.2
+
+
+def test_lengths_must_match() -> None:
+    with pytest.raises(ValueError, match="texts has 2 entries"):
+        scatter_map(POINTS, IDS, TEXTS[:2], GOLD, PRED, SPLITS)
+
+
+def test_side_by_side_aligns_and_shares_legend() -> None:
+    rot = np.array([[0.0, -1.0], [1.0, 0.0]], dtype=np.float32)
+    fig = side_by_side(
+        _map(),
+        _map(POINTS @ rot * 3 + 7),
+        ("frozen", "v2 <new>"),
+        {"silhouette": 0.07, "alignment": 1.2, "uniformity": -2.5},
+        {"silhouette": 0.7, "alignment": 0.4, "uniformity": -3.1},
+    )
+    assert len(fig.data) == 8
+    names_in_legend = [t.name for t in fig.data if t.showlegend]
+    assert len(names_in_legend) == len(set(names_in_legend)) == 4
+    titles = [a.text for a in fig.layout.annotations]
+    assert "silhouette 0.07" in titles[0] and "silhouette 0.70" in titles[1]
+    assert "v2 &lt;new&gt;" in titles[1]
+    left = {
+        int(i): (x, y) for t in fig.data[:4] for i, x, y in zip(t.customdata, t.x, t.y, strict=True)
+    }
+    right = {
+        int(i): (x, y) for t in fig.data[4:] for i, x, y in zip(t.customdata, t.x, t.y, strict=True)
+    }
+    assert left.keys() == right.keys() == set(IDS)
+    for i in IDS:
+        np.testing.assert_allclose(left[i], right[i], atol=1e-4)
+
+
+def test_confusion_heatmap_and_worst_pairs() -> None:
+    labels = ["a", "b", "c"]
+    matrix = [[5, 2, 0], [3, 4, 0], [0, 1, 6]]
+    fig = confusion_heatmap(labels, matrix)
+    assert list(fig.data[0].customdata[1][0]) == ["b", "a"]  # row = gold, column = predicted
+    assert fig.data[0].z[1][0] == 3
+    assert worst_pairs(labels, matrix) == [("b", "a", 3), ("a", "b", 2), ("c", "b", 1)]
+    assert worst_pairs(labels, matrix, top=1) == [("b", "a", 3)]
+    with pytest.raises(ValueError, match="3x3"):
+        confusion_heatmap(labels, [[1, 2], [3, 4]])
+
+
+def test_f1_bars_worst_first() -> None:
+    fig = f1_bars({"b": 0.9, "a": 0.2, "c": 0.5})
+    assert list(fig.data[0].y) == ["a", "c", "b"]
+    assert list(fig.data[0].customdata) == ["a", "c", "b"]

@@ -1,0 +1,229 @@
+"""Hostile and broken bundles are refused with a clear error and nothing lands outside a temp dir."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.bundle import BundleError, load, open_bundle, write_bundle
+from core.bundle_safety import check_encoder_folder, safe_member_name
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    """A valid bundle with made-up vectors (no encoder needed to open it)."""
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(4, 8)).astype(np.float32)
+    return write_bundle(
+        tmp_path_factory.mktemp("good") / "good.zip",
+        encoder_dir=None,
+        base_encoder="minilm",
+        exemplar_texts=["hi", "hello", "bye", "see you"],
+        exemplar_labels=[("greet",), ("greet",), ("bye",), ("bye",)],
+        vectors=vecs,
+        manifest_fields={"project": "t"},
+    )
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def _rewrite(src: Path, dst: Path, mutate: Callable[[dict[str, bytes]], None]) -> Path:
+    members = _members(src)
+    mutate(members)
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return dst
+
+
+def _set_manifest(members: dict[str, bytes], **changes) -> None:
+    manifest = json.loads(members["manifest.json"])
+    manifest.update(changes)
+    members["manifest.json"] = json.dumps(manifest).encode()
+
+
+def _bundle_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("intent-bundle-*")}
+
+
+def test_good_bundle_opens(good):
+    contents = open_bundle(good)
+    assert contents.texts == ["hi", "hello", "bye", "see you"]
+    contents.cleanup()
+
+
+def test_tampered_file_is_refused(good, tmp_path):
+    def tamper(m: dict[str, bytes]) -> None:
+        m["exemplars.jsonl"] = m["exemplars.jsonl"].replace(b'"greet"', b'"bye"', 1)
+
+    before = _bundle_dirs()
+    with pytest.raises(BundleError, match=r"exemplars.jsonl' has been modified"):
+        open_bundle(_rewrite(good, tmp_path / "t.zip", tamper))
+    assert _bundle_dirs() == before  # the temporary folder was removed
+
+
+def test_missing_file_is_refused(good, tmp_path):
+    with pytest.raises(BundleError, match=r"missing 'vectors.npy'"):
+        open_bundle(_rewrite(good, tmp_path / "m.zip", lambda m: m.pop("vectors.npy")))
+
+
+def test_unlisted_file_is_refused(good, tmp_path):
+    def add(m: dict[str, bytes]) -> None:
+        m["extra.json"] = b"{}"
+
+    with pytest.raises(BundleError, match=r"not listed in its manifest: extra\.json"):
+        open_bundle(_rewrite(good, tmp_path / "u.zip", add))
+
+
+def test_manifest_missing(good, tmp_path):
+    with pytest.raises(BundleError, match=r"manifest\.json is missing"):
+        open_bundle(_rewrite(good, tmp_path / "n.zip", lambda m: m.pop("manifest.json")))
+
+
+def test_unknown_format(good, tmp_path):
+    with pytest.raises(BundleError, match="Unknown bundle_format 99"):
+        open_bundle(
+            _rewrite(good, tmp_path / "f.zip", lambda m: _set_manifest(m, bundle_format=99))
+        )
+
+
+def test_not_a_zip(tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(BundleError, match="not a readable zip"):
+        open_bundle(bad)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("../../evil.json", "'..'"),
+        ("encoder/../../evil.json", "'..'"),
+        ("/tmp/evil.json", "absolute path"),
+        ("C:/evil.json", "absolute path"),
+        ("a\\..\\evil.json", "invalid characters"),
+    ],
+)
+def test_path_traversal_is_refused(good, tmp_path, name, message):
+    def add(m: dict[str, bytes]) -> None:
+        m[name] = b"{}"
+
+    crafted = _rewrite(good, tmp_path / "p.zip", add)
+    with pytest.raises(BundleError, match=message):
+        open_bundle(crafted)
+    assert not (tmp_path / "evil.json").exists()
+    assert not Path("/tmp/evil.json").exists()
+
+
+def test_symlink_member_is_refused(good, tmp_path):
+    crafted = _rewrite(good, tmp_path / "s.zip", lambda m: None)
+    with zipfile.ZipFile(crafted, "a") as zf:
+        info = zipfile.ZipInfo("link.json")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(info, "/etc/passwd")
+    with pytest.raises(BundleError, match="symbolic link"):
+        open_bundle(crafted)
+
+
+def test_pickle_member_is_refused(good, tmp_path):
+    def add(m: dict[str, bytes]) -> None:
+        m["encoder/pytorch_model.bin"] = b"\x80\x04K\x01."
+
+    with pytest.raises(BundleError, match="pickled weights are never loaded"):
+        open_bundle(_rewrite(good, tmp_path / "k.zip", add))
+
+
+def test_code_member_is_refused(good, tmp_path):
+    def add(m: dict[str, bytes]) -> None:
+        m["encoder/modeling_evil.py"] = b"import os"
+
+    with pytest.raises(BundleError, match=r"file type '\.py' not allowed"):
+        open_bundle(_rewrite(good, tmp_path / "c.zip", add))
+
+
+def test_zip_bomb_by_total_size(good):
+    with pytest.raises(BundleError, match="zip bomb"):
+        open_bundle(good, max_bytes=100)
+
+
+def test_zip_bomb_by_ratio(good, tmp_path):
+    def add(m: dict[str, bytes]) -> None:
+        m["bomb.txt"] = b"\0" * (8 << 20)  # 8 MiB of zeros deflate ~1000:1
+
+    with pytest.raises(BundleError, match="compression ratio"):
+        open_bundle(_rewrite(good, tmp_path / "z.zip", add))
+
+
+def test_wrong_vectors_are_refused(good, tmp_path):
+    def swap(m: dict[str, bytes]) -> None:
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, np.zeros((4, 8), dtype=np.float64))
+        m["vectors.npy"] = buf.getvalue()
+        manifest = json.loads(m["manifest.json"])
+        manifest["files"]["vectors.npy"] = hashlib.sha256(buf.getvalue()).hexdigest()
+        m["manifest.json"] = json.dumps(manifest).encode()
+
+    with pytest.raises(BundleError, match="float32"):
+        open_bundle(_rewrite(good, tmp_path / "v.zip", swap))
+
+
+def test_pickled_object_array_is_never_unpickled(good, tmp_path):
+    def swap(m: dict[str, bytes]) -> None:
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        m["vectors.npy"] = buf.getvalue()
+        manifest = json.loads(m["manifest.json"])
+        manifest["files"]["vectors.npy"] = hashlib.sha256(buf.getvalue()).hexdigest()
+        m["manifest.json"] = json.dumps(manifest).encode()
+
+    with pytest.raises(BundleError, match="not a plain numeric array"):
+        open_bundle(_rewrite(good, tmp_path / "o.zip", swap))
+
+
+def test_encoder_naming_foreign_modules_is_refused(good, tmp_path):
+    """A full bundle whose modules.json names a non-sentence-transformers class is not loaded."""
+    modules = json.dumps([{"idx": 0, "name": "0", "path": "", "type": "os.system"}]).encode()
+
+    def add(m: dict[str, bytes]) -> None:
+        m["encoder/modules.json"] = modules
+        m["encoder/model.safetensors"] = b"{}"
+        manifest = json.loads(m["manifest.json"])
+        manifest["encoder_kind"] = "full"
+        for name in ("encoder/modules.json", "encoder/model.safetensors"):
+            manifest["files"][name] = hashlib.sha256(m[name]).hexdigest()
+        m["manifest.json"] = json.dumps(manifest).encode()
+
+    with pytest.raises(BundleError, match="not a sentence-transformers module"):
+        load(_rewrite(good, tmp_path / "e.zip", add), device="cpu")
+
+
+def test_check_encoder_folder_refuses_remote_code(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "config.json").write_text(json.dumps({"auto_map": {"AutoModel": "x.Y"}}))
+    with pytest.raises(BundleError, match="remote code"):
+        check_encoder_folder(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"activation_function": "os.system"}))
+    with pytest.raises(BundleError, match="not a torch one"):
+        check_encoder_folder(tmp_path)
+
+
+def test_safe_member_name_accepts_plain_paths():
+    assert safe_member_name("encoder/1_Pooling/config.json") == "encoder/1_Pooling/config.json"
+    with pytest.raises(BundleError):
+        safe_member_name("encoder/./x.json")

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.evaluation import evaluate_knn
+from core.training import (
+    TrainConfig,
+    TrainingCancelled,
+    TrainProgress,
+    load_trained,
+    read_metadata,
+    train_encoder,
+)
+
+pytestmark = pytest.mark.slow
+
+# 4 intents x 4 examples; the test utterances are other phrasings of the same intents.
+DATA = {
+    "card_lost": ["I lost my card", "my card is missing", "can't find my bank card", "card gone"],
+    "balance": ["what is my balance", "how much money do I have", "show my balance", "funds left?"],
+    "transfer": ["send money to John", "make a transfer", "wire 50 to my friend", "pay my sister"],
+    "greeting": ["hello there", "hi", "good morning", "hey bot"],
+}
+TEST = {
+    "card_lost": ["I think someone stole my card", "where is my card"],
+    "balance": ["how much is in my account", "account balance please"],
+    "transfer": ["transfer 20 dollars to mum", "I want to send cash"],
+    "greeting": ["hey", "good evening"],
+}
+TEXTS = [t for ts in DATA.values() for t in ts]
+LABELS = [(k,) for k, ts in DATA.items() for _ in ts]
+FAST = TrainConfig(epochs=2, batch_size=4, lr=1e-4, seed=0)
+
+
+def _silhouette(encoder) -> float:
+    texts = [t for ts in TEST.values() for t in ts]
+    labels = [k for k, ts in TEST.items() for _ in ts]
+    vecs = encoder.encode(texts)
+    pool = encoder.encode(TEXTS)
+    return evaluate_knn(pool, [lab[0] for lab in LABELS], vecs, labels)["silhouette"]
+
+
+def test_fast_training_improves_the_space_and_reports_progress(encoder) -> None:
+    seen: list[TrainProgress] = []
+    trained = train_encoder("minilm", TEXTS, LABELS, FAST, progress=seen.append, device="cpu")
+    assert seen and seen[-1].step == seen[-1].total == trained.stats["steps"]
+    assert all(np.isfinite(p.loss) for p in seen)
+    before = _silhouette(encoder)
+    after = _silhouette(trained.encoder())
+    assert after > before + 0.02, (before, after)
+
+
+def test_same_seed_same_model() -> None:
+    cfg = TrainConfig(epochs=1, batch_size=4, seed=7)
+    a = train_encoder("minilm", TEXTS, LABELS, cfg, device="cpu").encoder().encode(TEXTS[:3])
+    b = train_encoder("minilm", TEXTS, LABELS, cfg, device="cpu").encoder().encode(TEXTS[:3])
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_cancel_raises_training_cancelled() -> None:
+    calls = {"n": 0}
+
+    def cancel() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    with pytest.raises(TrainingCancelled, match="cancelled at step 1"):
+        train_encoder("minilm", TEXTS, LABELS, FAST, should_cancel=cancel, device="cpu")
+
+
+def test_bad_data_fails_before_training() -> None:
+    with pytest.raises(ValueError, match="at least 2 intents"):
+        train_encoder("minilm", ["a", "b"], [("x",), ("x",)], device="cpu")
+    with pytest.raises(ValueError, match="too few: y"):
+        train_encoder("minilm", ["a", "b", "c"], [("x",), ("x",), ("y",)], device="cpu")
+    with pytest.raises(ValueError, match="stage1=True needs"):
+        train_encoder("minilm", TEXTS, LABELS, TrainConfig(stage1=True), device="cpu")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        TrainConfig(method="convfit", loss="ocl", epochs=1, negatives=1, projection_dim=64),
+        TrainConfig(method="convfit", loss="cos", epochs=1, negatives=1, max_pairs=40),
+        TrainConfig(method="convfit", loss="smax", epochs=1, negatives=1, max_pairs=40),
+    ],
+    ids=["ocl-projection", "cos", "smax"],
+)
+def test_convfit_losses_train_save_and_load(config: TrainConfig, tmp_path: Path) -> None:
+    trained = train_encoder("minilm", TEXTS, LABELS, config, device="cpu")
+    trained.save(tmp_path)
+    meta = read_metadata(tmp_path)
+    assert meta["kind"] == "full" and meta["method"] == "convfit"
+    assert not list(tmp_path.rglob("*.bin")) and list(tmp_path.rglob("*.safetensors"))
+    loaded = load_trained(tmp_path, device="cpu")
+    expected = trained.encoder().encode(TEXTS[:4])
+    np.testing.assert_allclose(loaded.encode(TEXTS[:4]), expected, atol=1e-5)
+    if config.projection_dim:
+        assert loaded.dim == config.projection_dim
+
+
+def test_full_save_load_round_trip(tmp_path: Path) -> None:
+    trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
+    trained.save(tmp_path)
+    meta = read_metadata(tmp_path)
+    assert meta == {
+        "format": 1,
+        "kind": "full",
+        "method": "fast",
+        "base_encoder": "minilm",
+        "config": TrainConfig(epochs=1).to_dict(),
+    }
+    loaded = load_trained(tmp_path, device="cpu")
+    assert loaded.fingerprint.startswith("fast@")
+    np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
+    with pytest.raises(FileExistsError, match="not empty"):
+        trained.save(tmp_path)
+
+
+def test_lora_adapter_is_small_and_round_trips(tmp_path: Path, encoder) -> None:
+    cfg = TrainConfig(method="lora", epochs=2, batch_size=4)
+    trained = train_encoder("minilm", TEXTS, LABELS, cfg, device="cpu")
+    trained.save(tmp_path)
+    assert read_metadata(tmp_path)["kind"] == "adapter"
+    files = {p.name for p in (tmp_path / "adapter").iterdir()}
+    assert {"adapter_model.safetensors", "adapter_config.json"} <= files
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    assert size < 1_000_000
+    loaded = load_trained(tmp_path, device="cpu")
+    np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
+    # the adapter changed the space, and the shared base encoder was left untouched
+    assert not np.allclose(loaded.encode(TEXTS[:2]), encoder.encode(TEXTS[:2]), atol=1e-4)
+    fresh = type(encoder)(encoder.model, "x", "y").encode(TEXTS[:2])
+    np.testing.assert_allclose(fresh, encoder.encode(TEXTS[:2]))
+
+
+def test_stage1_then_stage2_reports_both_stages() -> None:
+    pairs = [(f"question {i}?", f"answer number {i}") for i in range(8)]
+    stages: set[str] = set()
+    cfg = TrainConfig(epochs=1, batch_size=4, stage1=True, stage1_epochs=1, stage1_batch_size=4)
+    trained = train_encoder(
+        "minilm",
+        TEXTS,
+        LABELS,
+        cfg,
+        context_pairs=pairs,
+        progress=lambda p: stages.add(p.stage),
+        device="cpu",
+    )
+    assert stages == {"stage1", "stage2"}
+    assert trained.stats["stage1_loss"] is not None
+
+
+def test_loading_refuses_pickles_and_missing_parts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"model.json is missing"):
+        load_trained(tmp_path)
+    trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
+    trained.save(tmp_path)
+    (tmp_path / "encoder" / "evil.bin").write_bytes(b"x")
+    with pytest.raises(ValueError, match=r"Refusing to load pickled weights: evil\.bin"):
+        load_trained(tmp_path)

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.training import TrainConfig
+
+
+def test_defaults_are_the_fast_method() -> None:
+    cfg = TrainConfig()
+    assert cfg.method == "fast"
+    assert cfg.resolved_loss == "mnrl"
+    assert cfg.batch_size == 32 and cfg.max_length == 48 and cfg.margin == 0.5
+
+
+def test_paper_defaults_for_convfit() -> None:
+    cfg = TrainConfig(method="convfit")
+    assert cfg.resolved_loss == "ocl"
+    assert cfg.resolved_lr == 2e-5
+    assert [cfg.resolved_epochs(s) for s in (10, 30, 100)] == [10, 5, 2]
+    assert TrainConfig(method="convfit", epochs=3).resolved_epochs(10) == 3
+
+
+def test_json_round_trip() -> None:
+    cfg = TrainConfig(
+        method="convfit", loss="cos", negatives=1, projection_dim=512, lora_targets=("query",)
+    )
+    data = json.loads(json.dumps(cfg.to_dict()))
+    assert TrainConfig.from_dict(data) == cfg
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "magic"}, "Unknown method 'magic'"),
+        ({"loss": "hinge"}, "Unknown loss 'hinge'"),
+        ({"method": "fast", "loss": "ocl"}, "loss must be 'mnrl'"),
+        ({"pair_strategy": "x"}, "Unknown pair strategy"),
+        ({"margin": 0.0}, r"margin must be in \(0.0, 2.0\]"),
+        ({"negatives": 50}, "negatives must be between 0 and 20"),
+        ({"epochs": 0}, "epochs must be between 1 and 100"),
+        ({"batch_size": 1}, "batch_size must be between 2"),
+        ({"batch_size": 2.5}, "batch_size must be an integer"),
+        ({"lr": -1.0}, "lr must be in"),
+        ({"warmup": 1.0}, r"warmup must be in \[0.0, 1.0\)"),
+        ({"max_length": 2}, "max_length must be between 4"),
+        ({"projection_dim": 1}, "projection_dim must be between 2"),
+        ({"interpolate": 0.0}, "interpolate must be in"),
+        ({"lora_targets": ()}, "lora_targets must be a non-empty"),
+        ({"method": "lora", "projection_dim": 64}, "projection_dim is not supported"),
+        ({"max_pairs": 0}, "max_pairs must be between 1"),
+        ({"seed": True}, "seed must be an integer"),
+    ],
+)
+def test_invalid_values_raise_clear_errors(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_from_dict_rejects_unknown_keys() -> None:
+    with pytest.raises(ValueError, match="Unknown TrainConfig keys: bogus"):
+        TrainConfig.from_dict({"bogus": 1})
