@@ -38,8 +38,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     from app.jobs import WorkerSupervisor
+    from app.services.maps import start_warm_up
 
     threading.Thread(target=ctx.warm_up, name="warm-up", daemon=True).start()
+    start_warm_up()  # UMAP's numba compilation, off the request path
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:
         supervisor.start()
@@ -70,16 +72,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
-    config: dict[str, Any] = {"method": args.method}
-    for item in args.set or []:
-        key, _, value = item.partition("=")
-        if not key or not _:
-            raise CliError(f"--set takes KEY=VALUE, got {item!r}")
-        try:
-            config[key] = json.loads(value)  # numbers, true/false, null, lists
-        except json.JSONDecodeError:
-            config[key] = value
-    return config
+    from app.services.training import parse_settings
+
+    try:
+        return {"method": args.method, **parse_settings(args.set or [])}
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -307,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Idle OpenMP threads sleep instead of spinning: the app, the worker and UMAP share 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -10,9 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from app.context import AppContext
+from app.services.versions import Version, resolve_encoder
 from core.embedding_cache import EmbeddingCache
 from core.encoders import Encoder
-from core.evaluation import cross_validate_knn, evaluate_knn
+from core.evaluation import cross_validate_knn, evaluate_knn, score_predictions
+from core.knn import KnnIndex
+from storage.projects import get_project
+from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -83,14 +88,68 @@ def gate(new: dict[str, Any], reference: dict[str, Any], tolerance: float) -> tu
     )
 
 
-def per_intent_delta(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per-intent F1 of version a and b and the change (b − a), worst change first."""
-    pa, pb = a.get("per_intent", {}), b.get("per_intent", {})
-    rows = []
-    for name in sorted(set(pa) | set(pb)):
-        fa = pa.get(name, {}).get("f1")
-        fb = pb.get(name, {}).get("f1")
-        delta = None if fa is None or fb is None else round(fb - fa, 4)
-        rows.append({"intent": name, "f1_a": fa, "f1_b": fb, "delta": delta})
-    rows.sort(key=lambda r: (r["delta"] is None, r["delta"] if r["delta"] is not None else 0))
-    return rows
+@dataclass(frozen=True)
+class TestPrediction:
+    id: int
+    text: str
+    gold: tuple[str, ...]
+    predicted: str
+    margin: float
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted in self.gold
+
+    @property
+    def gold_for_scoring(self) -> str:
+        """The gold intent a multi-intent row is scored against: the predicted one if it is among
+        them (that is a hit), else the first."""
+        return self.predicted if self.correct else self.gold[0]
+
+
+def test_predictions(
+    ctx: AppContext, project: str, version: Version = None
+) -> tuple[str, list[TestPrediction]]:
+    """Predict every labelled `test` utterance with a version's encoder over the current pool.
+
+    Returns the version's display label and one prediction per test row.
+    """
+    encoder, label = resolve_encoder(ctx, project, version)
+    with ctx.db.session() as s:
+        rows = [r for r in list_utterances(s, get_project(s, project).id) if r.labels]
+    train = [r for r in rows if r.split == "train"]
+    test = [r for r in rows if r.split == "test"]
+    if not train:
+        raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
+    if not test:
+        raise ValueError(
+            "No labelled test utterances: move some to the test split to see an evaluation."
+        )
+    index = KnnIndex(encoder.dim)
+    index.add(
+        [r.id for r in train],
+        ctx.cache.encode(encoder, [r.text for r in train]),
+        [r.text for r in train],
+        [r.labels for r in train],
+    )
+    preds = index.classify(ctx.cache.encode(encoder, [r.text for r in test]), k=1, show=2)
+    return label, [
+        TestPrediction(r.id, r.text, r.labels, p.top or "", float(p.margin))
+        for r, p in zip(test, preds, strict=True)
+    ]
+
+
+def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> dict[str, Any]:
+    """Accuracy, macro-F1, per-intent metrics and confusion matrix on the test split, now."""
+    label, preds = test_predictions(ctx, project, version)
+    metrics = score_predictions([p.gold_for_scoring for p in preds], [p.predicted for p in preds])
+    metrics["version_label"] = label
+    return metrics
+
+
+def confusions(
+    ctx: AppContext, project: str, gold: str, predicted: str, version: Version = None
+) -> list[TestPrediction]:
+    """The test utterances of ``gold`` that were predicted as ``predicted`` (a confusion cell)."""
+    _, preds = test_predictions(ctx, project, version)
+    return [p for p in preds if p.gold_for_scoring == gold and p.predicted == predicted]

@@ -32,22 +32,19 @@ import plotly.graph_objects as go
 
 from app.context import AppContext
 from app.plots import MapData, scatter_map, side_by_side
+from app.services.versions import Version, resolve_encoder
 from core.encoders import Encoder
 from core.explain import explain
 from core.knn import KnnIndex, Prediction
 from core.projection import DEFAULT_METHOD, METHODS, warm_up_in_background
 from core.projection import project as project_points
 from core.space_metrics import space_metrics
-from storage.models import ModelVersion, Project
 from storage.projects import get_project, list_intents
 from storage.utterances import UtteranceRow, list_utterances
 
 logger = logging.getLogger(__name__)
 
-BASE = "base"  # the frozen base encoder, as a version selector
-ACTIVE = "active"
 MAX_POINTS = 20_000
-Version = int | str | None  # model version id, "base", "active" (None = active)
 
 
 @dataclass
@@ -147,28 +144,6 @@ def start_warm_up() -> None:
     warm_up_in_background()
 
 
-def _encoder(ctx: AppContext, project: str, version: Version) -> tuple[Encoder, str]:
-    with ctx.db.session() as s:
-        p: Project = get_project(s, project)
-        base = p.base_encoder
-        if version == BASE:
-            mv = None
-        elif version in (None, ACTIVE):
-            mv = (
-                s.get(ModelVersion, p.active_model_version_id)
-                if p.active_model_version_id
-                else None
-            )
-        else:
-            mv = s.get(ModelVersion, int(version))
-            if mv is None or mv.project_id != p.id:
-                raise ValueError(f"No model version #{version} in project {project!r}.")
-        if mv is not None:
-            s.expunge(mv)
-    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
-    return ctx.encoder_for_version(mv, base), label
-
-
 def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:
     with ctx.db.session() as s:
         rows = list_utterances(s, get_project(s, project).id, limit=MAX_POINTS)
@@ -206,7 +181,7 @@ def _classify(
 def _view(
     ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray
 ) -> MapView:
-    encoder, label = _encoder(ctx, project, version)
+    encoder, label = resolve_encoder(ctx, project, version)
     rows = _rows(ctx, project)
     vectors = ctx.cache.encode(encoder, [r.text for r in rows])
     preds, _ = _classify(vectors, rows)
@@ -240,7 +215,7 @@ def get_map(
         True
     """
     _check_method(method)
-    encoder, _ = _encoder(ctx, project, version)
+    encoder, _ = resolve_encoder(ctx, project, version)
     rows = _rows(ctx, project)
     st = store(ctx)
     key = map_key(encoder, method, rows)
@@ -264,7 +239,7 @@ def compute_map(
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    encoder, _ = _encoder(ctx, project, version)
+    encoder, _ = resolve_encoder(ctx, project, version)
     rows = _rows(ctx, project)
     key = map_key(encoder, method, rows)
     ids = [r.id for r in rows]
@@ -308,7 +283,7 @@ def explain_utterance(
     ctx: AppContext, project: str, utterance_id: int, *, version: Version = None
 ) -> dict[str, Any]:
     """The evidence card of one utterance (a train item is scored without itself)."""
-    encoder, _ = _encoder(ctx, project, version)
+    encoder, _ = resolve_encoder(ctx, project, version)
     rows = _rows(ctx, project)
     target = next((r for r in rows if r.id == int(utterance_id)), None)
     if target is None:

@@ -7,6 +7,7 @@ half-written (artifacts are written to a temporary name and renamed when complet
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -48,6 +49,21 @@ METHODS: dict[str, dict[str, Any]] = {
     "ConvFiT Stage 2 (paper: OCL pairs, n=3)": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter (small artifact, shared base)": {"method": "lora"},
 }
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """``["epochs=2", "lr=1e-4"]`` → ``{"epochs": 2, "lr": 0.0001}`` (values read as JSON when
+    they parse, else kept as text). TrainConfig validates names and ranges afterwards."""
+    config: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.strip().partition("=")
+        if not key.strip() or not sep:
+            raise ValueError(f"Settings are KEY=VALUE, got {item!r}.")
+        try:
+            config[key.strip()] = json.loads(value)  # numbers, true/false, null, lists
+        except json.JSONDecodeError:
+            config[key.strip()] = value.strip()
+    return config
 
 
 @dataclass(frozen=True)

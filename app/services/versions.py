@@ -7,10 +7,41 @@ from typing import Any
 from sqlalchemy import select
 
 from app.context import AppContext
-from app.services.evaluation import per_intent_delta
+from core.encoders import Encoder
 from storage.errors import NotFoundError
-from storage.models import DatasetVersion, ModelVersion
+from storage.models import DatasetVersion, ModelVersion, Project
 from storage.projects import ensure_writable, get_project
+
+BASE = "base"  # the frozen base encoder, as a version selector
+ACTIVE = "active"
+Version = int | str | None  # model version id, "base", "active" (None = active)
+
+
+def resolve_encoder(ctx: AppContext, project: str, version: Version) -> tuple[Encoder, str]:
+    """The encoder of a version selector and its display label (``v3 (fast)``, ``frozen minilm``)."""
+    with ctx.db.session() as s:
+        p: Project = get_project(s, project)
+        base = p.base_encoder
+        if version == BASE:
+            mv = None
+        elif version in (None, ACTIVE):
+            mv = (
+                s.get(ModelVersion, p.active_model_version_id)
+                if p.active_model_version_id
+                else None
+            )
+        else:
+            mv = s.get(ModelVersion, int(version))
+            if mv is None or mv.project_id != p.id:
+                raise ValueError(f"No model version #{version} in project {project!r}.")
+        if mv is not None:
+            s.expunge(mv)
+    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    return ctx.encoder_for_version(mv, base), label
+
+
+def _round(value: Any) -> Any:
+    return round(value, 3) if isinstance(value, float) else value
 
 
 def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
@@ -36,10 +67,10 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
                     "version": mv.id,
                     "active": mv.id == p.active_model_version_id,
                     "method": mv.method,
-                    "accuracy": m.get("accuracy"),
-                    "macro_f1": m.get("macro_f1"),
-                    "frozen_accuracy": (m.get("base") or {}).get("accuracy"),
-                    "silhouette": m.get("silhouette"),
+                    "accuracy": _round(m.get("accuracy")),
+                    "macro_f1": _round(m.get("macro_f1")),
+                    "frozen_accuracy": _round((m.get("base") or {}).get("accuracy")),
+                    "silhouette": _round(m.get("silhouette")),
                     "split": m.get("split"),
                     "train_s": m.get("train_seconds"),
                     "size_kb": round((mv.artifact_size or 0) / 1024, 1),
@@ -96,3 +127,16 @@ def metrics(ctx: AppContext, project: str, version: int | None = None) -> dict[s
             return {}
         mv = s.get(ModelVersion, v)
         return dict(mv.metrics or {}) if mv is not None else {}
+
+
+def per_intent_delta(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per-intent F1 of version a and b and the change (b − a), worst change first."""
+    pa, pb = a.get("per_intent", {}), b.get("per_intent", {})
+    rows = []
+    for name in sorted(set(pa) | set(pb)):
+        fa = pa.get(name, {}).get("f1")
+        fb = pb.get(name, {}).get("f1")
+        delta = None if fa is None or fb is None else round(fb - fa, 4)
+        rows.append({"intent": name, "f1_a": fa, "f1_b": fb, "delta": delta})
+    rows.sort(key=lambda r: (r["delta"] is None, r["delta"] if r["delta"] is not None else 0))
+    return rows

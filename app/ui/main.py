@@ -13,6 +13,8 @@ from app.services import projects as project_svc
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
+from app.ui.map_tab import build_map_tab
+from app.ui.train_tab import build_train_tab
 from app.ui.try_tab import build_try_tab
 
 TITLE = "Intent Studio"
@@ -42,6 +44,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 data_tab = build_data_tab(ctx, project, user)
             with gr.Tab("Try", id="try"):
                 build_try_tab(ctx, project, user)
+            with gr.Tab("Train", id="train"):
+                train_tab = build_train_tab(ctx, project, user)
+            with gr.Tab("Map", id="map") as map_tab_item:
+                map_tab = build_map_tab(ctx, project, user)
         register_api(ctx)
 
         def show_summary(proj: str | None) -> str:
@@ -68,6 +74,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         demo.load(show_summary, [project], [summary], api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
         demo.load(refresh_fn, refresh_in, refresh_out, api_visibility="private")
+        train_fn, train_in, train_out = train_tab["refresh"]
+        demo.load(train_fn, train_in, train_out, api_visibility="private")
+        project.change(train_fn, train_in, train_out, api_visibility="private")
+        # The map is computed when its tab is opened, not on every page load.
+        map_fn, map_in, map_out = map_tab["refresh"]
+        map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
         demo.load(
             lambda p: gr.update(choices=project_svc.project_names(ctx), value=p),
             [project],

@@ -14,6 +14,7 @@ import gradio as gr
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import maps as svc
+from app.services.versions import BASE
 from app.ui.common import attempt, ok, problem
 from core.projection import METHODS
 
@@ -119,7 +120,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             right = svc.get_map(ctx, proj, method=meth)
             if mode == VIEW_CHOICES[0]:
                 return None if right is None else svc.map_figure(right, highlight=hl_arg)
-            left = svc.get_map(ctx, proj, method=meth, version=svc.BASE)
+            left = svc.get_map(ctx, proj, method=meth, version=BASE)
             if left is None or right is None:
                 return None
             return svc.compare_figure(left, right, highlight=hl_arg)
@@ -133,6 +134,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             msg = f"Computing the {meth} map in the background… it appears here when ready."
             return gr.update(), msg, gr.update(active=True), choices
         n = fig.layout.meta["n_points"] if fig.layout.meta else 0
+        n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
         return fig, f"{n} utterances · {meth}", gr.update(active=False), choices
 
     def explain_point(proj: str | None, value: str) -> str:

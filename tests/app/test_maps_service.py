@@ -6,6 +6,7 @@ import pytest
 
 from app.services import data as data_svc
 from app.services import maps as svc
+from app.services.versions import BASE
 
 
 def test_map_is_cached_and_survives_relabelling(ctx, demo):
@@ -38,7 +39,7 @@ def test_missing_map_is_computed_in_the_background(ctx, demo):
 
 
 def test_compare_and_explain(ctx, demo):
-    base = svc.compute_map(ctx, demo, method="pca", version=svc.BASE)
+    base = svc.compute_map(ctx, demo, method="pca", version=BASE)
     active = svc.compute_map(ctx, demo, method="pca")
     fig = svc.compare_figure(base, active)
     assert len({t.xaxis for t in fig.data}) == 2

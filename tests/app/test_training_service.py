@@ -1,0 +1,242 @@
+"""Retrain as a background job: validation at the door, a real run that registers and activates a
+version, cancel, a real Huey worker process, and kill -9 of that worker in the middle of training."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app.services import data as data_svc
+from app.services import predict as predict_svc
+from app.services import training as svc
+from app.services import versions as version_svc
+from app.services.projects import new_project
+from storage.models import ModelVersion, TrainingJob
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Four small intents, four examples each in train, one each in test.
+TINY = {
+    "card_lost": [
+        "I lost my card",
+        "my card is missing",
+        "cannot find my bank card",
+        "card was stolen yesterday",
+        "someone took my card",
+    ],
+    "balance": [
+        "what is my balance",
+        "how much money do I have",
+        "show my account balance",
+        "balance please",
+        "how much is left in my account",
+    ],
+    "greeting": ["hello there", "hi", "good morning", "hey, how are you", "hello!"],
+    "refund": [
+        "I want my money back",
+        "refund my order",
+        "how do I get a refund",
+        "return and refund please",
+        "please give me a refund",
+    ],
+}
+QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
+
+
+def make_tiny(ctx, name: str = "tiny") -> str:
+    new_project(ctx, name)
+    for intent, texts in TINY.items():
+        for i, text in enumerate(texts):
+            data_svc.add_utterance(ctx, name, text, intent, "test" if i == 4 else "train")
+    return name
+
+
+def job_count(ctx) -> int:
+    with ctx.db.session() as s:
+        return s.scalar(select(func.count()).select_from(TrainingJob)) or 0
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([], "No labelled"),
+        ([("hello", "greeting"), ("hi", "greeting")], "at least 2 intents"),
+        ([("hello", "greeting"), ("hi", "greeting"), ("refund please", "refund")], "too few"),
+    ],
+    ids=["empty-pool", "one-intent", "single-example-intent"],
+)
+def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, message) -> None:
+    new_project(ctx, "p")
+    for text, intent in rows:
+        data_svc.add_utterance(ctx, "p", text, intent)
+    with pytest.raises(ValueError, match=message):
+        svc.request_retrain(ctx, "p", QUICK, enqueue=False)
+    assert job_count(ctx) == 0
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"method": "magic"}, {"lr": -1}, {"fast_passes": 0}, {"epochz": 2}],
+    ids=["method", "lr", "passes", "unknown-key"],
+)
+def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> None:
+    make_tiny(ctx)
+    with pytest.raises(ValueError):
+        svc.request_retrain(ctx, "tiny", config, enqueue=False)
+    assert job_count(ctx) == 0
+
+
+def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
+    assert svc.parse_settings(["epochs=2", " lr = 1e-4", "loss=ocl"]) == {
+        "epochs": 2,
+        "lr": 1e-4,
+        "loss": "ocl",
+    }
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        svc.parse_settings(["epochs"])
+
+
+def test_a_second_click_returns_the_same_job(ctx) -> None:
+    make_tiny(ctx)
+    first, created = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    second, created_again = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    assert created and not created_again
+    assert second.id == first.id
+    assert job_count(ctx) == 1
+
+
+def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
+    make_tiny(ctx)
+    before = predict_svc.predict_one(ctx, "tiny", "where is my card")
+    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    svc.execute_job(ctx, view.id)
+    done = svc.job(ctx, view.id)
+    assert done.status == "succeeded", done.log
+    assert done.step == done.total > 0
+    with ctx.db.session() as s:
+        mv = s.get(ModelVersion, done.model_version_id)
+        assert mv is not None
+        assert mv.metrics["split"] == "test"
+        assert set(mv.metrics["base"]) >= {"accuracy", "macro_f1"}
+        assert mv.config["fast_passes"] == 1
+        assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
+        promoted = mv.metrics["gate"]["passed"]
+    history = version_svc.history(ctx, "tiny")
+    assert [h["version"] for h in history] == [done.model_version_id]
+    assert history[0]["active"] is promoted
+    if promoted:  # predictions now come from the tuned encoder, without a restart
+        after = predict_svc.predict_one(ctx, "tiny", "where is my card")
+        assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
+    # Roll back to the frozen encoder and forward again.
+    version_svc.activate(ctx, "tiny", None)
+    assert not version_svc.history(ctx, "tiny")[0]["active"]
+    version_svc.activate(ctx, "tiny", done.model_version_id)
+    assert version_svc.history(ctx, "tiny")[0]["active"]
+
+
+def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    svc.execute_job(ctx, view.id)
+    mv_id = svc.job(ctx, view.id).model_version_id
+    version_svc.activate(ctx, "tiny", None)
+    with ctx.db.session() as s:
+        folder = ctx.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
+    victim = next(p for p in sorted(folder.rglob("*")) if p.is_file())
+    victim.write_bytes(victim.read_bytes() + b"tampered")
+    with pytest.raises(ValueError, match="missing or changed"):
+        version_svc.activate(ctx, "tiny", mv_id)
+    assert not version_svc.history(ctx, "tiny")[0]["active"]
+
+
+def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60}, enqueue=False)
+    runner = threading.Thread(target=svc.execute_job, args=(ctx, view.id))
+    runner.start()
+    deadline = time.monotonic() + 120
+    while svc.job(ctx, view.id).step < 1:
+        assert time.monotonic() < deadline, "training never started"
+        time.sleep(0.2)
+    asked = time.monotonic()
+    svc.cancel(ctx, view.id)
+    runner.join(60)
+    assert not runner.is_alive()
+    assert time.monotonic() - asked < 15
+    done = svc.job(ctx, view.id)
+    assert done.status == "cancelled"
+    assert done.model_version_id is None
+    assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
+    assert version_svc.history(ctx, "tiny") == []
+
+
+def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    assert svc.cancel(ctx, view.id).status == "cancelled"
+    svc.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
+    assert svc.job(ctx, view.id).status == "cancelled"
+
+
+def _worker(ctx) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    args = [sys.executable, "-m", "app", "--data-dir", str(ctx.settings.data_dir), "worker"]
+    return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+def test_the_queue_worker_trains_a_job(ctx) -> None:
+    make_tiny(ctx)
+    worker = _worker(ctx)
+    try:
+        view, created = svc.request_retrain(ctx, "tiny", QUICK)
+        assert created
+        done = svc.wait(ctx, view.id, timeout=240)
+        assert done.status == "succeeded", done.log
+        assert done.model_version_id is not None
+    finally:
+        _stop(worker)
+
+
+def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
+    make_tiny(ctx)
+    worker = _worker(ctx)
+    try:
+        view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60})
+        deadline = time.monotonic() + 240
+        while svc.job(ctx, view.id).step < 1:
+            assert time.monotonic() < deadline, "the worker never started training"
+            assert worker.poll() is None, "the worker exited"
+            time.sleep(0.3)
+    finally:
+        _stop(worker)  # kill -9, mid-training
+    failed = svc.job(ctx, view.id)  # looking at the job is what notices the dead worker
+    assert failed.status == "failed"
+    assert "stopped unexpectedly" in failed.message
+    assert version_svc.history(ctx, "tiny") == []
+    with ctx.db.session() as s:
+        assert s.scalar(select(func.count()).select_from(ModelVersion)) == 0
+    # Whatever the worker was writing stays under a temporary name and is swept on restart.
+    assert not list((ctx.settings.artifacts_dir / "projects").rglob("job*"))
+    ctx.artifacts.sweep_tmp()
+    assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
+    # And a new retrain works.
+    again, created = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    assert created and again.id != view.id
+    svc.execute_job(ctx, again.id)
+    assert svc.job(ctx, again.id).status == "succeeded"
