@@ -72,7 +72,7 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     lines = [f"**“{esc(ex['text'])}”** (#{ex.get('id')}, {esc(str(ex.get('split', '')))})", ""]
     if ex.get("gold"):
         verdict = "✅ correct" if ex.get("correct") else "❌ wrong"
-        lines.append(f"Gold: {esc(', '.join(ex['gold']))} · {verdict}")
+        lines += [f"Gold: {esc(', '.join(ex['gold']))} · {verdict}", ""]
     lines += [sentence, "", f"score {ex['score']:.2f} · margin {ex['margin']:.2f}"]
     if ex.get("ambiguous"):
         lines.append("⚠️ Close call: the runner-up is almost as similar.")
@@ -108,6 +108,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         label_btn = gr.Button("Label", scale=1, elem_id="map-label")
         split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
+    action = gr.Markdown(elem_id="map-action")
     clicked = gr.Textbox(label="Clicked id", elem_id="map-clicked", max_lines=1)
     explanation = gr.Markdown(elem_id="map-explanation")
 
@@ -169,10 +170,10 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     )
     clicked.input(explain_point, [project, clicked], [explanation], api_name="map_explain")
     clicked.submit(explain_point, [project, clicked], [explanation], api_visibility="private")
-    label_btn.click(label, [project, selected, label_as], [status], api_name="map_label").then(
+    label_btn.click(label, [project, selected, label_as], [action], api_name="map_label").then(
         render, inputs, outputs, api_visibility="private"
     ).then(None, None, None, js=_JS_BIND, api_visibility="private")
-    split_btn.click(move, [project, selected, split_to], [status], api_name="map_move").then(
+    split_btn.click(move, [project, selected, split_to], [action], api_name="map_move").then(
         render, inputs, outputs, api_visibility="private"
     ).then(None, None, None, js=_JS_BIND, api_visibility="private")
     return {"refresh": (render, inputs, outputs)}

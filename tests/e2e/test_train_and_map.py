@@ -1,0 +1,80 @@
+"""The Train and Map tabs in a real browser: retrain in the background with live progress, the
+new version in the history, evaluation views, the report, the before/after map, labelling from
+the map and a point's explanation."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def text_of(page, selector: str) -> str:
+    return page.locator(selector).inner_text()
+
+
+def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
+    page.goto(server.url)
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
+    page.locator("#retrain").click()
+    page.wait_for_function(
+        "() => document.querySelector('#job-progress')?.innerText?.includes('running')"
+        " || document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
+        timeout=120_000,
+    )
+    shot(page, "10-train-running")
+    page.wait_for_function(
+        "() => document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
+        timeout=300_000,
+    )
+    assert "accuracy" in text_of(page, "#job-progress")
+    page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
+    shot(page, "11-train-done")
+
+    page.locator("#evaluate").click()
+    page.wait_for_function(
+        "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
+    )
+    page.wait_for_selector("#eval-f1 .js-plotly-plot")
+    page.wait_for_selector("#eval-confusion .js-plotly-plot")
+    shot(page, "12-evaluation")
+
+    page.locator("#report").click()
+    page.wait_for_function(
+        "() => document.querySelector('#eval-status')?.innerText?.includes('Report written')",
+        timeout=120_000,
+    )
+    assert ".html" in text_of(page, "#report-file")
+
+
+def test_map_compares_encoders_and_labels_from_a_selection(server, page):
+    page.goto(server.url)
+    page.get_by_role("tab", name="Map").click()
+    page.get_by_label("Projection").click()
+    page.get_by_role("option", name="pca").click()
+    page.get_by_label("frozen vs active").check()
+    page.wait_for_function(
+        "() => document.querySelector('#map-plot')?.innerText?.includes('frozen minilm')",
+        timeout=180_000,
+    )
+    titles = text_of(page, "#map-plot")
+    assert "v1 (fast)" in titles and titles.count("silhouette") == 2
+    shot(page, "13-map-compare")
+
+    # A click on a point puts its id here; typing it does the same.
+    page.locator("#map-clicked textarea, #map-clicked input").first.fill("1")
+    page.locator("#map-clicked textarea, #map-clicked input").first.press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')"
+    )
+    assert "Predicted" in text_of(page, "#map-explanation")
+
+    page.locator("#map-selected textarea, #map-selected input").first.fill("1, 2")
+    page.locator("#map-move").click()
+    page.wait_for_function(
+        "() => document.querySelector('#map-action')?.innerText?.includes('Moved 2')"
+    )
+    shot(page, "14-map-after-move")
