@@ -185,7 +185,7 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
         for r in results:
-            best = r["intents"][0]["evidence"] if r["intents"] else {"text": "", "similarity": ""}
+            best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
             w.writerow(
                 [r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]]
             )
@@ -193,7 +193,7 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
     for r in results:
         print(f"{r['text']}\n  → {r['top']} ({r['score']:.3f}, margin {r['margin']:.3f})")
         for n in r["neighbours"][: args.show]:
-            print(f"     {n['similarity']:.3f}  [{'|'.join(n['intents'])}] {n['text']}")
+            print(f"     {n['similarity']:.3f}  [{'|'.join(n['labels'])}] {n['text']}")
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -210,6 +210,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         results = predict(_context(args), args.project, texts, k=args.k)
     _write_predictions(results, args)
+    return 0
+
+
+def cmd_bundle_export(args: argparse.Namespace) -> int:
+    from app.services.bundles import export_bundle
+
+    version = "base" if args.version == "base" else (int(args.version) if args.version else None)
+    info = export_bundle(_context(args), args.project, args.output, version=version, int8=args.int8)
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def cmd_bundle_import(args: argparse.Namespace) -> int:
+    from app.services.bundles import import_bundle
+
+    name = import_bundle(_context(args), args.file, args.name)
+    print(f"Imported the bundle as read-only project {name!r}.")
     return 0
 
 
@@ -269,8 +286,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("import", help="import a CSV/JSONL file into a project (created if new)")
-    p.add_argument("file", help="CSV (text,label|labels[,split]) or JSONL file")
+    p = sub.add_parser(
+        "import", help="import CSV, JSONL, Rasa YAML or intent .txt files into a project"
+    )
+    p.add_argument(
+        "file",
+        help="CSV (text,label|labels[,split]), JSONL, Rasa NLU .yml, or a folder/.zip of "
+        "intent_name.txt files (one utterance per line)",
+    )
     p.add_argument("--project", required=True)
     p.add_argument(
         "--no-create-intents", action="store_true", help="refuse labels that are not intents yet"
@@ -280,7 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("export", help="export a project to CSV or JSONL (by the file's suffix)")
+    p = sub.add_parser(
+        "export",
+        help="export a project: .csv, .jsonl, Rasa .yml, .zip or a folder (no suffix) of .txt files",
+    )
     p.add_argument("--project", required=True)
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=cmd_export)
@@ -297,6 +323,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_predict)
 
+    p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
+    bundle_sub = p.add_subparsers(dest="bundle_command", required=True)
+    b = bundle_sub.add_parser("export", help="write a model version as a bundle .zip")
+    b.add_argument("--project", required=True)
+    b.add_argument("--version", help="model version id, or 'base' (default: the active one)")
+    b.add_argument("-o", "--output", required=True, help="the .zip to write")
+    b.add_argument(
+        "--int8",
+        action="store_true",
+        help="add an int8 ONNX encoder (refused if it disagrees with fp32 on >1%% of the test split)",
+    )
+    b.set_defaults(func=cmd_bundle_export)
+    b = bundle_sub.add_parser("import", help="open a bundle as a new read-only project")
+    b.add_argument("file")
+    b.add_argument("--name", help="project name (default: the bundle's project + ' (bundle)')")
+    b.set_defaults(func=cmd_bundle_import)
+
     p = sub.add_parser("projects", help="list projects")
     p.set_defaults(func=cmd_projects)
     return parser
@@ -311,11 +354,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from core.bundle_safety import BundleError
+    from core.onnx_export import OnnxParityError
     from storage.errors import StorageError
 
     try:
         return int(args.func(args))
-    except (CliError, StorageError, ValueError, FileNotFoundError) as exc:
+    except (
+        CliError,
+        StorageError,
+        BundleError,
+        OnnxParityError,
+        ValueError,
+        FileNotFoundError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

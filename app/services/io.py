@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.context import AppContext
+from app.formats import FormatError as ImportProblem
+from app.formats import dump_rasa_yaml, read_interchange, write_intent_folder, write_intent_zip
 from storage.models import SPLITS
 from storage.projects import create_project, get_project
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, list_utterances
@@ -25,24 +27,6 @@ logger = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 MAX_ROWS = 200_000
-SHOW_PROBLEMS = 8
-
-
-@dataclass
-class ImportProblem(ValueError):
-    """A file that cannot be imported, with the offending lines (1-based, header = line 1)."""
-
-    summary: str
-    problems: list[tuple[int, str]] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        lines = [self.summary]
-        for line, msg in self.problems[:SHOW_PROBLEMS]:
-            lines.append(f"  line {line}: {msg}" if line else f"  {msg}")
-        if len(self.problems) > SHOW_PROBLEMS:
-            lines.append(f"  ... and {len(self.problems) - SHOW_PROBLEMS} more problem(s)")
-        lines.append("Nothing was imported.")
-        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -51,12 +35,17 @@ class ImportResult:
     inserted: int
     updated: int
     intents_created: list[str]
+    notes: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         names = self.intents_created
         more = f" and {len(names) - 8} more" if len(names) > 8 else ""
         created = f"; {len(names)} new intent(s): {', '.join(names[:8])}{more}" if names else ""
-        return f"Imported {self.inserted} utterance(s) into {self.project!r}, updated {self.updated}{created}."
+        notes = "".join(f" Note: {n}" for n in self.notes)
+        return (
+            f"Imported {self.inserted} utterance(s) into {self.project!r}, "
+            f"updated {self.updated}{created}.{notes}"
+        )
 
 
 def _split_labels(raw: object) -> list[str]:
@@ -205,6 +194,8 @@ def parse_jsonl(data: bytes) -> list[NewUtterance]:
 def parse_file(path: str | Path, data: bytes | None = None) -> list[NewUtterance]:
     """Validate a CSV/JSONL file completely; raise :class:`ImportProblem` listing bad lines."""
     p = Path(path)
+    if data is None and p.is_dir():
+        return read_interchange(p).rows
     if data is None:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -217,7 +208,12 @@ def parse_file(path: str | Path, data: bytes | None = None) -> list[NewUtterance
         return parse_jsonl(data)
     if suffix in (".csv", ".tsv", ".txt", ""):
         return parse_csv(data)
-    raise ImportProblem(f"Unsupported file type {suffix!r}: use .csv or .jsonl.")
+    if suffix in (".yml", ".yaml", ".zip"):
+        return read_interchange(p).rows
+    raise ImportProblem(
+        f"Unsupported file type {suffix!r}: use .csv, .jsonl, Rasa .yml, "
+        "or a folder / .zip of intent_name.txt files."
+    )
 
 
 def import_utterances(
@@ -259,9 +255,23 @@ def import_utterances(
 def import_file(
     ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None
 ) -> ImportResult:
-    """Parse and import a CSV/JSONL file. Raises ImportProblem (nothing written) on bad input."""
-    rows = parse_file(path)
-    return import_utterances(ctx, project, rows, **kwargs)  # type: ignore[arg-type]
+    """Parse and import a CSV/JSONL/Rasa YAML file, or a folder or .zip of ``intent.txt`` files.
+    Raises ImportProblem (nothing written) on bad input."""
+    p = Path(path)
+    notes: list[str] = []
+    if p.is_dir() or p.suffix.lower() in (".yml", ".yaml", ".zip"):
+        if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
+            raise ImportProblem(
+                f"The file is {p.stat().st_size / 2**20:.1f} MB; the limit is "
+                f"{MAX_FILE_BYTES / 2**20:.0f} MB."
+            )
+        parsed = read_interchange(p)
+        rows, notes = parsed.rows, list(parsed.notes)
+    else:
+        rows = parse_file(p)
+    result = import_utterances(ctx, project, rows, **kwargs)  # type: ignore[arg-type]
+    result.notes.extend(notes)
+    return result
 
 
 def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
@@ -290,11 +300,23 @@ def write_jsonl(rows: Iterable[NewUtterance]) -> str:
 
 
 def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
-    """Export a project to ``path`` (.csv or .jsonl by suffix). Returns the number of rows."""
+    """Export a project by the path's suffix: .csv, .jsonl, Rasa .yml/.yaml, .zip of
+    ``intent.txt`` files, or (no suffix) a folder of them. Returns the number of rows."""
     p = Path(path)
     rows = export_rows(ctx, project)
-    content = write_jsonl(rows) if p.suffix.lower() in (".jsonl", ".ndjson") else write_csv(rows)
+    suffix = p.suffix.lower()
+    if suffix == "":
+        write_intent_folder(rows, p)
+        return len(rows)
+    if suffix == ".zip":
+        payload = write_intent_zip(rows)
+    elif suffix in (".yml", ".yaml"):
+        payload = dump_rasa_yaml(rows).encode("utf-8")
+    elif suffix in (".jsonl", ".ndjson"):
+        payload = write_jsonl(rows).encode("utf-8")
+    else:
+        payload = write_csv(rows).encode("utf-8")
     tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(content, encoding="utf-8")
+    tmp.write_bytes(payload)
     tmp.replace(p)
     return len(rows)

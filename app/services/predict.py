@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 from app.context import AppContext
-from core.knn import Prediction
+from app.services.evaluation import is_multi_label
+from core.bundle import prediction_to_dict
 from storage.projects import get_project
 
 MAX_BATCH = 1000
@@ -15,37 +16,6 @@ MAX_BATCH = 1000
 def _project_id(ctx: AppContext, project: str) -> int:
     with ctx.db.session() as s:
         return get_project(s, project).id
-
-
-def prediction_to_dict(text: str, pred: Prediction, *, top: int = 5) -> dict[str, Any]:
-    """The runtime structure shared by the UI, the API, the CLI and bundles."""
-    return {
-        "text": text,
-        "top": pred.top,
-        "score": round(pred.score, 4),
-        "margin": round(pred.margin, 4),
-        "intents": [
-            {
-                "intent": s.intent,
-                "score": round(s.score, 4),
-                "evidence": {
-                    "id": s.best.id,
-                    "text": s.best.text,
-                    "similarity": round(s.best.similarity, 4),
-                },
-            }
-            for s in pred.intents[:top]
-        ],
-        "neighbours": [
-            {
-                "id": n.id,
-                "text": n.text,
-                "intents": list(n.labels),
-                "similarity": round(n.similarity, 4),
-            }
-            for n in pred.neighbours
-        ],
-    }
 
 
 def predict(
@@ -64,7 +34,8 @@ def predict(
         raise ValueError("This project has no labelled training utterances yet: label a few first.")
     vectors = pool.encoder.encode(clean)
     preds = pool.index.classify(vectors, k=k, show=show)
-    return [prediction_to_dict(t, p) for t, p in zip(clean, preds, strict=True)]
+    multi = is_multi_label([labels for _, labels in pool.items.values()])
+    return [prediction_to_dict(t, p, multi_label=multi) for t, p in zip(clean, preds, strict=True)]
 
 
 def predict_one(

@@ -87,8 +87,9 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     with gr.Accordion("Import / export", open=False):
         with gr.Row():
             up_file = gr.File(
-                label="CSV or JSONL (text,label or text,labels; optional split)",
-                file_types=[".csv", ".jsonl"],
+                label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
+                "YAML, or a .zip of intent_name.txt files",
+                file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
             )
             with gr.Column():
                 up_target = gr.Textbox(
@@ -99,7 +100,16 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 )
                 up_btn = gr.Button("Import", variant="primary", elem_id="import")
         with gr.Row():
-            ex_format = gr.Radio(["csv", "jsonl"], value="csv", label="Export format")
+            ex_format = gr.Radio(
+                [
+                    ("CSV", "csv"),
+                    ("JSONL", "jsonl"),
+                    ("Rasa YAML", "yml"),
+                    ("intent .txt files (zip)", "zip"),
+                ],
+                value="csv",
+                label="Export format",
+            )
             ex_btn = gr.Button("Export")
             ex_file = gr.File(label="Download", interactive=False)
 

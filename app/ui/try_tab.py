@@ -26,7 +26,7 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     if not result["intents"]:
         return "No prediction: the pool is empty."
     top = result["intents"][0]
-    ev = top["evidence"]
+    ev = top["best"]
     esc = html.escape
     sentence = (
         f"Predicted **{esc(top['intent'])}** because it is most like "
@@ -36,7 +36,7 @@ def explanation_markdown(result: dict[str, Any]) -> str:
         ru = result["intents"][1]
         sentence += (
             f" The closest other intent is **{esc(ru['intent'])}** "
-            f"(“{esc(ru['evidence']['text'])}”, {ru['evidence']['similarity']:.2f}); "
+            f"(“{esc(ru['best']['text'])}”, {ru['best']['similarity']:.2f}); "
             f"margin {result['margin']:.2f}."
         )
     return sentence
@@ -84,13 +84,13 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             return problem(err or ""), None, None, gr.update(choices=names or []), ""
         ranked_df = pd.DataFrame(
             [
-                [r["intent"], r["score"], r["evidence"]["text"], r["evidence"]["similarity"]]
+                [r["intent"], r["score"], r["best"]["text"], r["best"]["similarity"]]
                 for r in result["intents"]
             ],
             columns=["intent", "score", "nearest example of this intent", "similarity"],
         )
         neigh_df = pd.DataFrame(
-            [[n["text"], "|".join(n["intents"]), n["similarity"]] for n in result["neighbours"]],
+            [[n["text"], "|".join(n["labels"]), n["similarity"]] for n in result["neighbours"]],
             columns=["labelled example", "intents", "similarity"],
         )
         return (

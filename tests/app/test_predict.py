@@ -17,9 +17,10 @@ def test_demo_project_is_created_once_with_enough_data(ctx, demo):
 def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
     out = predict_one(ctx, demo, "where is my parcel? it has not arrived")
     assert out["top"] == "track_order"
-    assert out["neighbours"] and all(n["intents"] for n in out["neighbours"])
+    assert out["neighbours"] and all(n["labels"] for n in out["neighbours"])
     top = out["intents"][0]
-    assert top["evidence"]["similarity"] == pytest.approx(top["score"])
+    assert top["best"]["similarity"] == pytest.approx(top["score"])
+    assert out["labels"] == ["track_order"]
     assert out["margin"] == pytest.approx(
         out["intents"][0]["score"] - out["intents"][1]["score"], abs=1e-3
     )

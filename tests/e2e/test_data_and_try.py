@@ -58,4 +58,4 @@ def test_predict_api_answers_like_the_ui(server):
     assert "Demo: Acme support" in client.predict(api_name="/projects")
     result = client.predict("Demo: Acme support", "where is my parcel", 1, api_name="/predict")
     assert result["top"] == "track_order"
-    assert result["neighbours"][0]["intents"]
+    assert result["neighbours"][0]["labels"]

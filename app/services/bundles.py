@@ -1,0 +1,188 @@
+"""Model bundles from the app's side: export a model version of a project as a bundle (optionally
+with an int8 ONNX encoder that must pass the parity check), and import a bundle as a new
+read-only project whose exemplars are its labelled pool and whose encoder is the bundle's.
+
+The bundle format and its safe loading live in :mod:`core.bundle`; this module only gathers the
+project's data and writes rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from app.context import AppContext
+from app.services.evaluation import is_multi_label
+from app.services.versions import Version, resolve_encoder
+from core.bundle import open_bundle, write_bundle
+from storage.artifacts import tree_sha256
+from storage.datasets import snapshot
+from storage.models import ModelVersion, Project
+from storage.projects import create_project, get_project
+from storage.utterances import NewUtterance, import_rows, list_utterances
+
+logger = logging.getLogger(__name__)
+
+
+def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
+    """What the manifest says about the version (None/"active" = the active one)."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        vid = p.active_model_version_id if version in (None, "active") else version
+        if vid in (None, "base"):
+            return {"id": None, "method": "frozen", "base": p.base_encoder, "dir": None}
+        mv = s.get(ModelVersion, int(vid))
+        if mv is None or mv.project_id != p.id:
+            raise ValueError(f"No model version {vid} in project {project!r}.")
+        if not mv.artifact_path or not ctx.artifacts.verify(
+            mv.artifact_path, mv.artifact_sha256 or ""
+        ):
+            raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
+        return {
+            "id": mv.id,
+            "method": mv.method,
+            "base": mv.base_encoder,
+            "dir": ctx.artifacts.path(mv.artifact_path),
+            "config": dict(mv.config or {}),
+            "metrics": {k: v for k, v in (mv.metrics or {}).items() if k != "base"},
+            "base_metrics": dict((mv.metrics or {}).get("base") or {}),
+        }
+
+
+def export_bundle(
+    ctx: AppContext,
+    project: str,
+    out: str | Path,
+    *,
+    version: Version = None,
+    int8: bool = False,
+) -> dict[str, Any]:
+    """Write ``out`` (.zip) for a version of ``project`` and return its manifest summary.
+
+    Raises:
+        ValueError: unknown version, no labelled pool, or (with ``int8``) no texts to check parity.
+        core.onnx_export.OnnxParityError: the int8 encoder disagrees with fp32 on more than 1 % of
+            the evaluation split; nothing is written.
+    """
+    out = Path(out)
+    if out.suffix.lower() != ".zip":
+        raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
+    row = _version_row(ctx, project, version)
+    encoder, _ = resolve_encoder(ctx, project, row["id"] if row["id"] else "base")
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        rows = list_utterances(s, p.id)
+        dataset_hash = snapshot(s, p.id).content_hash
+    pool = [r for r in rows if r.split == "train" and r.labels]
+    if not pool:
+        raise ValueError("This project has no labelled training utterances to put in a bundle.")
+    texts, labels = [r.text for r in pool], [r.labels for r in pool]
+    vectors = ctx.cache.encode(encoder, texts)
+    fields: dict[str, Any] = {
+        "project": project,
+        "model_version": row["id"],
+        "method": row["method"],
+        "config": row.get("config", {}),
+        "metrics": row.get("metrics", {}),
+        "base_metrics": row.get("base_metrics", {}),
+        "dataset_hash": dataset_hash,
+        "multi_label": is_multi_label(labels),
+    }
+    with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
+        extra: dict[str, Path] = {}
+        if int8:
+            from core.onnx_export import export_onnx
+
+            evaluation = [r.text for r in rows if r.split == "test"] or texts
+            export_onnx(
+                encoder,
+                Path(tmp) / "onnx",
+                pool_texts=texts,
+                pool_labels=labels,
+                eval_texts=evaluation,
+                pool_vectors=vectors,
+            )
+            extra["onnx"] = Path(tmp) / "onnx"
+        write_bundle(
+            out,
+            encoder_dir=row["dir"],
+            base_encoder=row["base"],
+            exemplar_texts=texts,
+            exemplar_labels=labels,
+            vectors=vectors,
+            manifest_fields=fields,
+            extra_files=extra,
+        )
+    return {
+        "path": str(out),
+        "size_mb": round(out.stat().st_size / 1e6, 2),
+        "model_version": row["id"],
+        "exemplars": len(texts),
+        "int8": int8,
+    }
+
+
+def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) -> str:
+    """Open a bundle (verified, never executing anything from it) as a new read-only project.
+
+    The exemplars become the `train` pool; a tuned encoder becomes the project's active model
+    version. Returns the new project's name. Nothing is written if any step fails.
+    """
+    contents = open_bundle(path)
+    try:
+        manifest = contents.manifest
+        name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
+        model_files = [contents.root / "model.json"]
+        model_files += [contents.root / d for d in ("encoder", "adapter")]
+        has_model = (contents.root / "model.json").is_file()
+        rel = f"imported/{uuid.uuid4().hex}"
+        if has_model:
+            with ctx.artifacts.writing(rel) as tmp:
+                for src in model_files:
+                    if src.is_dir():
+                        shutil.copytree(src, tmp / src.name)
+                    elif src.is_file():
+                        shutil.copy2(src, tmp / src.name)
+        try:
+            with ctx.db.session() as s:
+                p: Project = create_project(
+                    s, name, base_encoder=str(manifest.get("base_encoder") or "minilm")
+                )
+                p.description = f"Imported from bundle {Path(path).name}"
+                import_rows(
+                    s,
+                    p.id,
+                    [
+                        NewUtterance(text, tuple(lab), "train")
+                        for text, lab in zip(contents.texts, contents.labels, strict=True)
+                    ],
+                )
+                if has_model:
+                    sha, size = tree_sha256(ctx.artifacts.path(rel))
+                    mv = ModelVersion(
+                        project_id=p.id,
+                        method=str(manifest.get("method") or "bundle"),
+                        base_encoder=p.base_encoder,
+                        config=dict(manifest.get("config") or {}),
+                        metrics=dict(manifest.get("metrics") or {}),
+                        artifact_path=rel,
+                        artifact_sha256=sha,
+                        artifact_size=size,
+                        note=f"from bundle: {json.dumps(manifest.get('model_version'))}",
+                    )
+                    s.add(mv)
+                    s.flush()
+                    p.active_model_version_id = mv.id
+                p.read_only = True
+                return p.name
+        except BaseException:
+            if has_model:
+                ctx.artifacts.remove(rel)
+            raise
+    finally:
+        contents.cleanup()

@@ -1,0 +1,112 @@
+"""Bundles from the app: export a version, load it without the app, same predictions as the app;
+open a bundle as a read-only project; the CLI around it; interchange formats through the app."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from app.cli import main
+from app.services import bundles as svc
+from app.services import data as data_svc
+from app.services import io as io_svc
+from app.services import predict as predict_svc
+from app.services import training
+from app.services.projects import project_names
+from app.services.versions import history
+from core.bundle import load
+from storage.errors import StorageError
+from tests.app.test_training_service import QUICK, make_tiny
+
+QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "hey there"]
+
+
+def same_predictions(app_out: list[dict], bundle_out: list[dict]) -> None:
+    for a, b in zip(app_out, bundle_out, strict=True):
+        assert a["top"] == b["top"]
+        assert a["score"] == pytest.approx(b["score"], abs=1e-4)
+        assert [n["text"] for n in a["neighbours"]] == [n["text"] for n in b["neighbours"]]
+
+
+def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
+    out = tmp_path / "demo.zip"
+    info = svc.export_bundle(ctx, demo, out)
+    assert info["model_version"] is None and info["exemplars"] > 100
+    queries = ["where is my parcel", "I forgot my password", "can I speak to a person"]
+    with load(out) as predictor:
+        assert predictor.manifest["method"] == "frozen"
+        same_predictions(predict_svc.predict(ctx, demo, queries), predictor.predict(queries))
+
+
+@pytest.mark.slow
+def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
+    make_tiny(ctx)
+    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    training.execute_job(ctx, job.id)
+    version = training.job(ctx, job.id).model_version_id
+    from app.services.versions import activate
+
+    activate(ctx, "tiny", version)
+    out = tmp_path / "tiny.zip"
+    info = svc.export_bundle(ctx, "tiny", out)
+    assert info["model_version"] == version
+    app_out = predict_svc.predict(ctx, "tiny", QUERIES)
+    with load(out) as predictor:
+        assert predictor.manifest["model_version"] == version
+        assert predictor.manifest["encoder_kind"] == "full"
+        same_predictions(app_out, predictor.predict(QUERIES))
+
+    name = svc.import_bundle(ctx, out)
+    assert name == "tiny (bundle)"
+    same_predictions(app_out, predict_svc.predict(ctx, name, QUERIES))
+    assert [h["method"] for h in history(ctx, name)] == ["fast"]
+    with pytest.raises(StorageError, match="read-only"):
+        data_svc.add_utterance(ctx, name, "new text", "balance")
+
+
+def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
+    out = tmp_path / "demo.zip"
+    svc.export_bundle(ctx, demo, out)
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(out) as src, zipfile.ZipFile(bad, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "exemplars.jsonl":  # its sha256 in the manifest no longer matches
+                data = data.replace(b"where is my order", b"WHERE is my order")
+            dst.writestr(item, data)
+    projects = project_names(ctx)
+    with pytest.raises(ValueError, match=r"exemplars\.jsonl"):
+        svc.import_bundle(ctx, bad)
+    assert project_names(ctx) == projects
+    assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
+
+
+def test_bundle_cli_export_then_predict(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "d")]
+    src = tmp_path / "shop.csv"
+    src.write_text(
+        "text,label\nwhere is my order,track\nhas my parcel shipped,track\n"
+        "refund please,refund\nI want my money back,refund\n",
+        encoding="utf-8",
+    )
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    out = tmp_path / "shop.zip"
+    assert main([*d, "bundle", "export", "--project", "shop", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--bundle", str(out), "--format", "jsonl", "give me my money"]) == 0
+    assert '"top": "refund"' in capsys.readouterr().out
+    assert main([*d, "bundle", "export", "--project", "shop", "-o", str(tmp_path / "x.txt")]) == 2
+    assert "ending in .zip" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["nlu.yml", "intents.zip", "folder"])
+def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, target):
+    out = tmp_path / target
+    n = io_svc.export_file(ctx, demo, out)
+    labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, demo) if r.labels)
+    assert n > 0
+    result = io_svc.import_file(ctx, "copy", out)
+    assert result.inserted == len(labelled)
+    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, "copy"))
+    assert copied == labelled
