@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -230,6 +231,19 @@ def cmd_bundle_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.services.reports import build_report
+
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix.lower() != ".html":
+        raise CliError("The report is an .html file: give a path ending in .html.")
+    path = build_report(_context(args), args.project, out.parent if out else None)
+    if out is not None:
+        path = path.replace(out)
+    print(path)
+    return 0
+
+
 def cmd_projects(args: argparse.Namespace) -> int:
     from app.services.projects import project_names, summary
 
@@ -339,6 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("file")
     b.add_argument("--name", help="project name (default: the bundle's project + ' (bundle)')")
     b.set_defaults(func=cmd_bundle_import)
+
+    p = sub.add_parser("report", help="write the stakeholder report (self-contained HTML)")
+    p.add_argument("--project", required=True)
+    p.add_argument("-o", "--output", help="the .html to write (default: <data-dir>/reports/)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("projects", help="list projects")
     p.set_defaults(func=cmd_projects)

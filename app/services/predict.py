@@ -8,7 +8,9 @@ from typing import Any
 from app.context import AppContext
 from app.services.evaluation import is_multi_label
 from core.bundle import prediction_to_dict
-from storage.projects import get_project
+from core.explain import explain
+from core.knn import Prediction
+from storage.projects import get_project, list_intents
 
 MAX_BATCH = 1000
 
@@ -18,10 +20,9 @@ def _project_id(ctx: AppContext, project: str) -> int:
         return get_project(s, project).id
 
 
-def predict(
-    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
-) -> list[dict[str, Any]]:
-    """Classify texts against the project's labelled pool with its active encoder."""
+def _classify(
+    ctx: AppContext, project: str, texts: list[str], k: int, show: int
+) -> tuple[list[str], list[Prediction], bool]:
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
@@ -35,13 +36,32 @@ def predict(
     vectors = pool.encoder.encode(clean)
     preds = pool.index.classify(vectors, k=k, show=show)
     multi = is_multi_label([labels for _, labels in pool.items.values()])
+    return clean, preds, multi
+
+
+def predict(
+    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
+) -> list[dict[str, Any]]:
+    """Classify texts against the project's labelled pool with its active encoder."""
+    clean, preds, multi = _classify(ctx, project, texts, k, show)
     return [prediction_to_dict(t, p, multi_label=multi) for t, p in zip(clean, preds, strict=True)]
 
 
 def predict_one(
     ctx: AppContext, project: str, text: str, *, k: int = 1, show: int = 5
 ) -> dict[str, Any]:
+    """One prediction plus its ``explanation`` (the evidence card: sentence, runner-up evidence,
+    margin, borderline diagnostic) and ``latency_ms``."""
     started = time.perf_counter()
-    out = predict(ctx, project, [text], k=k, show=show)[0]
+    clean, preds, multi = _classify(ctx, project, [text], k, show)
+    out = prediction_to_dict(clean[0], preds[0], multi_label=multi)
     out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    with ctx.db.session() as s:
+        intents = list_intents(s, get_project(s, project).id)
+    out["explanation"] = explain(
+        clean[0],
+        preds[0],
+        intents=[i.name for i in intents],
+        intent_descriptions={i.name: i.description for i in intents if i.description},
+    ).to_dict()
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import gradio as gr
@@ -22,24 +23,18 @@ HELP = (
 
 
 def explanation_markdown(result: dict[str, Any]) -> str:
-    """One plain sentence a stakeholder understands, from the prediction's own evidence."""
+    """The evidence card of a prediction: the plain sentence, margin, and the warnings."""
+    ex = result.get("explanation") or {}
     if not result["intents"]:
         return "No prediction: the pool is empty."
-    top = result["intents"][0]
-    ev = top["best"]
-    esc = html.escape
-    sentence = (
-        f"Predicted **{esc(top['intent'])}** because it is most like "
-        f"“{esc(ev['text'])}” ({ev['similarity']:.2f})."
-    )
-    if len(result["intents"]) > 1:
-        ru = result["intents"][1]
-        sentence += (
-            f" The closest other intent is **{esc(ru['intent'])}** "
-            f"(“{esc(ru['best']['text'])}”, {ru['best']['similarity']:.2f}); "
-            f"margin {result['margin']:.2f}."
-        )
-    return sentence
+    sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", html.escape(ex.get("sentence", "")))
+    lines = [sentence, "", f"score {result['score']:.2f} · margin {result['margin']:.2f}"]
+    if ex.get("ambiguous"):
+        lines.append("⚠️ Close call: the runner-up intent is almost as similar.")
+    if ex.get("borderline"):
+        reason = html.escape(ex.get("borderline_reason", ""))
+        lines.append("⚠️ Borderline: " + re.sub(r"\*([^*\n]+)\*", r"**\1**", reason))
+    return "\n\n".join(lines)
 
 
 def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None:

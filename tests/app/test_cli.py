@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import main
 
-SUBCOMMANDS = ["serve", "import", "export", "predict", "projects"]
+SUBCOMMANDS = ["serve", "import", "export", "predict", "projects", "bundle", "report"]
 
 
 def test_help_is_instant_and_does_not_import_torch():
@@ -97,3 +97,21 @@ def test_data_dir_can_come_from_the_environment(tmp_path, monkeypatch, capsys):
     src.write_text("text,label\na,x\nb,y\n")
     assert main(["import", str(src), "--project", "p"]) == 0
     assert (tmp_path / "envdata" / "studio.db").exists()
+
+
+def test_report_writes_an_offline_html_file(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "d")]
+    src = tmp_path / "shop.csv"
+    src.write_text(
+        "text,label,split\nwhere is my order,track,train\nhas my parcel shipped,track,train\n"
+        "refund please,refund,train\nI want my money back,refund,train\n"
+        "is my package on its way,track,test\ngive me my money,refund,test\n",
+        encoding="utf-8",
+    )
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    out = tmp_path / "report.html"
+    assert main([*d, "report", "--project", "shop", "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "shop" in page and "is my package on its way" in page
+    assert "<script src=" not in page
+    assert main([*d, "report", "--project", "shop", "-o", str(tmp_path / "r.pdf")]) == 2

@@ -69,3 +69,15 @@ def test_bad_predict_input_is_a_clear_error(ctx, demo):
     new_project(ctx, "empty")
     with pytest.raises(ValueError, match="no labelled training utterances"):
         predict(ctx, "empty", ["hello"])
+
+
+def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
+    out = predict_one(ctx, demo, "where is my parcel? it has not arrived")
+    ex = out["explanation"]
+    top, runner_up = out["intents"][0], out["intents"][1]
+    assert ex["predicted"] == out["top"] == top["intent"]
+    assert ex["predicted_neighbour"]["text"] == top["best"]["text"]
+    assert ex["runner_up"] == runner_up["intent"]
+    assert ex["runner_up_neighbour"]["text"] == runner_up["best"]["text"]
+    assert ex["margin"] == pytest.approx(out["margin"], abs=1e-6)
+    assert f"*{top['intent']}*" in ex["sentence"] and f"*{runner_up['intent']}*" in ex["sentence"]
