@@ -18,6 +18,7 @@ from typing import Any
 
 from app.context import AppContext
 from app.services.evaluation import is_multi_label
+from app.services.multilabel import HEAD_DIR
 from app.services.versions import Version, resolve_encoder
 from core.bundle import open_bundle, write_bundle
 from storage.artifacts import tree_sha256
@@ -95,6 +96,8 @@ def export_bundle(
     }
     with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
         extra: dict[str, Path] = {}
+        if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
+            extra[HEAD_DIR] = row["dir"] / HEAD_DIR  # the multi-label head and its thresholds
         if int8:
             from core.onnx_export import export_onnx
 
@@ -138,7 +141,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
         manifest = contents.manifest
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
         model_files = [contents.root / "model.json"]
-        model_files += [contents.root / d for d in ("encoder", "adapter")]
+        model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR)]
         has_model = (contents.root / "model.json").is_file()
         rel = f"imported/{uuid.uuid4().hex}"
         if has_model:

@@ -140,7 +140,27 @@ def test_predictions(
 
 
 def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> dict[str, Any]:
-    """Accuracy, macro-F1, per-intent metrics and confusion matrix on the test split, now."""
+    """Accuracy, macro-F1, per-intent metrics and confusion matrix on the test split, now.
+
+    For a multi-label project: micro/macro F1, exact match, per-intent scores and intent-pair
+    co-occurrence of the head on that encoder (no confusion matrix)."""
+    encoder, label = resolve_encoder(ctx, project, version)
+    with ctx.db.session() as s:
+        rows = [r for r in list_utterances(s, get_project(s, project).id) if r.labels]
+    train = [r for r in rows if r.split == "train"]
+    if is_multi_label([r.labels for r in train]):
+        from app.services import multilabel
+
+        test = [r for r in rows if r.split == "test"]
+        data = EvalData(
+            [r.text for r in train],
+            [r.labels for r in train],
+            [r.text for r in test],
+            [r.labels for r in test],
+        )
+        metrics, _ = multilabel.evaluate(encoder, data, ctx.cache)
+        metrics["version_label"] = label
+        return metrics
     label, preds = test_predictions(ctx, project, version)
     metrics = score_predictions([p.gold_for_scoring for p in preds], [p.predicted for p in preds])
     metrics["version_label"] = label

@@ -6,10 +6,13 @@ import time
 from typing import Any
 
 from app.context import AppContext
+from app.services import multilabel
 from app.services.evaluation import is_multi_label
 from core.bundle import prediction_to_dict
 from core.explain import explain
 from core.knn import Prediction
+from core.multilabel import MultiLabelHead
+from storage.models import ModelVersion
 from storage.projects import get_project, list_intents
 
 MAX_BATCH = 1000
@@ -22,7 +25,9 @@ def _project_id(ctx: AppContext, project: str) -> int:
 
 def _classify(
     ctx: AppContext, project: str, texts: list[str], k: int, show: int
-) -> tuple[list[str], list[Prediction], bool]:
+) -> tuple[list[str], list[dict[str, Any]], list[Prediction]]:
+    """Predictions as the public dicts (with the head's decision for a multi-label model), and the
+    raw k-NN predictions behind them."""
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
@@ -36,15 +41,29 @@ def _classify(
     vectors = pool.encoder.encode(clean)
     preds = pool.index.classify(vectors, k=k, show=show)
     multi = is_multi_label([labels for _, labels in pool.items.values()])
-    return clean, preds, multi
+    rows = [prediction_to_dict(t, p, multi_label=multi) for t, p in zip(clean, preds, strict=True)]
+    head = _head(ctx, pool.model_version_id) if multi else None
+    if head is not None:
+        multilabel.apply_head(rows, head, vectors)
+    return clean, rows, preds
+
+
+def _head(ctx: AppContext, version_id: int | None) -> MultiLabelHead | None:
+    if version_id is None:
+        return None
+    with ctx.db.session() as s:
+        mv = s.get(ModelVersion, version_id)
+        if mv is None or not mv.artifact_path:
+            return None
+        folder, sha = ctx.artifacts.path(mv.artifact_path), mv.artifact_sha256
+    return multilabel.version_head(folder, sha)
 
 
 def predict(
     ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
 ) -> list[dict[str, Any]]:
     """Classify texts against the project's labelled pool with its active encoder."""
-    clean, preds, multi = _classify(ctx, project, texts, k, show)
-    return [prediction_to_dict(t, p, multi_label=multi) for t, p in zip(clean, preds, strict=True)]
+    return _classify(ctx, project, texts, k, show)[1]
 
 
 def predict_one(
@@ -53,8 +72,8 @@ def predict_one(
     """One prediction plus its ``explanation`` (the evidence card: sentence, runner-up evidence,
     margin, borderline diagnostic) and ``latency_ms``."""
     started = time.perf_counter()
-    clean, preds, multi = _classify(ctx, project, [text], k, show)
-    out = prediction_to_dict(clean[0], preds[0], multi_label=multi)
+    clean, rows, preds = _classify(ctx, project, [text], k, show)
+    out = rows[0]
     out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     with ctx.db.session() as s:
         intents = list_intents(s, get_project(s, project).id)

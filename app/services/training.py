@@ -20,7 +20,9 @@ from typing import Any
 from sqlalchemy import select, update
 
 from app.context import AppContext
-from app.services.evaluation import EvalData, evaluate, gate
+from app.services import multilabel
+from app.services.evaluation import EvalData, evaluate, gate, is_multi_label
+from core.encoders import Encoder
 from core.training import (
     TrainConfig,
     TrainingCancelled,
@@ -120,7 +122,8 @@ def request_retrain(
 ) -> tuple[JobView, bool]:
     """Validate and queue a retrain. Returns (job, created): a second request while one is queued
     or running returns that job instead of queueing another."""
-    cfg = TrainConfig.from_dict(dict(config or {}))  # raises ValueError for out-of-range settings
+    encoder_config, head_options = multilabel.split_head_options(dict(config or {}))
+    cfg = TrainConfig.from_dict(encoder_config)  # raises ValueError for out-of-range settings
     with ctx.db.session() as s:
         p = get_project(s, project)
         ensure_writable(p)
@@ -138,7 +141,7 @@ def request_retrain(
             project_id=p.id,
             user_id=user_id,
             status="queued",
-            config=cfg.to_dict(),
+            config={**cfg.to_dict(), "head": head_options},
             message="queued",
         )
         s.add(job)
@@ -336,9 +339,12 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         j = s.get(TrainingJob, job_id)
         assert j is not None
         project_id, config = j.project_id, dict(j.config)
+    head_options = dict(config.pop("head", None) or {})
     reporter = _JobReporter(ctx, job_id)
     try:
-        _train_and_register(ctx, reporter, job_id, project_id, TrainConfig.from_dict(config))
+        _train_and_register(
+            ctx, reporter, job_id, project_id, TrainConfig.from_dict(config), head_options
+        )
     except TrainingCancelled:
         _finish(ctx, job_id, "cancelled", "cancelled; the active model is unchanged")
     except Exception as exc:
@@ -351,7 +357,12 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
 
 
 def _train_and_register(
-    ctx: AppContext, reporter: _JobReporter, job_id: int, project_id: int, cfg: TrainConfig
+    ctx: AppContext,
+    reporter: _JobReporter,
+    job_id: int,
+    project_id: int,
+    cfg: TrainConfig,
+    head_options: dict[str, Any],
 ) -> None:
     with ctx.db.session() as s:
         dv = snapshot(s, project_id)
@@ -386,19 +397,28 @@ def _train_and_register(
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model")
+    multi = is_multi_label(data.train_labels)
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
+        if multi:  # the head is part of the version: written before the folder is renamed
+            reporter.log(f"training the multi-label head and evaluating on {data.split}")
+            new_enc = load_trained(tmp, device=ctx.device)
+            new_metrics, head = multilabel.evaluate(new_enc, data, ctx.cache, **head_options)
+            head.save(tmp / multilabel.HEAD_DIR)
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
         reporter.log(f"evaluating on {data.split}")
-        new_metrics = evaluate(load_trained(path, device=ctx.device), data, ctx.cache)
-        base_metrics = evaluate(ctx.base_encoder(base), data, ctx.cache)
-        ref_metrics = (
-            base_metrics
-            if active is None
-            else evaluate(ctx.encoder_for_version(active), data, ctx.cache)
-        )
+
+        def score(encoder: Encoder) -> dict[str, Any]:
+            if multi:
+                return multilabel.evaluate(encoder, data, ctx.cache, **head_options)[0]
+            return evaluate(encoder, data, ctx.cache)
+
+        if not multi:
+            new_metrics = score(load_trained(path, device=ctx.device))
+        base_metrics = score(ctx.base_encoder(base))
+        ref_metrics = base_metrics if active is None else score(ctx.encoder_for_version(active))
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)
         metrics = {
             **new_metrics,

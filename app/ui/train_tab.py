@@ -245,6 +245,16 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         if err or m is None:
             return problem(err or ""), None, None, None
         per_intent = {k: v["f1"] for k, v in m["per_intent"].items() if v["support"]}
+        if m.get("multi_label"):
+            head = (
+                f"{m['version_label']} + multi-label head (θ = {m['threshold']:.2f}): micro-F1 "
+                f"**{m['micro_f1']:.3f}**, macro-F1 **{m['macro_f1']:.3f}**, exact match "
+                f"**{m['exact_match']:.3f}** on {int(m['n'])} utterances ({m['split']})."
+            )
+            pairs = pd.DataFrame(
+                m["cooccurrence"], columns=["a", "b", "gold", "predicted", "both", "recall"]
+            )
+            return head, plots.f1_bars(per_intent), None, pairs
         labels, matrix = m["confusion"]["labels"], m["confusion"]["matrix"]
         pairs = pd.DataFrame(
             plots.worst_pairs(labels, matrix), columns=["gold", "predicted as", "count"]

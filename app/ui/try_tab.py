@@ -31,6 +31,13 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     lines = [sentence, "", f"score {result['score']:.2f} · margin {result['margin']:.2f}"]
     if ex.get("ambiguous"):
         lines.append("⚠️ Close call: the runner-up intent is almost as similar.")
+    if result.get("probabilities") is not None:
+        theta = result.get("threshold", 0.3)
+        chosen = ", ".join(
+            f"**{html.escape(name)}** ({result['probabilities'][name]:.2f})"
+            for name in result["labels"]
+        )
+        lines.insert(0, f"Multi-label decision (θ = {theta:.2f}): {chosen or 'no intent'}.")
     if ex.get("borderline"):
         reason = html.escape(ex.get("borderline_reason", ""))
         lines.append("⚠️ Borderline: " + re.sub(r"\*([^*\n]+)\*", r"**\1**", reason))

@@ -1,0 +1,110 @@
+"""A multi-label project end to end through the services: retrain trains the head inside the
+version, predictions carry its probabilities and label sets next to the k-NN evidence, evaluation
+is multi-label, and the bundle decides the same label sets."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from app.services import bundles as bundle_svc
+from app.services import data as data_svc
+from app.services import evaluation as eval_svc
+from app.services import predict as predict_svc
+from app.services import training
+from app.services.multilabel import HEAD_DIR
+from app.services.projects import new_project
+from core.bundle import load
+from storage.models import ModelVersion, TrainingJob
+
+pytestmark = pytest.mark.slow
+
+ROWS = [
+    ("cancel my booking", "cancel"),
+    ("I need to cancel the reservation", "cancel"),
+    ("please cancel my stay", "cancel"),
+    ("cancel it", "cancel"),
+    ("I want a refund", "refund"),
+    ("give me my deposit back", "refund"),
+    ("refund the payment", "refund"),
+    ("money back please", "refund"),
+    ("is breakfast included", "breakfast"),
+    ("what time is breakfast", "breakfast"),
+    ("do you serve breakfast", "breakfast"),
+    ("breakfast options", "breakfast"),
+    ("can I park my car", "parking"),
+    ("is there parking at the hotel", "parking"),
+    ("how much is parking", "parking"),
+    ("parking for two cars", "parking"),
+    ("cancel my booking and refund the deposit", "cancel|refund"),
+    ("cancel and give me my money back", "cancel|refund"),
+    ("refund me and cancel the room", "cancel|refund"),
+    ("is breakfast included and can I park", "breakfast|parking"),
+    ("parking and breakfast prices", "breakfast|parking"),
+]
+TEST = [
+    ("please cancel the booking", "cancel"),
+    ("I would like my money back", "refund"),
+    ("when is breakfast served", "breakfast"),
+    ("where do I park", "parking"),
+    ("cancel the room and refund me", "cancel|refund"),
+]
+QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
+
+
+@pytest.fixture
+def hotel(ctx):
+    new_project(ctx, "hotel")
+    for split, rows in (("train", ROWS), ("test", TEST)):
+        for text, labels in rows:
+            data_svc.add_utterance(ctx, "hotel", text, labels.split("|"), split)
+    return "hotel"
+
+
+@pytest.mark.parametrize(
+    "bad", [{"threshold": 1.5}, {"threshold": 0}, {"threshold": "high"}, {"tune_thresholds": 3}]
+)
+def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
+    with pytest.raises(ValueError, match="threshold"):
+        training.request_retrain(ctx, hotel, {**QUICK, **bad}, enqueue=False)
+    with ctx.db.session() as s:
+        assert s.scalar(select(func.count()).select_from(TrainingJob)) == 0
+
+
+def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
+    job, _ = training.request_retrain(ctx, hotel, {**QUICK, "threshold": 0.4}, enqueue=False)
+    training.execute_job(ctx, job.id)
+    done = training.job(ctx, job.id)
+    assert done.status == "succeeded", done.log
+    with ctx.db.session() as s:
+        mv = s.get(ModelVersion, done.model_version_id)
+        metrics, folder = mv.metrics, ctx.artifacts.path(mv.artifact_path)
+    assert (folder / HEAD_DIR / "head.json").is_file()
+    assert metrics["primary"] == "micro_f1" and metrics["multi_label"]
+    assert metrics["threshold"] == 0.4
+    assert {"exact_match", "micro_f1", "macro_f1", "cooccurrence"} <= set(metrics)
+    assert "micro_f1" in metrics["base"]  # the frozen encoder + head, on the same split
+
+    from app.services.versions import activate
+
+    activate(ctx, hotel, mv.id)
+    out = predict_svc.predict_one(ctx, hotel, "cancel my room and refund the deposit")
+    probs = out["probabilities"]
+    assert set(probs) == {"breakfast", "cancel", "parking", "refund"}
+    assert out["labels"] == sorted(n for n, p in probs.items() if p >= 0.4)
+    assert out["threshold"] == 0.4
+    assert out["neighbours"], "the k-NN evidence stays beside the head's decision"
+
+    live = eval_svc.live_evaluation(ctx, hotel)
+    assert live["multi_label"] and 0.0 <= live["exact_match"] <= 1.0
+
+    bundle = tmp_path / "hotel.zip"
+    bundle_svc.export_bundle(ctx, hotel, bundle)
+    queries = ["cancel my room and refund the deposit", "parking and breakfast?", "hello"]
+    app_out = predict_svc.predict(ctx, hotel, queries)
+    with load(bundle) as predictor:
+        assert predictor.head is not None
+        for a, b in zip(app_out, predictor.predict(queries), strict=True):
+            assert a["labels"] == b["labels"]
+            for name, p in a["probabilities"].items():
+                assert b["probabilities"][name] == pytest.approx(p, abs=1e-3)
