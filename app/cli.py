@@ -244,6 +244,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sqlite_file(args: argparse.Namespace) -> Path:
+    from app.config import load_settings
+
+    settings = load_settings(args.data_dir, args.db_url)
+    prefix = "sqlite:///"
+    if not settings.database_url.startswith(prefix):
+        raise CliError(
+            "backup covers the built-in SQLite database; back up others with their tools."
+        )
+    return Path(settings.database_url[len(prefix) :])
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from storage.backup import backup
+
+    settings = load_settings(args.data_dir, args.db_url)
+    manifest = backup(_sqlite_file(args), settings.artifacts_dir, Path(args.output))
+    files = manifest["files"]
+    print(f"Backed up the database and {len(files) - 1} artifact file(s) to {args.output}.")  # type: ignore[arg-type]
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from storage.backup import restore
+
+    target = load_settings(args.data_dir, None).data_dir
+    manifest = restore(Path(args.file), target)
+    print(f"Restored the backup of {manifest['created_at']} into {target}.")
+    return 0
+
+
 def cmd_projects(args: argparse.Namespace) -> int:
     from app.services.projects import project_names, summary
 
@@ -358,6 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project", required=True)
     p.add_argument("-o", "--output", help="the .html to write (default: <data-dir>/reports/)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("backup", help="back up the database and model files into one archive")
+    p.add_argument("-o", "--output", required=True, help="the .tar.gz to write")
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("restore", help="restore a backup into an empty data directory")
+    p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
+    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("projects", help="list projects")
     p.set_defaults(func=cmd_projects)

@@ -1,0 +1,117 @@
+"""Backup and restore through the CLI: a restored instance predicts identically; a damaged or
+hostile archive restores nothing; a non-empty data directory is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from app.cli import main
+from app.config import load_settings
+from app.context import AppContext
+from app.services import predict as predict_svc
+from app.services import training
+from app.services.versions import history
+from tests.app.test_training_service import QUICK, make_tiny
+
+pytestmark = pytest.mark.slow
+
+QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "hey there"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """A data directory with a trained, active version (made once for the module)."""
+    ctx = AppContext(load_settings(tmp_path_factory.mktemp("source") / "data"))
+    make_tiny(ctx)
+    # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
+    job, _ = training.request_retrain(ctx, "tiny", {**QUICK, "method": "lora"}, enqueue=False)
+    training.execute_job(ctx, job.id)
+    from app.services.versions import activate
+
+    activate(ctx, "tiny", training.job(ctx, job.id).model_version_id)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="module")
+def backed_up(source, tmp_path_factory):
+    """The source backed up while its context is open (the online backup API)."""
+    archive = tmp_path_factory.mktemp("backup") / "backup.tar.gz"
+    assert main(["--data-dir", str(source.settings.data_dir), "backup", "-o", str(archive)]) == 0
+    return archive
+
+
+def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, capsys):
+    ctx = source
+    target = tmp_path / "restored"
+    assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 0
+    restored = AppContext(load_settings(target))
+    try:
+        assert history(restored, "tiny") == history(ctx, "tiny")
+        before = predict_svc.predict(ctx, "tiny", QUERIES)
+        after = predict_svc.predict(restored, "tiny", QUERIES)
+        for a, b in zip(before, after, strict=True):
+            assert a["top"] == b["top"]
+            assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+    finally:
+        restored.close()
+    # and never over an existing data directory
+    assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 2
+    assert "not empty" in capsys.readouterr().err
+
+
+def _rewrite(src, dst, change) -> None:
+    with tarfile.open(src, "r:gz") as tin, tarfile.open(dst, "w:gz") as tout:
+        for m in tin.getmembers():
+            data = tin.extractfile(m).read()
+            m, data = change(m, data)
+            if m is not None:
+                m.size = len(data)
+                tout.addfile(m, io.BytesIO(data))
+
+
+def _flip_artifact(m, data):
+    return m, (data[:-1] + bytes([data[-1] ^ 1])) if m.name.startswith("artifacts/") else data
+
+
+def _evil_path(m, data):
+    if m.name == "studio.db":
+        m.name = "../escaped.db"
+    return m, data
+
+
+def _drop_db(m, data):
+    return (None, data) if m.name == "studio.db" else (m, data)
+
+
+def _bad_format(m, data):
+    if m.name == "backup.json":
+        doc = json.loads(data)
+        doc["format"] = 99
+        data = json.dumps(doc).encode()
+    return m, data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_flip_artifact, "damaged"),
+        (_evil_path, "unsafe path"),
+        (_drop_db, "does not match"),
+        (_bad_format, "Unknown backup format"),
+    ],
+    ids=["tampered", "path-traversal", "missing-db", "format"],
+)
+def test_a_bad_archive_restores_nothing(backed_up, tmp_path, capsys, change, message):
+    bad = tmp_path / "bad.tar.gz"
+    _rewrite(backed_up, bad, change)
+    target = tmp_path / "restored"
+    assert main(["--data-dir", str(target), "restore", str(bad)]) == 2
+    assert message in capsys.readouterr().err
+    assert not target.exists() or not any(target.iterdir())
+    assert not (tmp_path / "escaped.db").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
