@@ -30,10 +30,35 @@ def _context(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import dataclasses
+    import ipaddress
+
+    from app.auth import check_login, ensure_admin
+    from app.config import load_settings
+    from app.context import AppContext
     from app.services.projects import ensure_demo_project
     from app.ui.main import build_app, css
 
-    ctx = _context(args)
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback and not args.multi_user:
+        raise CliError(
+            f"Refusing to bind {args.host} in single-user mode (no login, everyone is admin). "
+            "Use --multi-user to serve other machines."
+        )
+    settings = load_settings(args.data_dir, args.db_url)
+    ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
+    auth = None
+    if args.multi_user:
+        generated = ensure_admin(ctx, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
+        if generated:
+            print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
+
+        def auth(name: str, password: str) -> bool:
+            return check_login(ctx, name, password)
+
     if not args.no_demo:
         ensure_demo_project(ctx)
     import threading
@@ -56,6 +81,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server_port=args.port,
         css=css(),
         show_error=True,
+        auth=auth,
+        auth_message="Intent Studio: sign in (ask an admin for an account).",
         prevent_thread_lock=False,
         quiet=True,
     )
@@ -277,6 +304,33 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_users(args: argparse.Namespace) -> int:
+    from app.auth import add_user
+    from storage.users import list_users, set_role
+
+    ctx = _context(args)
+    if args.action == "list":
+        with ctx.db.session() as s:
+            for u in list_users(s):
+                print(f"{u.name}\t{u.role}")
+        return 0
+    if not args.name:
+        raise CliError("Give the user's name.")
+    if args.action == "add":
+        password = os.environ.get("INTENT_STUDIO_PASSWORD")
+        if password is None:
+            import getpass
+
+            password = getpass.getpass(f"Password for {args.name}: ")
+        who = add_user(ctx, args.name, args.role, password)
+        print(f"Added {who.name} ({who.role}).")
+        return 0
+    with ctx.db.session() as s:
+        set_role(s, args.name, args.role)
+    print(f"{args.name} is now a {args.role}.")
+    return 0
+
+
 def cmd_projects(args: argparse.Namespace) -> int:
     from app.services.projects import project_names, summary
 
@@ -313,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--no-worker", action="store_true", help="do not start a training worker beside the app"
+    )
+    p.add_argument(
+        "--multi-user",
+        action="store_true",
+        help="require sign-in with roles (admin/designer/viewer); needed to bind a public address",
     )
     p.set_defaults(func=cmd_serve)
 
@@ -400,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
     p.set_defaults(func=cmd_restore)
 
+    p = sub.add_parser("users", help="add users, change roles, list users (multi-user mode)")
+    p.add_argument("action", choices=["add", "role", "list"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--role", default="designer", choices=["viewer", "designer", "admin"])
+    p.set_defaults(func=cmd_users)
+
     p = sub.add_parser("projects", help="list projects")
     p.set_defaults(func=cmd_projects)
     return parser
@@ -426,6 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         BundleError,
         OnnxParityError,
         ValueError,
+        PermissionError,
         FileNotFoundError,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,6 +18,8 @@ class Settings:
     data_dir: Path
     db_url: str | None = None
     device: str | None = None
+    # Login and roles (``serve --multi-user``); off = single-user local mode, everyone is admin.
+    multi_user: bool = False
 
     @property
     def database_url(self) -> str:

@@ -5,12 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from app.auth import current_user_id
 from app.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.projects import ensure_writable, get_project
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
+
+
+def _acting_user(user_id: int | None) -> int | None:
+    """The given user, or the one on whose behalf this request runs (for the audit log)."""
+    return user_id if user_id is not None else current_user_id()
 
 
 def _project_id(s: Any, project: str, *, write: bool = False) -> int:
@@ -80,7 +86,7 @@ def add_utterance(
             text,
             parse_label_input(labels),
             split=split,
-            user_id=user_id,
+            user_id=_acting_user(user_id),
         )
     return asdict(row)
 
@@ -108,8 +114,10 @@ def label_utterance(
             )
         target_split = split or ("train" if names and current.split == "unlabelled" else None)
         if target_split and target_split != current.split:
-            repo.update_utterance(s, pid, utterance_id, split=target_split, user_id=user_id)
-        row = repo.set_labels(s, pid, utterance_id, names, user_id=user_id)
+            repo.update_utterance(
+                s, pid, utterance_id, split=target_split, user_id=_acting_user(user_id)
+            )
+        row = repo.set_labels(s, pid, utterance_id, names, user_id=_acting_user(user_id))
     return asdict(row)
 
 
@@ -128,8 +136,8 @@ def label_many(
         for uid in utterance_ids:
             current = repo.get_utterance(s, pid, uid)
             if names and current.split == "unlabelled":
-                repo.update_utterance(s, pid, uid, split="train", user_id=user_id)
-            repo.set_labels(s, pid, uid, names, user_id=user_id)
+                repo.update_utterance(s, pid, uid, split="train", user_id=_acting_user(user_id))
+            repo.set_labels(s, pid, uid, names, user_id=_acting_user(user_id))
     return len(utterance_ids)
 
 
@@ -144,7 +152,7 @@ def move_split(
     with ctx.db.session() as s:
         pid = _project_id(s, project, write=True)
         for uid in utterance_ids:
-            repo.update_utterance(s, pid, uid, split=split, user_id=user_id)
+            repo.update_utterance(s, pid, uid, split=split, user_id=_acting_user(user_id))
     return len(utterance_ids)
 
 
@@ -164,7 +172,7 @@ def edit_text(
             utterance_id,
             text=text,
             expected_version=expected_version,
-            user_id=user_id,
+            user_id=_acting_user(user_id),
         )
     return asdict(row)
 
@@ -173,7 +181,9 @@ def delete_utterance(
     ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None
 ) -> None:
     with ctx.db.session() as s:
-        repo.delete_utterance(s, _project_id(s, project, write=True), utterance_id, user_id=user_id)
+        repo.delete_utterance(
+            s, _project_id(s, project, write=True), utterance_id, user_id=_acting_user(user_id)
+        )
 
 
 def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
@@ -193,21 +203,23 @@ def merge_intents(
 ) -> int:
     with ctx.db.session() as s:
         return repo_projects.merge_intents(
-            s, _project_id(s, project, write=True), sources, target, user_id=user_id
+            s, _project_id(s, project, write=True), sources, target, user_id=_acting_user(user_id)
         )
 
 
 def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
     with ctx.db.session() as s:
         return repo_projects.delete_intent(
-            s, _project_id(s, project, write=True), name, user_id=user_id
+            s, _project_id(s, project, write=True), name, user_id=_acting_user(user_id)
         )
 
 
 def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
     """Undo the last label change (a whole batch, e.g. a merge). Returns what was undone."""
     with ctx.db.session() as s:
-        events = repo.undo_last(s, _project_id(s, project, write=True), user_id=user_id)
+        events = repo.undo_last(
+            s, _project_id(s, project, write=True), user_id=_acting_user(user_id)
+        )
         if not events:
             return "Nothing to undo."
         first = events[0]

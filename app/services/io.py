@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.auth import current_user_id
 from app.context import AppContext
 from app.formats import FormatError as ImportProblem
 from app.formats import dump_rasa_yaml, read_interchange, write_intent_folder, write_intent_zip
@@ -243,7 +244,7 @@ def import_utterances(
             s,
             proj.id,
             rows,
-            user_id=user_id,
+            user_id=user_id if user_id is not None else current_user_id(),
             create_missing_intents=create_missing_intents,
             on_existing=on_existing,
         )

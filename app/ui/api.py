@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.auth import require
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as predict_svc
@@ -25,16 +26,26 @@ def register_api(ctx: AppContext) -> None:
         """Classify up to 1000 utterances."""
         return predict_svc.predict(ctx, project, list(texts), k=int(k))
 
-    def label(project: str, text: str, intents: list[str], split: str = "train") -> dict[str, Any]:
+    def label(
+        project: str,
+        text: str,
+        intents: list[str],
+        split: str = "train",
+        request: gr.Request | None = None,
+    ) -> dict[str, Any]:
         """Add a labelled utterance, or relabel it when the text is already in the project."""
+        try:  # the role is checked here, on the server, for every caller
+            who = require(ctx, getattr(request, "username", None), "designer")
+        except PermissionError as exc:
+            raise gr.Error(str(exc)) from exc
         existing = [
             r for r in data_svc.table(ctx, project, search=text) if r["text"] == text.strip()
         ]
         if existing:
             return data_svc.label_utterance(
-                ctx, project, int(existing[0]["id"]), intents, split=split
+                ctx, project, int(existing[0]["id"]), intents, split=split, user_id=who.id
             )
-        return data_svc.add_utterance(ctx, project, text, intents, split)
+        return data_svc.add_utterance(ctx, project, text, intents, split, user_id=who.id)
 
     def projects() -> list[str]:
         """The project names."""

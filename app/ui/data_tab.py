@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.auth import guarded
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
@@ -261,6 +262,9 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
         return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
 
+    def write(fn: Any, outputs: int = 1) -> Any:
+        return guarded(ctx, "designer", outputs=outputs)(fn)
+
     def then_refresh(ev: Any) -> None:
         ev.then(refresh, filters, refresh_outputs, show_progress="hidden")
 
@@ -277,33 +281,42 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     # else was said, so the action's result stays visible.
     then_refresh(
         save_btn.click(
-            save,
+            write(save),
             [project, e_id, e_version, e_text, e_intents, e_split, user],
             [status],
             api_name="save_utterance",
         )
     )
-    then_refresh(delete_btn.click(delete, [project, e_id], [status], api_visibility="private"))
+    then_refresh(
+        delete_btn.click(write(delete), [project, e_id], [status], api_visibility="private")
+    )
     then_refresh(
         add_btn.click(
-            add, [project, a_text, a_intents, a_split], [status, a_text], api_visibility="private"
+            write(add, outputs=2),
+            [project, a_text, a_intents, a_split],
+            [status, a_text],
+            api_visibility="private",
         )
     )
-    then_refresh(undo_btn.click(undo, [project], [status], api_name="undo"))
+    then_refresh(undo_btn.click(write(undo), [project], [status], api_name="undo"))
     then_refresh(
-        i_create.click(create_intent, [project, i_name], [status], api_visibility="private")
+        i_create.click(write(create_intent), [project, i_name], [status], api_visibility="private")
     )
     then_refresh(
-        i_rename.click(rename_intent, [project, i_old, i_new], [status], api_visibility="private")
+        i_rename.click(
+            write(rename_intent), [project, i_old, i_new], [status], api_visibility="private"
+        )
     )
     then_refresh(
-        i_delete.click(delete_intent, [project, i_old], [status], api_visibility="private")
+        i_delete.click(write(delete_intent), [project, i_old], [status], api_visibility="private")
     )
     then_refresh(
-        m_btn.click(merge, [project, m_sources, m_target], [status], api_visibility="private")
+        m_btn.click(
+            write(merge), [project, m_sources, m_target], [status], api_visibility="private"
+        )
     )
     up_btn.click(
-        do_import,
+        write(do_import, outputs=2),
         [project, up_file, up_target, up_create],
         [status, project],
         api_visibility="private",

@@ -7,8 +7,11 @@ from importlib import resources
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 
+from app.auth import actor, guarded
 from app.context import AppContext
+from app.services import data as data_svc
 from app.services import projects as project_svc
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
@@ -39,6 +42,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             )
             new_name = gr.Textbox(label="New project", placeholder="name, then Enter", scale=2)
         summary = gr.Markdown(elem_id="project-summary")
+        register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():
             with gr.Tab("Data", id="data"):
                 data_tab = build_data_tab(ctx, project, user)
@@ -48,16 +52,38 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
                 map_tab = build_map_tab(ctx, project, user)
-        register_api(ctx)
+            with gr.Tab("Activity", id="activity") as activity_tab:
+                gr.Markdown("Every label change, who made it and when (newest first).")
+                activity = gr.Dataframe(
+                    headers=["when", "user", "action", "utterance", "before", "after"],
+                    interactive=False,
+                    wrap=True,
+                    elem_id="activity",
+                )
 
-        def show_summary(proj: str | None) -> str:
+        def show_activity(proj: str | None) -> Any:
+            rows = attempt(lambda: data_svc.activity(ctx, proj))[0] if proj else None
+            return pd.DataFrame(
+                rows or [], columns=["when", "user", "action", "utterance", "before", "after"]
+            )
+
+        activity_tab.select(show_activity, [project], [activity], api_visibility="private")
+
+        def show_summary(proj: str | None, request: gr.Request) -> str:
+            if ctx.settings.multi_user:
+                who = actor(ctx, getattr(request, "username", None))
+                mode = f"signed in as **{who.name}** ({who.role})"
+            else:
+                mode = "single-user local mode"
             if not proj:
-                return "No project yet: create one above or import a file in the Data tab."
+                return (
+                    f"No project yet: create one above or import a file in the Data tab. · {mode}"
+                )
             s, err = attempt(lambda: project_svc.summary(ctx, proj))
             return (
                 problem(err or "unknown project")
                 if err or s is None
-                else s.headline() + " · single-user local mode"
+                else f"{s.headline()} · {mode}"
             )
 
         def create(name: str) -> tuple[Any, str, str]:
@@ -86,5 +112,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             [project],
             api_visibility="private",
         )
-        new_name.submit(create, [new_name], [project, summary, new_name], api_visibility="private")
+        new_name.submit(
+            guarded(ctx, "admin", outputs=3)(create),
+            [new_name],
+            [project, summary, new_name],
+            api_visibility="private",
+        )
     return demo

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.auth import guarded
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import maps as svc
@@ -170,10 +171,17 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     )
     clicked.input(explain_point, [project, clicked], [explanation], api_name="map_explain")
     clicked.submit(explain_point, [project, clicked], [explanation], api_visibility="private")
-    label_btn.click(label, [project, selected, label_as], [action], api_name="map_label").then(
-        render, inputs, outputs, api_visibility="private"
-    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
-    split_btn.click(move, [project, selected, split_to], [action], api_name="map_move").then(
-        render, inputs, outputs, api_visibility="private"
-    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
+    label_btn.click(
+        guarded(ctx, "designer")(label),
+        [project, selected, label_as],
+        [action],
+        api_name="map_label",
+    ).then(render, inputs, outputs, api_visibility="private").then(
+        None, None, None, js=_JS_BIND, api_visibility="private"
+    )
+    split_btn.click(
+        guarded(ctx, "designer")(move), [project, selected, split_to], [action], api_name="map_move"
+    ).then(render, inputs, outputs, api_visibility="private").then(
+        None, None, None, js=_JS_BIND, api_visibility="private"
+    )
     return {"refresh": (render, inputs, outputs)}

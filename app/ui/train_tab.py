@@ -18,6 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from app import plots
+from app.auth import guarded
 from app.context import AppContext
 from app.services import bundles as bundle_svc
 from app.services import evaluation as eval_svc
@@ -316,14 +317,29 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
             f"Opened as read-only project {name!r}."
         )
 
-    bundle_btn.click(export, [project, int8], [bundle_file, eval_status], api_name="export_bundle")
-    open_btn.click(open_bundle, [bundle_in], [project, eval_status], api_visibility="private")
+    bundle_btn.click(
+        guarded(ctx, "designer", outputs=2)(export),
+        [project, int8],
+        [bundle_file, eval_status],
+        api_name="export_bundle",
+    )
+    open_btn.click(
+        guarded(ctx, "designer", outputs=2)(open_bundle),
+        [bundle_in],
+        [project, eval_status],
+        api_visibility="private",
+    )
 
     history_out = [history, pick, cmp_b, cmp_a]
     retrain.click(
-        start, [project, method, settings, user], [message, job_id, timer], api_name="retrain"
+        guarded(ctx, "designer", outputs=3)(start),
+        [project, method, settings, user],
+        [message, job_id, timer],
+        api_name="retrain",
     ).then(poll, [project, job_id], [progress, log, timer, job_id], api_visibility="private")
-    cancel.click(stop, [job_id, project], [message], api_name="cancel_training")
+    cancel.click(
+        guarded(ctx, "designer")(stop), [job_id, project], [message], api_name="cancel_training"
+    )
 
     def tick(proj: str | None, jid: int | None) -> tuple[Any, ...]:
         out = poll(proj, jid)
@@ -338,9 +354,12 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         api_visibility="private",
         show_progress="hidden",
     )
-    activate.click(make_active, [project, pick], [message], api_name="activate_version").then(
-        load_history, [project], history_out, api_visibility="private"
-    )
+    activate.click(
+        guarded(ctx, "designer")(make_active),
+        [project, pick],
+        [message],
+        api_name="activate_version",
+    ).then(load_history, [project], history_out, api_visibility="private")
     compare.click(
         do_compare, [project, cmp_a, cmp_b], [compare_table, message], api_visibility="private"
     )

@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.auth import guarded
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as svc
@@ -78,6 +79,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         )
         label_btn = gr.Button("Add to the training pool", scale=1, elem_id="try-label")
     status = gr.Markdown()
+    label_status = gr.Markdown(elem_id="try-label-status")
 
     def run(proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
         result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
@@ -123,7 +125,12 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
     )
-    label_btn.click(label, [project, text, label_as], [status], api_visibility="private").then(
+    label_btn.click(
+        guarded(ctx, "designer")(label),
+        [project, text, label_as],
+        [label_status],
+        api_visibility="private",
+    ).then(
         run,
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],

@@ -37,11 +37,11 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: Path, *extra: str) -> None:
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = data_dir.parent / f"server-{self.port}.log"
-        env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data_dir)}
+        env = {**os.environ, **(env or {}), "INTENT_STUDIO_DATA_DIR": str(data_dir)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", "--port", str(self.port), *extra],
             env=env,

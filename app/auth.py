@@ -1,0 +1,147 @@
+"""Who is acting, and may they? Roles: **viewer** (read, try, download reports), **designer**
+(label, train, export) and **admin** (users, projects, settings), each including the ones before.
+
+Single-user local mode (the default for ``make run`` on loopback) has no login: everyone is the
+local admin. Multi-user mode (``serve --multi-user``) puts Gradio's login in front of every page and
+API call, and each write path calls :func:`require` on the server with the signed-in name.
+Passwords are hashed with argon2 (argon2-cffi) and never stored or logged in clear.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import secrets
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from app.context import AppContext
+from storage.errors import NotFoundError
+from storage.users import ROLES, count_admins, create_user, get_user
+
+logger = logging.getLogger(__name__)
+
+RANK = {role: i for i, role in enumerate(ROLES)}
+MIN_PASSWORD = 8
+_hasher = PasswordHasher()
+
+
+@dataclass(frozen=True)
+class Actor:
+    id: int | None
+    name: str
+    role: str
+
+    def may(self, role: str) -> bool:
+        return RANK[self.role] >= RANK[role]
+
+
+LOCAL = Actor(None, "local", "admin")
+_acting: ContextVar[Actor] = ContextVar("acting", default=LOCAL)
+
+
+def current_user_id() -> int | None:
+    """The id of the user on whose behalf this call runs (None in single-user mode)."""
+    return _acting.get().id
+
+
+def hash_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD:
+        raise ValueError(f"A password needs at least {MIN_PASSWORD} characters.")
+    return _hasher.hash(password)
+
+
+def add_user(ctx: AppContext, name: str, role: str, password: str) -> Actor:
+    hashed = hash_password(password)
+    with ctx.db.session() as s:
+        user = create_user(s, name, role, hashed)
+        return Actor(user.id, user.name, user.role)
+
+
+def ensure_admin(ctx: AppContext, password: str | None) -> str | None:
+    """Create the first admin (``admin``) when there is none. Returns the generated password to
+    show once, or None when one was given or an admin exists."""
+    with ctx.db.session() as s:
+        if count_admins(s):
+            return None
+    generated = None if password else secrets.token_urlsafe(12)
+    add_user(ctx, "admin", "admin", password or generated or "")
+    return generated
+
+
+def check_login(ctx: AppContext, name: str, password: str) -> bool:
+    """Gradio's ``auth`` callback: True when the name and password match."""
+    try:
+        with ctx.db.session() as s:
+            stored = get_user(s, name).password_hash or ""
+        return bool(stored) and _hasher.verify(stored, password)
+    except (NotFoundError, VerificationError, InvalidHashError):
+        logger.info("failed login for %r", name)
+        return False
+
+
+def actor(ctx: AppContext, username: str | None) -> Actor:
+    """The acting user: the local admin in single-user mode, else the signed-in user."""
+    if not ctx.settings.multi_user:
+        return LOCAL
+    if not username:
+        raise PermissionError("Sign in first.")
+    with ctx.db.session() as s:
+        try:
+            user = get_user(s, username)
+        except NotFoundError as exc:
+            raise PermissionError(f"Unknown user {username!r}.") from exc
+        return Actor(user.id, user.name, user.role)
+
+
+def require(ctx: AppContext, username: str | None, role: str) -> Actor:
+    """The acting user if their role includes ``role``; else PermissionError with the reason."""
+    who = actor(ctx, username)
+    if not who.may(role):
+        raise PermissionError(
+            f"{who.name} is a {who.role}: this needs the {role} role. Nothing was changed."
+        )
+    return who
+
+
+def guarded(ctx: AppContext, role: str, *, outputs: int = 1) -> Callable[[Callable[..., Any]], Any]:
+    """Wrap a Gradio callback so it runs only for users with ``role`` (checked on the server with
+    the name Gradio signed in). A refusal becomes the callback's first output as a message (the
+    other outputs are left unchanged); the acting user is recorded for the audit log."""
+    import gradio as gr
+
+    from app.ui.common import problem
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def run(*args: Any, request: Any = None) -> Any:
+            if request is None and args and isinstance(args[-1], gr.Request):
+                *rest, request = args  # Gradio passes the request in its place in the signature
+                args = tuple(rest)
+            try:
+                who = require(ctx, getattr(request, "username", None), role)
+            except PermissionError as exc:
+                refusal = problem(str(exc))
+                return refusal if outputs == 1 else (refusal, *[gr.update()] * (outputs - 1))
+            token = _acting.set(who)
+            try:
+                return fn(*args)
+            finally:
+                _acting.reset(token)
+
+        params = list(inspect.signature(fn).parameters.values())
+        request_param = inspect.Parameter(
+            "request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=gr.Request
+        )
+        run.__signature__ = inspect.Signature([*params, request_param])  # type: ignore[attr-defined]
+        run.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
+        del run.__wrapped__  # Gradio must see the signature above, with the request
+        return run
+
+    return wrap

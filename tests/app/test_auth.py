@@ -1,0 +1,81 @@
+"""Roles and login: argon2 hashes, server-side role checks on write paths, the first admin, the
+last admin, and the refusal to bind a public address in single-user mode."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app import auth
+from app.cli import main
+from app.context import AppContext
+from app.services import data as data_svc
+from storage.models import User
+from storage.users import set_role
+
+
+@pytest.fixture
+def team(ctx):
+    """A multi-user context with an admin, a designer and a viewer."""
+    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    auth.ensure_admin(multi, "admin-password")
+    auth.add_user(multi, "dana", "designer", "designer-password")
+    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    return multi
+
+
+def test_passwords_are_stored_as_argon2_hashes_only(team):
+    with team.db.session() as s:
+        stored = {u.name: u.password_hash for u in s.query(User).all()}
+    assert all(h.startswith("$argon2") for h in stored.values())
+    assert not any("password" in h for h in stored.values())
+    assert auth.check_login(team, "dana", "designer-password")
+    assert not auth.check_login(team, "dana", "viewer-password")
+    assert not auth.check_login(team, "nobody", "designer-password")
+    with pytest.raises(ValueError, match="at least 8"):
+        auth.add_user(team, "shorty", "viewer", "short")
+
+
+def test_roles_are_checked_on_the_server(team):
+    assert auth.require(team, "dana", "designer").name == "dana"
+    assert auth.require(team, "admin", "designer").role == "admin"
+    with pytest.raises(PermissionError, match="vic is a viewer: this needs the designer role"):
+        auth.require(team, "vic", "designer")
+    with pytest.raises(PermissionError, match="Sign in"):
+        auth.require(team, None, "viewer")
+    with pytest.raises(PermissionError, match="Unknown user"):
+        auth.require(team, "mallory", "viewer")
+
+
+def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
+    class Request:  # what Gradio passes: the signed-in name
+        def __init__(self, username: str) -> None:
+            self.username = username
+
+    def label(project: str, text: str) -> str:
+        data_svc.add_utterance(team, project, text, ["track_order"])
+        return "added"
+
+    guarded = auth.guarded(team, "designer")(label)
+    before = len(data_svc.table(team, demo))
+    refusal = guarded(demo, "where's my stuff now", request=Request("vic"))
+    assert "needs the designer role" in refusal
+    assert len(data_svc.table(team, demo)) == before
+    assert guarded(demo, "where's my stuff now", request=Request("dana")) == "added"
+    who = data_svc.activity(team, demo)[0]
+    assert who["user"] == "dana" and who["utterance"] == "where's my stuff now"
+
+
+def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):
+    generated = auth.ensure_admin(ctx, None)
+    assert generated and len(generated) >= 12
+    assert auth.check_login(ctx, "admin", generated)
+    assert auth.ensure_admin(ctx, None) is None
+    with ctx.db.session() as s, pytest.raises(ValueError, match="last admin"):
+        set_role(s, "admin", "viewer")
+
+
+def test_single_user_mode_refuses_a_public_address(tmp_path, capsys):
+    assert main(["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0", "--no-demo"]) == 2
+    assert "--multi-user" in capsys.readouterr().err

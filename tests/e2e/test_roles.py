@@ -1,0 +1,102 @@
+"""Multi-user mode in a real browser: sign in, a viewer may try predictions but every write is
+refused on the server (UI and API), a designer may label, and the activity log names them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import ROOT, Server, shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
+
+
+@pytest.fixture(scope="module")
+def team_server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("team") / "data"
+    for name, role in (("dana", "designer"), ("vic", "viewer")):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "--data-dir",
+                str(data),
+                "users",
+                "add",
+                name,
+                "--role",
+                role,
+            ],
+            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+    srv = Server(data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"]})
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def sign_in(page, url: str, name: str) -> None:
+    page.goto(url)
+    page.locator("input[type=text]").first.fill(name)
+    page.locator("input[type=password]").first.fill(PASSWORDS[name])
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_function(
+        "(n) => document.querySelector('#project-summary')?.innerText?.includes('signed in as ' + n)",
+        arg=name,
+    )
+
+
+def test_a_viewer_can_try_but_not_label(team_server, page):
+    sign_in(page, team_server.url, "vic")
+    shot(page, "20-viewer-signed-in")
+    page.get_by_role("tab", name="Try").click()
+    page.locator("#try-text textarea").fill("where is my parcel")
+    page.locator("#try-predict").click()
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted')"
+    )
+    page.locator("#try-label").click()
+    page.wait_for_function(
+        "() => document.body.innerText.includes('vic is a viewer: this needs the designer role')"
+    )
+    shot(page, "21-viewer-refused")
+
+
+def test_the_api_refuses_a_viewer_and_accepts_a_designer(team_server):
+    from gradio_client import Client
+
+    viewer = Client(team_server.url, auth=("vic", PASSWORDS["vic"]), verbose=False)
+    assert (
+        viewer.predict("Demo: Acme support", "where is my parcel", 1, api_name="/predict")["top"]
+        == "track_order"
+    )
+    with pytest.raises(Exception, match="designer role"):
+        viewer.predict(
+            "Demo: Acme support", "gift cards?", ["gift_cards"], "train", api_name="/label"
+        )
+    designer = Client(team_server.url, auth=("dana", PASSWORDS["dana"]), verbose=False)
+    row = designer.predict(
+        "Demo: Acme support", "gift cards?", ["gift_cards"], "train", api_name="/label"
+    )
+    assert row["labels"] == ["gift_cards"]
+
+
+def test_the_activity_log_names_the_designer(team_server, page):
+    sign_in(page, team_server.url, "admin")
+    page.get_by_role("tab", name="Activity").click()
+    page.wait_for_function(
+        "() => document.querySelector('#activity')?.innerText?.includes('gift cards?')"
+    )
+    assert "dana" in page.locator("#activity").inner_text()
+    shot(page, "22-activity")
