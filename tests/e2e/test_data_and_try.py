@@ -59,3 +59,27 @@ def test_predict_api_answers_like_the_ui(server):
     result = client.predict("Demo: Acme support", "where is my parcel", 1, api_name="/predict")
     assert result["top"] == "track_order"
     assert result["neighbours"][0]["labels"]
+
+
+def test_html_in_utterances_renders_as_text(server, page):
+    from gradio_client import Client
+
+    hostile = '<img src=x onerror="window.__xss=1">refund <script>window.__xss=2</script>'
+    Client(server.url, verbose=False).predict(
+        "Demo: Acme support", hostile, ["refund_status"], "train", api_name="/label"
+    )
+    page.goto(server.url)
+    page.get_by_label("Text contains").fill("onerror")
+    page.get_by_label("Text contains").press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#utterance-table')?.innerText?.includes('onerror=')"
+    )
+    page.get_by_role("tab", name="Try").click()
+    page.locator("#try-text textarea").fill(hostile)
+    page.locator("#try-predict").click()
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('<img src=x')"
+    )
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("#try-explanation img").count() == 0
+    shot(page, "04-html-is-text")
