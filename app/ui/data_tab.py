@@ -91,6 +91,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
                 "YAML, or a .zip of intent_name.txt files",
                 file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
+                elem_id="import-file",
             )
             with gr.Column():
                 up_target = gr.Textbox(
@@ -315,11 +316,12 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             write(merge), [project, m_sources, m_target], [status], api_visibility="private"
         )
     )
-    up_btn.click(
+    imported = up_btn.click(
         write(do_import, outputs=2),
         [project, up_file, up_target, up_create],
         [status, project],
         api_visibility="private",
     )
+    then_refresh(imported)
     ex_btn.click(do_export, [project, ex_format], [status, ex_file], api_visibility="private")
-    return {"refresh": (refresh, filters, refresh_outputs), "status": status}
+    return {"refresh": (refresh, filters, refresh_outputs), "status": status, "imported": imported}

@@ -97,6 +97,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             )
 
         project.change(show_summary, [project], [summary], api_visibility="private")
+        data_tab["imported"].then(show_summary, [project], [summary], api_visibility="private")
         demo.load(show_summary, [project], [summary], api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
         demo.load(refresh_fn, refresh_in, refresh_out, api_visibility="private")

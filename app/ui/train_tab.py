@@ -135,7 +135,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     with gr.Row():
         evaluate = gr.Button("Evaluate", elem_id="evaluate", scale=1)
         report = gr.Button("Stakeholder report (HTML)", elem_id="report", scale=1)
-        report_file = gr.File(label="Report", scale=2, height=80, elem_id="report-file")
+        report_file = gr.File(label="Report", scale=2, visible=False, elem_id="report-file")
     with gr.Row(equal_height=True):
         int8 = gr.Checkbox(
             label="add an int8 ONNX encoder (4x smaller; refused if it changes >1% of test "
@@ -143,7 +143,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
             scale=2,
         )
         bundle_btn = gr.Button("Export model bundle (.zip)", elem_id="bundle-export", scale=1)
-        bundle_file = gr.File(label="Bundle", height=80, scale=2, elem_id="bundle-file")
+        bundle_file = gr.File(label="Bundle", scale=2, visible=False, elem_id="bundle-file")
     with gr.Row(equal_height=True):
         bundle_in = gr.File(
             label="Open someone's model bundle as a read-only project",
@@ -292,7 +292,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         path, err = attempt(lambda: report_svc.build_report(ctx, proj))
         if err or path is None:
             return None, problem(err or "")
-        return str(path), ok(f"Report written: {path.name}")
+        return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
 
     def export(proj: str | None, with_int8: bool) -> tuple[Any, str]:
         if not proj:
@@ -302,7 +302,9 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         info, err = attempt(lambda: bundle_svc.export_bundle(ctx, proj, out, int8=with_int8))
         if err or info is None:
             return None, problem(err or "")
-        return str(out), ok(f"Bundle written ({info['size_mb']} MB, {info['exemplars']} examples).")
+        return gr.update(value=str(out), visible=True), ok(
+            f"Bundle written ({info['size_mb']} MB, {info['exemplars']} examples)."
+        )
 
     def open_bundle(file: Any) -> tuple[Any, str]:
         if file is None:

@@ -1,0 +1,80 @@
+"""A designer's whole path in the browser: create a project, import a CSV, retrain, see the new
+version, try a prediction with its evidence, and download the model bundle."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from tests.e2e.conftest import shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CSV = """text,label,split
+where is my parcel,track,train
+has my order shipped yet,track,train
+tracking number please,track,train
+I want my money back,refund,train
+refund my order,refund,train
+how do I get a refund,refund,train
+reset my password,login,train
+I cannot log in,login,train
+forgot my password again,login,train
+is my package on the way,track,test
+please refund me,refund,test
+login is broken,login,test
+"""
+
+
+def test_create_import_retrain_try_and_export(server, page, tmp_path):
+    page.goto(server.url)
+    page.get_by_label("New project").fill("Flow shop")
+    page.get_by_label("New project").press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#project-summary')?.innerText?.includes('Flow shop')"
+    )
+    src = tmp_path / "shop.csv"
+    src.write_text(CSV, encoding="utf-8")
+    page.get_by_text("Import / export").click()
+    page.locator("#import-file input[type=file]").set_input_files(str(src))
+    page.locator("#import").click()
+    page.wait_for_function(
+        "() => document.querySelector('#data-status')?.innerText?.includes('Imported 12')"
+    )
+    shot(page, "30-flow-imported")
+
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=8")
+    page.locator("#retrain").click()
+    page.wait_for_function(
+        "() => document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
+        timeout=300_000,
+    )
+    page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
+    shot(page, "31-flow-trained")
+
+    page.get_by_role("tab", name="Try").click()
+    page.locator("#try-text textarea").fill("where is my package")
+    page.locator("#try-predict").click()
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted track')"
+    )
+    assert "where is my parcel" in page.locator("#try-neighbours").inner_text() or (
+        "has my order shipped" in page.locator("#try-neighbours").inner_text()
+    )
+    shot(page, "32-flow-try")
+
+    page.get_by_role("tab", name="Train").click()
+    with page.expect_download() as download:
+        page.locator("#bundle-export").click()
+        page.wait_for_function(
+            "() => document.querySelector('#bundle-file a')?.href?.includes('.zip')",
+            timeout=120_000,
+        )
+        page.locator("#bundle-file a").first.click()
+    path = tmp_path / "bundle.zip"
+    download.value.save_as(path)
+    with zipfile.ZipFile(path) as z:
+        assert {"manifest.json", "README.md", "vectors.npy"} <= set(z.namelist())
+    shot(page, "33-flow-bundle")
