@@ -66,21 +66,49 @@ def predict(
     return _classify(ctx, project, texts, k, show)[1]
 
 
+def predict_explained(
+    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
+) -> list[dict[str, Any]]:
+    """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
+    evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
+    started = time.perf_counter()
+    clean, rows, preds = _classify(ctx, project, texts, k, show)
+    with ctx.db.session() as s:
+        intents = list_intents(s, get_project(s, project).id)
+    names = [i.name for i in intents]
+    descriptions = {i.name: i.description for i in intents if i.description}
+    latency = round((time.perf_counter() - started) * 1000, 1)
+    for text, row, pred in zip(clean, rows, preds, strict=True):
+        row["latency_ms"] = latency
+        row["explanation"] = explain(
+            text, pred, intents=names, intent_descriptions=descriptions
+        ).to_dict()
+    return rows
+
+
 def predict_one(
     ctx: AppContext, project: str, text: str, *, k: int = 1, show: int = 5
 ) -> dict[str, Any]:
-    """One prediction plus its ``explanation`` (the evidence card: sentence, runner-up evidence,
-    margin, borderline diagnostic) and ``latency_ms``."""
-    started = time.perf_counter()
-    clean, rows, preds = _classify(ctx, project, [text], k, show)
-    out = rows[0]
-    out["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    with ctx.db.session() as s:
-        intents = list_intents(s, get_project(s, project).id)
-    out["explanation"] = explain(
-        clean[0],
-        preds[0],
-        intents=[i.name for i in intents],
-        intent_descriptions={i.name: i.description for i in intents if i.description},
-    ).to_dict()
+    """One prediction with its explanation (see :func:`predict_explained`)."""
+    return predict_explained(ctx, project, [text], k=k, show=show)[0]
+
+
+def predict_requests(ctx: AppContext, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """Many independent ``(project, text, k)`` requests at once (the API's micro-batch): one
+    encoder pass per (project, k). A request that fails gets ``{"error": message}`` alone."""
+    out: list[dict[str, Any]] = [{} for _ in requests]
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, (project, _, k) in enumerate(requests):
+        groups.setdefault((project, int(k)), []).append(i)
+    for (project, k), idx in groups.items():
+        try:
+            results = predict_explained(ctx, project, [requests[i][1] for i in idx], k=k)
+        except (ValueError, KeyError) as batch_error:
+            if len(idx) == 1:
+                msg = batch_error.args[0] if batch_error.args else str(batch_error)
+                results = [{"error": str(msg)}]
+            else:  # find the culprit(s): the others still get their answers
+                results = [predict_requests(ctx, [requests[i]])[0] for i in idx]
+        for i, result in zip(idx, results, strict=True):
+            out[i] = result
     return out

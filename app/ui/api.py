@@ -18,9 +18,16 @@ from app.services import projects as project_svc
 def register_api(ctx: AppContext) -> None:
     """Must be called inside a ``gr.Blocks`` context."""
 
-    def predict(project: str, text: str, k: int = 1) -> dict[str, Any]:
-        """Classify one utterance; returns ranked intents and the neighbours behind them."""
-        return predict_svc.predict_one(ctx, project, text, k=int(k))
+    def predict(project: list[str], text: list[str], k: list[int]) -> list[list[dict[str, Any]]]:
+        """Classify one utterance; returns ranked intents and the neighbours behind them.
+
+        Concurrent calls are micro-batched by Gradio (``batch=True``): one encoder pass serves
+        them all, which is what keeps latency flat under many clients on a CPU."""
+        results = predict_svc.predict_requests(ctx, list(zip(project, text, k, strict=True)))
+        for r in results:
+            if "error" in r and len(results) == 1:
+                raise gr.Error(r["error"])
+        return [results]
 
     def predict_batch(project: str, texts: list[str], k: int = 1) -> list[dict[str, Any]]:
         """Classify up to 1000 utterances."""
@@ -57,7 +64,7 @@ def register_api(ctx: AppContext) -> None:
         """The project's utterances with their intents, filtered."""
         return data_svc.table(ctx, project, intent=intent, split=split, search=search)
 
-    gr.api(predict, api_name="predict")
+    gr.api(predict, api_name="predict", batch=True, max_batch_size=64, concurrency_limit=1)
     gr.api(predict_batch, api_name="predict_batch")
     gr.api(label, api_name="label")
     gr.api(projects, api_name="projects")

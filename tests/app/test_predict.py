@@ -81,3 +81,19 @@ def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
     assert ex["runner_up_neighbour"]["text"] == runner_up["best"]["text"]
     assert ex["margin"] == pytest.approx(out["margin"], abs=1e-6)
     assert f"*{top['intent']}*" in ex["sentence"] and f"*{runner_up['intent']}*" in ex["sentence"]
+
+
+def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, demo):
+    from app.services.predict import predict_requests
+
+    requests = [
+        (demo, "where is my parcel", 1),
+        ("no such project", "hello", 1),
+        (demo, "I forgot my password", 1),
+        (demo, "   ", 1),
+    ]
+    out = predict_requests(ctx, requests)
+    assert out[0]["top"] == predict_one(ctx, demo, "where is my parcel")["top"]
+    assert out[2]["top"] == predict_one(ctx, demo, "I forgot my password")["top"]
+    assert "no such project" in out[1]["error"]
+    assert "Type an utterance" in out[3]["error"]
