@@ -115,6 +115,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=120,
+        help="seconds to wait after start-up (the server compiles UMAP in the background)",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "load.json"))
     args = parser.parse_args()
 
@@ -134,6 +140,7 @@ def main() -> int:
     try:
         wait_ready(url, server)
         asyncio.run(phase(url, 2, 5))  # warm the encoder and the pool
+        time.sleep(args.settle)
         results["idle"] = asyncio.run(phase(url, args.clients, args.seconds))
         trainer = subprocess.Popen(
             [
@@ -148,14 +155,16 @@ def main() -> int:
                 "--queue",
             ],
             cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         time.sleep(5)  # let the worker pick the job up and start training
         results["training"] = asyncio.run(phase(url, args.clients, args.seconds))
-        results["training"]["job_still_running"] = float(trainer.poll() is None)
+        results["training"]["job_running_at_end"] = float(trainer.poll() is None)
         trainer.terminate()
-        trainer.wait(30)
+        log, _ = trainer.communicate(timeout=30)
+        print("training job during the second phase:", log.strip().splitlines()[-1:] or "?")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

@@ -376,6 +376,11 @@ def import_rows(
             select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
         ).all()
     )
+    seen: set[str] = set()
+    for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
+        if r.text in seen:
+            raise StorageError(f"The utterance {r.text!r} appears twice in what is imported.")
+        seen.add(r.text)
     batch = str(uuid.uuid4())
     inserted = updated = 0
     new_utts: list[tuple[Utterance, NewUtterance]] = []

@@ -158,6 +158,14 @@ def test_import_is_all_or_nothing(db, project):
         assert not list_utterances(s, project, search="brand new")
 
 
+def test_a_text_twice_in_one_import_is_a_message_not_a_crash(db, project):
+    rows = [NewUtterance("twice", ("refund",)), NewUtterance("twice", ("track_order",))]
+    with pytest.raises(StorageError, match="appears twice"), db.session() as s:
+        import_rows(s, project, rows)
+    with db.session() as s:
+        assert not list_utterances(s, project, search="twice")
+
+
 def test_snapshot_hash_is_stable_and_content_addressed(db, project):
     with db.session() as s:
         a = snapshot(s, project)
