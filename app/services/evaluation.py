@@ -146,12 +146,13 @@ def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> d
     co-occurrence of the head on that encoder (no confusion matrix)."""
     encoder, label = resolve_encoder(ctx, project, version)
     with ctx.db.session() as s:
-        rows = [r for r in list_utterances(s, get_project(s, project).id) if r.labels]
-    train = [r for r in rows if r.split == "train"]
-    if is_multi_label([r.labels for r in train]):
+        everything = list_utterances(s, get_project(s, project).id)
+    if is_multi_label([r.labels for r in everything if r.split == "train"]):
         from app.services import multilabel
 
-        test = [r for r in rows if r.split == "test"]
+        # "no intent" rows count: the head must learn to say nothing for them
+        train = [r for r in everything if r.split == "train"]
+        test = [r for r in everything if r.split == "test"]
         data = EvalData(
             [r.text for r in train],
             [r.labels for r in train],

@@ -398,6 +398,13 @@ def _train_and_register(
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model")
     multi = is_multi_label(data.train_labels)
+    if multi:  # "no intent" rows (train/test, no labels) teach the head what is none of them
+        data = EvalData(
+            [r.text for r in rows if r.split == "train"],
+            [r.labels for r in rows if r.split == "train"],
+            [r.text for r in rows if r.split == "test"],
+            [r.labels for r in rows if r.split == "test"],
+        )
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
         if multi:  # the head is part of the version: written before the folder is renamed

@@ -36,26 +36,30 @@ SPLITS = ["train", "test", "unlabelled"]
 # Wire plotly's click / selection events to two hidden textboxes (ids as text).
 _JS_BIND = """
 () => {
-  const bind = () => {
+  // Plotly draws the figure after Gradio updates it and may replace the element, so a watcher
+  // binds whichever plot is current (once per element).
+  if (window.__studioMapWatcher) return [];
+  const put = (id, value) => {
+    const el = document.querySelector('#' + id + ' textarea, #' + id + ' input');
+    if (!el) return;
+    el.value = value;
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  window.__studioMapWatcher = setInterval(() => {
     const gd = document.querySelector('#map-plot .js-plotly-plot');
-    if (!gd || !gd.on) { setTimeout(bind, 300); return; }
-    if (gd.__studioBound === gd.data) return;
-    gd.__studioBound = gd.data;
-    const put = (id, value) => {
-      const el = document.querySelector('#' + id + ' textarea, #' + id + ' input');
-      if (!el) return;
-      el.value = value;
-      el.dispatchEvent(new Event('input', {bubbles: true}));
-    };
+    if (!gd || !gd.on || gd.__studioBound) return;
+    gd.__studioBound = true;
     gd.on('plotly_click', (e) => {
-      if (e && e.points && e.points.length) put('map-clicked', String(e.points[0].customdata));
+      if (!e || !e.points || !e.points.length) return;
+      put('map-clicked', String(e.points[0].customdata));
+      // a programmatic value does not fire Gradio's own events: press the hidden button
+      setTimeout(() => document.querySelector('#map-explain-btn')?.click(), 50);
     });
     gd.on('plotly_selected', (e) => {
       const ids = e && e.points ? e.points.map((p) => p.customdata) : [];
       put('map-selected', [...new Set(ids)].join(','));
     });
-  };
-  bind();
+  }, 300);
   return [];
 }
 """
@@ -111,6 +115,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
     action = gr.Markdown(elem_id="map-action")
     clicked = gr.Textbox(label="Clicked id", elem_id="map-clicked", max_lines=1)
+    explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
 
     def render(proj: str | None, meth: str, mode: str, hl: str) -> tuple[Any, str, Any, Any]:
@@ -169,8 +174,8 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     poll.tick(render, inputs, outputs, api_visibility="private", show_progress="hidden").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
-    clicked.input(explain_point, [project, clicked], [explanation], api_name="map_explain")
-    clicked.submit(explain_point, [project, clicked], [explanation], api_visibility="private")
+    clicked.submit(explain_point, [project, clicked], [explanation], api_name="map_explain")
+    explain_btn.click(explain_point, [project, clicked], [explanation], api_visibility="private")
     label_btn.click(
         guarded(ctx, "designer")(label),
         [project, selected, label_as],

@@ -54,20 +54,20 @@ HISTORY_COLUMNS = [
 # Clicking a confusion-matrix cell writes "gold → predicted" into a hidden textbox.
 _JS_BIND_CONFUSION = """
 () => {
-  const bind = () => {
+  if (window.__studioConfusionWatcher) return [];
+  window.__studioConfusionWatcher = setInterval(() => {
     const gd = document.querySelector('#eval-confusion .js-plotly-plot');
-    if (!gd || !gd.on) { setTimeout(bind, 300); return; }
-    if (gd.__studioBound === gd.data) return;
-    gd.__studioBound = gd.data;
+    if (!gd || !gd.on || gd.__studioBound) return;
+    gd.__studioBound = true;
     gd.on('plotly_click', (e) => {
       const p = e && e.points && e.points[0];
       const el = document.querySelector('#eval-cell textarea, #eval-cell input');
       if (!p || !el) return;
       el.value = p.y + ' → ' + p.x;
       el.dispatchEvent(new Event('input', {bubbles: true}));
+      setTimeout(() => document.querySelector('#eval-cell-btn')?.click(), 50);
     });
-  };
-  bind();
+  }, 300);
   return [];
 }
 """
@@ -158,6 +158,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         confusion_plot = gr.Plot(label="Confusion matrix (click a cell)", elem_id="eval-confusion")
     worst = gr.Dataframe(label="Most confused intent pairs", interactive=False, elem_id="worst")
     cell = gr.Textbox(label="Confusion cell (gold → predicted)", elem_id="eval-cell", max_lines=1)
+    cell_btn = gr.Button("Show", elem_id="eval-cell-btn", elem_classes=["hidden-trigger"])
     cell_rows = gr.Dataframe(label="Test utterances in that cell", interactive=False)
 
     def poll(proj: str | None, jid: int | None) -> tuple[Any, ...]:
@@ -371,7 +372,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         [eval_status, f1_plot, confusion_plot, worst],
         api_visibility="private",
     ).then(None, None, None, js=_JS_BIND_CONFUSION, api_visibility="private")
-    cell.input(show_cell, [project, cell], [cell_rows], api_visibility="private")
+    cell_btn.click(show_cell, [project, cell], [cell_rows], api_visibility="private")
     cell.submit(show_cell, [project, cell], [cell_rows], api_visibility="private")
     report.click(make_report, [project], [report_file, eval_status], api_name="report")
 

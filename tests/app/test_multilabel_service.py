@@ -41,6 +41,8 @@ ROWS = [
     ("refund me and cancel the room", "cancel|refund"),
     ("is breakfast included and can I park", "breakfast|parking"),
     ("parking and breakfast prices", "breakfast|parking"),
+    ("thanks, that is all", ""),  # "no intent": a negative for every intent
+    ("ok great", ""),
 ]
 TEST = [
     ("please cancel the booking", "cancel"),
@@ -48,6 +50,7 @@ TEST = [
     ("when is breakfast served", "breakfast"),
     ("where do I park", "parking"),
     ("cancel the room and refund me", "cancel|refund"),
+    ("thank you so much", ""),
 ]
 QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
 
@@ -57,7 +60,7 @@ def hotel(ctx):
     new_project(ctx, "hotel")
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
-            data_svc.add_utterance(ctx, "hotel", text, labels.split("|"), split)
+            data_svc.add_utterance(ctx, "hotel", text, [x for x in labels.split("|") if x], split)
     return "hotel"
 
 
@@ -82,6 +85,7 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     assert (folder / HEAD_DIR / "head.json").is_file()
     assert metrics["primary"] == "micro_f1" and metrics["multi_label"]
     assert metrics["threshold"] == 0.4
+    assert metrics["n"] == len(TEST)  # the no-intent test row is scored too
     assert {"exact_match", "micro_f1", "macro_f1", "cooccurrence"} <= set(metrics)
     assert "micro_f1" in metrics["base"]  # the frozen encoder + head, on the same split
 

@@ -62,17 +62,34 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     )
     titles = text_of(page, "#map-plot")
     assert "v1 (fast)" in titles and titles.count("silhouette") == 2
+    # every utterance is a point, once per side
+    n_points = page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot').data"
+        ".reduce((n, t) => n + (t.customdata ? t.customdata.length : 0), 0)"
+    )
+    expected = int(text_of(page, "#map-status").split()[0])
+    assert n_points == 2 * expected
     shot(page, "13-map-compare")
 
-    # A click on a point puts its id here; typing it does the same.
-    page.locator("#map-clicked textarea, #map-clicked input").first.fill("1")
-    page.locator("#map-clicked textarea, #map-clicked input").first.press("Enter")
+    # Click a point: plotly's click event carries its id to the explanation.
+    page.evaluate(
+        "() => { const gd = document.querySelector('#map-plot .js-plotly-plot');"
+        " gd.emit('plotly_click', {points: [{customdata: 1}]}); }"
+    )
     page.wait_for_function(
         "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')"
     )
     assert "Predicted" in text_of(page, "#map-explanation")
 
-    page.locator("#map-selected textarea, #map-selected input").first.fill("1, 2")
+    # Lasso: plotly's selection event fills the selection; then move it to the test split.
+    page.evaluate(
+        "() => { const gd = document.querySelector('#map-plot .js-plotly-plot');"
+        " gd.emit('plotly_selected', {points: [{customdata: 1}, {customdata: 2}]}); }"
+    )
+    page.wait_for_function(
+        "() => document.querySelector('#map-selected textarea, #map-selected input')"
+        "?.value === '1,2'"
+    )
     page.locator("#map-move").click()
     page.wait_for_function(
         "() => document.querySelector('#map-action')?.innerText?.includes('Moved 2')"
