@@ -47,7 +47,7 @@ import yaml
 
 from core.bundle_safety import BundleError, check_members
 from storage.models import SPLITS
-from storage.utterances import MAX_TEXT_CHARS, NewUtterance
+from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _decode(data: bytes, where: str = "The file") -> str:
 
 def _check_text(text: str) -> str | None:
     """A problem with an utterance text, or None."""
-    if not text:
+    if is_blank(text):
         return "empty text"
     if len(text) > MAX_TEXT_CHARS:
         return f"text is {len(text)} characters (limit {MAX_TEXT_CHARS})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,11 +37,19 @@ class NewUtterance:
     context: str = ""
 
 
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def is_blank(text: str) -> bool:
+    """True for text with nothing visible: whitespace, zero-width and direction marks, controls."""
+    return all(unicodedata.category(c) in _INVISIBLE for c in text)
+
+
 def validate_text(text: str) -> str:
     if not isinstance(text, str):
         raise StorageError("Utterance text must be a string.")
     clean = text.strip()
-    if not clean:
+    if is_blank(clean):
         raise StorageError("Utterance text is empty.")
     if len(clean) > MAX_TEXT_CHARS:
         raise StorageError(f"Utterance text is longer than {MAX_TEXT_CHARS} characters.")

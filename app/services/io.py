@@ -22,7 +22,7 @@ from app.formats import FormatError as ImportProblem
 from app.formats import dump_rasa_yaml, read_interchange, write_intent_folder, write_intent_zip
 from storage.models import SPLITS
 from storage.projects import create_project, get_project
-from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, list_utterances
+from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, is_blank, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def _check_row(
     line: int, text: object, raw_labels: object, split: object, context: object
 ) -> tuple[NewUtterance | None, list[tuple[int, str]]]:
     problems: list[tuple[int, str]] = []
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         return None, [(line, "empty text")]
     clean = text.strip()
     if len(clean) > MAX_TEXT_CHARS:

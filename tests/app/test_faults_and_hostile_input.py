@@ -1,0 +1,110 @@
+"""Faults and hostile input across entry points: two sessions editing one utterance, a full disk
+while training or exporting, and odd Unicode in every import format. Each gets a clear message and
+changes nothing."""
+
+from __future__ import annotations
+
+import csv
+import errno
+import json
+
+import pytest
+
+from app.config import load_settings
+from app.context import AppContext
+from app.services import bundles as bundle_svc
+from app.services import data as data_svc
+from app.services import io as io_svc
+from app.services import training
+from app.services.io import ImportProblem
+from app.services.projects import project_names
+from app.services.versions import history
+from storage.errors import ConflictError
+from tests.app.test_training_service import QUICK, make_tiny
+
+
+def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):
+    other = AppContext(load_settings(ctx.settings.data_dir))  # another browser, another process
+    try:
+        row = data_svc.table(ctx, demo, search="where is my order?")[0]
+        seen_by_both = int(row["version"])
+        data_svc.edit_text(
+            ctx, demo, row["id"], "where is my order??", expected_version=seen_by_both
+        )
+        with pytest.raises(ConflictError, match=r"changed by someone else .*where is my order\?\?"):
+            data_svc.edit_text(
+                other, demo, row["id"], "where's my order", expected_version=seen_by_both
+            )
+        assert data_svc.table(other, demo, search="where is my order??")[0]["id"] == row["id"]
+    finally:
+        other.close()
+
+
+def _disk_full(*_args, **_kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ctx, monkeypatch):
+    make_tiny(ctx)
+    from core.training.model_io import TrainedModel
+
+    monkeypatch.setattr(TrainedModel, "save", _disk_full)
+    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    training.execute_job(ctx, job.id)
+    failed = training.job(ctx, job.id)
+    assert failed.status == "failed"
+    assert "No space left on device" in failed.message
+    assert "active model is unchanged" in failed.message
+    assert history(ctx, "tiny") == []
+    assert not list(ctx.settings.artifacts_dir.rglob("job*"))
+    assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
+
+
+def test_a_full_disk_while_exporting_leaves_no_partial_bundle(ctx, demo, tmp_path, monkeypatch):
+    import zipfile
+
+    def write_then_fail(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", write_then_fail)
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    with pytest.raises(OSError, match="No space left"):
+        bundle_svc.export_bundle(ctx, demo, folder / "demo.zip")
+    assert list(folder.iterdir()) == []
+
+
+ODD = [
+    ("\u200f\u0645\u0631\u062d\u0628\u0627 where is my order", True),  # RTL mark + Arabic
+    ("refund please 😀🙏", True),  # emoji
+    ("caf\u0065\u0301 au lait order", True),  # combining accent
+    ("\u200b\u200b", False),  # zero-width only: empty
+    ("\u200e \u2060", False),  # direction mark, word joiner: empty
+    ("bad\x00byte", False),  # NUL
+]
+
+
+@pytest.mark.parametrize(("text", "accepted"), ODD)
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "yml"])
+def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
+    path = tmp_path / f"odd.{fmt}"
+    if fmt == "csv":
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            csv.writer(fh).writerows([["text", "label"], [text, "greeting"]])
+    elif fmt == "jsonl":
+        line = json.dumps({"text": text, "label": "greeting"}, ensure_ascii=False)
+        path.write_text(line + "\n", encoding="utf-8")
+    else:
+        path.write_text(
+            f'version: "3.1"\nnlu:\n- intent: greeting\n  examples: |\n    - {text}\n',
+            encoding="utf-8",
+        )
+    if accepted:
+        result = io_svc.import_file(ctx, "odd", path)
+        assert result.inserted == 1
+        assert io_svc.export_rows(ctx, "odd")[0].text == text.strip()
+    else:
+        with pytest.raises(ImportProblem, match="Nothing was imported"):
+            io_svc.import_file(ctx, "odd", path)
+        assert "odd" not in project_names(ctx)  # not even the project was created
