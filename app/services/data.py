@@ -100,13 +100,24 @@ def label_utterance(
     user_id: int | None = None,
     expected_version: int | None = None,
     split: str | None = None,
+    text: str | None = None,
 ) -> dict[str, Any]:
-    """Set an utterance's intents (and optionally move it to a split). A labelled `unlabelled`
-    utterance moves to `train`, so it joins the pool at once."""
+    """Set an utterance's intents (and optionally its text and split) in one transaction. A
+    labelled `unlabelled` utterance moves to `train`, so it joins the pool at once."""
     names = parse_label_input(labels)
     with ctx.db.session() as s:
         pid = _project_id(s, project, write=True)
         current = repo.get_utterance(s, pid, utterance_id)
+        if text is not None and text.strip() != current.text:
+            repo.update_utterance(
+                s,
+                pid,
+                utterance_id,
+                text=text,
+                expected_version=expected_version,
+                user_id=_acting_user(user_id),
+            )
+            expected_version = None  # checked just now; the edit bumped it
         if expected_version is not None and current.version != expected_version:
             raise repo.ConflictError(
                 f"Utterance #{utterance_id} was changed by someone else since you loaded it "

@@ -190,10 +190,15 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             return problem("Click a row in the table first.")
 
         def run() -> str:
-            row = svc.edit_text(
-                ctx, proj, int(uid), text, expected_version=int(version) if version else None
+            row = svc.label_utterance(
+                ctx,
+                proj,
+                int(uid),
+                labels,
+                split=split,
+                text=text,
+                expected_version=int(version) if version else None,
             )
-            row = svc.label_utterance(ctx, proj, int(uid), labels, split=split)
             return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
 
         msg, err = attempt(run)

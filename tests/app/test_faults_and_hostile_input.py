@@ -108,3 +108,32 @@ def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
         with pytest.raises(ImportProblem, match="Nothing was imported"):
             io_svc.import_file(ctx, "odd", path)
         assert "odd" not in project_names(ctx)  # not even the project was created
+
+
+def test_a_save_that_fails_on_its_labels_keeps_the_old_text_too(ctx, demo):
+    row = data_svc.table(ctx, demo, search="where is my order?")[0]
+    with pytest.raises(ValueError):
+        data_svc.label_utterance(
+            ctx,
+            demo,
+            row["id"],
+            ["track_order"],
+            split="nowhere",
+            text="edited text",
+            expected_version=int(row["version"]),
+        )
+    assert data_svc.table(ctx, demo, search="where is my order?")[0]["text"] == row["text"]
+    saved = data_svc.label_utterance(
+        ctx,
+        demo,
+        row["id"],
+        ["track_order", "cancel_order"],
+        split="test",
+        text="edited text",
+        expected_version=int(row["version"]),
+    )
+    assert (saved["text"], saved["labels"], saved["split"]) == (
+        "edited text",
+        ("cancel_order", "track_order"),
+        "test",
+    )
