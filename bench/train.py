@@ -23,6 +23,7 @@ import logging
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -158,10 +159,14 @@ def run_setfit(
         # one pass over a pair budget sized to the fast default's wall time
         kwargs.update(num_epochs=1, max_steps=max(1, int(args.fast_steps or 100)))
     train = Dataset.from_dict({"text": tr_x, "label": tr_y})
-    trainer = Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=train)
-    cell = Cell()
-    trainer.train()
-    wall, cpu = cell.done()
+    with tempfile.TemporaryDirectory(
+        prefix="setfit-"
+    ) as tmp:  # its checkpoints stay out of the tree
+        kwargs["output_dir"] = tmp
+        trainer = Trainer(model=model, args=TrainingArguments(**kwargs), train_dataset=train)
+        cell = Cell()
+        trainer.train()
+        wall, cpu = cell.done()
     pred = model.predict(te_x)
     acc = float(np.mean(np.asarray([str(p) for p in pred]) == np.asarray(te_y)))
     return {"acc": acc, "train_s": wall, "cpu_s": cpu}
