@@ -137,6 +137,11 @@ def request_retrain(
             return _view(existing), False
         _, labels = _training_rows(s, p.id)
         check_trainable(labels)  # fewer than 2 intents, a single-example intent, an empty pool
+        if cfg.stage1 and not any(r.context for r in list_utterances(s, p.id)):
+            raise ValueError(
+                "ConvFiT Stage 1 needs (context, response) pairs: import a CSV or JSONL with a "
+                "`context` column first."
+            )
         job = TrainingJob(
             project_id=p.id,
             user_id=user_id,
@@ -375,6 +380,12 @@ def _train_and_register(
         if active is not None:
             s.expunge(active)
         dv_id, dv_hash = dv.id, dv.content_hash
+        # ConvFiT Stage 1 adapts on (context, response) pairs: imported rows with a `context`
+        context_pairs = (
+            [(r.context, r.text) for r in list_utterances(s, project_id) if r.context]
+            if cfg.stage1
+            else None
+        )
     train = [r for r in rows if r.split == "train" and r.labels]
     test = [r for r in rows if r.split == "test" and r.labels]
     data = EvalData(
@@ -393,6 +404,7 @@ def _train_and_register(
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
+        context_pairs=context_pairs,
     )
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
