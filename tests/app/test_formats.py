@@ -19,6 +19,7 @@ from app.formats import (
     write_intent_folder,
     write_intent_zip,
 )
+from storage.utterances import is_blank
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -190,7 +191,7 @@ _text = (
         max_size=60,
     )
     .map(str.strip)
-    .filter(lambda t: bool(t) and "[" not in t)
+    .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
 )
 
 
