@@ -227,7 +227,7 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
 def cmd_predict(args: argparse.Namespace) -> int:
     texts = _read_texts(args)
     if args.bundle:
-        from core.bundle import load
+        from core.bundle.reader import load
 
         predictor = load(args.bundle)
         results = predictor.predict(texts, k=args.k)
@@ -479,8 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from core.bundle_safety import BundleError
-    from core.onnx_export import OnnxParityError
+    from core.bundle.onnx import OnnxParityError
+    from core.bundle.safety import BundleError
     from storage.errors import StorageError
 
     try:

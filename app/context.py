@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.config import Settings
-from core.embedding_cache import EmbeddingCache
-from core.encoders import Encoder, load_encoder
-from core.knn import KnnIndex
+from core.encoding.cache import EmbeddingCache
+from core.encoding.registry import Encoder, load_encoder
+from core.retrieval.knn import KnnIndex
 from storage.artifacts import ArtifactStore
 from storage.db import Database
-from storage.models import ModelVersion, Project
+from storage.tables import ModelVersion, Project
 from storage.utterances import labelled_pool, pool_revision
 
 logger = logging.getLogger(__name__)

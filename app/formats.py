@@ -45,8 +45,8 @@ from urllib.parse import quote, unquote
 
 import yaml
 
-from core.bundle_safety import BundleError, check_members
-from storage.models import SPLITS
+from core.bundle.safety import BundleError, check_members
+from storage.tables import SPLITS
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 logger = logging.getLogger(__name__)

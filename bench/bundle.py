@@ -82,7 +82,7 @@ def interleaved(
 def accuracy(
     pool_vecs: np.ndarray, pool_labels: list[str], q: np.ndarray, gold: list[str]
 ) -> tuple[float, list[str | None]]:
-    from core.knn import KnnIndex
+    from core.retrieval.knn import KnnIndex
 
     index = KnnIndex(pool_vecs.shape[1])
     index.add(
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(args.threads)
-    from core.encoders import load_encoder, resolve_path
-    from core.onnx_export import MODEL_FILE, OnnxEncoder, quantised_export
+    from core.bundle.onnx import MODEL_FILE, OnnxEncoder, quantised_export
+    from core.encoding.registry import load_encoder, resolve_path
 
     pool_texts, pool_labels = read_csv(args.data / args.dataset / "train_10shot_seed0.csv")
     test_texts, test_labels = read_csv(args.data / args.dataset / "test.csv")

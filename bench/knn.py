@@ -53,8 +53,8 @@ def main() -> None:
     from app.services import data as data_svc
     from app.services.io import import_utterances
     from app.services.predict import predict_one
-    from core.encoders import load_encoder
-    from core.knn import KnnIndex
+    from core.encoding.registry import load_encoder
+    from core.retrieval.knn import KnnIndex
     from storage.utterances import NewUtterance
 
     results: dict[str, float | int | str] = {

@@ -38,8 +38,8 @@ def load_texts(data_dir: Path, n: int) -> tuple[list[str], list[str]]:
 
 
 def embed(texts: list[str], cache: Path | None) -> np.ndarray:
-    from core.embedding_cache import EmbeddingCache
-    from core.encoders import load_encoder
+    from core.encoding.cache import EmbeddingCache
+    from core.encoding.registry import load_encoder
 
     encoder = load_encoder("minilm", device="cpu")
     start = time.perf_counter()
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
+    from core.evaluation.space import space_metrics
     from core.projection import project, warm_up
-    from core.space_metrics import space_metrics
 
     texts, labels = load_texts(args.data, args.n)
     if args.vectors is not None:

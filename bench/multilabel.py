@@ -122,7 +122,7 @@ def split(folds: np.ndarray, k: int, regime: str) -> tuple[np.ndarray, np.ndarra
 
 
 def available_encoders() -> set[str]:
-    from core.encoders import registry
+    from core.encoding.registry import registry
 
     return set(registry())
 
@@ -168,9 +168,9 @@ def tune(
 
 
 def run(args: argparse.Namespace) -> list[Row]:
-    from core.encoders import load_encoder
-    from core.multilabel import HeadConfig, MultiLabelHead, intents_of, tune_thresholds
-    from core.multilabel_metrics import multilabel_scores
+    from core.encoding.registry import load_encoder
+    from core.multilabel.head import HeadConfig, MultiLabelHead, intents_of, tune_thresholds
+    from core.multilabel.metrics import multilabel_scores
 
     head_cfg = HeadConfig(
         epochs=args.head_epochs,
@@ -323,7 +323,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
-    from core.multilabel import HeadConfig
+    from core.multilabel.head import HeadConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

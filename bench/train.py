@@ -80,7 +80,7 @@ def frozen_vectors(enc: Any, texts: list[str]) -> np.ndarray:
 
 
 def one_nn(enc: Any, tr_x: list[str], tr_y: list[str], te_x: list[str], te_y: list[str]) -> float:
-    from core.evaluation import knn_predict
+    from core.evaluation.scoring import knn_predict
 
     pred = knn_predict(enc.encode(tr_x, batch_size=128), tr_y, enc.encode(te_x, batch_size=128))
     return float(np.mean(np.asarray(pred) == np.asarray(te_y)))
@@ -89,7 +89,7 @@ def one_nn(enc: Any, tr_x: list[str], tr_y: list[str], te_x: list[str], te_y: li
 def run_cell(
     method: str, tr_x: list[str], tr_y: list[str], te_x: list[str], te_y: list[str], args: Any
 ) -> dict[str, Any]:
-    from core.encoders import load_encoder
+    from core.encoding.registry import load_encoder
     from core.training import TrainConfig, train_encoder
 
     labels = [(y,) for y in tr_y]
@@ -99,7 +99,7 @@ def run_cell(
         cell = Cell()
         train_vecs, test_vecs = frozen_vectors(enc, tr_x), frozen_vectors(enc, te_x)
         if method == "frozen":
-            from core.evaluation import knn_predict
+            from core.evaluation.scoring import knn_predict
 
             wall, cpu = cell.done()
             pred = knn_predict(train_vecs, tr_y, test_vecs)
@@ -117,7 +117,7 @@ def run_cell(
         return run_setfit(method, tr_x, tr_y, te_x, te_y, args)
     base = "mpnet" if method.startswith("mpnet") else args.encoder
     if base == "mpnet":
-        import core.mpnet  # noqa: F401  (registers the encoder)
+        import core.encoding.mpnet  # noqa: F401  (registers the encoder)
     if method in ("fast", "mpnet_fast"):
         cfg = TrainConfig(seed=seed)
     elif method == "lora":
@@ -151,7 +151,7 @@ def run_setfit(
         from setfit import SetFitModel, Trainer, TrainingArguments
     except ImportError:
         return {"error": "setfit is not installed (pip install setfit)"}
-    from core.encoders import resolve_path
+    from core.encoding.registry import resolve_path
 
     model = SetFitModel.from_pretrained(str(resolve_path(args.encoder)), local_files_only=True)
     kwargs: dict[str, Any] = {"seed": args.train_seed}

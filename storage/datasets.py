@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.models import DatasetVersion
+from storage.tables import DatasetVersion
 from storage.utterances import list_utterances
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
-from storage.models import Intent, Label, LabelEvent, Project, User, Utterance
+from storage.tables import Intent, Label, LabelEvent, Project, User, Utterance
 
 
 @dataclass(frozen=True)

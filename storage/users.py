@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
-from storage.models import User
+from storage.tables import User
 
 ROLES = ("viewer", "designer", "admin")
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,80}")

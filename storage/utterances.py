@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
-from storage.models import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.tables import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
 
 MAX_TEXT_CHARS = 2000
 

@@ -20,7 +20,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def encoder():
     """The real all-MiniLM-L6-v2, loaded once for the whole run."""
-    from core.encoders import load_encoder
+    from core.encoding.registry import load_encoder
 
     return load_encoder("minilm", device="cpu")
 

@@ -2,7 +2,7 @@
 with an int8 ONNX encoder that must pass the parity check), and import a bundle as a new
 read-only project whose exemplars are its labelled pool and whose encoder is the bundle's.
 
-The bundle format and its safe loading live in :mod:`core.bundle`; this module only gathers the
+The bundle format and its safe loading live in :mod:`core.bundle.reader`; this module only gathers the
 project's data and writes rows.
 """
 
@@ -20,11 +20,11 @@ from app.context import AppContext
 from app.services.evaluation import is_multi_label
 from app.services.multilabel import HEAD_DIR
 from app.services.versions import Version, resolve_encoder
-from core.bundle import open_bundle, write_bundle
+from core.bundle.reader import open_bundle, write_bundle
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
-from storage.models import ModelVersion, Project
 from storage.projects import create_project, get_project
+from storage.tables import ModelVersion, Project
 from storage.utterances import NewUtterance, import_rows, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def export_bundle(
 
     Raises:
         ValueError: unknown version, no labelled pool, or (with ``int8``) no texts to check parity.
-        core.onnx_export.OnnxParityError: the int8 encoder disagrees with fp32 on more than 1 % of
+        core.bundle.onnx.OnnxParityError: the int8 encoder disagrees with fp32 on more than 1 % of
             the evaluation split; nothing is written.
     """
     out = Path(out)
@@ -99,7 +99,7 @@ def export_bundle(
         if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
             extra[HEAD_DIR] = row["dir"] / HEAD_DIR  # the multi-label head and its thresholds
         if int8:
-            from core.onnx_export import export_onnx
+            from core.bundle.onnx import export_onnx
 
             evaluation = [r.text for r in rows if r.split == "test"] or texts
             export_onnx(

@@ -243,7 +243,7 @@ def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
 
 
 def activity(ctx: AppContext, project: str, limit: int = 200) -> list[dict[str, Any]]:
-    from storage.models import User
+    from storage.tables import User
 
     with ctx.db.session() as s:
         pid = _project_id(s, project)

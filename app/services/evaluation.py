@@ -12,10 +12,10 @@ import numpy as np
 
 from app.context import AppContext
 from app.services.versions import Version, resolve_encoder
-from core.embedding_cache import EmbeddingCache
-from core.encoders import Encoder
-from core.evaluation import cross_validate_knn, evaluate_knn, score_predictions
-from core.knn import KnnIndex
+from core.encoding.cache import EmbeddingCache
+from core.encoding.registry import Encoder
+from core.evaluation.scoring import cross_validate_knn, evaluate_knn, score_predictions
+from core.retrieval.knn import KnnIndex
 from storage.projects import get_project
 from storage.utterances import list_utterances
 

@@ -33,12 +33,12 @@ import plotly.graph_objects as go
 from app.context import AppContext
 from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_encoder
-from core.encoders import Encoder
-from core.explain import explain
-from core.knn import KnnIndex, Prediction
+from core.encoding.registry import Encoder
+from core.evaluation.space import space_metrics
 from core.projection import DEFAULT_METHOD, METHODS, warm_up_in_background
 from core.projection import project as project_points
-from core.space_metrics import space_metrics
+from core.retrieval.explain import explain
+from core.retrieval.knn import KnnIndex, Prediction
 from storage.projects import get_project, list_intents
 from storage.utterances import UtteranceRow, list_utterances
 

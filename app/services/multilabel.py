@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from app.services.evaluation import CV_FOLDS, EvalData
-from core.embedding_cache import EmbeddingCache
-from core.encoders import Encoder
-from core.multilabel import HeadConfig, MultiLabelHead, load_head, tune_thresholds
-from core.multilabel_metrics import multilabel_report
-from core.thresholds import DEFAULT_THRESHOLD, validate_threshold
+from core.encoding.cache import EmbeddingCache
+from core.encoding.registry import Encoder
+from core.multilabel.head import HeadConfig, MultiLabelHead, load_head, tune_thresholds
+from core.multilabel.metrics import multilabel_report
+from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 
 HEAD_DIR = "head"
 HEAD_KEYS = ("threshold", "tune_thresholds")

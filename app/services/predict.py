@@ -8,12 +8,12 @@ from typing import Any
 from app.context import AppContext
 from app.services import multilabel
 from app.services.evaluation import is_multi_label
-from core.bundle import prediction_to_dict
-from core.explain import explain
-from core.knn import Prediction
-from core.multilabel import MultiLabelHead
-from storage.models import ModelVersion
+from core.bundle.reader import prediction_to_dict
+from core.multilabel.head import MultiLabelHead
+from core.retrieval.explain import explain
+from core.retrieval.knn import Prediction
 from storage.projects import get_project, list_intents
+from storage.tables import ModelVersion
 
 MAX_BATCH = 1000
 

@@ -50,7 +50,7 @@ def project_names(ctx: AppContext) -> list[str]:
 
 
 def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str:
-    from core.encoders import resolve_path
+    from core.encoding.registry import resolve_path
 
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
     with ctx.db.session() as s:

@@ -22,7 +22,7 @@ from sqlalchemy import select, update
 from app.context import AppContext
 from app.services import multilabel
 from app.services.evaluation import EvalData, evaluate, gate, is_multi_label
-from core.encoders import Encoder
+from core.encoding.registry import Encoder
 from core.training import (
     TrainConfig,
     TrainingCancelled,
@@ -34,8 +34,8 @@ from core.training import (
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.errors import StorageError
-from storage.models import ModelVersion, Project, TrainingJob, utcnow
 from storage.projects import ensure_writable, get_project
+from storage.tables import ModelVersion, Project, TrainingJob, utcnow
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)

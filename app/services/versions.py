@@ -7,10 +7,10 @@ from typing import Any
 from sqlalchemy import select
 
 from app.context import AppContext
-from core.encoders import Encoder
+from core.encoding.registry import Encoder
 from storage.errors import NotFoundError
-from storage.models import DatasetVersion, ModelVersion, Project
 from storage.projects import ensure_writable, get_project
+from storage.tables import DatasetVersion, ModelVersion, Project
 
 BASE = "base"  # the frozen base encoder, as a version selector
 ACTIVE = "active"

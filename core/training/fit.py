@@ -175,7 +175,7 @@ def train_encoder(
         ValueError: for unusable data (fewer than 2 intents, an intent with one example, …).
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
-    from core.encoders import default_device, load_sentence_transformer, resolve_path
+    from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.lora import attach_lora
     from core.training.losses import build_loss
     from core.training.stage1 import plan_stage1, run_stage1

@@ -24,7 +24,7 @@ from core.training.config import TrainConfig
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from core.encoders import Encoder
+    from core.encoding.registry import Encoder
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,8 @@ class TrainedModel:
         }
 
     def encoder(self) -> Encoder:
-        """An :class:`core.encoders.Encoder` over the trained model (adapters merged)."""
-        from core.encoders import encoder_from_model
+        """An :class:`core.encoding.registry.Encoder` over the trained model (adapters merged)."""
+        from core.encoding.registry import encoder_from_model
         from core.training.lora import merged_copy
 
         model = merged_copy(self.model) if self.kind == "adapter" else self.model
@@ -157,7 +157,7 @@ def _refuse_code(folder: Path) -> None:
 
 def load_trained_model(directory: Path, device: str | None = None) -> SentenceTransformer:
     """Load the SentenceTransformer of an artifact directory (adapters merged into a fresh base)."""
-    from core.encoders import default_device, load_sentence_transformer, resolve_path
+    from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.lora import attach_saved_adapter
 
     directory = Path(directory)
@@ -181,14 +181,14 @@ def load_trained_model(directory: Path, device: str | None = None) -> SentenceTr
 
 
 def load_trained(directory: Path, device: str | None = None) -> Encoder:
-    """Load an artifact directory as an :class:`core.encoders.Encoder`.
+    """Load an artifact directory as an :class:`core.encoding.registry.Encoder`.
 
     Example:
         >>> enc = load_trained(Path("models/v3"))  # doctest: +SKIP
         >>> enc.fingerprint  # doctest: +SKIP
         'fast@4f1c2a9e0b7d55aa'
     """
-    from core.encoders import encoder_from_model
+    from core.encoding.registry import encoder_from_model
 
     meta = read_metadata(Path(directory))
     model = load_trained_model(Path(directory), device)

@@ -11,7 +11,7 @@ from app import auth
 from app.cli import main
 from app.context import AppContext
 from app.services import data as data_svc
-from storage.models import User
+from storage.tables import User
 from storage.users import set_role
 
 

@@ -15,7 +15,7 @@ from app.services import predict as predict_svc
 from app.services import training
 from app.services.projects import project_names
 from app.services.versions import history
-from core.bundle import load
+from core.bundle.reader import load
 from storage.errors import StorageError
 from tests.app.test_training_service import QUICK, make_tiny
 

@@ -14,8 +14,8 @@ from app.services import predict as predict_svc
 from app.services import training
 from app.services.multilabel import HEAD_DIR
 from app.services.projects import new_project
-from core.bundle import load
-from storage.models import ModelVersion, TrainingJob
+from core.bundle.reader import load
+from storage.tables import ModelVersion, TrainingJob
 
 pytestmark = pytest.mark.slow
 

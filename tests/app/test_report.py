@@ -6,8 +6,8 @@ import numpy as np
 
 from app.plots import MapData
 from app.report import ReportData, evidence_card, render_report, write_report
-from core.explain import explain
-from core.knn import IntentScore, Neighbour, Prediction
+from core.retrieval.explain import explain
+from core.retrieval.knn import IntentScore, Neighbour, Prediction
 
 XSS = "<script>alert(1)</script>"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -19,7 +19,7 @@ from app.services import predict as predict_svc
 from app.services import training as svc
 from app.services import versions as version_svc
 from app.services.projects import new_project
-from storage.models import ModelVersion, TrainingJob
+from storage.tables import ModelVersion, TrainingJob
 
 pytestmark = pytest.mark.slow
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.embedding_cache import EmbeddingCache
-from core.encoders import resolve_path
+from core.encoding.cache import EmbeddingCache
+from core.encoding.registry import resolve_path
 
 
 def test_minilm_loads_offline_and_gives_unit_vectors(encoder):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from core.evaluation import cross_validate_knn, evaluate_knn, score_predictions
+from core.evaluation.scoring import cross_validate_knn, evaluate_knn, score_predictions
 
 
 def _pool() -> tuple[np.ndarray, list[str]]:

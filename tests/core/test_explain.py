@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from core.explain import borderline, explain, tokens
-from core.knn import IntentScore, KnnIndex, Neighbour, Prediction
+from core.retrieval.explain import borderline, explain, tokens
+from core.retrieval.knn import IntentScore, KnnIndex, Neighbour, Prediction
 
 POOL = [
     ("Where is my new card?", "card_arrival"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.knn import KnnIndex
+from core.retrieval.knn import KnnIndex
 
 
 def _vec(*xs: float) -> np.ndarray:

@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from core.knn import KnnIndex, Neighbour
-from core.multilabel import (
+from core.multilabel.head import (
     HeadConfig,
     MultiLabelHead,
     binary_targets,
@@ -21,8 +20,9 @@ from core.multilabel import (
     smooth_targets,
     tune_thresholds,
 )
-from core.multilabel_metrics import multilabel_scores
-from core.thresholds import Thresholds, thresholds_from_probabilities, validate_threshold
+from core.multilabel.metrics import multilabel_scores
+from core.multilabel.thresholds import Thresholds, thresholds_from_probabilities, validate_threshold
+from core.retrieval.knn import KnnIndex, Neighbour
 
 FAST = HeadConfig(epochs=60, hidden=64, seed=0)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.multilabel_metrics import (
+from core.multilabel.metrics import (
     cooccurrence_table,
     multilabel_report,
     multilabel_scores,

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.onnx_export as ox
-from core.bundle import load, write_bundle
+import core.bundle.onnx as ox
+from core.bundle.reader import load, write_bundle
 
 from .test_bundle import POOL, QUERIES
 

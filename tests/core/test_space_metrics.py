@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from core.space_metrics import alignment, first_label, space_metrics, uniformity
+from core.evaluation.space import alignment, first_label, space_metrics, uniformity
 
 
 def _clustered(seed: int = 0) -> tuple[np.ndarray, list[str]]:

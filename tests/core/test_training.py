@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.evaluation import evaluate_knn
+from core.evaluation.scoring import evaluate_knn
 from core.training import (
     TrainConfig,
     TrainingCancelled,

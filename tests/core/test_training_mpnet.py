@@ -6,12 +6,12 @@ from importlib import metadata
 
 import pytest
 
-from core import mpnet
-from core.encoders import registry
+from core.encoding import mpnet
+from core.encoding.registry import registry
 
 
 def test_mpnet_is_registered_without_importing_torch() -> None:
-    code = "import sys, core.encoders; assert 'mpnet' in core.encoders.registry(); print('torch' in sys.modules)"
+    code = "import sys, core.encoding.registry; assert 'mpnet' in core.encoding.registry.registry(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert "mpnet" in registry()

@@ -5,7 +5,6 @@ from sqlalchemy import text
 
 from storage import ConflictError, StorageError
 from storage.datasets import content_hash, snapshot, snapshot_rows
-from storage.models import LabelEvent
 from storage.projects import (
     create_intent,
     create_project,
@@ -14,6 +13,7 @@ from storage.projects import (
     merge_intents,
     rename_intent,
 )
+from storage.tables import LabelEvent
 from storage.utterances import (
     NewUtterance,
     add_utterance,

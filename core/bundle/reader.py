@@ -5,7 +5,7 @@ model, ``adapter/`` plus the base encoder's name for an adapter), the exemplar p
 and their vectors), the label map, thresholds, config, metrics, a generated model card and the
 sha256 of every file. Loading needs only torch, sentence-transformers, numpy and faiss
 (onnxruntime for the optional int8 encoder) and never executes code from the bundle: see
-:mod:`core.bundle_safety`.
+:mod:`core.bundle.safety`.
 
 Layout::
 
@@ -17,11 +17,11 @@ Layout::
     model.json, encoder/  kind "full"   (or model.json, adapter/ for kind "adapter")
     onnx/, head/          optional
 
-Predictions use :class:`core.knn.KnnIndex` over the stored vectors, so they equal the app's k-NN
+Predictions use :class:`core.retrieval.knn.KnnIndex` over the stored vectors, so they equal the app's k-NN
 rule for the same model version; the pool is never re-encoded.
 
 Example:
-    >>> from core.bundle import load
+    >>> from core.bundle.reader import load
     >>> predictor = load("banking.zip")  # doctest: +SKIP
     >>> predictor.predict(["I lost my card"])[0]["top"]  # doctest: +SKIP
     'lost_or_stolen_card'
@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from core.bundle_safety import (
+from core.bundle.safety import (
     ALLOWED_SUFFIXES,
     MAX_UNCOMPRESSED_BYTES,
     PICKLE_SUFFIXES,
@@ -59,7 +59,7 @@ from core.bundle_safety import (
     sha256_file,
     verify_files,
 )
-from core.knn import KnnIndex, Neighbour, Prediction
+from core.retrieval.knn import KnnIndex, Neighbour, Prediction
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ __all__ = [
 
 
 class TextEncoder(Protocol):
-    """What the predictor needs of an encoder (:class:`core.encoders.Encoder` or ONNX)."""
+    """What the predictor needs of an encoder (:class:`core.encoding.registry.Encoder` or ONNX)."""
 
     name: str
 
@@ -325,7 +325,7 @@ def model_card(manifest: Mapping[str, Any]) -> str:
         "## How to load it",
         "",
         "```python",
-        "from core.bundle import load",
+        "from core.bundle.reader import load",
         'predictor = load("bundle.zip")',
         'print(predictor.predict(["I lost my card"])[0]["top"])',
         "```",
@@ -482,7 +482,7 @@ def _load_encoder(contents: BundleContents, device: str | None) -> TextEncoder:
     manifest, root = contents.manifest, contents.root
     kind = manifest["encoder_kind"]
     if kind == "base":
-        from core.encoders import load_encoder
+        from core.encoding.registry import load_encoder
 
         try:
             return load_encoder(str(manifest["base_encoder"]), device=device)
@@ -506,7 +506,7 @@ def _load_encoder(contents: BundleContents, device: str | None) -> TextEncoder:
             raise BundleError(f"Cannot load the bundle's encoder: {exc}") from exc
     if kind == "adapter":
         raise BundleError("An adapter bundle needs model.json naming its base encoder.")
-    from core.encoders import encoder_from_model, load_sentence_transformer
+    from core.encoding.registry import encoder_from_model, load_sentence_transformer
 
     weights = sorted(
         k for k in manifest["files"] if k.startswith("encoder/") and k.endswith(".safetensors")
@@ -543,7 +543,7 @@ def load(
         encoder: TextEncoder | None = None
         if prefer_onnx and contents.has_onnx:
             try:
-                from core.onnx_export import OnnxEncoder
+                from core.bundle.onnx import OnnxEncoder
 
                 encoder = OnnxEncoder(contents.root / "onnx", threads=onnx_threads)
             except ImportError as exc:
@@ -583,7 +583,7 @@ def prediction_to_dict(
     ``thresholds["default"]``. With no threshold a single-label prediction always names its top.
 
     Example:
-        >>> from core.knn import IntentScore
+        >>> from core.retrieval.knn import IntentScore
         >>> best = Neighbour(0, "hi", ("greet",), 0.9)
         >>> prediction_to_dict("hello", Prediction([IntentScore("greet", 0.9, best)], [best]))["top"]
         'greet'
@@ -627,7 +627,7 @@ class Predictor:
         self.k = int(self.manifest.get("k") or 1)
         self.head: Any = None
         if (contents.root / "head" / "head.json").is_file():  # multi-label MLP head
-            from core.multilabel import load_head
+            from core.multilabel.head import load_head
 
             try:
                 self.head = load_head(contents.root / "head")
@@ -668,7 +668,7 @@ class Predictor:
             for text, pred in zip(batch, preds, strict=True)
         ]
         if self.head is not None:  # the head decides the label set; k-NN still explains it
-            from core.multilabel import decide
+            from core.multilabel.head import decide
 
             proba = self.head.predict_proba(vecs)
             decided = decide(proba, self.head.intents, self.head.thresholds)

@@ -4,7 +4,7 @@ The whole sentence-transformers pipeline after tokenisation (transformer, poolin
 down-projection, normalisation) is traced into one ONNX graph, then quantised with onnxruntime's
 dynamic int8 quantisation (per-channel weights). :class:`OnnxEncoder` runs it with only
 ``onnxruntime``, ``tokenizers`` and numpy, and has the same ``encode(texts)`` as
-:class:`core.encoders.Encoder`.
+:class:`core.encoding.registry.Encoder`.
 
 The export refuses (:class:`OnnxParityError`) unless the int8 model's top-1 k-NN prediction agrees
 with the fp32 model's on at least ``min_agreement`` of the evaluation texts.
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from core.encoders import Encoder
-from core.knn import KnnIndex
+from core.encoding.registry import Encoder
+from core.retrieval.knn import KnnIndex
 
 logger = logging.getLogger(__name__)
 

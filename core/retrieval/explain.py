@@ -13,7 +13,7 @@ Two warnings are attached:
   stop words dropped and a plural ``s`` folded (``cards`` matches ``card``).
 
 Example:
-    >>> from core.knn import IntentScore, Neighbour, Prediction
+    >>> from core.retrieval.knn import IntentScore, Neighbour, Prediction
     >>> a = Neighbour(1, "Where is my new card?", ("card_arrival",), 0.83)
     >>> b = Neighbour(2, "How long does delivery take?", ("delivery_estimate",), 0.71)
     >>> p = Prediction([IntentScore("card_arrival", 0.83, a), IntentScore("delivery_estimate", 0.71, b)], [a, b])
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.knn import Neighbour, Prediction
+from core.retrieval.knn import Neighbour, Prediction
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def explain(
 
     Args:
         text: the utterance that was classified.
-        prediction: the :class:`~core.knn.Prediction` for it.
+        prediction: the :class:`~core.retrieval.knn.Prediction` for it.
         intent_descriptions: optional intent → description, copied into the explanation.
         gold: the utterance's own intent(s), when labelled; used for ``borderline`` and
             ``correct`` (otherwise the predicted intent is its own intent).

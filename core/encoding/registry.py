@@ -38,7 +38,7 @@ def _minilm_path() -> Path:
 
 
 def _mpnet_path() -> Path:
-    from core import mpnet  # joins the part-wheels on first use
+    from core.encoding import mpnet  # joins the part-wheels on first use
 
     return mpnet.locate()
 

@@ -1,6 +1,6 @@
 """k-NN evaluation of an encoder's space: the numbers shown beside every model version.
 
-``evaluate_knn`` scores test vectors against a labelled pool with :class:`core.knn.KnnIndex` (the
+``evaluate_knn`` scores test vectors against a labelled pool with :class:`core.retrieval.knn.KnnIndex` (the
 same rule as inference) and returns plain JSON types: accuracy (the primary metric), macro-F1,
 per-intent precision/recall/F1/support, the confusion matrix and the cosine silhouette of the test
 vectors. ``cross_validate_knn`` does the same for projects without a test split (each fold is
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from core.knn import KnnIndex
+from core.retrieval.knn import KnnIndex
 
 logger = logging.getLogger(__name__)
 

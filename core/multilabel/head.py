@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.knn import Neighbour
-from core.thresholds import (
+from core.multilabel.thresholds import (
     DEFAULT_GRID,
     DEFAULT_MIN_SUPPORT,
     DEFAULT_THRESHOLD,
@@ -42,6 +41,7 @@ from core.thresholds import (
     thresholds_from_probabilities,
     validate_threshold,
 )
+from core.retrieval.knn import Neighbour
 
 if TYPE_CHECKING:
     import torch
@@ -349,7 +349,7 @@ class MultiLabelHead:
         Args:
             vectors: ``(n, dim)`` vectors.
             thresholds: a float, an ``{intent: θ}`` mapping (others use the head's global θ),
-                :class:`~core.thresholds.Thresholds`, or None for the head's own ``thresholds``.
+                :class:`~core.multilabel.thresholds.Thresholds`, or None for the head's own ``thresholds``.
         """
         proba = self.predict_proba(vectors)
         return decide(proba, self.intents, self._resolve(thresholds))
