@@ -34,7 +34,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 Method = Literal["umap", "tsne", "pca"]
-METHODS: tuple[str, ...] = ("umap", "tsne", "pca")
+PROJECTIONS: tuple[str, ...] = ("umap", "tsne", "pca")
 DEFAULT_METHOD: Method = "umap"
 # Dimensions kept by the PCA that runs before UMAP / t-SNE.
 PCA_DIMS = 50
@@ -160,8 +160,10 @@ def project(
         >>> project(np.eye(3, dtype=np.float32), "umap").shape  # 3 points: PCA fallback
         (3, 2)
     """
-    if method not in METHODS:
-        raise ValueError(f"Unknown projection method {method!r}: use one of {', '.join(METHODS)}")
+    if method not in PROJECTIONS:
+        raise ValueError(
+            f"Unknown projection method {method!r}: use one of {', '.join(PROJECTIONS)}"
+        )
     if n_neighbors < 2:
         raise ValueError("n_neighbors must be at least 2")
     v = _as_unit(vectors)

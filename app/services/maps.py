@@ -35,7 +35,7 @@ from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_encoder
 from core.encoding.registry import Encoder
 from core.evaluation.space import space_metrics
-from core.projection import DEFAULT_METHOD, METHODS, warm_up_in_background
+from core.projection import DEFAULT_METHOD, PROJECTIONS, warm_up_in_background
 from core.projection import project as project_points
 from core.retrieval.explain import explain
 from core.retrieval.knn import KnnIndex, Prediction
@@ -201,8 +201,10 @@ def _view(
 
 
 def _check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ValueError(f"Unknown projection method {method!r}: use one of {', '.join(METHODS)}.")
+    if method not in PROJECTIONS:
+        raise ValueError(
+            f"Unknown projection method {method!r}: use one of {', '.join(PROJECTIONS)}."
+        )
 
 
 def get_map(

@@ -46,7 +46,7 @@ DEAD_AFTER_SECONDS = 60.0
 PROMOTION_TOLERANCE = 0.01
 
 # The methods offered in the UI: a label, and the config that selects it.
-METHODS: dict[str, dict[str, Any]] = {
+METHOD_CHOICES: dict[str, dict[str, Any]] = {
     "fast (default: in-batch contrastive, best time-to-accuracy on CPU)": {"method": "fast"},
     "ConvFiT Stage 2 (paper: OCL pairs, n=3)": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter (small artifact, shared base)": {"method": "lora"},

@@ -17,7 +17,7 @@ from app.services import data as data_svc
 from app.services import maps as svc
 from app.services.versions import BASE
 from app.ui.common import attempt, ok, problem
-from core.projection import METHODS
+from core.projection import PROJECTIONS
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
     gr.Markdown(HELP)
     with gr.Row():
-        method = gr.Dropdown(list(METHODS), value="umap", label="Projection", scale=1)
+        method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
         view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
         highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
         refresh_btn = gr.Button("Refresh", scale=1, elem_id="map-refresh")

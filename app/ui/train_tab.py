@@ -102,7 +102,10 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     gr.Markdown(HELP)
     with gr.Row(equal_height=True):
         method = gr.Dropdown(
-            list(train_svc.METHODS), value=next(iter(train_svc.METHODS)), label="Method", scale=3
+            list(train_svc.METHOD_CHOICES),
+            value=next(iter(train_svc.METHOD_CHOICES)),
+            label="Method",
+            scale=3,
         )
         settings = gr.Textbox(
             label="Advanced settings (optional)",
@@ -181,7 +184,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
 
         def go() -> tuple[train_svc.JobView, bool]:
             items = [x for x in re.split(r"[,\n]", extra or "") if x.strip()]
-            config = {**train_svc.METHODS[meth], **train_svc.parse_settings(items)}
+            config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(items)}
             return train_svc.request_retrain(ctx, proj, config)
 
         res, err = attempt(go)

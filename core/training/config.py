@@ -17,7 +17,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("fast", "convfit", "lora")
+TRAINING_METHODS = ("fast", "convfit", "lora")
 LOSSES = ("ocl", "cos", "smax", "mnrl")
 PAIR_STRATEGIES = ("convfit", "all")
 # Losses that work on (anchor, positive) pairs with in-batch negatives vs on labelled pairs.
@@ -98,8 +98,10 @@ class TrainConfig:
     stage1_lr: float = 2e-5
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"Unknown method {self.method!r}: use one of {', '.join(METHODS)}.")
+        if self.method not in TRAINING_METHODS:
+            raise ValueError(
+                f"Unknown method {self.method!r}: use one of {', '.join(TRAINING_METHODS)}."
+            )
         if self.loss is not None and self.loss not in LOSSES:
             raise ValueError(f"Unknown loss {self.loss!r}: use one of {', '.join(LOSSES)}.")
         if self.method in ("fast", "lora") and self.loss not in (None, *IN_BATCH_LOSSES):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.projection import METHODS, align, align_transform, project, warm_up
+from core.projection import PROJECTIONS, align, align_transform, project, warm_up
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,7 +33,7 @@ def test_bad_input_raises() -> None:
         project(np.full((5, 3), np.nan), "pca")
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", PROJECTIONS)
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 7])
 def test_tiny_inputs_give_finite_maps(method: str, n: int) -> None:
     x = np.random.default_rng(n).normal(size=(n, 384)).astype(np.float32)
@@ -43,7 +43,7 @@ def test_tiny_inputs_give_finite_maps(method: str, n: int) -> None:
     assert np.isfinite(out).all()
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", PROJECTIONS)
 def test_deterministic_for_a_seed(method: str) -> None:
     x, _ = _clusters()
     a = project(x, method, seed=3)
