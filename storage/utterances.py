@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
+from storage.faults import fault_point
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.tables import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
 
@@ -407,6 +408,7 @@ def import_rows(
         s.add(u)
         new_utts.append((u, r))
     s.flush()
+    fault_point("import.rows_written")
     for u, r in new_utts:
         for name in dict.fromkeys(r.labels):
             s.add(Label(utterance_id=u.id, intent_id=known[name].id))
@@ -425,4 +427,5 @@ def import_rows(
         )
         inserted += 1
     s.flush()
+    fault_point("import.before_commit")
     return inserted, updated

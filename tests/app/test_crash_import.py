@@ -1,5 +1,9 @@
 """kill -9 in the middle of a large import: the database passes its integrity check and the import
-is either all there or not there at all (one transaction)."""
+is either all there or not there at all (one transaction).
+
+The kill is deterministic: the import process is told (``INTENT_STUDIO_FAULT``) to SIGKILL itself
+at a named point of the import — after its rows are written but before labels, or with everything
+written but not committed — instead of being shot after a guessed sleep."""
 
 from __future__ import annotations
 
@@ -8,15 +12,16 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from storage.faults import ENV, POINTS
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS = 30_000
+ROWS = 10_000
 
 
 @pytest.fixture(scope="module")
@@ -29,32 +34,25 @@ def big_csv(tmp_path_factory) -> Path:
     return path
 
 
-def _count(db: Path) -> tuple[str, int]:
+def _count(db: Path) -> tuple[str, int, int]:
     con = sqlite3.connect(db)
     try:
         verdict = con.execute("PRAGMA integrity_check").fetchone()[0]
-        row = con.execute(
+        utterances = con.execute(
             "SELECT count(*) FROM utterances u JOIN projects p ON p.id = u.project_id"
             " WHERE p.name = 'big'"
-        ).fetchone()
-        return verdict, int(row[0])
+        ).fetchone()[0]
+        labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
+        return verdict, int(utterances), int(labels)
     finally:
         con.close()
 
 
-def _wal_bytes(db: Path) -> int:
-    wal = db.with_name(db.name + "-wal")
-    return wal.stat().st_size if wal.exists() else 0
-
-
-@pytest.mark.parametrize("extra", [0.0, 1.0, 2.5])
-def test_kill_9_mid_import_leaves_all_or_nothing(tmp_path, big_csv, extra):
-    data = tmp_path / "data"
-    # The database exists (migrated) before the import starts, as on a running server.
-    subprocess.run(
-        [sys.executable, "-m", "app", "--data-dir", str(data), "projects"], check=True, cwd=ROOT
-    )
-    proc = subprocess.Popen(
+def _import(data: Path, csv: Path, fault: str | None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if fault is not None:
+        env[ENV] = fault
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -62,29 +60,34 @@ def test_kill_9_mid_import_leaves_all_or_nothing(tmp_path, big_csv, extra):
             "--data-dir",
             str(data),
             "import",
-            str(big_csv),
+            str(csv),
             "--project",
             "big",
         ],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        env=env,
+        capture_output=True,
+        timeout=300,
     )
-    db = data / "studio.db"
-    start = _wal_bytes(db)
-    deadline = time.monotonic() + 120
-    # Wait until the import is writing (its transaction grows the write-ahead log), then a bit.
-    while _wal_bytes(db) < start + 256_000 and proc.poll() is None:
-        assert time.monotonic() < deadline, "the import never started writing"
-        time.sleep(0.05)
-    time.sleep(extra)
-    finished = proc.poll() is not None
-    if not finished:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    verdict, n = _count(db)
-    assert verdict == "ok"
-    assert n in (0, ROWS), f"half an import is in the database: {n} of {ROWS} rows"
-    if finished:
-        assert n == ROWS
+    return done.returncode
+
+
+@pytest.mark.parametrize("fault", sorted(POINTS))
+def test_kill_9_mid_import_leaves_nothing_and_an_intact_database(tmp_path, big_csv, fault):
+    data = tmp_path / "data"
+    # The database exists (migrated) before the import starts, as on a running server.
+    subprocess.run(
+        [sys.executable, "-m", "app", "--data-dir", str(data), "projects"], check=True, cwd=ROOT
+    )
+    assert _import(data, big_csv, fault) == -signal.SIGKILL
+    assert _count(data / "studio.db") == ("ok", 0, 0)
+    # The next import after the crash works and brings everything.
+    assert _import(data, big_csv, None) == 0
+    assert _count(data / "studio.db") == ("ok", ROWS, ROWS)
+
+
+def test_an_unknown_fault_point_is_a_programming_error():
+    from storage.faults import fault_point
+
+    with pytest.raises(ValueError, match="unknown fault point"):
+        fault_point("import.nowhere")
