@@ -200,7 +200,7 @@ def add_utterance(
     create_missing_intents: bool = True,
 ) -> UtteranceRow:
     text = validate_text(text)
-    split = validate_split(split)
+    split = labelled_split(validate_split(split), labels)
     if s.scalar(
         select(Utterance.id).where(Utterance.project_id == project_id, Utterance.text == text)
     ):
@@ -217,32 +217,52 @@ def add_utterance(
     return _row(u, names)
 
 
+def labelled_split(current: str, labels: Sequence[str], chosen: str | None = None) -> str:
+    """The one labelling rule: an `unlabelled` utterance that gets an intent joins `train` (the
+    pool) unless the person chose another split; otherwise the split stays as it is.
+
+    Example:
+        >>> labelled_split("unlabelled", ["card_block"]), labelled_split("test", ["card_block"])
+        ('train', 'test')
+    """
+    if chosen is not None:
+        return validate_split(chosen)
+    return "train" if labels and current == "unlabelled" else current
+
+
 def set_labels(
     s: Session,
     project_id: int,
     utterance_id: int,
     labels: Sequence[str],
     *,
+    split: str | None = None,
     user_id: int | None = None,
     expected_version: int | None = None,
     create_missing_intents: bool = True,
     batch: str | None = None,
 ) -> UtteranceRow:
-    """Replace an utterance's labels (empty = no intent). Logged for audit and undo."""
+    """Replace an utterance's labels (empty = no intent), moving it by :func:`labelled_split`
+    (``split`` = the split the person chose, if any). One event for audit and undo: an undo puts
+    back the labels and the split together."""
     u = get_utterance(s, project_id, utterance_id)
     _check_version(u, expected_version)
     intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     before = _labels_of(s, [u.id])[u.id]
     after = sorted(i.name for i in intents)
-    if before == after:
+    split_before, split_after = u.split, labelled_split(u.split, after, split)
+    moved = split_before != split_after
+    if before == after and not moved:
         return _row(u, after)
     for label in list(u.labels):
         s.delete(label)
     s.flush()
     for intent in intents:
         s.add(Label(utterance_id=u.id, intent_id=intent.id))
+    u.split = split_after
     u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
-    _log(s, u, before, after, "label", user_id, batch)
+    shown = (split_before, split_after) if moved else (None, None)
+    _log(s, u, before, after, "label", user_id, batch, *shown)
     s.flush()
     return _row(u, after)
 

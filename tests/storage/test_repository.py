@@ -182,3 +182,28 @@ def test_pool_revision_changes_on_every_label_change(db, project):
         uid = list_utterances(s, project, search="hello")[0].id
         set_labels(s, project, uid, ["greeting"])
         assert pool_revision(s, project) != r0
+
+
+def test_labelling_an_unlabelled_utterance_moves_it_into_the_pool_and_one_undo_reverts_both(
+    db, project
+):
+    with db.session() as s:
+        hello = next(r for r in list_utterances(s, project) if r.text == "hello there")
+        row = set_labels(s, project, hello.id, ["greet"])
+        assert row.split == "train"
+        assert "hello there" in {r.text for r in labelled_pool(s, project)}
+    with db.session() as s:
+        assert len(undo_last(s, project)) == 1
+        back = next(r for r in list_utterances(s, project) if r.text == "hello there")
+        assert (back.split, back.labels) == ("unlabelled", ())
+
+
+def test_a_chosen_split_wins_over_the_labelling_rule(db, project):
+    with db.session() as s:
+        hello = next(r for r in list_utterances(s, project) if r.text == "hello there")
+        assert set_labels(s, project, hello.id, ["greet"], split="test").split == "test"
+        parcel = next(r for r in list_utterances(s, project) if r.text == "where is my parcel")
+        # a labelled test row relabelled stays in test; clearing a train row's labels keeps it
+        assert set_labels(s, project, parcel.id, []).split == "train"
+        added = add_utterance(s, project, "hi again", ["greet"], split="unlabelled")
+        assert added.split == "train"
