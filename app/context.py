@@ -10,32 +10,46 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from app.config import Settings
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder, load_encoder
+from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.knn import KnnIndex
+from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
 from storage.db import Database
-from storage.tables import ModelVersion, Project
+from storage.projects import get_project
+from storage.tables import ModelVersion
 from storage.utterances import labelled_pool, pool_revision
+from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class ProjectPool:
-    """The labelled `train` pool of a project, embedded by the project's active encoder."""
+    """A project's :class:`Predictor` over its labelled `train` pool, in the active version's
+    space (with that version's multi-label head, if it has one), and the revision it is at."""
 
     project_id: int
     model_version_id: int | None
-    encoder: Encoder
-    index: KnnIndex
+    predictor: Predictor
     revision: tuple[int, int, int] = (-1, -1, -1)
     items: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def encoder(self) -> Encoder:
+        return cast(Encoder, self.predictor.encoder)
+
+    @property
+    def index(self) -> KnnIndex:
+        return self.predictor.index
 
 
 class AppContext:
@@ -48,6 +62,8 @@ class AppContext:
         self._pools: dict[int, ProjectPool] = {}
         self._encoders: dict[str, Encoder] = {}
         self._lock = threading.Lock()
+        # Queues a training job id; set by the entry point that runs a queue (see app.worker).
+        self.enqueue: Callable[[int], None] | None = None
 
     # --- encoders --------------------------------------------------------------------------
 
@@ -67,30 +83,34 @@ class AppContext:
                 self._encoders[key] = load_trained(path, device=self.device)
             return self._encoders[key]
 
-    def active_encoder(self, project_id: int) -> tuple[Encoder, int | None]:
+    def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
+        """The multi-label head stored in a model version (None when it has none)."""
+        if mv is None or not mv.artifact_path:
+            return None
+        folder = self.artifacts.path(mv.artifact_path) / HEAD_DIR
+        return load_head(folder) if folder.is_dir() else None
+
+    def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
+        """The project's active model version (None = frozen base) and its base encoder name."""
         with self.db.session() as s:
-            project = s.get(Project, project_id)
-            if project is None:
-                raise KeyError(project_id)
-            mv = (
-                s.get(ModelVersion, project.active_model_version_id)
-                if project.active_model_version_id
-                else None
-            )
-            base = project.base_encoder
-            if mv is not None:
-                s.expunge(mv)
+            return active_version(s, project_id), get_project(s, project_id).base_encoder
+
+    def active_encoder(self, project_id: int) -> tuple[Encoder, int | None]:
+        mv, base = self.active_version(project_id)
         return self.encoder_for_version(mv, base), (mv.id if mv is not None else None)
 
     # --- pools -----------------------------------------------------------------------------
 
     def pool(self, project_id: int) -> ProjectPool:
         """The project's up-to-date labelled pool (applies only what changed since last use)."""
-        encoder, mv_id = self.active_encoder(project_id)
+        mv, base = self.active_version(project_id)
+        encoder = self.encoder_for_version(mv, base)
+        mv_id = mv.id if mv is not None else None
         with self._lock:
             pool = self._pools.get(project_id)
             if pool is None or pool.model_version_id != mv_id or pool.encoder is not encoder:
-                pool = ProjectPool(project_id, mv_id, encoder, KnnIndex(encoder.dim))
+                predictor = Predictor(encoder, head=self.version_head(mv))
+                pool = ProjectPool(project_id, mv_id, predictor)
                 self._pools[project_id] = pool
         with pool.lock:
             self._sync(pool)

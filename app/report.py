@@ -162,7 +162,7 @@ def _headline(data: ReportData) -> str:
 def _neighbour(ev: Mapping[str, Any] | None) -> str:
     if not ev:
         return "—"
-    intents = ", ".join(str(x) for x in ev.get("intents", []))
+    intents = ", ".join(str(x) for x in ev.get("labels", []))
     return (
         f"'{_e(ev.get('text', ''))}' <span class='sim'>({_num(ev.get('similarity'), 2)}"
         f"{', ' + _e(intents) if intents else ''})</span>"

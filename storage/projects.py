@@ -31,7 +31,12 @@ def get_or_create_user(s: Session, name: str, role: str = "designer") -> User:
 
 
 def create_project(
-    s: Session, name: str, *, description: str = "", base_encoder: str = "minilm"
+    s: Session,
+    name: str,
+    *,
+    description: str = "",
+    base_encoder: str = "minilm",
+    read_only: bool = False,
 ) -> Project:
     name = name.strip()
     if not name:
@@ -40,7 +45,13 @@ def create_project(
         raise StorageError("A project name is at most 120 characters.")
     if s.scalar(select(Project.id).where(Project.name == name)) is not None:
         raise StorageError(f"A project named {name!r} already exists.")
-    project = Project(name=name, description=description, base_encoder=base_encoder, settings={})
+    project = Project(
+        name=name,
+        description=description,
+        base_encoder=base_encoder,
+        settings={},
+        read_only=read_only,
+    )
     s.add(project)
     s.flush()
     return project

@@ -2,7 +2,7 @@
 with an int8 ONNX encoder that must pass the parity check), and import a bundle as a new
 read-only project whose exemplars are its labelled pool and whose encoder is the bundle's.
 
-The bundle format and its safe loading live in :mod:`core.bundle.reader`; this module only gathers the
+The bundle format and its safe loading live in :mod:`core.bundle`; this module only gathers the
 project's data and writes rows.
 """
 
@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from app.context import AppContext
-from app.services.evaluation import is_multi_label
-from app.services.multilabel import HEAD_DIR
 from app.services.versions import Version, resolve_encoder
-from core.bundle.reader import open_bundle, write_bundle
+from core.bundle import open_bundle, write_bundle
+from core.multilabel.head import HEAD_DIR
+from core.multilabel.rule import is_multilabel
+from storage import versions
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
+from storage.errors import NotFoundError
 from storage.projects import create_project, get_project
-from storage.tables import ModelVersion, Project
 from storage.utterances import NewUtterance, import_rows, list_utterances
+from storage.versions import NewVersion
 
 logger = logging.getLogger(__name__)
 
@@ -34,25 +36,29 @@ def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, A
     """What the manifest says about the version (None/"active" = the active one)."""
     with ctx.db.session() as s:
         p = get_project(s, project)
-        vid = p.active_model_version_id if version in (None, "active") else version
-        if vid in (None, "base"):
-            return {"id": None, "method": "frozen", "base": p.base_encoder, "dir": None}
-        mv = s.get(ModelVersion, int(vid))
-        if mv is None or mv.project_id != p.id:
-            raise ValueError(f"No model version {vid} in project {project!r}.")
-        if not mv.artifact_path or not ctx.artifacts.verify(
-            mv.artifact_path, mv.artifact_sha256 or ""
-        ):
-            raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
-        return {
-            "id": mv.id,
-            "method": mv.method,
-            "base": mv.base_encoder,
-            "dir": ctx.artifacts.path(mv.artifact_path),
-            "config": dict(mv.config or {}),
-            "metrics": {k: v for k, v in (mv.metrics or {}).items() if k != "base"},
-            "base_metrics": dict((mv.metrics or {}).get("base") or {}),
-        }
+        base = p.base_encoder
+        if version == "base" or (version in (None, "active") and not p.active_model_version_id):
+            return {"id": None, "method": "frozen", "base": base, "dir": None}
+        try:
+            mv = (
+                versions.active_version(s, p.id)
+                if version in (None, "active")
+                else versions.get_version(s, p.id, int(version))
+            )
+        except NotFoundError:
+            raise ValueError(f"No model version {version} in project {project!r}.") from None
+    assert mv is not None
+    if not mv.artifact_path or not ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256 or ""):
+        raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
+    return {
+        "id": mv.id,
+        "method": mv.method,
+        "base": mv.base_encoder,
+        "dir": ctx.artifacts.path(mv.artifact_path),
+        "config": dict(mv.config or {}),
+        "metrics": {k: v for k, v in (mv.metrics or {}).items() if k != "base"},
+        "base_metrics": dict((mv.metrics or {}).get("base") or {}),
+    }
 
 
 def export_bundle(
@@ -92,7 +98,7 @@ def export_bundle(
         "metrics": row.get("metrics", {}),
         "base_metrics": row.get("base_metrics", {}),
         "dataset_hash": dataset_hash,
-        "multi_label": is_multi_label(labels),
+        "multi_label": is_multilabel(labels),
     }
     with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
         extra: dict[str, Path] = {}
@@ -153,10 +159,13 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                         shutil.copy2(src, tmp / src.name)
         try:
             with ctx.db.session() as s:
-                p: Project = create_project(
-                    s, name, base_encoder=str(manifest.get("base_encoder") or "minilm")
+                p = create_project(
+                    s,
+                    name,
+                    base_encoder=str(manifest.get("base_encoder") or "minilm"),
+                    description=f"Imported from bundle {Path(path).name}",
+                    read_only=True,
                 )
-                p.description = f"Imported from bundle {Path(path).name}"
                 import_rows(
                     s,
                     p.id,
@@ -167,8 +176,9 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                 )
                 if has_model:
                     sha, size = tree_sha256(ctx.artifacts.path(rel))
-                    mv = ModelVersion(
+                    new = NewVersion(
                         project_id=p.id,
+                        dataset_version_id=None,
                         method=str(manifest.get("method") or "bundle"),
                         base_encoder=p.base_encoder,
                         config=dict(manifest.get("config") or {}),
@@ -178,10 +188,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                         artifact_size=size,
                         note=f"from bundle: {json.dumps(manifest.get('model_version'))}",
                     )
-                    s.add(mv)
-                    s.flush()
-                    p.active_model_version_id = mv.id
-                p.read_only = True
+                    versions.register_version(s, new, activate=True)
                 return p.name
         except BaseException:
             if has_model:

@@ -243,11 +243,11 @@ def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
 
 
 def activity(ctx: AppContext, project: str, limit: int = 200) -> list[dict[str, Any]]:
-    from storage.tables import User
+    from storage.users import list_users
 
     with ctx.db.session() as s:
         pid = _project_id(s, project)
-        users = {u.id: u.name for u in s.query(User).all()}
+        users = {u.id: u.name for u in list_users(s)}
         return [
             {
                 "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S"),

@@ -1,78 +1,65 @@
-"""Evaluate an encoder on a project's data the way the product predicts: k-NN over the labelled
-`train` pool, scored on the `test` split when there is one, else by k-fold cross-validation."""
+"""Evaluate a model version the way the product predicts, through the one contract of
+:mod:`core.evaluation`: the retrain (version history) and the live Evaluation view call the same
+:func:`evaluate_version`, so one version on the same data shows the same numbers.
+
+Single-label projects are scored by the k-NN rule (a hit when the prediction is any gold intent of
+the row); multi-label projects by the head (micro-F1 primary). Scored on the `test` split when
+there is one, else by 5-fold cross-validation of `train`.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from app.context import AppContext
-from app.services.versions import Version, resolve_encoder
+from app.services.versions import Version, head_options, resolve_encoder
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder
-from core.evaluation.scoring import cross_validate_knn, evaluate_knn, score_predictions
+from core.evaluation import (
+    CV_FOLDS,
+    EvalData,
+    cross_validate_knn,
+    evaluate_knn,
+    scoring_gold,
+)
+from core.evaluation.multilabel import evaluate_head
+from core.multilabel.head import MultiLabelHead
+from core.multilabel.rule import is_multilabel
 from core.retrieval.knn import KnnIndex
 from storage.projects import get_project
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
 
-CV_FOLDS = 5
-# A project is treated as multi-label when at least this share of its labelled rows carry 2+ intents.
-MULTI_LABEL_SHARE = 0.05
 
-
-@dataclass(frozen=True)
-class EvalData:
-    train_texts: list[str]
-    train_labels: list[tuple[str, ...]]
-    test_texts: list[str]
-    test_labels: list[tuple[str, ...]]
-
-    @property
-    def split(self) -> str:
-        return "test" if self.test_texts else f"cv{CV_FOLDS}"
-
-
-def is_multi_label(labels: Sequence[tuple[str, ...]]) -> bool:
-    labelled = [lab for lab in labels if lab]
-    if not labelled:
-        return False
-    return sum(len(lab) > 1 for lab in labelled) / len(labelled) >= MULTI_LABEL_SHARE
-
-
-def _expand(vectors: np.ndarray, labels: Sequence[tuple[str, ...]]) -> tuple[np.ndarray, list[str]]:
-    """One row per (vector, intent): under the nearest-example rule an example carrying two intents
-    scores for both, exactly as the live pool does."""
-    idx = [i for i, lab in enumerate(labels) for _ in lab]
-    names = [name for lab in labels for name in lab]
-    return vectors[idx], names
-
-
-def evaluate(
-    encoder: Encoder, data: EvalData, cache: EmbeddingCache | None = None, *, k: int = 1
-) -> dict[str, Any]:
-    """Single-label k-NN metrics of ``encoder`` on ``data`` (gold = first intent of a test row)."""
-
-    def enc(texts: list[str]) -> np.ndarray:
-        return cache.encode(encoder, texts) if cache is not None else encoder.encode(texts)
-
-    train_v = enc(data.train_texts)
-    if data.test_texts:
-        test_v = enc(data.test_texts)
-        pool_v, pool_y = _expand(train_v, data.train_labels)
-        metrics = evaluate_knn(pool_v, pool_y, test_v, [lab[0] for lab in data.test_labels], k=k)
-    else:
-        keep = [i for i, lab in enumerate(data.train_labels) if lab]
-        metrics = cross_validate_knn(
-            train_v[keep], [data.train_labels[i][0] for i in keep], folds=CV_FOLDS, k=k
+def evaluate_version(
+    encoder: Encoder,
+    data: EvalData,
+    cache: EmbeddingCache,
+    *,
+    multi_label: bool = False,
+    head: dict[str, Any] | None = None,
+    k: int = 1,
+) -> tuple[dict[str, Any], MultiLabelHead | None]:
+    """Metrics of ``encoder`` on ``data`` (one shape, ``primary`` names the headline), and for a
+    multi-label project the head fitted on all train rows (``head`` = its options: ``threshold``,
+    ``tune``)."""
+    train_v = cache.encode(encoder, data.train_texts)
+    test_v = cache.encode(encoder, data.test_texts) if data.test_texts else train_v[:0]
+    fitted: MultiLabelHead | None = None
+    if multi_label:
+        metrics, fitted = evaluate_head(
+            train_v, data.train_labels, test_v, data.test_labels, **(head or {})
         )
+        metrics["head"] = dict(head or {})
+    elif data.test_texts:
+        metrics = evaluate_knn(train_v, data.train_labels, test_v, data.test_labels, k=k)
+    else:
+        metrics = cross_validate_knn(train_v, data.train_labels, folds=CV_FOLDS, k=k)
     metrics["split"] = data.split
-    return metrics
+    return metrics, fitted
 
 
 def gate(new: dict[str, Any], reference: dict[str, Any], tolerance: float) -> tuple[bool, str]:
@@ -102,9 +89,8 @@ class TestPrediction:
 
     @property
     def gold_for_scoring(self) -> str:
-        """The gold intent a multi-intent row is scored against: the predicted one if it is among
-        them (that is a hit), else the first."""
-        return self.predicted if self.correct else self.gold[0]
+        """The gold intent this row is scored against (:func:`core.evaluation.scoring_gold`)."""
+        return scoring_gold(self.gold, self.predicted)
 
 
 def test_predictions(
@@ -140,30 +126,27 @@ def test_predictions(
 
 
 def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> dict[str, Any]:
-    """Accuracy, macro-F1, per-intent metrics and confusion matrix on the test split, now.
-
-    For a multi-label project: micro/macro F1, exact match, per-intent scores and intent-pair
-    co-occurrence of the head on that encoder (no confusion matrix)."""
+    """The version's metrics on the project's data as it is now, by :func:`evaluate_version` (the
+    same function a retrain records in the history). A multi-label version's head is refitted with
+    the options it was trained with."""
     encoder, label = resolve_encoder(ctx, project, version)
     with ctx.db.session() as s:
-        everything = list_utterances(s, get_project(s, project).id)
-    if is_multi_label([r.labels for r in everything if r.split == "train"]):
-        from app.services import multilabel
-
-        # "no intent" rows count: the head must learn to say nothing for them
-        train = [r for r in everything if r.split == "train"]
-        test = [r for r in everything if r.split == "test"]
-        data = EvalData(
-            [r.text for r in train],
-            [r.labels for r in train],
-            [r.text for r in test],
-            [r.labels for r in test],
+        rows = list_utterances(s, get_project(s, project).id)
+    multi = is_multilabel([r.labels for r in rows if r.split == "train"])
+    data = EvalData.from_rows(rows, with_unlabelled=multi)
+    if not data.train_texts:
+        raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
+    if not multi and not data.test_texts:
+        raise ValueError(
+            "No labelled test utterances: move some to the test split to see an evaluation."
         )
-        metrics, _ = multilabel.evaluate(encoder, data, ctx.cache)
-        metrics["version_label"] = label
-        return metrics
-    label, preds = test_predictions(ctx, project, version)
-    metrics = score_predictions([p.gold_for_scoring for p in preds], [p.predicted for p in preds])
+    metrics, _ = evaluate_version(
+        encoder,
+        data,
+        ctx.cache,
+        multi_label=multi,
+        head=head_options(ctx, project, version) if multi else None,
+    )
     metrics["version_label"] = label
     return metrics
 

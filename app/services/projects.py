@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from app.context import AppContext
-from app.services.evaluation import is_multi_label
 from app.services.io import import_utterances, parse_csv
+from core.multilabel.rule import is_multilabel
 from storage.projects import create_project, get_project, list_intents, list_projects
 from storage.utterances import list_utterances
 
@@ -71,7 +71,7 @@ def summary(ctx: AppContext, project: str) -> ProjectSummary:
             n_train=sum(r.split == "train" for r in rows),
             n_test=sum(r.split == "test" for r in rows),
             n_unlabelled=sum(r.split == "unlabelled" for r in rows),
-            multi_label=is_multi_label([r.labels for r in rows if r.split == "train"]),
+            multi_label=is_multilabel([r.labels for r in rows if r.split == "train"]),
             active_model_version_id=p.active_model_version_id,
         )
 

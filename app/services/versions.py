@@ -4,40 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from app.context import AppContext
 from core.encoding.registry import Encoder
+from storage import versions
 from storage.errors import NotFoundError
 from storage.projects import ensure_writable, get_project
-from storage.tables import DatasetVersion, ModelVersion, Project
+from storage.tables import ModelVersion
 
 BASE = "base"  # the frozen base encoder, as a version selector
 ACTIVE = "active"
 Version = int | str | None  # model version id, "base", "active" (None = active)
 
 
+def _selected(ctx: AppContext, project: str, version: Version) -> tuple[ModelVersion | None, str]:
+    """The model version a selector names (None = the frozen base) and the project's base."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        if version == BASE:
+            return None, p.base_encoder
+        if version in (None, ACTIVE):
+            return versions.active_version(s, p.id), p.base_encoder
+        try:
+            return versions.get_version(s, p.id, int(version)), p.base_encoder
+        except NotFoundError:
+            raise ValueError(f"No model version #{version} in project {project!r}.") from None
+
+
 def resolve_encoder(ctx: AppContext, project: str, version: Version) -> tuple[Encoder, str]:
     """The encoder of a version selector and its display label (``v3 (fast)``, ``frozen minilm``)."""
-    with ctx.db.session() as s:
-        p: Project = get_project(s, project)
-        base = p.base_encoder
-        if version == BASE:
-            mv = None
-        elif version in (None, ACTIVE):
-            mv = (
-                s.get(ModelVersion, p.active_model_version_id)
-                if p.active_model_version_id
-                else None
-            )
-        else:
-            mv = s.get(ModelVersion, int(version))
-            if mv is None or mv.project_id != p.id:
-                raise ValueError(f"No model version #{version} in project {project!r}.")
-        if mv is not None:
-            s.expunge(mv)
+    mv, base = _selected(ctx, project, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
     return ctx.encoder_for_version(mv, base), label
+
+
+def head_options(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
+    """The options a version's multi-label head was trained with (empty: the defaults)."""
+    mv, _ = _selected(ctx, project, version)
+    return dict((mv.metrics or {}).get("head") or {}) if mv is not None else {}
 
 
 def _round(value: Any) -> Any:
@@ -48,38 +51,29 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
     """Every model version of the project, newest first, with its headline metrics."""
     with ctx.db.session() as s:
         p = get_project(s, project)
-        hashes = dict(
-            s.execute(
-                select(DatasetVersion.id, DatasetVersion.content_hash).where(
-                    DatasetVersion.project_id == p.id
-                )
-            ).all()
+        active_id = p.active_model_version_id
+        rows = versions.history(s, p.id)
+    out = []
+    for mv, dataset_hash in rows:
+        m = mv.metrics or {}
+        out.append(
+            {
+                "version": mv.id,
+                "active": mv.id == active_id,
+                "method": mv.method,
+                "accuracy": _round(m.get("accuracy")),
+                "macro_f1": _round(m.get("macro_f1")),
+                "frozen_accuracy": _round((m.get("base") or {}).get("accuracy")),
+                "silhouette": _round(m.get("silhouette")),
+                "split": m.get("split"),
+                "train_s": m.get("train_seconds"),
+                "size_kb": round((mv.artifact_size or 0) / 1024, 1),
+                "dataset": dataset_hash[:12],
+                "created": mv.created_at.strftime("%Y-%m-%d %H:%M"),
+                "note": mv.note,
+            }
         )
-        out = []
-        for mv in s.scalars(
-            select(ModelVersion)
-            .where(ModelVersion.project_id == p.id)
-            .order_by(ModelVersion.id.desc())
-        ):
-            m = mv.metrics or {}
-            out.append(
-                {
-                    "version": mv.id,
-                    "active": mv.id == p.active_model_version_id,
-                    "method": mv.method,
-                    "accuracy": _round(m.get("accuracy")),
-                    "macro_f1": _round(m.get("macro_f1")),
-                    "frozen_accuracy": _round((m.get("base") or {}).get("accuracy")),
-                    "silhouette": _round(m.get("silhouette")),
-                    "split": m.get("split"),
-                    "train_s": m.get("train_seconds"),
-                    "size_kb": round((mv.artifact_size or 0) / 1024, 1),
-                    "dataset": (hashes.get(mv.dataset_version_id or -1) or "")[:12],
-                    "created": mv.created_at.strftime("%Y-%m-%d %H:%M"),
-                    "note": mv.note,
-                }
-            )
-        return out
+    return out
 
 
 def activate(ctx: AppContext, project: str, version: int | None) -> str:
@@ -88,16 +82,14 @@ def activate(ctx: AppContext, project: str, version: int | None) -> str:
         p = get_project(s, project)
         ensure_writable(p)
         if version is not None:
-            mv = s.get(ModelVersion, version)
-            if mv is None or mv.project_id != p.id:
-                raise NotFoundError(f"No model version {version} in this project.")
+            mv = versions.get_version(s, p.id, version)
             if mv.artifact_path and not ctx.artifacts.verify(
                 mv.artifact_path, mv.artifact_sha256 or ""
             ):
                 raise ValueError(
                     f"The files of v{version} are missing or changed on disk; it cannot be activated."
                 )
-        p.active_model_version_id = version
+        versions.set_active(s, p.id, version)
     return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
 
 
@@ -105,12 +97,7 @@ def compare(ctx: AppContext, project: str, a: int, b: int) -> dict[str, Any]:
     """Headline metrics of two versions and the per-intent F1 change from a to b."""
     with ctx.db.session() as s:
         p = get_project(s, project)
-        mvs = {}
-        for v in (a, b):
-            mv = s.get(ModelVersion, v)
-            if mv is None or mv.project_id != p.id:
-                raise NotFoundError(f"No model version {v} in this project.")
-            mvs[v] = mv.metrics or {}
+        mvs = {v: versions.get_version(s, p.id, v).metrics or {} for v in (a, b)}
     return {
         "a": {"version": a, "accuracy": mvs[a].get("accuracy"), "macro_f1": mvs[a].get("macro_f1")},
         "b": {"version": b, "accuracy": mvs[b].get("accuracy"), "macro_f1": mvs[b].get("macro_f1")},
@@ -122,11 +109,15 @@ def metrics(ctx: AppContext, project: str, version: int | None = None) -> dict[s
     """The stored metrics of a version (default: the active one)."""
     with ctx.db.session() as s:
         p = get_project(s, project)
-        v = version or p.active_model_version_id
-        if v is None:
+        try:
+            mv = (
+                versions.get_version(s, p.id, version)
+                if version
+                else versions.active_version(s, p.id)
+            )
+        except NotFoundError:
             return {}
-        mv = s.get(ModelVersion, v)
-        return dict(mv.metrics or {}) if mv is not None else {}
+    return dict(mv.metrics or {}) if mv is not None else {}
 
 
 def per_intent_delta(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:

@@ -86,7 +86,7 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     if ex.get("neighbours"):
         lines += ["", "Nearest labelled examples:"]
         lines += [
-            f"- “{esc(n['text'])}” — {esc(', '.join(n['intents']))} ({n['similarity']:.2f})"
+            f"- “{esc(n['text'])}” — {esc(', '.join(n['labels']))} ({n['similarity']:.2f})"
             for n in ex["neighbours"]
         ]
     return "\n".join(lines)

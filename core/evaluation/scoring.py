@@ -1,16 +1,25 @@
-"""k-NN evaluation of an encoder's space: the numbers shown beside every model version.
+"""Scoring a model the way it predicts, with one rule for every caller.
 
-``evaluate_knn`` scores test vectors against a labelled pool with :class:`core.retrieval.knn.KnnIndex` (the
-same rule as inference) and returns plain JSON types: accuracy (the primary metric), macro-F1,
-per-intent precision/recall/F1/support, the confusion matrix and the cosine silhouette of the test
-vectors. ``cross_validate_knn`` does the same for projects without a test split (each fold is
-scored against the other folds).
+Single-label rule (k-NN): a prediction is **correct when it is any of the row's gold intents**. A
+test row with two intents is a hit when the model names either; for the confusion matrix and the
+per-intent numbers such a row counts under the predicted intent when that is one of its intents,
+else under its first (alphabetical) intent (:func:`scoring_gold`). The version history, the live
+evaluation and the benchmarks all score through :func:`score_predictions`, so one model shows one
+accuracy. The primary metric is ``accuracy``.
+
+Multi-label rule (the head): micro-F1 over intents is primary, with macro-F1 and exact match
+(:mod:`core.multilabel.metrics`); ``accuracy`` is set to the exact match for the history table.
+
+Every evaluator returns one shape: ``primary`` (the name of the headline metric), that metric,
+``n``, ``per_intent``, and for single-label ``confusion``, ``silhouette`` and ``k``; cross-validation
+adds ``folds``. The pool for k-NN may hold multi-intent examples: they vote for each of their
+intents, exactly as the live pool does.
 
 Example:
     >>> import numpy as np
     >>> pool = np.eye(2, dtype=np.float32)
     >>> test = np.array([[0.9, 0.1], [0.2, 0.8]], dtype=np.float32)
-    >>> evaluate_knn(pool, ["a", "b"], test, ["a", "b"])["accuracy"]
+    >>> evaluate_knn(pool, ["a", "b"], test, [("a",), ("b", "c")])["accuracy"]
     1.0
 """
 
@@ -22,13 +31,34 @@ from typing import Any
 
 import numpy as np
 
+from core.evaluation.folds import fold_assignments
 from core.retrieval.knn import KnnIndex
 
 logger = logging.getLogger(__name__)
 
+Gold = str | Sequence[str]  # one intent, or the label set of a row
+
+
+def _label_set(gold: Gold) -> tuple[str, ...]:
+    return (gold,) if isinstance(gold, str) else tuple(sorted(gold))
+
+
+def scoring_gold(gold: Gold, predicted: str) -> str:
+    """The gold intent a row is scored against: the predicted one when it is among the row's
+    intents (a hit), else the row's first intent.
+
+    Example:
+        >>> scoring_gold(("cancel", "refund"), "refund"), scoring_gold(("cancel", "refund"), "x")
+        ('refund', 'cancel')
+    """
+    labels = _label_set(gold)
+    if not labels:
+        raise ValueError("A scored row needs at least one gold intent.")
+    return predicted if predicted in labels else labels[0]
+
 
 def knn_predict(
-    train_vecs: np.ndarray, train_labels: Sequence[str], test_vecs: np.ndarray, k: int = 1
+    train_vecs: np.ndarray, train_labels: Sequence[Gold], test_vecs: np.ndarray, k: int = 1
 ) -> list[str]:
     """Predicted intent of each test vector by the k-NN rule of :class:`KnnIndex`."""
     train = np.asarray(train_vecs, dtype=np.float32)
@@ -38,7 +68,9 @@ def knn_predict(
     if len(train) != len(train_labels):
         raise ValueError("train_vecs and train_labels differ in length.")
     index = KnnIndex(train.shape[1])
-    index.add(list(range(len(train))), train, [""] * len(train), [(y,) for y in train_labels])
+    index.add(
+        list(range(len(train))), train, [""] * len(train), [_label_set(y) for y in train_labels]
+    )
     preds = index.classify(test, k=k, show=0, depth=max(50, 10 * k))
     return [p.top if p.top is not None else "" for p in preds]
 
@@ -56,23 +88,23 @@ def _silhouette(vecs: np.ndarray, labels: Sequence[str]) -> float | None:
 
 
 def score_predictions(
-    y_true: Sequence[str], y_pred: Sequence[str], labels: Sequence[str] | None = None
+    gold: Sequence[Gold], predicted: Sequence[str], labels: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """Accuracy, macro-F1, per-intent metrics and confusion matrix of single-label predictions."""
+    """Accuracy, macro-F1, per-intent metrics and confusion matrix of single-label predictions,
+    by the rule of this module (a hit = the prediction is any gold intent of the row)."""
     from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
-    if len(y_true) != len(y_pred):
-        raise ValueError("y_true and y_pred differ in length.")
-    if len(y_true) == 0:
+    if len(gold) != len(predicted):
+        raise ValueError("gold and predicted differ in length.")
+    if len(gold) == 0:
         raise ValueError("Nothing to evaluate: no test examples.")
-    names = sorted(set(labels) if labels is not None else set(y_true) | set(y_pred))
-    names = sorted(set(names) | set(y_true) | set(y_pred))
-    p, r, f, s = precision_recall_fscore_support(
-        list(y_true), list(y_pred), labels=names, zero_division=0
-    )
+    y_true = [scoring_gold(g, p) for g, p in zip(gold, predicted, strict=True)]
+    y_pred = list(predicted)
+    names = sorted(set(labels or ()) | set(y_true) | set(y_pred))
+    p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=names, zero_division=0)
     true_names = sorted(set(y_true))
     macro = float(np.mean([f[names.index(n)] for n in true_names]))
-    matrix = confusion_matrix(list(y_true), list(y_pred), labels=names)
+    matrix = confusion_matrix(y_true, y_pred, labels=names)
     return {
         "primary": "accuracy",
         "accuracy": float(np.mean(np.asarray(y_true) == np.asarray(y_pred))),
@@ -93,24 +125,23 @@ def score_predictions(
 
 def evaluate_knn(
     train_vecs: np.ndarray,
-    train_labels: Sequence[str],
+    train_labels: Sequence[Gold],
     test_vecs: np.ndarray,
-    test_labels: Sequence[str],
+    test_labels: Sequence[Gold],
     k: int = 1,
 ) -> dict[str, Any]:
     """Single-label k-NN evaluation from vectors.
 
     Args:
         train_vecs: ``(n, d)`` vectors of the labelled pool.
-        train_labels: the pool's intent names.
+        train_labels: the pool's intent (or label set) per vector.
         test_vecs: ``(m, d)`` vectors to classify.
-        test_labels: their true intent names.
+        test_labels: their gold intent (or label set).
         k: examples per intent that make its score (1 = ConvFiT's 1-NN).
 
     Returns:
-        ``{"primary": "accuracy", "accuracy", "macro_f1", "n", "per_intent": {name: {"precision",
-        "recall", "f1", "support"}}, "confusion": {"labels", "matrix"}, "silhouette", "k"}``;
-        ``silhouette`` (cosine, on the test vectors) is ``None`` when undefined.
+        The metrics of :func:`score_predictions` plus ``silhouette`` (cosine, on the test vectors;
+        ``None`` when undefined) and ``k``.
 
     Example:
         >>> import numpy as np
@@ -122,57 +153,45 @@ def evaluate_knn(
         raise ValueError("test_vecs and test_labels differ in length.")
     preds = knn_predict(train_vecs, train_labels, test_vecs, k=k)
     out = score_predictions(test_labels, preds)
-    out["silhouette"] = _silhouette(np.asarray(test_vecs, dtype=np.float32), test_labels)
+    truth = [scoring_gold(g, p) for g, p in zip(test_labels, preds, strict=True)]
+    out["silhouette"] = _silhouette(np.asarray(test_vecs, dtype=np.float32), truth)
     out["k"] = k
     return out
 
 
 def cross_validate_knn(
     vecs: np.ndarray,
-    labels: Sequence[str],
+    labels: Sequence[Gold],
     folds: int = 5,
     seed: int = 0,
     k: int = 1,
 ) -> dict[str, Any]:
     """Leave-fold-out k-NN evaluation of a labelled pool with no test split.
 
-    Each example is assigned to one of ``folds`` folds (stratified by intent, seeded); each fold is
+    Each row goes to one fold (:func:`core.evaluation.folds.fold_assignments`); each fold is
     classified against the pool of the other folds, and the pooled predictions are scored like
     :func:`evaluate_knn` (silhouette on all vectors).
 
     Raises:
         ValueError: with fewer than 2 folds or fewer examples than folds.
     """
-    if folds < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}.")
     n = len(labels)
     if n != len(vecs):
         raise ValueError("vecs and labels differ in length.")
-    if n < folds:
-        raise ValueError(f"Need at least {folds} labelled examples for {folds}-fold evaluation.")
-    rng = np.random.default_rng(seed)
-    assign = np.empty(n, dtype=np.int64)
-    by_label: dict[str, list[int]] = {}
-    for i, y in enumerate(labels):
-        by_label.setdefault(y, []).append(i)
-    start = 0
-    for name in sorted(by_label):
-        idx = np.asarray(by_label[name])
-        rng.shuffle(idx)
-        assign[idx] = (np.arange(len(idx)) + start) % folds
-        start += len(idx)
+    assign = fold_assignments(labels, folds, seed=seed)
     data = np.asarray(vecs, dtype=np.float32)
     preds: list[str] = [""] * n
     for f in range(folds):
         test = [int(i) for i in np.flatnonzero(assign == f)]
         train = [int(i) for i in np.flatnonzero(assign != f)]
-        if len(test) == 0:
+        if not test or not train:
             continue
         fold_preds = knn_predict(data[train], [labels[i] for i in train], data[test], k=k)
         for i, p in zip(test, fold_preds, strict=True):
             preds[i] = p
     out = score_predictions(list(labels), preds)
-    out["silhouette"] = _silhouette(data, labels)
+    truth = [scoring_gold(g, p) for g, p in zip(labels, preds, strict=True)]
+    out["silhouette"] = _silhouette(data, truth)
     out["k"] = k
     out["folds"] = folds
     return out

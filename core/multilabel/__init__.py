@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from core.multilabel.head import HeadConfig, MultiLabelHead, is_multilabel, load_head
+from core.multilabel.head import HeadConfig, MultiLabelHead, load_head
 from core.multilabel.metrics import multilabel_report
+from core.multilabel.rule import is_multilabel
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, Thresholds
 
 __all__ = [

@@ -5,8 +5,8 @@ layer (512, ReLU), dropout 0.4, one sigmoid output per intent, binary cross-entr
 paper's multi-label label smoothing, AdamW (lr 3e-3, weight decay 0.02, 10 % linear warm-up then
 linear decay), batch 32. An intent is predicted when its probability is ``>= θ`` (default 0.3;
 per-intent θs via :func:`tune_thresholds`). Utterances with no intent are allowed: their target
-vector is all zeros. For each predicted intent :func:`knn_evidence` finds the nearest labelled
-utterances that carry it, so the head's decision is explained by real examples.
+vector is all zeros. The head's decision is shown beside the k-NN evidence of the labelled pool
+(:class:`core.retrieval.predictor.Predictor`), so it is explained by real examples.
 
 Saved as ``head.safetensors`` (weights) + ``head.json`` (config, intents, thresholds); no pickle.
 
@@ -25,23 +25,21 @@ import json
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.multilabel.targets import binary_targets, intents_of, smooth_targets
 from core.multilabel.thresholds import (
-    DEFAULT_GRID,
-    DEFAULT_MIN_SUPPORT,
     DEFAULT_THRESHOLD,
     ThresholdLike,
     Thresholds,
     as_thresholds,
-    thresholds_from_probabilities,
+    decide,
     validate_threshold,
 )
-from core.retrieval.knn import Neighbour
 
 if TYPE_CHECKING:
     import torch
@@ -51,6 +49,8 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 WEIGHTS_FILE = "head.safetensors"
 META_FILE = "head.json"
+# The head's folder inside a model version or a bundle.
+HEAD_DIR = "head"
 
 LabelSets = Sequence[Sequence[str]]
 Progress = Callable[[int, int], None]
@@ -139,61 +139,6 @@ class HeadConfig:
         if unknown:
             raise ValueError(f"unknown HeadConfig keys: {sorted(unknown)}")
         return cls(**dict(data))
-
-
-def is_multilabel(label_sets: LabelSets) -> bool:
-    """True when any utterance carries more than one intent (the project then uses the head).
-
-    Example:
-        >>> is_multilabel([("a",), ("a", "b")]), is_multilabel([("a",), ()])
-        (True, False)
-    """
-    return any(len(set(labels)) > 1 for labels in label_sets)
-
-
-def intents_of(label_sets: LabelSets) -> tuple[str, ...]:
-    """The sorted union of all labels."""
-    return tuple(sorted({name for labels in label_sets for name in labels}))
-
-
-def binary_targets(label_sets: LabelSets, intents: Sequence[str]) -> np.ndarray:
-    """``(n, C)`` float32 0/1 matrix; raises ``ValueError`` for labels outside ``intents``.
-
-    Example:
-        >>> binary_targets([("b",), ()], ["a", "b"]).tolist()
-        [[0.0, 1.0], [0.0, 0.0]]
-    """
-    col = {name: i for i, name in enumerate(intents)}
-    if len(col) != len(intents):
-        raise ValueError("intents contain duplicates")
-    y = np.zeros((len(label_sets), len(intents)), dtype=np.float32)
-    for row, labels in enumerate(label_sets):
-        for name in labels:
-            if name not in col:
-                raise ValueError(f"label {name!r} (example {row}) is not one of the head's intents")
-            y[row, col[name]] = 1.0
-    return y
-
-
-def smooth_targets(y: np.ndarray, ls: float) -> np.ndarray:
-    """Multi-label label smoothing (Multi-ConvFiT eq. 1).
-
-    A positive becomes ``ls``; a negative becomes ``(1 - ls)·M/|C|`` where ``M`` is the number of
-    true labels of that example and ``|C|`` the number of intents. An example with no intent keeps
-    all-zero targets (``M = 0``).
-
-    Example:
-        >>> smooth_targets(np.array([[1.0, 0.0, 0.0, 1.0]]), 0.9).astype(float).round(3).tolist()
-        [[0.9, 0.05, 0.05, 0.9]]
-    """
-    if not 0.0 < ls <= 1.0:
-        raise ValueError(f"label smoothing must be in (0, 1], got {ls!r}")
-    y = np.asarray(y, dtype=np.float32)
-    if y.ndim != 2 or y.shape[1] == 0:
-        raise ValueError(f"targets must be (n, C) with C >= 1, got {y.shape}")
-    m = y.sum(axis=1, keepdims=True)
-    negative = (1.0 - ls) * m / y.shape[1]
-    return np.where(y > 0.5, np.float32(ls), negative).astype(np.float32)
 
 
 def _as_vectors(vectors: np.ndarray) -> np.ndarray:
@@ -406,161 +351,3 @@ def load_head(directory: str | Path) -> MultiLabelHead:
     model.eval()
     head._model = model
     return head
-
-
-def decide(
-    proba: np.ndarray, intents: Sequence[str], thresholds: ThresholdLike = None
-) -> list[tuple[str, ...]]:
-    """Turn ``(n, C)`` probabilities into label sets with ``p >= θ``.
-
-    Example:
-        >>> decide(np.array([[0.9, 0.2, 0.4]]), ["a", "b", "c"], 0.3)
-        [('a', 'c')]
-    """
-    theta = as_thresholds(thresholds).vector(intents)
-    hits = np.asarray(proba) >= theta[None, :]
-    return [tuple(sorted(intents[int(j)] for j in np.flatnonzero(row))) for row in hits]
-
-
-def tune_thresholds(
-    vectors: np.ndarray,
-    label_sets: LabelSets,
-    intents: Sequence[str] | None = None,
-    *,
-    config: HeadConfig | None = None,
-    folds: int = 5,
-    grid: Sequence[float] = DEFAULT_GRID,
-    min_support: int = DEFAULT_MIN_SUPPORT,
-    progress: Progress | None = None,
-) -> Thresholds:
-    """Per-intent θ by k-fold cross-validation on the labelled pool.
-
-    The head is fitted ``folds`` times, each time predicting the held-out fold; on the pooled
-    out-of-fold probabilities each intent gets the grid θ with its best F1. Intents with fewer than
-    ``min_support`` examples keep the global θ (``config.threshold``).
-
-    Example:
-        >>> head.thresholds = tune_thresholds(vecs, label_sets, folds=5)  # doctest: +SKIP
-    """
-    cfg = config or HeadConfig()
-    x = _as_vectors(vectors)
-    if len(x) != len(label_sets):
-        raise ValueError(f"{len(x)} vectors but {len(label_sets)} label sets")
-    if not 2 <= folds <= len(x):
-        raise ValueError(f"folds must be between 2 and the number of examples ({len(x)})")
-    names = tuple(intents) if intents is not None else intents_of(label_sets)
-    y = binary_targets(label_sets, names)
-    rng = np.random.default_rng(cfg.seed)
-    fold_of = rng.permutation(len(x)) % folds
-    oof = np.zeros_like(y)
-    for k in range(folds):
-        test = fold_of == k
-        train = ~test
-        head = MultiLabelHead(cfg).fit(
-            x[train], [label_sets[int(i)] for i in np.flatnonzero(train)], names
-        )
-        oof[test] = head.predict_proba(x[test])
-        if progress is not None:
-            progress(k + 1, folds)
-    return thresholds_from_probabilities(
-        oof, y, names, global_threshold=cfg.threshold, grid=grid, min_support=min_support
-    )
-
-
-@dataclass(frozen=True)
-class MultiLabelPrediction:
-    """One utterance's multi-label decision, with evidence from the labelled pool.
-
-    ``intents`` are the predicted intents (probability ``>= threshold``), most probable first;
-    ``probabilities`` covers every intent; ``evidence[intent]`` lists the nearest labelled
-    utterances carrying that intent.
-    """
-
-    intents: list[tuple[str, float]]
-    probabilities: dict[str, float]
-    thresholds: dict[str, float]
-    evidence: dict[str, list[Neighbour]] = field(default_factory=dict)
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(sorted(name for name, _ in self.intents))
-
-
-def knn_evidence(
-    hits: Sequence[Neighbour], intents: Sequence[str], per_intent: int = 3
-) -> dict[str, list[Neighbour]]:
-    """For each intent, the nearest neighbours (from one ``KnnIndex.search`` row) that carry it.
-
-    Args:
-        hits: one query's neighbours, most similar first (``KnnIndex.search(q, k)[0]``).
-        intents: the predicted intents to explain.
-        per_intent: how many examples to keep per intent.
-
-    Returns:
-        ``{intent: [Neighbour, ...]}``, every requested intent present (an empty list when no
-        neighbour within the searched depth carries it).
-
-    Example:
-        >>> hits = [Neighbour(1, "cancel and refund", ("cancel", "refund"), 0.9)]
-        >>> [n.id for n in knn_evidence(hits, ["refund", "greet"])["refund"]]
-        [1]
-    """
-    if per_intent < 1:
-        raise ValueError("per_intent must be at least 1")
-    out: dict[str, list[Neighbour]] = {name: [] for name in intents}
-    for h in sorted(hits, key=lambda n: -n.similarity):
-        for name in h.labels:
-            bucket = out.get(name)
-            if bucket is not None and len(bucket) < per_intent:
-                bucket.append(h)
-    return out
-
-
-def explain_multilabel(
-    head: MultiLabelHead,
-    vectors: np.ndarray,
-    search: Callable[[np.ndarray, int], list[list[Neighbour]]] | None = None,
-    *,
-    thresholds: ThresholdLike = None,
-    per_intent: int = 3,
-    depth: int = 200,
-) -> list[MultiLabelPrediction]:
-    """Head probabilities, decisions and k-NN evidence for each query vector.
-
-    Args:
-        head: a fitted head.
-        vectors: ``(n, dim)`` query vectors (from the same encoder the head was trained on).
-        search: ``KnnIndex.search`` (or any ``(queries, k) -> neighbours``); None = no evidence.
-        thresholds: override the head's thresholds.
-        per_intent: evidence examples per predicted intent.
-        depth: how many neighbours to search for evidence.
-
-    Example:
-        >>> preds = explain_multilabel(head, enc.encode(["cancel and refund"]), index.search)  # doctest: +SKIP
-        >>> preds[0].intents, preds[0].evidence["refund"][0].text  # doctest: +SKIP
-    """
-    theta = head._resolve(thresholds)
-    proba = head.predict_proba(vectors)
-    theta_vec = theta.vector(head.intents)
-    neighbours = search(_as_vectors(vectors), depth) if search is not None else None
-    out: list[MultiLabelPrediction] = []
-    for i, row in enumerate(proba):
-        probs = {name: float(p) for name, p in zip(head.intents, row, strict=True)}
-        chosen = sorted(
-            ((n, probs[n]) for j, n in enumerate(head.intents) if row[j] >= theta_vec[j]),
-            key=lambda t: (-t[1], t[0]),
-        )
-        evidence = (
-            knn_evidence(neighbours[i], [n for n, _ in chosen], per_intent)
-            if neighbours is not None
-            else {}
-        )
-        out.append(
-            MultiLabelPrediction(
-                chosen,
-                probs,
-                {n: float(t) for n, t in zip(head.intents, theta_vec, strict=True)},
-                evidence,
-            )
-        )
-    return out

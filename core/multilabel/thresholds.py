@@ -168,3 +168,17 @@ def thresholds_from_probabilities(
         per_intent[intent] = float(best[2])
     logger.debug("tuned %d of %d intent thresholds", len(per_intent), len(intents))
     return Thresholds(global_threshold, per_intent)
+
+
+def decide(
+    proba: np.ndarray, intents: Sequence[str], thresholds: ThresholdLike = None
+) -> list[tuple[str, ...]]:
+    """Turn ``(n, C)`` probabilities into label sets with ``p >= θ``.
+
+    Example:
+        >>> decide(np.array([[0.9, 0.2, 0.4]]), ["a", "b", "c"], 0.3)
+        [('a', 'c')]
+    """
+    theta = as_thresholds(thresholds).vector(intents)
+    hits = np.asarray(proba) >= theta[None, :]
+    return [tuple(sorted(intents[int(j)] for j in np.flatnonzero(row))) for row in hits]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from core.retrieval.knn import Neighbour, Prediction
@@ -109,20 +109,6 @@ def borderline(
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One labelled neighbour shown as evidence."""
-
-    id: int
-    text: str
-    intents: tuple[str, ...]
-    similarity: float
-
-    @classmethod
-    def of(cls, n: Neighbour) -> Evidence:
-        return cls(int(n.id), n.text, tuple(n.labels), float(n.similarity))
-
-
-@dataclass(frozen=True)
 class Explanation:
     """Everything a person needs to see why an utterance got its intent."""
 
@@ -130,11 +116,11 @@ class Explanation:
     predicted: str | None
     score: float
     margin: float
-    neighbours: list[Evidence] = field(default_factory=list)
-    predicted_neighbour: Evidence | None = None
+    neighbours: list[Neighbour] = field(default_factory=list)
+    predicted_neighbour: Neighbour | None = None
     runner_up: str | None = None
     runner_up_score: float | None = None
-    runner_up_neighbour: Evidence | None = None
+    runner_up_neighbour: Neighbour | None = None
     sentence: str = ""
     ambiguous: bool = False
     borderline: bool = False
@@ -151,11 +137,11 @@ class Explanation:
             >>> Explanation("hi", None, 0.0, 0.0).to_dict()["predicted"] is None
             True
         """
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["gold"] = list(self.gold)
-        for ev in [d["predicted_neighbour"], d["runner_up_neighbour"], *d["neighbours"]]:
-            if ev is not None:
-                ev["intents"] = list(ev["intents"])
+        d["neighbours"] = [n.to_dict() for n in self.neighbours]
+        for key in ("predicted_neighbour", "runner_up_neighbour"):
+            d[key] = d[key].to_dict() if d[key] is not None else None
         return d
 
 
@@ -232,11 +218,11 @@ def explain(
         predicted=top.intent if top else None,
         score=float(prediction.score),
         margin=margin,
-        neighbours=[Evidence.of(n) for n in shown],
-        predicted_neighbour=Evidence.of(top.best) if top else None,
+        neighbours=list(shown),
+        predicted_neighbour=top.best if top else None,
         runner_up=ru.intent if ru else None,
         runner_up_score=float(ru.score) if ru else None,
-        runner_up_neighbour=Evidence.of(ru.best) if ru else None,
+        runner_up_neighbour=ru.best if ru else None,
         sentence=_sentence(prediction, margin, ambiguous),
         ambiguous=bool(ambiguous),
         borderline=is_borderline,

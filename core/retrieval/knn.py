@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import faiss
 import numpy as np
@@ -27,10 +28,26 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Neighbour:
+    """A labelled example found near a query: the evidence behind a score and an explanation."""
+
     id: int
     text: str
     labels: tuple[str, ...]
     similarity: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON shape of an example (``labels`` as a list).
+
+        Example:
+            >>> Neighbour(3, "hi", ("greet",), 0.5).to_dict()
+            {'id': 3, 'text': 'hi', 'labels': ['greet'], 'similarity': 0.5}
+        """
+        return {
+            "id": int(self.id),
+            "text": self.text,
+            "labels": list(self.labels),
+            "similarity": float(self.similarity),
+        }
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,11 @@ class KnnIndex:
     def intents(self) -> set[str]:
         with self._lock:
             return {name for _, labels in self._items.values() for name in labels}
+
+    def label_sets(self) -> list[tuple[str, ...]]:
+        """The label set of every example in the pool."""
+        with self._lock:
+            return [labels for _, labels in self._items.values()]
 
     def add(
         self,

@@ -9,6 +9,7 @@ import tarfile
 
 import pytest
 
+from app import worker
 from app.cli import main
 from app.config import load_settings
 from app.context import AppContext
@@ -29,7 +30,7 @@ def source(tmp_path_factory):
     make_tiny(ctx)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
     job, _ = training.request_retrain(ctx, "tiny", {**QUICK, "method": "lora"}, enqueue=False)
-    training.execute_job(ctx, job.id)
+    worker.execute_job(ctx, job.id)
     from app.services.versions import activate
 
     activate(ctx, "tiny", training.job(ctx, job.id).model_version_id)

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from app import worker
 from app.cli import main
 from app.services import bundles as svc
 from app.services import data as data_svc
@@ -15,7 +16,7 @@ from app.services import predict as predict_svc
 from app.services import training
 from app.services.projects import project_names
 from app.services.versions import history
-from core.bundle.reader import load
+from core.bundle import load
 from storage.errors import StorageError
 from tests.app.test_training_service import QUICK, make_tiny
 
@@ -43,7 +44,7 @@ def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
 def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
     make_tiny(ctx)
     job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
-    training.execute_job(ctx, job.id)
+    worker.execute_job(ctx, job.id)
     version = training.job(ctx, job.id).model_version_id
     from app.services.versions import activate
 

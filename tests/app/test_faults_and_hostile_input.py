@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from app import worker
 from app.config import load_settings
 from app.context import AppContext
 from app.services import bundles as bundle_svc
@@ -51,7 +52,7 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
 
     monkeypatch.setattr(TrainedModel, "save", _disk_full)
     job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
-    training.execute_job(ctx, job.id)
+    worker.execute_job(ctx, job.id)
     failed = training.job(ctx, job.id)
     assert failed.status == "failed"
     assert "No space left on device" in failed.message

@@ -7,14 +7,15 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
+from app import worker
 from app.services import bundles as bundle_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.services import predict as predict_svc
 from app.services import training
-from app.services.multilabel import HEAD_DIR
 from app.services.projects import new_project
-from core.bundle.reader import load
+from core.bundle import load
+from core.multilabel.head import HEAD_DIR
 from storage.tables import ModelVersion, TrainingJob
 
 pytestmark = pytest.mark.slow
@@ -76,7 +77,7 @@ def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
 
 def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
     job, _ = training.request_retrain(ctx, hotel, {**QUICK, "threshold": 0.4}, enqueue=False)
-    training.execute_job(ctx, job.id)
+    worker.execute_job(ctx, job.id)
     done = training.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     with ctx.db.session() as s:

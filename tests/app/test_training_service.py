@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from app import worker
 from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import training as svc
@@ -116,7 +117,7 @@ def test_stage_1_uses_imported_context_pairs_and_is_refused_without_them(ctx, tm
     view, _ = svc.request_retrain(
         ctx, "tiny", {**QUICK, "stage1": True, "stage1_epochs": 1}, enqueue=False
     )
-    svc.execute_job(ctx, view.id)
+    worker.execute_job(ctx, view.id)
     done = svc.job(ctx, view.id)
     assert done.status == "succeeded", done.log
     with ctx.db.session() as s:
@@ -146,7 +147,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     make_tiny(ctx)
     before = predict_svc.predict_one(ctx, "tiny", "where is my card")
     view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
-    svc.execute_job(ctx, view.id)
+    worker.execute_job(ctx, view.id)
     done = svc.job(ctx, view.id)
     assert done.status == "succeeded", done.log
     assert done.step == done.total > 0
@@ -174,7 +175,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
 def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
-    svc.execute_job(ctx, view.id)
+    worker.execute_job(ctx, view.id)
     mv_id = svc.job(ctx, view.id).model_version_id
     version_svc.activate(ctx, "tiny", None)
     with ctx.db.session() as s:
@@ -189,7 +190,7 @@ def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60}, enqueue=False)
-    runner = threading.Thread(target=svc.execute_job, args=(ctx, view.id))
+    runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
     while svc.job(ctx, view.id).step < 1:
@@ -211,7 +212,7 @@ def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     assert svc.cancel(ctx, view.id).status == "cancelled"
-    svc.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
+    worker.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
     assert svc.job(ctx, view.id).status == "cancelled"
 
 
@@ -265,5 +266,5 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     # And a new retrain works.
     again, created = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     assert created and again.id != view.id
-    svc.execute_job(ctx, again.id)
+    worker.execute_job(ctx, again.id)
     assert svc.job(ctx, again.id).status == "succeeded"

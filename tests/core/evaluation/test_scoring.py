@@ -70,3 +70,24 @@ def test_errors_are_clear() -> None:
         cross_validate_knn(train[:3], labels[:3], folds=5)
     with pytest.raises(ValueError, match="no test examples"):
         score_predictions([], [])
+
+
+def test_a_multi_intent_row_is_a_hit_when_either_intent_is_predicted_everywhere():
+    from core.evaluation import cross_validate_knn, evaluate_knn, score_predictions, scoring_gold
+
+    gold = [("cancel", "refund"), ("cancel", "refund"), ("greet",)]
+    predicted = ["refund", "greet", "greet"]
+    m = score_predictions(gold, predicted)
+    assert m["accuracy"] == pytest.approx(2 / 3)
+    assert [scoring_gold(g, p) for g, p in zip(gold, predicted, strict=True)] == [
+        "refund",
+        "cancel",
+        "greet",
+    ]
+    # the vector evaluators use the same rule: a pool row with two intents votes for both
+    pool = np.eye(3, dtype=np.float32)
+    test = np.array([[0.9, 0.1, 0], [0.1, 0.9, 0], [0, 0, 1]], dtype=np.float32)
+    scored = evaluate_knn(pool, [("a",), ("b", "c"), ("d",)], test, [("a",), ("b", "x"), ("d",)])
+    assert scored["accuracy"] == 1.0
+    cv = cross_validate_knn(np.vstack([pool, pool]), [("a",), ("b",), ("c",)] * 2, folds=2)
+    assert cv["accuracy"] == 1.0 and cv["primary"] == "accuracy"

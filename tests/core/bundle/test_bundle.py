@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bundle.reader import (
+from core.bundle import (
     BundleError,
     load,
     model_card,
     open_bundle,
-    prediction_to_dict,
     write_bundle,
 )
 from core.retrieval.knn import KnnIndex
+from core.retrieval.predictor import prediction_to_dict
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 POOL = [
     ("where is my new card", ("card_arrival",)),
@@ -124,7 +124,7 @@ def test_manifest_card_and_label_map(base_bundle):
         assert set(m["files"]) == {"README.md", "exemplars.jsonl", "labels.json", "vectors.npy"}
         card = (contents.root / "README.md").read_text()
         assert "| accuracy | 0.9000 | 0.8000 |" in card
-        assert "| lost_card | 3 |" in card and "from core.bundle.reader import load" in card
+        assert "| lost_card | 3 |" in card and "from core.bundle import load" in card
         labels = json.loads((contents.root / "labels.json").read_text())
         assert labels["labels"] == sorted(m["intents"])
         assert contents.texts[0] == POOL[0][0] and contents.labels[3] == ("lost_card",)
@@ -220,7 +220,7 @@ def test_runs_without_app_dependencies(base_bundle, encoder, pool_vectors):
         "import sys, json\n"
         "for m in ('gradio', 'sqlalchemy', 'alembic', 'storage', 'app'):\n"
         "    sys.modules[m] = None\n"
-        "from core.bundle.reader import load\n"
+        "from core.bundle import load\n"
         f"p = load({str(base_bundle)!r}, device='cpu')\n"
         f"print(json.dumps(p.predict({QUERIES!r})))\n"
         "assert 'gradio' not in [k for k, v in sys.modules.items() if v is not None]\n"

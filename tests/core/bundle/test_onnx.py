@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import core.bundle.onnx as ox
-from core.bundle.reader import load, write_bundle
+from core.bundle import load, write_bundle
 
 from .test_bundle import POOL, QUERIES
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bundle.reader import BundleError, load, open_bundle, write_bundle
+from core.bundle import BundleError, load, open_bundle, write_bundle
 from core.bundle.safety import check_encoder_folder, safe_member_name
 
 

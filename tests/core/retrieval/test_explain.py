@@ -33,8 +33,8 @@ def test_explanation_shows_both_sides_of_the_decision(encoder, index: KnnIndex) 
     assert ex.predicted == pred.top
     assert ex.runner_up is not None and ex.runner_up != ex.predicted
     assert ex.runner_up_neighbour is not None
-    assert ex.runner_up in ex.runner_up_neighbour.intents
-    assert ex.predicted_neighbour is not None and ex.predicted in ex.predicted_neighbour.intents
+    assert ex.runner_up in ex.runner_up_neighbour.labels
+    assert ex.predicted_neighbour is not None and ex.predicted in ex.predicted_neighbour.labels
     assert ex.margin == pytest.approx(ex.score - ex.runner_up_score)
     assert ex.margin == pytest.approx(pred.intents[0].score - pred.intents[1].score)
     assert len(ex.neighbours) == 3

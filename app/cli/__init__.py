@@ -1,0 +1,183 @@
+"""The ``intent-studio`` command. Subcommands import their heavy dependencies lazily, so ``--help``
+is instant; each is a thin shell over the same service functions the UI uses.
+
+``common`` (errors, context), ``server`` (serve, worker), ``model`` (train, predict, bundle, report),
+``data`` (import, export, projects, users, backup, restore).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError
+from app.cli.data import (
+    cmd_backup,
+    cmd_export,
+    cmd_import,
+    cmd_projects,
+    cmd_restore,
+    cmd_users,
+)
+from app.cli.model import cmd_bundle_export, cmd_bundle_import, cmd_predict, cmd_report, cmd_train
+from app.cli.server import cmd_serve, cmd_worker
+
+__all__ = ["CliError", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="intent-studio",
+        description="Design a chatbot's intents: label examples, retrain, explain predictions.",
+    )
+    parser.add_argument(
+        "--data-dir", help="data directory (default $INTENT_STUDIO_DATA_DIR or ./.intent-studio)"
+    )
+    parser.add_argument(
+        "--db-url", help="SQLAlchemy database URL (default: SQLite in the data directory)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="start the web app (and its training worker)")
+    p.add_argument("--host", default=DEFAULT_HOST, help="bind address (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT))
+    )
+    p.add_argument(
+        "--no-demo", action="store_true", help="do not create the demo project on first start"
+    )
+    p.add_argument(
+        "--no-worker", action="store_true", help="do not start a training worker beside the app"
+    )
+    p.add_argument(
+        "--multi-user",
+        action="store_true",
+        help="require sign-in with roles (admin/designer/viewer); needed to bind a public address",
+    )
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run a training worker on the job queue")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")
+    p.add_argument("--project", required=True)
+    p.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a TrainConfig field, e.g. --set epochs=2",
+    )
+    p.add_argument(
+        "--queue", action="store_true", help="hand the job to the worker instead of training here"
+    )
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "import", help="import CSV, JSONL, Rasa YAML or intent .txt files into a project"
+    )
+    p.add_argument(
+        "file",
+        help="CSV (text,label|labels[,split]), JSONL, Rasa NLU .yml, or a folder/.zip of "
+        "intent_name.txt files (one utterance per line)",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--no-create-intents", action="store_true", help="refuse labels that are not intents yet"
+    )
+    p.add_argument(
+        "--relabel", action="store_true", help="texts already in the project get the file's labels"
+    )
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "export",
+        help="export a project: .csv, .jsonl, Rasa .yml, .zip or a folder (no suffix) of .txt files",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("predict", help="classify utterances with a project's pool or a bundle")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--project")
+    p.add_argument("--bundle", help="a model bundle .zip (runs without the app's database)")
+    p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
+    p.add_argument("-k", type=int, default=1, help="examples per intent that make its score")
+    p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
+    p.add_argument(
+        "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
+    )
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
+    bundle_sub = p.add_subparsers(dest="bundle_command", required=True)
+    b = bundle_sub.add_parser("export", help="write a model version as a bundle .zip")
+    b.add_argument("--project", required=True)
+    b.add_argument("--version", help="model version id, or 'base' (default: the active one)")
+    b.add_argument("-o", "--output", required=True, help="the .zip to write")
+    b.add_argument(
+        "--int8",
+        action="store_true",
+        help="add an int8 ONNX encoder (refused if it disagrees with fp32 on >1%% of the test split)",
+    )
+    b.set_defaults(func=cmd_bundle_export)
+    b = bundle_sub.add_parser("import", help="open a bundle as a new read-only project")
+    b.add_argument("file")
+    b.add_argument("--name", help="project name (default: the bundle's project + ' (bundle)')")
+    b.set_defaults(func=cmd_bundle_import)
+
+    p = sub.add_parser("report", help="write the stakeholder report (self-contained HTML)")
+    p.add_argument("--project", required=True)
+    p.add_argument("-o", "--output", help="the .html to write (default: <data-dir>/reports/)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("backup", help="back up the database and model files into one archive")
+    p.add_argument("-o", "--output", required=True, help="the .tar.gz to write")
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("restore", help="restore a backup into an empty data directory")
+    p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
+    p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser("users", help="add users, change roles, list users (multi-user mode)")
+    p.add_argument("action", choices=["add", "role", "list"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--role", default="designer", choices=["viewer", "designer", "admin"])
+    p.set_defaults(func=cmd_users)
+
+    p = sub.add_parser("projects", help="list projects")
+    p.set_defaults(func=cmd_projects)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Idle OpenMP threads sleep instead of spinning: the app, the worker and UMAP share 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from core.bundle.onnx import OnnxParityError
+    from core.bundle.safety import BundleError
+    from storage.errors import StorageError
+
+    try:
+        return int(args.func(args))
+    except (
+        CliError,
+        StorageError,
+        BundleError,
+        OnnxParityError,
+        ValueError,
+        PermissionError,
+        FileNotFoundError,
+    ) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,102 @@
+"""``import``, ``export``, ``projects``, ``users``, ``backup`` and ``restore``: the data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from app.cli.common import CliError, context
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from app.services.io import import_file
+
+    ctx = context(args)
+    result = import_file(
+        ctx,
+        args.project,
+        args.file,
+        create_missing_intents=not args.no_create_intents,
+        create_project_if_missing=True,
+        on_existing="relabel" if args.relabel else "error",
+    )
+    print(result.message())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from app.services.io import export_file
+
+    n = export_file(context(args), args.project, args.output)
+    print(f"Exported {n} utterance(s) to {args.output}.")
+    return 0
+
+
+def _sqlite_file(args: argparse.Namespace) -> Path:
+    from app.config import load_settings
+
+    settings = load_settings(args.data_dir, args.db_url)
+    prefix = "sqlite:///"
+    if not settings.database_url.startswith(prefix):
+        raise CliError(
+            "backup covers the built-in SQLite database; back up others with their tools."
+        )
+    return Path(settings.database_url[len(prefix) :])
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from storage.backup import backup
+
+    settings = load_settings(args.data_dir, args.db_url)
+    manifest = backup(_sqlite_file(args), settings.artifacts_dir, Path(args.output))
+    files = manifest["files"]
+    print(f"Backed up the database and {len(files) - 1} artifact file(s) to {args.output}.")  # type: ignore[arg-type]
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from storage.backup import restore
+
+    target = load_settings(args.data_dir, None).data_dir
+    manifest = restore(Path(args.file), target)
+    print(f"Restored the backup of {manifest['created_at']} into {target}.")
+    return 0
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    from app.auth import add_user
+    from storage.users import list_users, set_role
+
+    ctx = context(args)
+    if args.action == "list":
+        with ctx.db.session() as s:
+            for u in list_users(s):
+                print(f"{u.name}\t{u.role}")
+        return 0
+    if not args.name:
+        raise CliError("Give the user's name.")
+    if args.action == "add":
+        password = os.environ.get("INTENT_STUDIO_PASSWORD")
+        if password is None:
+            import getpass
+
+            password = getpass.getpass(f"Password for {args.name}: ")
+        who = add_user(ctx, args.name, args.role, password)
+        print(f"Added {who.name} ({who.role}).")
+        return 0
+    with ctx.db.session() as s:
+        set_role(s, args.name, args.role)
+    print(f"{args.name} is now a {args.role}.")
+    return 0
+
+
+def cmd_projects(args: argparse.Namespace) -> int:
+    from app.services.projects import project_names, summary
+
+    ctx = context(args)
+    for name in project_names(ctx):
+        print(summary(ctx, name).headline().replace("**", ""))
+    return 0

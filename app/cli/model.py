@@ -1,0 +1,162 @@
+"""``train``, ``predict``, ``bundle`` and ``report``: models and what they predict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.cli.common import CliError, context
+
+
+def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
+    from app.services.training import parse_settings
+
+    try:
+        return {"method": args.method, **parse_settings(args.set or [])}
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import threading
+    import time
+
+    from app import worker
+    from app.services import training
+
+    ctx = context(args)
+    if args.queue:
+        ctx.enqueue = worker.queue_for(ctx.settings)
+    view, created = training.request_retrain(
+        ctx, args.project, _parse_config(args), enqueue=args.queue
+    )
+    if not created:
+        print(f"Job #{view.id} is already {view.status} for this project; following it.")
+    runner = None
+    if not args.queue and created:
+        runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id), daemon=True)
+        runner.start()
+    last = ""
+    try:
+        while True:
+            view = training.job(ctx, view.id)
+            line = f"[{view.status}] {view.message}" + (
+                f"  ETA {view.eta_seconds:.0f}s" if view.eta_seconds else ""
+            )
+            if line != last:
+                print(line, flush=True)
+                last = line
+            if not view.active:
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        training.cancel(ctx, view.id)
+        print("cancelling…", flush=True)
+        if runner is not None:
+            runner.join(30)
+        view = training.job(ctx, view.id)
+    if view.model_version_id:
+        from app.services.versions import metrics
+
+        m = metrics(ctx, args.project, view.model_version_id)
+        base = m.get("base", {})
+        print(
+            json.dumps(
+                {
+                    "version": view.model_version_id,
+                    "split": m.get("split"),
+                    "accuracy": m.get("accuracy"),
+                    "macro_f1": m.get("macro_f1"),
+                    "frozen_accuracy": base.get("accuracy"),
+                    "silhouette": m.get("silhouette"),
+                    "frozen_silhouette": base.get("silhouette"),
+                    "gate": m.get("gate"),
+                    "train_seconds": m.get("train_seconds"),
+                },
+                indent=2,
+            )
+        )
+    return 0 if view.status == "succeeded" else 1
+
+
+def _read_texts(args: argparse.Namespace) -> list[str]:
+    texts = list(args.texts)
+    if args.input:
+        src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
+        with src:
+            texts += [line.rstrip("\n") for line in src if line.strip()]
+    if not texts:
+        raise CliError("Give utterances as arguments or with --input FILE (one per line).")
+    return texts
+
+
+def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    if args.format == "jsonl":
+        for r in results:
+            print(json.dumps(r, ensure_ascii=False))
+        return
+    if args.format == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
+        for r in results:
+            best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
+            w.writerow(
+                [r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]]
+            )
+        return
+    for r in results:
+        print(f"{r['text']}\n  → {r['top']} ({r['score']:.3f}, margin {r['margin']:.3f})")
+        for n in r["neighbours"][: args.show]:
+            print(f"     {n['similarity']:.3f}  [{'|'.join(n['labels'])}] {n['text']}")
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    texts = _read_texts(args)
+    if args.bundle:
+        from core.bundle import load
+
+        predictor = load(args.bundle)
+        results = predictor.predict(texts, k=args.k)
+    else:
+        if not args.project:
+            raise CliError("Give --project NAME (or --bundle FILE).")
+        from app.services.predict import predict
+
+        results = predict(context(args), args.project, texts, k=args.k)
+    _write_predictions(results, args)
+    return 0
+
+
+def cmd_bundle_export(args: argparse.Namespace) -> int:
+    from app.services.bundles import export_bundle
+
+    version = "base" if args.version == "base" else (int(args.version) if args.version else None)
+    info = export_bundle(context(args), args.project, args.output, version=version, int8=args.int8)
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def cmd_bundle_import(args: argparse.Namespace) -> int:
+    from app.services.bundles import import_bundle
+
+    name = import_bundle(context(args), args.file, args.name)
+    print(f"Imported the bundle as read-only project {name!r}.")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.services.reports import build_report
+
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix.lower() != ".html":
+        raise CliError("The report is an .html file: give a path ending in .html.")
+    path = build_report(context(args), args.project, out.parent if out else None)
+    if out is not None:
+        path = path.replace(out)
+    print(path)
+    return 0

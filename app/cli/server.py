@@ -1,0 +1,79 @@
+"""``serve`` (the web app with its training worker) and ``worker``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from app.cli.common import CliError
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import dataclasses
+    import ipaddress
+
+    from app.auth import check_login, ensure_admin
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services.projects import ensure_demo_project
+    from app.ui.main import build_app, css
+
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback and not args.multi_user:
+        raise CliError(
+            f"Refusing to bind {args.host} in single-user mode (no login, everyone is admin). "
+            "Use --multi-user to serve other machines."
+        )
+    settings = load_settings(args.data_dir, args.db_url)
+    ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
+    auth = None
+    if args.multi_user:
+        generated = ensure_admin(ctx, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
+        if generated:
+            print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
+
+        def auth(name: str, password: str) -> bool:
+            return check_login(ctx, name, password)
+
+    if not args.no_demo:
+        ensure_demo_project(ctx)
+    import threading
+
+    from app.services.maps import start_warm_up
+    from app.worker import WorkerSupervisor, queue_for
+
+    threading.Thread(target=ctx.warm_up, name="warm-up", daemon=True).start()
+    start_warm_up()  # UMAP's numba compilation, off the request path
+    ctx.enqueue = queue_for(ctx.settings)
+    supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
+    if supervisor is not None:
+        supervisor.start()
+    demo = build_app(ctx)
+    print(
+        f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})",
+        flush=True,
+    )
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=args.host,
+        server_port=args.port,
+        css=css(),
+        show_error=True,
+        auth=auth,
+        auth_message="Intent Studio: sign in (ask an admin for an account).",
+        prevent_thread_lock=False,
+        quiet=True,
+    )
+    if supervisor is not None:
+        supervisor.stop()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from app.worker import run_worker
+
+    run_worker(load_settings(args.data_dir, args.db_url))
+    return 0

@@ -1,0 +1,222 @@
+"""The worker side of training: a Huey queue stored in SQLite (no server; Huey's Redis storage
+serves a team the same task code), the job reporter, :func:`execute_job`, and the process that
+consumes the queue (``intent-studio worker``, or a child of ``serve`` that is restarted if it dies).
+
+The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
+status, progress, log and cancellation. The request side (:mod:`app.services.training`) never
+imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from huey import SqliteHuey
+from huey.api import TaskWrapper
+
+from app.config import Settings
+from app.context import AppContext
+from app.services.retrain import run_retrain
+from core.training import TrainConfig, TrainingCancelled, TrainProgress
+from storage import jobs
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "train_job"
+HEARTBEAT_SECONDS = 5.0
+
+
+def make_queue(settings: Settings) -> tuple[SqliteHuey, TaskWrapper]:
+    """The project's queue and its training task (calling the task enqueues a job id)."""
+    huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
+
+    def train_job(job_id: int) -> None:
+        execute_job(_worker_context(settings), job_id)
+
+    return huey, huey.task(name=TASK_NAME)(train_job)
+
+
+def queue_for(settings: Settings) -> Callable[[int], None]:
+    """The enqueue function an entry point gives to ``AppContext.enqueue``."""
+    _, task = make_queue(settings)
+
+    def enqueue(job_id: int) -> None:
+        task(job_id)
+
+    return enqueue
+
+
+_worker_ctx: AppContext | None = None
+_worker_lock = threading.Lock()
+
+
+def _worker_context(settings: Settings) -> AppContext:
+    """One AppContext per worker process (keeps encoders and caches between jobs)."""
+    global _worker_ctx
+    with _worker_lock:
+        if _worker_ctx is None:
+            _worker_ctx = AppContext(settings)
+        return _worker_ctx
+
+
+class JobReporter:
+    """Throttled progress writes, a heartbeat thread and cancel polling for one running job."""
+
+    def __init__(self, ctx: AppContext, job_id: int) -> None:
+        self.ctx = ctx
+        self.job_id = job_id
+        self._last_write = 0.0
+        self._last_poll = 0.0
+        self._cancel = False
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            try:
+                with self.ctx.db.session() as s:
+                    jobs.heartbeat(s, self.job_id)
+            except Exception:
+                logger.exception("heartbeat failed")
+
+    def log(self, line: str) -> None:
+        with self.ctx.db.session() as s:
+            jobs.log_line(s, self.job_id, line)
+
+    def progress(self, p: TrainProgress) -> None:
+        now = time.monotonic()
+        if now - self._last_write < 1.0 and p.step < p.total:
+            return
+        self._last_write = now
+        with self.ctx.db.session() as s:
+            jobs.set_progress(
+                s,
+                self.job_id,
+                step=p.step,
+                total=p.total,
+                loss=float(p.loss),
+                eta=p.eta,
+                message=f"{p.stage}: step {p.step}/{p.total}, loss {p.loss:.4f}",
+            )
+
+    def should_cancel(self) -> bool:
+        now = time.monotonic()
+        if now - self._last_poll >= 0.5:
+            self._last_poll = now
+            with self.ctx.db.session() as s:
+                self._cancel = jobs.cancel_requested(s, self.job_id)
+        return self._cancel
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def finish(
+    ctx: AppContext, job_id: int, status: str, message: str, version_id: int | None = None
+) -> None:
+    with ctx.db.session() as s:
+        jobs.finish_job(s, job_id, status, message, version_id)
+
+
+def execute_job(ctx: AppContext, job_id: int) -> None:
+    """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
+    with ctx.db.session() as s:
+        job = jobs.claim_job(s, job_id, pid=os.getpid())
+    if job is None:
+        return  # cancelled before it started, or taken by another worker
+    config = dict(job.config)
+    head_options = dict(config.pop("head", None) or {})
+    reporter = JobReporter(ctx, job_id)
+    try:
+        version_id, message = run_retrain(
+            ctx, reporter, job_id, job.project_id, TrainConfig.from_dict(config), head_options
+        )
+        finish(ctx, job_id, "succeeded", message, version_id)
+    except TrainingCancelled:
+        finish(ctx, job_id, "cancelled", "cancelled; the active model is unchanged")
+    except Exception as exc:
+        logger.exception("job %s failed", job_id)
+        finish(ctx, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged")
+    finally:
+        reporter.close()
+
+
+def reap(settings: Settings) -> int:
+    """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
+    ctx = AppContext(settings)
+    try:
+        with ctx.db.session() as s:
+            return jobs.reap_dead_jobs(s)
+    finally:
+        ctx.close()
+
+
+def run_worker(settings: Settings) -> None:
+    """Consume the queue in this process until SIGINT/SIGTERM."""
+    from huey.consumer import Consumer
+
+    ctx = _worker_context(settings)
+    ctx.artifacts.sweep_tmp()  # leftovers of a crashed worker
+    with ctx.db.session() as s:
+        jobs.reap_dead_jobs(s)
+    huey, _ = make_queue(settings)
+    consumer = Consumer(
+        huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
+    )
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    logger.info("worker %s consuming %s", os.getpid(), settings.queue_path)
+    consumer.run()
+
+
+class WorkerSupervisor:
+    """Runs ``intent-studio worker`` as a child process and restarts it if it exits."""
+
+    def __init__(self, settings: Settings, *, restart_delay: float = 2.0) -> None:
+        self.settings = settings
+        self.restart_delay = restart_delay
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        args = [sys.executable, "-m", "app", "--data-dir", str(self.settings.data_dir)]
+        if self.settings.db_url:
+            args += ["--db-url", self.settings.db_url]
+        log = (self.settings.data_dir / "worker.log").open("ab")
+        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT)
+
+    def start(self) -> None:
+        self.proc = self._spawn()
+        self._thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            proc = self.proc
+            if proc is not None and proc.poll() is not None and not self._stop.is_set():
+                logger.warning("training worker exited (%s); restarting", proc.returncode)
+                reap(self.settings)
+                time.sleep(self.restart_delay)
+                self.proc = self._spawn()
+            self._stop.wait(1.0)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()

@@ -1,0 +1,207 @@
+"""The one object that predicts: encoder + labelled pool + (optional) multi-label head + thresholds.
+
+The live app holds one per project (its pool follows the database, example by example), an
+exported bundle loads into one (:func:`core.bundle.load`), and both answer with the same
+:func:`prediction_to_dict` — so a prediction means the same thing everywhere.
+
+Decision rule: k-NN over the pool ranks the intents and explains them (every ranked intent keeps
+the example behind its score). A single-label prediction names the top intent when its score
+reaches its threshold (none by default). When the model has a multi-label head, the head decides
+the label set from its probabilities and per-intent thresholds; a multi-label project without a
+head takes every intent whose score reaches its threshold (0.5 by default). The k-NN evidence is shown
+either way.
+
+Example:
+    >>> import numpy as np
+    >>> class Toy:
+    ...     name, dim = "toy", 2
+    ...     def encode(self, texts):
+    ...         return np.array([[1.0, 0.0] if "hi" in t else [0.0, 1.0] for t in texts])
+    >>> p = Predictor.from_examples(Toy(), ["hi there", "bye now"], [("greet",), ("bye",)])
+    >>> p.predict(["oh hi"])[0]["labels"]
+    ['greet']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from core.retrieval.knn import KnnIndex, Prediction
+
+if TYPE_CHECKING:
+    from core.multilabel.head import MultiLabelHead
+
+# The multi-label decision without a head: an intent whose k-NN score reaches this is taken.
+MULTI_LABEL_KNN_THRESHOLD = 0.5
+# Probabilities in the public JSON: enough digits to rank, few enough to read.
+PROBABILITY_DIGITS = 4
+
+
+class TextEncoder(Protocol):
+    """What the predictor needs of an encoder (:class:`core.encoding.registry.Encoder` or ONNX)."""
+
+    name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def prediction_to_dict(
+    text: str,
+    pred: Prediction,
+    *,
+    multi_label: bool = False,
+    thresholds: Mapping[str, float] | None = None,
+    top_n: int = 5,
+) -> dict[str, Any]:
+    """The public JSON shape of one k-NN prediction (the app's API and bundles return it).
+
+    ``labels`` is the decision: the top intent (single-label) or every intent whose score reaches
+    its threshold (multi-label); a threshold comes from ``thresholds[intent]`` or
+    ``thresholds["default"]``. With no threshold a single-label prediction always names its top.
+
+    Example:
+        >>> from core.retrieval.knn import IntentScore, Neighbour
+        >>> best = Neighbour(0, "hi", ("greet",), 0.9)
+        >>> prediction_to_dict("hello", Prediction([IntentScore("greet", 0.9, best)], [best]))["top"]
+        'greet'
+    """
+    thresholds = thresholds or {}
+
+    def threshold(intent: str) -> float:
+        value = thresholds.get(intent, thresholds.get("default"))
+        if value is None:
+            return MULTI_LABEL_KNN_THRESHOLD if multi_label else -math.inf
+        return float(value)
+
+    if multi_label:
+        labels = [s.intent for s in pred.intents if s.score >= threshold(s.intent)]
+    else:
+        labels = [pred.top] if pred.top is not None and pred.score >= threshold(pred.top) else []
+    return {
+        "text": text,
+        "top": pred.top,
+        "score": pred.score,
+        "margin": pred.margin,
+        "labels": labels,
+        "intents": [
+            {"intent": s.intent, "score": s.score, "best": s.best.to_dict()}
+            for s in pred.intents[:top_n]
+        ],
+        "neighbours": [n.to_dict() for n in pred.neighbours],
+    }
+
+
+class Predictor:
+    """Predict intents from a labelled pool in an encoder's space, explained by real examples.
+
+    Args:
+        encoder: turns texts into vectors (the model version's encoder).
+        index: the labelled pool; add or remove examples at any time (they count at once).
+        k: examples per intent behind its score (1 = ConvFiT's nearest neighbour).
+        head: a fitted multi-label head; when present it decides the label set.
+        multi_label: whether the project is multi-label (None: decided by the pool's labels with
+            :func:`core.multilabel.is_multilabel`, at each call).
+        thresholds: intent (or ``"default"``) -> minimum k-NN score for the decision.
+    """
+
+    def __init__(
+        self,
+        encoder: TextEncoder,
+        index: KnnIndex | None = None,
+        *,
+        k: int = 1,
+        head: MultiLabelHead | None = None,
+        multi_label: bool | None = None,
+        thresholds: Mapping[str, float] | None = None,
+    ) -> None:
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        self.encoder = encoder
+        self.index = index if index is not None else KnnIndex(encoder.dim)
+        if self.index.dim != encoder.dim:
+            raise ValueError(f"the pool has dim {self.index.dim}, the encoder {encoder.dim}")
+        self.k = k
+        self.head = head
+        self._multi_label = multi_label
+        self.thresholds: dict[str, float] = dict(thresholds or {})
+
+    @classmethod
+    def from_examples(
+        cls,
+        encoder: TextEncoder,
+        texts: Sequence[str],
+        labels: Sequence[Sequence[str]],
+        *,
+        vectors: np.ndarray | None = None,
+        ids: Sequence[int] | None = None,
+        **options: Any,
+    ) -> Predictor:
+        """A predictor over labelled examples (encoded now unless ``vectors`` are given)."""
+        predictor = cls(encoder, **options)
+        if len(texts):
+            vecs = encoder.encode(list(texts)) if vectors is None else vectors
+            predictor.index.add(list(ids or range(len(texts))), vecs, texts, labels)
+        return predictor
+
+    @property
+    def multi_label(self) -> bool:
+        if self._multi_label is not None:
+            return self._multi_label
+        from core.multilabel.rule import is_multilabel
+
+        return is_multilabel(self.index.label_sets())
+
+    def predict_with_evidence(
+        self, texts: str | Sequence[str], *, k: int | None = None, show: int = 5, top_n: int = 5
+    ) -> list[tuple[dict[str, Any], Prediction]]:
+        """Each text's public dict (see :meth:`predict`) with the k-NN prediction behind it."""
+        batch = [texts] if isinstance(texts, str) else list(texts)
+        if not batch:
+            return []
+        vectors = self.encoder.encode(batch)
+        preds = self.index.classify(vectors, k=k or self.k, show=show)
+        multi = self.multi_label
+        rows = [
+            prediction_to_dict(
+                text, pred, multi_label=multi, thresholds=self.thresholds, top_n=top_n
+            )
+            for text, pred in zip(batch, preds, strict=True)
+        ]
+        if self.head is not None:
+            self._apply_head(rows, vectors)
+        return list(zip(rows, preds, strict=True))
+
+    def predict(
+        self, texts: str | Sequence[str], *, k: int | None = None, show: int = 5, top_n: int = 5
+    ) -> list[dict[str, Any]]:
+        """Predict intents for ``texts`` (a string or a list), one dict per text.
+
+        Each dict: ``text``, ``top``, ``score``, ``margin``, ``labels`` (the decision),
+        ``intents`` (ranked, each with the ``best`` example behind its score) and ``neighbours``
+        (the ``show`` nearest examples: ``id``, ``text``, ``labels``, ``similarity``). With a
+        multi-label head also ``probabilities`` (intent -> p) and ``threshold``.
+        """
+        return [row for row, _ in self.predict_with_evidence(texts, k=k, show=show, top_n=top_n)]
+
+    def _apply_head(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        """The head decides the label set; the k-NN evidence stays."""
+        from core.multilabel.thresholds import decide
+
+        head = self.head
+        assert head is not None
+        proba = head.predict_proba(vectors)
+        decided = decide(proba, head.intents, head.thresholds)
+        for row, p, labels in zip(rows, proba, decided, strict=True):
+            row["labels"] = list(labels)
+            row["probabilities"] = {
+                name: round(float(v), PROBABILITY_DIGITS)
+                for name, v in zip(head.intents, p, strict=True)
+            }
+            row["threshold"] = head.thresholds.global_threshold

@@ -1,0 +1,222 @@
+"""Training jobs: the row is the source of truth for status, progress, log and cancellation.
+
+One active (queued or running) job per project; a worker claims a queued job atomically; a running
+job whose worker died (its pid is gone on this host, or no heartbeat for a minute) is reaped as
+failed. Every function takes a session and returns plain :class:`JobView` records.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from storage.errors import NotFoundError
+from storage.tables import TrainingJob, utcnow
+
+ACTIVE_STATUSES = ("queued", "running")
+DEAD_AFTER_SECONDS = 60.0
+LOG_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class JobView:
+    id: int
+    project_id: int
+    status: str
+    step: int
+    total: int
+    loss: float | None
+    eta_seconds: float | None
+    message: str
+    log: str
+    model_version_id: int | None
+    config: dict[str, Any]
+
+    @property
+    def fraction(self) -> float:
+        return self.step / self.total if self.total else 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+def _view(job: TrainingJob) -> JobView:
+    return JobView(
+        job.id,
+        job.project_id,
+        job.status,
+        job.step,
+        job.total,
+        job.loss,
+        job.eta_seconds,
+        job.message,
+        job.log,
+        job.model_version_id,
+        dict(job.config),
+    )
+
+
+def _get(s: Session, job_id: int) -> TrainingJob:
+    job = s.get(TrainingJob, job_id)
+    if job is None:
+        raise NotFoundError(f"No job #{job_id}.")
+    return job
+
+
+def _stamp(line: str) -> str:
+    return f"[{time.strftime('%H:%M:%S')}] {line}\n"
+
+
+def active_job(s: Session, project_id: int) -> JobView | None:
+    """The project's queued or running job, if any."""
+    job = s.scalar(
+        select(TrainingJob).where(
+            TrainingJob.project_id == project_id, TrainingJob.status.in_(ACTIVE_STATUSES)
+        )
+    )
+    return _view(job) if job is not None else None
+
+
+def create_job(
+    s: Session, project_id: int, config: dict[str, Any], *, user_id: int | None = None
+) -> tuple[JobView, bool]:
+    """Queue a job, or return the project's active one: (job, created). Checked inside the
+    caller's write transaction, so two requests cannot both create one."""
+    existing = active_job(s, project_id)
+    if existing is not None:
+        return existing, False
+    job = TrainingJob(
+        project_id=project_id, user_id=user_id, status="queued", config=config, message="queued"
+    )
+    s.add(job)
+    s.flush()
+    return _view(job), True
+
+
+def get_job(s: Session, job_id: int) -> JobView:
+    return _view(_get(s, job_id))
+
+
+def latest_job(s: Session, project_id: int) -> JobView | None:
+    job = s.scalar(
+        select(TrainingJob)
+        .where(TrainingJob.project_id == project_id)
+        .order_by(TrainingJob.id.desc())
+        .limit(1)
+    )
+    return _view(job) if job is not None else None
+
+
+def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
+    """Move a queued job to running for worker ``pid``; None when it was cancelled before it
+    started or another worker took it."""
+    claimed = s.execute(
+        update(TrainingJob)
+        .where(TrainingJob.id == job_id, TrainingJob.status == "queued")
+        .values(
+            status="running",
+            started_at=utcnow(),
+            worker_pid=pid,
+            heartbeat_at=utcnow(),
+            message="preparing data",
+        )
+    ).rowcount  # type: ignore[attr-defined]
+    return get_job(s, job_id) if claimed else None
+
+
+def request_cancel(s: Session, job_id: int) -> JobView:
+    """A queued job is cancelled at once, a running one is asked to stop (within seconds)."""
+    job = _get(s, job_id)
+    if job.status == "queued":
+        job.status, job.message, job.finished_at = (
+            "cancelled",
+            "cancelled before it started",
+            utcnow(),
+        )
+    elif job.status == "running":
+        job.cancel_requested = True
+        job.message = "cancelling…"
+    return _view(job)
+
+
+def cancel_requested(s: Session, job_id: int) -> bool:
+    return bool(s.scalar(select(TrainingJob.cancel_requested).where(TrainingJob.id == job_id)))
+
+
+def heartbeat(s: Session, job_id: int) -> None:
+    job = s.get(TrainingJob, job_id)
+    if job is not None:
+        job.heartbeat_at = utcnow()
+
+
+def log_line(s: Session, job_id: int, line: str) -> None:
+    """Append a time-stamped line to the job's log; it is also the job's current message."""
+    job = s.get(TrainingJob, job_id)
+    if job is not None:
+        job.log = (job.log + _stamp(line))[-LOG_CHARS:]
+        job.message = line
+        job.heartbeat_at = utcnow()
+
+
+def set_progress(
+    s: Session, job_id: int, *, step: int, total: int, loss: float, eta: float | None, message: str
+) -> None:
+    job = s.get(TrainingJob, job_id)
+    if job is not None:
+        job.step, job.total, job.loss, job.eta_seconds = step, total, loss, eta
+        job.message = message
+        job.heartbeat_at = utcnow()
+
+
+def finish_job(
+    s: Session, job_id: int, status: str, message: str, model_version_id: int | None = None
+) -> None:
+    """End a job as ``succeeded``, ``failed`` or ``cancelled`` with a last log line."""
+    job = s.get(TrainingJob, job_id)
+    if job is None:
+        return
+    job.status, job.message, job.finished_at = status, message, utcnow()
+    job.log = (job.log + _stamp(message))[-LOG_CHARS:]
+    if model_version_id is not None:
+        job.model_version_id = model_version_id
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` runs on this host (a zombie counts as dead)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def reap_dead_jobs(s: Session, *, alive: Callable[[int | None], bool] = pid_alive) -> int:
+    """Mark running jobs whose worker is gone (dead pid, or no heartbeat for a minute) as failed;
+    the active model is unchanged. Returns how many."""
+    n = 0
+    for job in s.scalars(select(TrainingJob).where(TrainingJob.status == "running")):
+        stale = job.heartbeat_at is None or utcnow() - job.heartbeat_at > timedelta(
+            seconds=DEAD_AFTER_SECONDS
+        )
+        if not alive(job.worker_pid) or stale:
+            job.status = "failed"
+            job.message = "the training worker stopped unexpectedly; the active model is unchanged"
+            job.finished_at = utcnow()
+            n += 1
+    return n

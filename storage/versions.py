@@ -1,0 +1,102 @@
+"""Model versions: register one (optionally making it active in the same transaction), look one
+up, list a project's history, activate or roll back. Rows are returned detached and fully loaded,
+so callers read them after the session closes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.errors import NotFoundError
+from storage.tables import DatasetVersion, ModelVersion, Project
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    project_id: int
+    dataset_version_id: int | None
+    method: str
+    base_encoder: str
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    artifact_path: str | None
+    artifact_sha256: str | None
+    artifact_size: int | None
+    note: str = ""
+
+
+def _project(s: Session, project_id: int) -> Project:
+    p = s.get(Project, project_id)
+    if p is None:
+        raise NotFoundError(f"No project #{project_id}.")
+    return p
+
+
+def _detached(s: Session, mv: ModelVersion) -> ModelVersion:
+    s.flush()
+    s.refresh(mv)
+    s.expunge(mv)
+    return mv
+
+
+def register_version(s: Session, new: NewVersion, *, activate: bool = False) -> int:
+    """Record a model version; with ``activate`` it becomes the project's active model at once."""
+    mv = ModelVersion(
+        project_id=new.project_id,
+        dataset_version_id=new.dataset_version_id,
+        method=new.method,
+        base_encoder=new.base_encoder,
+        config=new.config,
+        metrics=new.metrics,
+        artifact_path=new.artifact_path,
+        artifact_sha256=new.artifact_sha256,
+        artifact_size=new.artifact_size,
+        note=new.note,
+    )
+    s.add(mv)
+    s.flush()
+    if activate:
+        _project(s, new.project_id).active_model_version_id = mv.id
+    return mv.id
+
+
+def get_version(s: Session, project_id: int, version_id: int) -> ModelVersion:
+    """A version of this project (detached). Raises NotFoundError for another project's id."""
+    mv = s.get(ModelVersion, version_id)
+    if mv is None or mv.project_id != project_id:
+        raise NotFoundError(f"No model version {version_id} in this project.")
+    return _detached(s, mv)
+
+
+def active_version(s: Session, project_id: int) -> ModelVersion | None:
+    """The project's active model version (None = the frozen base encoder)."""
+    active_id = _project(s, project_id).active_model_version_id
+    return get_version(s, project_id, active_id) if active_id is not None else None
+
+
+def set_active(s: Session, project_id: int, version_id: int | None) -> None:
+    """Make ``version_id`` the active model (None = back to the frozen base encoder)."""
+    if version_id is not None:
+        get_version(s, project_id, version_id)
+    _project(s, project_id).active_model_version_id = version_id
+
+
+def history(s: Session, project_id: int) -> list[tuple[ModelVersion, str]]:
+    """Every version of the project, newest first, with the content hash of its dataset."""
+    hashes = dict(
+        s.execute(
+            select(DatasetVersion.id, DatasetVersion.content_hash).where(
+                DatasetVersion.project_id == project_id
+            )
+        ).all()
+    )
+    versions = s.scalars(
+        select(ModelVersion)
+        .where(ModelVersion.project_id == project_id)
+        .order_by(ModelVersion.id.desc())
+    ).all()
+    return [(_detached(s, mv), hashes.get(mv.dataset_version_id or -1) or "") for mv in versions]
