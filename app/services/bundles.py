@@ -25,8 +25,9 @@ from storage import versions
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
 from storage.errors import NotFoundError
+from storage.imports import import_rows
 from storage.projects import create_project, get_project
-from storage.utterances import NewUtterance, import_rows, list_utterances
+from storage.utterances import NewUtterance, list_utterances
 from storage.versions import NewVersion
 
 logger = logging.getLogger(__name__)

@@ -20,9 +20,10 @@ from app.auth import current_user_id
 from app.context import AppContext
 from app.formats import FormatError as ImportProblem
 from app.formats import dump_rasa_yaml, read_interchange, write_intent_folder, write_intent_zip
+from storage.imports import import_rows
 from storage.projects import create_project, get_project
 from storage.tables import SPLITS
-from storage.utterances import MAX_TEXT_CHARS, NewUtterance, import_rows, is_blank, list_utterances
+from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank, list_utterances
 
 logger = logging.getLogger(__name__)
 

@@ -1,23 +1,18 @@
+"""Utterances and labels: many-to-many labels, filters, the labelling rule, audit and undo,
+optimistic locking, the pool revision."""
+
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import text
 
 from storage import ConflictError, StorageError
-from storage.datasets import content_hash, snapshot, snapshot_rows
 from storage.projects import (
     create_intent,
-    create_project,
-    delete_intent,
     list_intents,
-    merge_intents,
-    rename_intent,
 )
 from storage.tables import LabelEvent
 from storage.utterances import (
-    NewUtterance,
     add_utterance,
-    import_rows,
     labelled_pool,
     list_utterances,
     pool_revision,
@@ -25,32 +20,6 @@ from storage.utterances import (
     undo_last,
     update_utterance,
 )
-
-
-@pytest.fixture
-def project(db):
-    with db.session() as s:
-        p = create_project(s, "shop")
-        add_utterance(s, p.id, "where is my parcel", ["track_order"])
-        add_utterance(s, p.id, "cancel it please", ["cancel_order"])
-        add_utterance(s, p.id, "cancel and refund", ["cancel_order", "refund"])
-        add_utterance(s, p.id, "hello there", [], split="unlabelled")
-        return p.id
-
-
-def test_sqlite_runs_in_wal_mode_with_foreign_keys(db):
-    with db.engine.connect() as conn:
-        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
-
-
-def test_migrations_are_idempotent(tmp_path):
-    from storage.db import Database, sqlite_url
-
-    url = sqlite_url(tmp_path / "x.db")
-    Database(url).dispose()
-    Database(url).dispose()  # second open must not fail or duplicate anything
 
 
 def test_labels_are_many_to_many_and_pool_skips_unlabelled(db, project):
@@ -96,35 +65,6 @@ def test_set_labels_logs_event_and_undo_restores(db, project):
         assert s.query(LabelEvent).filter_by(utterance_id=uid, action="undo").count() == 1
 
 
-def test_merge_is_one_undo_batch_and_recreates_deleted_intents(db, project):
-    with db.session() as s:
-        n = merge_intents(s, project, ["refund", "cancel_order"], "cancel_or_refund")
-        assert n == 2
-        assert {i.name for i in list_intents(s, project)} == {"cancel_or_refund", "track_order"}
-    with db.session() as s:
-        undo_last(s, project)
-    with db.session() as s:
-        rows = {r.text: r.labels for r in list_utterances(s, project)}
-        assert rows["cancel and refund"] == ("cancel_order", "refund")
-        assert rows["cancel it please"] == ("cancel_order",)
-
-
-def test_delete_intent_keeps_utterances_and_undo_brings_labels_back(db, project):
-    with db.session() as s:
-        assert delete_intent(s, project, "refund") == 1
-        assert len(list_utterances(s, project)) == 4
-        undo_last(s, project)
-        assert {r.text: r.labels for r in list_utterances(s, project)}["cancel and refund"] == (
-            "cancel_order",
-            "refund",
-        )
-
-
-def test_rename_refuses_an_existing_name(db, project):
-    with db.session() as s, pytest.raises(StorageError, match="already exists; merge"):
-        rename_intent(s, project, "refund", "cancel_order")
-
-
 def test_bad_values_are_refused(db, project):
     with db.session() as s:
         with pytest.raises(StorageError, match="empty"):
@@ -145,35 +85,6 @@ def test_stale_version_is_a_conflict(db, project):
         update_utterance(s, project, row.id, text="where is my parcel now")
     with db.session() as s, pytest.raises(ConflictError, match="changed by someone else"):
         update_utterance(s, project, row.id, text="stale edit", expected_version=row.version)
-
-
-def test_import_is_all_or_nothing(db, project):
-    rows = [
-        NewUtterance("brand new", ("track_order",)),
-        NewUtterance("cancel it please", ("refund",)),
-    ]
-    with pytest.raises(StorageError, match="already in this project"), db.session() as s:
-        import_rows(s, project, rows)
-    with db.session() as s:
-        assert not list_utterances(s, project, search="brand new")
-
-
-def test_a_text_twice_in_one_import_is_a_message_not_a_crash(db, project):
-    rows = [NewUtterance("twice", ("refund",)), NewUtterance("twice", ("track_order",))]
-    with pytest.raises(StorageError, match="appears twice"), db.session() as s:
-        import_rows(s, project, rows)
-    with db.session() as s:
-        assert not list_utterances(s, project, search="twice")
-
-
-def test_snapshot_hash_is_stable_and_content_addressed(db, project):
-    with db.session() as s:
-        a = snapshot(s, project)
-        b = snapshot(s, project)
-        assert a.id == b.id and len(a.content_hash) == 64
-        assert content_hash(snapshot_rows(a)) == a.content_hash
-        add_utterance(s, project, "one more", ["refund"])
-        assert snapshot(s, project).content_hash != a.content_hash
 
 
 def test_pool_revision_changes_on_every_label_change(db, project):

@@ -1,0 +1,88 @@
+"""Bulk imports: many validated rows into a project in the caller's one transaction (all or
+nothing), creating missing intents, refusing or relabelling texts already there."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.errors import StorageError
+from storage.faults import fault_point
+from storage.projects import create_intent, intents_by_name
+from storage.tables import Label, LabelEvent, Utterance
+from storage.utterances import NewUtterance, set_labels, update_utterance
+
+
+def import_rows(
+    s: Session,
+    project_id: int,
+    rows: Sequence[NewUtterance],
+    *,
+    user_id: int | None = None,
+    create_missing_intents: bool = True,
+    on_existing: str = "error",
+) -> tuple[int, int]:
+    """Insert validated rows in the caller's transaction. ``on_existing``: ``"error"`` refuses a
+    text that is already in the project, ``"relabel"`` replaces its labels and split.
+    Returns (inserted, updated). Raises before the caller commits, so nothing is half-written."""
+    if on_existing not in ("error", "relabel"):
+        raise ValueError(f"unknown on_existing {on_existing!r}")
+    known = intents_by_name(s, project_id)
+    needed = sorted({name for r in rows for name in r.labels} - set(known))
+    if needed and not create_missing_intents:
+        raise StorageError(
+            f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
+        )
+    for name in needed:
+        known[name] = create_intent(s, project_id, name)
+    existing = dict(
+        s.execute(
+            select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
+        ).all()
+    )
+    seen: set[str] = set()
+    for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
+        if r.text in seen:
+            raise StorageError(f"The utterance {r.text!r} appears twice in what is imported.")
+        seen.add(r.text)
+    batch = str(uuid.uuid4())
+    inserted = updated = 0
+    new_utts: list[tuple[Utterance, NewUtterance]] = []
+    for r in rows:
+        if r.text in existing:
+            if on_existing == "error":
+                raise StorageError(f"The utterance {r.text!r} is already in this project.")
+            set_labels(s, project_id, existing[r.text], r.labels, user_id=user_id, batch=batch)
+            update_utterance(
+                s, project_id, existing[r.text], split=r.split, user_id=user_id, batch=batch
+            )
+            updated += 1
+            continue
+        u = Utterance(project_id=project_id, text=r.text, split=r.split, context=r.context)
+        s.add(u)
+        new_utts.append((u, r))
+    s.flush()
+    fault_point("import.rows_written")
+    for u, r in new_utts:
+        for name in dict.fromkeys(r.labels):
+            s.add(Label(utterance_id=u.id, intent_id=known[name].id))
+        s.add(
+            LabelEvent(
+                project_id=project_id,
+                utterance_id=u.id,
+                utterance_text=u.text,
+                user_id=user_id,
+                batch=batch,
+                action="import",
+                before=[],
+                after=sorted(set(r.labels)),
+                split_after=r.split,
+            )
+        )
+        inserted += 1
+    s.flush()
+    fault_point("import.before_commit")
+    return inserted, updated

@@ -1,0 +1,90 @@
+"""Training jobs in the database: one active job per project, an atomic claim, cancel, progress,
+finish, and reaping the jobs of dead workers."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import pytest
+
+from storage import jobs
+from storage.errors import NotFoundError
+from storage.projects import create_project
+from storage.tables import TrainingJob, utcnow
+
+
+@pytest.fixture
+def project(db):
+    with db.session() as s:
+        return create_project(s, "shop").id
+
+
+def test_one_active_job_per_project(db, project):
+    with db.session() as s:
+        first, created = jobs.create_job(s, project, {"method": "fast"})
+        again, created_again = jobs.create_job(s, project, {"method": "lora"})
+    assert created and not created_again and again.id == first.id
+    assert first.status == "queued" and first.active and first.config == {"method": "fast"}
+    with db.session() as s:
+        jobs.finish_job(s, first.id, "succeeded", "done")
+        third, created = jobs.create_job(s, project, {})
+    assert created and third.id != first.id
+
+
+def test_a_job_is_claimed_once(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+    with db.session() as s:
+        claimed = jobs.claim_job(s, job.id, pid=os.getpid())
+    with db.session() as s:
+        assert jobs.claim_job(s, job.id, pid=os.getpid()) is None
+    assert claimed is not None and claimed.status == "running"
+
+
+def test_cancel_stops_a_queued_job_at_once_and_asks_a_running_one(db, project):
+    with db.session() as s:
+        queued, _ = jobs.create_job(s, project, {})
+        assert jobs.request_cancel(s, queued.id).status == "cancelled"
+        running, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, running.id, pid=os.getpid())
+        assert not jobs.cancel_requested(s, running.id)
+        view = jobs.request_cancel(s, running.id)
+        assert view.status == "running" and jobs.cancel_requested(s, running.id)
+        with pytest.raises(NotFoundError, match="No job #999"):
+            jobs.request_cancel(s, 999)
+
+
+def test_progress_log_and_finish_are_recorded(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, eta=12.0, message="step 3/10")
+        jobs.log_line(s, job.id, "saving the model")
+        mid = jobs.get_job(s, job.id)
+        jobs.finish_job(s, job.id, "failed", "boom")
+        end = jobs.latest_job(s, project)
+    assert (mid.step, mid.total, mid.fraction, mid.message) == (3, 10, 0.3, "saving the model")
+    assert end is not None and end.status == "failed" and not end.active
+    assert "saving the model" in end.log and end.log.rstrip().endswith("boom")
+
+
+def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):
+    with db.session() as s:
+        dead, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, dead.id, pid=os.getpid())
+        assert jobs.reap_dead_jobs(s) == 0  # alive and beating
+        assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        assert jobs.get_job(s, dead.id).status == "failed"
+        silent, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, silent.id, pid=os.getpid())
+        row = s.get(TrainingJob, silent.id)
+        row.heartbeat_at = utcnow() - timedelta(seconds=jobs.DEAD_AFTER_SECONDS + 5)
+        assert jobs.reap_dead_jobs(s) == 1
+        assert "stopped unexpectedly" in jobs.get_job(s, silent.id).message
+
+
+def test_a_zombie_or_missing_pid_is_not_alive():
+    assert jobs.pid_alive(os.getpid())
+    assert not jobs.pid_alive(None) and not jobs.pid_alive(0)
+    assert not jobs.pid_alive(2**22 + 12345)

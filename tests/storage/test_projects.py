@@ -1,0 +1,46 @@
+"""Intents of a project: merge, delete and rename, each undoable as one batch."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import StorageError
+from storage.projects import (
+    delete_intent,
+    list_intents,
+    merge_intents,
+    rename_intent,
+)
+from storage.utterances import (
+    list_utterances,
+    undo_last,
+)
+
+
+def test_merge_is_one_undo_batch_and_recreates_deleted_intents(db, project):
+    with db.session() as s:
+        n = merge_intents(s, project, ["refund", "cancel_order"], "cancel_or_refund")
+        assert n == 2
+        assert {i.name for i in list_intents(s, project)} == {"cancel_or_refund", "track_order"}
+    with db.session() as s:
+        undo_last(s, project)
+    with db.session() as s:
+        rows = {r.text: r.labels for r in list_utterances(s, project)}
+        assert rows["cancel and refund"] == ("cancel_order", "refund")
+        assert rows["cancel it please"] == ("cancel_order",)
+
+
+def test_delete_intent_keeps_utterances_and_undo_brings_labels_back(db, project):
+    with db.session() as s:
+        assert delete_intent(s, project, "refund") == 1
+        assert len(list_utterances(s, project)) == 4
+        undo_last(s, project)
+        assert {r.text: r.labels for r in list_utterances(s, project)}["cancel and refund"] == (
+            "cancel_order",
+            "refund",
+        )
+
+
+def test_rename_refuses_an_existing_name(db, project):
+    with db.session() as s, pytest.raises(StorageError, match="already exists; merge"):
+        rename_intent(s, project, "refund", "cancel_order")

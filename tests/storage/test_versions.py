@@ -1,0 +1,58 @@
+"""Model versions in the database: register (and activate in the same transaction), look up
+within a project only, history newest first with the dataset hash, roll back to the base."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import versions
+from storage.datasets import snapshot
+from storage.errors import NotFoundError
+from storage.projects import create_project
+from storage.utterances import add_utterance
+
+
+def _new(project_id: int, dataset_id: int | None = None, **kw) -> versions.NewVersion:
+    fields = {
+        "project_id": project_id,
+        "dataset_version_id": dataset_id,
+        "method": "fast",
+        "base_encoder": "minilm",
+        "config": {"epochs": 1},
+        "metrics": {"accuracy": 0.9},
+        "artifact_path": "projects/1/models/a",
+        "artifact_sha256": "0" * 64,
+        "artifact_size": 10,
+    }
+    return versions.NewVersion(**{**fields, **kw})
+
+
+def test_register_activate_and_roll_back(db):
+    with db.session() as s:
+        pid = create_project(s, "shop").id
+        add_utterance(s, pid, "hi", ["greet"])
+        dv = snapshot(s, pid)
+        kept = versions.register_version(s, _new(pid, dv.id), activate=False)
+        assert versions.active_version(s, pid) is None
+        active = versions.register_version(s, _new(pid, dv.id, method="lora"), activate=True)
+    with db.session() as s:
+        mv = versions.active_version(s, pid)
+        assert mv is not None and (mv.id, mv.method) == (active, "lora")
+        rows = versions.history(s, pid)
+        assert [v.id for v, _ in rows] == [active, kept]
+        assert rows[0][1] == dv.content_hash
+        versions.set_active(s, pid, None)
+        assert versions.active_version(s, pid) is None
+    assert mv.metrics == {"accuracy": 0.9}  # detached rows stay readable
+
+
+def test_a_version_is_found_only_in_its_own_project(db):
+    with db.session() as s:
+        a = create_project(s, "a").id
+        b = create_project(s, "b").id
+        v = versions.register_version(s, _new(a))
+        assert versions.get_version(s, a, v).id == v
+        with pytest.raises(NotFoundError, match=f"No model version {v}"):
+            versions.get_version(s, b, v)
+        with pytest.raises(NotFoundError):
+            versions.set_active(s, b, v)
