@@ -9,14 +9,12 @@ Passwords are hashed with argon2 (argon2-cffi) and never stored or logged in cle
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -110,38 +108,11 @@ def require(ctx: AppContext, username: str | None, role: str) -> Actor:
     return who
 
 
-def guarded(ctx: AppContext, role: str, *, outputs: int = 1) -> Callable[[Callable[..., Any]], Any]:
-    """Wrap a Gradio callback so it runs only for users with ``role`` (checked on the server with
-    the name Gradio signed in). A refusal becomes the callback's first output as a message (the
-    other outputs are left unchanged); the acting user is recorded for the audit log."""
-    import gradio as gr
-
-    from app.ui.common import problem
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def run(*args: Any, request: Any = None) -> Any:
-            if request is None and args and isinstance(args[-1], gr.Request):
-                *rest, request = args  # Gradio passes the request in its place in the signature
-                args = tuple(rest)
-            try:
-                who = require(ctx, getattr(request, "username", None), role)
-            except PermissionError as exc:
-                refusal = problem(str(exc))
-                return refusal if outputs == 1 else (refusal, *[gr.update()] * (outputs - 1))
-            token = _acting.set(who)
-            try:
-                return fn(*args)
-            finally:
-                _acting.reset(token)
-
-        params = list(inspect.signature(fn).parameters.values())
-        request_param = inspect.Parameter(
-            "request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=gr.Request
-        )
-        run.__signature__ = inspect.Signature([*params, request_param])  # type: ignore[attr-defined]
-        run.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
-        del run.__wrapped__  # Gradio must see the signature above, with the request
-        return run
-
-    return wrap
+@contextmanager
+def acting_as(who: Actor) -> Iterator[Actor]:
+    """Within the block, writes are recorded as ``who``'s (the audit log's user)."""
+    token = _acting.set(who)
+    try:
+        yield who
+    finally:
+        _acting.reset(token)

@@ -9,11 +9,11 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from app.auth import guarded
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
 from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
 ALL = "(all)"

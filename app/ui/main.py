@@ -9,15 +9,16 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from app.auth import actor, guarded
+from app.auth import actor
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import projects as project_svc
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
+from app.ui.guard import guarded
 from app.ui.map_tab import build_map_tab
-from app.ui.train_tab import build_train_tab
+from app.ui.train import build_train_tab
 from app.ui.try_tab import build_try_tab
 
 TITLE = "Intent Studio"

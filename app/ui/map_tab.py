@@ -11,12 +11,12 @@ from typing import Any
 
 import gradio as gr
 
-from app.auth import guarded
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import maps as svc
 from app.services.versions import BASE
 from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
 from core.projection import PROJECTIONS
 
 logger = logging.getLogger(__name__)

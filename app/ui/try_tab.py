@@ -9,11 +9,11 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from app.auth import guarded
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as svc
 from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
 
 HELP = (
     "The classifier *is* the labelled pool: an utterance gets the intent of its most similar "

@@ -11,6 +11,7 @@ from app import auth
 from app.cli import main
 from app.context import AppContext
 from app.services import data as data_svc
+from app.ui import guard
 from storage.tables import User
 from storage.users import set_role
 
@@ -57,7 +58,7 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
         data_svc.add_utterance(team, project, text, ["track_order"])
         return "added"
 
-    guarded = auth.guarded(team, "designer")(label)
+    guarded = guard.guarded(team, "designer")(label)
     before = len(data_svc.table(team, demo))
     refusal = guarded(demo, "where's my stuff now", request=Request("vic"))
     assert "needs the designer role" in refusal

@@ -230,7 +230,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def test_the_queue_worker_trains_a_job(ctx) -> None:
     make_tiny(ctx)
-    worker = _worker(ctx)
+    proc = _worker(ctx)
     try:
         view, created = svc.request_retrain(ctx, "tiny", QUICK)
         assert created
@@ -238,21 +238,21 @@ def test_the_queue_worker_trains_a_job(ctx) -> None:
         assert done.status == "succeeded", done.log
         assert done.model_version_id is not None
     finally:
-        _stop(worker)
+        _stop(proc)
 
 
 def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     make_tiny(ctx)
-    worker = _worker(ctx)
+    proc = _worker(ctx)
     try:
         view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60})
         deadline = time.monotonic() + 240
         while svc.job(ctx, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
-            assert worker.poll() is None, "the worker exited"
+            assert proc.poll() is None, "the worker exited"
             time.sleep(0.3)
     finally:
-        _stop(worker)  # kill -9, mid-training
+        _stop(proc)  # kill -9, mid-training
     failed = svc.job(ctx, view.id)  # looking at the job is what notices the dead worker
     assert failed.status == "failed"
     assert "stopped unexpectedly" in failed.message
@@ -268,3 +268,11 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     assert created and again.id != view.id
     worker.execute_job(ctx, again.id)
     assert svc.job(ctx, again.id).status == "succeeded"
+
+
+def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> None:
+    make_tiny(ctx)
+    ctx.enqueue = None
+    with pytest.raises(RuntimeError, match="no training queue"):
+        svc.request_retrain(ctx, "tiny", QUICK)
+    assert svc.latest_job(ctx, "tiny") is None

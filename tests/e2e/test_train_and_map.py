@@ -44,7 +44,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
 
     page.locator("#report").click()
     page.wait_for_function(
-        "() => document.querySelector('#eval-status')?.innerText?.includes('Report written')",
+        "() => document.querySelector('#export-status')?.innerText?.includes('Report written')",
         timeout=120_000,
     )
     assert ".html" in text_of(page, "#report-file")

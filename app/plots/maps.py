@@ -1,97 +1,31 @@
-"""Plotly figures built from plain data (lists, arrays, dicts): maps, F1 bars, confusion heatmaps.
-
-Pure functions: no database, no Gradio. Every point of a map carries its utterance id in
-``customdata`` so a UI can turn a click or a lasso selection back into ids, and every confusion
-cell carries ``(gold, predicted)``. Each intent has one colour everywhere (a hash of its name
-into a fixed palette), so the same intent looks the same in every view and every session.
-
-All user text placed in hover labels is HTML-escaped (plotly renders a subset of HTML there).
-
-Example:
-    >>> fig = scatter_map([[0, 0], [1, 1]], [7, 8], ["hi", "bye"], ["greet", None],
-    ...                   ["greet", "bye"], ["train", "unlabelled"])
-    >>> sorted(int(i) for t in fig.data for i in t.customdata)
-    [7, 8]
-"""
+"""2D maps of utterances: one scatter, or two encoders side by side on aligned axes."""
 
 from __future__ import annotations
 
-import hashlib
 import html
-import logging
-import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from core.projection import align_transform
-
-logger = logging.getLogger(__name__)
-
-Highlight = Literal["misclassified", "low_margin", "unlabelled"]
-HIGHLIGHTS: tuple[str, ...] = ("misclassified", "low_margin", "unlabelled")
-PALETTE: tuple[str, ...] = (
-    *qualitative.Dark24,
-    *qualitative.Alphabet,
-    *qualitative.Light24,
+from app.plots.common import (
+    _DIM_OPACITY,
+    HIGHLIGHTS,
+    LOW_MARGIN,
+    OTHER_SYMBOL,
+    SPLIT_SYMBOLS,
+    UNLABELLED,
+    WEBGL_FROM,
+    GoldLabel,
+    MapData,
+    _gold_tuple,
+    _wrap,
+    format_metrics,
+    intent_colour,
 )
-UNLABELLED_COLOUR = "#b0b0b0"
-UNLABELLED = "(unlabelled)"
-SPLIT_SYMBOLS: dict[str, str] = {"train": "circle", "test": "diamond", "unlabelled": "x"}
-OTHER_SYMBOL = "square"
-LOW_MARGIN = 0.05
-# Above this many points maps use WebGL (scattergl); SVG stays crisp and testable below it.
-WEBGL_FROM = 3000
-_DIM_OPACITY = 0.12
-
-GoldLabel = str | Sequence[str] | None
-
-
-def intent_colour(intent: str | None) -> str:
-    """The colour of an intent: the same name gives the same colour in every view and process.
-
-    Example:
-        >>> intent_colour("card_arrival") == intent_colour("card_arrival")
-        True
-    """
-    if not intent or intent == UNLABELLED:
-        return UNLABELLED_COLOUR
-    digest = hashlib.sha1(intent.encode("utf-8")).digest()
-    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
-
-
-def _gold_tuple(label: GoldLabel) -> tuple[str, ...]:
-    if label is None:
-        return ()
-    if isinstance(label, str):
-        return (label,) if label else ()
-    return tuple(str(x) for x in label if x)
-
-
-def _wrap(text: str, width: int = 60, max_lines: int = 4) -> str:
-    lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
-    if len(lines) > max_lines:
-        lines = [*lines[:max_lines], "…"]
-    return "<br>".join(html.escape(line) for line in lines)
-
-
-@dataclass
-class MapData:
-    """One 2D map of utterances, as plain data (what :func:`scatter_map` draws)."""
-
-    points: np.ndarray | Sequence[Sequence[float]]
-    ids: Sequence[int]
-    texts: Sequence[str]
-    gold: Sequence[GoldLabel]
-    predicted: Sequence[str | None]
-    splits: Sequence[str]
-    margins: Sequence[float] | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+from core.projection import align_transform
 
 
 def highlight_mask(
@@ -273,23 +207,6 @@ def scatter_map(
     return fig
 
 
-def format_metrics(metrics: Mapping[str, float] | None) -> str:
-    """``silhouette 0.07 · alignment 0.85 · uniformity -1.90`` (missing/NaN metrics left out).
-
-    Example:
-        >>> format_metrics({"silhouette": 0.5, "uniformity": -2.0})
-        'silhouette 0.50 · uniformity -2.00'
-    """
-    if not metrics:
-        return ""
-    parts = []
-    for key in ("silhouette", "alignment", "uniformity"):
-        value = metrics.get(key)
-        if value is not None and np.isfinite(value):
-            parts.append(f"{key} {float(value):.2f}")
-    return " · ".join(parts)
-
-
 def side_by_side(
     map_a: MapData,
     map_b: MapData,
@@ -388,112 +305,3 @@ def _aligned(ref: MapData, other: MapData) -> MapData:
         other.margins,
         dict(other.meta),
     )
-
-
-def f1_bars(per_intent: Mapping[str, float], *, title: str | None = None) -> go.Figure:
-    """Horizontal per-intent F1 bars, worst intent on top, in each intent's colour.
-
-    Example:
-        >>> list(f1_bars({"a": 0.9, "b": 0.4}).data[0].y)
-        ['b', 'a']
-    """
-    items = sorted(per_intent.items(), key=lambda kv: (float(kv[1]), kv[0]))
-    names = [k for k, _ in items]
-    values = [float(v) for _, v in items]
-    fig = go.Figure(
-        go.Bar(
-            x=values,
-            y=names,
-            orientation="h",
-            marker={"color": [intent_colour(k) for k in names]},
-            customdata=names,
-            text=[f"{v:.2f}" for v in values],
-            textposition="outside",
-            hovertemplate="%{y}: F1 %{x:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=title,
-        xaxis={"range": [0, 1.08], "title": {"text": "F1"}},
-        yaxis={"autorange": "reversed", "automargin": True},
-        height=max(300, 60 + 18 * len(names)),
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 40},
-        template="plotly_white",
-        showlegend=False,
-    )
-    return fig
-
-
-def _square(labels: Sequence[str], matrix: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
-    z = np.asarray(matrix, dtype=np.float64)
-    n = len(labels)
-    if z.shape != (n, n):
-        raise ValueError(f"matrix must be {n}x{n} (gold rows, predicted columns), got {z.shape}")
-    return z
-
-
-def confusion_heatmap(
-    labels: Sequence[str],
-    matrix: np.ndarray | Sequence[Sequence[float]],
-    *,
-    title: str | None = None,
-) -> go.Figure:
-    """Confusion-matrix heatmap: gold intents as rows, predicted as columns.
-
-    Each cell's ``customdata`` is ``[gold, predicted]`` so a click tells which utterances to show.
-
-    Example:
-        >>> fig = confusion_heatmap(["a", "b"], [[3, 1], [0, 4]])
-        >>> list(fig.data[0].customdata[0][1])
-        ['a', 'b']
-    """
-    z = _square(labels, matrix)
-    names = [str(x) for x in labels]
-    custom = [[[g, p] for p in names] for g in names]
-    integer = bool(np.all(np.equal(np.mod(z, 1), 0)))
-    fig = go.Figure(
-        go.Heatmap(
-            z=z.tolist(),
-            x=names,
-            y=names,
-            customdata=custom,
-            colorscale="Blues",
-            hovertemplate=(
-                "gold: %{customdata[0]}<br>predicted: %{customdata[1]}<br>"
-                + ("count: %{z:d}" if integer else "value: %{z:.3f}")
-                + "<extra></extra>"
-            ),
-            hoverongaps=False,
-        )
-    )
-    size = max(400, min(1400, 120 + 14 * len(names)))
-    fig.update_layout(
-        title=title,
-        xaxis={"title": {"text": "predicted"}, "tickangle": -60, "automargin": True},
-        yaxis={"title": {"text": "gold"}, "autorange": "reversed", "automargin": True},
-        width=None,
-        height=size,
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
-        template="plotly_white",
-    )
-    return fig
-
-
-def worst_pairs(
-    labels: Sequence[str], matrix: np.ndarray | Sequence[Sequence[float]], top: int = 10
-) -> list[tuple[str, str, int]]:
-    """The most frequent confusions ``(gold, predicted, count)``, off-diagonal and non-zero.
-
-    Example:
-        >>> worst_pairs(["a", "b", "c"], [[5, 2, 0], [3, 4, 0], [0, 1, 6]], top=2)
-        [('b', 'a', 3), ('a', 'b', 2)]
-    """
-    z = _square(labels, matrix)
-    cells = [
-        (str(labels[i]), str(labels[j]), round(float(z[i, j])))
-        for i in range(len(labels))
-        for j in range(len(labels))
-        if i != j and z[i, j] > 0
-    ]
-    cells.sort(key=lambda c: (-c[2], c[0], c[1]))
-    return cells[: max(0, top)]

@@ -1,0 +1,93 @@
+"""What every figure shares: one colour per intent, point symbols, hover text, MapData."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import logging
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from plotly.colors import qualitative
+
+logger = logging.getLogger(__name__)
+
+Highlight = Literal["misclassified", "low_margin", "unlabelled"]
+HIGHLIGHTS: tuple[str, ...] = ("misclassified", "low_margin", "unlabelled")
+PALETTE: tuple[str, ...] = (
+    *qualitative.Dark24,
+    *qualitative.Alphabet,
+    *qualitative.Light24,
+)
+UNLABELLED_COLOUR = "#b0b0b0"
+UNLABELLED = "(unlabelled)"
+SPLIT_SYMBOLS: dict[str, str] = {"train": "circle", "test": "diamond", "unlabelled": "x"}
+OTHER_SYMBOL = "square"
+LOW_MARGIN = 0.05
+# Above this many points maps use WebGL (scattergl); SVG stays crisp and testable below it.
+WEBGL_FROM = 3000
+_DIM_OPACITY = 0.12
+
+GoldLabel = str | Sequence[str] | None
+
+
+def intent_colour(intent: str | None) -> str:
+    """The colour of an intent: the same name gives the same colour in every view and process.
+
+    Example:
+        >>> intent_colour("card_arrival") == intent_colour("card_arrival")
+        True
+    """
+    if not intent or intent == UNLABELLED:
+        return UNLABELLED_COLOUR
+    digest = hashlib.sha1(intent.encode("utf-8")).digest()
+    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
+
+
+def _gold_tuple(label: GoldLabel) -> tuple[str, ...]:
+    if label is None:
+        return ()
+    if isinstance(label, str):
+        return (label,) if label else ()
+    return tuple(str(x) for x in label if x)
+
+
+def _wrap(text: str, width: int = 60, max_lines: int = 4) -> str:
+    lines = textwrap.wrap(" ".join(str(text).split()), width) or [""]
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], "…"]
+    return "<br>".join(html.escape(line) for line in lines)
+
+
+@dataclass
+class MapData:
+    """One 2D map of utterances, as plain data (what :func:`scatter_map` draws)."""
+
+    points: np.ndarray | Sequence[Sequence[float]]
+    ids: Sequence[int]
+    texts: Sequence[str]
+    gold: Sequence[GoldLabel]
+    predicted: Sequence[str | None]
+    splits: Sequence[str]
+    margins: Sequence[float] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def format_metrics(metrics: Mapping[str, float] | None) -> str:
+    """``silhouette 0.07 · alignment 0.85 · uniformity -1.90`` (missing/NaN metrics left out).
+
+    Example:
+        >>> format_metrics({"silhouette": 0.5, "uniformity": -2.0})
+        'silhouette 0.50 · uniformity -2.00'
+    """
+    if not metrics:
+        return ""
+    parts = []
+    for key in ("silhouette", "alignment", "uniformity"):
+        value = metrics.get(key)
+        if value is not None and np.isfinite(value):
+            parts.append(f"{key} {float(value):.2f}")
+    return " · ".join(parts)

@@ -1,0 +1,51 @@
+"""The Train tab, one module per section: Retrain (queue a job, live progress, Cancel), Versions
+(history, activate / roll back, compare), Evaluation (F1, confusion with click-through) and
+Export & share (report, bundle, open a bundle).
+
+Callbacks are module-level functions of the app context and plain values; they only call
+:mod:`app.services`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.ui.train.evaluation import build_evaluation_section
+from app.ui.train.export import build_export_section
+from app.ui.train.retrain import build_retrain_section, poll, progress_html
+from app.ui.train.versions import build_versions_section, load_history
+
+__all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
+
+
+def tick(ctx: AppContext, proj: str | None, jid: int | None) -> tuple[Any, ...]:
+    """The timer's refresh: the job panel, and the history once the job has ended."""
+    out = poll(ctx, proj, jid)
+    if out[2]["active"]:
+        return (*out, gr.update(), gr.update(), gr.update(), gr.update())
+    return (*out, *load_history(ctx, proj))  # the job ended: show its version
+
+
+def refresh(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+    return (*poll(ctx, proj, None), *load_history(ctx, proj))
+
+
+def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+    """Lay out the Train tab's sections and bind its events. Returns its refresh hook."""
+    retrain = build_retrain_section(ctx, project, user)
+    versions = build_versions_section(ctx, project, retrain.message)
+    build_evaluation_section(ctx, project)
+    build_export_section(ctx, project)
+    outputs = [*retrain.job_outputs, *versions.outputs]
+    retrain.timer.tick(
+        partial(tick, ctx),
+        [project, retrain.job_id],
+        outputs,
+        api_visibility="private",
+        show_progress="hidden",
+    )
+    return {"refresh": (partial(refresh, ctx), [project], outputs)}

@@ -1,0 +1,90 @@
+"""Train tab, Export & share section: the stakeholder report, a model bundle (optionally with an
+int8 encoder), and opening someone else's bundle as a read-only project."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import bundles as bundle_svc
+from app.services import reports as report_svc
+from app.services.projects import project_names
+from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
+
+
+def make_report(ctx: AppContext, proj: str | None) -> tuple[Any, str]:
+    if not proj:
+        return None, problem("Pick a project first.")
+    path, err = attempt(lambda: report_svc.build_report(ctx, proj))
+    if err or path is None:
+        return None, problem(err or "")
+    return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
+
+
+def export(ctx: AppContext, proj: str | None, with_int8: bool) -> tuple[Any, str]:
+    if not proj:
+        return None, problem("Pick a project first.")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", proj).strip("-") or "project"
+    out = Path(tempfile.mkdtemp(prefix="intent-studio-bundle-")) / f"{safe}.zip"
+    info, err = attempt(lambda: bundle_svc.export_bundle(ctx, proj, out, int8=with_int8))
+    if err or info is None:
+        return None, problem(err or "")
+    return gr.update(value=str(out), visible=True), ok(
+        f"Bundle written ({info['size_mb']} MB, {info['exemplars']} examples)."
+    )
+
+
+def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
+    if file is None:
+        return gr.update(), problem("Choose a bundle .zip first.")
+    path = getattr(file, "name", file)
+    name, err = attempt(lambda: bundle_svc.import_bundle(ctx, path))
+    if err or name is None:
+        return gr.update(), problem(err or "")
+    return gr.update(choices=project_names(ctx), value=name), ok(
+        f"Opened as read-only project {name!r}."
+    )
+
+
+def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
+    gr.Markdown("### Export & share")
+    with gr.Row(equal_height=True):
+        report = gr.Button("Stakeholder report (HTML)", elem_id="report", scale=1)
+        report_file = gr.File(label="Report", scale=2, visible=False, elem_id="report-file")
+    with gr.Row(equal_height=True):
+        int8 = gr.Checkbox(
+            label="add an int8 ONNX encoder (4x smaller; refused if it changes >1% of test "
+            "predictions)",
+            scale=2,
+        )
+        bundle_btn = gr.Button("Export model bundle (.zip)", elem_id="bundle-export", scale=1)
+        bundle_file = gr.File(label="Bundle", scale=2, visible=False, elem_id="bundle-file")
+    with gr.Row(equal_height=True):
+        bundle_in = gr.File(
+            label="Open someone's model bundle as a read-only project",
+            file_types=[".zip"],
+            height=80,
+            scale=3,
+        )
+        open_btn = gr.Button("Open bundle", elem_id="bundle-open", scale=1)
+    status = gr.Markdown(elem_id="export-status")
+    report.click(partial(make_report, ctx), [project], [report_file, status], api_name="report")
+    bundle_btn.click(
+        guarded(ctx, "designer", outputs=2)(partial(export, ctx)),
+        [project, int8],
+        [bundle_file, status],
+        api_name="export_bundle",
+    )
+    open_btn.click(
+        guarded(ctx, "designer", outputs=2)(partial(open_bundle, ctx)),
+        [bundle_in],
+        [project, status],
+        api_visibility="private",
+    )

@@ -1,0 +1,150 @@
+"""Train tab, Retrain section: method and settings, Retrain and Cancel, the live progress bar and
+the training log. Callbacks are plain functions of the app context and the inputs' values."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import training as train_svc
+from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
+from storage.jobs import JobView
+
+HELP = (
+    "**Retrain** tunes the encoder on your labelled `train` utterances in the background (you can "
+    "keep labelling) and evaluates it on the `test` split. A new version becomes active only if it "
+    "is at least as good as the current one (within 1 point); otherwise it is kept for you to "
+    "compare and activate by hand. Predictions are always the nearest labelled examples, so new "
+    "labels count at once, with or without a retrain."
+)
+
+
+def progress_html(job: JobView | None) -> str:
+    """The job's progress bar and status line (user text escaped)."""
+    if job is None:
+        return "<div class='job-status'>No training yet.</div>"
+    pct = round(100 * job.fraction) if job.status != "succeeded" else 100
+    eta = f" · about {job.eta_seconds:.0f}s left" if job.active and job.eta_seconds else ""
+    loss = f" · loss {job.loss:.3f}" if job.loss is not None and job.active else ""
+    return (
+        f"<div class='job-status job-{html.escape(job.status)}' id='job-{job.id}'>"
+        f"<div class='bar'><div class='fill' style='width:{pct}%'></div></div>"
+        f"<b>Job #{job.id}: {html.escape(job.status)}</b> · {pct}%{loss}{eta}<br>"
+        f"{html.escape(job.message)}</div>"
+    )
+
+
+def poll(ctx: AppContext, proj: str | None, jid: int | None) -> tuple[Any, ...]:
+    """Refresh the job panel; keep the timer running only while a job is active."""
+    job = None
+    if proj:
+        job, _ = attempt(lambda: train_svc.latest_job(ctx, proj))
+    view = job if job is not None and (jid is None or job.id >= jid) else None
+    active = view is not None and view.active
+    return (
+        progress_html(view),
+        view.log if view is not None else "",
+        gr.update(active=active),
+        view.id if view is not None else None,
+    )
+
+
+def start(ctx: AppContext, proj: str | None, meth: str, extra: str, who: str) -> tuple[Any, ...]:
+    """Queue a retrain with the chosen method and ``key=value`` settings."""
+    if not proj:
+        return problem("Pick a project first."), None, gr.update(active=False)
+
+    def go() -> tuple[JobView, bool]:
+        items = [x for x in re.split(r"[,\n]", extra or "") if x.strip()]
+        config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(items)}
+        return train_svc.request_retrain(ctx, proj, config)
+
+    res, err = attempt(go)
+    if err or res is None:
+        return problem(err or "could not start"), None, gr.update(active=False)
+    job, created = res
+    msg = (
+        ok(f"Job #{job.id} queued: training runs in the background.")
+        if created
+        else ok(f"Job #{job.id} is already {job.status}; showing it.")
+    )
+    return msg, job.id, gr.update(active=True)
+
+
+def stop(ctx: AppContext, jid: int | None, proj: str | None) -> str:
+    """Cancel the shown job (or the project's active one)."""
+    if jid is None and proj:
+        latest, _ = attempt(lambda: train_svc.latest_job(ctx, proj))
+        jid = latest.id if latest is not None and latest.active else None
+    if jid is None:
+        return problem("No training job is running.")
+    job, err = attempt(lambda: train_svc.cancel(ctx, jid))
+    if err or job is None:
+        return problem(err or "")
+    return ok(f"Job #{job.id}: {job.message}")
+
+
+@dataclass
+class RetrainSection:
+    progress: gr.HTML
+    log: gr.Textbox
+    timer: gr.Timer
+    job_id: gr.State
+    message: gr.Markdown
+
+    @property
+    def job_outputs(self) -> list[Any]:
+        return [self.progress, self.log, self.timer, self.job_id]
+
+
+def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> RetrainSection:
+    gr.Markdown(HELP)
+    with gr.Row(equal_height=True):
+        method = gr.Dropdown(
+            list(train_svc.METHOD_CHOICES),
+            value=next(iter(train_svc.METHOD_CHOICES)),
+            label="Method",
+            scale=3,
+        )
+        settings = gr.Textbox(
+            label="Advanced settings (optional)",
+            placeholder="e.g. epochs=2, lr=5e-5, seed=1",
+            scale=3,
+            max_lines=1,
+        )
+        retrain = gr.Button("Retrain", variant="primary", scale=1, elem_id="retrain")
+        cancel = gr.Button("Cancel", scale=1, elem_id="cancel-training")
+    section = RetrainSection(
+        progress=gr.HTML(progress_html(None), elem_id="job-progress"),
+        message=gr.Markdown(elem_id="train-message"),
+        log=gr.Textbox(render=False, lines=8, max_lines=20, show_label=False, elem_id="job-log"),
+        timer=gr.Timer(1.0, active=False),
+        job_id=gr.State(None),
+    )
+    with gr.Accordion("Training log", open=False):
+        section.log.render()
+    retrain.click(
+        guarded(ctx, "designer", outputs=3)(partial(start, ctx)),
+        [project, method, settings, user],
+        [section.message, section.job_id, section.timer],
+        api_name="retrain",
+    ).then(
+        partial(poll, ctx),
+        [project, section.job_id],
+        section.job_outputs,
+        api_visibility="private",
+    )
+    cancel.click(
+        guarded(ctx, "designer")(partial(stop, ctx)),
+        [section.job_id, project],
+        [section.message],
+        api_name="cancel_training",
+    )
+    return section

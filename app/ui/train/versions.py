@@ -1,0 +1,125 @@
+"""Train tab, Versions section: the history of model versions, make one active (roll back or
+forward), and compare two versions' per-intent F1."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.context import AppContext
+from app.services import versions as version_svc
+from app.ui.common import attempt, ok, problem
+from app.ui.guard import guarded
+
+BASE_CHOICE = "frozen base encoder"
+HISTORY_COLUMNS = [
+    "version",
+    "active",
+    "method",
+    "accuracy",
+    "macro_f1",
+    "frozen_accuracy",
+    "silhouette",
+    "split",
+    "train_s",
+    "size_kb",
+    "dataset",
+    "created",
+    "note",
+]
+
+
+def version_choices(rows: list[dict[str, Any]]) -> list[str]:
+    return [BASE_CHOICE] + [f"v{r['version']}" for r in rows]
+
+
+def parse_version(choice: str | None) -> int | None:
+    m = re.fullmatch(r"v(\d+)", choice or "")
+    return int(m.group(1)) if m else None
+
+
+def load_history(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+    """The history table and the three version pickers (active version preselected)."""
+    rows: list[dict[str, Any]] = []
+    if proj:
+        rows = attempt(lambda: version_svc.history(ctx, proj))[0] or []
+    frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+    choices = version_choices(rows)
+    active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
+    return (
+        frame,
+        gr.update(choices=choices, value=active),
+        gr.update(choices=choices, value=choices[-1] if len(choices) > 1 else BASE_CHOICE),
+        gr.update(choices=choices, value=active),
+    )
+
+
+def make_active(ctx: AppContext, proj: str | None, choice: str) -> str:
+    if not proj:
+        return problem("Pick a project first.")
+    msg, err = attempt(lambda: version_svc.activate(ctx, proj, parse_version(choice)))
+    return problem(err) if err else ok(msg or "")
+
+
+def compare(ctx: AppContext, proj: str | None, a: str, b: str) -> tuple[Any, str]:
+    """Per-intent F1 of two versions and the change, worst first."""
+    va, vb = parse_version(a), parse_version(b)
+    if not proj or va is None or vb is None:
+        return gr.update(visible=False), problem("Pick two trained versions to compare.")
+    res, err = attempt(lambda: version_svc.compare(ctx, proj, va, vb))
+    if err or res is None:
+        return gr.update(visible=False), problem(err or "")
+    frame = pd.DataFrame(res["per_intent"]).rename(
+        columns={"f1_a": f"F1 {a}", "f1_b": f"F1 {b}", "delta": "change"}
+    )
+    acc_a, acc_b = res["a"]["accuracy"], res["b"]["accuracy"]
+    head = f"Accuracy {a}: {acc_a:.3f} → {b}: {acc_b:.3f}" if acc_a and acc_b else ""
+    return gr.update(value=frame, visible=True), head
+
+
+@dataclass
+class VersionsSection:
+    history: gr.Dataframe
+    pick: gr.Dropdown
+    cmp_a: gr.Dropdown
+    cmp_b: gr.Dropdown
+
+    @property
+    def outputs(self) -> list[Any]:
+        """In the order :func:`load_history` returns them."""
+        return [self.history, self.pick, self.cmp_b, self.cmp_a]
+
+
+def build_versions_section(
+    ctx: AppContext, project: gr.Dropdown, message: gr.Markdown
+) -> VersionsSection:
+    gr.Markdown("### Model versions")
+    history = gr.Dataframe(
+        headers=HISTORY_COLUMNS, interactive=False, wrap=True, elem_id="versions"
+    )
+    with gr.Row(equal_height=True):
+        pick = gr.Dropdown([BASE_CHOICE], value=BASE_CHOICE, label="Version", scale=2)
+        activate = gr.Button("Make active (roll back / forward)", scale=1, elem_id="activate")
+        cmp_a = gr.Dropdown([], label="Compare", scale=1)
+        cmp_b = gr.Dropdown([], label="with", scale=1)
+        compare_btn = gr.Button("Compare", scale=1)
+    compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
+    section = VersionsSection(history, pick, cmp_a, cmp_b)
+    activate.click(
+        guarded(ctx, "designer")(partial(make_active, ctx)),
+        [project, pick],
+        [message],
+        api_name="activate_version",
+    ).then(partial(load_history, ctx), [project], section.outputs, api_visibility="private")
+    compare_btn.click(
+        partial(compare, ctx),
+        [project, cmp_a, cmp_b],
+        [compare_table, message],
+        api_visibility="private",
+    )
+    return section
