@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 from app.context import AppContext
+from app.formats import parse_csv
 from app.services.evaluation import is_multi_label
-from app.services.io import import_utterances, parse_csv
+from app.services.io import import_utterances
 from storage.projects import create_project, get_project, list_intents, list_projects
 from storage.utterances import list_utterances
 

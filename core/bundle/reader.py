@@ -50,16 +50,14 @@ import numpy as np
 
 from core.bundle.safety import (
     ALLOWED_SUFFIXES,
-    MAX_UNCOMPRESSED_BYTES,
     PICKLE_SUFFIXES,
     BundleError,
     check_encoder_folder,
     extract_zip,
-    safe_member_name,
-    sha256_file,
     verify_files,
 )
 from core.retrieval.knn import KnnIndex, Neighbour, Prediction
+from core.safe_archive import MAX_UNCOMPRESSED_BYTES, safe_member_name, sha256_file
 
 logger = logging.getLogger(__name__)
 
