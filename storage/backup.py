@@ -38,9 +38,12 @@ def snapshot_sqlite(db_path: Path, dest: Path) -> None:
 
 
 def integrity_check(db_path: Path) -> str:
-    """SQLite's ``PRAGMA integrity_check`` verdict for a database file: ``"ok"`` when sound."""
+    """SQLite's ``PRAGMA integrity_check`` verdict for a database file: ``"ok"`` when sound,
+    else what is wrong (a file SQLite cannot open at all says so instead of raising)."""
     con = sqlite3.connect(db_path)
     try:
         return str(con.execute("PRAGMA integrity_check").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
     finally:
         con.close()
