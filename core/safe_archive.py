@@ -148,7 +148,7 @@ def check_zip_members(
 
 
 def _open_zip(source: Path | bytes) -> zipfile.ZipFile:
-    what = "The data" if isinstance(source, bytes) else str(source)
+    what = "The file" if isinstance(source, bytes) else str(source)
     try:
         return zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
     except (zipfile.BadZipFile, OSError) as exc:

@@ -6,34 +6,24 @@ safetensors, ``.npy``, ONNX, text), never pickled weights, an encoder folder tha
 sentence-transformers modules and asks for no remote code. Every refusal is a :class:`BundleError`.
 
 Example:
-    >>> import zipfile, io
-    >>> buf = io.BytesIO()
-    >>> with zipfile.ZipFile(buf, "w") as zf:
-    ...     zf.writestr("../evil.json", "{}")
+    >>> check_bundle_file("encoder/model.safetensors")
     >>> try:
-    ...     check_members(zipfile.ZipFile(buf).infolist())
+    ...     check_bundle_file("encoder/pytorch_model.bin")
     ... except BundleError as e:
-    ...     print("refused")
-    refused
+    ...     print(e)
+    Refusing zip member 'encoder/pytorch_model.bin': pickled weights are never loaded; use safetensors.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from core.safe_archive import (
-    MAX_MEMBERS,
-    MAX_UNCOMPRESSED_BYTES,
-    ArchiveError,
-    check_zip_members,
-    diff_manifest,
-)
+from core.safe_archive import MAX_UNCOMPRESSED_BYTES, ArchiveError, diff_manifest
 from core.safe_archive import extract_zip as extract_archive
 
 logger = logging.getLogger(__name__)
@@ -75,23 +65,6 @@ def check_bundle_file(name: str) -> None:
         )
     if suffix not in ALLOWED_SUFFIXES:
         raise BundleError(f"Refusing zip member {name!r}: file type {suffix!r} not allowed.")
-
-
-def check_members(
-    infos: Sequence[zipfile.ZipInfo],
-    *,
-    max_bytes: int = MAX_UNCOMPRESSED_BYTES,
-    max_members: int = MAX_MEMBERS,
-) -> None:
-    """Refuse a hostile or unusable bundle zip before anything is extracted.
-
-    Raises:
-        BundleError: naming the first offending member.
-    """
-    with _as_bundle_error():
-        check_zip_members(
-            infos, max_bytes=max_bytes, max_members=max_members, check_file=check_bundle_file
-        )
 
 
 def extract_zip(zip_path: Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) -> Path:
