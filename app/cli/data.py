@@ -47,7 +47,7 @@ def _sqlite_file(args: argparse.Namespace) -> Path:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from storage.backup import backup
+    from app.services.backup import backup
 
     settings = load_settings(args.data_dir, args.db_url)
     manifest = backup(_sqlite_file(args), settings.artifacts_dir, Path(args.output))
@@ -58,7 +58,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from storage.backup import restore
+    from app.services.backup import restore
 
     target = load_settings(args.data_dir, None).data_dir
     manifest = restore(Path(args.file), target)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from app.context import AppContext
-from app.services.io import import_utterances, parse_csv
+from app.formats import parse_csv
+from app.services.io import import_utterances
 from core.multilabel.rule import is_multilabel
 from storage.projects import create_project, get_project, list_intents, list_projects
 from storage.utterances import list_utterances

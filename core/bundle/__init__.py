@@ -7,9 +7,9 @@ verifies it and returns the one :class:`~core.retrieval.predictor.Predictor`;
 
 from __future__ import annotations
 
-from core.bundle.reader import BundleContents, BundlePredictor, load, open_bundle
 from core.bundle.card import model_card
 from core.bundle.layout import BUNDLE_FORMAT
+from core.bundle.reader import BundleContents, BundlePredictor, load, open_bundle
 from core.bundle.safety import BundleError
 from core.bundle.writer import write_bundle
 

@@ -23,7 +23,6 @@ import numpy as np
 
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
 from core.bundle.safety import (
-    MAX_UNCOMPRESSED_BYTES,
     PICKLE_SUFFIXES,
     BundleError,
     check_encoder_folder,
@@ -32,6 +31,7 @@ from core.bundle.safety import (
 )
 from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor, TextEncoder
+from core.safe_archive import MAX_UNCOMPRESSED_BYTES
 
 logger = logging.getLogger(__name__)
 

@@ -1,44 +1,33 @@
-"""Safe extraction and checking of model bundles: nothing from a bundle is ever executed.
+"""What a model bundle may hold: nothing from a bundle is ever executed.
 
-A bundle is untrusted input. Before a single byte is written, every zip member is checked: no
-``..``, no absolute or drive paths, no symlinks, no duplicate names, only data file types (JSON,
-safetensors, ``.npy``, ONNX, text), a cap on the number of members, on the total uncompressed size
-and on the compression ratio (zip bombs). Extraction streams each member into a fresh temporary
-directory and counts the real bytes, so lying size headers do not help either. After extraction
-every file's sha256 is compared with the manifest.
+The generic archive checks (member names, symlinks, counts, sizes, zip bombs, hashes) are
+:mod:`core.safe_archive`'s; this module adds the bundle's own rules: only data file types (JSON,
+safetensors, ``.npy``, ONNX, text), never pickled weights, an encoder folder that names only
+sentence-transformers modules and asks for no remote code. Every refusal is a :class:`BundleError`.
 
 Example:
-    >>> import zipfile, io
-    >>> buf = io.BytesIO()
-    >>> with zipfile.ZipFile(buf, "w") as zf:
-    ...     zf.writestr("../evil.json", "{}")
+    >>> check_bundle_file("encoder/model.safetensors")
     >>> try:
-    ...     check_members(zipfile.ZipFile(buf).infolist())
+    ...     check_bundle_file("encoder/pytorch_model.bin")
     ... except BundleError as e:
-    ...     print("refused")
-    refused
+    ...     print(e)
+    Refusing zip member 'encoder/pytorch_model.bin': pickled weights are never loaded; use safetensors.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import shutil
-import stat
-import tempfile
-import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from core.safe_archive import MAX_UNCOMPRESSED_BYTES, ArchiveError, diff_manifest
+from core.safe_archive import extract_zip as extract_archive
+
 logger = logging.getLogger(__name__)
 
-MAX_UNCOMPRESSED_BYTES = 2 * 1024**3
-MAX_MEMBERS = 10_000
-# A member may expand at most this many times its compressed size (once it is over MIN_RATIO_BYTES).
-MAX_COMPRESSION_RATIO = 200
-MIN_RATIO_BYTES = 1 << 20
 # Data only: no pickles (.bin/.pt/.pkl), no code (.py/.so).
 ALLOWED_SUFFIXES = frozenset(
     {".json", ".jsonl", ".safetensors", ".npy", ".onnx", ".txt", ".md", ".model", ".csv"}
@@ -48,168 +37,67 @@ PICKLE_SUFFIXES = frozenset({".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", 
 ALLOWED_MODULE_PREFIX = "sentence_transformers."
 
 
-class BundleError(ValueError):
+class BundleError(ArchiveError):
     """A bundle that cannot be used: malformed, tampered, hostile or of an unknown format."""
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def safe_member_name(name: str) -> str:
-    """The member name if it is a plain relative POSIX path inside the archive, else BundleError."""
-    if not name or "\\" in name or "\x00" in name:
-        raise BundleError(f"Refusing zip member {name!r}: invalid characters in the path.")
-    p = PurePosixPath(name)
-    if p.is_absolute() or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise BundleError(f"Refusing zip member {name!r}: absolute path.")
-    if any(part == ".." for part in p.parts):
-        raise BundleError(f"Refusing zip member {name!r}: '..' in the path.")
-    if any(part in ("", ".") for part in name.rstrip("/").split("/")):
-        raise BundleError(f"Refusing zip member {name!r}: empty or '.' path component.")
-    return name
-
-
-def _is_symlink(info: zipfile.ZipInfo) -> bool:
-    mode = info.external_attr >> 16
-    return info.create_system == 3 and stat.S_ISLNK(mode)
-
-
-def check_members(
-    infos: Sequence[zipfile.ZipInfo],
-    *,
-    max_bytes: int = MAX_UNCOMPRESSED_BYTES,
-    max_members: int = MAX_MEMBERS,
-    allowed_suffixes: frozenset[str] | None = ALLOWED_SUFFIXES,
-) -> None:
-    """Refuse a hostile or unusable archive before anything is extracted.
-
-    Args:
-        infos: ``ZipFile.infolist()``.
-        max_bytes: limit on the total declared uncompressed size.
-        max_members: limit on the number of members.
-        allowed_suffixes: file types allowed (``None``: any).
-
-    Raises:
-        BundleError: naming the first offending member.
-    """
-    if len(infos) > max_members:
-        raise BundleError(f"Refusing archive: {len(infos)} members (limit {max_members}).")
-    total = 0
-    seen: set[str] = set()
-    for info in infos:
-        name = safe_member_name(info.filename)
-        if _is_symlink(info):
-            raise BundleError(f"Refusing zip member {name!r}: symbolic link.")
-        if info.flag_bits & 0x1:
-            raise BundleError(f"Refusing zip member {name!r}: encrypted.")
-        key = name.rstrip("/")
-        if key in seen:
-            raise BundleError(f"Refusing archive: duplicate member {name!r}.")
-        seen.add(key)
-        if info.is_dir():
-            continue
-        suffix = PurePosixPath(name).suffix.lower()
-        if suffix in PICKLE_SUFFIXES:
-            raise BundleError(
-                f"Refusing zip member {name!r}: pickled weights are never loaded; use safetensors."
-            )
-        if allowed_suffixes is not None and suffix not in allowed_suffixes:
-            raise BundleError(f"Refusing zip member {name!r}: file type {suffix!r} not allowed.")
-        total += info.file_size
-        if total > max_bytes:
-            raise BundleError(
-                f"Refusing archive: uncompressed size exceeds the limit of {max_bytes} bytes "
-                "(possible zip bomb)."
-            )
-        if info.file_size > MIN_RATIO_BYTES and info.file_size > MAX_COMPRESSION_RATIO * max(
-            info.compress_size, 1
-        ):
-            raise BundleError(
-                f"Refusing zip member {name!r}: compression ratio "
-                f"{info.file_size / max(info.compress_size, 1):.0f}:1 (possible zip bomb)."
-            )
-
-
-def extract_zip(
-    zip_path: Path,
-    *,
-    max_bytes: int = MAX_UNCOMPRESSED_BYTES,
-    allowed_suffixes: frozenset[str] | None = ALLOWED_SUFFIXES,
-) -> Path:
-    """Extract a checked archive into a fresh temporary directory and return it.
-
-    Members are streamed with a running byte count (headers can lie). On any error the
-    directory is removed.
-
-    Raises:
-        BundleError: a hostile, corrupt or oversized archive.
-    """
+@contextmanager
+def _as_bundle_error() -> Iterator[None]:
+    """Report a generic archive refusal as a BundleError (same message)."""
     try:
-        zf = zipfile.ZipFile(zip_path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BundleError(f"{zip_path} is not a readable zip file: {exc}") from exc
-    root = Path(tempfile.mkdtemp(prefix="intent-bundle-"))
-    try:
-        with zf:
-            infos = zf.infolist()
-            check_members(infos, max_bytes=max_bytes, allowed_suffixes=allowed_suffixes)
-            written = 0
-            resolved_root = root.resolve()
-            for info in infos:
-                target = (root / info.filename).resolve()
-                if resolved_root not in target.parents:
-                    raise BundleError(f"Refusing zip member {info.filename!r}: escapes the folder.")
-                if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, target.open("xb") as dst:
-                    for chunk in iter(lambda src=src: src.read(1 << 20), b""):  # type: ignore[misc]
-                        written += len(chunk)
-                        if written > max_bytes:
-                            raise BundleError(
-                                "Refusing archive: uncompressed size exceeds the limit of "
-                                f"{max_bytes} bytes (possible zip bomb)."
-                            )
-                        dst.write(chunk)
+        yield
     except BundleError:
-        shutil.rmtree(root, ignore_errors=True)
         raise
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        raise BundleError(f"{zip_path} is corrupt: {exc}") from exc
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
-    return root
+    except ArchiveError as exc:
+        raise BundleError(str(exc)) from exc
 
 
-def verify_files(root: Path, files: dict[str, str], *, ignore: Sequence[str] = ()) -> None:
+def check_bundle_file(name: str) -> None:
+    """Refuse a bundle member that is not a data file: pickles and code never load.
+
+    Raises:
+        BundleError: a pickled or not allowed file type.
+    """
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
+        raise BundleError(
+            f"Refusing zip member {name!r}: pickled weights are never loaded; use safetensors."
+        )
+    if suffix not in ALLOWED_SUFFIXES:
+        raise BundleError(f"Refusing zip member {name!r}: file type {suffix!r} not allowed.")
+
+
+def extract_zip(zip_path: Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) -> Path:
+    """Extract a checked bundle into a fresh ``intent-bundle-*`` temporary directory.
+
+    Raises:
+        BundleError: a hostile, corrupt or oversized archive, or a file type a bundle never holds.
+    """
+    with _as_bundle_error():
+        return extract_archive(
+            zip_path, max_bytes=max_bytes, check_file=check_bundle_file, prefix="intent-bundle-"
+        )
+
+
+def verify_files(root: Path, files: Mapping[str, str], *, ignore: Sequence[str] = ()) -> None:
     """Check that ``root`` holds exactly ``files`` (relative path -> sha256) plus ``ignore``.
 
     Raises:
         BundleError: a missing file, an unlisted file or a hash mismatch (tampering).
     """
-    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    for rel, digest in sorted(files.items()):
-        safe_member_name(rel)
-        if rel not in present:
-            raise BundleError(f"Bundle is missing {rel!r}, listed in its manifest.")
-        actual = sha256_file(root / rel)
-        if actual != digest:
-            raise BundleError(
-                f"Bundle file {rel!r} has been modified: sha256 {actual[:12]}… does not match the "
-                f"manifest's {str(digest)[:12]}…."
-            )
-    extra = sorted(present - set(files) - set(ignore))
-    if extra:
-        raise BundleError(f"Bundle holds files not listed in its manifest: {', '.join(extra)}.")
+    with _as_bundle_error():
+        diff = diff_manifest(root, files, ignore=ignore)
+    if diff.missing:
+        raise BundleError(f"Bundle is missing {diff.missing[0]!r}, listed in its manifest.")
+    for rel, actual in diff.changed.items():
+        raise BundleError(
+            f"Bundle file {rel!r} has been modified: sha256 {actual[:12]}… does not match the "
+            f"manifest's {str(files[rel])[:12]}…."
+        )
+    if diff.extra:
+        raise BundleError(
+            f"Bundle holds files not listed in its manifest: {', '.join(diff.extra)}."
+        )
 
 
 def check_encoder_folder(folder: Path) -> None:

@@ -46,14 +46,9 @@ import numpy as np
 
 from core.bundle.card import model_card
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
+from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
 from core.multilabel.rule import is_multilabel
-from core.bundle.safety import (
-    ALLOWED_SUFFIXES,
-    PICKLE_SUFFIXES,
-    BundleError,
-    safe_member_name,
-    sha256_file,
-)
+from core.safe_archive import safe_member_name, sha256_file
 
 logger = logging.getLogger(__name__)
 

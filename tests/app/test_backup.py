@@ -3,6 +3,7 @@ hostile archive restores nothing; a non-empty data directory is refused."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -13,9 +14,11 @@ from app import worker
 from app.cli import main
 from app.config import load_settings
 from app.context import AppContext
+from app.services import backup as backup_svc
 from app.services import predict as predict_svc
 from app.services import training
 from app.services.versions import history
+from storage.errors import StorageError
 from tests.app.test_training_service import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
@@ -116,3 +119,78 @@ def test_a_bad_archive_restores_nothing(backed_up, tmp_path, capsys, change, mes
     assert not target.exists() or not any(target.iterdir())
     assert not (tmp_path / "escaped.db").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
+
+
+# ---- the archive rules, on a hand-made data directory (no model needed)
+
+
+@pytest.fixture
+def small_backup(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "src" / "studio.db"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    (tmp_path / "src" / "artifacts" / "v1").mkdir(parents=True)
+    (tmp_path / "src" / "artifacts" / "v1" / "w.safetensors").write_bytes(b"weights")
+    archive = tmp_path / "small.tar.gz"
+    manifest = backup_svc.backup(db, tmp_path / "src" / "artifacts", archive)
+    assert sorted(manifest["files"]) == ["artifacts/v1/w.safetensors", "studio.db"]
+    return archive
+
+
+def _symlink(m, data):
+    if m.name.startswith("artifacts/"):
+        m.type, m.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return m, data
+
+
+def _unexpected(m, data):
+    if m.name.startswith("artifacts/"):
+        m.name = "notes.txt"
+    return m, data
+
+
+def _not_a_database(m, data):
+    if m.name == "backup.json":
+        doc = json.loads(data)
+        doc["files"]["studio.db"] = hashlib.sha256(b"junk" * 100).hexdigest()
+        data = json.dumps(doc).encode()
+    return m, (b"junk" * 100 if m.name == "studio.db" else data)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_symlink, "not a plain file"),
+        (_unexpected, "unexpected file 'notes.txt'"),
+        (_not_a_database, "fails its integrity check"),
+        (_evil_path, "unsafe path"),
+    ],
+    ids=["symlink", "unexpected", "not-a-database", "path-traversal"],
+)
+def test_a_hostile_small_archive_restores_nothing(small_backup, tmp_path, change, message):
+    bad = tmp_path / "bad.tar.gz"
+    _rewrite(small_backup, bad, change)
+    target = tmp_path / "restored"
+    with pytest.raises(StorageError, match=message):
+        backup_svc.restore(bad, target)
+    assert not target.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
+
+
+def test_a_small_backup_restores(small_backup, tmp_path):
+    manifest = backup_svc.restore(small_backup, tmp_path / "restored")
+    assert (tmp_path / "restored" / "artifacts/v1/w.safetensors").read_bytes() == b"weights"
+    assert not (tmp_path / "restored" / "backup.json").exists()
+    assert manifest["format"] == 1
+
+
+def test_a_file_that_is_no_tar_is_refused(tmp_path):
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"junk")
+    with pytest.raises(StorageError, match="not a readable tar archive"):
+        backup_svc.restore(junk, tmp_path / "restored")

@@ -13,11 +13,11 @@ import pytest
 from app import worker
 from app.config import load_settings
 from app.context import AppContext
+from app.formats import FormatError
 from app.services import bundles as bundle_svc
 from app.services import data as data_svc
 from app.services import io as io_svc
 from app.services import training
-from app.services.io import ImportProblem
 from app.services.projects import project_names
 from app.services.versions import history
 from storage.errors import ConflictError
@@ -106,7 +106,7 @@ def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
         assert result.inserted == 1
         assert io_svc.export_rows(ctx, "odd")[0].text == text.strip()
     else:
-        with pytest.raises(ImportProblem, match="Nothing was imported"):
+        with pytest.raises(FormatError, match="Nothing was imported"):
             io_svc.import_file(ctx, "odd", path)
         assert "odd" not in project_names(ctx)  # not even the project was created
 

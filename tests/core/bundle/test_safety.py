@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import stat
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 from core.bundle import BundleError, load, open_bundle, write_bundle
-from core.bundle.safety import check_encoder_folder, safe_member_name
+from core.bundle.safety import check_encoder_folder
 
 
 @pytest.fixture(scope="module")
@@ -105,36 +104,18 @@ def test_not_a_zip(tmp_path):
         open_bundle(bad)
 
 
-@pytest.mark.parametrize(
-    ("name", "message"),
-    [
-        ("../../evil.json", "'..'"),
-        ("encoder/../../evil.json", "'..'"),
-        ("/tmp/evil.json", "absolute path"),
-        ("C:/evil.json", "absolute path"),
-        ("a\\..\\evil.json", "invalid characters"),
-    ],
-)
-def test_path_traversal_is_refused(good, tmp_path, name, message):
+def test_generic_archive_refusals_come_back_as_bundle_errors(good, tmp_path):
+    """Names, symlinks and bombs are core.safe_archive's rules (tests/core/test_safe_archive.py);
+    a bundle reports them as BundleError and keeps no temporary folder."""
+
     def add(m: dict[str, bytes]) -> None:
-        m[name] = b"{}"
+        m["../../evil.json"] = b"{}"
 
-    crafted = _rewrite(good, tmp_path / "p.zip", add)
-    with pytest.raises(BundleError, match=message):
-        open_bundle(crafted)
+    before = _bundle_dirs()
+    with pytest.raises(BundleError, match=r"'\.\.'"):
+        open_bundle(_rewrite(good, tmp_path / "p.zip", add))
+    assert _bundle_dirs() == before
     assert not (tmp_path / "evil.json").exists()
-    assert not Path("/tmp/evil.json").exists()
-
-
-def test_symlink_member_is_refused(good, tmp_path):
-    crafted = _rewrite(good, tmp_path / "s.zip", lambda m: None)
-    with zipfile.ZipFile(crafted, "a") as zf:
-        info = zipfile.ZipInfo("link.json")
-        info.create_system = 3
-        info.external_attr = (stat.S_IFLNK | 0o777) << 16
-        zf.writestr(info, "/etc/passwd")
-    with pytest.raises(BundleError, match="symbolic link"):
-        open_bundle(crafted)
 
 
 def test_pickle_member_is_refused(good, tmp_path):
@@ -156,14 +137,6 @@ def test_code_member_is_refused(good, tmp_path):
 def test_zip_bomb_by_total_size(good):
     with pytest.raises(BundleError, match="zip bomb"):
         open_bundle(good, max_bytes=100)
-
-
-def test_zip_bomb_by_ratio(good, tmp_path):
-    def add(m: dict[str, bytes]) -> None:
-        m["bomb.txt"] = b"\0" * (8 << 20)  # 8 MiB of zeros deflate ~1000:1
-
-    with pytest.raises(BundleError, match="compression ratio"):
-        open_bundle(_rewrite(good, tmp_path / "z.zip", add))
 
 
 def test_wrong_vectors_are_refused(good, tmp_path):
@@ -221,9 +194,3 @@ def test_check_encoder_folder_refuses_remote_code(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"activation_function": "os.system"}))
     with pytest.raises(BundleError, match="not a torch one"):
         check_encoder_folder(tmp_path)
-
-
-def test_safe_member_name_accepts_plain_paths():
-    assert safe_member_name("encoder/1_Pooling/config.json") == "encoder/1_Pooling/config.json"
-    with pytest.raises(BundleError):
-        safe_member_name("encoder/./x.json")

@@ -1,0 +1,117 @@
+"""Utterance files in the formats designers already use, and the one place that picks the format.
+
+:func:`read_any` and :func:`write_any` dispatch on the file suffix (a folder is a folder of intent
+``.txt`` files): ``.csv`` (also ``.tsv``, ``.txt`` and no suffix), ``.jsonl``/``.ndjson``, Rasa
+``.yml``/``.yaml``, a ``.zip`` of intent files. Pure functions over plain rows
+(:class:`storage.utterances.NewUtterance`, aliased :data:`Row`): nothing here touches a database.
+A file is validated completely first; any problem raises :class:`FormatError` and no row is
+returned.
+
+Example:
+    >>> read_any(b"text,label\\nhi,greet\\n", suffix=".csv").rows
+    [NewUtterance(text='hi', labels=('greet',), split='train', context='')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from app.formats.common import MAX_FILE_BYTES, FormatError, ParsedFile, Row, check_size
+from app.formats.intent_files import (
+    dump_intent_files,
+    parse_intent_files,
+    read_intent_folder,
+    read_intent_zip,
+    write_intent_folder,
+    write_intent_zip,
+)
+from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
+from app.formats.tabular import parse_csv, parse_jsonl, write_csv, write_jsonl
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FormatError",
+    "ParsedFile",
+    "Row",
+    "dump_intent_files",
+    "dump_rasa_yaml",
+    "parse_csv",
+    "parse_intent_files",
+    "parse_jsonl",
+    "parse_rasa_yaml",
+    "read_any",
+    "read_intent_folder",
+    "write_any",
+    "write_csv",
+    "write_jsonl",
+]
+
+_READERS: dict[str, Callable[[bytes], ParsedFile]] = {
+    ".csv": lambda data: ParsedFile(parse_csv(data)),
+    ".tsv": lambda data: ParsedFile(parse_csv(data)),
+    ".txt": lambda data: ParsedFile(parse_csv(data)),
+    "": lambda data: ParsedFile(parse_csv(data)),
+    ".jsonl": lambda data: ParsedFile(parse_jsonl(data)),
+    ".ndjson": lambda data: ParsedFile(parse_jsonl(data)),
+    ".yml": parse_rasa_yaml,
+    ".yaml": parse_rasa_yaml,
+    ".zip": read_intent_zip,
+}
+
+
+def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> ParsedFile:
+    """Read and validate a file of utterances, picking the format by its suffix.
+
+    Args:
+        source: a file or folder path, or a file's bytes.
+        suffix: the format of bytes (``".csv"``); for a path, overrides the path's suffix.
+
+    Raises:
+        FormatError: an unsupported suffix, a file over 25 MB (refused before reading), or any
+            problem in the file. Nothing is returned then.
+    """
+    path = None if isinstance(source, bytes) else Path(source)
+    if path is not None and path.is_dir():
+        return read_intent_folder(path)
+    own_suffix = "" if path is None else path.suffix
+    kind = (suffix if suffix is not None else own_suffix).lower()
+    reader = _READERS.get(kind)
+    if reader is None:
+        raise FormatError(
+            f"Unsupported file type {kind!r}: use .csv, .jsonl, Rasa .yml, "
+            "or a folder / .zip of intent_name.txt files."
+        )
+    if path is None:
+        assert isinstance(source, bytes)
+        return reader(source)
+    check_size(path.stat().st_size)
+    return reader(path.read_bytes())
+
+
+_WRITERS: dict[str, Callable[[Iterable[Row]], bytes]] = {
+    ".zip": write_intent_zip,
+    ".yml": lambda rows: dump_rasa_yaml(rows).encode("utf-8"),
+    ".yaml": lambda rows: dump_rasa_yaml(rows).encode("utf-8"),
+    ".jsonl": lambda rows: write_jsonl(rows).encode("utf-8"),
+    ".ndjson": lambda rows: write_jsonl(rows).encode("utf-8"),
+}
+
+
+def write_any(rows: Iterable[Row], path: str | Path) -> None:
+    """Write rows in the format the path's suffix names: ``.jsonl``, Rasa ``.yml``/``.yaml``, a
+    ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else.
+
+    A file is written to a temporary name and renamed, so a failed write leaves no half file.
+    Rasa and intent files leave unlabelled rows out.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == "":
+        write_intent_folder(rows, p)
+        return
+    writer = _WRITERS.get(suffix, lambda rows: write_csv(rows).encode("utf-8"))
+    payload = writer(rows)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_bytes(payload)
+    tmp.replace(p)

@@ -1,0 +1,259 @@
+"""Rasa NLU YAML (``version: "3.1"``): read and write.
+
+An ``nlu:`` item ``- intent: name`` holds an ``examples: |`` block of ``- text`` lines, or the list
+form ``examples: [{text: ..., metadata: ...}]``.
+
+- Entity annotations ``[Berlin](city)`` and ``[Berlin]{"entity": "city"}`` are *flattened to their
+  surface text* (``Berlin``) on import, because the studio labels intents, not entities; the result
+  says how many were flattened (``keep_entity_markup=True`` keeps the markup as typed).
+- A multi-intent name ``a+b`` becomes the labels ``("a", "b")``, and a multi-label row is written
+  that way.
+- Rows of another split than ``train`` are written in the list form with ``metadata: {split: ...}``
+  and read back into that split. ``synonym``/``regex``/``lookup`` items and the other sections of a
+  Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
+- Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
+  written.
+
+Example:
+    >>> rows = [Row("hi there", ("greet",)), Row("bye now", ("bye",))]
+    >>> parse_rasa_yaml(dump_rasa_yaml(rows).encode()).rows == sorted(rows, key=lambda r: r.labels)
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from app.formats.common import (
+    FormatError,
+    ParsedFile,
+    Row,
+    check_intent,
+    check_text,
+    decode,
+    finish,
+)
+from storage.tables import SPLITS
+
+RASA_VERSION = "3.1"
+RASA_SKIPPED_ITEMS = ("synonym", "regex", "lookup")
+RASA_OTHER_SECTIONS = frozenset(
+    {
+        "responses",
+        "stories",
+        "rules",
+        "intents",
+        "entities",
+        "slots",
+        "forms",
+        "actions",
+        "session_config",
+        "e2e_actions",
+        "test_stories",
+    }
+)
+_ENTITY = re.compile(r"\[([^\[\]\n]+)\](?:\([^()\n]+\)|\{[^{}\n]*\})")
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-+/.]*")
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none"})
+
+
+def _flatten(text: str, keep: bool) -> tuple[str, int]:
+    if keep:
+        return text, 0
+    flat, n = _ENTITY.subn(lambda m: m.group(1), text)
+    return flat, n
+
+
+def _node_key(node: yaml.Node) -> str:
+    return str(node.value) if isinstance(node, yaml.ScalarNode) else "?"
+
+
+def parse_rasa_yaml(
+    data: bytes, *, keep_entity_markup: bool = False, multi_intent_separator: str | None = "+"
+) -> ParsedFile:
+    """Read a Rasa NLU YAML file into rows.
+
+    Args:
+        data: the file's bytes (UTF-8).
+        keep_entity_markup: keep ``[Berlin](city)`` as typed instead of flattening to ``Berlin``.
+        multi_intent_separator: split ``a+b`` intent names into several labels (None: never).
+
+    Raises:
+        FormatError: bad UTF-8 or YAML, unknown keys, empty or too long texts, duplicates.
+
+    Example:
+        >>> doc = b'nlu:\\n- intent: greet\\n  examples: |\\n    - hi [Ana](name)\\n'
+        >>> parsed = parse_rasa_yaml(doc)
+        >>> parsed.rows[0].text, parsed.flattened_entities
+        ('hi Ana', 1)
+    """
+    text = decode(data)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        raise FormatError(
+            "The file is not valid YAML.", [(line, str(exc).splitlines()[0])]
+        ) from exc
+    if not isinstance(root, yaml.MappingNode):
+        raise FormatError("A Rasa NLU file is a mapping with an 'nlu:' list.")
+    problems: list[tuple[int, str]] = []
+    notes: list[str] = []
+    found: list[tuple[int, str, Row]] = []
+    flattened = 0
+    skipped: dict[str, int] = {}
+    nlu: yaml.Node | None = None
+    for key_node, value_node in root.value:
+        key = _node_key(key_node)
+        if key == "nlu":
+            nlu = value_node
+        elif key == "version":
+            version = _node_key(value_node)
+            if not version.startswith("3"):
+                notes.append(f"Rasa format version {version!r}; read as 3.x.")
+        elif key in RASA_OTHER_SECTIONS:
+            notes.append(f"Skipped the {key!r} section (not NLU training data).")
+        else:
+            problems.append((key_node.start_mark.line + 1, f"unknown key {key!r}"))
+    if nlu is None:
+        raise FormatError("The file has no 'nlu:' section.", problems)
+    if not isinstance(nlu, yaml.SequenceNode):
+        raise FormatError("'nlu:' must be a list.", [(nlu.start_mark.line + 1, "not a list")])
+    for item in nlu.value:
+        line = item.start_mark.line + 1
+        if not isinstance(item, yaml.MappingNode):
+            problems.append((line, "an nlu item must be a mapping such as '- intent: name'"))
+            continue
+        fields = {_node_key(k): v for k, v in item.value}
+        kind = next((k for k in RASA_SKIPPED_ITEMS if k in fields), None)
+        if "intent" not in fields:
+            if kind is not None:
+                skipped[kind] = skipped.get(kind, 0) + 1
+            else:
+                problems.append((line, f"unknown nlu item with keys {sorted(fields)}"))
+            continue
+        for k in fields:
+            if k not in ("intent", "examples", "metadata"):
+                problems.append((line, f"unknown key {k!r} in intent item"))
+        name = _node_key(fields["intent"])
+        if multi_intent_separator and multi_intent_separator in name:
+            labels = tuple(p.strip() for p in name.split(multi_intent_separator))
+        else:
+            labels = (name.strip(),)
+        bad = [msg for n in labels if (msg := check_intent(n))]
+        if bad or len(set(labels)) != len(labels):
+            problems.append((line, bad[0] if bad else f"the same intent twice in {name!r}"))
+            continue
+        examples = fields.get("examples")
+        if examples is None:
+            notes.append(f"Intent {name!r} has no examples.")
+            continue
+        for ex_line, raw, split in _rasa_examples(examples, problems):
+            flat, n = _flatten(raw.strip(), keep_entity_markup)
+            flattened += n
+            if (msg := check_text(flat)) is not None:
+                problems.append((ex_line, msg))
+                continue
+            found.append((ex_line, "", Row(flat, tuple(sorted(labels)), split)))
+    rows = finish(found, problems)
+    for kind, count in sorted(skipped.items()):
+        notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
+    if flattened:
+        notes.append(
+            f"Flattened {flattened} entity annotation(s) such as [Berlin](city) to their text."
+        )
+    return ParsedFile(rows, notes, flattened)
+
+
+def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+    """``(line, text, split)`` of each example in an ``examples:`` value."""
+    out: list[tuple[int, str, str]] = []
+    if isinstance(node, yaml.ScalarNode):
+        # Literal/folded blocks start on the line after the indicator.
+        first = node.start_mark.line + (2 if node.style in ("|", ">") else 1)
+        for i, raw in enumerate(str(node.value).split("\n")):
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            if not stripped.startswith("-"):
+                problems.append((first + i, f"an example line must start with '- ': {raw[:40]!r}"))
+                continue
+            out.append((first + i, stripped[1:], "train"))
+        return out
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append((node.start_mark.line + 1, "'examples' must be a block or a list"))
+        return out
+    for item in node.value:
+        line = item.start_mark.line + 1
+        if isinstance(item, yaml.ScalarNode):
+            out.append((line, str(item.value), "train"))
+            continue
+        if not isinstance(item, yaml.MappingNode):
+            problems.append((line, "an example must be text or a mapping with 'text'"))
+            continue
+        data: Any = yaml.safe_load(yaml.serialize(item))
+        extra = set(data) - {"text", "metadata"}
+        if extra or not isinstance(data.get("text"), str):
+            problems.append((line, f"an example needs 'text' (unknown keys {sorted(extra)})"))
+            continue
+        meta = data.get("metadata") or {}
+        split = str(meta.get("split", "train")) if isinstance(meta, dict) else "train"
+        if split not in SPLITS or split == "unlabelled":
+            problems.append((line, f"unknown split {split!r} in metadata"))
+            continue
+        out.append((line, data["text"], split))
+    return out
+
+
+def _yaml_name(name: str) -> str:
+    if _PLAIN_NAME.fullmatch(name) and name.lower() not in _YAML_WORDS:
+        return name
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _block_safe(text: str) -> bool:
+    return all(c == "\t" or c.isprintable() for c in text) and text == text.strip()
+
+
+def _grouped(rows: Iterable[Row], separator: str) -> dict[str, list[Row]]:
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        if not row.labels:
+            continue
+        bad = [n for n in row.labels if separator and separator in n and len(row.labels) == 1]
+        if bad:
+            raise ValueError(f"Intent {bad[0]!r} contains {separator!r}, the multi-intent mark.")
+        groups.setdefault(separator.join(sorted(row.labels)), []).append(row)
+    return dict(sorted(groups.items()))
+
+
+def dump_rasa_yaml(rows: Iterable[Row], *, multi_intent_separator: str = "+") -> str:
+    """Write labelled rows as Rasa NLU YAML (``version: "3.1"``); unlabelled rows are left out.
+
+    Example:
+        >>> print(dump_rasa_yaml([Row("hello", ("greet",))]), end="")
+        version: "3.1"
+        nlu:
+        - intent: greet
+          examples: |
+            - hello
+    """
+    lines = [f'version: "{RASA_VERSION}"', "nlu:"]
+    for name, group in _grouped(rows, multi_intent_separator).items():
+        lines.append(f"- intent: {_yaml_name(name)}")
+        if all(r.split == "train" and _block_safe(r.text) for r in group):
+            lines.append("  examples: |")
+            lines += [f"    - {r.text}" for r in group]
+            continue
+        lines.append("  examples:")
+        for r in group:
+            lines.append(f"  - text: {json.dumps(r.text, ensure_ascii=False)}")
+            if r.split != "train":
+                lines.append(f"    metadata: {{split: {r.split}}}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,159 @@
+"""CSV and JSONL: one utterance per row or line.
+
+Accepted columns (CSV) or keys (JSONL): ``text`` plus ``label`` (one intent) or ``labels``
+(``|``-separated in CSV, a list or ``|``-separated in JSONL; empty = no intent), optional
+``split`` (train / test / unlabelled; default: train when labelled, else unlabelled) and
+``context``. Written files carry ``text``, ``labels`` and ``split``.
+
+Example:
+    >>> parse_csv(b"text,label\\nhi there,greet\\n")
+    [NewUtterance(text='hi there', labels=('greet',), split='train', context='')]
+    >>> write_jsonl([Row("hi", ("greet",))])
+    '{"text": "hi", "labels": ["greet"], "split": "train"}\\n'
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+
+from app.formats.common import MAX_ROWS, FormatError, Row, check_intent, check_text, decode, finish
+from storage.tables import SPLITS
+from storage.utterances import is_blank
+
+
+def _split_labels(raw: object) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, list):
+        return [str(x).strip() for x in raw]
+    text = str(raw).strip()
+    return [p.strip() for p in text.split("|")] if text else []
+
+
+def _check_row(
+    line: int, text: object, raw_labels: object, split: object, context: object
+) -> tuple[Row | None, list[tuple[int, str]]]:
+    """The row of one record, or its problems."""
+    if not isinstance(text, str) or is_blank(text):
+        return None, [(line, "empty text")]
+    clean = text.strip()
+    problems: list[tuple[int, str]] = []
+    if (msg := check_text(clean)) is not None:
+        problems.append((line, msg))
+    labels = _split_labels(raw_labels)
+    for msg in dict.fromkeys(m for name in labels if (m := check_intent(name))):
+        problems.append((line, f"{msg} in labels {raw_labels!r}"))
+    if len(set(labels)) != len(labels):
+        problems.append((line, f"the same intent twice in labels {raw_labels!r}"))
+    split_value = (
+        str(split).strip() if split not in (None, "") else ("train" if labels else "unlabelled")
+    )
+    if split_value not in SPLITS:
+        problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
+    if split_value == "unlabelled" and labels:
+        problems.append((line, "an unlabelled row cannot carry labels"))
+    if problems:
+        return None, problems
+    ctx = str(context).strip() if context not in (None, "") else ""
+    return Row(clean, tuple(sorted(labels)), split_value, ctx), []
+
+
+def parse_csv(data: bytes) -> list[Row]:
+    """Read a CSV file (header row first) into rows.
+
+    Raises:
+        FormatError: bad UTF-8, missing columns, malformed lines, bad rows, duplicates.
+    """
+    text = decode(data)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as exc:
+        raise FormatError(f"Not a readable CSV file: {exc}") from exc
+    reader.fieldnames = header
+    if "text" not in header or not ({"label", "labels"} & set(header)):
+        raise FormatError(
+            f"Missing columns: need 'text' and 'label' or 'labels'; found {', '.join(header) or 'none'}."
+        )
+    label_col = "labels" if "labels" in header else "label"
+    found: list[tuple[int, str, Row]] = []
+    problems: list[tuple[int, str]] = []
+    try:
+        for record in reader:
+            line = reader.line_num
+            if None in record:
+                problems.append((line, "more cells than columns"))
+                continue
+            row, errs = _check_row(
+                line,
+                record.get("text"),
+                record.get(label_col),
+                record.get("split"),
+                record.get("context"),
+            )
+            problems.extend(errs)
+            if row is not None:
+                found.append((line, "", row))
+            if len(found) > MAX_ROWS:
+                break
+    except csv.Error as exc:
+        problems.append((reader.line_num, f"malformed CSV: {exc}"))
+    return finish(found, problems)
+
+
+def parse_jsonl(data: bytes) -> list[Row]:
+    """Read a JSONL file (one JSON object per line; blank lines skipped) into rows.
+
+    Raises:
+        FormatError: bad UTF-8, lines that are not JSON objects, bad rows, duplicates.
+    """
+    text = decode(data)
+    found: list[tuple[int, str, Row]] = []
+    problems: list[tuple[int, str]] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((line_no, f"not valid JSON: {exc.msg}"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((line_no, "each line must be a JSON object"))
+            continue
+        if "text" not in obj or not ({"label", "labels"} & set(obj)):
+            problems.append((line_no, "needs 'text' and 'label' or 'labels'"))
+            continue
+        labels = obj.get("labels", obj.get("label"))
+        if isinstance(labels, list) and not all(isinstance(x, str) for x in labels):
+            problems.append((line_no, "labels must be strings"))
+            continue
+        row, errs = _check_row(
+            line_no, obj.get("text"), labels, obj.get("split"), obj.get("context")
+        )
+        problems.extend(errs)
+        if row is not None:
+            found.append((line_no, "", row))
+    return finish(found, problems)
+
+
+def write_csv(rows: Iterable[Row]) -> str:
+    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["text", "labels", "split"])
+    for r in rows:
+        w.writerow([r.text, "|".join(r.labels), r.split])
+    return buf.getvalue()
+
+
+def write_jsonl(rows: Iterable[Row]) -> str:
+    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line."""
+    return "".join(
+        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False)
+        + "\n"
+        for r in rows
+    )

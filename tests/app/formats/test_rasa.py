@@ -1,0 +1,118 @@
+"""Rasa NLU YAML: entities flattened, multi-intent names, splits in metadata, every problem listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any
+from storage.utterances import is_blank
+from tests.app.formats.rows import LABELLED, ROWS, key
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def test_rasa_fixture_reads_with_notes():
+    parsed = read_any(DATA / "rasa_nlu.yml")
+    got = {r.text: r for r in parsed.rows}
+    assert got["fly me to Berlin"].labels == ("book_flight",)
+    assert got["a ticket to Paris please"].labels == ("book_flight",)
+    assert got["how much do I have and send 20 to Ana"].labels == (
+        "check_balance",
+        "transfer_money",
+    )
+    assert got["bye for now"].split == "test"
+    assert "pink pig" not in got
+    assert parsed.flattened_entities == 2
+    assert any("Flattened 2 entity" in n for n in parsed.notes)
+    assert any("1 synonym" in n for n in parsed.notes)
+
+
+def test_rasa_can_keep_entity_markup():
+    parsed = parse_rasa_yaml((DATA / "rasa_nlu.yml").read_bytes(), keep_entity_markup=True)
+    assert "fly me to [Berlin](city)" in {r.text for r in parsed.rows}
+    assert parsed.flattened_entities == 0
+
+
+def test_rasa_round_trip():
+    text = dump_rasa_yaml(ROWS)
+    assert text.startswith('version: "3.1"\nnlu:\n')
+    assert "- intent: check_balance+transfer_money" in text
+    assert "not labelled yet" not in text
+    assert key(parse_rasa_yaml(text.encode()).rows) == key(LABELLED)
+
+
+def test_rasa_bad_file_lists_every_problem():
+    with pytest.raises(FormatError) as err:
+        parse_rasa_yaml((DATA / "rasa_bad.yml").read_bytes())
+    problems = err.value.problems
+    assert (6, "duplicate of line 5: 'hey'") in problems
+    assert (7, "an example line must start with '- ': 'not an example line'") in problems
+    assert (8, "unknown key 'colour' in intent item") in problems
+    assert "Nothing was imported." in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        (b"nlu:\n- intent: a\n  examples: |\n    - ok\n    - \xff\n", "not valid UTF-8"),
+        (b"nlu: [\n", "not valid YAML"),
+        (b"version: '3.1'\n", "no 'nlu:' section"),
+        (b"nlu:\n- intent: a\n  examples: |\n    -  \n", "1 problem"),
+        (b"stuff: 1\nnlu: []\n", "1 problem"),
+        (b"nlu:\n- intent: a\n  examples: |\n    - " + b"x" * 2001 + b"\n", "1 problem"),
+        (b"nlu:\n- intent: a|b\n  examples: |\n    - ok\n", "1 problem"),
+        (
+            b"nlu:\n- intent: a\n  examples: |\n    - same\n- intent: b\n  examples: |\n    - same\n",
+            "1 problem",
+        ),
+    ],
+)
+def test_rasa_refuses(doc, match):
+    with pytest.raises(FormatError, match=match):
+        parse_rasa_yaml(doc)
+
+
+def test_rasa_invalid_utf8_has_line_number():
+    with pytest.raises(FormatError) as err:
+        parse_rasa_yaml(b"nlu:\n- intent: a\n  examples: |\n    - \xff\n")
+    assert err.value.problems[0][0] == 4
+
+
+_name = (
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="|+"
+        ),
+        min_size=1,
+        max_size=20,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
+_text = (
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp", "Zs")) | st.just(" "),
+        min_size=1,
+        max_size=60,
+    )
+    .map(str.strip)
+    .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(
+        _text,
+        st.tuples(st.sets(_name, min_size=1, max_size=2), st.sampled_from(["train", "test"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_rasa_round_trips_property(data):
+    rows = [Row(t, tuple(sorted(labels)), split) for t, (labels, split) in data.items()]
+    assert key(parse_rasa_yaml(dump_rasa_yaml(rows).encode()).rows) == key(rows)
