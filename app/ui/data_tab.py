@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,153 @@ ALL = "(all)"
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=svc.COLUMNS)
+
+
+def refresh(ctx: AppContext, proj: str, intent: str, split: str, search: str) -> tuple[Any, ...]:
+    if not proj:
+        return (
+            _frame([]),
+            gr.update(),
+            [],
+            gr.update(),
+            gr.update(),
+            gr.update(),
+            gr.update(),
+            gr.update(),
+            "",
+        )
+    rows, err = attempt(
+        lambda: svc.table(
+            ctx,
+            proj,
+            intent=None if intent == ALL else intent,
+            split=None if split == ALL else split,
+            search=search,
+        )
+    )
+    intents, _ = attempt(lambda: svc.intents(ctx, proj))
+    names = [i["name"] for i in intents or []]
+    frame = _frame(rows or [])
+    note = problem(err) if err else f"{len(rows or [])} utterance(s) shown."
+    intents_frame = pd.DataFrame(
+        intents or [], columns=["id", "name", "description", "n_train", "n_test"]
+    )
+    return (
+        frame,
+        gr.update(choices=[ALL, "(none)", *names]),
+        intents_frame,
+        gr.update(choices=names),
+        gr.update(choices=names),
+        gr.update(choices=names),
+        gr.update(choices=names),
+        gr.update(choices=names),
+        note,
+    )
+
+
+def on_select(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, ...]:
+    row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+    row = frame.iloc[int(row_idx)]
+    labels = [x for x in str(row["intents"]).split("|") if x]
+    return int(row["id"]), int(row["version"]), row["text"], labels, row["split"]
+
+
+def save(
+    ctx: AppContext,
+    proj: str,
+    uid: float | None,
+    version: float | None,
+    text: str,
+    labels: list[str],
+    split: str,
+    uname: str,
+) -> str:
+    if not uid:
+        return problem("Click a row in the table first.")
+
+    def run() -> str:
+        row = svc.label_utterance(
+            ctx,
+            proj,
+            int(uid),
+            labels,
+            split=split,
+            text=text,
+            expected_version=int(version) if version else None,
+        )
+        return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
+
+    msg, err = attempt(run)
+    return problem(err) if err else ok(msg or "")
+
+
+def delete(ctx: AppContext, proj: str, uid: float | None) -> str:
+    if not uid:
+        return problem("Click a row in the table first.")
+    _, err = attempt(lambda: svc.delete_utterance(ctx, proj, int(uid)))
+    return problem(err) if err else ok(f"Deleted #{int(uid)}.")
+
+
+def add(ctx: AppContext, proj: str, text: str, labels: list[str], split: str) -> tuple[str, str]:
+    row, err = attempt(lambda: svc.add_utterance(ctx, proj, text, labels, split))
+    if err:
+        return problem(err), text
+    assert row is not None
+    return ok(f"Added #{row['id']} with {', '.join(row['labels']) or 'no intent'}."), ""
+
+
+def undo(ctx: AppContext, proj: str) -> str:
+    msg, err = attempt(lambda: svc.undo(ctx, proj))
+    return problem(err) if err else ok(msg or "")
+
+
+def create_intent(ctx: AppContext, proj: str, name: str) -> str:
+    msg, err = attempt(lambda: svc.create_intent(ctx, proj, name))
+    return problem(err) if err else ok(f"Created intent {msg!r}.")
+
+
+def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
+    msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
+    return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
+
+
+def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
+    n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
+    return (
+        problem(err)
+        if err
+        else ok(f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it).")
+    )
+
+
+def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
+    n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
+    return (
+        problem(err)
+        if err
+        else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
+    )
+
+
+def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
+    if file is None:
+        return problem("Choose a file to import."), gr.update()
+    path = file if isinstance(file, str) else getattr(file, "name", str(file))
+    into = target.strip() or proj
+    res, err = attempt(lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create))
+    if err:
+        return problem(err), gr.update()
+    assert res is not None
+    return ok(res.message()), gr.update(value=res.project)
+
+
+def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
+    out = (
+        Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
+        / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
+    )
+    n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
+    return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
 
 
 def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
@@ -117,47 +265,6 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
 
     # --- callbacks -----------------------------------------------------------------------------
 
-    def refresh(proj: str, intent: str, split: str, search: str) -> tuple[Any, ...]:
-        if not proj:
-            return (
-                _frame([]),
-                gr.update(),
-                [],
-                gr.update(),
-                gr.update(),
-                gr.update(),
-                gr.update(),
-                gr.update(),
-                "",
-            )
-        rows, err = attempt(
-            lambda: svc.table(
-                ctx,
-                proj,
-                intent=None if intent == ALL else intent,
-                split=None if split == ALL else split,
-                search=search,
-            )
-        )
-        intents, _ = attempt(lambda: svc.intents(ctx, proj))
-        names = [i["name"] for i in intents or []]
-        frame = _frame(rows or [])
-        note = problem(err) if err else f"{len(rows or [])} utterance(s) shown."
-        intents_frame = pd.DataFrame(
-            intents or [], columns=["id", "name", "description", "n_train", "n_test"]
-        )
-        return (
-            frame,
-            gr.update(choices=[ALL, "(none)", *names]),
-            intents_frame,
-            gr.update(choices=names),
-            gr.update(choices=names),
-            gr.update(choices=names),
-            gr.update(choices=names),
-            gr.update(choices=names),
-            note,
-        )
-
     refresh_outputs = [
         table,
         f_intent,
@@ -171,108 +278,11 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     ]
     filters = [project, f_intent, f_split, f_search]
 
-    def on_select(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, ...]:
-        row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-        row = frame.iloc[int(row_idx)]
-        labels = [x for x in str(row["intents"]).split("|") if x]
-        return int(row["id"]), int(row["version"]), row["text"], labels, row["split"]
-
-    def save(
-        proj: str,
-        uid: float | None,
-        version: float | None,
-        text: str,
-        labels: list[str],
-        split: str,
-        uname: str,
-    ) -> str:
-        if not uid:
-            return problem("Click a row in the table first.")
-
-        def run() -> str:
-            row = svc.label_utterance(
-                ctx,
-                proj,
-                int(uid),
-                labels,
-                split=split,
-                text=text,
-                expected_version=int(version) if version else None,
-            )
-            return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
-
-        msg, err = attempt(run)
-        return problem(err) if err else ok(msg or "")
-
-    def delete(proj: str, uid: float | None) -> str:
-        if not uid:
-            return problem("Click a row in the table first.")
-        _, err = attempt(lambda: svc.delete_utterance(ctx, proj, int(uid)))
-        return problem(err) if err else ok(f"Deleted #{int(uid)}.")
-
-    def add(proj: str, text: str, labels: list[str], split: str) -> tuple[str, str]:
-        row, err = attempt(lambda: svc.add_utterance(ctx, proj, text, labels, split))
-        if err:
-            return problem(err), text
-        assert row is not None
-        return ok(f"Added #{row['id']} with {', '.join(row['labels']) or 'no intent'}."), ""
-
-    def undo(proj: str) -> str:
-        msg, err = attempt(lambda: svc.undo(ctx, proj))
-        return problem(err) if err else ok(msg or "")
-
-    def create_intent(proj: str, name: str) -> str:
-        msg, err = attempt(lambda: svc.create_intent(ctx, proj, name))
-        return problem(err) if err else ok(f"Created intent {msg!r}.")
-
-    def rename_intent(proj: str, old: str, new: str) -> str:
-        msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
-        return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
-
-    def delete_intent(proj: str, name: str) -> str:
-        n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
-        return (
-            problem(err)
-            if err
-            else ok(
-                f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it)."
-            )
-        )
-
-    def merge(proj: str, sources: list[str], target: str) -> str:
-        n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
-        return (
-            problem(err)
-            if err
-            else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
-        )
-
-    def do_import(proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
-        if file is None:
-            return problem("Choose a file to import."), gr.update()
-        path = file if isinstance(file, str) else getattr(file, "name", str(file))
-        into = target.strip() or proj
-        res, err = attempt(
-            lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create)
-        )
-        if err:
-            return problem(err), gr.update()
-        assert res is not None
-        return ok(res.message()), gr.update(value=res.project)
-
-    def do_export(proj: str, fmt: str) -> tuple[str, str | None]:
-        out = (
-            Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
-            / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
-        )
-        n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
-        return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
-
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(ctx, "designer", outputs=outputs)(fn)
 
     def then_refresh(ev: Any) -> None:
-        ev.then(refresh, filters, refresh_outputs, show_progress="hidden")
+        ev.then(partial(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
 
     for trigger in (
         refresh_btn.click,
@@ -281,52 +291,73 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         f_search.submit,
         project.change,
     ):
-        trigger(refresh, filters, refresh_outputs, show_progress="hidden")
+        trigger(partial(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
     table.select(on_select, [table], [e_id, e_version, e_text, e_intents, e_split])
     # Each status message is kept: the refresh that follows writes its own note only when nothing
     # else was said, so the action's result stays visible.
     then_refresh(
         save_btn.click(
-            write(save),
+            write(partial(save, ctx)),
             [project, e_id, e_version, e_text, e_intents, e_split, user],
             [status],
             api_name="save_utterance",
         )
     )
     then_refresh(
-        delete_btn.click(write(delete), [project, e_id], [status], api_visibility="private")
+        delete_btn.click(
+            write(partial(delete, ctx)), [project, e_id], [status], api_visibility="private"
+        )
     )
     then_refresh(
         add_btn.click(
-            write(add, outputs=2),
+            write(partial(add, ctx), outputs=2),
             [project, a_text, a_intents, a_split],
             [status, a_text],
             api_visibility="private",
         )
     )
-    then_refresh(undo_btn.click(write(undo), [project], [status], api_name="undo"))
+    then_refresh(undo_btn.click(write(partial(undo, ctx)), [project], [status], api_name="undo"))
     then_refresh(
-        i_create.click(write(create_intent), [project, i_name], [status], api_visibility="private")
+        i_create.click(
+            write(partial(create_intent, ctx)),
+            [project, i_name],
+            [status],
+            api_visibility="private",
+        )
     )
     then_refresh(
         i_rename.click(
-            write(rename_intent), [project, i_old, i_new], [status], api_visibility="private"
+            write(partial(rename_intent, ctx)),
+            [project, i_old, i_new],
+            [status],
+            api_visibility="private",
         )
     )
     then_refresh(
-        i_delete.click(write(delete_intent), [project, i_old], [status], api_visibility="private")
+        i_delete.click(
+            write(partial(delete_intent, ctx)), [project, i_old], [status], api_visibility="private"
+        )
     )
     then_refresh(
         m_btn.click(
-            write(merge), [project, m_sources, m_target], [status], api_visibility="private"
+            write(partial(merge, ctx)),
+            [project, m_sources, m_target],
+            [status],
+            api_visibility="private",
         )
     )
     imported = up_btn.click(
-        write(do_import, outputs=2),
+        write(partial(do_import, ctx), outputs=2),
         [project, up_file, up_target, up_create],
         [status, project],
         api_visibility="private",
     )
     then_refresh(imported)
-    ex_btn.click(do_export, [project, ex_format], [status, ex_file], api_visibility="private")
-    return {"refresh": (refresh, filters, refresh_outputs), "status": status, "imported": imported}
+    ex_btn.click(
+        partial(do_export, ctx), [project, ex_format], [status, ex_file], api_visibility="private"
+    )
+    return {
+        "refresh": (partial(refresh, ctx), filters, refresh_outputs),
+        "status": status,
+        "imported": imported,
+    }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -92,6 +93,59 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render(
+    ctx: AppContext, proj: str | None, meth: str, mode: str, hl: str
+) -> tuple[Any, str, Any, Any]:
+    if not proj:
+        return None, "Pick a project.", gr.update(active=False), gr.update()
+    hl_arg = None if hl == "none" else hl
+
+    def build() -> Any:
+        right = svc.get_map(ctx, proj, method=meth)
+        if mode == VIEW_CHOICES[0]:
+            return None if right is None else svc.map_figure(right, highlight=hl_arg)
+        left = svc.get_map(ctx, proj, method=meth, version=BASE)
+        if left is None or right is None:
+            return None
+        return svc.compare_figure(left, right, highlight=hl_arg)
+
+    fig, err = attempt(build)
+    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    choices = gr.update(choices=names or [])
+    if err:
+        return None, problem(err), gr.update(active=False), choices
+    if fig is None:
+        msg = f"Computing the {meth} map in the background… it appears here when ready."
+        return gr.update(), msg, gr.update(active=True), choices
+    n = fig.layout.meta["n_points"] if fig.layout.meta else 0
+    n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
+    return fig, f"{n} utterances · {meth}", gr.update(active=False), choices
+
+
+def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
+    ids = parse_ids(value)
+    if not proj or not ids:
+        return ""
+    ex, err = attempt(lambda: svc.explain_utterance(ctx, proj, ids[0]))
+    return problem(err or "") if err or ex is None else evidence_markdown(ex)
+
+
+def label(ctx: AppContext, proj: str, ids_text: str, intent: str | None) -> str:
+    ids = parse_ids(ids_text)
+    if not ids:
+        return problem("Select points on the map first (lasso or box select).")
+    n, err = attempt(lambda: data_svc.label_many(ctx, proj, ids, [intent] if intent else []))
+    return problem(err) if err else ok(f"Labelled {n} utterances as {intent or '(none)'}.")
+
+
+def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
+    ids = parse_ids(ids_text)
+    if not ids:
+        return problem("Select points on the map first (lasso or box select).")
+    n, err = attempt(lambda: data_svc.move_split(ctx, proj, ids, split))
+    return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
+
+
 def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
     gr.Markdown(HELP)
@@ -118,75 +172,35 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
 
-    def render(proj: str | None, meth: str, mode: str, hl: str) -> tuple[Any, str, Any, Any]:
-        if not proj:
-            return None, "Pick a project.", gr.update(active=False), gr.update()
-        hl_arg = None if hl == "none" else hl
-
-        def build() -> Any:
-            right = svc.get_map(ctx, proj, method=meth)
-            if mode == VIEW_CHOICES[0]:
-                return None if right is None else svc.map_figure(right, highlight=hl_arg)
-            left = svc.get_map(ctx, proj, method=meth, version=BASE)
-            if left is None or right is None:
-                return None
-            return svc.compare_figure(left, right, highlight=hl_arg)
-
-        fig, err = attempt(build)
-        names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
-        choices = gr.update(choices=names or [])
-        if err:
-            return None, problem(err), gr.update(active=False), choices
-        if fig is None:
-            msg = f"Computing the {meth} map in the background… it appears here when ready."
-            return gr.update(), msg, gr.update(active=True), choices
-        n = fig.layout.meta["n_points"] if fig.layout.meta else 0
-        n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-        return fig, f"{n} utterances · {meth}", gr.update(active=False), choices
-
-    def explain_point(proj: str | None, value: str) -> str:
-        ids = parse_ids(value)
-        if not proj or not ids:
-            return ""
-        ex, err = attempt(lambda: svc.explain_utterance(ctx, proj, ids[0]))
-        return problem(err or "") if err or ex is None else evidence_markdown(ex)
-
-    def label(proj: str, ids_text: str, intent: str | None) -> str:
-        ids = parse_ids(ids_text)
-        if not ids:
-            return problem("Select points on the map first (lasso or box select).")
-        n, err = attempt(lambda: data_svc.label_many(ctx, proj, ids, [intent] if intent else []))
-        return problem(err) if err else ok(f"Labelled {n} utterances as {intent or '(none)'}.")
-
-    def move(proj: str, ids_text: str, split: str) -> str:
-        ids = parse_ids(ids_text)
-        if not ids:
-            return problem("Select points on the map first (lasso or box select).")
-        n, err = attempt(lambda: data_svc.move_split(ctx, proj, ids, split))
-        return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
-
     inputs = [project, method, view, highlight]
     outputs = [plot, status, poll, label_as]
     for trigger in (refresh_btn.click, method.change, view.change, highlight.change):
-        trigger(render, inputs, outputs, api_visibility="private").then(
+        trigger(partial(render, ctx), inputs, outputs, api_visibility="private").then(
             None, None, None, js=_JS_BIND, api_visibility="private"
         )
-    poll.tick(render, inputs, outputs, api_visibility="private", show_progress="hidden").then(
-        None, None, None, js=_JS_BIND, api_visibility="private"
+    poll.tick(
+        partial(render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
+    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
+    clicked.submit(
+        partial(explain_point, ctx), [project, clicked], [explanation], api_name="map_explain"
     )
-    clicked.submit(explain_point, [project, clicked], [explanation], api_name="map_explain")
-    explain_btn.click(explain_point, [project, clicked], [explanation], api_visibility="private")
+    explain_btn.click(
+        partial(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
+    )
     label_btn.click(
-        guarded(ctx, "designer")(label),
+        guarded(ctx, "designer")(partial(label, ctx)),
         [project, selected, label_as],
         [action],
         api_name="map_label",
-    ).then(render, inputs, outputs, api_visibility="private").then(
+    ).then(partial(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
     split_btn.click(
-        guarded(ctx, "designer")(move), [project, selected, split_to], [action], api_name="map_move"
-    ).then(render, inputs, outputs, api_visibility="private").then(
+        guarded(ctx, "designer")(partial(move, ctx)),
+        [project, selected, split_to],
+        [action],
+        api_name="map_move",
+    ).then(partial(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
-    return {"refresh": (render, inputs, outputs)}
+    return {"refresh": (partial(render, ctx), inputs, outputs)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -45,6 +46,40 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     return "\n\n".join(lines)
 
 
+def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
+    result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    if err or result is None:
+        return problem(err or ""), None, None, gr.update(choices=names or []), ""
+    ranked_df = pd.DataFrame(
+        [
+            [r["intent"], r["score"], r["best"]["text"], r["best"]["similarity"]]
+            for r in result["intents"]
+        ],
+        columns=["intent", "score", "nearest example of this intent", "similarity"],
+    )
+    neigh_df = pd.DataFrame(
+        [[n["text"], "|".join(n["labels"]), n["similarity"]] for n in result["neighbours"]],
+        columns=["labelled example", "intents", "similarity"],
+    )
+    return (
+        explanation_markdown(result),
+        ranked_df,
+        neigh_df,
+        gr.update(choices=names or [], value=[result["top"]] if result["top"] else []),
+        f"{result['latency_ms']} ms",
+    )
+
+
+def label(ctx: AppContext, proj: str, utterance: str, labels: list[str]) -> str:
+    row, err = attempt(lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train"))
+    if err or row is None:
+        return problem(err or "")
+    return ok(
+        f"Added “{row['text'][:60]}” as {', '.join(row['labels'])}; it counts from the next prediction."
+    )
+
+
 def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None:
     gr.Markdown(HELP)
     with gr.Row():
@@ -81,57 +116,25 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     status = gr.Markdown()
     label_status = gr.Markdown(elem_id="try-label-status")
 
-    def run(proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
-        result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
-        names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
-        if err or result is None:
-            return problem(err or ""), None, None, gr.update(choices=names or []), ""
-        ranked_df = pd.DataFrame(
-            [
-                [r["intent"], r["score"], r["best"]["text"], r["best"]["similarity"]]
-                for r in result["intents"]
-            ],
-            columns=["intent", "score", "nearest example of this intent", "similarity"],
-        )
-        neigh_df = pd.DataFrame(
-            [[n["text"], "|".join(n["labels"]), n["similarity"]] for n in result["neighbours"]],
-            columns=["labelled example", "intents", "similarity"],
-        )
-        return (
-            explanation_markdown(result),
-            ranked_df,
-            neigh_df,
-            gr.update(choices=names or [], value=[result["top"]] if result["top"] else []),
-            f"{result['latency_ms']} ms",
-        )
-
-    def label(proj: str, utterance: str, labels: list[str]) -> str:
-        row, err = attempt(lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train"))
-        if err or row is None:
-            return problem(err or "")
-        return ok(
-            f"Added “{row['text'][:60]}” as {', '.join(row['labels'])}; it counts from the next prediction."
-        )
-
     go.click(
-        run,
+        partial(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
     )
     text.submit(
-        run,
+        partial(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
     )
     label_btn.click(
-        guarded(ctx, "designer")(label),
+        guarded(ctx, "designer")(partial(label, ctx)),
         [project, text, label_as],
         [label_status],
         api_visibility="private",
     ).then(
-        run,
+        partial(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         show_progress="hidden",

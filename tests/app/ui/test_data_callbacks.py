@@ -1,0 +1,49 @@
+"""The Data tab's callbacks are plain functions: called with the values the widgets hold, they
+change the project through the services and say what happened."""
+
+from __future__ import annotations
+
+from app.ui import data_tab
+from app.ui.data_tab import ALL
+
+
+def _rows(ctx, project, search=""):
+    frame = data_tab.refresh(ctx, project, ALL, ALL, search)[0]
+    return frame.to_dict("records")
+
+
+def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
+    everything = _rows(ctx, demo)
+    some = _rows(ctx, demo, search="card")
+    assert 0 < len(some) < len(everything)
+    assert all("card" in r["text"].lower() for r in some)
+    note = data_tab.refresh(ctx, demo, ALL, ALL, "card")[-1]
+    assert note == f"{len(some)} utterance(s) shown."
+
+
+def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
+    before = _rows(ctx, demo)
+    msg = data_tab.save(ctx, demo, None, None, "x", ["greet"], "train", "local")
+    assert "Click a row in the table first." in msg
+    assert _rows(ctx, demo) == before
+
+
+def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
+    msg, cleared = data_tab.add(ctx, demo, "my parcel never came", [], "unlabelled")
+    assert msg.startswith("✅ Added") and cleared == ""
+    row = next(r for r in _rows(ctx, demo) if r["text"] == "my parcel never came")
+    assert row["split"] == "unlabelled" and row["intents"] == ""
+    saved = data_tab.save(
+        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "train", "local"
+    )
+    assert "track_order" in saved and "(train)" in saved
+    assert "Undid" in data_tab.undo(ctx, demo)
+    back = next(r for r in _rows(ctx, demo) if r["text"] == "my parcel never came")
+    assert back["intents"] == ""
+
+
+def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
+    row = next(iter(_rows(ctx, demo)))
+    data_tab.save(ctx, demo, row["id"], row["version"], row["text"] + "!", [], "train", "a")
+    msg = data_tab.save(ctx, demo, row["id"], row["version"], row["text"], [], "train", "b")
+    assert "changed by someone else" in msg
