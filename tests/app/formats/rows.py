@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from app.formats import Row
+from storage.utterances import is_blank
 
 ROWS = [
     Row("hello there", ("greet",)),
@@ -18,10 +21,35 @@ ROWS = [
 LABELLED = [r for r in ROWS if r.labels]
 
 
-def _key(rows):
-    return sorted(rows, key=lambda r: (r.text, r.labels, r.split))
-
-
 def key(rows):
     """Rows in a fixed order, to compare what was written with what was read."""
     return sorted(rows, key=lambda r: (r.text, r.labels, r.split))
+
+
+_name = (
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="|+"
+        ),
+        min_size=1,
+        max_size=20,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
+_text = (
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp", "Zs")) | st.just(" "),
+        min_size=1,
+        max_size=60,
+    )
+    .map(str.strip)
+    .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
+)
+# Labelled rows (text -> (intents, split)) that every format must round-trip.
+LABELLED_ROWS = st.dictionaries(
+    _text,
+    st.tuples(st.sets(_name, min_size=1, max_size=2), st.sampled_from(["train", "test"])),
+    min_size=1,
+    max_size=8,
+)

@@ -6,7 +6,6 @@ import zipfile
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from app.formats import (
     FormatError,
@@ -17,8 +16,7 @@ from app.formats import (
     read_intent_folder,
 )
 from app.formats.intent_files import write_intent_folder, write_intent_zip
-from storage.utterances import is_blank
-from tests.app.formats.rows import LABELLED, ROWS, key
+from tests.app.formats.rows import LABELLED, LABELLED_ROWS, ROWS, key
 
 
 def test_intent_folder_round_trip(tmp_path):
@@ -84,37 +82,8 @@ def test_no_utterances_is_refused():
         parse_intent_files({"a.txt": b"\n\n"})
 
 
-_name = (
-    st.text(
-        alphabet=st.characters(
-            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="|+"
-        ),
-        min_size=1,
-        max_size=20,
-    )
-    .map(str.strip)
-    .filter(bool)
-)
-_text = (
-    st.text(
-        alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp", "Zs")) | st.just(" "),
-        min_size=1,
-        max_size=60,
-    )
-    .map(str.strip)
-    .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
-)
-
-
 @settings(max_examples=40, deadline=None)
-@given(
-    st.dictionaries(
-        _text,
-        st.tuples(st.sets(_name, min_size=1, max_size=2), st.sampled_from(["train", "test"])),
-        min_size=1,
-        max_size=8,
-    )
-)
+@given(LABELLED_ROWS)
 def test_intent_files_round_trip_property(data):
     rows = [Row(t, tuple(sorted(labels)), split) for t, (labels, split) in data.items()]
     files = {k: v.encode() for k, v in dump_intent_files(rows).items()}

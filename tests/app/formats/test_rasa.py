@@ -6,11 +6,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any
-from storage.utterances import is_blank
-from tests.app.formats.rows import LABELLED, ROWS, key
+from tests.app.formats.rows import LABELLED, LABELLED_ROWS, ROWS, key
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -82,37 +80,8 @@ def test_rasa_invalid_utf8_has_line_number():
     assert err.value.problems[0][0] == 4
 
 
-_name = (
-    st.text(
-        alphabet=st.characters(
-            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="|+"
-        ),
-        min_size=1,
-        max_size=20,
-    )
-    .map(str.strip)
-    .filter(bool)
-)
-_text = (
-    st.text(
-        alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp", "Zs")) | st.just(" "),
-        min_size=1,
-        max_size=60,
-    )
-    .map(str.strip)
-    .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
-)
-
-
 @settings(max_examples=40, deadline=None)
-@given(
-    st.dictionaries(
-        _text,
-        st.tuples(st.sets(_name, min_size=1, max_size=2), st.sampled_from(["train", "test"])),
-        min_size=1,
-        max_size=8,
-    )
-)
+@given(LABELLED_ROWS)
 def test_rasa_round_trips_property(data):
     rows = [Row(t, tuple(sorted(labels)), split) for t, (labels, split) in data.items()]
     assert key(parse_rasa_yaml(dump_rasa_yaml(rows).encode()).rows) == key(rows)
