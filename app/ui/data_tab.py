@@ -181,6 +181,8 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         f_search = gr.Textbox(label="Text contains", scale=3)
         refresh_btn = gr.Button("Refresh", scale=1)
     status = gr.Markdown(elem_id="data-status")
+    # The table's own line (how many rows it shows): never written over an action's message.
+    count = gr.Markdown(elem_id="data-count")
     table = gr.Dataframe(
         value=_frame([]),
         headers=svc.COLUMNS,
@@ -274,7 +276,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         i_old,
         m_sources,
         m_target,
-        status,
+        count,
     ]
     filters = [project, f_intent, f_split, f_search]
 
@@ -293,8 +295,8 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     ):
         trigger(partial(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
     table.select(on_select, [table], [e_id, e_version, e_text, e_intents, e_split])
-    # Each status message is kept: the refresh that follows writes its own note only when nothing
-    # else was said, so the action's result stays visible.
+    # Each action's message stays in the status line: the refresh that follows writes the row
+    # count in the table's own line.
     then_refresh(
         save_btn.click(
             write(partial(save, ctx)),

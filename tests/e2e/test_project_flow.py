@@ -42,6 +42,9 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     page.wait_for_function(
         "() => document.querySelector('#data-status')?.innerText?.includes('Imported 12')"
     )
+    page.wait_for_timeout(5000)  # the table's refresh never writes over the import's message
+    assert "Imported 12" in page.locator("#data-status").inner_text()
+    assert "utterance(s) shown" in page.locator("#data-count").inner_text()
     shot(page, "30-flow-imported")
 
     page.get_by_role("tab", name="Train").click()
