@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+import inspect
 import logging
+import typing
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -35,3 +37,31 @@ def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
     except Exception as exc:  # a bug: keep the app alive, log it, tell the user something useful
         logger.exception("unexpected error")
         return None, f"Unexpected error ({type(exc).__name__}): {exc}"
+
+
+def bind(fn: Callable[..., Any], *bound: Any) -> Callable[..., Any]:
+    """``fn`` with its leading arguments fixed (usually the app context), as Gradio should see it.
+
+    Unlike :func:`functools.partial`, the result keeps ``fn``'s name (Gradio derives an event's
+    API name from it) and the remaining parameters with their resolved type hints (Gradio fills a
+    ``gr.SelectData`` or ``gr.Request`` parameter by its annotation).
+
+    Example:
+        >>> def greet(greeting: str, name: str) -> str:
+        ...     return f"{greeting}, {name}"
+        >>> hello = bind(greet, "Hello")
+        >>> hello.__name__, hello("Ada"), list(inspect.signature(hello).parameters)
+        ('greet', 'Hello, Ada', ['name'])
+    """
+
+    def run(*args: Any) -> Any:
+        return fn(*bound, *args)
+
+    hints = typing.get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())[len(bound) :]
+    params = [p.replace(annotation=hints.get(p.name, p.empty)) for p in params]
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    run.__module__ = fn.__module__
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: hints[p.name] for p in params if p.name in hints}
+    return run

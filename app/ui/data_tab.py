@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pandas as pd
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
@@ -284,7 +283,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         return guarded(ctx, "designer", outputs=outputs)(fn)
 
     def then_refresh(ev: Any) -> None:
-        ev.then(partial(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
+        ev.then(bind(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
 
     for trigger in (
         refresh_btn.click,
@@ -293,13 +292,13 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         f_search.submit,
         project.change,
     ):
-        trigger(partial(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
+        trigger(bind(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
     table.select(on_select, [table], [e_id, e_version, e_text, e_intents, e_split])
     # Each action's message stays in the status line: the refresh that follows writes the row
     # count in the table's own line.
     then_refresh(
         save_btn.click(
-            write(partial(save, ctx)),
+            write(bind(save, ctx)),
             [project, e_id, e_version, e_text, e_intents, e_split, user],
             [status],
             api_name="save_utterance",
@@ -307,21 +306,21 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     )
     then_refresh(
         delete_btn.click(
-            write(partial(delete, ctx)), [project, e_id], [status], api_visibility="private"
+            write(bind(delete, ctx)), [project, e_id], [status], api_visibility="private"
         )
     )
     then_refresh(
         add_btn.click(
-            write(partial(add, ctx), outputs=2),
+            write(bind(add, ctx), outputs=2),
             [project, a_text, a_intents, a_split],
             [status, a_text],
             api_visibility="private",
         )
     )
-    then_refresh(undo_btn.click(write(partial(undo, ctx)), [project], [status], api_name="undo"))
+    then_refresh(undo_btn.click(write(bind(undo, ctx)), [project], [status], api_name="undo"))
     then_refresh(
         i_create.click(
-            write(partial(create_intent, ctx)),
+            write(bind(create_intent, ctx)),
             [project, i_name],
             [status],
             api_visibility="private",
@@ -329,7 +328,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     )
     then_refresh(
         i_rename.click(
-            write(partial(rename_intent, ctx)),
+            write(bind(rename_intent, ctx)),
             [project, i_old, i_new],
             [status],
             api_visibility="private",
@@ -337,29 +336,29 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     )
     then_refresh(
         i_delete.click(
-            write(partial(delete_intent, ctx)), [project, i_old], [status], api_visibility="private"
+            write(bind(delete_intent, ctx)), [project, i_old], [status], api_visibility="private"
         )
     )
     then_refresh(
         m_btn.click(
-            write(partial(merge, ctx)),
+            write(bind(merge, ctx)),
             [project, m_sources, m_target],
             [status],
             api_visibility="private",
         )
     )
     imported = up_btn.click(
-        write(partial(do_import, ctx), outputs=2),
+        write(bind(do_import, ctx), outputs=2),
         [project, up_file, up_target, up_create],
         [status, project],
         api_visibility="private",
     )
     then_refresh(imported)
     ex_btn.click(
-        partial(do_export, ctx), [project, ex_format], [status, ex_file], api_visibility="private"
+        bind(do_export, ctx), [project, ex_format], [status, ex_file], api_visibility="private"
     )
     return {
-        "refresh": (partial(refresh, ctx), filters, refresh_outputs),
+        "refresh": (bind(refresh, ctx), filters, refresh_outputs),
         "status": status,
         "imported": imported,
     }

@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -16,7 +15,7 @@ from app.context import AppContext
 from app.services import data as data_svc
 from app.services import maps as svc
 from app.services.versions import BASE
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.projection import PROJECTIONS
 
@@ -175,32 +174,32 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     inputs = [project, method, view, highlight]
     outputs = [plot, status, poll, label_as]
     for trigger in (refresh_btn.click, method.change, view.change, highlight.change):
-        trigger(partial(render, ctx), inputs, outputs, api_visibility="private").then(
+        trigger(bind(render, ctx), inputs, outputs, api_visibility="private").then(
             None, None, None, js=_JS_BIND, api_visibility="private"
         )
     poll.tick(
-        partial(render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
+        bind(render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
     ).then(None, None, None, js=_JS_BIND, api_visibility="private")
     clicked.submit(
-        partial(explain_point, ctx), [project, clicked], [explanation], api_name="map_explain"
+        bind(explain_point, ctx), [project, clicked], [explanation], api_name="map_explain"
     )
     explain_btn.click(
-        partial(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
+        bind(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
     )
     label_btn.click(
-        guarded(ctx, "designer")(partial(label, ctx)),
+        guarded(ctx, "designer")(bind(label, ctx)),
         [project, selected, label_as],
         [action],
         api_name="map_label",
-    ).then(partial(render, ctx), inputs, outputs, api_visibility="private").then(
+    ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
     split_btn.click(
-        guarded(ctx, "designer")(partial(move, ctx)),
+        guarded(ctx, "designer")(bind(move, ctx)),
         [project, selected, split_to],
         [action],
         api_name="map_move",
-    ).then(partial(render, ctx), inputs, outputs, api_visibility="private").then(
+    ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
-    return {"refresh": (partial(render, ctx), inputs, outputs)}
+    return {"refresh": (bind(render, ctx), inputs, outputs)}

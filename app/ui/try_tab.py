@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -13,7 +12,7 @@ import pandas as pd
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as svc
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 HELP = (
@@ -117,24 +116,24 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     go.click(
-        partial(run, ctx),
+        bind(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
     )
     text.submit(
-        partial(run, ctx),
+        bind(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
     )
     label_btn.click(
-        guarded(ctx, "designer")(partial(label, ctx)),
+        guarded(ctx, "designer")(bind(label, ctx)),
         [project, text, label_as],
         [label_status],
         api_visibility="private",
     ).then(
-        partial(run, ctx),
+        bind(run, ctx),
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         show_progress="hidden",

@@ -8,12 +8,12 @@ Callbacks are module-level functions of the app context and plain values; they o
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import gradio as gr
 
 from app.context import AppContext
+from app.ui.common import bind
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
 from app.ui.train.retrain import build_retrain_section, poll, progress_html
@@ -42,10 +42,10 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     build_export_section(ctx, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
     retrain.timer.tick(
-        partial(tick, ctx),
+        bind(tick, ctx),
         [project, retrain.job_id],
         outputs,
         api_visibility="private",
         show_progress="hidden",
     )
-    return {"refresh": (partial(refresh, ctx), [project], outputs)}
+    return {"refresh": (bind(refresh, ctx), [project], outputs)}

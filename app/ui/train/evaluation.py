@@ -3,7 +3,6 @@ confusion matrix with click-through to the utterances of a cell, the most confus
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -12,7 +11,7 @@ import pandas as pd
 from app import plots
 from app.context import AppContext
 from app.services import evaluation as eval_svc
-from app.ui.common import attempt, problem
+from app.ui.common import attempt, bind, problem
 
 # Clicking a confusion-matrix cell writes "gold → predicted" into a hidden textbox.
 _JS_BIND_CONFUSION = """
@@ -94,10 +93,10 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
     cell_btn = gr.Button("Show", elem_id="eval-cell-btn", elem_classes=["hidden-trigger"])
     cell_rows = gr.Dataframe(label="Test utterances in that cell", interactive=False)
     evaluate_btn.click(
-        partial(evaluate, ctx),
+        bind(evaluate, ctx),
         [project],
         [status, f1_plot, confusion_plot, worst],
         api_visibility="private",
     ).then(None, None, None, js=_JS_BIND_CONFUSION, api_visibility="private")
     for trigger in (cell_btn.click, cell.submit):
-        trigger(partial(show_cell, ctx), [project, cell], [cell_rows], api_visibility="private")
+        trigger(bind(show_cell, ctx), [project, cell], [cell_rows], api_visibility="private")

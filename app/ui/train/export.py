@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import tempfile
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from app.context import AppContext
 from app.services import bundles as bundle_svc
 from app.services import reports as report_svc
 from app.services.projects import project_names
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 
@@ -75,15 +74,15 @@ def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
         )
         open_btn = gr.Button("Open bundle", elem_id="bundle-open", scale=1)
     status = gr.Markdown(elem_id="export-status")
-    report.click(partial(make_report, ctx), [project], [report_file, status], api_name="report")
+    report.click(bind(make_report, ctx), [project], [report_file, status], api_name="report")
     bundle_btn.click(
-        guarded(ctx, "designer", outputs=2)(partial(export, ctx)),
+        guarded(ctx, "designer", outputs=2)(bind(export, ctx)),
         [project, int8],
         [bundle_file, status],
         api_name="export_bundle",
     )
     open_btn.click(
-        guarded(ctx, "designer", outputs=2)(partial(open_bundle, ctx)),
+        guarded(ctx, "designer", outputs=2)(bind(open_bundle, ctx)),
         [bundle_in],
         [project, status],
         api_visibility="private",

@@ -6,14 +6,13 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import gradio as gr
 
 from app.context import AppContext
 from app.services import training as train_svc
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.jobs import JobView
 
@@ -131,18 +130,18 @@ def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State)
     with gr.Accordion("Training log", open=False):
         section.log.render()
     retrain.click(
-        guarded(ctx, "designer", outputs=3)(partial(start, ctx)),
+        guarded(ctx, "designer", outputs=3)(bind(start, ctx)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     ).then(
-        partial(poll, ctx),
+        bind(poll, ctx),
         [project, section.job_id],
         section.job_outputs,
         api_visibility="private",
     )
     cancel.click(
-        guarded(ctx, "designer")(partial(stop, ctx)),
+        guarded(ctx, "designer")(bind(stop, ctx)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

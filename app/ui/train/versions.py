@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import gradio as gr
@@ -13,7 +12,7 @@ import pandas as pd
 
 from app.context import AppContext
 from app.services import versions as version_svc
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 BASE_CHOICE = "frozen base encoder"
@@ -111,13 +110,13 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b)
     activate.click(
-        guarded(ctx, "designer")(partial(make_active, ctx)),
+        guarded(ctx, "designer")(bind(make_active, ctx)),
         [project, pick],
         [message],
         api_name="activate_version",
-    ).then(partial(load_history, ctx), [project], section.outputs, api_visibility="private")
+    ).then(bind(load_history, ctx), [project], section.outputs, api_visibility="private")
     compare_btn.click(
-        partial(compare, ctx),
+        bind(compare, ctx),
         [project, cmp_a, cmp_b],
         [compare_table, message],
         api_visibility="private",
