@@ -12,16 +12,20 @@ from app.cli import main
 SUBCOMMANDS = ["serve", "import", "export", "predict", "projects", "bundle", "report"]
 
 
-def test_help_is_instant_and_does_not_import_torch():
+def test_help_does_not_import_torch_or_gradio():
     code = (
-        "import sys, time; t=time.time()\n"
-        "from app.cli import build_parser\n"
-        "build_parser()\n"
-        "assert 'torch' not in sys.modules and 'gradio' not in sys.modules, 'heavy import at help time'\n"
-        "print(time.time()-t)"
+        "import sys\n"
+        "from app.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted({'torch', 'gradio', 'sentence_transformers'} & set(sys.modules))\n"
+        "print('heavy imports:', heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert float(out.stdout) < 1.0
+    assert "usage: intent-studio" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "heavy imports: []"
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)
