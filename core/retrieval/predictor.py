@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
 # The multi-label decision without a head: an intent whose k-NN score reaches this is taken.
 MULTI_LABEL_KNN_THRESHOLD = 0.5
-# Probabilities in the public JSON: enough digits to rank, few enough to read.
-PROBABILITY_DIGITS = 4
 
 
 class TextEncoder(Protocol):
@@ -200,8 +198,6 @@ class Predictor:
         decided = decide(proba, head.intents, head.thresholds)
         for row, p, labels in zip(rows, proba, decided, strict=True):
             row["labels"] = list(labels)
-            row["probabilities"] = {
-                name: round(float(v), PROBABILITY_DIGITS)
-                for name, v in zip(head.intents, p, strict=True)
-            }
+            # not rounded: a rounded probability could read as >= the threshold it missed
+            row["probabilities"] = {name: float(v) for name, v in zip(head.intents, p, strict=True)}
             row["threshold"] = head.thresholds.global_threshold
