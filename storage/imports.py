@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -16,6 +17,15 @@ from storage.tables import Label, LabelEvent, Utterance
 from storage.utterances import NewUtterance, set_labels, update_utterance
 
 
+class ImportCounts(NamedTuple):
+    inserted: int
+    updated: int
+    skipped: int
+
+
+ON_EXISTING = ("skip", "relabel", "error")
+
+
 def import_rows(
     s: Session,
     project_id: int,
@@ -24,12 +34,21 @@ def import_rows(
     user_id: int | None = None,
     create_missing_intents: bool = True,
     on_existing: str = "error",
-) -> tuple[int, int]:
-    """Insert validated rows in the caller's transaction. ``on_existing``: ``"error"`` refuses a
-    text that is already in the project, ``"relabel"`` replaces its labels and split.
-    Returns (inserted, updated). Raises before the caller commits, so nothing is half-written."""
-    if on_existing not in ("error", "relabel"):
+) -> ImportCounts:
+    """Insert validated rows in the caller's transaction. A text already in the project is
+    ``on_existing``: ``"skip"``ped (counted), ``"relabel"``led (its labels and split replaced),
+    or an ``"error"``. Raises before the caller commits, so nothing is half-written."""
+    if on_existing not in ON_EXISTING:
         raise ValueError(f"unknown on_existing {on_existing!r}")
+    existing = dict(
+        s.execute(
+            select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
+        ).all()
+    )
+    skipped = 0
+    if on_existing == "skip":
+        kept = [r for r in rows if r.text not in existing]
+        skipped, rows = len(rows) - len(kept), kept
     known = intents_by_name(s, project_id)
     needed = sorted({name for r in rows for name in r.labels} - set(known))
     if needed and not create_missing_intents:
@@ -38,11 +57,6 @@ def import_rows(
         )
     for name in needed:
         known[name] = create_intent(s, project_id, name)
-    existing = dict(
-        s.execute(
-            select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
-        ).all()
-    )
     seen: set[str] = set()
     for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
         if r.text in seen:
@@ -85,4 +99,4 @@ def import_rows(
         inserted += 1
     s.flush()
     fault_point("import.before_commit")
-    return inserted, updated
+    return ImportCounts(inserted, updated, skipped)

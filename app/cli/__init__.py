@@ -90,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-create-intents", action="store_true", help="refuse labels that are not intents yet"
     )
     p.add_argument(
-        "--relabel", action="store_true", help="texts already in the project get the file's labels"
+        "--relabel",
+        action="store_true",
+        help="texts already in the project get the file's labels (default: skipped, counted)",
     )
     p.set_defaults(func=cmd_import)
 

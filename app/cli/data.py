@@ -19,7 +19,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         args.file,
         create_missing_intents=not args.no_create_intents,
         create_project_if_missing=True,
-        on_existing="relabel" if args.relabel else "error",
+        on_existing="relabel" if args.relabel else "skip",
     )
     print(result.message())
     return 0

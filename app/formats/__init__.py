@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from app.formats.common import MAX_FILE_BYTES, FormatError, ParsedFile, Row, check_size
+from app.formats.common import (
+    MAX_FILE_BYTES,
+    FormatError,
+    ParsedFile,
+    Row,
+    check_size,
+    merge_repeats,
+)
 from app.formats.intent_files import (
     dump_intent_files,
     parse_intent_files,
@@ -73,7 +80,7 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
     """
     path = None if isinstance(source, bytes) else Path(source)
     if path is not None and path.is_dir():
-        return read_intent_folder(path)
+        return read_intent_folder(path)  # one row per text already (same text = multi-label)
     own_suffix = "" if path is None else path.suffix
     kind = (suffix if suffix is not None else own_suffix).lower()
     reader = _READERS.get(kind)
@@ -84,9 +91,12 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
         )
     if path is None:
         assert isinstance(source, bytes)
-        return reader(source)
-    check_size(path.stat().st_size)
-    return reader(path.read_bytes())
+        parsed = reader(source)
+    else:
+        check_size(path.stat().st_size)
+        parsed = reader(path.read_bytes())
+    rows, notes = merge_repeats(parsed.rows)
+    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities)
 
 
 _WRITERS: dict[str, Callable[[Iterable[Row]], bytes]] = {

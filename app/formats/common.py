@@ -4,16 +4,17 @@ A file is validated completely first; any problem raises :class:`FormatError` li
 ``(line, message)`` pairs and no row is returned. Each rule exists once, here: a file is UTF-8 (a
 BOM is dropped) of at most :data:`MAX_FILE_BYTES`; a text is visible, at most
 :data:`~storage.utterances.MAX_TEXT_CHARS` long and holds no NUL; an intent name is non-empty, at
-most :data:`MAX_INTENT_CHARS` long and holds no ``|``; a text appears once per file; a file holds
-at least one and at most :data:`MAX_ROWS` rows.
+most :data:`MAX_INTENT_CHARS` long and holds no ``|``; a file holds at least one and at most
+:data:`MAX_ROWS` rows.
+
+Real files repeat themselves (a test set with one text twice, chat logs full of "hi"): a repeated
+text is not a problem. :func:`merge_repeats` keeps it once; when the repeats disagree about the
+intents, the first occurrence is kept and the disagreement is reported, never dropped silently.
 
 Example:
-    >>> finish([(2, "", Row("hi", ("greet",))), (3, "", Row("hi", ("bye",)))], [])
-    Traceback (most recent call last):
-    ...
-    app.formats.common.FormatError: 1 problem(s) in the file.
-      line 3: duplicate of line 2: 'hi'
-    Nothing was imported.
+    >>> rows, notes = merge_repeats([Row("hi", ("greet",)), Row("hi", ("greet",)), Row("hi", ("bye",))])
+    >>> [r.labels for r in rows], notes
+    ([('greet',)], ["Merged 1 repeated utterance(s) with the same intents.", "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
 """
 
 from __future__ import annotations
@@ -112,26 +113,17 @@ def check_intent(name: str) -> str | None:
 
 
 def finish(found: list[tuple[int, str, Row]], problems: list[tuple[int, str]]) -> list[Row]:
-    """The rows of a completely read file, or FormatError listing every problem.
+    """The rows of a completely read file (repeats included: see :func:`merge_repeats`), or
+    FormatError listing every problem.
 
     Args:
         found: ``(line, where, row)`` per row read; ``where`` prefixes messages (a file name
             and ``": "`` for a folder of files, else ``""``).
-        problems: ``(line, message)`` found while reading; duplicates are added here.
+        problems: ``(line, message)`` found while reading.
 
     Raises:
-        FormatError: any problem, the same text twice, no rows, or more than :data:`MAX_ROWS`.
+        FormatError: any problem, no rows, or more than :data:`MAX_ROWS`.
     """
-    seen: dict[str, tuple[int, str]] = {}
-    for line, where, row in found:
-        if row.text in seen:
-            first_line, first_where = seen[row.text]
-            at = (
-                f"{first_where} line {first_line}" if first_where != where else f"line {first_line}"
-            )
-            problems.append((line, f"{where}duplicate of {at}: {row.text[:60]!r}"))
-        else:
-            seen[row.text] = (line, where)
     if problems:
         problems.sort(key=lambda p: p[0])
         raise FormatError(f"{len(problems)} problem(s) in the file.", problems)
@@ -140,3 +132,43 @@ def finish(found: list[tuple[int, str, Row]], problems: list[tuple[int, str]]) -
     if len(found) > MAX_ROWS:
         raise FormatError(f"The file has {len(found)} rows; the limit is {MAX_ROWS}.")
     return [row for _, _, row in found]
+
+
+SHOW_CONFLICTS = 5
+
+
+def merge_repeats(rows: list[Row]) -> tuple[list[Row], list[str]]:
+    """Keep each text once, in file order. Returns (rows, notes for the person importing).
+
+    A repeat with the same intents is merged and counted; a repeat with other intents is merged
+    into the first occurrence (its intents and split win) and listed in the notes.
+    """
+    first: dict[str, Row] = {}
+    merged = 0
+    conflicts: dict[str, list[tuple[str, ...]]] = {}
+    for row in rows:
+        kept = first.get(row.text)
+        if kept is None:
+            first[row.text] = row
+        elif set(kept.labels) == set(row.labels):
+            merged += 1
+        elif row.labels not in conflicts.setdefault(row.text, []):
+            conflicts[row.text].append(row.labels)
+    notes = [f"Merged {merged} repeated utterance(s) with the same intents."] if merged else []
+    if conflicts:
+        shown = "; ".join(
+            f"{text[:60]!r} ({', '.join(first[text].labels) or 'no intent'}; also "
+            + " / ".join(", ".join(lab) or "no intent" for lab in others)
+            + ")"
+            for text, others in list(conflicts.items())[:SHOW_CONFLICTS]
+        )
+        more = (
+            f" and {len(conflicts) - SHOW_CONFLICTS} more"
+            if len(conflicts) > SHOW_CONFLICTS
+            else ""
+        )
+        notes.append(
+            f"{len(conflicts)} utterance(s) appear with different intents; each was imported once "
+            f"with its first intents: {shown}{more}."
+        )
+    return list(first.values()), notes

@@ -138,8 +138,7 @@ def parse_intent_files(files: Mapping[str, bytes]) -> ParsedFile:
             if (msg := check_text(text)) is not None:
                 problems.append((n, f"{rel}: {msg}"))
                 continue
-            if text in seen_here:
-                problems.append((n, f"{rel}: duplicate of line {seen_here[text]}: {text[:60]!r}"))
+            if text in seen_here:  # the same line twice in one intent's file: once is enough
                 continue
             seen_here[text] = n
             key = (split, text)

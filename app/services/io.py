@@ -30,15 +30,22 @@ class ImportResult:
     updated: int
     intents_created: list[str]
     notes: list[str] = field(default_factory=list)
+    skipped: int = 0
 
     def message(self) -> str:
         names = self.intents_created
         more = f" and {len(names) - 8} more" if len(names) > 8 else ""
         created = f"; {len(names)} new intent(s): {', '.join(names[:8])}{more}" if names else ""
+        skipped = (
+            f"; skipped {self.skipped} already in the project (import with relabel to replace "
+            "their intents)"
+            if self.skipped
+            else ""
+        )
         notes = "".join(f" Note: {n}" for n in self.notes)
         return (
             f"Imported {self.inserted} utterance(s) into {self.project!r}, "
-            f"updated {self.updated}{created}.{notes}"
+            f"updated {self.updated}{skipped}{created}.{notes}"
         )
 
 
@@ -49,10 +56,11 @@ def import_utterances(
     *,
     create_project_if_missing: bool = True,
     create_missing_intents: bool = True,
-    on_existing: str = "error",
+    on_existing: str = "skip",
     user_id: int | None = None,
 ) -> ImportResult:
-    """Write validated rows into a (new or existing) project in one transaction."""
+    """Write validated rows into a (new or existing) project in one transaction. Texts already in
+    the project are skipped and counted (``on_existing="relabel"`` replaces their intents)."""
     from storage.errors import NotFoundError
     from storage.projects import ensure_writable, intents_by_name
 
@@ -65,7 +73,7 @@ def import_utterances(
             proj = create_project(s, project)
         ensure_writable(proj)
         before = set(intents_by_name(s, proj.id))
-        inserted, updated = import_rows(
+        counts = import_rows(
             s,
             proj.id,
             rows,
@@ -75,7 +83,7 @@ def import_utterances(
         )
         created = sorted(set(intents_by_name(s, proj.id)) - before)
         name = proj.name
-    return ImportResult(name, inserted, updated, created)
+    return ImportResult(name, counts.inserted, counts.updated, created, skipped=counts.skipped)
 
 
 def import_file(

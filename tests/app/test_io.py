@@ -45,7 +45,6 @@ BAD_FILES = [
     ("long.csv", "text,label\n" + "a" * 2001 + ",x\n", "line 2: text is 2001 characters"),
     ("utf8.csv", b"text,label\nok,x\ncaf\xe9,y\n", "not valid UTF-8"),
     ("split.csv", "text,label,split\nok,x,dev\n", "unknown split 'dev'"),
-    ("dups.csv", "text,label\nsame,x\nother,y\nsame,z\n", "line 4: duplicate of line 2"),
     ("twice.csv", "text,labels\nok,a|a\n", "the same intent twice"),
     ("none.csv", "text,label\n", "no rows"),
     ("bad.jsonl", '{"text": "ok", "label": "x"}\nnot json\n', "line 2: not valid JSON"),
@@ -106,3 +105,30 @@ def test_export_then_import_round_trips(ctx, tmp_path, demo):
         strip = lambda rows: sorted((r["text"], r["intents"], r["split"]) for r in rows)  # noqa: E731
         assert n == len(data_svc.table(ctx, demo))
         assert strip(data_svc.table(ctx, f"copy-{suffix}")) == strip(data_svc.table(ctx, demo))
+
+
+def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(ctx, tmp_path):
+    content = "text,label\nsame,x\nother,y\nsame,x\nsame,z\nhi,greet\nhi,greet\n"
+    result = import_file(ctx, "p", _write(tmp_path, "dups.csv", content))
+    assert result.inserted == 3
+    rows = {r["text"]: r["intents"] for r in data_svc.table(ctx, "p")}
+    assert rows == {"same": "x", "other": "y", "hi": "greet"}
+    message = result.message()
+    assert "Merged 2 repeated utterance(s)" in message
+    assert "'same' (x; also z)" in message
+
+
+def test_texts_already_in_the_project_are_skipped_and_counted(ctx, tmp_path):
+    import_file(ctx, "p", _write(tmp_path, "seed.csv", GOOD))
+    before = data_svc.table(ctx, "p")
+    again = import_file(ctx, "p", _write(tmp_path, "seed.csv", GOOD))
+    assert (again.inserted, again.skipped) == (0, len(before))
+    assert f"skipped {len(before)} already in the project" in again.message()
+    assert data_svc.table(ctx, "p") == before
+
+
+@pytest.mark.parametrize("path", ["banking77/test.csv", "nlupp/hotels.csv"])
+def test_real_files_with_repeats_import_as_they_are(ctx, shared_data, path):
+    result = import_file(ctx, "real", shared_data / path)
+    assert result.inserted > 0
+    assert any("Merged" in n or "different intents" in n for n in result.notes)

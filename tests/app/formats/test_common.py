@@ -13,6 +13,7 @@ from app.formats.common import (
     check_text,
     decode,
     finish,
+    merge_repeats,
 )
 
 
@@ -48,11 +49,28 @@ def test_intent_rules(name, problem):
     assert check_intent("card/lost") is None
 
 
-def test_finish_lists_duplicates_and_sorts_problems_by_line():
+def test_finish_sorts_problems_by_line_and_lets_repeats_through():
     found = [(2, "", Row("hi", ("a",))), (5, "", Row("hi", ("b",)))]
-    with pytest.raises(FormatError, match="3 problem") as err:
+    with pytest.raises(FormatError, match="2 problem") as err:
         finish(found, [(9, "late"), (1, "early")])
-    assert err.value.problems == [(1, "early"), (5, "duplicate of line 2: 'hi'"), (9, "late")]
+    assert err.value.problems == [(1, "early"), (9, "late")]
+    assert finish(found, []) == [row for _, _, row in found]
+
+
+def test_merge_repeats_keeps_the_first_and_reports_disagreements():
+    rows = [
+        Row("hi", ("greet",)),
+        Row("bye", ("bye",)),
+        Row("hi", ("greet",), "test"),
+        Row("hi", ("hello",)),
+        Row("bye", ()),
+    ]
+    kept, notes = merge_repeats(rows)
+    assert kept == [Row("hi", ("greet",)), Row("bye", ("bye",))]
+    assert notes[0] == "Merged 1 repeated utterance(s) with the same intents."
+    assert "2 utterance(s) appear with different intents" in notes[1]
+    assert "'hi' (greet; also hello)" in notes[1] and "'bye' (bye; also no intent)" in notes[1]
+    assert merge_repeats([Row("a", ("x",))]) == ([Row("a", ("x",))], [])
 
 
 def test_finish_refuses_no_rows_and_too_many(monkeypatch):

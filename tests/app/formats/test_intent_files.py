@@ -15,6 +15,7 @@ from app.formats import (
     read_any,
     read_intent_folder,
 )
+from app.formats.common import merge_repeats
 from app.formats.intent_files import write_intent_folder, write_intent_zip
 from tests.app.formats.rows import LABELLED, LABELLED_ROWS, ROWS, key
 
@@ -57,16 +58,18 @@ def test_intent_files_refuse_bad_content():
             }
         )
     msgs = [m for _, m in err.value.problems]
-    assert "greet.txt: duplicate of line 1: 'hi'" in msgs
+    assert not any("greet.txt" in m for m in msgs)  # a line twice in one file is kept once
     assert any(m.startswith("bye.txt: invalid byte") for m in msgs)
     assert any(m.startswith("notes.md: unexpected file") for m in msgs)
     assert any(m.startswith("x/y/z.txt: unexpected file") for m in msgs)
     assert any(m.startswith("long.txt: text is 2001 characters") for m in msgs)
 
 
-def test_same_text_in_train_and_test_is_a_duplicate():
-    with pytest.raises(FormatError, match="duplicate"):
-        parse_intent_files({"a.txt": b"same\n", "test/b.txt": b"same\n"})
+def test_same_text_in_train_and_test_is_imported_once_and_reported():
+    parsed = parse_intent_files({"a.txt": b"same\n", "test/b.txt": b"same\n"})
+    rows, notes = merge_repeats(parsed.rows)
+    assert [(r.text, r.labels, r.split) for r in rows] == [("same", ("a",), "train")]
+    assert "'same' (a; also b)" in notes[0]
 
 
 def test_hostile_zip_is_refused(tmp_path):
