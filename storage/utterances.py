@@ -217,16 +217,18 @@ def add_utterance(
 
 
 def labelled_split(current: str, labels: Sequence[str], chosen: str | None = None) -> str:
-    """The one labelling rule: an `unlabelled` utterance that gets an intent joins `train` (the
-    pool) unless the person chose another split; otherwise the split stays as it is.
+    """The one labelling rule: an utterance with an intent is never in `unlabelled`. Giving one
+    an intent moves it to `train` (the pool) unless the person chose `test`; otherwise the split
+    is the chosen one, or stays as it is.
 
     Example:
-        >>> labelled_split("unlabelled", ["card_block"]), labelled_split("test", ["card_block"])
+        >>> labelled_split("unlabelled", ["card_block"]), labelled_split("unlabelled", ["x"], "test")
         ('train', 'test')
+        >>> labelled_split("unlabelled", ["x"], "unlabelled"), labelled_split("train", [])
+        ('train', 'train')
     """
-    if chosen is not None:
-        return validate_split(chosen)
-    return "train" if labels and current == "unlabelled" else current
+    split = validate_split(chosen) if chosen is not None else current
+    return "train" if labels and split == "unlabelled" else split
 
 
 def set_labels(
@@ -290,10 +292,15 @@ def update_utterance(
         if clash:
             raise StorageError(f"The utterance {text!r} is already in this project.")
         u.text = text
-    if split is not None:
-        u.split = validate_split(split)
-    s.flush()
     labels = _labels_of(s, [u.id])[u.id]
+    if split is not None:
+        if labelled_split(u.split, labels, split) != split:
+            raise StorageError(
+                f"Utterance #{u.id} has intents ({', '.join(labels)}): an utterance with intents "
+                "is never `unlabelled`. Remove its intents first. Nothing was changed."
+            )
+        u.split = split
+    s.flush()
     if split is not None and split != split_before:
         _log(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
     s.flush()

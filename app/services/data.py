@@ -102,8 +102,9 @@ def label_utterance(
     split: str | None = None,
     text: str | None = None,
 ) -> dict[str, Any]:
-    """Set an utterance's intents (and optionally its text and split) in one transaction. A
-    labelled `unlabelled` utterance moves to `train`, so it joins the pool at once."""
+    """Set an utterance's intents (and optionally its text and split) in one transaction, by the
+    one labelling rule (:func:`storage.utterances.labelled_split`): an utterance that gets an
+    intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once."""
     names = parse_label_input(labels)
     with ctx.db.session() as s:
         pid = _project_id(s, project, write=True)
@@ -123,12 +124,9 @@ def label_utterance(
                 f"Utterance #{utterance_id} was changed by someone else since you loaded it "
                 f"(now: {current.text!r}); reload and try again."
             )
-        target_split = split or ("train" if names and current.split == "unlabelled" else None)
-        if target_split and target_split != current.split:
-            repo.update_utterance(
-                s, pid, utterance_id, split=target_split, user_id=_acting_user(user_id)
-            )
-        row = repo.set_labels(s, pid, utterance_id, names, user_id=_acting_user(user_id))
+        row = repo.set_labels(
+            s, pid, utterance_id, names, split=split or None, user_id=_acting_user(user_id)
+        )
     return asdict(row)
 
 
@@ -145,9 +143,6 @@ def label_many(
     with ctx.db.session() as s:
         pid = _project_id(s, project, write=True)
         for uid in utterance_ids:
-            current = repo.get_utterance(s, pid, uid)
-            if names and current.split == "unlabelled":
-                repo.update_utterance(s, pid, uid, split="train", user_id=_acting_user(user_id))
             repo.set_labels(s, pid, uid, names, user_id=_acting_user(user_id))
     return len(utterance_ids)
 

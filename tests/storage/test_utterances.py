@@ -118,3 +118,14 @@ def test_a_chosen_split_wins_over_the_labelling_rule(db, project):
         assert set_labels(s, project, parcel.id, []).split == "train"
         added = add_utterance(s, project, "hi again", ["greet"], split="unlabelled")
         assert added.split == "train"
+
+
+def test_a_labelled_utterance_cannot_be_moved_to_unlabelled(db, project):
+    with db.session() as s:
+        parcel = next(r for r in list_utterances(s, project) if r.text == "where is my parcel")
+    with pytest.raises(StorageError, match="never `unlabelled`"), db.session() as s:
+        update_utterance(s, project, parcel.id, split="unlabelled")
+    with db.session() as s:
+        assert next(r for r in list_utterances(s, project) if r.id == parcel.id).split == "train"
+        set_labels(s, project, parcel.id, [])
+        assert update_utterance(s, project, parcel.id, split="unlabelled").split == "unlabelled"

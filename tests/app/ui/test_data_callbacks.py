@@ -47,3 +47,14 @@ def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
     data_tab.save(ctx, demo, row["id"], row["version"], row["text"] + "!", [], "train", "a")
     msg = data_tab.save(ctx, demo, row["id"], row["version"], row["text"], [], "train", "b")
     assert "changed by someone else" in msg
+
+
+def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
+    data_tab.add(ctx, demo, "is my parcel lost", [], "unlabelled")
+    row = next(r for r in _rows(ctx, demo) if r["text"] == "is my parcel lost")
+    # the split dropdown still says `unlabelled`, as the row was loaded
+    data_tab.save(
+        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "unlabelled", "local"
+    )
+    saved = next(r for r in _rows(ctx, demo) if r["text"] == "is my parcel lost")
+    assert (saved["split"], saved["intents"]) == ("train", "track_order")
