@@ -1,5 +1,13 @@
 """Engine and session creation. SQLite gets WAL, foreign keys and a busy timeout; any SQLAlchemy
-URL works (PostgreSQL for a team). The schema is brought up to date by Alembic on open."""
+URL works (PostgreSQL for a team). The schema is brought up to date by Alembic on open.
+
+Two kinds of transaction: :meth:`Database.session` (reads, and writes that do not read first) and
+:meth:`Database.write` (read-then-write changes such as labelling). On SQLite a ``write`` takes the
+write lock when it begins (``BEGIN IMMEDIATE``), so two people saving at once queue up for the
+busy timeout instead of one failing at once with "database is locked" when its read snapshot went
+stale. A lock still held past the timeout becomes :class:`~storage.errors.BusyError`, a message
+for people, never raw SQL.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+
+from storage.errors import BusyError
 
 logger = logging.getLogger(__name__)
 
@@ -28,19 +39,28 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=15000")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
 
 
+IMMEDIATE = "sqlite_begin_immediate"
+
+
 def _on_sqlite_begin(conn: Any) -> None:
-    conn.exec_driver_sql("BEGIN")
+    immediate = conn.get_execution_options().get(IMMEDIATE)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine; for SQLite, configure WAL, foreign keys and explicit transactions."""
+BUSY_TIMEOUT = 15.0  # seconds a SQLite transaction waits for another writer's lock
+
+
+def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
+    """Create an engine; for SQLite, configure WAL, foreign keys, explicit transactions and how
+    long to wait for another writer's lock (``busy_timeout`` seconds)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 15, "check_same_thread": False})
+        engine = create_engine(
+            url, connect_args={"timeout": busy_timeout, "check_same_thread": False}
+        )
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
@@ -61,20 +81,43 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
+@contextmanager
+def _busy_as_message() -> Iterator[None]:
+    try:
+        yield
+    except OperationalError as exc:
+        if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+            raise BusyError(
+                "The database is busy with another change (an import or someone else's save); "
+                "nothing was changed. Try again in a moment."
+            ) from exc
+        raise
+
+
 class Database:
     """An engine plus a session factory. ``with db.session() as s:`` is one transaction that commits
     on success and rolls back on any exception."""
 
-    def __init__(self, url: str, *, apply_migrations: bool = True) -> None:
+    def __init__(
+        self, url: str, *, apply_migrations: bool = True, busy_timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, busy_timeout=busy_timeout)
         if apply_migrations:
             migrate(self.engine)
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
+        writer = self.engine.execution_options(**{IMMEDIATE: True})
+        self._write_factory = sessionmaker(writer, expire_on_commit=False)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        with self._factory() as s, s.begin():
+        with _busy_as_message(), self._factory() as s, s.begin():
+            yield s
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction that reads and then writes: it holds the write lock from its start."""
+        with _busy_as_message(), self._write_factory() as s, s.begin():
             yield s
 
     def dispose(self) -> None:

@@ -13,3 +13,7 @@ class NotFoundError(StorageError):
 
 class ConflictError(StorageError):
     """Someone else changed the row since it was read (optimistic locking)."""
+
+
+class BusyError(StorageError):
+    """The database stayed locked by another writer past the busy timeout; nothing was changed."""

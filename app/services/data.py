@@ -79,7 +79,7 @@ def add_utterance(
     *,
     user_id: int | None = None,
 ) -> dict[str, Any]:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         row = repo.add_utterance(
             s,
             _project_id(s, project, write=True),
@@ -106,7 +106,7 @@ def label_utterance(
     one labelling rule (:func:`storage.utterances.labelled_split`): an utterance that gets an
     intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once."""
     names = parse_label_input(labels)
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         pid = _project_id(s, project, write=True)
         current = repo.get_utterance(s, pid, utterance_id)
         if text is not None and text.strip() != current.text:
@@ -140,7 +140,7 @@ def label_many(
 ) -> int:
     """Label several utterances at once (lasso on the map); one transaction."""
     names = parse_label_input(labels)
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         pid = _project_id(s, project, write=True)
         for uid in utterance_ids:
             repo.set_labels(s, pid, uid, names, user_id=_acting_user(user_id))
@@ -155,7 +155,7 @@ def move_split(
     *,
     user_id: int | None = None,
 ) -> int:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         pid = _project_id(s, project, write=True)
         for uid in utterance_ids:
             repo.update_utterance(s, pid, uid, split=split, user_id=_acting_user(user_id))
@@ -171,7 +171,7 @@ def edit_text(
     expected_version: int | None = None,
     user_id: int | None = None,
 ) -> dict[str, Any]:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         row = repo.update_utterance(
             s,
             _project_id(s, project, write=True),
@@ -186,35 +186,35 @@ def edit_text(
 def delete_utterance(
     ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None
 ) -> None:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         repo.delete_utterance(
             s, _project_id(s, project, write=True), utterance_id, user_id=_acting_user(user_id)
         )
 
 
 def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         return repo_projects.create_intent(
             s, _project_id(s, project, write=True), name, description
         ).name
 
 
 def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         return repo_projects.rename_intent(s, _project_id(s, project, write=True), old, new).name
 
 
 def merge_intents(
     ctx: AppContext, project: str, sources: list[str], target: str, *, user_id: int | None = None
 ) -> int:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         return repo_projects.merge_intents(
             s, _project_id(s, project, write=True), sources, target, user_id=_acting_user(user_id)
         )
 
 
 def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         return repo_projects.delete_intent(
             s, _project_id(s, project, write=True), name, user_id=_acting_user(user_id)
         )
@@ -222,7 +222,7 @@ def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | No
 
 def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
     """Undo the last label change (a whole batch, e.g. a merge). Returns what was undone."""
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         events = repo.undo_last(
             s, _project_id(s, project, write=True), user_id=_acting_user(user_id)
         )

@@ -64,7 +64,7 @@ def import_utterances(
     from storage.errors import NotFoundError
     from storage.projects import ensure_writable, intents_by_name
 
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         try:
             proj = get_project(s, project)
         except NotFoundError:

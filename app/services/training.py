@@ -73,7 +73,7 @@ def request_retrain(
     cfg = TrainConfig.from_dict(encoder_config)  # raises ValueError for out-of-range settings
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         p = get_project(s, project)
         ensure_writable(p)
         existing = jobs.active_job(s, p.id)

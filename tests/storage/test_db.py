@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import text
 
 
@@ -18,3 +19,61 @@ def test_migrations_are_idempotent(tmp_path):
     url = sqlite_url(tmp_path / "x.db")
     Database(url).dispose()
     Database(url).dispose()  # second open must not fail or duplicate anything
+
+
+def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(tmp_path):
+    """Ten writers that each read a counter and write it back: with write() every one lands (the
+    write lock is taken at BEGIN), none sees 'database is locked', no update is lost."""
+    import threading
+
+    from storage.db import Database, sqlite_url
+    from storage.projects import create_project, get_project
+
+    db = Database(sqlite_url(tmp_path / "c.db"))
+    with db.session() as s:
+        create_project(s, "p", description="0")
+    errors: list[BaseException] = []
+
+    def bump() -> None:
+        try:
+            with db.write() as s:
+                p = get_project(s, "p")
+                value = int(p.description)
+                threading.Event().wait(0.02)  # a slow save: the others must wait, not fail
+                p.description = str(value + 1)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=bump) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with db.session() as s:
+        assert get_project(s, "p").description == "10"
+    assert errors == []
+    db.dispose()
+
+
+def test_a_lock_held_past_the_timeout_is_a_message_not_sql(tmp_path):
+    import sqlite3
+
+    from storage.db import Database, sqlite_url
+    from storage.errors import BusyError
+    from storage.projects import create_project
+
+    path = tmp_path / "b.db"
+    db = Database(sqlite_url(path), busy_timeout=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with (
+            pytest.raises(BusyError, match="busy with another change") as info,
+            db.write() as s,
+        ):
+            create_project(s, "q")
+        assert "SQL" not in str(info.value) and "INSERT" not in str(info.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        db.dispose()
