@@ -112,6 +112,13 @@ def list_utterances(
     return [_row(u, labels.get(u.id, [])) for u in utts]
 
 
+def rows_by_id(s: Session, project_id: int, ids: Sequence[int]) -> list[UtteranceRow]:
+    """The project's utterances with these ids, in the order given (unknown ids refused)."""
+    utts = [get_utterance(s, project_id, i) for i in ids]
+    labels = _labels_of(s, [u.id for u in utts]) if utts else {}
+    return [_row(u, labels[u.id]) for u in utts]
+
+
 def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[UtteranceRow]:
     """The utterances of ``split`` that carry at least one label: the k-NN classifier's pool."""
     rows = s.execute(

@@ -130,23 +130,6 @@ def label_utterance(
     return asdict(row)
 
 
-def label_many(
-    ctx: AppContext,
-    project: str,
-    utterance_ids: list[int],
-    labels: str | list[str] | None,
-    *,
-    user_id: int | None = None,
-) -> int:
-    """Label several utterances at once (lasso on the map); one transaction."""
-    names = parse_label_input(labels)
-    with ctx.db.write() as s:
-        pid = _project_id(s, project, write=True)
-        for uid in utterance_ids:
-            repo.set_labels(s, pid, uid, names, user_id=_acting_user(user_id))
-    return len(utterance_ids)
-
-
 def move_split(
     ctx: AppContext,
     project: str,

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from app.context import AppContext
+from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import maps as svc
 from app.services.versions import BASE
@@ -129,12 +130,38 @@ def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
     return problem(err or "") if err or ex is None else evidence_markdown(ex)
 
 
-def label(ctx: AppContext, proj: str, ids_text: str, intent: str | None) -> str:
+def preview(
+    ctx: AppContext, proj: str | None, ids_text: str, intent: str | None, relabel: bool
+) -> str:
+    """What Label would do to the selection, before anything changes."""
+    ids = parse_ids(ids_text)
+    if not proj or not ids or not intent:
+        return ""
+    plan, err = attempt(
+        lambda: bulk_svc.plan_label(ctx, proj, ids, [intent], relabel_labelled=relabel)
+    )
+    return problem(err or "") if err or plan is None else plan.summary()
+
+
+def label(ctx: AppContext, proj: str, ids_text: str, intent: str | None, relabel: bool) -> str:
+    """Label the selection as one batch; already labelled points are left unless ``relabel``."""
     ids = parse_ids(ids_text)
     if not ids:
         return problem("Select points on the map first (lasso or box select).")
-    n, err = attempt(lambda: data_svc.label_many(ctx, proj, ids, [intent] if intent else []))
-    return problem(err) if err else ok(f"Labelled {n} utterances as {intent or '(none)'}.")
+    done, err = attempt(
+        lambda: bulk_svc.label_many(
+            ctx, proj, ids, [intent] if intent else [], relabel_labelled=relabel
+        )
+    )
+    if err or done is None:
+        return problem(err or "")
+    left = (
+        f" Left {len(done.labelled)} already labelled as they were."
+        if done.labelled and not done.relabel_labelled
+        else ""
+    )
+    undo = " Undo (Data tab) reverts the whole batch." if done.change else ""
+    return ok(f"Labelled {len(done.change)} utterance(s) as {done.target_text}.{left}{undo}")
 
 
 def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
@@ -163,6 +190,12 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         label_as = gr.Dropdown(
             label="Label selection as", allow_custom_value=True, choices=[], scale=2
         )
+        relabel = gr.Checkbox(
+            label="also relabel points that already have an intent",
+            value=False,
+            scale=2,
+            elem_id="map-relabel",
+        )
         label_btn = gr.Button("Label", scale=1, elem_id="map-label")
         split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
@@ -186,9 +219,17 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn.click(
         bind(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
     )
+    for change in (selected.change, label_as.change, relabel.change):
+        change(
+            bind(preview, ctx),
+            [project, selected, label_as, relabel],
+            [action],
+            api_visibility="private",
+            show_progress="hidden",
+        )
     label_btn.click(
         guarded(ctx, "designer")(bind(label, ctx)),
-        [project, selected, label_as],
+        [project, selected, label_as, relabel],
         [action],
         api_name="map_label",
     ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from app.services import data as data_svc
+from app.services import bulk as bulk_svc
 from app.services import maps as svc
 from app.services.versions import BASE
 
@@ -17,7 +17,9 @@ def test_map_is_cached_and_survives_relabelling(ctx, demo):
     assert len(files) == 1
     # labels are not part of the key: relabelling recolours without re-projecting
     unlabelled = [i for i, s in zip(first.ids, first.splits, strict=True) if s == "unlabelled"]
-    assert data_svc.label_many(ctx, demo, unlabelled[:2], ["talk_to_human"]) == 2
+    assert bulk_svc.label_many(ctx, demo, unlabelled[:2], ["talk_to_human"]).change == tuple(
+        unlabelled[:2]
+    )
     again = svc.get_map(ctx, demo, method="pca")
     assert again is not None
     assert (again.points == first.points).all()

@@ -1,0 +1,51 @@
+"""Bulk labelling is safe: a preview says what changes and what is protected, already labelled
+utterances (test ones included) are left alone unless the person chooses otherwise, and the whole
+batch is one Undo."""
+
+from __future__ import annotations
+
+from app.services import bulk as bulk_svc
+from app.services import data as data_svc
+
+
+def _mixed_selection(ctx, demo) -> tuple[list[int], dict[int, tuple[str, str]]]:
+    """A lasso that catches unlabelled points and labelled ones (train and test)."""
+    for text in ("my parcel is lost somewhere", "no idea where the box went", "parcel gone"):
+        data_svc.add_utterance(ctx, demo, text, [], "unlabelled")
+    rows = data_svc.table(ctx, demo)
+    unlabelled = [r["id"] for r in rows if r["split"] == "unlabelled"][:3]
+    train = [r["id"] for r in rows if r["split"] == "train" and r["intents"]][:4]
+    test = [r["id"] for r in rows if r["split"] == "test" and r["intents"]][:2]
+    before = {r["id"]: (r["intents"], r["split"]) for r in rows}
+    return unlabelled + train + test, before
+
+
+def test_the_preview_counts_what_changes_and_what_is_protected(ctx, demo):
+    ids, before = _mixed_selection(ctx, demo)
+    plan = bulk_svc.plan_label(ctx, demo, ids, ["lost_parcel"])
+    assert plan.selected == len(ids) and len(plan.fresh) == 3 and len(plan.labelled) == 6
+    assert plan.labelled_test == 2
+    assert plan.change == plan.fresh
+    assert "will be left as they are" in plan.summary()
+    assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
+
+
+def test_labelled_rows_are_left_by_default_and_one_undo_reverts_the_batch(ctx, demo):
+    ids, before = _mixed_selection(ctx, demo)
+    done = bulk_svc.label_many(ctx, demo, ids, ["lost_parcel"])
+    after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    assert all(after[i] == ("lost_parcel", "train") for i in done.fresh)  # joined the pool
+    assert all(after[i] == before[i] for i in done.labelled)  # protected, test rows included
+    assert "3 label change(s)" in data_svc.undo(ctx, demo)  # one click, the whole batch
+    assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
+
+
+def test_relabelling_labelled_rows_is_an_explicit_choice(ctx, demo):
+    ids, before = _mixed_selection(ctx, demo)
+    done = bulk_svc.label_many(ctx, demo, ids, ["lost_parcel"], relabel_labelled=True)
+    assert len(done.change) == len(ids)
+    after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    assert all(after[i][0] == "lost_parcel" for i in ids)
+    assert all(after[i][1] == "test" for i in ids if before[i][1] == "test")  # split kept
+    data_svc.undo(ctx, demo)
+    assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
