@@ -191,7 +191,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             label="Label selection as", allow_custom_value=True, choices=[], scale=2
         )
         relabel = gr.Checkbox(
-            label="also relabel points that already have an intent",
+            label="relabel labelled points too",
             value=False,
             scale=2,
             elem_id="map-relabel",
