@@ -17,14 +17,15 @@ T = TypeVar("T")
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, PermissionError)
 
 
+# Plain symbols (✓ ⚠) rather than emoji: they render with the fonts every machine has.
 def ok(message: str) -> str:
-    return f"✅ {message}"
+    return f"✓ {message}"
 
 
 def problem(message: str) -> str:
     # Messages may quote user text; render as code so markdown/HTML in it stays inert.
     body = html.escape(message)
-    return f"⚠️ <pre class='problem'>{body}</pre>"
+    return f"⚠ <pre class='problem'>{body}</pre>"
 
 
 def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:

@@ -77,13 +77,13 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex.get("sentence", "")))
     lines = [f"**“{esc(ex['text'])}”** (#{ex.get('id')}, {esc(str(ex.get('split', '')))})", ""]
     if ex.get("gold"):
-        verdict = "✅ correct" if ex.get("correct") else "❌ wrong"
+        verdict = "✓ correct" if ex.get("correct") else "✗ wrong"
         lines += [f"Gold: {esc(', '.join(ex['gold']))} · {verdict}", ""]
     lines += [sentence, "", f"score {ex['score']:.2f} · margin {ex['margin']:.2f}"]
     if ex.get("ambiguous"):
-        lines.append("⚠️ Close call: the runner-up is almost as similar.")
+        lines.append("⚠ Close call: the runner-up is almost as similar.")
     if ex.get("borderline"):
-        lines.append("⚠️ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex["borderline_reason"])))
+        lines.append("⚠ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex["borderline_reason"])))
     if ex.get("neighbours"):
         lines += ["", "Nearest labelled examples:"]
         lines += [
@@ -200,7 +200,10 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
     action = gr.Markdown(elem_id="map-action")
-    clicked = gr.Textbox(label="Clicked id", elem_id="map-clicked", max_lines=1)
+    # Written by the plot's click handler (ids as text); internal, so hidden.
+    clicked = gr.Textbox(
+        label="Clicked id", elem_id="map-clicked", max_lines=1, elem_classes=["hidden-trigger"]
+    )
     explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
 

@@ -31,7 +31,7 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", html.escape(ex.get("sentence", "")))
     lines = [sentence, "", f"score {result['score']:.2f} · margin {result['margin']:.2f}"]
     if ex.get("ambiguous"):
-        lines.append("⚠️ Close call: the runner-up intent is almost as similar.")
+        lines.append("⚠ Close call: the runner-up intent is almost as similar.")
     if result.get("probabilities") is not None:
         theta = result.get("threshold", 0.3)
         chosen = ", ".join(
@@ -41,7 +41,9 @@ def explanation_markdown(result: dict[str, Any]) -> str:
         lines.insert(0, f"Multi-label decision (θ = {theta:.2f}): {chosen or 'no intent'}.")
     if ex.get("borderline"):
         reason = html.escape(ex.get("borderline_reason", ""))
-        lines.append("⚠️ Borderline: " + re.sub(r"\*([^*\n]+)\*", r"**\1**", reason))
+        lines.append(
+            "⚠ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", reason)
+        )  # reason says "Borderline:"
     return "\n\n".join(lines)
 
 
@@ -52,13 +54,21 @@ def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
     ranked_df = pd.DataFrame(
         [
-            [r["intent"], r["score"], r["best"]["text"], r["best"]["similarity"]]
+            [
+                r["intent"],
+                round(r["score"], 2),
+                r["best"]["text"],
+                round(r["best"]["similarity"], 2),
+            ]
             for r in result["intents"]
         ],
         columns=["intent", "score", "nearest example of this intent", "similarity"],
     )
     neigh_df = pd.DataFrame(
-        [[n["text"], "|".join(n["labels"]), n["similarity"]] for n in result["neighbours"]],
+        [
+            [n["text"], "|".join(n["labels"]), round(n["similarity"], 2)]
+            for n in result["neighbours"]
+        ],
         columns=["labelled example", "intents", "similarity"],
     )
     return (

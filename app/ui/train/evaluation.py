@@ -89,7 +89,13 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
         f1_plot = gr.Plot(label="Per-intent F1", elem_id="eval-f1")
         confusion_plot = gr.Plot(label="Confusion matrix (click a cell)", elem_id="eval-confusion")
     worst = gr.Dataframe(label="Most confused intent pairs", interactive=False, elem_id="worst")
-    cell = gr.Textbox(label="Confusion cell (gold → predicted)", elem_id="eval-cell", max_lines=1)
+    # Written by the heatmap's click handler; internal, so hidden.
+    cell = gr.Textbox(
+        label="Confusion cell (gold → predicted)",
+        elem_id="eval-cell",
+        max_lines=1,
+        elem_classes=["hidden-trigger"],
+    )
     cell_btn = gr.Button("Show", elem_id="eval-cell-btn", elem_classes=["hidden-trigger"])
     cell_rows = gr.Dataframe(label="Test utterances in that cell", interactive=False)
     evaluate_btn.click(

@@ -30,7 +30,7 @@ def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
 
 def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
     msg, cleared = data_tab.add(ctx, demo, "my parcel never came", [], "unlabelled")
-    assert msg.startswith("✅ Added") and cleared == ""
+    assert msg.startswith("✓ Added") and cleared == ""
     row = next(r for r in _rows(ctx, demo) if r["text"] == "my parcel never came")
     assert row["split"] == "unlabelled" and row["intents"] == ""
     saved = data_tab.save(
