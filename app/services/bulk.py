@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.context import AppContext
-from app.services.data import _acting_user, _project_id, parse_label_input
+from app.services.data import acting_user, parse_label_input, project_id_in
 from storage import utterances as repo
 
 
@@ -86,7 +86,7 @@ def plan_label(
 ) -> BulkPlan:
     """What :func:`label_many` would do, without doing it (the preview)."""
     with ctx.db.session() as s:
-        pid = _project_id(s, project)
+        pid = project_id_in(s, project)
         return _plan(s, pid, utterance_ids, parse_label_input(labels), relabel_labelled)
 
 
@@ -104,8 +104,8 @@ def label_many(
     target = parse_label_input(labels)
     batch = str(uuid.uuid4())
     with ctx.db.write() as s:
-        pid = _project_id(s, project, write=True)
+        pid = project_id_in(s, project, write=True)
         plan = _plan(s, pid, utterance_ids, target, relabel_labelled)
         for uid in plan.change:
-            repo.set_labels(s, pid, uid, target, user_id=_acting_user(user_id), batch=batch)
+            repo.set_labels(s, pid, uid, target, user_id=acting_user(user_id), batch=batch)
     return plan

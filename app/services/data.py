@@ -14,12 +14,13 @@ from storage.projects import ensure_writable, get_project
 COLUMNS = ["id", "text", "intents", "split", "version"]
 
 
-def _acting_user(user_id: int | None) -> int | None:
+def acting_user(user_id: int | None) -> int | None:
     """The given user, or the one on whose behalf this request runs (for the audit log)."""
     return user_id if user_id is not None else current_user_id()
 
 
-def _project_id(s: Any, project: str, *, write: bool = False) -> int:
+def project_id_in(s: Any, project: str, *, write: bool = False) -> int:
+    """The project's id within session ``s``; with ``write``, refused for a read-only project."""
     p = get_project(s, project)
     if write:
         ensure_writable(p)
@@ -45,7 +46,7 @@ def table(
 ) -> list[dict[str, Any]]:
     """Rows for the utterance table, filtered by intent (``(none)`` = unlabelled), split, text."""
     with ctx.db.session() as s:
-        pid = _project_id(s, project)
+        pid = project_id_in(s, project)
         rows = repo.list_utterances(
             s, pid, intent=intent or None, split=split or None, search=search or None, limit=limit
         )
@@ -63,7 +64,7 @@ def table(
 
 def intents(ctx: AppContext, project: str) -> list[dict[str, Any]]:
     with ctx.db.session() as s:
-        return [asdict(i) for i in repo_projects.list_intents(s, _project_id(s, project))]
+        return [asdict(i) for i in repo_projects.list_intents(s, project_id_in(s, project))]
 
 
 def intent_names(ctx: AppContext, project: str) -> list[str]:
@@ -82,11 +83,11 @@ def add_utterance(
     with ctx.db.write() as s:
         row = repo.add_utterance(
             s,
-            _project_id(s, project, write=True),
+            project_id_in(s, project, write=True),
             text,
             parse_label_input(labels),
             split=split,
-            user_id=_acting_user(user_id),
+            user_id=acting_user(user_id),
         )
     return asdict(row)
 
@@ -107,7 +108,7 @@ def label_utterance(
     intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once."""
     names = parse_label_input(labels)
     with ctx.db.write() as s:
-        pid = _project_id(s, project, write=True)
+        pid = project_id_in(s, project, write=True)
         current = repo.get_utterance(s, pid, utterance_id)
         if text is not None and text.strip() != current.text:
             repo.update_utterance(
@@ -116,7 +117,7 @@ def label_utterance(
                 utterance_id,
                 text=text,
                 expected_version=expected_version,
-                user_id=_acting_user(user_id),
+                user_id=acting_user(user_id),
             )
             expected_version = None  # checked just now; the edit bumped it
         if expected_version is not None and current.version != expected_version:
@@ -125,7 +126,7 @@ def label_utterance(
                 f"(now: {current.text!r}); reload and try again."
             )
         row = repo.set_labels(
-            s, pid, utterance_id, names, split=split or None, user_id=_acting_user(user_id)
+            s, pid, utterance_id, names, split=split or None, user_id=acting_user(user_id)
         )
     return asdict(row)
 
@@ -139,9 +140,9 @@ def move_split(
     user_id: int | None = None,
 ) -> int:
     with ctx.db.write() as s:
-        pid = _project_id(s, project, write=True)
+        pid = project_id_in(s, project, write=True)
         for uid in utterance_ids:
-            repo.update_utterance(s, pid, uid, split=split, user_id=_acting_user(user_id))
+            repo.update_utterance(s, pid, uid, split=split, user_id=acting_user(user_id))
     return len(utterance_ids)
 
 
@@ -157,11 +158,11 @@ def edit_text(
     with ctx.db.write() as s:
         row = repo.update_utterance(
             s,
-            _project_id(s, project, write=True),
+            project_id_in(s, project, write=True),
             utterance_id,
             text=text,
             expected_version=expected_version,
-            user_id=_acting_user(user_id),
+            user_id=acting_user(user_id),
         )
     return asdict(row)
 
@@ -171,20 +172,20 @@ def delete_utterance(
 ) -> None:
     with ctx.db.write() as s:
         repo.delete_utterance(
-            s, _project_id(s, project, write=True), utterance_id, user_id=_acting_user(user_id)
+            s, project_id_in(s, project, write=True), utterance_id, user_id=acting_user(user_id)
         )
 
 
 def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
     with ctx.db.write() as s:
         return repo_projects.create_intent(
-            s, _project_id(s, project, write=True), name, description
+            s, project_id_in(s, project, write=True), name, description
         ).name
 
 
 def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
     with ctx.db.write() as s:
-        return repo_projects.rename_intent(s, _project_id(s, project, write=True), old, new).name
+        return repo_projects.rename_intent(s, project_id_in(s, project, write=True), old, new).name
 
 
 def merge_intents(
@@ -192,14 +193,14 @@ def merge_intents(
 ) -> int:
     with ctx.db.write() as s:
         return repo_projects.merge_intents(
-            s, _project_id(s, project, write=True), sources, target, user_id=_acting_user(user_id)
+            s, project_id_in(s, project, write=True), sources, target, user_id=acting_user(user_id)
         )
 
 
 def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
     with ctx.db.write() as s:
         return repo_projects.delete_intent(
-            s, _project_id(s, project, write=True), name, user_id=_acting_user(user_id)
+            s, project_id_in(s, project, write=True), name, user_id=acting_user(user_id)
         )
 
 
@@ -207,7 +208,7 @@ def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
     """Undo the last label change (a whole batch, e.g. a merge). Returns what was undone."""
     with ctx.db.write() as s:
         events = repo.undo_last(
-            s, _project_id(s, project, write=True), user_id=_acting_user(user_id)
+            s, project_id_in(s, project, write=True), user_id=acting_user(user_id)
         )
         if not events:
             return "Nothing to undo."
@@ -224,7 +225,7 @@ def activity(ctx: AppContext, project: str, limit: int = 200) -> list[dict[str, 
     from storage.users import list_users
 
     with ctx.db.session() as s:
-        pid = _project_id(s, project)
+        pid = project_id_in(s, project)
         users = {u.id: u.name for u in list_users(s)}
         return [
             {
