@@ -1,4 +1,5 @@
-"""Utterances, their labels, the label audit log and undo (bulk imports: :mod:`storage.imports`)."""
+"""Utterances, their labels and the label audit log (undo: :mod:`storage.audit`; bulk imports:
+:mod:`storage.imports`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
@@ -167,6 +168,15 @@ def _resolve_intents(
     return out
 
 
+def replace_labels(s: Session, u: Utterance, intents: Sequence[Intent]) -> None:
+    """Give ``u`` exactly these intents (a statement, not the cached collection, so several
+    changes to one utterance in one session all count)."""
+    s.execute(delete(Label).where(Label.utterance_id == u.id))
+    s.add_all(Label(utterance_id=u.id, intent_id=i.id) for i in intents)
+    s.flush()
+    s.expire(u, ["labels"])
+
+
 def _log(
     s: Session,
     u: Utterance,
@@ -262,11 +272,7 @@ def set_labels(
     moved = split_before != split_after
     if before == after and not moved:
         return _row(u, after)
-    for label in list(u.labels):
-        s.delete(label)
-    s.flush()
-    for intent in intents:
-        s.add(Label(utterance_id=u.id, intent_id=intent.id))
+    replace_labels(s, u, intents)
     u.split = split_after
     u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
     shown = (split_before, split_after) if moved else (None, None)
@@ -315,11 +321,18 @@ def update_utterance(
 
 
 def delete_utterance(
-    s: Session, project_id: int, utterance_id: int, *, user_id: int | None = None
+    s: Session,
+    project_id: int,
+    utterance_id: int,
+    *,
+    user_id: int | None = None,
+    batch: str | None = None,
 ) -> None:
+    """Delete an utterance. Its event keeps the text, labels and split, so an undo brings it back
+    (:func:`storage.audit.undo_batch`)."""
     u = get_utterance(s, project_id, utterance_id)
     labels = _labels_of(s, [u.id])[u.id]
-    _log(s, u, labels, [], "delete", user_id, split_before=u.split)
+    _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
     s.flush()
     s.delete(u)
     s.flush()
@@ -331,62 +344,3 @@ def _check_version(u: Utterance, expected: int | None) -> None:
             f"Utterance #{u.id} was changed by someone else since you loaded it "
             f"(now: {u.text!r}); reload and try again."
         )
-
-
-def undo_last(s: Session, project_id: int, *, user_id: int | None = None) -> list[LabelEvent]:
-    """Undo the most recent not-yet-undone label change (a whole batch). Returns the undone events;
-    empty when there is nothing to undo."""
-    last = s.scalar(
-        select(LabelEvent)
-        .where(
-            LabelEvent.project_id == project_id,
-            LabelEvent.undone.is_(False),
-            LabelEvent.action.in_(["label", "merge", "delete_intent", "split", "add"]),
-        )
-        .order_by(LabelEvent.id.desc())
-        .limit(1)
-    )
-    if last is None:
-        return []
-    events = list(
-        s.scalars(
-            select(LabelEvent).where(
-                LabelEvent.project_id == project_id, LabelEvent.batch == last.batch
-            )
-        )
-    )
-    undo_batch = str(uuid.uuid4())
-    for ev in events:
-        ev.undone = True
-        if ev.utterance_id is None:
-            continue
-        u = s.get(Utterance, ev.utterance_id)
-        if u is None:
-            continue
-        if ev.action == "add":
-            delete_utterance(s, project_id, u.id, user_id=user_id)
-            continue
-        if ev.split_before is not None and ev.split_before != u.split:
-            u.split = ev.split_before
-            s.flush()
-        intents = _resolve_intents(s, project_id, ev.before, create_missing=True)
-        current = _labels_of(s, [u.id])[u.id]
-        for label in list(u.labels):
-            s.delete(label)
-        s.flush()
-        for intent in intents:
-            s.add(Label(utterance_id=u.id, intent_id=intent.id))
-        _log(s, u, current, list(ev.before), "undo", user_id, undo_batch)
-    s.flush()
-    return events
-
-
-def recent_events(s: Session, project_id: int, limit: int = 100) -> list[LabelEvent]:
-    return list(
-        s.scalars(
-            select(LabelEvent)
-            .where(LabelEvent.project_id == project_id)
-            .order_by(LabelEvent.id.desc())
-            .limit(limit)
-        )
-    )

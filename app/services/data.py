@@ -7,6 +7,7 @@ from typing import Any
 
 from app.auth import current_user_id
 from app.context import AppContext
+from storage import audit
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.projects import ensure_writable, get_project
@@ -204,37 +205,55 @@ def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | No
         )
 
 
+def _undone_message(events: list[Any]) -> str:
+    if not events:
+        return "Nothing to undo."
+    first = events[0]
+    if len(events) > 1:
+        return f"Undid {first.action} of {len(events)} utterance(s)."
+    back = ", ".join(first.before) or "no intent"
+    what = "delete" if first.action == "delete" else first.action
+    return f"Undid {what} of {first.utterance_text[:60]!r}: back to {back}."
+
+
 def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
-    """Undo the last label change (a whole batch, e.g. a merge). Returns what was undone."""
+    """Undo the last change still in effect (a whole batch, e.g. a merge). Says what was undone."""
     with ctx.db.write() as s:
-        events = repo.undo_last(
-            s, project_id_in(s, project, write=True), user_id=acting_user(user_id)
-        )
-        if not events:
-            return "Nothing to undo."
-        first = events[0]
-        what = (
-            f"{len(events)} label change(s)"
-            if len(events) > 1
-            else f"{first.action} of {first.utterance_text[:60]!r}"
-        )
-        return f"Undid {what}: back to {', '.join(first.before) or 'no intent'}."
+        pid = project_id_in(s, project, write=True)
+        return _undone_message(audit.undo_last(s, pid, user_id=acting_user(user_id)))
 
 
-def activity(ctx: AppContext, project: str, limit: int = 200) -> list[dict[str, Any]]:
+def undo_batch(ctx: AppContext, project: str, batch: str, *, user_id: int | None = None) -> str:
+    """Undo one earlier change (a batch from :func:`activity`), if later edits did not touch it."""
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        events = audit.undo_batch(s, pid, batch.strip(), user_id=acting_user(user_id))
+        return _undone_message(events)
+
+
+ACTIVITY_COLUMNS = ["when", "user", "action", "utterances", "example", "state", "batch"]
+
+
+def activity(ctx: AppContext, project: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The project's recent changes, newest first, one row per batch (an action on many
+    utterances is one row), with whether it can still be undone."""
     from storage.users import list_users
 
     with ctx.db.session() as s:
         pid = project_id_in(s, project)
         users = {u.id: u.name for u in list_users(s)}
-        return [
-            {
-                "when": e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                "user": users.get(e.user_id or -1, "local"),
-                "action": e.action + (" (undone)" if e.undone else ""),
-                "utterance": e.utterance_text,
-                "before": "|".join(e.before),
-                "after": "|".join(e.after),
-            }
-            for e in repo.recent_events(s, pid, limit)
-        ]
+        batches = audit.recent_batches(s, pid, limit)
+    return [
+        {
+            "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            "user": users.get(b.user_id or -1, "local"),
+            "action": b.action,
+            "utterances": b.size,
+            "example": b.example[:80],
+            "state": (
+                "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"
+            ),
+            "batch": b.id,
+        }
+        for b in batches
+    ]

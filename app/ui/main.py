@@ -7,12 +7,11 @@ from importlib import resources
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 
 from app.auth import actor
 from app.context import AppContext
-from app.services import data as data_svc
 from app.services import projects as project_svc
+from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
@@ -54,21 +53,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Map", id="map") as map_tab_item:
                 map_tab = build_map_tab(ctx, project, user)
             with gr.Tab("Activity", id="activity") as activity_tab:
-                gr.Markdown("Every label change, who made it and when (newest first).")
-                activity = gr.Dataframe(
-                    headers=["when", "user", "action", "utterance", "before", "after"],
-                    interactive=False,
-                    wrap=True,
-                    elem_id="activity",
-                )
+                activity = build_activity_tab(ctx, project)
 
-        def show_activity(proj: str | None) -> Any:
-            rows = attempt(lambda: data_svc.activity(ctx, proj))[0] if proj else None
-            return pd.DataFrame(
-                rows or [], columns=["when", "user", "action", "utterance", "before", "after"]
-            )
-
-        activity_tab.select(show_activity, [project], [activity], api_visibility="private")
+        activity_tab.select(*activity["refresh"], api_visibility="private")
 
         def show_summary(proj: str | None, request: gr.Request) -> str:
             if ctx.settings.multi_user:

@@ -65,7 +65,7 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
     assert len(data_svc.table(team, demo)) == before
     assert guarded(demo, "where's my stuff now", request=Request("dana")) == "added"
     who = data_svc.activity(team, demo)[0]
-    assert who["user"] == "dana" and who["utterance"] == "where's my stuff now"
+    assert who["user"] == "dana" and who["example"] == "where's my stuff now"
 
 
 def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):

@@ -5,16 +5,14 @@ from __future__ import annotations
 import pytest
 
 from storage import StorageError
+from storage.audit import undo_last
 from storage.projects import (
     delete_intent,
     list_intents,
     merge_intents,
     rename_intent,
 )
-from storage.utterances import (
-    list_utterances,
-    undo_last,
-)
+from storage.utterances import list_utterances
 
 
 def test_merge_is_one_undo_batch_and_recreates_deleted_intents(db, project):

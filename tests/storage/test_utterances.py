@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from storage import ConflictError, StorageError
+from storage.audit import undo_last
 from storage.projects import (
     create_intent,
     list_intents,
@@ -17,7 +18,6 @@ from storage.utterances import (
     list_utterances,
     pool_revision,
     set_labels,
-    undo_last,
     update_utterance,
 )
 

@@ -1,0 +1,64 @@
+"""The Activity tab: every change as one row per action (a bulk label of 54 utterances is one
+row), who made it and when; any recent change that later edits did not touch can be undone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.context import AppContext
+from app.services import data as svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+
+
+def show(ctx: AppContext, proj: str | None) -> pd.DataFrame:
+    rows = attempt(lambda: svc.activity(ctx, proj))[0] if proj else None
+    return pd.DataFrame(rows or [], columns=svc.ACTIVITY_COLUMNS)
+
+
+def pick(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[str, str]:
+    row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+    row = frame.iloc[int(row_idx)]
+    what = f"{row['action']} of {row['utterances']} utterance(s) by {row['user']} at {row['when']}"
+    return str(row["batch"]), f"Selected: {what} ({row['state']})."
+
+
+def undo_selected(ctx: AppContext, proj: str, batch: str) -> str:
+    if not batch:
+        return problem("Click a change in the table first.")
+    msg, err = attempt(lambda: svc.undo_batch(ctx, proj, batch))
+    return problem(err) if err else ok(msg or "")
+
+
+def build_activity_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+    gr.Markdown(
+        "Every change, newest first: one row per action, however many utterances it touched. "
+        "Click a row, then **Undo this change**; a change that later edits touched cannot be "
+        "undone until those are."
+    )
+    with gr.Row():
+        picked = gr.Markdown("Click a change to select it.", elem_id="activity-picked")
+        undo_btn = gr.Button("Undo this change", scale=0, elem_id="activity-undo")
+        refresh_btn = gr.Button("Refresh", scale=0)
+    status = gr.Markdown(elem_id="activity-status")
+    table = gr.Dataframe(
+        headers=svc.ACTIVITY_COLUMNS,
+        interactive=False,
+        wrap=True,
+        elem_id="activity",
+        column_widths=["11%", "7%", "8%", "7%", "37%", "18%", "12%"],
+        max_height=560,
+    )
+    batch = gr.Textbox(visible=False)
+    table.select(pick, [table], [batch, picked], api_visibility="private")
+    refresh_btn.click(bind(show, ctx), [project], [table], api_visibility="private")
+    undo_btn.click(
+        guarded(ctx, "designer")(bind(undo_selected, ctx)),
+        [project, batch],
+        [status],
+        api_visibility="private",
+    ).then(bind(show, ctx), [project], [table], api_visibility="private")
+    return {"refresh": (bind(show, ctx), [project], [table])}
