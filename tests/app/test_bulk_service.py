@@ -36,7 +36,7 @@ def test_labelled_rows_are_left_by_default_and_one_undo_reverts_the_batch(ctx, d
     after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
     assert all(after[i] == ("lost_parcel", "train") for i in done.fresh)  # joined the pool
     assert all(after[i] == before[i] for i in done.labelled)  # protected, test rows included
-    assert "3 label change(s)" in data_svc.undo(ctx, demo)  # one click, the whole batch
+    assert "label of 3 utterance(s)" in data_svc.undo(ctx, demo)  # one click, the whole batch
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
 
 
