@@ -7,8 +7,9 @@ import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
@@ -76,19 +77,16 @@ def get_utterance(s: Session, project_id: int, utterance_id: int) -> Utterance:
     return u
 
 
-def list_utterances(
-    s: Session,
+def _filtered(
     project_id: int,
     *,
     intent: str | None = None,
     split: str | None = None,
     search: str | None = None,
     ids: Iterable[int] | None = None,
-    limit: int | None = None,
-) -> list[UtteranceRow]:
-    """Utterances with their labels, filtered by intent name (``"(none)"`` = no label), split and a
-    case-insensitive substring."""
-    q = select(Utterance).where(Utterance.project_id == project_id)
+) -> Select[Any]:
+    """The ids of the project's utterances that pass the filters (see :func:`list_utterances`)."""
+    q = select(Utterance.id).where(Utterance.project_id == project_id)
     if split:
         q = q.where(Utterance.split == split)
     if search:
@@ -105,12 +103,44 @@ def list_utterances(
                 .where(Intent.project_id == project_id, Intent.name == intent)
             )
         )
-    q = q.order_by(Utterance.id)
+    return q
+
+
+def list_utterances(
+    s: Session,
+    project_id: int,
+    *,
+    intent: str | None = None,
+    split: str | None = None,
+    search: str | None = None,
+    ids: Iterable[int] | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[UtteranceRow]:
+    """Utterances with their labels, in id order, filtered by intent name (``"(none)"`` = no
+    label), split and a case-insensitive substring; ``offset``/``limit`` page through them."""
+    wanted = _filtered(project_id, intent=intent, split=split, search=search, ids=ids)
+    q = select(Utterance).where(Utterance.id.in_(wanted)).order_by(Utterance.id)
+    if offset:
+        q = q.offset(offset)
     if limit:
         q = q.limit(limit)
     utts = list(s.scalars(q))
     labels = _labels_of(s, [u.id for u in utts]) if utts else {}
     return [_row(u, labels.get(u.id, [])) for u in utts]
+
+
+def count_utterances(
+    s: Session,
+    project_id: int,
+    *,
+    intent: str | None = None,
+    split: str | None = None,
+    search: str | None = None,
+) -> int:
+    """How many utterances :func:`list_utterances` would list with these filters and no limit."""
+    wanted = _filtered(project_id, intent=intent, split=split, search=search).subquery()
+    return int(s.scalar(select(func.count()).select_from(wanted)) or 0)
 
 
 def rows_by_id(s: Session, project_id: int, ids: Sequence[int]) -> list[UtteranceRow]:

@@ -1,0 +1,181 @@
+"""The labelling queue: one unlabelled utterance at a time with the model's suggestions, in the
+order the annotator picked, and the answers (take a suggestion, send to test, no intent, delete)
+written by the one labelling rule (:func:`app.services.data.label_utterance`).
+
+The model is in the loop: every item's suggestions are computed when it is shown, from the live
+pool, so the labels given a second ago already count. The order is computed for a chunk of
+:data:`CHUNK` items at a time from up to :data:`MAX_CANDIDATES` unlabelled utterances (in file
+order), and recomputed when the chunk is used up, so "most uncertain" follows the new labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services.data import project_id_in
+from core.labelling import farthest_first, most_similar_first, smallest_margin_first
+from storage.utterances import count_utterances, labelled_pool, list_utterances
+
+ORDERS = {
+    "uncertain": "Most uncertain first",
+    "diverse": "Least like anything labelled",
+    "file": "File order",
+    "near": "Near an intent",
+}
+ACTIONS = ("take", "test", "none", "delete")
+CHUNK = 20
+MAX_CANDIDATES = 5000
+SUGGESTIONS = 3
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    intent: str
+    score: float
+    example: str  # the intent's labelled example nearest to the utterance
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """An utterance to label, with the model's suggestions (best first) and its decision."""
+
+    id: int
+    version: int
+    text: str
+    suggestions: tuple[Suggestion, ...]
+    predicted: tuple[str, ...]
+    multi_label: bool
+
+
+def order(
+    ctx: AppContext,
+    project: str,
+    how: str = "uncertain",
+    *,
+    near: str | None = None,
+    exclude: Sequence[int] = (),
+    limit: int = CHUNK,
+) -> list[int]:
+    """The ids of the next ``limit`` unlabelled utterances in the order ``how`` (see
+    :data:`ORDERS`), leaving out ``exclude`` (e.g. the ones skipped in this session)."""
+    if how not in ORDERS:
+        raise ValueError(f"Unknown order {how!r}; use one of {', '.join(ORDERS)}.")
+    if how == "near" and not near:
+        raise ValueError("Pick the intent to label near.")
+    skip = set(exclude)
+    with ctx.db.session() as s:
+        pid = project_id_in(s, project)
+        rows = [
+            r
+            for r in list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
+            if r.id not in skip
+        ][:MAX_CANDIDATES]
+        anchors = [r.text for r in labelled_pool(s, pid) if near in r.labels] if near else []
+    if how == "file" or not rows:
+        return [r.id for r in rows[:limit]]
+    pool = ctx.pool(pid)
+    vectors = ctx.cache.encode(pool.encoder, [r.text for r in rows])
+    if how == "near":
+        if not anchors:
+            raise ValueError(f"{near!r} has no labelled training examples yet.")
+        sims = vectors @ ctx.cache.encode(pool.encoder, anchors).T
+        picks = most_similar_first(sims.max(axis=1))[:limit]
+    elif how == "diverse":
+        nearest = pool.index.search(vectors, 1)
+        pool_sim = np.array([hits[0].similarity if hits else -1.0 for hits in nearest])
+        picks = farthest_first(vectors, pool_sim, limit)
+    else:
+        preds = pool.index.classify(vectors, k=pool.predictor.k, show=0, depth=50)
+        picks = smallest_margin_first(np.array([p.margin for p in preds]))[:limit]
+    return [rows[i].id for i in picks]
+
+
+def item(ctx: AppContext, project: str, utterance_id: int) -> QueueItem | None:
+    """The utterance with fresh suggestions, or None when it is gone or no longer unlabelled
+    (someone else answered it)."""
+    with ctx.db.session() as s:
+        pid = project_id_in(s, project)
+        found = list_utterances(s, pid, ids=[utterance_id])
+    if not found or found[0].split != "unlabelled":
+        return None
+    row = found[0]
+    pool = ctx.pool(pid)
+    if len(pool.index) == 0:
+        return QueueItem(row.id, row.version, row.text, (), (), False)
+    result = pool.predictor.predict([row.text], show=0, top_n=SUGGESTIONS)[0]
+    suggestions = tuple(
+        Suggestion(s["intent"], float(s["score"]), s["best"]["text"]) for s in result["intents"]
+    )
+    return QueueItem(
+        row.id,
+        row.version,
+        row.text,
+        suggestions,
+        tuple(result["labels"]),
+        pool.predictor.multi_label,
+    )
+
+
+def next_item(
+    ctx: AppContext,
+    project: str,
+    upcoming: Sequence[int],
+    how: str = "uncertain",
+    *,
+    near: str | None = None,
+    exclude: Sequence[int] = (),
+) -> tuple[QueueItem | None, list[int]]:
+    """The next item still to label, and the ids after it. Takes ids from ``upcoming`` (the order
+    computed before) and orders a new chunk when they run out; None when nothing is left."""
+    ahead = list(upcoming)
+    for _ in range(2):
+        while ahead:
+            found = item(ctx, project, ahead.pop(0))
+            if found is not None:
+                return found, ahead
+        ahead = order(ctx, project, how, near=near, exclude=exclude)
+    return None, []
+
+
+def remaining(ctx: AppContext, project: str) -> int:
+    """How many utterances are still unlabelled."""
+    with ctx.db.session() as s:
+        return count_utterances(s, project_id_in(s, project), split="unlabelled")
+
+
+def answer(
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    action: str,
+    labels: Sequence[str] = (),
+    *,
+    expected_version: int | None = None,
+) -> str:
+    """Write the annotator's answer and say what happened. ``take``: the labels (into `train`);
+    ``test``: the labels, into `test`; ``none``: reviewed, no intent (kept in `train` without an
+    intent, out of the queue); ``delete``: removed (undo brings it back)."""
+    if action not in ACTIONS:
+        raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
+    names = list(labels)
+    if action in ("take", "test") and not names:
+        raise ValueError("Pick an intent first (1-3, or type to filter).")
+    if action == "delete":
+        data_svc.delete_utterance(ctx, project, utterance_id)
+        return f"Deleted #{utterance_id} (u to undo)."
+    split = {"take": None, "test": "test", "none": "train"}[action]
+    row = data_svc.label_utterance(
+        ctx,
+        project,
+        utterance_id,
+        [] if action == "none" else names,
+        split=split,
+        expected_version=expected_version,
+    )
+    what = ", ".join(row["labels"]) or "no intent"
+    return f"#{utterance_id} → {what} ({row['split']})."

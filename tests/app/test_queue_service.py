@@ -1,0 +1,79 @@
+"""The labelling queue on the demo project (real SQLite, real encoder, real faiss): orders, the
+model in the loop, and every answer written by the one labelling rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services import data as data_svc
+from app.services import queue as q
+
+
+def _unlabelled(ctx, demo) -> set[int]:
+    return {r["id"] for r in data_svc.table(ctx, demo, split="unlabelled")}
+
+
+@pytest.mark.parametrize("how", ["uncertain", "diverse", "file"])
+def test_every_order_offers_only_unlabelled_utterances_and_leaves_out_skipped_ones(ctx, demo, how):
+    pending = _unlabelled(ctx, demo)
+    ids = q.order(ctx, demo, how, limit=len(pending))
+    assert set(ids) == pending and len(ids) == len(pending)
+    skipped = ids[:2]
+    assert not set(skipped) & set(q.order(ctx, demo, how, exclude=skipped, limit=len(pending)))
+
+
+def test_most_uncertain_first_puts_the_smallest_margins_first(ctx, demo):
+    ids = q.order(ctx, demo, "uncertain", limit=50)
+    margins = []
+    for uid in ids:
+        item = q.item(ctx, demo, uid)
+        assert item is not None
+        margins.append(item.suggestions[0].score - item.suggestions[1].score)
+    assert margins == sorted(margins)
+
+
+def test_near_an_intent_starts_with_the_utterances_most_like_its_examples(ctx, demo):
+    first = q.item(ctx, demo, q.order(ctx, demo, "near", near="refund_status")[0])
+    assert first is not None and "refund_status" in [s.intent for s in first.suggestions]
+    with pytest.raises(ValueError, match="Pick the intent"):
+        q.order(ctx, demo, "near")
+
+
+def test_a_taken_suggestion_joins_the_pool_and_counts_in_the_next_suggestion(ctx, demo):
+    item, ahead = q.next_item(ctx, demo, [], "file")
+    assert item is not None and len(item.suggestions) == 3
+    before = q.remaining(ctx, demo)
+    target = item.suggestions[-1].intent  # the third suggestion, not what the model would pick
+    q.answer(ctx, demo, item.id, "take", [target], expected_version=item.version)
+    assert q.remaining(ctx, demo) == before - 1
+    assert q.item(ctx, demo, item.id) is None  # answered: out of the queue
+    row = next(r for r in data_svc.table(ctx, demo) if r["id"] == item.id)
+    assert (row["intents"], row["split"]) == (target, "train")
+    from app.services.predict import predict
+
+    again = predict(ctx, demo, [item.text])[0]
+    assert again["top"] == target and again["score"] == pytest.approx(1.0, abs=1e-4)
+    nxt, _ = q.next_item(ctx, demo, ahead, "file")
+    assert nxt is not None and nxt.id != item.id
+
+
+def test_test_none_and_delete_answers_and_undo_brings_a_deleted_item_back(ctx, demo):
+    a, b, c = q.order(ctx, demo, "file", limit=3)
+    q.answer(ctx, demo, a, "test", ["refund_status"])
+    q.answer(ctx, demo, b, "none")
+    q.answer(ctx, demo, c, "delete")
+    rows = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    assert rows[a] == ("refund_status", "test") and rows[b] == ("", "train") and c not in rows
+    assert not {a, b} & set(q.order(ctx, demo, "file", limit=100))
+    text_count = len(_unlabelled(ctx, demo))
+    assert "delete" in data_svc.undo(ctx, demo)
+    assert len(_unlabelled(ctx, demo)) == text_count + 1  # back in the queue
+    with pytest.raises(ValueError, match="Pick an intent"):
+        q.answer(ctx, demo, a, "take", [])
+
+
+def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
+    first, second = q.order(ctx, demo, "file", limit=2)
+    data_svc.label_utterance(ctx, demo, first, ["refund_status"])  # another annotator, meanwhile
+    item, _ = q.next_item(ctx, demo, [first, second], "file")
+    assert item is not None and item.id == second
