@@ -17,6 +17,7 @@ from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
 from app.ui.guard import guarded
 from app.ui.map_tab import build_map_tab
+from app.ui.queue_tab import build_queue_tab
 from app.ui.train import build_train_tab
 from app.ui.try_tab import build_try_tab
 
@@ -44,6 +45,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         summary = gr.Markdown(elem_id="project-summary")
         register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():
+            with gr.Tab("Label", id="label"):
+                queue_tab = build_queue_tab(ctx, project)
             with gr.Tab("Data", id="data"):
                 data_tab = build_data_tab(ctx, project, user)
             with gr.Tab("Try", id="try"):
@@ -87,6 +90,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         project.change(show_summary, [project], [summary], api_visibility="private")
         data_tab["imported"].then(show_summary, [project], [summary], api_visibility="private")
         demo.load(show_summary, [project], [summary], api_visibility="private")
+        demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
+        start_fn, start_in, start_out = queue_tab["start"]
+        demo.load(start_fn, start_in, start_out, api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
         demo.load(refresh_fn, refresh_in, refresh_out, api_visibility="private")
         train_fn, train_in, train_out = train_tab["refresh"]
