@@ -11,7 +11,8 @@ from app.formats import parse_csv
 from app.services.io import import_utterances
 from core.multilabel.rule import is_multilabel
 from storage.projects import create_project, get_project, list_intents, list_projects
-from storage.utterances import list_utterances
+from storage.tables import SPLITS
+from storage.utterances import count_utterances, labelled_pool
 
 logger = logging.getLogger(__name__)
 
@@ -61,18 +62,19 @@ def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str
 def summary(ctx: AppContext, project: str) -> ProjectSummary:
     with ctx.db.session() as s:
         p = get_project(s, project)
-        rows = list_utterances(s, p.id)
-        intents = list_intents(s, p.id)
+        n = {split: count_utterances(s, p.id, split=split) for split in SPLITS}
+        pool = [r.labels for r in labelled_pool(s, p.id)]
+        no_intent: list[tuple[str, ...]] = [()] * (n["train"] - len(pool))
         return ProjectSummary(
             id=p.id,
             name=p.name,
             base_encoder=p.base_encoder,
             read_only=p.read_only,
-            n_intents=len(intents),
-            n_train=sum(r.split == "train" for r in rows),
-            n_test=sum(r.split == "test" for r in rows),
-            n_unlabelled=sum(r.split == "unlabelled" for r in rows),
-            multi_label=is_multilabel([r.labels for r in rows if r.split == "train"]),
+            n_intents=len(list_intents(s, p.id)),
+            n_train=n["train"],
+            n_test=n["test"],
+            n_unlabelled=n["unlabelled"],
+            multi_label=is_multilabel(pool + no_intent),
             active_model_version_id=p.active_model_version_id,
         )
 

@@ -17,12 +17,34 @@ T = TypeVar("T")
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, PermissionError)
 
 
+def toast(message: str, *, error: bool = False) -> None:
+    """Show ``message`` as a notification in the corner (Gradio's ``gr.Info`` / ``gr.Warning``)
+    while an event runs; an error stays until dismissed. Outside an event (the API, tests) the
+    returned status line is the whole answer, so nothing is shown."""
+    import gradio as gr
+    from gradio.context import LocalContext
+
+    if LocalContext.event_id.get(None) is None:
+        return
+    text = html.escape(message)  # toasts render HTML; messages quote user text
+    if error:
+        gr.Warning(text, duration=None, title="Not done")
+    else:
+        gr.Info(text, duration=4, title="Done")
+
+
 # Plain symbols (✓ ⚠) rather than emoji: they render with the fonts every machine has.
-def ok(message: str) -> str:
+def ok(message: str, *, notify: bool = True) -> str:
+    """A success line for the status beside the button (and a toast, unless ``notify=False``:
+    the labelling queue says every label in its own line, a toast each would pile up)."""
+    if notify:
+        toast(message)
     return f"✓ {message}"
 
 
 def problem(message: str) -> str:
+    """An error line for the status beside the button, and a toast that stays until dismissed."""
+    toast(message, error=True)
     # Messages may quote user text; render as code so markdown/HTML in it stays inert.
     body = html.escape(message)
     return f"⚠ <pre class='problem'>{body}</pre>"

@@ -1,9 +1,10 @@
-"""The Data tab: browse, filter, add, edit and label utterances; manage intents; import/export."""
+"""The Data tab: a table to label from. Text and intents side by side with the model's prediction
+and its score, filters (split, intent, predicted intent, gold ≠ predicted, score below x, text),
+sort by score, pages of 100; the selected row is edited in the panel beside the table. Intents and
+import/export live in the accordions below (:mod:`app.ui.data_manage`)."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -11,65 +12,136 @@ import pandas as pd
 
 from app.context import AppContext
 from app.services import data as svc
-from app.services import io as io_svc
+from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
+from app.ui.data_manage import INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
 ALL = "(all)"
+HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
+SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
+SORT_CHOICES = [
+    ("file order", "file"),
+    ("lowest score first", "score_low"),
+    ("highest score first", "score_high"),
+]
+
+
+def _chips(names: list[str]) -> str:
+    """Intents as chips (markdown code spans; the table's CSS draws them as chips)."""
+    return " ".join(f"`{n.replace('`', chr(39))}`" for n in names)
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=svc.COLUMNS)
+    shown = [
+        {**r, "intents": _chips(r["intents"]), "score": "" if r["score"] is None else r["score"]}
+        for r in rows
+    ]
+    return pd.DataFrame(shown, columns=HEADERS)
 
 
-def refresh(ctx: AppContext, proj: str, intent: str, split: str, search: str) -> tuple[Any, ...]:
-    if not proj:
-        return (
-            _frame([]),
-            gr.update(),
-            [],
-            gr.update(),
-            gr.update(),
-            gr.update(),
-            gr.update(),
-            gr.update(),
-            "",
-        )
-    rows, err = attempt(
-        lambda: svc.table(
-            ctx,
-            proj,
-            intent=None if intent == ALL else intent,
-            split=None if split == ALL else split,
-            search=search,
-        )
+def _query(
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str,
+    disagree: bool,
+    below: Any,
+    sort: str,
+    page: Any,
+) -> table_svc.TableQuery:
+    return table_svc.TableQuery(
+        intent=None if intent in (ALL, None) else intent,
+        split=None if split in (ALL, None) else split,
+        search=search or None,
+        predicted=None if predicted in (ALL, None) else predicted,
+        disagree=bool(disagree),
+        below=None if below in (ALL, None, "") else float(below),
+        sort=sort or "file",
+        page=int(page or 1),
     )
+
+
+def refresh(
+    ctx: AppContext,
+    proj: str,
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str = ALL,
+    disagree: bool = False,
+    below: Any = None,
+    sort: str = "file",
+    page: Any = 1,
+) -> tuple[Any, ...]:
+    """The table page, the row records behind it, the caption, and every intent picker's
+    choices (the intents may have changed)."""
+    if not proj:
+        return (_frame([]), [], "", 1, gr.update(), gr.update(), pd.DataFrame(), *[gr.update()] * 5)
+    q = _query(intent, split, search, predicted, disagree, below, sort, page)
+    result, err = attempt(lambda: table_svc.table_page(ctx, proj, q))
     intents, _ = attempt(lambda: svc.intents(ctx, proj))
     names = [i["name"] for i in intents or []]
-    frame = _frame(rows or [])
-    note = problem(err) if err else f"{len(rows or [])} utterance(s) shown."
-    intents_frame = pd.DataFrame(
-        intents or [], columns=["id", "name", "description", "n_train", "n_test"]
-    )
+    rows = result.rows if result else []
+    caption = problem(err or "") if err or result is None else result.caption()
+    pick = gr.update(choices=names)
     return (
-        frame,
+        _frame(rows),
+        rows,
+        caption,
+        result.page if result else 1,
         gr.update(choices=[ALL, "(none)", *names]),
-        intents_frame,
-        gr.update(choices=names),
-        gr.update(choices=names),
-        gr.update(choices=names),
-        gr.update(choices=names),
-        gr.update(choices=names),
-        note,
+        gr.update(choices=[ALL, *names]),
+        pd.DataFrame(intents or [], columns=INTENT_COLUMNS),
+        pick,
+        pick,
+        pick,
+        pick,
+        pick,
     )
 
 
-def on_select(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, ...]:
+def first_page(
+    ctx: AppContext,
+    proj: str,
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str,
+    disagree: bool,
+    below: Any,
+    sort: str,
+) -> tuple[Any, ...]:
+    """The table from its first page (after a filter changed)."""
+    return refresh(ctx, proj, intent, split, search, predicted, disagree, below, sort, 1)
+
+
+def turn_page(
+    ctx: AppContext,
+    step: int,
+    proj: str,
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str,
+    disagree: bool,
+    below: Any,
+    sort: str,
+    current: Any,
+) -> tuple[Any, ...]:
+    """The page ``step`` pages away from the ``current`` one."""
+    page = max(1, int(current or 1) + step)
+    return refresh(ctx, proj, intent, split, search, predicted, disagree, below, sort, page)
+
+
+def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
     row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-    row = frame.iloc[int(row_idx)]
-    labels = [x for x in str(row["intents"]).split("|") if x]
-    return int(row["id"]), int(row["version"]), row["text"], labels, row["split"]
+    row = rows[int(row_idx)]
+    title = f"#### Utterance #{row['id']}" + (
+        f" · predicted **{row['predicted']}** ({row['score']:.2f})" if row["predicted"] else ""
+    )
+    return row["id"], row["version"], title, row["text"], list(row["intents"]), row["split"]
 
 
 def save(
@@ -101,11 +173,14 @@ def save(
     return problem(err) if err else ok(msg or "")
 
 
-def delete(ctx: AppContext, proj: str, uid: float | None) -> str:
+def delete(ctx: AppContext, proj: str, uid: float | None) -> tuple[str, Any]:
+    """Delete the selected utterance; Undo (beside it) brings it back."""
     if not uid:
-        return problem("Click a row in the table first.")
+        return problem("Click a row in the table first."), gr.update()
     _, err = attempt(lambda: svc.delete_utterance(ctx, proj, int(uid)))
-    return problem(err) if err else ok(f"Deleted #{int(uid)}.")
+    if err:
+        return problem(err), gr.update()
+    return ok(f"Deleted #{int(uid)}. Undo brings it back."), None
 
 
 def add(ctx: AppContext, proj: str, text: str, labels: list[str], split: str) -> tuple[str, str]:
@@ -121,82 +196,55 @@ def undo(ctx: AppContext, proj: str) -> str:
     return problem(err) if err else ok(msg or "")
 
 
-def create_intent(ctx: AppContext, proj: str, name: str) -> str:
-    msg, err = attempt(lambda: svc.create_intent(ctx, proj, name))
-    return problem(err) if err else ok(f"Created intent {msg!r}.")
-
-
-def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
-    msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
-    return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
-
-
-def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
-    n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
-    return (
-        problem(err)
-        if err
-        else ok(f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it).")
-    )
-
-
-def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
-    n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
-    return (
-        problem(err)
-        if err
-        else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
-    )
-
-
-def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
-    if file is None:
-        return problem("Choose a file to import."), gr.update()
-    path = file if isinstance(file, str) else getattr(file, "name", str(file))
-    into = target.strip() or proj
-    res, err = attempt(lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create))
-    if err:
-        return problem(err), gr.update()
-    assert res is not None
-    return ok(res.message()), gr.update(value=res.project)
-
-
-def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
-    out = (
-        Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
-        / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
-    )
-    n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
-    return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
-
-
 def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
-    with gr.Row():
+    with gr.Row(equal_height=True):
+        f_split = gr.Dropdown(
+            label="Split", choices=[ALL, *SPLIT_CHOICES], value=ALL, scale=1, min_width=110
+        )
         f_intent = gr.Dropdown(
             label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2
         )
-        f_split = gr.Dropdown(label="Split", choices=[ALL, *SPLIT_CHOICES], value=ALL, scale=1)
-        f_search = gr.Textbox(label="Text contains", scale=3)
-        refresh_btn = gr.Button("Refresh", scale=1)
-    status = gr.Markdown(elem_id="data-status")
-    # The table's own line (how many rows it shows): never written over an action's message.
-    count = gr.Markdown(elem_id="data-count")
-    table = gr.Dataframe(
-        value=_frame([]),
-        headers=svc.COLUMNS,
-        interactive=False,
-        wrap=True,
-        max_height=420,
-        elem_id="utterance-table",
-        label="Utterances (click a row to edit it)",
-    )
+        f_predicted = gr.Dropdown(label="Predicted", choices=[ALL], value=ALL, scale=2)
+        f_search = gr.Textbox(label="Text contains", scale=2)
+        f_below = gr.Dropdown(
+            label="Score below", choices=SCORE_CHOICES, value=ALL, scale=1, min_width=110
+        )
+        f_sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value="file", scale=1)
+        f_disagree = gr.Checkbox(label="gold ≠ predicted", scale=1, min_width=120)
+    with gr.Row(elem_id="data-pager"):
+        count = gr.Markdown(elem_id="data-count")
+        prev_btn = gr.Button("◀ Previous", size="sm", scale=0, min_width=100)
+        page = gr.Number(
+            value=1,
+            precision=0,
+            minimum=1,
+            show_label=False,
+            scale=0,
+            min_width=70,
+            container=False,
+            elem_id="data-page",
+        )
+        next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=80)
+    rows = gr.State([])
     with gr.Row():
-        with gr.Column(scale=3):
-            gr.Markdown("#### Edit the selected utterance")
-            e_id = gr.Number(label="id", precision=0, interactive=False)
-            e_version = gr.Number(label="version", precision=0, visible=False)
-            e_text = gr.Textbox(label="Text")
+        with gr.Column(scale=5):
+            table = gr.Dataframe(
+                value=_frame([]),
+                headers=HEADERS,
+                datatype=["number", "str", "markdown", "str", "str", "number"],
+                interactive=False,
+                wrap=True,
+                max_height=620,
+                column_widths=["6%", "42%", "22%", "8%", "15%", "7%"],
+                elem_id="utterance-table",
+                show_label=False,
+            )
+        with gr.Column(scale=2, min_width=320, elem_id="edit-panel"):
+            e_title = gr.Markdown("#### Click a row to edit it")
+            e_id = gr.Number(visible=False, precision=0)
+            e_version = gr.Number(visible=False, precision=0)
+            e_text = gr.Textbox(label="Text", lines=2)
             e_intents = gr.Dropdown(
                 label="Intents (one or several; empty = no intent)",
                 multiselect=True,
@@ -206,97 +254,56 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             e_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
             with gr.Row():
                 save_btn = gr.Button("Save", variant="primary", elem_id="save-utterance")
-                delete_btn = gr.Button("Delete utterance", variant="stop")
-                undo_btn = gr.Button("Undo last label change", elem_id="undo")
-        with gr.Column(scale=2):
-            gr.Markdown("#### Add an utterance")
-            a_text = gr.Textbox(label="Text", elem_id="add-text")
-            a_intents = gr.Dropdown(
-                label="Intents", multiselect=True, allow_custom_value=True, choices=[]
-            )
-            a_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
-            add_btn = gr.Button("Add", variant="primary", elem_id="add-utterance")
+                delete_btn = gr.Button("Delete", variant="stop", elem_id="delete-utterance")
+                undo_btn = gr.Button("Undo", elem_id="undo")
+            status = gr.Markdown(elem_id="data-status")
+            with gr.Accordion("Add an utterance", open=False):
+                a_text = gr.Textbox(label="Text", elem_id="add-text")
+                a_intents = gr.Dropdown(
+                    label="Intents", multiselect=True, allow_custom_value=True, choices=[]
+                )
+                a_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
+                add_btn = gr.Button("Add", variant="primary", elem_id="add-utterance")
 
-    with gr.Accordion("Intents", open=False):
-        intents_table = gr.Dataframe(
-            headers=["id", "name", "description", "n_train", "n_test"], interactive=False
+    filters = [project, f_intent, f_split, f_search, f_predicted, f_disagree, f_below, f_sort]
+    refresh_in = [*filters, page]
+    refresh_out: list[Any] = [table, rows, count, page, f_intent, f_predicted]
+
+    manage = build_manage(ctx, project)
+    refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
+
+    changes: list[Any] = []  # the events that changed the project (the summary follows them)
+
+    def after_change(event: Any) -> None:
+        changes.append(
+            event.then(bind(refresh, ctx), refresh_in, refresh_out, show_progress="hidden")
         )
-        with gr.Row():
-            i_name = gr.Textbox(label="New intent name")
-            i_create = gr.Button("Create")
-        with gr.Row():
-            i_old = gr.Dropdown(label="Intent", choices=[])
-            i_new = gr.Textbox(label="New name")
-            i_rename = gr.Button("Rename")
-            i_delete = gr.Button("Delete intent", variant="stop")
-        with gr.Row():
-            m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
-            m_target = gr.Dropdown(label="into", allow_custom_value=True, choices=[])
-            m_btn = gr.Button("Merge")
 
-    with gr.Accordion("Import / export", open=False):
-        with gr.Row():
-            up_file = gr.File(
-                label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
-                "YAML, or a .zip of intent_name.txt files",
-                file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
-                elem_id="import-file",
-            )
-            with gr.Column():
-                up_target = gr.Textbox(
-                    label="Into project (empty = the current one; a new name creates it)"
-                )
-                up_create = gr.Checkbox(
-                    label="Create intents that are not in the project yet", value=True
-                )
-                up_btn = gr.Button("Import", variant="primary", elem_id="import")
-        with gr.Row():
-            ex_format = gr.Radio(
-                [
-                    ("CSV", "csv"),
-                    ("JSONL", "jsonl"),
-                    ("Rasa YAML", "yml"),
-                    ("intent .txt files (zip)", "zip"),
-                ],
-                value="csv",
-                label="Export format",
-            )
-            ex_btn = gr.Button("Export")
-            ex_file = gr.File(label="Download", interactive=False)
-
-    # --- callbacks -----------------------------------------------------------------------------
-
-    refresh_outputs = [
-        table,
-        f_intent,
-        intents_table,
-        e_intents,
-        a_intents,
-        i_old,
-        m_sources,
-        m_target,
-        count,
-    ]
-    filters = [project, f_intent, f_split, f_search]
+    imported = manage["bind"](after_change)
 
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(ctx, "designer", outputs=outputs)(fn)
 
-    def then_refresh(ev: Any) -> None:
-        ev.then(bind(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
-
+    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+    # A filter change starts at page 1; the page buttons move from the current one.
     for trigger in (
-        refresh_btn.click,
         f_intent.change,
         f_split.change,
+        f_predicted.change,
+        f_disagree.change,
+        f_sort.change,
         f_search.submit,
+        f_below.change,
         project.change,
     ):
-        trigger(bind(refresh, ctx), filters, refresh_outputs, show_progress="hidden")
-    table.select(on_select, [table], [e_id, e_version, e_text, e_intents, e_split])
-    # Each action's message stays in the status line: the refresh that follows writes the row
-    # count in the table's own line.
-    then_refresh(
+        trigger(bind(first_page, ctx), filters, refresh_out, **quiet)
+    page.submit(bind(refresh, ctx), refresh_in, refresh_out, **quiet)
+    for button, step in ((prev_btn, -1), (next_btn, 1)):
+        button.click(bind(turn_page, ctx, step), refresh_in, refresh_out, **quiet)
+    table.select(on_select, [rows], [e_id, e_version, e_title, e_text, e_intents, e_split])
+    # Each action's message stays in the status line beside its buttons; the refresh that
+    # follows writes the row count in the table's own line.
+    after_change(
         save_btn.click(
             write(bind(save, ctx)),
             [project, e_id, e_version, e_text, e_intents, e_split, user],
@@ -304,61 +311,23 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             api_name="save_utterance",
         )
     )
-    then_refresh(
+    after_change(
         delete_btn.click(
-            write(bind(delete, ctx)), [project, e_id], [status], api_visibility="private"
+            write(bind(delete, ctx), outputs=2), [project, e_id], [status, e_id], **quiet
         )
     )
-    then_refresh(
+    after_change(
         add_btn.click(
             write(bind(add, ctx), outputs=2),
             [project, a_text, a_intents, a_split],
             [status, a_text],
-            api_visibility="private",
+            **quiet,
         )
     )
-    then_refresh(undo_btn.click(write(bind(undo, ctx)), [project], [status], api_name="undo"))
-    then_refresh(
-        i_create.click(
-            write(bind(create_intent, ctx)),
-            [project, i_name],
-            [status],
-            api_visibility="private",
-        )
-    )
-    then_refresh(
-        i_rename.click(
-            write(bind(rename_intent, ctx)),
-            [project, i_old, i_new],
-            [status],
-            api_visibility="private",
-        )
-    )
-    then_refresh(
-        i_delete.click(
-            write(bind(delete_intent, ctx)), [project, i_old], [status], api_visibility="private"
-        )
-    )
-    then_refresh(
-        m_btn.click(
-            write(bind(merge, ctx)),
-            [project, m_sources, m_target],
-            [status],
-            api_visibility="private",
-        )
-    )
-    imported = up_btn.click(
-        write(bind(do_import, ctx), outputs=2),
-        [project, up_file, up_target, up_create],
-        [status, project],
-        api_visibility="private",
-    )
-    then_refresh(imported)
-    ex_btn.click(
-        bind(do_export, ctx), [project, ex_format], [status, ex_file], api_visibility="private"
-    )
+    after_change(undo_btn.click(write(bind(undo, ctx)), [project], [status], api_name="undo"))
     return {
-        "refresh": (bind(refresh, ctx), filters, refresh_outputs),
+        "refresh": (bind(first_page, ctx), filters, refresh_out),
         "status": status,
         "imported": imported,
+        "changes": changes,
     }

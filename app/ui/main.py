@@ -88,7 +88,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             )
 
         project.change(show_summary, [project], [summary], api_visibility="private")
-        data_tab["imported"].then(show_summary, [project], [summary], api_visibility="private")
+        # The summary line follows every change (its counts never go stale).
+        for changed in [*data_tab["changes"], *queue_tab["changes"]]:
+            changed.then(
+                show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
+            )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
         start_fn, start_in, start_out = queue_tab["start"]

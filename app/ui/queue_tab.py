@@ -172,7 +172,7 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
         "answered": [*state["answered"], time.time()][-200:],
         "history": [*state["history"], item["id"]][-200:],
     }
-    return render(ctx, proj, _advance(ctx, proj, state), ok(msg or ""))
+    return render(ctx, proj, _advance(ctx, proj, state), ok(msg or "", notify=False))
 
 
 def suggestion(ctx: AppContext, index: int, proj: str, state: dict[str, Any]) -> tuple:
@@ -217,7 +217,9 @@ def skip(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
     if item is None:
         return render(ctx, proj, state)
     state = {**state, "skipped": [*state["skipped"], item["id"]]}
-    return render(ctx, proj, _advance(ctx, proj, state), ok(f"Skipped #{item['id']}."))
+    return render(
+        ctx, proj, _advance(ctx, proj, state), ok(f"Skipped #{item['id']}.", notify=False)
+    )
 
 
 def undo(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
@@ -276,7 +278,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             elem_id="queue-order",
         )
         near = gr.Dropdown([], label="Near intent", visible=False, scale=2)
-        start_btn = gr.Button("Start / reorder", scale=1, elem_id="queue-start")
+        start_btn = gr.Button("Start / reorder", scale=0, min_width=140, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
     card = gr.HTML(_card(None, 0), elem_id="queue-card")
     with gr.Row(equal_height=True):
@@ -329,18 +331,26 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         [near],
         **quiet,
     )
-    for i, button in enumerate(buttons):
+    changes = [
         button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **quiet)
+        for i, button in enumerate(buttons)
+    ]
     picked.input(lambda s, p: {**s, "picked": p}, [state, picked], [state], **quiet)
-    enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **quiet)
+    changes.append(enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **quiet))
     for button, action in ((none_btn, "none"), (test_btn, "test"), (delete_btn, "delete")):
-        button.click(write(bind(answer_with, ctx, action)), [project, state], outputs, **quiet)
+        changes.append(
+            button.click(write(bind(answer_with, ctx, action)), [project, state], outputs, **quiet)
+        )
     skip_btn.click(bind(skip, ctx), [project, state], outputs, **quiet)
-    undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **quiet)
+    changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **quiet))
     query.input(bind(filter_intents, ctx), [project, query], [matches], **quiet)
     take = guarded(ctx, "designer", outputs=len(outputs) + 1)(bind(take_match, ctx))
-    query.submit(take, [project, state, query, matches], [*outputs, query], **quiet).then(
-        lambda: gr.update(choices=[], value=None, visible=False), None, [matches], **quiet
-    )
+    taken = query.submit(take, [project, state, query, matches], [*outputs, query], **quiet)
+    taken.then(lambda: gr.update(choices=[], value=None, visible=False), None, [matches], **quiet)
+    changes.append(taken)
     project.change(bind(start, ctx), [project, how, near], outputs, **quiet)
-    return {"start": (bind(start, ctx), [project, how, near], outputs), "js": _keys_js()}
+    return {
+        "start": (bind(start, ctx), [project, how, near], outputs),
+        "js": _keys_js(),
+        "changes": changes,
+    }

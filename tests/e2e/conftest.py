@@ -109,3 +109,60 @@ def shot(page, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def banking77_csv(shared_data: Path, out: Path, *, unlabelled: int = 150, test: int = 500) -> Path:
+    """The BANKING77 project the issues are tried on: the 10-shot seed-0 training set (770, 77
+    intents), ``test`` test questions and ``unlabelled`` other training questions without their
+    intent, all from ``../shared/data`` (every run builds the same rows)."""
+    import csv
+    import random
+
+    folder = shared_data / "banking77"
+
+    def read(name: str) -> list[dict[str, str]]:
+        with (folder / name).open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+
+    train = read("train_10shot_seed0.csv")
+    taken = {r["text"] for r in train}
+    rng = random.Random(0)
+    pool = [r for r in read("train.csv") if r["text"] not in taken]
+    tests = read("test.csv")
+    rows = [(r["text"], r["label"], "train") for r in train]
+    rows += [(r["text"], r["label"], "test") for r in rng.sample(tests, test)]
+    rows += [(r["text"], "", "unlabelled") for r in rng.sample(pool, unlabelled)]
+    seen: set[str] = set()
+    with out.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label", "split"])
+        for row in rows:
+            if row[0] not in seen:
+                seen.add(row[0])
+                w.writerow(row)
+    return out
+
+
+@pytest.fixture(scope="module")
+def banking77_server(tmp_path_factory):
+    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported."""
+    from tests.conftest import SHARED_DATA
+
+    if not SHARED_DATA.exists():
+        pytest.skip("../shared/data is not beside the checkout")
+    root = tmp_path_factory.mktemp("b77")
+    data = root / "data"
+    src = banking77_csv(SHARED_DATA, root / "banking77.csv")
+    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    subprocess.run(
+        [sys.executable, "-m", "app", "import", str(src), "--project", "banking77"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    srv = Server(data, "--no-demo")
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()

@@ -8,8 +8,8 @@ from app.ui.data_tab import ALL
 
 
 def _rows(ctx, project, search=""):
-    frame = data_tab.refresh(ctx, project, ALL, ALL, search)[0]
-    return frame.to_dict("records")
+    """The rows of the table's first page (a search narrows it to the rows a test looks at)."""
+    return data_tab.refresh(ctx, project, ALL, ALL, search)[1]
 
 
 def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
@@ -17,8 +17,9 @@ def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
     some = _rows(ctx, demo, search="card")
     assert 0 < len(some) < len(everything)
     assert all("card" in r["text"].lower() for r in some)
-    note = data_tab.refresh(ctx, demo, ALL, ALL, "card")[-1]
-    assert note == f"{len(some)} utterance(s) shown."
+    frame, _, caption = data_tab.refresh(ctx, demo, ALL, ALL, "card")[:3]
+    assert caption == f"Rows 1–{len(some)} of {len(some)} · page 1 of 1"
+    assert list(frame.columns) == ["id", "text", "intents", "split", "predicted", "score"]
 
 
 def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
@@ -31,15 +32,19 @@ def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
 def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
     msg, cleared = data_tab.add(ctx, demo, "my parcel never came", [], "unlabelled")
     assert msg.startswith("✓ Added") and cleared == ""
-    row = next(r for r in _rows(ctx, demo) if r["text"] == "my parcel never came")
-    assert row["split"] == "unlabelled" and row["intents"] == ""
+    row = next(
+        r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
+    )
+    assert row["split"] == "unlabelled" and row["intents"] == []
     saved = data_tab.save(
         ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "train", "local"
     )
     assert "track_order" in saved and "(train)" in saved
     assert "Undid" in data_tab.undo(ctx, demo)
-    back = next(r for r in _rows(ctx, demo) if r["text"] == "my parcel never came")
-    assert back["intents"] == ""
+    back = next(
+        r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
+    )
+    assert back["intents"] == []
 
 
 def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
@@ -51,10 +56,12 @@ def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
 
 def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
     data_tab.add(ctx, demo, "is my parcel lost", [], "unlabelled")
-    row = next(r for r in _rows(ctx, demo) if r["text"] == "is my parcel lost")
+    row = next(r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost")
     # the split dropdown still says `unlabelled`, as the row was loaded
     data_tab.save(
         ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "unlabelled", "local"
     )
-    saved = next(r for r in _rows(ctx, demo) if r["text"] == "is my parcel lost")
-    assert (saved["split"], saved["intents"]) == ("train", "track_order")
+    saved = next(
+        r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost"
+    )
+    assert (saved["split"], saved["intents"]) == ("train", ["track_order"])

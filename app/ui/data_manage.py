@@ -1,0 +1,163 @@
+"""The Data tab's accordions: the project's intents (create, rename, delete, merge) and import /
+export. Each action's message stays in its own line beside its button (and in a toast)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import data as svc
+from app.services import io as io_svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+
+INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
+
+
+def create_intent(ctx: AppContext, proj: str, name: str) -> str:
+    msg, err = attempt(lambda: svc.create_intent(ctx, proj, name))
+    return problem(err) if err else ok(f"Created intent {msg!r}.")
+
+
+def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
+    msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
+    return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
+
+
+def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
+    n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
+    return (
+        problem(err)
+        if err
+        else ok(f"Deleted intent {name!r}; {n} utterance(s) lost that label (undo restores it).")
+    )
+
+
+def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
+    n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
+    return (
+        problem(err)
+        if err
+        else ok(f"Merged {', '.join(sources)} into {target!r}: {n} utterance(s) relabelled.")
+    )
+
+
+def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
+    if file is None:
+        return problem("Choose a file to import."), gr.update()
+    path = file if isinstance(file, str) else getattr(file, "name", str(file))
+    into = target.strip() or proj
+    res, err = attempt(lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create))
+    if err:
+        return problem(err), gr.update()
+    assert res is not None
+    return ok(res.message()), gr.update(value=res.project)
+
+
+def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
+    out = (
+        Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
+        / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
+    )
+    n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
+    return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
+
+
+def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+    """Lay out the intents and import/export accordions. Returns their components and
+    ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
+    ``after_change(event)`` chains the refresh after an event that changed the project."""
+    with gr.Accordion("Intents", open=False):
+        intents_table = gr.Dataframe(
+            headers=["id", "name", "description", "n_train", "n_test"], interactive=False
+        )
+        with gr.Row():
+            i_name = gr.Textbox(label="New intent name")
+            i_create = gr.Button("Create")
+        with gr.Row():
+            i_old = gr.Dropdown(label="Intent", choices=[])
+            i_new = gr.Textbox(label="New name")
+            i_rename = gr.Button("Rename")
+            i_delete = gr.Button("Delete intent", variant="stop")
+        intent_status = gr.Markdown(elem_id="intent-status")
+        with gr.Row():
+            m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
+            m_target = gr.Dropdown(label="into", allow_custom_value=True, choices=[])
+            m_btn = gr.Button("Merge")
+
+    with gr.Accordion("Import / export", open=False):
+        with gr.Row():
+            up_file = gr.File(
+                label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
+                "YAML, or a .zip of intent_name.txt files",
+                file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
+                elem_id="import-file",
+            )
+            with gr.Column():
+                up_target = gr.Textbox(
+                    label="Into project (empty = the current one; a new name creates it)"
+                )
+                up_create = gr.Checkbox(
+                    label="Create intents that are not in the project yet", value=True
+                )
+                up_btn = gr.Button("Import", variant="primary", elem_id="import")
+                up_status = gr.Markdown(elem_id="import-status")
+        with gr.Row():
+            ex_format = gr.Radio(
+                [
+                    ("CSV", "csv"),
+                    ("JSONL", "jsonl"),
+                    ("Rasa YAML", "yml"),
+                    ("intent .txt files (zip)", "zip"),
+                ],
+                value="csv",
+                label="Export format",
+            )
+            ex_btn = gr.Button("Export")
+            ex_status = gr.Markdown()
+            ex_file = gr.File(label="Download", interactive=False)
+
+    def bind_events(after_change: Any) -> Any:
+        def write(fn: Any, outputs: int = 1) -> Any:
+            return guarded(ctx, "designer", outputs=outputs)(fn)
+
+        quiet: dict[str, Any] = {"api_visibility": "private"}
+        after_change(
+            i_create.click(
+                write(bind(create_intent, ctx)), [project, i_name], [intent_status], **quiet
+            )
+        )
+        after_change(
+            i_rename.click(
+                write(bind(rename_intent, ctx)), [project, i_old, i_new], [intent_status], **quiet
+            )
+        )
+        after_change(
+            i_delete.click(
+                write(bind(delete_intent, ctx)), [project, i_old], [intent_status], **quiet
+            )
+        )
+        after_change(
+            m_btn.click(
+                write(bind(merge, ctx)), [project, m_sources, m_target], [intent_status], **quiet
+            )
+        )
+        imported = up_btn.click(
+            write(bind(do_import, ctx), outputs=2),
+            [project, up_file, up_target, up_create],
+            [up_status, project],
+            **quiet,
+        )
+        after_change(imported)
+        ex_btn.click(bind(do_export, ctx), [project, ex_format], [ex_status, ex_file], **quiet)
+        return imported
+
+    return {
+        "bind": bind_events,
+        "intents_table": intents_table,
+        "name_choices": [i_old, m_sources, m_target],
+    }
