@@ -231,7 +231,7 @@ def undo_batch(ctx: AppContext, project: str, batch: str, *, user_id: int | None
         return _undone_message(events)
 
 
-ACTIVITY_COLUMNS = ["when", "user", "action", "utterances", "example", "state", "batch"]
+ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
 
 
 def activity(ctx: AppContext, project: str, limit: int = 100) -> list[dict[str, Any]]:
@@ -248,7 +248,7 @@ def activity(ctx: AppContext, project: str, limit: int = 100) -> list[dict[str, 
             "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             "user": users.get(b.user_id or -1, "local"),
             "action": b.action,
-            "utterances": b.size,
+            "rows": b.size,
             "example": b.example[:80],
             "state": (
                 "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"

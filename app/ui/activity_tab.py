@@ -13,16 +13,18 @@ from app.services import data as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
-
-def show(ctx: AppContext, proj: str | None) -> pd.DataFrame:
-    rows = attempt(lambda: svc.activity(ctx, proj))[0] if proj else None
-    return pd.DataFrame(rows or [], columns=svc.ACTIVITY_COLUMNS)
+SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
 
 
-def pick(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[str, str]:
+def show(ctx: AppContext, proj: str | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    rows = (attempt(lambda: svc.activity(ctx, proj))[0] if proj else None) or []
+    return pd.DataFrame(rows, columns=SHOWN), rows
+
+
+def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
     row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-    row = frame.iloc[int(row_idx)]
-    what = f"{row['action']} of {row['utterances']} utterance(s) by {row['user']} at {row['when']}"
+    row = rows[int(row_idx)]
+    what = f"{row['action']} of {row['rows']} utterance(s) by {row['user']} at {row['when']}"
     return str(row["batch"]), f"Selected: {what} ({row['state']})."
 
 
@@ -45,20 +47,21 @@ def build_activity_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         refresh_btn = gr.Button("Refresh", scale=0)
     status = gr.Markdown(elem_id="activity-status")
     table = gr.Dataframe(
-        headers=svc.ACTIVITY_COLUMNS,
+        headers=SHOWN,
         interactive=False,
         wrap=True,
         elem_id="activity",
-        column_widths=["11%", "7%", "8%", "7%", "37%", "18%", "12%"],
+        column_widths=["15%", "8%", "10%", "10%", "37%", "20%"],
         max_height=560,
     )
+    rows = gr.State([])
     batch = gr.Textbox(visible=False)
-    table.select(pick, [table], [batch, picked], api_visibility="private")
-    refresh_btn.click(bind(show, ctx), [project], [table], api_visibility="private")
+    table.select(pick, [rows], [batch, picked], api_visibility="private")
+    refresh_btn.click(bind(show, ctx), [project], [table, rows], api_visibility="private")
     undo_btn.click(
         guarded(ctx, "designer")(bind(undo_selected, ctx)),
         [project, batch],
         [status],
         api_visibility="private",
-    ).then(bind(show, ctx), [project], [table], api_visibility="private")
-    return {"refresh": (bind(show, ctx), [project], [table])}
+    ).then(bind(show, ctx), [project], [table, rows], api_visibility="private")
+    return {"refresh": (bind(show, ctx), [project], [table, rows])}

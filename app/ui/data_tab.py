@@ -200,7 +200,12 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
     with gr.Row(equal_height=True):
         f_split = gr.Dropdown(
-            label="Split", choices=[ALL, *SPLIT_CHOICES], value=ALL, scale=1, min_width=110
+            label="Split",
+            choices=[ALL, *SPLIT_CHOICES],
+            value=ALL,
+            scale=1,
+            min_width=110,
+            elem_id="data-split",
         )
         f_intent = gr.Dropdown(
             label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2

@@ -160,7 +160,7 @@ def label(ctx: AppContext, proj: str, ids_text: str, intent: str | None, relabel
         if done.labelled and not done.relabel_labelled
         else ""
     )
-    undo = " Undo (Data tab) reverts the whole batch." if done.change else ""
+    undo = " One Undo (Data or Activity tab) reverts the whole batch." if done.change else ""
     return ok(f"Labelled {len(done.change)} utterance(s) as {done.target_text}.{left}{undo}")
 
 

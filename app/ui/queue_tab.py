@@ -278,7 +278,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             elem_id="queue-order",
         )
         near = gr.Dropdown([], label="Near intent", visible=False, scale=2)
-        start_btn = gr.Button("Start / reorder", scale=0, min_width=140, elem_id="queue-start")
+        start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
     card = gr.HTML(_card(None, 0), elem_id="queue-card")
     with gr.Row(equal_height=True):

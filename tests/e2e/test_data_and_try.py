@@ -9,6 +9,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 def test_data_tab_lists_the_demo_project_and_filters(server, page):
     page.goto(server.url)
+    page.get_by_role("tab", name="Data").click()
     page.wait_for_function(
         "() => document.querySelector('#utterance-table')?.innerText?.includes('track_order')"
     )
@@ -69,6 +70,7 @@ def test_html_in_utterances_renders_as_text(server, page):
         "Demo: Acme support", hostile, ["refund_status"], "train", api_name="/label"
     )
     page.goto(server.url)
+    page.get_by_role("tab", name="Data").click()
     page.get_by_label("Text contains").fill("onerror")
     page.get_by_label("Text contains").press("Enter")
     page.wait_for_function(

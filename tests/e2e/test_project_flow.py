@@ -36,15 +36,16 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     )
     src = tmp_path / "shop.csv"
     src.write_text(CSV, encoding="utf-8")
+    page.get_by_role("tab", name="Data").click()
     page.get_by_text("Import / export").click()
     page.locator("#import-file input[type=file]").set_input_files(str(src))
     page.locator("#import").click()
     page.wait_for_function(
-        "() => document.querySelector('#data-status')?.innerText?.includes('Imported 12')"
+        "() => document.querySelector('#import-status')?.innerText?.includes('Imported 12')"
     )
     page.wait_for_timeout(5000)  # the table's refresh never writes over the import's message
-    assert "Imported 12" in page.locator("#data-status").inner_text()
-    assert "utterance(s) shown" in page.locator("#data-count").inner_text()
+    assert "Imported 12" in page.locator("#import-status").inner_text()
+    assert "Rows 1–12 of 12" in page.locator("#data-count").inner_text()
     shot(page, "30-flow-imported")
 
     page.get_by_role("tab", name="Train").click()
