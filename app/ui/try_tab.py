@@ -102,6 +102,8 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         ranked = gr.Dataframe(
             headers=["intent", "score", "nearest example of this intent", "similarity"],
             interactive=False,
+            wrap=True,
+            column_widths=["28%", "10%", "50%", "12%"],
             label="Ranked intents",
             elem_id="try-ranked",
         )
@@ -109,6 +111,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             headers=["labelled example", "intents", "similarity"],
             interactive=False,
             wrap=True,
+            column_widths=["62%", "26%", "12%"],
             label="Nearest labelled neighbours",
             elem_id="try-neighbours",
         )

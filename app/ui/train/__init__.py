@@ -22,12 +22,14 @@ from app.ui.train.versions import build_versions_section, load_history
 __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
 
-def tick(ctx: AppContext, proj: str | None, jid: int | None) -> tuple[Any, ...]:
-    """The timer's refresh: the job panel, and the history once the job has ended."""
+def tick(ctx: AppContext, proj: str | None, jid: int | None, message: str) -> tuple[Any, ...]:
+    """The timer's refresh: the job panel, and the history once the job has ended (then a
+    "Job #N queued" line has said its piece: the panel shows how the job ended)."""
     out = poll(ctx, proj, jid)
     if out[2]["active"]:
-        return (*out, gr.update(), gr.update(), gr.update(), gr.update())
-    return (*out, *load_history(ctx, proj))  # the job ended: show its version
+        return (*out, gr.update(), gr.update(), gr.update(), gr.update(), gr.update())
+    done = "" if "queued" in (message or "") else gr.update()
+    return (*out, *load_history(ctx, proj), done)  # the job ended: show its version
 
 
 def refresh(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
@@ -43,8 +45,8 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     outputs = [*retrain.job_outputs, *versions.outputs]
     retrain.timer.tick(
         bind(tick, ctx),
-        [project, retrain.job_id],
-        outputs,
+        [project, retrain.job_id, retrain.message],
+        [*outputs, retrain.message],
         api_visibility="private",
         show_progress="hidden",
     )

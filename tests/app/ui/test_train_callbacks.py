@@ -28,3 +28,19 @@ def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(ctx, demo
 def test_export_callbacks_ask_for_what_they_need(ctx):
     assert "Pick a project first." in export.make_report(ctx, None)[1]
     assert "Choose a bundle .zip first." in export.open_bundle(ctx, None)[1]
+
+
+def test_the_queued_line_clears_once_the_job_has_ended(ctx, demo):
+    from app.ui.train import tick
+
+    method = next(iter(retrain.train_svc.METHOD_CHOICES))
+    msg, job_id, _ = retrain.start(ctx, demo, method, "", "local")
+    assert "queued" in msg
+    running = tick(ctx, demo, job_id, msg)
+    assert running[2]["active"] is True and running[-1] == {"__type__": "update"}
+    retrain.stop(ctx, job_id, demo)  # a queued job is cancelled at once
+    ended = tick(ctx, demo, job_id, msg)
+    assert ended[2]["active"] is False and ended[-1] == ""
+    assert "cancelled" in ended[0]
+    other = "✓ Activated v1."  # a message that is not the job's stays
+    assert tick(ctx, demo, job_id, other)[-1] == {"__type__": "update"}

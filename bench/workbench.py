@@ -1,0 +1,186 @@
+"""Benchmark of the annotator's workbench: the labelling queue in a real browser and the Data
+table at scale.
+
+* **queue**: a server with the BANKING77 project (770 train, 500 test, 150 unlabelled, from
+  ``../shared/data``), Chromium through Playwright; a scripted annotator presses Enter (take the
+  first suggestion) ``--labels`` times. Reports key → next utterance on screen (p50 / p95 / max
+  ms; target ≤ 300 ms) and labels per minute.
+* **table**: projects of 10k and 100k utterances (BANKING77's 770 labelled examples, the rest
+  unlabelled variants of its texts, as chat logs are), the first page of the Data table through
+  the service: cold (first call, the page's texts encoded) and warm (target ≤ 1 s), and a page
+  filtered by text.
+
+Timings swing 2-4x on a shared 2-core machine: run it with nothing else running.
+
+Usage:
+    python -m bench.workbench --data ../shared/data --out bench/results/workbench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_queue(data: Path, labels: int) -> dict[str, Any]:
+    import os
+    import subprocess
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, banking77_csv
+
+    root = Path(tempfile.mkdtemp(prefix="bench-queue-"))
+    src = banking77_csv(data, root / "banking77.csv")
+    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(root / "data")}
+    subprocess.run(
+        [sys.executable, "-m", "app", "import", str(src), "--project", "banking77"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    srv = Server(root / "data", "--no-demo")
+    try:
+        srv.wait_ready()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(60_000)
+            page.goto(srv.url)
+            page.wait_for_selector("#queue-card [data-item]:not([data-item='none'])")
+            time.sleep(2)  # let the page settle (the summary and table load too)
+            timings = []
+            started = time.perf_counter()
+            for _ in range(labels):
+                before = page.get_attribute("#queue-card [data-item]", "data-item")
+                t = time.perf_counter()
+                page.keyboard.press("Enter")
+                page.wait_for_function(
+                    "(b) => document.querySelector('#queue-card [data-item]')"
+                    "?.getAttribute('data-item') !== b",
+                    arg=before,
+                )
+                timings.append((time.perf_counter() - t) * 1000)
+            total = time.perf_counter() - started
+            browser.close()
+    finally:
+        srv.stop()
+    return {
+        "labels": labels,
+        "keys_per_label": 1,
+        "key_to_next_p50_ms": round(statistics.median(timings), 1),
+        "key_to_next_p95_ms": round(_pct(timings, 0.95), 1),
+        "key_to_next_max_ms": round(max(timings), 1),
+        "labels_per_min": round(60 * labels / total),
+    }
+
+
+def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
+    from app.services.io import import_utterances
+    from storage.utterances import NewUtterance
+
+    def read(file: str) -> list[dict[str, str]]:
+        with (data / "banking77" / file).open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+
+    train = read("train_10shot_seed0.csv")
+    taken = {r["text"] for r in train}
+    rows = [NewUtterance(r["text"], (r["label"],), "train") for r in train]
+    texts = [r["text"] for r in read("train.csv") if r["text"] not in taken]
+    i = 0
+    while len(rows) < n:
+        base = texts[i % len(texts)]
+        suffix = "" if i < len(texts) else f" (log {i // len(texts)})"
+        rows.append(NewUtterance(base + suffix, (), "unlabelled"))
+        i += 1
+    import_utterances(ctx, name, rows)
+
+
+def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services.table import TableQuery, table_page
+    from storage.projects import get_project
+
+    out = []
+    for n in sizes:
+        ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-table-")) / "data"))
+        t = time.perf_counter()
+        _table_project(ctx, data, "big", n)
+        imported = time.perf_counter() - t
+        t = time.perf_counter()
+        with ctx.db.session() as s:
+            ctx.pool(get_project(s, "big").id)  # the app warms the pool up at start-up
+        warm_up = time.perf_counter() - t
+        timings = {}
+        for label, query in (
+            ("first_page_cold", TableQuery()),
+            ("first_page_warm", TableQuery()),
+            ("page_50_warm", TableQuery(page=50)),
+            ("text_filter", TableQuery(search="card")),
+        ):
+            t = time.perf_counter()
+            page = table_page(ctx, "big", query)
+            timings[label] = round((time.perf_counter() - t) * 1000, 1)
+            assert page.rows
+        out.append(
+            {
+                "rows": n,
+                "import_s": round(imported, 1),
+                "pool_warm_up_s": round(warm_up, 1),
+                **{f"{k}_ms": v for k, v in timings.items()},
+            }
+        )
+        ctx.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--labels", type=int, default=50)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--skip-queue", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result: dict[str, Any] = {}
+    if not args.skip_queue:
+        result["queue"] = bench_queue(args.data, args.labels)
+        q = result["queue"]
+        print("\nLabelling queue (BANKING77, Chromium, one key per label)")
+        print(f"{'labels':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'labels/min':>11}")
+        print(
+            f"{q['labels']:>8} {q['key_to_next_p50_ms']:>8} {q['key_to_next_p95_ms']:>8} "
+            f"{q['key_to_next_max_ms']:>8} {q['labels_per_min']:>11}"
+        )
+    result["table"] = bench_table(args.data, [int(s) for s in args.sizes.split(",")])
+    print("\nData table, first page of 100 (service call)")
+    print(f"{'rows':>8} {'cold ms':>9} {'warm ms':>9} {'page 50':>9} {'search':>9}")
+    for r in result["table"]:
+        print(
+            f"{r['rows']:>8} {r['first_page_cold_ms']:>9} {r['first_page_warm_ms']:>9} "
+            f"{r['page_50_warm_ms']:>9} {r['text_filter_ms']:>9}"
+        )
+    print(json.dumps(result, indent=2))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
