@@ -105,9 +105,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
+        # Fresh project names on every page load (the choices were read when the app was built);
+        # the value is left alone: a late answer must not switch back a project picked meanwhile.
         demo.load(
-            lambda p: gr.update(choices=project_svc.project_names(ctx), value=p),
-            [project],
+            lambda: gr.update(choices=project_svc.project_names(ctx)),
+            None,
             [project],
             api_visibility="private",
         )
