@@ -1,0 +1,72 @@
+"""The Label tab's callbacks with the values the widgets hold: each answer is written and the
+next utterance shown; multi-label projects tick intents and commit them with Enter."""
+
+from __future__ import annotations
+
+from app.services import data as data_svc
+from app.services.io import import_utterances
+from app.ui import queue_tab
+from storage.utterances import NewUtterance
+
+# render(): message, state, card, 3 buttons, 3 examples, picked, progress
+MESSAGE, STATE, CARD = 0, 1, 2
+
+
+def _row(ctx, project, uid):
+    return next(r for r in data_svc.table(ctx, project) if r["id"] == uid)
+
+
+def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo):
+    out = queue_tab.start(ctx, demo, "file", None)
+    item = out[STATE]["item"]
+    assert f"data-item='{item['id']}'" in out[CARD]
+    second = item["suggestions"][1]["intent"]
+    out = queue_tab.suggestion(ctx, 1, demo, out[STATE])
+    assert second in out[MESSAGE] and out[STATE]["item"]["id"] != item["id"]
+    assert _row(ctx, demo, item["id"])["intents"] == second
+    assert "1 answered this session" in out[-1]
+
+
+def test_skip_then_undo_shows_the_answered_utterance_again(ctx, demo):
+    out = queue_tab.start(ctx, demo, "file", None)
+    first = out[STATE]["item"]["id"]
+    out = queue_tab.enter(ctx, demo, out[STATE])
+    second = out[STATE]["item"]["id"]
+    out = queue_tab.skip(ctx, demo, out[STATE])
+    assert out[STATE]["item"]["id"] not in (first, second)
+    out = queue_tab.undo(ctx, demo, out[STATE])
+    assert "Undid" in out[MESSAGE]
+    assert out[STATE]["item"]["id"] == first  # back, to be answered again
+    assert _row(ctx, demo, first)["split"] == "unlabelled"
+
+
+def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
+    matches = queue_tab.filter_intents(ctx, demo, "pass reset")
+    assert matches["choices"][0] == "account_password_reset"
+    out = queue_tab.start(ctx, demo, "file", None)
+    uid = out[STATE]["item"]["id"]
+    *rendered, query = queue_tab.take_match(ctx, demo, out[STATE], "pass reset", None)
+    assert query == "" and _row(ctx, demo, uid)["intents"] == "account_password_reset"
+    *_, query = queue_tab.take_match(ctx, demo, rendered[STATE], "zzzz", None)
+    assert query == "zzzz"  # nothing matched: the query stays to be corrected
+
+
+def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
+    rows = [
+        NewUtterance(f"book a room {i}", ("booking",) + (("room",) if i % 2 else ()))
+        for i in range(6)
+    ] + [NewUtterance(f"cancel my room {i}", ("cancel", "room")) for i in range(4)]
+    rows += [NewUtterance("book me a cheap room then cancel the old one", (), "unlabelled")]
+    import_utterances(ctx, "hotel", rows)
+    out = queue_tab.start(ctx, "hotel", "file", None)
+    item = out[STATE]["item"]
+    assert item["multi_label"] and out[9]["visible"] is True
+    names = [s["intent"] for s in item["suggestions"]]
+    state = {**out[STATE], "picked": []}
+    state = queue_tab.suggestion(ctx, 0, "hotel", state)[STATE]
+    state = queue_tab.suggestion(ctx, 1, "hotel", state)[STATE]
+    assert state["picked"] == names[:2]  # toggled, nothing written yet
+    assert _row(ctx, "hotel", item["id"])["split"] == "unlabelled"
+    queue_tab.enter(ctx, "hotel", state)
+    saved = _row(ctx, "hotel", item["id"])
+    assert saved["intents"] == "|".join(sorted(names[:2])) and saved["split"] == "train"
