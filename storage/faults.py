@@ -17,7 +17,7 @@ import signal
 ENV = "INTENT_STUDIO_FAULT"
 
 # Every point that exists, so a test cannot name one that is never reached.
-POINTS = frozenset({"import.rows_written", "import.before_commit"})
+POINTS = frozenset({"import.rows_written", "import.before_commit", "import.chunk_committed"})
 
 
 def fault_point(name: str) -> None:

@@ -1,5 +1,11 @@
-"""Bulk imports: many validated rows into a project in the caller's one transaction (all or
-nothing), creating missing intents, refusing or relabelling texts already there."""
+"""Bulk imports: validated rows into a project, creating missing intents, skipping, refusing or
+relabelling texts already there.
+
+:func:`check_import` finds every reason to refuse a whole file before anything is written;
+:func:`import_rows` then writes rows in the caller's transaction. A long import calls it once per
+chunk, each chunk its own short transaction sharing one batch id: other people's saves get the
+write lock between chunks, a row always lands with its labels and its audit event, and the whole
+import stays one batch that one undo reverts."""
 
 from __future__ import annotations
 
@@ -26,6 +32,48 @@ class ImportCounts(NamedTuple):
 ON_EXISTING = ("skip", "relabel", "error")
 
 
+def _existing(s: Session, project_id: int, texts: Sequence[str]) -> dict[str, int]:
+    """Which of ``texts`` the project has already (text -> id)."""
+    found: dict[str, int] = {}
+    unique = list(dict.fromkeys(texts))
+    for start in range(0, len(unique), 900):  # stay under SQLite's bound-variable limit
+        part = unique[start : start + 900]
+        query = select(Utterance.text, Utterance.id).where(
+            Utterance.project_id == project_id, Utterance.text.in_(part)
+        )
+        found.update((text, uid) for text, uid in s.execute(query))
+    return found
+
+
+def check_import(
+    s: Session,
+    project_id: int,
+    rows: Sequence[NewUtterance],
+    *,
+    create_missing_intents: bool = True,
+    on_existing: str = "error",
+) -> None:
+    """Refuse (raise) an import that :func:`import_rows` would refuse, without writing: a text
+    twice in the rows, a text already in the project when ``on_existing="error"``, a label that
+    is not an intent when intents may not be created."""
+    if on_existing not in ON_EXISTING:
+        raise ValueError(f"unknown on_existing {on_existing!r}")
+    seen: set[str] = set()
+    for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
+        if r.text in seen:
+            raise StorageError(f"The utterance {r.text!r} appears twice in what is imported.")
+        seen.add(r.text)
+    if on_existing == "error":
+        already = _existing(s, project_id, [r.text for r in rows])
+        if already:
+            raise StorageError(f"The utterance {next(iter(already))!r} is already in this project.")
+    needed = sorted({name for r in rows for name in r.labels} - set(intents_by_name(s, project_id)))
+    if needed and not create_missing_intents:
+        raise StorageError(
+            f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
+        )
+
+
 def import_rows(
     s: Session,
     project_id: int,
@@ -34,35 +82,24 @@ def import_rows(
     user_id: int | None = None,
     create_missing_intents: bool = True,
     on_existing: str = "error",
+    batch: str | None = None,
 ) -> ImportCounts:
     """Insert validated rows in the caller's transaction. A text already in the project is
     ``on_existing``: ``"skip"``ped (counted), ``"relabel"``led (its labels and split replaced),
-    or an ``"error"``. Raises before the caller commits, so nothing is half-written."""
-    if on_existing not in ON_EXISTING:
-        raise ValueError(f"unknown on_existing {on_existing!r}")
-    existing = dict(
-        s.execute(
-            select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
-        ).all()
+    or an ``"error"``. Raises before the caller commits, so nothing is half-written. Events carry
+    ``batch`` (a new id when None), so the chunks of one import are one batch."""
+    check_import(
+        s, project_id, rows, create_missing_intents=create_missing_intents, on_existing=on_existing
     )
+    existing = _existing(s, project_id, [r.text for r in rows])
     skipped = 0
     if on_existing == "skip":
         kept = [r for r in rows if r.text not in existing]
         skipped, rows = len(rows) - len(kept), kept
     known = intents_by_name(s, project_id)
-    needed = sorted({name for r in rows for name in r.labels} - set(known))
-    if needed and not create_missing_intents:
-        raise StorageError(
-            f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
-        )
-    for name in needed:
+    for name in sorted({name for r in rows for name in r.labels} - set(known)):
         known[name] = create_intent(s, project_id, name)
-    seen: set[str] = set()
-    for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
-        if r.text in seen:
-            raise StorageError(f"The utterance {r.text!r} appears twice in what is imported.")
-        seen.add(r.text)
-    batch = str(uuid.uuid4())
+    batch = batch or str(uuid.uuid4())
     inserted = updated = 0
     new_utts: list[tuple[Utterance, NewUtterance]] = []
     for r in rows:

@@ -133,7 +133,11 @@ class LabelEvent(Base):
     can restore labels even after an intent was renamed away or deleted."""
 
     __tablename__ = "label_events"
-    __table_args__ = (Index("ix_label_event_project", "project_id", "id"),)
+    __table_args__ = (
+        Index("ix_label_event_project", "project_id", "id"),
+        Index("ix_label_event_utterance", "utterance_id"),
+        Index("ix_label_event_batch", "project_id", "batch"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
