@@ -130,6 +130,19 @@ def list_utterances(
     return [_row(u, labels.get(u.id, [])) for u in utts]
 
 
+def filtered_ids(
+    s: Session,
+    project_id: int,
+    *,
+    intent: str | None = None,
+    split: str | None = None,
+    search: str | None = None,
+) -> list[int]:
+    """The ids of every utterance :func:`list_utterances` would list with these filters."""
+    q = _filtered(project_id, intent=intent, split=split, search=search).order_by(Utterance.id)
+    return list(s.scalars(q))
+
+
 def count_utterances(
     s: Session,
     project_id: int,

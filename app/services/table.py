@@ -11,12 +11,12 @@ at the first :data:`MAX_SCAN` matching rows (the page says so when it stopped th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.context import AppContext
 from app.services.data import project_id_in
-from storage.utterances import UtteranceRow, count_utterances, list_utterances
+from storage.utterances import UtteranceRow, count_utterances, filtered_ids, list_utterances
 
 PAGE_SIZE = 100
 MAX_SCAN = 5000
@@ -88,6 +88,18 @@ def _record(row: UtteranceRow, predicted: tuple[str, float]) -> dict[str, Any]:
         "predicted": name,
         "score": None if math.isnan(score) else round(score, 2),
     }
+
+
+def matching_ids(ctx: AppContext, project: str, q: TableQuery) -> list[int]:
+    """The ids of every row the filters match, on every page (for a bulk action on them; the
+    prediction filters look at the first :data:`MAX_SCAN` rows, as the table does)."""
+    if q.needs_scan:
+        every = replace(q, page=1, page_size=MAX_SCAN)
+        return [r["id"] for r in table_page(ctx, project, every).rows]
+    with ctx.db.session() as s:
+        return filtered_ids(
+            s, project_id_in(s, project), intent=q.intent, split=q.split, search=q.search
+        )
 
 
 def table_page(ctx: AppContext, project: str, q: TableQuery) -> TablePage:

@@ -14,6 +14,7 @@ from app.context import AppContext
 from app.services import data as svc
 from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
+from app.ui.data_bulk import build_bulk
 from app.ui.data_manage import INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 
@@ -63,6 +64,13 @@ def _query(
     )
 
 
+def _query_without_page(
+    intent: str, split: str, search: str, predicted: str, disagree: bool, below: Any, sort: str
+) -> table_svc.TableQuery:
+    """The table's query for all its pages (a bulk action)."""
+    return _query(intent, split, search, predicted, disagree, below, sort, 1)
+
+
 def refresh(
     ctx: AppContext,
     proj: str,
@@ -78,7 +86,7 @@ def refresh(
     """The table page, the row records behind it, the caption, and every intent picker's
     choices (the intents may have changed)."""
     if not proj:
-        return (_frame([]), [], "", 1, gr.update(), gr.update(), pd.DataFrame(), *[gr.update()] * 5)
+        return (_frame([]), [], "", 1, gr.update(), gr.update(), pd.DataFrame(), *[gr.update()] * 6)
     q = _query(intent, split, search, predicted, disagree, below, sort, page)
     result, err = attempt(lambda: table_svc.table_page(ctx, proj, q))
     intents, _ = attempt(lambda: svc.intents(ctx, proj))
@@ -94,11 +102,7 @@ def refresh(
         gr.update(choices=[ALL, "(none)", *names]),
         gr.update(choices=[ALL, *names]),
         pd.DataFrame(intents or [], columns=INTENT_COLUMNS),
-        pick,
-        pick,
-        pick,
-        pick,
-        pick,
+        *[pick] * 6,
     )
 
 
@@ -262,6 +266,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 delete_btn = gr.Button("Delete", variant="stop", elem_id="delete-utterance")
                 undo_btn = gr.Button("Undo", elem_id="undo")
             status = gr.Markdown(elem_id="data-status")
+            bulk_slot = gr.Column()
             with gr.Accordion("Add an utterance", open=False):
                 a_text = gr.Textbox(label="Text", elem_id="add-text")
                 a_intents = gr.Dropdown(
@@ -275,7 +280,10 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     refresh_out: list[Any] = [table, rows, count, page, f_intent, f_predicted]
 
     manage = build_manage(ctx, project)
+    with bulk_slot:
+        bulk = build_bulk(ctx, project, filters[1:], _query_without_page)
     refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
+    refresh_out += [bulk["target"]]
 
     changes: list[Any] = []  # the events that changed the project (the summary follows them)
 
@@ -285,6 +293,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         )
 
     imported = manage["bind"](after_change)
+    after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(ctx, "designer", outputs=outputs)(fn)

@@ -65,3 +65,29 @@ def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
         r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost"
     )
     assert (saved["split"], saved["intents"]) == ("train", ["track_order"])
+
+
+def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabelled(ctx, demo):
+    from app.ui import data_bulk
+
+    filters = (ALL, "(all)", "parcel", ALL, False, ALL, "file")  # text contains "parcel"
+    matching = _rows(ctx, demo, "parcel")
+    fresh = [r for r in matching if not r["intents"]]
+    labelled = [r for r in matching if r["intents"] and r["intents"] != ["track_order"]]
+    assert fresh and labelled  # the filter mixes both
+    query_of = data_tab._query_without_page
+    plan = data_bulk.preview(ctx, query_of, demo, *filters, "track_order", False)
+    assert f"{len(fresh)} unlabelled will become track_order" in plan
+    assert f"{len(labelled)} already labelled" in plan and "left as they are" in plan
+    assert _rows(ctx, demo, "parcel") == matching  # a preview changes nothing
+    msg = data_bulk.label(ctx, query_of, demo, *filters, "track_order", False)
+    assert f"Labelled {len(fresh)}" in msg
+    after = {r["id"]: r for r in _rows(ctx, demo, "parcel")}
+    assert all(after[r["id"]]["intents"] == ["track_order"] for r in fresh)
+    assert all(after[r["id"]]["intents"] == r["intents"] for r in labelled)
+    assert "Undid label" in data_tab.undo(ctx, demo)  # one undo: the whole batch
+
+    def state(rows):
+        return {r["id"]: (r["intents"], r["split"]) for r in rows}
+
+    assert state(_rows(ctx, demo, "parcel")) == state(matching)
