@@ -32,9 +32,22 @@ def preview(ctx: AppContext, query_of: Any, proj: str, *args: Any) -> str:
     return problem(err or "") if err or plan is None else plan.summary()
 
 
-def label(ctx: AppContext, query_of: Any, proj: str, *args: Any) -> str:
+def label(
+    ctx: AppContext,
+    query_of: Any,
+    proj: str,
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str,
+    disagree: bool,
+    below: Any,
+    sort: str,
+    target: str | None,
+    relabel: bool,
+) -> str:
     """Label the filtered rows as one batch (already labelled rows left unless ``relabel``)."""
-    *filters, target, relabel = args
+    filters = (intent, split, search, predicted, disagree, below, sort)
     if not target:
         return problem("Pick the intent to give them.")
 

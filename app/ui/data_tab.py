@@ -208,7 +208,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             choices=[ALL, *SPLIT_CHOICES],
             value=ALL,
             scale=1,
-            min_width=110,
+            min_width=140,
             elem_id="data-split",
         )
         f_intent = gr.Dropdown(
@@ -245,7 +245,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 interactive=False,
                 wrap=True,
                 max_height=620,
-                column_widths=["6%", "42%", "22%", "8%", "15%", "7%"],
+                column_widths=["6%", "38%", "20%", "10%", "19%", "7%"],
                 elem_id="utterance-table",
                 show_label=False,
             )

@@ -103,7 +103,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             headers=["intent", "score", "nearest example of this intent", "similarity"],
             interactive=False,
             wrap=True,
-            column_widths=["28%", "10%", "50%", "12%"],
+            column_widths=["30%", "10%", "45%", "15%"],
             label="Ranked intents",
             elem_id="try-ranked",
         )
@@ -111,7 +111,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             headers=["labelled example", "intents", "similarity"],
             interactive=False,
             wrap=True,
-            column_widths=["62%", "26%", "12%"],
+            column_widths=["57%", "28%", "15%"],
             label="Nearest labelled neighbours",
             elem_id="try-neighbours",
         )

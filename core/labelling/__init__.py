@@ -1,5 +1,6 @@
 """What the labelling queue needs beside the predictor: the orders it offers (most uncertain,
 least like anything labelled, near an intent) and a fuzzy filter over intent names."""
+
 from __future__ import annotations
 
 from core.labelling.fuzzy import match_intents
