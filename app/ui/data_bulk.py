@@ -81,11 +81,12 @@ def build_bulk(
         relabel = gr.Checkbox(label="relabel rows that have other intents too", value=False)
         plan = gr.Markdown(elem_id="bulk-preview")
         button = gr.Button("Label them", elem_id="bulk-label")
+        result = gr.Markdown(elem_id="bulk-result")  # never written over by a late preview
     inputs = [project, *filters, target, relabel]
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     for change in (target.change, relabel.change):
         change(bind(preview, ctx, query_of), inputs, [plan], **quiet)
     done = button.click(
-        guarded(ctx, "designer")(bind(label, ctx, query_of)), inputs, [plan], **quiet
+        guarded(ctx, "designer")(bind(label, ctx, query_of)), inputs, [result], **quiet
     )
     return {"target": target, "done": done}

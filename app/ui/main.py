@@ -98,7 +98,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         start_fn, start_in, start_out = queue_tab["start"]
         demo.load(start_fn, start_in, start_out, api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
-        demo.load(refresh_fn, refresh_in, refresh_out, api_visibility="private")
+        demo.load(
+            refresh_fn, refresh_in, refresh_out, api_visibility="private", show_progress="hidden"
+        )
         train_fn, train_in, train_out = train_tab["refresh"]
         demo.load(train_fn, train_in, train_out, api_visibility="private")
         project.change(train_fn, train_in, train_out, api_visibility="private")

@@ -199,6 +199,9 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         label_btn = gr.Button("Label", scale=1, elem_id="map-label")
         split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
+    # What Label would do (updated as the selection changes) and what an action did: two lines,
+    # so a late preview never writes over the result.
+    plan = gr.Markdown(elem_id="map-preview")
     action = gr.Markdown(elem_id="map-action")
     # Written by the plot's click handler (ids as text); internal, so hidden.
     clicked = gr.Textbox(
@@ -226,7 +229,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         change(
             bind(preview, ctx),
             [project, selected, label_as, relabel],
-            [action],
+            [plan],
             api_visibility="private",
             show_progress="hidden",
         )

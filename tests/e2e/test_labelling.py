@@ -155,9 +155,9 @@ def test_a_lasso_bulk_label_protects_labelled_rows_and_one_undo_restores_all(
     target_box.fill(target)
     target_box.press("Enter")
     page.wait_for_function(
-        "() => document.querySelector('#map-action')?.innerText?.includes('will be left')"
+        "() => document.querySelector('#map-preview')?.innerText?.includes('will be left')"
     )
-    preview = page.inner_text("#map-action")
+    preview = page.inner_text("#map-preview")
     assert f"{len(selection)} selected: 26 unlabelled will become {target}" in preview
     assert "28 already labelled" in preview and "10 in test" in preview
     shot(page, "44-map-bulk-preview")

@@ -45,7 +45,9 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     )
     page.wait_for_timeout(5000)  # the table's refresh never writes over the import's message
     assert "Imported 12" in page.locator("#import-status").inner_text()
-    assert "Rows 1–12 of 12" in page.locator("#data-count").inner_text()
+    page.wait_for_function(
+        "() => document.querySelector('#data-count')?.innerText?.includes('Rows 1–12 of 12')"
+    )
     shot(page, "30-flow-imported")
 
     page.get_by_role("tab", name="Train").click()
