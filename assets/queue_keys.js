@@ -6,6 +6,12 @@
   const KEYS = __KEYS__;
   const card = () => document.querySelector('#queue-card [data-item]');
   const filter = () => document.querySelector('#queue-filter textarea, #queue-filter input');
+  const press = (id) => {
+    const button = document.querySelector('#' + id);
+    if (!button || button.disabled) return;
+    window.__studioQueueBusy = Date.now();
+    button.click();
+  };
   document.addEventListener('keydown', (e) => {
     const c = card();
     if (!c || c.offsetParent === null) return;  // the Label tab is not showing
@@ -21,19 +27,18 @@
     }
     const tag = (e.target.tagName || '').toLowerCase();
     if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable) return;
-    if (window.__studioQueueBusy && Date.now() - window.__studioQueueBusy < 3000) {
-      e.preventDefault();  // the answer before this one is still on its way
-      return;
-    }
     let id = KEYS[e.key];
     if ((e.ctrlKey || e.metaKey) && e.key === 'z') id = 'queue-undo';
     else if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (id) {
       e.preventDefault();
-      const button = document.querySelector('#' + id);
-      if (!button || button.disabled) return;
-      window.__studioQueueBusy = Date.now();
-      button.click();
+      if (window.__studioQueueBusy && Date.now() - window.__studioQueueBusy < 5000) {
+        // The answer before this one is still on its way: this key applies to the next
+        // utterance, once it is on screen (one key is kept; a fast typist loses nothing).
+        window.__studioQueuePending = id;
+        return;
+      }
+      press(id);
       return;
     }
     if (f && (e.key === '/' || /^[a-z_]$/i.test(e.key))) {
@@ -41,8 +46,23 @@
       if (e.key === '/') e.preventDefault();  // other letters go on into the filter
     }
   });
-  // A new card on screen means the answer arrived: keys work again.
-  new MutationObserver(() => { window.__studioQueueBusy = 0; })
-    .observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-item']});
+  // A new card on screen (replaced or updated in place) means the answer arrived: keys work
+  // again, and a key pressed meanwhile is applied now.
+  const settled = () => {
+    if (!window.__studioQueueBusy) return;
+    window.__studioQueueBusy = 0;
+    const pending = window.__studioQueuePending;
+    window.__studioQueuePending = null;
+    if (pending) press(pending);
+  };
+  const watch = () => {
+    const root = document.querySelector('#queue-card');
+    if (!root) return setTimeout(watch, 200);
+    new MutationObserver(settled).observe(root, {
+      subtree: true, childList: true, characterData: true,
+      attributes: true, attributeFilter: ['data-item', 'data-seq'],
+    });
+  };
+  watch();
   return [];
 }

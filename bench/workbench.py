@@ -101,7 +101,7 @@ def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
     train = read("train_10shot_seed0.csv")
     taken = {r["text"] for r in train}
     rows = [NewUtterance(r["text"], (r["label"],), "train") for r in train]
-    texts = [r["text"] for r in read("train.csv") if r["text"] not in taken]
+    texts = list(dict.fromkeys(r["text"] for r in read("train.csv") if r["text"] not in taken))
     i = 0
     while len(rows) < n:
         base = texts[i % len(texts)]

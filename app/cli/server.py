@@ -4,8 +4,27 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from app.cli.common import CliError
+
+if TYPE_CHECKING:
+    from app.context import AppContext
+
+
+def _warm_up(ctx: AppContext) -> None:
+    """Load the encoders, build every project's pool and encode the labelling queue's candidates
+    before the first request; then move everything built so far out of the cyclic garbage
+    collector's way (``gc.freeze``): a full collection otherwise walks millions of long-lived
+    objects (the models, the app) and paused labelling for 0.5-0.8 s at a time."""
+    import gc
+
+    from app.services.queue import warm_up as warm_queue
+
+    ctx.warm_up()
+    warm_queue(ctx)
+    gc.collect()
+    gc.freeze()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -45,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.services.maps import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
-    threading.Thread(target=ctx.warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=_warm_up, args=(ctx,), name="warm-up", daemon=True).start()
     start_warm_up()  # UMAP's numba compilation, off the request path
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)

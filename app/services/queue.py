@@ -10,6 +10,7 @@ order), and recomputed when the chunk is used up, so "most uncertain" follows th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from app.services import data as data_svc
 from app.services.data import project_id_in
 from core.labelling import farthest_first, most_similar_first, smallest_margin_first
 from storage.utterances import count_utterances, labelled_pool, list_utterances
+
+logger = logging.getLogger(__name__)
 
 ORDERS = {
     "uncertain": "Most uncertain first",
@@ -179,3 +182,18 @@ def answer(
     )
     what = ", ".join(row["labels"]) or "no intent"
     return f"#{utterance_id} → {what} ({row['split']})."
+
+
+def warm_up(ctx: AppContext) -> None:
+    """Encode every project's queue candidates into the embedding cache (at start-up, so the
+    first order does not pay for it)."""
+    from storage.projects import list_projects
+
+    with ctx.db.session() as s:
+        projects = {p.id: p.name for p in list_projects(s)}
+    for pid, name in projects.items():
+        with ctx.db.session() as s:
+            rows = list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES)
+        if rows:
+            ctx.cache.encode(ctx.pool(pid).encoder, [r.text for r in rows])
+            logger.debug("queue of %s: %d candidates encoded", name, len(rows))

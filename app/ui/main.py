@@ -47,7 +47,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
                 queue_tab = build_queue_tab(ctx, project)
-            with gr.Tab("Data", id="data"):
+            with gr.Tab("Data", id="data") as data_tab_item:
                 data_tab = build_data_tab(ctx, project, user)
             with gr.Tab("Try", id="try"):
                 build_try_tab(ctx, project, user)
@@ -98,7 +98,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         start_fn, start_in, start_out = queue_tab["start"]
         demo.load(start_fn, start_in, start_out, api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
-        demo.load(
+        # The table (predictions of a page of rows) is computed when its tab is opened: at page
+        # load it would compete for the CPU with the first labels in the queue.
+        data_tab_item.select(
             refresh_fn, refresh_in, refresh_out, api_visibility="private", show_progress="hidden"
         )
         train_fn, train_in, train_out = train_tab["refresh"]
