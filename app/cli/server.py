@@ -25,6 +25,7 @@ def _warm_up(ctx: AppContext) -> None:
     warm_queue(ctx)
     gc.collect()
     gc.freeze()
+    print("Warm: encoders loaded, pools and queues ready.", flush=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
