@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from app.plots.common import HIGHLIGHTS, MapData, format_metrics, intent_colour
+from app.plots.common import HIGHLIGHTS, MapData, format_metrics, intent_colours
 from app.plots.evaluation import confusion_heatmap, f1_bars, worst_pairs
 from app.plots.maps import highlight_mask, scatter_map, side_by_side
 
@@ -27,7 +27,7 @@ __all__ = [
     "f1_bars",
     "format_metrics",
     "highlight_mask",
-    "intent_colour",
+    "intent_colours",
     "scatter_map",
     "side_by_side",
     "worst_pairs",

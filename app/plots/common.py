@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import html
 import logging
 import textwrap
@@ -10,19 +9,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import colorcet
 import numpy as np
-from plotly.colors import qualitative
 
 logger = logging.getLogger(__name__)
 
 Highlight = Literal["misclassified", "low_margin", "unlabelled"]
 HIGHLIGHTS: tuple[str, ...] = ("misclassified", "low_margin", "unlabelled")
-PALETTE: tuple[str, ...] = (
-    *qualitative.Dark24,
-    *qualitative.Alphabet,
-    *qualitative.Light24,
-)
+# Glasbey: 256 colours chosen to be as far apart as possible for the eye, readable on white.
+PALETTE: tuple[str, ...] = tuple(colorcet.glasbey_dark)
 UNLABELLED_COLOUR = "#b0b0b0"
+OUT_OF_FOCUS_COLOUR = "#d9d9d9"
 UNLABELLED = "(unlabelled)"
 SPLIT_SYMBOLS: dict[str, str] = {"train": "circle", "test": "diamond", "unlabelled": "x"}
 OTHER_SYMBOL = "square"
@@ -34,17 +31,21 @@ _DIM_OPACITY = 0.12
 GoldLabel = str | Sequence[str] | None
 
 
-def intent_colour(intent: str | None) -> str:
-    """The colour of an intent: the same name gives the same colour in every view and process.
+def intent_colours(intents: Sequence[str]) -> dict[str, str]:
+    """One colour per intent, all different for up to 256 intents (beyond, the palette repeats).
+
+    Colours follow the sorted names, so every view of a project's intents colours an intent the
+    same way (the maps, the evaluation), and two projects with the same intents match.
 
     Example:
-        >>> intent_colour("card_arrival") == intent_colour("card_arrival")
-        True
+        >>> colours = intent_colours(["b", "a", UNLABELLED])
+        >>> colours["a"] == PALETTE[0], colours["b"] == PALETTE[1], colours[UNLABELLED]
+        (True, True, '#b0b0b0')
     """
-    if not intent or intent == UNLABELLED:
-        return UNLABELLED_COLOUR
-    digest = hashlib.sha1(intent.encode("utf-8")).digest()
-    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
+    names = sorted({i for i in intents if i and i != UNLABELLED})
+    out = {name: PALETTE[k % len(PALETTE)] for k, name in enumerate(names)}
+    out[UNLABELLED] = UNLABELLED_COLOUR
+    return out
 
 
 def _gold_tuple(label: GoldLabel) -> tuple[str, ...]:

@@ -7,10 +7,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from app.plots.common import intent_colour
+from app.plots.common import intent_colours
 
 
-def f1_bars(per_intent: Mapping[str, float], *, title: str | None = None) -> go.Figure:
+def f1_bars(
+    per_intent: Mapping[str, float],
+    *,
+    title: str | None = None,
+    colours: Mapping[str, str] | None = None,
+) -> go.Figure:
     """Horizontal per-intent F1 bars, worst intent on top, in each intent's colour.
 
     Example:
@@ -20,12 +25,13 @@ def f1_bars(per_intent: Mapping[str, float], *, title: str | None = None) -> go.
     items = sorted(per_intent.items(), key=lambda kv: (float(kv[1]), kv[0]))
     names = [k for k, _ in items]
     values = [float(v) for _, v in items]
+    palette = {**intent_colours(names), **(colours or {})}
     fig = go.Figure(
         go.Bar(
             x=values,
             y=names,
             orientation="h",
-            marker={"color": [intent_colour(k) for k in names]},
+            marker={"color": [palette[k] for k in names]},
             customdata=names,
             text=[f"{v:.2f}" for v in values],
             textposition="outside",

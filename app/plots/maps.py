@@ -15,6 +15,7 @@ from app.plots.common import (
     HIGHLIGHTS,
     LOW_MARGIN,
     OTHER_SYMBOL,
+    OUT_OF_FOCUS_COLOUR,
     SPLIT_SYMBOLS,
     UNLABELLED,
     WEBGL_FROM,
@@ -23,9 +24,12 @@ from app.plots.common import (
     _gold_tuple,
     _wrap,
     format_metrics,
-    intent_colour,
+    intent_colours,
 )
 from core.projection import align_transform
+
+# A legend of more intents than this scrolls out of sight: names at the centroids instead.
+LEGEND_MAX = 25
 
 
 def highlight_mask(
@@ -80,6 +84,8 @@ def _map_traces(
     colour_by: str,
     webgl: bool | None,
     legend: bool,
+    focus: Sequence[str] | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> tuple[list[go.Scatter | go.Scattergl], int]:
     pts = np.asarray(m.points, dtype=np.float64).reshape(-1, 2) if len(m.ids) else np.zeros((0, 2))
     n = len(pts)
@@ -107,10 +113,16 @@ def _map_traces(
         groups.setdefault(key, []).append(i)
     order = sorted(k for k in groups if k != UNLABELLED)
     if UNLABELLED in groups:
-        order.append(UNLABELLED)
+        order.insert(0, UNLABELLED)  # drawn first: the intents' points sit on top
+    colours = {**intent_colours(order), **(colours or {})}
+    focused = set(focus or ())
     traces: list[go.Scatter | go.Scattergl] = []
     for key in order:
         idx = groups[key]
+        # Unlabelled points are small and grey unless they are what is highlighted; intents out
+        # of the focus (a search) are grey and faint, so the focused ones stand out.
+        quiet = key == UNLABELLED and highlight != "unlabelled"
+        faded = bool(focused) and key not in focused
         hover = []
         for i in idx:
             parts = [
@@ -135,15 +147,73 @@ def _map_traces(
                 hovertext=hover,
                 hovertemplate="%{hovertext}<extra></extra>",
                 marker={
-                    "color": intent_colour(key),
+                    "color": OUT_OF_FOCUS_COLOUR if faded else colours[key],
                     "symbol": [SPLIT_SYMBOLS.get(str(m.splits[i]), OTHER_SYMBOL) for i in idx],
-                    "size": [9 if (h and highlight) else 7 for h in lit],
-                    "opacity": [0.95 if h else _DIM_OPACITY for h in lit],
+                    "size": [4 if (quiet or faded) else 9 if (h and highlight) else 7 for h in lit],
+                    "opacity": [
+                        0.5 if (quiet or faded) and h else 0.95 if h else _DIM_OPACITY for h in lit
+                    ],
                     "line": {"width": 0},
                 },
             )
         )
     return traces, int(mask.sum())
+
+
+def centroid_labels(m: MapData, focus: Sequence[str] | None = None) -> go.Scatter:
+    """Each intent's name at the median of its labelled points (only the focused intents when
+    there is a focus): a legend that cannot scroll away.
+
+    Example:
+        >>> m = MapData([[0, 0], [2, 2], [9, 9]], [1, 2, 3], ["a", "b", "c"], ["x", "x", None],
+        ...             [None] * 3, ["train"] * 3)
+        >>> trace = centroid_labels(m)
+        >>> list(trace.text), list(trace.x), list(trace.y)
+        (['x'], [1.0], [1.0])
+    """
+    pts = np.asarray(m.points, dtype=np.float64).reshape(-1, 2) if len(m.ids) else np.zeros((0, 2))
+    groups: dict[str, list[int]] = {}
+    for i, g in enumerate(m.gold):
+        names = _gold_tuple(g)
+        if names:
+            groups.setdefault(names[0], []).append(i)
+    wanted = sorted(k for k in groups if not focus or k in set(focus))
+    centres = [np.median(pts[groups[k]], axis=0) for k in wanted]
+    return go.Scatter(
+        x=[float(c[0]) for c in centres],
+        y=[float(c[1]) for c in centres],
+        text=wanted,
+        mode="text",
+        textfont={"size": 11, "color": "#1f2937"},
+        hoverinfo="skip",
+        showlegend=False,
+        name="intent names",
+    )
+
+
+def _layout(fig: go.Figure, n_intents: int, *, top: int, meta: dict[str, Any]) -> None:
+    legend = n_intents <= LEGEND_MAX
+    fig.update_layout(
+        dragmode="lasso",
+        hovermode="closest",
+        clickmode="event+select",
+        showlegend=legend,
+        legend={"itemsizing": "constant", "title": {"text": "intent"}},
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
+        height=720,
+        meta=meta,
+        template="plotly_white",
+    )
+    fig.update_xaxes(showticklabels=False, zeroline=False, showgrid=False)
+    fig.update_yaxes(showticklabels=False, zeroline=False, showgrid=False)
+
+
+def _keys(m: MapData) -> list[str]:
+    return [names[0] for g in m.gold if (names := _gold_tuple(g))]
+
+
+def _n_intents(*maps: MapData) -> int:
+    return len({names[0] for m in maps for g in m.gold if (names := _gold_tuple(g))})
 
 
 def scatter_map(
@@ -160,6 +230,9 @@ def scatter_map(
     colour_by: str = "gold",
     title: str | None = None,
     webgl: bool | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """A 2D map of utterances: colour by intent, marker by split, hover with text and intents.
 
@@ -177,9 +250,14 @@ def scatter_map(
         colour_by: ``"gold"`` (unlabelled points grey) or ``"predicted"``.
         title: figure title.
         webgl: force ``scattergl`` (True) or SVG ``scatter`` (False); default by size.
+        focus: intents to isolate (the others grey and faint); None or empty: all.
+        names: draw intent names at their centroids (default: when the legend is hidden, i.e.
+            more than :data:`LEGEND_MAX` intents, or when there is a focus).
+        colours: intent -> colour (from :func:`intent_colours` of all the project's intents, so
+            every view agrees); default: from the intents on this map.
 
     Returns:
-        A figure with one trace per intent (sorted by name, unlabelled last);
+        A figure with one trace per intent (sorted by name, unlabelled first), then the names;
         ``layout.meta`` holds ``n_points`` and ``n_highlighted``.
 
     Example:
@@ -189,21 +267,26 @@ def scatter_map(
     """
     m = MapData(points_2d, ids, texts, gold, predicted, splits, margins)
     traces, lit = _map_traces(
-        m, highlight=highlight, low_margin=low_margin, colour_by=colour_by, webgl=webgl, legend=True
+        m,
+        highlight=highlight,
+        low_margin=low_margin,
+        colour_by=colour_by,
+        webgl=webgl,
+        legend=True,
+        focus=focus,
+        colours=colours,
     )
     fig = go.Figure(data=traces)
-    fig.update_layout(
-        title=title,
-        dragmode="lasso",
-        hovermode="closest",
-        clickmode="event+select",
-        legend={"itemsizing": "constant", "title": {"text": "intent"}},
-        margin={"l": 10, "r": 10, "t": 50 if title else 20, "b": 10},
+    n_intents = _n_intents(m)
+    if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
+        fig.add_trace(centroid_labels(m, focus))
+    fig.update_layout(title=title)
+    _layout(
+        fig,
+        n_intents,
+        top=50 if title else 20,
         meta={"n_points": len(ids), "n_highlighted": lit, "highlight": highlight},
-        template="plotly_white",
     )
-    fig.update_xaxes(showticklabels=False, zeroline=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, zeroline=False, showgrid=False)
     return fig
 
 
@@ -218,6 +301,9 @@ def side_by_side(
     low_margin: float = LOW_MARGIN,
     align_b: bool = True,
     webgl: bool | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Two maps of the same utterances next to each other (e.g. frozen encoder vs active model).
 
@@ -235,6 +321,9 @@ def side_by_side(
         low_margin: as in :func:`scatter_map`.
         align_b: align the right map onto the left one.
         webgl: as in :func:`scatter_map`.
+        focus: as in :func:`scatter_map`.
+        names: as in :func:`scatter_map`.
+        colours: as in :func:`scatter_map`.
 
     Returns:
         A two-panel figure.
@@ -264,22 +353,23 @@ def side_by_side(
             colour_by="gold",
             webgl=webgl,
             legend=True,
+            focus=focus,
+            colours=colours or intent_colours([*_keys(map_a), *_keys(map_b)]),
         )
         for tr in traces:
             tr.showlegend = tr.name not in seen
             seen.add(str(tr.name))
             fig.add_trace(tr, row=1, col=col)
-    fig.update_layout(
-        dragmode="lasso",
-        hovermode="closest",
-        clickmode="event+select",
-        legend={"itemsizing": "constant", "title": {"text": "intent"}},
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+    n_intents = _n_intents(map_a, map_b)
+    if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
+        fig.add_trace(centroid_labels(map_a, focus), row=1, col=1)
+        fig.add_trace(centroid_labels(map_b, focus), row=1, col=2)
+    _layout(
+        fig,
+        n_intents,
+        top=70,
         meta={"n_points": [len(map_a.ids), len(map_b.ids)], "highlight": highlight},
-        template="plotly_white",
     )
-    fig.update_xaxes(showticklabels=False, zeroline=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, zeroline=False, showgrid=False)
     return fig
 
 

@@ -22,6 +22,7 @@ import logging
 import threading
 import uuid
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,8 +254,14 @@ def compute_map(
     return _view(ctx, project, version, method, points)
 
 
-def map_figure(view: MapView, *, highlight: str | None = None) -> go.Figure:
-    """The single-map figure of a view."""
+def map_figure(
+    view: MapView,
+    *,
+    highlight: str | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+) -> go.Figure:
+    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
     m = view.map_data()
     return scatter_map(
         m.points,
@@ -266,10 +273,19 @@ def map_figure(view: MapView, *, highlight: str | None = None) -> go.Figure:
         margins=m.margins,
         highlight=highlight,
         title=f"{view.version_label} · {view.method}",
+        focus=focus,
+        names=names,
     )
 
 
-def compare_figure(left: MapView, right: MapView, *, highlight: str | None = None) -> go.Figure:
+def compare_figure(
+    left: MapView,
+    right: MapView,
+    *,
+    highlight: str | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+) -> go.Figure:
     """Two views side by side, the right one aligned onto the left, metrics in the titles."""
     return side_by_side(
         left.map_data(),
@@ -278,6 +294,8 @@ def compare_figure(left: MapView, right: MapView, *, highlight: str | None = Non
         left.metrics,
         right.metrics,
         highlight=highlight,
+        focus=focus,
+        names=names,
     )
 
 

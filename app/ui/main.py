@@ -109,6 +109,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
+        # The map's click and lasso watcher runs from the start: a map already computed when the
+        # tab opens is bound as soon as Plotly draws it (no Refresh needed first).
+        demo.load(None, None, None, js=map_tab["js"], api_visibility="private")
         # Fresh project names on every page load (the choices were read when the app was built);
         # the value is left alone: a late answer must not switch back a project picked meanwhile.
         demo.load(

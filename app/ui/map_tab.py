@@ -94,32 +94,40 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
 
 
 def render(
-    ctx: AppContext, proj: str | None, meth: str, mode: str, hl: str
-) -> tuple[Any, str, Any, Any]:
+    ctx: AppContext,
+    proj: str | None,
+    meth: str,
+    mode: str,
+    hl: str,
+    focus: list[str] | None = None,
+    names: bool = True,
+) -> tuple[Any, str, Any, Any, Any]:
+    """The map (or the compare view), isolating the ``focus`` intents, names at the centroids."""
     if not proj:
-        return None, "Pick a project.", gr.update(active=False), gr.update()
+        return None, "Pick a project.", gr.update(active=False), gr.update(), gr.update()
     hl_arg = None if hl == "none" else hl
+    shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
 
     def build() -> Any:
         right = svc.get_map(ctx, proj, method=meth)
         if mode == VIEW_CHOICES[0]:
-            return None if right is None else svc.map_figure(right, highlight=hl_arg)
+            return None if right is None else svc.map_figure(right, **shown)
         left = svc.get_map(ctx, proj, method=meth, version=BASE)
         if left is None or right is None:
             return None
-        return svc.compare_figure(left, right, highlight=hl_arg)
+        return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
-    choices = gr.update(choices=names or [])
+    intents, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    choices = gr.update(choices=intents or [])
     if err:
-        return None, problem(err), gr.update(active=False), choices
+        return None, problem(err), gr.update(active=False), choices, choices
     if fig is None:
         msg = f"Computing the {meth} map in the background… it appears here when ready."
-        return gr.update(), msg, gr.update(active=True), choices
+        return gr.update(), msg, gr.update(active=True), choices, choices
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-    return fig, f"{n} utterances · {meth}", gr.update(active=False), choices
+    return fig, f"{n} utterances · {meth}", gr.update(active=False), choices, choices
 
 
 def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
@@ -174,12 +182,22 @@ def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
 
 def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
-    gr.Markdown(HELP)
+    with gr.Accordion("How to read the map", open=False):
+        gr.Markdown(HELP)
     with gr.Row():
         method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
         view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
         highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
-        refresh_btn = gr.Button("Refresh", scale=1, elem_id="map-refresh")
+        refresh_btn = gr.Button("Refresh", scale=0, min_width=100, elem_id="map-refresh")
+    with gr.Row(equal_height=True):
+        focus = gr.Dropdown(
+            label="Show intents (type to search; the others turn grey)",
+            multiselect=True,
+            choices=[],
+            scale=4,
+            elem_id="map-focus",
+        )
+        names = gr.Checkbox(label="intent names on the map", value=True, scale=1)
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot", label="Map")
     poll = gr.Timer(2.0, active=False)
@@ -210,9 +228,16 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
 
-    inputs = [project, method, view, highlight]
-    outputs = [plot, status, poll, label_as]
-    for trigger in (refresh_btn.click, method.change, view.change, highlight.change):
+    inputs = [project, method, view, highlight, focus, names]
+    outputs = [plot, status, poll, label_as, focus]
+    for trigger in (
+        refresh_btn.click,
+        method.change,
+        view.change,
+        highlight.change,
+        focus.change,
+        names.change,
+    ):
         trigger(bind(render, ctx), inputs, outputs, api_visibility="private").then(
             None, None, None, js=_JS_BIND, api_visibility="private"
         )
@@ -249,4 +274,4 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
-    return {"refresh": (bind(render, ctx), inputs, outputs)}
+    return {"refresh": (bind(render, ctx), inputs, outputs), "js": _JS_BIND}

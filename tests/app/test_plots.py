@@ -8,7 +8,7 @@ from app.plots import (
     confusion_heatmap,
     f1_bars,
     highlight_mask,
-    intent_colour,
+    intent_colours,
     scatter_map,
     side_by_side,
     worst_pairs,
@@ -41,10 +41,10 @@ def test_every_point_carries_its_id_and_intent_colour() -> None:
     fig = scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS)
     assert sorted(int(i) for t in fig.data for i in t.customdata) == IDS
     assert [t.name for t in fig.data] == [
+        "(unlabelled)",
         "card_arrival",
         "exchange_rate",
         "top_up_failed",
-        "(unlabelled)",
     ]
     assert fig.layout.meta["n_points"] == 5
     by_name = {t.name: t for t in fig.data}
@@ -58,14 +58,41 @@ def test_every_point_carries_its_id_and_intent_colour() -> None:
     )
 
 
-def test_colours_are_stable_across_views() -> None:
-    a = _marker_colours(scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS))
-    b = _marker_colours(scatter_map(POINTS[:2], IDS[:2], TEXTS[:2], GOLD[:2], PRED[:2], SPLITS[:2]))
-    assert a["card_arrival"] == b["card_arrival"] == intent_colour("card_arrival")
-    assert a["top_up_failed"] == b["top_up_failed"]
-    assert intent_colour("card_arrival") != intent_colour("top_up_failed")
-    f1 = f1_bars({"card_arrival": 0.5, "top_up_failed": 0.9})
+def test_colours_are_stable_across_views_and_distinct_for_hundreds_of_intents() -> None:
+    palette = intent_colours(["card_arrival", "exchange_rate", "top_up_failed"])
+    a = _marker_colours(scatter_map(POINTS, IDS, TEXTS, GOLD, PRED, SPLITS, colours=palette))
+    b = _marker_colours(
+        scatter_map(POINTS[:2], IDS[:2], TEXTS[:2], GOLD[:2], PRED[:2], SPLITS[:2], colours=palette)
+    )
+    assert a["card_arrival"] == b["card_arrival"] == palette["card_arrival"]
+    assert a["top_up_failed"] == b["top_up_failed"] != a["card_arrival"]
+    f1 = f1_bars({"card_arrival": 0.5, "top_up_failed": 0.9}, colours=palette)
     assert list(f1.data[0].marker.color) == [a["card_arrival"], a["top_up_failed"]]
+    many = intent_colours([f"intent_{i}" for i in range(256)])
+    assert len(set(many.values())) == 257  # 256 intents + the grey of unlabelled points
+
+
+def test_many_intents_get_names_at_their_centroids_and_a_focus_greys_the_rest() -> None:
+    rng = np.random.default_rng(0)
+    n = 300
+    gold = [f"intent_{i % 60}" for i in range(n)]
+    fig = scatter_map(rng.normal(size=(n, 2)), list(range(n)), ["t"] * n, gold, gold, ["train"] * n)
+    assert fig.layout.showlegend is False  # 60 entries would scroll: the names are on the map
+    labels = next(t for t in fig.data if t.mode == "text")
+    assert sorted(labels.text) == sorted(set(gold))
+    focused = scatter_map(
+        rng.normal(size=(n, 2)),
+        list(range(n)),
+        ["t"] * n,
+        gold,
+        gold,
+        ["train"] * n,
+        focus=["intent_3"],
+    )
+    colours = {t.name: t.marker.color for t in focused.data if t.mode == "markers"}
+    assert colours["intent_3"] != "#d9d9d9"
+    assert {c for k, c in colours.items() if k != "intent_3"} == {"#d9d9d9"}
+    assert list(next(t for t in focused.data if t.mode == "text").text) == ["intent_3"]
 
 
 def test_hover_is_escaped() -> None:

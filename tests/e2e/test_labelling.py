@@ -186,6 +186,39 @@ def test_a_lasso_bulk_label_protects_labelled_rows_and_one_undo_restores_all(
     assert state() == before  # one undo: all 26 back to unlabelled, the 28 never touched
 
 
+def test_a_cached_map_answers_a_click_at_once_and_isolates_an_intent(banking77_server, page):
+    """The lasso test computed the map: opening the tab draws it from the cache, and a click works
+    without pressing Refresh first; searching an intent greys the 76 others."""
+    page.goto(banking77_server.url)
+    page.get_by_role("tab", name="Map").click()
+    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot')?.on")
+    page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot')"
+        ".emit('plotly_click', {points: [{customdata: 5}]})"
+    )
+    page.wait_for_function(
+        "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')",
+        timeout=20_000,
+    )
+    search = page.locator("#map-focus input")
+    search.click()
+    search.fill("card_arr")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.wait_for_function(
+        "() => { const d = document.querySelector('#map-plot .js-plotly-plot')?.data || [];"
+        " const names = d.filter((t) => t.mode === 'text');"
+        " return names.length === 1 && names[0].text.length === 1; }"
+    )
+    colours = page.evaluate(
+        "() => Object.fromEntries(document.querySelector('#map-plot .js-plotly-plot').data"
+        ".filter((t) => t.mode === 'markers').map((t) => [t.name, t.marker.color]))"
+    )
+    assert len(colours) >= 77
+    assert {c for k, c in colours.items() if k != "card_arrival"} == {"#d9d9d9"}
+    shot(page, "49-map-isolate-card-arrival")
+
+
 def test_an_import_error_stays_on_screen(banking77_server, page, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label,split\nhello,greet,train\nbye,bye,sideways\n", encoding="utf-8")
