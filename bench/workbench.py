@@ -57,9 +57,7 @@ def bench_queue(data: Path, labels: int) -> dict[str, Any]:
     srv = Server(root / "data", "--no-demo")
     try:
         srv.wait_ready()
-        end = time.time() + 300  # an annotator's server has long finished its warm-up
-        while "Warm:" not in srv.log.read_text() and time.time() < end:
-            time.sleep(1)
+        srv.wait_warm()  # an annotator's server has long finished its warm-up
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1440, "height": 900})

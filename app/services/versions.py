@@ -93,11 +93,21 @@ def activate(ctx: AppContext, project: str, version: int | None) -> str:
     return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
 
 
-def compare(ctx: AppContext, project: str, a: int, b: int) -> dict[str, Any]:
-    """Headline metrics of two versions and the per-intent F1 change from a to b."""
+def compare(ctx: AppContext, project: str, a: int | None, b: int | None) -> dict[str, Any]:
+    """Headline metrics of two versions and the per-intent F1 change from a to b. ``None`` is the
+    frozen base encoder, as measured on the same test set when the other version was trained."""
+    if a == b:
+        raise ValueError("Pick two different versions to compare.")
     with ctx.db.session() as s:
         p = get_project(s, project)
-        mvs = {v: versions.get_version(s, p.id, v).metrics or {} for v in (a, b)}
+        mvs: dict[int | None, dict[str, Any]] = {
+            v: versions.get_version(s, p.id, v).metrics or {} for v in (a, b) if v is not None
+        }
+    if None in (a, b):
+        trained = mvs[b if a is None else a]
+        if not trained.get("base"):
+            raise ValueError("That version has no measurement of the frozen encoder to compare.")
+        mvs[None] = trained["base"]
     return {
         "a": {"version": a, "accuracy": mvs[a].get("accuracy"), "macro_f1": mvs[a].get("macro_f1")},
         "b": {"version": b, "accuracy": mvs[b].get("accuracy"), "macro_f1": mvs[b].get("macro_f1")},

@@ -170,6 +170,13 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert not version_svc.history(ctx, "tiny")[0]["active"]
     version_svc.activate(ctx, "tiny", done.model_version_id)
     assert version_svc.history(ctx, "tiny")[0]["active"]
+    # Compare accepts the frozen encoder on either side (measured on the same test set).
+    vs_frozen = version_svc.compare(ctx, "tiny", None, done.model_version_id)
+    assert vs_frozen["b"]["accuracy"] == mv.metrics["accuracy"]
+    assert vs_frozen["a"]["accuracy"] == mv.metrics["base"]["accuracy"]
+    assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
+    with pytest.raises(ValueError, match="two different"):
+        version_svc.compare(ctx, "tiny", None, None)
 
 
 def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:

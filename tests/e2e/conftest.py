@@ -63,6 +63,15 @@ class Server:
                 time.sleep(0.5)
         raise TimeoutError(f"server not ready: {self.log.read_text()[-3000:]}")
 
+    def wait_warm(self, timeout: float = 600) -> None:
+        """Wait until the server has loaded its encoders and built its pools (it prints a line),
+        as an annotator's server has long done before the first key is pressed."""
+        end = time.time() + timeout
+        while "Warm:" not in self.log.read_text(errors="replace"):
+            if time.time() > end or self.proc.poll() is not None:
+                raise TimeoutError(f"server not warm: {self.log.read_text()[-3000:]}")
+            time.sleep(0.5)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -163,6 +172,7 @@ def banking77_server(tmp_path_factory):
     srv = Server(data, "--no-demo")
     try:
         srv.wait_ready()
+        srv.wait_warm()
         yield srv
     finally:
         srv.stop()

@@ -57,6 +57,7 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
         "() => document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
         timeout=300_000,
     )
+    page.get_by_role("tab", name="Versions").click()
     page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
     shot(page, "31-flow-trained")
 
@@ -72,6 +73,7 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     shot(page, "32-flow-try")
 
     page.get_by_role("tab", name="Train").click()
+    page.get_by_role("tab", name="Export & share").click()
     with page.expect_download() as download:
         page.locator("#bundle-export").click()
         page.wait_for_function(

@@ -31,9 +31,12 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
         timeout=300_000,
     )
     assert "accuracy" in text_of(page, "#job-progress")
+    assert "queued" not in text_of(page, "#train-message")  # the job's line cleared when done
+    page.get_by_role("tab", name="Versions").click()
     page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
     shot(page, "11-train-done")
 
+    page.get_by_role("tab", name="Evaluation").click()
     page.locator("#evaluate").click()
     page.wait_for_function(
         "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
@@ -42,6 +45,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     page.wait_for_selector("#eval-confusion .js-plotly-plot")
     shot(page, "12-evaluation")
 
+    page.get_by_role("tab", name="Export & share").click()
     page.locator("#report").click()
     page.wait_for_function(
         "() => document.querySelector('#export-status')?.innerText?.includes('Report written')",

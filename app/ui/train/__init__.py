@@ -38,10 +38,16 @@ def refresh(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
 
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Train tab's sections and bind its events. Returns its refresh hook."""
-    retrain = build_retrain_section(ctx, project, user)
-    versions = build_versions_section(ctx, project, retrain.message)
-    build_evaluation_section(ctx, project)
-    build_export_section(ctx, project)
+    # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
+    with gr.Tabs(elem_id="train-sections"):
+        with gr.Tab("Retrain"):
+            retrain = build_retrain_section(ctx, project, user)
+        with gr.Tab("Versions"):
+            versions = build_versions_section(ctx, project, retrain.message)
+        with gr.Tab("Evaluation"):
+            build_evaluation_section(ctx, project)
+        with gr.Tab("Export & share"):
+            build_export_section(ctx, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
     retrain.timer.tick(
         bind(tick, ctx),

@@ -66,10 +66,13 @@ def make_active(ctx: AppContext, proj: str | None, choice: str) -> str:
 
 
 def compare(ctx: AppContext, proj: str | None, a: str, b: str) -> tuple[Any, str]:
-    """Per-intent F1 of two versions and the change, worst first."""
+    """Per-intent F1 of two versions (or the frozen encoder and a version) and the change,
+    worst first."""
     va, vb = parse_version(a), parse_version(b)
-    if not proj or va is None or vb is None:
-        return gr.update(visible=False), problem("Pick two trained versions to compare.")
+    if not proj or (va is None and vb is None):
+        return gr.update(visible=False), problem(
+            "Pick a trained version on at least one side to compare."
+        )
     res, err = attempt(lambda: version_svc.compare(ctx, proj, va, vb))
     if err or res is None:
         return gr.update(visible=False), problem(err or "")

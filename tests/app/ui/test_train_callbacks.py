@@ -22,7 +22,7 @@ def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(ctx, demo
     assert frame.empty and list(frame.columns) == versions.HISTORY_COLUMNS
     assert pick["choices"] == [versions.BASE_CHOICE] and pick["value"] == versions.BASE_CHOICE
     table, msg = versions.compare(ctx, demo, versions.BASE_CHOICE, versions.BASE_CHOICE)
-    assert "Pick two trained versions" in msg and table["visible"] is False
+    assert "Pick a trained version" in msg and table["visible"] is False
 
 
 def test_export_callbacks_ask_for_what_they_need(ctx):
