@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 from typing import TYPE_CHECKING
 
 from app.cli.common import CliError
@@ -12,17 +13,19 @@ if TYPE_CHECKING:
     from app.context import AppContext
 
 
-def _warm_up(ctx: AppContext) -> None:
+def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     """Load the encoders, build every project's pool and encode the labelling queue's candidates
-    before the first request; then move everything built so far out of the cyclic garbage
-    collector's way (``gc.freeze``): a full collection otherwise walks millions of long-lived
-    objects (the models, the app) and paused labelling for 0.5-0.8 s at a time."""
+    before the first request, and wait for UMAP's compilation (``umap``); then move everything
+    built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
+    otherwise walks millions of long-lived objects (the models, the app) and paused labelling
+    for 0.5-0.8 s at a time."""
     import gc
 
     from app.services.queue import warm_up as warm_queue
 
     ctx.warm_up()
     warm_queue(ctx)
+    umap.join()
     gc.collect()
     gc.freeze()
     print("Warm: encoders loaded, pools and queues ready.", flush=True)
@@ -60,13 +63,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if not args.no_demo:
         ensure_demo_project(ctx)
-    import threading
-
     from app.services.maps import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
-    threading.Thread(target=_warm_up, args=(ctx,), name="warm-up", daemon=True).start()
-    start_warm_up()  # UMAP's numba compilation, off the request path
+    umap = start_warm_up()  # UMAP's numba compilation, off the request path
+    threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:

@@ -140,9 +140,9 @@ def store(ctx: AppContext) -> MapStore:
         return st
 
 
-def start_warm_up() -> None:
-    """Compile UMAP in the background (call once at app start-up)."""
-    warm_up_in_background()
+def start_warm_up() -> threading.Thread:
+    """Compile UMAP in the background (call once at app start-up); returns the thread."""
+    return warm_up_in_background()
 
 
 def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:
