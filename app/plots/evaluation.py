@@ -123,3 +123,44 @@ def worst_pairs(
     ]
     cells.sort(key=lambda c: (-c[2], c[0], c[1]))
     return cells[: max(0, top)]
+
+
+def most_confused(
+    labels: Sequence[str], matrix: np.ndarray | Sequence[Sequence[float]], n: int
+) -> tuple[list[str], np.ndarray]:
+    """The ``n`` intents with the most errors (wrong as gold plus wrong as predicted) and their
+    sub-matrix, in the original order: a heatmap of 300 intents has cells too small to read.
+
+    Example:
+        >>> names, sub = most_confused(["a", "b", "c"], [[5, 2, 0], [3, 4, 0], [0, 0, 6]], 2)
+        >>> names, sub.tolist()
+        (['a', 'b'], [[5.0, 2.0], [3.0, 4.0]])
+    """
+    z = _square(labels, matrix)
+    off = z - np.diag(np.diag(z))
+    errors = off.sum(axis=0) + off.sum(axis=1)
+    keep = sorted(np.argsort(-errors, kind="stable")[: max(1, n)].tolist())
+    return [str(labels[i]) for i in keep], z[np.ix_(keep, keep)]
+
+
+def confused_pairs(
+    labels: Sequence[str], matrix: np.ndarray | Sequence[Sequence[float]], top: int = 50
+) -> list[dict[str, object]]:
+    """The confusions ranked by count: gold, predicted, count and the share of the gold intent's
+    test utterances that went there.
+
+    Example:
+        >>> confused_pairs(["a", "b"], [[3, 1], [2, 2]])
+        [{'gold': 'b', 'predicted as': 'a', 'count': 2, 'share': 0.5}, {'gold': 'a', 'predicted as': 'b', 'count': 1, 'share': 0.25}]
+    """
+    z = _square(labels, matrix)
+    support = z.sum(axis=1)
+    return [
+        {
+            "gold": gold,
+            "predicted as": predicted,
+            "count": count,
+            "share": round(count / float(support[labels.index(gold)]), 2),
+        }
+        for gold, predicted, count in worst_pairs(list(labels), z, top=top)
+    ]

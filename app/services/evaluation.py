@@ -152,8 +152,14 @@ def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> d
 
 
 def confusions(
-    ctx: AppContext, project: str, gold: str, predicted: str, version: Version = None
+    ctx: AppContext, project: str, gold: str, predicted: str | None, version: Version = None
 ) -> list[TestPrediction]:
-    """The test utterances of ``gold`` that were predicted as ``predicted`` (a confusion cell)."""
+    """The test utterances of ``gold`` that were predicted as ``predicted`` (a confusion cell),
+    or, with ``predicted=None``, every one of them that was predicted wrong."""
     _, preds = test_predictions(ctx, project, version)
-    return [p for p in preds if p.gold_for_scoring == gold and p.predicted == predicted]
+    return [
+        p
+        for p in preds
+        if p.gold_for_scoring == gold
+        and (p.predicted == predicted if predicted is not None else not p.correct)
+    ]

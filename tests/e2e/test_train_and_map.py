@@ -41,6 +41,24 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     page.wait_for_function(
         "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
     )
+    # A confused pair leads to its test utterances, and one is relabelled right there.
+    page.wait_for_selector("#worst [data-testid=cell-0-0]")
+    gold = page.inner_text("#worst [data-testid=cell-0-0]").strip()
+    wrong = page.inner_text("#worst [data-testid=cell-0-1]").strip()
+    page.locator("#worst [data-testid=cell-0-0]").click()
+    page.wait_for_selector("#eval-rows [data-testid=cell-0-1]")
+    page.locator("#eval-rows [data-testid=cell-0-1]").click()
+    page.wait_for_function(
+        "(w) => document.querySelector('#eval-picked')?.innerText?.includes('predicted ' + w)",
+        arg=wrong,
+    )
+    page.locator("#eval-relabel").click()  # "Relabel as" is pre-filled with the prediction
+    page.wait_for_function(
+        "(w) => document.querySelector('#eval-fix')?.innerText?.includes('relabelled as ' + w)",
+        arg=wrong,
+    )
+    assert gold != wrong
+    page.get_by_text("Charts: F1 bars and the confusion heatmap").click()
     page.wait_for_selector("#eval-f1 .js-plotly-plot")
     page.wait_for_selector("#eval-confusion .js-plotly-plot")
     shot(page, "12-evaluation")

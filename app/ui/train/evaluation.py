@@ -1,5 +1,7 @@
-"""Train tab, Evaluation section: the active model on the test split now (per-intent F1, the
-confusion matrix with click-through to the utterances of a cell, the most confused pairs)."""
+"""Train tab, Evaluation section: the active model on the test split now. Per-intent precision,
+recall and F1 and the ranked confused pairs as tables; a click opens the test utterances behind a
+row (or a heatmap cell), and each can be relabelled, moved to train or deleted right there, by the
+same safe, undoable actions as the Data tab. The heatmap shows the N most confused intents."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import pandas as pd
 
 from app import plots
 from app.context import AppContext
+from app.services import data as data_svc
 from app.services import evaluation as eval_svc
-from app.ui.common import attempt, bind, problem
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
 
 # Clicking a confusion-matrix cell writes "gold → predicted" into a hidden textbox.
 _JS_BIND_CONFUSION = """
@@ -35,61 +39,150 @@ _JS_BIND_CONFUSION = """
 """
 
 
-def evaluate(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
-    """Headline, F1 bars, confusion heatmap (single-label) and the worst pairs."""
+HEATMAP_N = 20
+INTENT_COLUMNS = ["intent", "precision", "recall", "F1", "support"]
+PAIR_COLUMNS = ["gold", "predicted as", "count", "share"]
+ROW_COLUMNS = ["id", "text", "gold", "predicted"]
+
+
+def evaluate(ctx: AppContext, proj: str | None, top_n: float = HEATMAP_N) -> tuple[Any, ...]:
+    """Headline, per-intent table, ranked confused pairs, F1 bars and the heatmap of the
+    ``top_n`` most confused intents (single-label); the confusion itself is kept for re-drawing."""
+    empty = (None, None, None, None, None)
     if not proj:
-        return problem("Pick a project first."), None, None, None
+        return problem("Pick a project first."), *empty
     m, err = attempt(lambda: eval_svc.live_evaluation(ctx, proj))
     if err or m is None:
-        return problem(err or ""), None, None, None
+        return problem(err or ""), *empty
     per_intent = {k: v["f1"] for k, v in m["per_intent"].items() if v["support"]}
+    table = pd.DataFrame(
+        [
+            [name, round(v["precision"], 2), round(v["recall"], 2), round(v["f1"], 2), v["support"]]
+            for name, v in sorted(m["per_intent"].items(), key=lambda kv: kv[1]["f1"])
+            if v["support"]
+        ],
+        columns=INTENT_COLUMNS,
+    )
     if m.get("multi_label"):
         head = (
             f"{m['version_label']} + multi-label head (θ = {m['threshold']:.2f}): micro-F1 "
-            f"**{m['micro_f1']:.3f}**, macro-F1 **{m['macro_f1']:.3f}**, exact match "
-            f"**{m['exact_match']:.3f}** on {int(m['n'])} utterances ({m['split']})."
+            f"**{m['micro_f1']:.2f}**, macro-F1 **{m['macro_f1']:.2f}**, exact match "
+            f"**{m['exact_match']:.2f}** on {int(m['n'])} utterances ({m['split']})."
         )
         pairs = pd.DataFrame(
             m["cooccurrence"], columns=["a", "b", "gold", "predicted", "both", "recall"]
         )
-        return head, plots.f1_bars(per_intent), None, pairs
-    labels, matrix = m["confusion"]["labels"], m["confusion"]["matrix"]
+        return head, table, pairs, plots.f1_bars(per_intent), None, None
+    confusion = m["confusion"]
     pairs = pd.DataFrame(
-        plots.worst_pairs(labels, matrix), columns=["gold", "predicted as", "count"]
+        plots.confused_pairs(confusion["labels"], confusion["matrix"]), columns=PAIR_COLUMNS
     )
     head = (
-        f"{m['version_label']}: accuracy **{m['accuracy']:.3f}**, macro-F1 "
-        f"**{m['macro_f1']:.3f}** on {m['n']} test utterances."
+        f"{m['version_label']}: accuracy **{m['accuracy']:.1%}**, macro-F1 "
+        f"**{m['macro_f1']:.2f}** on {m['n']} test utterances. Click a row of either table for "
+        "the utterances behind it, then relabel, move or delete them here."
     )
-    return head, plots.f1_bars(per_intent), plots.confusion_heatmap(labels, matrix), pairs
+    return (
+        head,
+        table,
+        pairs,
+        plots.f1_bars(per_intent),
+        heatmap(confusion, top_n),
+        confusion,
+    )
 
 
-def show_cell(ctx: AppContext, proj: str | None, value: str) -> Any:
-    """The test utterances behind a confusion cell ``gold → predicted``."""
-    gold, sep, predicted = (value or "").partition("→")
-    if not proj or not sep:
+def heatmap(confusion: dict[str, Any] | None, top_n: float) -> Any:
+    """The heatmap of the ``top_n`` most confused intents."""
+    if not confusion:
         return None
-    rows, err = attempt(lambda: eval_svc.confusions(ctx, proj, gold.strip(), predicted.strip()))
-    if err or rows is None:
-        return pd.DataFrame({"problem": [err]})
+    names, sub = plots.most_confused(confusion["labels"], confusion["matrix"], int(top_n))
+    return plots.confusion_heatmap(names, sub)
+
+
+def _rows_frame(rows: list[Any]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"id": r.id, "text": r.text, "gold": ", ".join(r.gold), "predicted": r.predicted}
             for r in rows
         ],
-        columns=["id", "text", "gold", "predicted"],
+        columns=ROW_COLUMNS,
+    )
+
+
+def show_cell(ctx: AppContext, proj: str | None, value: str) -> Any:
+    """The test utterances behind ``gold → predicted`` (or all misses of ``gold →``)."""
+    gold, sep, predicted = (value or "").partition("→")
+    if not proj or not sep:
+        return None
+    rows, err = attempt(
+        lambda: eval_svc.confusions(ctx, proj, gold.strip(), predicted.strip() or None)
+    )
+    if err or rows is None:
+        return pd.DataFrame({"problem": [err]})
+    return _rows_frame(rows)
+
+
+def pick_pair(frame: pd.DataFrame, evt: gr.SelectData) -> str:
+    """A click on a confused pair (or an intent's row: all its misses) as ``gold → predicted``."""
+    row = frame.iloc[int(evt.index[0] if isinstance(evt.index, list | tuple) else evt.index)]
+    if "predicted as" in row:
+        return f"{row['gold']} → {row['predicted as']}"
+    return f"{row['intent']} →"
+
+
+def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any]:
+    row = frame.iloc[int(evt.index[0] if isinstance(evt.index, list | tuple) else evt.index)]
+    what = f"#{int(row['id'])} “{row['text']}” (gold {row['gold']}, predicted {row['predicted']})"
+    return int(row["id"]), what, gr.update(value=row["predicted"])
+
+
+def act(ctx: AppContext, action: str, proj: str, uid: float | None, intent: str | None) -> str:
+    """Fix the selected test utterance in place: relabel it, move it to train, or delete it."""
+    if not uid:
+        return problem("Click an utterance in the table first.")
+
+    def run() -> None:
+        if action == "relabel":
+            data_svc.label_utterance(ctx, proj, int(uid), [intent] if intent else [])
+        elif action == "move":
+            data_svc.move_split(ctx, proj, [int(uid)], "train")
+        else:
+            data_svc.delete_utterance(ctx, proj, int(uid))
+
+    _, err = attempt(run)
+    if err:
+        return problem(err)
+    said = {"relabel": f"relabelled as {intent}", "move": "moved to train", "delete": "deleted"}
+    return ok(
+        f"#{int(uid)} {said[action]} (undo in the Data or Activity tab). Evaluate again "
+        "to update the numbers."
     )
 
 
 def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
-    gr.Markdown("### Evaluation of the active model on the test split")
-    evaluate_btn = gr.Button("Evaluate", elem_id="evaluate")
+    with gr.Row(equal_height=True):
+        gr.Markdown("### The active model on the test split")
+        evaluate_btn = gr.Button("Evaluate", elem_id="evaluate", scale=0, min_width=140)
+        top_n = gr.Slider(5, 100, value=HEATMAP_N, step=1, label="Heatmap: most confused intents")
     status = gr.Markdown(elem_id="eval-status")
+    confusion = gr.State(None)
     with gr.Row():
-        f1_plot = gr.Plot(label="Per-intent F1", elem_id="eval-f1")
-        confusion_plot = gr.Plot(label="Confusion matrix (click a cell)", elem_id="eval-confusion")
-    worst = gr.Dataframe(label="Most confused intent pairs", interactive=False, elem_id="worst")
-    # Written by the heatmap's click handler; internal, so hidden.
+        intents = gr.Dataframe(
+            headers=INTENT_COLUMNS,
+            interactive=False,
+            max_height=360,
+            label="Per intent, worst F1 first (click: its misses)",
+            elem_id="eval-intents",
+        )
+        pairs = gr.Dataframe(
+            headers=PAIR_COLUMNS,
+            interactive=False,
+            max_height=360,
+            label="Confused pairs, most first (click: the utterances)",
+            elem_id="worst",
+        )
+    # Written by a table click or the heatmap's click handler; internal, so hidden.
     cell = gr.Textbox(
         label="Confusion cell (gold → predicted)",
         elem_id="eval-cell",
@@ -97,12 +190,49 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
         elem_classes=["hidden-trigger"],
     )
     cell_btn = gr.Button("Show", elem_id="eval-cell-btn", elem_classes=["hidden-trigger"])
-    cell_rows = gr.Dataframe(label="Test utterances in that cell", interactive=False)
+    cell_rows = gr.Dataframe(
+        headers=ROW_COLUMNS,
+        interactive=False,
+        wrap=True,
+        column_widths=["8%", "52%", "20%", "20%"],
+        label="Test utterances behind it (click one to fix it)",
+        elem_id="eval-rows",
+    )
+    with gr.Row(equal_height=True):
+        picked_id = gr.Number(visible=False, precision=0)
+        picked = gr.Markdown("Click an utterance above to fix it.", elem_id="eval-picked")
+        relabel_as = gr.Dropdown([], label="Relabel as", allow_custom_value=True, scale=1)
+        relabel_btn = gr.Button("Relabel", scale=0, min_width=100, elem_id="eval-relabel")
+        move_btn = gr.Button("Move to train", scale=0, min_width=130)
+        delete_btn = gr.Button("Delete", variant="stop", scale=0, min_width=90)
+    fix_status = gr.Markdown(elem_id="eval-fix")
+    with gr.Accordion("Charts: F1 bars and the confusion heatmap", open=False), gr.Row():
+        f1_plot = gr.Plot(label="Per-intent F1", elem_id="eval-f1")
+        confusion_plot = gr.Plot(label="Confusion matrix (click a cell)", elem_id="eval-confusion")
+    quiet: dict[str, Any] = {"api_visibility": "private"}
     evaluate_btn.click(
         bind(evaluate, ctx),
+        [project, top_n],
+        [status, intents, pairs, f1_plot, confusion_plot, confusion],
+        **quiet,
+    ).then(
+        lambda p: gr.update(choices=attempt(lambda: data_svc.intent_names(ctx, p))[0] or []),
         [project],
-        [status, f1_plot, confusion_plot, worst],
-        api_visibility="private",
-    ).then(None, None, None, js=_JS_BIND_CONFUSION, api_visibility="private")
-    for trigger in (cell_btn.click, cell.submit):
-        trigger(bind(show_cell, ctx), [project, cell], [cell_rows], api_visibility="private")
+        [relabel_as],
+        **quiet,
+    ).then(None, None, None, js=_JS_BIND_CONFUSION, **quiet)
+    top_n.release(heatmap, [confusion, top_n], [confusion_plot], **quiet).then(
+        None, None, None, js=_JS_BIND_CONFUSION, **quiet
+    )
+    intents.select(pick_pair, [intents], [cell], **quiet)
+    pairs.select(pick_pair, [pairs], [cell], **quiet)
+    for trigger in (cell_btn.click, cell.change):
+        trigger(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
+    cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as], **quiet)
+    for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
+        button.click(
+            guarded(ctx, "designer")(bind(act, ctx, action)),
+            [project, picked_id, relabel_as],
+            [fix_status],
+            **quiet,
+        ).then(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
