@@ -1,77 +1,292 @@
-"""Bulk imports: validated rows into a project, creating missing intents, skipping, refusing or
-relabelling texts already there.
+"""Bulk imports: check many rows without writing (:func:`plan_import`), then write them in bulk
+(:func:`write_rows`), creating missing intents, skipping, refusing or relabelling texts already
+in the project. A long import writes its rows in chunks, one short transaction each, all under one
+batch id (:mod:`app.services.io`); :func:`import_rows` is check-and-write in the caller's one
+transaction (all or nothing).
 
-:func:`check_import` finds every reason to refuse a whole file before anything is written;
-:func:`import_rows` then writes rows in the caller's transaction. A long import calls it once per
-chunk, each chunk its own short transaction sharing one batch id: other people's saves get the
-write lock between chunks, a row always lands with its labels and its audit event, and the whole
-import stays one batch that one undo reverts."""
+The writes are SQLAlchemy Core ``executemany`` statements, not one ORM object per row: the ORM
+path took 0.23 ms a new row and 2.7 ms a relabelled one, in bulk either takes about 0.07 ms
+(bench/imports.py, 50,000 rows: 11.5 s and 136 s before, 3.5 s and 3.2 s now). A relabel follows exactly what
+:func:`storage.utterances.set_labels` and then ``update_utterance(split=...)`` do row by row
+(same labels, splits, version bumps and audit events).
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from storage.errors import StorageError
 from storage.faults import fault_point
-from storage.projects import create_intent, intents_by_name
-from storage.tables import Label, LabelEvent, Utterance
-from storage.utterances import NewUtterance, set_labels, update_utterance
+from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.utterances import NewUtterance, labelled_split
+
+ON_EXISTING = ("skip", "relabel", "error")
+_SLICE = 500  # texts or ids per IN (...) list: far below SQLite's limit on bound parameters
 
 
 class ImportCounts(NamedTuple):
     inserted: int
     updated: int
     skipped: int
+    intents_created: tuple[str, ...] = ()
 
 
-ON_EXISTING = ("skip", "relabel", "error")
+class ImportPlan(NamedTuple):
+    """Rows that passed every check, and how many were left out as already in the project."""
+
+    rows: list[NewUtterance]
+    skipped: int
 
 
-def _existing(s: Session, project_id: int, texts: Sequence[str]) -> dict[str, int]:
-    """Which of ``texts`` the project has already (text -> id)."""
-    found: dict[str, int] = {}
-    unique = list(dict.fromkeys(texts))
-    for start in range(0, len(unique), 900):  # stay under SQLite's bound-variable limit
-        part = unique[start : start + 900]
-        query = select(Utterance.text, Utterance.id).where(
-            Utterance.project_id == project_id, Utterance.text.in_(part)
-        )
-        found.update((text, uid) for text, uid in s.execute(query))
-    return found
+def new_batch() -> str:
+    """A batch id: the audit events of one import share it, so it is undone as one."""
+    return str(uuid.uuid4())
 
 
-def check_import(
+def _slices(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), _SLICE):
+        yield items[i : i + _SLICE]
+
+
+def _existing(s: Session, project_id: int, texts: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """Text -> (id, split) of those of ``texts`` already in the project."""
+    out: dict[str, tuple[int, str]] = {}
+    for part in _slices(texts):
+        for text, uid, split in s.execute(
+            select(Utterance.text, Utterance.id, Utterance.split).where(
+                Utterance.project_id == project_id, Utterance.text.in_(part)
+            )
+        ):
+            out[text] = (uid, split)
+    return out
+
+
+def _never_unlabelled(uid: int, labels: Sequence[str]) -> StorageError:
+    return StorageError(
+        f"Utterance #{uid} has intents ({', '.join(labels)}): an utterance with intents "
+        "is never `unlabelled`. Remove its intents first. Nothing was changed."
+    )
+
+
+def plan_import(
     s: Session,
-    project_id: int,
+    project_id: int | None,
     rows: Sequence[NewUtterance],
     *,
     create_missing_intents: bool = True,
     on_existing: str = "error",
-) -> None:
-    """Refuse (raise) an import that :func:`import_rows` would refuse, without writing: a text
-    twice in the rows, a text already in the project when ``on_existing="error"``, a label that
-    is not an intent when intents may not be created."""
+) -> ImportPlan:
+    """Check rows against the project (``None``: one not created yet) and write nothing. Raises
+    :class:`StorageError` for a text twice in ``rows``, a label that is no intent when
+    ``create_missing_intents`` is off (or is no valid intent name), a text already in the project
+    when ``on_existing="error"``, or a relabel that would leave an intent on an `unlabelled` row.
+    With ``on_existing="skip"`` the texts already there are left out and counted."""
     if on_existing not in ON_EXISTING:
         raise ValueError(f"unknown on_existing {on_existing!r}")
+    existing: dict[str, int] = {}
+    known: set[str] = set()
+    if project_id is not None:
+        existing = dict(
+            s.execute(
+                select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
+            ).all()
+        )
+        known = set(s.scalars(select(Intent.name).where(Intent.project_id == project_id)))
+    skipped = 0
+    if on_existing == "skip":
+        kept = [r for r in rows if r.text not in existing]
+        skipped, rows = len(rows) - len(kept), kept
+    needed = sorted({name for r in rows for name in r.labels} - known)
+    if needed and not create_missing_intents:
+        raise StorageError(
+            f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
+        )
+    for name in needed:
+        validate_intent_name(name)
     seen: set[str] = set()
     for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
         if r.text in seen:
             raise StorageError(f"The utterance {r.text!r} appears twice in what is imported.")
         seen.add(r.text)
-    if on_existing == "error":
-        already = _existing(s, project_id, [r.text for r in rows])
-        if already:
-            raise StorageError(f"The utterance {next(iter(already))!r} is already in this project.")
-    needed = sorted({name for r in rows for name in r.labels} - set(intents_by_name(s, project_id)))
+    for r in rows:
+        if r.text in existing:
+            if on_existing == "error":
+                raise StorageError(f"The utterance {r.text!r} is already in this project.")
+            if r.labels and r.split == "unlabelled":
+                raise _never_unlabelled(existing[r.text], sorted(set(r.labels)))
+    return ImportPlan(list(rows), skipped)
+
+
+def _event(
+    project_id: int,
+    uid: int,
+    text: str,
+    user_id: int | None,
+    batch: str,
+    action: str,
+    before: list[str],
+    after: list[str],
+    split_before: str | None,
+    split_after: str | None,
+) -> dict[str, Any]:
+    return {
+        "project_id": project_id,
+        "utterance_id": uid,
+        "utterance_text": text,
+        "user_id": user_id,
+        "batch": batch,
+        "action": action,
+        "before": before,
+        "after": after,
+        "split_before": split_before,
+        "split_after": split_after,
+    }
+
+
+def _relabel(
+    s: Session,
+    project_id: int,
+    rows: Sequence[NewUtterance],
+    existing: dict[str, tuple[int, str]],
+    known: dict[str, Intent],
+    *,
+    batch: str,
+    user_id: int | None,
+) -> list[dict[str, Any]]:
+    """Give texts already in the project the rows' labels and splits, as ``set_labels`` then
+    ``update_utterance(split=...)`` would one by one; returns their audit events (unwritten)."""
+    current = _labels_of(s, [existing[r.text][0] for r in rows]) if rows else {}
+    events: list[dict[str, Any]] = []
+    relabelled: list[int] = []
+    labels: list[dict[str, int]] = []
+    changes: list[dict[str, Any]] = []
+    now = utcnow()
+    for r in rows:
+        uid, split0 = existing[r.text]
+        intents = list(dict.fromkeys(known[name] for name in r.labels))
+        before, after = current[uid], sorted(i.name for i in intents)
+        split1 = labelled_split(split0, after)
+        bumps = 0
+        if before != after or split1 != split0:  # set_labels: a new label set or a move
+            moved = split1 != split0
+            relabelled.append(uid)
+            labels += [{"utterance_id": uid, "intent_id": i.id} for i in intents]
+            shown = (split0, split1) if moved else (None, None)
+            events.append(
+                _event(project_id, uid, r.text, user_id, batch, "label", before, after, *shown)
+            )
+            bumps += 1
+        if labelled_split(split1, after, r.split) != r.split:
+            raise _never_unlabelled(uid, after)
+        if r.split != split1:  # update_utterance(split=...): the row's own split
+            events.append(
+                _event(
+                    project_id, uid, r.text, user_id, batch, "split", after, after, split1, r.split
+                )
+            )
+            bumps += 1
+        if bumps:
+            changes.append({"uid": uid, "new_split": r.split, "bumps": bumps, "now": now})
+    for part in _slices(relabelled):
+        s.execute(delete(Label).where(Label.utterance_id.in_(part)))
+    if labels:
+        s.execute(insert(Label), labels)
+    if changes:
+        t = cast(Table, Utterance.__table__)
+        s.execute(
+            update(t)
+            .where(t.c.id == bindparam("uid"))
+            .values(
+                split=bindparam("new_split"),
+                updated_at=bindparam("now"),
+                version=t.c.version + bindparam("bumps"),
+            ),
+            changes,
+        )
+    return events
+
+
+def write_rows(
+    s: Session,
+    project_id: int,
+    rows: Sequence[NewUtterance],
+    *,
+    batch: str,
+    user_id: int | None = None,
+    create_missing_intents: bool = True,
+    on_existing: str = "error",
+) -> ImportCounts:
+    """Write checked rows (:func:`plan_import`) in the caller's transaction, their audit events
+    under ``batch``. Whether a text is already in the project is looked up again here, so rows
+    added by someone else since the check are skipped, relabelled or refused as asked, and an
+    intent deleted since is created again (or refused)."""
+    existing = _existing(s, project_id, [r.text for r in rows])
+    skipped = 0
+    if on_existing == "skip":
+        kept = [r for r in rows if r.text not in existing]
+        skipped, rows = len(rows) - len(kept), kept
+    elif on_existing == "error" and (there := [r.text for r in rows if r.text in existing]):
+        raise StorageError(f"The utterance {there[0]!r} is already in this project.")
+    known = intents_by_name(s, project_id)
+    needed = sorted({name for r in rows for name in r.labels} - set(known))
     if needed and not create_missing_intents:
         raise StorageError(
             f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
         )
+    for name in needed:
+        known[name] = create_intent(s, project_id, name)
+    old = [r for r in rows if r.text in existing]
+    new = [r for r in rows if r.text not in existing]
+    events = _relabel(s, project_id, old, existing, known, batch=batch, user_id=user_id)
+    ids: list[int] = []
+    if new:
+        ids = list(
+            s.scalars(
+                insert(Utterance).returning(Utterance.id, sort_by_parameter_order=True),
+                [
+                    {
+                        "project_id": project_id,
+                        "text": r.text,
+                        "split": r.split,
+                        "context": r.context,
+                    }
+                    for r in new
+                ],
+            )
+        )
+    fault_point("import.rows_written")
+    labels = [
+        {"utterance_id": uid, "intent_id": known[name].id}
+        for uid, r in zip(ids, new, strict=True)
+        for name in dict.fromkeys(r.labels)
+    ]
+    if labels:
+        s.execute(insert(Label), labels)
+    events += [
+        _event(
+            project_id,
+            uid,
+            r.text,
+            user_id,
+            batch,
+            "import",
+            [],
+            sorted(set(r.labels)),
+            None,
+            r.split,
+        )
+        for uid, r in zip(ids, new, strict=True)
+    ]
+    if events:
+        s.execute(insert(LabelEvent), events)
+    fault_point("import.before_commit")
+    return ImportCounts(len(new), len(old), skipped, tuple(needed))
 
 
 def import_rows(
@@ -82,58 +297,20 @@ def import_rows(
     user_id: int | None = None,
     create_missing_intents: bool = True,
     on_existing: str = "error",
-    batch: str | None = None,
 ) -> ImportCounts:
-    """Insert validated rows in the caller's transaction. A text already in the project is
-    ``on_existing``: ``"skip"``ped (counted), ``"relabel"``led (its labels and split replaced),
-    or an ``"error"``. Raises before the caller commits, so nothing is half-written. Events carry
-    ``batch`` (a new id when None), so the chunks of one import are one batch."""
-    check_import(
+    """Check and insert rows in the caller's transaction, as one batch. A text already in the
+    project is ``on_existing``: ``"skip"``ped (counted), ``"relabel"``led (its labels and split
+    replaced), or an ``"error"``. Raises before the caller commits, so nothing is half-written."""
+    plan = plan_import(
         s, project_id, rows, create_missing_intents=create_missing_intents, on_existing=on_existing
     )
-    existing = _existing(s, project_id, [r.text for r in rows])
-    skipped = 0
-    if on_existing == "skip":
-        kept = [r for r in rows if r.text not in existing]
-        skipped, rows = len(rows) - len(kept), kept
-    known = intents_by_name(s, project_id)
-    for name in sorted({name for r in rows for name in r.labels} - set(known)):
-        known[name] = create_intent(s, project_id, name)
-    batch = batch or str(uuid.uuid4())
-    inserted = updated = 0
-    new_utts: list[tuple[Utterance, NewUtterance]] = []
-    for r in rows:
-        if r.text in existing:
-            if on_existing == "error":
-                raise StorageError(f"The utterance {r.text!r} is already in this project.")
-            set_labels(s, project_id, existing[r.text], r.labels, user_id=user_id, batch=batch)
-            update_utterance(
-                s, project_id, existing[r.text], split=r.split, user_id=user_id, batch=batch
-            )
-            updated += 1
-            continue
-        u = Utterance(project_id=project_id, text=r.text, split=r.split, context=r.context)
-        s.add(u)
-        new_utts.append((u, r))
-    s.flush()
-    fault_point("import.rows_written")
-    for u, r in new_utts:
-        for name in dict.fromkeys(r.labels):
-            s.add(Label(utterance_id=u.id, intent_id=known[name].id))
-        s.add(
-            LabelEvent(
-                project_id=project_id,
-                utterance_id=u.id,
-                utterance_text=u.text,
-                user_id=user_id,
-                batch=batch,
-                action="import",
-                before=[],
-                after=sorted(set(r.labels)),
-                split_after=r.split,
-            )
-        )
-        inserted += 1
-    s.flush()
-    fault_point("import.before_commit")
-    return ImportCounts(inserted, updated, skipped)
+    counts = write_rows(
+        s,
+        project_id,
+        plan.rows,
+        batch=new_batch(),
+        user_id=user_id,
+        create_missing_intents=create_missing_intents,
+        on_existing=on_existing,
+    )
+    return counts._replace(skipped=counts.skipped + plan.skipped)

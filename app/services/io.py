@@ -2,23 +2,22 @@
 
 The file formats and every rule about their content are :mod:`app.formats`'s (:func:`read_any`,
 :func:`write_any` pick the format by suffix). A file is validated completely before anything is
-written, then written in short chunks (see :func:`import_utterances`).
+written; then it is written in short transactions of :data:`CHUNK_ROWS` rows, so that a long
+import never keeps others from saving for long. A file of up to :data:`CHUNK_ROWS` rows lands
+whole or not at all; a longer one stopped half-way keeps whole rows, in one audit batch.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from app.auth import current_user_id
 from app.context import AppContext
 from app.formats import read_any, write_any
-from storage.faults import fault_point
-from storage.imports import check_import, import_rows
+from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.projects import create_project, get_project
 from storage.utterances import NewUtterance, list_utterances
 
@@ -53,11 +52,18 @@ class ImportResult:
         )
 
 
-IMPORT_CHUNK = 1000  # rows per transaction: ~0.2 s of SQLite's write lock on 2 cores
-# The pause between chunks: a writer waiting for the lock retries after SQLite's busy handler
-# sleeps (up to 25-50 ms by then); without a pause the import takes the lock straight back and
-# starves it.
-IMPORT_PAUSE = 0.06
+# Rows a chunk writes in one transaction. A row, new or relabelled, takes about 0.07 ms to write
+# (bench/imports.py, 2 cores): 2,500 rows hold SQLite's write lock for 0.2-0.3 s, under the 0.5 s
+# that an import may make a label save wait (4,000 rows held it up to 0.44 s).
+CHUNK_ROWS = 2500
+# Between two chunks the import lets go of the lock this long. SQLite's busy handler retries a
+# waiting writer at most every 100 ms, so a pause a bit longer lets every waiting save in (with
+# 10 ms, a save waited 2 s: it kept missing the gaps).
+CHUNK_PAUSE_S = 0.12
+
+
+def _chunks(rows: list[NewUtterance]) -> list[list[NewUtterance]]:
+    return [rows[i : i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [[]]
 
 
 def import_utterances(
@@ -73,49 +79,76 @@ def import_utterances(
     """Write validated rows into a (new or existing) project. Texts already in the project are
     skipped and counted (``on_existing="relabel"`` replaces their intents).
 
-    Everything that could refuse the file is checked before the first write. The rows are then
-    written :data:`IMPORT_CHUNK` at a time, each chunk its own transaction, so a long import never
-    holds the write lock for more than a fraction of a second: people labelling meanwhile wait
-    at most one chunk. The chunks share one batch id: the whole import is one undo. A file of one
-    chunk is all or nothing; a crash in a longer one leaves whole rows (each with its labels and
-    event) of the chunks already committed, and the database intact."""
-    from storage.errors import NotFoundError
-    from storage.projects import ensure_writable, intents_by_name
+    Every row is checked before anything is written. Then the rows are written in chunks of
+    :data:`CHUNK_ROWS`, each its own short transaction, so that someone labelling meanwhile waits
+    for one chunk, never for the whole import. Up to :data:`CHUNK_ROWS` rows are one transaction
+    (all or nothing, the new project with them); a longer import stopped half-way (a crash, a
+    kill) keeps the chunks it committed: whole rows, each with its labels and its audit event, and
+    they all share the import's one batch id."""
+    from storage.errors import NotFoundError, StorageError
+    from storage.projects import ensure_writable
 
-    who = user_id if user_id is not None else current_user_id()
-    options: dict[str, Any] = {
-        "create_missing_intents": create_missing_intents,
-        "on_existing": on_existing,
-    }
-    with ctx.db.write() as s:
+    uid = user_id if user_id is not None else current_user_id()
+    with ctx.db.session() as s:  # the check reads only: it holds no lock
         try:
             proj = get_project(s, project)
         except NotFoundError:
             if not create_project_if_missing:
                 raise
-            proj = create_project(s, project)
-        ensure_writable(proj)
-        pid, name = proj.id, proj.name
-        before = set(intents_by_name(s, pid))
-        check_import(s, pid, rows, **options)
-    batch = str(uuid.uuid4())
-    inserted = updated = skipped = 0
-    for start in range(0, max(len(rows), 1), IMPORT_CHUNK):
-        with ctx.db.write() as s:
-            counts = import_rows(
-                s, pid, rows[start : start + IMPORT_CHUNK], user_id=who, batch=batch, **options
-            )
-        inserted, updated, skipped = (
-            inserted + counts.inserted,
-            updated + counts.updated,
-            skipped + counts.skipped,
+            proj = None
+        if proj is not None:
+            ensure_writable(proj)
+        plan = plan_import(
+            s,
+            proj.id if proj is not None else None,
+            rows,
+            create_missing_intents=create_missing_intents,
+            on_existing=on_existing,
         )
-        fault_point("import.chunk_committed")
-        if start + IMPORT_CHUNK < len(rows):
-            time.sleep(IMPORT_PAUSE)
-    with ctx.db.session() as s:
-        created = sorted(set(intents_by_name(s, pid)) - before)
-    return ImportResult(name, inserted, updated, created, skipped=skipped)
+    batch = new_batch()
+    total = ImportCounts(0, 0, plan.skipped)
+    name = project
+    for i, chunk in enumerate(_chunks(plan.rows)):
+        if i:
+            time.sleep(CHUNK_PAUSE_S)
+        try:
+            with ctx.db.write() as s:
+                try:
+                    proj = get_project(s, project)
+                except NotFoundError:
+                    if i or not create_project_if_missing:
+                        raise
+                    proj = create_project(s, project)
+                ensure_writable(proj)
+                counts = write_rows(
+                    s,
+                    proj.id,
+                    chunk,
+                    batch=batch,
+                    user_id=uid,
+                    create_missing_intents=create_missing_intents,
+                    on_existing=on_existing,
+                )
+                name = proj.name
+        except StorageError as exc:
+            if not i:
+                raise
+            # Someone changed the project between two chunks (deleted it, an intent, a row).
+            written = total.inserted + total.updated
+            raise StorageError(
+                f"{exc} The import stopped after {written} of {len(plan.rows)} row(s); "
+                "import the file again to bring the rest."
+            ) from exc
+        total = ImportCounts(
+            total.inserted + counts.inserted,
+            total.updated + counts.updated,
+            total.skipped + counts.skipped,
+            total.intents_created + counts.intents_created,
+        )
+    if len(plan.rows) > CHUNK_ROWS:
+        logger.info("imported %d row(s) into %r in chunks of %d", len(plan.rows), name, CHUNK_ROWS)
+    created = sorted(set(total.intents_created))
+    return ImportResult(name, total.inserted, total.updated, created, skipped=total.skipped)
 
 
 def import_file(

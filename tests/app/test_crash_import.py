@@ -1,12 +1,17 @@
-"""kill -9 in the middle of a large import: the database passes its integrity check, and what is
-there is whole: an import is written in chunks of one transaction each, so a kill inside a chunk
-leaves none of that chunk, and a kill after a chunk leaves exactly the chunks committed, every row
-with its labels and its event, all in the import's one batch.
+"""kill -9 in the middle of a large import: the database passes its integrity check, and what the
+import leaves is whole rows only.
+
+An import is written in chunks of ``CHUNK_ROWS`` rows, one transaction each (so that labelling
+goes on meanwhile). A file of one chunk is all or nothing: killed anywhere, it leaves no row, no
+label, no event, not even the project it was creating. A longer file killed half-way keeps the
+chunks it committed and nothing of the one it was writing: every row it left has its labels and
+its audit event, and those events share one batch id. Importing the file again brings the rest.
 
 The kill is deterministic: the import process is told (``INTENT_STUDIO_FAULT``) to SIGKILL itself
-at a named point of the import — after a chunk's rows are written but before their labels, with
-everything written but not committed, or right after the first chunk's commit — instead of being
-shot after a guessed sleep."""
+at a named point — after a chunk's rows are written but before their labels
+(``import.rows_written``), or with the chunk all written but not committed
+(``import.before_commit``); ``@2`` is the second chunk's — instead of being shot after a guessed
+sleep."""
 
 from __future__ import annotations
 
@@ -19,53 +24,70 @@ from pathlib import Path
 
 import pytest
 
-from storage.faults import ENV, POINTS
+from app.services.io import CHUNK_ROWS
+from storage.faults import ENV, POINTS, parse
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS = 10_000
+SIZES = {"one_chunk": CHUNK_ROWS, "three_chunks": 2 * CHUNK_ROWS + CHUNK_ROWS // 2}
+# (file, fault, utterances the kill leaves)
+CASES = [
+    ("one_chunk", "import.rows_written", 0),
+    ("one_chunk", "import.before_commit", 0),
+    ("three_chunks", "import.before_commit", 0),
+    ("three_chunks", "import.rows_written@2", CHUNK_ROWS),
+    ("three_chunks", "import.before_commit@2", CHUNK_ROWS),
+]
 
 
 @pytest.fixture(scope="module")
-def big_csv(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("big") / "big.csv"
-    lines = ["text,label"] + [
-        f"utterance number {i} about topic {i % 40},topic_{i % 40}" for i in range(ROWS)
-    ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+def files(tmp_path_factory) -> dict[str, Path]:
+    out = {}
+    for name, rows in SIZES.items():
+        path = tmp_path_factory.mktemp(name) / f"{name}.csv"
+        lines = ["text,label"] + [
+            f"utterance number {i} about topic {i % 40},topic_{i % 40}" for i in range(rows)
+        ]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out[name] = path
+    return out
 
 
-def _count(db: Path) -> tuple[str, int, int]:
+def _state(db: Path) -> dict[str, object]:
+    """What is in project 'big': counts, rows missing a label or an event, batches of events."""
     con = sqlite3.connect(db)
+    one = lambda sql: con.execute(sql).fetchone()[0]  # noqa: E731
+    mine = (
+        "SELECT u.id FROM utterances u JOIN projects p ON p.id = u.project_id WHERE p.name = 'big'"
+    )
+    events = "SELECT * FROM label_events WHERE action = 'import'"
     try:
-        verdict = con.execute("PRAGMA integrity_check").fetchone()[0]
-        utterances = con.execute(
-            "SELECT count(*) FROM utterances u JOIN projects p ON p.id = u.project_id"
-            " WHERE p.name = 'big'"
-        ).fetchone()[0]
-        labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
-        return verdict, int(utterances), int(labels)
+        return {
+            "integrity": one("PRAGMA integrity_check"),
+            "projects": one("SELECT count(*) FROM projects WHERE name = 'big'"),
+            "utterances": one(f"SELECT count(*) FROM ({mine})"),
+            "labels": one(f"SELECT count(*) FROM labels WHERE utterance_id IN ({mine})"),
+            "events": one(f"SELECT count(*) FROM ({events})"),
+            "without_label": one(
+                f"SELECT count(*) FROM ({mine}) m"
+                " WHERE NOT EXISTS (SELECT 1 FROM labels l WHERE l.utterance_id = m.id)"
+            ),
+            "without_event": one(
+                f"SELECT count(*) FROM ({mine}) m"
+                f" WHERE NOT EXISTS (SELECT 1 FROM ({events}) e WHERE e.utterance_id = m.id)"
+            ),
+            "batches": one(f"SELECT count(DISTINCT batch) FROM ({events})"),
+        }
     finally:
         con.close()
 
 
-def _import_batches(db: Path) -> list[tuple[str, int]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(
-            "SELECT batch, count(*) FROM label_events WHERE action = 'import' GROUP BY batch"
-        ).fetchall()
-    finally:
-        con.close()
-
-
-def _import(data: Path, csv: Path, fault: str | None) -> int:
+def _import(data: Path, csv: Path, fault: str | None) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     if fault is not None:
         env[ENV] = fault
-    done = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -82,41 +104,58 @@ def _import(data: Path, csv: Path, fault: str | None) -> int:
         capture_output=True,
         timeout=300,
     )
-    return done.returncode
 
 
-@pytest.mark.parametrize("fault", sorted(POINTS - {"import.chunk_committed"}))
-def test_kill_9_inside_the_first_chunk_leaves_nothing_and_an_intact_database(
-    tmp_path, big_csv, fault
+def test_every_fault_point_is_exercised():
+    assert {parse(fault)[0] for _, fault, _ in CASES} == POINTS
+
+
+@pytest.mark.parametrize(("file", "fault", "left"), CASES)
+def test_kill_9_mid_import_leaves_whole_chunks_and_an_intact_database(
+    tmp_path, files, file, fault, left
 ):
     data = tmp_path / "data"
     # The database exists (migrated) before the import starts, as on a running server.
     subprocess.run(
         [sys.executable, "-m", "app", "--data-dir", str(data), "projects"], check=True, cwd=ROOT
     )
-    assert _import(data, big_csv, fault) == -signal.SIGKILL
-    assert _count(data / "studio.db") == ("ok", 0, 0)
-    # The next import after the crash works and brings everything.
-    assert _import(data, big_csv, None) == 0
-    assert _count(data / "studio.db") == ("ok", ROWS, ROWS)
-
-
-def test_kill_9_after_a_chunk_leaves_whole_rows_in_one_batch_and_the_rest_imports_later(
-    tmp_path, big_csv
-):
-    from app.services.io import IMPORT_CHUNK
-
-    assert ROWS > 2 * IMPORT_CHUNK  # several chunks
-    data = tmp_path / "data"
-    subprocess.run(
-        [sys.executable, "-m", "app", "--data-dir", str(data), "projects"], check=True, cwd=ROOT
-    )
-    assert _import(data, big_csv, "import.chunk_committed") == -signal.SIGKILL
-    assert _count(data / "studio.db") == ("ok", IMPORT_CHUNK, IMPORT_CHUNK)
-    assert [n for _, n in _import_batches(data / "studio.db")] == [IMPORT_CHUNK]
-    # Importing the file again skips what landed and brings the rest.
-    assert _import(data, big_csv, None) == 0
-    assert _count(data / "studio.db") == ("ok", ROWS, ROWS)
+    assert _import(data, files[file], fault).returncode == -signal.SIGKILL
+    whole = {"without_label": 0, "without_event": 0}
+    if left == 0:  # nothing at all, not even the project the import was creating
+        assert _state(data / "studio.db") == {
+            "integrity": "ok",
+            "projects": 0,
+            "utterances": 0,
+            "labels": 0,
+            "events": 0,
+            "batches": 0,
+            **whole,
+        }
+    else:  # whole committed chunks: every row with its label and event, one batch
+        assert _state(data / "studio.db") == {
+            "integrity": "ok",
+            "projects": 1,
+            "utterances": left,
+            "labels": left,
+            "events": left,
+            "batches": 1,
+            **whole,
+        }
+    # The next import after the crash works and brings the rest (what is there is skipped).
+    again = _import(data, files[file], None)
+    assert again.returncode == 0, again.stderr.decode()
+    rows = SIZES[file]
+    assert f"Imported {rows - left} utterance(s)" in again.stdout.decode()
+    state = _state(data / "studio.db")
+    assert state | {"batches": 0} == {
+        "integrity": "ok",
+        "projects": 1,
+        "utterances": rows,
+        "labels": rows,
+        "events": rows,
+        "batches": 0,
+        **whole,
+    }
 
 
 def test_an_unknown_fault_point_is_a_programming_error():

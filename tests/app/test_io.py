@@ -132,35 +132,3 @@ def test_real_files_with_repeats_import_as_they_are(ctx, shared_data, path):
     result = import_file(ctx, "real", shared_data / path)
     assert result.inserted > 0
     assert any("Merged" in n or "different intents" in n for n in result.notes)
-
-
-def test_a_long_import_lets_a_label_save_through_between_its_chunks(ctx, demo):
-    """While a many-chunk import runs, a designer's save waits at most one chunk, not the whole
-    import, and the import is still one batch (one undo)."""
-    import threading
-    import time
-
-    from app.services.io import IMPORT_CHUNK, import_utterances
-    from storage.utterances import NewUtterance
-
-    rows = [NewUtterance(f"imported line {i}", ("track_order",)) for i in range(8 * IMPORT_CHUNK)]
-    target = data_svc.table(ctx, demo, split="unlabelled")[0]["id"]
-    finished: dict[str, float] = {}
-
-    def run_import() -> None:
-        import_utterances(ctx, demo, rows)
-        finished["import"] = time.perf_counter()
-
-    worker = threading.Thread(target=run_import)
-    worker.start()
-    while not finished and not any(
-        r["text"].startswith("imported line") for r in data_svc.table(ctx, demo, search="imported")
-    ):
-        time.sleep(0.01)  # the first chunk has landed: the import is under way
-    data_svc.label_utterance(ctx, demo, target, ["refund_status"])
-    saved = time.perf_counter()
-    worker.join()
-    assert saved < finished["import"]  # the save went through before the import ended
-    assert len(data_svc.table(ctx, demo, search="imported line", limit=10**6)) == len(rows)
-    assert "import of" in data_svc.undo(ctx, demo)  # the last batch is the import, all of it
-    assert not data_svc.table(ctx, demo, search="imported line")
