@@ -31,6 +31,34 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     print("Warm: encoders loaded, pools and queues ready.", flush=True)
 
 
+# Gradio reads these at start-up; each would expose the app beyond what the flags say: a public
+# share tunnel, another bind address or port, files outside the app, live code editing, an MCP
+# server. The flags decide; these are dropped with a warning.
+EXPOSING_ENV = (
+    "GRADIO_SHARE",
+    "GRADIO_SERVER_NAME",
+    "GRADIO_SERVER_PORT",
+    "GRADIO_ALLOWED_PATHS",
+    "GRADIO_VIBE_MODE",
+    "GRADIO_MCP_SERVER",
+    "GRADIO_WATCH_DIRS",
+)
+
+
+def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """Remove the ``GRADIO_*`` variables that would expose the app; returns the names removed.
+
+    Example:
+        >>> env = {"GRADIO_SHARE": "True", "GRADIO_ANALYTICS_ENABLED": "False"}
+        >>> drop_exposing_env(env), env
+        (['GRADIO_SHARE'], {'GRADIO_ANALYTICS_ENABLED': 'False'})
+    """
+    found = [name for name in EXPOSING_ENV if name in environ]
+    for name in found:
+        del environ[name]
+    return found
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
     import ipaddress
@@ -50,6 +78,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"Refusing to bind {args.host} in single-user mode (no login, everyone is admin). "
             "Use --multi-user to serve other machines."
         )
+    dropped = drop_exposing_env(os.environ)
+    if dropped:
+        print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
     ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
     auth = None
@@ -77,9 +108,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})",
         flush=True,
     )
+    from starlette.middleware import Middleware
+
+    from app.http_guard import SignInRequired
+
+    guard = [Middleware(SignInRequired)] if args.multi_user else []
     demo.queue(default_concurrency_limit=4).launch(
         server_name=args.host,
         server_port=args.port,
+        share=False,  # never a public tunnel (and no GRADIO_SHARE: see drop_exposing_env)
+        mcp_server=False,
+        app_kwargs={"middleware": guard},
         css=css(),
         show_error=True,
         auth=auth,

@@ -3,9 +3,12 @@ refused on the server (UI and API), a designer may label, and the activity log n
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -38,7 +41,10 @@ def team_server(tmp_path_factory):
             check=True,
             capture_output=True,
         )
-    srv = Server(data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"]})
+    hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
+    srv = Server(
+        data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
+    )
     try:
         srv.wait_ready()
         yield srv
@@ -100,3 +106,37 @@ def test_the_activity_log_names_the_designer(team_server, page):
     )
     assert "dana" in page.locator("#activity").inner_text()
     shot(page, "22-activity")
+
+
+def _status(url: str, *, method: str = "GET", body: bytes | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, data=body, method=method)
+    req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def test_nothing_answers_without_a_session_and_nothing_leaks(team_server):
+    base = team_server.url.rstrip("/")
+    cancel = json.dumps({"session_hash": "x", "fn_index": 0, "event_id": "y"}).encode()
+    assert _status(f"{base}/gradio_api/cancel", method="POST", body=cancel)[0] == 401
+    assert _status(f"{base}/gradio_api/heartbeat/abc")[0] == 401
+    assert _status(f"{base}/gradio_api/reset", method="POST", body=b"{}")[0] == 401
+    assert _status(f"{base}/config")[0] == 401
+    code, page = _status(base + "/")  # the sign-in page itself
+    assert code == 200 and "Demo: Acme support" not in page
+    assert _status(f"{base}/gradio_api/login_check")[0] == 401  # says "sign in", as Gradio does
+    log = team_server.log.read_text()
+    assert "Ignoring GRADIO_SHARE, GRADIO_VIBE_MODE" in log
+
+
+def test_a_signed_in_user_gets_the_project_names_and_no_code_editing(team_server, page):
+    sign_in(page, team_server.url, "vic")
+    config = page.evaluate("async () => (await fetch('config')).json()")
+    assert config["vibe_mode"] is False
+    assert (
+        "Demo: Acme support" in page.locator("#project").inner_text()
+        or page.locator("#project input").input_value() == "Demo: Acme support"
+    )
