@@ -49,6 +49,18 @@ def current_user_id() -> int | None:
     return _acting.get().id
 
 
+def require_acting(role: str, action: str) -> Actor:
+    """The user on whose behalf this call runs, if their role includes ``role``; else
+    PermissionError saying that ``action`` needs it. For a rule that depends on what a call
+    would do (an import that would create a project needs an admin), checked where it is done."""
+    who = _acting.get()
+    if not who.may(role):
+        raise PermissionError(
+            f"{who.name} is a {who.role}: {action} needs the {role} role. Nothing was changed."
+        )
+    return who
+
+
 def hash_password(password: str) -> str:
     if len(password) < MIN_PASSWORD:
         raise ValueError(f"A password needs at least {MIN_PASSWORD} characters.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import BusyError
+from storage.errors import BusyError, ReadOnlyError
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,41 @@ def _on_sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+_read_only: ContextVar[str | None] = ContextVar("storage_read_only", default=None)
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER")
+
+
+@contextmanager
+def read_only(reason: str) -> Iterator[None]:
+    """Within the block (this thread or task), any statement that would change the database
+    raises :class:`~storage.errors.ReadOnlyError` with ``reason`` before it reaches the database:
+    the app runs a viewer's requests this way, so a write path nobody thought to guard is refused
+    all the same.
+
+    Example:
+        >>> db = Database("sqlite://")
+        >>> from storage.projects import create_project
+        >>> with read_only("viewers only read"), db.session() as s:
+        ...     create_project(s, "demo")
+        Traceback (most recent call last):
+        ...
+        storage.errors.ReadOnlyError: viewers only read
+    """
+    token = _read_only.set(reason)
+    try:
+        yield
+    finally:
+        _read_only.reset(token)
+
+
+def _refuse_writes(
+    _conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, _many: bool
+) -> None:
+    reason = _read_only.get()
+    if reason and statement.lstrip()[:8].upper().startswith(_WRITES):
+        raise ReadOnlyError(reason)
+
+
 BUSY_TIMEOUT = 15.0  # seconds a SQLite transaction waits for another writer's lock
 
 
@@ -65,6 +101,7 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
         engine = create_engine(url, pool_pre_ping=True)
+    event.listen(engine, "before_cursor_execute", _refuse_writes)
     return engine
 
 

@@ -17,3 +17,7 @@ class ConflictError(StorageError):
 
 class BusyError(StorageError):
     """The database stayed locked by another writer past the busy timeout; nothing was changed."""
+
+
+class ReadOnlyError(StorageError, PermissionError):
+    """A change attempted where only reading is allowed (a viewer's request); nothing was written."""

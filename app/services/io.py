@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.auth import current_user_id
+from app.auth import current_user_id, require_acting
 from app.context import AppContext
 from app.formats import read_any, write_any
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
@@ -95,6 +95,7 @@ def import_utterances(
         except NotFoundError:
             if not create_project_if_missing:
                 raise
+            require_acting("admin", f"creating the project {project!r}")
             proj = None
         if proj is not None:
             ensure_writable(proj)

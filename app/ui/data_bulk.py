@@ -19,9 +19,22 @@ def _ids(ctx: AppContext, proj: str, query: table_svc.TableQuery) -> list[int]:
     return table_svc.matching_ids(ctx, proj, query)
 
 
-def preview(ctx: AppContext, query_of: Any, proj: str, *args: Any) -> str:
+def preview(
+    ctx: AppContext,
+    query_of: Any,
+    proj: str,
+    intent: str,
+    split: str,
+    search: str,
+    predicted: str,
+    disagree: bool,
+    below: Any,
+    sort: str,
+    target: str | None,
+    relabel: bool,
+) -> str:
     """What Label would do to the filtered rows, before anything changes."""
-    *filters, target, relabel = args
+    filters = (intent, split, search, predicted, disagree, below, sort)
     if not proj or not target:
         return ""
     plan, err = attempt(

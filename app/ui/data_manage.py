@@ -153,7 +153,12 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             **quiet,
         )
         after_change(imported)
-        ex_btn.click(bind(do_export, ctx), [project, ex_format], [ex_status, ex_file], **quiet)
+        ex_btn.click(  # the project's data leaves the app: designers and admins only
+            write(bind(do_export, ctx), outputs=2),
+            [project, ex_format],
+            [ex_status, ex_file],
+            **quiet,
+        )
         return imported
 
     return {

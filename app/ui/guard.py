@@ -1,47 +1,157 @@
-"""The role check every write callback of the UI passes through: the signed-in name Gradio gives
-the request is checked on the server (:func:`app.auth.require`), a refusal becomes a message and
-changes nothing, and the acting user is recorded for the audit log."""
+"""Roles, checked on the server for every event of the app, in one place.
+
+Each write callback declares the role it needs with :func:`guarded` (the signed-in name Gradio
+gives the request is checked with :func:`app.auth.require`; a refusal becomes a message and
+changes nothing; the acting user is recorded for the audit log). :func:`enforce_roles` then walks
+every event of the built app: whatever was not declared is a *read*, run for any signed-in user
+but inside :func:`storage.db.read_only` when that user is a viewer, so a write path that somebody
+forgot to declare is refused by the database layer instead of going through.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
-from app.auth import acting_as, require
+from app.auth import Actor, acting_as, require
 from app.context import AppContext
 from app.ui.common import problem
+from storage.db import read_only
+
+ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
 
 
-def guarded(ctx: AppContext, role: str, *, outputs: int = 1) -> Callable[[Callable[..., Any]], Any]:
-    """Wrap a Gradio callback so it runs only for users with ``role`` (checked on the server with
-    the name Gradio signed in). A refusal becomes the callback's first output as a message (the
-    other outputs are left unchanged); the acting user is recorded for the audit log."""
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def run(*args: Any, request: Any = None) -> Any:
-            if request is None and args and isinstance(args[-1], gr.Request):
-                *rest, request = args  # Gradio passes the request in its place in the signature
-                args = tuple(rest)
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s parameter annotations as objects (those that resolve in ``fn``'s module)."""
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # one unresolvable hint: resolve the others one by one
+        namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+        hints: dict[str, Any] = {}
+        for name, hint in getattr(fn, "__annotations__", {}).items():
             try:
-                who = require(ctx, getattr(request, "username", None), role)
-            except PermissionError as exc:
-                refusal = problem(str(exc))
-                return refusal if outputs == 1 else (refusal, *[gr.update()] * (outputs - 1))
-            with acting_as(who):
-                return fn(*args)
+                hints[name] = eval(hint, namespace) if isinstance(hint, str) else hint
+            except Exception:
+                continue
+        return hints
 
-        params = list(inspect.signature(fn).parameters.values())
+
+def _takes_request(fn: Callable[..., Any]) -> bool:
+    return "request" in inspect.signature(fn).parameters
+
+
+def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) -> Any:
+    """``run`` dressed as ``fn`` plus a trailing ``request: gr.Request`` unless ``fn`` takes
+    one already (Gradio fills a parameter by its annotation, so the wrapper receives the
+    signed-in name)."""
+    functools.update_wrapper(run, fn)
+    del run.__wrapped__  # type: ignore[attr-defined]  # Gradio must see the signature below
+    params = list(inspect.signature(fn).parameters.values())
+    if not _takes_request(fn):
         request_param = inspect.Parameter(
             "request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=gr.Request
         )
-        run.__signature__ = inspect.Signature([*params, request_param])  # type: ignore[attr-defined]
-        run.__annotations__ = {**getattr(fn, "__annotations__", {}), "request": gr.Request}
-        del run.__wrapped__  # Gradio must see the signature above, with the request
-        return run
+        params.append(request_param)
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    # Resolved here, in fn's module: Gradio finds gr.Request / gr.SelectData parameters by their
+    # type hints, and a string annotation would be looked up in this module instead.
+    run.__annotations__ = {**_type_hints(fn), "request": gr.Request}
+    setattr(run, ROLE, role)
+    return run
+
+
+def _split_request(
+    fn: Callable[..., Any], args: tuple[Any, ...], request: Any
+) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """(positional and keyword arguments for ``fn``, the request): the request Gradio added is
+    taken off unless ``fn`` takes it itself."""
+    own = _takes_request(fn)
+    if request is not None:
+        return args, ({"request": request} if own else {}), request
+    found = next((a for a in reversed(args) if isinstance(a, gr.Request)), None)
+    if found is not None and not own and args[-1] is found:
+        return args[:-1], {}, found
+    return args, {}, found
+
+
+def guarded(
+    ctx: AppContext, role: str, *, outputs: int = 1, message: int = 0
+) -> Callable[[Callable[..., Any]], Any]:
+    """Wrap a Gradio callback so it runs only for users with ``role``. A refusal becomes output
+    number ``message`` (the status line; the other ``outputs`` are left unchanged)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, request: Any = None) -> Any:
+            args, kwargs, request = _split_request(fn, args, request)
+            try:
+                who = require(ctx, getattr(request, "username", None), role)
+            except PermissionError as exc:
+                if outputs == 1:
+                    return problem(str(exc))
+                unchanged: list[Any] = [gr.update()] * outputs
+                unchanged[message] = problem(str(exc))
+                return tuple(unchanged)
+            with acting_as(who):
+                return fn(*args, **kwargs)
+
+        return _with_request(fn, run, role)
 
     return wrap
+
+
+def _read_only_reason(who: Actor) -> str:
+    return f"{who.name} is a {who.role}: changes need the designer role. Nothing was changed."
+
+
+def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A callback nobody declared a role for: any signed-in user may run it, a viewer only
+    reading."""
+
+    def run(*args: Any, request: Any = None) -> Any:
+        args, kwargs, request = _split_request(fn, args, request)
+        try:
+            who = require(ctx, getattr(request, "username", None), "viewer")
+        except PermissionError as exc:
+            raise gr.Error(str(exc)) from exc
+        with acting_as(who):
+            if who.may("designer"):
+                return fn(*args, **kwargs)
+            with read_only(_read_only_reason(who)):
+                return fn(*args, **kwargs)
+
+    return _with_request(fn, run, "viewer")
+
+
+def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A batched event (one call serves several requests, so there is no one user): read only,
+    for everyone."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with read_only("This endpoint only reads. Nothing was changed."):
+            return fn(*args, **kwargs)
+
+    setattr(run, ROLE, "viewer")
+    return run
+
+
+def enforce_roles(ctx: AppContext, demo: gr.Blocks) -> int:
+    """Pass every event of ``demo`` through the role check: the declared ones already are
+    (:func:`guarded`); every other callback becomes a read (see the module's docstring).
+    Generators and coroutines cannot be wrapped this way, so the app may have none: an
+    undeclared one fails here, when the app is built. Returns how many events were wrapped."""
+    wrapped = 0
+    for block_fn in demo.fns.values():
+        fn = block_fn.fn
+        if fn is None or getattr(fn, ROLE, None):
+            continue
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+            raise TypeError(f"event {block_fn.name!r}: declare its role with guarded()")
+        block_fn.fn = _batched_reader(fn) if block_fn.batch else _as_reader(ctx, fn)
+        wrapped += 1
+    return wrapped

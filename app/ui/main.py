@@ -15,7 +15,7 @@ from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
-from app.ui.guard import guarded
+from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
 from app.ui.train import build_train_tab
@@ -29,7 +29,9 @@ def css() -> str:
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
-    names = project_svc.project_names(ctx)
+    # With a login the names are loaded after it (below): the page Gradio serves before sign-in
+    # carries the app's config, and project names can be confidential.
+    names = [] if ctx.settings.multi_user else project_svc.project_names(ctx)
     with gr.Blocks(title=TITLE) as demo:
         user = gr.State("local")
         with gr.Row(equal_height=True):
@@ -112,18 +114,22 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # The map's click and lasso watcher runs from the start: a map already computed when the
         # tab opens is bound as soon as Plotly draws it (no Refresh needed first).
         demo.load(None, None, None, js=map_tab["js"], api_visibility="private")
-        # Fresh project names on every page load (the choices were read when the app was built);
-        # the value is left alone: a late answer must not switch back a project picked meanwhile.
-        demo.load(
-            lambda: gr.update(choices=project_svc.project_names(ctx)),
-            None,
-            [project],
-            api_visibility="private",
-        )
+
+        # Fresh project names on every page load (the choices were read when the app was built,
+        # or not at all behind a login); a value already picked is left alone: a late answer
+        # must not switch back a project picked meanwhile.
+        def project_choices(picked: str | None) -> Any:
+            fresh = project_svc.project_names(ctx)
+            if picked in fresh:
+                return gr.update(choices=fresh)
+            return gr.update(choices=fresh, value=fresh[0] if fresh else None)
+
+        demo.load(project_choices, [project], [project], api_visibility="private")
         new_name.submit(
-            guarded(ctx, "admin", outputs=3)(create),
+            guarded(ctx, "admin", outputs=3, message=1)(create),
             [new_name],
             [project, summary, new_name],
             api_visibility="private",
         )
+    enforce_roles(ctx, demo)  # last: every event above passes the role check
     return demo

@@ -1,0 +1,116 @@
+"""Roles as the README's table says, checked on the server for every event of the built app:
+declared writes refuse a viewer with a message in the status line (never in a file or dropdown
+slot), undeclared callbacks run read-only for a viewer, exports need a designer, and creating a
+project (also through an import) needs an admin."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from app import auth
+from app.context import AppContext
+from app.services import io as io_svc
+from app.services import projects as project_svc
+from app.ui.guard import ROLE, enforce_roles
+from storage.errors import ReadOnlyError
+
+
+class Request:
+    """What Gradio passes a callback: the signed-in name."""
+
+    def __init__(self, username: str) -> None:
+        self.username = username
+
+
+@pytest.fixture
+def team(ctx, demo):
+    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    auth.ensure_admin(multi, "admin-password")
+    auth.add_user(multi, "dana", "designer", "designer-password")
+    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    return multi
+
+
+@pytest.fixture
+def events(team):
+    """The built multi-user app's callbacks by name (the first of each name)."""
+    from app.ui.main import build_app
+
+    app = build_app(team)
+    by_name: dict[str, object] = {}
+    for block_fn in app.fns.values():
+        if block_fn.fn is not None:
+            by_name.setdefault(block_fn.name, block_fn.fn)
+    return app, by_name
+
+
+def test_every_event_of_the_app_passes_the_role_check(events):
+    app, _ = events
+    unchecked = [f.name for f in app.fns.values() if f.fn is not None and not getattr(f.fn, ROLE)]
+    assert unchecked == []
+    # Gradio hands the signed-in name only to a parameter whose resolved type hint is gr.Request
+    deaf = [
+        f.name
+        for f in app.fns.values()
+        if f.fn is not None
+        and not f.batch
+        and typing.get_type_hints(f.fn).get("request") is not gr.Request
+    ]
+    assert deaf == []
+    # and the page before sign-in carries no project name in its config
+    assert app.config is not None and "Demo: Acme support" not in str(app.config)
+
+
+def test_a_callback_nobody_declared_runs_read_only_for_a_viewer(team):
+    with gr.Blocks() as blocks:
+        button, out = gr.Button(), gr.Textbox()
+        button.click(lambda: project_svc.new_project(team, "sneaky"), None, out)
+    assert enforce_roles(team, blocks) == 1
+    fn = next(iter(blocks.fns.values())).fn
+    with pytest.raises(ReadOnlyError, match="vic is a viewer: changes need the designer role"):
+        fn(request=Request("vic"))
+    assert "sneaky" not in project_svc.project_names(team)
+    assert fn(request=Request("dana")) == "sneaky"
+
+
+def test_a_viewer_cannot_export_the_projects_data(events, demo):
+    _, fns = events
+    status, file = fns["do_export"](demo, "csv", request=Request("vic"))
+    assert "vic is a viewer: this needs the designer role" in status
+    assert file == gr.update()  # no file handed out
+    status, file = fns["do_export"](demo, "csv", request=Request("dana"))
+    assert "Exported" in status and Path(file).is_file()
+
+
+def test_a_refused_bundle_export_says_so_in_the_status_line(events, demo):
+    _, fns = events
+    bundle, status = fns["export"](demo, False, request=Request("vic"))
+    assert bundle == gr.update()  # the file slot is left alone: no postprocess error
+    assert "needs the designer role" in status
+
+
+def test_reads_work_for_a_viewer(events, demo):
+    _, fns = events
+    summary = fns["show_summary"](demo, request=Request("vic"))
+    assert "signed in as **vic** (viewer)" in summary
+
+
+def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
+    csv = tmp_path / "new.csv"
+    csv.write_text("text,label\nwhere is my card,card_arrival\nhow do I pay,pay\n")
+    with (
+        auth.acting_as(auth.actor(team, "dana")),
+        pytest.raises(
+            PermissionError,
+            match="dana is a designer: creating the project 'Falcon' needs the admin",
+        ),
+    ):
+        io_svc.import_file(team, "Falcon", csv)
+    assert "Falcon" not in project_svc.project_names(team)
+    with auth.acting_as(auth.actor(team, "admin")):
+        assert io_svc.import_file(team, "Falcon", csv).project == "Falcon"
