@@ -279,7 +279,9 @@ def _compare(label: str, got: dict[str, Tensor], want: dict[str, Tensor], base: 
 def _check_adapter(sub: Path, reference: _Reference, base: str) -> None:
     config = read_json(sub / "adapter_config.json", dict)
     if config.get("peft_type") != "LORA":
-        raise BundleError(f"adapter_config.json: peft_type {config.get('peft_type')!r} is not LORA.")
+        raise BundleError(
+            f"adapter_config.json: peft_type {config.get('peft_type')!r} is not LORA."
+        )
     targets, r = config.get("target_modules"), config.get("r")
     if not (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets)):
         raise BundleError("adapter_config.json: target_modules must be a list of module names.")
