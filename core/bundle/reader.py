@@ -56,11 +56,13 @@ class BundleContents:
         return (self.root / ONNX_MODEL).is_file()
 
 
-def open_bundle(path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) -> BundleContents:
+def open_bundle(
+    path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES, device: str | None = None
+) -> BundleContents:
     """Extract ``path`` into a fresh temporary folder and verify it, weights included.
 
     The weights are checked against the base encoder (:func:`core.bundle.weights.check_weights`),
-    which is loaded for that when the bundle carries a tuned encoder or an adapter.
+    which is loaded for that (on ``device``) when the bundle carries a tuned encoder or an adapter.
 
     Raises:
         BundleError: not a zip, manifest missing or unreadable, unknown ``bundle_format``, a file
@@ -90,7 +92,7 @@ def open_bundle(path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) ->
             )
         if not np.isfinite(vectors).all():
             raise BundleError("vectors.npy holds NaN or infinity.")
-        check_weights(root, manifest)
+        check_weights(root, manifest, device=device)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -243,7 +245,7 @@ def load(
         >>> p.predict("block my card")[0]["labels"]  # doctest: +SKIP
         ['card_block']
     """
-    contents = open_bundle(path, max_bytes=max_bytes)
+    contents = open_bundle(path, max_bytes=max_bytes, device=device)
     try:
         encoder: TextEncoder | None = None
         if prefer_onnx and contents.has_onnx:

@@ -143,11 +143,12 @@ def _natural(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def check_weights(root: Path, manifest: dict[str, Any]) -> None:
+def check_weights(root: Path, manifest: dict[str, Any], *, device: str | None = None) -> None:
     """Refuse a bundle whose base encoder or weights could not load exactly as the base's.
 
     Called by :func:`core.bundle.reader.open_bundle` after the hashes matched, so a bundle that
-    passes here loads without random initialisation and without touching a host folder.
+    passes here loads without random initialisation and without touching a host folder. The
+    base encoder is loaded (once per process and ``device``) to read its own state dict.
 
     Raises:
         BundleError: see the module docstring; the message is one sentence for the user.
@@ -172,7 +173,7 @@ def check_weights(root: Path, manifest: dict[str, Any]) -> None:
     sub = root / ("encoder" if kind == "full" else "adapter")
     if not sub.is_dir():
         raise BundleError(f"Bundle of kind {kind!r} has no {sub.name}/ folder.")
-    reference = _Reference.of(base)
+    reference = _Reference.of(base, device)
     if kind == "full":
         check_encoder_folder(sub)
         _check_config(read_json(sub / "config.json", dict), reference.config, base)
@@ -206,13 +207,13 @@ class _Reference:
     config: dict[str, Any]
 
     @classmethod
-    def of(cls, name: str) -> _Reference:
+    def of(cls, name: str, device: str | None = None) -> _Reference:
         import torch
 
         from core.encoding.registry import load_encoder, registered_path
 
         folder = registered_path(name)
-        model = load_encoder(name).model
+        model = load_encoder(name, device=device).model  # cached: the app's own copy
         entries = read_json(folder / "modules.json", list)
         files: dict[str, dict[str, Tensor]] = {}
         linear: dict[str, tuple[int, int]] = {}

@@ -31,7 +31,7 @@ V_A = "base_model.model.encoder.layer.0.attention.self.value.lora_A.weight"
 Members = dict[str, bytes]
 
 
-def _write(folder: Path, encoder, version: Path | None) -> Path:
+def _write(folder: Path, encoder, version: Path, method: str) -> Path:
     return write_bundle(
         folder / "bundle.zip",
         encoder_dir=version,
@@ -39,7 +39,7 @@ def _write(folder: Path, encoder, version: Path | None) -> Path:
         exemplar_texts=TEXTS,
         exemplar_labels=LABELS,
         vectors=encoder.encode(TEXTS),
-        manifest_fields={"project": "weights"},
+        manifest_fields={"project": "weights", "method": method},
     )
 
 
@@ -67,7 +67,7 @@ def write_adapter_bundle(folder: Path, encoder) -> Path:
     (version / "adapter").mkdir(parents=True)
     save_adapter(model, version / "adapter")
     _model_json(version, "adapter", "lora")
-    return _write(folder, encoder, version)
+    return _write(folder, encoder, version, "lora")
 
 
 def write_full_bundle(folder: Path, encoder) -> Path:
@@ -75,7 +75,7 @@ def write_full_bundle(folder: Path, encoder) -> Path:
     version = folder / "version"
     encoder.model.save(str(version / "encoder"), safe_serialization=True)
     _model_json(version, "full", "fast")
-    return _write(folder, encoder, version)
+    return _write(folder, encoder, version, "fast")
 
 
 @pytest.fixture(scope="module")
