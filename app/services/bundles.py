@@ -140,10 +140,14 @@ def export_bundle(
 def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) -> str:
     """Open a bundle (verified, never executing anything from it) as a new read-only project.
 
+    The bundle's base encoder must be a registry name and its weights exactly the base
+    architecture's (:func:`core.bundle.weights.check_weights`), so a bundle that could not load
+    never becomes a model version.
+
     The exemplars become the `train` pool; a tuned encoder becomes the project's active model
     version. Returns the new project's name. Nothing is written if any step fails.
     """
-    contents = open_bundle(path)
+    contents = open_bundle(path, device=ctx.device)  # weights checked before any row
     try:
         manifest = contents.manifest
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()

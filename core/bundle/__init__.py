@@ -2,7 +2,8 @@
 
 ``write_bundle`` (:mod:`core.bundle.writer`) writes it; ``load`` (:mod:`core.bundle.reader`)
 verifies it and returns the one :class:`~core.retrieval.predictor.Predictor`;
-:mod:`core.bundle.safety` refuses hostile archives; :mod:`core.bundle.onnx` adds an int8 encoder.
+:mod:`core.bundle.safety` refuses hostile archives, :mod:`core.bundle.weights` weights that
+would not load as the base architecture's; :mod:`core.bundle.onnx` adds an int8 encoder.
 """
 
 from __future__ import annotations

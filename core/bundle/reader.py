@@ -22,13 +22,8 @@ from typing import Any
 import numpy as np
 
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
-from core.bundle.safety import (
-    PICKLE_SUFFIXES,
-    BundleError,
-    check_encoder_folder,
-    extract_zip,
-    verify_files,
-)
+from core.bundle.safety import BundleError, extract_zip, verify_files
+from core.bundle.weights import check_weights
 from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor, TextEncoder
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES
@@ -61,12 +56,18 @@ class BundleContents:
         return (self.root / ONNX_MODEL).is_file()
 
 
-def open_bundle(path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) -> BundleContents:
-    """Extract ``path`` into a fresh temporary folder and verify it.
+def open_bundle(
+    path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES, device: str | None = None
+) -> BundleContents:
+    """Extract ``path`` into a fresh temporary folder and verify it, weights included.
+
+    The weights are checked against the base encoder (:func:`core.bundle.weights.check_weights`),
+    which is loaded for that (on ``device``) when the bundle carries a tuned encoder or an adapter.
 
     Raises:
         BundleError: not a zip, manifest missing or unreadable, unknown ``bundle_format``, a file
-            missing or unlisted, a hash mismatch, or a hostile archive.
+            missing or unlisted, a hash mismatch, a hostile archive, a base encoder that is not a
+            registry name, or weights that are malformed or not the base architecture's.
 
     Example:
         >>> contents = open_bundle("bundle.zip")  # doctest: +SKIP
@@ -91,6 +92,7 @@ def open_bundle(path: str | Path, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES) ->
             )
         if not np.isfinite(vectors).all():
             raise BundleError("vectors.npy holds NaN or infinity.")
+        check_weights(root, manifest, device=device)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -150,22 +152,13 @@ def _read_exemplars(path: Path) -> tuple[list[str], list[tuple[str, ...]]]:
 
 
 def _load_encoder(contents: BundleContents, device: str | None) -> TextEncoder:
+    """The encoder of a bundle that :func:`open_bundle` checked (registry base, sound weights)."""
     manifest, root = contents.manifest, contents.root
     kind = manifest["encoder_kind"]
     if kind == "base":
         from core.encoding.registry import load_encoder
 
-        try:
-            return load_encoder(str(manifest["base_encoder"]), device=device)
-        except ValueError as exc:
-            raise BundleError(f"This bundle needs the base encoder: {exc}") from exc
-    sub = root / ("encoder" if kind == "full" else "adapter")
-    if not sub.is_dir():
-        raise BundleError(f"Bundle of kind {kind!r} has no {sub.name}/ folder.")
-    if kind == "full":
-        check_encoder_folder(sub)
-    elif any(p.suffix.lower() in PICKLE_SUFFIXES for p in sub.rglob("*")):
-        raise BundleError("Adapter folder holds pickled weights; refusing.")
+        return load_encoder(str(manifest["base_encoder"]), device=device)
     if (root / "model.json").is_file():  # a model version saved by core.training
         try:
             from core.training import load_trained
@@ -175,15 +168,13 @@ def _load_encoder(contents: BundleContents, device: str | None) -> TextEncoder:
             return load_trained(root, device=device)
         except ValueError as exc:
             raise BundleError(f"Cannot load the bundle's encoder: {exc}") from exc
-    if kind == "adapter":
-        raise BundleError("An adapter bundle needs model.json naming its base encoder.")
     from core.encoding.registry import encoder_from_model, load_sentence_transformer
 
     weights = sorted(
         k for k in manifest["files"] if k.startswith("encoder/") and k.endswith(".safetensors")
     )
     fingerprint = "bundle@" + "".join(manifest["files"][k][:8] for k in weights)[:16]
-    model = load_sentence_transformer(sub, device)
+    model = load_sentence_transformer(root / "encoder", device)
     return encoder_from_model(model, f"bundle:{manifest.get('project', '')}", fingerprint)
 
 
@@ -254,7 +245,7 @@ def load(
         >>> p.predict("block my card")[0]["labels"]  # doctest: +SKIP
         ['card_block']
     """
-    contents = open_bundle(path, max_bytes=max_bytes)
+    contents = open_bundle(path, max_bytes=max_bytes, device=device)
     try:
         encoder: TextEncoder | None = None
         if prefer_onnx and contents.has_onnx:

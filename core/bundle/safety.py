@@ -112,14 +112,14 @@ def check_encoder_folder(folder: Path) -> None:
         raise BundleError(f"Encoder folder {folder.name!r} has no safetensors weights.")
     modules = folder / "modules.json"
     if modules.exists():
-        for entry in _read_json(modules, list):
+        for entry in read_json(modules, list):
             kind = str(entry.get("type", "")) if isinstance(entry, dict) else ""
             if not kind.startswith(ALLOWED_MODULE_PREFIX):
                 raise BundleError(
                     f"Encoder module type {kind!r} is not a sentence-transformers module; refusing."
                 )
     for cfg in folder.rglob("*.json"):
-        data = _read_json(cfg, object)
+        data = read_json(cfg, object)
         if isinstance(data, dict) and "auto_map" in data:
             raise BundleError(f"{cfg.name} asks for remote code (auto_map); refusing.")
         act = data.get("activation_function") if isinstance(data, dict) else None
@@ -127,7 +127,12 @@ def check_encoder_folder(folder: Path) -> None:
             raise BundleError(f"{cfg.name} names activation {act!r}, not a torch one; refusing.")
 
 
-def _read_json(path: Path, kind: type) -> Any:
+def read_json(path: Path, kind: type) -> Any:
+    """The JSON in ``path``, which must be of type ``kind``.
+
+    Raises:
+        BundleError: the file is missing, not UTF-8 JSON, or holds another type.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -47,6 +47,7 @@ import numpy as np
 from core.bundle.card import model_card
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
 from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
+from core.bundle.weights import base_encoder_name
 from core.multilabel.rule import is_multilabel
 from core.safe_archive import safe_member_name, sha256_file
 
@@ -124,7 +125,8 @@ def write_bundle(
         encoder_dir: ``None`` for the frozen base encoder; a model version folder from
             ``core.training`` (``model.json`` + ``encoder/`` or ``adapter/``); or a plain
             sentence-transformers folder (saved with safetensors).
-        base_encoder: registry name (e.g. ``"minilm"``) of the base encoder.
+        base_encoder: registry name (e.g. ``"minilm"``) of the base encoder; a path is refused
+            (:class:`BundleError`), since a reader would have to load a folder of its host.
         exemplar_texts: the labelled pool.
         exemplar_labels: a tuple of intent names per text.
         vectors: ``(n, dim)`` float32 pool vectors from this model version.
@@ -151,6 +153,7 @@ def write_bundle(
         raise ValueError("A bundle needs at least one labelled exemplar.")
     if not np.isfinite(vecs).all():
         raise ValueError("vectors contain NaN or infinity")
+    base_encoder_name(base_encoder)  # a bundle names a registry encoder, never a folder
     bad = _COMPUTED_KEYS & set(manifest_fields)
     if bad:
         raise ValueError(f"manifest_fields may not set {sorted(bad)}")

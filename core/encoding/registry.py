@@ -68,10 +68,34 @@ def registry() -> dict[str, EncoderSpec]:
     return dict(_REGISTRY)
 
 
+def registered_path(name: object) -> Path:
+    """The local folder of a *registered* encoder name; never a path given by the caller.
+
+    What a bundle (or anything else from outside) names as its base encoder goes through here, so
+    a name like ``"/etc"`` or ``"../model"`` can never make a host folder load.
+
+    Raises:
+        ValueError: ``name`` is not a registry name, or that encoder is not installed.
+
+    Example:
+        >>> registered_path("/etc")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown encoder '/etc': a base encoder must be one of minilm, mpnet.
+    """
+    if not isinstance(name, str) or name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ValueError(f"Unknown encoder {name!r}: a base encoder must be one of {known}.")
+    try:
+        return _REGISTRY[name].locate()
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise ValueError(f"The encoder {name!r} is not installed: {exc}") from exc
+
+
 def resolve_path(name_or_path: str) -> Path:
     """The local folder of a registered encoder name, or the given path if it is a model folder."""
     if name_or_path in _REGISTRY:
-        return _REGISTRY[name_or_path].locate()
+        return registered_path(name_or_path)
     p = Path(name_or_path).expanduser()
     if p.is_dir() and (p / "config.json").exists():
         return p

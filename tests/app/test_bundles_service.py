@@ -16,7 +16,7 @@ from app.services import predict as predict_svc
 from app.services import training
 from app.services.projects import project_names
 from app.services.versions import history
-from core.bundle import load
+from core.bundle import BundleError, load
 from storage.errors import StorageError
 from tests.app.test_training_service import QUICK, make_tiny
 
@@ -111,3 +111,53 @@ def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, t
     assert result.inserted == len(labelled)
     copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, "copy"))
     assert copied == labelled
+
+
+@pytest.fixture(scope="module")
+def adapter_bundle(tmp_path_factory, encoder):
+    from tests.core.bundle.test_weights import write_adapter_bundle
+
+    return write_adapter_bundle(tmp_path_factory.mktemp("adapter"), encoder)
+
+
+def test_a_sound_adapter_bundle_becomes_the_active_version(ctx, adapter_bundle):
+    name = svc.import_bundle(ctx, adapter_bundle)
+    assert [h["method"] for h in history(ctx, name)] == ["lora"]
+    assert predict_svc.predict(ctx, name, ["I lost my card"])[0]["top"] == "lost_card"
+
+
+def test_a_bundle_whose_weights_cannot_load_imports_nothing(ctx, adapter_bundle, tmp_path):
+    from tests.core.bundle.test_weights import ADAPTER, Q_A, edit_tensors, rewrite
+
+    bad = rewrite(adapter_bundle, tmp_path / "bad.zip", edit_tensors(ADAPTER, lambda t: t.pop(Q_A)))
+    projects = project_names(ctx)
+    with pytest.raises(BundleError, match=r"lacks 1 tensor\(s\) of the base encoder 'minilm'"):
+        svc.import_bundle(ctx, bad)
+    assert project_names(ctx) == projects
+    assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        ("base_encoder", "error: Unknown encoder '/etc': a base encoder must be one of minilm"),
+        ("header", "error: adapter_model.safetensors is not a safetensors file: its header claims"),
+    ],
+)
+def test_cli_refuses_a_bad_bundle_in_one_line(adapter_bundle, tmp_path, capsys, mutate, message):
+    from tests.core.bundle.test_weights import ADAPTER, rewrite, set_manifest
+
+    def huge_header(m: dict[str, bytes]) -> None:
+        m[ADAPTER] = (2**40).to_bytes(8, "little") + m[ADAPTER][8:]
+
+    change = set_manifest(base_encoder="/etc") if mutate == "base_encoder" else huge_header
+    bad = rewrite(adapter_bundle, tmp_path / "bad.zip", change)
+    d = ["--data-dir", str(tmp_path / "d")]
+    capsys.readouterr()
+    assert main([*d, "bundle", "import", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err and "Traceback" not in err
+    assert main(["predict", "--bundle", str(bad), "where is my card"]) == 2
+    assert capsys.readouterr().err.strip().startswith(message)
+    assert main([*d, "projects"]) == 0
+    assert "bundle" not in capsys.readouterr().out  # nothing was imported
