@@ -119,3 +119,29 @@ def test_report_writes_an_offline_html_file(tmp_path, capsys):
     assert "shop" in page and "is my package on its way" in page
     assert "<script src=" not in page
     assert main([*d, "report", "--project", "shop", "-o", str(tmp_path / "r.pdf")]) == 2
+
+
+def test_two_imports_into_one_new_project_at_once_both_land_without_a_traceback(tmp_path):
+    """Red-team row 10: two CLI imports into one project at once; one used to crash."""
+    rows = [(f"utterance number {i} about topic {i % 7}", f"topic_{i % 7}") for i in range(3000)]
+    src = tmp_path / "rows.csv"
+    with src.open("w", newline="") as f:
+        csv.writer(f).writerows([("text", "label"), *rows])
+    data = tmp_path / "data"
+    main(["--data-dir", str(data), "projects"])  # the schema first: then both race on the rows
+    cmd = [sys.executable, "-m", "app", "--data-dir", str(data), "import", str(src)]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--project", "Falcon"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outs = [(p.wait(300), *(s.decode() for s in p.communicate())) for p in procs]
+    for code, out, err in outs:
+        assert "Traceback" not in err and "[SQL" not in err + out
+        assert code == 0 or (code == 2 and "busy" in err), (code, out, err)
+    assert any(code == 0 for code, _, _ in outs)
+    export = tmp_path / "out.csv"
+    assert main(["--data-dir", str(data), "export", "--project", "Falcon", "-o", str(export)]) == 0
+    with export.open() as f:
+        assert sorted(r["text"] for r in csv.DictReader(f)) == sorted(t for t, _ in rows)
