@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from core.safe_tar import extract_tar
 from core.safe_archive import (
     ArchiveError,
     diff_manifest,
-    extract_tar,
     extract_zip,
     read_zip,
     safe_member_name,
