@@ -27,6 +27,8 @@ Row = NewUtterance
 MAX_FILE_BYTES = 25 * 1024 * 1024
 MAX_ROWS = 200_000
 MAX_INTENT_CHARS = 120
+# Deepest nesting of lists and mappings a JSONL line or YAML file may have (a Rasa file needs 6).
+MAX_NESTING = 20
 SHOW_PROBLEMS = 8
 
 
