@@ -93,8 +93,9 @@ def compose_yaml(text: str) -> yaml.Node | None:
     Raises:
         FormatError: not valid YAML, or over a limit; with the line.
     """
-    loader = _LimitedLoader(text)
+    loader = None
     try:
+        loader = _LimitedLoader(text)  # the reader refuses unprintable characters here already
         return loader.get_single_node()
     except _Refused as exc:
         raise FormatError("The file cannot be read safely.", [(exc.line, exc.message)]) from None
@@ -105,4 +106,5 @@ def compose_yaml(text: str) -> yaml.Node | None:
             "The file is not valid YAML.", [(line, str(exc).splitlines()[0])]
         ) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
