@@ -224,7 +224,7 @@ def test_a_gzip_bomb_backup_is_refused_quickly_and_leaves_nothing(small_backup, 
 
 
 def test_a_restore_over_the_size_cap_is_refused(small_backup, tmp_path):
-    with pytest.raises(StorageError, match="exceeds the limit of 100 bytes.*Nothing was restored"):
+    with pytest.raises(StorageError, match=r"exceeds the limit of 100 bytes.*Nothing was restored"):
         backup_svc.restore(small_backup, tmp_path / "restored", max_bytes=100)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
 
@@ -232,5 +232,5 @@ def test_a_restore_over_the_size_cap_is_refused(small_backup, tmp_path):
 def test_an_unreadable_manifest_is_a_clear_refusal(small_backup, tmp_path):
     bad = tmp_path / "bad.tar.gz"
     _rewrite(small_backup, bad, lambda m, d: (m, b"[" * 100_000 if m.name == "backup.json" else d))
-    with pytest.raises(StorageError, match="backup.json is unreadable"):
+    with pytest.raises(StorageError, match=r"backup\.json is unreadable"):
         backup_svc.restore(bad, tmp_path / "restored")

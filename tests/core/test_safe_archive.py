@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from core.safe_tar import extract_tar
 from core.safe_archive import (
     ArchiveError,
     diff_manifest,
@@ -21,6 +20,7 @@ from core.safe_archive import (
     safe_member_name,
     sha256_file,
 )
+from core.safe_tar import extract_tar
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:
