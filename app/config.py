@@ -11,6 +11,10 @@ DEFAULT_DATA_DIR = ".intent-studio"
 ENV_DATA_DIR = "INTENT_STUDIO_DATA_DIR"
 ENV_DB_URL = "INTENT_STUDIO_DB_URL"
 ENV_DEVICE = "INTENT_STUDIO_DEVICE"
+ENV_MAX_INTENTS = "INTENT_STUDIO_MAX_INTENTS"
+# The largest file an import or an upload takes (the one limit: pass it to Gradio's
+# ``max_file_size`` as well); the import formats refuse anything larger before reading it.
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,9 @@ class Settings:
     device: str | None = None
     # Login and roles (``serve --multi-user``); off = single-user local mode, everyone is admin.
     multi_user: bool = False
+    # Intents a project may have (import and intent creation refuse more); None: storage's
+    # default, 2,000.
+    max_intents: int | None = None
 
     @property
     def database_url(self) -> str:
@@ -47,4 +54,14 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         data_dir=chosen.resolve(),
         db_url=db_url or os.environ.get(ENV_DB_URL) or None,
         device=os.environ.get(ENV_DEVICE) or None,
+        max_intents=_positive_int(ENV_MAX_INTENTS),
     )
+
+
+def _positive_int(env: str) -> int | None:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{env} must be a whole number of at least 1, not {raw!r}.")
+    return int(raw)

@@ -55,7 +55,7 @@ class ProjectPool:
 class AppContext:
     def __init__(self, settings: Settings, *, database: Database | None = None) -> None:
         self.settings = settings
-        self.db = database or Database(settings.database_url)
+        self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
         self.artifacts = ArtifactStore(settings.artifacts_dir)
         self.cache = EmbeddingCache(settings.cache_dir)
         self.device = settings.device

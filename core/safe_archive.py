@@ -1,4 +1,5 @@
-"""Generic checks for untrusted archives (zip, tar.gz): nothing lands outside a fresh folder.
+"""Generic checks for untrusted archives: nothing lands outside a fresh folder (zip here; tar in
+:mod:`core.safe_tar`, on the same rules).
 
 Every member is checked before a byte is extracted: a plain relative POSIX path (no ``..``, no
 absolute or drive path, no backslash or NUL), no symbolic links or other special entries, no
@@ -29,7 +30,6 @@ import hashlib
 import io
 import shutil
 import stat
-import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -240,68 +240,6 @@ def extract_zip(
         shutil.rmtree(root, ignore_errors=True)
         raise
     return root
-
-
-def check_tar_members(
-    members: Sequence[tarfile.TarInfo],
-    *,
-    max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
-    max_members: int | None = MAX_MEMBERS,
-    check_file: FileCheck | None = None,
-) -> None:
-    """Refuse a hostile tar before anything is extracted: the zip rules, and only plain files
-    and folders (no links, devices or fifos). A tar member's size is what is read, so the
-    declared total is the real one.
-
-    Raises:
-        ArchiveError: naming the first offending member (or what ``check_file`` raises).
-    """
-    _check_count(len(members), max_members)
-    total = 0
-    seen: set[str] = set()
-    for m in members:
-        name = safe_member_name(m.name)
-        if not (m.isfile() or m.isdir()):
-            raise ArchiveError(f"Refusing archive member {name!r}: not a plain file or folder.")
-        if name.rstrip("/") in seen:
-            raise ArchiveError(f"Refusing archive: duplicate member {name!r}.")
-        seen.add(name.rstrip("/"))
-        if m.isdir():
-            continue
-        if check_file is not None:
-            check_file(name)
-        total += m.size
-        _check_total(total, max_bytes)
-
-
-def extract_tar(
-    archive: Path,
-    dest: Path,
-    *,
-    max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
-    max_members: int | None = MAX_MEMBERS,
-    check_file: FileCheck | None = None,
-) -> None:
-    """Extract a checked (optionally gzipped) tar into the existing folder ``dest``.
-
-    The caller owns ``dest`` (a staging folder it removes on error).
-
-    Raises:
-        ArchiveError: not a tar, corrupt, hostile or over a limit (or what ``check_file`` raises).
-    """
-    try:
-        tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the with below
-    except (tarfile.TarError, OSError) as exc:
-        raise ArchiveError(f"{Path(archive).name} is not a readable tar archive: {exc}") from exc
-    try:
-        with tar:
-            members = tar.getmembers()
-            check_tar_members(
-                members, max_bytes=max_bytes, max_members=max_members, check_file=check_file
-            )
-            tar.extractall(dest, filter="data")  # the standard library's own second fence
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ArchiveError(f"{Path(archive).name} is corrupt: {exc}") from exc
 
 
 @dataclass(frozen=True)

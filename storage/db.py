@@ -136,15 +136,23 @@ class Database:
     on success and rolls back on any exception."""
 
     def __init__(
-        self, url: str, *, apply_migrations: bool = True, busy_timeout: float = BUSY_TIMEOUT
+        self,
+        url: str,
+        *,
+        apply_migrations: bool = True,
+        busy_timeout: float = BUSY_TIMEOUT,
+        max_intents: int | None = None,
     ) -> None:
+        """``max_intents``: the intents a project may have (None: the default of
+        :data:`storage.projects.DEFAULT_MAX_INTENTS`), carried in every session's ``info``."""
         self.url = url
         self.engine = make_engine(url, busy_timeout=busy_timeout)
         if apply_migrations:
             migrate(self.engine)
-        self._factory = sessionmaker(self.engine, expire_on_commit=False)
+        info = {} if max_intents is None else {"max_intents": max_intents}
+        self._factory = sessionmaker(self.engine, expire_on_commit=False, info=info)
         writer = self.engine.execution_options(**{IMMEDIATE: True})
-        self._write_factory = sessionmaker(writer, expire_on_commit=False)
+        self._write_factory = sessionmaker(writer, expire_on_commit=False, info=info)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -22,7 +22,13 @@ from sqlalchemy.orm import Session
 
 from storage.errors import StorageError
 from storage.faults import fault_point
-from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.projects import (
+    _labels_of,
+    check_intent_room,
+    create_intent,
+    intents_by_name,
+    validate_intent_name,
+)
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.utterances import NewUtterance, labelled_split
 
@@ -84,7 +90,8 @@ def plan_import(
 ) -> ImportPlan:
     """Check rows against the project (``None``: one not created yet) and write nothing. Raises
     :class:`StorageError` for a text twice in ``rows``, a label that is no intent when
-    ``create_missing_intents`` is off (or is no valid intent name), a text already in the project
+    ``create_missing_intents`` is off (or is no valid intent name), more new intents than the
+    project's limit (:func:`storage.projects.check_intent_room`), a text already in the project
     when ``on_existing="error"``, or a relabel that would leave an intent on an `unlabelled` row.
     With ``on_existing="skip"`` the texts already there are left out and counted."""
     if on_existing not in ON_EXISTING:
@@ -109,6 +116,7 @@ def plan_import(
         )
     for name in needed:
         validate_intent_name(name)
+    check_intent_room(s, project_id, len(needed))
     seen: set[str] = set()
     for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
         if r.text in seen:

@@ -103,11 +103,39 @@ def get_intent(s: Session, project_id: int, name: str) -> Intent:
     return intent
 
 
+# Intents a project may have, unless the session says otherwise (``Database(max_intents=...)``
+# puts the app's setting in every session's ``info``).
+DEFAULT_MAX_INTENTS = 2000
+MAX_INTENTS_KEY = "max_intents"
+
+
+def check_intent_room(s: Session, project_id: int | None, adding: int) -> None:
+    """Refuse ``adding`` new intents that would take a project (None: one not created yet) past
+    its limit: ``s.info["max_intents"]``, else :data:`DEFAULT_MAX_INTENTS`.
+
+    Raises:
+        StorageError: over the limit; nothing was changed.
+    """
+    if adding <= 0:
+        return
+    limit = int(s.info.get(MAX_INTENTS_KEY, DEFAULT_MAX_INTENTS))
+    have = 0
+    if project_id is not None:
+        have = s.scalar(select(func.count()).where(Intent.project_id == project_id)) or 0
+    if have + adding > limit:
+        raise StorageError(
+            f"A project may have at most {limit:,} intents; this would make {have + adding:,} "
+            f"({have:,} now, {adding:,} new). Nothing was changed."
+        )
+
+
 def create_intent(s: Session, project_id: int, name: str, description: str = "") -> Intent:
+    """A new intent (refused past the project's intent limit, see :func:`check_intent_room`)."""
     name = validate_intent_name(name)
     exists = s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == name))
     if exists is not None:
         raise StorageError(f"Intent {name!r} already exists.")
+    check_intent_room(s, project_id, 1)
     intent = Intent(project_id=project_id, name=name, description=description)
     s.add(intent)
     s.flush()

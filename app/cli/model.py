@@ -101,12 +101,21 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
     if args.format == "csv":
         import csv
 
+        from app.formats import spreadsheet_safe as safe
+
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
         for r in results:
             best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
             w.writerow(
-                [r["text"], r["top"], r["score"], r["margin"], best["text"], best["similarity"]]
+                [
+                    safe(r["text"]),
+                    safe(r["top"] or ""),
+                    r["score"],
+                    r["margin"],
+                    safe(best["text"]),
+                    best["similarity"],
+                ]
             )
         return
     for r in results:

@@ -34,7 +34,14 @@ from app.formats.intent_files import (
     write_intent_zip,
 )
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
-from app.formats.tabular import parse_csv, parse_jsonl, write_csv, write_jsonl
+from app.formats.tabular import (
+    from_spreadsheet_safe,
+    parse_csv,
+    parse_jsonl,
+    spreadsheet_safe,
+    write_csv,
+    write_jsonl,
+)
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -43,12 +50,14 @@ __all__ = [
     "Row",
     "dump_intent_files",
     "dump_rasa_yaml",
+    "from_spreadsheet_safe",
     "parse_csv",
     "parse_intent_files",
     "parse_jsonl",
     "parse_rasa_yaml",
     "read_any",
     "read_intent_folder",
+    "spreadsheet_safe",
     "write_any",
     "write_csv",
     "write_jsonl",

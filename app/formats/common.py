@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.config import MAX_UPLOAD_BYTES
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 Row = NewUtterance
-MAX_FILE_BYTES = 25 * 1024 * 1024
+MAX_FILE_BYTES = MAX_UPLOAD_BYTES
 MAX_ROWS = 200_000
 MAX_INTENT_CHARS = 120
+# Deepest nesting of lists and mappings a JSONL line or YAML file may have (a Rasa file needs 6).
+MAX_NESTING = 20
 SHOW_PROBLEMS = 8
 
 

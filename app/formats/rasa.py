@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import yaml
 
@@ -38,6 +37,7 @@ from app.formats.common import (
     decode,
     finish,
 )
+from app.formats.safe_yaml import compose_yaml
 from storage.tables import SPLITS
 
 RASA_VERSION = "3.1"
@@ -59,6 +59,7 @@ RASA_OTHER_SECTIONS = frozenset(
 )
 _ENTITY = re.compile(r"\[([^\[\]\n]+)\](?:\([^()\n]+\)|\{[^{}\n]*\})")
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-+/.]*")
+_STR = "tag:yaml.org,2002:str"
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none"})
 
 
@@ -84,7 +85,8 @@ def parse_rasa_yaml(
         multi_intent_separator: split ``a+b`` intent names into several labels (None: never).
 
     Raises:
-        FormatError: bad UTF-8 or YAML, unknown keys, empty or too long texts, duplicates.
+        FormatError: bad UTF-8 or YAML, unknown keys, empty or too long texts, duplicates; a
+            merge key, nesting or aliases past the limits of :func:`compose_yaml`.
 
     Example:
         >>> doc = b'nlu:\\n- intent: greet\\n  examples: |\\n    - hi [Ana](name)\\n'
@@ -92,15 +94,7 @@ def parse_rasa_yaml(
         >>> parsed.rows[0].text, parsed.flattened_entities
         ('hi Ana', 1)
     """
-    text = decode(data)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 0
-        raise FormatError(
-            "The file is not valid YAML.", [(line, str(exc).splitlines()[0])]
-        ) from exc
+    root = compose_yaml(decode(data))
     if not isinstance(root, yaml.MappingNode):
         raise FormatError("A Rasa NLU file is a mapping with an 'nlu:' list.")
     problems: list[tuple[int, str]] = []
@@ -197,17 +191,20 @@ def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tup
         if not isinstance(item, yaml.MappingNode):
             problems.append((line, "an example must be text or a mapping with 'text'"))
             continue
-        data: Any = yaml.safe_load(yaml.serialize(item))
-        extra = set(data) - {"text", "metadata"}
-        if extra or not isinstance(data.get("text"), str):
+        fields = {_node_key(k): v for k, v in item.value}
+        extra = set(fields) - {"text", "metadata"}
+        text = fields.get("text")
+        if extra or not (isinstance(text, yaml.ScalarNode) and text.tag == _STR):
             problems.append((line, f"an example needs 'text' (unknown keys {sorted(extra)})"))
             continue
-        meta = data.get("metadata") or {}
-        split = str(meta.get("split", "train")) if isinstance(meta, dict) else "train"
+        meta = fields.get("metadata")
+        split = "train"
+        if isinstance(meta, yaml.MappingNode):
+            split = next((_node_key(v) for k, v in meta.value if _node_key(k) == "split"), split)
         if split not in SPLITS or split == "unlabelled":
             problems.append((line, f"unknown split {split!r} in metadata"))
             continue
-        out.append((line, data["text"], split))
+        out.append((line, str(text.value), split))
     return out
 
 

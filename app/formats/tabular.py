@@ -5,11 +5,20 @@ Accepted columns (CSV) or keys (JSONL): ``text`` plus ``label`` (one intent) or 
 ``split`` (train / test / unlabelled; default: train when labelled, else unlabelled) and
 ``context``. Written files carry ``text``, ``labels`` and ``split``.
 
+A CSV cell that a spreadsheet would run as a formula (one starting with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return: OWASP's list) is written with a ``'`` in front
+(:func:`spreadsheet_safe`), and reading a CSV takes that one ``'`` off again
+(:func:`from_spreadsheet_safe`), so CSV export -> import gives back exactly the text exported.
+JSONL is written as is. A JSONL line may nest at most :data:`~app.formats.common.MAX_NESTING`
+levels deep.
+
 Example:
     >>> parse_csv(b"text,label\\nhi there,greet\\n")
     [NewUtterance(text='hi there', labels=('greet',), split='train', context='')]
     >>> write_jsonl([Row("hi", ("greet",))])
     '{"text": "hi", "labels": ["greet"], "split": "train"}\\n'
+    >>> write_csv([Row("=1+1", ("math",))])
+    "text,labels,split\\n'=1+1,math,train\\n"
 """
 
 from __future__ import annotations
@@ -17,11 +26,65 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable
 
-from app.formats.common import MAX_ROWS, FormatError, Row, check_intent, check_text, decode, finish
+from app.formats.common import (
+    MAX_NESTING,
+    MAX_ROWS,
+    FormatError,
+    Row,
+    check_intent,
+    check_text,
+    decode,
+    finish,
+)
 from storage.tables import SPLITS
 from storage.utterances import is_blank
+
+# A cell a spreadsheet would evaluate, after any quotes already put in front of it.
+_FORMULA = re.compile(r"'*[=+\-@\t\r]")
+_QUOTED_FORMULA = re.compile(r"'+[=+\-@\t\r]")
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A CSV cell that no spreadsheet runs as a formula: ``'`` in front of one that starts with
+    ``= + - @``, a tab or CR (or with quotes and then one of those, so that reading it back with
+    :func:`from_spreadsheet_safe` gives exactly ``cell``).
+
+    Example:
+        >>> spreadsheet_safe("=SUM(A1:A9)"), spreadsheet_safe("hi -2")
+        ("'=SUM(A1:A9)", 'hi -2')
+    """
+    return "'" + cell if _FORMULA.match(cell) else cell
+
+
+def from_spreadsheet_safe(cell: str) -> str:
+    """A cell as it was before :func:`spreadsheet_safe`.
+
+    Example:
+        >>> from_spreadsheet_safe(spreadsheet_safe("'@x")), from_spreadsheet_safe("'quoted")
+        ("'@x", "'quoted")
+    """
+    return cell[1:] if _QUOTED_FORMULA.match(cell) else cell
+
+
+def _json_depth_over(line: str) -> bool:
+    """Whether a JSON text nests lists and objects deeper than :data:`MAX_NESTING` (strings and
+    their brackets skipped), found before parsing it: the parser would recurse that deep."""
+    if line.count("[") + line.count("{") <= MAX_NESTING:
+        return False
+    depth = 0
+    for token in _JSON_TOKEN.finditer(line):
+        t = token.group()
+        if t in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return True
+        elif t in "]}":
+            depth -= 1
+    return False
 
 
 def _split_labels(raw: object) -> list[str]:
@@ -82,11 +145,14 @@ def parse_csv(data: bytes) -> list[Row]:
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
     try:
-        for record in reader:
+        for raw_record in reader:
             line = reader.line_num
-            if None in record:
+            if None in raw_record:
                 problems.append((line, "more cells than columns"))
                 continue
+            record = {
+                k: v if v is None else from_spreadsheet_safe(v) for k, v in raw_record.items()
+            }
             row, errs = _check_row(
                 line,
                 record.get("text"),
@@ -116,10 +182,16 @@ def parse_jsonl(data: bytes) -> list[Row]:
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if _json_depth_over(line):
+            problems.append((line_no, f"nested deeper than {MAX_NESTING} levels"))
+            continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append((line_no, f"not valid JSON: {exc.msg}"))
+            continue
+        except RecursionError:  # a second fence behind the depth check
+            problems.append((line_no, f"nested deeper than {MAX_NESTING} levels"))
             continue
         if not isinstance(obj, dict):
             problems.append((line_no, "each line must be a JSON object"))
@@ -128,8 +200,15 @@ def parse_jsonl(data: bytes) -> list[Row]:
             problems.append((line_no, "needs 'text' and 'label' or 'labels'"))
             continue
         labels = obj.get("labels", obj.get("label"))
-        if isinstance(labels, list) and not all(isinstance(x, str) for x in labels):
+        if not (
+            labels is None
+            or isinstance(labels, str)
+            or (isinstance(labels, list) and all(isinstance(x, str) for x in labels))
+        ):
             problems.append((line_no, "labels must be strings"))
+            continue
+        if odd := [k for k in ("split", "context") if not isinstance(obj.get(k, ""), str | None)]:
+            problems.append((line_no, f"{odd[0]} must be a string"))
             continue
         row, errs = _check_row(
             line_no, obj.get("text"), labels, obj.get("split"), obj.get("context")
@@ -141,12 +220,13 @@ def parse_jsonl(data: bytes) -> list[Row]:
 
 
 def write_csv(rows: Iterable[Row]) -> str:
-    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated)."""
+    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), each cell
+    :func:`spreadsheet_safe`."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["text", "labels", "split"])
     for r in rows:
-        w.writerow([r.text, "|".join(r.labels), r.split])
+        w.writerow([spreadsheet_safe(c) for c in (r.text, "|".join(r.labels), r.split)])
     return buf.getvalue()
 
 

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import tarfile
+import time
 
 import pytest
 
@@ -158,6 +159,7 @@ def _not_a_database(m, data):
     if m.name == "backup.json":
         doc = json.loads(data)
         doc["files"]["studio.db"] = hashlib.sha256(b"junk" * 100).hexdigest()
+        doc["sizes"]["studio.db"] = 400
         data = json.dumps(doc).encode()
     return m, (b"junk" * 100 if m.name == "studio.db" else data)
 
@@ -194,3 +196,41 @@ def test_a_file_that_is_no_tar_is_refused(tmp_path):
     junk.write_bytes(b"junk")
     with pytest.raises(StorageError, match="not a readable tar archive"):
         backup_svc.restore(junk, tmp_path / "restored")
+
+
+def test_a_gzip_bomb_backup_is_refused_quickly_and_leaves_nothing(small_backup, tmp_path):
+    """A backup whose database became 256 MiB of zeros (about 1 MB of gzip) is refused from the
+    member's header: the manifest says another size. Before, 2 MB wrote 2 GiB to staging."""
+    from tests.core.test_safe_tar import _Zeros
+
+    bomb = tmp_path / "bomb.tar.gz"
+    with (
+        tarfile.open(small_backup, "r:gz") as tin,
+        tarfile.open(bomb, "w:gz", compresslevel=1) as tout,
+    ):
+        for m in tin.getmembers():
+            if m.name == "studio.db":
+                m.size = 256 * 1024**2
+                tout.addfile(m, io.BufferedReader(_Zeros(m.size)))
+            else:
+                tout.addfile(m, tin.extractfile(m))
+    assert bomb.stat().st_size < 3 * 1024**2
+    target = tmp_path / "restored"
+    start = time.perf_counter()
+    assert main(["--data-dir", str(target), "restore", str(bomb)]) == 2
+    assert time.perf_counter() - start < 2
+    assert not target.exists() or not any(target.iterdir())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
+
+
+def test_a_restore_over_the_size_cap_is_refused(small_backup, tmp_path):
+    with pytest.raises(StorageError, match=r"exceeds the limit of 100 bytes.*Nothing was restored"):
+        backup_svc.restore(small_backup, tmp_path / "restored", max_bytes=100)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
+
+
+def test_an_unreadable_manifest_is_a_clear_refusal(small_backup, tmp_path):
+    bad = tmp_path / "bad.tar.gz"
+    _rewrite(small_backup, bad, lambda m, d: (m, b"[" * 100_000 if m.name == "backup.json" else d))
+    with pytest.raises(StorageError, match=r"backup\.json is unreadable"):
+        backup_svc.restore(bad, tmp_path / "restored")

@@ -15,12 +15,12 @@ import pytest
 from core.safe_archive import (
     ArchiveError,
     diff_manifest,
-    extract_tar,
     extract_zip,
     read_zip,
     safe_member_name,
     sha256_file,
 )
+from core.safe_tar import extract_tar
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

@@ -1,0 +1,110 @@
+"""YAML from an untrusted file, as a node graph with limits: never a Python object.
+
+PyYAML's constructor expands merge keys (``<<: *a``) eagerly, so a few hundred bytes of nested
+merges cost minutes and gigabytes; its composer recurses once per level, so 100,000 nested
+brackets end in a ``RecursionError``. :func:`compose_yaml` composes nodes only and refuses, with
+the line, a merge key, nesting deeper than :data:`~app.formats.common.MAX_NESTING` levels, a
+recursive alias, and aliases that expand the document past :func:`expansion_budget` (nodes plus
+scalar characters, an alias counting as everything it stands for).
+
+Example:
+    >>> compose_yaml("a: [1, 2]").value[0][0].value
+    'a'
+    >>> try:
+    ...     compose_yaml("a: &x {k: v}\\nb:\\n  <<: *x\\n")
+    ... except FormatError as exc:
+    ...     print(exc.problems)
+    [(3, "merge keys ('<<') are not supported: write the keys out")]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from app.formats.common import MAX_NESTING, FormatError
+
+
+def expansion_budget(text: str) -> int:
+    """How large a document may expand with its aliases: twice its own length, plus 1 M."""
+    return 2 * len(text) + 1_000_000
+
+
+class _Refused(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """The pure-Python composer, counting depth and the expanded size as it goes."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._depth = 0
+        self._weight = 0
+        self._budget = expansion_budget(text)
+        self._anchored: dict[int, int] = {}  # id(anchored node) -> its expanded size, once done
+
+    def _add(self, weight: int, line: int) -> None:
+        self._weight += weight
+        if self._weight > self._budget:
+            raise _Refused(
+                line,
+                f"aliases expand the file past {self._budget:,} nodes and characters; "
+                "write the repeated parts out",
+            )
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            weight = self._anchored.get(id(node))
+            if weight is None:
+                raise _Refused(line, f"the alias *{event.anchor} refers to a node that holds it")
+            self._add(weight, line)
+            return node
+        if isinstance(event, yaml.ScalarEvent) and (
+            isinstance(parent, yaml.MappingNode)
+            and index is None
+            and event.value == "<<"
+            and event.style is None
+        ):
+            raise _Refused(line, "merge keys ('<<') are not supported: write the keys out")
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise _Refused(line, f"nested deeper than {MAX_NESTING} levels")
+        start = self._weight
+        self._add(1 + len(event.value) if isinstance(event, yaml.ScalarEvent) else 1, line)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if event.anchor is not None:
+            self._anchored[id(node)] = self._weight - start
+        return node
+
+
+def compose_yaml(text: str) -> yaml.Node | None:
+    """The node graph of a one-document YAML text (None when empty), within the limits above.
+
+    Raises:
+        FormatError: not valid YAML, or over a limit; with the line.
+    """
+    loader = None
+    try:
+        loader = _LimitedLoader(text)  # the reader refuses unprintable characters here already
+        return loader.get_single_node()
+    except _Refused as exc:
+        raise FormatError("The file cannot be read safely.", [(exc.line, exc.message)]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        raise FormatError(
+            "The file is not valid YAML.", [(line, str(exc).splitlines()[0])]
+        ) from exc
+    finally:
+        if loader is not None:
+            loader.dispose()

@@ -1,0 +1,137 @@
+"""Limits on what an import or a user may add (issue 13): intents per project (configurable,
+default 2,000) on import and on every way an intent is created, and the file size of every import
+path. Over a limit: a clear message, nothing written; through the CLI, exit 2 and no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from app.config import MAX_UPLOAD_BYTES, load_settings
+from app.context import AppContext
+from app.formats import MAX_FILE_BYTES, FormatError
+from app.services import data as data_svc
+from app.services.io import import_file
+from storage.errors import NotFoundError, StorageError
+from tests.app.formats.test_hostile_files import merge_bomb
+
+
+def _csv(path, n_intents: int, prefix: str = "i"):
+    lines = ["text,label"] + [f"utterance {prefix}{k},{prefix}{k}" for k in range(n_intents)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def small_ctx(tmp_path, monkeypatch):
+    """An app context whose projects may hold 5 intents."""
+    monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "5")
+    context = AppContext(load_settings(tmp_path / "data"))
+    yield context
+    context.close()
+
+
+def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(ctx, tmp_path):
+    big = _csv(tmp_path / "many.csv", 10_000)
+    start = time.perf_counter()
+    with pytest.raises(StorageError, match="at most 2,000 intents; this would make 10,000"):
+        import_file(ctx, "shop", big)
+    assert time.perf_counter() - start < 5  # was 27 s of writing
+    with pytest.raises(NotFoundError):
+        data_svc.intents(ctx, "shop")
+
+
+def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
+    import_file(small_ctx, "shop", _csv(tmp_path / "a.csv", 3))
+    with pytest.raises(
+        StorageError, match="at most 5 intents; this would make 6 \\(3 now, 3 new\\)"
+    ):
+        import_file(small_ctx, "shop", _csv(tmp_path / "b.csv", 3, "j"))
+    assert len(data_svc.intents(small_ctx, "shop")) == 3
+    assert len(data_svc.table(small_ctx, "shop")) == 3
+
+
+def test_every_way_of_creating_an_intent_stops_at_the_limit(small_ctx, tmp_path):
+    import_file(small_ctx, "shop", _csv(tmp_path / "a.csv", 5))
+    with pytest.raises(StorageError, match="at most 5 intents"):
+        data_svc.create_intent(small_ctx, "shop", "one_more")
+    with pytest.raises(StorageError, match="at most 5 intents"):
+        data_svc.add_utterance(small_ctx, "shop", "a new text", ["brand_new"])
+    with pytest.raises(StorageError, match="at most 5 intents"):
+        data_svc.merge_intents(small_ctx, "shop", ["i0", "i1"], "merged_new")
+    assert sorted(i["name"] for i in data_svc.intents(small_ctx, "shop")) == [
+        f"i{k}" for k in range(5)
+    ]
+    # an existing intent is always fine
+    data_svc.add_utterance(small_ctx, "shop", "another text", ["i0"])
+
+
+def test_a_bad_limit_setting_is_a_user_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "lots")
+    with pytest.raises(ValueError, match="INTENT_STUDIO_MAX_INTENTS must be a whole number"):
+        load_settings(tmp_path / "data")
+
+
+def test_the_upload_limit_is_one_value():
+    assert MAX_FILE_BYTES == MAX_UPLOAD_BYTES == 25 * 1024 * 1024
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".yml", ".zip"])
+def test_the_service_refuses_a_file_over_the_upload_limit(ctx, tmp_path, suffix):
+    big = tmp_path / f"big{suffix}"
+    with big.open("wb") as fh:
+        fh.truncate(MAX_UPLOAD_BYTES + 1)  # sparse: refused from its size, never read
+    with pytest.raises(FormatError, match="the limit is 25 MB"):
+        import_file(ctx, "shop", big)
+    with pytest.raises(NotFoundError):
+        data_svc.intents(ctx, "shop")
+
+
+def _cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "--data-dir", str(tmp_path / "data"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _hostile_files(tmp_path):
+    (tmp_path / "bomb.yml").write_bytes(merge_bomb(9))
+    (tmp_path / "deep.jsonl").write_bytes(b"[" * 100_000 + b"\n")
+    (tmp_path / "deep.yml").write_bytes(b"[" * 100_000 + b"\n")
+    with (tmp_path / "big.csv").open("wb") as fh:
+        fh.truncate(MAX_UPLOAD_BYTES + 1)
+    _csv(tmp_path / "many.csv", 6)
+    return {
+        "bomb.yml": "merge keys ('<<') are not supported",
+        "deep.jsonl": "line 1: nested deeper than 20 levels",
+        "deep.yml": "line 1: nested deeper than 20 levels",
+        "big.csv": "the limit is 25 MB",
+        "many.csv": "at most 5 intents",
+    }
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_hostile_files_with_exit_2_and_no_traceback(tmp_path):
+    for name, message in _hostile_files(tmp_path).items():
+        start = time.perf_counter()
+        out = _cli(
+            tmp_path,
+            "import",
+            str(tmp_path / name),
+            "--project",
+            "shop",
+            env={"INTENT_STUDIO_MAX_INTENTS": "5"},
+        )
+        assert out.returncode == 2, (name, out.stderr)
+        assert message in out.stderr
+        assert "Traceback" not in out.stderr
+        assert time.perf_counter() - start < 60
+    listed = _cli(tmp_path, "projects")
+    assert "shop" not in listed.stdout
