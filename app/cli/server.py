@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import ipaddress
 
     from app.auth import check_login, ensure_admin
-    from app.config import load_settings
+    from app.config import MAX_UPLOAD_BYTES, load_settings
     from app.context import AppContext
     from app.services.projects import ensure_demo_project
     from app.ui.main import build_app, css
@@ -118,6 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server_port=args.port,
         share=False,  # never a public tunnel (and no GRADIO_SHARE: see drop_exposing_env)
         mcp_server=False,
+        max_file_size=MAX_UPLOAD_BYTES,  # Gradio refuses a bigger upload before storing it
         app_kwargs={"middleware": guard},
         css=css(),
         show_error=True,

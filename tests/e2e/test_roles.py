@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -140,3 +141,29 @@ def test_a_signed_in_user_gets_the_project_names_and_no_code_editing(team_server
         "Demo: Acme support" in page.locator("#project").inner_text()
         or page.locator("#project input").input_value() == "Demo: Acme support"
     )
+
+
+def test_an_upload_over_the_limit_is_refused_before_it_is_stored(team_server):
+    """Red-team row 2: a viewer's 300 MiB upload used to be stored."""
+    import http.cookiejar
+
+    from app.config import MAX_UPLOAD_BYTES
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    login = urllib.parse.urlencode({"username": "vic", "password": PASSWORDS["vic"]}).encode()
+    opener.open(team_server.url + "login", data=login, timeout=10)
+    boundary = "studio-boundary"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="big.csv"\r\n'
+            "Content-Type: text/csv\r\n\r\n"
+        ).encode()
+        + b"x" * (MAX_UPLOAD_BYTES + 1024)
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    req = urllib.request.Request(team_server.url + "gradio_api/upload", data=body, method="POST")
+    req.add_header("content-type", f"multipart/form-data; boundary={boundary}")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        opener.open(req, timeout=60)
+    assert refused.value.code == 413
