@@ -6,6 +6,7 @@ project (also through an import) needs an admin."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from pathlib import Path
 
@@ -114,3 +115,35 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
     assert "Falcon" not in project_svc.project_names(team)
     with auth.acting_as(auth.actor(team, "admin")):
         assert io_svc.import_file(team, "Falcon", csv).project == "Falcon"
+
+
+def _readme_roles() -> dict[str, str]:
+    """The README's roles table: event name → role."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
+    out: dict[str, str] = {}
+    for line in table.splitlines()[2:]:
+        _, _, events_cell, role, _ = line.split("|")
+        for name in re.findall(r"`([a-z_0-9]+)`", events_cell):
+            out[name] = role.strip()
+    return out
+
+
+def test_the_readme_table_of_roles_is_what_the_app_enforces(events):
+    app, _ = events
+    declared = {
+        f.api_name: getattr(f.fn, ROLE) for f in app.fns.values() if f.fn is not None and f.api_name
+    }
+    documented = _readme_roles()
+    assert len(documented) > 30
+    for name, role in documented.items():
+        assert declared.get(name) == role, (name, declared.get(name), role)
+    # every write the app declares is documented (a new one must join the table)
+    # (Gradio numbers repeats of one callback: answer_with_1 is another key for answer_with)
+    writes = {name for name, role in declared.items() if role != "viewer"}
+    undocumented = {
+        name
+        for name in writes
+        if name not in documented and re.sub(r"_\d+$", "", name) not in documented
+    }
+    assert undocumented == set()
