@@ -35,7 +35,7 @@ from app.context import AppContext
 from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_encoder
 from core.encoding.registry import Encoder
-from core.evaluation.space import space_metrics
+from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import DEFAULT_METHOD, PROJECTIONS, warm_up_in_background
 from core.projection import project as project_points
 from core.retrieval.explain import explain
@@ -63,6 +63,8 @@ class MapView:
     splits: list[str]
     points: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
+    # per intent: spread and gap to the nearest intent, in the encoder's space
+    geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def map_data(self) -> MapData:
         return MapData(
@@ -198,6 +200,7 @@ def _view(
         splits=[r.split for r in rows],
         points=points,
         metrics=space_metrics(vectors, [r.labels or None for r in rows]),
+        geometry=intent_geometry(vectors, [r.labels or None for r in rows]),
     )
 
 
@@ -297,6 +300,13 @@ def compare_figure(
         focus=focus,
         names=names,
     )
+
+
+def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
+    """How each intent moved from the left version to the right one, biggest movement first:
+    its spread (mean distance to its centre, lower = tighter) and its gap to the nearest other
+    intent (higher = further apart), measured in the encoders' spaces, not on the 2D maps."""
+    return geometry_diff(left.geometry, right.geometry)
 
 
 def explain_utterance(

@@ -15,7 +15,8 @@ from app.context import AppContext
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import maps as svc
-from app.services.versions import BASE
+from app.services import versions as version_svc
+from app.services.versions import ACTIVE, BASE, Version
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.projection import PROJECTIONS
@@ -25,13 +26,16 @@ logger = logging.getLogger(__name__)
 HELP = (
     "Each dot is an utterance, coloured by its intent (● train, ◆ test, ✕ unlabelled). "
     "Tight, separate clusters mean the encoder tells the intents apart. **Compare** puts the "
-    "frozen base encoder beside the active model, with silhouette (higher is better), alignment "
+    "two versions side by side (the frozen base encoder, the active model or any version), with "
+    "how each intent moved below them, and silhouette (higher is better), alignment "
     "(lower) and uniformity. Lasso or box-select points, then label them or move them to a split. "
     "Click a point to see why it got its intent: the explanation is the k-NN decision rule itself "
     "(its nearest labelled examples), not an after-the-fact approximation."
 )
 HIGHLIGHT_CHOICES = ["none", "misclassified", "low_margin", "unlabelled"]
-VIEW_CHOICES = ["active model", "frozen vs active"]
+VIEW_CHOICES = ["active model", "compare two versions"]
+BASE_CHOICE, ACTIVE_CHOICE = "frozen base encoder", "active model"
+DIFF_HEADERS = ["intent", "examples", "spread", "tighter by", "nearest intent", "gap", "further by"]
 SPLITS = ["train", "test", "unlabelled"]
 
 # Wire plotly's click / selection events to two hidden textboxes (ids as text).
@@ -93,6 +97,37 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def version_selector(choice: str | None) -> Version:
+    """A version picker's choice as a selector: the frozen base, the active model or ``vN``."""
+    if choice == BASE_CHOICE:
+        return BASE
+    m = re.fullmatch(r"v(\d+)", choice or "")
+    return int(m.group(1)) if m else ACTIVE
+
+
+def diff_frame(rows: list[dict[str, Any]]) -> Any:
+    """The map diff as a table for people: two decimals, signed changes."""
+
+    def r2(x: float | None) -> float | None:
+        return None if x is None else round(x, 2)
+
+    return gr.update(
+        value=[
+            [
+                r["intent"],
+                r["n"],
+                f"{r2(r['spread_before'])} → {r2(r['spread_after'])}",
+                f"{r['tighter']:+.2f}",
+                r["nearest_after"] or "",
+                f"{r2(r['gap_before'])} → {r2(r['gap_after'])}",
+                f"{r['further']:+.2f}",
+            ]
+            for r in rows
+        ],
+        visible=bool(rows),
+    )
+
+
 def render(
     ctx: AppContext,
     proj: str | None,
@@ -101,33 +136,60 @@ def render(
     hl: str,
     focus: list[str] | None = None,
     names: bool = True,
-) -> tuple[Any, str, Any, Any, Any]:
-    """The map (or the compare view), isolating the ``focus`` intents, names at the centroids."""
+    left_choice: str | None = BASE_CHOICE,
+    right_choice: str | None = ACTIVE_CHOICE,
+) -> tuple[Any, ...]:
+    """The map (or two versions side by side with how each intent moved), isolating the
+    ``focus`` intents, names at the centroids."""
+    comparing = mode != VIEW_CHOICES[0]
+    pickers = gr.update(visible=comparing)
+    no_diff = gr.update(visible=False)
     if not proj:
-        return None, "Pick a project.", gr.update(active=False), gr.update(), gr.update()
+        idle = gr.update(active=False)
+        return None, "Pick a project.", idle, gr.update(), gr.update(), pickers, pickers, no_diff
     hl_arg = None if hl == "none" else hl
     shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
+    diff: list[dict[str, Any]] = []
 
     def build() -> Any:
-        right = svc.get_map(ctx, proj, method=meth)
-        if mode == VIEW_CHOICES[0]:
-            return None if right is None else svc.map_figure(right, **shown)
-        left = svc.get_map(ctx, proj, method=meth, version=BASE)
+        if not comparing:
+            one = svc.get_map(ctx, proj, method=meth)
+            return None if one is None else svc.map_figure(one, **shown)
+        left = svc.get_map(ctx, proj, method=meth, version=version_selector(left_choice))
+        right = svc.get_map(ctx, proj, method=meth, version=version_selector(right_choice))
         if left is None or right is None:
             return None
+        diff.extend(svc.map_diff(left, right))
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
     intents, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
     choices = gr.update(choices=intents or [])
+    history = attempt(lambda: version_svc.history(ctx, proj))[0] or []
+    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
+    pickers = gr.update(choices=versions, visible=comparing)
     if err:
-        return None, problem(err), gr.update(active=False), choices, choices
+        return (
+            None,
+            problem(err),
+            gr.update(active=False),
+            choices,
+            choices,
+            pickers,
+            pickers,
+            no_diff,
+        )
     if fig is None:
         msg = f"Computing the {meth} map in the background… it appears here when ready."
-        return gr.update(), msg, gr.update(active=True), choices, choices
+        busy = gr.update(active=True)
+        return gr.update(), msg, busy, choices, choices, pickers, pickers, no_diff
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-    return fig, f"{n} utterances · {meth}", gr.update(active=False), choices, choices
+    status = f"{n} utterances · {meth}"
+    if diff:
+        status += " · below the maps: how each intent moved, measured in the encoders' spaces"
+    idle = gr.update(active=False)
+    return fig, status, idle, choices, choices, pickers, pickers, diff_frame(diff)
 
 
 def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
@@ -187,6 +249,12 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     with gr.Row():
         method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
         view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
+        left = gr.Dropdown(
+            [BASE_CHOICE, ACTIVE_CHOICE], value=BASE_CHOICE, label="Left", scale=1, visible=False
+        )
+        right = gr.Dropdown(
+            [BASE_CHOICE, ACTIVE_CHOICE], value=ACTIVE_CHOICE, label="Right", scale=1, visible=False
+        )
         highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
         refresh_btn = gr.Button("Refresh", scale=0, min_width=100, elem_id="map-refresh")
     with gr.Row(equal_height=True):
@@ -200,6 +268,16 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         names = gr.Checkbox(label="intent names on the map", value=True, scale=1)
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot", label="Map")
+    moved = gr.Dataframe(
+        headers=DIFF_HEADERS,
+        label="How each intent moved from left to right (spread: mean distance to the intent's "
+        "centre, lower is tighter; gap: distance to the nearest other intent, higher is further "
+        "apart; biggest movement first)",
+        interactive=False,
+        visible=False,
+        max_height=320,
+        elem_id="map-diff",
+    )
     poll = gr.Timer(2.0, active=False)
     with gr.Row():
         selected = gr.Textbox(
@@ -228,12 +306,14 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
 
-    inputs = [project, method, view, highlight, focus, names]
-    outputs = [plot, status, poll, label_as, focus]
+    inputs = [project, method, view, highlight, focus, names, left, right]
+    outputs = [plot, status, poll, label_as, focus, left, right, moved]
     for trigger in (
         refresh_btn.click,
         method.change,
         view.change,
+        left.input,
+        right.input,
         highlight.change,
         focus.change,
         names.change,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -206,3 +207,73 @@ def space_metrics(
         "n_labelled": float(len(labelled)),
         "n_intents": float(len(set(labelled))),
     }
+
+
+def intent_geometry(vectors: np.ndarray, labels: Sequence[Label]) -> dict[str, dict[str, Any]]:
+    """Per intent, how tight it is and how far from its nearest neighbour intent, in the
+    encoder's space (not the 2D map, which distorts both).
+
+    ``spread`` is the mean cosine distance of the intent's examples to their centroid (lower =
+    tighter); ``nearest`` the closest other intent by centroid, ``gap`` the cosine distance to it
+    (higher = further apart). Rows without a label are skipped; a row with several intents
+    counts for its first.
+
+    Example:
+        >>> v = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+        >>> g = intent_geometry(v, ["a", "a", "b", "b"])
+        >>> g["a"]["nearest"], round(g["a"]["gap"], 2), g["a"]["n"]
+        ('b', 0.89, 2)
+    """
+    names = [first_label(lab) for lab in labels]
+    unit = _unit(np.asarray(vectors, dtype=np.float32))
+    intents = sorted({n for n in names if n is not None})
+    if not intents:
+        return {}
+    members = {name: [i for i, n in enumerate(names) if n == name] for name in intents}
+    centroids = _unit(np.stack([unit[members[name]].mean(axis=0) for name in intents]))
+    sims = centroids @ centroids.T
+    np.fill_diagonal(sims, -np.inf)
+    out: dict[str, dict[str, Any]] = {}
+    for k, name in enumerate(intents):
+        rows = unit[members[name]]
+        near = int(np.argmax(sims[k])) if len(intents) > 1 else None
+        out[name] = {
+            "n": len(members[name]),
+            "spread": float(np.mean(1.0 - rows @ centroids[k])),
+            "nearest": intents[near] if near is not None else None,
+            "gap": float(1.0 - sims[k, near]) if near is not None else None,
+        }
+    return out
+
+
+def geometry_diff(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """How each intent moved from ``before`` to ``after`` (:func:`intent_geometry`): spread and
+    gap in both, and their changes; biggest movement first (tighter and further apart is
+    better). Only intents present in both are listed.
+
+    Example:
+        >>> a = {"x": {"n": 3, "spread": 0.4, "nearest": "y", "gap": 0.2}}
+        >>> b = {"x": {"n": 3, "spread": 0.1, "nearest": "y", "gap": 0.5}}
+        >>> [round(r["tighter"], 2) for r in geometry_diff(a, b)]
+        [0.3]
+    """
+    rows = []
+    for name in sorted(set(before) & set(after)):
+        b, a = before[name], after[name]
+        gap_change = (a["gap"] or 0.0) - (b["gap"] or 0.0)
+        rows.append(
+            {
+                "intent": name,
+                "n": a["n"],
+                "spread_before": b["spread"],
+                "spread_after": a["spread"],
+                "tighter": b["spread"] - a["spread"],
+                "nearest_after": a["nearest"],
+                "gap_before": b["gap"],
+                "gap_after": a["gap"],
+                "further": gap_change,
+            }
+        )
+    return sorted(rows, key=lambda r: -(abs(r["tighter"]) + abs(r["further"])))

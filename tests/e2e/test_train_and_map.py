@@ -77,7 +77,7 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     page.get_by_role("tab", name="Map").click()
     page.get_by_label("Projection").click()
     page.get_by_role("option", name="pca").click()
-    page.get_by_label("frozen vs active").check()
+    page.get_by_label("compare two versions").check()
     page.wait_for_function(
         "() => document.querySelector('#map-plot')?.innerText?.includes('frozen minilm')",
         timeout=180_000,
@@ -91,6 +91,10 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     )
     expected = int(text_of(page, "#map-status").split()[0])
     assert n_points == 2 * expected
+    # the map diff: every labelled intent, how much tighter / further apart it moved
+    page.wait_for_selector("#map-diff table")
+    diff = text_of(page, "#map-diff")
+    assert "track_order" in diff and "→" in diff
     shot(page, "13-map-compare")
 
     # Click a point: plotly's click event carries its id to the explanation.

@@ -5,7 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from core.evaluation.space import alignment, first_label, space_metrics, uniformity
+from core.evaluation.space import (
+    alignment,
+    first_label,
+    geometry_diff,
+    intent_geometry,
+    space_metrics,
+    uniformity,
+)
 
 
 def _clustered(seed: int = 0) -> tuple[np.ndarray, list[str]]:
@@ -75,3 +82,18 @@ def test_real_encoder_separates_intents(encoder) -> None:
     shuffled = space_metrics(vecs, [labels[i] for i in (0, 3, 6, 1, 4, 7, 2, 5, 8)])
     assert real["silhouette"] > shuffled["silhouette"]
     assert real["alignment"] < shuffled["alignment"]
+
+
+def test_the_map_diff_says_which_intents_got_tighter_and_further_apart() -> None:
+    x, labels = _clustered()
+    rng = np.random.default_rng(2)
+    blurred = x.copy()
+    blurred[:15] += rng.normal(scale=0.8, size=(15, 32))  # intent_0 spread out before tuning
+    before, after = intent_geometry(blurred, labels), intent_geometry(x, labels)
+    assert before["intent_0"]["spread"] > after["intent_0"]["spread"]
+    rows = geometry_diff(before, after)
+    assert rows[0]["intent"] == "intent_0" and rows[0]["tighter"] > 0.1  # biggest move first
+    assert {r["intent"] for r in rows} == {f"intent_{i}" for i in range(4)}
+    assert all(r["nearest_after"] != r["intent"] for r in rows)
+    unlabelled = intent_geometry(x, [None] * len(x))
+    assert unlabelled == {}
