@@ -108,8 +108,8 @@ def version_selector(choice: str | None) -> Version:
 def diff_frame(rows: list[dict[str, Any]]) -> Any:
     """The map diff as a table for people: two decimals, signed changes."""
 
-    def r2(x: float | None) -> float | None:
-        return None if x is None else round(x, 2)
+    def r2(x: float | None) -> str:
+        return "–" if x is None else f"{x:.2f}"
 
     return gr.update(
         value=[
@@ -187,7 +187,7 @@ def render(
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
     status = f"{n} utterances · {meth}"
     if diff:
-        status += " · below the maps: how each intent moved, measured in the encoders' spaces"
+        status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
     idle = gr.update(active=False)
     return fig, status, idle, choices, choices, pickers, pickers, diff_frame(diff)
 
@@ -250,10 +250,20 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
         view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
         left = gr.Dropdown(
-            [BASE_CHOICE, ACTIVE_CHOICE], value=BASE_CHOICE, label="Left", scale=1, visible=False
+            [BASE_CHOICE, ACTIVE_CHOICE],
+            value=BASE_CHOICE,
+            label="Left",
+            scale=2,
+            min_width=190,
+            visible=False,
         )
         right = gr.Dropdown(
-            [BASE_CHOICE, ACTIVE_CHOICE], value=ACTIVE_CHOICE, label="Right", scale=1, visible=False
+            [BASE_CHOICE, ACTIVE_CHOICE],
+            value=ACTIVE_CHOICE,
+            label="Right",
+            scale=2,
+            min_width=190,
+            visible=False,
         )
         highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
         refresh_btn = gr.Button("Refresh", scale=0, min_width=100, elem_id="map-refresh")
@@ -268,16 +278,6 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         names = gr.Checkbox(label="intent names on the map", value=True, scale=1)
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot", label="Map")
-    moved = gr.Dataframe(
-        headers=DIFF_HEADERS,
-        label="How each intent moved from left to right (spread: mean distance to the intent's "
-        "centre, lower is tighter; gap: distance to the nearest other intent, higher is further "
-        "apart; biggest movement first)",
-        interactive=False,
-        visible=False,
-        max_height=320,
-        elem_id="map-diff",
-    )
     poll = gr.Timer(2.0, active=False)
     with gr.Row():
         selected = gr.Textbox(
@@ -305,6 +305,16 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     )
     explain_btn = gr.Button("Explain", elem_id="map-explain-btn", elem_classes=["hidden-trigger"])
     explanation = gr.Markdown(elem_id="map-explanation")
+    moved = gr.Dataframe(
+        headers=DIFF_HEADERS,
+        label="How each intent moved from left to right (spread: mean distance to the intent's "
+        "centre, lower is tighter; gap: distance to the nearest other intent, higher is further "
+        "apart; biggest movement first)",
+        interactive=False,
+        visible=False,
+        max_height=320,
+        elem_id="map-diff",
+    )
 
     inputs = [project, method, view, highlight, focus, names, left, right]
     outputs = [plot, status, poll, label_as, focus, left, right, moved]
