@@ -18,6 +18,13 @@ from typing import cast
 from app.config import Settings
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder, load_encoder
+from core.evaluation.oos import (
+    DEFAULT_TARGET_RECALL,
+    OUT_OF_SCOPE,
+    Calibration,
+    calibrate,
+    in_scope_labels,
+)
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor
@@ -29,6 +36,18 @@ from storage.utterances import labelled_pool, pool_revision
 from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
+
+# The project setting (``Project.settings``) that picks the out-of-scope trade-off; null = off.
+OOS_SETTING = "oos_target_recall"
+
+
+def oos_target(settings: dict[str, object] | None) -> float | None:
+    """The project's target in-scope recall (None: out-of-scope detection is off)."""
+    settings = settings or {}
+    if OOS_SETTING not in settings:
+        return DEFAULT_TARGET_RECALL
+    value = settings[OOS_SETTING]
+    return None if value is None else float(cast(float, value))
 
 
 @dataclass
@@ -42,6 +61,10 @@ class ProjectPool:
     revision: tuple[int, int, int] = (-1, -1, -1)
     items: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # examples labelled out of scope (never in the index: they calibrate its thresholds)
+    out_of_scope: dict[int, str] = field(default_factory=dict)
+    target_recall: float | None = None
+    calibration: Calibration | None = None
 
     @property
     def encoder(self) -> Encoder:
@@ -119,10 +142,20 @@ class AppContext:
     def _sync(self, pool: ProjectPool) -> None:
         with self.db.session() as s:
             revision = pool_revision(s, pool.project_id)
-            if revision == pool.revision:
+            target = oos_target(get_project(s, pool.project_id).settings)
+            if revision == pool.revision and target == pool.target_recall:
                 return
-            rows = labelled_pool(s, pool.project_id)
-        wanted = {r.id: (r.text, r.labels) for r in rows}
+            rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None
+        if rows is not None:
+            self._apply(pool, rows)
+            pool.revision = revision
+        pool.target_recall = target
+        self._calibrate(pool)
+
+    def _apply(self, pool: ProjectPool, rows: list) -> None:
+        """Bring the index to ``rows``: only what changed is re-added or removed."""
+        wanted = {r.id: (r.text, in_scope_labels(r.labels)) for r in rows}
+        pool.out_of_scope = {r.id: r.text for r in rows if OUT_OF_SCOPE in r.labels}
         gone = [i for i in pool.items if i not in wanted]
         changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
         if gone:
@@ -132,11 +165,48 @@ class AppContext:
             vectors = self.cache.encode(pool.encoder, texts)
             pool.index.add(changed, vectors, texts, [wanted[i][1] for i in changed])
         pool.items = wanted
-        pool.revision = revision
         if gone or changed:
             logger.debug(
                 "pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone)
             )
+
+    def _calibrate(self, pool: ProjectPool) -> None:
+        """The out-of-scope thresholds of the pool, from the pool itself."""
+        predictor = pool.predictor
+        pool.calibration = self.calibrate_pool(
+            pool.encoder,
+            [t for t, _ in pool.items.values()],
+            [labels for _, labels in pool.items.values()],
+            list(pool.out_of_scope.values()),
+            target=pool.target_recall,
+            k=predictor.k,
+            multi_label=predictor.multi_label,
+        )
+        predictor.thresholds = dict(pool.calibration.thresholds) if pool.calibration else {}
+
+    def calibrate_pool(
+        self,
+        encoder: Encoder,
+        texts: list[str],
+        labels: list[tuple[str, ...]],
+        out_of_scope: list[str],
+        *,
+        target: float | None,
+        k: int = 1,
+        multi_label: bool = False,
+    ) -> Calibration | None:
+        """Out-of-scope thresholds of a single-label pool in ``encoder``'s space (None when the
+        project turned them off, or is multi-label: its head decides "no intent" itself)."""
+        keep = [i for i, labs in enumerate(labels) if in_scope_labels(labs)]
+        if target is None or multi_label or not keep:
+            return None
+        return calibrate(
+            self.cache.encode(encoder, [texts[i] for i in keep]),
+            [in_scope_labels(labels[i]) for i in keep],
+            out_of_scope=self.cache.encode(encoder, out_of_scope) if out_of_scope else None,
+            target_recall=target,
+            k=k,
+        )
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at

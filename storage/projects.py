@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -37,6 +38,7 @@ def create_project(
     description: str = "",
     base_encoder: str = "minilm",
     read_only: bool = False,
+    settings: dict[str, Any] | None = None,
 ) -> Project:
     name = name.strip()
     if not name:
@@ -49,7 +51,7 @@ def create_project(
         name=name,
         description=description,
         base_encoder=base_encoder,
-        settings={},
+        settings=dict(settings or {}),
         read_only=read_only,
     )
     s.add(project)
@@ -80,6 +82,15 @@ def delete_project(s: Session, project_id: int) -> None:
 def ensure_writable(project: Project) -> None:
     if project.read_only:
         raise StorageError(f"Project {project.name!r} is read-only (imported from a bundle).")
+
+
+def set_project_setting(s: Session, project_id: int, key: str, value: Any) -> Project:
+    """Store one project setting (a JSON value; ``None`` is stored as null, not removed)."""
+    project = get_project(s, project_id)
+    ensure_writable(project)
+    project.settings = {**(project.settings or {}), key: value}  # a new dict: written
+    s.flush()
+    return project
 
 
 # --- intents -----------------------------------------------------------------------------------

@@ -22,7 +22,14 @@ from app.cli.data import (
     cmd_restore,
     cmd_users,
 )
-from app.cli.model import cmd_bundle_export, cmd_bundle_import, cmd_predict, cmd_report, cmd_train
+from app.cli.model import (
+    cmd_bundle_export,
+    cmd_bundle_import,
+    cmd_oos,
+    cmd_predict,
+    cmd_report,
+    cmd_train,
+)
 from app.cli.server import cmd_serve, cmd_worker
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -115,6 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
     )
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "oos", help="show or set a project's out-of-scope trade-off and its thresholds"
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--target",
+        help="target in-scope recall, 0.5 to 1 (e.g. 0.95 or 95%%), or 'off'; default: show",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_oos)
 
     p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)

@@ -1,4 +1,4 @@
-"""``train``, ``predict``, ``bundle`` and ``report``: models and what they predict."""
+"""``train``, ``predict``, ``oos``, ``bundle`` and ``report``: models and what they predict."""
 
 from __future__ import annotations
 
@@ -93,6 +93,33 @@ def _read_texts(args: argparse.Namespace) -> list[str]:
     return texts
 
 
+def _decision(r: dict[str, Any]) -> str:
+    """The decision in words: the intent(s), or out of scope with the threshold it missed."""
+    if r.get("oos"):
+        missed = f" < threshold {r['threshold']:.3f}" if "threshold" in r else ""
+        return f"no intent: out of scope (closest {r['top']}{missed})"
+    text = "|".join(r["labels"]) or str(r["top"])
+    return text + (" (ambiguous)" if r.get("ambiguous") else "")
+
+
+def cmd_oos(args: argparse.Namespace) -> int:
+    """Show (or with ``--target`` set) the project's out-of-scope trade-off and thresholds."""
+    from app.services import projects
+
+    ctx = context(args)
+    if args.target is not None:
+        out = projects.set_out_of_scope(ctx, args.project, args.target)
+    else:
+        out = projects.out_of_scope(ctx, args.project)
+    if args.format == "json":
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(out["message"])
+    for name, value in sorted(out["thresholds"].items()):
+        print(f"  {value:.3f}  {name}")
+    return 0
+
+
 def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     if args.format == "jsonl":
         for r in results:
@@ -104,22 +131,23 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
         from app.formats import spreadsheet_safe as safe
 
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity"])
+        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"])
         for r in results:
             best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
             w.writerow(
                 [
                     safe(r["text"]),
-                    safe(r["top"] or ""),
+                    safe("|".join(r["labels"])),  # the decision: empty when out of scope
                     r["score"],
                     r["margin"],
                     safe(best["text"]),
                     best["similarity"],
+                    int(bool(r.get("oos"))),
                 ]
             )
         return
     for r in results:
-        print(f"{r['text']}\n  → {r['top']} ({r['score']:.3f}, margin {r['margin']:.3f})")
+        print(f"{r['text']}\n  → {_decision(r)} ({r['score']:.3f}, margin {r['margin']:.3f})")
         for n in r["neighbours"][: args.show]:
             print(f"     {n['similarity']:.3f}  [{'|'.join(n['labels'])}] {n['text']}")
 

@@ -16,9 +16,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.context import AppContext
+from app.context import OOS_SETTING, AppContext, oos_target
 from app.services.versions import Version, resolve_encoder
 from core.bundle import open_bundle, write_bundle
+from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.rule import is_multilabel
 from storage import versions
@@ -85,12 +86,23 @@ def export_bundle(
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = list_utterances(s, p.id)
+        settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
-    pool = [r for r in rows if r.split == "train" and r.labels]
+    pool = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     if not pool:
         raise ValueError("This project has no labelled training utterances to put in a bundle.")
-    texts, labels = [r.text for r in pool], [r.labels for r in pool]
+    texts, labels = [r.text for r in pool], [in_scope_labels(r.labels) for r in pool]
     vectors = ctx.cache.encode(encoder, texts)
+    # the out-of-scope thresholds travel: calibrated in this version's space, as the app does
+    out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
+    calibration = ctx.calibrate_pool(
+        encoder,
+        texts,
+        labels,
+        out_of_scope,
+        target=oos_target(settings),
+        multi_label=is_multilabel(labels),
+    )
     fields: dict[str, Any] = {
         "project": project,
         "model_version": row["id"],
@@ -101,6 +113,9 @@ def export_bundle(
         "dataset_hash": dataset_hash,
         "multi_label": is_multilabel(labels),
     }
+    if calibration is not None:
+        fields["thresholds"] = calibration.thresholds
+        fields["out_of_scope"] = calibration.to_dict()
     with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
         extra: dict[str, Path] = {}
         if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
@@ -137,6 +152,13 @@ def export_bundle(
     }
 
 
+def _bundle_settings(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The imported project's settings: the bundle's out-of-scope trade-off (off without one)."""
+    oos = manifest.get("out_of_scope")
+    target = oos.get("target_recall") if isinstance(oos, dict) else None
+    return {OOS_SETTING: float(target) if isinstance(target, int | float) else None}
+
+
 def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) -> str:
     """Open a bundle (verified, never executing anything from it) as a new read-only project.
 
@@ -170,6 +192,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                     base_encoder=str(manifest.get("base_encoder") or "minilm"),
                     description=f"Imported from bundle {Path(path).name}",
                     read_only=True,
+                    settings=_bundle_settings(manifest),
                 )
                 import_rows(
                     s,

@@ -56,8 +56,14 @@ def predict_explained(
     latency = round((time.perf_counter() - started) * 1000, 1)
     for row, pred in results:
         row["latency_ms"] = latency
+        # single-label out of scope: the k-NN threshold its top intent missed
+        missed = row.get("threshold") if row["oos"] and "probabilities" not in row else None
         row["explanation"] = explain(
-            row["text"], pred, intents=names, intent_descriptions=descriptions
+            row["text"],
+            pred,
+            intents=names,
+            intent_descriptions=descriptions,
+            out_of_scope_below=missed,
         ).to_dict()
     return [row for row, _ in results]
 

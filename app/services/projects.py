@@ -5,12 +5,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
-from app.context import AppContext
+from app.context import OOS_SETTING, AppContext, oos_target
 from app.formats import parse_csv
 from app.services.io import import_utterances
+from core.evaluation.oos import check_target_recall
 from core.multilabel.rule import is_multilabel
-from storage.projects import create_project, get_project, list_intents, list_projects
+from storage.projects import (
+    create_project,
+    get_project,
+    list_intents,
+    list_projects,
+    set_project_setting,
+)
 from storage.tables import SPLITS
 from storage.utterances import count_utterances, labelled_pool
 
@@ -87,3 +95,49 @@ def ensure_demo_project(ctx: AppContext) -> str | None:
     result = import_utterances(ctx, DEMO_PROJECT, parse_csv(data))
     logger.info("created the demo project: %s", result.message())
     return DEMO_PROJECT
+
+
+def out_of_scope(ctx: AppContext, project: str) -> dict[str, Any]:
+    """The project's out-of-scope trade-off and the thresholds calibrated from its pool now:
+    ``target_recall`` (None: off), ``thresholds``, ``fallback`` (intents on the project-wide
+    threshold) and ``message`` (what was calibrated, in words)."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        pid, target = p.id, oos_target(p.settings)
+    cal = ctx.pool(pid).calibration
+    if target is None:
+        message = "Out-of-scope detection is off: every question gets its top intent."
+    elif cal is None:
+        message = (
+            "No out-of-scope thresholds: the project has no single-label labelled pool "
+            "(a multi-label project's head decides 'no intent' itself)."
+        )
+    else:
+        message = cal.message()
+    return {
+        "target_recall": target,
+        "thresholds": dict(cal.thresholds) if cal else {},
+        "fallback": list(cal.fallback) if cal else [],
+        "message": message,
+    }
+
+
+def set_out_of_scope(ctx: AppContext, project: str, target: float | str | None) -> dict[str, Any]:
+    """Set the target in-scope recall (0.5 to 1; ``None`` or ``"off"`` turns detection off) and
+    return :func:`out_of_scope` after it. Nothing changes on a bad value."""
+    if isinstance(target, str):
+        text = target.strip().lower().rstrip("%")
+        if text == "off":
+            target = None
+        else:
+            try:
+                number = float(text)
+            except ValueError:
+                raise ValueError(
+                    f"The target in-scope recall is a number such as 0.95 (or 'off'), not {target!r}."
+                ) from None
+            target = number / 100 if number > 1 else number
+    value = None if target is None else check_target_recall(target)
+    with ctx.db.session() as s:
+        set_project_setting(s, get_project(s, project).id, OOS_SETTING, value)
+    return out_of_scope(ctx, project)

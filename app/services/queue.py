@@ -19,6 +19,7 @@ import numpy as np
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services.data import project_id_in
+from core.evaluation.oos import OUT_OF_SCOPE
 from core.labelling import farthest_first, most_similar_first, smallest_margin_first
 from storage.utterances import count_utterances, labelled_pool, list_utterances
 
@@ -53,6 +54,16 @@ class QueueItem:
     suggestions: tuple[Suggestion, ...]
     predicted: tuple[str, ...]
     multi_label: bool
+    # the model says no intent: the top score is below its threshold (suggestions still shown)
+    out_of_scope: bool = False
+    threshold: float | None = None
+
+    @property
+    def first_choice(self) -> str | None:
+        """What ``Enter`` takes (single-label): the top suggestion, or out of scope."""
+        if self.out_of_scope:
+            return OUT_OF_SCOPE
+        return self.suggestions[0].intent if self.suggestions else None
 
 
 def order(
@@ -121,6 +132,8 @@ def item(ctx: AppContext, project: str, utterance_id: int) -> QueueItem | None:
         suggestions,
         tuple(result["labels"]),
         pool.predictor.multi_label,
+        out_of_scope=bool(result["oos"]) and not pool.predictor.multi_label,
+        threshold=result.get("threshold"),
     )
 
 

@@ -71,9 +71,16 @@ def _card(item: dict[str, Any] | None, seq: int) -> str:
             "Nothing left to label in this order. Import more utterances, or pick another "
             "order above.</div>"
         )
+    note = ""
+    if item.get("out_of_scope"):
+        note = (
+            "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
+            f"({item['threshold']:.2f}). <code>Enter</code> labels it {svc.OUT_OF_SCOPE}; "
+            "<code>1</code>-<code>3</code> take an intent.</div>"
+        )
     return (
         f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
-        f"<div class='queue-text'>{html.escape(item['text'])}</div>"
+        f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
         f"<div class='queue-meta'>#{item['id']}</div></div>"
     )
 
@@ -131,7 +138,7 @@ def _advance(ctx: AppContext, proj: str, state: dict[str, Any]) -> dict[str, Any
         near=state["near"],
         exclude=state["skipped"],
     )
-    item = asdict(found) if found else None
+    item = {**asdict(found), "first": found.first_choice} if found else None
     state = {
         **state,
         "item": item,
@@ -192,9 +199,9 @@ def enter(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
     item = state["item"]
     if item is not None and item["multi_label"]:
         return act(ctx, "take", proj, state, list(state["picked"]))
-    if item is None or not item["suggestions"]:
+    if item is None or not item.get("first"):
         return render(ctx, proj, state, problem("No suggestion yet: type to filter intents."))
-    return act(ctx, "take", proj, state, [item["suggestions"][0]["intent"]])
+    return act(ctx, "take", proj, state, [item["first"]])
 
 
 def answer_with(ctx: AppContext, action: str, proj: str, state: dict[str, Any]) -> tuple:
@@ -205,8 +212,8 @@ def answer_with(ctx: AppContext, action: str, proj: str, state: dict[str, Any]) 
         labels = (
             list(state["picked"])
             if item["multi_label"]
-            else [item["suggestions"][0]["intent"]]
-            if item["suggestions"]
+            else [item["first"]]
+            if item.get("first")
             else []
         )
     return act(ctx, action, proj, state, labels)

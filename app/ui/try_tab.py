@@ -14,6 +14,7 @@ from app.services import data as data_svc
 from app.services import predict as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from core.evaluation.oos import OUT_OF_SCOPE
 
 HELP = (
     "The classifier *is* the labelled pool: an utterance gets the intent of its most similar "
@@ -47,6 +48,11 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     return "\n\n".join(lines)
 
 
+def _prefill(result: dict[str, Any]) -> list[str]:
+    """The label box starts at the decision: its intents, or out of scope (never a wrong top)."""
+    return list(result["labels"]) or ([OUT_OF_SCOPE] if result.get("oos") else [])
+
+
 def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
     result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
     names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
@@ -75,7 +81,7 @@ def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any
         explanation_markdown(result),
         ranked_df,
         neigh_df,
-        gr.update(choices=names or [], value=[result["top"]] if result["top"] else []),
+        gr.update(choices=names or [], value=_prefill(result)),
         f"{result['latency_ms']} ms",
     )
 

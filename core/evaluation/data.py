@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from core.evaluation.oos import in_scope_labels
+
 CV_FOLDS = 5
 
 
@@ -44,13 +46,19 @@ class EvalData:
     @classmethod
     def from_rows(cls, rows: Iterable[Row], *, with_unlabelled: bool = False) -> EvalData:
         """The `train` and `test` rows of a project. Rows with no intent are left out unless
-        ``with_unlabelled`` (a multi-label head learns from them to say "none of these")."""
-        keep = [r for r in rows if r.split in ("train", "test") and (r.labels or with_unlabelled)]
-        train = [r for r in keep if r.split == "train"]
-        test = [r for r in keep if r.split == "test"]
+        ``with_unlabelled`` (a multi-label head learns from them to say "none of these"). The
+        reserved :data:`~core.evaluation.oos.OUT_OF_SCOPE` label is never a class: such a row
+        counts as one with no intent."""
+        keep = [
+            (r, in_scope_labels(r.labels))
+            for r in rows
+            if r.split in ("train", "test") and (in_scope_labels(r.labels) or with_unlabelled)
+        ]
+        train = [(r, labels) for r, labels in keep if r.split == "train"]
+        test = [(r, labels) for r, labels in keep if r.split == "test"]
         return cls(
-            [r.text for r in train],
-            [tuple(r.labels) for r in train],
-            [r.text for r in test],
-            [tuple(r.labels) for r in test],
+            [r.text for r, _ in train],
+            [labels for _, labels in train],
+            [r.text for r, _ in test],
+            [labels for _, labels in test],
         )

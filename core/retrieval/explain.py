@@ -29,11 +29,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.retrieval.knn import Neighbour, Prediction
+from core.retrieval.knn import AMBIGUOUS_MARGIN, Neighbour, Prediction
 
 logger = logging.getLogger(__name__)
 
-AMBIGUOUS_MARGIN = 0.05
+__all__ = ["AMBIGUOUS_MARGIN", "Explanation", "borderline", "explain", "tokens"]
 _QUOTE_CHARS = 80
 
 # Function words only: domain words such as "top", "up", "bill" or "card" must stay meaningful.
@@ -129,6 +129,8 @@ class Explanation:
     correct: bool | None = None
     predicted_description: str | None = None
     runner_up_description: str | None = None
+    out_of_scope: bool = False
+    threshold: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples become lists).
@@ -150,10 +152,17 @@ def _quote(text: str) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
 
 
-def _sentence(pred: Prediction, margin: float, ambiguous: bool) -> str:
+def _sentence(
+    pred: Prediction, margin: float, ambiguous: bool, threshold: float | None = None
+) -> str:
     if not pred.intents:
         return "No prediction: there are no labelled examples to compare with yet."
     top = pred.intents[0]
+    if threshold is not None:
+        return (
+            f"No intent (out of scope): the closest intent *{top.intent}* scores "
+            f"{top.score:.2f} ('{_quote(top.best.text)}'), below its threshold {threshold:.2f}."
+        )
     s = (
         f"Predicted *{top.intent}* because it is most like "
         f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
@@ -179,6 +188,7 @@ def explain(
     intents: Iterable[str] | None = None,
     k: int | None = None,
     ambiguous_margin: float = AMBIGUOUS_MARGIN,
+    out_of_scope_below: float | None = None,
 ) -> Explanation:
     """Explain a k-NN prediction by its deciding neighbours.
 
@@ -192,6 +202,8 @@ def explain(
             prediction and the keys of ``intent_descriptions`` are always included).
         k: how many of the prediction's nearest neighbours to keep as evidence (all if ``None``).
         ambiguous_margin: a margin below this marks the prediction ``ambiguous``.
+        out_of_scope_below: the threshold the top intent missed, when the prediction decided
+            *out of scope* (the predictor decides; this tells it).
 
     Returns:
         An :class:`Explanation`.
@@ -206,7 +218,7 @@ def explain(
     top = prediction.intents[0] if prediction.intents else None
     ru = prediction.runner_up
     margin = float(prediction.margin)
-    ambiguous = top is not None and ru is not None and margin < ambiguous_margin
+    ambiguous = prediction.ambiguous(ambiguous_margin)
 
     known = {s.intent for s in prediction.intents} | set(descriptions) | set(intents or ())
     own = gold_t or ((top.intent,) if top is not None else ())
@@ -223,7 +235,7 @@ def explain(
         runner_up=ru.intent if ru else None,
         runner_up_score=float(ru.score) if ru else None,
         runner_up_neighbour=ru.best if ru else None,
-        sentence=_sentence(prediction, margin, ambiguous),
+        sentence=_sentence(prediction, margin, ambiguous, out_of_scope_below),
         ambiguous=bool(ambiguous),
         borderline=is_borderline,
         borderline_reason=reason,
@@ -231,4 +243,6 @@ def explain(
         correct=(top.intent in gold_t) if (gold_t and top) else None,
         predicted_description=descriptions.get(top.intent) if top else None,
         runner_up_description=descriptions.get(ru.intent) if ru else None,
+        out_of_scope=out_of_scope_below is not None and top is not None,
+        threshold=out_of_scope_below,
     )

@@ -25,6 +25,9 @@ from typing import Any
 import faiss
 import numpy as np
 
+# Top two intents closer than this are a close call (``ambiguous``), as Rasa flags them.
+AMBIGUOUS_MARGIN = 0.05
+
 
 @dataclass(frozen=True)
 class Neighbour:
@@ -82,6 +85,10 @@ class Prediction:
             return 0.0
         ru = self.runner_up
         return 1.0 if ru is None else self.intents[0].score - ru.score
+
+    def ambiguous(self, margin: float = AMBIGUOUS_MARGIN) -> bool:
+        """Whether the top two intents are within ``margin`` of each other (a close call)."""
+        return self.runner_up is not None and self.margin < margin
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

@@ -63,6 +63,9 @@ def prediction_to_dict(
     ``labels`` is the decision: the top intent (single-label) or every intent whose score reaches
     its threshold (multi-label); a threshold comes from ``thresholds[intent]`` or
     ``thresholds["default"]``. With no threshold a single-label prediction always names its top.
+    ``oos`` is true when the decision is *no intent* although the pool ranked some (out of scope;
+    single-label: ``threshold`` is the one its top intent missed or reached); ``ambiguous`` when
+    the top two intents are within :data:`~core.retrieval.knn.AMBIGUOUS_MARGIN`.
 
     Example:
         >>> from core.retrieval.knn import IntentScore, Neighbour
@@ -78,16 +81,28 @@ def prediction_to_dict(
             return MULTI_LABEL_KNN_THRESHOLD if multi_label else -math.inf
         return float(value)
 
+    decided_by: float | None = None
     if multi_label:
         labels = [s.intent for s in pred.intents if s.score >= threshold(s.intent)]
+    elif pred.top is None:
+        labels = []
     else:
-        labels = [pred.top] if pred.top is not None and pred.score >= threshold(pred.top) else []
-    return {
+        needed = threshold(pred.top)
+        labels = [pred.top] if pred.score >= needed else []
+        decided_by = needed if math.isfinite(needed) else None
+    row: dict[str, Any] = {
         "text": text,
         "top": pred.top,
         "score": pred.score,
         "margin": pred.margin,
         "labels": labels,
+        "oos": pred.top is not None and not labels,
+        "ambiguous": pred.ambiguous(),
+    }
+    if decided_by is not None:
+        row["threshold"] = decided_by
+    return {
+        **row,
         "intents": [
             {"intent": s.intent, "score": s.score, "best": s.best.to_dict()}
             for s in pred.intents[:top_n]
@@ -201,3 +216,4 @@ class Predictor:
             # not rounded: a rounded probability could read as >= the threshold it missed
             row["probabilities"] = {name: float(v) for name, v in zip(head.intents, p, strict=True)}
             row["threshold"] = head.thresholds.global_threshold
+            row["oos"] = bool(row["intents"]) and not row["labels"]

@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.evaluation.oos import in_scope_labels
+
 logger = logging.getLogger(__name__)
 
 Labels = Sequence[Sequence[str]]
@@ -212,10 +214,11 @@ def estimate_shots(labels: Labels) -> float:
 
 
 def check_trainable(labels: Labels) -> None:
-    """Raise ``ValueError`` with a clear message when labels cannot produce training pairs."""
+    """Raise ``ValueError`` with a clear message when labels cannot produce training pairs.
+    The reserved out-of-scope label is not an intent: it needs no minimum count."""
     counts: dict[str, int] = defaultdict(int)
     for lab in labels:
-        for name in lab:
+        for name in in_scope_labels(lab):
             counts[name] += 1
     if not counts:
         raise ValueError("No labelled utterances: label some examples before training.")
