@@ -1,0 +1,103 @@
+"""Out-of-scope calibration: thresholds from the pool's own out-of-fold scores, the reserved
+out_of_scope label, and the decision in the public prediction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.evaluation import EvalData
+from core.evaluation.oos import OUT_OF_SCOPE, calibrate, choose_threshold
+from core.retrieval.knn import IntentScore, Neighbour, Prediction
+from core.retrieval.predictor import prediction_to_dict
+from core.training import check_trainable
+
+
+def _cluster(centre: list[float], n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.asarray(centre) + rng.normal(0, 0.08, size=(n, len(centre)))
+
+
+def test_the_threshold_keeps_the_target_share_of_in_scope_scores():
+    scores = np.linspace(0.4, 0.9, 20)
+    t = choose_threshold(scores, target_recall=0.9)
+    assert np.mean(scores >= t) == pytest.approx(0.9)
+    assert choose_threshold(scores, target_recall=1.0) == pytest.approx(0.4)
+
+
+def test_out_of_scope_examples_lower_the_threshold_only_where_they_stop_being_rejected():
+    pos = [0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45]
+    ceiling = choose_threshold(pos, target_recall=0.8)
+    assert ceiling == 0.55
+    # far-away out-of-scope questions: no reason to turn in-scope ones away
+    assert choose_threshold(pos, [0.1, 0.2], target_recall=0.8) == 0.45
+    # one sits at 0.48: the threshold stays above it; never above the target's ceiling
+    assert choose_threshold(pos, [0.48, 0.95], target_recall=0.8) == 0.5
+
+
+def test_a_bad_target_recall_is_refused_with_its_range():
+    with pytest.raises(ValueError, match=r"between 0\.5 and 1"):
+        choose_threshold([0.5], target_recall=1.5)
+    with pytest.raises(ValueError, match=r"No in-scope scores"):
+        choose_threshold([], target_recall=0.9)
+
+
+def test_each_intent_gets_its_own_threshold_and_a_one_example_intent_falls_back_and_says_so():
+    vecs = np.vstack(
+        [_cluster([1, 0, 0], 10, 0), _cluster([0, 1, 0], 10, 1), _cluster([0, 0, 1], 1, 2)]
+    )
+    labels = [("a",)] * 10 + [("b",)] * 10 + [("lonely",)]
+    cal = calibrate(vecs, labels, target_recall=0.9)
+    assert set(cal.thresholds) == {"default", "a", "b"}
+    assert cal.fallback == ("lonely",)
+    assert "project-wide one: lonely" in cal.message()
+    # a far-off question is out of scope for the predictor using these thresholds
+    best = Neighbour(0, "x", ("a",), 0.2)
+    row = prediction_to_dict(
+        "far", Prediction([IntentScore("a", 0.2, best)]), thresholds=cal.thresholds
+    )
+    assert row["labels"] == [] and row["oos"] and row["threshold"] == cal.thresholds["a"]
+
+
+def test_without_an_intent_of_two_examples_there_is_no_threshold_and_the_message_says_why():
+    cal = calibrate(np.eye(3), [("a",), ("b",), ("c",)])
+    assert cal.thresholds == {} and cal.default is None
+    assert "at least 2 examples" in cal.message()
+
+
+def test_out_of_scope_rows_never_form_a_class_and_move_the_thresholds_down_only():
+    vecs = np.vstack([_cluster([1, 0, 0], 12, 0), _cluster([0, 1, 0], 12, 1)])
+    labels = [("a",)] * 12 + [("b",)] * 12
+    alone = calibrate(vecs, labels, target_recall=0.95)
+    # an out_of_scope label in the pool is ignored there; far examples of it are used
+    with_oos = calibrate(
+        np.vstack([vecs, [[0, 0, 1]]]),
+        [*labels, (OUT_OF_SCOPE,)],
+        out_of_scope=np.array([[0, 0, 1.0], [0.1, 0, 1.0]]),
+        target_recall=0.95,
+    )
+    assert OUT_OF_SCOPE not in with_oos.thresholds and with_oos.n_out_of_scope == 2
+    assert all(with_oos.thresholds[k] <= alone.thresholds[k] for k in alone.thresholds)
+
+
+def test_the_reserved_label_needs_no_minimum_count_and_is_no_training_class():
+    labels = [("a",), ("a",), ("b",), ("b",), (OUT_OF_SCOPE,)]
+    check_trainable(labels)  # one out_of_scope example: no "at least 2 examples" refusal
+    with pytest.raises(ValueError, match=r"too few: c"):
+        check_trainable([*labels, ("c",)])
+
+    class Row:
+        def __init__(self, text: str, labels: tuple[str, ...]) -> None:
+            self.text, self.labels, self.split = text, labels, "train"
+
+    data = EvalData.from_rows([Row("hi", ("a",)), Row("weather?", (OUT_OF_SCOPE,))])
+    assert data.train_texts == ["hi"]
+    with_none = EvalData.from_rows([Row("weather?", (OUT_OF_SCOPE,))], with_unlabelled=True)
+    assert with_none.train_labels == [()]  # a multi-label head learns it as "none of these"
+
+
+def test_a_close_call_is_flagged_ambiguous():
+    a, b = Neighbour(0, "x", ("a",), 0.8), Neighbour(1, "y", ("b",), 0.78)
+    row = prediction_to_dict("q", Prediction([IntentScore("a", 0.8, a), IntentScore("b", 0.78, b)]))
+    assert row["ambiguous"] and row["labels"] == ["a"] and not row["oos"]
+    assert "threshold" not in row  # no thresholds: the top is always the decision
