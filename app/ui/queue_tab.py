@@ -1,8 +1,8 @@
 """The Label tab: the labelling queue, one utterance at a time, driven by the keyboard.
 
 Keys (when no text box has the focus): ``1``-``3`` take a suggestion (multi-label: toggle it),
-``Enter`` takes the first (multi-label: commits the ticked intents), ``n`` no intent, ``t`` to test,
-``s`` skip, ``d`` delete, ``u`` or ``Ctrl+Z`` undo; any other letter (or ``/``) starts the intent
+``Enter`` takes the first, or ``out_of_scope`` when the model says so (multi-label: commits the
+ticked intents), ``n`` no intent, ``t`` to test, ``s`` skip, ``d`` delete, ``u`` or ``Ctrl+Z`` undo; any other letter (or ``/``) starts the intent
 filter, where ``Enter`` takes the best match and ``Esc`` goes back. Every key presses a visible
 button, so the mouse does the same.
 """
@@ -25,8 +25,8 @@ from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 HELP = (
-    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first · type to filter intents "
-    "(`/` first for names starting with n, s, t, d, u) · `n` no intent · `t` to test · `s` skip · "
+    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first (or out of scope) · type to "
+    "filter intents (`/` first for names starting with n, s, t, d, u) · `n` no intent · `t` to test · `s` skip · "
     "`d` delete · `u` / `Ctrl+Z` undo"
 )
 
