@@ -45,14 +45,7 @@ def register_api(ctx: AppContext) -> None:
             who = require(ctx, getattr(request, "username", None), "designer")
         except PermissionError as exc:
             raise gr.Error(str(exc)) from exc
-        existing = [
-            r for r in data_svc.table(ctx, project, search=text) if r["text"] == text.strip()
-        ]
-        if existing:
-            return data_svc.label_utterance(
-                ctx, project, int(existing[0]["id"]), intents, split=split, user_id=who.id
-            )
-        return data_svc.add_utterance(ctx, project, text, intents, split, user_id=who.id)
+        return data_svc.label_text(ctx, project, text, intents, split, user_id=who.id)
 
     def projects() -> list[str]:
         """The project names."""
