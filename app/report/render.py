@@ -1,128 +1,55 @@
-"""The stakeholder report: one self-contained HTML file that opens offline.
-
-plotly.js is embedded inline exactly once (``include_plotlyjs=True`` on the first figure) and no
-``<script src>``, stylesheet link or font is loaded from anywhere, so the file can be mailed and
-opened without a network. Every piece of user text (project and intent names, utterances,
-explanations) is HTML-escaped; hover labels inside figures are escaped by :mod:`app.plots`, and
-the figure JSON escapes ``<`` as ``\\u003c``.
-
-Pure function from a :class:`ReportData` (plain data) to a string: no database, no Gradio.
-
-Example:
-    >>> html_text = render_report(ReportData(project="demo", model_version="v1", dataset_hash="ab"))
-    >>> html_text.startswith("<!DOCTYPE html>")
-    True
-"""
+"""The report's HTML: summary, evidence cards, then the details (metrics, confusions, per-intent
+F1, maps). Interactive charts are plotly figures drawn by plotly.js's *basic* bundle (scatter and
+bar, 1.2 MB minified, ``assets/plotly-basic.min.js``), inlined once before the first chart; the
+static report has no script at all and draws the per-intent F1 as HTML bars."""
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 import logging
-import math
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from app.plots import (
-    MapData,
-    confusion_heatmap,
-    f1_bars,
-    format_metrics,
-    scatter_map,
-    side_by_side,
-    worst_pairs,
+from app.plots import f1_bars, side_by_side, worst_pairs
+from app.report.data import (
+    GLOSSARY,
+    SPACE_KEYS,
+    ReportData,
+    change,
+    esc,
+    metric_text,
+    num,
+    pct,
+    rich,
 )
+from app.report.maps import lighten, sample_maps
+from app.report.styles import CSS
+from app.report.summary import summary_sentences
 
 logger = logging.getLogger(__name__)
 
+PLOTLY_JS = "plotly-basic.min.js"
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-_EMPHASIS = re.compile(r"\*([^*\n]+)\*")
-SPACE_KEYS = ("silhouette", "alignment", "uniformity")
-# Which direction is better, for the arrow in the headline table.
-LOWER_IS_BETTER = frozenset({"alignment", "uniformity", "loss", "error", "ece"})
-
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232a;
-background:#f6f7f9}
-main{max-width:1200px;margin:0 auto;padding:24px}
-h1{margin:0 0 4px;font-size:1.6rem}h2{margin:32px 0 8px;font-size:1.2rem}
-.meta{color:#5a6470;font-size:.9rem}.meta code{background:#eceff3;padding:1px 4px;border-radius:3px}
-section{background:#fff;border:1px solid #e1e5ea;border-radius:8px;padding:16px;margin:16px 0}
-table{border-collapse:collapse;font-size:.92rem}
-th,td{padding:4px 10px;border-bottom:1px solid #eceff3;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.better{color:#1a7f37}.worse{color:#c62828}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:12px}
-.card{border:1px solid #e1e5ea;border-radius:8px;padding:12px;background:#fff}
-.card .utt{font-weight:600;margin-bottom:6px}.card p{margin:6px 0}
-.card ul{margin:4px 0;padding-left:18px;font-size:.88rem}
-.badge{display:inline-block;font-size:.75rem;padding:1px 6px;border-radius:10px;margin-right:4px}
-.ok{background:#dff3e4;color:#1a7f37}.bad{background:#fde2e1;color:#c62828}
-.warn{background:#fff3cd;color:#7a5a00}
-.sim{color:#5a6470;font-variant-numeric:tabular-nums}
-footer{color:#8a939e;font-size:.8rem;margin:24px 0}
-"""
 
 
-@dataclass
-class ReportData:
-    """Everything the report shows, as plain data (the app and the CLI fill it in)."""
-
-    project: str
-    model_version: str
-    dataset_hash: str
-    baseline_name: str = "frozen encoder"
-    # Headline metrics (accuracy, macro F1, ...) of the active model and of the frozen encoder.
-    metrics: dict[str, float] = field(default_factory=dict)
-    baseline_metrics: dict[str, float] = field(default_factory=dict)
-    per_intent_f1: dict[str, float] = field(default_factory=dict)
-    confusion_labels: list[str] = field(default_factory=list)
-    confusion_matrix: np.ndarray | Sequence[Sequence[float]] | None = None
-    # The before (frozen) / after (active) maps and their space metrics.
-    map_before: MapData | None = None
-    map_after: MapData | None = None
-    space_before: dict[str, float] = field(default_factory=dict)
-    space_after: dict[str, float] = field(default_factory=dict)
-    # Evidence cards: ``Explanation.to_dict()`` of chosen example utterances.
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    generated_at: str = ""
-    notes: str = ""
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _rich(text: str) -> str:
-    """Escape, then turn ``*intent*`` into ``<em>intent</em>`` (safe: applied after escaping)."""
-    return _EMPHASIS.sub(r"<em>\1</em>", _e(text))
-
-
-def _num(value: object, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return _e(value)
-    if math.isnan(f):
-        return "—"
-    return f"{f:.{digits}f}"
+def plotly_js() -> str:
+    """The vendored plotly.js basic bundle (scatter, bar), as an inline ``<script>``."""
+    source = resources.files("assets").joinpath(PLOTLY_JS).read_text(encoding="utf-8")
+    return f"<script charset='utf-8'>{source}</script>"
 
 
 def _figure(fig: go.Figure, div_id: str, first: list[bool]) -> str:
-    include = first[0]
+    script = plotly_js() if first[0] else ""
     first[0] = False
-    return str(
+    return script + str(
         fig.to_html(
             full_html=False,
-            include_plotlyjs=include,
+            include_plotlyjs=False,
             include_mathjax=False,
             div_id=div_id,
             config=_PLOT_CONFIG,
@@ -131,32 +58,50 @@ def _figure(fig: go.Figure, div_id: str, first: list[bool]) -> str:
     )
 
 
-def _headline(data: ReportData) -> str:
-    keys = list(dict.fromkeys([*data.baseline_metrics, *data.metrics]))
-    space_keys = [k for k in SPACE_KEYS if k in data.space_before or k in data.space_after]
-    rows = []
-    for key, before_src, after_src in [
-        *((k, data.baseline_metrics, data.metrics) for k in keys),
-        *((k, data.space_before, data.space_after) for k in space_keys),
-    ]:
+def _metrics_table(d: ReportData) -> str:
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    seen: set[str] = set()
+    sources = [(k, d.baseline_metrics, d.metrics) for k in dict.fromkeys([*d.metrics])]
+    sources += [(k, d.space_before, d.space_after) for k in SPACE_KEYS]
+    for key, before_src, after_src in sources:
+        if key in seen or (key not in before_src and key not in after_src):
+            continue
+        seen.add(key)
+        name, meaning = GLOSSARY.get(key, (key, ""))
         before, after = before_src.get(key), after_src.get(key)
-        delta, cls = "—", ""
-        if before is not None and after is not None and np.isfinite([before, after]).all():
-            d = float(after) - float(before)
-            delta = f"{d:+.3f}"
-            good = d < 0 if key in LOWER_IS_BETTER else d > 0
-            cls = "better" if good and d != 0 else ("worse" if d != 0 else "")
-        rows.append(
-            f"<tr><td>{_e(key)}</td><td class='num'>{_num(before)}</td>"
-            f"<td class='num'>{_num(after)}</td><td class='num {cls}'>{delta}</td></tr>"
-        )
+        delta, cls = change(key, before, after)
+        rows.append((name, meaning, metric_text(key, before), metric_text(key, after), delta, cls))
     if not rows:
         return "<p>No metrics recorded for this model version.</p>"
-    return (
-        "<table><thead><tr><th>metric</th>"
-        f"<th>{_e(data.baseline_name)}</th><th>{_e(data.model_version)}</th><th>change</th>"
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    both = not d.is_baseline  # the frozen encoder against itself: one column
+    body = "".join(
+        f"<tr><td>{esc(n)}</td>"
+        + (f"<td class='num'>{b}</td>" if both else "")
+        + f"<td class='num'>{a}</td>"
+        + (f"<td class='num {c}'>{esc(dl)}</td>" if both else "")
+        + f"<td class='what'>{esc(m)}</td></tr>"
+        for n, m, b, a, dl, c in rows
     )
+    head = (
+        f"<th>{esc(d.baseline_name)} (before training)</th><th>{esc(d.model_version)}</th>"
+        "<th>change</th>"
+        if both
+        else f"<th>{esc(d.model_version)}</th>"
+    )
+    return (
+        f"<table><thead><tr><th>measure</th>{head}<th>what it means</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def _counts(d: ReportData) -> str:
+    items = [
+        ("intents", d.n_intents or len(d.per_intent_f1)),
+        ("labelled examples", d.n_examples),
+        ("cross-validated examples" if d.cross_validated else "test questions", d.n_evaluated),
+    ]
+    parts = [f"{num(v)} {esc(k)}" for k, v in items if v]
+    return f"<p class='meta'>{' · '.join(parts)}</p>" if parts else ""
 
 
 def _neighbour(ev: Mapping[str, Any] | None) -> str:
@@ -164,8 +109,8 @@ def _neighbour(ev: Mapping[str, Any] | None) -> str:
         return "—"
     intents = ", ".join(str(x) for x in ev.get("labels", []))
     return (
-        f"'{_e(ev.get('text', ''))}' <span class='sim'>({_num(ev.get('similarity'), 2)}"
-        f"{', ' + _e(intents) if intents else ''})</span>"
+        f"“{esc(ev.get('text', ''))}” <span class='sim'>(similarity {num(ev.get('similarity'))}"
+        f"{', ' + esc(intents) if intents else ''})</span>"
     )
 
 
@@ -178,10 +123,10 @@ def evidence_card(ex: Mapping[str, Any]) -> str:
     """
     badges = []
     if ex.get("correct") is True:
-        badges.append("<span class='badge ok'>correct</span>")
+        badges.append("<span class='badge ok'>right</span>")
     elif ex.get("correct") is False:
         gold = ", ".join(str(g) for g in ex.get("gold", []))
-        badges.append(f"<span class='badge bad'>wrong (gold: {_e(gold)})</span>")
+        badges.append(f"<span class='badge bad'>wrong (should be {esc(gold)})</span>")
     if ex.get("ambiguous"):
         badges.append("<span class='badge warn'>close call</span>")
     if ex.get("borderline"):
@@ -189,125 +134,159 @@ def evidence_card(ex: Mapping[str, Any]) -> str:
     neighbours = "".join(f"<li>{_neighbour(n)}</li>" for n in ex.get("neighbours", []) or [])
     parts = [
         "<div class='card'>",
-        f"<div class='utt'>“{_e(ex.get('text', ''))}”</div>",
+        f"<div class='utt'>“{esc(ex.get('text', ''))}”</div>",
         "".join(badges),
-        f"<p>{_rich(str(ex.get('sentence', '')))}</p>",
-        f"<p class='sim'>score {_num(ex.get('score'), 2)} · margin {_num(ex.get('margin'), 2)}</p>",
+        f"<p>{rich(str(ex.get('sentence', '')))}</p>",
     ]
     if ex.get("runner_up"):
         parts.append(
-            f"<p>Runner-up <em>{_e(ex['runner_up'])}</em>: "
+            f"<p>Runner-up <em>{esc(ex['runner_up'])}</em>: "
             f"{_neighbour(ex.get('runner_up_neighbour'))}</p>"
         )
     if ex.get("borderline_reason"):
-        parts.append(f"<p>{_rich(str(ex['borderline_reason']))}</p>")
+        parts.append(f"<p>{rich(str(ex['borderline_reason']))}</p>")
     if neighbours:
-        parts.append(f"<p>Nearest labelled examples:</p><ul>{neighbours}</ul>")
-    parts.append("</div>")
+        parts.append(f"<details><summary>Nearest labelled examples</summary><ul>{neighbours}</ul>")
+        parts.append("</details>")
+    parts.append(
+        f"<p class='sim'>score {num(ex.get('score'))} · lead over the runner-up "
+        f"{num(ex.get('margin'))}</p></div>"
+    )
     return "".join(parts)
 
 
-def render_report(data: ReportData) -> str:
+def _f1_html(d: ReportData) -> str:
+    """Per-intent F1 as HTML bars, worst first (the static report's chart)."""
+    rows = []
+    for name, f1 in sorted(d.per_intent_f1.items(), key=lambda kv: (kv[1], kv[0])):
+        before = d.baseline_per_intent_f1.get(name)
+        was = f"<span class='sim'>was {pct(before)}</span>" if before is not None else ""
+        width = max(0.0, min(1.0, float(f1))) * 100
+        rows.append(
+            f"<tr><td>{esc(name)}</td><td class='barcell'><div class='bar' "
+            f"style='width:{width:.1f}%'></div></td><td class='num'>{pct(f1)}</td>"
+            f"<td>{was}</td></tr>"
+        )
+    return f"<table class='bars'><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _confusions(d: ReportData) -> str:
+    if d.confusion_matrix is None or not d.confusion_labels:
+        return ""
+    pairs = worst_pairs(d.confusion_labels, d.confusion_matrix, top=10)
+    totals = dict(zip(d.confusion_labels, np.asarray(d.confusion_matrix).sum(axis=1), strict=True))
+    rows = "".join(
+        f"<tr><td>{esc(g)}</td><td>{esc(p)}</td><td class='num'>{c} of {num(totals[g])}</td></tr>"
+        for g, p, c in pairs
+    )
+    table = (
+        "<table><thead><tr><th>should be</th><th>taken for</th><th>questions</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if rows
+        else "<p>No confusions.</p>"
+    )
+    return f"<section><h2>Most confused intents</h2>{table}</section>"
+
+
+def _details(d: ReportData, static: bool, first: list[bool]) -> list[str]:
+    out = [
+        "<section><h2>Details</h2>",
+        _counts(d),
+        _metrics_table(d),
+        "</section>",
+        _confusions(d),
+    ]
+    if d.per_intent_f1:
+        chart = _f1_html(d) if static else _figure(f1_bars(d.per_intent_f1), "f1", first)
+        out.append(
+            "<section><h2>Per-intent F1, worst first</h2><p class='meta'>F1: 100 % = every "
+            "question of the intent found and none taken for it by mistake.</p>"
+            f"{chart}</section>"
+        )
+    if d.map_before is not None and d.map_after is not None and not static:
+        before, after = sample_maps(d.map_before, d.map_after)
+        fig = side_by_side(
+            before,
+            after,
+            (d.baseline_name, d.model_version),
+            d.space_before,
+            d.space_after,
+            webgl=False,
+        )
+        fig.update_layout(height=560)
+        lighten(fig)
+        shown = len(before.ids)
+        of = (
+            f" ({shown:,} of {len(d.map_before.ids):,} shown)"
+            if shown < len(d.map_before.ids)
+            else ""
+        )
+        out.append(
+            "<section><h2>How the model arranges the utterances</h2>"
+            f"<p>Each dot is an utterance{of}, coloured by its intent; hover to read it. Left: "
+            f"the {esc(d.baseline_name)}; right: {esc(d.model_version)}. Tight, separate "
+            "clusters mean the model tells the intents apart.</p>"
+            + _figure(fig, "map", first)
+            + "</section>"
+        )
+    return out
+
+
+def render_report(data: ReportData, *, static: bool = False) -> str:
     """Render the stakeholder report as one self-contained HTML document.
 
     Args:
         data: what to show; empty parts are left out with a short note.
+        static: no script: per-intent F1 as HTML bars, no maps (prints well, opens anywhere).
 
     Returns:
-        The HTML text (a few MB: plotly.js is inline).
+        The HTML text (about 1.5 MB with charts: plotly.js basic is inline; static: a few kB).
 
     Example:
         >>> r = render_report(ReportData("demo", "v2", "3f2a", per_intent_f1={"a": 0.9}))
-        >>> "<script src=" in r
-        False
+        >>> "<script src=" in r, "<script" in render_report(ReportData("d", "v", "h"), static=True)
+        (False, False)
     """
-    generated = data.generated_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    d = data
+    generated = d.generated_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     first = [True]
+    sentences = [rich(s) for s in summary_sentences(d)]
+    lead = 2 if len(sentences) > 3 else 1  # the counts and the headline share, then the lists
+    summary = f"<p class='lead'>{' '.join(sentences[:lead])}</p>" + "".join(
+        f"<p>{s}</p>" for s in sentences[lead:]
+    )
     body: list[str] = [
-        f"<h1>{_e(data.project)} — intent model report</h1>",
-        "<div class='meta'>",
-        f"Model version <code>{_e(data.model_version)}</code> · ",
-        f"dataset <code>{_e(data.dataset_hash)}</code> · ",
-        f"compared with the {_e(data.baseline_name)} · generated {_e(generated)}",
-        "</div>",
+        f"<h1>{esc(d.project)}: how well the intent model works</h1>",
+        f"<p class='meta'>Model version <code>{esc(d.model_version)}</code> · {esc(generated)}</p>",
+        f"<section class='summary'>{summary}",
+        f"<p class='meta'>{rich(d.notes)}</p>" if d.notes else "",
+        "</section>",
     ]
-    if data.notes:
-        body.append(f"<p>{_rich(data.notes)}</p>")
-    body.append(f"<section><h2>Headline metrics</h2>{_headline(data)}</section>")
-
-    if data.map_before is not None and data.map_after is not None:
-        fig = side_by_side(
-            data.map_before,
-            data.map_after,
-            (data.baseline_name, data.model_version),
-            data.space_before,
-            data.space_after,
-        )
-        fig.update_layout(height=560)
+    if d.evidence:
+        cards = "".join(evidence_card(ex) for ex in d.evidence)
         body.append(
-            "<section><h2>How the model arranges the utterances</h2>"
-            "<p>Each dot is an utterance, coloured by its intent. Left: the "
-            f"{_e(data.baseline_name)}; right: {_e(data.model_version)}. Tight, separate "
-            "clusters mean the model tells the intents apart. Higher silhouette and lower "
-            "alignment are better.</p>" + _figure(fig, "map", first) + "</section>"
+            "<section><h2>Examples: why the model answers what it does</h2>"
+            "<p class='meta'>Each answer is decided by the most similar labelled examples (this "
+            "is the decision rule itself, not an approximation); the runner-up shows the other "
+            f"side.</p><div class='cards'>{cards}</div></section>"
         )
-    elif data.map_after is not None:
-        m = data.map_after
-        line = format_metrics(data.space_after)
-        fig = scatter_map(
-            m.points, m.ids, m.texts, m.gold, m.predicted, m.splits, margins=m.margins
-        )
-        body.append(
-            f"<section><h2>Map</h2><p>{_e(line)}</p>" + _figure(fig, "map", first) + "</section>"
-        )
-
-    if data.per_intent_f1:
-        body.append(
-            "<section><h2>Per-intent F1</h2>"
-            + _figure(f1_bars(data.per_intent_f1), "f1", first)
-            + "</section>"
-        )
-
-    if data.confusion_matrix is not None and data.confusion_labels:
-        pairs = worst_pairs(data.confusion_labels, data.confusion_matrix, top=10)
-        rows = "".join(
-            f"<tr><td>{_e(g)}</td><td>{_e(p)}</td><td class='num'>{c}</td></tr>"
-            for g, p, c in pairs
-        )
-        table = (
-            "<table><thead><tr><th>gold</th><th>predicted as</th><th>count</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
-            if rows
-            else "<p>No confusions.</p>"
-        )
-        heat = confusion_heatmap(data.confusion_labels, data.confusion_matrix)
-        body.append(
-            "<section><h2>Confusions</h2><h3>Most confused intent pairs</h3>"
-            + table
-            + _figure(heat, "confusion", first)
-            + "</section>"
-        )
-
-    if data.evidence:
-        cards = "".join(evidence_card(ex) for ex in data.evidence)
-        body.append(
-            "<section><h2>Why the model predicts what it predicts</h2>"
-            "<p>Each prediction is decided by the most similar labelled examples (this is the "
-            "decision rule itself, not an approximation). The runner-up shows the other side.</p>"
-            f"<div class='cards'>{cards}</div></section>"
-        )
-
-    body.append("<footer>Made with Intent Studio. This file needs no network to open.</footer>")
+    body += _details(d, static, first)
+    body.append(
+        "<footer>Model version <code>"
+        f"{esc(d.model_version)}</code> · data snapshot <code>{esc(d.dataset_hash)}</code> · "
+        f"compared with the {esc(d.baseline_name)} · generated {esc(generated)}. "
+        "Made with Intent Studio; this file needs no network to open.</footer>"
+    )
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{_e(data.project)} — {_e(data.model_version)}</title>"
-        f"<style>{_CSS}</style></head><body><main>{''.join(body)}</main></body></html>\n"
+        f"<title>{esc(d.project)} — {esc(d.model_version)}</title>"
+        f"<style>{CSS}</style></head><body><main>{''.join(body)}</main></body></html>\n"
     )
 
 
-def write_report(data: ReportData, path: str | Path) -> Path:
-    """Render the report and write it to ``path`` (UTF-8); returns the path.
+def write_report(data: ReportData, path: str | Path, *, static: bool = False) -> Path:
+    """Render the report and write it to ``path`` (UTF-8, temp file + rename); returns the path.
 
     Example:
         >>> write_report(ReportData("demo", "v1", "ab"), "/tmp/report.html")  # doctest: +SKIP
@@ -315,7 +294,7 @@ def write_report(data: ReportData, path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(render_report(data), encoding="utf-8")
+    tmp.write_text(render_report(data, static=static), encoding="utf-8")
     tmp.replace(out)
     logger.info("wrote report %s", out)
     return out
