@@ -29,7 +29,7 @@ from app.report.data import (
 )
 from app.report.maps import lighten, sample_maps
 from app.report.styles import CSS
-from app.report.summary import summary_sentences
+from app.report.summary import summary_parts
 
 logger = logging.getLogger(__name__)
 
@@ -250,10 +250,9 @@ def render_report(data: ReportData, *, static: bool = False) -> str:
     d = data
     generated = d.generated_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     first = [True]
-    sentences = [rich(s) for s in summary_sentences(d)]
-    lead = 2 if len(sentences) > 3 else 1  # the counts and the headline share, then the lists
-    summary = f"<p class='lead'>{' '.join(sentences[:lead])}</p>" + "".join(
-        f"<p>{s}</p>" for s in sentences[lead:]
+    lead, lists = summary_parts(d)
+    summary = f"<p class='lead'>{' '.join(rich(s) for s in lead)}</p>" + "".join(
+        f"<p>{rich(s)}</p>" for s in lists
     )
     body: list[str] = [
         f"<h1>{esc(d.project)}: how well the intent model works</h1>",

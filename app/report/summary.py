@@ -93,14 +93,21 @@ def _failing(d: ReportData) -> str:
     return f"{head}: {'; '.join(items)}."
 
 
-def summary_sentences(d: ReportData) -> list[str]:
-    """The summary as plain sentences (``*intent*`` marks names), empty parts left out."""
-    sentences = []
+def summary_parts(d: ReportData) -> tuple[list[str], list[str]]:
+    """The summary as plain sentences (``*intent*`` marks names): the lead (what the model knows
+    and how often it is right) and the intent lists; empty parts left out."""
+    lead = []
     n = d.n_intents or len(d.per_intent_f1)
     if n and d.n_examples:
-        sentences.append(
+        lead.append(
             f"The model knows {n:,} {_plural(n, 'intent', 'intents')}, learnt from "
             f"{d.n_examples:,} labelled examples."
         )
-    sentences += [_headline(d), _improved(d), _failing(d)]
-    return [s for s in sentences if s]
+    lead.append(_headline(d))
+    return lead, [s for s in (_improved(d), _failing(d)) if s]
+
+
+def summary_sentences(d: ReportData) -> list[str]:
+    """:func:`summary_parts` as one list of sentences."""
+    lead, lists = summary_parts(d)
+    return lead + lists

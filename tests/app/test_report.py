@@ -94,6 +94,11 @@ def test_the_report_leads_with_the_summary_then_the_cards_then_the_details() -> 
     summary = html.index("class='summary'")
     assert summary < html.index("class='cards'") < html.index("<h2>Details</h2>")
     assert "91 % of the 23 test questions go to the right intent, up 11.0 points" in html
+    # the lead paragraph holds what the model knows and how often it is right; lists follow
+    lead = html[html.index("<p class='lead'>") :]
+    lead = lead[: lead.index("</p>")]
+    assert "learnt from 1,423 labelled examples. 91 % of the 23 test questions" in lead
+    assert "still fail" not in lead
 
 
 def test_empty_report_renders_without_figures() -> None:
