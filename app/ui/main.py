@@ -10,6 +10,7 @@ import gradio as gr
 
 from app.auth import actor
 from app.context import AppContext
+from app.services import downloads
 from app.services import projects as project_svc
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
@@ -32,7 +33,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
     names = [] if ctx.settings.multi_user else project_svc.project_names(ctx)
-    with gr.Blocks(title=TITLE) as demo:
+    # Gradio keeps a copy of every file it hands out (reports, bundles, exports): those older
+    # than the downloads' TTL are deleted, checked every hour.
+    with gr.Blocks(title=TITLE, delete_cache=(3600, int(downloads.TTL_S))) as demo:
         user = gr.State("local")
         with gr.Row(equal_height=True):
             gr.Markdown(f"## {TITLE}", scale=1)
