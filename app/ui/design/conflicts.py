@@ -29,6 +29,7 @@ ALL = "all"
 KIND_CHOICES = [("all kinds", ALL), *((label, key) for key, label in svc.KINDS.items())]
 HEADERS = ["kind", "severity", "conflict"]
 FIX_BUTTONS = 2
+PICK_HINT = "Click a conflict below to see the utterances behind it and fix it."
 
 
 def _fix_buttons(conflict: dict[str, Any] | None) -> list[Any]:
@@ -42,13 +43,13 @@ def _fix_buttons(conflict: dict[str, Any] | None) -> list[Any]:
 
 
 def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]:
-    """The ranked table, its rows (plain dicts) and the status line; nothing selected."""
+    """The ranked table, its rows (plain dicts), no selection, the status line, the hint."""
     empty = pd.DataFrame([], columns=HEADERS)
     if not proj:
-        return empty, [], "Pick a project.", "", *_fix_buttons(None)
+        return empty, [], None, "Pick a project.", PICK_HINT, *_fix_buttons(None)
     found, err = attempt(lambda: svc.find(ctx, proj, None if kind == ALL else kind))
     if err or found is None:
-        return empty, [], problem(err or ""), "", *_fix_buttons(None)
+        return empty, [], None, problem(err or ""), PICK_HINT, *_fix_buttons(None)
     rows = [asdict(c) for c in found]
     table = pd.DataFrame(
         [[svc.KINDS[c.kind], f"{c.severity:.2f}", c.title] for c in found], columns=HEADERS
@@ -57,7 +58,7 @@ def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]
         f"{sum(c.kind == k for c in found)} {label}" for k, label in svc.KINDS.items()
     )
     status = f"{len(found)} conflicts ({counts})." if found else "No conflicts found."
-    return table, rows, status, "", *_fix_buttons(None)
+    return table, rows, None, status, PICK_HINT if found else "", *_fix_buttons(None)
 
 
 def evidence_markdown(conflict: dict[str, Any]) -> str:
@@ -70,7 +71,7 @@ def evidence_markdown(conflict: dict[str, Any]) -> str:
 def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
     index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     if index is None or int(index) >= len(rows):
-        return None, "", *_fix_buttons(None)
+        return None, PICK_HINT, *_fix_buttons(None)
     conflict = rows[int(index)]
     return int(index), evidence_markdown(conflict), *_fix_buttons(conflict)
 
@@ -101,6 +102,23 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         kind = gr.Dropdown(KIND_CHOICES, value=ALL, label="Show", scale=1, elem_id="conflicts-kind")
         find_btn = gr.Button("Find conflicts", scale=0, min_width=160, elem_id="conflicts-find")
         summary = gr.Markdown(elem_id="conflicts-summary")
+    rows = gr.State([])
+    selected = gr.State(None)
+    # The selection and its fixes above the table: they stay in view when a row is clicked.
+    detail = gr.Markdown(PICK_HINT, elem_id="conflicts-detail")
+    with gr.Row():
+        fix_btns = [
+            gr.Button(
+                visible=False,
+                variant="primary" if i == 0 else "secondary",
+                scale=0,
+                min_width=340,
+                elem_id=f"conflicts-fix-{i + 1}",
+            )
+            for i in range(FIX_BUTTONS)
+        ]
+        undo_btn = gr.Button("Undo last fix", scale=0, min_width=150, elem_id="conflicts-undo")
+    status = gr.Markdown(elem_id="conflicts-status")
     table = gr.Dataframe(
         headers=HEADERS,
         interactive=False,
@@ -109,24 +127,9 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         column_widths=["16%", "9%", "75%"],
         max_height=420,
     )
-    rows = gr.State([])
-    selected = gr.State(None)
-    detail = gr.Markdown(elem_id="conflicts-detail")
-    with gr.Row():
-        fix_btns = [
-            gr.Button(
-                visible=False,
-                variant="primary" if i == 0 else "secondary",
-                scale=0,
-                min_width=220,
-                elem_id=f"conflicts-fix-{i + 1}",
-            )
-            for i in range(FIX_BUTTONS)
-        ]
-        undo_btn = gr.Button("Undo last fix", scale=0, min_width=150, elem_id="conflicts-undo")
-    status = gr.Markdown(elem_id="conflicts-status")
 
-    refresh = (bind(show, ctx), [project, kind], [table, rows, summary, detail, *fix_btns])
+    outputs = [table, rows, selected, summary, detail, *fix_btns]
+    refresh = (bind(show, ctx), [project, kind], outputs)
     quiet: dict[str, Any] = {"api_visibility": "private"}
     find_btn.click(*refresh, **quiet)
     kind.change(*refresh, **quiet)
