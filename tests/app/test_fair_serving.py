@@ -89,6 +89,7 @@ def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
     team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.add_user(team, "vic", "viewer", "viewer-password")
     api = next(f.fn for f in build_app(team).fns.values() if f.api_name == "predict_batch")
+    assert api is not None
 
     class Request:  # what Gradio passes: the signed-in name
         username = "vic"
