@@ -93,6 +93,7 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
             assert height <= 720, (section, height)
 
         # the worst pair of 77 intents, its utterances, one relabelled right there
+        page.get_by_role("tab", name="Evaluation").click()
         wrong = page.inner_text("#worst [data-testid=cell-0-1]").strip()
         page.locator("#worst [data-testid=cell-0-0]").click()
         page.wait_for_selector("#eval-rows [data-testid=cell-0-1]")
