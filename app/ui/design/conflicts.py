@@ -97,7 +97,8 @@ def undo_fix(ctx: AppContext, proj: str) -> str:
 
 def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     gr.Markdown("### Conflicts")
-    gr.Markdown(HELP, elem_classes=["help"])
+    with gr.Accordion("What counts as a conflict", open=False):
+        gr.Markdown(HELP, elem_classes=["help"])
     with gr.Row(equal_height=True):
         kind = gr.Dropdown(KIND_CHOICES, value=ALL, label="Show", scale=1, elem_id="conflicts-kind")
         find_btn = gr.Button("Find conflicts", scale=0, min_width=160, elem_id="conflicts-find")
