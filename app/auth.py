@@ -44,9 +44,14 @@ LOCAL = Actor(None, "local", "admin")
 _acting: ContextVar[Actor] = ContextVar("acting", default=LOCAL)
 
 
+def current_actor() -> Actor:
+    """The user on whose behalf this call runs (the local admin in single-user mode)."""
+    return _acting.get()
+
+
 def current_user_id() -> int | None:
     """The id of the user on whose behalf this call runs (None in single-user mode)."""
-    return _acting.get().id
+    return current_actor().id
 
 
 def require_acting(role: str, action: str) -> Actor:

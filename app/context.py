@@ -1,6 +1,9 @@
 """The process-wide resources the services share: the database, artifact files, loaded encoders,
 the embedding cache, and one live k-NN pool per project.
 
+Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
+:mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
+
 A pool follows the database: before each use it compares a cheap revision of the project's labels
 and applies only the difference (new, changed, removed examples), so a label written by this or
 any other process counts in the very next prediction, without a rebuild or a retrain.
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from app.admission import Admission, Limits
 from app.config import Settings
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder, load_encoder
@@ -81,8 +85,11 @@ class ProjectPool:
 
 
 class AppContext:
-    def __init__(self, settings: Settings, *, database: Database | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, database: Database | None = None, limits: Limits | None = None
+    ) -> None:
         self.settings = settings
+        self.admission = Admission(limits)
         self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
         self.artifacts = ArtifactStore(settings.artifacts_dir)
         self.cache = EmbeddingCache(settings.cache_dir)

@@ -10,8 +10,15 @@ HTTP API (POST ``/gradio_api/call/predict`` then GET the result stream) in a loo
 Prints a table (requests/s, p50/p95/p99 latency in ms, errors) and the same as JSON.
 Targets (issue 7): 0 errors, p95 ≤ 100 ms on 2 cores.
 
+``--scenario fair`` (issue 13) instead times one user's one-line predicts (``/predict``, one after
+another) first alone, then while another user calls ``/predict_batch`` with the largest batch
+allowed (1,000 long texts), ``--batch-callers`` calls at once, in a loop. It prints the one-line
+predict's p50/p95/max and what the batch caller got (batches done, refused as busy, texts/s).
+Target: p95 ≤ 200 ms while the batches run.
+
 Usage:
     python bench/load.py --clients 50 --seconds 60
+    python bench/load.py --scenario fair --seconds 60 --batch-callers 4
 """
 
 from __future__ import annotations
@@ -97,6 +104,90 @@ async def phase(url: str, clients: int, seconds: float) -> dict[str, float]:
     }
 
 
+LONG = (
+    "I ordered a parcel last week and it still has not arrived, the tracking page says it is in "
+    "transit but nothing has moved for five days and nobody answers the phone when I call. "
+)
+
+
+def long_texts(n: int, chars: int = 1500) -> list[str]:
+    """``n`` different long utterances, each well past the encoder's 64 tokens (the worst case)."""
+    return [(f"order {i}: " + LONG * (chars // len(LONG) + 1))[:chars] for i in range(n)]
+
+
+async def call_api(client: httpx.AsyncClient, api: str, data: list[object]) -> str | None:
+    """One Gradio API call; None when it completed, else the error it answered."""
+    r = await client.post(f"/gradio_api/call/{api}", json={"data": data})
+    r.raise_for_status()
+    r = await client.get(f"/gradio_api/call/{api}/{r.json()['event_id']}")
+    r.raise_for_status()
+    if "event: complete" in r.text:
+        return None
+    return r.text[-300:]
+
+
+def percentiles(latencies: list[float]) -> dict[str, float]:
+    lat = np.asarray(latencies) if latencies else np.asarray([np.nan])
+    return {
+        "requests": len(latencies),
+        "p50_ms": round(float(np.percentile(lat, 50)), 1),
+        "p95_ms": round(float(np.percentile(lat, 95)), 1),
+        "max_ms": round(float(np.max(lat)), 1),
+    }
+
+
+async def fair_phase(url: str, seconds: float, batch_callers: int, batch: int) -> dict[str, float]:
+    """One user's one-line predicts (one after another, 0.2 s apart) while ``batch_callers``
+    loops of another user call ``predict_batch`` with ``batch`` long texts each."""
+    latencies: list[float] = []
+    errors = 0
+    done = refused = 0
+    texts = long_texts(batch)
+    stop = time.monotonic() + seconds
+
+    async def one_line() -> None:
+        nonlocal errors
+        rng = random.Random(0)
+        async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+            while time.monotonic() < stop:
+                started = time.perf_counter()
+                try:
+                    error = await call_api(client, "predict", [PROJECT, rng.choice(QUERIES), 1])
+                except httpx.HTTPError:
+                    error = "HTTP error"
+                if error is None:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                else:
+                    errors += 1
+                await asyncio.sleep(0.2)
+
+    async def batches() -> None:
+        nonlocal done, refused
+        async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+            while time.monotonic() < stop:
+                if await call_api(client, "predict_batch", [PROJECT, texts, 1]) is None:
+                    done += 1
+                else:  # refused (busy): retry in a moment, as the answer says
+                    refused += 1
+                    await asyncio.sleep(1.0)
+
+    began = time.monotonic()
+    loops = [asyncio.create_task(batches()) for _ in range(batch_callers)]
+    await asyncio.sleep(1.0 if batch_callers else 0)  # the batches are under way first
+    await one_line()
+    wall = time.monotonic() - began
+    for task in loops:  # a batch still running is abandoned (the server finishes it alone)
+        task.cancel()
+    await asyncio.gather(*loops, return_exceptions=True)
+    return {
+        **percentiles(latencies),
+        "errors": errors,
+        "batches_done": done,
+        "batches_refused": refused,
+        "batch_texts_per_s": round(done * batch / wall, 1),
+    }
+
+
 def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -111,60 +202,118 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 180) ->
     raise TimeoutError("server not ready")
 
 
+def wait_warm(log: Path, proc: subprocess.Popen[bytes], timeout: float = 600) -> None:
+    """Until the server says its encoders, pools and UMAP are ready (it prints ``Warm:``)."""
+    end = time.monotonic() + timeout
+    while "Warm:" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > end:
+            raise RuntimeError(f"server not warm: {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.5)
+
+
+def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    asyncio.run(phase(url, 2, 5))  # warm the encoder and the pool
+    time.sleep(args.settle)
+    results["idle"] = asyncio.run(phase(url, args.clients, args.seconds))
+    trainer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "--data-dir",
+            str(data),
+            "train",
+            "--project",
+            PROJECT,
+            "--queue",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(5)  # let the worker pick the job up and start training
+    results["training"] = asyncio.run(phase(url, args.clients, args.seconds))
+    results["training"]["job_running_at_end"] = float(trainer.poll() is None)
+    trainer.terminate()
+    log, _ = trainer.communicate(timeout=30)
+    print("training job during the second phase:", log.strip().splitlines()[-1:] or "?")
+    return results
+
+
+def run_fair(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    asyncio.run(fair_phase(url, 5, 0, args.batch))  # warm the encoder and the pool
+    return {
+        "alone": asyncio.run(fair_phase(url, min(args.seconds, 15), 0, args.batch)),
+        "batches": asyncio.run(fair_phase(url, args.seconds, args.batch_callers, args.batch)),
+    }
+
+
+def print_table(args: argparse.Namespace, results: dict[str, dict[str, float]]) -> None:
+    if args.scenario == "fair":
+        print(
+            f"one-line predicts, {args.seconds:.0f} s beside {args.batch_callers} x "
+            f"predict_batch of {args.batch} long texts in a loop (shared 2-core machine)"
+        )
+        print(
+            f"{'phase':10} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>9} {'errors':>7}"
+            f" {'batches':>8} {'refused':>8} {'texts/s':>8}"
+        )
+        for name, r in results.items():
+            print(
+                f"{name:10} {r['requests']:>5} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>9}"
+                f" {r['errors']:>7} {r['batches_done']:>8} {r['batches_refused']:>8}"
+                f" {r['batch_texts_per_s']:>8}"
+            )
+        return
+    print(f"{args.clients} clients, {args.seconds:.0f} s per phase, 2 CPU cores")
+    print(f"{'phase':10} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for name, r in results.items():
+        print(
+            f"{name:10} {r['rps']:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8}"
+            f" {r['errors']:>7}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", choices=["clients", "fair"], default="clients")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--batch", type=int, default=1000, help="texts per predict_batch (fair)")
+    parser.add_argument("--batch-callers", type=int, default=4, help="concurrent batches (fair)")
     parser.add_argument(
         "--settle",
         type=float,
         default=120,
         help="seconds to wait after start-up (the server compiles UMAP in the background)",
     )
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "load.json"))
+    parser.add_argument("--out", default=None, help="JSON file (default bench/results/)")
     args = parser.parse_args()
+    name = "load.json" if args.scenario == "clients" else "load-fair.json"
+    out_path = Path(args.out or ROOT / "bench" / "results" / name)
 
     data = Path(tempfile.mkdtemp(prefix="intent-studio-load-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    log = data / "server.log"
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
         env=env,
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    results: dict[str, dict[str, float]] = {}
     try:
         wait_ready(url, server)
-        asyncio.run(phase(url, 2, 5))  # warm the encoder and the pool
-        time.sleep(args.settle)
-        results["idle"] = asyncio.run(phase(url, args.clients, args.seconds))
-        trainer = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "app",
-                "--data-dir",
-                str(data),
-                "train",
-                "--project",
-                PROJECT,
-                "--queue",
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        time.sleep(5)  # let the worker pick the job up and start training
-        results["training"] = asyncio.run(phase(url, args.clients, args.seconds))
-        results["training"]["job_running_at_end"] = float(trainer.poll() is None)
-        trainer.terminate()
-        log, _ = trainer.communicate(timeout=30)
-        print("training job during the second phase:", log.strip().splitlines()[-1:] or "?")
+        if args.scenario == "fair":
+            wait_warm(log, server)
+            results = run_fair(url, args)
+        else:
+            results = run_clients(url, data, args)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -173,16 +322,14 @@ def main() -> int:
             os.killpg(server.pid, signal.SIGKILL)
         shutil.rmtree(data, ignore_errors=True)
 
-    print(f"{args.clients} clients, {args.seconds:.0f} s per phase, 2 CPU cores")
-    print(f"{'phase':10} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for name, r in results.items():
-        print(
-            f"{name:10} {r['rps']:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8}"
-            f" {r['errors']:>7}"
-        )
-    out = {"clients": args.clients, "seconds": args.seconds, "phases": results}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
+    print_table(args, results)
+    out = {"scenario": args.scenario, "seconds": args.seconds, "phases": results}
+    if args.scenario == "fair":
+        out.update(batch=args.batch, batch_callers=args.batch_callers)
+    else:
+        out["clients"] = args.clients
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, indent=2))
     print(json.dumps(out))
     return 0
 

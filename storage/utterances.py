@@ -70,6 +70,15 @@ def _row(u: Utterance, labels: Sequence[str]) -> UtteranceRow:
     return UtteranceRow(u.id, u.text, u.split, tuple(sorted(labels)), u.version, u.context)
 
 
+def find_by_text(s: Session, project_id: int, text: str) -> int | None:
+    """The id of the project's utterance with this text (as stored: trimmed), or None."""
+    return s.scalar(
+        select(Utterance.id).where(
+            Utterance.project_id == project_id, Utterance.text == validate_text(text)
+        )
+    )
+
+
 def get_utterance(s: Session, project_id: int, utterance_id: int) -> Utterance:
     u = s.get(Utterance, utterance_id)
     if u is None or u.project_id != project_id:

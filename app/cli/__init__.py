@@ -153,7 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="write the stakeholder report (self-contained HTML)")
     p.add_argument("--project", required=True)
-    p.add_argument("-o", "--output", help="the .html to write (default: <data-dir>/reports/)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="the .html to write (default: a file in <data-dir>/downloads/, removed after a day)",
+    )
+    p.add_argument(
+        "--static",
+        action="store_true",
+        help="no script: tables and bars instead of interactive charts, no maps (prints well)",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("backup", help="back up the database and model files into one archive")

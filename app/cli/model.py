@@ -192,8 +192,5 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix.lower() != ".html":
         raise CliError("The report is an .html file: give a path ending in .html.")
-    path = build_report(context(args), args.project, out.parent if out else None)
-    if out is not None:
-        path = path.replace(out)
-    print(path)
+    print(build_report(context(args), args.project, out, static=args.static))
     return 0

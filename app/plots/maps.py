@@ -26,6 +26,7 @@ from app.plots.common import (
     format_metrics,
     intent_colours,
 )
+from app.plots.labels import centroid_labels
 from core.projection import align_transform
 
 # A legend of more intents than this scrolls out of sight: names at the centroids instead.
@@ -158,37 +159,6 @@ def _map_traces(
             )
         )
     return traces, int(mask.sum())
-
-
-def centroid_labels(m: MapData, focus: Sequence[str] | None = None) -> go.Scatter:
-    """Each intent's name at the median of its labelled points (only the focused intents when
-    there is a focus): a legend that cannot scroll away.
-
-    Example:
-        >>> m = MapData([[0, 0], [2, 2], [9, 9]], [1, 2, 3], ["a", "b", "c"], ["x", "x", None],
-        ...             [None] * 3, ["train"] * 3)
-        >>> trace = centroid_labels(m)
-        >>> list(trace.text), list(trace.x), list(trace.y)
-        (['x'], [1.0], [1.0])
-    """
-    pts = np.asarray(m.points, dtype=np.float64).reshape(-1, 2) if len(m.ids) else np.zeros((0, 2))
-    groups: dict[str, list[int]] = {}
-    for i, g in enumerate(m.gold):
-        names = _gold_tuple(g)
-        if names:
-            groups.setdefault(names[0], []).append(i)
-    wanted = sorted(k for k in groups if not focus or k in set(focus))
-    centres = [np.median(pts[groups[k]], axis=0) for k in wanted]
-    return go.Scatter(
-        x=[float(c[0]) for c in centres],
-        y=[float(c[1]) for c in centres],
-        text=wanted,
-        mode="text",
-        textfont={"size": 11, "color": "#1f2937"},
-        hoverinfo="skip",
-        showlegend=False,
-        name="intent names",
-    )
 
 
 def _layout(fig: go.Figure, n_intents: int, *, top: int, meta: dict[str, Any]) -> None:
@@ -362,8 +332,8 @@ def side_by_side(
             fig.add_trace(tr, row=1, col=col)
     n_intents = _n_intents(map_a, map_b)
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
-        fig.add_trace(centroid_labels(map_a, focus), row=1, col=1)
-        fig.add_trace(centroid_labels(map_b, focus), row=1, col=2)
+        fig.add_trace(centroid_labels(map_a, focus, width_px=580.0), row=1, col=1)
+        fig.add_trace(centroid_labels(map_b, focus, width_px=580.0), row=1, col=2)
     _layout(
         fig,
         n_intents,

@@ -93,6 +93,31 @@ def add_utterance(
     return asdict(row)
 
 
+def label_text(
+    ctx: AppContext,
+    project: str,
+    text: str,
+    labels: str | list[str] | None,
+    split: str = "train",
+    *,
+    user_id: int | None = None,
+) -> dict[str, Any]:
+    """Add a labelled utterance, or relabel it when the text is already in the project, in one
+    transaction that holds the write lock: two people sending the same new text at once end with
+    one row carrying the later labels, never an "already in this project" error."""
+    names = parse_label_input(labels)
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        existing = repo.find_by_text(s, pid, text)
+        if existing is None:
+            row = repo.add_utterance(s, pid, text, names, split=split, user_id=acting_user(user_id))
+        else:
+            row = repo.set_labels(
+                s, pid, existing, names, split=split or None, user_id=acting_user(user_id)
+            )
+    return asdict(row)
+
+
 def label_utterance(
     ctx: AppContext,
     project: str,

@@ -125,10 +125,14 @@ def test_predictions(
     ]
 
 
-def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> dict[str, Any]:
+def live_evaluation(
+    ctx: AppContext, project: str, version: Version = None, *, cross_validate: bool = False
+) -> dict[str, Any]:
     """The version's metrics on the project's data as it is now, by :func:`evaluate_version` (the
     same function a retrain records in the history). A multi-label version's head is refitted with
-    the options it was trained with."""
+    the options it was trained with. A single-label project without test rows is refused (the
+    evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
+    retrain does."""
     encoder, label = resolve_encoder(ctx, project, version)
     with ctx.db.session() as s:
         rows = list_utterances(s, get_project(s, project).id)
@@ -136,7 +140,7 @@ def live_evaluation(ctx: AppContext, project: str, version: Version = None) -> d
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
-    if not multi and not data.test_texts:
+    if not multi and not data.test_texts and not cross_validate:
         raise ValueError(
             "No labelled test utterances: move some to the test split to see an evaluation."
         )

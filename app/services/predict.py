@@ -1,16 +1,20 @@
-"""Predictions explained by their nearest labelled neighbours, from the project's live pool."""
+"""Predictions explained by their nearest labelled neighbours, from the project's live pool.
+
+Every call is checked against the caller's limits and admitted (or refused as busy) by
+:attr:`app.context.AppContext.admission` before it touches the encoder; ``who`` is the acting
+user (by default the one the call runs as, :func:`app.auth.current_actor`)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from app.admission import BusyError
+from app.auth import Actor, current_actor
 from app.context import AppContext
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.projects import get_project, list_intents
-
-MAX_BATCH = 1000
 
 
 def _project_id(ctx: AppContext, project: str) -> int:
@@ -19,36 +23,61 @@ def _project_id(ctx: AppContext, project: str) -> int:
 
 
 def _classify(
-    ctx: AppContext, project: str, texts: list[str], k: int, show: int
+    ctx: AppContext,
+    project: str,
+    texts: list[str],
+    k: int,
+    show: int,
+    who: Actor | None,
+    *,
+    lines: bool = False,
 ) -> list[tuple[dict[str, Any], Prediction]]:
-    """The project's predictor on ``texts``: each public dict with the k-NN prediction behind it."""
+    """The project's predictor on ``texts``: each public dict with the k-NN prediction behind it.
+    ``lines``: the texts are one-line requests of several callers (the API's micro-batch)."""
+    who = who or current_actor()
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
-    if len(clean) > MAX_BATCH:
-        raise ValueError(f"At most {MAX_BATCH} utterances per call.")
-    if any(len(t) > 2000 for t in clean):
-        raise ValueError("An utterance is longer than 2000 characters.")
-    pool = ctx.pool(_project_id(ctx, project))
-    if len(pool.index) == 0:
-        raise ValueError("This project has no labelled training utterances yet: label a few first.")
-    return pool.predictor.predict_with_evidence(clean, k=k, show=show)
+    ctx.admission.limits.check_call(who.role, clean)
+    with ctx.admission.admit(who.name, len(clean), lines=lines):
+        pool = ctx.pool(_project_id(ctx, project))
+        if len(pool.index) == 0:
+            raise ValueError(
+                "This project has no labelled training utterances yet: label a few first."
+            )
+        return pool.predictor.predict_with_evidence(clean, k=k, show=show)
 
 
 def predict(
-    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
+    ctx: AppContext,
+    project: str,
+    texts: list[str],
+    *,
+    k: int = 1,
+    show: int = 5,
+    who: Actor | None = None,
 ) -> list[dict[str, Any]]:
-    """Classify texts against the project's labelled pool with its active encoder."""
-    return [row for row, _ in _classify(ctx, project, texts, k, show)]
+    """Classify texts against the project's labelled pool with its active encoder.
+
+    Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
+    :class:`app.admission.BusyError` when the call would go past the per-user or queue limits."""
+    return [row for row, _ in _classify(ctx, project, texts, k, show, who)]
 
 
 def predict_explained(
-    ctx: AppContext, project: str, texts: list[str], *, k: int = 1, show: int = 5
+    ctx: AppContext,
+    project: str,
+    texts: list[str],
+    *,
+    k: int = 1,
+    show: int = 5,
+    who: Actor | None = None,
+    lines: bool = False,
 ) -> list[dict[str, Any]]:
     """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
     evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
     started = time.perf_counter()
-    results = _classify(ctx, project, texts, k, show)
+    results = _classify(ctx, project, texts, k, show, who, lines=lines)
     with ctx.db.session() as s:
         intents = list_intents(s, get_project(s, project).id)
     names = [i.name for i in intents]
@@ -69,22 +98,32 @@ def predict_explained(
 
 
 def predict_one(
-    ctx: AppContext, project: str, text: str, *, k: int = 1, show: int = 5
+    ctx: AppContext,
+    project: str,
+    text: str,
+    *,
+    k: int = 1,
+    show: int = 5,
+    who: Actor | None = None,
 ) -> dict[str, Any]:
     """One prediction with its explanation (see :func:`predict_explained`)."""
-    return predict_explained(ctx, project, [text], k=k, show=show)[0]
+    return predict_explained(ctx, project, [text], k=k, show=show, who=who)[0]
 
 
 def predict_requests(ctx: AppContext, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """Many independent ``(project, text, k)`` requests at once (the API's micro-batch): one
-    encoder pass per (project, k). A request that fails gets ``{"error": message}`` alone."""
+    encoder pass per (project, k), admitted as one-line calls. A request that fails gets
+    ``{"error": message}`` alone; when the server is busy, every request gets that answer."""
     out: list[dict[str, Any]] = [{} for _ in requests]
     groups: dict[tuple[str, int], list[int]] = {}
     for i, (project, _, k) in enumerate(requests):
         groups.setdefault((project, int(k)), []).append(i)
     for (project, k), idx in groups.items():
+        texts = [requests[i][1] for i in idx]
         try:
-            results = predict_explained(ctx, project, [requests[i][1] for i in idx], k=k)
+            results = predict_explained(ctx, project, texts, k=k, lines=True)
+        except BusyError as busy:
+            results = [{"error": str(busy)} for _ in idx]
         except (ValueError, KeyError) as batch_error:
             if len(idx) == 1:
                 msg = batch_error.args[0] if batch_error.args else str(batch_error)

@@ -2,6 +2,10 @@
 order the annotator picked, and the answers (take a suggestion, send to test, no intent, delete)
 written by the one labelling rule (:func:`app.services.data.label_utterance`).
 
+One order reviews labelled utterances instead: *likely mislabelled* (the Conflicts view's
+out-of-fold check, :func:`app.services.conflicts.likely_mislabelled`), each shown with its
+current intents and suggestions from the pool without itself.
+
 The model is in the loop: every item's suggestions are computed when it is shown, from the live
 pool, so the labels given a second ago already count. The order is computed for a chunk of
 :data:`CHUNK` items at a time from up to :data:`MAX_CANDIDATES` unlabelled utterances (in file
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.context import AppContext
+from app.services import conflicts as conflicts_svc
 from app.services import data as data_svc
 from app.services.data import project_id_in
 from core.evaluation.oos import OUT_OF_SCOPE
@@ -30,7 +35,9 @@ ORDERS = {
     "diverse": "Least like anything labelled",
     "file": "File order",
     "near": "Near an intent",
+    "mislabelled": "Likely mislabelled (review labelled)",
 }
+REVIEW = "mislabelled"  # the order that shows labelled utterances
 ACTIONS = ("take", "test", "none", "delete")
 CHUNK = 20
 MAX_CANDIDATES = 5000
@@ -54,6 +61,7 @@ class QueueItem:
     suggestions: tuple[Suggestion, ...]
     predicted: tuple[str, ...]
     multi_label: bool
+    current: tuple[str, ...] = ()  # its intents now (reviewing a labelled utterance)
     # the model says no intent: the top score is below its threshold (suggestions still shown)
     out_of_scope: bool = False
     threshold: float | None = None
@@ -82,6 +90,8 @@ def order(
     if how == "near" and not near:
         raise ValueError("Pick the intent to label near.")
     skip = set(exclude)
+    if how == REVIEW:
+        return [i for i in conflicts_svc.likely_mislabelled(ctx, project) if i not in skip][:limit]
     with ctx.db.session() as s:
         pid = project_id_in(s, project)
         rows = [
@@ -109,18 +119,35 @@ def order(
     return [rows[i].id for i in picks]
 
 
-def item(ctx: AppContext, project: str, utterance_id: int) -> QueueItem | None:
+def item(
+    ctx: AppContext, project: str, utterance_id: int, *, review: bool = False
+) -> QueueItem | None:
     """The utterance with fresh suggestions, or None when it is gone or no longer unlabelled
-    (someone else answered it)."""
+    (someone else answered it); with ``review``, a labelled utterance, suggested without
+    itself."""
     with ctx.db.session() as s:
         pid = project_id_in(s, project)
         found = list_utterances(s, pid, ids=[utterance_id])
-    if not found or found[0].split != "unlabelled":
+    if not found or (found[0].split != "unlabelled" and not (review and found[0].labels)):
         return None
     row = found[0]
     pool = ctx.pool(pid)
     if len(pool.index) == 0:
         return QueueItem(row.id, row.version, row.text, (), (), False)
+    if review:
+        vector = ctx.cache.encode(pool.encoder, [row.text])
+        ranked = pool.index.classify(
+            vector, k=pool.predictor.k, show=0, depth=50, exclude_ids=[row.id]
+        )[0].intents[:SUGGESTIONS]
+        return QueueItem(
+            row.id,
+            row.version,
+            row.text,
+            tuple(Suggestion(x.intent, x.score, x.best.text) for x in ranked),
+            tuple(x.intent for x in ranked[:1]),
+            False,
+            tuple(row.labels),
+        )
     result = pool.predictor.predict([row.text], show=0, top_n=SUGGESTIONS)[0]
     suggestions = tuple(
         Suggestion(s["intent"], float(s["score"]), s["best"]["text"]) for s in result["intents"]
@@ -151,7 +178,7 @@ def next_item(
     ahead = list(upcoming)
     for _ in range(2):
         while ahead:
-            found = item(ctx, project, ahead.pop(0))
+            found = item(ctx, project, ahead.pop(0), review=how == REVIEW)
             if found is not None:
                 return found, ahead
         ahead = order(ctx, project, how, near=near, exclude=exclude)

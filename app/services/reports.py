@@ -6,30 +6,85 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
+from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE
 from storage.datasets import snapshot
 from storage.projects import get_project
+from storage.utterances import list_utterances
 
 EVIDENCE_CARDS = 6
+MISSES = 3  # intents whose failures get an example in the summary
+SINGLE_LABEL_KEYS = ("accuracy", "macro_f1")
+MULTI_LABEL_KEYS = ("micro_f1", "macro_f1", "exact_match")
 
 
-def _evidence_ids(ctx: AppContext, project: str) -> list[int]:
-    """Half the cards from the hardest test cases (wrong or closest calls), half from clear hits."""
+def _f1(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v["f1"]) for k, v in metrics["per_intent"].items() if v["support"]}
+
+
+def _from_test_split(
+    ctx: AppContext, project: str, per_intent: dict[str, float]
+) -> tuple[list[int], dict[str, tuple[str, str]]]:
+    """Evidence cards (half the hardest test cases, half clear hits) and, for the intents that
+    fail most, their most confident miss."""
     _, preds = test_predictions(ctx, project, ACTIVE)
     hard = sorted(preds, key=lambda p: (p.correct, p.margin))[: EVIDENCE_CARDS // 2]
     easy = sorted((p for p in preds if p.correct), key=lambda p: -p.margin)
-    chosen = [p.id for p in hard]
-    chosen += [p.id for p in easy if p.id not in chosen][: EVIDENCE_CARDS - len(chosen)]
-    return chosen
+    clear = [p.id for p in easy if p.id not in {h.id for h in hard}]
+    # a clear hit first, then a hard case, and so on
+    chosen = [i for pair in zip(clear, [p.id for p in hard], strict=False) for i in pair]
+    chosen += [i for i in [*clear, *(p.id for p in hard)] if i not in chosen]
+    chosen = chosen[:EVIDENCE_CARDS]
+    misses: dict[str, tuple[str, str]] = {}
+    for p in sorted((p for p in preds if not p.correct), key=lambda p: -p.margin):
+        misses.setdefault(p.gold_for_scoring, (p.text, p.predicted))
+    worst = sorted(per_intent, key=lambda k: (per_intent[k], k))[:MISSES]
+    return chosen, {k: misses[k] for k in worst if k in misses}
 
 
-def build_report(ctx: AppContext, project: str, out_dir: Path | None = None) -> Path:
+def _from_pool(
+    ctx: AppContext, project: str, rows: list[Any], per_intent: dict[str, float]
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
+    """No test split: one training example of each of the worst and best intents, each
+    predicted without itself (as cross-validation does); their misses for the summary."""
+    ranked = sorted(per_intent, key=lambda k: (per_intent[k], k))
+    half = EVIDENCE_CARDS // 2
+    intents = list(dict.fromkeys([*ranked[:half], *ranked[::-1][:half]]))
+    cards, misses = [], {}
+    for intent in intents:
+        row = next((r for r in rows if r.split == "train" and intent in r.labels), None)
+        if row is None:
+            continue
+        card = map_svc.explain_utterance(ctx, project, row.id)
+        cards.append(card)
+        if card.get("correct") is False and card.get("predicted"):
+            misses[intent] = (row.text, str(card["predicted"]))
+    return cards, misses
+
+
+def _filename(project: str, version: str, static: bool) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", project).strip("-") or "project"
+    kind = "-static" if static else ""
+    return f"{safe}-{version.replace(' ', '-')}{kind}-{time.strftime('%Y%m%d-%H%M%S')}.html"
+
+
+def build_report(
+    ctx: AppContext, project: str, out: Path | None = None, *, static: bool = False
+) -> Path:
     """Write the report HTML file and return its path.
+
+    Args:
+        ctx: the app context.
+        project: the project's name.
+        out: the ``.html`` to write; by default a fresh file among the downloads
+            (:func:`app.services.downloads.download_path`: swept after a day).
+        static: no script at all (HTML tables and bars, no maps); see :func:`app.report.render_report`.
 
     Maps use the cached UMAP projection when there is one, else PCA (instant), so the button
     never waits for a projection to compile.
@@ -38,32 +93,51 @@ def build_report(ctx: AppContext, project: str, out_dir: Path | None = None) -> 
         p = get_project(s, project)
         version = f"v{p.active_model_version_id}" if p.active_model_version_id else "frozen base"
         dataset_hash = snapshot(s, p.id).content_hash
-    after = live_evaluation(ctx, project, ACTIVE)
-    before = live_evaluation(ctx, project, BASE)
-    views = [map_svc.get_map(ctx, project, method="umap", version=v) for v in (BASE, ACTIVE)]
-    if any(v is None for v in views):
-        views = [map_svc.compute_map(ctx, project, method="pca", version=v) for v in (BASE, ACTIVE)]
-    map_before, map_after = views
-    assert map_before is not None and map_after is not None
-    evidence = [map_svc.explain_utterance(ctx, project, i) for i in _evidence_ids(ctx, project)]
+        rows = list_utterances(s, p.id)
+    after = live_evaluation(ctx, project, ACTIVE, cross_validate=True)
+    before = live_evaluation(ctx, project, BASE, cross_validate=True)
+    multi = bool(after.get("multi_label"))
+    keys = [k for k in (MULTI_LABEL_KEYS if multi else SINGLE_LABEL_KEYS) if k in after]
+    per_intent = _f1(after)
+    cross_validated = str(after.get("split", "test")).startswith("cv")
+    if cross_validated:
+        evidence, misses = _from_pool(ctx, project, rows, per_intent)
+    else:
+        ids, misses = _from_test_split(ctx, project, per_intent)
+        evidence = [map_svc.explain_utterance(ctx, project, i) for i in ids]
+    map_before = map_after = None
+    if not static:
+        views = [map_svc.get_map(ctx, project, method="umap", version=v) for v in (BASE, ACTIVE)]
+        if any(v is None for v in views):
+            views = [
+                map_svc.compute_map(ctx, project, method="pca", version=v) for v in (BASE, ACTIVE)
+            ]
+        map_before, map_after = views
+        assert map_before is not None and map_after is not None
+    space = ("silhouette", "alignment", "uniformity")
+    confusion = after.get("confusion") or {}
     data = ReportData(
         project=project,
         model_version=version,
         dataset_hash=dataset_hash[:16],
-        metrics={k: after[k] for k in ("accuracy", "macro_f1")} | map_after.metrics,
-        baseline_metrics={k: before[k] for k in ("accuracy", "macro_f1")} | map_before.metrics,
-        per_intent_f1={k: v["f1"] for k, v in after["per_intent"].items() if v["support"]},
-        confusion_labels=after["confusion"]["labels"],
-        confusion_matrix=after["confusion"]["matrix"],
-        map_before=map_before.map_data(),
-        map_after=map_after.map_data(),
-        space_before=map_before.metrics,
-        space_after=map_after.metrics,
+        metrics={k: float(after[k]) for k in keys},
+        baseline_metrics={k: float(before[k]) for k in keys if k in before},
+        primary=str(after.get("primary", "accuracy")),
+        evaluated_on=str(after.get("split", "test")),
+        n_evaluated=int(after.get("n", 0)),
+        n_examples=sum(1 for r in rows if r.split == "train" and r.labels),
+        n_intents=len({i for r in rows if r.split == "train" for i in r.labels}),
+        is_baseline=p.active_model_version_id is None,
+        per_intent_f1=per_intent,
+        baseline_per_intent_f1={k: v for k, v in _f1(before).items() if k in per_intent},
+        misses=misses,
+        confusion_labels=list(confusion.get("labels", [])),
+        confusion_matrix=confusion.get("matrix"),
+        map_before=map_before.map_data() if map_before else None,
+        map_after=map_after.map_data() if map_after else None,
+        space_before={k: map_before.metrics[k] for k in space} if map_before else {},
+        space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,
-        notes=f"Evaluated on the project's {after['n']} held-out test utterances with the "
-        "nearest-neighbour rule the app uses to predict.",
     )
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", project).strip("-") or "project"
-    folder = out_dir or ctx.settings.data_dir / "reports"
-    path = folder / f"{safe}-{version.replace(' ', '-')}-{time.strftime('%Y%m%d-%H%M%S')}.html"
-    return write_report(data, path)
+    path = out or download_path(ctx.settings, _filename(project, version, static))
+    return write_report(data, path, static=static)

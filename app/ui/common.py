@@ -9,12 +9,15 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from app.admission import BusyError
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Errors that are the user's to fix; anything else is a bug and is logged with its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, PermissionError)
+# Errors that are the user's to fix (or to retry, when busy); anything else is a bug and is logged
+# with its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, PermissionError, BusyError)
 
 
 def toast(message: str, *, error: bool = False) -> None:

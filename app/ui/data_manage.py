@@ -3,8 +3,6 @@ export. Each action's message stays in its own line beside its button (and in a 
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -12,6 +10,7 @@ import gradio as gr
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
+from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
@@ -59,10 +58,7 @@ def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) 
 
 
 def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
-    out = (
-        Path(tempfile.mkdtemp(prefix="intent-studio-export-"))
-        / f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}"
-    )
+    out = download_path(ctx.settings, f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}")
     n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
     return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
 

@@ -10,11 +10,13 @@ import gradio as gr
 
 from app.auth import actor
 from app.context import AppContext
+from app.services import downloads
 from app.services import projects as project_svc
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
+from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
@@ -32,7 +34,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
     names = [] if ctx.settings.multi_user else project_svc.project_names(ctx)
-    with gr.Blocks(title=TITLE) as demo:
+    # Gradio keeps a copy of every file it hands out (reports, bundles, exports): those older
+    # than the downloads' TTL are deleted, checked every hour.
+    with gr.Blocks(title=TITLE, delete_cache=(3600, int(downloads.TTL_S))) as demo:
         user = gr.State("local")
         with gr.Row(equal_height=True):
             gr.Markdown(f"## {TITLE}", scale=1)
@@ -57,6 +61,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
                 map_tab = build_map_tab(ctx, project, user)
+            with gr.Tab("Design", id="design") as design_tab_item:
+                design_tab = build_design_tab(ctx, project, user)
             with gr.Tab("Activity", id="activity") as activity_tab:
                 activity = build_activity_tab(ctx, project)
 
@@ -111,6 +117,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
+        # The Design tab's sections are computed when it is opened (out-of-fold work).
+        for design_fn, design_in, design_out in design_tab["refresh"]:
+            design_tab_item.select(design_fn, design_in, design_out, api_visibility="private")
         # The map's click and lasso watcher runs from the start: a map already computed when the
         # tab opens is bound as soon as Plotly draws it (no Refresh needed first).
         demo.load(None, None, None, js=map_tab["js"], api_visibility="private")

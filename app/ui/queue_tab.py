@@ -81,8 +81,14 @@ def _card(item: dict[str, Any] | None, seq: int) -> str:
     return (
         f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
         f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
-        f"<div class='queue-meta'>#{item['id']}</div></div>"
+        f"<div class='queue-meta'>#{item['id']}{_current(item)}</div></div>"
     )
+
+
+def _current(item: dict[str, Any]) -> str:
+    """What a reviewed (labelled) utterance carries now."""
+    now = item.get("current") or ()
+    return f" · now: {html.escape(', '.join(now))}" if now else ""
 
 
 def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
@@ -136,7 +142,8 @@ def _advance(ctx: AppContext, proj: str, state: dict[str, Any]) -> dict[str, Any
         state["upcoming"],
         state["how"],
         near=state["near"],
-        exclude=state["skipped"],
+        # reviewing labelled rows: one answered (e.g. its intent confirmed) is not shown again
+        exclude=[*state["skipped"], *(state["history"] if state["how"] == svc.REVIEW else [])],
     )
     item = {**asdict(found), "first": found.first_choice} if found else None
     state = {
@@ -171,7 +178,8 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
         lambda: svc.answer(ctx, proj, item["id"], action, labels, expected_version=item["version"])
     )
     if err:
-        if svc.item(ctx, proj, item["id"]) is None:  # someone else answered it meanwhile
+        review = state["how"] == svc.REVIEW
+        if svc.item(ctx, proj, item["id"], review=review) is None:  # answered by someone else
             return render(ctx, proj, _advance(ctx, proj, state), problem(err))
         return render(ctx, proj, state, problem(err))
     state = {

@@ -134,17 +134,23 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     status = gr.Markdown()
     label_status = gr.Markdown(elem_id="try-label-status")
 
+    # The signed-in user's limits apply (app.admission); the Try events share one set of threads.
+    predict = guarded(ctx, "viewer", outputs=5)(bind(run, ctx))
     go.click(
-        bind(run, ctx),
+        predict,
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
+        concurrency_id="try_predict",
+        concurrency_limit=4,
     )
     text.submit(
-        bind(run, ctx),
+        predict,
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
+        concurrency_id="try_predict",
+        concurrency_limit=4,
     )
     label_btn.click(
         guarded(ctx, "designer")(bind(label, ctx)),
@@ -152,8 +158,10 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         [label_status],
         api_visibility="private",
     ).then(
-        bind(run, ctx),
+        predict,
         [project, text, k],
         [explanation, ranked, neighbours, label_as, status],
         show_progress="hidden",
+        concurrency_id="try_predict",
+        concurrency_limit=4,
     )

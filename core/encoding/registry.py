@@ -15,12 +15,15 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from core.encoding.turns import SHARED, ChunkCost, Turns
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -29,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "minilm"
 MAX_SEQ_LENGTH = 64
+# Texts per turn at least: when timings are too noisy to learn from (an overloaded CPU), smaller
+# chunks would mostly add per-pass overhead to the batch.
+MIN_CHUNK = 4
 
 
 def _minilm_path() -> Path:
@@ -126,13 +132,23 @@ def _fingerprint(path: Path) -> str:
 
 
 class Encoder:
-    """A loaded sentence encoder returning L2-normalised float32 vectors."""
+    """A loaded sentence encoder returning L2-normalised float32 vectors.
 
-    def __init__(self, model: SentenceTransformer, name: str, fingerprint: str) -> None:
+    Encoding takes turns on ``turns`` (the process's shared line, :mod:`core.encoding.turns`):
+    a long list is encoded in chunks of about ``TURN_SECONDS`` each, and a one-line request
+    waiting for the encoder goes before the next chunk. A chunk's cost is its size times its
+    longest text (texts are padded to it; longer than the model reads counts as that long); how
+    much cost fits in one turn is learnt from every pass timed so far (:class:`ChunkCost`).
+    """
+
+    def __init__(
+        self, model: SentenceTransformer, name: str, fingerprint: str, turns: Turns | None = None
+    ) -> None:
         self.model = model
         self.name = name
         self.fingerprint = fingerprint
-        self._lock = threading.Lock()
+        self._turns = turns or SHARED
+        self._costs = ChunkCost()
 
     @property
     def dim(self) -> int:
@@ -144,6 +160,17 @@ class Encoder:
     def device(self) -> str:
         return str(self.model.device)
 
+    def _cost(self, text: str) -> int:
+        """A text's share of a forward pass, in characters (about 5 per token the model reads)."""
+        return min(len(text), 5 * (self.model.max_seq_length or MAX_SEQ_LENGTH)) + 20
+
+    def chunk_size(self, longest: str, limit: int) -> int:
+        """How many texts as long as ``longest`` go in one turn (:data:`MIN_CHUNK` to ``limit``;
+        8 before any pass was timed)."""
+        cost = self._cost(longest)
+        fits = int(self._costs.budget(default=8 * cost) // cost)
+        return max(1, min(limit, max(MIN_CHUNK, fits)))
+
     def encode(
         self,
         texts: Sequence[str],
@@ -151,40 +178,52 @@ class Encoder:
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
-        """Encode texts to an ``(n, dim)`` float32 array of unit vectors."""
+        """Encode texts to an ``(n, dim)`` float32 array of unit vectors (in chunks of at most
+        ``batch_size``, one turn each; see the class)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:
             return self._encode_one(texts[0])
-        out: list[np.ndarray] = []
-        with self._lock:
-            for start in range(0, len(texts), batch_size):
-                chunk = list(texts[start : start + batch_size])
+        # Longest first, like sentence-transformers: each chunk pads to similar lengths.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        urgent = len(texts) <= self.chunk_size(texts[order[0]], batch_size)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        start = 0
+        while start < len(texts):
+            size = self.chunk_size(texts[order[start]], batch_size)
+            idx = order[start : start + size]
+            chunk = [texts[i] for i in idx]
+            with self._turns.turn(urgent=urgent):
+                began = time.perf_counter()
                 vecs = self.model.encode(
                     chunk,
-                    batch_size=batch_size,
+                    batch_size=len(chunk),
                     convert_to_numpy=True,
                     normalize_embeddings=True,
                     show_progress_bar=False,
                 )
-                out.append(np.asarray(vecs, dtype=np.float32))
-                if progress is not None:
-                    progress(min(start + batch_size, len(texts)), len(texts))
-        return np.ascontiguousarray(np.concatenate(out))
+                self._costs.observe(len(chunk) * self._cost(chunk[0]), time.perf_counter() - began)
+            out[idx] = np.asarray(vecs, dtype=np.float32)
+            start += len(idx)
+            if progress is not None:
+                progress(start, len(texts))
+        return out
 
     def _encode_one(self, text: str) -> np.ndarray:
         """The single-query path (the Try tab, the API): skips the batching machinery."""
         import torch
 
-        with self._lock, torch.inference_mode():
+        with self._turns.turn(urgent=True), torch.inference_mode():
+            began = time.perf_counter()
             features = self.model.preprocess([text])
             features = {
                 k: v.to(self.model.device) if isinstance(v, torch.Tensor) else v
                 for k, v in features.items()
             }
             emb = self.model.forward(features)["sentence_embedding"]
-            emb = torch.nn.functional.normalize(emb.float(), dim=-1)
-        return np.ascontiguousarray(emb.cpu().numpy(), dtype=np.float32)
+            vector = torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+            self._costs.observe(self._cost(text), time.perf_counter() - began)
+        return np.ascontiguousarray(vector, dtype=np.float32)
 
 
 _loaded: dict[tuple[str, str], Encoder] = {}

@@ -1,7 +1,7 @@
 """Out of scope: when the evidence is too weak, a prediction names no intent.
 
 The labelled pool calibrates its own thresholds. Each labelled example is scored *out of fold*
-(by the pool of the other folds of :func:`~core.evaluation.folds.fold_assignments`, with the same
+(by the pool of the other folds, :func:`core.design.out_of_fold.out_of_fold`, with the same
 k-NN rule the predictor uses); the scores of the examples that land on their own intent are how
 similar an in-scope question of that intent looks. An intent's threshold is the highest score that
 still accepts ``target_recall`` of them (the project's trade-off, 95 % by default): a question whose
@@ -26,32 +26,31 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
+from core.design.out_of_fold import UNSCORED, out_of_fold
+from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
 from core.retrieval.knn import KnnIndex
 
-# The reserved label of examples that belong to no intent.
-OUT_OF_SCOPE = "out_of_scope"
+__all__ = [
+    "OUT_OF_SCOPE",
+    "Calibration",
+    "calibrate",
+    "check_target_recall",
+    "choose_threshold",
+    "in_scope_labels",
+    "out_of_fold_scores",
+    "thresholds_from_scores",
+]
+
 DEFAULT_TARGET_RECALL = 0.95
 # An intent needs this many out-of-fold scores of its own for a threshold of its own.
 MIN_SCORES = 3
 CALIBRATION_FOLDS = 5
-
-
-def in_scope_labels(labels: Iterable[str]) -> tuple[str, ...]:
-    """A label set without the reserved :data:`OUT_OF_SCOPE` label (empty: an out-of-scope or
-    unlabelled example).
-
-    Example:
-        >>> in_scope_labels(["out_of_scope"]), in_scope_labels(["refund"])
-        ((), ('refund',))
-    """
-    return tuple(name for name in labels if name != OUT_OF_SCOPE)
 
 
 def check_target_recall(value: float) -> float:
@@ -119,18 +118,13 @@ def out_of_fold_scores(
     n = len(labels)
     if n < 2:
         return [(None, 0.0)] * n
-    vecs = np.asarray(vectors, dtype=np.float32)
-    assign = fold_assignments(list(labels), min(folds, n), seed=seed)
-    out: list[tuple[str | None, float]] = [(None, 0.0)] * n
-    for fold in np.unique(assign):
-        held = np.flatnonzero(assign == fold)
-        rest = np.flatnonzero(assign != fold)
-        index = KnnIndex(vecs.shape[1])
-        index.add(rest.tolist(), vecs[rest], [""] * len(rest), [(labels[int(i)],) for i in rest])
-        preds = index.classify(vecs[held], k=k, show=0, depth=max(20, 4 * k))
-        for i, pred in zip(held, preds, strict=True):
-            out[int(i)] = (pred.top, pred.score)
-    return out
+    # the Conflicts view's out-of-fold scores: the one implementation (no softmax needed here)
+    oof = out_of_fold(vectors, list(labels), folds=min(folds, n), seed=seed, k=k, temperature=1.0)
+    best = oof.scores.argmax(axis=1)
+    return [
+        (oof.intents[j], float(oof.scores[i, j])) if oof.scores[i, j] > UNSCORED else (None, 0.0)
+        for i, j in enumerate(best)
+    ]
 
 
 def thresholds_from_scores(

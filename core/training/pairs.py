@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.evaluation.oos import in_scope_labels
+from core.evaluation.scope import in_scope_labels
 
 logger = logging.getLogger(__name__)
 

@@ -118,6 +118,10 @@ def test_report_writes_an_offline_html_file(tmp_path, capsys):
     page = out.read_text(encoding="utf-8")
     assert "shop" in page and "is my package on its way" in page
     assert "<script src=" not in page
+    assert "of the 2 test questions go to the right intent" in page
+    static = tmp_path / "static.html"
+    assert main([*d, "report", "--project", "shop", "-o", str(static), "--static"]) == 0
+    assert "<script" not in static.read_text(encoding="utf-8")
     assert main([*d, "report", "--project", "shop", "-o", str(tmp_path / "r.pdf")]) == 2
 
 

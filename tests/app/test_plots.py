@@ -76,10 +76,18 @@ def test_many_intents_get_names_at_their_centroids_and_a_focus_greys_the_rest() 
     rng = np.random.default_rng(0)
     n = 300
     gold = [f"intent_{i % 60}" for i in range(n)]
-    fig = scatter_map(rng.normal(size=(n, 2)), list(range(n)), ["t"] * n, gold, gold, ["train"] * n)
+    grid = np.array([[(i % 60) % 6 * 40.0, (i % 60) // 6 * 10.0] for i in range(n)])
+    points = grid + rng.normal(scale=0.5, size=(n, 2))  # 60 clusters, far apart
+    fig = scatter_map(points, list(range(n)), ["t"] * n, gold, gold, ["train"] * n)
     assert fig.layout.showlegend is False  # 60 entries would scroll: the names are on the map
     labels = next(t for t in fig.data if t.mode == "text")
     assert sorted(labels.text) == sorted(set(gold))
+    # piled up in one blob, the names would overlap: only some are drawn, all still on hover
+    blob = scatter_map(
+        rng.normal(size=(n, 2)), list(range(n)), ["t"] * n, gold, gold, ["train"] * n
+    )
+    drawn = next(t for t in blob.data if t.mode == "text").text
+    assert 0 < len(drawn) < 60
     focused = scatter_map(
         rng.normal(size=(n, 2)),
         list(range(n)),

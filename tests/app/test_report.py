@@ -5,7 +5,13 @@ import re
 import numpy as np
 
 from app.plots import MapData
-from app.report import ReportData, evidence_card, render_report, write_report
+from app.report import (
+    ReportData,
+    evidence_card,
+    render_report,
+    summary_sentences,
+    write_report,
+)
 from core.retrieval.explain import explain
 from core.retrieval.knn import IntentScore, Neighbour, Prediction
 
@@ -35,7 +41,11 @@ def _data() -> ReportData:
         dataset_hash="9f8e7d6c",
         metrics={"accuracy": 0.91, "macro_f1": 0.9},
         baseline_metrics={"accuracy": 0.8, "macro_f1": 0.78},
+        n_evaluated=23,
+        n_examples=1423,
         per_intent_f1={"card_arrival": 0.95, "top_up_failed": 0.8, XSS: 0.5},
+        baseline_per_intent_f1={"card_arrival": 0.7, "top_up_failed": 0.8, XSS: 0.6},
+        misses={XSS: (f"my {XSS} text", "top_up_failed")},
         confusion_labels=["card_arrival", "top_up_failed", XSS],
         confusion_matrix=[[9, 1, 0], [2, 8, 0], [0, 3, 1]],
         map_before=a,
@@ -55,10 +65,11 @@ def test_report_is_self_contained_and_escaped(tmp_path) -> None:
     assert "<script src" not in html.lower()
     assert not re.search(r"<link[^>]+href=[\"']?https?:", html, flags=re.I)
     assert not re.search(r"@import\s+url\(\s*[\"']?https?:", html, flags=re.I)
-    # plotly.js inline exactly once, four figures drawn
-    assert html.count("plotly.js v") == 1
-    assert html.count("Plotly.newPlot(") == 3
-    for section in ("9f8e7d6c", "v3", "Headline metrics", "Per-intent F1", "Confusions"):
+    # plotly.js (the basic bundle) inline exactly once, before the first of two figures
+    assert html.count("plotly.js (basic - minified)") == 1
+    assert html.count("Plotly.newPlot(") == 2
+    assert html.index("plotly.js (basic") < html.index("Plotly.newPlot(")
+    for section in ("9f8e7d6c", "v3", "Details", "Per-intent F1", "Most confused intents"):
         assert section in html
     assert "<em>card_arrival</em>" in html  # the sentence's *intent* emphasis
     assert "<em>stakeholders</em>" in html
@@ -66,10 +77,28 @@ def test_report_is_self_contained_and_escaped(tmp_path) -> None:
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
-def test_headline_table_shows_change() -> None:
+def test_details_table_shows_each_measure_once_rounded_for_people() -> None:
     html = render_report(_data())
-    assert "+0.110" in html  # accuracy 0.80 -> 0.91
-    assert "+0.630" in html  # silhouette 0.07 -> 0.70
+    table = html[html.index("<h2>Details</h2>") :]
+    table = table[: table.index("</table>")]
+    for name in ("Accuracy", "Macro-F1", "Silhouette", "Alignment", "Uniformity"):
+        assert table.count(f"<td>{name}</td>") == 1
+    assert "91 %" in table and "+11.0 pts" in table  # accuracy 0.80 -> 0.91
+    assert "+0.63" in table and "0.070" not in table  # silhouette 0.07 -> 0.70, 2 decimals
+    assert "share of questions whose top intent is the right one" in table
+    assert "1,423 labelled examples" in html and "1423.000" not in html
+
+
+def test_the_report_leads_with_the_summary_then_the_cards_then_the_details() -> None:
+    html = render_report(_data())
+    summary = html.index("class='summary'")
+    assert summary < html.index("class='cards'") < html.index("<h2>Details</h2>")
+    assert "91 % of the 23 test questions go to the right intent, up 11.0 points" in html
+    # the lead paragraph holds what the model knows and how often it is right; lists follow
+    lead = html[html.index("<p class='lead'>") :]
+    lead = lead[: lead.index("</p>")]
+    assert "learnt from 1,423 labelled examples. 91 % of the 23 test questions" in lead
+    assert "still fail" not in lead
 
 
 def test_empty_report_renders_without_figures() -> None:
@@ -94,3 +123,109 @@ def test_evidence_card_escapes_everything() -> None:
     )
     assert XSS not in card and XSS_ESCAPED in card
     assert "borderline" in card and "wrong" in card
+
+
+def _summary(**changes: object) -> str:
+    return " ".join(summary_sentences(ReportData(**{**_data().__dict__, **changes})))
+
+
+def test_summary_names_what_improved_and_what_still_fails_with_an_example() -> None:
+    text = _summary()
+    assert "The intent that improved most: *card_arrival* (F1 70 % → 95 %)." in text
+    # worst first, the failed example quoted with what it went to
+    assert f"The 3 that still fail most: *{XSS}* (F1 50 %; e.g. “my {XSS} text” went to" in text
+    assert "went to *top_up_failed*); *top_up_failed* (F1 80 %); *card_arrival* (F1 95 %)." in text
+
+
+def test_summary_says_down_when_the_model_got_worse() -> None:
+    text = _summary(metrics={"accuracy": 0.75}, per_intent_f1={"a": 0.5}, misses={})
+    assert "75 % of the 23 test questions go to the right intent, down 5.0 points" in text
+    assert "No intent improved with training." in text
+    assert "The intent that still fails most: *a* (F1 50 %)." in text
+
+
+def test_summary_of_a_cross_validated_multi_label_project() -> None:
+    text = _summary(
+        primary="micro_f1",
+        evaluated_on="cv5",
+        metrics={"micro_f1": 0.783},
+        baseline_metrics={"micro_f1": 0.783},
+        per_intent_f1={"a": 1.0, "b": 1.0},
+    )
+    assert "micro-F1 of 78.3 % on the 23 labelled examples, each predicted from the others" in text
+    assert "no test questions yet" in text and "the same as the base model" in text
+    assert "Every intent is recognised without a miss." in text
+
+
+def test_summary_of_the_frozen_encoder_itself_compares_with_nothing() -> None:
+    text = _summary(is_baseline=True, model_version="frozen base")
+    assert "No retrained model is active yet: these are the base model's scores." in text
+    assert "improved" not in text and "points" not in text
+
+
+def test_static_report_has_no_script_and_draws_f1_as_bars() -> None:
+    html = render_report(_data(), static=True)
+    assert "<script" not in html.lower() and "plotly" not in html.lower()
+    assert XSS not in html and XSS_ESCAPED in html
+    assert html.count("class='bar'") == 3 and "was 70 %" in html
+    assert "How the model arranges" not in html
+
+
+def test_banking77_sized_report_stays_under_2_mb() -> None:
+    rng = np.random.default_rng(0)
+    intents = [f"intent_{i:02d}_{'x' * 12}" for i in range(77)]
+    n = 1420
+    gold: list[str | None] = [intents[i % 77] for i in range(n)]
+    texts = [f"how do I do thing number {i} with my card, please tell me" for i in range(n)]
+    pts = rng.normal(size=(n, 2))
+    m = MapData(pts, list(range(n)), texts, gold, gold, ["train"] * n, [0.1] * n)
+    matrix = rng.integers(0, 3, size=(77, 77))
+    data = ReportData(
+        project="banking77",
+        model_version="v1",
+        dataset_hash="h",
+        metrics={"accuracy": 0.86},
+        baseline_metrics={"accuracy": 0.84},
+        per_intent_f1={k: float(rng.random()) for k in intents},
+        confusion_labels=intents,
+        confusion_matrix=matrix,
+        map_before=m,
+        map_after=m,
+        evidence=[_data().evidence[0]] * 6,
+    )
+    html = render_report(data)
+    assert len(html.encode("utf-8")) < 2_000_000
+    assert html.count("Plotly.newPlot(") == 2
+
+
+def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -> None:
+    from app.services.io import import_utterances
+    from app.services.reports import build_report
+    from storage.utterances import NewUtterance
+
+    texts = {
+        "track": [
+            "where is my order",
+            "has my parcel shipped",
+            "when will it arrive",
+            "track my package",
+            "is my delivery late",
+            "order status please",
+        ],
+        "refund": [
+            "refund please",
+            "I want my money back",
+            "return this item",
+            "how do I get a refund",
+            "give my money back",
+            "cancel and refund",
+        ],
+    }
+    rows = [NewUtterance(t, (k,), "train") for k, ts in texts.items() for t in ts]
+    import_utterances(ctx, "shop", rows)
+    path = build_report(ctx, "shop", static=True)
+    assert path.parent.parent == ctx.settings.data_dir / "downloads"
+    html = path.read_text(encoding="utf-8")
+    assert "of the 12 labelled examples, each predicted from the others" in html
+    assert "The model knows 2 intents, learnt from 12 labelled examples." in html
+    assert "<script" not in html and html.count("class='card'") >= 2

@@ -152,9 +152,10 @@ def banking77_csv(shared_data: Path, out: Path, *, unlabelled: int = 150, test: 
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def banking77_server(tmp_path_factory):
-    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported."""
+    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported (one for the
+    session: its warm-up is the slow part; the workbench tests run first and change labels)."""
     from tests.conftest import SHARED_DATA
 
     if not SHARED_DATA.exists():

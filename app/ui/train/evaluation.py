@@ -161,27 +161,57 @@ def act(ctx: AppContext, action: str, proj: str, uid: float | None, intent: str 
 
 
 def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
+    # Sized to fit a 1280x720 screen: the ranked tables (one at a time) on the left, the
+    # utterances behind the clicked row and their fixes on the right, the charts folded away.
     with gr.Row(equal_height=True):
-        gr.Markdown("### The active model on the test split")
+        status = gr.Markdown(
+            "**The active model on the test split**: press Evaluate.", elem_id="eval-status"
+        )
         evaluate_btn = gr.Button("Evaluate", elem_id="evaluate", scale=0, min_width=140)
-        top_n = gr.Slider(5, 100, value=HEATMAP_N, step=1, label="Heatmap: most confused intents")
-    status = gr.Markdown(elem_id="eval-status")
     confusion = gr.State(None)
     with gr.Row():
-        intents = gr.Dataframe(
-            headers=INTENT_COLUMNS,
-            interactive=False,
-            max_height=360,
-            label="Per intent, worst F1 first (click: its misses)",
-            elem_id="eval-intents",
-        )
-        pairs = gr.Dataframe(
-            headers=PAIR_COLUMNS,
-            interactive=False,
-            max_height=360,
-            label="Confused pairs, most first (click: the utterances)",
-            elem_id="worst",
-        )
+        with gr.Column(scale=1), gr.Tabs():
+            with gr.Tab("Confused pairs, most first"):
+                pairs = gr.Dataframe(
+                    headers=PAIR_COLUMNS,
+                    interactive=False,
+                    max_height=215,
+                    column_widths=["38%", "38%", "12%", "12%"],
+                    show_label=False,
+                    elem_id="worst",
+                )
+            with gr.Tab("Per intent, worst F1 first"):
+                intents = gr.Dataframe(
+                    headers=INTENT_COLUMNS,
+                    interactive=False,
+                    max_height=215,
+                    column_widths=["44%", "14%", "14%", "14%", "14%"],
+                    show_label=False,
+                    elem_id="eval-intents",
+                )
+        with gr.Column(scale=1):
+            cell_rows = gr.Dataframe(
+                headers=ROW_COLUMNS,
+                interactive=False,
+                wrap=True,
+                column_widths=["10%", "50%", "20%", "20%"],
+                max_height=170,
+                label="Test utterances behind the row you click (click one to fix it)",
+                elem_id="eval-rows",
+            )
+            picked_id = gr.Number(visible=False, precision=0)
+            picked = gr.Markdown("Click an utterance above to fix it.", elem_id="eval-picked")
+            with gr.Row(equal_height=True):
+                relabel_as = gr.Dropdown(
+                    [], label="Relabel as", allow_custom_value=True, scale=3, min_width=160
+                )
+                relabel_btn = gr.Button(
+                    "Relabel", scale=1, min_width=80, size="sm", elem_id="eval-relabel"
+                )
+            with gr.Row():
+                move_btn = gr.Button("Move to train", size="sm")
+                delete_btn = gr.Button("Delete", variant="stop", size="sm")
+            fix_status = gr.Markdown(elem_id="eval-fix")
     # Written by a table click or the heatmap's click handler; internal, so hidden.
     cell = gr.Textbox(
         label="Confusion cell (gold → predicted)",
@@ -190,25 +220,13 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
         elem_classes=["hidden-trigger"],
     )
     cell_btn = gr.Button("Show", elem_id="eval-cell-btn", elem_classes=["hidden-trigger"])
-    cell_rows = gr.Dataframe(
-        headers=ROW_COLUMNS,
-        interactive=False,
-        wrap=True,
-        column_widths=["8%", "52%", "20%", "20%"],
-        label="Test utterances behind it (click one to fix it)",
-        elem_id="eval-rows",
-    )
-    with gr.Row(equal_height=True):
-        picked_id = gr.Number(visible=False, precision=0)
-        picked = gr.Markdown("Click an utterance above to fix it.", elem_id="eval-picked")
-        relabel_as = gr.Dropdown([], label="Relabel as", allow_custom_value=True, scale=1)
-        relabel_btn = gr.Button("Relabel", scale=0, min_width=100, elem_id="eval-relabel")
-        move_btn = gr.Button("Move to train", scale=0, min_width=130)
-        delete_btn = gr.Button("Delete", variant="stop", scale=0, min_width=90)
-    fix_status = gr.Markdown(elem_id="eval-fix")
-    with gr.Accordion("Charts: F1 bars and the confusion heatmap", open=False), gr.Row():
-        f1_plot = gr.Plot(label="Per-intent F1", elem_id="eval-f1")
-        confusion_plot = gr.Plot(label="Confusion matrix (click a cell)", elem_id="eval-confusion")
+    with gr.Accordion("Charts: F1 bars and the confusion heatmap", open=False):
+        top_n = gr.Slider(5, 100, value=HEATMAP_N, step=1, label="Heatmap: most confused intents")
+        with gr.Row():
+            f1_plot = gr.Plot(label="Per-intent F1", elem_id="eval-f1")
+            confusion_plot = gr.Plot(
+                label="Confusion matrix (click a cell)", elem_id="eval-confusion"
+            )
     quiet: dict[str, Any] = {"api_visibility": "private"}
     evaluate_btn.click(
         bind(evaluate, ctx),

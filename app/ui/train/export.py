@@ -4,8 +4,6 @@ int8 encoder), and opening someone else's bundle as a read-only project."""
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -13,15 +11,16 @@ import gradio as gr
 from app.context import AppContext
 from app.services import bundles as bundle_svc
 from app.services import reports as report_svc
+from app.services.downloads import download_path
 from app.services.projects import project_names
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 
-def make_report(ctx: AppContext, proj: str | None) -> tuple[Any, str]:
+def make_report(ctx: AppContext, proj: str | None, static: bool = False) -> tuple[Any, str]:
     if not proj:
         return None, problem("Pick a project first.")
-    path, err = attempt(lambda: report_svc.build_report(ctx, proj))
+    path, err = attempt(lambda: report_svc.build_report(ctx, proj, static=static))
     if err or path is None:
         return None, problem(err or "")
     return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
@@ -31,7 +30,7 @@ def export(ctx: AppContext, proj: str | None, with_int8: bool) -> tuple[Any, str
     if not proj:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", proj).strip("-") or "project"
-    out = Path(tempfile.mkdtemp(prefix="intent-studio-bundle-")) / f"{safe}.zip"
+    out = download_path(ctx.settings, f"{safe}.zip")
     info, err = attempt(lambda: bundle_svc.export_bundle(ctx, proj, out, int8=with_int8))
     if err or info is None:
         return None, problem(err or "")
@@ -55,6 +54,11 @@ def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
 def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
     gr.Markdown("### Export & share")
     with gr.Row(equal_height=True):
+        static = gr.Checkbox(
+            label="static report: tables instead of interactive charts (smaller, prints well)",
+            scale=2,
+            elem_id="report-static",
+        )
         report = gr.Button("Stakeholder report (HTML)", elem_id="report", scale=1)
         report_file = gr.File(label="Report", scale=2, visible=False, elem_id="report-file")
     with gr.Row(equal_height=True):
@@ -74,7 +78,9 @@ def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
         )
         open_btn = gr.Button("Open bundle", elem_id="bundle-open", scale=1)
     status = gr.Markdown(elem_id="export-status")
-    report.click(bind(make_report, ctx), [project], [report_file, status], api_name="report")
+    report.click(
+        bind(make_report, ctx), [project, static], [report_file, status], api_name="report"
+    )
     bundle_btn.click(
         guarded(ctx, "designer", outputs=2, message=1)(bind(export, ctx)),
         [project, int8],

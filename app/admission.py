@@ -1,0 +1,113 @@
+"""Who may start a prediction now: the limits that keep one user's batches from stalling everyone.
+
+- **Per call**: a viewer sends at most 200 utterances per call, a designer or admin 1,000; every
+  utterance at most :data:`storage.utterances.MAX_TEXT_CHARS` characters (the importer's limit).
+- **Per user**: at most 2 batch calls (more than one utterance) at once; a third is refused.
+- **Queue**: at most 4,000 utterances of batch calls admitted at once, all users together; one-line
+  calls have their own lane (64 at once), so batches can never fill it.
+
+A refusal is a :class:`BusyError` saying to retry in a moment; nothing waits without bound. Once
+admitted, calls share the encoder in turns (:mod:`core.encoding.turns`), so a one-line call goes
+before the next chunk of a batch. The limits hold for every caller (UI, API, CLI): the prediction
+service enters :meth:`Admission.admit` itself.
+
+Example:
+    >>> gate = Admission(Limits(batches_per_user=1))
+    >>> with gate.admit("dana", 10):
+    ...     gate.admit("dana", 10).__enter__()
+    Traceback (most recent call last):
+    ...
+    app.admission.BusyError: Busy: dana already has 1 batch prediction running; retry when it has finished.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from storage.utterances import MAX_TEXT_CHARS
+
+
+class BusyError(RuntimeError):
+    """The server (or this user's share of it) is busy: nothing was done, retry in a moment."""
+
+
+def _per_role() -> dict[str, int]:
+    return {"viewer": 200, "designer": 1000, "admin": 1000}
+
+
+@dataclass(frozen=True)
+class Limits:
+    texts_per_call: Mapping[str, int] = field(default_factory=_per_role)
+    chars_per_text: int = MAX_TEXT_CHARS
+    batches_per_user: int = 2
+    queued_texts: int = 4000
+    lines_at_once: int = 64
+
+    def check_call(self, role: str, texts: list[str]) -> None:
+        """ValueError when ``texts`` is more than ``role`` may send in one call."""
+        cap = self.texts_per_call[role]
+        if len(texts) > cap:
+            raise ValueError(
+                f"At most {cap:,} utterances per call for a {role} (this call has "
+                f"{len(texts):,}): split them into smaller calls."
+            )
+        if any(len(t) > self.chars_per_text for t in texts):
+            raise ValueError(f"An utterance is longer than {self.chars_per_text} characters.")
+
+
+class Admission:
+    """Counts the prediction calls running now and refuses what would go past :class:`Limits`."""
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self._lock = threading.Lock()
+        self._batches: Counter[str] = Counter()  # user -> batch calls running
+        self._queued = 0  # utterances of the batch calls running
+        self._lines = 0  # one-line calls running
+
+    @property
+    def queued(self) -> int:
+        """Utterances of the batch calls admitted now."""
+        with self._lock:
+            return self._queued
+
+    @contextmanager
+    def admit(self, user: str, texts: int, *, lines: bool = False) -> Iterator[None]:
+        """Run the block as ``user``'s call of ``texts`` utterances, or raise :class:`BusyError`
+        at once. ``lines=True``: the call is many one-line requests served together (the API's
+        micro-batch), in the one-line lane."""
+        one_line = lines or texts <= 1
+        with self._lock:
+            if one_line:
+                if self._lines >= self.limits.lines_at_once:
+                    raise BusyError("Busy: too many predictions at once; retry in a moment.")
+                self._lines += 1
+            else:
+                running = self._batches[user]
+                if running >= self.limits.batches_per_user:
+                    plural = "s" if running > 1 else ""
+                    ends = "one has" if running > 1 else "it has"
+                    raise BusyError(
+                        f"Busy: {user} already has {running} batch prediction{plural} running; "
+                        f"retry when {ends} finished."
+                    )
+                if self._queued + texts > self.limits.queued_texts:
+                    raise BusyError(
+                        "Busy: the server is working through other users' batches; "
+                        "retry in a moment."
+                    )
+                self._batches[user] += 1
+                self._queued += texts
+        try:
+            yield
+        finally:
+            with self._lock:
+                if one_line:
+                    self._lines -= 1
+                else:
+                    self._batches[user] -= 1
+                    self._queued -= texts

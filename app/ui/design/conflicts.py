@@ -1,0 +1,148 @@
+"""The Design tab's Conflicts section: near-duplicates with different intents, likely mislabels
+and overlapping intent pairs, ranked in one table; click one to see the utterances behind it and
+fix it with one click (relabel, delete, move, merge: each one undoable batch, Undo beside it).
+Callbacks only call :mod:`app.services.conflicts`."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.context import AppContext
+from app.services import conflicts as svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+
+HELP = (
+    "Where the labels disagree with the data, computed out of fold with the frozen base encoder "
+    "(each example judged by the other examples only): **near-duplicates** that carry different "
+    "intents, **likely mislabelled** examples (cleanlab's confident learning: the rest of the "
+    "data confidently says another intent) and **overlapping intents** (often confused with each "
+    "other, centres close). Most severe first. Click a row, then fix it with one click; every "
+    "fix is one change that **Undo last fix** (or the Activity tab) reverts."
+)
+ALL = "all"
+KIND_CHOICES = [("all kinds", ALL), *((label, key) for key, label in svc.KINDS.items())]
+HEADERS = ["kind", "severity", "conflict"]
+FIX_BUTTONS = 2
+PICK_HINT = "Click a conflict below to see the utterances behind it and fix it."
+
+
+def _fix_buttons(conflict: dict[str, Any] | None) -> list[Any]:
+    fixes = conflict["fixes"] if conflict else []
+    return [
+        gr.update(value=fixes[i]["label"], visible=True)
+        if i < len(fixes)
+        else gr.update(visible=False)
+        for i in range(FIX_BUTTONS)
+    ]
+
+
+def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]:
+    """The ranked table, its rows (plain dicts), no selection, the status line, the hint."""
+    empty = pd.DataFrame([], columns=HEADERS)
+    if not proj:
+        return empty, [], None, "Pick a project.", PICK_HINT, *_fix_buttons(None)
+    found, err = attempt(lambda: svc.find(ctx, proj, None if kind == ALL else kind))
+    if err or found is None:
+        return empty, [], None, problem(err or ""), PICK_HINT, *_fix_buttons(None)
+    rows = [asdict(c) for c in found]
+    table = pd.DataFrame(
+        [[svc.KINDS[c.kind], f"{c.severity:.2f}", c.title] for c in found], columns=HEADERS
+    )
+    counts = ", ".join(
+        f"{sum(c.kind == k for c in found)} {label}" for k, label in svc.KINDS.items()
+    )
+    status = f"{len(found)} conflicts ({counts})." if found else "No conflicts found."
+    return table, rows, None, status, PICK_HINT if found else "", *_fix_buttons(None)
+
+
+def evidence_markdown(conflict: dict[str, Any]) -> str:
+    """The selected conflict and the utterances behind it; user text escaped."""
+    lines = [f"**{html.escape(conflict['title'])}**", ""]
+    lines += [f"- {html.escape(line)}" for line in conflict["evidence"]]
+    return "\n".join(lines)
+
+
+def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
+    index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+    if index is None or int(index) >= len(rows):
+        return None, PICK_HINT, *_fix_buttons(None)
+    conflict = rows[int(index)]
+    return int(index), evidence_markdown(conflict), *_fix_buttons(conflict)
+
+
+def fix_conflict(
+    ctx: AppContext, which: int, proj: str, rows: list[dict[str, Any]], selected: int | None
+) -> str:
+    """Apply the selected conflict's fix number ``which``."""
+    if selected is None or selected >= len(rows) or which >= len(rows[selected]["fixes"]):
+        return problem("Click a conflict in the table first.")
+    d = rows[selected]["fixes"][which]
+    fix = svc.Fix(
+        d["action"], d["label"], tuple(d["ids"]), tuple(d["intents"]), tuple(d["versions"])
+    )
+    msg, err = attempt(lambda: svc.apply(ctx, proj, fix))
+    return problem(err) if err else ok(f"{msg} (Undo last fix reverts it.)")
+
+
+def undo_fix(ctx: AppContext, proj: str) -> str:
+    msg, err = attempt(lambda: svc.undo(ctx, proj))
+    return problem(err) if err else ok(msg or "")
+
+
+def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+    gr.Markdown("### Conflicts")
+    with gr.Accordion("What counts as a conflict", open=False):
+        gr.Markdown(HELP, elem_classes=["help"])
+    with gr.Row(equal_height=True):
+        kind = gr.Dropdown(KIND_CHOICES, value=ALL, label="Show", scale=1, elem_id="conflicts-kind")
+        find_btn = gr.Button("Find conflicts", scale=0, min_width=160, elem_id="conflicts-find")
+        summary = gr.Markdown(elem_id="conflicts-summary")
+    rows = gr.State([])
+    selected = gr.State(None)
+    # The selection and its fixes above the table: they stay in view when a row is clicked.
+    detail = gr.Markdown(PICK_HINT, elem_id="conflicts-detail")
+    with gr.Row():
+        fix_btns = [
+            gr.Button(
+                visible=False,
+                variant="primary" if i == 0 else "secondary",
+                scale=0,
+                min_width=340,
+                elem_id=f"conflicts-fix-{i + 1}",
+            )
+            for i in range(FIX_BUTTONS)
+        ]
+        undo_btn = gr.Button("Undo last fix", scale=0, min_width=150, elem_id="conflicts-undo")
+    status = gr.Markdown(elem_id="conflicts-status")
+    table = gr.Dataframe(
+        headers=HEADERS,
+        interactive=False,
+        wrap=True,
+        elem_id="conflicts-table",
+        column_widths=["16%", "9%", "75%"],
+        max_height=420,
+    )
+
+    outputs = [table, rows, selected, summary, detail, *fix_btns]
+    refresh = (bind(show, ctx), [project, kind], outputs)
+    quiet: dict[str, Any] = {"api_visibility": "private"}
+    find_btn.click(*refresh, **quiet)
+    kind.change(*refresh, **quiet)
+    table.select(pick, [rows], [selected, detail, *fix_btns], **quiet)
+    for i, btn in enumerate(fix_btns):
+        btn.click(
+            guarded(ctx, "designer")(bind(fix_conflict, ctx, i)),
+            [project, rows, selected],
+            [status],
+            **quiet,
+        ).then(*refresh, **quiet)
+    undo_btn.click(
+        guarded(ctx, "designer")(bind(undo_fix, ctx)), [project], [status], **quiet
+    ).then(*refresh, **quiet)
+    return {"refresh": refresh}

@@ -1,0 +1,112 @@
+"""The Conflicts view's service on the demo project (real SQLite, real encoder): a planted flip
+and a planted near-duplicate are found with their fixes, every fix is one undoable batch, a row
+changed since the conflicts were found is not overwritten, and the queue can put the likely
+mislabels first."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services import conflicts as svc
+from app.services import data as data_svc
+from app.services import queue as queue_svc
+
+FLIPPED = "how do i reset my password"  # account_password_reset, relabelled discount_code below
+
+
+def row_by_text(ctx, project, text):
+    return next(r for r in data_svc.table(ctx, project, search=text) if r["text"] == text)
+
+
+@pytest.fixture
+def flipped(ctx, demo):
+    row = row_by_text(ctx, demo, FLIPPED)
+    data_svc.label_utterance(ctx, demo, row["id"], ["discount_code"])
+    return row["id"]
+
+
+def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably(
+    ctx, demo, flipped
+):
+    found = svc.find(ctx, demo, "mislabel")
+    mine = next(c for c in found if c.ids == (flipped,))
+    assert "labelled discount_code; the other examples say account_password_reset" in mine.title
+    assert [f.label for f in mine.fixes] == [
+        f"Relabel #{flipped} to account_password_reset",
+        f"Delete #{flipped}",
+    ]
+    assert flipped in svc.likely_mislabelled(ctx, demo)[:3]
+
+    before = len(data_svc.activity(ctx, demo))
+    assert svc.apply(ctx, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
+    assert row_by_text(ctx, demo, FLIPPED)["intents"] == "account_password_reset"
+    assert len(data_svc.activity(ctx, demo)) == before + 1  # one batch
+    assert all(c.ids != (flipped,) for c in svc.find(ctx, demo, "mislabel"))
+
+    assert "back to discount_code" in svc.undo(ctx, demo)
+    assert row_by_text(ctx, demo, FLIPPED)["intents"] == "discount_code"
+
+
+def test_a_near_duplicate_with_another_intent_is_found_and_deleting_it_is_undoable(ctx, demo):
+    twin = data_svc.add_utterance(ctx, demo, "where is my order??", ["payment_failed"])
+    found = svc.find(ctx, demo, "duplicate")
+    mine = next(c for c in found if twin["id"] in c.ids)
+    assert mine.ids[1] == twin["id"] and "says what" in mine.title
+    assert mine.fixes[0].label.endswith("to track_order") and mine.fixes[1].action == "delete"
+    assert svc.apply(ctx, demo, mine.fixes[1]) == f"Deleted #{twin['id']}."
+    assert data_svc.table(ctx, demo, search="where is my order??") == []
+    svc.undo(ctx, demo)
+    assert row_by_text(ctx, demo, "where is my order??")["intents"] == "payment_failed"
+
+
+def test_moving_the_confusable_examples_of_an_overlap_is_one_batch_that_one_undo_reverts(ctx, demo):
+    # three track_order examples labelled as cancel_order: the two intents now overlap
+    texts = ["wheres my stuff", "order status pls", "has my package left the warehouse yet"]
+    ids = [row_by_text(ctx, demo, t)["id"] for t in texts]
+    for uid in ids:
+        data_svc.label_utterance(ctx, demo, uid, ["cancel_order"])
+    fix = svc.Fix(
+        "move",
+        "Move",
+        tuple(ids),
+        ("track_order",),
+        tuple(row_by_text(ctx, demo, t)["version"] for t in texts),
+    )
+    before = len(data_svc.activity(ctx, demo))
+    assert svc.apply(ctx, demo, fix) == "Moved 3 example(s) to track_order."
+    activity = data_svc.activity(ctx, demo)
+    assert len(activity) == before + 1 and activity[0]["rows"] == 3
+    assert "Undid label of 3 utterance(s)" in svc.undo(ctx, demo)
+    assert {row_by_text(ctx, demo, t)["intents"] for t in texts} == {"cancel_order"}
+
+
+def test_overlapping_intents_offer_a_merge(ctx, demo, flipped):
+    overlaps = svc.find(ctx, demo, "overlap")
+    assert overlaps and all(c.fixes[-1].action == "merge" for c in overlaps)
+    assert [c.severity for c in overlaps] == sorted((c.severity for c in overlaps), reverse=True)
+
+
+def test_a_row_changed_since_the_conflicts_were_found_is_not_overwritten(ctx, demo, flipped):
+    mine = next(c for c in svc.find(ctx, demo, "mislabel") if c.ids == (flipped,))
+    data_svc.label_utterance(ctx, demo, flipped, ["talk_to_human"])  # someone else, meanwhile
+    with pytest.raises(data_svc.repo.ConflictError, match="changed by someone else"):
+        svc.apply(ctx, demo, mine.fixes[0])
+    assert row_by_text(ctx, demo, FLIPPED)["intents"] == "talk_to_human"
+
+
+def test_an_unknown_kind_or_fix_is_refused(ctx, demo):
+    with pytest.raises(ValueError, match="Unknown kind of conflict 'dupes'"):
+        svc.find(ctx, demo, "dupes")
+    with pytest.raises(ValueError, match="Unknown fix 'rename'"):
+        svc.apply(ctx, demo, svc.Fix("rename", "x"))
+
+
+def test_the_queue_can_review_the_likely_mislabelled_first(ctx, demo, flipped):
+    ids = queue_svc.order(ctx, demo, "mislabelled")
+    assert ids[0] == flipped
+    item = queue_svc.item(ctx, demo, ids[0], review=True)
+    assert item is not None and item.current == ("discount_code",)
+    assert item.suggestions[0].intent == "account_password_reset"  # the row itself has no vote
+    assert item.suggestions[0].example != FLIPPED
+    queue_svc.answer(ctx, demo, flipped, "take", ["account_password_reset"])
+    assert flipped not in queue_svc.order(ctx, demo, "mislabelled")

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from core.encoding.registry import Encoder
+from core.encoding.turns import Turns
+
+
+def _queue_up(turns: Turns, order: list[str], name: str, *, urgent: bool) -> threading.Thread:
+    """Start a thread that waits for a turn and records ``name`` when it gets it; returns once
+    the thread is in the line."""
+    before = turns.waiting()
+
+    def take() -> None:
+        with turns.turn(urgent=urgent):
+            order.append(name)
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while turns.waiting() == before:
+        assert time.monotonic() < deadline, "the thread never queued"
+        time.sleep(0.005)
+    return thread
+
+
+def test_an_urgent_turn_goes_before_chunks_that_waited_longer():
+    turns = Turns()
+    order: list[str] = []
+    with turns.turn(urgent=False):  # a chunk of a long request is running
+        threads = [
+            _queue_up(turns, order, "batch chunk 1", urgent=False),
+            _queue_up(turns, order, "batch chunk 2", urgent=False),
+            _queue_up(turns, order, "one line", urgent=True),
+        ]
+    for t in threads:
+        t.join(10)
+    assert order == ["one line", "batch chunk 1", "batch chunk 2"]
+    assert turns.waiting() == 0
+
+
+def test_a_long_encode_is_chunked_and_keeps_the_input_order(encoder):
+    """Texts of very different lengths (sorted longest first inside) come back in input order,
+    equal to encoding each alone."""
+    own = Encoder(encoder.model, encoder.name, encoder.fingerprint, turns=Turns())
+    texts = [("word " * (i % 7 * 20)) + f"text {i}" for i in range(16)]
+    vectors = own.encode(texts, batch_size=4)
+    alone = np.concatenate([own.encode([t]) for t in texts[:5]])
+    np.testing.assert_allclose(vectors[:5], alone, atol=1e-4)
+    assert own.chunk_size("x" * 2000, 64) <= own.chunk_size("hi", 64)
+
+
+def test_a_one_line_encode_is_not_stuck_behind_a_long_one(encoder):
+    own = Encoder(encoder.model, encoder.name, encoder.fingerprint, turns=Turns())
+    long_texts = [
+        f"{i} " + "my parcel has not arrived and nobody answers " * 10 for i in range(200)
+    ]
+    under_way = threading.Event()
+    batch = threading.Thread(
+        target=own.encode, args=(long_texts,), kwargs={"progress": lambda *_: under_way.set()}
+    )
+    batch.start()
+    assert under_way.wait(60)  # its first chunk is done
+    own.encode(["where is my parcel"])
+    assert batch.is_alive(), "the one-line encode waited for the whole batch"
+    batch.join(300)

@@ -1,0 +1,172 @@
+"""The views at the sizes real assistants have: the Train tab's sections fit a 1280x720 screen on
+BANKING77 (77 intents), a confused pair's utterance is relabelled from the evaluation view there,
+and a synthetic project of 300 intents (1,500 utterances) gets a readable map: distinct colours,
+names at the clusters, an intent isolated by search, a click answered on first render."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import Server, shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ACTIONS = [
+    "cancel", "renew", "upgrade", "pause", "transfer", "report", "verify", "update", "close",
+    "reset", "track", "refund", "replace", "activate", "block", "share", "export", "schedule",
+    "split", "dispute",
+]  # fmt: skip
+OBJECTS = [
+    "card", "loan", "mortgage", "pension", "insurance", "subscription", "parcel", "invoice",
+    "password", "address", "account", "payment", "booking", "ticket", "voucher",
+]  # fmt: skip
+TEMPLATES = [
+    "I want to {a} my {o}",
+    "how do I {a} the {o}",
+    "please {a} my {o} today",
+    "can you help me {a} my {o}",
+    "{a} {o} now",
+]
+
+
+def synthetic_300(out) -> None:
+    """300 intents (20 actions x 15 objects), 4 train + 1 test utterances each."""
+    with out.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label", "split"])
+        for a in ACTIONS:
+            for o in OBJECTS:
+                for i, t in enumerate(TEMPLATES):
+                    w.writerow([t.format(a=a, o=o), f"{a}_{o}", "test" if i == 4 else "train"])
+
+
+@pytest.fixture(scope="module")
+def server_300(tmp_path_factory):
+    root = tmp_path_factory.mktemp("s300")
+    src = root / "300.csv"
+    synthetic_300(src)
+    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(root / "data")}
+    subprocess.run(
+        [sys.executable, "-m", "app", "import", str(src), "--project", "intents300"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    srv = Server(root / "data", "--no-demo")
+    try:
+        srv.wait_ready()
+        srv.wait_warm()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _sized(browser, width: int, height: int):
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    return ctx, page
+
+
+def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
+    banking77_server, browser
+):
+    ctx, page = _sized(browser, 1280, 720)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Train").click()
+        for section in ("Retrain", "Versions", "Evaluation", "Export & share"):
+            page.get_by_role("tab", name=section).click()
+            if section == "Evaluation":
+                page.locator("#evaluate").click()
+                page.wait_for_function(
+                    "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
+                )
+                page.wait_for_selector("#worst [data-testid=cell-0-0]")
+            height = page.evaluate("() => document.documentElement.scrollHeight")
+            shot(page, f"60-train-{section.split()[0].lower()}-1280")
+            assert height <= 720, (section, height)
+
+        # the worst pair of 77 intents, its utterances, one relabelled right there
+        page.get_by_role("tab", name="Evaluation").click()
+        wrong = page.inner_text("#worst [data-testid=cell-0-1]").strip()
+        page.locator("#worst [data-testid=cell-0-0]").click()
+        page.wait_for_selector("#eval-rows [data-testid=cell-0-1]")
+        page.locator("#eval-rows [data-testid=cell-0-1]").click()
+        page.wait_for_function(
+            "(w) => document.querySelector('#eval-picked')?.innerText?.includes('predicted ' + w)",
+            arg=wrong,
+        )
+        page.locator("#eval-relabel").click()
+        page.wait_for_function(
+            "(w) => document.querySelector('#eval-fix')?.innerText?.includes('relabelled as ' + w)",
+            arg=wrong,
+        )
+        shot(page, "61-evaluation-fixed-1280")
+    finally:
+        ctx.close()
+
+
+def _map_traces(page) -> dict[str, str]:
+    return page.evaluate(
+        "() => Object.fromEntries(document.querySelector('#map-plot .js-plotly-plot').data"
+        ".filter((t) => t.mode === 'markers').map((t) => [t.name, t.marker.color]))"
+    )
+
+
+def test_a_map_of_300_intents_is_readable(server_300, browser):
+    ctx, page = _sized(browser, 1440, 900)
+    try:
+        page.goto(server_300.url)
+        page.get_by_role("tab", name="Map").click()
+        page.wait_for_function(
+            "() => document.querySelector('#map-plot .js-plotly-plot')?.data?.length > 300",
+            timeout=300_000,
+        )
+        colours = _map_traces(page)
+        labelled = {k: c for k, c in colours.items() if not k.startswith("(")}
+        assert len(labelled) == 300
+        assert len(set(labelled.values())) >= 256  # glasbey's 256 distinct colours, all used
+        shot(page, "62-map-300-intents")
+
+        # a fresh page draws the cached map, and a click is answered without a Refresh
+        page.goto(server_300.url)
+        page.get_by_role("tab", name="Map").click()
+        page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot')?.on")
+        page.evaluate(
+            "() => document.querySelector('#map-plot .js-plotly-plot')"
+            ".emit('plotly_click', {points: [{customdata: 7}]})"
+        )
+        page.wait_for_function(
+            "() => document.querySelector('#map-explanation')?.innerText"
+            "?.includes('Nearest labelled')"
+        )
+        search = page.locator("#map-focus input")
+        search.click()
+        search.fill("refund_parcel")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        page.wait_for_function(
+            "() => { const d = document.querySelector('#map-plot .js-plotly-plot')?.data || [];"
+            " const names = d.filter((t) => t.mode === 'text');"
+            " return names.length === 1 && names[0].text.length === 1; }"
+        )
+        isolated = _map_traces(page)
+        assert {c for k, c in isolated.items() if k != "refund_parcel"} == {"#d9d9d9"}
+        assert isolated["refund_parcel"] != "#d9d9d9"
+        shot(page, "63-map-300-isolated")
+    finally:
+        ctx.close()
+    ctx, page = _sized(browser, 1280, 720)
+    try:
+        page.goto(server_300.url)
+        page.get_by_role("tab", name="Map").click()
+        page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot')?.on")
+        shot(page, "64-map-300-1280")
+    finally:
+        ctx.close()
