@@ -109,7 +109,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             headers=["intent", "score", "nearest example of this intent", "similarity"],
             interactive=False,
             wrap=True,
-            column_widths=["30%", "10%", "45%", "15%"],
+            column_widths=["27%", "11%", "42%", "20%"],
             label="Ranked intents",
             elem_id="try-ranked",
         )
@@ -117,7 +117,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
             headers=["labelled example", "intents", "similarity"],
             interactive=False,
             wrap=True,
-            column_widths=["57%", "28%", "15%"],
+            column_widths=["54%", "26%", "20%"],
             label="Nearest labelled neighbours",
             elem_id="try-neighbours",
         )
