@@ -78,6 +78,10 @@ class ReportData:
     space_after: dict[str, float] = field(default_factory=dict)
     # Evidence cards: ``Explanation.to_dict()`` of chosen example utterances.
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    # Out of scope: how many test questions the active model would answer with no intent
+    # (``fallback`` of ``n_evaluated``) at the project's target in-scope recall (None: off).
+    fallback: int = 0
+    oos_target: float | None = None
     generated_at: str = ""
     notes: str = ""
 

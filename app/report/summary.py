@@ -104,7 +104,19 @@ def summary_parts(d: ReportData) -> tuple[list[str], list[str]]:
             f"{d.n_examples:,} labelled examples."
         )
     lead.append(_headline(d))
-    return lead, [s for s in (_improved(d), _failing(d)) if s]
+    return lead, [s for s in (_improved(d), _failing(d), _fallback(d)) if s]
+
+
+def _fallback(d: ReportData) -> str:
+    """How many test questions would go to the fallback (no intent), when detection is on."""
+    if d.oos_target is None or d.cross_validated or not d.n_evaluated:
+        return ""
+    share = d.fallback / d.n_evaluated
+    return (
+        f"With out-of-scope detection on (it keeps {d.oos_target:.0%} of each intent's own "
+        f"questions), {d.fallback:,} of the {d.n_evaluated:,} test questions ({share:.1%}) "
+        "would get no intent and go to the fallback answer."
+    )
 
 
 def summary_sentences(d: ReportData) -> list[str]:

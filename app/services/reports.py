@@ -11,6 +11,7 @@ from typing import Any
 from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
+from app.services import projects as project_svc
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE
@@ -66,6 +67,22 @@ def _from_pool(
         if card.get("correct") is False and card.get("predicted"):
             misses[intent] = (row.text, str(card["predicted"]))
     return cards, misses
+
+
+def _fallback(
+    ctx: AppContext, project: str, pid: int, rows: list[Any], cross_validated: bool
+) -> tuple[float | None, int]:
+    """(the out-of-scope target, how many test questions the live model answers with no
+    intent): the same decision as Try, the API and bundles."""
+    target = project_svc.out_of_scope(ctx, project)["target_recall"]
+    tests = [r.text for r in rows if r.split == "test" and r.labels]
+    if target is None or cross_validated or not tests:
+        return target, 0
+    pool = ctx.pool(pid)
+    if len(pool.index) == 0:
+        return target, 0
+    decided = pool.predictor.predict_with_evidence(tests, k=1, show=1)
+    return target, sum(1 for public, _ in decided if public.get("oos"))
 
 
 def _filename(project: str, version: str, static: bool) -> str:
@@ -139,5 +156,6 @@ def build_report(
         space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,
     )
+    data.oos_target, data.fallback = _fallback(ctx, project, p.id, rows, cross_validated)
     path = out or download_path(ctx.settings, _filename(project, version, static))
     return write_report(data, path, static=static)

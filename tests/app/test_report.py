@@ -229,3 +229,27 @@ def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -
     assert "of the 12 labelled examples, each predicted from the others" in html
     assert "The model knows 2 intents, learnt from 12 labelled examples." in html
     assert "<script" not in html and html.count("class='card'") >= 2
+
+
+def test_summary_says_how_many_test_questions_would_go_to_the_fallback() -> None:
+    assert "fallback" not in _summary()  # detection off: nothing said
+    text = _summary(oos_target=0.95, fallback=2)
+    assert "keeps 95% of each intent's own questions), 2 of the 23 test questions (8.7%)" in text
+
+
+def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path) -> None:
+    from app.services import data as data_svc
+    from app.services.reports import _fallback
+    from storage.projects import get_project
+    from storage.utterances import list_utterances
+
+    data_svc.add_utterance(
+        ctx, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
+    )
+    with ctx.db.session() as s:
+        p = get_project(s, demo)
+        rows, pid = list_utterances(s, p.id), p.id
+    target, n = _fallback(ctx, demo, pid, rows, cross_validated=False)
+    assert target == 0.95 and n >= 1  # the weather question at least falls back
+    n_tests = sum(1 for r in rows if r.split == "test" and r.labels)
+    assert n < n_tests / 2
