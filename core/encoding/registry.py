@@ -127,26 +127,32 @@ class Encoder:
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
-        """Encode texts to an ``(n, dim)`` float32 array of unit vectors."""
+        """Encode texts to an ``(n, dim)`` float32 array of unit vectors (in the given order).
+
+        The texts are encoded longest first in batches of similar length (each batch is padded
+        to its longest text only), whatever order they come in; ``progress(done, total)`` is
+        called after each batch.
+        """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:
             return self._encode_one(texts[0])
-        out: list[np.ndarray] = []
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
             for start in range(0, len(texts), batch_size):
-                chunk = list(texts[start : start + batch_size])
+                idx = order[start : start + batch_size]
                 vecs = self.model.encode(
-                    chunk,
+                    [texts[i] for i in idx],
                     batch_size=batch_size,
                     convert_to_numpy=True,
                     normalize_embeddings=True,
                     show_progress_bar=False,
                 )
-                out.append(np.asarray(vecs, dtype=np.float32))
+                out[idx] = np.asarray(vecs, dtype=np.float32)
                 if progress is not None:
                     progress(min(start + batch_size, len(texts)), len(texts))
-        return np.ascontiguousarray(np.concatenate(out))
+        return out
 
     def _encode_one(self, text: str) -> np.ndarray:
         """The single-query path (the Try tab, the API): skips the batching machinery."""
