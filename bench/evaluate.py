@@ -89,15 +89,11 @@ def main() -> None:
         res["eval_active_disk_s"], _ = timed(lambda: evaluate_version(new, data, disk))
         train_v = cache.encode(base, train_x)
         test_v = cache.encode(base, test_x)
-        res["score_only_s"], metrics = timed(
-            lambda: evaluate_knn(train_v, train_y, test_v, test_y)
-        )
+        res["score_only_s"], metrics = timed(lambda: evaluate_knn(train_v, train_y, test_v, test_y))
         res["accuracy_base"] = round(float(metrics["accuracy"]), 4)
         # the retrain's evaluation phase: new (cold) + base + active, as a first retrain sees it
         # (base cold) and as a later one sees it (base and active cached)
-        res["phase_first_retrain_s"] = round(
-            res["eval_new_cold_s"] + res["eval_base_cold_s"], 2
-        )
+        res["phase_first_retrain_s"] = round(res["eval_new_cold_s"] + res["eval_base_cold_s"], 2)
         res["phase_later_retrain_s"] = round(
             res["eval_new_cold_s"] + res["eval_base_warm_s"] + res["eval_active_disk_s"], 2
         )

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from core.training.eta import Eta
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
