@@ -87,10 +87,10 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     first = next((r for r in reporter.reports if r[3] is not None and r[1] < r[2]), None)
     out: dict[str, Any] = {"phase_later_pipeline_s": round(took, 2), "phase_to_encode": ev.total}
     if first is not None:
-        real_left = took - first[0]
-        out["phase_first_eta_s"] = round(first[3], 1)
+        real_left, eta = took - first[0], float(first[3] or 0.0)
+        out["phase_first_eta_s"] = round(eta, 1)
         out["phase_first_eta_real_left_s"] = round(real_left, 1)
-        out["phase_first_eta_ratio"] = round(first[3] / real_left, 2)
+        out["phase_first_eta_ratio"] = round(eta / real_left, 2)
     return out
 
 
