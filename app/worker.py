@@ -23,7 +23,7 @@ from huey.api import TaskWrapper
 
 from app.config import Settings
 from app.context import AppContext
-from app.services.retrain import run_retrain
+from app.services.retrain import EvalProgress, run_retrain
 from core.training import TrainConfig, TrainingCancelled, TrainProgress
 from storage import jobs
 
@@ -73,6 +73,7 @@ class JobReporter:
         self.ctx = ctx
         self.job_id = job_id
         self._last_write = 0.0
+        self._phase = ""
         self._last_poll = 0.0
         self._cancel = False
         self._stop = threading.Event()
@@ -87,24 +88,47 @@ class JobReporter:
             except Exception:
                 logger.exception("heartbeat failed")
 
-    def log(self, line: str) -> None:
+    def log(self, line: str, *, phase: str | None = None) -> None:
         with self.ctx.db.session() as s:
-            jobs.log_line(s, self.job_id, line)
+            jobs.log_line(s, self.job_id, line, phase=phase)
+
+    def _due(self, phase: str, done: bool) -> bool:
+        """At most one progress write a second, but always a phase's first and last."""
+        now = time.monotonic()
+        if now - self._last_write < 1.0 and not done and phase == self._phase:
+            return False
+        self._last_write, self._phase = now, phase
+        return True
 
     def progress(self, p: TrainProgress) -> None:
-        now = time.monotonic()
-        if now - self._last_write < 1.0 and p.step < p.total:
+        if not self._due("training", p.step >= p.total):
             return
-        self._last_write = now
+        stage = "Stage 1 · " if p.stage == "stage1" else ""
         with self.ctx.db.session() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
+                phase="training",
                 step=p.step,
                 total=p.total,
                 loss=float(p.loss),
                 eta=p.eta,
-                message=f"{p.stage}: step {p.step}/{p.total}, loss {p.loss:.4f}",
+                message=f"{stage}step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
+            )
+
+    def evaluation(self, p: EvalProgress) -> None:
+        if not self._due("evaluating", p.done >= p.total):
+            return
+        with self.ctx.db.session() as s:
+            jobs.set_progress(
+                s,
+                self.job_id,
+                phase="evaluating",
+                step=p.done,
+                total=p.total,
+                loss=None,
+                eta=p.eta,
+                message=f"Evaluating {p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
             )
 
     def should_cancel(self) -> bool:

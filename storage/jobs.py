@@ -7,6 +7,7 @@ failed. Every function takes a session and returns plain :class:`JobView` record
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ class JobView:
     id: int
     project_id: int
     status: str
+    phase: str
     step: int
     total: int
     loss: float | None
@@ -41,7 +43,16 @@ class JobView:
 
     @property
     def fraction(self) -> float:
+        """Of the current phase (``training`` steps, ``evaluating`` utterances)."""
         return self.step / self.total if self.total else 0.0
+
+    @property
+    def percent(self) -> int:
+        """The current phase's whole percent done; 100 only once the job succeeded (the version
+        is registered), so a phase whose count is complete shows 99 while work remains."""
+        if self.status == "succeeded":
+            return 100
+        return min(99, math.floor(100 * self.fraction))
 
     @property
     def active(self) -> bool:
@@ -53,6 +64,7 @@ def _view(job: TrainingJob) -> JobView:
         job.id,
         job.project_id,
         job.status,
+        job.phase,
         job.step,
         job.total,
         job.loss,
@@ -127,6 +139,7 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
             worker_pid=pid,
             heartbeat_at=utcnow(),
             message="preparing data",
+            phase="preparing",
         )
     ).rowcount  # type: ignore[attr-defined]
     return get_job(s, job_id) if claimed else None
@@ -157,21 +170,34 @@ def heartbeat(s: Session, job_id: int) -> None:
         job.heartbeat_at = utcnow()
 
 
-def log_line(s: Session, job_id: int, line: str) -> None:
-    """Append a time-stamped line to the job's log; it is also the job's current message."""
+def log_line(s: Session, job_id: int, line: str, *, phase: str | None = None) -> None:
+    """Append a time-stamped line to the job's log; it is also the job's current message. A
+    ``phase`` (``preparing``, ``saving``, ``registering``, …) is recorded with it."""
     job = s.get(TrainingJob, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
         job.message = line
+        if phase is not None:
+            job.phase = phase
         job.heartbeat_at = utcnow()
 
 
 def set_progress(
-    s: Session, job_id: int, *, step: int, total: int, loss: float, eta: float | None, message: str
+    s: Session,
+    job_id: int,
+    *,
+    step: int,
+    total: int,
+    loss: float | None,
+    eta: float | None,
+    message: str,
+    phase: str = "training",
 ) -> None:
+    """The count of a measured phase: ``step`` of ``total`` done, seconds left (None while it is
+    being estimated), the last loss (None outside training)."""
     job = s.get(TrainingJob, job_id)
     if job is not None:
-        job.step, job.total, job.loss, job.eta_seconds = step, total, loss, eta
+        job.phase, job.step, job.total, job.loss, job.eta_seconds = phase, step, total, loss, eta
         job.message = message
         job.heartbeat_at = utcnow()
 

@@ -203,6 +203,8 @@ class TrainingJob(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # What step/total/eta count: "training" (steps), "evaluating" (utterances), else no count.
+    phase: Mapped[str] = mapped_column(String(16), default="", server_default="")
     step: Mapped[int] = mapped_column(Integer, default=0)
     total: Mapped[int] = mapped_column(Integer, default=0)
     loss: Mapped[float | None] = mapped_column(Float, default=None)

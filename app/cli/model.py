@@ -43,9 +43,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         while True:
             view = training.job(ctx, view.id)
-            line = f"[{view.status}] {view.message}" + (
-                f"  ETA {view.eta_seconds:.0f}s" if view.eta_seconds else ""
-            )
+            line = f"[{view.status}] {training.describe(view)}"
             if line != last:
                 print(line, flush=True)
                 last = line

@@ -10,6 +10,7 @@ there is one, else by 5-fold cross-validation of `train`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +43,17 @@ def evaluate_version(
     multi_label: bool = False,
     head: dict[str, Any] | None = None,
     k: int = 1,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], MultiLabelHead | None]:
     """Metrics of ``encoder`` on ``data`` (one shape, ``primary`` names the headline), and for a
     multi-label project the head fitted on all train rows (``head`` = its options: ``threshold``,
-    ``tune``)."""
-    train_v = cache.encode(encoder, data.train_texts)
-    test_v = cache.encode(encoder, data.test_texts) if data.test_texts else train_v[:0]
+    ``tune``).
+
+    Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
+    length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many
+    there will be)."""
+    vectors = cache.encode(encoder, [*data.train_texts, *data.test_texts], progress=progress)
+    train_v, test_v = vectors[: len(data.train_texts)], vectors[len(data.train_texts) :]
     fitted: MultiLabelHead | None = None
     if multi_label:
         metrics, fitted = evaluate_head(

@@ -1,6 +1,11 @@
 """The retrain pipeline a worker runs for one job: snapshot the data → train → save the artifact →
 evaluate (new, frozen base, active) → promotion gate → register the version.
 
+Progress has two measured phases, each with its own count and ETA: ``training`` (optimiser
+steps) and ``evaluating`` (the utterances the three encoders still have to encode: the frozen
+base's and the active version's vectors mostly come from the embedding cache, so the new model's
+are most of the work). The job reaches 100 % only when the version is registered.
+
 A failure or a crash leaves the active model unchanged and no referenced artifact half-written:
 the artifact is written under a temporary name and renamed when complete, and removed again when
 anything after it fails.
@@ -10,14 +15,23 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.context import AppContext
 from app.services.evaluation import evaluate_version, gate
+from core.encoding.registry import Encoder
 from core.evaluation import EvalData
-from core.multilabel.head import HEAD_DIR
+from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
-from core.training import TrainConfig, TrainProgress, load_trained, train_encoder
+from core.training import (
+    Eta,
+    TrainConfig,
+    TrainingCancelled,
+    TrainProgress,
+    load_trained,
+    train_encoder,
+)
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project
@@ -27,14 +41,70 @@ from storage.versions import NewVersion, active_version, register_version
 PROMOTION_TOLERANCE = 0.01
 
 
+@dataclass(frozen=True)
+class EvalProgress:
+    """The evaluation phase: utterances encoded of those the ``encoders`` still had to encode,
+    and the seconds left (None until measured)."""
+
+    done: int
+    total: int
+    encoders: int
+    eta: float | None
+
+
 class Reporter(Protocol):
     """Where a running job reports (the worker's job reporter)."""
 
-    def log(self, line: str) -> None: ...
+    def log(self, line: str, *, phase: str | None = None) -> None: ...
 
     def progress(self, p: TrainProgress) -> None: ...
 
+    def evaluation(self, p: EvalProgress) -> None: ...
+
     def should_cancel(self) -> bool: ...
+
+
+Scored = tuple[dict[str, Any], MultiLabelHead | None]
+
+
+class Evaluation:
+    """Scores several encoders on one data set as one measured phase: the count is what the
+    embedding cache does not hold yet, known before the first one is encoded."""
+
+    def __init__(
+        self, ctx: AppContext, reporter: Reporter, data: EvalData, encoders: list[Encoder]
+    ) -> None:
+        self.ctx, self.reporter, self.data = ctx, reporter, data
+        texts = [*data.train_texts, *data.test_texts]
+        distinct = {e.fingerprint: e for e in encoders}
+        self.encoders = len(distinct)
+        self.total = sum(len(ctx.cache.missing(e, texts)) for e in distinct.values())
+        self.done = 0
+        self.eta = Eta(self.total)
+        self.scored: dict[str, Scored] = {}
+
+    def _report(self, done: int) -> None:
+        if self.reporter.should_cancel():
+            raise TrainingCancelled(f"cancelled while evaluating ({done} of {self.total})")
+        left = self.eta.update(done)
+        self.reporter.evaluation(EvalProgress(done, self.total, self.encoders, left))
+
+    def start(self) -> None:
+        self._report(0)
+
+    def score(self, encoder: Encoder, **options: Any) -> Scored:
+        """Metrics (and head) of ``encoder``; an encoder already scored is not scored again."""
+        if encoder.fingerprint in self.scored:
+            return self.scored[encoder.fingerprint]
+        offset = self.done
+
+        def progress(done: int, _total: int) -> None:
+            self.done = offset + done
+            self._report(self.done)
+
+        result = evaluate_version(encoder, self.data, self.ctx.cache, progress=progress, **options)
+        self.scored[encoder.fingerprint] = result
+        return result
 
 
 def run_retrain(
@@ -63,7 +133,8 @@ def run_retrain(
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     reporter.log(
-        f"training {cfg.method} on {len(train.train_texts)} utterances (dataset {dv_hash[:12]})"
+        f"training {cfg.method} on {len(train.train_texts)} utterances (dataset {dv_hash[:12]})",
+        phase="training",
     )
     started = time.monotonic()
     trained = train_encoder(
@@ -78,22 +149,31 @@ def run_retrain(
     )
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
-    reporter.log("saving the model")
-
-    def score(encoder: Any) -> tuple[dict[str, Any], Any]:
-        return evaluate_version(encoder, data, ctx.cache, multi_label=multi, head=head_options)
+    reporter.log("saving the model", phase="saving")
+    options = {"multi_label": multi, "head": head_options}
 
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
-        reporter.log(f"evaluating on {data.split}")
-        new_metrics, head = score(load_trained(tmp, device=ctx.device))
+        new_encoder = load_trained(tmp, device=ctx.device)
+        base_encoder = ctx.base_encoder(base)
+        ref_encoder = base_encoder if active is None else ctx.encoder_for_version(active)
+        evaluation = Evaluation(ctx, reporter, data, [new_encoder, base_encoder, ref_encoder])
+        reporter.log(
+            f"evaluating {evaluation.encoders} encoders on {data.split}: "
+            f"{evaluation.total:,} utterances to encode"
+        )
+        started = time.monotonic()
+        evaluation.start()
+        new_metrics, head = evaluation.score(new_encoder, **options)
         if head is not None:  # the head is part of the version: written before the rename
             head.save(tmp / HEAD_DIR)
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        base_metrics, _ = score(ctx.base_encoder(base))
-        ref_metrics = base_metrics if active is None else score(ctx.encoder_for_version(active))[0]
+        base_metrics, _ = evaluation.score(base_encoder, **options)
+        ref_metrics, _ = evaluation.score(ref_encoder, **options)
+        evaluate_seconds = time.monotonic() - started
+        reporter.log("registering the version", phase="registering")
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)
         metrics = {
             **new_metrics,
@@ -104,6 +184,7 @@ def run_retrain(
             },
             "gate": {"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
             "train_seconds": round(train_seconds, 1),
+            "evaluate_seconds": round(evaluate_seconds, 1),
             "steps": trained.stats.get("steps"),
         }
         new = NewVersion(

@@ -126,3 +126,32 @@ def wait(ctx: AppContext, job_id: int, timeout: float = 600.0, poll: float = 0.5
         if not view.active or time.monotonic() > end:
             return view
         time.sleep(poll)
+
+
+def time_left(seconds: float | None) -> str:
+    """``"about 2 min left"``; ``"estimating…"`` while there is no measurement yet.
+
+    Example:
+        >>> time_left(None), time_left(8.4), time_left(130), time_left(5400)
+        ('estimating…', 'about 8 s left', 'about 2 min left', 'about 1 h 30 min left')
+    """
+    if seconds is None:
+        return "estimating…"
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"about {s} s left"
+    if s < 3600:
+        return f"about {round(s / 60)} min left"
+    return f"about {s // 3600} h {round(s % 3600 / 60)} min left"
+
+
+def describe(job: JobView) -> str:
+    """A job's state in one line, the same in the Train tab and the CLI: "Training 40 % · about
+    2 min left · step 120 of 300 · loss 0.412", "Evaluating 3 encoders · 120 of 1,500 utterances
+    · about 10 s left"; outside a measured phase (preparing, saving, registering, finished), its
+    message."""
+    if job.active and job.phase == "training":
+        return f"Training {job.percent} % · {time_left(job.eta_seconds)} · {job.message}"
+    if job.active and job.phase == "evaluating":
+        return f"{job.message} · {time_left(job.eta_seconds)}"
+    return job.message

@@ -88,6 +88,12 @@ class EmbeddingCache:
             table = self._load(fingerprint)
             return [table.get(text_key(t)) for t in texts]
 
+    def missing(self, encoder: Encoder, texts: Sequence[str]) -> list[str]:
+        """The distinct texts of ``texts`` that have no cached vector for ``encoder`` yet (what
+        :meth:`encode` would encode)."""
+        found = self.lookup(encoder.fingerprint, texts)
+        return sorted({t for t, v in zip(texts, found, strict=True) if v is None})
+
     def encode(
         self,
         encoder: Encoder,
@@ -95,12 +101,12 @@ class EmbeddingCache:
         *,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
-        """Vectors for ``texts`` from the cache, encoding (and caching) only the missing ones."""
+        """Vectors for ``texts`` from the cache, encoding (and caching) only the missing ones;
+        ``progress(done, total)`` counts the texts encoded of :meth:`missing`."""
         if not texts:
             return np.zeros((0, encoder.dim), dtype=np.float32)
         fp = encoder.fingerprint
-        found = self.lookup(fp, texts)
-        missing = sorted({t for t, v in zip(texts, found, strict=True) if v is None})
+        missing = self.missing(encoder, texts)
         if missing:
             vecs = encoder.encode(missing, progress=progress)
             keys = [text_key(t) for t in missing]
@@ -112,7 +118,7 @@ class EmbeddingCache:
                     self._persist(fp, keys, vecs)
                 except OSError as exc:  # disk full: the cache is an optimisation, keep going
                     logger.warning("could not persist embedding cache: %s", exc)
-            found = self.lookup(fp, texts)
+        found = self.lookup(fp, texts)
         return np.ascontiguousarray(np.stack([v for v in found if v is not None]), dtype=np.float32)
 
     def size(self, fingerprint: str) -> int:

@@ -178,8 +178,11 @@ class Encoder:
         batch_size: int = 64,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
-        """Encode texts to an ``(n, dim)`` float32 array of unit vectors (in chunks of at most
-        ``batch_size``, one turn each; see the class)."""
+        """Encode texts to an ``(n, dim)`` float32 array of unit vectors, in the given order.
+
+        The texts are encoded longest first in chunks of similar length (each padded to its
+        longest text only) of at most ``batch_size``, one turn of the encoder each (see the
+        class); ``progress(done, total)`` is called after each chunk."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:

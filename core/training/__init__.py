@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from core.training.config import TrainConfig
+from core.training.eta import Eta
 from core.training.fit import train_encoder
 from core.training.loop import TrainingCancelled, TrainProgress
 from core.training.model_io import TrainedModel, artifact_sha256, load_trained, read_metadata
@@ -17,6 +18,7 @@ from core.training.pairs import Pair, check_trainable, sample_pairs
 from core.training.stage1 import read_context_pairs
 
 __all__ = [
+    "Eta",
     "Pair",
     "TrainConfig",
     "TrainProgress",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from core.training.config import TrainConfig
+from core.training.eta import Eta
 from core.training.loop import (
     Batch,
     CancelFn,
@@ -129,18 +130,25 @@ def _pair_epochs(
 
 
 class _Offset:
-    """Reports a stage's progress as part of the whole run."""
+    """Reports a stage's progress as part of the whole run, with one :class:`Eta` over all steps
+    (the stages' own estimates only know their own steps)."""
 
     def __init__(self, fn: ProgressFn | None, offset: int, grand_total: int, t0: float) -> None:
         self.fn, self.offset, self.grand_total, self.t0 = fn, offset, grand_total, t0
+        self.eta = Eta(grand_total)
+
+    def stage(self, offset: int) -> _Offset:
+        """The same reporter (and estimate) for a stage starting ``offset`` steps in."""
+        self.offset = offset
+        return self
 
     def __call__(self, p: TrainProgress) -> None:
         if self.fn is None:
             return
         step = p.step + self.offset
+        left = self.eta.update(step)
         elapsed = time.monotonic() - self.t0
-        eta = elapsed / step * (self.grand_total - step) if step else None
-        self.fn(TrainProgress(step, self.grand_total, p.loss, elapsed, eta, p.stage))
+        self.fn(TrainProgress(step, self.grand_total, p.loss, elapsed, left, p.stage))
 
 
 def train_encoder(
@@ -217,13 +225,14 @@ def train_encoder(
     if total2 == 0:
         raise ValueError("The labelled data yields no training pairs.")
 
+    report = _Offset(progress, 0, stage1_steps + total2, t0)
     last1 = None
     if plan1:
         last1 = run_stage1(
             model,
             plan1,
             config,
-            progress=_Offset(progress, 0, stage1_steps + total2, t0),
+            progress=report,
             should_cancel=should_cancel,
         )
     loss = build_loss(
@@ -238,7 +247,7 @@ def train_encoder(
         lr=config.resolved_lr,
         warmup=config.warmup,
         weight_decay=config.weight_decay,
-        progress=_Offset(progress, stage1_steps, stage1_steps + total2, t0),
+        progress=report.stage(stage1_steps),
         should_cancel=should_cancel,
         stage="stage2",
     )

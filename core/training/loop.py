@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.training.eta import Eta
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -29,7 +31,8 @@ class TrainingCancelled(RuntimeError):
 
 @dataclass(frozen=True)
 class TrainProgress:
-    """One progress report: steps done of the total, the last loss, seconds so far and left."""
+    """One progress report: steps done of the total, the last loss, seconds so far and left
+    (``eta`` is None until the time per step has been measured, see :class:`Eta`)."""
 
     step: int
     total: int
@@ -157,6 +160,7 @@ def run_training(
     model.train()
     loss.train()
     start = time.monotonic()
+    eta = Eta(total_steps)
     step = 0
     last = float("nan")
     try:
@@ -184,10 +188,10 @@ def run_training(
                 sched.step()
                 step += 1
                 last = float(value.detach())
+                left = eta.update(step)
                 if progress is not None:
                     elapsed = time.monotonic() - start
-                    eta = elapsed / step * (total_steps - step)
-                    progress(TrainProgress(step, total_steps, last, elapsed, eta, stage))
+                    progress(TrainProgress(step, total_steps, last, elapsed, left, stage))
     finally:
         model.eval()
         loss.eval()

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from sqlalchemy import func, select
@@ -177,6 +178,59 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
         version_svc.compare(ctx, "tiny", None, None)
+
+
+class RecordingReporter(worker.JobReporter):
+    """The worker's own reporter, keeping a copy of the job row after each of its writes."""
+
+    rows: ClassVar[list] = []
+
+    def _keep(self) -> None:
+        RecordingReporter.rows.append(svc.job(self.ctx, self.job_id))
+
+    def log(self, line, *, phase=None) -> None:
+        super().log(line, phase=phase)
+        self._keep()
+
+    def progress(self, p) -> None:
+        super().progress(p)
+        self._keep()
+
+    def evaluation(self, p) -> None:
+        super().evaluation(p)
+        self._keep()
+
+
+def test_progress_goes_through_training_then_evaluation_and_ends_at_100_when_registered(
+    ctx, monkeypatch
+) -> None:
+    make_tiny(ctx)
+    monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
+    RecordingReporter.rows = []
+    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    worker.execute_job(ctx, view.id)
+    rows, done = RecordingReporter.rows, svc.job(ctx, view.id)
+    phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
+    assert phases == ["training", "saving", "evaluating", "registering"]
+    assert all(r.status == "running" and r.percent < 100 for r in rows)
+    assert all(r.model_version_id is None for r in rows)
+    training = [r for r in rows if r.phase == "training" and r.total]
+    assert training[0].eta_seconds is None  # nothing measured yet: "estimating…"
+    assert "estimating…" in svc.describe(training[0])
+    assert training[-1].step == training[-1].total > 0 and training[-1].percent == 99
+    evaluating = [r for r in rows if r.phase == "evaluating" and r.total]
+    assert evaluating[0].step == 0 and evaluating[-1].step == evaluating[-1].total
+    # the new model encodes the 20 train and test texts; the frozen base at most as many
+    assert 20 <= evaluating[-1].total <= 40
+    assert [r.step for r in evaluating] == sorted(r.step for r in evaluating)
+    assert svc.describe(evaluating[-1]).startswith(
+        f"Evaluating 2 encoders · {evaluating[-1].total} of {evaluating[-1].total} utterances"
+    )
+    assert done.status == "succeeded" and done.percent == 100
+    assert done.model_version_id is not None
+    assert svc.describe(done).startswith(f"v{done.model_version_id}: accuracy")
+    with ctx.db.session() as s:
+        assert s.get(ModelVersion, done.model_version_id).metrics["evaluate_seconds"] >= 0
 
 
 def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:

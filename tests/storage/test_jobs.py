@@ -65,8 +65,34 @@ def test_progress_log_and_finish_are_recorded(db, project):
         jobs.finish_job(s, job.id, "failed", "boom")
         end = jobs.latest_job(s, project)
     assert (mid.step, mid.total, mid.fraction, mid.message) == (3, 10, 0.3, "saving the model")
+    assert (mid.phase, mid.percent) == ("training", 30)
     assert end is not None and end.status == "failed" and not end.active
     assert "saving the model" in end.log and end.log.rstrip().endswith("boom")
+
+
+def test_a_phase_shows_99_percent_until_the_job_has_succeeded(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        assert jobs.get_job(s, job.id).phase == "preparing"
+        jobs.set_progress(
+            s,
+            job.id,
+            step=1500,
+            total=1500,
+            loss=None,
+            eta=0.0,
+            message="3 encoders",
+            phase="evaluating",
+        )
+        counted = jobs.get_job(s, job.id)
+        jobs.log_line(s, job.id, "registering the version", phase="registering")
+        registering = jobs.get_job(s, job.id)
+        jobs.finish_job(s, job.id, "succeeded", "v1", None)
+        done = jobs.get_job(s, job.id)
+    assert (counted.phase, counted.fraction, counted.percent) == ("evaluating", 1.0, 99)
+    assert (registering.phase, registering.percent) == ("registering", 99)
+    assert done.percent == 100
 
 
 def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):

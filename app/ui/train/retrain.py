@@ -26,17 +26,15 @@ HELP = (
 
 
 def progress_html(job: JobView | None) -> str:
-    """The job's progress bar and status line (user text escaped)."""
+    """The job's progress bar (of the current phase: training steps, then utterances evaluated;
+    100 % once the version is registered) and its status line (user text escaped)."""
     if job is None:
         return "<div class='job-status'>No training yet.</div>"
-    pct = round(100 * job.fraction) if job.status != "succeeded" else 100
-    eta = f" · about {job.eta_seconds:.0f}s left" if job.active and job.eta_seconds else ""
-    loss = f" · loss {job.loss:.3f}" if job.loss is not None and job.active else ""
     return (
         f"<div class='job-status job-{html.escape(job.status)}' id='job-{job.id}'>"
-        f"<div class='bar'><div class='fill' style='width:{pct}%'></div></div>"
-        f"<b>Job #{job.id}: {html.escape(job.status)}</b> · {pct}%{loss}{eta}<br>"
-        f"{html.escape(job.message)}</div>"
+        f"<div class='bar'><div class='fill' style='width:{job.percent}%'></div></div>"
+        f"<b>Job #{job.id}: {html.escape(job.status)}</b> · {job.percent}%<br>"
+        f"{html.escape(train_svc.describe(job))}</div>"
     )
 
 

@@ -44,3 +44,37 @@ def test_the_queued_line_clears_once_the_job_has_ended(ctx, demo):
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
     assert tick(ctx, demo, job_id, other)[-1] == {"__type__": "update"}
+
+
+def _job(**kw):
+    from storage.jobs import JobView
+
+    fields = {
+        "id": 7, "project_id": 1, "status": "running", "phase": "training", "step": 0,
+        "total": 0, "loss": None, "eta_seconds": None, "message": "", "log": "",
+        "model_version_id": None, "config": {},
+    }  # fmt: skip
+    return JobView(**{**fields, **kw})
+
+
+def test_the_progress_line_names_the_phase_its_count_and_time_left():
+    first = _job(step=1, total=300, message="step 1 of 300 · loss 0.912")
+    assert "Training 0 % · estimating… · step 1 of 300" in retrain.progress_html(first)
+    training = _job(step=120, total=300, eta_seconds=130.0, message="step 120 of 300")
+    html = retrain.progress_html(training)
+    assert "width:40%" in html and "Training 40 % · about 2 min left · step 120 of 300" in html
+    evaluating = _job(
+        phase="evaluating",
+        step=120,
+        total=1500,
+        eta_seconds=9.6,
+        message="Evaluating 3 encoders · 120 of 1,500 utterances",
+    )
+    assert (
+        "Evaluating 3 encoders · 120 of 1,500 utterances · about 10 s left"
+        in retrain.progress_html(evaluating)
+    )
+    counted = _job(phase="registering", step=1500, total=1500, message="registering the version")
+    assert "width:99%" in retrain.progress_html(counted)
+    done = _job(status="succeeded", phase="registering", step=1500, total=1500, message="v3: …")
+    assert "width:100%" in retrain.progress_html(done) and "v3: …" in retrain.progress_html(done)

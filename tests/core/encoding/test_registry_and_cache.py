@@ -58,3 +58,25 @@ def test_cache_drops_a_torn_shard(encoder, tmp_path):
     shard.write_bytes(b"not a zip")
     EmbeddingCache(tmp_path).encode(counting, ["x y z"])
     assert counting.calls == 2
+
+
+def test_length_sorted_batches_give_each_text_its_own_vector_in_the_given_order(encoder):
+    texts = [f"{'very ' * (i % 7)}long question number {i} about my card" for i in range(70)]
+    seen: list[tuple[int, int]] = []
+    batched = encoder.encode(texts, batch_size=16, progress=lambda d, n: seen.append((d, n)))
+    one_by_one = np.concatenate([encoder.encode([t]) for t in texts[::9]])
+    np.testing.assert_allclose(batched[::9], one_by_one, atol=1e-5)
+    assert seen == [(16, 70), (32, 70), (48, 70), (64, 70), (70, 70)]
+
+
+def test_missing_names_what_encode_would_encode(encoder, tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    cache.encode(encoder, ["a parcel"])
+    assert cache.missing(encoder, ["a refund", "a parcel", "a refund", "zz"]) == ["a refund", "zz"]
+    counting = CountingEncoder(encoder)
+    done: list[tuple[int, int]] = []
+    cache.encode(
+        counting, ["a refund", "a parcel", "zz"], progress=lambda d, n: done.append((d, n))
+    )
+    assert counting.calls == 2 and done == [(2, 2)]
+    assert cache.missing(encoder, ["a refund", "a parcel"]) == []
