@@ -170,3 +170,16 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         shot(page, "64-map-300-1280")
     finally:
         ctx.close()
+
+
+def test_the_weather_falls_back_to_no_intent_in_banking77_and_says_why(banking77_server, page):
+    page.goto(banking77_server.url)
+    page.get_by_role("tab", name="Try").click()
+    page.locator("#try-text textarea").fill("what's the weather like in Paris tomorrow?")
+    page.locator("#try-predict").click()
+    page.wait_for_function(
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('out of scope')"
+    )
+    why = page.inner_text("#try-explanation")
+    assert "No intent" in why and "threshold" in why
+    shot(page, "65-try-out-of-scope")
