@@ -10,8 +10,9 @@ import gradio as gr
 
 from app.context import AppContext
 from app.ui.design.conflicts import build_conflicts
+from app.ui.design.scope import build_scope
 
-SECTIONS = [build_conflicts]
+SECTIONS = [build_scope, build_conflicts]
 
 
 def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
