@@ -15,6 +15,7 @@ from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem
 from app.ui.data_tab import build_data_tab
+from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
@@ -57,6 +58,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
                 map_tab = build_map_tab(ctx, project, user)
+            with gr.Tab("Design", id="design") as design_tab_item:
+                design_tab = build_design_tab(ctx, project, user)
             with gr.Tab("Activity", id="activity") as activity_tab:
                 activity = build_activity_tab(ctx, project)
 
@@ -111,6 +114,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
+        design_fn, design_in, design_out = design_tab["refresh"]
+        design_tab_item.select(design_fn, design_in, design_out, api_visibility="private")
         # The map's click and lasso watcher runs from the start: a map already computed when the
         # tab opens is bound as soon as Plotly draws it (no Refresh needed first).
         demo.load(None, None, None, js=map_tab["js"], api_visibility="private")

@@ -110,4 +110,4 @@ def test_names_and_sizes():
     assert (c.size, c.central(2), c.title) == (3, (5, 1), "card · new-card · lost")
     assert c.suggested_name == "card_new_card"
     assert Cluster(4, (1,), (), 1.0).suggested_name == "candidate_4"
-    assert default_min_size(50) == 3 and default_min_size(40_000) == 10
+    assert default_min_size(50) == 3 and default_min_size(40_000) == 16
