@@ -80,13 +80,17 @@ class WhatIf:
         )
         if self.kind == "merge":
             return (
-                f"Merging {' and '.join(self.before)}: {change}; {self.confused} examples "
+                f"Merging {' and '.join(self.before)}: {change}; {_examples(self.confused)} "
                 "confused between them now would stop counting as errors."
             )
         return (
-            f"Splitting {self.before[0]} into {len(self.after)} parts: {change}; {self.confused} "
-            "examples would be confused between the parts."
+            f"Splitting {self.before[0]} into {len(self.after)} parts: {change}; "
+            f"{_examples(self.confused)} would be confused between the parts."
         )
+
+
+def _examples(n: int) -> str:
+    return f"{n} example" if n == 1 else f"{n} examples"
 
 
 def _label_set(labels: Labels) -> tuple[str, ...]:

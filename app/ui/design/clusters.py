@@ -18,6 +18,7 @@ from app.services import maps as map_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
+CLOSE = 0.6  # a cluster this similar to an intent is offered for "add to" it
 HEADERS = ["#", "distinctive words", "size", "nearest intent", "similarity", "central examples"]
 HELP = (
     "Groups of similar **unlabelled** utterances, in the active model's space: each one a "
@@ -79,10 +80,12 @@ def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
 def show(
     ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
 ) -> tuple[Any, ...]:
-    """One cluster: (examples to keep, suggested name, nearest intent, note, map)."""
+    """One cluster: (examples to keep, suggested name, existing intent (its nearest one when that
+    is close), note, map, map note, poll: on while the map is being computed)."""
+    idle = gr.update(active=False)
     c = next((c for c in found or [] if c["number"] == number), None)
     if not proj or c is None:
-        return gr.update(choices=[], value=[]), "", gr.update(), "", None
+        return gr.update(choices=[], value=[]), "", gr.update(), "", None, "", idle
     examples = gr.update(
         choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
         value=[str(i) for i in c["ids"]],
@@ -94,15 +97,33 @@ def show(
         if near
         else f"No labelled intent yet to compare with; cohesion {c['cohesion']:.2f}."
     )
+    # offered for "add to" only when it is close: a far one would invite a wrong click
+    close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
+    head = (examples, c["suggested_name"], close, note)
     view, err = attempt(lambda: map_svc.get_map(ctx, proj))
     if err:
-        return examples, c["suggested_name"], gr.update(value=near), problem(err), None
+        return *head, None, problem(err), idle
     if view is None:
-        note += " The map is being computed in the background: pick the cluster again soon."
-        return examples, c["suggested_name"], gr.update(value=near), note, None
+        busy = gr.update(active=True)
+        return *head, None, "The map is being computed in the background…", busy
+    return *head, _figure(view, c), "", idle
+
+
+def _figure(view: Any, c: dict[str, Any]) -> Any:
     fig = svc.cluster_figure(view, c["ids"], c["title"])
     fig.update_layout(height=420, showlegend=False)
-    return examples, c["suggested_name"], gr.update(value=near), note, fig
+    return fig
+
+
+def poll_map(
+    ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
+) -> tuple[Any, ...]:
+    """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
+    c = next((c for c in found or [] if c["number"] == number), None)
+    view = attempt(lambda: map_svc.get_map(ctx, proj))[0] if proj and c else None
+    if c is None or view is None:
+        return gr.update(), gr.update(), gr.update(active=bool(c and proj))
+    return _figure(view, c), "", gr.update(active=False)
 
 
 def _ids(values: list[str] | None) -> list[int]:
@@ -132,9 +153,11 @@ def add_cluster_to_intent(ctx: AppContext, proj: str, chosen: list[str], intent:
 def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the candidate intents section and bind its events. Returns its refresh hook."""
     gr.Markdown("### Candidate intents from unlabelled utterances")
-    with gr.Row(equal_height=True):
+    with gr.Row():
         gr.Markdown(HELP, scale=4)
-        find_btn = gr.Button("Find candidate intents", scale=1, elem_id="design-find")
+        find_btn = gr.Button(
+            "Find candidate intents", scale=1, size="md", variant="primary", elem_id="design-find"
+        )
     status = gr.Markdown(elem_id="design-clusters-status")
     table = gr.Dataframe(
         headers=HEADERS,
@@ -154,30 +177,39 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 choices=[],
                 elem_id="design-cluster-examples",
             )
-            with gr.Row(equal_height=True):
+            with gr.Row():
                 name = gr.Textbox(
                     label="New intent name", max_lines=1, scale=3, elem_id="design-new-name"
                 )
-                create_btn = gr.Button("Create intent", scale=1, elem_id="design-create")
-            with gr.Row(equal_height=True):
+                create_btn = gr.Button("Create intent", scale=1, size="md", elem_id="design-create")
+            with gr.Row():
                 existing = gr.Dropdown(
                     label="…or add to an existing intent",
                     choices=[],
                     scale=3,
                     elem_id="design-existing",
                 )
-                add_btn = gr.Button("Add to intent", scale=1, elem_id="design-add")
+                add_btn = gr.Button("Add to intent", scale=1, size="md", elem_id="design-add")
             action = gr.Markdown(elem_id="design-cluster-action")
         with gr.Column(scale=4):
             plot = gr.Plot(label="The cluster on the map", elem_id="design-cluster-map")
+            map_note = gr.Markdown(elem_id="design-cluster-map-note")
+    poll = gr.Timer(2.0, active=False)
 
     find_outputs = [table, pick, status, found, existing]
     find_btn.click(bind(find, ctx), [project], find_outputs, api_name="candidate_intents")
     pick.change(
         bind(show, ctx),
         [project, found, pick],
-        [examples, name, existing, note, plot],
+        [examples, name, existing, note, plot, map_note, poll],
         api_visibility="private",
+    )
+    poll.tick(
+        bind(poll_map, ctx),
+        [project, found, pick],
+        [plot, map_note, poll],
+        api_visibility="private",
+        show_progress="hidden",
     )
     create_btn.click(
         guarded(ctx, "designer")(bind(create_from_cluster, ctx)),

@@ -75,13 +75,13 @@ def build_whatif(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[
     """Lay out the merge / split section and bind its events. Returns its intent pickers."""
     gr.Markdown("### Merge or split: what if?")
     gr.Markdown(HELP)
-    with gr.Row(equal_height=True):
+    with gr.Row():
         a = gr.Dropdown(label="Merge intent", choices=[], scale=2, elem_id="whatif-a")
         b = gr.Dropdown(label="with intent", choices=[], scale=2, elem_id="whatif-b")
-        merge_btn = gr.Button("Estimate the merge", scale=1, elem_id="whatif-merge")
+        merge_btn = gr.Button("Estimate the merge", scale=1, size="md", elem_id="whatif-merge")
         split_of = gr.Dropdown(label="Split intent", choices=[], scale=2, elem_id="whatif-split-of")
         parts = gr.Dropdown(PARTS, value="auto", label="parts", scale=1, min_width=90)
-        split_btn = gr.Button("Propose a split", scale=1, elem_id="whatif-split")
+        split_btn = gr.Button("Propose a split", scale=1, size="md", elem_id="whatif-split")
     result = gr.Markdown(elem_id="whatif-result")
     confusions = gr.Dataframe(
         headers=CONFUSION_HEADERS,

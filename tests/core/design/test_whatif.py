@@ -4,6 +4,8 @@ intent made of two clear groups finds them and costs little."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -36,6 +38,15 @@ def test_merging_distinct_intents_changes_nothing_and_keeps_other_confusions():
     w = merge_whatif(vecs, labels, "a", "b")
     assert w.confused == 0 and w.delta == pytest.approx(0.0)
     assert {(g, p) for g, p, _ in w.confusions_after} <= {("a+b", "c"), ("c", "a+b")}
+
+
+def test_a_merge_estimate_for_1k_labelled_utterances_takes_under_5_seconds():
+    vecs = _blobs(list(range(50)), 20, dim=384, noise=0.08)  # 50 intents x 20 = 1,000
+    labels = [f"intent_{i // 20}" for i in range(1000)]
+    start = time.perf_counter()
+    w = merge_whatif(vecs, labels, "intent_0", "intent_1")
+    assert time.perf_counter() - start < 5.0  # on a shared 2-core machine
+    assert w.n == 1000 and w.accuracy_after >= w.accuracy_before
 
 
 def test_merge_of_an_intent_with_itself_or_an_unknown_one_is_refused():
