@@ -165,12 +165,15 @@ def cross_validate_knn(
     folds: int = 5,
     seed: int = 0,
     k: int = 1,
+    assign: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Leave-fold-out k-NN evaluation of a labelled pool with no test split.
 
     Each row goes to one fold (:func:`core.evaluation.folds.fold_assignments`); each fold is
     classified against the pool of the other folds, and the pooled predictions are scored like
-    :func:`evaluate_knn` (silhouette on all vectors).
+    :func:`evaluate_knn` (silhouette on all vectors). ``assign`` gives the folds instead (one per
+    row, ``0 .. folds-1``): a what-if that renames intents keeps the folds of the real labels, so
+    the two estimates differ by the renaming only.
 
     Raises:
         ValueError: with fewer than 2 folds or fewer examples than folds.
@@ -178,7 +181,10 @@ def cross_validate_knn(
     n = len(labels)
     if n != len(vecs):
         raise ValueError("vecs and labels differ in length.")
-    assign = fold_assignments(labels, folds, seed=seed)
+    if assign is None:
+        assign = fold_assignments(labels, folds, seed=seed)
+    elif len(assign) != n:
+        raise ValueError("assign and labels differ in length.")
     data = np.asarray(vecs, dtype=np.float32)
     preds: list[str] = [""] * n
     for f in range(folds):

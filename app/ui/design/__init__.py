@@ -1,6 +1,7 @@
-"""The Design tab: sections that help shape the intents themselves, each built by its own
-module (``build_<section>(ctx, project, user)``, returning its ``refresh`` event). Add a section
-by adding its builder to :data:`SECTIONS`."""
+"""The Design tab: shaping the intent set, one section per sub-tab, each built by its own module
+(``build_<section>(ctx, project, user)``): conflicts and label issues (:mod:`.conflicts`),
+candidate intents from unlabelled utterances (:mod:`.clusters`), merge / split what-ifs
+(:mod:`.whatif`) and the out-of-scope trade-off (:mod:`.scope`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,39 @@ from typing import Any
 import gradio as gr
 
 from app.context import AppContext
+from app.services import data as data_svc
+from app.ui.common import attempt, bind
+from app.ui.design.clusters import build_clusters
 from app.ui.design.conflicts import build_conflicts
 from app.ui.design.scope import build_scope
+from app.ui.design.whatif import build_whatif
 
-SECTIONS = [build_scope, build_conflicts]
+__all__ = ["build_design_tab"]
+
+
+def intent_choices(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+    """Fresh intent names for the sections' pickers (4: the cluster's existing-intent picker,
+    merge a, merge b, split)."""
+    names = (attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []) if proj else []
+    return tuple(gr.update(choices=names) for _ in range(4))
 
 
 def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
-    """Lay out every section; ``refresh``: the events to run when the tab is opened."""
-    built = [section(ctx, project, user) for section in SECTIONS]
-    return {"refresh": [b["refresh"] for b in built]}
+    """Lay out the Design tab. ``refresh``: the events to run when the tab is opened."""
+    with gr.Tabs(elem_id="design-sections"):
+        with gr.Tab("Conflicts"):
+            conflicts = build_conflicts(ctx, project, user)
+        with gr.Tab("Candidate intents"):
+            clusters = build_clusters(ctx, project, user)
+        with gr.Tab("Merge / split what-if"):
+            whatif = build_whatif(ctx, project, user)
+        with gr.Tab("Out of scope"):
+            scope = build_scope(ctx, project, user)
+    pickers = [clusters["existing"], *whatif["pickers"]]
+    return {
+        "refresh": [
+            conflicts["refresh"],
+            scope["refresh"],
+            (bind(intent_choices, ctx), [project], pickers),
+        ]
+    }

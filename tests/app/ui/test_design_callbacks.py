@@ -1,10 +1,55 @@
-"""The Design tab's out-of-scope section, called with plain values: the trade-off is set, turned
-off and back on, and what the section shows follows the project's setting."""
+"""The Design tab's callbacks as the browser calls them: find clusters, pick one, keep some
+examples, create an intent (its message says how to undo); merge / split what-ifs answer with
+their estimate or a message, never a traceback; the out-of-scope trade-off is set, turned off
+and back on, and what the section shows follows the project's setting."""
 
 from __future__ import annotations
 
+from app.services import data as data_svc
 from app.services import projects as project_svc
-from app.ui.design import scope
+from app.ui.design import clusters as ui
+from app.ui.design import intent_choices, scope
+from app.ui.design import whatif as whatif_ui
+from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+
+
+def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
+    for text in GIFT + HOURS + KLARNA:
+        data_svc.add_utterance(ctx, demo, text, [], "unlabelled")
+    table, picker, status, found, existing = ui.find(ctx, demo)
+    assert "candidate intents holding" in status and len(table["value"]) == len(found) > 0
+    assert picker["value"] == 1 and "track_order" in existing["choices"]
+    gift = next(c for c in found if "gift" in c["keywords"][:2])
+    examples, name, near, note, _, _, _ = ui.show(ctx, demo, found, gift["number"])
+    assert examples["value"] == [str(i) for i in gift["ids"]] and "gift" in name
+    assert "Nearest existing intent" in note and near["value"] == (
+        gift["nearest_intent"] if gift["nearest_similarity"] >= ui.CLOSE else None
+    )
+    message = ui.create_from_cluster(ctx, demo, examples["value"][:3], "gift_cards")
+    assert message.startswith("✓ Created 'gift_cards': 3 utterance(s) labelled gift_cards")
+    assert "One Undo" in message
+    again = ui.create_from_cluster(ctx, demo, examples["value"], "gift_cards")
+    assert "already exists" in again and again.startswith("⚠")
+    assert "label of 3 utterance(s)" in data_svc.undo(ctx, demo)
+
+
+def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):
+    from app.services.projects import new_project
+
+    new_project(ctx, "empty")
+    _, _, status, found, _ = ui.find(ctx, "empty")
+    assert "has 0 unlabelled utterances" in status and found == []
+
+
+def test_what_ifs_answer_with_an_estimate_or_a_message(ctx, demo):
+    text, table = whatif_ui.merge_whatif(ctx, demo, "cancel_order", "refund_status")
+    assert "Merging cancel_order and refund_status: estimated accuracy" in text
+    assert "macro-F1" in text and table["visible"] is bool(table["value"])
+    text, _ = whatif_ui.merge_whatif(ctx, demo, "track_order", "track_order")
+    assert text.startswith("⚠") and "both are &#x27;track_order&#x27;" in text
+    text, _ = whatif_ui.split_whatif(ctx, demo, "track_order", "2")
+    assert "Splitting track_order into 2 parts" in text and "**track_order/2**" in text
+    assert all(u["choices"] for u in intent_choices(ctx, demo))
 
 
 def test_the_trade_off_is_set_turned_off_and_shown(ctx, demo):

@@ -1,0 +1,156 @@
+"""Candidate intents from the unlabelled logs: cluster the `unlabelled` utterances in the active
+model's space (:func:`core.design.find_clusters`), then turn a cluster into a new intent or add
+it to an existing one, through the one safe bulk labelling (:func:`app.services.bulk.label_many`:
+one batch, one Undo; utterances labelled meanwhile are left as they are).
+
+Example:
+    >>> found = candidate_intents(ctx, "demo")  # doctest: +SKIP
+    >>> create_from_cluster(ctx, "demo", list(found[0].ids), found[0].suggested_name)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from app.context import AppContext
+from app.services import bulk
+from app.services.maps import MapView, map_figure
+from core.design import MIN_UTTERANCES, find_clusters
+from storage.projects import get_project, list_intents
+from storage.utterances import labelled_pool, list_utterances
+
+logger = logging.getLogger(__name__)
+
+MAX_UTTERANCES = 20_000  # the most unlabelled utterances clustered at once (as many as a map)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A cluster of unlabelled utterances, ready to show: its ids and texts (most central
+    first), its words, size and nearest existing intent."""
+
+    number: int
+    title: str
+    suggested_name: str
+    keywords: tuple[str, ...]
+    ids: tuple[int, ...]
+    texts: tuple[str, ...]
+    cohesion: float
+    nearest_intent: str | None
+    nearest_similarity: float
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    @property
+    def choice(self) -> str:
+        """How a picker shows it: ``2 · card · lost (14)``."""
+        return f"{self.number} · {self.title} ({self.size})"
+
+
+def candidate_intents(
+    ctx: AppContext, project: str, *, min_size: int | None = None
+) -> list[Candidate]:
+    """The project's unlabelled utterances grouped into candidate intents, biggest first.
+
+    Raises:
+        ValueError: an unknown project, or fewer than :data:`core.design.MIN_UTTERANCES`
+            unlabelled utterances.
+    """
+    with ctx.db.session() as s:
+        pid = get_project(s, project).id
+        rows = list_utterances(s, pid, split="unlabelled", limit=MAX_UTTERANCES)
+        pool = labelled_pool(s, pid)
+    if len(rows) < MIN_UTTERANCES:
+        raise ValueError(
+            f"This project has {len(rows)} unlabelled utterances; candidate intents need at "
+            f"least {MIN_UTTERANCES}. Import unlabelled logs in the Data tab (a file with a "
+            "text column only)."
+        )
+    encoder, _ = ctx.active_encoder(pid)
+    texts = [r.text for r in rows]
+    vectors = ctx.cache.encode(encoder, texts)
+    pool_vectors = ctx.cache.encode(encoder, [r.text for r in pool]) if pool else None
+    clusters = find_clusters(
+        vectors,
+        texts,
+        pool_vectors=pool_vectors,
+        pool_labels=[r.labels for r in pool],
+        min_size=min_size,
+    )
+    return [
+        Candidate(
+            c.number,
+            c.title,
+            c.suggested_name,
+            c.keywords,
+            tuple(rows[i].id for i in c.members),
+            tuple(rows[i].text for i in c.members),
+            c.cohesion,
+            c.nearest_intent,
+            c.nearest_similarity,
+        )
+        for c in clusters
+    ]
+
+
+def _chosen(ids: Sequence[int]) -> list[int]:
+    chosen = list(dict.fromkeys(int(i) for i in ids))
+    if not chosen:
+        raise ValueError("Choose at least one example of the cluster to keep.")
+    return chosen
+
+
+def create_from_cluster(
+    ctx: AppContext, project: str, ids: Sequence[int], name: str, *, user_id: int | None = None
+) -> bulk.BulkPlan:
+    """A new intent holding the chosen utterances of a cluster, as one batch (one Undo).
+
+    Raises:
+        ValueError: no examples chosen, no name, or the name of an intent that exists already.
+    """
+    chosen = _chosen(ids)
+    name = (name or "").strip()
+    if not name:
+        raise ValueError("Give the new intent a name.")
+    with ctx.db.session() as s:
+        existing = {i.name for i in list_intents(s, get_project(s, project).id)}
+    if name in existing:
+        raise ValueError(
+            f"Intent {name!r} already exists: pick it under 'Add to an existing intent' instead."
+        )
+    return bulk.label_many(ctx, project, chosen, [name], user_id=user_id)
+
+
+def add_to_intent(
+    ctx: AppContext, project: str, ids: Sequence[int], intent: str, *, user_id: int | None = None
+) -> bulk.BulkPlan:
+    """Give the chosen utterances of a cluster an existing intent, as one batch (one Undo).
+
+    Raises:
+        ValueError: no examples chosen, or an intent the project does not have.
+    """
+    chosen = _chosen(ids)
+    with ctx.db.session() as s:
+        existing = {i.name for i in list_intents(s, get_project(s, project).id)}
+    if not intent or intent not in existing:
+        raise ValueError(
+            f"No intent {intent!r} in this project: pick an existing one, or create a new one."
+            if intent
+            else "Pick the intent to add the examples to."
+        )
+    return bulk.label_many(ctx, project, chosen, [intent], user_id=user_id)
+
+
+def cluster_figure(view: MapView, ids: Sequence[int], title: str) -> go.Figure:
+    """The map with one cluster isolated: its points in colour under ``title``, the rest grey."""
+    members = {int(i) for i in ids}
+    name = f"candidate: {title}"
+    gold = [(name,) if i in members else g for i, g in zip(view.ids, view.gold, strict=True)]
+    return map_figure(dataclasses.replace(view, gold=gold), focus=[name], names=True)

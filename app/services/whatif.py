@@ -1,0 +1,75 @@
+"""Merge and split what-ifs on a project's labelled `train` pool, in the active model's space:
+the estimate of :mod:`core.design.whatif` (out-of-fold k-NN predictions before and after, no
+retraining). Single-label projects only: a multi-label project's decisions come from its head,
+which this estimate does not model.
+
+Example:
+    >>> merge(ctx, "demo", "cancel_order", "refund_status").summary()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.context import AppContext
+from core.design.whatif import WhatIf, merge_whatif, split_whatif
+from core.multilabel.rule import is_multilabel
+from storage.projects import get_project
+from storage.utterances import labelled_pool
+
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A what-if and, for a split, the central example texts of each proposed part."""
+
+    whatif: WhatIf
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _pool(ctx: AppContext, project: str) -> tuple[np.ndarray, list[tuple[str, ...]], list[str]]:
+    with ctx.db.session() as s:
+        pid = get_project(s, project).id
+        rows = labelled_pool(s, pid)
+    labels = [r.labels for r in rows]
+    if not rows:
+        raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
+    if is_multilabel(labels):
+        raise ValueError(
+            "This is a multi-label project: its classifier head decides, and a merge or split "
+            "what-if estimates the single-label nearest-example rule, so it would mislead here. "
+            "Merge or split in the Data tab and retrain to see the effect."
+        )
+    encoder, _ = ctx.active_encoder(pid)
+    texts = [r.text for r in rows]
+    return ctx.cache.encode(encoder, texts), labels, texts
+
+
+def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estimate:
+    """What merging intents ``a`` and ``b`` would do to accuracy and confusion.
+
+    Raises:
+        ValueError: a missing or repeated intent, a multi-label project, too few examples.
+    """
+    if not a or not b:
+        raise ValueError("Pick two intents to merge.")
+    if a == b:
+        raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
+    vectors, labels, _ = _pool(ctx, project)
+    return Estimate(merge_whatif(vectors, labels, a, b))
+
+
+def split(ctx: AppContext, project: str, intent: str | None, parts: int | None = None) -> Estimate:
+    """Proposed parts of ``intent`` and what splitting it into them would do.
+
+    Raises:
+        ValueError: no intent, a multi-label project, an intent with too few examples.
+    """
+    if not intent:
+        raise ValueError("Pick the intent to split.")
+    vectors, labels, texts = _pool(ctx, project)
+    w = split_whatif(vectors, labels, texts, intent, parts=parts)
+    return Estimate(w, {p.name: [texts[i] for i in p.members[:EXAMPLES]] for p in w.parts})

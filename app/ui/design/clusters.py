@@ -1,0 +1,226 @@
+"""Design tab, candidate intents: cluster the unlabelled utterances, look at one cluster (its
+words, central examples, nearest intent, its points on the map), untick what does not belong,
+then create a new intent from it or add it to an existing one (one batch, one Undo). Callbacks
+only call :mod:`app.services.clusters`."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import clusters as svc
+from app.services import data as data_svc
+from app.services import maps as map_svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+
+CLOSE = 0.6  # a cluster this similar to an intent is offered for "add to" it
+HEADERS = ["#", "distinctive words", "size", "nearest intent", "similarity", "central examples"]
+HELP = (
+    "Groups of similar **unlabelled** utterances, in the active model's space: each one a "
+    "candidate intent, named by the words that set it apart, with its most central examples and "
+    "the existing intent it is nearest to (a high similarity means it may belong there). "
+    "Utterances in no clear group are left out."
+)
+
+
+def _row(c: dict[str, Any]) -> list[Any]:
+    near = c["nearest_intent"] or "–"
+    return [
+        c["number"],
+        ", ".join(c["keywords"]),
+        len(c["ids"]),
+        near,
+        f"{c['nearest_similarity']:.2f}" if c["nearest_intent"] else "–",
+        " · ".join(c["texts"][:3]),
+    ]
+
+
+def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+    """Cluster the unlabelled utterances: (table, cluster picker, status, found, intents)."""
+    if not proj:
+        return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
+    found, err = attempt(lambda: svc.candidate_intents(ctx, proj))
+    intents = attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []
+    existing = gr.update(choices=intents)
+    if err or found is None:
+        return (
+            gr.update(value=[]),
+            gr.update(choices=[], value=None),
+            problem(err or ""),
+            [],
+            existing,
+        )
+    state = [
+        {**dataclasses.asdict(c), "choice": c.choice, "suggested_name": c.suggested_name}
+        for c in found
+    ]
+    if not state:
+        status = (
+            "No clear groups among the unlabelled utterances: they are all different from each "
+            "other (or too few alike). Label them one by one in the Label tab."
+        )
+    else:
+        n = sum(len(c["ids"]) for c in state)
+        status = (
+            f"{len(state)} candidate intents holding {n} unlabelled utterances, biggest first. "
+            "Pick one below to see its examples and its points on the map."
+        )
+    picker = gr.update(
+        choices=[(c["choice"], c["number"]) for c in state],
+        value=state[0]["number"] if state else None,
+    )
+    return gr.update(value=[_row(c) for c in state]), picker, status, state, existing
+
+
+def show(
+    ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
+) -> tuple[Any, ...]:
+    """One cluster: (examples to keep, suggested name, existing intent (its nearest one when that
+    is close), note, map, map note, poll: on while the map is being computed)."""
+    idle = gr.update(active=False)
+    c = next((c for c in found or [] if c["number"] == number), None)
+    if not proj or c is None:
+        return gr.update(choices=[], value=[]), "", gr.update(), "", None, "", idle
+    examples = gr.update(
+        choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
+        value=[str(i) for i in c["ids"]],
+    )
+    near = c["nearest_intent"]
+    note = (
+        f"Nearest existing intent: **{html.escape(near)}** (similarity "
+        f"{c['nearest_similarity']:.2f}); cohesion {c['cohesion']:.2f}."
+        if near
+        else f"No labelled intent yet to compare with; cohesion {c['cohesion']:.2f}."
+    )
+    # offered for "add to" only when it is close: a far one would invite a wrong click
+    close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
+    head = (examples, c["suggested_name"], close, note)
+    view, err = attempt(lambda: map_svc.get_map(ctx, proj))
+    if err:
+        return *head, None, problem(err), idle
+    if view is None:
+        busy = gr.update(active=True)
+        return *head, None, "The map is being computed in the background…", busy
+    return *head, _figure(view, c), "", idle
+
+
+def _figure(view: Any, c: dict[str, Any]) -> Any:
+    fig = svc.cluster_figure(view, c["ids"], c["title"])
+    fig.update_layout(height=420, showlegend=False)
+    return fig
+
+
+def poll_map(
+    ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
+) -> tuple[Any, ...]:
+    """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
+    c = next((c for c in found or [] if c["number"] == number), None)
+    view = attempt(lambda: map_svc.get_map(ctx, proj))[0] if proj and c else None
+    if c is None or view is None:
+        return gr.update(), gr.update(), gr.update(active=bool(c and proj))
+    return _figure(view, c), "", gr.update(active=False)
+
+
+def _ids(values: list[str] | None) -> list[int]:
+    return [int(v) for v in values or [] if str(v).strip().isdigit()]
+
+
+def _done(plan: Any, what: str) -> str:
+    left = f" Left {len(plan.labelled)} labelled meanwhile as they were." if plan.labelled else ""
+    return ok(
+        f"{what}: {len(plan.change)} utterance(s) labelled {plan.target_text}.{left} "
+        "One Undo (Data or Activity tab) reverts the whole batch."
+    )
+
+
+def create_from_cluster(ctx: AppContext, proj: str, chosen: list[str], name: str) -> str:
+    """A new intent from the ticked examples of the picked cluster."""
+    plan, err = attempt(lambda: svc.create_from_cluster(ctx, proj, _ids(chosen), name))
+    return problem(err or "") if err or plan is None else _done(plan, f"Created {name.strip()!r}")
+
+
+def add_cluster_to_intent(ctx: AppContext, proj: str, chosen: list[str], intent: str) -> str:
+    """The ticked examples of the picked cluster join an existing intent."""
+    plan, err = attempt(lambda: svc.add_to_intent(ctx, proj, _ids(chosen), intent))
+    return problem(err or "") if err or plan is None else _done(plan, f"Added to {intent!r}")
+
+
+def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+    """Lay out the candidate intents section and bind its events. Returns its refresh hook."""
+    gr.Markdown("### Candidate intents from unlabelled utterances")
+    with gr.Row():
+        gr.Markdown(HELP, scale=4)
+        find_btn = gr.Button(
+            "Find candidate intents", scale=1, size="md", variant="primary", elem_id="design-find"
+        )
+    status = gr.Markdown(elem_id="design-clusters-status")
+    table = gr.Dataframe(
+        headers=HEADERS,
+        interactive=False,
+        max_height=260,
+        column_widths=["5%", "22%", "7%", "16%", "9%", "41%"],
+        wrap=True,
+        elem_id="design-clusters",
+    )
+    found = gr.State([])
+    with gr.Row():
+        with gr.Column(scale=5):
+            pick = gr.Dropdown(label="Cluster", choices=[], elem_id="design-cluster-pick")
+            note = gr.Markdown(elem_id="design-cluster-note")
+            examples = gr.CheckboxGroup(
+                label="Examples to keep (untick what does not belong)",
+                choices=[],
+                elem_id="design-cluster-examples",
+            )
+            with gr.Row():
+                name = gr.Textbox(
+                    label="New intent name", max_lines=1, scale=3, elem_id="design-new-name"
+                )
+                create_btn = gr.Button("Create intent", scale=1, size="md", elem_id="design-create")
+            with gr.Row():
+                existing = gr.Dropdown(
+                    label="…or add to an existing intent",
+                    choices=[],
+                    scale=3,
+                    elem_id="design-existing",
+                )
+                add_btn = gr.Button("Add to intent", scale=1, size="md", elem_id="design-add")
+            action = gr.Markdown(elem_id="design-cluster-action")
+        with gr.Column(scale=4):
+            plot = gr.Plot(label="The cluster on the map", elem_id="design-cluster-map")
+            map_note = gr.Markdown(elem_id="design-cluster-map-note")
+    poll = gr.Timer(2.0, active=False)
+
+    find_outputs = [table, pick, status, found, existing]
+    find_btn.click(bind(find, ctx), [project], find_outputs, api_name="candidate_intents")
+    pick.change(
+        bind(show, ctx),
+        [project, found, pick],
+        [examples, name, existing, note, plot, map_note, poll],
+        api_visibility="private",
+    )
+    poll.tick(
+        bind(poll_map, ctx),
+        [project, found, pick],
+        [plot, map_note, poll],
+        api_visibility="private",
+        show_progress="hidden",
+    )
+    create_btn.click(
+        guarded(ctx, "designer")(bind(create_from_cluster, ctx)),
+        [project, examples, name],
+        [action],
+        api_name="create_from_cluster",
+    ).then(bind(find, ctx), [project], find_outputs, api_visibility="private")
+    add_btn.click(
+        guarded(ctx, "designer")(bind(add_cluster_to_intent, ctx)),
+        [project, examples, existing],
+        [action],
+        api_name="add_cluster_to_intent",
+    ).then(bind(find, ctx), [project], find_outputs, api_visibility="private")
+    return {"existing": existing}

@@ -1,0 +1,103 @@
+"""Design tab, merge / split what-ifs: pick two intents to see the estimated accuracy and the
+confusions left after merging them, or one intent to see proposed parts for a split with the same
+estimate. Nothing changes: the Data tab merges. Callbacks only call :mod:`app.services.whatif`."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import whatif as svc
+from app.ui.common import attempt, bind, problem
+from core.design.whatif import WhatIf
+
+CONFUSION_HEADERS = ["gold", "predicted", "examples"]
+PARTS = ["auto", "2", "3", "4"]
+HELP = (
+    "An estimate, not a retrain: every labelled training example is predicted from the other "
+    "folds (5-fold, the nearest-example rule on the active model's embeddings), before and after "
+    "renaming the intents, on the same folds. Nothing is changed here: merge in the Data tab."
+)
+
+
+def _headline(w: WhatIf) -> str:
+    return (
+        f"{html.escape(w.summary())}\n\nmacro-F1 {w.macro_f1_before:.3f} → {w.macro_f1_after:.3f}"
+    )
+
+
+def _confusions(w: WhatIf) -> Any:
+    rows = [[g, p, n] for g, p, n in w.confusions_after[:20]]
+    return gr.update(value=rows, visible=bool(rows))
+
+
+def merge_whatif(
+    ctx: AppContext, proj: str | None, a: str | None, b: str | None
+) -> tuple[Any, Any]:
+    """The merge estimate: (summary, confusions left around the merged intent)."""
+    if not proj:
+        return "Pick a project.", gr.update(visible=False)
+    est, err = attempt(lambda: svc.merge(ctx, proj, a, b))
+    if err or est is None:
+        return problem(err or ""), gr.update(visible=False)
+    w = est.whatif
+    lines = [_headline(w)]
+    if w.confusions_after:
+        lines.append("Confusions the merged intent would still have, biggest first:")
+    else:
+        lines.append("The merged intent would have no confusions left.")
+    return "\n\n".join(lines), _confusions(w)
+
+
+def split_whatif(
+    ctx: AppContext, proj: str | None, intent: str | None, parts: str
+) -> tuple[Any, Any]:
+    """The split proposal: (parts with words and examples, confusions between the parts)."""
+    if not proj:
+        return "Pick a project.", gr.update(visible=False)
+    count = int(parts) if parts and parts.isdigit() else None
+    est, err = attempt(lambda: svc.split(ctx, proj, intent, count))
+    if err or est is None:
+        return problem(err or ""), gr.update(visible=False)
+    w = est.whatif
+    lines = [_headline(w), "Proposed parts:"]
+    for p in w.parts:
+        words = html.escape(", ".join(p.keywords[:4])) or "no distinctive words"
+        shown = " · ".join(f"“{html.escape(t)}”" for t in est.examples.get(p.name, []))
+        lines.append(f"- **{html.escape(p.name)}** ({p.size}): {words} — {shown}")
+    return "\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]), _confusions(w)
+
+
+def build_whatif(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+    """Lay out the merge / split section and bind its events. Returns its intent pickers."""
+    gr.Markdown("### Merge or split: what if?")
+    gr.Markdown(HELP)
+    with gr.Row():
+        a = gr.Dropdown(label="Merge intent", choices=[], scale=2, elem_id="whatif-a")
+        b = gr.Dropdown(label="with intent", choices=[], scale=2, elem_id="whatif-b")
+        merge_btn = gr.Button("Estimate the merge", scale=1, size="md", elem_id="whatif-merge")
+        split_of = gr.Dropdown(label="Split intent", choices=[], scale=2, elem_id="whatif-split-of")
+        parts = gr.Dropdown(PARTS, value="auto", label="parts", scale=1, min_width=90)
+        split_btn = gr.Button("Propose a split", scale=1, size="md", elem_id="whatif-split")
+    result = gr.Markdown(elem_id="whatif-result")
+    confusions = gr.Dataframe(
+        headers=CONFUSION_HEADERS,
+        label="Confusions after (out-of-fold)",
+        interactive=False,
+        visible=False,
+        max_height=240,
+        elem_id="whatif-confusions",
+    )
+    merge_btn.click(
+        bind(merge_whatif, ctx), [project, a, b], [result, confusions], api_name="merge_whatif"
+    )
+    split_btn.click(
+        bind(split_whatif, ctx),
+        [project, split_of, parts],
+        [result, confusions],
+        api_name="split_whatif",
+    )
+    return {"pickers": [a, b, split_of]}

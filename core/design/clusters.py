@@ -1,0 +1,240 @@
+"""Candidate intents from unlabelled utterances: density clusters, named by their words.
+
+Vectors are L2-normalised and reduced by PCA (:data:`PCA_DIMS` dimensions, as the maps do) before
+scikit-learn's ``HDBSCAN`` groups them, so Euclidean distance ranks pairs as cosine similarity
+does and the neighbour search stays fast at 10k utterances. Points in no dense region are left
+out (HDBSCAN's noise): a candidate intent is a group worth a name, not a partition of everything.
+HDBSCAN finds groups even in scattered points, so a cluster is kept only when its members are
+clearly more alike than any two utterances of the input: their mean pairwise cosine similarity
+must exceed the input's by :data:`MIN_LIFT`.
+
+Each cluster is named by its distinctive words, c-TF-IDF style (a word's frequency in the cluster
+against its frequency over all clusters and the left-out points, from scikit-learn's
+``CountVectorizer``), and shown by its central examples (nearest its centroid). Given the labelled
+pool, each cluster also gets its nearest existing intent (the k-NN rule of
+:class:`core.retrieval.knn.KnnIndex` applied to the cluster's centroid).
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.eye(8, dtype=np.float32)[:2]
+    >>> vecs = np.repeat(centres, 15, axis=0) + rng.normal(0, 0.05, (30, 8))
+    >>> texts = ["lost my card"] * 15 + ["open an account"] * 15
+    >>> [c.keywords[:2] for c in find_clusters(vecs, texts)]
+    [('card', 'lost'), ('account', 'open')]
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.retrieval.knn import KnnIndex, normalise
+
+logger = logging.getLogger(__name__)
+
+MIN_UTTERANCES = 20  # fewer unlabelled utterances than this: nothing to cluster
+PCA_DIMS = 50
+MIN_LIFT = 0.15  # how much more alike a cluster's members must be than the input's average pair
+KEYWORDS = 5
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One candidate intent: rows of the input (most central first) and what names it."""
+
+    number: int  # 1 = the biggest
+    members: tuple[int, ...]  # indices into the clustered rows, most central first
+    keywords: tuple[str, ...]  # distinctive words, most distinctive first
+    cohesion: float  # mean cosine similarity of the members to their centroid
+    nearest_intent: str | None = None
+    nearest_similarity: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def central(self, n: int = EXAMPLES) -> tuple[int, ...]:
+        """The ``n`` members nearest the centroid."""
+        return self.members[:n]
+
+    @property
+    def title(self) -> str:
+        """``card · lost · new`` (``cluster 3`` when no word stands out)."""
+        return " · ".join(self.keywords[:3]) or f"cluster {self.number}"
+
+    @property
+    def suggested_name(self) -> str:
+        """An intent name from the two most distinctive words: ``card_lost``.
+
+        Example:
+            >>> Cluster(1, (0,), ("card", "lost"), 1.0).suggested_name
+            'card_lost'
+        """
+        words = [re.sub(r"[^a-z0-9]+", "_", w.lower()).strip("_") for w in self.keywords[:2]]
+        return "_".join(w for w in words if w) or f"candidate_{self.number}"
+
+
+def default_min_size(n: int) -> int:
+    """The smallest group that counts as a cluster among ``n`` utterances: 3 for a few hundred,
+    growing with the square root of the pool (BANKING77's 3,080 test utterances: 8), at most 16.
+
+    Example:
+        >>> default_min_size(30), default_min_size(3080), default_min_size(10_000)
+        (3, 8, 14)
+    """
+    return int(np.clip(round(n**0.5 / 7), 3, 16))
+
+
+def _reduce(vectors: np.ndarray, seed: int) -> np.ndarray:
+    v = normalise(np.asarray(vectors, dtype=np.float32))
+    dims = min(PCA_DIMS, v.shape[0] - 1, v.shape[1])
+    if dims >= v.shape[1] or dims < 2:
+        return v
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=dims, random_state=seed).fit_transform(v).astype(np.float32)
+
+
+def cluster_labels(
+    vectors: np.ndarray,
+    *,
+    min_size: int | None = None,
+    min_samples: int | None = None,
+    seed: int = 0,
+) -> np.ndarray:
+    """HDBSCAN's cluster of each row (``-1``: in no cluster).
+
+    Raises:
+        ValueError: with fewer than :data:`MIN_UTTERANCES` rows.
+    """
+    from sklearn.cluster import HDBSCAN
+
+    n = len(vectors)
+    if n < MIN_UTTERANCES:
+        raise ValueError(
+            f"Need at least {MIN_UTTERANCES} unlabelled utterances to look for candidate "
+            f"intents; there are {n}. Import or add more unlabelled utterances."
+        )
+    size = min_size or default_min_size(n)
+    if size < 2:
+        raise ValueError(f"A cluster needs at least 2 utterances, got min_size={size}.")
+    reduced = _reduce(vectors, seed)
+    model = HDBSCAN(
+        min_cluster_size=size,
+        min_samples=min_samples or max(2, size // 2),
+        cluster_selection_method="eom",
+        copy=True,
+    )
+    return np.asarray(model.fit_predict(reduced), dtype=np.int64)
+
+
+def distinctive_words(
+    texts: Sequence[str], groups: Sequence[int], *, top: int = KEYWORDS
+) -> dict[int, tuple[str, ...]]:
+    """c-TF-IDF keywords of each group (group ``-1``, the left-out rows, counts as one class for
+    the frequencies but gets no keywords).
+
+    A word's weight in a group is its share of the group's words times
+    ``log(1 + mean words per group / the word's count over all groups)``.
+
+    Example:
+        >>> distinctive_words(["lost card", "card lost", "open account"], [0, 0, 1], top=1)
+        {0: ('card',), 1: ('account',)}
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    names = sorted(set(groups))
+    docs = [" ".join(t for t, g in zip(texts, groups, strict=True) if g == k) for k in names]
+    try:
+        counts = CountVectorizer(stop_words="english").fit(docs)
+    except ValueError:  # only stop words (or nothing) in every group
+        return {k: () for k in names if k >= 0}
+    tf = counts.transform(docs).toarray().astype(np.float64)
+    words = counts.get_feature_names_out()
+    per_group = tf.sum(axis=1, keepdims=True)
+    idf = np.log(1.0 + per_group.mean() / np.maximum(tf.sum(axis=0), 1.0))
+    weights = tf / np.maximum(per_group, 1.0) * idf
+    out: dict[int, tuple[str, ...]] = {}
+    for row, k in enumerate(names):
+        if k < 0:
+            continue
+        order = np.argsort(-weights[row], kind="stable")[:top]
+        out[k] = tuple(str(words[j]) for j in order if tf[row, j] > 0)
+    return out
+
+
+def _mean_pair_similarity(unit: np.ndarray) -> float:
+    """Mean cosine similarity of distinct pairs of unit vectors (from their mean, in O(n))."""
+    m = len(unit)
+    if m < 2:
+        return 1.0
+    total = float(np.linalg.norm(unit.sum(axis=0)) ** 2)  # sum over all (i, j), i == j included
+    return (total - m) / (m * (m - 1))
+
+
+def _nearest_intents(
+    centroids: np.ndarray,
+    pool_vectors: np.ndarray | None,
+    pool_labels: Sequence[Sequence[str]] | None,
+) -> list[tuple[str | None, float]]:
+    if pool_vectors is None or pool_labels is None or len(pool_vectors) == 0:
+        return [(None, 0.0)] * len(centroids)
+    index = KnnIndex(pool_vectors.shape[1])
+    index.add(list(range(len(pool_vectors))), pool_vectors, [""] * len(pool_labels), pool_labels)
+    preds = index.classify(centroids, k=1, show=0, depth=50)
+    return [(p.top, float(p.score)) for p in preds]
+
+
+def find_clusters(
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    *,
+    pool_vectors: np.ndarray | None = None,
+    pool_labels: Sequence[Sequence[str]] | None = None,
+    min_size: int | None = None,
+    seed: int = 0,
+) -> list[Cluster]:
+    """Candidate intents among ``vectors`` (one per text), biggest first.
+
+    Args:
+        vectors: ``(n, d)`` embeddings of the unlabelled utterances.
+        texts: their texts (for the names).
+        pool_vectors: the labelled pool's vectors, to find each cluster's nearest intent.
+        pool_labels: the pool's label sets.
+        min_size: the smallest cluster (default :func:`default_min_size`).
+        seed: PCA's seed.
+
+    Raises:
+        ValueError: with fewer than :data:`MIN_UTTERANCES` utterances.
+    """
+    if len(vectors) != len(texts):
+        raise ValueError("vectors and texts differ in length.")
+    labels = cluster_labels(vectors, min_size=min_size, seed=seed)
+    words = distinctive_words(texts, labels.tolist())
+    unit = normalise(np.asarray(vectors, dtype=np.float32))
+    average = _mean_pair_similarity(unit)
+    found: list[tuple[tuple[int, ...], float, tuple[str, ...], np.ndarray]] = []
+    for k in sorted(set(labels.tolist()) - {-1}):
+        idx = np.flatnonzero(labels == k)
+        if _mean_pair_similarity(unit[idx]) - average < MIN_LIFT:
+            continue  # no tighter than chance
+        centre = normalise(unit[idx].mean(axis=0))[0]
+        sims = unit[idx] @ centre
+        order = idx[np.argsort(-sims, kind="stable")]
+        found.append((tuple(int(i) for i in order), float(sims.mean()), words.get(k, ()), centre))
+    found.sort(key=lambda f: (-len(f[0]), f[0][0]))
+    if not found:
+        return []
+    centres = np.asarray([f[3] for f in found], dtype=np.float32)
+    nearest = _nearest_intents(centres, pool_vectors, pool_labels)
+    return [
+        Cluster(number, members, keywords, cohesion, *near)
+        for number, ((members, cohesion, keywords, _), near) in enumerate(
+            zip(found, nearest, strict=True), start=1
+        )
+    ]

@@ -1,0 +1,103 @@
+"""Candidate intents from the unlabelled logs of a real project: the planted groups come back as
+clusters; turning one into a new intent (or adding it to an existing one) is one batch that one
+Undo reverts; bad input gets a message and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services import clusters as svc
+from app.services import data as data_svc
+from app.services.projects import new_project
+from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+
+
+def _state(ctx, project) -> dict[int, tuple[str, str]]:
+    return {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, project)}
+
+
+@pytest.fixture
+def logs(ctx, demo):
+    """The demo project (31 assorted unlabelled utterances) plus three planted groups."""
+    for text in GIFT + HOURS + KLARNA:
+        data_svc.add_utterance(ctx, demo, text, [], "unlabelled")
+    return demo
+
+
+def _cluster(found, word):
+    return next(c for c in found if word in c.keywords[:2])
+
+
+def test_planted_groups_come_back_with_words_examples_and_nearest_intent(ctx, logs):
+    found = svc.candidate_intents(ctx, logs)
+    gift = _cluster(found, "gift")
+    assert sum("gift" in t for t in gift.texts) >= 6 and gift.size == len(gift.ids)
+    assert gift.choice.startswith(f"{gift.number} · gift") and gift.choice.endswith(
+        f"({gift.size})"
+    )
+    klarna = _cluster(found, "klarna")
+    assert klarna.nearest_intent == "payment_failed"  # the demo's only payment intent
+    unlabelled = {r["id"] for r in data_svc.table(ctx, logs) if r["split"] == "unlabelled"}
+    assert all(set(c.ids) <= unlabelled for c in found)  # only unlabelled utterances
+
+
+def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, logs):
+    before = _state(ctx, logs)
+    gift = _cluster(svc.candidate_intents(ctx, logs), "gift")
+    keep, dropped = list(gift.ids[:-1]), gift.ids[-1]  # the designer unticks one example
+    done = svc.create_from_cluster(ctx, logs, keep, "gift_cards")
+    assert len(done.change) == len(keep)
+    after = _state(ctx, logs)
+    assert all(after[i] == ("gift_cards", "train") for i in keep)  # joined the pool
+    assert after[dropped] == before[dropped]
+    assert "gift_cards" in data_svc.intent_names(ctx, logs)
+    assert f"label of {len(keep)} utterance(s)" in data_svc.undo(ctx, logs)
+    assert _state(ctx, logs) == before
+    # and the clusters no longer offer what was labelled
+    data_svc.label_utterance(ctx, logs, keep[0], ["gift_cards"])
+    assert all(keep[0] not in c.ids for c in svc.candidate_intents(ctx, logs))
+
+
+def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhile(ctx, logs):
+    klarna = _cluster(svc.candidate_intents(ctx, logs), "klarna")
+    first = klarna.ids[0]
+    data_svc.label_utterance(ctx, logs, first, ["talk_to_human"])  # someone else, meanwhile
+    done = svc.add_to_intent(ctx, logs, list(klarna.ids), "payment_failed")
+    after = _state(ctx, logs)
+    assert first in done.labelled and after[first][0] == "talk_to_human"  # protected
+    assert all(after[i] == ("payment_failed", "train") for i in klarna.ids[1:])
+    assert f"label of {klarna.size - 1} utterance(s)" in data_svc.undo(ctx, logs)
+
+
+def test_bad_choices_get_a_message_and_change_nothing(ctx, logs):
+    before = _state(ctx, logs)
+    gift = _cluster(svc.candidate_intents(ctx, logs), "gift")
+    with pytest.raises(ValueError, match=r"Intent 'track_order' already exists: pick it under"):
+        svc.create_from_cluster(ctx, logs, list(gift.ids), "track_order")
+    with pytest.raises(ValueError, match=r"Give the new intent a name"):
+        svc.create_from_cluster(ctx, logs, list(gift.ids), "  ")
+    with pytest.raises(ValueError, match=r"Choose at least one example of the cluster to keep"):
+        svc.create_from_cluster(ctx, logs, [], "gift_cards")
+    with pytest.raises(ValueError, match=r"No intent 'gift_cards' in this project"):
+        svc.add_to_intent(ctx, logs, list(gift.ids), "gift_cards")
+    assert _state(ctx, logs) == before
+    assert "gift_cards" not in data_svc.intent_names(ctx, logs)
+
+
+def test_too_few_unlabelled_utterances_get_a_clear_message(ctx):
+    new_project(ctx, "tiny")
+    for text in GIFT[:5]:
+        data_svc.add_utterance(ctx, "tiny", text, [], "unlabelled")
+    with pytest.raises(ValueError, match=r"has 5 unlabelled utterances; .* at least 20"):
+        svc.candidate_intents(ctx, "tiny")
+
+
+def test_a_cluster_is_isolated_on_the_map(ctx, logs):
+    from app.services import maps
+
+    gift = _cluster(svc.candidate_intents(ctx, logs), "gift")
+    view = maps.compute_map(ctx, logs, method="pca")
+    fig = svc.cluster_figure(view, gift.ids, gift.title)
+    lit = [t for t in fig.data if t.name and t.name.startswith("candidate: gift")]
+    assert len(lit) == 1 and sorted(lit[0].customdata) == sorted(gift.ids)
+    assert fig.layout.meta["n_points"] == len(view.ids)

@@ -1,0 +1,67 @@
+"""Merge and split what-ifs on a real project: the estimate is the project's own out-of-fold
+accuracy before, and an honest after; bad requests get a message."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services import data as data_svc
+from app.services import whatif as svc
+from app.services.projects import new_project
+from core.evaluation import cross_validate_knn
+from storage.projects import get_project
+from storage.utterances import labelled_pool
+
+
+def test_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(ctx, demo):
+    est = svc.merge(ctx, demo, "cancel_order", "refund_status")
+    w = est.whatif
+    with ctx.db.session() as s:
+        pid = get_project(s, demo).id
+        pool = labelled_pool(s, pid)
+    encoder, _ = ctx.active_encoder(pid)
+    vectors = ctx.cache.encode(encoder, [r.text for r in pool])
+    base = cross_validate_knn(vectors, [r.labels for r in pool])
+    assert w.n == len(pool) and w.accuracy_before == pytest.approx(base["accuracy"])
+    # 1-NN: merging can only turn errors between the two into hits
+    assert w.accuracy_after >= w.accuracy_before
+    assert w.accuracy_after - w.accuracy_before == pytest.approx(w.confused / w.n, abs=1e-9)
+    assert all("cancel_order+refund_status" in (g, p) for g, p, _ in w.confusions_after)
+
+
+def test_a_split_proposes_named_parts_with_examples(ctx, demo):
+    est = svc.split(ctx, demo, "track_order")
+    w = est.whatif
+    assert 2 <= len(w.parts) <= 4 and w.before == ("track_order",)
+    with ctx.db.session() as s:
+        pool = labelled_pool(s, get_project(s, demo).id)
+    # every train example of it lands in one part, a two-intent row included
+    assert sorted(i for p in w.parts for i in p.members) == [
+        i for i, r in enumerate(pool) if "track_order" in r.labels
+    ]
+    assert set(est.examples) == set(w.after)
+    assert all(1 <= len(texts) <= 3 for texts in est.examples.values())
+    assert "Splitting track_order into" in w.summary()
+
+
+def test_merging_an_intent_with_itself_or_nothing_is_refused(ctx, demo):
+    with pytest.raises(
+        ValueError, match=r"two different intents to merge \(both are 'track_order'\)"
+    ):
+        svc.merge(ctx, demo, "track_order", "track_order")
+    with pytest.raises(ValueError, match=r"Pick two intents to merge"):
+        svc.merge(ctx, demo, "track_order", None)
+    with pytest.raises(ValueError, match=r"Pick the intent to split"):
+        svc.split(ctx, demo, "")
+
+
+def test_a_multi_label_project_is_refused_with_the_reason(ctx):
+    new_project(ctx, "hotel")
+    rows = [("cancel my booking", "cancel"), ("refund please", "refund")] * 3
+    rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
+    for i, (text, labels) in enumerate(rows):
+        data_svc.add_utterance(ctx, "hotel", f"{text} {i}", labels.split("|"), "train")
+    with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
+        svc.merge(ctx, "hotel", "cancel", "refund")
+    with pytest.raises(ValueError, match=r"multi-label project"):
+        svc.split(ctx, "hotel", "cancel")

@@ -1,0 +1,113 @@
+"""Candidate intents: planted groups of unlabelled utterances come back as clusters, named by
+their own words, with their central examples and the nearest existing intent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.design.clusters import (
+    MIN_UTTERANCES,
+    Cluster,
+    default_min_size,
+    distinctive_words,
+    find_clusters,
+)
+
+GIFT = [
+    "do you sell gift cards",
+    "can I buy a gift card for my sister",
+    "gift card for a friend's birthday",
+    "how much is a gift card",
+    "where can I get gift cards",
+    "is there an electronic gift card",
+    "can I send a gift card by email",
+    "I want to buy a gift voucher card",
+]
+HOURS = [
+    "what are the opening hours of the shop",
+    "when do you open on sunday",
+    "what time does the shop close",
+    "are you open on bank holidays",
+    "opening times for saturday",
+    "until what time are you open tonight",
+    "what hours is the store open",
+    "when does the shop open in the morning",
+]
+KLARNA = [
+    "can I pay with klarna",
+    "do you take klarna payments",
+    "is klarna available at checkout",
+    "pay later with klarna possible",
+    "klarna instalments for my order",
+    "does the checkout accept klarna",
+    "I want to split the payment with klarna",
+    "klarna pay in 3 option",
+]
+STRAYS = [
+    "what's the weather like tomorrow",
+    "recommend a good sleeping bag",
+    "how do I delete my account",
+    "thanks for your help",
+    "ok",
+    "I'd like to leave a complaint about the courier",
+]
+
+
+def test_planted_groups_are_found_and_named_by_their_own_words(encoder):
+    texts = GIFT + HOURS + KLARNA + STRAYS
+    clusters = find_clusters(encoder.encode(texts), texts)
+    groups = {"gift": set(range(8)), "hours": set(range(8, 16)), "klarna": set(range(16, 24))}
+    for word, rows in groups.items():
+        best = max(clusters, key=lambda c: len(rows & set(c.members)))
+        members = set(best.members)
+        assert len(rows & members) >= 6, (word, best)  # most of the group
+        assert len(members - rows) <= 1, (word, best)  # and little else
+        assert word in " ".join(best.keywords[:2]) or (
+            word == "hours" and {"open", "opening"} & set(best.keywords[:2])
+        ), best.keywords
+    gift = next(c for c in clusters if "gift" in c.keywords[:2])
+    assert gift.central(2)[0] in groups["gift"] and "gift" in gift.suggested_name
+    assert clusters == sorted(clusters, key=lambda c: -c.size)  # biggest first
+    assert [c.number for c in clusters] == list(range(1, len(clusters) + 1))
+
+
+def test_each_cluster_gets_its_nearest_existing_intent(encoder):
+    texts = GIFT + HOURS + KLARNA
+    pool = ["can I pay by paypal", "which payment methods do you accept", "is my card accepted"]
+    pool += ["when will my parcel arrive", "track my order"]
+    labels = [("payment_methods",)] * 3 + [("track_order",)] * 2
+    clusters = find_clusters(
+        encoder.encode(texts), texts, pool_vectors=encoder.encode(pool), pool_labels=labels
+    )
+    klarna = next(c for c in clusters if "klarna" in c.keywords[:2])
+    assert klarna.nearest_intent == "payment_methods"
+    assert 0.3 < klarna.nearest_similarity <= 1.0
+
+
+def test_fewer_than_the_minimum_of_utterances_is_refused_with_a_message():
+    rng = np.random.default_rng(0)
+    n = MIN_UTTERANCES - 1
+    with pytest.raises(ValueError, match=rf"at least {MIN_UTTERANCES} unlabelled .* there are {n}"):
+        find_clusters(rng.normal(size=(n, 8)), ["x"] * n)
+
+
+def test_scattered_points_make_no_cluster():
+    rng = np.random.default_rng(1)
+    vecs = rng.normal(size=(40, 384))  # no dense region anywhere
+    assert find_clusters(vecs, [f"text {i}" for i in range(40)]) == []
+
+
+def test_distinctive_words_prefer_what_sets_a_group_apart():
+    texts = ["card lost today", "lost my card today", "open account today", "account open today"]
+    words = distinctive_words(texts, [0, 0, 1, 1], top=2)
+    assert set(words[0]) == {"card", "lost"} and set(words[1]) == {"account", "open"}
+    assert distinctive_words(["the", "a", "of it"], [0, 0, -1]) == {0: ()}  # stop words only
+
+
+def test_names_and_sizes():
+    c = Cluster(2, (5, 1, 9), ("card", "new-card", "lost"), 0.8)
+    assert (c.size, c.central(2), c.title) == (3, (5, 1), "card · new-card · lost")
+    assert c.suggested_name == "card_new_card"
+    assert Cluster(4, (1,), (), 1.0).suggested_name == "candidate_4"
+    assert default_min_size(50) == 3 and default_min_size(40_000) == 16
