@@ -139,6 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(str(r[c]) for c in cols))
+    # The merge what-if on 1,000 labelled utterances (target: 5 s on 2 cores).
+    from core.design import merge_whatif
+
+    a, b = sorted(set(gold[:1000]))[:2]
+    started = time.perf_counter()
+    w = merge_whatif(vectors[:1000], gold[:1000], a, b)
+    merge = {"run": f"{encoder} merge what-if", "n": w.n}
+    merge["seconds"] = round(time.perf_counter() - started, 2)
+    print(f"merge what-if of {a} + {b} on {w.n} labelled: {merge['seconds']} s")
+    rows.append(merge)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(rows, indent=2))
     print(json.dumps(rows))

@@ -4,8 +4,6 @@ intent made of two clear groups finds them and costs little."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -40,12 +38,11 @@ def test_merging_distinct_intents_changes_nothing_and_keeps_other_confusions():
     assert {(g, p) for g, p, _ in w.confusions_after} <= {("a+b", "c"), ("c", "a+b")}
 
 
-def test_a_merge_estimate_for_1k_labelled_utterances_takes_under_5_seconds():
+def test_a_merge_estimate_covers_1k_labelled_utterances():
+    """(Its time is measured by bench/clusters.py, not asserted here.)"""
     vecs = _blobs(list(range(50)), 20, dim=384, noise=0.08)  # 50 intents x 20 = 1,000
     labels = [f"intent_{i // 20}" for i in range(1000)]
-    start = time.perf_counter()
     w = merge_whatif(vecs, labels, "intent_0", "intent_1")
-    assert time.perf_counter() - start < 5.0  # on a shared 2-core machine
     assert w.n == 1000 and w.accuracy_after >= w.accuracy_before
 
 
