@@ -218,7 +218,7 @@ def test_a_gzip_bomb_backup_is_refused_quickly_and_leaves_nothing(small_backup, 
     target = tmp_path / "restored"
     start = time.perf_counter()
     assert main(["--data-dir", str(target), "restore", str(bomb)]) == 2
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 10  # bounded: the bomb is refused, not expanded
     assert not target.exists() or not any(target.iterdir())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".restore-")]
 

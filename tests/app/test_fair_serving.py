@@ -135,5 +135,5 @@ def test_a_one_line_predict_is_not_starved_by_a_1000_text_batch(ctx, demo):
     assert predict_one(ctx, demo, "where is my parcel", who=DESIGNER)["top"] == "track_order"
     waited = time.perf_counter() - started
     assert batch.is_alive(), "the one-line predict waited for the whole batch"
-    assert waited < 5
+    assert waited < 10
     batch.join(600)

@@ -91,7 +91,7 @@ def test_a_gzip_bomb_is_refused_from_its_header_before_a_byte_is_written(tmp_pat
     start = time.perf_counter()
     with pytest.raises(ArchiveError, match=r"a\.db in the archive is damaged: 268435456 bytes"):
         _extract(archive, tmp_path / "out")
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 10  # bounded: the bomb is refused, not expanded
     assert _written(tmp_path / "out") == 0
 
 
@@ -102,7 +102,7 @@ def test_a_bomb_whose_manifest_agrees_is_stopped_by_the_total_cap(tmp_path):
     start = time.perf_counter()
     with pytest.raises(ArchiveError, match="exceeds the limit of 67108864 bytes"):
         _extract(archive, tmp_path / "out", max_bytes=64 * MiB)
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 10  # bounded: the bomb is refused, not expanded
     assert _written(tmp_path / "out") == 0
 
 
