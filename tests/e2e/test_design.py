@@ -33,6 +33,7 @@ def test_a_cluster_becomes_an_intent_and_a_merge_shows_its_estimate(server, page
         client.predict(DEMO, text, [], "unlabelled", api_name="/label")
     page.goto(server.url)
     page.get_by_role("tab", name="Design").click()
+    page.get_by_role("tab", name="Candidate intents").click()
     page.locator("#design-find").click()
     page.wait_for_function(
         "() => document.querySelector('#design-clusters-status')?.innerText"
@@ -65,10 +66,11 @@ def test_a_cluster_becomes_an_intent_and_a_merge_shows_its_estimate(server, page
     )
     assert f"{n - 1} utterance(s) labelled gift_cards" in page.inner_text("#design-cluster-action")
 
+    page.get_by_role("tab", name="Merge / split what-if").click()
     page.get_by_label("Merge intent").click()
     page.get_by_role("option", name="cancel_order", exact=True).click()
     page.get_by_label("with intent").click()
-    page.get_by_role("option", name="refund_status", exact=True).click()
+    page.get_by_role("option", name="refund_status", exact=True).last.click()
     page.locator("#whatif-merge").click()
     page.wait_for_function(
         "() => document.querySelector('#whatif-result')?.innerText?.includes('estimated accuracy')"
