@@ -9,6 +9,7 @@ Passwords are hashed with argon2 (argon2-cffi) and never stored or logged in cle
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from collections.abc import Iterator
@@ -21,7 +22,14 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.context import AppContext
 from storage.errors import NotFoundError
-from storage.users import ROLES, count_admins, create_user, get_user
+from storage.users import (
+    ROLES,
+    count_admins,
+    create_user,
+    get_user,
+    set_token_hash,
+    user_by_token_hash,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +107,31 @@ def check_login(ctx: AppContext, name: str, password: str) -> bool:
     except (NotFoundError, VerificationError, InvalidHashError):
         logger.info("failed login for %r", name)
         return False
+
+
+def token_hash(token: str) -> str:
+    """The sha256 (hex) of an API token: what the users table keeps instead of the token."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def issue_token(ctx: AppContext, name: str) -> str:
+    """A new API token for user ``name``, to show once: only its hash is stored, and it replaces
+    the user's earlier token (which stops working at once)."""
+    token = "is_" + secrets.token_urlsafe(32)
+    with ctx.db.session() as s:
+        set_token_hash(s, name, token_hash(token))
+    return token
+
+
+def token_actor(ctx: AppContext, token: str) -> Actor:
+    """The user an API token belongs to (their current role); PermissionError when it is
+    nobody's (unknown, replaced or revoked)."""
+    with ctx.db.session() as s:
+        try:
+            user = user_by_token_hash(s, token_hash(token.strip()))
+        except NotFoundError as exc:
+            raise PermissionError(str(exc)) from exc
+        return Actor(user.id, user.name, user.role)
 
 
 def actor(ctx: AppContext, username: str | None) -> Actor:

@@ -45,6 +45,10 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(80), unique=True)
     role: Mapped[str] = mapped_column(String(16), default="designer")
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    # sha256 (hex) of the user's REST API token; the token itself is shown once, never stored
+    api_token_hash: Mapped[str | None] = mapped_column(
+        String(64), default=None, unique=True, index=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

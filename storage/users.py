@@ -51,3 +51,19 @@ def set_role(s: Session, name: str, role: str) -> User:
         raise StorageError("This is the last admin; make another admin first.")
     user.role = role
     return user
+
+
+def set_token_hash(s: Session, name: str, token_hash: str | None) -> User:
+    """Store the hash of ``name``'s new API token (replacing any earlier one; None revokes it)."""
+    user = get_user(s, name)
+    user.api_token_hash = token_hash
+    s.flush()
+    return user
+
+
+def user_by_token_hash(s: Session, token_hash: str) -> User:
+    """The user whose API token hashes to ``token_hash``; NotFoundError when none does."""
+    user = s.scalar(select(User).where(User.api_token_hash == token_hash))
+    if user is None:
+        raise NotFoundError("Unknown or revoked API token.")
+    return user

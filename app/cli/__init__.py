@@ -173,8 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
     p.set_defaults(func=cmd_restore)
 
-    p = sub.add_parser("users", help="add users, change roles, list users (multi-user mode)")
-    p.add_argument("action", choices=["add", "role", "list"])
+    p = sub.add_parser(
+        "users",
+        help="add users, change roles, list users, issue a REST API token (multi-user mode)",
+        description="`users token NAME` prints a new API token for NAME once (only its hash is "
+        "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`.",
+    )
+    p.add_argument("action", choices=["add", "role", "list", "token"])
     p.add_argument("name", nargs="?")
     p.add_argument("--role", default="designer", choices=["viewer", "designer", "admin"])
     p.set_defaults(func=cmd_users)

@@ -67,7 +67,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_users(args: argparse.Namespace) -> int:
-    from app.auth import add_user
+    from app.auth import add_user, issue_token
     from storage.users import list_users, set_role
 
     ctx = context(args)
@@ -86,6 +86,11 @@ def cmd_users(args: argparse.Namespace) -> int:
             password = getpass.getpass(f"Password for {args.name}: ")
         who = add_user(ctx, args.name, args.role, password)
         print(f"Added {who.name} ({who.role}).")
+        return 0
+    if args.action == "token":
+        token = issue_token(ctx, args.name)
+        print(f"API token for {args.name} (shown once; any earlier token stops working):")
+        print(token)
         return 0
     with ctx.db.session() as s:
         set_role(s, args.name, args.role)
