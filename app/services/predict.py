@@ -110,26 +110,50 @@ def predict_one(
     return predict_explained(ctx, project, [text], k=k, show=show, who=who)[0]
 
 
-def predict_requests(ctx: AppContext, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
-    """Many independent ``(project, text, k)`` requests at once (the API's micro-batch): one
-    encoder pass per (project, k), admitted as one-line calls. A request that fails gets
-    ``{"error": message}`` alone; when the server is busy, every request gets that answer."""
-    out: list[dict[str, Any]] = [{} for _ in requests]
+def classify_requests(
+    ctx: AppContext, requests: list[tuple[str, str, int]], *, explained: bool = True
+) -> list[dict[str, Any] | Exception]:
+    """Many independent ``(project, text, k)`` requests at once (the micro-batch of the Gradio
+    ``/predict`` endpoint and of the REST API): one encoder pass per (project, k), admitted as
+    one-line calls. A request that fails gets its exception (a busy server: every request gets
+    the :class:`BusyError`); the others still get their predictions. ``explained=False``: the
+    bare prediction (a bundle's structure), without ``explanation`` and ``latency_ms``."""
+    out: list[dict[str, Any] | Exception] = [{} for _ in requests]
     groups: dict[tuple[str, int], list[int]] = {}
     for i, (project, _, k) in enumerate(requests):
         groups.setdefault((project, int(k)), []).append(i)
     for (project, k), idx in groups.items():
         texts = [requests[i][1] for i in idx]
+        results: list[dict[str, Any] | Exception]
         try:
-            results = predict_explained(ctx, project, texts, k=k, lines=True)
+            if explained:
+                results = [*predict_explained(ctx, project, texts, k=k, lines=True)]
+            else:
+                rows = _classify(ctx, project, texts, k, 5, None, lines=True)
+                results = [row for row, _ in rows]
         except BusyError as busy:
-            results = [{"error": str(busy)} for _ in idx]
+            results = [busy for _ in idx]
         except (ValueError, KeyError) as batch_error:
             if len(idx) == 1:
-                msg = batch_error.args[0] if batch_error.args else str(batch_error)
-                results = [{"error": str(msg)}]
+                results = [batch_error]
             else:  # find the culprit(s): the others still get their answers
-                results = [predict_requests(ctx, [requests[i]])[0] for i in idx]
+                results = [
+                    classify_requests(ctx, [requests[i]], explained=explained)[0] for i in idx
+                ]
         for i, result in zip(idx, results, strict=True):
             out[i] = result
     return out
+
+
+def error_message(exc: BaseException) -> str:
+    """The user message of a refused request (a KeyError's repr quotes are dropped)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def predict_requests(ctx: AppContext, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """:func:`classify_requests` with each failure as ``{"error": message}`` alone (the Gradio
+    ``/predict`` endpoint's answer)."""
+    return [
+        {"error": error_message(r)} if isinstance(r, Exception) else r
+        for r in classify_requests(ctx, requests)
+    ]
