@@ -63,11 +63,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
     import ipaddress
 
+    from app.api import create_api
     from app.auth import check_login, ensure_admin
     from app.config import MAX_UPLOAD_BYTES, load_settings
     from app.context import AppContext
     from app.services.projects import ensure_demo_project
     from app.ui.main import build_app, css
+    from app.ui.mount import mount_ui
 
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -103,32 +105,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:
         supervisor.start()
-    demo = build_app(ctx)
+    # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
+    # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
+    app = mount_ui(
+        create_api(ctx),
+        build_app(ctx),
+        host=args.host,
+        port=args.port,
+        css=css(),
+        max_file_size=MAX_UPLOAD_BYTES,
+        auth=auth,
+    )
     print(
-        f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir})",
+        f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
+        f"REST API docs at /docs)",
         flush=True,
     )
-    from starlette.middleware import Middleware
+    import uvicorn
 
-    from app.http_guard import SignInRequired
-
-    guard = [Middleware(SignInRequired)] if args.multi_user else []
-    demo.queue(default_concurrency_limit=4).launch(
-        server_name=args.host,
-        server_port=args.port,
-        share=False,  # never a public tunnel (and no GRADIO_SHARE: see drop_exposing_env)
-        mcp_server=False,
-        max_file_size=MAX_UPLOAD_BYTES,  # Gradio refuses a bigger upload before storing it
-        app_kwargs={"middleware": guard},
-        css=css(),
-        show_error=True,
-        auth=auth,
-        auth_message="Intent Studio: sign in (ask an admin for an account).",
-        prevent_thread_lock=False,
-        quiet=True,
-    )
-    if supervisor is not None:
-        supervisor.stop()
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
     return 0
 
 

@@ -1,0 +1,77 @@
+"""Every failure of a REST call as ``{"error": "user message"}`` with its status: 400 bad input,
+401 no or bad token, 403 role, 404 unknown project/version/job, 409 someone else's change or a
+read-only project, 422 a body that does not fit the schema, 429 busy (with ``Retry-After``).
+Never a traceback or SQL: anything unexpected is logged and answered 500 with a plain sentence."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from app.admission import BusyError
+from app.services.predict import error_message
+from storage.errors import BusyError as DatabaseBusy
+from storage.errors import ConflictError, NotFoundError, ReadOnlyError
+
+logger = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 1
+# Most specific first: the first class an exception is an instance of decides its status.
+STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (ReadOnlyError, 409),  # a bundle opened as a read-only project (roles are checked before)
+    (DatabaseBusy, 429),
+    (BusyError, 429),
+    (PermissionError, 403),
+    (ValueError, 400),
+    (KeyError, 400),
+)
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status a service error answers with (500: not a user error)."""
+    return next((code for cls, code in STATUS if isinstance(exc, cls)), 500)
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    """The JSON answer to a service error (see the module's docstring)."""
+    code = status_of(exc)
+    if code == 500:
+        logger.error("REST API call failed", exc_info=exc)
+        return JSONResponse({"error": "Internal error: see the server log."}, status_code=500)
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if code == 429 else None
+    return JSONResponse({"error": error_message(exc)}, status_code=code, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts) or "The request body does not fit the schema (see /docs)."
+
+
+def install(api: FastAPI) -> None:
+    """Register the handlers on ``api``."""
+
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse({"error": _validation_message(exc)}, status_code=422)
+
+    async def service_error(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(exc)
+
+    api.add_exception_handler(HTTPException, http_error)
+    api.add_exception_handler(RequestValidationError, invalid)
+    for cls in (ValueError, KeyError, PermissionError, BusyError, Exception):
+        api.add_exception_handler(cls, service_error)

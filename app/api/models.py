@@ -1,0 +1,137 @@
+"""The REST API's request and response bodies (pydantic), as the OpenAPI docs at ``/docs`` show
+them. A prediction has exactly the structure a model bundle's ``predict`` returns
+(:func:`core.retrieval.predictor.prediction_to_dict`): keys a prediction does not carry (a
+multi-label head's ``probabilities``, a ``threshold``) are left out, not sent as null."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SPLITS = ("train", "test", "unlabelled")
+
+
+class Example(BaseModel):
+    """A labelled utterance behind a score."""
+
+    id: int
+    text: str
+    labels: list[str]
+    similarity: float
+
+
+class IntentScore(BaseModel):
+    intent: str
+    score: float
+    best: Example
+
+
+class Prediction(BaseModel):
+    """One utterance's prediction: ``labels`` is the decision (empty and ``oos`` true when it is
+    no intent), ``intents`` the ranking with the example behind each score, ``neighbours`` the
+    nearest labelled examples."""
+
+    text: str
+    top: str | None
+    score: float
+    margin: float
+    labels: list[str]
+    oos: bool
+    ambiguous: bool
+    threshold: float | None = None
+    probabilities: dict[str, float] | None = None
+    intents: list[IntentScore]
+    neighbours: list[Example]
+
+
+class PredictIn(BaseModel):
+    """One utterance (``text``) or many (``texts``): many are capped per call by role (200 for
+    a viewer, 1,000 for a designer or admin)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"text": "where is my parcel"}, {"texts": ["hi", "bye"]}]}
+    )
+    text: str | None = Field(None, description="one utterance (served in a micro-batch)")
+    texts: list[str] | None = Field(None, description="several utterances (one batch call)")
+    k: int = Field(1, ge=1, le=50, description="labelled examples per intent behind its score")
+
+    @model_validator(mode="after")
+    def one_of(self) -> PredictIn:
+        if (self.text is None) == (self.texts is None):
+            raise ValueError("send either `text` (one utterance) or `texts` (a list)")
+        if self.texts is not None and not self.texts:
+            raise ValueError("`texts` is empty: send at least one utterance")
+        return self
+
+    def all_texts(self) -> list[str]:
+        return [self.text] if self.text is not None else list(self.texts or [])
+
+
+class PredictOut(BaseModel):
+    predictions: list[Prediction]
+
+
+class LabelIn(BaseModel):
+    """Add a labelled utterance, or relabel it when the text is already in the project."""
+
+    text: str = Field(..., min_length=1)
+    intents: list[str] = Field(default_factory=list, description="empty: no intent")
+    split: str = Field("train", description="train, test or unlabelled")
+
+
+class Utterance(BaseModel):
+    id: int
+    text: str
+    intents: list[str]
+    split: str
+    version: int
+
+
+class UtterancesOut(BaseModel):
+    utterances: list[Utterance]
+
+
+class Version(BaseModel):
+    """A model version with its headline metrics (as the Train tab's history shows it)."""
+
+    model_config = ConfigDict(extra="allow")
+    version: int
+    active: bool
+    method: str
+    accuracy: float | None = None
+    macro_f1: float | None = None
+    created: str
+
+
+class VersionsOut(BaseModel):
+    versions: list[Version]
+
+
+class TrainIn(BaseModel):
+    method: str = Field("fast", description="fast, convfit or lora")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description='TrainConfig settings, e.g. {"epochs": 2}'
+    )
+
+
+class Job(BaseModel):
+    id: int
+    project_id: int
+    status: str = Field(..., description="queued, running, succeeded, failed or cancelled")
+    phase: str
+    step: int
+    total: int
+    percent: int
+    eta_seconds: float | None
+    message: str
+    model_version_id: int | None
+
+
+class TrainOut(BaseModel):
+    job: Job
+    created: bool = Field(..., description="false: a retrain was already queued or running")
+
+
+class ErrorOut(BaseModel):
+    error: str

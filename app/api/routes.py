@@ -1,0 +1,150 @@
+"""The REST routes, ``/api/v1``: each calls the same service function as the UI and the CLI.
+
+| route | role |
+|---|---|
+| ``POST /projects/{project}/predict`` (``text``: micro-batched; ``texts``: one batch call) | viewer |
+| ``GET /projects/{project}/utterances`` | viewer |
+| ``GET /projects/{project}/versions`` | viewer |
+| ``GET /jobs/{job_id}`` | viewer |
+| ``POST /projects/{project}/label`` | designer |
+| ``POST /projects/{project}/train`` | designer |
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from app.api import models
+from app.api.errors import error_response
+from app.api.security import context, role
+from app.auth import Actor, acting_as
+from app.services import data as data_svc
+from app.services import predict as predict_svc
+from app.services import training as training_svc
+from app.services import versions as versions_svc
+from storage.jobs import JobView
+
+router = APIRouter(
+    prefix="/api/v1",
+    responses={
+        code: {"model": models.ErrorOut, "description": what}
+        for code, what in {
+            400: "bad input (the message says what)",
+            401: "no or unknown API token (multi-user mode)",
+            403: "your role does not allow it",
+            404: "unknown project, version or job",
+            409: "changed by someone else meanwhile, or a read-only project",
+            422: "the body does not fit the schema",
+            429: "busy: retry after `Retry-After` seconds",
+        }.items()
+    },
+)
+
+Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
+Designer = Annotated[Actor, Depends(role("designer", "this change"))]
+ONE = "The result, with exactly the fields a model bundle's `predict` returns."
+
+
+@router.post(
+    "/projects/{project}/predict",
+    response_model=models.PredictOut,
+    response_model_exclude_unset=True,
+    summary="Predict the intents of one utterance or many",
+    description=(
+        "`text`: one utterance; concurrent calls share one encoder pass (micro-batched). "
+        "`texts`: many in one call, at most 200 for a viewer and 1,000 for a designer or admin, "
+        "2 such calls at once per user. " + ONE
+    ),
+)
+async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
+    ctx = context(request)
+    if body.text is not None:
+        result = await request.app.state.batcher.submit((project, body.text, body.k))
+        if isinstance(result, Exception):
+            return error_response(result)
+        return {"predictions": [result]}
+    # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
+    rows = await asyncio.to_thread(
+        predict_svc.predict, ctx, project, body.all_texts(), k=body.k, who=who
+    )
+    return {"predictions": rows}
+
+
+@router.post(
+    "/projects/{project}/label",
+    response_model=models.Utterance,
+    summary="Add a labelled utterance, or relabel it when the text is already in the project",
+)
+def label(project: str, body: models.LabelIn, request: Request, who: Designer) -> Any:
+    with acting_as(who):
+        row = data_svc.label_text(
+            context(request), project, body.text, body.intents, body.split, user_id=who.id
+        )
+    return {**row, "intents": list(row["labels"])}
+
+
+@router.get(
+    "/projects/{project}/utterances",
+    response_model=models.UtterancesOut,
+    summary="The project's utterances with their intents, filtered",
+)
+def utterances(
+    project: str,
+    request: Request,
+    who: Viewer,
+    intent: Annotated[str | None, Query(description="`(none)`: without an intent")] = None,
+    split: Annotated[str | None, Query(description="train, test or unlabelled")] = None,
+    search: Annotated[str | None, Query(description="text contains")] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> Any:
+    rows = data_svc.table(
+        context(request), project, intent=intent, split=split, search=search, limit=limit
+    )
+    return {
+        "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
+    }
+
+
+@router.get(
+    "/projects/{project}/versions",
+    response_model=models.VersionsOut,
+    summary="The project's model versions, newest first, with their headline metrics",
+)
+def versions(project: str, request: Request, who: Viewer) -> Any:
+    return {"versions": versions_svc.history(context(request), project)}
+
+
+def _job(view: JobView) -> dict[str, Any]:
+    fields = models.Job.model_fields
+    return {
+        **{name: getattr(view, name) for name in fields if name != "percent"},
+        "percent": view.percent,
+    }
+
+
+@router.post(
+    "/projects/{project}/train",
+    response_model=models.TrainOut,
+    status_code=202,
+    summary="Queue a retrain (a worker runs it); follow it with GET /api/v1/jobs/{id}",
+)
+def train(project: str, body: models.TrainIn, request: Request, who: Designer) -> Any:
+    with acting_as(who):
+        view, created = training_svc.request_retrain(
+            context(request), project, {**body.settings, "method": body.method}, user_id=who.id
+        )
+    out = {"job": _job(view), "created": created}
+    return out if created else JSONResponse(out, status_code=200)
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response_model=models.Job,
+    summary="A training job: status, phase, progress, ETA and message",
+)
+def job(job_id: int, request: Request, who: Viewer) -> Any:
+    return _job(training_svc.job(context(request), job_id))

@@ -1,0 +1,61 @@
+"""Who is calling the REST API: in multi-user mode the user whose API token is in the
+``Authorization: Bearer ...`` header (``intent-studio users token NAME`` issues one); in
+single-user local mode (bound to loopback) the local admin, with no token, as in the UI.
+
+Each route declares the role it needs with :func:`role`; the check and its message are the app's
+own (:func:`app.auth.require_acting`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.auth import LOCAL, Actor, acting_as, require_acting, token_actor
+from app.context import AppContext
+
+bearer = HTTPBearer(
+    auto_error=False,
+    description="An API token from `intent-studio users token NAME` (multi-user mode only).",
+)
+NEEDS_TOKEN = (
+    "Send your API token as `Authorization: Bearer TOKEN` "
+    "(an admin creates one with `intent-studio users token NAME`)."
+)
+
+
+def context(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Actor:
+    """The acting user; 401 in multi-user mode without a valid token."""
+    ctx = context(request)
+    if not ctx.settings.multi_user:
+        return LOCAL
+    if credentials is None or not credentials.credentials.strip():
+        raise HTTPException(401, NEEDS_TOKEN, headers={"WWW-Authenticate": "Bearer"})
+    try:
+        return token_actor(ctx, credentials.credentials)
+    except PermissionError as exc:
+        raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
+
+
+def role(needed: str, action: str) -> Callable[..., Actor]:
+    """A dependency: the caller, if their role includes ``needed`` (else 403 saying ``action``
+    needs it)."""
+
+    def check(who: Annotated[Actor, Depends(caller)]) -> Actor:
+        with acting_as(who):
+            try:
+                return require_acting(needed, action)
+            except PermissionError as exc:
+                raise HTTPException(403, str(exc)) from exc
+
+    return check

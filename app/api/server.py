@@ -1,0 +1,77 @@
+"""The REST API's FastAPI app: the ``/api/v1`` routes, their error answers, the micro-batcher of
+one-line predictions, and the OpenAPI docs at ``/docs`` (Swagger UI served from the
+``swagger-ui-py`` package: no CDN, the app stays offline). ``serve`` mounts the Gradio UI
+under the same app, at ``/``, so both answer on one port."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.api import errors
+from app.api.batcher import MicroBatcher
+from app.api.routes import router
+from app.context import AppContext
+from app.services.predict import classify_requests
+
+DOCS_STATIC = "/docs/static"
+# Micro-batches of one-line predictions: at most this many requests share one encoder pass
+# (the one-line lane of app.admission admits 64 calls at once).
+MAX_BATCH = 64
+
+
+def swagger_ui_files() -> Path:
+    """Swagger UI 5's files, from the ``swagger-ui-py`` package (found, not imported: its
+    ``__init__`` loads framework handlers the app does not need)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("swagger-ui-py is not installed: `pip install intent-studio[app]`.")
+    return Path(spec.origin).parent / "static"
+
+
+def create_api(ctx: AppContext) -> FastAPI:
+    """The API app on ``ctx`` (the Gradio UI is mounted on it by :func:`app.ui.mount.mount_ui`).
+
+    Example:
+        >>> from fastapi.testclient import TestClient  # doctest: +SKIP
+        >>> TestClient(create_api(ctx)).post(  # doctest: +SKIP
+        ...     "/api/v1/projects/shop/predict", json={"text": "where is my parcel"}
+        ... ).json()["predictions"][0]["labels"]
+        ['track_order']
+    """
+    api = FastAPI(
+        title="Intent Studio API",
+        version="1",
+        summary="Predict, label, list utterances and versions, retrain: the app's actions as JSON.",
+        docs_url=None,  # served below, from local files
+        redoc_url=None,
+    )
+    api.state.ctx = ctx
+
+    def run(requests: list[Any]) -> list[Any]:
+        return classify_requests(ctx, requests, explained=False)
+
+    api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
+    errors.install(api)
+    api.include_router(router)
+    api.mount(
+        DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static"
+    )
+
+    @api.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="Intent Studio API",
+            swagger_js_url=f"{DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_STATIC}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_STATIC}/favicon-32x32.png",
+        )
+
+    return api

@@ -1,0 +1,47 @@
+"""The Gradio UI mounted under the REST API's FastAPI app (one server, one port): the UI at
+``/`` with its ``/gradio_api/...`` endpoints, the JSON routes at ``/api/v1`` and ``/docs``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+from fastapi import FastAPI
+from starlette.middleware import Middleware
+
+from app.http_guard import SignInRequired
+
+AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
+
+
+def mount_ui(
+    api: FastAPI,
+    demo: gr.Blocks,
+    *,
+    host: str,
+    port: int,
+    css: str,
+    max_file_size: int,
+    auth: Callable[[str, str], bool] | None,
+) -> FastAPI:
+    """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
+    the UI and :class:`app.http_guard.SignInRequired` every ``/gradio_api/`` route; the API's
+    own routes check their tokens themselves."""
+    guard = [Middleware(SignInRequired)] if auth is not None else []
+    app_kwargs: dict[str, Any] = {"middleware": guard}
+    return gr.mount_gradio_app(
+        api,
+        demo.queue(default_concurrency_limit=4),
+        path="/",
+        server_name=host,
+        server_port=port,
+        app_kwargs=app_kwargs,
+        auth=auth,
+        auth_message=AUTH_MESSAGE,
+        show_error=True,
+        max_file_size=max_file_size,  # Gradio refuses a bigger upload before storing it
+        ssr_mode=False,
+        mcp_server=False,
+        css=css,
+    )
