@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fastapi.testclient import TestClient
+
+
+@pytest.fixture
+def client(ctx, demo):
+    """The REST API in single-user local mode on the demo project (no token needed)."""
+    from app.api import create_api
+
+    with TestClient(create_api(ctx)) as c:
+        yield c
+
+
+@pytest.fixture
+def team(ctx, demo):
+    """The same data in multi-user mode: an admin, a designer (dana) and a viewer (vic), each
+    with an API token; yields (client, tokens by name)."""
+    from app import auth
+    from app.api import create_api
+    from app.context import AppContext
+
+    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi.enqueue = ctx.enqueue
+    auth.ensure_admin(multi, "admin-password")
+    auth.add_user(multi, "dana", "designer", "designer-password")
+    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    tokens = {name: auth.issue_token(multi, name) for name in ("admin", "dana", "vic")}
+    with TestClient(create_api(multi)) as c:
+        yield c, tokens
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
