@@ -1,14 +1,16 @@
 """Load benchmark: concurrent clients calling the predict API of a local server.
 
 Starts ``intent-studio serve`` on a free loopback port with a fresh data directory (demo project),
-then runs ``--clients`` concurrent clients for ``--seconds`` each phase, each calling the Gradio
-HTTP API (POST ``/gradio_api/call/predict`` then GET the result stream) in a loop:
+then, for each path (``--paths``), times one client's predictions one after another (p50/p95 of
+one prediction) and runs ``--clients`` concurrent clients for ``--seconds``, each in a loop:
 
-1. ``idle``: the server alone;
-2. ``training``: the same while a retrain of the demo project runs in the worker.
+- ``gradio``: the Gradio HTTP API (POST ``/gradio_api/call/predict`` then GET the result stream);
+- ``rest``: the REST API (POST ``/api/v1/projects/{p}/predict`` with ``{"text": ...}``).
 
-Prints a table (requests/s, p50/p95/p99 latency in ms, errors) and the same as JSON.
-Targets (issue 7): 0 errors, p95 ≤ 100 ms on 2 cores.
+in two phases: ``idle`` (the server alone) and ``training`` (while a retrain of the demo project
+runs in the worker). Prints a table (the paths side by side) and the same as JSON.
+Targets (issue 16): one prediction via REST p50 ≤ 10 ms, p95 ≤ 25 ms; 50 clients ≥ 300 req/s,
+p95 ≤ 100 ms, 0 errors, idle and while training, on 2 cores.
 
 ``--scenario fair`` (issue 13) instead times one user's one-line predicts (``/predict``, one after
 another) first alone, then while another user calls ``/predict_batch`` with the largest batch
@@ -36,6 +38,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 import numpy as np
@@ -62,7 +66,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def call(client: httpx.AsyncClient, text: str) -> None:
+async def call_gradio(client: httpx.AsyncClient, text: str) -> None:
     r = await client.post("/gradio_api/call/predict", json={"data": [PROJECT, text, 1]})
     r.raise_for_status()
     event = r.json()["event_id"]
@@ -72,7 +76,21 @@ async def call(client: httpx.AsyncClient, text: str) -> None:
         raise RuntimeError(r.text[-300:])
 
 
-async def phase(url: str, clients: int, seconds: float) -> dict[str, float]:
+REST_PREDICT = "/api/v1/projects/" + quote(PROJECT) + "/predict"
+
+
+async def call_rest(client: httpx.AsyncClient, text: str) -> None:
+    r = await client.post(REST_PREDICT, json={"text": text})
+    r.raise_for_status()
+    if not r.json()["predictions"][0]["labels"]:
+        raise RuntimeError(r.text[-300:])
+
+
+CALLS = {"gradio": call_gradio, "rest": call_rest}
+
+
+async def phase(url: str, clients: int, seconds: float, path: str = "gradio") -> dict[str, float]:
+    call = CALLS[path]
     latencies: list[float] = []
     errors = 0
     stop = time.monotonic() + seconds
@@ -211,11 +229,27 @@ def wait_warm(log: Path, proc: subprocess.Popen[bytes], timeout: float = 600) ->
         time.sleep(0.5)
 
 
-def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    results: dict[str, dict[str, float]] = {}
-    asyncio.run(phase(url, 2, 5))  # warm the encoder and the pool
+def run_paths(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Each path: one client (one prediction at a time), then ``--clients`` at once."""
+    out: dict[str, dict[str, float]] = {}
+    for path in args.paths:
+        one = asyncio.run(phase(url, 1, args.one_seconds, path))
+        many = asyncio.run(phase(url, args.clients, args.seconds, path))
+        out[path] = {
+            "one_p50_ms": one["p50_ms"],
+            "one_p95_ms": one["p95_ms"],
+            **many,
+            "errors": one["errors"] + many["errors"],
+        }
+    return out
+
+
+def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for path in args.paths:
+        asyncio.run(phase(url, 2, 5, path))  # warm the encoder, the pool and the path
     time.sleep(args.settle)
-    results["idle"] = asyncio.run(phase(url, args.clients, args.seconds))
+    results["idle"] = run_paths(url, args)
     trainer = subprocess.Popen(
         [
             sys.executable,
@@ -234,8 +268,10 @@ def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, dic
         text=True,
     )
     time.sleep(5)  # let the worker pick the job up and start training
-    results["training"] = asyncio.run(phase(url, args.clients, args.seconds))
-    results["training"]["job_running_at_end"] = float(trainer.poll() is None)
+    results["training"] = run_paths(url, args)
+    running = float(trainer.poll() is None)
+    for r in results["training"].values():
+        r["job_running_at_end"] = running
     trainer.terminate()
     log, _ = trainer.communicate(timeout=30)
     print("training job during the second phase:", log.strip().splitlines()[-1:] or "?")
@@ -250,7 +286,7 @@ def run_fair(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     }
 
 
-def print_table(args: argparse.Namespace, results: dict[str, dict[str, float]]) -> None:
+def print_table(args: argparse.Namespace, results: dict[str, Any]) -> None:
     if args.scenario == "fair":
         print(
             f"one-line predicts, {args.seconds:.0f} s beside {args.batch_callers} x "
@@ -267,13 +303,21 @@ def print_table(args: argparse.Namespace, results: dict[str, dict[str, float]]) 
                 f" {r['batch_texts_per_s']:>8}"
             )
         return
-    print(f"{args.clients} clients, {args.seconds:.0f} s per phase, 2 CPU cores")
-    print(f"{'phase':10} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for name, r in results.items():
-        print(
-            f"{name:10} {r['rps']:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8}"
-            f" {r['errors']:>7}"
-        )
+    print(
+        f"one client ({args.one_seconds:.0f} s) and {args.clients} clients ({args.seconds:.0f} s)"
+        " per path and phase, shared 2-core machine"
+    )
+    print(
+        f"{'phase':10} {'path':7} {'one p50':>8} {'one p95':>8} {'req/s':>7} {'p50 ms':>8}"
+        f" {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"
+    )
+    for name, paths in results.items():
+        for path in args.paths:
+            r = paths[path]
+            print(
+                f"{name:10} {path:7} {r['one_p50_ms']:>8} {r['one_p95_ms']:>8} {r['rps']:>7}"
+                f" {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8} {r['errors']:>7}"
+            )
 
 
 def main() -> int:
@@ -281,6 +325,15 @@ def main() -> int:
     parser.add_argument("--scenario", choices=["clients", "fair"], default="clients")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument(
+        "--paths",
+        type=lambda v: [p for p in v.split(",") if p],
+        default=["gradio", "rest"],
+        help="comma-separated: gradio, rest (clients scenario)",
+    )
+    parser.add_argument(
+        "--one-seconds", type=float, default=15, help="seconds of one client's predictions"
+    )
     parser.add_argument("--batch", type=int, default=1000, help="texts per predict_batch (fair)")
     parser.add_argument("--batch-callers", type=int, default=4, help="concurrent batches (fair)")
     parser.add_argument(
