@@ -60,9 +60,7 @@ def create_api(ctx: AppContext) -> FastAPI:
     api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
     errors.install(api)
     api.include_router(router)
-    api.mount(
-        DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static"
-    )
+    api.mount(DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static")
 
     @api.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
