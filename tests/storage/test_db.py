@@ -10,7 +10,7 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(db):
     with db.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
 
 
 def test_a_database_of_the_first_schema_is_upgraded_with_its_data(tmp_path):
