@@ -8,7 +8,7 @@ own (:func:`app.auth.require_acting`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -58,4 +58,19 @@ def role(needed: str, action: str) -> Callable[..., Actor]:
             except PermissionError as exc:
                 raise HTTPException(403, str(exc)) from exc
 
+    check.role = needed  # type: ignore[attr-defined]  # read by declared_roles
     return check
+
+
+def declared_roles(routes: list[Any]) -> dict[str, str]:
+    """``"METHOD path"`` -> the role each route of ``routes`` declares (an APIRouter's routes;
+    for the README's table test)."""
+    out: dict[str, str] = {}
+    for route in routes:
+        dependant = getattr(route, "dependant", None)
+        for dep in dependant.dependencies if dependant is not None else []:
+            needed = getattr(dep.call, "role", None)
+            if needed:
+                for method in sorted(route.methods):
+                    out[f"{method} {route.path}"] = needed
+    return out

@@ -173,3 +173,21 @@ def test_docs_and_openapi_describe_every_route(client):
     assert docs.status_code == 200 and "/docs/static/swagger-ui-bundle.js" in docs.text
     assert "cdn" not in docs.text.lower()  # offline: Swagger UI's files are served here
     assert client.get("/docs/static/swagger-ui-bundle.js").status_code == 200
+
+
+def test_the_readme_table_of_rest_routes_is_what_the_api_enforces():
+    import re
+    from pathlib import Path
+
+    from app.api.routes import router
+    from app.api.security import declared_roles
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    table = readme.split("| route | what | role |", 1)[1].split("\n\n", 1)[0]
+    documented = {}
+    for line in table.splitlines()[2:]:
+        route = re.search(r"`(GET|POST) (/api/v1/[^`]+)`", line)
+        assert route is not None, line
+        documented[f"{route[1]} {route[2].replace('{p}', '{project}')}"] = line.split("|")[-2]
+    declared = declared_roles(router.routes)
+    assert {k: v.strip() for k, v in documented.items()} == declared
