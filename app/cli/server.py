@@ -124,7 +124,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            access_log=False,
+            # open event streams (a browser tab) must not hold a Ctrl+C / SIGTERM forever
+            timeout_graceful_shutdown=5,
+        )
     finally:
         if supervisor is not None:
             supervisor.stop()
