@@ -41,26 +41,6 @@ def read_csv(path: Path) -> tuple[list[str], list[str]]:
     return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
-def pseudo_labels(
-    pool: np.ndarray, pool_y: list[str], unlabelled: np.ndarray, m: int
-) -> list[tuple[int, str]]:
-    """(position in ``unlabelled``, intent): per intent, its ``m`` largest-margin predictions."""
-    from core.retrieval.knn import normalise
-
-    labs = sorted(set(pool_y))
-    y = np.asarray(pool_y)
-    sims = normalise(unlabelled) @ normalise(pool).T
-    best = np.stack([sims[:, y == lab].max(axis=1) for lab in labs], axis=1)  # 1-NN per intent
-    top = best.argmax(axis=1)
-    ranked = np.sort(best, axis=1)
-    margin = ranked[:, -1] - ranked[:, -2]
-    chosen: list[tuple[int, str]] = []
-    for i, lab in enumerate(labs):
-        mine = np.flatnonzero(top == i)
-        chosen += [(int(j), lab) for j in mine[np.argsort(-margin[mine], kind="stable")][:m]]
-    return chosen
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -73,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.encoding.registry import Encoder
     from core.evaluation.scoring import knn_predict
     from core.training import TrainConfig, train_encoder
+    from core.training.selftrain import pseudo_labels
 
     te_x, te_y = read_csv(args.data / args.dataset / "test.csv")
     all_x, all_y = read_csv(args.data / args.dataset / "train.csv")
