@@ -65,10 +65,13 @@ def _storage_options(url: str) -> dict[str, Any]:
 class RemoteArtifactStore(ArtifactStore):
     """Artifacts in a bucket, read through a local cache (``root`` is the cache folder)."""
 
-    def __init__(self, url: str, *, cache_dir: str | Path) -> None:
+    def __init__(
+        self, url: str, *, cache_dir: str | Path, stale_tmp_seconds: float = STALE_TMP_SECONDS
+    ) -> None:
         import fsspec
 
         super().__init__(cache_dir)
+        self.stale_tmp_seconds = stale_tmp_seconds
         self.url = url
         self.fs, self.base = fsspec.core.url_to_fs(url, **_storage_options(url))
         self.base = self.base.rstrip("/")
@@ -202,7 +205,7 @@ class RemoteArtifactStore(ArtifactStore):
                 continue
             found = self.fs.find(entry, detail=True)
             times = [_mtime(info) for info in found.values()]
-            if all(t is not None and now - t > STALE_TMP_SECONDS for t in times):
+            if all(t is not None and now - t > self.stale_tmp_seconds for t in times):
                 self._rm(entry)
                 n += 1
         return n
