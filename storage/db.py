@@ -57,6 +57,7 @@ def _on_sqlite_begin(conn: Any) -> None:
 
 # The key of PostgreSQL's advisory lock that serialises read-then-write transactions ("IS" in hex).
 WRITE_LOCK_KEY = 0x4953
+MIGRATE_LOCK_KEY = WRITE_LOCK_KEY + 1
 
 
 def _postgres_write_lock(busy_timeout: float) -> Callable[[Any], None]:
@@ -135,6 +136,8 @@ def migrate(engine: Engine) -> None:
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
     with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":  # two processes starting at once migrate in turn
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK_KEY})")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 
