@@ -60,7 +60,16 @@ class Settings:
         return self.db_url or sqlite_url(self.data_dir / "studio.db")
 
     @property
+    def artifacts_remote(self) -> bool:
+        """Whether model files live in a bucket (a URL such as ``s3://…``) rather than a folder."""
+        url = self.artifacts_url or ""
+        return "://" in url and not url.startswith("file://")
+
+    @property
     def artifacts_dir(self) -> Path:
+        """The folder of model files (the local cache's parent when they live in a bucket)."""
+        if self.artifacts_url and not self.artifacts_remote:
+            return Path(self.artifacts_url.removeprefix("file://")).expanduser()
         return self.data_dir / "artifacts"
 
     @property

@@ -93,7 +93,7 @@ class AppContext:
         self.admission = Admission(limits)
         self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
         self.artifacts: ArtifactStore = open_artifacts(
-            settings.artifacts_url or settings.artifacts_dir,
+            (settings.artifacts_url or "") if settings.artifacts_remote else settings.artifacts_dir,
             cache_dir=settings.cache_dir / "artifacts",
         )
         self.cache = EmbeddingCache(settings.cache_dir)

@@ -31,7 +31,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
+def _wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30.0
+) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if proc.poll() is not None:
@@ -118,7 +120,18 @@ def start_postgres() -> Iterator[Postgres]:
         "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
     )
     subprocess.run(
-        [*as_user, pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"],
+        [
+            *as_user,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "start",
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
