@@ -102,6 +102,13 @@ def start_postgres() -> Iterator[Postgres]:
         pytest.skip("psycopg is not installed: `make test` installs the dev extras")
     # initdb refuses to run as root: then the cluster belongs to the postgres user.
     as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root without a 'postgres' user to own a test cluster")
     folder = Path(tempfile.mkdtemp(prefix="intent-studio-pg-"))
     data = folder / "data"
     if as_user:
