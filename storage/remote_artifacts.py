@@ -125,8 +125,11 @@ class RemoteArtifactStore(ArtifactStore):
             if tree_sha256(tmp)[0] != marker["sha256"]:
                 raise OSError(f"artifact {rel!r} in {self.url} does not match its recorded hash")
             local.parent.mkdir(parents=True, exist_ok=True)
-            if not local.exists():  # another thread may have fetched it meanwhile
+            try:
                 os.replace(tmp, local)
+            except OSError:
+                if not local.exists():
+                    raise  # else another thread fetched the same version meanwhile: keep it
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return local
