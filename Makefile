@@ -8,12 +8,12 @@ STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt |
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test install install-dev browser mpnet bench clean
+.PHONY: run test install install-dev browser servers mpnet bench clean
 
 run: $(STAMP_APP)
 	$(BIN)/intent-studio serve $(ARGS)
 
-test: $(STAMP_DEV) browser
+test: $(STAMP_DEV) browser servers
 	$(BIN)/ruff check app core storage tests bench
 	$(BIN)/ruff format --check app core storage tests bench
 	$(BIN)/mypy
@@ -44,6 +44,20 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	      || echo "warning: could not install chromium; browser tests will be skipped"; \
 	  else echo "warning: $(CHROMIUM) missing and cannot apt-get; browser tests will be skipped"; fi; \
+	fi
+
+# The team tests start PostgreSQL and Redis on loopback (tests/servers.py): Debian's packages,
+# installed when missing like Chromium; without them those tests are skipped with a message.
+servers:
+	@missing=""; \
+	if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  missing="$$missing postgresql"; fi; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || echo "warning: could not install$$missing; the team tests will be skipped"; \
+	  else echo "warning:$$missing missing and cannot apt-get; the team tests will be skipped"; fi; \
 	fi
 
 # The opt-in quality encoder: five byte-slice wheels of one zip, joined on first use (core/mpnet.py).

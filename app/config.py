@@ -1,5 +1,12 @@
 """Where the app keeps its data, and how it is reached. Flags override environment variables,
-which override defaults."""
+which override defaults.
+
+The embedded default needs no server: SQLite, a SQLite job queue and model files in a local folder,
+all under the data directory. A team points every process at the same three URLs instead
+(``INTENT_STUDIO_DB_URL`` PostgreSQL, ``INTENT_STUDIO_QUEUE_URL`` Redis,
+``INTENT_STUDIO_ARTIFACTS_URL`` a folder or an S3-compatible bucket), so ``serve`` on one box and
+``worker`` on a GPU box share projects, jobs and model files.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,11 @@ ENV_DATA_DIR = "INTENT_STUDIO_DATA_DIR"
 ENV_DB_URL = "INTENT_STUDIO_DB_URL"
 ENV_DEVICE = "INTENT_STUDIO_DEVICE"
 ENV_MAX_INTENTS = "INTENT_STUDIO_MAX_INTENTS"
+ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
+ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
+ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
+QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
+DEFAULT_JOB_TIMEOUT = 60  # seconds without a heartbeat before a running job counts as dead
 # The largest file an import or an upload takes (the one limit: pass it to Gradio's
 # ``max_file_size`` as well); the import formats refuse anything larger before reading it.
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
@@ -27,6 +39,19 @@ class Settings:
     # Intents a project may have (import and intent creation refuse more); None: storage's
     # default, 2,000.
     max_intents: int | None = None
+    # The job queue: None = a SQLite file in the data directory; ``redis://…`` = Huey's Redis
+    # storage, shared by workers on other machines.
+    queue_url: str | None = None
+    # Model files: None = ``data_dir/artifacts``; a folder, or ``s3://bucket/prefix`` (fsspec).
+    artifacts_url: str | None = None
+    # Seconds a running job may go without a heartbeat before it is failed as dead.
+    job_timeout: int = DEFAULT_JOB_TIMEOUT
+
+    @property
+    def local_workers(self) -> bool:
+        """Whether every worker runs on this machine (the queue is a local file), so a worker's
+        pid can be checked here; with a shared queue only the heartbeat tells."""
+        return self.queue_url is None
 
     @property
     def database_url(self) -> str:
@@ -35,7 +60,16 @@ class Settings:
         return self.db_url or sqlite_url(self.data_dir / "studio.db")
 
     @property
+    def artifacts_remote(self) -> bool:
+        """Whether model files live in a bucket (a URL such as ``s3://…``) rather than a folder."""
+        url = self.artifacts_url or ""
+        return "://" in url and not url.startswith("file://")
+
+    @property
     def artifacts_dir(self) -> Path:
+        """The folder of model files (the local cache's parent when they live in a bucket)."""
+        if self.artifacts_url and not self.artifacts_remote:
+            return Path(self.artifacts_url.removeprefix("file://")).expanduser()
         return self.data_dir / "artifacts"
 
     @property
@@ -50,11 +84,20 @@ class Settings:
 def load_settings(data_dir: str | Path | None = None, db_url: str | None = None) -> Settings:
     chosen = Path(data_dir or os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).expanduser()
     chosen.mkdir(parents=True, exist_ok=True)
+    queue_url = os.environ.get(ENV_QUEUE_URL, "").strip() or None
+    if queue_url is not None and not queue_url.startswith(QUEUE_SCHEMES):
+        raise ValueError(
+            f"{ENV_QUEUE_URL} must be a Redis URL (redis://host:6379/0), not {queue_url!r}; "
+            "leave it unset for the local SQLite queue."
+        )
     return Settings(
         data_dir=chosen.resolve(),
         db_url=db_url or os.environ.get(ENV_DB_URL) or None,
         device=os.environ.get(ENV_DEVICE) or None,
         max_intents=_positive_int(ENV_MAX_INTENTS),
+        queue_url=queue_url,
+        artifacts_url=os.environ.get(ENV_ARTIFACTS_URL, "").strip() or None,
+        job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,
     )
 
 

@@ -35,6 +35,7 @@ from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
 from storage.db import Database
 from storage.projects import get_project
+from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow, labelled_pool, pool_revision
 from storage.versions import active_version
@@ -91,7 +92,10 @@ class AppContext:
         self.settings = settings
         self.admission = Admission(limits)
         self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
-        self.artifacts = ArtifactStore(settings.artifacts_dir)
+        self.artifacts: ArtifactStore = open_artifacts(
+            (settings.artifacts_url or "") if settings.artifacts_remote else settings.artifacts_dir,
+            cache_dir=settings.cache_dir / "artifacts",
+        )
         self.cache = EmbeddingCache(settings.cache_dir)
         self.device = settings.device
         self._pools: dict[int, ProjectPool] = {}

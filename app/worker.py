@@ -1,5 +1,6 @@
-"""The worker side of training: a Huey queue stored in SQLite (no server; Huey's Redis storage
-serves a team the same task code), the job reporter, :func:`execute_job`, and the process that
+"""The worker side of training: a Huey queue stored in SQLite (no server), or in Redis when
+``INTENT_STUDIO_QUEUE_URL`` is a ``redis://`` URL (a team's workers on other machines run the same
+task code), the job reporter, :func:`execute_job`, and the process that
 consumes the queue (``intent-studio worker``, or a child of ``serve`` that is restarted if it dies).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
@@ -18,12 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from huey import SqliteHuey
+from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from app.config import Settings
+from app.config import ENV_ARTIFACTS_URL, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
+from app.services.training import reap_dead
 from core.training import TrainConfig, TrainingCancelled, TrainProgress
 from storage import jobs
 
@@ -33,9 +35,18 @@ TASK_NAME = "train_job"
 HEARTBEAT_SECONDS = 5.0
 
 
-def make_queue(settings: Settings) -> tuple[SqliteHuey, TaskWrapper]:
+def heartbeat_seconds(settings: Settings) -> float:
+    """How often a running job proves its worker alive: six beats fit in the job timeout."""
+    return min(HEARTBEAT_SECONDS, settings.job_timeout / 6)
+
+
+def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
     """The project's queue and its training task (calling the task enqueues a job id)."""
-    huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
+    huey: Huey
+    if settings.queue_url:
+        huey = RedisHuey(name="intent-studio", url=settings.queue_url, results=False)
+    else:
+        huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
 
     def train_job(job_id: int) -> None:
         execute_job(_worker_context(settings), job_id)
@@ -77,11 +88,12 @@ class JobReporter:
         self._last_poll = 0.0
         self._cancel = False
         self._stop = threading.Event()
+        self._every = heartbeat_seconds(ctx.settings)
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._beat.start()
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_SECONDS):
+        while not self._stop.wait(self._every):
             try:
                 with self.ctx.db.session() as s:
                     jobs.heartbeat(s, self.job_id)
@@ -177,8 +189,7 @@ def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
     ctx = AppContext(settings)
     try:
-        with ctx.db.session() as s:
-            return jobs.reap_dead_jobs(s)
+        return reap_dead(ctx)
     finally:
         ctx.close()
 
@@ -189,15 +200,41 @@ def run_worker(settings: Settings) -> None:
 
     ctx = _worker_context(settings)
     ctx.artifacts.sweep_tmp()  # leftovers of a crashed worker
-    with ctx.db.session() as s:
-        jobs.reap_dead_jobs(s)
+    reap_dead(ctx)
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
     )
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
-    logger.info("worker %s consuming %s", os.getpid(), settings.queue_path)
+    where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
+    logger.info("worker %s consuming %s", os.getpid(), where)
     consumer.run()
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """The environment of a worker child: the queue, artifacts and timeout this process uses."""
+    env = dict(os.environ)
+    for name, value in (
+        (ENV_QUEUE_URL, settings.queue_url),
+        (ENV_ARTIFACTS_URL, settings.artifacts_url),
+        (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
+    ):
+        if value:
+            env[name] = value
+        else:
+            env.pop(name, None)
+    return env
+
+
+def _redacted(url: str) -> str:
+    """A URL without its password, for the log."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
 
 
 class WorkerSupervisor:
@@ -215,7 +252,9 @@ class WorkerSupervisor:
         if self.settings.db_url:
             args += ["--db-url", self.settings.db_url]
         log = (self.settings.data_dir / "worker.log").open("ab")
-        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.settings)
+        )
 
     def start(self) -> None:
         self.proc = self._spawn()

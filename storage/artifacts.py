@@ -1,6 +1,10 @@
 """Model artifacts as files under one directory, referenced from the database by relative path
 and sha256. Written to a temporary name and renamed when complete, so a crash never leaves a
-half-written artifact under a name the database could point to."""
+half-written artifact under a name the database could point to.
+
+:func:`storage.remote_artifacts.open_artifacts` picks the store for a location: a local folder
+(this class), or a bucket (``s3://…``, any fsspec URL) behind the same interface over a local
+cache."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ class ArtifactStore:
         (self.root / ".tmp").mkdir(exist_ok=True)
 
     def path(self, rel: str) -> Path:
+        """The local folder of artifact ``rel`` (it may not exist)."""
         p = (self.root / rel).resolve()
         if self.root.resolve() not in p.parents:
             raise ValueError(f"artifact path {rel!r} escapes the artifact directory")

@@ -5,14 +5,17 @@ Two kinds of transaction: :meth:`Database.session` (reads, and writes that do no
 :meth:`Database.write` (read-then-write changes such as labelling). On SQLite a ``write`` takes the
 write lock when it begins (``BEGIN IMMEDIATE``), so two people saving at once queue up for the
 busy timeout instead of one failing at once with "database is locked" when its read snapshot went
-stale. A lock still held past the timeout becomes :class:`~storage.errors.BusyError`, a message
-for people, never raw SQL.
+stale. On PostgreSQL a ``write`` takes one transaction-scoped advisory lock first, the same
+one-writer-at-a-time rule across every process and machine sharing the database (rows are still
+versioned, and the job claim is an atomic ``UPDATE … WHERE status = 'queued'`` on both). A lock still
+held past the timeout becomes :class:`~storage.errors.BusyError`, a message for people, never raw
+SQL. SQLite's pragmas and its ``BEGIN IMMEDIATE`` apply to SQLite only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -50,6 +53,23 @@ IMMEDIATE = "sqlite_begin_immediate"
 def _on_sqlite_begin(conn: Any) -> None:
     immediate = conn.get_execution_options().get(IMMEDIATE)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+# The key of PostgreSQL's advisory lock that serialises read-then-write transactions ("IS" in hex).
+WRITE_LOCK_KEY = 0x4953
+MIGRATE_LOCK_KEY = WRITE_LOCK_KEY + 1
+
+
+def _postgres_write_lock(busy_timeout: float) -> Callable[[Any], None]:
+    """A ``begin`` hook: a ``write`` transaction waits up to ``busy_timeout`` s for the lock."""
+    timeout_ms = max(1, int(busy_timeout * 1000))
+
+    def on_begin(conn: Any) -> None:
+        if conn.get_execution_options().get(IMMEDIATE):
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {timeout_ms}")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+
+    return on_begin
 
 
 _read_only: ContextVar[str | None] = ContextVar("storage_read_only", default=None)
@@ -101,6 +121,8 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
         engine = create_engine(url, pool_pre_ping=True)
+        if engine.dialect.name == "postgresql":
+            event.listen(engine, "begin", _postgres_write_lock(busy_timeout))
     event.listen(engine, "before_cursor_execute", _refuse_writes)
     return engine
 
@@ -114,6 +136,8 @@ def migrate(engine: Engine) -> None:
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
     with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":  # two processes starting at once migrate in turn
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK_KEY})")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 
@@ -123,7 +147,9 @@ def _busy_as_message() -> Iterator[None]:
     try:
         yield
     except OperationalError as exc:
-        if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+        # SQLite: "database is locked"; PostgreSQL: lock_not_available (55P03) past lock_timeout.
+        pgcode = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        if "locked" in str(exc.orig) or "busy" in str(exc.orig) or pgcode == "55P03":
             raise BusyError(
                 "The database is busy with another change (an import or someone else's save); "
                 "nothing was changed. Try again in a moment."

@@ -1,8 +1,10 @@
 """Training jobs: the row is the source of truth for status, progress, log and cancellation.
 
-One active (queued or running) job per project; a worker claims a queued job atomically; a running
-job whose worker died (its pid is gone on this host, or no heartbeat for a minute) is reaped as
-failed. Every function takes a session and returns plain :class:`JobView` records.
+One active (queued or running) job per project; a worker claims a queued job atomically (one
+``UPDATE … WHERE status = 'queued'``: on PostgreSQL a second claimer waits for the first's row lock,
+then finds no queued row). A running job whose worker died is reaped as failed: when its heartbeat is
+older than the timeout (a minute by default), the one sign that holds across machines; or, when
+every worker runs on this host (the local queue), at once when its pid is gone. Every function takes a session and returns plain :class:`JobView` records.
 """
 
 from __future__ import annotations
@@ -232,15 +234,22 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def reap_dead_jobs(s: Session, *, alive: Callable[[int | None], bool] = pid_alive) -> int:
-    """Mark running jobs whose worker is gone (dead pid, or no heartbeat for a minute) as failed;
-    the active model is unchanged. Returns how many."""
+def reap_dead_jobs(
+    s: Session,
+    *,
+    alive: Callable[[int | None], bool] | None = None,
+    dead_after: float = DEAD_AFTER_SECONDS,
+) -> int:
+    """Mark running jobs whose worker is gone as failed; the active model is unchanged. Gone: no
+    heartbeat for ``dead_after`` seconds, or ``alive(pid)`` is false (pass :func:`pid_alive` only
+    when every worker runs on this host: a pid means nothing on another machine). Returns how
+    many."""
     n = 0
     for job in s.scalars(select(TrainingJob).where(TrainingJob.status == "running")):
         stale = job.heartbeat_at is None or utcnow() - job.heartbeat_at > timedelta(
-            seconds=DEAD_AFTER_SECONDS
+            seconds=dead_after
         )
-        if not alive(job.worker_pid) or stale:
+        if stale or (alive is not None and not alive(job.worker_pid)):
             job.status = "failed"
             job.message = "the training worker stopped unexpectedly; the active model is unchanged"
             job.finished_at = utcnow()

@@ -40,3 +40,37 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not beside the checkout")
     return SHARED_DATA
+
+
+# --- real servers on loopback (tests/servers.py): started once, only when a test asks ------------
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    from tests.servers import start_postgres
+
+    yield from start_postgres()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    from tests.servers import start_redis
+
+    yield from start_redis()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    from tests.servers import start_s3
+
+    yield from start_s3()
+
+
+@pytest.fixture
+def pg_db(postgres):
+    """A migrated database of its own on the session's PostgreSQL."""
+    from storage.db import Database
+
+    database = Database(postgres.new_database())
+    yield database
+    database.dispose()

@@ -42,6 +42,11 @@ def _sqlite_file(args: argparse.Namespace) -> Path:
         raise CliError(
             "backup covers the built-in SQLite database; back up others with their tools."
         )
+    if settings.artifacts_remote:
+        raise CliError(
+            "backup covers model files in a local folder; back up the bucket "
+            f"{settings.artifacts_url} with the store's own tools."
+        )
     return Path(settings.database_url[len(prefix) :])
 
 

@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from app.context import AppContext
 from app.services.evaluation import evaluate_version, gate
 from core.encoding.registry import Encoder
@@ -27,11 +29,13 @@ from core.multilabel.rule import is_multilabel
 from core.training import (
     Eta,
     TrainConfig,
+    TrainedModel,
     TrainingCancelled,
     TrainProgress,
     load_trained,
     train_encoder,
 )
+from core.training.selftrain import pseudo_labels
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project
@@ -107,6 +111,47 @@ class Evaluation:
         return result
 
 
+def second_pass(
+    ctx: AppContext,
+    reporter: Reporter,
+    base: str,
+    train: EvalData,
+    unlabelled: list[str],
+    cfg: TrainConfig,
+    first: TrainedModel,
+) -> tuple[TrainedModel, int]:
+    """Self-training: pseudo-label the unlabelled utterances with the first pass's encoder and
+    train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
+    encoder = first.encoder()
+    single = [(t, y[0]) for t, y in zip(train.train_texts, train.train_labels, strict=True)]
+    chosen = pseudo_labels(
+        encoder.encode([t for t, _ in single]),
+        [y for _, y in single],
+        encoder.encode(unlabelled) if unlabelled else np.zeros((0, encoder.dim), np.float32),
+        cfg.self_train,
+    )
+    if not chosen:
+        reporter.log(
+            "self-training: no unlabelled utterances to learn from; keeping the first pass"
+        )
+        return first, 0
+    reporter.log(
+        f"self-training: second pass with {len(chosen):,} pseudo-labels from "
+        f"{len(unlabelled):,} unlabelled utterances",
+        phase="training",
+    )
+    model = train_encoder(
+        base,
+        [*train.train_texts, *(unlabelled[i] for i, _ in chosen)],
+        [*train.train_labels, *((intent,) for _, intent in chosen)],
+        cfg,
+        progress=reporter.progress,
+        should_cancel=reporter.should_cancel,
+        device=ctx.device,
+    )
+    return model, len(chosen)
+
+
 def run_retrain(
     ctx: AppContext,
     reporter: Reporter,
@@ -128,6 +173,11 @@ def run_retrain(
             if cfg.stage1
             else None
         )
+        unlabelled = (
+            [r.text for r in list_utterances(s, project_id, split="unlabelled") if not r.labels]
+            if cfg.self_train
+            else []
+        )
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
@@ -147,6 +197,9 @@ def run_retrain(
         device=ctx.device,
         context_pairs=context_pairs,
     )
+    pseudo = 0
+    if cfg.self_train and not multi:
+        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained)
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")
@@ -186,6 +239,7 @@ def run_retrain(
             "train_seconds": round(train_seconds, 1),
             "evaluate_seconds": round(evaluate_seconds, 1),
             "steps": trained.stats.get("steps"),
+            **({"pseudo_labels": pseudo} if cfg.self_train else {}),
         }
         new = NewVersion(
             project_id=project_id,

@@ -28,6 +28,7 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
     "fast · in-batch contrastive (default)": {"method": "fast"},
     "ConvFiT stage 2 · OCL pairs": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter · small artifact": {"method": "lora"},
+    "fast + unlabelled utterances · slower": {"method": "fast", "self_train": 50},
 }
 
 
@@ -107,15 +108,23 @@ def cancel(ctx: AppContext, job_id: int) -> JobView:
         return jobs.request_cancel(s, job_id)
 
 
-def job(ctx: AppContext, job_id: int) -> JobView:
+def reap_dead(ctx: AppContext) -> int:
+    """Fail the running jobs whose worker is gone: silent past ``settings.job_timeout``, or (when
+    every worker runs on this host) whose pid is gone. Looking at a job is what notices."""
+    alive = jobs.pid_alive if ctx.settings.local_workers else None
     with ctx.db.session() as s:
-        jobs.reap_dead_jobs(s)
+        return jobs.reap_dead_jobs(s, alive=alive, dead_after=ctx.settings.job_timeout)
+
+
+def job(ctx: AppContext, job_id: int) -> JobView:
+    reap_dead(ctx)
+    with ctx.db.session() as s:
         return jobs.get_job(s, job_id)
 
 
 def latest_job(ctx: AppContext, project: str) -> JobView | None:
+    reap_dead(ctx)
     with ctx.db.session() as s:
-        jobs.reap_dead_jobs(s)
         return jobs.latest_job(s, get_project(s, project).id)
 
 

@@ -66,6 +66,8 @@ class TrainConfig:
         stage1_epochs: Stage 1 passes.
         stage1_batch_size: Stage 1 pairs per step (in-batch negatives).
         stage1_lr: Stage 1 learning rate.
+        self_train: pseudo-labels per intent for a second pass over the project's unlabelled
+            utterances (:mod:`core.training.selftrain`); ``0`` = off. Single-label projects only.
     """
 
     method: str = "fast"
@@ -96,6 +98,7 @@ class TrainConfig:
     stage1_epochs: int = 2
     stage1_batch_size: int = 64
     stage1_lr: float = 2e-5
+    self_train: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:
@@ -130,6 +133,7 @@ class TrainConfig:
             _check_int("projection_dim", self.projection_dim, 2, 8192)
         _check_range("scale", self.scale, 0.0, 1000.0, low_open=True)
         _check_int("freeze_layers", self.freeze_layers, 0, 100)
+        _check_int("self_train", self.self_train, 0, 1000)
         _check_range("interpolate", self.interpolate, 0.0, 1.0, low_open=True)
         _check_int("lora_r", self.lora_r, 1, 256)
         _check_int("lora_alpha", self.lora_alpha, 1, 4096)

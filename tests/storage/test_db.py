@@ -1,4 +1,5 @@
-"""The database: WAL and foreign keys on SQLite, migrations that can run twice."""
+"""The database: WAL and foreign keys on SQLite, migrations that can run twice, and read-then-write
+transactions that queue up instead of losing an update, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import pytest
 from sqlalchemy import text
 
 
-def test_sqlite_runs_in_wal_mode_with_foreign_keys(db):
+def test_the_schema_is_at_the_last_migration_and_sqlite_runs_in_wal_mode_with_foreign_keys(db):
     with db.engine.connect() as conn:
-        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0004"
+        if db.engine.dialect.name == "sqlite":
+            assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
 
 
 def test_a_database_of_the_first_schema_is_upgraded_with_its_data(tmp_path):
@@ -52,15 +54,14 @@ def test_migrations_are_idempotent(tmp_path):
     Database(url).dispose()  # second open must not fail or duplicate anything
 
 
-def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(tmp_path):
+def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(db):
     """Ten writers that each read a counter and write it back: with write() every one lands (the
-    write lock is taken at BEGIN), none sees 'database is locked', no update is lost."""
+    write lock is taken at BEGIN: SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock), none sees
+    'database is locked', no update is lost."""
     import threading
 
-    from storage.db import Database, sqlite_url
     from storage.projects import create_project, get_project
 
-    db = Database(sqlite_url(tmp_path / "c.db"))
     with db.session() as s:
         create_project(s, "p", description="0")
     errors: list[BaseException] = []
@@ -83,7 +84,6 @@ def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(tmp_path
     with db.session() as s:
         assert get_project(s, "p").description == "10"
     assert errors == []
-    db.dispose()
 
 
 def test_a_lock_held_past_the_timeout_is_a_message_not_sql(tmp_path):
@@ -108,3 +108,38 @@ def test_a_lock_held_past_the_timeout_is_a_message_not_sql(tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
         db.dispose()
+
+
+def test_a_write_lock_held_past_the_timeout_on_postgresql_is_a_message_not_sql(postgres):
+    import psycopg
+
+    from storage.db import WRITE_LOCK_KEY, Database
+    from storage.errors import BusyError
+    from storage.projects import create_project
+
+    url = postgres.new_database()
+    db = Database(url, busy_timeout=0.2)
+    with psycopg.connect(url.replace("+psycopg", "")) as holder:
+        holder.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")  # another writer
+        with pytest.raises(BusyError, match="busy with another change"), db.write() as s:
+            create_project(s, "q")
+    with db.session() as s:  # nothing was written, and the lock is free again
+        from storage.projects import list_projects
+
+        assert [p.name for p in list_projects(s)] == []
+    db.dispose()
+
+
+def test_the_read_only_guard_refuses_writes_on_postgresql_too(pg_db):
+    from storage.db import read_only
+    from storage.errors import ReadOnlyError
+    from storage.projects import create_project, list_projects
+
+    with (
+        pytest.raises(ReadOnlyError, match="viewers only read"),
+        read_only("viewers only read"),
+        pg_db.session() as s,
+    ):
+        create_project(s, "demo")
+    with pg_db.session() as s:
+        assert list_projects(s) == []

@@ -1,5 +1,5 @@
-"""Training jobs in the database: one active job per project, an atomic claim, cancel, progress,
-finish, and reaping the jobs of dead workers."""
+"""Training jobs in the database (SQLite and PostgreSQL): one active job per project, an atomic
+claim, cancel, progress, finish, and reaping the jobs of dead workers."""
 
 from __future__ import annotations
 
@@ -40,6 +40,31 @@ def test_a_job_is_claimed_once(db, project):
     with db.session() as s:
         assert jobs.claim_job(s, job.id, pid=os.getpid()) is None
     assert claimed is not None and claimed.status == "running"
+
+
+def test_workers_racing_for_one_job_claim_it_exactly_once(db, project):
+    """Eight workers (threads, each its own connection) claim the same queued job at once."""
+    import threading
+
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+    start = threading.Barrier(8)
+    won: list[int] = []
+
+    def claim(worker: int) -> None:
+        start.wait()
+        with db.session() as s:
+            if jobs.claim_job(s, job.id, pid=1000 + worker) is not None:
+                won.append(worker)
+
+    threads = [threading.Thread(target=claim, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+    with db.session() as s:
+        assert s.get(TrainingJob, job.id).worker_pid == 1000 + won[0]
 
 
 def test_cancel_stops_a_queued_job_at_once_and_asks_a_running_one(db, project):
@@ -97,15 +122,20 @@ def test_a_phase_shows_99_percent_until_the_job_has_succeeded(db, project):
 
 def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):
     with db.session() as s:
+        remote, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, remote.id, pid=2**22 + 12345)  # a pid of another machine
+        assert jobs.reap_dead_jobs(s) == 0  # beating: a pid means nothing across machines
+        jobs.finish_job(s, remote.id, "succeeded", "done")
         dead, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, dead.id, pid=os.getpid())
-        assert jobs.reap_dead_jobs(s) == 0  # alive and beating
+        assert jobs.reap_dead_jobs(s, alive=jobs.pid_alive) == 0  # alive and beating
         assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
         assert jobs.get_job(s, dead.id).status == "failed"
         silent, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, silent.id, pid=os.getpid())
         row = s.get(TrainingJob, silent.id)
         row.heartbeat_at = utcnow() - timedelta(seconds=jobs.DEAD_AFTER_SECONDS + 5)
+        assert jobs.reap_dead_jobs(s, dead_after=jobs.DEAD_AFTER_SECONDS + 10) == 0
         assert jobs.reap_dead_jobs(s) == 1
         assert "stopped unexpectedly" in jobs.get_job(s, silent.id).message
 

@@ -1,0 +1,224 @@
+"""Model artifacts in a bucket (``s3://bucket/prefix`` or any fsspec URL), so a training worker on
+one machine and the app on another share model files. The interface is :class:`ArtifactStore`'s:
+callers still fill and read local folders.
+
+A version is written to a temporary key (``.tmp/<token>/``), read back and checked against its
+sha256, copied under its name, and committed last by a marker object (``.committed.json``, with the
+hash and the file list). Readers only see committed versions: a worker killed at any point leaves
+nothing a reader or the database can point to, only a temporary key for :meth:`sweep_tmp`. A
+version is downloaded once into the local cache, checked against the marker's hash, and read there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from storage.artifacts import ArtifactStore, tree_sha256
+
+logger = logging.getLogger(__name__)
+
+MARKER = ".committed.json"
+# A temporary key untouched this long belongs to a dead writer (a live one uploads within minutes).
+STALE_TMP_SECONDS = 3600.0
+
+
+def open_artifacts(location: str | Path, *, cache_dir: Path) -> ArtifactStore:
+    """The artifact store at ``location``: a folder (or ``file://`` URL) is used in place; any
+    other URL (``s3://bucket/prefix``) is a bucket reached through fsspec, with model files
+    downloaded on first use to ``cache_dir``. An S3-compatible server other than AWS is named by
+    ``AWS_ENDPOINT_URL`` (credentials: the usual ``AWS_*`` variables).
+
+    Example:
+        >>> import tempfile
+        >>> tmp = Path(tempfile.mkdtemp())
+        >>> type(open_artifacts(tmp / "a", cache_dir=tmp / "c")).__name__
+        'ArtifactStore'
+        >>> type(open_artifacts("memory://models", cache_dir=tmp / "c")).__name__
+        'RemoteArtifactStore'
+    """
+    text = str(location)
+    if text.startswith("file://"):
+        return ArtifactStore(text.removeprefix("file://"))
+    if "://" not in text:
+        return ArtifactStore(text)
+    return RemoteArtifactStore(text, cache_dir=cache_dir)
+
+
+def _storage_options(url: str) -> dict[str, Any]:
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if url.startswith(("s3://", "s3a://")) and endpoint:
+        return {"client_kwargs": {"endpoint_url": endpoint}}
+    return {}
+
+
+class RemoteArtifactStore(ArtifactStore):
+    """Artifacts in a bucket, read through a local cache (``root`` is the cache folder)."""
+
+    def __init__(
+        self, url: str, *, cache_dir: str | Path, stale_tmp_seconds: float = STALE_TMP_SECONDS
+    ) -> None:
+        import fsspec
+
+        super().__init__(cache_dir)
+        self.stale_tmp_seconds = stale_tmp_seconds
+        self.url = url
+        self.fs, self.base = fsspec.core.url_to_fs(url, **_storage_options(url))
+        self.base = self.base.rstrip("/")
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def _key(self, rel: str, *parts: str) -> str:
+        ArtifactStore.path(self, rel)  # refuses a path that escapes
+        clean = posixpath.normpath(Path(rel).as_posix())
+        return "/".join([self.base, clean, *parts])
+
+    def _committed(self, rel: str) -> dict[str, Any] | None:
+        """The marker of a committed version, or None."""
+        self.fs.invalidate_cache()
+        try:
+            raw = self.fs.cat_file(self._key(rel, MARKER))
+        except FileNotFoundError:
+            return None
+        marker: dict[str, Any] = json.loads(raw)
+        return marker
+
+    def _remote_sha256(self, prefix: str, files: list[str]) -> tuple[str, int]:
+        """:func:`tree_sha256` of the objects ``prefix/<file>``, streamed back from the store."""
+        h = hashlib.sha256()
+        total = 0
+        for rel in files:
+            h.update(rel.encode() + b"\0")
+            with self.fs.open(f"{prefix}/{rel}", "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+                    total += len(chunk)
+        return h.hexdigest(), total
+
+    # --- the ArtifactStore interface -------------------------------------------------------
+
+    def path(self, rel: str) -> Path:
+        """The local folder of artifact ``rel``, downloaded (and checked) on first use; it does
+        not exist when the version is not committed in the store."""
+        local = super().path(rel)
+        if local.exists():
+            return local
+        marker = self._committed(rel)
+        if marker is None:
+            return local
+        tmp = self.root / ".tmp" / uuid.uuid4().hex
+        try:
+            for name in marker["files"]:
+                dest = tmp / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                self.fs.get_file(self._key(rel, name), str(dest))
+            if tree_sha256(tmp)[0] != marker["sha256"]:
+                raise OSError(f"artifact {rel!r} in {self.url} does not match its recorded hash")
+            local.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(tmp, local)
+            except OSError:
+                if not local.exists():
+                    raise  # else another thread fetched the same version meanwhile: keep it
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return local
+
+    @contextmanager
+    def writing(self, rel: str) -> Iterator[Path]:
+        """Yield a local temporary folder to fill; on success it is uploaded to a temporary key,
+        checked, copied under ``rel`` and committed (and kept as the local cached copy); on error
+        nothing is left, locally or in the store."""
+        local = super().path(rel)
+        if self._committed(rel) is not None:
+            raise FileExistsError(f"artifact {rel!r} already exists")
+        tmp = self.root / ".tmp" / uuid.uuid4().hex
+        tmp.mkdir(parents=True)
+        try:
+            yield tmp
+            self._upload(rel, tmp)
+            shutil.rmtree(local, ignore_errors=True)  # a stale copy of a removed version
+            local.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, local)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _upload(self, rel: str, folder: Path) -> None:
+        sha, size = tree_sha256(folder)
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        staging = f"{self.base}/.tmp/{uuid.uuid4().hex}"
+        try:
+            for name in files:
+                self.fs.put_file(str(folder / name), f"{staging}/{name}")
+            if self._remote_sha256(staging, files) != (sha, size):
+                raise OSError(f"the upload of {rel!r} to {self.url} did not arrive intact")
+            for name in files:
+                self.fs.copy(f"{staging}/{name}", self._key(rel, name))
+            marker = {"sha256": sha, "size": size, "files": files}
+            self.fs.pipe_file(self._key(rel, MARKER), json.dumps(marker).encode())
+        except BaseException:
+            self._rm(self._key(rel))
+            raise
+        finally:
+            self._rm(staging)
+
+    def _rm(self, key: str) -> None:
+        try:
+            self.fs.rm(key, recursive=True)
+        except FileNotFoundError:
+            pass
+        except Exception:
+            logger.warning("could not remove %s from %s", key, self.url, exc_info=True)
+
+    def verify(self, rel: str, sha256: str) -> bool:
+        marker = self._committed(rel)
+        return marker is not None and marker.get("sha256") == sha256
+
+    def remove(self, rel: str) -> None:
+        """Uncommit first (the marker), then remove the files and the cached copy."""
+        self._rm(self._key(rel, MARKER))
+        self._rm(self._key(rel))
+        super().remove(rel)
+
+    def sweep_tmp(self, is_live: Callable[[str], bool] | None = None) -> int:
+        """Remove this machine's crashed downloads and writes, and the store's temporary keys that
+        nobody has touched for an hour (another machine's live upload is younger)."""
+        n = super().sweep_tmp(is_live)
+        self.fs.invalidate_cache()
+        tmp_root = f"{self.base}/.tmp"
+        try:
+            entries = self.fs.ls(tmp_root, detail=False)
+        except FileNotFoundError:
+            return n
+        now = time.time()
+        for entry in entries:
+            token = entry.rstrip("/").rsplit("/", 1)[-1]
+            if is_live is not None and is_live(token):
+                continue
+            found = self.fs.find(entry, detail=True)
+            times = [_mtime(info) for info in found.values()]
+            if all(t is not None and now - t > self.stale_tmp_seconds for t in times):
+                self._rm(entry)
+                n += 1
+        return n
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    value = info.get("LastModified") or info.get("mtime") or info.get("created")
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    stamp = getattr(value, "timestamp", None)
+    return float(stamp()) if callable(stamp) else None
