@@ -34,7 +34,7 @@ import numpy as np
 
 from core.design.out_of_fold import UNSCORED, out_of_fold
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
-from core.retrieval.knn import KnnIndex
+from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 
 __all__ = [
     "OUT_OF_SCOPE",
@@ -108,8 +108,9 @@ def out_of_fold_scores(
     k: int = 1,
     folds: int = CALIBRATION_FOLDS,
     seed: int = 0,
+    rule: str = DEFAULT_RULE,
 ) -> list[tuple[str | None, float]]:
-    """Each example's top intent and score by the k-NN rule over the other folds' examples.
+    """Each example's top intent and score by the pool's rule over the other folds' examples.
 
     Example:
         >>> out_of_fold_scores(np.eye(2), ["a", "b"], folds=2)
@@ -119,7 +120,9 @@ def out_of_fold_scores(
     if n < 2:
         return [(None, 0.0)] * n
     # the Conflicts view's out-of-fold scores: the one implementation (no softmax needed here)
-    oof = out_of_fold(vectors, list(labels), folds=min(folds, n), seed=seed, k=k, temperature=1.0)
+    oof = out_of_fold(
+        vectors, list(labels), folds=min(folds, n), seed=seed, k=k, temperature=1.0, rule=rule
+    )
     best = oof.scores.argmax(axis=1)
     return [
         (oof.intents[j], float(oof.scores[i, j])) if oof.scores[i, j] > UNSCORED else (None, 0.0)
@@ -201,6 +204,7 @@ def calibrate(
     folds: int = CALIBRATION_FOLDS,
     seed: int = 0,
     per_intent: bool = True,
+    rule: str = DEFAULT_RULE,
 ) -> Calibration:
     """Per-intent and project-wide thresholds from a single-label pool (see the module doc).
 
@@ -211,12 +215,13 @@ def calibrate(
         target_recall: the share of in-scope questions to keep (0.5 to 1).
         k: the predictor's examples per intent.
         per_intent: False gives every intent the project-wide threshold.
+        rule: the predictor's decision rule (the thresholds are on its scores).
     """
     check_target_recall(target_recall)
     keep = [i for i, lab in enumerate(labels) if len(in_scope_labels(lab)) == 1]
     names = [in_scope_labels(labels[i])[0] for i in keep]
     vecs = np.asarray(vectors, dtype=np.float32)[keep] if keep else np.zeros((0, 1), np.float32)
-    scores = out_of_fold_scores(vecs, names, k=k, folds=folds, seed=seed)
+    scores = out_of_fold_scores(vecs, names, k=k, folds=folds, seed=seed, rule=rule)
     own: dict[str, list[float]] = {name: [] for name in names}
     for name, (top, score) in zip(names, scores, strict=True):
         if top == name:
@@ -227,7 +232,10 @@ def calibrate(
         index = KnnIndex(vecs.shape[1])
         index.add(list(range(len(keep))), vecs, [""] * len(keep), [(n,) for n in names])
         assert out_of_scope is not None
-        for pred in index.classify(np.asarray(out_of_scope), k=k, show=0, depth=max(20, 4 * k)):
+        found = index.classify(
+            np.asarray(out_of_scope), k=k, show=0, depth=max(20, 4 * k), rule=rule
+        )
+        for pred in found:
             if pred.top is not None:
                 negatives.setdefault(pred.top, []).append(pred.score)
     every = [s for values in own.values() for s in values]
