@@ -9,7 +9,7 @@ Scores (:data:`DEFAULT_RULE`, ``"nearest+prototype"``): an intent's score is the
 cosines, its nearest example's (the mean of its ``k`` nearest with ``k > 1``) and its
 prototype's. On BANKING77 and CLINC150, 10 and 5 shots, frozen and tuned MiniLM, it beats
 ConvFiT's 1-NN (``"nearest"``, still available) in the median of 3 seeds of every cell, by 0.4 to
-1.6 points (``bench/rules.py``), with nothing to fit or tune: one example close by chance no longer
+5.1 points (``bench/rules.py``), with nothing to fit or tune: one example close by chance no longer
 outvotes an intent whose examples all sit near the question. Every ranked intent
 keeps both parts (``nearest``, ``prototype``) and its nearest examples, so what decided is what an
 explanation shows.
