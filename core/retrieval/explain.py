@@ -180,12 +180,12 @@ def _sentence(
         return "No prediction: there are no labelled examples to compare with yet."
     top = pred.intents[0]
     if threshold is not None:
-        evidence = f"'{_quote(top.best.text)}'" if top.prototype is None else f"from {_parts(top)}"
+        evidence = f"'{_quote(top.best.text)}'" if top.by_example else f"from {_parts(top)}"
         return (
             f"No intent (out of scope): the closest intent *{top.intent}* scores "
             f"{top.score:.2f} ({evidence}), below its threshold {threshold:.2f}."
         )
-    if top.prototype is None:  # the nearest example alone decided
+    if top.by_example:  # the nearest example alone decided
         s = (
             f"Predicted *{top.intent}* because it is most like "
             f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
@@ -198,7 +198,7 @@ def _sentence(
     ru = pred.runner_up
     if ru is None:
         return s + " No other intent has examples close enough to compete."
-    if ru.prototype is None:
+    if ru.by_example:
         s += (
             f" The closest other intent is *{ru.intent}* "
             f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."

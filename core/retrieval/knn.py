@@ -39,6 +39,8 @@ NEAREST = "nearest"
 NEAREST_PROTOTYPE = "nearest+prototype"
 RULES = (NEAREST, NEAREST_PROTOTYPE)
 DEFAULT_RULE = NEAREST_PROTOTYPE
+# A question at least this similar to a labelled example is that example (its intent decides).
+EXACT = 0.9999
 # Examples of each ranked intent kept as its evidence.
 EVIDENCE = 3
 
@@ -51,14 +53,20 @@ def check_rule(rule: str) -> str:
 
 
 def combine(nearest: Score, prototype: Score | None) -> Score:
-    """An intent's score from its nearest-example and prototype cosines (the mean of the two;
-    the nearest alone when there is no prototype).
+    """An intent's score from its nearest-example and prototype cosines: the mean of the two; the
+    nearest alone when there is no prototype, or when the question *is* a labelled example
+    (similarity of at least :data:`EXACT`: a labelled utterance gets its own intent back).
 
     Example:
-        >>> combine(0.9, 0.7), combine(0.9, None)
-        (0.8, 0.9)
+        >>> combine(0.9, 0.7), combine(0.9, None), combine(1.0, 0.5)
+        (0.8, 0.9, 1.0)
     """
-    return nearest if prototype is None else 0.5 * (nearest + prototype)
+    if prototype is None:
+        return nearest
+    mixed = 0.5 * (nearest + prototype)
+    if isinstance(nearest, np.ndarray):
+        return np.where(nearest >= EXACT, nearest, mixed)
+    return nearest if nearest >= EXACT else mixed
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,11 @@ class IntentScore:
     prototype: float | None = None
     size: int = 0  # examples behind the prototype
     examples: tuple[Neighbour, ...] = ()
+
+    @property
+    def by_example(self) -> bool:
+        """Whether its nearest example alone made the score (no prototype, or an exact match)."""
+        return self.prototype is None or self.best.similarity >= EXACT
 
 
 @dataclass(frozen=True)

@@ -177,3 +177,10 @@ def test_real_encoder_new_label_changes_prediction_at_once(encoder):
     )
     assert before != "gift_cards"
     assert idx.classify(q)[0].top == "gift_cards"
+
+
+def test_a_question_that_is_a_labelled_example_gets_that_examples_intent():
+    idx = _one_outlier_pool()
+    q = _unit(0.8, 0, 0.6)[None, :]  # b's stray example, nearer to a's centre than to b's
+    top = idx.classify(q)[0].intents[0]
+    assert top.intent == "b" and top.score == pytest.approx(1.0, abs=1e-5) and top.by_example
