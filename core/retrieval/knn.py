@@ -323,6 +323,7 @@ class KnnIndex:
             counts = dict(self._counts)
         preds: list[Prediction] = []
         for qi, hits in enumerate(lists):
+            row = proto[qi].tolist() if col else []  # plain floats: numpy scalars cost more
             if exclude_ids is not None and exclude_ids[qi] is not None:
                 hits = [h for h in hits if h.id != exclude_ids[qi]]
             per_intent: dict[str, list[Neighbour]] = {}
@@ -338,7 +339,7 @@ class KnnIndex:
                 if name in without[qi]:
                     p, size = without[qi][name], size - 1
                 elif name in col:
-                    p = float(proto[qi, col[name]])
+                    p = row[col[name]]
                 score = combine(nearest, p)
                 scored.append(
                     IntentScore(name, score, hs[0], nearest, p, size, tuple(hs[:EVIDENCE]))
