@@ -9,7 +9,7 @@ the same vectors. Encoders: ``frozen`` MiniLM and ``tuned`` (the app's default r
 - ``knn-mean k``: an intent's score is the mean similarity of its k nearest examples.
 - ``wknn k``: the k nearest examples vote with their similarity.
 - ``centroid``: cosine to each intent's prototype (the normalised mean of its examples).
-- ``centroid+1nn``: the mean of the two scores above.
+- ``centroid+1nn``: the mean of the two scores above (the app's default, ``nearest+prototype``).
 - ``lr``: logistic regression on the pool (``C=10``, as bench/train.py ``frozen_lr``).
 - ``lr+1nn``: the mean of the LR probability and the 1-NN scores' softmax (temperature 0.05).
 
@@ -42,6 +42,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from core.retrieval.knn import combine  # noqa: E402
 
 logger = logging.getLogger("bench.rules")
 
@@ -155,9 +157,9 @@ def rule_centroid(pool: np.ndarray, y: np.ndarray, q: np.ndarray, n_classes: int
 
 
 def rule_centroid_1nn(pool: np.ndarray, y: np.ndarray, q: np.ndarray, n_classes: int) -> np.ndarray:
-    return 0.5 * (
-        rule_centroid(pool, y, q, n_classes) + per_intent_sims(q @ pool.T, y, n_classes, 1)
-    )
+    # the app's default rule itself (a labelled duplicate decides alone)
+    nearest = per_intent_sims(q @ pool.T, y, n_classes, 1)
+    return combine(nearest, rule_centroid(pool, y, q, n_classes))
 
 
 FIT_MS: list[float] = []
