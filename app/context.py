@@ -30,7 +30,7 @@ from core.evaluation.oos import (
     in_scope_labels,
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
-from core.retrieval.knn import KnnIndex
+from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
 from storage.db import Database
@@ -210,6 +210,7 @@ class AppContext:
             target=pool.target_recall,
             k=predictor.k,
             multi_label=predictor.multi_label,
+            rule=predictor.rule,
         )
         predictor.thresholds = dict(pool.calibration.thresholds) if pool.calibration else {}
 
@@ -223,6 +224,7 @@ class AppContext:
         target: float | None,
         k: int = 1,
         multi_label: bool = False,
+        rule: str = DEFAULT_RULE,
     ) -> Calibration | None:
         """Out-of-scope thresholds of a single-label pool in ``encoder``'s space (None when the
         project turned them off, or is multi-label: its head decides "no intent" itself)."""
@@ -235,6 +237,7 @@ class AppContext:
             out_of_scope=self.cache.encode(encoder, out_of_scope) if out_of_scope else None,
             target_recall=target,
             k=k,
+            rule=rule,
         )
 
     def warm_up(self) -> None:

@@ -15,6 +15,11 @@ score minus its threshold, so per-intent thresholds count), in-scope recall (acc
 Peers: a logistic-regression head on the same vectors with a max-probability threshold (the same
 rule chooses it), and SetFit's probability threshold when ``setfit`` is installed.
 
+Rows per decision rule of the pool (``--rules``: the nearest example alone, or with the
+intent's prototype, the default) and per threshold mode: global, per-intent, and per-intent
+shrunk toward the global threshold by ``m`` pseudo-scores (``--shrinks``; the app's default is
+:data:`core.evaluation.oos.SHRINK`).
+
 Usage:
     python bench/oos.py --encoders frozen,tuned --targets 0.9,0.95,0.98
 """
@@ -41,7 +46,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from core.evaluation.oos import calibrate, thresholds_from_scores  # noqa: E402
-from core.retrieval.knn import KnnIndex  # noqa: E402
+from core.retrieval.knn import DEFAULT_RULE, RULES, KnnIndex  # noqa: E402
 
 logger = logging.getLogger("bench.oos")
 
@@ -53,12 +58,12 @@ def read_csv(path: Path) -> tuple[list[str], list[str]]:
 
 
 def knn_top(
-    pool: np.ndarray, labels: list[str], queries: np.ndarray
+    pool: np.ndarray, labels: list[str], queries: np.ndarray, rule: str = DEFAULT_RULE
 ) -> tuple[list[str], np.ndarray]:
-    """Top intent and score of each query by the predictor's 1-NN rule."""
+    """Top intent and score of each query by the predictor's rule (``rule``)."""
     index = KnnIndex(pool.shape[1])
     index.add(list(range(len(pool))), pool, [""] * len(pool), [(y,) for y in labels])
-    preds = index.classify(queries, k=1, show=0, depth=20)
+    preds = index.classify(queries, k=1, show=0, depth=20, rule=rule)
     return [p.top or "" for p in preds], np.array([p.score for p in preds])
 
 
@@ -103,15 +108,42 @@ def metrics(
 
 
 def rows_for(
-    name: str, data: dict[str, Any], vecs: dict[str, np.ndarray], targets: list[float]
+    name: str,
+    data: dict[str, Any],
+    vecs: dict[str, np.ndarray],
+    targets: list[float],
+    rules: list[str],
+    shrinks: list[float],
 ) -> list[dict[str, Any]]:
-    """k-NN (global, per-intent, pool-calibrated) and the LR head on one encoder's vectors."""
+    """Per decision rule: thresholds chosen on val (global, per-intent, per-intent shrunk toward
+    the global one) and from the pool alone as the app does (the same three), then the LR head."""
     tr_y, va_y, te_y = data["train"][1], data["val"][1], data["test"][1]
-    te = knn_top(vecs["train"], tr_y, vecs["test"])
-    te_oos = knn_top(vecs["train"], tr_y, vecs["test_oos"])
-    va = knn_top(vecs["train"], tr_y, vecs["val"])
-    va_oos = knn_top(vecs["train"], tr_y, vecs["val_oos"])
-    own, neg = split_scores(*va, va_y), split_scores(*va_oos, None)
+    out = []
+    for rule in rules:
+        te = knn_top(vecs["train"], tr_y, vecs["test"], rule)
+        te_oos = knn_top(vecs["train"], tr_y, vecs["test_oos"], rule)
+        va = knn_top(vecs["train"], tr_y, vecs["val"], rule)
+        va_oos = knn_top(vecs["train"], tr_y, vecs["val_oos"], rule)
+        own, neg = split_scores(*va, va_y), split_scores(*va_oos, None)
+        modes: list[tuple[str, bool, float]] = [("global", False, 0.0), ("per-intent", True, 0.0)]
+        modes += [(f"shrunk {m:g}", True, m) for m in shrinks]
+        for target in targets:
+            for mode, per, shrink in modes:
+                _, th, _ = thresholds_from_scores(own, neg, target, per_intent=per, shrink=shrink)
+                row = {"encoder": name, "rule": rule, "method": f"val {mode}", "target": target}
+                out.append({**row, **metrics(*te, te_y, *te_oos, th)})
+            for mode, per, shrink in modes:
+                cal = calibrate(
+                    vecs["train"],
+                    [(y,) for y in tr_y],
+                    out_of_scope=vecs["val_oos"],
+                    target_recall=target,
+                    per_intent=per,
+                    shrink=shrink,
+                    rule=rule,
+                )
+                row = {"encoder": name, "rule": rule, "method": f"pool {mode}", "target": target}
+                out.append({**row, **metrics(*te, te_y, *te_oos, cal.thresholds)})
 
     from sklearn.linear_model import LogisticRegression
 
@@ -124,51 +156,23 @@ def rows_for(
     lr_te, lr_te_oos = lr_top(vecs["test"]), lr_top(vecs["test_oos"])
     lr_own = split_scores(*lr_top(vecs["val"]), va_y)
     lr_neg = split_scores(*lr_top(vecs["val_oos"]), None)
-    out = []
     for target in targets:
-        for method, per in (("knn global", False), ("knn per-intent", True)):
-            _, th, _ = thresholds_from_scores(own, neg, target, per_intent=per)
-            out.append(
-                {
-                    "encoder": name,
-                    "method": method,
-                    "target": target,
-                    **metrics(*te, te_y, *te_oos, th),
-                }
-            )
-        cal = calibrate(
-            vecs["train"], [(y,) for y in tr_y], out_of_scope=vecs["val_oos"], target_recall=target
-        )
-        out.append(
-            {
-                "encoder": name,
-                "method": "knn per-intent (pool OOF)",
-                "target": target,
-                **metrics(*te, te_y, *te_oos, cal.thresholds),
-            }
-        )
-        for method, per in (("LR max-proba global", False), ("LR max-proba per-intent", True)):
-            _, th, _ = thresholds_from_scores(lr_own, lr_neg, target, per_intent=per)
-            out.append(
-                {
-                    "encoder": name,
-                    "method": method,
-                    "target": target,
-                    **metrics(*lr_te, te_y, *lr_te_oos, th),
-                }
-            )
+        for method, per in (("val global", False), ("val per-intent", True)):
+            _, th, _ = thresholds_from_scores(lr_own, lr_neg, target, per_intent=per, shrink=0)
+            row = {"encoder": name, "rule": "LR max-proba", "method": method, "target": target}
+            out.append({**row, **metrics(*lr_te, te_y, *lr_te_oos, th)})
     return out
 
 
 def table(results: list[dict[str, Any]]) -> str:
     head = (
-        f"{'encoder':8} {'method':26} {'target':>6} {'in-acc':>7} {'in-rec':>7} "
+        f"{'encoder':8} {'rule':17} {'method':20} {'target':>6} {'in-acc':>7} {'in-rec':>7} "
         f"{'oos-rec':>7} {'oos-prec':>8} {'auroc':>6} {'acc(no oos)':>11}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
         lines.append(
-            f"{r['encoder']:8} {r['method']:26} {r['target']:>6.2f} {r['in_acc']:>7.3f} "
+            f"{r['encoder']:8} {r['rule']:17} {r['method']:20} {r['target']:>6.2f} {r['in_acc']:>7.3f} "
             f"{r['in_recall']:>7.3f} {r['oos_recall']:>7.3f} {r['oos_precision']:>8.3f} "
             f"{r['auroc']:>6.3f} {r['acc_no_oos']:>11.3f}"
         )
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoders", default="frozen,tuned")
     ap.add_argument("--targets", default="0.9,0.95,0.98")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rules", default=",".join(RULES), help="decision rules of the pool")
+    ap.add_argument("--shrinks", default="5,10,20", help="pseudo-counts toward the global one")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--vectors", type=Path, default=None, help="keep/reuse vectors here")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "oos.json")
@@ -198,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     data = {k: read_csv(args.data / f) for k, f in files.items()}
     targets = [float(t) for t in args.targets.split(",")]
+    rules = [r for r in args.rules.split(",") if r]
+    shrinks = [float(m) for m in args.shrinks.split(",") if m]
     results: list[dict[str, Any]] = []
     notes: list[str] = []
     for name in args.encoders.split(","):
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         if saved is not None and saved.is_file():  # re-score without re-training
             with np.load(saved) as z:
                 vecs = {k: z[k] for k in files}
-            results += rows_for(name, data, vecs, targets)
+            results += rows_for(name, data, vecs, targets, rules, shrinks)
             print(table(results), flush=True)
             continue
         if name == "frozen":
@@ -232,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         if saved is not None:
             saved.parent.mkdir(parents=True, exist_ok=True)
             np.savez(saved, **vecs)
-        results += rows_for(name, data, vecs, targets)
+        results += rows_for(name, data, vecs, targets, rules, shrinks)
         print(table(results), flush=True)
     if importlib.util.find_spec("setfit") is None:
         notes.append(

@@ -24,7 +24,7 @@ import numpy as np
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
 from core.bundle.safety import BundleError, extract_zip, verify_files
 from core.bundle.weights import check_weights
-from core.retrieval.knn import KnnIndex
+from core.retrieval.knn import NEAREST, KnnIndex
 from core.retrieval.predictor import Predictor, TextEncoder
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES
 
@@ -203,6 +203,8 @@ class BundlePredictor(Predictor):
             head=head,
             multi_label=bool(manifest.get("multi_label")),
             thresholds=manifest.get("thresholds") or {},
+            # a bundle written before the rule was recorded predicted by its nearest example
+            rule=str(manifest.get("rule") or NEAREST),
         )
         self.contents = contents
         self.manifest: dict[str, Any] = manifest

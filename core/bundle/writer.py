@@ -49,6 +49,7 @@ from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
 from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
 from core.bundle.weights import base_encoder_name
 from core.multilabel.rule import is_multilabel
+from core.retrieval.knn import DEFAULT_RULE
 from core.safe_archive import safe_member_name, sha256_file
 
 logger = logging.getLogger(__name__)
@@ -173,6 +174,8 @@ def write_bundle(
             "multi_label": is_multilabel(labels),
             "thresholds": {},
             "k": 1,
+            # the decision rule the pool predicts by (and its thresholds were calibrated for)
+            "rule": DEFAULT_RULE,
         }
     )
     manifest.update(dict(manifest_fields))

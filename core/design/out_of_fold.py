@@ -1,6 +1,8 @@
 """Out-of-fold intent scores: every labelled row scored against the rows of the *other* folds,
-by the live classifier's rule (an intent's score is the mean similarity of its ``k`` nearest
-examples; a multi-intent example votes for each of its intents), with the one fold splitter
+by the live classifier's rule (:meth:`core.retrieval.knn.KnnIndex.classify`: by default the
+mean of its nearest example's similarity and its prototype's, the prototype made of the other
+folds' examples only; a multi-intent example votes for each of its intents), with the one fold
+splitter
 (:func:`core.evaluation.folds.fold_assignments`).
 
 A row is never scored against itself nor against the rows of its own fold, so the scores say how
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.evaluation.folds import fold_assignments
-from core.retrieval.knn import normalise
+from core.retrieval.knn import DEFAULT_RULE, NEAREST_PROTOTYPE, check_rule, combine, normalise
 
 UNSCORED = -1.0  # an intent with no example outside the row's fold
 CHUNK = 1024  # held-out rows compared at a time (bounds memory for large pools)
@@ -106,6 +108,7 @@ def out_of_fold(
     seed: int = 0,
     k: int = 1,
     temperature: float | None = None,
+    rule: str = DEFAULT_RULE,
 ) -> OutOfFold:
     """Score every row against the other folds.
 
@@ -117,6 +120,7 @@ def out_of_fold(
         k: examples per intent that make its score (the live pool's ``k``).
         temperature: of the softmax that turns scores into probabilities (None: calibrated on
             the rows' own intents by :func:`calibrate_temperature`).
+        rule: the live pool's decision rule (:data:`core.retrieval.knn.RULES`).
 
     Raises:
         ValueError: a row without an intent, mismatched lengths, or fewer rows than folds.
@@ -128,6 +132,7 @@ def out_of_fold(
         raise ValueError("Every row needs at least one intent to be scored out of fold.")
     if k < 1:
         raise ValueError("k must be at least 1.")
+    check_rule(rule)
     intents = tuple(sorted({name for s in sets for name in s}))
     col = {name: j for j, name in enumerate(intents)}
     member = np.zeros((len(sets), len(intents)), dtype=bool)
@@ -143,10 +148,17 @@ def out_of_fold(
             continue
         # per intent, the positions (within the pool) of its examples
         columns = [np.flatnonzero(member[pool, j]) for j in range(len(intents))]
+        protos = None
+        if rule == NEAREST_PROTOTYPE:  # the other folds' prototypes (a zero row: no example)
+            protos = normalise(np.stack([data[pool[c]].sum(axis=0) for c in columns]))
         for start in range(0, len(held), CHUNK):
             rows = held[start : start + CHUNK]
             sims = data[rows] @ data[pool].T
+            proto = data[rows] @ protos.T if protos is not None else None
             for j, cols in enumerate(columns):
-                scores[rows, j] = _top_k_mean(sims[:, cols], k)
+                nearest = _top_k_mean(sims[:, cols], k)
+                if proto is not None and len(cols):
+                    nearest = combine(nearest, proto[:, j])
+                scores[rows, j] = nearest
     t = calibrate_temperature(scores, member) if temperature is None else temperature
     return OutOfFold(intents, scores, softmax(scores, t), assign, t)

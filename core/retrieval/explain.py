@@ -1,8 +1,11 @@
 """Why a prediction came out as it did, told by the labelled neighbours that decided it.
 
-This is the k-NN decision rule itself, not a post-hoc approximation: the predicted intent is the
-one whose nearest labelled examples are most similar to the utterance, and the runner-up's nearest
-example shows the other side of the decision. The margin is the difference of the two scores.
+This is the decision rule itself, not a post-hoc approximation: the predicted intent is the one
+with the highest score, and the sentence names both parts of that score (the default rule,
+:data:`~core.retrieval.knn.NEAREST_PROTOTYPE`): the intent's nearest labelled example and its
+*prototype* (the centre of its examples), with the intent's nearest examples as evidence; the
+runner-up's parts show the other side of the decision. The margin is the difference of the two
+scores. Under the ``"nearest"`` rule the nearest example alone decides, and the sentence says so.
 
 Two warnings are attached:
 
@@ -29,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.retrieval.knn import AMBIGUOUS_MARGIN, Neighbour, Prediction
+from core.retrieval.knn import AMBIGUOUS_MARGIN, IntentScore, Neighbour, Prediction
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +134,14 @@ class Explanation:
     runner_up_description: str | None = None
     out_of_scope: bool = False
     threshold: float | None = None
+    # what decided: the predicted intent's nearest-example and prototype parts of its score, its
+    # nearest examples and how many examples its prototype is made of (prototype None: the
+    # nearest example alone decided)
+    predicted_nearest: float | None = None
+    predicted_prototype: float | None = None
+    predicted_size: int = 0
+    predicted_examples: list[Neighbour] = field(default_factory=list)
+    runner_up_prototype: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples become lists).
@@ -142,6 +153,7 @@ class Explanation:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["gold"] = list(self.gold)
         d["neighbours"] = [n.to_dict() for n in self.neighbours]
+        d["predicted_examples"] = [n.to_dict() for n in self.predicted_examples]
         for key in ("predicted_neighbour", "runner_up_neighbour"):
             d[key] = d[key].to_dict() if d[key] is not None else None
         return d
@@ -152,6 +164,15 @@ def _quote(text: str) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
 
 
+def _parts(score: IntentScore) -> str:
+    """The two parts of an intent's score, in words: its nearest example and its centre."""
+    examples = "example" if score.size == 1 else "examples"
+    return (
+        f"'{_quote(score.best.text)}' ({score.best.similarity:.2f}) and the centre of its "
+        f"{score.size} {examples} ({score.prototype or 0.0:.2f})"
+    )
+
+
 def _sentence(
     pred: Prediction, margin: float, ambiguous: bool, threshold: float | None = None
 ) -> str:
@@ -159,21 +180,31 @@ def _sentence(
         return "No prediction: there are no labelled examples to compare with yet."
     top = pred.intents[0]
     if threshold is not None:
+        evidence = f"'{_quote(top.best.text)}'" if top.by_example else f"from {_parts(top)}"
         return (
             f"No intent (out of scope): the closest intent *{top.intent}* scores "
-            f"{top.score:.2f} ('{_quote(top.best.text)}'), below its threshold {threshold:.2f}."
+            f"{top.score:.2f} ({evidence}), below its threshold {threshold:.2f}."
         )
-    s = (
-        f"Predicted *{top.intent}* because it is most like "
-        f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
-    )
+    if top.by_example:  # the nearest example alone decided
+        s = (
+            f"Predicted *{top.intent}* because it is most like "
+            f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
+        )
+    else:
+        s = (
+            f"Predicted *{top.intent}* because its examples are the closest: its nearest example "
+            f"{_parts(top)} give it {top.score:.2f}."
+        )
     ru = pred.runner_up
     if ru is None:
         return s + " No other intent has examples close enough to compete."
-    s += (
-        f" The closest other intent is *{ru.intent}* "
-        f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."
-    )
+    if ru.by_example:
+        s += (
+            f" The closest other intent is *{ru.intent}* "
+            f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."
+        )
+    else:
+        s += f" The closest other intent is *{ru.intent}* with {ru.score:.2f}, from {_parts(ru)}."
     if ambiguous:
         s += f" It is a close call (margin {margin:.2f})."
     return s
@@ -245,4 +276,9 @@ def explain(
         runner_up_description=descriptions.get(ru.intent) if ru else None,
         out_of_scope=out_of_scope_below is not None and top is not None,
         threshold=out_of_scope_below,
+        predicted_nearest=top.nearest if top else None,
+        predicted_prototype=top.prototype if top else None,
+        predicted_size=top.size if top else 0,
+        predicted_examples=list(top.examples) if top else [],
+        runner_up_prototype=ru.prototype if ru else None,
     )

@@ -4,8 +4,9 @@ The live app holds one per project (its pool follows the database, example by ex
 exported bundle loads into one (:func:`core.bundle.load`), and both answer with the same
 :func:`prediction_to_dict` — so a prediction means the same thing everywhere.
 
-Decision rule: k-NN over the pool ranks the intents and explains them (every ranked intent keeps
-the example behind its score). A single-label prediction names the top intent when its score
+Decision rule: the pool ranks the intents by :meth:`~core.retrieval.knn.KnnIndex.classify` (by
+default each intent's nearest example and its prototype, :data:`~core.retrieval.knn.DEFAULT_RULE`)
+and explains them (every ranked intent keeps the examples and the prototype score behind it). A single-label prediction names the top intent when its score
 reaches its threshold (none by default). When the model has a multi-label head, the head decides
 the label set from its probabilities and per-intent thresholds; a multi-label project without a
 head takes every intent whose score reaches its threshold (0.5 by default). The k-NN evidence is shown
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from core.retrieval.knn import KnnIndex, Prediction
+from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
@@ -103,12 +104,23 @@ def prediction_to_dict(
         row["threshold"] = decided_by
     return {
         **row,
-        "intents": [
-            {"intent": s.intent, "score": s.score, "best": s.best.to_dict()}
-            for s in pred.intents[:top_n]
-        ],
+        "intents": [_intent_dict(s) for s in pred.intents[:top_n]],
         "neighbours": [n.to_dict() for n in pred.neighbours],
     }
+
+
+def _intent_dict(score: IntentScore) -> dict[str, Any]:
+    """One ranked intent: ``intent``, ``score``, ``best`` (its nearest example) and, when its
+    prototype took part, ``nearest`` and ``prototype`` (the two parts of the score)."""
+    row: dict[str, Any] = {
+        "intent": score.intent,
+        "score": score.score,
+        "best": score.best.to_dict(),
+    }
+    if score.prototype is not None:
+        row["nearest"] = score.nearest
+        row["prototype"] = score.prototype
+    return row
 
 
 class Predictor:
@@ -121,7 +133,9 @@ class Predictor:
         head: a fitted multi-label head; when present it decides the label set.
         multi_label: whether the project is multi-label (None: decided by the pool's labels with
             :func:`core.multilabel.is_multilabel`, at each call).
-        thresholds: intent (or ``"default"``) -> minimum k-NN score for the decision.
+        thresholds: intent (or ``"default"``) -> minimum score for the decision.
+        rule: the decision rule (:data:`~core.retrieval.knn.RULES`; nearest example + prototype
+            by default).
     """
 
     def __init__(
@@ -133,9 +147,11 @@ class Predictor:
         head: MultiLabelHead | None = None,
         multi_label: bool | None = None,
         thresholds: Mapping[str, float] | None = None,
+        rule: str = DEFAULT_RULE,
     ) -> None:
         if k < 1:
             raise ValueError("k must be at least 1")
+        self.rule = check_rule(rule)
         self.encoder = encoder
         self.index = index if index is not None else KnnIndex(encoder.dim)
         if self.index.dim != encoder.dim:
@@ -179,7 +195,7 @@ class Predictor:
         if not batch:
             return []
         vectors = self.encoder.encode(batch)
-        preds = self.index.classify(vectors, k=k or self.k, show=show)
+        preds = self.index.classify(vectors, k=k or self.k, show=show, rule=self.rule)
         multi = self.multi_label
         rows = [
             prediction_to_dict(

@@ -19,7 +19,8 @@ def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
     assert out["top"] == "track_order"
     assert out["neighbours"] and all(n["labels"] for n in out["neighbours"])
     top = out["intents"][0]
-    assert top["best"]["similarity"] == pytest.approx(top["score"])
+    assert top["best"]["similarity"] == pytest.approx(top["nearest"])
+    assert top["score"] == pytest.approx((top["nearest"] + top["prototype"]) / 2)
     assert out["labels"] == ["track_order"]
     assert out["margin"] == pytest.approx(
         out["intents"][0]["score"] - out["intents"][1]["score"], abs=1e-3

@@ -33,7 +33,9 @@ def test_try_tab_explains_and_a_new_label_counts_at_once(server, page):
     page.wait_for_function(
         "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted')"
     )
-    assert "because it is most like" in explanation.inner_text()
+    shown = explanation.inner_text()  # both parts of the deciding score: an example and a centre
+    assert "because its examples are the closest: its nearest example" in shown
+    assert "the centre of its" in shown
     neighbours = page.locator("#try-neighbours").inner_text()
     assert neighbours.count("0.") >= 3  # at least three similarities shown
     shot(page, "02-try-tab")

@@ -34,8 +34,11 @@ def test_merging_distinct_intents_changes_nothing_and_keeps_other_confusions():
     vecs = _blobs([0, 3, 3], 15)
     labels = ["a"] * 15 + ["b"] * 15 + ["c"] * 15
     w = merge_whatif(vecs, labels, "a", "b")
-    assert w.confused == 0 and w.delta == pytest.approx(0.0)
+    # never confused with each other; b's confusions with c stay (the estimate itself may move:
+    # the merged intent's prototype sits between a and b, so b's questions lean further to c)
+    assert w.confused == 0
     assert {(g, p) for g, p, _ in w.confusions_after} <= {("a+b", "c"), ("c", "a+b")}
+    assert w.confusions_after
 
 
 def test_a_merge_estimate_covers_1k_labelled_utterances():

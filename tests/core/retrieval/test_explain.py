@@ -39,10 +39,34 @@ def test_explanation_shows_both_sides_of_the_decision(encoder, index: KnnIndex) 
     assert ex.margin == pytest.approx(pred.intents[0].score - pred.intents[1].score)
     assert len(ex.neighbours) == 3
     assert ex.neighbours[0].similarity >= ex.neighbours[-1].similarity
-    assert ex.sentence.startswith(f"Predicted *{ex.predicted}* because it is most like '")
+    assert ex.sentence.startswith(f"Predicted *{ex.predicted}* because its examples are the")
     assert f"The closest other intent is *{ex.runner_up}*" in ex.sentence
     assert f"({ex.predicted_neighbour.similarity:.2f})" in ex.sentence
     json.dumps(ex.to_dict())  # JSON-ready
+
+
+def test_explanation_names_both_parts_of_the_score_that_decided(encoder, index) -> None:
+    text = "my card hasn't come yet"
+    top = index.classify(encoder.encode([text]), k=1, show=3)[0].intents[0]
+    ex = explain(text, index.classify(encoder.encode([text]), k=1, show=3)[0])
+    assert ex.predicted_prototype == pytest.approx(top.prototype)
+    assert ex.predicted_nearest == pytest.approx(ex.predicted_neighbour.similarity)
+    assert ex.score == pytest.approx((ex.predicted_nearest + ex.predicted_prototype) / 2)
+    assert f"the centre of its 2 examples ({ex.predicted_prototype:.2f})" in ex.sentence
+    assert f"give it {ex.score:.2f}" in ex.sentence
+    # the supporting examples are the predicted intent's own, nearest first
+    assert [n.labels for n in ex.predicted_examples] == [(ex.predicted,)] * 2
+    assert ex.predicted_examples[0] == ex.predicted_neighbour
+    assert ex.to_dict()["predicted_examples"][0]["text"] == ex.predicted_neighbour.text
+
+
+def test_nearest_rule_is_explained_by_the_nearest_example_alone(encoder, index) -> None:
+    text = "my card hasn't come yet"
+    pred = index.classify(encoder.encode([text]), k=1, show=3, rule="nearest")[0]
+    ex = explain(text, pred)
+    assert ex.sentence.startswith(f"Predicted *{ex.predicted}* because it is most like '")
+    assert "centre" not in ex.sentence and ex.predicted_prototype is None
+    assert ex.score == pytest.approx(ex.predicted_neighbour.similarity)
 
 
 def _neighbour(i: int, text: str, intent: str, sim: float) -> Neighbour:

@@ -36,7 +36,7 @@ def test_ranks_intents_by_their_nearest_example(index):
 
 
 def test_multi_label_neighbour_votes_for_each_of_its_intents(index):
-    pred = index.classify(_vec(0, 0.8, 0.2))[0]
+    pred = index.classify(_vec(0, 0.8, 0.2), rule="nearest")[0]
     scores = {s.intent: s.score for s in pred.intents}
     assert scores["b"] == pytest.approx(1.0, abs=1e-5)
     assert scores["c"] == pytest.approx(1.0, abs=1e-5)
@@ -44,8 +44,8 @@ def test_multi_label_neighbour_votes_for_each_of_its_intents(index):
 
 def test_k_averages_the_k_nearest_examples_of_each_intent(index):
     q = _vec(1, 0, 0)
-    one = {s.intent: s.score for s in index.classify(q, k=1)[0].intents}
-    two = {s.intent: s.score for s in index.classify(q, k=2)[0].intents}
+    one = {s.intent: s.score for s in index.classify(q, k=1, rule="nearest")[0].intents}
+    two = {s.intent: s.score for s in index.classify(q, k=2, rule="nearest")[0].intents}
     assert one["a"] == pytest.approx(1.0, abs=1e-5)
     assert two["a"] < one["a"]
 
@@ -80,6 +80,79 @@ def test_exclude_ids_gives_leave_one_out(index):
     assert all(n.id != 5 for n in pred.neighbours)
 
 
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def _one_outlier_pool() -> KnnIndex:
+    """Intent a: three examples around the x axis. Intent b: two examples far up the z axis and
+    one stray example that leans towards a's side."""
+    idx = KnnIndex(dim=3)
+    vecs = np.array(
+        [
+            _unit(1, 0.3, 0),
+            _unit(1, -0.3, 0),
+            _unit(1, 0, -0.2),
+            _unit(0.8, 0, 0.6),
+            _unit(0, 0.2, 1),
+            _unit(0, -0.2, 1),
+        ],
+        dtype=np.float32,
+    )
+    idx.add(
+        list(range(6)), vecs, ["a1", "a2", "a3", "b-stray", "b1", "b2"], [("a",)] * 3 + [("b",)] * 3
+    )
+    return idx
+
+
+def test_an_intent_close_as_a_whole_beats_one_stray_example():
+    """1-NN follows b's stray example; the prototype part sees that a's examples all sit near."""
+    idx = _one_outlier_pool()
+    q = _unit(0.95, 0, 0.3)[None, :]
+    assert idx.classify(q, rule="nearest")[0].top == "b"
+    pred = idx.classify(q)[0]
+    assert pred.top == "a"
+    top = pred.intents[0]
+    assert top.size == 3 and top.best.text in {"a1", "a2", "a3"}
+    centre = _unit(*np.mean([_unit(1, 0.3, 0), _unit(1, -0.3, 0), _unit(1, 0, -0.2)], axis=0))
+    assert top.prototype == pytest.approx(float(q[0] @ centre), abs=1e-5)
+    assert top.score == pytest.approx((top.nearest + top.prototype) / 2)
+    assert [n.labels for n in top.examples] == [("a",)] * 3
+
+
+def test_prototypes_follow_every_add_and_remove_at_once():
+    idx = _one_outlier_pool()
+    q = _unit(0.95, 0, 0.3)[None, :]
+    before = idx.classify(q)[0]
+    idx.add([10, 11], np.array([q[0], q[0]]), ["b3", "b4"], [("b",), ("b",)])
+    grown = {s.intent: s for s in idx.classify(q)[0].intents}
+    assert grown["b"].size == 5 and grown["b"].prototype > before.intents[1].prototype
+    assert idx.classify(q)[0].top == "b"
+    idx.remove([10, 11])
+    after = idx.classify(q)[0]
+    assert after.top == "a"
+    assert {s.intent: s.prototype for s in after.intents} == pytest.approx(
+        {s.intent: s.prototype for s in before.intents}, abs=1e-6
+    )
+    idx.remove([0, 1, 2])  # an intent with no example left has no prototype and no rank
+    assert [s.intent for s in idx.classify(q)[0].intents] == ["b"]
+
+
+def test_leave_one_out_takes_the_item_out_of_its_prototype_too():
+    idx = _one_outlier_pool()
+    q = _unit(0.8, 0, 0.6)[None, :]  # the stray example itself
+    top_b = {s.intent: s for s in idx.classify(q, exclude_ids=[3])[0].intents}["b"]
+    rest = _unit(*np.mean([_unit(0, 0.2, 1), _unit(0, -0.2, 1)], axis=0))
+    assert top_b.prototype == pytest.approx(float(q[0] @ rest), abs=1e-5)
+    assert top_b.size == 2
+
+
+def test_an_unknown_rule_is_refused(index):
+    with pytest.raises(ValueError, match="Unknown decision rule 'lr'"):
+        index.classify(_vec(1, 0, 0), rule="lr")
+
+
 def test_empty_index_predicts_nothing():
     assert KnnIndex(dim=2).classify(_vec(1, 0))[0].top is None
 
@@ -104,3 +177,10 @@ def test_real_encoder_new_label_changes_prediction_at_once(encoder):
     )
     assert before != "gift_cards"
     assert idx.classify(q)[0].top == "gift_cards"
+
+
+def test_a_question_that_is_a_labelled_example_gets_that_examples_intent():
+    idx = _one_outlier_pool()
+    q = _unit(0.8, 0, 0.6)[None, :]  # b's stray example, nearer to a's centre than to b's
+    top = idx.classify(q)[0].intents[0]
+    assert top.intent == "b" and top.score == pytest.approx(1.0, abs=1e-5) and top.by_example

@@ -3,6 +3,8 @@ multi-label set while the k-NN evidence stays, and a new example counts at once.
 
 from __future__ import annotations
 
+import pytest
+
 from core.bundle import load, write_bundle
 from core.multilabel.head import HEAD_DIR, HeadConfig, MultiLabelHead
 from core.retrieval.predictor import Predictor
@@ -91,3 +93,43 @@ def test_a_bundle_with_a_head_loads_it(encoder, tmp_path):
     b = live.predict(QUERIES)
     assert [r["labels"] for r in a] == [r["labels"] for r in b]
     assert [r["probabilities"] for r in a] == [r["probabilities"] for r in b]
+
+
+def test_predictions_carry_both_parts_of_each_intents_score(encoder):
+    texts = [t for t, lab in POOL if lab]
+    labels = [lab for _, lab in POOL if lab]
+    row = Predictor.from_examples(encoder, texts, labels, multi_label=False).predict(QUERIES[0])[0]
+    top = row["intents"][0]
+    assert top["score"] == pytest.approx((top["nearest"] + top["prototype"]) / 2)
+    assert top["nearest"] == pytest.approx(top["best"]["similarity"])
+    assert row["score"] == top["score"]
+
+
+def test_a_bundle_records_its_rule_and_an_older_one_keeps_predicting_by_the_nearest_example(
+    encoder, tmp_path
+):
+    texts = [t for t, lab in POOL if lab]
+    labels = [lab for _, lab in POOL if lab]
+    vectors = encoder.encode(texts)
+    kwargs = dict(
+        encoder_dir=None,
+        base_encoder="minilm",
+        exemplar_texts=texts,
+        exemplar_labels=labels,
+        vectors=vectors,
+    )
+    new = write_bundle(
+        tmp_path / "new.zip", manifest_fields={"project": "h", "multi_label": False}, **kwargs
+    )
+    old = write_bundle(
+        tmp_path / "old.zip",
+        manifest_fields={"project": "h", "multi_label": False, "rule": None},
+        **kwargs,
+    )
+    nearest = Predictor.from_examples(
+        encoder, texts, labels, vectors=vectors, multi_label=False, rule="nearest"
+    )
+    with load(new) as b:
+        assert b.manifest["rule"] == "nearest+prototype" and b.rule == "nearest+prototype"
+    with load(old) as b:
+        assert b.rule == "nearest" and b.predict(QUERIES) == nearest.predict(QUERIES)
