@@ -25,7 +25,8 @@ labels used, and the labels each order needs to reach the reference (% of those 
 
 Usage:
     python -m bench.active --no-retrain                          # frozen encoder, minutes
-    nice -n 10 python -m bench.active --pool-limit 3000 --test-limit 1000 --retrain-every 2
+    nice -n 10 python -m bench.active --pool-limit 2000 --test-limit 1000 --rounds 4 \\
+        --retrain-every 4 --orders hybrid,random,uncertain --vectors /tmp/active
 """
 
 from __future__ import annotations
@@ -151,8 +152,11 @@ def run_order(
         labelled += pick(how, vecs, labels, labelled, cands, args.batch, rng, args.shortlist)
         if retrain is not None and rnd % args.retrain_every == 0:
             enc = retrain([texts[i] for i in labelled], [labels[i] for i in labelled])
-            both = np.asarray(enc.encode(texts + test_x, batch_size=128))
-            vecs, test_vecs, tuned = both[:n_pool], both[n_pool:], True
+            # after the last round only the labelled pool and the test questions are needed
+            need = list(range(n_pool)) if rnd < args.rounds else labelled
+            both = np.asarray(enc.encode([texts[i] for i in need] + test_x, batch_size=128))
+            vecs = np.zeros_like(vecs)
+            vecs[need], test_vecs, tuned = both[: len(need)], both[len(need) :], True
         acc = accuracy(vecs, labels, labelled, test_vecs, test_y)
         curve.append({"labels": len(labelled), "acc": acc, "tuned": tuned})
         logger.info(
@@ -206,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool-limit", type=int, default=0, help="unlabelled: a seeded subset")
     ap.add_argument("--test-limit", type=int, default=0, help="score a seeded test subset")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--vectors", type=Path, default=None, help="keep/reuse frozen vectors here")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
@@ -252,7 +257,18 @@ def main(argv: list[str] | None = None) -> int:
 
     began = time.monotonic()
     base = load_encoder("minilm", device=args.device)
-    frozen = np.asarray(base.encode(texts + test_x, batch_size=128))
+    saved = args.vectors / (
+        f"active-seed{args.seed}-pool{args.pool_limit}-test{args.test_limit}.npy"
+        if args.vectors
+        else None
+    )
+    if saved is not None and saved.is_file():  # the frozen vectors of an earlier run
+        frozen = np.load(saved)
+    else:
+        frozen = np.asarray(base.encode(texts + test_x, batch_size=128))
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            np.save(saved, frozen)
     logger.info("%d texts encoded in %.0f s", len(frozen), time.monotonic() - began)
     ref_x, ref_y = read_csv(args.data / f"train_10shot_seed{args.seed}.csv")
     ref_enc = base if args.no_retrain else retrain(ref_x, ref_y)
