@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import _labels_of
-from storage.tables import Label, LabelEvent, Utterance
+from storage.tables import Intent, Label, LabelEvent, Utterance
 from storage.utterances import _log, _resolve_intents, replace_labels
 
 # The actions an undo can revert ("undo" events record undos themselves).
@@ -151,7 +151,32 @@ def undo_batch(
         replace_labels(s, u, _resolve_intents(s, project_id, ev.before, create_missing=True))
         _log(s, u, current, list(ev.before), "undo", user_id, undo, split_now, u.split)
     s.flush()
+    _drop_intents_made_by(s, project_id, events)
     return events
+
+
+# An intent made by a batch is created in the batch's own transaction, just before its events.
+_SAME_ACTION = timedelta(seconds=1)
+
+
+def _drop_intents_made_by(s: Session, project_id: int, events: list[LabelEvent]) -> None:
+    """Delete the intents the undone batch created (a new intent from a cluster, a label or a
+    merge into a new name) when nothing carries them any more, so the undo leaves the intent
+    list as it was. An intent made earlier by hand, or one labelled since, stays."""
+    named = {n for e in events for n in e.after} - {n for e in events for n in e.before}
+    if not named:
+        return
+    first, last = min(e.created_at for e in events), max(e.created_at for e in events)
+    for intent in s.scalars(
+        select(Intent).where(Intent.project_id == project_id, Intent.name.in_(named))
+    ):
+        made_then = first - _SAME_ACTION <= intent.created_at <= last
+        if (
+            made_then
+            and s.scalar(select(Label.utterance_id).where(Label.intent_id == intent.id)) is None
+        ):
+            s.delete(intent)
+    s.flush()
 
 
 def _remove(s: Session, project_id: int, ids: list[int], user_id: int | None, batch: str) -> None:

@@ -2,7 +2,7 @@
 is instant; each is a thin shell over the same service functions the UI uses.
 
 ``common`` (errors, context), ``server`` (serve, worker), ``model`` (train, predict, bundle, report),
-``data`` (import, export, projects, users, backup, restore).
+``data`` (import, export, projects, users, backup, restore), ``design`` (clusters).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from app.cli.data import (
     cmd_restore,
     cmd_users,
 )
+from app.cli.design import cmd_clusters
 from app.cli.model import (
     cmd_bundle_export,
     cmd_bundle_import,
@@ -133,6 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_oos)
+
+    p = sub.add_parser(
+        "clusters", help="candidate intents: the project's unlabelled utterances in groups"
+    )
+    p.add_argument("project", nargs="?", help="the project (or --project)")
+    p.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
+    p.add_argument("--min-size", type=int, default=None, help="smallest group (default: by size)")
+    p.add_argument("--examples", type=int, default=3, help="central examples shown per group")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="JSON")
+    p.set_defaults(func=cmd_clusters)
 
     p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)

@@ -50,7 +50,7 @@ def _keys_js() -> str:
     return source.replace("__KEYS__", json.dumps(KEYS))
 
 
-def _fresh(how: str = "uncertain", near: str | None = None) -> dict[str, Any]:
+def _fresh(how: str = svc.DEFAULT_ORDER, near: str | None = None) -> dict[str, Any]:
     return {
         "how": how,
         "near": near,
@@ -92,14 +92,17 @@ def _current(item: dict[str, Any]) -> str:
 
 
 def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
-    left, err = attempt(lambda: svc.remaining(ctx, proj))
-    if err:
-        return problem(err)
     done = state["answered"]
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
         rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
-    return f"**{left}** unlabelled left · {len(done)} answered this session{rate}"
+    if state["how"] == svc.REVIEW:  # labelled utterances: what is left is the flagged list
+        left = len(state["upcoming"]) + (state["item"] is not None)
+        return f"**{left}** flagged left to review · {len(done)} reviewed this session{rate}"
+    unlabelled, err = attempt(lambda: svc.remaining(ctx, proj))
+    if err:
+        return problem(err)
+    return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
 
 
 def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "") -> tuple:
@@ -287,7 +290,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     with gr.Row(equal_height=True):
         how = gr.Dropdown(
             [(label, key) for key, label in svc.ORDERS.items()],
-            value="uncertain",
+            value=svc.DEFAULT_ORDER,
             label="Order",
             scale=2,
             elem_id="queue-order",

@@ -1,9 +1,20 @@
 """What the labelling queue needs beside the predictor: the orders it offers (most uncertain,
-least like anything labelled, near an intent) and a fuzzy filter over intent names."""
+least like anything labelled, near an intent; uncertain and spread out for the benchmark) and a fuzzy filter over intent names."""
 
 from __future__ import annotations
 
 from core.labelling.fuzzy import match_intents
-from core.labelling.order import farthest_first, most_similar_first, smallest_margin_first
+from core.labelling.order import (
+    farthest_first,
+    most_similar_first,
+    smallest_margin_first,
+    uncertain_spread_out,
+)
 
-__all__ = ["farthest_first", "match_intents", "most_similar_first", "smallest_margin_first"]
+__all__ = [
+    "farthest_first",
+    "match_intents",
+    "most_similar_first",
+    "smallest_margin_first",
+    "uncertain_spread_out",
+]

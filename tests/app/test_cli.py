@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import main
 
-SUBCOMMANDS = ["serve", "import", "export", "predict", "projects", "bundle", "report"]
+SUBCOMMANDS = ["serve", "import", "export", "predict", "projects", "bundle", "report", "clusters"]
 
 
 def test_help_does_not_import_torch_or_gradio():

@@ -53,6 +53,7 @@ def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, 
     assert "gift_cards" in data_svc.intent_names(ctx, logs)
     assert f"label of {len(keep)} utterance(s)" in data_svc.undo(ctx, logs)
     assert _state(ctx, logs) == before
+    assert "gift_cards" not in data_svc.intent_names(ctx, logs)  # no empty intent left behind
     # and the clusters no longer offer what was labelled
     data_svc.label_utterance(ctx, logs, keep[0], ["gift_cards"])
     assert all(keep[0] not in c.ids for c in svc.candidate_intents(ctx, logs))
@@ -67,6 +68,17 @@ def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhil
     assert first in done.labelled and after[first][0] == "talk_to_human"  # protected
     assert all(after[i] == ("payment_failed", "train") for i in klarna.ids[1:])
     assert f"label of {klarna.size - 1} utterance(s)" in data_svc.undo(ctx, logs)
+
+
+def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ctx, logs):
+    import time
+
+    gift = _cluster(svc.candidate_intents(ctx, logs), "gift")
+    data_svc.create_intent(ctx, logs, "gift_cards")  # the designer makes it first, empty
+    time.sleep(1.1)  # a person's next click: not the same action
+    svc.add_to_intent(ctx, logs, list(gift.ids), "gift_cards")
+    data_svc.undo(ctx, logs)
+    assert "gift_cards" in data_svc.intent_names(ctx, logs)  # as before the cluster was added
 
 
 def test_bad_choices_get_a_message_and_change_nothing(ctx, logs):

@@ -32,6 +32,11 @@ def test_most_uncertain_first_puts_the_smallest_margins_first(ctx, demo):
     assert margins == sorted(margins)
 
 
+def test_most_uncertain_first_is_the_default_order(ctx, demo):
+    assert q.DEFAULT_ORDER == "uncertain" and next(iter(q.ORDERS)) == "uncertain"
+    assert q.order(ctx, demo, limit=10) == q.order(ctx, demo, "uncertain", limit=10)
+
+
 def test_near_an_intent_starts_with_the_utterances_most_like_its_examples(ctx, demo):
     first = q.item(ctx, demo, q.order(ctx, demo, "near", near="refund_status")[0])
     assert first is not None and "refund_status" in [s.intent for s in first.suggestions]

@@ -70,3 +70,23 @@ def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
     queue_tab.enter(ctx, "hotel", state)
     saved = _row(ctx, "hotel", item["id"])
     assert saved["intents"] == "|".join(sorted(names[:2])) and saved["split"] == "train"
+
+
+def _left(state) -> int:
+    return (state["item"] is not None) + len(state["upcoming"])
+
+
+def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ctx, demo):
+    text = "how do i reset my password"
+    flipped = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
+    data_svc.label_utterance(ctx, demo, flipped["id"], ["discount_code"])
+    out = queue_tab.start(ctx, demo, "mislabelled", None)
+    assert out[STATE]["item"]["id"] == flipped["id"]
+    # the whole flagged list is taken at once, so what is left is known
+    assert out[-1].startswith(f"**{_left(out[STATE])}** flagged left to review · 0 reviewed")
+    assert "unlabelled" not in out[-1]
+    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # relabel it as the model suggests
+    assert _row(ctx, demo, flipped["id"])["intents"] == "account_password_reset"
+    assert out[-1].startswith(f"**{_left(out[STATE])}** flagged left to review · 1 reviewed")
+    out = queue_tab.start(ctx, demo, "file", None)
+    assert "unlabelled left · 0 answered" in out[-1]

@@ -1,0 +1,54 @@
+"""``clusters``: candidate intents from a project's unlabelled utterances, as the Design tab
+shows them (:func:`app.services.clusters.candidate_intents`), printed as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from app.cli.common import CliError, context
+
+EXAMPLES = 3  # central examples per cluster in the table
+
+
+def cmd_clusters(args: argparse.Namespace) -> int:
+    """Print the candidate intents of a project, biggest first."""
+    from app.services.clusters import candidate_intents
+
+    project = args.project or args.project_option
+    if not project:
+        raise CliError("Give the project: intent-studio clusters PROJECT.")
+    found = candidate_intents(context(args), project, min_size=args.min_size)
+    if args.format == "json":
+        print(json.dumps([_as_dict(c, args.examples) for c in found], ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"No candidate intents in {project!r}: the unlabelled utterances form no group.")
+        return 0
+    print(f"{len(found)} candidate intent(s) in {project!r}, biggest first:")
+    print(f"{'#':>3} {'size':>5}  {'words':28} {'nearest intent':30} central examples")
+    for c in found:
+        near = f"{c.nearest_intent} ({c.nearest_similarity:.2f})" if c.nearest_intent else "-"
+        examples = " | ".join(_short(t) for t in c.texts[: args.examples])
+        print(f"{c.number:>3} {c.size:>5}  {_short(c.title, 28):28} {near:30} {examples}")
+    return 0
+
+
+def _as_dict(c: Any, examples: int) -> dict[str, Any]:
+    return {
+        "number": c.number,
+        "size": c.size,
+        "title": c.title,
+        "suggested_name": c.suggested_name,
+        "keywords": list(c.keywords),
+        "nearest_intent": c.nearest_intent,
+        "nearest_similarity": round(float(c.nearest_similarity), 4),
+        "cohesion": round(float(c.cohesion), 4),
+        "examples": list(c.texts[:examples]),
+        "ids": list(c.ids),
+    }
+
+
+def _short(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

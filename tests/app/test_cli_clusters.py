@@ -1,0 +1,60 @@
+"""``intent-studio clusters``: the Design tab's candidate intents from the command line, as a
+table or JSON; too few unlabelled utterances is a clear message and exit status 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from app.cli import main
+from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+
+
+def _project(tmp_path, unlabelled: list[str]) -> list[str]:
+    src = tmp_path / "logs.csv"
+    with src.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "label", "split"])
+        w.writerows(
+            [
+                ["where is my parcel", "track_order", "train"],
+                ["track my order", "track_order", "train"],
+                ["my card payment failed", "payment_failed", "train"],
+                ["the payment did not go through", "payment_failed", "train"],
+            ]
+        )
+        w.writerows([t, "", "unlabelled"] for t in unlabelled)
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    return d
+
+
+def test_clusters_prints_the_groups_with_words_nearest_intent_and_examples(tmp_path, capsys):
+    d = _project(tmp_path, GIFT + HOURS + KLARNA)
+    capsys.readouterr()
+    assert main([*d, "clusters", "shop"]) == 0
+    out = capsys.readouterr().out
+    assert "candidate intent(s) in 'shop'" in out and "central examples" in out
+    klarna = next(line for line in out.splitlines() if "klarna ·" in line)
+    assert "payment_failed (" in klarna  # the nearest existing intent, with its similarity
+
+    assert main([*d, "clusters", "--project", "shop", "--json", "--examples", "2"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    sizes = [c["size"] for c in found]
+    assert sizes == sorted(sizes, reverse=True) and len(found) >= 3
+    gift = next(c for c in found if "gift" in c["keywords"][:2])
+    assert len(gift["examples"]) == 2 and all(t in GIFT for t in gift["examples"])
+    assert len(gift["ids"]) == gift["size"]
+
+
+def test_too_few_unlabelled_utterances_exit_2_with_a_clear_message(tmp_path, capsys):
+    d = _project(tmp_path, GIFT[:5])
+    capsys.readouterr()
+    assert main([*d, "clusters", "shop"]) == 2
+    err = capsys.readouterr().err
+    assert "has 5 unlabelled utterances; candidate intents need at least 20" in err
+    assert "Traceback" not in err
+    assert main([*d, "clusters"]) == 2
+    assert "Give the project" in capsys.readouterr().err
+    assert main([*d, "clusters", "nope"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
