@@ -22,9 +22,15 @@ class Example(BaseModel):
 
 
 class IntentScore(BaseModel):
+    """One ranked intent: ``score`` decides; with the default rule it is the mean of
+    ``nearest`` (its nearest example's similarity) and ``prototype`` (the similarity to the
+    centre of its examples); ``best`` is that nearest example."""
+
     intent: str
     score: float
     best: Example
+    nearest: float | None = None
+    prototype: float | None = None
 
 
 class Prediction(BaseModel):
