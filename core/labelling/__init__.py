@@ -1,5 +1,5 @@
 """What the labelling queue needs beside the predictor: the orders it offers (most uncertain,
-least like anything labelled, near an intent; uncertain and spread out for the benchmark) and a fuzzy filter over intent names."""
+uncertain and spread out, least like anything labelled, near an intent) and a fuzzy filter over intent names."""
 
 from __future__ import annotations
 

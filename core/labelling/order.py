@@ -5,10 +5,9 @@
 * least like anything labelled first: farthest-first traversal, so each next utterance is the one
   least similar to the labelled pool *and* to what the queue already put before it (a run of
   near-duplicates does not fill the queue);
-* uncertain and spread out: a shortlist of the ``shortlist × limit`` smallest margins, ordered
-  farthest-first (uncertainty plus diversity, as in diverse mini-batch active learning). Measured
-  by ``bench/active.py`` against margin sampling alone: level at best, so the queue does not
-  offer it;
+* uncertain and spread out: the smallest margins, spread out — a shortlist of the
+  ``shortlist × limit`` smallest margins, ordered farthest-first (uncertainty plus diversity, as
+  in diverse mini-batch active learning: a chunk is not spent on near-twins of one confusion);
 * near an intent: the candidates most similar to that intent's examples first.
 """
 

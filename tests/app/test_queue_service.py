@@ -13,7 +13,7 @@ def _unlabelled(ctx, demo) -> set[int]:
     return {r["id"] for r in data_svc.table(ctx, demo, split="unlabelled")}
 
 
-@pytest.mark.parametrize("how", ["uncertain", "diverse", "file"])
+@pytest.mark.parametrize("how", ["useful", "uncertain", "diverse", "file"])
 def test_every_order_offers_only_unlabelled_utterances_and_leaves_out_skipped_ones(ctx, demo, how):
     pending = _unlabelled(ctx, demo)
     ids = q.order(ctx, demo, how, limit=len(pending))
@@ -32,9 +32,24 @@ def test_most_uncertain_first_puts_the_smallest_margins_first(ctx, demo):
     assert margins == sorted(margins)
 
 
-def test_most_uncertain_first_is_the_default_order(ctx, demo):
-    assert q.DEFAULT_ORDER == "uncertain" and next(iter(q.ORDERS)) == "uncertain"
-    assert q.order(ctx, demo, limit=10) == q.order(ctx, demo, "uncertain", limit=10)
+def test_most_useful_next_is_the_default_and_spreads_the_uncertain_ones_out(ctx, demo):
+    from app.services.io import import_utterances
+    from storage.utterances import NewUtterance
+
+    assert q.DEFAULT_ORDER == "useful" and next(iter(q.ORDERS)) == "useful"
+    first = q.item(ctx, demo, q.order(ctx, demo, "uncertain", limit=1)[0])
+    assert first is not None
+    # three near-twins of the most uncertain utterance: just as uncertain, nothing new to learn
+    twins = [f"{first.text}{tail}" for tail in ("!", " please", " thanks")]
+    import_utterances(ctx, demo, [NewUtterance(t, (), "unlabelled") for t in twins])
+    texts = {r["id"]: r["text"] for r in data_svc.table(ctx, demo, split="unlabelled")}
+    family = {first.text, *twins}
+    uncertain = [texts[i] for i in q.order(ctx, demo, "uncertain", limit=5)]
+    useful = [texts[i] for i in q.order(ctx, demo, limit=5)]
+    assert len(family & set(uncertain)) >= 3  # margin alone fills the top with the twins
+    assert len(family & set(useful)) <= 1  # spread out: never two near-twins in a chunk
+    shortlist = {texts[i] for i in q.order(ctx, demo, "uncertain", limit=20)}
+    assert set(useful) <= shortlist  # still among the most uncertain
 
 
 def test_near_an_intent_starts_with_the_utterances_most_like_its_examples(ctx, demo):
