@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="start set, subsets, random order")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--batch", type=int, default=77, help="labels per round")
-    ap.add_argument("--shortlist", type=int, default=4, help="hybrid: shortlist = this x batch")
+    ap.add_argument("--shortlist", type=int, default=2, help="hybrid: shortlist = this x batch")
     ap.add_argument("--retrain-every", type=int, default=2, help="rounds between retrains")
     ap.add_argument("--no-retrain", action="store_true", help="frozen encoder only (quick)")
     ap.add_argument("--pool-limit", type=int, default=0, help="unlabelled: a seeded subset")

@@ -15,8 +15,9 @@ progress line can say how many are left to review.
 
 The default, *most useful next* (the smallest margins, spread out:
 :func:`core.labelling.uncertain_spread_out`), is the order ``bench/active.py`` measured to need
-the fewest labels for a given accuracy on BANKING77, ahead of most uncertain first, least like
-anything labelled and random order.
+the fewest labels on BANKING77 with the tuned encoder (2 seeds, retrain every 2 rounds of 77): it
+reaches the accuracy of 10 random examples per intent with 539 labels (70 %), where most
+uncertain first needs 539–616 and random order more than 770.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def uncertain_spread_out(
     margins: np.ndarray,
     pool_similarity: np.ndarray,
     limit: int,
-    shortlist: int = 4,
+    shortlist: int = 2,
 ) -> list[int]:
     """Up to ``limit`` candidate positions: the ``shortlist * limit`` smallest margins, taken
     farthest-first (each the least like the labelled pool and the picks before it).
