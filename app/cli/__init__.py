@@ -25,6 +25,7 @@ from app.cli.data import (
 from app.cli.model import (
     cmd_bundle_export,
     cmd_bundle_import,
+    cmd_int8,
     cmd_oos,
     cmd_predict,
     cmd_report,
@@ -133,6 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_oos)
+
+    p = sub.add_parser(
+        "int8", help="show which encoder serves a project, or turn int8 serving on or off"
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--serve",
+        choices=["on", "off"],
+        help="serve the active version's int8 encoder when it passed parity (default on)",
+    )
+    p.set_defaults(func=cmd_int8)
 
     p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)

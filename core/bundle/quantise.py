@@ -132,7 +132,7 @@ def blockwise_int8(model: Any, *, block_size: int, accuracy_level: int) -> int:
         graph.initializer.extend(
             [numpy_helper.from_array(packed, q_name), numpy_helper.from_array(scales, s_name)]
         )
-        extra = {"accuracy_level": accuracy_level} if accuracy_level else {}
+        extra: dict[str, Any] = {"accuracy_level": accuracy_level} if accuracy_level else {}
         nodes.append(
             helper.make_node(
                 "MatMulNBits",
