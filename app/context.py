@@ -20,8 +20,11 @@ from typing import cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
-from core.encoding.cache import EmbeddingCache
+from app.services.int8 import INT8_DIR, serves_int8
+from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
+from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.registry import Encoder, load_encoder
+from core.encoding.turns import SHARED
 from core.evaluation.oos import (
     DEFAULT_TARGET_RECALL,
     OUT_OF_SCOPE,
@@ -77,8 +80,9 @@ class ProjectPool:
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
 
     @property
-    def encoder(self) -> Encoder:
-        return cast(Encoder, self.predictor.encoder)
+    def encoder(self) -> CachedEncoder:
+        """The encoder that serves the pool and its queries (fp32, or the version's int8)."""
+        return cast(CachedEncoder, self.predictor.encoder)
 
     @property
     def index(self) -> KnnIndex:
@@ -100,6 +104,7 @@ class AppContext:
         self.device = settings.device
         self._pools: dict[int, ProjectPool] = {}
         self._encoders: dict[str, Encoder] = {}
+        self._int8: dict[str, OnnxEncoder | None] = {}
         self._lock = threading.Lock()
         # Queues a training job id; set by the entry point that runs a queue (see app.worker).
         self.enqueue: Callable[[int], None] | None = None
@@ -122,6 +127,28 @@ class AppContext:
                 self._encoders[key] = load_trained(path, device=self.device)
             return self._encoders[key]
 
+    def serving_encoder(
+        self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
+    ) -> CachedEncoder:
+        """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
+        passed parity and the project allows it (:func:`app.services.int8.serves_int8`), else
+        the fp32 encoder (also when the int8 copy is missing or will not load)."""
+        if mv is None or not mv.artifact_path or not serves_int8(mv.metrics, settings):
+            return self.encoder_for_version(mv, base)
+        folder = self.artifacts.path(mv.artifact_path) / INT8_DIR
+        if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32
+            return self.encoder_for_version(mv, base)
+        key = f"int8:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._int8:
+                try:
+                    self._int8[key] = OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
+                except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
+                    logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
+                    self._int8[key] = None
+            int8 = self._int8[key]
+        return int8 if int8 is not None else self.encoder_for_version(mv, base)
+
     def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
         """The multi-label head stored in a model version (None when it has none)."""
         if mv is None or not mv.artifact_path:
@@ -142,8 +169,10 @@ class AppContext:
 
     def pool(self, project_id: int) -> ProjectPool:
         """The project's up-to-date labelled pool (applies only what changed since last use)."""
-        mv, base = self.active_version(project_id)
-        encoder = self.encoder_for_version(mv, base)
+        with self.db.session() as s:
+            mv, project = active_version(s, project_id), get_project(s, project_id)
+            base, settings = project.base_encoder, dict(project.settings or {})
+        encoder = self.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None
         with self._lock:
             pool = self._pools.get(project_id)
@@ -216,7 +245,7 @@ class AppContext:
 
     def calibrate_pool(
         self,
-        encoder: Encoder,
+        encoder: CachedEncoder,
         texts: list[str],
         labels: list[tuple[str, ...]],
         out_of_scope: list[str],

@@ -26,6 +26,7 @@ from app.cli.design import cmd_clusters
 from app.cli.model import (
     cmd_bundle_export,
     cmd_bundle_import,
+    cmd_int8,
     cmd_oos,
     cmd_predict,
     cmd_report,
@@ -145,6 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="JSON")
     p.set_defaults(func=cmd_clusters)
+
+    p = sub.add_parser(
+        "int8", help="show which encoder serves a project, or turn int8 serving on or off"
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--serve",
+        choices=["on", "off"],
+        help="serve the active version's int8 encoder when it passed parity (default on)",
+    )
+    p.set_defaults(func=cmd_int8)
 
     p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)

@@ -1,4 +1,4 @@
-"""``train``, ``predict``, ``oos``, ``bundle`` and ``report``: models and what they predict."""
+"""``train``, ``predict``, ``oos``, ``int8``, ``bundle`` and ``report``: models and what they predict."""
 
 from __future__ import annotations
 
@@ -115,6 +115,18 @@ def cmd_oos(args: argparse.Namespace) -> int:
     print(out["message"])
     for name, value in sorted(out["thresholds"].items()):
         print(f"  {value:.3f}  {name}")
+    return 0
+
+
+def cmd_int8(args: argparse.Namespace) -> int:
+    """Show which encoder serves the project (or with ``--serve`` turn int8 serving on/off)."""
+    from app.services import versions
+
+    ctx = context(args)
+    if args.serve is not None:
+        print(versions.set_serve_int8(ctx, args.project, args.serve == "on"))
+    else:
+        print(versions.serving(ctx, args.project))
     return 0
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.context import AppContext
+from app.services.int8 import INT8_SETTING, serving_line
 from core.encoding.registry import Encoder
 from storage import versions
 from storage.errors import NotFoundError
-from storage.projects import ensure_writable, get_project
+from storage.projects import ensure_writable, get_project, set_project_setting
 from storage.tables import ModelVersion
 
 BASE = "base"  # the frozen base encoder, as a version selector
@@ -74,6 +75,27 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def serving(ctx: AppContext, project: str) -> str:
+    """Which encoder serves the project's predictions now, in one line (see
+    :func:`app.services.int8.serving_line`)."""
+    mv, base = _selected(ctx, project, ACTIVE)
+    if mv is None:
+        return f"Serving: the frozen {base} encoder (fp32)."
+    with ctx.db.session() as s:
+        settings = get_project(s, project).settings
+    return f"v{mv.id} — " + serving_line(mv.metrics, settings)
+
+
+def set_serve_int8(ctx: AppContext, project: str, on: bool) -> str:
+    """Turn serving the int8 encoder on or off for ``project`` (it is used only where a version's
+    int8 copy passed parity)."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        ensure_writable(p)
+        set_project_setting(s, p.id, INT8_SETTING, bool(on))
+    return serving(ctx, project)
 
 
 def activate(ctx: AppContext, project: str, version: int | None) -> str:

@@ -1,8 +1,9 @@
 """Compact int8 ONNX export of a sentence encoder, with a k-NN parity check at export time.
 
 The whole sentence-transformers pipeline after tokenisation (transformer, pooling, any dense
-down-projection, normalisation) is traced into one ONNX graph, then quantised with onnxruntime's
-dynamic int8 quantisation (per-channel weights). :class:`OnnxEncoder` runs it with only
+down-projection, normalisation) is traced into one ONNX graph, then quantised to int8 with onnxruntime
+(the recipes are in :mod:`core.bundle.quantise`; the first that passes parity is kept).
+:class:`OnnxEncoder` (:mod:`core.bundle.onnx_encoder`) runs it with only
 ``onnxruntime``, ``tokenizers`` and numpy, and has the same ``encode(texts)`` as
 :class:`core.encoding.registry.Encoder`.
 
@@ -22,29 +23,32 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import tempfile
-import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from core.bundle.onnx_encoder import (
+    CONFIG_FILE,
+    INPUT_NAMES,
+    MODEL_FILE,
+    ONNX_FORMAT,
+    TOKENIZER_FILE,
+    OnnxEncoder,
+)
+from core.bundle.quantise import EXPORT_ORDER, VARIANTS, quantise
 from core.encoding.registry import Encoder
 from core.retrieval.knn import KnnIndex
 
 logger = logging.getLogger(__name__)
-
-MODEL_FILE = "model.int8.onnx"
-CONFIG_FILE = "onnx_config.json"
-TOKENIZER_FILE = "tokenizer.json"
-ONNX_FORMAT = 1
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class OnnxParityError(RuntimeError):
@@ -68,6 +72,7 @@ class OnnxExport:
     size_mb: float
     agreement: float
     n_eval: int
+    variant: str = ""
 
 
 def _pipeline_module(encoder: Encoder, input_names: Sequence[str]) -> Any:
@@ -142,25 +147,55 @@ def _export_fp32(encoder: Encoder, path: Path, opset: int) -> tuple[list[str], d
     return names, config
 
 
-def quantised_export(encoder: Encoder, out_dir: Path, *, opset: int = 17) -> dict[str, Any]:
-    """Write the int8 model, tokenizer and ``onnx_config.json`` into ``out_dir`` (no parity check).
+@contextlib.contextmanager
+def traced(encoder: Encoder, *, opset: int = 17) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The encoder traced to a temporary fp32 ONNX file, and its ONNX config (removed after)."""
+    with tempfile.TemporaryDirectory(prefix="onnx-export-") as tmp:
+        fp32 = Path(tmp) / "model.fp32.onnx"
+        _, config = _export_fp32(encoder, fp32, opset)
+        yield fp32, config
+
+
+def quantised_export(
+    encoder: Encoder,
+    out_dir: Path,
+    *,
+    opset: int = 17,
+    variant: str = EXPORT_ORDER[0],
+    calibration_texts: Sequence[str] = (),
+    trace: tuple[Path, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Write the int8 model (``variant``'s recipe, see :mod:`core.bundle.quantise`), tokenizer
+    and ``onnx_config.json`` into ``out_dir`` (no parity check).
+
+    Args:
+        encoder: the fp32 encoder.
+        out_dir: an existing folder.
+        opset: ONNX opset of the trace.
+        variant: a name in :data:`core.bundle.quantise.VARIANTS`.
+        calibration_texts: utterances a static variant calibrates on (the pool).
+        trace: an fp32 trace from :func:`traced` to reuse.
 
     Returns:
         The ONNX config written.
     """
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with tempfile.TemporaryDirectory(prefix="onnx-export-") as tmp:
-        fp32 = Path(tmp) / "model.fp32.onnx"
-        _, config = _export_fp32(encoder, fp32, opset)
-        quantize_dynamic(
-            str(fp32), str(out_dir / MODEL_FILE), per_channel=True, weight_type=QuantType.QInt8
-        )
+    if variant not in VARIANTS:
+        raise ValueError(f"Unknown int8 variant {variant!r}; choose one of {sorted(VARIANTS)}.")
     st: Any = encoder.model
     st[0].tokenizer.save_pretrained(str(out_dir))
     if not (out_dir / TOKENIZER_FILE).exists():
         raise ValueError("The encoder's tokenizer has no fast tokenizer.json; cannot export.")
-    (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        fp32, config = trace or stack.enter_context(traced(encoder, opset=opset))
+        config = {**config, "variant": variant}
+        (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+        def calibration() -> list[dict[str, np.ndarray]]:
+            if not calibration_texts:
+                raise ValueError(f"The {variant} variant needs calibration utterances.")
+            return OnnxEncoder(out_dir, load_model=False).feeds(calibration_texts)
+
+        quantise(fp32, out_dir / MODEL_FILE, VARIANTS[variant], calibration=calibration)
     return config
 
 
@@ -175,8 +210,15 @@ def export_onnx(
     min_agreement: float = 0.99,
     k: int = 1,
     opset: int = 17,
+    variants: Sequence[str] = EXPORT_ORDER,
+    own_pool: bool = False,
+    reference: Any | None = None,
 ) -> OnnxExport:
     """Export ``encoder`` to an int8 ONNX folder and check k-NN parity with the fp32 model.
+
+    The ``variants`` are tried in order (fastest first, see :mod:`core.bundle.quantise`); the
+    first whose agreement reaches ``min_agreement`` is kept and recorded in ``onnx_config.json``
+    (``variant``, ``parity_top1``, ``parity_n``, ``parity_pool`` and every variant ``tried``).
 
     Args:
         encoder: the fp32 encoder (any device; export runs on CPU).
@@ -188,45 +230,71 @@ def export_onnx(
         min_agreement: refuse below this top-1 agreement.
         k: the k-NN rule's ``k``.
         opset: ONNX opset.
+        variants: the quantisation recipes to try, in order.
+        own_pool: the int8 model encodes the pool as well as the queries (live serving); else it
+            queries the fp32 pool vectors (a bundle).
+        reference: what encodes the fp32 side of the check (default ``encoder``; e.g. a
+            cache in front of it).
 
     Returns:
         An :class:`OnnxExport` with the size and measured agreement.
 
     Raises:
-        OnnxParityError: agreement below ``min_agreement`` (``out_dir`` is then removed).
+        OnnxParityError: no variant reached ``min_agreement`` (``out_dir`` is then removed); its
+            ``agreement`` is the best one measured.
     """
     if not pool_texts or not eval_texts:
         raise ValueError("The parity check needs a non-empty pool and evaluation texts.")
+    if not variants:
+        raise ValueError("Give at least one int8 variant to try.")
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty")
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / MODEL_FILE
+    reference = encoder if reference is None else reference
+    if pool_vectors is None:
+        pool_vectors = reference.encode(list(pool_texts))
+    tried: dict[str, float] = {}
     try:
-        config = quantised_export(encoder, out_dir, opset=opset)
-        onnx_enc = OnnxEncoder(out_dir)
-        agreement = parity(
-            encoder,
-            onnx_enc,
-            pool_texts=pool_texts,
-            pool_labels=pool_labels,
-            eval_texts=eval_texts,
-            pool_vectors=pool_vectors,
-            k=k,
+        with traced(encoder, opset=opset) as trace:
+            for name in variants:
+                config = quantised_export(
+                    encoder, out_dir, variant=name, calibration_texts=pool_texts, trace=trace
+                )
+                agreement = parity(
+                    reference,
+                    OnnxEncoder(out_dir),
+                    pool_texts=pool_texts,
+                    pool_labels=pool_labels,
+                    eval_texts=eval_texts,
+                    pool_vectors=pool_vectors,
+                    k=k,
+                    own_pool=own_pool,
+                )
+                tried[name] = agreement
+                logger.info(
+                    "int8 ONNX %s: %.4f top-1 agreement on %d texts",
+                    name,
+                    agreement,
+                    len(eval_texts),
+                )
+                if agreement >= min_agreement:
+                    break
+        if max(tried.values()) < min_agreement:
+            raise OnnxParityError(max(tried.values()), min_agreement, len(eval_texts))
+        config.update(
+            parity_top1=agreement,
+            parity_n=len(eval_texts),
+            parity_pool="int8" if own_pool else "fp32",
+            tried=tried,
         )
-        logger.info(
-            "int8 ONNX parity: %.4f top-1 agreement on %d texts", agreement, len(eval_texts)
-        )
-        if agreement < min_agreement:
-            raise OnnxParityError(agreement, min_agreement, len(eval_texts))
-        config["parity_top1"] = agreement
-        config["parity_n"] = len(eval_texts)
         (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2), encoding="utf-8")
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
     size_mb = model_path.stat().st_size / 1e6
-    return OnnxExport(out_dir, model_path, size_mb, agreement, len(eval_texts))
+    return OnnxExport(out_dir, model_path, size_mb, agreement, len(eval_texts), config["variant"])
 
 
 def parity(
@@ -238,90 +306,29 @@ def parity(
     eval_texts: Sequence[str],
     pool_vectors: np.ndarray | None = None,
     k: int = 1,
+    own_pool: bool = False,
 ) -> float:
     """Share of ``eval_texts`` whose top-1 k-NN intent is the same with both encoders.
 
-    Both query with the same pool vectors (the reference's), which is how a bundle runs: the
-    exemplar vectors are stored once and only queries go through the int8 model.
+    By default both query the same pool vectors (the reference's), which is how a bundle runs:
+    the exemplar vectors are stored once and only queries go through the int8 model. With
+    ``own_pool`` the candidate votes over its own vectors of the pool, as the live app does when
+    it serves the int8 encoder.
     """
     vecs = reference.encode(list(pool_texts)) if pool_vectors is None else pool_vectors
+    ref = _top1(vecs, pool_texts, pool_labels, reference.encode(list(eval_texts)), k)
+    cand_pool = candidate.encode(list(pool_texts)) if own_pool else vecs
+    cand = _top1(cand_pool, pool_texts, pool_labels, candidate.encode(list(eval_texts)), k)
+    return sum(a == b for a, b in zip(ref, cand, strict=True)) / len(eval_texts)
+
+
+def _top1(
+    vecs: np.ndarray,
+    texts: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    queries: np.ndarray,
+    k: int,
+) -> list[str | None]:
     index = KnnIndex(vecs.shape[1])
-    index.add(list(range(len(pool_texts))), vecs, list(pool_texts), [tuple(x) for x in pool_labels])
-    ref = index.classify(reference.encode(list(eval_texts)), k=k, show=0)
-    cand = index.classify(candidate.encode(list(eval_texts)), k=k, show=0)
-    same = sum(a.top == b.top for a, b in zip(ref, cand, strict=True))
-    return same / len(eval_texts)
-
-
-class OnnxEncoder:
-    """Runs an exported ONNX folder: tokenise, run the graph, L2-normalise.
-
-    Example:
-        >>> enc = OnnxEncoder(Path("bundle/onnx"), threads=2)  # doctest: +SKIP
-        >>> enc.encode(["hello"]).dtype  # doctest: +SKIP
-        dtype('float32')
-    """
-
-    def __init__(
-        self, folder: Path, *, threads: int | None = None, allow_spinning: bool = True
-    ) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        folder = Path(folder)
-        self.folder = folder
-        self.config: dict[str, Any] = json.loads((folder / CONFIG_FILE).read_text("utf-8"))
-        if self.config.get("format") != ONNX_FORMAT:
-            raise ValueError(f"Unknown ONNX folder format {self.config.get('format')!r}.")
-        self.inputs: list[str] = list(self.config["inputs"])
-        tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
-        tok.enable_truncation(max_length=int(self.config["max_seq_length"]))
-        tok.no_padding()
-        self._pad_id = int(self.config["pad_id"])
-        self._tokenizer = tok
-        opts = ort.SessionOptions()
-        if not allow_spinning:  # kinder to a CPU shared with other processes
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads is not None:
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(folder / MODEL_FILE), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
-        self._lock = threading.Lock()
-        self.name = f"{self.config.get('source', 'encoder')}+int8-onnx"
-        self.fingerprint = f"{self.config.get('fingerprint', '')}+int8"
-
-    @property
-    def dim(self) -> int:
-        return int(self.config["dim"])
-
-    @property
-    def device(self) -> str:
-        return "cpu"
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-        """Encode texts to an ``(n, dim)`` float32 array of unit vectors."""
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        # Batches of similar length: little padding, which int8 activation scales would see.
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        v = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            width = max(len(encodings[i].ids) for i in idx)
-            arrays = {name: np.zeros((len(idx), width), dtype=np.int64) for name in INPUT_NAMES}
-            arrays["input_ids"].fill(self._pad_id)
-            for row, i in enumerate(idx):
-                enc = encodings[i]
-                n = len(enc.ids)
-                arrays["input_ids"][row, :n] = enc.ids
-                arrays["attention_mask"][row, :n] = enc.attention_mask
-                arrays["token_type_ids"][row, :n] = enc.type_ids
-            feeds = {name: arrays[name] for name in self.inputs}
-            with self._lock:
-                (vecs,) = self._session.run(["sentence_embedding"], feeds)
-            v[idx] = np.asarray(vecs, dtype=np.float32)
-        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-        return np.ascontiguousarray(v, dtype=np.float32)
+    index.add(list(range(len(texts))), vecs, list(texts), [tuple(x) for x in labels])
+    return [p.top for p in index.classify(queries, k=k, show=0)]

@@ -15,12 +15,27 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from core.encoding.registry import Encoder
-
 logger = logging.getLogger(__name__)
+
+
+class CachedEncoder(Protocol):
+    """What the cache needs of an encoder (:class:`core.encoding.registry.Encoder`, or the int8
+    :class:`core.bundle.onnx_encoder.OnnxEncoder`): a fingerprint that names its vector space."""
+
+    name: str
+    fingerprint: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(
+        self, texts: Sequence[str], *, progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray: ...
+
 
 COMPACT_AFTER = 32
 
@@ -88,7 +103,7 @@ class EmbeddingCache:
             table = self._load(fingerprint)
             return [table.get(text_key(t)) for t in texts]
 
-    def missing(self, encoder: Encoder, texts: Sequence[str]) -> list[str]:
+    def missing(self, encoder: CachedEncoder, texts: Sequence[str]) -> list[str]:
         """The distinct texts of ``texts`` that have no cached vector for ``encoder`` yet (what
         :meth:`encode` would encode)."""
         found = self.lookup(encoder.fingerprint, texts)
@@ -96,7 +111,7 @@ class EmbeddingCache:
 
     def encode(
         self,
-        encoder: Encoder,
+        encoder: CachedEncoder,
         texts: Sequence[str],
         *,
         progress: Callable[[int, int], None] | None = None,

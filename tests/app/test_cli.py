@@ -9,7 +9,17 @@ import pytest
 
 from app.cli import main
 
-SUBCOMMANDS = ["serve", "import", "export", "predict", "projects", "bundle", "report", "clusters"]
+SUBCOMMANDS = [
+    "serve",
+    "import",
+    "export",
+    "predict",
+    "projects",
+    "bundle",
+    "report",
+    "clusters",
+    "int8",
+]
 
 
 def test_help_does_not_import_torch_or_gradio():
@@ -149,3 +159,11 @@ def test_two_imports_into_one_new_project_at_once_both_land_without_a_traceback(
     assert main(["--data-dir", str(data), "export", "--project", "Falcon", "-o", str(export)]) == 0
     with export.open() as f:
         assert sorted(r["text"] for r in csv.DictReader(f)) == sorted(t for t, _ in rows)
+
+
+def test_int8_refuses_a_bad_switch_and_an_unknown_project(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["int8", "--project", "x", "--serve", "maybe"])
+    assert info.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
+    code = main(["--data-dir", str(tmp_path / "d"), "int8", "--project", "nope", "--serve", "off"])
+    assert code == 2 and "nope" in capsys.readouterr().err

@@ -50,11 +50,13 @@ def load_history(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
     frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
+    serving = (attempt(lambda: version_svc.serving(ctx, proj))[0] or "") if proj else ""
     return (
         frame,
         gr.update(choices=choices, value=active),
         gr.update(choices=choices, value=choices[-1] if len(choices) > 1 else BASE_CHOICE),
         gr.update(choices=choices, value=active),
+        serving,
     )
 
 
@@ -90,17 +92,19 @@ class VersionsSection:
     pick: gr.Dropdown
     cmp_a: gr.Dropdown
     cmp_b: gr.Dropdown
+    serving: gr.Markdown
 
     @property
     def outputs(self) -> list[Any]:
         """In the order :func:`load_history` returns them."""
-        return [self.history, self.pick, self.cmp_b, self.cmp_a]
+        return [self.history, self.pick, self.cmp_b, self.cmp_a, self.serving]
 
 
 def build_versions_section(
     ctx: AppContext, project: gr.Dropdown, message: gr.Markdown
 ) -> VersionsSection:
     gr.Markdown("### Model versions")
+    serving = gr.Markdown("", elem_id="serving")
     history = gr.Dataframe(
         headers=HISTORY_COLUMNS, interactive=False, wrap=True, elem_id="versions"
     )
@@ -111,7 +115,7 @@ def build_versions_section(
         cmp_b = gr.Dropdown([], label="with", scale=1)
         compare_btn = gr.Button("Compare", scale=1)
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
-    section = VersionsSection(history, pick, cmp_a, cmp_b)
+    section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
         guarded(ctx, "designer")(bind(make_active, ctx)),
         [project, pick],

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 import core.bundle.onnx as ox
 from core.bundle import load, write_bundle
+from core.bundle.quantise import EXPORT_ORDER
 
 from .test_bundle import POOL, QUERIES
 
@@ -75,7 +77,7 @@ def test_bundle_prefers_onnx(exported, encoder, tmp_path):
 
 @pytest.mark.slow
 def test_export_refuses_below_parity(exported, encoder, tmp_path, monkeypatch):
-    def copy_export(_encoder, out_dir: Path, *, opset: int = 17) -> dict:
+    def copy_export(_encoder, out_dir: Path, **_kw: object) -> dict:
         for f in exported.folder.iterdir():
             shutil.copy(f, out_dir / f.name)
         return {}
@@ -110,3 +112,35 @@ def test_parity_measures_disagreement(encoder):
     assert agreement < 0.9
     err = ox.OnnxParityError(agreement, 0.99, len(EVAL))
     assert "refused" in str(err) and err.agreement == agreement
+
+
+@pytest.mark.slow
+def test_export_records_the_variant_that_passed_and_its_measured_parity(exported, encoder):
+    config = json.loads((exported.folder / "onnx_config.json").read_text())
+    assert config["variant"] == exported.variant == EXPORT_ORDER[0]
+    assert config["tried"] == {exported.variant: exported.agreement}
+    assert config["parity_pool"] == "fp32" and config["parity_n"] == len(EVAL)
+    measured = ox.parity(
+        encoder,
+        ox.OnnxEncoder(exported.folder),
+        pool_texts=[t for t, _ in POOL],
+        pool_labels=[lab for _, lab in POOL],
+        eval_texts=EVAL,
+    )
+    assert config["parity_top1"] == measured
+
+
+@pytest.mark.slow
+def test_the_chosen_variant_quantises_every_weight_matmul(exported):
+    import onnx
+
+    graph = onnx.load(str(exported.folder / "model.int8.onnx")).graph
+    weights = {t.name for t in graph.initializer}
+    ops = [n.op_type for n in graph.node]
+    assert ops.count("MatMulNBits") == 36  # 6 layers x (q, k, v, attention out, 2 FFN)
+    assert not [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+
+
+def test_an_unknown_variant_is_refused(encoder, tmp_path):
+    with pytest.raises(ValueError, match="Unknown int8 variant 'int3'"):
+        ox.quantised_export(encoder, tmp_path, variant="int3")

@@ -1,0 +1,149 @@
+"""The int8 encoder live: exported with each trained version, served when it passed parity.
+
+After a retrain has evaluated its new encoder, :func:`export_version_int8` writes an int8 ONNX copy
+of it into the version's artifact (``onnx/``) with the parity check run on the version's own
+utterances (the `test` split against the `train` pool; without a test split, a held-out fifth of
+the pool), the int8 model encoding the pool as well as the queries, as the live app does. The
+result goes into the version's metrics under ``int8``.
+
+The live pool serves the int8 encoder (:func:`serves_int8`) when the version's int8 export passed
+and the project's ``serve_int8`` setting is not off (on by default); otherwise the fp32 encoder.
+Either way one encoder encodes both the queries and the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.evaluation import EvalData
+
+logger = logging.getLogger(__name__)
+
+INT8_DIR = "onnx"
+# The project setting (``Project.settings``): serve the int8 encoder when it passed parity.
+INT8_SETTING = "serve_int8"
+MIN_AGREEMENT = 0.99
+# Only recipes faster than fp32 torch are worth serving: block-wise int8 with int8 compute.
+# (``blockwise-32-fp32``, the bundle export's fallback, is more faithful but no faster.)
+LIVE_VARIANTS: tuple[str, ...] = ("blockwise-32",)
+
+
+def parity_split(data: EvalData) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
+    """(pool texts, pool labels, query texts) of the parity check: the `test` split against the
+    pool, or without one a held-out fifth of the pool against the rest.
+
+    Example:
+        >>> d = EvalData(["a", "b", "c", "d", "e", "f"], [("x",)] * 6, [], [])
+        >>> parity_split(d)[2]
+        ['a', 'f']
+    """
+    if data.test_texts:
+        return data.train_texts, data.train_labels, data.test_texts
+    held = {i for i in range(len(data.train_texts)) if i % 5 == 0}
+    pool = [i for i in range(len(data.train_texts)) if i not in held]
+    return (
+        [data.train_texts[i] for i in pool],
+        [data.train_labels[i] for i in pool],
+        [data.train_texts[i] for i in sorted(held)],
+    )
+
+
+class _Cached:
+    """The fp32 side of the parity check through the embedding cache (evaluation has just
+    encoded these texts with the same encoder)."""
+
+    def __init__(self, encoder: Any, cached: Callable[[Any, Sequence[str]], np.ndarray]) -> None:
+        self._encoder = encoder
+        self._cached = cached
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(self._encoder, texts)
+
+
+def export_version_int8(
+    encoder: Any,
+    data: EvalData,
+    folder: Path,
+    *,
+    cached: Callable[[Any, Sequence[str]], np.ndarray] | None = None,
+    multi_label: bool = False,
+    min_agreement: float = MIN_AGREEMENT,
+) -> dict[str, Any]:
+    """Export ``encoder``'s int8 copy into ``folder`` if it passes parity; the metrics to record.
+
+    Never raises for a failed export: the version then simply serves fp32 (``passed`` False and
+    the ``reason``).
+
+    Returns:
+        ``{"passed", "agreement", "n", "variant", "size_mb", "reason"}``.
+    """
+    from core.bundle.onnx import OnnxParityError, export_onnx
+
+    pool_texts, pool_labels, queries = parity_split(data)
+    if multi_label:
+        return {"passed": False, "reason": "multi-label: the head decides, served in fp32"}
+    if len(queries) < 20 or not pool_texts:
+        return {"passed": False, "reason": f"too few utterances to check parity ({len(queries)})"}
+    try:
+        result = export_onnx(
+            encoder,
+            folder,
+            pool_texts=pool_texts,
+            pool_labels=pool_labels,
+            eval_texts=queries,
+            min_agreement=min_agreement,
+            own_pool=True,
+            variants=LIVE_VARIANTS,
+            reference=_Cached(encoder, cached) if cached is not None else None,
+        )
+    except OnnxParityError as exc:
+        return {
+            "passed": False,
+            "agreement": round(exc.agreement, 4),
+            "n": len(queries),
+            "reason": f"top-1 agreement {exc.agreement:.2%} < {min_agreement:.0%}",
+        }
+    except Exception as exc:  # onnxruntime missing, an unexportable model: serve fp32
+        logger.warning("int8 export failed: %s", exc)
+        return {"passed": False, "reason": f"export failed: {type(exc).__name__}: {exc}"}
+    return {
+        "passed": True,
+        "agreement": round(result.agreement, 4),
+        "n": result.n_eval,
+        "variant": result.variant,
+        "size_mb": round(result.size_mb, 1),
+        "reason": f"top-1 agreement {result.agreement:.2%} on {result.n_eval} utterances",
+    }
+
+
+def int8_passed(metrics: dict[str, Any] | None) -> bool:
+    """Whether a version's metrics record an int8 export that passed parity."""
+    info = (metrics or {}).get("int8") or {}
+    return bool(info.get("passed"))
+
+
+def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
+    """The project's choice (on unless set to false)."""
+    return bool((settings or {}).get(INT8_SETTING, True))
+
+
+def serves_int8(metrics: dict[str, Any] | None, settings: dict[str, Any] | None) -> bool:
+    """The live rule: int8 when the version's export passed parity and the project allows it."""
+    return int8_passed(metrics) and serve_int8_setting(settings)
+
+
+def serving_line(metrics: dict[str, Any] | None, settings: dict[str, Any] | None) -> str:
+    """One short line for the UI: which encoder serves predictions, and why."""
+    info = (metrics or {}).get("int8") or {}
+    if serves_int8(metrics, settings):
+        return f"Serving: int8 ONNX encoder ({info.get('reason', 'parity passed')})."
+    if int8_passed(metrics):
+        return "Serving: fp32 encoder (int8 passed parity but is turned off for this project)."
+    if info:
+        return f"Serving: fp32 encoder (int8 not used: {info.get('reason', 'failed parity')})."
+    return "Serving: fp32 encoder (this version has no int8 copy)."

@@ -1,0 +1,137 @@
+"""Runs an exported int8 ONNX encoder folder with only ``onnxruntime``, ``tokenizers`` and numpy.
+
+:class:`OnnxEncoder` has the same ``encode(texts)`` as :class:`core.encoding.registry.Encoder`, so
+a bundle or the live app can serve it in place of the fp32 model (see :mod:`core.bundle.onnx` for
+the export and its parity check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.encoding.turns import Turns
+
+MODEL_FILE = "model.int8.onnx"
+CONFIG_FILE = "onnx_config.json"
+TOKENIZER_FILE = "tokenizer.json"
+ONNX_FORMAT = 1
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OnnxEncoder:
+    """Runs an exported ONNX folder: tokenise, run the graph, L2-normalise.
+
+    ``load_model=False`` reads only the tokenizer and config (for :meth:`feeds`). With ``turns``
+    (the live app's :data:`core.encoding.turns.SHARED`) each batch takes a turn on the process's
+    shared line, as the fp32 encoder does, so a one-line request goes before a long batch.
+
+    Example:
+        >>> enc = OnnxEncoder(Path("bundle/onnx"), threads=2)  # doctest: +SKIP
+        >>> enc.encode(["hello"]).dtype  # doctest: +SKIP
+        dtype('float32')
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        threads: int | None = None,
+        allow_spinning: bool = True,
+        load_model: bool = True,
+        turns: Turns | None = None,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        self.folder = folder
+        self.config: dict[str, Any] = json.loads((folder / CONFIG_FILE).read_text("utf-8"))
+        if self.config.get("format") != ONNX_FORMAT:
+            raise ValueError(f"Unknown ONNX folder format {self.config.get('format')!r}.")
+        self.inputs: list[str] = list(self.config["inputs"])
+        tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+        tok.enable_truncation(max_length=int(self.config["max_seq_length"]))
+        tok.no_padding()
+        self._pad_id = int(self.config["pad_id"])
+        self._tokenizer = tok
+        self._lock = threading.Lock()
+        self._turns = turns
+        self.name = f"{self.config.get('source', 'encoder')}+int8-onnx"
+        self.fingerprint = f"{self.config.get('fingerprint', '')}+int8"
+        if self.config.get("variant"):
+            self.fingerprint += f"-{self.config['variant']}"
+        self._session: Any = None
+        if load_model:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            if not allow_spinning:  # kinder to a CPU shared with other processes
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            if threads is not None:
+                opts.intra_op_num_threads = threads
+                opts.inter_op_num_threads = 1
+            self._session = ort.InferenceSession(
+                str(folder / MODEL_FILE), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+
+    @property
+    def dim(self) -> int:
+        return int(self.config["dim"])
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def _feed(self, encodings: list[Any], idx: Sequence[int]) -> dict[str, np.ndarray]:
+        width = max(len(encodings[i].ids) for i in idx)
+        arrays = {name: np.zeros((len(idx), width), dtype=np.int64) for name in INPUT_NAMES}
+        arrays["input_ids"].fill(self._pad_id)
+        for row, i in enumerate(idx):
+            enc = encodings[i]
+            n = len(enc.ids)
+            arrays["input_ids"][row, :n] = enc.ids
+            arrays["attention_mask"][row, :n] = enc.attention_mask
+            arrays["token_type_ids"][row, :n] = enc.type_ids
+        return {name: arrays[name] for name in self.inputs}
+
+    def _turn(self, *, urgent: bool) -> contextlib.AbstractContextManager[None]:
+        return self._turns.turn(urgent=urgent) if self._turns else contextlib.nullcontext()
+
+    def feeds(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:
+        """The graph's inputs for each text alone (what a static variant calibrates on)."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        return [self._feed(encodings, [i]) for i in range(len(texts))]
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Encode texts to an ``(n, dim)`` float32 array of unit vectors (the same call as
+        :meth:`core.encoding.registry.Encoder.encode`)."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self._session is None:
+            raise RuntimeError("This OnnxEncoder was opened without its model.")
+        # Batches of similar length: little padding, which int8 activation scales would see.
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        v = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            feeds = self._feed(encodings, idx)
+            with self._turn(urgent=len(texts) <= batch_size), self._lock:
+                (vecs,) = self._session.run(["sentence_embedding"], feeds)
+            v[idx] = np.asarray(vecs, dtype=np.float32)
+            if progress is not None:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(v, dtype=np.float32)

@@ -1,0 +1,135 @@
+"""The int8 encoder live: a retrain exports it with a parity check on the version's own utterances;
+a version whose int8 passed serves it (queries and pool alike), the project setting off or a failed
+or missing int8 copy serves fp32."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from app import worker
+from app.cli import main
+from app.services import predict as predict_svc
+from app.services import training
+from app.services import versions as version_svc
+from app.services.int8 import INT8_DIR, export_version_int8, parity_split
+from core.bundle.onnx_encoder import OnnxEncoder
+from core.encoding.registry import Encoder
+from core.evaluation import EvalData
+from storage.projects import get_project
+from storage.tables import ModelVersion
+from storage.versions import active_version
+from tests.app.test_training_service import QUICK
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One retrain for the module (minutes on a loaded CPU): the demo project with a retrained,
+    active version (its 40 test utterances check parity). The tests run in file order and the
+    last one breaks the version's int8 copy."""
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services.projects import ensure_demo_project
+
+    context = AppContext(load_settings(tmp_path_factory.mktemp("int8") / "data"))
+    demo = ensure_demo_project(context)
+    assert demo is not None
+    job, _ = training.request_retrain(context, demo, QUICK, enqueue=False)
+    worker.execute_job(context, job.id)
+    version_svc.activate(context, demo, training.job(context, job.id).model_version_id)
+    yield context, demo
+    context.close()
+
+
+@pytest.fixture
+def ctx(served):
+    return served[0]
+
+
+@pytest.fixture
+def trained(served):
+    return served[1]
+
+
+def _state(ctx, project):
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        mv = active_version(s, p.id)
+        assert mv is not None
+        return p.id, mv
+
+
+def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained):
+    pid, mv = _state(ctx, trained)
+    info = mv.metrics["int8"]
+    assert info["passed"] is True and info["agreement"] >= 0.99 and info["n"] == 40
+    assert (ctx.artifacts.path(mv.artifact_path) / INT8_DIR / "model.int8.onnx").is_file()
+
+    pool = ctx.pool(pid)
+    assert isinstance(pool.encoder, OnnxEncoder)
+    # the pool's vectors are the int8 encoder's own
+    text = next(iter(pool.items.values()))[0]
+    assert np.allclose(ctx.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
+
+    texts = [t for t, _ in pool.items.values()]
+    int8_out = predict_svc.predict(ctx, trained, texts, show=0)
+    fp32 = ctx.encoder_for_version(mv)
+    vecs = fp32.encode(texts)
+    fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
+    agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
+    assert agree >= 0.99
+    assert "int8 ONNX" in version_svc.serving(ctx, trained)
+
+
+def _fp32_index(pool, vecs):
+    from core.retrieval.knn import KnnIndex
+
+    index = KnnIndex(vecs.shape[1])
+    items = list(pool.items.items())
+    index.add(
+        [i for i, _ in items], vecs, [t for _, (t, _) in items], [lab for _, (_, lab) in items]
+    )
+    return index
+
+
+def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
+    pid, _ = _state(ctx, trained)
+    line = version_svc.set_serve_int8(ctx, trained, False)
+    assert "fp32" in line and "turned off" in line
+    assert isinstance(ctx.pool(pid).encoder, Encoder)
+    assert predict_svc.predict(ctx, trained, ["where is my parcel"])[0]["top"] == "track_order"
+
+    data_dir = str(ctx.settings.data_dir)
+    assert main(["--data-dir", data_dir, "int8", "--project", trained, "--serve", "on"]) == 0
+    assert "Serving: int8 ONNX" in capsys.readouterr().out
+    assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
+
+
+def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
+    pid, mv = _state(ctx, trained)
+    shutil.rmtree(ctx.artifacts.path(mv.artifact_path) / INT8_DIR)
+    assert isinstance(ctx.pool(pid).encoder, Encoder)
+
+    items = list(ctx.pool(pid).items.values())
+    data = EvalData([t for t, _ in items], [lab for _, lab in items], [], [])
+    fp32 = ctx.encoder_for_version(mv)
+    failed = export_version_int8(fp32, data, tmp_path / "onnx", min_agreement=1.01)
+    assert failed["passed"] is False and "agreement" in failed["reason"]
+    assert not (tmp_path / "onnx").exists()
+    with ctx.db.write() as s:  # the version as a retrain whose parity failed records it
+        row = s.get(ModelVersion, mv.id)
+        row.metrics = {**row.metrics, "int8": failed}
+    ctx.forget_pool(pid)
+    assert isinstance(ctx.pool(pid).encoder, Encoder)
+    assert "int8 not used" in version_svc.serving(ctx, trained)
+
+
+def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():
+    data = EvalData([f"t{i}" for i in range(10)], [("a",)] * 10, [], [])
+    pool, labels, queries = parity_split(data)
+    assert queries == ["t0", "t5"] and len(pool) == len(labels) == 8
+    assert not set(queries) & set(pool)
