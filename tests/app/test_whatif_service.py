@@ -9,6 +9,7 @@ from app.services import data as data_svc
 from app.services import whatif as svc
 from app.services.projects import new_project
 from core.evaluation import cross_validate_knn
+from core.evaluation.folds import fold_assignments
 from storage.projects import get_project
 from storage.utterances import labelled_pool
 
@@ -23,9 +24,20 @@ def test_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(ctx, de
     vectors = ctx.cache.encode(encoder, [r.text for r in pool])
     base = cross_validate_knn(vectors, [r.labels for r in pool])
     assert w.n == len(pool) and w.accuracy_before == pytest.approx(base["accuracy"])
-    # 1-NN: merging can only turn errors between the two into hits
-    assert w.accuracy_after >= w.accuracy_before
-    assert w.accuracy_after - w.accuracy_before == pytest.approx(w.confused / w.n, abs=1e-9)
+    # the after is the same cross-validation with the two intents relabelled as one (with the
+    # nearest+prototype rule a merge can also cost accuracy: the merged centre lies between two)
+    merged = [
+        tuple(
+            sorted(
+                {"cancel_order+refund_status" if x in est.whatif.before else x for x in r.labels}
+            )
+        )
+        for r in pool
+    ]
+    same_folds = fold_assignments([tuple(r.labels) for r in pool], w.folds, seed=0)
+    after = cross_validate_knn(vectors, merged, folds=w.folds, assign=same_folds)
+    assert w.accuracy_after == pytest.approx(after["accuracy"])
+    assert w.confused > 0
     assert all("cancel_order+refund_status" in (g, p) for g, p, _ in w.confusions_after)
 
 
