@@ -229,8 +229,16 @@ class AppContext:
         return len(gone) + len(changed) + moved
 
     def _calibrate(self, pool: ProjectPool) -> None:
-        """The out-of-scope thresholds of the pool, from the pool itself."""
+        """The out-of-scope thresholds of the pool, from its labelled test questions when there
+        are enough (:func:`core.evaluation.oos.calibrate`), else from the pool itself."""
         predictor = pool.predictor
+        with self.db.session() as s:
+            tests = labelled_pool(s, pool.project_id, split="test")
+        held = [
+            (r.text, in_scope_labels(r.labels)[0])
+            for r in tests
+            if len(in_scope_labels(r.labels)) == 1
+        ]
         pool.calibration = self.calibrate_pool(
             pool.encoder,
             [t for t, _ in pool.items.values()],
@@ -240,6 +248,7 @@ class AppContext:
             k=predictor.k,
             multi_label=predictor.multi_label,
             rule=predictor.rule,
+            held_out=held,
         )
         predictor.thresholds = dict(pool.calibration.thresholds) if pool.calibration else {}
 
@@ -254,9 +263,11 @@ class AppContext:
         k: int = 1,
         multi_label: bool = False,
         rule: str = DEFAULT_RULE,
+        held_out: list[tuple[str, str]] | None = None,
     ) -> Calibration | None:
         """Out-of-scope thresholds of a single-label pool in ``encoder``'s space (None when the
-        project turned them off, or is multi-label: its head decides "no intent" itself)."""
+        project turned them off, or is multi-label: its head decides "no intent" itself);
+        ``held_out``: (text, intent) of labelled test questions to calibrate from."""
         keep = [i for i, labs in enumerate(labels) if in_scope_labels(labs)]
         if target is None or multi_label or not keep:
             return None
@@ -267,6 +278,11 @@ class AppContext:
             target_recall=target,
             k=k,
             rule=rule,
+            held_out=(
+                (self.cache.encode(encoder, [t for t, _ in held_out]), [y for _, y in held_out])
+                if held_out
+                else None
+            ),
         )
 
     def warm_up(self) -> None:

@@ -102,6 +102,11 @@ def export_bundle(
         out_of_scope,
         target=oos_target(settings),
         multi_label=is_multilabel(labels),
+        held_out=[
+            (r.text, in_scope_labels(r.labels)[0])
+            for r in rows
+            if r.split == "test" and len(in_scope_labels(r.labels)) == 1
+        ],
     )
     fields: dict[str, Any] = {
         "project": project,

@@ -39,7 +39,7 @@ import numpy as np
 
 from core.design.out_of_fold import UNSCORED, out_of_fold
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
-from core.retrieval.knn import DEFAULT_RULE, KnnIndex
+from core.retrieval.knn import DEFAULT_RULE, KnnIndex, Prediction
 
 __all__ = [
     "OUT_OF_SCOPE",
@@ -56,6 +56,9 @@ DEFAULT_TARGET_RECALL = 0.95
 # An intent needs this many out-of-fold scores of its own for a threshold of its own.
 MIN_SCORES = 3
 CALIBRATION_FOLDS = 5
+# Labelled test questions needed to calibrate from them rather than from the pool's out-of-fold
+# scores (see :func:`calibrate`).
+MIN_HELD_OUT = 20
 # One project-wide threshold by default: on CLINC150 (bench/oos.py, 10-shot pool, frozen and
 # tuned MiniLM) it gave the best in-scope accuracy and OOS precision and kept the target in-scope
 # recall best; per-intent thresholds from ~10 scores each were the noisiest (in-scope accuracy
@@ -216,6 +219,15 @@ class Calibration:
         }
 
 
+def _classify(
+    pool: np.ndarray, names: list[str], queries: np.ndarray, k: int, rule: str
+) -> list[Prediction]:
+    """``queries`` classified against the single-label pool (``pool``, ``names``)."""
+    index = KnnIndex(pool.shape[1])
+    index.add(list(range(len(names))), pool, [""] * len(names), [(n,) for n in names])
+    return index.classify(np.asarray(queries), k=k, show=0, depth=max(20, 4 * k), rule=rule)
+
+
 def calibrate(
     vectors: np.ndarray,
     labels: Sequence[Sequence[str]],
@@ -228,6 +240,7 @@ def calibrate(
     per_intent: bool = PER_INTENT,
     shrink: float = SHRINK,
     rule: str = DEFAULT_RULE,
+    held_out: tuple[np.ndarray, Sequence[str]] | None = None,
 ) -> Calibration:
     """Out-of-scope thresholds from a single-label pool (see the module doc): the project-wide
     one for every intent (the default), or per intent, shrunk toward it.
@@ -242,26 +255,34 @@ def calibrate(
         shrink: how far an intent's own threshold is pulled toward the project-wide one (see
             :func:`thresholds_from_scores`).
         rule: the predictor's decision rule (the thresholds are on its scores).
+        held_out: vectors and intents of labelled questions outside the pool (the test split).
+            When there are at least :data:`MIN_HELD_OUT`, their scores against the pool are
+            used instead of the pool's out-of-fold scores: an encoder tuned on the pool pulls
+            its own examples together, so out-of-fold scores of the pool run high and a
+            threshold from them would send too many real questions to "no intent".
     """
     check_target_recall(target_recall)
     keep = [i for i, lab in enumerate(labels) if len(in_scope_labels(lab)) == 1]
     names = [in_scope_labels(labels[i])[0] for i in keep]
     vecs = np.asarray(vectors, dtype=np.float32)[keep] if keep else np.zeros((0, 1), np.float32)
-    scores = out_of_fold_scores(vecs, names, k=k, folds=folds, seed=seed, rule=rule)
     own: dict[str, list[float]] = {name: [] for name in names}
-    for name, (top, score) in zip(names, scores, strict=True):
-        if top == name:
-            own[name].append(score)
+    source = "out-of-fold"
+    if held_out is not None and len(held_out[1]) >= MIN_HELD_OUT and keep:
+        source = "held-out test"
+        gold = list(held_out[1])
+        for name, pred in zip(gold, _classify(vecs, names, held_out[0], k, rule), strict=True):
+            if pred.top == name and name in own:
+                own[name].append(pred.score)
+    else:
+        scores = out_of_fold_scores(vecs, names, k=k, folds=folds, seed=seed, rule=rule)
+        for name, (top, score) in zip(names, scores, strict=True):
+            if top == name:
+                own[name].append(score)
     negatives: dict[str, list[float]] = {}
     n_oos = 0 if out_of_scope is None else len(out_of_scope)
     if n_oos and keep:
-        index = KnnIndex(vecs.shape[1])
-        index.add(list(range(len(keep))), vecs, [""] * len(keep), [(n,) for n in names])
         assert out_of_scope is not None
-        found = index.classify(
-            np.asarray(out_of_scope), k=k, show=0, depth=max(20, 4 * k), rule=rule
-        )
-        for pred in found:
+        for pred in _classify(vecs, names, out_of_scope, k, rule):
             if pred.top is not None:
                 negatives.setdefault(pred.top, []).append(pred.score)
     every = [s for values in own.values() for s in values]
@@ -282,7 +303,7 @@ def calibrate(
     )
     notes = [
         f"Out-of-scope thresholds for a {target_recall:.0%} in-scope recall, from "
-        f"{len(every)} out-of-fold scores"
+        f"{len(every)} {source} scores"
         + (f" and {n_oos} examples labelled {OUT_OF_SCOPE}" if n_oos else "")
         + f"; project-wide threshold {default:.2f}"
         + ("." if per_intent else ", for every intent.")

@@ -130,3 +130,23 @@ def test_by_default_every_intent_uses_the_one_project_wide_threshold_and_says_so
     # the project-wide threshold keeps the target share of the pool's own out-of-fold scores
     per = calibrate(vecs, labels, target_recall=0.9, per_intent=True)
     assert cal.default == pytest.approx(per.default)
+
+
+def test_held_out_questions_calibrate_instead_of_the_pools_own_scores() -> None:
+    """A tuned encoder pulls its training examples together: out-of-fold scores of the pool run
+    high. Labelled test questions, which it never saw, give the honest threshold."""
+    rng = np.random.default_rng(0)
+    centres = np.eye(4, 16)
+    pool = np.vstack([c + rng.normal(0, 0.02, (10, 16)) for c in centres])  # very tight
+    names = [f"i{j}" for j in range(4) for _ in range(10)]
+    questions = np.vstack([c + rng.normal(0, 0.25, (10, 16)) for c in centres])  # looser
+    gold = [f"i{j}" for j in range(4) for _ in range(10)]
+    from_pool = calibrate(pool, [(n,) for n in names])
+    from_tests = calibrate(pool, [(n,) for n in names], held_out=(questions, gold))
+    assert from_tests.default is not None and from_pool.default is not None
+    assert from_tests.default < from_pool.default - 0.1
+    assert "held-out test scores" in from_tests.message()
+    # too few questions: the pool's own out-of-fold scores, as before
+    few = calibrate(pool, [(n,) for n in names], held_out=(questions[:5], gold[:5]))
+    assert few.default == from_pool.default
+    assert "out-of-fold scores" in few.message()
