@@ -73,6 +73,10 @@ def test_html_in_utterances_renders_as_text(server, page):
     )
     page.goto(server.url)
     page.get_by_role("tab", name="Data").click()
+    # the project's table first: a filter typed before the project has loaded is overwritten
+    page.wait_for_function(
+        "() => document.querySelector('#utterance-table')?.innerText?.includes('track_order')"
+    )
     page.get_by_label("Text contains").fill("onerror")
     page.get_by_label("Text contains").press("Enter")
     page.wait_for_function(
