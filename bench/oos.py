@@ -27,7 +27,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import json
 import logging
@@ -41,6 +40,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -49,12 +50,6 @@ from core.evaluation.oos import calibrate, thresholds_from_scores  # noqa: E402
 from core.retrieval.knn import DEFAULT_RULE, RULES, KnnIndex  # noqa: E402
 
 logger = logging.getLogger("bench.oos")
-
-
-def read_csv(path: Path) -> tuple[list[str], list[str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
 def knn_top(

@@ -24,7 +24,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import logging
 import os
@@ -39,6 +38,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -49,12 +50,6 @@ logger = logging.getLogger("bench.rules")
 
 # Extra splits encoded for CLINC150 so bench/oos.py can reuse the same vectors.
 OOS_SPLITS = {"val": "val.csv", "val_oos": "val_oos.csv", "test_oos": "test_oos.csv"}
-
-
-def read_csv(path: Path) -> tuple[list[str], list[str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
 def first_per_intent(labels: list[str], shots: int) -> np.ndarray:

@@ -17,7 +17,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -30,15 +29,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def read_csv(path: Path) -> tuple[list[str], list[str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    return [r["text"] for r in rows], [r["label"] for r in rows]
 
 
 def main(argv: list[str] | None = None) -> int:
