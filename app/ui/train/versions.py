@@ -33,7 +33,21 @@ HISTORY_HEADERS = {
     "note": "note",
 }
 HISTORY_COLUMNS = list(HISTORY_HEADERS.values())
-HISTORY_WIDTHS = ["6%", "5%", "6%", "7%", "6%", "7%", "8%", "6%", "5%", "6%", "9%", "10%", "19%"]
+HISTORY_WIDTHS: list[str | int] = [
+    "6%",
+    "5%",
+    "6%",
+    "7%",
+    "6%",
+    "7%",
+    "8%",
+    "6%",
+    "5%",
+    "6%",
+    "9%",
+    "10%",
+    "19%",
+]
 
 
 def history_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
