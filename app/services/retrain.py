@@ -162,7 +162,7 @@ def run_retrain(
     head_options: dict[str, Any],
 ) -> tuple[int, str]:
     """Train, evaluate and register a version. Returns (version id, the job's closing message)."""
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         dv = snapshot(s, project_id)
         rows = snapshot_rows(dv)
         base = get_project(s, project_id).base_encoder
@@ -259,7 +259,7 @@ def run_retrain(
             artifact_size=size,
             note=why,
         )
-        with ctx.db.session() as s:
+        with ctx.db.write() as s:
             mv_id = register_version(s, new, activate=passed)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
