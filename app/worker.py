@@ -22,7 +22,7 @@ from collections.abc import Callable
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from app.config import ENV_ARTIFACTS_URL, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
+from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
 from app.services.training import reap_dead
@@ -218,6 +218,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
         (ENV_QUEUE_URL, settings.queue_url),
         (ENV_ARTIFACTS_URL, settings.artifacts_url),
         (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
+        (ENV_INT8, "on" if settings.int8 else "off"),
     ):
         if value:
             env[name] = value

@@ -22,7 +22,7 @@ import numpy as np
 
 from app.context import AppContext
 from app.services.evaluation import evaluate_version, gate
-from app.services.int8 import INT8_DIR, export_version_int8
+from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
@@ -221,10 +221,12 @@ def run_retrain(
         new_metrics, head = evaluation.score(new_encoder, **options)
         if head is not None:  # the head is part of the version: written before the rename
             head.save(tmp / HEAD_DIR)
-        reporter.log("checking the int8 encoder's parity")
-        int8 = export_version_int8(
-            new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
-        )
+        int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
+        if ctx.settings.int8:
+            reporter.log("checking the int8 encoder's parity")
+            int8 = export_version_int8(
+                new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
+            )
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
