@@ -27,6 +27,21 @@ def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
     return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
 
 
+def describe_intent(ctx: AppContext, proj: str, name: str, description: str) -> str:
+    text, err = attempt(lambda: svc.describe_intent(ctx, proj, name or "", description or ""))
+    if err:
+        return problem(err)
+    return ok(f"Described {name!r}: {text!r}." if text else f"Cleared the description of {name!r}.")
+
+
+def intent_description(ctx: AppContext, proj: str, name: str) -> str:
+    """The chosen intent's description, to edit."""
+    if not proj or not name:
+        return ""
+    found = [i["description"] for i in svc.intents(ctx, proj) if i["name"] == name]
+    return found[0] if found else ""
+
+
 def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
     n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
     return (
@@ -79,6 +94,13 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             i_new = gr.Textbox(label="New name")
             i_rename = gr.Button("Rename")
             i_delete = gr.Button("Delete intent", variant="stop")
+        with gr.Row():
+            i_desc = gr.Textbox(
+                label="Description of the chosen intent (a sentence: with anchors on, it "
+                "predicts before the intent has examples)",
+                scale=4,
+            )
+            i_describe = gr.Button("Save description")
         intent_status = gr.Markdown(elem_id="intent-status")
         with gr.Row():
             m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
@@ -130,6 +152,12 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         after_change(
             i_rename.click(
                 write(bind(rename_intent, ctx)), [project, i_old, i_new], [intent_status], **quiet
+            )
+        )
+        i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
+        after_change(
+            i_describe.click(
+                write(bind(describe_intent, ctx)), [project, i_old, i_desc], [intent_status], **quiet
             )
         )
         after_change(
