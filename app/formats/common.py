@@ -14,7 +14,7 @@ intents, the first occurrence is kept and the disagreement is reported, never dr
 Example:
     >>> rows, notes = merge_repeats([Row("hi", ("greet",)), Row("hi", ("greet",)), Row("hi", ("bye",))])
     >>> [r.labels for r in rows], notes
-    ([('greet',)], ["Merged 1 repeated utterance(s) with the same intents.", "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
+    ([('greet',)], ['Merged 1 repeated utterance(s) with the same intents.', "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
 """
 
 from __future__ import annotations
