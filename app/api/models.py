@@ -98,6 +98,26 @@ class UtterancesOut(BaseModel):
     utterances: list[Utterance]
 
 
+class Intent(BaseModel):
+    """An intent, its description (empty: none; with anchors on, it predicts before the intent
+    has examples) and its labelled examples in `train` and `test`."""
+
+    name: str
+    description: str
+    n_train: int
+    n_test: int
+
+
+class IntentsOut(BaseModel):
+    intents: list[Intent]
+
+
+class DescribeIn(BaseModel):
+    """Set an intent's description (an empty text clears it; at most 500 characters)."""
+
+    description: str
+
+
 class Version(BaseModel):
     """A model version with its headline metrics (as the Train tab's history shows it)."""
 
