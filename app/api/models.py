@@ -31,6 +31,9 @@ class IntentScore(BaseModel):
     best: Example
     nearest: float | None = None
     prototype: float | None = None
+    anchor: float | None = Field(
+        None, description="similarity to the intent's description or name (anchors on)"
+    )
 
 
 class Prediction(BaseModel):

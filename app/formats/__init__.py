@@ -59,8 +59,8 @@ __all__ = [
     "parse_rasa_yaml",
     "read_any",
     "read_csv",
-    "read_jsonl",
     "read_intent_folder",
+    "read_jsonl",
     "spreadsheet_safe",
     "write_any",
     "write_csv",
@@ -109,9 +109,7 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
         check_size(path.stat().st_size)
         parsed = reader(path.read_bytes())
     rows, notes = merge_repeats(parsed.rows)
-    return ParsedFile(
-        rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions
-    )
+    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions)
 
 
 Descriptions = dict[str, str] | None

@@ -201,9 +201,7 @@ def read_csv(data: bytes) -> ParsedFile:
                 k: v if v is None else from_spreadsheet_safe(v) for k, v in raw_record.items()
             }
             if _declares(record.get("text"), record.get("description")):
-                _declare(
-                    line, record.get(label_col), record["description"], descriptions, problems
-                )
+                _declare(line, record.get(label_col), record["description"], descriptions, problems)
                 continue
             row, errs = _check_row(
                 line,
@@ -215,9 +213,7 @@ def read_csv(data: bytes) -> ParsedFile:
             problems.extend(errs)
             if row is not None:
                 found.append((line, "", row))
-                add_description(
-                    descriptions, problems, line, row.labels, record.get("description")
-                )
+                add_description(descriptions, problems, line, row.labels, record.get("description"))
             if len(found) > MAX_ROWS:
                 break
     except csv.Error as exc:

@@ -157,7 +157,10 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
         after_change(
             i_describe.click(
-                write(bind(describe_intent, ctx)), [project, i_old, i_desc], [intent_status], **quiet
+                write(bind(describe_intent, ctx)),
+                [project, i_old, i_desc],
+                [intent_status],
+                **quiet,
             )
         )
         after_change(

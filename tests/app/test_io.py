@@ -145,8 +145,7 @@ def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tm
     assert "refund" in res.intents_created and res.described == 2
     described = {i["name"]: (i["description"], i["n_train"]) for i in data_svc.intents(ctx, "src")}
     copied = {
-        i["name"]: (i["description"], i["n_train"])
-        for i in data_svc.intents(ctx, f"copy-{suffix}")
+        i["name"]: (i["description"], i["n_train"]) for i in data_svc.intents(ctx, f"copy-{suffix}")
     }
     assert copied == described
     assert copied["refund"] == ("Money back for a returned order", 0)

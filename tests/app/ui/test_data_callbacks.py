@@ -105,6 +105,8 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
     assert "at most 500 characters" in too_long and not too_long.startswith("✓")
     assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"
     assert "Choose an intent" in data_manage.describe_intent(ctx, demo, "", "anything")
-    assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(ctx, demo, "nope", "anything")
+    assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(
+        ctx, demo, "nope", "anything"
+    )
     assert "Cleared" in data_manage.describe_intent(ctx, demo, name, "")
     assert data_manage.intent_description(ctx, demo, name) == ""
