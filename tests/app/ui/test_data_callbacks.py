@@ -110,3 +110,14 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
     )
     assert "Cleared" in data_manage.describe_intent(ctx, demo, name, "")
     assert data_manage.intent_description(ctx, demo, name) == ""
+
+
+def test_the_anchor_weight_is_set_beside_the_descriptions_and_a_bad_one_changes_nothing(ctx, demo):
+    from app.ui import data_manage
+
+    assert "Anchors on (weight 1.5)" in data_manage.set_anchors(ctx, demo, 1.5)
+    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
+    refused = data_manage.set_anchors(ctx, demo, -2)
+    assert "0 or more" in refused and not refused.startswith("✓")
+    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
+    assert "Anchors off" in data_manage.set_anchors(ctx, demo, 0)
