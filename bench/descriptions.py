@@ -20,8 +20,10 @@ borderline`` the accuracy on them; a siamese model that matches names is expecte
 there, so anchors from names should not cost accuracy on that subset.
 
 Encoder: frozen MiniLM (``--encoder frozen``, cheap), or ``tuned`` (the app's default ``fast``
-recipe trained on each seed's 10 shots; ~2 min per run on 2 cores: run it under ``nice -n 10``,
-seed 0 only). Vectors are cached under ``--vectors DIR``.
+recipe trained on each seed's 10 shots; ~2 min per run on 2 quiet cores: run it under
+``nice -n 10``, seed 0 only); ``--train-settings '{"anchor_pairs": true}'`` trains on
+(utterance, name) pairs too (:attr:`core.training.TrainConfig.anchor_pairs`). Vectors are
+cached under ``--vectors DIR``.
 
 Usage:
     nice -n 10 python bench/descriptions.py --datasets banking77,clinc150 --seeds 0,1,2
@@ -69,7 +71,12 @@ def first_per_intent(labels: list[str], shots: int) -> list[int]:
 
 def encode_cell(ds: str, seed: int, args: Any) -> dict[str, np.ndarray]:
     """Vectors of the seed's train file, the test file and the intents' anchors (cached)."""
-    saved = args.vectors / ds / f"{args.encoder}-seed{seed}.npz" if args.vectors else None
+    tag = args.encoder
+    if args.encoder == "tuned" and json.loads(args.train_settings):
+        tag += "-" + "-".join(
+            f"{k}={v}" for k, v in sorted(json.loads(args.train_settings).items())
+        )
+    saved = args.vectors / ds / f"{tag}-seed{seed}.npz" if args.vectors else None
     if saved is not None and saved.is_file():
         with np.load(saved) as z:
             return {k: z[k].astype(np.float32) for k in z.files}
@@ -85,7 +92,12 @@ def encode_cell(ds: str, seed: int, args: Any) -> dict[str, np.ndarray]:
 
         config = TrainConfig(seed=seed, **json.loads(args.train_settings))
         enc = train_encoder(
-            args.base, tr_x, [(y,) for y in tr_y], config, device=args.device
+            args.base,
+            tr_x,
+            [(y,) for y in tr_y],
+            config,
+            device=args.device,
+            anchors=anchor_texts(tr_y),  # used with {"anchor_pairs": true}
         ).encoder()
         logger.info("%s seed %d trained in %.0f s", ds, seed, time.monotonic() - started)
     anchors = anchor_texts(tr_y)
