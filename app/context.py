@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
@@ -33,11 +33,12 @@ from core.evaluation.oos import (
     in_scope_labels,
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
 from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
 from storage.db import Database
-from storage.projects import get_project
+from storage.projects import get_project, intents_by_name
 from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow, labelled_pool, pool_revision
@@ -51,6 +52,27 @@ RECALIBRATE_SHARE = 0.01
 
 # The project setting (``Project.settings``) that picks the out-of-scope trade-off; null = off.
 OOS_SETTING = "oos_target_recall"
+# The project setting with the anchors' weight (intent descriptions / names in the pool); 0 = off.
+ANCHOR_SETTING = "anchor_weight"
+
+
+def anchor_weight(settings: dict[str, object] | None) -> float:
+    """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
+    value = (settings or {}).get(ANCHOR_SETTING, DEFAULT_ANCHOR_WEIGHT)
+    return check_weight(cast(float | None, value))
+
+
+def project_anchors(
+    s: Any, project_id: int, settings: dict[str, object] | None
+) -> tuple[dict[str, str], float]:
+    """The project's anchors (intent -> its description or humanised name; the reserved
+    out-of-scope label has none) and their weight; no anchors while the weight is 0."""
+    weight = anchor_weight(settings)
+    if not weight:
+        return {}, 0.0
+    intents = intents_by_name(s, project_id)
+    names = [n for n in intents if n != OUT_OF_SCOPE]
+    return anchor_texts(names, {n: intents[n].description for n in names}), weight
 
 
 def oos_target(settings: dict[str, object] | None) -> float | None:
@@ -76,6 +98,7 @@ class ProjectPool:
     # examples labelled out of scope (never in the index: they calibrate its thresholds)
     out_of_scope: dict[int, str] = field(default_factory=dict)
     target_recall: float | None = None
+    anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
 
@@ -187,7 +210,13 @@ class AppContext:
     def _sync(self, pool: ProjectPool) -> None:
         with self.db.session() as s:
             revision = pool_revision(s, pool.project_id)
-            target = oos_target(get_project(s, pool.project_id).settings)
+            settings = get_project(s, pool.project_id).settings
+            target = oos_target(settings)
+            texts, weight = project_anchors(s, pool.project_id, settings)
+            if (weight, texts) != pool.anchors:
+                vectors = self.cache.encode(pool.encoder, list(texts.values())) if texts else None
+                pool.predictor.set_anchors(texts, weight, vectors=vectors)
+                pool.anchors = (weight, texts)
             if revision == pool.revision and target == pool.target_recall:
                 return
             rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None

@@ -31,6 +31,9 @@ class IntentScore(BaseModel):
     best: Example
     nearest: float | None = None
     prototype: float | None = None
+    anchor: float | None = Field(
+        None, description="similarity to the intent's description or name (anchors on)"
+    )
 
 
 class Prediction(BaseModel):
@@ -96,6 +99,26 @@ class Utterance(BaseModel):
 
 class UtterancesOut(BaseModel):
     utterances: list[Utterance]
+
+
+class Intent(BaseModel):
+    """An intent, its description (empty: none; with anchors on, it predicts before the intent
+    has examples) and its labelled examples in `train` and `test`."""
+
+    name: str
+    description: str
+    n_train: int
+    n_test: int
+
+
+class IntentsOut(BaseModel):
+    intents: list[Intent]
+
+
+class DescribeIn(BaseModel):
+    """Set an intent's description (an empty text clears it; at most 500 characters)."""
+
+    description: str
 
 
 class Version(BaseModel):

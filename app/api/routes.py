@@ -5,6 +5,8 @@
 | ``POST /projects/{project}/predict`` (``text``: micro-batched; ``texts``: one batch call) | viewer |
 | ``GET /projects/{project}/utterances`` | viewer |
 | ``GET /projects/{project}/versions`` | viewer |
+| ``GET /projects/{project}/intents`` | viewer |
+| ``PUT /projects/{project}/intents/{intent}`` | designer |
 | ``GET /jobs/{job_id}`` | viewer |
 | ``POST /projects/{project}/label`` | designer |
 | ``POST /projects/{project}/train`` | designer |
@@ -107,6 +109,29 @@ def utterances(
     return {
         "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
     }
+
+
+@router.get(
+    "/projects/{project}/intents",
+    response_model=models.IntentsOut,
+    summary="The project's intents with their descriptions and example counts",
+)
+def intents(project: str, request: Request, who: Viewer) -> Any:
+    return {"intents": data_svc.intents(context(request), project)}
+
+
+@router.put(
+    "/projects/{project}/intents/{intent}",
+    response_model=models.Intent,
+    summary="Set (or clear, with an empty text) an intent's description",
+)
+def describe(
+    project: str, intent: str, body: models.DescribeIn, request: Request, who: Designer
+) -> Any:
+    ctx = context(request)
+    with acting_as(who):
+        data_svc.describe_intent(ctx, project, intent, body.description)
+    return next(i for i in data_svc.intents(ctx, project) if i["name"] == intent)
 
 
 @router.get(

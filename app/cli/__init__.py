@@ -24,6 +24,7 @@ from app.cli.data import (
 )
 from app.cli.design import cmd_clusters
 from app.cli.model import (
+    cmd_anchors,
     cmd_bundle_export,
     cmd_bundle_import,
     cmd_int8,
@@ -135,6 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_oos)
+
+    p = sub.add_parser(
+        "anchors", help="show or set how intent descriptions and names join the predictions"
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--weight",
+        help="an anchor's weight in its intent's centre, in examples (e.g. 1), or 'off'; "
+        "default: show",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_anchors)
 
     p = sub.add_parser(
         "clusters", help="candidate intents: the project's unlabelled utterances in groups"

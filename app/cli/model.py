@@ -118,6 +118,24 @@ def cmd_oos(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_anchors(args: argparse.Namespace) -> int:
+    """Show (or with ``--weight`` set) the project's anchors: intent descriptions and names."""
+    from app.services import projects
+
+    ctx = context(args)
+    if args.weight is not None:
+        out = projects.set_anchors(ctx, args.project, args.weight)
+    else:
+        out = projects.anchors(ctx, args.project)
+    if args.format == "json":
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(out["message"])
+    for name, text in sorted(out["texts"].items()):
+        print(f"  {name}: {text}")
+    return 0
+
+
 def cmd_int8(args: argparse.Namespace) -> int:
     """Show which encoder serves the project (or with ``--serve`` turn int8 serving on/off)."""
     from app.services import versions

@@ -38,6 +38,8 @@ from app.formats.tabular import (
     from_spreadsheet_safe,
     parse_csv,
     parse_jsonl,
+    read_csv,
+    read_jsonl,
     spreadsheet_safe,
     write_csv,
     write_jsonl,
@@ -56,7 +58,9 @@ __all__ = [
     "parse_jsonl",
     "parse_rasa_yaml",
     "read_any",
+    "read_csv",
     "read_intent_folder",
+    "read_jsonl",
     "spreadsheet_safe",
     "write_any",
     "write_csv",
@@ -64,12 +68,12 @@ __all__ = [
 ]
 
 _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
-    ".csv": lambda data: ParsedFile(parse_csv(data)),
-    ".tsv": lambda data: ParsedFile(parse_csv(data)),
-    ".txt": lambda data: ParsedFile(parse_csv(data)),
-    "": lambda data: ParsedFile(parse_csv(data)),
-    ".jsonl": lambda data: ParsedFile(parse_jsonl(data)),
-    ".ndjson": lambda data: ParsedFile(parse_jsonl(data)),
+    ".csv": read_csv,
+    ".tsv": read_csv,
+    ".txt": read_csv,
+    "": read_csv,
+    ".jsonl": read_jsonl,
+    ".ndjson": read_jsonl,
     ".yml": parse_rasa_yaml,
     ".yaml": parse_rasa_yaml,
     ".zip": read_intent_zip,
@@ -105,32 +109,35 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
         check_size(path.stat().st_size)
         parsed = reader(path.read_bytes())
     rows, notes = merge_repeats(parsed.rows)
-    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities)
+    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions)
 
 
-_WRITERS: dict[str, Callable[[Iterable[Row]], bytes]] = {
-    ".zip": write_intent_zip,
-    ".yml": lambda rows: dump_rasa_yaml(rows).encode("utf-8"),
-    ".yaml": lambda rows: dump_rasa_yaml(rows).encode("utf-8"),
-    ".jsonl": lambda rows: write_jsonl(rows).encode("utf-8"),
-    ".ndjson": lambda rows: write_jsonl(rows).encode("utf-8"),
+Descriptions = dict[str, str] | None
+_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions], bytes]] = {
+    ".zip": lambda rows, _: write_intent_zip(rows),
+    ".yml": lambda rows, d: dump_rasa_yaml(rows, d).encode("utf-8"),
+    ".yaml": lambda rows, d: dump_rasa_yaml(rows, d).encode("utf-8"),
+    ".jsonl": lambda rows, d: write_jsonl(rows, d).encode("utf-8"),
+    ".ndjson": lambda rows, d: write_jsonl(rows, d).encode("utf-8"),
 }
 
 
-def write_any(rows: Iterable[Row], path: str | Path) -> None:
+def write_any(rows: Iterable[Row], path: str | Path, descriptions: Descriptions = None) -> None:
     """Write rows in the format the path's suffix names: ``.jsonl``, Rasa ``.yml``/``.yaml``, a
     ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else.
 
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
-    Rasa and intent files leave unlabelled rows out.
+    Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
+    ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
+    have no place for them.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == "":
         write_intent_folder(rows, p)
         return
-    writer = _WRITERS.get(suffix, lambda rows: write_csv(rows).encode("utf-8"))
-    payload = writer(rows)
+    writer = _WRITERS.get(suffix, lambda rows, d: write_csv(rows, d).encode("utf-8"))
+    payload = writer(rows, descriptions)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_bytes(payload)
     tmp.replace(p)

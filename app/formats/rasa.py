@@ -13,6 +13,9 @@ form ``examples: [{text: ..., metadata: ...}]``.
   Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
 - Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
   written.
+- An intent's description is ``metadata: {description: ...}`` on its intent item (Rasa 3 allows
+  ``metadata`` there and ignores what it does not know). An item with a description and no
+  examples declares the intent (cold start).
 
 Example:
     >>> rows = [Row("hi there", ("greet",)), Row("bye now", ("bye",))]
@@ -32,6 +35,7 @@ from app.formats.common import (
     FormatError,
     ParsedFile,
     Row,
+    add_description,
     check_intent,
     check_text,
     decode,
@@ -102,6 +106,7 @@ def parse_rasa_yaml(
     found: list[tuple[int, str, Row]] = []
     flattened = 0
     skipped: dict[str, int] = {}
+    descriptions: dict[str, tuple[int, str]] = {}
     nlu: yaml.Node | None = None
     for key_node, value_node in root.value:
         key = _node_key(key_node)
@@ -144,9 +149,19 @@ def parse_rasa_yaml(
         if bad or len(set(labels)) != len(labels):
             problems.append((line, bad[0] if bad else f"the same intent twice in {name!r}"))
             continue
+        meta = fields.get("metadata")
+        if isinstance(meta, yaml.MappingNode):
+            for k, v in meta.value:
+                if _node_key(k) == "description":
+                    raw = v.value if isinstance(v, yaml.ScalarNode) and v.tag == _STR else None
+                    if raw is None:
+                        problems.append((line, "a description must be text"))
+                    else:
+                        add_description(descriptions, problems, line, labels, raw)
         examples = fields.get("examples")
         if examples is None:
-            notes.append(f"Intent {name!r} has no examples.")
+            if labels[0] not in descriptions or len(labels) != 1:
+                notes.append(f"Intent {name!r} has no examples.")
             continue
         for ex_line, raw, split in _rasa_examples(examples, problems):
             flat, n = _flatten(raw.strip(), keep_entity_markup)
@@ -155,14 +170,14 @@ def parse_rasa_yaml(
                 problems.append((ex_line, msg))
                 continue
             found.append((ex_line, "", Row(flat, tuple(sorted(labels)), split)))
-    rows = finish(found, problems)
+    rows = finish(found, problems, declared=len(descriptions))
     for kind, count in sorted(skipped.items()):
         notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
     if flattened:
         notes.append(
             f"Flattened {flattened} entity annotation(s) such as [Berlin](city) to their text."
         )
-    return ParsedFile(rows, notes, flattened)
+    return ParsedFile(rows, notes, flattened, {n: d for n, (_, d) in descriptions.items()})
 
 
 def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
@@ -230,8 +245,15 @@ def _grouped(rows: Iterable[Row], separator: str) -> dict[str, list[Row]]:
     return dict(sorted(groups.items()))
 
 
-def dump_rasa_yaml(rows: Iterable[Row], *, multi_intent_separator: str = "+") -> str:
+def dump_rasa_yaml(
+    rows: Iterable[Row],
+    descriptions: dict[str, str] | None = None,
+    *,
+    multi_intent_separator: str = "+",
+) -> str:
     """Write labelled rows as Rasa NLU YAML (``version: "3.1"``); unlabelled rows are left out.
+    An intent's description goes in its item's ``metadata`` (a described intent without rows
+    gets an item of its own).
 
     Example:
         >>> print(dump_rasa_yaml([Row("hello", ("greet",))]), end="")
@@ -242,8 +264,16 @@ def dump_rasa_yaml(rows: Iterable[Row], *, multi_intent_separator: str = "+") ->
             - hello
     """
     lines = [f'version: "{RASA_VERSION}"', "nlu:"]
-    for name, group in _grouped(rows, multi_intent_separator).items():
+    described = {n: d for n, d in (descriptions or {}).items() if d}
+    groups: dict[str, list[Row]] = {n: [] for n in described}
+    groups.update(_grouped(rows, multi_intent_separator))
+    for name, group in sorted(groups.items()):
         lines.append(f"- intent: {_yaml_name(name)}")
+        if name in described:
+            text = json.dumps(described[name], ensure_ascii=False)
+            lines.append(f"  metadata: {{description: {text}}}")
+        if not group:
+            continue
         if all(r.split == "train" and _block_safe(r.text) for r in group):
             lines.append("  examples: |")
             lines += [f"    - {r.text}" for r in group]

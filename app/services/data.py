@@ -209,6 +209,20 @@ def create_intent(ctx: AppContext, project: str, name: str, description: str = "
         ).name
 
 
+def describe_intent(ctx: AppContext, project: str, name: str, description: str) -> str:
+    """Set (or clear, with an empty text) an intent's description; returns it as stored.
+
+    Raises:
+        NotFoundError: no such intent. StorageError: a bad description; nothing changed.
+    """
+    if not (name or "").strip():
+        raise ValueError("Choose an intent to describe.")
+    with ctx.db.write() as s:
+        return repo_projects.describe_intent(
+            s, project_id_in(s, project, write=True), name, description
+        ).description
+
+
 def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
     with ctx.db.write() as s:
         return repo_projects.rename_intent(s, project_id_in(s, project, write=True), old, new).name

@@ -27,6 +27,7 @@ from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
+from core.retrieval.anchors import anchor_texts
 from core.training import (
     Eta,
     TrainConfig,
@@ -39,7 +40,7 @@ from core.training import (
 from core.training.selftrain import pseudo_labels
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
-from storage.projects import get_project
+from storage.projects import get_project, intents_by_name
 from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
 
@@ -120,6 +121,7 @@ def second_pass(
     unlabelled: list[str],
     cfg: TrainConfig,
     first: TrainedModel,
+    anchors: dict[str, str] | None = None,
 ) -> tuple[TrainedModel, int]:
     """Self-training: pseudo-label the unlabelled utterances with the first pass's encoder and
     train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
@@ -149,6 +151,7 @@ def second_pass(
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
+        anchors=anchors,
     )
     return model, len(chosen)
 
@@ -179,6 +182,9 @@ def run_retrain(
             if cfg.self_train
             else []
         )
+        # (utterance, description or name) pairs: every intent's anchor, whatever the weight
+        described = intents_by_name(s, project_id) if cfg.anchor_pairs else {}
+        anchors = anchor_texts(described, {n: i.description for n, i in described.items()})
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
@@ -197,10 +203,11 @@ def run_retrain(
         should_cancel=reporter.should_cancel,
         device=ctx.device,
         context_pairs=context_pairs,
+        anchors=anchors,
     )
     pseudo = 0
     if cfg.self_train and not multi:
-        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained)
+        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained, anchors)
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")

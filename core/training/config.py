@@ -68,6 +68,9 @@ class TrainConfig:
         stage1_lr: Stage 1 learning rate.
         self_train: pseudo-labels per intent for a second pass over the project's unlabelled
             utterances (:mod:`core.training.selftrain`); ``0`` = off. Single-label projects only.
+        anchor_pairs: train on (utterance, description or name) positive pairs too: each
+            intent's anchor joins its examples (:func:`core.training.pairs.with_anchors`; the
+            anchors are given to :func:`~core.training.fit.train_encoder`).
     """
 
     method: str = "fast"
@@ -99,6 +102,7 @@ class TrainConfig:
     stage1_batch_size: int = 64
     stage1_lr: float = 2e-5
     self_train: int = 0
+    anchor_pairs: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:

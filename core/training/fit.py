@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -45,6 +45,7 @@ from core.training.pairs import (
     check_trainable,
     estimate_shots,
     sample_pairs,
+    with_anchors,
 )
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ def train_encoder(
     should_cancel: CancelFn | None = None,
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
+    anchors: Mapping[str, str] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -175,6 +177,8 @@ def train_encoder(
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
+        anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
+            intent's examples (:func:`core.training.pairs.with_anchors`).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -192,6 +196,8 @@ def train_encoder(
     labels = _normalise_labels(labels)
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
+    if config.anchor_pairs and anchors:
+        texts, labels = with_anchors(texts, labels, anchors)
     check_trainable(labels)
     if config.stage1 and not context_pairs:
         raise ValueError("stage1=True needs (context, response) pairs.")
