@@ -3,7 +3,9 @@
 Accepted columns (CSV) or keys (JSONL): ``text`` plus ``label`` (one intent) or ``labels``
 (``|``-separated in CSV, a list or ``|``-separated in JSONL; empty = no intent), optional
 ``split`` (train / test / unlabelled; default: train when labelled, else unlabelled) and
-``context``. Written files carry ``text``, ``labels`` and ``split``.
+``context`` (the turn before the utterance, e.g. the bot's question). Written files carry
+``text``, ``labels`` and ``split``, and ``context`` when a row has one (a CSV gets the column
+when any row has one), so export -> import keeps it.
 
 A CSV cell that a spreadsheet would run as a formula (one starting with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return: OWASP's list) is written with a ``'`` in front
@@ -34,6 +36,7 @@ from app.formats.common import (
     MAX_ROWS,
     FormatError,
     Row,
+    check_context,
     check_intent,
     check_text,
     decode,
@@ -118,9 +121,11 @@ def _check_row(
         problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
     if split_value == "unlabelled" and labels:
         problems.append((line, "an unlabelled row cannot carry labels"))
+    ctx, ctx_problem = check_context(context)
+    if ctx_problem is not None:
+        problems.append((line, ctx_problem))
     if problems:
         return None, problems
-    ctx = str(context).strip() if context not in (None, "") else ""
     return Row(clean, tuple(sorted(labels)), split_value, ctx), []
 
 
@@ -220,20 +225,32 @@ def parse_jsonl(data: bytes) -> list[Row]:
 
 
 def write_csv(rows: Iterable[Row]) -> str:
-    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), each cell
-    :func:`spreadsheet_safe`."""
+    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated) and a ``context`` column
+    when any row has a context; each cell :func:`spreadsheet_safe`."""
+    rows = list(rows)
+    with_context = any(r.context for r in rows)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["text", "labels", "split"])
+    w.writerow(["text", "labels", "split", *(["context"] if with_context else [])])
     for r in rows:
-        w.writerow([spreadsheet_safe(c) for c in (r.text, "|".join(r.labels), r.split)])
+        cells = (r.text, "|".join(r.labels), r.split, *([r.context] if with_context else []))
+        w.writerow([spreadsheet_safe(c) for c in cells])
     return buf.getvalue()
 
 
 def write_jsonl(rows: Iterable[Row]) -> str:
-    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line."""
+    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line, with
+    ``"context"`` when the row has one."""
     return "".join(
-        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False)
+        json.dumps(
+            {
+                "text": r.text,
+                "labels": list(r.labels),
+                "split": r.split,
+                **({"context": r.context} if r.context else {}),
+            },
+            ensure_ascii=False,
+        )
         + "\n"
         for r in rows
     )
