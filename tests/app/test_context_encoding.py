@@ -149,3 +149,16 @@ def test_the_cli_turns_it_on_and_predicts_with_a_context(ctx, bank, capsys):
     assert '"top": "top_up"' in capsys.readouterr().out
     assert main([*data, "predict", "--bundle", "x.zip", "--context", TOP_UP, "yes"]) == 2
     assert "--context needs --project" in capsys.readouterr().err
+
+
+def test_the_try_tab_predicts_after_the_previous_turn_and_labels_with_it(ctx, bank):
+    from app.ui.try_tab import label, run
+
+    explanation, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
+    assert "The previous turn was ignored" in explanation  # off: says so
+    projects.set_context_encoding(ctx, bank, "on")
+    explanation, ranked, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
+    assert "Encoded after the previous turn" in explanation
+    assert ranked.iloc[0]["intent"] == "top_up"
+    assert "Added" in label(ctx, bank, "go for it", ["top_up"], TOP_UP)
+    assert {r.text: r.context for r in export_rows(ctx, bank)}["go for it"] == TOP_UP
