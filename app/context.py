@@ -4,6 +4,10 @@ the embedding cache, and one live k-NN pool per project.
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
 :mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
 
+A project may encode each utterance after the turn before it (its context, the
+:data:`CONTEXT_SETTING`): the pool, the queries, the calibration and a retrain then all see
+:func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
+
 A pool follows the database: before each use it compares a cheap revision of the project's labels
 and applies only the difference (new, changed, removed examples), so a label written by this or
 any other process counts in the very next prediction, without a rebuild or a retrain.
@@ -13,16 +17,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
 from app.services.int8 import INT8_DIR, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
 from core.evaluation.oos import (
@@ -37,6 +42,7 @@ from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_we
 from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
+from storage.datasets import SnapshotRow
 from storage.db import Database
 from storage.projects import get_project, intents_by_name
 from storage.remote_artifacts import open_artifacts
@@ -75,6 +81,10 @@ def project_anchors(
     return anchor_texts(names, {n: intents[n].description for n in names}), weight
 
 
+# The project setting (``Project.settings``): encode each utterance after its context; off by default.
+CONTEXT_SETTING = "encode_context"
+
+
 def oos_target(settings: dict[str, object] | None) -> float | None:
     """The project's target in-scope recall (None: out-of-scope detection is off)."""
     settings = settings or {}
@@ -82,6 +92,32 @@ def oos_target(settings: dict[str, object] | None) -> float | None:
         return DEFAULT_TARGET_RECALL
     value = settings[OOS_SETTING]
     return None if value is None else float(cast(float, value))
+
+
+def encodes_context(settings: dict[str, object] | None) -> bool:
+    """Whether the project encodes each utterance after its context (off by default)."""
+    return bool((settings or {}).get(CONTEXT_SETTING, False))
+
+
+_Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
+
+
+def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
+    """The rows with ``text`` as the encoder sees it: after the row's context when the project
+    encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
+    if not encodes_context(settings):
+        return list(rows)
+    return [replace(r, text=with_context(r.text, r.context)) if r.context else r for r in rows]
+
+
+class HasContext(Protocol):
+    """A row with a text and the turn before it (``""``: none)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def context(self) -> str: ...
 
 
 @dataclass
@@ -101,6 +137,12 @@ class ProjectPool:
     anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
+    use_context: bool = False  # the project's CONTEXT_SETTING when the pool was built
+
+    def text_of(self, row: HasContext) -> str:
+        """What the encoder sees for a row: its text, after its context when the project
+        encodes context (the same for examples, queries and calibration)."""
+        return with_context(row.text, row.context) if self.use_context else row.text
 
     @property
     def encoder(self) -> CachedEncoder:
@@ -197,11 +239,17 @@ class AppContext:
             base, settings = project.base_encoder, dict(project.settings or {})
         encoder = self.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None
+        use_context = encodes_context(settings)
         with self._lock:
             pool = self._pools.get(project_id)
-            if pool is None or pool.model_version_id != mv_id or pool.encoder is not encoder:
+            if (
+                pool is None
+                or pool.model_version_id != mv_id
+                or pool.encoder is not encoder
+                or pool.use_context != use_context
+            ):
                 predictor = Predictor(encoder, head=self.version_head(mv))
-                pool = ProjectPool(project_id, mv_id, predictor)
+                pool = ProjectPool(project_id, mv_id, predictor, use_context=use_context)
                 self._pools[project_id] = pool
         with pool.lock:
             self._sync(pool)
@@ -238,8 +286,8 @@ class AppContext:
 
     def _apply(self, pool: ProjectPool, rows: list[UtteranceRow]) -> int:
         """Bring the index to ``rows``: only what changed is re-added or removed."""
-        wanted = {r.id: (r.text, in_scope_labels(r.labels)) for r in rows}
-        out_of_scope = {r.id: r.text for r in rows if OUT_OF_SCOPE in r.labels}
+        wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
+        out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
         moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
         gone = [i for i in pool.items if i not in wanted]
         changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
@@ -264,7 +312,7 @@ class AppContext:
         with self.db.session() as s:
             tests = labelled_pool(s, pool.project_id, split="test")
         held = [
-            (r.text, in_scope_labels(r.labels)[0])
+            (pool.text_of(r), in_scope_labels(r.labels)[0])
             for r in tests
             if len(in_scope_labels(r.labels)) == 1
         ]

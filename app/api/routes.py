@@ -65,13 +65,21 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
     ctx = context(request)
     if body.text is not None:
-        result = await request.app.state.batcher.submit((project, body.text, body.k))
+        result = await request.app.state.batcher.submit(
+            (project, body.text, body.k, body.context or "")
+        )
         if isinstance(result, Exception):
             return error_response(result)
         return {"predictions": [result]}
     # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
     rows = await asyncio.to_thread(
-        predict_svc.predict, ctx, project, body.all_texts(), k=body.k, who=who
+        predict_svc.predict,
+        ctx,
+        project,
+        body.all_texts(),
+        k=body.k,
+        who=who,
+        contexts=body.contexts,
     )
     return {"predictions": rows}
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from app.config import MAX_UPLOAD_BYTES
 from storage.errors import StorageError
 from storage.projects import validate_description
+from storage.texts import validate_context
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 Row = NewUtterance
@@ -106,6 +107,17 @@ def check_text(text: str) -> str | None:
     if "\x00" in text:
         return "text contains a NUL character"
     return None
+
+
+def check_context(context: object) -> tuple[str, str | None]:
+    """An utterance's context (the turn before it) as stored (``""``: none), and a problem with
+    it or None: the rules of :func:`storage.texts.validate_context`."""
+    if context is not None and not isinstance(context, str):
+        return "", "context must be a string"
+    try:
+        return validate_context(context), None
+    except StorageError as exc:
+        return "", str(exc).rstrip(".")
 
 
 def check_intent(name: str) -> str | None:

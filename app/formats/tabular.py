@@ -3,12 +3,13 @@
 Accepted columns (CSV) or keys (JSONL): ``text`` plus ``label`` (one intent) or ``labels``
 (``|``-separated in CSV, a list or ``|``-separated in JSONL; empty = no intent), optional
 ``split`` (train / test / unlabelled; default: train when labelled, else unlabelled) and
-``context``, and ``description``: the description of the row's one intent (the same text on
-every row of it, or on any one row; two different ones are a problem). A row with no text but
-one intent and a description declares that intent with its description (it may have no
-examples yet: cold start). Written files carry ``text``, ``labels`` and ``split``, and
-``description`` when an intent has one (on every single-intent row of it; an intent without
-such a row gets a declaration row).
+``context`` (the turn before the utterance, e.g. the bot's question), and ``description``: the
+description of the row's one intent (the same text on every row of it, or on any one row; two
+different ones are a problem). A row with no text but one intent and a description declares
+that intent with its description (it may have no examples yet: cold start). Written files carry
+``text``, ``labels`` and ``split``, ``context`` when a row has one (a CSV gets the column when
+any row has one) and ``description`` when an intent has one (on every single-intent row of it;
+an intent without such a row gets a declaration row), so export -> import keeps both.
 
 A CSV cell that a spreadsheet would run as a formula (one starting with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return: OWASP's list) is written with a ``'`` in front
@@ -41,6 +42,7 @@ from app.formats.common import (
     ParsedFile,
     Row,
     add_description,
+    check_context,
     check_intent,
     check_text,
     decode,
@@ -125,9 +127,11 @@ def _check_row(
         problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
     if split_value == "unlabelled" and labels:
         problems.append((line, "an unlabelled row cannot carry labels"))
+    ctx, ctx_problem = check_context(context)
+    if ctx_problem is not None:
+        problems.append((line, ctx_problem))
     if problems:
         return None, problems
-    ctx = str(context).strip() if context not in (None, "") else ""
     return Row(clean, tuple(sorted(labels)), split_value, ctx), []
 
 
@@ -288,32 +292,40 @@ def _description(row: Row, descriptions: dict[str, str]) -> str:
 
 
 def write_csv(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
-    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), each cell
-    :func:`spreadsheet_safe`; with intent ``descriptions``, a ``description`` column too."""
+    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), a ``context`` column
+    when any row has a context and, with intent ``descriptions``, a ``description`` column; each
+    cell :func:`spreadsheet_safe`."""
     rows = list(rows)
     described = {n: d for n, d in (descriptions or {}).items() if d}
+    with_context = any(r.context for r in rows)
+    extra = [*(["context"] if with_context else []), *(["description"] if described else [])]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["text", "labels", "split", *(["description"] if described else [])])
+    w.writerow(["text", "labels", "split", *extra])
     for r in rows:
         cells = [r.text, "|".join(r.labels), r.split]
+        if with_context:
+            cells.append(r.context)
         if described:
             cells.append(_description(r, described))
         w.writerow([spreadsheet_safe(c) for c in cells])
     for name in _undescribed(rows, described):
-        w.writerow(["", spreadsheet_safe(name), "", spreadsheet_safe(described[name])])
+        cells = ["", name, "", *([""] if with_context else []), described[name]]
+        w.writerow([spreadsheet_safe(c) for c in cells])
     return buf.getvalue()
 
 
 def write_jsonl(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
-    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line (with
-    ``description`` on the rows of a described intent, and a declaration line for a described
-    intent without such a row)."""
+    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line, with
+    ``"context"`` when the row has one and ``description`` on the rows of a described intent (a
+    declaration line for a described intent without such a row)."""
     rows = list(rows)
     described = {n: d for n, d in (descriptions or {}).items() if d}
     lines = []
     for r in rows:
         obj: dict[str, object] = {"text": r.text, "labels": list(r.labels), "split": r.split}
+        if r.context:
+            obj["context"] = r.context
         if text := _description(r, described):
             obj["description"] = text
         lines.append(json.dumps(obj, ensure_ascii=False) + "\n")

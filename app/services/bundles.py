@@ -16,7 +16,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.context import ANCHOR_SETTING, OOS_SETTING, AppContext, oos_target, project_anchors
+from app.context import (
+    ANCHOR_SETTING,
+    OOS_SETTING,
+    AppContext,
+    encodes_context,
+    oos_target,
+    project_anchors,
+)
 from app.services.versions import Version, resolve_encoder
 from core.bundle import open_bundle, write_bundle
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
@@ -90,6 +97,12 @@ def export_bundle(
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
         anchors, anchor_weight = project_anchors(s, p.id, settings)
+    if encodes_context(settings):  # a bundle encodes the utterance alone: it would drift
+        raise ValueError(
+            "This project encodes each utterance after its context, and a bundle predicts from "
+            "the utterance alone. Turn context encoding off to export a bundle "
+            "(intent-studio context --encode off)."
+        )
     pool = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     if not pool:
         raise ValueError("This project has no labelled training utterances to put in a bundle.")

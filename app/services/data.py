@@ -80,7 +80,9 @@ def add_utterance(
     split: str = "train",
     *,
     user_id: int | None = None,
+    context: str = "",
 ) -> dict[str, Any]:
+    """Add an utterance (``context``: the turn before it, ``""`` for none)."""
     with ctx.db.write() as s:
         row = repo.add_utterance(
             s,
@@ -89,6 +91,7 @@ def add_utterance(
             parse_label_input(labels),
             split=split,
             user_id=acting_user(user_id),
+            context=context,
         )
     return asdict(row)
 

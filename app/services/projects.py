@@ -9,9 +9,11 @@ from typing import Any
 
 from app.context import (
     ANCHOR_SETTING,
+    CONTEXT_SETTING,
     OOS_SETTING,
     AppContext,
     anchor_weight,
+    encodes_context,
     oos_target,
     project_anchors,
 )
@@ -28,7 +30,7 @@ from storage.projects import (
     set_project_setting,
 )
 from storage.tables import SPLITS
-from storage.utterances import count_utterances, labelled_pool
+from storage.utterances import count_utterances, labelled_pool, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -182,3 +184,37 @@ def set_anchors(ctx: AppContext, project: str, weight: float | str | None) -> di
     with ctx.db.session() as s:
         set_project_setting(s, get_project(s, project).id, ANCHOR_SETTING, value)
     return anchors(ctx, project)
+
+
+def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
+    """Whether the project encodes each utterance after its context (the turn before it):
+    ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        on = encodes_context(p.settings)
+        n = sum(1 for r in list_utterances(s, p.id) if r.context)
+    state = (
+        "on: each utterance is encoded after its context ('context [SEP] utterance'), at "
+        "training, in the pool and for questions sent with one"
+        if on
+        else "off: utterances are encoded alone"
+    )
+    return {
+        "encode_context": on,
+        "with_context": n,
+        "message": f"Context encoding is {state}. {n:,} utterance(s) carry a context.",
+    }
+
+
+def set_context_encoding(ctx: AppContext, project: str, on: bool | str) -> dict[str, Any]:
+    """Turn context encoding on or off (``True``/``False`` or ``"on"``/``"off"``) and return
+    :func:`context_encoding` after it. The pool re-encodes at its next use; a retrain tunes the
+    encoder on what the project encodes then. Nothing changes on a bad value."""
+    if isinstance(on, str):
+        word = on.strip().lower()
+        if word not in ("on", "off"):
+            raise ValueError(f"Context encoding is 'on' or 'off', not {on!r}.")
+        on = word == "on"
+    with ctx.db.session() as s:
+        set_project_setting(s, get_project(s, project).id, CONTEXT_SETTING, bool(on))
+    return context_encoding(ctx, project)

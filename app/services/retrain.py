@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from app.context import AppContext
+from app.context import AppContext, as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, gate
 from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from core.encoding.registry import Encoder
@@ -167,8 +167,10 @@ def run_retrain(
     """Train, evaluate and register a version. Returns (version id, the job's closing message)."""
     with ctx.db.write() as s:
         dv = snapshot(s, project_id)
-        rows = snapshot_rows(dv)
-        base = get_project(s, project_id).base_encoder
+        project = get_project(s, project_id)
+        base, use_context = project.base_encoder, encodes_context(project.settings)
+        # a project that encodes context trains and evaluates on what its pool will encode
+        rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
         dv_id, dv_hash = dv.id, dv.content_hash
         # ConvFiT Stage 1 adapts on (context, response) pairs: imported rows with a `context`
@@ -178,7 +180,13 @@ def run_retrain(
             else None
         )
         unlabelled = (
-            [r.text for r in list_utterances(s, project_id, split="unlabelled") if not r.labels]
+            [
+                r.text
+                for r in as_encoded(
+                    list_utterances(s, project_id, split="unlabelled"), project.settings
+                )
+                if not r.labels
+            ]
             if cfg.self_train
             else []
         )
@@ -255,6 +263,7 @@ def run_retrain(
             "evaluate_seconds": round(evaluate_seconds, 1),
             "steps": trained.stats.get("steps"),
             **({"pseudo_labels": pseudo} if cfg.self_train else {}),
+            **({"encode_context": True} if use_context else {}),
         }
         new = NewVersion(
             project_id=project_id,
