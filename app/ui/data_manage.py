@@ -46,7 +46,9 @@ def intent_description(ctx: AppContext, proj: str, name: str) -> str:
 def set_anchors(ctx: AppContext, proj: str, weight: float | None) -> str:
     """Set how much intent descriptions (or names) count in predictions (0: not at all)."""
     state, err = attempt(lambda: project_svc.set_anchors(ctx, proj, weight))
-    return problem(err) if err or state is None else ok(state["message"])
+    if err or state is None:
+        return problem(err or "Could not set the anchors.")
+    return ok(state["message"])
 
 
 def anchor_weight_of(ctx: AppContext, proj: str) -> float:
