@@ -34,19 +34,19 @@ HISTORY_HEADERS = {
 }
 HISTORY_COLUMNS = list(HISTORY_HEADERS.values())
 HISTORY_WIDTHS: list[str | int] = [
-    "6%",
-    "5%",
-    "6%",
     "7%",
     "6%",
     "7%",
     "8%",
+    "7%",
+    "8%",
+    "9%",
+    "7%",
     "6%",
-    "5%",
-    "6%",
+    "7%",
+    "9%",
     "9%",
     "10%",
-    "19%",
 ]
 
 
