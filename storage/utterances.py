@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.slots import moved_entities
 from storage.tables import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
 
 MAX_TEXT_CHARS = 2000
@@ -356,6 +357,7 @@ def update_utterance(
         )
         if clash:
             raise StorageError(f"The utterance {text!r} is already in this project.")
+        u.entities = moved_entities(u.text, text, u.entities or [])
         u.text = text
     labels = _labels_of(s, [u.id])[u.id]
     if split is not None:
