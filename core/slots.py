@@ -22,7 +22,8 @@ import itertools
 import random
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 MAX_SLOT_CHARS = 80
 MAX_VALUE_CHARS = 200
@@ -80,6 +81,19 @@ class Filled:
     text: str
     intent: str
     template: str
+
+
+@dataclass(frozen=True)
+class SlotData:
+    """What a file brings besides its utterances: slot values, templates per intent and the
+    entity annotations per utterance text (:meth:`EntitySpan.to_dict` form)."""
+
+    book: dict[str, list[str]] = field(default_factory=dict)
+    templates: dict[str, list[str]] = field(default_factory=dict)
+    entities: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.book or self.templates or self.entities)
 
 
 def check_slot_name(name: str) -> str:

@@ -11,12 +11,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from app.context import AppContext
 from app.services.data import project_id_in
 from core.slots import (
+    SlotData,
     SlotError,
     check_slot_name,
     check_template,
@@ -25,19 +24,6 @@ from core.slots import (
     placeholders,
 )
 from storage import slots as repo
-
-
-@dataclass(frozen=True)
-class SlotData:
-    """What a file brings besides its utterances: slot values, templates per intent and the
-    entity annotations per utterance text (``EntitySpan.to_dict`` form)."""
-
-    book: dict[str, list[str]] = field(default_factory=dict)
-    templates: dict[str, list[str]] = field(default_factory=dict)
-    entities: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.book or self.templates or self.entities)
 
 
 def lines(value: str | Sequence[str] | None) -> list[str]:
@@ -111,8 +97,9 @@ def save_templates(ctx: AppContext, project: str, intent: str, texts: str | Sequ
     return len(clean)
 
 
-def check_slot_data(data: SlotData) -> SlotData:
-    """The file's slot data checked as a whole, values and templates each kept once.
+def check_slot_data(data: SlotData, known: Mapping[str, Sequence[str]] | None = None) -> SlotData:
+    """The file's slot data checked as a whole (templates against its book plus ``known``, the
+    project's), values and templates each kept once.
 
     Raises:
         SlotError: a bad slot name or value, or a template naming a slot with no values.
@@ -121,8 +108,9 @@ def check_slot_data(data: SlotData) -> SlotData:
         check_slot_name(slot): check_values(slot, dict.fromkeys(v.strip() for v in values))
         for slot, values in data.book.items()
     }
+    every = {**(known or {}), **book}
     found = {
-        intent: [check_template(t, book) for t in dict.fromkeys(ts)]
+        intent: [check_template(t, every) for t in dict.fromkeys(ts)]
         for intent, ts in data.templates.items()
     }
     return SlotData(book, found, data.entities)
@@ -130,10 +118,15 @@ def check_slot_data(data: SlotData) -> SlotData:
 
 def import_slot_data(ctx: AppContext, project: str, data: SlotData) -> list[str]:
     """Add a file's slot values, templates and entity annotations to a project (after its rows
-    were imported); returns notes on what was added."""
-    data = check_slot_data(data)
+    were imported); returns notes on what was added. All or nothing.
+
+    Raises:
+        SlotError: see :func:`check_slot_data`; NotFoundError: a template's intent is not in
+            the project.
+    """
     with ctx.db.write() as s:
         pid = project_id_in(s, project, write=True)
+        data = check_slot_data(data, repo.slot_book(s, pid))
         values = repo.add_slot_values(s, pid, data.book)
         made = repo.add_templates(s, pid, data.templates)
         annotated = repo.set_entities(s, pid, data.entities)

@@ -62,3 +62,60 @@ def test_a_slot_named_by_a_template_cannot_be_deleted_until_the_template_goes(ct
     assert svc.slot_book(ctx, shop) == {}
     with pytest.raises(SlotError, match="no slot 'city'"):
         svc.delete_slot(ctx, shop, "city")
+
+
+RASA = b"""version: "3.1"
+nlu:
+- intent: book_flight
+  examples: |
+    - fly me to [Berlin](city)
+    - from [Rome]{"entity": "city", "role": "from"} to [Oslo](city)
+- intent: greet
+  examples: |
+    - hi there
+- lookup: city
+  examples: |
+    - Paris
+"""
+
+
+def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx, tmp_path):
+    from app.services.io import export_file, import_file
+
+    src = tmp_path / "nlu.yml"
+    src.write_bytes(RASA)
+    result = import_file(ctx, "travel", src)
+    assert any("template(s)" in n for n in result.notes)
+    book = svc.slot_book(ctx, "travel")
+    assert book == {"city": ["Berlin", "Rome", "Oslo", "Paris"]}
+    out = tmp_path / "out.yml"
+    export_file(ctx, "travel", out)
+    assert "- fly me to [Berlin](city)" in out.read_text()
+    import_file(ctx, "copy", out)
+    assert svc.export_slot_data(ctx, "copy") == svc.export_slot_data(ctx, "travel")
+
+
+def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_nothing(
+    ctx, shop, tmp_path
+):
+    from app.services.io import export_slot_book, import_file
+
+    good = tmp_path / "slots.yml"
+    good.write_text(
+        "slot_book:\n  city: [Berlin, Paris]\ntemplates:\n  book_flight: ['to {city}']\n"
+    )
+    res = import_file(ctx, shop, good)
+    assert res.inserted == 0
+    assert svc.templates(ctx, shop, "book_flight") == {"book_flight": ["to {city}"]}
+    bad = tmp_path / "bad.yml"
+    bad.write_text("slot_book:\n  day: [today]\ntemplates:\n  book_flight: ['at {time}']\n")
+    with pytest.raises(SlotError, match="slot book lacks: time"):
+        import_file(ctx, shop, bad)
+    assert "day" not in svc.slot_book(ctx, shop)
+    more = tmp_path / "more.yml"
+    more.write_text("templates:\n  greet: ['hi from {city}']\n")  # a slot the project has
+    import_file(ctx, shop, more)
+    assert svc.templates(ctx, shop, "greet") == {"greet": ["hi from {city}"]}
+    out = tmp_path / "again.yml"
+    assert export_slot_book(ctx, shop, out) == 2
+    assert "to {city}" in out.read_text()
