@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from app.context import AppContext
 from app.services.data import project_id_in
 from core.slots import (
+    EntitySpan,
     SlotData,
     SlotError,
     check_slot_name,
@@ -22,7 +23,9 @@ from core.slots import (
     check_templates,
     check_values,
     placeholders,
+    template_of,
 )
+from core.training.templates import TemplateData, template_training_data
 from storage import slots as repo
 
 
@@ -146,3 +149,32 @@ def export_slot_data(ctx: AppContext, project: str) -> SlotData:
         return SlotData(
             repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)
         )
+
+
+def training_data(
+    data: SlotData,
+    texts: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    *,
+    per_intent: int,
+    seed: int,
+) -> TemplateData:
+    """The training texts with the project's filled templates added and each text's template
+    (:mod:`core.training.templates`); an annotated text's template comes from its spans."""
+    annotated: dict[str, str] = {}
+    for text in texts:
+        spans = [EntitySpan.from_dict(e) for e in data.entities.get(text, ())]
+        if spans:
+            try:
+                annotated[text] = template_of(text, spans)
+            except SlotError:
+                continue  # spans that no longer fit the text: the book's template is used
+    return template_training_data(
+        texts,
+        labels,
+        data.templates,
+        data.book,
+        per_intent=per_intent,
+        seed=seed,
+        annotated=annotated,
+    )
