@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from app.context import AppContext
 from app.services.data import project_id_in
@@ -25,8 +26,10 @@ from core.slots import (
     placeholders,
     template_of,
 )
-from core.training.templates import TemplateData, template_training_data
 from storage import slots as repo
+
+if TYPE_CHECKING:
+    from core.training.templates import TemplateData
 
 
 def lines(value: str | Sequence[str] | None) -> list[str]:
@@ -161,6 +164,8 @@ def training_data(
 ) -> TemplateData:
     """The training texts with the project's filled templates added and each text's template
     (:mod:`core.training.templates`); an annotated text's template comes from its spans."""
+    from core.training.templates import template_training_data  # torch: only when training
+
     annotated: dict[str, str] = {}
     for text in texts:
         spans = [EntitySpan.from_dict(e) for e in data.entities.get(text, ())]
