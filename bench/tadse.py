@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from core.encoding.registry import Encoder
     from core.evaluation.scoring import knn_predict
-    from core.retrieval.knn import normalise
-    from core.slots import compress
+    from core.slots import compress, compressed_vectors
     from core.training import TrainConfig, train_encoder
     from core.training.templates import template_training_data
 
@@ -114,16 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     def vectors(
         enc: Encoder, texts: list[str], book: dict[str, list[str]], lam: float
     ) -> np.ndarray:
-        plain = enc.encode(texts, batch_size=256)
-        if not lam:
-            return plain
-        masked = [compress(t, book) for t in texts]
-        changed = [i for i, (t, m) in enumerate(zip(texts, masked, strict=True)) if t != m]
-        out = plain.copy()
-        if changed:
-            tvecs = enc.encode([masked[i] for i in changed], batch_size=256)
-            out[changed] = lam * tvecs + (1 - lam) * plain[changed]
-        return normalise(out)
+        return compressed_vectors(lambda ts: enc.encode(ts, batch_size=256), texts, book, lam)
 
     rows: list[dict[str, Any]] = []
     for seed in (int(s) for s in args.seeds.split(",")):

@@ -21,9 +21,11 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 MAX_SLOT_CHARS = 80
 MAX_VALUE_CHARS = 200
@@ -293,3 +295,33 @@ def compress(text: str, book: Mapping[str, Sequence[str]]) -> str:
         r"(?<!\w)(" + "|".join(re.escape(v) for v, _ in pairs) + r")(?!\w)", re.IGNORECASE
     )
     return pattern.sub(lambda m: "{" + slot_of[m.group(1).lower()] + "}", text)
+
+
+def compressed_vectors(
+    encode: Callable[[list[str]], np.ndarray],
+    texts: Sequence[str],
+    book: Mapping[str, Sequence[str]],
+    weight: float,
+) -> np.ndarray:
+    """TaDSE's semantic compression: ``weight``·enc(template) + (1 − weight)·enc(utterance),
+    re-normalised, where the template is :func:`compress` of the text (a text with no known value
+    keeps its own vector). Pool and queries must be encoded the same way.
+
+    Example:
+        >>> enc = lambda ts: np.array([[1.0, 0.0] if "{" in t else [0.0, 1.0] for t in ts])
+        >>> compressed_vectors(enc, ["to Rome", "hi"], {"city": ["Rome"]}, 0.5).round(3).tolist()
+        [[0.707, 0.707], [0.0, 1.0]]
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"the compression weight must be in [0, 1), got {weight!r}.")
+    plain = np.asarray(encode(list(texts)), dtype=np.float32)
+    masked = [compress(t, book) for t in texts]
+    changed = [i for i, (t, m) in enumerate(zip(texts, masked, strict=True)) if t != m]
+    if not weight or not changed:
+        return plain
+    out = plain.copy()
+    out[changed] = (
+        weight * np.asarray(encode([masked[i] for i in changed])) + (1 - weight) * (plain[changed])
+    )
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1.0, norms)

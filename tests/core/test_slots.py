@@ -80,3 +80,23 @@ def test_an_entity_span_round_trips_through_its_dict_with_only_the_extras_it_has
     span = EntitySpan(0, 4, "city", value="Rome")
     assert span.to_dict() == {"start": 0, "end": 4, "entity": "city", "value": "Rome"}
     assert EntitySpan.from_dict(span.to_dict()) == span
+
+
+def test_compressed_vectors_mix_only_texts_with_a_known_value_and_refuse_a_weight_of_one():
+    import numpy as np
+
+    from core.slots import compressed_vectors
+
+    calls: list[list[str]] = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([[1.0, 0.0] if "{" in t else [0.0, 1.0] for t in texts])
+
+    out = compressed_vectors(encode, ["fly to Rome", "hello"], BOOK, 0.2)
+    assert calls == [["fly to Rome", "hello"], ["fly to {city}"]]  # only the changed one again
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
+    assert out[0, 0] > 0 and out[1].tolist() == [0.0, 1.0]
+    assert compressed_vectors(encode, ["fly to Rome"], BOOK, 0.0).tolist() == [[0.0, 1.0]]
+    with pytest.raises(ValueError, match=r"compression weight must be in \[0, 1\)"):
+        compressed_vectors(encode, ["x"], BOOK, 1.0)
