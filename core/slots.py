@@ -309,7 +309,8 @@ def compressed_vectors(
 
     Example:
         >>> enc = lambda ts: np.array([[1.0, 0.0] if "{" in t else [0.0, 1.0] for t in ts])
-        >>> compressed_vectors(enc, ["to Rome", "hi"], {"city": ["Rome"]}, 0.5).round(3).tolist()
+        >>> vecs = compressed_vectors(enc, ["to Rome", "hi"], {"city": ["Rome"]}, 0.5)
+        >>> [[round(float(x), 3) for x in v] for v in vecs]
         [[0.707, 0.707], [0.0, 1.0]]
     """
     if not 0.0 <= weight < 1.0:
