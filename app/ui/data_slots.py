@@ -72,7 +72,7 @@ def save_templates(ctx: AppContext, proj: str, intent: str, texts: str) -> str:
 
 def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
     """Lay out the accordion and bind its events."""
-    with gr.Accordion("Slots and templates", open=False):
+    with gr.Accordion("Slots and templates", open=False) as section:
         gr.Markdown(
             "Values per slot and templates per intent (`fly me to {city}`): retraining with "
             "`template_fill=…` adds the filled templates as training examples. Rasa entities "
@@ -86,7 +86,7 @@ def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
                 save_btn = gr.Button("Save slot")
                 delete_btn = gr.Button("Delete slot", variant="stop")
         with gr.Row():
-            intent = gr.Dropdown(label="Intent", choices=[])
+            intent = gr.Dropdown(label="Intent whose templates to edit", choices=[])
             texts = gr.Textbox(
                 label="Templates, one per line ({slot} where a value goes)", lines=4, max_lines=12
             )
@@ -99,6 +99,7 @@ def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     reload = (bind(load, ctx), [project], [table, slot, intent])
     project.change(*reload, **quiet)
+    section.expand(*reload, **quiet)  # the project picked at start fires no change
     intent.focus(*reload, **quiet)  # intents made elsewhere meanwhile
     slot.input(bind(pick_slot, ctx), [project, slot], [values], **quiet)
     intent.input(bind(pick_intent, ctx), [project, intent], [texts], **quiet)
