@@ -103,3 +103,18 @@ def test_an_existing_database_gains_the_slot_tables_and_its_utterances_no_annota
     with db.session() as s:
         assert entities_by_text(s, 1) == {"hi": [{"start": 0, "end": 2, "entity": "greeting"}]}
     db.dispose()
+
+
+def test_merging_intents_moves_their_templates_to_the_target_once(db, project):
+    from storage.projects import merge_intents
+
+    with db.session() as s:
+        set_templates(s, project, "cancel_order", ["cancel {thing}", "stop {thing}"])
+        set_templates(s, project, "refund", ["refund {thing}", "cancel {thing}"])
+        merge_intents(s, project, ["cancel_order"], "refund")
+    with db.session() as s:
+        assert sorted(templates_by_intent(s, project)["refund"]) == [
+            "cancel {thing}",
+            "refund {thing}",
+            "stop {thing}",
+        ]
