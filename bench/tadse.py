@@ -19,6 +19,9 @@ Rows (one seed each unless ``--seeds``):
 - ``… +comp λ``: semantic compression at inference on that row's encoder:
   repr = λ·enc(template) + (1 − λ)·enc(utterance) for pool and queries alike.
 
+``--only-templated`` keeps the intents that got templates (train and test alike): a smaller run
+that asks whether TaDSE helps where it has something to work with.
+
 Accuracy is the pool rule (:func:`core.evaluation.scoring.knn_predict`) over the 10-shot
 utterances only: filled templates never join the pool.
 
@@ -98,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loss", type=float, default=0.5, help="template_loss weight")
     ap.add_argument("--top-k", type=int, default=10, help="slot-book values per slot")
     ap.add_argument("--lambdas", default="0.1,0.2", help="semantic compression λ values")
+    ap.add_argument(
+        "--only-templated",
+        action="store_true",
+        help="train and test on the intents that got templates only (a smaller, faster run)",
+    )
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "tadse.json")
     args = ap.parse_args(argv)
@@ -124,6 +132,17 @@ def main(argv: list[str] | None = None) -> int:
             masked = compress(text, book)
             if masked != text:
                 templates.setdefault(label, []).append(masked)
+        tx, ty = te_x, te_y
+        if args.only_templated:
+            keep = set(templates)
+            sx, sy = (
+                [x for x, y in zip(sx, sy, strict=True) if y in keep],
+                [y for y in sy if y in keep],
+            )
+            tx, ty = (
+                [x for x, y in zip(te_x, te_y, strict=True) if y in keep],
+                [y for y in te_y if y in keep],
+            )
         data = template_training_data(
             sx, [(y,) for y in sy], templates, book, per_intent=args.fill, seed=seed
         )
@@ -134,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             "filled": data.filled,
             "paired": len(data.templates),
         }
+        stats.update(train=len(sx), test=len(tx), intents=len(set(sy)))
         print(json.dumps({"seed": seed, **stats}), flush=True)
         runs: dict[str, tuple[list[str], list[tuple[str, ...]], TrainConfig]] = {
             "fast": (sx, [(y,) for y in sy], TrainConfig(seed=seed)),
@@ -152,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             train_s = time.monotonic() - started
             for lam in [0.0, *lambdas]:
                 pool = vectors(enc, sx, book, lam)
-                pred = knn_predict(pool, sy, vectors(enc, te_x, book, lam))
-                acc = float(np.mean(np.asarray(pred) == np.asarray(te_y)))
+                pred = knn_predict(pool, sy, vectors(enc, tx, book, lam))
+                acc = float(np.mean(np.asarray(pred) == np.asarray(ty)))
                 label = name if not lam else f"{name} +comp {lam}"
                 rows.append({"seed": seed, "run": label, "acc": acc, "train_s": train_s})
                 print(json.dumps(rows[-1]), flush=True)
