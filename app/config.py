@@ -22,6 +22,7 @@ ENV_MAX_INTENTS = "INTENT_STUDIO_MAX_INTENTS"
 ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
 ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
+ENV_INT8 = "INTENT_STUDIO_INT8"
 QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_JOB_TIMEOUT = 60  # seconds without a heartbeat before a running job counts as dead
 # The largest file an import or an upload takes (the one limit: pass it to Gradio's
@@ -46,6 +47,9 @@ class Settings:
     artifacts_url: str | None = None
     # Seconds a running job may go without a heartbeat before it is failed as dead.
     job_timeout: int = DEFAULT_JOB_TIMEOUT
+    # Whether a retrain exports and checks the version's int8 copy (seconds per retrain); off:
+    # every project serves fp32.
+    int8: bool = True
 
     @property
     def local_workers(self) -> bool:
@@ -98,6 +102,7 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         queue_url=queue_url,
         artifacts_url=os.environ.get(ENV_ARTIFACTS_URL, "").strip() or None,
         job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,
+        int8=_switch(ENV_INT8, default=True),
     )
 
 
@@ -108,3 +113,12 @@ def _positive_int(env: str) -> int | None:
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"{env} must be a whole number of at least 1, not {raw!r}.")
     return int(raw)
+
+
+def _switch(env: str, *, default: bool) -> bool:
+    raw = os.environ.get(env, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in ("on", "off"):
+        raise ValueError(f"{env} must be on or off, not {raw!r}.")
+    return raw == "on"

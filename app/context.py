@@ -4,6 +4,10 @@ the embedding cache, and one live k-NN pool per project.
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
 :mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
 
+A project may encode each utterance after the turn before it (its context, the
+:data:`CONTEXT_SETTING`): the pool, the queries, the calibration and a retrain then all see
+:func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
+
 A pool follows the database: before each use it compares a cheap revision of the project's labels
 and applies only the difference (new, changed, removed examples), so a label written by this or
 any other process counts in the very next prediction, without a rebuild or a retrain.
@@ -13,16 +17,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
 from app.services.int8 import INT8_DIR, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
 from core.evaluation.oos import (
@@ -33,11 +38,13 @@ from core.evaluation.oos import (
     in_scope_labels,
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
 from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
+from storage.datasets import SnapshotRow
 from storage.db import Database
-from storage.projects import get_project
+from storage.projects import get_project, intents_by_name
 from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow, labelled_pool, pool_revision
@@ -51,6 +58,31 @@ RECALIBRATE_SHARE = 0.01
 
 # The project setting (``Project.settings``) that picks the out-of-scope trade-off; null = off.
 OOS_SETTING = "oos_target_recall"
+# The project setting with the anchors' weight (intent descriptions / names in the pool); 0 = off.
+ANCHOR_SETTING = "anchor_weight"
+
+
+def anchor_weight(settings: dict[str, object] | None) -> float:
+    """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
+    value = (settings or {}).get(ANCHOR_SETTING, DEFAULT_ANCHOR_WEIGHT)
+    return check_weight(cast(float | None, value))
+
+
+def project_anchors(
+    s: Any, project_id: int, settings: dict[str, object] | None
+) -> tuple[dict[str, str], float]:
+    """The project's anchors (intent -> its description or humanised name; the reserved
+    out-of-scope label has none) and their weight; no anchors while the weight is 0."""
+    weight = anchor_weight(settings)
+    if not weight:
+        return {}, 0.0
+    intents = intents_by_name(s, project_id)
+    names = [n for n in intents if n != OUT_OF_SCOPE]
+    return anchor_texts(names, {n: intents[n].description for n in names}), weight
+
+
+# The project setting (``Project.settings``): encode each utterance after its context; off by default.
+CONTEXT_SETTING = "encode_context"
 
 
 def oos_target(settings: dict[str, object] | None) -> float | None:
@@ -60,6 +92,32 @@ def oos_target(settings: dict[str, object] | None) -> float | None:
         return DEFAULT_TARGET_RECALL
     value = settings[OOS_SETTING]
     return None if value is None else float(cast(float, value))
+
+
+def encodes_context(settings: dict[str, object] | None) -> bool:
+    """Whether the project encodes each utterance after its context (off by default)."""
+    return bool((settings or {}).get(CONTEXT_SETTING, False))
+
+
+_Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
+
+
+def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
+    """The rows with ``text`` as the encoder sees it: after the row's context when the project
+    encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
+    if not encodes_context(settings):
+        return list(rows)
+    return [replace(r, text=with_context(r.text, r.context)) if r.context else r for r in rows]
+
+
+class HasContext(Protocol):
+    """A row with a text and the turn before it (``""``: none)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def context(self) -> str: ...
 
 
 @dataclass
@@ -76,8 +134,15 @@ class ProjectPool:
     # examples labelled out of scope (never in the index: they calibrate its thresholds)
     out_of_scope: dict[int, str] = field(default_factory=dict)
     target_recall: float | None = None
+    anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
+    use_context: bool = False  # the project's CONTEXT_SETTING when the pool was built
+
+    def text_of(self, row: HasContext) -> str:
+        """What the encoder sees for a row: its text, after its context when the project
+        encodes context (the same for examples, queries and calibration)."""
+        return with_context(row.text, row.context) if self.use_context else row.text
 
     @property
     def encoder(self) -> CachedEncoder:
@@ -174,11 +239,17 @@ class AppContext:
             base, settings = project.base_encoder, dict(project.settings or {})
         encoder = self.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None
+        use_context = encodes_context(settings)
         with self._lock:
             pool = self._pools.get(project_id)
-            if pool is None or pool.model_version_id != mv_id or pool.encoder is not encoder:
+            if (
+                pool is None
+                or pool.model_version_id != mv_id
+                or pool.encoder is not encoder
+                or pool.use_context != use_context
+            ):
                 predictor = Predictor(encoder, head=self.version_head(mv))
-                pool = ProjectPool(project_id, mv_id, predictor)
+                pool = ProjectPool(project_id, mv_id, predictor, use_context=use_context)
                 self._pools[project_id] = pool
         with pool.lock:
             self._sync(pool)
@@ -187,7 +258,13 @@ class AppContext:
     def _sync(self, pool: ProjectPool) -> None:
         with self.db.session() as s:
             revision = pool_revision(s, pool.project_id)
-            target = oos_target(get_project(s, pool.project_id).settings)
+            settings = get_project(s, pool.project_id).settings
+            target = oos_target(settings)
+            texts, weight = project_anchors(s, pool.project_id, settings)
+            if (weight, texts) != pool.anchors:
+                vectors = self.cache.encode(pool.encoder, list(texts.values())) if texts else None
+                pool.predictor.set_anchors(texts, weight, vectors=vectors)
+                pool.anchors = (weight, texts)
             if revision == pool.revision and target == pool.target_recall:
                 return
             rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None
@@ -209,8 +286,8 @@ class AppContext:
 
     def _apply(self, pool: ProjectPool, rows: list[UtteranceRow]) -> int:
         """Bring the index to ``rows``: only what changed is re-added or removed."""
-        wanted = {r.id: (r.text, in_scope_labels(r.labels)) for r in rows}
-        out_of_scope = {r.id: r.text for r in rows if OUT_OF_SCOPE in r.labels}
+        wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
+        out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
         moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
         gone = [i for i in pool.items if i not in wanted]
         changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
@@ -235,7 +312,7 @@ class AppContext:
         with self.db.session() as s:
             tests = labelled_pool(s, pool.project_id, split="test")
         held = [
-            (r.text, in_scope_labels(r.labels)[0])
+            (pool.text_of(r), in_scope_labels(r.labels)[0])
             for r in tests
             if len(in_scope_labels(r.labels)) == 1
         ]

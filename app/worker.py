@@ -22,7 +22,7 @@ from collections.abc import Callable
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from app.config import ENV_ARTIFACTS_URL, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
+from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
 from app.services.training import reap_dead
@@ -95,13 +95,13 @@ class JobReporter:
     def _heartbeat(self) -> None:
         while not self._stop.wait(self._every):
             try:
-                with self.ctx.db.session() as s:
+                with self.ctx.db.write() as s:
                     jobs.heartbeat(s, self.job_id)
             except Exception:
                 logger.exception("heartbeat failed")
 
     def log(self, line: str, *, phase: str | None = None) -> None:
-        with self.ctx.db.session() as s:
+        with self.ctx.db.write() as s:
             jobs.log_line(s, self.job_id, line, phase=phase)
 
     def _due(self, phase: str, done: bool) -> bool:
@@ -116,7 +116,7 @@ class JobReporter:
         if not self._due("training", p.step >= p.total):
             return
         stage = "Stage 1 · " if p.stage == "stage1" else ""
-        with self.ctx.db.session() as s:
+        with self.ctx.db.write() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
@@ -131,7 +131,7 @@ class JobReporter:
     def evaluation(self, p: EvalProgress) -> None:
         if not self._due("evaluating", p.done >= p.total):
             return
-        with self.ctx.db.session() as s:
+        with self.ctx.db.write() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
@@ -158,13 +158,13 @@ class JobReporter:
 def finish(
     ctx: AppContext, job_id: int, status: str, message: str, version_id: int | None = None
 ) -> None:
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
 def execute_job(ctx: AppContext, job_id: int) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
         return  # cancelled before it started, or taken by another worker
@@ -218,6 +218,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
         (ENV_QUEUE_URL, settings.queue_url),
         (ENV_ARTIFACTS_URL, settings.artifacts_url),
         (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
+        (ENV_INT8, "on" if settings.int8 else "off"),
     ):
         if value:
             env[name] = value

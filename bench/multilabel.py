@@ -26,7 +26,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,14 @@ def tune(
     return trained.encoder()
 
 
-def run(args: argparse.Namespace) -> list[Row]:
+def run(args: argparse.Namespace, on_fold: Callable[[list[Row]], None] | None = None) -> list[Row]:
+    """Every (encoder, domain, regime, method) row over ``args.folds``; ``on_fold(rows)`` after
+    each fold (the JSON is rewritten then, so a run cut short keeps the folds it finished)."""
     from core.encoding.registry import load_encoder
-    from core.multilabel.head import HeadConfig, MultiLabelHead, intents_of, tune_thresholds
+    from core.multilabel.head import HeadConfig, MultiLabelHead
     from core.multilabel.metrics import multilabel_scores
+    from core.multilabel.targets import intents_of
+    from core.multilabel.tuning import tune_thresholds
 
     head_cfg = HeadConfig(
         epochs=args.head_epochs,
@@ -249,6 +253,8 @@ def run(args: argparse.Namespace) -> list[Row]:
                             secs,
                             len(tr),
                         )
+                        if on_fold is not None:
+                            on_fold(rows)
     return rows
 
 
@@ -334,11 +340,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.head_max_steps = HeadConfig().max_steps or 0
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    rows = run(args)
-    print(table(rows))
     out = args.json or RESULTS / f"multilabel-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
+
+    def save(rows: list[Row]) -> None:
+        out.write_text(json.dumps(payload(args, rows, time.perf_counter() - t0), indent=2))
+
+    rows = run(args, on_fold=save)
+    save(rows)
+    print(table(rows))
+    print(f"\nJSON: {out}")
+    return 0
+
+
+def payload(args: argparse.Namespace, rows: list[Row], seconds: float) -> dict[str, Any]:
+    return {
         "protocol": "NLU++ 10-fold (fold = source_fold // 2); low: train 1 / test 9; high: reverse",
         "threshold": args.threshold,
         "head_epochs": args.head_epochs,
@@ -348,12 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "threads": args.threads,
         "seed": args.seed,
         "per_intent_thresholds": args.per_intent,
-        "total_seconds": round(time.perf_counter() - t0, 1),
+        "total_seconds": round(seconds, 1),
         "rows": [r.summary() for r in rows],
     }
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"\nJSON: {out}")
-    return 0
 
 
 if __name__ == "__main__":

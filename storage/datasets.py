@@ -1,4 +1,7 @@
-"""Immutable dataset snapshots identified by a content hash."""
+"""Immutable dataset snapshots identified by a content hash.
+
+A row is ``[text, labels, split]``, with its ``context`` (the turn before it) as a fourth element
+only when it has one, so the hash of a project without contexts is what it always was."""
 
 from __future__ import annotations
 
@@ -19,22 +22,28 @@ class SnapshotRow:
     text: str
     labels: tuple[str, ...]
     split: str
+    context: str = ""
 
 
 def _canonical(rows: list[SnapshotRow]) -> bytes:
     ordered = sorted(rows, key=lambda r: (r.split, r.text))
-    payload = [[r.text, list(r.labels), r.split] for r in ordered]
+    payload = [
+        [r.text, list(r.labels), r.split, *([r.context] if r.context else [])] for r in ordered
+    ]
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def content_hash(rows: list[SnapshotRow]) -> str:
-    """sha256 of the canonical JSON of (text, sorted labels, split) rows, order-independent."""
+    """sha256 of the canonical JSON of (text, sorted labels, split[, context]) rows,
+    order-independent."""
     return hashlib.sha256(_canonical(rows)).hexdigest()
 
 
 def snapshot(s: Session, project_id: int) -> DatasetVersion:
     """Snapshot the project's utterances; the same content returns the same DatasetVersion."""
-    rows = [SnapshotRow(u.text, u.labels, u.split) for u in list_utterances(s, project_id)]
+    rows = [
+        SnapshotRow(u.text, u.labels, u.split, u.context) for u in list_utterances(s, project_id)
+    ]
     digest = content_hash(rows)
     existing = s.scalar(
         select(DatasetVersion).where(
@@ -58,4 +67,6 @@ def snapshot(s: Session, project_id: int) -> DatasetVersion:
 
 def snapshot_rows(dv: DatasetVersion) -> list[SnapshotRow]:
     payload = json.loads(gzip.decompress(dv.snapshot))
-    return [SnapshotRow(text, tuple(labels), split) for text, labels, split in payload]
+    return [
+        SnapshotRow(text, tuple(labels), split, *rest) for text, labels, split, *rest in payload
+    ]

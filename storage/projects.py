@@ -107,6 +107,28 @@ def validate_intent_name(name: str) -> str:
     return name
 
 
+# Longest intent description (a sentence or two: it is encoded as the intent's anchor).
+MAX_DESCRIPTION_CHARS = 500
+
+
+def validate_description(description: str | None) -> str:
+    """A description as stored: stripped, one line, at most :data:`MAX_DESCRIPTION_CHARS`
+    (empty: none).
+
+    Raises:
+        StorageError: too long, or it holds a NUL.
+    """
+    text = " ".join((description or "").split())
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        raise StorageError(
+            f"A description is at most {MAX_DESCRIPTION_CHARS} characters; this one has "
+            f"{len(text)}."
+        )
+    if "\x00" in text:
+        raise StorageError("A description cannot contain a NUL character.")
+    return text
+
+
 def get_intent(s: Session, project_id: int, name: str) -> Intent:
     intent = s.scalar(select(Intent).where(Intent.project_id == project_id, Intent.name == name))
     if intent is None:
@@ -146,6 +168,7 @@ def create_intent(s: Session, project_id: int, name: str, description: str = "")
     exists = s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == name))
     if exists is not None:
         raise StorageError(f"Intent {name!r} already exists.")
+    description = validate_description(description)
     check_intent_room(s, project_id, 1)
     intent = Intent(project_id=project_id, name=name, description=description)
     s.add(intent)
@@ -179,6 +202,44 @@ def list_intents(s: Session, project_id: int) -> list[IntentSummary]:
             select(Intent).where(Intent.project_id == project_id).order_by(Intent.name)
         )
     ]
+
+
+def describe_intent(s: Session, project_id: int, name: str, description: str | None) -> Intent:
+    """Set (or clear, with an empty text) an intent's description.
+
+    Raises:
+        NotFoundError: no such intent. StorageError: a bad description (see
+            :func:`validate_description`); nothing changed.
+    """
+    text = validate_description(description)
+    intent = get_intent(s, project_id, name)
+    intent.description = text
+    s.flush()
+    return intent
+
+
+def describe_intents(
+    s: Session, project_id: int, descriptions: dict[str, str], *, create_missing: bool = True
+) -> tuple[list[str], list[str]]:
+    """Set several intents' descriptions (an import's). Intents not in the project are created
+    when ``create_missing`` (an intent declared by its description alone), else left out.
+    Returns ``(created, left_out)`` intent names.
+
+    Raises:
+        StorageError: a bad name or description, or past the intent limit; nothing changed.
+    """
+    existing = intents_by_name(s, project_id)
+    clean = {validate_intent_name(n): validate_description(d) for n, d in descriptions.items()}
+    missing = [n for n in clean if n not in existing]
+    created, left_out = (missing, []) if create_missing else ([], missing)
+    check_intent_room(s, project_id, len(created))
+    for name, text in clean.items():
+        if name in existing:
+            existing[name].description = text
+        elif create_missing:
+            s.add(Intent(project_id=project_id, name=name, description=text))
+    s.flush()
+    return sorted(created), sorted(left_out)
 
 
 def rename_intent(s: Session, project_id: int, old: str, new: str) -> Intent:

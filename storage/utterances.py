@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,9 +14,10 @@ from sqlalchemy.orm import Session
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.slots import moved_entities
-from storage.tables import SPLITS, Intent, Label, LabelEvent, Utterance, utcnow
-
-MAX_TEXT_CHARS = 2000
+from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
+from storage.texts import is_blank as is_blank
+from storage.texts import validate_context, validate_split, validate_text
 
 
 @dataclass(frozen=True)
@@ -38,33 +38,6 @@ class NewUtterance:
     labels: tuple[str, ...] = ()
     split: str = "train"
     context: str = ""
-
-
-_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
-
-
-def is_blank(text: str) -> bool:
-    """True for text with nothing visible: whitespace, zero-width and direction marks, controls."""
-    return all(unicodedata.category(c) in _INVISIBLE for c in text)
-
-
-def validate_text(text: str) -> str:
-    if not isinstance(text, str):
-        raise StorageError("Utterance text must be a string.")
-    clean = text.strip()
-    if is_blank(clean):
-        raise StorageError("Utterance text is empty.")
-    if len(clean) > MAX_TEXT_CHARS:
-        raise StorageError(f"Utterance text is longer than {MAX_TEXT_CHARS} characters.")
-    if "\x00" in clean:
-        raise StorageError("Utterance text contains a NUL character.")
-    return clean
-
-
-def validate_split(split: str) -> str:
-    if split not in SPLITS:
-        raise StorageError(f"Unknown split {split!r}; use one of {', '.join(SPLITS)}.")
-    return split
 
 
 def _row(u: Utterance, labels: Sequence[str]) -> UtteranceRow:
@@ -176,18 +149,18 @@ def rows_by_id(s: Session, project_id: int, ids: Sequence[int]) -> list[Utteranc
 def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[UtteranceRow]:
     """The utterances of ``split`` that carry at least one label: the k-NN classifier's pool."""
     rows = s.execute(
-        select(Utterance.id, Utterance.text, Utterance.version, Intent.name)
+        select(Utterance.id, Utterance.text, Utterance.version, Utterance.context, Intent.name)
         .join(Label, Label.utterance_id == Utterance.id)
         .join(Intent, Intent.id == Label.intent_id)
         .where(Utterance.project_id == project_id, Utterance.split == split)
         .order_by(Utterance.id)
     ).all()
-    grouped: dict[int, tuple[str, int, list[str]]] = {}
-    for uid, text, version, name in rows:
-        grouped.setdefault(uid, (text, version, []))[2].append(name)
+    grouped: dict[int, tuple[str, int, str, list[str]]] = {}
+    for uid, text, version, context, name in rows:
+        grouped.setdefault(uid, (text, version, context, []))[3].append(name)
     return [
-        UtteranceRow(uid, text, split, tuple(sorted(names)), version)
-        for uid, (text, version, names) in grouped.items()
+        UtteranceRow(uid, text, split, tuple(sorted(names)), version, context)
+        for uid, (text, version, context, names) in grouped.items()
     ]
 
 
@@ -275,7 +248,7 @@ def add_utterance(
     ):
         raise StorageError(f"The utterance {text!r} is already in this project.")
     intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
-    u = Utterance(project_id=project_id, text=text, split=split, context=context)
+    u = Utterance(project_id=project_id, text=text, split=split, context=validate_context(context))
     s.add(u)
     s.flush()
     for intent in intents:

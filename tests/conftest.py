@@ -11,6 +11,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# An int8 copy and its parity check cost seconds per retrain, and most tests retrain: the int8
+# tests (tests/app/test_int8_serving.py, the CLI's) turn it on for themselves.
+os.environ.setdefault("INTENT_STUDIO_INT8", "off")
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA = Path(__file__).resolve().parent / "data"

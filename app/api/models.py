@@ -31,6 +31,9 @@ class IntentScore(BaseModel):
     best: Example
     nearest: float | None = None
     prototype: float | None = None
+    anchor: float | None = Field(
+        None, description="similarity to the intent's description or name (anchors on)"
+    )
 
 
 class Prediction(BaseModel):
@@ -47,19 +50,34 @@ class Prediction(BaseModel):
     ambiguous: bool
     threshold: float | None = None
     probabilities: dict[str, float] | None = None
+    context: str | None = Field(None, description="the turn before the utterance, as sent")
+    context_used: bool | None = Field(
+        None, description="whether the project encoded the utterance after its context"
+    )
     intents: list[IntentScore]
     neighbours: list[Example]
 
 
 class PredictIn(BaseModel):
     """One utterance (``text``) or many (``texts``): many are capped per call by role (200 for
-    a viewer, 1,000 for a designer or admin)."""
+    a viewer, 1,000 for a designer or admin). Optionally the turn before each one (``context``
+    with ``text``, ``contexts`` with ``texts``): a project that encodes context uses it."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"text": "where is my parcel"}, {"texts": ["hi", "bye"]}]}
+        json_schema_extra={
+            "examples": [
+                {"text": "where is my parcel"},
+                {"texts": ["hi", "bye"]},
+                {"text": "yes please", "context": "Do you want to cancel your card?"},
+            ]
+        }
     )
     text: str | None = Field(None, description="one utterance (served in a micro-batch)")
     texts: list[str] | None = Field(None, description="several utterances (one batch call)")
+    context: str | None = Field(None, description="the turn before `text` (e.g. the bot's)")
+    contexts: list[str] | None = Field(
+        None, description="the turn before each of `texts` (one per utterance, '' for none)"
+    )
     k: int = Field(1, ge=1, le=50, description="labelled examples per intent behind its score")
 
     @model_validator(mode="after")
@@ -68,6 +86,10 @@ class PredictIn(BaseModel):
             raise ValueError("send either `text` (one utterance) or `texts` (a list)")
         if self.texts is not None and not self.texts:
             raise ValueError("`texts` is empty: send at least one utterance")
+        if self.context is not None and self.text is None:
+            raise ValueError("`context` goes with `text`; with `texts` send `contexts`")
+        if self.contexts is not None and self.texts is None:
+            raise ValueError("`contexts` goes with `texts`; with `text` send `context`")
         return self
 
     def all_texts(self) -> list[str]:
@@ -96,6 +118,26 @@ class Utterance(BaseModel):
 
 class UtterancesOut(BaseModel):
     utterances: list[Utterance]
+
+
+class Intent(BaseModel):
+    """An intent, its description (empty: none; with anchors on, it predicts before the intent
+    has examples) and its labelled examples in `train` and `test`."""
+
+    name: str
+    description: str
+    n_train: int
+    n_test: int
+
+
+class IntentsOut(BaseModel):
+    intents: list[Intent]
+
+
+class DescribeIn(BaseModel):
+    """Set an intent's description (an empty text clears it; at most 500 characters)."""
+
+    description: str
 
 
 class Version(BaseModel):

@@ -5,6 +5,8 @@
 | ``POST /projects/{project}/predict`` (``text``: micro-batched; ``texts``: one batch call) | viewer |
 | ``GET /projects/{project}/utterances`` | viewer |
 | ``GET /projects/{project}/versions`` | viewer |
+| ``GET /projects/{project}/intents`` | viewer |
+| ``PUT /projects/{project}/intents/{intent}`` | designer |
 | ``GET /jobs/{job_id}`` | viewer |
 | ``POST /projects/{project}/label`` | designer |
 | ``POST /projects/{project}/train`` | designer |
@@ -63,13 +65,21 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
     ctx = context(request)
     if body.text is not None:
-        result = await request.app.state.batcher.submit((project, body.text, body.k))
+        result = await request.app.state.batcher.submit(
+            (project, body.text, body.k, body.context or "")
+        )
         if isinstance(result, Exception):
             return error_response(result)
         return {"predictions": [result]}
     # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
     rows = await asyncio.to_thread(
-        predict_svc.predict, ctx, project, body.all_texts(), k=body.k, who=who
+        predict_svc.predict,
+        ctx,
+        project,
+        body.all_texts(),
+        k=body.k,
+        who=who,
+        contexts=body.contexts,
     )
     return {"predictions": rows}
 
@@ -107,6 +117,29 @@ def utterances(
     return {
         "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
     }
+
+
+@router.get(
+    "/projects/{project}/intents",
+    response_model=models.IntentsOut,
+    summary="The project's intents with their descriptions and example counts",
+)
+def intents(project: str, request: Request, who: Viewer) -> Any:
+    return {"intents": data_svc.intents(context(request), project)}
+
+
+@router.put(
+    "/projects/{project}/intents/{intent}",
+    response_model=models.Intent,
+    summary="Set (or clear, with an empty text) an intent's description",
+)
+def describe(
+    project: str, intent: str, body: models.DescribeIn, request: Request, who: Designer
+) -> Any:
+    ctx = context(request)
+    with acting_as(who):
+        data_svc.describe_intent(ctx, project, intent, body.description)
+    return next(i for i in data_svc.intents(ctx, project) if i["name"] == intent)
 
 
 @router.get(

@@ -24,8 +24,10 @@ from app.cli.data import (
 )
 from app.cli.design import cmd_clusters
 from app.cli.model import (
+    cmd_anchors,
     cmd_bundle_export,
     cmd_bundle_import,
+    cmd_context,
     cmd_int8,
     cmd_oos,
     cmd_predict,
@@ -119,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bundle", help="a model bundle .zip (runs without the app's database)")
     p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
     p.add_argument("-k", type=int, default=1, help="examples per intent that make its score")
+    p.add_argument(
+        "--context",
+        help="the turn before the utterances (e.g. the bot's question); used by a project that "
+        "encodes context (intent-studio context)",
+    )
     p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
     p.add_argument(
         "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
@@ -135,6 +142,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_oos)
+
+    p = sub.add_parser(
+        "anchors", help="show or set how intent descriptions and names join the predictions"
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--weight",
+        help="an anchor's weight in its intent's centre, in examples (e.g. 1), or 'off'; "
+        "default: show",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_anchors)
+
+    p = sub.add_parser(
+        "context",
+        help="show, or turn on or off, encoding each utterance after its context (the turn "
+        "before it)",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--encode",
+        choices=["on", "off"],
+        help="encode 'context [SEP] utterance' in the pool, for questions and at training "
+        "(default off)",
+    )
+    p.set_defaults(func=cmd_context)
 
     p = sub.add_parser(
         "clusters", help="candidate intents: the project's unlabelled utterances in groups"

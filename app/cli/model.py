@@ -118,6 +118,36 @@ def cmd_oos(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_anchors(args: argparse.Namespace) -> int:
+    """Show (or with ``--weight`` set) the project's anchors: intent descriptions and names."""
+    from app.services import projects
+
+    ctx = context(args)
+    if args.weight is not None:
+        out = projects.set_anchors(ctx, args.project, args.weight)
+    else:
+        out = projects.anchors(ctx, args.project)
+    if args.format == "json":
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(out["message"])
+    for name, text in sorted(out["texts"].items()):
+        print(f"  {name}: {text}")
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    """Show (or with ``--encode`` turn on or off) encoding utterances after their context."""
+    from app.services import projects
+
+    ctx = context(args)
+    if args.encode is not None:
+        print(projects.set_context_encoding(ctx, args.project, args.encode)["message"])
+    else:
+        print(projects.context_encoding(ctx, args.project)["message"])
+    return 0
+
+
 def cmd_int8(args: argparse.Namespace) -> int:
     """Show which encoder serves the project (or with ``--serve`` turn int8 serving on/off)."""
     from app.services import versions
@@ -167,6 +197,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.bundle:
         from core.bundle import load
 
+        if args.context:
+            raise CliError("A bundle predicts from the utterance alone: --context needs --project.")
         predictor = load(args.bundle)
         results = predictor.predict(texts, k=args.k)
     else:
@@ -174,7 +206,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise CliError("Give --project NAME (or --bundle FILE).")
         from app.services.predict import predict
 
-        results = predict(context(args), args.project, texts, k=args.k)
+        turns = [args.context] * len(texts) if args.context else None
+        results = predict(context(args), args.project, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 

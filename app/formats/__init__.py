@@ -40,6 +40,8 @@ from app.formats.tabular import (
     from_spreadsheet_safe,
     parse_csv,
     parse_jsonl,
+    read_csv,
+    read_jsonl,
     spreadsheet_safe,
     write_csv,
     write_jsonl,
@@ -61,7 +63,9 @@ __all__ = [
     "parse_rasa_yaml",
     "parse_slot_book",
     "read_any",
+    "read_csv",
     "read_intent_folder",
+    "read_jsonl",
     "spreadsheet_safe",
     "write_any",
     "write_csv",
@@ -75,12 +79,12 @@ def _read_yaml(data: bytes) -> ParsedFile:
 
 
 _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
-    ".csv": lambda data: ParsedFile(parse_csv(data)),
-    ".tsv": lambda data: ParsedFile(parse_csv(data)),
-    ".txt": lambda data: ParsedFile(parse_csv(data)),
-    "": lambda data: ParsedFile(parse_csv(data)),
-    ".jsonl": lambda data: ParsedFile(parse_jsonl(data)),
-    ".ndjson": lambda data: ParsedFile(parse_jsonl(data)),
+    ".csv": read_csv,
+    ".tsv": read_csv,
+    ".txt": read_csv,
+    "": read_csv,
+    ".jsonl": read_jsonl,
+    ".ndjson": read_jsonl,
     ".yml": _read_yaml,
     ".yaml": _read_yaml,
     ".zip": read_intent_zip,
@@ -118,33 +122,43 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
     if not parsed.rows:  # a slot book file: no utterances
         return parsed
     rows, notes = merge_repeats(parsed.rows)
-    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.slots)
+    return ParsedFile(
+        rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions, parsed.slots
+    )
 
 
-_WRITERS: dict[str, Callable[[Iterable[Row], SlotData | None], bytes]] = {
-    ".zip": lambda rows, _: write_intent_zip(rows),
-    ".yml": lambda rows, slots: dump_rasa_yaml(rows, slots=slots).encode("utf-8"),
-    ".yaml": lambda rows, slots: dump_rasa_yaml(rows, slots=slots).encode("utf-8"),
-    ".jsonl": lambda rows, _: write_jsonl(rows).encode("utf-8"),
-    ".ndjson": lambda rows, _: write_jsonl(rows).encode("utf-8"),
+Descriptions = dict[str, str] | None
+_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions, SlotData | None], bytes]] = {
+    ".zip": lambda rows, _, __: write_intent_zip(rows),
+    ".yml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
+    ".yaml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
+    ".jsonl": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
+    ".ndjson": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
 }
 
 
-def write_any(rows: Iterable[Row], path: str | Path, slots: SlotData | None = None) -> None:
+def write_any(
+    rows: Iterable[Row],
+    path: str | Path,
+    descriptions: Descriptions = None,
+    slots: SlotData | None = None,
+) -> None:
     """Write rows in the format the path's suffix names: ``.jsonl``, Rasa ``.yml``/``.yaml``, a
     ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else.
 
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
-    Rasa and intent files leave unlabelled rows out. Rasa files carry ``slots`` (entity markup
-    and ``lookup:`` tables); the other formats have no place for them.
+    Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
+    ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
+    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables);
+    the other formats have no place for them.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == "":
         write_intent_folder(rows, p)
         return
-    writer = _WRITERS.get(suffix, lambda rows, _: write_csv(rows).encode("utf-8"))
-    payload = writer(rows, slots)
+    writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
+    payload = writer(rows, descriptions, slots)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_bytes(payload)
     tmp.replace(p)

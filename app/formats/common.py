@@ -14,7 +14,7 @@ intents, the first occurrence is kept and the disagreement is reported, never dr
 Example:
     >>> rows, notes = merge_repeats([Row("hi", ("greet",)), Row("hi", ("greet",)), Row("hi", ("bye",))])
     >>> [r.labels for r in rows], notes
-    ([('greet',)], ["Merged 1 repeated utterance(s) with the same intents.", "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
+    ([('greet',)], ['Merged 1 repeated utterance(s) with the same intents.', "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 
 from app.config import MAX_UPLOAD_BYTES
 from core.slots import SlotData
+from storage.errors import StorageError
+from storage.projects import validate_description
+from storage.texts import validate_context
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 Row = NewUtterance
@@ -60,6 +63,8 @@ class ParsedFile:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     flattened_entities: int = 0
+    # intent -> its description, where the file gave one
+    descriptions: dict[str, str] = field(default_factory=dict)
     slots: SlotData = field(default_factory=SlotData)
 
 
@@ -107,6 +112,17 @@ def check_text(text: str) -> str | None:
     return None
 
 
+def check_context(context: object) -> tuple[str, str | None]:
+    """An utterance's context (the turn before it) as stored (``""``: none), and a problem with
+    it or None: the rules of :func:`storage.texts.validate_context`."""
+    if context is not None and not isinstance(context, str):
+        return "", "context must be a string"
+    try:
+        return validate_context(context), None
+    except StorageError as exc:
+        return "", str(exc).rstrip(".")
+
+
 def check_intent(name: str) -> str | None:
     """A problem with an intent name, or None."""
     if not name:
@@ -118,7 +134,44 @@ def check_intent(name: str) -> str | None:
     return None
 
 
-def finish(found: list[tuple[int, str, Row]], problems: list[tuple[int, str]]) -> list[Row]:
+def check_description(text: str) -> str | None:
+    """A problem with an intent description, or None (the storage rule, said per line)."""
+    try:
+        validate_description(text)
+    except StorageError as exc:
+        return str(exc)
+    return None
+
+
+def add_description(
+    descriptions: dict[str, tuple[int, str]],
+    problems: list[tuple[int, str]],
+    line: int,
+    labels: tuple[str, ...] | list[str],
+    raw: object,
+) -> None:
+    """Record a row's (or an intent item's) description of its one intent, or the problem with
+    it: a description belongs to exactly one intent, and an intent has one description (the same
+    text repeated on every row of it is fine)."""
+    text = " ".join(str(raw).split()) if raw not in (None, "") else ""
+    if not text:
+        return
+    if len(labels) != 1:
+        problems.append((line, "a description needs exactly one intent on its row"))
+        return
+    if (msg := check_description(text)) is not None:
+        problems.append((line, msg))
+        return
+    seen = descriptions.get(labels[0])
+    if seen is None:
+        descriptions[labels[0]] = (line, text)
+    elif seen[1] != text:
+        problems.append((line, f"intent {labels[0]!r} has another description on line {seen[0]}"))
+
+
+def finish(
+    found: list[tuple[int, str, Row]], problems: list[tuple[int, str]], *, declared: int = 0
+) -> list[Row]:
     """The rows of a completely read file (repeats included: see :func:`merge_repeats`), or
     FormatError listing every problem.
 
@@ -126,6 +179,8 @@ def finish(found: list[tuple[int, str, Row]], problems: list[tuple[int, str]]) -
         found: ``(line, where, row)`` per row read; ``where`` prefixes messages (a file name
             and ``": "`` for a folder of files, else ``""``).
         problems: ``(line, message)`` found while reading.
+        declared: intents the file declares by a description alone (a file of only those is
+            not empty).
 
     Raises:
         FormatError: any problem, no rows, or more than :data:`MAX_ROWS`.
@@ -133,7 +188,7 @@ def finish(found: list[tuple[int, str, Row]], problems: list[tuple[int, str]]) -
     if problems:
         problems.sort(key=lambda p: p[0])
         raise FormatError(f"{len(problems)} problem(s) in the file.", problems)
-    if not found:
+    if not found and not declared:
         raise FormatError("The file has no rows: no utterances to import.")
     if len(found) > MAX_ROWS:
         raise FormatError(f"The file has {len(found)} rows; the limit is {MAX_ROWS}.")

@@ -16,6 +16,9 @@ form ``examples: [{text: ..., metadata: ...}]``.
   Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
 - Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
   written.
+- An intent's description is ``metadata: {description: ...}`` on its intent item (Rasa 3 allows
+  ``metadata`` there and ignores what it does not know). An item with a description and no
+  examples declares the intent (cold start).
 
 Example:
     >>> rows = [Row("hi there", ("greet",)), Row("bye now", ("bye",))]
@@ -35,6 +38,7 @@ from app.formats.common import (
     FormatError,
     ParsedFile,
     Row,
+    add_description,
     check_intent,
     check_text,
     decode,
@@ -108,6 +112,7 @@ def parse_rasa_yaml(
     flattened = 0
     slots = SlotData()
     skipped: dict[str, int] = {}
+    descriptions: dict[str, tuple[int, str]] = {}
     nlu: yaml.Node | None = None
     for key_node, value_node in root.value:
         key = _node_key(key_node)
@@ -153,9 +158,19 @@ def parse_rasa_yaml(
         if bad or len(set(labels)) != len(labels):
             problems.append((line, bad[0] if bad else f"the same intent twice in {name!r}"))
             continue
+        meta = fields.get("metadata")
+        if isinstance(meta, yaml.MappingNode):
+            for k, v in meta.value:
+                if _node_key(k) == "description":
+                    raw = v.value if isinstance(v, yaml.ScalarNode) and v.tag == _STR else None
+                    if raw is None:
+                        problems.append((line, "a description must be text"))
+                    else:
+                        add_description(descriptions, problems, line, labels, raw)
         examples = fields.get("examples")
         if examples is None:
-            notes.append(f"Intent {name!r} has no examples.")
+            if labels[0] not in descriptions or len(labels) != 1:
+                notes.append(f"Intent {name!r} has no examples.")
             continue
         for ex_line, raw, split in _rasa_examples(examples, problems):
             spans: list[EntitySpan] = []
@@ -174,7 +189,7 @@ def parse_rasa_yaml(
             flattened += len(spans)
             add_example(slots, flat.strip(), spans, labels)
             found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split)))
-    rows = finish(found, problems)
+    rows = finish(found, problems, declared=len(descriptions))
     for kind, count in sorted(skipped.items()):
         notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
     if flattened:
@@ -182,7 +197,9 @@ def parse_rasa_yaml(
             f"Kept {flattened} entity annotation(s) such as [Berlin](city): the utterance is its "
             "text (Berlin), the annotation feeds the slot book and the intent's templates."
         )
-    return ParsedFile(rows, notes, flattened, slots)
+    return ParsedFile(
+        rows, notes, flattened, {n: d for n, (_, d) in descriptions.items()}, slots=slots
+    )
 
 
 def _lookup(
@@ -269,11 +286,16 @@ def _grouped(rows: Iterable[Row], separator: str) -> dict[str, list[Row]]:
 
 
 def dump_rasa_yaml(
-    rows: Iterable[Row], *, multi_intent_separator: str = "+", slots: SlotData | None = None
+    rows: Iterable[Row],
+    descriptions: dict[str, str] | None = None,
+    *,
+    multi_intent_separator: str = "+",
+    slots: SlotData | None = None,
 ) -> str:
     """Write labelled rows as Rasa NLU YAML (``version: "3.1"``); unlabelled rows are left out.
-    With ``slots``, annotated texts are written with their entity markup and the slot book as
-    ``lookup:`` tables.
+    An intent's description goes in its item's ``metadata`` (a described intent without rows
+    gets an item of its own). With ``slots``, annotated texts are written with their entity
+    markup and the slot book as ``lookup:`` tables.
 
     Example:
         >>> print(dump_rasa_yaml([Row("hello", ("greet",))]), end="")
@@ -285,8 +307,16 @@ def dump_rasa_yaml(
     """
     lines = [f'version: "{RASA_VERSION}"', "nlu:"]
     slots = slots or SlotData()
-    for name, group in _grouped(rows, multi_intent_separator).items():
+    described = {n: d for n, d in (descriptions or {}).items() if d}
+    groups: dict[str, list[Row]] = {n: [] for n in described}
+    groups.update(_grouped(rows, multi_intent_separator))
+    for name, group in sorted(groups.items()):
         lines.append(f"- intent: {_yaml_name(name)}")
+        if name in described:
+            text = json.dumps(described[name], ensure_ascii=False)
+            lines.append(f"  metadata: {{description: {text}}}")
+        if not group:
+            continue
         texts = [write_markup(r.text, spans_of(slots.entities, r.text)) for r in group]
         if all(r.split == "train" and _block_safe(r.text) for r in group):
             lines.append("  examples: |")

@@ -83,7 +83,7 @@ def parse_slot_book(data: bytes) -> ParsedFile:
         raise FormatError(f"{len(problems)} problem(s) in the slot book file.", problems)
     n = sum(len(v) for v in templates.values())
     notes = [f"Slot book file: {len(book)} slot(s), {n} template(s)."]
-    return ParsedFile([], notes, 0, SlotData(book, templates))
+    return ParsedFile([], notes, 0, slots=SlotData(book, templates))
 
 
 def _item(text: str) -> str:

@@ -3,7 +3,13 @@
 Accepted columns (CSV) or keys (JSONL): ``text`` plus ``label`` (one intent) or ``labels``
 (``|``-separated in CSV, a list or ``|``-separated in JSONL; empty = no intent), optional
 ``split`` (train / test / unlabelled; default: train when labelled, else unlabelled) and
-``context``. Written files carry ``text``, ``labels`` and ``split``.
+``context`` (the turn before the utterance, e.g. the bot's question), and ``description``: the
+description of the row's one intent (the same text on every row of it, or on any one row; two
+different ones are a problem). A row with no text but one intent and a description declares
+that intent with its description (it may have no examples yet: cold start). Written files carry
+``text``, ``labels`` and ``split``, ``context`` when a row has one (a CSV gets the column when
+any row has one) and ``description`` when an intent has one (on every single-intent row of it;
+an intent without such a row gets a declaration row), so export -> import keeps both.
 
 A CSV cell that a spreadsheet would run as a formula (one starting with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return: OWASP's list) is written with a ``'`` in front
@@ -33,7 +39,10 @@ from app.formats.common import (
     MAX_NESTING,
     MAX_ROWS,
     FormatError,
+    ParsedFile,
     Row,
+    add_description,
+    check_context,
     check_intent,
     check_text,
     decode,
@@ -118,14 +127,55 @@ def _check_row(
         problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
     if split_value == "unlabelled" and labels:
         problems.append((line, "an unlabelled row cannot carry labels"))
+    ctx, ctx_problem = check_context(context)
+    if ctx_problem is not None:
+        problems.append((line, ctx_problem))
     if problems:
         return None, problems
-    ctx = str(context).strip() if context not in (None, "") else ""
     return Row(clean, tuple(sorted(labels)), split_value, ctx), []
 
 
+def _declares(text: object, description: object) -> bool:
+    """Whether a record is an intent declaration: no text, a description."""
+    blank = text is None or (isinstance(text, str) and is_blank(text))
+    return blank and description not in (None, "") and not is_blank(str(description))
+
+
+def _declare(
+    line: int,
+    raw_labels: object,
+    description: object,
+    descriptions: dict[str, tuple[int, str]],
+    problems: list[tuple[int, str]],
+) -> None:
+    labels = _split_labels(raw_labels)
+    if (msg := next((m for n in labels if (m := check_intent(n))), None)) is not None:
+        problems.append((line, f"{msg} in labels {raw_labels!r}"))
+        return
+    add_description(descriptions, problems, line, labels, description)
+
+
+def _parsed(
+    found: list[tuple[int, str, Row]],
+    problems: list[tuple[int, str]],
+    descriptions: dict[str, tuple[int, str]],
+) -> ParsedFile:
+    rows = finish(found, problems, declared=len(descriptions))
+    return ParsedFile(rows, descriptions={n: d for n, (_, d) in descriptions.items()})
+
+
 def parse_csv(data: bytes) -> list[Row]:
-    """Read a CSV file (header row first) into rows.
+    """Read a CSV file (header row first) into rows (see :func:`read_csv` for descriptions)."""
+    return read_csv(data).rows
+
+
+def parse_jsonl(data: bytes) -> list[Row]:
+    """Read a JSONL file into rows (see :func:`read_jsonl` for descriptions)."""
+    return read_jsonl(data).rows
+
+
+def read_csv(data: bytes) -> ParsedFile:
+    """Read a CSV file (header row first) into rows and intent descriptions.
 
     Raises:
         FormatError: bad UTF-8, missing columns, malformed lines, bad rows, duplicates.
@@ -144,6 +194,7 @@ def parse_csv(data: bytes) -> list[Row]:
     label_col = "labels" if "labels" in header else "label"
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
+    descriptions: dict[str, tuple[int, str]] = {}
     try:
         for raw_record in reader:
             line = reader.line_num
@@ -153,6 +204,9 @@ def parse_csv(data: bytes) -> list[Row]:
             record = {
                 k: v if v is None else from_spreadsheet_safe(v) for k, v in raw_record.items()
             }
+            if _declares(record.get("text"), record.get("description")):
+                _declare(line, record.get(label_col), record["description"], descriptions, problems)
+                continue
             row, errs = _check_row(
                 line,
                 record.get("text"),
@@ -163,15 +217,17 @@ def parse_csv(data: bytes) -> list[Row]:
             problems.extend(errs)
             if row is not None:
                 found.append((line, "", row))
+                add_description(descriptions, problems, line, row.labels, record.get("description"))
             if len(found) > MAX_ROWS:
                 break
     except csv.Error as exc:
         problems.append((reader.line_num, f"malformed CSV: {exc}"))
-    return finish(found, problems)
+    return _parsed(found, problems, descriptions)
 
 
-def parse_jsonl(data: bytes) -> list[Row]:
-    """Read a JSONL file (one JSON object per line; blank lines skipped) into rows.
+def read_jsonl(data: bytes) -> ParsedFile:
+    """Read a JSONL file (one JSON object per line; blank lines skipped) into rows and intent
+    descriptions.
 
     Raises:
         FormatError: bad UTF-8, lines that are not JSON objects, bad rows, duplicates.
@@ -179,6 +235,7 @@ def parse_jsonl(data: bytes) -> list[Row]:
     text = decode(data)
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
+    descriptions: dict[str, tuple[int, str]] = {}
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -207,8 +264,12 @@ def parse_jsonl(data: bytes) -> list[Row]:
         ):
             problems.append((line_no, "labels must be strings"))
             continue
-        if odd := [k for k in ("split", "context") if not isinstance(obj.get(k, ""), str | None)]:
+        keys = ("split", "context", "description")
+        if odd := [k for k in keys if not isinstance(obj.get(k, ""), str | None)]:
             problems.append((line_no, f"{odd[0]} must be a string"))
+            continue
+        if _declares(obj.get("text"), obj.get("description")):
+            _declare(line_no, labels, obj["description"], descriptions, problems)
             continue
         row, errs = _check_row(
             line_no, obj.get("text"), labels, obj.get("split"), obj.get("context")
@@ -216,24 +277,59 @@ def parse_jsonl(data: bytes) -> list[Row]:
         problems.extend(errs)
         if row is not None:
             found.append((line_no, "", row))
-    return finish(found, problems)
+            add_description(descriptions, problems, line_no, row.labels, obj.get("description"))
+    return _parsed(found, problems, descriptions)
 
 
-def write_csv(rows: Iterable[Row]) -> str:
-    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), each cell
-    :func:`spreadsheet_safe`."""
+def _undescribed(rows: list[Row], descriptions: dict[str, str]) -> list[str]:
+    """Described intents that no single-intent row carries (they get a declaration row)."""
+    carried = {r.labels[0] for r in rows if len(r.labels) == 1}
+    return [name for name in sorted(descriptions) if descriptions[name] and name not in carried]
+
+
+def _description(row: Row, descriptions: dict[str, str]) -> str:
+    return descriptions.get(row.labels[0], "") if len(row.labels) == 1 else ""
+
+
+def write_csv(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
+    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), a ``context`` column
+    when any row has a context and, with intent ``descriptions``, a ``description`` column; each
+    cell :func:`spreadsheet_safe`."""
+    rows = list(rows)
+    described = {n: d for n, d in (descriptions or {}).items() if d}
+    with_context = any(r.context for r in rows)
+    extra = [*(["context"] if with_context else []), *(["description"] if described else [])]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["text", "labels", "split"])
+    w.writerow(["text", "labels", "split", *extra])
     for r in rows:
-        w.writerow([spreadsheet_safe(c) for c in (r.text, "|".join(r.labels), r.split)])
+        cells = [r.text, "|".join(r.labels), r.split]
+        if with_context:
+            cells.append(r.context)
+        if described:
+            cells.append(_description(r, described))
+        w.writerow([spreadsheet_safe(c) for c in cells])
+    for name in _undescribed(rows, described):
+        cells = ["", name, "", *([""] if with_context else []), described[name]]
+        w.writerow([spreadsheet_safe(c) for c in cells])
     return buf.getvalue()
 
 
-def write_jsonl(rows: Iterable[Row]) -> str:
-    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line."""
-    return "".join(
-        json.dumps({"text": r.text, "labels": list(r.labels), "split": r.split}, ensure_ascii=False)
-        + "\n"
-        for r in rows
-    )
+def write_jsonl(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
+    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line, with
+    ``"context"`` when the row has one and ``description`` on the rows of a described intent (a
+    declaration line for a described intent without such a row)."""
+    rows = list(rows)
+    described = {n: d for n, d in (descriptions or {}).items() if d}
+    lines = []
+    for r in rows:
+        obj: dict[str, object] = {"text": r.text, "labels": list(r.labels), "split": r.split}
+        if r.context:
+            obj["context"] = r.context
+        if text := _description(r, described):
+            obj["description"] = text
+        lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
+    for name in _undescribed(rows, described):
+        obj = {"text": "", "labels": [name], "description": described[name]}
+        lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
+    return "".join(lines)

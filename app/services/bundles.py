@@ -16,18 +16,26 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.context import OOS_SETTING, AppContext, oos_target
+from app.context import (
+    ANCHOR_SETTING,
+    OOS_SETTING,
+    AppContext,
+    encodes_context,
+    oos_target,
+    project_anchors,
+)
 from app.services.versions import Version, resolve_encoder
 from core.bundle import open_bundle, write_bundle
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.rule import is_multilabel
+from core.retrieval.anchors import humanise
 from storage import versions
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
 from storage.errors import NotFoundError
 from storage.imports import import_rows
-from storage.projects import create_project, get_project
+from storage.projects import create_project, describe_intents, get_project
 from storage.utterances import NewUtterance, list_utterances
 from storage.versions import NewVersion
 
@@ -88,6 +96,13 @@ def export_bundle(
         rows = list_utterances(s, p.id)
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
+        anchors, anchor_weight = project_anchors(s, p.id, settings)
+    if encodes_context(settings):  # a bundle encodes the utterance alone: it would drift
+        raise ValueError(
+            "This project encodes each utterance after its context, and a bundle predicts from "
+            "the utterance alone. Turn context encoding off to export a bundle "
+            "(intent-studio context --encode off)."
+        )
     pool = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     if not pool:
         raise ValueError("This project has no labelled training utterances to put in a bundle.")
@@ -147,6 +162,9 @@ def export_bundle(
             vectors=vectors,
             manifest_fields=fields,
             extra_files=extra,
+            anchors=anchors,
+            anchor_vectors=ctx.cache.encode(encoder, list(anchors.values())) if anchors else None,
+            anchor_weight=anchor_weight,
         )
     return {
         "path": str(out),
@@ -158,10 +176,23 @@ def export_bundle(
 
 
 def _bundle_settings(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The imported project's settings: the bundle's out-of-scope trade-off (off without one)."""
+    """The imported project's settings: the bundle's out-of-scope trade-off (off without one)
+    and its anchors' weight (0 without anchors)."""
     oos = manifest.get("out_of_scope")
     target = oos.get("target_recall") if isinstance(oos, dict) else None
-    return {OOS_SETTING: float(target) if isinstance(target, int | float) else None}
+    anchors = manifest.get("anchors")
+    weight = anchors.get("weight") if isinstance(anchors, dict) else None
+    return {
+        OOS_SETTING: float(target) if isinstance(target, int | float) else None,
+        ANCHOR_SETTING: float(weight) if isinstance(weight, int | float) else 0.0,
+    }
+
+
+def _bundle_descriptions(contents: Any) -> dict[str, str]:
+    """The intents a bundle's anchors name, with their descriptions (none where the anchor is
+    the humanised name): the imported project predicts with the same anchors."""
+    texts = contents.anchors[0] if contents.anchors is not None else {}
+    return {name: "" if text == humanise(name) else text for name, text in texts.items()}
 
 
 def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) -> str:
@@ -207,6 +238,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                         for text, lab in zip(contents.texts, contents.labels, strict=True)
                     ],
                 )
+                describe_intents(s, p.id, _bundle_descriptions(contents))
                 if has_model:
                     sha, size = tree_sha256(ctx.artifacts.path(rel))
                     new = NewVersion(

@@ -80,7 +80,9 @@ def add_utterance(
     split: str = "train",
     *,
     user_id: int | None = None,
+    context: str = "",
 ) -> dict[str, Any]:
+    """Add an utterance (``context``: the turn before it, ``""`` for none)."""
     with ctx.db.write() as s:
         row = repo.add_utterance(
             s,
@@ -89,6 +91,7 @@ def add_utterance(
             parse_label_input(labels),
             split=split,
             user_id=acting_user(user_id),
+            context=context,
         )
     return asdict(row)
 
@@ -207,6 +210,20 @@ def create_intent(ctx: AppContext, project: str, name: str, description: str = "
         return repo_projects.create_intent(
             s, project_id_in(s, project, write=True), name, description
         ).name
+
+
+def describe_intent(ctx: AppContext, project: str, name: str, description: str) -> str:
+    """Set (or clear, with an empty text) an intent's description; returns it as stored.
+
+    Raises:
+        NotFoundError: no such intent. StorageError: a bad description; nothing changed.
+    """
+    if not (name or "").strip():
+        raise ValueError("Choose an intent to describe.")
+    with ctx.db.write() as s:
+        return repo_projects.describe_intent(
+            s, project_id_in(s, project, write=True), name, description
+        ).description
 
 
 def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.context import AppContext
+from app.context import AppContext, as_encoded
 from app.services.versions import Version, head_options, resolve_encoder
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder
@@ -108,7 +108,8 @@ def test_predictions(
     """
     encoder, label = resolve_encoder(ctx, project, version)
     with ctx.db.session() as s:
-        rows = [r for r in list_utterances(s, get_project(s, project).id) if r.labels]
+        p = get_project(s, project)
+        rows = [r for r in as_encoded(list_utterances(s, p.id), p.settings) if r.labels]
     train = [r for r in rows if r.split == "train"]
     test = [r for r in rows if r.split == "test"]
     if not train:
@@ -141,7 +142,8 @@ def live_evaluation(
     retrain does."""
     encoder, label = resolve_encoder(ctx, project, version)
     with ctx.db.session() as s:
-        rows = list_utterances(s, get_project(s, project).id)
+        p = get_project(s, project)
+        rows = as_encoded(list_utterances(s, p.id), p.settings)
     multi = is_multilabel([r.labels for r in rows if r.split == "train"])
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     if not data.train_texts:

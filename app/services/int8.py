@@ -31,6 +31,8 @@ MIN_AGREEMENT = 0.99
 # Only recipes faster than fp32 torch are worth serving: block-wise int8 with int8 compute.
 # (``blockwise-32-fp32``, the bundle export's fallback, is more faithful but no faster.)
 LIVE_VARIANTS: tuple[str, ...] = ("blockwise-32",)
+# The reason recorded when the server does not export int8 copies (``INTENT_STUDIO_INT8=off``).
+INT8_OFF = "int8 export is off on this server (INTENT_STUDIO_INT8=off)"
 
 
 def parity_split(data: EvalData) -> tuple[list[str], list[tuple[str, ...]], list[str]]:

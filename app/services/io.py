@@ -18,7 +18,7 @@ from app.auth import current_user_id, require_acting
 from app.context import AppContext
 from app.formats import read_any, write_any
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
-from storage.projects import create_project, get_project
+from storage.projects import create_project, describe_intents, get_project, list_intents
 from storage.utterances import NewUtterance, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class ImportResult:
     intents_created: list[str]
     notes: list[str] = field(default_factory=list)
     skipped: int = 0
+    described: int = 0
 
     def message(self) -> str:
         names = self.intents_created
@@ -46,9 +47,10 @@ class ImportResult:
             else ""
         )
         notes = "".join(f" Note: {n}" for n in self.notes)
+        described = f"; described {self.described} intent(s)" if self.described else ""
         return (
             f"Imported {self.inserted} utterance(s) into {self.project!r}, "
-            f"updated {self.updated}{skipped}{created}.{notes}"
+            f"updated {self.updated}{skipped}{created}{described}.{notes}"
         )
 
 
@@ -75,6 +77,7 @@ def import_utterances(
     create_missing_intents: bool = True,
     on_existing: str = "skip",
     user_id: int | None = None,
+    descriptions: dict[str, str] | None = None,
 ) -> ImportResult:
     """Write validated rows into a (new or existing) project. Texts already in the project are
     skipped and counted (``on_existing="relabel"`` replaces their intents).
@@ -84,7 +87,8 @@ def import_utterances(
     for one chunk, never for the whole import. Up to :data:`CHUNK_ROWS` rows are one transaction
     (all or nothing, the new project with them); a longer import stopped half-way (a crash, a
     kill) keeps the chunks it committed: whole rows, each with its labels and its audit event, and
-    they all share the import's one batch id."""
+    they all share the import's one batch id. ``descriptions`` (intent -> text) are set last
+    (a described intent not in the project is created when ``create_missing_intents``)."""
     from storage.errors import NotFoundError, StorageError
     from storage.projects import ensure_writable
 
@@ -148,8 +152,32 @@ def import_utterances(
         )
     if len(plan.rows) > CHUNK_ROWS:
         logger.info("imported %d row(s) into %r in chunks of %d", len(plan.rows), name, CHUNK_ROWS)
-    created = sorted(set(total.intents_created))
-    return ImportResult(name, total.inserted, total.updated, created, skipped=total.skipped)
+    created = set(total.intents_created)
+    notes: list[str] = []
+    left_out: list[str] = []
+    if descriptions:
+        with ctx.db.write() as s:
+            made, left_out = describe_intents(
+                s,
+                get_project(s, name).id,
+                descriptions,
+                create_missing=create_missing_intents,
+            )
+        created.update(made)
+        if left_out:
+            notes.append(
+                f"Left out the description(s) of {len(left_out)} intent(s) not in the project: "
+                f"{', '.join(left_out[:8])}."
+            )
+    return ImportResult(
+        name,
+        total.inserted,
+        total.updated,
+        sorted(created),
+        notes,
+        skipped=total.skipped,
+        described=len(descriptions or {}) - len(left_out),
+    )
 
 
 def import_file(
@@ -163,9 +191,15 @@ def import_file(
     from app.services.slots import check_slot_data, import_slot_data
 
     parsed = read_any(path)
-    if parsed.rows:
+    if parsed.rows or parsed.descriptions:
         check_slot_data(parsed.slots)  # a bad annotation refuses the file before any row lands
-        result = import_utterances(ctx, project, parsed.rows, **kwargs)  # type: ignore[arg-type]
+        result = import_utterances(
+            ctx,
+            project,
+            parsed.rows,
+            descriptions=parsed.descriptions,
+            **kwargs,  # type: ignore[arg-type]
+        )
     else:  # a slot book file: values and templates only, into an existing project
         with ctx.db.session() as s:
             result = ImportResult(get_project(s, project).name, 0, 0, [])
@@ -191,7 +225,9 @@ def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
     from app.services.slots import export_slot_data
 
     rows = export_rows(ctx, project)
-    write_any(rows, path, export_slot_data(ctx, project))
+    with ctx.db.session() as s:
+        described = {i.name: i.description for i in list_intents(s, get_project(s, project).id)}
+    write_any(rows, path, described, export_slot_data(ctx, project))
     return len(rows)
 
 

@@ -2,7 +2,12 @@
 
 Every call is checked against the caller's limits and admitted (or refused as busy) by
 :attr:`app.context.AppContext.admission` before it touches the encoder; ``who`` is the acting
-user (by default the one the call runs as, :func:`app.auth.current_actor`)."""
+user (by default the one the call runs as, :func:`app.auth.current_actor`).
+
+A question may come with its context (the turn before it). In a project that encodes context
+(:data:`app.context.CONTEXT_SETTING`) the question is encoded after it, as the pool's examples
+are; its prediction then carries ``context`` and ``context_used: true``. Elsewhere the context is
+ignored and the prediction says so (``context_used: false``)."""
 
 from __future__ import annotations
 
@@ -11,10 +16,16 @@ from typing import Any
 
 from app.admission import BusyError
 from app.auth import Actor, current_actor
-from app.context import AppContext
+from app.context import AppContext, ProjectPool
+from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
+from storage.errors import StorageError
 from storage.projects import get_project, list_intents
+from storage.texts import validate_context
+
+# A request of the micro-batch: (project, text, k) or (project, text, k, context).
+Request = tuple[str, str, int] | tuple[str, str, int, str]
 
 
 def _project_id(ctx: AppContext, project: str) -> int:
@@ -31,13 +42,16 @@ def _classify(
     who: Actor | None,
     *,
     lines: bool = False,
+    contexts: list[str] | None = None,
 ) -> list[tuple[dict[str, Any], Prediction]]:
     """The project's predictor on ``texts``: each public dict with the k-NN prediction behind it.
-    ``lines``: the texts are one-line requests of several callers (the API's micro-batch)."""
+    ``lines``: the texts are one-line requests of several callers (the API's micro-batch);
+    ``contexts``: the turn before each text (``""``: none)."""
     who = who or current_actor()
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
+    turns = _contexts(contexts, len(clean))
     ctx.admission.limits.check_call(who.role, clean)
     with ctx.admission.admit(who.name, len(clean), lines=lines):
         pool = ctx.pool(_project_id(ctx, project))
@@ -45,7 +59,42 @@ def _classify(
             raise ValueError(
                 "This project has no labelled training utterances yet: label a few first."
             )
-        return pool.predictor.predict_with_evidence(clean, k=k, show=show)
+        asked = [_Asked(t, c) for t, c in zip(clean, turns, strict=True)]
+        results = pool.predictor.predict_with_evidence(
+            [pool.text_of(a) for a in asked], k=k, show=show
+        )
+        for (row, _), a in zip(results, asked, strict=True):
+            _show_context(row, a, pool)
+        return results
+
+
+class _Asked:
+    """A question and the turn before it (what :meth:`ProjectPool.text_of` reads)."""
+
+    def __init__(self, text: str, context: str) -> None:
+        self.text, self.context = text, context
+
+
+def _contexts(contexts: list[str] | None, n: int) -> list[str]:
+    """Each question's context, checked by the rule of the stored ones (``""``: none)."""
+    if contexts is None:
+        return [""] * n
+    if len(contexts) != n:
+        raise ValueError(
+            f"{n} utterance(s) but {len(contexts)} context(s): send one per utterance."
+        )
+    try:
+        return [validate_context(c) for c in contexts]
+    except StorageError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _show_context(row: dict[str, Any], asked: _Asked, pool: ProjectPool) -> None:
+    """The prediction names the question as asked, and its context when it had one."""
+    row["text"] = asked.text
+    if asked.context:
+        row["context"] = asked.context
+        row["context_used"] = pool.use_context
 
 
 def predict(
@@ -56,12 +105,14 @@ def predict(
     k: int = 1,
     show: int = 5,
     who: Actor | None = None,
+    contexts: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Classify texts against the project's labelled pool with its active encoder.
+    """Classify texts against the project's labelled pool with its active encoder
+    (``contexts``: the turn before each text, ``""`` for none).
 
     Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
     :class:`app.admission.BusyError` when the call would go past the per-user or queue limits."""
-    return [row for row, _ in _classify(ctx, project, texts, k, show, who)]
+    return [row for row, _ in _classify(ctx, project, texts, k, show, who, contexts=contexts)]
 
 
 def predict_explained(
@@ -73,11 +124,12 @@ def predict_explained(
     show: int = 5,
     who: Actor | None = None,
     lines: bool = False,
+    contexts: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
     evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
     started = time.perf_counter()
-    results = _classify(ctx, project, texts, k, show, who, lines=lines)
+    results = _classify(ctx, project, texts, k, show, who, lines=lines, contexts=contexts)
     with ctx.db.session() as s:
         intents = list_intents(s, get_project(s, project).id)
     names = [i.name for i in intents]
@@ -87,8 +139,11 @@ def predict_explained(
         row["latency_ms"] = latency
         # single-label out of scope: the k-NN threshold its top intent missed
         missed = row.get("threshold") if row["oos"] and "probabilities" not in row else None
+        asked = (
+            with_context(row["text"], row["context"]) if row.get("context_used") else row["text"]
+        )
         row["explanation"] = explain(
-            row["text"],
+            asked,
             pred,
             intents=names,
             intent_descriptions=descriptions,
@@ -105,31 +160,34 @@ def predict_one(
     k: int = 1,
     show: int = 5,
     who: Actor | None = None,
+    context: str = "",
 ) -> dict[str, Any]:
-    """One prediction with its explanation (see :func:`predict_explained`)."""
-    return predict_explained(ctx, project, [text], k=k, show=show, who=who)[0]
+    """One prediction with its explanation (see :func:`predict_explained`); ``context``: the
+    turn before ``text``."""
+    return predict_explained(ctx, project, [text], k=k, show=show, who=who, contexts=[context])[0]
 
 
 def classify_requests(
-    ctx: AppContext, requests: list[tuple[str, str, int]], *, explained: bool = True
+    ctx: AppContext, requests: list[Request], *, explained: bool = True
 ) -> list[dict[str, Any] | Exception]:
-    """Many independent ``(project, text, k)`` requests at once (the micro-batch of the Gradio
+    """Many independent ``(project, text, k[, context])`` requests at once (the micro-batch of the Gradio
     ``/predict`` endpoint and of the REST API): one encoder pass per (project, k), admitted as
     one-line calls. A request that fails gets its exception (a busy server: every request gets
     the :class:`BusyError`); the others still get their predictions. ``explained=False``: the
     bare prediction (a bundle's structure), without ``explanation`` and ``latency_ms``."""
     out: list[dict[str, Any] | Exception] = [{} for _ in requests]
     groups: dict[tuple[str, int], list[int]] = {}
-    for i, (project, _, k) in enumerate(requests):
-        groups.setdefault((project, int(k)), []).append(i)
+    for i, request in enumerate(requests):
+        groups.setdefault((request[0], int(request[2])), []).append(i)
     for (project, k), idx in groups.items():
         texts = [requests[i][1] for i in idx]
+        turns = [str((*requests[i][3:], "")[0]) for i in idx]
         results: list[dict[str, Any] | Exception]
         try:
             if explained:
-                results = [*predict_explained(ctx, project, texts, k=k, lines=True)]
+                results = [*predict_explained(ctx, project, texts, k=k, lines=True, contexts=turns)]
             else:
-                rows = _classify(ctx, project, texts, k, 5, None, lines=True)
+                rows = _classify(ctx, project, texts, k, 5, None, lines=True, contexts=turns)
                 results = [row for row, _ in rows]
         except BusyError as busy:
             results = [busy for _ in idx]
@@ -150,7 +208,7 @@ def error_message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def predict_requests(ctx: AppContext, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+def predict_requests(ctx: AppContext, requests: list[Request]) -> list[dict[str, Any]]:
     """:func:`classify_requests` with each failure as ``{"error": message}`` alone (the Gradio
     ``/predict`` endpoint's answer)."""
     return [

@@ -7,11 +7,21 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from app.context import OOS_SETTING, AppContext, oos_target
+from app.context import (
+    ANCHOR_SETTING,
+    CONTEXT_SETTING,
+    OOS_SETTING,
+    AppContext,
+    anchor_weight,
+    encodes_context,
+    oos_target,
+    project_anchors,
+)
 from app.formats import parse_csv
 from app.services.io import import_utterances
 from core.evaluation.oos import check_target_recall
 from core.multilabel.rule import is_multilabel
+from core.retrieval.anchors import humanise
 from storage.projects import (
     create_project,
     get_project,
@@ -20,7 +30,7 @@ from storage.projects import (
     set_project_setting,
 )
 from storage.tables import SPLITS
-from storage.utterances import count_utterances, labelled_pool
+from storage.utterances import count_utterances, labelled_pool, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -141,3 +151,70 @@ def set_out_of_scope(ctx: AppContext, project: str, target: float | str | None) 
     with ctx.db.session() as s:
         set_project_setting(s, get_project(s, project).id, OOS_SETTING, value)
     return out_of_scope(ctx, project)
+
+
+def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
+    """The project's anchors (:mod:`core.retrieval.anchors`): ``weight`` (0: off), ``texts``
+    (intent -> its description or humanised name) and a one-line ``message``."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        texts, weight = project_anchors(s, p.id, p.settings)
+        described = sum(1 for n, t in texts.items() if t != humanise(n))
+    message = (
+        f"Anchors on (weight {weight:g}): {len(texts)} intent(s), {described} by their "
+        "description, the others by their name."
+        if weight
+        else "Anchors off: intents are predicted from their labelled examples only."
+    )
+    return {"weight": weight, "texts": texts, "message": message}
+
+
+def set_anchors(ctx: AppContext, project: str, weight: float | str | None) -> dict[str, Any]:
+    """Set the anchors' weight (examples' worth in each prototype; ``0`` or ``"off"``: off) and
+    return :func:`anchors` after it. Nothing changes on a bad value."""
+    if isinstance(weight, str):
+        text = weight.strip().lower()
+        try:
+            weight = 0.0 if text == "off" else float(text)
+        except ValueError:
+            raise ValueError(
+                f"The anchor weight is a number of examples such as 1 (or 'off'), not {weight!r}."
+            ) from None
+    value = anchor_weight({ANCHOR_SETTING: weight})
+    with ctx.db.session() as s:
+        set_project_setting(s, get_project(s, project).id, ANCHOR_SETTING, value)
+    return anchors(ctx, project)
+
+
+def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
+    """Whether the project encodes each utterance after its context (the turn before it):
+    ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        on = encodes_context(p.settings)
+        n = sum(1 for r in list_utterances(s, p.id) if r.context)
+    state = (
+        "on: each utterance is encoded after its context ('context [SEP] utterance'), at "
+        "training, in the pool and for questions sent with one"
+        if on
+        else "off: utterances are encoded alone"
+    )
+    return {
+        "encode_context": on,
+        "with_context": n,
+        "message": f"Context encoding is {state}. {n:,} utterance(s) carry a context.",
+    }
+
+
+def set_context_encoding(ctx: AppContext, project: str, on: bool | str) -> dict[str, Any]:
+    """Turn context encoding on or off (``True``/``False`` or ``"on"``/``"off"``) and return
+    :func:`context_encoding` after it. The pool re-encodes at its next use; a retrain tunes the
+    encoder on what the project encodes then. Nothing changes on a bad value."""
+    if isinstance(on, str):
+        word = on.strip().lower()
+        if word not in ("on", "off"):
+            raise ValueError(f"Context encoding is 'on' or 'off', not {on!r}.")
+        on = word == "on"
+    with ctx.db.session() as s:
+        set_project_setting(s, get_project(s, project).id, CONTEXT_SETTING, bool(on))
+    return context_encoding(ctx, project)

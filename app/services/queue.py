@@ -115,15 +115,15 @@ def order(
             for r in list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
             if r.id not in skip
         ][:MAX_CANDIDATES]
-        anchors = [r.text for r in labelled_pool(s, pid) if near in r.labels] if near else []
+        anchors = [r for r in labelled_pool(s, pid) if near in r.labels] if near else []
     if how == "file" or not rows:
         return [r.id for r in rows[:limit]]
     pool = ctx.pool(pid)
-    vectors = ctx.cache.encode(pool.encoder, [r.text for r in rows])
+    vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     if how == "near":
         if not anchors:
             raise ValueError(f"{near!r} has no labelled training examples yet.")
-        sims = vectors @ ctx.cache.encode(pool.encoder, anchors).T
+        sims = vectors @ ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in anchors]).T
         picks = most_similar_first(sims.max(axis=1))[:limit]
     elif how == "diverse":
         picks = farthest_first(vectors, _pool_similarity(pool.index, vectors), limit)
@@ -163,7 +163,7 @@ def item(
     if len(pool.index) == 0:
         return QueueItem(row.id, row.version, row.text, (), (), False)
     if review:
-        vector = ctx.cache.encode(pool.encoder, [row.text])
+        vector = ctx.cache.encode(pool.encoder, [pool.text_of(row)])
         ranked = pool.index.classify(
             vector, k=pool.predictor.k, show=0, depth=50, exclude_ids=[row.id]
         )[0].intents[:SUGGESTIONS]
@@ -176,7 +176,7 @@ def item(
             False,
             tuple(row.labels),
         )
-    result = pool.predictor.predict([row.text], show=0, top_n=SUGGESTIONS)[0]
+    result = pool.predictor.predict([pool.text_of(row)], show=0, top_n=SUGGESTIONS)[0]
     suggestions = tuple(
         Suggestion(s["intent"], float(s["score"]), s["best"]["text"]) for s in result["intents"]
     )
@@ -265,5 +265,6 @@ def warm_up(ctx: AppContext) -> None:
         with ctx.db.session() as s:
             rows = list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES)
         if rows:
-            ctx.cache.encode(ctx.pool(pid).encoder, [r.text for r in rows])
+            pool = ctx.pool(pid)
+            ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
             logger.debug("queue of %s: %d candidates encoded", name, len(rows))

@@ -20,14 +20,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from app.context import AppContext
+from app.context import AppContext, as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, gate
-from app.services.int8 import INT8_DIR, export_version_int8
+from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from app.services.slots import training_data
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
+from core.retrieval.anchors import anchor_texts
 from core.slots import SlotData
 from core.training import (
     Eta,
@@ -41,7 +42,7 @@ from core.training import (
 from core.training.selftrain import pseudo_labels
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
-from storage.projects import get_project
+from storage.projects import get_project, intents_by_name
 from storage.slots import entities_by_text, slot_book, templates_by_intent
 from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
@@ -123,6 +124,7 @@ def second_pass(
     unlabelled: list[str],
     cfg: TrainConfig,
     first: TrainedModel,
+    anchors: dict[str, str] | None = None,
 ) -> tuple[TrainedModel, int]:
     """Self-training: pseudo-label the unlabelled utterances with the first pass's encoder and
     train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
@@ -152,6 +154,7 @@ def second_pass(
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
+        anchors=anchors,
     )
     return model, len(chosen)
 
@@ -165,10 +168,12 @@ def run_retrain(
     head_options: dict[str, Any],
 ) -> tuple[int, str]:
     """Train, evaluate and register a version. Returns (version id, the job's closing message)."""
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         dv = snapshot(s, project_id)
-        rows = snapshot_rows(dv)
-        base = get_project(s, project_id).base_encoder
+        project = get_project(s, project_id)
+        base, use_context = project.base_encoder, encodes_context(project.settings)
+        # a project that encodes context trains and evaluates on what its pool will encode
+        rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
         dv_id, dv_hash = dv.id, dv.content_hash
         # ConvFiT Stage 1 adapts on (context, response) pairs: imported rows with a `context`
@@ -178,7 +183,13 @@ def run_retrain(
             else None
         )
         unlabelled = (
-            [r.text for r in list_utterances(s, project_id, split="unlabelled") if not r.labels]
+            [
+                r.text
+                for r in as_encoded(
+                    list_utterances(s, project_id, split="unlabelled"), project.settings
+                )
+                if not r.labels
+            ]
             if cfg.self_train
             else []
         )
@@ -192,6 +203,9 @@ def run_retrain(
             if tadse
             else SlotData()
         )
+        # (utterance, description or name) pairs: every intent's anchor, whatever the weight
+        described = intents_by_name(s, project_id) if cfg.anchor_pairs else {}
+        anchors = anchor_texts(described, {n: i.description for n, i in described.items()})
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     texts, labels = list(train.train_texts), list(train.train_labels)
     pairs: dict[str, str] = {}
@@ -220,10 +234,11 @@ def run_retrain(
         device=ctx.device,
         context_pairs=context_pairs,
         templates=pairs,
+        anchors=anchors,
     )
     pseudo = 0
     if cfg.self_train and not multi:
-        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained)
+        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained, anchors)
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")
@@ -244,10 +259,12 @@ def run_retrain(
         new_metrics, head = evaluation.score(new_encoder, **options)
         if head is not None:  # the head is part of the version: written before the rename
             head.save(tmp / HEAD_DIR)
-        reporter.log("checking the int8 encoder's parity")
-        int8 = export_version_int8(
-            new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
-        )
+        int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
+        if ctx.settings.int8:
+            reporter.log("checking the int8 encoder's parity")
+            int8 = export_version_int8(
+                new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
+            )
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
@@ -270,6 +287,7 @@ def run_retrain(
             "steps": trained.stats.get("steps"),
             **({"pseudo_labels": pseudo} if cfg.self_train else {}),
             **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
+            **({"encode_context": True} if use_context else {}),
         }
         new = NewVersion(
             project_id=project_id,
@@ -283,7 +301,7 @@ def run_retrain(
             artifact_size=size,
             note=why,
         )
-        with ctx.db.session() as s:
+        with ctx.db.write() as s:
             mv_id = register_version(s, new, activate=passed)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind

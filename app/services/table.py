@@ -70,7 +70,7 @@ def _predict(ctx: AppContext, pid: int, rows: list[UtteranceRow]) -> list[tuple[
     pool = ctx.pool(pid)
     if len(pool.index) == 0:
         return [("", math.nan)] * len(rows)
-    vectors = ctx.cache.encode(pool.encoder, [r.text for r in rows])
+    vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     preds = pool.index.classify(
         vectors, k=pool.predictor.k, show=0, depth=50, exclude_ids=[r.id for r in rows]
     )

@@ -104,7 +104,7 @@ def request_retrain(
         try:
             ctx.enqueue(view.id)
         except Exception as exc:
-            with ctx.db.session() as s:
+            with ctx.db.write() as s:
                 jobs.finish_job(s, view.id, "failed", f"could not queue the job: {exc}")
             raise
     return view, created
@@ -112,7 +112,7 @@ def request_retrain(
 
 def cancel(ctx: AppContext, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
-    with ctx.db.session() as s:
+    with ctx.db.write() as s:
         return jobs.request_cancel(s, job_id)
 
 

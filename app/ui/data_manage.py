@@ -10,6 +10,7 @@ import gradio as gr
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
+from app.services import projects as project_svc
 from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_slots import build_slots
@@ -26,6 +27,37 @@ def create_intent(ctx: AppContext, proj: str, name: str) -> str:
 def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
     msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
     return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
+
+
+def describe_intent(ctx: AppContext, proj: str, name: str, description: str) -> str:
+    text, err = attempt(lambda: svc.describe_intent(ctx, proj, name or "", description or ""))
+    if err:
+        return problem(err)
+    return ok(f"Described {name!r}: {text!r}." if text else f"Cleared the description of {name!r}.")
+
+
+def intent_description(ctx: AppContext, proj: str, name: str) -> str:
+    """The chosen intent's description, to edit."""
+    if not proj or not name:
+        return ""
+    found = [i["description"] for i in svc.intents(ctx, proj) if i["name"] == name]
+    return found[0] if found else ""
+
+
+def set_anchors(ctx: AppContext, proj: str, weight: float | None) -> str:
+    """Set how much intent descriptions (or names) count in predictions (0: not at all)."""
+    state, err = attempt(lambda: project_svc.set_anchors(ctx, proj, weight))
+    if err or state is None:
+        return problem(err or "Could not set the anchors.")
+    return ok(state["message"])
+
+
+def anchor_weight_of(ctx: AppContext, proj: str) -> float:
+    """The project's anchor weight, to show."""
+    if not proj:
+        return 0.0
+    state, err = attempt(lambda: project_svc.anchors(ctx, proj))
+    return 0.0 if err or state is None else float(state["weight"])
 
 
 def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
@@ -85,6 +117,22 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             i_new = gr.Textbox(label="New name")
             i_rename = gr.Button("Rename")
             i_delete = gr.Button("Delete intent", variant="stop")
+        with gr.Row():
+            i_desc = gr.Textbox(
+                label="Description of the chosen intent (a sentence: with anchors on, it "
+                "predicts before the intent has examples)",
+                scale=4,
+            )
+            i_describe = gr.Button("Save description")
+        with gr.Row():
+            a_weight = gr.Number(
+                label="Descriptions and names in predictions: each counts as this many examples "
+                "of its intent, and an intent without examples is predicted by it (0 = off)",
+                value=0.0,
+                minimum=0,
+                scale=4,
+            )
+            a_apply = gr.Button("Apply")
         intent_status = gr.Markdown(elem_id="intent-status")
         with gr.Row():
             m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
@@ -139,6 +187,22 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         after_change(
             i_rename.click(
                 write(bind(rename_intent, ctx)), [project, i_old, i_new], [intent_status], **quiet
+            )
+        )
+        i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
+        project.change(bind(anchor_weight_of, ctx), [project], [a_weight], **quiet)
+        a_apply.click(
+            write(bind(set_anchors, ctx)),
+            [project, a_weight],
+            [intent_status],
+            api_name="set_anchors",
+        )
+        after_change(
+            i_describe.click(
+                write(bind(describe_intent, ctx)),
+                [project, i_old, i_desc],
+                [intent_status],
+                **quiet,
             )
         )
         after_change(

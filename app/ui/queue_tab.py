@@ -114,8 +114,14 @@ def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "")
         if i < len(suggestions):
             s = suggestions[i]
             ticked = "✓ " if s["intent"] in state["picked"] else ""
+            # Enter's answer is the orange one: out of scope, Enter takes out_of_scope, not 1
+            first = i == 0 and not item.get("out_of_scope")
             buttons.append(
-                gr.update(value=f"{i + 1} · {ticked}{s['intent']} · {s['score']:.2f}", visible=True)
+                gr.update(
+                    value=f"{i + 1} · {ticked}{s['intent']} · {s['score']:.2f}",
+                    visible=True,
+                    variant="primary" if first else "secondary",
+                )
             )
             examples.append(gr.update(value=f"“{html.escape(s['example'])}”", visible=True))
         else:

@@ -48,13 +48,31 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     return "\n\n".join(lines)
 
 
+def _context_note(result: dict[str, Any]) -> str:
+    """Says whether the previous turn typed in took part (only when one was typed)."""
+    if "context" not in result:
+        return ""
+    if result.get("context_used"):
+        return "Encoded after the previous turn (the project encodes context).\n\n"
+    return (
+        "The previous turn was ignored: this project encodes utterances alone "
+        "(`intent-studio context --project NAME --encode on`).\n\n"
+    )
+
+
 def _prefill(result: dict[str, Any]) -> list[str]:
     """The label box starts at the decision: its intents, or out of scope (never a wrong top)."""
     return list(result["labels"]) or ([OUT_OF_SCOPE] if result.get("oos") else [])
 
 
-def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any, ...]:
-    result, err = attempt(lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value)))
+def run(
+    ctx: AppContext, proj: str, utterance: str, k_value: float, context: str | None = ""
+) -> tuple[Any, ...]:
+    """Predict ``utterance`` (after ``context``, the turn before it, when the project encodes
+    context): the evidence card, the ranked intents, the neighbours, the label box, the status."""
+    result, err = attempt(
+        lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value), context=context or "")
+    )
     names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
     if err or result is None:
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
@@ -78,7 +96,7 @@ def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any
         columns=["labelled example", "intents", "similarity"],
     )
     return (
-        explanation_markdown(result),
+        _context_note(result) + explanation_markdown(result),
         ranked_df,
         neigh_df,
         gr.update(choices=names or [], value=_prefill(result)),
@@ -86,8 +104,13 @@ def run(ctx: AppContext, proj: str, utterance: str, k_value: float) -> tuple[Any
     )
 
 
-def label(ctx: AppContext, proj: str, utterance: str, labels: list[str]) -> str:
-    row, err = attempt(lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train"))
+def label(
+    ctx: AppContext, proj: str, utterance: str, labels: list[str], context: str | None = ""
+) -> str:
+    """Add the utterance, with the previous turn typed in as its context, to the pool."""
+    row, err = attempt(
+        lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train", context=context or "")
+    )
     if err or row is None:
         return problem(err or "")
     return ok(
@@ -103,6 +126,11 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         )
         k = gr.Slider(1, 5, value=1, step=1, label="k (examples per intent)", scale=1)
         go = gr.Button("Predict", variant="primary", scale=1, elem_id="try-predict")
+    turn = gr.Textbox(
+        label="Previous turn (optional: used when the project encodes context)",
+        placeholder="e.g. Do you want to cancel your card?",
+        elem_id="try-context",
+    )
     explanation = gr.Markdown(elem_id="try-explanation")
     with gr.Row():
         ranked = gr.Dataframe(
@@ -138,7 +166,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     predict = guarded(ctx, "viewer", outputs=5)(bind(run, ctx))
     go.click(
         predict,
-        [project, text, k],
+        [project, text, k, turn],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
         concurrency_id="try_predict",
@@ -146,7 +174,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     )
     text.submit(
         predict,
-        [project, text, k],
+        [project, text, k, turn],
         [explanation, ranked, neighbours, label_as, status],
         api_visibility="private",
         concurrency_id="try_predict",
@@ -154,12 +182,12 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     )
     label_btn.click(
         guarded(ctx, "designer")(bind(label, ctx)),
-        [project, text, label_as],
+        [project, text, label_as, turn],
         [label_status],
         api_visibility="private",
     ).then(
         predict,
-        [project, text, k],
+        [project, text, k, turn],
         [explanation, ranked, neighbours, label_as, status],
         show_progress="hidden",
         concurrency_id="try_predict",

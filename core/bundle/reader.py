@@ -43,6 +43,8 @@ class BundleContents:
     texts: list[str]
     labels: list[tuple[str, ...]]
     vectors: np.ndarray
+    # the intents' anchors: (intent -> text, their vectors, weight), when the pool used them
+    anchors: tuple[dict[str, str], np.ndarray, float] | None = None
     _finalizer: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -92,11 +94,39 @@ def open_bundle(
             )
         if not np.isfinite(vectors).all():
             raise BundleError("vectors.npy holds NaN or infinity.")
+        anchors = _read_anchors(root, manifest, vectors.shape[1])
         check_weights(root, manifest, device=device)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
-    return BundleContents(root, manifest, texts, labels, np.ascontiguousarray(vectors))
+    return BundleContents(root, manifest, texts, labels, np.ascontiguousarray(vectors), anchors)
+
+
+def _read_anchors(
+    root: Path, manifest: dict[str, Any], dim: int
+) -> tuple[dict[str, str], np.ndarray, float] | None:
+    """The bundle's anchors (manifest ``anchors`` and ``anchors.npy``), or None."""
+    meta = manifest.get("anchors")
+    if meta is None:
+        return None
+    texts = meta.get("texts") if isinstance(meta, dict) else None
+    weight = meta.get("weight") if isinstance(meta, dict) else None
+    if (
+        not isinstance(texts, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in texts.items())
+        or not isinstance(weight, int | float)
+        or "anchors.npy" not in manifest["files"]
+    ):
+        raise BundleError("manifest.json 'anchors' should be {weight, texts} with anchors.npy.")
+    try:
+        vectors = np.load(root / "anchors.npy", allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise BundleError(f"anchors.npy is not a plain numeric array: {exc}") from exc
+    if vectors.dtype != np.float32 or vectors.shape != (len(texts), dim):
+        raise BundleError(f"anchors.npy should be float32 ({len(texts)}, {dim}).")
+    if not np.isfinite(vectors).all():
+        raise BundleError("anchors.npy holds NaN or infinity.")
+    return dict(texts), np.ascontiguousarray(vectors), float(weight)
 
 
 def _read_manifest(root: Path) -> dict[str, Any]:
@@ -206,6 +236,9 @@ class BundlePredictor(Predictor):
             # a bundle written before the rule was recorded predicted by its nearest example
             rule=str(manifest.get("rule") or NEAREST),
         )
+        if contents.anchors is not None:
+            texts, vectors, weight = contents.anchors
+            self.set_anchors(texts, weight, vectors=vectors)
         self.contents = contents
         self.manifest: dict[str, Any] = manifest
         self.labels: list[str] = sorted({name for lab in contents.labels for name in lab})

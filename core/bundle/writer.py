@@ -14,6 +14,8 @@ Layout::
     labels.json           {"labels": [...], "counts": {...}}
     exemplars.jsonl       {"text": ..., "labels": [...]} per line
     vectors.npy           float32 (n, dim), the pool in the model's space
+    anchors.npy           optional float32 (intents, dim): the intents' anchors (manifest
+                          ``anchors``: ``weight`` and ``texts``, intent -> description or name)
     model.json, encoder/  kind "full"   (or model.json, adapter/ for kind "adapter")
     onnx/, head/          optional
 
@@ -118,6 +120,9 @@ def write_bundle(
     vectors: np.ndarray,
     manifest_fields: Mapping[str, Any],
     extra_files: Mapping[str, Path] | None = None,
+    anchors: Mapping[str, str] | None = None,
+    anchor_vectors: np.ndarray | None = None,
+    anchor_weight: float = 0.0,
 ) -> Path:
     """Write a bundle zip (to a temporary name, renamed when complete).
 
@@ -135,6 +140,9 @@ def write_bundle(
             ``base_metrics``, ``dataset_hash``, ``multi_label``, ``thresholds``, ``k``, ... kept as
             given (JSON-serialisable).
         extra_files: archive path -> file or folder, e.g. ``{"onnx": onnx_dir, "head": head_dir}``.
+        anchors: intent -> anchor text (:mod:`core.retrieval.anchors`) when the pool predicts
+            with anchors; ``anchor_vectors`` ``(len(anchors), dim)`` in the same order, and
+            ``anchor_weight`` (> 0) their weight.
 
     Returns:
         ``out_zip``.
@@ -215,6 +223,12 @@ def write_bundle(
         ),
         "vectors.npy": _npy_bytes(vecs),
     }
+    if anchors and anchor_weight:
+        avecs = np.ascontiguousarray(anchor_vectors, dtype=np.float32)
+        if avecs.shape != (len(anchors), vecs.shape[1]) or not np.isfinite(avecs).all():
+            raise ValueError("anchor_vectors must be finite, one (dim,) row per anchor")
+        manifest["anchors"] = {"weight": float(anchor_weight), "texts": dict(anchors)}
+        generated["anchors.npy"] = _npy_bytes(avecs)
     generated["README.md"] = model_card(manifest).encode("utf-8")
     clash = set(generated) & set(sources)
     if clash or MANIFEST in sources:

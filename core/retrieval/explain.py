@@ -6,6 +6,9 @@ with the highest score, and the sentence names both parts of that score (the def
 *prototype* (the centre of its examples), with the intent's nearest examples as evidence; the
 runner-up's parts show the other side of the decision. The margin is the difference of the two
 scores. Under the ``"nearest"`` rule the nearest example alone decides, and the sentence says so.
+With anchors on (:mod:`core.retrieval.anchors`) the centre includes the intent's description (or
+name), and an intent with no labelled examples yet is predicted by its anchor alone: the
+sentence says so ("no labelled examples yet: its description '…' (0.61)").
 
 Two warnings are attached:
 
@@ -142,6 +145,8 @@ class Explanation:
     predicted_size: int = 0
     predicted_examples: list[Neighbour] = field(default_factory=list)
     runner_up_prototype: float | None = None
+    # the predicted intent has no labelled examples: its anchor (description or name) decided
+    predicted_by_anchor: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples become lists).
@@ -164,28 +169,50 @@ def _quote(text: str) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
 
 
-def _parts(score: IntentScore) -> str:
+def _anchor_kind(score: IntentScore, described: Mapping[str, str]) -> str:
+    return "description" if described.get(score.intent) else "name"
+
+
+def _parts(score: IntentScore, described: Mapping[str, str]) -> str:
     """The two parts of an intent's score, in words: its nearest example and its centre."""
     examples = "example" if score.size == 1 else "examples"
+    anchor = f" and its {_anchor_kind(score, described)}" if score.anchor is not None else ""
     return (
         f"'{_quote(score.best.text)}' ({score.best.similarity:.2f}) and the centre of its "
-        f"{score.size} {examples} ({score.prototype or 0.0:.2f})"
+        f"{score.size} {examples}{anchor} ({score.prototype or 0.0:.2f})"
+    )
+
+
+def _cold(score: IntentScore, described: Mapping[str, str]) -> str:
+    """An intent scored by its anchor alone, in words."""
+    return (
+        f"no labelled examples yet: its {_anchor_kind(score, described)} "
+        f"'{_quote(score.best.text)}' ({score.best.similarity:.2f})"
     )
 
 
 def _sentence(
-    pred: Prediction, margin: float, ambiguous: bool, threshold: float | None = None
+    pred: Prediction,
+    margin: float,
+    ambiguous: bool,
+    threshold: float | None = None,
+    described: Mapping[str, str] | None = None,
 ) -> str:
     if not pred.intents:
         return "No prediction: there are no labelled examples to compare with yet."
+    described = described or {}
     top = pred.intents[0]
     if threshold is not None:
-        evidence = f"'{_quote(top.best.text)}'" if top.by_example else f"from {_parts(top)}"
+        evidence = (
+            f"'{_quote(top.best.text)}'" if top.by_example else f"from {_parts(top, described)}"
+        )
         return (
             f"No intent (out of scope): the closest intent *{top.intent}* scores "
             f"{top.score:.2f} ({evidence}), below its threshold {threshold:.2f}."
         )
-    if top.by_example:  # the nearest example alone decided
+    if top.cold:  # its anchor alone decided
+        s = f"Predicted *{top.intent}*: {_cold(top, described)}."
+    elif top.by_example:  # the nearest example alone decided
         s = (
             f"Predicted *{top.intent}* because it is most like "
             f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
@@ -193,18 +220,23 @@ def _sentence(
     else:
         s = (
             f"Predicted *{top.intent}* because its examples are the closest: its nearest example "
-            f"{_parts(top)} give it {top.score:.2f}."
+            f"{_parts(top, described)} give it {top.score:.2f}."
         )
     ru = pred.runner_up
     if ru is None:
         return s + " No other intent has examples close enough to compete."
-    if ru.by_example:
+    if ru.cold:
+        s += f" The closest other intent is *{ru.intent}* ({_cold(ru, described)})."
+    elif ru.by_example:
         s += (
             f" The closest other intent is *{ru.intent}* "
             f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."
         )
     else:
-        s += f" The closest other intent is *{ru.intent}* with {ru.score:.2f}, from {_parts(ru)}."
+        s += (
+            f" The closest other intent is *{ru.intent}* with {ru.score:.2f}, "
+            f"from {_parts(ru, described)}."
+        )
     if ambiguous:
         s += f" It is a close call (margin {margin:.2f})."
     return s
@@ -266,7 +298,7 @@ def explain(
         runner_up=ru.intent if ru else None,
         runner_up_score=float(ru.score) if ru else None,
         runner_up_neighbour=ru.best if ru else None,
-        sentence=_sentence(prediction, margin, ambiguous, out_of_scope_below),
+        sentence=_sentence(prediction, margin, ambiguous, out_of_scope_below, descriptions),
         ambiguous=bool(ambiguous),
         borderline=is_borderline,
         borderline_reason=reason,
@@ -281,4 +313,5 @@ def explain(
         predicted_size=top.size if top else 0,
         predicted_examples=list(top.examples) if top else [],
         runner_up_prototype=ru.prototype if ru else None,
+        predicted_by_anchor=bool(top and top.cold),
     )

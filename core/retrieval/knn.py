@@ -12,7 +12,9 @@ ConvFiT's 1-NN (``"nearest"``, still available) in the median of 3 seeds of ever
 5.1 points (``bench/rules.py``), with nothing to fit or tune: one example close by chance no longer
 outvotes an intent whose examples all sit near the question. Every ranked intent
 keeps both parts (``nearest``, ``prototype``) and its nearest examples, so what decided is what an
-explanation shows.
+explanation shows. Intent names and descriptions may join as *anchors*
+(:mod:`core.retrieval.anchors`, :meth:`KnnIndex.set_anchors`): weighted into the prototypes, and
+the only evidence of an intent without examples (cold start).
 
 Example:
     >>> idx = KnnIndex(dim=2)
@@ -25,126 +27,44 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import faiss
 import numpy as np
 
-# Top two intents closer than this are a close call (``ambiguous``), as Rasa flags them.
-AMBIGUOUS_MARGIN = 0.05
-Score = TypeVar("Score", float, np.ndarray)
-# The decision rules: the nearest example(s) alone (ConvFiT), or with the intent's prototype.
-NEAREST = "nearest"
-NEAREST_PROTOTYPE = "nearest+prototype"
-RULES = (NEAREST, NEAREST_PROTOTYPE)
-DEFAULT_RULE = NEAREST_PROTOTYPE
-# A question at least this similar to a labelled example is that example (its intent decides).
-EXACT = 0.9999
-# Examples of each ranked intent kept as its evidence.
-EVIDENCE = 3
+from core.retrieval.anchors import ANCHOR_ID, check_weight
+from core.retrieval.scores import (
+    AMBIGUOUS_MARGIN,
+    DEFAULT_RULE,
+    EVIDENCE,
+    EXACT,
+    NEAREST,
+    NEAREST_PROTOTYPE,
+    RULES,
+    IntentScore,
+    Neighbour,
+    Prediction,
+    Score,
+    check_rule,
+    combine,
+)
 
-
-def check_rule(rule: str) -> str:
-    """``rule`` if it is one of :data:`RULES`, else a ValueError that names them."""
-    if rule not in RULES:
-        raise ValueError(f"Unknown decision rule {rule!r}: use one of {', '.join(RULES)}.")
-    return rule
-
-
-def combine(nearest: Score, prototype: Score | None) -> Score:
-    """An intent's score from its nearest-example and prototype cosines: the mean of the two; the
-    nearest alone when there is no prototype, or when the question *is* a labelled example
-    (similarity of at least :data:`EXACT`: a labelled utterance gets its own intent back).
-
-    Example:
-        >>> combine(0.9, 0.7), combine(0.9, None), combine(1.0, 0.5)
-        (0.8, 0.9, 1.0)
-    """
-    if prototype is None:
-        return nearest
-    mixed = 0.5 * (nearest + prototype)
-    if isinstance(nearest, np.ndarray):
-        return np.where(nearest >= EXACT, nearest, mixed)
-    return nearest if nearest >= EXACT else mixed
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    """A labelled example found near a query: the evidence behind a score and an explanation."""
-
-    id: int
-    text: str
-    labels: tuple[str, ...]
-    similarity: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The public JSON shape of an example (``labels`` as a list).
-
-        Example:
-            >>> Neighbour(3, "hi", ("greet",), 0.5).to_dict()
-            {'id': 3, 'text': 'hi', 'labels': ['greet'], 'similarity': 0.5}
-        """
-        return {
-            "id": int(self.id),
-            "text": self.text,
-            "labels": list(self.labels),
-            "similarity": float(self.similarity),
-        }
-
-
-@dataclass(frozen=True)
-class IntentScore:
-    """One ranked intent: its score and the evidence that made it.
-
-    ``score`` is :func:`combine` of ``nearest`` (its nearest example's similarity, or the mean of
-    its ``k`` nearest) and ``prototype`` (the cosine to its prototype; None under the
-    ``"nearest"`` rule). ``examples``: its nearest examples to the query, nearest first.
-    """
-
-    intent: str
-    score: float
-    # The intent's nearest example to the query (the evidence for this intent).
-    best: Neighbour
-    nearest: float | None = None
-    prototype: float | None = None
-    size: int = 0  # examples behind the prototype
-    examples: tuple[Neighbour, ...] = ()
-
-    @property
-    def by_example(self) -> bool:
-        """Whether its nearest example alone made the score (no prototype, or an exact match)."""
-        return self.prototype is None or self.best.similarity >= EXACT
-
-
-@dataclass(frozen=True)
-class Prediction:
-    intents: list[IntentScore]
-    neighbours: list[Neighbour] = field(default_factory=list)
-
-    @property
-    def top(self) -> str | None:
-        return self.intents[0].intent if self.intents else None
-
-    @property
-    def score(self) -> float:
-        return self.intents[0].score if self.intents else 0.0
-
-    @property
-    def runner_up(self) -> IntentScore | None:
-        return self.intents[1] if len(self.intents) > 1 else None
-
-    @property
-    def margin(self) -> float:
-        """Score of the top intent minus the runner-up's (1.0 when there is no runner-up)."""
-        if not self.intents:
-            return 0.0
-        ru = self.runner_up
-        return 1.0 if ru is None else self.intents[0].score - ru.score
-
-    def ambiguous(self, margin: float = AMBIGUOUS_MARGIN) -> bool:
-        """Whether the top two intents are within ``margin`` of each other (a close call)."""
-        return self.runner_up is not None and self.margin < margin
+__all__ = [
+    "AMBIGUOUS_MARGIN",
+    "DEFAULT_RULE",
+    "EVIDENCE",
+    "EXACT",
+    "NEAREST",
+    "NEAREST_PROTOTYPE",
+    "RULES",
+    "IntentScore",
+    "KnnIndex",
+    "Neighbour",
+    "Prediction",
+    "Score",
+    "check_rule",
+    "combine",
+    "normalise",
+]
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
@@ -166,6 +86,9 @@ class KnnIndex:
         self._sums: dict[str, np.ndarray] = {}
         self._counts: dict[str, int] = {}
         self._prototypes: tuple[dict[str, int], np.ndarray] | None = None
+        # per intent: its anchor's text and unit vector, and the anchors' weight (0: off)
+        self._anchors: dict[str, tuple[str, np.ndarray]] = {}
+        self.anchor_weight = 0.0
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -238,13 +161,48 @@ class KnnIndex:
             self._counts[name] = count
         self._prototypes = None
 
+    def set_anchors(
+        self, names: Sequence[str], vectors: np.ndarray, texts: Sequence[str], weight: float
+    ) -> None:
+        """Replace the intents' anchors (:mod:`core.retrieval.anchors`): each counts in its
+        intent's prototype as ``weight`` examples, and an intent without examples is scored by
+        its anchor alone. ``weight`` 0 turns anchors off."""
+        weight = check_weight(weight)
+        if not (len(names) == len(texts) == len(vectors)):
+            raise ValueError("names, vectors and texts must have the same length")
+        vecs = normalise(vectors).astype(np.float64) if len(names) else np.zeros((0, self.dim))
+        if len(names) and vecs.shape[1] != self.dim:
+            raise ValueError(f"anchors have dim {vecs.shape[1]}, index has {self.dim}")
+        with self._lock:
+            self._anchors = {n: (t, v) for n, t, v in zip(names, texts, vecs, strict=True)}
+            self.anchor_weight = weight if self._anchors else 0.0
+            self._prototypes = None
+
+    def anchors(self) -> dict[str, str]:
+        """Intent -> anchor text of the anchors in use (none while the weight is 0)."""
+        with self._lock:
+            if not self.anchor_weight:
+                return {}
+            return {n: t for n, (t, _) in self._anchors.items()}
+
+    def _anchor_sum(self, name: str, total: np.ndarray | None) -> np.ndarray | None:
+        """An intent's prototype sum with its weighted anchor (None: neither)."""
+        anchor = self._anchors.get(name) if self.anchor_weight else None
+        if anchor is None:
+            return total
+        weighted = self.anchor_weight * anchor[1]
+        return weighted if total is None else total + weighted
+
     def prototypes(self) -> tuple[dict[str, int], np.ndarray]:
         """Each intent's column and the ``(intents, dim)`` matrix of its prototype (the unit mean
-        of its examples), kept up to date by :meth:`add` and :meth:`remove`."""
+        of its examples, with its weighted anchor), kept up to date by :meth:`add`,
+        :meth:`remove` and :meth:`set_anchors`."""
         with self._lock:
             if self._prototypes is None:
-                names = sorted(self._sums)
-                sums = np.array([self._sums[n] for n in names]).reshape(len(names), self.dim)
+                anchored = set(self._anchors) if self.anchor_weight else set()
+                names = sorted(set(self._sums) | anchored)
+                sums = np.array([self._anchor_sum(n, self._sums.get(n)) for n in names])
+                sums = sums.reshape(len(names), self.dim)
                 self._prototypes = ({n: j for j, n in enumerate(names)}, normalise(sums))
             return self._prototypes
 
@@ -262,12 +220,21 @@ class KnnIndex:
             v = self._vector(int(item_id))
             for name in self._items[item_id][1]:
                 n = self._counts[name] - 1
-                if n <= 0:
+                rest = self._anchor_sum(name, self._sums[name] - v if n > 0 else None)
+                if rest is None:
                     without[qi][name] = None
                     continue
-                rest = (self._sums[name] - v) / n
                 without[qi][name] = float(q[qi] @ normalise(rest)[0])
         return col, sims, without
+
+    def _anchor_sims(self, q: np.ndarray, anchors: dict[str, str]) -> dict[str, list[float]]:
+        """Per anchored intent, the cosine of each query to its anchor alone."""
+        if not anchors:
+            return {}
+        names = sorted(anchors)
+        matrix = np.array([self._anchors[n][1] for n in names], dtype=np.float32)
+        sims = (q @ matrix.T).T.tolist()
+        return dict(zip(names, sims, strict=True))
 
     def search(self, queries: np.ndarray, k: int) -> list[list[Neighbour]]:
         """The ``k`` most similar pool items for each query, most similar first."""
@@ -318,9 +285,11 @@ class KnnIndex:
             col: dict[str, int] = {}
             proto = np.zeros((len(q), 0), dtype=np.float32)
             without: list[dict[str, float | None]] = [{} for _ in range(len(q))]
-            if rule == NEAREST_PROTOTYPE and self._items:
+            if (rule == NEAREST_PROTOTYPE and self._items) or self.anchor_weight:
                 col, proto, without = self._prototype_sims(q, exclude_ids)
             counts = dict(self._counts)
+            anchors = self.anchors()
+            anchor_sims = self._anchor_sims(q, anchors)
         preds: list[Prediction] = []
         for qi, hits in enumerate(lists):
             row = proto[qi].tolist() if col else []  # plain floats: numpy scalars cost more
@@ -340,10 +309,18 @@ class KnnIndex:
                     p, size = without[qi][name], size - 1
                 elif name in col:
                     p = row[col[name]]
-                score = combine(nearest, p)
+                score = combine(nearest, p if rule == NEAREST_PROTOTYPE else None)
+                if rule != NEAREST_PROTOTYPE:
+                    p = None
+                a = anchor_sims[name][qi] if name in anchor_sims else None
                 scored.append(
-                    IntentScore(name, score, hs[0], nearest, p, size, tuple(hs[:EVIDENCE]))
+                    IntentScore(name, score, hs[0], nearest, p, size, tuple(hs[:EVIDENCE]), a)
                 )
+            for name in anchors.keys() - per_intent.keys():
+                if counts.get(name, 0) == 0:  # cold start: the anchor alone
+                    sim = float(anchor_sims[name][qi])
+                    best = Neighbour(ANCHOR_ID, anchors[name], (name,), sim)
+                    scored.append(IntentScore(name, sim, best, anchor=sim))
             scored.sort(key=lambda s: (-s.score, s.intent))
             preds.append(Prediction(scored, hits[:show]))
         return preds

@@ -65,7 +65,9 @@ def prediction_to_dict(
     its threshold (multi-label); a threshold comes from ``thresholds[intent]`` or
     ``thresholds["default"]``. With no threshold a single-label prediction always names its top.
     ``oos`` is true when the decision is *no intent* although the pool ranked some (out of scope;
-    single-label: ``threshold`` is the one its top intent missed or reached); ``ambiguous`` when
+    single-label: ``threshold`` is the one its top intent missed or reached; a top intent with no
+    examples yet, scored by its anchor, is taken: thresholds are calibrated on example scores,
+    not on anchors'); ``ambiguous`` when
     the top two intents are within :data:`~core.retrieval.knn.AMBIGUOUS_MARGIN`.
 
     Example:
@@ -87,6 +89,8 @@ def prediction_to_dict(
         labels = [s.intent for s in pred.intents if s.score >= threshold(s.intent)]
     elif pred.top is None:
         labels = []
+    elif pred.intents[0].cold:  # its anchor's score has no calibrated threshold (cold start)
+        labels = [pred.top]
     else:
         needed = threshold(pred.top)
         labels = [pred.top] if pred.score >= needed else []
@@ -110,8 +114,10 @@ def prediction_to_dict(
 
 
 def _intent_dict(score: IntentScore) -> dict[str, Any]:
-    """One ranked intent: ``intent``, ``score``, ``best`` (its nearest example) and, when its
-    prototype took part, ``nearest`` and ``prototype`` (the two parts of the score)."""
+    """One ranked intent: ``intent``, ``score``, ``best`` (its nearest example; for an intent
+    without examples its anchor, id -1) and, when its prototype took part, ``nearest`` and
+    ``prototype`` (the two parts of the score); ``anchor``: the cosine to its anchor (its
+    description or name) when anchors take part."""
     row: dict[str, Any] = {
         "intent": score.intent,
         "score": score.score,
@@ -120,6 +126,8 @@ def _intent_dict(score: IntentScore) -> dict[str, Any]:
     if score.prototype is not None:
         row["nearest"] = score.nearest
         row["prototype"] = score.prototype
+    if score.anchor is not None:
+        row["anchor"] = score.anchor
     return row
 
 
@@ -178,6 +186,27 @@ class Predictor:
             vecs = encoder.encode(list(texts)) if vectors is None else vectors
             predictor.index.add(list(ids or range(len(texts))), vecs, texts, labels)
         return predictor
+
+    def set_anchors(
+        self,
+        texts: Mapping[str, str],
+        weight: float,
+        *,
+        vectors: np.ndarray | None = None,
+    ) -> None:
+        """Intent -> anchor text (:func:`core.retrieval.anchors.anchor_texts`) joins the pool
+        with ``weight`` (0: off; see :meth:`~core.retrieval.knn.KnnIndex.set_anchors`); encoded
+        now unless ``vectors`` (one row per intent, in ``texts``' order) are given."""
+        names = list(texts)
+        if vectors is None:
+            vectors = (
+                self.encoder.encode([texts[n] for n in names])
+                if names and weight
+                else np.zeros((0, self.index.dim), dtype=np.float32)
+            )
+            if not weight:
+                names = []
+        self.index.set_anchors(names, vectors, [texts[n] for n in names], weight)
 
     @property
     def multi_label(self) -> bool:

@@ -74,6 +74,9 @@ class TrainConfig:
         template_loss: weight of TaDSE's template-aware loss (in-batch InfoNCE pulling each
             utterance toward its own template, away from the other intents' in the batch);
             ``0`` = off. In-batch methods (``fast``, ``lora``) only.
+        anchor_pairs: train on (utterance, description or name) positive pairs too: each
+            intent's anchor joins its examples (:func:`core.training.pairs.with_anchors`; the
+            anchors are given to :func:`~core.training.fit.train_encoder`).
     """
 
     method: str = "fast"
@@ -107,6 +110,7 @@ class TrainConfig:
     self_train: int = 0
     template_fill: int = 0
     template_loss: float = 0.0
+    anchor_pairs: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:

@@ -45,6 +45,7 @@ from core.training.pairs import (
     check_trainable,
     estimate_shots,
     sample_pairs,
+    with_anchors,
 )
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def train_encoder(
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
     templates: Mapping[str, str] | None = None,
+    anchors: Mapping[str, str] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -191,6 +193,8 @@ def train_encoder(
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
         templates: text -> its template, for the template-aware loss
             (``config.template_loss``; :mod:`core.training.templates` makes them).
+        anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
+            intent's examples (:func:`core.training.pairs.with_anchors`).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -208,6 +212,8 @@ def train_encoder(
     labels = _normalise_labels(labels)
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
+    if config.anchor_pairs and anchors:
+        texts, labels = with_anchors(texts, labels, anchors)
     check_trainable(labels)
     if config.stage1 and not context_pairs:
         raise ValueError("stage1=True needs (context, response) pairs.")

@@ -4,6 +4,7 @@ or missing int8 copy serves fp32."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -35,7 +36,8 @@ def served(tmp_path_factory):
     from app.context import AppContext
     from app.services.projects import ensure_demo_project
 
-    context = AppContext(load_settings(tmp_path_factory.mktemp("int8") / "data"))
+    settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
+    context = AppContext(dataclasses.replace(settings, int8=True))
     demo = ensure_demo_project(context)
     assert demo is not None
     job, _ = training.request_retrain(context, demo, QUICK, enqueue=False)

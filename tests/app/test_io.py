@@ -132,3 +132,63 @@ def test_real_files_with_repeats_import_as_they_are(ctx, shared_data, path):
     result = import_file(ctx, "real", shared_data / path)
     assert result.inserted > 0
     assert any("Merged" in n or "different intents" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl", "yml"])
+def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tmp_path, suffix):
+    import_file(ctx, "src", _write(tmp_path, "a.csv", GOOD))
+    data_svc.describe_intent(ctx, "src", "track", "Where is my parcel, is it late")
+    data_svc.create_intent(ctx, "src", "refund", "Money back for a returned order")
+    out = tmp_path / f"src.{suffix}"
+    export_file(ctx, "src", out)
+    res = import_file(ctx, f"copy-{suffix}", out)
+    assert "refund" in res.intents_created and res.described == 2
+    described = {i["name"]: (i["description"], i["n_train"]) for i in data_svc.intents(ctx, "src")}
+    copied = {
+        i["name"]: (i["description"], i["n_train"]) for i in data_svc.intents(ctx, f"copy-{suffix}")
+    }
+    assert copied == described
+    assert copied["refund"] == ("Money back for a returned order", 0)
+    assert copied["cancel"] == ("", 1)
+
+
+def test_a_description_column_describes_the_rows_intent_and_declares_one_without_text(
+    ctx, tmp_path
+):
+    csv = (
+        "text,label,description\n"
+        "where is my parcel,track,Parcel tracking\n"
+        "is it shipped yet,track,\n"
+        ",refund,Money back\n"
+    )
+    res = import_file(ctx, "d", _write(tmp_path, "d.csv", csv))
+    assert res.inserted == 2 and "described 2 intent(s)" in res.message()
+    got = {i["name"]: i["description"] for i in data_svc.intents(ctx, "d")}
+    assert got == {"track": "Parcel tracking", "refund": "Money back"}
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("text,label,description\nhi,a,One\nhello,a,Two\n", "line 3: intent 'a' has another"),
+        ("text,labels,description\nhi,a|b,Both\n", "line 2: a description needs exactly one"),
+        ("text,label,description\nhi,a," + "x" * 501 + "\n", "at most 500 characters"),
+    ],
+)
+def test_bad_descriptions_are_refused_with_their_line_and_nothing_is_imported(
+    ctx, tmp_path, content, message
+):
+    with pytest.raises(FormatError, match=message):
+        import_file(ctx, "bad", _write(tmp_path, "bad.csv", content))
+    assert _count(ctx, "bad") is None
+
+
+def test_a_rasa_intent_item_carries_its_description_in_metadata(tmp_path):
+    from app.formats import dump_rasa_yaml, parse_rasa_yaml
+    from app.formats.common import Row
+
+    text = dump_rasa_yaml([Row("hi", ("greet",))], {"greet": "Saying hello", "bye": "Leaving"})
+    assert '- intent: greet\n  metadata: {description: "Saying hello"}\n' in text
+    parsed = parse_rasa_yaml(text.encode())
+    assert parsed.descriptions == {"bye": "Leaving", "greet": "Saying hello"}
+    assert [r.text for r in parsed.rows] == ["hi"]

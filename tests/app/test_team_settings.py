@@ -39,7 +39,9 @@ def test_the_urls_pick_redis_a_bucket_and_the_heartbeat(tmp_path, monkeypatch):
     monkeypatch.setenv("INTENT_STUDIO_QUEUE_URL", "redis://:secret@queue:6379/2")
     monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", "memory://team/models")
     monkeypatch.setenv("INTENT_STUDIO_JOB_TIMEOUT", "12")
+    monkeypatch.setenv("INTENT_STUDIO_INT8", "Off")
     settings = load_settings(tmp_path)
+    assert settings.int8 is False
     assert not settings.local_workers and settings.artifacts_remote
     huey, _ = make_queue(settings)  # no connection until a job is queued
     assert isinstance(huey, RedisHuey)
@@ -55,6 +57,7 @@ def test_the_urls_pick_redis_a_bucket_and_the_heartbeat(tmp_path, monkeypatch):
     assert env["INTENT_STUDIO_QUEUE_URL"] == "redis://:secret@queue:6379/2"
     assert env["INTENT_STUDIO_ARTIFACTS_URL"] == "memory://team/models"
     assert env["INTENT_STUDIO_JOB_TIMEOUT"] == "12"
+    assert env["INTENT_STUDIO_INT8"] == "off"
 
 
 def test_a_shared_folder_for_model_files_is_used_in_place(tmp_path, monkeypatch):
@@ -75,6 +78,7 @@ def test_a_shared_folder_for_model_files_is_used_in_place(tmp_path, monkeypatch)
     [
         ("INTENT_STUDIO_QUEUE_URL", "postgres://db/queue", "must be a Redis URL"),
         ("INTENT_STUDIO_JOB_TIMEOUT", "soon", "INTENT_STUDIO_JOB_TIMEOUT must be a whole number"),
+        ("INTENT_STUDIO_INT8", "fast", "INTENT_STUDIO_INT8 must be on or off"),
     ],
 )
 def test_a_bad_setting_is_refused_with_exit_2(tmp_path, monkeypatch, capsys, env, value, message):

@@ -20,6 +20,7 @@ from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import training as svc
 from app.services import versions as version_svc
+from app.services.int8 import INT8_DIR, INT8_OFF
 from app.services.projects import new_project
 from storage.tables import ModelVersion, TrainingJob, Utterance
 
@@ -158,6 +159,9 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         assert mv.metrics["split"] == "test"
         assert set(mv.metrics["base"]) >= {"accuracy", "macro_f1"}
         assert mv.config["fast_passes"] == 1
+        # the tests' server runs with INTENT_STUDIO_INT8=off: no int8 copy, and the reason why
+        assert mv.metrics["int8"] == {"passed": False, "reason": INT8_OFF}
+        assert not (ctx.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
         assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
         promoted = mv.metrics["gate"]["passed"]
     history = version_svc.history(ctx, "tiny")

@@ -129,3 +129,24 @@ def test_a_labelled_utterance_cannot_be_moved_to_unlabelled(db, project):
         assert next(r for r in list_utterances(s, project) if r.id == parcel.id).split == "train"
         set_labels(s, project, parcel.id, [])
         assert update_utterance(s, project, parcel.id, split="unlabelled").split == "unlabelled"
+
+
+def test_the_turn_before_an_utterance_is_stored_trimmed_and_reaches_the_pool(db, project):
+    """The `context` column has been in the schema since migration 0001 (text, '' = none)."""
+    with db.session() as s:
+        add_utterance(s, project, "yes please", ["cancel_order"], context="  Cancel it?  ")
+        pool = {r.text: r.context for r in labelled_pool(s, project)}
+        assert pool["yes please"] == "Cancel it?" and pool["where is my parcel"] == ""
+        assert list_utterances(s, project, search="yes please")[0].context == "Cancel it?"
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [("x" * 2001, "Context is longer than 2000"), ("a\x00b", "Context contains a NUL")],
+)
+def test_a_bad_context_is_refused_and_nothing_is_added(db, project, context, message):
+    with db.session() as s:
+        before = len(list_utterances(s, project))
+        with pytest.raises(StorageError, match=message):
+            add_utterance(s, project, "yes please", ["cancel_order"], context=context)
+        assert len(list_utterances(s, project)) == before

@@ -16,21 +16,45 @@ from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 BASE_CHOICE = "frozen base encoder"
-HISTORY_COLUMNS = [
-    "version",
-    "active",
-    "method",
-    "accuracy",
-    "macro_f1",
-    "frozen_accuracy",
-    "silhouette",
-    "split",
-    "train_s",
-    "size_kb",
-    "dataset",
-    "created",
-    "note",
+# The service's keys and the headers a designer reads (short words: narrow columns wrap at spaces).
+HISTORY_HEADERS = {
+    "version": "version",
+    "active": "active",
+    "method": "method",
+    "accuracy": "accuracy",
+    "macro_f1": "macro F1",
+    "frozen_accuracy": "frozen accuracy",
+    "silhouette": "silhouette",
+    "split": "scored on",
+    "train_s": "train s",
+    "size_kb": "size MB",
+    "dataset": "dataset",
+    "created": "created",
+    "note": "note",
+}
+HISTORY_COLUMNS = list(HISTORY_HEADERS.values())
+HISTORY_WIDTHS: list[str | int] = [
+    "6%",
+    "5%",
+    "6%",
+    "7%",
+    "6%",
+    "7%",
+    "8%",
+    "6%",
+    "5%",
+    "6%",
+    "9%",
+    "10%",
+    "19%",
 ]
+
+
+def history_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The history rows as the table shows them: the headers above, the size in MB."""
+    frame = pd.DataFrame(rows, columns=list(HISTORY_HEADERS))
+    frame["size_kb"] = (frame["size_kb"] / 1024).round(1)
+    return frame.rename(columns=HISTORY_HEADERS)
 
 
 def version_choices(rows: list[dict[str, Any]]) -> list[str]:
@@ -47,7 +71,7 @@ def load_history(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
     rows: list[dict[str, Any]] = []
     if proj:
         rows = attempt(lambda: version_svc.history(ctx, proj))[0] or []
-    frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+    frame = history_frame(rows)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
     serving = (attempt(lambda: version_svc.serving(ctx, proj))[0] or "") if proj else ""
@@ -106,7 +130,11 @@ def build_versions_section(
     gr.Markdown("### Model versions")
     serving = gr.Markdown("", elem_id="serving")
     history = gr.Dataframe(
-        headers=HISTORY_COLUMNS, interactive=False, wrap=True, elem_id="versions"
+        headers=HISTORY_COLUMNS,
+        interactive=False,
+        wrap=True,
+        column_widths=HISTORY_WIDTHS,
+        elem_id="versions",
     )
     with gr.Row(equal_height=True):
         pick = gr.Dropdown([BASE_CHOICE], value=BASE_CHOICE, label="Version", scale=2)

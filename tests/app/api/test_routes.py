@@ -186,8 +186,26 @@ def test_the_readme_table_of_rest_routes_is_what_the_api_enforces():
     table = readme.split("| route | what | role |", 1)[1].split("\n\n", 1)[0]
     documented = {}
     for line in table.splitlines()[2:]:
-        route = re.search(r"`(GET|POST) (/api/v1/[^`]+)`", line)
+        route = re.search(r"`(GET|POST|PUT) (/api/v1/[^`]+)`", line)
         assert route is not None, line
         documented[f"{route[1]} {route[2].replace('{p}', '{project}')}"] = line.split("|")[-2]
     declared = declared_roles(router.routes)
     assert {k: v.strip() for k, v in documented.items()} == declared
+
+
+def test_a_designer_sets_an_intents_description_and_a_viewer_reads_it_but_may_not(team):
+    client, tokens = team
+    vic, dana = bearer(tokens["vic"]), bearer(tokens["dana"])
+    url = f"{DEMO}/intents/track_order"
+    r = client.put(url, json={"description": "Where is my parcel"}, headers=vic)
+    assert r.status_code == 403 and "needs the designer role" in r.json()["error"]
+    r = client.put(url, json={"description": "  Where is   my parcel "}, headers=dana)
+    assert r.status_code == 200 and r.json()["description"] == "Where is my parcel"
+    listed = client.get(f"{DEMO}/intents", headers=vic).json()["intents"]
+    assert {"name": "track_order", "description": "Where is my parcel"}.items() <= next(
+        i for i in listed if i["name"] == "track_order"
+    ).items()
+    r = client.put(url, json={"description": "x" * 501}, headers=dana)
+    assert r.status_code == 400 and "at most 500 characters" in r.json()["error"]
+    r = client.put(f"{DEMO}/intents/nope", json={"description": "x"}, headers=dana)
+    assert r.status_code == 404 and r.json() == {"error": "No intent 'nope' in this project."}

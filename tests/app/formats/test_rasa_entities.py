@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any
+from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any, write_any
 from app.formats.slot_book import dump_slot_book, parse_slot_book
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -65,6 +65,21 @@ def test_rasa_export_writes_the_markup_and_lookup_tables_back_and_round_trips():
     assert {k: set(v) for k, v in again.slots.book.items()} == {
         k: set(v) for k, v in parsed.slots.book.items()
     }
+
+
+def test_a_rasa_file_keeps_descriptions_and_entities_together(tmp_path):
+    parsed = parse_rasa_yaml(DOC)
+    path = tmp_path / "out.yml"
+    write_any(
+        parsed.rows, path, {"book_flight": "Booking a flight", "cancel": "Cancelling"}, parsed.slots
+    )
+    text = path.read_text(encoding="utf-8")
+    assert '- intent: book_flight\n  metadata: {description: "Booking a flight"}\n' in text
+    assert "fly me to [Berlin](city)" in text and "- lookup: city" in text
+    again = read_any(path)
+    assert again.descriptions == {"book_flight": "Booking a flight", "cancel": "Cancelling"}
+    assert again.rows == parsed.rows
+    assert again.slots.templates == parsed.slots.templates
 
 
 def test_a_bad_annotation_is_a_listed_problem_and_nothing_is_imported():

@@ -38,6 +38,45 @@ def test_written_rows_read_back(write, read):
     assert read(write(rows).encode()) == rows
 
 
+@pytest.mark.parametrize(("write", "read"), [(write_csv, parse_csv), (write_jsonl, parse_jsonl)])
+def test_contexts_are_written_and_read_back(write, read):
+    rows = [
+        Row("yes please", ("cancel_card",), "train", "Do you want to cancel your card?"),
+        Row("no thanks", ("decline",), "test"),  # no context: none comes back
+        Row("=1+1", ("math",), "train", "=what is it?"),  # a formula-like context stays text
+    ]
+    assert read(write(rows).encode()) == rows
+
+
+def test_files_without_contexts_are_written_as_before():
+    rows = [Row("hi", ("greet",))]
+    assert write_csv(rows) == "text,labels,split\nhi,greet,train\n"
+    assert "context" not in write_jsonl(rows)
+    assert write_csv([*rows, Row("yes", ("ok",), "train", "Shall I?")]).startswith(
+        "text,labels,split,context\nhi,greet,train,\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b"text,label,context\nyes,ok," + b"x" * 2001 + b"\n",
+            "line 2: Context is longer than 2000",
+        ),
+        (b'{"text": "yes", "label": "ok", "context": "a\\u0000b"}\n', "Context contains a NUL"),
+    ],
+)
+def test_a_bad_context_is_refused_with_its_line(data, message):
+    parse = parse_jsonl if data.startswith(b"{") else parse_csv
+    with pytest.raises(FormatError, match=message):
+        parse(data)
+
+
+def test_a_blank_context_is_no_context():
+    assert parse_csv(b"text,label,context\nyes,ok,   \n")[0].context == ""
+
+
 cell = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30)
 
 

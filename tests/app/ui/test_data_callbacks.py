@@ -109,3 +109,33 @@ def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ct
     assert slots["choices"] == ["card"]
     assert "named by templates" in data_slots.delete_slot(ctx, demo, "card")
     assert "listed twice" in data_slots.save_slot(ctx, demo, "card", "visa\nvisa")
+
+
+def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(ctx, demo):
+    from app.services import data as svc
+    from app.ui import data_manage
+
+    name = svc.intent_names(ctx, demo)[0]
+    msg = data_manage.describe_intent(ctx, demo, name, "  Questions about   a late parcel ")
+    assert msg.startswith("✓ Described") and "'Questions about a late parcel'" in msg
+    assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"
+    too_long = data_manage.describe_intent(ctx, demo, name, "x" * 501)
+    assert "at most 500 characters" in too_long and not too_long.startswith("✓")
+    assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"
+    assert "Choose an intent" in data_manage.describe_intent(ctx, demo, "", "anything")
+    assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(
+        ctx, demo, "nope", "anything"
+    )
+    assert "Cleared" in data_manage.describe_intent(ctx, demo, name, "")
+    assert data_manage.intent_description(ctx, demo, name) == ""
+
+
+def test_the_anchor_weight_is_set_beside_the_descriptions_and_a_bad_one_changes_nothing(ctx, demo):
+    from app.ui import data_manage
+
+    assert "Anchors on (weight 1.5)" in data_manage.set_anchors(ctx, demo, 1.5)
+    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
+    refused = data_manage.set_anchors(ctx, demo, -2)
+    assert "0 or more" in refused and not refused.startswith("✓")
+    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
+    assert "Anchors off" in data_manage.set_anchors(ctx, demo, 0)

@@ -90,3 +90,15 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     assert out[-1].startswith(f"**{_left(out[STATE])}** flagged left to review · 1 reviewed")
     out = queue_tab.start(ctx, demo, "file", None)
     assert "unlabelled left · 0 answered" in out[-1]
+
+
+def test_the_orange_button_is_what_enter_takes(ctx, demo):
+    state = queue_tab.start(ctx, demo, "file", None)[STATE]
+    for oos, variants in (
+        (False, ["primary", "secondary", "secondary"]),
+        (True, ["secondary"] * 3),
+    ):
+        item = {**state["item"], "out_of_scope": oos, "threshold": 0.9}
+        out = queue_tab.render(ctx, demo, {**state, "item": item})
+        assert [b["variant"] for b in out[CARD + 1 : CARD + 4]] == variants
+        assert ("Looks out of scope" in out[CARD]) is oos

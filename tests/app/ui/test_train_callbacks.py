@@ -78,3 +78,12 @@ def test_the_progress_line_names_the_phase_its_count_and_time_left():
     assert "width:99%" in retrain.progress_html(counted)
     done = _job(status="succeeded", phase="registering", step=1500, total=1500, message="v3: …")
     assert "width:100%" in retrain.progress_html(done) and "v3: …" in retrain.progress_html(done)
+
+
+def test_the_history_table_reads_in_words_and_megabytes():
+    row = dict.fromkeys(versions.HISTORY_HEADERS, "x") | {"size_kb": 113741.1, "version": 3}
+    frame = versions.history_frame([row])
+    assert list(frame.columns) == versions.HISTORY_COLUMNS
+    assert "macro F1" in frame.columns and "size_kb" not in frame.columns
+    assert frame.loc[0, "size MB"] == 111.1
+    assert len(versions.HISTORY_WIDTHS) == len(versions.HISTORY_COLUMNS)

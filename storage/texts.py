@@ -1,0 +1,51 @@
+"""The rules for the texts of an utterance: its text, its context (the turn before it), its split.
+
+Example:
+    >>> validate_text("  hi  "), validate_context(None), validate_context(" Anything else? ")
+    ('hi', '', 'Anything else?')
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from storage.errors import StorageError
+from storage.tables import SPLITS
+
+MAX_TEXT_CHARS = 2000
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def is_blank(text: str) -> bool:
+    """True for text with nothing visible: whitespace, zero-width and direction marks, controls."""
+    return all(unicodedata.category(c) in _INVISIBLE for c in text)
+
+
+def validate_text(text: str, *, what: str = "Utterance text") -> str:
+    """``text`` trimmed, or :class:`StorageError` saying why it cannot be stored (``what`` names
+    it in the message)."""
+    if not isinstance(text, str):
+        raise StorageError(f"{what} must be a string.")
+    clean = text.strip()
+    if is_blank(clean):
+        raise StorageError(f"{what} is empty.")
+    if len(clean) > MAX_TEXT_CHARS:
+        raise StorageError(f"{what} is longer than {MAX_TEXT_CHARS} characters.")
+    if "\x00" in clean:
+        raise StorageError(f"{what} contains a NUL character.")
+    return clean
+
+
+def validate_context(context: str | None) -> str:
+    """The previous turn of an utterance, trimmed; ``""`` (none) for ``None`` or blank text;
+    otherwise the rules of :func:`validate_text` (its messages name the context)."""
+    if context is None or (isinstance(context, str) and is_blank(context)):
+        return ""
+    return validate_text(context, what="Context")
+
+
+def validate_split(split: str) -> str:
+    if split not in SPLITS:
+        raise StorageError(f"Unknown split {split!r}; use one of {', '.join(SPLITS)}.")
+    return split

@@ -1,0 +1,78 @@
+"""Anchors in the app: an intent with only a description predicts at once (cold start), the
+explanation says its description decided, a new label counts at once, a bundle of the project
+predicts the same, and the setting is one CLI command (a bad value exits 2, nothing changed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli import main
+from app.services import bundles, projects
+from app.services import data as data_svc
+from app.services.predict import predict, predict_one
+from core.bundle import load
+
+GIFT = "Buying, sending or spending a gift card or gift voucher"
+QUESTION = "can I buy a gift voucher for my sister"
+
+
+def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
+    projects.set_anchors(ctx, demo, "1")
+    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    out = predict_one(ctx, demo, QUESTION)
+    assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
+    said = out["explanation"]
+    assert said["predicted_by_anchor"]
+    assert (
+        f"no labelled examples yet: its description '{GIFT}' ({out['score']:.2f})"
+        in (said["sentence"])
+    )
+    # the first label counts in the very next prediction: the intent is no longer cold
+    data_svc.add_utterance(ctx, demo, "do you sell gift cards", ["gift_cards"], "train")
+    again = predict_one(ctx, demo, QUESTION)
+    assert again["top"] == "gift_cards" and not again["explanation"]["predicted_by_anchor"]
+    assert again["intents"][0]["best"]["text"] == "do you sell gift cards"
+    assert "and its description" in again["explanation"]["sentence"]
+
+
+def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
+    projects.set_anchors(ctx, demo, "off")
+    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    out = predict_one(ctx, demo, QUESTION)
+    assert all(s["intent"] != "gift_cards" for s in out["intents"])
+    assert all("anchor" not in s for s in out["intents"])
+
+
+def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp_path):
+    projects.set_anchors(ctx, demo, 2)
+    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    queries = [QUESTION, "where is my parcel", "I forgot my password"]
+    app_rows = predict(ctx, demo, queries)
+    path = tmp_path / "demo.zip"
+    bundles.export_bundle(ctx, demo, path)
+    with load(path) as bundle:
+        assert bundle.manifest["anchors"]["texts"]["gift_cards"] == GIFT
+        for a, b in zip(app_rows, bundle.predict(queries), strict=True):
+            assert (a["top"], a["labels"]) == (b["top"], b["labels"])
+            assert a["score"] == pytest.approx(b["score"], abs=1e-4)
+    # opened as a project, the bundle keeps the anchors: same cold-start prediction
+    opened = bundles.import_bundle(ctx, path)
+    assert projects.anchors(ctx, opened)["weight"] == 2
+    assert predict_one(ctx, opened, QUESTION)["top"] == "gift_cards"
+
+
+def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "data")]
+    src = tmp_path / "in.csv"
+    src.write_text("text,label,description\nwhere is my parcel,track_parcel,\n,refund,Money back\n")
+    assert main([*d, "import", str(src), "--project", "p"]) == 0
+    capsys.readouterr()
+    assert main([*d, "anchors", "--project", "p", "--weight", "1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "Anchors on (weight 1.5): 2 intent(s), 1 by their description" in out
+    assert "  track_parcel: track parcel" in out
+    assert main([*d, "anchors", "--project", "p", "--weight", "-1"]) == 2
+    assert "0 or more" in capsys.readouterr().err
+    assert main([*d, "anchors", "--project", "p", "--weight", "lots"]) == 2
+    assert main([*d, "anchors", "--project", "p"]) == 0
+    assert "weight 1.5" in capsys.readouterr().out
