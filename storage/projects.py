@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
-from storage.tables import Intent, Label, LabelEvent, Project, User, Utterance
+from storage.tables import Intent, Label, LabelEvent, Project, Template, User, Utterance
 
 
 @dataclass(frozen=True)
@@ -295,12 +295,25 @@ def merge_intents(
         if uid not in have_target:
             s.add(Label(utterance_id=uid, intent_id=tgt.id))
     s.flush()
+    _move_templates(s, src_ids, tgt.id)
     for intent in srcs:
         s.delete(intent)
     s.flush()
     after = _labels_of(s, uids)
     _log_many(s, project_id, before, after, batch, "merge", user_id)
     return len(uids)
+
+
+def _move_templates(s: Session, src_ids: list[int], target_id: int) -> None:
+    """The merged intents' templates go to the target (a text it already has is kept once)."""
+    have = set(s.scalars(select(Template.text).where(Template.intent_id == target_id)))
+    for t in s.scalars(select(Template).where(Template.intent_id.in_(src_ids))):
+        if t.text in have:
+            s.delete(t)
+        else:
+            t.intent_id = target_id
+            have.add(t.text)
+    s.flush()
 
 
 def delete_intent(s: Session, project_id: int, name: str, *, user_id: int | None = None) -> int:

@@ -104,6 +104,9 @@ class Utterance(Base):
     split: Mapped[str] = mapped_column(String(16), default="train")
     # The preceding bot turn, when known (ConveRT's multi-context idea); optional.
     context: Mapped[str] = mapped_column(Text, default="")
+    # Entity annotations on ``text`` (TaDSE slots): ``[{"start", "end", "entity"}, ...]``; the
+    # text stays the surface text the classifier sees. Kept from a Rasa import, written back.
+    entities: Mapped[list[Any]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(Integer, default=1)
@@ -130,6 +133,34 @@ class Label(Base):
 
     utterance: Mapped[Utterance] = relationship(back_populates="labels")
     intent: Mapped[Intent] = relationship()
+
+
+class SlotValue(Base):
+    """One value of a slot in a project's slot book (TaDSE); a slot exists while it has values."""
+
+    __tablename__ = "slot_values"
+    __table_args__ = (
+        UniqueConstraint("project_id", "slot", "value", name="uq_slot_value"),
+        Index("ix_slot_value_project", "project_id", "slot"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    slot: Mapped[str] = mapped_column(String(80))
+    value: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Template(Base):
+    """An intent's template: an utterance with ``{slot}`` placeholders (TaDSE)."""
+
+    __tablename__ = "templates"
+    __table_args__ = (UniqueConstraint("intent_id", "text", name="uq_template_intent_text"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    intent_id: Mapped[int] = mapped_column(ForeignKey("intents.id", ondelete="CASCADE"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class LabelEvent(Base):

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.slots import moved_entities
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
@@ -329,6 +330,7 @@ def update_utterance(
         )
         if clash:
             raise StorageError(f"The utterance {text!r} is already in this project.")
+        u.entities = moved_entities(u.text, text, u.entities or [])
         u.text = text
     labels = _labels_of(s, [u.id])[u.id]
     if split is not None:

@@ -23,6 +23,7 @@ from app.formats.common import (
     ParsedFile,
     Row,
     check_size,
+    decode,
     merge_repeats,
 )
 from app.formats.intent_files import (
@@ -34,6 +35,7 @@ from app.formats.intent_files import (
     write_intent_zip,
 )
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
+from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
     from_spreadsheet_safe,
     parse_csv,
@@ -44,6 +46,7 @@ from app.formats.tabular import (
     write_csv,
     write_jsonl,
 )
+from core.slots import SlotData
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -52,11 +55,13 @@ __all__ = [
     "Row",
     "dump_intent_files",
     "dump_rasa_yaml",
+    "dump_slot_book",
     "from_spreadsheet_safe",
     "parse_csv",
     "parse_intent_files",
     "parse_jsonl",
     "parse_rasa_yaml",
+    "parse_slot_book",
     "read_any",
     "read_csv",
     "read_intent_folder",
@@ -67,6 +72,12 @@ __all__ = [
     "write_jsonl",
 ]
 
+
+def _read_yaml(data: bytes) -> ParsedFile:
+    """Rasa NLU YAML, or a slot book file (``slot_book:`` / ``templates:``, no ``nlu:``)."""
+    return parse_slot_book(data) if is_slot_book(decode(data)) else parse_rasa_yaml(data)
+
+
 _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
     ".csv": read_csv,
     ".tsv": read_csv,
@@ -74,8 +85,8 @@ _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
     "": read_csv,
     ".jsonl": read_jsonl,
     ".ndjson": read_jsonl,
-    ".yml": parse_rasa_yaml,
-    ".yaml": parse_rasa_yaml,
+    ".yml": _read_yaml,
+    ".yaml": _read_yaml,
     ".zip": read_intent_zip,
 }
 
@@ -108,36 +119,46 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
     else:
         check_size(path.stat().st_size)
         parsed = reader(path.read_bytes())
+    if not parsed.rows:  # a slot book file: no utterances
+        return parsed
     rows, notes = merge_repeats(parsed.rows)
-    return ParsedFile(rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions)
+    return ParsedFile(
+        rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions, parsed.slots
+    )
 
 
 Descriptions = dict[str, str] | None
-_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions], bytes]] = {
-    ".zip": lambda rows, _: write_intent_zip(rows),
-    ".yml": lambda rows, d: dump_rasa_yaml(rows, d).encode("utf-8"),
-    ".yaml": lambda rows, d: dump_rasa_yaml(rows, d).encode("utf-8"),
-    ".jsonl": lambda rows, d: write_jsonl(rows, d).encode("utf-8"),
-    ".ndjson": lambda rows, d: write_jsonl(rows, d).encode("utf-8"),
+_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions, SlotData | None], bytes]] = {
+    ".zip": lambda rows, _, __: write_intent_zip(rows),
+    ".yml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
+    ".yaml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
+    ".jsonl": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
+    ".ndjson": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
 }
 
 
-def write_any(rows: Iterable[Row], path: str | Path, descriptions: Descriptions = None) -> None:
+def write_any(
+    rows: Iterable[Row],
+    path: str | Path,
+    descriptions: Descriptions = None,
+    slots: SlotData | None = None,
+) -> None:
     """Write rows in the format the path's suffix names: ``.jsonl``, Rasa ``.yml``/``.yaml``, a
     ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else.
 
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
     Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
-    have no place for them.
+    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables);
+    the other formats have no place for them.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == "":
         write_intent_folder(rows, p)
         return
-    writer = _WRITERS.get(suffix, lambda rows, d: write_csv(rows, d).encode("utf-8"))
-    payload = writer(rows, descriptions)
+    writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
+    payload = writer(rows, descriptions, slots)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_bytes(payload)
     tmp.replace(p)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.config import MAX_UPLOAD_BYTES
+from core.slots import SlotData
 from storage.errors import StorageError
 from storage.projects import validate_description
 from storage.texts import validate_context
@@ -56,13 +57,15 @@ class FormatError(ValueError):
 
 @dataclass(frozen=True)
 class ParsedFile:
-    """Rows read from a file, with what was changed or skipped on the way."""
+    """Rows read from a file, with what was changed or skipped on the way, and the slot book,
+    templates and entity annotations it carries (Rasa entities and lookup tables)."""
 
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     flattened_entities: int = 0
     # intent -> its description, where the file gave one
     descriptions: dict[str, str] = field(default_factory=dict)
+    slots: SlotData = field(default_factory=SlotData)
 
 
 def check_size(n_bytes: int, where: str = "The file") -> None:

@@ -3,13 +3,16 @@
 An ``nlu:`` item ``- intent: name`` holds an ``examples: |`` block of ``- text`` lines, or the list
 form ``examples: [{text: ..., metadata: ...}]``.
 
-- Entity annotations ``[Berlin](city)`` and ``[Berlin]{"entity": "city"}`` are *flattened to their
-  surface text* (``Berlin``) on import, because the studio labels intents, not entities; the result
-  says how many were flattened (``keep_entity_markup=True`` keeps the markup as typed).
+- Entity annotations ``[Berlin](city)`` and ``[Berlin]{"entity": "city"}`` are *kept*: the
+  utterance's text is the surface text (``Berlin``, what the classifier sees), and the annotation
+  is kept beside it (:class:`core.slots.SlotData`): its value joins the slot book, the example with
+  ``{city}`` in place of the value becomes a template of its intent, and the spans are stored on
+  the utterance, so an export writes the markup back (``keep_entity_markup=True`` keeps the
+  markup as typed in the text instead). ``lookup:`` tables join the slot book and are written back.
 - A multi-intent name ``a+b`` becomes the labels ``("a", "b")``, and a multi-label row is written
   that way.
 - Rows of another split than ``train`` are written in the list form with ``metadata: {split: ...}``
-  and read back into that split. ``synonym``/``regex``/``lookup`` items and the other sections of a
+  and read back into that split. ``synonym``/``regex`` items and the other sections of a
   Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
 - Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
   written.
@@ -41,11 +44,20 @@ from app.formats.common import (
     decode,
     finish,
 )
+from app.formats.rasa_entities import (
+    add_example,
+    add_lookup,
+    dump_lookups,
+    read_markup,
+    spans_of,
+    write_markup,
+)
 from app.formats.safe_yaml import compose_yaml
+from core.slots import EntitySpan, SlotData, SlotError
 from storage.tables import SPLITS
 
 RASA_VERSION = "3.1"
-RASA_SKIPPED_ITEMS = ("synonym", "regex", "lookup")
+RASA_SKIPPED_ITEMS = ("synonym", "regex")
 RASA_OTHER_SECTIONS = frozenset(
     {
         "responses",
@@ -61,17 +73,9 @@ RASA_OTHER_SECTIONS = frozenset(
         "test_stories",
     }
 )
-_ENTITY = re.compile(r"\[([^\[\]\n]+)\](?:\([^()\n]+\)|\{[^{}\n]*\})")
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-+/.]*")
 _STR = "tag:yaml.org,2002:str"
 _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none"})
-
-
-def _flatten(text: str, keep: bool) -> tuple[str, int]:
-    if keep:
-        return text, 0
-    flat, n = _ENTITY.subn(lambda m: m.group(1), text)
-    return flat, n
 
 
 def _node_key(node: yaml.Node) -> str:
@@ -85,7 +89,8 @@ def parse_rasa_yaml(
 
     Args:
         data: the file's bytes (UTF-8).
-        keep_entity_markup: keep ``[Berlin](city)`` as typed instead of flattening to ``Berlin``.
+        keep_entity_markup: keep ``[Berlin](city)`` as typed in the text instead of reading it
+            as the text ``Berlin`` with an annotation.
         multi_intent_separator: split ``a+b`` intent names into several labels (None: never).
 
     Raises:
@@ -95,8 +100,8 @@ def parse_rasa_yaml(
     Example:
         >>> doc = b'nlu:\\n- intent: greet\\n  examples: |\\n    - hi [Ana](name)\\n'
         >>> parsed = parse_rasa_yaml(doc)
-        >>> parsed.rows[0].text, parsed.flattened_entities
-        ('hi Ana', 1)
+        >>> parsed.rows[0].text, parsed.flattened_entities, parsed.slots.templates
+        ('hi Ana', 1, {'greet': ['hi {name}']})
     """
     root = compose_yaml(decode(data))
     if not isinstance(root, yaml.MappingNode):
@@ -105,6 +110,7 @@ def parse_rasa_yaml(
     notes: list[str] = []
     found: list[tuple[int, str, Row]] = []
     flattened = 0
+    slots = SlotData()
     skipped: dict[str, int] = {}
     descriptions: dict[str, tuple[int, str]] = {}
     nlu: yaml.Node | None = None
@@ -131,6 +137,9 @@ def parse_rasa_yaml(
             continue
         fields = {_node_key(k): v for k, v in item.value}
         kind = next((k for k in RASA_SKIPPED_ITEMS if k in fields), None)
+        if "lookup" in fields and "intent" not in fields:
+            _lookup(fields, slots, problems, line)
+            continue
         if "intent" not in fields:
             if kind is not None:
                 skipped[kind] = skipped.get(kind, 0) + 1
@@ -164,20 +173,51 @@ def parse_rasa_yaml(
                 notes.append(f"Intent {name!r} has no examples.")
             continue
         for ex_line, raw, split in _rasa_examples(examples, problems):
-            flat, n = _flatten(raw.strip(), keep_entity_markup)
-            flattened += n
+            spans: list[EntitySpan] = []
+            flat = raw.strip()
+            if not keep_entity_markup:
+                try:
+                    flat, spans = read_markup(flat)
+                except SlotError as exc:
+                    problems.append((ex_line, str(exc)))
+                    continue
             if (msg := check_text(flat)) is not None:
                 problems.append((ex_line, msg))
                 continue
-            found.append((ex_line, "", Row(flat, tuple(sorted(labels)), split)))
+            if flat != flat.strip():
+                spans = []  # a value at the edge of the text: the stored text is trimmed
+            flattened += len(spans)
+            add_example(slots, flat.strip(), spans, labels)
+            found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split)))
     rows = finish(found, problems, declared=len(descriptions))
     for kind, count in sorted(skipped.items()):
         notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
     if flattened:
         notes.append(
-            f"Flattened {flattened} entity annotation(s) such as [Berlin](city) to their text."
+            f"Kept {flattened} entity annotation(s) such as [Berlin](city): the utterance is its "
+            "text (Berlin), the annotation feeds the slot book and the intent's templates."
         )
-    return ParsedFile(rows, notes, flattened, {n: d for n, (_, d) in descriptions.items()})
+    return ParsedFile(
+        rows, notes, flattened, {n: d for n, (_, d) in descriptions.items()}, slots=slots
+    )
+
+
+def _lookup(
+    fields: dict[str, yaml.Node], slots: SlotData, problems: list[tuple[int, str]], line: int
+) -> None:
+    """A ``lookup:`` table's values join the slot book."""
+    examples = fields.get("examples")
+    if examples is None:
+        problems.append((line, "a lookup table needs 'examples'"))
+        return
+    try:
+        add_lookup(
+            slots,
+            _node_key(fields["lookup"]),
+            [t for _, t, _ in _rasa_examples(examples, problems)],
+        )
+    except SlotError as exc:
+        problems.append((line, str(exc)))
 
 
 def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
@@ -250,10 +290,12 @@ def dump_rasa_yaml(
     descriptions: dict[str, str] | None = None,
     *,
     multi_intent_separator: str = "+",
+    slots: SlotData | None = None,
 ) -> str:
     """Write labelled rows as Rasa NLU YAML (``version: "3.1"``); unlabelled rows are left out.
     An intent's description goes in its item's ``metadata`` (a described intent without rows
-    gets an item of its own).
+    gets an item of its own). With ``slots``, annotated texts are written with their entity
+    markup and the slot book as ``lookup:`` tables.
 
     Example:
         >>> print(dump_rasa_yaml([Row("hello", ("greet",))]), end="")
@@ -264,6 +306,7 @@ def dump_rasa_yaml(
             - hello
     """
     lines = [f'version: "{RASA_VERSION}"', "nlu:"]
+    slots = slots or SlotData()
     described = {n: d for n, d in (descriptions or {}).items() if d}
     groups: dict[str, list[Row]] = {n: [] for n in described}
     groups.update(_grouped(rows, multi_intent_separator))
@@ -274,13 +317,15 @@ def dump_rasa_yaml(
             lines.append(f"  metadata: {{description: {text}}}")
         if not group:
             continue
+        texts = [write_markup(r.text, spans_of(slots.entities, r.text)) for r in group]
         if all(r.split == "train" and _block_safe(r.text) for r in group):
             lines.append("  examples: |")
-            lines += [f"    - {r.text}" for r in group]
+            lines += [f"    - {t}" for t in texts]
             continue
         lines.append("  examples:")
-        for r in group:
-            lines.append(f"  - text: {json.dumps(r.text, ensure_ascii=False)}")
+        for r, t in zip(group, texts, strict=True):
+            lines.append(f"  - text: {json.dumps(t, ensure_ascii=False)}")
             if r.split != "train":
                 lines.append(f"    metadata: {{split: {r.split}}}")
+    lines += dump_lookups(slots.book)
     return "\n".join(lines) + "\n"

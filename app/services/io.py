@@ -188,15 +188,24 @@ def import_file(
     Raises:
         FormatError: a bad file (nothing written).
     """
+    from app.services.slots import check_slot_data, import_slot_data
+
     parsed = read_any(path)
-    result = import_utterances(
-        ctx,
-        project,
-        parsed.rows,
-        descriptions=parsed.descriptions,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    if parsed.rows or parsed.descriptions:
+        check_slot_data(parsed.slots)  # a bad annotation refuses the file before any row lands
+        result = import_utterances(
+            ctx,
+            project,
+            parsed.rows,
+            descriptions=parsed.descriptions,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    else:  # a slot book file: values and templates only, into an existing project
+        with ctx.db.session() as s:
+            result = ImportResult(get_project(s, project).name, 0, 0, [])
     result.notes.extend(parsed.notes)
+    if parsed.slots:
+        result.notes.extend(import_slot_data(ctx, result.project, parsed.slots))
     return result
 
 
@@ -211,10 +220,26 @@ def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
 
 def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
     """Export a project by the path's suffix (see :func:`app.formats.write_any`): .csv, .jsonl,
-    Rasa .yml/.yaml, .zip of ``intent.txt`` files, or (no suffix) a folder of them. Returns the
-    number of rows."""
+    Rasa .yml/.yaml (with entity markup and the slot book as lookup tables), .zip of
+    ``intent.txt`` files, or (no suffix) a folder of them. Returns the number of rows."""
+    from app.services.slots import export_slot_data
+
     rows = export_rows(ctx, project)
     with ctx.db.session() as s:
         described = {i.name: i.description for i in list_intents(s, get_project(s, project).id)}
-    write_any(rows, path, described)
+    write_any(rows, path, described, export_slot_data(ctx, project))
     return len(rows)
+
+
+def export_slot_book(ctx: AppContext, project: str, path: str | Path) -> int:
+    """Write the project's slot book and templates as a slot book file (YAML, see
+    :mod:`app.formats.slot_book`); returns the number of templates."""
+    from app.formats import dump_slot_book
+    from app.services.slots import export_slot_data
+
+    data = export_slot_data(ctx, project)
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(dump_slot_book(data), encoding="utf-8")
+    tmp.replace(p)
+    return sum(len(t) for t in data.templates.values())

@@ -23,11 +23,13 @@ import numpy as np
 from app.context import AppContext, as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, gate
 from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
+from app.services.slots import training_data
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import anchor_texts
+from core.slots import SlotData
 from core.training import (
     Eta,
     TrainConfig,
@@ -41,6 +43,7 @@ from core.training.selftrain import pseudo_labels
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project, intents_by_name
+from storage.slots import entities_by_text, slot_book, templates_by_intent
 from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
 
@@ -190,10 +193,29 @@ def run_retrain(
             if cfg.self_train
             else []
         )
+        tadse = bool(cfg.template_fill or cfg.template_loss)
+        slots = (
+            SlotData(
+                slot_book(s, project_id),
+                templates_by_intent(s, project_id),
+                entities_by_text(s, project_id),
+            )
+            if tadse
+            else SlotData()
+        )
         # (utterance, description or name) pairs: every intent's anchor, whatever the weight
         described = intents_by_name(s, project_id) if cfg.anchor_pairs else {}
         anchors = anchor_texts(described, {n: i.description for n, i in described.items()})
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
+    texts, labels = list(train.train_texts), list(train.train_labels)
+    pairs: dict[str, str] = {}
+    if tadse:  # filled templates train the encoder; the pool stays the labelled rows
+        extra = training_data(slots, texts, labels, per_intent=cfg.template_fill, seed=cfg.seed)
+        texts, labels, pairs = extra.texts, extra.labels, extra.templates
+        reporter.log(
+            f"templates: {extra.filled:,} filled utterance(s) added, "
+            f"{len(extra.templates):,} utterance(s) paired with a template"
+        )
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
     data = EvalData.from_rows(rows, with_unlabelled=multi)
@@ -204,13 +226,14 @@ def run_retrain(
     started = time.monotonic()
     trained = train_encoder(
         base,
-        train.train_texts,
-        train.train_labels,
+        texts,
+        labels,
         cfg,
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
         context_pairs=context_pairs,
+        templates=pairs,
         anchors=anchors,
     )
     pseudo = 0
@@ -263,6 +286,7 @@ def run_retrain(
             "evaluate_seconds": round(evaluate_seconds, 1),
             "steps": trained.stats.get("steps"),
             **({"pseudo_labels": pseudo} if cfg.self_train else {}),
+            **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
             **({"encode_context": True} if use_context else {}),
         }
         new = NewVersion(

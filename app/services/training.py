@@ -17,6 +17,7 @@ from core.training import TrainConfig, check_trainable
 from storage import jobs
 from storage.jobs import JobView
 from storage.projects import ensure_writable, get_project
+from storage.slots import templates_by_intent
 from storage.utterances import list_utterances
 
 # A multi-label head's options, given beside the encoder's settings in a retrain config.
@@ -29,6 +30,7 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
     "ConvFiT stage 2 · OCL pairs": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter · small artifact": {"method": "lora"},
     "fast + unlabelled utterances · slower": {"method": "fast", "self_train": 50},
+    "fast + templates (slot book)": {"method": "fast", "template_fill": 20, "template_loss": 0.5},
 }
 
 
@@ -87,6 +89,12 @@ def request_retrain(
             raise ValueError(
                 "ConvFiT Stage 1 needs (context, response) pairs: import a CSV or JSONL with a "
                 "`context` column first."
+            )
+        if (cfg.template_fill or cfg.template_loss) and not templates_by_intent(s, p.id):
+            raise ValueError(
+                "Template filling and the template loss need templates: add slot values and "
+                "templates in the Data tab (Slots and templates), or import Rasa YAML with "
+                "entity annotations."
             )
         view, created = jobs.create_job(
             s, p.id, {**cfg.to_dict(), "head": head_options}, user_id=user_id

@@ -13,6 +13,7 @@ from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem
+from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
@@ -91,8 +92,13 @@ def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) 
 
 def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
     out = download_path(ctx.settings, f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}")
-    n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
-    return (problem(err), None) if err else (ok(f"Exported {n} utterance(s)."), str(out))
+    if fmt == "slots.yml":
+        n, err = attempt(lambda: io_svc.export_slot_book(ctx, proj, out))
+        what = "the slot book and {n} template(s)"
+    else:
+        n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
+        what = "{n} utterance(s)"
+    return (problem(err), None) if err else (ok(f"Exported {what.format(n=n)}."), str(out))
 
 
 def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
@@ -133,11 +139,13 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             m_target = gr.Dropdown(label="into", allow_custom_value=True, choices=[])
             m_btn = gr.Button("Merge")
 
+    build_slots(ctx, project)
+
     with gr.Accordion("Import / export", open=False):
         with gr.Row():
             up_file = gr.File(
                 label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
-                "YAML, or a .zip of intent_name.txt files",
+                "YAML, a slot book YAML, or a .zip of intent_name.txt files",
                 file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
                 elem_id="import-file",
             )
@@ -157,6 +165,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                     ("JSONL", "jsonl"),
                     ("Rasa YAML", "yml"),
                     ("intent .txt files (zip)", "zip"),
+                    ("slot book + templates (YAML)", "slots.yml"),
                 ],
                 value="csv",
                 label="Export format",

@@ -68,6 +68,12 @@ class TrainConfig:
         stage1_lr: Stage 1 learning rate.
         self_train: pseudo-labels per intent for a second pass over the project's unlabelled
             utterances (:mod:`core.training.selftrain`); ``0`` = off. Single-label projects only.
+        template_fill: TaDSE template filling: at most this many utterances per intent made by
+            filling its templates with slot-book values, added to the training data (never to
+            the pool; :mod:`core.training.templates`); ``0`` = off.
+        template_loss: weight of TaDSE's template-aware loss (in-batch InfoNCE pulling each
+            utterance toward its own template, away from the other intents' in the batch);
+            ``0`` = off. In-batch methods (``fast``, ``lora``) only.
         anchor_pairs: train on (utterance, description or name) positive pairs too: each
             intent's anchor joins its examples (:func:`core.training.pairs.with_anchors`; the
             anchors are given to :func:`~core.training.fit.train_encoder`).
@@ -102,6 +108,8 @@ class TrainConfig:
     stage1_batch_size: int = 64
     stage1_lr: float = 2e-5
     self_train: int = 0
+    template_fill: int = 0
+    template_loss: float = 0.0
     anchor_pairs: bool = False
 
     def __post_init__(self) -> None:
@@ -138,6 +146,13 @@ class TrainConfig:
         _check_range("scale", self.scale, 0.0, 1000.0, low_open=True)
         _check_int("freeze_layers", self.freeze_layers, 0, 100)
         _check_int("self_train", self.self_train, 0, 1000)
+        _check_int("template_fill", self.template_fill, 0, 1000)
+        _check_range("template_loss", self.template_loss, 0.0, 10.0)
+        if self.template_loss and self.resolved_loss not in IN_BATCH_LOSSES:
+            raise ValueError(
+                "template_loss pulls utterances toward their templates with in-batch negatives: "
+                "use method 'fast' or 'lora' (not 'convfit')."
+            )
         _check_range("interpolate", self.interpolate, 0.0, 1.0, low_open=True)
         _check_int("lora_r", self.lora_r, 1, 256)
         _check_int("lora_alpha", self.lora_alpha, 1, 4096)

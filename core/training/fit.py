@@ -96,12 +96,25 @@ def _freeze(model: SentenceTransformer, embeddings: bool, layers: int) -> None:
 
 
 def _fast_batches(
-    texts: Sequence[str], labels: Labels, config: TrainConfig, passes: int
+    texts: Sequence[str],
+    labels: Labels,
+    config: TrainConfig,
+    passes: int,
+    templates: Mapping[str, str] | None = None,
 ) -> list[Batch]:
+    """Class-disjoint (anchor, positive) batches; with ``templates``, two more columns pair each
+    anchor that has a template with it (one intent per anchor: the others are true negatives)."""
     idx_batches = anchor_positive_batches(
         labels, config.seed, batch_size=config.batch_size, passes=passes
     )
-    return [Batch([[texts[a] for a, _ in b], [texts[p] for _, p in b]]) for b in idx_batches]
+    out = []
+    for b in idx_batches:
+        columns = [[texts[a] for a, _ in b], [texts[p] for _, p in b]]
+        if templates:
+            mine = [texts[a] for a, _ in b if texts[a] in templates]
+            columns += [mine, [templates[t] for t in mine]]
+        out.append(Batch(columns))
+    return out
 
 
 def _pair_epochs(
@@ -162,6 +175,7 @@ def train_encoder(
     should_cancel: CancelFn | None = None,
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
+    templates: Mapping[str, str] | None = None,
     anchors: Mapping[str, str] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
@@ -177,6 +191,8 @@ def train_encoder(
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
+        templates: text -> its template, for the template-aware loss
+            (``config.template_loss``; :mod:`core.training.templates` makes them).
         anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
             intent's examples (:func:`core.training.pairs.with_anchors`).
 
@@ -189,7 +205,7 @@ def train_encoder(
     """
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.lora import attach_lora
-    from core.training.losses import build_loss
+    from core.training.losses import TemplateAwareLoss, build_loss
     from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
@@ -224,7 +240,8 @@ def train_encoder(
     epochs = config.resolved_epochs(shots)
     loss_name = config.resolved_loss
     if loss_name == "mnrl":
-        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
+        pairs = templates if config.template_loss else None
+        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs, pairs)]
     else:
         stage2 = _pair_epochs(texts, labels, config, epochs, device)
     total2 = sum(len(e) for e in stage2)
@@ -243,7 +260,10 @@ def train_encoder(
         )
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
-    ).to(device)
+    )
+    if config.template_loss and templates:
+        loss = TemplateAwareLoss(loss, config.template_loss)
+    loss = loss.to(device)
     it = iter(stage2)
     last = run_training(
         model,

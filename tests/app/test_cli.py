@@ -167,3 +167,27 @@ def test_int8_refuses_a_bad_switch_and_an_unknown_project(tmp_path, capsys):
     assert info.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
     code = main(["--data-dir", str(tmp_path / "d"), "int8", "--project", "nope", "--serve", "off"])
     assert code == 2 and "nope" in capsys.readouterr().err
+
+
+def test_a_slot_book_file_imports_into_a_project_and_a_bad_one_exits_2(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "data")]
+    src = tmp_path / "nlu.yml"
+    src.write_text(
+        'version: "3.1"\nnlu:\n- intent: book\n  examples: |\n    - fly to [Rome](city)\n'
+        "    - a flight to Oslo\n- intent: hi\n  examples: |\n    - hello\n    - hi\n"
+    )
+    assert main([*d, "import", str(src), "--project", "trip"]) == 0
+    assert "Kept 1 entity annotation" in capsys.readouterr().out
+    slots = tmp_path / "slots.yml"
+    slots.write_text("slot_book:\n  city: [Oslo]\ntemplates:\n  book: ['go to {city}']\n")
+    assert main([*d, "import", str(slots), "--project", "trip"]) == 0
+    assert "1 new template(s)" in capsys.readouterr().out
+    bad = tmp_path / "bad.yml"
+    bad.write_text("templates:\n  book: ['go {day}']\n")
+    assert main([*d, "import", str(bad), "--project", "trip"]) == 2
+    err = capsys.readouterr().err
+    assert "slot book lacks: day" in err and "Traceback" not in err
+    out = tmp_path / "out.yml"
+    assert main([*d, "export", "--project", "trip", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "- fly to [Rome](city)" in text and "- lookup: city" in text

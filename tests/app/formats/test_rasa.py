@@ -1,4 +1,4 @@
-"""Rasa NLU YAML: entities flattened, multi-intent names, splits in metadata, every problem listed."""
+"""Rasa NLU YAML: entities kept beside the surface text, multi-intent names, splits in metadata, every problem listed."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_rasa_fixture_reads_with_notes():
     assert got["bye for now"].split == "test"
     assert "pink pig" not in got
     assert parsed.flattened_entities == 2
-    assert any("Flattened 2 entity" in n for n in parsed.notes)
+    assert any("Kept 2 entity annotation(s)" in n for n in parsed.notes)
     assert any("1 synonym" in n for n in parsed.notes)
 
 

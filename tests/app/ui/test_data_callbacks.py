@@ -93,6 +93,24 @@ def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabel
     assert state(_rows(ctx, demo, "parcel")) == state(matching)
 
 
+def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ctx, demo):
+    from app.ui import data_slots
+
+    assert data_slots.save_slot(ctx, demo, "card", "visa\nmastercard").startswith("✓ Saved slot")
+    intent = data_slots.load(ctx, demo)[2]["choices"][0]
+    refused = data_slots.save_templates(ctx, demo, intent, "pay with {card} at {shop}")
+    assert "slot book lacks: shop" in refused
+    assert data_slots.pick_intent(ctx, demo, intent) == ""  # nothing changed
+    assert "Saved 1 template" in data_slots.save_templates(ctx, demo, intent, "my {card} card")
+    assert data_slots.pick_intent(ctx, demo, intent) == "my {card} card"
+    assert data_slots.pick_slot(ctx, demo, "card") == "visa\nmastercard"
+    frame, slots, _ = data_slots.load(ctx, demo)
+    assert frame.values.tolist() == [["card", "visa, mastercard", 2]]
+    assert slots["choices"] == ["card"]
+    assert "named by templates" in data_slots.delete_slot(ctx, demo, "card")
+    assert "listed twice" in data_slots.save_slot(ctx, demo, "card", "visa\nvisa")
+
+
 def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(ctx, demo):
     from app.services import data as svc
     from app.ui import data_manage

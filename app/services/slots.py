@@ -1,0 +1,185 @@
+"""The slot book and templates (TaDSE) of a project: view, edit, import. The rules are
+:mod:`core.slots`'s; a refused edit changes nothing and says why.
+
+Example:
+    >>> save_slot(ctx, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
+    2
+    >>> save_templates(ctx, "shop", "book_flight", "fly me to {city}")  # doctest: +SKIP
+    1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from app.context import AppContext
+from app.services.data import project_id_in
+from core.slots import (
+    EntitySpan,
+    SlotData,
+    SlotError,
+    check_slot_name,
+    check_template,
+    check_templates,
+    check_values,
+    placeholders,
+    template_of,
+)
+from storage import slots as repo
+
+if TYPE_CHECKING:
+    from core.training.templates import TemplateData
+
+
+def lines(value: str | Sequence[str] | None) -> list[str]:
+    """One item per line of a text box (blank lines dropped), or the list as given."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()]
+    return list(value)
+
+
+def slot_book(ctx: AppContext, project: str) -> dict[str, list[str]]:
+    """Slot name -> values."""
+    with ctx.db.session() as s:
+        return repo.slot_book(s, project_id_in(s, project))
+
+
+def templates(ctx: AppContext, project: str, intent: str | None = None) -> dict[str, list[str]]:
+    """Intent -> templates (one intent's only when ``intent`` is given)."""
+    with ctx.db.session() as s:
+        found = repo.templates_by_intent(s, project_id_in(s, project))
+    return found if intent is None else {intent: found.get(intent, [])}
+
+
+def _users_of(found: Mapping[str, Sequence[str]], slot: str) -> list[str]:
+    return sorted(i for i, ts in found.items() if any(slot in placeholders(t) for t in ts))
+
+
+def save_slot(ctx: AppContext, project: str, slot: str, values: str | Sequence[str]) -> int:
+    """Replace a slot's values (one per line); returns how many it has now.
+
+    Raises:
+        SlotError: a bad name, no values, an empty or repeated value.
+    """
+    name = check_slot_name(slot)
+    clean = check_values(name, lines(values))
+    if not clean:
+        raise SlotError(f"Slot {name!r} needs at least one value (Delete slot removes it).")
+    with ctx.db.write() as s:
+        repo.set_slot_values(s, project_id_in(s, project, write=True), name, clean)
+    return len(clean)
+
+
+def delete_slot(ctx: AppContext, project: str, slot: str) -> None:
+    """Remove a slot and its values; refused while a template names it."""
+    name = check_slot_name(slot)
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        if name not in repo.slot_book(s, pid):
+            raise SlotError(f"The project has no slot {name!r}.")
+        users = _users_of(repo.templates_by_intent(s, pid), name)
+        if users:
+            raise SlotError(
+                f"Slot {name!r} is named by templates of {', '.join(users[:5])}; edit those "
+                "templates first. Nothing was changed."
+            )
+        repo.set_slot_values(s, pid, name, [])
+
+
+def save_templates(ctx: AppContext, project: str, intent: str, texts: str | Sequence[str]) -> int:
+    """Replace an intent's templates (one per line; none clears them); returns how many.
+
+    Raises:
+        SlotError: a template that names no slot or a slot the book lacks, or one listed twice.
+        NotFoundError: an unknown intent.
+    """
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        clean = check_templates(lines(texts), repo.slot_book(s, pid))
+        repo.set_templates(s, pid, intent, clean)
+    return len(clean)
+
+
+def check_slot_data(data: SlotData, known: Mapping[str, Sequence[str]] | None = None) -> SlotData:
+    """The file's slot data checked as a whole (templates against its book plus ``known``, the
+    project's), values and templates each kept once.
+
+    Raises:
+        SlotError: a bad slot name or value, or a template naming a slot with no values.
+    """
+    book = {
+        check_slot_name(slot): check_values(slot, dict.fromkeys(v.strip() for v in values))
+        for slot, values in data.book.items()
+    }
+    every = {**(known or {}), **book}
+    found = {
+        intent: [check_template(t, every) for t in dict.fromkeys(ts)]
+        for intent, ts in data.templates.items()
+    }
+    return SlotData(book, found, data.entities)
+
+
+def import_slot_data(ctx: AppContext, project: str, data: SlotData) -> list[str]:
+    """Add a file's slot values, templates and entity annotations to a project (after its rows
+    were imported); returns notes on what was added. All or nothing.
+
+    Raises:
+        SlotError: see :func:`check_slot_data`; NotFoundError: a template's intent is not in
+            the project.
+    """
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        data = check_slot_data(data, repo.slot_book(s, pid))
+        values = repo.add_slot_values(s, pid, data.book)
+        made = repo.add_templates(s, pid, data.templates)
+        annotated = repo.set_entities(s, pid, data.entities)
+    notes = []
+    if values or made or annotated:
+        notes.append(
+            f"Slot book: {values} new value(s) in {len(data.book)} slot(s); {made} new "
+            f"template(s); entity annotations kept on {annotated} utterance(s)."
+        )
+    return notes
+
+
+def export_slot_data(ctx: AppContext, project: str) -> SlotData:
+    """The project's slot book, templates and annotations, for an export."""
+    with ctx.db.session() as s:
+        pid = project_id_in(s, project)
+        return SlotData(
+            repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)
+        )
+
+
+def training_data(
+    data: SlotData,
+    texts: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    *,
+    per_intent: int,
+    seed: int,
+) -> TemplateData:
+    """The training texts with the project's filled templates added and each text's template
+    (:mod:`core.training.templates`); an annotated text's template comes from its spans."""
+    from core.training.templates import template_training_data  # torch: only when training
+
+    annotated: dict[str, str] = {}
+    for text in texts:
+        spans = [EntitySpan.from_dict(e) for e in data.entities.get(text, ())]
+        if spans:
+            try:
+                annotated[text] = template_of(text, spans)
+            except SlotError:
+                continue  # spans that no longer fit the text: the book's template is used
+    return template_training_data(
+        texts,
+        labels,
+        data.templates,
+        data.book,
+        per_intent=per_intent,
+        seed=seed,
+        annotated=annotated,
+    )

@@ -1,0 +1,111 @@
+"""The Data tab's *Slots and templates* accordion (TaDSE): the project's slot book (values per
+slot) and an intent's templates (``fly me to {city}``), edited as one item per line. Pick a slot
+or an intent to load it, edit, save; every refusal says why and changes nothing. The callbacks
+are plain functions over the services (:mod:`app.services.slots`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services import slots as svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+
+BOOK_COLUMNS = ["slot", "values", "n"]
+SHOW_VALUES = 8
+
+
+def book_frame(book: dict[str, list[str]]) -> pd.DataFrame:
+    """One row per slot: its first values and how many it has."""
+    rows = [
+        [slot, ", ".join(v[:SHOW_VALUES]) + (" …" if len(v) > SHOW_VALUES else ""), len(v)]
+        for slot, v in book.items()
+    ]
+    return pd.DataFrame(rows, columns=BOOK_COLUMNS)
+
+
+def load(ctx: AppContext, proj: str) -> tuple[Any, Any, Any]:
+    """The slot table and the slot and intent pickers' choices."""
+    if not proj:
+        return book_frame({}), gr.update(choices=[]), gr.update(choices=[])
+    book, _ = attempt(lambda: svc.slot_book(ctx, proj))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    book = book or {}
+    return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names or [])
+
+
+def pick_slot(ctx: AppContext, proj: str, slot: str) -> str:
+    """The slot's values, one per line (empty for a new slot)."""
+    book, _ = attempt(lambda: svc.slot_book(ctx, proj))
+    return "\n".join((book or {}).get(slot or "", []))
+
+
+def pick_intent(ctx: AppContext, proj: str, intent: str) -> str:
+    """The intent's templates, one per line."""
+    if not intent:
+        return ""
+    found, _ = attempt(lambda: svc.templates(ctx, proj, intent))
+    return "\n".join((found or {}).get(intent, []))
+
+
+def save_slot(ctx: AppContext, proj: str, slot: str, values: str) -> str:
+    n, err = attempt(lambda: svc.save_slot(ctx, proj, slot or "", values or ""))
+    return problem(err) if err else ok(f"Saved slot {slot.strip()!r}: {n} value(s).")
+
+
+def delete_slot(ctx: AppContext, proj: str, slot: str) -> str:
+    _, err = attempt(lambda: svc.delete_slot(ctx, proj, slot or ""))
+    return problem(err) if err else ok(f"Deleted slot {slot!r}.")
+
+
+def save_templates(ctx: AppContext, proj: str, intent: str, texts: str) -> str:
+    if not intent:
+        return problem("Pick an intent first.")
+    n, err = attempt(lambda: svc.save_templates(ctx, proj, intent, texts or ""))
+    return problem(err) if err else ok(f"Saved {n} template(s) of {intent!r}.")
+
+
+def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
+    """Lay out the accordion and bind its events."""
+    with gr.Accordion("Slots and templates", open=False) as section:
+        gr.Markdown(
+            "Values per slot and templates per intent (`fly me to {city}`): retraining with "
+            "`template_fill=…` adds the filled templates as training examples. Rasa entities "
+            "and lookup tables fill them on import."
+        )
+        table = gr.Dataframe(headers=BOOK_COLUMNS, interactive=False, max_height=220)
+        with gr.Row():
+            slot = gr.Dropdown(label="Slot (pick, or type a new name)", allow_custom_value=True)
+            values = gr.Textbox(label="Values, one per line", lines=4, max_lines=12)
+            with gr.Column(min_width=120):
+                save_btn = gr.Button("Save slot")
+                delete_btn = gr.Button("Delete slot", variant="stop")
+        with gr.Row():
+            intent = gr.Dropdown(label="Intent whose templates to edit", choices=[])
+            texts = gr.Textbox(
+                label="Templates, one per line ({slot} where a value goes)", lines=4, max_lines=12
+            )
+            tmpl_btn = gr.Button("Save templates", min_width=120)
+        status = gr.Markdown(elem_id="slot-status")
+
+    def write(fn: Any) -> Any:
+        return guarded(ctx, "designer")(fn)
+
+    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+    reload = (bind(load, ctx), [project], [table, slot, intent])
+    project.change(*reload, **quiet)
+    section.expand(*reload, **quiet)  # the project picked at start fires no change
+    intent.focus(*reload, **quiet)  # intents made elsewhere meanwhile
+    slot.input(bind(pick_slot, ctx), [project, slot], [values], **quiet)
+    intent.input(bind(pick_intent, ctx), [project, intent], [texts], **quiet)
+    for button, fn, inputs in (
+        (save_btn, save_slot, [project, slot, values]),
+        (delete_btn, delete_slot, [project, slot]),
+        (tmpl_btn, save_templates, [project, intent, texts]),
+    ):
+        button.click(write(bind(fn, ctx)), inputs, [status], **quiet).then(*reload, **quiet)
