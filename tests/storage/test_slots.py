@@ -94,9 +94,18 @@ def test_an_existing_database_gains_the_slot_tables_and_its_utterances_no_annota
                 " '2026-01-01', 1)"
             )
         )
+        conn.execute(
+            text(
+                "INSERT INTO intents (id, project_id, name, description, created_at, version)"
+                " VALUES (1, 1, 'greet', '', '2026-01-01', 1)"
+            )
+        )
+        conn.execute(text("INSERT INTO labels VALUES (1, 1, '2026-01-01')"))
     engine.dispose()
-    db = Database(url)
+    db = Database(url)  # migrates with foreign keys on, as the app does
     assert {"slot_values", "templates"} <= set(inspect(db.engine).get_table_names())
+    with db.engine.connect() as conn:  # the label survived (a table rebuild would cascade it away)
+        assert conn.execute(text("SELECT utterance_id, intent_id FROM labels")).all() == [(1, 1)]
     with db.session() as s:
         assert entities_by_text(s, 1) == {}
         set_entities(s, 1, {"hi": [{"start": 0, "end": 2, "entity": "greeting"}]})

@@ -47,10 +47,12 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("templates", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_templates_intent_id"), ["intent_id"], unique=False)
-    with op.batch_alter_table("utterances", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("entities", sa.JSON(), nullable=False, server_default=sa.text("'[]'"))
-        )
+    # ALTER TABLE ADD COLUMN, never batch mode's copy-and-drop: dropping ``utterances`` with
+    # foreign keys on would cascade to (delete) every label.
+    op.add_column(
+        "utterances",
+        sa.Column("entities", sa.JSON(), nullable=False, server_default=sa.text("'[]'")),
+    )
 
 
 def downgrade() -> None:
