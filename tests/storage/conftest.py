@@ -32,3 +32,26 @@ def project(db):
         add_utterance(s, p.id, "cancel and refund", ["cancel_order", "refund"])
         add_utterance(s, p.id, "hello there", [], split="unlabelled")
         return p.id
+
+
+def old_database(path, revision: str, *inserts: str) -> str:
+    """A SQLite file at an older schema ``revision`` holding the rows of the ``inserts`` (SQL run
+    without the app's pragmas, as that version of the app left it); its URL, to open with
+    :class:`storage.db.Database`, which migrates it to the head."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from storage.db import MIGRATIONS_DIR, sqlite_url
+
+    url = sqlite_url(path)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+        for sql in inserts:
+            conn.execute(text(sql))
+    engine.dispose()
+    return url

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from tests.storage.conftest import old_database
+
 
 def test_the_schema_is_at_the_last_migration_and_sqlite_runs_in_wal_mode_with_foreign_keys(db):
     with db.engine.connect() as conn:
@@ -17,27 +19,16 @@ def test_the_schema_is_at_the_last_migration_and_sqlite_runs_in_wal_mode_with_fo
 
 def test_a_database_of_the_first_schema_is_upgraded_with_its_data(tmp_path):
     """A user's existing database (schema 0001) opens: the audit log gains its indexes."""
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine, inspect
+    from sqlalchemy import inspect
 
-    from storage.db import MIGRATIONS_DIR, Database, sqlite_url
+    from storage.db import Database
 
-    url = sqlite_url(tmp_path / "old.db")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
-        conn.execute(
-            text(
-                "INSERT INTO projects (name, description, base_encoder, read_only,"
-                " settings, created_at, version) VALUES ('old', '', 'minilm', 0, '{}',"
-                " '2026-01-01', 1)"
-            )
-        )
-    engine.dispose()
+    url = old_database(
+        tmp_path / "old.db",
+        "0001",
+        "INSERT INTO projects (name, description, base_encoder, read_only, settings, created_at,"
+        " version) VALUES ('old', '', 'minilm', 0, '{}', '2026-01-01', 1)",
+    )
     db = Database(url)
     indexes = {i["name"] for i in inspect(db.engine).get_indexes("label_events")}
     assert {"ix_label_event_utterance", "ix_label_event_batch"} <= indexes

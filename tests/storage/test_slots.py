@@ -17,6 +17,7 @@ from storage.slots import (
     templates_by_intent,
 )
 from storage.utterances import find_by_text, update_utterance
+from tests.storage.conftest import old_database
 
 
 def test_slot_values_and_templates_round_trip_and_imports_only_add_what_is_new(db, project):
@@ -68,40 +69,21 @@ def test_deleting_a_project_removes_its_slot_book(db, project):
 
 
 def test_an_existing_database_gains_the_slot_tables_and_its_utterances_no_annotations(tmp_path):
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine, inspect, text
+    from sqlalchemy import inspect, text
 
-    from storage.db import MIGRATIONS_DIR, Database, sqlite_url
+    from storage.db import Database
 
-    url = sqlite_url(tmp_path / "old.db")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0004")
-        conn.execute(
-            text(
-                "INSERT INTO projects (id, name, description, base_encoder, read_only, settings,"
-                " created_at, version) VALUES (1, 'old', '', 'minilm', 0, '{}', '2026-01-01', 1)"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO utterances (project_id, text, split, context, created_at,"
-                " updated_at, version) VALUES (1, 'hi', 'train', '', '2026-01-01',"
-                " '2026-01-01', 1)"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO intents (id, project_id, name, description, created_at, version)"
-                " VALUES (1, 1, 'greet', '', '2026-01-01', 1)"
-            )
-        )
-        conn.execute(text("INSERT INTO labels VALUES (1, 1, '2026-01-01')"))
-    engine.dispose()
+    url = old_database(
+        tmp_path / "old.db",
+        "0004",
+        "INSERT INTO projects (id, name, description, base_encoder, read_only, settings,"
+        " created_at, version) VALUES (1, 'old', '', 'minilm', 0, '{}', '2026-01-01', 1)",
+        "INSERT INTO utterances (project_id, text, split, context, created_at, updated_at,"
+        " version) VALUES (1, 'hi', 'train', '', '2026-01-01', '2026-01-01', 1)",
+        "INSERT INTO intents (id, project_id, name, description, created_at, version)"
+        " VALUES (1, 1, 'greet', '', '2026-01-01', 1)",
+        "INSERT INTO labels VALUES (1, 1, '2026-01-01')",
+    )
     db = Database(url)  # migrates with foreign keys on, as the app does
     assert {"slot_values", "templates"} <= set(inspect(db.engine).get_table_names())
     with db.engine.connect() as conn:  # the label survived (a table rebuild would cascade it away)
