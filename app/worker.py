@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 TASK_NAME = "train_job"
 HEARTBEAT_SECONDS = 5.0
+# Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
+ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 
 def heartbeat_seconds(settings: Settings) -> float:
@@ -206,9 +208,26 @@ def run_worker(settings: Settings) -> None:
         huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
     )
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    parent = os.environ.get(ENV_PARENT_PID, "")
+    if parent.isdigit():
+        _watch_parent(int(parent))
     where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
     logger.info("worker %s consuming %s", os.getpid(), where)
     consumer.run()
+
+
+def _watch_parent(parent: int, every: float = 1.0) -> None:
+    """Stop this worker gracefully once the server that started it is gone (killed with -9, its
+    children are not): the job it is running finishes and is recorded, then the worker exits,
+    instead of consuming the queue for a server that no longer supervises it."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        logger.warning("server %s is gone; finishing the current job, then stopping", parent)
+        os.kill(os.getpid(), signal.SIGINT)  # the consumer's graceful stop
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def worker_env(settings: Settings) -> dict[str, str]:
@@ -253,9 +272,8 @@ class WorkerSupervisor:
         if self.settings.db_url:
             args += ["--db-url", self.settings.db_url]
         log = (self.settings.data_dir / "worker.log").open("ab")
-        return subprocess.Popen(
-            [*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=worker_env(self.settings)
-        )
+        env = {**worker_env(self.settings), ENV_PARENT_PID: str(os.getpid())}
+        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=env)
 
     def start(self) -> None:
         self.proc = self._spawn()
