@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 # The id of an anchor where an example's would be (``best`` of a cold-start intent).
 ANCHOR_ID = -1
 # The anchor's weight in its intent's prototype, in examples (0: anchors off).
-DEFAULT_ANCHOR_WEIGHT = 0.0
+DEFAULT_ANCHOR_WEIGHT = 1.0
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[_\-./+:]+")

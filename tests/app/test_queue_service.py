@@ -46,7 +46,7 @@ def test_most_useful_next_is_the_default_and_spreads_the_uncertain_ones_out(ctx,
     family = {first.text, *twins}
     uncertain = [texts[i] for i in q.order(ctx, demo, "uncertain", limit=5)]
     useful = [texts[i] for i in q.order(ctx, demo, limit=5)]
-    assert len(family & set(uncertain)) >= 3  # margin alone fills the top with the twins
+    assert len(family & set(uncertain)) >= 2  # margin alone puts twins side by side at the top
     assert len(family & set(useful)) <= 1  # spread out: never two near-twins in a chunk
     shortlist = {texts[i] for i in q.order(ctx, demo, "uncertain", limit=20)}
     assert set(useful) <= shortlist  # still among the most uncertain
