@@ -38,6 +38,7 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = data_dir.parent / f"server-{self.port}.log"
@@ -174,6 +175,34 @@ def banking77_server(tmp_path_factory):
     try:
         srv.wait_ready()
         srv.wait_warm()
+        yield srv
+    finally:
+        srv.stop()
+
+
+PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
+
+
+@pytest.fixture(scope="session")
+def team_server(tmp_path_factory):
+    """A ``serve --multi-user`` server (one for the session) with a designer, dana, and a viewer,
+    vic, besides the admin, started with settings that would open a share tunnel or code edits."""
+    data = tmp_path_factory.mktemp("team") / "data"
+    for name, role in (("dana", "designer"), ("vic", "viewer")):
+        add = ["users", "add", name, "--role", role]
+        subprocess.run(
+            [sys.executable, "-m", "app", "--data-dir", str(data), *add],
+            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+    hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
+    srv = Server(
+        data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
+    )
+    try:
+        srv.wait_ready()
         yield srv
     finally:
         srv.stop()

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import ROOT, Server
+from tests.e2e.conftest import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -32,19 +32,9 @@ def http(url: str, body: dict | None = None, token: str | None = None) -> tuple[
         return e.code, e.read().decode()
 
 
-@pytest.fixture(scope="module")
-def team_server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("rest") / "data"
-    srv = Server(data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": "admin-password"})
-    try:
-        srv.wait_ready()
-        yield srv, data
-    finally:
-        srv.stop()
-
-
 def test_rest_predict_and_docs_over_http_beside_the_ui(team_server):
-    srv, data = team_server
+    srv = team_server
+    data = srv.data_dir
     predict = srv.url + "api/v1/projects/" + quote("Demo: Acme support") + "/predict"
 
     status, page = http(srv.url + "docs")

@@ -4,53 +4,15 @@ refused on the server (UI and API), a designer may label, and the activity log n
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 
-from tests.e2e.conftest import ROOT, Server, shot
+from tests.e2e.conftest import PASSWORDS, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
-
-
-@pytest.fixture(scope="module")
-def team_server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("team") / "data"
-    for name, role in (("dana", "designer"), ("vic", "viewer")):
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "app",
-                "--data-dir",
-                str(data),
-                "users",
-                "add",
-                name,
-                "--role",
-                role,
-            ],
-            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-    hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
-    srv = Server(
-        data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
-    )
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()
 
 
 def sign_in(page, url: str, name: str) -> None:
