@@ -1,0 +1,163 @@
+"""Distillation from mpnet into MiniLM on the unlabelled utterances (issue 15, item 4): does it win?
+
+Protocol (the semi-supervised one of ``bench/selftrain.py``: the rest of ``train.csv`` stands in
+for a project's unlabelled logs; its labels are never read):
+
+1. the teacher, frozen all-mpnet-base-v2, encodes ``train.csv`` once (cached as ``.npy`` under
+   ``--cache``, keyed by data set and a hash of the texts; ``test.csv`` too with
+   ``--teacher-row``, for the teacher's own 1-NN accuracy);
+2. per seed, ``fast``: the default recipe on the 10-shot file S, 1-NN over S on ``test.csv``;
+3. ``distil w``: the same recipe plus ``w`` × relational distillation
+   (:func:`core.training.losses.similarity_distillation`) over each step's anchors and
+   ``--per-step`` utterances drawn from U = ``train.csv`` minus S, scored the same way.
+
+Reports accuracy (the app's k-NN rule) and training seconds per row, median over seeds.
+
+Usage:
+    nice -n 10 python -m bench.distil --dataset banking77 --weights 1 --seeds 0 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def teacher_vectors(texts: list[str], name: str, cache: Path, device: str | None) -> np.ndarray:
+    """Frozen mpnet vectors of ``texts``, from ``cache/<name>-mpnet-<hash>.npy`` when there."""
+    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:12]
+    path = cache / f"{name}-mpnet-{key}.npy"
+    if path.exists():
+        return np.load(path)
+    import core.encoding.mpnet  # noqa: F401  (fails plainly when mpnet is not installed)
+    from core.encoding.registry import load_encoder
+
+    started = time.monotonic()
+    vecs = load_encoder("mpnet", device=device).encode(texts, batch_size=64)
+    print(f"teacher: {len(texts)} {name} texts in {time.monotonic() - started:.0f} s", flush=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--dataset", default="banking77")
+    ap.add_argument("--shots", default="10shot")
+    ap.add_argument("--weights", default="1", help="distillation weights, comma-separated")
+    ap.add_argument("--loss", default="kl", choices=["kl", "mse"])
+    ap.add_argument("--temperature", type=float, default=0.05)
+    ap.add_argument("--per-step", type=int, default=32, help="unlabelled utterances per step")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the fast rows")
+    ap.add_argument("--teacher-row", action="store_true", help="also score frozen mpnet 1-NN")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/intent-studio-distil"))
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "distil.json")
+    args = ap.parse_args(argv)
+    import torch
+
+    from core.encoding.registry import Encoder
+    from core.evaluation.scoring import knn_predict
+    from core.training import TrainConfig, train_encoder
+
+    torch.set_num_threads(args.threads)
+    te_x, te_y = read_csv(args.data / args.dataset / "test.csv")
+    all_x, _ = read_csv(args.data / args.dataset / "train.csv")
+    vecs = teacher_vectors(all_x, f"{args.dataset}-train", args.cache, args.device)
+    teacher = dict(zip(all_x, vecs, strict=True))
+
+    def accuracy(enc: Encoder, px: list[str], py: list[str]) -> float:
+        pred = knn_predict(enc.encode(px, batch_size=128), py, enc.encode(te_x, batch_size=128))
+        return float(np.mean(np.asarray(pred) == np.asarray(te_y)))
+
+    rows: list[dict[str, Any]] = []
+
+    def record(row: dict[str, Any]) -> None:
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    test_teacher = None
+    if args.teacher_row:
+        test_teacher = teacher_vectors(te_x, f"{args.dataset}-test", args.cache, args.device)
+    weights = [float(w) for w in args.weights.split(",") if w]
+    for seed in (int(s) for s in args.seeds.split(",")):
+        sx, sy = read_csv(args.data / args.dataset / f"train_{args.shots}_seed{seed}.csv")
+        shots = set(sx)
+        ux = [t for t in all_x if t not in shots]
+        if test_teacher is not None:
+            pred = knn_predict(np.stack([teacher[t] for t in sx]), sy, test_teacher)
+            acc = float(np.mean(np.asarray(pred) == np.asarray(te_y)))
+            record({"seed": seed, "method": "frozen mpnet (teacher)", "acc": acc, "train_s": 0.0})
+        configs = [] if args.no_baseline else [("fast", TrainConfig(seed=seed))]
+        for w in weights:
+            cfg = TrainConfig(
+                seed=seed,
+                distil_weight=w,
+                distil_batch=args.per_step,
+                distil_loss=args.loss,
+                distil_temperature=args.temperature,
+            )
+            configs.append((f"fast + distil {args.loss} w={w:g}", cfg))
+        for name, cfg in configs:
+            trained = train_encoder(
+                "minilm",
+                sx,
+                [(y,) for y in sy],
+                cfg,
+                device=args.device,
+                teacher=teacher,
+                unlabelled=ux,
+            )
+            acc = accuracy(trained.encoder(), sx, sy)
+            record(
+                {
+                    "seed": seed,
+                    "method": name,
+                    "acc": acc,
+                    "train_s": trained.stats["seconds"],
+                    "steps": trained.stats["steps"],
+                    "loss": trained.stats["loss"],
+                }
+            )
+    print(f"\n{args.dataset} {args.shots}, median over seeds {args.seeds} ({args.threads} threads)")
+    print(f"{'method':<28} {'seeds':>5} {'acc':>7} {'train s':>8}")
+    summary = []
+    for name in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == name]
+        line = {
+            "method": name,
+            "seeds": len(mine),
+            "acc": statistics.median(r["acc"] for r in mine),
+            "train_s": statistics.median(r["train_s"] for r in mine),
+        }
+        summary.append(line)
+        print(f"{name:<28} {line['seeds']:>5} {line['acc']:>7.4f} {line['train_s']:>8.1f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"args": vars(args), "rows": rows, "summary": summary}, indent=1, default=str)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
