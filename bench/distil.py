@@ -3,13 +3,14 @@
 Protocol (the semi-supervised one of ``bench/selftrain.py``: the rest of ``train.csv`` stands in
 for a project's unlabelled logs; its labels only score the pseudo-labels of step 4):
 
-1. the teacher, frozen all-mpnet-base-v2, encodes ``train.csv`` once (cached as ``.npy`` under
-   ``--cache``, keyed by data set and a hash of the texts; ``test.csv`` too with
-   ``--teacher-row``, for the teacher's own 1-NN accuracy);
-2. per seed, ``fast``: the default recipe on the 10-shot file S, 1-NN over S on ``test.csv``;
+1. per seed, the teacher, frozen all-mpnet-base-v2, encodes the shots S and the unlabelled pool
+   U = ``train.csv`` minus S (``--pool N``: a seeded sample of N of them, for slow machines),
+   once: cached as ``.npy`` under ``--cache``, keyed by data set, seed and a hash of the texts;
+   ``test.csv`` too with ``--teacher-row``, for the teacher's own 1-NN accuracy;
+2. ``fast``: the default recipe on the 10-shot file S, 1-NN over S on ``test.csv``;
 3. ``distil w``: the same recipe plus ``w`` × relational distillation
    (:func:`core.training.losses.similarity_distillation`) over each step's anchors and
-   ``--per-step`` utterances drawn from U = ``train.csv`` minus S, scored the same way;
+   ``--per-step`` utterances drawn from U, scored the same way;
 4. with ``--selftrain M``, the teacher as a pseudo-label filter: the ``fast`` model gives each
    intent its ``M`` surest utterances of U (:func:`core.training.selftrain.pseudo_labels`), only
    those frozen mpnet's 1-NN over S agrees with are kept, and the recipe retrains on S plus them
@@ -27,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -70,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loss", default="kl", choices=["kl", "mse"])
     ap.add_argument("--temperature", type=float, default=0.05)
     ap.add_argument("--per-step", type=int, default=32, help="unlabelled utterances per step")
+    ap.add_argument(
+        "--pool", type=int, default=None, help="a seeded sample of this many unlabelled ones"
+    )
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--no-baseline", action="store_true", help="skip the fast rows")
     ap.add_argument("--teacher-row", action="store_true", help="also score frozen mpnet 1-NN")
@@ -96,8 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     te_x, te_y = read_csv(args.data / args.dataset / "test.csv")
     all_x, all_y = read_csv(args.data / args.dataset / "train.csv")
     gold = dict(zip(all_x, all_y, strict=True))  # scores the pseudo-labels, nothing else
-    vecs = teacher_vectors(all_x, f"{args.dataset}-train", args.cache, args.device)
-    teacher = dict(zip(all_x, vecs, strict=True))
 
     def accuracy(enc: Encoder, px: list[str], py: list[str]) -> float:
         pred = knn_predict(enc.encode(px, batch_size=128), py, enc.encode(te_x, batch_size=128))
@@ -117,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     for seed in (int(s) for s in args.seeds.split(",")):
         sx, sy = read_csv(args.data / args.dataset / f"train_{args.shots}_seed{seed}.csv")
         shots = set(sx)
-        ux = [t for t in all_x if t not in shots]
+        ux = list(dict.fromkeys(t for t in all_x if t not in shots))
+        if args.pool is not None and args.pool < len(ux):  # a seeded sample, in file order
+            ux = [ux[i] for i in sorted(random.Random(seed).sample(range(len(ux)), args.pool))]
+        name = f"{args.dataset}-{args.shots}-seed{seed}-pool{args.pool or 'all'}"
+        vecs = teacher_vectors(sx + ux, name, args.cache, args.device)
+        teacher = dict(zip(sx + ux, vecs, strict=True))
         if test_teacher is not None:
             pred = knn_predict(np.stack([teacher[t] for t in sx]), sy, test_teacher)
             acc = float(np.mean(np.asarray(pred) == np.asarray(te_y)))
