@@ -6,6 +6,10 @@ training; its vectors are given as a mapping ``text -> vector``. The unlabelled 
 drawn without replacement from a seeded shuffle, going round again when the pool runs out, so a
 run sees as many different ones as its steps allow.
 
+Measured (``bench/distil.py``, BANKING77 10-shot, seed 0 only so far, frozen mpnet teacher, KL at
+0.05, weight 1, 32 of a 1,500-utterance pool per step): 86.8 → 87.7 % for 1.5× the training
+time. Not yet a method of the app: seeds 1–2 must confirm it first.
+
 Example:
     >>> import numpy as np
     >>> from core.training.loop import Batch
