@@ -23,6 +23,7 @@ PAIR_STRATEGIES = ("convfit", "all")
 # Losses that work on (anchor, positive) pairs with in-batch negatives vs on labelled pairs.
 IN_BATCH_LOSSES = ("mnrl",)
 PAIR_LOSSES = ("ocl", "cos", "smax")
+DISTIL_LOSSES = ("kl", "mse")
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,16 @@ class TrainConfig:
         anchor_pairs: train on (utterance, description or name) positive pairs too: each
             intent's anchor joins its examples (:func:`core.training.pairs.with_anchors`; the
             anchors are given to :func:`~core.training.fit.train_encoder`).
+        distil_weight: weight of relational distillation from a teacher encoder (mpnet): the
+            student's in-batch cosine similarities over each batch's anchors plus
+            ``distil_batch`` unlabelled utterances are pulled toward the teacher's
+            (:func:`core.training.losses.similarity_distillation`; the teacher's vectors are
+            given to :func:`~core.training.fit.train_encoder`); ``0`` = off. In-batch methods only.
+        distil_batch: unlabelled utterances added to every step for the distillation term.
+        distil_loss: ``"kl"`` (each row's softmax over the others at ``distil_temperature``,
+            teacher → student KL, as CompRess / SEED) or ``"mse"`` (squared difference of the
+            cosines, as relational KD).
+        distil_temperature: softmax temperature of the ``"kl"`` distillation loss.
     """
 
     method: str = "fast"
@@ -111,6 +122,10 @@ class TrainConfig:
     template_fill: int = 0
     template_loss: float = 0.0
     anchor_pairs: bool = False
+    distil_weight: float = 0.0
+    distil_batch: int = 32
+    distil_loss: str = "kl"
+    distil_temperature: float = 0.05
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:
@@ -152,6 +167,18 @@ class TrainConfig:
             raise ValueError(
                 "template_loss pulls utterances toward their templates with in-batch negatives: "
                 "use method 'fast' or 'lora' (not 'convfit')."
+            )
+        _check_range("distil_weight", self.distil_weight, 0.0, 100.0)
+        _check_int("distil_batch", self.distil_batch, 0, 4096)
+        if self.distil_loss not in DISTIL_LOSSES:
+            raise ValueError(
+                f"Unknown distil_loss {self.distil_loss!r}: use one of {', '.join(DISTIL_LOSSES)}."
+            )
+        _check_range("distil_temperature", self.distil_temperature, 0.0, 10.0, low_open=True)
+        if self.distil_weight and self.resolved_loss not in IN_BATCH_LOSSES:
+            raise ValueError(
+                "distil_weight matches in-batch similarities to a teacher's: use method 'fast' "
+                "or 'lora' (not 'convfit')."
             )
         _check_range("interpolate", self.interpolate, 0.0, 1.0, low_open=True)
         _check_int("lora_r", self.lora_r, 1, 256)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from core.training.config import TrainConfig
@@ -177,6 +178,8 @@ def train_encoder(
     context_pairs: Sequence[tuple[str, str]] | None = None,
     templates: Mapping[str, str] | None = None,
     anchors: Mapping[str, str] | None = None,
+    teacher: Mapping[str, np.ndarray] | None = None,
+    unlabelled: Sequence[str] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -195,6 +198,10 @@ def train_encoder(
             (``config.template_loss``; :mod:`core.training.templates` makes them).
         anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
             intent's examples (:func:`core.training.pairs.with_anchors`).
+        teacher: text -> the teacher encoder's vector (e.g. mpnet's), for the labelled and the
+            unlabelled utterances; required when ``config.distil_weight`` is set.
+        unlabelled: the project's unlabelled utterances, drawn ``config.distil_batch`` per step
+            for distillation (:mod:`core.training.distil`).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -204,8 +211,9 @@ def train_encoder(
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
+    from core.training.distil import distil_batches
     from core.training.lora import attach_lora
-    from core.training.losses import TemplateAwareLoss, build_loss
+    from core.training.losses import DistilLoss, TemplateAwareLoss, build_loss
     from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
@@ -217,6 +225,8 @@ def train_encoder(
     check_trainable(labels)
     if config.stage1 and not context_pairs:
         raise ValueError("stage1=True needs (context, response) pairs.")
+    if config.distil_weight and not teacher:
+        raise ValueError("distil_weight needs the teacher's vectors (teacher=...).")
     device = device or default_device()
     t0 = time.monotonic()
     seed_everything(config.seed)
@@ -242,6 +252,12 @@ def train_encoder(
     if loss_name == "mnrl":
         pairs = templates if config.template_loss else None
         stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs, pairs)]
+        if config.distil_weight and teacher:
+            stage2 = [
+                distil_batches(
+                    stage2[0], unlabelled or [], teacher, config.distil_batch, config.seed, device
+                )
+            ]
     else:
         stage2 = _pair_epochs(texts, labels, config, epochs, device)
     total2 = sum(len(e) for e in stage2)
@@ -263,6 +279,13 @@ def train_encoder(
     )
     if config.template_loss and templates:
         loss = TemplateAwareLoss(loss, config.template_loss)
+    if config.distil_weight and teacher:
+        loss = DistilLoss(
+            loss,
+            config.distil_weight,
+            kind=config.distil_loss,
+            temperature=config.distil_temperature,
+        )
     loss = loss.to(device)
     it = iter(stage2)
     last = run_training(
