@@ -24,7 +24,7 @@ from app.context import (
     oos_target,
     project_anchors,
 )
-from app.services.versions import Version, resolve_encoder
+from app.services.versions import Version, resolve_anchor_encoder, resolve_encoder
 from core.bundle import open_bundle, write_bundle
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
@@ -91,6 +91,7 @@ def export_bundle(
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
     row = _version_row(ctx, project, version)
     encoder, _ = resolve_encoder(ctx, project, row["id"] if row["id"] else "base")
+    anchor_encoder = resolve_anchor_encoder(ctx, project, row["id"] if row["id"] else "base")
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = list_utterances(s, p.id)
@@ -163,7 +164,9 @@ def export_bundle(
             manifest_fields=fields,
             extra_files=extra,
             anchors=anchors,
-            anchor_vectors=ctx.cache.encode(encoder, list(anchors.values())) if anchors else None,
+            anchor_vectors=(
+                ctx.cache.encode(anchor_encoder, list(anchors.values())) if anchors else None
+            ),
             anchor_weight=anchor_weight,
         )
     return {
