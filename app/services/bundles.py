@@ -26,6 +26,7 @@ from app.context import (
 )
 from app.services.versions import Version, resolve_anchor_encoder, resolve_encoder
 from core.bundle import open_bundle, write_bundle
+from core.bundle.layout import LABEL_DIR
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.rule import is_multilabel
@@ -213,7 +214,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
         manifest = contents.manifest
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
         model_files = [contents.root / "model.json"]
-        model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR)]
+        model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR, LABEL_DIR)]
         has_model = (contents.root / "model.json").is_file()
         rel = f"imported/{uuid.uuid4().hex}"
         if has_model:

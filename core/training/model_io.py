@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.bundle.layout import LABEL_DIR
 from core.training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 FORMAT = 1
 MODEL_JSON = "model.json"
-LABEL_DIR = "label_encoder"  # the separate label encoder's folder, beside encoder/
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 
 

@@ -110,3 +110,6 @@ def test_a_version_with_a_separate_label_encoder_embeds_the_anchors_with_it(ctx,
     with load(path) as bundle:
         row = bundle.predict([QUESTION])[0]
     assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)
+    # opened as a project, the version keeps its label encoder: the same anchors
+    opened = predict_one(ctx, bundles.import_bundle(ctx, path), QUESTION)
+    assert {s["intent"]: s["anchor"] for s in opened["intents"]} == pytest.approx(sims, abs=1e-4)

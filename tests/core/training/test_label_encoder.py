@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.bundle.layout import LABEL_DIR
 from core.training import TrainConfig, load_label_encoder, train_encoder
 from core.training.label_encoder import label_column, make_label_model
-from core.training.model_io import LABEL_DIR
 
 # 4 intents x 3 examples; each utterance avoids its own intent's name, as borderline ones do
 DATA = {
