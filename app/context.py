@@ -135,8 +135,6 @@ class ProjectPool:
     out_of_scope: dict[int, str] = field(default_factory=dict)
     target_recall: float | None = None
     anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
-    # the version's separate label encoder (non-siamese), None: the anchors share ``encoder``
-    label_encoder: Encoder | None = None
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
     use_context: bool = False  # the project's CONTEXT_SETTING when the pool was built
@@ -150,12 +148,6 @@ class ProjectPool:
     def encoder(self) -> CachedEncoder:
         """The encoder that serves the pool and its queries (fp32, or the version's int8)."""
         return cast(CachedEncoder, self.predictor.encoder)
-
-    @property
-    def anchor_encoder(self) -> CachedEncoder:
-        """The encoder of the intents' anchors: the version's label encoder when it was trained
-        with a separate one (:attr:`core.training.TrainConfig.label_encoder`), else the pool's."""
-        return self.label_encoder if self.label_encoder is not None else self.encoder
 
     @property
     def index(self) -> KnnIndex:
@@ -201,22 +193,18 @@ class AppContext:
             return self._encoders[key]
 
     def label_encoder_for_version(self, mv: ModelVersion | None) -> Encoder | None:
-        """The separate label encoder of a model version, which embeds its anchors (None: the
-        version has none, and the anchors go through :meth:`encoder_for_version`)."""
+        """A version's separate label encoder, which embeds its anchors (None: it has none)."""
         if mv is None or not mv.artifact_path:
             return None
-        if (mv.config or {}).get("label_encoder", "shared") != "separate":
+        if (mv.config or {}).get("label_encoder") != "separate":
             return None
         key = f"label:{mv.id}:{mv.artifact_sha256}"
         with self._lock:
             if key not in self._encoders:
                 from core.training import load_label_encoder
 
-                path: Path = self.artifacts.path(mv.artifact_path)
-                label = load_label_encoder(path, device=self.device)
-                if label is None:  # the artifact says otherwise than the version row
-                    raise ValueError(f"Version {mv.id} has no label encoder in its artifact.")
-                self._encoders[key] = label
+                found = load_label_encoder(self.artifacts.path(mv.artifact_path), self.device)
+                self._encoders[key] = cast(Encoder, found)  # separate: never None
             return self._encoders[key]
 
     def serving_encoder(
@@ -265,7 +253,7 @@ class AppContext:
             mv, project = active_version(s, project_id), get_project(s, project_id)
             base, settings = project.base_encoder, dict(project.settings or {})
         encoder = self.serving_encoder(mv, base, settings)
-        label_encoder = self.label_encoder_for_version(mv)
+        label = self.label_encoder_for_version(mv)  # before the lock: it takes the lock
         mv_id = mv.id if mv is not None else None
         use_context = encodes_context(settings)
         with self._lock:
@@ -276,14 +264,8 @@ class AppContext:
                 or pool.encoder is not encoder
                 or pool.use_context != use_context
             ):
-                predictor = Predictor(encoder, head=self.version_head(mv))
-                pool = ProjectPool(
-                    project_id,
-                    mv_id,
-                    predictor,
-                    use_context=use_context,
-                    label_encoder=label_encoder,
-                )
+                predictor = Predictor(encoder, head=self.version_head(mv), label_encoder=label)
+                pool = ProjectPool(project_id, mv_id, predictor, use_context=use_context)
                 self._pools[project_id] = pool
         with pool.lock:
             self._sync(pool)
@@ -296,9 +278,8 @@ class AppContext:
             target = oos_target(settings)
             texts, weight = project_anchors(s, pool.project_id, settings)
             if (weight, texts) != pool.anchors:
-                vectors = (
-                    self.cache.encode(pool.anchor_encoder, list(texts.values())) if texts else None
-                )
+                by = cast(CachedEncoder, pool.predictor.anchor_encoder)  # a label encoder, if any
+                vectors = self.cache.encode(by, list(texts.values())) if texts else None
                 pool.predictor.set_anchors(texts, weight, vectors=vectors)
                 pool.anchors = (weight, texts)
             if revision == pool.revision and target == pool.target_recall:
