@@ -14,6 +14,13 @@ paired with its own intent's anchor, embedded by the label encoder, and the othe
 batch are true negatives (:class:`LabelEncoderLoss`). The (utterance, utterance) loss trains the
 utterance encoder as before; the (utterance, anchor) loss trains both.
 
+Measured (``bench/descriptions.py``, MiniLM, seed 0, one pass of the fast method, humanised
+names as anchors): scored by the anchors alone (the paper's bi-encoder), separate beats shared
+on BANKING77 76.4 vs 70.7 % (borderline 47.3 vs 36.5) and CLINC150 83.4 vs 76.0 % (borderline
+68.2 vs 48.9); with one example per intent in the pool and anchor weight 1, -1.5 / +1.2 points;
+with 10 examples, -0.6 / -0.7 (examples decide there). A 2-layer label encoder (``label_layers=2``,
+a cut MiniLM rather than the paper's distilled TinyBERT) lost the gain (69.2 % by anchors alone).
+
 Example:
     >>> label_column([("card_lost",), ("greet",)], {"greet": "saying hello"})
     ['', 'saying hello']
