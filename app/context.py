@@ -192,6 +192,21 @@ class AppContext:
                 self._encoders[key] = load_trained(path, device=self.device)
             return self._encoders[key]
 
+    def label_encoder_for_version(self, mv: ModelVersion | None) -> Encoder | None:
+        """A version's separate label encoder, which embeds its anchors (None: it has none)."""
+        if mv is None or not mv.artifact_path:
+            return None
+        if (mv.config or {}).get("label_encoder") != "separate":
+            return None
+        key = f"label:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._encoders:
+                from core.training import load_label_encoder
+
+                found = load_label_encoder(self.artifacts.path(mv.artifact_path), self.device)
+                self._encoders[key] = cast(Encoder, found)  # separate: never None
+            return self._encoders[key]
+
     def serving_encoder(
         self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
     ) -> CachedEncoder:
@@ -238,6 +253,7 @@ class AppContext:
             mv, project = active_version(s, project_id), get_project(s, project_id)
             base, settings = project.base_encoder, dict(project.settings or {})
         encoder = self.serving_encoder(mv, base, settings)
+        label = self.label_encoder_for_version(mv)  # before the lock: it takes the lock
         mv_id = mv.id if mv is not None else None
         use_context = encodes_context(settings)
         with self._lock:
@@ -248,7 +264,7 @@ class AppContext:
                 or pool.encoder is not encoder
                 or pool.use_context != use_context
             ):
-                predictor = Predictor(encoder, head=self.version_head(mv))
+                predictor = Predictor(encoder, head=self.version_head(mv), label_encoder=label)
                 pool = ProjectPool(project_id, mv_id, predictor, use_context=use_context)
                 self._pools[project_id] = pool
         with pool.lock:
@@ -262,7 +278,8 @@ class AppContext:
             target = oos_target(settings)
             texts, weight = project_anchors(s, pool.project_id, settings)
             if (weight, texts) != pool.anchors:
-                vectors = self.cache.encode(pool.encoder, list(texts.values())) if texts else None
+                by = cast(CachedEncoder, pool.predictor.anchor_encoder)  # a label encoder, if any
+                vectors = self.cache.encode(by, list(texts.values())) if texts else None
                 pool.predictor.set_anchors(texts, weight, vectors=vectors)
                 pool.anchors = (weight, texts)
             if revision == pool.revision and target == pool.target_recall:

@@ -22,8 +22,12 @@ there, so anchors from names should not cost accuracy on that subset.
 Encoder: frozen MiniLM (``--encoder frozen``, cheap), or ``tuned`` (the app's default ``fast``
 recipe trained on each seed's 10 shots; ~2 min per run on 2 quiet cores: run it under
 ``nice -n 10``, seed 0 only); ``--train-settings '{"anchor_pairs": true}'`` trains on
-(utterance, name) pairs too (:attr:`core.training.TrainConfig.anchor_pairs`). Vectors are
-cached under ``--vectors DIR``.
+(utterance, name) pairs too (:attr:`core.training.TrainConfig.anchor_pairs`). A JSON *list* of
+settings runs each in turn, one ``training`` column per setting in the table, e.g. the siamese
+and non-siamese label encoders (:attr:`core.training.TrainConfig.label_encoder`):
+``'[{"anchor_pairs": true}, {"anchor_pairs": true, "label_encoder": "separate"}]'``; with a
+separate label encoder the anchors are embedded by it, as the app does. Vectors are cached under
+``--vectors DIR``.
 
 Usage:
     nice -n 10 python bench/descriptions.py --datasets banking77,clinc150 --seeds 0,1,2
@@ -69,13 +73,17 @@ def first_per_intent(labels: list[str], shots: int) -> list[int]:
     return keep
 
 
-def encode_cell(ds: str, seed: int, args: Any) -> dict[str, np.ndarray]:
-    """Vectors of the seed's train file, the test file and the intents' anchors (cached)."""
+def settings_tag(settings: dict[str, Any]) -> str:
+    """A short name of a training setting (``{}``: ``default``)."""
+    return "-".join(f"{k}={v}" for k, v in sorted(settings.items())) or "default"
+
+
+def encode_cell(ds: str, seed: int, args: Any, settings: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Vectors of the seed's train file, the test file and the intents' anchors (cached); the
+    anchors through the separate label encoder when ``settings`` train one."""
     tag = args.encoder
-    if args.encoder == "tuned" and json.loads(args.train_settings):
-        tag += "-" + "-".join(
-            f"{k}={v}" for k, v in sorted(json.loads(args.train_settings).items())
-        )
+    if args.encoder == "tuned" and settings:
+        tag += "-" + settings_tag(settings)
     saved = args.vectors / ds / f"{tag}-seed{seed}.npz" if args.vectors else None
     if saved is not None and saved.is_file():
         with np.load(saved) as z:
@@ -87,24 +95,26 @@ def encode_cell(ds: str, seed: int, args: Any) -> dict[str, np.ndarray]:
     started = time.monotonic()
     if args.encoder == "frozen":
         enc: Any = load_encoder(args.base, device=args.device)
+        label_enc: Any = None
     else:
         from core.training import TrainConfig, train_encoder
 
-        config = TrainConfig(seed=seed, **json.loads(args.train_settings))
-        enc = train_encoder(
+        config = TrainConfig(seed=seed, **settings)
+        trained = train_encoder(
             args.base,
             tr_x,
             [(y,) for y in tr_y],
             config,
             device=args.device,
             anchors=anchor_texts(tr_y),  # used with {"anchor_pairs": true}
-        ).encoder()
+        )
+        enc, label_enc = trained.encoder(), trained.label_encoder()
         logger.info("%s seed %d trained in %.0f s", ds, seed, time.monotonic() - started)
     anchors = anchor_texts(tr_y)
     vecs = {
         "train": enc.encode(tr_x),
         "test": enc.encode(te_x),
-        "anchors": enc.encode(list(anchors.values())),
+        "anchors": (label_enc or enc).encode(list(anchors.values())),
     }
     vecs = {k: np.asarray(v, dtype=np.float32) for k, v in vecs.items()}
     if saved is not None:
@@ -135,14 +145,16 @@ def borderline_mask(texts: list[str], gold: list[str], intents: list[str]) -> li
 
 
 def summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cells: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    cells: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for r in results:
-        cells.setdefault((r["dataset"], r["shots"], r["anchors"]), []).append(r)
+        key = (r["dataset"], r.get("training", "-"), r["shots"], r["anchors"])
+        cells.setdefault(key, []).append(r)
     out = []
-    for (ds, shots, anchors), rows in cells.items():
+    for (ds, training, shots, anchors), rows in cells.items():
         out.append(
             {
                 "dataset": ds,
+                "training": training,
                 "shots": shots,
                 "anchors": anchors,
                 "seeds": [r["seed"] for r in rows],
@@ -159,13 +171,13 @@ def summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| dataset | shots | anchors | seeds | acc % (per seed) | acc % median "
+        "| dataset | training | shots | anchors | seeds | acc % (per seed) | acc % median "
         "| borderline % of test | acc % on borderline (median) |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summarise(results):
         lines.append(
-            f"| {s['dataset']} | {s['shots']} | {s['anchors']} "
+            f"| {s['dataset']} | {s['training']} | {s['shots']} | {s['anchors']} "
             f"| {','.join(map(str, s['seeds']))} "
             f"| {' / '.join(f'{a:.1f}' for a in s['acc_per_seed'])} | {s['acc_median']:.1f} "
             f"| {100 * s['borderline_share']:.1f} | {s['acc_borderline_median']:.1f} |"
@@ -181,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shots", default="10,5,1")
     ap.add_argument("--weights", default="0,0.5,1,2,4", help="anchor weights (0: no anchors)")
     ap.add_argument("--encoder", default="frozen", choices=["frozen", "tuned"])
-    ap.add_argument("--train-settings", default="{}", help='TrainConfig JSON for "tuned"')
+    ap.add_argument(
+        "--train-settings",
+        default="{}",
+        help='TrainConfig JSON for "tuned", or a JSON list of them (one run each)',
+    )
     ap.add_argument("--base", default="minilm", help="registry name or a model folder")
     ap.add_argument("--device", default=None)
     ap.add_argument("--threads", type=int, default=2)
@@ -191,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     weights = [float(w) for w in args.weights.split(",")]
+    parsed = json.loads(args.train_settings)
+    variants: list[dict[str, Any]] = parsed if isinstance(parsed, list) else [parsed]
+    if args.encoder == "frozen":
+        variants = [{}]
     if any(w < 0 for w in weights):
         ap.error("--weights are 0 or more")
     if args.device in (None, "cpu"):
@@ -200,9 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     for ds in args.datasets.split(","):
         te_x, te_y = read_csv(args.data / ds / "test.csv")
-        for seed in [int(s) for s in args.seeds.split(",")]:
+        for seed, settings in [(int(s), v) for s in args.seeds.split(",") for v in variants]:
             tr_y = read_csv(args.data / ds / f"train_10shot_seed{seed}.csv")[1]
-            vecs = encode_cell(ds, seed, args)
+            started = time.monotonic()
+            vecs = encode_cell(ds, seed, args, settings)
+            seconds = round(time.monotonic() - started, 1)
             hard = borderline_mask(te_x, te_y, sorted(set(tr_y)))
             cells = [(0, w) for w in weights if w > 0][:1]  # zero-shot: any weight > 0
             cells += [(int(k), w) for k in args.shots.split(",") for w in weights]
@@ -214,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                         "dataset": ds,
                         "seed": seed,
                         "encoder": args.encoder,
+                        "training": settings_tag(settings) if args.encoder == "tuned" else "-",
+                        "encode_seconds": seconds,  # training + encoding (0-ish when cached)
                         "shots": "zero-shot" if shots == 0 else str(shots),
                         "anchors": "names" if shots == 0 else f"w={weight:g}",
                         "acc": float(np.mean(right)),

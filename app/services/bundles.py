@@ -24,8 +24,9 @@ from app.context import (
     oos_target,
     project_anchors,
 )
-from app.services.versions import Version, resolve_encoder
+from app.services.versions import Version, resolve_anchor_encoder, resolve_encoder
 from core.bundle import open_bundle, write_bundle
+from core.bundle.layout import LABEL_DIR
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.rule import is_multilabel
@@ -91,6 +92,7 @@ def export_bundle(
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
     row = _version_row(ctx, project, version)
     encoder, _ = resolve_encoder(ctx, project, row["id"] if row["id"] else "base")
+    anchor_encoder = resolve_anchor_encoder(ctx, project, row["id"] if row["id"] else "base")
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = list_utterances(s, p.id)
@@ -163,7 +165,9 @@ def export_bundle(
             manifest_fields=fields,
             extra_files=extra,
             anchors=anchors,
-            anchor_vectors=ctx.cache.encode(encoder, list(anchors.values())) if anchors else None,
+            anchor_vectors=(
+                ctx.cache.encode(anchor_encoder, list(anchors.values())) if anchors else None
+            ),
             anchor_weight=anchor_weight,
         )
     return {
@@ -210,7 +214,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
         manifest = contents.manifest
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
         model_files = [contents.root / "model.json"]
-        model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR)]
+        model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR, LABEL_DIR)]
         has_model = (contents.root / "model.json").is_file()
         rel = f"imported/{uuid.uuid4().hex}"
         if has_model:

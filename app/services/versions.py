@@ -38,6 +38,13 @@ def resolve_encoder(ctx: AppContext, project: str, version: Version) -> tuple[En
     return ctx.encoder_for_version(mv, base), label
 
 
+def resolve_anchor_encoder(ctx: AppContext, project: str, version: Version) -> Encoder:
+    """The encoder of a version's anchors (intent descriptions / names): its separate label
+    encoder when it was trained with one, else the version's own encoder."""
+    mv, base = _selected(ctx, project, version)
+    return ctx.label_encoder_for_version(mv) or ctx.encoder_for_version(mv, base)
+
+
 def head_options(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
     """The options a version's multi-label head was trained with (empty: the defaults)."""
     mv, _ = _selected(ctx, project, version)

@@ -5,3 +5,6 @@ from __future__ import annotations
 BUNDLE_FORMAT = 1
 MANIFEST = "manifest.json"
 ONNX_MODEL = "onnx/model.int8.onnx"
+# A separate (non-siamese) label encoder's folder, in a model artifact (core.training.model_io)
+# and in a bundle alike.
+LABEL_DIR = "label_encoder"

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.bundle.layout import LABEL_DIR
 from core.bundle.safety import BundleError, check_encoder_folder, read_json
 
 logger = logging.getLogger(__name__)
@@ -180,6 +181,38 @@ def check_weights(root: Path, manifest: dict[str, Any], *, device: str | None = 
         _compare_files(sub, reference.files, base)
     else:
         _check_adapter(sub, reference, base)
+    if (root / LABEL_DIR).is_dir():
+        _check_label_encoder(root / LABEL_DIR, reference, base)
+
+
+def _check_label_encoder(sub: Path, reference: _Reference, base: str) -> None:
+    """A separate label encoder (:mod:`core.training.label_encoder`): the base architecture, or
+    its ``n`` lowest transformer layers (``num_hidden_layers`` = n, the tensors of those layers
+    and nothing else)."""
+    check_encoder_folder(sub)
+    config = read_json(sub / "config.json", dict)
+    layers = config.get("num_hidden_layers")
+    most = reference.config.get("num_hidden_layers")
+    if not (_natural(layers) and _natural(most) and 1 <= layers <= most):
+        raise BundleError(
+            f"{sub.name}/config.json sets num_hidden_layers={layers!r}: a label encoder keeps "
+            f"1 to {most!r} layers of the base encoder {base!r}."
+        )
+    _check_config({**config, "num_hidden_layers": most}, reference.config, base)
+    kept = {
+        rel: {k: t for k, t in tensors.items() if _layer(k) is None or _layer(k) < layers}
+        for rel, tensors in reference.files.items()
+    }
+    _compare_files(sub, kept, base)
+
+
+def _layer(key: str) -> int | None:
+    """The transformer layer a tensor belongs to (``encoder.layer.3.…`` → 3), None: none."""
+    parts = key.split(".")
+    for i in range(len(parts) - 2):
+        if parts[i : i + 2] == ["encoder", "layer"] and parts[i + 2].isdigit():
+            return int(parts[i + 2])
+    return None
 
 
 def base_encoder_name(name: object) -> str:

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from core.bundle.card import model_card
-from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
+from core.bundle.layout import BUNDLE_FORMAT, LABEL_DIR, MANIFEST
 from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
 from core.bundle.weights import base_encoder_name
 from core.multilabel.rule import is_multilabel
@@ -80,6 +80,8 @@ def _encoder_files(encoder_dir: Path | None) -> tuple[str, dict[str, Path]]:
             raise BundleError(f"{encoder_dir} has model.json of kind {kind!r} but no {sub}/.")
         files["model.json"] = model_json
         files.update(_tree(encoder_dir / sub, sub))
+        if (encoder_dir / LABEL_DIR).is_dir():  # a separate label encoder (non-siamese)
+            files.update(_tree(encoder_dir / LABEL_DIR, LABEL_DIR))
         return str(kind), files
     if (encoder_dir / "modules.json").exists() or (encoder_dir / "config.json").exists():
         files.update(_tree(encoder_dir, "encoder"))  # a plain sentence-transformers folder

@@ -144,6 +144,8 @@ class Predictor:
         thresholds: intent (or ``"default"``) -> minimum score for the decision.
         rule: the decision rule (:data:`~core.retrieval.knn.RULES`; nearest example + prototype
             by default).
+        label_encoder: embeds the anchors (intent descriptions / names) when the version was
+            trained with a separate one (:mod:`core.training.label_encoder`); None: ``encoder``.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class Predictor:
         multi_label: bool | None = None,
         thresholds: Mapping[str, float] | None = None,
         rule: str = DEFAULT_RULE,
+        label_encoder: TextEncoder | None = None,
     ) -> None:
         if k < 1:
             raise ValueError("k must be at least 1")
@@ -168,6 +171,12 @@ class Predictor:
         self.head = head
         self._multi_label = multi_label
         self.thresholds: dict[str, float] = dict(thresholds or {})
+        self.label_encoder = label_encoder
+
+    @property
+    def anchor_encoder(self) -> TextEncoder:
+        """The encoder of the anchors: the separate label encoder if any, else ``encoder``."""
+        return self.label_encoder if self.label_encoder is not None else self.encoder
 
     @classmethod
     def from_examples(
@@ -200,7 +209,7 @@ class Predictor:
         names = list(texts)
         if vectors is None:
             vectors = (
-                self.encoder.encode([texts[n] for n in names])
+                self.anchor_encoder.encode([texts[n] for n in names])
                 if names and weight
                 else np.zeros((0, self.index.dim), dtype=np.float32)
             )

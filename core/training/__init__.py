@@ -13,7 +13,13 @@ from core.training.config import TrainConfig
 from core.training.eta import Eta
 from core.training.fit import train_encoder
 from core.training.loop import TrainingCancelled, TrainProgress
-from core.training.model_io import TrainedModel, artifact_sha256, load_trained, read_metadata
+from core.training.model_io import (
+    TrainedModel,
+    artifact_sha256,
+    load_label_encoder,
+    load_trained,
+    read_metadata,
+)
 from core.training.pairs import Pair, check_trainable, sample_pairs
 from core.training.stage1 import read_context_pairs
 
@@ -26,6 +32,7 @@ __all__ = [
     "TrainingCancelled",
     "artifact_sha256",
     "check_trainable",
+    "load_label_encoder",
     "load_trained",
     "read_context_pairs",
     "read_metadata",

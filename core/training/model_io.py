@@ -5,6 +5,8 @@ Layout of an artifact directory (the contract storage and app rely on)::
     model.json   {"format": 1, "kind": "full" | "adapter", "method", "base_encoder", "config"}
     encoder/     a full sentence-transformers folder (safetensors)      -- kind "full"
     adapter/     adapter_model.safetensors + adapter_config.json (peft) -- kind "adapter"
+    label_encoder/  a full sentence-transformers folder embedding the intents' anchors
+                 -- only when ``config.label_encoder`` is ``"separate"`` (non-siamese)
 
 Loading never executes code: pickled weights are refused, ``trust_remote_code`` stays off and only
 sentence-transformers modules (with ``torch.nn`` activations) are accepted.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.bundle.layout import LABEL_DIR
 from core.training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -43,6 +46,8 @@ class TrainedModel:
         config: the run's :class:`TrainConfig`.
         kind: ``"full"`` or ``"adapter"``.
         stats: steps, seconds and last loss of the run (not part of the artifact).
+        label_model: the separate label encoder (``config.label_encoder="separate"``), which
+            embeds the intents' anchors; None: the anchors go through ``model``.
     """
 
     model: SentenceTransformer
@@ -50,6 +55,7 @@ class TrainedModel:
     config: TrainConfig
     kind: str = "full"
     stats: dict[str, Any] = field(default_factory=dict)
+    label_model: SentenceTransformer | None = None
 
     @property
     def method(self) -> str:
@@ -76,6 +82,20 @@ class TrainedModel:
             model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved"
         )
 
+    def label_encoder(self) -> Encoder | None:
+        """The separate label encoder as an :class:`~core.encoding.registry.Encoder` (None when
+        the anchors share the utterance encoder). Its fingerprint differs from the utterance
+        encoder's: the same text has another vector in it."""
+        from core.encoding.registry import encoder_from_model
+
+        if self.label_model is None:
+            return None
+        return encoder_from_model(
+            self.label_model,
+            f"{self.base_encoder}+{self.method}+label",
+            f"{self.method}-label@unsaved",
+        )
+
     def save(self, directory: Path) -> None:
         """Write the artifact into ``directory``, which must exist and be empty.
 
@@ -99,6 +119,10 @@ class TrainedModel:
         else:
             target = directory / "encoder"
             self.model.save(str(target), create_model_card=False, safe_serialization=True)
+        if self.label_model is not None:
+            self.label_model.save(
+                str(directory / LABEL_DIR), create_model_card=False, safe_serialization=True
+            )
         (directory / MODEL_JSON).write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
         logger.info("saved %s model to %s", self.kind, directory)
 
@@ -122,6 +146,11 @@ def read_metadata(directory: Path) -> dict[str, Any]:
     if not sub.is_dir():
         raise ValueError(f"{directory}: the {sub.name}/ folder is missing.")
     return dict(meta)
+
+
+def has_label_encoder(meta: dict[str, Any]) -> bool:
+    """Whether a version (its ``model.json``) was trained with a separate label encoder."""
+    return (meta.get("config") or {}).get("label_encoder", "shared") == "separate"
 
 
 def artifact_sha256(directory: Path) -> str:
@@ -194,3 +223,30 @@ def load_trained(directory: Path, device: str | None = None) -> Encoder:
     model = load_trained_model(Path(directory), device)
     fingerprint = f"{meta['method']}@{artifact_sha256(Path(directory))[:16]}"
     return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
+
+
+def load_label_encoder(directory: Path, device: str | None = None) -> Encoder | None:
+    """The separate label encoder of an artifact directory, which embeds the intents' anchors
+    (None when the version has none: its anchors go through :func:`load_trained`'s encoder).
+
+    Raises:
+        ValueError: when the version was trained with one but ``label_encoder/`` is missing
+            (its anchors would silently land in the wrong space).
+    """
+    from core.encoding.registry import default_device, encoder_from_model, load_sentence_transformer
+
+    directory = Path(directory)
+    meta = read_metadata(directory)
+    if not has_label_encoder(meta):
+        return None
+    folder = directory / LABEL_DIR
+    if not folder.is_dir():
+        raise ValueError(
+            f"{directory}: trained with a separate label encoder, but {LABEL_DIR}/ is missing."
+        )
+    _refuse_code(folder)
+    model = load_sentence_transformer(folder, device or default_device())
+    model.max_seq_length = TrainConfig.from_dict(meta["config"]).max_length
+    model.eval()
+    fingerprint = f"{meta['method']}-label@{artifact_sha256(directory)[:16]}"
+    return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}+label", fingerprint)

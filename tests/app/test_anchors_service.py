@@ -76,3 +76,40 @@ def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
     assert main([*d, "anchors", "--project", "p", "--weight", "lots"]) == 2
     assert main([*d, "anchors", "--project", "p"]) == 0
     assert "weight 1.5" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_version_with_a_separate_label_encoder_embeds_the_anchors_with_it(ctx, tmp_path):
+    from app import worker
+    from app.services import training
+    from app.services.versions import activate, resolve_anchor_encoder, resolve_encoder
+    from tests.app.test_training_service import QUICK, make_tiny
+
+    make_tiny(ctx)
+    data_svc.describe_intent(ctx, "tiny", "refund", "Money back for an order")
+    projects.set_anchors(ctx, "tiny", 1)
+    settings = {**QUICK, "anchor_pairs": True, "label_encoder": "separate"}
+    job, _ = training.request_retrain(ctx, "tiny", settings, enqueue=False)
+    worker.execute_job(ctx, job.id)
+    version = training.job(ctx, job.id).model_version_id
+    activate(ctx, "tiny", version)
+    utterances, _ = resolve_encoder(ctx, "tiny", version)
+    labels = resolve_anchor_encoder(ctx, "tiny", version)
+    assert labels is not utterances and labels.fingerprint != utterances.fingerprint
+    anchors = ["Money back for an order", "card lost"]
+    query = utterances.encode([QUESTION])[0]
+    by_label, by_utterances = labels.encode(anchors) @ query, utterances.encode(anchors) @ query
+    assert abs(by_label[0] - by_utterances[0]) > 1e-3  # the two spaces tell them apart
+    out = predict_one(ctx, "tiny", QUESTION)
+    sims = {s["intent"]: s["anchor"] for s in out["intents"]}
+    assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
+    assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
+    # a bundle carries the anchors as the label encoder put them: it predicts like the app
+    path = tmp_path / "tiny.zip"
+    bundles.export_bundle(ctx, "tiny", path)
+    with load(path) as bundle:
+        row = bundle.predict([QUESTION])[0]
+    assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)
+    # opened as a project, the version keeps its label encoder: the same anchors
+    opened = predict_one(ctx, bundles.import_bundle(ctx, path), QUESTION)
+    assert {s["intent"]: s["anchor"] for s in opened["intents"]} == pytest.approx(sims, abs=1e-4)

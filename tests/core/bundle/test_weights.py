@@ -379,3 +379,45 @@ def test_writing_a_bundle_on_a_folder_encoder_is_refused(tmp_path):
             manifest_fields={},
         )
     assert not (tmp_path / "w.zip").exists()
+
+
+@pytest.fixture(scope="module")
+def label_bundle(tmp_path_factory, encoder) -> Path:
+    """A full bundle with a separate 2-layer label encoder (non-siamese, heterogeneous)."""
+    from core.training.label_encoder import make_label_model
+
+    folder = tmp_path_factory.mktemp("label")
+    version = folder / "version"
+    encoder.model.save(str(version / "encoder"), safe_serialization=True)
+    make_label_model(encoder.model, 2).save(str(version / "label_encoder"), safe_serialization=True)
+    _model_json(version, "full", "fast")
+    return _write(folder, encoder, version, "fast")
+
+
+LABEL = "label_encoder/model.safetensors"
+
+
+def test_a_smaller_label_encoder_travels_and_opens(label_bundle):
+    contents = open_bundle(label_bundle)
+    try:
+        assert LABEL in contents.manifest["files"]
+        assert (contents.root / "label_encoder" / "config.json").is_file()
+    finally:
+        contents.cleanup()
+
+
+def test_a_label_encoder_with_a_layer_its_config_does_not_have_is_refused(label_bundle, tmp_path):
+    def add_layer(items: dict) -> None:
+        items["encoder.layer.2.output.dense.bias"] = items["encoder.layer.1.output.dense.bias"]
+
+    bad = rewrite(label_bundle, tmp_path / "l.zip", edit_tensors(LABEL, add_layer))
+    with pytest.raises(BundleError, match=r"label_encoder/model\.safetensors holds 1 tensor"):
+        open_bundle(bad)
+
+    def more_layers(m: Members) -> None:
+        config = json.loads(m["label_encoder/config.json"])
+        config["num_hidden_layers"] = 12
+        m["label_encoder/config.json"] = json.dumps(config).encode()
+
+    with pytest.raises(BundleError, match=r"keeps 1 to 6 layers of the base encoder 'minilm'"):
+        open_bundle(rewrite(label_bundle, tmp_path / "c.zip", more_layers))

@@ -51,6 +51,25 @@ def test_json_round_trip() -> None:
         ({"method": "lora", "projection_dim": 64}, "projection_dim is not supported"),
         ({"max_pairs": 0}, "max_pairs must be between 1"),
         ({"seed": True}, "seed must be an integer"),
+        ({"label_encoder": "twin"}, "Unknown label encoder 'twin': use one of shared, separate"),
+        ({"label_encoder": "separate"}, "set anchor_pairs=True too"),
+        (
+            {"label_encoder": "separate", "anchor_pairs": True, "method": "convfit"},
+            "use method 'fast' \\(not 'convfit'\\)",
+        ),
+        (
+            {"label_encoder": "separate", "anchor_pairs": True, "method": "lora"},
+            "use method 'fast' \\(not 'lora'\\)",
+        ),
+        ({"label_layers": 2}, "label_layers sizes a separate label encoder"),
+        (
+            {"label_encoder": "separate", "anchor_pairs": True, "label_layers": 0},
+            "label_layers must be between 1 and 100",
+        ),
+        (
+            {"label_encoder": "separate", "anchor_pairs": True, "distil_weight": 1.0},
+            "Distillation and a separate label encoder are not combined",
+        ),
     ],
 )
 def test_invalid_values_raise_clear_errors(kwargs: dict, match: str) -> None:
@@ -61,3 +80,10 @@ def test_invalid_values_raise_clear_errors(kwargs: dict, match: str) -> None:
 def test_from_dict_rejects_unknown_keys() -> None:
     with pytest.raises(ValueError, match="Unknown TrainConfig keys: bogus"):
         TrainConfig.from_dict({"bogus": 1})
+
+
+def test_a_separate_label_encoder_round_trips_and_older_configs_read_as_shared() -> None:
+    cfg = TrainConfig(anchor_pairs=True, label_encoder="separate", label_layers=2)
+    assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    older = {k: v for k, v in TrainConfig().to_dict().items() if not k.startswith("label_")}
+    assert TrainConfig.from_dict(older).label_encoder == "shared"
