@@ -7,6 +7,7 @@ Reads ``<data>/<dataset>/train_10shot_seed<N>.csv`` and ``test.csv`` (``text,lab
 - ``convfit``: ConvFiT Stage 2 as in the paper (OCL, n=3, 10 epochs; ``--convfit-epochs``).
 - ``convfit_budget``: the same recipe at the fast default's step budget.
 - ``fast``: the CPU default.                 - ``lora``: the fast recipe on LoRA adapters only.
+- ``fast_freeze3``: the fast default with the lowest 3 of MiniLM's 6 layers frozen (shorter steps).
 - ``setfit`` / ``setfit_equal``: SetFit 1.2 at its defaults / at the fast default's wall time.
 - ``mpnet_fast``: the fast default on all-mpnet-base-v2.
 
@@ -45,6 +46,7 @@ ALL_METHODS = [
     "convfit",
     "convfit_budget",
     "fast",
+    "fast_freeze3",
     "lora",
     "setfit",
     "setfit_equal",
@@ -115,6 +117,8 @@ def run_cell(
         import core.encoding.mpnet  # noqa: F401  (registers the encoder)
     if method in ("fast", "mpnet_fast"):
         cfg = TrainConfig(seed=seed)
+    elif method == "fast_freeze3":
+        cfg = TrainConfig(seed=seed, freeze_layers=3)
     elif method == "lora":
         cfg = TrainConfig(method="lora", seed=seed)
     elif method == "convfit":
