@@ -48,6 +48,7 @@ from core.training.pairs import (
     sample_pairs,
     with_anchors,
 )
+from core.training.prefix import cached_prefix
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -309,18 +310,21 @@ def train_encoder(
         loss = LabelEncoderLoss(loss, ranking, label_model)
     loss = loss.to(device)
     it = iter(stage2)
-    last = run_training(
-        model,
-        loss,
-        lambda: next(it),
-        total_steps=total2,
-        lr=config.resolved_lr,
-        warmup=config.warmup,
-        weight_decay=config.weight_decay,
-        progress=report.stage(stage1_steps),
-        should_cancel=should_cancel,
-        stage="stage2",
-    )
+    frozen = config.freeze_layers if kind == "full" and config.freeze_embeddings else 0
+    seen = (t for epoch in stage2 for batch in epoch for column in batch.columns for t in column)
+    with cached_prefix(model, seen, frozen):
+        last = run_training(
+            model,
+            loss,
+            lambda: next(it),
+            total_steps=total2,
+            lr=config.resolved_lr,
+            warmup=config.warmup,
+            weight_decay=config.weight_decay,
+            progress=report.stage(stage1_steps),
+            should_cancel=should_cancel,
+            stage="stage2",
+        )
     trained = [model] if label_model is None else [model, label_model]
     for m in trained:
         if base_state is not None:

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core.encoding.registry import load_sentence_transformer, resolve_path
+from core.training import TrainConfig, train_encoder
+from core.training.prefix import cached_prefix
+from tests.core.training.test_fit import LABELS, TEXTS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def model():
+    return load_sentence_transformer(resolve_path("minilm"), "cpu")
+
+
+def test_cached_layers_give_the_same_vectors_and_the_model_comes_back_whole(model) -> None:
+    texts = ["I lost my card", "what is my balance today please", "hi"]
+    plain = model.encode(texts)
+    stack = model[0].model.encoder.layer
+    with cached_prefix(model, texts, 3) as used:
+        assert used
+        assert len(model[0].model.encoder.layer) == 3
+        # the length-sorted, padded batch still gives each text its own vector
+        cached = model.encode(texts, batch_size=3)
+    np.testing.assert_allclose(cached, plain, atol=1e-5)
+    assert model[0].model.encoder.layer is stack and len(stack) == 6
+    np.testing.assert_allclose(model.encode(texts), plain, atol=1e-6)
+
+
+def test_a_text_outside_the_cache_is_refused_not_guessed(model) -> None:
+    with cached_prefix(model, ["I lost my card"], 2), pytest.raises(KeyError):
+        model.encode(["a text the cache never saw"])
+    assert len(model[0].model.encoder.layer) == 6
+
+
+def test_nothing_frozen_or_everything_frozen_runs_uncached(model) -> None:
+    for layers in (0, 6):
+        with cached_prefix(model, TEXTS, layers) as used:
+            assert not used
+            assert len(model[0].model.encoder.layer) == 6
+
+
+def test_training_with_frozen_layers_trains_only_the_upper_ones() -> None:
+    base = load_sentence_transformer(resolve_path("minilm"), "cpu")
+    cfg = TrainConfig(epochs=2, batch_size=4, seed=0, freeze_layers=3)
+    trained = train_encoder("minilm", TEXTS, LABELS, cfg, device="cpu").model
+    old = dict(base[0].model.named_parameters())
+    moved = {name: not torch.equal(p, old[name]) for name, p in trained[0].model.named_parameters()}
+    assert not any(v for n, v in moved.items() if "embeddings" in n or "layer.0." in n)
+    assert not any(v for n, v in moved.items() if "layer.2." in n)
+    assert any(v for n, v in moved.items() if "layer.3." in n)
+    assert any(v for n, v in moved.items() if "layer.5." in n)
+    assert len(trained[0].model.encoder.layer) == 6
