@@ -49,7 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+from bench.csvdata import first_per_intent, read_csv  # noqa: E402  (needs ROOT on the path)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -60,17 +60,6 @@ from core.retrieval.explain import borderline  # noqa: E402
 from core.retrieval.knn import KnnIndex  # noqa: E402
 
 logger = logging.getLogger("bench.descriptions")
-
-
-def first_per_intent(labels: list[str], shots: int) -> list[int]:
-    """Rows of the first ``shots`` examples of each intent, in file order."""
-    seen: dict[str, int] = {}
-    keep = []
-    for i, y in enumerate(labels):
-        if seen.get(y, 0) < shots:
-            seen[y] = seen.get(y, 0) + 1
-            keep.append(i)
-    return keep
 
 
 def settings_tag(settings: dict[str, Any]) -> str:

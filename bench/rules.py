@@ -38,7 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
+from bench.csvdata import first_per_intent, read_csv  # noqa: E402  (needs ROOT on the path)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -50,17 +50,6 @@ logger = logging.getLogger("bench.rules")
 
 # Extra splits encoded for CLINC150 so bench/oos.py can reuse the same vectors.
 OOS_SPLITS = {"val": "val.csv", "val_oos": "val_oos.csv", "test_oos": "test_oos.csv"}
-
-
-def first_per_intent(labels: list[str], shots: int) -> np.ndarray:
-    """Rows of the first ``shots`` examples of each intent, in file order."""
-    seen: dict[str, int] = {}
-    keep = []
-    for i, y in enumerate(labels):
-        if seen.get(y, 0) < shots:
-            seen[y] = seen.get(y, 0) + 1
-            keep.append(i)
-    return np.asarray(keep)
 
 
 def unit(x: np.ndarray) -> np.ndarray:
