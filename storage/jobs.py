@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from storage.errors import NotFoundError
+from storage.errors import ConflictError, NotFoundError
 from storage.tables import TrainingJob, utcnow
 
 ACTIVE_STATUSES = ("queued", "running")
@@ -163,7 +163,23 @@ def request_cancel(s: Session, job_id: int) -> JobView:
 
 
 def cancel_requested(s: Session, job_id: int) -> bool:
-    return bool(s.scalar(select(TrainingJob.cancel_requested).where(TrainingJob.id == job_id)))
+    """Whether the job's worker should stop: a cancel was asked, or the job has already ended
+    (reaped as failed while its worker was silent: nothing it makes any more may count)."""
+    row = s.execute(
+        select(TrainingJob.cancel_requested, TrainingJob.status).where(TrainingJob.id == job_id)
+    ).first()
+    return row is None or bool(row.cancel_requested) or row.status not in ACTIVE_STATUSES
+
+
+def require_running(s: Session, job_id: int) -> None:
+    """Raise :class:`ConflictError` unless the job is still running. Called in the transaction
+    that registers the job's model version, so a job reaped meanwhile cannot register one."""
+    job = _get(s, job_id)
+    if job.status != "running":
+        raise ConflictError(
+            f"This training job already ended as {job.status} ({job.message}); its model is "
+            "discarded and the active model is unchanged."
+        )
 
 
 def heartbeat(s: Session, job_id: int) -> None:
@@ -207,9 +223,14 @@ def set_progress(
 def finish_job(
     s: Session, job_id: int, status: str, message: str, model_version_id: int | None = None
 ) -> None:
-    """End a job as ``succeeded``, ``failed`` or ``cancelled`` with a last log line."""
+    """End a job as ``succeeded``, ``failed`` or ``cancelled`` with a last log line. A job that
+    has already ended (reaped while its worker was silent) keeps its status: the late word is
+    only logged."""
     job = s.get(TrainingJob, job_id)
     if job is None:
+        return
+    if job.status not in ACTIVE_STATUSES:
+        job.log = (job.log + _stamp(f"after the job had ended: {status}: {message}"))[-LOG_CHARS:]
         return
     job.status, job.message, job.finished_at = status, message, utcnow()
     job.log = (job.log + _stamp(message))[-LOG_CHARS:]

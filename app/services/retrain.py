@@ -40,6 +40,7 @@ from core.training import (
     train_encoder,
 )
 from core.training.selftrain import pseudo_labels
+from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project, intents_by_name
@@ -302,6 +303,7 @@ def run_retrain(
             note=why,
         )
         with ctx.db.write() as s:
+            jobs.require_running(s, job_id)  # reaped meanwhile: nothing it made may count
             mv_id = register_version(s, new, activate=passed)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind

@@ -62,6 +62,33 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
     assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
 
 
+@pytest.mark.slow
+def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wakes(ctx, monkeypatch):
+    """The worker stalls past the heartbeat limit (a paused VM, a swapped-out process), another
+    process reaps its job as failed, then the worker wakes and finishes: its model must not
+    become a version, nor the failed job a success."""
+    from app.services import retrain
+    from storage import jobs
+
+    make_tiny(ctx)
+    real_gate = retrain.gate
+
+    def reaped_then_gate(*args, **kwargs):
+        with ctx.db.write() as s:  # the reaper, in its own transaction
+            assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        return real_gate(*args, **kwargs)
+
+    monkeypatch.setattr(retrain, "gate", reaped_then_gate)
+    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    worker.execute_job(ctx, job.id)
+    ended = training.job(ctx, job.id)
+    assert ended.status == "failed"
+    assert "stopped unexpectedly" in ended.message
+    assert "after the job had ended" in ended.log
+    assert history(ctx, "tiny") == []
+    assert not list(ctx.settings.artifacts_dir.rglob("job*"))
+
+
 def test_a_full_disk_while_exporting_leaves_no_partial_bundle(ctx, demo, tmp_path, monkeypatch):
     import zipfile
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from storage import jobs
-from storage.errors import NotFoundError
+from storage.errors import ConflictError, NotFoundError
 from storage.projects import create_project
 from storage.tables import TrainingJob, utcnow
 
@@ -144,3 +144,20 @@ def test_a_zombie_or_missing_pid_is_not_alive():
     assert jobs.pid_alive(os.getpid())
     assert not jobs.pid_alive(None) and not jobs.pid_alive(0)
     assert not jobs.pid_alive(2**22 + 12345)
+
+
+def test_a_reaped_job_stays_failed_and_tells_its_late_worker_to_stop(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        assert not jobs.cancel_requested(s, job.id)
+        jobs.require_running(s, job.id)
+        assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        assert jobs.cancel_requested(s, job.id)  # the late worker stops at its next poll
+        with pytest.raises(ConflictError, match="already ended as failed"):
+            jobs.require_running(s, job.id)
+        jobs.finish_job(s, job.id, "succeeded", "v7: accuracy 0.9", 7)
+        late = jobs.get_job(s, job.id)
+    assert late.status == "failed" and "stopped unexpectedly" in late.message
+    assert late.model_version_id is None
+    assert "after the job had ended: succeeded: v7" in late.log
