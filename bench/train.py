@@ -26,6 +26,8 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
 - ``setfit`` / ``setfit_equal``: SetFit at its defaults / at the fast default's step count
   (``pip install -e .[bench]``).
 - ``mpnet_fast``: the default recipe on all-mpnet-base-v2 (``make mpnet``).
+- ``fast[key=value;...]``: the default with these ``TrainConfig`` settings, e.g.
+  ``fast[fast_passes=6;anchor_pairs=true]``.
 
 Usage:
     python -m bench.train --datasets banking77 --seeds 0 --methods frozen,fast,fast_full
@@ -132,9 +134,26 @@ def unlabelled_pool(folder: Path, shots: list[str], size: int, seed: int) -> lis
     return [rest[i] for i in keep]
 
 
+def overrides(method: str) -> dict[str, Any] | None:
+    """The settings of a ``fast[key=value;...]`` method (values as JSON, else text), else None."""
+    if not (method.startswith("fast[") and method.endswith("]")):
+        return None
+    out: dict[str, Any] = {}
+    for item in filter(None, method[5:-1].split(";")):
+        key, _, value = item.partition("=")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    return out
+
+
 def config_for(method: str, seed: int, args: Any) -> Any:
     from core.training import TrainConfig
 
+    custom = overrides(method)
+    if custom is not None:
+        return TrainConfig(**{"seed": seed, **custom})
     if method in ("fast", "mpnet_fast", "fast_selftrain"):
         return TrainConfig(seed=seed)
     if method == "fast_full":
@@ -282,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     methods = [m for m in args.methods.split(",") if m]
-    unknown = sorted(set(methods) - set(ALL_METHODS))
+    unknown = sorted(m for m in set(methods) - set(ALL_METHODS) if overrides(m) is None)
     if unknown:
         ap.error(f"unknown methods: {', '.join(unknown)}")
     if "setfit_equal" in methods and "fast" in methods:
