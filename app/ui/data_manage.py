@@ -60,6 +60,22 @@ def anchor_weight_of(ctx: AppContext, proj: str) -> float:
     return 0.0 if err or state is None else float(state["weight"])
 
 
+def set_context(ctx: AppContext, proj: str, on: bool) -> str:
+    """Turn on or off encoding each utterance after its previous turn (its context)."""
+    state, err = attempt(lambda: project_svc.set_context_encoding(ctx, proj, bool(on)))
+    if err or state is None:
+        return problem(err or "Could not change context encoding.")
+    return ok(state["message"])
+
+
+def context_of(ctx: AppContext, proj: str) -> bool:
+    """Whether the project encodes context, to show."""
+    if not proj:
+        return False
+    state, err = attempt(lambda: project_svc.context_encoding(ctx, proj))
+    return False if err or state is None else bool(state["encode_context"])
+
+
 def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
     n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
     return (
@@ -133,6 +149,11 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 scale=4,
             )
             a_apply = gr.Button("Apply")
+        c_encode = gr.Checkbox(
+            label="Encode each utterance after the turn before it (its context column), in the "
+            "pool, at training and for questions sent with one",
+            value=False,
+        )
         intent_status = gr.Markdown(elem_id="intent-status")
         with gr.Row():
             m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
@@ -204,6 +225,13 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 [intent_status],
                 **quiet,
             )
+        )
+        project.change(bind(context_of, ctx), [project], [c_encode], **quiet)
+        c_encode.input(  # the user's click only, not the value shown for a newly chosen project
+            write(bind(set_context, ctx)),
+            [project, c_encode],
+            [intent_status],
+            api_name="set_context",
         )
         after_change(
             i_delete.click(

@@ -139,3 +139,18 @@ def test_the_anchor_weight_is_set_beside_the_descriptions_and_a_bad_one_changes_
     assert "0 or more" in refused and not refused.startswith("✓")
     assert data_manage.anchor_weight_of(ctx, demo) == 1.5
     assert "Anchors off" in data_manage.set_anchors(ctx, demo, 0)
+
+
+def test_context_encoding_is_switched_in_the_data_tab_and_a_missing_project_changes_nothing(
+    ctx, demo
+):
+    from app.ui import data_manage
+
+    assert data_manage.context_of(ctx, demo) is False
+    assert "Context encoding is on" in data_manage.set_context(ctx, demo, True)
+    assert data_manage.context_of(ctx, demo) is True
+    refused = data_manage.set_context(ctx, "no-such-project", False)
+    assert not refused.startswith("✓")
+    assert data_manage.context_of(ctx, demo) is True
+    assert "Context encoding is off" in data_manage.set_context(ctx, demo, False)
+    assert data_manage.context_of(ctx, demo) is False
