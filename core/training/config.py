@@ -58,7 +58,11 @@ class TrainConfig:
         symmetric: in-batch loss in both directions (anchor→positive and positive→anchor).
         freeze_embeddings: keep the token embeddings frozen (faster steps; few-shot data cannot
             train a 30k-row matrix anyway).
-        freeze_layers: number of lowest transformer layers to freeze as well.
+        freeze_layers: number of lowest transformer layers to freeze as well (with the
+            embeddings frozen, their outputs are computed once per utterance and cached,
+            :mod:`core.training.prefix`). The default 3 (half of MiniLM) cut a BANKING77 10-shot
+            retrain from 75 s to 32 s on 2 cores at the same accuracy (``bench/train.py``,
+            ``fast`` against ``fast_full``); ``0`` trains every layer.
         interpolate: WiSE-FT safety net: final weights = base + interpolate · (tuned − base);
             1.0 keeps the tuned weights, lower values stay closer to the frozen encoder.
         lora_r: LoRA rank.
@@ -121,7 +125,7 @@ class TrainConfig:
     scale: float = 20.0
     symmetric: bool = True
     freeze_embeddings: bool = True
-    freeze_layers: int = 0
+    freeze_layers: int = 3
     interpolate: float = 1.0
     lora_r: int = 8
     lora_alpha: int = 16
@@ -225,6 +229,12 @@ class TrainConfig:
                     "label_layers sizes a separate label encoder: set label_encoder='separate' too."
                 )
             return
+        if self.label_layers is not None and self.label_layers <= self.freeze_layers:
+            raise ValueError(
+                f"A label encoder of {self.label_layers} layers with the lowest "
+                f"{self.freeze_layers} frozen would train nothing: set freeze_layers below "
+                "label_layers."
+            )
         if not self.anchor_pairs:
             raise ValueError(
                 "A separate label encoder learns from (utterance, description or name) pairs: "

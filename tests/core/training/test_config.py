@@ -67,6 +67,10 @@ def test_json_round_trip() -> None:
             "label_layers must be between 1 and 100",
         ),
         (
+            {"label_encoder": "separate", "anchor_pairs": True, "label_layers": 3},
+            "A label encoder of 3 layers with the lowest 3 frozen would train nothing",
+        ),
+        (
             {"label_encoder": "separate", "anchor_pairs": True, "distil_weight": 1.0},
             "Distillation and a separate label encoder are not combined",
         ),
@@ -83,7 +87,7 @@ def test_from_dict_rejects_unknown_keys() -> None:
 
 
 def test_a_separate_label_encoder_round_trips_and_older_configs_read_as_shared() -> None:
-    cfg = TrainConfig(anchor_pairs=True, label_encoder="separate", label_layers=2)
+    cfg = TrainConfig(anchor_pairs=True, label_encoder="separate", label_layers=2, freeze_layers=1)
     assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     older = {k: v for k, v in TrainConfig().to_dict().items() if not k.startswith("label_")}
     assert TrainConfig.from_dict(older).label_encoder == "shared"
