@@ -11,6 +11,8 @@ Methods:
     convfit  full contrastive tuning (ConvFiT Stage 2, OCL, n = 2 negatives, positive pairs capped
              by ``--pos-cap``) on the training fold, then the head on the frozen tuned encoder.
     lora     LoRA adapter tuning (``TrainConfig(method="lora")``) then the head.
+    fast     the app's default recipe (``TrainConfig()``: what a multi-label project's retrain
+             runs) then the head.
 
 Usage:
     .venv/bin/python -m bench.multilabel --folds 0 1 2 --methods frozen
@@ -52,6 +54,7 @@ METHOD_NAMES = {
     "frozen": "frozen + head",
     "convfit": "full tuning (OCL) + head",
     "lora": "adapter (LoRA) + head",
+    "fast": "default recipe (fast) + head",
 }
 
 
@@ -160,6 +163,8 @@ def tune(
             epochs=args.tune_epochs,
             seed=args.seed,
         )
+    elif method == "fast":
+        cfg = TrainConfig(epochs=args.tune_epochs, seed=args.seed)
     else:
         cfg = TrainConfig(method="lora", epochs=args.tune_epochs, seed=args.seed)
     trained = train_encoder(encoder, texts, labels, cfg, device="cpu")

@@ -60,9 +60,11 @@ class TrainConfig:
             train a 30k-row matrix anyway).
         freeze_layers: number of lowest transformer layers to freeze as well (with the
             embeddings frozen, their outputs are computed once per utterance and cached,
-            :mod:`core.training.prefix`). The default 3 (half of MiniLM) cut a BANKING77 10-shot
-            retrain from 75 s to 32 s on 2 cores at the same accuracy (``bench/train.py``,
-            ``fast`` against ``fast_full``); ``0`` trains every layer.
+            :mod:`core.training.prefix`); ``None`` = the method's default
+            (:attr:`resolved_freeze_layers`): 3 for ``fast`` (half of MiniLM: a BANKING77
+            10-shot retrain trains in ~40 s instead of ~75 s on 2 cores, at the same accuracy or
+            better; ``bench/train.py``, ``fast`` against ``fast_full``), 0 for ``convfit`` (every
+            layer, as in the paper) and ``lora`` (adapters only).
         interpolate: WiSE-FT safety net: final weights = base + interpolate · (tuned − base);
             1.0 keeps the tuned weights, lower values stay closer to the frozen encoder.
         lora_r: LoRA rank.
@@ -125,7 +127,7 @@ class TrainConfig:
     scale: float = 20.0
     symmetric: bool = True
     freeze_embeddings: bool = True
-    freeze_layers: int = 3
+    freeze_layers: int | None = None
     interpolate: float = 1.0
     lora_r: int = 8
     lora_alpha: int = 16
@@ -179,7 +181,8 @@ class TrainConfig:
         if self.projection_dim is not None:
             _check_int("projection_dim", self.projection_dim, 2, 8192)
         _check_range("scale", self.scale, 0.0, 1000.0, low_open=True)
-        _check_int("freeze_layers", self.freeze_layers, 0, 100)
+        if self.freeze_layers is not None:
+            _check_int("freeze_layers", self.freeze_layers, 0, 100)
         _check_int("self_train", self.self_train, 0, 1000)
         _check_int("template_fill", self.template_fill, 0, 1000)
         _check_range("template_loss", self.template_loss, 0.0, 10.0)
@@ -229,11 +232,11 @@ class TrainConfig:
                     "label_layers sizes a separate label encoder: set label_encoder='separate' too."
                 )
             return
-        if self.label_layers is not None and self.label_layers <= self.freeze_layers:
+        frozen = self.resolved_freeze_layers
+        if self.label_layers is not None and self.label_layers <= frozen:
             raise ValueError(
-                f"A label encoder of {self.label_layers} layers with the lowest "
-                f"{self.freeze_layers} frozen would train nothing: set freeze_layers below "
-                "label_layers."
+                f"A label encoder of {self.label_layers} layers with the lowest {frozen} frozen "
+                "would train nothing: set freeze_layers below label_layers."
             )
         if not self.anchor_pairs:
             raise ValueError(
@@ -257,6 +260,13 @@ class TrainConfig:
         if self.loss is not None:
             return self.loss
         return "ocl" if self.method == "convfit" else "mnrl"
+
+    @property
+    def resolved_freeze_layers(self) -> int:
+        """Lowest transformer layers kept frozen: the given number or the method's default."""
+        if self.freeze_layers is not None:
+            return self.freeze_layers
+        return 3 if self.method == "fast" else 0
 
     @property
     def resolved_lr(self) -> float:

@@ -253,7 +253,7 @@ def train_encoder(
         attach_lora(model, config)
         kind = "adapter"
     else:
-        _freeze(model, config.freeze_embeddings, config.freeze_layers)
+        _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
     base_state = None
     if config.interpolate < 1.0 and kind == "full":
         base_state = {k: v.detach().clone() for k, v in _transformer(model).state_dict().items()}
@@ -310,7 +310,7 @@ def train_encoder(
         loss = LabelEncoderLoss(loss, ranking, label_model)
     loss = loss.to(device)
     it = iter(stage2)
-    frozen = config.freeze_layers if kind == "full" and config.freeze_embeddings else 0
+    frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
     seen = (t for epoch in stage2 for batch in epoch for column in batch.columns for t in column)
     with cached_prefix(model, seen, frozen):
         last = run_training(

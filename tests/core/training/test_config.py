@@ -91,3 +91,10 @@ def test_a_separate_label_encoder_round_trips_and_older_configs_read_as_shared()
     assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     older = {k: v for k, v in TrainConfig().to_dict().items() if not k.startswith("label_")}
     assert TrainConfig.from_dict(older).label_encoder == "shared"
+
+
+def test_the_fast_method_freezes_the_lowest_three_layers_and_convfit_none_by_default() -> None:
+    assert TrainConfig().resolved_freeze_layers == 3
+    assert TrainConfig(method="convfit").resolved_freeze_layers == 0
+    assert TrainConfig(freeze_layers=0).resolved_freeze_layers == 0
+    assert TrainConfig.from_dict(TrainConfig().to_dict()).freeze_layers is None
