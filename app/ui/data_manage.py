@@ -121,7 +121,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the intents and import/export accordions. Returns their components and
     ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
     ``after_change(event)`` chains the refresh after an event that changed the project."""
-    with gr.Accordion("Intents", open=False):
+    with gr.Accordion("Intents", open=False) as intents_acc:
         intents_table = gr.Dataframe(
             headers=["id", "name", "description", "n_train", "n_test"], interactive=False
         )
@@ -211,7 +211,12 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             )
         )
         i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
-        project.change(bind(anchor_weight_of, ctx), [project], [a_weight], **quiet)
+        # Shown on opening the accordion too: Gradio sends no project change to an event whose
+        # only outputs sit in a closed accordion, so the weight showed 0 whatever the project's
+        # (and Apply would then have turned the anchors off).
+        for shown in (project.change, intents_acc.expand):
+            shown(bind(anchor_weight_of, ctx), [project], [a_weight], **quiet)
+            shown(bind(context_of, ctx), [project], [c_encode], **quiet)
         a_apply.click(
             write(bind(set_anchors, ctx)),
             [project, a_weight],
@@ -226,7 +231,6 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 **quiet,
             )
         )
-        project.change(bind(context_of, ctx), [project], [c_encode], **quiet)
         c_encode.input(  # the user's click only, not the value shown for a newly chosen project
             write(bind(set_context, ctx)),
             [project, c_encode],
