@@ -14,7 +14,8 @@ Only BERT-like models qualify (``embeddings`` and ``encoder.layer`` on the Huggi
 MiniLM and MPNet among them); for others, or with nothing frozen, training runs as before.
 
 The difference to the uncached forward: the frozen layers' dropout is off (their states are the
-eval-mode ones); the trainable layers keep theirs.
+eval-mode ones); the trainable layers keep theirs. The cache holds one float32 vector per token:
+about 25 KB per MiniLM utterance of 16 tokens, 250 MB for 10,000 training texts.
 """
 
 from __future__ import annotations
