@@ -121,6 +121,19 @@ def shot(page, name: str) -> Path:
     return path
 
 
+def emit_on_map(page, event: str, ids: list[int]) -> None:
+    """Fire plotly's click or selection event on the map, as a pointer would, once the app's
+    watcher has bound its handlers to the plot now drawn. The watcher checks every 300 ms and
+    Plotly may replace the element on a redraw, so an event emitted on a plot not yet bound is
+    heard by nobody: the check and the emit run in one turn of the page's event loop."""
+    page.wait_for_function(
+        "([event, ids]) => { const p = document.querySelector('#map-plot .js-plotly-plot');"
+        " if (!p?.__studioBound) return false;"
+        " p.emit(event, {points: ids.map((id) => ({customdata: id}))}); return true; }",
+        arg=[event, ids],
+    )
+
+
 def banking77_csv(shared_data: Path, out: Path, *, unlabelled: int = 150, test: int = 500) -> Path:
     """The BANKING77 project the issues are tried on: the 10-shot seed-0 training set (770, 77
     intents), ``test`` test questions and ``unlabelled`` other training questions without their

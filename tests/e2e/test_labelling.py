@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import SHOTS, shot
+from tests.e2e.conftest import SHOTS, emit_on_map, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -139,11 +139,7 @@ def test_a_lasso_bulk_label_protects_labelled_rows_and_one_undo_restores_all(
     page.wait_for_function(
         "() => document.querySelector('#map-plot .js-plotly-plot')", timeout=240_000
     )
-    page.evaluate(
-        "(ids) => document.querySelector('#map-plot .js-plotly-plot')"
-        ".emit('plotly_selected', {points: ids.map((id) => ({customdata: id}))})",
-        selection,
-    )
+    emit_on_map(page, "plotly_selected", selection)
     box = page.locator("#map-selected").get_by_role("textbox")
     page.wait_for_function(
         "(n) => (document.querySelector('#map-selected textarea, #map-selected input')"
@@ -192,10 +188,7 @@ def test_a_cached_map_answers_a_click_at_once_and_isolates_an_intent(banking77_s
     page.goto(banking77_server.url)
     page.get_by_role("tab", name="Map").click()
     page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot')?.on")
-    page.evaluate(
-        "() => document.querySelector('#map-plot .js-plotly-plot')"
-        ".emit('plotly_click', {points: [{customdata: 5}]})"
-    )
+    emit_on_map(page, "plotly_click", [5])
     page.wait_for_function(
         "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')",
         timeout=20_000,

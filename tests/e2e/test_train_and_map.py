@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import emit_on_map, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -98,20 +98,14 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     shot(page, "13-map-compare")
 
     # Click a point: plotly's click event carries its id to the explanation.
-    page.evaluate(
-        "() => { const gd = document.querySelector('#map-plot .js-plotly-plot');"
-        " gd.emit('plotly_click', {points: [{customdata: 1}]}); }"
-    )
+    emit_on_map(page, "plotly_click", [1])
     page.wait_for_function(
         "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')"
     )
     assert "Predicted" in text_of(page, "#map-explanation")
 
     # Lasso: plotly's selection event fills the selection; then move it to the test split.
-    page.evaluate(
-        "() => { const gd = document.querySelector('#map-plot .js-plotly-plot');"
-        " gd.emit('plotly_selected', {points: [{customdata: 1}, {customdata: 2}]}); }"
-    )
+    emit_on_map(page, "plotly_selected", [1, 2])
     page.wait_for_function(
         "() => document.querySelector('#map-selected textarea, #map-selected input')"
         "?.value === '1,2'"

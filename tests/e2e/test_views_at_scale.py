@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import emit_on_map, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -148,11 +148,11 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         # a fresh page draws the cached map, and a click is answered without a Refresh
         _open_300(page, server_300.url)
         page.wait_for_function(DRAWN_300)
-        page.evaluate(
-            "() => { const p = document.querySelector('#map-plot .js-plotly-plot');"
-            " const t = p.data.find((d) => d.mode === 'markers' && d.customdata?.length);"
-            " p.emit('plotly_click', {points: [{customdata: t.customdata[0]}]}); }"
+        first = page.evaluate(
+            "() => document.querySelector('#map-plot .js-plotly-plot').data"
+            ".find((d) => d.mode === 'markers' && d.customdata?.length).customdata[0]"
         )
+        emit_on_map(page, "plotly_click", [first])
         page.wait_for_function(
             "() => document.querySelector('#map-explanation')?.innerText"
             "?.includes('Nearest labelled')"
