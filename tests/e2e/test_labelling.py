@@ -187,7 +187,6 @@ def test_a_cached_map_answers_a_click_at_once_and_isolates_an_intent(banking77_s
     without pressing Refresh first; searching an intent greys the 76 others."""
     page.goto(banking77_server.url)
     page.get_by_role("tab", name="Map").click()
-    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot')?.on")
     emit_on_map(page, "plotly_click", [5])
     page.wait_for_function(
         "() => document.querySelector('#map-explanation')?.innerText?.includes('Nearest labelled')",
