@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -93,6 +94,82 @@ def server(tmp_path_factory):
         srv.stop()
 
 
+# Gradio shows an exception of its own (a handler that raised, outputs that do not match) as an
+# error toast; the app's refusals of bad input are warnings ("Not done"), so only errors count.
+# The toast may vanish before a test looks: every one is told to the console as it appears.
+TOAST_REPORTER = """(() => {
+  const told = new WeakSet();
+  const tell = (el) => {
+    if (told.has(el)) return;
+    told.add(el);
+    console.error('[error toast] ' + (el.textContent || '').replace(/\\s+/g, ' ').trim());
+  };
+  const scan = (node) => {
+    if (node.nodeType !== 1) return;
+    if (node.matches('.toast-body.error')) tell(node);
+    node.querySelectorAll('.toast-body.error').forEach(tell);
+  };
+  new MutationObserver((records) => {
+    for (const r of records) r.addedNodes.forEach(scan);
+  }).observe(document, {childList: true, subtree: true});
+})();"""
+
+
+class BrowserProblems:
+    """What a user would see go wrong in any page of the browser: error toasts, uncaught page
+    errors and console errors. The autouse fixture :func:`_no_browser_problems` fails the test
+    during which one was seen."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def watch_page(self, page) -> None:
+        url = lambda: page.url  # noqa: E731 - the page's address when the problem happens
+        page.on("pageerror", lambda err: self.seen.append(f"page error at {url()}: {err}"))
+        page.on(
+            "console",
+            lambda msg: (
+                msg.type == "error" and self.seen.append(f"console error at {url()}: {msg.text}")
+            ),
+        )
+
+    def watch_context(self, context) -> None:
+        context.add_init_script(TOAST_REPORTER)
+        context.on("page", self.watch_page)
+
+    def watch(self, browser) -> None:
+        """Watch every page ``browser`` opens, through ``new_context`` or ``new_page``."""
+        new_context, new_page = browser.new_context, browser.new_page
+
+        def watched_context(*args, **kwargs):
+            context = new_context(*args, **kwargs)
+            self.watch_context(context)
+            return context
+
+        def watched_page(*args, **kwargs):
+            page = new_page(*args, **kwargs)  # in a context of its own
+            page.context.add_init_script(TOAST_REPORTER)
+            self.watch_page(page)
+            return page
+
+        browser.new_context, browser.new_page = watched_context, watched_page
+
+    def settle(self, browser) -> None:
+        """Give a toast of the test's last action time to appear and every event to arrive."""
+        pages = [p for c in browser.contexts for p in c.pages if not p.is_closed()]
+        if pages:
+            with contextlib.suppress(Exception):  # a page closing under us has nothing to say
+                pages[0].wait_for_timeout(300)
+
+    def take(self) -> list[str]:
+        seen, self.seen = self.seen, []
+        return seen
+
+
+PROBLEMS = BrowserProblems()
+_BROWSERS: list = []
+
+
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
@@ -101,8 +178,32 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        PROBLEMS.watch(b)
+        _BROWSERS.append(b)
+        try:
+            yield b
+        finally:
+            _BROWSERS.remove(b)
+            b.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_browser_problems():
+    """Forget what an earlier test's pages did after it ended (it was that test's to report)."""
+    PROBLEMS.take()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A browser test fails when its pages showed an error toast, a page error or a console error:
+    what a user sees go wrong is a failure even when every assertion held."""
+    result = yield
+    for b in _BROWSERS:
+        PROBLEMS.settle(b)
+    seen = PROBLEMS.take()
+    if seen:
+        pytest.fail("the browser saw problems:\n" + "\n".join(seen[:20]), pytrace=False)
+    return result
 
 
 @pytest.fixture
