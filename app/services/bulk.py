@@ -4,6 +4,10 @@ what is protected before anything changes, then apply it as one batch that one U
 Utterances that already have other intents are protected by default (*leave them*): only an
 explicit ``relabel_labelled=True`` changes them, `test` rows included. A selection that already
 carries exactly the target intents is left alone either way.
+
+The action does what its preview said: it takes the previewed ids (never a selection recomputed
+from filters that may have changed since) and, given the preview's ``expected`` change, refuses
+when the rows it would change are no longer exactly those (someone labelled one meanwhile).
 """
 
 from __future__ import annotations
@@ -98,14 +102,28 @@ def label_many(
     *,
     relabel_labelled: bool = False,
     user_id: int | None = None,
+    expected: tuple[int, ...] | list[int] | None = None,
 ) -> BulkPlan:
     """Label a selection as one batch (one Undo reverts all of it). Already labelled utterances
-    are left as they are unless ``relabel_labelled``. Returns what was done."""
+    are left as they are unless ``relabel_labelled``. Returns what was done.
+
+    ``expected``: the ids the preview said would change (:attr:`BulkPlan.change` of
+    :func:`plan_label`); when given, anything else is refused and nothing changes.
+
+    Raises:
+        ValueError: the rows to change are not the ``expected`` ones.
+    """
     target = parse_label_input(labels)
     batch = str(uuid.uuid4())
     with ctx.db.write() as s:
         pid = project_id_in(s, project, write=True)
         plan = _plan(s, pid, utterance_ids, target, relabel_labelled)
+        if expected is not None and sorted(plan.change) != sorted(expected):
+            raise ValueError(
+                f"The preview said {len(expected)} row(s) would change; now "
+                f"{len(plan.change)} would (rows were labelled meanwhile). Preview again. "
+                "Nothing was changed."
+            )
         for uid in plan.change:
             repo.set_labels(s, pid, uid, target, user_id=acting_user(user_id), batch=batch)
     return plan

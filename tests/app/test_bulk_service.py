@@ -4,6 +4,8 @@ batch is one Undo."""
 
 from __future__ import annotations
 
+import pytest
+
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 
@@ -49,3 +51,15 @@ def test_relabelling_labelled_rows_is_an_explicit_choice(ctx, demo):
     assert all(after[i][1] == "test" for i in ids if before[i][1] == "test")  # split kept
     data_svc.undo(ctx, demo)
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
+
+
+def test_a_bulk_label_refuses_when_the_rows_to_change_are_not_the_previewed_ones(ctx, demo):
+    ids, _ = _mixed_selection(ctx, demo)
+    plan = bulk_svc.plan_label(ctx, demo, ids, ["lost_parcel"])
+    data_svc.label_utterance(ctx, demo, plan.fresh[0], ["track_order"])  # labelled meanwhile
+    meanwhile = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    with pytest.raises(ValueError, match=r"preview said 3 row\(s\) would change; now 2"):
+        bulk_svc.label_many(ctx, demo, ids, ["lost_parcel"], expected=plan.change)
+    assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == meanwhile
+    done = bulk_svc.label_many(ctx, demo, ids, ["lost_parcel"], expected=plan.change[1:])
+    assert done.change == plan.change[1:]

@@ -76,12 +76,14 @@ def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabel
     labelled = [r for r in matching if r["intents"] and r["intents"] != ["track_order"]]
     assert fresh and labelled  # the filter mixes both
     query_of = data_tab._query_without_page
-    plan = data_bulk.preview(ctx, query_of, demo, *filters, "track_order", False)
+    plan, previewed = data_bulk.preview(ctx, query_of, demo, *filters, "track_order", False)
     assert f"{len(fresh)} unlabelled will become track_order" in plan
     assert f"{len(labelled)} already labelled" in plan and "left as they are" in plan
     assert _rows(ctx, demo, "parcel") == matching  # a preview changes nothing
-    msg = data_bulk.label(ctx, query_of, demo, *filters, "track_order", False)
-    assert f"Labelled {len(fresh)}" in msg
+    msg, cleared, _ = data_bulk.label(
+        ctx, query_of, demo, *filters, "track_order", False, previewed
+    )
+    assert f"Labelled {len(fresh)}" in msg and cleared == ""
     after = {r["id"]: r for r in _rows(ctx, demo, "parcel")}
     assert all(after[r["id"]]["intents"] == ["track_order"] for r in fresh)
     assert all(after[r["id"]]["intents"] == r["intents"] for r in labelled)
@@ -91,6 +93,38 @@ def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabel
         return {r["id"]: (r["intents"], r["split"]) for r in rows}
 
     assert state(_rows(ctx, demo, "parcel")) == state(matching)
+
+
+def test_a_bulk_label_after_the_filters_changed_refuses_then_labels_only_the_previewed(ctx, demo):
+    """The preview counted the "parcel" rows; the filter then widened to every row. Label
+    must not label what the preview never showed: it refuses with a fresh preview, and the
+    next press labels exactly what that preview counted."""
+    from app.services import data as data_svc
+    from app.ui import data_bulk
+
+    def labels() -> dict[int, list[str]]:
+        return {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)}
+
+    query_of = data_tab._query_without_page
+    narrow = (ALL, "(all)", "parcel", ALL, False, ALL, "file")
+    wide = (ALL, "(all)", "", ALL, False, ALL, "file")
+    everything = labels()
+    _, previewed = data_bulk.preview(ctx, query_of, demo, *narrow, "track_order", False)
+    assert previewed is not None and previewed["change"]
+
+    msg, fresh_plan, fresh = data_bulk.label(
+        ctx, query_of, demo, *wide, "track_order", False, previewed
+    )
+    assert "filters changed since the preview" in msg and "nothing was labelled" in msg
+    assert labels() == everything  # nothing changed
+    assert fresh is not None and len(fresh["change"]) > len(previewed["change"])
+    assert f"{len(fresh['change'])} unlabelled will become" in fresh_plan
+
+    msg, _, _ = data_bulk.label(ctx, query_of, demo, *narrow, "track_order", False, previewed)
+    assert f"Labelled {len(previewed['change'])} utterance(s)" in msg
+    after = labels()
+    changed = {i for i in after if after[i] != everything[i]}
+    assert changed == set(previewed["change"])
 
 
 def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ctx, demo):
