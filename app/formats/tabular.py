@@ -48,6 +48,7 @@ from app.formats.common import (
     decode,
     finish,
 )
+from app.formats.csv_quotes import line_breaks, open_quote, row_inside
 from storage.tables import SPLITS
 from storage.utterances import is_blank
 
@@ -177,12 +178,16 @@ def parse_jsonl(data: bytes) -> list[Row]:
 def read_csv(data: bytes) -> ParsedFile:
     """Read a CSV file (header row first) into rows and intent descriptions.
 
+    A quote left open mid-file is refused with the line where it opened (the rules of
+    :mod:`app.formats.csv_quotes`); a quoted cell with line breaks is fine.
+
     Raises:
-        FormatError: bad UTF-8, missing columns, malformed lines, bad rows, duplicates.
+        FormatError: bad UTF-8, missing columns, malformed lines, a quote left open, bad rows,
+            duplicates.
     """
     text = decode(data)
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         header = [h.strip() for h in (reader.fieldnames or [])]
     except csv.Error as exc:
         raise FormatError(f"Not a readable CSV file: {exc}") from exc
@@ -195,9 +200,15 @@ def read_csv(data: bytes) -> ParsedFile:
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
     descriptions: dict[str, tuple[int, str]] = {}
+    spanning: list[tuple[int, int, list[str]]] = []  # (first line, last line, cells) of a record
+    end = reader.line_num
     try:
         for raw_record in reader:
-            line = reader.line_num
+            cells = [c for v in raw_record.values() for c in (v if isinstance(v, list) else [v])]
+            breaks = sum(line_breaks(c) for c in cells if c)
+            end, line = reader.line_num, reader.line_num - breaks
+            if breaks:
+                spanning.append((line, end, [c for c in cells if c and line_breaks(c)]))
             if None in raw_record:
                 problems.append((line, "more cells than columns"))
                 continue
@@ -221,8 +232,51 @@ def read_csv(data: bytes) -> ParsedFile:
             if len(found) > MAX_ROWS:
                 break
     except csv.Error as exc:
-        problems.append((reader.line_num, f"malformed CSV: {exc}"))
+        lines = text.splitlines(keepends=True)
+        start = next((n for n in range(end + 1, len(lines) + 1) if lines[n - 1].strip("\r\n")), end)
+        opened, closed = open_quote(lines, start)
+        if closed:
+            where = f"the next quote, on line {closed}, is followed by more text"
+        elif "end of data" in str(exc):
+            where = "the file ends inside it"
+        else:
+            where = str(exc)
+        problems.append((opened, f"a quote opened on this line is never closed: {where}"))
+    problems.extend(_swallowed(spanning, found, header.index(label_col), len(header)))
     return _parsed(found, problems, descriptions)
+
+
+def _swallowed(
+    spanning: list[tuple[int, int, list[str]]],
+    found: list[tuple[int, str, Row]],
+    label_at: int,
+    width: int,
+) -> list[tuple[int, str]]:
+    """A multi-line record whose lines read as rows of the file: a quote left open that swallowed
+    them (rule 3 of :mod:`app.formats.csv_quotes`)."""
+    if not spanning:
+        return []
+    inside = {first for first, _, _ in spanning}
+    intents = {name for line, _, row in found if line not in inside for name in row.labels}
+    out = []
+    for first, last, cells in spanning:
+        piece = next(
+            (
+                p
+                for c in cells
+                if (p := row_inside(c, width=width, label_at=label_at, intents=intents))
+            ),
+            None,
+        )
+        if piece is not None:
+            out.append(
+                (
+                    first,
+                    f"a quote opened on this line is closed only on line {last}: the lines "
+                    f"between read as rows of their own (such as {piece!r})",
+                )
+            )
+    return out
 
 
 def read_jsonl(data: bytes) -> ParsedFile:

@@ -192,3 +192,14 @@ def test_a_rasa_intent_item_carries_its_description_in_metadata(tmp_path):
     parsed = parse_rasa_yaml(text.encode())
     assert parsed.descriptions == {"bye": "Leaving", "greet": "Saying hello"}
     assert [r.text for r in parsed.rows] == ["hi"]
+
+
+def test_a_csv_with_a_quote_left_open_imports_nothing(ctx, tmp_path):
+    import_file(ctx, "p", _write(tmp_path, "seed.csv", GOOD))
+    before = data_svc.table(ctx, "p")
+    rows = [f"question {i} about my parcel,track" for i in range(40)]
+    rows[12] = '"where did my parcel go, it is late,track'  # the closing quote forgotten
+    body = "text,label\n" + "\n".join(rows) + "\n"
+    with pytest.raises(FormatError, match="line 14: a quote opened on this line is never closed"):
+        import_file(ctx, "p", _write(tmp_path, "open.csv", body))
+    assert data_svc.table(ctx, "p") == before

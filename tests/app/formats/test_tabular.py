@@ -109,3 +109,50 @@ def test_random_csv_content_is_either_fully_valid_or_refused(rows):
         assert r.split in ("train", "test", "unlabelled")
         assert not (r.split == "unlabelled" and r.labels)
         assert all(name and "|" not in name for name in r.labels)
+
+
+# A quote left open mid-file: the reader used to read on through the rows below it and import
+# them as one giant row (or, at the end of the file, as one unlabelled row).
+OPEN_QUOTE_FILES = [
+    pytest.param(
+        'text,label\nhi,greet\n"I want a refund,refund\nwhere is my card,card_arrival\nbye,bye\n',
+        r"line 3: a quote opened on this line is never closed: the file ends inside it",
+        id="open-to-the-end",
+    ),
+    pytest.param(
+        'text,label\nhi,greet\n"I want a refund,refund\nwhere is my card,card_arrival\n'
+        '"hello, there",greet\n',
+        r"line 3: a quote opened on this line is never closed: the next quote, on line 5, is "
+        "followed by more text",
+        id="closed-by-a-later-cell",
+    ),
+    pytest.param(
+        "text,label\nhi,greet\nmy card,card_arrival\n"
+        '"I want a refund,refund\nwhere is my card,card_arrival\nhe said hi",greet\nbye,bye\n',
+        r"line 4: a quote opened on this line is closed only on line 6: the lines between "
+        r"read as rows of their own \(such as 'where is my card,card_arrival'\)",
+        id="closed-by-a-stray-quote",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), OPEN_QUOTE_FILES)
+def test_a_quote_left_open_is_refused_with_the_line_where_it_opened(data, message):
+    with pytest.raises(FormatError, match=message) as info:
+        parse_csv(data.encode())
+    assert "Nothing was imported" in str(info.value)
+
+
+def test_a_quoted_text_with_line_breaks_and_commas_still_reads():
+    data = (
+        'text,label\nhi,greet\n"Dear team,\nI lost my card, please help",lost_card\n'
+        '"two\r\nlines",greet\nbye,greet\n'
+    )
+    rows = parse_csv(data.encode())
+    assert [r.text for r in rows] == [
+        "hi",
+        "Dear team,\nI lost my card, please help",
+        "two\r\nlines",
+        "bye",
+    ]
+    assert [r.labels for r in rows] == [("greet",), ("lost_card",), ("greet",), ("greet",)]
