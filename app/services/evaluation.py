@@ -132,6 +132,21 @@ def test_predictions(
     ]
 
 
+def evaluation_inputs(
+    ctx: AppContext, project: str, version: Version = None
+) -> tuple[Encoder, str, EvalData, bool]:
+    """What an evaluation of a version runs on: its encoder, its display label, the project's
+    rows as it encodes them (:class:`EvalData`) and whether the project is multi-label. The live
+    evaluation and the merge what-if take it from here, so the what-if counts the confusions of
+    the same predictions as the confusion matrix."""
+    encoder, label = resolve_encoder(ctx, project, version)
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        rows = as_encoded(list_utterances(s, p.id), p.settings)
+    multi = is_multilabel([r.labels for r in rows if r.split == "train"])
+    return encoder, label, EvalData.from_rows(rows, with_unlabelled=multi), multi
+
+
 def live_evaluation(
     ctx: AppContext, project: str, version: Version = None, *, cross_validate: bool = False
 ) -> dict[str, Any]:
@@ -140,12 +155,7 @@ def live_evaluation(
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
     retrain does."""
-    encoder, label = resolve_encoder(ctx, project, version)
-    with ctx.db.session() as s:
-        p = get_project(s, project)
-        rows = as_encoded(list_utterances(s, p.id), p.settings)
-    multi = is_multilabel([r.labels for r in rows if r.split == "train"])
-    data = EvalData.from_rows(rows, with_unlabelled=multi)
+    encoder, label, data, multi = evaluation_inputs(ctx, project, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not multi and not data.test_texts and not cross_validate:

@@ -1,7 +1,11 @@
-"""Merge and split what-ifs on a project's labelled `train` pool, in the active model's space:
-the estimate of :mod:`core.design.whatif` (out-of-fold k-NN predictions before and after, no
-retraining). Single-label projects only: a multi-label project's decisions come from its head,
-which this estimate does not model.
+"""Merge and split what-ifs in the active model's space: the estimate of :mod:`core.design.whatif`
+(k-NN predictions before and after renaming, no retraining). A merge is scored on the test split
+when there is one, by the very evaluation behind the Evaluation view's confusion matrix
+(:func:`app.services.evaluation.evaluate_version` on :func:`~app.services.evaluation.evaluation_inputs`),
+so the confusions it says the merge removes are that matrix's cells; without test rows, and for a
+split (its parts exist only in `train`), out of fold over the labelled `train` pool.
+Single-label projects only: a multi-label project's decisions come from its head, which this
+estimate does not model.
 
 Example:
     >>> merge(ctx, "demo", "cancel_order", "refund_status").summary()  # doctest: +SKIP
@@ -14,7 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.context import AppContext
-from core.design.whatif import WhatIf, merge_whatif, split_whatif
+from app.services import evaluation as eval_svc
+from core.design.whatif import WhatIf, merge_estimate, merge_labels, merge_whatif, split_whatif
+from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
 from storage.projects import get_project
 from storage.utterances import labelled_pool
@@ -49,7 +55,9 @@ def _pool(ctx: AppContext, project: str) -> tuple[np.ndarray, list[tuple[str, ..
 
 
 def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estimate:
-    """What merging intents ``a`` and ``b`` would do to accuracy and confusion.
+    """What merging intents ``a`` and ``b`` would do to accuracy and confusion: on the test
+    split when there is one (the predictions of the Evaluation's confusion matrix), else out of
+    fold over the `train` pool.
 
     Raises:
         ValueError: a missing or repeated intent, a multi-label project, too few examples.
@@ -58,8 +66,23 @@ def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estima
         raise ValueError("Pick two intents to merge.")
     if a == b:
         raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
-    vectors, labels, _ = _pool(ctx, project)
-    return Estimate(merge_whatif(vectors, labels, a, b))
+    encoder, _, data, multi = eval_svc.evaluation_inputs(ctx, project)
+    if not data.test_texts or multi:
+        vectors, labels, _ = _pool(ctx, project)
+        return Estimate(merge_whatif(vectors, labels, a, b))
+    known = {name for labels in data.train_labels for name in labels}
+    for name in (a, b):
+        if name not in known:
+            raise ValueError(f"No labelled examples of intent {name!r}: pick one that has some.")
+    merged = EvalData(
+        data.train_texts,
+        merge_labels(data.train_labels, a, b),
+        data.test_texts,
+        merge_labels(data.test_labels, a, b),
+    )
+    before, _ = eval_svc.evaluate_version(encoder, data, ctx.cache)
+    after, _ = eval_svc.evaluate_version(encoder, merged, ctx.cache)
+    return Estimate(merge_estimate(a, b, before, after))
 
 
 def split(ctx: AppContext, project: str, intent: str | None, parts: int | None = None) -> Estimate:

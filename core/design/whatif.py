@@ -2,7 +2,9 @@
 or one intent became several? Estimated, not retrained: out-of-fold k-NN predictions on the
 current embeddings (:func:`core.evaluation.cross_validate_knn`), before and after renaming the
 labels, on the *same* folds (those of the real labels), so the two numbers differ by the renaming
-only. A split's parts are proposed by k-means on the intent's examples (2 to 4 parts, the count
+only. A merge can instead be scored on a test split (:func:`merge_estimate` from two
+evaluations, before and after :func:`merge_labels`): the same predictions as the confusion
+matrix of that evaluation, so its "confused" count is that matrix's two off-diagonal cells. A split's parts are proposed by k-means on the intent's examples (2 to 4 parts, the count
 with the best cosine silhouette), named by their distinctive words (:mod:`core.design.clusters`).
 
 Example:
@@ -61,6 +63,7 @@ class WhatIf:
     # (gold, predicted, count) of the confusions touching the intent(s) after, biggest first
     confusions_after: list[tuple[str, str, int]] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)
+    scored_on: str = "cv"  # "cv": out of fold over the labelled pool; "test": the test split
 
     @property
     def delta(self) -> float:
@@ -73,10 +76,15 @@ class WhatIf:
             >>> WhatIf("merge", ("a", "b"), ("a+b",), 100, 5, 0.8, 0.85, 0.8, 0.86, 4).summary()
             'Merging a and b: estimated accuracy 80.0% → 85.0% (+5.0 points) over 100 labelled examples (5-fold, no retraining); 4 examples confused between them now would stop counting as errors.'
         """
+        over = (
+            f"over {self.n} test utterances (the predictions of the Evaluation's confusion "
+            "matrix, no retraining)"
+            if self.scored_on == "test"
+            else f"over {self.n} labelled examples ({self.folds}-fold, no retraining)"
+        )
         change = (
             f"estimated accuracy {self.accuracy_before:.1%} → {self.accuracy_after:.1%} "
-            f"({100 * self.delta:+.1f} points) over {self.n} labelled examples "
-            f"({self.folds}-fold, no retraining)"
+            f"({100 * self.delta:+.1f} points) {over}"
         )
         if self.kind == "merge":
             return (
@@ -141,6 +149,43 @@ def _check_known(sets: list[tuple[str, ...]], *intents: str) -> None:
             raise ValueError(f"No labelled examples of intent {name!r}: pick one that has some.")
 
 
+def merge_labels(labels: Sequence[Labels], a: str, b: str) -> list[tuple[str, ...]]:
+    """The label sets with intents ``a`` and ``b`` renamed to one, ``a+b``.
+
+    Example:
+        >>> merge_labels(["a", ("b", "c"), "c"], "a", "b")
+        [('a+b',), ('a+b', 'c'), ('c',)]
+    """
+    sets = [_label_set(x) for x in labels]
+    merged = f"{a}+{b}"
+    rows = [i for i, s in enumerate(sets) if a in s or b in s]
+    _rename(sets, rows, a, merged)
+    _rename(sets, rows, b, merged)
+    return sets
+
+
+def merge_estimate(
+    a: str, b: str, before: dict[str, Any], after: dict[str, Any], *, scored_on: str = "test"
+) -> WhatIf:
+    """The merge what-if from two evaluations of the same predictions' rule: ``before`` on the
+    real labels, ``after`` on :func:`merge_labels` of them (train and test alike). ``confused``
+    is ``before``'s confusion matrix at (a, b) plus (b, a)."""
+    return WhatIf(
+        "merge",
+        (a, b),
+        (f"{a}+{b}",),
+        int(before["n"]),
+        int(before.get("folds", 0)),
+        before["accuracy"],
+        after["accuracy"],
+        before["macro_f1"],
+        after["macro_f1"],
+        _between(before, {a, b}),
+        _pairs(after, {f"{a}+{b}"}),
+        scored_on=scored_on,
+    )
+
+
 def merge_whatif(
     vectors: np.ndarray,
     labels: Sequence[Labels],
@@ -151,7 +196,8 @@ def merge_whatif(
     seed: int = 0,
     k: int = 1,
 ) -> WhatIf:
-    """Accuracy and confusion if intents ``a`` and ``b`` became one (``a+b``).
+    """Accuracy and confusion if intents ``a`` and ``b`` became one (``a+b``), out of fold over
+    the labelled pool (no test split to score on).
 
     Raises:
         ValueError: ``a == b``, an intent with no examples, or too few examples for the folds.
@@ -160,25 +206,8 @@ def merge_whatif(
         raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
     sets = [_label_set(x) for x in labels]
     _check_known(sets, a, b)
-    merged = f"{a}+{b}"
-    renamed = list(sets)
-    rows = [i for i, s in enumerate(sets) if a in s or b in s]
-    _rename(renamed, rows, a, merged)
-    _rename(renamed, rows, b, merged)
-    before, after = _estimate(vectors, sets, renamed, folds, seed, k)
-    return WhatIf(
-        "merge",
-        (a, b),
-        (merged,),
-        len(sets),
-        folds,
-        before["accuracy"],
-        after["accuracy"],
-        before["macro_f1"],
-        after["macro_f1"],
-        _between(before, {a, b}),
-        _pairs(after, {merged}),
-    )
+    before, after = _estimate(vectors, sets, merge_labels(sets, a, b), folds, seed, k)
+    return merge_estimate(a, b, before, after, scored_on="cv")
 
 
 def propose_parts(

@@ -14,7 +14,11 @@ from storage.projects import get_project
 from storage.utterances import labelled_pool
 
 
-def test_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(ctx, demo):
+def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(
+    ctx, demo
+):
+    tests = [r["id"] for r in data_svc.table(ctx, demo) if r["split"] == "test"]
+    data_svc.move_split(ctx, demo, tests, "train")
     est = svc.merge(ctx, demo, "cancel_order", "refund_status")
     w = est.whatif
     with ctx.db.session() as s:
@@ -37,7 +41,9 @@ def test_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(ctx, de
     same_folds = fold_assignments([tuple(r.labels) for r in pool], w.folds, seed=0)
     after = cross_validate_knn(vectors, merged, folds=w.folds, assign=same_folds)
     assert w.accuracy_after == pytest.approx(after["accuracy"])
-    assert w.confused > 0
+    names, matrix = base["confusion"]["labels"], base["confusion"]["matrix"]
+    i, j = names.index("cancel_order"), names.index("refund_status")
+    assert w.confused == matrix[i][j] + matrix[j][i]
     assert all("cancel_order+refund_status" in (g, p) for g, p, _ in w.confusions_after)
 
 
@@ -77,3 +83,26 @@ def test_a_multi_label_project_is_refused_with_the_reason(ctx):
         svc.merge(ctx, "hotel", "cancel", "refund")
     with pytest.raises(ValueError, match=r"multi-label project"):
         svc.split(ctx, "hotel", "cancel")
+
+
+def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, demo):
+    """The what-if of the test set's most confused pair says as many confused examples as the
+    confusion matrix shows between the two (it used to count the train pool out of fold, and
+    said 0 for a pair the matrix showed confused)."""
+    from app.services import evaluation as eval_svc
+
+    m = eval_svc.live_evaluation(ctx, demo)
+    names, matrix = m["confusion"]["labels"], m["confusion"]["matrix"]
+    pairs = {
+        (a, b): matrix[i][j] + matrix[j][i]
+        for i, a in enumerate(names)
+        for j, b in enumerate(names)
+        if i < j
+    }
+    (a, b), worst = max(pairs.items(), key=lambda kv: kv[1])
+    assert worst > 0
+    w = svc.merge(ctx, demo, a, b).whatif
+    assert w.confused == worst
+    assert w.scored_on == "test" and w.n == m["n"]
+    assert w.accuracy_before == pytest.approx(m["accuracy"])
+    assert "test utterances" in w.summary()

@@ -17,9 +17,12 @@ from core.design.whatif import WhatIf
 CONFUSION_HEADERS = ["gold", "predicted", "examples"]
 PARTS = ["auto", "2", "3", "4"]
 HELP = (
-    "An estimate, not a retrain: every labelled training example is predicted from the other "
-    "folds (5-fold, the nearest-example rule on the active model's embeddings), before and after "
-    "renaming the intents, on the same folds. Nothing is changed here: merge in the Data tab."
+    "An estimate, not a retrain, with the nearest-example rule on the active model's embeddings. "
+    "A **merge** is scored on the test split when there is one: the same predictions as the "
+    "Train tab's Evaluation, so the confusions it removes are the confusion matrix's cells for "
+    "the pair (without test rows, 5-fold over the training examples). A **split** is scored "
+    "5-fold over the training examples (its parts exist only there), before and after, on the "
+    "same folds. Nothing is changed here: merge in the Data tab."
 )
 
 
@@ -85,7 +88,7 @@ def build_whatif(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[
     result = gr.Markdown(elem_id="whatif-result")
     confusions = gr.Dataframe(
         headers=CONFUSION_HEADERS,
-        label="Confusions after (out-of-fold)",
+        label="Confusions after (test split, or out of fold without one)",
         interactive=False,
         visible=False,
         max_height=240,
