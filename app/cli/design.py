@@ -13,7 +13,7 @@ EXAMPLES = 3  # central examples per cluster in the table
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:
-    """Print the candidate intents of a project, biggest first."""
+    """Print the candidate intents of a project, most coherent first."""
     from app.services.clusters import candidate_intents
 
     project = args.project or args.project_option
@@ -26,12 +26,17 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     if not found:
         print(f"No candidate intents in {project!r}: the unlabelled utterances form no group.")
         return 0
-    print(f"{len(found)} candidate intent(s) in {project!r}, biggest first:")
-    print(f"{'#':>3} {'size':>5}  {'words':28} {'nearest intent':30} central examples")
+    print(f"{len(found)} candidate intent(s) in {project!r}, most coherent first:")
+    print(
+        f"{'#':>3} {'coherent':>8} {'size':>5}  {'words':28} {'nearest intent':30} central examples"
+    )
     for c in found:
         near = f"{c.nearest_intent} ({c.nearest_similarity:.2f})" if c.nearest_intent else "-"
         examples = " | ".join(_short(t) for t in c.texts[: args.examples])
-        print(f"{c.number:>3} {c.size:>5}  {_short(c.title, 28):28} {near:30} {examples}")
+        print(
+            f"{c.number:>3} {c.coherence:>8} {c.size:>5}  {_short(c.title, 28):28} {near:30} "
+            f"{examples}"
+        )
     return 0
 
 

@@ -32,7 +32,8 @@ MAX_UTTERANCES = 20_000  # the most unlabelled utterances clustered at once (as 
 @dataclass(frozen=True)
 class Candidate:
     """A cluster of unlabelled utterances, ready to show: its ids and texts (most central
-    first), its words, size and nearest existing intent."""
+    first), its words, size, coherence (``cohesion``: the mean cosine similarity of its
+    utterances to its centre) and nearest existing intent."""
 
     number: int
     title: str
@@ -49,15 +50,20 @@ class Candidate:
         return len(self.ids)
 
     @property
+    def coherence(self) -> str:
+        """The cohesion as people read it: ``92%``."""
+        return f"{self.cohesion:.0%}"
+
+    @property
     def choice(self) -> str:
-        """How a picker shows it: ``2 · card · lost (14)``."""
-        return f"{self.number} · {self.title} ({self.size})"
+        """How a picker shows it: ``2 · card · lost (14, 92% coherent)``."""
+        return f"{self.number} · {self.title} ({self.size}, {self.coherence} coherent)"
 
 
 def candidate_intents(
     ctx: AppContext, project: str, *, min_size: int | None = None
 ) -> list[Candidate]:
-    """The project's unlabelled utterances grouped into candidate intents, biggest first.
+    """The project's unlabelled utterances grouped into candidate intents, most coherent first.
 
     Raises:
         ValueError: an unknown project, or fewer than :data:`core.design.MIN_UTTERANCES`

@@ -33,8 +33,9 @@ def test_planted_groups_come_back_with_words_examples_and_nearest_intent(ctx, lo
     gift = _cluster(found, "gift")
     assert sum("gift" in t for t in gift.texts) >= 6 and gift.size == len(gift.ids)
     assert gift.choice.startswith(f"{gift.number} · gift") and gift.choice.endswith(
-        f"({gift.size})"
+        f"({gift.size}, {gift.cohesion:.0%} coherent)"
     )
+    assert [c.cohesion for c in found] == sorted((c.cohesion for c in found), reverse=True)
     klarna = _cluster(found, "klarna")
     assert klarna.nearest_intent == "payment_failed"  # the demo's only payment intent
     unlabelled = {r["id"] for r in data_svc.table(ctx, logs) if r["split"] == "unlabelled"}

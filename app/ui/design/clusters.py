@@ -19,12 +19,23 @@ from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 CLOSE = 0.6  # a cluster this similar to an intent is offered for "add to" it
-HEADERS = ["#", "distinctive words", "size", "nearest intent", "similarity", "central examples"]
+HEADERS = [
+    "#",
+    "coherence",
+    "distinctive words",
+    "size",
+    "nearest intent",
+    "similarity",
+    "central examples",
+]
 HELP = (
     "Groups of similar **unlabelled** utterances, in the active model's space: each one a "
     "candidate intent, named by the words that set it apart, with its most central examples and "
     "the existing intent it is nearest to (a high similarity means it may belong there). "
-    "Utterances in no clear group are left out."
+    "**Most coherent first**: *coherence* is how close a group's utterances are to its centre "
+    "on average (cosine similarity). At 90 % and above a group is usually one intent; below "
+    "85 % it often lumps several together, so untick what does not belong. Utterances in no "
+    "clear group are left out."
 )
 
 
@@ -32,6 +43,7 @@ def _row(c: dict[str, Any]) -> list[Any]:
     near = c["nearest_intent"] or "–"
     return [
         c["number"],
+        c["coherence"],
         ", ".join(c["keywords"]),
         len(c["ids"]),
         near,
@@ -56,7 +68,12 @@ def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
             existing,
         )
     state = [
-        {**dataclasses.asdict(c), "choice": c.choice, "suggested_name": c.suggested_name}
+        {
+            **dataclasses.asdict(c),
+            "choice": c.choice,
+            "coherence": c.coherence,
+            "suggested_name": c.suggested_name,
+        }
         for c in found
     ]
     if not state:
@@ -67,7 +84,8 @@ def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
     else:
         n = sum(len(c["ids"]) for c in state)
         status = (
-            f"{len(state)} candidate intents holding {n} unlabelled utterances, biggest first. "
+            f"{len(state)} candidate intents holding {n} unlabelled utterances, most coherent "
+            "first. "
             "Pick one below to see its examples and its points on the map."
         )
     picker = gr.update(
@@ -93,9 +111,9 @@ def show(
     near = c["nearest_intent"]
     note = (
         f"Nearest existing intent: **{html.escape(near)}** (similarity "
-        f"{c['nearest_similarity']:.2f}); cohesion {c['cohesion']:.2f}."
+        f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
         if near
-        else f"No labelled intent yet to compare with; cohesion {c['cohesion']:.2f}."
+        else f"No labelled intent yet to compare with; coherence {c['coherence']}."
     )
     # offered for "add to" only when it is close: a far one would invite a wrong click
     close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
@@ -163,7 +181,7 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         headers=HEADERS,
         interactive=False,
         max_height=260,
-        column_widths=["5%", "22%", "7%", "16%", "9%", "41%"],
+        column_widths=["4%", "9%", "20%", "6%", "15%", "8%", "38%"],
         wrap=True,
         elem_id="design-clusters",
     )

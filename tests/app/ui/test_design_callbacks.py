@@ -19,6 +19,9 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     table, picker, status, found, existing = ui.find(ctx, demo)
     assert "candidate intents holding" in status and len(table["value"]) == len(found) > 0
     assert picker["value"] == 1 and "track_order" in existing["choices"]
+    coherence = [float(row[1].rstrip("%")) for row in table["value"]]  # "93%", most first
+    assert coherence == sorted(coherence, reverse=True)
+    assert all(f"{c['coherence']} coherent" in c["choice"] for c in found)
     gift = next(c for c in found if "gift" in c["keywords"][:2])
     examples, name, near, note, _, _, _ = ui.show(ctx, demo, found, gift["number"])
     assert examples["value"] == [str(i) for i in gift["ids"]] and "gift" in name

@@ -68,8 +68,22 @@ def test_planted_groups_are_found_and_named_by_their_own_words(encoder):
         ), best.keywords
     gift = next(c for c in clusters if "gift" in c.keywords[:2])
     assert gift.central(2)[0] in groups["gift"] and "gift" in gift.suggested_name
-    assert clusters == sorted(clusters, key=lambda c: -c.size)  # biggest first
+    assert clusters == sorted(clusters, key=lambda c: -c.cohesion)  # most coherent first
     assert [c.number for c in clusters] == list(range(1, len(clusters) + 1))
+
+
+def test_the_most_coherent_cluster_is_listed_first_not_the_biggest():
+    """A big loose group (what lumps several intents together) comes after a small tight one."""
+    rng = np.random.default_rng(1)
+    centres = np.eye(16, dtype=np.float32)
+    loose = centres[0] + rng.normal(0, 0.12, (60, 16))
+    tight = centres[1] + rng.normal(0, 0.02, (12, 16))
+    texts = ["lost my card"] * 60 + ["open an account"] * 12
+    clusters = find_clusters(np.vstack([loose, tight]).astype(np.float32), texts)
+    assert len(clusters) == 2
+    first, second = clusters
+    assert first.size < second.size and first.cohesion > second.cohesion
+    assert set(first.members) == set(range(60, 72)) and first.number == 1
 
 
 def test_each_cluster_gets_its_nearest_existing_intent(encoder):
