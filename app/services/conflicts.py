@@ -2,6 +2,9 @@
 and overlapping intent pairs in a project's labelled rows (`train` and `test`), ranked in one
 list, each with its one-click fixes; apply a fix through the existing safe, undoable actions
 (one undo batch each); order labelled rows by how likely they are mislabelled (the queue).
+A conflict says which of its rows are `test` rows, and a fix that changes one needs
+``confirm_test`` (the test split reports the accuracy: a fix that follows the other examples' or
+the model's opinion bends it towards the model).
 
 The rows are encoded with the project's **frozen base encoder** (through the embedding cache):
 a tuned encoder was trained on these very labels, mislabels included, and would pull a wrong
@@ -12,11 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.context import AppContext
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
+from app.services import evaluation as eval_svc
 from app.services.data import project_id_in
 from core.design import ConflictReport, IntentOverlap, LabelIssue, NearDuplicate, find_conflicts
 from storage.utterances import UtteranceRow, labelled_pool, rows_by_id
@@ -52,6 +56,7 @@ class Conflict:
     evidence: tuple[str, ...]  # the utterances behind it, one line each
     ids: tuple[int, ...]
     fixes: tuple[Fix, ...]
+    test_ids: tuple[int, ...] = ()  # those of ``ids`` in the `test` split
 
 
 def _rows(ctx: AppContext, project: str) -> tuple[int, list[UtteranceRow]]:
@@ -174,7 +179,12 @@ def find(ctx: AppContext, project: str, kind: str | None = None) -> list[Conflic
         else _overlap(c, rows)
         for c in found.ranked()
     ]
-    return [c for c in out if not kind or c.kind == kind]
+    in_test = {r.id for r in rows if r.split == "test"}
+    return [
+        replace(c, test_ids=tuple(i for i in c.ids if i in in_test))
+        for c in out
+        if not kind or c.kind == kind
+    ]
 
 
 def likely_mislabelled(ctx: AppContext, project: str) -> list[int]:
@@ -183,10 +193,13 @@ def likely_mislabelled(ctx: AppContext, project: str) -> list[int]:
     return [] if found is None else [rows[x.row].id for x in found.label_issues]
 
 
-def apply(ctx: AppContext, project: str, fix: Fix) -> str:
-    """Apply one fix as one undoable batch and say what was done."""
+def apply(ctx: AppContext, project: str, fix: Fix, *, confirm_test: bool = False) -> str:
+    """Apply one fix as one undoable batch and say what was done. A fix that changes a `test`
+    row needs ``confirm_test`` (refused otherwise, nothing changed)."""
     if fix.action not in FIXES:
         raise ValueError(f"Unknown fix {fix.action!r}; use one of {', '.join(FIXES)}.")
+    if fix.action != "merge":
+        eval_svc.refuse_unconfirmed_test_change(ctx, project, fix.ids, confirm_test)
     if fix.action == "merge":
         source, target = fix.intents
         n = data_svc.merge_intents(ctx, project, [source], target)

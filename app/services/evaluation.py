@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.context import AppContext, as_encoded
+from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_encoder
 from core.encoding.cache import EmbeddingCache
 from core.encoding.registry import Encoder
@@ -30,7 +31,7 @@ from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.knn import KnnIndex
 from storage.projects import get_project
-from storage.utterances import list_utterances
+from storage.utterances import list_utterances, rows_by_id
 
 logger = logging.getLogger(__name__)
 
@@ -185,3 +186,61 @@ def confusions(
         if p.gold_for_scoring == gold
         and (p.predicted == predicted if predicted is not None else not p.correct)
     ]
+
+
+TEST_FIXES = ("relabel", "move", "delete")
+
+
+def is_test_row(ctx: AppContext, project: str, utterance_id: int) -> bool:
+    """Whether the utterance is in the `test` split (unknown ids refused)."""
+    with ctx.db.session() as s:
+        (row,) = rows_by_id(s, data_svc.project_id_in(s, project), [utterance_id])
+    return row.split == "test"
+
+
+def refuse_unconfirmed_test_change(
+    ctx: AppContext, project: str, utterance_ids: list[int] | tuple[int, ...], confirmed: bool
+) -> None:
+    """A test row's change needs a second, explicit step: the test split reports the accuracy,
+    and a fix that follows the model's opinion bends it towards the model.
+
+    Raises:
+        ValueError: a `test` row among ``utterance_ids`` and not ``confirmed`` (nothing changed).
+    """
+    tests = [i for i in utterance_ids if not confirmed and is_test_row(ctx, project, int(i))]
+    if tests:
+        raise ValueError(
+            f"#{', #'.join(map(str, tests))} is a test utterance: changing it changes the "
+            'accuracy the test split reports. Tick "I\'m changing a test label" to confirm. '
+            "Nothing was changed."
+        )
+
+
+def fix_test_row(
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    action: str,
+    intent: str | None = None,
+    *,
+    confirmed: bool = False,
+) -> str:
+    """Relabel (as ``intent``, which the designer chose: never pre-filled), move to train or
+    delete a row of the evaluation, and say what was done. A `test` row needs ``confirmed``.
+
+    Raises:
+        ValueError: an unknown action, no intent to relabel as, an unconfirmed test row.
+    """
+    if action not in TEST_FIXES:
+        raise ValueError(f"Unknown fix {action!r}; use one of {', '.join(TEST_FIXES)}.")
+    if action == "relabel" and not (intent or "").strip():
+        raise ValueError("Pick the intent to relabel it as (the box starts empty on purpose).")
+    refuse_unconfirmed_test_change(ctx, project, [utterance_id], confirmed)
+    if action == "relabel":
+        data_svc.label_utterance(ctx, project, utterance_id, [str(intent).strip()])
+        return f"#{utterance_id} relabelled as {str(intent).strip()}"
+    if action == "move":
+        data_svc.move_split(ctx, project, [utterance_id], "train")
+        return f"#{utterance_id} moved to train"
+    data_svc.delete_utterance(ctx, project, utterance_id)
+    return f"#{utterance_id} deleted"

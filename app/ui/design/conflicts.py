@@ -23,11 +23,13 @@ HELP = (
     "intents, **likely mislabelled** examples (cleanlab's confident learning: the rest of the "
     "data confidently says another intent) and **overlapping intents** (often confused with each "
     "other, centres close). Most severe first. Click a row, then fix it with one click; every "
-    "fix is one change that **Undo last fix** (or the Activity tab) reverts."
+    "fix is one change that **Undo last fix** (or the Activity tab) reverts. A fix that changes "
+    "a **test** row (the *split* column says which) needs *I'm changing a test label* ticked: "
+    "the test split reports the accuracy, and a fix that follows the other examples bends it."
 )
 ALL = "all"
 KIND_CHOICES = [("all kinds", ALL), *((label, key) for key, label in svc.KINDS.items())]
-HEADERS = ["kind", "severity", "conflict"]
+HEADERS = ["kind", "severity", "split", "conflict"]
 FIX_BUTTONS = 2
 PICK_HINT = "Click a conflict below to see the utterances behind it and fix it."
 
@@ -52,7 +54,8 @@ def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]
         return empty, [], None, problem(err or ""), PICK_HINT, *_fix_buttons(None)
     rows = [asdict(c) for c in found]
     table = pd.DataFrame(
-        [[svc.KINDS[c.kind], f"{c.severity:.2f}", c.title] for c in found], columns=HEADERS
+        [[svc.KINDS[c.kind], f"{c.severity:.2f}", _splits(c), c.title] for c in found],
+        columns=HEADERS,
     )
     counts = ", ".join(
         f"{sum(c.kind == k for c in found)} {label}" for k, label in svc.KINDS.items()
@@ -61,32 +64,51 @@ def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]
     return table, rows, None, status, PICK_HINT if found else "", *_fix_buttons(None)
 
 
+def _splits(c: svc.Conflict) -> str:
+    """Which splits a conflict's rows are in: ``test``, ``train`` or ``train + test``."""
+    if not c.test_ids:
+        return "train"
+    return "test" if len(c.test_ids) == len(c.ids) else "train + test"
+
+
 def evidence_markdown(conflict: dict[str, Any]) -> str:
     """The selected conflict and the utterances behind it; user text escaped."""
     lines = [f"**{html.escape(conflict['title'])}**", ""]
     lines += [f"- {html.escape(line)}" for line in conflict["evidence"]]
+    if conflict.get("test_ids"):
+        ids = ", ".join(f"#{i}" for i in conflict["test_ids"])
+        lines += ["", f"**Test row(s): {ids}.** Tick *I'm changing a test label* to fix them."]
     return "\n".join(lines)
 
 
 def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
+    """The clicked conflict: (its index, its evidence, its fix buttons, the test-label
+    confirmation unticked: each test row is confirmed on its own)."""
     index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+    untick = gr.update(value=False)
     if index is None or int(index) >= len(rows):
-        return None, PICK_HINT, *_fix_buttons(None)
+        return None, PICK_HINT, *_fix_buttons(None), untick
     conflict = rows[int(index)]
-    return int(index), evidence_markdown(conflict), *_fix_buttons(conflict)
+    return int(index), evidence_markdown(conflict), *_fix_buttons(conflict), untick
 
 
 def fix_conflict(
-    ctx: AppContext, which: int, proj: str, rows: list[dict[str, Any]], selected: int | None
+    ctx: AppContext,
+    which: int,
+    proj: str,
+    rows: list[dict[str, Any]],
+    selected: int | None,
+    confirm_test: bool = False,
 ) -> str:
-    """Apply the selected conflict's fix number ``which``."""
+    """Apply the selected conflict's fix number ``which`` (one that changes a test row only
+    with ``confirm_test``)."""
     if selected is None or selected >= len(rows) or which >= len(rows[selected]["fixes"]):
         return problem("Click a conflict in the table first.")
     d = rows[selected]["fixes"][which]
     fix = svc.Fix(
         d["action"], d["label"], tuple(d["ids"]), tuple(d["intents"]), tuple(d["versions"])
     )
-    msg, err = attempt(lambda: svc.apply(ctx, proj, fix))
+    msg, err = attempt(lambda: svc.apply(ctx, proj, fix, confirm_test=bool(confirm_test)))
     return problem(err) if err else ok(f"{msg} (Undo last fix reverts it.)")
 
 
@@ -119,13 +141,20 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
             for i in range(FIX_BUTTONS)
         ]
         undo_btn = gr.Button("Undo last fix", scale=0, min_width=150, elem_id="conflicts-undo")
+        confirm = gr.Checkbox(
+            label="I'm changing a test label",
+            value=False,
+            scale=0,
+            min_width=220,
+            elem_id="conflicts-confirm-test",
+        )
     status = gr.Markdown(elem_id="conflicts-status")
     table = gr.Dataframe(
         headers=HEADERS,
         interactive=False,
         wrap=True,
         elem_id="conflicts-table",
-        column_widths=["16%", "9%", "75%"],
+        column_widths=["15%", "8%", "10%", "67%"],
         max_height=420,
     )
 
@@ -134,11 +163,11 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     quiet: dict[str, Any] = {"api_visibility": "private"}
     find_btn.click(*refresh, **quiet)
     kind.change(*refresh, **quiet)
-    table.select(pick, [rows], [selected, detail, *fix_btns], **quiet)
+    table.select(pick, [rows], [selected, detail, *fix_btns, confirm], **quiet)
     for i, btn in enumerate(fix_btns):
         btn.click(
             guarded(ctx, "designer")(bind(fix_conflict, ctx, i)),
-            [project, rows, selected],
+            [project, rows, selected, confirm],
             [status],
             **quiet,
         ).then(*refresh, **quiet)

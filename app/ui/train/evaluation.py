@@ -1,7 +1,8 @@
 """Train tab, Evaluation section: the active model on the test split now. Per-intent precision,
 recall and F1 and the ranked confused pairs as tables; a click opens the test utterances behind a
 row (or a heatmap cell), and each can be relabelled, moved to train or deleted right there, by the
-same safe, undoable actions as the Data tab. The heatmap shows the N most confused intents."""
+same safe, undoable actions as the Data tab. These are test rows: "Relabel as" starts empty (never
+the model's prediction) and every fix needs "I'm changing a test label" ticked first. The heatmap shows the N most confused intents."""
 
 from __future__ import annotations
 
@@ -131,33 +132,38 @@ def pick_pair(frame: pd.DataFrame, evt: gr.SelectData) -> str:
     return f"{row['intent']} →"
 
 
-def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any]:
+def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any, Any]:
+    """The clicked test utterance: its id, what it is, an empty "Relabel as" (never the
+    model's prediction: one click would bend the test set towards the model) and the test-label
+    confirmation unticked."""
     row = frame.iloc[int(evt.index[0] if isinstance(evt.index, list | tuple) else evt.index)]
-    what = f"#{int(row['id'])} “{row['text']}” (gold {row['gold']}, predicted {row['predicted']})"
-    return int(row["id"]), what, gr.update(value=row["predicted"])
+    what = (
+        f"#{int(row['id'])} “{row['text']}” (gold {row['gold']}, predicted {row['predicted']}) "
+        "· **test row**"
+    )
+    return int(row["id"]), what, gr.update(value=None), gr.update(value=False)
 
 
-def act(ctx: AppContext, action: str, proj: str, uid: float | None, intent: str | None) -> str:
-    """Fix the selected test utterance in place: relabel it, move it to train, or delete it."""
+def act(
+    ctx: AppContext,
+    action: str,
+    proj: str,
+    uid: float | None,
+    intent: str | None,
+    confirmed: bool = False,
+) -> str:
+    """Fix the selected test utterance in place: relabel it (as the intent the designer picked),
+    move it to train, or delete it; each needs the test-label confirmation ticked."""
     if not uid:
         return problem("Click an utterance in the table first.")
-
-    def run() -> None:
-        if action == "relabel":
-            data_svc.label_utterance(ctx, proj, int(uid), [intent] if intent else [])
-        elif action == "move":
-            data_svc.move_split(ctx, proj, [int(uid)], "train")
-        else:
-            data_svc.delete_utterance(ctx, proj, int(uid))
-
-    _, err = attempt(run)
-    if err:
-        return problem(err)
-    said = {"relabel": f"relabelled as {intent}", "move": "moved to train", "delete": "deleted"}
-    return ok(
-        f"#{int(uid)} {said[action]} (undo in the Data or Activity tab). Evaluate again "
-        "to update the numbers."
+    said, err = attempt(
+        lambda: eval_svc.fix_test_row(
+            ctx, proj, int(uid), action, intent, confirmed=bool(confirmed)
+        )
     )
+    if err or said is None:
+        return problem(err or "")
+    return ok(f"{said} (undo in the Data or Activity tab). Evaluate again to update the numbers.")
 
 
 def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
@@ -203,14 +209,27 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
             picked = gr.Markdown("Click an utterance above to fix it.", elem_id="eval-picked")
             with gr.Row(equal_height=True):
                 relabel_as = gr.Dropdown(
-                    [], label="Relabel as", allow_custom_value=True, scale=3, min_width=160
+                    [],
+                    value=None,
+                    label="Relabel as (pick the right intent)",
+                    allow_custom_value=True,
+                    scale=3,
+                    min_width=160,
+                    elem_id="eval-relabel-as",
                 )
                 relabel_btn = gr.Button(
                     "Relabel", scale=1, min_width=80, size="sm", elem_id="eval-relabel"
                 )
-            with gr.Row():
-                move_btn = gr.Button("Move to train", size="sm")
-                delete_btn = gr.Button("Delete", variant="stop", size="sm")
+            with gr.Row(equal_height=True):
+                confirm = gr.Checkbox(
+                    label="I'm changing a test label",
+                    value=False,
+                    scale=2,
+                    min_width=150,
+                    elem_id="eval-confirm-test",
+                )
+                move_btn = gr.Button("Move to train", size="sm", scale=1, min_width=80)
+                delete_btn = gr.Button("Delete", variant="stop", size="sm", scale=1, min_width=60)
             fix_status = gr.Markdown(elem_id="eval-fix")
     # Written by a table click or the heatmap's click handler; internal, so hidden.
     cell = gr.Textbox(
@@ -246,11 +265,11 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
     pairs.select(pick_pair, [pairs], [cell], **quiet)
     for trigger in (cell_btn.click, cell.change):
         trigger(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
-    cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as], **quiet)
+    cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
             guarded(ctx, "designer")(bind(act, ctx, action)),
-            [project, picked_id, relabel_as],
+            [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,
         ).then(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
