@@ -117,6 +117,10 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
             "(w) => document.querySelector('#eval-picked')?.innerText?.includes('predicted ' + w)",
             arg=wrong,
         )
+        page.locator("#eval-relabel-as input").click()  # empty: the designer picks (issue 25)
+        page.keyboard.type(wrong, delay=80)
+        page.keyboard.press("Enter")
+        page.locator("#eval-confirm-test input").check()  # a test row: confirmed
         page.locator("#eval-relabel").click()
         page.wait_for_function(
             "(w) => document.querySelector('#eval-fix')?.innerText?.includes('relabelled as ' + w)",

@@ -29,13 +29,10 @@ HEADERS = [
     "central examples",
 ]
 HELP = (
-    "Groups of similar **unlabelled** utterances, in the active model's space: each one a "
-    "candidate intent, named by the words that set it apart, with its most central examples and "
-    "the existing intent it is nearest to (a high similarity means it may belong there). "
-    "**Most coherent first**: *coherence* is how close a group's utterances are to its centre "
-    "on average (cosine similarity). At 90 % and above a group is usually one intent; below "
-    "85 % it often lumps several together, so untick what does not belong. Utterances in no "
-    "clear group are left out."
+    "Groups of similar **unlabelled** utterances (candidate intents), named by the words that "
+    "set them apart, with their central examples and nearest existing intent. **Most coherent "
+    "first**: *coherence* is the mean similarity of a group's utterances to its centre; 90 % "
+    "and above is usually one intent, below 85 % often several (untick what does not belong)."
 )
 
 

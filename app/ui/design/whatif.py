@@ -17,12 +17,11 @@ from core.design.whatif import WhatIf
 CONFUSION_HEADERS = ["gold", "predicted", "examples"]
 PARTS = ["auto", "2", "3", "4"]
 HELP = (
-    "An estimate, not a retrain, with the nearest-example rule on the active model's embeddings. "
-    "A **merge** is scored on the test split when there is one: the same predictions as the "
-    "Train tab's Evaluation, so the confusions it removes are the confusion matrix's cells for "
-    "the pair (without test rows, 5-fold over the training examples). A **split** is scored "
-    "5-fold over the training examples (its parts exist only there), before and after, on the "
-    "same folds. Nothing is changed here: merge in the Data tab."
+    "An estimate, not a retrain (the nearest-example rule on the active model's embeddings). A "
+    "**merge** is scored on the test split when there is one, by the same predictions as the "
+    "Train tab's Evaluation, so the confusions it removes are the confusion matrix's cells; "
+    "else, like a **split**, 5-fold over the training examples. Nothing changes here: merge in "
+    "the Data tab."
 )
 
 
