@@ -79,7 +79,6 @@ def test_a_bulk_label_refuses_rows_its_preview_never_counted(banking77_server, b
     try:
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Data").click()
-        _type_into(page, "#data-split", "unlabelled")
         page.get_by_text("Label every row the filters show").click()
         search = page.get_by_label("Text contains")
         search.click()

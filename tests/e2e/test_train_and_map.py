@@ -52,7 +52,12 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
         "(w) => document.querySelector('#eval-picked')?.innerText?.includes('predicted ' + w)",
         arg=wrong,
     )
-    page.locator("#eval-relabel").click()  # "Relabel as" is pre-filled with the prediction
+    # "Relabel as" starts empty and a test row changes only once confirmed (issue 25)
+    page.locator("#eval-relabel-as input").click()
+    page.keyboard.type(wrong, delay=80)
+    page.keyboard.press("Enter")
+    page.locator("#eval-confirm-test input").check()
+    page.locator("#eval-relabel").click()
     page.wait_for_function(
         "(w) => document.querySelector('#eval-fix')?.innerText?.includes('relabelled as ' + w)",
         arg=wrong,
