@@ -197,7 +197,27 @@ def test_design_aids_rank_coherent_candidates_and_count_the_matrix_confusions(
         page.get_by_role("tab", name="Conflicts").click()
         page.locator("#conflicts-find").click()
         _says(page, "#conflicts-summary", "conflicts (", timeout=240_000)
-        assert {"train", "test"} & set(_column(page, "#conflicts-table", 2))
+        splits = _column(page, "#conflicts-table", 2)
+        assert "test" in splits and "train" in splits
         _shots(page, "75-design-conflicts", "#conflicts-table")
+
+        # A likely-mislabelled test row: its one-click fix needs the test label confirmed.
+        client = _client(banking77_server)
+        before = _labels(client)
+        row = splits.index("test")
+        page.locator(f"#conflicts-table [data-testid=cell-{row}-3]").click()
+        _says(page, "#conflicts-detail", "Test row(s)")
+        uid = int(re.search(r"Test row\(s\): #(\d+)", page.inner_text("#conflicts-detail"))[1])
+        page.locator("#conflicts-fix-1").click()
+        _says(page, "#conflicts-status", f"#{uid} is a test utterance")
+        assert _labels(client) == before
+        _shots(page, "76-design-conflicts-test-row", "#conflicts-status")
+        page.locator("#conflicts-confirm-test input").check()  # the selection stayed
+        page.locator("#conflicts-fix-1").click()
+        _says(page, "#conflicts-status", f"#{uid} →")
+        assert _labels(client)[uid] != before[uid]
+        page.locator("#conflicts-undo").click()
+        _says(page, "#conflicts-status", "Undid")
+        assert _labels(client) == before
     finally:
         context.close()

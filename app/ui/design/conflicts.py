@@ -112,6 +112,16 @@ def fix_conflict(
     return problem(err) if err else ok(f"{msg} (Undo last fix reverts it.)")
 
 
+def show_after_fix(
+    ctx: AppContext, proj: str | None, kind: str | None, said: str
+) -> tuple[Any, ...]:
+    """The table found again after a fix; after a refused one everything stays as it was (the
+    selection too: tick the confirmation and press the fix again)."""
+    if (said or "").startswith("⚠"):
+        return tuple(gr.update() for _ in range(5 + FIX_BUTTONS))
+    return show(ctx, proj, kind)
+
+
 def undo_fix(ctx: AppContext, proj: str) -> str:
     msg, err = attempt(lambda: svc.undo(ctx, proj))
     return problem(err) if err else ok(msg or "")
@@ -170,7 +180,7 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
             [project, rows, selected, confirm],
             [status],
             **quiet,
-        ).then(*refresh, **quiet)
+        ).then(bind(show_after_fix, ctx), [project, kind, status], outputs, **quiet)
     undo_btn.click(
         guarded(ctx, "designer")(bind(undo_fix, ctx)), [project], [status], **quiet
     ).then(*refresh, **quiet)
