@@ -124,6 +124,11 @@ def show_cell(ctx: AppContext, proj: str | None, value: str) -> Any:
     return _rows_frame(rows)
 
 
+def rows_after_fix(ctx: AppContext, proj: str | None, value: str, said: str) -> Any:
+    """The utterances behind the cell again after a fix; after a refused one they stay."""
+    return gr.update() if (said or "").startswith("⚠") else show_cell(ctx, proj, value)
+
+
 def pick_pair(frame: pd.DataFrame, evt: gr.SelectData) -> str:
     """A click on a confused pair (or an intent's row: all its misses) as ``gold → predicted``."""
     row = frame.iloc[int(evt.index[0] if isinstance(evt.index, list | tuple) else evt.index)]
@@ -272,4 +277,4 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,
-        ).then(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
+        ).then(bind(rows_after_fix, ctx), [project, cell, fix_status], [cell_rows], **quiet)
