@@ -25,8 +25,9 @@ from typing import Any, Protocol, TypeVar, cast
 from app.admission import Admission, Limits
 from app.config import Settings
 from app.services.int8 import INT8_DIR, serves_int8
+from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
-from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.cache import CachedEncoder
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
@@ -165,7 +166,7 @@ class AppContext:
             (settings.artifacts_url or "") if settings.artifacts_remote else settings.artifacts_dir,
             cache_dir=settings.cache_dir / "artifacts",
         )
-        self.cache = EmbeddingCache(settings.cache_dir)
+        self.cache = open_cache(settings, self.artifacts)
         self.device = settings.device
         self._pools: dict[int, ProjectPool] = {}
         self._encoders: dict[str, Encoder] = {}
@@ -173,8 +174,6 @@ class AppContext:
         self._lock = threading.Lock()
         # Queues a training job id; set by the entry point that runs a queue (see app.worker).
         self.enqueue: Callable[[int], None] | None = None
-
-    # --- encoders --------------------------------------------------------------------------
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)

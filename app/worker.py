@@ -178,6 +178,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
             ctx, reporter, job_id, job.project_id, TrainConfig.from_dict(config), head_options
         )
         finish(ctx, job_id, "succeeded", message, version_id)
+        prepare_vectors(ctx, job.project_id)
     except TrainingCancelled:
         finish(ctx, job_id, "cancelled", "cancelled; the active model is unchanged")
     except Exception as exc:
@@ -185,6 +186,28 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         finish(ctx, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged")
     finally:
         reporter.close()
+
+
+def prepare_vectors(ctx: AppContext, project_id: int) -> None:
+    """Encode into the embedding cache (local, and the bucket's when model files live in one)
+    what the project's first card needs in the space it now serves: its pool, calibration and
+    queue candidates, so the app does not encode them while a user waits for the card."""
+    from app.services.queue import order
+    from storage.projects import get_project
+
+    try:
+        with ctx.db.session() as s:
+            name = get_project(s, project_id).name
+        before, started = ctx.cache.encoded, time.monotonic()
+        order(ctx, name)
+        logger.info(
+            "project %s: %d utterance(s) encoded for its first card in %.1fs",
+            name,
+            ctx.cache.encoded - before,
+            time.monotonic() - started,
+        )
+    except Exception:  # the version is registered: the app encodes what is missing itself
+        logger.exception("preparing the vectors of project %s failed", project_id)
 
 
 def reap(settings: Settings) -> int:

@@ -1,9 +1,16 @@
 """Embeddings cached by (encoder fingerprint, text), in memory and on disk, so a restart does not
-re-encode the labelled pool.
+re-encode what was encoded before: only new or edited texts are encoded.
 
-Layout: ``<root>/<fingerprint>/shard-<n>.npz`` with ``keys`` (sha1 of the text) and ``vectors``.
-Each batch of new texts is one shard, written to a temporary name and renamed; many small shards
-are compacted into one.
+Layout: ``<root>/<fingerprint>/shard-<n>.npz`` with ``keys`` (sha1 of the exact text encoded, 40
+hex characters) and ``vectors`` (float32, one row per key). Each batch of new texts is one shard,
+written to a temporary name, flushed and renamed, so a process killed at any point never leaves a
+half shard under a name that is read; many small shards are compacted into one. A shard is never
+trusted: one that does not read as that (a torn or foreign file, another width, NaNs) is deleted
+and its texts are encoded again.
+
+A :class:`VectorMirror` (the model bucket when artifacts are remote:
+:class:`storage.vectors.BucketVectors`) shares the shards between machines: a fingerprint's
+shards are pulled from it the first time it is used and every new shard is pushed to it.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 import uuid
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -37,42 +46,115 @@ class CachedEncoder(Protocol):
     ) -> np.ndarray: ...
 
 
+class VectorMirror(Protocol):
+    """A second home of the shards, shared by machines (e.g. the model bucket)."""
+
+    def pull(self, name: str, folder: Path) -> None:
+        """Copy the shards of fingerprint folder ``name`` that ``folder`` lacks into it."""
+
+    def push(self, name: str, shard: Path) -> None:
+        """Store a new shard of fingerprint folder ``name``."""
+
+    def drop(self, name: str, shards: Sequence[str]) -> None:
+        """Remove shards (by file name) of fingerprint folder ``name`` that a compaction replaced."""
+
+
 COMPACT_AFTER = 32
+_KEY = re.compile(r"^[0-9a-f]{40}$")
 
 
 def text_key(text: str) -> str:
+    """The cache key of a text: sha1 of its exact UTF-8 bytes (hex)."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+def read_shard(path: Path, dim: int | None = None) -> tuple[list[str], np.ndarray]:
+    """A shard's keys and float32 vectors, checked (no pickle, one key per row, 40-hex keys, the
+    width ``dim`` when given, finite values).
+
+    Raises:
+        ValueError: the file is not a shard of that width (torn, foreign or corrupted).
+        OSError: it cannot be read.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if set(z.files) != {"keys", "vectors"}:
+                raise ValueError(f"unexpected arrays {sorted(z.files)}")
+            keys, vectors = z["keys"], z["vectors"]
+    except (KeyError, EOFError, zipfile.BadZipFile) as exc:  # a torn or foreign zip
+        raise ValueError(str(exc)) from exc
+    if keys.ndim != 1 or keys.dtype.kind != "U":
+        raise ValueError(f"keys of dtype {keys.dtype} and shape {keys.shape}")
+    if vectors.dtype != np.float32 or vectors.ndim != 2 or len(vectors) != len(keys):
+        raise ValueError(f"vectors of dtype {vectors.dtype} and shape {vectors.shape}")
+    if dim is not None and vectors.shape[1] != dim:
+        raise ValueError(f"vectors of width {vectors.shape[1]}, the encoder's is {dim}")
+    listed = keys.tolist()
+    if not all(_KEY.match(k) for k in listed) or not np.isfinite(vectors).all():
+        raise ValueError("malformed keys or non-finite vectors")
+    return listed, vectors
+
+
+def write_shard(folder: Path, keys: Sequence[str], vectors: np.ndarray) -> Path:
+    """Write a new shard into ``folder`` atomically (temporary name, flush, rename); its path."""
+    name = f"shard-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
+    tmp = folder / f".{name}.tmp"
+    try:
+        with tmp.open("wb") as fh:
+            np.savez(fh, keys=np.array(list(keys), dtype="U40"), vectors=vectors.astype(np.float32))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / name)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return folder / name
+
+
 class EmbeddingCache:
-    def __init__(self, root: str | Path | None = None) -> None:
+    """Vectors by (encoder fingerprint, text hash); :attr:`encoded` counts the texts the real
+    encoders encoded (a cache hit counts nothing), for tests and benchmarks."""
+
+    def __init__(
+        self, root: str | Path | None = None, *, mirror: VectorMirror | None = None
+    ) -> None:
         self.root = Path(root) if root is not None else None
+        self.mirror = mirror
+        self.encoded = 0
         self._mem: dict[str, dict[str, np.ndarray]] = {}
         self._loaded: set[str] = set()
         self._lock = threading.Lock()
 
-    def _dir(self, fingerprint: str) -> Path | None:
-        if self.root is None:
-            return None
-        safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in fingerprint)
-        return self.root / safe
+    @staticmethod
+    def _name(fingerprint: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in fingerprint)
 
-    def _load(self, fingerprint: str) -> dict[str, np.ndarray]:
+    def _dir(self, fingerprint: str) -> Path | None:
+        return None if self.root is None else self.root / self._name(fingerprint)
+
+    def _load(self, fingerprint: str, dim: int | None = None) -> dict[str, np.ndarray]:
         table = self._mem.setdefault(fingerprint, {})
         if fingerprint in self._loaded:
             return table
         self._loaded.add(fingerprint)
         d = self._dir(fingerprint)
-        if d is None or not d.exists():
+        if d is None:
+            return table
+        if self.mirror is not None:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                self.mirror.pull(self._name(fingerprint), d)
+            except Exception as exc:  # the bucket is away: what is local still counts
+                logger.warning("could not pull vectors of %s: %s", fingerprint, exc)
+        if not d.exists():
             return table
         for shard in sorted(d.glob("shard-*.npz")):
             try:
-                with np.load(shard, allow_pickle=False) as z:
-                    for k, v in zip(z["keys"].tolist(), z["vectors"], strict=True):
-                        table[str(k)] = v
-            except (OSError, ValueError, KeyError) as exc:  # a torn file from a crash: drop it
+                keys, vectors = read_shard(shard, dim)
+            except (OSError, ValueError) as exc:  # never trusted: dropped, its texts re-encoded
                 logger.warning("dropping unreadable cache shard %s: %s", shard, exc)
                 shard.unlink(missing_ok=True)
+                continue
+            table.update(zip(keys, vectors, strict=True))
         return table
 
     def _persist(self, fingerprint: str, keys: list[str], vectors: np.ndarray) -> None:
@@ -83,30 +165,33 @@ class EmbeddingCache:
         shards = sorted(d.glob("shard-*.npz"))
         if len(shards) >= COMPACT_AFTER:
             table = self._mem[fingerprint]
-            all_keys = list(table)
-            self._write(d, all_keys, np.stack([table[k] for k in all_keys]))
-            for s in shards:
-                s.unlink(missing_ok=True)
-            return
-        self._write(d, keys, vectors)
+            keys = list(table)
+            vectors = np.stack([table[k] for k in keys])
+        written = write_shard(d, keys, vectors)
+        replaced = shards if len(shards) >= COMPACT_AFTER else []
+        for s in replaced:
+            s.unlink(missing_ok=True)
+        if self.mirror is not None:
+            try:
+                self.mirror.push(self._name(fingerprint), written)
+                if replaced:
+                    self.mirror.drop(self._name(fingerprint), [s.name for s in replaced])
+            except Exception as exc:  # kept locally; another machine encodes them itself
+                logger.warning("could not push vectors of %s: %s", fingerprint, exc)
 
-    @staticmethod
-    def _write(d: Path, keys: list[str], vectors: np.ndarray) -> None:
-        name = f"shard-{os.getpid()}-{uuid.uuid4().hex[:12]}.npz"
-        tmp = d / f".{name}.tmp"
-        with tmp.open("wb") as fh:
-            np.savez(fh, keys=np.array(keys), vectors=vectors.astype(np.float32))
-        os.replace(tmp, d / name)
-
-    def lookup(self, fingerprint: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+    def lookup(
+        self, fingerprint: str, texts: Sequence[str], dim: int | None = None
+    ) -> list[np.ndarray | None]:
+        """The cached vector of each text (None where there is none); ``dim``: the encoder's
+        width, which the shards on disk must have."""
         with self._lock:
-            table = self._load(fingerprint)
+            table = self._load(fingerprint, dim)
             return [table.get(text_key(t)) for t in texts]
 
     def missing(self, encoder: CachedEncoder, texts: Sequence[str]) -> list[str]:
         """The distinct texts of ``texts`` that have no cached vector for ``encoder`` yet (what
         :meth:`encode` would encode)."""
-        found = self.lookup(encoder.fingerprint, texts)
+        found = self.lookup(encoder.fingerprint, texts, encoder.dim)
         return sorted({t for t, v in zip(texts, found, strict=True) if v is None})
 
     def encode(
@@ -123,9 +208,10 @@ class EmbeddingCache:
         fp = encoder.fingerprint
         missing = self.missing(encoder, texts)
         if missing:
-            vecs = encoder.encode(missing, progress=progress)
+            vecs = np.asarray(encoder.encode(missing, progress=progress), dtype=np.float32)
             keys = [text_key(t) for t in missing]
             with self._lock:
+                self.encoded += len(missing)
                 table = self._load(fp)
                 for k, v in zip(keys, vecs, strict=True):
                     table[k] = v

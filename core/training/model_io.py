@@ -153,11 +153,19 @@ def has_label_encoder(meta: dict[str, Any]) -> bool:
     return (meta.get("config") or {}).get("label_encoder", "shared") == "separate"
 
 
-def artifact_sha256(directory: Path) -> str:
-    """sha256 over every file of the artifact (relative path and content), in sorted order."""
+# Folders a retrain adds to a version after its encoder was loaded and evaluated (the multi-label
+# head, core.multilabel.head.HEAD_DIR; the int8 copy, app.services.int8.INT8_DIR): they do not
+# change the encoder's vectors, so its fingerprint (the embedding cache's key) leaves them out.
+DERIVED_DIRS = ("head", "onnx")
+
+
+def artifact_sha256(directory: Path, skip: tuple[str, ...] = ()) -> str:
+    """sha256 over every file of the artifact (relative path and content), in sorted order,
+    leaving out the top-level folders ``skip``."""
     h = hashlib.sha256()
     root = Path(directory)
-    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+    files = (p for p in root.rglob("*") if p.is_file())
+    for f in sorted(p for p in files if p.relative_to(root).parts[0] not in skip):
         h.update(f.relative_to(root).as_posix().encode())
         h.update(b"\0")
         with f.open("rb") as fh:
@@ -221,7 +229,7 @@ def load_trained(directory: Path, device: str | None = None) -> Encoder:
 
     meta = read_metadata(Path(directory))
     model = load_trained_model(Path(directory), device)
-    fingerprint = f"{meta['method']}@{artifact_sha256(Path(directory))[:16]}"
+    fingerprint = f"{meta['method']}@{artifact_sha256(Path(directory), DERIVED_DIRS)[:16]}"
     return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
 
 

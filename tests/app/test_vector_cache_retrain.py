@@ -1,0 +1,45 @@
+"""After a retrain, the app (another process on the same data directory) encodes nothing for the
+project's first card, and finds the new version's fp32 vectors of every utterance the retrain
+evaluated (what the Map, a compare and the report read)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app import worker
+from app.config import load_settings
+from app.context import AppContext
+from app.services import queue, training
+from app.services.data import project_id_in
+from app.services.projects import ensure_demo_project
+from storage.tables import ModelVersion
+from storage.utterances import list_utterances
+from tests.app.test_training_service import QUICK
+
+pytestmark = pytest.mark.slow
+
+
+def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
+    settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
+    trainer = AppContext(settings)  # the worker's process
+    demo = ensure_demo_project(trainer)
+    assert demo is not None
+    job, _ = training.request_retrain(trainer, demo, QUICK, enqueue=False)
+    worker.execute_job(trainer, job.id)
+    version_id = training.job(trainer, job.id).model_version_id
+    assert version_id is not None
+    trainer.close()
+
+    app = AppContext(settings)  # the app, started (again) after the retrain
+    found, _ = queue.next_item(app, demo, [])
+    assert found is not None
+    assert app.cache.encoded == 0
+    with app.db.session() as s:
+        mv = s.get(ModelVersion, version_id)
+        assert mv is not None
+        s.expunge(mv)
+        rows = list_utterances(s, project_id_in(s, demo))
+    evaluated = [r.text for r in rows if r.labels]  # train and test: what the retrain scored
+    assert app.cache.missing(app.encoder_for_version(mv), evaluated) == []
