@@ -3,7 +3,7 @@ uncertain and spread out, least like anything labelled, near an intent) and a fu
 
 from __future__ import annotations
 
-from core.labelling.fuzzy import match_intents
+from core.labelling.fuzzy import best_match, clean_query, match_intents
 from core.labelling.order import (
     farthest_first,
     most_similar_first,
@@ -12,6 +12,8 @@ from core.labelling.order import (
 )
 
 __all__ = [
+    "best_match",
+    "clean_query",
     "farthest_first",
     "match_intents",
     "most_similar_first",
