@@ -177,8 +177,11 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         version_id, message = run_retrain(
             ctx, reporter, job_id, job.project_id, TrainConfig.from_dict(config), head_options
         )
-        finish(ctx, job_id, "succeeded", message, version_id)
+        # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
+        # first card (and a process that exits on success does not cut the encoding short)
+        reporter.log("encoding the first card's utterances in the served space")
         prepare_vectors(ctx, job.project_id)
+        finish(ctx, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
         finish(ctx, job_id, "cancelled", "cancelled; the active model is unchanged")
     except Exception as exc:
