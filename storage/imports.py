@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Table, bindparam, delete, insert, select, update
@@ -25,11 +26,13 @@ from storage.faults import fault_point
 from storage.projects import (
     _labels_of,
     check_intent_room,
+    check_new_names,
     create_intent,
     intents_by_name,
     validate_intent_name,
 )
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.texts import nfc
 from storage.utterances import NewUtterance, labelled_split
 
 ON_EXISTING = ("skip", "relabel", "error")
@@ -73,6 +76,14 @@ def _existing(s: Session, project_id: int, texts: Sequence[str]) -> dict[str, tu
     return out
 
 
+def _nfc_row(r: NewUtterance) -> NewUtterance:
+    """``r`` with its text, context and labels in NFC (as every text and name is stored)."""
+    text, context, labels = nfc(r.text), nfc(r.context), tuple(nfc(n) for n in r.labels)
+    if (text, context, labels) == (r.text, r.context, r.labels):
+        return r
+    return replace(r, text=text, context=context, labels=labels)
+
+
 def _never_unlabelled(uid: int, labels: Sequence[str]) -> StorageError:
     return StorageError(
         f"Utterance #{uid} has intents ({', '.join(labels)}): an utterance with intents "
@@ -96,6 +107,7 @@ def plan_import(
     With ``on_existing="skip"`` the texts already there are left out and counted."""
     if on_existing not in ON_EXISTING:
         raise ValueError(f"unknown on_existing {on_existing!r}")
+    rows = [_nfc_row(r) for r in rows]
     existing: dict[str, int] = {}
     known: set[str] = set()
     if project_id is not None:
@@ -117,6 +129,7 @@ def plan_import(
     for name in needed:
         validate_intent_name(name)
     check_intent_room(s, project_id, len(needed))
+    check_new_names(s, project_id, needed)
     seen: set[str] = set()
     for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
         if r.text in seen:
@@ -247,8 +260,9 @@ def write_rows(
         raise StorageError(
             f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
         )
+    check_new_names(s, project_id, needed)
     for name in needed:
-        known[name] = create_intent(s, project_id, name)
+        known[name] = create_intent(s, project_id, name, look_alikes_checked=True)
     old = [r for r in rows if r.text in existing]
     new = [r for r in rows if r.text not in existing]
     events = _relabel(s, project_id, old, existing, known, batch=batch, user_id=user_id)

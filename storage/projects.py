@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,9 @@ from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
 from storage.tables import Intent, Label, LabelEvent, Project, Template, User, Utterance
+from storage.texts import check_not_confusable, validate_intent_name
+
+__all__ = ["validate_intent_name"]  # re-exported: imported from here by older callers
 
 
 @dataclass(frozen=True)
@@ -96,15 +100,13 @@ def set_project_setting(s: Session, project_id: int, key: str, value: Any) -> Pr
 # --- intents -----------------------------------------------------------------------------------
 
 
-def validate_intent_name(name: str) -> str:
-    name = name.strip()
-    if not name:
-        raise StorageError("An intent needs a name.")
-    if len(name) > 120:
-        raise StorageError("An intent name is at most 120 characters.")
-    if "|" in name:
-        raise StorageError("An intent name cannot contain '|' (it separates labels in files).")
-    return name
+def check_new_names(s: Session, project_id: int | None, names: Iterable[str]) -> None:
+    """Refuse new intent names that look like an existing intent's or each other's (the TR39
+    skeleton rule of :func:`storage.texts.check_not_confusable`)."""
+    existing: list[str] = []
+    if project_id is not None:
+        existing = list(s.scalars(select(Intent.name).where(Intent.project_id == project_id)))
+    check_not_confusable(names, existing)
 
 
 # Longest intent description (a sentence or two: it is encoded as the intent's anchor).
@@ -162,12 +164,23 @@ def check_intent_room(s: Session, project_id: int | None, adding: int) -> None:
         )
 
 
-def create_intent(s: Session, project_id: int, name: str, description: str = "") -> Intent:
-    """A new intent (refused past the project's intent limit, see :func:`check_intent_room`)."""
+def create_intent(
+    s: Session,
+    project_id: int,
+    name: str,
+    description: str = "",
+    *,
+    look_alikes_checked: bool = False,
+) -> Intent:
+    """A new intent (refused past the project's intent limit, see :func:`check_intent_room`, or
+    when it looks like an existing one, see :func:`check_new_names`; ``look_alikes_checked``: the
+    caller checked a batch of names already)."""
     name = validate_intent_name(name)
     exists = s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == name))
     if exists is not None:
         raise StorageError(f"Intent {name!r} already exists.")
+    if not look_alikes_checked:
+        check_new_names(s, project_id, [name])
     description = validate_description(description)
     check_intent_room(s, project_id, 1)
     intent = Intent(project_id=project_id, name=name, description=description)
@@ -233,6 +246,7 @@ def describe_intents(
     missing = [n for n in clean if n not in existing]
     created, left_out = (missing, []) if create_missing else ([], missing)
     check_intent_room(s, project_id, len(created))
+    check_new_names(s, project_id, created)
     for name, text in clean.items():
         if name in existing:
             existing[name].description = text
@@ -249,6 +263,10 @@ def rename_intent(s: Session, project_id: int, old: str, new: str) -> Intent:
         return intent
     if s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == new)):
         raise StorageError(f"Intent {new!r} already exists; merge instead of renaming.")
+    others = s.scalars(
+        select(Intent.name).where(Intent.project_id == project_id, Intent.id != intent.id)
+    )
+    check_not_confusable([new], others)
     intent.name = new
     s.flush()
     return intent

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from app.formats import Row
+from storage.texts import nfc
 from storage.utterances import is_blank
 
 ROWS = [
@@ -29,12 +30,12 @@ def key(rows):
 _name = (
     st.text(
         alphabet=st.characters(
-            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="|+"
+            blacklist_categories=("Cs", "Cc", "Cf", "Zl", "Zp"), blacklist_characters="|+"
         ),
         min_size=1,
         max_size=20,
     )
-    .map(str.strip)
+    .map(lambda t: nfc(t).strip())  # names are stored NFC, without invisible characters
     .filter(bool)
 )
 _text = (
@@ -43,7 +44,7 @@ _text = (
         min_size=1,
         max_size=60,
     )
-    .map(str.strip)
+    .map(lambda t: nfc(t).strip())  # texts are stored NFC
     .filter(lambda t: not is_blank(t) and "[" not in t)  # nothing-visible text is refused
 )
 # Labelled rows (text -> (intents, split)) that every format must round-trip.

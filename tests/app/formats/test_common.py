@@ -42,7 +42,7 @@ def test_text_rules(text, problem):
 
 
 @pytest.mark.parametrize(
-    ("name", "problem"), [("", "empty"), ("x" * 121, "longer than 120"), ("a|b", "'|'")]
+    ("name", "problem"), [("", "empty"), ("x" * 121, "at most 120 characters"), ("a|b", "'|'")]
 )
 def test_intent_rules(name, problem):
     assert problem in (check_intent(name) or "")

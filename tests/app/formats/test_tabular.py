@@ -28,7 +28,7 @@ def test_jsonl_takes_a_list_or_a_bar_separated_string():
 
 
 def test_an_intent_name_with_a_bar_is_refused_in_jsonl():
-    with pytest.raises(FormatError, match="contains '\\|'"):
+    with pytest.raises(FormatError, match="cannot contain '\\|'"):
         parse_jsonl(b'{"text": "a", "labels": ["x|y"]}\n')
 
 

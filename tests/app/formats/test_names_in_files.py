@@ -1,0 +1,42 @@
+"""Intent names in import files follow the storage rules (issue 27, rows 7 and 8): a NUL, an
+invisible or bidi character is refused with its line; NFC and NFD spellings of one text or name
+are one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.formats import FormatError, parse_csv, parse_jsonl, parse_rasa_yaml
+from app.formats.common import merge_repeats
+
+NFC, NFD = "caf\u00e9", "cafe\u0301"
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("gre\x00et", "NUL"), ("greet\u200b", "ZERO WIDTH SPACE"), ("\u202egreet", "bidi-control")],
+)
+def test_a_hidden_character_in_an_intent_name_is_refused_with_its_line(name, says):
+    csv_data = f"text,label\nhello there,greet\nhi you,{name}\n".encode()
+    jsonl = f'{{"text": "hello there", "label": "greet"}}\n{json.dumps({"text": "hi", "label": name})}\n'
+    yaml = f"nlu:\n- intent: greet\n  examples: |\n    - hello\n- intent: '{name}'\n  examples: |\n    - hi\n"
+    for parse, data, line in (
+        (parse_csv, csv_data, 3),
+        (parse_jsonl, jsonl.encode(), 2),
+        (parse_rasa_yaml, yaml.encode(), 5),
+    ):
+        with pytest.raises(FormatError) as err:
+            parse(data)
+        if parse is parse_rasa_yaml and name == "gre\x00et":  # YAML itself has no NUL
+            assert "#x0000" in str(err.value)
+            continue
+        assert (line, err.value.problems[0][1]) == err.value.problems[0]
+        assert says in err.value.problems[0][1], err.value.problems
+
+
+def test_nfc_and_nfd_spellings_in_a_file_are_one_text_and_one_name():
+    data = f"text,label\nun {NFC},{NFC}\nun {NFD},{NFD}\n".encode()
+    parsed = parse_csv(data)
+    assert [(r.text, r.labels) for r in merge_repeats(parsed)[0]] == [(f"un {NFC}", (NFC,))]
