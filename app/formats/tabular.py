@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 
 from app.formats.common import (
+    MAX_COLUMNS,
     MAX_NESTING,
     MAX_ROWS,
     FormatError,
@@ -191,6 +192,11 @@ def read_csv(data: bytes) -> ParsedFile:
         header = [h.strip() for h in (reader.fieldnames or [])]
     except csv.Error as exc:
         raise FormatError(f"Not a readable CSV file: {exc}") from exc
+    if len(header) > MAX_COLUMNS:
+        raise FormatError(
+            f"The header has {len(header):,} columns; the limit is {MAX_COLUMNS} (a file needs "
+            "'text', 'label' or 'labels', and optionally 'split', 'context', 'description')."
+        )
     reader.fieldnames = header
     if "text" not in header or not ({"label", "labels"} & set(header)):
         raise FormatError(

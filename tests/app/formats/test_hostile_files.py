@@ -149,3 +149,16 @@ def test_the_spreadsheet_quote_round_trips_any_cell(cell):
     safe = spreadsheet_safe(cell)
     assert from_spreadsheet_safe(safe) == cell
     assert safe[:1] not in ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_a_csv_header_with_100000_columns_is_refused_before_its_rows_are_read():
+    """Issue 27 row 6: 100,000 columns and 1,000 rows (0.7 MB) took 24 s of CPU to read."""
+    n = 100_000
+    header = "text,label," + ",".join(f"c{k}" for k in range(n - 2))
+    data = ("\n".join([header] + [f"hi there {k},greet" for k in range(1_000)]) + "\n").encode()
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match="100,000 columns; the limit is 64"):
+        read_any(data, suffix=".csv")
+    assert time.perf_counter() - start < 2.0
+    ok = "text,label," + ",".join(f"c{k}" for k in range(62)) + "\nhi,greet\n"
+    assert [r.text for r in read_any(ok.encode(), suffix=".csv").rows] == ["hi"]
