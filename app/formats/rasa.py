@@ -149,6 +149,9 @@ def parse_rasa_yaml(
         for k in fields:
             if k not in ("intent", "examples", "metadata"):
                 problems.append((line, f"unknown key {k!r} in intent item"))
+        if not isinstance(fields["intent"], yaml.ScalarNode):
+            problems.append((line, "an intent name must be text, not a list or a mapping"))
+            continue
         name = _node_key(fields["intent"])
         if multi_intent_separator and multi_intent_separator in name:
             labels = tuple(p.strip() for p in name.split(multi_intent_separator))

@@ -5,7 +5,8 @@ merges cost minutes and gigabytes; its composer recurses once per level, so 100,
 brackets end in a ``RecursionError``. :func:`compose_yaml` composes nodes only and refuses, with
 the line, a merge key, nesting deeper than :data:`~app.formats.common.MAX_NESTING` levels, a
 recursive alias, and aliases that expand the document past :func:`expansion_budget` (nodes plus
-scalar characters, an alias counting as everything it stands for).
+scalar characters, an alias counting as everything it stands for), and a tag other than the
+core ones (``!!python/object/apply:os.system``).
 
 Example:
     >>> compose_yaml("a: [1, 2]").value[0][0].value
@@ -24,6 +25,12 @@ from typing import Any
 import yaml
 
 from app.formats.common import MAX_NESTING, FormatError
+
+# Explicit tags a file may use (``!!str 123``); any other (``!!python/object/apply:...``, a local
+# ``!tag``) is refused with its line: nothing here builds objects, but a tagged node would still be
+# read as some text (an intent named ``?``).
+_CORE = "tag:yaml.org,2002:"
+ALLOWED_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map"))
 
 
 def expansion_budget(text: str) -> int:
@@ -73,6 +80,10 @@ class _LimitedLoader(yaml.SafeLoader):
             and event.style is None
         ):
             raise _Refused(line, "merge keys ('<<') are not supported: write the keys out")
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!") and tag not in ALLOWED_TAGS:
+            shown = "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+            raise _Refused(line, f"the YAML tag {shown[:80]} is not supported")
         self._depth += 1
         if self._depth > MAX_NESTING:
             raise _Refused(line, f"nested deeper than {MAX_NESTING} levels")

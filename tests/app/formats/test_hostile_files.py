@@ -162,3 +162,32 @@ def test_a_csv_header_with_100000_columns_is_refused_before_its_rows_are_read():
     assert time.perf_counter() - start < 2.0
     ok = "text,label," + ",".join(f"c{k}" for k in range(62)) + "\nhi,greet\n"
     assert [r.text for r in read_any(ok.encode(), suffix=".csv").rows] == ["hi"]
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("!!python/object/apply:os.system ['echo pwned']", "!!python/object/apply:os.system"),
+        ("!!python/name:os.system greet", "!!python/name:os.system"),
+        ("!custom greet", "!custom"),
+        ("[greet, bye]", "must be text"),
+        ("{a: b}", "must be text"),
+    ],
+)
+def test_a_tagged_or_non_text_intent_name_in_rasa_yaml_is_refused_with_its_line(value, says):
+    """Issue 27 row 9: ``intent: !!python/object/apply:os.system [...]`` ran nothing but
+    imported an intent named ``?``."""
+    doc = f"nlu:\n- intent: greet\n  examples: |\n    - hi\n- intent: {value}\n  examples: |\n    - x\n"
+    with pytest.raises(FormatError) as err:
+        read_any(doc.encode(), suffix=".yml")
+    assert any(says in msg and ln == 5 for ln, msg in err.value.problems), err.value.problems
+
+
+def test_a_tag_on_an_example_is_refused_too_and_core_tags_are_fine():
+    doc = "nlu:\n- intent: greet\n  examples:\n  - !!python/name:os.system hi\n"
+    with pytest.raises(FormatError, match=r"python/name:os\.system"):
+        read_any(doc.encode(), suffix=".yml")
+    ok = "nlu:\n- intent: !!str 123\n  examples:\n  - !!str hello\n"
+    assert [(r.text, r.labels) for r in read_any(ok.encode(), suffix=".yml").rows] == [
+        ("hello", ("123",))
+    ]
