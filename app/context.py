@@ -35,12 +35,12 @@ from core.evaluation.oos import (
     DEFAULT_TARGET_RECALL,
     OUT_OF_SCOPE,
     Calibration,
-    calibrate,
+    calibrate_predictor,
     in_scope_labels,
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
-from core.retrieval.knn import DEFAULT_RULE, KnnIndex
+from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.artifacts import ArtifactStore
 from storage.datasets import SnapshotRow
@@ -322,28 +322,21 @@ class AppContext:
         return len(gone) + len(changed) + moved
 
     def _calibrate(self, pool: ProjectPool) -> None:
-        """The out-of-scope thresholds of the pool, from its labelled test questions when there
-        are enough (:func:`core.evaluation.oos.calibrate`), else from the pool itself."""
+        """The out-of-scope thresholds of the pool, calibrated on the scores its own predictor
+        serves (anchors, rule, ``k``: :func:`core.evaluation.oos.calibrate_predictor`), out of
+        fold over the labelled train pool; the test split is never used."""
         predictor = pool.predictor
-        with self.db.session() as s:
-            tests = labelled_pool(s, pool.project_id, split="test")
-        held = [
-            (pool.text_of(r), in_scope_labels(r.labels)[0])
-            for r in tests
-            if len(in_scope_labels(r.labels)) == 1
-        ]
-        pool.calibration = self.calibrate_pool(
-            pool.encoder,
-            [t for t, _ in pool.items.values()],
-            [labels for _, labels in pool.items.values()],
-            list(pool.out_of_scope.values()),
-            target=pool.target_recall,
-            k=predictor.k,
-            multi_label=predictor.multi_label,
-            rule=predictor.rule,
-            held_out=held,
+        predictor.thresholds = {}
+        if pool.target_recall is None or predictor.multi_label or len(pool.index) == 0:
+            pool.calibration = None
+            return
+        oos = list(pool.out_of_scope.values())
+        pool.calibration = calibrate_predictor(
+            predictor,
+            out_of_scope=self.cache.encode(pool.encoder, oos) if oos else None,
+            target_recall=pool.target_recall,
         )
-        predictor.thresholds = dict(pool.calibration.thresholds) if pool.calibration else {}
+        predictor.thresholds = dict(pool.calibration.thresholds)
 
     def calibrate_pool(
         self,
@@ -353,29 +346,31 @@ class AppContext:
         out_of_scope: list[str],
         *,
         target: float | None,
-        k: int = 1,
         multi_label: bool = False,
-        rule: str = DEFAULT_RULE,
-        held_out: list[tuple[str, str]] | None = None,
+        anchors: tuple[dict[str, str], float, CachedEncoder] | None = None,
     ) -> Calibration | None:
         """Out-of-scope thresholds of a single-label pool in ``encoder``'s space (None when the
-        project turned them off, or is multi-label: its head decides "no intent" itself);
-        ``held_out``: (text, intent) of labelled test questions to calibrate from."""
+        project turned them off, or is multi-label: its head decides "no intent" itself), as
+        the live pool calibrates them: a :class:`Predictor` over the examples with ``anchors``
+        (intent -> text, weight, the encoder of the anchors), scored out of fold."""
         keep = [i for i, labs in enumerate(labels) if in_scope_labels(labs)]
         if target is None or multi_label or not keep:
             return None
-        return calibrate(
-            self.cache.encode(encoder, [texts[i] for i in keep]),
+        kept = [texts[i] for i in keep]
+        predictor = Predictor.from_examples(
+            encoder,
+            kept,
             [in_scope_labels(labels[i]) for i in keep],
+            vectors=self.cache.encode(encoder, kept),
+        )
+        if anchors is not None and anchors[0] and anchors[1]:
+            names, weight, by = anchors
+            vectors = self.cache.encode(by, list(names.values()))
+            predictor.set_anchors(names, weight, vectors=vectors)
+        return calibrate_predictor(
+            predictor,
             out_of_scope=self.cache.encode(encoder, out_of_scope) if out_of_scope else None,
             target_recall=target,
-            k=k,
-            rule=rule,
-            held_out=(
-                (self.cache.encode(encoder, [t for t, _ in held_out]), [y for _, y in held_out])
-                if held_out
-                else None
-            ),
         )
 
     def warm_up(self) -> None:

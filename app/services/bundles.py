@@ -110,7 +110,8 @@ def export_bundle(
         raise ValueError("This project has no labelled training utterances to put in a bundle.")
     texts, labels = [r.text for r in pool], [in_scope_labels(r.labels) for r in pool]
     vectors = ctx.cache.encode(encoder, texts)
-    # the out-of-scope thresholds travel: calibrated in this version's space, as the app does
+    # the out-of-scope thresholds travel: calibrated in this version's space with its anchors,
+    # out of fold over the train pool, as the app does
     out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
     calibration = ctx.calibrate_pool(
         encoder,
@@ -119,11 +120,7 @@ def export_bundle(
         out_of_scope,
         target=oos_target(settings),
         multi_label=is_multilabel(labels),
-        held_out=[
-            (r.text, in_scope_labels(r.labels)[0])
-            for r in rows
-            if r.split == "test" and len(in_scope_labels(r.labels)) == 1
-        ],
+        anchors=(anchors, anchor_weight, anchor_encoder),  # as the bundle predicts
     )
     fields: dict[str, Any] = {
         "project": project,

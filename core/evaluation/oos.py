@@ -1,8 +1,10 @@
 """Out of scope: when the evidence is too weak, a prediction names no intent.
 
-The labelled pool calibrates its own thresholds. Each labelled example is scored *out of fold*
-(by the pool of the other folds, :func:`core.design.out_of_fold.out_of_fold`, with the same
-k-NN rule the predictor uses); the scores of the examples that land on their own intent are how
+The labelled `train` pool calibrates its own thresholds (the test split, which reports accuracy,
+never does). Each labelled example is scored *out of fold*: by the serving pool's own code with
+the example's fold left out (:func:`out_of_fold_scores`: the same anchors — the intents' names and
+descriptions —, ``k`` and rule as the live :class:`~core.retrieval.predictor.Predictor`), so a
+threshold is on the very scores the server produces; the scores of the examples that land on their own intent are how
 similar an in-scope question of that intent looks. An intent's threshold is the highest score that
 still accepts ``target_recall`` of them (the project's trade-off, 95 % by default): a question whose
 top intent scores below its intent's threshold is *out of scope*. By default (:data:`PER_INTENT`)
@@ -37,14 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from core.design.out_of_fold import UNSCORED, out_of_fold
+from core.evaluation.folds import fold_assignments
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
-from core.retrieval.knn import DEFAULT_RULE, KnnIndex, Prediction
+from core.retrieval.knn import DEFAULT_RULE, KnnIndex
+from core.retrieval.predictor import Predictor
 
 __all__ = [
     "OUT_OF_SCOPE",
     "Calibration",
     "calibrate",
+    "calibrate_index",
+    "calibrate_predictor",
     "check_target_recall",
     "choose_threshold",
     "in_scope_labels",
@@ -56,9 +61,10 @@ DEFAULT_TARGET_RECALL = 0.95
 # An intent needs this many out-of-fold scores of its own for a threshold of its own.
 MIN_SCORES = 3
 CALIBRATION_FOLDS = 5
-# Labelled test questions needed to calibrate from them rather than from the pool's out-of-fold
-# scores (see :func:`calibrate`).
-MIN_HELD_OUT = 20
+# The Label queue's hint: the share of the out-of-fold examples with the smallest margins that
+# calibrate the threshold for uncertain questions, and the fewest such scores it needs.
+UNCERTAIN_SHARE = 0.1
+MIN_UNCERTAIN = 20
 # One project-wide threshold by default: on CLINC150 (bench/oos.py, 10-shot pool, frozen and
 # tuned MiniLM) it gave the best in-scope accuracy and OOS precision and kept the target in-scope
 # recall best; per-intent thresholds from ~10 scores each were the noisiest (in-scope accuracy
@@ -118,32 +124,47 @@ def choose_threshold(
 
 
 def out_of_fold_scores(
-    vectors: np.ndarray,
-    labels: Sequence[str],
+    index: KnnIndex,
     *,
     k: int = 1,
     folds: int = CALIBRATION_FOLDS,
     seed: int = 0,
     rule: str = DEFAULT_RULE,
-) -> list[tuple[str | None, float]]:
-    """Each example's top intent and score by the pool's rule over the other folds' examples.
+) -> list[tuple[str, str | None, float, float]]:
+    """Each single-label example of the serving pool ``index``: its intent, and the top intent,
+    score and margin (over the runner-up) the pool gives it with its fold left out — by the serving code itself
+    (:meth:`KnnIndex.classify`, with the pool's anchors and rule), so the scores are the ones a
+    new question gets. A top intent scored by its anchor alone (cold start) is ``None``: the
+    predictor takes it without a threshold.
 
     Example:
-        >>> out_of_fold_scores(np.eye(2), ["a", "b"], folds=2)
-        [('b', 0.0), ('a', 0.0)]
+        >>> index = KnnIndex(2)
+        >>> index.add([0, 1], np.eye(2), ["x", "y"], [("a",), ("b",)])
+        >>> out_of_fold_scores(index, folds=2)
+        [('a', 'b', 0.0, 1.0), ('b', 'a', 0.0, 1.0)]
     """
-    n = len(labels)
-    if n < 2:
-        return [(None, 0.0)] * n
-    # the Conflicts view's out-of-fold scores: the one implementation (no softmax needed here)
-    oof = out_of_fold(
-        vectors, list(labels), folds=min(folds, n), seed=seed, k=k, temperature=1.0, rule=rule
-    )
-    best = oof.scores.argmax(axis=1)
-    return [
-        (oof.intents[j], float(oof.scores[i, j])) if oof.scores[i, j] > UNSCORED else (None, 0.0)
-        for i, j in enumerate(best)
-    ]
+    ids, texts, sets, vectors = index.examples()
+    single = [i for i, labels in enumerate(sets) if len(labels) == 1]
+    if len(single) < 2:
+        return [(sets[i][0], None, 0.0, 0.0) for i in single]
+    folds = min(folds, len(single))
+    assign = np.full(len(ids), -1)
+    assign[single] = fold_assignments([sets[i] for i in single], folds, seed=seed)
+    out: dict[int, tuple[str, str | None, float, float]] = {}
+    for f in range(folds):
+        held = np.flatnonzero(assign == f)
+        rest = np.flatnonzero(assign != f)
+        if not len(held):
+            continue
+        fold = index.empty_like()
+        fold.add(
+            [ids[i] for i in rest], vectors[rest], [texts[i] for i in rest], [sets[i] for i in rest]
+        )
+        for i, pred in zip(held, fold.classify(vectors[held], k=k, show=0, rule=rule), strict=True):
+            cold = pred.top is None or pred.intents[0].cold
+            top, score = (None, 0.0) if cold else (pred.top, pred.score)
+            out[int(i)] = (sets[i][0], top, score, pred.margin)
+    return [out[i] for i in single]
 
 
 def thresholds_from_scores(
@@ -194,10 +215,29 @@ class Calibration:
     n_scores: int = 0  # in-scope out-of-fold scores behind the project-wide threshold
     n_out_of_scope: int = 0  # examples labelled out of scope that were used
     notes: list[str] = field(default_factory=list)
+    # (margin, threshold): a question whose top two intents are within ``margin`` is out of
+    # scope below ``threshold`` (:meth:`looks_out_of_scope`); None: the thresholds alone
+    uncertain: tuple[float, float] | None = None
 
     @property
     def default(self) -> float | None:
         return self.thresholds.get("default")
+
+    def looks_out_of_scope(self, out_of_scope: bool, score: float, margin: float) -> bool:
+        """Whether to show a question as *looks out of scope* (the Label queue's hint): its
+        prediction's ``out_of_scope`` (never more), except that an uncertain question (a small ``margin``:
+        the ones the queue shows first) needs a score below the threshold calibrated on the
+        uncertain training examples — uncertain in-scope questions score low, and the
+        project-wide threshold would flag most of them.
+
+        Example:
+            >>> cal = Calibration({"default": 0.6}, 0.95, uncertain=(0.02, 0.45))
+            >>> cal.looks_out_of_scope(True, 0.5, 0.01), cal.looks_out_of_scope(True, 0.5, 0.1)
+            (False, True)
+        """
+        if self.uncertain is None or margin > self.uncertain[0]:
+            return out_of_scope
+        return out_of_scope and score < self.uncertain[1]
 
     def message(self) -> str:
         """One plain paragraph on what was calibrated.
@@ -216,21 +256,12 @@ class Calibration:
             "n_scores": self.n_scores,
             "n_out_of_scope": self.n_out_of_scope,
             "notes": list(self.notes),
+            "uncertain": list(self.uncertain) if self.uncertain is not None else None,
         }
 
 
-def _classify(
-    pool: np.ndarray, names: list[str], queries: np.ndarray, k: int, rule: str
-) -> list[Prediction]:
-    """``queries`` classified against the single-label pool (``pool``, ``names``)."""
-    index = KnnIndex(pool.shape[1])
-    index.add(list(range(len(names))), pool, [""] * len(names), [(n,) for n in names])
-    return index.classify(np.asarray(queries), k=k, show=0, depth=max(20, 4 * k), rule=rule)
-
-
-def calibrate(
-    vectors: np.ndarray,
-    labels: Sequence[Sequence[str]],
+def calibrate_index(
+    index: KnnIndex,
     *,
     out_of_scope: np.ndarray | None = None,
     target_recall: float = DEFAULT_TARGET_RECALL,
@@ -240,14 +271,14 @@ def calibrate(
     per_intent: bool = PER_INTENT,
     shrink: float = SHRINK,
     rule: str = DEFAULT_RULE,
-    held_out: tuple[np.ndarray, Sequence[str]] | None = None,
 ) -> Calibration:
-    """Out-of-scope thresholds from a single-label pool (see the module doc): the project-wide
-    one for every intent (the default), or per intent, shrunk toward it.
+    """Out-of-scope thresholds of a serving pool (see the module doc), from its own examples
+    scored out of fold by :func:`out_of_fold_scores` — the labelled `train` pool, never the test
+    split that reports accuracy — with the pool's anchors, ``k`` and ``rule`` (the predictor's:
+    :func:`calibrate_predictor`).
 
     Args:
-        vectors: the pool's vectors, one row per example.
-        labels: each example's label set (one intent; :data:`OUT_OF_SCOPE` rows are left out).
+        index: the serving pool (its anchors take part as they do in a prediction).
         out_of_scope: vectors of examples labelled out of scope (scored against the whole pool).
         target_recall: the share of in-scope questions to keep (0.5 to 1).
         k: the predictor's examples per intent.
@@ -255,35 +286,19 @@ def calibrate(
         shrink: how far an intent's own threshold is pulled toward the project-wide one (see
             :func:`thresholds_from_scores`).
         rule: the predictor's decision rule (the thresholds are on its scores).
-        held_out: vectors and intents of labelled questions outside the pool (the test split).
-            When there are at least :data:`MIN_HELD_OUT`, their scores against the pool are
-            used instead of the pool's out-of-fold scores: an encoder tuned on the pool pulls
-            its own examples together, so out-of-fold scores of the pool run high and a
-            threshold from them would send too many real questions to "no intent".
     """
     check_target_recall(target_recall)
-    keep = [i for i, lab in enumerate(labels) if len(in_scope_labels(lab)) == 1]
-    names = [in_scope_labels(labels[i])[0] for i in keep]
-    vecs = np.asarray(vectors, dtype=np.float32)[keep] if keep else np.zeros((0, 1), np.float32)
-    own: dict[str, list[float]] = {name: [] for name in names}
-    source = "out-of-fold"
-    if held_out is not None and len(held_out[1]) >= MIN_HELD_OUT and keep:
-        source = "held-out test"
-        gold = list(held_out[1])
-        for name, pred in zip(gold, _classify(vecs, names, held_out[0], k, rule), strict=True):
-            if pred.top == name and name in own:
-                own[name].append(pred.score)
-    else:
-        scores = out_of_fold_scores(vecs, names, k=k, folds=folds, seed=seed, rule=rule)
-        for name, (top, score) in zip(names, scores, strict=True):
-            if top == name:
-                own[name].append(score)
+    scored = out_of_fold_scores(index, k=k, folds=folds, seed=seed, rule=rule)
+    own: dict[str, list[float]] = {name: [] for name, _, _, _ in scored}
+    for name, top, score, _ in scored:
+        if top == name:
+            own[name].append(score)
     negatives: dict[str, list[float]] = {}
     n_oos = 0 if out_of_scope is None else len(out_of_scope)
-    if n_oos and keep:
+    if n_oos and scored:
         assert out_of_scope is not None
-        for pred in _classify(vecs, names, out_of_scope, k, rule):
-            if pred.top is not None:
+        for pred in index.classify(np.asarray(out_of_scope), k=k, show=0, rule=rule):
+            if pred.top is not None and not pred.intents[0].cold:
                 negatives.setdefault(pred.top, []).append(pred.score)
     every = [s for values in own.values() for s in values]
     if not every:
@@ -301,11 +316,13 @@ def calibrate(
     default, thresholds, fallback = thresholds_from_scores(
         own, negatives, target_recall, per_intent=per_intent, shrink=shrink
     )
+    anchored = " (with the intents' names and descriptions)" if index.anchors() else ""
     notes = [
         f"Out-of-scope thresholds for a {target_recall:.0%} in-scope recall, from "
-        f"{len(every)} {source} scores"
-        + (f" and {n_oos} examples labelled {OUT_OF_SCOPE}" if n_oos else "")
-        + f"; project-wide threshold {default:.2f}"
+        f"{len(every)} scores of the labelled training examples, each scored as a new question "
+        f"by the other folds{anchored}"
+        + (f", and {n_oos} examples labelled {OUT_OF_SCOPE}" if n_oos else "")
+        + f"; the test split is not used. Project-wide threshold {default:.2f}"
         + ("." if per_intent else ", for every intent.")
     ]
     if fallback and per_intent:
@@ -314,4 +331,64 @@ def calibrate(
             f"{len(fallback)} intent(s) with too few examples for a threshold of their own use "
             f"the project-wide one: {shown}."
         )
-    return Calibration(thresholds, target_recall, fallback, len(every), n_oos, notes)
+    hint = _uncertain_hint(scored, negatives, target_recall)
+    if hint is not None:
+        notes.append(
+            f"Uncertain questions (margin up to {hint[0]:.3f}, like the Label queue's first "
+            f"cards) are called out of scope below {hint[1]:.2f}, calibrated on the "
+            f"{UNCERTAIN_SHARE:.0%} least certain training examples."
+        )
+    return Calibration(
+        thresholds, target_recall, fallback, len(every), n_oos, notes, uncertain=hint
+    )
+
+
+def _uncertain_hint(
+    scored: list[tuple[str, str | None, float, float]],
+    negatives: dict[str, list[float]],
+    target_recall: float,
+) -> tuple[float, float] | None:
+    """The margin that makes a question uncertain (the :data:`UNCERTAIN_SHARE` smallest margins
+    of the out-of-fold examples) and the threshold that keeps ``target_recall`` of those
+    uncertain examples that land on their own intent (None: fewer than :data:`MIN_UNCERTAIN`)."""
+    margins = np.array([m for _, top, _, m in scored if top is not None])
+    if len(margins) < MIN_UNCERTAIN / UNCERTAIN_SHARE:
+        return None
+    cut = float(np.quantile(margins, UNCERTAIN_SHARE))
+    own = [s for name, top, s, m in scored if top == name and m <= cut]
+    if len(own) < MIN_UNCERTAIN:
+        return None
+    every_negative = [v for values in negatives.values() for v in values]
+    return cut, choose_threshold(own, every_negative, target_recall)
+
+
+def calibrate_predictor(
+    predictor: Predictor, *, out_of_scope: np.ndarray | None = None, **options: Any
+) -> Calibration:
+    """:func:`calibrate_index` of the predictor's own pool, ``k`` and rule: the thresholds are
+    calibrated on the scores this predictor serves (``options``: the target recall, folds…)."""
+    return calibrate_index(
+        predictor.index, out_of_scope=out_of_scope, k=predictor.k, rule=predictor.rule, **options
+    )
+
+
+def calibrate(
+    vectors: np.ndarray,
+    labels: Sequence[Sequence[str]],
+    *,
+    out_of_scope: np.ndarray | None = None,
+    anchors: tuple[Sequence[str], np.ndarray, float] | None = None,
+    **options: Any,
+) -> Calibration:
+    """:func:`calibrate_index` of a pool made of ``vectors`` and ``labels`` (each example's label
+    set; :data:`OUT_OF_SCOPE` rows are left out), with ``anchors`` (intent names, their
+    vectors, weight) when the serving pool has them."""
+    keep = [i for i, lab in enumerate(labels) if in_scope_labels(lab)]
+    vecs = np.asarray(vectors, dtype=np.float32)
+    index = KnnIndex(vecs.shape[1] if vecs.ndim == 2 else 1)
+    if keep:
+        names = [in_scope_labels(labels[i]) for i in keep]
+        index.add(keep, vecs[keep], [""] * len(keep), names)
+    if anchors is not None:
+        index.set_anchors(anchors[0], anchors[1], [""] * len(anchors[0]), anchors[2])
+    return calibrate_index(index, out_of_scope=out_of_scope, **options)

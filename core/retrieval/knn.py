@@ -143,6 +143,25 @@ class KnnIndex:
             for i in present:
                 del self._items[i]
 
+    def examples(self) -> tuple[list[int], list[str], list[tuple[str, ...]], np.ndarray]:
+        """The pool's ids, texts, label sets and stored unit vectors, in one order."""
+        with self._lock:
+            ids = list(self._items)
+            vectors = np.zeros((len(ids), self.dim), dtype=np.float32)
+            for row, i in enumerate(ids):
+                vectors[row] = self._index.reconstruct(i)
+            texts = [self._items[i][0] for i in ids]
+            return ids, texts, [self._items[i][1] for i in ids], vectors
+
+    def empty_like(self) -> KnnIndex:
+        """An empty pool with this one's anchors and anchor weight: what scores a fold of its
+        examples as this pool would score a new question (out-of-scope calibration)."""
+        other = KnnIndex(self.dim)
+        with self._lock:
+            other._anchors = dict(self._anchors)
+            other.anchor_weight = self.anchor_weight
+        return other
+
     def _vector(self, item_id: int) -> np.ndarray:
         """The stored unit vector of a pool item."""
         return np.asarray(self._index.reconstruct(int(item_id)), dtype=np.float64)

@@ -18,8 +18,11 @@ from core.evaluation.oos import DEFAULT_TARGET_RECALL as DEFAULT_TARGET
 HELP = (
     "A question whose best intent scores below the threshold gets **no intent** "
     "(out of scope) in Try, the Label queue, the API and bundles, instead of a wrong guess. The "
-    "threshold is calibrated from the labelled examples, each scored by the others: it keeps "
-    "the share you choose of them (one threshold for every intent: with ~10 examples each, "
+    "threshold is calibrated on the labelled **training** examples only (never the test split, "
+    "which reports accuracy): each is scored as a new question would be, with the intents' names "
+    "and descriptions, by the examples outside its fold, and the threshold keeps the share you "
+    "choose of those that land on their own intent (one threshold for every intent: with ~10 "
+    "examples each, "
     "thresholds of their own were noisier on the benchmark). A higher share answers more "
     "questions and rejects fewer that are out of scope. Label real out-of-scope questions as `out_of_scope` (no "
     "minimum count, never trained as an intent) and the thresholds move to reject them."
