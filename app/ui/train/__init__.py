@@ -8,6 +8,7 @@ Callbacks are module-level functions of the app context and plain values; they o
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import gradio as gr
@@ -17,7 +18,7 @@ from app.ui.common import bind
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
 from app.ui.train.retrain import build_retrain_section, poll, progress_html
-from app.ui.train.versions import build_versions_section, load_history
+from app.ui.train.versions import VersionsSection, build_versions_section, load_history
 
 __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
@@ -26,8 +27,8 @@ def tick(ctx: AppContext, proj: str | None, jid: int | None, message: str) -> tu
     """The timer's refresh: the job panel, and the history once the job has ended (then a
     "Job #N queued" line has said its piece: the panel shows how the job ended)."""
     out = poll(ctx, proj, jid)
-    if out[2]["active"]:
-        return (*out, gr.update(), gr.update(), gr.update(), gr.update(), gr.update())
+    if out[2]["active"]:  # only the job panel changes; every other output is left as it is
+        return (*out, *(gr.update() for _ in fields(VersionsSection)), gr.update())
     done = "" if "queued" in (message or "") else gr.update()
     return (*out, *load_history(ctx, proj), done)  # the job ended: show its version
 

@@ -41,6 +41,10 @@ def test_the_queued_line_clears_once_the_job_has_ended(ctx, demo):
     retrain.stop(ctx, job_id, demo)  # a queued job is cancelled at once
     ended = tick(ctx, demo, job_id, msg)
     assert ended[2]["active"] is False and ended[-1] == ""
+    # One value per output the timer updates, running or not (a running job's tick was one
+    # short: an error toast every second and a panel stuck at "queued · 0 %").
+    bound = len(retrain.poll(ctx, demo, job_id)) + len(versions.load_history(ctx, demo)) + 1
+    assert len(running) == len(ended) == bound
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
     assert tick(ctx, demo, job_id, other)[-1] == {"__type__": "update"}
