@@ -135,3 +135,39 @@ def test_the_cli_refuses_hostile_files_with_exit_2_and_no_traceback(tmp_path):
         assert time.perf_counter() - start < 60
     listed = _cli(tmp_path, "projects")
     assert "shop" not in listed.stdout
+
+
+def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_memory(tmp_path):
+    """Issue 27 row 15: a 24 MB single-line flow mapping took ~105 s and ~0.7 GB to refuse. It
+    is now refused after the first values past the limit, in its own process (to measure it)."""
+    pairs = (b"k%d: v" % i for i in range(4_000_000))
+    body = b"{" + b", ".join(pairs)[: 24 * 2**20 - 3].rsplit(b",", 1)[0] + b"}\n"
+    path = tmp_path / "flow.yml"
+    path.write_bytes(body)
+    probe = (
+        "import resource, sys, time\n"
+        "from app.formats import FormatError, read_any\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = time.perf_counter()\n"
+        "try:\n"
+        "    read_any(data, suffix='.yml')\n"
+        "    print('accepted')\n"
+        "except FormatError as exc:\n"
+        "    print(str(exc).splitlines()[1])\n"
+        "grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024\n"
+        "print(f'{time.perf_counter() - t:.2f} {grew:.0f}')\n"
+    )
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.splitlines()
+    except subprocess.TimeoutExpired:
+        pytest.fail("a 24 MB flow mapping was still being read after 60 s")
+    assert "YAML values" in out[0] and "line 1" in out[0], out
+    seconds, grew_mb = (float(x) for x in out[1].split())
+    assert seconds < 8 and grew_mb < 200, out
