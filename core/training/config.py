@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,6 +318,8 @@ def _check_range(
 ) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a number, got {value!r}.")
+    if not math.isfinite(value):  # NaN passes every comparison: it trained 264 s, then failed
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
     too_low = value <= low if low_open else value < low
     too_high = value >= high if high_open else value > high
     if too_low or too_high:

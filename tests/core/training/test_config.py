@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -98,3 +99,23 @@ def test_the_fast_method_freezes_the_lowest_three_layers_and_convfit_none_by_def
     assert TrainConfig(method="convfit").resolved_freeze_layers == 0
     assert TrainConfig(freeze_layers=0).resolved_freeze_layers == 0
     assert TrainConfig.from_dict(TrainConfig().to_dict()).freeze_layers is None
+
+
+FLOAT_SETTINGS = [
+    f.name for f in dataclasses.fields(TrainConfig) if f.type in ("float", "float | None")
+]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("name", FLOAT_SETTINGS)
+def test_a_non_finite_number_is_refused_for_every_float_setting(name, value) -> None:
+    """Issue 27 row 12: lr=NaN and margin=NaN were queued, trained 264 s, then failed."""
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        TrainConfig.from_dict({name: value})
+
+
+def test_the_red_teams_retrain_settings_are_refused_before_queueing() -> None:
+    assert {"lr", "margin", "stage1_lr", "distil_temperature"} <= set(FLOAT_SETTINGS)
+    for bad in ({"lr": float("nan")}, {"margin": float("nan")}):
+        with pytest.raises(ValueError, match="finite"):
+            TrainConfig.from_dict(json.loads(json.dumps(bad)))  # NaN survives JSON in Python
