@@ -1,29 +1,74 @@
 () => {
   // The labelling queue's keys: each presses a visible button of the Label tab
-  // (app/ui/queue_tab.py fills in KEYS).
+  // (app/ui/queue_tab.py fills in KEYS). One answer is on its way at a time: a key pressed
+  // meanwhile waits, in order, for the answer before it (it would otherwise run on the card
+  // that answer replaces). After every answer the focus is back on the card, so the next key
+  // is a command, never a letter in a text box.
   if (window.__studioQueueKeys) return [];
   window.__studioQueueKeys = true;
   const KEYS = __KEYS__;
+  const COMMIT = 'queue-commit';  // the hidden button that takes the typed intent
+  const WAIT_MS = 5000;  // an answer that never comes stops holding keys back after this
+  const root = () => document.querySelector('#queue-card');
   const card = () => document.querySelector('#queue-card [data-item]');
+  const seq = () => card()?.getAttribute('data-seq');
   const filter = () => document.querySelector('#queue-filter textarea, #queue-filter input');
-  const press = (id) => {
-    const button = document.querySelector('#' + id);
+  let busy = 0;  // when the answer on its way was asked for (0: none)
+  let busySeq = null;  // the card on screen then: the answer is there when it changes
+  const waiting = [];  // [button id, typed text] pressed meanwhile, oldest first
+
+  const press = ([id, typed]) => {
+    const button = document.getElementById(id);
     if (!button || button.disabled) return;
-    window.__studioQueueBusy = Date.now();
+    busy = Date.now();
+    busySeq = seq();
+    window.__studioQueueTyped = typed ?? '';  // read by the commit's js (queue_tab.py)
     button.click();
   };
+  const act = (id, typed) => {
+    if (busy && Date.now() - busy < WAIT_MS) {
+      waiting.push([id, typed]);
+      return;
+    }
+    waiting.length = 0;  // kept for an answer that never came: too old to apply now
+    press([id, typed]);
+  };
+  const toCard = () => {
+    const r = root();
+    if (!r) return;
+    r.tabIndex = -1;
+    r.focus({preventScroll: true});
+  };
+  const clear = (f) => {
+    if (!f || !f.value) return;
+    f.value = '';
+    f.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  // Enter in the filter (or a click on a listed match): the text as it is at this moment goes
+  // to the server, which re-matches it; the box empties and the card takes the keys again.
+  const commit = (typed) => {
+    clear(filter());
+    toCard();
+    if (typed.replace(/[\s/]/g, '')) act(COMMIT, typed);  // an empty filter never labels
+  };
+
   document.addEventListener('keydown', (e) => {
     const c = card();
     if (!c || c.offsetParent === null) return;  // the Label tab is not showing
     const f = filter();
-    if (e.target === f) {
-      if (e.key === 'Escape') {
-        f.value = '';
-        f.dispatchEvent(new Event('input', {bubbles: true}));
-        f.blur();
+    if (f && e.target === f) {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        e.stopPropagation();
+        commit(f.value);
+      } else if (e.key === 'Escape') {
+        e.preventDefault();
+        clear(f);
+        toCard();
+      } else if (e.key === '/' && !f.value) {
         e.preventDefault();
       }
-      return;  // Enter in the filter is the textbox's own submit
+      return;
     }
     const tag = (e.target.tagName || '').toLowerCase();
     if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable) return;
@@ -32,33 +77,44 @@
     else if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (id) {
       e.preventDefault();
-      if (window.__studioQueueBusy && Date.now() - window.__studioQueueBusy < 5000) {
-        // The answer before this one is still on its way: this key applies to the next
-        // utterance, once it is on screen (one key is kept; a fast typist loses nothing).
-        window.__studioQueuePending = id;
-        return;
-      }
-      press(id);
+      act(id);
       return;
     }
     if (f && (e.key === '/' || /^[a-z_]$/i.test(e.key))) {
-      f.focus();
+      if (document.activeElement !== f) {
+        f.focus();
+        f.select();  // a new filter replaces what an earlier one left
+      }
       if (e.key === '/') e.preventDefault();  // other letters go on into the filter
     }
+  }, true);  // capture: before the focused element (a button, the filter) acts on the key
+
+  document.addEventListener('click', (e) => {
+    const match = e.target.closest?.('#queue-matches [data-intent]');
+    if (!match) return;
+    e.preventDefault();
+    commit(match.getAttribute('data-intent'));
   });
-  // A new card on screen (replaced or updated in place) means the answer arrived: keys work
-  // again, and a key pressed meanwhile is applied now.
+
+  // A new card on screen (every answer renders a new data-seq, a refusal too) means the answer
+  // arrived: the focus goes back to the card unless a filter is being typed, and the next key
+  // waiting is pressed.
   const settled = () => {
-    if (!window.__studioQueueBusy) return;
-    window.__studioQueueBusy = 0;
-    const pending = window.__studioQueuePending;
-    window.__studioQueuePending = null;
-    if (pending) press(pending);
+    if (card()?.offsetParent === null) return;  // another tab: leave its focus alone
+    const f = filter();
+    const a = document.activeElement;
+    const typing = f && a === f && f.value;
+    const inQueue = a && a.closest?.('#queue-card, #queue-filter') || a?.tagName === 'BUTTON';
+    if (!typing && (!a || a === document.body || inQueue)) toCard();
+    if (!busy || seq() === busySeq) return;
+    busy = 0;
+    const next = waiting.shift();
+    if (next) press(next);
   };
   const watch = () => {
-    const root = document.querySelector('#queue-card');
-    if (!root) return setTimeout(watch, 200);
-    new MutationObserver(settled).observe(root, {
+    const r = root();
+    if (!r) return setTimeout(watch, 200);
+    new MutationObserver(settled).observe(r, {
       subtree: true, childList: true, characterData: true,
       attributes: true, attributeFilter: ['data-item', 'data-seq'],
     });

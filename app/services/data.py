@@ -131,6 +131,7 @@ def label_utterance(
     expected_version: int | None = None,
     split: str | None = None,
     text: str | None = None,
+    batch: str | None = None,
 ) -> dict[str, Any]:
     """Set an utterance's intents (and optionally its text and split) in one transaction, by the
     one labelling rule (:func:`storage.utterances.labelled_split`): an utterance that gets an
@@ -155,7 +156,13 @@ def label_utterance(
                 f"(now: {current.text!r}); reload and try again."
             )
         row = repo.set_labels(
-            s, pid, utterance_id, names, split=split or None, user_id=acting_user(user_id)
+            s,
+            pid,
+            utterance_id,
+            names,
+            split=split or None,
+            user_id=acting_user(user_id),
+            batch=batch,
         )
     return asdict(row)
 
@@ -197,11 +204,20 @@ def edit_text(
 
 
 def delete_utterance(
-    ctx: AppContext, project: str, utterance_id: int, *, user_id: int | None = None
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    *,
+    user_id: int | None = None,
+    batch: str | None = None,
 ) -> None:
     with ctx.db.write() as s:
         repo.delete_utterance(
-            s, project_id_in(s, project, write=True), utterance_id, user_id=acting_user(user_id)
+            s,
+            project_id_in(s, project, write=True),
+            utterance_id,
+            user_id=acting_user(user_id),
+            batch=batch,
         )
 
 

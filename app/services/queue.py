@@ -25,10 +25,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from app.context import AppContext
+from app.context import AppContext, ProjectPool
 from app.services import conflicts as conflicts_svc
 from app.services import data as data_svc
 from app.services.data import project_id_in
@@ -40,7 +41,8 @@ from core.labelling import (
     uncertain_spread_out,
 )
 from core.retrieval import KnnIndex
-from storage.utterances import count_utterances, labelled_pool, list_utterances
+from storage.errors import NotFoundError
+from storage.utterances import count_utterances, find_by_text, labelled_pool, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ ORDERS = {
 }
 DEFAULT_ORDER = "useful"
 REVIEW = "mislabelled"  # the order that shows labelled utterances
-ACTIONS = ("take", "test", "none", "delete")
+ACTIONS = ("take", "test", "none", "delete", "oos")
 CHUNK = 20
 MAX_CANDIDATES = 5000
 SUGGESTIONS = 3
@@ -84,9 +86,8 @@ class QueueItem:
 
     @property
     def first_choice(self) -> str | None:
-        """What ``Enter`` takes (single-label): the top suggestion, or out of scope."""
-        if self.out_of_scope:
-            return OUT_OF_SCOPE
+        """What ``Enter`` and ``t`` take (single-label): the top suggestion, always; out of scope
+        has a key of its own (``o``), so a doubtful threshold never turns Enter into it."""
         return self.suggestions[0].intent if self.suggestions else None
 
 
@@ -187,9 +188,18 @@ def item(
         suggestions,
         tuple(result["labels"]),
         pool.predictor.multi_label,
-        out_of_scope=bool(result["oos"]) and not pool.predictor.multi_label,
+        out_of_scope=_looks_out_of_scope(pool, result),
         threshold=result.get("threshold"),
     )
+
+
+def _looks_out_of_scope(pool: ProjectPool, result: dict[str, Any]) -> bool:
+    """The card's hint: the prediction's out of scope, where the calibration supports it for a
+    card as uncertain as this one (:meth:`core.evaluation.oos.Calibration.looks_out_of_scope`)."""
+    oos = bool(result["oos"]) and not pool.predictor.multi_label
+    if pool.calibration is None:
+        return oos
+    return pool.calibration.looks_out_of_scope(oos, result["score"], result["margin"])
 
 
 def next_item(
@@ -229,19 +239,22 @@ def answer(
     labels: Sequence[str] = (),
     *,
     expected_version: int | None = None,
+    batch: str | None = None,
 ) -> str:
     """Write the annotator's answer and say what happened. ``take``: the labels (into `train`);
     ``test``: the labels, into `test`; ``none``: reviewed, no intent (kept in `train` without an
-    intent, out of the queue); ``delete``: removed (undo brings it back)."""
+    intent, out of the queue); ``delete``: removed (undo brings it back); ``oos``: labelled
+    out of scope (into `train`, where it teaches the threshold). ``batch`` names the
+    change in the audit log, so :func:`undo_answer` takes back this answer and nothing else."""
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
-    names = list(labels)
+    names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
         raise ValueError("Pick an intent first (1-3, or type to filter).")
     if action == "delete":
-        data_svc.delete_utterance(ctx, project, utterance_id)
+        data_svc.delete_utterance(ctx, project, utterance_id, batch=batch)
         return f"Deleted #{utterance_id} (u to undo)."
-    split = {"take": None, "test": "test", "none": "train"}[action]
+    split = {"take": None, "oos": None, "test": "test", "none": "train"}[action]
     row = data_svc.label_utterance(
         ctx,
         project,
@@ -249,9 +262,58 @@ def answer(
         [] if action == "none" else names,
         split=split,
         expected_version=expected_version,
+        batch=batch,
     )
     what = ", ".join(row["labels"]) or "no intent"
     return f"#{utterance_id} → {what} ({row['split']})."
+
+
+def describe(utterance_id: int, action: str, labels: Sequence[str] = ()) -> str:
+    """One answer of the queue in words (what an undo says it took back).
+
+    Example:
+        >>> describe(123, "take", ["card_arrival"]), describe(7, "delete")
+        ('#123 labelled card_arrival', '#7 deleted')
+    """
+    names = ", ".join(labels) or "no intent"
+    return {
+        "take": f"#{utterance_id} labelled {names}",
+        "oos": f"#{utterance_id} labelled {OUT_OF_SCOPE}",
+        "test": f"#{utterance_id} labelled {names} into test",
+        "none": f"#{utterance_id} marked no intent",
+        "delete": f"#{utterance_id} deleted",
+        "skip": f"#{utterance_id} skipped",
+    }[action]
+
+
+def undo_answer(
+    ctx: AppContext,
+    project: str,
+    *,
+    utterance_id: int,
+    action: str,
+    labels: Sequence[str] = (),
+    batch: str | None = None,
+    text: str = "",
+) -> tuple[str, int]:
+    """Take back one answer given in the queue (its own batch, never a later or another
+    person's change; refused, nothing changed, when someone edited the utterance since). Returns
+    what it undid and the utterance's id now: a deleted utterance comes back under a new id, and
+    the queue shows it again. A skip changed nothing stored: it is only shown again."""
+    what = describe(utterance_id, action, labels)
+    if action == "skip" or batch is None:
+        return f"Undid: {what}.", utterance_id
+    try:
+        data_svc.undo_batch(ctx, project, batch)
+    except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
+        return f"Undid: {what} (it had changed nothing).", utterance_id
+    if action != "delete":
+        return f"Undid: {what}.", utterance_id
+    with ctx.db.session() as s:
+        back = find_by_text(s, project_id_in(s, project), text)
+    if back is None:
+        raise NotFoundError(f"#{utterance_id} was restored but cannot be found again.")
+    return f"Undid: {what} (back as #{back}).", back
 
 
 def warm_up(ctx: AppContext) -> None:

@@ -1,17 +1,20 @@
 """The Label tab: the labelling queue, one utterance at a time, driven by the keyboard.
 
 Keys (when no text box has the focus): ``1``-``3`` take a suggestion (multi-label: toggle it),
-``Enter`` takes the first, or ``out_of_scope`` when the model says so (multi-label: commits the
-ticked intents), ``n`` no intent, ``t`` to test, ``s`` skip, ``d`` delete, ``u`` or ``Ctrl+Z`` undo; any other letter (or ``/``) starts the intent
-filter, where ``Enter`` takes the best match and ``Esc`` goes back. Every key presses a visible
-button, so the mouse does the same.
+``Enter`` takes the first (multi-label: commits the ticked intents), ``o`` out of scope, ``n`` no
+intent, ``t`` the first (or the ticked intents) to test, ``s`` skip, ``d`` delete, ``u`` or
+``Ctrl+Z`` undo this queue's last answer; any other letter (or ``/``) starts the intent filter,
+where ``Enter`` takes the intent the typed text names (re-matched on the server from exactly that
+text; nothing matching or a tie is refused) and ``Esc`` goes back. After every answer the focus
+is back on the card, so the next key is a command again. Every key presses a visible button, so
+the mouse does the same (a click on a listed match takes it).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import time
+import uuid
 from dataclasses import asdict
 from importlib import resources
 from typing import Any
@@ -23,11 +26,13 @@ from app.services import data as data_svc
 from app.services import queue as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from app.ui.queue_view import _card, filter_intents, render
 
 HELP = (
-    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first (or out of scope) · type to "
-    "filter intents (`/` first for names starting with n, s, t, d, u) · `n` no intent · `t` to test · `s` skip · "
-    "`d` delete · `u` / `Ctrl+Z` undo"
+    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first · `o` out of scope · `n` no intent "
+    "· `t` the first to test · `s` skip · `d` delete · `u` / `Ctrl+Z` undo · type to filter "
+    "intents, `Enter` takes the one the text names (`/` first for names starting with "
+    "d, n, o, s, t, u)"
 )
 
 # Pressing a key presses the button with this id (see _JS_KEYS).
@@ -36,6 +41,7 @@ KEYS = {
     "2": "queue-s2",
     "3": "queue-s3",
     "Enter": "queue-enter",
+    "o": "queue-oos",
     "n": "queue-none",
     "t": "queue-test",
     "s": "queue-skip",
@@ -59,89 +65,10 @@ def _fresh(how: str = svc.DEFAULT_ORDER, near: str | None = None) -> dict[str, A
         "item": None,
         "picked": [],
         "answered": [],  # when each answer of this session was given (labels/min)
-        "history": [],  # the ids answered, last first out (undo shows them again)
+        # this queue's answers and skips, last first out: what u takes back (and shows again)
+        "history": [],
         "seq": 0,
     }
-
-
-def _card(item: dict[str, Any] | None, seq: int) -> str:
-    if item is None:
-        return (
-            f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
-            "Nothing left to label in this order. Import more utterances, or pick another "
-            "order above.</div>"
-        )
-    note = ""
-    if item.get("out_of_scope"):
-        note = (
-            "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
-            f"({item['threshold']:.2f}). <code>Enter</code> labels it {svc.OUT_OF_SCOPE}; "
-            "<code>1</code>-<code>3</code> take an intent.</div>"
-        )
-    return (
-        f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
-        f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
-        f"<div class='queue-meta'>#{item['id']}{_current(item)}</div></div>"
-    )
-
-
-def _current(item: dict[str, Any]) -> str:
-    """What a reviewed (labelled) utterance carries now."""
-    now = item.get("current") or ()
-    return f" · now: {html.escape(', '.join(now))}" if now else ""
-
-
-def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
-    done = state["answered"]
-    rate = ""
-    if len(done) >= 2 and done[-1] > done[0]:
-        rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
-    if state["how"] == svc.REVIEW:  # labelled utterances: what is left is the flagged list
-        left = len(state["upcoming"]) + (state["item"] is not None)
-        return f"**{left}** flagged left to review · {len(done)} reviewed this session{rate}"
-    unlabelled, err = attempt(lambda: svc.remaining(ctx, proj))
-    if err:
-        return problem(err)
-    return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
-
-
-def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "") -> tuple:
-    """Every output of the tab from the state: card, suggestions, picks, progress, message."""
-    item = state["item"]
-    suggestions = item["suggestions"] if item else []
-    buttons, examples = [], []
-    for i in range(svc.SUGGESTIONS):
-        if i < len(suggestions):
-            s = suggestions[i]
-            ticked = "✓ " if s["intent"] in state["picked"] else ""
-            # Enter's answer is the orange one: out of scope, Enter takes out_of_scope, not 1
-            first = i == 0 and not item.get("out_of_scope")
-            buttons.append(
-                gr.update(
-                    value=f"{i + 1} · {ticked}{s['intent']} · {s['score']:.2f}",
-                    visible=True,
-                    variant="primary" if first else "secondary",
-                )
-            )
-            examples.append(gr.update(value=f"“{html.escape(s['example'])}”", visible=True))
-        else:
-            buttons.append(gr.update(visible=False))
-            examples.append(gr.update(visible=False))
-    multi = bool(item and item["multi_label"])
-    picked = gr.update(
-        value=list(state["picked"]),
-        choices=sorted({*state["picked"], *(s["intent"] for s in suggestions)}),
-        visible=multi,
-    )
-    return (
-        message,
-        state,
-        _card(item, state["seq"]),
-        *buttons,
-        *examples,
-        picked,
-        _progress(ctx, proj, state) if proj else "",
-    )
 
 
 def _advance(ctx: AppContext, proj: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -152,17 +79,18 @@ def _advance(ctx: AppContext, proj: str, state: dict[str, Any]) -> dict[str, Any
         state["how"],
         near=state["near"],
         # reviewing labelled rows: one answered (e.g. its intent confirmed) is not shown again
-        exclude=[*state["skipped"], *(state["history"] if state["how"] == svc.REVIEW else [])],
+        exclude=[
+            *state["skipped"],
+            *([h["id"] for h in state["history"]] if state["how"] == svc.REVIEW else []),
+        ],
     )
     item = {**asdict(found), "first": found.first_choice} if found else None
-    state = {
+    return {
         **state,
         "item": item,
         "upcoming": ahead,
         "picked": list(item["predicted"]) if item and item["multi_label"] else [],
-        "seq": state["seq"] + 1,
     }
-    return state
 
 
 def start(ctx: AppContext, proj: str | None, how: str, near: str | None) -> tuple:
@@ -179,22 +107,27 @@ def start(ctx: AppContext, proj: str | None, how: str, near: str | None) -> tupl
 
 
 def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: list[str]) -> tuple:
-    """Answer the current item (``take``/``test``/``none``/``delete``) and show the next one."""
+    """Answer the current item (``take``/``test``/``none``/``delete``/``oos``) and show the next
+    one; the answer joins this queue's history under its own batch (what ``u`` takes back)."""
     item = state["item"]
     if item is None:
         return render(ctx, proj, state, problem("Nothing to answer: press Start."))
+    batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
     msg, err = attempt(
-        lambda: svc.answer(ctx, proj, item["id"], action, labels, expected_version=item["version"])
+        lambda: svc.answer(
+            ctx, proj, item["id"], action, labels, expected_version=item["version"], batch=batch
+        )
     )
     if err:
         review = state["how"] == svc.REVIEW
         if svc.item(ctx, proj, item["id"], review=review) is None:  # answered by someone else
             return render(ctx, proj, _advance(ctx, proj, state), problem(err))
         return render(ctx, proj, state, problem(err))
+    done = {"id": item["id"], "action": action, "labels": labels, "batch": batch}
     state = {
         **state,
         "answered": [*state["answered"], time.time()][-200:],
-        "history": [*state["history"], item["id"]][-200:],
+        "history": [*state["history"], {**done, "text": item["text"]}][-200:],
     }
     return render(ctx, proj, _advance(ctx, proj, state), ok(msg or "", notify=False))
 
@@ -209,7 +142,7 @@ def suggestion(ctx: AppContext, index: int, proj: str, state: dict[str, Any]) ->
         return act(ctx, "take", proj, state, [name])
     picked = [p for p in state["picked"] if p != name]
     picked += [] if name in state["picked"] else [name]
-    return render(ctx, proj, {**state, "picked": picked, "seq": state["seq"] + 1})
+    return render(ctx, proj, {**state, "picked": picked})
 
 
 def enter(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
@@ -222,7 +155,8 @@ def enter(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
 
 
 def answer_with(ctx: AppContext, action: str, proj: str, state: dict[str, Any]) -> tuple:
-    """``t`` (the first suggestion or the ticked intents, into test), ``n``, ``d``."""
+    """``t`` (the first suggestion or the ticked intents, into test, never out of scope), ``o``
+    (out of scope), ``n``, ``d``."""
     item = state["item"]
     labels: list[str] = []
     if action == "test" and item is not None:
@@ -240,54 +174,66 @@ def skip(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
     item = state["item"]
     if item is None:
         return render(ctx, proj, state)
-    state = {**state, "skipped": [*state["skipped"], item["id"]]}
+    done = {"id": item["id"], "action": "skip", "labels": [], "batch": None, "text": item["text"]}
+    state = {
+        **state,
+        "skipped": [*state["skipped"], item["id"]],
+        "history": [*state["history"], done][-200:],
+    }
     return render(
         ctx, proj, _advance(ctx, proj, state), ok(f"Skipped #{item['id']}.", notify=False)
     )
 
 
 def undo(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
-    """Undo the last change; the item answered last is shown again if it is unlabelled again."""
-    msg, err = attempt(lambda: data_svc.undo(ctx, proj))
-    if err:
-        return render(ctx, proj, state, problem(err))
+    """Take back this queue's last answer or skip (never another change in the project) and show
+    its utterance again, saying what was undone; when this queue has nothing left, say so."""
+    history = state["history"]
+    if not history:
+        return render(ctx, proj, state, problem("Nothing left to undo in this queue."))
+    last = history[-1]
+    done, err = attempt(
+        lambda: svc.undo_answer(
+            ctx,
+            proj,
+            utterance_id=last["id"],
+            action=last["action"],
+            labels=last["labels"],
+            batch=last["batch"],
+            text=last["text"],
+        )
+    )
+    state = {**state, "history": history[:-1]}
+    if err or done is None:
+        what = svc.describe(last["id"], last["action"], last["labels"])
+        return render(ctx, proj, state, problem(f"Could not undo {what}: {err}"))
+    msg, back = done
     current = state["item"]
-    back = state["history"][-1:]
-    ahead = [*back, *([current["id"]] if current else []), *state["upcoming"]]
+    skip = last["action"] == "skip"
     state = {
         **state,
-        "upcoming": ahead,
-        "history": state["history"][:-1],
-        "answered": state["answered"][:-1],
+        "upcoming": [back, *([current["id"]] if current else []), *state["upcoming"]],
+        "answered": state["answered"] if skip else state["answered"][:-1],
+        "skipped": [i for i in state["skipped"] if i != last["id"]],
     }
-    return render(ctx, proj, _advance(ctx, proj, state), ok(msg or ""))
+    return render(ctx, proj, _advance(ctx, proj, state), ok(msg))
 
 
-def filter_intents(ctx: AppContext, proj: str, query: str) -> Any:
-    from core.labelling import match_intents
+def take_match(ctx: AppContext, proj: str, state: dict[str, Any], query: str) -> tuple:
+    """Enter in the filter (or a click on a match): take the intent that exactly ``query`` (the
+    text typed when Enter was pressed) names, re-matched here, never a list shown earlier;
+    refused, nothing stored, when it is empty, matches nothing or ties (multi-label: tick it)."""
+    from core.labelling import best_match
 
-    if not proj or not query.strip():
-        return gr.update(choices=[], value=None, visible=False)
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
-    matches = match_intents(query, names or [])
-    return gr.update(choices=matches, value=matches[0] if matches else None, visible=True)
-
-
-def take_match(
-    ctx: AppContext, proj: str, state: dict[str, Any], query: str, match: str | None
-) -> tuple:
-    """Enter in the filter (or a click on a match): take that intent (multi-label: tick it)."""
-    from core.labelling import match_intents
-
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
-    name = match or next(iter(match_intents(query, names or [])), None)
+    names, err = attempt(lambda: data_svc.intent_names(ctx, proj))
+    name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return (*render(ctx, proj, state, problem(f"No intent matches {query!r}.")), query)
+        return render(ctx, proj, state, problem(f"{err} Nothing was stored."))
     item = state["item"]
     if item is not None and item["multi_label"]:
         picked = [*state["picked"], name] if name not in state["picked"] else state["picked"]
-        return (*render(ctx, proj, {**state, "picked": picked, "seq": state["seq"] + 1}), "")
-    return (*act(ctx, "take", proj, state, [name]), "")
+        return render(ctx, proj, {**state, "picked": picked})
+    return act(ctx, "take", proj, state, [name])
 
 
 def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
@@ -328,14 +274,19 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             scale=3,
             elem_id="queue-filter",
         )
-        matches = gr.Radio([], show_label=False, visible=False, scale=5, elem_id="queue-matches")
+        matches = gr.HTML("", elem_id="queue-matches", scale=5)
     with gr.Row():
-        enter_btn = gr.Button("Enter · take", elem_id="queue-enter", size="sm")
+        enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
+        oos_btn = gr.Button(f"o · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
         none_btn = gr.Button("n · no intent", elem_id="queue-none", size="sm")
         test_btn = gr.Button("t · to test", elem_id="queue-test", size="sm")
         skip_btn = gr.Button("s · skip", elem_id="queue-skip", size="sm")
         delete_btn = gr.Button("d · delete", elem_id="queue-delete", size="sm", variant="stop")
         undo_btn = gr.Button("u · undo", elem_id="queue-undo", size="sm")
+        # Enter in the filter presses this with the text typed at that moment (queue_keys.js)
+        commit_btn = gr.Button(
+            "take typed", elem_id="queue-commit", elem_classes=["hidden-trigger"]
+        )
     message = gr.Markdown(elem_id="queue-status")
     gr.Markdown(HELP, elem_classes=["queue-help"])
 
@@ -361,17 +312,24 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     ]
     picked.input(lambda s, p: {**s, "picked": p}, [state, picked], [state], **quiet)
     changes.append(enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **quiet))
-    for button, action in ((none_btn, "none"), (test_btn, "test"), (delete_btn, "delete")):
+    answers = ((oos_btn, "oos"), (none_btn, "none"), (test_btn, "test"), (delete_btn, "delete"))
+    for button, action in answers:
         changes.append(
             button.click(write(bind(answer_with, ctx, action)), [project, state], outputs, **quiet)
         )
     skip_btn.click(bind(skip, ctx), [project, state], outputs, **quiet)
     changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **quiet))
-    query.input(bind(filter_intents, ctx), [project, query], [matches], **quiet)
-    take = guarded(ctx, "designer", outputs=len(outputs) + 1)(bind(take_match, ctx))
-    taken = query.submit(take, [project, state, query, matches], [*outputs, query], **quiet)
-    taken.then(lambda: gr.update(choices=[], value=None, visible=False), None, [matches], **quiet)
-    changes.append(taken)
+    # the list follows the latest text (a keystroke typed while it was computed is not dropped)
+    query.input(
+        bind(filter_intents, ctx), [project, query], [matches], trigger_mode="always_last", **quiet
+    )
+    # the text is the one the page captured when Enter was pressed, not the box's value now
+    typed = "(p, s, q) => [p, s, window.__studioQueueTyped ?? '']"
+    changes.append(
+        commit_btn.click(
+            write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **quiet
+        )
+    )
     project.change(bind(start, ctx), [project, how, near], outputs, **quiet)
     return {
         "start": (bind(start, ctx), [project, how, near], outputs),

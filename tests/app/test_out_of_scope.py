@@ -28,10 +28,11 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
     # the API's micro-batch decides the same
     api = predict_requests(ctx, [(demo, WEATHER, 1)])[0]
     assert api["oos"] and api["threshold"] == pytest.approx(out["threshold"])
-    # the queue offers the intents but Enter would take out_of_scope, not the wrong top
+    # the queue flags it and offers the intents; out of scope has its own key (o), Enter and t
+    # still take suggestion 1 (issue 25, item 3)
     row = data_svc.add_utterance(ctx, demo, WEATHER, [], "unlabelled")
     item = queue_svc.item(ctx, demo, row["id"])
-    assert item is not None and item.out_of_scope and item.first_choice == OUT_OF_SCOPE
+    assert item is not None and item.out_of_scope and item.first_choice == out["top"]
     assert item.suggestions[0].intent == out["top"]
     # a bundle carries the thresholds and decides the same without the app
     path = tmp_path / "demo.zip"

@@ -3,6 +3,8 @@ next utterance shown; multi-label projects tick intents and commit them with Ent
 
 from __future__ import annotations
 
+import html
+
 from app.services import data as data_svc
 from app.services.io import import_utterances
 from app.ui import queue_tab
@@ -27,28 +29,59 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo
     assert "1 answered this session" in out[-1]
 
 
-def test_skip_then_undo_shows_the_answered_utterance_again(ctx, demo):
+def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx, demo):
     out = queue_tab.start(ctx, demo, "file", None)
-    first = out[STATE]["item"]["id"]
+    first = out[STATE]["item"]
     out = queue_tab.enter(ctx, demo, out[STATE])
-    second = out[STATE]["item"]["id"]
+    second = out[STATE]["item"]
     out = queue_tab.skip(ctx, demo, out[STATE])
-    assert out[STATE]["item"]["id"] not in (first, second)
-    out = queue_tab.undo(ctx, demo, out[STATE])
-    assert "Undid" in out[MESSAGE]
-    assert out[STATE]["item"]["id"] == first  # back, to be answered again
-    assert _row(ctx, demo, first)["split"] == "unlabelled"
+    third = out[STATE]["item"]
+    assert third["id"] not in (first["id"], second["id"])
+    out = queue_tab.answer_with(ctx, "delete", demo, out[STATE])
+    # someone else's change in the project meanwhile: the queue's undo never takes it back
+    shown = {first["id"], second["id"], out[STATE]["item"]["id"]}
+    other = [r for r in data_svc.table(ctx, demo, split="unlabelled") if r["id"] not in shown][-1]
+    data_svc.label_utterance(ctx, demo, other["id"], ["refund_status"])
+
+    out = queue_tab.undo(ctx, demo, out[STATE])  # the delete: back, under a new id, on screen
+    assert f"Undid: #{third['id']} deleted (back as #" in out[MESSAGE]
+    assert out[STATE]["item"]["text"] == third["text"]
+    assert _row(ctx, demo, out[STATE]["item"]["id"])["split"] == "unlabelled"
+    out = queue_tab.undo(ctx, demo, out[STATE])  # the skip
+    assert out[MESSAGE].endswith(f"Undid: #{second['id']} skipped.")
+    assert out[STATE]["item"]["id"] == second["id"]
+    out = queue_tab.undo(ctx, demo, out[STATE])  # the label
+    want = first["suggestions"][0]["intent"]
+    assert out[MESSAGE].endswith(f"Undid: #{first['id']} labelled {want}.")
+    assert out[STATE]["item"]["id"] == first["id"]
+    assert _row(ctx, demo, first["id"])["split"] == "unlabelled"
+    out = queue_tab.undo(ctx, demo, out[STATE])  # nothing left here: the other change stays
+    assert "Nothing left to undo in this queue" in out[MESSAGE]
+    assert _row(ctx, demo, other["id"])["intents"] == "refund_status"
 
 
 def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
     matches = queue_tab.filter_intents(ctx, demo, "pass reset")
-    assert matches["choices"][0] == "account_password_reset"
+    assert (
+        "Enter takes" in matches
+        and "class='queue-match best' data-intent='account_password_reset'" in matches
+    )
     out = queue_tab.start(ctx, demo, "file", None)
     uid = out[STATE]["item"]["id"]
-    *rendered, query = queue_tab.take_match(ctx, demo, out[STATE], "pass reset", None)
-    assert query == "" and _row(ctx, demo, uid)["intents"] == "account_password_reset"
-    *_, query = queue_tab.take_match(ctx, demo, rendered[STATE], "zzzz", None)
-    assert query == "zzzz"  # nothing matched: the query stays to be corrected
+    out = queue_tab.take_match(ctx, demo, out[STATE], "pass reset")
+    assert _row(ctx, demo, uid)["intents"] == "account_password_reset"
+    assert out[STATE]["history"][-1]["action"] == "take"
+
+
+def test_a_typed_text_that_names_no_single_intent_stores_nothing(ctx, demo):
+    out = queue_tab.start(ctx, demo, "file", None)
+    uid = out[STATE]["item"]["id"]
+    for typed, why in (("zzzz", "No intent matches 'zzzz'"), ("", "Type part"), ("/", "Type part")):
+        refused = queue_tab.take_match(ctx, demo, out[STATE], typed)
+        said = html.unescape(refused[MESSAGE])
+        assert why in said and "Nothing was stored" in said
+        assert refused[STATE]["item"]["id"] == uid and not refused[STATE]["history"]
+    assert _row(ctx, demo, uid)["split"] == "unlabelled"
 
 
 def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
@@ -92,13 +125,31 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     assert "unlabelled left · 0 answered" in out[-1]
 
 
-def test_the_orange_button_is_what_enter_takes(ctx, demo):
+def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
     state = queue_tab.start(ctx, demo, "file", None)[STATE]
-    for oos, variants in (
-        (False, ["primary", "secondary", "secondary"]),
-        (True, ["secondary"] * 3),
-    ):
+    for oos in (False, True):
         item = {**state["item"], "out_of_scope": oos, "threshold": 0.9}
         out = queue_tab.render(ctx, demo, {**state, "item": item})
-        assert [b["variant"] for b in out[CARD + 1 : CARD + 4]] == variants
+        assert [b["variant"] for b in out[CARD + 1 : CARD + 4]] == [
+            "primary",
+            "secondary",
+            "secondary",
+        ]
         assert ("Looks out of scope" in out[CARD]) is oos
+        assert ("<code>o</code> labels it out_of_scope" in out[CARD]) is oos
+    # on a card that looks out of scope, Enter and t still take suggestion 1; o takes out_of_scope
+    first = state["item"]["suggestions"][0]["intent"]
+    flagged = {**state, "item": {**state["item"], "out_of_scope": True, "threshold": 0.9}}
+    out = queue_tab.enter(ctx, demo, flagged)
+    assert _row(ctx, demo, state["item"]["id"])["intents"] == first
+    item = out[STATE]["item"]
+    flagged = {**out[STATE], "item": {**item, "out_of_scope": True, "threshold": 0.9}}
+    out = queue_tab.answer_with(ctx, "test", demo, flagged)
+    assert _row(ctx, demo, item["id"])["intents"] == item["suggestions"][0]["intent"]
+    assert _row(ctx, demo, item["id"])["split"] == "test"
+    third = out[STATE]["item"]["id"]
+    out = queue_tab.answer_with(ctx, "oos", demo, out[STATE])
+    assert (_row(ctx, demo, third)["intents"], _row(ctx, demo, third)["split"]) == (
+        "out_of_scope",
+        "train",
+    )

@@ -1,0 +1,115 @@
+"""What the Label tab shows: the card, the suggestion keys, the progress line, and the intents
+the filter's text matches. Plain functions of the queue's state (see :mod:`app.ui.queue_tab`)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services import queue as svc
+from app.ui.common import attempt, problem
+
+
+def _card(item: dict[str, Any] | None, seq: int) -> str:
+    if item is None:
+        return (
+            f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
+            "Nothing left to label in this order. Import more utterances, or pick another "
+            "order above.</div>"
+        )
+    note = ""
+    if item.get("out_of_scope"):
+        note = (
+            "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
+            f"({item['threshold']:.2f}). <code>o</code> labels it {svc.OUT_OF_SCOPE}; "
+            "<code>Enter</code> or <code>1</code>-<code>3</code> take an intent.</div>"
+        )
+    return (
+        f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
+        f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
+        f"<div class='queue-meta'>#{item['id']}{_current(item)}</div></div>"
+    )
+
+
+def _current(item: dict[str, Any]) -> str:
+    """What a reviewed (labelled) utterance carries now."""
+    now = item.get("current") or ()
+    return f" · now: {html.escape(', '.join(now))}" if now else ""
+
+
+def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
+    done = state["answered"]
+    rate = ""
+    if len(done) >= 2 and done[-1] > done[0]:
+        rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
+    if state["how"] == svc.REVIEW:  # labelled utterances: what is left is the flagged list
+        left = len(state["upcoming"]) + (state["item"] is not None)
+        return f"**{left}** flagged left to review · {len(done)} reviewed this session{rate}"
+    unlabelled, err = attempt(lambda: svc.remaining(ctx, proj))
+    if err:
+        return problem(err)
+    return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
+
+
+def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "") -> tuple:
+    """Every output of the tab from the state: card, suggestions, picks, progress, message.
+    Each render is a new ``data-seq`` on the card, so the page knows the answer arrived (a
+    refusal included) and lets the next key through."""
+    state = {**state, "seq": state["seq"] + 1}
+    item = state["item"]
+    suggestions = item["suggestions"] if item else []
+    buttons, examples = [], []
+    for i in range(svc.SUGGESTIONS):
+        if i < len(suggestions):
+            s = suggestions[i]
+            ticked = "✓ " if s["intent"] in state["picked"] else ""
+            buttons.append(  # Enter's answer is the orange one: always the first suggestion
+                gr.update(
+                    value=f"{i + 1} · {ticked}{s['intent']} · {s['score']:.2f}",
+                    visible=True,
+                    variant="primary" if i == 0 else "secondary",
+                )
+            )
+            examples.append(gr.update(value=f"“{html.escape(s['example'])}”", visible=True))
+        else:
+            buttons.append(gr.update(visible=False))
+            examples.append(gr.update(visible=False))
+    multi = bool(item and item["multi_label"])
+    picked = gr.update(
+        value=list(state["picked"]),
+        choices=sorted({*state["picked"], *(s["intent"] for s in suggestions)}),
+        visible=multi,
+    )
+    return (
+        message,
+        state,
+        _card(item, state["seq"]),
+        *buttons,
+        *examples,
+        picked,
+        _progress(ctx, proj, state) if proj else "",
+    )
+
+
+def filter_intents(ctx: AppContext, proj: str, query: str) -> str:
+    """The intents the filter's text matches, best first; the one ``Enter`` would take is
+    marked, or the list says why ``Enter`` would refuse (a tie, nothing matching)."""
+    from core.labelling import best_match, clean_query, match_intents
+
+    if not proj or not clean_query(query or ""):
+        return ""
+    names = attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []
+    best, why = attempt(lambda: best_match(query, names))
+    found = match_intents(query, names)
+    chips = "".join(
+        f"<button type='button' class='queue-match{' best' if n == best else ''}' "
+        f"data-intent='{html.escape(n, quote=True)}'>{html.escape(n)}</button>"
+        for n in found
+    )
+    lead = "Enter takes" if best else "Equally good, type more:" if found else why or ""
+    lead = html.escape(lead)
+    return f"<div class='queue-matches'><span class='queue-lead'>{lead}</span>{chips}</div>"
