@@ -91,3 +91,19 @@ def bind(fn: Callable[..., Any], *bound: Any) -> Callable[..., Any]:
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: hints[p.name] for p in params if p.name in hints}
     return run
+
+
+def project_picker(ctx: Any, picked: str | None, *, select: bool = True) -> Any:
+    """The project picker's update: fresh choices and ``picked`` as the value (``select=False``:
+    left as it is when it exists, so a late answer never switches back a project picked
+    meanwhile; else the first project). The choices always come with a new value: a Dropdown
+    whose value is not among its choices fails every event that reads it ("Value: x is not in
+    the list of choices")."""
+    import gradio as gr
+
+    from app.services import projects as project_svc
+
+    fresh = project_svc.project_names(ctx)
+    if picked in fresh:
+        return gr.update(choices=fresh, value=picked) if select else gr.update(choices=fresh)
+    return gr.update(choices=fresh, value=next(iter(fresh), None))

@@ -12,7 +12,7 @@ from app.services import data as svc
 from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services.downloads import download_path
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 
@@ -103,7 +103,7 @@ def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) 
     if err:
         return problem(err), gr.update()
     assert res is not None
-    return ok(res.message()), gr.update(value=res.project)
+    return ok(res.message()), project_picker(ctx, res.project)  # a new name is a new choice
 
 
 def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:

@@ -14,7 +14,7 @@ from app.services import downloads
 from app.services import projects as project_svc
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
-from app.ui.common import attempt, ok, problem
+from app.ui.common import attempt, ok, problem, project_picker
 from app.ui.data_tab import build_data_tab
 from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
@@ -90,7 +90,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             if err or created is None:
                 return gr.update(), problem(err or ""), name
             return (
-                gr.update(choices=project_svc.project_names(ctx), value=created),
+                project_picker(ctx, created),
                 ok(f"Created {created!r}."),
                 "",
             )
@@ -127,13 +127,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # Fresh project names on every page load (the choices were read when the app was built,
         # or not at all behind a login); a value already picked is left alone: a late answer
         # must not switch back a project picked meanwhile.
-        def project_choices(picked: str | None) -> Any:
-            fresh = project_svc.project_names(ctx)
-            if picked in fresh:
-                return gr.update(choices=fresh)
-            return gr.update(choices=fresh, value=fresh[0] if fresh else None)
-
-        demo.load(project_choices, [project], [project], api_visibility="private")
+        demo.load(
+            lambda picked: project_picker(ctx, picked, select=False),
+            [project],
+            [project],
+            api_visibility="private",
+        )
         new_name.submit(
             guarded(ctx, "admin", outputs=3, message=1)(create),
             [new_name],

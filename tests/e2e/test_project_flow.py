@@ -86,3 +86,45 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     with zipfile.ZipFile(path) as z:
         assert {"manifest.json", "README.md", "vectors.npy"} <= set(z.namelist())
     shot(page, "33-flow-bundle")
+
+
+def test_importing_into_new_project_names_keeps_the_page_working(server, page, tmp_path):
+    """The Import panel's "a new name creates it": the picker gets the new project among its
+    choices (it used to get only the value: every event reading the picker then failed with
+    "Value: ... is not in the list of choices", and later imports with it, until a reload)."""
+    src = tmp_path / "shop.csv"
+    src.write_text(CSV, encoding="utf-8")
+    page.goto(server.url)
+    page.get_by_role("tab", name="Data").click()
+    page.get_by_text("Import / export").click()
+    target = page.get_by_label("Into project (empty = the current one; a new name creates it)")
+    upload = page.locator("#import-file input[type=file]")
+    clear = page.locator("#import-file button[aria-label='Clear']")
+    for name, rows in (("imported shop", "Imported 12"), ("second shop", "Imported 12")):
+        target.fill(name)
+        if clear.count():  # the file of the import before
+            clear.click()
+        upload.set_input_files(str(src))
+        page.locator("#import").click()
+        page.wait_for_function(
+            "(n) => document.querySelector('#project-summary')?.innerText?.includes(n)", arg=name
+        )
+        assert rows in page.locator("#import-status").inner_text()
+        assert page.locator("#project input").input_value() == name
+    # The picker works on: back to the first import, and an import into the current project.
+    page.locator("#project input").click()
+    page.get_by_role("option", name="imported shop").click()
+    page.wait_for_function(
+        "() => document.querySelector('#project-summary')?.innerText?.includes('imported shop')"
+    )
+    target.fill("")
+    extra = tmp_path / "more.csv"
+    extra.write_text("text,label\nwhere did my parcel go,track\n", encoding="utf-8")
+    clear.click()
+    upload.set_input_files(str(extra))
+    page.locator("#import").click()
+    page.wait_for_function(
+        "() => document.querySelector('#import-status')?.innerText?.includes('Imported 1 ')"
+    )
+    assert "'imported shop'" in page.locator("#import-status").inner_text()
+    shot(page, "31-imported-into-new-projects")
