@@ -15,6 +15,7 @@ import json
 import logging
 import shutil
 import weakref
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
-from core.bundle.safety import BundleError, extract_zip, verify_files
+from core.bundle.safety import BundleError, check_vectors, extract_zip, read_json, verify_files
 from core.bundle.weights import check_weights
 from core.retrieval.knn import NEAREST, KnnIndex
 from core.retrieval.predictor import Predictor, TextEncoder
@@ -88,12 +89,8 @@ def open_bundle(
             vectors = np.load(root / "vectors.npy", allow_pickle=False)
         except (ValueError, OSError) as exc:
             raise BundleError(f"vectors.npy is not a plain numeric array: {exc}") from exc
-        if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise BundleError(
-                f"vectors.npy should be float32 ({len(texts)}, dim); got {vectors.dtype} {vectors.shape}."
-            )
-        if not np.isfinite(vectors).all():
-            raise BundleError("vectors.npy holds NaN or infinity.")
+        check_vectors(vectors, len(texts), "vectors.npy")
+        _check_counts(root, manifest, labels, vectors.shape[1])
         anchors = _read_anchors(root, manifest, vectors.shape[1])
         check_weights(root, manifest, device=device)
     except BaseException:
@@ -122,11 +119,51 @@ def _read_anchors(
         vectors = np.load(root / "anchors.npy", allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise BundleError(f"anchors.npy is not a plain numeric array: {exc}") from exc
-    if vectors.dtype != np.float32 or vectors.shape != (len(texts), dim):
-        raise BundleError(f"anchors.npy should be float32 ({len(texts)}, {dim}).")
-    if not np.isfinite(vectors).all():
-        raise BundleError("anchors.npy holds NaN or infinity.")
+    check_vectors(vectors, len(texts), "anchors.npy", dim)
     return dict(texts), np.ascontiguousarray(vectors), float(weight)
+
+
+def _check_counts(
+    root: Path, manifest: dict[str, Any], labels: list[tuple[str, ...]], dim: int
+) -> None:
+    """The manifest's ``n_exemplars``, ``dim`` and ``intents`` and ``labels.json`` must say what
+    the files hold: a ghost label (listed, no exemplar) or an exemplar's label that is not listed
+    would become an intent nobody exported.
+
+    Raises:
+        BundleError: naming the field and both values.
+    """
+    counts = Counter(name for lab in labels for name in lab)
+    n_listed, dim_listed = manifest.get("n_exemplars"), manifest.get("dim")
+    if n_listed != len(labels):
+        raise BundleError(
+            f"manifest.json says n_exemplars={n_listed!r}; exemplars.jsonl has {len(labels)}."
+        )
+    if dim_listed != dim:
+        raise BundleError(f"manifest.json says dim={dim_listed!r}; vectors.npy has {dim}.")
+    for where, listed in (
+        ("manifest.json 'intents'", manifest.get("intents")),
+        ("labels.json 'counts'", read_json(root / "labels.json", dict).get("counts")),
+    ):
+        if not isinstance(listed, dict):
+            raise BundleError(f"{where} should map each intent to its number of exemplars.")
+        ghosts = sorted(set(listed) - set(counts))
+        unlisted = sorted(set(counts) - set(listed))
+        if ghosts:
+            raise BundleError(f"{where} lists intent(s) no exemplar has: {ghosts[:5]}.")
+        if unlisted:
+            raise BundleError(
+                f"exemplars.jsonl has intent(s) {where} does not list: {unlisted[:5]}."
+            )
+        wrong = sorted(n for n in counts if listed[n] != counts[n])
+        if wrong:
+            n = wrong[0]
+            raise BundleError(
+                f"{where} says {n!r} has {listed[n]!r} exemplar(s); exemplars.jsonl has {counts[n]}."
+            )
+    label_list = read_json(root / "labels.json", dict).get("labels")
+    if label_list != sorted(counts):
+        raise BundleError("labels.json 'labels' should be the exemplars' intents, sorted.")
 
 
 def _read_manifest(root: Path) -> dict[str, Any]:

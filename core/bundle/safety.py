@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
+
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES, ArchiveError, diff_manifest
 from core.safe_archive import extract_zip as extract_archive
 
@@ -35,6 +37,11 @@ ALLOWED_SUFFIXES = frozenset(
 PICKLE_SUFFIXES = frozenset({".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib"})
 # Sentence-transformers modules a bundle may name in modules.json (they are imported by name).
 ALLOWED_MODULE_PREFIX = "sentence_transformers."
+
+
+# How far a stored vector's length may be from 1 (float32 encoders give ~1e-7; a half-precision
+# round trip ~1e-3).
+UNIT_NORM_TOLERANCE = 1e-2
 
 
 class BundleError(ArchiveError):
@@ -125,6 +132,34 @@ def check_encoder_folder(folder: Path) -> None:
         act = data.get("activation_function") if isinstance(data, dict) else None
         if isinstance(act, str) and not act.startswith("torch."):
             raise BundleError(f"{cfg.name} names activation {act!r}, not a torch one; refusing.")
+
+
+def check_vectors(vectors: np.ndarray, rows: int, name: str, dim: int | None = None) -> None:
+    """Refuse stored vectors that are not ``rows`` finite float32 unit vectors (of ``dim``).
+
+    All-zero or huge vectors (1e30) pass a finiteness check but are no encoder's output: the
+    index would hold zeros or overflow, and predict nonsense.
+
+    Raises:
+        BundleError: naming the file, the first bad row and its length.
+    """
+    want = f"({rows}, {dim if dim is not None else 'dim'})"
+    if (
+        vectors.dtype != np.float32
+        or vectors.ndim != 2
+        or vectors.shape[0] != rows
+        or (dim is not None and vectors.shape[1] != dim)
+    ):
+        raise BundleError(f"{name} should be float32 {want}; got {vectors.dtype} {vectors.shape}.")
+    if not np.isfinite(vectors).all():
+        raise BundleError(f"{name} holds NaN or infinity.")
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE)
+    if bad.size:
+        raise BundleError(
+            f"{name} should hold unit vectors (length 1 ± {UNIT_NORM_TOLERANCE}): {bad.size} "
+            f"row(s) are not, the first row {int(bad[0])} has length {norms[bad[0]]:.3g}."
+        )
 
 
 def read_json(path: Path, kind: type) -> Any:

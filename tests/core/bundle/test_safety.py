@@ -21,6 +21,7 @@ def good(tmp_path_factory) -> Path:
     """A valid bundle with made-up vectors (no encoder needed to open it)."""
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(4, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)  # an encoder's unit vectors
     return write_bundle(
         tmp_path_factory.mktemp("good") / "good.zip",
         encoder_dir=None,
@@ -194,3 +195,87 @@ def test_check_encoder_folder_refuses_remote_code(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"activation_function": "os.system"}))
     with pytest.raises(BundleError, match="not a torch one"):
         check_encoder_folder(tmp_path)
+
+
+def _swap_file(m: dict[str, bytes], name: str, data: bytes) -> None:
+    """Replace a member and its hash in the manifest (a forger who rehashes)."""
+    m[name] = data
+    manifest = json.loads(m["manifest.json"])
+    manifest["files"][name] = hashlib.sha256(data).hexdigest()
+    m["manifest.json"] = json.dumps(manifest).encode()
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("vectors", "says"),
+    [
+        (np.zeros((4, 8), dtype=np.float32), "first row 0 has length 0"),
+        (np.full((4, 8), 1e30, dtype=np.float32), "has length 2.83e+30"),
+        (
+            (np.eye(4, 8) * [[1], [1], [0.5], [1]]).astype(np.float32),
+            "1 row(s) are not, the first row 2",
+        ),
+    ],
+)
+def test_vectors_that_are_not_unit_length_are_refused(good, tmp_path, vectors, says):
+    """Issue 27 row 13: all-zero or 1e30 vectors loaded and predicted nonsense."""
+    bad = _rewrite(good, tmp_path / "z.zip", lambda m: _swap_file(m, "vectors.npy", _npy(vectors)))
+    with pytest.raises(BundleError, match=r"vectors\.npy should hold unit vectors") as err:
+        open_bundle(bad)
+    assert says in str(err.value)
+
+
+def _exemplars(rows: list[tuple[str, list[str]]]) -> bytes:
+    return "".join(json.dumps({"text": t, "labels": lab}) + "\n" for t, lab in rows).encode()
+
+
+GOOD_ROWS = [("hi", ["greet"]), ("hello", ["greet"]), ("bye", ["bye"]), ("see you", ["bye"])]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "says"),
+    [
+        (lambda m: _set_manifest(m, n_exemplars=40), "n_exemplars=40; exemplars.jsonl has 4"),
+        (lambda m: _set_manifest(m, dim=384), "dim=384; vectors.npy has 8"),
+        (
+            lambda m: _set_manifest(m, intents={"greet": 2, "bye": 2, "ghost": 0}),
+            "'intents' lists intent(s) no exemplar has: ['ghost']",
+        ),
+        (
+            lambda m: _swap_file(
+                m,
+                "labels.json",
+                json.dumps(
+                    {
+                        "labels": ["bye", "ghost", "greet"],
+                        "counts": {"bye": 2, "ghost": 1, "greet": 2},
+                    }
+                ).encode(),
+            ),
+            "labels.json 'counts' lists intent(s) no exemplar has: ['ghost']",
+        ),
+        (
+            lambda m: _swap_file(
+                m, "exemplars.jsonl", _exemplars([*GOOD_ROWS[:3], ("see you", ["eleventh"])])
+            ),
+            "exemplars.jsonl has intent(s) manifest.json 'intents' does not list: ['eleventh']",
+        ),
+        (
+            lambda m: _set_manifest(m, intents={"greet": 3, "bye": 2}),
+            "says 'greet' has 3 exemplar(s); exemplars.jsonl has 2",
+        ),
+    ],
+)
+def test_a_manifest_that_lies_about_the_files_is_refused_saying_which(good, tmp_path, mutate, says):
+    """Issue 27 row 13: counts, dims and labels that lie, a ghost label, and an exemplar whose
+    label is not listed (it became an 11th intent) all loaded."""
+    with pytest.raises(BundleError) as err:
+        open_bundle(_rewrite(good, tmp_path / "m.zip", mutate))
+    assert says in str(err.value)
