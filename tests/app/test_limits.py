@@ -171,3 +171,26 @@ def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_mem
     assert "YAML values" in out[0] and "line 1" in out[0], out
     seconds, grew_mb = (float(x) for x in out[1].split())
     assert seconds < 8 and grew_mb < 200, out
+
+
+def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_import(ctx, tmp_path):
+    """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file."""
+    import_file(ctx, "shop", _csv(tmp_path / "a.csv", 2))  # intents i0, i1
+    data_svc.create_intent(ctx, "shop", "greet")
+    for name, says in (
+        ("gr\u0435et", "looks like the existing intent 'greet'"),
+        ("greet\u200b", "ZERO WIDTH SPACE"),
+        ("gre\x00et", "NUL"),
+        ("\u202egreet", "RIGHT-TO-LEFT OVERRIDE"),
+    ):
+        with pytest.raises(StorageError, match=says):
+            data_svc.create_intent(ctx, "shop", name)
+        with pytest.raises(StorageError, match=says):
+            data_svc.rename_intent(ctx, "shop", "i1", name)
+        with pytest.raises(StorageError, match=says):
+            data_svc.add_utterance(ctx, "shop", "a new text", [name])
+    (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
+    with pytest.raises(StorageError, match="looks like the existing intent 'greet'"):
+        import_file(ctx, "shop", tmp_path / "b.csv")
+    assert sorted(i["name"] for i in data_svc.intents(ctx, "shop")) == ["greet", "i0", "i1"]
+    assert len(data_svc.table(ctx, "shop")) == 2
