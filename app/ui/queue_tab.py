@@ -239,15 +239,21 @@ def take_match(ctx: AppContext, proj: str, state: dict[str, Any], query: str) ->
 def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the Label tab and bind its keys. Returns its start event (to run on load)."""
     state = gr.State(_fresh())
-    with gr.Row(equal_height=True):
+    # Compact (assets/style.css, Label tab): at 1280x720 the key row and the status line show
+    # without scrolling.
+    with gr.Row(elem_id="queue-top"):
         how = gr.Dropdown(
             [(label, key) for key, label in svc.ORDERS.items()],
             value=svc.DEFAULT_ORDER,
             label="Order",
+            show_label=False,
+            container=False,
             scale=2,
             elem_id="queue-order",
         )
-        near = gr.Dropdown([], label="Near intent", visible=False, scale=2)
+        near = gr.Dropdown(
+            [], label="Near intent", show_label=False, container=False, visible=False, scale=2
+        )
         start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
     card = gr.HTML(_card(None, 0), elem_id="queue-card")
@@ -267,15 +273,16 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     picked = gr.CheckboxGroup(
         [], label="Intents for this utterance (Enter saves them)", visible=False
     )
-    with gr.Row(equal_height=True):
+    with gr.Row(elem_id="queue-filter-row"):
         query = gr.Textbox(
-            placeholder="Type to filter intents, Enter takes the best match, Esc goes back",
+            placeholder="Type to filter intents: Enter takes the one the text names, Esc goes back",
             show_label=False,
-            scale=3,
+            container=False,
+            scale=2,
             elem_id="queue-filter",
         )
-        matches = gr.HTML("", elem_id="queue-matches", scale=5)
-    with gr.Row():
+        matches = gr.HTML("", elem_id="queue-matches", scale=3)
+    with gr.Row(elem_id="queue-keys"):
         enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
         oos_btn = gr.Button(f"o · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
         none_btn = gr.Button("n · no intent", elem_id="queue-none", size="sm")

@@ -50,7 +50,9 @@ def test_fifty_labels_by_keyboard_one_key_each(banking77_server, browser):
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(60_000)
     _open_queue(page, banking77_server.url)
-    assert "150" in page.inner_text("#queue-progress")
+    # 150 unlabelled in the project (tests/e2e/test_annotator.py, run before, labels some)
+    left = int(page.inner_text("#queue-progress").split()[0])
+    assert 60 <= left <= 150
     suggestions = page.inner_text("#queue-s1")
     assert suggestions.startswith("1 · ") and "0." in suggestions  # intent and its score
     shot(page, "40-queue-1440")
@@ -61,7 +63,8 @@ def test_fifty_labels_by_keyboard_one_key_each(banking77_server, browser):
         seen.add(_current(page))
     assert len(seen) == 51  # every key brought a new utterance
     page.wait_for_function(
-        "() => document.querySelector('#queue-progress')?.innerText?.includes('100 unlabelled')"
+        "(n) => document.querySelector('#queue-progress')?.innerText?.includes(n + ' unlabelled')",
+        arg=left - 50,
     )
     assert "50 answered" in page.inner_text("#queue-progress")
     assert "(train)" in page.inner_text("#queue-status")  # labelled rows join the pool
