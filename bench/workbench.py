@@ -1,10 +1,13 @@
 """Benchmark of the annotator's workbench: the labelling queue in a real browser and the Data
 table at scale.
 
-* **queue**: a server with the BANKING77 project (770 train, 500 test, 150 unlabelled, from
-  ``../shared/data``), Chromium through Playwright; a scripted annotator presses Enter (take the
-  first suggestion) ``--labels`` times. Reports key → next utterance on screen (p50 / p95 / max
-  ms; target ≤ 300 ms) and labels per minute.
+* **queue**: a server with the BANKING77 project (770 train, 500 test, 75 unlabelled per run,
+  from ``../shared/data``) and a second small one, Chromium through Playwright. Per key delay
+  (``--delays``, default 80 and 30 ms a key): the first card after picking the project in the
+  header (from the other one), then the scripted annotator of ``tests/e2e/annotator.py``
+  (``--labels`` labels mixing 1-3, Enter, filters with and without ``/``, n, t, o, s, d, u),
+  every stored label checked against the intended one. Reports keys per label, wrong labels,
+  key → the answer on screen (p50 / p95 / max ms; target ≤ 300 ms) and labels per minute.
 * **table**: projects of 10k and 100k utterances (BANKING77's 770 labelled examples, the rest
   unlabelled variants of its texts, as chat logs are), the first page of the Data table through
   the service: cold (first call, the page's texts encoded) and warm (target ≤ 1 s), and a page
@@ -14,6 +17,7 @@ Timings swing 2-4x on a shared 2-core machine: run it with nothing else running.
 
 Usage:
     python -m bench.workbench --data ../shared/data --out bench/results/workbench.json
+    python -m bench.workbench --skip-table   # the annotator only
 """
 
 from __future__ import annotations
@@ -37,59 +41,86 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def bench_queue(data: Path, labels: int) -> dict[str, Any]:
+def _pick(page: Any, project: str) -> float:
+    """Pick ``project`` in the header's picker; seconds until its first card is on screen."""
+    seq = page.get_attribute("#queue-card [data-item]", "data-seq")
+    started = time.perf_counter()
+    page.get_by_label("Project").first.click()
+    page.get_by_role("option", name=project, exact=True).first.click()
+    page.wait_for_function(
+        "(s) => { const c = document.querySelector('#queue-card [data-item]');"
+        " return c && c.dataset.seq !== s && c.dataset.item !== 'none'; }",
+        arg=seq,
+        timeout=300_000,
+    )
+    return time.perf_counter() - started
+
+
+def bench_queue(data: Path, labels: int, delays: list[int]) -> dict[str, Any]:
+    """The scripted annotator (tests/e2e/annotator.py) on a fresh BANKING77 server: ``labels``
+    labels at each key delay, every stored label checked against the intended one."""
     import os
     import subprocess
 
     from playwright.sync_api import sync_playwright
 
+    from tests.e2e import annotator
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server, banking77_csv
 
     root = Path(tempfile.mkdtemp(prefix="bench-queue-"))
-    src = banking77_csv(data, root / "banking77.csv")
+    src = banking77_csv(data, root / "banking77.csv", unlabelled=75 * len(delays))
+    small = root / "mini.csv"  # a second project, to pick banking77 after it
+    small.write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:41]))
     env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(root / "data")}
-    subprocess.run(
-        [sys.executable, "-m", "app", "import", str(src), "--project", "banking77"],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    for path, name in ((src, "banking77"), (small, "mini")):
+        subprocess.run(
+            [sys.executable, "-m", "app", "import", str(path), "--project", name],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     srv = Server(root / "data", "--no-demo")
+    runs = []
     try:
         srv.wait_ready()
         srv.wait_warm()  # an annotator's server has long finished its warm-up
+        api = annotator.client(srv)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.set_default_timeout(60_000)
-            page.goto(srv.url)
-            page.wait_for_selector("#queue-card [data-item]:not([data-item='none'])")
-            time.sleep(2)  # let the page settle (the summary and table load too)
-            timings = []
-            started = time.perf_counter()
-            for _ in range(labels):
-                before = page.get_attribute("#queue-card [data-item]", "data-item")
-                t = time.perf_counter()
-                page.keyboard.press("Enter")
-                page.wait_for_function(
-                    "(b) => document.querySelector('#queue-card [data-item]')"
-                    "?.getAttribute('data-item') !== b",
-                    arg=before,
+            for delay in delays:
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.set_default_timeout(120_000)
+                page.goto(srv.url)
+                page.wait_for_selector("#queue-card [data-item]")
+                time.sleep(2)  # let the page settle (the summary loads too)
+                _pick(page, "mini")
+                first_card = _pick(page, "banking77")
+                bot = annotator.Annotator(page, delay=delay)
+                started = time.perf_counter()
+                annotator.run(bot, labels)
+                total = time.perf_counter() - started
+                bad = annotator.wrong(bot.intended, annotator.stored(api))
+                waits = bot.waits_ms
+                runs.append(
+                    {
+                        "key_delay_ms": delay,
+                        "labels": bot.labels,
+                        "keys": bot.keys,
+                        "keys_per_label": round(bot.keys / bot.labels, 2),
+                        "wrong": len(bad),
+                        "first_card_after_pick_s": round(first_card, 2),
+                        "key_to_next_p50_ms": round(statistics.median(waits), 1),
+                        "key_to_next_p95_ms": round(_pct(waits, 0.95), 1),
+                        "key_to_next_max_ms": round(max(waits), 1),
+                        "labels_per_min": round(60 * bot.labels / total),
+                        "wrong_examples": list(bad.items())[:5],
+                    }
                 )
-                timings.append((time.perf_counter() - t) * 1000)
-            total = time.perf_counter() - started
+                page.close()
             browser.close()
     finally:
         srv.stop()
-    return {
-        "labels": labels,
-        "keys_per_label": 1,
-        "key_to_next_p50_ms": round(statistics.median(timings), 1),
-        "key_to_next_p95_ms": round(_pct(timings, 0.95), 1),
-        "key_to_next_max_ms": round(max(timings), 1),
-        "labels_per_min": round(60 * labels / total),
-        "all_ms": [round(t) for t in timings],
-    }
+    return {"runs": runs}
 
 
 def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
@@ -156,20 +187,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--labels", type=int, default=50)
+    parser.add_argument("--delays", default="80,30", help="ms between keys, one run each")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--skip-queue", action="store_true")
+    parser.add_argument("--skip-table", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict[str, Any] = {}
     if not args.skip_queue:
-        result["queue"] = bench_queue(args.data, args.labels)
-        q = result["queue"]
-        print("\nLabelling queue (BANKING77, Chromium, one key per label)")
-        print(f"{'labels':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'labels/min':>11}")
-        print(
-            f"{q['labels']:>8} {q['key_to_next_p50_ms']:>8} {q['key_to_next_p95_ms']:>8} "
-            f"{q['key_to_next_max_ms']:>8} {q['labels_per_min']:>11}"
-        )
+        delays = [int(d) for d in args.delays.split(",")]
+        result["queue"] = bench_queue(args.data, args.labels, delays)
+        print("\nScripted annotator (BANKING77, Chromium; 1-3, Enter, filters, n t o s d u)")
+        head = ("ms/key", "labels", "keys/label", "wrong", "1st card s", "p50 ms", "p95 ms")
+        print("".join(f"{h:>12}" for h in head))
+        for r in result["queue"]["runs"]:
+            cells = (
+                r["key_delay_ms"],
+                r["labels"],
+                r["keys_per_label"],
+                r["wrong"],
+                r["first_card_after_pick_s"],
+                r["key_to_next_p50_ms"],
+                r["key_to_next_p95_ms"],
+            )
+            print("".join(f"{c:>12}" for c in cells))
+    if args.skip_table:
+        print(json.dumps(result, indent=2))
+        return
     result["table"] = bench_table(args.data, [int(s) for s in args.sizes.split(",")])
     print("\nData table, first page of 100 (service call)")
     print(f"{'rows':>8} {'cold ms':>9} {'warm ms':>9} {'page 50':>9} {'search':>9}")
