@@ -253,7 +253,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             e_title = gr.Markdown("#### Click a row to edit it")
             e_id = gr.Number(visible=False, precision=0)
             e_version = gr.Number(visible=False, precision=0)
-            e_text = gr.Textbox(label="Text", lines=2)
+            e_text = gr.Textbox(label="Text", lines=1, max_lines=4)
             e_intents = gr.Dropdown(
                 label="Intents (one or several; empty = no intent)",
                 multiselect=True,

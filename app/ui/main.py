@@ -38,16 +38,26 @@ def build_app(ctx: AppContext) -> gr.Blocks:
     # than the downloads' TTL are deleted, checked every hour.
     with gr.Blocks(title=TITLE, delete_cache=(3600, int(downloads.TTL_S))) as demo:
         user = gr.State("local")
-        with gr.Row(equal_height=True):
+        # One compact line (labels for screen readers only): at 1280x720 every tab needs the
+        # height for its own work.
+        with gr.Row(equal_height=True, elem_id="app-header"):
             gr.Markdown(f"## {TITLE}", scale=1)
             project = gr.Dropdown(
                 names,
                 value=names[0] if names else None,
                 label="Project",
+                show_label=False,
+                container=False,
                 scale=2,
                 elem_id="project",
             )
-            new_name = gr.Textbox(label="New project", placeholder="name, then Enter", scale=2)
+            new_name = gr.Textbox(
+                label="New project",
+                show_label=False,
+                container=False,
+                placeholder="New project: name, then Enter",
+                scale=2,
+            )
         summary = gr.Markdown(elem_id="project-summary")
         register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():

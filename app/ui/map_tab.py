@@ -244,8 +244,6 @@ def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
 
 def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
-    with gr.Accordion("How to read the map", open=False):
-        gr.Markdown(HELP)
     with gr.Row():
         method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
         view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
@@ -278,6 +276,9 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         names = gr.Checkbox(label="intent names on the map", value=True, scale=1)
     status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot", label="Map")
+    # Below the map: at 1280x720 the map itself needs the height above the fold.
+    with gr.Accordion("How to read the map", open=False):
+        gr.Markdown(HELP)
     poll = gr.Timer(2.0, active=False)
     with gr.Row():
         selected = gr.Textbox(

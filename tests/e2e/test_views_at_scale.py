@@ -131,6 +131,30 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
         ctx.close()
 
 
+def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolling(
+    banking77_server, browser
+):
+    """Issue 25 item 9: Save sat below the fold and about 190 px of the map showed."""
+    ctx, page = _sized(browser, 1280, 720)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Data").click()
+        page.wait_for_function(
+            "() => document.querySelector('#data-count')?.innerText?.includes('Rows 1')"
+        )
+        save = page.locator("#save-utterance").bounding_box()
+        assert save is not None and save["y"] + save["height"] <= 720, save
+        shot(page, "62-data-1280")
+        page.get_by_role("tab", name="Map").click()
+        page.wait_for_selector("#map-plot .js-plotly-plot")
+        plot = page.locator("#map-plot").bounding_box()
+        assert plot is not None and 720 - plot["y"] >= 280, plot  # at least 280 px of the map
+        assert page.evaluate("() => window.scrollY") == 0
+        shot(page, "63-map-1280")
+    finally:
+        ctx.close()
+
+
 def _map_traces(page) -> dict[str, str]:
     return page.evaluate(
         "() => Object.fromEntries(document.querySelector('#map-plot .js-plotly-plot').data"
