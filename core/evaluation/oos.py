@@ -63,7 +63,7 @@ MIN_SCORES = 3
 CALIBRATION_FOLDS = 5
 # The Label queue's hint: the share of the out-of-fold examples with the smallest margins that
 # calibrate the threshold for uncertain questions, and the fewest such scores it needs.
-UNCERTAIN_SHARE = 0.1
+UNCERTAIN_SHARE = 0.25
 MIN_UNCERTAIN = 20
 # One project-wide threshold by default: on CLINC150 (bench/oos.py, 10-shot pool, frozen and
 # tuned MiniLM) it gave the best in-scope accuracy and OOS precision and kept the target in-scope
@@ -350,12 +350,13 @@ def _uncertain_hint(
 ) -> tuple[float, float] | None:
     """The margin that makes a question uncertain (the :data:`UNCERTAIN_SHARE` smallest margins
     of the out-of-fold examples) and the threshold that keeps ``target_recall`` of those
-    uncertain examples that land on their own intent (None: fewer than :data:`MIN_UNCERTAIN`)."""
+    uncertain (in-scope) examples (None: fewer than :data:`MIN_UNCERTAIN`)."""
     margins = np.array([m for _, top, _, m in scored if top is not None])
     if len(margins) < MIN_UNCERTAIN / UNCERTAIN_SHARE:
         return None
     cut = float(np.quantile(margins, UNCERTAIN_SHARE))
-    own = [s for name, top, s, m in scored if top == name and m <= cut]
+    # in scope is all the hint asks: every uncertain example counts, its top intent right or not
+    own = [s for _, top, s, m in scored if top is not None and m <= cut]
     if len(own) < MIN_UNCERTAIN:
         return None
     every_negative = [v for values in negatives.values() for v in values]

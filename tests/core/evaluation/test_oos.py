@@ -10,7 +10,7 @@ import pytest
 
 from core.evaluation import EvalData
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate, choose_threshold, thresholds_from_scores
-from core.retrieval.knn import IntentScore, Neighbour, Prediction
+from core.retrieval.knn import IntentScore, KnnIndex, Neighbour, Prediction
 from core.retrieval.predictor import prediction_to_dict
 from core.training import check_trainable
 
@@ -209,3 +209,39 @@ def test_thresholds_are_calibrated_on_the_scores_the_predictor_serves_with_its_a
     kept, right = asked(cal.thresholds)
     assert right > 20 and kept == math.ceil(target * right)
     assert asked(blind.thresholds)[0] < kept
+
+
+def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_unrelated_ones():
+    """The Label queue shows the least certain questions first; they score low although they are
+    in scope, so the project-wide threshold flags many of them. The hint calibrated on the least
+    certain training examples flags about the target's share of them, and still flags questions
+    from no intent several times as often."""
+    from core.evaluation.oos import calibrate_index
+
+    rng = np.random.default_rng(1)
+    dim, k, per = 24, 16, 30
+    centres = rng.normal(0, 1, (k, dim))
+
+    def draw(n: int) -> tuple[np.ndarray, list[int]]:
+        # some questions say it plainly, some vaguely (far from every intent: low and close)
+        which = rng.integers(0, k, n)
+        vague = rng.uniform(0.5, 2.5, (n, 1))
+        return centres[which] + vague * rng.normal(0, 1, (n, dim)), which.tolist()
+
+    pool, which = draw(k * per)
+    index = KnnIndex(dim)
+    index.add(list(range(len(pool))), pool, [""] * len(pool), [(f"i{j}",) for j in which])
+    cal = calibrate_index(index, target_recall=0.95)
+    assert cal.uncertain is not None and "least certain" in cal.message()
+    questions, _ = draw(4000)
+    preds = index.classify(questions, show=0)
+    threshold = cal.thresholds["default"]
+    queue = sorted(preds, key=lambda p: p.margin)[:100]  # the queue's first cards
+    served = [p.score < threshold for p in queue]
+    hint = [cal.looks_out_of_scope(p.score < threshold, p.score, p.margin) for p in queue]
+    assert sum(hint) <= 15 and sum(served) >= 2 * sum(hint), (sum(hint), sum(served))
+    unrelated = index.classify(rng.normal(0, 1, (200, dim)), show=0)
+    flagged = [cal.looks_out_of_scope(p.score < threshold, p.score, p.margin) for p in unrelated]
+    # unrelated questions are flagged several times as often as the in-scope uncertain ones
+    share = sum(flagged) / len(unrelated)
+    assert share > 3 * sum(hint) / len(queue), (sum(hint), sum(served), sum(flagged))
