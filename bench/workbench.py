@@ -70,7 +70,8 @@ def bench_queue(data: Path, labels: int, delays: list[int]) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="bench-queue-"))
     src = banking77_csv(data, root / "banking77.csv", unlabelled=75 * len(delays))
     small = root / "mini.csv"  # a second project, to pick banking77 after it
-    small.write_text("".join(src.read_text(encoding="utf-8").splitlines(True)[:41]))
+    lines = src.read_text(encoding="utf-8").splitlines(True)
+    small.write_text("".join(lines[:31] + lines[-10:]))  # 30 train, 10 unlabelled (the end)
     env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(root / "data")}
     for path, name in ((src, "banking77"), (small, "mini")):
         subprocess.run(
