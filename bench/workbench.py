@@ -94,7 +94,9 @@ def bench_queue(data: Path, labels: int, delays: list[int]) -> dict[str, Any]:
                 page.goto(srv.url)
                 page.wait_for_selector("#queue-card [data-item]")
                 time.sleep(2)  # let the page settle (the summary loads too)
-                _pick(page, "mini")
+                shown = page.inner_text("#project-summary").split("·")[0].strip()
+                if shown != "mini":  # picking the project already shown changes nothing
+                    _pick(page, "mini")
                 first_card = _pick(page, "banking77")
                 bot = annotator.Annotator(page, delay=delay)
                 started = time.perf_counter()
