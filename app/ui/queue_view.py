@@ -10,11 +10,18 @@ import gradio as gr
 
 from app.context import AppContext
 from app.services import data as data_svc
+from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.ui.common import attempt, problem
 
 
-def _card(item: dict[str, Any] | None, seq: int) -> str:
+def _card(item: dict[str, Any] | None, seq: int, *, empty_project: bool = False) -> str:
+    if item is None and empty_project:  # a new project: the way in is the import
+        return (
+            f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
+            "No utterances yet: import a file in the Data tab (Import panel), or add one there."
+            "</div>"
+        )
     if item is None:
         return (
             f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
@@ -33,6 +40,14 @@ def _card(item: dict[str, Any] | None, seq: int) -> str:
         f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
         f"<div class='queue-meta'>#{item['id']}{_current(item)}</div></div>"
     )
+
+
+def _is_empty(ctx: AppContext, proj: str) -> bool:
+    """Whether the project holds no utterance at all (in any split)."""
+    if not proj:
+        return False
+    info, _ = attempt(lambda: projects_svc.summary(ctx, proj))
+    return info is not None and info.n_train + info.n_test + info.n_unlabelled == 0
 
 
 def _current(item: dict[str, Any]) -> str:
@@ -87,7 +102,7 @@ def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "")
     return (
         message,
         state,
-        _card(item, state["seq"]),
+        _card(item, state["seq"], empty_project=item is None and _is_empty(ctx, proj)),
         *buttons,
         *examples,
         picked,

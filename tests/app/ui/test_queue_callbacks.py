@@ -153,3 +153,18 @@ def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
         "out_of_scope",
         "train",
     )
+
+
+def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not(ctx, demo):
+    from app.services.projects import new_project
+
+    empty = new_project(ctx, "fresh")
+    out = queue_tab.start(ctx, empty, "file", None)
+    assert out[STATE]["item"] is None
+    assert "No utterances yet: import a file in the Data tab" in out[CARD]
+
+    for row in data_svc.table(ctx, demo, split="unlabelled"):  # nothing left, but not empty
+        data_svc.delete_utterance(ctx, demo, row["id"])
+    out = queue_tab.start(ctx, demo, "file", None)
+    assert out[STATE]["item"] is None
+    assert "Nothing left to label" in out[CARD] and "No utterances yet" not in out[CARD]
