@@ -1,0 +1,47 @@
+"""The Train tab's panel follows a retrain as it runs (issue 25, item 4): the timer's tick once
+returned one value fewer than its outputs while a job was active, so the panel stayed at
+"queued · 0 %" and an error toast came every second. The page records every text the panel
+shows while the job runs; the guard in conftest fails the test on any error toast."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+# Every distinct text of the job panel, recorded in the page as it changes (the 1 s tick).
+RECORD = """() => {
+  window.__panel = [];
+  const el = document.querySelector('#job-progress');
+  const note = () => {
+    const t = el.innerText.trim();
+    if (t && window.__panel[window.__panel.length - 1] !== t) window.__panel.push(t);
+  };
+  new MutationObserver(note).observe(el, {subtree: true, childList: true, characterData: true});
+  note();
+}"""
+
+
+def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
+    page.goto(server.url)
+    page.get_by_role("tab", name="Train").click()
+    page.wait_for_selector("#job-progress")
+    page.evaluate(RECORD)
+    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
+    page.locator("#retrain").click()
+    page.wait_for_function(
+        "() => document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
+        timeout=300_000,
+    )
+    shot(page, "12-train-progress-done")
+    seen = page.evaluate("() => window.__panel")
+    running = [t for t in seen if ": running" in t]
+    assert running, seen  # the panel left "queued" while the job ran
+    percents = [int(m.group(1)) for t in running for m in [re.search(r"· (\d+)%", t)] if m]
+    assert any(0 < p < 100 for p in percents), seen  # a real share, between start and end
+    assert any("left" in t for t in running), seen  # and the time left of a measured phase
+    assert not page.locator(".toast-body.error").count()
