@@ -32,10 +32,11 @@ def first_card(ctx: AppContext) -> queue.QueueItem:
 
 
 def encoder_and_texts(ctx: AppContext) -> tuple[CachedEncoder, list[str]]:
-    """The encoder of the demo project's pool and 40 of its texts."""
+    """The encoder of the demo project's pool and 40 of its pool's texts (the first card encodes
+    the pool; test rows are not encoded for it since calibration no longer reads them)."""
     with ctx.db.session() as s:
         pid = project_id_in(s, DEMO_PROJECT)
-        texts = [r.text for r in list_utterances(s, pid)][:40]
+        texts = [r.text for r in list_utterances(s, pid, split="train")][:40]
     return ctx.pool(pid).encoder, texts
 
 
