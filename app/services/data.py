@@ -28,6 +28,32 @@ def project_id_in(s: Any, project: str, *, write: bool = False) -> int:
     return p.id
 
 
+class UnconfirmedTestChange(ValueError):
+    """A change to a `test` row that was not confirmed (nothing was changed)."""
+
+
+def refuse_unconfirmed_test_change(
+    row: repo.UtteranceRow, labels: list[str] | None, split: str | None = None
+) -> None:
+    """The test split reports the accuracy: changing a test row's intents or split, or deleting
+    it (``labels`` None), needs a second, explicit step, or a fix that follows the model's
+    opinion bends the accuracy towards the model. Each screen asks in its own way (a tick, the
+    same key twice); a text edit that keeps the intents and the split is not a change of it.
+
+    Raises:
+        UnconfirmedTestChange: ``row`` is a test row and the change touches it.
+    """
+    if row.split != "test":
+        return
+    same = labels is not None and sorted(labels) == sorted(row.labels)
+    if same and split in (None, "test"):
+        return
+    raise UnconfirmedTestChange(
+        f"#{row.id} is a test utterance: changing it changes the accuracy the test split "
+        "reports. Nothing was changed."
+    )
+
+
 def parse_label_input(value: str | list[str] | None) -> list[str]:
     """Labels typed as ``a|b`` / ``a, b`` or picked from a multiselect; ``(none)`` = no intent."""
     if value is None:
@@ -132,14 +158,20 @@ def label_utterance(
     split: str | None = None,
     text: str | None = None,
     batch: str | None = None,
+    confirm_test: bool = True,
 ) -> dict[str, Any]:
     """Set an utterance's intents (and optionally its text and split) in one transaction, by the
     one labelling rule (:func:`storage.utterances.labelled_split`): an utterance that gets an
-    intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once."""
+    intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once.
+    Screens where one click could change a test row pass ``confirm_test`` as the person's
+    explicit confirmation (:func:`refuse_unconfirmed_test_change`)."""
     names = parse_label_input(labels)
     with ctx.db.write() as s:
         pid = project_id_in(s, project, write=True)
         current = repo.get_utterance(s, pid, utterance_id)
+        if not confirm_test:
+            (now,) = repo.rows_by_id(s, pid, [utterance_id])
+            refuse_unconfirmed_test_change(now, names, split or None)
         if text is not None and text.strip() != current.text:
             repo.update_utterance(
                 s,
@@ -210,11 +242,17 @@ def delete_utterance(
     *,
     user_id: int | None = None,
     batch: str | None = None,
+    confirm_test: bool = True,
 ) -> None:
+    """Delete an utterance (undo brings it back); ``confirm_test`` as in :func:`label_utterance`."""
     with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        if not confirm_test:
+            (now,) = repo.rows_by_id(s, pid, [utterance_id])
+            refuse_unconfirmed_test_change(now, None)
         repo.delete_utterance(
             s,
-            project_id_in(s, project, write=True),
+            pid,
             utterance_id,
             user_id=acting_user(user_id),
             batch=batch,

@@ -41,6 +41,7 @@ from core.labelling import (
     uncertain_spread_out,
 )
 from core.retrieval import KnnIndex
+from core.retrieval.predictor import Predictor
 from storage.errors import NotFoundError
 from storage.utterances import count_utterances, find_by_text, labelled_pool, list_utterances
 
@@ -80,6 +81,7 @@ class QueueItem:
     predicted: tuple[str, ...]
     multi_label: bool
     current: tuple[str, ...] = ()  # its intents now (reviewing a labelled utterance)
+    split: str = "unlabelled"  # its split now (a reviewed `test` row needs confirming)
     # the model says no intent: the top score is below its threshold (suggestions still shown)
     out_of_scope: bool = False
     threshold: float | None = None
@@ -129,17 +131,18 @@ def order(
     elif how == "diverse":
         picks = farthest_first(vectors, _pool_similarity(pool.index, vectors), limit)
     elif how == "useful":
-        margins = _margins(pool.index, vectors, pool.predictor.k)
+        margins = _margins(pool.predictor, vectors)
         pool_sim = _pool_similarity(pool.index, vectors)
         picks = uncertain_spread_out(vectors, margins, pool_sim, limit)
     else:
-        picks = smallest_margin_first(_margins(pool.index, vectors, pool.predictor.k))[:limit]
+        picks = smallest_margin_first(_margins(pool.predictor, vectors))[:limit]
     return [rows[i].id for i in picks]
 
 
-def _margins(index: KnnIndex, vectors: np.ndarray, k: int) -> np.ndarray:
-    """Each candidate's top score minus the runner-up's, by the pool rule."""
-    return np.array([p.margin for p in index.classify(vectors, k=k, show=0, depth=50)])
+def _margins(predictor: Predictor, vectors: np.ndarray) -> np.ndarray:
+    """Each candidate's top score minus the runner-up's, as the live Predictor ranks them (its
+    anchors, ``k`` and rule; the 50 nearest examples are enough to order a queue)."""
+    return np.array([p.margin for p in predictor.rank(vectors, show=0, depth=50)])
 
 
 def _pool_similarity(index: KnnIndex, vectors: np.ndarray) -> np.ndarray:
@@ -165,9 +168,8 @@ def item(
         return QueueItem(row.id, row.version, row.text, (), (), False)
     if review:
         vector = ctx.cache.encode(pool.encoder, [pool.text_of(row)])
-        ranked = pool.index.classify(
-            vector, k=pool.predictor.k, show=0, depth=50, exclude_ids=[row.id]
-        )[0].intents[:SUGGESTIONS]
+        ranked = pool.predictor.rank(vector, exclude_ids=[row.id], show=0)[0].intents
+        ranked = ranked[:SUGGESTIONS]
         return QueueItem(
             row.id,
             row.version,
@@ -176,6 +178,7 @@ def item(
             tuple(x.intent for x in ranked[:1]),
             False,
             tuple(row.labels),
+            row.split,
         )
     result = pool.predictor.predict([pool.text_of(row)], show=0, top_n=SUGGESTIONS)[0]
     suggestions = tuple(
@@ -240,19 +243,24 @@ def answer(
     *,
     expected_version: int | None = None,
     batch: str | None = None,
+    confirm_test: bool = False,
 ) -> str:
     """Write the annotator's answer and say what happened. ``take``: the labels (into `train`);
     ``test``: the labels, into `test`; ``none``: reviewed, no intent (kept in `train` without an
     intent, out of the queue); ``delete``: removed (undo brings it back); ``oos``: labelled
     out of scope (into `train`, where it teaches the threshold). ``batch`` names the
-    change in the audit log, so :func:`undo_answer` takes back this answer and nothing else."""
+    change in the audit log, so :func:`undo_answer` takes back this answer and nothing else.
+    An answer that would change a `test` row (the review order shows labelled ones) is refused
+    unless ``confirm_test`` (:class:`app.services.data.UnconfirmedTestChange`)."""
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
         raise ValueError("Pick an intent first (1-3, or type to filter).")
     if action == "delete":
-        data_svc.delete_utterance(ctx, project, utterance_id, batch=batch)
+        data_svc.delete_utterance(
+            ctx, project, utterance_id, batch=batch, confirm_test=confirm_test
+        )
         return f"Deleted #{utterance_id} (u to undo)."
     split = {"take": None, "oos": None, "test": "test", "none": "train"}[action]
     row = data_svc.label_utterance(
@@ -263,6 +271,7 @@ def answer(
         split=split,
         expected_version=expected_version,
         batch=batch,
+        confirm_test=confirm_test,
     )
     what = ", ".join(row["labels"]) or "no intent"
     return f"#{utterance_id} → {what} ({row['split']})."

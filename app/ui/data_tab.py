@@ -145,7 +145,16 @@ def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]
     title = f"#### Utterance #{row['id']}" + (
         f" · predicted **{row['predicted']}** ({row['score']:.2f})" if row["predicted"] else ""
     )
-    return row["id"], row["version"], title, row["text"], list(row["intents"]), row["split"]
+    return (
+        row["id"],
+        row["version"],
+        title,
+        row["text"],
+        list(row["intents"]),
+        row["split"],
+        # a test row's change needs a tick: offered only where it applies, and never pre-ticked
+        gr.update(value=False, visible=row["split"] == "test"),
+    )
 
 
 def save(
@@ -156,8 +165,11 @@ def save(
     text: str,
     labels: list[str],
     split: str,
+    confirm_test: bool,
     uname: str,
 ) -> str:
+    """Save the edit panel; changing a test row's intents or split needs *I'm changing a test
+    label* ticked (:func:`app.services.data.refuse_unconfirmed_test_change`)."""
     if not uid:
         return problem("Click a row in the table first.")
 
@@ -170,10 +182,13 @@ def save(
             split=split,
             text=text,
             expected_version=int(version) if version else None,
+            confirm_test=bool(confirm_test),
         )
         return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
 
     msg, err = attempt(run)
+    if err and err.startswith(f"#{int(uid)} is a test utterance"):
+        err += " Tick *I'm changing a test label* to save it anyway."
     return problem(err) if err else ok(msg or "")
 
 
@@ -260,7 +275,15 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 allow_custom_value=True,
                 choices=[],
             )
-            e_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
+            with gr.Row(equal_height=True):
+                e_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train", scale=2)
+                e_confirm = gr.Checkbox(
+                    label="I'm changing a test label",
+                    value=False,
+                    visible=False,
+                    scale=1,
+                    elem_id="confirm-test-edit",
+                )
             with gr.Row():
                 save_btn = gr.Button("Save", variant="primary", elem_id="save-utterance")
                 delete_btn = gr.Button("Delete", variant="stop", elem_id="delete-utterance")
@@ -314,13 +337,15 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     page.submit(bind(refresh, ctx), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
         button.click(bind(turn_page, ctx, step), refresh_in, refresh_out, **quiet)
-    table.select(on_select, [rows], [e_id, e_version, e_title, e_text, e_intents, e_split])
+    table.select(
+        on_select, [rows], [e_id, e_version, e_title, e_text, e_intents, e_split, e_confirm]
+    )
     # Each action's message stays in the status line beside its buttons; the refresh that
     # follows writes the row count in the table's own line.
     after_change(
         save_btn.click(
             write(bind(save, ctx)),
-            [project, e_id, e_version, e_text, e_intents, e_split, user],
+            [project, e_id, e_version, e_text, e_intents, e_split, e_confirm, user],
             [status],
             api_name="save_utterance",
         )

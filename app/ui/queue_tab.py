@@ -67,6 +67,8 @@ def _fresh(how: str = svc.DEFAULT_ORDER, near: str | None = None) -> dict[str, A
         "answered": [],  # when each answer of this session was given (labels/min)
         # this queue's answers and skips, last first out: what u takes back (and shows again)
         "history": [],
+        # a refused change to a test row (review order): the same answer again confirms it
+        "confirm": None,
         "seq": 0,
     }
 
@@ -113,21 +115,41 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
     if item is None:
         return render(ctx, proj, state, problem("Nothing to answer: press Start."))
     batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
-    msg, err = attempt(
-        lambda: svc.answer(
-            ctx, proj, item["id"], action, labels, expected_version=item["version"], batch=batch
-        )
-    )
+    this = {"id": item["id"], "action": action, "labels": list(labels)}
+    confirmed = state.get("confirm") == this
+    state = {**state, "confirm": None}
+
+    def answer() -> tuple[str, bool]:
+        """The answer's message, and whether it is a test row's change still to confirm."""
+        try:
+            return svc.answer(
+                ctx,
+                proj,
+                item["id"],
+                action,
+                labels,
+                expected_version=item["version"],
+                batch=batch,
+                confirm_test=confirmed,
+            ), False
+        except data_svc.UnconfirmedTestChange as exc:
+            return str(exc), True
+
+    done, err = attempt(answer)
+    msg, ask = done or ("", False)
+    if ask:  # the same answer again (the same key) confirms it; anything else forgets it
+        again = f"{msg} Give the same answer again (the same key) to change it anyway; s skips it."
+        return render(ctx, proj, {**state, "confirm": this}, problem(again))
     if err:
         review = state["how"] == svc.REVIEW
         if svc.item(ctx, proj, item["id"], review=review) is None:  # answered by someone else
             return render(ctx, proj, _advance(ctx, proj, state), problem(err))
         return render(ctx, proj, state, problem(err))
-    done = {"id": item["id"], "action": action, "labels": labels, "batch": batch}
+    entry = {**this, "batch": batch, "text": item["text"]}
     state = {
         **state,
         "answered": [*state["answered"], time.time()][-200:],
-        "history": [*state["history"], {**done, "text": item["text"]}][-200:],
+        "history": [*state["history"], entry][-200:],
     }
     return render(ctx, proj, _advance(ctx, proj, state), ok(msg or "", notify=False))
 

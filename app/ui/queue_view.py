@@ -51,9 +51,18 @@ def _is_empty(ctx: AppContext, proj: str) -> bool:
 
 
 def _current(item: dict[str, Any]) -> str:
-    """What a reviewed (labelled) utterance carries now."""
+    """What a reviewed (labelled) utterance carries now, and a test row said plainly (changing
+    it takes the same answer twice)."""
     now = item.get("current") or ()
-    return f" · now: {html.escape(', '.join(now))}" if now else ""
+    if not now:
+        return ""
+    test = (
+        " · <span class='queue-test-row'>test row: it reports the accuracy, a change takes the "
+        "same key twice</span>"
+        if item.get("split") == "test"
+        else ""
+    )
+    return f" · now: {html.escape(', '.join(now))}{test}"
 
 
 def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:

@@ -182,3 +182,38 @@ def test_a_card_that_looks_out_of_scope_takes_suggestion_one_on_enter(banking77_
         assert now[nxt.text] == ("out_of_scope", "train")
     finally:
         context.close()
+
+
+def test_a_test_row_in_the_review_order_changes_only_on_the_same_key_twice(
+    banking77_server, browser
+):
+    """Item 8 in the Label tab: the *likely mislabelled* order shows labelled rows, test rows
+    among them, and one key used to relabel a test row (the accuracy then follows the model).
+    The card says it is a test row; the first key stores nothing and says so; the same key
+    again changes it."""
+    api = a.client(banking77_server)
+    text = "my new card still has not arrived, it has been two weeks"
+    api.predict(PROJECT, text, ["exchange_rate"], "test", api_name="/label")
+    context, page = _open(browser, banking77_server.url, 1280, 720)
+    try:
+        page.locator("#queue-order input").click()
+        page.get_by_role("option", name="Likely mislabelled (review labelled)").click()
+        page.locator("#queue-start").click()
+        page.wait_for_function(
+            "(t) => document.querySelector('#queue-card .queue-text')?.innerText === t",
+            arg=text,
+        )
+        assert "test row" in page.inner_text("#queue-card")
+        bot = Annotator(page)
+        card = bot.card()
+        page.keyboard.press("1")
+        again = bot.answered(card)
+        assert again.text == text and "is a test utterance" in a.status(page)
+        assert a.stored(api)[text] == ("exchange_rate", "test")
+        shot(page, "82-annotator-test-row-1280")
+        page.keyboard.press("1")
+        bot.answered(again)
+        assert a.stored(api)[text] == (card.suggestions[0], "test")
+        assert card.suggestions[0] != "exchange_rate"
+    finally:
+        context.close()

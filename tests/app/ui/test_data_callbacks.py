@@ -24,7 +24,7 @@ def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
 
 def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
     before = _rows(ctx, demo)
-    msg = data_tab.save(ctx, demo, None, None, "x", ["greet"], "train", "local")
+    msg = data_tab.save(ctx, demo, None, None, "x", ["greet"], "train", False, "local")
     assert "Click a row in the table first." in msg
     assert _rows(ctx, demo) == before
 
@@ -37,7 +37,7 @@ def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
     )
     assert row["split"] == "unlabelled" and row["intents"] == []
     saved = data_tab.save(
-        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "train", "local"
+        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "train", False, "local"
     )
     assert "track_order" in saved and "(train)" in saved
     assert "Undid" in data_tab.undo(ctx, demo)
@@ -49,8 +49,8 @@ def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
 
 def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
     row = next(iter(_rows(ctx, demo)))
-    data_tab.save(ctx, demo, row["id"], row["version"], row["text"] + "!", [], "train", "a")
-    msg = data_tab.save(ctx, demo, row["id"], row["version"], row["text"], [], "train", "b")
+    data_tab.save(ctx, demo, row["id"], row["version"], row["text"] + "!", [], "train", False, "a")
+    msg = data_tab.save(ctx, demo, row["id"], row["version"], row["text"], [], "train", False, "b")
     assert "changed by someone else" in msg
 
 
@@ -59,12 +59,38 @@ def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
     row = next(r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost")
     # the split dropdown still says `unlabelled`, as the row was loaded
     data_tab.save(
-        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "unlabelled", "local"
+        ctx,
+        demo,
+        row["id"],
+        row["version"],
+        row["text"],
+        ["track_order"],
+        "unlabelled",
+        False,
+        "local",
     )
     saved = next(
         r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost"
     )
     assert (saved["split"], saved["intents"]) == ("train", ["track_order"])
+
+
+def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(ctx, demo):
+    row = next(r for r in _rows(ctx, demo) if r["split"] == "test")
+    other = "greet" if row["intents"] != ["greet"] else "goodbye"
+    args = (ctx, demo, row["id"], row["version"])
+    refused = data_tab.save(*args, row["text"], [other], "test", False, "local")
+    assert "is a test utterance" in refused and "Tick" in refused
+    moved = data_tab.save(*args, row["text"], row["intents"], "train", False, "local")
+    assert "is a test utterance" in moved
+    assert next(r for r in _rows(ctx, demo) if r["id"] == row["id"]) == row  # nothing changed
+    fixed = data_tab.save(*args, row["text"] + "?", row["intents"], "test", False, "local")
+    assert fixed.startswith("✓ Saved")  # a typo fix keeps its intents and split
+    now = next(r for r in _rows(ctx, demo) if r["id"] == row["id"])
+    saved = data_tab.save(
+        ctx, demo, row["id"], now["version"], now["text"], [other], "test", True, "local"
+    )
+    assert saved.startswith("✓ Saved") and other in saved
 
 
 def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabelled(ctx, demo):

@@ -125,6 +125,30 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     assert "unlabelled left · 0 answered" in out[-1]
 
 
+def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
+    text = "how do i reset my password"
+    row = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
+    data_svc.label_utterance(ctx, demo, row["id"], ["discount_code"], split="test")
+    out = queue_tab.start(ctx, demo, "mislabelled", None)
+    assert out[STATE]["item"]["id"] == row["id"]
+    assert "test row" in out[CARD]
+    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # one press: refused, nothing stored
+    assert "is a test utterance" in out[MESSAGE] and "same key" in out[MESSAGE]
+    assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
+    assert out[STATE]["item"]["id"] == row["id"]  # the card stays
+    out = queue_tab.answer_with(ctx, "delete", demo, out[STATE])  # another key: asks anew
+    assert "is a test utterance" in out[MESSAGE]
+    assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
+    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])
+    assert _row(ctx, demo, row["id"])["intents"] == "discount_code"  # the delete was forgotten
+    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # the same key again: changed
+    assert (_row(ctx, demo, row["id"])["intents"], _row(ctx, demo, row["id"])["split"]) == (
+        "account_password_reset",
+        "test",
+    )
+    assert out[STATE]["item"] is None or out[STATE]["item"]["id"] != row["id"]
+
+
 def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
     state = queue_tab.start(ctx, demo, "file", None)[STATE]
     for oos in (False, True):
