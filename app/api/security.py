@@ -13,16 +13,13 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.api.gate import NEEDS_TOKEN
 from app.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.context import AppContext
 
 bearer = HTTPBearer(
     auto_error=False,
     description="An API token from `intent-studio users token NAME` (multi-user mode only).",
-)
-NEEDS_TOKEN = (
-    "Send your API token as `Authorization: Bearer TOKEN` "
-    "(an admin creates one with `intent-studio users token NAME`)."
 )
 
 
@@ -35,10 +32,14 @@ def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Actor:
-    """The acting user; 401 in multi-user mode without a valid token."""
+    """The acting user; 401 in multi-user mode without a valid token. The API's gate
+    (:class:`app.api.gate.ApiGate`) has looked the token up already, before the body was read."""
     ctx = context(request)
     if not ctx.settings.multi_user:
         return LOCAL
+    checked = getattr(request.state, "actor", None)
+    if isinstance(checked, Actor):
+        return checked
     if credentials is None or not credentials.credentials.strip():
         raise HTTPException(401, NEEDS_TOKEN, headers={"WWW-Authenticate": "Bearer"})
     try:

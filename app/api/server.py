@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.api import errors
 from app.api.batcher import MicroBatcher
+from app.api.gate import ApiGate
 from app.api.routes import router
 from app.context import AppContext
 from app.services.predict import classify_requests
@@ -58,6 +59,7 @@ def create_api(ctx: AppContext) -> FastAPI:
         return classify_requests(ctx, requests, explained=False)
 
     api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
+    api.add_middleware(ApiGate, ctx=ctx)  # the token, then the body's size, before parsing
     errors.install(api)
     api.include_router(router)
     api.mount(DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static")

@@ -1,0 +1,66 @@
+"""What every ``/api/v1`` request passes before FastAPI reads its body: in multi-user mode its
+token (401 at once without a valid one, the body unread), then the body's size
+(:data:`app.limits.MAX_API_BODY_BYTES`: 413 from ``Content-Length``, or while a chunked body
+streams in). FastAPI parses a body before it resolves the route's dependencies, so without this a
+100 MB body was read and parsed for a caller with no token at all.
+
+The token's user is looked up on every request (a removed or locked user's token stops at once)
+and handed to the route in ``request.state.actor`` (:func:`app.api.security.caller`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from app import http_body
+from app.auth import token_actor
+from app.context import AppContext
+from app.limits import MAX_API_BODY_BYTES
+
+PREFIX = "/api/v1/"
+NEEDS_TOKEN = (
+    "Send your API token as `Authorization: Bearer TOKEN` "
+    "(an admin creates one with `intent-studio users token NAME`)."
+)
+CHALLENGE = [(b"www-authenticate", b"Bearer")]
+
+
+def bearer_token(scope: http_body.Scope) -> str:
+    """The token of the request's ``Authorization: Bearer ...`` header ("" when none).
+
+    Example:
+        >>> bearer_token({"headers": [(b"authorization", b"Bearer is_abc ")]})
+        'is_abc'
+    """
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer":
+                return token.strip()
+    return ""
+
+
+class ApiGate:
+    """ASGI middleware of the API app: token first, then the body limit (see the module)."""
+
+    def __init__(self, app: Any, ctx: AppContext, limit: int = MAX_API_BODY_BYTES) -> None:
+        self.app, self.ctx, self.limit = app, ctx, limit
+
+    async def __call__(
+        self, scope: http_body.Scope, receive: http_body.Receive, send: http_body.Send
+    ) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(PREFIX):
+            await self.app(scope, receive, send)
+            return
+        if self.ctx.settings.multi_user:
+            token = bearer_token(scope)
+            if not token:
+                await http_body.answer(send, 401, NEEDS_TOKEN, CHALLENGE)
+                return
+            try:
+                who = await asyncio.to_thread(token_actor, self.ctx, token)
+            except PermissionError as exc:
+                await http_body.answer(send, 401, str(exc), CHALLENGE)
+                return
+            scope.setdefault("state", {})["actor"] = who
+        await http_body.within(scope, receive, send, self.app, self.limit)

@@ -1,0 +1,31 @@
+"""The limits on what a caller may send or try, in one place: request bodies, sign-in attempts,
+password hashing, one-line predictions per user. The README's "Security" section lists them with
+these names, and a test checks that the two agree.
+
+Example:
+    >>> MAX_API_BODY_BYTES // 1024 // 1024, SIGN_IN_FAILURES_PER_NAME
+    (2, 5)
+"""
+
+from __future__ import annotations
+
+# A REST (``/api/v1/...``) request body: refused from its Content-Length, or while it streams in,
+# before anything parses it (413). The biggest legitimate body, 1,000 texts of 2,000 characters
+# with their contexts, is under 1 MiB of JSON (more with \\u escapes).
+MAX_API_BODY_BYTES = 2 * 1024 * 1024
+# The sign-in form (a name and a password).
+MAX_SIGN_IN_BODY_BYTES = 16 * 1024
+
+# Sign-in: failed attempts counted over a sliding window, per user name and per address; past
+# either limit an attempt is refused (429 with Retry-After) before its password is hashed.
+SIGN_IN_WINDOW_S = 300
+SIGN_IN_FAILURES_PER_NAME = 5
+SIGN_IN_FAILURES_PER_ADDRESS = 20
+# Password checks (argon2: 64 MiB, ~0.1-0.2 s of CPU each) run in a thread, this many at once; more
+# sign-ins than SIGN_INS_WAITING waiting for one are refused as busy (429).
+PASSWORD_HASHES_AT_ONCE = 1
+SIGN_INS_WAITING = 16
+
+# One-line predictions (REST ``text``, the Try tab) one user may have waiting or running at once;
+# one more is refused as busy (429). Micro-batches take the users' requests in turns.
+LINES_PER_USER = 8

@@ -1,0 +1,92 @@
+"""A real server on a free loopback port, in this process: the app ``serve`` runs
+(:func:`app.web.web_app`), or any ASGI app, under uvicorn in a thread; and a raw HTTP/1.1 client
+for the requests a polite client library would not send (a body that lies about its length)."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(app: Any, port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 until the block ends; yields its base URL."""
+    port = port or free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def team_context(data_dir: Path) -> Any:
+    """A multi-user context on ``data_dir`` with the demo project, an admin, a designer (dana)
+    and a viewer (vic) (passwords in :data:`PASSWORDS`)."""
+    from app import auth
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services.projects import ensure_demo_project
+
+    ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    auth.ensure_admin(ctx, PASSWORDS["admin"])
+    auth.add_user(ctx, "dana", "designer", PASSWORDS["dana"])
+    auth.add_user(ctx, "vic", "viewer", PASSWORDS["vic"])
+    ensure_demo_project(ctx)
+    return ctx
+
+
+def raw_request(url: str, head: str, body: bytes = b"", *, timeout: float = 10) -> bytes:
+    """Send ``head`` (request line and headers, without the blank line) and ``body`` as they
+    are; returns what the server answered until it closed or ``timeout`` passed."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n\r\n" + body)
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+                if b"\r\n\r\n" in b"".join(chunks) and _complete(b"".join(chunks)):
+                    break
+        except TimeoutError:
+            pass
+        return b"".join(chunks)
+
+
+def _complete(answer: bytes) -> bool:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
+def status_of(answer: bytes) -> int:
+    """The status code of a raw HTTP answer (0: none came)."""
+    parts = answer.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
