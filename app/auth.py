@@ -4,7 +4,9 @@
 Single-user local mode (the default for ``make run`` on loopback) has no login: everyone is the
 local admin. Multi-user mode (``serve --multi-user``) puts Gradio's login in front of every page and
 API call, and each write path calls :func:`require` on the server with the signed-in name.
-Passwords are hashed with argon2 (argon2-cffi) and never stored or logged in clear.
+Passwords are hashed with argon2 (argon2-cffi) and never stored or logged in clear. A sign-in
+costs one argon2 verification whether or not the name exists (:func:`check_login`), so its time
+does not tell which names do; only an active user (not locked or removed) signs in or acts.
 """
 
 from __future__ import annotations
@@ -16,17 +18,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.context import AppContext
-from storage.errors import NotFoundError
+from storage.errors import NotFoundError, StorageError
 from storage.users import (
     ROLES,
+    active_user,
     count_admins,
     create_user,
-    get_user,
     set_token_hash,
     user_by_token_hash,
 )
@@ -98,15 +102,48 @@ def ensure_admin(ctx: AppContext, password: str | None) -> str | None:
     return generated
 
 
+@cache
+def _dummy_hash() -> str:
+    """A hash of no one's password, with the same parameters: what an unknown name is checked
+    against, so it costs the same time as a known one."""
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
 def check_login(ctx: AppContext, name: str, password: str) -> bool:
-    """Gradio's ``auth`` callback: True when the name and password match."""
+    """True when ``name`` is an active user and ``password`` theirs. One argon2 verification
+    every time (against a dummy hash for an unknown, locked or removed name): run it off the
+    event loop (:mod:`app.sign_in`).
+
+    Example:
+        >>> check_login(ctx, "nobody", "a password")  # doctest: +SKIP
+        False
+    """
+    stored = None
     try:
         with ctx.db.session() as s:
-            stored = get_user(s, name).password_hash or ""
-        return bool(stored) and _hasher.verify(stored, password)
-    except (NotFoundError, VerificationError, InvalidHashError):
-        logger.info("failed login for %r", name)
+            stored = active_user(s, name).password_hash
+    except (StorageError, PermissionError):
+        pass
+    try:
+        ok = _hasher.verify(stored or _dummy_hash(), password) and stored is not None
+    except (VerificationError, InvalidHashError):
+        ok = False
+    if not ok:
+        logger.info("failed sign-in for %r", name)
+    return ok
+
+
+def session_ok(ctx: AppContext, name: str, signed_in_at: datetime) -> bool:
+    """Whether a browser session of ``name`` that signed in at ``signed_in_at`` (UTC) still
+    counts: the user exists, is active, and neither their password changed nor were they locked
+    since."""
+    try:
+        with ctx.db.session() as s:
+            user = active_user(s, name)
+            changed = user.credentials_changed_at
+    except (StorageError, PermissionError):
         return False
+    return changed is None or signed_in_at > changed
 
 
 def token_hash(token: str) -> str:
@@ -142,7 +179,7 @@ def actor(ctx: AppContext, username: str | None) -> Actor:
         raise PermissionError("Sign in first.")
     with ctx.db.session() as s:
         try:
-            user = get_user(s, username)
+            user = active_user(s, username)
         except NotFoundError as exc:
             raise PermissionError(f"Unknown user {username!r}.") from exc
         return Actor(user.id, user.name, user.role)

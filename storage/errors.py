@@ -21,3 +21,8 @@ class BusyError(StorageError):
 
 class ReadOnlyError(StorageError, PermissionError):
     """A change attempted where only reading is allowed (a viewer's request); nothing was written."""
+
+
+class LockedError(StorageError, PermissionError):
+    """The user is locked: no sign-in, session or token of theirs counts until an admin unlocks
+    them."""

@@ -50,6 +50,28 @@ class User(Base):
         String(64), default=None, unique=True, index=True
     )
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # active, locked (no sign-in, no session, no token until unlocked) or removed (the row stays
+    # so the audit log keeps its name; its password and token are gone)
+    status: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
+    # when the password last changed (or the user was locked or removed): a browser session
+    # signed in before it has ended
+    credentials_changed_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+
+
+class SecurityEvent(Base):
+    """Append-only log of what happened to accounts: removed, locked, unlocked, a password
+    reset, sign-ins held back by the rate limit. ``actor`` is who did it (``cli:<os user>`` for
+    the command line), ``address`` where a sign-in came from."""
+
+    __tablename__ = "security_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    action: Mapped[str] = mapped_column(String(32))
+    user_name: Mapped[str] = mapped_column(String(80), default="")
+    actor: Mapped[str] = mapped_column(String(120), default="")
+    address: Mapped[str] = mapped_column(String(64), default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
 
 
 class Project(Base):

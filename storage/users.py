@@ -1,4 +1,10 @@
-"""Users and their roles. Passwords arrive here already hashed (see :mod:`app.auth`)."""
+"""Users, their roles and status, and the security log. Passwords arrive here already hashed (see
+:mod:`app.auth`).
+
+A user is ``active``, ``locked`` (kept, but no sign-in, session or token counts until unlocked) or
+``removed`` (the row stays so label events keep their author; its password and token are gone, and
+every function here except :func:`list_users` treats it as absent). Each change of status or
+password is recorded in ``security_events`` (:func:`record_event`)."""
 
 from __future__ import annotations
 
@@ -7,10 +13,11 @@ import re
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.errors import ConflictError, NotFoundError, StorageError
-from storage.tables import User
+from storage.errors import ConflictError, LockedError, NotFoundError, StorageError
+from storage.tables import SecurityEvent, User, utcnow
 
 ROLES = ("viewer", "designer", "admin")
+STATUSES = ("active", "locked", "removed")
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,80}")
 
 
@@ -20,8 +27,14 @@ def create_user(s: Session, name: str, role: str, password_hash: str) -> User:
         raise StorageError("A user name is 1-80 letters, digits or _ . @ -.")
     if role not in ROLES:
         raise StorageError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
-    if s.scalar(select(User).where(User.name == name)) is not None:
+    old = s.scalar(select(User).where(User.name == name))
+    if old is not None and old.status != "removed":
         raise ConflictError(f"There is already a user {name!r}.")
+    if old is not None:  # the name of a removed user: the same row again, a fresh account
+        old.role, old.password_hash, old.status = role, password_hash, "active"
+        old.api_token_hash, old.credentials_changed_at = None, utcnow()
+        s.flush()
+        return old
     user = User(name=name, role=role, password_hash=password_hash)
     s.add(user)
     s.flush()
@@ -29,28 +42,92 @@ def create_user(s: Session, name: str, role: str, password_hash: str) -> User:
 
 
 def get_user(s: Session, name: str) -> User:
-    user = s.scalar(select(User).where(User.name == name))
+    """The user called ``name``, active or locked; NotFoundError for nobody (or a removed one)."""
+    user = s.scalar(select(User).where(User.name == name, User.status != "removed"))
     if user is None:
         raise NotFoundError(f"No user {name!r}.")
     return user
 
 
+def active_user(s: Session, name: str) -> User:
+    """The user called ``name`` if they may act now; NotFoundError for nobody, LockedError
+    for a locked one."""
+    user = get_user(s, name)
+    if user.status != "active":
+        raise LockedError(f"{name} is locked: an admin can unlock them.")
+    return user
+
+
 def list_users(s: Session) -> list[User]:
+    """Every user, removed ones included (their status says so)."""
     return list(s.scalars(select(User).order_by(User.name)))
 
 
 def count_admins(s: Session) -> int:
-    return int(s.scalar(select(func.count()).select_from(User).where(User.role == "admin")) or 0)
+    """Admins who can sign in (active)."""
+    query = select(func.count()).select_from(User)
+    return int(s.scalar(query.where(User.role == "admin", User.status == "active")) or 0)
+
+
+def _last_admin(s: Session, user: User) -> bool:
+    return user.role == "admin" and user.status == "active" and count_admins(s) == 1
 
 
 def set_role(s: Session, name: str, role: str) -> User:
     if role not in ROLES:
         raise StorageError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
     user = get_user(s, name)
-    if user.role == "admin" and role != "admin" and count_admins(s) == 1:
+    if role != "admin" and _last_admin(s, user):
         raise StorageError("This is the last admin; make another admin first.")
     user.role = role
     return user
+
+
+def set_status(s: Session, name: str, status: str) -> User:
+    """Lock, unlock or remove ``name``. Locking or removing ends their browser sessions
+    (``credentials_changed_at``); removing also drops their password and API token. The last
+    active admin can be neither locked nor removed."""
+    if status not in STATUSES:
+        raise StorageError(f"Unknown status {status!r}: use one of {', '.join(STATUSES)}.")
+    user = get_user(s, name)
+    if status != "active" and _last_admin(s, user):
+        raise StorageError("This is the last admin; make another admin first.")
+    user.status = status
+    if status != "active":
+        user.credentials_changed_at = utcnow()
+    if status == "removed":
+        user.password_hash, user.api_token_hash = None, None
+    s.flush()
+    return user
+
+
+def set_password_hash(s: Session, name: str, password_hash: str) -> User:
+    """A new password for ``name``; their browser sessions signed in before it end."""
+    user = get_user(s, name)
+    user.password_hash, user.credentials_changed_at = password_hash, utcnow()
+    s.flush()
+    return user
+
+
+def record_event(
+    s: Session, action: str, user_name: str, *, actor: str = "", address: str = "", detail: str = ""
+) -> SecurityEvent:
+    """Append one row to the security log."""
+    event = SecurityEvent(
+        action=action[:32],
+        user_name=user_name[:80],
+        actor=actor[:120],
+        address=address[:64],
+        detail=detail,
+    )
+    s.add(event)
+    s.flush()
+    return event
+
+
+def security_events(s: Session, limit: int = 100) -> list[SecurityEvent]:
+    """The security log, newest first."""
+    return list(s.scalars(select(SecurityEvent).order_by(SecurityEvent.id.desc()).limit(limit)))
 
 
 def set_token_hash(s: Session, name: str, token_hash: str | None) -> User:
@@ -62,8 +139,9 @@ def set_token_hash(s: Session, name: str, token_hash: str | None) -> User:
 
 
 def user_by_token_hash(s: Session, token_hash: str) -> User:
-    """The user whose API token hashes to ``token_hash``; NotFoundError when none does."""
-    user = s.scalar(select(User).where(User.api_token_hash == token_hash))
+    """The active user whose API token hashes to ``token_hash``; NotFoundError when none does
+    (a locked user's token counts again once they are unlocked)."""
+    user = s.scalar(select(User).where(User.api_token_hash == token_hash, User.status == "active"))
     if user is None:
         raise NotFoundError("Unknown or revoked API token.")
     return user

@@ -232,11 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "users",
-        help="add users, change roles, list users, issue a REST API token (multi-user mode)",
+        help="add, remove, lock or unlock users, reset a password, change roles, list users, "
+        "issue a REST API token (multi-user mode)",
         description="`users token NAME` prints a new API token for NAME once (only its hash is "
-        "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`.",
+        "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`. "
+        "`remove` and `lock` end NAME's sessions and token at their next request; `password` "
+        "(from $INTENT_STUDIO_PASSWORD, else asked) ends the sessions signed in before it. "
+        "Each is recorded in the security log.",
     )
-    p.add_argument("action", choices=["add", "role", "list", "token"])
+    p.add_argument(
+        "action", choices=["add", "role", "list", "token", "remove", "lock", "unlock", "password"]
+    )
     p.add_argument("name", nargs="?")
     p.add_argument("--role", default="designer", choices=["viewer", "designer", "admin"])
     p.set_defaults(func=cmd_users)

@@ -71,26 +71,58 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _password(name: str) -> str:
+    password = os.environ.get("INTENT_STUDIO_PASSWORD")
+    if password is None:
+        import getpass
+
+        password = getpass.getpass(f"Password for {name}: ")
+    return password
+
+
+def _cli_actor() -> str:
+    """Who runs the command, for the security log: ``cli:<login name>``."""
+    import getpass
+
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli"
+
+
 def cmd_users(args: argparse.Namespace) -> int:
     from app.auth import add_user, issue_token
+    from app.services import accounts
     from storage.users import list_users, set_role
 
     ctx = context(args)
     if args.action == "list":
         with ctx.db.session() as s:
             for u in list_users(s):
-                print(f"{u.name}\t{u.role}")
+                print(f"{u.name}\t{u.role}\t{u.status}")
         return 0
     if not args.name:
         raise CliError("Give the user's name.")
     if args.action == "add":
-        password = os.environ.get("INTENT_STUDIO_PASSWORD")
-        if password is None:
-            import getpass
-
-            password = getpass.getpass(f"Password for {args.name}: ")
-        who = add_user(ctx, args.name, args.role, password)
+        who = add_user(ctx, args.name, args.role, _password(args.name))
         print(f"Added {who.name} ({who.role}).")
+        return 0
+    if args.action == "remove":
+        accounts.remove_user(ctx, args.name, actor=_cli_actor())
+        print(f"Removed {args.name}: their sessions and API token have ended.")
+        return 0
+    if args.action in ("lock", "unlock"):
+        locked = args.action == "lock"
+        accounts.lock_user(ctx, args.name, actor=_cli_actor(), locked=locked)
+        print(
+            f"Locked {args.name}: their sessions and API token have ended; they cannot sign in."
+            if locked
+            else f"Unlocked {args.name}: they can sign in again (their API token works again)."
+        )
+        return 0
+    if args.action == "password":
+        accounts.set_password(ctx, args.name, _password(args.name), actor=_cli_actor())
+        print(f"New password for {args.name}: their sessions signed in before have ended.")
         return 0
     if args.action == "token":
         token = issue_token(ctx, args.name)

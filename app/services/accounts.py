@@ -1,0 +1,61 @@
+"""Accounts, for an admin: remove, lock, unlock, a new password; each recorded in the security
+log with who did it. A removed or locked user's browser sessions and API token stop at their next
+request (every request checks its user: :mod:`app.http_guard`, :mod:`app.api.gate`).
+
+Example:
+    >>> remove_user(ctx, "dana", actor="cli:root")  # doctest: +SKIP
+    >>> [e["action"] for e in security_log(ctx)][:1]  # doctest: +SKIP
+    ['removed']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.auth import hash_password
+from app.context import AppContext
+from storage.users import record_event, security_events, set_password_hash, set_status
+
+
+def remove_user(ctx: AppContext, name: str, *, actor: str) -> None:
+    """Remove ``name``: their password, token and sessions end; their past edits keep their name."""
+    with ctx.db.write() as s:
+        set_status(s, name, "removed")
+        record_event(s, "removed", name, actor=actor)
+
+
+def lock_user(ctx: AppContext, name: str, *, actor: str, locked: bool = True) -> None:
+    """Lock ``name`` (no sign-in, session or token until unlocked), or unlock them."""
+    with ctx.db.write() as s:
+        set_status(s, name, "locked" if locked else "active")
+        record_event(s, "locked" if locked else "unlocked", name, actor=actor)
+
+
+def set_password(ctx: AppContext, name: str, password: str, *, actor: str) -> None:
+    """A new password for ``name``; their sessions signed in with the old one end."""
+    hashed = hash_password(password)
+    with ctx.db.write() as s:
+        set_password_hash(s, name, hashed)
+        record_event(s, "password", name, actor=actor)
+
+
+def sign_in_held(ctx: AppContext, what: str, name: str, address: str) -> None:
+    """Record that sign-ins were held back by the rate limit (``what``: "name" or "address")."""
+    with ctx.db.write() as s:
+        record_event(s, "sign_in_held", name, address=address, detail=f"too many failures: {what}")
+
+
+def security_log(ctx: AppContext, limit: int = 100) -> list[dict[str, Any]]:
+    """The security log, newest first, as plain rows."""
+    with ctx.db.session() as s:
+        return [
+            {
+                "at": e.created_at,
+                "action": e.action,
+                "user": e.user_name,
+                "actor": e.actor,
+                "address": e.address,
+                "detail": e.detail,
+            }
+            for e in security_events(s, limit)
+        ]

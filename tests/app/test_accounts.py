@@ -1,0 +1,130 @@
+"""Issue 27, rows 4 and 11: an admin removes, locks, unlocks a user or sets a new password from
+the command line, each recorded in the security log; a removed or locked user signs in with
+nothing and their token stops; the last admin stays. And a sign-in for a name that does not exist
+costs the same password check as one that does, so its time does not tell which names exist."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+import pytest
+
+from app import auth
+from app.cli import main
+from app.config import load_settings
+from app.context import AppContext
+from app.services.accounts import security_log
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    """A data directory with an admin and dana (designer) with an API token; yields (run the
+    CLI on it, a multi-user context on it, dana's token)."""
+    data = tmp_path / "data"
+
+    def cli(*argv: str) -> int:
+        return main(["--data-dir", str(data), *argv])
+
+    ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
+    auth.ensure_admin(ctx, "admin-password")
+    auth.add_user(ctx, "dana", "designer", "designer-password")
+    token = auth.issue_token(ctx, "dana")
+    monkeypatch.delenv("INTENT_STUDIO_PASSWORD", raising=False)
+    yield cli, ctx, token
+    ctx.close()
+
+
+def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
+    cli, ctx, token = team
+    assert cli("users", "lock", "dana") == 0
+    assert "Locked dana" in capsys.readouterr().out
+    assert not auth.check_login(ctx, "dana", "designer-password")
+    with pytest.raises(PermissionError, match="Unknown or revoked API token"):
+        auth.token_actor(ctx, token)
+    with pytest.raises(PermissionError, match="dana is locked"):
+        auth.require(ctx, "dana", "viewer")
+    assert cli("users", "unlock", "dana") == 0
+    assert auth.check_login(ctx, "dana", "designer-password")
+    assert auth.token_actor(ctx, token).name == "dana"
+    assert [(e["action"], e["user"]) for e in security_log(ctx)] == [
+        ("unlocked", "dana"),
+        ("locked", "dana"),
+    ]
+    assert all(e["actor"].startswith("cli") for e in security_log(ctx))
+
+
+def test_users_password_replaces_the_password_and_is_logged(team, capsys, monkeypatch):
+    cli, ctx, _ = team
+    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "a-new-password")
+    assert cli("users", "password", "dana") == 0
+    assert "New password for dana" in capsys.readouterr().out
+    assert auth.check_login(ctx, "dana", "a-new-password")
+    assert not auth.check_login(ctx, "dana", "designer-password")
+    assert security_log(ctx)[0]["action"] == "password"
+    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "short")
+    assert cli("users", "password", "dana") == 2
+    assert "at least 8" in capsys.readouterr().err
+
+
+def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys, monkeypatch):
+    cli, ctx, token = team
+    assert cli("users", "remove", "dana") == 0
+    assert not auth.check_login(ctx, "dana", "designer-password")
+    with pytest.raises(PermissionError):
+        auth.token_actor(ctx, token)
+    with pytest.raises(PermissionError, match="Unknown user 'dana'"):
+        auth.require(ctx, "dana", "viewer")
+    capsys.readouterr()
+    assert cli("users", "list") == 0
+    assert "dana\tdesigner\tremoved" in capsys.readouterr().out
+    assert cli("users", "lock", "dana") == 2  # nobody to lock
+    assert "No user 'dana'" in capsys.readouterr().err
+    # the name can be given again: a fresh account, without the old token
+    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "another-password")
+    assert cli("users", "add", "dana", "--role", "viewer") == 0
+    assert auth.check_login(ctx, "dana", "another-password")
+    with pytest.raises(PermissionError):
+        auth.token_actor(ctx, token)
+    assert security_log(ctx)[0]["action"] == "removed"
+
+
+def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
+    cli, ctx, _ = team
+    for action in ("remove", "lock"):
+        assert cli("users", action, "admin") == 2
+        assert "last admin" in capsys.readouterr().err
+    assert auth.check_login(ctx, "admin", "admin-password")
+    assert security_log(ctx) == []
+
+
+def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monkeypatch):
+    _, ctx, _ = team
+    checks: list[str] = []
+
+    class Counted:  # the app's hasher, counting its checks
+        def __init__(self, hasher: object) -> None:
+            self.hasher = hasher
+
+        def hash(self, password: str) -> str:
+            return self.hasher.hash(password)  # type: ignore[attr-defined, no-any-return]
+
+        def verify(self, stored: str, password: str) -> bool:
+            checks.append(stored[:9])
+            return self.hasher.verify(stored, password)  # type: ignore[attr-defined, no-any-return]
+
+    monkeypatch.setattr(auth, "_hasher", Counted(auth._hasher))
+    auth.check_login(ctx, "nobody", "a password")  # the dummy hash is made once, here
+
+    def timed(name: str) -> float:
+        started = time.perf_counter()
+        assert not auth.check_login(ctx, name, "wrong password")
+        return time.perf_counter() - started
+
+    checks.clear()
+    known = statistics.median(timed("dana") for _ in range(5))
+    unknown = statistics.median(timed("nobody") for _ in range(5))
+    assert checks == ["$argon2id"] * 10  # one argon2 check per attempt, known or not
+    # before: 0.47 s for a known name, 0.057 s for an unknown one (a ratio of 0.12)
+    assert 0.5 < unknown / known < 2
