@@ -1,8 +1,11 @@
 """Utterance files in the formats designers already use, and the one place that picks the format.
 
-:func:`read_any` and :func:`write_any` dispatch on the file suffix (a folder is a folder of intent
-``.txt`` files): ``.csv`` (also ``.tsv``, ``.txt`` and no suffix), ``.jsonl``/``.ndjson``, Rasa
-``.yml``/``.yaml``, a ``.zip`` of intent files. Pure functions over plain rows
+:func:`read_any` picks the format by the file suffix and by what the file holds: ``.csv`` (also
+``.tsv``, ``.txt`` and no suffix), ``.jsonl``/``.ndjson``, Rasa ``.yml``/``.yaml``, a ``.zip`` or
+folder of intent files, and the platform agents of :mod:`app.formats.agents` (a zip or folder of
+Dialogflow ES or CX or Lex V2 files; a ``.json`` of LUIS, CLU, Watson Assistant or Dialogflow
+CX), recognised by their content (a zip is read as one whatever its suffix). :func:`write_any` writes by
+the suffix, or the agent format named. Pure functions over plain rows
 (:class:`storage.utterances.NewUtterance`, aliased :data:`Row`): nothing here touches a database.
 A file is validated completely first; any problem raises :class:`FormatError` and no row is
 returned.
@@ -15,10 +18,19 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
+from app.formats.agents import (
+    AGENT_FORMATS,
+    agent_format,
+    read_agent_files,
+    read_agent_json,
+    write_agent,
+)
 from app.formats.common import (
     MAX_FILE_BYTES,
+    AgentSource,
     FormatError,
     ParsedFile,
     Row,
@@ -28,11 +40,13 @@ from app.formats.common import (
 )
 from app.formats.intent_files import (
     dump_intent_files,
+    folder_files,
     parse_intent_files,
+    parse_zipped_intent_files,
     read_intent_folder,
-    read_intent_zip,
     write_intent_folder,
     write_intent_zip,
+    zip_files_of,
 )
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
@@ -49,13 +63,16 @@ from app.formats.tabular import (
 from core.slots import SlotData
 
 __all__ = [
+    "AGENT_FORMATS",
     "MAX_FILE_BYTES",
+    "AgentSource",
     "FormatError",
     "ParsedFile",
     "Row",
     "dump_intent_files",
     "dump_rasa_yaml",
     "dump_slot_book",
+    "export_formats",
     "from_spreadsheet_safe",
     "parse_csv",
     "parse_intent_files",
@@ -75,24 +92,78 @@ __all__ = [
 
 def _read_yaml(data: bytes) -> ParsedFile:
     """Rasa NLU YAML, or a slot book file (``slot_book:`` / ``templates:``, no ``nlu:``)."""
-    return parse_slot_book(data) if is_slot_book(decode(data)) else parse_rasa_yaml(data)
+    if is_slot_book(decode(data)):
+        return replace(parse_slot_book(data), format="slot book")
+    return replace(parse_rasa_yaml(data), format="Rasa NLU YAML")
+
+
+def _read_zip(data: bytes) -> ParsedFile:
+    """A platform agent's zip, else a zip of intent ``.txt`` files."""
+    files = zip_files_of(data)
+    agent = read_agent_files(files)
+    if agent is not None:
+        return agent
+    return replace(parse_zipped_intent_files(files), format="zip of intent files")
+
+
+def _read_folder(path: Path) -> ParsedFile:
+    files = folder_files(path)
+    agent = read_agent_files(files)
+    if agent is not None:
+        return agent
+    return replace(parse_intent_files(files), format="folder of intent files")
+
+
+_JSON_AGENTS = ", ".join(f.title for f in AGENT_FORMATS if f.container == "json")
+
+
+def _read_json(data: bytes) -> ParsedFile:
+    parsed = read_agent_json(data)
+    if parsed is None:
+        raise FormatError(
+            f"This JSON file is not an agent export this app reads ({_JSON_AGENTS}); "
+            "for one utterance per line use .jsonl."
+        )
+    return parsed
+
+
+def _tabular(reader: Callable[[bytes], ParsedFile], label: str) -> Callable[[bytes], ParsedFile]:
+    return lambda data: replace(reader(data), format=label)
 
 
 _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
-    ".csv": read_csv,
-    ".tsv": read_csv,
-    ".txt": read_csv,
-    "": read_csv,
-    ".jsonl": read_jsonl,
-    ".ndjson": read_jsonl,
+    ".csv": _tabular(read_csv, "CSV"),
+    ".tsv": _tabular(read_csv, "CSV"),
+    ".txt": _tabular(read_csv, "CSV"),
+    "": _tabular(read_csv, "CSV"),
+    ".jsonl": _tabular(read_jsonl, "JSONL"),
+    ".ndjson": _tabular(read_jsonl, "JSONL"),
     ".yml": _read_yaml,
     ".yaml": _read_yaml,
-    ".zip": read_intent_zip,
+    ".zip": _read_zip,
+    ".json": _read_json,
 }
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _by_content(data: bytes, kind: str) -> Callable[[bytes], ParsedFile] | None:
+    """The reader a file's first bytes call for whatever its suffix: a zip is a zip, and a JSON
+    object named ``.txt`` or without a suffix is read as an agent when it is one."""
+    if data.startswith(_ZIP_MAGIC) and kind not in (".yml", ".yaml"):
+        return _read_zip
+    if kind in ("", ".txt") and data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
+        try:
+            parsed = read_agent_json(data)
+        except FormatError:
+            return None
+        if parsed is not None:
+            return lambda _: parsed
+    return None
 
 
 def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> ParsedFile:
-    """Read and validate a file of utterances, picking the format by its suffix.
+    """Read and validate a file of utterances, picking the format by its suffix and content
+    (``ParsedFile.format`` says which was used).
 
     Args:
         source: a file or folder path, or a file's bytes.
@@ -104,26 +175,31 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
     """
     path = None if isinstance(source, bytes) else Path(source)
     if path is not None and path.is_dir():
-        return read_intent_folder(path)  # one row per text already (same text = multi-label)
+        return _read_folder(path)  # one row per text already (same text = multi-label)
     own_suffix = "" if path is None else path.suffix
     kind = (suffix if suffix is not None else own_suffix).lower()
-    reader = _READERS.get(kind)
-    if reader is None:
-        raise FormatError(
-            f"Unsupported file type {kind!r}: use .csv, .jsonl, Rasa .yml, "
-            "or a folder / .zip of intent_name.txt files."
-        )
-    if path is None:
-        assert isinstance(source, bytes)
-        parsed = reader(source)
-    else:
+    if path is not None:
+        if kind not in _READERS:
+            raise _unsupported(kind)
         check_size(path.stat().st_size)
-        parsed = reader(path.read_bytes())
+        data = path.read_bytes()
+    else:
+        assert isinstance(source, bytes)
+        data = source
+    reader = _by_content(data, kind) or _READERS.get(kind)
+    if reader is None:
+        raise _unsupported(kind)
+    parsed = reader(data)
     if not parsed.rows:  # a slot book file: no utterances
         return parsed
     rows, notes = merge_repeats(parsed.rows)
-    return ParsedFile(
-        rows, [*parsed.notes, *notes], parsed.flattened_entities, parsed.descriptions, parsed.slots
+    return replace(parsed, rows=rows, notes=[*parsed.notes, *notes])
+
+
+def _unsupported(kind: str) -> FormatError:
+    return FormatError(
+        f"Unsupported file type {kind!r}: use .csv, .jsonl, Rasa .yml, a folder / .zip of "
+        "intent_name.txt files, or an agent export (.zip or .json)."
     )
 
 
@@ -137,28 +213,56 @@ _WRITERS: dict[str, Callable[[Iterable[Row], Descriptions, SlotData | None], byt
 }
 
 
+def export_formats(suffix: str) -> list[str]:
+    """The agent formats a file with this suffix can hold (``.zip``: Dialogflow ES and CX, Lex;
+    ``.json``: LUIS, CLU, Watson, Dialogflow CX)."""
+    container = {".zip": "zip", ".json": "json"}.get(suffix.lower())
+    return [f.name for f in AGENT_FORMATS if f.container == container]
+
+
 def write_any(
     rows: Iterable[Row],
     path: str | Path,
     descriptions: Descriptions = None,
     slots: SlotData | None = None,
-) -> None:
+    *,
+    format: str | None = None,
+    kept: AgentSource | None = None,
+    name: str = "intent-studio",
+) -> list[str]:
     """Write rows in the format the path's suffix names: ``.jsonl``, Rasa ``.yml``/``.yaml``, a
-    ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else.
+    ``.zip`` of intent files, no suffix for a folder of them, CSV for anything else; or, with
+    ``format``, the agent format of that name (see :func:`app.formats.agents.write_agent`:
+    ``descriptions`` then lists every intent, ``kept`` is the agent imported). Returns notes on
+    what was left out or renamed.
 
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
     Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
     have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables);
     the other formats have no place for them.
+
+    Raises:
+        ValueError: an unknown agent format, or a ``.json`` path without one.
     """
     p = Path(path)
     suffix = p.suffix.lower()
-    if suffix == "":
+    notes: list[str] = []
+    if format is not None:
+        payload, notes = write_agent(
+            agent_format(format).name, list(rows), descriptions or {}, kept=kept, name=name
+        )
+    elif suffix == ".json":
+        raise ValueError(
+            f"Name the agent format of a .json file: {', '.join(export_formats('.json'))}."
+        )
+    elif suffix == "":
         write_intent_folder(rows, p)
-        return
-    writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
-    payload = writer(rows, descriptions, slots)
+        return notes
+    else:
+        writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
+        payload = writer(rows, descriptions, slots)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_bytes(payload)
     tmp.replace(p)
+    return notes

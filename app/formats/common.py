@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from app.config import MAX_UPLOAD_BYTES
@@ -60,9 +61,20 @@ class FormatError(ValueError):
 
 
 @dataclass(frozen=True)
+class AgentSource:
+    """A platform agent as imported (``format``: an agent format's name, ``content``: its files,
+    a zip or a JSON file), kept so that an export writes back what the app does not model."""
+
+    format: str
+    content: bytes
+
+
+@dataclass(frozen=True)
 class ParsedFile:
     """Rows read from a file, with what was changed or skipped on the way, and the slot book,
-    templates and entity annotations it carries (Rasa entities and lookup tables)."""
+    templates and entity annotations it carries (Rasa entities and lookup tables). ``format``
+    names the format the file was read as; ``agent`` is a platform agent's source (see
+    :mod:`app.formats.agents`)."""
 
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
@@ -70,6 +82,8 @@ class ParsedFile:
     # intent -> its description, where the file gave one
     descriptions: dict[str, str] = field(default_factory=dict)
     slots: SlotData = field(default_factory=SlotData)
+    format: str = ""
+    agent: AgentSource | None = None
 
 
 def check_size(n_bytes: int, where: str = "The file") -> None:
@@ -103,6 +117,31 @@ def decode(data: bytes, where: str = "The file") -> str:
         raise FormatError(
             f"{where} is not valid UTF-8.", [(line, f"invalid byte at offset {exc.start}")]
         ) from exc
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth_over(text: str, limit: int = MAX_NESTING) -> bool:
+    """Whether a JSON text nests lists and objects deeper than ``limit`` (strings and their
+    brackets skipped), found before parsing it: the parser would recurse that deep.
+
+    Example:
+        >>> json_depth_over("[[1]]", 1), json_depth_over('["[[["]', 1)
+        (True, False)
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        t = token.group()
+        if t in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif t in "]}":
+            depth -= 1
+    return False
 
 
 def check_text(text: str) -> str | None:

@@ -161,6 +161,25 @@ def parse_intent_files(files: Mapping[str, bytes]) -> ParsedFile:
     return ParsedFile(rows, notes)
 
 
+def folder_files(path: Path) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of every file under a folder.
+
+    Raises:
+        FormatError: a symbolic link, or more than 25 MB of files.
+    """
+    files: dict[str, bytes] = {}
+    total = 0
+    for p in sorted(Path(path).rglob("*")):
+        if p.is_symlink():
+            raise FormatError(f"{p.relative_to(path)} is a symbolic link; refusing.")
+        if p.is_file():
+            total += p.stat().st_size
+            if total > MAX_FILE_BYTES:
+                raise FormatError("The folder holds more than 25 MB of files.")
+            files[p.relative_to(path).as_posix()] = p.read_bytes()
+    return files
+
+
 def read_intent_folder(path: Path) -> ParsedFile:
     """Read a folder of intent ``.txt`` files, or a ``.zip`` of one.
 
@@ -169,19 +188,22 @@ def read_intent_folder(path: Path) -> ParsedFile:
             any problem :func:`parse_intent_files` finds.
     """
     path = Path(path)
-    files: dict[str, bytes] = {}
     if path.is_dir():
-        total = 0
-        for p in sorted(path.rglob("*")):
-            if p.is_symlink():
-                raise FormatError(f"{p.relative_to(path)} is a symbolic link; refusing.")
-            if p.is_file():
-                total += p.stat().st_size
-                if total > MAX_FILE_BYTES:
-                    raise FormatError("The folder holds more than 25 MB of files.")
-                files[p.relative_to(path).as_posix()] = p.read_bytes()
-        return parse_intent_files(files)
+        return parse_intent_files(folder_files(path))
     return read_intent_zip(path)
+
+
+def zip_files_of(source: Path | bytes) -> dict[str, bytes]:
+    """``{member name: bytes}`` of a zip (a path or its bytes), checked before reading
+    (:mod:`core.safe_archive`).
+
+    Raises:
+        FormatError: a hostile, oversized or unreadable zip.
+    """
+    try:
+        return read_zip(source, max_bytes=MAX_FILE_BYTES)
+    except ArchiveError as exc:
+        raise FormatError(str(exc)) from exc
 
 
 def read_intent_zip(source: Path | bytes) -> ParsedFile:
@@ -193,10 +215,11 @@ def read_intent_zip(source: Path | bytes) -> ParsedFile:
         FormatError: a hostile, oversized or unreadable zip, or any problem
             :func:`parse_intent_files` finds.
     """
-    try:
-        files = read_zip(source, max_bytes=MAX_FILE_BYTES)
-    except ArchiveError as exc:
-        raise FormatError(str(exc)) from exc
+    return parse_zipped_intent_files(zip_files_of(source))
+
+
+def parse_zipped_intent_files(files: dict[str, bytes]) -> ParsedFile:
+    """:func:`parse_intent_files` for a zip's files: a single top folder is read as the folder."""
     tops = {PurePosixPath(k).parts[0] for k in files if not k.startswith((".", "__MACOSX"))}
     if len(tops) == 1 and not next(iter(tops)).endswith(".txt"):
         top = next(iter(tops))

@@ -48,6 +48,7 @@ from app.formats.common import (
     check_text,
     decode,
     finish,
+    json_depth_over,
 )
 from app.formats.csv_quotes import line_breaks, open_quote, row_inside
 from storage.tables import SPLITS
@@ -56,7 +57,6 @@ from storage.utterances import is_blank
 # A cell a spreadsheet would evaluate, after any quotes already put in front of it.
 _FORMULA = re.compile(r"'*[=+\-@\t\r]")
 _QUOTED_FORMULA = re.compile(r"'+[=+\-@\t\r]")
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def spreadsheet_safe(cell: str) -> str:
@@ -79,23 +79,6 @@ def from_spreadsheet_safe(cell: str) -> str:
         ("'@x", "'quoted")
     """
     return cell[1:] if _QUOTED_FORMULA.match(cell) else cell
-
-
-def _json_depth_over(line: str) -> bool:
-    """Whether a JSON text nests lists and objects deeper than :data:`MAX_NESTING` (strings and
-    their brackets skipped), found before parsing it: the parser would recurse that deep."""
-    if line.count("[") + line.count("{") <= MAX_NESTING:
-        return False
-    depth = 0
-    for token in _JSON_TOKEN.finditer(line):
-        t = token.group()
-        if t in "[{":
-            depth += 1
-            if depth > MAX_NESTING:
-                return True
-        elif t in "]}":
-            depth -= 1
-    return False
 
 
 def _split_labels(raw: object) -> list[str]:
@@ -299,7 +282,7 @@ def read_jsonl(data: bytes) -> ParsedFile:
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        if _json_depth_over(line):
+        if json_depth_over(line):
             problems.append((line_no, f"nested deeper than {MAX_NESTING} levels"))
             continue
         try:

@@ -1,0 +1,242 @@
+"""What every platform agent format shares: the intents a format reads out of an agent, how their
+names become ours, rows and descriptions, and the plan an export applies to an agent.
+
+A format reads an agent into an :class:`AgentDoc`: its intents (platform name, description,
+whether it is the platform's fallback, training phrases), each with the file or JSON path it came
+from. :func:`to_parsed` turns that into rows, with every rule of :mod:`app.formats.common`:
+
+- a fallback intent (and one named ``out_of_scope``) is our reserved ``out_of_scope`` label;
+- a platform name that cannot be an intent name here is mapped (``|`` to ``/``, invisible
+  characters dropped, NFC, at most 120 characters) and the mapping is reported; an export writes
+  the platform's name back;
+- two names that look alike once mapped (Unicode normalisation, TR39 confusables) refuse the file,
+  naming both;
+- a text under several intents is one multi-label row.
+
+An export (:func:`app.formats.agents.export.plan_export`) reads the kept agent the same way, so each of our intents finds
+the platform intent it came from: what changed in the project (phrases, descriptions, intents added
+or deleted) is applied, everything else is left as it was.
+
+Example:
+    >>> doc = AgentDoc([PlatformIntent("greet", "intents/greet.json", phrases=[("p", "hi", "train")])])
+    >>> to_parsed(doc, "Demo").rows
+    [NewUtterance(text='hi', labels=('greet',), split='train', context='')]
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.formats.common import (
+    FormatError,
+    ParsedFile,
+    Row,
+    check_description,
+    check_text,
+    decode,
+    finish,
+    json_depth_over,
+)
+from core.retrieval.scope import OUT_OF_SCOPE
+from storage.texts import MAX_NAME_CHARS, name_problem, nfc, skeleton
+
+# Deepest nesting of an agent's JSON files (a Dialogflow CX page's rich responses nest ~12 deep).
+MAX_AGENT_NESTING = 64
+SHOW_NAMES = 8
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Fixed namespace for the ids of phrases and intents an export adds (the same text, the same id).
+_IDS = uuid.UUID("5d1c6a52-8f3e-4a55-9a43-6a1d3b8e2f10")
+
+
+def new_id(*parts: str) -> str:
+    """A stable id for something an export adds (same inputs, same id)."""
+    return str(uuid.uuid5(_IDS, "\x1f".join(parts)))
+
+
+@dataclass
+class PlatformIntent:
+    """One intent as the platform names it. ``phrases``: ``(where, text, split)``."""
+
+    name: str
+    where: str
+    description: str = ""
+    fallback: bool = False
+    phrases: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+@dataclass
+class AgentDoc:
+    """The intents of an agent in the language read, and what the reader noticed."""
+
+    intents: list[PlatformIntent]
+    language: str = ""
+    notes: list[str] = field(default_factory=list)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+
+def load_json(data: bytes, where: str) -> Any:
+    """The JSON value of a file, after the size and nesting limits.
+
+    Raises:
+        FormatError: not UTF-8, not JSON (with its line), or nested too deep.
+    """
+    text = decode(data, where)
+    if json_depth_over(text, MAX_AGENT_NESTING):
+        raise FormatError(
+            f"{where} nests lists and objects deeper than {MAX_AGENT_NESTING} levels."
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            f"{where} is not valid JSON.",
+            [(exc.lineno, f"{where}: {exc.msg} (column {exc.colno})")],
+        ) from exc
+    except RecursionError as exc:  # a second fence behind the depth check
+        raise FormatError(f"{where} nests too deep.") from exc
+
+
+def dump_json(value: Any) -> bytes:
+    """How an export writes a JSON file it changed: two-space indent, keys in their order."""
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def same_or_dumped(value: Any, original: bytes | None) -> bytes:
+    """The original bytes when ``value`` is what they hold (an untouched file stays byte for
+    byte), else ``value`` written by :func:`dump_json`."""
+    if original is not None:
+        try:
+            if json.loads(original.decode("utf-8-sig")) == value:
+                return original
+        except (ValueError, RecursionError):
+            pass
+    return dump_json(value)
+
+
+def text_key(text: str) -> str:
+    """A phrase's text as a row holds it (NFC, trimmed): how an export finds a kept phrase."""
+    return nfc(text).strip()
+
+
+def as_text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def our_name(platform: str, fallback: bool = False) -> str:
+    """The intent name a platform intent has here (see the module docstring).
+
+    Example:
+        >>> our_name("pay|bill"), our_name("Default Fallback Intent", fallback=True)
+        ('pay/bill', 'out_of_scope')
+    """
+    if fallback:
+        return OUT_OF_SCOPE
+    clean = nfc(platform).replace("|", "/")
+    clean = "".join(c for c in clean if unicodedata.category(c) not in _HIDDEN).strip()
+    return clean[:MAX_NAME_CHARS].strip()
+
+
+def intent_names(doc: AgentDoc, problems: list[tuple[int, str]], notes: list[str]) -> list[str]:
+    """Our name of each of ``doc``'s intents; look-alike and repeated names are problems."""
+    names = []
+    seen: dict[str, PlatformIntent] = {}
+    by_skeleton: dict[str, tuple[str, PlatformIntent]] = {}
+    mapped = []
+    for intent in doc.intents:
+        fallback = intent.fallback or our_name(intent.name) == OUT_OF_SCOPE
+        intent.fallback = fallback
+        ours = our_name(intent.name, fallback)
+        names.append(ours)
+        if fallback:
+            continue
+        if intent.name in seen:
+            problems.append((0, f"{intent.where}: intent {intent.name!r} is defined twice"))
+            continue
+        seen[intent.name] = intent
+        if (msg := name_problem(ours)) is not None:
+            problems.append((0, f"{intent.where}: intent name {intent.name[:60]!r}: {msg}"))
+            continue
+        other = by_skeleton.setdefault(skeleton(ours), (ours, intent))
+        if other[1] is not intent:
+            problems.append(
+                (
+                    0,
+                    f"{intent.where}: intent name {intent.name!r} looks like {other[1].name!r} "
+                    f"({other[1].where}): they differ only in look-alike characters or Unicode "
+                    f"normalisation ({intent.name!a} vs {other[1].name!a}); rename one first",
+                )
+            )
+            continue
+        if ours != intent.name:
+            mapped.append(f"{intent.name!r} -> {ours!r}")
+    if mapped:
+        more = f" and {len(mapped) - SHOW_NAMES} more" if len(mapped) > SHOW_NAMES else ""
+        notes.append(
+            f"{len(mapped)} intent name(s) are not valid here as they are and were mapped (an "
+            f"export writes the platform's name back): {', '.join(mapped[:SHOW_NAMES])}{more}."
+        )
+    return names
+
+
+def to_parsed(doc: AgentDoc, title: str) -> ParsedFile:
+    """Rows and descriptions of an agent's intents (see the module docstring).
+
+    Raises:
+        FormatError: every problem the format and these rules found; nothing is returned then.
+    """
+    problems = list(doc.problems)
+    notes = list(doc.notes)
+    names = intent_names(doc, problems, notes)
+    merged: dict[str, tuple[int, str, str, list[str]]] = {}  # text -> (n, where, split, labels)
+    descriptions: dict[str, str] = {}
+    for intent, name in zip(doc.intents, names, strict=True):
+        if intent.description and not intent.fallback:
+            if (msg := check_description(intent.description)) is not None:
+                problems.append((0, f"{intent.where}: {msg}"))
+            else:
+                descriptions[name] = " ".join(intent.description.split())
+        for where, raw, split in intent.phrases:
+            if (msg := check_text(raw)) is not None:
+                problems.append((0, f"{where}: {msg}"))
+                continue
+            text = text_key(raw)
+            if text not in merged:
+                merged[text] = (len(merged), where, split, [name])
+            elif name not in merged[text][3]:
+                merged[text][3].append(name)
+    found = [
+        (0, w, Row(t, tuple(sorted(labels)), split)) for t, (_, w, split, labels) in merged.items()
+    ]
+    rows = finish(found, problems, declared=len(descriptions))
+    multi = sum(1 for r in rows if len(r.labels) > 1)
+    if multi:
+        notes.append(f"{multi} phrase(s) are under several intents: read as multi-label.")
+    n_oos = sum(1 for r in rows if OUT_OF_SCOPE in r.labels)
+    if n_oos:
+        notes.append(f"{n_oos} phrase(s) of the fallback were read as {OUT_OF_SCOPE!r}.")
+    lang = f" ({doc.language})" if doc.language else ""
+    notes.insert(0, f"Read as a {title}{lang}: {len(doc.intents)} intent(s).")
+    return ParsedFile(rows, notes, descriptions=descriptions, format=title)
+
+
+def name_with(
+    allowed: Callable[[str], bool], fill: str = "_", limit: int = 100
+) -> Callable[[str], str]:
+    """A platform's name rule: characters it does not allow become ``fill`` (runs of them one),
+    at most ``limit`` characters, never empty."""
+
+    def rule(name: str) -> str:
+        out: list[str] = []
+        for c in name:
+            if allowed(c):
+                out.append(c)
+            elif out and out[-1] != fill:
+                out.append(fill)
+        return "".join(out).strip(fill)[:limit].strip(fill) or "intent"
+
+    return rule

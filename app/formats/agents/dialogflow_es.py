@@ -1,0 +1,246 @@
+"""Dialogflow ES agent zip: ``agent.json``, ``package.json``, ``intents/<name>.json`` and
+``intents/<name>_usersays_<lang>.json`` (the training phrases of one language).
+
+Read: each intent's ``name`` and, in the agent's ``language``, its training phrases: a phrase's
+``data`` parts joined into one text (an annotated part, ``{"text": "Paris", "meta": "@sys.geo-city"}``,
+gives its text). An intent with ``"fallbackIntent": true`` is ``out_of_scope`` (its phrases are the
+agent's negative examples). Kept as they were: ``agent.json`` and every other file (entities,
+responses, contexts, events, webhooks), the phrases of other languages, and each phrase's parts,
+ids and annotations while its text is unchanged. ES intents have no description: an export
+leaves ours out (and says so).
+
+Example:
+    >>> files = {"agent.json": b'{"language": "en"}', "intents/hi.json": b'{"name": "hi"}',
+    ...          "intents/hi_usersays_en.json": b'[{"data": [{"text": "hello"}]}]'}
+    >>> detect(files), read(files).intents[0].phrases
+    (True, [('intents/hi_usersays_en.json[0]', 'hello', 'train')])
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.formats.agents.base import (
+    AgentDoc,
+    PlatformIntent,
+    as_text,
+    dump_json,
+    load_json,
+    name_with,
+    new_id,
+    same_or_dumped,
+)
+from app.formats.agents.export import (
+    AgentFormat,
+    ExportPlan,
+    merge_phrases,
+)
+from app.formats.common import FormatError
+
+Files = dict[str, bytes]
+_UNSAFE_FILE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
+
+
+def agent_root(files: Files) -> str | None:
+    """The folder (``""`` or ``"name/"``) of the least deep ``agent.json``, or None."""
+    found = [p for p in files if p == "agent.json" or p.endswith("/agent.json")]
+    if not found:
+        return None
+    return min(found, key=lambda p: (p.count("/"), p))[: -len("agent.json")]
+
+
+def safe_file_name(name: str, taken: set[str]) -> str:
+    """A file or folder name for a new intent: characters no file system takes become ``_``."""
+    base = _UNSAFE_FILE.sub("_", name).strip(" .") or "intent"
+    out, n = base, 2
+    while out.casefold() in taken:
+        out, n = f"{base}_{n}", n + 1
+    taken.add(out.casefold())
+    return out
+
+
+def _intent_files(files: Files, root: str) -> list[str]:
+    """The ``intents/<name>.json`` files (usersays files left out), in the zip's order."""
+    out = []
+    for p in files:
+        rest = p[len(root) + len("intents/") :] if p.startswith(root + "intents/") else ""
+        if rest.endswith(".json") and "/" not in rest and "_usersays_" not in rest:
+            out.append(p)
+    return out
+
+
+def detect(files: Files) -> bool:
+    root = agent_root(files)
+    if root is None:
+        return False
+    nested = any(re.match(re.escape(root) + r"intents/[^/]+/", p) for p in files)
+    return not nested and not any(p.startswith(root + "flows/") for p in files)
+
+
+def _language(files: Files, root: str) -> str:
+    agent = load_json(files[root + "agent.json"], root + "agent.json")
+    lang = agent.get("language") if isinstance(agent, dict) else None
+    return lang if isinstance(lang, str) and lang else "en"
+
+
+def phrase_text(phrase: Any) -> str | None:
+    """The text of a phrase: its ``data`` parts' texts joined."""
+    data = phrase.get("data") if isinstance(phrase, dict) else None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        return None
+    parts = [d.get("text", "") for d in data]
+    return "".join(parts) if all(isinstance(t, str) for t in parts) else None
+
+
+def _usersays(path: str, lang: str) -> str:
+    return f"{path[: -len('.json')]}_usersays_{lang}.json"
+
+
+def read(files: Files) -> AgentDoc:
+    root = agent_root(files)
+    assert root is not None
+    lang = _language(files, root)
+    problems: list[tuple[int, str]] = []
+    intents = []
+    for path in _intent_files(files, root):
+        try:
+            obj = load_json(files[path], path)
+        except FormatError as exc:
+            problems += exc.problems or [(0, exc.summary)]
+            continue
+        name = as_text(obj.get("name")) if isinstance(obj, dict) else None
+        if name is None:
+            problems.append((0, f"{path}: an intent needs a 'name' string"))
+            continue
+        intent = PlatformIntent(name, path, fallback=obj.get("fallbackIntent") is True)
+        said = _usersays(path, lang)
+        if said in files:
+            try:
+                phrases = load_json(files[said], said)
+            except FormatError as exc:
+                problems += exc.problems or [(0, exc.summary)]
+                continue
+            if not isinstance(phrases, list):
+                problems.append((0, f"{said}: must be a list of training phrases"))
+                phrases = []
+            for j, phrase in enumerate(phrases):
+                if (text := phrase_text(phrase)) is None:
+                    problems.append((0, f"{said}[{j}]: a phrase needs 'data' parts with 'text'"))
+                else:
+                    intent.phrases.append((f"{said}[{j}]", text, "train"))
+        intents.append(intent)
+    others = sorted(
+        {m.group(1) for p in files if (m := re.search(r"_usersays_([^/]+)\.json$", p))} - {lang}
+    )
+    notes = [f"Kept the phrases in {', '.join(others)} as they are."] if others else []
+    return AgentDoc(intents, lang, notes, problems)
+
+
+def _new_phrase(lang: str) -> Any:
+    def make(text: str, split: str) -> dict[str, Any]:
+        return {
+            "id": new_id("phrase", text),
+            "data": [{"text": text, "userDefined": False}],
+            "isTemplate": False,
+            "count": 0,
+            "lang": lang,
+            "updated": 0,
+        }
+
+    return make
+
+
+def _new_intent(name: str, *, fallback: bool = False) -> dict[str, Any]:
+    return {
+        "id": new_id("intent", name),
+        "name": name,
+        "auto": True,
+        "contexts": [],
+        "responses": [
+            {
+                "resetContexts": False,
+                "action": "input.unknown" if fallback else "",
+                "affectedContexts": [],
+                "parameters": [],
+                "messages": [],
+                "speech": [],
+            }
+        ],
+        "priority": 500000,
+        "webhookUsed": False,
+        "webhookForSlotFilling": False,
+        "fallbackIntent": fallback,
+        "events": [],
+        "conditionalResponses": [],
+        "condition": "",
+        "conditionalFollowupEvents": [],
+    }
+
+
+def skeleton(name: str) -> Files:
+    agent = {
+        "description": "",
+        "language": "en",
+        "supportedLanguages": [],
+        "displayName": name,
+        "apiVersion": "v2",
+        "enableOnePlatformApi": True,
+        "onePlatformApiVersion": "v2",
+        "mlMinConfidence": 0.3,
+    }
+    return {
+        "agent.json": dump_json(agent),
+        "package.json": dump_json({"version": "1.0.0"}),
+        "intents/Default Fallback Intent.json": dump_json(
+            _new_intent("Default Fallback Intent", fallback=True)
+        ),
+    }
+
+
+def apply(files: Files, plan: ExportPlan) -> Files:
+    root = agent_root(files)
+    assert root is not None
+    out = dict(files)
+    make = _new_phrase(plan.language)
+    taken = set()
+    for path in _intent_files(files, root):
+        taken.add(path[len(root) + len("intents/") : -len(".json")].casefold())
+        name = load_json(files[path], path)["name"]
+        if name in plan.dropped:
+            stem = path[: -len(".json")]
+            for gone in [q for q in out if q == path or q.startswith(stem + "_usersays_")]:
+                del out[gone]
+            continue
+        texts = plan.texts_of(name)
+        if texts is None:
+            continue
+        said = _usersays(path, plan.language)
+        kept = load_json(files[said], said) if said in files else []
+        phrases = merge_phrases(kept, phrase_text, texts, make)
+        if phrases:
+            out[said] = same_or_dumped(phrases, files.get(said))
+        else:
+            out.pop(said, None)
+    for name in plan.new:
+        path = f"{root}intents/{safe_file_name(name, taken)}.json"
+        out[path] = dump_json(_new_intent(name))
+        if texts := plan.texts_of(name):
+            out[_usersays(path, plan.language)] = dump_json([make(t, s) for t, s in texts])
+    if n := sum(1 for p in plan.intents.values() if p.description):
+        plan.notes.append(
+            f"Left out {n} intent description(s): Dialogflow ES has no place for them."
+        )
+    return out
+
+
+FORMAT = AgentFormat(
+    name="dialogflow-es",
+    title="Dialogflow ES agent",
+    container="zip",
+    detect=detect,
+    read=read,
+    skeleton=skeleton,
+    apply=apply,
+    name_rule=name_with(lambda c: c.isprintable() and c not in "|", limit=100),
+)

@@ -1,0 +1,231 @@
+"""The export side of the agent formats: what an export changes in a kept agent (an
+:class:`ExportPlan`), and the helpers a format applies it with, so that what the project did not
+change stays as it was (phrases with their ids and entity parts, their order, whole files).
+
+Example:
+    >>> from app.formats.agents.base import AgentDoc, PlatformIntent
+    >>> doc = AgentDoc([PlatformIntent("greet", "x", phrases=[("x", "hi", "train")])])
+    >>> plan = plan_export(doc, [Row("hi", ("greet",)), Row("yo", ("greet",))], {"greet": ""},
+    ...                    name_rule=str)
+    >>> plan.intents["greet"].texts
+    [('hi', 'train'), ('yo', 'train')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.formats.agents.base import (
+    SHOW_NAMES,
+    AgentDoc,
+    intent_names,
+    text_key,
+)
+from app.formats.common import Row
+from core.retrieval.scope import OUT_OF_SCOPE
+
+
+@dataclass
+class IntentPlan:
+    """What an export writes into one platform intent: ``texts`` (``(text, split)``, in the
+    project's order) and its ``description``. ``texts`` None: leave the intent as it is."""
+
+    texts: list[tuple[str, str]] | None
+    description: str | None = None
+
+
+@dataclass
+class ExportPlan:
+    """The changes an export applies to an agent, by platform intent name: ``intents`` (kept
+    ones in the agent's order, then ``new`` ones), ``dropped`` (deleted in the project)."""
+
+    intents: dict[str, IntentPlan]
+    new: list[str]
+    dropped: set[str]
+    language: str
+    notes: list[str] = field(default_factory=list)
+
+    def texts_of(self, name: str) -> list[tuple[str, str]] | None:
+        plan = self.intents.get(name)
+        return None if plan is None else plan.texts
+
+
+def plan_export(
+    doc: AgentDoc,
+    rows: Iterable[Row],
+    intents: Mapping[str, str],
+    *,
+    name_rule: Callable[[str], str],
+    fallback_takes_phrases: bool = True,
+) -> ExportPlan:
+    """What an export changes in an agent read as ``doc`` so that it holds the project.
+
+    Args:
+        doc: the kept agent (or the empty agent a format starts from), read again.
+        rows: every row of the project; unlabelled ones are left out.
+        intents: every intent of the project -> its description (``""``: none).
+        name_rule: the platform's name for a new intent of ours.
+        fallback_takes_phrases: whether the platform's fallback holds phrases (Lex: no).
+    """
+    names = intent_names(doc, [], [])
+    wanted = {n for n in intents if n != OUT_OF_SCOPE}
+    by_intent: dict[str, list[tuple[str, str]]] = {}
+    oos: list[tuple[str, str]] = []
+    unlabelled = tests = 0
+    for row in rows:
+        if not row.labels:
+            unlabelled += 1
+            continue
+        tests += row.split == "test"
+        for label in row.labels:
+            if label == OUT_OF_SCOPE:
+                oos.append((row.text, row.split))
+            else:
+                wanted.add(label)
+                by_intent.setdefault(label, []).append((row.text, row.split))
+    plans: dict[str, IntentPlan] = {}
+    dropped: set[str] = set()
+    taken: set[str] = set()
+    fallbacks = [i for i in doc.intents if i.fallback]
+    home = {text_key(t): i.name for i in fallbacks for _, t, _ in i.phrases}
+    for intent, ours in zip(doc.intents, names, strict=True):
+        taken.add(intent.name.casefold())
+        if intent.fallback:
+            if fallback_takes_phrases:
+                plans[intent.name] = IntentPlan([])
+        elif ours in wanted:
+            plans[intent.name] = IntentPlan(by_intent.get(ours, []), intents.get(ours, ""))
+            wanted.discard(ours)
+        elif not intent.phrases and not intent.description:
+            plans[intent.name] = IntentPlan(None)  # never imported: left as it is
+        else:
+            dropped.add(intent.name)
+    notes = []
+    if plans_oos := [p for i, p in plans.items() if any(f.name == i for f in fallbacks)]:
+        default = plans_oos[0]
+        for text, split in oos:
+            target = plans.get(home.get(text, ""), default)
+            assert target.texts is not None
+            target.texts.append((text, split))
+    elif oos:
+        notes.append(
+            f"Left out {len(oos)} {OUT_OF_SCOPE!r} phrase(s): the agent's fallback takes none."
+        )
+    new = []
+    renamed = []
+    for ours in sorted(wanted):
+        base = name_rule(ours)
+        name, n = base, 2
+        while name.casefold() in taken:
+            name, n = f"{base}_{n}", n + 1
+        taken.add(name.casefold())
+        if name != ours:
+            renamed.append(f"{ours!r} -> {name!r}")
+        plans[name] = IntentPlan(by_intent.get(ours, []), intents.get(ours, ""))
+        new.append(name)
+    if renamed:
+        more = f" and {len(renamed) - SHOW_NAMES} more" if len(renamed) > SHOW_NAMES else ""
+        notes.append(
+            f"{len(renamed)} intent name(s) are not valid on the platform and were written as: "
+            f"{', '.join(renamed[:SHOW_NAMES])}{more}."
+        )
+    if dropped:
+        notes.append(
+            f"Left out {len(dropped)} intent(s) deleted in the project: "
+            f"{', '.join(sorted(dropped)[:SHOW_NAMES])}."
+        )
+    if unlabelled:
+        notes.append(f"Left out {unlabelled} unlabelled utterance(s).")
+    if tests:
+        notes.append(f"{tests} test-split utterance(s) are written as training phrases.")
+    return ExportPlan(plans, new, dropped, doc.language, notes)
+
+
+def merge_phrases(
+    originals: list[Any],
+    text_of: Callable[[Any], str | None],
+    texts: list[tuple[str, str]],
+    make: Callable[[str, str], Any],
+) -> list[Any]:
+    """An intent's phrases after an export: the kept ones still in ``texts`` in their order and
+    as they were (entity parts, ids), then the new ones (made by ``make(text, split)``)."""
+    want = {t for t, _ in texts}
+    out, done = [], set()
+    for raw in originals:
+        text = text_of(raw)
+        key = text_key(text) if text is not None else None
+        if key in want and key not in done:
+            out.append(raw)
+            done.add(key)
+    for text, split in texts:
+        if text not in done:
+            out.append(make(text, split))
+            done.add(text)
+    return out
+
+
+def merge_utterances(
+    originals: list[Any],
+    plan: ExportPlan,
+    *,
+    intent_of: Callable[[Any], str | None],
+    text_of: Callable[[Any], str | None],
+    make: Callable[[str, str, str], Any],
+    update: Callable[[Any, str], Any] = lambda raw, split: raw,
+    mine: Callable[[Any], bool] = lambda raw: True,
+) -> list[Any]:
+    """One list of utterances for every intent (LUIS, CLU) after an export: the kept ones in
+    their order (``update(raw, split)`` may set the split), without those of dropped intents or
+    no longer in the project, then the new ones (``make(text, intent, split)``), intent by
+    intent. An utterance ``mine`` says is not in the language read is kept as it is."""
+    left: dict[str, dict[str, str]] = {
+        name: dict(p.texts) for name, p in plan.intents.items() if p.texts is not None
+    }
+    out = []
+    for raw in originals:
+        intent = intent_of(raw)
+        text = text_of(raw)
+        if intent is None or text is None or intent in plan.dropped:
+            continue
+        if intent not in left or not mine(raw):
+            out.append(raw)
+            continue
+        key = text_key(text)
+        if key in left[intent]:
+            out.append(update(raw, left[intent].pop(key)))
+    for name, texts in left.items():
+        out += [make(text, name, split) for text, split in texts.items()]
+    return out
+
+
+def set_description(
+    item: dict[str, Any], key: str, description: str | None, *, empty: object = ""
+) -> None:
+    """Write an intent's description into ``item[key]`` (None: leave it; ``""``: clear one
+    that was there, to ``empty``)."""
+    if description is None:
+        return
+    if description:
+        item[key] = description
+    elif item.get(key):
+        item[key] = empty
+
+
+@dataclass(frozen=True)
+class AgentFormat:
+    """One platform's agent format. ``container``: ``"zip"`` (``source`` is ``{path: bytes}``)
+    or ``"json"`` (``source`` is the parsed JSON value). ``read`` finds the intents,
+    ``skeleton(name)`` is the empty agent an export of a project from elsewhere starts from, and
+    ``apply`` returns a new source with an :class:`ExportPlan` applied (``source`` unchanged)."""
+
+    name: str
+    title: str
+    container: str
+    detect: Callable[[Any], bool]
+    read: Callable[[Any], AgentDoc]
+    skeleton: Callable[[str], Any]
+    apply: Callable[[Any, ExportPlan], Any]
+    name_rule: Callable[[str], str]
+    fallback_takes_phrases: bool = True

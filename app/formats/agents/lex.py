@@ -1,0 +1,204 @@
+"""Amazon Lex V2 bot export zip: ``manifest.json``, ``<Bot>/Bot.json``,
+``<Bot>/BotLocales/<locale>/BotLocale.json`` and ``.../Intents/<name>/Intent.json`` (its ``slots``,
+slot types and custom vocabulary beside it).
+
+Read: each intent's ``name``, ``description`` and ``sampleUtterances[].utterance`` in one locale
+(the one with the most intents; the others are kept as they are). A slot reference stays in
+the text as written (``book a {RoomType} room``): the way a TaDSE template writes a slot. The
+intent built on ``AMAZON.FallbackIntent`` is ``out_of_scope``; Lex allows it no utterances, so an
+export leaves our ``out_of_scope`` examples out (and says so). Kept as they were: the bot and
+locale settings, slots and their prompts, slot types, code hooks, closing and confirmation
+settings, and every other locale.
+
+Example:
+    >>> files = {"manifest.json": b"{}", "B/BotLocales/en_US/Intents/Hi/Intent.json":
+    ...          b'{"name": "Hi", "sampleUtterances": [{"utterance": "hello"}]}'}
+    >>> detect(files), read(files).intents[0].phrases[0][1:]
+    (True, ('hello', 'train'))
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.formats.agents.base import (
+    AgentDoc,
+    PlatformIntent,
+    as_text,
+    dump_json,
+    load_json,
+    name_with,
+    same_or_dumped,
+)
+from app.formats.agents.export import (
+    AgentFormat,
+    ExportPlan,
+    merge_phrases,
+    set_description,
+)
+from app.formats.common import FormatError
+
+Files = dict[str, bytes]
+FALLBACK_SIGNATURE = "AMAZON.FallbackIntent"
+_INTENT = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)Intents/([^/]+)/Intent\.json")
+_LOCALE = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)BotLocale\.json")
+
+
+def _locales(files: Files) -> list[str]:
+    """Each locale's folder (``Bot/BotLocales/en_US/``): the one with the most intents first
+    (the one read), then by name."""
+    found = {m.group(1) for p in files if (m := _INTENT.fullmatch(p) or _LOCALE.fullmatch(p))}
+    return sorted(found, key=lambda loc: (-len(_intent_files(files, loc)), loc))
+
+
+def detect(files: Files) -> bool:
+    return bool(_locales(files))
+
+
+def _intent_files(files: Files, locale: str) -> list[str]:
+    return [p for p in files if (m := _INTENT.fullmatch(p)) and m.group(1) == locale]
+
+
+def _text(sample: Any) -> str | None:
+    return as_text(sample.get("utterance")) if isinstance(sample, dict) else None
+
+
+def read(files: Files) -> AgentDoc:
+    locales = _locales(files)
+    locale = locales[0]
+    problems: list[tuple[int, str]] = []
+    intents = []
+    for path in _intent_files(files, locale):
+        try:
+            obj = load_json(files[path], path)
+        except FormatError as exc:
+            problems += exc.problems or [(0, exc.summary)]
+            continue
+        name = as_text(obj.get("name")) if isinstance(obj, dict) else None
+        if name is None:
+            problems.append((0, f"{path}: an intent needs a 'name' string"))
+            continue
+        described = obj.get("description")
+        intent = PlatformIntent(
+            name,
+            path,
+            described if isinstance(described, str) else "",
+            fallback=obj.get("parentIntentSignature") == FALLBACK_SIGNATURE,
+        )
+        samples = obj.get("sampleUtterances") or []
+        if not isinstance(samples, list):
+            problems.append((0, f"{path}: sampleUtterances must be a list"))
+            samples = []
+        for j, sample in enumerate(samples):
+            if (text := _text(sample)) is None:
+                problems.append((0, f"{path}: sampleUtterances[{j}] needs an 'utterance'"))
+            else:
+                intent.phrases.append((f"{path}: sampleUtterances[{j}]", text, "train"))
+        intents.append(intent)
+    lang = locale.rstrip("/").rsplit("/", 1)[-1]
+    others = [loc.rstrip("/").rsplit("/", 1)[-1] for loc in locales[1:]]
+    notes = [f"Kept the locale(s) {', '.join(others)} as they are."] if others else []
+    return AgentDoc(intents, lang, notes, problems)
+
+
+def skeleton(name: str) -> Files:
+    bot = name_rule(name)
+    manifest = {"metadata": {"schemaVersion": "1", "fileFormat": "LexJson", "resourceType": "Bot"}}
+    bot_json = {
+        "name": bot,
+        "version": "DRAFT",
+        "description": None,
+        "dataPrivacy": {"childDirected": False},
+        "idleSessionTTLInSeconds": 300,
+    }
+    locale = {
+        "name": "English (US)",
+        "identifier": "en_US",
+        "version": None,
+        "description": None,
+        "voiceSettings": None,
+        "nluConfidenceThreshold": 0.4,
+    }
+    fallback = _new_intent("FallbackIntent", None)
+    fallback["parentIntentSignature"] = FALLBACK_SIGNATURE
+    fallback["sampleUtterances"] = None
+    at = f"{bot}/BotLocales/en_US/"
+    return {
+        "manifest.json": dump_json(manifest),
+        f"{bot}/Bot.json": dump_json(bot_json),
+        f"{at}BotLocale.json": dump_json(locale),
+        f"{at}Intents/FallbackIntent/Intent.json": dump_json(fallback),
+    }
+
+
+def _new_intent(name: str, description: str | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description or None,
+        "parentIntentSignature": None,
+        "sampleUtterances": [],
+        "dialogCodeHook": None,
+        "fulfillmentCodeHook": None,
+        "intentConfirmationSetting": None,
+        "intentClosingSetting": None,
+        "inputContexts": None,
+        "outputContexts": None,
+        "kendraConfiguration": None,
+        "slotPriorities": [],
+    }
+
+
+def _sample(text: str, split: str) -> dict[str, str]:
+    return {"utterance": text}
+
+
+def apply(files: Files, plan: ExportPlan) -> Files:
+    locale = _locales(files)[0]
+    out = dict(files)
+    for path in _intent_files(files, locale):
+        obj = load_json(files[path], path)
+        name = obj["name"]
+        if name in plan.dropped:
+            folder = path[: -len("Intent.json")]
+            for gone in [q for q in out if q.startswith(folder)]:
+                del out[gone]
+            continue
+        p = plan.intents.get(name)
+        if p is None or p.texts is None:
+            continue
+        samples = merge_phrases(obj.get("sampleUtterances") or [], _text, p.texts, _sample)
+        if samples or obj.get("sampleUtterances") is not None:
+            obj["sampleUtterances"] = samples
+        set_description(obj, "description", p.description, empty=None)
+        out[path] = same_or_dumped(obj, files[path])
+    for name in plan.new:
+        p = plan.intents[name]
+        obj = _new_intent(name, p.description)
+        obj["sampleUtterances"] = [_sample(t, s) for t, s in p.texts or []]
+        out[f"{locale}Intents/{name}/Intent.json"] = dump_json(obj)
+    return out
+
+
+def name_rule(name: str) -> str:
+    """A Lex name: ASCII letters and digits, one ``_`` or ``-`` between them, at most 100.
+
+    Example:
+        >>> name_rule("card lost / stolen")
+        'card_lost_stolen'
+    """
+    rough = name_with(lambda c: c.isascii() and (c.isalnum() or c in "_-"), limit=100)(name)
+    return re.sub(r"[_-]{2,}", "_", rough).strip("_-") or "intent"
+
+
+FORMAT = AgentFormat(
+    name="lex-v2",
+    title="Amazon Lex V2 bot",
+    container="zip",
+    detect=detect,
+    read=read,
+    skeleton=skeleton,
+    apply=apply,
+    name_rule=name_rule,
+    fallback_takes_phrases=False,
+)

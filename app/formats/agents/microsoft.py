@@ -1,0 +1,270 @@
+"""Microsoft LUIS app JSON and Conversational Language Understanding (CLU) project JSON.
+
+- LUIS: ``intents[].name``; ``utterances[].text`` / ``.intent``. The ``None`` intent is
+  ``out_of_scope``. Kept: entities, patterns, phrase lists, an utterance's entity labels, settings.
+- CLU: ``assets.intents[].category``; ``assets.utterances[].text`` / ``.intent`` / ``.language``
+  / ``.dataset`` (``Test``: our test split, written back so). The ``None`` intent is
+  ``out_of_scope``. Utterances in the project's language (``metadata.language``; one without a
+  language is in it) are read; the others are kept as they are, like entities, an utterance's
+  entity labels and the project's settings.
+
+Example:
+    >>> app = {"luis_schema_version": "7.0.0", "intents": [{"name": "None"}, {"name": "Hi"}],
+    ...        "utterances": [{"text": "hello", "intent": "Hi", "entities": []}]}
+    >>> LUIS.detect(app), [(i.name, i.fallback, len(i.phrases)) for i in LUIS.read(app).intents]
+    (True, [('None', True, 0), ('Hi', False, 1)])
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from app.formats.agents.base import (
+    AgentDoc,
+    PlatformIntent,
+    as_text,
+    name_with,
+)
+from app.formats.agents.export import (
+    AgentFormat,
+    ExportPlan,
+    merge_utterances,
+)
+
+NONE_INTENT = "None"
+# LUIS and CLU intent names are at most 50 characters.
+MAX_NAME = 50
+
+
+def _read(
+    intents: Any,
+    utterances: Any,
+    key: str,
+    at: str,
+    split_of: Callable[[dict[str, Any]], str | None],
+    description_key: str | None = None,
+) -> tuple[list[PlatformIntent], list[tuple[int, str]]]:
+    """Intents named by ``key`` and the utterances of each (``split_of``: the split of one in
+    the language read, None for one to leave out)."""
+    problems: list[tuple[int, str]] = []
+    found: dict[str, PlatformIntent] = {}
+    out = []
+    if not isinstance(intents, list) or not isinstance(utterances, list):
+        return [], [(0, f"{at}intents and {at}utterances must be lists")]
+    for i, item in enumerate(intents):
+        name = as_text(item.get(key)) if isinstance(item, dict) else None
+        if name is None:
+            problems.append((0, f"{at}intents[{i}]: an intent needs a '{key}' string"))
+            continue
+        described = item.get(description_key) if description_key else None
+        intent = PlatformIntent(
+            name,
+            f"{at}intents[{i}]",
+            described if isinstance(described, str) else "",
+            fallback=name == NONE_INTENT,
+        )
+        found.setdefault(name, intent)
+        out.append(intent)
+    for j, u in enumerate(utterances):
+        where = f"{at}utterances[{j}]"
+        text = as_text(u.get("text")) if isinstance(u, dict) else None
+        name = as_text(u.get("intent")) if isinstance(u, dict) else None
+        if text is None or name is None:
+            problems.append((0, f"{where}: an utterance needs 'text' and 'intent' strings"))
+            continue
+        if name not in found:
+            problems.append((0, f"{where}: intent {name!r} is not in {at}intents"))
+            continue
+        split = split_of(u)
+        if split is not None:
+            found[name].phrases.append((f"{where}.text", text, split))
+    return out, problems
+
+
+def _text(u: Any) -> str | None:
+    return as_text(u.get("text")) if isinstance(u, dict) else None
+
+
+def _intent(u: Any) -> str | None:
+    return as_text(u.get("intent")) if isinstance(u, dict) else None
+
+
+# --- LUIS --------------------------------------------------------------------------------------
+
+
+def luis_detect(doc: Any) -> bool:
+    return isinstance(doc, dict) and (
+        "luis_schema_version" in doc
+        or (
+            isinstance(doc.get("intents"), list)
+            and isinstance(doc.get("utterances"), list)
+            and all(isinstance(i, dict) and "name" in i for i in doc["intents"][:5])
+        )
+    )
+
+
+def luis_read(doc: Any) -> AgentDoc:
+    intents, problems = _read(
+        doc.get("intents"), doc.get("utterances"), "name", "", lambda u: "train"
+    )
+    culture = doc.get("culture")
+    return AgentDoc(intents, culture if isinstance(culture, str) else "", problems=problems)
+
+
+def luis_skeleton(name: str) -> dict[str, Any]:
+    return {
+        "luis_schema_version": "7.0.0",
+        "versionId": "0.1",
+        "name": name,
+        "desc": "",
+        "culture": "en-us",
+        "tokenizerVersion": "1.0.0",
+        "intents": [{"name": NONE_INTENT, "features": []}],
+        "entities": [],
+        "hierarchicals": [],
+        "composites": [],
+        "closedLists": [],
+        "prebuiltEntities": [],
+        "utterances": [],
+        "patternAnyEntities": [],
+        "regex_entities": [],
+        "phraselists": [],
+        "regex_features": [],
+        "patterns": [],
+        "settings": [],
+    }
+
+
+def luis_apply(doc: Any, plan: ExportPlan) -> Any:
+    new = copy.deepcopy(doc)
+    new["intents"] = [i for i in new["intents"] if i.get("name") not in plan.dropped] + [
+        {"name": n, "features": []} for n in plan.new
+    ]
+    new["utterances"] = merge_utterances(
+        new["utterances"],
+        plan,
+        intent_of=_intent,
+        text_of=_text,
+        make=lambda text, intent, split: {"text": text, "intent": intent, "entities": []},
+    )
+    return new
+
+
+# --- CLU ---------------------------------------------------------------------------------------
+
+
+def _language(doc: Any) -> str:
+    meta = doc.get("metadata")
+    lang = meta.get("language") if isinstance(meta, dict) else None
+    return lang if isinstance(lang, str) else "en-us"
+
+
+def clu_detect(doc: Any) -> bool:
+    assets = doc.get("assets") if isinstance(doc, dict) else None
+    return isinstance(assets, dict) and "intents" in assets and "utterances" in assets
+
+
+def clu_read(doc: Any) -> AgentDoc:
+    lang = _language(doc).lower()
+
+    def split_of(u: dict[str, Any]) -> str | None:
+        if str(u.get("language") or lang).lower() != lang:
+            return None
+        return "test" if str(u.get("dataset", "")).lower() == "test" else "train"
+
+    assets = doc["assets"]
+    intents, problems = _read(
+        assets.get("intents"),
+        assets.get("utterances"),
+        "category",
+        "assets.",
+        split_of,
+        "description",
+    )
+    others = sum(
+        1
+        for u in assets.get("utterances") or []
+        if isinstance(u, dict) and str(u.get("language") or lang).lower() != lang
+    )
+    notes = [f"Kept {others} utterance(s) in other languages as they are."] if others else []
+    return AgentDoc(intents, _language(doc), notes, problems)
+
+
+def clu_skeleton(name: str) -> dict[str, Any]:
+    return {
+        "projectFileVersion": "2022-05-01",
+        "stringIndexType": "Utf16CodeUnit",
+        "metadata": {
+            "projectKind": "Conversation",
+            "projectName": name,
+            "multilingual": False,
+            "description": "",
+            "language": "en-us",
+            "settings": {"confidenceThreshold": 0},
+        },
+        "assets": {
+            "projectKind": "Conversation",
+            "intents": [{"category": NONE_INTENT}],
+            "entities": [],
+            "utterances": [],
+        },
+    }
+
+
+def _dataset(raw: dict[str, Any], split: str) -> dict[str, Any]:
+    was = "test" if str(raw.get("dataset", "")).lower() == "test" else "train"
+    if was != split:
+        raw["dataset"] = "Test" if split == "test" else "Train"
+    return raw
+
+
+def clu_apply(doc: Any, plan: ExportPlan) -> Any:
+    new = copy.deepcopy(doc)
+    assets = new["assets"]
+    lang = _language(doc)
+    assets["intents"] = [i for i in assets["intents"] if i.get("category") not in plan.dropped] + [
+        {"category": n} for n in plan.new
+    ]
+
+    def make(text: str, intent: str, split: str) -> dict[str, Any]:
+        u: dict[str, Any] = {"text": text, "language": lang, "intent": intent, "entities": []}
+        if split == "test":
+            u["dataset"] = "Test"
+        return u
+
+    assets["utterances"] = merge_utterances(
+        assets["utterances"],
+        plan,
+        intent_of=_intent,
+        text_of=_text,
+        make=make,
+        update=_dataset,
+        mine=lambda u: str(u.get("language") or lang).lower() == lang.lower(),
+    )
+    return new
+
+
+_NAME = name_with(lambda c: c.isprintable() and c not in "|", fill="_", limit=MAX_NAME)
+
+LUIS = AgentFormat(
+    name="luis",
+    title="LUIS app",
+    container="json",
+    detect=luis_detect,
+    read=luis_read,
+    skeleton=luis_skeleton,
+    apply=luis_apply,
+    name_rule=_NAME,
+)
+CLU = AgentFormat(
+    name="clu",
+    title="CLU project",
+    container="json",
+    detect=clu_detect,
+    read=clu_read,
+    skeleton=clu_skeleton,
+    apply=clu_apply,
+    name_rule=_NAME,
+)

@@ -1,0 +1,156 @@
+"""IBM Watson Assistant / watsonx Assistant skill JSON: a dialog skill (``intents`` at the top) or
+an actions skill (the same under ``workspace``).
+
+Read: ``intents[].intent`` (the name), ``intents[].description`` and ``intents[].examples[].text``;
+``counterexamples[].text`` (the skill's *irrelevant* examples) are ``out_of_scope``. Kept as they
+were: everything else (dialog nodes, actions, entities, an example's ``mentions``, settings).
+
+Example:
+    >>> doc = {"intents": [{"intent": "hello", "examples": [{"text": "hi"}]}], "dialog_nodes": []}
+    >>> detect(doc), [p[1] for p in read(doc).intents[0].phrases]
+    (True, ['hi'])
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from app.formats.agents.base import (
+    AgentDoc,
+    PlatformIntent,
+    as_text,
+    name_with,
+)
+from app.formats.agents.export import (
+    AgentFormat,
+    ExportPlan,
+    merge_phrases,
+    set_description,
+)
+
+# The name the counterexamples go by among the intents (no Watson intent name holds '#').
+COUNTEREXAMPLES = "#counterexamples"
+
+
+def _root(doc: Any) -> tuple[dict[str, Any], str]:
+    if isinstance(doc, dict) and isinstance(doc.get("workspace"), dict):
+        return doc["workspace"], "workspace."
+    return (doc if isinstance(doc, dict) else {}), ""
+
+
+def detect(doc: Any) -> bool:
+    root, _ = _root(doc)
+    intents = root.get("intents")
+    if not isinstance(intents, list):
+        return False
+    if intents:
+        return all(isinstance(i, dict) and "intent" in i for i in intents[:5])
+    return "dialog_nodes" in root or "counterexamples" in root or "actions" in root
+
+
+def _text(example: Any) -> str | None:
+    return as_text(example.get("text")) if isinstance(example, dict) else None
+
+
+def _examples(
+    items: Any, where: str, problems: list[tuple[int, str]]
+) -> list[tuple[str, str, str]]:
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        problems.append((0, f"{where}: must be a list"))
+        return []
+    out = []
+    for j, example in enumerate(items):
+        text = _text(example)
+        if text is None:
+            problems.append((0, f"{where}[{j}]: an example needs a 'text' string"))
+        else:
+            out.append((f"{where}[{j}].text", text, "train"))
+    return out
+
+
+def read(doc: Any) -> AgentDoc:
+    root, at = _root(doc)
+    problems: list[tuple[int, str]] = []
+    intents = []
+    for i, item in enumerate(root.get("intents") or []):
+        where = f"{at}intents[{i}]"
+        name = as_text(item.get("intent")) if isinstance(item, dict) else None
+        if name is None:
+            problems.append((0, f"{where}: an intent needs an 'intent' name"))
+            continue
+        description = item.get("description")
+        intents.append(
+            PlatformIntent(
+                name,
+                where,
+                description if isinstance(description, str) else "",
+                phrases=_examples(item.get("examples"), f"{where}.examples", problems),
+            )
+        )
+    counter = _examples(root.get("counterexamples"), f"{at}counterexamples", problems)
+    intents.append(PlatformIntent(COUNTEREXAMPLES, f"{at}counterexamples", "", True, counter))
+    language = root.get("language", doc.get("language", ""))
+    return AgentDoc(intents, language if isinstance(language, str) else "", problems=problems)
+
+
+def skeleton(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": "",
+        "language": "en",
+        "intents": [],
+        "entities": [],
+        "counterexamples": [],
+        "dialog_nodes": [],
+        "metadata": {"api_version": {"major_version": "v2", "minor_version": "2018-11-08"}},
+        "learning_opt_out": False,
+    }
+
+
+def _example(text: str, split: str) -> dict[str, Any]:
+    return {"text": text}
+
+
+def apply(doc: Any, plan: ExportPlan) -> Any:
+    new = copy.deepcopy(doc)
+    root, _ = _root(new)
+    intents = []
+    for item in root.get("intents") or []:
+        name = item.get("intent")
+        if name in plan.dropped:
+            continue
+        p = plan.intents.get(name)
+        if p is not None and p.texts is not None:
+            item["examples"] = merge_phrases(item.get("examples") or [], _text, p.texts, _example)
+            set_description(item, "description", p.description)
+        intents.append(item)
+    for name in plan.new:
+        p = plan.intents[name]
+        item = {"intent": name, "examples": [_example(t, s) for t, s in p.texts or []]}
+        set_description(item, "description", p.description)
+        intents.append(item)
+    root["intents"] = intents
+    counter = plan.texts_of(COUNTEREXAMPLES)
+    if counter is not None:
+        root["counterexamples"] = merge_phrases(
+            root.get("counterexamples") or [], _text, counter, _example
+        )
+    return new
+
+
+FORMAT = AgentFormat(
+    name="watson",
+    title="Watson Assistant skill",
+    container="json",
+    detect=detect,
+    read=read,
+    skeleton=skeleton,
+    apply=apply,
+    # Unicode letters and digits, '_', '-', '.'; not starting with the reserved 'sys-'.
+    name_rule=lambda n: name_with(lambda c: c.isalnum() or c in "_-.", limit=128)(n).removeprefix(
+        "sys-"
+    ),
+)
