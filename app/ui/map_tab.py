@@ -202,36 +202,64 @@ def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
 
 def preview(
     ctx: AppContext, proj: str | None, ids_text: str, intent: str | None, relabel: bool
-) -> str:
-    """What Label would do to the selection, before anything changes."""
+) -> tuple[str, dict[str, Any] | None]:
+    """What Label would do to the selection, before anything changes: (the sentence, what it
+    counted: the selection, the intent, the choice and the ids that would change)."""
     ids = parse_ids(ids_text)
     if not proj or not ids or not intent:
-        return ""
+        return "", None
     plan, err = attempt(
         lambda: bulk_svc.plan_label(ctx, proj, ids, [intent], relabel_labelled=relabel)
     )
-    return problem(err or "") if err or plan is None else plan.summary()
+    if err or plan is None:
+        return problem(err or ""), None
+    asked = {"project": proj, "ids": ids, "intent": intent, "relabel": bool(relabel)}
+    return plan.summary(), {**asked, "change": list(plan.change)}
 
 
-def label(ctx: AppContext, proj: str, ids_text: str, intent: str | None, relabel: bool) -> str:
-    """Label the selection as one batch; already labelled points are left unless ``relabel``."""
+def label(
+    ctx: AppContext,
+    proj: str,
+    ids_text: str,
+    intent: str | None,
+    relabel: bool,
+    previewed: dict[str, Any] | None,
+) -> tuple[str, Any, dict[str, Any] | None]:
+    """Label exactly what the preview counted, as one batch: (result, preview, what is
+    previewed). Refused, with a fresh preview, when the selection, the intent or the choice
+    changed since (a lasso and a click on Label can cross), or rows were labelled meanwhile."""
     ids = parse_ids(ids_text)
     if not ids:
-        return problem("Select points on the map first (lasso or box select).")
+        return problem("Select points on the map first (lasso or box select)."), gr.update(), None
+    if not intent:
+        return problem("Pick the intent to give them."), gr.update(), previewed
+    asked = {"project": proj, "ids": ids, "intent": intent, "relabel": bool(relabel)}
+    if not previewed or {k: previewed.get(k) for k in asked} != asked:
+        summary, fresh = preview(ctx, proj, ids_text, intent, relabel)
+        return (
+            problem(
+                "The selection changed since the preview: nothing was labelled. Check the new "
+                "preview, then press Label again."
+            ),
+            summary,
+            fresh,
+        )
     done, err = attempt(
         lambda: bulk_svc.label_many(
-            ctx, proj, ids, [intent] if intent else [], relabel_labelled=relabel
+            ctx, proj, ids, [intent], relabel_labelled=relabel, expected=previewed["change"]
         )
     )
     if err or done is None:
-        return problem(err or "")
+        summary, fresh = preview(ctx, proj, ids_text, intent, relabel)
+        return problem(err or ""), summary, fresh
     left = (
         f" Left {len(done.labelled)} already labelled as they were."
         if done.labelled and not done.relabel_labelled
         else ""
     )
     undo = " One Undo (Data or Activity tab) reverts the whole batch." if done.change else ""
-    return ok(f"Labelled {len(done.change)} utterance(s) as {done.target_text}.{left}{undo}")
+    message = ok(f"Labelled {len(done.change)} utterance(s) as {done.target_text}.{left}{undo}")
+    return message, "", None
 
 
 def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
@@ -341,18 +369,19 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn.click(
         bind(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
     )
+    previewed = gr.State(None)  # what the preview on screen counted: what Label does
     for change in (selected.change, label_as.change, relabel.change):
         change(
             bind(preview, ctx),
             [project, selected, label_as, relabel],
-            [plan],
+            [plan, previewed],
             api_visibility="private",
             show_progress="hidden",
         )
     label_btn.click(
-        guarded(ctx, "designer")(bind(label, ctx)),
-        [project, selected, label_as, relabel],
-        [action],
+        guarded(ctx, "designer", outputs=3)(bind(label, ctx)),
+        [project, selected, label_as, relabel, previewed],
+        [action, plan, previewed],
         api_name="map_label",
     ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"
