@@ -277,3 +277,20 @@ class TrainingJob(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+
+
+class ImportedAgent(Base):
+    """The platform agent (Dialogflow, Lex, Watson, LUIS, CLU) a project was imported from, as
+    its files were (a zip, or one JSON file): what the app does not model (responses, entities,
+    flows, slots' prompts) is written back from it on export. One per project; a blob of at most
+    the upload limit, in its own table so that loading a project never loads it."""
+
+    __tablename__ = "imported_agents"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    format: Mapped[str] = mapped_column(String(40))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError
 from app.cli.data import (
+    AGENT_FORMAT_NAMES,
     cmd_backup,
     cmd_export,
     cmd_import,
@@ -89,12 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(
-        "import", help="import CSV, JSONL, Rasa YAML or intent .txt files into a project"
+        "import",
+        help="import CSV, JSONL, Rasa YAML, intent .txt files or a platform agent into a project",
     )
     p.add_argument(
         "file",
-        help="CSV (text,label|labels[,split]), JSONL, Rasa NLU .yml, or a folder/.zip of "
-        "intent_name.txt files (one utterance per line)",
+        help="CSV (text,label|labels[,split]), JSONL, Rasa NLU .yml, a folder/.zip of "
+        "intent_name.txt files (one utterance per line), or an agent export: Dialogflow ES or CX "
+        "(.zip or folder), Lex V2 (.zip), Watson Assistant, LUIS, CLU or Dialogflow CX (.json); "
+        "the format is recognised by content and named in the output",
     )
     p.add_argument("--project", required=True)
     p.add_argument(
@@ -109,10 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "export",
-        help="export a project: .csv, .jsonl, Rasa .yml, .zip or a folder (no suffix) of .txt files",
+        help="export a project: .csv, .jsonl, Rasa .yml, .zip or a folder (no suffix) of .txt "
+        "files, or a platform agent (--format)",
     )
     p.add_argument("--project", required=True)
     p.add_argument("-o", "--output", required=True)
+    p.add_argument(
+        "--format",
+        choices=AGENT_FORMAT_NAMES,
+        help="write a platform agent (.zip: dialogflow-es, dialogflow-cx, lex-v2; .json: watson, "
+        "luis, clu, dialogflow-cx-json). A project imported from an agent is written as that "
+        "agent to a .zip or .json without it, with everything the app does not model kept",
+    )
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("predict", help="classify utterances with a project's pool or a bundle")

@@ -69,6 +69,7 @@ __all__ = [
     "FormatError",
     "ParsedFile",
     "Row",
+    "agent_format",
     "dump_intent_files",
     "dump_rasa_yaml",
     "dump_slot_book",

@@ -1,7 +1,10 @@
 """Import and export of a project's utterances: validate, write in chunks, say what happened.
 
-The file formats and every rule about their content are :mod:`app.formats`'s (:func:`read_any`,
-:func:`write_any` pick the format by suffix). A file is validated completely before anything is
+The file formats and every rule about their content are :mod:`app.formats`'s (:func:`read_any`
+picks the format by suffix and content, :func:`write_any` by suffix or the agent format named). A
+project imported from a platform agent (Dialogflow, Lex, Watson, LUIS, CLU) keeps that agent's
+files through :mod:`storage.agents`; exporting the project to the same format writes them back with
+the project's intents, phrases and descriptions. A file is validated completely before anything is
 written; then it is written in short transactions of :data:`CHUNK_ROWS` rows, so that a long
 import never keeps others from saving for long. A file of up to :data:`CHUNK_ROWS` rows lands
 whole or not at all; a longer one stopped half-way keeps whole rows, in one audit batch.
@@ -11,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.auth import current_user_id, require_acting
 from app.context import AppContext
-from app.formats import read_any, write_any
+from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
+from storage.agents import keep_agent, kept_agent
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.projects import create_project, describe_intents, get_project, list_intents
 from storage.utterances import NewUtterance, list_utterances
@@ -35,6 +39,7 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
     skipped: int = 0
     described: int = 0
+    format: str = ""
 
     def message(self) -> str:
         names = self.intents_created
@@ -48,8 +53,9 @@ class ImportResult:
         )
         notes = "".join(f" Note: {n}" for n in self.notes)
         described = f"; described {self.described} intent(s)" if self.described else ""
+        read_as = f"Read as {self.format}. " if self.format else ""
         return (
-            f"Imported {self.inserted} utterance(s) into {self.project!r}, "
+            f"{read_as}Imported {self.inserted} utterance(s) into {self.project!r}, "
             f"updated {self.updated}{skipped}{created}{described}.{notes}"
         )
 
@@ -183,7 +189,8 @@ def import_utterances(
 def import_file(
     ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None
 ) -> ImportResult:
-    """Read and import a CSV/JSONL/Rasa YAML file, or a folder or .zip of ``intent.txt`` files.
+    """Read and import a CSV/JSONL/Rasa YAML file, a folder or .zip of ``intent.txt`` files, or a
+    platform agent (whose files the project keeps for its export: see :func:`export_project`).
 
     Raises:
         FormatError: a bad file (nothing written).
@@ -206,7 +213,21 @@ def import_file(
     result.notes.extend(parsed.notes)
     if parsed.slots:
         result.notes.extend(import_slot_data(ctx, result.project, parsed.slots))
-    return result
+    if parsed.agent is not None:
+        result.notes.append(_keep_agent(ctx, result.project, parsed.agent))
+    return replace(result, format=parsed.format)
+
+
+def _keep_agent(ctx: AppContext, project: str, agent: AgentSource) -> str:
+    """Keep an imported agent's files with the project; a note saying so."""
+    with ctx.db.write() as s:
+        before = keep_agent(s, get_project(s, project).id, agent.format, agent.content)
+    title = agent_format(agent.format).title
+    replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
+    return (
+        f"Kept the {title}'s other parts (responses, entities, flows, settings){replaced}: an "
+        f"export to the {title} format writes them back."
+    )
 
 
 def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
@@ -218,17 +239,72 @@ def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
         ]
 
 
-def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
-    """Export a project by the path's suffix (see :func:`app.formats.write_any`): .csv, .jsonl,
-    Rasa .yml/.yaml (with entity markup and the slot book as lookup tables), .zip of
-    ``intent.txt`` files, or (no suffix) a folder of them. Returns the number of rows."""
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: rows, the format used, notes on what was left out or renamed."""
+
+    rows: int
+    format: str
+    notes: list[str] = field(default_factory=list)
+
+    def message(self, path: str | Path) -> str:
+        notes = "".join(f" Note: {n}" for n in self.notes)
+        return f"Exported {self.rows} utterance(s) to {path} as {self.format}.{notes}"
+
+
+_SUFFIX_FORMATS = {
+    ".jsonl": "JSONL",
+    ".ndjson": "JSONL",
+    ".yml": "Rasa NLU YAML",
+    ".yaml": "Rasa NLU YAML",
+    ".zip": "zip of intent files",
+    "": "folder of intent files",
+}
+
+
+def export_project(
+    ctx: AppContext, project: str, path: str | Path, *, format: str | None = None
+) -> ExportResult:
+    """Export a project. ``format`` names an agent format (``dialogflow-es``, ``lex-v2``, ...;
+    see :data:`app.formats.AGENT_FORMATS`); without it the path's suffix decides (see
+    :func:`app.formats.write_any`), except that a project imported from an agent is written as
+    that agent when the suffix fits it (``.zip`` or ``.json``). An agent export starts from the
+    agent the project was imported from, when it is of that format.
+
+    Raises:
+        ValueError: an unknown agent format, or a ``.json`` path for a project that names none.
+    """
     from app.services.slots import export_slot_data
 
     rows = export_rows(ctx, project)
     with ctx.db.session() as s:
-        described = {i.name: i.description for i in list_intents(s, get_project(s, project).id)}
-    write_any(rows, path, described, export_slot_data(ctx, project))
-    return len(rows)
+        proj = get_project(s, project)
+        described = {i.name: i.description for i in list_intents(s, proj.id)}
+        kept = kept_agent(s, proj.id)
+        name = proj.name
+    suffix = Path(path).suffix.lower()
+    if format is None and kept is not None and kept.format in export_formats(suffix):
+        format = kept.format
+    source = AgentSource(kept.format, kept.content) if kept is not None else None
+    notes = write_any(
+        rows,
+        path,
+        described,
+        export_slot_data(ctx, project),
+        format=format,
+        kept=source,
+        name=name,
+    )
+    label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else agent_format(format).title
+    return ExportResult(len(rows), label, notes)
+
+
+def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
+    """Export a project by the path's suffix (see :func:`export_project`): .csv, .jsonl,
+    Rasa .yml/.yaml (with entity markup and the slot book as lookup tables), .zip of
+    ``intent.txt`` files, or (no suffix) a folder of them; a project imported from an agent, to
+    a ``.zip`` or ``.json``, as that agent. Returns the number of rows."""
+    return export_project(ctx, project, path).rows
 
 
 def export_slot_book(ctx: AppContext, project: str, path: str | Path) -> int:

@@ -219,8 +219,8 @@ def to_parsed(doc: AgentDoc, title: str) -> ParsedFile:
     n_oos = sum(1 for r in rows if OUT_OF_SCOPE in r.labels)
     if n_oos:
         notes.append(f"{n_oos} phrase(s) of the fallback were read as {OUT_OF_SCOPE!r}.")
-    lang = f" ({doc.language})" if doc.language else ""
-    notes.insert(0, f"Read as a {title}{lang}: {len(doc.intents)} intent(s).")
+    lang = f" in {doc.language}" if doc.language else ""
+    notes.insert(0, f"The {title} has {len(doc.intents)} intent(s){lang}.")
     return ParsedFile(rows, notes, descriptions=descriptions, format=title)
 
 

@@ -42,7 +42,7 @@ def test_each_agent_reads_as_its_rows_and_names_its_format(fmt):
     assert key(parsed.rows) == key(EXPECTED[fmt])
     assert parsed.agent is not None and parsed.agent.format == fmt
     assert parsed.format == agent_format(fmt).title
-    assert parsed.notes[0].startswith(f"Read as a {parsed.format}")
+    assert parsed.notes[0].startswith(f"The {parsed.format} has ")
     lost = EXPECTED[fmt][1].labels[0]
     if fmt in DESCRIBED:
         assert parsed.descriptions == {lost: "The customer lost a card or had it stolen"}
