@@ -40,8 +40,9 @@ from core.evaluation.oos import (
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
+from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import KnnIndex
-from core.retrieval.predictor import Predictor
+from core.retrieval.predictor import Predictor, TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.datasets import SnapshotRow
 from storage.db import Database
@@ -246,6 +247,51 @@ class AppContext:
 
     # --- pools -----------------------------------------------------------------------------
 
+    # --- predictors ------------------------------------------------------------------------
+
+    def predictor_factory(
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        *,
+        label_encoder: TextEncoder | None = None,
+        head: MultiLabelHead | None = None,
+    ) -> PredictorFactory:
+        """The one factory of the project's Predictors in ``encoder``'s space
+        (:class:`core.retrieval.factory.PredictorFactory`): its anchors as the project sets them
+        (encoded through the embedding cache by ``label_encoder``, else ``encoder``), its context
+        encoding, the multi-label ``head`` of the version, the default ``k`` and rule. The live
+        pool, a version's evaluation, the Map, the drill-down and a retrain's evaluation all
+        build their Predictors from it."""
+        with self.db.session() as s:
+            settings = dict(get_project(s, project_id).settings or {})
+            texts, weight = project_anchors(s, project_id, settings)
+        anchors = None
+        if weight and texts:
+            by = cast(CachedEncoder, label_encoder if label_encoder is not None else encoder)
+            anchors = Anchors(texts, weight, self.cache.encode(by, list(texts.values())))
+        return PredictorFactory(
+            encoder,
+            anchors=anchors,
+            head=head,
+            label_encoder=label_encoder,
+            use_context=encodes_context(settings),
+        )
+
+    def version_factory(
+        self, project_id: int, mv: ModelVersion | None, base: str = "minilm"
+    ) -> PredictorFactory:
+        """:meth:`predictor_factory` of a model version (None: the frozen ``base``) with its
+        fp32 encoder, its label encoder and its multi-label head."""
+        return self.predictor_factory(
+            project_id,
+            self.encoder_for_version(mv, base),
+            label_encoder=self.label_encoder_for_version(mv),
+            head=self.version_head(mv),
+        )
+
+    # --- pools -----------------------------------------------------------------------------
+
     def pool(self, project_id: int) -> ProjectPool:
         """The project's up-to-date labelled pool (applies only what changed since last use)."""
         with self.db.session() as s:
@@ -257,15 +303,22 @@ class AppContext:
         use_context = encodes_context(settings)
         with self._lock:
             pool = self._pools.get(project_id)
-            if (
+            fresh = (
                 pool is None
                 or pool.model_version_id != mv_id
                 or pool.encoder is not encoder
                 or pool.use_context != use_context
-            ):
-                predictor = Predictor(encoder, head=self.version_head(mv), label_encoder=label)
-                pool = ProjectPool(project_id, mv_id, predictor, use_context=use_context)
+            )
+        if fresh:
+            factory = self.predictor_factory(
+                project_id, encoder, label_encoder=label, head=self.version_head(mv)
+            )
+            with self._lock:
+                pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
+                a = factory.anchors
+                pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
                 self._pools[project_id] = pool
+        assert pool is not None
         with pool.lock:
             self._sync(pool)
         return pool
@@ -340,33 +393,25 @@ class AppContext:
 
     def calibrate_pool(
         self,
-        encoder: CachedEncoder,
+        factory: PredictorFactory,
         texts: list[str],
         labels: list[tuple[str, ...]],
         out_of_scope: list[str],
         *,
         target: float | None,
         multi_label: bool = False,
-        anchors: tuple[dict[str, str], float, CachedEncoder] | None = None,
     ) -> Calibration | None:
-        """Out-of-scope thresholds of a single-label pool in ``encoder``'s space (None when the
-        project turned them off, or is multi-label: its head decides "no intent" itself), as
-        the live pool calibrates them: a :class:`Predictor` over the examples with ``anchors``
-        (intent -> text, weight, the encoder of the anchors), scored out of fold."""
+        """Out-of-scope thresholds of a single-label pool (None when the project turned them
+        off, or is multi-label: its head decides "no intent" itself), as the live pool
+        calibrates them: ``factory``'s Predictor over the in-scope examples, scored out of fold."""
         keep = [i for i, labs in enumerate(labels) if in_scope_labels(labs)]
         if target is None or multi_label or not keep:
             return None
+        encoder = cast(CachedEncoder, factory.encoder)
         kept = [texts[i] for i in keep]
-        predictor = Predictor.from_examples(
-            encoder,
-            kept,
-            [in_scope_labels(labels[i]) for i in keep],
-            vectors=self.cache.encode(encoder, kept),
+        predictor = factory.replace(head=None, thresholds={}).build(
+            kept, [labels[i] for i in keep], vectors=self.cache.encode(encoder, kept)
         )
-        if anchors is not None and anchors[0] and anchors[1]:
-            names, weight, by = anchors
-            vectors = self.cache.encode(by, list(names.values()))
-            predictor.set_anchors(names, weight, vectors=vectors)
         return calibrate_predictor(
             predictor,
             out_of_scope=self.cache.encode(encoder, out_of_scope) if out_of_scope else None,

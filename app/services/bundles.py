@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from app.context import (
     ANCHOR_SETTING,
@@ -22,11 +22,11 @@ from app.context import (
     AppContext,
     encodes_context,
     oos_target,
-    project_anchors,
 )
-from app.services.versions import Version, resolve_anchor_encoder, resolve_encoder
+from app.services.versions import Version, resolve_factory
 from core.bundle import open_bundle, write_bundle
 from core.bundle.layout import LABEL_DIR
+from core.encoding.registry import Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.rule import is_multilabel
@@ -91,14 +91,13 @@ def export_bundle(
     if out.suffix.lower() != ".zip":
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
     row = _version_row(ctx, project, version)
-    encoder, _ = resolve_encoder(ctx, project, row["id"] if row["id"] else "base")
-    anchor_encoder = resolve_anchor_encoder(ctx, project, row["id"] if row["id"] else "base")
+    factory, _ = resolve_factory(ctx, project, row["id"] if row["id"] else "base")
+    encoder = cast(Encoder, factory.encoder)
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = list_utterances(s, p.id)
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
-        anchors, anchor_weight = project_anchors(s, p.id, settings)
     if encodes_context(settings):  # a bundle encodes the utterance alone: it would drift
         raise ValueError(
             "This project encodes each utterance after its context, and a bundle predicts from "
@@ -114,13 +113,12 @@ def export_bundle(
     # out of fold over the train pool, as the app does
     out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
     calibration = ctx.calibrate_pool(
-        encoder,
+        factory,  # its anchors, as the bundle predicts
         texts,
         labels,
         out_of_scope,
         target=oos_target(settings),
         multi_label=is_multilabel(labels),
-        anchors=(anchors, anchor_weight, anchor_encoder),  # as the bundle predicts
     )
     fields: dict[str, Any] = {
         "project": project,
@@ -161,11 +159,9 @@ def export_bundle(
             vectors=vectors,
             manifest_fields=fields,
             extra_files=extra,
-            anchors=anchors,
-            anchor_vectors=(
-                ctx.cache.encode(anchor_encoder, list(anchors.values())) if anchors else None
-            ),
-            anchor_weight=anchor_weight,
+            anchors=dict(factory.anchors.texts) if factory.anchors else {},
+            anchor_vectors=factory.anchors.vectors if factory.anchors else None,
+            anchor_weight=factory.anchors.weight if factory.anchors else 0.0,
         )
     return {
         "path": str(out),

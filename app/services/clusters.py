@@ -22,7 +22,7 @@ from app.services import bulk
 from app.services.maps import MapView, map_figure
 from core.design import MIN_UTTERANCES, find_clusters
 from storage.projects import get_project, list_intents
-from storage.utterances import labelled_pool, list_utterances
+from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -72,24 +72,16 @@ def candidate_intents(
     with ctx.db.session() as s:
         pid = get_project(s, project).id
         rows = list_utterances(s, pid, split="unlabelled", limit=MAX_UTTERANCES)
-        pool = labelled_pool(s, pid)
     if len(rows) < MIN_UTTERANCES:
         raise ValueError(
             f"This project has {len(rows)} unlabelled utterances; candidate intents need at "
             f"least {MIN_UTTERANCES}. Import unlabelled logs in the Data tab (a file with a "
             "text column only)."
         )
-    encoder, _ = ctx.active_encoder(pid)
+    live = ctx.pool(pid)  # the live Predictor names each cluster's nearest intent
     texts = [r.text for r in rows]
-    vectors = ctx.cache.encode(encoder, texts)
-    pool_vectors = ctx.cache.encode(encoder, [r.text for r in pool]) if pool else None
-    clusters = find_clusters(
-        vectors,
-        texts,
-        pool_vectors=pool_vectors,
-        pool_labels=[r.labels for r in pool],
-        min_size=min_size,
-    )
+    vectors = ctx.cache.encode(live.encoder, [live.text_of(r) for r in rows])
+    clusters = find_clusters(vectors, texts, pool=live.predictor, min_size=min_size)
     return [
         Candidate(
             c.number,

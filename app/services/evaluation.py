@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from app.context import AppContext, as_encoded
 from app.services import data as data_svc
-from app.services.versions import Version, head_options, resolve_encoder
-from core.encoding.cache import EmbeddingCache
-from core.encoding.registry import Encoder
+from app.services.versions import Version, head_options, resolve_factory
+from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation import (
     CV_FOLDS,
     EvalData,
@@ -29,7 +28,8 @@ from core.evaluation import (
 from core.evaluation.multilabel import evaluate_head
 from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
-from core.retrieval.knn import KnnIndex
+from core.retrieval.factory import PredictorFactory
+from core.retrieval.scope import in_scope_labels
 from storage.projects import get_project
 from storage.utterances import list_utterances, rows_by_id
 
@@ -37,22 +37,24 @@ logger = logging.getLogger(__name__)
 
 
 def evaluate_version(
-    encoder: Encoder,
+    factory: PredictorFactory,
     data: EvalData,
     cache: EmbeddingCache,
     *,
     multi_label: bool = False,
     head: dict[str, Any] | None = None,
-    k: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], MultiLabelHead | None]:
-    """Metrics of ``encoder`` on ``data`` (one shape, ``primary`` names the headline), and for a
-    multi-label project the head fitted on all train rows (``head`` = its options: ``threshold``,
-    ``tune``).
+    """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
+    on ``data`` (one shape, ``primary`` names the headline), and for a multi-label project the
+    head fitted on all train rows (``head`` = its options: ``threshold``, ``tune``). A
+    single-label project's accuracy is the accuracy of ``factory``'s Predictor over the train
+    rows on the test rows (or fold by fold, by cross-validation): the Predictor that serves.
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many
     there will be)."""
+    encoder = cast(CachedEncoder, factory.encoder)
     vectors = cache.encode(encoder, [*data.train_texts, *data.test_texts], progress=progress)
     train_v, test_v = vectors[: len(data.train_texts)], vectors[len(data.train_texts) :]
     fitted: MultiLabelHead | None = None
@@ -62,10 +64,13 @@ def evaluate_version(
         )
         metrics["head"] = dict(head or {})
     elif data.test_texts:
-        metrics = evaluate_knn(train_v, data.train_labels, test_v, data.test_labels, k=k)
+        pool = factory.build(data.train_texts, data.train_labels, vectors=train_v)
+        metrics = evaluate_knn(pool, test_v, data.test_labels)
     else:
-        metrics = cross_validate_knn(train_v, data.train_labels, folds=CV_FOLDS, k=k)
+        metrics = cross_validate_knn(factory, train_v, data.train_labels, folds=CV_FOLDS)
     metrics["split"] = data.split
+    if factory.anchors is not None and factory.anchors.on:
+        metrics["anchor_weight"] = factory.anchors.weight
     return metrics, fitted
 
 
@@ -103,49 +108,50 @@ class TestPrediction:
 def test_predictions(
     ctx: AppContext, project: str, version: Version = None
 ) -> tuple[str, list[TestPrediction]]:
-    """Predict every labelled `test` utterance with a version's encoder over the current pool.
+    """Predict every labelled `test` utterance by the version's Predictor over the current pool
+    (:func:`app.services.versions.resolve_factory`: the Predictor the evaluation scores).
 
     Returns the version's display label and one prediction per test row.
     """
-    encoder, label = resolve_encoder(ctx, project, version)
+    factory, label = resolve_factory(ctx, project, version)
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = [r for r in as_encoded(list_utterances(s, p.id), p.settings) if r.labels]
-    train = [r for r in rows if r.split == "train"]
-    test = [r for r in rows if r.split == "test"]
+    train = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
+    test = [r for r in rows if r.split == "test" and in_scope_labels(r.labels)]
     if not train:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not test:
         raise ValueError(
             "No labelled test utterances: move some to the test split to see an evaluation."
         )
-    index = KnnIndex(encoder.dim)
-    index.add(
-        [r.id for r in train],
-        ctx.cache.encode(encoder, [r.text for r in train]),
+    encoder = cast(CachedEncoder, factory.encoder)
+    predictor = factory.build(
         [r.text for r in train],
         [r.labels for r in train],
+        vectors=ctx.cache.encode(encoder, [r.text for r in train]),
+        ids=[r.id for r in train],
     )
-    preds = index.classify(ctx.cache.encode(encoder, [r.text for r in test]), k=1, show=2)
+    preds = predictor.rank(ctx.cache.encode(encoder, [r.text for r in test]), show=2)
     return label, [
-        TestPrediction(r.id, r.text, r.labels, p.top or "", float(p.margin))
+        TestPrediction(r.id, r.text, in_scope_labels(r.labels), p.top or "", float(p.margin))
         for r, p in zip(test, preds, strict=True)
     ]
 
 
 def evaluation_inputs(
     ctx: AppContext, project: str, version: Version = None
-) -> tuple[Encoder, str, EvalData, bool]:
-    """What an evaluation of a version runs on: its encoder, its display label, the project's
-    rows as it encodes them (:class:`EvalData`) and whether the project is multi-label. The live
-    evaluation and the merge what-if take it from here, so the what-if counts the confusions of
-    the same predictions as the confusion matrix."""
-    encoder, label = resolve_encoder(ctx, project, version)
+) -> tuple[PredictorFactory, str, EvalData, bool]:
+    """What an evaluation of a version runs on: its Predictor factory, its display label, the
+    project's rows as it encodes them (:class:`EvalData`) and whether the project is
+    multi-label. The live evaluation and the merge what-if take it from here, so the what-if
+    counts the confusions of the same predictions as the confusion matrix."""
+    factory, label = resolve_factory(ctx, project, version)
     with ctx.db.session() as s:
         p = get_project(s, project)
         rows = as_encoded(list_utterances(s, p.id), p.settings)
-    multi = is_multilabel([r.labels for r in rows if r.split == "train"])
-    return encoder, label, EvalData.from_rows(rows, with_unlabelled=multi), multi
+    multi = is_multilabel([in_scope_labels(r.labels) for r in rows if r.split == "train"])
+    return factory, label, EvalData.from_rows(rows, with_unlabelled=multi), multi
 
 
 def live_evaluation(
@@ -156,7 +162,7 @@ def live_evaluation(
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
     retrain does."""
-    encoder, label, data, multi = evaluation_inputs(ctx, project, version)
+    factory, label, data, multi = evaluation_inputs(ctx, project, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not multi and not data.test_texts and not cross_validate:
@@ -164,7 +170,7 @@ def live_evaluation(
             "No labelled test utterances: move some to the test split to see an evaluation."
         )
     metrics, _ = evaluate_version(
-        encoder,
+        factory,
         data,
         ctx.cache,
         multi_label=multi,

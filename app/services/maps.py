@@ -26,20 +26,22 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import plotly.graph_objects as go
 
 from app.context import AppContext
 from app.plots import MapData, scatter_map, side_by_side
-from app.services.versions import Version, resolve_encoder
-from core.encoding.registry import Encoder
+from app.services.versions import Version, resolve_factory
+from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import DEFAULT_METHOD, PROJECTIONS, warm_up_in_background
 from core.projection import project as project_points
 from core.retrieval.explain import explain
-from core.retrieval.knn import KnnIndex, Prediction
+from core.retrieval.factory import PredictorFactory
+from core.retrieval.knn import Prediction
+from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
 from storage.projects import get_project, list_intents
 from storage.utterances import UtteranceRow, list_utterances
 
@@ -155,53 +157,73 @@ def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:
     return rows
 
 
-def map_key(encoder: Encoder, method: str, rows: list[UtteranceRow]) -> str:
-    """Cache key: encoder fingerprint, method and the (id, text) content (labels excluded)."""
-    h = hashlib.sha256(json.dumps([[r.id, r.text] for r in rows]).encode()).hexdigest()[:16]
+def map_key(
+    encoder: CachedEncoder,
+    method: str,
+    rows: list[UtteranceRow],
+    factory: PredictorFactory | None = None,
+) -> str:
+    """Cache key: encoder fingerprint, method and the (id, text as encoded) content (labels
+    excluded; ``factory``: the project's context encoding, when it has one)."""
+    texts = [_encoded(factory, r) for r in rows]
+    h = hashlib.sha256(json.dumps([[r.id, t] for r, t in zip(rows, texts, strict=True)]).encode())
     fp = "".join(c if c.isalnum() else "_" for c in encoder.fingerprint)
-    return f"{fp}__{method}__{h}"
+    return f"{fp}__{method}__{h.hexdigest()[:16]}"
+
+
+def _encoded(factory: PredictorFactory | None, row: UtteranceRow) -> str:
+    """What the encoder sees of a row: after its context when the project encodes context."""
+    return factory.text_of(row.text, row.context) if factory is not None else row.text
+
+
+def _pool_rows(rows: list[UtteranceRow]) -> list[UtteranceRow]:
+    """The rows of the labelled `train` pool (out of scope is no intent: never in a pool)."""
+    return [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
 
 
 def _classify(
-    encoder_vectors: np.ndarray, rows: list[UtteranceRow]
-) -> tuple[list[Prediction], KnnIndex]:
-    """Predictions for every row against the train pool (train rows scored leave-one-out)."""
-    dim = encoder_vectors.shape[1]
-    index = KnnIndex(dim)
-    train = [i for i, r in enumerate(rows) if r.split == "train" and r.labels]
-    if train:
-        index.add(
-            [rows[i].id for i in train],
-            encoder_vectors[train],
-            [rows[i].text for i in train],
-            [rows[i].labels for i in train],
-        )
-    exclude = [r.id if r.split == "train" else None for r in rows]
-    preds = index.classify(encoder_vectors, k=1, show=5, depth=50, exclude_ids=exclude)
-    return preds, index
+    factory: PredictorFactory, vectors: np.ndarray, rows: list[UtteranceRow]
+) -> list[Prediction]:
+    """Each row's ranking by the version's Predictor over the train pool (a train row of the
+    pool scored without itself: leave-one-out)."""
+    pool = _pool_rows(rows)
+    at = {r.id: i for i, r in enumerate(rows)}
+    predictor = factory.build(
+        [_encoded(factory, r) for r in pool],
+        [r.labels for r in pool],
+        vectors=vectors[[at[r.id] for r in pool]] if pool else None,
+        ids=[r.id for r in pool],
+    )
+    in_pool = {r.id for r in pool}
+    return predictor.rank(vectors, exclude_ids=[r.id if r.id in in_pool else None for r in rows])
 
 
 def _view(
     ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray
 ) -> MapView:
-    encoder, label = resolve_encoder(ctx, project, version)
+    factory, label = resolve_factory(ctx, project, version)
     rows = _rows(ctx, project)
-    vectors = ctx.cache.encode(encoder, [r.text for r in rows])
-    preds, _ = _classify(vectors, rows)
+    vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
+    preds = _classify(factory, vectors, rows)
+    gold = [in_scope_labels(r.labels) for r in rows]  # out of scope is never drawn as an intent
     return MapView(
         project=project,
         version_label=label,
         method=method,
         ids=[r.id for r in rows],
         texts=[r.text for r in rows],
-        gold=[r.labels for r in rows],
+        gold=gold,
         predicted=[p.top for p in preds],
         margins=[float(p.margin) for p in preds],
         splits=[r.split for r in rows],
         points=points,
-        metrics=space_metrics(vectors, [r.labels or None for r in rows]),
-        geometry=intent_geometry(vectors, [r.labels or None for r in rows]),
+        metrics=space_metrics(vectors, [g or None for g in gold]),
+        geometry=intent_geometry(vectors, [g or None for g in gold]),
     )
+
+
+def _cached(factory: PredictorFactory) -> CachedEncoder:
+    return cast(CachedEncoder, factory.encoder)
 
 
 def _check_method(method: str) -> None:
@@ -221,15 +243,16 @@ def get_map(
         True
     """
     _check_method(method)
-    encoder, _ = resolve_encoder(ctx, project, version)
+    factory, _ = resolve_factory(ctx, project, version)
+    encoder = _cached(factory)
     rows = _rows(ctx, project)
     st = store(ctx)
-    key = map_key(encoder, method, rows)
+    key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
     points = st.load(key, ids)
     if points is not None:
         return _view(ctx, project, version, method, points)
-    texts = [r.text for r in rows]
+    texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
         pts = project_points(ctx.cache.encode(encoder, texts), method)
@@ -245,14 +268,16 @@ def compute_map(
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    encoder, _ = resolve_encoder(ctx, project, version)
+    factory, _ = resolve_factory(ctx, project, version)
+    encoder = _cached(factory)
     rows = _rows(ctx, project)
-    key = map_key(encoder, method, rows)
+    key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
     st = store(ctx)
     points = st.load(key, ids)
     if points is None:
-        points = project_points(ctx.cache.encode(encoder, [r.text for r in rows]), method)
+        texts = [_encoded(factory, r) for r in rows]
+        points = project_points(ctx.cache.encode(encoder, texts), method)
         st.save(key, ids, points)
     return _view(ctx, project, version, method, points)
 
@@ -312,26 +337,31 @@ def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
 def explain_utterance(
     ctx: AppContext, project: str, utterance_id: int, *, version: Version = None
 ) -> dict[str, Any]:
-    """The evidence card of one utterance (a train item is scored without itself)."""
-    encoder, _ = resolve_encoder(ctx, project, version)
+    """The evidence card of one utterance, from the version's Predictor over the train pool
+    (a train item is scored without itself: leave-one-out), as the Map colours it."""
+    factory, _ = resolve_factory(ctx, project, version)
     rows = _rows(ctx, project)
     target = next((r for r in rows if r.id == int(utterance_id)), None)
     if target is None:
         raise ValueError(f"No utterance #{utterance_id} in project {project!r}.")
     with ctx.db.session() as s:
-        intents = list_intents(s, get_project(s, project).id)
+        intents = [i for i in list_intents(s, get_project(s, project).id) if i.name != OUT_OF_SCOPE]
     descriptions = {i.name: i.description for i in intents if i.description}
-    train = [r for r in rows if r.split == "train" and r.labels]
-    index = KnnIndex(encoder.dim)
-    if train:
-        vecs = ctx.cache.encode(encoder, [r.text for r in train])
-        index.add([r.id for r in train], vecs, [r.text for r in train], [r.labels for r in train])
-    query = ctx.cache.encode(encoder, [target.text])
-    pred = index.classify(query, k=1, show=5, exclude_ids=[target.id])[0]
+    pool = _pool_rows(rows)
+    texts = [_encoded(factory, r) for r in pool]
+    predictor = factory.build(
+        texts,
+        [r.labels for r in pool],
+        vectors=ctx.cache.encode(_cached(factory), texts) if pool else None,
+        ids=[r.id for r in pool],
+    )
+    asked = _encoded(factory, target)
+    query = ctx.cache.encode(_cached(factory), [asked])
+    pred = predictor.rank(query, exclude_ids=[target.id])[0]
     ex = explain(
-        target.text,
+        asked,
         pred,
-        gold=target.labels,
+        gold=in_scope_labels(target.labels),
         intents=[i.name for i in intents],
         intent_descriptions=descriptions,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import anchor_texts
+from core.retrieval.factory import PredictorFactory
 from core.slots import SlotData
 from core.training import (
     Eta,
@@ -36,6 +37,7 @@ from core.training import (
     TrainedModel,
     TrainingCancelled,
     TrainProgress,
+    load_label_encoder,
     load_trained,
     train_encoder,
 )
@@ -82,11 +84,15 @@ class Evaluation:
     embedding cache does not hold yet, known before the first one is encoded."""
 
     def __init__(
-        self, ctx: AppContext, reporter: Reporter, data: EvalData, encoders: list[Encoder]
+        self,
+        ctx: AppContext,
+        reporter: Reporter,
+        data: EvalData,
+        factories: list[PredictorFactory],
     ) -> None:
         self.ctx, self.reporter, self.data = ctx, reporter, data
         texts = [*data.train_texts, *data.test_texts]
-        distinct = {e.fingerprint: e for e in encoders}
+        distinct = {_fingerprint(f): cast(Encoder, f.encoder) for f in factories}
         self.encoders = len(distinct)
         self.total = sum(len(ctx.cache.missing(e, texts)) for e in distinct.values())
         self.done = 0
@@ -102,19 +108,25 @@ class Evaluation:
     def start(self) -> None:
         self._report(0)
 
-    def score(self, encoder: Encoder, **options: Any) -> Scored:
-        """Metrics (and head) of ``encoder``; an encoder already scored is not scored again."""
-        if encoder.fingerprint in self.scored:
-            return self.scored[encoder.fingerprint]
+    def score(self, factory: PredictorFactory, **options: Any) -> Scored:
+        """Metrics (and head) of ``factory``'s Predictors (:func:`evaluate_version`); an
+        encoder already scored is not scored again."""
+        key = _fingerprint(factory)
+        if key in self.scored:
+            return self.scored[key]
         offset = self.done
 
         def progress(done: int, _total: int) -> None:
             self.done = offset + done
             self._report(self.done)
 
-        result = evaluate_version(encoder, self.data, self.ctx.cache, progress=progress, **options)
-        self.scored[encoder.fingerprint] = result
+        result = evaluate_version(factory, self.data, self.ctx.cache, progress=progress, **options)
+        self.scored[key] = result
         return result
+
+
+def _fingerprint(factory: PredictorFactory) -> str:
+    return str(cast(Encoder, factory.encoder).fingerprint)
 
 
 def second_pass(
@@ -248,16 +260,23 @@ def run_retrain(
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
         new_encoder = load_trained(tmp, device=ctx.device)
-        base_encoder = ctx.base_encoder(base)
-        ref_encoder = base_encoder if active is None else ctx.encoder_for_version(active)
-        evaluation = Evaluation(ctx, reporter, data, [new_encoder, base_encoder, ref_encoder])
+        # each encoder scored by the Predictor it would serve: the project's anchors (by the
+        # version's label encoder, if any), rule and k, from the one factory
+        new_factory = ctx.predictor_factory(
+            project_id, new_encoder, label_encoder=load_label_encoder(tmp, device=ctx.device)
+        )
+        base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
+        ref_factory = (
+            base_factory if active is None else ctx.version_factory(project_id, active, base)
+        )
+        evaluation = Evaluation(ctx, reporter, data, [new_factory, base_factory, ref_factory])
         reporter.log(
             f"evaluating {evaluation.encoders} encoders on {data.split}: "
             f"{evaluation.total:,} utterances to encode"
         )
         started = time.monotonic()
         evaluation.start()
-        new_metrics, head = evaluation.score(new_encoder, **options)
+        new_metrics, head = evaluation.score(new_factory, **options)
         if head is not None:  # the head is part of the version: written before the rename
             head.save(tmp / HEAD_DIR)
         int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
@@ -269,8 +288,8 @@ def run_retrain(
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        base_metrics, _ = evaluation.score(base_encoder, **options)
-        ref_metrics, _ = evaluation.score(ref_encoder, **options)
+        base_metrics, _ = evaluation.score(base_factory, **options)
+        ref_metrics, _ = evaluation.score(ref_factory, **options)
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)

@@ -64,16 +64,15 @@ class TablePage:
 
 
 def _predict(ctx: AppContext, pid: int, rows: list[UtteranceRow]) -> list[tuple[str, float]]:
-    """Each row's top intent and its score from the live pool, leaving the row itself out."""
+    """Each row's top intent and its score as the live Predictor ranks it (its anchors, ``k``
+    and rule), a pool row scored without itself (leave-one-out)."""
     if not rows:
         return []
     pool = ctx.pool(pid)
     if len(pool.index) == 0:
         return [("", math.nan)] * len(rows)
     vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
-    preds = pool.index.classify(
-        vectors, k=pool.predictor.k, show=0, depth=50, exclude_ids=[r.id for r in rows]
-    )
+    preds = pool.predictor.rank(vectors, exclude_ids=[r.id for r in rows], show=0)
     return [(p.top or "", p.score if p.top else math.nan) for p in preds]
 
 

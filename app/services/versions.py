@@ -7,6 +7,7 @@ from typing import Any
 from app.context import AppContext
 from app.services.int8 import INT8_SETTING, serving_line
 from core.encoding.registry import Encoder
+from core.retrieval.factory import PredictorFactory
 from storage import versions
 from storage.errors import NotFoundError
 from storage.projects import ensure_writable, get_project, set_project_setting
@@ -36,6 +37,18 @@ def resolve_encoder(ctx: AppContext, project: str, version: Version) -> tuple[En
     mv, base = _selected(ctx, project, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
     return ctx.encoder_for_version(mv, base), label
+
+
+def resolve_factory(
+    ctx: AppContext, project: str, version: Version
+) -> tuple[PredictorFactory, str]:
+    """The Predictor factory of a version selector (:meth:`AppContext.version_factory`: its
+    encoder, anchors, context encoding, head) and its display label."""
+    mv, base = _selected(ctx, project, version)
+    with ctx.db.session() as s:
+        pid = get_project(s, project).id
+    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    return ctx.version_factory(pid, mv, base), label
 
 
 def resolve_anchor_encoder(ctx: AppContext, project: str, version: Version) -> Encoder:

@@ -22,6 +22,7 @@ from app.services import evaluation as eval_svc
 from core.design.whatif import WhatIf, merge_estimate, merge_labels, merge_whatif, split_whatif
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
+from core.retrieval.factory import Anchors, PredictorFactory
 from storage.projects import get_project
 from storage.utterances import labelled_pool
 
@@ -66,7 +67,7 @@ def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estima
         raise ValueError("Pick two intents to merge.")
     if a == b:
         raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
-    encoder, _, data, multi = eval_svc.evaluation_inputs(ctx, project)
+    factory, _, data, multi = eval_svc.evaluation_inputs(ctx, project)
     if not data.test_texts or multi:
         vectors, labels, _ = _pool(ctx, project)
         return Estimate(merge_whatif(vectors, labels, a, b))
@@ -80,9 +81,22 @@ def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estima
         data.test_texts,
         merge_labels(data.test_labels, a, b),
     )
-    before, _ = eval_svc.evaluate_version(encoder, data, ctx.cache)
-    after, _ = eval_svc.evaluate_version(encoder, merged, ctx.cache)
+    before, _ = eval_svc.evaluate_version(factory, data, ctx.cache)
+    after, _ = eval_svc.evaluate_version(_merged_anchors(factory, a, b), merged, ctx.cache)
     return Estimate(merge_estimate(a, b, before, after))
+
+
+def _merged_anchors(factory: PredictorFactory, a: str, b: str) -> PredictorFactory:
+    """``factory`` after merging ``a`` and ``b``: their anchors leave (a merged intent has no
+    description yet; left in, they would name intents that no longer have examples)."""
+    anchors = factory.anchors
+    if anchors is None or not anchors.on:
+        return factory
+    names = list(anchors.texts)
+    keep = [i for i, n in enumerate(names) if n not in (a, b)]
+    vectors = anchors.vectors[keep] if anchors.vectors is not None else None
+    texts = {names[i]: anchors.texts[names[i]] for i in keep}
+    return factory.replace(anchors=Anchors(texts, anchors.weight, vectors))
 
 
 def split(ctx: AppContext, project: str, intent: str | None, parts: int | None = None) -> Estimate:

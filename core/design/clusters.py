@@ -16,8 +16,8 @@ three intents lumped together).
 Each cluster is named by its distinctive words, c-TF-IDF style (a word's frequency in the cluster
 against its frequency over all clusters and the left-out points, from scikit-learn's
 ``CountVectorizer``), and shown by its central examples (nearest its centroid). Given the labelled
-pool, each cluster also gets its nearest existing intent (the k-NN rule of
-:class:`core.retrieval.knn.KnnIndex` applied to the cluster's centroid).
+pool, each cluster also gets its nearest existing intent (the project's
+:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid).
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.retrieval.knn import KnnIndex, normalise
+from core.retrieval.knn import normalise
+from core.retrieval.predictor import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -183,15 +184,11 @@ def _mean_pair_similarity(unit: np.ndarray) -> float:
 
 
 def _nearest_intents(
-    centroids: np.ndarray,
-    pool_vectors: np.ndarray | None,
-    pool_labels: Sequence[Sequence[str]] | None,
+    centroids: np.ndarray, pool: Predictor | None
 ) -> list[tuple[str | None, float]]:
-    if pool_vectors is None or pool_labels is None or len(pool_vectors) == 0:
+    if pool is None or (len(pool.index) == 0 and not pool.index.anchors()):
         return [(None, 0.0)] * len(centroids)
-    index = KnnIndex(pool_vectors.shape[1])
-    index.add(list(range(len(pool_vectors))), pool_vectors, [""] * len(pool_labels), pool_labels)
-    preds = index.classify(centroids, k=1, show=0, depth=50)
+    preds = pool.rank(centroids, show=0)
     return [(p.top, float(p.score)) for p in preds]
 
 
@@ -199,8 +196,7 @@ def find_clusters(
     vectors: np.ndarray,
     texts: Sequence[str],
     *,
-    pool_vectors: np.ndarray | None = None,
-    pool_labels: Sequence[Sequence[str]] | None = None,
+    pool: Predictor | None = None,
     min_size: int | None = None,
     seed: int = 0,
 ) -> list[Cluster]:
@@ -210,8 +206,8 @@ def find_clusters(
     Args:
         vectors: ``(n, d)`` embeddings of the unlabelled utterances.
         texts: their texts (for the names).
-        pool_vectors: the labelled pool's vectors, to find each cluster's nearest intent.
-        pool_labels: the pool's label sets.
+        pool: the project's Predictor over its labelled pool (in the space of ``vectors``), to
+            find each cluster's nearest intent as it would predict the cluster's centre.
         min_size: the smallest cluster (default :func:`default_min_size`).
         seed: PCA's seed.
 
@@ -237,7 +233,7 @@ def find_clusters(
     if not found:
         return []
     centres = np.asarray([f[3] for f in found], dtype=np.float32)
-    nearest = _nearest_intents(centres, pool_vectors, pool_labels)
+    nearest = _nearest_intents(centres, pool)
     return [
         Cluster(number, members, keywords, cohesion, *near)
         for number, ((members, cohesion, keywords, _), near) in enumerate(

@@ -24,6 +24,7 @@ import numpy as np
 
 from core.design.clusters import distinctive_words
 from core.evaluation import CV_FOLDS, cross_validate_knn, fold_assignments
+from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
 
 Labels = str | Sequence[str]  # one intent, or the label set of a row
@@ -137,8 +138,9 @@ def _estimate(
     if len(vectors) != len(sets):
         raise ValueError("vectors and labels differ in length.")
     assign = fold_assignments(sets, folds, seed=seed)
-    before = cross_validate_knn(vectors, sets, folds=folds, k=k, assign=assign)
-    after = cross_validate_knn(vectors, renamed, folds=folds, k=k, assign=assign)
+    factory = PredictorFactory.for_vectors(vectors.shape[1], k=k)
+    before = cross_validate_knn(factory, vectors, sets, folds=folds, assign=assign)
+    after = cross_validate_knn(factory, vectors, renamed, folds=folds, assign=assign)
     return before, after
 
 

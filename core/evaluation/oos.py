@@ -41,6 +41,7 @@ import numpy as np
 
 from core.evaluation.folds import fold_assignments
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
+from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import DEFAULT_RULE, KnnIndex
 from core.retrieval.predictor import Predictor
 
@@ -381,15 +382,22 @@ def calibrate(
     anchors: tuple[Sequence[str], np.ndarray, float] | None = None,
     **options: Any,
 ) -> Calibration:
-    """:func:`calibrate_index` of a pool made of ``vectors`` and ``labels`` (each example's label
-    set; :data:`OUT_OF_SCOPE` rows are left out), with ``anchors`` (intent names, their
-    vectors, weight) when the serving pool has them."""
-    keep = [i for i, lab in enumerate(labels) if in_scope_labels(lab)]
+    """:func:`calibrate_predictor` of the Predictor the one factory
+    (:class:`~core.retrieval.factory.PredictorFactory`) builds from ``vectors`` and ``labels``
+    (each example's label set; :data:`OUT_OF_SCOPE` rows are left out), with ``anchors`` (intent
+    names, their vectors, weight) when the serving pool has them."""
     vecs = np.asarray(vectors, dtype=np.float32)
-    index = KnnIndex(vecs.shape[1] if vecs.ndim == 2 else 1)
-    if keep:
-        names = [in_scope_labels(labels[i]) for i in keep]
-        index.add(keep, vecs[keep], [""] * len(keep), names)
-    if anchors is not None:
-        index.set_anchors(anchors[0], anchors[1], [""] * len(anchors[0]), anchors[2])
-    return calibrate_index(index, out_of_scope=out_of_scope, **options)
+    names = (
+        None
+        if anchors is None
+        else Anchors(dict(zip(anchors[0], anchors[0], strict=True)), anchors[2], anchors[1])
+    )
+    factory = PredictorFactory.for_vectors(
+        vecs.shape[1] if vecs.ndim == 2 else 1,
+        anchors=names,
+        k=options.pop("k", 1),
+        rule=options.pop("rule", DEFAULT_RULE),
+    )
+    ids = list(range(len(labels)))
+    predictor = factory.build([""] * len(labels), labels, vectors=vecs, ids=ids)
+    return calibrate_predictor(predictor, out_of_scope=out_of_scope, **options)

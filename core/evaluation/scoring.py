@@ -15,11 +15,15 @@ Every evaluator returns one shape: ``primary`` (the name of the headline metric)
 adds ``folds``. The pool for k-NN may hold multi-intent examples: they vote for each of their
 intents, exactly as the live pool does.
 
+Single-label predictions come from a :class:`~core.retrieval.predictor.Predictor` (its top
+intent), built by the version's :class:`~core.retrieval.factory.PredictorFactory`, so a version's
+recorded accuracy is the accuracy of the Predictor that serves it.
+
 Example:
     >>> import numpy as np
-    >>> pool = np.eye(2, dtype=np.float32)
+    >>> pool = PredictorFactory.for_vectors(2).build(["", ""], ["a", "b"], vectors=np.eye(2))
     >>> test = np.array([[0.9, 0.1], [0.2, 0.8]], dtype=np.float32)
-    >>> evaluate_knn(pool, ["a", "b"], test, [("a",), ("b", "c")])["accuracy"]
+    >>> evaluate_knn(pool, test, [("a",), ("b", "c")])["accuracy"]
     1.0
 """
 
@@ -32,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from core.evaluation.folds import fold_assignments
-from core.retrieval.knn import KnnIndex
+from core.retrieval.factory import PredictorFactory
+from core.retrieval.predictor import Predictor
 
 logger = logging.getLogger(__name__)
 
@@ -58,20 +63,17 @@ def scoring_gold(gold: Gold, predicted: str) -> str:
 
 
 def knn_predict(
-    train_vecs: np.ndarray, train_labels: Sequence[Gold], test_vecs: np.ndarray, k: int = 1
+    predictor: Predictor,
+    test_vecs: np.ndarray,
+    *,
+    exclude_ids: Sequence[int | None] | None = None,
 ) -> list[str]:
-    """Predicted intent of each test vector by the k-NN rule of :class:`KnnIndex`."""
-    train = np.asarray(train_vecs, dtype=np.float32)
-    test = np.asarray(test_vecs, dtype=np.float32)
-    if len(train) == 0:
+    """The top intent of each test vector as ``predictor`` ranks it (its pool, anchors, ``k``
+    and rule: :meth:`~core.retrieval.predictor.Predictor.rank`); ``""`` when it ranks none."""
+    if len(predictor.index) == 0 and not predictor.index.anchors():
         raise ValueError("The labelled pool is empty: nothing to compare against.")
-    if len(train) != len(train_labels):
-        raise ValueError("train_vecs and train_labels differ in length.")
-    index = KnnIndex(train.shape[1])
-    index.add(
-        list(range(len(train))), train, [""] * len(train), [_label_set(y) for y in train_labels]
-    )
-    preds = index.classify(test, k=k, show=0, depth=max(50, 10 * k))
+    test = np.asarray(test_vecs, dtype=np.float32)
+    preds = predictor.rank(test, exclude_ids=exclude_ids, show=0)
     return [p.top if p.top is not None else "" for p in preds]
 
 
@@ -124,20 +126,16 @@ def score_predictions(
 
 
 def evaluate_knn(
-    train_vecs: np.ndarray,
-    train_labels: Sequence[Gold],
-    test_vecs: np.ndarray,
-    test_labels: Sequence[Gold],
-    k: int = 1,
+    predictor: Predictor, test_vecs: np.ndarray, test_labels: Sequence[Gold]
 ) -> dict[str, Any]:
-    """Single-label k-NN evaluation from vectors.
+    """Single-label evaluation of a Predictor on test vectors (by its encoder).
 
     Args:
-        train_vecs: ``(n, d)`` vectors of the labelled pool.
-        train_labels: the pool's intent (or label set) per vector.
+        predictor: the version's Predictor over the labelled pool (from its
+            :class:`~core.retrieval.factory.PredictorFactory`: the anchors, ``k`` and rule that
+            serve).
         test_vecs: ``(m, d)`` vectors to classify.
         test_labels: their gold intent (or label set).
-        k: examples per intent that make its score (1 = ConvFiT's 1-NN).
 
     Returns:
         The metrics of :func:`score_predictions` plus ``silhouette`` (cosine, on the test vectors;
@@ -145,32 +143,33 @@ def evaluate_knn(
 
     Example:
         >>> import numpy as np
-        >>> pool = np.eye(2, dtype=np.float32)
-        >>> evaluate_knn(pool, ["a", "b"], np.array([[0.9, 0.1]]), ["a"])["accuracy"]
+        >>> p = PredictorFactory.for_vectors(2).build(["", ""], ["a", "b"], vectors=np.eye(2))
+        >>> evaluate_knn(p, np.array([[0.9, 0.1]]), ["a"])["accuracy"]
         1.0
     """
     if len(test_vecs) != len(test_labels):
         raise ValueError("test_vecs and test_labels differ in length.")
-    preds = knn_predict(train_vecs, train_labels, test_vecs, k=k)
+    preds = knn_predict(predictor, test_vecs)
     out = score_predictions(test_labels, preds)
     truth = [scoring_gold(g, p) for g, p in zip(test_labels, preds, strict=True)]
     out["silhouette"] = _silhouette(np.asarray(test_vecs, dtype=np.float32), truth)
-    out["k"] = k
+    out["k"] = predictor.k
     return out
 
 
 def cross_validate_knn(
+    factory: PredictorFactory,
     vecs: np.ndarray,
     labels: Sequence[Gold],
     folds: int = 5,
     seed: int = 0,
-    k: int = 1,
     assign: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Leave-fold-out k-NN evaluation of a labelled pool with no test split.
+    """Leave-fold-out evaluation of a labelled pool with no test split.
 
     Each row goes to one fold (:func:`core.evaluation.folds.fold_assignments`); each fold is
-    classified against the pool of the other folds, and the pooled predictions are scored like
+    classified by ``factory``'s Predictor over the other folds (the same anchors, ``k`` and
+    rule as the one that serves), and the pooled predictions are scored like
     :func:`evaluate_knn` (silhouette on all vectors). ``assign`` gives the folds instead (one per
     row, ``0 .. folds-1``): a what-if that renames intents keeps the folds of the real labels, so
     the two estimates differ by the renaming only.
@@ -185,19 +184,21 @@ def cross_validate_knn(
         assign = fold_assignments(labels, folds, seed=seed)
     elif len(assign) != n:
         raise ValueError("assign and labels differ in length.")
+    factory = factory.prepared()
     data = np.asarray(vecs, dtype=np.float32)
+    sets = [_label_set(y) for y in labels]
     preds: list[str] = [""] * n
     for f in range(folds):
         test = [int(i) for i in np.flatnonzero(assign == f)]
         train = [int(i) for i in np.flatnonzero(assign != f)]
         if not test or not train:
             continue
-        fold_preds = knn_predict(data[train], [labels[i] for i in train], data[test], k=k)
-        for i, p in zip(test, fold_preds, strict=True):
+        pool = factory.build([""] * len(train), [sets[i] for i in train], vectors=data[train])
+        for i, p in zip(test, knn_predict(pool, data[test]), strict=True):
             preds[i] = p
     out = score_predictions(list(labels), preds)
     truth = [scoring_gold(g, p) for g, p in zip(labels, preds, strict=True)]
     out["silhouette"] = _silhouette(data, truth)
-    out["k"] = k
+    out["k"] = factory.k
     out["folds"] = folds
     return out

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 # The multi-label decision without a head: an intent whose k-NN score reaches this is taken.
 MULTI_LABEL_KNN_THRESHOLD = 0.5
+# Neighbours a ranking looks at (an intent with no example among them is unranked).
+DEPTH = 200
 
 
 class TextEncoder(Protocol):
@@ -225,6 +227,59 @@ class Predictor:
 
         return is_multilabel(self.index.label_sets())
 
+    def rank(
+        self,
+        vectors: np.ndarray,
+        *,
+        exclude_ids: Sequence[int | None] | None = None,
+        k: int | None = None,
+        show: int = 5,
+        depth: int = DEPTH,
+    ) -> list[Prediction]:
+        """The pool's ranking of the intents for each query vector, by this predictor's ``k``
+        and rule: the one call behind every decision and every number about one. ``exclude_ids``:
+        per query, a pool id to leave out (a labelled example scored without itself, out of its
+        intent's prototype too: leave-one-out); ``depth``: neighbours looked at (an ordering
+        heuristic may look at fewer)."""
+        return self.index.classify(
+            np.asarray(vectors),
+            k=k or self.k,
+            show=show,
+            depth=depth,
+            exclude_ids=exclude_ids,
+            rule=self.rule,
+        )
+
+    def predict_vectors(
+        self,
+        texts: Sequence[str],
+        vectors: np.ndarray,
+        *,
+        exclude_ids: Sequence[int | None] | None = None,
+        k: int | None = None,
+        show: int = 5,
+        top_n: int = 5,
+    ) -> list[tuple[dict[str, Any], Prediction]]:
+        """:meth:`predict_with_evidence` of texts already encoded (``vectors``, one row each, by
+        this predictor's encoder). ``exclude_ids`` leaves each query's own pool row out of the
+        k-NN evidence (see :meth:`rank`); a multi-label head, fitted on every row, still decides
+        from the vector."""
+        if len(texts) != len(vectors):
+            raise ValueError("texts and vectors differ in length.")
+        if not len(texts):
+            return []
+        preds = self.rank(vectors, exclude_ids=exclude_ids, k=k, show=show)
+        multi = self.multi_label
+        rows = [
+            prediction_to_dict(
+                text, pred, multi_label=multi, thresholds=self.thresholds, top_n=top_n
+            )
+            for text, pred in zip(texts, preds, strict=True)
+        ]
+        if self.head is not None:
+            self._apply_head(rows, np.asarray(vectors))
+        return list(zip(rows, preds, strict=True))
+
     def predict_with_evidence(
         self, texts: str | Sequence[str], *, k: int | None = None, show: int = 5, top_n: int = 5
     ) -> list[tuple[dict[str, Any], Prediction]]:
@@ -232,18 +287,7 @@ class Predictor:
         batch = [texts] if isinstance(texts, str) else list(texts)
         if not batch:
             return []
-        vectors = self.encoder.encode(batch)
-        preds = self.index.classify(vectors, k=k or self.k, show=show, rule=self.rule)
-        multi = self.multi_label
-        rows = [
-            prediction_to_dict(
-                text, pred, multi_label=multi, thresholds=self.thresholds, top_n=top_n
-            )
-            for text, pred in zip(batch, preds, strict=True)
-        ]
-        if self.head is not None:
-            self._apply_head(rows, vectors)
-        return list(zip(rows, preds, strict=True))
+        return self.predict_vectors(batch, self.encoder.encode(batch), k=k, show=show, top_n=top_n)
 
     def predict(
         self, texts: str | Sequence[str], *, k: int | None = None, show: int = 5, top_n: int = 5

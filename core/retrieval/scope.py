@@ -1,6 +1,7 @@
 """The reserved *out of scope* label: examples that belong to no intent. It is never a class (no
 cluster is trained for it, it needs no minimum count); such examples calibrate the out-of-scope
-thresholds (:mod:`core.evaluation.oos`). A leaf module, so every layer can use the rule.
+thresholds (:mod:`core.evaluation.oos`), and :class:`core.retrieval.factory.PredictorFactory`
+leaves them out of every pool. A leaf module, so every layer can use the rule.
 """
 
 from __future__ import annotations

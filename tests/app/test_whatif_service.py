@@ -10,6 +10,7 @@ from app.services import whatif as svc
 from app.services.projects import new_project
 from core.evaluation import cross_validate_knn
 from core.evaluation.folds import fold_assignments
+from core.retrieval.factory import PredictorFactory
 from storage.projects import get_project
 from storage.utterances import labelled_pool
 
@@ -26,7 +27,8 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
         pool = labelled_pool(s, pid)
     encoder, _ = ctx.active_encoder(pid)
     vectors = ctx.cache.encode(encoder, [r.text for r in pool])
-    base = cross_validate_knn(vectors, [r.labels for r in pool])
+    factory = PredictorFactory.for_vectors(vectors.shape[1])
+    base = cross_validate_knn(factory, vectors, [r.labels for r in pool])
     assert w.n == len(pool) and w.accuracy_before == pytest.approx(base["accuracy"])
     # the after is the same cross-validation with the two intents relabelled as one (with the
     # nearest+prototype rule a merge can also cost accuracy: the merged centre lies between two)
@@ -39,7 +41,7 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
         for r in pool
     ]
     same_folds = fold_assignments([tuple(r.labels) for r in pool], w.folds, seed=0)
-    after = cross_validate_knn(vectors, merged, folds=w.folds, assign=same_folds)
+    after = cross_validate_knn(factory, vectors, merged, folds=w.folds, assign=same_folds)
     assert w.accuracy_after == pytest.approx(after["accuracy"])
     names, matrix = base["confusion"]["labels"], base["confusion"]["matrix"]
     i, j = names.index("cancel_order"), names.index("refund_status")

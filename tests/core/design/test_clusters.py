@@ -13,6 +13,7 @@ from core.design.clusters import (
     distinctive_words,
     find_clusters,
 )
+from core.retrieval.factory import PredictorFactory
 
 GIFT = [
     "do you sell gift cards",
@@ -91,9 +92,8 @@ def test_each_cluster_gets_its_nearest_existing_intent(encoder):
     pool = ["can I pay by paypal", "which payment methods do you accept", "is my card accepted"]
     pool += ["when will my parcel arrive", "track my order"]
     labels = [("payment_methods",)] * 3 + [("track_order",)] * 2
-    clusters = find_clusters(
-        encoder.encode(texts), texts, pool_vectors=encoder.encode(pool), pool_labels=labels
-    )
+    predictor = PredictorFactory(encoder).build(pool, labels)
+    clusters = find_clusters(encoder.encode(texts), texts, pool=predictor)
     klarna = next(c for c in clusters if "klarna" in c.keywords[:2])
     assert klarna.nearest_intent == "payment_methods"
     assert 0.3 < klarna.nearest_similarity <= 1.0

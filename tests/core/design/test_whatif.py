@@ -9,6 +9,7 @@ import pytest
 
 from core.design.whatif import merge_whatif, propose_parts, split_whatif
 from core.evaluation import cross_validate_knn
+from core.retrieval.factory import PredictorFactory
 
 
 def _blobs(centres: list[int], n: int, dim: int = 16, noise: float = 0.05, seed: int = 0):
@@ -22,7 +23,7 @@ def test_merging_two_overlapping_intents_removes_their_confusions():
     vecs = _blobs([0, 0, 5], 20)
     labels = ["a"] * 20 + ["b"] * 20 + ["c"] * 20
     w = merge_whatif(vecs, labels, "a", "b")
-    base = cross_validate_knn(vecs, labels)
+    base = cross_validate_knn(PredictorFactory.for_vectors(vecs.shape[1]), vecs, labels)
     assert w.accuracy_before == pytest.approx(base["accuracy"])  # the usual estimate
     assert w.accuracy_before < 0.85 and w.accuracy_after == 1.0
     assert w.confused == round((1 - w.accuracy_before) * 60)  # every error was a <-> b

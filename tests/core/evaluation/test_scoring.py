@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from core.evaluation.scoring import cross_validate_knn, evaluate_knn, score_predictions
+from core.retrieval.factory import PredictorFactory, vector_pool
 
 
 def _pool() -> tuple[np.ndarray, list[str]]:
@@ -17,7 +18,7 @@ def test_hand_made_case() -> None:
     train, labels = _pool()
     test = np.array([[1, 0.05, 0], [0.2, 1, 0], [0.8, 0, 0.3], [0, 0.05, 1]], dtype=np.float32)
     truth = ["a", "b", "c", "c"]  # the third is misread as "a"
-    out = evaluate_knn(train, labels, test, truth)
+    out = evaluate_knn(vector_pool(train, labels), test, truth)
     assert out["primary"] == "accuracy"
     assert out["accuracy"] == pytest.approx(0.75)
     assert out["per_intent"]["a"] == {
@@ -38,13 +39,13 @@ def test_hand_made_case() -> None:
 
 def test_k3_uses_mean_of_nearest_examples() -> None:
     train, labels = _pool()
-    out = evaluate_knn(train, labels, train, labels, k=2)
+    out = evaluate_knn(vector_pool(train, labels, k=2), train, labels)
     assert out["accuracy"] == 1.0 and out["k"] == 2
 
 
 def test_silhouette_is_none_when_undefined() -> None:
     train, labels = _pool()
-    assert evaluate_knn(train, labels, train[:2], ["a", "a"])["silhouette"] is None
+    assert evaluate_knn(vector_pool(train, labels), train[:2], ["a", "a"])["silhouette"] is None
 
 
 def test_cross_validation_scores_every_example_once() -> None:
@@ -52,7 +53,7 @@ def test_cross_validation_scores_every_example_once() -> None:
     centres = np.eye(4, 8, dtype=np.float32)
     vecs = np.concatenate([c + 0.05 * rng.standard_normal((5, 8)) for c in centres])
     labels = [n for n in "wxyz" for _ in range(5)]
-    out = cross_validate_knn(vecs.astype(np.float32), labels, folds=5, seed=0)
+    out = cross_validate_knn(PredictorFactory.for_vectors(8), vecs, labels, folds=5, seed=0)
     assert out["accuracy"] == 1.0
     assert sum(v["support"] for v in out["per_intent"].values()) == 20
     assert out["folds"] == 5
@@ -61,13 +62,14 @@ def test_cross_validation_scores_every_example_once() -> None:
 def test_errors_are_clear() -> None:
     train, labels = _pool()
     with pytest.raises(ValueError, match="pool is empty"):
-        evaluate_knn(train[:0], [], train, labels)
+        evaluate_knn(vector_pool(train[:0].reshape(0, 3), []), train, labels)
     with pytest.raises(ValueError, match="differ in length"):
-        evaluate_knn(train, labels, train, labels[:-1])
+        evaluate_knn(vector_pool(train, labels), train, labels[:-1])
+    factory = PredictorFactory.for_vectors(3)
     with pytest.raises(ValueError, match="folds must be at least 2"):
-        cross_validate_knn(train, labels, folds=1)
+        cross_validate_knn(factory, train, labels, folds=1)
     with pytest.raises(ValueError, match="Need at least 5"):
-        cross_validate_knn(train[:3], labels[:3], folds=5)
+        cross_validate_knn(factory, train[:3], labels[:3], folds=5)
     with pytest.raises(ValueError, match="no test examples"):
         score_predictions([], [])
 
@@ -87,7 +89,14 @@ def test_a_multi_intent_row_is_a_hit_when_either_intent_is_predicted_everywhere(
     # the vector evaluators use the same rule: a pool row with two intents votes for both
     pool = np.eye(3, dtype=np.float32)
     test = np.array([[0.9, 0.1, 0], [0.1, 0.9, 0], [0, 0, 1]], dtype=np.float32)
-    scored = evaluate_knn(pool, [("a",), ("b", "c"), ("d",)], test, [("a",), ("b", "x"), ("d",)])
+    scored = evaluate_knn(
+        vector_pool(pool, [("a",), ("b", "c"), ("d",)]), test, [("a",), ("b", "x"), ("d",)]
+    )
     assert scored["accuracy"] == 1.0
-    cv = cross_validate_knn(np.vstack([pool, pool]), [("a",), ("b",), ("c",)] * 2, folds=2)
+    cv = cross_validate_knn(
+        PredictorFactory.for_vectors(3),
+        np.vstack([pool, pool]),
+        [("a",), ("b",), ("c",)] * 2,
+        folds=2,
+    )
     assert cv["accuracy"] == 1.0 and cv["primary"] == "accuracy"

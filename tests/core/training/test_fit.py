@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from core.evaluation.scoring import evaluate_knn
+from core.retrieval.factory import vector_pool
 from core.training import (
     TrainConfig,
     TrainingCancelled,
@@ -41,7 +42,7 @@ def _silhouette(encoder) -> float:
     labels = [k for k, ts in TEST.items() for _ in ts]
     vecs = encoder.encode(texts)
     pool = encoder.encode(TEXTS)
-    return evaluate_knn(pool, [lab[0] for lab in LABELS], vecs, labels)["silhouette"]
+    return evaluate_knn(vector_pool(pool, LABELS), vecs, labels)["silhouette"]
 
 
 def test_fast_training_improves_the_space_and_reports_progress(encoder) -> None:
