@@ -13,7 +13,7 @@ labels ``--batch`` utterances per round (the gold label: a perfect designer) in 
 - ``spread_margin``: the other way round: a farthest-first shortlist, smallest margin first.
 
 The orders are the queue's own functions over the pool rule's margins and nearest-example
-similarities (:class:`core.retrieval.KnnIndex`, k=1, as :func:`app.services.queue.order` asks).
+similarities (:func:`core.retrieval.factory.vector_pool`'s Predictor, as :func:`app.services.queue.order` asks).
 After every round the labelled pool classifies the test questions (k-NN over the current
 encoder's vectors, :func:`core.evaluation.scoring.knn_predict`); every ``--retrain-every``
 rounds the encoder is retrained from the base on the labels so far with the app's default recipe
@@ -57,7 +57,7 @@ from core.labelling import (  # noqa: E402
     smallest_margin_first,
     uncertain_spread_out,
 )
-from core.retrieval import KnnIndex  # noqa: E402
+from core.retrieval.factory import vector_pool  # noqa: E402
 
 logger = logging.getLogger("bench.active")
 
@@ -70,11 +70,10 @@ def pool_signals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each candidate's margin (top intent minus runner-up) and similarity to its nearest
     labelled example, by the pool rule the queue uses."""
-    index = KnnIndex(vecs.shape[1])
-    index.add(labelled, vecs[labelled], [""] * len(labelled), [(labels[i],) for i in labelled])
+    pool = vector_pool(vecs[labelled], [labels[i] for i in labelled])
     queries = vecs[cands]
-    margins = np.array([p.margin for p in index.classify(queries, k=1, show=0, depth=50)])
-    nearest = index.search(queries, 1)
+    margins = np.array([p.margin for p in pool.rank(queries, show=0, depth=50)])
+    nearest = pool.index.search(queries, 1)
     pool_sim = np.array([hits[0].similarity if hits else -1.0 for hits in nearest])
     return margins, pool_sim
 
@@ -111,7 +110,7 @@ def pick(
 def accuracy(
     vecs: np.ndarray, labels: list[str], labelled: list[int], test: np.ndarray, gold: list[str]
 ) -> float:
-    pred = knn_predict(vecs[labelled], [labels[i] for i in labelled], test)
+    pred = knn_predict(vector_pool(vecs[labelled], [labels[i] for i in labelled]), test)
     return float(np.mean(np.asarray(pred) == np.asarray(gold)))
 
 

@@ -77,16 +77,9 @@ def interleaved(
 def accuracy(
     pool_vecs: np.ndarray, pool_labels: list[str], q: np.ndarray, gold: list[str]
 ) -> tuple[float, list[str | None]]:
-    from core.retrieval.knn import KnnIndex
+    from core.retrieval.factory import vector_pool
 
-    index = KnnIndex(pool_vecs.shape[1])
-    index.add(
-        list(range(len(pool_labels))),
-        pool_vecs,
-        [""] * len(pool_labels),
-        [(x,) for x in pool_labels],
-    )
-    tops = [p.top for p in index.classify(q, k=1, show=0)]
+    tops = [p.top for p in vector_pool(pool_vecs, pool_labels).rank(q, show=0)]
     return float(np.mean([t == g for t, g in zip(tops, gold, strict=True)])), tops
 
 

@@ -40,9 +40,9 @@ def accuracy(
     encoder: TextEncoder, pool: list[str], labels: list[str], queries: list[str], gold: list[str]
 ) -> float:
     """Top-1 accuracy of the app's predictor over ``pool`` on ``queries``."""
-    from core.retrieval.predictor import Predictor
+    from core.retrieval.factory import PredictorFactory
 
-    predictor = Predictor.from_examples(encoder, pool, [(y,) for y in labels])
+    predictor = PredictorFactory(encoder).build(pool, labels)
     tops = [r["top"] for r in predictor.predict(queries, show=0, top_n=1)]
     return sum(t == g for t, g in zip(tops, gold, strict=True)) / len(gold)
 

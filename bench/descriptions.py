@@ -1,5 +1,5 @@
 """Benchmark of intent names as anchors (:mod:`core.retrieval.anchors`): zero-shot, and joined to
-1, 5 and 10 labelled shots per intent, with the app's own rule (``KnnIndex.classify``,
+1, 5 and 10 labelled shots per intent, with the app's own Predictor (``PredictorFactory``,
 nearest+prototype) so what is measured is what the app does.
 
 Reads ``<data>/<dataset>/train_10shot_seed<N>.csv`` and ``test.csv`` (``text,label``). The pool
@@ -57,7 +57,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from core.retrieval.anchors import anchor_texts  # noqa: E402
 from core.retrieval.explain import borderline  # noqa: E402
-from core.retrieval.knn import KnnIndex  # noqa: E402
+from core.retrieval.factory import Anchors, PredictorFactory  # noqa: E402
 
 logger = logging.getLogger("bench.descriptions")
 
@@ -121,11 +121,13 @@ def accuracy(
 ) -> list[bool]:
     """Per test utterance: whether the app's rule with anchors of ``weight`` got it right."""
     anchors = anchor_texts(tr_y)
-    index = KnnIndex(vecs["test"].shape[1])
-    if keep:
-        index.add(keep, vecs["train"][keep], [str(i) for i in keep], [(tr_y[i],) for i in keep])
-    index.set_anchors(list(anchors), vecs["anchors"], list(anchors.values()), weight)
-    preds = index.classify(vecs["test"], show=1)
+    factory = PredictorFactory.for_vectors(
+        vecs["test"].shape[1], anchors=Anchors(anchors, weight, vecs["anchors"])
+    )
+    pool = factory.build(
+        [str(i) for i in keep], [tr_y[i] for i in keep], vectors=vecs["train"][keep], ids=keep
+    )
+    preds = pool.rank(vecs["test"], show=1)
     return [p.top == g for p, g in zip(preds, gold, strict=True)]
 
 

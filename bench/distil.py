@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from core.encoding.registry import Encoder, load_encoder
     from core.evaluation.scoring import knn_predict
+    from core.retrieval.factory import vector_pool
     from core.training import TrainConfig, train_encoder
     from core.training.selftrain import pseudo_labels
 
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     gold = dict(zip(all_x, all_y, strict=True))  # scores the pseudo-labels, nothing else
 
     def accuracy(enc: Encoder, px: list[str], py: list[str]) -> float:
-        pred = knn_predict(enc.encode(px, batch_size=128), py, enc.encode(te_x, batch_size=128))
+        pool = vector_pool(enc.encode(px, batch_size=128), py)
+        pred = knn_predict(pool, enc.encode(te_x, batch_size=128))
         return float(np.mean(np.asarray(pred) == np.asarray(te_y)))
 
     load_encoder("minilm", device=args.device)  # warm the file cache: the first row is not slower
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         vecs = teacher_vectors(sx + ux, name, args.cache, args.device)
         teacher = dict(zip(sx + ux, vecs, strict=True))
         if test_teacher is not None:
-            pred = knn_predict(np.stack([teacher[t] for t in sx]), sy, test_teacher)
+            pred = knn_predict(vector_pool(np.stack([teacher[t] for t in sx]), sy), test_teacher)
             acc = float(np.mean(np.asarray(pred) == np.asarray(te_y)))
             record({"seed": seed, "method": "frozen mpnet (teacher)", "acc": acc, "train_s": 0.0})
         configs = (

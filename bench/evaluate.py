@@ -109,6 +109,7 @@ def main() -> None:
     from core.encoding.cache import EmbeddingCache
     from core.encoding.registry import load_encoder, load_sentence_transformer, resolve_path
     from core.evaluation import EvalData, evaluate_knn
+    from core.retrieval.factory import PredictorFactory, vector_pool
     from core.training import TrainConfig, TrainedModel, load_trained
 
     train_x, train_y = read_csv(args.data / args.train)
@@ -139,14 +140,17 @@ def main() -> None:
         res["encode_utt_per_s"] = round(len(test_x) / max(res["encode_raw_test_s"], 1e-9), 1)
 
         cache = EmbeddingCache(root / "cache")
-        res["eval_new_cold_s"], _ = timed(lambda: evaluate_version(new, data, cache))
-        res["eval_base_cold_s"], _ = timed(lambda: evaluate_version(base, data, cache))
-        res["eval_base_warm_s"], _ = timed(lambda: evaluate_version(base, data, cache))
+        new_f, base_f = PredictorFactory(new), PredictorFactory(base)
+        res["eval_new_cold_s"], _ = timed(lambda: evaluate_version(new_f, data, cache))
+        res["eval_base_cold_s"], _ = timed(lambda: evaluate_version(base_f, data, cache))
+        res["eval_base_warm_s"], _ = timed(lambda: evaluate_version(base_f, data, cache))
         disk = EmbeddingCache(root / "cache")  # a restarted worker: vectors from the disk cache
-        res["eval_active_disk_s"], _ = timed(lambda: evaluate_version(new, data, disk))
+        res["eval_active_disk_s"], _ = timed(lambda: evaluate_version(new_f, data, disk))
         train_v = cache.encode(base, train_x)
         test_v = cache.encode(base, test_x)
-        res["score_only_s"], metrics = timed(lambda: evaluate_knn(train_v, train_y, test_v, test_y))
+        res["score_only_s"], metrics = timed(
+            lambda: evaluate_knn(vector_pool(train_v, train_y), test_v, test_y)
+        )
         res["accuracy_base"] = round(float(metrics["accuracy"]), 4)
         # the retrain's evaluation phase: new (cold) + base + active, as a first retrain sees it
         # (base cold) and as a later one sees it (base and active cached)

@@ -49,11 +49,9 @@ logger = logging.getLogger("bench.int8")
 def top1(
     pool: np.ndarray, labels: Sequence[str], queries: np.ndarray, k: int = 1
 ) -> list[str | None]:
-    from core.retrieval.knn import KnnIndex
+    from core.retrieval.factory import vector_pool
 
-    index = KnnIndex(pool.shape[1])
-    index.add(list(range(len(labels))), pool, [""] * len(labels), [(x,) for x in labels])
-    return [p.top for p in index.classify(queries, k=k, show=0)]
+    return [p.top for p in vector_pool(pool, labels, k=k).rank(queries, show=0)]
 
 
 def agreement(a: Sequence[str | None], b: Sequence[str | None]) -> float:
@@ -154,7 +152,7 @@ def live(args: argparse.Namespace) -> dict[str, Any]:
     each voting over a pool it encoded itself; measured alternately, ``--threads`` threads."""
     from core.bundle.onnx import OnnxEncoder, export_onnx
     from core.encoding.registry import load_encoder
-    from core.retrieval.predictor import Predictor
+    from core.retrieval.factory import PredictorFactory
 
     texts, labels = read_csv(args.data / "banking77" / "train.csv")
     texts, labels = texts[: args.live_pool], labels[: args.live_pool]
@@ -180,9 +178,7 @@ def live(args: argparse.Namespace) -> dict[str, Any]:
             logger.info(
                 "%s encoded %d pool texts in %.0f s", name, len(texts), time.perf_counter() - start
             )
-            predictors[name] = Predictor.from_examples(
-                m, texts, [(x,) for x in labels], vectors=vecs
-            )
+            predictors[name] = PredictorFactory(m).build(texts, labels, vectors=vecs)
         times: dict[str, list[float]] = {name: [] for name in models}
         for p in predictors.values():
             p.predict_with_evidence(queries[:5], show=5)

@@ -54,7 +54,7 @@ def main() -> None:
     from app.services.io import import_utterances
     from app.services.predict import predict_one
     from core.encoding.registry import load_encoder
-    from core.retrieval.knn import KnnIndex
+    from core.retrieval.factory import PredictorFactory
     from storage.utterances import NewUtterance
 
     results: dict[str, float | int | str] = {
@@ -71,10 +71,8 @@ def main() -> None:
     results["encode_pool_s"] = round(time.perf_counter() - t, 2)
     results["encode_utt_per_s"] = round(len(train_x) / results["encode_pool_s"], 1)  # type: ignore[operator]
     test_v = enc.encode(test_x)
-    index = KnnIndex(enc.dim)
-    index.add(list(range(len(train_x))), train_v, train_x, [(y,) for y in train_y])
     for k in (1, 3, 5):
-        preds = index.classify(test_v, k=k, show=0)
+        preds = PredictorFactory(enc, k=k).build(train_x, train_y, vectors=train_v).rank(test_v)
         acc = float(np.mean([p.top == y for p, y in zip(preds, test_y, strict=True)]))
         results[f"acc_{k}nn"] = round(100 * acc, 2)
 
@@ -97,7 +95,7 @@ def main() -> None:
         pool = ctx.pool(1)
         for q in queries:
             t = time.perf_counter()
-            pool.index.classify(enc.encode([q]), k=1)
+            pool.predictor.rank(enc.encode([q]))
             core_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             predict_one(ctx, "bench", q)

@@ -47,7 +47,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from core.evaluation.oos import calibrate, thresholds_from_scores  # noqa: E402
-from core.retrieval.knn import DEFAULT_RULE, RULES, KnnIndex  # noqa: E402
+from core.retrieval.factory import vector_pool  # noqa: E402
+from core.retrieval.knn import DEFAULT_RULE, RULES  # noqa: E402
 
 logger = logging.getLogger("bench.oos")
 
@@ -56,9 +57,7 @@ def knn_top(
     pool: np.ndarray, labels: list[str], queries: np.ndarray, rule: str = DEFAULT_RULE
 ) -> tuple[list[str], np.ndarray]:
     """Top intent and score of each query by the predictor's rule (``rule``)."""
-    index = KnnIndex(pool.shape[1])
-    index.add(list(range(len(pool))), pool, [""] * len(pool), [(y,) for y in labels])
-    preds = index.classify(queries, k=1, show=0, depth=20, rule=rule)
+    preds = vector_pool(pool, labels, rule=rule).rank(queries, show=0, depth=20)
     return [p.top or "" for p in preds], np.array([p.score for p in preds])
 
 

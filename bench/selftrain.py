@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from core.encoding.registry import Encoder
     from core.evaluation.scoring import knn_predict
+    from core.retrieval.factory import vector_pool
     from core.training import TrainConfig, train_encoder
     from core.training.selftrain import pseudo_labels
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return trained.encoder(), time.monotonic() - started
 
     def accuracy(enc: Encoder, px: list[str], py: list[str]) -> float:
-        pred = knn_predict(enc.encode(px, batch_size=256), py, enc.encode(te_x, batch_size=256))
+        pool = vector_pool(enc.encode(px, batch_size=256), py)
+        pred = knn_predict(pool, enc.encode(te_x, batch_size=256))
         return float(np.mean(np.asarray(pred) == np.asarray(te_y)))
 
     rows: list[dict[str, Any]] = []

@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from core.encoding.registry import Encoder
     from core.evaluation.scoring import knn_predict
+    from core.retrieval.factory import vector_pool
     from core.slots import compress, compressed_vectors
     from core.training import TrainConfig, train_encoder
     from core.training.templates import template_training_data
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             train_s = time.monotonic() - started
             for lam in [0.0, *lambdas]:
                 pool = vectors(enc, sx, book, lam)
-                pred = knn_predict(pool, sy, vectors(enc, tx, book, lam))
+                pred = knn_predict(vector_pool(pool, sy), vectors(enc, tx, book, lam))
                 acc = float(np.mean(np.asarray(pred) == np.asarray(ty)))
                 label = name if not lam else f"{name} +comp {lam}"
                 rows.append({"seed": seed, "run": label, "acc": acc, "train_s": train_s})

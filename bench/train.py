@@ -99,28 +99,27 @@ def score(
     """Accuracy of the app's default decision (``acc``), of nearest + prototype without anchors
     (``acc_np``) and of 1-NN (``acc_1nn``), and the seconds to encode and classify (``eval_s``)."""
     from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts
-    from core.retrieval.knn import NEAREST, KnnIndex
+    from core.retrieval.factory import Anchors, PredictorFactory
+    from core.retrieval.knn import NEAREST
 
     started = time.monotonic()
     pool, queries = enc.encode(tr_x, batch_size=128), enc.encode(te_x, batch_size=128)
     anchors = anchor_texts(tr_y)
     names, texts = list(anchors), list(anchors.values())
-    index = KnnIndex(pool.shape[1])
-    index.add(list(range(len(tr_x))), pool, tr_x, [(y,) for y in tr_y])
-    index.set_anchors(
-        names, (label_enc or enc).encode(texts, batch_size=128), texts, DEFAULT_ANCHOR_WEIGHT
+    vectors = (label_enc or enc).encode(texts, batch_size=128)
+    with_anchors = PredictorFactory(
+        enc, anchors=Anchors(dict(zip(names, texts, strict=True)), DEFAULT_ANCHOR_WEIGHT, vectors)
     )
     gold = np.asarray(te_y)
 
-    def accuracy(**kwargs: Any) -> float:
-        preds = index.classify(queries, show=0, depth=50, **kwargs)
+    def accuracy(factory: PredictorFactory) -> float:
+        preds = factory.build(tr_x, tr_y, vectors=pool).rank(queries, show=0, depth=50)
         return float(np.mean(np.asarray([p.top or "" for p in preds]) == gold))
 
-    out = {"acc": accuracy()}
+    out = {"acc": accuracy(with_anchors)}
     eval_s = time.monotonic() - started
-    out["acc_1nn"] = accuracy(rule=NEAREST)
-    index.set_anchors([], np.zeros((0, pool.shape[1])), [], 0)
-    out["acc_np"] = accuracy()
+    out["acc_1nn"] = accuracy(with_anchors.replace(rule=NEAREST))
+    out["acc_np"] = accuracy(with_anchors.replace(anchors=None))
     return {**out, "eval_s": eval_s}
 
 
