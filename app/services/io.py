@@ -263,13 +263,19 @@ _SUFFIX_FORMATS = {
 
 
 def export_project(
-    ctx: AppContext, project: str, path: str | Path, *, format: str | None = None
+    ctx: AppContext,
+    project: str,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    follow_agent: bool = True,
 ) -> ExportResult:
     """Export a project. ``format`` names an agent format (``dialogflow-es``, ``lex-v2``, ...;
     see :data:`app.formats.AGENT_FORMATS`); without it the path's suffix decides (see
     :func:`app.formats.write_any`), except that a project imported from an agent is written as
-    that agent when the suffix fits it (``.zip`` or ``.json``). An agent export starts from the
-    agent the project was imported from, when it is of that format.
+    that agent when the suffix fits it (``.zip`` or ``.json``; ``follow_agent=False``: by the
+    suffix only, a ``.zip`` of intent files). An agent export starts from the agent the project
+    was imported from, when it is of that format.
 
     Raises:
         ValueError: an unknown agent format, or a ``.json`` path for a project that names none.
@@ -283,7 +289,7 @@ def export_project(
         kept = kept_agent(s, proj.id)
         name = proj.name
     suffix = Path(path).suffix.lower()
-    if format is None and kept is not None and kept.format in export_formats(suffix):
+    if follow_agent and format is None and kept and kept.format in export_formats(suffix):
         format = kept.format
     source = AgentSource(kept.format, kept.content) if kept is not None else None
     notes = write_any(

@@ -106,15 +106,45 @@ def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) 
     return ok(res.message()), project_picker(ctx, res.project)  # a new name is a new choice
 
 
+# The agent formats the Export radio offers (its value is the format's name).
+AGENT_CHOICES = [
+    ("Dialogflow ES agent (zip)", "dialogflow-es"),
+    ("Dialogflow CX agent (zip)", "dialogflow-cx"),
+    ("Dialogflow CX agent (JSON)", "dialogflow-cx-json"),
+    ("Amazon Lex V2 bot (zip)", "lex-v2"),
+    ("Watson Assistant skill (JSON)", "watson"),
+    ("LUIS app (JSON)", "luis"),
+    ("CLU project (JSON)", "clu"),
+]
+
+
 def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
-    out = download_path(ctx.settings, f"{proj.replace('/', '_').replace(' ', '_')}.{fmt}")
+    """Export in the format chosen: a file format by its suffix, or an agent format by its name
+    (written into the agent the project was imported from, when it is of that format)."""
+    from app.formats import agent_format
+
+    agent = fmt in {name for _, name in AGENT_CHOICES}
+    suffix = (".zip" if agent_format(fmt).container == "zip" else ".json") if agent else f".{fmt}"
+    out = download_path(ctx.settings, f"{proj.replace('/', '_').replace(' ', '_')}{suffix}")
     if fmt == "slots.yml":
         n, err = attempt(lambda: io_svc.export_slot_book(ctx, proj, out))
-        what = "the slot book and {n} template(s)"
-    else:
-        n, err = attempt(lambda: io_svc.export_file(ctx, proj, out))
-        what = "{n} utterance(s)"
-    return (problem(err), None) if err else (ok(f"Exported {what.format(n=n)}."), str(out))
+        return (
+            (problem(err), None)
+            if err
+            else (
+                ok(f"Exported the slot book and {n} template(s)."),
+                str(out),
+            )
+        )
+    res, err = attempt(
+        lambda: io_svc.export_project(
+            ctx, proj, out, format=fmt if agent else None, follow_agent=False
+        )
+    )
+    if err:
+        return problem(err), None
+    assert res is not None
+    return ok(res.message(out.name)), str(out)
 
 
 def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
@@ -166,8 +196,9 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         with gr.Row():
             up_file = gr.File(
                 label="CSV or JSONL (text,label or text,labels; optional split), Rasa NLU "
-                "YAML, a slot book YAML, or a .zip of intent_name.txt files",
-                file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip"],
+                "YAML, a slot book YAML, a .zip of intent_name.txt files, or an agent: "
+                "Dialogflow ES/CX or Lex V2 (.zip), Watson, LUIS, CLU or Dialogflow CX (.json)",
+                file_types=[".csv", ".jsonl", ".yml", ".yaml", ".zip", ".json"],
                 elem_id="import-file",
             )
             with gr.Column():
@@ -187,6 +218,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                     ("Rasa YAML", "yml"),
                     ("intent .txt files (zip)", "zip"),
                     ("slot book + templates (YAML)", "slots.yml"),
+                    *AGENT_CHOICES,
                 ],
                 value="csv",
                 label="Export format",
