@@ -1,17 +1,35 @@
-"""Sign-in required for every API route in multi-user mode, not only the ones Gradio guards.
+"""Sign-in required for every API route in multi-user mode, not only the ones Gradio guards, and
+only for a user who may still act.
 
 Gradio checks the login on its page, config, upload, queue and call routes, but answers others
 without one (``/gradio_api/cancel``, ``/reset``, ``/heartbeat``, ``/stream``, run history...).
 :class:`SignInRequired` sits in front of the whole app and answers 401 to any ``/gradio_api/``
 request without a valid session, except the few the sign-in page itself needs.
+
+Gradio keeps its sessions in memory and never asks again who they belong to. With
+:class:`Sessions`, every request's session is checked against the database (its user exists, is
+not locked, and has not changed password since signing in); one that fails is dropped from
+Gradio's sessions at once, so the page shows the sign-in form and the API answers 401.
+:class:`SignInForm` guards the sign-in form itself: a post from another site is refused (login
+CSRF: its ``Origin``, or else ``Referer``, must be this server), the form's size is bounded, the
+client's address is handed to the rate limit (:mod:`app.sign_in`), and the session cookie is
+``SameSite=Lax`` and ``HttpOnly``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import UTC, datetime
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
+from urllib.parse import urlsplit
+
+import anyio.to_thread
+
+from app import http_body
+from app.limits import MAX_SIGN_IN_BODY_BYTES
+from app.sign_in import ADDRESS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -35,19 +53,58 @@ def _cookies(scope: Scope) -> SimpleCookie:
     return jar
 
 
+def _session_tokens(scope: Scope) -> list[str]:
+    """The session tokens the request's cookies carry for the Gradio app serving it."""
+    cookie_id = getattr(scope.get("app"), "cookie_id", None)
+    if cookie_id is None:
+        return []
+    jar = _cookies(scope)
+    found = (jar.get(f"access-token-{c}{cookie_id}") for c in ("", "unsecure-"))
+    return [morsel.value for morsel in found if morsel is not None]
+
+
 def signed_in(scope: Scope) -> bool:
     """True when the request carries a session cookie of the Gradio app serving it."""
-    app = scope.get("app")
-    tokens = getattr(app, "tokens", None)
-    cookie_id = getattr(app, "cookie_id", None)
-    if tokens is None or cookie_id is None:
-        return False
-    jar = _cookies(scope)
-    for name in (f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"):
-        morsel = jar.get(name)
-        if morsel is not None and morsel.value in tokens:
-            return True
-    return False
+    tokens = getattr(scope.get("app"), "tokens", None)
+    return tokens is not None and any(t in tokens for t in _session_tokens(scope))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Sessions:
+    """When each browser session signed in, and whether it still counts: ``still_ok(name,
+    signed_in_at)`` asks the database (:func:`app.auth.session_ok`), on every request."""
+
+    def __init__(self, still_ok: Callable[[str, datetime], bool]) -> None:
+        self.still_ok = still_ok
+        self.signed_in_at: dict[str, datetime] = {}
+
+    def started(self, token: str) -> None:
+        self.signed_in_at[token] = _utcnow()
+
+    async def check(self, scope: Scope) -> None:
+        """Drop the request's session from Gradio's when its user may no longer act (or its
+        sign-in was never seen here)."""
+        tokens: dict[str, str] | None = getattr(scope.get("app"), "tokens", None)
+        if tokens is None:
+            return
+        for token in _session_tokens(scope):
+            name = tokens.get(token)
+            if name is None:
+                continue
+            at = self.signed_in_at.get(token)
+            ok = at is not None and await anyio.to_thread.run_sync(self.still_ok, name, at)
+            if not ok:
+                tokens.pop(token, None)
+                self.signed_in_at.pop(token, None)
+        if len(self.signed_in_at) > len(tokens) + 1000:  # signed out: forget them
+            self.signed_in_at = {t: at for t, at in self.signed_in_at.items() if t in tokens}
+
+
+# Files that every page loads; they show nothing of anyone's data, so no database check.
+STATIC_PREFIXES = ("/assets/", "/static/", "/svelte/", "/favicon.ico")
 
 
 def needs_sign_in(path: str) -> bool:
@@ -65,12 +122,19 @@ def needs_sign_in(path: str) -> bool:
 
 
 class SignInRequired:
-    """ASGI middleware: 401 for API routes without a session (see the module's docstring)."""
+    """ASGI middleware: 401 for API routes without a session, and (with ``sessions``) every
+    session checked against the database first (see the module's docstring)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, sessions: Sessions | None = None) -> None:
         self.app = app
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if self.sessions is not None and not scope["path"].startswith(STATIC_PREFIXES):
+            await self.sessions.check(scope)
         if scope["type"] == "http" and needs_sign_in(scope["path"]) and not signed_in(scope):
             body = json.dumps({"error": "Not authenticated: sign in first."}).encode()
             await send(
@@ -86,3 +150,87 @@ class SignInRequired:
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
+
+
+SIGN_IN_PATHS = frozenset({"/login", "/login/"})
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+def same_site(scope: Scope) -> bool:
+    """Whether a form post comes from this server's own page: its ``Origin`` (else its
+    ``Referer``) names the host it was sent to. A request with neither is not a browser's
+    cross-site post (browsers send ``Origin`` on every cross-origin POST) and passes.
+
+    Example:
+        >>> host = (b"host", b"studio.example:7860")
+        >>> same_site({"headers": [host, (b"origin", b"http://studio.example:7860")]})
+        True
+        >>> same_site({"headers": [host, (b"origin", b"https://evil.example")]})
+        False
+        >>> same_site({"headers": [host, (b"origin", b"null")]})
+        False
+    """
+    source = _header(scope, b"origin") or _header(scope, b"referer")
+    if not source:
+        return True
+    host = _header(scope, b"host").lower()
+    return bool(host) and urlsplit(source).netloc.lower() == host
+
+
+def _strict_cookie(value: bytes) -> bytes:
+    """A ``Set-Cookie`` value with ``SameSite=Lax`` (Gradio sets ``None`` on one of its two
+    session cookies, for embedding in other sites) and ``HttpOnly``."""
+    parts = [p.strip() for p in value.decode("latin-1").split(";")]
+    kept = [p for p in parts if p.split("=")[0].strip().lower() not in ("samesite", "httponly")]
+    return "; ".join([*kept, "HttpOnly", "SameSite=Lax"]).encode("latin-1")
+
+
+class SignInForm:
+    """ASGI middleware for the sign-in form's POST (see the module's docstring). With
+    ``sessions``, each session it opens is recorded there."""
+
+    def __init__(self, app: ASGIApp, sessions: Sessions | None = None) -> None:
+        self.app = app
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or scope["path"] not in SIGN_IN_PATHS
+        ):
+            await self.app(scope, receive, send)
+            return
+        if not same_site(scope):
+            await http_body.answer(send, 403, "Sign in from this server's own page.")
+            return
+        cookie_id = getattr(scope.get("app"), "cookie_id", "")
+        sessions = self.sessions
+
+        async def send_strict(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                headers = []
+                for key, value in message.get("headers", []):
+                    if key == b"set-cookie":
+                        name, _, rest = value.partition(b"=")
+                        if sessions is not None and name.decode("latin-1").startswith(
+                            f"access-token-unsecure-{cookie_id}"
+                        ):
+                            sessions.started(rest.split(b";")[0].decode("latin-1"))
+                        value = _strict_cookie(value)
+                    headers.append((key, value))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        client = scope.get("client") or ("", 0)
+        token = ADDRESS.set(str(client[0]))
+        try:
+            await http_body.within(scope, receive, send_strict, self.app, MAX_SIGN_IN_BODY_BYTES)
+        finally:
+            ADDRESS.reset(token)

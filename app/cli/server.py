@@ -63,13 +63,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
     import ipaddress
 
-    from app.api import create_api
-    from app.auth import check_login, ensure_admin
-    from app.config import MAX_UPLOAD_BYTES, load_settings
+    from app.auth import ensure_admin
+    from app.config import load_settings
     from app.context import AppContext
     from app.services.projects import ensure_demo_project
-    from app.ui.main import build_app, css
-    from app.ui.mount import mount_ui
+    from app.web import web_app
 
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -85,15 +83,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
     ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
-    auth = None
     if args.multi_user:
         generated = ensure_admin(ctx, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
-
-        def auth(name: str, password: str) -> bool:
-            return check_login(ctx, name, password)
-
     if not args.no_demo:
         ensure_demo_project(ctx)
     from app.services.maps import start_warm_up
@@ -107,15 +100,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         supervisor.start()
     # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
     # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
-    app = mount_ui(
-        create_api(ctx),
-        build_app(ctx),
-        host=args.host,
-        port=args.port,
-        css=css(),
-        max_file_size=MAX_UPLOAD_BYTES,
-        auth=auth,
-    )
+    app = web_app(ctx, host=args.host, port=args.port)
     print(
         f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
         f"REST API docs at /docs)",

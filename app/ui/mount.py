@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
 from fastapi import FastAPI
 from starlette.middleware import Middleware
 
-from app.http_guard import SignInRequired
+from app.http_guard import Sessions, SignInForm, SignInRequired
 
 AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
 
@@ -23,12 +23,22 @@ def mount_ui(
     port: int,
     css: str,
     max_file_size: int,
-    auth: Callable[[str, str], bool] | None,
+    auth: Callable[[str, str], bool | Awaitable[bool]] | None,
+    sessions: Sessions | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
-    the UI and :class:`app.http_guard.SignInRequired` every ``/gradio_api/`` route; the API's
-    own routes check their tokens themselves."""
-    guard = [Middleware(SignInRequired)] if auth is not None else []
+    the UI, :class:`app.http_guard.SignInForm` its form and
+    :class:`app.http_guard.SignInRequired` every ``/gradio_api/`` route (with ``sessions``, each
+    request's session checked against the users table); the API's own routes check their tokens
+    themselves (:mod:`app.api.gate`)."""
+    guard = (
+        [
+            Middleware(SignInForm, sessions=sessions),  # type: ignore[arg-type]
+            Middleware(SignInRequired, sessions=sessions),  # type: ignore[arg-type]
+        ]
+        if auth is not None
+        else []
+    )
     app_kwargs: dict[str, Any] = {"middleware": guard}
     return gr.mount_gradio_app(
         api,

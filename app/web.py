@@ -1,0 +1,85 @@
+"""The one web app ``serve`` runs: the REST API with the Gradio UI mounted at ``/``, and in
+multi-user mode the sign-in wiring: Gradio's ``auth`` callback through the rate limit and the
+off-loop password check (:mod:`app.sign_in`), and every browser session checked against the users
+table (:class:`app.http_guard.Sessions`). Tests build the same app and serve it on loopback.
+
+Example:
+    >>> app = web_app(ctx, host="127.0.0.1", port=7860)  # doctest: +SKIP
+    >>> uvicorn.run(app, host="127.0.0.1", port=7860)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from fastapi import FastAPI, HTTPException
+
+from app.auth import check_login, session_ok
+from app.context import AppContext
+from app.http_guard import Sessions
+from app.sign_in import SignInGate, SignInLimits, TooManyAttempts
+
+logger = logging.getLogger(__name__)
+
+
+def sign_in_auth(
+    ctx: AppContext, limits: SignInLimits | None = None
+) -> Callable[[str, str], Awaitable[bool]]:
+    """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
+    so the password check runs in a thread under the sign-in limits; a held-back attempt is a
+    429 with ``Retry-After``, recorded in the security log."""
+    from app.services.accounts import sign_in_held
+
+    def held(what: str, name: str, address: str) -> None:
+        logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
+        asyncio.get_running_loop().run_in_executor(None, sign_in_held, ctx, what, name, address)
+
+    def verify(name: str, password: str) -> bool:
+        return check_login(ctx, name, password)
+
+    gate = SignInGate(verify, limits, on_held=held)
+
+    async def auth(name: str, password: str) -> bool:
+        try:
+            return await gate.sign_in(name, password)
+        except TooManyAttempts as exc:
+            raise HTTPException(
+                429, str(exc), headers={"Retry-After": str(exc.retry_after)}
+            ) from exc
+
+    auth.gate = gate  # type: ignore[attr-defined]  # for tests and benchmarks
+    return auth
+
+
+def sessions_for(ctx: AppContext) -> Sessions:
+    """Browser sessions checked against ``ctx``'s users table on every request."""
+
+    def still_ok(name: str, signed_in_at: datetime) -> bool:
+        return session_ok(ctx, name, signed_in_at)
+
+    return Sessions(still_ok)
+
+
+def web_app(
+    ctx: AppContext, *, host: str, port: int, sign_in: SignInLimits | None = None
+) -> FastAPI:
+    """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
+    from app.api import create_api
+    from app.config import MAX_UPLOAD_BYTES
+    from app.ui.main import build_app, css
+    from app.ui.mount import mount_ui
+
+    multi = ctx.settings.multi_user
+    return mount_ui(
+        create_api(ctx),
+        build_app(ctx),
+        host=host,
+        port=port,
+        css=css(),
+        max_file_size=MAX_UPLOAD_BYTES,
+        auth=sign_in_auth(ctx, sign_in) if multi else None,
+        sessions=sessions_for(ctx) if multi else None,
+    )

@@ -1,0 +1,118 @@
+"""Issue 27, rows 2, 3 and 14, on the app ``serve`` runs (``app.web.web_app``, multi-user) on
+loopback: wrong passwords are held back per name and per address (429 with Retry-After, in the
+security log) before their password is checked; the checks run off the event loop, one at a
+time; and the sign-in form refuses a post from another site and sets a SameSite=Lax, HttpOnly
+session cookie."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from app import web
+from app.limits import PASSWORD_HASHES_AT_ONCE
+from app.services.accounts import security_log
+from app.sign_in import SignInLimits
+from tests.app.live import PASSWORDS, serving, team_context
+
+
+@pytest.fixture
+def studio(tmp_path):
+    """Serve a team's app; call it with the sign-in limits to use. Yields (base URL, context)."""
+    ctx = team_context(tmp_path / "data")
+    stack = []
+
+    def start(limits: SignInLimits | None = None) -> tuple[str, object]:
+        server = serving(web.web_app(ctx, host="127.0.0.1", port=0, sign_in=limits))
+        stack.append(server)
+        return server.__enter__(), ctx
+
+    yield start
+    for server in stack:
+        server.__exit__(None, None, None)
+    ctx.close()
+
+
+def sign_in(base: str, name: str, password: str, **headers: str) -> httpx.Response:
+    return httpx.post(
+        f"{base}/login", data={"username": name, "password": password}, headers=headers
+    )
+
+
+def test_wrong_passwords_for_one_name_are_held_back_and_logged(studio):
+    base, ctx = studio()
+    codes = [sign_in(base, "admin", f"guess-{i}").status_code for i in range(5)]
+    assert codes == [400] * 5
+    held = sign_in(base, "admin", "guess-5")
+    assert held.status_code == 429
+    assert 1 <= int(held.headers["Retry-After"]) <= 300
+    assert "Too many failed sign-ins for this name" in held.text
+    # held back before the password is checked: the right one waits too
+    assert sign_in(base, "admin", PASSWORDS["admin"]).status_code == 429
+    assert sign_in(base, "dana", PASSWORDS["dana"]).status_code == 200  # others sign in
+    time.sleep(0.5)  # the log is written off the event loop
+    (event,) = security_log(ctx)
+    assert (event["action"], event["user"], event["address"]) == (
+        "sign_in_held",
+        "admin",
+        "127.0.0.1",
+    )
+
+
+def test_wrong_passwords_from_one_address_are_held_back(studio):
+    base, _ = studio(SignInLimits(per_address=4))
+    codes = [sign_in(base, f"name{i}", "a guess").status_code for i in range(4)]
+    assert codes == [400] * 4
+    held = sign_in(base, "dana", PASSWORDS["dana"])
+    assert held.status_code == 429 and "for this address" in held.text
+
+
+def test_password_checks_run_off_the_event_loop_one_at_a_time(studio, monkeypatch):
+    base, _ = studio(SignInLimits(per_name=100, per_address=100))
+    running, most, threads = 0, 0, set()
+    lock = threading.Lock()
+    check = web.check_login
+
+    def watched(ctx, name, password):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            threads.add(threading.current_thread().name)
+        try:
+            return check(ctx, name, password)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(web, "check_login", watched)
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(lambda i: sign_in(base, "dana", f"guess {i}").status_code, range(8)))
+    assert codes == [400] * 8
+    assert threads and not any(t.startswith("uvicorn") for t in threads)  # the server's loop
+    assert most == PASSWORD_HASHES_AT_ONCE
+
+
+def test_a_sign_in_posted_from_another_site_gets_no_session(studio):
+    base, _ = studio()
+    host = base.removeprefix("http://")
+    for headers in (
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "https://evil.example/page.html"},
+    ):
+        refused = sign_in(base, "dana", PASSWORDS["dana"], **headers)
+        assert refused.status_code == 403, headers
+        assert "set-cookie" not in refused.headers
+    own = sign_in(base, "dana", PASSWORDS["dana"], Origin=f"http://{host}")
+    assert own.status_code == 200
+    cookies = own.headers.get_list("set-cookie")
+    assert len(cookies) == 2
+    for cookie in cookies:
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+        assert "samesite=none" not in cookie.lower()
+    assert sign_in(base, "dana", PASSWORDS["dana"]).status_code == 200  # scripts: no Origin
