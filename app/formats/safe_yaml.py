@@ -135,6 +135,13 @@ def compose_yaml(text: str) -> yaml.Node | None:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 0
+        if getattr(exc, "problem", None) == "exceeded maximum nesting depth":
+            # libyaml's own limit (1,000 levels) stops the parser before ours is reached: the
+            # composer never saw those nodes. The same refusal as ours, with its line.
+            raise FormatError(
+                "The file cannot be read safely.",
+                [(line, f"nested deeper than {MAX_NESTING} levels")],
+            ) from None
         raise FormatError(
             "The file is not valid YAML.", [(line, str(exc).splitlines()[0])]
         ) from exc
