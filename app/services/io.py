@@ -225,8 +225,8 @@ def _keep_agent(ctx: AppContext, project: str, agent: AgentSource) -> str:
     title = agent_format(agent.format).title
     replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
     return (
-        f"Kept the {title}'s other parts (responses, entities, flows, settings){replaced}: an "
-        f"export to the {title} format writes them back."
+        f"Kept the rest of the {title} (what the app does not model){replaced}: an export to "
+        "that format writes it back unchanged."
     )
 
 

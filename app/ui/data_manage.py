@@ -221,8 +221,10 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                     *AGENT_CHOICES,
                 ],
                 value="csv",
-                label="Export format",
+                label="Export format (an agent format writes into the agent the project was "
+                "imported from, when it is that format)",
             )
+        with gr.Row():  # the twelve formats get the whole width above, the action below
             ex_btn = gr.Button("Export")
             ex_status = gr.Markdown()
             ex_file = gr.File(label="Download", interactive=False)

@@ -27,7 +27,7 @@ def test_an_agent_imported_and_exported_by_the_cli_comes_back_unchanged(tmp_path
     assert main([*d, "import", str(src), "--project", "bank"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Read as Dialogflow ES agent. Imported 4 utterance(s)")
-    assert "Kept the Dialogflow ES agent's other parts" in out
+    assert "Kept the rest of the Dialogflow ES agent (what the app does not model)" in out
 
     zipped = tmp_path / "out.zip"
     assert main([*d, "export", "--project", "bank", "-o", str(zipped)]) == 0

@@ -86,6 +86,15 @@ def test_a_problem_in_a_zipped_agent_names_its_file():
     ]
 
 
+def test_bad_json_in_a_zipped_agent_names_its_file_and_line():
+    files = es_files()
+    files["intents/balance.json"] = b'{\n  "name": "balance",\n  oops\n}'
+    with pytest.raises(FormatError) as err:
+        read_any(zipped(files), suffix=".zip")
+    ((line, msg),) = err.value.problems
+    assert line == 3 and msg.startswith("intents/balance.json: Expecting property name")
+
+
 def test_a_name_not_valid_here_is_mapped_said_and_written_back():
     data = _watson("pay|bill", "hidden\u200bname")
     parsed = read_any(data, suffix=".json")
