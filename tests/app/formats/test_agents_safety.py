@@ -11,7 +11,8 @@ import zipfile
 import pytest
 
 from app.formats import FormatError, Row, read_any, write_any
-from tests.app.formats.agents import dialogflow_es, dumps, es_files, watson, zipped
+from app.formats.agents import write_agent
+from tests.app.formats.agents import cx_files, dialogflow_es, dumps, es_files, watson, zipped
 
 
 def _watson(*names: str, examples: list | None = None) -> bytes:
@@ -161,3 +162,25 @@ def test_a_text_under_two_intents_is_one_multi_label_row():
     parsed = read_any(dumps(app), suffix=".json")
     assert parsed.rows == [Row("both", ("A", "B"))]
     assert "1 phrase(s) are under several intents: read as multi-label." in parsed.notes
+
+
+def test_an_actions_skill_reads_and_writes_its_workspace():
+    _, data = watson()
+    skill = {"name": "Demo", "type": "action", "workspace": json.loads(data), "status": "Available"}
+    raw = dumps(skill)
+    parsed = read_any(raw, suffix=".json")
+    assert parsed.format == "Watson Assistant skill" and len(parsed.rows) == 4
+    rows = [*parsed.rows, Row("block it now", ("card_lost",))]
+    intents = {"card_lost": "The customer lost a card or had it stolen", "balance": ""}
+    out = json.loads(write_agent("watson", rows, intents, kept=parsed.agent)[0])
+    assert out["status"] == "Available" and out["type"] == "action"
+    assert out["workspace"]["intents"][0]["examples"][-1] == {"text": "block it now"}
+
+
+def test_a_dialogflow_cx_folder_is_read_as_the_agent(tmp_path):
+    for rel, value in cx_files().items():
+        path = tmp_path / "cx" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(dumps(value))
+    parsed = read_any(tmp_path / "cx")
+    assert parsed.format == "Dialogflow CX agent" and len(parsed.rows) == 4
