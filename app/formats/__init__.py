@@ -244,15 +244,19 @@ def write_any(
     the other formats have no place for them.
 
     Raises:
-        ValueError: an unknown agent format, or a ``.json`` path without one.
+        ValueError: an unknown agent format, a path whose suffix is not the agent's (``.zip``
+            or ``.json``), or a ``.json`` path without an agent format.
     """
     p = Path(path)
     suffix = p.suffix.lower()
     notes: list[str] = []
     if format is not None:
-        payload, notes = write_agent(
-            agent_format(format).name, list(rows), descriptions or {}, kept=kept, name=name
-        )
+        fmt = agent_format(format)
+        if suffix != f".{fmt.container}":
+            raise ValueError(
+                f"A {fmt.title} is written as a .{fmt.container} file, not {p.name!r}."
+            )
+        payload, notes = write_agent(fmt.name, list(rows), descriptions or {}, kept=kept, name=name)
     elif suffix == ".json":
         raise ValueError(
             f"Name the agent format of a .json file: {', '.join(export_formats('.json'))}."

@@ -184,3 +184,12 @@ def test_a_dialogflow_cx_folder_is_read_as_the_agent(tmp_path):
         path.write_bytes(dumps(value))
     parsed = read_any(tmp_path / "cx")
     assert parsed.format == "Dialogflow CX agent" and len(parsed.rows) == 4
+
+
+def test_an_agent_is_written_only_to_a_file_of_its_kind(tmp_path):
+    rows = [Row("hi", ("greet",))]
+    with pytest.raises(ValueError, match=r"A LUIS app is written as a \.json file, not 'x\.zip'"):
+        write_any(rows, tmp_path / "x.zip", {"greet": ""}, format="luis")
+    with pytest.raises(ValueError, match="Unknown agent format 'rasa'"):
+        write_any(rows, tmp_path / "x.json", {"greet": ""}, format="rasa")
+    assert not list(tmp_path.iterdir())
