@@ -113,6 +113,7 @@ def plan_export(
         notes.append(
             f"Left out {len(oos)} {OUT_OF_SCOPE!r} phrase(s): the agent's fallback takes none."
         )
+    notes += _renamed(doc, dropped, wanted, by_intent, intents, plans)
     new = []
     renamed = []
     for ours in sorted(wanted):
@@ -141,6 +142,37 @@ def plan_export(
     if tests:
         notes.append(f"{tests} test-split utterance(s) are written as training phrases.")
     return ExportPlan(plans, new, dropped, doc.language, notes)
+
+
+def _renamed(
+    doc: AgentDoc,
+    dropped: set[str],
+    wanted: set[str],
+    by_intent: Mapping[str, list[tuple[str, str]]],
+    intents: Mapping[str, str],
+    plans: dict[str, IntentPlan],
+) -> list[str]:
+    """Intents renamed in the project: a new intent of ours that holds at least half the phrases
+    of a platform intent no longer in the project is that intent, written under its platform
+    name with everything it had (responses, slots, references to it elsewhere in the agent stay
+    valid). Changes ``dropped``, ``wanted`` and ``plans``; returns a note per rename."""
+    kept_texts = {i.name: {text_key(t) for _, t, _ in i.phrases} for i in doc.intents}
+    notes = []
+    for ours in sorted(wanted):
+        texts = {t for t, _ in by_intent.get(ours, [])}
+        shared = {p: len(texts & kept_texts[p]) for p in sorted(dropped)}
+        best = max(shared, key=lambda p: shared[p], default=None)
+        if best is None or not shared[best] or 2 * shared[best] < len(kept_texts[best]):
+            continue
+        plans[best] = IntentPlan(by_intent.get(ours, []), intents.get(ours, ""))
+        dropped.discard(best)
+        wanted.discard(ours)
+        notes.append(
+            f"Intent {ours!r} holds {shared[best]} of the {len(kept_texts[best])} phrase(s) of the "
+            f"agent's {best!r}: written as {best!r}, with its responses and references (rename it "
+            "on the platform if the new name should go there too)."
+        )
+    return notes
 
 
 def merge_phrases(

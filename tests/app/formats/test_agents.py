@@ -244,3 +244,23 @@ def test_kept_sources_of_unknown_formats_start_empty():
 
 def test_the_test_agents_are_written_as_an_export_writes_changed_files():
     assert dumps({"a": [1]}) == b'{\n  "a": [\n    1\n  ]\n}'
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_intent_renamed_in_the_project_keeps_its_platform_intent(fmt):
+    suffix, data, parsed = _read(fmt)
+    lost = EXPECTED[fmt][1].labels[0]
+    rows = [
+        Row(r.text, ("lost_or_stolen",) if r.labels == (lost,) else r.labels, r.split)
+        for r in parsed.rows
+    ]
+    intents = {("lost_or_stolen" if n == lost else n): d for n, d in _intents(parsed).items()}
+    payload, notes = write_agent(fmt, rows, intents, kept=parsed.agent)
+    assert any(
+        n.startswith(f"Intent 'lost_or_stolen' holds 2 of the 2 phrase(s) of the agent's {lost!r}")
+        for n in notes
+    )
+    if suffix == ".zip":
+        assert unzipped(payload) == unzipped(data)  # the same agent: nothing else changed
+    else:
+        assert payload == data
