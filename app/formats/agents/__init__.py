@@ -167,6 +167,7 @@ def write_agent(
         intents,
         name_rule=fmt.name_rule,
         fallback_takes_phrases=fmt.fallback_takes_phrases,
+        test_split=fmt.test_split,
     )
     new = fmt.apply(source, plan)
     payload = zip_files(new) if fmt.container == "zip" else same_or_dumped(new, original)

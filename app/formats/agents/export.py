@@ -59,6 +59,7 @@ def plan_export(
     *,
     name_rule: Callable[[str], str],
     fallback_takes_phrases: bool = True,
+    test_split: bool = False,
 ) -> ExportPlan:
     """What an export changes in an agent read as ``doc`` so that it holds the project.
 
@@ -68,6 +69,7 @@ def plan_export(
         intents: every intent of the project -> its description (``""``: none).
         name_rule: the platform's name for a new intent of ours.
         fallback_takes_phrases: whether the platform's fallback holds phrases (Lex: no).
+        test_split: whether the platform marks test utterances (CLU: yes).
     """
     names = intent_names(doc, [], [])
     wanted = {n for n in intents if n != OUT_OF_SCOPE}
@@ -139,7 +141,7 @@ def plan_export(
         )
     if unlabelled:
         notes.append(f"Left out {unlabelled} unlabelled utterance(s).")
-    if tests:
+    if tests and not test_split:
         notes.append(f"{tests} test-split utterance(s) are written as training phrases.")
     return ExportPlan(plans, new, dropped, doc.language, notes)
 
@@ -261,3 +263,4 @@ class AgentFormat:
     apply: Callable[[Any, ExportPlan], Any]
     name_rule: Callable[[str], str]
     fallback_takes_phrases: bool = True
+    test_split: bool = False

@@ -267,4 +267,5 @@ CLU = AgentFormat(
     skeleton=clu_skeleton,
     apply=clu_apply,
     name_rule=_NAME,
+    test_split=True,
 )

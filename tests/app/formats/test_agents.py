@@ -210,8 +210,12 @@ def test_a_banking77_slice_exported_to_each_format_reads_back_the_same(shared_da
     expected = [(r.text, tuple(renamed.get(n, n) for n in r.labels)) for r in rows]
     assert sorted((r.text, r.labels) for r in back.rows) == sorted(expected)
     assert back.agent is not None and back.agent.format == fmt
-    if fmt != "clu":  # CLU keeps the test split
-        assert any("test-split" in n for n in notes)
+    said = any("test-split" in n for n in notes)
+    assert said == (fmt != "clu")  # CLU keeps the test split (its Test dataset)
+    if fmt == "clu":
+        assert {r.text for r in back.rows if r.split == "test"} == {
+            r.text for r in rows if r.split == "test"
+        }
 
 
 def test_an_agent_from_another_platform_is_not_mixed_into_the_export():
