@@ -42,15 +42,18 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _pick(page: Any, project: str) -> float:
-    """Pick ``project`` in the header's picker; seconds until its first card is on screen."""
-    seq = page.get_attribute("#queue-card [data-item]", "data-seq")
+    """Pick ``project`` in the header's picker; seconds until its first card is on screen (a
+    card of another utterance: a fresh queue starts its ``data-seq`` again, so that alone cannot
+    tell the new card from the old one)."""
+    card = page.locator("#queue-card [data-item]")
+    before = [card.get_attribute("data-seq"), card.get_attribute("data-item")]
     started = time.perf_counter()
-    page.get_by_label("Project").first.click()
+    page.locator("#project input").click()
     page.get_by_role("option", name=project, exact=True).first.click()
     page.wait_for_function(
-        "(s) => { const c = document.querySelector('#queue-card [data-item]');"
-        " return c && c.dataset.seq !== s && c.dataset.item !== 'none'; }",
-        arg=seq,
+        "([s, i]) => { const c = document.querySelector('#queue-card [data-item]');"
+        " return c && c.dataset.item !== 'none' && (c.dataset.seq !== s || c.dataset.item !== i); }",
+        arg=before,
         timeout=300_000,
     )
     return time.perf_counter() - started
