@@ -20,11 +20,15 @@ from storage.tables import ImportedAgent, utcnow
 class KeptAgent(NamedTuple):
     format: str
     content: bytes
+    language: str = ""
 
 
-def keep_agent(s: Session, project_id: int, format: str, content: bytes) -> str | None:
-    """Keep ``content`` as the project's agent (one per project: it replaces the one kept before).
-    Returns the format of the agent it replaced, or None."""
+def keep_agent(
+    s: Session, project_id: int, format: str, content: bytes, language: str = ""
+) -> str | None:
+    """Keep ``content`` as the project's agent (one per project: it replaces the one kept before),
+    read in ``language`` (``""``: the agent's default). Returns the format of the agent it
+    replaced, or None."""
     row = s.get(ImportedAgent, project_id)
     before = None if row is None else row.format
     if row is None:
@@ -32,6 +36,7 @@ def keep_agent(s: Session, project_id: int, format: str, content: bytes) -> str 
         s.add(row)
     row.format = format
     row.content = content
+    row.language = language
     row.sha256 = hashlib.sha256(content).hexdigest()
     row.created_at = utcnow()
     s.flush()
@@ -41,7 +46,7 @@ def keep_agent(s: Session, project_id: int, format: str, content: bytes) -> str 
 def kept_agent(s: Session, project_id: int) -> KeptAgent | None:
     """The project's kept agent, or None."""
     row = s.get(ImportedAgent, project_id)
-    return None if row is None else KeptAgent(row.format, row.content)
+    return None if row is None else KeptAgent(row.format, row.content, row.language)
 
 
 def forget_agent(s: Session, project_id: int) -> bool:

@@ -293,4 +293,6 @@ class ImportedAgent(Base):
     format: Mapped[str] = mapped_column(String(40))
     content: Mapped[bytes] = mapped_column(LargeBinary)
     sha256: Mapped[str] = mapped_column(String(64))
+    # The language read from it ("": the agent's default); an export writes that language.
+    language: Mapped[str] = mapped_column(String(35), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

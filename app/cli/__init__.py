@@ -109,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="texts already in the project get the file's labels (default: skipped, counted)",
     )
+    p.add_argument(
+        "--language",
+        help="for an agent: the language to read (Lex: a locale id such as de_DE) instead of "
+        "the agent's default; its export writes that language back",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(

@@ -32,6 +32,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         create_missing_intents=not args.no_create_intents,
         create_project_if_missing=True,
         on_existing="relabel" if args.relabel else "skip",
+        language=args.language,
     )
     print(result.message())
     return 0

@@ -28,6 +28,7 @@ from app.formats.agents import (
     read_agent_json,
     write_agent,
 )
+from app.formats.agents.base import load_json
 from app.formats.common import (
     MAX_FILE_BYTES,
     AgentSource,
@@ -98,18 +99,18 @@ def _read_yaml(data: bytes) -> ParsedFile:
     return replace(parse_rasa_yaml(data), format="Rasa NLU YAML")
 
 
-def _read_zip(data: bytes) -> ParsedFile:
+def _read_zip(data: bytes, language: str | None = None) -> ParsedFile:
     """A platform agent's zip, else a zip of intent ``.txt`` files."""
     files = zip_files_of(data)
-    agent = read_agent_files(files)
+    agent = read_agent_files(files, language=language)
     if agent is not None:
         return agent
     return replace(parse_zipped_intent_files(files), format="zip of intent files")
 
 
-def _read_folder(path: Path) -> ParsedFile:
+def _read_folder(path: Path, language: str | None = None) -> ParsedFile:
     files = folder_files(path)
-    agent = read_agent_files(files)
+    agent = read_agent_files(files, language=language)
     if agent is not None:
         return agent
     return replace(parse_intent_files(files), format="folder of intent files")
@@ -118,8 +119,8 @@ def _read_folder(path: Path) -> ParsedFile:
 _JSON_AGENTS = ", ".join(f.title for f in AGENT_FORMATS if f.container == "json")
 
 
-def _read_json(data: bytes) -> ParsedFile:
-    parsed = read_agent_json(data)
+def _read_json(data: bytes, language: str | None = None) -> ParsedFile:
+    parsed = read_agent_json(data, language=language)
     if parsed is None:
         raise FormatError(
             f"This JSON file is not an agent export this app reads ({_JSON_AGENTS}); "
@@ -147,36 +148,48 @@ _READERS: dict[str, Callable[[bytes], ParsedFile]] = {
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def _by_content(data: bytes, kind: str) -> Callable[[bytes], ParsedFile] | None:
-    """The reader a file's first bytes call for whatever its suffix: a zip is a zip, and a JSON
-    object named ``.txt`` or without a suffix is read as an agent when it is one."""
+def _is_json_agent(data: bytes) -> bool:
+    """Whether a file is one JSON object of an agent format (not JSON at all: False)."""
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+        return False
+    try:
+        doc = load_json(data, "The file")
+    except FormatError:
+        return False
+    return any(f.container == "json" and f.detect(doc) for f in AGENT_FORMATS)
+
+
+def _pick(data: bytes, kind: str, language: str | None) -> Callable[[bytes], ParsedFile] | None:
+    """The reader for a file, by its content first (a zip is a zip whatever its suffix; a JSON
+    agent named ``.txt`` or without a suffix is the agent), then by its suffix."""
     if data.startswith(_ZIP_MAGIC) and kind not in (".yml", ".yaml"):
-        return _read_zip
-    if kind in ("", ".txt") and data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
-        try:
-            parsed = read_agent_json(data)
-        except FormatError:
-            return None
-        if parsed is not None:
-            return lambda _: parsed
-    return None
+        return lambda d: _read_zip(d, language)
+    if kind == ".json" or (kind in ("", ".txt") and _is_json_agent(data)):
+        return lambda d: _read_json(d, language)
+    return _READERS.get(kind)
 
 
-def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> ParsedFile:
+def read_any(
+    source: str | Path | bytes, *, suffix: str | None = None, language: str | None = None
+) -> ParsedFile:
     """Read and validate a file of utterances, picking the format by its suffix and content
     (``ParsedFile.format`` says which was used).
 
     Args:
         source: a file or folder path, or a file's bytes.
         suffix: the format of bytes (``".csv"``); for a path, overrides the path's suffix.
+        language: for a platform agent, the language to read (Lex: a locale id such as
+            ``de_DE``) instead of the agent's default; other files have one language.
 
     Raises:
-        FormatError: an unsupported suffix, a file over 25 MB (refused before reading), or any
-            problem in the file. Nothing is returned then.
+        FormatError: an unsupported suffix, a file over 25 MB (refused before reading), an
+            agent without the ``language`` asked for, or any problem in the file. Nothing is
+            returned then.
     """
     path = None if isinstance(source, bytes) else Path(source)
     if path is not None and path.is_dir():
-        return _read_folder(path)  # one row per text already (same text = multi-label)
+        parsed = _read_folder(path, language)  # one row per text already (same text = multi-label)
+        return _language_said(parsed, language)
     own_suffix = "" if path is None else path.suffix
     kind = (suffix if suffix is not None else own_suffix).lower()
     if path is not None:
@@ -187,14 +200,22 @@ def read_any(source: str | Path | bytes, *, suffix: str | None = None) -> Parsed
     else:
         assert isinstance(source, bytes)
         data = source
-    reader = _by_content(data, kind) or _READERS.get(kind)
+    reader = _pick(data, kind, language)
     if reader is None:
         raise _unsupported(kind)
-    parsed = reader(data)
+    parsed = _language_said(reader(data), language)
     if not parsed.rows:  # a slot book file: no utterances
         return parsed
     rows, notes = merge_repeats(parsed.rows)
     return replace(parsed, rows=rows, notes=[*parsed.notes, *notes])
+
+
+def _language_said(parsed: ParsedFile, language: str | None) -> ParsedFile:
+    """A note when a language was asked of a file that is no agent (it has one language)."""
+    if not language or parsed.agent is not None:
+        return parsed
+    note = f"The language {language!r} applies to agent exports; this {parsed.format} was read."
+    return replace(parsed, notes=[*parsed.notes, note])
 
 
 def _unsupported(kind: str) -> FormatError:

@@ -63,10 +63,12 @@ class FormatError(ValueError):
 @dataclass(frozen=True)
 class AgentSource:
     """A platform agent as imported (``format``: an agent format's name, ``content``: its files,
-    a zip or a JSON file), kept so that an export writes back what the app does not model."""
+    a zip or a JSON file; ``language``: the one read, ``""`` for the agent's default), kept so
+    that an export writes back what the app does not model."""
 
     format: str
     content: bytes
+    language: str = ""
 
 
 @dataclass(frozen=True)

@@ -187,17 +187,23 @@ def import_utterances(
 
 
 def import_file(
-    ctx: AppContext, project: str, path: str | Path, **kwargs: bool | str | int | None
+    ctx: AppContext,
+    project: str,
+    path: str | Path,
+    *,
+    language: str | None = None,
+    **kwargs: bool | str | int | None,
 ) -> ImportResult:
     """Read and import a CSV/JSONL/Rasa YAML file, a folder or .zip of ``intent.txt`` files, or a
-    platform agent (whose files the project keeps for its export: see :func:`export_project`).
+    platform agent (whose files the project keeps for its export: see :func:`export_project`),
+    in ``language`` (Lex: a locale id) instead of the agent's default.
 
     Raises:
         FormatError: a bad file (nothing written).
     """
     from app.services.slots import check_slot_data, import_slot_data
 
-    parsed = read_any(path)
+    parsed = read_any(path, language=language)
     if parsed.rows or parsed.descriptions:
         check_slot_data(parsed.slots)  # a bad annotation refuses the file before any row lands
         result = import_utterances(
@@ -221,7 +227,9 @@ def import_file(
 def _keep_agent(ctx: AppContext, project: str, agent: AgentSource) -> str:
     """Keep an imported agent's files with the project; a note saying so."""
     with ctx.db.write() as s:
-        before = keep_agent(s, get_project(s, project).id, agent.format, agent.content)
+        before = keep_agent(
+            s, get_project(s, project).id, agent.format, agent.content, agent.language
+        )
     title = agent_format(agent.format).title
     replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
     return (
@@ -291,7 +299,7 @@ def export_project(
     suffix = Path(path).suffix.lower()
     if follow_agent and format is None and kept and kept.format in export_formats(suffix):
         format = kept.format
-    source = AgentSource(kept.format, kept.content) if kept is not None else None
+    source = AgentSource(*kept) if kept is not None else None
     notes = write_any(
         rows,
         path,

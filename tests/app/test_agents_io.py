@@ -12,7 +12,7 @@ from app.formats import AGENT_FORMATS
 from app.services.io import export_project, import_file
 from storage.agents import kept_agent
 from storage.projects import get_project
-from tests.app.formats.agents import dialogflow_es, unzipped, watson
+from tests.app.formats.agents import dialogflow_es, lex_v2, unzipped, watson
 
 
 def test_the_cli_offers_every_agent_format():
@@ -90,3 +90,17 @@ def test_work_done_in_the_project_is_exported_into_the_kept_agent(ctx, tmp_path)
         "examples": [{"text": "activate my card"}],
         "description": "The customer wants to start using a card",
     }
+
+
+def test_the_cli_imports_another_locale_and_exports_it_back(tmp_path, capsys):
+    _, data = lex_v2()
+    src = tmp_path / "bot.zip"
+    src.write_bytes(data)
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(src), "--project", "bot", "--language", "de_DE"]) == 0
+    assert "Imported 1 utterance(s)" in capsys.readouterr().out
+    out = tmp_path / "out.zip"
+    assert main([*d, "export", "--project", "bot", "-o", str(out)]) == 0
+    assert unzipped(out.read_bytes()) == unzipped(data)
+    assert main([*d, "import", str(src), "--project", "x", "--language", "fr_FR"]) == 2
+    assert "the agent has no locale 'fr_FR'; it has de_DE, en_US" in capsys.readouterr().err

@@ -97,9 +97,12 @@ def unzip(content: bytes) -> dict[str, bytes]:
         raise FormatError(str(exc)) from exc
 
 
-def read_agent_files(files: Mapping[str, bytes]) -> ParsedFile | None:
+def read_agent_files(
+    files: Mapping[str, bytes], *, language: str | None = None
+) -> ParsedFile | None:
     """Read the files of an agent export (a zip's or a folder's, by relative path), or None
-    when they are no agent this module knows.
+    when they are no agent this module knows. ``language``: the language (Lex: the locale id) to
+    read, instead of the agent's default.
 
     Raises:
         FormatError: an agent with problems (each with its file and place); nothing is returned.
@@ -108,13 +111,16 @@ def read_agent_files(files: Mapping[str, bytes]) -> ParsedFile | None:
     fmt = next((f for f in AGENT_FORMATS if f.container == "zip" and f.detect(visible)), None)
     if fmt is None:
         return None
-    parsed = to_parsed(fmt.read(visible), fmt.title)
-    return replace(parsed, agent=AgentSource(fmt.name, zip_files(visible)))
+    doc = fmt.read(visible, language)
+    kept = AgentSource(fmt.name, zip_files(visible), doc.language if language else "")
+    return replace(to_parsed(doc, fmt.title), agent=kept)
 
 
-def read_agent_json(data: bytes, where: str = "The file") -> ParsedFile | None:
+def read_agent_json(
+    data: bytes, where: str = "The file", *, language: str | None = None
+) -> ParsedFile | None:
     """Read one JSON file of an agent (LUIS, CLU, Watson, a Dialogflow CX JSON agent), or None
-    when it is JSON of another shape.
+    when it is JSON of another shape. ``language`` as for :func:`read_agent_files`.
 
     Raises:
         FormatError: not JSON, nested too deep, or an agent with problems (each with its path).
@@ -123,8 +129,9 @@ def read_agent_json(data: bytes, where: str = "The file") -> ParsedFile | None:
     fmt = next((f for f in AGENT_FORMATS if f.container == "json" and f.detect(doc)), None)
     if fmt is None:
         return None
-    parsed = to_parsed(fmt.read(doc), fmt.title)
-    return replace(parsed, agent=AgentSource(fmt.name, data))
+    read = fmt.read(doc, language)
+    kept = AgentSource(fmt.name, data, read.language if language else "")
+    return replace(to_parsed(read, fmt.title), agent=kept)
 
 
 def write_agent(
@@ -148,9 +155,11 @@ def write_agent(
     """
     fmt = agent_format(format)
     notes = []
+    language = None
     if kept is not None and kept.format == fmt.name:
         source = unzip(kept.content) if fmt.container == "zip" else load_json(kept.content, "")
         original: bytes | None = kept.content
+        language = kept.language or None
     else:
         if kept is not None:
             notes.append(
@@ -162,7 +171,7 @@ def write_agent(
         source = fmt.skeleton(name)
         original = None
     plan = plan_export(
-        fmt.read(source),
+        fmt.read(source, language),
         rows,
         intents,
         name_rule=fmt.name_rule,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import unicodedata
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +125,31 @@ def text_key(text: str) -> str:
 
 def as_text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def pick_language(
+    asked: str | None,
+    default: str,
+    available: Iterable[str],
+    problems: list[tuple[int, str]],
+    what: str = "language",
+) -> str:
+    """The language to read: ``asked`` (as the agent spells it) when the agent has it, else its
+    ``default``; asking for one it lacks is a problem naming those it has.
+
+    Example:
+        >>> pick_language("DE", "en", ["en", "de"], []), pick_language(None, "en", ["en"], [])
+        ('de', 'en')
+    """
+    if asked is None or not asked.strip():
+        return default
+    have = {a.casefold(): a for a in [default, *available] if a}
+    if asked.strip().casefold() in have:
+        return have[asked.strip().casefold()]
+    problems.append(
+        (0, f"the agent has no {what} {asked!r}; it has {', '.join(sorted(set(have.values())))}")
+    )
+    return default
 
 
 def our_name(platform: str, fallback: bool = False) -> str:

@@ -29,6 +29,7 @@ from app.formats.agents.base import (
     load_json,
     name_with,
     new_id,
+    pick_language,
     same_or_dumped,
 )
 from app.formats.agents.dialogflow_es import agent_root, safe_file_name
@@ -125,11 +126,12 @@ def _listed(value: Any) -> Any:
     return value.get("trainingPhrases") if isinstance(value, dict) else value
 
 
-def read(files: Files) -> AgentDoc:
+def read(files: Files, language: str | None = None) -> AgentDoc:
     root = agent_root(files)
     assert root is not None
-    lang = _language(files, root)
     problems: list[tuple[int, str]] = []
+    have = {m.group(1) for p in files if (m := re.search(r"/trainingPhrases/([^/]+)\.json$", p))}
+    lang = pick_language(language, _language(files, root), have, problems)
     intents = []
     for path in _intent_files(files, root):
         try:
@@ -233,9 +235,16 @@ def _json_language(doc: Any) -> str:
     return ""
 
 
-def json_read(doc: Any) -> AgentDoc:
-    lang = _json_language(doc)
+def json_read(doc: Any, language: str | None = None) -> AgentDoc:
     problems: list[tuple[int, str]] = []
+    have = {
+        p["languageCode"]
+        for obj in doc["intents"]
+        if isinstance(obj, dict) and isinstance(obj.get("trainingPhrases"), list)
+        for p in obj["trainingPhrases"]
+        if isinstance(p, dict) and isinstance(p.get("languageCode"), str)
+    }
+    lang = pick_language(language, _json_language(doc), have, problems)
     intents = []
     for i, obj in enumerate(doc["intents"]):
         intent = _intent(obj, f"intents[{i}]", problems)

@@ -29,6 +29,7 @@ from app.formats.agents.base import (
     load_json,
     name_with,
     new_id,
+    pick_language,
     same_or_dumped,
 )
 from app.formats.agents.export import (
@@ -97,11 +98,15 @@ def _usersays(path: str, lang: str) -> str:
     return f"{path[: -len('.json')]}_usersays_{lang}.json"
 
 
-def read(files: Files) -> AgentDoc:
+def _languages(files: Files) -> set[str]:
+    return {m.group(1) for p in files if (m := re.search(r"_usersays_([^/]+)\.json$", p))}
+
+
+def read(files: Files, language: str | None = None) -> AgentDoc:
     root = agent_root(files)
     assert root is not None
-    lang = _language(files, root)
     problems: list[tuple[int, str]] = []
+    lang = pick_language(language, _language(files, root), _languages(files), problems)
     intents = []
     for path in _intent_files(files, root):
         try:
@@ -130,9 +135,7 @@ def read(files: Files) -> AgentDoc:
                 else:
                     intent.phrases.append((f"{said}[{j}]", text, "train"))
         intents.append(intent)
-    others = sorted(
-        {m.group(1) for p in files if (m := re.search(r"_usersays_([^/]+)\.json$", p))} - {lang}
-    )
+    others = sorted(_languages(files) - {lang})
     notes = [f"Kept the phrases in {', '.join(others)} as they are."] if others else []
     return AgentDoc(intents, lang, notes, problems)
 

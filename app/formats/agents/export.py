@@ -258,7 +258,7 @@ class AgentFormat:
     title: str
     container: str
     detect: Callable[[Any], bool]
-    read: Callable[[Any], AgentDoc]
+    read: Callable[..., AgentDoc]  # (source, language: str | None = None)
     skeleton: Callable[[str], Any]
     apply: Callable[[Any, ExportPlan], Any]
     name_rule: Callable[[str], str]

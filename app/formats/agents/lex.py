@@ -29,6 +29,7 @@ from app.formats.agents.base import (
     dump_json,
     load_json,
     name_with,
+    pick_language,
     same_or_dumped,
 )
 from app.formats.agents.export import (
@@ -64,10 +65,22 @@ def _text(sample: Any) -> str | None:
     return as_text(sample.get("utterance")) if isinstance(sample, dict) else None
 
 
-def read(files: Files) -> AgentDoc:
-    locales = _locales(files)
-    locale = locales[0]
+def _locale_id(folder: str) -> str:
+    return folder.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _locale(files: Files, language: str | None, problems: list[tuple[int, str]]) -> str:
+    """The folder of the locale to read: ``language`` (a locale id, ``de_DE``) or the one with
+    the most intents."""
+    locales = {_locale_id(loc): loc for loc in _locales(files)}
+    first = _locale_id(_locales(files)[0])
+    return locales[pick_language(language, first, locales, problems, "locale")]
+
+
+def read(files: Files, language: str | None = None) -> AgentDoc:
     problems: list[tuple[int, str]] = []
+    locales = _locales(files)
+    locale = _locale(files, language, problems)
     intents = []
     for path in _intent_files(files, locale):
         try:
@@ -96,8 +109,8 @@ def read(files: Files) -> AgentDoc:
             else:
                 intent.phrases.append((f"{path}: sampleUtterances[{j}]", text, "train"))
         intents.append(intent)
-    lang = locale.rstrip("/").rsplit("/", 1)[-1]
-    others = [loc.rstrip("/").rsplit("/", 1)[-1] for loc in locales[1:]]
+    lang = _locale_id(locale)
+    others = [_locale_id(loc) for loc in locales if loc != locale]
     notes = [f"Kept the locale(s) {', '.join(others)} as they are."] if others else []
     return AgentDoc(intents, lang, notes, problems)
 
@@ -154,7 +167,7 @@ def _sample(text: str, split: str) -> dict[str, str]:
 
 
 def apply(files: Files, plan: ExportPlan) -> Files:
-    locale = _locales(files)[0]
+    locale = _locale(files, plan.language, [])
     out = dict(files)
     for path in _intent_files(files, locale):
         obj = load_json(files[path], path)

@@ -26,6 +26,7 @@ from app.formats.agents.base import (
     PlatformIntent,
     as_text,
     name_with,
+    pick_language,
 )
 from app.formats.agents.export import (
     AgentFormat,
@@ -105,12 +106,13 @@ def luis_detect(doc: Any) -> bool:
     )
 
 
-def luis_read(doc: Any) -> AgentDoc:
+def luis_read(doc: Any, language: str | None = None) -> AgentDoc:
     intents, problems = _read(
         doc.get("intents"), doc.get("utterances"), "name", "", lambda u: "train"
     )
     culture = doc.get("culture")
-    return AgentDoc(intents, culture if isinstance(culture, str) else "", problems=problems)
+    lang = pick_language(language, culture if isinstance(culture, str) else "", [], problems)
+    return AgentDoc(intents, lang, problems=problems)
 
 
 def luis_skeleton(name: str) -> dict[str, Any]:
@@ -166,8 +168,15 @@ def clu_detect(doc: Any) -> bool:
     return isinstance(assets, dict) and "intents" in assets and "utterances" in assets
 
 
-def clu_read(doc: Any) -> AgentDoc:
-    lang = _language(doc).lower()
+def clu_read(doc: Any, language: str | None = None) -> AgentDoc:
+    asked: list[tuple[int, str]] = []
+    have = {
+        u["language"]
+        for u in doc["assets"].get("utterances") or []
+        if isinstance(u, dict) and isinstance(u.get("language"), str)
+    }
+    picked = pick_language(language, _language(doc), have, asked)
+    lang = picked.lower()
 
     def split_of(u: dict[str, Any]) -> str | None:
         if str(u.get("language") or lang).lower() != lang:
@@ -189,7 +198,7 @@ def clu_read(doc: Any) -> AgentDoc:
         if isinstance(u, dict) and str(u.get("language") or lang).lower() != lang
     )
     notes = [f"Kept {others} utterance(s) in other languages as they are."] if others else []
-    return AgentDoc(intents, _language(doc), notes, problems)
+    return AgentDoc(intents, picked, notes, asked + problems)
 
 
 def clu_skeleton(name: str) -> dict[str, Any]:
@@ -223,7 +232,7 @@ def _dataset(raw: dict[str, Any], split: str) -> dict[str, Any]:
 def clu_apply(doc: Any, plan: ExportPlan) -> Any:
     new = copy.deepcopy(doc)
     assets = new["assets"]
-    lang = _language(doc)
+    lang = plan.language
     assets["intents"] = [i for i in assets["intents"] if i.get("category") not in plan.dropped] + [
         {"category": n} for n in plan.new
     ]

@@ -21,6 +21,7 @@ from app.formats.agents.base import (
     PlatformIntent,
     as_text,
     name_with,
+    pick_language,
 )
 from app.formats.agents.export import (
     AgentFormat,
@@ -71,9 +72,11 @@ def _examples(
     return out
 
 
-def read(doc: Any) -> AgentDoc:
+def read(doc: Any, language: str | None = None) -> AgentDoc:
     root, at = _root(doc)
     problems: list[tuple[int, str]] = []
+    lang = root.get("language", doc.get("language", ""))
+    lang = pick_language(language, lang if isinstance(lang, str) else "", [], problems)
     intents = []
     for i, item in enumerate(root.get("intents") or []):
         where = f"{at}intents[{i}]"
@@ -92,8 +95,7 @@ def read(doc: Any) -> AgentDoc:
         )
     counter = _examples(root.get("counterexamples"), f"{at}counterexamples", problems)
     intents.append(PlatformIntent(COUNTEREXAMPLES, f"{at}counterexamples", "", True, counter))
-    language = root.get("language", doc.get("language", ""))
-    return AgentDoc(intents, language if isinstance(language, str) else "", problems=problems)
+    return AgentDoc(intents, lang, problems=problems)
 
 
 def skeleton(name: str) -> dict[str, Any]:

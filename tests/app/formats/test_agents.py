@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from app.formats import AgentSource, Row, read_any, write_any
+from app.formats import AgentSource, FormatError, Row, read_any, write_any
 from app.formats.agents import agent_format, write_agent
 from tests.app.formats.agents import (
     BUILDERS,
@@ -268,3 +268,44 @@ def test_an_intent_renamed_in_the_project_keeps_its_platform_intent(fmt):
         assert unzipped(payload) == unzipped(data)  # the same agent: nothing else changed
     else:
         assert payload == data
+
+
+# The German phrases of each agent that has some, and the language (Lex: locale) to ask for.
+GERMAN = {
+    "dialogflow-es": ("de", "Ich habe meine Karte verloren"),
+    "dialogflow-cx": ("de", "Ich habe meine Karte verloren"),
+    "dialogflow-cx-json": ("de", "Ich habe meine Karte verloren"),
+    "lex-v2": ("de_DE", "Karte verloren"),
+    "clu": ("de", "Ich habe meine Karte verloren"),
+}
+
+
+@pytest.mark.parametrize("fmt", list(GERMAN))
+def test_another_language_is_read_and_written_back_into_that_language(fmt):
+    suffix, data = BUILDERS[fmt]()
+    language, text = GERMAN[fmt]
+    parsed = read_any(data, suffix=suffix, language=language.upper())
+    assert [r.text for r in parsed.rows] == [text]
+    assert parsed.agent is not None and parsed.agent.language == language  # as the agent has it
+    rows = [*parsed.rows, Row("Karte gestohlen", parsed.rows[0].labels)]
+    payload, _ = write_agent(fmt, rows, _intents(parsed), kept=parsed.agent)
+    again = read_any(payload, suffix=suffix, language=language)
+    assert [r.text for r in again.rows] == [text, "Karte gestohlen"]
+    english = read_any(payload, suffix=suffix)  # the default language is as it was
+    assert key(english.rows) == key(EXPECTED[fmt])
+
+
+@pytest.mark.parametrize("fmt", ["watson", "luis", "lex-v2"])
+def test_a_language_the_agent_lacks_is_refused_naming_those_it_has(fmt):
+    suffix, data = BUILDERS[fmt]()
+    with pytest.raises(FormatError) as err:
+        read_any(data, suffix=suffix, language="fr")
+    (_, msg), *_ = err.value.problems
+    has = {"watson": "en", "luis": "en-us", "lex-v2": "de_DE, en_US"}[fmt]
+    what = "locale" if fmt == "lex-v2" else "language"
+    assert msg == f"the agent has no {what} 'fr'; it has {has}"
+
+
+def test_a_language_asked_of_a_file_that_is_no_agent_is_said():
+    parsed = read_any(b"text,label\nhola,saludo\n", suffix=".csv", language="es")
+    assert parsed.notes == ["The language 'es' applies to agent exports; this CSV was read."]
