@@ -1,0 +1,199 @@
+"""One decision path (issue 26): every number the app shows about a model comes from the Predictor
+that serves it. A version's recorded accuracy is the live Predictor's accuracy on its test rows;
+the Try tab, the Map's click and the confusion drill-down name the same intent for one utterance;
+the reserved out-of-scope label is never an intent in a map, a confusion matrix or a per-intent
+table.
+
+The drift these tests catch: evaluation, the Map and the drill-down built pools of their own
+without the intents' names and descriptions (anchors) that the live Predictor uses, so an intent
+with a description and no example yet, which the server predicts, was never predicted there."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app import worker
+from app.services import data as data_svc
+from app.services import evaluation as eval_svc
+from app.services import maps as map_svc
+from app.services import predict as predict_svc
+from app.services import projects as project_svc
+from app.services import training
+from app.services import versions as version_svc
+from core.evaluation.oos import OUT_OF_SCOPE
+
+pytestmark = pytest.mark.slow
+
+QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
+# four intents, four training examples each and one test row each
+SINGLE = {
+    "card_lost": [
+        "I lost my card",
+        "my card is missing",
+        "card was stolen",
+        "someone took my card",
+    ],
+    "balance": ["what is my balance", "how much money do I have", "show my balance", "balance"],
+    "greeting": ["hello there", "hi", "good morning", "hey, how are you"],
+    "refund": ["I want my money back", "refund my order", "how do I get a refund", "refund"],
+}
+SINGLE_TEST = {
+    "card_lost": "cannot find my bank card",
+    "balance": "how much is left in my account",
+    "greeting": "hello!",
+    "refund": "please give me a refund",
+}
+# an intent with a description and no training example: the live Predictor names it by its
+# anchor (cold start) when anchors are on
+GIFT = ("gift_cards", "Buying, sending or spending a gift card or gift voucher")
+GIFT_TEST = ["can I buy a gift voucher for my sister", "do you sell gift cards"]
+
+MULTI = [
+    ("cancel my booking", "cancel"),
+    ("I need to cancel the reservation", "cancel"),
+    ("please cancel my stay", "cancel"),
+    ("cancel it", "cancel"),
+    ("I want a refund", "refund"),
+    ("give me my deposit back", "refund"),
+    ("refund the payment", "refund"),
+    ("money back please", "refund"),
+    ("is breakfast included", "breakfast"),
+    ("what time is breakfast", "breakfast"),
+    ("do you serve breakfast", "breakfast"),
+    ("can I park my car", "parking"),
+    ("is there parking at the hotel", "parking"),
+    ("how much is parking", "parking"),
+    ("cancel my booking and refund the deposit", "cancel|refund"),
+    ("cancel and give me my money back", "cancel|refund"),
+    ("is breakfast included and can I park", "breakfast|parking"),
+    ("thanks, that is all", ""),
+]
+MULTI_TEST = [
+    ("please cancel the booking", "cancel"),
+    ("I would like my money back", "refund"),
+    ("when is breakfast served", "breakfast"),
+    ("where do I park", "parking"),
+    ("cancel the room and refund me", "cancel|refund"),
+    ("thank you so much", ""),
+]
+
+
+@pytest.fixture
+def fp32(ctx):
+    """The context with int8 export off: the live pool serves the version's fp32 encoder, the
+    one its metrics were measured with."""
+    ctx.settings = dataclasses.replace(ctx.settings, int8=False)
+    return ctx
+
+
+def _single(ctx, name: str = "bank") -> str:
+    project_svc.new_project(ctx, name)
+    for intent, texts in SINGLE.items():
+        for text in texts:
+            data_svc.add_utterance(ctx, name, text, intent, "train")
+        data_svc.add_utterance(ctx, name, SINGLE_TEST[intent], intent, "test")
+    data_svc.create_intent(ctx, name, *GIFT)
+    for text in GIFT_TEST:
+        data_svc.add_utterance(ctx, name, text, GIFT[0], "test")
+    return name
+
+
+def _multi(ctx, name: str = "hotel") -> str:
+    project_svc.new_project(ctx, name)
+    for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
+        for text, labels in rows:
+            data_svc.add_utterance(ctx, name, text, [x for x in labels.split("|") if x], split)
+    return name
+
+
+def _retrain_and_activate(ctx, project: str) -> int:
+    job, _ = training.request_retrain(ctx, project, QUICK, enqueue=False)
+    worker.execute_job(ctx, job.id)
+    done = training.job(ctx, job.id)
+    assert done.status == "succeeded", done.log
+    assert done.model_version_id is not None
+    version_svc.activate(ctx, project, done.model_version_id)
+    return done.model_version_id
+
+
+def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
+    return [
+        (r["text"], set(r["intents"].split("|")) - {OUT_OF_SCOPE, ""})
+        for r in data_svc.table(ctx, project)
+        if r["split"] == "test"
+    ]
+
+
+@pytest.mark.parametrize("anchors", ["1", "off"], ids=["anchors-on", "anchors-off"])
+def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp32, anchors):
+    ctx = fp32
+    project = _single(ctx)
+    project_svc.set_anchors(ctx, project, anchors)
+    version = _retrain_and_activate(ctx, project)
+    recorded = version_svc.metrics(ctx, project, version)
+    rows = _test_rows(ctx, project)
+    live = predict_svc.predict(ctx, project, [text for text, _ in rows])
+    hits = [row["top"] in gold for row, (_, gold) in zip(live, rows, strict=True)]
+    assert recorded["n"] == len(rows)
+    assert recorded["accuracy"] == pytest.approx(sum(hits) / len(hits), abs=1e-9)
+    # the frozen base recorded beside it is the frozen Predictor's accuracy too
+    version_svc.activate(ctx, project, None)
+    frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
+    base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
+    assert recorded["base"]["accuracy"] == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
+    if anchors != "off":  # the cold intent is predicted by its anchor, and that counts
+        assert any(row["top"] == GIFT[0] for row in live)
+
+
+def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32):
+    """The head decides the label set, so anchors change the evidence, not the decision: the
+    recorded exact match is the live one with anchors on and off (one retrain for both)."""
+    ctx = fp32
+    project = _multi(ctx)
+    version = _retrain_and_activate(ctx, project)
+    recorded = version_svc.metrics(ctx, project, version)
+    assert recorded["multi_label"]
+    rows = _test_rows(ctx, project)
+    assert recorded["n"] == len(rows)
+    for anchors in ("1", "off"):
+        project_svc.set_anchors(ctx, project, anchors)
+        live = predict_svc.predict(ctx, project, [text for text, _ in rows])
+        exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
+        assert recorded["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
+
+
+def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
+    project = _single(ctx)  # anchors on by default: the cold intent is named by its anchor
+    _, drilled = eval_svc.test_predictions(ctx, project)
+    by_text = {p.text: p for p in drilled}
+    view = map_svc.compute_map(ctx, project, method="pca")
+    coloured = dict(zip(view.ids, view.predicted, strict=True))
+    for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
+        tried = predict_svc.predict_one(ctx, project, text)["top"]
+        row = by_text[text]
+        clicked = map_svc.explain_utterance(ctx, project, row.id)["predicted"]
+        assert tried == clicked == row.predicted == coloured[row.id], text
+    assert by_text[GIFT_TEST[0]].predicted == GIFT[0]
+
+
+def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(ctx):
+    project = _single(ctx)
+    for text in ("what's the weather tomorrow", "tell me a joke", "who won the match"):
+        data_svc.add_utterance(ctx, project, text, [OUT_OF_SCOPE], "train")
+    for text in ("book me a flight", "play some music"):
+        data_svc.add_utterance(ctx, project, text, [OUT_OF_SCOPE], "test")
+    view = map_svc.compute_map(ctx, project, method="pca")
+    assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
+    assert OUT_OF_SCOPE not in view.predicted
+    assert OUT_OF_SCOPE not in view.geometry
+    evaluation = eval_svc.live_evaluation(ctx, project)
+    assert OUT_OF_SCOPE not in evaluation["confusion"]["labels"]
+    assert OUT_OF_SCOPE not in evaluation["per_intent"]
+    _, drilled = eval_svc.test_predictions(ctx, project)
+    assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
+    assert eval_svc.confusions(ctx, project, OUT_OF_SCOPE, None) == []
+    oos_row = next(r for r in data_svc.table(ctx, project) if r["text"] == "book me a flight")
+    clicked = map_svc.explain_utterance(ctx, project, oos_row["id"])
+    assert OUT_OF_SCOPE not in clicked["gold"]
