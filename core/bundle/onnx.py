@@ -46,7 +46,7 @@ from core.bundle.onnx_encoder import (
 )
 from core.bundle.quantise import EXPORT_ORDER, VARIANTS, quantise
 from core.encoding.registry import Encoder
-from core.retrieval.knn import KnnIndex
+from core.retrieval.factory import PredictorFactory, VectorsOnly
 
 logger = logging.getLogger(__name__)
 
@@ -329,6 +329,5 @@ def _top1(
     queries: np.ndarray,
     k: int,
 ) -> list[str | None]:
-    index = KnnIndex(vecs.shape[1])
-    index.add(list(range(len(texts))), vecs, list(texts), [tuple(x) for x in labels])
-    return [p.top for p in index.classify(queries, k=k, show=0)]
+    pool = PredictorFactory(VectorsOnly(vecs.shape[1]), k=k).build(texts, labels, vectors=vecs)
+    return [p.top for p in pool.rank(queries, show=0)]

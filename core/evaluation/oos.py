@@ -42,14 +42,13 @@ import numpy as np
 from core.evaluation.folds import fold_assignments
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
 from core.retrieval.factory import Anchors, PredictorFactory
-from core.retrieval.knn import DEFAULT_RULE, KnnIndex
+from core.retrieval.knn import DEFAULT_RULE
 from core.retrieval.predictor import Predictor
 
 __all__ = [
     "OUT_OF_SCOPE",
     "Calibration",
     "calibrate",
-    "calibrate_index",
     "calibrate_predictor",
     "check_target_recall",
     "choose_threshold",
@@ -125,26 +124,20 @@ def choose_threshold(
 
 
 def out_of_fold_scores(
-    index: KnnIndex,
-    *,
-    k: int = 1,
-    folds: int = CALIBRATION_FOLDS,
-    seed: int = 0,
-    rule: str = DEFAULT_RULE,
+    predictor: Predictor, *, folds: int = CALIBRATION_FOLDS, seed: int = 0
 ) -> list[tuple[str, str | None, float, float]]:
-    """Each single-label example of the serving pool ``index``: its intent, and the top intent,
-    score and margin (over the runner-up) the pool gives it with its fold left out — by the serving code itself
-    (:meth:`KnnIndex.classify`, with the pool's anchors and rule), so the scores are the ones a
-    new question gets. A top intent scored by its anchor alone (cold start) is ``None``: the
-    predictor takes it without a threshold.
+    """Each single-label example of the serving ``predictor``'s pool: its intent, and the top
+    intent, score and margin (over the runner-up) the predictor gives it with its fold left out
+    (:meth:`~core.retrieval.predictor.Predictor.fold`: the same anchors, ``k`` and rule), so the
+    scores are the ones a new question gets. A top intent scored by its anchor alone (cold
+    start) is ``None``: the predictor takes it without a threshold.
 
     Example:
-        >>> index = KnnIndex(2)
-        >>> index.add([0, 1], np.eye(2), ["x", "y"], [("a",), ("b",)])
-        >>> out_of_fold_scores(index, folds=2)
+        >>> from core.retrieval.factory import vector_pool
+        >>> out_of_fold_scores(vector_pool(np.eye(2), ["a", "b"]), folds=2)
         [('a', 'b', 0.0, 1.0), ('b', 'a', 0.0, 1.0)]
     """
-    ids, texts, sets, vectors = index.examples()
+    ids, _, sets, vectors = predictor.index.examples()
     single = [i for i, labels in enumerate(sets) if len(labels) == 1]
     if len(single) < 2:
         return [(sets[i][0], None, 0.0, 0.0) for i in single]
@@ -154,14 +147,10 @@ def out_of_fold_scores(
     out: dict[int, tuple[str, str | None, float, float]] = {}
     for f in range(folds):
         held = np.flatnonzero(assign == f)
-        rest = np.flatnonzero(assign != f)
         if not len(held):
             continue
-        fold = index.empty_like()
-        fold.add(
-            [ids[i] for i in rest], vectors[rest], [texts[i] for i in rest], [sets[i] for i in rest]
-        )
-        for i, pred in zip(held, fold.classify(vectors[held], k=k, show=0, rule=rule), strict=True):
+        pool = predictor.fold([ids[i] for i in np.flatnonzero(assign != f)])
+        for i, pred in zip(held, pool.rank(vectors[held], show=0), strict=True):
             cold = pred.top is None or pred.intents[0].cold
             top, score = (None, 0.0) if cold else (pred.top, pred.score)
             out[int(i)] = (sets[i][0], top, score, pred.margin)
@@ -261,35 +250,31 @@ class Calibration:
         }
 
 
-def calibrate_index(
-    index: KnnIndex,
+def calibrate_predictor(
+    predictor: Predictor,
     *,
     out_of_scope: np.ndarray | None = None,
     target_recall: float = DEFAULT_TARGET_RECALL,
-    k: int = 1,
     folds: int = CALIBRATION_FOLDS,
     seed: int = 0,
     per_intent: bool = PER_INTENT,
     shrink: float = SHRINK,
-    rule: str = DEFAULT_RULE,
 ) -> Calibration:
-    """Out-of-scope thresholds of a serving pool (see the module doc), from its own examples
-    scored out of fold by :func:`out_of_fold_scores` — the labelled `train` pool, never the test
-    split that reports accuracy — with the pool's anchors, ``k`` and ``rule`` (the predictor's:
-    :func:`calibrate_predictor`).
+    """Out-of-scope thresholds of a serving Predictor (see the module doc), from its own pool's
+    examples scored out of fold by :func:`out_of_fold_scores` — the labelled `train` pool, never
+    the test split that reports accuracy — with its anchors, ``k`` and rule: the thresholds are
+    on the scores this predictor serves.
 
     Args:
-        index: the serving pool (its anchors take part as they do in a prediction).
+        predictor: the serving Predictor (its anchors take part as they do in a prediction).
         out_of_scope: vectors of examples labelled out of scope (scored against the whole pool).
         target_recall: the share of in-scope questions to keep (0.5 to 1).
-        k: the predictor's examples per intent.
         per_intent: True gives each intent with enough scores a threshold of its own.
         shrink: how far an intent's own threshold is pulled toward the project-wide one (see
             :func:`thresholds_from_scores`).
-        rule: the predictor's decision rule (the thresholds are on its scores).
     """
     check_target_recall(target_recall)
-    scored = out_of_fold_scores(index, k=k, folds=folds, seed=seed, rule=rule)
+    scored = out_of_fold_scores(predictor, folds=folds, seed=seed)
     own: dict[str, list[float]] = {name: [] for name, _, _, _ in scored}
     for name, top, score, _ in scored:
         if top == name:
@@ -298,7 +283,7 @@ def calibrate_index(
     n_oos = 0 if out_of_scope is None else len(out_of_scope)
     if n_oos and scored:
         assert out_of_scope is not None
-        for pred in index.classify(np.asarray(out_of_scope), k=k, show=0, rule=rule):
+        for pred in predictor.rank(np.asarray(out_of_scope), show=0):
             if pred.top is not None and not pred.intents[0].cold:
                 negatives.setdefault(pred.top, []).append(pred.score)
     every = [s for values in own.values() for s in values]
@@ -317,7 +302,7 @@ def calibrate_index(
     default, thresholds, fallback = thresholds_from_scores(
         own, negatives, target_recall, per_intent=per_intent, shrink=shrink
     )
-    anchored = " (with the intents' names and descriptions)" if index.anchors() else ""
+    anchored = " (with the intents' names and descriptions)" if predictor.index.anchors() else ""
     notes = [
         f"Out-of-scope thresholds for a {target_recall:.0%} in-scope recall, from "
         f"{len(every)} scores of the labelled training examples, each scored as a new question "
@@ -362,16 +347,6 @@ def _uncertain_hint(
         return None
     every_negative = [v for values in negatives.values() for v in values]
     return cut, choose_threshold(own, every_negative, target_recall)
-
-
-def calibrate_predictor(
-    predictor: Predictor, *, out_of_scope: np.ndarray | None = None, **options: Any
-) -> Calibration:
-    """:func:`calibrate_index` of the predictor's own pool, ``k`` and rule: the thresholds are
-    calibrated on the scores this predictor serves (``options``: the target recall, folds…)."""
-    return calibrate_index(
-        predictor.index, out_of_scope=out_of_scope, k=predictor.k, rule=predictor.rule, **options
-    )
 
 
 def calibrate(

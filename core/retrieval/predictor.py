@@ -227,6 +227,28 @@ class Predictor:
 
         return is_multilabel(self.index.label_sets())
 
+    def fold(self, ids: Sequence[int]) -> Predictor:
+        """This Predictor (encoder, anchors, ``k``, rule) over only the pool examples ``ids``: a
+        fold-wise pool for out-of-fold scoring (no head, no thresholds: it ranks)."""
+        keep = set(ids)
+        every, texts, sets, vectors = self.index.examples()
+        rows = [i for i, item in enumerate(every) if item in keep]
+        sub = Predictor(
+            self.encoder,
+            self.index.empty_like(),
+            k=self.k,
+            rule=self.rule,
+            label_encoder=self.label_encoder,
+        )
+        if rows:
+            sub.index.add(
+                [every[i] for i in rows],
+                vectors[rows],
+                [texts[i] for i in rows],
+                [sets[i] for i in rows],
+            )
+        return sub
+
     def rank(
         self,
         vectors: np.ndarray,

@@ -216,7 +216,9 @@ def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_u
     in scope, so the project-wide threshold flags many of them. The hint calibrated on the least
     certain training examples flags about the target's share of them, and still flags questions
     from no intent several times as often."""
-    from core.evaluation.oos import calibrate_index
+    from core.evaluation.oos import calibrate_predictor
+    from core.retrieval.factory import VectorsOnly
+    from core.retrieval.predictor import Predictor
 
     rng = np.random.default_rng(1)
     dim, k, per = 24, 16, 30
@@ -231,7 +233,7 @@ def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_u
     pool, which = draw(k * per)
     index = KnnIndex(dim)
     index.add(list(range(len(pool))), pool, [""] * len(pool), [(f"i{j}",) for j in which])
-    cal = calibrate_index(index, target_recall=0.95)
+    cal = calibrate_predictor(Predictor(VectorsOnly(dim), index), target_recall=0.95)
     assert cal.uncertain is not None and "least certain" in cal.message()
     questions, _ = draw(4000)
     preds = index.classify(questions, show=0)
