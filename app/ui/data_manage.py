@@ -94,12 +94,20 @@ def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
     )
 
 
-def do_import(ctx: AppContext, proj: str, file: Any, target: str, create: bool) -> tuple[str, Any]:
+def do_import(
+    ctx: AppContext, proj: str, file: Any, target: str, create: bool, language: str = ""
+) -> tuple[str, Any]:
+    """Import a file into the project named (empty: the current one); ``language``: for a
+    platform agent, the language (Lex: locale) to read instead of its default."""
     if file is None:
         return problem("Choose a file to import."), gr.update()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     into = target.strip() or proj
-    res, err = attempt(lambda: io_svc.import_file(ctx, into, path, create_missing_intents=create))
+    res, err = attempt(
+        lambda: io_svc.import_file(
+            ctx, into, path, create_missing_intents=create, language=language.strip() or None
+        )
+    )
     if err:
         return problem(err), gr.update()
     assert res is not None
@@ -208,6 +216,11 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 up_create = gr.Checkbox(
                     label="Create intents that are not in the project yet", value=True
                 )
+                up_language = gr.Textbox(
+                    label="Agent language (empty = the agent's default; Lex: a locale such as "
+                    "de_DE)",
+                    max_lines=1,
+                )
                 up_btn = gr.Button("Import", variant="primary", elem_id="import")
                 up_status = gr.Markdown(elem_id="import-status")
         with gr.Row():
@@ -283,7 +296,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
         imported = up_btn.click(
             write(bind(do_import, ctx), outputs=2),
-            [project, up_file, up_target, up_create],
+            [project, up_file, up_target, up_create, up_language],
             [up_status, project],
             **quiet,
         )

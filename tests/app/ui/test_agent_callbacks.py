@@ -39,3 +39,13 @@ def test_an_agent_imported_in_the_data_tab_exports_back_as_it_came(ctx, tmp_path
     assert path is not None and path.endswith("bank.json")
     with open(path, encoding="utf-8") as fh:
         assert len(json.load(fh)["utterances"]) == 4
+
+
+def test_the_data_tab_imports_an_agent_in_the_language_asked(ctx, tmp_path):
+    _, data = dialogflow_es()
+    src = tmp_path / "agent.zip"
+    src.write_bytes(data)
+    status, _ = data_manage.do_import(ctx, "", str(src), "bank-de", True, " de ")
+    assert "Imported 1 utterance(s) into 'bank-de'" in status
+    status, _ = data_manage.do_import(ctx, "", str(src), "bank-fr", True, "fr")
+    assert "the agent has no language &#x27;fr&#x27;; it has de, en" in status
