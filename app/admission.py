@@ -5,6 +5,10 @@
 - **Per user**: at most 2 batch calls (more than one utterance) at once; a third is refused.
 - **Queue**: at most 4,000 utterances of batch calls admitted at once, all users together; one-line
   calls have their own lane (64 at once), so batches can never fill it.
+- **One-liners per user**: at most :data:`app.limits.LINES_PER_USER` one-line calls of one user
+  waiting or running at once (:meth:`Admission.line`; the API holds its place from arrival to
+  answer, while the request waits for its micro-batch), so one token's flood of one-liners is
+  refused instead of queueing ahead of everyone.
 
 A refusal is a :class:`BusyError` saying to retry in a moment; nothing waits without bound. Once
 admitted, calls share the encoder in turns (:mod:`core.encoding.turns`), so a one-line call goes
@@ -28,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from app.limits import LINES_PER_USER
 from storage.utterances import MAX_TEXT_CHARS
 
 
@@ -46,6 +51,7 @@ class Limits:
     batches_per_user: int = 2
     queued_texts: int = 4000
     lines_at_once: int = 64
+    lines_per_user: int = LINES_PER_USER
 
     def check_call(self, role: str, texts: list[str]) -> None:
         """ValueError when ``texts`` is more than ``role`` may send in one call."""
@@ -68,6 +74,7 @@ class Admission:
         self._batches: Counter[str] = Counter()  # user -> batch calls running
         self._queued = 0  # utterances of the batch calls running
         self._lines = 0  # one-line calls running
+        self._user_lines: Counter[str] = Counter()  # user -> one-line calls waiting or running
 
     @property
     def queued(self) -> int:
@@ -75,11 +82,41 @@ class Admission:
         with self._lock:
             return self._queued
 
+    def lines_of(self, user: str) -> int:
+        """One-line calls of ``user`` waiting or running now."""
+        with self._lock:
+            return self._user_lines[user]
+
+    @contextmanager
+    def line(self, user: str) -> Iterator[None]:
+        """Hold one of ``user``'s places for one-line calls (at most ``lines_per_user``), or raise
+        :class:`BusyError` at once."""
+        with self._lock:
+            held = self._user_lines[user]
+            if held >= self.limits.lines_per_user:
+                raise BusyError(
+                    f"Busy: {user} already has {held} predictions waiting; retry when one has "
+                    "been answered."
+                )
+            self._user_lines[user] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._user_lines[user] -= 1
+                if not self._user_lines[user]:
+                    del self._user_lines[user]
+
     @contextmanager
     def admit(self, user: str, texts: int, *, lines: bool = False) -> Iterator[None]:
         """Run the block as ``user``'s call of ``texts`` utterances, or raise :class:`BusyError`
         at once. ``lines=True``: the call is many one-line requests served together (the API's
-        micro-batch), in the one-line lane."""
+        micro-batch), in the one-line lane. A one-line call of one user also holds one of their
+        places (:meth:`line`)."""
+        if texts <= 1 and not lines:
+            with self.line(user), self.admit(user, texts, lines=True):
+                yield
+            return
         one_line = lines or texts <= 1
         with self._lock:
             if one_line:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -65,9 +66,13 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
     ctx = context(request)
     if body.text is not None:
-        result = await request.app.state.batcher.submit(
-            (project, body.text, body.k, body.context or "")
-        )
+        # each user's place among their one-liners, held until answered (429 past the limit);
+        # single-user mode has one user, the local admin, and no such limit
+        held = ctx.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
+        with held:
+            result = await request.app.state.batcher.submit(
+                (project, body.text, body.k, body.context or ""), key=who.name
+            )
         if isinstance(result, Exception):
             return error_response(result)
         return {"predictions": [result]}

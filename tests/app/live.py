@@ -45,19 +45,31 @@ def serving(app: Any, port: int | None = None) -> Iterator[str]:
         thread.join(10)
 
 
+PROJECT = "shop"
+EXAMPLES = {
+    "track_order": ["where is my parcel", "track my order", "has my package shipped"],
+    "cancel_order": ["cancel my order", "I want to cancel it", "stop my purchase"],
+}
+
+
 def team_context(data_dir: Path) -> Any:
-    """A multi-user context on ``data_dir`` with the demo project, an admin, a designer (dana)
-    and a viewer (vic) (passwords in :data:`PASSWORDS`)."""
+    """A multi-user context on ``data_dir`` with a small project (:data:`PROJECT`: six labelled
+    utterances, so the first prediction costs little), an admin, a designer (dana) and a viewer
+    (vic) (passwords in :data:`PASSWORDS`)."""
     from app import auth
     from app.config import load_settings
     from app.context import AppContext
-    from app.services.projects import ensure_demo_project
+    from app.services import data as data_svc
+    from app.services.projects import new_project
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx, PASSWORDS["admin"])
     auth.add_user(ctx, "dana", "designer", PASSWORDS["dana"])
     auth.add_user(ctx, "vic", "viewer", PASSWORDS["vic"])
-    ensure_demo_project(ctx)
+    new_project(ctx, PROJECT)
+    for intent, texts in EXAMPLES.items():
+        for text in texts:
+            data_svc.add_utterance(ctx, PROJECT, text, [intent])
     return ctx
 
 

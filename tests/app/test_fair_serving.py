@@ -62,8 +62,8 @@ def test_a_full_queue_refuses_batches_and_still_answers_one_line(ctx, demo):
 
 def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx, demo):
     with ExitStack() as held:
-        for _ in range(ctx.admission.limits.lines_at_once):
-            held.enter_context(ctx.admission.admit("someone", 1))
+        for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
+            held.enter_context(ctx.admission.admit(f"user {i}", 1))
         with pytest.raises(BusyError, match=r"^Busy: too many predictions at once; retry in a"):
             predict_one(ctx, demo, "where is my parcel")
         out = predict_requests(ctx, [(demo, "where is my parcel", 1), (demo, "cancel it", 1)])
@@ -111,8 +111,8 @@ def test_the_try_tab_says_busy_in_its_status(ctx, demo):
     from app.ui.try_tab import run
 
     with ExitStack() as held:
-        for _ in range(ctx.admission.limits.lines_at_once):
-            held.enter_context(ctx.admission.admit("someone", 1))
+        for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
+            held.enter_context(ctx.admission.admit(f"user {i}", 1))
         explanation, *_ = run(ctx, demo, "where is my parcel", 1)
     assert "Busy: too many predictions at once; retry in a moment." in explanation
 

@@ -12,9 +12,7 @@ import pytest
 from app import web
 from app.cli import main
 from storage.tables import User
-from tests.app.live import PASSWORDS, serving, team_context
-
-PROJECT = "Demo: Acme support"
+from tests.app.live import PASSWORDS, PROJECT, serving, team_context
 
 
 @pytest.fixture

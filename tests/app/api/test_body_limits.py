@@ -6,34 +6,34 @@ would: before the fix the server waited for (and then parsed) the whole body."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
 from app.limits import MAX_API_BODY_BYTES
-from tests.app.live import raw_request, serving, status_of
+from tests.app.live import raw_request, serving, status_of, team_context
 
-URL = "/api/v1/projects/Demo:%20Acme%20support/predict"
+URL = "/api/v1/projects/shop/predict"
 
 
 @pytest.fixture
-def rest(ctx, demo):
-    """The REST API in multi-user mode on loopback; yields (base URL, vic's token)."""
+def rest(tmp_path):
+    """The REST API of a team (multi-user) on loopback; yields (base URL, vic's token)."""
     from app import auth
     from app.api import create_api
-    from app.context import AppContext
 
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.add_user(multi, "vic", "viewer", "viewer-password")
-    token = auth.issue_token(multi, "vic")
-    with serving(create_api(multi)) as base:
+    team = team_context(tmp_path / "data")
+    token = auth.issue_token(team, "vic")
+    with serving(create_api(team)) as base:
         yield base, token
+    team.close()
 
 
 def head(length: int | None, token: str = "") -> str:
     lines = [f"POST {URL} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
-    lines.append(f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked")
+    lines.append(
+        f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
+    )
     if token:
         lines.append(f"Authorization: Bearer {token}")
     return "\r\n".join(lines)
