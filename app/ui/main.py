@@ -111,6 +111,10 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             changed.then(
                 show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
             )
+        # ... and the model it names: a retrain that ends, or a version made active
+        train_tab["serving"].change(
+            show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
+        )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
         start_fn, start_in, start_out = queue_tab["start"]

@@ -45,3 +45,11 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     assert any(0 < p < 100 for p in percents), seen  # a real share, between start and end
     assert any("left" in t for t in running), seen  # and the time left of a measured phase
     assert not page.locator(".toast-body.error").count()
+    # the header names the model that serves now: the retrain's version once it is promoted
+    version = re.search(r"\bv(\d+)\b", page.inner_text("#job-progress"))
+    assert version and "promoted" in page.inner_text("#job-progress"), seen
+    page.wait_for_function(
+        "(v) => document.querySelector('#project-summary')?.innerText?.includes('model v' + v)",
+        arg=version.group(1),
+        timeout=30_000,
+    )

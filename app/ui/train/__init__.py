@@ -57,4 +57,6 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         api_visibility="private",
         show_progress="hidden",
     )
-    return {"refresh": (bind(refresh, ctx), [project], outputs)}
+    # the line that says which model serves: it changes when a retrain ends or a version is
+    # made active (the header's summary follows it)
+    return {"refresh": (bind(refresh, ctx), [project], outputs), "serving": versions.serving}
