@@ -2,10 +2,10 @@
 event loop.
 
 - **Rate limit.** Failed attempts are counted over a sliding window (:data:`app.limits.SIGN_IN_WINDOW_S`),
-  per user name and per client address. Past either limit the next attempt is refused with
-  :class:`TooManyAttempts` (its ``retry_after`` in seconds) *before* any password is checked, and
-  the first refusal of each hold is reported (``on_held``: the security log). A success clears its
-  name's count.
+  per user name and per client address, attempts still being checked counted as failures until
+  known. Past either limit the next attempt is refused with :class:`TooManyAttempts` (its
+  ``retry_after`` in seconds) *before* any password is checked, and the first refusal of each hold
+  is reported (``on_held``: the security log). A success clears its name's count.
 - **Off the loop.** The check (an argon2 verification, ~0.1-0.2 s of CPU) runs in a worker thread,
   :data:`app.limits.PASSWORD_HASHES_AT_ONCE` at a time; past :data:`app.limits.SIGN_INS_WAITING`
   waiting attempts the next is refused as busy. So a flood of wrong passwords never stalls the
@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -77,11 +77,16 @@ class _Failures:
             return None
         return times
 
-    def wait(self, key: str, now: float) -> int:
-        """Seconds until ``key`` may try again (0: now)."""
+    def wait(self, key: str, now: float, checking: int = 0) -> int:
+        """Seconds until ``key`` may try again (0: now). ``checking``: its attempts whose
+        password is being checked now, counted as failures until they are known (else a burst
+        of concurrent attempts would all pass the count)."""
         times = self._recent(key, now)
-        if times is None or len(times) < self.limit:
+        failed = len(times) if times is not None else 0
+        if failed + checking < self.limit:
             return 0
+        if times is None or failed < self.limit:
+            return 1
         return max(1, math.ceil(times[-self.limit] + self.window_s - now))
 
     def add(self, key: str, now: float) -> None:
@@ -114,6 +119,7 @@ class SignInGate:
         self._held: dict[tuple[str, str], float] = {}  # reported holds -> when they end
         self._slots: asyncio.Semaphore | None = None
         self._waiting = 0
+        self._checking: Counter[tuple[str, str]] = Counter()  # ("name"|"address", key) -> now
 
     def _check(self, name: str, address: str) -> None:
         now = self.clock()
@@ -121,10 +127,10 @@ class SignInGate:
             ("name", name, self._names),
             ("address", address, self._addresses),
         ):
-            wait = failures.wait(key, now)
+            wait = failures.wait(key, now, self._checking[(what, key)])
             if not wait:
                 continue
-            if self._held.get((what, key), 0.0) <= now:
+            if wait > 1 and self._held.get((what, key), 0.0) <= now:
                 self._held = {k: end for k, end in self._held.items() if end > now}
                 self._held[(what, key)] = now + wait
                 if self.on_held is not None:
@@ -141,12 +147,16 @@ class SignInGate:
             raise TooManyAttempts("Busy: too many sign-ins at once; try again in a moment.", 1)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.hashes_at_once)
+        keys = (("name", name), ("address", address))
         self._waiting += 1
+        self._checking.update(keys)
         try:
             async with self._slots:
                 ok = await asyncio.to_thread(self.verify, name, password)
         finally:
             self._waiting -= 1
+            self._checking.subtract(keys)
+            self._checking = +self._checking  # drop the zeros
         now = self.clock()
         if ok:
             self._names.clear(name)

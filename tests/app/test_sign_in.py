@@ -6,6 +6,7 @@ session cookie."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,7 @@ import pytest
 from app import web
 from app.limits import PASSWORD_HASHES_AT_ONCE
 from app.services.accounts import security_log
-from app.sign_in import SignInLimits
+from app.sign_in import SignInGate, SignInLimits, TooManyAttempts
 from tests.app.live import PASSWORDS, serving, team_context
 
 
@@ -116,3 +117,19 @@ def test_a_sign_in_posted_from_another_site_gets_no_session(studio):
         assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
         assert "samesite=none" not in cookie.lower()
     assert sign_in(base, "dana", PASSWORDS["dana"]).status_code == 200  # scripts: no Origin
+
+
+def test_a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit():
+    def slow_wrong(name: str, password: str) -> bool:
+        time.sleep(0.05)
+        return False
+
+    gate = SignInGate(slow_wrong, SignInLimits(per_name=5, hashes_at_once=2))
+
+    async def burst() -> list[object]:
+        tries = [gate.sign_in("admin", f"guess {i}", f"10.0.0.{i}") for i in range(12)]
+        return await asyncio.gather(*tries, return_exceptions=True)
+
+    answers = asyncio.run(burst())
+    assert answers.count(False) == 5  # checked: the limit, not the whole burst
+    assert all(isinstance(a, TooManyAttempts) for a in answers if a is not False)
