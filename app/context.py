@@ -39,6 +39,7 @@ from core.evaluation.oos import (
     in_scope_labels,
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import KnnIndex
@@ -377,9 +378,17 @@ class AppContext:
     def _calibrate(self, pool: ProjectPool) -> None:
         """The out-of-scope thresholds of the pool, calibrated on the scores its own predictor
         serves (anchors, rule, ``k``: :func:`core.evaluation.oos.calibrate_predictor`), out of
-        fold over the labelled train pool; the test split is never used."""
+        fold over the labelled train pool; the test split is never used. A multi-label pool
+        without a head gets its decision threshold the same way
+        (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`)."""
         predictor = pool.predictor
         predictor.thresholds = {}
+        if predictor.multi_label and predictor.head is None:
+            # no head yet: the k-NN decision's own threshold, calibrated out of fold the same way
+            pool.calibration = None
+            threshold = calibrate_knn_threshold(predictor)
+            predictor.thresholds = {"default": threshold} if threshold is not None else {}
+            return
         if pool.target_recall is None or predictor.multi_label or len(pool.index) == 0:
             pool.calibration = None
             return

@@ -29,6 +29,7 @@ from core.bundle.layout import LABEL_DIR
 from core.encoding.registry import Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
 from core.multilabel.head import HEAD_DIR
+from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from storage import versions
@@ -133,6 +134,10 @@ def export_bundle(
     if calibration is not None:
         fields["thresholds"] = calibration.thresholds
         fields["out_of_scope"] = calibration.to_dict()
+    elif fields["multi_label"] and factory.head is None:  # the k-NN decision's own threshold
+        threshold = calibrate_knn_threshold(factory.build(texts, labels, vectors=vectors))
+        if threshold is not None:
+            fields["thresholds"] = {"default": threshold}
     with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
         extra: dict[str, Path] = {}
         if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():

@@ -9,7 +9,8 @@ default each intent's nearest example and its prototype, :data:`~core.retrieval.
 and explains them (every ranked intent keeps the examples and the prototype score behind it). A single-label prediction names the top intent when its score
 reaches its threshold (none by default). When the model has a multi-label head, the head decides
 the label set from its probabilities and per-intent thresholds; a multi-label project without a
-head takes every intent whose score reaches its threshold (0.5 by default). The k-NN evidence is shown
+head takes every intent whose score reaches its threshold (the live pool and a bundle calibrate it
+out of fold, :mod:`core.multilabel.knn_threshold`; 0.5 when none is given). The k-NN evidence is shown
 either way.
 
 Example:
@@ -36,7 +37,8 @@ from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
 
-# The multi-label decision without a head: an intent whose k-NN score reaches this is taken.
+# The multi-label decision without a head when no threshold was calibrated: an intent whose k-NN
+# score reaches this is taken (the live pool calibrates one: core.multilabel.knn_threshold).
 MULTI_LABEL_KNN_THRESHOLD = 0.5
 # Neighbours a ranking looks at (an intent with no example among them is unranked).
 DEPTH = 200

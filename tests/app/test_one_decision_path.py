@@ -197,3 +197,28 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     oos_row = next(r for r in data_svc.table(ctx, project) if r["text"] == "book me a flight")
     clicked = map_svc.explain_utterance(ctx, project, oos_row["id"])
     assert OUT_OF_SCOPE not in clicked["gold"]
+
+
+def test_a_multi_label_project_without_a_head_decides_at_its_calibrated_threshold(ctx, tmp_path):
+    """Before its first retrain a multi-label project has no head: the live Predictor takes every
+    intent whose score reaches the threshold calibrated out of fold on its train pool (not a
+    fixed 0.5), and a bundle of the frozen project carries the same threshold."""
+    from app.services import bundles
+    from core.bundle import load
+    from core.multilabel.knn_threshold import calibrate_knn_threshold
+    from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
+    from storage.projects import get_project
+
+    project = _multi(ctx)
+    with ctx.db.session() as s:
+        pool = ctx.pool(get_project(s, project).id)
+    assert pool.predictor.multi_label and pool.predictor.head is None
+    threshold = pool.predictor.thresholds["default"]
+    assert threshold == calibrate_knn_threshold(pool.predictor)
+    assert threshold != MULTI_LABEL_KNN_THRESHOLD
+    for row in predict_svc.predict(ctx, project, [text for text, _ in MULTI_TEST]):
+        assert row["labels"] == [s["intent"] for s in row["intents"] if s["score"] >= threshold]
+    path = tmp_path / "hotel.zip"
+    bundles.export_bundle(ctx, project, path)
+    with load(path) as bundle:
+        assert bundle.thresholds["default"] == pytest.approx(threshold)
