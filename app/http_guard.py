@@ -4,7 +4,9 @@ only for a user who may still act.
 Gradio checks the login on its page, config, upload, queue and call routes, but answers others
 without one (``/gradio_api/cancel``, ``/reset``, ``/heartbeat``, ``/stream``, run history...).
 :class:`SignInRequired` sits in front of the whole app and answers 401 to any ``/gradio_api/``
-request without a valid session, except the few the sign-in page itself needs.
+request without a valid session, except the few the sign-in page itself needs, and 429 to a
+user who already has :data:`app.limits.EVENTS_QUEUED_PER_USER` events waiting in Gradio's queue
+(one session's flood of ``/gradio_api/call/predict`` would otherwise queue ahead of everyone).
 
 Gradio keeps its sessions in memory and never asks again who they belong to. With
 :class:`Sessions`, every request's session is checked against the database (its user exists, is
@@ -19,6 +21,7 @@ client's address is handed to the rate limit (:mod:`app.sign_in`), and the sessi
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from http.cookies import CookieError, SimpleCookie
@@ -28,7 +31,7 @@ from urllib.parse import urlsplit
 import anyio.to_thread
 
 from app import http_body
-from app.limits import MAX_SIGN_IN_BODY_BYTES
+from app.limits import EVENTS_QUEUED_PER_USER, MAX_SIGN_IN_BODY_BYTES
 from app.sign_in import ADDRESS
 
 Scope = MutableMapping[str, Any]
@@ -103,6 +106,30 @@ class Sessions:
             self.signed_in_at = {t: at for t, at in self.signed_in_at.items() if t in tokens}
 
 
+def session_user(scope: Scope) -> str | None:
+    """The name of the user whose session the request carries (None: no session)."""
+    tokens = getattr(scope.get("app"), "tokens", None) or {}
+    return next((tokens[t] for t in _session_tokens(scope) if t in tokens), None)
+
+
+def _queues_an_event(scope: Scope) -> bool:
+    path = str(scope["path"])
+    return scope.get("method") == "POST" and (
+        path.rstrip("/") == f"{API_PREFIX}queue/join" or path.startswith(f"{API_PREFIX}call/")
+    )
+
+
+def queued_events(app: Any, user: str) -> int:
+    """How many events of ``user`` wait in Gradio's queue (0 when it cannot be read). One
+    session's flood of ``/gradio_api/call/predict`` is refused past
+    :data:`app.limits.EVENTS_QUEUED_PER_USER` instead of queueing ahead of everyone."""
+    try:
+        queues = app.get_blocks()._queue.event_queue_per_concurrency_id.values()
+        return sum(1 for q in queues for event in list(q.queue) if event.username == user)
+    except AttributeError:
+        return 0
+
+
 # Files that every page loads; they show nothing of anyone's data, so no database check.
 STATIC_PREFIXES = ("/assets/", "/static/", "/svelte/", "/favicon.ico")
 
@@ -125,9 +152,16 @@ class SignInRequired:
     """ASGI middleware: 401 for API routes without a session, and (with ``sessions``) every
     session checked against the database first (see the module's docstring)."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        sessions: Sessions | None = None,
+        queued_per_user: int = EVENTS_QUEUED_PER_USER,
+    ) -> None:
         self.app = app
         self.sessions = sessions
+        self.queued_per_user = queued_per_user
+        self._joining: Counter[str] = Counter()  # user -> requests joining the queue now
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -135,6 +169,21 @@ class SignInRequired:
             return
         if self.sessions is not None and not scope["path"].startswith(STATIC_PREFIXES):
             await self.sessions.check(scope)
+        user = session_user(scope) if scope["type"] == "http" and _queues_an_event(scope) else None
+        if user is not None:  # joining Gradio's queue: within the user's share
+            waiting = self._joining[user] + queued_events(scope.get("app"), user)
+            if waiting >= self.queued_per_user:
+                message = f"Busy: {user} already has {waiting} requests waiting; retry in a moment."
+                await http_body.answer(send, 429, message, [(b"retry-after", b"1")])
+                return
+            self._joining[user] += 1  # until its event is in the queue (the answer)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._joining[user] -= 1
+                if not self._joining[user]:
+                    del self._joining[user]
+            return
         if scope["type"] == "http" and needs_sign_in(scope["path"]) and not signed_in(scope):
             body = json.dumps({"error": "Not authenticated: sign in first."}).encode()
             await send(

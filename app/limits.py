@@ -29,3 +29,6 @@ SIGN_INS_WAITING = 16
 # One-line predictions (REST ``text``, the Try tab) one user may have waiting or running at once;
 # one more is refused as busy (429). Micro-batches take the users' requests in turns.
 LINES_PER_USER = 8
+# Events (UI actions, /gradio_api/call/... requests) one signed-in user may have waiting in
+# Gradio's queue at once; one more is refused as busy (429).
+EVENTS_QUEUED_PER_USER = 32

@@ -1,0 +1,50 @@
+"""Issue 27, row 5 on the Gradio side: one signed-in session's flood of
+``/gradio_api/call/predict`` is refused past ``EVENTS_QUEUED_PER_USER`` waiting events (429 with
+Retry-After) instead of filling Gradio's queue ahead of everyone; another user's call is
+answered meanwhile. Served on loopback as ``serve --multi-user`` runs it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from app import web
+from app.limits import EVENTS_QUEUED_PER_USER
+from tests.app.live import PASSWORDS, PROJECT, serving, team_context
+
+
+def test_one_sessions_flood_of_gradio_calls_is_refused_past_its_share(tmp_path):
+    ctx = team_context(tmp_path / "data")
+    with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
+
+        async def run() -> tuple[list[httpx.Response], str]:
+            limits = httpx.Limits(max_connections=250)
+            async with (
+                httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as vic,
+                httpx.AsyncClient(base_url=base, timeout=120) as dana,
+            ):
+                for client, name in ((vic, "vic"), (dana, "dana")):
+                    form = {"username": name, "password": PASSWORDS[name]}
+                    assert (await client.post("/login", data=form)).status_code == 200
+                body = {"data": [PROJECT, "where is my parcel", 1]}
+                flood = [
+                    asyncio.create_task(vic.post("/gradio_api/call/predict", json=body))
+                    for _ in range(200)
+                ]
+                await asyncio.sleep(0.5)
+                started = await dana.post("/gradio_api/call/predict", json=body)
+                answer = await dana.get(f"/gradio_api/call/predict/{started.json()['event_id']}")
+                return await asyncio.gather(*flood), answer.text
+
+        flood, dana = asyncio.run(run())
+    ctx.close()
+    codes = [r.status_code for r in flood]
+    assert set(codes) <= {200, 429}
+    assert codes.count(429) >= 20  # before: all 200 queued, ahead of dana
+    busy = next(r for r in flood if r.status_code == 429)
+    assert busy.headers["Retry-After"] == "1"
+    assert busy.json()["error"] == (
+        f"Busy: vic already has {EVENTS_QUEUED_PER_USER} requests waiting; retry in a moment."
+    )
+    assert "track_order" in dana
