@@ -33,9 +33,15 @@ def sign_in_auth(
     429 with ``Retry-After``, recorded in the security log."""
     from app.services.accounts import sign_in_held
 
+    def record(what: str, name: str, address: str) -> None:
+        try:
+            sign_in_held(ctx, what, name, address)
+        except Exception:  # the refusal stands; only its record is missing
+            logger.exception("could not record held sign-ins in the security log")
+
     def held(what: str, name: str, address: str) -> None:
         logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
-        asyncio.get_running_loop().run_in_executor(None, sign_in_held, ctx, what, name, address)
+        asyncio.get_running_loop().run_in_executor(None, record, what, name, address)
 
     def verify(name: str, password: str) -> bool:
         return check_login(ctx, name, password)
