@@ -288,8 +288,11 @@ def run_retrain(
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        base_metrics, _ = evaluation.score(base_factory, **options)
-        ref_metrics, _ = evaluation.score(ref_factory, **options)
+        # the frozen base (and an active version without a head) serve without one
+        base_metrics, _ = evaluation.score(base_factory, **options, fit_head=False)
+        ref_metrics, _ = evaluation.score(
+            ref_factory, **options, fit_head=ref_factory.head is not None
+        )
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)

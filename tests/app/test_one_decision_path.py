@@ -149,7 +149,8 @@ def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp
 
 def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32):
     """The head decides the label set, so anchors change the evidence, not the decision: the
-    recorded exact match is the live one with anchors on and off (one retrain for both)."""
+    recorded exact match is the live one with anchors on and off (one retrain for both); the
+    frozen base's, recorded beside it, is the frozen Predictor's (no head)."""
     ctx = fp32
     project = _multi(ctx)
     version = _retrain_and_activate(ctx, project)
@@ -162,6 +163,15 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
         live = predict_svc.predict(ctx, project, [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
         assert recorded["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
+    # the frozen base recorded beside it is the frozen Predictor's: no head, the k-NN decision at
+    # its calibrated threshold
+    project_svc.set_anchors(ctx, project, "1")  # as when the version was recorded
+    version_svc.activate(ctx, project, None)
+    frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
+    exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
+    assert recorded["base"]["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9)
+    live = eval_svc.live_evaluation(ctx, project, version_svc.BASE)
+    assert live["exact_match"] == pytest.approx(recorded["base"]["exact_match"], abs=1e-9)
 
 
 def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
