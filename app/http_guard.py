@@ -57,13 +57,14 @@ def _cookies(scope: Scope) -> SimpleCookie:
 
 
 def _session_tokens(scope: Scope) -> list[str]:
-    """The session tokens the request's cookies carry for the Gradio app serving it."""
+    """The session tokens the request's cookies carry for the Gradio app serving it (Gradio
+    sets the same token in two cookies: once)."""
     cookie_id = getattr(scope.get("app"), "cookie_id", None)
     if cookie_id is None:
         return []
     jar = _cookies(scope)
     found = (jar.get(f"access-token-{c}{cookie_id}") for c in ("", "unsecure-"))
-    return [morsel.value for morsel in found if morsel is not None]
+    return list(dict.fromkeys(morsel.value for morsel in found if morsel is not None))
 
 
 def signed_in(scope: Scope) -> bool:
