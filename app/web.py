@@ -20,7 +20,7 @@ from fastapi import FastAPI, HTTPException
 from app.auth import check_login, session_ok
 from app.context import AppContext
 from app.http_guard import Sessions
-from app.sign_in import SignInGate, SignInLimits, TooManyAttempts
+from app.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 
 logger = logging.getLogger(__name__)
 
@@ -30,18 +30,22 @@ def sign_in_auth(
 ) -> Callable[[str, str], Awaitable[bool]]:
     """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
     so the password check runs in a thread under the sign-in limits; a held-back attempt is a
-    429 with ``Retry-After``, recorded in the security log."""
-    from app.services.accounts import sign_in_held
+    429 with ``Retry-After``. Holds and successful sign-ins are recorded in the security log."""
+    from app.services import accounts
 
-    def record(what: str, name: str, address: str) -> None:
+    def record(write: Callable[..., None], *args: str) -> None:
         try:
-            sign_in_held(ctx, what, name, address)
-        except Exception:  # the refusal stands; only its record is missing
-            logger.exception("could not record held sign-ins in the security log")
+            write(ctx, *args)
+        except Exception:  # the answer stands; only its record is missing
+            logger.exception("could not write to the security log")
+
+    def later(write: Callable[..., None], *args: str) -> None:
+        """Write to the security log in a thread, not on the event loop."""
+        asyncio.get_running_loop().run_in_executor(None, record, write, *args)
 
     def held(what: str, name: str, address: str) -> None:
         logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
-        asyncio.get_running_loop().run_in_executor(None, record, what, name, address)
+        later(accounts.sign_in_held, what, name, address)
 
     def verify(name: str, password: str) -> bool:
         return check_login(ctx, name, password)
@@ -50,11 +54,14 @@ def sign_in_auth(
 
     async def auth(name: str, password: str) -> bool:
         try:
-            return await gate.sign_in(name, password)
+            ok = await gate.sign_in(name, password)
         except TooManyAttempts as exc:
             raise HTTPException(
                 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
             ) from exc
+        if ok:
+            later(accounts.signed_in, name, ADDRESS.get())
+        return ok
 
     auth.gate = gate  # type: ignore[attr-defined]  # for tests and benchmarks
     return auth

@@ -45,6 +45,12 @@ def sign_in_held(ctx: AppContext, what: str, name: str, address: str) -> None:
         record_event(s, "sign_in_held", name, address=address, detail=f"too many failures: {what}")
 
 
+def signed_in(ctx: AppContext, name: str, address: str) -> None:
+    """Record a successful sign-in and where it came from."""
+    with ctx.db.write() as s:
+        record_event(s, "signed_in", name, address=address)
+
+
 def security_log(ctx: AppContext, limit: int = 100) -> list[dict[str, Any]]:
     """The security log, newest first, as plain rows."""
     with ctx.db.session() as s:
