@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
+from app.project_settings import ProjectSettings
 from app.services.int8 import INT8_DIR, serves_int8
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -32,7 +33,6 @@ from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
 from core.evaluation.oos import (
-    DEFAULT_TARGET_RECALL,
     OUT_OF_SCOPE,
     Calibration,
     calibrate_predictor,
@@ -40,7 +40,7 @@ from core.evaluation.oos import (
 )
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.multilabel.knn_threshold import calibrate_knn_threshold
-from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts, check_weight
+from core.retrieval.anchors import anchor_texts
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor, TextEncoder
@@ -59,16 +59,15 @@ logger = logging.getLogger(__name__)
 RECALIBRATE_ALWAYS = 2000
 RECALIBRATE_SHARE = 0.01
 
-# The project setting (``Project.settings``) that picks the out-of-scope trade-off; null = off.
+# The stored names of the project's settings (:class:`app.project_settings.ProjectSettings`):
+# the out-of-scope trade-off (null = off) and the anchors' weight (0 = off).
 OOS_SETTING = "oos_target_recall"
-# The project setting with the anchors' weight (intent descriptions / names in the pool); 0 = off.
 ANCHOR_SETTING = "anchor_weight"
 
 
 def anchor_weight(settings: dict[str, object] | None) -> float:
     """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
-    value = (settings or {}).get(ANCHOR_SETTING, DEFAULT_ANCHOR_WEIGHT)
-    return check_weight(cast(float | None, value))
+    return ProjectSettings.from_dict(settings).anchor_weight
 
 
 def project_anchors(
@@ -90,16 +89,12 @@ CONTEXT_SETTING = "encode_context"
 
 def oos_target(settings: dict[str, object] | None) -> float | None:
     """The project's target in-scope recall (None: out-of-scope detection is off)."""
-    settings = settings or {}
-    if OOS_SETTING not in settings:
-        return DEFAULT_TARGET_RECALL
-    value = settings[OOS_SETTING]
-    return None if value is None else float(cast(float, value))
+    return ProjectSettings.from_dict(settings).oos_target_recall
 
 
 def encodes_context(settings: dict[str, object] | None) -> bool:
     """Whether the project encodes each utterance after its context (off by default)."""
-    return bool((settings or {}).get(CONTEXT_SETTING, False))
+    return ProjectSettings.from_dict(settings).encode_context
 
 
 _Row = TypeVar("_Row", UtteranceRow, SnapshotRow)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from app.project_settings import ProjectSettings
 from core.evaluation import EvalData
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def int8_passed(metrics: dict[str, Any] | None) -> bool:
 
 def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
     """The project's choice (on unless set to false)."""
-    return bool((settings or {}).get(INT8_SETTING, True))
+    return ProjectSettings.from_dict(settings).serve_int8
 
 
 def serves_int8(metrics: dict[str, Any] | None, settings: dict[str, Any] | None) -> bool:
