@@ -38,6 +38,12 @@ def _open(browser, url: str, width: int = 1440, height: int = 900):
     return context, page
 
 
+def _says_progress(page, words: str) -> None:
+    page.wait_for_function(
+        "(w) => document.querySelector('#queue-progress')?.innerText?.includes(w)", arg=words
+    )
+
+
 def _focus_on_card(page) -> bool:
     return bool(page.evaluate("() => document.activeElement?.id === 'queue-card'"))
 
@@ -178,8 +184,15 @@ def test_a_card_that_looks_out_of_scope_takes_suggestion_one_on_enter(banking77_
         assert nxt.text in weather and nxt.out_of_scope
         bot.press("o")
         now = a.stored(api)
-        assert now[card.text] == (card.suggestions[0], "train")
-        assert now[nxt.text] == ("out_of_scope", "train")
+        said = a.status(page)
+        assert now[card.text] == (card.suggestions[0], "train"), said
+        assert now[nxt.text] == ("out_of_scope", "train"), said
+        # give the session's project its weather questions back unlabelled: a later test asks
+        # the Try tab about the weather (a weather question labelled an intent would answer it)
+        bot.press("u")
+        bot.press("u")
+        now = a.stored(api)
+        assert now[card.text] == now[nxt.text] == a.UNLABELLED, a.status(page)
     finally:
         context.close()
 
@@ -199,13 +212,17 @@ def test_a_test_row_in_the_review_order_changes_only_on_the_same_key_twice(
         page.locator("#queue-order input").click()
         page.get_by_role("option", name="Likely mislabelled (review labelled)").click()
         page.locator("#queue-start").click()
-        page.wait_for_function(
-            "(t) => document.querySelector('#queue-card .queue-text')?.innerText === t",
-            arg=text,
-        )
-        assert "test row" in page.inner_text("#queue-card")
+        _says_progress(page, "flagged left to review")
         bot = Annotator(page)
         card = bot.card()
+        # labels the other tests gave (2 and 3 on purpose) may be flagged first: skip them
+        for _ in range(80):
+            if card.text == text:
+                break
+            page.keyboard.press("s")
+            card = bot.answered(card)
+        assert card.text == text, "the wrong test label was not flagged for review"
+        assert "test row" in page.inner_text("#queue-card")
         page.keyboard.press("1")
         again = bot.answered(card)
         assert again.text == text and "is a test utterance" in a.status(page)
