@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
-from app.project_settings import ProjectSettings
+from app.project_settings import anchor_weight, encodes_context, oos_target
 from app.services.int8 import INT8_DIR, serves_int8
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -59,16 +59,6 @@ logger = logging.getLogger(__name__)
 RECALIBRATE_ALWAYS = 2000
 RECALIBRATE_SHARE = 0.01
 
-# The stored names of the project's settings (:class:`app.project_settings.ProjectSettings`):
-# the out-of-scope trade-off (null = off) and the anchors' weight (0 = off).
-OOS_SETTING = "oos_target_recall"
-ANCHOR_SETTING = "anchor_weight"
-
-
-def anchor_weight(settings: dict[str, object] | None) -> float:
-    """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
-    return ProjectSettings.from_dict(settings).anchor_weight
-
 
 def project_anchors(
     s: Any, project_id: int, settings: dict[str, object] | None
@@ -81,20 +71,6 @@ def project_anchors(
     intents = intents_by_name(s, project_id)
     names = [n for n in intents if n != OUT_OF_SCOPE]
     return anchor_texts(names, {n: intents[n].description for n in names}), weight
-
-
-# The project setting (``Project.settings``): encode each utterance after its context; off by default.
-CONTEXT_SETTING = "encode_context"
-
-
-def oos_target(settings: dict[str, object] | None) -> float | None:
-    """The project's target in-scope recall (None: out-of-scope detection is off)."""
-    return ProjectSettings.from_dict(settings).oos_target_recall
-
-
-def encodes_context(settings: dict[str, object] | None) -> bool:
-    """Whether the project encodes each utterance after its context (off by default)."""
-    return ProjectSettings.from_dict(settings).encode_context
 
 
 _Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
@@ -394,33 +370,6 @@ class AppContext:
             target_recall=pool.target_recall,
         )
         predictor.thresholds = dict(pool.calibration.thresholds)
-
-    def calibrate_pool(
-        self,
-        factory: PredictorFactory,
-        texts: list[str],
-        labels: list[tuple[str, ...]],
-        out_of_scope: list[str],
-        *,
-        target: float | None,
-        multi_label: bool = False,
-    ) -> Calibration | None:
-        """Out-of-scope thresholds of a single-label pool (None when the project turned them
-        off, or is multi-label: its head decides "no intent" itself), as the live pool
-        calibrates them: ``factory``'s Predictor over the in-scope examples, scored out of fold."""
-        keep = [i for i, labs in enumerate(labels) if in_scope_labels(labs)]
-        if target is None or multi_label or not keep:
-            return None
-        encoder = cast(CachedEncoder, factory.encoder)
-        kept = [texts[i] for i in keep]
-        predictor = factory.replace(head=None, thresholds={}).build(
-            kept, [labels[i] for i in keep], vectors=self.cache.encode(encoder, kept)
-        )
-        return calibrate_predictor(
-            predictor,
-            out_of_scope=self.cache.encode(encoder, out_of_scope) if out_of_scope else None,
-            target_recall=target,
-        )
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at

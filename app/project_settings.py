@@ -65,3 +65,77 @@ class ProjectSettings:
     def to_dict(self) -> dict[str, Any]:
         """Every setting under its stored name."""
         return dataclasses.asdict(self)
+
+    def with_texts(self, changes: Mapping[str, str]) -> ProjectSettings:
+        """These settings with ``changes`` (setting name -> the value as typed: ``0.95``,
+        ``95%``, ``off``, ``on``...) applied, each by :func:`parse_setting`.
+
+        Example:
+            >>> ProjectSettings().with_texts({"oos_target_recall": "90%", "anchor_weight": "off"})
+            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True)
+
+        Raises:
+            ValueError: an unknown setting or a value it does not take (nothing is changed).
+        """
+        return dataclasses.replace(
+            self, **{name: parse_setting(name, text) for name, text in changes.items()}
+        )
+
+
+NAMES = tuple(f.name for f in dataclasses.fields(ProjectSettings))
+# The stored names of the settings the services set one by one.
+OOS_SETTING = "oos_target_recall"
+ANCHOR_SETTING = "anchor_weight"
+CONTEXT_SETTING = "encode_context"
+
+
+def oos_target(settings: Mapping[str, Any] | None) -> float | None:
+    """The project's target in-scope recall (None: out-of-scope detection is off)."""
+    return ProjectSettings.from_dict(settings).oos_target_recall
+
+
+def anchor_weight(settings: Mapping[str, Any] | None) -> float:
+    """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
+    return ProjectSettings.from_dict(settings).anchor_weight
+
+
+def encodes_context(settings: Mapping[str, Any] | None) -> bool:
+    """Whether the project encodes each utterance after its context (off by default)."""
+    return ProjectSettings.from_dict(settings).encode_context
+
+
+def parse_setting(name: str, text: str | float | bool | None) -> Any:
+    """A setting's value from what a person typed (a value of its own type passes through):
+    ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a number of
+    examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``.
+
+    Example:
+        >>> parse_setting("oos_target_recall", "95%"), parse_setting("encode_context", "on")
+        (0.95, True)
+    """
+    if name not in NAMES:
+        raise ValueError(f"Unknown setting {name!r}: use one of {', '.join(NAMES)}.")
+    if not isinstance(text, str):
+        return text
+    word = text.strip().lower()
+    if name == "oos_target_recall":
+        if word == "off":
+            return None
+        try:
+            number = float(word.rstrip("%"))
+        except ValueError:
+            raise ValueError(
+                f"The target in-scope recall is a number such as 0.95 (or 'off'), not {text!r}."
+            ) from None
+        return check_target_recall(number / 100 if number > 1 else number)
+    if name == "anchor_weight":
+        try:
+            weight = 0.0 if word == "off" else float(word)
+        except ValueError:
+            raise ValueError(
+                f"The anchor weight is a number of examples such as 1 (or 'off'), not {text!r}."
+            ) from None
+        return check_weight(weight)
+    if word not in ("on", "off"):
+        raise ValueError(f"{name} is 'on' or 'off', not {text!r}.")
+    return word == "on"

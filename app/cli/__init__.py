@@ -33,6 +33,7 @@ from app.cli.model import (
     cmd_oos,
     cmd_predict,
     cmd_report,
+    cmd_settings,
     cmd_train,
 )
 from app.cli.server import cmd_serve, cmd_worker
@@ -148,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
     )
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "settings",
+        help="show a project's settings, or change them: oos_target_recall, anchor_weight, "
+        "encode_context, serve_int8",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="e.g. oos_target_recall=0.95 (or off), anchor_weight=1 (or off), "
+        "encode_context=on, serve_int8=off; repeatable",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_settings)
 
     p = sub.add_parser(
         "oos", help="show or set a project's out-of-scope trade-off and its thresholds"

@@ -136,6 +136,29 @@ def cmd_anchors(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Show a project's settings, or with ``--set name=value`` (repeatable) change some of them
+    (every value is checked first: one bad value changes nothing)."""
+    from app.services import projects
+
+    ctx = context(args)
+    changes: dict[str, str] = {}
+    for pair in args.set or []:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
+        changes[name.strip()] = value
+    out = projects.set_settings(ctx, args.project, changes) if changes else None
+    values = (out or projects.settings(ctx, args.project)).to_dict()
+    if args.format == "json":
+        print(json.dumps(values, ensure_ascii=False))
+        return 0
+    for name, value in values.items():
+        shown = "off" if value is None or value is False else "on" if value is True else value
+        print(f"{name} = {shown}")
+    return 0
+
+
 def cmd_context(args: argparse.Namespace) -> int:
     """Show (or with ``--encode`` turn on or off) encoding utterances after their context."""
     from app.services import projects

@@ -16,18 +16,13 @@ import uuid
 from pathlib import Path
 from typing import Any, cast
 
-from app.context import (
-    ANCHOR_SETTING,
-    OOS_SETTING,
-    AppContext,
-    encodes_context,
-    oos_target,
-)
+from app.context import AppContext
+from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
 from app.services.versions import Version, resolve_factory
 from core.bundle import open_bundle, write_bundle
 from core.bundle.layout import LABEL_DIR
 from core.encoding.registry import Encoder
-from core.evaluation.oos import OUT_OF_SCOPE, in_scope_labels
+from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.multilabel.rule import is_multilabel
@@ -113,14 +108,13 @@ def export_bundle(
     # the out-of-scope thresholds travel: calibrated in this version's space with its anchors,
     # out of fold over the train pool, as the app does
     out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
-    calibration = ctx.calibrate_pool(
-        factory,  # its anchors, as the bundle predicts
-        texts,
-        labels,
-        out_of_scope,
-        target=oos_target(settings),
-        multi_label=is_multilabel(labels),
-    )
+    calibration = None
+    target = oos_target(settings)
+    if target is not None and not is_multilabel(labels):  # a head decides "no intent" itself
+        # the factory's Predictor: its anchors, as the bundle predicts
+        predictor = factory.replace(head=None, thresholds={}).build(texts, labels, vectors=vectors)
+        oos = ctx.cache.encode(encoder, out_of_scope) if out_of_scope else None
+        calibration = calibrate_predictor(predictor, out_of_scope=oos, target_recall=target)
     fields: dict[str, Any] = {
         "project": project,
         "model_version": row["id"],

@@ -7,17 +7,18 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from app.context import (
+from app.context import AppContext, project_anchors
+from app.formats import parse_csv
+from app.project_settings import (
     ANCHOR_SETTING,
     CONTEXT_SETTING,
     OOS_SETTING,
-    AppContext,
+    ProjectSettings,
     anchor_weight,
     encodes_context,
     oos_target,
-    project_anchors,
+    parse_setting,
 )
-from app.formats import parse_csv
 from app.services.io import import_utterances
 from core.evaluation.oos import check_target_recall
 from core.multilabel.rule import is_multilabel
@@ -135,19 +136,8 @@ def out_of_scope(ctx: AppContext, project: str) -> dict[str, Any]:
 def set_out_of_scope(ctx: AppContext, project: str, target: float | str | None) -> dict[str, Any]:
     """Set the target in-scope recall (0.5 to 1; ``None`` or ``"off"`` turns detection off) and
     return :func:`out_of_scope` after it. Nothing changes on a bad value."""
-    if isinstance(target, str):
-        text = target.strip().lower().rstrip("%")
-        if text == "off":
-            target = None
-        else:
-            try:
-                number = float(text)
-            except ValueError:
-                raise ValueError(
-                    f"The target in-scope recall is a number such as 0.95 (or 'off'), not {target!r}."
-                ) from None
-            target = number / 100 if number > 1 else number
-    value = None if target is None else check_target_recall(target)
+    value = parse_setting(OOS_SETTING, target)
+    value = None if value is None else check_target_recall(value)
     with ctx.db.session() as s:
         set_project_setting(s, get_project(s, project).id, OOS_SETTING, value)
     return out_of_scope(ctx, project)
@@ -172,14 +162,7 @@ def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
 def set_anchors(ctx: AppContext, project: str, weight: float | str | None) -> dict[str, Any]:
     """Set the anchors' weight (examples' worth in each prototype; ``0`` or ``"off"``: off) and
     return :func:`anchors` after it. Nothing changes on a bad value."""
-    if isinstance(weight, str):
-        text = weight.strip().lower()
-        try:
-            weight = 0.0 if text == "off" else float(text)
-        except ValueError:
-            raise ValueError(
-                f"The anchor weight is a number of examples such as 1 (or 'off'), not {weight!r}."
-            ) from None
+    weight = parse_setting(ANCHOR_SETTING, weight)
     value = anchor_weight({ANCHOR_SETTING: weight})
     with ctx.db.session() as s:
         set_project_setting(s, get_project(s, project).id, ANCHOR_SETTING, value)
@@ -210,11 +193,27 @@ def set_context_encoding(ctx: AppContext, project: str, on: bool | str) -> dict[
     """Turn context encoding on or off (``True``/``False`` or ``"on"``/``"off"``) and return
     :func:`context_encoding` after it. The pool re-encodes at its next use; a retrain tunes the
     encoder on what the project encodes then. Nothing changes on a bad value."""
-    if isinstance(on, str):
-        word = on.strip().lower()
-        if word not in ("on", "off"):
-            raise ValueError(f"Context encoding is 'on' or 'off', not {on!r}.")
-        on = word == "on"
+    on = parse_setting(CONTEXT_SETTING, on)
     with ctx.db.session() as s:
         set_project_setting(s, get_project(s, project).id, CONTEXT_SETTING, bool(on))
     return context_encoding(ctx, project)
+
+
+def settings(ctx: AppContext, project: str) -> ProjectSettings:
+    """The project's settings (:class:`app.project_settings.ProjectSettings`)."""
+    with ctx.db.session() as s:
+        return ProjectSettings.from_dict(get_project(s, project).settings)
+
+
+def set_settings(ctx: AppContext, project: str, changes: dict[str, str]) -> ProjectSettings:
+    """Set several settings at once (name -> value as typed, see
+    :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
+    checked before anything is written: one bad value changes nothing."""
+    with ctx.db.session() as s:
+        p = get_project(s, project)
+        before = ProjectSettings.from_dict(p.settings)
+        after = before.with_texts(changes)
+        for name, value in after.to_dict().items():
+            if name in changes:
+                set_project_setting(s, p.id, name, value)
+    return after

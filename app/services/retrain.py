@@ -20,7 +20,8 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from app.context import AppContext, as_encoded, encodes_context
+from app.context import AppContext, as_encoded
+from app.project_settings import encodes_context
 from app.services.evaluation import evaluate_version, gate
 from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from app.services.slots import training_data

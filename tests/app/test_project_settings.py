@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.context import anchor_weight, encodes_context, oos_target
-from app.project_settings import ProjectSettings
+from app.project_settings import ProjectSettings, anchor_weight, encodes_context, oos_target
 from app.services.int8 import serve_int8_setting
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT
@@ -46,3 +45,43 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
 def test_a_value_out_of_range_is_refused_with_its_rule(stored, match):
     with pytest.raises(ValueError, match=match):
         ProjectSettings.from_dict(stored)
+
+
+def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothing(tmp_path, capsys):
+    from app.cli import main
+
+    d = ["--data-dir", str(tmp_path / "data")]
+    src = tmp_path / "rows.csv"
+    src.write_text("text,label\nhello,greet\nbye,leave\n")
+    assert main([*d, "import", str(src), "--project", "p"]) == 0
+    capsys.readouterr()
+    assert main([*d, "settings", "--project", "p"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown == [
+        "oos_target_recall = 0.95",
+        "anchor_weight = 1.0",
+        "encode_context = off",
+        "serve_int8 = on",
+    ]
+    sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
+    assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
+    capsys.readouterr()
+    assert main([*d, "settings", "--project", "p", "--format", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out) == {
+        "oos_target_recall": 0.9,
+        "anchor_weight": 0.0,
+        "encode_context": True,
+        "serve_int8": True,
+    }
+    # one bad value among good ones: refused with its rule, nothing changed
+    bad = ["--set", "serve_int8=off", "--set", "oos_target_recall=0.2"]
+    assert main([*d, "settings", "--project", "p", *bad]) == 2
+    assert "between 0.5 and 1" in capsys.readouterr().err
+    assert main([*d, "settings", "--project", "p", "--set", "colour=blue"]) == 2
+    assert "Unknown setting 'colour'" in capsys.readouterr().err
+    assert main([*d, "settings", "--project", "p", "--set", "anchor_weight"]) == 2
+    assert "name=value" in capsys.readouterr().err
+    assert main([*d, "settings", "--project", "p", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["serve_int8"] is True
