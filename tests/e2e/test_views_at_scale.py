@@ -26,6 +26,7 @@ OBJECTS = [
     "password", "address", "account", "payment", "booking", "ticket", "voucher",
 ]  # fmt: skip
 PROJECT_300 = "intents300"
+PROJECT_FRESH = "banking77-untouched"
 TEMPLATES = [
     "I want to {a} my {o}",
     "how do I {a} the {o}",
@@ -68,16 +69,21 @@ DRAWN_300 = (
 )
 
 
-def _open_300(page, url: str) -> None:
-    """Open the server's page on the 300-intent project and its Map tab."""
+def _open(page, url: str, project: str) -> None:
+    """Open the server's page on ``project`` (picked as a person picks it)."""
     page.goto(url)
     picker = page.locator("#project input")
     picker.click()
-    picker.fill(PROJECT_300)
-    page.get_by_role("option", name=PROJECT_300).click()
+    picker.fill(project)
+    page.get_by_role("option", name=project, exact=True).click()
     page.wait_for_function(
-        "(p) => document.querySelector('#project-summary')?.innerText?.includes(p)", arg=PROJECT_300
+        "(p) => document.querySelector('#project-summary')?.innerText?.includes(p)", arg=project
     )
+
+
+def _open_300(page, url: str) -> None:
+    """Open the server's page on the 300-intent project and its Map tab."""
+    _open(page, url, PROJECT_300)
     page.get_by_role("tab", name="Map").click()
 
 
@@ -210,13 +216,32 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         ctx.close()
 
 
-def test_the_weather_falls_back_to_no_intent_in_banking77_and_says_why(banking77_server, page):
-    page.goto(banking77_server.url)
+@pytest.fixture(scope="module")
+def untouched_b77(banking77_server, tmp_path_factory):
+    """The same BANKING77 rows as a second project nobody has labelled yet: the session's
+    ``banking77`` has taken the earlier tests' labels and retrains, which move its out-of-scope
+    threshold, and this test is about what the imported project decides."""
+    from tests.conftest import SHARED_DATA
+    from tests.e2e.conftest import banking77_csv
+
+    src = banking77_csv(SHARED_DATA, tmp_path_factory.mktemp("b77fresh") / "b.csv")
+    subprocess.run(
+        [sys.executable, "-m", "app", "import", str(src), "--project", PROJECT_FRESH],
+        env={**os.environ, "INTENT_STUDIO_DATA_DIR": str(banking77_server.data_dir)},
+        check=True,
+        capture_output=True,
+    )
+    return banking77_server
+
+
+def test_the_weather_falls_back_to_no_intent_in_banking77_and_says_why(untouched_b77, page):
+    _open(page, untouched_b77.url, PROJECT_FRESH)
     page.get_by_role("tab", name="Try").click()
     page.locator("#try-text textarea").fill("what's the weather like in Paris tomorrow?")
     page.locator("#try-predict").click()
-    page.wait_for_function(
-        "() => document.querySelector('#try-explanation')?.innerText?.includes('out of scope')"
+    page.wait_for_function(  # the first answer embeds the new project's rows
+        "() => document.querySelector('#try-explanation')?.innerText?.includes('out of scope')",
+        timeout=240_000,
     )
     why = page.inner_text("#try-explanation")
     assert "No intent" in why and "threshold" in why
