@@ -25,7 +25,8 @@ import numpy as np
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
 from core.bundle.safety import BundleError, check_vectors, extract_zip, read_json, verify_files
 from core.bundle.weights import check_weights
-from core.retrieval.knn import NEAREST, KnnIndex
+from core.retrieval.factory import Anchors, PredictorFactory
+from core.retrieval.knn import NEAREST
 from core.retrieval.predictor import Predictor, TextEncoder
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES
 
@@ -246,15 +247,18 @@ def _load_encoder(contents: BundleContents, device: str | None) -> TextEncoder:
 
 
 class BundlePredictor(Predictor):
-    """The :class:`Predictor` of a loaded bundle, holding its extracted files (``manifest``,
-    ``root``) until :meth:`close` (or the end of a ``with`` block)."""
+    """The :class:`Predictor` of a loaded bundle (made by :meth:`of`), holding its extracted
+    files (``manifest``, ``root``) until :meth:`close` (or the end of a ``with`` block)."""
 
-    def __init__(self, contents: BundleContents, encoder: TextEncoder) -> None:
+    contents: BundleContents
+    manifest: dict[str, Any]
+    labels: list[str]  # the intents its examples carry, sorted
+
+    @classmethod
+    def of(cls, contents: BundleContents, encoder: TextEncoder) -> BundlePredictor:
+        """The bundle's predictor: its examples, rule, ``k``, thresholds, anchors and head, made
+        by the :class:`~core.retrieval.factory.PredictorFactory` the studio serves with."""
         manifest = contents.manifest
-        index = KnnIndex(contents.vectors.shape[1])
-        index.add(
-            list(range(len(contents.texts))), contents.vectors, contents.texts, contents.labels
-        )
         head = None
         if (contents.root / "head" / "head.json").is_file():  # multi-label MLP head
             from core.multilabel.head import HEAD_DIR, load_head
@@ -263,22 +267,27 @@ class BundlePredictor(Predictor):
                 head = load_head(contents.root / HEAD_DIR)
             except (ValueError, KeyError, FileNotFoundError) as exc:
                 raise BundleError(f"The bundle's multi-label head cannot be loaded: {exc}") from exc
-        super().__init__(
+        anchors = None
+        if contents.anchors is not None:
+            texts, vectors, weight = contents.anchors
+            anchors = Anchors(texts, weight, vectors)
+        factory = PredictorFactory(
             encoder,
-            index,
             k=int(manifest.get("k") or 1),
+            # a bundle written before the rule was recorded predicted by its nearest example
+            rule=str(manifest.get("rule") or NEAREST),
+            anchors=anchors,
             head=head,
             multi_label=bool(manifest.get("multi_label")),
             thresholds=manifest.get("thresholds") or {},
-            # a bundle written before the rule was recorded predicted by its nearest example
-            rule=str(manifest.get("rule") or NEAREST),
         )
-        if contents.anchors is not None:
-            texts, vectors, weight = contents.anchors
-            self.set_anchors(texts, weight, vectors=vectors)
-        self.contents = contents
-        self.manifest: dict[str, Any] = manifest
-        self.labels: list[str] = sorted({name for lab in contents.labels for name in lab})
+        predictor = factory.build(
+            contents.texts, contents.labels, vectors=contents.vectors, kind=cls
+        )
+        predictor.contents = contents
+        predictor.manifest = manifest
+        predictor.labels = sorted({name for lab in contents.labels for name in lab})
+        return predictor
 
     @property
     def root(self) -> Path:
@@ -334,7 +343,7 @@ def load(
                 f"Encoder dimension {encoder.dim} does not match the stored vectors "
                 f"({contents.vectors.shape[1]})."
             )
-        return BundlePredictor(contents, encoder)
+        return BundlePredictor.of(contents, encoder)
     except BaseException:
         contents.cleanup()
         raise

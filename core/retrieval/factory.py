@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
@@ -38,6 +38,8 @@ from core.retrieval.scope import in_scope_labels
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
+
+P = TypeVar("P", bound=Predictor)
 
 
 class VectorsOnly:
@@ -129,10 +131,14 @@ class PredictorFactory:
         vectors = np.asarray(by.encode(list(a.texts.values())), dtype=np.float32)
         return self.replace(anchors=Anchors(a.texts, a.weight, vectors))
 
-    def empty(self) -> Predictor:
-        """A Predictor with this factory's settings and anchors and no example yet (the live
-        pool adds and removes its examples as the labels change)."""
-        predictor = Predictor(
+    @overload
+    def empty(self) -> Predictor: ...
+    @overload
+    def empty(self, kind: type[P]) -> P: ...
+    def empty(self, kind: type[Predictor] = Predictor) -> Predictor:
+        """A Predictor (of class ``kind``) with this factory's settings and anchors and no
+        example yet (the live pool adds and removes its examples as the labels change)."""
+        predictor = kind(
             self.encoder,
             k=self.k,
             head=self.head,
@@ -146,6 +152,25 @@ class PredictorFactory:
             predictor.set_anchors(a.texts, a.weight, vectors=a.vectors)
         return predictor
 
+    @overload
+    def build(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str] | Sequence[Sequence[str]],
+        *,
+        vectors: np.ndarray | None = ...,
+        ids: Sequence[int] | None = ...,
+    ) -> Predictor: ...
+    @overload
+    def build(
+        self,
+        texts: Sequence[str],
+        labels: Sequence[str] | Sequence[Sequence[str]],
+        *,
+        vectors: np.ndarray | None = ...,
+        ids: Sequence[int] | None = ...,
+        kind: type[P],
+    ) -> P: ...
     def build(
         self,
         texts: Sequence[str],
@@ -153,13 +178,15 @@ class PredictorFactory:
         *,
         vectors: np.ndarray | None = None,
         ids: Sequence[int] | None = None,
+        kind: type[Predictor] = Predictor,
     ) -> Predictor:
-        """A Predictor over labelled examples (each labelled by an intent or a label set) (``texts`` as the encoder sees them, encoded now
-        unless ``vectors`` are given; ``ids``: their pool ids, default ``0..n-1``). The reserved
-        out-of-scope label is dropped and a row left with no intent stays out of the pool."""
+        """A Predictor (of class ``kind``) over labelled examples, each labelled by an intent or
+        a label set (``texts`` as the encoder sees them, encoded now unless ``vectors`` are
+        given; ``ids``: their pool ids, default ``0..n-1``). The reserved out-of-scope label is
+        dropped and a row left with no intent stays out of the pool."""
         if len(texts) != len(labels) or (vectors is not None and len(vectors) != len(texts)):
             raise ValueError("texts, labels and vectors differ in length.")
-        predictor = self.empty()
+        predictor = self.empty(kind)
         sets = [in_scope_labels((lab,) if isinstance(lab, str) else lab) for lab in labels]
         keep = [i for i, s in enumerate(sets) if s]
         if keep:
