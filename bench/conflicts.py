@@ -46,10 +46,12 @@ def run_once(
     vectors: np.ndarray, labels: list[str], share: float, seed: int, k: int
 ) -> dict[str, float]:
     from core.design import find_conflicts, label_issues
+    from core.retrieval.factory import PredictorFactory
 
     noisy, flipped = flip(labels, share, seed)
+    factory = PredictorFactory.for_vectors(vectors.shape[1], k=k)
     t = time.perf_counter()
-    report = find_conflicts(vectors, noisy, k=k, seed=seed)
+    report = find_conflicts(vectors, noisy, factory=factory, seed=seed)
     seconds = time.perf_counter() - t
     ranked = [x.row for x in report.label_issues]
     flagged = ranked[: 2 * len(flipped)]

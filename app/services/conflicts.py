@@ -153,8 +153,11 @@ def report(ctx: AppContext, project: str) -> tuple[ConflictReport | None, list[U
         return None, rows
     _, base = ctx.active_version(pid)
     vectors = ctx.cache.encode(ctx.base_encoder(base), [r.text for r in rows])
-    k = ctx.pool(pid).predictor.k
-    return find_conflicts(vectors, [r.labels for r in rows], k=k), rows
+    # the live pool's rule, k and anchors, in the base encoder's space the rows are read in
+    factory = ctx.predictor_factory(pid, ctx.base_encoder(base)).replace(
+        k=ctx.pool(pid).predictor.k
+    )
+    return find_conflicts(vectors, [r.labels for r in rows], factory=factory), rows
 
 
 def find(ctx: AppContext, project: str, kind: str | None = None) -> list[Conflict]:

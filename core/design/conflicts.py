@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from core.design.out_of_fold import CHUNK, OutOfFold, out_of_fold
+from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
 
 # A likely mislabel: the other folds give its intent less than this (calibrated) probability.
@@ -274,9 +275,9 @@ def find_conflicts(
     vectors: np.ndarray,
     labels: Sequence[str] | Sequence[Sequence[str]],
     *,
+    factory: PredictorFactory | None = None,
     folds: int = 5,
     seed: int = 0,
-    k: int = 1,
     duplicate_threshold: float = DUPLICATE_THRESHOLD,
 ) -> ConflictReport:
     """The three kinds of conflicts of a labelled set (see the module's docstring).
@@ -286,18 +287,18 @@ def find_conflicts(
         labels: each row's intent or label set (at least one intent per row).
         folds: out-of-fold splits (at most the number of rows).
         seed: the fold shuffle.
-        k: examples per intent that make its score.
+        factory: the project's :class:`~core.retrieval.factory.PredictorFactory` (its rule,
+            ``k`` and anchors score the rows out of fold; None: the defaults).
         duplicate_threshold: cosine from which two rows count as near-duplicates.
     """
     sets = _sets(labels)
-    oof = out_of_fold(vectors, sets, folds=min(folds, len(sets)), seed=seed, k=k)
+    oof = out_of_fold(vectors, sets, factory=factory, folds=min(folds, len(sets)), seed=seed)
     issues = label_issues(oof, sets)
     dups = near_duplicates(
         vectors, sets, threshold=duplicate_threshold, own_probability=_own_probability(oof, sets)
     )
-    return ConflictReport(
-        tuple(dups), tuple(issues), _overlaps_without(vectors, sets, oof, issues, seed), oof
-    )
+    overlaps = _overlaps_without(vectors, sets, oof, issues, factory, seed)
+    return ConflictReport(tuple(dups), tuple(issues), overlaps, oof)
 
 
 def _overlaps_without(
@@ -305,6 +306,7 @@ def _overlaps_without(
     sets: list[tuple[str, ...]],
     oof: OutOfFold,
     issues: Sequence[LabelIssue],
+    factory: PredictorFactory | None,
     seed: int = 0,
 ) -> tuple[IntentOverlap, ...]:
     """:func:`overlapping_intents` of the rows that are not likely mislabels (row positions
@@ -317,7 +319,14 @@ def _overlaps_without(
     folds = min(len(set(oof.folds.tolist())), len(keep))
     if folds < 2:
         return ()
-    sub = out_of_fold(vectors[keep], sub_sets, folds=folds, seed=seed, temperature=oof.temperature)
+    sub = out_of_fold(
+        vectors[keep],
+        sub_sets,
+        factory=factory,
+        folds=folds,
+        seed=seed,
+        temperature=oof.temperature,
+    )
     return tuple(
         replace(o, examples=tuple(replace(e, row=keep[e.row]) for e in o.examples))
         for o in overlapping_intents(vectors[keep], sub_sets, sub)

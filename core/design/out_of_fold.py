@@ -1,8 +1,7 @@
 """Out-of-fold intent scores: every labelled row scored against the rows of the *other* folds,
-by the live classifier's rule (:meth:`core.retrieval.knn.KnnIndex.classify`: by default the
-mean of its nearest example's similarity and its prototype's, the prototype made of the other
-folds' examples only; a multi-intent example votes for each of its intents), with the one fold
-splitter
+by a Predictor of the project's :class:`~core.retrieval.factory.PredictorFactory` over those
+folds (the live rule, ``k`` and anchors: :meth:`~core.retrieval.predictor.Predictor.score_matrix`;
+a multi-intent example votes for each of its intents), with the one fold splitter
 (:func:`core.evaluation.folds.fold_assignments`).
 
 A row is never scored against itself nor against the rows of its own fold, so the scores say how
@@ -24,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.evaluation.folds import fold_assignments
-from core.retrieval.knn import DEFAULT_RULE, NEAREST_PROTOTYPE, check_rule, combine, normalise
+from core.retrieval.factory import PredictorFactory
+from core.retrieval.knn import normalise
 
 UNSCORED = -1.0  # an intent with no example outside the row's fold
 CHUNK = 1024  # held-out rows compared at a time (bounds memory for large pools)
@@ -57,15 +57,6 @@ class OutOfFold:
 
 def _label_sets(labels: Sequence[str] | Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
     return [(x,) if isinstance(x, str) else tuple(sorted(x)) for x in labels]
-
-
-def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
-    if sims.shape[1] == 0:
-        return np.full(len(sims), UNSCORED, dtype=np.float32)
-    if k == 1 or sims.shape[1] == 1:
-        return sims.max(axis=1)
-    kk = min(k, sims.shape[1])
-    return np.sort(sims, axis=1)[:, -kk:].mean(axis=1)
 
 
 def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
@@ -104,23 +95,22 @@ def out_of_fold(
     vectors: np.ndarray,
     labels: Sequence[str] | Sequence[Sequence[str]],
     *,
+    factory: PredictorFactory | None = None,
     folds: int = 5,
     seed: int = 0,
-    k: int = 1,
     temperature: float | None = None,
-    rule: str = DEFAULT_RULE,
 ) -> OutOfFold:
     """Score every row against the other folds.
 
     Args:
         vectors: ``(n, d)`` vectors of the labelled rows.
         labels: each row's intent, or label set (every row needs at least one intent).
+        factory: makes the fold-wise pools (the project's rule, ``k`` and anchors; None: the
+            default rule, ``k`` 1, no anchors).
         folds: how many folds (rows of one fold are never compared with each other).
         seed: the fold shuffle.
-        k: examples per intent that make its score (the live pool's ``k``).
         temperature: of the softmax that turns scores into probabilities (None: calibrated on
             the rows' own intents by :func:`calibrate_temperature`).
-        rule: the live pool's decision rule (:data:`core.retrieval.knn.RULES`).
 
     Raises:
         ValueError: a row without an intent, mismatched lengths, or fewer rows than folds.
@@ -130,35 +120,28 @@ def out_of_fold(
         raise ValueError("vectors and labels differ in length.")
     if any(not s for s in sets):
         raise ValueError("Every row needs at least one intent to be scored out of fold.")
-    if k < 1:
-        raise ValueError("k must be at least 1.")
-    check_rule(rule)
+    data = normalise(np.asarray(vectors, dtype=np.float32))
+    if factory is None:
+        factory = PredictorFactory.for_vectors(data.shape[1])
     intents = tuple(sorted({name for s in sets for name in s}))
     col = {name: j for j, name in enumerate(intents)}
     member = np.zeros((len(sets), len(intents)), dtype=bool)
     for i, s in enumerate(sets):
         member[i, [col[name] for name in s]] = True
     assign = fold_assignments(sets, folds, seed=seed)
-    data = normalise(np.asarray(vectors, dtype=np.float32))
     scores = np.full((len(sets), len(intents)), UNSCORED, dtype=np.float32)
     for f in range(folds):
         held = np.flatnonzero(assign == f)
-        pool = np.flatnonzero(assign != f)
-        if len(held) == 0 or len(pool) == 0:
+        rest = np.flatnonzero(assign != f)
+        if len(held) == 0 or len(rest) == 0:
             continue
-        # per intent, the positions (within the pool) of its examples
-        columns = [np.flatnonzero(member[pool, j]) for j in range(len(intents))]
-        protos = None
-        if rule == NEAREST_PROTOTYPE:  # the other folds' prototypes (a zero row: no example)
-            protos = normalise(np.stack([data[pool[c]].sum(axis=0) for c in columns]))
+        pool = factory.build([""] * len(rest), [sets[i] for i in rest], vectors=data[rest])
         for start in range(0, len(held), CHUNK):
             rows = held[start : start + CHUNK]
-            sims = data[rows] @ data[pool].T
-            proto = data[rows] @ protos.T if protos is not None else None
-            for j, cols in enumerate(columns):
-                nearest = _top_k_mean(sims[:, cols], k)
-                if proto is not None and len(cols):
-                    nearest = combine(nearest, proto[:, j])
-                scores[rows, j] = nearest
+            names, m = pool.score_matrix(data[rows])
+            # an anchored intent no labelled row carries is not a column
+            for jj, name in enumerate(names):
+                if name in col:
+                    scores[rows, col[name]] = m[:, jj]
     t = calibrate_temperature(scores, member) if temperature is None else temperature
     return OutOfFold(intents, scores, softmax(scores, t), assign, t)

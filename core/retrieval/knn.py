@@ -274,6 +274,49 @@ class KnnIndex:
                 out.append(hits)
             return out
 
+    def score_matrix(
+        self, queries: np.ndarray, *, k: int = 1, rule: str = DEFAULT_RULE
+    ) -> tuple[list[str], np.ndarray]:
+        """Every intent's score for every query by ``rule``, as :meth:`classify` scores the
+        intents it ranks, over the whole pool (no search depth): the intents (those with
+        examples, then anchored ones without: their anchor alone) and the ``(queries,
+        intents)`` scores. For many queries against every intent at once (out-of-fold scores of
+        a whole labelled set); :meth:`classify` explains one question.
+
+        Example:
+            >>> idx = KnnIndex(dim=2)
+            >>> idx.add([1, 2], np.eye(2, dtype=np.float32), ["a", "b"], [("x",), ("y",)])
+            >>> names, m = idx.score_matrix(np.array([[1.0, 0.0]]))
+            >>> names, m.round(2).tolist()
+            (['x', 'y'], [[1.0, 0.0]])
+        """
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        check_rule(rule)
+        q = normalise(queries)
+        with self._lock:
+            ids, _, sets, vectors = self.examples()
+            counts = dict(self._counts)
+            cold = sorted(n for n in self.anchors() if counts.get(n, 0) == 0)
+            names = sorted(counts)
+            col, protos = self.prototypes() if (rule == NEAREST_PROTOTYPE and ids) else ({}, None)
+            anchor_sims = self._anchor_sims(q, {n: "" for n in cold})
+        examples: dict[str, list[int]] = {name: [] for name in names}
+        for i, labels in enumerate(sets):
+            for name in labels:
+                examples[name].append(i)
+        sims = q @ vectors.T
+        proto = q @ protos.T if protos is not None else None
+        out = np.empty((len(q), len(names) + len(cold)), dtype=np.float32)
+        for j, name in enumerate(names):
+            part = sims[:, examples[name]]
+            kk = min(k, part.shape[1])
+            nearest = part.max(axis=1) if kk == 1 else np.sort(part, axis=1)[:, -kk:].mean(axis=1)
+            out[:, j] = combine(nearest, proto[:, col[name]] if proto is not None else None)
+        for j, name in enumerate(cold, start=len(names)):
+            out[:, j] = anchor_sims[name]
+        return names + cold, out
+
     def classify(
         self,
         queries: np.ndarray,

@@ -274,6 +274,11 @@ class Predictor:
             rule=self.rule,
         )
 
+    def score_matrix(self, vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Every intent's score for every query vector by this predictor's ``k`` and rule
+        (:meth:`~core.retrieval.knn.KnnIndex.score_matrix`): a whole held-out fold at once."""
+        return self.index.score_matrix(np.asarray(vectors), k=self.k, rule=self.rule)
+
     def predict_vectors(
         self,
         texts: Sequence[str],

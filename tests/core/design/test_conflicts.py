@@ -104,3 +104,24 @@ def test_out_of_fold_never_scores_a_row_against_itself():
 def test_a_row_without_an_intent_is_refused():
     with pytest.raises(ValueError, match="Every row needs at least one intent"):
         out_of_fold(np.eye(3, dtype=np.float32), [("a",), (), ("b",)], folds=2)
+
+
+def test_out_of_fold_scores_are_the_fold_pools_predictions_with_the_projects_k_and_anchors():
+    """Each row's out-of-fold scores are what a Predictor of the project's factory, built on the
+    other folds, ranks for it: the rule, k and anchors the live pool uses."""
+    from core.retrieval.factory import Anchors, PredictorFactory
+
+    vectors, labels, centres = clusters(per_intent=6, spread=0.9)
+    anchors = Anchors({n: n for n in INTENTS}, 2.0, centres.astype(np.float32))
+    factory = PredictorFactory.for_vectors(vectors.shape[1], k=2, anchors=anchors)
+    oof = out_of_fold(vectors, labels, factory=factory, folds=3)
+    plain = out_of_fold(vectors, labels, folds=3)
+    assert not np.allclose(oof.scores, plain.scores)  # the anchors and k count
+    for f in range(3):
+        held = np.flatnonzero(oof.folds == f)
+        rest = np.flatnonzero(oof.folds != f)
+        pool = factory.build([""] * len(rest), [labels[i] for i in rest], vectors=vectors[rest])
+        for row, pred in zip(held, pool.rank(vectors[held], depth=500), strict=True):
+            assert oof.predicted[row] == pred.top
+            for s in pred.intents:
+                assert oof.scores[row, oof.column(s.intent)] == pytest.approx(s.score, abs=1e-5)

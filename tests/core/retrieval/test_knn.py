@@ -184,3 +184,28 @@ def test_a_question_that_is_a_labelled_example_gets_that_examples_intent():
     q = _unit(0.8, 0, 0.6)[None, :]  # b's stray example, nearer to a's centre than to b's
     top = idx.classify(q)[0].intents[0]
     assert top.intent == "b" and top.score == pytest.approx(1.0, abs=1e-5) and top.by_example
+
+
+@pytest.mark.parametrize(
+    ("rule", "k", "anchor_weight"),
+    [("nearest+prototype", 2, 1.0), ("nearest", 1, 0.0), ("nearest+prototype", 1, 0.0)],
+)
+def test_the_score_matrix_scores_every_intent_as_classify_does(rule, k, anchor_weight):
+    """The dense scores (a whole held-out fold at once) are classify's, intent by intent, with
+    anchors in the prototypes and a cold-start intent scored by its anchor alone."""
+    rng = np.random.default_rng(3)
+    dim, names = 16, ["a", "b", "c", "d"]
+    idx = KnnIndex(dim)
+    vectors = rng.normal(size=(40, dim)).astype(np.float32)
+    labels = [(names[i % 3],) if i % 7 else (names[i % 3], names[(i + 1) % 3]) for i in range(40)]
+    idx.add(list(range(40)), vectors, [str(i) for i in range(40)], labels)
+    anchor_vectors = rng.normal(size=(4, dim)).astype(np.float32)  # "d" has no example
+    idx.set_anchors(names, anchor_vectors, names, anchor_weight)
+    queries = rng.normal(size=(9, dim)).astype(np.float32)
+    got_names, matrix = idx.score_matrix(queries, k=k, rule=rule)
+    assert got_names == (["a", "b", "c", "d"] if anchor_weight else ["a", "b", "c"])
+    for qi, pred in enumerate(idx.classify(queries, k=k, rule=rule, depth=100)):
+        ranked = {s.intent: s.score for s in pred.intents}
+        assert set(ranked) == set(got_names)
+        for j, name in enumerate(got_names):
+            assert matrix[qi, j] == pytest.approx(ranked[name], abs=1e-5)
