@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(rows[-1]), flush=True)
         pool_vecs, u_vecs = enc.encode(sx, batch_size=256), enc.encode(ux, batch_size=256)
         for m in (int(v) for v in args.m.split(",")):
-            chosen = pseudo_labels(pool_vecs, sy, u_vecs, m)
+            chosen = pseudo_labels(vector_pool(pool_vecs, sy), u_vecs, m)
             px, py = [ux[j] for j, _ in chosen], [lab for _, lab in chosen]
             enc2, train_s = fit(sx + px, sy + py, seed)
             rows.append(

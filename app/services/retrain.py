@@ -30,7 +30,7 @@ from core.evaluation import EvalData
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import anchor_texts
-from core.retrieval.factory import PredictorFactory
+from core.retrieval.factory import PredictorFactory, vector_pool
 from core.slots import SlotData
 from core.training import (
     Eta,
@@ -144,9 +144,9 @@ def second_pass(
     train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
     encoder = first.encoder()
     single = [(t, y[0]) for t, y in zip(train.train_texts, train.train_labels, strict=True)]
+    pool = vector_pool(encoder.encode([t for t, _ in single]), [y for _, y in single])
     chosen = pseudo_labels(
-        encoder.encode([t for t, _ in single]),
-        [y for _, y in single],
+        pool,
         encoder.encode(unlabelled) if unlabelled else np.zeros((0, encoder.dim), np.float32),
         cfg.self_train,
     )

@@ -1,7 +1,7 @@
 """Self-training: pseudo-labels for unlabelled utterances, for a second training pass.
 
-After a first pass on the labelled pool, each unlabelled utterance is given the intent of its
-nearest labelled example (the pool rule), and per intent only the ``per_intent`` utterances with
+After a first pass on the labelled pool, each unlabelled utterance is given the intent the pool's
+:class:`~core.retrieval.predictor.Predictor` scores highest (the live rule), and per intent only the ``per_intent`` utterances with
 the largest margin over the runner-up intent are kept — class-balanced, so a frequent intent
 cannot drown the rest, and confident, so few pseudo-labels are wrong (97 % right on BANKING77).
 The second pass trains on labels plus pseudo-labels; the pseudo-labels never join the pool, so
@@ -10,46 +10,36 @@ measures what it buys (BANKING77 10-shot: +1.2 points for about 6× the training
 
 Example:
     >>> import numpy as np
-    >>> pool = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> from core.retrieval.factory import vector_pool
+    >>> pool = vector_pool(np.array([[1.0, 0.0], [0.0, 1.0]]), ["a", "b"])
     >>> unlabelled = np.array([[0.9, 0.1], [0.6, 0.5], [0.1, 0.9], [0.2, 0.8]])
-    >>> pseudo_labels(pool, ["a", "b"], unlabelled, per_intent=1)
+    >>> pseudo_labels(pool, unlabelled, per_intent=1)
     [(0, 'a'), (2, 'b')]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from core.retrieval.knn import normalise
+from core.retrieval.predictor import Predictor
 
 
 def pseudo_labels(
-    pool: np.ndarray, pool_labels: Sequence[str], unlabelled: np.ndarray, per_intent: int
+    pool: Predictor, unlabelled: np.ndarray, per_intent: int
 ) -> list[tuple[int, str]]:
     """``(position in unlabelled, intent)`` pairs: per intent, the ``per_intent`` unlabelled
-    utterances the pool rule gives that intent with the largest margin (ties: input order).
+    utterances the pool gives that intent with the largest margin (ties: input order).
 
     Args:
-        pool: ``(n, dim)`` vectors of the labelled examples.
-        pool_labels: each example's intent (single-label).
+        pool: the Predictor over the labelled examples (single-label), in the vectors' space.
         unlabelled: ``(m, dim)`` vectors of the utterances to pseudo-label.
         per_intent: how many to keep per intent (``0`` keeps none).
     """
     if per_intent < 0:
         raise ValueError("per_intent must be 0 or more.")
-    if len(pool) != len(pool_labels):
-        raise ValueError("pool and pool_labels differ in length.")
-    intents = sorted(set(pool_labels))
-    if per_intent == 0 or len(unlabelled) == 0 or len(intents) < 2:
+    if per_intent == 0 or len(unlabelled) == 0 or len(pool.index.intents) < 2:
         return []
-    labels = np.asarray(pool_labels)
-    sims = (
-        normalise(np.asarray(unlabelled, dtype=np.float32))
-        @ normalise(np.asarray(pool, dtype=np.float32)).T
-    )
-    best = np.stack([sims[:, labels == name].max(axis=1) for name in intents], axis=1)
+    intents, best = pool.score_matrix(np.asarray(unlabelled, dtype=np.float32))
     top = best.argmax(axis=1)
     ranked = np.sort(best, axis=1)
     margin = ranked[:, -1] - ranked[:, -2]
