@@ -42,6 +42,9 @@ PCA_DIMS = 50
 MIN_POINTS_NONLINEAR = 4
 # Below this many points t-SNE runs single-threaded (faster than contended OpenMP threads).
 SMALL_INPUT = 5000
+# From this many points UMAP finds neighbours approximately (its own rule), with kernels of their
+# own to compile.
+APPROXIMATE_FROM = 4096
 
 _warm_lock = threading.Lock()
 _warmed: set[str] = set()
@@ -187,12 +190,14 @@ def project(
 def warm_up(*, large: bool = True) -> float:
     """Compile UMAP's numba kernels on a tiny array; returns the seconds it took.
 
-    Below 4,096 points UMAP finds neighbours exactly; above, with random-projection trees and
-    nearest-neighbour descent, a second set of kernels. ``large=False`` compiles only the first
-    (enough for small projects and tests). Thread-safe; work already done is not repeated.
+    Below :data:`APPROXIMATE_FROM` points UMAP finds neighbours exactly; from there on, with
+    random-projection trees and nearest-neighbour descent, a second set of kernels that costs
+    about three times as long to compile (about 50 s of one core on a 2-core box).
+    ``large=False`` compiles only the first (enough for projects that small). Thread-safe; work
+    already done is not repeated.
 
     Args:
-        large: also compile the kernels used for 4,096 points and more.
+        large: also compile the kernels used for :data:`APPROXIMATE_FROM` points and more.
 
     Example:
         >>> seconds = warm_up()  # doctest: +SKIP
@@ -212,16 +217,16 @@ def warm_up(*, large: bool = True) -> float:
         return seconds
 
 
-def warm_up_in_background() -> threading.Thread:
+def warm_up_in_background(*, large: bool = True) -> threading.Thread:
     """Start :func:`warm_up` in a daemon thread (call at app start) and return the thread.
 
     Example:
-        >>> warm_up_in_background().join()  # doctest: +SKIP
+        >>> warm_up_in_background(large=False).join()  # doctest: +SKIP
     """
 
     def run() -> None:
         try:
-            warm_up()
+            warm_up(large=large)
         except Exception:  # the map will simply compile on first use
             logger.exception("UMAP warm-up failed")
 

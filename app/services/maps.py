@@ -36,14 +36,19 @@ from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
-from core.projection import DEFAULT_METHOD, PROJECTIONS, warm_up_in_background
+from core.projection import (
+    APPROXIMATE_FROM,
+    DEFAULT_METHOD,
+    PROJECTIONS,
+    warm_up_in_background,
+)
 from core.projection import project as project_points
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import Prediction
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
-from storage.projects import get_project, list_intents
-from storage.utterances import UtteranceRow, list_utterances
+from storage.projects import get_project, list_intents, list_projects
+from storage.utterances import UtteranceRow, count_utterances, list_utterances
 
 logger = logging.getLogger(__name__)
 
@@ -144,9 +149,19 @@ def store(ctx: AppContext) -> MapStore:
         return st
 
 
-def start_warm_up() -> threading.Thread:
-    """Compile UMAP in the background (call once at app start-up); returns the thread."""
-    return warm_up_in_background()
+def start_warm_up(ctx: AppContext) -> threading.Thread:
+    """Compile UMAP in the background (call once at app start-up); returns the thread. The
+    kernels of maps of :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled
+    only when a project has that many utterances (a larger map compiles them when first drawn):
+    they cost about 50 s of one core, which every start-up otherwise takes from labelling."""
+    return warm_up_in_background(large=draws_large_maps(ctx))
+
+
+def draws_large_maps(ctx: AppContext) -> bool:
+    """Whether a project's map has :data:`~core.projection.APPROXIMATE_FROM` points or more."""
+    with ctx.db.session() as s:
+        largest = max((count_utterances(s, p.id) for p in list_projects(s)), default=0)
+    return min(largest, MAX_POINTS) >= APPROXIMATE_FROM
 
 
 def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:

@@ -52,3 +52,21 @@ def test_compare_and_explain(ctx, demo):
     assert ex["margin"] == pytest.approx(ex["score"] - ex["runner_up_score"])
     with pytest.raises(ValueError, match="Unknown projection"):
         svc.get_map(ctx, demo, method="mds")
+
+
+def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_needs_them(
+    ctx, demo
+):
+    """A start-up compiles UMAP's kernels for maps of 4,096 points and more (about 50 s of a
+    core) only when a project is that large."""
+    from app.services.io import import_utterances
+    from core.projection import APPROXIMATE_FROM
+    from storage.utterances import NewUtterance
+
+    assert not svc.draws_large_maps(ctx)
+    rows = [NewUtterance(f"question number {i}", split="unlabelled") for i in range(4_000)]
+    import_utterances(ctx, "big", rows)
+    assert not svc.draws_large_maps(ctx)  # 4,000 rows: UMAP still finds neighbours exactly
+    more = APPROXIMATE_FROM - 4_000
+    import_utterances(ctx, "big", [NewUtterance(f"another one {i}") for i in range(more)])
+    assert svc.draws_large_maps(ctx)
