@@ -25,8 +25,8 @@ from huey.api import TaskWrapper
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
-from app.services.training import reap_dead
-from core.training import TrainConfig, TrainingCancelled, TrainProgress
+from app.services.training import RetrainSpec, reap_dead
+from core.training import TrainingCancelled, TrainProgress
 from storage import jobs
 
 logger = logging.getLogger(__name__)
@@ -170,12 +170,11 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
         return  # cancelled before it started, or taken by another worker
-    config = dict(job.config)
-    head_options = dict(config.pop("head", None) or {})
     reporter = JobReporter(ctx, job_id)
     try:
+        spec = RetrainSpec.from_job(job.config)
         version_id, message = run_retrain(
-            ctx, reporter, job_id, job.project_id, TrainConfig.from_dict(config), head_options
+            ctx, reporter, job_id, job.project_id, spec.encoder, spec.head
         )
         # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
         # first card (and a process that exits on success does not cut the encoding short)

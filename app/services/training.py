@@ -8,7 +8,10 @@ puts the queue's enqueue function on ``AppContext.enqueue``.
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.context import AppContext
@@ -19,9 +22,6 @@ from storage.jobs import JobView
 from storage.projects import ensure_writable, get_project
 from storage.slots import templates_by_intent
 from storage.utterances import list_utterances
-
-# A multi-label head's options, given beside the encoder's settings in a retrain config.
-HEAD_KEYS = ("threshold", "tune_thresholds")
 
 # The methods offered in the UI: a label, and the config that selects it.
 METHOD_CHOICES: dict[str, dict[str, Any]] = {
@@ -34,14 +34,32 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
 }
 
 
-def parse_settings(items: list[str]) -> dict[str, Any]:
-    """``["epochs=2", "lr=1e-4"]`` → ``{"epochs": 2, "lr": 0.0001}`` (values read as JSON when
-    they parse, else kept as text). TrainConfig validates names and ranges afterwards."""
+# Options of TrainConfig that only ``bench/`` can run: distillation needs a teacher's vectors of
+# every utterance, which the app never computes (``bench/distil.py`` does). Refused up front
+# rather than accepted and failed in the worker after minutes of training.
+BENCH_ONLY_PREFIX = "distil_"
+
+# One ``key=value`` per line or comma; a comma inside a value (``lora_targets=["query","value"]``)
+# stays in it: only a comma followed by the next ``key=`` separates.
+_SEPARATOR = re.compile(r"\n|,(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+
+
+def parse_settings(text: str | Sequence[str]) -> dict[str, Any]:
+    """``"epochs=2, lr=1e-4"`` (or ``["epochs=2", "lr=1e-4"]``) → ``{"epochs": 2, "lr": 0.0001}``:
+    values read as JSON when they parse, else kept as text. Names and ranges are checked by
+    :meth:`RetrainSpec.parse` afterwards.
+
+    >>> parse_settings('epochs=2, lora_targets=["query","value"]')
+    {'epochs': 2, 'lora_targets': ['query', 'value']}
+    """
+    items = _SEPARATOR.split(text) if isinstance(text, str) else list(text)
     config: dict[str, Any] = {}
     for item in items:
+        if not item.strip():
+            continue
         key, sep, value = item.strip().partition("=")
         if not key.strip() or not sep:
-            raise ValueError(f"Settings are KEY=VALUE, got {item!r}.")
+            raise ValueError(f"Settings are KEY=VALUE, got {item.strip()!r}.")
         try:
             config[key.strip()] = json.loads(value)  # numbers, true/false, null, lists
         except json.JSONDecodeError:
@@ -49,17 +67,61 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
     return config
 
 
-def split_head_options(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Take the head's options (``threshold``, ``tune_thresholds``) out of a retrain config and
-    validate them. Returns (the encoder's config, the head's options)."""
-    rest = {k: v for k, v in config.items() if k not in HEAD_KEYS}
-    theta = config.get("threshold", DEFAULT_THRESHOLD)
-    if isinstance(theta, bool) or not isinstance(theta, int | float):
-        raise ValueError(f"threshold must be a number in (0, 1), got {theta!r}.")
-    tune = config.get("tune_thresholds", False)
-    if not isinstance(tune, bool):
-        raise ValueError(f"tune_thresholds must be true or false, got {tune!r}.")
-    return rest, {"threshold": validate_threshold(float(theta)), "tune": tune}
+@dataclass(frozen=True)
+class RetrainSpec:
+    """A retrain request, parsed and validated in one place: the encoder's :class:`TrainConfig`
+    and the multi-label head's options. The Train tab's settings box, the CLI's ``--set``, the
+    REST body (all through :meth:`parse`) and the worker (:meth:`from_job`) read it here.
+
+    >>> spec = RetrainSpec.parse({"method": "fast", "epochs": 1, "threshold": 0.4})
+    >>> spec.encoder.epochs, spec.head
+    (1, {'threshold': 0.4, 'tune': False})
+    >>> RetrainSpec.from_job(spec.to_job()) == spec
+    True
+    """
+
+    encoder: TrainConfig
+    threshold: float = DEFAULT_THRESHOLD
+    tune_thresholds: bool = False
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any] | None) -> RetrainSpec:
+        """Validate a request's settings; ``ValueError`` says what is wrong, in the user's words."""
+        config = dict(config or {})
+        bench_only = sorted(k for k in config if k.startswith(BENCH_ONLY_PREFIX))
+        if bench_only:
+            raise ValueError(
+                f"{', '.join(bench_only)}: distillation is a bench experiment (bench/distil.py), "
+                "not a retrain option: it needs a teacher encoder's vectors the app does not "
+                "compute."
+            )
+        theta = config.pop("threshold", DEFAULT_THRESHOLD)
+        if isinstance(theta, bool) or not isinstance(theta, int | float):
+            raise ValueError(f"threshold must be a number in (0, 1), got {theta!r}.")
+        tune = config.pop("tune_thresholds", False)
+        if not isinstance(tune, bool):
+            raise ValueError(f"tune_thresholds must be true or false, got {tune!r}.")
+        return cls(TrainConfig.from_dict(config), validate_threshold(float(theta)), tune)
+
+    @property
+    def head(self) -> dict[str, Any]:
+        """The head's options as the retrain (and the version's record) take them."""
+        return {"threshold": self.threshold, "tune": self.tune_thresholds}
+
+    def to_job(self) -> dict[str, Any]:
+        """What a job stores: the encoder's settings, with the head's under ``"head"``."""
+        return {**self.encoder.to_dict(), "head": self.head}
+
+    @classmethod
+    def from_job(cls, stored: Mapping[str, Any]) -> RetrainSpec:
+        """The spec a job stored with :meth:`to_job` (a job without ``"head"`` has the default)."""
+        config = dict(stored)
+        head = dict(config.pop("head", None) or {})
+        return cls(
+            TrainConfig.from_dict(config),
+            float(head.get("threshold", DEFAULT_THRESHOLD)),
+            bool(head.get("tune", False)),
+        )
 
 
 def request_retrain(
@@ -73,8 +135,8 @@ def request_retrain(
     """Validate and queue a retrain. Returns (job, created): a second request while one is queued
     or running returns that job instead of queueing another. ``enqueue=False`` only records the
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
-    encoder_config, head_options = split_head_options(dict(config or {}))
-    cfg = TrainConfig.from_dict(encoder_config)  # raises ValueError for out-of-range settings
+    spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
+    cfg = spec.encoder
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
     with ctx.db.write() as s:
@@ -96,9 +158,7 @@ def request_retrain(
                 "templates in the Data tab (Slots and templates), or import Rasa YAML with "
                 "entity annotations."
             )
-        view, created = jobs.create_job(
-            s, p.id, {**cfg.to_dict(), "head": head_options}, user_id=user_id
-        )
+        view, created = jobs.create_job(s, p.id, spec.to_job(), user_id=user_id)
     if enqueue and created:
         assert ctx.enqueue is not None
         try:

@@ -134,6 +134,37 @@ def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
     }
     with pytest.raises(ValueError, match="KEY=VALUE"):
         svc.parse_settings(["epochs"])
+    # the Train tab's box: commas separate settings, but not inside a value
+    assert svc.parse_settings('epochs=1,\nlora_targets=["query", "value"], seed=3') == {
+        "epochs": 1,
+        "lora_targets": ["query", "value"],
+        "seed": 3,
+    }
+    with pytest.raises(ValueError, match="KEY=VALUE, got 'oops'"):
+        svc.parse_settings("oops, epochs=1")
+    with pytest.raises(ValueError, match="epochs must be an integer, got '1, oops'"):
+        svc.RetrainSpec.parse(svc.parse_settings("epochs=1, oops"))
+
+
+def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> None:
+    """Distillation needs a teacher's vectors the app never computes: it was accepted, trained
+    for minutes, then failed in the worker. It is refused with the request now."""
+    make_tiny(ctx)
+    with pytest.raises(ValueError, match="distil_weight: distillation is a bench experiment"):
+        svc.request_retrain(ctx, "tiny", {**QUICK, "distil_weight": 1.0}, enqueue=False)
+    with pytest.raises(ValueError, match="threshold must be a number"):
+        svc.request_retrain(ctx, "tiny", {**QUICK, "threshold": "high"}, enqueue=False)
+    assert job_count(ctx) == 0
+
+
+def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
+    make_tiny(ctx)
+    settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35, "tune_thresholds": True}
+    view, _ = svc.request_retrain(ctx, "tiny", settings, enqueue=False)
+    stored = svc.RetrainSpec.from_job(svc.job(ctx, view.id).config)
+    assert stored == svc.RetrainSpec.parse(settings)
+    assert stored.encoder.lora_targets == ("query",)
+    assert stored.head == {"threshold": 0.35, "tune": True}
 
 
 def test_a_second_click_returns_the_same_job(ctx) -> None:

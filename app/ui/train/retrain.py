@@ -4,7 +4,6 @@ the training log. Callbacks are plain functions of the app context and the input
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +58,7 @@ def start(ctx: AppContext, proj: str | None, meth: str, extra: str, who: str) ->
         return problem("Pick a project first."), None, gr.update(active=False)
 
     def go() -> tuple[JobView, bool]:
-        items = [x for x in re.split(r"[,\n]", extra or "") if x.strip()]
-        config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(items)}
+        config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(extra or "")}
         return train_svc.request_retrain(ctx, proj, config)
 
     res, err = attempt(go)
