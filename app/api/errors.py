@@ -1,6 +1,7 @@
 """Every failure of a REST call as ``{"error": "user message"}`` with its status: 400 bad input,
 401 no or bad token, 403 role, 404 unknown project/version/job, 409 someone else's change or a
-read-only project, 422 a body that does not fit the schema, 429 busy (with ``Retry-After``).
+read-only project, 422 a body that does not fit the schema, 429 busy (with ``Retry-After``),
+503 the training queue is down (with the failed job's ``job_id``).
 Never a traceback or SQL: anything unexpected is logged and answered 500 with a plain sentence."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.exceptions import HTTPException
 
 from app.admission import BusyError
 from app.services.predict import error_message
+from app.services.training import QueueUnavailable
 from storage.errors import BusyError as DatabaseBusy
 from storage.errors import ConflictError, NotFoundError, ReadOnlyError
 
@@ -22,6 +24,7 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 1
 # Most specific first: the first class an exception is an instance of decides its status.
 STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (QueueUnavailable, 503),  # says why, with the (failed) job's id
     (NotFoundError, 404),
     (ConflictError, 409),
     (ReadOnlyError, 409),  # a bundle opened as a read-only project (roles are checked before)
@@ -45,7 +48,10 @@ def error_response(exc: BaseException) -> JSONResponse:
         logger.error("REST API call failed", exc_info=exc)
         return JSONResponse({"error": "Internal error: see the server log."}, status_code=500)
     headers = {"Retry-After": str(RETRY_AFTER_S)} if code == 429 else None
-    return JSONResponse({"error": error_message(exc)}, status_code=code, headers=headers)
+    body: dict[str, object] = {"error": error_message(exc)}
+    if isinstance(exc, QueueUnavailable):
+        body["job_id"] = exc.job_id
+    return JSONResponse(body, status_code=code, headers=headers)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -73,5 +79,5 @@ def install(api: FastAPI) -> None:
 
     api.add_exception_handler(HTTPException, http_error)
     api.add_exception_handler(RequestValidationError, invalid)
-    for cls in (ValueError, KeyError, PermissionError, BusyError, Exception):
+    for cls in (ValueError, KeyError, PermissionError, BusyError, QueueUnavailable, Exception):
         api.add_exception_handler(cls, service_error)

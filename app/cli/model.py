@@ -30,9 +30,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     ctx = context(args)
     if args.queue:
         ctx.enqueue = worker.queue_for(ctx.settings)
-    view, created = training.request_retrain(
-        ctx, args.project, _parse_config(args), enqueue=args.queue
-    )
+    try:
+        view, created = training.request_retrain(
+            ctx, args.project, _parse_config(args), enqueue=args.queue
+        )
+    except training.QueueUnavailable as exc:
+        raise CliError(str(exc)) from exc
     if not created:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
     runner = None

@@ -164,10 +164,20 @@ def request_retrain(
         try:
             ctx.enqueue(view.id)
         except Exception as exc:
+            reason = f"could not queue the job: {type(exc).__name__}: {exc}"
             with ctx.db.write() as s:
-                jobs.finish_job(s, view.id, "failed", f"could not queue the job: {exc}")
-            raise
+                jobs.finish_job(s, view.id, "failed", reason)
+            raise QueueUnavailable(view.id, reason) from exc
     return view, created
+
+
+class QueueUnavailable(RuntimeError):
+    """The training queue (Redis) refused a job: the job is stored as failed with the reason, so
+    the next request queues a new one. The REST API answers 503 with the reason and the job id."""
+
+    def __init__(self, job_id: int, reason: str) -> None:
+        super().__init__(f"Job #{job_id} failed: {reason}. Try again when the queue is back.")
+        self.job_id = job_id
 
 
 def cancel(ctx: AppContext, job_id: int) -> JobView:

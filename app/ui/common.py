@@ -10,14 +10,21 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.admission import BusyError
+from app.services.training import QueueUnavailable
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Errors that are the user's to fix (or to retry, when busy); anything else is a bug and is logged
-# with its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, PermissionError, BusyError)
+# Errors that are the user's to fix (or to retry, when busy or the queue is down); anything else
+# is a bug and is logged with its traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    KeyError,
+    PermissionError,
+    BusyError,
+    QueueUnavailable,
+)
 
 
 def toast(message: str, *, error: bool = False) -> None:

@@ -103,6 +103,32 @@ def test_train_queues_a_job_that_can_be_followed(client):
     assert bad.status_code == 400 and "epochs" in bad.json()["error"]
 
 
+def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
+    """Redis down: the job is stored as failed with the real reason, and the answer says so (it
+    was a bare 500 "Internal error"); once the queue is back, the next request queues anew."""
+    import dataclasses
+    import socket
+
+    from app import worker
+
+    with socket.socket() as probe:  # a port nothing listens on: Redis is down
+        probe.bind(("127.0.0.1", 0))
+        down = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    working = ctx.enqueue
+    ctx.enqueue = worker.queue_for(dataclasses.replace(ctx.settings, queue_url=down))
+    r = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
+    assert r.status_code == 503, r.text
+    job_id = r.json()["job_id"]
+    assert r.json()["error"].startswith(f"Job #{job_id} failed: could not queue the job: ")
+    assert "Connection" in r.json()["error"] and "Traceback" not in r.text
+    stored = client.get(f"/api/v1/jobs/{job_id}").json()
+    assert stored["status"] == "failed" and stored["message"] in r.json()["error"]
+
+    ctx.enqueue = working
+    again = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
+    assert again.status_code == 202 and again.json()["job"]["id"] != job_id
+
+
 def test_roles_by_token_viewer_predicts_but_may_not_label_or_train(team):
     client, tokens = team
     vic = bearer(tokens["vic"])
