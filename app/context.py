@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
@@ -128,6 +128,16 @@ class ProjectPool:
         return self.predictor.index
 
 
+class JobQueue(Protocol):
+    """The training queue as the request side sees it (:func:`app.worker.queue_for`)."""
+
+    def __call__(self, job_id: int) -> None:
+        """Queue a job id for a worker."""
+
+    def pending(self) -> set[int]:
+        """The job ids whose message the queue holds, not yet taken by a worker."""
+
+
 class AppContext:
     def __init__(
         self, settings: Settings, *, database: Database | None = None, limits: Limits | None = None
@@ -146,7 +156,7 @@ class AppContext:
         self._int8: dict[str, OnnxEncoder | None] = {}
         self._lock = threading.Lock()
         # Queues a training job id; set by the entry point that runs a queue (see app.worker).
-        self.enqueue: Callable[[int], None] | None = None
+        self.enqueue: JobQueue | None = None
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)

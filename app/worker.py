@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
@@ -56,14 +55,27 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
     return huey, huey.task(name=TASK_NAME)(train_job)
 
 
-def queue_for(settings: Settings) -> Callable[[int], None]:
-    """The enqueue function an entry point gives to ``AppContext.enqueue``."""
-    _, task = make_queue(settings)
+class HueyQueue:
+    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.context.JobQueue`):
+    calling it queues a job id; :meth:`pending` says which ids the queue still holds."""
 
-    def enqueue(job_id: int) -> None:
-        task(job_id)
+    def __init__(self, settings: Settings) -> None:
+        self._huey, self._task = make_queue(settings)
 
-    return enqueue
+    def __call__(self, job_id: int) -> None:
+        self._task(job_id)
+
+    def pending(self) -> set[int]:
+        return {
+            int(task.args[0])
+            for task in self._huey.pending()
+            if task.name == TASK_NAME and task.args and isinstance(task.args[0], int)
+        }
+
+
+def queue_for(settings: Settings) -> HueyQueue:
+    """The training queue of these settings, as ``AppContext.enqueue`` takes it."""
+    return HueyQueue(settings)
 
 
 _worker_ctx: AppContext | None = None

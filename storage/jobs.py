@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -273,6 +273,40 @@ def reap_dead_jobs(
         if stale or (alive is not None and not alive(job.worker_pid)):
             job.status = "failed"
             job.message = "the training worker stopped unexpectedly; the active model is unchanged"
+            job.finished_at = utcnow()
+            n += 1
+    return n
+
+
+def has_queued_jobs(s: Session, *, older_than: float) -> bool:
+    """Whether any job has waited in the queue for more than ``older_than`` seconds."""
+    cutoff = utcnow() - timedelta(seconds=older_than)
+    return (
+        s.scalar(
+            select(TrainingJob.id)
+            .where(TrainingJob.status == "queued", TrainingJob.created_at < cutoff)
+            .limit(1)
+        )
+        is not None
+    )
+
+
+def reap_lost_jobs(s: Session, pending: Collection[int], *, older_than: float) -> int:
+    """Fail the queued jobs older than ``older_than`` seconds whose message the queue no longer
+    holds (``pending``: the job ids it does hold), e.g. Redis restarted without persistence: no
+    worker will ever start them, and they would block the project's next retrain. Returns how
+    many."""
+    cutoff = utcnow() - timedelta(seconds=older_than)
+    n = 0
+    for job in s.scalars(
+        select(TrainingJob).where(TrainingJob.status == "queued", TrainingJob.created_at < cutoff)
+    ):
+        if job.id not in pending:
+            job.status = "failed"
+            job.message = (
+                "the training queue lost this job (restarted without its data?); nothing was "
+                "trained: retrain again"
+            )
             job.finished_at = utcnow()
             n += 1
     return n

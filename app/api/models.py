@@ -183,3 +183,6 @@ class TrainOut(BaseModel):
 
 class ErrorOut(BaseModel):
     error: str
+    job_id: int | None = Field(
+        None, description="with 503: the training job that could not be queued (stored as failed)"
+    )

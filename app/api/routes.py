@@ -8,6 +8,7 @@
 | ``GET /projects/{project}/intents`` | viewer |
 | ``PUT /projects/{project}/intents/{intent}`` | designer |
 | ``GET /jobs/{job_id}`` | viewer |
+| ``POST /jobs/{job_id}/cancel`` | designer |
 | ``POST /projects/{project}/label`` | designer |
 | ``POST /projects/{project}/train`` | designer |
 """
@@ -43,6 +44,7 @@ router = APIRouter(
             409: "changed by someone else meanwhile, or a read-only project",
             422: "the body does not fit the schema",
             429: "busy: retry after `Retry-After` seconds",
+            503: "the training queue is down (the answer names the failed job)",
         }.items()
     },
 )
@@ -186,3 +188,13 @@ def train(project: str, body: models.TrainIn, request: Request, who: Designer) -
 )
 def job(job_id: int, request: Request, who: Viewer) -> Any:
     return _job(training_svc.job(context(request), job_id))
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=models.Job,
+    summary="Cancel a training job: a queued one at once, a running one within seconds",
+)
+def cancel_job(job_id: int, request: Request, who: Designer) -> Any:
+    with acting_as(who):
+        return _job(training_svc.cancel(context(request), job_id))

@@ -8,6 +8,7 @@ puts the queue's enqueue function on ``AppContext.enqueue``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,8 @@ from storage.jobs import JobView
 from storage.projects import ensure_writable, get_project
 from storage.slots import templates_by_intent
 from storage.utterances import list_utterances
+
+logger = logging.getLogger(__name__)
 
 # The methods offered in the UI: a label, and the config that selects it.
 METHOD_CHOICES: dict[str, dict[str, Any]] = {
@@ -137,6 +140,7 @@ def request_retrain(
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     cfg = spec.encoder
+    reap_dead(ctx)  # a job nothing will finish must not stand in for this one
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
     with ctx.db.write() as s:
@@ -186,12 +190,27 @@ def cancel(ctx: AppContext, job_id: int) -> JobView:
         return jobs.request_cancel(s, job_id)
 
 
+# A queued job whose message the queue has not held for this long is lost (a worker takes a
+# message and claims its job within milliseconds; the margin covers clocks and slow databases).
+LOST_AFTER_SECONDS = 60.0
+
+
 def reap_dead(ctx: AppContext) -> int:
-    """Fail the running jobs whose worker is gone: silent past ``settings.job_timeout``, or (when
-    every worker runs on this host) whose pid is gone. Looking at a job is what notices."""
+    """Fail the jobs nothing will finish: running ones whose worker is gone (silent past
+    ``settings.job_timeout``, or, when every worker runs on this host, whose pid is gone), and
+    queued ones whose queue message is gone. Looking at a job, or asking for a retrain, is what
+    notices."""
     alive = jobs.pid_alive if ctx.settings.local_workers else None
     with ctx.db.session() as s:
-        return jobs.reap_dead_jobs(s, alive=alive, dead_after=ctx.settings.job_timeout)
+        n = jobs.reap_dead_jobs(s, alive=alive, dead_after=ctx.settings.job_timeout)
+        if ctx.enqueue is not None and jobs.has_queued_jobs(s, older_than=LOST_AFTER_SECONDS):
+            try:
+                pending = ctx.enqueue.pending()
+            except Exception:  # the queue is down: its messages may come back with it
+                logger.warning("could not read the training queue", exc_info=True)
+                return n
+            n += jobs.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
+        return n
 
 
 def job(ctx: AppContext, job_id: int) -> JobView:

@@ -395,3 +395,27 @@ def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> 
     with pytest.raises(RuntimeError, match="no training queue"):
         svc.request_retrain(ctx, "tiny", QUICK)
     assert svc.latest_job(ctx, "tiny") is None
+
+
+def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
+    ctx, monkeypatch
+) -> None:
+    """Redis restarted without persistence: the job stayed `queued` forever and every new
+    retrain returned it. Once it has waited past the grace period without a message in the
+    queue, looking at it (or asking for a retrain) fails it with the reason."""
+    make_tiny(ctx)
+    view, created = svc.request_retrain(ctx, "tiny", QUICK)
+    assert created and ctx.enqueue is not None and ctx.enqueue.pending() == {view.id}
+    huey, _ = worker.make_queue(ctx.settings)  # the same queue, seen from outside
+    huey.flush()  # its messages are gone, as after a restart without its data
+    assert ctx.enqueue.pending() == set()
+
+    assert svc.job(ctx, view.id).status == "queued"  # within the grace period: left alone
+    monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)
+    lost = svc.job(ctx, view.id)
+    assert lost.status == "failed" and "queue lost this job" in lost.message
+
+    again, created = svc.request_retrain(ctx, "tiny", QUICK)
+    assert created and again.id != view.id
+    assert svc.job(ctx, again.id).status == "queued"  # its message is there: not lost
+    assert svc.cancel(ctx, again.id).status == "cancelled"

@@ -102,6 +102,13 @@ def test_train_queues_a_job_that_can_be_followed(client):
     bad = client.post(f"{DEMO}/train", json={"settings": {"epochs": -3}})
     assert bad.status_code == 400 and "epochs" in bad.json()["error"]
 
+    cancelled = client.post(f"/api/v1/jobs/{job['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert client.get(f"/api/v1/jobs/{job['id']}").json()["status"] == "cancelled"
+    assert client.post("/api/v1/jobs/999/cancel").status_code == 404
+    fresh = client.post(f"{DEMO}/train", json={})  # the project is free for a new retrain
+    assert fresh.status_code == 202 and fresh.json()["job"]["id"] != job["id"]
+
 
 def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     """Redis down: the job is stored as failed with the real reason, and the answer says so (it
@@ -141,6 +148,7 @@ def test_roles_by_token_viewer_predicts_but_may_not_label_or_train(team):
         "error": "vic is a viewer: this change needs the designer role. Nothing was changed."
     }
     assert client.post(f"{DEMO}/train", json={}, headers=vic).status_code == 403
+    assert client.post("/api/v1/jobs/1/cancel", headers=vic).status_code == 403
     listed = client.get(f"{DEMO}/utterances", params={"search": "api test"}, headers=vic).json()
     assert listed == {"utterances": []}  # nothing was written
 
