@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 TASK_NAME = "train_job"
 HEARTBEAT_SECONDS = 5.0
+# How often a worker sweeps the artifact store for crashed writes (it removes only old ones).
+SWEEP_SECONDS = 600.0
 # Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
 ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
@@ -238,7 +240,7 @@ def run_worker(settings: Settings) -> None:
     from huey.consumer import Consumer
 
     ctx = _worker_context(settings)
-    ctx.artifacts.sweep_tmp()  # leftovers of a crashed worker
+    _sweep_periodically(ctx)  # leftovers of crashed writers, now and every few minutes
     reap_dead(ctx)
     huey, _ = make_queue(settings)
     consumer = Consumer(
@@ -251,6 +253,22 @@ def run_worker(settings: Settings) -> None:
     where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
     logger.info("worker %s consuming %s", os.getpid(), where)
     consumer.run()
+
+
+def _sweep_periodically(ctx: AppContext, every: float = SWEEP_SECONDS) -> None:
+    """Sweep the artifact store (:meth:`storage.artifacts.ArtifactStore.sweep`: only what has
+    been untouched for an hour) at once and then every ``every`` seconds, in the background."""
+
+    def sweep() -> None:
+        while True:
+            try:
+                if removed := ctx.artifacts.sweep():
+                    logger.info("swept %d leftover(s) of crashed writes", removed)
+            except Exception:  # a bucket out of reach now may be back at the next sweep
+                logger.warning("could not sweep the artifact store", exc_info=True)
+            time.sleep(every)
+
+    threading.Thread(target=sweep, name="artifact-sweep", daemon=True).start()
 
 
 def _watch_parent(parent: int, every: float = 1.0) -> None:

@@ -11,10 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+# A temporary write untouched this long belongs to a dead writer (a live one finishes within
+# minutes); sweeps spare anything younger, another process's write in progress included.
+STALE_SECONDS = 3600.0
 
 
 def tree_sha256(path: Path) -> tuple[str, int]:
@@ -69,11 +74,22 @@ class ArtifactStore:
     def remove(self, rel: str) -> None:
         shutil.rmtree(self.path(rel), ignore_errors=True)
 
-    def sweep_tmp(self, is_live: Callable[[str], bool] | None = None) -> int:
-        """Remove leftovers of crashed writes. Returns how many were removed."""
+    def sweep(self, older_than: float = STALE_SECONDS) -> int:
+        """Remove leftovers of crashed writes: temporary folders untouched for ``older_than``
+        seconds (younger ones may be another process's write in progress). Returns how many."""
         n = 0
+        now = time.time()
         for p in (self.root / ".tmp").iterdir():
-            if is_live is None or not is_live(p.name):
+            if now - _newest_mtime(p) > older_than:
                 shutil.rmtree(p, ignore_errors=True)
                 n += 1
         return n
+
+
+def _newest_mtime(path: Path) -> float:
+    """The latest modification time in a file tree (0 for one that vanished meanwhile)."""
+    try:
+        times = [path.lstat().st_mtime, *(p.lstat().st_mtime for p in path.rglob("*"))]
+    except FileNotFoundError:
+        return 0.0
+    return max(times)

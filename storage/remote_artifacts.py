@@ -3,10 +3,12 @@ one machine and the app on another share model files. The interface is :class:`A
 callers still fill and read local folders.
 
 A version is written to a temporary key (``.tmp/<token>/``), read back and checked against its
-sha256, copied under its name, and committed last by a marker object (``.committed.json``, with the
-hash and the file list). Readers only see committed versions: a worker killed at any point leaves
-nothing a reader or the database can point to, only a temporary key for :meth:`sweep_tmp`. A
-version is downloaded once into the local cache, checked against the marker's hash, and read there.
+sha256, copied under its name (after a ``.writing.json`` object that says a copy is under way), and
+committed last by a marker object (``.committed.json``, with the hash and the file list). Readers
+only see committed versions: a worker killed at any point leaves nothing a reader or the database
+can point to, only a temporary key or an uncommitted copy, both removed by :meth:`sweep` once
+untouched for an hour (the worker sweeps at start and every few minutes). A version is downloaded
+once into the local cache, checked against the marker's hash, and read there.
 """
 
 from __future__ import annotations
@@ -19,18 +21,19 @@ import posixpath
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from storage.artifacts import ArtifactStore, tree_sha256
+from storage.artifacts import STALE_SECONDS, ArtifactStore, tree_sha256
 
 logger = logging.getLogger(__name__)
 
 MARKER = ".committed.json"
-# A temporary key untouched this long belongs to a dead writer (a live one uploads within minutes).
-STALE_TMP_SECONDS = 3600.0
+# Written under a version's name before its files are copied there, removed once committed: an
+# old one without MARKER beside it marks a dead writer's partial copy.
+COPYING = ".writing.json"
 
 
 def open_artifacts(location: str | Path, *, cache_dir: Path) -> ArtifactStore:
@@ -65,13 +68,10 @@ def _storage_options(url: str) -> dict[str, Any]:
 class RemoteArtifactStore(ArtifactStore):
     """Artifacts in a bucket, read through a local cache (``root`` is the cache folder)."""
 
-    def __init__(
-        self, url: str, *, cache_dir: str | Path, stale_tmp_seconds: float = STALE_TMP_SECONDS
-    ) -> None:
+    def __init__(self, url: str, *, cache_dir: str | Path) -> None:
         import fsspec
 
         super().__init__(cache_dir)
-        self.stale_tmp_seconds = stale_tmp_seconds
         self.url = url
         self.fs, self.base = fsspec.core.url_to_fs(url, **_storage_options(url))
         self.base = self.base.rstrip("/")
@@ -163,10 +163,12 @@ class RemoteArtifactStore(ArtifactStore):
                 self.fs.put_file(str(folder / name), f"{staging}/{name}")
             if self._remote_sha256(staging, files) != (sha, size):
                 raise OSError(f"the upload of {rel!r} to {self.url} did not arrive intact")
+            self.fs.pipe_file(self._key(rel, COPYING), b"{}")
             for name in files:
                 self.fs.copy(f"{staging}/{name}", self._key(rel, name))
             marker = {"sha256": sha, "size": size, "files": files}
             self.fs.pipe_file(self._key(rel, MARKER), json.dumps(marker).encode())
+            self._rm(self._key(rel, COPYING))
         except BaseException:
             self._rm(self._key(rel))
             raise
@@ -191,25 +193,35 @@ class RemoteArtifactStore(ArtifactStore):
         self._rm(self._key(rel))
         super().remove(rel)
 
-    def sweep_tmp(self, is_live: Callable[[str], bool] | None = None) -> int:
-        """Remove this machine's crashed downloads and writes, and the store's temporary keys that
-        nobody has touched for an hour (another machine's live upload is younger)."""
-        n = super().sweep_tmp(is_live)
+    def sweep(self, older_than: float = STALE_SECONDS) -> int:
+        """Remove what dead writers left, untouched for ``older_than`` seconds (a live upload on
+        another machine is younger): this machine's temporary folders, the store's temporary
+        keys, and copies under a version's name that were never committed. A committed version
+        is never touched. Returns how many leftovers were removed."""
+        n = super().sweep(older_than)
         self.fs.invalidate_cache()
-        tmp_root = f"{self.base}/.tmp"
-        try:
-            entries = self.fs.ls(tmp_root, detail=False)
-        except FileNotFoundError:
-            return n
         now = time.time()
+
+        def stale(infos: Iterable[dict[str, Any]]) -> bool:
+            times = [_mtime(info) for info in infos]
+            return all(t is not None and now - t > older_than for t in times)
+
+        try:
+            entries = self.fs.ls(f"{self.base}/.tmp", detail=False)
+        except FileNotFoundError:
+            entries = []
         for entry in entries:
-            token = entry.rstrip("/").rsplit("/", 1)[-1]
-            if is_live is not None and is_live(token):
-                continue
-            found = self.fs.find(entry, detail=True)
-            times = [_mtime(info) for info in found.values()]
-            if all(t is not None and now - t > self.stale_tmp_seconds for t in times):
+            if stale(self.fs.find(entry, detail=True).values()):
                 self._rm(entry)
+                n += 1
+        for key, info in self.fs.find(self.base, detail=True).items():
+            if posixpath.basename(key) != COPYING or not stale([info]):
+                continue
+            folder = posixpath.dirname(key)
+            if self.fs.exists(f"{folder}/{MARKER}"):  # committed, then killed before tidying
+                self._rm(key)
+            elif stale(self.fs.find(folder, detail=True).values()):
+                self._rm(folder)
                 n += 1
         return n
 

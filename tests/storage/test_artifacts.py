@@ -57,8 +57,16 @@ def test_the_tree_hash_covers_names_as_well_as_contents(tmp_path):
 
 
 def test_sweep_removes_crashed_writes_but_spares_live_ones(tmp_path):
+    import os
+    import time
+
     store = ArtifactStore(tmp_path)
     for name in ("dead", "live"):
-        (store.root / ".tmp" / name).mkdir()
-    assert store.sweep_tmp(is_live=lambda name: name == "live") == 1
+        (store.root / ".tmp" / name / "encoder").mkdir(parents=True)
+        (store.root / ".tmp" / name / "encoder" / "weights.bin").write_bytes(b"half")
+    hours_ago = time.time() - 2 * 3600
+    for p in [store.root / ".tmp" / "dead", *(store.root / ".tmp" / "dead").rglob("*")]:
+        os.utime(p, (hours_ago, hours_ago))
+    os.utime(store.root / ".tmp" / "live", (hours_ago, hours_ago))  # its file is fresh
+    assert store.sweep() == 1
     assert [p.name for p in (store.root / ".tmp").iterdir()] == ["live"]

@@ -108,8 +108,67 @@ def test_remove_uncommits_and_deletes_the_files(s3, bucket, tmp_path):
 def test_sweep_removes_stale_temporary_keys_but_spares_young_ones(s3, bucket, tmp_path):
     store = _store(bucket, tmp_path / "c")
     store.fs.pipe_file(f"{store.base}/.tmp/abc/weights.bin", b"half")
-    assert store.sweep_tmp() == 0  # young: maybe another machine's upload in progress
+    assert store.sweep() == 0  # young: maybe another machine's upload in progress
     assert s3.keys(bucket) == ["models/.tmp/abc/weights.bin"]
-    stale = _store(bucket, tmp_path / "c", stale_tmp_seconds=-1.0)
-    assert stale.sweep_tmp() == 1
+    assert store.sweep(older_than=-1.0) == 1
     assert s3.keys(bucket) == []
+
+
+HANG_MID_COPY = """
+import pathlib, sys, time
+from storage.remote_artifacts import RemoteArtifactStore
+
+store = RemoteArtifactStore(sys.argv[1], cache_dir=sys.argv[2])
+copy = store.fs.copy
+
+def copy_then_hang(src, dst, **kw):
+    copy(src, dst, **kw)
+    pathlib.Path(sys.argv[3]).write_text("one file copied under the final name")
+    time.sleep(600)
+
+store.fs.copy = copy_then_hang
+with store.writing("projects/1/models/b") as tmp:
+    (tmp / "weights.bin").write_bytes(bytes(1000))
+    (tmp / "head").mkdir()
+    (tmp / "head" / "meta.json").write_text("{}")
+"""
+
+
+def test_a_writer_killed_mid_upload_leaves_what_the_sweep_removes(s3, bucket, tmp_path):
+    """kill -9 while a version is copied under its name left temporary keys and uncommitted
+    files that nothing ever removed. A sweep removes them once stale, spares them while young
+    (a live upload elsewhere), and never touches a committed version."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    store = _store(bucket, tmp_path / "c")
+    with store.writing(REL) as tmp:  # a committed version beside the dead write
+        _fill(tmp)
+    flag = tmp_path / "copying"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANG_MID_COPY, f"s3://{bucket}/models", str(store.root), str(flag)]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the writer never copied"
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    left = [k for k in s3.keys(bucket) if not k.startswith(f"models/{REL}/")]
+    assert "models/projects/1/models/b/.writing.json" in left
+    assert any(k.startswith("models/.tmp/") for k in left)
+    assert not _store(bucket, tmp_path / "reader").path("projects/1/models/b").exists()
+    assert len(list((store.root / ".tmp").iterdir())) == 1  # its local temporary folder
+
+    assert store.sweep() == 0  # within the grace period: could be a live upload
+    assert store.sweep(older_than=-1.0) == 3  # local folder, temporary key, uncommitted copy
+    assert s3.keys(bucket) == [
+        f"models/{REL}/{MARKER}",
+        f"models/{REL}/head/meta.json",
+        f"models/{REL}/weights.bin",
+    ]
+    assert list((store.root / ".tmp").iterdir()) == []
