@@ -11,6 +11,7 @@ all under the data directory. A team points every process at the same three URLs
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,34 @@ class Settings:
         if self.artifacts_url and not self.artifacts_remote:
             return Path(self.artifacts_url.removeprefix("file://")).expanduser()
         return self.data_dir / "artifacts"
+
+    def shared_with_workers(self) -> dict[str, str]:
+        """The settings an app and its training workers must share, as a job records them: where
+        model files go, and whether a retrain exports int8 (the database and the queue are shared
+        by construction: a worker that reads the job uses them).
+
+        >>> Settings(Path("/d"), artifacts_url="s3://b/m", int8=False).shared_with_workers()
+        {'INTENT_STUDIO_ARTIFACTS_URL': 's3://b/m', 'INTENT_STUDIO_INT8': 'off'}
+        """
+        where = self.artifacts_url if self.artifacts_remote else str(self.artifacts_dir.resolve())
+        return {ENV_ARTIFACTS_URL: str(where), ENV_INT8: "on" if self.int8 else "off"}
+
+    def differences_from(self, recorded: Mapping[str, str] | None) -> list[str]:
+        """How these settings differ from ``recorded`` (another process's
+        :meth:`shared_with_workers`), one line per setting; empty when they agree.
+
+        >>> app = Settings(Path("/d"), artifacts_url="s3://b/m").shared_with_workers()
+        >>> Settings(Path("/d"), artifacts_url="s3://b/m").differences_from(app)
+        []
+        >>> Settings(Path("/d"), int8=False).differences_from({"INTENT_STUDIO_INT8": "on"})
+        ["INTENT_STUDIO_INT8: the app's is 'on', this process's 'off'"]
+        """
+        mine = self.shared_with_workers()
+        return [
+            f"{name}: the app's is {value!r}, this process's {mine.get(name)!r}"
+            for name, value in sorted((recorded or {}).items())
+            if mine.get(name) != value
+        ]
 
     @property
     def cache_dir(self) -> Path:

@@ -24,7 +24,7 @@ from huey.api import TaskWrapper
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
-from app.services.training import RetrainSpec, reap_dead
+from app.services.training import DEPLOYMENT, RetrainSpec, reap_dead
 from core.training import TrainingCancelled, TrainProgress
 from storage import jobs
 
@@ -184,6 +184,16 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
         return  # cancelled before it started, or taken by another worker
+    differences = ctx.settings.differences_from(job.config.get(DEPLOYMENT))
+    if differences:  # it would train for minutes, then fail or save where the app never looks
+        finish(
+            ctx,
+            job_id,
+            "failed",
+            f"this worker's settings differ from the app's ({'; '.join(differences)}): set them "
+            "alike where the worker runs; nothing was trained",
+        )
+        return
     reporter = JobReporter(ctx, job_id)
     try:
         spec = RetrainSpec.from_job(job.config)
@@ -240,6 +250,17 @@ def run_worker(settings: Settings) -> None:
     from huey.consumer import Consumer
 
     ctx = _worker_context(settings)
+    with ctx.db.session() as s:
+        newest = jobs.latest_job(s)
+    if newest is not None and (
+        differences := settings.differences_from(newest.config.get(DEPLOYMENT))
+    ):
+        logger.warning(
+            "this worker's settings differ from the app's (as of job #%d): %s; its jobs will be "
+            "refused until they agree",
+            newest.id,
+            "; ".join(differences),
+        )
     _sweep_periodically(ctx)  # leftovers of crashed writers, now and every few minutes
     reap_dead(ctx)
     huey, _ = make_queue(settings)

@@ -119,13 +119,12 @@ def get_job(s: Session, job_id: int) -> JobView:
     return _view(_get(s, job_id))
 
 
-def latest_job(s: Session, project_id: int) -> JobView | None:
-    job = s.scalar(
-        select(TrainingJob)
-        .where(TrainingJob.project_id == project_id)
-        .order_by(TrainingJob.id.desc())
-        .limit(1)
-    )
+def latest_job(s: Session, project_id: int | None = None) -> JobView | None:
+    """The project's newest job (any project's with ``None``)."""
+    query = select(TrainingJob).order_by(TrainingJob.id.desc()).limit(1)
+    if project_id is not None:
+        query = query.where(TrainingJob.project_id == project_id)
+    job = s.scalar(query)
     return _view(job) if job is not None else None
 
 

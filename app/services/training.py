@@ -42,6 +42,9 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
 # rather than accepted and failed in the worker after minutes of training.
 BENCH_ONLY_PREFIX = "distil_"
 
+# Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
+DEPLOYMENT = "deployment"
+
 # One ``key=value`` per line or comma; a comma inside a value (``lora_targets=["query","value"]``)
 # stays in it: only a comma followed by the next ``key=`` separates.
 _SEPARATOR = re.compile(r"\n|,(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
@@ -119,6 +122,7 @@ class RetrainSpec:
     def from_job(cls, stored: Mapping[str, Any]) -> RetrainSpec:
         """The spec a job stored with :meth:`to_job` (a job without ``"head"`` has the default)."""
         config = dict(stored)
+        config.pop(DEPLOYMENT, None)
         head = dict(config.pop("head", None) or {})
         return cls(
             TrainConfig.from_dict(config),
@@ -162,7 +166,9 @@ def request_retrain(
                 "templates in the Data tab (Slots and templates), or import Rasa YAML with "
                 "entity annotations."
             )
-        view, created = jobs.create_job(s, p.id, spec.to_job(), user_id=user_id)
+        # the worker checks its own settings against these before it trains
+        stored = {**spec.to_job(), DEPLOYMENT: ctx.settings.shared_with_workers()}
+        view, created = jobs.create_job(s, p.id, stored, user_id=user_id)
     if enqueue and created:
         assert ctx.enqueue is not None
         try:

@@ -420,3 +420,29 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     assert created and again.id != view.id
     assert svc.job(ctx, again.id).status == "queued"  # its message is there: not lost
     assert svc.cancel(ctx, again.id).status == "cancelled"
+
+
+def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_training(
+    ctx, tmp_path
+) -> None:
+    """A worker started without the app's INTENT_STUDIO_ARTIFACTS_URL trained for minutes, then
+    failed with "model.json is missing". The job records the app's shared settings; a worker
+    that disagrees fails it at once and says what differs."""
+    import dataclasses
+
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    app_settings = ctx.settings
+    ctx.settings = dataclasses.replace(app_settings, artifacts_url=str(tmp_path / "elsewhere"))
+    started = time.monotonic()
+    worker.execute_job(ctx, view.id)  # this "worker" keeps its model files elsewhere
+    assert time.monotonic() - started < 5
+    ctx.settings = app_settings
+    refused = svc.job(ctx, view.id)
+    assert refused.status == "failed" and refused.step == 0
+    assert "settings differ from the app's (INTENT_STUDIO_ARTIFACTS_URL: the app's is " in (
+        refused.message
+    )
+    assert str(tmp_path / "elsewhere") in refused.message
+    assert refused.message.endswith("nothing was trained")
+    assert version_svc.history(ctx, "tiny") == []
