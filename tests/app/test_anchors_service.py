@@ -83,7 +83,7 @@ def test_a_version_with_a_separate_label_encoder_embeds_the_anchors_with_it(ctx,
     from app import worker
     from app.services import training
     from app.services.versions import activate, resolve_anchor_encoder, resolve_encoder
-    from tests.app.test_training_service import QUICK, make_tiny
+    from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)
     data_svc.describe_intent(ctx, "tiny", "refund", "Money back for an order")

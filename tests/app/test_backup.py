@@ -20,7 +20,7 @@ from app.services import predict as predict_svc
 from app.services import training
 from app.services.versions import history
 from storage.errors import StorageError
-from tests.app.test_training_service import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
 

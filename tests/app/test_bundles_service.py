@@ -18,7 +18,7 @@ from app.services.projects import project_names
 from app.services.versions import history
 from core.bundle import BundleError, load
 from storage.errors import StorageError
-from tests.app.test_training_service import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny
 
 QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "hey there"]
 

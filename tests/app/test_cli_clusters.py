@@ -7,7 +7,7 @@ import csv
 import json
 
 from app.cli import main
-from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+from tests.samples import GIFT, HOURS, KLARNA
 
 
 def _project(tmp_path, unlabelled: list[str]) -> list[str]:

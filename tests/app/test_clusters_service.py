@@ -9,7 +9,7 @@ import pytest
 from app.services import clusters as svc
 from app.services import data as data_svc
 from app.services.projects import new_project
-from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+from tests.samples import GIFT, HOURS, KLARNA
 
 
 def _state(ctx, project) -> dict[int, tuple[str, str]]:

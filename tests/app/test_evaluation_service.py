@@ -13,9 +13,7 @@ from app.services import evaluation as eval_svc
 from app.services import training
 from app.services import versions as version_svc
 from app.services.projects import new_project
-from tests.app.test_multilabel_service import ROWS as HOTEL_ROWS
-from tests.app.test_multilabel_service import TEST as HOTEL_TEST
-from tests.app.test_training_service import QUICK, TINY
+from tests.samples import HOTEL_ROWS, HOTEL_TEST, QUICK, TINY
 
 pytestmark = pytest.mark.slow
 

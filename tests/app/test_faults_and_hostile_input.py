@@ -22,7 +22,7 @@ from app.services import training
 from app.services.projects import project_names
 from app.services.versions import history
 from storage.errors import ConflictError
-from tests.app.test_training_service import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny
 
 
 def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):

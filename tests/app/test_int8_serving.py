@@ -22,7 +22,7 @@ from core.evaluation import EvalData
 from storage.projects import get_project
 from storage.tables import ModelVersion
 from storage.versions import active_version
-from tests.app.test_training_service import QUICK
+from tests.samples import QUICK
 
 pytestmark = pytest.mark.slow
 

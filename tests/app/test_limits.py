@@ -17,7 +17,7 @@ from app.formats import MAX_FILE_BYTES, FormatError
 from app.services import data as data_svc
 from app.services.io import import_file
 from storage.errors import NotFoundError, StorageError
-from tests.app.formats.test_hostile_files import merge_bomb
+from tests.samples import merge_bomb
 
 
 def _csv(path, n_intents: int, prefix: str = "i"):

@@ -17,43 +17,11 @@ from app.services.projects import new_project
 from core.bundle import load
 from core.multilabel.head import HEAD_DIR
 from storage.tables import ModelVersion, TrainingJob
+from tests.samples import HOTEL_ROWS as ROWS
+from tests.samples import HOTEL_TEST as TEST
+from tests.samples import QUICK
 
 pytestmark = pytest.mark.slow
-
-ROWS = [
-    ("cancel my booking", "cancel"),
-    ("I need to cancel the reservation", "cancel"),
-    ("please cancel my stay", "cancel"),
-    ("cancel it", "cancel"),
-    ("I want a refund", "refund"),
-    ("give me my deposit back", "refund"),
-    ("refund the payment", "refund"),
-    ("money back please", "refund"),
-    ("is breakfast included", "breakfast"),
-    ("what time is breakfast", "breakfast"),
-    ("do you serve breakfast", "breakfast"),
-    ("breakfast options", "breakfast"),
-    ("can I park my car", "parking"),
-    ("is there parking at the hotel", "parking"),
-    ("how much is parking", "parking"),
-    ("parking for two cars", "parking"),
-    ("cancel my booking and refund the deposit", "cancel|refund"),
-    ("cancel and give me my money back", "cancel|refund"),
-    ("refund me and cancel the room", "cancel|refund"),
-    ("is breakfast included and can I park", "breakfast|parking"),
-    ("parking and breakfast prices", "breakfast|parking"),
-    ("thanks, that is all", ""),  # "no intent": a negative for every intent
-    ("ok great", ""),
-]
-TEST = [
-    ("please cancel the booking", "cancel"),
-    ("I would like my money back", "refund"),
-    ("when is breakfast served", "breakfast"),
-    ("where do I park", "parking"),
-    ("cancel the room and refund me", "cancel|refund"),
-    ("thank you so much", ""),
-]
-QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from app.services import training as svc
 from app.services import versions as version_svc
 from storage.remote_artifacts import MARKER
-from tests.app.test_training_service import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB_TIMEOUT = 10  # seconds without a heartbeat before the job counts as dead (1.7 s beats)

@@ -11,7 +11,7 @@ from app import worker
 from app.services import slots as slots_svc
 from app.services import training as svc
 from storage.tables import ModelVersion, TrainingJob, Utterance
-from tests.app.test_training_service import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
 

@@ -23,47 +23,14 @@ from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, INT8_OFF
 from app.services.projects import new_project
 from storage.tables import ModelVersion, TrainingJob, Utterance
+from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
 # Four small intents, four examples each in train, one each in test.
-TINY = {
-    "card_lost": [
-        "I lost my card",
-        "my card is missing",
-        "cannot find my bank card",
-        "card was stolen yesterday",
-        "someone took my card",
-    ],
-    "balance": [
-        "what is my balance",
-        "how much money do I have",
-        "show my account balance",
-        "balance please",
-        "how much is left in my account",
-    ],
-    "greeting": ["hello there", "hi", "good morning", "hey, how are you", "hello!"],
-    "refund": [
-        "I want my money back",
-        "refund my order",
-        "how do I get a refund",
-        "return and refund please",
-        "please give me a refund",
-    ],
-}
-QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
-
-
-def make_tiny(ctx, name: str = "tiny") -> str:
-    new_project(ctx, name)
-    for intent, texts in TINY.items():
-        for i, text in enumerate(texts):
-            data_svc.add_utterance(ctx, name, text, intent, "test" if i == 4 else "train")
-    return name
-
-
 def job_count(ctx) -> int:
     with ctx.db.session() as s:
         return s.scalar(select(func.count()).select_from(TrainingJob)) or 0

@@ -16,7 +16,7 @@ from app.services.data import project_id_in
 from app.services.projects import ensure_demo_project
 from storage.tables import ModelVersion
 from storage.utterances import list_utterances
-from tests.app.test_training_service import QUICK
+from tests.samples import QUICK
 
 pytestmark = pytest.mark.slow
 

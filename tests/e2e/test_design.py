@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
 from tests.e2e.conftest import SHOTS, shot
+from tests.samples import GIFT, HOURS, KLARNA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

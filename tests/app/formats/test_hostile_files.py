@@ -25,17 +25,7 @@ from app.formats import (
     write_jsonl,
 )
 from tests.conftest import TEST_DATA
-
-
-def merge_bomb(depth: int) -> bytes:
-    """The red team's file: each level merges the level below ten times (577 bytes at depth 8;
-    PyYAML's constructor took 18 s and 261 MB for it, > 150 s and 1.7 GB at depth 9)."""
-    lines = ["x0: &x0 {text: hi}"]
-    for d in range(1, depth + 1):
-        merges = ", ".join(f"*x{d - 1}" for _ in range(10))
-        lines.append(f"x{d}: &x{d} {{<<: [{merges}]}}")
-    lines += ["nlu:", "- intent: greet", "  examples:", f"  - *x{depth}"]
-    return ("\n".join(lines) + "\n").encode()
+from tests.samples import merge_bomb
 
 
 def laughs(depth: int) -> bytes:

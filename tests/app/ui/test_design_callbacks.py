@@ -10,7 +10,7 @@ from app.services import projects as project_svc
 from app.ui.design import clusters as ui
 from app.ui.design import intent_choices, scope
 from app.ui.design import whatif as whatif_ui
-from tests.core.design.test_clusters import GIFT, HOURS, KLARNA
+from tests.samples import GIFT, HOURS, KLARNA
 
 
 def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):

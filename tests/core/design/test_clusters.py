@@ -14,37 +14,8 @@ from core.design.clusters import (
     find_clusters,
 )
 from core.retrieval.factory import PredictorFactory
+from tests.samples import GIFT, HOURS, KLARNA
 
-GIFT = [
-    "do you sell gift cards",
-    "can I buy a gift card for my sister",
-    "gift card for a friend's birthday",
-    "how much is a gift card",
-    "where can I get gift cards",
-    "is there an electronic gift card",
-    "can I send a gift card by email",
-    "I want to buy a gift voucher card",
-]
-HOURS = [
-    "what are the opening hours of the shop",
-    "when do you open on sunday",
-    "what time does the shop close",
-    "are you open on bank holidays",
-    "opening times for saturday",
-    "until what time are you open tonight",
-    "what hours is the store open",
-    "when does the shop open in the morning",
-]
-KLARNA = [
-    "can I pay with klarna",
-    "do you take klarna payments",
-    "is klarna available at checkout",
-    "pay later with klarna possible",
-    "klarna instalments for my order",
-    "does the checkout accept klarna",
-    "I want to split the payment with klarna",
-    "klarna pay in 3 option",
-]
 STRAYS = [
     "what's the weather like tomorrow",
     "recommend a good sleeping bag",

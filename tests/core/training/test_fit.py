@@ -16,24 +16,12 @@ from core.training import (
     read_metadata,
     train_encoder,
 )
+from tests.samples import FIT_LABELS as LABELS
+from tests.samples import FIT_TEST as TEST
+from tests.samples import FIT_TEXTS as TEXTS
 
 pytestmark = pytest.mark.slow
 
-# 4 intents x 4 examples; the test utterances are other phrasings of the same intents.
-DATA = {
-    "card_lost": ["I lost my card", "my card is missing", "can't find my bank card", "card gone"],
-    "balance": ["what is my balance", "how much money do I have", "show my balance", "funds left?"],
-    "transfer": ["send money to John", "make a transfer", "wire 50 to my friend", "pay my sister"],
-    "greeting": ["hello there", "hi", "good morning", "hey bot"],
-}
-TEST = {
-    "card_lost": ["I think someone stole my card", "where is my card"],
-    "balance": ["how much is in my account", "account balance please"],
-    "transfer": ["transfer 20 dollars to mum", "I want to send cash"],
-    "greeting": ["hey", "good evening"],
-}
-TEXTS = [t for ts in DATA.values() for t in ts]
-LABELS = [(k,) for k, ts in DATA.items() for _ in ts]
 FAST = TrainConfig(epochs=2, batch_size=4, lr=1e-4, seed=0)
 
 

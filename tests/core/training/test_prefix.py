@@ -7,7 +7,8 @@ import torch
 from core.encoding.registry import load_sentence_transformer, resolve_path
 from core.training import TrainConfig, train_encoder
 from core.training.prefix import cached_prefix
-from tests.core.training.test_fit import LABELS, TEXTS
+from tests.samples import FIT_LABELS as LABELS
+from tests.samples import FIT_TEXTS as TEXTS
 
 pytestmark = pytest.mark.slow
 

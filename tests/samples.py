@@ -1,0 +1,138 @@
+"""Small data sets that several test modules share (a module of data and builders, not of
+tests: test modules import from here, never from each other)."""
+
+from __future__ import annotations
+
+from app.services import data as data_svc
+from app.services.projects import new_project
+
+TINY = {
+    "card_lost": [
+        "I lost my card",
+        "my card is missing",
+        "cannot find my bank card",
+        "card was stolen yesterday",
+        "someone took my card",
+    ],
+    "balance": [
+        "what is my balance",
+        "how much money do I have",
+        "show my account balance",
+        "balance please",
+        "how much is left in my account",
+    ],
+    "greeting": ["hello there", "hi", "good morning", "hey, how are you", "hello!"],
+    "refund": [
+        "I want my money back",
+        "refund my order",
+        "how do I get a refund",
+        "return and refund please",
+        "please give me a refund",
+    ],
+}
+QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
+
+
+def make_tiny(ctx, name: str = "tiny") -> str:
+    new_project(ctx, name)
+    for intent, texts in TINY.items():
+        for i, text in enumerate(texts):
+            data_svc.add_utterance(ctx, name, text, intent, "test" if i == 4 else "train")
+    return name
+
+
+# Three planted groups of unlabelled utterances for the candidate-intent tests.
+GIFT = [
+    "do you sell gift cards",
+    "can I buy a gift card for my sister",
+    "gift card for a friend's birthday",
+    "how much is a gift card",
+    "where can I get gift cards",
+    "is there an electronic gift card",
+    "can I send a gift card by email",
+    "I want to buy a gift voucher card",
+]
+HOURS = [
+    "what are the opening hours of the shop",
+    "when do you open on sunday",
+    "what time does the shop close",
+    "are you open on bank holidays",
+    "opening times for saturday",
+    "until what time are you open tonight",
+    "what hours is the store open",
+    "when does the shop open in the morning",
+]
+KLARNA = [
+    "can I pay with klarna",
+    "do you take klarna payments",
+    "is klarna available at checkout",
+    "pay later with klarna possible",
+    "klarna instalments for my order",
+    "does the checkout accept klarna",
+    "I want to split the payment with klarna",
+    "klarna pay in 3 option",
+]
+
+
+# A multi-label hotel project (labels `a|b`; "" = no intent).
+HOTEL_ROWS = [
+    ("cancel my booking", "cancel"),
+    ("I need to cancel the reservation", "cancel"),
+    ("please cancel my stay", "cancel"),
+    ("cancel it", "cancel"),
+    ("I want a refund", "refund"),
+    ("give me my deposit back", "refund"),
+    ("refund the payment", "refund"),
+    ("money back please", "refund"),
+    ("is breakfast included", "breakfast"),
+    ("what time is breakfast", "breakfast"),
+    ("do you serve breakfast", "breakfast"),
+    ("breakfast options", "breakfast"),
+    ("can I park my car", "parking"),
+    ("is there parking at the hotel", "parking"),
+    ("how much is parking", "parking"),
+    ("parking for two cars", "parking"),
+    ("cancel my booking and refund the deposit", "cancel|refund"),
+    ("cancel and give me my money back", "cancel|refund"),
+    ("refund me and cancel the room", "cancel|refund"),
+    ("is breakfast included and can I park", "breakfast|parking"),
+    ("parking and breakfast prices", "breakfast|parking"),
+    ("thanks, that is all", ""),  # "no intent": a negative for every intent
+    ("ok great", ""),
+]
+HOTEL_TEST = [
+    ("please cancel the booking", "cancel"),
+    ("I would like my money back", "refund"),
+    ("when is breakfast served", "breakfast"),
+    ("where do I park", "parking"),
+    ("cancel the room and refund me", "cancel|refund"),
+    ("thank you so much", ""),
+]
+
+
+# 4 intents x 4 examples for encoder training; the test utterances are other phrasings.
+FIT_DATA = {
+    "card_lost": ["I lost my card", "my card is missing", "can't find my bank card", "card gone"],
+    "balance": ["what is my balance", "how much money do I have", "show my balance", "funds left?"],
+    "transfer": ["send money to John", "make a transfer", "wire 50 to my friend", "pay my sister"],
+    "greeting": ["hello there", "hi", "good morning", "hey bot"],
+}
+FIT_TEST = {
+    "card_lost": ["I think someone stole my card", "where is my card"],
+    "balance": ["how much is in my account", "account balance please"],
+    "transfer": ["transfer 20 dollars to mum", "I want to send cash"],
+    "greeting": ["hey", "good evening"],
+}
+FIT_TEXTS = [t for ts in FIT_DATA.values() for t in ts]
+FIT_LABELS = [(k,) for k, ts in FIT_DATA.items() for _ in ts]
+
+
+def merge_bomb(depth: int) -> bytes:
+    """The red team's file: each level merges the level below ten times (577 bytes at depth 8;
+    PyYAML's constructor took 18 s and 261 MB for it, > 150 s and 1.7 GB at depth 9)."""
+    lines = ["x0: &x0 {text: hi}"]
+    for d in range(1, depth + 1):
+        merges = ", ".join(f"*x{d - 1}" for _ in range(10))
+        lines.append(f"x{d}: &x{d} {{<<: [{merges}]}}")
+    lines += ["nlu:", "- intent: greet", "  examples:", f"  - *x{depth}"]
+    return ("\n".join(lines) + "\n").encode()
