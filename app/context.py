@@ -5,7 +5,7 @@ Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue
 :mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
 
 A project may encode each utterance after the turn before it (its context, the
-:data:`CONTEXT_SETTING`): the pool, the queries, the calibration and a retrain then all see
+the ``encode_context`` setting): the pool, the queries, the calibration and a retrain then all see
 :func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
 
 A pool follows the database: before each use it compares a cheap revision of the project's labels
@@ -111,7 +111,7 @@ class ProjectPool:
     anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
-    use_context: bool = False  # the project's CONTEXT_SETTING when the pool was built
+    use_context: bool = False  # the project's encode_context when the pool was built
 
     def text_of(self, row: HasContext) -> str:
         """What the encoder sees for a row: its text, after its context when the project

@@ -83,10 +83,9 @@ class ProjectSettings:
 
 
 NAMES = tuple(f.name for f in dataclasses.fields(ProjectSettings))
-# The stored names of the settings the services set one by one.
+# The stored names of the settings a bundle records.
 OOS_SETTING = "oos_target_recall"
 ANCHOR_SETTING = "anchor_weight"
-CONTEXT_SETTING = "encode_context"
 
 
 def oos_target(settings: Mapping[str, Any] | None) -> float | None:

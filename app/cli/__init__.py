@@ -25,12 +25,8 @@ from app.cli.data import (
 )
 from app.cli.design import cmd_clusters
 from app.cli.model import (
-    cmd_anchors,
     cmd_bundle_export,
     cmd_bundle_import,
-    cmd_context,
-    cmd_int8,
-    cmd_oos,
     cmd_predict,
     cmd_report,
     cmd_settings,
@@ -152,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "settings",
-        help="show a project's settings, or change them: oos_target_recall, anchor_weight, "
-        "encode_context, serve_int8",
+        help="show a project's settings and what each does now, or change them: "
+        "oos_target_recall, anchor_weight, encode_context, serve_int8",
     )
     p.add_argument("--project", required=True)
     p.add_argument(
@@ -167,43 +163,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_settings)
 
     p = sub.add_parser(
-        "oos", help="show or set a project's out-of-scope trade-off and its thresholds"
-    )
-    p.add_argument("--project", required=True)
-    p.add_argument(
-        "--target",
-        help="target in-scope recall, 0.5 to 1 (e.g. 0.95 or 95%%), or 'off'; default: show",
-    )
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    p.set_defaults(func=cmd_oos)
-
-    p = sub.add_parser(
-        "anchors", help="show or set how intent descriptions and names join the predictions"
-    )
-    p.add_argument("--project", required=True)
-    p.add_argument(
-        "--weight",
-        help="an anchor's weight in its intent's centre, in examples (e.g. 1), or 'off'; "
-        "default: show",
-    )
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    p.set_defaults(func=cmd_anchors)
-
-    p = sub.add_parser(
-        "context",
-        help="show, or turn on or off, encoding each utterance after its context (the turn "
-        "before it)",
-    )
-    p.add_argument("--project", required=True)
-    p.add_argument(
-        "--encode",
-        choices=["on", "off"],
-        help="encode 'context [SEP] utterance' in the pool, for questions and at training "
-        "(default off)",
-    )
-    p.set_defaults(func=cmd_context)
-
-    p = sub.add_parser(
         "clusters", help="candidate intents: the project's unlabelled utterances in groups"
     )
     p.add_argument("project", nargs="?", help="the project (or --project)")
@@ -213,17 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="JSON")
     p.set_defaults(func=cmd_clusters)
-
-    p = sub.add_parser(
-        "int8", help="show which encoder serves a project, or turn int8 serving on or off"
-    )
-    p.add_argument("--project", required=True)
-    p.add_argument(
-        "--serve",
-        choices=["on", "off"],
-        help="serve the active version's int8 encoder when it passed parity (default on)",
-    )
-    p.set_defaults(func=cmd_int8)
 
     p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)

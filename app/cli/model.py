@@ -1,4 +1,4 @@
-"""``train``, ``predict``, ``oos``, ``int8``, ``bundle`` and ``report``: models and what they predict."""
+"""``train``, ``predict``, ``settings``, ``bundle`` and ``report``: models and what they predict."""
 
 from __future__ import annotations
 
@@ -103,46 +103,11 @@ def _decision(r: dict[str, Any]) -> str:
     return text + (" (ambiguous)" if r.get("ambiguous") else "")
 
 
-def cmd_oos(args: argparse.Namespace) -> int:
-    """Show (or with ``--target`` set) the project's out-of-scope trade-off and thresholds."""
-    from app.services import projects
-
-    ctx = context(args)
-    if args.target is not None:
-        out = projects.set_out_of_scope(ctx, args.project, args.target)
-    else:
-        out = projects.out_of_scope(ctx, args.project)
-    if args.format == "json":
-        print(json.dumps(out, ensure_ascii=False))
-        return 0
-    print(out["message"])
-    for name, value in sorted(out["thresholds"].items()):
-        print(f"  {value:.3f}  {name}")
-    return 0
-
-
-def cmd_anchors(args: argparse.Namespace) -> int:
-    """Show (or with ``--weight`` set) the project's anchors: intent descriptions and names."""
-    from app.services import projects
-
-    ctx = context(args)
-    if args.weight is not None:
-        out = projects.set_anchors(ctx, args.project, args.weight)
-    else:
-        out = projects.anchors(ctx, args.project)
-    if args.format == "json":
-        print(json.dumps(out, ensure_ascii=False))
-        return 0
-    print(out["message"])
-    for name, text in sorted(out["texts"].items()):
-        print(f"  {name}: {text}")
-    return 0
-
-
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Show a project's settings, or with ``--set name=value`` (repeatable) change some of them
-    (every value is checked first: one bad value changes nothing)."""
-    from app.services import projects
+    """Show a project's settings and what each does now, or with ``--set name=value``
+    (repeatable) change some of them (every value is checked first: one bad value changes
+    nothing)."""
+    from app.services import settings
 
     ctx = context(args)
     changes: dict[str, str] = {}
@@ -151,38 +116,16 @@ def cmd_settings(args: argparse.Namespace) -> int:
         if not sep:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
-    out = projects.set_settings(ctx, args.project, changes) if changes else None
-    values = (out or projects.settings(ctx, args.project)).to_dict()
+    if changes:
+        view, message = settings.change(ctx, args.project, changes)
+    else:
+        view, message = settings.view(ctx, args.project), ""
     if args.format == "json":
-        print(json.dumps(values, ensure_ascii=False))
+        print(json.dumps(view.to_dict(), ensure_ascii=False))
         return 0
-    for name, value in values.items():
-        shown = "off" if value is None or value is False else "on" if value is True else value
-        print(f"{name} = {shown}")
-    return 0
-
-
-def cmd_context(args: argparse.Namespace) -> int:
-    """Show (or with ``--encode`` turn on or off) encoding utterances after their context."""
-    from app.services import projects
-
-    ctx = context(args)
-    if args.encode is not None:
-        print(projects.set_context_encoding(ctx, args.project, args.encode)["message"])
-    else:
-        print(projects.context_encoding(ctx, args.project)["message"])
-    return 0
-
-
-def cmd_int8(args: argparse.Namespace) -> int:
-    """Show which encoder serves the project (or with ``--serve`` turn int8 serving on/off)."""
-    from app.services import versions
-
-    ctx = context(args)
-    if args.serve is not None:
-        print(versions.set_serve_int8(ctx, args.project, args.serve == "on"))
-    else:
-        print(versions.serving(ctx, args.project))
+    if message:
+        print(message)
+    print("\n".join(view.lines()))
     return 0
 
 

@@ -26,8 +26,6 @@ from core.evaluation import EvalData
 logger = logging.getLogger(__name__)
 
 INT8_DIR = "onnx"
-# The project setting (``Project.settings``): serve the int8 encoder when it passed parity.
-INT8_SETTING = "serve_int8"
 MIN_AGREEMENT = 0.99
 # Only recipes faster than fp32 torch are worth serving: block-wise int8 with int8 compute.
 # (``blockwise-32-fp32``, the bundle export's fallback, is more faithful but no faster.)

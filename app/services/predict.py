@@ -5,7 +5,7 @@ Every call is checked against the caller's limits and admitted (or refused as bu
 user (by default the one the call runs as, :func:`app.auth.current_actor`).
 
 A question may come with its context (the turn before it). In a project that encodes context
-(:data:`app.context.CONTEXT_SETTING`) the question is encoded after it, as the pool's examples
+(the ``encode_context`` setting) the question is encoded after it, as the pool's examples
 are; its prediction then carries ``context`` and ``context_used: true``. Elsewhere the context is
 ignored and the prediction says so (``context_used: false``)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -10,17 +11,11 @@ from typing import Any
 from app.context import AppContext, project_anchors
 from app.formats import parse_csv
 from app.project_settings import (
-    ANCHOR_SETTING,
-    CONTEXT_SETTING,
-    OOS_SETTING,
     ProjectSettings,
-    anchor_weight,
     encodes_context,
     oos_target,
-    parse_setting,
 )
 from app.services.io import import_utterances
-from core.evaluation.oos import check_target_recall
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from storage.projects import (
@@ -133,16 +128,6 @@ def out_of_scope(ctx: AppContext, project: str) -> dict[str, Any]:
     }
 
 
-def set_out_of_scope(ctx: AppContext, project: str, target: float | str | None) -> dict[str, Any]:
-    """Set the target in-scope recall (0.5 to 1; ``None`` or ``"off"`` turns detection off) and
-    return :func:`out_of_scope` after it. Nothing changes on a bad value."""
-    value = parse_setting(OOS_SETTING, target)
-    value = None if value is None else check_target_recall(value)
-    with ctx.db.session() as s:
-        set_project_setting(s, get_project(s, project).id, OOS_SETTING, value)
-    return out_of_scope(ctx, project)
-
-
 def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
     """The project's anchors (:mod:`core.retrieval.anchors`): ``weight`` (0: off), ``texts``
     (intent -> its description or humanised name) and a one-line ``message``."""
@@ -157,16 +142,6 @@ def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
         else "Anchors off: intents are predicted from their labelled examples only."
     )
     return {"weight": weight, "texts": texts, "message": message}
-
-
-def set_anchors(ctx: AppContext, project: str, weight: float | str | None) -> dict[str, Any]:
-    """Set the anchors' weight (examples' worth in each prototype; ``0`` or ``"off"``: off) and
-    return :func:`anchors` after it. Nothing changes on a bad value."""
-    weight = parse_setting(ANCHOR_SETTING, weight)
-    value = anchor_weight({ANCHOR_SETTING: weight})
-    with ctx.db.session() as s:
-        set_project_setting(s, get_project(s, project).id, ANCHOR_SETTING, value)
-    return anchors(ctx, project)
 
 
 def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
@@ -189,23 +164,13 @@ def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
     }
 
 
-def set_context_encoding(ctx: AppContext, project: str, on: bool | str) -> dict[str, Any]:
-    """Turn context encoding on or off (``True``/``False`` or ``"on"``/``"off"``) and return
-    :func:`context_encoding` after it. The pool re-encodes at its next use; a retrain tunes the
-    encoder on what the project encodes then. Nothing changes on a bad value."""
-    on = parse_setting(CONTEXT_SETTING, on)
-    with ctx.db.session() as s:
-        set_project_setting(s, get_project(s, project).id, CONTEXT_SETTING, bool(on))
-    return context_encoding(ctx, project)
-
-
 def settings(ctx: AppContext, project: str) -> ProjectSettings:
     """The project's settings (:class:`app.project_settings.ProjectSettings`)."""
     with ctx.db.session() as s:
         return ProjectSettings.from_dict(get_project(s, project).settings)
 
 
-def set_settings(ctx: AppContext, project: str, changes: dict[str, str]) -> ProjectSettings:
+def set_settings(ctx: AppContext, project: str, changes: Mapping[str, Any]) -> ProjectSettings:
     """Set several settings at once (name -> value as typed, see
     :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
     checked before anything is written: one bad value changes nothing."""

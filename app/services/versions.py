@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from app.context import AppContext
-from app.services.int8 import INT8_SETTING, serving_line
+from app.services.int8 import serving_line
 from core.encoding.registry import Encoder
 from core.retrieval.factory import PredictorFactory
 from storage import versions
 from storage.errors import NotFoundError
-from storage.projects import ensure_writable, get_project, set_project_setting
+from storage.projects import ensure_writable, get_project
 from storage.tables import ModelVersion
 
 BASE = "base"  # the frozen base encoder, as a version selector
@@ -106,16 +106,6 @@ def serving(ctx: AppContext, project: str) -> str:
     with ctx.db.session() as s:
         settings = get_project(s, project).settings
     return f"v{mv.id} — " + serving_line(mv.metrics, settings)
-
-
-def set_serve_int8(ctx: AppContext, project: str, on: bool) -> str:
-    """Turn serving the int8 encoder on or off for ``project`` (it is used only where a version's
-    int8 copy passed parity)."""
-    with ctx.db.session() as s:
-        p = get_project(s, project)
-        ensure_writable(p)
-        set_project_setting(s, p.id, INT8_SETTING, bool(on))
-    return serving(ctx, project)
 
 
 def activate(ctx: AppContext, project: str, version: int | None) -> str:

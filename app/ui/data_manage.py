@@ -10,11 +10,11 @@ import gradio as gr
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
-from app.services import projects as project_svc
 from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
+from app.ui.settings_section import build_settings
 
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
 
@@ -42,38 +42,6 @@ def intent_description(ctx: AppContext, proj: str, name: str) -> str:
         return ""
     found = [i["description"] for i in svc.intents(ctx, proj) if i["name"] == name]
     return found[0] if found else ""
-
-
-def set_anchors(ctx: AppContext, proj: str, weight: float | None) -> str:
-    """Set how much intent descriptions (or names) count in predictions (0: not at all)."""
-    state, err = attempt(lambda: project_svc.set_anchors(ctx, proj, weight))
-    if err or state is None:
-        return problem(err or "Could not set the anchors.")
-    return ok(state["message"])
-
-
-def anchor_weight_of(ctx: AppContext, proj: str) -> float:
-    """The project's anchor weight, to show."""
-    if not proj:
-        return 0.0
-    state, err = attempt(lambda: project_svc.anchors(ctx, proj))
-    return 0.0 if err or state is None else float(state["weight"])
-
-
-def set_context(ctx: AppContext, proj: str, on: bool) -> str:
-    """Turn on or off encoding each utterance after its previous turn (its context)."""
-    state, err = attempt(lambda: project_svc.set_context_encoding(ctx, proj, bool(on)))
-    if err or state is None:
-        return problem(err or "Could not change context encoding.")
-    return ok(state["message"])
-
-
-def context_of(ctx: AppContext, proj: str) -> bool:
-    """Whether the project encodes context, to show."""
-    if not proj:
-        return False
-    state, err = attempt(lambda: project_svc.context_encoding(ctx, proj))
-    return False if err or state is None else bool(state["encode_context"])
 
 
 def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
@@ -156,10 +124,10 @@ def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
 
 
 def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
-    """Lay out the intents and import/export accordions. Returns their components and
+    """Lay out the intents, slots, import/export and project settings accordions. Returns their components and
     ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
     ``after_change(event)`` chains the refresh after an event that changed the project."""
-    with gr.Accordion("Intents", open=False) as intents_acc:
+    with gr.Accordion("Intents", open=False):
         intents_table = gr.Dataframe(
             headers=["id", "name", "description", "n_train", "n_test"], interactive=False
         )
@@ -178,20 +146,6 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 scale=4,
             )
             i_describe = gr.Button("Save description")
-        with gr.Row():
-            a_weight = gr.Number(
-                label="Descriptions and names in predictions: each counts as this many examples "
-                "of its intent, and an intent without examples is predicted by it (0 = off)",
-                value=0.0,
-                minimum=0,
-                scale=4,
-            )
-            a_apply = gr.Button("Apply")
-        c_encode = gr.Checkbox(
-            label="Encode each utterance after the turn before it (its context column), in the "
-            "pool, at training and for questions sent with one",
-            value=False,
-        )
         intent_status = gr.Markdown(elem_id="intent-status")
         with gr.Row():
             m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
@@ -242,6 +196,8 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             ex_status = gr.Markdown()
             ex_file = gr.File(label="Download", interactive=False)
 
+    bind_settings = build_settings(ctx, project)
+
     def bind_events(after_change: Any) -> Any:
         def write(fn: Any, outputs: int = 1) -> Any:
             return guarded(ctx, "designer", outputs=outputs)(fn)
@@ -258,18 +214,6 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             )
         )
         i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
-        # Shown on opening the accordion too: Gradio sends no project change to an event whose
-        # only outputs sit in a closed accordion, so the weight showed 0 whatever the project's
-        # (and Apply would then have turned the anchors off).
-        for shown in (project.change, intents_acc.expand):
-            shown(bind(anchor_weight_of, ctx), [project], [a_weight], **quiet)
-            shown(bind(context_of, ctx), [project], [c_encode], **quiet)
-        a_apply.click(
-            write(bind(set_anchors, ctx)),
-            [project, a_weight],
-            [intent_status],
-            api_name="set_anchors",
-        )
         after_change(
             i_describe.click(
                 write(bind(describe_intent, ctx)),
@@ -277,12 +221,6 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
                 [intent_status],
                 **quiet,
             )
-        )
-        c_encode.input(  # the user's click only, not the value shown for a newly chosen project
-            write(bind(set_context, ctx)),
-            [project, c_encode],
-            [intent_status],
-            api_name="set_context",
         )
         after_change(
             i_delete.click(
@@ -301,6 +239,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             **quiet,
         )
         after_change(imported)
+        bind_settings(after_change)
         ex_btn.click(  # the project's data leaves the app: designers and admins only
             write(bind(do_export, ctx), outputs=2),
             [project, ex_format],

@@ -4,6 +4,8 @@ predicts the same, and the setting is one CLI command (a bad value exits 2, noth
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.cli import main
@@ -17,7 +19,7 @@ QUESTION = "can I buy a gift voucher for my sister"
 
 
 def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
-    projects.set_anchors(ctx, demo, "1")
+    projects.set_settings(ctx, demo, {"anchor_weight": "1"})
     data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
@@ -36,7 +38,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
 
 
 def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
-    projects.set_anchors(ctx, demo, "off")
+    projects.set_settings(ctx, demo, {"anchor_weight": "off"})
     data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert all(s["intent"] != "gift_cards" for s in out["intents"])
@@ -44,7 +46,7 @@ def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo
 
 
 def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp_path):
-    projects.set_anchors(ctx, demo, 2)
+    projects.set_settings(ctx, demo, {"anchor_weight": 2})
     data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
     queries = [QUESTION, "where is my parcel", "I forgot my password"]
     app_rows = predict(ctx, demo, queries)
@@ -67,15 +69,17 @@ def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
     src.write_text("text,label,description\nwhere is my parcel,track_parcel,\n,refund,Money back\n")
     assert main([*d, "import", str(src), "--project", "p"]) == 0
     capsys.readouterr()
-    assert main([*d, "anchors", "--project", "p", "--weight", "1.5"]) == 0
+    settings = [*d, "settings", "--project", "p"]
+    assert main([*settings, "--set", "anchor_weight=1.5"]) == 0
     out = capsys.readouterr().out
     assert "Anchors on (weight 1.5): 2 intent(s), 1 by their description" in out
-    assert "  track_parcel: track parcel" in out
-    assert main([*d, "anchors", "--project", "p", "--weight", "-1"]) == 2
+    assert main([*settings, "--set", "anchor_weight=-1"]) == 2
     assert "0 or more" in capsys.readouterr().err
-    assert main([*d, "anchors", "--project", "p", "--weight", "lots"]) == 2
-    assert main([*d, "anchors", "--project", "p"]) == 0
-    assert "weight 1.5" in capsys.readouterr().out
+    assert main([*settings, "--set", "anchor_weight=lots"]) == 2
+    assert main([*settings, "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["anchor_weight"] == 1.5
+    assert shown["anchor_texts"] == {"refund": "Money back", "track_parcel": "track parcel"}
 
 
 @pytest.mark.slow
@@ -87,7 +91,7 @@ def test_a_version_with_a_separate_label_encoder_embeds_the_anchors_with_it(ctx,
 
     make_tiny(ctx)
     data_svc.describe_intent(ctx, "tiny", "refund", "Money back for an order")
-    projects.set_anchors(ctx, "tiny", 1)
+    projects.set_settings(ctx, "tiny", {"anchor_weight": 1})
     settings = {**QUICK, "anchor_pairs": True, "label_encoder": "separate"}
     job, _ = training.request_retrain(ctx, "tiny", settings, enqueue=False)
     worker.execute_job(ctx, job.id)

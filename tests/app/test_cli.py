@@ -18,7 +18,7 @@ SUBCOMMANDS = [
     "bundle",
     "report",
     "clusters",
-    "int8",
+    "settings",
 ]
 
 
@@ -161,12 +161,20 @@ def test_two_imports_into_one_new_project_at_once_both_land_without_a_traceback(
         assert sorted(r["text"] for r in csv.DictReader(f)) == sorted(t for t, _ in rows)
 
 
-def test_int8_refuses_a_bad_switch_and_an_unknown_project(tmp_path, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["int8", "--project", "x", "--serve", "maybe"])
-    assert info.value.code == 2 and "invalid choice: 'maybe'" in capsys.readouterr().err
-    code = main(["--data-dir", str(tmp_path / "d"), "int8", "--project", "nope", "--serve", "off"])
-    assert code == 2 and "nope" in capsys.readouterr().err
+def test_settings_refuse_a_bad_switch_and_an_unknown_project(tmp_path, capsys):
+    d = ["--data-dir", str(tmp_path / "d")]
+    assert main([*d, "settings", "--project", "nope", "--set", "serve_int8=off"]) == 2
+    assert "nope" in capsys.readouterr().err
+    src = tmp_path / "rows.csv"
+    src.write_text("text,label\nhello,greet\nbye,leave\n")
+    assert main([*d, "import", str(src), "--project", "p"]) == 0
+    capsys.readouterr()
+    assert main([*d, "settings", "--project", "p", "--set", "serve_int8=maybe"]) == 2
+    assert "serve_int8 is 'on' or 'off', not 'maybe'" in capsys.readouterr().err
+    for gone in ("oos", "anchors", "context", "int8"):  # one `settings` command instead
+        with pytest.raises(SystemExit):
+            main([gone, "--project", "p"])
+        assert "invalid choice" in capsys.readouterr().err
 
 
 def test_a_slot_book_file_imports_into_a_project_and_a_bad_one_exits_2(tmp_path, capsys):

@@ -42,7 +42,7 @@ def _pool(ctx, project):
 
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
-    projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
     cancel = predict_one(ctx, bank, "yes please", context=CANCEL)
     top_up = predict_one(ctx, bank, "yes please", context=TOP_UP)
     assert (cancel["top"], top_up["top"]) == ("cancel_card", "top_up")
@@ -53,7 +53,7 @@ def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
 
 
 def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank, encoder):
-    projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
     pool = _pool(ctx, bank)
     shown = "Shall I close your card for you? [SEP] sure, go ahead"
     assert shown in [t for t, _ in pool.items.values()]
@@ -62,7 +62,7 @@ def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank,
     assert (hit.id, hit.similarity) == (uid, pytest.approx(1.0, abs=1e-4))
     out = predict_one(ctx, bank, "go ahead then", context="Shall I close your card?")
     assert out["neighbours"][0]["text"] == shown  # the evidence names the example's context
-    projects.set_context_encoding(ctx, bank, "off")  # off: the same pool, texts alone
+    projects.set_settings(ctx, bank, {"encode_context": "off"})  # off: the same pool, texts alone
     assert "sure, go ahead" in [t for t, _ in _pool(ctx, bank).items.values()]
 
 
@@ -76,7 +76,7 @@ def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
 
 
 def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
-    projects.set_context_encoding(ctx, bank, True)
+    projects.set_settings(ctx, bank, {"encode_context": True})
     out = predict_requests(
         ctx, [(bank, "yes please", 1, CANCEL), (bank, "yes please", 1, TOP_UP), (bank, "hi", 1)]
     )
@@ -90,7 +90,7 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
-    projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
     _, preds = test_predictions(ctx, bank, "base")
     assert [p.text for p in preds] == ["Which card should I top up? [SEP] that one"]
     with ctx.db.session() as s:
@@ -123,16 +123,17 @@ def test_a_bad_context_is_a_message(ctx, bank, contexts, message):
 
 def test_the_setting_takes_on_or_off_and_nothing_else(ctx, bank):
     with pytest.raises(ValueError, match="'on' or 'off', not 'maybe'"):
-        projects.set_context_encoding(ctx, bank, "maybe")
+        projects.set_settings(ctx, bank, {"encode_context": "maybe"})
     assert projects.context_encoding(ctx, bank)["encode_context"] is False
-    out = projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
+    out = projects.context_encoding(ctx, bank)
     assert out["encode_context"] is True and out["with_context"] == 2
 
 
 def test_a_bundle_of_a_project_that_encodes_context_is_refused(ctx, bank, tmp_path):
     from app.services.bundles import export_bundle
 
-    projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
     with pytest.raises(ValueError, match="a bundle predicts from the utterance alone"):
         export_bundle(ctx, bank, tmp_path / "b.zip", version="base")
     assert not (tmp_path / "b.zip").exists()
@@ -142,8 +143,9 @@ def test_the_cli_turns_it_on_and_predicts_with_a_context(ctx, bank, capsys):
     from app.cli import main
 
     data = ["--data-dir", str(ctx.settings.data_dir)]
-    assert main([*data, "context", "--project", bank, "--encode", "on"]) == 0
-    assert "Context encoding is on" in capsys.readouterr().out
+    assert main([*data, "settings", "--project", bank, "--set", "encode_context=on"]) == 0
+    out = capsys.readouterr().out
+    assert "Changed encode_context off → on." in out and "Context encoding is on" in out
     args = [*data, "predict", "--project", bank, "--format", "jsonl", "--context", TOP_UP]
     assert main([*args, "yes please"]) == 0
     assert '"top": "top_up"' in capsys.readouterr().out
@@ -156,7 +158,7 @@ def test_the_try_tab_predicts_after_the_previous_turn_and_labels_with_it(ctx, ba
 
     explanation, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "The previous turn was ignored" in explanation  # off: says so
-    projects.set_context_encoding(ctx, bank, "on")
+    projects.set_settings(ctx, bank, {"encode_context": "on"})
     explanation, ranked, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "Encoded after the previous turn" in explanation
     assert ranked.iloc[0]["intent"] == "top_up"

@@ -13,6 +13,7 @@ import pytest
 from app import worker
 from app.cli import main
 from app.services import predict as predict_svc
+from app.services import projects as project_svc
 from app.services import training
 from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, export_version_int8, parity_split
@@ -100,13 +101,15 @@ def _fp32_index(pool, vecs):
 
 def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     pid, _ = _state(ctx, trained)
-    line = version_svc.set_serve_int8(ctx, trained, False)
+    project_svc.set_settings(ctx, trained, {"serve_int8": "off"})
+    line = version_svc.serving(ctx, trained)
     assert "fp32" in line and "turned off" in line
     assert isinstance(ctx.pool(pid).encoder, Encoder)
     assert predict_svc.predict(ctx, trained, ["where is my parcel"])[0]["top"] == "track_order"
 
     data_dir = str(ctx.settings.data_dir)
-    assert main(["--data-dir", data_dir, "int8", "--project", trained, "--serve", "on"]) == 0
+    on = ["--set", "serve_int8=on"]
+    assert main(["--data-dir", data_dir, "settings", "--project", trained, *on]) == 0
     assert "Serving: int8 ONNX" in capsys.readouterr().out
     assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
 

@@ -130,7 +130,7 @@ def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
 def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp32, anchors):
     ctx = fp32
     project = _single(ctx)
-    project_svc.set_anchors(ctx, project, anchors)
+    project_svc.set_settings(ctx, project, {"anchor_weight": anchors})
     version = _retrain_and_activate(ctx, project)
     recorded = version_svc.metrics(ctx, project, version)
     rows = _test_rows(ctx, project)
@@ -159,13 +159,15 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     rows = _test_rows(ctx, project)
     assert recorded["n"] == len(rows)
     for anchors in ("1", "off"):
-        project_svc.set_anchors(ctx, project, anchors)
+        project_svc.set_settings(ctx, project, {"anchor_weight": anchors})
         live = predict_svc.predict(ctx, project, [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
         assert recorded["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's: no head, the k-NN decision at
     # its calibrated threshold
-    project_svc.set_anchors(ctx, project, "1")  # as when the version was recorded
+    project_svc.set_settings(
+        ctx, project, {"anchor_weight": "1"}
+    )  # as when the version was recorded
     version_svc.activate(ctx, project, None)
     frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]

@@ -61,15 +61,18 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
 
 def test_the_trade_off_is_a_project_setting_and_a_bad_value_changes_nothing(ctx, demo):
     assert projects.out_of_scope(ctx, demo)["target_recall"] == 0.95
-    keep_most = projects.set_out_of_scope(ctx, demo, "99%")["thresholds"]
-    keep_fewer = projects.set_out_of_scope(ctx, demo, 0.6)["thresholds"]
+    projects.set_settings(ctx, demo, {"oos_target_recall": "99%"})
+    keep_most = projects.out_of_scope(ctx, demo)["thresholds"]
+    projects.set_settings(ctx, demo, {"oos_target_recall": 0.6})
+    keep_fewer = projects.out_of_scope(ctx, demo)["thresholds"]
     assert keep_fewer["default"] > keep_most["default"]  # turning more questions away
     with pytest.raises(ValueError, match=r"between 0\.5 and 1"):
-        projects.set_out_of_scope(ctx, demo, 1.5)
+        projects.set_settings(ctx, demo, {"oos_target_recall": 1.5})
     with pytest.raises(ValueError, match=r"a number such as 0\.95"):
-        projects.set_out_of_scope(ctx, demo, "most")
+        projects.set_settings(ctx, demo, {"oos_target_recall": "most"})
     assert projects.out_of_scope(ctx, demo)["target_recall"] == 0.6
-    off = projects.set_out_of_scope(ctx, demo, "off")
+    projects.set_settings(ctx, demo, {"oos_target_recall": "off"})
+    off = projects.out_of_scope(ctx, demo)
     assert off["target_recall"] is None and off["thresholds"] == {}
     out = predict_one(ctx, demo, WEATHER)
     assert not out["oos"] and out["labels"] == [out["top"]]
@@ -83,7 +86,7 @@ def test_the_cli_prints_the_decision_and_refuses_a_bad_target(tmp_path, capsys):
     src.write_text("text,label\n" + "\n".join(rows) + "\n")
     assert main([*d, "import", str(src), "--project", "p"]) == 0
     capsys.readouterr()
-    assert main([*d, "oos", "--project", "p", "--target", "2"]) == 2
+    assert main([*d, "settings", "--project", "p", "--set", "oos_target_recall=2"]) == 2
     assert "between 0.5 and 1" in capsys.readouterr().err
     assert main([*d, "predict", "--project", "p", "what's the weather in Paris"]) == 0
     assert "no intent: out of scope" in capsys.readouterr().out

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.project_settings import ProjectSettings, anchor_weight, encodes_context, oos_target
+from app.project_settings import (
+    NAMES,
+    ProjectSettings,
+    anchor_weight,
+    encodes_context,
+    oos_target,
+)
 from app.services.int8 import serve_int8_setting
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT
@@ -57,24 +63,35 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     capsys.readouterr()
     assert main([*d, "settings", "--project", "p"]) == 0
     shown = capsys.readouterr().out.splitlines()
-    assert shown == [
+    assert shown[0::2] == [
         "oos_target_recall = 0.95",
-        "anchor_weight = 1.0",
+        "anchor_weight = 1",
         "encode_context = off",
         "serve_int8 = on",
     ]
+    # each followed by what it does in the project now
+    assert shown[3].startswith("    Anchors on (weight 1): 2 intent(s)")
+    assert (
+        shown[5]
+        == "    Context encoding is off: utterances are encoded alone. 0 utterance(s) carry a context."
+    )
+    assert shown[7] == "    Serving: the frozen minilm encoder (fp32)."
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
-    capsys.readouterr()
+    assert capsys.readouterr().out.startswith(
+        "Changed oos_target_recall 0.95 → 0.9; anchor_weight 1 → 0; encode_context off → on.\n"
+    )
     assert main([*d, "settings", "--project", "p", "--format", "json"]) == 0
     import json
 
-    assert json.loads(capsys.readouterr().out) == {
+    shown_json = json.loads(capsys.readouterr().out)
+    assert {k: shown_json[k] for k in NAMES} == {
         "oos_target_recall": 0.9,
         "anchor_weight": 0.0,
         "encode_context": True,
         "serve_int8": True,
     }
+    assert set(shown_json["effects"]) == set(NAMES)
     # one bad value among good ones: refused with its rule, nothing changed
     bad = ["--set", "serve_int8=off", "--set", "oos_target_recall=0.2"]
     assert main([*d, "settings", "--project", "p", *bad]) == 2

@@ -190,27 +190,31 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
     assert data_manage.intent_description(ctx, demo, name) == ""
 
 
-def test_the_anchor_weight_is_set_beside_the_descriptions_and_a_bad_one_changes_nothing(ctx, demo):
-    from app.ui import data_manage
+def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
+    """The Data tab's one settings section: the form shows the project's values and what each
+    does; Save writes them together and says what changed; one bad value changes nothing."""
+    from app.services import projects as project_svc
+    from app.ui import settings_section as section
 
-    assert "Anchors on (weight 1.5)" in data_manage.set_anchors(ctx, demo, 1.5)
-    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
-    refused = data_manage.set_anchors(ctx, demo, -2)
+    oos_on, target, weight, encode, int8, effects = section.shown(ctx, demo)
+    assert (oos_on, target, weight, encode, int8) == (True, 0.95, 1.0, False, True)
+    assert "Anchors on (weight 1)" in effects and "Serving: the frozen minilm" in effects
+    assert "<li><b>Out of scope:</b> Out-of-scope thresholds for a 95% in-scope recall" in effects
+
+    status, effects = section.save(ctx, demo, False, 0.9, 1.5, True, False)
+    assert status == (
+        "✓ Changed oos_target_recall 0.95 → off; anchor_weight 1 → 1.5; encode_context off → on; "
+        "serve_int8 on → off."
+    )
+    assert "Out-of-scope detection is off" in effects and "Context encoding is on" in effects
+    after = project_svc.settings(ctx, demo)
+    assert (after.oos_target_recall, after.anchor_weight, after.encode_context) == (None, 1.5, True)
+    assert section.shown(ctx, demo)[:5] == (False, 0.95, 1.5, True, False)
+    assert section.save(ctx, demo, False, 0.9, 1.5, True, False)[0] == "✓ Nothing changed."
+
+    refused, _ = section.save(ctx, demo, True, 0.9, -2, False, True)  # a bad weight
     assert "0 or more" in refused and not refused.startswith("✓")
-    assert data_manage.anchor_weight_of(ctx, demo) == 1.5
-    assert "Anchors off" in data_manage.set_anchors(ctx, demo, 0)
-
-
-def test_context_encoding_is_switched_in_the_data_tab_and_a_missing_project_changes_nothing(
-    ctx, demo
-):
-    from app.ui import data_manage
-
-    assert data_manage.context_of(ctx, demo) is False
-    assert "Context encoding is on" in data_manage.set_context(ctx, demo, True)
-    assert data_manage.context_of(ctx, demo) is True
-    refused = data_manage.set_context(ctx, "no-such-project", False)
-    assert not refused.startswith("✓")
-    assert data_manage.context_of(ctx, demo) is True
-    assert "Context encoding is off" in data_manage.set_context(ctx, demo, False)
-    assert data_manage.context_of(ctx, demo) is False
+    assert project_svc.settings(ctx, demo) == after  # the good values were not written either
+    assert "Pick a project" in section.save(ctx, None, True, 0.9, 1, False, True)[0]
+    assert not section.save(ctx, "no-such-project", True, 0.9, 1, False, True)[0].startswith("✓")
+    assert section.shown(ctx, None) == section.BLANK

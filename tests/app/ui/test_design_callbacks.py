@@ -55,13 +55,11 @@ def test_what_ifs_answer_with_an_estimate_or_a_message(ctx, demo):
     assert all(u["choices"] for u in intent_choices(ctx, demo))
 
 
-def test_the_trade_off_is_set_turned_off_and_shown(ctx, demo):
-    state, on, target = scope.describe(ctx, demo)
-    assert "threshold" in state and on["value"] is True and target["value"] == 0.95
-    assert "keeps 90%" in scope.apply(ctx, demo, True, 0.9)
-    assert project_svc.out_of_scope(ctx, demo)["target_recall"] == 0.9
-    assert "off" in scope.apply(ctx, demo, False, 0.9)
-    assert project_svc.out_of_scope(ctx, demo)["target_recall"] is None
-    _, on, target = scope.describe(ctx, demo)
-    assert on["value"] is False and target["value"] == 0.95
-    assert "Pick a project" in scope.apply(ctx, None, True, 0.9)
+def test_the_out_of_scope_view_shows_the_trade_off_set_in_project_settings(ctx, demo):
+    state = scope.describe(ctx, demo)
+    assert "Each intent keeps **95%** of its own questions." in state and "threshold" in state
+    project_svc.set_settings(ctx, demo, {"oos_target_recall": 0.9})
+    assert "keeps **90%**" in scope.describe(ctx, demo)
+    project_svc.set_settings(ctx, demo, {"oos_target_recall": "off"})
+    assert scope.describe(ctx, demo).startswith("Out-of-scope detection is off")
+    assert scope.describe(ctx, None) == ""

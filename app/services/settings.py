@@ -1,0 +1,91 @@
+"""A project's settings, read and changed as one (the CLI's ``settings`` and the Data tab's
+Project settings section): each setting's value, and a line on what it does in the project now.
+
+The values are :class:`app.project_settings.ProjectSettings`; each line comes from the service
+that owns the setting (the out-of-scope calibration, the anchors, context encoding, the served
+encoder), so the CLI, the UI and the REST answers say the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.context import AppContext
+from app.project_settings import NAMES, ProjectSettings
+from app.services import projects as project_svc
+from app.services import versions as version_svc
+
+# What each setting is, in a designer's words (the UI's labels and the CLI's headings).
+TITLES = {
+    "oos_target_recall": "Out-of-scope target (share of each intent's own questions kept)",
+    "anchor_weight": "Intent names and descriptions in predictions (in examples; 0 = off)",
+    "encode_context": "Encode each utterance after the turn before it",
+    "serve_int8": "Serve the int8 encoder where it passed parity",
+}
+
+
+@dataclass(frozen=True)
+class SettingsView:
+    """The settings and, per setting, one line on its effect in the project now."""
+
+    values: ProjectSettings
+    effects: dict[str, str]
+    thresholds: dict[str, float]  # the out-of-scope thresholds calibrated now, by intent
+    anchor_texts: dict[str, str]  # each intent's anchor: its description or humanised name
+
+    def lines(self) -> list[str]:
+        """``name = value`` then its effect, setting by setting (the CLI's text output)."""
+        out = []
+        for name, value in self.values.to_dict().items():
+            out.append(f"{name} = {shown(value)}")
+            out.append(f"    {self.effects[name]}")
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        """The CLI's JSON: the values under their names, then what they do."""
+        return {
+            **self.values.to_dict(),
+            "effects": self.effects,
+            "thresholds": self.thresholds,
+            "anchor_texts": self.anchor_texts,
+        }
+
+
+def shown(value: object) -> str:
+    """A setting's value as a person writes it (``off``, ``on``, ``0.95``)."""
+    if value is None or value is False:
+        return "off"
+    return "on" if value is True else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def view(ctx: AppContext, project: str) -> SettingsView:
+    """The project's settings and their effects now."""
+    oos = project_svc.out_of_scope(ctx, project)
+    anchors = project_svc.anchors(ctx, project)
+    return SettingsView(
+        project_svc.settings(ctx, project),
+        {
+            "oos_target_recall": oos["message"],
+            "anchor_weight": anchors["message"],
+            "encode_context": project_svc.context_encoding(ctx, project)["message"],
+            "serve_int8": version_svc.serving(ctx, project),
+        },
+        thresholds=dict(oos["thresholds"]),
+        anchor_texts=dict(anchors["texts"]),
+    )
+
+
+def change(ctx: AppContext, project: str, changes: dict[str, str]) -> tuple[SettingsView, str]:
+    """Apply ``changes`` (name -> value as typed; every value is checked first, one bad value
+    changes nothing) and return the settings after it with a sentence naming what changed."""
+    unknown = sorted(set(changes) - set(NAMES))
+    if unknown:
+        raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(NAMES)}.")
+    before = project_svc.settings(ctx, project).to_dict()
+    after = project_svc.set_settings(ctx, project, changes).to_dict()
+    moved = [
+        f"{name} {shown(before[name])} → {shown(after[name])}"
+        for name in NAMES
+        if before[name] != after[name]
+    ]
+    message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."
+    return view(ctx, project), message

@@ -1,0 +1,140 @@
+"""The Data tab's *Project settings* accordion: every setting of the project
+(:class:`app.project_settings.ProjectSettings`) in one place, shown for the chosen project with
+what each does now, and saved together by one button (one bad value changes nothing). The
+callbacks are plain functions over :mod:`app.services.settings`, as the CLI's ``settings`` is."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+from app.context import AppContext
+from app.services import settings as svc
+from app.ui.common import attempt, bind, ok, problem
+from app.ui.guard import guarded
+from core.evaluation.oos import DEFAULT_TARGET_RECALL
+
+# The effects list's short headings (the form's labels say the rest).
+HEADINGS = {
+    "oos_target_recall": "Out of scope",
+    "anchor_weight": "Anchors",
+    "encode_context": "Context",
+    "serve_int8": "Encoder",
+}
+# The values shown for no project (and the form's starting state).
+BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, 1.0, False, True, "")
+
+
+def effects_html(view: svc.SettingsView) -> str:
+    """What each setting does in the project now, one line each (user text escaped)."""
+    items = "".join(
+        f"<li><b>{HEADINGS[name]}:</b> {html.escape(view.effects[name])}</li>"
+        for name in view.effects
+    )
+    return f"<ul class='settings-effects'>{items}</ul>"
+
+
+def shown(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+    """The form for ``proj``: out-of-scope on, its target, anchor weight, context encoding,
+    int8 serving, and the effects list."""
+    if not proj:
+        return BLANK
+    view, err = attempt(lambda: svc.view(ctx, proj))
+    if err or view is None:
+        return (*BLANK[:-1], problem(err or "Could not read the settings."))
+    v = view.values
+    target = v.oos_target_recall
+    return (
+        target is not None,
+        target if target is not None else DEFAULT_TARGET_RECALL,
+        v.anchor_weight,
+        v.encode_context,
+        v.serve_int8,
+        effects_html(view),
+    )
+
+
+def save(
+    ctx: AppContext,
+    proj: str | None,
+    oos_on: bool,
+    target: float,
+    weight: float | None,
+    encode_context: bool,
+    serve_int8: bool,
+) -> tuple[str, Any]:
+    """Save the form (every value is checked first: one bad value changes nothing). Returns the
+    status line (what changed) and the effects list after it."""
+    if not proj:
+        return problem("Pick a project first."), ""
+    changes = {
+        "oos_target_recall": f"{float(target)}" if oos_on else "off",
+        "anchor_weight": "0" if weight is None else f"{float(weight)}",
+        "encode_context": "on" if encode_context else "off",
+        "serve_int8": "on" if serve_int8 else "off",
+    }
+    res, err = attempt(lambda: svc.change(ctx, proj, changes))
+    if err or res is None:
+        return problem(err or "Could not save the settings."), gr.update()
+    view, message = res
+    return ok(message), effects_html(view)
+
+
+def build_settings(ctx: AppContext, project: gr.Dropdown) -> Any:
+    """Lay out the accordion; returns ``bind(after_change)``, which wires its events once the
+    Data tab knows how to refresh (a saved setting changes the table's predictions)."""
+    with gr.Accordion("Project settings", open=False, elem_id="project-settings") as acc:
+        with gr.Row(equal_height=True):
+            oos_on = gr.Checkbox(
+                label="Detect out-of-scope questions", value=True, scale=1, elem_id="set-oos-on"
+            )
+            target = gr.Slider(
+                0.5,
+                1,
+                value=DEFAULT_TARGET_RECALL,
+                step=0.01,
+                label=svc.TITLES["oos_target_recall"],
+                scale=3,
+                elem_id="set-oos-target",
+            )
+        with gr.Row(equal_height=True):
+            weight = gr.Number(
+                label=svc.TITLES["anchor_weight"],
+                value=1.0,
+                minimum=0,
+                scale=2,
+                elem_id="set-anchor-weight",
+            )
+            encode_context = gr.Checkbox(
+                label=svc.TITLES["encode_context"] + " (its context column)",
+                value=False,
+                scale=2,
+                elem_id="set-encode-context",
+            )
+            serve_int8 = gr.Checkbox(
+                label=svc.TITLES["serve_int8"], value=True, scale=2, elem_id="set-serve-int8"
+            )
+        with gr.Row(equal_height=True):
+            save_btn = gr.Button("Save settings", variant="primary", scale=0, min_width=160)
+            status = gr.Markdown(elem_id="settings-status")
+        effects = gr.HTML(elem_id="settings-effects")
+    form = [oos_on, target, weight, encode_context, serve_int8]
+
+    def bind_events(after_change: Any) -> None:
+        quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+        # Shown on opening the accordion too: Gradio sends no project change to an event whose
+        # only outputs sit in a closed accordion (Save would then have written the defaults).
+        for event in (project.change, acc.expand):
+            event(bind(shown, ctx), [project], [*form, effects], **quiet)
+        after_change(
+            save_btn.click(
+                guarded(ctx, "designer", outputs=2)(bind(save, ctx)),
+                [project, *form],
+                [status, effects],
+                api_name="save_settings",
+            )
+        )
+
+    return bind_events
