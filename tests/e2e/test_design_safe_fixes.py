@@ -36,11 +36,17 @@ def _shots(page, name: str, selector: str) -> None:
 
 
 def _says(page, selector: str, text: str, timeout: float = 120_000) -> None:
-    page.wait_for_function(
-        "([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
-        arg=[selector, text],
-        timeout=timeout,
-    )
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            "([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
+            arg=[selector, text],
+            timeout=timeout,
+        )
+    except PlaywrightTimeout:  # say what the page showed instead
+        shown = page.evaluate("(s) => document.querySelector(s)?.innerText", selector)
+        raise AssertionError(f"{selector} never said {text!r}; it says {shown!r}") from None
 
 
 def _type_into(page, selector: str, text: str) -> None:
