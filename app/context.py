@@ -4,8 +4,8 @@ the embedding cache, and one live k-NN pool per project.
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
 :mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
 
-A project may encode each utterance after the turn before it (its context, the
-the ``encode_context`` setting): the pool, the queries, the calibration and a retrain then all see
+A project may encode each utterance after the turn before it (its context; the ``encode_context``
+setting): the pool, the queries, the calibration and a retrain then all see
 :func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
 
 A pool follows the database: before each use it compares a cheap revision of the project's labels
@@ -32,12 +32,7 @@ from core.encoding.cache import CachedEncoder
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
-from core.evaluation.oos import (
-    OUT_OF_SCOPE,
-    Calibration,
-    calibrate_predictor,
-    in_scope_labels,
-)
+from core.evaluation.oos import OUT_OF_SCOPE, Calibration, calibrate_predictor, in_scope_labels
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.retrieval.anchors import anchor_texts
@@ -129,13 +124,12 @@ class ProjectPool:
 
 
 class JobQueue(Protocol):
-    """The training queue as the request side sees it (:func:`app.worker.queue_for`)."""
+    """The training queue as the request side sees it (:func:`app.worker.queue_for`): calling it
+    queues a job id; :meth:`pending` gives the ids whose message it holds, not yet taken."""
 
-    def __call__(self, job_id: int) -> None:
-        """Queue a job id for a worker."""
+    def __call__(self, job_id: int) -> None: ...
 
-    def pending(self) -> set[int]:
-        """The job ids whose message the queue holds, not yet taken by a worker."""
+    def pending(self) -> set[int]: ...
 
 
 class AppContext:
