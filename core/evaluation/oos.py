@@ -149,11 +149,21 @@ def out_of_fold_scores(
         held = np.flatnonzero(assign == f)
         if not len(held):
             continue
-        pool = predictor.fold([ids[i] for i in np.flatnonzero(assign != f)])
-        for i, pred in zip(held, pool.rank(vectors[held], show=0), strict=True):
-            cold = pred.top is None or pred.intents[0].cold
-            top, score = (None, 0.0) if cold else (pred.top, pred.score)
-            out[int(i)] = (sets[i][0], top, score, pred.margin)
+        rest = np.flatnonzero(assign != f)
+        pool = predictor.fold([ids[i] for i in rest])
+        # every intent's score at once, as the fold's Predictor ranks them (its score_matrix:
+        # classify's scores over the whole pool), instead of one ranked list per example
+        names, scores = pool.score_matrix(vectors[held])
+        warm = {name for i in rest for name in sets[i]}
+        for i, row in zip(held, scores.tolist(), strict=True):
+            order = sorted(range(len(names)), key=lambda j: (-row[j], names[j]))[:2]
+            if not order:
+                out[int(i)] = (sets[i][0], None, 0.0, 0.0)
+                continue
+            best = order[0]
+            margin = row[best] - row[order[1]] if len(order) > 1 else 1.0
+            top = names[best] if names[best] in warm else None  # cold: its anchor alone
+            out[int(i)] = (sets[i][0], top, row[best] if top else 0.0, margin)
     return [out[i] for i in single]
 
 

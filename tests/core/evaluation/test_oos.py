@@ -247,3 +247,40 @@ def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_u
     # unrelated questions are flagged several times as often as the in-scope uncertain ones
     share = sum(flagged) / len(unrelated)
     assert share > 3 * sum(hint) / len(queue), (sum(hint), sum(served), sum(flagged))
+
+
+def test_out_of_fold_scores_are_what_each_folds_predictor_ranks_for_its_held_out_examples():
+    """Calibration scores a whole fold at once (the fold Predictor's score_matrix); each row must
+    be what that Predictor ranks for the example: the top intent, its score and the margin over
+    the runner-up, with the anchors and k counted, and a top intent known only by its anchor
+    (cold: an intent whose one example is the one held out) taken as no score."""
+    from core.evaluation.folds import fold_assignments
+    from core.evaluation.oos import CALIBRATION_FOLDS, out_of_fold_scores
+    from core.retrieval.factory import vector_pool
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(0, 1, (6, 16))
+    vectors = np.vstack([c + rng.normal(0, 0.8, (5, 16)) for c in centres] + [centres[:1] * 3])
+    labels = [(f"i{j}",) for j in range(6) for _ in range(5)] + [("lonely",)]
+    live = vector_pool(vectors.astype(np.float32), labels, k=2)
+    names = sorted({n for (n,) in labels})
+    anchor_vectors = np.vstack([rng.normal(0, 1, (6, 16)), centres[:1] * 3]).astype(np.float32)
+    live.index.set_anchors(names, anchor_vectors, names, 1.0)
+    scored = out_of_fold_scores(live)
+
+    ids, _, sets, _ = live.index.examples()
+    assign = fold_assignments(list(sets), CALIBRATION_FOLDS, seed=0)
+    cold = 0
+    for f in range(CALIBRATION_FOLDS):
+        held = [i for i in range(len(ids)) if assign[i] == f]
+        fold = live.fold([ids[i] for i in range(len(ids)) if assign[i] != f])
+        for i, pred in zip(held, fold.rank(vectors[held], show=0, depth=1000), strict=True):
+            gold, top, score, margin = scored[i]
+            assert gold == labels[i][0]
+            assert margin == pytest.approx(pred.margin, abs=1e-5)
+            if pred.intents[0].cold:
+                cold += 1
+                assert (top, score) == (None, 0.0)
+            else:
+                assert top == pred.top and score == pytest.approx(pred.score, abs=1e-5)
+    assert cold >= 1 and scored[-1][1] is None  # "lonely", held out, is its anchor alone
