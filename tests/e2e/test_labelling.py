@@ -264,28 +264,3 @@ def test_a_row_labelled_in_the_table_joins_the_pool_at_once(banking77_server, pa
         "() => document.querySelector('#try-explanation')?.innerText?.includes("
         "'Predicted lost_or_stolen_phone')"
     )
-
-
-def test_the_intents_settings_show_the_projects_own_values(banking77_server, page):
-    """The anchor weight and the context switch sit in the closed Intents accordion: opening it
-    shows the project's values, not the widgets' initial ones (the weight showed 0 while the
-    project predicted with 1, and Apply would have turned the anchors off)."""
-    page.goto(banking77_server.url)
-    page.wait_for_function(
-        "() => document.querySelector('#project-summary')?.innerText?.includes('banking77')"
-    )
-    page.get_by_role("tab", name="Data").click()
-    page.get_by_text("Intents", exact=True).first.click()
-    weight = page.get_by_label("Descriptions and names in predictions", exact=False)
-    page.wait_for_function("(el) => el.value === '1'", arg=weight.element_handle(), timeout=30_000)
-    box = page.get_by_label("Encode each utterance after the turn before it", exact=False)
-    assert not box.is_checked()
-    box.check()
-    page.wait_for_function(
-        "() => document.querySelector('#intent-status')?.innerText?.includes('Context encoding is on')"
-    )
-    box.uncheck()
-    page.wait_for_function(
-        "() => document.querySelector('#intent-status')?.innerText?.includes('Context encoding is off')"
-    )
-    shot(page, "50-data-intents-settings")
