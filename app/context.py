@@ -1,16 +1,9 @@
 """The process-wide resources the services share: the database, artifact files, loaded encoders,
-the embedding cache, and one live k-NN pool per project.
+the embedding cache, and one live k-NN pool per project (:mod:`app.pools`: how a pool follows
+the database and what it encodes).
 
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
 :mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
-
-A project may encode each utterance after the turn before it (its context; the ``encode_context``
-setting): the pool, the queries, the calibration and a retrain then all see
-:func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
-
-A pool follows the database: before each use it compares a cheap revision of the project's labels
-and applies only the difference (new, changed, removed examples), so a label written by this or
-any other process counts in the very next prediction, without a rebuild or a retrain.
 """
 
 from __future__ import annotations
@@ -18,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
-from app.project_settings import anchor_weight, encodes_context, oos_target
+from app.pools import ProjectPool, project_anchors, sync
+from app.project_settings import encodes_context
 from app.services.int8 import INT8_DIR, serves_int8
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -32,41 +26,19 @@ from core.encoding.cache import CachedEncoder
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
-from core.evaluation.oos import OUT_OF_SCOPE, Calibration, calibrate_predictor, in_scope_labels
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
-from core.multilabel.knn_threshold import calibrate_knn_threshold
-from core.retrieval.anchors import anchor_texts
 from core.retrieval.factory import Anchors, PredictorFactory
-from core.retrieval.knn import KnnIndex
-from core.retrieval.predictor import Predictor, TextEncoder
+from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.datasets import SnapshotRow
 from storage.db import Database
-from storage.projects import get_project, intents_by_name
+from storage.projects import get_project
 from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
-from storage.utterances import UtteranceRow, labelled_pool, pool_revision
+from storage.utterances import UtteranceRow, pool_stamp
 from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
-
-# Pools up to this size recalibrate on every change; bigger ones once this share has changed.
-RECALIBRATE_ALWAYS = 2000
-RECALIBRATE_SHARE = 0.01
-
-
-def project_anchors(
-    s: Any, project_id: int, settings: dict[str, object] | None
-) -> tuple[dict[str, str], float]:
-    """The project's anchors (intent -> its description or humanised name; the reserved
-    out-of-scope label has none) and their weight; no anchors while the weight is 0."""
-    weight = anchor_weight(settings)
-    if not weight:
-        return {}, 0.0
-    intents = intents_by_name(s, project_id)
-    names = [n for n in intents if n != OUT_OF_SCOPE]
-    return anchor_texts(names, {n: intents[n].description for n in names}), weight
-
 
 _Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
 
@@ -77,50 +49,6 @@ def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list
     if not encodes_context(settings):
         return list(rows)
     return [replace(r, text=with_context(r.text, r.context)) if r.context else r for r in rows]
-
-
-class HasContext(Protocol):
-    """A row with a text and the turn before it (``""``: none)."""
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def context(self) -> str: ...
-
-
-@dataclass
-class ProjectPool:
-    """A project's :class:`Predictor` over its labelled `train` pool, in the active version's
-    space (with that version's multi-label head, if it has one), and the revision it is at."""
-
-    project_id: int
-    model_version_id: int | None
-    predictor: Predictor
-    revision: tuple[int, int, int] = (-1, -1, -1)
-    items: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # examples labelled out of scope (never in the index: they calibrate its thresholds)
-    out_of_scope: dict[int, str] = field(default_factory=dict)
-    target_recall: float | None = None
-    anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
-    calibration: Calibration | None = None
-    uncalibrated: int = 0  # examples changed since the thresholds were calibrated
-    use_context: bool = False  # the project's encode_context when the pool was built
-
-    def text_of(self, row: HasContext) -> str:
-        """What the encoder sees for a row: its text, after its context when the project
-        encodes context (the same for examples, queries and calibration)."""
-        return with_context(row.text, row.context) if self.use_context else row.text
-
-    @property
-    def encoder(self) -> CachedEncoder:
-        """The encoder that serves the pool and its queries (fp32, or the version's int8)."""
-        return cast(CachedEncoder, self.predictor.encoder)
-
-    @property
-    def index(self) -> KnnIndex:
-        return self.predictor.index
 
 
 class JobQueue(Protocol):
@@ -269,7 +197,22 @@ class AppContext:
     # --- pools -----------------------------------------------------------------------------
 
     def pool(self, project_id: int) -> ProjectPool:
-        """The project's up-to-date labelled pool (applies only what changed since last use)."""
+        """The project's up-to-date labelled pool (applies only what changed since last use).
+        One statement when nothing changed (:func:`storage.utterances.pool_stamp`): the hot path
+        of every prediction and every labelling card."""
+        with self.db.session() as s:
+            stamp = pool_stamp(s, project_id)
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is not None and pool.stamp == stamp:
+            return pool
+        # something changed: read the stamp before syncing, so a change during the sync is
+        # picked up by the next call
+        pool = self._refresh(project_id)
+        pool.stamp = stamp
+        return pool
+
+    def _refresh(self, project_id: int) -> ProjectPool:
         with self.db.session() as s:
             mv, project = active_version(s, project_id), get_project(s, project_id)
             base, settings = project.base_encoder, dict(project.settings or {})
@@ -296,84 +239,8 @@ class AppContext:
                 self._pools[project_id] = pool
         assert pool is not None
         with pool.lock:
-            self._sync(pool)
+            sync(pool, self.db, self.cache)
         return pool
-
-    def _sync(self, pool: ProjectPool) -> None:
-        with self.db.session() as s:
-            revision = pool_revision(s, pool.project_id)
-            settings = get_project(s, pool.project_id).settings
-            target = oos_target(settings)
-            texts, weight = project_anchors(s, pool.project_id, settings)
-            if (weight, texts) != pool.anchors:
-                by = cast(CachedEncoder, pool.predictor.anchor_encoder)  # a label encoder, if any
-                vectors = self.cache.encode(by, list(texts.values())) if texts else None
-                pool.predictor.set_anchors(texts, weight, vectors=vectors)
-                pool.anchors = (weight, texts)
-            if revision == pool.revision and target == pool.target_recall:
-                return
-            rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None
-        intents = pool.index.intents
-        if rows is not None:
-            pool.uncalibrated += self._apply(pool, rows)
-            pool.revision = revision
-        # A big pool recalibrates once 1 % of it changed (0.14 s of CPU for BANKING77's 770), at
-        # once when the trade-off or the set of intents changed.
-        if (
-            target != pool.target_recall
-            or pool.index.intents != intents
-            or pool.uncalibrated >= RECALIBRATE_SHARE * len(pool.items)
-            or len(pool.items) <= RECALIBRATE_ALWAYS
-        ):
-            pool.target_recall = target
-            pool.uncalibrated = 0
-            self._calibrate(pool)
-
-    def _apply(self, pool: ProjectPool, rows: list[UtteranceRow]) -> int:
-        """Bring the index to ``rows``: only what changed is re-added or removed."""
-        wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
-        out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
-        moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
-        gone = [i for i in pool.items if i not in wanted]
-        changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
-        if gone:
-            pool.index.remove(gone)
-        if changed:
-            texts = [wanted[i][0] for i in changed]
-            vectors = self.cache.encode(pool.encoder, texts)
-            pool.index.add(changed, vectors, texts, [wanted[i][1] for i in changed])
-        pool.items = wanted
-        pool.out_of_scope = out_of_scope
-        if gone or changed:
-            logger.debug(
-                "pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone)
-            )
-        return len(gone) + len(changed) + moved
-
-    def _calibrate(self, pool: ProjectPool) -> None:
-        """The out-of-scope thresholds of the pool, calibrated on the scores its own predictor
-        serves (anchors, rule, ``k``: :func:`core.evaluation.oos.calibrate_predictor`), out of
-        fold over the labelled train pool; the test split is never used. A multi-label pool
-        without a head gets its decision threshold the same way
-        (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`)."""
-        predictor = pool.predictor
-        predictor.thresholds = {}
-        if predictor.multi_label and predictor.head is None:
-            # no head yet: the k-NN decision's own threshold, calibrated out of fold the same way
-            pool.calibration = None
-            threshold = calibrate_knn_threshold(predictor)
-            predictor.thresholds = {"default": threshold} if threshold is not None else {}
-            return
-        if pool.target_recall is None or predictor.multi_label or len(pool.index) == 0:
-            pool.calibration = None
-            return
-        oos = list(pool.out_of_scope.values())
-        pool.calibration = calibrate_predictor(
-            predictor,
-            out_of_scope=self.cache.encode(pool.encoder, oos) if oos else None,
-            target_recall=pool.target_recall,
-        )
-        predictor.thresholds = dict(pool.calibration.thresholds)
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at

@@ -7,8 +7,14 @@ one prediction) and runs ``--clients`` concurrent clients for ``--seconds``, eac
 - ``gradio``: the Gradio HTTP API (POST ``/gradio_api/call/predict`` then GET the result stream);
 - ``rest``: the REST API (POST ``/api/v1/projects/{p}/predict`` with ``{"text": ...}``).
 
-in two phases: ``idle`` (the server alone) and ``training`` (while a retrain of the demo project
+in two phases: ``idle`` (the server alone) and ``training`` (while a retrain of the project
 runs in the worker). Prints a table (the paths side by side) and the same as JSON.
+
+``--banking77`` measures the issue's project instead of the demo: BANKING77 from ``../shared/data``
+(770 train, 1,000 test, 2,000 unlabelled), retrained once before the server starts, so its
+version has an int8 copy; ``--serving int8,fp32`` then runs the idle phase once per serving path
+(the project's ``serve_int8`` setting switched between them, as a designer would) and the
+training phase with the first.
 Targets (issue 16): one prediction via REST p50 ≤ 10 ms, p95 ≤ 25 ms; 50 clients ≥ 300 req/s,
 p95 ≤ 100 ms, 0 errors, idle and while training, on 2 cores.
 
@@ -20,6 +26,7 @@ Target: p95 ≤ 200 ms while the batches run.
 
 Usage:
     python bench/load.py --clients 50 --seconds 60
+    python -m bench.load --banking77 --serving int8,fp32 --paths rest
     python bench/load.py --scenario fair --seconds 60 --batch-callers 4
 """
 
@@ -76,11 +83,27 @@ async def call_gradio(client: httpx.AsyncClient, text: str) -> None:
         raise RuntimeError(r.text[-300:])
 
 
-REST_PREDICT = "/api/v1/projects/" + quote(PROJECT) + "/predict"
+BANKING77 = "banking77"
+BANKING_QUERIES = [
+    "my card payment was declined at the shop",
+    "how long does a transfer to another country take",
+    "I still have not received my new card",
+    "why was I charged a fee for withdrawing cash",
+    "can I top up with apple pay",
+    "my pin is blocked what do I do",
+    "the exchange rate on my statement looks wrong",
+    "I want to close my account",
+    "someone used my card without my permission",
+    "how do I verify my identity",
+]
+
+
+def rest_predict(project: str) -> str:
+    return "/api/v1/projects/" + quote(project) + "/predict"
 
 
 async def call_rest(client: httpx.AsyncClient, text: str) -> None:
-    r = await client.post(REST_PREDICT, json={"text": text})
+    r = await client.post(rest_predict(PROJECT), json={"text": text})
     r.raise_for_status()
     if not r.json()["predictions"][0]["labels"]:
         raise RuntimeError(r.text[-300:])
@@ -244,12 +267,62 @@ def run_paths(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]
     return out
 
 
+def cli(data: Path, *args: str) -> str:
+    """``intent-studio`` on the bench's data directory (what the project's owner would type)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "--data-dir", str(data), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"intent-studio {' '.join(args[:2])} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def build_banking77(data: Path) -> None:
+    """The BANKING77 project of the issues, retrained once (its version gets the int8 copy)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.e2e.conftest import banking77_csv
+
+    csv = banking77_csv(
+        ROOT.parent / "shared" / "data", data / "b77.csv", unlabelled=2000, test=1000
+    )
+    cli(data, "import", str(csv), "--project", BANKING77)
+    began = time.perf_counter()
+    cli(data, "train", "--project", BANKING77)
+    print(f"BANKING77 retrained in {time.perf_counter() - began:.0f} s")
+
+
 def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for path in args.paths:
         asyncio.run(phase(url, 2, 5, path))  # warm the encoder, the pool and the path
     time.sleep(args.settle)
-    results["idle"] = run_paths(url, args)
+    for serving in args.serving or [""]:
+        if serving:  # switched from outside, as a designer would: the server follows
+            cli(
+                data,
+                "settings",
+                "--project",
+                PROJECT,
+                "--set",
+                "serve_int8=" + ("on" if serving == "int8" else "off"),
+            )
+            for path in args.paths:
+                asyncio.run(phase(url, 2, 5, path))  # loads that encoder
+        results[f"idle {serving}".strip()] = run_paths(url, args)
+    if args.serving:
+        first = args.serving[0]
+        cli(
+            data,
+            "settings",
+            "--project",
+            PROJECT,
+            "--set",
+            "serve_int8=" + ("on" if first == "int8" else "off"),
+        )
     trainer = subprocess.Popen(
         [
             sys.executable,
@@ -268,9 +341,10 @@ def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, Any
         text=True,
     )
     time.sleep(5)  # let the worker pick the job up and start training
-    results["training"] = run_paths(url, args)
+    training = f"training {args.serving[0]}" if args.serving else "training"
+    results[training] = run_paths(url, args)
     running = float(trainer.poll() is None)
-    for r in results["training"].values():
+    for r in results[training].values():
         r["job_running_at_end"] = running
     trainer.terminate()
     log, _ = trainer.communicate(timeout=30)
@@ -342,8 +416,20 @@ def main() -> int:
         default=120,
         help="seconds to wait after start-up (the server compiles UMAP in the background)",
     )
+    parser.add_argument(
+        "--banking77", action="store_true", help="a retrained BANKING77 project, not the demo"
+    )
+    parser.add_argument(
+        "--serving",
+        type=lambda v: [p for p in v.split(",") if p in ("int8", "fp32")],
+        default=[],
+        help="comma-separated: int8, fp32 (the idle phase once per serving path)",
+    )
     parser.add_argument("--out", default=None, help="JSON file (default bench/results/)")
     args = parser.parse_args()
+    global PROJECT, QUERIES
+    if args.banking77:
+        PROJECT, QUERIES = BANKING77, BANKING_QUERIES
     name = "load.json" if args.scenario == "clients" else "load-fair.json"
     out_path = Path(args.out or ROOT / "bench" / "results" / name)
 
@@ -351,6 +437,8 @@ def main() -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    if args.banking77:
+        build_banking77(data)
     log = data / "server.log"
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.slots import moved_entities
-from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.tables import Intent, Label, LabelEvent, Project, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
 from storage.texts import validate_context, validate_split, validate_text
@@ -176,6 +176,33 @@ def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
         )
     ).one()
     return (last_event or 0, int(n), int(version_sum))
+
+
+def pool_stamp(s: Session, project_id: int) -> tuple[int, ...]:
+    """One statement whose answer changes whenever anything a project's live pool is built from
+    may have changed: the project row (settings, active version, base encoder: its version
+    counter), its intents (names, descriptions), and :func:`pool_revision`'s label events,
+    utterance inserts and edits. A process that finds the stamp unchanged reuses its pool without
+    reading anything else. Raises NotFoundError for an unknown project."""
+
+    def scalar(column: Any, table: Any) -> Any:
+        return select(column).where(table.project_id == project_id).scalar_subquery()
+
+    row = s.execute(
+        select(
+            Project.version,
+            func.coalesce(Project.active_model_version_id, 0),
+            scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
+            scalar(func.count(), Utterance),
+            scalar(func.coalesce(func.sum(Utterance.version), 0), Utterance),
+            scalar(func.count(), Intent),
+            scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
+            scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
+        ).where(Project.id == project_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFoundError(f"No project {project_id!r}.")
+    return tuple(int(v) for v in row)
 
 
 def _resolve_intents(

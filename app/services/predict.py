@@ -16,12 +16,13 @@ from typing import Any
 
 from app.admission import BusyError
 from app.auth import Actor, current_actor
-from app.context import AppContext, ProjectPool
+from app.context import AppContext
+from app.pools import ProjectPool
 from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.errors import StorageError
-from storage.projects import get_project, list_intents
+from storage.projects import get_project
 from storage.texts import validate_context
 
 # A request of the micro-batch: (project, text, k) or (project, text, k, context).
@@ -43,8 +44,9 @@ def _classify(
     *,
     lines: bool = False,
     contexts: list[str] | None = None,
-) -> list[tuple[dict[str, Any], Prediction]]:
-    """The project's predictor on ``texts``: each public dict with the k-NN prediction behind it.
+) -> tuple[ProjectPool, list[tuple[dict[str, Any], Prediction]]]:
+    """The project's pool and its predictor on ``texts``: each public dict with the k-NN
+    prediction behind it.
     ``lines``: the texts are one-line requests of several callers (the API's micro-batch);
     ``contexts``: the turn before each text (``""``: none)."""
     who = who or current_actor()
@@ -65,7 +67,7 @@ def _classify(
         )
         for (row, _), a in zip(results, asked, strict=True):
             _show_context(row, a, pool)
-        return results
+        return pool, results
 
 
 class _Asked:
@@ -112,7 +114,8 @@ def predict(
 
     Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
     :class:`app.admission.BusyError` when the call would go past the per-user or queue limits."""
-    return [row for row, _ in _classify(ctx, project, texts, k, show, who, contexts=contexts)]
+    _, results = _classify(ctx, project, texts, k, show, who, contexts=contexts)
+    return [row for row, _ in results]
 
 
 def predict_explained(
@@ -129,11 +132,9 @@ def predict_explained(
     """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
     evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
     started = time.perf_counter()
-    results = _classify(ctx, project, texts, k, show, who, lines=lines, contexts=contexts)
-    with ctx.db.session() as s:
-        intents = list_intents(s, get_project(s, project).id)
-    names = [i.name for i in intents]
-    descriptions = {i.name: i.description for i in intents if i.description}
+    pool, results = _classify(ctx, project, texts, k, show, who, lines=lines, contexts=contexts)
+    names = list(pool.intents)
+    descriptions = {name: text for name, text in pool.intents.items() if text}
     latency = round((time.perf_counter() - started) * 1000, 1)
     for row, pred in results:
         row["latency_ms"] = latency
@@ -187,7 +188,7 @@ def classify_requests(
             if explained:
                 results = [*predict_explained(ctx, project, texts, k=k, lines=True, contexts=turns)]
             else:
-                rows = _classify(ctx, project, texts, k, 5, None, lines=True, contexts=turns)
+                _, rows = _classify(ctx, project, texts, k, 5, None, lines=True, contexts=turns)
                 results = [row for row, _ in rows]
         except BusyError as busy:
             results = [busy for _ in idx]

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from app.context import AppContext, project_anchors
+from app.context import AppContext
 from app.formats import parse_csv
+from app.pools import project_anchors
 from app.project_settings import (
     ProjectSettings,
     encodes_context,

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from app.context import AppContext, ProjectPool
+from app.context import AppContext
+from app.pools import ProjectPool
 from app.services import conflicts as conflicts_svc
 from app.services import data as data_svc
 from app.services.data import project_id_in

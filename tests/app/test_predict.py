@@ -98,3 +98,36 @@ def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, 
     assert out[2]["top"] == predict_one(ctx, demo, "I forgot my password")["top"]
     assert "no such project" in out[1]["error"]
     assert "Type an utterance" in out[3]["error"]
+
+
+def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_still_seen(ctx, demo):
+    """The hot path of every prediction reads one stamp; an intent's new description written by
+    another process (a second context on the same database) reaches the next explanation."""
+    from sqlalchemy import event
+
+    from app.context import AppContext
+    from storage.projects import get_project
+
+    query = "where is my parcel? it has not arrived"
+    predict_one(ctx, demo, query)
+    with ctx.db.session() as s:
+        project_id = get_project(s, demo).id
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, *args):
+        if not statement.startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            statements.append(statement)
+
+    event.listen(ctx.db.engine, "before_cursor_execute", count)
+    try:
+        pool = ctx.pool(project_id)
+        assert len(statements) == 1, statements
+        other = AppContext(ctx.settings)
+        data_svc.describe_intent(other, demo, "track_order", "Where an order is now")
+        other.close()
+        out = predict_one(ctx, demo, query)
+    finally:
+        event.remove(ctx.db.engine, "before_cursor_execute", count)
+    assert out["top"] == "track_order"
+    assert out["explanation"]["predicted_description"] == "Where an order is now"
+    assert ctx.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"

@@ -7,9 +7,13 @@ import pytest
 
 from storage import ConflictError, StorageError
 from storage.audit import undo_last
+from storage.errors import NotFoundError
 from storage.projects import (
     create_intent,
+    describe_intent,
     list_intents,
+    rename_intent,
+    set_project_setting,
 )
 from storage.tables import LabelEvent
 from storage.utterances import (
@@ -17,6 +21,7 @@ from storage.utterances import (
     labelled_pool,
     list_utterances,
     pool_revision,
+    pool_stamp,
     set_labels,
     update_utterance,
 )
@@ -93,6 +98,38 @@ def test_pool_revision_changes_on_every_label_change(db, project):
         uid = list_utterances(s, project, search="hello")[0].id
         set_labels(s, project, uid, ["greeting"])
         assert pool_revision(s, project) != r0
+
+
+def test_the_pool_stamp_changes_with_everything_a_pool_is_built_from_and_only_then(db, project):
+    def stamp() -> tuple[int, ...]:
+        with db.session() as s:
+            return pool_stamp(s, project)
+
+    changes = {
+        "label": lambda s: set_labels(
+            s, project, list_utterances(s, project, search="hello")[0].id, ["greeting"]
+        ),
+        "edit": lambda s: update_utterance(
+            s, project, list_utterances(s, project, search="parcel")[0].id, text="my parcel?"
+        ),
+        "insert": lambda s: add_utterance(s, project, "a new one", [], split="unlabelled"),
+        "description": lambda s: describe_intent(s, project, "refund", "Money back"),
+        "rename": lambda s: rename_intent(s, project, "refund", "refunds"),
+        "new intent": lambda s: create_intent(s, project, "empty_for_now"),
+        "setting": lambda s: set_project_setting(s, project, "anchor_weight", 0.3),
+    }
+    seen = {stamp()}
+    for what, change in changes.items():
+        with db.session() as s:
+            list_utterances(s, project)  # reading changes nothing
+        assert stamp() in seen, f"{what}: a read changed the stamp"
+        with db.session() as s:
+            change(s)
+        now = stamp()
+        assert now not in seen, f"{what} left the stamp as it was"
+        seen.add(now)
+    with db.session() as s, pytest.raises(NotFoundError):
+        pool_stamp(s, project + 100)
 
 
 def test_labelling_an_unlabelled_utterance_moves_it_into_the_pool_and_one_undo_reverts_both(

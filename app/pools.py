@@ -1,0 +1,187 @@
+"""A project's live pool: :class:`ProjectPool` (its :class:`Predictor` over the labelled `train`
+rows, in the active version's space) and :func:`sync`, how it follows the database.
+
+A pool follows the database: before each use :meth:`app.context.AppContext.pool` compares one
+stamp of the project (:func:`storage.utterances.pool_stamp`) and, when it moved, :func:`sync`
+applies only the difference (new, changed, removed examples; new intents, descriptions,
+settings), so a label written by this or any other process counts in the very next prediction,
+without a rebuild or a retrain.
+
+A project may encode each utterance after the turn before it (its context; the ``encode_context``
+setting): the pool, the queries, the calibration and a retrain then all see
+:func:`core.encoding.previous_turn.with_context`, through :meth:`ProjectPool.text_of`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from app.project_settings import anchor_weight, oos_target
+from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.previous_turn import with_context
+from core.evaluation.oos import OUT_OF_SCOPE, Calibration, calibrate_predictor, in_scope_labels
+from core.multilabel.knn_threshold import calibrate_knn_threshold
+from core.retrieval.anchors import anchor_texts
+from core.retrieval.knn import KnnIndex
+from core.retrieval.predictor import Predictor
+from storage.db import Database
+from storage.projects import get_project, intents_by_name
+from storage.utterances import UtteranceRow, labelled_pool, pool_revision
+
+logger = logging.getLogger(__name__)
+
+# Pools up to this size recalibrate on every change; bigger ones once this share has changed.
+RECALIBRATE_ALWAYS = 2000
+RECALIBRATE_SHARE = 0.01
+
+
+def project_anchors(
+    s: Any, project_id: int, settings: dict[str, object] | None
+) -> tuple[dict[str, str], float]:
+    """The project's anchors (intent -> its description or humanised name; the reserved
+    out-of-scope label has none) and their weight; no anchors while the weight is 0."""
+    weight = anchor_weight(settings)
+    if not weight:
+        return {}, 0.0
+    intents = intents_by_name(s, project_id)
+    return anchors_of({n: i.description for n, i in intents.items()}, weight), weight
+
+
+def anchors_of(intents: dict[str, str], weight: float) -> dict[str, str]:
+    """The anchor texts of ``intents`` (name -> description) at ``weight`` (0: none)."""
+    names = [n for n in intents if n != OUT_OF_SCOPE]
+    return anchor_texts(names, {n: intents[n] for n in names}) if weight else {}
+
+
+class HasContext(Protocol):
+    """A row with a text and the turn before it (``""``: none)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def context(self) -> str: ...
+
+
+@dataclass
+class ProjectPool:
+    """A project's :class:`Predictor` over its labelled `train` pool, in the active version's
+    space (with that version's multi-label head, if it has one), and the revision it is at."""
+
+    project_id: int
+    model_version_id: int | None
+    predictor: Predictor
+    revision: tuple[int, int, int] = (-1, -1, -1)
+    items: dict[int, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # examples labelled out of scope (never in the index: they calibrate its thresholds)
+    out_of_scope: dict[int, str] = field(default_factory=dict)
+    target_recall: float | None = None
+    anchors: tuple[float, dict[str, str]] = (0.0, {})  # the weight and texts in the index
+    calibration: Calibration | None = None
+    uncalibrated: int = 0  # examples changed since the thresholds were calibrated
+    use_context: bool = False  # the project's encode_context when the pool was built
+    # every intent of the project (name -> description, "" for none), as of the last sync
+    intents: dict[str, str] = field(default_factory=dict)
+    # storage.utterances.pool_stamp when the pool was last brought up to date
+    stamp: tuple[int, ...] = ()
+
+    def text_of(self, row: HasContext) -> str:
+        """What the encoder sees for a row: its text, after its context when the project
+        encodes context (the same for examples, queries and calibration)."""
+        return with_context(row.text, row.context) if self.use_context else row.text
+
+    @property
+    def encoder(self) -> CachedEncoder:
+        """The encoder that serves the pool and its queries (fp32, or the version's int8)."""
+        return cast(CachedEncoder, self.predictor.encoder)
+
+    @property
+    def index(self) -> KnnIndex:
+        return self.predictor.index
+
+
+def sync(pool: ProjectPool, db: Database, cache: EmbeddingCache) -> None:
+    """Bring ``pool`` up to the database: its intents and anchors, the labelled rows that
+    changed (:func:`_apply`), and its thresholds when enough changed (:func:`_calibrate`)."""
+    with db.session() as s:
+        revision = pool_revision(s, pool.project_id)
+        settings = get_project(s, pool.project_id).settings
+        target = oos_target(settings)
+        found = intents_by_name(s, pool.project_id)
+        pool.intents = {name: i.description or "" for name, i in sorted(found.items())}
+        weight = anchor_weight(settings)
+        texts = anchors_of(pool.intents, weight)
+        weight = weight if texts else 0.0
+        if (weight, texts) != pool.anchors:
+            by = cast(CachedEncoder, pool.predictor.anchor_encoder)  # a label encoder, if any
+            vectors = cache.encode(by, list(texts.values())) if texts else None
+            pool.predictor.set_anchors(texts, weight, vectors=vectors)
+            pool.anchors = (weight, texts)
+        if revision == pool.revision and target == pool.target_recall:
+            return
+        rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None
+    intents = pool.index.intents
+    if rows is not None:
+        pool.uncalibrated += _apply(pool, rows, cache)
+        pool.revision = revision
+    # A big pool recalibrates once 1 % of it changed (0.14 s of CPU for BANKING77's 770), at
+    # once when the trade-off or the set of intents changed.
+    if (
+        target != pool.target_recall
+        or pool.index.intents != intents
+        or pool.uncalibrated >= RECALIBRATE_SHARE * len(pool.items)
+        or len(pool.items) <= RECALIBRATE_ALWAYS
+    ):
+        pool.target_recall = target
+        pool.uncalibrated = 0
+        _calibrate(pool, cache)
+
+
+def _apply(pool: ProjectPool, rows: list[UtteranceRow], cache: EmbeddingCache) -> int:
+    """Bring the index to ``rows``: only what changed is re-added or removed."""
+    wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
+    out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
+    moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
+    gone = [i for i in pool.items if i not in wanted]
+    changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
+    if gone:
+        pool.index.remove(gone)
+    if changed:
+        texts = [wanted[i][0] for i in changed]
+        vectors = cache.encode(pool.encoder, texts)
+        pool.index.add(changed, vectors, texts, [wanted[i][1] for i in changed])
+    pool.items = wanted
+    pool.out_of_scope = out_of_scope
+    if gone or changed:
+        logger.debug("pool %s: %d changed, %d removed", pool.project_id, len(changed), len(gone))
+    return len(gone) + len(changed) + moved
+
+
+def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
+    """The out-of-scope thresholds of the pool, calibrated on the scores its own predictor
+    serves (anchors, rule, ``k``: :func:`core.evaluation.oos.calibrate_predictor`), out of
+    fold over the labelled train pool; the test split is never used. A multi-label pool
+    without a head gets its decision threshold the same way
+    (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`)."""
+    predictor = pool.predictor
+    predictor.thresholds = {}
+    if predictor.multi_label and predictor.head is None:
+        # no head yet: the k-NN decision's own threshold, calibrated out of fold the same way
+        pool.calibration = None
+        threshold = calibrate_knn_threshold(predictor)
+        predictor.thresholds = {"default": threshold} if threshold is not None else {}
+        return
+    if pool.target_recall is None or predictor.multi_label or len(pool.index) == 0:
+        pool.calibration = None
+        return
+    oos = list(pool.out_of_scope.values())
+    pool.calibration = calibrate_predictor(
+        predictor,
+        out_of_scope=cache.encode(pool.encoder, oos) if oos else None,
+        target_recall=pool.target_recall,
+    )
+    predictor.thresholds = dict(pool.calibration.thresholds)
