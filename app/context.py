@@ -26,6 +26,7 @@ from core.encoding.cache import CachedEncoder
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.encoding.turns import SHARED
+from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import TextEncoder
@@ -117,7 +118,11 @@ class AppContext:
         """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
         passed parity and the project allows it (:func:`app.services.int8.serves_int8`), else
         the fp32 encoder (also when the int8 copy is missing or will not load)."""
-        if mv is None or not mv.artifact_path or not serves_int8(mv.metrics, settings):
+        if (
+            mv is None
+            or not mv.artifact_path
+            or not serves_int8(VersionMetrics.from_dict(mv.metrics), settings)
+        ):
             return self.encoder_for_version(mv, base)
         folder = self.artifacts.path(mv.artifact_path) / INT8_DIR
         if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32

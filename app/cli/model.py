@@ -61,21 +61,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         view = training.job(ctx, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
+        from core.evaluation.version_metrics import VersionMetrics
 
         m = metrics(ctx, args.project, view.model_version_id)
-        base = m.get("base", {})
+        base = m.base or VersionMetrics()
         print(
             json.dumps(
                 {
                     "version": view.model_version_id,
-                    "split": m.get("split"),
-                    "accuracy": m.get("accuracy"),
-                    "macro_f1": m.get("macro_f1"),
-                    "frozen_accuracy": base.get("accuracy"),
-                    "silhouette": m.get("silhouette"),
-                    "frozen_silhouette": base.get("silhouette"),
-                    "gate": m.get("gate"),
-                    "train_seconds": m.get("train_seconds"),
+                    "split": m.split,
+                    "accuracy": m.accuracy,
+                    "macro_f1": m.macro_f1,
+                    "frozen_accuracy": base.accuracy,
+                    "silhouette": m.silhouette,
+                    "frozen_silhouette": base.silhouette,
+                    "gate": m.gate or None,
+                    "train_seconds": m.train_seconds,
                 },
                 indent=2,
             )

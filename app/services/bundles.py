@@ -13,6 +13,7 @@ import logging
 import shutil
 import tempfile
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +24,7 @@ from core.bundle import open_bundle, write_bundle
 from core.bundle.layout import LABEL_DIR
 from core.encoding.registry import Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
+from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR
 from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.multilabel.rule import is_multilabel
@@ -57,14 +59,15 @@ def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, A
     assert mv is not None
     if not mv.artifact_path or not ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256 or ""):
         raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
+    measured = VersionMetrics.from_dict(mv.metrics)
     return {
         "id": mv.id,
         "method": mv.method,
         "base": mv.base_encoder,
         "dir": ctx.artifacts.path(mv.artifact_path),
         "config": dict(mv.config or {}),
-        "metrics": {k: v for k, v in (mv.metrics or {}).items() if k != "base"},
-        "base_metrics": dict((mv.metrics or {}).get("base") or {}),
+        "metrics": replace(measured, base=None).to_dict(),
+        "base_metrics": measured.base.to_dict() if measured.base else {},
     }
 
 

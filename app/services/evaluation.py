@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from app.context import AppContext, as_encoded
@@ -26,6 +26,7 @@ from core.evaluation import (
     scoring_gold,
 )
 from core.evaluation.multilabel import evaluate_head, evaluate_knn_labels
+from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
@@ -45,7 +46,7 @@ def evaluate_version(
     head: dict[str, Any] | None = None,
     fit_head: bool = True,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, Any], MultiLabelHead | None]:
+) -> tuple[VersionMetrics, MultiLabelHead | None]:
     """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
     on ``data`` (one shape, ``primary`` names the headline), and for a multi-label project the
     head fitted on all train rows (``head`` = its options: ``threshold``, ``tune``). A
@@ -77,14 +78,17 @@ def evaluate_version(
     metrics["split"] = data.split
     if factory.anchors is not None and factory.anchors.on:
         metrics["anchor_weight"] = factory.anchors.weight
-    return metrics, fitted
+    return VersionMetrics.from_dict(metrics), fitted
 
 
-def gate(new: dict[str, Any], reference: dict[str, Any], tolerance: float) -> tuple[bool, str]:
+def gate(new: VersionMetrics, reference: VersionMetrics, tolerance: float) -> tuple[bool, str]:
     """The promotion gate: a new version may not lose more than ``tolerance`` (absolute) of the
-    primary metric against the reference (the active version, or the frozen base)."""
-    key = str(new.get("primary", "accuracy"))
-    a, b = float(new[key]), float(reference[key])
+    primary metric against the reference (the active version, or the frozen base). A metric
+    that could not be measured (NaN, missing) never promotes."""
+    key = new.primary
+    a, b = new.score, reference.value(key)
+    if a is None or b is None:
+        return False, f"{key} could not be compared ({a} vs {b}); kept the active version."
     if a + tolerance >= b:
         return True, f"{key} {a:.3f} vs {b:.3f} (tolerance {tolerance:.3f}): promoted."
     return False, (
@@ -162,12 +166,12 @@ def evaluation_inputs(
 
 def live_evaluation(
     ctx: AppContext, project: str, version: Version = None, *, cross_validate: bool = False
-) -> dict[str, Any]:
+) -> VersionMetrics:
     """The version's metrics on the project's data as it is now, by :func:`evaluate_version` (the
     same function a retrain records in the history). A multi-label version's head is refitted with
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
-    retrain does."""
+    retrain does. ``version_label`` names the version measured."""
     factory, label, data, multi = evaluation_inputs(ctx, project, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
@@ -183,8 +187,7 @@ def live_evaluation(
         head=head_options(ctx, project, version) if multi else None,
         fit_head=factory.head is not None,  # as it serves: the frozen base has no head
     )
-    metrics["version_label"] = label
-    return metrics
+    return replace(metrics, version_label=label)
 
 
 def confusions(

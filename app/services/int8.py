@@ -22,6 +22,7 @@ import numpy as np
 
 from app.project_settings import ProjectSettings
 from core.evaluation import EvalData
+from core.evaluation.version_metrics import VersionMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -122,28 +123,22 @@ def export_version_int8(
     }
 
 
-def int8_passed(metrics: dict[str, Any] | None) -> bool:
-    """Whether a version's metrics record an int8 export that passed parity."""
-    info = (metrics or {}).get("int8") or {}
-    return bool(info.get("passed"))
-
-
 def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
     """The project's choice (on unless set to false)."""
     return ProjectSettings.from_dict(settings).serve_int8
 
 
-def serves_int8(metrics: dict[str, Any] | None, settings: dict[str, Any] | None) -> bool:
+def serves_int8(metrics: VersionMetrics, settings: dict[str, Any] | None) -> bool:
     """The live rule: int8 when the version's export passed parity and the project allows it."""
-    return int8_passed(metrics) and serve_int8_setting(settings)
+    return metrics.int8_passed and serve_int8_setting(settings)
 
 
-def serving_line(metrics: dict[str, Any] | None, settings: dict[str, Any] | None) -> str:
+def serving_line(metrics: VersionMetrics, settings: dict[str, Any] | None) -> str:
     """One short line for the UI: which encoder serves predictions, and why."""
-    info = (metrics or {}).get("int8") or {}
+    info = metrics.int8
     if serves_int8(metrics, settings):
         return f"Serving: int8 ONNX encoder ({info.get('reason', 'parity passed')})."
-    if int8_passed(metrics):
+    if metrics.int8_passed:
         return "Serving: fp32 encoder (int8 passed parity but is turned off for this project)."
     if info:
         return f"Serving: fp32 encoder (int8 not used: {info.get('reason', 'failed parity')})."

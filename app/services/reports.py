@@ -25,10 +25,6 @@ SINGLE_LABEL_KEYS = ("accuracy", "macro_f1")
 MULTI_LABEL_KEYS = ("micro_f1", "macro_f1", "exact_match")
 
 
-def _f1(metrics: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v["f1"]) for k, v in metrics["per_intent"].items() if v["support"]}
-
-
 def _from_test_split(
     ctx: AppContext, project: str, per_intent: dict[str, float]
 ) -> tuple[list[int], dict[str, tuple[str, str]]]:
@@ -113,10 +109,9 @@ def build_report(
         rows = list_utterances(s, p.id)
     after = live_evaluation(ctx, project, ACTIVE, cross_validate=True)
     before = live_evaluation(ctx, project, BASE, cross_validate=True)
-    multi = bool(after.get("multi_label"))
-    keys = [k for k in (MULTI_LABEL_KEYS if multi else SINGLE_LABEL_KEYS) if k in after]
-    per_intent = _f1(after)
-    cross_validated = str(after.get("split", "test")).startswith("cv")
+    keys = MULTI_LABEL_KEYS if after.multi_label else SINGLE_LABEL_KEYS
+    per_intent = after.f1_by_intent()
+    cross_validated = str(after.split or "test").startswith("cv")
     if cross_validated:
         evidence, misses = _from_pool(ctx, project, rows, per_intent)
     else:
@@ -132,21 +127,21 @@ def build_report(
         map_before, map_after = views
         assert map_before is not None and map_after is not None
     space = ("silhouette", "alignment", "uniformity")
-    confusion = after.get("confusion") or {}
+    confusion = after.confusion
     data = ReportData(
         project=project,
         model_version=version,
         dataset_hash=dataset_hash[:16],
-        metrics={k: float(after[k]) for k in keys},
-        baseline_metrics={k: float(before[k]) for k in keys if k in before},
-        primary=str(after.get("primary", "accuracy")),
-        evaluated_on=str(after.get("split", "test")),
-        n_evaluated=int(after.get("n", 0)),
+        metrics={k: v for k in keys if (v := after.value(k)) is not None},
+        baseline_metrics={k: v for k in keys if (v := before.value(k)) is not None},
+        primary=after.primary,
+        evaluated_on=after.split or "test",
+        n_evaluated=after.n or 0,
         n_examples=sum(1 for r in rows if r.split == "train" and r.labels),
         n_intents=len({i for r in rows if r.split == "train" for i in r.labels}),
         is_baseline=p.active_model_version_id is None,
         per_intent_f1=per_intent,
-        baseline_per_intent_f1={k: v for k, v in _f1(before).items() if k in per_intent},
+        baseline_per_intent_f1={k: v for k, v in before.f1_by_intent().items() if k in per_intent},
         misses=misses,
         confusion_labels=list(confusion.get("labels", [])),
         confusion_matrix=confusion.get("matrix"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -27,6 +27,7 @@ from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from app.services.slots import training_data
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
+from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import anchor_texts
@@ -77,7 +78,7 @@ class Reporter(Protocol):
     def should_cancel(self) -> bool: ...
 
 
-Scored = tuple[dict[str, Any], MultiLabelHead | None]
+Scored = tuple[VersionMetrics, MultiLabelHead | None]
 
 
 class Evaluation:
@@ -297,29 +298,33 @@ def run_retrain(
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)
-        metrics = {
-            **new_metrics,
-            "base": base_metrics,
-            "reference": {
+        metrics = replace(
+            new_metrics,
+            base=base_metrics,
+            reference={
                 "version": active.id if active else None,
-                **{k: ref_metrics.get(k) for k in ("accuracy", "macro_f1")},
+                "accuracy": ref_metrics.accuracy,
+                "macro_f1": ref_metrics.macro_f1,
             },
-            "gate": {"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
-            "int8": int8,
-            "train_seconds": round(train_seconds, 1),
-            "evaluate_seconds": round(evaluate_seconds, 1),
-            "steps": trained.stats.get("steps"),
-            **({"pseudo_labels": pseudo} if cfg.self_train else {}),
-            **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
-            **({"encode_context": True} if use_context else {}),
-        }
+            gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
+            int8=int8,
+            train_seconds=round(train_seconds, 1),
+            evaluate_seconds=round(evaluate_seconds, 1),
+            extra={
+                **new_metrics.extra,
+                "steps": trained.stats.get("steps"),
+                **({"pseudo_labels": pseudo} if cfg.self_train else {}),
+                **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
+                **({"encode_context": True} if use_context else {}),
+            },
+        )
         new = NewVersion(
             project_id=project_id,
             dataset_version_id=dv_id,
             method=cfg.method,
             base_encoder=base,
             config=cfg.to_dict(),
-            metrics=metrics,
+            metrics=metrics.to_dict(),
             artifact_path=rel,
             artifact_sha256=sha,
             artifact_size=size,
@@ -331,7 +336,7 @@ def run_retrain(
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
-    acc, base_acc = new_metrics["accuracy"], base_metrics["accuracy"]
+    acc, base_acc = new_metrics.accuracy or 0.0, base_metrics.accuracy or 0.0
     return mv_id, (
         f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}) in {train_seconds:.0f}s. {why}"
     )

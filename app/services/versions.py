@@ -7,6 +7,7 @@ from typing import Any
 from app.context import AppContext
 from app.services.int8 import serving_line
 from core.encoding.registry import Encoder
+from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from storage import versions
 from storage.errors import NotFoundError
@@ -61,7 +62,7 @@ def resolve_anchor_encoder(ctx: AppContext, project: str, version: Version) -> E
 def head_options(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
     """The options a version's multi-label head was trained with (empty: the defaults)."""
     mv, _ = _selected(ctx, project, version)
-    return dict((mv.metrics or {}).get("head") or {}) if mv is not None else {}
+    return dict(VersionMetrics.from_dict(mv.metrics).head) if mv is not None else {}
 
 
 def _round(value: Any) -> Any:
@@ -76,18 +77,18 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
         rows = versions.history(s, p.id)
     out = []
     for mv, dataset_hash in rows:
-        m = mv.metrics or {}
+        m = VersionMetrics.from_dict(mv.metrics)
         out.append(
             {
                 "version": mv.id,
                 "active": mv.id == active_id,
                 "method": mv.method,
-                "accuracy": _round(m.get("accuracy")),
-                "macro_f1": _round(m.get("macro_f1")),
-                "frozen_accuracy": _round((m.get("base") or {}).get("accuracy")),
-                "silhouette": _round(m.get("silhouette")),
-                "split": m.get("split"),
-                "train_s": m.get("train_seconds"),
+                "accuracy": _round(m.accuracy),
+                "macro_f1": _round(m.macro_f1),
+                "frozen_accuracy": _round(m.base.accuracy if m.base else None),
+                "silhouette": _round(m.silhouette),
+                "split": m.split,
+                "train_s": m.train_seconds,
                 "size_kb": round((mv.artifact_size or 0) / 1024, 1),
                 "dataset": dataset_hash[:12],
                 "created": mv.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -105,7 +106,7 @@ def serving(ctx: AppContext, project: str) -> str:
         return f"Serving: the frozen {base} encoder (fp32)."
     with ctx.db.session() as s:
         settings = get_project(s, project).settings
-    return f"v{mv.id} — " + serving_line(mv.metrics, settings)
+    return f"v{mv.id} — " + serving_line(VersionMetrics.from_dict(mv.metrics), settings)
 
 
 def activate(ctx: AppContext, project: str, version: int | None) -> str:
@@ -132,23 +133,25 @@ def compare(ctx: AppContext, project: str, a: int | None, b: int | None) -> dict
         raise ValueError("Pick two different versions to compare.")
     with ctx.db.session() as s:
         p = get_project(s, project)
-        mvs: dict[int | None, dict[str, Any]] = {
-            v: versions.get_version(s, p.id, v).metrics or {} for v in (a, b) if v is not None
+        mvs: dict[int | None, VersionMetrics] = {
+            v: VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics)
+            for v in (a, b)
+            if v is not None
         }
     if None in (a, b):
-        trained = mvs[b if a is None else a]
-        if not trained.get("base"):
+        base = mvs[b if a is None else a].base
+        if base is None:
             raise ValueError("That version has no measurement of the frozen encoder to compare.")
-        mvs[None] = trained["base"]
+        mvs[None] = base
     return {
-        "a": {"version": a, "accuracy": mvs[a].get("accuracy"), "macro_f1": mvs[a].get("macro_f1")},
-        "b": {"version": b, "accuracy": mvs[b].get("accuracy"), "macro_f1": mvs[b].get("macro_f1")},
+        "a": {"version": a, "accuracy": mvs[a].accuracy, "macro_f1": mvs[a].macro_f1},
+        "b": {"version": b, "accuracy": mvs[b].accuracy, "macro_f1": mvs[b].macro_f1},
         "per_intent": per_intent_delta(mvs[a], mvs[b]),
     }
 
 
-def metrics(ctx: AppContext, project: str, version: int | None = None) -> dict[str, Any]:
-    """The stored metrics of a version (default: the active one)."""
+def metrics(ctx: AppContext, project: str, version: int | None = None) -> VersionMetrics:
+    """The stored metrics of a version (default: the active one; empty: none)."""
     with ctx.db.session() as s:
         p = get_project(s, project)
         try:
@@ -158,13 +161,13 @@ def metrics(ctx: AppContext, project: str, version: int | None = None) -> dict[s
                 else versions.active_version(s, p.id)
             )
         except NotFoundError:
-            return {}
-    return dict(mv.metrics or {}) if mv is not None else {}
+            return VersionMetrics()
+    return VersionMetrics.from_dict(mv.metrics if mv is not None else None)
 
 
-def per_intent_delta(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+def per_intent_delta(a: VersionMetrics, b: VersionMetrics) -> list[dict[str, Any]]:
     """Per-intent F1 of version a and b and the change (b − a), worst change first."""
-    pa, pb = a.get("per_intent", {}), b.get("per_intent", {})
+    pa, pb = a.per_intent, b.per_intent
     rows = []
     for name in sorted(set(pa) | set(pb)):
         fa = pa.get(name, {}).get("f1")

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from core.design.clusters import distinctive_words
 from core.evaluation import CV_FOLDS, cross_validate_knn, fold_assignments
+from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
 
@@ -111,9 +111,9 @@ def _rename(sets: list[tuple[str, ...]], rows: Sequence[int], old: str, new: str
         sets[i] = tuple(sorted({new if name == old else name for name in sets[i]}))
 
 
-def _pairs(metrics: dict[str, Any], involving: set[str]) -> list[tuple[str, str, int]]:
-    names = metrics["confusion"]["labels"]
-    matrix = metrics["confusion"]["matrix"]
+def _pairs(metrics: VersionMetrics, involving: set[str]) -> list[tuple[str, str, int]]:
+    names = metrics.confusion["labels"]
+    matrix = metrics.confusion["matrix"]
     out = [
         (g, p, int(matrix[i][j]))
         for i, g in enumerate(names)
@@ -123,7 +123,7 @@ def _pairs(metrics: dict[str, Any], involving: set[str]) -> list[tuple[str, str,
     return sorted(out, key=lambda t: (-t[2], t[0], t[1]))
 
 
-def _between(metrics: dict[str, Any], group: set[str]) -> int:
+def _between(metrics: VersionMetrics, group: set[str]) -> int:
     return sum(c for g, p, c in _pairs(metrics, group) if g in group and p in group)
 
 
@@ -134,14 +134,14 @@ def _estimate(
     folds: int,
     seed: int,
     k: int,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[VersionMetrics, VersionMetrics]:
     if len(vectors) != len(sets):
         raise ValueError("vectors and labels differ in length.")
     assign = fold_assignments(sets, folds, seed=seed)
     factory = PredictorFactory.for_vectors(vectors.shape[1], k=k)
     before = cross_validate_knn(factory, vectors, sets, folds=folds, assign=assign)
     after = cross_validate_knn(factory, vectors, renamed, folds=folds, assign=assign)
-    return before, after
+    return VersionMetrics.from_dict(before), VersionMetrics.from_dict(after)
 
 
 def _check_known(sets: list[tuple[str, ...]], *intents: str) -> None:
@@ -167,7 +167,7 @@ def merge_labels(labels: Sequence[Labels], a: str, b: str) -> list[tuple[str, ..
 
 
 def merge_estimate(
-    a: str, b: str, before: dict[str, Any], after: dict[str, Any], *, scored_on: str = "test"
+    a: str, b: str, before: VersionMetrics, after: VersionMetrics, *, scored_on: str = "test"
 ) -> WhatIf:
     """The merge what-if from two evaluations of the same predictions' rule: ``before`` on the
     real labels, ``after`` on :func:`merge_labels` of them (train and test alike). ``confused``
@@ -176,12 +176,12 @@ def merge_estimate(
         "merge",
         (a, b),
         (f"{a}+{b}",),
-        int(before["n"]),
-        int(before.get("folds", 0)),
-        before["accuracy"],
-        after["accuracy"],
-        before["macro_f1"],
-        after["macro_f1"],
+        before.n or 0,
+        before.folds or 0,
+        before.accuracy or 0.0,
+        after.accuracy or 0.0,
+        before.macro_f1 or 0.0,
+        after.macro_f1 or 0.0,
         _between(before, {a, b}),
         _pairs(after, {f"{a}+{b}"}),
         scored_on=scored_on,
@@ -288,10 +288,10 @@ def split_whatif(
         tuple(p.name for p in proposed),
         len(sets),
         folds,
-        before["accuracy"],
-        after["accuracy"],
-        before["macro_f1"],
-        after["macro_f1"],
+        before.accuracy or 0.0,
+        after.accuracy or 0.0,
+        before.macro_f1 or 0.0,
+        after.macro_f1 or 0.0,
         _between(after, names),
         _pairs(after, names),
         proposed,

@@ -40,11 +40,11 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
     version = _retrain(ctx, "bank")
     recorded = version_svc.metrics(ctx, "bank", version)
     live = eval_svc.live_evaluation(ctx, "bank", version)
-    assert recorded["primary"] == live["primary"] == "accuracy"
-    assert recorded["n"] == live["n"] == sum(1 for _ in TINY) + 2
+    assert recorded.primary == live.primary == "accuracy"
+    assert recorded.n == live.n == sum(1 for _ in TINY) + 2
     for key in ("accuracy", "macro_f1"):
-        assert live[key] == pytest.approx(recorded[key], abs=1e-9), key
-    assert live["per_intent"] == recorded["per_intent"]
+        assert live.value(key) == pytest.approx(recorded.value(key), abs=1e-9), key
+    assert live.per_intent == recorded.per_intent
 
 
 def test_multi_label_history_and_live_agree(ctx):
@@ -55,7 +55,7 @@ def test_multi_label_history_and_live_agree(ctx):
     version = _retrain(ctx, "hotel")
     recorded = version_svc.metrics(ctx, "hotel", version)
     live = eval_svc.live_evaluation(ctx, "hotel", version)
-    assert recorded["multi_label"] and live["multi_label"]
-    assert recorded["primary"] == live["primary"] == "micro_f1"
+    assert recorded.multi_label and live.multi_label
+    assert recorded.primary == live.primary == "micro_f1"
     for key in ("micro_f1", "macro_f1", "exact_match", "accuracy"):
-        assert live[key] == pytest.approx(recorded[key], abs=1e-6), key
+        assert live.value(key) == pytest.approx(recorded.value(key), abs=1e-6), key

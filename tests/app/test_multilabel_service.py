@@ -69,7 +69,7 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     assert out["neighbours"], "the k-NN evidence stays beside the head's decision"
 
     live = eval_svc.live_evaluation(ctx, hotel)
-    assert live["multi_label"] and 0.0 <= live["exact_match"] <= 1.0
+    assert live.multi_label and live.exact_match is not None and 0.0 <= live.exact_match <= 1.0
 
     bundle = tmp_path / "hotel.zip"
     bundle_svc.export_bundle(ctx, hotel, bundle)

@@ -136,13 +136,14 @@ def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp
     rows = _test_rows(ctx, project)
     live = predict_svc.predict(ctx, project, [text for text, _ in rows])
     hits = [row["top"] in gold for row, (_, gold) in zip(live, rows, strict=True)]
-    assert recorded["n"] == len(rows)
-    assert recorded["accuracy"] == pytest.approx(sum(hits) / len(hits), abs=1e-9)
+    assert recorded.n == len(rows)
+    assert recorded.accuracy == pytest.approx(sum(hits) / len(hits), abs=1e-9)
     # the frozen base recorded beside it is the frozen Predictor's accuracy too
     version_svc.activate(ctx, project, None)
     frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
     base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
-    assert recorded["base"]["accuracy"] == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
+    assert recorded.base is not None
+    assert recorded.base.accuracy == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
     if anchors != "off":  # the cold intent is predicted by its anchor, and that counts
         assert any(row["top"] == GIFT[0] for row in live)
 
@@ -155,14 +156,14 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     project = _multi(ctx)
     version = _retrain_and_activate(ctx, project)
     recorded = version_svc.metrics(ctx, project, version)
-    assert recorded["multi_label"]
+    assert recorded.multi_label and recorded.base is not None
     rows = _test_rows(ctx, project)
-    assert recorded["n"] == len(rows)
+    assert recorded.n == len(rows)
     for anchors in ("1", "off"):
         project_svc.set_settings(ctx, project, {"anchor_weight": anchors})
         live = predict_svc.predict(ctx, project, [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
-        assert recorded["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
+        assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's: no head, the k-NN decision at
     # its calibrated threshold
     project_svc.set_settings(
@@ -171,9 +172,9 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     version_svc.activate(ctx, project, None)
     frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
-    assert recorded["base"]["exact_match"] == pytest.approx(sum(exact) / len(rows), abs=1e-9)
+    assert recorded.base.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     live = eval_svc.live_evaluation(ctx, project, version_svc.BASE)
-    assert live["exact_match"] == pytest.approx(recorded["base"]["exact_match"], abs=1e-9)
+    assert live.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
 
 
 def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
@@ -201,8 +202,8 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     assert OUT_OF_SCOPE not in view.predicted
     assert OUT_OF_SCOPE not in view.geometry
     evaluation = eval_svc.live_evaluation(ctx, project)
-    assert OUT_OF_SCOPE not in evaluation["confusion"]["labels"]
-    assert OUT_OF_SCOPE not in evaluation["per_intent"]
+    assert OUT_OF_SCOPE not in evaluation.confusion["labels"]
+    assert OUT_OF_SCOPE not in evaluation.per_intent
     _, drilled = eval_svc.test_predictions(ctx, project)
     assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
     assert eval_svc.confusions(ctx, project, OUT_OF_SCOPE, None) == []

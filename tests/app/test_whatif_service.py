@@ -94,7 +94,7 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     from app.services import evaluation as eval_svc
 
     m = eval_svc.live_evaluation(ctx, demo)
-    names, matrix = m["confusion"]["labels"], m["confusion"]["matrix"]
+    names, matrix = m.confusion["labels"], m.confusion["matrix"]
     pairs = {
         (a, b): matrix[i][j] + matrix[j][i]
         for i, a in enumerate(names)

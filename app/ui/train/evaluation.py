@@ -55,32 +55,32 @@ def evaluate(ctx: AppContext, proj: str | None, top_n: float = HEATMAP_N) -> tup
     m, err = attempt(lambda: eval_svc.live_evaluation(ctx, proj))
     if err or m is None:
         return problem(err or ""), *empty
-    per_intent = {k: v["f1"] for k, v in m["per_intent"].items() if v["support"]}
+    per_intent = m.f1_by_intent()
     table = pd.DataFrame(
         [
             [name, round(v["precision"], 2), round(v["recall"], 2), round(v["f1"], 2), v["support"]]
-            for name, v in sorted(m["per_intent"].items(), key=lambda kv: kv[1]["f1"])
+            for name, v in sorted(m.per_intent.items(), key=lambda kv: kv[1]["f1"])
             if v["support"]
         ],
         columns=INTENT_COLUMNS,
     )
-    if m.get("multi_label"):
+    if m.multi_label:
         head = (
-            f"{m['version_label']} + multi-label head (θ = {m['threshold']:.2f}): micro-F1 "
-            f"**{m['micro_f1']:.2f}**, macro-F1 **{m['macro_f1']:.2f}**, exact match "
-            f"**{m['exact_match']:.2f}** on {int(m['n'])} utterances ({m['split']})."
+            f"{m.version_label} + multi-label head (θ = {m.threshold or 0:.2f}): micro-F1 "
+            f"**{m.micro_f1 or 0:.2f}**, macro-F1 **{m.macro_f1 or 0:.2f}**, exact match "
+            f"**{m.exact_match or 0:.2f}** on {m.n} utterances ({m.split})."
         )
         pairs = pd.DataFrame(
-            m["cooccurrence"], columns=["a", "b", "gold", "predicted", "both", "recall"]
+            m.cooccurrence, columns=["a", "b", "gold", "predicted", "both", "recall"]
         )
         return head, table, pairs, plots.f1_bars(per_intent), None, None
-    confusion = m["confusion"]
+    confusion = m.confusion
     pairs = pd.DataFrame(
         plots.confused_pairs(confusion["labels"], confusion["matrix"]), columns=PAIR_COLUMNS
     )
     head = (
-        f"{m['version_label']}: accuracy **{m['accuracy']:.1%}**, macro-F1 "
-        f"**{m['macro_f1']:.2f}** on {m['n']} test utterances. Click a row of either table for "
+        f"{m.version_label}: accuracy **{m.accuracy or 0:.1%}**, macro-F1 "
+        f"**{m.macro_f1 or 0:.2f}** on {m.n} test utterances. Click a row of either table for "
         "the utterances behind it, then relabel, move or delete them here."
     )
     return (
