@@ -117,6 +117,10 @@ def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
 def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
     pid, mv = _state(ctx, trained)
     shutil.rmtree(ctx.artifacts.path(mv.artifact_path) / INT8_DIR)
+    # a running pool keeps the int8 encoder it loaded (in memory, unchanged); the next pool built
+    # for the version (a restart, another process) finds no copy and serves fp32
+    assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
+    ctx.forget_pool(pid)
     assert isinstance(ctx.pool(pid).encoder, Encoder)
 
     items = list(ctx.pool(pid).items.values())

@@ -105,6 +105,6 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     assert worst > 0
     w = svc.merge(ctx, demo, a, b).whatif
     assert w.confused == worst
-    assert w.scored_on == "test" and w.n == m["n"]
-    assert w.accuracy_before == pytest.approx(m["accuracy"])
+    assert w.scored_on == "test" and w.n == m.n
+    assert w.accuracy_before == pytest.approx(m.accuracy)
     assert "test utterances" in w.summary()
