@@ -205,8 +205,8 @@ class AppContext:
         """The project's up-to-date labelled pool (applies only what changed since last use).
         One statement when nothing changed (:func:`storage.utterances.pool_stamp`): the hot path
         of every prediction and every labelling card."""
-        with self.db.session() as s:
-            stamp = pool_stamp(s, project_id)
+        with self.db.reading() as c:
+            stamp = pool_stamp(c, project_id)
         with self._lock:
             pool = self._pools.get(project_id)
         if pool is not None and pool.stamp == stamp:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
@@ -73,6 +73,20 @@ def get_project(s: Session, name_or_id: str | int) -> Project:
     if project is None:
         raise NotFoundError(f"No project {name_or_id!r}.")
     return project
+
+
+def project_id(s: Session | Connection, name_or_id: str | int) -> int:
+    """The id of a project by name (or id, as :func:`get_project`), in one Core statement: the
+    prediction path's lookup. Raises NotFoundError."""
+    if isinstance(name_or_id, int):
+        found = s.execute(select(Project.id).where(Project.id == name_or_id)).scalar()
+    else:
+        found = s.execute(select(Project.id).where(Project.name == name_or_id)).scalar()
+        if found is None and str(name_or_id).isdigit():
+            return project_id(s, int(name_or_id))
+    if found is None:
+        raise NotFoundError(f"No project {name_or_id!r}.")
+    return int(found)
 
 
 def list_projects(s: Session) -> list[Project]:

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Connection, Select, bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
@@ -178,31 +179,36 @@ def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
     return (last_event or 0, int(n), int(version_sum))
 
 
-def pool_stamp(s: Session, project_id: int) -> tuple[int, ...]:
+def pool_stamp(s: Session | Connection, project_id: int) -> tuple[int, ...]:
     """One statement whose answer changes whenever anything a project's live pool is built from
     may have changed: the project row (settings, active version, base encoder: its version
     counter), its intents (names, descriptions), and :func:`pool_revision`'s label events,
     utterance inserts and edits. A process that finds the stamp unchanged reuses its pool without
-    reading anything else. Raises NotFoundError for an unknown project."""
+    reading anything else (the statement is built once: every prediction runs it). Raises
+    NotFoundError for an unknown project."""
+    row = s.execute(_stamp_statement(), {"project_id": project_id}).one_or_none()
+    if row is None:
+        raise NotFoundError(f"No project {project_id!r}.")
+    return tuple(int(v) for v in row)
+
+
+@functools.cache
+def _stamp_statement() -> Select[Any]:
+    project_id: Any = bindparam("project_id")
 
     def scalar(column: Any, table: Any) -> Any:
         return select(column).where(table.project_id == project_id).scalar_subquery()
 
-    row = s.execute(
-        select(
-            Project.version,
-            func.coalesce(Project.active_model_version_id, 0),
-            scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
-            scalar(func.count(), Utterance),
-            scalar(func.coalesce(func.sum(Utterance.version), 0), Utterance),
-            scalar(func.count(), Intent),
-            scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
-            scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
-        ).where(Project.id == project_id)
-    ).one_or_none()
-    if row is None:
-        raise NotFoundError(f"No project {project_id!r}.")
-    return tuple(int(v) for v in row)
+    return select(
+        Project.version,
+        func.coalesce(Project.active_model_version_id, 0),
+        scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
+        scalar(func.count(), Utterance),
+        scalar(func.coalesce(func.sum(Utterance.version), 0), Utterance),
+        scalar(func.count(), Intent),
+        scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
+        scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
+    ).where(Project.id == project_id)
 
 
 def _resolve_intents(

@@ -22,7 +22,7 @@ from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.errors import StorageError
-from storage.projects import get_project
+from storage.projects import project_id
 from storage.texts import validate_context
 
 # A request of the micro-batch: (project, text, k) or (project, text, k, context).
@@ -30,8 +30,8 @@ Request = tuple[str, str, int] | tuple[str, str, int, str]
 
 
 def _project_id(ctx: AppContext, project: str) -> int:
-    with ctx.db.session() as s:
-        return get_project(s, project).id
+    with ctx.db.reading() as c:
+        return project_id(c, project)
 
 
 def _classify(

@@ -21,6 +21,9 @@ def is_multilabel(label_sets: Sequence[Sequence[str]]) -> bool:
     """True when at least 5 % of the labelled rows (rows with no intent are not counted) carry
     two or more intents."""
     labelled = [set(labels) for labels in label_sets if labels]
-    if not labelled:
-        return False
-    return sum(len(labels) > 1 for labels in labelled) / len(labelled) >= MULTI_LABEL_SHARE
+    return is_multilabel_count(sum(len(labels) > 1 for labels in labelled), len(labelled))
+
+
+def is_multilabel_count(with_two_or_more: int, labelled: int) -> bool:
+    """:func:`is_multilabel` from the counts alone (a pool keeps them as it changes)."""
+    return labelled > 0 and with_two_or_more / labelled >= MULTI_LABEL_SHARE

@@ -82,6 +82,7 @@ class KnnIndex:
         self.dim = dim
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._items: dict[int, tuple[str, tuple[str, ...]]] = {}
+        self._multi = 0  # examples with two or more intents (the multi-label rule's count)
         # per intent: the running sum of its examples' unit vectors and their count (prototypes)
         self._sums: dict[str, np.ndarray] = {}
         self._counts: dict[str, int] = {}
@@ -107,6 +108,12 @@ class KnnIndex:
         with self._lock:
             return [labels for _, labels in self._items.values()]
 
+    def label_counts(self) -> tuple[int, int]:
+        """(examples with two or more intents, examples): kept as the pool changes, so the
+        multi-label rule costs nothing per prediction."""
+        with self._lock:
+            return self._multi, len(self._items)
+
     def add(
         self,
         ids: Sequence[int],
@@ -130,6 +137,7 @@ class KnnIndex:
             for row, i in enumerate(keep):
                 names = tuple(sorted(labels[i]))
                 self._items[int(ids[i])] = (texts[i], names)
+                self._multi += len(set(names)) > 1
                 self._move(names, vecs[row], +1)
 
     def remove(self, ids: Sequence[int]) -> None:
@@ -141,6 +149,7 @@ class KnnIndex:
                 self._move(self._items[i][1], self._vector(i), -1)
             self._index.remove_ids(np.asarray(present, dtype=np.int64))  # type: ignore[arg-type]
             for i in present:
+                self._multi -= len(set(self._items[i][1])) > 1
                 del self._items[i]
 
     def examples(self) -> tuple[list[int], list[str], list[tuple[str, ...]], np.ndarray]:

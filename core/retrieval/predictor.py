@@ -225,9 +225,9 @@ class Predictor:
     def multi_label(self) -> bool:
         if self._multi_label is not None:
             return self._multi_label
-        from core.multilabel.rule import is_multilabel
+        from core.multilabel.rule import is_multilabel_count
 
-        return is_multilabel(self.index.label_sets())
+        return is_multilabel_count(*self.index.label_counts())
 
     def fold(self, ids: Sequence[int]) -> Predictor:
         """This Predictor (encoder, anchors, ``k``, rule) over only the pool examples ``ids``: a

@@ -42,3 +42,19 @@ def test_delete_intent_keeps_utterances_and_undo_brings_labels_back(db, project)
 def test_rename_refuses_an_existing_name(db, project):
     with db.session() as s, pytest.raises(StorageError, match="already exists; merge"):
         rename_intent(s, project, "refund", "cancel_order")
+
+
+def test_the_prediction_paths_project_lookup_answers_like_get_project(db, project):
+    from storage.errors import NotFoundError
+    from storage.projects import create_project, get_project, project_id
+
+    with db.session() as s:
+        create_project(s, "2024")  # a name made of digits is a name first
+        named_2024 = get_project(s, "2024").id
+    with db.reading() as c:
+        assert project_id(c, "shop") == project_id(c, project) == project
+        assert project_id(c, str(project)) == project  # an id typed as text, as before
+        assert project_id(c, "2024") == named_2024
+        for missing in ("nope", project + 100):
+            with pytest.raises(NotFoundError):
+                project_id(c, missing)

@@ -209,3 +209,27 @@ def test_the_score_matrix_scores_every_intent_as_classify_does(rule, k, anchor_w
         assert set(ranked) == set(got_names)
         for j, name in enumerate(got_names):
             assert matrix[qi, j] == pytest.approx(ranked[name], abs=1e-5)
+
+
+def test_the_label_counts_follow_adds_replacements_and_removals(index):
+    """The multi-label rule reads these counts on every prediction instead of every label set:
+    they must stay what the label sets say."""
+    from core.multilabel.rule import is_multilabel, is_multilabel_count
+
+    def check() -> None:
+        multi, n = index.label_counts()
+        sets = index.label_sets()
+        assert (multi, n) == (sum(len(set(s)) > 1 for s in sets), len(sets))
+        assert is_multilabel_count(multi, n) == is_multilabel(sets)
+
+    check()
+    index.add([6, 7], np.eye(3, dtype=np.float32)[:2], ["x", "y"], [("a", "b"), ("c",)])
+    check()
+    index.add([6], _vec(1, 0, 0), ["x"], [("a",)])  # replaced: no longer two intents
+    check()
+    index.add([7], _vec(0, 1, 0), ["y"], [("b", "c", "c")])
+    check()
+    index.remove([7, 1, 99])
+    check()
+    index.add([8], _vec(0, 0, 1), ["z"], [()])  # no label: not in the pool
+    check()
