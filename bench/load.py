@@ -295,6 +295,12 @@ def build_banking77(data: Path) -> None:
     print(f"BANKING77 retrained in {time.perf_counter() - began:.0f} s")
 
 
+def serve(data: Path, serving: str) -> None:
+    """Switch the project's ``serve_int8`` setting to serve ``serving`` (int8 or fp32)."""
+    on = "on" if serving == "int8" else "off"
+    cli(data, "settings", "--project", PROJECT, "--set", f"serve_int8={on}")
+
+
 def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for path in args.paths:
@@ -302,27 +308,12 @@ def run_clients(url: str, data: Path, args: argparse.Namespace) -> dict[str, Any
     time.sleep(args.settle)
     for serving in args.serving or [""]:
         if serving:  # switched from outside, as a designer would: the server follows
-            cli(
-                data,
-                "settings",
-                "--project",
-                PROJECT,
-                "--set",
-                "serve_int8=" + ("on" if serving == "int8" else "off"),
-            )
+            serve(data, serving)
             for path in args.paths:
                 asyncio.run(phase(url, 2, 5, path))  # loads that encoder
         results[f"idle {serving}".strip()] = run_paths(url, args)
     if args.serving:
-        first = args.serving[0]
-        cli(
-            data,
-            "settings",
-            "--project",
-            PROJECT,
-            "--set",
-            "serve_int8=" + ("on" if first == "int8" else "off"),
-        )
+        serve(data, args.serving[0])
     trainer = subprocess.Popen(
         [
             sys.executable,
