@@ -33,10 +33,11 @@ from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.datasets import SnapshotRow
 from storage.db import Database
+from storage.pool_state import pool_stamp
 from storage.projects import get_project
 from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
-from storage.utterances import UtteranceRow, pool_stamp
+from storage.utterances import UtteranceRow
 from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class AppContext:
 
     def pool(self, project_id: int) -> ProjectPool:
         """The project's up-to-date labelled pool (applies only what changed since last use).
-        One statement when nothing changed (:func:`storage.utterances.pool_stamp`): the hot path
+        One statement when nothing changed (:func:`storage.pool_state.pool_stamp`): the hot path
         of every prediction and every labelling card."""
         with self.db.reading() as c:
             stamp = pool_stamp(c, project_id)

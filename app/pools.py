@@ -2,7 +2,7 @@
 rows, in the active version's space) and :func:`sync`, how it follows the database.
 
 A pool follows the database: before each use :meth:`app.context.AppContext.pool` compares one
-stamp of the project (:func:`storage.utterances.pool_stamp`) and, when it moved, :func:`sync`
+stamp of the project (:func:`storage.pool_state.pool_stamp`) and, when it moved, :func:`sync`
 applies only the difference (new, changed, removed examples; new intents, descriptions,
 settings), so a label written by this or any other process counts in the very next prediction,
 without a rebuild or a retrain.
@@ -28,8 +28,9 @@ from core.retrieval.anchors import anchor_texts
 from core.retrieval.knn import KnnIndex
 from core.retrieval.predictor import Predictor
 from storage.db import Database
+from storage.pool_state import pool_revision
 from storage.projects import get_project, intents_by_name
-from storage.utterances import UtteranceRow, labelled_pool, pool_revision
+from storage.utterances import UtteranceRow, labelled_pool
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ class ProjectPool:
     use_context: bool = False  # the project's encode_context when the pool was built
     # every intent of the project (name -> description, "" for none), as of the last sync
     intents: dict[str, str] = field(default_factory=dict)
-    # storage.utterances.pool_stamp when the pool was last brought up to date
+    # storage.pool_state.pool_stamp when the pool was last brought up to date
     stamp: tuple[int, ...] = ()
 
     def text_of(self, row: HasContext) -> str:

@@ -188,7 +188,7 @@ class Database:
     @contextmanager
     def reading(self) -> Iterator[Connection]:
         """A bare connection for one read on a hot path (no ORM session: 0.7 ms less a call);
-        for reads through Core statements such as :func:`storage.utterances.pool_stamp`."""
+        for reads through Core statements such as :func:`storage.pool_state.pool_stamp`."""
         with _busy_as_message(), self.engine.connect() as c:
             yield c
 

@@ -3,19 +3,18 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, delete, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.slots import moved_entities
-from storage.tables import Intent, Label, LabelEvent, Project, Utterance, utcnow
+from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
 from storage.texts import validate_context, validate_split, validate_text
@@ -163,52 +162,6 @@ def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[Utt
         UtteranceRow(uid, text, split, tuple(sorted(names)), version, context)
         for uid, (text, version, context, names) in grouped.items()
     ]
-
-
-def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
-    """A cheap fingerprint that changes whenever the labelled pool may have changed (any label
-    event, utterance edit or insert). Processes compare it to know when to reload."""
-    last_event = s.scalar(
-        select(func.max(LabelEvent.id)).where(LabelEvent.project_id == project_id)
-    )
-    n, version_sum = s.execute(
-        select(func.count(), func.coalesce(func.sum(Utterance.version), 0)).where(
-            Utterance.project_id == project_id
-        )
-    ).one()
-    return (last_event or 0, int(n), int(version_sum))
-
-
-def pool_stamp(s: Session | Connection, project_id: int) -> tuple[int, ...]:
-    """One statement whose answer changes whenever anything a project's live pool is built from
-    may have changed: the project row (settings, active version, base encoder: its version
-    counter), its intents (names, descriptions), and :func:`pool_revision`'s label events,
-    utterance inserts and edits. A process that finds the stamp unchanged reuses its pool without
-    reading anything else (the statement is built once: every prediction runs it). Raises
-    NotFoundError for an unknown project."""
-    row = s.execute(_stamp_statement(), {"project_id": project_id}).one_or_none()
-    if row is None:
-        raise NotFoundError(f"No project {project_id!r}.")
-    return tuple(int(v) for v in row)
-
-
-@functools.cache
-def _stamp_statement() -> Select[Any]:
-    project_id: Any = bindparam("project_id")
-
-    def scalar(column: Any, table: Any) -> Any:
-        return select(column).where(table.project_id == project_id).scalar_subquery()
-
-    return select(
-        Project.version,
-        func.coalesce(Project.active_model_version_id, 0),
-        scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
-        scalar(func.count(), Utterance),
-        scalar(func.coalesce(func.sum(Utterance.version), 0), Utterance),
-        scalar(func.count(), Intent),
-        scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
-        scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
-    ).where(Project.id == project_id)
 
 
 def _resolve_intents(

@@ -8,6 +8,7 @@ import pytest
 from storage import ConflictError, StorageError
 from storage.audit import undo_last
 from storage.errors import NotFoundError
+from storage.pool_state import pool_revision, pool_stamp
 from storage.projects import (
     create_intent,
     describe_intent,
@@ -20,8 +21,6 @@ from storage.utterances import (
     add_utterance,
     labelled_pool,
     list_utterances,
-    pool_revision,
-    pool_stamp,
     set_labels,
     update_utterance,
 )
