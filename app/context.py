@@ -211,7 +211,8 @@ class AppContext:
         with self._lock:
             pool = self._pools.get(project_id)
         if pool is not None and pool.stamp == stamp:
-            return pool
+            with pool.lock:  # a sync under way (another thread's newer change) ends first
+                return pool
         # something changed: read the stamp before syncing, so a change during the sync is
         # picked up by the next call
         pool = self._refresh(project_id)
