@@ -218,15 +218,21 @@ def build_parser() -> argparse.ArgumentParser:
         "issue a REST API token (multi-user mode)",
         description="`users token NAME` prints a new API token for NAME once (only its hash is "
         "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`. "
-        "`remove` and `lock` end NAME's sessions and token at their next request; `password` "
-        "(from $INTENT_STUDIO_PASSWORD, else asked) ends the sessions signed in before it. "
-        "Each is recorded in the security log.",
+        "`revoke` ends NAME's API token only; `remove` and `lock` end NAME's sessions and token "
+        "at their next request; `password` (from $INTENT_STUDIO_PASSWORD, else asked) ends the "
+        "sessions signed in before it. `role NAME --role R` changes a role (without --role it "
+        "says NAME's role and changes nothing). Each change is recorded in the security log.",
     )
     p.add_argument(
-        "action", choices=["add", "role", "list", "token", "remove", "lock", "unlock", "password"]
+        "action",
+        choices=["add", "role", "list", "token", "revoke", "remove", "lock", "unlock", "password"],
     )
     p.add_argument("name", nargs="?")
-    p.add_argument("--role", default="designer", choices=["viewer", "designer", "admin"])
+    p.add_argument(
+        "--role",
+        choices=["viewer", "designer", "admin"],
+        help="for add (default designer) and role (required to change it)",
+    )
     p.set_defaults(func=cmd_users)
 
     p = sub.add_parser("projects", help="list projects")

@@ -106,7 +106,7 @@ def _cli_actor() -> str:
 def cmd_users(args: argparse.Namespace) -> int:
     from app.auth import add_user, issue_token
     from app.services import accounts
-    from storage.users import list_users, set_role
+    from storage.users import list_users
 
     ctx = context(args)
     if args.action == "list":
@@ -117,7 +117,7 @@ def cmd_users(args: argparse.Namespace) -> int:
     if not args.name:
         raise CliError("Give the user's name.")
     if args.action == "add":
-        who = add_user(ctx, args.name, args.role, _password(args.name))
+        who = add_user(ctx, args.name, args.role or "designer", _password(args.name))
         print(f"Added {who.name} ({who.role}).")
         return 0
     if args.action == "remove":
@@ -142,8 +142,17 @@ def cmd_users(args: argparse.Namespace) -> int:
         print(f"API token for {args.name} (shown once; any earlier token stops working):")
         print(token)
         return 0
-    with ctx.db.session() as s:
-        set_role(s, args.name, args.role)
+    if args.action == "revoke":
+        accounts.revoke_token(ctx, args.name, actor=_cli_actor())
+        print(f"Revoked {args.name}'s API token: it stops working at its next request.")
+        return 0
+    if args.role is None:  # `users role NAME`: says the role, changes nothing
+        current = accounts.role_of(ctx, args.name)
+        raise CliError(
+            f"{args.name}'s role is {current}; nothing was changed. "
+            "Give the new one with --role viewer|designer|admin."
+        )
+    accounts.set_role(ctx, args.name, args.role, actor=_cli_actor())
     print(f"{args.name} is now a {args.role}.")
     return 0
 

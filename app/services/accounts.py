@@ -1,4 +1,4 @@
-"""Accounts, for an admin: remove, lock, unlock, a new password; each recorded in the security
+"""Accounts, for an admin: remove, lock, unlock, a new password, a role, revoking a token; each recorded in the security
 log with who did it. A removed or locked user's browser sessions and API token stop at their next
 request (every request checks its user: :mod:`app.http_guard`, :mod:`app.api.gate`).
 
@@ -14,7 +14,15 @@ from typing import Any
 
 from app.auth import hash_password
 from app.context import AppContext
-from storage.users import record_event, security_events, set_password_hash, set_status
+from storage.users import (
+    get_user,
+    record_event,
+    security_events,
+    set_password_hash,
+    set_status,
+    set_token_hash,
+)
+from storage.users import set_role as store_role
 
 
 def remove_user(ctx: AppContext, name: str, *, actor: str) -> None:
@@ -29,6 +37,29 @@ def lock_user(ctx: AppContext, name: str, *, actor: str, locked: bool = True) ->
     with ctx.db.write() as s:
         set_status(s, name, "locked" if locked else "active")
         record_event(s, "locked" if locked else "unlocked", name, actor=actor)
+
+
+def role_of(ctx: AppContext, name: str) -> str:
+    """``name``'s role (NotFoundError: no such user)."""
+    with ctx.db.session() as s:
+        return get_user(s, name).role
+
+
+def set_role(ctx: AppContext, name: str, role: str, *, actor: str) -> None:
+    """Give ``name`` a new role (the last admin cannot stop being one); in effect at their next
+    request."""
+    with ctx.db.write() as s:
+        before = get_user(s, name).role
+        store_role(s, name, role)
+        record_event(s, "role", name, actor=actor, detail=f"{before} -> {role}")
+
+
+def revoke_token(ctx: AppContext, name: str, *, actor: str) -> None:
+    """End ``name``'s API token (their browser sessions go on); a new one comes from
+    :func:`app.auth.issue_token`."""
+    with ctx.db.write() as s:
+        set_token_hash(s, name, None)
+        record_event(s, "token_revoked", name, actor=actor)
 
 
 def set_password(ctx: AppContext, name: str, password: str, *, actor: str) -> None:

@@ -128,3 +128,35 @@ def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monk
     assert checks == ["$argon2id"] * 10  # one argon2 check per attempt, known or not
     # before: 0.47 s for a known name, 0.057 s for an unknown one (a ratio of 0.12)
     assert 0.5 < unknown / known < 2
+
+
+def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
+    cli, ctx, token = team
+    assert cli("users", "revoke", "dana") == 0
+    assert "Revoked dana's API token" in capsys.readouterr().out
+    with pytest.raises(PermissionError, match="Unknown or revoked API token"):
+        auth.token_actor(ctx, token)
+    assert auth.check_login(ctx, "dana", "designer-password")  # the password still signs in
+    assert auth.require(ctx, "dana", "designer").name == "dana"
+    assert security_log(ctx)[0]["action"] == "token_revoked"
+    assert all(e["actor"].startswith("cli") for e in security_log(ctx))
+    assert cli("users", "revoke", "nobody") == 2
+    assert "No user 'nobody'" in capsys.readouterr().err
+
+
+def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
+    cli, ctx, _ = team
+    auth.add_user(ctx, "ada", "admin", "admin-password-2")
+    assert cli("users", "role", "ada") == 2
+    assert "ada's role is admin; nothing was changed" in capsys.readouterr().err
+    assert auth.require(ctx, "ada", "admin").role == "admin"  # unchanged
+    assert security_log(ctx) == []
+
+    assert cli("users", "role", "ada", "--role", "viewer") == 0
+    assert "ada is now a viewer" in capsys.readouterr().out
+    assert auth.require(ctx, "ada", "viewer").role == "viewer"
+    assert [(e["action"], e["detail"]) for e in security_log(ctx)] == [
+        ("role", "admin -> viewer")
+    ]
+    assert cli("users", "role", "admin", "--role", "designer") == 2  # the last admin stays
+    assert "last admin" in capsys.readouterr().err
