@@ -14,6 +14,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage.artifacts import ArtifactStore
 
 DEFAULT_DATA_DIR = ".intent-studio"
 ENV_DATA_DIR = "INTENT_STUDIO_DATA_DIR"
@@ -24,6 +28,8 @@ ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
 ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
 ENV_INT8 = "INTENT_STUDIO_INT8"
+# Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
+DEPLOYMENT = "deployment"
 QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_JOB_TIMEOUT = 60  # seconds without a heartbeat before a running job counts as dead
 # The largest file an import or an upload takes (the one limit: pass it to Gradio's
@@ -76,6 +82,14 @@ class Settings:
         if self.artifacts_url and not self.artifacts_remote:
             return Path(self.artifacts_url.removeprefix("file://")).expanduser()
         return self.data_dir / "artifacts"
+
+    def open_artifacts(self) -> ArtifactStore:
+        """The store of model files: the bucket (read through ``cache_dir/artifacts``) or the
+        folder."""
+        from storage.remote_artifacts import open_artifacts
+
+        location = (self.artifacts_url or "") if self.artifacts_remote else self.artifacts_dir
+        return open_artifacts(location, cache_dir=self.cache_dir / "artifacts")
 
     def shared_with_workers(self) -> dict[str, str]:
         """The settings an app and its training workers must share, as a job records them: where

@@ -35,7 +35,6 @@ from storage.datasets import SnapshotRow
 from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import get_project
-from storage.remote_artifacts import open_artifacts
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow
 from storage.versions import active_version
@@ -69,10 +68,7 @@ class AppContext:
         self.settings = settings
         self.admission = Admission(limits)
         self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
-        self.artifacts: ArtifactStore = open_artifacts(
-            (settings.artifacts_url or "") if settings.artifacts_remote else settings.artifacts_dir,
-            cache_dir=settings.cache_dir / "artifacts",
-        )
+        self.artifacts: ArtifactStore = settings.open_artifacts()
         self.cache = open_cache(settings, self.artifacts)
         self.device = settings.device
         self._pools: dict[int, ProjectPool] = {}

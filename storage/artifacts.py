@@ -74,6 +74,12 @@ class ArtifactStore:
     def remove(self, rel: str) -> None:
         shutil.rmtree(self.path(rel), ignore_errors=True)
 
+    def check(self) -> None:
+        """Raise :class:`OSError` unless a new version could be written here now (``intent-studio
+        worker --check``, a worker's healthcheck)."""
+        if not os.access(self.root / ".tmp", os.W_OK):
+            raise PermissionError(f"cannot write to {self.root}")
+
     def sweep(self, older_than: float = STALE_SECONDS) -> int:
         """Remove leftovers of crashed writes: temporary folders untouched for ``older_than``
         seconds (younger ones may be another process's write in progress). Returns how many."""

@@ -187,6 +187,13 @@ class RemoteArtifactStore(ArtifactStore):
         marker = self._committed(rel)
         return marker is not None and marker.get("sha256") == sha256
 
+    def check(self) -> None:
+        """Raise unless the local cache is writable and the bucket answers a listing with these
+        credentials (a missing bucket: :class:`FileNotFoundError`)."""
+        super().check()
+        self.fs.invalidate_cache()
+        self.fs.ls(self.base.split("/", 1)[0], detail=False)
+
     def remove(self, rel: str) -> None:
         """Uncommit first (the marker), then remove the files and the cached copy."""
         self._rm(self._key(rel, MARKER))

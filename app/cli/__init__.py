@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("worker", help="run a training worker on the job queue")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="do not run: check that the database, queue and model store answer and that these "
+        "settings agree with the app's; exit 1 if not (the worker containers' healthcheck)",
+    )
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")

@@ -126,7 +126,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from app.config import load_settings
+
+    if args.check:
+        return _check_worker(args)
     from app.worker import run_worker
 
     run_worker(load_settings(args.data_dir, args.db_url))
     return 0
+
+
+def _check_worker(args: argparse.Namespace) -> int:
+    """``worker --check``: 0 and one line when a worker here could take a job now, else 1 (what
+    Docker's healthcheck reads as unhealthy) and what is wrong; never 2 (reserved by Docker)."""
+    import sys
+
+    from app.config import load_settings
+    from app.worker_check import report
+
+    try:
+        status, text = report(load_settings(args.data_dir, args.db_url))
+    except ValueError as exc:  # a setting that does not parse
+        status, text = 1, f"not ready: {exc}"
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.config import DEPLOYMENT
 from app.context import AppContext
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
@@ -41,9 +42,6 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
 # every utterance, which the app never computes (``bench/distil.py`` does). Refused up front
 # rather than accepted and failed in the worker after minutes of training.
 BENCH_ONLY_PREFIX = "distil_"
-
-# Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
-DEPLOYMENT = "deployment"
 
 # One ``key=value`` per line or comma; a comma inside a value (``lora_targets=["query","value"]``)
 # stays in it: only a comma followed by the next ``key=`` separates.
