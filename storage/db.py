@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -191,6 +191,16 @@ class Database:
         for reads through Core statements such as :func:`storage.pool_state.pool_stamp`."""
         with _busy_as_message(), self.engine.connect() as c:
             yield c
+
+    def ping(self) -> bool:
+        """Whether the database answers a query now (for a health check; why not is logged)."""
+        try:
+            with self.engine.connect() as c:
+                c.execute(text("SELECT 1"))
+        except Exception:  # a health check reports any failure, it does not raise
+            logger.warning("The database does not answer", exc_info=True)
+            return False
+        return True
 
     @contextmanager
     def write(self) -> Iterator[Session]:

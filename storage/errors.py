@@ -19,6 +19,10 @@ class BusyError(StorageError):
     """The database stayed locked by another writer past the busy timeout; nothing was changed."""
 
 
+class ReadOnlyProjectError(StorageError):
+    """A change to a project imported from a bundle (it can be read and predicted with only)."""
+
+
 class ReadOnlyError(StorageError, PermissionError):
     """A change attempted where only reading is allowed (a viewer's request); nothing was written."""
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
-from storage.errors import NotFoundError, StorageError
+from storage.errors import ConflictError, NotFoundError, ReadOnlyProjectError, StorageError
 from storage.tables import Intent, Label, LabelEvent, Project, Template, User, Utterance
 from storage.texts import check_not_confusable, validate_intent_name
 
@@ -50,7 +50,7 @@ def create_project(
     if len(name) > 120:
         raise StorageError("A project name is at most 120 characters.")
     if s.scalar(select(Project.id).where(Project.name == name)) is not None:
-        raise StorageError(f"A project named {name!r} already exists.")
+        raise ConflictError(f"A project named {name!r} already exists.")
     project = Project(
         name=name,
         description=description,
@@ -99,7 +99,9 @@ def delete_project(s: Session, project_id: int) -> None:
 
 def ensure_writable(project: Project) -> None:
     if project.read_only:
-        raise StorageError(f"Project {project.name!r} is read-only (imported from a bundle).")
+        raise ReadOnlyProjectError(
+            f"Project {project.name!r} is read-only (imported from a bundle)."
+        )
 
 
 def set_project_setting(s: Session, project_id: int, key: str, value: Any) -> Project:

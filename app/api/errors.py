@@ -14,20 +14,37 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from app.admission import BusyError
+from app.api.models import ErrorOut
 from app.services.predict import error_message
 from app.services.training import QueueUnavailable
 from storage.errors import BusyError as DatabaseBusy
-from storage.errors import ConflictError, NotFoundError, ReadOnlyError
+from storage.errors import ConflictError, NotFoundError, ReadOnlyError, ReadOnlyProjectError
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 1
+PREFIX = "/api/v1"
+# What each refusal means, for the OpenAPI docs of every route.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorOut, "description": what}
+    for code, what in {
+        400: "bad input (the message says what)",
+        401: "no or unknown API token (multi-user mode)",
+        403: "your role does not allow it",
+        404: "unknown project, version or job",
+        409: "changed by someone else meanwhile, a name taken, or a read-only project",
+        422: "the body does not fit the schema",
+        429: "busy: retry after `Retry-After` seconds",
+        503: "the training queue is down (the answer names the failed job)",
+    }.items()
+}
 # Most specific first: the first class an exception is an instance of decides its status.
 STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (QueueUnavailable, 503),  # says why, with the (failed) job's id
     (NotFoundError, 404),
     (ConflictError, 409),
-    (ReadOnlyError, 409),  # a bundle opened as a read-only project (roles are checked before)
+    (ReadOnlyProjectError, 409),  # a project imported from a bundle
+    (ReadOnlyError, 409),  # a read-only database (roles are checked before)
     (DatabaseBusy, 429),
     (BusyError, 429),
     (PermissionError, 403),

@@ -149,11 +149,80 @@ class Version(BaseModel):
     method: str
     accuracy: float | None = None
     macro_f1: float | None = None
+    serving: str | None = Field(
+        None, description="the active version: `int8` or `fp32`, the encoder that serves it"
+    )
     created: str
 
 
 class VersionsOut(BaseModel):
     versions: list[Version]
+
+
+class Project(BaseModel):
+    """A project and its counts (as the project picker's headline shows them)."""
+
+    name: str
+    base_encoder: str
+    read_only: bool = Field(..., description="imported from a bundle: predict only")
+    n_intents: int
+    n_train: int
+    n_test: int
+    n_unlabelled: int
+    multi_label: bool
+    active_version: int | None = Field(..., description="null: the frozen base encoder serves")
+
+
+class ProjectsOut(BaseModel):
+    projects: list[Project]
+
+
+class NewProjectIn(BaseModel):
+    name: str = Field(..., min_length=1, max_length=120)
+    base_encoder: str = Field("minilm", description="minilm (embedded) or mpnet (`make mpnet`)")
+
+
+class BulkLabelIn(BaseModel):
+    """Label many utterances as one batch, as the UI's bulk label does: first with
+    ``preview: true`` (nothing changes; the answer's ``change`` lists the ids that would), then
+    with ``expected`` set to that ``change``: refused, nothing changed, when the rows to change
+    are no longer exactly those. Already labelled rows are left as they are unless
+    ``relabel_labelled``."""
+
+    ids: list[int] = Field(..., min_length=1, max_length=10_000)
+    intents: list[str] = Field(default_factory=list, description="empty: remove the intents")
+    relabel_labelled: bool = False
+    preview: bool = False
+    expected: list[int] | None = Field(None, description="the preview's `change` (to apply)")
+
+    @model_validator(mode="after")
+    def previewed(self) -> BulkLabelIn:
+        if not self.preview and self.expected is None:
+            raise ValueError(
+                "preview first (`preview: true`), then send its `change` as `expected`"
+            )
+        return self
+
+
+class BulkLabelOut(BaseModel):
+    applied: bool
+    selected: int
+    change: list[int] = Field(..., description="the ids that change (preview) or changed")
+    left: list[int] = Field(..., description="already labelled otherwise: left as they are")
+    summary: str
+    batch: str | None = Field(None, description="applied: the batch id that `undo` reverts")
+
+
+class UndoIn(BaseModel):
+    batch: str = Field(..., min_length=1, description="a batch id (a bulk label's `batch`)")
+
+
+class MessageOut(BaseModel):
+    message: str
+
+
+class HealthOut(BaseModel):
+    ok: bool = Field(..., description="the app answers and its database does (else 503)")
 
 
 class TrainIn(BaseModel):

@@ -11,6 +11,9 @@
 | ``POST /jobs/{job_id}/cancel`` | designer |
 | ``POST /projects/{project}/label`` | designer |
 | ``POST /projects/{project}/train`` | designer |
+
+and those of :mod:`app.api.project_routes` (projects, bulk label and undo, activate, export,
+health); any other ``/api/v1`` path answers 404 with ``{"error": ...}`` (:data:`fallback`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from app.api import models
-from app.api.errors import error_response
+from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
 from app.api.security import context, role
 from app.auth import Actor, acting_as
 from app.services import data as data_svc
@@ -32,22 +35,7 @@ from app.services import training as training_svc
 from app.services import versions as versions_svc
 from storage.jobs import JobView
 
-router = APIRouter(
-    prefix="/api/v1",
-    responses={
-        code: {"model": models.ErrorOut, "description": what}
-        for code, what in {
-            400: "bad input (the message says what)",
-            401: "no or unknown API token (multi-user mode)",
-            403: "your role does not allow it",
-            404: "unknown project, version or job",
-            409: "changed by someone else meanwhile, or a read-only project",
-            422: "the body does not fit the schema",
-            429: "busy: retry after `Retry-After` seconds",
-            503: "the training queue is down (the answer names the failed job)",
-        }.items()
-    },
-)
+router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
 Designer = Annotated[Actor, Depends(role("designer", "this change"))]
@@ -198,3 +186,19 @@ def job(job_id: int, request: Request, who: Viewer) -> Any:
 def cancel_job(job_id: int, request: Request, who: Designer) -> Any:
     with acting_as(who):
         return _job(training_svc.cancel(context(request), job_id))
+
+
+# Last in the app (:func:`app.api.server.create_api`): any path no route above matches.
+fallback = APIRouter(prefix=PREFIX)
+
+
+@fallback.api_route(
+    "/{path:path}",
+    methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+    include_in_schema=False,
+)
+def unknown(path: str, request: Request) -> JSONResponse:
+    """Any other ``/api/v1`` path (last: every route above matches first)."""
+    return JSONResponse(
+        {"error": f"No API route {request.method} /api/v1/{path}: see /docs."}, status_code=404
+    )

@@ -14,10 +14,9 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.api import errors
+from app.api import errors, project_routes, routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
-from app.api.routes import router
 from app.context import AppContext
 from app.services.predict import classify_requests
 
@@ -61,7 +60,9 @@ def create_api(ctx: AppContext) -> FastAPI:
     api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
     api.add_middleware(ApiGate, ctx=ctx)  # the token, then the body's size, before parsing
     errors.install(api)
-    api.include_router(router)
+    api.include_router(routes.router)
+    api.include_router(project_routes.router)
+    api.include_router(routes.fallback)  # last: any other /api/v1 path
     api.mount(DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static")
 
     @api.get("/docs", include_in_schema=False)

@@ -12,6 +12,7 @@ when the rows it would change are no longer exactly those (someone labelled one 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ class BulkPlan:
     labelled_intents: int
     labelled_test: int
     relabel_labelled: bool
+    batch: str = ""  # once applied: the batch that one Undo reverts ("" when nothing changed)
 
     @property
     def change(self) -> tuple[int, ...]:
@@ -126,4 +128,4 @@ def label_many(
             )
         for uid in plan.change:
             repo.set_labels(s, pid, uid, target, user_id=acting_user(user_id), batch=batch)
-    return plan
+    return dataclasses.replace(plan, batch=batch if plan.change else "")

@@ -333,3 +333,33 @@ def export_slot_book(ctx: AppContext, project: str, path: str | Path) -> int:
     tmp.write_text(dump_slot_book(data), encoding="utf-8")
     tmp.replace(p)
     return sum(len(t) for t in data.templates.values())
+
+
+FILE_FORMATS = ("csv", "jsonl", "yml", "zip", "slots.yml")  # besides the agent formats' names
+
+
+def export_download(ctx: AppContext, project: str, fmt: str) -> tuple[Path, str]:
+    """Export a project for download in ``fmt``: a file format of :data:`FILE_FORMATS` (by its
+    suffix; ``slots.yml``: the slot book and templates) or an agent format's name (written into
+    the agent the project was imported from, when it is of that format). Returns the file
+    (:func:`app.services.downloads.download_path`: swept after a day) and what was written.
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    from app.formats import AGENT_FORMATS
+    from app.services.downloads import download_path
+
+    agents = {f.name: f for f in AGENT_FORMATS}
+    if fmt not in agents and fmt not in FILE_FORMATS:
+        known = ", ".join([*FILE_FORMATS, *agents])
+        raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
+    suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
+    out = download_path(ctx.settings, f"{project.replace('/', '_').replace(' ', '_')}{suffix}")
+    if fmt == "slots.yml":
+        n = export_slot_book(ctx, project, out)
+        return out, f"Exported the slot book and {n} template(s)."
+    res = export_project(
+        ctx, project, out, format=fmt if fmt in agents else None, follow_agent=False
+    )
+    return out, res.message(out.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.context import AppContext
-from app.services.int8 import serving_line
+from app.services.int8 import serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
@@ -70,10 +70,11 @@ def _round(value: Any) -> Any:
 
 
 def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
-    """Every model version of the project, newest first, with its headline metrics."""
+    """Every model version of the project, newest first, with its headline metrics; the active
+    one says which encoder serves it (``serving``: ``int8`` or ``fp32``; the others ``None``)."""
     with ctx.db.session() as s:
         p = get_project(s, project)
-        active_id = p.active_model_version_id
+        active_id, settings = p.active_model_version_id, p.settings
         rows = versions.history(s, p.id)
     out = []
     for mv, dataset_hash in rows:
@@ -82,6 +83,9 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
             {
                 "version": mv.id,
                 "active": mv.id == active_id,
+                "serving": (
+                    ("int8" if serves_int8(m, settings) else "fp32") if mv.id == active_id else None
+                ),
                 "method": mv.method,
                 "accuracy": _round(m.accuracy),
                 "macro_f1": _round(m.macro_f1),

@@ -10,7 +10,6 @@ import gradio as gr
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
-from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
@@ -95,32 +94,13 @@ AGENT_CHOICES = [
 
 
 def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
-    """Export in the format chosen: a file format by its suffix, or an agent format by its name
-    (written into the agent the project was imported from, when it is of that format)."""
-    from app.formats import agent_format
-
-    agent = fmt in {name for _, name in AGENT_CHOICES}
-    suffix = (".zip" if agent_format(fmt).container == "zip" else ".json") if agent else f".{fmt}"
-    out = download_path(ctx.settings, f"{proj.replace('/', '_').replace(' ', '_')}{suffix}")
-    if fmt == "slots.yml":
-        n, err = attempt(lambda: io_svc.export_slot_book(ctx, proj, out))
-        return (
-            (problem(err), None)
-            if err
-            else (
-                ok(f"Exported the slot book and {n} template(s)."),
-                str(out),
-            )
-        )
-    res, err = attempt(
-        lambda: io_svc.export_project(
-            ctx, proj, out, format=fmt if agent else None, follow_agent=False
-        )
-    )
+    """Export in the format chosen (see :func:`app.services.io.export_download`)."""
+    res, err = attempt(lambda: io_svc.export_download(ctx, proj, fmt))
     if err:
         return problem(err), None
     assert res is not None
-    return ok(res.message(out.name)), str(out)
+    out, message = res
+    return ok(message), str(out)
 
 
 def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:

@@ -1,0 +1,167 @@
+"""The REST routes of a team's daily work beyond predicting and labelling one text (under
+``/api/v1``, beside :data:`app.api.routes.router`): projects, a bulk label with its preview and
+undo, activating a version, an export; and a health check for load balancers and containers.
+
+| route | role |
+|---|---|
+| ``GET /health`` | none (no token) |
+| ``GET /projects`` | viewer |
+| ``POST /projects`` | admin |
+| ``GET /projects/{project}/export?format=`` | viewer |
+| ``POST /projects/{project}/label/bulk`` | designer |
+| ``POST /projects/{project}/undo`` | designer |
+| ``POST /projects/{project}/versions/{version}/activate`` | designer |
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, JSONResponse
+
+from app.api import models
+from app.api.errors import ERROR_RESPONSES, PREFIX
+from app.api.security import context, role
+from app.auth import Actor, acting_as
+from app.services import bulk as bulk_svc
+from app.services import data as data_svc
+from app.services import io as io_svc
+from app.services import projects as project_svc
+from app.services import versions as versions_svc
+from app.services.bulk import BulkPlan
+
+router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
+
+Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
+Designer = Annotated[Actor, Depends(role("designer", "this change"))]
+Admin = Annotated[Actor, Depends(role("admin", "creating a project"))]
+BASE = "base"  # the version path segment that means the frozen base encoder
+
+
+@router.get(
+    "/health",
+    response_model=models.HealthOut,
+    summary="Whether the app and its database answer (200, else 503); needs no token",
+)
+def health(request: Request) -> Any:
+    up = context(request).db.ping()
+    return JSONResponse({"ok": up}, status_code=200 if up else 503)
+
+
+def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
+    fields = set(models.Project.model_fields) - {"active_version"}
+    row = {name: getattr(summary, name) for name in fields}
+    return {**row, "active_version": summary.active_model_version_id}
+
+
+@router.get(
+    "/projects", response_model=models.ProjectsOut, summary="The projects, with their counts"
+)
+def projects(request: Request, who: Viewer) -> Any:
+    ctx = context(request)
+    names = project_svc.project_names(ctx)
+    return {"projects": [_project(project_svc.summary(ctx, name)) for name in names]}
+
+
+@router.post(
+    "/projects",
+    response_model=models.Project,
+    status_code=201,
+    summary="Create an empty project (409 when the name is taken)",
+)
+def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> Any:
+    ctx = context(request)
+    with acting_as(who):
+        name = project_svc.new_project(ctx, body.name, body.base_encoder)
+    return _project(project_svc.summary(ctx, name))
+
+
+@router.get(
+    "/projects/{project}/export",
+    response_class=FileResponse,
+    summary="The project as a file: csv, jsonl, yml (Rasa), zip (intent files), slots.yml, "
+    "or a platform agent (dialogflow-es, dialogflow-cx, dialogflow-cx-json, lex-v2, watson, "
+    "luis, clu)",
+)
+def export(
+    project: str,
+    request: Request,
+    who: Viewer,
+    format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
+) -> Any:
+    path, message = io_svc.export_download(context(request), project, format)
+    return FileResponse(path, filename=path.name, headers={"X-Export-Note": message[:500]})
+
+
+def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, Any]:
+    left = [] if plan.relabel_labelled else list(plan.labelled)
+    return {
+        "applied": applied,
+        "selected": plan.selected,
+        "change": list(plan.change),
+        "left": left,
+        "summary": plan.summary(),
+        "batch": batch,
+    }
+
+
+@router.post(
+    "/projects/{project}/label/bulk",
+    response_model=models.BulkLabelOut,
+    summary="Label many utterances as one batch: preview, then apply what the preview said",
+    description=models.BulkLabelIn.__doc__ or "",
+)
+def bulk_label(project: str, body: models.BulkLabelIn, request: Request, who: Designer) -> Any:
+    ctx = context(request)
+    if body.preview:
+        plan = bulk_svc.plan_label(
+            ctx, project, body.ids, body.intents, relabel_labelled=body.relabel_labelled
+        )
+        return _bulk(plan, applied=False)
+    with acting_as(who):
+        plan = bulk_svc.label_many(
+            ctx,
+            project,
+            body.ids,
+            body.intents,
+            relabel_labelled=body.relabel_labelled,
+            user_id=who.id,
+            expected=body.expected,
+        )
+    return _bulk(plan, applied=True, batch=plan.batch or None)
+
+
+@router.post(
+    "/projects/{project}/undo",
+    response_model=models.MessageOut,
+    summary="Undo one batch (a bulk label's `batch`), if later edits did not touch its rows",
+)
+def undo(project: str, body: models.UndoIn, request: Request, who: Designer) -> Any:
+    with acting_as(who):
+        message = data_svc.undo_batch(context(request), project, body.batch, user_id=who.id)
+    return {"message": message}
+
+
+@router.post(
+    "/projects/{project}/versions/{version}/activate",
+    response_model=models.MessageOut,
+    summary="Make a version the one that serves (`base`: back to the frozen base encoder)",
+)
+def activate(project: str, version: str, request: Request, who: Designer) -> Any:
+    number = None if version == BASE else _version_number(version)
+    with acting_as(who):
+        return {"message": versions_svc.activate(context(request), project, number)}
+
+
+def _version_number(version: str) -> int:
+    """A version path segment as a number: ``3`` or ``v3``.
+
+    Example:
+        >>> _version_number("v3")
+        3
+    """
+    digits = version.removeprefix("v")
+    if not digits.isdigit():
+        raise ValueError(f"{version!r} is no version: give its number (e.g. 3) or `{BASE}`.")
+    return int(digits)

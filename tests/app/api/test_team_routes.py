@@ -1,0 +1,191 @@
+"""Issue 28 item 6: the REST routes of a team's daily work, on a real SQLite project and the real
+encoder: projects listed and created (admin only), a bulk label that applies only what its
+preview said and one undo that reverts it, a version activated (and which encoder serves it), an
+export in a file and an agent format, a read-only project's 409, the health check without a
+token, and an unknown ``/api/v1`` path answered as JSON."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from urllib.parse import quote
+
+import pytest
+
+from app.services import bundles as bundle_svc
+from tests.app.api.conftest import bearer
+
+DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
+NEW_TEXTS = ["parcel never came", "where did my box go", "package lost in the post"]
+
+
+def _unlabelled(client, texts):
+    for text in texts:
+        r = client.post(f"{DEMO}/label", json={"text": text, "split": "unlabelled"})
+        assert r.status_code == 200, r.text
+    rows = client.get(f"{DEMO}/utterances", params={"split": "unlabelled"}).json()["utterances"]
+    return {r["text"]: r["id"] for r in rows if r["text"] in texts}
+
+
+def _intents_of(client, ids):
+    rows = client.get(f"{DEMO}/utterances", params={"limit": 10_000}).json()["utterances"]
+    return {r["id"]: r["intents"] for r in rows if r["id"] in ids}
+
+
+def test_a_bulk_label_applies_what_its_preview_said_and_one_undo_reverts_it(client):
+    ids = _unlabelled(client, NEW_TEXTS)
+    labelled = client.post(
+        f"{DEMO}/label", json={"text": "my parcel is late", "intents": ["track_order"]}
+    ).json()["id"]
+    body = {"ids": [*ids.values(), labelled], "intents": ["lost_parcel"]}
+
+    r = client.post(f"{DEMO}/label/bulk", json=body)
+    assert r.status_code == 422 and "preview first" in r.json()["error"]
+    preview = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()
+    assert preview["applied"] is False and preview["batch"] is None
+    assert sorted(preview["change"]) == sorted(ids.values()) and preview["left"] == [labelled]
+    assert preview["summary"].startswith("4 selected: 3 unlabelled will become lost_parcel")
+    assert all(not v for v in _intents_of(client, ids.values()).values())  # nothing changed yet
+
+    # someone labels one of them meanwhile: the old preview no longer holds, nothing changes
+    client.post(f"{DEMO}/label", json={"text": NEW_TEXTS[0], "intents": ["track_order"]})
+    stale = client.post(f"{DEMO}/label/bulk", json={**body, "expected": preview["change"]})
+    assert stale.status_code == 400 and "Preview again" in stale.json()["error"]
+    assert _intents_of(client, [ids[NEW_TEXTS[1]]]) == {ids[NEW_TEXTS[1]]: []}
+
+    again = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()
+    done = client.post(f"{DEMO}/label/bulk", json={**body, "expected": again["change"]})
+    assert done.status_code == 200 and done.json()["applied"] is True
+    assert sorted(done.json()["change"]) == sorted([ids[NEW_TEXTS[1]], ids[NEW_TEXTS[2]]])
+    after = _intents_of(client, [*ids.values(), labelled])
+    assert after == {
+        ids[NEW_TEXTS[0]]: ["track_order"],
+        ids[NEW_TEXTS[1]]: ["lost_parcel"],
+        ids[NEW_TEXTS[2]]: ["lost_parcel"],
+        labelled: ["track_order"],  # protected: not relabelled without relabel_labelled
+    }
+
+    undone = client.post(f"{DEMO}/undo", json={"batch": done.json()["batch"]})
+    assert undone.status_code == 200 and "2" in undone.json()["message"]
+    assert _intents_of(client, [ids[NEW_TEXTS[1]], ids[NEW_TEXTS[2]]]) == {
+        ids[NEW_TEXTS[1]]: [],
+        ids[NEW_TEXTS[2]]: [],
+    }
+    assert _intents_of(client, [ids[NEW_TEXTS[0]]]) == {ids[NEW_TEXTS[0]]: ["track_order"]}
+    r = client.post(f"{DEMO}/undo", json={"batch": "no-such-batch"})
+    assert r.status_code in (400, 404) and "error" in r.json()
+
+
+def test_projects_are_listed_for_a_viewer_and_created_by_an_admin_only(team):
+    client, tokens = team
+    listed = client.get("/api/v1/projects", headers=bearer(tokens["vic"]))
+    assert listed.status_code == 200
+    demo = next(p for p in listed.json()["projects"] if p["name"] == "Demo: Acme support")
+    assert demo["n_intents"] == 10 and demo["read_only"] is False
+    assert demo["active_version"] is None and demo["n_train"] > 0
+
+    r = client.post("/api/v1/projects", json={"name": "shop"}, headers=bearer(tokens["dana"]))
+    assert r.status_code == 403 and "needs the admin role" in r.json()["error"]
+    r = client.post("/api/v1/projects", json={"name": "shop"}, headers=bearer(tokens["admin"]))
+    assert r.status_code == 201
+    assert r.json() == {
+        "name": "shop",
+        "base_encoder": "minilm",
+        "read_only": False,
+        "n_intents": 0,
+        "n_train": 0,
+        "n_test": 0,
+        "n_unlabelled": 0,
+        "multi_label": False,
+        "active_version": None,
+    }
+    again = client.post("/api/v1/projects", json={"name": "shop"}, headers=bearer(tokens["admin"]))
+    assert again.status_code == 409 and "already exists" in again.json()["error"]
+    r = client.post(
+        "/api/v1/projects",
+        json={"name": "x", "base_encoder": "nope"},
+        headers=bearer(tokens["admin"]),
+    )
+    assert r.status_code == 400
+    names = [
+        p["name"]
+        for p in client.get("/api/v1/projects", headers=bearer(tokens["vic"])).json()["projects"]
+    ]
+    assert "shop" in names and "x" not in names
+
+
+def test_an_export_comes_as_a_file_in_the_format_asked(client):
+    import csv
+
+    got = client.get(f"{DEMO}/export")
+    assert got.status_code == 200
+    assert got.headers["content-disposition"].endswith(".csv")
+    exported = {row["text"] for row in csv.DictReader(io.StringIO(got.text))}
+    listed = client.get(f"{DEMO}/utterances", params={"limit": 10_000}).json()["utterances"]
+    assert exported == {u["text"] for u in listed}
+
+    lex = client.get(f"{DEMO}/export", params={"format": "lex-v2"})
+    assert lex.status_code == 200 and lex.headers["content-disposition"].endswith(".zip")
+    with zipfile.ZipFile(io.BytesIO(lex.content)) as z:
+        assert any(name.endswith("Intent.json") for name in z.namelist())
+
+    r = client.get(f"{DEMO}/export", params={"format": "docx"})
+    assert r.status_code == 400 and "Unknown export format 'docx'" in r.json()["error"]
+
+
+def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_json(
+    client, ctx, demo, tmp_path
+):
+    bundle = tmp_path / "demo.zip"
+    bundle_svc.export_bundle(ctx, demo, bundle)
+    name = bundle_svc.import_bundle(ctx, bundle, name="frozen copy")
+    url = "/api/v1/projects/" + quote(name)
+    r = client.post(f"{url}/label", json={"text": "hello", "intents": ["greeting"]})
+    assert r.status_code == 409 and "read-only" in r.json()["error"]
+    assert client.post(f"{url}/versions/base/activate").status_code == 409
+    assert client.post(f"{url}/predict", json={"text": "hello"}).status_code == 200
+
+    assert client.get("/api/v1/health").json() == {"ok": True}
+    for method, path in (("GET", "/api/v1/nope"), ("POST", "/api/v1/projects/x/y/z")):
+        r = client.request(method, path)
+        assert r.status_code == 404
+        assert r.json() == {"error": f"No API route {method} {path}: see /docs."}
+
+
+def test_health_needs_no_token_and_everything_else_still_does(team):
+    client, _ = team
+    assert client.get("/api/v1/health").status_code == 200
+    assert client.get("/api/v1/nope").status_code == 401
+    assert client.get("/api/v1/projects").status_code == 401
+
+
+@pytest.mark.slow
+def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ctx):
+    from app import worker
+    from app.services import training
+    from app.services.projects import set_settings
+    from tests.samples import QUICK, make_tiny
+
+    make_tiny(ctx)
+    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    worker.execute_job(ctx, job.id)
+    version = training.job(ctx, job.id).model_version_id
+    url = "/api/v1/projects/tiny"
+
+    rows = client.get(f"{url}/versions").json()["versions"]
+    assert [(r["version"], r["active"]) for r in rows] == [(version, True)]
+    int8 = rows[0]["serving"]
+    assert int8 in ("int8", "fp32")
+    set_settings(ctx, "tiny", {"serve_int8": "off"})
+    assert client.get(f"{url}/versions").json()["versions"][0]["serving"] == "fp32"
+
+    r = client.post(f"{url}/versions/base/activate")
+    assert r.status_code == 200 and r.json() == {"message": "Active model: frozen base encoder."}
+    rows = client.get(f"{url}/versions").json()["versions"]
+    assert rows[0]["active"] is False and rows[0]["serving"] is None
+    r = client.post(f"{url}/versions/v{version}/activate")
+    assert r.status_code == 200 and f"v{version}" in r.json()["message"]
+    assert client.get(f"{url}/versions").json()["versions"][0]["active"] is True
+    assert client.post(f"{url}/versions/{version + 99}/activate").status_code == 404
+    r = client.post(f"{url}/versions/latest/activate")
+    assert r.status_code == 400 and "is no version" in r.json()["error"]
