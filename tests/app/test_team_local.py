@@ -1,0 +1,105 @@
+"""``make team-local`` (``python -m tests.team_local``) runs compose.yaml's topology on loopback:
+one app and two workers on PostgreSQL, Redis and moto's S3. Kept running (``--keep``), it answers
+from outside; Ctrl-C (SIGINT to its whole process group, as a terminal sends it) stops every
+process it started; the retrain it asked for through REST succeeded on one of the workers, and
+every container healthcheck passed against the live processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs (a zombie waiting for its reaper is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _mentioning(text: str) -> list[int]:
+    """Running processes whose command line mentions ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes() and _alive(int(cmdline.parent.name)):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _pump(stream: IO[str], into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line)
+
+
+def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_path):
+    summary_file = tmp_path / "summary.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.team_local", "--keep", "--json", str(summary_file)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+    reader.start()
+    seen: list[str] = []
+    deadline = time.monotonic() + 420
+    try:
+        while not seen or "Ctrl-C stops everything" not in seen[-1]:
+            assert time.monotonic() < deadline, "".join(seen)
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                if proc.poll() is not None:
+                    break
+        if proc.poll() == 2 and "is not installed" in "".join(seen):
+            pytest.skip("".join(seen).strip())
+        assert proc.poll() is None, "".join(seen)
+        (base,) = re.findall(r"Running: (http://127\.0\.0\.1:\d+)", "".join(seen))
+        with urllib.request.urlopen(f"{base}/api/v1/health", timeout=10) as answer:
+            assert json.load(answer) == {"ok": True}  # still up, reached from outside
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        status = proc.wait(120)
+    reader.join(30)
+    output = "".join(seen) + "".join(lines.get() for _ in range(lines.qsize()))
+    assert status == 0, output
+    assert "Stopped everything" in output
+
+    summary = json.loads(summary_file.read_text())
+    assert summary["job"]["status"] == "succeeded", output
+    assert summary["worker"] in ("worker-1", "worker-2")
+    assert summary["version"]["version"] == summary["job"]["model_version_id"]
+    assert summary["version"]["active"]
+    assert summary["prediction"]["predictions"][0]["labels"] == ["refund"]
+    assert summary["healthchecks"] == {"app": 0, "worker-1": 0, "worker-2": 0}
+    # the app, both workers, PostgreSQL, Redis and moto: all gone, and their folder too
+    assert len(summary["pids"]) >= 6
+    assert [pid for pid in summary["pids"] if _alive(pid)] == []
+    assert _mentioning(summary["root"]) == []
+    assert not Path(summary["root"]).exists()
