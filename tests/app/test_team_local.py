@@ -76,7 +76,7 @@ def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_pat
             except queue.Empty:
                 if proc.poll() is not None:
                     break
-        if proc.poll() == 2 and "is not installed" in "".join(seen):
+        if proc.poll() == 2 and "team-local: " in "".join(seen):  # a server program is missing
             pytest.skip("".join(seen).strip())
         assert proc.poll() is None, "".join(seen)
         (base,) = re.findall(r"Running: (http://127\.0\.0\.1:\d+)", "".join(seen))
