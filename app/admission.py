@@ -11,7 +11,7 @@
   refused instead of queueing ahead of everyone.
 
 A refusal is a :class:`BusyError` saying to retry in a moment; nothing waits without bound. Once
-admitted, calls share the encoder in turns (:mod:`core.encoding.turns`), so a one-line call goes
+admitted, calls share the encoder in turns (:mod:`core.encoding.fair_share`), so a one-line call goes
 before the next chunk of a batch. The limits hold for every caller (UI, API, CLI): the prediction
 service enters :meth:`Admission.admit` itself.
 

@@ -3,7 +3,7 @@ the embedding cache, and one live k-NN pool per project (:mod:`app.pools`: how a
 the database and what it encodes).
 
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
-:mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.turns`).
+:mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.fair_share`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from app.services.int8 import INT8_DIR, serves_int8
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
+from core.encoding.fair_share import SHARED
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
-from core.encoding.turns import SHARED
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from core.retrieval.factory import Anchors, PredictorFactory

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from core.encoding.turns import Turns
+from core.encoding.fair_share import Turns
 
 MODEL_FILE = "model.int8.onnx"
 CONFIG_FILE = "onnx_config.json"
@@ -29,7 +29,7 @@ class OnnxEncoder:
     """Runs an exported ONNX folder: tokenise, run the graph, L2-normalise.
 
     ``load_model=False`` reads only the tokenizer and config (for :meth:`feeds`). With ``turns``
-    (the live app's :data:`core.encoding.turns.SHARED`) each batch takes a turn on the process's
+    (the live app's :data:`core.encoding.fair_share.SHARED`) each batch takes a turn on the process's
     shared line, as the fp32 encoder does, so a one-line request goes before a long batch.
 
     Example:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.encoding.turns import SHARED, ChunkCost, Turns
+from core.encoding.fair_share import SHARED, ChunkCost, Turns
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -134,7 +134,7 @@ def _fingerprint(path: Path) -> str:
 class Encoder:
     """A loaded sentence encoder returning L2-normalised float32 vectors.
 
-    Encoding takes turns on ``turns`` (the process's shared line, :mod:`core.encoding.turns`):
+    Encoding takes turns on ``turns`` (the process's shared line, :mod:`core.encoding.fair_share`):
     a long list is encoded in chunks of about ``TURN_SECONDS`` each, and a one-line request
     waiting for the encoder goes before the next chunk. A chunk's cost is its size times its
     longest text (texts are padded to it; longer than the model reads counts as that long); how

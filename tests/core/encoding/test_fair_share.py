@@ -5,8 +5,8 @@ import time
 
 import numpy as np
 
+from core.encoding.fair_share import Turns
 from core.encoding.registry import Encoder
-from core.encoding.turns import Turns
 
 
 def _queue_up(turns: Turns, order: list[str], name: str, *, urgent: bool) -> threading.Thread:
