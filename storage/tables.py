@@ -157,6 +157,43 @@ class Label(Base):
     intent: Mapped[Intent] = relationship()
 
 
+class Assignment(Base):
+    """An utterance given to an annotator to label. Two or more annotators on one utterance make
+    it an overlap item: its accepted label waits for their agreement or a reviewer."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (
+        UniqueConstraint("utterance_id", "user_id"),
+        Index("ix_assignments_project_user", "project_id", "user_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    utterance_id: Mapped[int] = mapped_column(ForeignKey("utterances.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Answer(Base):
+    """One annotator's answer for an utterance (``label`` with intents, ``oos``, ``skip``), kept
+    apart from its accepted label (:class:`Label`), which training, evaluation and export use."""
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        UniqueConstraint("utterance_id", "user_id"),
+        Index("ix_answers_project", "project_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    utterance_id: Mapped[int] = mapped_column(ForeignKey("utterances.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(8))
+    intents: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
+
+
 class SlotValue(Base):
     """One value of a slot in a project's slot book (TaDSE); a slot exists while it has values."""
 

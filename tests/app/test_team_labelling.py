@@ -1,0 +1,156 @@
+"""Issue 30: labelling as a team. An admin splits unlabelled utterances between annotators with
+an overlap; each answer is stored apart from the accepted label; overlap items are accepted when
+the annotators agree and otherwise wait for a reviewer, whose decision is audited and undoable;
+agreement is measured on the overlap; a project nobody was assigned in is not touched."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from app import auth
+from app.auth import Actor, acting_as
+from app.services import data as data_svc
+from app.services import team
+from app.services.io import import_utterances
+from storage.errors import StorageError
+from storage.utterances import NewUtterance
+
+INTENTS = ["card_arrival", "card_linking", "exchange_rate", "top_up_failed"]
+P = "team"
+
+
+@pytest.fixture
+def people(ctx):
+    """A project with 8 labelled and 100 unlabelled utterances, and ana, ben (designers), vic
+    (a viewer) and rita (the reviewer, a designer)."""
+    rows = [NewUtterance(f"labelled {i} {INTENTS[i % 4]}", (INTENTS[i % 4],)) for i in range(8)]
+    rows += [NewUtterance(f"question number {i}", (), "unlabelled") for i in range(100)]
+    import_utterances(ctx, P, rows)
+    out = {}
+    for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]:
+        out[name] = auth.add_user(ctx, name, role, f"{name}-password")
+    out["rita"] = auth.add_user(ctx, "rita", "designer", "rita-password")
+    return out
+
+
+def _row(ctx, uid):
+    return next(r for r in data_svc.table(ctx, P) if r["id"] == uid)
+
+
+def test_assign_splits_evenly_with_the_overlap_and_never_twice(ctx, people):
+    given = team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
+    assert given == {"ana": 60, "ben": 60, "overlap": 20}
+    assert team.progress(ctx, P) == {"ana": (60, 0), "ben": (60, 0)}
+    assert len(team.open_items(ctx, P, people["ana"].id)) == 60
+    shared = set(team.open_items(ctx, P, people["ana"].id)) & set(
+        team.open_items(ctx, P, people["ben"].id)
+    )
+    assert len(shared) == 20
+    assert team.assign(ctx, P, ["ana", "ben"], overlap=0.2) == {"ana": 0, "ben": 0, "overlap": 0}
+    with pytest.raises(ValueError, match="designer role"):
+        team.assign(ctx, P, ["vic"], overlap=0)
+    with pytest.raises(ValueError, match="two annotators"):
+        team.assign(ctx, P, ["ana"], overlap=0.1)
+    with pytest.raises(ValueError, match="not an active user"):
+        team.assign(ctx, P, ["nobody"], overlap=0)
+
+
+def test_answers_are_accepted_alone_or_on_agreement_and_disagreements_wait_for_review(ctx, people):
+    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"].id, people["ben"].id
+    both = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))
+    alone = next(i for i in team.open_items(ctx, P, ana) if i not in both)
+
+    assert "→ card_arrival" in team.submit(ctx, P, alone, "label", ["card_arrival"], user_id=ana)
+    assert _row(ctx, alone)["intents"] == "card_arrival"  # accepted at once: not an overlap item
+
+    agreed, differ, skipped = both[:3]
+    msg = team.submit(ctx, P, agreed, "label", ["exchange_rate"], user_id=ana)
+    assert "waits for a second opinion" in msg
+    assert _row(ctx, agreed)["split"] == "unlabelled"  # one answer of two: nothing accepted yet
+    msg = team.submit(ctx, P, agreed, "label", ["exchange_rate"], user_id=ben)
+    assert "everyone agreed" in msg and _row(ctx, agreed)["intents"] == "exchange_rate"
+
+    team.submit(ctx, P, differ, "label", ["card_arrival"], user_id=ana)
+    assert "goes to review" in team.submit(ctx, P, differ, "oos", user_id=ben)
+    team.submit(ctx, P, skipped, "label", ["top_up_failed"], user_id=ana)
+    team.submit(ctx, P, skipped, "skip", user_id=ben)
+    assert _row(ctx, differ)["split"] == "unlabelled"
+    waiting = team.disputes(ctx, P)
+    assert [d.id for d in waiting] == [differ, skipped]
+    assert [(g.annotator, g.shown()) for g in waiting[0].answers] == [
+        ("ana", "card_arrival"),
+        ("ben", "out_of_scope"),
+    ]
+    assert team.open_items(ctx, P, ana)[:1] != [differ]  # answered: out of ana's queue
+
+    with acting_as(Actor(people["rita"].id, "rita", "designer")):
+        assert "reviewed" in team.decide(ctx, P, differ, ["card_arrival"], batch="review-1")
+    assert _row(ctx, differ)["intents"] == "card_arrival"
+    assert [d.id for d in team.disputes(ctx, P)] == [skipped]
+    decision = next(e for e in data_svc.activity(ctx, P) if e["batch"] == "review-1")
+    assert decision["user"] == "rita"  # audited under the reviewer's name and its own batch
+    data_svc.undo_batch(ctx, P, "review-1")
+    assert [d.id for d in team.disputes(ctx, P)] == [differ, skipped]  # waits for review again
+    with pytest.raises(StorageError, match="not waiting for review"):
+        team.decide(ctx, P, agreed, ["card_linking"])
+
+
+def test_an_answer_to_an_item_not_assigned_to_you_is_refused_and_stores_nothing(ctx, people):
+    team.assign(ctx, P, ["ana", "ben"], overlap=0)
+    ana, ben = people["ana"].id, people["ben"].id
+    bens = next(i for i in team.open_items(ctx, P, ben) if i not in team.open_items(ctx, P, ana))
+    with pytest.raises(StorageError, match="not assigned to you"):
+        team.submit(ctx, P, bens, "label", ["card_arrival"], user_id=ana)
+    assert _row(ctx, bens)["split"] == "unlabelled"
+    assert team.progress(ctx, P)["ana"] == (50, 0)
+
+
+def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_listed(ctx, people):
+    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"].id, people["ben"].id
+    both = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))
+    a_said = [INTENTS[i % 4] for i in range(20)]
+    b_said = list(a_said)
+    for i in (1, 4, 7, 10, 13):  # 5 deliberate disagreements
+        b_said[i] = "card_linking" if a_said[i] != "card_linking" else "exchange_rate"
+    for uid, a, b in zip(both, a_said, b_said, strict=True):
+        team.submit(ctx, P, uid, "label", [a], user_id=ana)
+        team.submit(ctx, P, uid, "label", [b], user_id=ben)
+    found = team.measure(ctx, P)
+    (pair,) = found.pairs
+    assert (pair.a, pair.b, pair.items, pair.agreed) == ("ana", "ben", 20, 15)
+    assert pair.kappa == pytest.approx(cohen_kappa_score(a_said, b_said))
+    # by hand: observed 15/20; chance from each annotator's own label shares
+    shares = [(a_said.count(x) / 20) * (b_said.count(x) / 20) for x in INTENTS]
+    assert pair.kappa == pytest.approx((0.75 - sum(shares)) / (1 - sum(shares)))
+    assert sorted(found.disputed) == sorted(both[i] for i in (1, 4, 7, 10, 13))
+    assert sorted(d.id for d in team.disputes(ctx, P)) == sorted(found.disputed)
+    worst = found.intents[0]  # card_linking is on one side of every disagreement
+    assert worst.intent == "card_linking" and sorted(worst.disputed) == sorted(found.disputed)
+
+
+def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, people, tmp_path):
+    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"].id, people["ben"].id
+    uid = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))[0]
+    team.submit(ctx, P, uid, "label", ["card_arrival"], user_id=ana)
+    team.submit(ctx, P, uid, "oos", user_id=ben)
+    lines = team.export_answers(ctx, P, tmp_path / "answers.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [(r["annotator"], r["answer"], r["intents"]) for r in records] == [
+        ("ana", "label", ["card_arrival"]),
+        ("ben", "oos", ["out_of_scope"]),
+    ]
+    assert records[0]["text"] == "question number" + records[0]["text"][len("question number") :]
+    assert records[0]["accepted"] is None  # in review: no accepted label yet
+
+
+def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
+    assert not team.is_team_project(ctx, P)
+    assert team.reserved(ctx, P) == set()
+    team.assign(ctx, P, ["ana"], overlap=0, limit=5)
+    assert team.is_team_project(ctx, P) and len(team.reserved(ctx, P)) == 5
