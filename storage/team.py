@@ -125,6 +125,14 @@ def open_for(s: Session, project_id: int, user_id: int, limit: int | None = None
     return list(s.scalars(q))
 
 
+def assigned_count(s: Session, project_id: int, user_id: int) -> int:
+    """How many utterances the user was asked to label."""
+    q = select(func.count(Assignment.id)).where(
+        Assignment.project_id == project_id, Assignment.user_id == user_id
+    )
+    return int(s.scalar(q) or 0)
+
+
 def progress(s: Session, project_id: int) -> dict[str, tuple[int, int]]:
     """Annotator name -> (utterances assigned, answered), for everyone with an assignment."""
     answered = and_(
@@ -171,15 +179,21 @@ def save_answer(
     s.flush()
 
 
-def delete_answer(s: Session, project_id: int, utterance_id: int, user_id: int) -> None:
-    """Remove the user's answer for the utterance (if any)."""
-    s.execute(
+def delete_answer(s: Session, project_id: int, utterance_id: int, user_id: int) -> bool:
+    """Remove the user's answer for the utterance; False when there was none."""
+    done = s.execute(
         delete(Answer).where(
             Answer.project_id == project_id,
             Answer.utterance_id == utterance_id,
             Answer.user_id == user_id,
         )
     )
+    return bool(getattr(done, "rowcount", 0))
+
+
+def user_names(s: Session, user_ids: Sequence[int]) -> list[str]:
+    """The names of these users."""
+    return list(s.scalars(select(User.name).where(User.id.in_(list(user_ids)))))
 
 
 def answers(

@@ -33,6 +33,7 @@ from app.context import AppContext
 from app.pools import ProjectPool
 from app.services import conflicts as conflicts_svc
 from app.services import data as data_svc
+from app.services import team as team_svc
 from app.services.data import project_id_in
 from core.evaluation.oos import OUT_OF_SCOPE
 from core.labelling import (
@@ -55,9 +56,11 @@ ORDERS = {
     "file": "File order",
     "near": "Near an intent",
     "mislabelled": "Likely mislabelled (review labelled)",
+    "disputes": "Disagreements to review (team)",
 }
 DEFAULT_ORDER = "useful"
 REVIEW = "mislabelled"  # the order that shows labelled utterances
+DISPUTES = "disputes"  # overlap items whose annotators disagree (app.services.team)
 ACTIONS = ("take", "test", "none", "delete", "oos")
 CHUNK = 20
 MAX_CANDIDATES = 5000
@@ -86,6 +89,7 @@ class QueueItem:
     # the model says no intent: the top score is below its threshold (suggestions still shown)
     out_of_scope: bool = False
     threshold: float | None = None
+    answers: tuple[str, ...] = ()  # the annotators' answers ("ana: card_arrival"; a dispute)
 
     @property
     def first_choice(self) -> str | None:
@@ -104,7 +108,9 @@ def order(
     limit: int = CHUNK,
 ) -> list[int]:
     """The ids of the next ``limit`` unlabelled utterances in the order ``how`` (see
-    :data:`ORDERS`), leaving out ``exclude`` (e.g. the ones skipped in this session)."""
+    :data:`ORDERS`), leaving out ``exclude`` (e.g. the ones skipped in this session). In a team
+    project the annotator's own assigned items come first, and items assigned to others are
+    theirs (left out); a project nobody was assigned in is ordered as it always was."""
     if how not in ORDERS:
         raise ValueError(f"Unknown order {how!r}; use one of {', '.join(ORDERS)}.")
     if how == "near" and not near:
@@ -112,13 +118,18 @@ def order(
     skip = set(exclude)
     if how == REVIEW:
         return [i for i in conflicts_svc.likely_mislabelled(ctx, project) if i not in skip][:limit]
+    if how == DISPUTES:
+        return [d.id for d in team_svc.disputes(ctx, project) if d.id not in skip][:limit]
+    mine = [i for i in team_svc.open_items(ctx, project) if i not in skip][:MAX_CANDIDATES]
+    skip |= set() if mine else team_svc.reserved(ctx, project)
     with ctx.db.session() as s:
         pid = project_id_in(s, project)
-        rows = [
-            r
-            for r in list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
-            if r.id not in skip
-        ][:MAX_CANDIDATES]
+        found = (
+            list_utterances(s, pid, ids=mine)
+            if mine
+            else list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
+        )
+        rows = [r for r in found if r.id not in skip][:MAX_CANDIDATES]
         anchors = [r for r in labelled_pool(s, pid) if near in r.labels] if near else []
     if how == "file" or not rows:
         return [r.id for r in rows[:limit]]
@@ -153,11 +164,16 @@ def _pool_similarity(index: KnnIndex, vectors: np.ndarray) -> np.ndarray:
 
 
 def item(
-    ctx: AppContext, project: str, utterance_id: int, *, review: bool = False
+    ctx: AppContext,
+    project: str,
+    utterance_id: int,
+    *,
+    review: bool = False,
+    dispute: team_svc.Dispute | None = None,
 ) -> QueueItem | None:
     """The utterance with fresh suggestions, or None when it is gone or no longer unlabelled
     (someone else answered it); with ``review``, a labelled utterance, suggested without
-    itself."""
+    itself; with ``dispute``, the annotators' intents first, then the model's."""
     with ctx.db.session() as s:
         pid = project_id_in(s, project)
         found = list_utterances(s, pid, ids=[utterance_id])
@@ -181,10 +197,16 @@ def item(
             tuple(row.labels),
             row.split,
         )
-    result = pool.predictor.predict([pool.text_of(row)], show=0, top_n=SUGGESTIONS)[0]
+    depth = max(len(pool.intents), SUGGESTIONS) if dispute else SUGGESTIONS
+    result = pool.predictor.predict([pool.text_of(row)], show=0, top_n=depth)[0]
     suggestions = tuple(
         Suggestion(s["intent"], float(s["score"]), s["best"]["text"]) for s in result["intents"]
     )
+    if dispute is not None:  # the answers given first (the model's score beside each)
+        given = [i for g in dispute.answers for i in g.intents]
+        suggestions = tuple(
+            sorted(suggestions, key=lambda x: given.index(x.intent) if x.intent in given else 99)
+        )[:SUGGESTIONS]
     return QueueItem(
         row.id,
         row.version,
@@ -194,6 +216,7 @@ def item(
         pool.predictor.multi_label,
         out_of_scope=_looks_out_of_scope(pool, result),
         threshold=result.get("threshold"),
+        answers=tuple(f"{g.annotator}: {g.shown()}" for g in dispute.answers) if dispute else (),
     )
 
 
@@ -218,11 +241,15 @@ def next_item(
     """The next item still to label, and the ids after it. Takes ids from ``upcoming`` (the order
     computed before) and orders a new chunk when they run out (the review order: all it flags);
     None when nothing is left."""
-    chunk = MAX_CANDIDATES if how == REVIEW else CHUNK
+    chunk = MAX_CANDIDATES if how in (REVIEW, DISPUTES) else CHUNK
     ahead = list(upcoming)
     for _ in range(2):
+        disputes = {d.id: d for d in team_svc.disputes(ctx, project)} if how == DISPUTES else {}
         while ahead:
-            found = item(ctx, project, ahead.pop(0), review=how == REVIEW)
+            uid = ahead.pop(0)
+            if how == DISPUTES and uid not in disputes:
+                continue  # decided meanwhile
+            found = item(ctx, project, uid, review=how == REVIEW, dispute=disputes.get(uid))
             if found is not None:
                 return found, ahead
         ahead = order(ctx, project, how, near=near, exclude=exclude, limit=chunk)
@@ -245,6 +272,7 @@ def answer(
     expected_version: int | None = None,
     batch: str | None = None,
     confirm_test: bool = False,
+    how: str | None = None,
 ) -> str:
     """Write the annotator's answer and say what happened. ``take``: the labels (into `train`);
     ``test``: the labels, into `test`; ``none``: reviewed, no intent (kept in `train` without an
@@ -252,12 +280,22 @@ def answer(
     out of scope (into `train`, where it teaches the threshold). ``batch`` names the
     change in the audit log, so :func:`undo_answer` takes back this answer and nothing else.
     An answer that would change a `test` row (the review order shows labelled ones) is refused
-    unless ``confirm_test`` (:class:`app.services.data.UnconfirmedTestChange`)."""
+    unless ``confirm_test`` (:class:`app.services.data.UnconfirmedTestChange`).
+
+    In a team project (:mod:`app.services.team`) ``take`` and ``oos`` on an item assigned to
+    you are your answer (accepted alone, or on agreement); on an item assigned to others they
+    are refused; in the :data:`DISPUTES` order (``how``) they are the reviewer's decision."""
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
         raise ValueError("Pick an intent first (1-3, or type to filter).")
+    if action in ("take", "oos"):
+        if how == DISPUTES:
+            return team_svc.decide(ctx, project, utterance_id, names, batch=batch)
+        if team_svc.annotators_of(ctx, project, utterance_id):
+            kind = "oos" if action == "oos" else "label"
+            return team_svc.submit(ctx, project, utterance_id, kind, names, batch=batch)
     if action == "delete":
         data_svc.delete_utterance(
             ctx, project, utterance_id, batch=batch, confirm_test=confirm_test
@@ -305,6 +343,7 @@ def undo_answer(
     labels: Sequence[str] = (),
     batch: str | None = None,
     text: str = "",
+    how: str | None = None,
 ) -> tuple[str, int]:
     """Take back one answer given in the queue (its own batch, never a later or another
     person's change; refused, nothing changed, when someone edited the utterance since). Returns
@@ -313,6 +352,9 @@ def undo_answer(
     what = describe(utterance_id, action, labels)
     if action == "skip" or batch is None:
         return f"Undid: {what}.", utterance_id
+    team_answer = how != DISPUTES and action in ("take", "oos")
+    if team_answer and team_svc.withdraw(ctx, project, utterance_id, batch):
+        return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
     try:
         data_svc.undo_batch(ctx, project, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)

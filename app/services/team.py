@@ -80,8 +80,8 @@ def assign(
     limit: int | None = None,
 ) -> dict[str, int]:
     """Split the unlabelled utterances nobody has yet (containing ``search``; the first
-    ``limit``) between ``annotators`` in turn; an ``overlap`` share of them, spread evenly, goes
-    to the next annotator too. Returns annotator -> utterances given (and ``overlap`` -> how
+    ``limit``) between ``annotators`` evenly; an ``overlap`` share of them, spread evenly, goes
+    to a second annotator too (every annotator ends with the same number, give or take one). Returns annotator -> utterances given (and ``overlap`` -> how
     many went to two)."""
     names = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
     if not names:
@@ -105,12 +105,14 @@ def assign(
         plan: dict[int, list[int]] = {}
         given = dict.fromkeys(names, 0)
         shared = 0
-        for i, uid in enumerate(ids):
-            first = i % len(names)
+        n = len(names)
+        for i, uid in enumerate(ids):  # whoever has the fewest so far (in turn on a tie)
+            first = min(range(n), key=lambda j: (given[names[j]], (j - i) % n))
             plan[uid] = [users[first]]
             given[names[first]] += 1
             if int((i + 1) * overlap) > int(i * overlap):  # evenly spread
-                second = (first + 1 + shared % (len(names) - 1)) % len(names)
+                others = [(first + k) % n for k in range(1, n)]  # the same for the second
+                second = min(others, key=lambda j: given[names[j]])
                 plan[uid].append(users[second])
                 given[names[second]] += 1
                 shared += 1
@@ -137,6 +139,17 @@ def reserved(ctx: AppContext, project: str) -> set[int]:
     """Unlabelled items assigned to someone: kept out of everyone's general queue."""
     with ctx.db.session() as s:
         return repo.reserved_ids(s, project_id_in(s, project))
+
+
+def my_progress(ctx: AppContext, project: str) -> tuple[int, int] | None:
+    """The current user's (assigned, still open) items; None when they have none assigned."""
+    user_id = current_user_id()
+    if user_id is None:
+        return None
+    with ctx.db.session() as s:
+        pid = project_id_in(s, project)
+        assigned = repo.assigned_count(s, pid, user_id)
+        return (assigned, len(repo.open_for(s, pid, user_id))) if assigned else None
 
 
 def progress(ctx: AppContext, project: str) -> dict[str, tuple[int, int]]:
@@ -169,7 +182,11 @@ def submit(
         pid = project_id_in(s, project, write=True)
         on_it = repo.assignees(s, pid, [utterance_id]).get(utterance_id, [])
         if user_id is None or user_id not in on_it:
-            raise StorageError(f"#{utterance_id} is not assigned to you; nothing was stored.")
+            who = ", ".join(sorted(repo.user_names(s, on_it))) or "nobody"
+            raise StorageError(
+                f"#{utterance_id} is assigned to {who}, not to you: their answers decide it "
+                "(or a reviewer's). Nothing was stored."
+            )
         repo.save_answer(s, pid, utterance_id, user_id, action, names)
         rows = repo.answers(s, pid, [utterance_id])
         (row,) = list_utterances(s, pid, ids=[utterance_id])
@@ -190,15 +207,24 @@ def submit(
     return f"#{utterance_id} → {', '.join(labels)}{agreed}."
 
 
-def withdraw(ctx: AppContext, project: str, utterance_id: int, batch: str | None) -> None:
-    """Take back the current user's answer (the queue's undo), and the label it made if any."""
+def annotators_of(ctx: AppContext, project: str, utterance_id: int) -> list[int]:
+    """The ids of the users asked to label the utterance (none: not a team item)."""
+    with ctx.db.session() as s:
+        return repo.assignees(s, project_id_in(s, project), [utterance_id]).get(utterance_id, [])
+
+
+def withdraw(ctx: AppContext, project: str, utterance_id: int, batch: str | None) -> bool:
+    """Take back the current user's answer to an item assigned to them (the queue's undo) and
+    the label it made, if any. False when they have no answer there (nothing done)."""
     user_id = current_user_id()
+    with ctx.db.write() as s:
+        pid = project_id_in(s, project, write=True)
+        if user_id is None or not repo.delete_answer(s, pid, utterance_id, user_id):
+            return False
     if batch is not None:  # NotFoundError: the answer labelled nothing (it waits, or was done)
         with contextlib.suppress(NotFoundError):
             data_svc.undo_batch(ctx, project, batch)
-    if user_id is not None:
-        with ctx.db.write() as s:
-            repo.delete_answer(s, project_id_in(s, project, write=True), utterance_id, user_id)
+    return True
 
 
 def disputes(ctx: AppContext, project: str) -> list[Dispute]:
@@ -283,3 +309,57 @@ def export_answers(ctx: AppContext, project: str, out: Path) -> Path:
             }
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     return out
+
+
+def items(ctx: AppContext, project: str, ids: Sequence[int]) -> list[dict[str, Any]]:
+    """The utterances ``ids`` as ``{id, text, labels, split}``, in the order given (unknown ids
+    left out): what the REST API shows of an annotator's items."""
+    with ctx.db.session() as s:
+        rows = list_utterances(s, project_id_in(s, project), ids=list(ids))
+    found = {r.id: r for r in rows}
+    return [
+        {"id": i, "text": found[i].text, "labels": list(found[i].labels), "split": found[i].split}
+        for i in ids
+        if i in found
+    ]
+
+
+def annotator_choices(ctx: AppContext) -> list[str]:
+    """Active users who may label (designers and admins): who can be assigned."""
+    from storage.users import list_users
+
+    with ctx.db.session() as s:
+        return [
+            u.name
+            for u in list_users(s)
+            if u.status == "active" and RANK.get(u.role, 0) >= RANK["designer"]
+        ]
+
+
+def overview(ctx: AppContext, project: str, examples: int = 3) -> dict[str, Any]:
+    """What the Team view and the report show: ``progress`` rows, ``agreement``
+    (:class:`~core.labelling.agreement.Agreement`), ``waiting`` (disagreements to review now)
+    and ``intents`` rows (lowest agreement first, with up to ``examples`` disputed texts)."""
+    found = measure(ctx, project)
+    waiting = len(disputes(ctx, project))
+    with ctx.db.session() as s:
+        pid = project_id_in(s, project)
+        ids = sorted({i for r in found.intents for i in r.disputed[:examples]})
+        texts = {r.id: r.text for r in list_utterances(s, pid, ids=ids)}
+    progress_rows = [
+        {"annotator": who, "assigned": n, "answered": done, "left": n - done}
+        for who, (n, done) in progress(ctx, project).items()
+    ]
+    intents = [
+        {
+            "intent": r.intent,
+            "items": r.items,
+            "agreement": r.value,
+            "statistic": "κ" if r.statistic == "kappa" else "α",
+            "disputed": len(r.disputed),
+            "examples": [texts[i] for i in r.disputed[:examples] if i in texts],
+        }
+        for r in found.intents
+        if r.disputed
+    ]
+    return {"progress": progress_rows, "agreement": found, "waiting": waiting, "intents": intents}

@@ -20,6 +20,7 @@ from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
+from app.ui.team_tab import build_team_tab
 from app.ui.train import build_train_tab
 from app.ui.try_tab import build_try_tab
 
@@ -73,10 +74,13 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 map_tab = build_map_tab(ctx, project, user)
             with gr.Tab("Design", id="design") as design_tab_item:
                 design_tab = build_design_tab(ctx, project, user)
+            with gr.Tab("Team", id="team") as team_tab_item:
+                team_tab = build_team_tab(ctx, project)
             with gr.Tab("Activity", id="activity") as activity_tab:
                 activity = build_activity_tab(ctx, project)
 
         activity_tab.select(*activity["refresh"], api_visibility="private")
+        team_tab_item.select(*team_tab["refresh"], api_visibility="private")
 
         def show_summary(proj: str | None, request: gr.Request) -> str:
             if ctx.settings.multi_user:

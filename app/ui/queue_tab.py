@@ -115,7 +115,7 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
     if item is None:
         return render(ctx, proj, state, problem("Nothing to answer: press Start."))
     batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
-    this = {"id": item["id"], "action": action, "labels": list(labels)}
+    this = {"id": item["id"], "action": action, "labels": list(labels), "how": state["how"]}
     confirmed = state.get("confirm") == this
     state = {**state, "confirm": None}
 
@@ -131,6 +131,7 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
                 expected_version=item["version"],
                 batch=batch,
                 confirm_test=confirmed,
+                how=state["how"],
             ), False
         except data_svc.UnconfirmedTestChange as exc:
             return str(exc), True
@@ -142,7 +143,10 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
         return render(ctx, proj, {**state, "confirm": this}, problem(again))
     if err:
         review = state["how"] == svc.REVIEW
-        if svc.item(ctx, proj, item["id"], review=review) is None:  # answered by someone else
+        gone = (
+            state["how"] == svc.DISPUTES or svc.item(ctx, proj, item["id"], review=review) is None
+        )
+        if gone:  # answered by someone else (a dispute: decided by another reviewer)
             return render(ctx, proj, _advance(ctx, proj, state), problem(err))
         return render(ctx, proj, state, problem(err))
     entry = {**this, "batch": batch, "text": item["text"]}
@@ -223,6 +227,7 @@ def undo(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
             labels=last["labels"],
             batch=last["batch"],
             text=last["text"],
+            how=last.get("how"),
         )
     )
     state = {**state, "history": history[:-1]}

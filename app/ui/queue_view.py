@@ -12,6 +12,7 @@ from app.context import AppContext
 from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
+from app.services import team as team_svc
 from app.ui.common import attempt, problem
 
 
@@ -34,6 +35,12 @@ def _card(item: dict[str, Any] | None, seq: int, *, empty_project: bool = False)
             "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
             f"({item['threshold']:.2f}). <code>o</code> labels it {svc.OUT_OF_SCOPE}; "
             "<code>Enter</code> or <code>1</code>-<code>3</code> take an intent.</div>"
+        )
+    if item.get("answers"):  # a disagreement to settle: who said what
+        said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item["answers"])
+        note += (
+            f"<div class='queue-answers'>Annotators said: {said}. Take one (1-3, o), or type "
+            "another intent.</div>"
         )
     return (
         f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
@@ -70,9 +77,14 @@ def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
         rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
-    if state["how"] == svc.REVIEW:  # labelled utterances: what is left is the flagged list
+    if state["how"] in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
         left = len(state["upcoming"]) + (state["item"] is not None)
-        return f"**{left}** flagged left to review · {len(done)} reviewed this session{rate}"
+        what = "flagged" if state["how"] == svc.REVIEW else "disagreements"
+        return f"**{left}** {what} left to review · {len(done)} reviewed this session{rate}"
+    mine, err = attempt(lambda: team_svc.my_progress(ctx, proj))
+    if mine is not None:  # a team project: the annotator's own items
+        assigned, left = mine
+        return f"**{left}** of your {assigned} left · {len(done)} answered this session{rate}"
     unlabelled, err = attempt(lambda: svc.remaining(ctx, proj))
     if err:
         return problem(err)

@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -55,14 +55,14 @@ class IntentAgreement:
     items: int
     statistic: str  # "kappa" or "alpha"
     value: float | None
-    disputed: tuple[Hashable, ...]
+    disputed: tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Agreement:
     annotators: tuple[str, ...]
     items: int  # items with two answers or more
-    disputed: tuple[Hashable, ...]  # those whose answers differ
+    disputed: tuple[Any, ...]  # those whose answers differ
     pairs: tuple[PairAgreement, ...]
     alpha: float | None  # Krippendorff's α, nominal: equal sets agree
     alpha_masi: float | None  # α with the MASI distance between sets (multi-label)
@@ -122,7 +122,7 @@ def alpha(rows: list[list[frozenset[str] | None]], distance: str = "nominal") ->
 
 
 def _by_intent(
-    answers: dict[Hashable, dict[str, frozenset[str]]], annotators: list[str]
+    answers: dict[Any, dict[str, frozenset[str]]], annotators: list[str]
 ) -> list[IntentAgreement]:
     intents = sorted({i for given in answers.values() for v in given.values() for i in v})
     out = []

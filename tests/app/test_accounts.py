@@ -155,8 +155,6 @@ def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     assert cli("users", "role", "ada", "--role", "viewer") == 0
     assert "ada is now a viewer" in capsys.readouterr().out
     assert auth.require(ctx, "ada", "viewer").role == "viewer"
-    assert [(e["action"], e["detail"]) for e in security_log(ctx)] == [
-        ("role", "admin -> viewer")
-    ]
+    assert [(e["action"], e["detail"]) for e in security_log(ctx)] == [("role", "admin -> viewer")]
     assert cli("users", "role", "admin", "--role", "designer") == 2  # the last admin stays
     assert "last admin" in capsys.readouterr().err

@@ -103,7 +103,7 @@ def test_an_answer_to_an_item_not_assigned_to_you_is_refused_and_stores_nothing(
     team.assign(ctx, P, ["ana", "ben"], overlap=0)
     ana, ben = people["ana"].id, people["ben"].id
     bens = next(i for i in team.open_items(ctx, P, ben) if i not in team.open_items(ctx, P, ana))
-    with pytest.raises(StorageError, match="not assigned to you"):
+    with pytest.raises(StorageError, match="assigned to ben, not to you"):
         team.submit(ctx, P, bens, "label", ["card_arrival"], user_id=ana)
     assert _row(ctx, bens)["split"] == "unlabelled"
     assert team.progress(ctx, P)["ana"] == (50, 0)
@@ -154,3 +154,40 @@ def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
     assert team.reserved(ctx, P) == set()
     team.assign(ctx, P, ["ana"], overlap=0, limit=5)
     assert team.is_team_project(ctx, P) and len(team.reserved(ctx, P)) == 5
+
+
+def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(ctx, demo):
+    """The Label tab's services in a team project (the demo: 31 unlabelled): each annotator's
+    queue holds their items only, an answer to an overlap item waits, a disagreement shows in the
+    review order with who said what, the reviewer's key decides, and undo takes back each."""
+    from app.services import queue
+
+    who = {n: auth.add_user(ctx, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
+    team.assign(ctx, demo, ["ana", "ben"], overlap=0.5, limit=10)
+    as_ = {n: Actor(u.id, n, "designer") for n, u in who.items()}
+    with acting_as(as_["ana"]):
+        mine = set(team.open_items(ctx, demo))
+        order = queue.order(ctx, demo, "file", limit=50)
+        assert set(order) == mine and len(mine) in (7, 8)  # 10 split evenly, 5 of them twice
+        shared = sorted(mine & set(team.open_items(ctx, demo, who["ben"].id)))[0]
+        card = queue.item(ctx, demo, shared)
+        msg = queue.answer(ctx, demo, shared, "take", [card.suggestions[0].intent], batch="a1")
+        assert "second opinion" in msg and shared not in queue.order(ctx, demo, "file", limit=50)
+    with acting_as(as_["ben"]):
+        assert "goes to review" in queue.answer(ctx, demo, shared, "oos", batch="b1")
+    with acting_as(as_["rita"]):  # not an annotator: the items are theirs
+        assert not set(queue.order(ctx, demo, "file", limit=50)) & (mine | {shared})
+        with pytest.raises(StorageError, match="assigned to ana, ben"):
+            queue.answer(ctx, demo, shared, "take", ["track_order"])
+        found, _ = queue.next_item(ctx, demo, [], queue.DISPUTES)
+        assert found is not None and found.id == shared
+        assert found.answers == (f"ana: {card.suggestions[0].intent}", "ben: out_of_scope")
+        assert found.suggestions[0].intent == card.suggestions[0].intent  # the answer first
+        msg = queue.answer(ctx, demo, shared, "take", ["track_order"], batch="r1", how="disputes")
+        assert "reviewed" in msg and queue.next_item(ctx, demo, [], queue.DISPUTES)[0] is None
+        queue.undo_answer(ctx, demo, utterance_id=shared, action="take", batch="r1", how="disputes")
+        assert queue.next_item(ctx, demo, [], queue.DISPUTES)[0] is not None
+    with acting_as(as_["ana"]):  # ana takes back her answer: the item is hers to answer again
+        queue.undo_answer(ctx, demo, utterance_id=shared, action="take", batch="a1")
+        assert shared in queue.order(ctx, demo, "file", limit=50)
+        assert team.disputes(ctx, demo) == []
