@@ -84,6 +84,8 @@ class ReportData:
     oos_target: float | None = None
     generated_at: str = ""
     notes: str = ""
+    # A team project's agreement (app.services.team.report_view); None: nobody was assigned.
+    team: dict[str, Any] | None = None
 
     @property
     def multi_label(self) -> bool:

@@ -30,6 +30,7 @@ from app.report.data import (
 from app.report.maps import lighten, sample_maps
 from app.report.styles import CSS
 from app.report.summary import summary_parts
+from app.report.team import agreement_section
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +270,7 @@ def render_report(data: ReportData, *, static: bool = False) -> str:
             "is the decision rule itself, not an approximation); the runner-up shows the other "
             f"side.</p><div class='cards'>{cards}</div></section>"
         )
+    body.append(agreement_section(d.team))
     body += _details(d, static, first)
     body.append(
         "<footer>Model version <code>"

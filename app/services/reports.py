@@ -12,6 +12,7 @@ from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
 from app.services import projects as project_svc
+from app.services import team as team_svc
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE
@@ -152,5 +153,6 @@ def build_report(
         evidence=evidence,
     )
     data.oos_target, data.fallback = _fallback(ctx, project, p.id, rows, cross_validated)
+    data.team = team_svc.report_view(ctx, project)
     path = out or download_path(ctx.settings, _filename(project, version, static))
     return write_report(data, path, static=static)

@@ -21,7 +21,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +363,19 @@ def overview(ctx: AppContext, project: str, examples: int = 3) -> dict[str, Any]
         if r.disputed
     ]
     return {"progress": progress_rows, "agreement": found, "waiting": waiting, "intents": intents}
+
+
+def report_view(ctx: AppContext, project: str) -> dict[str, Any] | None:
+    """The stakeholder report's plain data (:func:`app.report.team.agreement_section`); None
+    when nobody was assigned in the project."""
+    if not is_team_project(ctx, project):
+        return None
+    view = overview(ctx, project)
+    found: Agreement = view["agreement"]
+    return {
+        "items": found.items,
+        "disputed": len(found.disputed),
+        "alpha": found.alpha,
+        "pairs": [asdict(p) for p in found.pairs],
+        "intents": view["intents"],
+    }

@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from app import auth
 from app.auth import Actor, acting_as
+from app.report.team import agreement_section
 from app.services import data as data_svc
 from app.services import team
 from app.services.io import import_utterances
@@ -131,6 +132,10 @@ def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_list
     assert sorted(d.id for d in team.disputes(ctx, P)) == sorted(found.disputed)
     worst = found.intents[0]  # card_linking is on one side of every disagreement
     assert worst.intent == "card_linking" and sorted(worst.disputed) == sorted(found.disputed)
+    # the stakeholder report's section says the same
+    section = agreement_section(team.report_view(ctx, P))
+    assert f"<td class='num'>{pair.kappa:.2f}</td>" in section
+    assert "<td>card_linking</td>" in section and "20 utterances were labelled" in section
 
 
 def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, people, tmp_path):
@@ -150,7 +155,7 @@ def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, peop
 
 
 def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
-    assert not team.is_team_project(ctx, P)
+    assert not team.is_team_project(ctx, P) and team.report_view(ctx, P) is None
     assert team.reserved(ctx, P) == set()
     team.assign(ctx, P, ["ana"], overlap=0, limit=5)
     assert team.is_team_project(ctx, P) and len(team.reserved(ctx, P)) == 5
