@@ -150,6 +150,8 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             [project],
             [project],
             api_visibility="private",
+        ).then(  # the summary again, of the project now picked (the first can run before it)
+            show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         new_name.submit(
             guarded(ctx, "admin", outputs=3, message=1)(create),

@@ -59,7 +59,9 @@ def show(ctx: AppContext, proj: str | None) -> tuple[pd.DataFrame, str, pd.DataF
         [
             [
                 r["intent"],
-                f"{r['statistic']} {_value(r['agreement'])}",
+                f"{r['statistic']} {r['agreement']:.2f}"
+                if r["agreement"] is not None
+                else "– (too few)",
                 r["items"],
                 r["disputed"],
                 " · ".join(r["examples"]),
@@ -114,7 +116,8 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
         overlap = gr.Number(10, label="Labelled twice (%)", minimum=0, maximum=100, scale=1)
         search = gr.Textbox(label="Only utterances containing", scale=2)
-        limit = gr.Number(None, label="At most (blank: all)", minimum=1, precision=0, scale=1)
+        # 0, not blank, for "all": Gradio sends an empty number as 0 (a minimum of 1 refused it)
+        limit = gr.Number(0, label="At most (0: all)", minimum=0, precision=0, scale=1)
         assign_btn = gr.Button("Assign", variant="primary", scale=0, min_width=110)
     status = gr.Markdown(elem_id="team-status")
     with gr.Row():

@@ -1,0 +1,200 @@
+"""Issue 30 in a real browser: an admin splits 100 unlabelled BANKING77 questions between two
+annotators with 20 % labelled twice (60 each, 20 shared); each labels their queue with the
+keyboard at 80 ms a key, the second disagreeing on purpose on 5 shared questions; the Team tab
+shows Cohen's κ of exactly those answers; the reviewer's queue holds exactly the 5
+disagreements, with who said what; one key settles each; and every accepted label is in the data
+a retrain takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from tests.e2e.annotator import DELAY, Annotator
+from tests.e2e.conftest import ROOT, Server, banking77_csv, shot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PROJECT = "banking77"
+USERS = {"ana": "ana-password", "ben": "ben-password", "rita": "rita-password"}
+ADMIN = "admin-password"
+DISAGREE = 5
+
+
+@pytest.fixture(scope="module")
+def team_b77(tmp_path_factory):
+    from tests.conftest import SHARED_DATA
+
+    if not SHARED_DATA.exists():
+        pytest.skip("../shared/data is not beside the checkout")
+    root = tmp_path_factory.mktemp("team-b77")
+    data = root / "data"
+    src = banking77_csv(SHARED_DATA, root / "b77.csv", unlabelled=100, test=100)
+    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    cli = [sys.executable, "-m", "app", "--data-dir", str(data)]
+    subprocess.run([*cli, "import", str(src), "--project", PROJECT], env=env, check=True, cwd=ROOT)
+    for name, password in USERS.items():
+        subprocess.run(
+            [*cli, "users", "add", name, "--role", "designer"],
+            env={**env, "INTENT_STUDIO_PASSWORD": password},
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
+    srv = Server(data, "--multi-user", "--no-demo", env={"INTENT_STUDIO_ADMIN_PASSWORD": ADMIN})
+    try:
+        srv.wait_ready()
+        srv.wait_warm()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _signed_in(browser, url: str, name: str, width: int = 1440, height: int = 900):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(url)
+    page.locator("input[type=text]").first.fill(name)
+    page.locator("input[type=password]").first.fill(USERS.get(name, ADMIN))
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_function(
+        "(n) => document.querySelector('#project-summary')?.innerText?.includes('signed in as ' + n)",
+        arg=name,
+    )
+    return context, page
+
+
+def _progress(page, words: str) -> None:
+    page.wait_for_function(
+        "(w) => document.querySelector('#queue-progress')?.innerText?.includes(w)", arg=words
+    )
+
+
+def _label_queue(page, choose) -> dict[str, str]:
+    """Answer every card of the signed-in annotator's queue with ``choose(card)`` -> (key,
+    intent meant): a digit takes that suggestion; ``/`` types the intent's name in the filter;
+    returns text -> the intent answered."""
+    bot = Annotator(page)
+    given: dict[str, str] = {}
+    card = bot.card()
+    while card.id != "none":
+        key, meant = choose(card)
+        if key == "/":
+            page.keyboard.type("/" + meant, delay=DELAY)
+            page.wait_for_timeout(DELAY)
+            page.keyboard.press("Enter")
+        else:
+            page.keyboard.press(key)
+        given[card.text] = meant
+        card = bot.answered(card)
+    return given
+
+
+def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, browser):
+    url = team_b77.url
+    # the admin splits the questions: 60 each, 20 of them labelled by both
+    context, page = _signed_in(browser, url, "admin")
+    page.get_by_role("tab", name="Team").click()
+    page.locator("#team-annotators input").click()
+    for name in ("ana", "ben"):
+        page.get_by_role("option", name=name).click()
+    page.keyboard.press("Escape")
+    page.get_by_label("Labelled twice (%)").fill("20")
+    page.get_by_role("button", name="Assign").click()
+    page.wait_for_function(
+        "() => document.querySelector('#team-status')?.innerText?.includes('Assigned')"
+    )
+    assert "ana 60, ben 60; 20 labelled by two" in page.inner_text("#team-status")
+    context.close()
+
+    # ana takes the first suggestion on each of her 60 cards
+    context, page = _signed_in(browser, url, "ana")
+    _progress(page, "60 of your 60 left")
+    ana = _label_queue(page, lambda card: ("1", card.suggestions[0]))
+    assert len(ana) == 60
+    _progress(page, "0 of your 60 left")
+    context.close()
+
+    # ben: the same answer as ana on the shared questions, except 5 on purpose
+    context, page = _signed_in(browser, url, "ben")
+    _progress(page, "60 of your 60 left")  # ana's answers to shared questions count as hers
+    differ: list[str] = []
+
+    def ben_chooses(card):
+        if card.text not in ana:
+            return "1", card.suggestions[0]
+        want = ana[card.text]
+        if len(differ) < DISAGREE:
+            other = next(i for i, s in enumerate(card.suggestions) if s != want)
+            differ.append(card.text)
+            return str(other + 1), card.suggestions[other]
+        if want in card.suggestions:
+            return str(card.suggestions.index(want) + 1), want
+        return "/", want
+
+    ben = _label_queue(page, ben_chooses)
+    shared = [t for t in ben if t in ana]
+    assert len(ben) == 60 and len(shared) == 20 and len(differ) == DISAGREE
+    context.close()
+
+    # the Team view: progress and Cohen's kappa of exactly these answers
+    kappa = cohen_kappa_score([ana[t] for t in shared], [ben[t] for t in shared])
+    for width, height in ((1440, 900), (1280, 720)):
+        context, page = _signed_in(browser, url, "admin", width, height)
+        page.get_by_role("tab", name="Team").click()
+        page.wait_for_function(
+            "() => document.querySelector('#team-agreement')?.innerText?.includes('κ')"
+        )
+        said = page.inner_text("#team-agreement")
+        assert "20 items labelled twice or more, 5 with different answers" in said, said
+        assert f"{kappa:.2f}" in said.split("ana – ben", 1)[1].splitlines()[0], said
+        assert "5 disagreement(s) wait for review" in said
+        progress = page.inner_text("#team-progress")
+        assert progress.count("60") >= 4, progress  # assigned and answered, each annotator
+        shot(page, f"90-team-view-{width}")
+        context.close()
+
+    # rita reviews: exactly the 5 disagreements, each showing both answers; 1 takes ana's
+    seen: dict[str, str] = {}
+    for width, height in ((1280, 720), (1440, 900)):
+        context, page = _signed_in(browser, url, "rita", width, height)
+        page.locator("#queue-order input").click()
+        page.get_by_role("option", name="Disagreements to review (team)").click()
+        page.locator("#queue-start").click()
+        left = DISAGREE - len(seen)
+        _progress(page, f"{left} disagreements left to review")
+        bot = Annotator(page)
+        card = bot.card()
+        shot(page, f"91-review-queue-{width}")
+        while card.id != "none" and (width == 1440 or len(seen) < 2):
+            answers = page.inner_text("#queue-card .queue-answers")
+            assert f"ana: {ana[card.text]}" in answers and f"ben: {ben[card.text]}" in answers
+            assert card.suggestions[0] == ana[card.text]  # the first answer is key 1
+            page.keyboard.press("1")
+            seen[card.text] = ana[card.text]
+            card = bot.answered(card)
+        context.close()
+    assert sorted(seen) == sorted(differ)
+
+    # every accepted label is what the retrain takes: the data snapshot of the project
+    from app.config import load_settings
+    from app.context import AppContext
+    from storage.datasets import snapshot, snapshot_rows
+    from storage.projects import get_project
+
+    ctx = AppContext(load_settings(team_b77.data_dir))
+    try:
+        with ctx.db.write() as s:
+            rows = snapshot_rows(snapshot(s, get_project(s, PROJECT).id))
+    finally:
+        ctx.close()
+    taken = {r.text: r.labels for r in rows if r.split == "train"}
+    expected = {**ana, **{t: ben[t] for t in ben if t not in ana}, **seen}
+    assert {t: tuple(taken.get(t, ())) for t in expected} == {
+        t: (intent,) for t, intent in expected.items()
+    }
