@@ -13,7 +13,8 @@
 | ``POST /projects/{project}/train`` | designer |
 
 and those of :mod:`app.api.project_routes` (projects, bulk label and undo, activate, export,
-health); any other ``/api/v1`` path answers 404 with ``{"error": ...}`` (:data:`fallback`).
+health) and :mod:`app.api.team_routes` (labelling as a team); any other ``/api/v1`` path
+answers 404 with ``{"error": ...}`` (:data:`fallback`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.api import errors, project_routes, routes
+from app.api import errors, project_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
 from app.context import AppContext
@@ -62,6 +62,7 @@ def create_api(ctx: AppContext) -> FastAPI:
     errors.install(api)
     api.include_router(routes.router)
     api.include_router(project_routes.router)
+    api.include_router(team_routes.router)
     api.include_router(routes.fallback)  # last: any other /api/v1 path
     api.mount(DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static")
 

@@ -2,7 +2,8 @@
 is instant; each is a thin shell over the same service functions the UI uses.
 
 ``common`` (errors, context), ``server`` (serve, worker), ``model`` (train, predict, bundle, report),
-``data`` (import, export, projects, users, backup, restore), ``design`` (clusters).
+``data`` (import, export, projects, users, backup, restore), ``design`` (clusters), ``team``
+(assign, agreement, export).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from app.cli.model import (
     cmd_train,
 )
 from app.cli.server import cmd_serve, cmd_worker
+from app.cli.team import add_parser as add_team_parser
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -195,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("file")
     b.add_argument("--name", help="project name (default: the bundle's project + ' (bundle)')")
     b.set_defaults(func=cmd_bundle_import)
+
+    add_team_parser(sub)
 
     p = sub.add_parser("report", help="write the stakeholder report (self-contained HTML)")
     p.add_argument("--project", required=True)

@@ -19,6 +19,7 @@ SUBCOMMANDS = [
     "report",
     "clusters",
     "settings",
+    "team",
 ]
 
 

@@ -213,7 +213,7 @@ def test_the_readme_table_of_rest_routes_is_what_the_api_enforces():
     import re
     from pathlib import Path
 
-    from app.api import project_routes, routes
+    from app.api import project_routes, routes, team_routes
     from app.api.security import declared_roles
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
@@ -223,7 +223,9 @@ def test_the_readme_table_of_rest_routes_is_what_the_api_enforces():
         route = re.search(r"`(GET|POST|PUT) (/api/v1/[^`]+)`", line)
         assert route is not None, line
         documented[f"{route[1]} {route[2].replace('{p}', '{project}')}"] = line.split("|")[-2]
-    declared = declared_roles([*routes.router.routes, *project_routes.router.routes])
+    declared = declared_roles(
+        [*routes.router.routes, *project_routes.router.routes, *team_routes.router.routes]
+    )
     assert {k: v.strip() for k, v in documented.items()} == declared
 
 

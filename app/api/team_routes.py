@@ -1,0 +1,173 @@
+"""The REST routes of labelling as a team (under ``/api/v1``, beside
+:data:`app.api.routes.router`): an admin assigns unlabelled utterances, each annotator fetches
+their items and answers them, anyone reads the agreement and downloads the raw answers, a
+reviewer settles the disagreements. The rules are :mod:`app.services.team`'s.
+
+| route | role |
+|---|---|
+| ``POST /projects/{project}/team/assign`` | admin |
+| ``GET /projects/{project}/team/next?limit=`` | designer |
+| ``POST /projects/{project}/team/answers`` | designer |
+| ``GET /projects/{project}/team/agreement`` | viewer |
+| ``GET /projects/{project}/team/review`` | designer |
+| ``POST /projects/{project}/team/review/{utterance_id}`` | designer |
+| ``GET /projects/{project}/team/answers.jsonl`` | viewer |
+
+An answer to an item not assigned to the caller, and a decision on an item not waiting for
+review, are refused with 400 and change nothing. A decision is one batch: ``POST
+/projects/{project}/undo`` with its ``batch`` reverts it (the item waits for review again).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse
+
+from app.api import models
+from app.api.errors import ERROR_RESPONSES, PREFIX
+from app.api.security import context, role
+from app.auth import Actor, acting_as
+from app.services import team
+from app.services.downloads import download_path
+from core.evaluation.oos import OUT_OF_SCOPE
+
+router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
+
+Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
+Designer = Annotated[Actor, Depends(role("designer", "labelling"))]
+Admin = Annotated[Actor, Depends(role("admin", "assigning utterances"))]
+TEAM = "/projects/{project}/team"
+
+
+@router.post(
+    f"{TEAM}/assign",
+    response_model=models.AssignOut,
+    summary="Split the unlabelled utterances nobody has yet between annotators, with an overlap",
+    description=models.AssignIn.__doc__ or "",
+)
+def assign(project: str, body: models.AssignIn, request: Request, who: Admin) -> Any:
+    with acting_as(who):
+        given = team.assign(
+            context(request),
+            project,
+            body.annotators,
+            overlap=body.overlap,
+            search=body.search,
+            limit=body.limit,
+        )
+    shared = given.pop("overlap")
+    return {"given": given, "overlap": shared}
+
+
+@router.get(
+    f"{TEAM}/next",
+    response_model=models.NextOut,
+    summary="The caller's open items (assigned to them, not answered, unlabelled) and progress",
+)
+def next_items(
+    project: str,
+    request: Request,
+    who: Designer,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+) -> Any:
+    ctx = context(request)
+    ids = team.open_items(ctx, project, who.id)[:limit] if who.id is not None else []
+    assigned, answered = team.progress(ctx, project).get(who.name, (0, 0))
+    rows = team.items(ctx, project, ids)
+    return {
+        "items": [{"id": r["id"], "text": r["text"]} for r in rows],
+        "assigned": assigned,
+        "answered": answered,
+    }
+
+
+@router.post(
+    f"{TEAM}/answers",
+    response_model=models.AnswerOut,
+    summary="Answer an item assigned to you: accepted alone, or when everyone on it agrees",
+    description=models.AnswerIn.__doc__ or "",
+)
+def answer(project: str, body: models.AnswerIn, request: Request, who: Designer) -> Any:
+    ctx = context(request)
+    before = team.items(ctx, project, [body.id])
+    with acting_as(who):
+        message = team.submit(ctx, project, body.id, body.answer, body.intents, user_id=who.id)
+    (now,) = team.items(ctx, project, [body.id])  # submit refused an unknown id already
+    was_open = bool(before) and before[0]["split"] == "unlabelled"
+    accepted = was_open and now["split"] != "unlabelled"
+    return {"message": message, "accepted": accepted, "labels": now["labels"]}
+
+
+@router.get(
+    f"{TEAM}/agreement",
+    response_model=models.AgreementOut,
+    summary="Agreement on the overlap: Cohen's kappa per pair, Krippendorff's alpha, per intent",
+    description=models.AgreementOut.__doc__ or "",
+)
+def agreement(project: str, request: Request, who: Viewer) -> Any:
+    found = team.measure(context(request), project)
+    return {
+        "annotators": list(found.annotators),
+        "items": found.items,
+        "disputed": len(found.disputed),
+        "alpha": found.alpha,
+        "alpha_masi": found.alpha_masi,
+        "pairs": [asdict(p) for p in found.pairs],
+        "intents": [{**asdict(i), "disputed": list(i.disputed)} for i in found.intents],
+    }
+
+
+@router.get(
+    f"{TEAM}/review",
+    response_model=models.ReviewOut,
+    summary="The review queue: overlap items whose answers differ, still without a label",
+)
+def review(project: str, request: Request, who: Designer) -> Any:
+    return {
+        "disputes": [
+            {
+                "id": d.id,
+                "text": d.text,
+                "answers": [
+                    {
+                        "annotator": g.annotator,
+                        "answer": g.action,
+                        "intents": [OUT_OF_SCOPE] if g.action == "oos" else list(g.intents),
+                    }
+                    for g in d.answers
+                ],
+            }
+            for d in team.disputes(context(request), project)
+        ]
+    }
+
+
+@router.post(
+    f"{TEAM}/review/{{utterance_id}}",
+    response_model=models.DecideOut,
+    summary="Decide a disputed item's label (one batch: `POST …/undo` reverts it)",
+)
+def decide(
+    project: str, utterance_id: int, body: models.DecideIn, request: Request, who: Designer
+) -> Any:
+    batch = str(uuid.uuid4())
+    with acting_as(who):
+        message = team.decide(context(request), project, utterance_id, body.intents, batch=batch)
+    return {"message": message, "batch": batch}
+
+
+@router.get(
+    f"{TEAM}/answers.jsonl",
+    response_class=FileResponse,
+    summary="Every annotator's answer, one JSON object per line, with the accepted intents",
+)
+def answers_file(project: str, request: Request, who: Viewer) -> Any:
+    ctx = context(request)
+    name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', project).strip('_')}-answers.jsonl"
+    path = team.export_answers(ctx, project, download_path(ctx.settings, name))
+    return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
