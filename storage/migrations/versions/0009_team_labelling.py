@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.schema import SchemaItem
 
 revision = "0009"
 down_revision = "0008"
@@ -21,7 +22,7 @@ branch_labels = None
 depends_on = None
 
 
-def _owned() -> list[sa.SchemaItem]:
+def _owned() -> list[SchemaItem]:
     return [
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("project_id", sa.Integer(), nullable=False),
