@@ -20,19 +20,15 @@ import hashlib
 import json
 import logging
 import threading
-import uuid
-import weakref
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import plotly.graph_objects as go
 
 from app.context import AppContext
-from app.plots import MapData, scatter_map, side_by_side
+from app.plots import scatter_map, side_by_side
+from app.services.map_store import MapView, store
 from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
@@ -47,106 +43,13 @@ from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import Prediction
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
+from storage.pool_state import pool_stamp
 from storage.projects import get_project, list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
 
 logger = logging.getLogger(__name__)
 
 MAX_POINTS = 20_000
-
-
-@dataclass
-class MapView:
-    """A rendered-ready map: coordinates plus the live labels, predictions and metrics."""
-
-    project: str
-    version_label: str
-    method: str
-    ids: list[int]
-    texts: list[str]
-    gold: list[tuple[str, ...]]
-    predicted: list[str | None]
-    margins: list[float]
-    splits: list[str]
-    points: np.ndarray
-    metrics: dict[str, float] = field(default_factory=dict)
-    # per intent: spread and gap to the nearest intent, in the encoder's space
-    geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def map_data(self) -> MapData:
-        return MapData(
-            self.points, self.ids, self.texts, self.gold, self.predicted, self.splits, self.margins
-        )
-
-
-class MapStore:
-    """Projection files on disk plus the background computations in flight (one per key)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._lock = threading.Lock()
-        self._pending: dict[str, Future[np.ndarray]] = {}
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map")
-
-    def path(self, key: str) -> Path:
-        return self.root / f"{key}.npz"
-
-    def load(self, key: str, ids: list[int]) -> np.ndarray | None:
-        p = self.path(key)
-        if not p.exists():
-            return None
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                if z["ids"].tolist() != ids:
-                    return None
-                return np.asarray(z["points"], dtype=np.float32)
-        except (OSError, ValueError, KeyError) as exc:  # torn file: recompute
-            logger.warning("dropping unreadable map %s: %s", p, exc)
-            p.unlink(missing_ok=True)
-            return None
-
-    def save(self, key: str, ids: list[int], points: np.ndarray) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{key}.{uuid.uuid4().hex}.npz"
-        np.savez(tmp, ids=np.asarray(ids, dtype=np.int64), points=points)
-        tmp.replace(self.path(key))
-
-    def submit(self, key: str, fn: Any) -> Future[np.ndarray]:
-        with self._lock:
-            fut = self._pending.get(key)
-            if fut is None or fut.done():
-                fut = self._pool.submit(fn)
-                self._pending[key] = fut
-
-                def forget(_done: Future[np.ndarray], k: str = key) -> None:
-                    self._forget(k)
-
-                fut.add_done_callback(forget)
-            return fut
-
-    def _forget(self, key: str) -> None:
-        with self._lock:
-            fut = self._pending.get(key)
-            if fut is not None and fut.done():
-                del self._pending[key]
-
-    def pending(self, key: str) -> bool:
-        with self._lock:
-            return key in self._pending
-
-
-_stores: weakref.WeakKeyDictionary[AppContext, MapStore] = weakref.WeakKeyDictionary()
-_stores_lock = threading.Lock()
-
-
-def store(ctx: AppContext) -> MapStore:
-    """The map store of an app context (files under ``<data dir>/maps``)."""
-    with _stores_lock:
-        st = _stores.get(ctx)
-        if st is None:
-            st = MapStore(Path(ctx.settings.data_dir) / "maps")
-            _stores[ctx] = st
-        return st
 
 
 def start_warm_up(ctx: AppContext) -> threading.Thread:
@@ -214,9 +117,30 @@ def _classify(
 
 
 def _view(
-    ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray
+    ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray, key: str
 ) -> MapView:
+    """The map's live view; the same one again while nothing its colours come from changed
+    (the pool's stamp: labels, intents, settings, the active version): a cached map is drawn
+    without ranking every point again."""
+    with ctx.db.session() as s:
+        stamp = pool_stamp(s, get_project(s, project).id)
     factory, label = resolve_factory(ctx, project, version)
+    memo = (key, label, stamp)
+    st = store(ctx)
+    seen = st.view(memo)
+    if seen is None:
+        seen = st.keep(memo, _fresh_view(ctx, project, factory, label, method, points))
+    return seen
+
+
+def _fresh_view(
+    ctx: AppContext,
+    project: str,
+    factory: PredictorFactory,
+    label: str,
+    method: str,
+    points: np.ndarray,
+) -> MapView:
     rows = _rows(ctx, project)
     vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
     preds = _classify(factory, vectors, rows)
@@ -266,7 +190,7 @@ def get_map(
     ids = [r.id for r in rows]
     points = st.load(key, ids)
     if points is not None:
-        return _view(ctx, project, version, method, points)
+        return _view(ctx, project, version, method, points, key)
     texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
@@ -294,7 +218,7 @@ def compute_map(
         texts = [_encoded(factory, r) for r in rows]
         points = project_points(ctx.cache.encode(encoder, texts), method)
         st.save(key, ids, points)
-    return _view(ctx, project, version, method, points)
+    return _view(ctx, project, version, method, points, key)
 
 
 def map_figure(

@@ -15,12 +15,14 @@ def test_map_is_cached_and_survives_relabelling(ctx, demo):
     assert first.metrics["n_intents"] > 0.0 and -1.0 <= first.metrics["silhouette"] <= 1.0
     files = list(svc.store(ctx).root.glob("*.npz"))
     assert len(files) == 1
+    assert svc.get_map(ctx, demo, method="pca") is first  # nothing changed: drawn as it was
     # labels are not part of the key: relabelling recolours without re-projecting
     unlabelled = [i for i, s in zip(first.ids, first.splits, strict=True) if s == "unlabelled"]
     assert bulk_svc.label_many(ctx, demo, unlabelled[:2], ["talk_to_human"]).change == tuple(
         unlabelled[:2]
     )
     again = svc.get_map(ctx, demo, method="pca")
+    assert again is not first  # a label changed: the colours follow it
     assert again is not None
     assert (again.points == first.points).all()
     moved = [again.gold[again.ids.index(i)] for i in unlabelled[:2]]

@@ -1,0 +1,131 @@
+"""The Map tab's store: projection files on disk (one per encoder, method and set of texts),
+the background computations in flight, and the live views drawn from them
+(:mod:`app.services.maps` computes both)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.context import AppContext
+from app.plots import MapData
+
+logger = logging.getLogger(__name__)
+
+VIEWS_KEPT = 8  # live map views kept in memory (a few projects x versions x methods)
+
+
+@dataclass
+class MapView:
+    """A rendered-ready map: coordinates plus the live labels, predictions and metrics."""
+
+    project: str
+    version_label: str
+    method: str
+    ids: list[int]
+    texts: list[str]
+    gold: list[tuple[str, ...]]
+    predicted: list[str | None]
+    margins: list[float]
+    splits: list[str]
+    points: np.ndarray
+    metrics: dict[str, float] = field(default_factory=dict)
+    # per intent: spread and gap to the nearest intent, in the encoder's space
+    geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def map_data(self) -> MapData:
+        return MapData(
+            self.points, self.ids, self.texts, self.gold, self.predicted, self.splits, self.margins
+        )
+
+
+class MapStore:
+    """Projection files on disk plus the background computations in flight (one per key)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._pending: dict[str, Future[np.ndarray]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map")
+        # live views by (projection key, version, pool stamp), oldest first (see _view)
+        self._views: dict[tuple[Any, ...], MapView] = {}
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.npz"
+
+    def view(self, memo: tuple[Any, ...]) -> MapView | None:
+        with self._lock:
+            return self._views.get(memo)
+
+    def keep(self, memo: tuple[Any, ...], view: MapView) -> MapView:
+        """Remember ``view`` under ``memo`` (the :data:`VIEWS_KEPT` latest); returns it."""
+        with self._lock:
+            self._views[memo] = view
+            while len(self._views) > VIEWS_KEPT:
+                self._views.pop(next(iter(self._views)))
+        return view
+
+    def load(self, key: str, ids: list[int]) -> np.ndarray | None:
+        p = self.path(key)
+        if not p.exists():
+            return None
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                if z["ids"].tolist() != ids:
+                    return None
+                return np.asarray(z["points"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as exc:  # torn file: recompute
+            logger.warning("dropping unreadable map %s: %s", p, exc)
+            p.unlink(missing_ok=True)
+            return None
+
+    def save(self, key: str, ids: list[int], points: np.ndarray) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{key}.{uuid.uuid4().hex}.npz"
+        np.savez(tmp, ids=np.asarray(ids, dtype=np.int64), points=points)
+        tmp.replace(self.path(key))
+
+    def submit(self, key: str, fn: Any) -> Future[np.ndarray]:
+        with self._lock:
+            fut = self._pending.get(key)
+            if fut is None or fut.done():
+                fut = self._pool.submit(fn)
+                self._pending[key] = fut
+
+                def forget(_done: Future[np.ndarray], k: str = key) -> None:
+                    self._forget(k)
+
+                fut.add_done_callback(forget)
+            return fut
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            fut = self._pending.get(key)
+            if fut is not None and fut.done():
+                del self._pending[key]
+
+    def pending(self, key: str) -> bool:
+        with self._lock:
+            return key in self._pending
+
+
+_stores: weakref.WeakKeyDictionary[AppContext, MapStore] = weakref.WeakKeyDictionary()
+_stores_lock = threading.Lock()
+
+
+def store(ctx: AppContext) -> MapStore:
+    """The map store of an app context (files under ``<data dir>/maps``)."""
+    with _stores_lock:
+        st = _stores.get(ctx)
+        if st is None:
+            st = MapStore(Path(ctx.settings.data_dir) / "maps")
+            _stores[ctx] = st
+        return st
