@@ -3,6 +3,20 @@ tests: test modules import from here, never from each other)."""
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+
+def write_csv(path: Path, rows: Iterable[Sequence[str]]) -> Path:
+    """A project file in the app's CSV format: ``rows`` of (text, label, split)."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["text", "label", "split"])
+        w.writerows(rows)
+    return path
+
+
 TINY = {
     "card_lost": [
         "I lost my card",

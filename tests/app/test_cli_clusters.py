@@ -3,27 +3,22 @@ table or JSON; too few unlabelled utterances is a clear message and exit status 
 
 from __future__ import annotations
 
-import csv
 import json
 
 from app.cli import main
-from tests.samples import GIFT, HOURS, KLARNA
+from tests.samples import GIFT, HOURS, KLARNA, write_csv
 
 
 def _project(tmp_path, unlabelled: list[str]) -> list[str]:
-    src = tmp_path / "logs.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["text", "label", "split"])
-        w.writerows(
-            [
-                ["where is my parcel", "track_order", "train"],
-                ["track my order", "track_order", "train"],
-                ["my card payment failed", "payment_failed", "train"],
-                ["the payment did not go through", "payment_failed", "train"],
-            ]
-        )
-        w.writerows([t, "", "unlabelled"] for t in unlabelled)
+    labelled = [
+        ["where is my parcel", "track_order", "train"],
+        ["track my order", "track_order", "train"],
+        ["my card payment failed", "payment_failed", "train"],
+        ["the payment did not go through", "payment_failed", "train"],
+    ]
+    src = write_csv(
+        tmp_path / "logs.csv", [*labelled, *([t, "", "unlabelled"] for t in unlabelled)]
+    )
     d = ["--data-dir", str(tmp_path / "data")]
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
     return d

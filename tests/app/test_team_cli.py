@@ -5,7 +5,6 @@ message."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import pytest
@@ -16,6 +15,7 @@ from app.cli import main
 from app.config import load_settings
 from app.context import AppContext
 from app.services import team
+from tests.samples import write_csv
 
 UNLABELLED = [f"a question about my order, number {i}" for i in range(20)]
 
@@ -24,19 +24,15 @@ UNLABELLED = [f"a question about my order, number {i}" for i in range(20)]
 def shop(tmp_path, capsys):
     """A project 'shop' (4 labelled, 20 unlabelled utterances) in a data directory, with ana and
     ben (designers) and vic (a viewer); yields (data-dir arguments, context, users by name)."""
-    src = tmp_path / "shop.csv"
-    with src.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["text", "label", "split"])
-        w.writerows(
-            [
-                ["where is my parcel", "track_order", "train"],
-                ["track my order", "track_order", "train"],
-                ["cancel my order", "cancel_order", "train"],
-                ["stop the order please", "cancel_order", "train"],
-            ]
-        )
-        w.writerows([t, "", "unlabelled"] for t in UNLABELLED)
+    labelled = [
+        ["where is my parcel", "track_order", "train"],
+        ["track my order", "track_order", "train"],
+        ["cancel my order", "cancel_order", "train"],
+        ["stop the order please", "cancel_order", "train"],
+    ]
+    src = write_csv(
+        tmp_path / "shop.csv", [*labelled, *([t, "", "unlabelled"] for t in UNLABELLED)]
+    )
     d = ["--data-dir", str(tmp_path / "data")]
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
     ctx = AppContext(load_settings(tmp_path / "data"))

@@ -267,25 +267,31 @@ def banking77_csv(shared_data: Path, out: Path, *, unlabelled: int = 150, test: 
     return out
 
 
-@pytest.fixture(scope="session")
-def banking77_server(tmp_path_factory):
-    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported (one for the
-    session: its warm-up is the slow part; the workbench tests run first and change labels)."""
+def imported_banking77(root: Path, **sizes: int) -> Path:
+    """A data directory under ``root`` holding the project ``banking77``: :func:`banking77_csv`
+    (``sizes``: its ``unlabelled`` and ``test`` counts) imported with the CLI. Skips the test
+    when ``../shared/data`` is not beside the checkout."""
     from tests.conftest import SHARED_DATA
 
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not beside the checkout")
-    root = tmp_path_factory.mktemp("b77")
     data = root / "data"
-    src = banking77_csv(SHARED_DATA, root / "banking77.csv")
-    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    src = banking77_csv(SHARED_DATA, root / "banking77.csv", **sizes)
+    cli = [sys.executable, "-m", "app", "--data-dir", str(data)]
     subprocess.run(
-        [sys.executable, "-m", "app", "import", str(src), "--project", "banking77"],
-        env=env,
+        [*cli, "import", str(src), "--project", "banking77"],
         check=True,
         capture_output=True,
+        cwd=ROOT,
     )
-    srv = Server(data, "--no-demo")
+    return data
+
+
+@pytest.fixture(scope="session")
+def banking77_server(tmp_path_factory):
+    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported (one for the
+    session: its warm-up is the slow part; the workbench tests run first and change labels)."""
+    srv = Server(imported_banking77(tmp_path_factory.mktemp("b77")), "--no-demo")
     try:
         srv.wait_ready()
         srv.wait_warm()

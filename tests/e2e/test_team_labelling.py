@@ -15,7 +15,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from tests.e2e.annotator import DELAY, Annotator
-from tests.e2e.conftest import ROOT, Server, banking77_csv, shot
+from tests.e2e.conftest import ROOT, Server, imported_banking77, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,20 +27,12 @@ DISAGREE = 5
 
 @pytest.fixture(scope="module")
 def team_b77(tmp_path_factory):
-    from tests.conftest import SHARED_DATA
-
-    if not SHARED_DATA.exists():
-        pytest.skip("../shared/data is not beside the checkout")
-    root = tmp_path_factory.mktemp("team-b77")
-    data = root / "data"
-    src = banking77_csv(SHARED_DATA, root / "b77.csv", unlabelled=100, test=100)
-    env = {**os.environ, "INTENT_STUDIO_DATA_DIR": str(data)}
+    data = imported_banking77(tmp_path_factory.mktemp("team-b77"), unlabelled=100, test=100)
     cli = [sys.executable, "-m", "app", "--data-dir", str(data)]
-    subprocess.run([*cli, "import", str(src), "--project", PROJECT], env=env, check=True, cwd=ROOT)
     for name, password in USERS.items():
         subprocess.run(
             [*cli, "users", "add", name, "--role", "designer"],
-            env={**env, "INTENT_STUDIO_PASSWORD": password},
+            env={**os.environ, "INTENT_STUDIO_PASSWORD": password},
             check=True,
             capture_output=True,
             cwd=ROOT,
