@@ -42,17 +42,15 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _pick(page: Any, project: str) -> float:
-    """Pick ``project`` in the header's picker; seconds until its first card is on screen (a
-    card of another utterance: a fresh queue starts its ``data-seq`` again, so that alone cannot
-    tell the new card from the old one)."""
-    card = page.locator("#queue-card [data-item]")
-    before = [card.get_attribute("data-seq"), card.get_attribute("data-item")]
+    """Pick ``project`` in the header's picker; seconds until its first card is on screen (a new
+    ``data-seq``: every render has its own)."""
+    before = page.locator("#queue-card [data-item]").get_attribute("data-seq")
     started = time.perf_counter()
     page.locator("#project input").click()
     page.get_by_role("option", name=project, exact=True).first.click()
     page.wait_for_function(
-        "([s, i]) => { const c = document.querySelector('#queue-card [data-item]');"
-        " return c && c.dataset.item !== 'none' && (c.dataset.seq !== s || c.dataset.item !== i); }",
+        "(s) => { const c = document.querySelector('#queue-card [data-item]');"
+        " return c && c.dataset.item !== 'none' && c.dataset.seq !== s; }",
         arg=before,
         timeout=300_000,
     )

@@ -121,8 +121,12 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
-        start_fn, start_in, start_out = queue_tab["start"]
-        demo.load(start_fn, start_in, start_out, api_visibility="private")
+        if not ctx.settings.multi_user:
+            # Behind a login the picker has no project until its load below, whose change starts
+            # the queue: a second start here (of no project) could land after it and replace
+            # a card being answered.
+            start_fn, start_in, start_out = queue_tab["start"]
+            demo.load(start_fn, start_in, start_out, api_visibility="private")
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
         # The table (predictions of a page of rows) is computed when its tab is opened: at page
         # load it would compete for the CPU with the first labels in the queue.

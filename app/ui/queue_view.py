@@ -4,6 +4,7 @@ the filter's text matches. Plain functions of the queue's state (see :mod:`app.u
 from __future__ import annotations
 
 import html
+import itertools
 from typing import Any
 
 import gradio as gr
@@ -14,6 +15,8 @@ from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
 from app.ui.common import attempt, problem
+
+_RENDERS = itertools.count(1)  # every card's data-seq (render)
 
 
 def _card(item: dict[str, Any] | None, seq: int, *, empty_project: bool = False) -> str:
@@ -94,8 +97,10 @@ def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
 def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "") -> tuple:
     """Every output of the tab from the state: card, suggestions, picks, progress, message.
     Each render is a new ``data-seq`` on the card, so the page knows the answer arrived (a
-    refusal included) and lets the next key through."""
-    state = {**state, "seq": state["seq"] + 1}
+    refusal included) and lets the next key through. The number is unique in the process, not
+    per queue: a fresh queue (a Start, a project picked) counting from 1 again could show the
+    number an answer on screen already has, and the page would wait for an answer that came."""
+    state = {**state, "seq": next(_RENDERS)}
     item = state["item"]
     suggestions = item["suggestions"] if item else []
     buttons, examples = [], []

@@ -69,11 +69,20 @@ class Annotator:
 
     def answered(self, before: Card, timeout: float = 60_000) -> Card:
         """Wait for the answer to ``before``'s key (the card is rendered again)."""
-        self.page.wait_for_function(
-            "(seq) => document.querySelector('#queue-card [data-item]')?.dataset.seq !== seq",
-            arg=before.seq,
-            timeout=timeout,
-        )
+        try:
+            self.page.wait_for_function(
+                "(seq) => document.querySelector('#queue-card [data-item]')?.dataset.seq !== seq",
+                arg=before.seq,
+                timeout=timeout,
+            )
+        except Exception as exc:  # say what the page showed instead
+            now = self.card()
+            status = self.page.inner_text("#queue-status")
+            progress = self.page.inner_text("#queue-progress")
+            raise AssertionError(
+                f"no answer on screen to the key on card {before.seq} ({before.text!r}): it shows "
+                f"card {now.seq} ({now.text!r}); status {status!r}; progress {progress!r}"
+            ) from exc
         return self.card()
 
     def store(self, text: str, value: tuple[str, str] | None) -> None:

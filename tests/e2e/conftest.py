@@ -196,8 +196,15 @@ def _no_browser_problems():
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     """A browser test fails when its pages showed an error toast, a page error or a console error:
-    what a user sees go wrong is a failure even when every assertion held."""
-    result = yield
+    what a user sees go wrong is a failure even when every assertion held. A test that failed on
+    its own (a wait that timed out) reports them beside its error: they are often the cause."""
+    try:
+        result = yield
+    except BaseException:
+        seen = PROBLEMS.take()
+        if seen:
+            item.add_report_section("call", "browser problems", "\n".join(seen[:20]))
+        raise
     for b in _BROWSERS:
         PROBLEMS.settle(b)
     seen = PROBLEMS.take()

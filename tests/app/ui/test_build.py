@@ -13,3 +13,29 @@ def test_the_app_builds_with_every_tab(ctx, demo):
     assert {"Label", "Data", "Try", "Train", "Map", "Activity"} <= labels
     ids = {getattr(block, "elem_id", None) for block in app.blocks.values()}
     assert {"queue-card", "utterance-table", "edit-panel", "bulk-label", "activity-undo"} <= ids
+
+
+def _queue_starts(app) -> dict[str, int]:
+    """How many events of each trigger render the Label tab's card without an answer first."""
+    card = next(b for b in app.blocks.values() if getattr(b, "elem_id", None) == "queue-card")
+    starts: dict[str, int] = {}
+    for f in app.fns.values():
+        if card in f.outputs and f.trigger_after is None:
+            for _, event in f.targets:
+                starts[event] = starts.get(event, 0) + 1
+    return starts
+
+
+def test_a_page_load_starts_the_label_queue_once(ctx, demo):
+    """Two fresh queues racing on a page load (one of the project the page had, one of the
+    project the picker then set) could replace the card an annotator was already answering."""
+    import dataclasses
+
+    from app.context import AppContext
+    from app.ui.main import build_app
+
+    single = _queue_starts(build_app(ctx))
+    assert single["load"] == 1 and single["change"] >= 1  # the project is known at build time
+    # behind a login the picker's load sets the project: its change is the only start
+    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    assert "load" not in _queue_starts(build_app(multi))

@@ -192,3 +192,15 @@ def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not
     out = queue_tab.start(ctx, demo, "file", None)
     assert out[STATE]["item"] is None
     assert "Nothing left to label" in out[CARD] and "No utterances yet" not in out[CARD]
+
+
+def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
+    """The page waits for a new ``data-seq`` to know an answer arrived: a second queue (Start
+    again, a project picked) counting from 1 again could show the number it is waiting on."""
+    import re
+
+    first = queue_tab.start(ctx, demo, "file", None)
+    answered = queue_tab.enter(ctx, demo, first[STATE])
+    again = queue_tab.start(ctx, demo, "file", None)
+    seqs = [re.search(r"data-seq='(\d+)'", out[CARD]).group(1) for out in (first, answered, again)]
+    assert len(set(seqs)) == 3
