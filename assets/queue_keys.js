@@ -17,13 +17,21 @@
   let busySeq = null;  // the card on screen then: the answer is there when it changes
   const waiting = [];  // [button id, typed text] pressed meanwhile, oldest first
 
+  const ANSWERS = new Set([...Object.values(KEYS), COMMIT]);  // buttons that answer the card
+  let pressing = false;  // the click below is press()'s own
+
   const press = ([id, typed]) => {
     const button = document.getElementById(id);
     if (!button || button.disabled) return;
     busy = Date.now();
     busySeq = seq();
     window.__studioQueueTyped = typed ?? '';  // read by the commit's js (queue_tab.py)
-    button.click();
+    pressing = true;
+    try {
+      button.click();
+    } finally {
+      pressing = false;
+    }
   };
   const act = (id, typed) => {
     if (busy && Date.now() - busy < WAIT_MS) {
@@ -88,6 +96,22 @@
       if (e.key === '/') e.preventDefault();  // other letters go on into the filter
     }
   }, true);  // capture: before the focused element (a button, the filter) acts on the key
+
+  // An answer's button clicked with the mouse: one answer at a time as with the keys, but a
+  // click while an answer is on its way (a double click) is dropped, never kept for the card
+  // that answer brings. (The server runs every click it gets: see queue_tab.py.)
+  document.addEventListener('click', (e) => {
+    if (pressing) return;
+    const button = e.target.closest?.('button');
+    if (!button || !ANSWERS.has(button.id)) return;
+    if (busy && Date.now() - busy < WAIT_MS) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      return;
+    }
+    busy = Date.now();
+    busySeq = seq();
+  }, true);
 
   document.addEventListener('click', (e) => {
     const match = e.target.closest?.('#queue-matches [data-intent]');

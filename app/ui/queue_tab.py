@@ -331,6 +331,11 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         return guarded(ctx, "designer", outputs=len(outputs))(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+    # An answer's click is never skipped: Gradio's default ("once") drops a click while the
+    # button's last event has not ended, and a key typed ahead is pressed the moment the answer
+    # shows, before it ends. queue_keys.js sends one answer at a time (a click meanwhile, as a
+    # double click, is dropped there).
+    answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
     start_btn.click(bind(start, ctx), [project, how, near], outputs, **quiet)
     how.change(
         lambda h, p: gr.update(
@@ -341,18 +346,22 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         **quiet,
     )
     changes = [
-        button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **quiet)
+        button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
         for i, button in enumerate(buttons)
     ]
     picked.input(lambda s, p: {**s, "picked": p}, [state, picked], [state], **quiet)
-    changes.append(enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **quiet))
+    changes.append(
+        enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **answers_kw)
+    )
     answers = ((oos_btn, "oos"), (none_btn, "none"), (test_btn, "test"), (delete_btn, "delete"))
     for button, action in answers:
         changes.append(
-            button.click(write(bind(answer_with, ctx, action)), [project, state], outputs, **quiet)
+            button.click(
+                write(bind(answer_with, ctx, action)), [project, state], outputs, **answers_kw
+            )
         )
-    skip_btn.click(bind(skip, ctx), [project, state], outputs, **quiet)
-    changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **quiet))
+    skip_btn.click(bind(skip, ctx), [project, state], outputs, **answers_kw)
+    changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **answers_kw))
     # the list follows the latest text (a keystroke typed while it was computed is not dropped)
     query.input(
         bind(filter_intents, ctx), [project, query], [matches], trigger_mode="always_last", **quiet
@@ -361,7 +370,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     typed = "(p, s, q) => [p, s, window.__studioQueueTyped ?? '']"
     changes.append(
         commit_btn.click(
-            write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **quiet
+            write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **answers_kw
         )
     )
     project.change(bind(start, ctx), [project, how, near], outputs, **quiet)

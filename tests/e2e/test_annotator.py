@@ -234,3 +234,43 @@ def test_a_test_row_in_the_review_order_changes_only_on_the_same_key_twice(
         assert card.suggestions[0] != "exchange_rate"
     finally:
         context.close()
+
+
+def test_keys_typed_ahead_are_each_answered_in_turn(banking77_server, browser):
+    """A fast annotator presses the next keys before their cards are on screen: each waits for
+    the answer before it (queue_keys.js) and none is dropped. Gradio skips a click on a button
+    whose last event has not ended (its default trigger mode, 'once'), and a key held back is
+    pressed the moment the answer shows, before that event ends: it was lost."""
+    keys = 8
+    api = a.client(banking77_server)
+    before = a.stored(api)
+    context, page = _open(browser, banking77_server.url)
+    try:
+        first = Annotator(page).card()
+        for _ in range(keys):
+            page.keyboard.press("1", delay=DELAY)
+        _says_progress(page, f"{keys} answered this session")
+        page.wait_for_timeout(1000)  # a key answered twice would show by now
+        assert f"{keys} answered this session" in page.inner_text("#queue-progress")
+        after = a.stored(api)
+        labelled = [t for t, v in after.items() if v != before.get(t) and v[0] not in UNLABELLED]
+        assert len(labelled) == keys
+        assert after[first.text] == (first.suggestions[0], "train")
+    finally:
+        context.close()
+
+
+def test_a_double_click_on_a_suggestion_answers_one_card(banking77_server, browser):
+    """The server runs every answer's click (keys typed ahead must not be dropped), so the page
+    drops a click made while an answer is on its way: a double click never labels the next card
+    too, with a suggestion its annotator never saw."""
+    context, page = _open(browser, banking77_server.url)
+    try:
+        bot = Annotator(page)
+        card = bot.card()
+        page.locator("#queue-s1").dblclick()
+        bot.answered(card)
+        page.wait_for_timeout(1500)  # a second answer would be on screen by now
+        assert "1 answered this session" in page.inner_text("#queue-progress")
+    finally:
+        context.close()
