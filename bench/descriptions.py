@@ -23,11 +23,9 @@ Encoder: frozen MiniLM (``--encoder frozen``, cheap), or ``tuned`` (the app's de
 recipe trained on each seed's 10 shots; ~2 min per run on 2 quiet cores: run it under
 ``nice -n 10``, seed 0 only); ``--train-settings '{"anchor_pairs": true}'`` trains on
 (utterance, name) pairs too (:attr:`core.training.TrainConfig.anchor_pairs`). A JSON *list* of
-settings runs each in turn, one ``training`` column per setting in the table, e.g. the siamese
-and non-siamese label encoders (:attr:`core.training.TrainConfig.label_encoder`):
-``'[{"anchor_pairs": true}, {"anchor_pairs": true, "label_encoder": "separate"}]'``; with a
-separate label encoder the anchors are embedded by it, as the app does. Vectors are cached under
-``--vectors DIR``.
+settings runs each in turn, one ``training`` column per setting in the table, e.g.
+``'[{}, {"anchor_pairs": true}]'``. Vectors are cached under ``--vectors DIR``. (The separate
+label encoder this compared once left ``TrainConfig``: ``bench/RESULTS.md``.)
 
 Usage:
     nice -n 10 python bench/descriptions.py --datasets banking77,clinc150 --seeds 0,1,2
@@ -68,8 +66,7 @@ def settings_tag(settings: dict[str, Any]) -> str:
 
 
 def encode_cell(ds: str, seed: int, args: Any, settings: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Vectors of the seed's train file, the test file and the intents' anchors (cached); the
-    anchors through the separate label encoder when ``settings`` train one."""
+    """Vectors of the seed's train file, the test file and the intents' anchors (cached)."""
     tag = args.encoder
     if args.encoder == "tuned" and settings:
         tag += "-" + settings_tag(settings)
@@ -84,7 +81,6 @@ def encode_cell(ds: str, seed: int, args: Any, settings: dict[str, Any]) -> dict
     started = time.monotonic()
     if args.encoder == "frozen":
         enc: Any = load_encoder(args.base, device=args.device)
-        label_enc: Any = None
     else:
         from core.training import TrainConfig, train_encoder
 
@@ -97,13 +93,13 @@ def encode_cell(ds: str, seed: int, args: Any, settings: dict[str, Any]) -> dict
             device=args.device,
             anchors=anchor_texts(tr_y),  # used with {"anchor_pairs": true}
         )
-        enc, label_enc = trained.encoder(), trained.label_encoder()
+        enc = trained.encoder()
         logger.info("%s seed %d trained in %.0f s", ds, seed, time.monotonic() - started)
     anchors = anchor_texts(tr_y)
     vecs = {
         "train": enc.encode(tr_x),
         "test": enc.encode(te_x),
-        "anchors": (label_enc or enc).encode(list(anchors.values())),
+        "anchors": enc.encode(list(anchors.values())),
     }
     vecs = {k: np.asarray(v, dtype=np.float32) for k, v in vecs.items()}
     if saved is not None:

@@ -17,7 +17,6 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
   their states cached, :mod:`core.training.prefix`).
 - ``fast_full``: the fast recipe with every layer trained (the default until this change).
 - ``fast_anchor_pairs``: + (utterance, intent name) pairs in training (``anchor_pairs``).
-- ``fast_separate``: + a separate (non-siamese) label encoder for the names.
 - ``fast_selftrain``: + a second pass on 50 pseudo-labels per intent from ``--pool`` unlabelled
   utterances of ``train.csv`` (the Train tab's "fast + unlabelled utterances"; time: both passes).
 - ``convfit``: ConvFiT Stage 2 as in the paper (OCL, n=3, 10 epochs; ``--convfit-epochs``).
@@ -64,7 +63,6 @@ ALL_METHODS = [
     "fast",
     "fast_full",
     "fast_anchor_pairs",
-    "fast_separate",
     "fast_selftrain",
     "convfit",
     "convfit_budget",
@@ -94,7 +92,6 @@ def score(
     tr_y: list[str],
     te_x: list[str],
     te_y: list[str],
-    label_enc: Any = None,
 ) -> dict[str, float]:
     """Accuracy of the app's default decision (``acc``), of nearest + prototype without anchors
     (``acc_np``) and of 1-NN (``acc_1nn``), and the seconds to encode and classify (``eval_s``)."""
@@ -106,7 +103,7 @@ def score(
     pool, queries = enc.encode(tr_x, batch_size=128), enc.encode(te_x, batch_size=128)
     anchors = anchor_texts(tr_y)
     names, texts = list(anchors), list(anchors.values())
-    vectors = (label_enc or enc).encode(texts, batch_size=128)
+    vectors = enc.encode(texts, batch_size=128)
     with_anchors = PredictorFactory(
         enc, anchors=Anchors(dict(zip(names, texts, strict=True)), DEFAULT_ANCHOR_WEIGHT, vectors)
     )
@@ -159,8 +156,6 @@ def config_for(method: str, seed: int, args: Any) -> Any:
         return TrainConfig(seed=seed, freeze_layers=0)
     if method == "fast_anchor_pairs":
         return TrainConfig(seed=seed, anchor_pairs=True)
-    if method == "fast_separate":
-        return TrainConfig(seed=seed, anchor_pairs=True, label_encoder="separate")
     if method == "lora":
         return TrainConfig(method="lora", seed=seed)
     if method == "convfit":
@@ -232,7 +227,7 @@ def run_cell(
         )
         extra["pseudo_labels"] = len(px)
     wall, cpu = cell.done()
-    scores = score(trained.encoder(), tr_x, tr_y, te_x, te_y, trained.label_encoder())
+    scores = score(trained.encoder(), tr_x, tr_y, te_x, te_y)
     if method == "fast":
         args.fast_steps = trained.stats["steps"]
         args.fast_wall = wall

@@ -4,8 +4,12 @@ tests: test modules import from here, never from each other)."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+import hashlib
+import json
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def write_csv(path: Path, rows: Iterable[Sequence[str]]) -> Path:
@@ -53,6 +57,38 @@ def make_tiny(ctx, name: str = "tiny") -> str:
         for i, text in enumerate(texts):
             data_svc.add_utterance(ctx, name, text, intent, "test" if i == 4 else "train")
     return name
+
+
+def cut_copy(model: Any, layers: int) -> Any:
+    """A copy of a SentenceTransformer cut to its lowest ``layers`` transformer layers: what the
+    2-layer separate (non-siamese) label encoder of older versions looked like. That option left
+    ``TrainConfig`` (bench/RESULTS.md), but versions and bundles trained with it still serve."""
+    import copy
+
+    from torch import nn
+
+    label = copy.deepcopy(model)
+    transformer = label[0].model
+    transformer.encoder.layer = nn.ModuleList(list(transformer.encoder.layer)[:layers])
+    transformer.config.num_hidden_layers = layers
+    return label
+
+
+def rewrite_bundle(src: Path, dst: Path, mutate: Callable[[dict[str, bytes]], None]) -> Path:
+    """Copy a bundle, let ``mutate`` change its members (name -> bytes), and re-hash them in the
+    manifest, as a bundle written that way would be."""
+    with zipfile.ZipFile(src) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    mutate(members)
+    manifest = json.loads(members["manifest.json"])
+    manifest["files"] = {
+        n: hashlib.sha256(data).hexdigest() for n, data in members.items() if n != "manifest.json"
+    }
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return dst
 
 
 # Three planted groups of unlabelled utterances for the candidate-intent tests.

@@ -39,7 +39,6 @@ from core.training import (
     TrainedModel,
     TrainingCancelled,
     TrainProgress,
-    load_label_encoder,
     load_trained,
     train_encoder,
 )
@@ -262,11 +261,9 @@ def run_retrain(
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
         new_encoder = load_trained(tmp, device=ctx.device)
-        # each encoder scored by the Predictor it would serve: the project's anchors (by the
-        # version's label encoder, if any), rule and k, from the one factory
-        new_factory = ctx.predictor_factory(
-            project_id, new_encoder, label_encoder=load_label_encoder(tmp, device=ctx.device)
-        )
+        # each encoder scored by the Predictor it would serve: the project's anchors, rule and
+        # k, from the one factory
+        new_factory = ctx.predictor_factory(project_id, new_encoder)
         base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
         ref_factory = (
             base_factory if active is None else ctx.version_factory(project_id, active, base)

@@ -186,7 +186,7 @@ def check_weights(root: Path, manifest: dict[str, Any], *, device: str | None = 
 
 
 def _check_label_encoder(sub: Path, reference: _Reference, base: str) -> None:
-    """A separate label encoder (:mod:`core.training.label_encoder`): the base architecture, or
+    """A separate label encoder (older versions'; no longer trained): the base architecture, or
     its ``n`` lowest transformer layers (``num_hidden_layers`` = n, the tensors of those layers
     and nothing else)."""
     check_encoder_folder(sub)

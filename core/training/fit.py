@@ -103,14 +103,9 @@ def _fast_batches(
     config: TrainConfig,
     passes: int,
     templates: Mapping[str, str] | None = None,
-    label_anchors: Mapping[str, str] | None = None,
 ) -> list[Batch]:
     """Class-disjoint (anchor, positive) batches; with ``templates``, two more columns pair each
-    anchor that has a template with it (one intent per anchor: the others are true negatives);
-    with ``label_anchors`` (a separate label encoder), a last column holds each anchor
-    utterance's intent's description or name (:func:`core.training.label_encoder.label_column`)."""
-    from core.training.label_encoder import label_column
-
+    anchor that has a template with it (one intent per anchor: the others are true negatives)."""
     idx_batches = anchor_positive_batches(
         labels, config.seed, batch_size=config.batch_size, passes=passes
     )
@@ -120,8 +115,6 @@ def _fast_batches(
         if templates:
             mine = [texts[a] for a, _ in b if texts[a] in templates]
             columns += [mine, [templates[t] for t in mine]]
-        if label_anchors is not None:
-            columns.append(label_column([tuple(labels[a]) for a, _ in b], label_anchors))
         out.append(Batch(columns))
     return out
 
@@ -205,9 +198,7 @@ def train_encoder(
         templates: text -> its template, for the template-aware loss
             (``config.template_loss``; :mod:`core.training.templates` makes them).
         anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
-            intent's examples (:func:`core.training.pairs.with_anchors`), or with
-            ``config.label_encoder="separate"`` trains a label encoder on (utterance, anchor)
-            pairs (:mod:`core.training.label_encoder`; ``TrainedModel.label_model``).
+            intent's examples (:func:`core.training.pairs.with_anchors`).
         teacher: text -> the teacher encoder's vector (e.g. mpnet's), for the labelled and the
             unlabelled utterances; required when ``config.distil_weight`` is set.
         unlabelled: the project's unlabelled utterances, drawn ``config.distil_batch`` per step
@@ -222,7 +213,6 @@ def train_encoder(
     """
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.distil import distil_batches
-    from core.training.label_encoder import LabelEncoderLoss, make_label_model
     from core.training.lora import attach_lora
     from core.training.losses import DistilLoss, TemplateAwareLoss, build_loss
     from core.training.stage1 import plan_stage1, run_stage1
@@ -231,10 +221,7 @@ def train_encoder(
     labels = _normalise_labels(labels)
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
-    separate = config.label_encoder == "separate"
-    if separate and not anchors:
-        raise ValueError("A separate label encoder needs the intents' descriptions or names.")
-    if config.anchor_pairs and anchors and not separate:
+    if config.anchor_pairs and anchors:
         texts, labels = with_anchors(texts, labels, anchors)
     check_trainable(labels)
     if config.stage1 and not context_pairs:
@@ -265,10 +252,7 @@ def train_encoder(
     loss_name = config.resolved_loss
     if loss_name == "mnrl":
         pairs = templates if config.template_loss else None
-        label_anchors = anchors if separate else None
-        stage2: list[list[Batch]] = [
-            _fast_batches(texts, labels, config, epochs, pairs, label_anchors)
-        ]
+        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs, pairs)]
         if config.distil_weight and teacher:
             stage2 = [
                 distil_batches(
@@ -294,7 +278,6 @@ def train_encoder(
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
     )
-    ranking = loss
     if config.template_loss and templates:
         loss = TemplateAwareLoss(loss, config.template_loss)
     if config.distil_weight and teacher:
@@ -304,10 +287,6 @@ def train_encoder(
             kind=config.distil_loss,
             temperature=config.distil_temperature,
         )
-    label_model = None
-    if separate:  # starts from the utterance encoder as it is now (after Stage 1, if any)
-        label_model = make_label_model(model, config.label_layers)
-        loss = LabelEncoderLoss(loss, ranking, label_model)
     loss = loss.to(device)
     it = iter(stage2)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
@@ -325,13 +304,11 @@ def train_encoder(
             should_cancel=should_cancel,
             stage="stage2",
         )
-    trained = [model] if label_model is None else [model, label_model]
-    for m in trained:
-        if base_state is not None:
-            _interpolate(m, base_state, config.interpolate)
-        for p in m.parameters():
-            p.requires_grad_(False)
-        m.eval()
+    if base_state is not None:
+        _interpolate(model, base_state, config.interpolate)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    model.eval()
     seconds = time.monotonic() - t0
     stats = {
         "steps": total2 + stage1_steps,
@@ -348,7 +325,6 @@ def train_encoder(
         config=config,
         kind=kind,
         stats=stats,
-        label_model=label_model,
     )
 
 

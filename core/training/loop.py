@@ -134,8 +134,7 @@ def run_training(
         model: the sentence-transformers model; only parameters with ``requires_grad`` train.
         loss: a loss module with ``forward(list_of_features, labels)``, or with
             ``compute_loss_from_embeddings(embeddings, labels)`` (then the columns are embedded
-            by its ``embed_columns(model, columns)`` if it has one, else by
-            :func:`embed_unpadded`). Its own trainable parameters (a label encoder's, say)
+            by :func:`embed_unpadded`). Its own trainable parameters (a softmax head's, say)
             train with the model's.
         batches: the batches of one epoch, or a function producing the next epoch's batches;
             epochs repeat until ``total_steps``.
@@ -184,10 +183,9 @@ def run_training(
                 if labels is None:
                     labels = torch.zeros(len(batch.columns[0]), device=model.device)
                 from_embeddings: Any = getattr(loss, "compute_loss_from_embeddings", None)
-                embed: Any = getattr(loss, "embed_columns", None) or embed_unpadded
                 if from_embeddings is not None:
                     extra = {} if batch.teacher is None else {"teacher": batch.teacher}
-                    value = from_embeddings(embed(model, batch.columns), labels, **extra)
+                    value = from_embeddings(embed_unpadded(model, batch.columns), labels, **extra)
                 else:
                     value = loss([_features(model, col) for col in batch.columns], labels)
                 opt.zero_grad(set_to_none=True)

@@ -6,7 +6,8 @@ Layout of an artifact directory (the contract storage and app rely on)::
     encoder/     a full sentence-transformers folder (safetensors)      -- kind "full"
     adapter/     adapter_model.safetensors + adapter_config.json (peft) -- kind "adapter"
     label_encoder/  a full sentence-transformers folder embedding the intents' anchors
-                 -- only when ``config.label_encoder`` is ``"separate"`` (non-siamese)
+                 -- only in versions trained before the separate (non-siamese) label encoder
+                 left ``TrainConfig`` (``config.label_encoder == "separate"``); read, never written
 
 Loading never executes code: pickled weights are refused, ``trust_remote_code`` stays off and only
 sentence-transformers modules (with ``torch.nn`` activations) are accepted.
@@ -46,8 +47,6 @@ class TrainedModel:
         config: the run's :class:`TrainConfig`.
         kind: ``"full"`` or ``"adapter"``.
         stats: steps, seconds and last loss of the run (not part of the artifact).
-        label_model: the separate label encoder (``config.label_encoder="separate"``), which
-            embeds the intents' anchors; None: the anchors go through ``model``.
     """
 
     model: SentenceTransformer
@@ -55,7 +54,6 @@ class TrainedModel:
     config: TrainConfig
     kind: str = "full"
     stats: dict[str, Any] = field(default_factory=dict)
-    label_model: SentenceTransformer | None = None
 
     @property
     def method(self) -> str:
@@ -82,20 +80,6 @@ class TrainedModel:
             model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved"
         )
 
-    def label_encoder(self) -> Encoder | None:
-        """The separate label encoder as an :class:`~core.encoding.registry.Encoder` (None when
-        the anchors share the utterance encoder). Its fingerprint differs from the utterance
-        encoder's: the same text has another vector in it."""
-        from core.encoding.registry import encoder_from_model
-
-        if self.label_model is None:
-            return None
-        return encoder_from_model(
-            self.label_model,
-            f"{self.base_encoder}+{self.method}+label",
-            f"{self.method}-label@unsaved",
-        )
-
     def save(self, directory: Path) -> None:
         """Write the artifact into ``directory``, which must exist and be empty.
 
@@ -119,10 +103,6 @@ class TrainedModel:
         else:
             target = directory / "encoder"
             self.model.save(str(target), create_model_card=False, safe_serialization=True)
-        if self.label_model is not None:
-            self.label_model.save(
-                str(directory / LABEL_DIR), create_model_card=False, safe_serialization=True
-            )
         (directory / MODEL_JSON).write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
         logger.info("saved %s model to %s", self.kind, directory)
 
@@ -149,8 +129,16 @@ def read_metadata(directory: Path) -> dict[str, Any]:
 
 
 def has_label_encoder(meta: dict[str, Any]) -> bool:
-    """Whether a version (its ``model.json``) was trained with a separate label encoder."""
+    """Whether a version (its ``model.json``) was trained with a separate label encoder (an
+    option that has left :class:`TrainConfig`; such versions keep serving as they were)."""
     return (meta.get("config") or {}).get("label_encoder", "shared") == "separate"
+
+
+def stored_max_length(meta: dict[str, Any]) -> int:
+    """The tokens per utterance a version was trained with, read from its ``model.json`` as
+    stored: a version trained with an option that has since left :class:`TrainConfig` (which
+    :meth:`TrainConfig.from_dict` refuses) must still load and serve."""
+    return int((meta.get("config") or {}).get("max_length", TrainConfig.max_length))
 
 
 # Folders a retrain adds to a version after its encoder was loaded and evaluated (the multi-label
@@ -199,7 +187,6 @@ def load_trained_model(directory: Path, device: str | None = None) -> SentenceTr
 
     directory = Path(directory)
     meta = read_metadata(directory)
-    config = TrainConfig.from_dict(meta["config"])
     device = device or default_device()
     if meta["kind"] == "full":
         folder = directory / "encoder"
@@ -212,7 +199,7 @@ def load_trained_model(directory: Path, device: str | None = None) -> SentenceTr
             raise ValueError(f"{directory}: adapter/adapter_model.safetensors is missing.")
         model = load_sentence_transformer(resolve_path(meta["base_encoder"]), device)
         attach_saved_adapter(model, folder)
-    model.max_seq_length = config.max_length
+    model.max_seq_length = stored_max_length(meta)
     model.eval()
     return model
 
@@ -254,7 +241,7 @@ def load_label_encoder(directory: Path, device: str | None = None) -> Encoder | 
         )
     _refuse_code(folder)
     model = load_sentence_transformer(folder, device or default_device())
-    model.max_seq_length = TrainConfig.from_dict(meta["config"]).max_length
+    model.max_seq_length = stored_max_length(meta)
     model.eval()
     fingerprint = f"{meta['method']}-label@{artifact_sha256(directory)[:16]}"
     return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}+label", fingerprint)

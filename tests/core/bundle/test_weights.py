@@ -8,10 +8,8 @@ manifest's sha256 check passes and the weight checks are what refuse it."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import struct
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +18,8 @@ import pytest
 
 from core.bundle import BundleError, load, open_bundle, write_bundle
 from core.bundle.weights import read_header
+from tests.samples import cut_copy
+from tests.samples import rewrite_bundle as rewrite
 
 TEXTS = ["where is my card", "my card has not arrived", "I lost my card", "my wallet was stolen"]
 LABELS = [("card_arrival",), ("card_arrival",), ("lost_card",), ("lost_card",)]
@@ -86,22 +86,6 @@ def adapter_bundle(tmp_path_factory, encoder) -> Path:
 @pytest.fixture(scope="module")
 def full_bundle(tmp_path_factory, encoder) -> Path:
     return write_full_bundle(tmp_path_factory.mktemp("full"), encoder)
-
-
-def rewrite(src: Path, dst: Path, mutate: Callable[[Members], None]) -> Path:
-    """Copy a bundle, let ``mutate`` change its members, and re-hash them in the manifest."""
-    with zipfile.ZipFile(src) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    mutate(members)
-    manifest = json.loads(members["manifest.json"])
-    manifest["files"] = {
-        n: hashlib.sha256(data).hexdigest() for n, data in members.items() if n != "manifest.json"
-    }
-    members["manifest.json"] = json.dumps(manifest).encode()
-    with zipfile.ZipFile(dst, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return dst
 
 
 def split(data: bytes) -> tuple[dict, bytes]:
@@ -383,13 +367,12 @@ def test_writing_a_bundle_on_a_folder_encoder_is_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def label_bundle(tmp_path_factory, encoder) -> Path:
-    """A full bundle with a separate 2-layer label encoder (non-siamese, heterogeneous)."""
-    from core.training.label_encoder import make_label_model
-
+    """A full bundle with a separate 2-layer label encoder (non-siamese, heterogeneous), as
+    versions trained before that option left TrainConfig still carry."""
     folder = tmp_path_factory.mktemp("label")
     version = folder / "version"
     encoder.model.save(str(version / "encoder"), safe_serialization=True)
-    make_label_model(encoder.model, 2).save(str(version / "label_encoder"), safe_serialization=True)
+    cut_copy(encoder.model, 2).save(str(version / "label_encoder"), safe_serialization=True)
     _model_json(version, "full", "fast")
     return _write(folder, encoder, version, "fast")
 

@@ -52,29 +52,6 @@ def test_json_round_trip() -> None:
         ({"method": "lora", "projection_dim": 64}, "projection_dim is not supported"),
         ({"max_pairs": 0}, "max_pairs must be between 1"),
         ({"seed": True}, "seed must be an integer"),
-        ({"label_encoder": "twin"}, "Unknown label encoder 'twin': use one of shared, separate"),
-        ({"label_encoder": "separate"}, "set anchor_pairs=True too"),
-        (
-            {"label_encoder": "separate", "anchor_pairs": True, "method": "convfit"},
-            "use method 'fast' \\(not 'convfit'\\)",
-        ),
-        (
-            {"label_encoder": "separate", "anchor_pairs": True, "method": "lora"},
-            "use method 'fast' \\(not 'lora'\\)",
-        ),
-        ({"label_layers": 2}, "label_layers sizes a separate label encoder"),
-        (
-            {"label_encoder": "separate", "anchor_pairs": True, "label_layers": 0},
-            "label_layers must be between 1 and 100",
-        ),
-        (
-            {"label_encoder": "separate", "anchor_pairs": True, "label_layers": 3},
-            "A label encoder of 3 layers with the lowest 3 frozen would train nothing",
-        ),
-        (
-            {"label_encoder": "separate", "anchor_pairs": True, "distil_weight": 1.0},
-            "Distillation and a separate label encoder are not combined",
-        ),
     ],
 )
 def test_invalid_values_raise_clear_errors(kwargs: dict, match: str) -> None:
@@ -87,11 +64,19 @@ def test_from_dict_rejects_unknown_keys() -> None:
         TrainConfig.from_dict({"bogus": 1})
 
 
-def test_a_separate_label_encoder_round_trips_and_older_configs_read_as_shared() -> None:
-    cfg = TrainConfig(anchor_pairs=True, label_encoder="separate", label_layers=2, freeze_layers=1)
-    assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
-    older = {k: v for k, v in TrainConfig().to_dict().items() if not k.startswith("label_")}
-    assert TrainConfig.from_dict(older).label_encoder == "shared"
+def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_refused() -> None:
+    stored = {**TrainConfig(anchor_pairs=True).to_dict(), "label_encoder": "shared"}
+    stored["label_layers"] = None  # how every version before the option left recorded it
+    assert TrainConfig.from_dict(stored) == TrainConfig(anchor_pairs=True)
+    with pytest.raises(
+        ValueError, match=r"label_encoder='separate' is no longer an option: .*lost"
+    ):
+        TrainConfig.from_dict({**stored, "label_encoder": "separate"})
+    with pytest.raises(ValueError, match=r"label_layers=2 is no longer an option"):
+        TrainConfig.from_dict({**stored, "label_layers": 2})
+    assert "label_encoder" not in TrainConfig().to_dict()  # never written again
+    with pytest.raises(TypeError):
+        TrainConfig(label_encoder="separate")  # type: ignore[call-arg]
 
 
 def test_the_fast_method_freezes_the_lowest_three_layers_and_convfit_none_by_default() -> None:
