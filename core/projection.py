@@ -10,7 +10,10 @@ method cannot work on so few points (``n <= 3`` or fewer points than it needs ne
 used instead (and ``n_neighbors``/perplexity shrink to fit).
 
 UMAP compiles its numba kernels on the first call (tens of seconds). Call :func:`warm_up` (or
-:func:`warm_up_in_background` at app start) so no user request pays for it.
+:func:`warm_up_in_background` at app start) so no user request pays for it. Most of those kernels
+are not marked ``cache=True`` by umap and pynndescent, so every process compiled them again (9 s
+of a core at each app start); :func:`_cache_kernels` turns numba's on-disk cache on for them, and
+a start after the first loads them in 0.1 s.
 
 Two maps of the same points from two models land in arbitrary rotations; :func:`align` rotates,
 reflects, scales and shifts one onto the other (orthogonal Procrustes) so they can be compared.
@@ -48,6 +51,39 @@ APPROXIMATE_FROM = 4096
 
 _warm_lock = threading.Lock()
 _warmed: set[str] = set()
+_cache_lock = threading.Lock()
+_cached = False
+
+
+def _cache_kernels() -> int:
+    """Turn numba's on-disk cache on for every compiled function of umap and pynndescent that did
+    not ask for it (what ``cache=True`` does: numba keys each entry on the function's source file
+    and its timestamp, and keeps it beside the source or, where that is read-only, in the user's
+    cache directory). Once per process; returns how many functions it turned on. A function numba
+    cannot cache keeps compiling as before."""
+    global _cached
+    with _cache_lock:
+        if _cached:
+            return 0
+        _cached = True
+        import sys
+
+        from numba.core.caching import NullCache
+        from numba.core.registry import CPUDispatcher
+
+        turned = 0  # ``_cache``: numba's own record of whether a function caches (no public one)
+        for name, module in list(sys.modules.items()):
+            if module is None or name.split(".")[0] not in ("umap", "pynndescent"):
+                continue
+            for item in list(vars(module).values()):
+                cache = getattr(item, "_cache", None)
+                if isinstance(item, CPUDispatcher) and isinstance(cache, NullCache):
+                    try:
+                        item.enable_caching()
+                    except RuntimeError:  # no writable place for this file's cache
+                        continue
+                    turned += 1
+        return turned
 
 
 def _as_unit(vectors: np.ndarray) -> np.ndarray:
@@ -87,6 +123,7 @@ def _umap(
 ) -> np.ndarray:
     import umap
 
+    _cache_kernels()
     n = v.shape[0]
     # UMAP's defaults are 500 epochs below 10k points and 200 above; 200 is enough at every size
     # for a picture (the layout barely moves after that) and halves the time for mid-sized data.

@@ -82,3 +82,40 @@ def test_align_degenerate_and_mismatched() -> None:
     assert align(np.zeros((0, 2)), np.zeros((0, 2))).shape == (0, 2)
     with pytest.raises(ValueError, match="same"):
         align(a, np.ones((3, 2)))
+
+
+HITS = """
+import sys
+from core.projection import warm_up
+warm_up(large=False)
+hits = misses = 0
+for name, module in list(sys.modules.items()):
+    if name.split(".")[0] == "umap" and module is not None:
+        for item in vars(module).values():
+            stats = getattr(item, "stats", None)
+            if stats is not None and hasattr(stats, "cache_hits"):
+                hits += sum(stats.cache_hits.values())
+                misses += sum(stats.cache_misses.values())
+print(hits, misses)
+"""
+
+
+def test_a_second_process_loads_umaps_kernels_from_numbas_cache() -> None:
+    """umap marks few of its kernels ``cache=True``: each app start compiled the others again
+    (about 9 s of a core). After one process has drawn a map, the next compiles none of them."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def run() -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", HITS], cwd=ROOT, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        hits, misses = out.stdout.split()
+        return int(hits), int(misses)
+
+    run()  # compiles and writes whatever an earlier run has not
+    hits, misses = run()
+    # most kernels are read back (without the cache: 1 of 11; a few tiny helpers that numba
+    # inlines into their callers still count as compiled)
+    assert hits > misses
