@@ -21,11 +21,11 @@ there, so anchors from names should not cost accuracy on that subset.
 
 Encoder: frozen MiniLM (``--encoder frozen``, cheap), or ``tuned`` (the app's default ``fast``
 recipe trained on each seed's 10 shots; ~2 min per run on 2 quiet cores: run it under
-``nice -n 10``, seed 0 only); ``--train-settings '{"anchor_pairs": true}'`` trains on
-(utterance, name) pairs too (:attr:`core.training.TrainConfig.anchor_pairs`). A JSON *list* of
-settings runs each in turn, one ``training`` column per setting in the table, e.g.
-``'[{}, {"anchor_pairs": true}]'``. Vectors are cached under ``--vectors DIR``. (The separate
-label encoder this compared once left ``TrainConfig``: ``bench/RESULTS.md``.)
+``nice -n 10``, seed 0 only); ``--train-settings '{"fast_passes": 6}'`` trains with those
+``TrainConfig`` settings. A JSON *list* of settings runs each in turn, one ``training`` column
+per setting in the table, e.g. ``'[{}, {"fast_passes": 6}]'``. Vectors are cached under
+``--vectors DIR``. (Training on (utterance, name) pairs and the separate label encoder this
+compared once have left ``TrainConfig``: ``bench/RESULTS.md``.)
 
 Usage:
     nice -n 10 python bench/descriptions.py --datasets banking77,clinc150 --seeds 0,1,2
@@ -91,7 +91,6 @@ def encode_cell(ds: str, seed: int, args: Any, settings: dict[str, Any]) -> dict
             [(y,) for y in tr_y],
             config,
             device=args.device,
-            anchors=anchor_texts(tr_y),  # used with {"anchor_pairs": true}
         )
         enc = trained.encoder()
         logger.info("%s seed %d trained in %.0f s", ds, seed, time.monotonic() - started)

@@ -16,7 +16,6 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
 - ``fast``: **the app default** (``TrainConfig()``: the fast recipe, lowest 3 layers frozen and
   their states cached, :mod:`core.training.prefix`).
 - ``fast_full``: the fast recipe with every layer trained (the default until this change).
-- ``fast_anchor_pairs``: + (utterance, intent name) pairs in training (``anchor_pairs``).
 - ``fast_selftrain``: + a second pass on 50 pseudo-labels per intent from ``--pool`` unlabelled
   utterances of ``train.csv`` (the Train tab's "fast + unlabelled utterances"; time: both passes).
 - ``convfit``: ConvFiT Stage 2 as in the paper (OCL, n=3, 10 epochs; ``--convfit-epochs``).
@@ -26,7 +25,7 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
   (``pip install -e .[bench]``).
 - ``mpnet_fast``: the default recipe on all-mpnet-base-v2 (``make mpnet``).
 - ``fast[key=value;...]``: the default with these ``TrainConfig`` settings, e.g.
-  ``fast[fast_passes=6;anchor_pairs=true]``.
+  ``fast[fast_passes=6;freeze_layers=2]``.
 
 Usage:
     python -m bench.train --datasets banking77 --seeds 0 --methods frozen,fast,fast_full
@@ -62,7 +61,6 @@ ALL_METHODS = [
     "frozen_lr",
     "fast",
     "fast_full",
-    "fast_anchor_pairs",
     "fast_selftrain",
     "convfit",
     "convfit_budget",
@@ -154,8 +152,6 @@ def config_for(method: str, seed: int, args: Any) -> Any:
         return TrainConfig(seed=seed)
     if method == "fast_full":
         return TrainConfig(seed=seed, freeze_layers=0)
-    if method == "fast_anchor_pairs":
-        return TrainConfig(seed=seed, anchor_pairs=True)
     if method == "lora":
         return TrainConfig(method="lora", seed=seed)
     if method == "convfit":
@@ -174,7 +170,6 @@ def run_cell(
     method: str, tr_x: list[str], tr_y: list[str], te_x: list[str], te_y: list[str], args: Any
 ) -> dict[str, Any]:
     from core.encoding.registry import load_encoder
-    from core.retrieval.anchors import anchor_texts
     from core.training import train_encoder
 
     seed = args.train_seed
@@ -206,9 +201,8 @@ def run_cell(
             return {"error": f"mpnet is not installed (make mpnet): {exc}"}
     cfg = config_for(method, seed, args)
     labels = [(y,) for y in tr_y]
-    anchors = anchor_texts(tr_y)
     cell = Cell()
-    trained = train_encoder(base, tr_x, labels, cfg, device=args.device, anchors=anchors)
+    trained = train_encoder(base, tr_x, labels, cfg, device=args.device)
     extra: dict[str, Any] = {}
     if method == "fast_selftrain":
         from core.training.selftrain import pseudo_labels
@@ -222,9 +216,7 @@ def run_cell(
             SELF_TRAIN,
         )
         px, py = [pool[j] for j, _ in chosen], [(y,) for _, y in chosen]
-        trained = train_encoder(
-            base, tr_x + px, labels + py, cfg, device=args.device, anchors=anchors
-        )
+        trained = train_encoder(base, tr_x + px, labels + py, cfg, device=args.device)
         extra["pseudo_labels"] = len(px)
     wall, cpu = cell.done()
     scores = score(trained.encoder(), tr_x, tr_y, te_x, te_y)

@@ -30,7 +30,6 @@ from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
-from core.retrieval.anchors import anchor_texts
 from core.retrieval.factory import PredictorFactory, vector_pool
 from core.slots import SlotData
 from core.training import (
@@ -46,7 +45,7 @@ from core.training.selftrain import pseudo_labels
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
-from storage.projects import get_project, intents_by_name
+from storage.projects import get_project
 from storage.slots import entities_by_text, slot_book, templates_by_intent
 from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
@@ -138,7 +137,6 @@ def second_pass(
     unlabelled: list[str],
     cfg: TrainConfig,
     first: TrainedModel,
-    anchors: dict[str, str] | None = None,
 ) -> tuple[TrainedModel, int]:
     """Self-training: pseudo-label the unlabelled utterances with the first pass's encoder and
     train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
@@ -168,7 +166,6 @@ def second_pass(
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
-        anchors=anchors,
     )
     return model, len(chosen)
 
@@ -217,9 +214,6 @@ def run_retrain(
             if tadse
             else SlotData()
         )
-        # (utterance, description or name) pairs: every intent's anchor, whatever the weight
-        described = intents_by_name(s, project_id) if cfg.anchor_pairs else {}
-        anchors = anchor_texts(described, {n: i.description for n, i in described.items()})
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     texts, labels = list(train.train_texts), list(train.train_labels)
     pairs: dict[str, str] = {}
@@ -248,11 +242,10 @@ def run_retrain(
         device=ctx.device,
         context_pairs=context_pairs,
         templates=pairs,
-        anchors=anchors,
     )
     pseudo = 0
     if cfg.self_train and not multi:
-        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained, anchors)
+        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained)
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")

@@ -34,7 +34,13 @@ RETIRED: dict[str, tuple[Any, str]] = {
         "shared",
         "a separate (non-siamese) label encoder lost to the shared one with the same anchor "
         "pairs on BANKING77 and CLINC150 over 3 seeds, for 40-45 % more training "
-        "(bench/RESULTS.md): it is no longer trained; use anchor_pairs=true",
+        "(bench/RESULTS.md): it is no longer trained",
+    ),
+    "anchor_pairs": (
+        False,
+        "(utterance, description or name) pairs won on BANKING77 (+0.7 points) but tied on "
+        "CLINC150 (0.0) over 3 seeds, for 14-19 % more training (bench/RESULTS.md); the "
+        "descriptions and names still count in every prediction (the anchor weight setting)",
     ),
     "label_layers": (None, "it sized the separate label encoder, which is no longer trained"),
 }
@@ -95,9 +101,6 @@ class TrainConfig:
         template_loss: weight of TaDSE's template-aware loss (in-batch InfoNCE pulling each
             utterance toward its own template, away from the other intents' in the batch);
             ``0`` = off. In-batch methods (``fast``, ``lora``) only.
-        anchor_pairs: train on (utterance, description or name) positive pairs too: each
-            intent's anchor joins its examples (:func:`core.training.pairs.with_anchors`; the
-            anchors are given to :func:`~core.training.fit.train_encoder`).
         distil_weight: weight of relational distillation from a teacher encoder (mpnet): the
             student's in-batch cosine similarities over each batch's anchors plus
             ``distil_batch`` unlabelled utterances are pulled toward the teacher's
@@ -141,7 +144,6 @@ class TrainConfig:
     self_train: int = 0
     template_fill: int = 0
     template_loss: float = 0.0
-    anchor_pairs: bool = False
     distil_weight: float = 0.0
     distil_batch: int = 32
     distil_loss: str = "kl"

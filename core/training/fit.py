@@ -46,7 +46,6 @@ from core.training.pairs import (
     check_trainable,
     estimate_shots,
     sample_pairs,
-    with_anchors,
 )
 from core.training.prefix import cached_prefix
 
@@ -178,7 +177,6 @@ def train_encoder(
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
     templates: Mapping[str, str] | None = None,
-    anchors: Mapping[str, str] | None = None,
     teacher: Mapping[str, np.ndarray] | None = None,
     unlabelled: Sequence[str] | None = None,
 ) -> TrainedModel:
@@ -197,8 +195,6 @@ def train_encoder(
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
         templates: text -> its template, for the template-aware loss
             (``config.template_loss``; :mod:`core.training.templates` makes them).
-        anchors: intent -> its description or name; with ``config.anchor_pairs`` each joins its
-            intent's examples (:func:`core.training.pairs.with_anchors`).
         teacher: text -> the teacher encoder's vector (e.g. mpnet's), for the labelled and the
             unlabelled utterances; required when ``config.distil_weight`` is set.
         unlabelled: the project's unlabelled utterances, drawn ``config.distil_batch`` per step
@@ -221,8 +217,6 @@ def train_encoder(
     labels = _normalise_labels(labels)
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
-    if config.anchor_pairs and anchors:
-        texts, labels = with_anchors(texts, labels, anchors)
     check_trainable(labels)
     if config.stage1 and not context_pairs:
         raise ValueError("stage1=True needs (context, response) pairs.")

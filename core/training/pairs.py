@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.evaluation.scope import in_scope_labels
@@ -200,30 +200,6 @@ def anchor_positive_batches(
     return batches
 
 
-def with_anchors(
-    texts: Sequence[str], labels: Labels, anchors: Mapping[str, str]
-) -> tuple[list[str], list[tuple[str, ...]]]:
-    """The training set with each intent's anchor (its description or name,
-    :mod:`core.retrieval.anchors`) as one more example of it, so every pair sampler also draws
-    (utterance, anchor) positives. Only intents with examples get theirs (an anchor alone makes
-    no positive pair); an anchor that already is one of the texts is not repeated.
-
-    Example:
-        >>> with_anchors(["hi", "hello"], [("greet",), ("greet",)], {"greet": "a greeting", "bye": "x"})
-        (['hi', 'hello', 'a greeting'], [('greet',), ('greet',), ('greet',)])
-    """
-    out_texts, out_labels = list(texts), [tuple(lab) for lab in labels]
-    have = {name for lab in out_labels for name in in_scope_labels(lab)}
-    seen = set(out_texts)
-    for name in sorted(have & set(anchors)):
-        text = anchors[name].strip()
-        if text and text not in seen:
-            out_texts.append(text)
-            out_labels.append((name,))
-            seen.add(text)
-    return out_texts, out_labels
-
-
 def estimate_shots(labels: Labels) -> float:
     """Median number of examples per intent (drives the paper's epochs-by-data-size rule)."""
     counts: dict[str, int] = defaultdict(int)
@@ -263,5 +239,4 @@ __all__ = [
     "estimate_shots",
     "positive_pairs",
     "sample_pairs",
-    "with_anchors",
 ]

@@ -98,7 +98,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     projects.set_settings(ctx, "tiny", {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
         training.request_retrain(ctx, "tiny", {**QUICK, "label_encoder": "separate"})
-    job, _ = training.request_retrain(ctx, "tiny", {**QUICK, "anchor_pairs": True}, enqueue=False)
+    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     bundles.export_bundle(ctx, "tiny", tmp_path / "new.zip")
 

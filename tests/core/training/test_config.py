@@ -65,9 +65,11 @@ def test_from_dict_rejects_unknown_keys() -> None:
 
 
 def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_refused() -> None:
-    stored = {**TrainConfig(anchor_pairs=True).to_dict(), "label_encoder": "shared"}
-    stored["label_layers"] = None  # how every version before the option left recorded it
-    assert TrainConfig.from_dict(stored) == TrainConfig(anchor_pairs=True)
+    stored = {**TrainConfig(fast_passes=2).to_dict(), "label_encoder": "shared"}
+    stored.update(label_layers=None, anchor_pairs=False)  # as every earlier version recorded them
+    assert TrainConfig.from_dict(stored) == TrainConfig(fast_passes=2)
+    with pytest.raises(ValueError, match=r"anchor_pairs=True is no longer an option: .*tied"):
+        TrainConfig.from_dict({**stored, "anchor_pairs": True})
     with pytest.raises(
         ValueError, match=r"label_encoder='separate' is no longer an option: .*lost"
     ):

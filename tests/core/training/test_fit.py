@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -152,18 +151,3 @@ def test_loading_refuses_pickles_and_missing_parts(tmp_path: Path) -> None:
     (tmp_path / "encoder" / "evil.bin").write_bytes(b"x")
     with pytest.raises(ValueError, match=r"Refusing to load pickled weights: evil\.bin"):
         load_trained(tmp_path)
-
-
-def test_anchor_pairs_train_each_utterance_towards_its_intents_description(encoder) -> None:
-    anchors = {"card_lost": "my bank card is lost or stolen", "greeting": "saying hello"}
-    config = dataclasses.replace(FAST, anchor_pairs=True)
-    assert TrainConfig.from_dict(config.to_dict()) == config
-    # one example and its description make a positive pair: trainable only with anchor pairs
-    texts, labels = [*TEXTS[:4], "hello there"], [*LABELS[:4], ("greeting",)]
-    with pytest.raises(ValueError, match="too few: greeting"):
-        train_encoder("minilm", texts, labels, FAST, device="cpu")
-    trained = train_encoder("minilm", texts, labels, config, device="cpu", anchors=anchors)
-    pair = ["hello there", "saying hello"]
-    before = encoder.encode(pair)
-    after = trained.encoder().encode(pair)
-    assert float(after[0] @ after[1]) > float(before[0] @ before[1]) + 0.05
