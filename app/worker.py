@@ -4,7 +4,7 @@ task code), the job reporter, :func:`execute_job`, and the process that
 consumes the queue (``intent-studio worker``, or a child of ``serve`` that is restarted if it dies).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
-status, progress, log and cancellation. The request side (:mod:`app.services.training`) never
+status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
 imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``.
 """
 
@@ -24,7 +24,7 @@ from huey.api import TaskWrapper
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
 from app.services.retrain import EvalProgress, run_retrain
-from app.services.training import DEPLOYMENT, RetrainSpec, reap_dead
+from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from core.training import TrainingCancelled, TrainProgress
 from storage import jobs
 

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from app.admission import BusyError
 from app.api.models import ErrorOut
 from app.services.predict import error_message
-from app.services.training import QueueUnavailable
+from app.services.retrain_jobs import QueueUnavailable
 from storage.errors import BusyError as DatabaseBusy
 from storage.errors import ConflictError, NotFoundError, ReadOnlyError, ReadOnlyProjectError
 

@@ -32,7 +32,7 @@ from app.api.security import context, role
 from app.auth import Actor, acting_as
 from app.services import data as data_svc
 from app.services import predict as predict_svc
-from app.services import training as training_svc
+from app.services import retrain_jobs as training_svc
 from app.services import versions as versions_svc
 from storage.jobs import JobView
 

@@ -12,7 +12,7 @@ from app.cli.common import CliError, context
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
-    from app.services.training import parse_settings
+    from app.services.retrain_jobs import parse_settings
 
     try:
         return {"method": args.method, **parse_settings(args.set or [])}
@@ -25,16 +25,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     import time
 
     from app import worker
-    from app.services import training
+    from app.services import retrain_jobs
 
     ctx = context(args)
     if args.queue:
         ctx.enqueue = worker.queue_for(ctx.settings)
     try:
-        view, created = training.request_retrain(
+        view, created = retrain_jobs.request_retrain(
             ctx, args.project, _parse_config(args), enqueue=args.queue
         )
-    except training.QueueUnavailable as exc:
+    except retrain_jobs.QueueUnavailable as exc:
         raise CliError(str(exc)) from exc
     if not created:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
@@ -45,8 +45,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     last = ""
     try:
         while True:
-            view = training.job(ctx, view.id)
-            line = f"[{view.status}] {training.describe(view)}"
+            view = retrain_jobs.job(ctx, view.id)
+            line = f"[{view.status}] {retrain_jobs.describe(view)}"
             if line != last:
                 print(line, flush=True)
                 last = line
@@ -54,11 +54,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                 break
             time.sleep(1.0)
     except KeyboardInterrupt:
-        training.cancel(ctx, view.id)
+        retrain_jobs.cancel(ctx, view.id)
         print("cancelling…", flush=True)
         if runner is not None:
             runner.join(30)
-        view = training.job(ctx, view.id)
+        view = retrain_jobs.job(ctx, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics

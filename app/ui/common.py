@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from app.admission import BusyError
-from app.services.training import QueueUnavailable
+from app.services.retrain_jobs import QueueUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -89,7 +89,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     """The separate label encoder is no longer trained (it lost on both bench data sets), but a
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
     from app import worker
-    from app.services import training
+    from app.services import retrain_jobs
     from app.services.versions import resolve_anchor_encoder, resolve_encoder
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
@@ -97,8 +97,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     data_svc.describe_intent(ctx, "tiny", "refund", "Money back for an order")
     projects.set_settings(ctx, "tiny", {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
-        training.request_retrain(ctx, "tiny", {**QUICK, "label_encoder": "separate"})
-    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+        retrain_jobs.request_retrain(ctx, "tiny", {**QUICK, "label_encoder": "separate"})
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     bundles.export_bundle(ctx, "tiny", tmp_path / "new.zip")
 

@@ -17,7 +17,7 @@ from app.config import load_settings
 from app.context import AppContext
 from app.services import backup as backup_svc
 from app.services import predict as predict_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services.versions import history
 from storage.errors import StorageError
 from tests.samples import QUICK, make_tiny
@@ -33,11 +33,11 @@ def source(tmp_path_factory):
     ctx = AppContext(load_settings(tmp_path_factory.mktemp("source") / "data"))
     make_tiny(ctx)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
-    job, _ = training.request_retrain(ctx, "tiny", {**QUICK, "method": "lora"}, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", {**QUICK, "method": "lora"}, enqueue=False)
     worker.execute_job(ctx, job.id)
     from app.services.versions import activate
 
-    activate(ctx, "tiny", training.job(ctx, job.id).model_version_id)
+    activate(ctx, "tiny", retrain_jobs.job(ctx, job.id).model_version_id)
     yield ctx
     ctx.close()
 

@@ -13,7 +13,7 @@ from app.services import bundles as svc
 from app.services import data as data_svc
 from app.services import io as io_svc
 from app.services import predict as predict_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services.projects import project_names
 from app.services.versions import history
 from core.bundle import BundleError, load
@@ -43,9 +43,9 @@ def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
 @pytest.mark.slow
 def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
     make_tiny(ctx)
-    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    version = training.job(ctx, job.id).model_version_id
+    version = retrain_jobs.job(ctx, job.id).model_version_id
     from app.services.versions import activate
 
     activate(ctx, "tiny", version)

@@ -10,7 +10,7 @@ import pytest
 from app import worker
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services import versions as version_svc
 from app.services.projects import new_project
 from tests.samples import HOTEL_ROWS, HOTEL_TEST, QUICK, TINY
@@ -19,9 +19,9 @@ pytestmark = pytest.mark.slow
 
 
 def _retrain(ctx, project: str) -> int:
-    job, _ = training.request_retrain(ctx, project, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, project, QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    done = training.job(ctx, job.id)
+    done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
     return done.model_version_id

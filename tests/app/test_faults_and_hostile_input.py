@@ -18,7 +18,7 @@ from app.formats import FormatError
 from app.services import bundles as bundle_svc
 from app.services import data as data_svc
 from app.services import io as io_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services.projects import project_names
 from app.services.versions import history
 from storage.errors import ConflictError
@@ -52,9 +52,9 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
     from core.training.model_io import TrainedModel
 
     monkeypatch.setattr(TrainedModel, "save", _disk_full)
-    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    failed = training.job(ctx, job.id)
+    failed = retrain_jobs.job(ctx, job.id)
     assert failed.status == "failed"
     assert "No space left on device" in failed.message
     assert "active model is unchanged" in failed.message
@@ -80,9 +80,9 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
         return real_gate(*args, **kwargs)
 
     monkeypatch.setattr(retrain, "gate", reaped_then_gate)
-    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    ended = training.job(ctx, job.id)
+    ended = retrain_jobs.job(ctx, job.id)
     assert ended.status == "failed"
     assert "stopped unexpectedly" in ended.message
     assert "after the job had ended" in ended.log

@@ -14,7 +14,7 @@ from app import worker
 from app.cli import main
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, export_version_int8, parity_split
 from core.bundle.onnx_encoder import OnnxEncoder
@@ -41,9 +41,9 @@ def served(tmp_path_factory):
     context = AppContext(dataclasses.replace(settings, int8=True))
     demo = ensure_demo_project(context)
     assert demo is not None
-    job, _ = training.request_retrain(context, demo, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(context, demo, QUICK, enqueue=False)
     worker.execute_job(context, job.id)
-    version_svc.activate(context, demo, training.job(context, job.id).model_version_id)
+    version_svc.activate(context, demo, retrain_jobs.job(context, job.id).model_version_id)
     yield context, demo
     context.close()
 

@@ -12,7 +12,7 @@ from app.services import bundles as bundle_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.services import predict as predict_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services.projects import new_project
 from core.bundle import load
 from core.multilabel.head import HEAD_DIR
@@ -38,15 +38,15 @@ def hotel(ctx):
 )
 def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
     with pytest.raises(ValueError, match="threshold"):
-        training.request_retrain(ctx, hotel, {**QUICK, **bad}, enqueue=False)
+        retrain_jobs.request_retrain(ctx, hotel, {**QUICK, **bad}, enqueue=False)
     with ctx.db.session() as s:
         assert s.scalar(select(func.count()).select_from(TrainingJob)) == 0
 
 
 def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
-    job, _ = training.request_retrain(ctx, hotel, {**QUICK, "threshold": 0.4}, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, hotel, {**QUICK, "threshold": 0.4}, enqueue=False)
     worker.execute_job(ctx, job.id)
-    done = training.job(ctx, job.id)
+    done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     with ctx.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)

@@ -20,7 +20,7 @@ from app.services import evaluation as eval_svc
 from app.services import maps as map_svc
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
-from app.services import training
+from app.services import retrain_jobs
 from app.services import versions as version_svc
 from core.evaluation.oos import OUT_OF_SCOPE
 
@@ -109,9 +109,9 @@ def _multi(ctx, name: str = "hotel") -> str:
 
 
 def _retrain_and_activate(ctx, project: str) -> int:
-    job, _ = training.request_retrain(ctx, project, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, project, QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    done = training.job(ctx, job.id)
+    done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
     version_svc.activate(ctx, project, done.model_version_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services import training as svc
+from app.services import retrain_jobs as svc
 from app.services import versions as version_svc
 from storage.remote_artifacts import MARKER
 from tests.samples import QUICK, make_tiny

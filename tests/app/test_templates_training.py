@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app import worker
+from app.services import retrain_jobs as svc
 from app.services import slots as slots_svc
-from app.services import training as svc
 from storage.tables import ModelVersion, TrainingJob, Utterance
 from tests.samples import QUICK, make_tiny
 

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from app import worker
 from app.services import data as data_svc
 from app.services import predict as predict_svc
-from app.services import training as svc
+from app.services import retrain_jobs as svc
 from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, INT8_OFF
 from app.services.projects import new_project

@@ -11,7 +11,7 @@ import pytest
 from app import worker
 from app.config import load_settings
 from app.context import AppContext
-from app.services import queue, training
+from app.services import queue, retrain_jobs
 from app.services.data import project_id_in
 from app.services.projects import ensure_demo_project
 from storage.tables import ModelVersion
@@ -26,9 +26,9 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
     trainer = AppContext(settings)  # the worker's process
     demo = ensure_demo_project(trainer)
     assert demo is not None
-    job, _ = training.request_retrain(trainer, demo, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(trainer, demo, QUICK, enqueue=False)
     worker.execute_job(trainer, job.id)
-    version_id = training.job(trainer, job.id).model_version_id
+    version_id = retrain_jobs.job(trainer, job.id).model_version_id
     assert version_id is not None
     trainer.close()
 

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from app.context import AppContext
-from app.services import training as train_svc
+from app.services import retrain_jobs as train_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.jobs import JobView

@@ -162,14 +162,14 @@ def test_health_needs_no_token_and_everything_else_still_does(team):
 @pytest.mark.slow
 def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ctx):
     from app import worker
-    from app.services import training
+    from app.services import retrain_jobs
     from app.services.projects import set_settings
     from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)
-    job, _ = training.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    version = training.job(ctx, job.id).model_version_id
+    version = retrain_jobs.job(ctx, job.id).model_version_id
     url = "/api/v1/projects/tiny"
 
     rows = client.get(f"{url}/versions").json()["versions"]
