@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from core.training.config import TrainConfig
 from core.training.eta import Eta
@@ -68,24 +67,6 @@ def _transformer(model: SentenceTransformer) -> Any:
     """The Hugging Face model inside the first (Transformer) module."""
     module: Any = model[0]
     return module.model
-
-
-def _add_projection(model: SentenceTransformer, dim: int, device: str) -> SentenceTransformer:
-    """Insert Dense(d → dim, tanh) after pooling (before Normalize), ConvFiT's down-projection."""
-    from sentence_transformers import SentenceTransformer as ST
-    from sentence_transformers.base.modules import Dense, Normalize
-
-    modules = list(model)
-    tail = []
-    if modules and isinstance(modules[-1], Normalize):
-        tail = [modules.pop()]
-    in_dim = model.get_embedding_dimension()
-    if in_dim is None:
-        raise ValueError("The base model does not report its embedding dimension.")
-    dense = Dense(int(in_dim), dim, activation_function=torch.nn.Tanh())
-    projected = ST(modules=[*modules, dense, *(tail or [Normalize()])], device=device)
-    projected.max_seq_length = model.max_seq_length
-    return projected
 
 
 def _freeze(model: SentenceTransformer, embeddings: bool, layers: int) -> None:
@@ -227,17 +208,12 @@ def train_encoder(
     seed_everything(config.seed)
     model = load_sentence_transformer(resolve_path(base), device)
     model.max_seq_length = config.max_length
-    if config.projection_dim is not None:
-        model = _add_projection(model, config.projection_dim, device)
     kind = "full"
     if config.method == "lora":
         attach_lora(model, config)
         kind = "adapter"
     else:
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
-    base_state = None
-    if config.interpolate < 1.0 and kind == "full":
-        base_state = {k: v.detach().clone() for k, v in _transformer(model).state_dict().items()}
 
     plan1 = plan_stage1(context_pairs, config) if config.stage1 and context_pairs else []
     stage1_steps = sum(len(e) for e in plan1)
@@ -298,8 +274,6 @@ def train_encoder(
             should_cancel=should_cancel,
             stage="stage2",
         )
-    if base_state is not None:
-        _interpolate(model, base_state, config.interpolate)
     for p in model.parameters():
         p.requires_grad_(False)
     model.eval()
@@ -320,14 +294,3 @@ def train_encoder(
         kind=kind,
         stats=stats,
     )
-
-
-@torch.no_grad()
-def _interpolate(
-    model: SentenceTransformer, base_state: dict[str, torch.Tensor], alpha: float
-) -> None:
-    """WiSE-FT: move the transformer weights back towards the base by ``1 - alpha``."""
-    state = _transformer(model).state_dict()
-    for k, v in state.items():
-        if k in base_state and v.is_floating_point():
-            v.copy_(base_state[k] + alpha * (v - base_state[k]))
