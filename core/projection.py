@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import threading
 import time
@@ -51,39 +53,29 @@ APPROXIMATE_FROM = 4096
 
 _warm_lock = threading.Lock()
 _warmed: set[str] = set()
-_cache_lock = threading.Lock()
-_cached = False
 
 
-def _cache_kernels() -> int:
+@functools.cache  # once per process
+def _cache_kernels() -> None:
     """Turn numba's on-disk cache on for every compiled function of umap and pynndescent that did
     not ask for it (what ``cache=True`` does: numba keys each entry on the function's source file
     and its timestamp, and keeps it beside the source or, where that is read-only, in the user's
-    cache directory). Once per process; returns how many functions it turned on. A function numba
-    cannot cache keeps compiling as before."""
-    global _cached
-    with _cache_lock:
-        if _cached:
-            return 0
-        _cached = True
-        import sys
+    cache directory). A function numba cannot cache keeps compiling as before."""
+    import sys
 
-        from numba.core.caching import NullCache
-        from numba.core.registry import CPUDispatcher
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
 
-        turned = 0  # ``_cache``: numba's own record of whether a function caches (no public one)
-        for name, module in list(sys.modules.items()):
-            if module is None or name.split(".")[0] not in ("umap", "pynndescent"):
-                continue
-            for item in list(vars(module).values()):
-                cache = getattr(item, "_cache", None)
-                if isinstance(item, CPUDispatcher) and isinstance(cache, NullCache):
-                    try:
-                        item.enable_caching()
-                    except RuntimeError:  # no writable place for this file's cache
-                        continue
-                    turned += 1
-        return turned
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in ("umap", "pynndescent"):
+            continue
+        for item in list(vars(module).values()):
+            # ``_cache``: numba's own record of whether a function caches (there is no public one)
+            if isinstance(item, CPUDispatcher) and isinstance(
+                getattr(item, "_cache", None), NullCache
+            ):
+                with contextlib.suppress(RuntimeError):  # no writable place for its cache
+                    item.enable_caching()
 
 
 def _as_unit(vectors: np.ndarray) -> np.ndarray:
