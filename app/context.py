@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
+from app.pool_heads import HeadFitter
 from app.pools import ProjectPool, project_anchors, sync
 from app.project_settings import encodes_context
 from app.services.int8 import INT8_DIR, serves_int8
@@ -26,8 +27,11 @@ from core.encoding.cache import CachedEncoder
 from core.encoding.fair_share import SHARED
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
+from core.evaluation.data import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.multilabel.rule import is_multilabel
+from core.multilabel.tuning import fit_head
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
@@ -36,7 +40,7 @@ from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import get_project
 from storage.tables import ModelVersion
-from storage.utterances import UtteranceRow
+from storage.utterances import UtteranceRow, list_utterances
 from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
@@ -77,6 +81,8 @@ class AppContext:
         self._lock = threading.Lock()
         # Queues a training job id; set by the entry point that runs a queue (see app.worker).
         self.enqueue: JobQueue | None = None
+        # fits the heads of multi-label pools whose version has none (app.pool_heads)
+        self.heads = HeadFitter(self._fit_pool_head)
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)
@@ -141,6 +147,28 @@ class AppContext:
             return None
         folder = self.artifacts.path(mv.artifact_path) / HEAD_DIR
         return load_head(folder) if folder.is_dir() else None
+
+    def head_data(self, project_id: int) -> EvalData | None:
+        """The rows a head is fitted on in a space whose version has none: the project's train
+        rows as it encodes them, those with no intent teaching "none of these" (what a retrain's
+        evaluation fits the frozen base's head on); None for a single-label project."""
+        with self.db.session() as s:
+            settings = get_project(s, project_id).settings
+            rows = as_encoded(list_utterances(s, project_id, split="train"), settings)
+        data = EvalData.from_rows(rows, with_unlabelled=True)
+        return data if is_multilabel(data.train_labels) else None
+
+    def space_head(
+        self, project_id: int, encoder: TextEncoder, data: EvalData | None = None
+    ) -> MultiLabelHead | None:
+        """The multi-label head of ``encoder``'s space when its version has none: fitted with
+        the default options on :meth:`head_data` (``data``, when already read), as a retrain's
+        evaluation fits one (:func:`core.multilabel.tuning.fit_head`); None when single-label."""
+        data = data if data is not None else self.head_data(project_id)
+        if data is None:
+            return None
+        vectors = self.cache.encode(cast(CachedEncoder, encoder), data.train_texts)
+        return fit_head(vectors, data.train_labels)
 
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
         """The project's active model version (None = frozen base) and its base encoder name."""
@@ -232,18 +260,38 @@ class AppContext:
                 or pool.use_context != use_context
             )
         if fresh:
-            factory = self.predictor_factory(
-                project_id, encoder, label_encoder=label, head=self.version_head(mv)
-            )
+            head = self.version_head(mv)
+            factory = self.predictor_factory(project_id, encoder, label_encoder=label, head=head)
             with self._lock:
                 pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
+                pool.fits_head = head is None
                 a = factory.anchors
                 pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
                 self._pools[project_id] = pool
         assert pool is not None
         with pool.lock:
             sync(pool, self.db, self.cache)
+            if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
+                self.heads.request(project_id)
         return pool
+
+    def _fit_pool_head(self, project_id: int) -> None:
+        """Fit the head of the project's live pool (:class:`HeadFitter` calls it in the
+        background) and swap it in, unless the pool was replaced meanwhile; skipped when the rows
+        are those of the head it has."""
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is None or not pool.fits_head:
+            return
+        data = self.head_data(project_id)
+        if data is not None and data == pool.head_data and pool.predictor.head is not None:
+            return
+        head = self.space_head(project_id, pool.encoder, data) if data is not None else None
+        with self._lock:
+            current = self._pools.get(project_id) is pool
+        if current:
+            with pool.lock:
+                pool.predictor.head, pool.head_data = head, data
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at
@@ -263,4 +311,5 @@ class AppContext:
             self._pools.pop(project_id, None)
 
     def close(self) -> None:
+        self.heads.close()
         self.db.dispose()

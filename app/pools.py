@@ -22,6 +22,7 @@ from typing import Any, Protocol, cast
 from app.project_settings import anchor_weight, oos_target
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.previous_turn import with_context
+from core.evaluation.data import EvalData
 from core.evaluation.oos import OUT_OF_SCOPE, Calibration, calibrate_predictor, in_scope_labels
 from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.retrieval.anchors import anchor_texts
@@ -89,6 +90,9 @@ class ProjectPool:
     intents: dict[str, str] = field(default_factory=dict)
     # storage.pool_state.pool_stamp when the pool was last brought up to date
     stamp: tuple[int, ...] = ()
+    # a multi-label pool whose version has no head gets one fitted on its rows (app.pool_heads)
+    fits_head: bool = False
+    head_data: EvalData | None = None  # the rows its fitted head learnt from
 
     def text_of(self, row: HasContext) -> str:
         """What the encoder sees for a row: its text, after its context when the project

@@ -26,7 +26,6 @@ from core.encoding.registry import Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR
-from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from storage import versions
@@ -94,7 +93,7 @@ def export_bundle(
     encoder = cast(Encoder, factory.encoder)
     with ctx.db.session() as s:
         p = get_project(s, project)
-        rows = list_utterances(s, p.id)
+        project_id, rows = p.id, list_utterances(s, p.id)
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
     if encodes_context(settings):  # a bundle encodes the utterance alone: it would drift
@@ -131,12 +130,17 @@ def export_bundle(
     if calibration is not None:
         fields["thresholds"] = calibration.thresholds
         fields["out_of_scope"] = calibration.to_dict()
-    elif fields["multi_label"] and factory.head is None:  # the k-NN decision's own threshold
-        threshold = calibrate_knn_threshold(factory.build(texts, labels, vectors=vectors))
-        if threshold is not None:
-            fields["thresholds"] = {"default": threshold}
+    # a version without a head serves one fitted on its vectors (AppContext.space_head): the
+    # bundle carries it, so it decides as the app does
+    head = (
+        ctx.space_head(project_id, encoder)
+        if fields["multi_label"] and factory.head is None
+        else None
+    )
     with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
         extra: dict[str, Path] = {}
+        if head is not None:
+            extra[HEAD_DIR] = head.save(Path(tmp) / HEAD_DIR)
         if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
             extra[HEAD_DIR] = row["dir"] / HEAD_DIR  # the multi-label head and its thresholds
         if int8:

@@ -25,7 +25,7 @@ from core.evaluation import (
     evaluate_knn,
     scoring_gold,
 )
-from core.evaluation.multilabel import evaluate_head, evaluate_knn_labels
+from core.evaluation.multilabel import evaluate_head
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
@@ -44,7 +44,6 @@ def evaluate_version(
     *,
     multi_label: bool = False,
     head: dict[str, Any] | None = None,
-    fit_head: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[VersionMetrics, MultiLabelHead | None]:
     """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
@@ -52,9 +51,9 @@ def evaluate_version(
     head fitted on all train rows (``head`` = its options: ``threshold``, ``tune``). A
     single-label project's accuracy is the accuracy of ``factory``'s Predictor over the train
     rows on the test rows (or fold by fold, by cross-validation): the Predictor that serves. A
-    multi-label project is scored by a head fitted on the train rows, or, with ``fit_head=False``
-    (an encoder that serves without a head: the frozen base), by the Predictor's k-NN decision at
-    its calibrated threshold (:func:`core.evaluation.multilabel.evaluate_knn_labels`).
+    multi-label project is scored by a head fitted on the train rows, as it serves in every space:
+    a version's head was fitted here, and a space without one (the frozen base) serves the same
+    fit with the default options (:meth:`app.context.AppContext.space_head`).
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many
@@ -63,9 +62,7 @@ def evaluate_version(
     vectors = cache.encode(encoder, [*data.train_texts, *data.test_texts], progress=progress)
     train_v, test_v = vectors[: len(data.train_texts)], vectors[len(data.train_texts) :]
     fitted: MultiLabelHead | None = None
-    if multi_label and not fit_head:
-        metrics = evaluate_knn_labels(factory, train_v, data.train_labels, test_v, data.test_labels)
-    elif multi_label:
+    if multi_label:
         metrics, fitted = evaluate_head(
             train_v, data.train_labels, test_v, data.test_labels, **(head or {})
         )
@@ -185,7 +182,6 @@ def live_evaluation(
         ctx.cache,
         multi_label=multi,
         head=head_options(ctx, project, version) if multi else None,
-        fit_head=factory.head is not None,  # as it serves: the frozen base has no head
     )
     return replace(metrics, version_label=label)
 

@@ -280,10 +280,13 @@ def run_retrain(
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        # the frozen base (and an active version without a head) serve without one
-        base_metrics, _ = evaluation.score(base_factory, **options, fit_head=False)
+        # the frozen base (and an active version without a head) serve a head fitted with the
+        # default options (AppContext.space_head)
+        base_metrics, _ = evaluation.score(base_factory, multi_label=multi, head={})
         ref_metrics, _ = evaluation.score(
-            ref_factory, **options, fit_head=ref_factory.head is not None
+            ref_factory,
+            multi_label=multi,
+            head=head_options if ref_factory.head is not None else {},
         )
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")

@@ -1,6 +1,6 @@
-"""Multi-label evaluation of the head (:func:`evaluate_head`), or of the k-NN decision of a
-Predictor without one (:func:`evaluate_knn_labels`: a frozen project before its first retrain):
-on the test split, or by cross-validation with the one fold splitter; the metrics of
+"""Multi-label evaluation of the head (:func:`evaluate_head`), which decides a multi-label
+project's label sets in every space (a version's, or one fitted on the frozen vectors): on the
+test split, or by cross-validation with the one fold splitter; the metrics of
 :func:`core.multilabel.metrics.multilabel_report` (primary: micro-F1), with ``accuracy`` = exact
 match for the history table.
 
@@ -23,12 +23,9 @@ import numpy as np
 from core.evaluation.data import CV_FOLDS
 from core.evaluation.folds import fold_assignments
 from core.multilabel.head import HeadConfig, MultiLabelHead
-from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.multilabel.metrics import multilabel_report
 from core.multilabel.thresholds import DEFAULT_THRESHOLD
 from core.multilabel.tuning import fit_head
-from core.retrieval.factory import PredictorFactory
-from core.retrieval.predictor import Predictor
 
 LabelSets = Sequence[tuple[str, ...]]
 
@@ -77,57 +74,3 @@ def evaluate_head(
     metrics["multi_label"] = True
     metrics["threshold"] = head.thresholds.global_threshold
     return metrics, head
-
-
-def evaluate_knn_labels(
-    factory: PredictorFactory,
-    train_vecs: np.ndarray,
-    train_labels: LabelSets,
-    test_vecs: np.ndarray,
-    test_labels: LabelSets,
-    *,
-    folds: int = CV_FOLDS,
-) -> dict[str, Any]:
-    """The multi-label metrics of a Predictor without a head, as the live pool decides before a
-    retrain: ``factory``'s Predictor over the train rows takes every intent whose score reaches
-    the threshold calibrated out of fold on those rows
-    (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`). Scored on the test rows, or
-    by ``folds``-fold cross-validation of train (each fold's pool calibrated on its own rows).
-    The shape of :func:`evaluate_head` (``threshold``: the one calibrated on all train rows)."""
-    factory = factory.prepared().replace(head=None, multi_label=True)
-    train_vecs = np.asarray(train_vecs, dtype=np.float32)
-    if len(test_vecs):
-        pool = _knn_pool(factory, train_vecs, list(train_labels))
-        gold, pred = list(test_labels), _decide(pool, np.asarray(test_vecs, dtype=np.float32))
-    else:
-        assign = fold_assignments(train_labels, folds)
-        gold, pred = [], []
-        for f in range(folds):
-            inner, outer = np.flatnonzero(assign != f), np.flatnonzero(assign == f)
-            if not len(outer):
-                continue
-            fold = _knn_pool(factory, train_vecs[inner], [train_labels[int(i)] for i in inner])
-            gold += [train_labels[int(i)] for i in outer]
-            pred += _decide(fold, train_vecs[outer])
-        pool = _knn_pool(factory, train_vecs, list(train_labels))
-    metrics = multilabel_report(gold, pred)
-    metrics["accuracy"] = metrics["exact_match"]  # the history table's headline column
-    metrics["n"] = len(gold)
-    metrics["multi_label"] = True
-    metrics["threshold"] = pool.thresholds.get("default")
-    return metrics
-
-
-def _knn_pool(
-    factory: PredictorFactory, vectors: np.ndarray, labels: list[tuple[str, ...]]
-) -> Predictor:
-    """The factory's Predictor over the rows, at its calibrated no-head threshold."""
-    pool = factory.build([""] * len(labels), labels, vectors=vectors)
-    threshold = calibrate_knn_threshold(pool)
-    pool.thresholds = {} if threshold is None else {"default": threshold}
-    return pool
-
-
-def _decide(pool: Predictor, vectors: np.ndarray) -> list[tuple[str, ...]]:
-    rows = pool.predict_vectors([""] * len(vectors), vectors, show=0)
-    return [tuple(row["labels"]) for row, _ in rows]

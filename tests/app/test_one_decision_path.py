@@ -151,7 +151,8 @@ def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp
 def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32):
     """The head decides the label set, so anchors change the evidence, not the decision: the
     recorded exact match is the live one with anchors on and off (one retrain for both); the
-    frozen base's, recorded beside it, is the frozen Predictor's (no head)."""
+    frozen base's, recorded beside it, is the frozen Predictor's (its head fitted on the frozen
+    vectors)."""
     ctx = fp32
     project = _multi(ctx)
     version = _retrain_and_activate(ctx, project)
@@ -164,17 +165,27 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
         live = predict_svc.predict(ctx, project, [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
         assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
-    # the frozen base recorded beside it is the frozen Predictor's: no head, the k-NN decision at
-    # its calibrated threshold
-    project_svc.set_settings(
-        ctx, project, {"anchor_weight": "1"}
-    )  # as when the version was recorded
+    # the frozen base recorded beside it is the frozen Predictor's, once its head is fitted
     version_svc.activate(ctx, project, None)
+    _frozen_pool_with_head(ctx, project)
     frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     live = eval_svc.live_evaluation(ctx, project, version_svc.BASE)
     assert live.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
+
+
+def _frozen_pool_with_head(ctx, project: str):
+    """The project's live pool once its background head fit has run."""
+    from storage.projects import get_project
+
+    with ctx.db.session() as s:
+        pid = get_project(s, project).id
+    ctx.pool(pid)
+    assert ctx.heads.settle(timeout=120)
+    pool = ctx.pool(pid)
+    assert pool.predictor.head is not None
+    return pool
 
 
 def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
@@ -212,16 +223,17 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     assert OUT_OF_SCOPE not in clicked["gold"]
 
 
-def test_a_multi_label_project_without_a_head_decides_at_its_calibrated_threshold(ctx, tmp_path):
-    """Before its first retrain a multi-label project has no head: the live Predictor takes every
-    intent whose score reaches the threshold calibrated out of fold on its train pool (not a
-    fixed 0.5), and a bundle of the frozen project carries the same threshold."""
-    from app.services import bundles
-    from core.bundle import load
+def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its_head_is_fitted(
+    ctx,
+):
+    """Before a retrain a multi-label project's pool has no head of a version: until the one
+    fitted on its frozen vectors lands, the live Predictor takes every intent whose score reaches
+    the threshold calibrated out of fold on its train pool (not a fixed 0.5)."""
     from core.multilabel.knn_threshold import calibrate_knn_threshold
     from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
     from storage.projects import get_project
 
+    ctx.heads.delay = 3600.0  # no fit runs during this test
     project = _multi(ctx)
     with ctx.db.session() as s:
         pool = ctx.pool(get_project(s, project).id)
@@ -231,7 +243,33 @@ def test_a_multi_label_project_without_a_head_decides_at_its_calibrated_threshol
     assert threshold != MULTI_LABEL_KNN_THRESHOLD
     for row in predict_svc.predict(ctx, project, [text for text, _ in MULTI_TEST]):
         assert row["labels"] == [s["intent"] for s in row["intents"] if s["score"] >= threshold]
+
+
+def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit(ctx, tmp_path):
+    """The head fitted on the frozen vectors in the background is the one the live evaluation of
+    the frozen base scores and a bundle of it carries: the live exact match is the evaluated
+    one, the bundle decides every test row as the app does, and a new intent's labels reach
+    the head at its next fit."""
+    from app.services import bundles
+    from core.bundle import load
+
+    project = _multi(ctx)
+    pool = _frozen_pool_with_head(ctx, project)
+    assert pool.predictor.head is not None
+    assert set(pool.predictor.head.intents) == {"breakfast", "cancel", "parking", "refund"}
+    rows = _test_rows(ctx, project)
+    texts = [text for text, _ in rows]
+    live = predict_svc.predict(ctx, project, texts)
+    assert all("probabilities" in row for row in live)  # the head decided
+    exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
+    evaluated = eval_svc.live_evaluation(ctx, project)
+    assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     path = tmp_path / "hotel.zip"
     bundles.export_bundle(ctx, project, path)
     with load(path) as bundle:
-        assert bundle.thresholds["default"] == pytest.approx(threshold)
+        assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in live]
+    for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
+        labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
+        data_svc.add_utterance(ctx, project, text, labels, "train")
+    pool = _frozen_pool_with_head(ctx, project)
+    assert pool.predictor.head is not None and "wifi" in pool.predictor.head.intents

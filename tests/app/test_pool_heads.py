@@ -1,0 +1,56 @@
+"""The background fitter of live pools' multi-label heads (:mod:`app.pool_heads`): a burst of
+changes shares one fit, a change during a fit gets a fit of its own after it, one project's
+failure does not stop another's, and a closed fitter drops what was not started."""
+
+from __future__ import annotations
+
+import threading
+
+from app.pool_heads import HeadFitter
+
+
+def test_a_burst_shares_one_fit_and_a_change_during_a_fit_gets_another():
+    started, release = threading.Event(), threading.Event()
+    fitted: list[int] = []
+
+    def fit(project_id: int) -> None:
+        fitted.append(project_id)
+        started.set()
+        release.wait(10)
+
+    fitter = HeadFitter(fit, delay=0.05)
+    for _ in range(5):
+        fitter.request(1)
+    assert started.wait(10)
+    fitter.request(1)  # a label written while the fit runs
+    assert not fitter.settle(timeout=0.2)  # the first fit is still running
+    release.set()
+    assert fitter.settle(timeout=10)
+    assert fitted == [1, 1]
+    fitter.close()
+
+
+def test_a_failed_fit_does_not_stop_the_next_projects():
+    fitted: list[int] = []
+
+    def fit(project_id: int) -> None:
+        if project_id == 1:
+            raise RuntimeError("broken project")
+        fitted.append(project_id)
+
+    fitter = HeadFitter(fit, delay=0.0)
+    fitter.request(1)
+    fitter.request(2)
+    assert fitter.settle(timeout=10)
+    assert fitted == [2]
+    fitter.close()
+
+
+def test_a_closed_fitter_drops_the_fits_not_started():
+    fitted: list[int] = []
+    fitter = HeadFitter(fitted.append, delay=60.0)
+    fitter.request(3)
+    fitter.close()
+    fitter.request(4)
+    assert fitter.settle(timeout=1)
+    assert fitted == []
