@@ -305,8 +305,9 @@ class Predictor:
             )
             for text, pred in zip(texts, preds, strict=True)
         ]
-        if self.head is not None:
-            self._apply_head(rows, np.asarray(vectors))
+        head = self.head  # read once: the live pool may swap its head meanwhile
+        if head is not None:
+            _apply_head(head, rows, np.asarray(vectors))
         return list(zip(rows, preds, strict=True))
 
     def predict_with_evidence(
@@ -330,17 +331,16 @@ class Predictor:
         """
         return [row for row, _ in self.predict_with_evidence(texts, k=k, show=show, top_n=top_n)]
 
-    def _apply_head(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """The head decides the label set; the k-NN evidence stays."""
-        from core.multilabel.thresholds import decide
 
-        head = self.head
-        assert head is not None
-        proba = head.predict_proba(vectors)
-        decided = decide(proba, head.intents, head.thresholds)
-        for row, p, labels in zip(rows, proba, decided, strict=True):
-            row["labels"] = list(labels)
-            # not rounded: a rounded probability could read as >= the threshold it missed
-            row["probabilities"] = {name: float(v) for name, v in zip(head.intents, p, strict=True)}
-            row["threshold"] = head.thresholds.global_threshold
-            row["oos"] = bool(row["intents"]) and not row["labels"]
+def _apply_head(head: MultiLabelHead, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+    """The head decides the label set; the k-NN evidence stays."""
+    from core.multilabel.thresholds import decide
+
+    proba = head.predict_proba(vectors)
+    decided = decide(proba, head.intents, head.thresholds)
+    for row, p, labels in zip(rows, proba, decided, strict=True):
+        row["labels"] = list(labels)
+        # not rounded: a rounded probability could read as >= the threshold it missed
+        row["probabilities"] = {name: float(v) for name, v in zip(head.intents, p, strict=True)}
+        row["threshold"] = head.thresholds.global_threshold
+        row["oos"] = bool(row["intents"]) and not row["labels"]
