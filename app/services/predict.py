@@ -149,6 +149,7 @@ def predict_explained(
             intents=names,
             intent_descriptions=descriptions,
             out_of_scope_below=missed,
+            head_decided="probabilities" in row,
         ).to_dict()
     return [row for row, _ in results]
 

@@ -197,6 +197,7 @@ def _sentence(
     ambiguous: bool,
     threshold: float | None = None,
     described: Mapping[str, str] | None = None,
+    lead: str = "Predicted",
 ) -> str:
     if not pred.intents:
         return "No prediction: there are no labelled examples to compare with yet."
@@ -211,15 +212,15 @@ def _sentence(
             f"{top.score:.2f} ({evidence}), below its threshold {threshold:.2f}."
         )
     if top.cold:  # its anchor alone decided
-        s = f"Predicted *{top.intent}*: {_cold(top, described)}."
+        s = f"{lead} *{top.intent}*: {_cold(top, described)}."
     elif top.by_example:  # the nearest example alone decided
         s = (
-            f"Predicted *{top.intent}* because it is most like "
+            f"{lead} *{top.intent}* because it is most like "
             f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
         )
     else:
         s = (
-            f"Predicted *{top.intent}* because its examples are the closest: its nearest example "
+            f"{lead} *{top.intent}* because its examples are the closest: its nearest example "
             f"{_parts(top, described)} give it {top.score:.2f}."
         )
     ru = pred.runner_up
@@ -252,6 +253,7 @@ def explain(
     k: int | None = None,
     ambiguous_margin: float = AMBIGUOUS_MARGIN,
     out_of_scope_below: float | None = None,
+    head_decided: bool = False,
 ) -> Explanation:
     """Explain a k-NN prediction by its deciding neighbours.
 
@@ -267,6 +269,8 @@ def explain(
         ambiguous_margin: a margin below this marks the prediction ``ambiguous``.
         out_of_scope_below: the threshold the top intent missed, when the prediction decided
             *out of scope* (the predictor decides; this tells it).
+        head_decided: a multi-label head decided the label set, so the sentence names the
+            top intent as the *nearest*, not as the prediction.
 
     Returns:
         An :class:`Explanation`.
@@ -298,7 +302,14 @@ def explain(
         runner_up=ru.intent if ru else None,
         runner_up_score=float(ru.score) if ru else None,
         runner_up_neighbour=ru.best if ru else None,
-        sentence=_sentence(prediction, margin, ambiguous, out_of_scope_below, descriptions),
+        sentence=_sentence(
+            prediction,
+            margin,
+            ambiguous,
+            out_of_scope_below,
+            descriptions,
+            lead="Nearest intent" if head_decided else "Predicted",
+        ),
         ambiguous=bool(ambiguous),
         borderline=is_borderline,
         borderline_reason=reason,

@@ -261,6 +261,9 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     texts = [text for text, _ in rows]
     live = predict_svc.predict(ctx, project, texts)
     assert all("probabilities" in row for row in live)  # the head decided
+    # and the Try tab's sentence names the k-NN top as the nearest intent, not as the decision
+    explained = predict_svc.predict_explained(ctx, project, texts[:1])[0]["explanation"]
+    assert explained["sentence"].startswith("Nearest intent *")
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
     evaluated = eval_svc.live_evaluation(ctx, project)
     assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)

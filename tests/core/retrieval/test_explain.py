@@ -43,6 +43,9 @@ def test_explanation_shows_both_sides_of_the_decision(encoder, index: KnnIndex) 
     assert f"The closest other intent is *{ex.runner_up}*" in ex.sentence
     assert f"({ex.predicted_neighbour.similarity:.2f})" in ex.sentence
     json.dumps(ex.to_dict())  # JSON-ready
+    # when a multi-label head decided the label set, the k-NN top is the nearest, not the decision
+    decided = explain(text, pred, head_decided=True).sentence
+    assert decided == ex.sentence.replace("Predicted *", "Nearest intent *", 1)
 
 
 def test_explanation_names_both_parts_of_the_score_that_decided(encoder, index) -> None:
