@@ -12,7 +12,7 @@ for a project's unlabelled logs; its labels only score the pseudo-labels of step
    (:func:`core.training.losses.similarity_distillation`) over each step's anchors and
    ``--per-step`` utterances drawn from U, scored the same way;
 4. with ``--selftrain M``, the teacher as a pseudo-label filter: the ``fast`` model gives each
-   intent its ``M`` surest utterances of U (:func:`core.training.selftrain.pseudo_labels`), only
+   intent its ``M`` surest utterances of U (:func:`bench.experiments.pseudo_labels.pseudo_labels`), only
    those frozen mpnet's 1-NN over S agrees with are kept, and the recipe retrains on S plus them
    (``--selftrain-control``: also without the filter); training time counts both passes.
 
@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
+    from bench.experiments.pseudo_labels import pseudo_labels
     from core.encoding.registry import Encoder, load_encoder
     from core.evaluation.scoring import knn_predict
     from core.retrieval.factory import vector_pool
     from core.training import TrainConfig, train_encoder
-    from core.training.selftrain import pseudo_labels
 
     torch.set_num_threads(args.threads)
     te_x, te_y = read_csv(args.data / args.dataset / "test.csv")

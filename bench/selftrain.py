@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "selftrain.json")
     args = ap.parse_args(argv)
+    from bench.experiments.pseudo_labels import pseudo_labels
     from core.encoding.registry import Encoder
     from core.evaluation.scoring import knn_predict
     from core.retrieval.factory import vector_pool
     from core.training import TrainConfig, train_encoder
-    from core.training.selftrain import pseudo_labels
 
     te_x, te_y = read_csv(args.data / args.dataset / "test.csv")
     all_x, all_y = read_csv(args.data / args.dataset / "train.csv")

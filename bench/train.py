@@ -205,7 +205,7 @@ def run_cell(
     trained = train_encoder(base, tr_x, labels, cfg, device=args.device)
     extra: dict[str, Any] = {}
     if method == "fast_selftrain":
-        from core.training.selftrain import pseudo_labels
+        from bench.experiments.pseudo_labels import pseudo_labels
 
         enc = trained.encoder()
         pool = unlabelled_pool(args.data / args.dataset, tr_x, args.pool, seed)

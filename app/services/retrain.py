@@ -18,8 +18,6 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-import numpy as np
-
 from app.context import AppContext, as_encoded
 from app.project_settings import encodes_context
 from app.services.evaluation import evaluate_version, gate
@@ -30,18 +28,16 @@ from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
-from core.retrieval.factory import PredictorFactory, vector_pool
+from core.retrieval.factory import PredictorFactory
 from core.slots import SlotData
 from core.training import (
     Eta,
     TrainConfig,
-    TrainedModel,
     TrainingCancelled,
     TrainProgress,
     load_trained,
     train_encoder,
 )
-from core.training.selftrain import pseudo_labels
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
@@ -129,47 +125,6 @@ def _fingerprint(factory: PredictorFactory) -> str:
     return str(cast(Encoder, factory.encoder).fingerprint)
 
 
-def second_pass(
-    ctx: AppContext,
-    reporter: Reporter,
-    base: str,
-    train: EvalData,
-    unlabelled: list[str],
-    cfg: TrainConfig,
-    first: TrainedModel,
-) -> tuple[TrainedModel, int]:
-    """Self-training: pseudo-label the unlabelled utterances with the first pass's encoder and
-    train again from the base on labels + pseudo-labels. Returns (model, pseudo-labels used)."""
-    encoder = first.encoder()
-    single = [(t, y[0]) for t, y in zip(train.train_texts, train.train_labels, strict=True)]
-    pool = vector_pool(encoder.encode([t for t, _ in single]), [y for _, y in single])
-    chosen = pseudo_labels(
-        pool,
-        encoder.encode(unlabelled) if unlabelled else np.zeros((0, encoder.dim), np.float32),
-        cfg.self_train,
-    )
-    if not chosen:
-        reporter.log(
-            "self-training: no unlabelled utterances to learn from; keeping the first pass"
-        )
-        return first, 0
-    reporter.log(
-        f"self-training: second pass with {len(chosen):,} pseudo-labels from "
-        f"{len(unlabelled):,} unlabelled utterances",
-        phase="training",
-    )
-    model = train_encoder(
-        base,
-        [*train.train_texts, *(unlabelled[i] for i, _ in chosen)],
-        [*train.train_labels, *((intent,) for _, intent in chosen)],
-        cfg,
-        progress=reporter.progress,
-        should_cancel=reporter.should_cancel,
-        device=ctx.device,
-    )
-    return model, len(chosen)
-
-
 def run_retrain(
     ctx: AppContext,
     reporter: Reporter,
@@ -192,17 +147,6 @@ def run_retrain(
             [(r.context, r.text) for r in list_utterances(s, project_id) if r.context]
             if cfg.stage1
             else None
-        )
-        unlabelled = (
-            [
-                r.text
-                for r in as_encoded(
-                    list_utterances(s, project_id, split="unlabelled"), project.settings
-                )
-                if not r.labels
-            ]
-            if cfg.self_train
-            else []
         )
         tadse = bool(cfg.template_fill or cfg.template_loss)
         slots = (
@@ -243,9 +187,6 @@ def run_retrain(
         context_pairs=context_pairs,
         templates=pairs,
     )
-    pseudo = 0
-    if cfg.self_train and not multi:
-        trained, pseudo = second_pass(ctx, reporter, base, train, unlabelled, cfg, trained)
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")
@@ -306,7 +247,6 @@ def run_retrain(
             extra={
                 **new_metrics.extra,
                 "steps": trained.stats.get("steps"),
-                **({"pseudo_labels": pseudo} if cfg.self_train else {}),
                 **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
                 **({"encode_context": True} if use_context else {}),
             },

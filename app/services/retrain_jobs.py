@@ -33,7 +33,6 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
     "fast · in-batch contrastive (default)": {"method": "fast"},
     "ConvFiT stage 2 · OCL pairs": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter · small artifact": {"method": "lora"},
-    "fast + unlabelled utterances · slower": {"method": "fast", "self_train": 50},
     "fast + templates (slot book)": {"method": "fast", "template_fill": 20, "template_loss": 0.5},
 }
 

@@ -22,7 +22,7 @@ from app.services import retrain_jobs as svc
 from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, INT8_OFF
 from app.services.projects import new_project
-from storage.tables import ModelVersion, TrainingJob, Utterance
+from storage.tables import ModelVersion, TrainingJob
 from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
@@ -180,29 +180,6 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
         version_svc.compare(ctx, "tiny", None, None)
-
-
-def test_self_training_adds_a_second_pass_on_confident_unlabelled_utterances(ctx) -> None:
-    make_tiny(ctx)
-    unlabelled = ["my card got stolen", "card missing since monday", "hi!", "refund it", "hello"]
-    for text in unlabelled:
-        data_svc.add_utterance(ctx, "tiny", text, None, "unlabelled")
-    view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "self_train": 1}, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx, view.id)
-    assert done.status == "succeeded", done.log
-    assert "second pass with" in done.log
-    with ctx.db.session() as s:
-        mv = s.get(ModelVersion, done.model_version_id)
-        assert mv is not None
-        # at most one per intent, and only intents some unlabelled utterance is nearest to
-        assert 1 <= mv.metrics["pseudo_labels"] <= 3
-        assert mv.config["self_train"] == 1
-    # the pseudo-labels train the encoder; they never become labels
-    with ctx.db.session() as s:
-        still = s.scalars(select(Utterance).where(Utterance.split == "unlabelled")).all()
-        assert sorted(u.text for u in still) == sorted(unlabelled)
-        assert all(not u.labels for u in still)
 
 
 class RecordingReporter(worker.JobReporter):

@@ -64,7 +64,9 @@ def test_from_dict_rejects_unknown_keys() -> None:
 def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_refused() -> None:
     stored = {**TrainConfig(fast_passes=2).to_dict(), "label_encoder": "shared"}
     # as every earlier version recorded them
-    stored.update(label_layers=None, anchor_pairs=False, projection_dim=None, interpolate=1.0)
+    stored.update(
+        label_layers=None, anchor_pairs=False, projection_dim=None, interpolate=1.0, self_train=0
+    )
     assert TrainConfig.from_dict(stored) == TrainConfig(fast_passes=2)
     with pytest.raises(ValueError, match=r"anchor_pairs=True is no longer an option: .*tied"):
         TrainConfig.from_dict({**stored, "anchor_pairs": True})
@@ -76,6 +78,8 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         ValueError, match=r"label_encoder='separate' is no longer an option: .*lost"
     ):
         TrainConfig.from_dict({**stored, "label_encoder": "separate"})
+    with pytest.raises(ValueError, match=r"self_train=50 is no longer an option: .*tied"):
+        TrainConfig.from_dict({**stored, "self_train": 50})
     with pytest.raises(ValueError, match=r"label_layers=2 is no longer an option"):
         TrainConfig.from_dict({**stored, "label_layers": 2})
     assert "label_encoder" not in TrainConfig().to_dict()  # never written again
