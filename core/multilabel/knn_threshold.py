@@ -1,7 +1,8 @@
 """The multi-label decision without a head: every intent whose k-NN score reaches one threshold,
 calibrated out of fold over the labelled pool as the single-label out-of-scope thresholds are.
 
-A multi-label project before its first retrain has no head: the Predictor takes each intent whose
+A multi-label live pool decides this way only until the head fitted on its frozen vectors lands
+(:mod:`app.pool_heads`), as do bundles written before such heads: the Predictor takes each intent whose
 score (:meth:`~core.retrieval.predictor.Predictor.rank`: nearest example and prototype, with the
 anchors) reaches ``thresholds["default"]``. A fixed 0.5 (a probability's midpoint carried over to
 cosine scores) took most intents of most questions in a frozen encoder's space, where every

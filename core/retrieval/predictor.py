@@ -9,8 +9,9 @@ default each intent's nearest example and its prototype, :data:`~core.retrieval.
 and explains them (every ranked intent keeps the examples and the prototype score behind it). A single-label prediction names the top intent when its score
 reaches its threshold (none by default). When the model has a multi-label head, the head decides
 the label set from its probabilities and per-intent thresholds; a multi-label project without a
-head takes every intent whose score reaches its threshold (the live pool and a bundle calibrate it
-out of fold, :mod:`core.multilabel.knn_threshold`; 0.5 when none is given). The k-NN evidence is shown
+head takes every intent whose score reaches its threshold (the live pool until the head fitted on
+its frozen vectors lands, and bundles written before those heads, calibrate it out of fold,
+:mod:`core.multilabel.knn_threshold`; 0.5 when none is given). The k-NN evidence is shown
 either way.
 
 Example:
