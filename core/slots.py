@@ -2,30 +2,25 @@
 
 A *slot book* maps a slot name to its values (``{"city": ["Berlin", "Paris"]}``); a *template*
 is an utterance with its slot values replaced by ``{slot}`` placeholders (``"fly me to {city}"``).
-Filling a template with values from the book makes new, natural training utterances (template
-filling); the template of an utterance is also what the template-aware loss pulls it toward, and
-what semantic compression mixes into a query's vector. Nothing here touches a database or a model.
+They are project data: checked here, stored with the project, carried by Rasa YAML and
+slot book files. The paper's template filling and template loss left ``TrainConfig`` after losing
+on both bench data sets (``bench/RESULTS.md``), so the product neither trains nor predicts with
+them. Nothing here touches a database or a model.
 
 Example:
     >>> book = {"city": ["Berlin", "Paris"]}
     >>> check_template("fly me to {city}", book)
     'fly me to {city}'
-    >>> [f.text for f in fill_templates({"book": ["fly me to {city}"]}, book, per_intent=5)]
-    ['fly me to Berlin', 'fly me to Paris']
     >>> template_of("fly me to Berlin", [EntitySpan(10, 16, "city")])
     'fly me to {city}'
 """
 
 from __future__ import annotations
 
-import itertools
-import random
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 MAX_SLOT_CHARS = 80
 MAX_VALUE_CHARS = 200
@@ -33,8 +28,6 @@ MAX_VALUES_PER_SLOT = 5000
 MAX_TEMPLATE_CHARS = 2000
 SLOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-.]*)\}")
-# Fillings tried per template before giving up on finding new ones (a template with few values).
-_TRIES_PER_TEMPLATE = 50
 
 
 class SlotError(ValueError):
@@ -74,15 +67,6 @@ class EntitySpan:
             opt("role"),
             opt("group"),
         )
-
-
-@dataclass(frozen=True)
-class Filled:
-    """A training utterance made from a template: its text, intent and the template."""
-
-    text: str
-    intent: str
-    template: str
 
 
 @dataclass(frozen=True)
@@ -200,129 +184,3 @@ def template_of(text: str, spans: Sequence[EntitySpan]) -> str:
         out += [text[pos : span.start], "{" + span.entity + "}"]
         pos = span.end
     return "".join([*out, text[pos:]])
-
-
-def fill(template: str, values: Mapping[str, str]) -> str:
-    """The template with each ``{slot}`` replaced by ``values[slot]``."""
-    return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
-
-
-def fill_templates(
-    templates: Mapping[str, Sequence[str]],
-    book: Mapping[str, Sequence[str]],
-    *,
-    per_intent: int,
-    seed: int = 0,
-    exclude: Iterable[str] = (),
-) -> list[Filled]:
-    """Up to ``per_intent`` new utterances per intent, filled from its templates with the book's
-    values; the same inputs and seed give the same list.
-
-    Each template is filled in turn (round robin), with every combination of values when there
-    are few and random draws otherwise, so one template with many values cannot take an intent's
-    whole share. A text in ``exclude`` (the labelled utterances) or already made is skipped; a
-    template naming a slot the book lacks is skipped too.
-
-    Example:
-        >>> book = {"city": ["Rome", "Oslo", "Lima"]}
-        >>> out = fill_templates({"go": ["to {city}", "fly to {city}"]}, book, per_intent=3, seed=1)
-        >>> len(out), len({f.text for f in out})
-        (3, 3)
-    """
-    if per_intent < 0:
-        raise ValueError("per_intent must be 0 or more.")
-    made: list[Filled] = []
-    taken = set(exclude)
-    for intent in sorted(templates):
-        rng = random.Random(f"{seed}:{intent}")
-        streams = [
-            _fillings(t, book, rng)
-            for t in sorted(set(templates[intent]))
-            if all(n in book and book[n] for n in placeholders(t))
-        ]
-        mine = 0
-        while streams and mine < per_intent:
-            for stream in list(streams):
-                got = next(stream, None)
-                if got is None:
-                    streams.remove(stream)
-                    continue
-                template, text = got
-                if text in taken:
-                    continue
-                taken.add(text)
-                made.append(Filled(text, intent, template))
-                mine += 1
-                if mine >= per_intent:
-                    break
-    return made
-
-
-def _fillings(
-    template: str, book: Mapping[str, Sequence[str]], rng: random.Random
-) -> Iterator[tuple[str, str]]:
-    """(template, filled text) pairs: all combinations in a seeded order when there are at most
-    ``_TRIES_PER_TEMPLATE``, else that many seeded random draws."""
-    names = sorted(set(placeholders(template)))
-    pools = [list(book[n]) for n in names]
-    total = 1
-    for pool in pools:
-        total *= len(pool)
-    if total <= _TRIES_PER_TEMPLATE:
-        combos = list(itertools.product(*pools))
-        rng.shuffle(combos)
-    else:
-        combos = [tuple(rng.choice(pool) for pool in pools) for _ in range(_TRIES_PER_TEMPLATE)]
-    for combo in combos:
-        yield template, fill(template, dict(zip(names, combo, strict=True)))
-
-
-def compress(text: str, book: Mapping[str, Sequence[str]]) -> str:
-    """The query's template by the book: each known value (whole words, any case, longest first)
-    replaced by ``{slot}``. A text with no known value comes back unchanged.
-
-    Example:
-        >>> compress("Fly me to berlin tomorrow", {"city": ["Berlin"], "day": ["tomorrow"]})
-        'Fly me to {city} {day}'
-    """
-    pairs = sorted(
-        ((v, slot) for slot, values in book.items() for v in values), key=lambda p: -len(p[0])
-    )
-    if not pairs:
-        return text
-    slot_of = {v.lower(): slot for v, slot in reversed(pairs)}
-    pattern = re.compile(
-        r"(?<!\w)(" + "|".join(re.escape(v) for v, _ in pairs) + r")(?!\w)", re.IGNORECASE
-    )
-    return pattern.sub(lambda m: "{" + slot_of[m.group(1).lower()] + "}", text)
-
-
-def compressed_vectors(
-    encode: Callable[[list[str]], np.ndarray],
-    texts: Sequence[str],
-    book: Mapping[str, Sequence[str]],
-    weight: float,
-) -> np.ndarray:
-    """TaDSE's semantic compression: ``weight``·enc(template) + (1 − weight)·enc(utterance),
-    re-normalised, where the template is :func:`compress` of the text (a text with no known value
-    keeps its own vector). Pool and queries must be encoded the same way.
-
-    Example:
-        >>> enc = lambda ts: np.array([[1.0, 0.0] if "{" in t else [0.0, 1.0] for t in ts])
-        >>> vecs = compressed_vectors(enc, ["to Rome", "hi"], {"city": ["Rome"]}, 0.5)
-        >>> [[round(float(x), 3) for x in v] for v in vecs]
-        [[0.707, 0.707], [0.0, 1.0]]
-    """
-    if not 0.0 <= weight < 1.0:
-        raise ValueError(f"the compression weight must be in [0, 1), got {weight!r}.")
-    plain = np.asarray(encode(list(texts)), dtype=np.float32)
-    masked = [compress(t, book) for t in texts]
-    changed = [i for i, (t, m) in enumerate(zip(texts, masked, strict=True)) if t != m]
-    if not weight or not changed:
-        return plain
-    out = plain.copy()
-    out[changed] = (
-        weight * np.asarray(encode([masked[i] for i in changed])) + (1 - weight) * (plain[changed])
-    )
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(norms == 0, 1.0, norms)

@@ -22,14 +22,12 @@ from app.context import AppContext, as_encoded
 from app.project_settings import encodes_context
 from app.services.evaluation import evaluate_version, gate
 from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
-from app.services.slots import training_data
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
-from core.slots import SlotData
 from core.training import (
     Eta,
     TrainConfig,
@@ -42,7 +40,6 @@ from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project
-from storage.slots import entities_by_text, slot_book, templates_by_intent
 from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
 
@@ -148,26 +145,7 @@ def run_retrain(
             if cfg.stage1
             else None
         )
-        tadse = bool(cfg.template_fill or cfg.template_loss)
-        slots = (
-            SlotData(
-                slot_book(s, project_id),
-                templates_by_intent(s, project_id),
-                entities_by_text(s, project_id),
-            )
-            if tadse
-            else SlotData()
-        )
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
-    texts, labels = list(train.train_texts), list(train.train_labels)
-    pairs: dict[str, str] = {}
-    if tadse:  # filled templates train the encoder; the pool stays the labelled rows
-        extra = training_data(slots, texts, labels, per_intent=cfg.template_fill, seed=cfg.seed)
-        texts, labels, pairs = extra.texts, extra.labels, extra.templates
-        reporter.log(
-            f"templates: {extra.filled:,} filled utterance(s) added, "
-            f"{len(extra.templates):,} utterance(s) paired with a template"
-        )
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
     data = EvalData.from_rows(rows, with_unlabelled=multi)
@@ -178,14 +156,13 @@ def run_retrain(
     started = time.monotonic()
     trained = train_encoder(
         base,
-        texts,
-        labels,
+        train.train_texts,
+        train.train_labels,
         cfg,
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
         context_pairs=context_pairs,
-        templates=pairs,
     )
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
@@ -247,7 +224,6 @@ def run_retrain(
             extra={
                 **new_metrics.extra,
                 "steps": trained.stats.get("steps"),
-                **({"template_filled": len(texts) - len(train.train_texts)} if tadse else {}),
                 **({"encode_context": True} if use_context else {}),
             },
         )

@@ -22,7 +22,6 @@ from core.training import TrainConfig, check_trainable
 from storage import jobs
 from storage.jobs import JobView
 from storage.projects import ensure_writable, get_project
-from storage.slots import templates_by_intent
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
@@ -33,7 +32,6 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
     "fast · in-batch contrastive (default)": {"method": "fast"},
     "ConvFiT stage 2 · OCL pairs": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter · small artifact": {"method": "lora"},
-    "fast + templates (slot book)": {"method": "fast", "template_fill": 20, "template_loss": 0.5},
 }
 
 
@@ -156,12 +154,6 @@ def request_retrain(
             raise ValueError(
                 "ConvFiT Stage 1 needs (context, response) pairs: import a CSV or JSONL with a "
                 "`context` column first."
-            )
-        if (cfg.template_fill or cfg.template_loss) and not templates_by_intent(s, p.id):
-            raise ValueError(
-                "Template filling and the template loss need templates: add slot values and "
-                "templates in the Data tab (Slots and templates), or import Rasa YAML with "
-                "entity annotations."
             )
         # the worker checks its own settings against these before it trains
         stored = {**spec.to_job(), DEPLOYMENT: ctx.settings.shared_with_workers()}

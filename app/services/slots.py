@@ -1,5 +1,7 @@
-"""The slot book and templates (TaDSE) of a project: view, edit, import. The rules are
-:mod:`core.slots`'s; a refused edit changes nothing and says why.
+"""The slot book and templates (TaDSE) of a project: view, edit, import, export. The rules are
+:mod:`core.slots`'s; a refused edit changes nothing and says why. They are project data: Rasa
+YAML (entity annotations, ``lookup:`` tables) and slot book files bring them in and take them out;
+retraining does not use them.
 
 Example:
     >>> save_slot(ctx, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
@@ -11,12 +13,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from app.context import AppContext
 from app.services.data import project_id_in
 from core.slots import (
-    EntitySpan,
     SlotData,
     SlotError,
     check_slot_name,
@@ -24,12 +24,8 @@ from core.slots import (
     check_templates,
     check_values,
     placeholders,
-    template_of,
 )
 from storage import slots as repo
-
-if TYPE_CHECKING:
-    from core.training.templates import TemplateData
 
 
 def lines(value: str | Sequence[str] | None) -> list[str]:
@@ -152,34 +148,3 @@ def export_slot_data(ctx: AppContext, project: str) -> SlotData:
         return SlotData(
             repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)
         )
-
-
-def training_data(
-    data: SlotData,
-    texts: Sequence[str],
-    labels: Sequence[Sequence[str]],
-    *,
-    per_intent: int,
-    seed: int,
-) -> TemplateData:
-    """The training texts with the project's filled templates added and each text's template
-    (:mod:`core.training.templates`); an annotated text's template comes from its spans."""
-    from core.training.templates import template_training_data  # torch: only when training
-
-    annotated: dict[str, str] = {}
-    for text in texts:
-        spans = [EntitySpan.from_dict(e) for e in data.entities.get(text, ())]
-        if spans:
-            try:
-                annotated[text] = template_of(text, spans)
-            except SlotError:
-                continue  # spans that no longer fit the text: the book's template is used
-    return template_training_data(
-        texts,
-        labels,
-        data.templates,
-        data.book,
-        per_intent=per_intent,
-        seed=seed,
-        annotated=annotated,
-    )

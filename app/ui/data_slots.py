@@ -1,7 +1,8 @@
 """The Data tab's *Slots and templates* accordion (TaDSE): the project's slot book (values per
 slot) and an intent's templates (``fly me to {city}``), edited as one item per line. Pick a slot
-or an intent to load it, edit, save; every refusal says why and changes nothing. The callbacks
-are plain functions over the services (:mod:`app.services.slots`)."""
+or an intent to load it, edit, save; every refusal says why and changes nothing. They are
+project data that imports and exports carry (Rasa YAML, slot book files); retraining does not
+use them. The callbacks are plain functions over the services (:mod:`app.services.slots`)."""
 
 from __future__ import annotations
 
@@ -74,9 +75,10 @@ def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
     """Lay out the accordion and bind its events."""
     with gr.Accordion("Slots and templates", open=False) as section:
         gr.Markdown(
-            "Values per slot and templates per intent (`fly me to {city}`): retraining with "
-            "`template_fill=…` adds the filled templates as training examples. Rasa entities "
-            "and lookup tables fill them on import."
+            "Values per slot and templates per intent (`fly me to {city}`), kept with the "
+            "project (retraining does not use them). A Rasa YAML import fills them from entity "
+            "annotations and lookup tables, and a Rasa export writes those back; the *slot book "
+            "+ templates* export writes both as YAML, and importing that file adds them."
         )
         table = gr.Dataframe(headers=BOOK_COLUMNS, interactive=False, max_height=220)
         with gr.Row():

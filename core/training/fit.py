@@ -82,21 +82,12 @@ def _fast_batches(
     labels: Labels,
     config: TrainConfig,
     passes: int,
-    templates: Mapping[str, str] | None = None,
 ) -> list[Batch]:
-    """Class-disjoint (anchor, positive) batches; with ``templates``, two more columns pair each
-    anchor that has a template with it (one intent per anchor: the others are true negatives)."""
+    """Class-disjoint (anchor, positive) batches."""
     idx_batches = anchor_positive_batches(
         labels, config.seed, batch_size=config.batch_size, passes=passes
     )
-    out = []
-    for b in idx_batches:
-        columns = [[texts[a] for a, _ in b], [texts[p] for _, p in b]]
-        if templates:
-            mine = [texts[a] for a, _ in b if texts[a] in templates]
-            columns += [mine, [templates[t] for t in mine]]
-        out.append(Batch(columns))
-    return out
+    return [Batch([[texts[a] for a, _ in b], [texts[p] for _, p in b]]) for b in idx_batches]
 
 
 def _pair_epochs(
@@ -157,7 +148,6 @@ def train_encoder(
     should_cancel: CancelFn | None = None,
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
-    templates: Mapping[str, str] | None = None,
     teacher: Mapping[str, np.ndarray] | None = None,
     unlabelled: Sequence[str] | None = None,
 ) -> TrainedModel:
@@ -174,8 +164,6 @@ def train_encoder(
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
-        templates: text -> its template, for the template-aware loss
-            (``config.template_loss``; :mod:`core.training.templates` makes them).
         teacher: text -> the teacher encoder's vector (e.g. mpnet's), for the labelled and the
             unlabelled utterances; required when ``config.distil_weight`` is set.
         unlabelled: the project's unlabelled utterances, drawn ``config.distil_batch`` per step
@@ -191,7 +179,7 @@ def train_encoder(
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.distil import distil_batches
     from core.training.lora import attach_lora
-    from core.training.losses import DistilLoss, TemplateAwareLoss, build_loss
+    from core.training.losses import DistilLoss, build_loss
     from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
@@ -221,8 +209,7 @@ def train_encoder(
     epochs = config.resolved_epochs(shots)
     loss_name = config.resolved_loss
     if loss_name == "mnrl":
-        pairs = templates if config.template_loss else None
-        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs, pairs)]
+        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
         if config.distil_weight and teacher:
             stage2 = [
                 distil_batches(
@@ -248,8 +235,6 @@ def train_encoder(
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
     )
-    if config.template_loss and templates:
-        loss = TemplateAwareLoss(loss, config.template_loss)
     if config.distil_weight and teacher:
         loss = DistilLoss(
             loss,

@@ -9,7 +9,7 @@ Targets per loss:
 - ``smax``: softmax over W·(u ⊕ v ⊕ |u−v|), two classes.
 - ``mnrl``: in-batch multiple-negatives ranking (InfoNCE), optionally symmetric.
 
-:class:`TemplateAwareLoss` and :class:`DistilLoss` wrap an in-batch loss with one more term each.
+:class:`DistilLoss` wraps an in-batch loss with a distillation term.
 """
 
 from __future__ import annotations
@@ -68,26 +68,6 @@ def build_loss(
             directions = ("query_to_doc", "doc_to_query")
         return losses.MultipleNegativesRankingLoss(model, scale=scale, directions=directions)  # type: ignore[arg-type]
     raise ValueError(f"Unknown loss {name!r}: use one of ocl, cos, smax, mnrl.")
-
-
-class TemplateAwareLoss(nn.Module):
-    """TaDSE's pairwise loss beside an in-batch ranking loss: a batch's first two columns are
-    (anchor, positive) for ``base``; two more, when present, are (utterance, its template),
-    ranked the same way and added with ``weight`` (``papers/tadse.txt``, L^pair)."""
-
-    def __init__(self, base: nn.Module, weight: float) -> None:
-        super().__init__()
-        self.base: Any = base  # a loss with compute_loss_from_embeddings (MNRL)
-        self.weight = weight
-
-    def compute_loss_from_embeddings(
-        self, embeddings: list[torch.Tensor], labels: torch.Tensor
-    ) -> torch.Tensor:
-        main: torch.Tensor = self.base.compute_loss_from_embeddings(embeddings[:2], labels)
-        if len(embeddings) < 4 or len(embeddings[2]) < 2:
-            return main
-        pairs: torch.Tensor = self.base.compute_loss_from_embeddings(embeddings[2:4], labels)
-        return main + self.weight * pairs
 
 
 def similarity_distillation(

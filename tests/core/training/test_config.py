@@ -65,7 +65,13 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
     stored = {**TrainConfig(fast_passes=2).to_dict(), "label_encoder": "shared"}
     # as every earlier version recorded them
     stored.update(
-        label_layers=None, anchor_pairs=False, projection_dim=None, interpolate=1.0, self_train=0
+        label_layers=None,
+        anchor_pairs=False,
+        projection_dim=None,
+        interpolate=1.0,
+        self_train=0,
+        template_fill=0,
+        template_loss=0.0,
     )
     assert TrainConfig.from_dict(stored) == TrainConfig(fast_passes=2)
     with pytest.raises(ValueError, match=r"anchor_pairs=True is no longer an option: .*tied"):
@@ -80,9 +86,19 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         TrainConfig.from_dict({**stored, "label_encoder": "separate"})
     with pytest.raises(ValueError, match=r"self_train=50 is no longer an option: .*tied"):
         TrainConfig.from_dict({**stored, "self_train": 50})
+    with pytest.raises(
+        ValueError, match=r"template_fill=20 is no longer an option: .*86\.2 against 86\.6"
+    ):
+        TrainConfig.from_dict({**stored, "template_fill": 20})
+    with pytest.raises(
+        ValueError, match=r"template_loss=0\.5 is no longer an option: .*92\.3 against 92\.8"
+    ):
+        TrainConfig.from_dict({**stored, "template_loss": 0.5})
     with pytest.raises(ValueError, match=r"label_layers=2 is no longer an option"):
         TrainConfig.from_dict({**stored, "label_layers": 2})
+    assert TrainConfig.from_dict({"template_loss": 0}) == TrainConfig()  # 0 as an int reads too
     assert "label_encoder" not in TrainConfig().to_dict()  # never written again
+    assert "template_fill" not in TrainConfig().to_dict()
     with pytest.raises(TypeError):
         TrainConfig(label_encoder="separate")  # type: ignore[call-arg]
 
