@@ -12,6 +12,8 @@ A fit takes seconds (up to 6,000 small optimiser steps), too long for the path o
 :class:`HeadFitter` runs it on one background thread: a change asks for a fit, changes that
 come within :data:`SETTLE_S` of each other share one, and the pool serves the head it has (or,
 before its first, the k-NN decision at its calibrated threshold) until the new one is swapped in.
+A project's next fit waits at least as long as its last one took, so an annotator labelling
+without pause keeps the fitter busy half the time at most (one core of a shared server).
 
 Example:
     >>> fitted = []
@@ -38,12 +40,13 @@ SETTLE_S = 0.5
 class HeadFitter:
     """One background thread that calls ``fit(project_id)`` for the projects asked for: each
     request (re)starts the project's ``delay`` (seconds); a request during its fit runs it again
-    after."""
+    after, no sooner than the fit's own duration after its end."""
 
     def __init__(self, fit: Callable[[int], None], *, delay: float = SETTLE_S) -> None:
         self._fit = fit
         self.delay = delay
         self._due: dict[int, float] = {}  # project -> monotonic time its fit may start
+        self._rested: dict[int, float] = {}  # project -> its last fit's end plus its duration
         self._running: int | None = None
         self._closed = False
         self._changed = threading.Condition()
@@ -54,7 +57,8 @@ class HeadFitter:
         with self._changed:
             if self._closed:
                 return
-            self._due[project_id] = time.monotonic() + self.delay
+            settled = time.monotonic() + self.delay
+            self._due[project_id] = max(settled, self._rested.get(project_id, settled))
             if self._thread is None:  # started on first use: single-label apps never need it
                 self._thread = threading.Thread(target=self._run, name="pool-heads", daemon=True)
                 self._thread.start()
@@ -103,11 +107,16 @@ class HeadFitter:
                 project_id = self._next()
             if project_id is None:
                 return
+            started = time.monotonic()
             try:
                 self._fit(project_id)
             except Exception:  # one project's failed fit must not stop the others'
                 logger.exception("fitting the multi-label head of project %s failed", project_id)
             finally:
                 with self._changed:
+                    ended = time.monotonic()
+                    rested = self._rested[project_id] = ended + (ended - started)
+                    if project_id in self._due:  # asked for during the fit: rest first
+                        self._due[project_id] = max(self._due[project_id], rested)
                     self._running = None
                     self._changed.notify_all()

@@ -4,7 +4,9 @@ failure does not stop another's, and a closed fitter drops what was not started.
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 
 from app.pool_heads import HeadFitter
 
@@ -54,3 +56,34 @@ def test_a_closed_fitter_drops_the_fits_not_started():
     fitter.request(4)
     assert fitter.settle(timeout=1)
     assert fitted == []
+
+
+def test_a_projects_next_fit_waits_as_long_as_its_last_one_took():
+    """An annotator labelling without pause: requests keep coming during and after each fit, and
+    the fitter still rests between two fits of the project as long as the first one took."""
+    spans: list[tuple[float, float]] = []
+
+    def fit(project_id: int) -> None:
+        begun = time.monotonic()
+        time.sleep(0.4)
+        spans.append((begun, time.monotonic()))
+
+    fitter = HeadFitter(fit, delay=0.0)
+    fitter.request(1)
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:  # a label every 20 ms
+        fitter.request(1)
+        time.sleep(0.02)
+    assert fitter.settle(timeout=10)
+    fitter.close()
+    assert len(spans) >= 2
+    for (_, first_end), (second_start, _) in itertools.pairwise(spans):
+        assert second_start - first_end >= 0.4 - 0.01  # rested as long as the fit took
+    # another project is not held back by this one's rest
+    other: list[float] = []
+    fitter = HeadFitter(lambda pid: (time.sleep(0.3), other.append(time.monotonic())), delay=0.0)
+    fitter.request(1)
+    fitter.request(2)
+    assert fitter.settle(timeout=10)
+    fitter.close()
+    assert len(other) == 2 and other[1] - other[0] < 0.3 + 0.2
