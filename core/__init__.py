@@ -7,7 +7,7 @@
 - ``core.evaluation``: one fold splitter, one scoring rule per task, space metrics.
 - ``core.bundle``: the portable model bundle (writer, reader, safety checks, int8 ONNX).
 - ``core.projection``: 2D maps (UMAP, t-SNE, PCA).
-- ``core.slots``: the slot book and templates (TaDSE): checks, filling, compression.
+- ``core.slots``: the slot book and templates (TaDSE): their checks, templates from annotations.
 
 Importing ``core`` loads nothing heavy; each subpackage imports its own dependencies.
 """

@@ -35,11 +35,6 @@ METHOD_CHOICES: dict[str, dict[str, Any]] = {
 }
 
 
-# Options of TrainConfig that only ``bench/`` can run: distillation needs a teacher's vectors of
-# every utterance, which the app never computes (``bench/distil.py`` does). Refused up front
-# rather than accepted and failed in the worker after minutes of training.
-BENCH_ONLY_PREFIX = "distil_"
-
 # One ``key=value`` per line or comma; a comma inside a value (``lora_targets=["query","value"]``)
 # stays in it: only a comma followed by the next ``key=`` separates.
 _SEPARATOR = re.compile(r"\n|,(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
@@ -89,13 +84,6 @@ class RetrainSpec:
     def parse(cls, config: Mapping[str, Any] | None) -> RetrainSpec:
         """Validate a request's settings; ``ValueError`` says what is wrong, in the user's words."""
         config = dict(config or {})
-        bench_only = sorted(k for k in config if k.startswith(BENCH_ONLY_PREFIX))
-        if bench_only:
-            raise ValueError(
-                f"{', '.join(bench_only)}: distillation is a bench experiment (bench/distil.py), "
-                "not a retrain option: it needs a teacher encoder's vectors the app does not "
-                "compute."
-            )
         theta = config.pop("threshold", DEFAULT_THRESHOLD)
         if isinstance(theta, bool) or not isinstance(theta, int | float):
             raise ValueError(f"threshold must be a number in (0, 1), got {theta!r}.")

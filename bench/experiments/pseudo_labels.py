@@ -1,7 +1,6 @@
 """Self-training (an experiment that left the product, issue 26): pseudo-labels for unlabelled
 utterances, for a second training pass. It tied on CLINC150 over 3 seeds for about 6x the training
-time (``bench/RESULTS.md``); ``bench/selftrain.py``, ``bench/train.py`` and ``bench/distil.py``
-still run it.
+time (``bench/RESULTS.md``); ``bench/selftrain.py`` and ``bench/train.py`` still run it.
 
 After a first pass on the labelled pool, each unlabelled utterance is given the intent the pool's
 :class:`~core.retrieval.predictor.Predictor` scores highest (the live rule), and per intent only the ``per_intent`` utterances with

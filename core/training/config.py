@@ -21,10 +21,8 @@ logger = logging.getLogger(__name__)
 TRAINING_METHODS = ("fast", "convfit", "lora")
 LOSSES = ("ocl", "cos", "smax", "mnrl")
 PAIR_STRATEGIES = ("convfit", "all")
-# Losses that work on (anchor, positive) pairs with in-batch negatives vs on labelled pairs.
+# Losses that work on (anchor, positive) pairs with in-batch negatives (the others: labelled pairs).
 IN_BATCH_LOSSES = ("mnrl",)
-PAIR_LOSSES = ("ocl", "cos", "smax")
-DISTIL_LOSSES = ("kl", "mse")
 # Options that left TrainConfig, with the value that meant "off": a stored config (an older
 # version's ``model.json``, a queued job) that holds one at that value still reads; any other
 # value is refused with why it left. A version trained with one keeps serving as it was
@@ -70,6 +68,18 @@ RETIRED: dict[str, tuple[Any, str]] = {
         "TaDSE's template loss (0.5, with template_fill=20) lost 0.3 points on BANKING77 (86.3 "
         "against 86.6) and 0.5 on CLINC150 (92.3 against 92.8) over 3 seeds, for 1.7-2.5x the "
         "training time (bench/RESULTS.md): templates no longer train the encoder",
+    ),
+    "distil_weight": (
+        0.0,
+        "distillation from a teacher encoder (mpnet) was measured on one seed of BANKING77 only "
+        "(86.8 to 87.7 %, for 1.5x the training time) and no product surface used it (the app "
+        "computes no teacher's vectors; bench/RESULTS.md): it is no longer trained",
+    ),
+    "distil_batch": (32, "it set up distillation (distil_weight), which is no longer trained"),
+    "distil_loss": ("kl", "it set up distillation (distil_weight), which is no longer trained"),
+    "distil_temperature": (
+        0.05,
+        "it set up distillation (distil_weight), which is no longer trained",
     ),
 }
 
@@ -118,16 +128,6 @@ class TrainConfig:
         stage1_epochs: Stage 1 passes.
         stage1_batch_size: Stage 1 pairs per step (in-batch negatives).
         stage1_lr: Stage 1 learning rate.
-        distil_weight: weight of relational distillation from a teacher encoder (mpnet): the
-            student's in-batch cosine similarities over each batch's anchors plus
-            ``distil_batch`` unlabelled utterances are pulled toward the teacher's
-            (:func:`core.training.losses.similarity_distillation`; the teacher's vectors are
-            given to :func:`~core.training.fit.train_encoder`); ``0`` = off. In-batch methods only.
-        distil_batch: unlabelled utterances added to every step for the distillation term.
-        distil_loss: ``"kl"`` (each row's softmax over the others at ``distil_temperature``,
-            teacher → student KL, as CompRess / SEED) or ``"mse"`` (squared difference of the
-            cosines, as relational KD).
-        distil_temperature: softmax temperature of the ``"kl"`` distillation loss.
     """
 
     method: str = "fast"
@@ -156,10 +156,6 @@ class TrainConfig:
     stage1_epochs: int = 2
     stage1_batch_size: int = 64
     stage1_lr: float = 2e-5
-    distil_weight: float = 0.0
-    distil_batch: int = 32
-    distil_loss: str = "kl"
-    distil_temperature: float = 0.05
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:
@@ -193,18 +189,6 @@ class TrainConfig:
         _check_range("scale", self.scale, 0.0, 1000.0, low_open=True)
         if self.freeze_layers is not None:
             _check_int("freeze_layers", self.freeze_layers, 0, 100)
-        _check_range("distil_weight", self.distil_weight, 0.0, 100.0)
-        _check_int("distil_batch", self.distil_batch, 0, 4096)
-        if self.distil_loss not in DISTIL_LOSSES:
-            raise ValueError(
-                f"Unknown distil_loss {self.distil_loss!r}: use one of {', '.join(DISTIL_LOSSES)}."
-            )
-        _check_range("distil_temperature", self.distil_temperature, 0.0, 10.0, low_open=True)
-        if self.distil_weight and self.resolved_loss not in IN_BATCH_LOSSES:
-            raise ValueError(
-                "distil_weight matches in-batch similarities to a teacher's: use method 'fast' "
-                "or 'lora' (not 'convfit')."
-            )
         _check_int("lora_r", self.lora_r, 1, 256)
         _check_int("lora_alpha", self.lora_alpha, 1, 4096)
         _check_range("lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)

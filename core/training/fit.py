@@ -23,10 +23,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from core.training.config import TrainConfig
 from core.training.eta import Eta
@@ -148,8 +146,6 @@ def train_encoder(
     should_cancel: CancelFn | None = None,
     device: str | None = None,
     context_pairs: Sequence[tuple[str, str]] | None = None,
-    teacher: Mapping[str, np.ndarray] | None = None,
-    unlabelled: Sequence[str] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -164,10 +160,6 @@ def train_encoder(
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
         context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
-        teacher: text -> the teacher encoder's vector (e.g. mpnet's), for the labelled and the
-            unlabelled utterances; required when ``config.distil_weight`` is set.
-        unlabelled: the project's unlabelled utterances, drawn ``config.distil_batch`` per step
-            for distillation (:mod:`core.training.distil`).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -177,9 +169,8 @@ def train_encoder(
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
-    from core.training.distil import distil_batches
     from core.training.lora import attach_lora
-    from core.training.losses import DistilLoss, build_loss
+    from core.training.losses import build_loss
     from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
@@ -189,8 +180,6 @@ def train_encoder(
     check_trainable(labels)
     if config.stage1 and not context_pairs:
         raise ValueError("stage1=True needs (context, response) pairs.")
-    if config.distil_weight and not teacher:
-        raise ValueError("distil_weight needs the teacher's vectors (teacher=...).")
     device = device or default_device()
     t0 = time.monotonic()
     seed_everything(config.seed)
@@ -210,12 +199,6 @@ def train_encoder(
     loss_name = config.resolved_loss
     if loss_name == "mnrl":
         stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
-        if config.distil_weight and teacher:
-            stage2 = [
-                distil_batches(
-                    stage2[0], unlabelled or [], teacher, config.distil_batch, config.seed, device
-                )
-            ]
     else:
         stage2 = _pair_epochs(texts, labels, config, epochs, device)
     total2 = sum(len(e) for e in stage2)
@@ -235,13 +218,6 @@ def train_encoder(
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
     )
-    if config.distil_weight and teacher:
-        loss = DistilLoss(
-            loss,
-            config.distil_weight,
-            kind=config.distil_loss,
-            temperature=config.distil_temperature,
-        )
     loss = loss.to(device)
     it = iter(stage2)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0

@@ -48,13 +48,10 @@ CancelFn = Callable[[], bool]
 
 @dataclass(frozen=True)
 class Batch:
-    """Columns of texts (e.g. anchors, positives), the labels the loss expects and, for
-    distillation, the teacher's vectors of the distilled texts (:class:`~core.training.losses.
-    DistilLoss`)."""
+    """Columns of texts (e.g. anchors, positives) and the labels the loss expects."""
 
     columns: list[list[str]]
     labels: torch.Tensor | None = None
-    teacher: torch.Tensor | None = None
 
 
 def seed_everything(seed: int) -> None:
@@ -184,8 +181,7 @@ def run_training(
                     labels = torch.zeros(len(batch.columns[0]), device=model.device)
                 from_embeddings: Any = getattr(loss, "compute_loss_from_embeddings", None)
                 if from_embeddings is not None:
-                    extra = {} if batch.teacher is None else {"teacher": batch.teacher}
-                    value = from_embeddings(embed_unpadded(model, batch.columns), labels, **extra)
+                    value = from_embeddings(embed_unpadded(model, batch.columns), labels)
                 else:
                     value = loss([_features(model, col) for col in batch.columns], labels)
                 opt.zero_grad(set_to_none=True)

@@ -8,17 +8,14 @@ Targets per loss:
 - ``cos``: MSE between cosine and a target: 0.8 for positives, 0.3 for negatives (ConvFiT).
 - ``smax``: softmax over W·(u ⊕ v ⊕ |u−v|), two classes.
 - ``mnrl``: in-batch multiple-negatives ranking (InfoNCE), optionally symmetric.
-
-:class:`DistilLoss` wraps an in-batch loss with a distillation term.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 if TYPE_CHECKING:
@@ -68,83 +65,6 @@ def build_loss(
             directions = ("query_to_doc", "doc_to_query")
         return losses.MultipleNegativesRankingLoss(model, scale=scale, directions=directions)  # type: ignore[arg-type]
     raise ValueError(f"Unknown loss {name!r}: use one of ocl, cos, smax, mnrl.")
-
-
-def similarity_distillation(
-    student: torch.Tensor, teacher: torch.Tensor, *, kind: str = "kl", temperature: float = 0.05
-) -> torch.Tensor:
-    """Relational distillation: how far the student's cosine similarities among ``n`` texts are
-    from the teacher's. Only the ``n × n`` similarities are compared, so the two encoders may
-    have different dimensions (MiniLM 384, mpnet 768); each text's similarity to itself is left
-    out.
-
-    Args:
-        student: ``(n, d_s)`` student embeddings (gradients flow through them).
-        teacher: ``(n, d_t)`` teacher embeddings of the same texts, in the same order.
-        kind: ``"kl"``: per row, KL(teacher ‖ student) between the softmax over the other
-            ``n − 1`` similarities at ``temperature`` (CompRess, SEED: the neighbours' ranking
-            matters most); ``"mse"``: mean squared difference of the cosines (relational KD).
-        temperature: softmax temperature of ``"kl"``.
-
-    Returns:
-        A scalar, 0 when the similarity structures agree (and for fewer than 3 texts).
-
-    Example:
-        >>> t = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
-        >>> abs(float(similarity_distillation(t * 3, t))) < 1e-6  # only cosines count
-        True
-    """
-    if kind not in ("kl", "mse"):
-        raise ValueError(f"Unknown distillation loss {kind!r}: use kl or mse.")
-    if student.shape[0] != teacher.shape[0]:
-        raise ValueError(f"student and teacher differ in rows ({len(student)} vs {len(teacher)}).")
-    n = student.shape[0]
-    if n < 3:
-        return student.sum() * 0.0
-    s, t = F.normalize(student, dim=-1), F.normalize(teacher.to(student), dim=-1)
-    off = ~torch.eye(n, dtype=torch.bool, device=s.device)
-    s_sim = (s @ s.T)[off].view(n, n - 1)
-    t_sim = (t @ t.T)[off].view(n, n - 1)
-    if kind == "mse":
-        return F.mse_loss(s_sim, t_sim)
-    return F.kl_div(
-        F.log_softmax(s_sim / temperature, dim=1),
-        F.log_softmax(t_sim / temperature, dim=1),
-        reduction="batchmean",
-        log_target=True,
-    )
-
-
-class DistilLoss(nn.Module):
-    """An in-batch loss plus :func:`similarity_distillation` toward a teacher, weighted.
-
-    A batch's last column holds the utterances drawn for distillation (unlabelled ones); the
-    columns before it go to ``base``. The distilled texts are the first column's (the anchors)
-    followed by the last column's; ``teacher`` gives their teacher vectors in that order, a row
-    of NaN where a text has none (it is left out)."""
-
-    def __init__(
-        self, base: nn.Module, weight: float, *, kind: str = "kl", temperature: float = 0.05
-    ) -> None:
-        super().__init__()
-        self.base: Any = base  # a loss with compute_loss_from_embeddings
-        self.weight, self.kind, self.temperature = weight, kind, temperature
-
-    def compute_loss_from_embeddings(
-        self,
-        embeddings: list[torch.Tensor],
-        labels: torch.Tensor,
-        teacher: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        main: torch.Tensor = self.base.compute_loss_from_embeddings(embeddings[:-1], labels)
-        if teacher is None:
-            return main
-        student = torch.cat([embeddings[0], embeddings[-1]])
-        known = ~torch.isnan(teacher).any(dim=1)
-        distil = similarity_distillation(
-            student[known], teacher[known], kind=self.kind, temperature=self.temperature
-        )
-        return main + self.weight * distil
 
 
 def pair_targets(name: str, labels: list[int], device: torch.device | str) -> torch.Tensor:

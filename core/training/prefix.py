@@ -7,7 +7,7 @@ computes each training text's states once (no gradients, dropout off) and, while
 swaps the model's embedding module for a lookup of those states and its layer stack for the
 trainable upper layers only. The model's own forward still builds the attention mask, runs the
 upper layers, pools and normalises, so every embedding path (the loop's length-sorted chunks, a
-template or distillation column, a pair loss's features) goes through it unchanged. On MiniLM
+pair loss's features) goes through it unchanged. On MiniLM
 with 3 of 6 layers frozen this roughly halves the forward pass of a step.
 
 Only BERT-like models qualify (``embeddings`` and ``encoder.layer`` on the Hugging Face model,

@@ -114,10 +114,11 @@ def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
 
 
 def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> None:
-    """Distillation needs a teacher's vectors the app never computes: it was accepted, trained
-    for minutes, then failed in the worker. It is refused with the request now."""
+    """Distillation needed a teacher's vectors the app never computes: it was accepted, trained
+    for minutes, then failed in the worker. It left TrainConfig, and is refused with the request
+    as a retired option."""
     make_tiny(ctx)
-    with pytest.raises(ValueError, match="distil_weight: distillation is a bench experiment"):
+    with pytest.raises(ValueError, match=r"distil_weight=1\.0 is no longer an option"):
         svc.request_retrain(ctx, "tiny", {**QUICK, "distil_weight": 1.0}, enqueue=False)
     with pytest.raises(ValueError, match="threshold must be a number"):
         svc.request_retrain(ctx, "tiny", {**QUICK, "threshold": "high"}, enqueue=False)
