@@ -48,12 +48,13 @@ def evaluate_version(
 ) -> tuple[VersionMetrics, MultiLabelHead | None]:
     """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
     on ``data`` (one shape, ``primary`` names the headline), and for a multi-label project the
-    head fitted on all train rows (``head`` = its options: ``threshold``, ``tune``). A
-    single-label project's accuracy is the accuracy of ``factory``'s Predictor over the train
-    rows on the test rows (or fold by fold, by cross-validation): the Predictor that serves. A
-    multi-label project is scored by a head fitted on the train rows, as it serves in every space:
-    a version's head was fitted here, and a space without one (the frozen base) serves the same
-    fit with the default options (:meth:`app.context.AppContext.space_head`).
+    head fitted on all train rows (``head`` = its options: ``threshold``, and ``tune`` for a
+    version trained before per-intent tuning left the retrain). A single-label project's accuracy
+    is the accuracy of ``factory``'s Predictor over the train rows on the test rows (or fold by
+    fold, by cross-validation): the Predictor that serves. A multi-label project is scored by a
+    head fitted on the train rows, as it serves in every space: a version's head was fitted here,
+    and a space without one (the frozen base) serves the same fit with the default options
+    (:meth:`app.context.AppContext.space_head`).
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many

@@ -4,9 +4,10 @@ An MLP head over precomputed (possibly contrastively specialised) sentence vecto
 layer (512, ReLU), dropout 0.4, one sigmoid output per intent, binary cross-entropy with the
 paper's multi-label label smoothing, AdamW (lr 3e-3, weight decay 0.02, 10 % linear warm-up then
 linear decay), batch 32. An intent is predicted when its probability is ``>= θ`` (default 0.3;
-per-intent θs via :func:`tune_thresholds`). Utterances with no intent are allowed: their target
-vector is all zeros. The head's decision is shown beside the k-NN evidence of the labelled pool
-(:class:`core.retrieval.predictor.Predictor`), so it is explained by real examples.
+per-intent θs, which only versions trained before their tuning left the retrain carry).
+Utterances with no intent are allowed: their target vector is all zeros. The head's decision is
+shown beside the k-NN evidence of the labelled pool (:class:`core.retrieval.predictor.Predictor`),
+so it is explained by real examples.
 
 Saved as ``head.safetensors`` (weights) + ``head.json`` (config, intents, thresholds); no pickle.
 

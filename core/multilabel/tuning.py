@@ -1,5 +1,8 @@
-"""Fitting the multi-label head the way a retrain does: fit on the pool, optionally tune a θ per
-intent by cross-validation (with the one fold splitter of :mod:`core.evaluation.folds`)."""
+"""Fitting the multi-label head the way a retrain does: fit on the pool, with one θ for every
+intent. Per-intent θs tuned by cross-validation (with the one fold splitter of
+:mod:`core.evaluation.folds`) are no longer a retrain option (they did not win on NLU++:
+``bench/RESULTS.md``); ``tune`` re-fits them for a version that recorded them and for
+``bench/multilabel.py --per-intent``."""
 
 from __future__ import annotations
 

@@ -127,12 +127,29 @@ def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> 
 
 def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     make_tiny(ctx)
-    settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35, "tune_thresholds": True}
+    settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35}
     view, _ = svc.request_retrain(ctx, "tiny", settings, enqueue=False)
     stored = svc.RetrainSpec.from_job(svc.job(ctx, view.id).config)
     assert stored == svc.RetrainSpec.parse(settings)
     assert stored.encoder.lora_targets == ("query",)
-    assert stored.head == {"threshold": 0.35, "tune": True}
+    assert stored.head == {"threshold": 0.35}
+
+
+def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads(ctx) -> None:
+    """Tuning left the retrain (bench/RESULTS.md): a request, or a job queued before, that turns
+    it on is refused with the numbers; ``false``, what older requests sent, still reads."""
+    make_tiny(ctx)
+    with pytest.raises(
+        ValueError, match=r"tune_thresholds=true is no longer an option: .*micro-F1"
+    ):
+        svc.request_retrain(ctx, "tiny", {**QUICK, "tune_thresholds": True}, enqueue=False)
+    assert job_count(ctx) == 0
+    off = svc.RetrainSpec.parse({**QUICK, "tune_thresholds": False})
+    assert off == svc.RetrainSpec.parse(QUICK)
+    queued_before = {**off.to_job(), "head": {"threshold": 0.3, "tune": True}}
+    with pytest.raises(ValueError, match="no longer an option"):
+        svc.RetrainSpec.from_job(queued_before)
+    assert svc.RetrainSpec.from_job({**off.to_job(), "head": {"threshold": 0.3, "tune": False}})
 
 
 def test_a_second_click_returns_the_same_job(ctx) -> None:
