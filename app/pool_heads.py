@@ -57,8 +57,7 @@ class HeadFitter:
         with self._changed:
             if self._closed:
                 return
-            settled = time.monotonic() + self.delay
-            self._due[project_id] = max(settled, self._rested.get(project_id, settled))
+            self._due[project_id] = time.monotonic() + self.delay
             if self._thread is None:  # started on first use: single-label apps never need it
                 self._thread = threading.Thread(target=self._run, name="pool-heads", daemon=True)
                 self._thread.start()
@@ -85,14 +84,18 @@ class HeadFitter:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
 
+    def _start_at(self, project_id: int) -> float:
+        """When a due fit may start: its changes settled and the project rested from its last."""
+        return max(self._due[project_id], self._rested.get(project_id, 0.0))
+
     def _next(self) -> int | None:
         """The next project whose fit is due (None: closed). Called with the lock held."""
         while not self._closed:
             if not self._due:
                 self._changed.wait()
                 continue
-            project_id, due = min(self._due.items(), key=lambda item: item[1])
-            wait = due - time.monotonic()
+            project_id = min(self._due, key=self._start_at)
+            wait = self._start_at(project_id) - time.monotonic()
             if wait > 0:
                 self._changed.wait(wait)
                 continue
@@ -115,8 +118,6 @@ class HeadFitter:
             finally:
                 with self._changed:
                     ended = time.monotonic()
-                    rested = self._rested[project_id] = ended + (ended - started)
-                    if project_id in self._due:  # asked for during the fit: rest first
-                        self._due[project_id] = max(self._due[project_id], rested)
+                    self._rested[project_id] = ended + (ended - started)
                     self._running = None
                     self._changed.notify_all()

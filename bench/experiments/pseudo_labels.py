@@ -3,8 +3,8 @@ utterances, for a second training pass. It tied on CLINC150 over 3 seeds for abo
 time (``bench/RESULTS.md``); ``bench/selftrain.py`` and ``bench/train.py`` still run it.
 
 After a first pass on the labelled pool, each unlabelled utterance is given the intent the pool's
-:class:`~core.retrieval.predictor.Predictor` scores highest (the live rule), and per intent only the ``per_intent`` utterances with
-the largest margin over the runner-up intent are kept — class-balanced, so a frequent intent
+:class:`~core.retrieval.predictor.Predictor` scores highest (the live rule), and per intent
+only the ``per_intent`` utterances with the largest margin over the runner-up intent are kept — class-balanced, so a frequent intent
 cannot drown the rest, and confident, so few pseudo-labels are wrong (97 % right on BANKING77).
 The second pass trains on labels plus pseudo-labels; the pseudo-labels never join the pool, so
 every prediction is still explained by examples a person labelled. ``bench/selftrain.py``
