@@ -131,7 +131,6 @@ class JobReporter:
     def progress(self, p: TrainProgress) -> None:
         if not self._due("training", p.step >= p.total):
             return
-        stage = "Stage 1 · " if p.stage == "stage1" else ""
         with self.ctx.db.write() as s:
             jobs.set_progress(
                 s,
@@ -141,7 +140,7 @@ class JobReporter:
                 total=p.total,
                 loss=float(p.loss),
                 eta=p.eta,
-                message=f"{stage}step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
+                message=f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
             )
 
     def evaluation(self, p: EvalProgress) -> None:

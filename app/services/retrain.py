@@ -40,7 +40,6 @@ from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
 from storage.projects import get_project
-from storage.utterances import list_utterances
 from storage.versions import NewVersion, active_version, register_version
 
 PROMOTION_TOLERANCE = 0.01
@@ -139,12 +138,6 @@ def run_retrain(
         rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
         dv_id, dv_hash = dv.id, dv.content_hash
-        # ConvFiT Stage 1 adapts on (context, response) pairs: imported rows with a `context`
-        context_pairs = (
-            [(r.context, r.text) for r in list_utterances(s, project_id) if r.context]
-            if cfg.stage1
-            else None
-        )
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
@@ -162,7 +155,6 @@ def run_retrain(
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.device,
-        context_pairs=context_pairs,
     )
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"

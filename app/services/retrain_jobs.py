@@ -138,7 +138,6 @@ def request_retrain(
     or running returns that job instead of queueing another. ``enqueue=False`` only records the
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
-    cfg = spec.encoder
     reap_dead(ctx)  # a job nothing will finish must not stand in for this one
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
@@ -150,11 +149,6 @@ def request_retrain(
             return existing, False
         rows = list_utterances(s, p.id)
         check_trainable([r.labels for r in rows if r.split == "train" and r.labels])
-        if cfg.stage1 and not any(r.context for r in rows):
-            raise ValueError(
-                "ConvFiT Stage 1 needs (context, response) pairs: import a CSV or JSONL with a "
-                "`context` column first."
-            )
         # the worker checks its own settings against these before it trains
         stored = {**spec.to_job(), DEPLOYMENT: ctx.settings.shared_with_workers()}
         view, created = jobs.create_job(s, p.id, stored, user_id=user_id)

@@ -1,4 +1,4 @@
-"""Specialise a sentence encoder on labelled utterances (ConvFiT Stage 1/2, fast in-batch, LoRA).
+"""Specialise a sentence encoder on labelled utterances (ConvFiT Stage 2, fast in-batch, LoRA).
 
 Example:
     >>> from core.training import TrainConfig, train_encoder, load_trained  # doctest: +SKIP
@@ -21,7 +21,6 @@ from core.training.model_io import (
     read_metadata,
 )
 from core.training.pairs import Pair, check_trainable, sample_pairs
-from core.training.stage1 import read_context_pairs
 
 __all__ = [
     "Eta",
@@ -34,7 +33,6 @@ __all__ = [
     "check_trainable",
     "load_label_encoder",
     "load_trained",
-    "read_context_pairs",
     "read_metadata",
     "sample_pairs",
     "train_encoder",

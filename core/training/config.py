@@ -81,6 +81,16 @@ RETIRED: dict[str, tuple[Any, str]] = {
         0.05,
         "it set up distillation (distil_weight), which is no longer trained",
     ),
+    "stage1": (
+        False,
+        "ConvFiT Stage 1 (in-batch ranking on a project's (context, response) pairs before "
+        "Stage 2) was never measured: none of our data sets has dialogue context, and the "
+        "encoders we ship were already trained this way on over a billion sentence pairs, 726 "
+        "million of them Reddit (comment, reply) pairs (bench/RESULTS.md); imported contexts still count when a project encodes context",
+    ),
+    "stage1_epochs": (2, "it set up ConvFiT Stage 1 (stage1), which is no longer trained"),
+    "stage1_batch_size": (64, "it set up ConvFiT Stage 1 (stage1), which is no longer trained"),
+    "stage1_lr": (2e-5, "it set up ConvFiT Stage 1 (stage1), which is no longer trained"),
 }
 
 
@@ -124,10 +134,6 @@ class TrainConfig:
         lora_dropout: LoRA dropout.
         lora_targets: module names that get LoRA adapters.
         max_pairs: cap on sampled pairs (sub-sampled above it); ``None`` = no cap.
-        stage1: run ConvFiT Stage 1 on (context, response) pairs before Stage 2.
-        stage1_epochs: Stage 1 passes.
-        stage1_batch_size: Stage 1 pairs per step (in-batch negatives).
-        stage1_lr: Stage 1 learning rate.
     """
 
     method: str = "fast"
@@ -152,10 +158,6 @@ class TrainConfig:
     lora_dropout: float = 0.1
     lora_targets: tuple[str, ...] = ("query", "value")
     max_pairs: int | None = 20000
-    stage1: bool = False
-    stage1_epochs: int = 2
-    stage1_batch_size: int = 64
-    stage1_lr: float = 2e-5
 
     def __post_init__(self) -> None:
         if self.method not in TRAINING_METHODS:
@@ -196,9 +198,6 @@ class TrainConfig:
             raise ValueError("lora_targets must be a non-empty list of module names.")
         if self.max_pairs is not None:
             _check_int("max_pairs", self.max_pairs, 1, 10_000_000)
-        _check_int("stage1_epochs", self.stage1_epochs, 1, 100)
-        _check_int("stage1_batch_size", self.stage1_batch_size, 2, 4096)
-        _check_range("stage1_lr", self.stage1_lr, 0.0, 1.0, low_open=True)
 
     @property
     def resolved_loss(self) -> str:

@@ -10,8 +10,6 @@ Methods (``TrainConfig.method``):
   SMAX, AdamW 2e-5, 10 % warm-up, linear decay, epochs by data size, optional down-projection.
 - ``"lora"``: the fast recipe training only LoRA adapters; the artifact is the adapter.
 
-Optionally ConvFiT Stage 1 runs first on (context, response) pairs.
-
 Example:
     >>> trained = train_encoder("minilm", texts, labels, TrainConfig())  # doctest: +SKIP
     >>> trained.encoder().encode(["card not working"]).shape  # doctest: +SKIP
@@ -27,12 +25,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.training.config import TrainConfig
-from core.training.eta import Eta
 from core.training.loop import (
     Batch,
     CancelFn,
     ProgressFn,
-    TrainProgress,
     run_training,
     seed_everything,
 )
@@ -114,28 +110,6 @@ def _pair_epochs(
     return out
 
 
-class _Offset:
-    """Reports a stage's progress as part of the whole run, with one :class:`Eta` over all steps
-    (the stages' own estimates only know their own steps)."""
-
-    def __init__(self, fn: ProgressFn | None, offset: int, grand_total: int, t0: float) -> None:
-        self.fn, self.offset, self.grand_total, self.t0 = fn, offset, grand_total, t0
-        self.eta = Eta(grand_total)
-
-    def stage(self, offset: int) -> _Offset:
-        """The same reporter (and estimate) for a stage starting ``offset`` steps in."""
-        self.offset = offset
-        return self
-
-    def __call__(self, p: TrainProgress) -> None:
-        if self.fn is None:
-            return
-        step = p.step + self.offset
-        left = self.eta.update(step)
-        elapsed = time.monotonic() - self.t0
-        self.fn(TrainProgress(step, self.grand_total, p.loss, elapsed, left, p.stage))
-
-
 def train_encoder(
     base: str,
     texts: Sequence[str],
@@ -145,7 +119,6 @@ def train_encoder(
     progress: ProgressFn | None = None,
     should_cancel: CancelFn | None = None,
     device: str | None = None,
-    context_pairs: Sequence[tuple[str, str]] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -155,11 +128,10 @@ def train_encoder(
         labels: one tuple of intent names per utterance (``()`` = no intent; used as negatives
             by ``convfit`` only).
         config: the run's settings (default: ``TrainConfig()``, the fast method).
-        progress: called after every optimiser step with a :class:`TrainProgress`.
+        progress: called after every optimiser step with a :class:`~core.training.loop.TrainProgress`.
         should_cancel: polled before every step; returning True raises
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
-        context_pairs: (context, response) pairs for Stage 1 (required when ``config.stage1``).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -171,15 +143,12 @@ def train_encoder(
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
     from core.training.lora import attach_lora
     from core.training.losses import build_loss
-    from core.training.stage1 import plan_stage1, run_stage1
 
     config = config or TrainConfig()
     labels = _normalise_labels(labels)
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
     check_trainable(labels)
-    if config.stage1 and not context_pairs:
-        raise ValueError("stage1=True needs (context, response) pairs.")
     device = device or default_device()
     t0 = time.monotonic()
     seed_everything(config.seed)
@@ -192,8 +161,6 @@ def train_encoder(
     else:
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
 
-    plan1 = plan_stage1(context_pairs, config) if config.stage1 and context_pairs else []
-    stage1_steps = sum(len(e) for e in plan1)
     shots = estimate_shots(labels)
     epochs = config.resolved_epochs(shots)
     loss_name = config.resolved_loss
@@ -205,16 +172,6 @@ def train_encoder(
     if total2 == 0:
         raise ValueError("The labelled data yields no training pairs.")
 
-    report = _Offset(progress, 0, stage1_steps + total2, t0)
-    last1 = None
-    if plan1:
-        last1 = run_stage1(
-            model,
-            plan1,
-            config,
-            progress=report,
-            should_cancel=should_cancel,
-        )
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
     )
@@ -231,20 +188,18 @@ def train_encoder(
             lr=config.resolved_lr,
             warmup=config.warmup,
             weight_decay=config.weight_decay,
-            progress=report.stage(stage1_steps),
+            progress=progress,
             should_cancel=should_cancel,
-            stage="stage2",
         )
     for p in model.parameters():
         p.requires_grad_(False)
     model.eval()
     seconds = time.monotonic() - t0
     stats = {
-        "steps": total2 + stage1_steps,
+        "steps": total2,
         "epochs": epochs,
         "seconds": round(seconds, 2),
         "loss": last,
-        "stage1_loss": last1,
         "device": device,
     }
     logger.info("trained %s (%s) in %.1f s: %s", config.method, loss_name, seconds, stats)

@@ -39,7 +39,6 @@ class TrainProgress:
     loss: float
     elapsed: float
     eta: float | None
-    stage: str = "stage2"
 
 
 ProgressFn = Callable[[TrainProgress], None]
@@ -123,7 +122,6 @@ def run_training(
     weight_decay: float,
     progress: ProgressFn | None = None,
     should_cancel: CancelFn | None = None,
-    stage: str = "stage2",
 ) -> float:
     """Train ``model`` (and any parameters of ``loss``) over ``batches``; returns the last loss.
 
@@ -141,7 +139,6 @@ def run_training(
         weight_decay: AdamW weight decay (not applied to biases and norms).
         progress: called after every step.
         should_cancel: polled before every step; True raises :class:`TrainingCancelled`.
-        stage: a name reported in progress.
     """
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     named += [(f"loss.{n}", p) for n, p in loss.named_parameters() if p.requires_grad]
@@ -194,12 +191,10 @@ def run_training(
                 left = eta.update(step)
                 if progress is not None:
                     elapsed = time.monotonic() - start
-                    progress(TrainProgress(step, total_steps, last, elapsed, left, stage))
+                    progress(TrainProgress(step, total_steps, last, elapsed, left))
     finally:
         model.eval()
         loss.eval()
         opt.zero_grad(set_to_none=True)
-    logger.info(
-        "%s: %d steps in %.1f s, last loss %.4f", stage, step, time.monotonic() - start, last
-    )
+    logger.info("%d steps in %.1f s, last loss %.4f", step, time.monotonic() - start, last)
     return last

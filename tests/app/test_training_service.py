@@ -56,41 +56,21 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
 
 @pytest.mark.parametrize(
     "config",
-    [{"method": "magic"}, {"lr": -1}, {"fast_passes": 0}, {"epochz": 2}, {"self_train": -1}],
-    ids=["method", "lr", "passes", "unknown-key", "self-train"],
+    [
+        {"method": "magic"},
+        {"lr": -1},
+        {"fast_passes": 0},
+        {"epochz": 2},
+        {"self_train": -1},
+        {"stage1": True},
+    ],
+    ids=["method", "lr", "passes", "unknown-key", "self-train", "stage-1"],
 )
 def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> None:
     make_tiny(ctx)
     with pytest.raises(ValueError):
         svc.request_retrain(ctx, "tiny", config, enqueue=False)
     assert job_count(ctx) == 0
-
-
-def test_stage_1_uses_imported_context_pairs_and_is_refused_without_them(ctx, tmp_path) -> None:
-    make_tiny(ctx)
-    with pytest.raises(ValueError, match="context"):
-        svc.request_retrain(ctx, "tiny", {**QUICK, "stage1": True}, enqueue=False)
-    assert job_count(ctx) == 0
-    pairs = tmp_path / "pairs.csv"
-    pairs.write_text(
-        "text,labels,context,split\n"
-        "your new card is on its way,,I lost my card,unlabelled\n"
-        "your balance is 40 pounds,,what is my balance,unlabelled\n"
-        "hello! how can I help,,hi,unlabelled\n"
-        "the refund is on its way,,I want my money back,unlabelled\n",
-        encoding="utf-8",
-    )
-    from app.services.io import import_file
-
-    import_file(ctx, "tiny", pairs)
-    view, _ = svc.request_retrain(
-        ctx, "tiny", {**QUICK, "stage1": True, "stage1_epochs": 1}, enqueue=False
-    )
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx, view.id)
-    assert done.status == "succeeded", done.log
-    with ctx.db.session() as s:
-        assert s.get(ModelVersion, done.model_version_id).config["stage1"] is True
 
 
 def test_parse_settings_reads_json_values_and_rejects_junk() -> None:

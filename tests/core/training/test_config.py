@@ -76,6 +76,10 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         distil_batch=32,
         distil_loss="kl",
         distil_temperature=0.05,
+        stage1=False,
+        stage1_epochs=2,
+        stage1_batch_size=64,
+        stage1_lr=2e-5,
     )
     assert TrainConfig.from_dict(stored) == TrainConfig(fast_passes=2)
     with pytest.raises(ValueError, match=r"anchor_pairs=True is no longer an option: .*tied"):
@@ -104,12 +108,18 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         TrainConfig.from_dict({**stored, "distil_weight": 1.0})
     with pytest.raises(ValueError, match=r"distil_loss='mse' is no longer an option"):
         TrainConfig.from_dict({**stored, "distil_loss": "mse"})
+    with pytest.raises(
+        ValueError, match=r"stage1=True is no longer an option: .*never measured.*encodes context"
+    ):
+        TrainConfig.from_dict({**stored, "stage1": True})
+    with pytest.raises(ValueError, match=r"stage1_lr=0\.0001 is no longer an option"):
+        TrainConfig.from_dict({**stored, "stage1_lr": 1e-4})
     with pytest.raises(ValueError, match=r"label_layers=2 is no longer an option"):
         TrainConfig.from_dict({**stored, "label_layers": 2})
     assert TrainConfig.from_dict({"template_loss": 0}) == TrainConfig()  # 0 as an int reads too
     assert "label_encoder" not in TrainConfig().to_dict()  # never written again
     assert "template_fill" not in TrainConfig().to_dict()
-    assert not [k for k in TrainConfig().to_dict() if k.startswith("distil_")]
+    assert not [k for k in TrainConfig().to_dict() if k.startswith(("distil_", "stage1"))]
     with pytest.raises(TypeError):
         TrainConfig(label_encoder="separate")  # type: ignore[call-arg]
 
@@ -135,7 +145,7 @@ def test_a_non_finite_number_is_refused_for_every_float_setting(name, value) -> 
 
 
 def test_the_red_teams_retrain_settings_are_refused_before_queueing() -> None:
-    assert {"lr", "margin", "stage1_lr"} <= set(FLOAT_SETTINGS)
+    assert {"lr", "margin", "scale"} <= set(FLOAT_SETTINGS)
     for bad in ({"lr": float("nan")}, {"margin": float("nan")}):
         with pytest.raises(ValueError, match="finite"):
             TrainConfig.from_dict(json.loads(json.dumps(bad)))  # NaN survives JSON in Python

@@ -67,8 +67,6 @@ def test_bad_data_fails_before_training() -> None:
         train_encoder("minilm", ["a", "b"], [("x",), ("x",)], device="cpu")
     with pytest.raises(ValueError, match="too few: y"):
         train_encoder("minilm", ["a", "b", "c"], [("x",), ("x",), ("y",)], device="cpu")
-    with pytest.raises(ValueError, match="stage1=True needs"):
-        train_encoder("minilm", TEXTS, LABELS, TrainConfig(stage1=True), device="cpu")
 
 
 @pytest.mark.parametrize(
@@ -146,23 +144,6 @@ def test_lora_adapter_is_small_and_round_trips(tmp_path: Path, encoder) -> None:
     assert not np.allclose(loaded.encode(TEXTS[:2]), encoder.encode(TEXTS[:2]), atol=1e-4)
     fresh = type(encoder)(encoder.model, "x", "y").encode(TEXTS[:2])
     np.testing.assert_allclose(fresh, encoder.encode(TEXTS[:2]))
-
-
-def test_stage1_then_stage2_reports_both_stages() -> None:
-    pairs = [(f"question {i}?", f"answer number {i}") for i in range(8)]
-    stages: set[str] = set()
-    cfg = TrainConfig(epochs=1, batch_size=4, stage1=True, stage1_epochs=1, stage1_batch_size=4)
-    trained = train_encoder(
-        "minilm",
-        TEXTS,
-        LABELS,
-        cfg,
-        context_pairs=pairs,
-        progress=lambda p: stages.add(p.stage),
-        device="cpu",
-    )
-    assert stages == {"stage1", "stage2"}
-    assert trained.stats["stage1_loss"] is not None
 
 
 def test_loading_refuses_pickles_and_missing_parts(tmp_path: Path) -> None:
