@@ -86,7 +86,8 @@ RETIRED: dict[str, tuple[Any, str]] = {
         "ConvFiT Stage 1 (in-batch ranking on a project's (context, response) pairs before "
         "Stage 2) was never measured: none of our data sets has dialogue context, and the "
         "encoders we ship were already trained this way on over a billion sentence pairs, 726 "
-        "million of them Reddit (comment, reply) pairs (bench/RESULTS.md); imported contexts still count when a project encodes context",
+        "million of them Reddit (comment, reply) pairs (bench/RESULTS.md); imported contexts "
+        "still count when a project encodes context",
     ),
     "stage1_epochs": (2, "it set up ConvFiT Stage 1 (stage1), which is no longer trained"),
     "stage1_batch_size": (64, "it set up ConvFiT Stage 1 (stage1), which is no longer trained"),

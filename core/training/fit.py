@@ -128,7 +128,8 @@ def train_encoder(
         labels: one tuple of intent names per utterance (``()`` = no intent; used as negatives
             by ``convfit`` only).
         config: the run's settings (default: ``TrainConfig()``, the fast method).
-        progress: called after every optimiser step with a :class:`~core.training.loop.TrainProgress`.
+        progress: called after every optimiser step with a
+            :class:`~core.training.loop.TrainProgress`.
         should_cancel: polled before every step; returning True raises
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
@@ -165,26 +166,26 @@ def train_encoder(
     epochs = config.resolved_epochs(shots)
     loss_name = config.resolved_loss
     if loss_name == "mnrl":
-        stage2: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
+        plan: list[list[Batch]] = [_fast_batches(texts, labels, config, epochs)]
     else:
-        stage2 = _pair_epochs(texts, labels, config, epochs, device)
-    total2 = sum(len(e) for e in stage2)
-    if total2 == 0:
+        plan = _pair_epochs(texts, labels, config, epochs, device)
+    steps = sum(len(e) for e in plan)
+    if steps == 0:
         raise ValueError("The labelled data yields no training pairs.")
 
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
     )
     loss = loss.to(device)
-    it = iter(stage2)
+    it = iter(plan)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
-    seen = (t for epoch in stage2 for batch in epoch for column in batch.columns for t in column)
+    seen = (t for epoch in plan for batch in epoch for column in batch.columns for t in column)
     with cached_prefix(model, seen, frozen):
         last = run_training(
             model,
             loss,
             lambda: next(it),
-            total_steps=total2,
+            total_steps=steps,
             lr=config.resolved_lr,
             warmup=config.warmup,
             weight_decay=config.weight_decay,
@@ -196,7 +197,7 @@ def train_encoder(
     model.eval()
     seconds = time.monotonic() - t0
     stats = {
-        "steps": total2,
+        "steps": steps,
         "epochs": epochs,
         "seconds": round(seconds, 2),
         "loss": last,
