@@ -31,6 +31,11 @@ def css() -> str:
     return resources.files("assets").joinpath("style.css").read_text(encoding="utf-8")
 
 
+def close_on_pick_js() -> str:
+    """Every list of options closes once one is picked (assets/close_on_pick.js)."""
+    return resources.files("assets").joinpath("close_on_pick.js").read_text(encoding="utf-8")
+
+
 def build_app(ctx: AppContext) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
@@ -121,6 +126,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
+        demo.load(None, None, None, js=close_on_pick_js(), api_visibility="private")
         if not ctx.settings.multi_user:
             # Behind a login the picker has no project until its load below, whose change starts
             # the queue: a second start here (of no project) could land after it and replace

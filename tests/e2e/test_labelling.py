@@ -234,6 +234,11 @@ def test_an_import_error_stays_on_screen(banking77_server, page, tmp_path):
     shot(page, "47-import-error-after-5s")
 
 
+SAVE_UNCOVERED = """() => { const b = document.querySelector('#save-utterance').getBoundingClientRect();
+  return document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2)
+    ?.closest('#save-utterance') !== null; }"""
+
+
 def test_a_row_labelled_in_the_table_joins_the_pool_at_once(banking77_server, page):
     page.goto(banking77_server.url)
     page.get_by_role("tab", name="Data").click()
@@ -251,10 +256,14 @@ def test_a_row_labelled_in_the_table_joins_the_pool_at_once(banking77_server, pa
     intents = page.get_by_label("Intents (one or several; empty = no intent)")
     intents.fill("lost_or_stolen_phone")
     intents.press("Enter")
+    # The list of 77 intents used to stay open after Enter, over Save: a person's click on Save
+    # picked 'atm_support' as well. What a pointer on Save hits must be Save, at once.
+    page.wait_for_function(SAVE_UNCOVERED, timeout=1000)
     page.locator("#save-utterance").click()
     page.wait_for_function(
         "() => document.querySelector('#data-status')?.innerText?.includes('(train)')"
     )
+    assert "→ lost_or_stolen_phone (train)" in page.inner_text("#data-status")
     shot(page, "48-data-labelled-row")
 
     page.get_by_role("tab", name="Try").click()
