@@ -14,6 +14,9 @@ unexport PYTHONDONTWRITEBYTECODE
 STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
+# pytest's workers (pytest-xdist): one per core of the 2-core machines the suite is sized for;
+# each takes whole test modules (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: run test install install-dev browser servers team-local mpnet bench clean
 
@@ -24,7 +27,7 @@ test: $(STAMP_DEV) browser servers
 	$(BIN)/ruff check app core storage tests bench
 	$(BIN)/ruff format --check app core storage tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 install: $(STAMP_APP)
 install-dev: $(STAMP_DEV)

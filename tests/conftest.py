@@ -14,10 +14,41 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # An int8 copy and its parity check cost seconds per retrain, and most tests retrain: the int8
 # tests (tests/app/test_int8_serving.py, the CLI's) turn it on for themselves.
 os.environ.setdefault("INTENT_STUDIO_INT8", "off")
+# Under pytest-xdist (`make test` runs two workers, one per core) each worker, and each server or
+# worker process it starts, computes on one thread: two processes each spinning as many OpenMP
+# threads as there are cores wait on each other and burn CPU (measured: the suite's CPU 14 -> 24 min).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA = Path(__file__).resolve().parent / "data"
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whole modules in this order: the browser tests, the other slow ones (``slow``: a server or
+    a training), the rest; each module's tests in their order. Under pytest-xdist a long module
+    started last would leave one worker finishing alone while the other has nothing to take."""
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        mark = 0 if item.get_closest_marker("e2e") else 1 if item.get_closest_marker("slow") else 2
+        rank[module] = min(rank.get(module, 2), mark)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Hand each worker a whole test module at a time, in collection order: a module's tests
+    share its server and browser (module fixtures) and follow each other's steps."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
 
 
 @pytest.fixture(scope="session")
