@@ -78,6 +78,13 @@ class Server:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
+                self.proc.wait(1)
+            except subprocess.TimeoutExpired:
+                # an event stream still open (a gradio_client's heartbeat) holds the graceful stop
+                # for its 5 s; a second Ctrl+C ends that wait, as it would for a person
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.proc.pid, signal.SIGINT)
+            try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
