@@ -16,7 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("INTENT_STUDIO_INT8", "off")
 # Under pytest-xdist (`make test` runs two workers, one per core) each worker, and each server or
 # worker process it starts, computes on one thread: two processes each spinning as many OpenMP
-# threads as there are cores wait on each other and burn CPU (measured: the suite's CPU 14 -> 24 min).
+# threads as there are cores wait on each other and burn CPU (the suite's CPU: 14 -> 24 min).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
 
@@ -39,16 +39,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Hand each worker a whole test module at a time, in collection order: a module's tests
-    share its server and browser (module fixtures) and follow each other's steps."""
-    from xdist.scheduler import LoadScopeScheduling
+    """Hand each worker a whole test module at a time (``--dist loadfile``, for any ``-n`` run),
+    in collection order: a module's tests share its server and browser (module fixtures)
+    and follow each other's steps."""
+    from xdist.scheduler import LoadFileScheduling
 
-    class ByModule(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return nodeid.split("::", 1)[0]
-
-    config.option.loadscopereorder = False
-    return ByModule(config, log)
+    config.option.loadscopereorder = False  # the order collection gave, not by test count
+    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
