@@ -8,13 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
+import assets
 from app.plots import f1_bars, side_by_side, worst_pairs
 from app.report.data import (
     GLOSSARY,
@@ -40,7 +40,7 @@ _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
 def plotly_js() -> str:
     """The vendored plotly.js basic bundle (scatter, bar), as an inline ``<script>``."""
-    source = resources.files("assets").joinpath(PLOTLY_JS).read_text(encoding="utf-8")
+    source = assets.text(PLOTLY_JS)
     return f"<script charset='utf-8'>{source}</script>"
 
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 import gradio as gr
 
+import assets
 from app.auth import actor
 from app.context import AppContext
 from app.services import downloads
@@ -28,12 +28,7 @@ TITLE = "Intent Studio"
 
 
 def css() -> str:
-    return resources.files("assets").joinpath("style.css").read_text(encoding="utf-8")
-
-
-def close_on_pick_js() -> str:
-    """Every list of options closes once one is picked (assets/close_on_pick.js)."""
-    return resources.files("assets").joinpath("close_on_pick.js").read_text(encoding="utf-8")
+    return assets.text("style.css")
 
 
 def build_app(ctx: AppContext) -> gr.Blocks:
@@ -126,7 +121,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
-        demo.load(None, None, None, js=close_on_pick_js(), api_visibility="private")
+        demo.load(None, None, None, js=assets.text("close_on_pick.js"), api_visibility="private")
         if not ctx.settings.multi_user:
             # Behind a login the picker has no project until its load below, whose change starts
             # the queue: a second start here (of no project) could land after it and replace

@@ -16,11 +16,11 @@ import json
 import time
 import uuid
 from dataclasses import asdict
-from importlib import resources
 from typing import Any
 
 import gradio as gr
 
+import assets
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
@@ -52,7 +52,7 @@ KEYS = {
 
 def _keys_js() -> str:
     """The keyboard handler (assets/queue_keys.js) with :data:`KEYS` filled in."""
-    source = resources.files("assets").joinpath("queue_keys.js").read_text(encoding="utf-8")
+    source = assets.text("queue_keys.js")
     return source.replace("__KEYS__", json.dumps(KEYS))
 
 
