@@ -50,13 +50,15 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         with gr.Tab("Export & share"):
             build_export_section(ctx, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
-    retrain.timer.tick(
+    follow = (
         bind(tick, ctx),
         [project, retrain.job_id, retrain.message],
         [*outputs, retrain.message],
-        api_visibility="private",
-        show_progress="hidden",
     )
+    # a job that ended before the first tick (a small project, a warm worker) is still shown
+    # ended: its version in the history, the "queued" line cleared (the timer stays off)
+    retrain.started.then(*follow, api_visibility="private", show_progress="hidden")
+    retrain.timer.tick(*follow, api_visibility="private", show_progress="hidden")
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
     return {"refresh": (bind(refresh, ctx), [project], outputs), "serving": versions.serving}

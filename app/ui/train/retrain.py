@@ -93,6 +93,7 @@ class RetrainSection:
     timer: gr.Timer
     job_id: gr.State
     message: gr.Markdown
+    started: Any = None  # the Retrain click's event, followed by the tab's first tick
 
     @property
     def job_outputs(self) -> list[Any]:
@@ -125,16 +126,12 @@ def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State)
     )
     with gr.Accordion("Training log", open=False):
         section.log.render()
-    retrain.click(
+    # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
+    section.started = retrain.click(
         guarded(ctx, "designer", outputs=3)(bind(start, ctx)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
-    ).then(
-        bind(poll, ctx),
-        [project, section.job_id],
-        section.job_outputs,
-        api_visibility="private",
     )
     cancel.click(
         guarded(ctx, "designer")(bind(stop, ctx)),

@@ -91,3 +91,20 @@ def test_the_history_table_reads_in_words_and_megabytes():
     assert "macro F1" in frame.columns and "size_kb" not in frame.columns
     assert frame.loc[0, "size MB"] == 111.1
     assert len(versions.HISTORY_WIDTHS) == len(versions.HISTORY_COLUMNS)
+
+
+def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, demo):
+    """A job that ends before the timer's first tick (a small project, a warm worker) left the
+    "queued" line on screen and the history without its version: the Retrain click was followed
+    by the job panel's refresh alone, and the timer, off once the job had ended, never ticked."""
+    from app.ui.main import build_app
+
+    fns = build_app(ctx).fns.values()
+    (started,) = [f for f in fns if f.api_name == "retrain"]
+    (after,) = [f for f in fns if f.trigger_after == started._id]
+    ids = {getattr(o, "elem_id", None) for o in after.outputs}
+    assert {"train-message", "job-progress", "versions"} <= ids
+    # the very refresh the Train tab's timer runs every second while a job is active
+    ticks = [f for f in fns if f.targets and f.targets[0][1] == "tick"]
+    (timer,) = [f for f in ticks if [o._id for o in f.outputs] == [o._id for o in after.outputs]]
+    assert after.name == timer.name == "tick"
