@@ -15,7 +15,8 @@ STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt |
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 CHROMIUM ?= /usr/bin/chromium
 # pytest's workers (pytest-xdist): one per core of the 2-core machines the suite is sized for;
-# each takes whole test modules (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
+# each takes whole test modules, and whole folders of browser tests that share a server
+# (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test install install-dev browser servers team-local mpnet bench clean

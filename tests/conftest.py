@@ -37,15 +37,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
 
 
+def scheduling_unit(nodeid: str) -> str:
+    """What one pytest-xdist worker runs whole: a test module, or a whole folder of browser tests
+    (``tests/e2e/<folder>/``), whose modules share one server started once.
+
+    Example:
+        >>> scheduling_unit("tests/e2e/demo/test_design.py::test_a_cluster")
+        'tests/e2e/demo'
+        >>> scheduling_unit("tests/e2e/test_harness.py::test_x"), scheduling_unit("core/a.py::a.f")
+        ('tests/e2e/test_harness.py', 'core/a.py')
+    """
+    module = nodeid.split("::", 1)[0]
+    folder, _, _ = module.rpartition("/")
+    return folder if folder.startswith("tests/e2e/") else module
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Hand each worker a whole test module at a time (``--dist loadfile``, for any ``-n`` run),
-    in collection order: a module's tests share its server and browser (module fixtures)
-    and follow each other's steps."""
-    from xdist.scheduler import LoadFileScheduling
+    """Hand each worker a whole :func:`scheduling_unit` at a time, for any ``-n`` run, in
+    collection order: a module's tests share its server and browser (module fixtures) and
+    follow each other's steps; a folder's modules share one server."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_unit(nodeid)
 
     config.option.loadscopereorder = False  # the order collection gave, not by test count
-    return LoadFileScheduling(config, log)
+    return UnitScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""A scripted annotator for the Label tab (shared by tests/e2e/test_annotator.py and
+"""A scripted annotator for the Label tab (shared by tests/e2e/banking77/test_annotator.py and
 bench/workbench.py): it reads the card, presses keys like a person at a set speed, and keeps what
 each key meant, so every stored label can be checked against the intended one."""
 

@@ -1,5 +1,10 @@
 """A real server in a subprocess on a free loopback port, and Debian's Chromium through Playwright
-(never a downloaded browser). Screenshots go to test-artifacts/screenshots/."""
+(never a downloaded browser). Screenshots go to test-artifacts/screenshots/.
+
+A server costs seconds of CPU to start and warm up, so the modules that can share one live in a
+folder whose conftest starts it once: ``demo/`` (the demo project), ``banking77/`` (BANKING77)
+and ``team/`` (``serve --multi-user``). Under pytest-xdist a folder runs whole on one worker
+(:func:`tests.conftest.scheduling_unit`)."""
 
 from __future__ import annotations
 
@@ -89,16 +94,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("e2e") / "data")
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()
 
 
 # Gradio shows an exception of its own (a handler that raised, outputs that do not match) as an
@@ -301,42 +296,4 @@ def imported_banking77(root: Path, **sizes: int) -> Path:
     return data
 
 
-@pytest.fixture(scope="session")
-def banking77_server(tmp_path_factory):
-    """A server whose only project, ``banking77``, is :func:`banking77_csv` imported (one for the
-    session: its warm-up is the slow part; the workbench tests run first and change labels)."""
-    srv = Server(imported_banking77(tmp_path_factory.mktemp("b77")), "--no-demo")
-    try:
-        srv.wait_ready()
-        srv.wait_warm()
-        yield srv
-    finally:
-        srv.stop()
-
-
 PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
-
-
-@pytest.fixture(scope="session")
-def team_server(tmp_path_factory):
-    """A ``serve --multi-user`` server (one for the session) with a designer, dana, and a viewer,
-    vic, besides the admin, started with settings that would open a share tunnel or code edits."""
-    data = tmp_path_factory.mktemp("team") / "data"
-    for name, role in (("dana", "designer"), ("vic", "viewer")):
-        add = ["users", "add", name, "--role", role]
-        subprocess.run(
-            [sys.executable, "-m", "app", "--data-dir", str(data), *add],
-            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-    hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
-    srv = Server(
-        data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
-    )
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()

@@ -14,6 +14,8 @@ from tests.samples import GIFT, HOURS, KLARNA
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 DEMO = "Demo: Acme support"
+# a name of its own: the Try tab's test (same server, tests/e2e/demo/conftest.py) makes gift_cards
+NEW = "gift_card_questions"
 
 
 def _view(page, name: str, selector: str) -> None:
@@ -56,15 +58,16 @@ def test_a_cluster_becomes_an_intent_and_a_merge_shows_its_estimate(server, page
         arg=n,
     )
     page.wait_for_selector("#design-cluster-map .js-plotly-plot", timeout=180_000)
-    page.locator("#design-new-name textarea, #design-new-name input").first.fill("gift_cards")
+    page.locator("#design-new-name textarea, #design-new-name input").first.fill(NEW)
     shot(page, "20-design-cluster")
     _view(page, "20-design-cluster", "#design-create")
     page.locator("#design-create").click()
     page.wait_for_function(
-        "() => document.querySelector('#design-cluster-action')?.innerText"
-        "?.includes(\"Created 'gift_cards'\")"
+        "(n) => document.querySelector('#design-cluster-action')?.innerText"
+        "?.includes(`Created '${n}'`)",
+        arg=NEW,
     )
-    assert f"{n - 1} utterance(s) labelled gift_cards" in page.inner_text("#design-cluster-action")
+    assert f"{n - 1} utterance(s) labelled {NEW}" in page.inner_text("#design-cluster-action")
 
     page.get_by_role("tab", name="Merge / split what-if").click()
     page.get_by_label("Merge intent").click()

@@ -5,7 +5,7 @@ that stays on screen, and a row labelled in the table that joins the pool at onc
 
 The queue's key-to-next-utterance times are written to test-artifacts/queue-timings.json (to
 read, not a timed assertion; ``python -m bench.workbench`` is the benchmark). The scripted
-annotator (tests/e2e/test_annotator.py) labels 50 by typed filters and suggestions before."""
+annotator (tests/e2e/banking77/test_annotator.py) labels 50 by typed filters and suggestions before."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_twenty_labels_by_keyboard_one_key_each(banking77_server, browser):
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(60_000)
     _open_queue(page, banking77_server.url)
-    # 150 unlabelled in the project (tests/e2e/test_annotator.py, run before, labels some)
+    # 150 unlabelled in the project (tests/e2e/banking77/test_annotator.py, run before, labels some)
     left = int(page.inner_text("#queue-progress").split()[0])
     assert 60 <= left <= 150
     suggestions = page.inner_text("#queue-s1")

@@ -52,6 +52,17 @@ def test_try_tab_explains_and_a_new_label_counts_at_once(server, page):
         "() => document.querySelector('#try-explanation')?.innerText?.includes('Predicted gift_cards')"
     )
     shot(page, "03-try-after-labelling")
+    # a second example: the modules after this one retrain the demo on the same server
+    # (tests/e2e/demo/conftest.py), and a retrain needs two examples of every intent
+    from gradio_client import Client
+
+    Client(server.url, verbose=False).predict(
+        "Demo: Acme support",
+        "a gift card for my sister please",
+        ["gift_cards"],
+        "train",
+        api_name="/label",
+    )
 
 
 def test_predict_api_answers_like_the_ui(server):

@@ -4,9 +4,12 @@ the map and a point's explanation."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.e2e.conftest import emit_on_map, shot
+from tests.e2e.demo.conftest import shown_job, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -16,20 +19,25 @@ def text_of(page, selector: str) -> str:
 
 
 def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
+    from gradio_client import Client
+
+    # a test question with a wrong intent: the evaluation has a confusion to show whatever
+    # the earlier modules on this server (tests/e2e/demo/conftest.py) taught the model
+    Client(server.url, verbose=False).predict(
+        "Demo: Acme support",
+        "where has my parcel got to",
+        ["refund_status"],
+        "test",
+        api_name="/label",
+    )
     page.goto(server.url)
     page.get_by_role("tab", name="Train").click()
+    before = shown_job(page)
     page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
     page.locator("#retrain").click()
-    page.wait_for_function(
-        "() => document.querySelector('#job-progress')?.innerText?.includes('running')"
-        " || document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
-        timeout=120_000,
-    )
+    wait_for_job(page, before, "running", "succeeded", timeout=120_000)
     shot(page, "10-train-running")
-    page.wait_for_function(
-        "() => document.querySelector('#job-progress')?.innerText?.includes('succeeded')",
-        timeout=300_000,
-    )
+    wait_for_job(page, before, "succeeded")
     assert "accuracy" in text_of(page, "#job-progress")
     assert "queued" not in text_of(page, "#train-message")  # the job's line cleared when done
     page.get_by_role("tab", name="Versions").click()
@@ -88,7 +96,8 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
         timeout=180_000,
     )
     titles = text_of(page, "#map-plot")
-    assert "v1 (fast)" in titles and titles.count("silhouette") == 2
+    # the version this module trained (ids are global: an earlier module may have trained too)
+    assert re.search(r"\bv\d+ \(fast\)", titles) and titles.count("silhouette") == 2
     # every utterance is a point, once per side
     n_points = page.evaluate(
         "() => document.querySelector('#map-plot .js-plotly-plot').data"

@@ -1,0 +1,37 @@
+"""The team modules share one ``serve --multi-user`` server: a folder of ``tests/e2e`` runs whole
+on one pytest worker (tests/conftest.py), so it is started once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import PASSWORDS, ROOT, Server
+
+
+@pytest.fixture(scope="session")
+def team_server(tmp_path_factory):
+    """A ``serve --multi-user`` server (one for this folder's modules) with a designer, dana, and a viewer,
+    vic, besides the admin, started with settings that would open a share tunnel or code edits."""
+    data = tmp_path_factory.mktemp("team") / "data"
+    for name, role in (("dana", "designer"), ("vic", "viewer")):
+        add = ["users", "add", name, "--role", role]
+        subprocess.run(
+            [sys.executable, "-m", "app", "--data-dir", str(data), *add],
+            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+    hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
+    srv = Server(
+        data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
+    )
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
