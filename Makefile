@@ -10,6 +10,12 @@ INSTALL := $(PIP) install --quiet --no-compile
 # process would then compile every module it imports again, ~5 s of CPU for each start of the
 # app, its worker or a CLI command. The bytecode goes to the venv and ignored __pycache__ folders.
 unexport PYTHONDONTWRITEBYTECODE
+# Once per install, what every start of the app would otherwise compile again until it has run
+# once: the bytecode of the modules it imports, and UMAP's numba kernels (core/projection.py;
+# about a minute of one core). Without it the first `make run` waits for them, and in a fresh
+# `make test` the first servers of both pytest workers compiled them at the same time.
+PREPARE := $(BIN)/python -W ignore -c "import app.web, app.worker, sentence_transformers; \
+  from core.projection import warm_up; warm_up()"
 # Re-install when the dependency list changes.
 STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
@@ -41,11 +47,13 @@ $(VENV)/bin/python:
 $(STAMP_APP): $(VENV)/bin/python
 	$(INSTALL) torch==2.13.0
 	$(INSTALL) -c constraints.txt -e ".[app]"
+	$(PREPARE)
 	touch $@
 
 $(STAMP_DEV): $(VENV)/bin/python
 	$(INSTALL) torch==2.13.0
 	$(INSTALL) -c constraints.txt -e ".[dev]"
+	$(PREPARE)
 	touch $@
 
 # Browser tests drive Debian's Chromium through Playwright; no browser is ever downloaded.
