@@ -17,7 +17,7 @@ without pause keeps the fitter busy half the time at most (one core of a shared 
 
 Example:
     >>> fitted = []
-    >>> fitter = HeadFitter(fitted.append, delay=0.0)
+    >>> fitter = HeadFitter(fitted.append)  # waits SETTLE_S after the last change
     >>> fitter.request(7); fitter.request(7)
     >>> fitter.settle(timeout=5), fitted
     (True, [7])
