@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from storage import guard
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import _labels_of
 from storage.tables import Intent, Label, LabelEvent, Utterance
@@ -121,6 +122,8 @@ def undo_batch(
         raise ConflictError(f"A {events[0].action!r} cannot be undone.")
     if all(e.undone for e in events):
         raise ConflictError("That change was undone already.")
+    touched = sorted({e.utterance_id for e in events if e.utterance_id is not None})
+    guard.check(s, project_id, touched, undo_of={e.user_id for e in events})
     later = _later_edits(s, project_id, events)
     if later:
         raise ConflictError(

@@ -11,6 +11,14 @@ class NotFoundError(StorageError):
     pass
 
 
+class UnknownIntentError(StorageError):
+    """A label names no intent of the project, where creating one was not asked for."""
+
+    def __init__(self, name: str, hint: str = "") -> None:
+        super().__init__(f"Unknown intent {name!r}.{hint}")
+        self.name = name
+
+
 class ConflictError(StorageError):
     """Someone else changed the row since it was read (optimistic locking)."""
 

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy import Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
+from storage import guard
 from storage.errors import StorageError
 from storage.faults import fault_point
 from storage.projects import (
@@ -44,6 +45,9 @@ class ImportCounts(NamedTuple):
     updated: int
     skipped: int
     intents_created: tuple[str, ...] = ()
+    # texts already in the project that the acting user may not change (storage.guard): left
+    # as they are by a relabel
+    protected: int = 0
 
 
 class ImportPlan(NamedTuple):
@@ -265,6 +269,9 @@ def write_rows(
         known[name] = create_intent(s, project_id, name, look_alikes_checked=True)
     old = [r for r in rows if r.text in existing]
     new = [r for r in rows if r.text not in existing]
+    locked = guard.refused(s, project_id, [existing[r.text][0] for r in old])
+    if locked:
+        old = [r for r in old if existing[r.text][0] not in locked]
     events = _relabel(s, project_id, old, existing, known, batch=batch, user_id=user_id)
     ids: list[int] = []
     if new:
@@ -308,7 +315,7 @@ def write_rows(
     if events:
         s.execute(insert(LabelEvent), events)
     fault_point("import.before_commit")
-    return ImportCounts(len(new), len(old), skipped, tuple(needed))
+    return ImportCounts(len(new), len(old), skipped, tuple(needed), len(locked))
 
 
 def import_rows(

@@ -174,6 +174,21 @@ class Assignment(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
+class ProjectMember(Base):
+    """A user's membership of a project, with their role there (``viewer`` or ``designer``, never
+    above the user's own role). Admins see and change every project without one; anyone else
+    sees only the projects they are a member of."""
+
+    __tablename__ = "project_members"
+    __table_args__ = (UniqueConstraint("project_id", "user_id", name="uq_project_member"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class Answer(Base):
     """One annotator's answer for an utterance (``label`` with intents, ``oos``, ``skip``), kept
     apart from its accepted label (:class:`Label`), which training, evaluation and export use."""

@@ -33,6 +33,56 @@ class AnswerRow:
     answered_at: datetime
 
 
+@dataclass(frozen=True)
+class TeamItem:
+    """An utterance given to annotators, as the item rule sees it: its split now, who was asked
+    (user id and name, in the order they were asked) and what each answered (user id ->
+    (action, intents))."""
+
+    id: int
+    split: str
+    assignees: tuple[tuple[int, str], ...]
+    answers: Mapping[int, tuple[str, tuple[str, ...]]]
+
+
+_SLICE = 500  # ids per IN (...) list
+
+
+def team_items(s: Session, project_id: int, utterance_ids: Sequence[int]) -> dict[int, TeamItem]:
+    """The items among ``utterance_ids`` that were given to annotators (others left out): three
+    statements per 500 ids, one when none of them was."""
+    out: dict[int, TeamItem] = {}
+    ids = list(dict.fromkeys(utterance_ids))
+    for start in range(0, len(ids), _SLICE):
+        part = ids[start : start + _SLICE]
+        asked: dict[int, list[tuple[int, str]]] = {}
+        for uid, user, name in s.execute(
+            select(Assignment.utterance_id, Assignment.user_id, User.name)
+            .join(User, User.id == Assignment.user_id)
+            .where(Assignment.project_id == project_id, Assignment.utterance_id.in_(part))
+            .order_by(Assignment.id)
+        ):
+            asked.setdefault(uid, []).append((user, name))
+        if not asked:
+            continue
+        given: dict[int, dict[int, tuple[str, tuple[str, ...]]]] = {}
+        for uid, user, action, intents in s.execute(
+            select(Answer.utterance_id, Answer.user_id, Answer.action, Answer.intents).where(
+                Answer.project_id == project_id, Answer.utterance_id.in_(list(asked))
+            )
+        ):
+            given.setdefault(uid, {})[user] = (action, tuple(intents or ()))
+        splits = dict(
+            s.execute(select(Utterance.id, Utterance.split).where(Utterance.id.in_(list(asked))))
+            .tuples()
+            .all()
+        )
+        for uid, who in asked.items():
+            if uid in splits:
+                out[uid] = TeamItem(uid, splits[uid], tuple(who), given.get(uid, {}))
+    return out
+
+
 def unassigned_unlabelled(
     s: Session, project_id: int, *, search: str | None = None, limit: int | None = None
 ) -> list[int]:

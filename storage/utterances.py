@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
-from storage.errors import ConflictError, NotFoundError, StorageError
+from storage import guard
+from storage.errors import ConflictError, NotFoundError, StorageError, UnknownIntentError
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.slots import moved_entities
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
@@ -173,7 +174,7 @@ def _resolve_intents(
         name = validate_intent_name(raw)
         if name not in known:
             if not create_missing:
-                raise StorageError(f"Unknown intent {name!r}.")
+                raise UnknownIntentError(name)
             known[name] = create_intent(s, project_id, name)
         if known[name] not in out:
             out.append(known[name])
@@ -284,6 +285,7 @@ def set_labels(
     moved = split_before != split_after
     if before == after and not moved:
         return _row(u, after)
+    guard.check(s, project_id, [u.id])
     replace_labels(s, u, intents)
     u.split = split_after
     u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
@@ -307,6 +309,10 @@ def update_utterance(
     u = get_utterance(s, project_id, utterance_id)
     _check_version(u, expected_version)
     split_before = u.split
+    if (text is not None and validate_text(text) != u.text) or (
+        split is not None and split != u.split
+    ):
+        guard.check(s, project_id, [u.id])
     if text is not None:
         text = validate_text(text)
         clash = s.scalar(
@@ -344,6 +350,7 @@ def delete_utterance(
     """Delete an utterance. Its event keeps the text, labels and split, so an undo brings it back
     (:func:`storage.audit.undo_batch`)."""
     u = get_utterance(s, project_id, utterance_id)
+    guard.check(s, project_id, [u.id])
     labels = _labels_of(s, [u.id])[u.id]
     _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
     s.flush()

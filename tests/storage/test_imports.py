@@ -101,7 +101,7 @@ def test_a_relabel_in_bulk_does_exactly_what_set_labels_then_update_utterance_di
             update_utterance(s, ref, ids[r.text], split=r.split, user_id=None, batch="one")
         counts = import_rows(s, bulk, rows, on_existing="relabel")
         expected, got = _snapshot(s, ref), _snapshot(s, bulk)
-    assert counts == (0, len(rows), 0, ("brand_new",))
+    assert counts == (0, len(rows), 0, ("brand_new",), 0)
     assert got[0] == expected[0]  # labels, split and version of every utterance
     assert got[1] == expected[1]  # the same audit events, in the same order
     assert len(got[2]) == 1  # one batch
