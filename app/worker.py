@@ -217,17 +217,17 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card needs in the space it now serves: its pool, calibration and
     queue candidates, so the app does not encode them while a user waits for the card."""
+    from app.access import open_project
+    from app.auth import LOCAL
     from app.services.queue import order
-    from storage.projects import get_project
 
     try:
-        with ctx.db.session() as s:
-            name = get_project(s, project_id).name
+        p = open_project(ctx, project_id, LOCAL)
         before, started = ctx.cache.encoded, time.monotonic()
-        order(ctx, name)
+        order(ctx, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
-            name,
+            p.name,
             ctx.cache.encoded - before,
             time.monotonic() - started,
         )

@@ -61,6 +61,11 @@ if not hasattr(cache_mod.EmbeddingCache(None), "encoded"):  # a checkout without
         counted["n"] += len(self.missing(encoder, texts)) if len(texts) else 0
         return plain(self, encoder, texts, **kw)
     cache_mod.EmbeddingCache.encode = counting
+try:
+    from app.access import open_project as _open
+except ImportError:  # a checkout before the project handle (issue 43): services took a name
+    def _open(ctx, name):
+        return name
 ctx = AppContext(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
@@ -69,7 +74,7 @@ with ctx.db.session() as s:
 mv, _ = ctx.active_version(pid)
 ctx.serving_encoder(mv, base, settings)
 loaded = time.perf_counter()
-found, _ = queue.next_item(ctx, "banking77", [])
+found, _ = queue.next_item(ctx, _open(ctx, "banking77"), [])
 card = time.perf_counter()
 print(json.dumps({
     "load_s": round(loaded - started, 2),

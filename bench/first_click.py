@@ -128,19 +128,19 @@ def warm():  # what `intent-studio serve` starts at start-up (no argument at 8bd
 
 def view(version=None):  # the Map tab: get_map, polled until the background projection is done
     while True:
-        found = map_svc.get_map(ctx, P, method="umap", version=version)
+        found = map_svc.get_map(ctx, _open(ctx, P), method="umap", version=version)
         if found is not None:
             return found
         time.sleep(0.2)
 
 shown = {"highlight": None, "focus": None, "names": True}  # the tab's defaults
 P = "banking77"
-history = version_svc.history(ctx, P)
+history = version_svc.history(ctx, _open(ctx, P))
 trained = sorted(r["version"] for r in history)[-2:]
 step("umap warm-up", warm)
 step("map", lambda: map_svc.map_figure(view(), **shown).to_json())
 step("map cached", lambda: map_svc.map_figure(view(), **shown).to_json())
-step("compare", lambda: version_svc.compare(ctx, P, trained[0], trained[1]))
+step("compare", lambda: version_svc.compare(ctx, _open(ctx, P), trained[0], trained[1]))
 
 def map_compare():
     left, right = view(trained[0]), view(trained[1])
@@ -149,7 +149,7 @@ def map_compare():
 
 step("map compare", map_compare)
 report_path = os.path.join(os.environ["INTENT_STUDIO_DATA_DIR"], "bench-report.html")
-step("report", lambda: report_svc.build_report(ctx, P, _Path(report_path)))
+step("report", lambda: report_svc.build_report(ctx, _open(ctx, P), _Path(report_path)))
 print(json.dumps({
     "steps": steps,
     "versions": trained,

@@ -42,6 +42,7 @@ EXAMPLES = {
 
 def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     from app import auth
+    from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
     from app.services import data as data_svc
@@ -54,7 +55,7 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     new_project(ctx, PROJECT)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx, PROJECT, text, [intent])
+            data_svc.add_utterance(ctx, open_project(ctx, PROJECT), text, [intent])
     return ctx, {name: auth.issue_token(ctx, name) for name in ("dana", "vic")}
 
 

@@ -58,8 +58,9 @@ def timed_writes(ctx: Any, holds: list[float]) -> None:
 
 
 def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> dict[str, Any]:
+    from app.access import open_project
     from app.services import data as data_svc
-    from app.services.io import import_utterances
+    from app.services.io import destination, import_utterances
 
     holds: list[float] = []
     waits: list[float] = []
@@ -71,7 +72,9 @@ def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> d
         while not done.is_set():
             t = time.perf_counter()
             try:
-                data_svc.label_utterance(ctx, "other", utterance_id, ["a", "b"][flip % 2])
+                data_svc.label_utterance(
+                    ctx, open_project(ctx, "other"), utterance_id, ["a", "b"][flip % 2]
+                )
             except Exception as exc:  # a BusyError is what the old code gave
                 errors.append(type(exc).__name__)
             waits.append(time.perf_counter() - t)
@@ -83,7 +86,7 @@ def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> d
     def importer() -> None:
         timed_writes(ctx, holds)
         t = time.perf_counter()
-        res = import_utterances(ctx, "big", rows, on_existing=on_existing)
+        res = import_utterances(ctx, destination(ctx, "big"), rows, on_existing=on_existing)
         result.update(
             import_s=round(time.perf_counter() - t, 2),
             inserted=res.inserted,
@@ -114,10 +117,11 @@ def main() -> None:
     ap.add_argument("--rows", default="10000,50000")
     args = ap.parse_args()
 
+    from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
     from app.services import data as data_svc
-    from app.services.io import import_utterances
+    from app.services.io import destination, import_utterances
     from storage.utterances import NewUtterance
 
     results = []
@@ -125,9 +129,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             ctx = AppContext(load_settings(Path(tmp)))
             import_utterances(
-                ctx, "other", [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
+                ctx,
+                destination(ctx, "other"),
+                [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))],
             )
-            uid = int(data_svc.table(ctx, "other")[0]["id"])
+            uid = int(data_svc.table(ctx, open_project(ctx, "other"))[0]["id"])
             for kind, rows in (("insert", synthetic_rows(n)), ("relabel", synthetic_rows(n, 1))):
                 r = run_one(ctx, rows, "relabel", uid)
                 results.append({"rows": n, "kind": kind, **r})

@@ -48,10 +48,11 @@ def main() -> None:
 
     import torch
 
+    from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
     from app.services import data as data_svc
-    from app.services.io import import_utterances
+    from app.services.io import destination, import_utterances
     from app.services.predict import predict_one
     from core.encoding.registry import load_encoder
     from core.retrieval.factory import PredictorFactory
@@ -84,13 +85,13 @@ def main() -> None:
         ctx = AppContext(load_settings(tmp))
         unique = dict(zip(pool_x, pool_y, strict=True))  # the source repeats a few texts
         rows = [NewUtterance(x, (y,), "train") for x, y in unique.items()]
-        import_utterances(ctx, "bench", rows)
+        import_utterances(ctx, destination(ctx, "bench"), rows)
         t = time.perf_counter()
         ctx.pool(1)
         results["pool_build_s"] = round(time.perf_counter() - t, 2)
         results["pool_size"] = len(rows)
         for q in queries[:10]:  # warm-up
-            predict_one(ctx, "bench", q)
+            predict_one(ctx, open_project(ctx, "bench"), q)
         core_ms, service_ms = [], []
         pool = ctx.pool(1)
         for q in queries:
@@ -98,7 +99,7 @@ def main() -> None:
             pool.predictor.rank(enc.encode([q]))
             core_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            predict_one(ctx, "bench", q)
+            predict_one(ctx, open_project(ctx, "bench"), q)
             service_ms.append((time.perf_counter() - t) * 1000)
         results["core_p50_ms"] = round(pct(core_ms, 50), 2)
         results["core_p95_ms"] = round(pct(core_ms, 95), 2)
@@ -111,9 +112,12 @@ def main() -> None:
             query = f"can I order a hoverboard number {i} for my cousin"
             t = time.perf_counter()
             data_svc.add_utterance(
-                ctx, "bench", f"I want to buy hoverboard model {i}", [f"hoverboard_{i}"]
+                ctx,
+                open_project(ctx, "bench"),
+                f"I want to buy hoverboard model {i}",
+                [f"hoverboard_{i}"],
             )
-            top = predict_one(ctx, "bench", query)["top"]
+            top = predict_one(ctx, open_project(ctx, "bench"), query)["top"]
             label_ms.append((time.perf_counter() - t) * 1000)
             assert top == f"hoverboard_{i}", top
         results["label_to_prediction_p50_ms"] = round(statistics.median(label_ms), 1)

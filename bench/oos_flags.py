@@ -74,13 +74,13 @@ def clinc150(data: Path, out: Path, test: int = 1000) -> Path:
 def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | None]:
     """The share of ``texts`` the live Predictor calls out of scope, and the share a card would
     show "looks out of scope" (the calibration's hint, None where this code has none)."""
-    from app.services.data import project_id_in
+    from app.access import open_project
     from app.services.predict import predict
 
-    rows = [r for i in range(0, len(texts), 100) for r in predict(ctx, project, texts[i : i + 100])]
+    p = open_project(ctx, project)
+    rows = [r for i in range(0, len(texts), 100) for r in predict(ctx, p, texts[i : i + 100])]
     served = sum(bool(r["oos"]) for r in rows) / max(1, len(rows))
-    with ctx.db.session() as s:
-        cal = ctx.pool(project_id_in(s, project)).calibration
+    cal = ctx.pool(p.id).calibration
     if cal is None or not hasattr(cal, "looks_out_of_scope"):
         return served, None
     hint = [cal.looks_out_of_scope(bool(r["oos"]), r["score"], r["margin"]) for r in rows]
@@ -88,11 +88,11 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
 
 
 def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
+    from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
     from app.services import queue as queue_svc
-    from app.services.data import project_id_in
-    from app.services.io import import_file
+    from app.services.io import destination, import_file
     from storage.utterances import list_utterances
 
     out: list[dict[str, Any]] = []
@@ -102,9 +102,9 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
         try:
             for name, build in (("banking77", banking77), ("clinc150", clinc150)):
                 started = time.perf_counter()
-                import_file(ctx, name, build(data, root / f"{name}.csv"))
+                import_file(ctx, destination(ctx, name), build(data, root / f"{name}.csv"))
+                pid = open_project(ctx, name).id
                 with ctx.db.session() as s:
-                    pid = project_id_in(s, name)
                     tests = [r.text for r in list_utterances(s, pid, split="test")]
                 pool = ctx.pool(pid)
                 row: dict[str, Any] = {
@@ -115,10 +115,10 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
                 }
                 row["test_flagged"], row["test_hint"] = _flagged(ctx, name, tests)
                 if name == "banking77":
-                    ids = queue_svc.order(ctx, name, limit=max(cards))
+                    ids = queue_svc.order(ctx, open_project(ctx, name), limit=max(cards))
                     flags = []
                     for i in ids:
-                        item = queue_svc.item(ctx, name, i)
+                        item = queue_svc.item(ctx, open_project(ctx, name), i)
                         flags.append(bool(item is not None and item.out_of_scope))
                     for n in cards:
                         row[f"queue_flagged@{n}"] = sum(flags[:n]) / max(1, len(flags[:n]))

@@ -128,7 +128,7 @@ def bench_queue(data: Path, labels: int, delays: list[int]) -> dict[str, Any]:
 
 
 def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
-    from app.services.io import import_utterances
+    from app.services.io import destination, import_utterances
     from storage.utterances import NewUtterance
 
     def read(file: str) -> list[dict[str, str]]:
@@ -145,10 +145,11 @@ def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
         suffix = "" if i < len(texts) else f" (log {i // len(texts)})"
         rows.append(NewUtterance(base + suffix, (), "unlabelled"))
         i += 1
-    import_utterances(ctx, name, rows)
+    import_utterances(ctx, destination(ctx, name), rows)
 
 
 def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
+    from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
     from app.services.table import TableQuery, table_page
@@ -172,7 +173,7 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
             ("text_filter", TableQuery(search="card")),
         ):
             t = time.perf_counter()
-            page = table_page(ctx, "big", query)
+            page = table_page(ctx, open_project(ctx, "big"), query)
             timings[label] = round((time.perf_counter() - t) * 1000, 1)
             assert page.rows
         out.append(

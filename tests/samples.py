@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.handles import live
+
 
 def write_csv(path: Path, rows: Iterable[Sequence[str]]) -> Path:
     """A project file in the app's CSV format: ``rows`` of (text, label, split)."""
@@ -55,7 +57,9 @@ def make_tiny(ctx, name: str = "tiny") -> str:
     new_project(ctx, name)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
-            data_svc.add_utterance(ctx, name, text, intent, "test" if i == 4 else "train")
+            data_svc.add_utterance(
+                ctx, live(ctx, name), text, intent, "test" if i == 4 else "train"
+            )
     return name
 
 

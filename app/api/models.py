@@ -101,11 +101,14 @@ class PredictOut(BaseModel):
 
 
 class LabelIn(BaseModel):
-    """Add a labelled utterance, or relabel it when the text is already in the project."""
+    """Add a labelled utterance, or relabel it when the text is already in the project. An
+    intent the project does not have is refused (400, naming the closest ones) unless
+    `create` is true: a typo would otherwise become an intent of one example."""
 
     text: str = Field(..., min_length=1)
     intents: list[str] = Field(default_factory=list, description="empty: no intent")
     split: str = Field("train", description="train, test or unlabelled")
+    create: bool = Field(False, description="create intents the project does not have yet")
 
 
 class Utterance(BaseModel):
@@ -184,22 +187,26 @@ class NewProjectIn(BaseModel):
 
 class BulkLabelIn(BaseModel):
     """Label many utterances as one batch, as the UI's bulk label does: first with
-    ``preview: true`` (nothing changes; the answer's ``change`` lists the ids that would), then
-    with ``expected`` set to that ``change``: refused, nothing changed, when the rows to change
-    are no longer exactly those. Already labelled rows are left as they are unless
-    ``relabel_labelled``."""
+    ``preview: true`` (nothing changes; the answer's ``change`` lists the ids that would, and its
+    ``token`` digests what it would do), then the same ids and intents with that ``token`` (or
+    ``expected`` set to its ``change``): refused with 409, nothing changed, when the rows to
+    change are no longer exactly those. Already labelled rows are left as they are unless
+    ``relabel_labelled``; items you may not change now (a team's: given to annotators, waiting
+    for review, or accepted from their answers) always are, listed in ``protected``."""
 
     ids: list[int] = Field(..., min_length=1, max_length=10_000)
     intents: list[str] = Field(default_factory=list, description="empty: remove the intents")
     relabel_labelled: bool = False
     preview: bool = False
+    token: str | None = Field(None, description="the preview's `token` (to apply)")
     expected: list[int] | None = Field(None, description="the preview's `change` (to apply)")
 
     @model_validator(mode="after")
     def previewed(self) -> BulkLabelIn:
-        if not self.preview and self.expected is None:
+        if not self.preview and self.expected is None and self.token is None:
             raise ValueError(
-                "preview first (`preview: true`), then send its `change` as `expected`"
+                "preview first (`preview: true`), then send its `token` (or its `change` as "
+                "`expected`)"
             )
         return self
 
@@ -209,7 +216,11 @@ class BulkLabelOut(BaseModel):
     selected: int
     change: list[int] = Field(..., description="the ids that change (preview) or changed")
     left: list[int] = Field(..., description="already labelled otherwise: left as they are")
+    protected: list[int] = Field(
+        default_factory=list, description="items you may not change now: left as they are"
+    )
     summary: str
+    token: str = Field(..., description="a digest of what this preview does: send it to apply")
     batch: str | None = Field(None, description="applied: the batch id that `undo` reverts")
 
 
@@ -248,6 +259,24 @@ class Job(BaseModel):
 class TrainOut(BaseModel):
     job: Job
     created: bool = Field(..., description="false: a retrain was already queued or running")
+
+
+class MemberOut(BaseModel):
+    name: str
+    role: str = Field(..., description="the user's role in the project (admin: every project)")
+    user_role: str = Field(..., description="the user's own role, which caps it")
+    status: str
+
+
+class MembersOut(BaseModel):
+    members: list[MemberOut]
+
+
+class MemberIn(BaseModel):
+    """Make a user a member of the project (or change their role there): a role never above
+    the user's own; without one, their own role."""
+
+    role: str | None = Field(None, description="viewer or designer (default: the user's own)")
 
 
 class AssignIn(BaseModel):

@@ -20,9 +20,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
+from app.access import ProjectHandle, open_project
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX
-from app.api.security import context, role
+from app.api.security import context, project_for, role
 from app.auth import Actor, acting_as
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
@@ -34,8 +35,9 @@ from app.services.bulk import BulkPlan
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
-Designer = Annotated[Actor, Depends(role("designer", "this change"))]
 Admin = Annotated[Actor, Depends(role("admin", "creating a project"))]
+Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
+Changer = Annotated[ProjectHandle, Depends(project_for("designer", "this change"))]
 BASE = "base"  # the version path segment that means the frozen base encoder
 
 
@@ -60,8 +62,9 @@ def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
 )
 def projects(request: Request, who: Viewer) -> Any:
     ctx = context(request)
-    names = project_svc.project_names(ctx)
-    return {"projects": [_project(project_svc.summary(ctx, name)) for name in names]}
+    with acting_as(who):
+        handles = [open_project(ctx, name, who) for name in project_svc.project_names(ctx)]
+    return {"projects": [_project(project_svc.summary(ctx, p)) for p in handles]}
 
 
 @router.post(
@@ -74,7 +77,7 @@ def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> A
     ctx = context(request)
     with acting_as(who):
         name = project_svc.new_project(ctx, body.name, body.base_encoder)
-    return _project(project_svc.summary(ctx, name))
+    return _project(project_svc.summary(ctx, open_project(ctx, name, who)))
 
 
 @router.get(
@@ -85,12 +88,11 @@ def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> A
     "luis, clu)",
 )
 def export(
-    project: str,
     request: Request,
-    who: Viewer,
+    p: Reader,
     format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
 ) -> Any:
-    path, message = io_svc.export_download(context(request), project, format)
+    path, message = io_svc.export_download(context(request), p, format)
     return FileResponse(path, filename=path.name, headers={"X-Export-Note": message[:500]})
 
 
@@ -101,7 +103,9 @@ def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, 
         "selected": plan.selected,
         "change": list(plan.change),
         "left": left,
+        "protected": list(plan.protected),
         "summary": plan.summary(),
+        "token": plan.token,
         "batch": batch,
     }
 
@@ -112,21 +116,21 @@ def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, 
     summary="Label many utterances as one batch: preview, then apply what the preview said",
     description=models.BulkLabelIn.__doc__ or "",
 )
-def bulk_label(project: str, body: models.BulkLabelIn, request: Request, who: Designer) -> Any:
+def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
     ctx = context(request)
     if body.preview:
         plan = bulk_svc.plan_label(
-            ctx, project, body.ids, body.intents, relabel_labelled=body.relabel_labelled
+            ctx, p, body.ids, body.intents, relabel_labelled=body.relabel_labelled
         )
         return _bulk(plan, applied=False)
-    with acting_as(who):
+    with acting_as(p.actor):
         plan = bulk_svc.label_many(
             ctx,
-            project,
+            p,
             body.ids,
             body.intents,
             relabel_labelled=body.relabel_labelled,
-            user_id=who.id,
+            token=body.token,
             expected=body.expected,
         )
     return _bulk(plan, applied=True, batch=plan.batch or None)
@@ -137,9 +141,9 @@ def bulk_label(project: str, body: models.BulkLabelIn, request: Request, who: De
     response_model=models.MessageOut,
     summary="Undo one batch (a bulk label's `batch`), if later edits did not touch its rows",
 )
-def undo(project: str, body: models.UndoIn, request: Request, who: Designer) -> Any:
-    with acting_as(who):
-        message = data_svc.undo_batch(context(request), project, body.batch, user_id=who.id)
+def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
+    with acting_as(p.actor):
+        message = data_svc.undo_batch(context(request), p, body.batch)
     return {"message": message}
 
 
@@ -148,10 +152,10 @@ def undo(project: str, body: models.UndoIn, request: Request, who: Designer) -> 
     response_model=models.MessageOut,
     summary="Make a version the one that serves (`base`: back to the frozen base encoder)",
 )
-def activate(project: str, version: str, request: Request, who: Designer) -> Any:
+def activate(version: str, request: Request, p: Changer) -> Any:
     number = None if version == BASE else _version_number(version)
-    with acting_as(who):
-        return {"message": versions_svc.activate(context(request), project, number)}
+    with acting_as(p.actor):
+        return {"message": versions_svc.activate(context(request), p, number)}
 
 
 def _version_number(version: str) -> int:

@@ -26,9 +26,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
+from app.access import ProjectHandle
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
-from app.api.security import context, role
+from app.api.security import context, project_for, role
 from app.auth import Actor, acting_as
 from app.services import data as data_svc
 from app.services import predict as predict_svc
@@ -40,6 +41,9 @@ router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
 Designer = Annotated[Actor, Depends(role("designer", "this change"))]
+# the route's {project}, resolved for the caller (404 for a project they are no member of)
+Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
+Changer = Annotated[ProjectHandle, Depends(project_for("designer", "this change"))]
 ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 
 
@@ -54,15 +58,15 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
         "2 such calls at once per user. " + ONE
     ),
 )
-async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
-    ctx = context(request)
+async def predict(body: models.PredictIn, request: Request, p: Reader) -> Any:
+    ctx, who = context(request), p.actor
     if body.text is not None:
         # each user's place among their one-liners, held until answered (429 past the limit);
         # single-user mode has one user, the local admin, and no such limit
         held = ctx.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
         with held:
             result = await request.app.state.batcher.submit(
-                (project, body.text, body.k, body.context or ""), key=who.name
+                (p, body.text, body.k, body.context or ""), key=who.name
             )
         if isinstance(result, Exception):
             return error_response(result)
@@ -71,7 +75,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
     rows = await asyncio.to_thread(
         predict_svc.predict,
         ctx,
-        project,
+        p,
         body.all_texts(),
         k=body.k,
         who=who,
@@ -85,10 +89,10 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
     response_model=models.Utterance,
     summary="Add a labelled utterance, or relabel it when the text is already in the project",
 )
-def label(project: str, body: models.LabelIn, request: Request, who: Designer) -> Any:
-    with acting_as(who):
+def label(body: models.LabelIn, request: Request, p: Changer) -> Any:
+    with acting_as(p.actor):
         row = data_svc.label_text(
-            context(request), project, body.text, body.intents, body.split, user_id=who.id
+            context(request), p, body.text, body.intents, body.split, create=body.create
         )
     return {**row, "intents": list(row["labels"])}
 
@@ -99,16 +103,15 @@ def label(project: str, body: models.LabelIn, request: Request, who: Designer) -
     summary="The project's utterances with their intents, filtered",
 )
 def utterances(
-    project: str,
     request: Request,
-    who: Viewer,
+    p: Reader,
     intent: Annotated[str | None, Query(description="`(none)`: without an intent")] = None,
     split: Annotated[str | None, Query(description="train, test or unlabelled")] = None,
     search: Annotated[str | None, Query(description="text contains")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> Any:
     rows = data_svc.table(
-        context(request), project, intent=intent, split=split, search=search, limit=limit
+        context(request), p, intent=intent, split=split, search=search, limit=limit
     )
     return {
         "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
@@ -120,8 +123,8 @@ def utterances(
     response_model=models.IntentsOut,
     summary="The project's intents with their descriptions and example counts",
 )
-def intents(project: str, request: Request, who: Viewer) -> Any:
-    return {"intents": data_svc.intents(context(request), project)}
+def intents(request: Request, p: Reader) -> Any:
+    return {"intents": data_svc.intents(context(request), p)}
 
 
 @router.put(
@@ -129,13 +132,11 @@ def intents(project: str, request: Request, who: Viewer) -> Any:
     response_model=models.Intent,
     summary="Set (or clear, with an empty text) an intent's description",
 )
-def describe(
-    project: str, intent: str, body: models.DescribeIn, request: Request, who: Designer
-) -> Any:
+def describe(intent: str, body: models.DescribeIn, request: Request, p: Changer) -> Any:
     ctx = context(request)
-    with acting_as(who):
-        data_svc.describe_intent(ctx, project, intent, body.description)
-    return next(i for i in data_svc.intents(ctx, project) if i["name"] == intent)
+    with acting_as(p.actor):
+        data_svc.describe_intent(ctx, p, intent, body.description)
+    return next(i for i in data_svc.intents(ctx, p) if i["name"] == intent)
 
 
 @router.get(
@@ -143,8 +144,8 @@ def describe(
     response_model=models.VersionsOut,
     summary="The project's model versions, newest first, with their headline metrics",
 )
-def versions(project: str, request: Request, who: Viewer) -> Any:
-    return {"versions": versions_svc.history(context(request), project)}
+def versions(request: Request, p: Reader) -> Any:
+    return {"versions": versions_svc.history(context(request), p)}
 
 
 def _job(view: JobView) -> dict[str, Any]:
@@ -161,10 +162,10 @@ def _job(view: JobView) -> dict[str, Any]:
     status_code=202,
     summary="Queue a retrain (a worker runs it); follow it with GET /api/v1/jobs/{id}",
 )
-def train(project: str, body: models.TrainIn, request: Request, who: Designer) -> Any:
-    with acting_as(who):
+def train(body: models.TrainIn, request: Request, p: Changer) -> Any:
+    with acting_as(p.actor):
         view, created = training_svc.request_retrain(
-            context(request), project, {**body.settings, "method": body.method}, user_id=who.id
+            context(request), p, {**body.settings, "method": body.method}
         )
     out = {"job": _job(view), "created": created}
     return out if created else JSONResponse(out, status_code=200)
@@ -176,7 +177,8 @@ def train(project: str, body: models.TrainIn, request: Request, who: Designer) -
     summary="A training job: status, phase, progress, ETA and message",
 )
 def job(job_id: int, request: Request, who: Viewer) -> Any:
-    return _job(training_svc.job(context(request), job_id))
+    with acting_as(who):
+        return _job(training_svc.job(context(request), job_id))
 
 
 @router.post(

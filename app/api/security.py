@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.access import ProjectHandle, open_project
 from app.api.gate import NEEDS_TOKEN
 from app.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.context import AppContext
@@ -46,6 +47,24 @@ def caller(
         return token_actor(ctx, credentials.credentials)
     except PermissionError as exc:
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
+
+
+def project_for(needed: str, action: str) -> Callable[..., ProjectHandle]:
+    """A dependency: the route's ``{project}`` as the caller may use it, with at least the role
+    ``needed`` there (:func:`app.access.open_project`: 404 for a project they are no member of,
+    as for one that does not exist; 403 below ``needed``)."""
+
+    checked = role(needed, action)
+
+    def resolve_project(
+        project: str,
+        request: Request,
+        who: Actor = Depends(checked),  # noqa: B008  # a closure: Annotated cannot name it
+    ) -> ProjectHandle:
+        return open_project(context(request), project, who, need=needed)
+
+    resolve_project.role = needed  # type: ignore[attr-defined]  # read by declared_roles
+    return resolve_project
 
 
 def role(needed: str, action: str) -> Callable[..., Actor]:

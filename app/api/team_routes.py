@@ -12,9 +12,13 @@ reviewer settles the disagreements. The rules are :mod:`app.services.team`'s.
 | ``GET /projects/{project}/team/review`` | designer |
 | ``POST /projects/{project}/team/review/{utterance_id}`` | designer |
 | ``GET /projects/{project}/team/answers.jsonl`` | viewer |
+| ``GET /projects/{project}/members`` | viewer |
+| ``PUT /projects/{project}/members/{user}`` | admin |
+| ``DELETE /projects/{project}/members/{user}`` | admin |
 
-An answer to an item not assigned to the caller, and a decision on an item not waiting for
-review, are refused with 400 and change nothing. A decision is one batch: ``POST
+An answer to an item not assigned to the caller (or accepted already), and a decision on an item
+not waiting for review or by one of its annotators, are refused with 403 and change nothing
+(:mod:`app.access.policy`). A decision is one batch: ``POST
 /projects/{project}/undo`` with its ``batch`` reverts it (the item waits for review again).
 """
 
@@ -28,19 +32,21 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse
 
+from app.access import ProjectHandle
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX
-from app.api.security import context, role
-from app.auth import Actor, acting_as
+from app.api.security import context, project_for
+from app.auth import acting_as
+from app.services import members as members_svc
 from app.services import team
 from app.services.downloads import download_path
 from core.evaluation.oos import OUT_OF_SCOPE
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
-Designer = Annotated[Actor, Depends(role("designer", "labelling"))]
-Admin = Annotated[Actor, Depends(role("admin", "assigning utterances"))]
+Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
+Labeller = Annotated[ProjectHandle, Depends(project_for("designer", "labelling"))]
+Admin = Annotated[ProjectHandle, Depends(project_for("admin", "assigning utterances"))]
 TEAM = "/projects/{project}/team"
 
 
@@ -50,11 +56,11 @@ TEAM = "/projects/{project}/team"
     summary="Split the unlabelled utterances nobody has yet between annotators, with an overlap",
     description=models.AssignIn.__doc__ or "",
 )
-def assign(project: str, body: models.AssignIn, request: Request, who: Admin) -> Any:
-    with acting_as(who):
+def assign(body: models.AssignIn, request: Request, p: Admin) -> Any:
+    with acting_as(p.actor):
         given = team.assign(
             context(request),
-            project,
+            p,
             body.annotators,
             overlap=body.overlap,
             search=body.search,
@@ -70,15 +76,14 @@ def assign(project: str, body: models.AssignIn, request: Request, who: Admin) ->
     summary="The caller's open items (assigned to them, not answered, unlabelled) and progress",
 )
 def next_items(
-    project: str,
     request: Request,
-    who: Designer,
+    p: Labeller,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ) -> Any:
     ctx = context(request)
-    ids = team.open_items(ctx, project, who.id)[:limit] if who.id is not None else []
-    assigned, answered = team.progress(ctx, project).get(who.name, (0, 0))
-    rows = team.items(ctx, project, ids)
+    ids = team.open_items(ctx, p)[:limit]
+    assigned, answered = team.progress(ctx, p).get(p.actor.name, (0, 0))
+    rows = team.items(ctx, p, ids)
     return {
         "items": [{"id": r["id"], "text": r["text"]} for r in rows],
         "assigned": assigned,
@@ -92,12 +97,12 @@ def next_items(
     summary="Answer an item assigned to you: accepted alone, or when everyone on it agrees",
     description=models.AnswerIn.__doc__ or "",
 )
-def answer(project: str, body: models.AnswerIn, request: Request, who: Designer) -> Any:
+def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
     ctx = context(request)
-    before = team.items(ctx, project, [body.id])
-    with acting_as(who):
-        message = team.submit(ctx, project, body.id, body.answer, body.intents, user_id=who.id)
-    (now,) = team.items(ctx, project, [body.id])  # submit refused an unknown id already
+    before = team.items(ctx, p, [body.id])
+    with acting_as(p.actor):
+        message = team.submit(ctx, p, body.id, body.answer, body.intents)
+    (now,) = team.items(ctx, p, [body.id])  # submit refused an unknown id already
     was_open = bool(before) and before[0]["split"] == "unlabelled"
     accepted = was_open and now["split"] != "unlabelled"
     return {"message": message, "accepted": accepted, "labels": now["labels"]}
@@ -109,8 +114,8 @@ def answer(project: str, body: models.AnswerIn, request: Request, who: Designer)
     summary="Agreement on the overlap: Cohen's kappa per pair, Krippendorff's alpha, per intent",
     description=models.AgreementOut.__doc__ or "",
 )
-def agreement(project: str, request: Request, who: Viewer) -> Any:
-    found = team.measure(context(request), project)
+def agreement(request: Request, p: Reader) -> Any:
+    found = team.measure(context(request), p)
     return {
         "annotators": list(found.annotators),
         "items": found.items,
@@ -127,7 +132,7 @@ def agreement(project: str, request: Request, who: Viewer) -> Any:
     response_model=models.ReviewOut,
     summary="The review queue: overlap items whose answers differ, still without a label",
 )
-def review(project: str, request: Request, who: Designer) -> Any:
+def review(request: Request, p: Labeller) -> Any:
     return {
         "disputes": [
             {
@@ -142,7 +147,7 @@ def review(project: str, request: Request, who: Designer) -> Any:
                     for g in d.answers
                 ],
             }
-            for d in team.disputes(context(request), project)
+            for d in team.disputes(context(request), p, mine_left_out=True)
         ]
     }
 
@@ -152,12 +157,10 @@ def review(project: str, request: Request, who: Designer) -> Any:
     response_model=models.DecideOut,
     summary="Decide a disputed item's label (one batch: `POST …/undo` reverts it)",
 )
-def decide(
-    project: str, utterance_id: int, body: models.DecideIn, request: Request, who: Designer
-) -> Any:
+def decide(utterance_id: int, body: models.DecideIn, request: Request, p: Labeller) -> Any:
     batch = str(uuid.uuid4())
-    with acting_as(who):
-        message = team.decide(context(request), project, utterance_id, body.intents, batch=batch)
+    with acting_as(p.actor):
+        message = team.decide(context(request), p, utterance_id, body.intents, batch=batch)
     return {"message": message, "batch": batch}
 
 
@@ -166,8 +169,41 @@ def decide(
     response_class=FileResponse,
     summary="Every annotator's answer, one JSON object per line, with the accepted intents",
 )
-def answers_file(project: str, request: Request, who: Viewer) -> Any:
+def answers_file(request: Request, p: Reader) -> Any:
     ctx = context(request)
-    name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', project).strip('_')}-answers.jsonl"
-    path = team.export_answers(ctx, project, download_path(ctx.settings, name))
+    name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
+    path = team.export_answers(ctx, p, download_path(ctx.settings, name))
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
+
+
+MembersAdmin = Annotated[ProjectHandle, Depends(project_for("admin", "managing members"))]
+
+
+@router.get(
+    "/projects/{project}/members",
+    response_model=models.MembersOut,
+    summary="Who sees the project: its members with their role there, and the admins",
+)
+def list_members(request: Request, p: Reader) -> Any:
+    return {"members": [asdict(m) for m in members_svc.members(context(request), p)]}
+
+
+@router.put(
+    "/projects/{project}/members/{user}",
+    response_model=models.MessageOut,
+    summary="Make a user a member of the project with a role there (or change it)",
+    description=models.MemberIn.__doc__ or "",
+)
+def put_member(user: str, body: models.MemberIn, request: Request, p: MembersAdmin) -> Any:
+    with acting_as(p.actor):
+        return {"message": members_svc.add_member(context(request), p, user, body.role)}
+
+
+@router.delete(
+    "/projects/{project}/members/{user}",
+    response_model=models.MessageOut,
+    summary="End a user's membership: they no longer see the project",
+)
+def delete_member(user: str, request: Request, p: MembersAdmin) -> Any:
+    with acting_as(p.actor):
+        return {"message": members_svc.remove_member(context(request), p, user)}

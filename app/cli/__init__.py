@@ -245,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_users)
 
-    p = sub.add_parser("projects", help="list projects")
+    p = sub.add_parser("projects", help="list projects (or those a user sees: --user NAME)")
+    p.add_argument("--user", help="only the projects this user sees, with their role in each")
     p.set_defaults(func=cmd_projects)
     return parser
 

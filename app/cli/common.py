@@ -18,3 +18,14 @@ def context(args: argparse.Namespace) -> Any:
     from app.context import AppContext
 
     return AppContext(load_settings(args.data_dir, args.db_url))
+
+
+def project(ctx: Any, name: str | None, need: str = "viewer") -> Any:
+    """The project ``name`` as the command line uses it: the operator on the server acts as the
+    local admin (:func:`app.access.open_project`)."""
+    from app.access import open_project
+    from app.auth import LOCAL
+
+    if not name:
+        raise CliError("Give the project: --project NAME.")
+    return open_project(ctx, name, LOCAL, need=need)

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from app.cli.common import CliError, context
+from app.cli.common import CliError, context, project
 
 # The agent formats ``export --format`` offers: app.formats.AGENT_FORMATS' names, written out so
 # that ``--help`` does not import the formats (a test keeps the two the same).
@@ -22,15 +22,17 @@ AGENT_FORMAT_NAMES = (
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from app.services.io import import_file
+    from app.auth import LOCAL, acting_as
+    from app.services.io import destination, import_file
 
     ctx = context(args)
+    with acting_as(LOCAL):
+        into = destination(ctx, args.project)  # a project that does not exist: a new one
     result = import_file(
         ctx,
-        args.project,
+        into,
         args.file,
         create_missing_intents=not args.no_create_intents,
-        create_project_if_missing=True,
         on_existing="relabel" if args.relabel else "skip",
         language=args.language,
     )
@@ -41,7 +43,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from app.services.io import export_project
 
-    result = export_project(context(args), args.project, args.output, format=args.format)
+    ctx = context(args)
+    result = export_project(ctx, project(ctx, args.project), args.output, format=args.format)
     print(result.message(args.output))
     return 0
 
@@ -158,9 +161,19 @@ def cmd_users(args: argparse.Namespace) -> int:
 
 
 def cmd_projects(args: argparse.Namespace) -> int:
-    from app.services.projects import project_names, summary
+    """The projects, or (``--user NAME``) those NAME sees, with NAME's role in each."""
+    from app.access import open_project, visible_projects
+    from app.auth import LOCAL
+    from app.services.members import actor_of
+    from app.services.projects import summary
 
     ctx = context(args)
-    for name in project_names(ctx):
-        print(summary(ctx, name).headline().replace("**", ""))
+    who = actor_of(ctx, args.user) if args.user else LOCAL
+    names = visible_projects(ctx, who)
+    if args.user and not names:
+        print(f"{args.user} sees no project: add them to one (intent-studio members add).")
+    for name in names:
+        p = open_project(ctx, name, who)
+        role = f" · {args.user} is {p.role} here" if args.user else ""
+        print(summary(ctx, p).headline().replace("**", "") + role)
     return 0

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from app.cli.common import CliError, context
+from app.cli.common import CliError, context, project
 
 EXAMPLES = 3  # central examples per cluster in the table
 
@@ -16,17 +16,18 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     """Print the candidate intents of a project, most coherent first."""
     from app.services.clusters import candidate_intents
 
-    project = args.project or args.project_option
-    if not project:
+    name = args.project or args.project_option
+    if not name:
         raise CliError("Give the project: intent-studio clusters PROJECT.")
-    found = candidate_intents(context(args), project, min_size=args.min_size)
+    ctx = context(args)
+    found = candidate_intents(ctx, project(ctx, name), min_size=args.min_size)
     if args.format == "json":
         print(json.dumps([_as_dict(c, args.examples) for c in found], ensure_ascii=False))
         return 0
     if not found:
-        print(f"No candidate intents in {project!r}: the unlabelled utterances form no group.")
+        print(f"No candidate intents in {name!r}: the unlabelled utterances form no group.")
         return 0
-    print(f"{len(found)} candidate intent(s) in {project!r}, most coherent first:")
+    print(f"{len(found)} candidate intent(s) in {name!r}, most coherent first:")
     print(
         f"{'#':>3} {'coherent':>8} {'size':>5}  {'words':28} {'nearest intent':30} central examples"
     )

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import CliError, context
+from app.cli.common import CliError, context, project
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         ctx.enqueue = worker.queue_for(ctx.settings)
     try:
         view, created = retrain_jobs.request_retrain(
-            ctx, args.project, _parse_config(args), enqueue=args.queue
+            ctx, project(ctx, args.project, "designer"), _parse_config(args), enqueue=args.queue
         )
     except retrain_jobs.QueueUnavailable as exc:
         raise CliError(str(exc)) from exc
@@ -63,7 +63,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from app.services.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics
 
-        m = metrics(ctx, args.project, view.model_version_id)
+        m = metrics(ctx, project(ctx, args.project), view.model_version_id)
         base = m.base or VersionMetrics()
         print(
             json.dumps(
@@ -118,9 +118,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
     if changes:
-        view, message = settings.change(ctx, args.project, changes)
+        view, message = settings.change(ctx, project(ctx, args.project, "designer"), changes)
     else:
-        view, message = settings.view(ctx, args.project), ""
+        view, message = settings.view(ctx, project(ctx, args.project)), ""
     if args.format == "json":
         print(json.dumps(view.to_dict(), ensure_ascii=False))
         return 0
@@ -177,7 +177,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from app.services.predict import predict
 
         turns = [args.context] * len(texts) if args.context else None
-        results = predict(context(args), args.project, texts, k=args.k, contexts=turns)
+        ctx = context(args)
+        results = predict(ctx, project(ctx, args.project), texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 
@@ -186,7 +187,9 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
     from app.services.bundles import export_bundle
 
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
-    info = export_bundle(context(args), args.project, args.output, version=version, int8=args.int8)
+    ctx = context(args)
+    p = project(ctx, args.project, "designer")
+    info = export_bundle(ctx, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0
 
@@ -205,5 +208,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix.lower() != ".html":
         raise CliError("The report is an .html file: give a path ending in .html.")
-    print(build_report(context(args), args.project, out, static=args.static))
+    ctx = context(args)
+    print(build_report(ctx, project(ctx, args.project), out, static=args.static))
     return 0

@@ -1,13 +1,14 @@
 """``team``: labelling as a team from the command line, over :mod:`app.services.team` —
 ``assign`` unlabelled utterances to annotators with an overlap, print the ``agreement`` on the
-overlap as a table, ``export`` every annotator's answer as JSONL."""
+overlap as a table, ``export`` every annotator's answer as JSONL; and ``members``: who sees a
+project, with which role there (:mod:`app.services.members`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from app.cli.common import CliError, context
+from app.cli.common import CliError, context, project
 
 WORST = 10  # intents shown in the agreement table, lowest agreement first
 
@@ -42,6 +43,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     t.add_argument("output", help="the .jsonl to write")
     t.set_defaults(func=cmd_team_export)
 
+    p = sub.add_parser(
+        "members",
+        help="who sees a project: list its members, add a user with a role there, or remove one",
+        description="Admins see every project; anyone else sees only the projects they are a "
+        "member of, with their role there (never above their own). Each change is recorded in "
+        "the security log.",
+    )
+    p.add_argument("action", choices=["list", "add", "remove"])
+    p.add_argument("name", nargs="?", help="the user (add, remove)")
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--role", choices=["viewer", "designer"], help="for add (default: the user's own role)"
+    )
+    p.set_defaults(func=cmd_members)
+
 
 def cmd_team_assign(args: argparse.Namespace) -> int:
     from app.services import team
@@ -49,9 +65,10 @@ def cmd_team_assign(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit is a number of utterances, at least 1.")
     names = [n for n in args.annotators.split(",") if n.strip()]
+    ctx = context(args)
     given = team.assign(
-        context(args),
-        args.project,
+        ctx,
+        project(ctx, args.project, "admin"),
         names,
         overlap=args.overlap,
         search=args.search,
@@ -73,7 +90,8 @@ def _value(value: float | None) -> str:
 def cmd_team_agreement(args: argparse.Namespace) -> int:
     from app.services import team
 
-    found = team.measure(context(args), args.project)
+    ctx = context(args)
+    found = team.measure(ctx, project(ctx, args.project))
     if not found.items:
         print(f"No agreement yet in {args.project!r}: no overlap item has two answers.")
         return 0
@@ -98,8 +116,31 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
 def cmd_team_export(args: argparse.Namespace) -> int:
     from app.services import team
 
-    out = team.export_answers(context(args), args.project, Path(args.output))
+    ctx = context(args)
+    out = team.export_answers(ctx, project(ctx, args.project), Path(args.output))
     with out.open(encoding="utf-8") as f:
         lines = sum(1 for _ in f)
     print(f"Wrote {lines} answer(s) to {out}.")
+    return 0
+
+
+def cmd_members(args: argparse.Namespace) -> int:
+    import getpass
+
+    from app.services import members
+
+    ctx = context(args)
+    p = project(ctx, args.project)
+    if args.action == "list":
+        for m in members.members(ctx, p):
+            state = "" if m.status == "active" else f" ({m.status})"
+            print(f"{m.name:30} {m.role:9} (own role {m.user_role}){state}")
+        return 0
+    if not args.name:
+        raise CliError(f"Give the user: intent-studio members {args.action} NAME --project ...")
+    actor = f"cli:{getpass.getuser()}"
+    if args.action == "add":
+        print(members.add_member(ctx, p, args.name, args.role, actor=actor))
+    else:
+        print(members.remove_member(ctx, p, args.name, actor=actor))
     return 0

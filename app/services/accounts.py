@@ -96,3 +96,13 @@ def security_log(ctx: AppContext, limit: int = 100) -> list[dict[str, Any]]:
             }
             for e in security_events(s, limit)
         ]
+
+
+def user_names(
+    ctx: AppContext, roles: tuple[str, ...] = ("viewer", "designer", "admin")
+) -> list[str]:
+    """The names of the users who are not removed, of these roles, by name."""
+    from storage.users import list_users
+
+    with ctx.db.session() as s:
+        return [u.name for u in list_users(s) if u.status != "removed" and u.role in roles]

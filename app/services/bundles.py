@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
 from app.services.versions import Version, resolve_factory
@@ -33,19 +34,18 @@ from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
 from storage.errors import NotFoundError
 from storage.imports import import_rows
-from storage.projects import create_project, describe_intents, get_project
+from storage.projects import create_project, describe_intents
 from storage.utterances import NewUtterance, list_utterances
 from storage.versions import NewVersion
 
 logger = logging.getLogger(__name__)
 
 
-def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
+def _version_row(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[str, Any]:
     """What the manifest says about the version (None/"active" = the active one)."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
         base = p.base_encoder
-        if version == "base" or (version in (None, "active") and not p.active_model_version_id):
+        if version == "base" or (version in (None, "active") and not p.active_version_id):
             return {"id": None, "method": "frozen", "base": base, "dir": None}
         try:
             mv = (
@@ -54,7 +54,7 @@ def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, A
                 else versions.get_version(s, p.id, int(version))
             )
         except NotFoundError:
-            raise ValueError(f"No model version {version} in project {project!r}.") from None
+            raise ValueError(f"No model version {version} in project {p.name!r}.") from None
     assert mv is not None
     if not mv.artifact_path or not ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256 or ""):
         raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
@@ -72,7 +72,7 @@ def _version_row(ctx: AppContext, project: str, version: Version) -> dict[str, A
 
 def export_bundle(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     out: str | Path,
     *,
     version: Version = None,
@@ -88,11 +88,10 @@ def export_bundle(
     out = Path(out)
     if out.suffix.lower() != ".zip":
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
-    row = _version_row(ctx, project, version)
-    factory, _ = resolve_factory(ctx, project, row["id"] if row["id"] else "base")
+    row = _version_row(ctx, p, version)
+    factory, _ = resolve_factory(ctx, p, row["id"] if row["id"] else "base")
     encoder = cast(Encoder, factory.encoder)
     with ctx.db.session() as s:
-        p = get_project(s, project)
         project_id, rows = p.id, list_utterances(s, p.id)
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
@@ -118,7 +117,7 @@ def export_bundle(
         oos = ctx.cache.encode(encoder, out_of_scope) if out_of_scope else None
         calibration = calibrate_predictor(predictor, out_of_scope=oos, target_recall=target)
     fields: dict[str, Any] = {
-        "project": project,
+        "project": p.name,
         "model_version": row["id"],
         "method": row["method"],
         "config": row.get("config", {}),

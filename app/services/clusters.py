@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import bulk
 from app.services.maps import MapView, map_figure
 from core.design import MIN_UTTERANCES, find_clusters
-from storage.projects import get_project, list_intents
+from storage.projects import list_intents
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class Candidate:
 
 
 def candidate_intents(
-    ctx: AppContext, project: str, *, min_size: int | None = None
+    ctx: AppContext, p: ProjectHandle, *, min_size: int | None = None
 ) -> list[Candidate]:
     """The project's unlabelled utterances grouped into candidate intents, most coherent first.
 
@@ -70,15 +71,14 @@ def candidate_intents(
             unlabelled utterances.
     """
     with ctx.db.session() as s:
-        pid = get_project(s, project).id
-        rows = list_utterances(s, pid, split="unlabelled", limit=MAX_UTTERANCES)
+        rows = list_utterances(s, p.id, split="unlabelled", limit=MAX_UTTERANCES)
     if len(rows) < MIN_UTTERANCES:
         raise ValueError(
             f"This project has {len(rows)} unlabelled utterances; candidate intents need at "
             f"least {MIN_UTTERANCES}. Import unlabelled logs in the Data tab (a file with a "
             "text column only)."
         )
-    live = ctx.pool(pid)  # the live Predictor names each cluster's nearest intent
+    live = ctx.pool(p.id)  # the live Predictor names each cluster's nearest intent
     texts = [r.text for r in rows]
     vectors = ctx.cache.encode(live.encoder, [live.text_of(r) for r in rows])
     clusters = find_clusters(vectors, texts, pool=live.predictor, min_size=min_size)
@@ -106,7 +106,7 @@ def _chosen(ids: Sequence[int]) -> list[int]:
 
 
 def create_from_cluster(
-    ctx: AppContext, project: str, ids: Sequence[int], name: str, *, user_id: int | None = None
+    ctx: AppContext, p: ProjectHandle, ids: Sequence[int], name: str
 ) -> bulk.BulkPlan:
     """A new intent holding the chosen utterances of a cluster, as one batch (one Undo).
 
@@ -118,16 +118,16 @@ def create_from_cluster(
     if not name:
         raise ValueError("Give the new intent a name.")
     with ctx.db.session() as s:
-        existing = {i.name for i in list_intents(s, get_project(s, project).id)}
+        existing = {i.name for i in list_intents(s, p.id)}
     if name in existing:
         raise ValueError(
             f"Intent {name!r} already exists: pick it under 'Add to an existing intent' instead."
         )
-    return bulk.label_many(ctx, project, chosen, [name], user_id=user_id)
+    return bulk.label_many(ctx, p, chosen, [name])
 
 
 def add_to_intent(
-    ctx: AppContext, project: str, ids: Sequence[int], intent: str, *, user_id: int | None = None
+    ctx: AppContext, p: ProjectHandle, ids: Sequence[int], intent: str
 ) -> bulk.BulkPlan:
     """Give the chosen utterances of a cluster an existing intent, as one batch (one Undo).
 
@@ -136,14 +136,14 @@ def add_to_intent(
     """
     chosen = _chosen(ids)
     with ctx.db.session() as s:
-        existing = {i.name for i in list_intents(s, get_project(s, project).id)}
+        existing = {i.name for i in list_intents(s, p.id)}
     if not intent or intent not in existing:
         raise ValueError(
             f"No intent {intent!r} in this project: pick an existing one, or create a new one."
             if intent
             else "Pick the intent to add the examples to."
         )
-    return bulk.label_many(ctx, project, chosen, [intent], user_id=user_id)
+    return bulk.label_many(ctx, p, chosen, [intent])
 
 
 def cluster_figure(view: MapView, ids: Sequence[int], title: str) -> go.Figure:

@@ -17,11 +17,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
-from app.services.data import project_id_in
 from core.design import ConflictReport, IntentOverlap, LabelIssue, NearDuplicate, find_conflicts
 from storage.utterances import UtteranceRow, labelled_pool, rows_by_id
 
@@ -59,10 +59,9 @@ class Conflict:
     test_ids: tuple[int, ...] = ()  # those of ``ids`` in the `test` split
 
 
-def _rows(ctx: AppContext, project: str) -> tuple[int, list[UtteranceRow]]:
+def _rows(ctx: AppContext, p: ProjectHandle) -> tuple[int, list[UtteranceRow]]:
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        return pid, [*labelled_pool(s, pid, "train"), *labelled_pool(s, pid, "test")]
+        return p.id, [*labelled_pool(s, p.id, "train"), *labelled_pool(s, p.id, "test")]
 
 
 def _names(labels: Sequence[str]) -> str:
@@ -146,9 +145,9 @@ def _overlap(o: IntentOverlap, rows: list[UtteranceRow]) -> Conflict:
     )
 
 
-def report(ctx: AppContext, project: str) -> tuple[ConflictReport | None, list[UtteranceRow]]:
+def report(ctx: AppContext, p: ProjectHandle) -> tuple[ConflictReport | None, list[UtteranceRow]]:
     """The core report over the project's labelled rows (None with fewer than 2 intents)."""
-    pid, rows = _rows(ctx, project)
+    pid, rows = _rows(ctx, p)
     if len({name for r in rows for name in r.labels}) < 2 or len(rows) < 4:
         return None, rows
     _, base = ctx.active_version(pid)
@@ -160,7 +159,7 @@ def report(ctx: AppContext, project: str) -> tuple[ConflictReport | None, list[U
     return find_conflicts(vectors, [r.labels for r in rows], factory=factory), rows
 
 
-def find(ctx: AppContext, project: str, kind: str | None = None) -> list[Conflict]:
+def find(ctx: AppContext, p: ProjectHandle, kind: str | None = None) -> list[Conflict]:
     """Every conflict of the project (or of one ``kind``, see :data:`KINDS`), most severe first.
 
     Example (a flip among well-labelled rows)::
@@ -171,7 +170,7 @@ def find(ctx: AppContext, project: str, kind: str | None = None) -> list[Conflic
     """
     if kind and kind not in KINDS:
         raise ValueError(f"Unknown kind of conflict {kind!r}; use one of {', '.join(KINDS)}.")
-    found, rows = report(ctx, project)
+    found, rows = report(ctx, p)
     if found is None:
         return []
     out = [
@@ -190,43 +189,43 @@ def find(ctx: AppContext, project: str, kind: str | None = None) -> list[Conflic
     ]
 
 
-def likely_mislabelled(ctx: AppContext, project: str) -> list[int]:
+def likely_mislabelled(ctx: AppContext, p: ProjectHandle) -> list[int]:
     """Ids of the labelled rows most likely mislabelled, most likely first (the queue's order)."""
-    found, rows = report(ctx, project)
+    found, rows = report(ctx, p)
     return [] if found is None else [rows[x.row].id for x in found.label_issues]
 
 
-def apply(ctx: AppContext, project: str, fix: Fix, *, confirm_test: bool = False) -> str:
+def apply(ctx: AppContext, p: ProjectHandle, fix: Fix, *, confirm_test: bool = False) -> str:
     """Apply one fix as one undoable batch and say what was done. A fix that changes a `test`
     row needs ``confirm_test`` (refused otherwise, nothing changed)."""
     if fix.action not in FIXES:
         raise ValueError(f"Unknown fix {fix.action!r}; use one of {', '.join(FIXES)}.")
     if fix.action != "merge":
-        eval_svc.refuse_unconfirmed_test_change(ctx, project, fix.ids, confirm_test)
+        eval_svc.refuse_unconfirmed_test_change(ctx, p, fix.ids, confirm_test)
     if fix.action == "merge":
         source, target = fix.intents
-        n = data_svc.merge_intents(ctx, project, [source], target)
+        n = data_svc.merge_intents(ctx, p, [source], target)
         return f"Merged {source} into {target} ({n} utterance(s))."
     if fix.action == "delete":
         (uid,) = fix.ids
-        data_svc.delete_utterance(ctx, project, uid)
+        data_svc.delete_utterance(ctx, p, uid)
         return f"Deleted #{uid}."
     if fix.action == "relabel":
         (uid,) = fix.ids
         row = data_svc.label_utterance(
-            ctx, project, uid, list(fix.intents), expected_version=fix.versions[0]
+            ctx, p, uid, list(fix.intents), expected_version=fix.versions[0]
         )
         return f"#{uid} → {_names(row['labels'])}."
-    _check_versions(ctx, project, fix)
+    _check_versions(ctx, p, fix)
     plan = bulk_svc.label_many(
-        ctx, project, list(fix.ids), list(fix.intents), relabel_labelled=True
+        ctx, p, list(fix.ids), list(fix.intents), relabel_labelled=True, all_or_nothing=True
     )
     return f"Moved {len(plan.change)} example(s) to {_names(fix.intents)}."
 
 
-def _check_versions(ctx: AppContext, project: str, fix: Fix) -> None:
+def _check_versions(ctx: AppContext, p: ProjectHandle, fix: Fix) -> None:
     with ctx.db.session() as s:
-        now = {r.id: r.version for r in rows_by_id(s, project_id_in(s, project), list(fix.ids))}
+        now = {r.id: r.version for r in rows_by_id(s, p.id, list(fix.ids))}
     changed = [uid for uid, v in zip(fix.ids, fix.versions, strict=True) if now.get(uid) != v]
     if changed:
         raise ValueError(
@@ -235,6 +234,6 @@ def _check_versions(ctx: AppContext, project: str, fix: Fix) -> None:
         )
 
 
-def undo(ctx: AppContext, project: str) -> str:
+def undo(ctx: AppContext, p: ProjectHandle) -> str:
     """Undo the last change in the project (a fix is one batch)."""
-    return data_svc.undo(ctx, project)
+    return data_svc.undo(ctx, p)

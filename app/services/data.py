@@ -1,31 +1,24 @@
-"""The Data tab's actions: browse, add, edit and label utterances; manage intents; undo."""
+"""The Data tab's actions: browse, add, edit and label utterances; manage intents; undo.
+
+Every function takes the project as the request resolved it (:class:`app.access.ProjectHandle`)
+and changes it only through :func:`app.access.writing`, where the item rule is asked.
+"""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict
 from typing import Any
 
-from app.auth import current_user_id
+from app.access import ProjectHandle, writing
 from app.context import AppContext
 from storage import audit
 from storage import projects as repo_projects
 from storage import utterances as repo
-from storage.projects import ensure_writable, get_project
+from storage.db import Session
+from storage.errors import UnknownIntentError
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
-
-
-def acting_user(user_id: int | None) -> int | None:
-    """The given user, or the one on whose behalf this request runs (for the audit log)."""
-    return user_id if user_id is not None else current_user_id()
-
-
-def project_id_in(s: Any, project: str, *, write: bool = False) -> int:
-    """The project's id within session ``s``; with ``write``, refused for a read-only project."""
-    p = get_project(s, project)
-    if write:
-        ensure_writable(p)
-    return p.id
 
 
 class UnconfirmedTestChange(ValueError):
@@ -64,7 +57,7 @@ def parse_label_input(value: str | list[str] | None) -> list[str]:
 
 def table(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     *,
     intent: str | None = None,
     split: str | None = None,
@@ -73,9 +66,8 @@ def table(
 ) -> list[dict[str, Any]]:
     """Rows for the utterance table, filtered by intent (``(none)`` = unlabelled), split, text."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
         rows = repo.list_utterances(
-            s, pid, intent=intent or None, split=split or None, search=search or None, limit=limit
+            s, p.id, intent=intent or None, split=split or None, search=search or None, limit=limit
         )
     return [
         {
@@ -89,71 +81,136 @@ def table(
     ]
 
 
-def intents(ctx: AppContext, project: str) -> list[dict[str, Any]]:
+def intents(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
     with ctx.db.session() as s:
-        return [asdict(i) for i in repo_projects.list_intents(s, project_id_in(s, project))]
+        return [asdict(i) for i in repo_projects.list_intents(s, p.id)]
 
 
-def intent_names(ctx: AppContext, project: str) -> list[str]:
-    return [i["name"] for i in intents(ctx, project)]
+def intent_names(ctx: AppContext, p: ProjectHandle) -> list[str]:
+    with ctx.db.session() as s:
+        return sorted(repo_projects.intents_by_name(s, p.id))
 
 
 def add_utterance(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     text: str,
     labels: str | list[str] | None = None,
     split: str = "train",
     *,
-    user_id: int | None = None,
     context: str = "",
 ) -> dict[str, Any]:
     """Add an utterance (``context``: the turn before it, ``""`` for none)."""
-    with ctx.db.write() as s:
+    with writing(ctx, p) as s:
         row = repo.add_utterance(
             s,
-            project_id_in(s, project, write=True),
+            p.id,
             text,
             parse_label_input(labels),
             split=split,
-            user_id=acting_user(user_id),
+            user_id=p.actor.id,
             context=context,
         )
     return asdict(row)
 
 
+def _closest(s: Session, project_id: int, name: str) -> str:
+    names = sorted(repo_projects.intents_by_name(s, project_id))
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    if close:
+        return f" Did you mean {', '.join(repr(c) for c in close)}?"
+    return (
+        f" The project has {len(names)} intent(s)." if names else " The project has no intent yet."
+    )
+
+
 def label_text(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     text: str,
     labels: str | list[str] | None,
     split: str = "train",
     *,
-    user_id: int | None = None,
+    create: bool = False,
 ) -> dict[str, Any]:
     """Add a labelled utterance, or relabel it when the text is already in the project, in one
     transaction that holds the write lock: two people sending the same new text at once end with
-    one row carrying the later labels, never an "already in this project" error."""
+    one row carrying the later labels, never an "already in this project" error. A label that
+    names no intent of the project is refused, naming the closest ones, unless ``create`` (a
+    typo would otherwise become an intent of one example).
+
+    Raises:
+        ValueError: an unknown intent and not ``create``; nothing was changed.
+    """
     names = parse_label_input(labels)
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        existing = repo.find_by_text(s, pid, text)
-        if existing is None:
-            row = repo.add_utterance(s, pid, text, names, split=split, user_id=acting_user(user_id))
-        else:
-            row = repo.set_labels(
-                s, pid, existing, names, split=split or None, user_id=acting_user(user_id)
-            )
+    with writing(ctx, p) as s:
+        try:
+            existing = repo.find_by_text(s, p.id, text)
+            if existing is None:
+                row = repo.add_utterance(
+                    s,
+                    p.id,
+                    text,
+                    names,
+                    split=split,
+                    user_id=p.actor.id,
+                    create_missing_intents=create,
+                )
+            else:
+                row = repo.set_labels(
+                    s,
+                    p.id,
+                    existing,
+                    names,
+                    split=split or None,
+                    user_id=p.actor.id,
+                    create_missing_intents=create,
+                )
+        except UnknownIntentError as exc:
+            hint = _closest(s, p.id, exc.name) + " Nothing was changed."
+            raise UnknownIntentError(exc.name, hint) from None
     return asdict(row)
+
+
+def label_in(
+    s: Session,
+    p: ProjectHandle,
+    utterance_id: int,
+    names: list[str],
+    *,
+    expected_version: int | None = None,
+    split: str | None = None,
+    text: str | None = None,
+    batch: str | None = None,
+    confirm_test: bool = True,
+) -> repo.UtteranceRow:
+    """:func:`label_utterance` within the caller's transaction (one opened by
+    :func:`app.access.writing`)."""
+    current = repo.get_utterance(s, p.id, utterance_id)
+    if not confirm_test:
+        (now,) = repo.rows_by_id(s, p.id, [utterance_id])
+        refuse_unconfirmed_test_change(now, names, split or None)
+    if text is not None and text.strip() != current.text:
+        repo.update_utterance(
+            s, p.id, utterance_id, text=text, expected_version=expected_version, user_id=p.actor.id
+        )
+        expected_version = None  # checked just now; the edit bumped it
+    if expected_version is not None and current.version != expected_version:
+        raise repo.ConflictError(
+            f"Utterance #{utterance_id} was changed by someone else since you loaded it "
+            f"(now: {current.text!r}); reload and try again."
+        )
+    return repo.set_labels(
+        s, p.id, utterance_id, names, split=split or None, user_id=p.actor.id, batch=batch
+    )
 
 
 def label_utterance(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     labels: str | list[str] | None,
     *,
-    user_id: int | None = None,
     expected_version: int | None = None,
     split: str | None = None,
     text: str | None = None,
@@ -166,107 +223,77 @@ def label_utterance(
     Screens where one click could change a test row pass ``confirm_test`` as the person's
     explicit confirmation (:func:`refuse_unconfirmed_test_change`)."""
     names = parse_label_input(labels)
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        current = repo.get_utterance(s, pid, utterance_id)
-        if not confirm_test:
-            (now,) = repo.rows_by_id(s, pid, [utterance_id])
-            refuse_unconfirmed_test_change(now, names, split or None)
-        if text is not None and text.strip() != current.text:
-            repo.update_utterance(
-                s,
-                pid,
-                utterance_id,
-                text=text,
-                expected_version=expected_version,
-                user_id=acting_user(user_id),
-            )
-            expected_version = None  # checked just now; the edit bumped it
-        if expected_version is not None and current.version != expected_version:
-            raise repo.ConflictError(
-                f"Utterance #{utterance_id} was changed by someone else since you loaded it "
-                f"(now: {current.text!r}); reload and try again."
-            )
-        row = repo.set_labels(
+    with writing(ctx, p) as s:
+        row = label_in(
             s,
-            pid,
+            p,
             utterance_id,
             names,
-            split=split or None,
-            user_id=acting_user(user_id),
+            expected_version=expected_version,
+            split=split,
+            text=text,
             batch=batch,
+            confirm_test=confirm_test,
         )
     return asdict(row)
 
 
-def move_split(
-    ctx: AppContext,
-    project: str,
-    utterance_ids: list[int],
-    split: str,
-    *,
-    user_id: int | None = None,
-) -> int:
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
+def move_split(ctx: AppContext, p: ProjectHandle, utterance_ids: list[int], split: str) -> int:
+    with writing(ctx, p) as s:
         for uid in utterance_ids:
-            repo.update_utterance(s, pid, uid, split=split, user_id=acting_user(user_id))
+            repo.update_utterance(s, p.id, uid, split=split, user_id=p.actor.id)
     return len(utterance_ids)
 
 
 def edit_text(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     text: str,
     *,
     expected_version: int | None = None,
-    user_id: int | None = None,
 ) -> dict[str, Any]:
-    with ctx.db.write() as s:
+    with writing(ctx, p) as s:
         row = repo.update_utterance(
-            s,
-            project_id_in(s, project, write=True),
-            utterance_id,
-            text=text,
-            expected_version=expected_version,
-            user_id=acting_user(user_id),
+            s, p.id, utterance_id, text=text, expected_version=expected_version, user_id=p.actor.id
         )
     return asdict(row)
 
 
-def delete_utterance(
-    ctx: AppContext,
-    project: str,
+def delete_in(
+    s: Session,
+    p: ProjectHandle,
     utterance_id: int,
     *,
-    user_id: int | None = None,
+    batch: str | None = None,
+    confirm_test: bool = True,
+) -> None:
+    """:func:`delete_utterance` within the caller's transaction."""
+    if not confirm_test:
+        (now,) = repo.rows_by_id(s, p.id, [utterance_id])
+        refuse_unconfirmed_test_change(now, None)
+    repo.delete_utterance(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
+
+
+def delete_utterance(
+    ctx: AppContext,
+    p: ProjectHandle,
+    utterance_id: int,
+    *,
     batch: str | None = None,
     confirm_test: bool = True,
 ) -> None:
     """Delete an utterance (undo brings it back); ``confirm_test`` as in :func:`label_utterance`."""
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        if not confirm_test:
-            (now,) = repo.rows_by_id(s, pid, [utterance_id])
-            refuse_unconfirmed_test_change(now, None)
-        repo.delete_utterance(
-            s,
-            pid,
-            utterance_id,
-            user_id=acting_user(user_id),
-            batch=batch,
-        )
+    with writing(ctx, p) as s:
+        delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
 
 
-def create_intent(ctx: AppContext, project: str, name: str, description: str = "") -> str:
-    with ctx.db.write() as s:
-        return repo_projects.create_intent(
-            s, project_id_in(s, project, write=True), name, description
-        ).name
+def create_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str = "") -> str:
+    with writing(ctx, p) as s:
+        return repo_projects.create_intent(s, p.id, name, description).name
 
 
-def describe_intent(ctx: AppContext, project: str, name: str, description: str) -> str:
+def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str) -> str:
     """Set (or clear, with an empty text) an intent's description; returns it as stored.
 
     Raises:
@@ -274,31 +301,23 @@ def describe_intent(ctx: AppContext, project: str, name: str, description: str) 
     """
     if not (name or "").strip():
         raise ValueError("Choose an intent to describe.")
-    with ctx.db.write() as s:
-        return repo_projects.describe_intent(
-            s, project_id_in(s, project, write=True), name, description
-        ).description
+    with writing(ctx, p) as s:
+        return repo_projects.describe_intent(s, p.id, name, description).description
 
 
-def rename_intent(ctx: AppContext, project: str, old: str, new: str) -> str:
-    with ctx.db.write() as s:
-        return repo_projects.rename_intent(s, project_id_in(s, project, write=True), old, new).name
+def rename_intent(ctx: AppContext, p: ProjectHandle, old: str, new: str) -> str:
+    with writing(ctx, p) as s:
+        return repo_projects.rename_intent(s, p.id, old, new).name
 
 
-def merge_intents(
-    ctx: AppContext, project: str, sources: list[str], target: str, *, user_id: int | None = None
-) -> int:
-    with ctx.db.write() as s:
-        return repo_projects.merge_intents(
-            s, project_id_in(s, project, write=True), sources, target, user_id=acting_user(user_id)
-        )
+def merge_intents(ctx: AppContext, p: ProjectHandle, sources: list[str], target: str) -> int:
+    with writing(ctx, p) as s:
+        return repo_projects.merge_intents(s, p.id, sources, target, user_id=p.actor.id)
 
 
-def delete_intent(ctx: AppContext, project: str, name: str, *, user_id: int | None = None) -> int:
-    with ctx.db.write() as s:
-        return repo_projects.delete_intent(
-            s, project_id_in(s, project, write=True), name, user_id=acting_user(user_id)
-        )
+def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> int:
+    with writing(ctx, p) as s:
+        return repo_projects.delete_intent(s, p.id, name, user_id=p.actor.id)
 
 
 def _undone_message(events: list[Any]) -> str:
@@ -312,33 +331,34 @@ def _undone_message(events: list[Any]) -> str:
     return f"Undid {what} of {first.utterance_text[:60]!r}: back to {back}."
 
 
-def undo(ctx: AppContext, project: str, *, user_id: int | None = None) -> str:
+def undo(ctx: AppContext, p: ProjectHandle) -> str:
     """Undo the last change still in effect (a whole batch, e.g. a merge). Says what was undone."""
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        return _undone_message(audit.undo_last(s, pid, user_id=acting_user(user_id)))
+    with writing(ctx, p) as s:
+        return _undone_message(audit.undo_last(s, p.id, user_id=p.actor.id))
 
 
-def undo_batch(ctx: AppContext, project: str, batch: str, *, user_id: int | None = None) -> str:
+def undo_in(s: Session, p: ProjectHandle, batch: str) -> str:
+    """:func:`undo_batch` within the caller's transaction."""
+    return _undone_message(audit.undo_batch(s, p.id, batch.strip(), user_id=p.actor.id))
+
+
+def undo_batch(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
     """Undo one earlier change (a batch from :func:`activity`), if later edits did not touch it."""
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        events = audit.undo_batch(s, pid, batch.strip(), user_id=acting_user(user_id))
-        return _undone_message(events)
+    with writing(ctx, p) as s:
+        return undo_in(s, p, batch)
 
 
 ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
 
 
-def activity(ctx: AppContext, project: str, limit: int = 100) -> list[dict[str, Any]]:
+def activity(ctx: AppContext, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
     """The project's recent changes, newest first, one row per batch (an action on many
     utterances is one row), with whether it can still be undone."""
     from storage.users import list_users
 
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
         users = {u.id: u.name for u in list_users(s)}
-        batches = audit.recent_batches(s, pid, limit)
+        batches = audit.recent_batches(s, p.id, limit)
     return [
         {
             "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from app.access import ProjectHandle
 from app.context import AppContext, as_encoded
 from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
@@ -31,7 +32,6 @@ from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.scope import in_scope_labels
-from storage.projects import get_project
 from storage.utterances import list_utterances, rows_by_id
 
 logger = logging.getLogger(__name__)
@@ -114,16 +114,15 @@ class TestPrediction:
 
 
 def test_predictions(
-    ctx: AppContext, project: str, version: Version = None
+    ctx: AppContext, p: ProjectHandle, version: Version = None
 ) -> tuple[str, list[TestPrediction]]:
     """Predict every labelled `test` utterance by the version's Predictor over the current pool
     (:func:`app.services.versions.resolve_factory`: the Predictor the evaluation scores).
 
     Returns the version's display label and one prediction per test row.
     """
-    factory, label = resolve_factory(ctx, project, version)
+    factory, label = resolve_factory(ctx, p, version)
     with ctx.db.session() as s:
-        p = get_project(s, project)
         rows = [r for r in as_encoded(list_utterances(s, p.id), p.settings) if r.labels]
     train = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     test = [r for r in rows if r.split == "test" and in_scope_labels(r.labels)]
@@ -142,35 +141,34 @@ def test_predictions(
     )
     preds = predictor.rank(ctx.cache.encode(encoder, [r.text for r in test]), show=2)
     return label, [
-        TestPrediction(r.id, r.text, in_scope_labels(r.labels), p.top or "", float(p.margin))
-        for r, p in zip(test, preds, strict=True)
+        TestPrediction(r.id, r.text, in_scope_labels(r.labels), x.top or "", float(x.margin))
+        for r, x in zip(test, preds, strict=True)
     ]
 
 
 def evaluation_inputs(
-    ctx: AppContext, project: str, version: Version = None
+    ctx: AppContext, p: ProjectHandle, version: Version = None
 ) -> tuple[PredictorFactory, str, EvalData, bool]:
     """What an evaluation of a version runs on: its Predictor factory, its display label, the
     project's rows as it encodes them (:class:`EvalData`) and whether the project is
     multi-label. The live evaluation and the merge what-if take it from here, so the what-if
     counts the confusions of the same predictions as the confusion matrix."""
-    factory, label = resolve_factory(ctx, project, version)
+    factory, label = resolve_factory(ctx, p, version)
     with ctx.db.session() as s:
-        p = get_project(s, project)
         rows = as_encoded(list_utterances(s, p.id), p.settings)
     multi = is_multilabel([in_scope_labels(r.labels) for r in rows if r.split == "train"])
     return factory, label, EvalData.from_rows(rows, with_unlabelled=multi), multi
 
 
 def live_evaluation(
-    ctx: AppContext, project: str, version: Version = None, *, cross_validate: bool = False
+    ctx: AppContext, p: ProjectHandle, version: Version = None, *, cross_validate: bool = False
 ) -> VersionMetrics:
     """The version's metrics on the project's data as it is now, by :func:`evaluate_version` (the
     same function a retrain records in the history). A multi-label version's head is refitted with
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
     retrain does. ``version_label`` names the version measured."""
-    factory, label, data, multi = evaluation_inputs(ctx, project, version)
+    factory, label, data, multi = evaluation_inputs(ctx, p, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not multi and not data.test_texts and not cross_validate:
@@ -182,37 +180,37 @@ def live_evaluation(
         data,
         ctx.cache,
         multi_label=multi,
-        head=head_options(ctx, project, version) if multi else None,
+        head=head_options(ctx, p, version) if multi else None,
     )
     return replace(metrics, version_label=label)
 
 
 def confusions(
-    ctx: AppContext, project: str, gold: str, predicted: str | None, version: Version = None
+    ctx: AppContext, p: ProjectHandle, gold: str, predicted: str | None, version: Version = None
 ) -> list[TestPrediction]:
     """The test utterances of ``gold`` that were predicted as ``predicted`` (a confusion cell),
     or, with ``predicted=None``, every one of them that was predicted wrong."""
-    _, preds = test_predictions(ctx, project, version)
+    _, preds = test_predictions(ctx, p, version)
     return [
-        p
-        for p in preds
-        if p.gold_for_scoring == gold
-        and (p.predicted == predicted if predicted is not None else not p.correct)
+        x
+        for x in preds
+        if x.gold_for_scoring == gold
+        and (x.predicted == predicted if predicted is not None else not x.correct)
     ]
 
 
 TEST_FIXES = ("relabel", "move", "delete")
 
 
-def is_test_row(ctx: AppContext, project: str, utterance_id: int) -> bool:
+def is_test_row(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> bool:
     """Whether the utterance is in the `test` split (unknown ids refused)."""
     with ctx.db.session() as s:
-        (row,) = rows_by_id(s, data_svc.project_id_in(s, project), [utterance_id])
+        (row,) = rows_by_id(s, p.id, [utterance_id])
     return row.split == "test"
 
 
 def refuse_unconfirmed_test_change(
-    ctx: AppContext, project: str, utterance_ids: list[int] | tuple[int, ...], confirmed: bool
+    ctx: AppContext, p: ProjectHandle, utterance_ids: list[int] | tuple[int, ...], confirmed: bool
 ) -> None:
     """A test row's change needs a second, explicit step: the test split reports the accuracy,
     and a fix that follows the model's opinion bends it towards the model.
@@ -220,7 +218,7 @@ def refuse_unconfirmed_test_change(
     Raises:
         ValueError: a `test` row among ``utterance_ids`` and not ``confirmed`` (nothing changed).
     """
-    tests = [i for i in utterance_ids if not confirmed and is_test_row(ctx, project, int(i))]
+    tests = [i for i in utterance_ids if not confirmed and is_test_row(ctx, p, int(i))]
     if tests:
         raise ValueError(
             f"#{', #'.join(map(str, tests))} is a test utterance: changing it changes the "
@@ -231,7 +229,7 @@ def refuse_unconfirmed_test_change(
 
 def fix_test_row(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     action: str,
     intent: str | None = None,
@@ -248,12 +246,12 @@ def fix_test_row(
         raise ValueError(f"Unknown fix {action!r}; use one of {', '.join(TEST_FIXES)}.")
     if action == "relabel" and not (intent or "").strip():
         raise ValueError("Pick the intent to relabel it as (the box starts empty on purpose).")
-    refuse_unconfirmed_test_change(ctx, project, [utterance_id], confirmed)
+    refuse_unconfirmed_test_change(ctx, p, [utterance_id], confirmed)
     if action == "relabel":
-        data_svc.label_utterance(ctx, project, utterance_id, [str(intent).strip()])
+        data_svc.label_utterance(ctx, p, utterance_id, [str(intent).strip()])
         return f"#{utterance_id} relabelled as {str(intent).strip()}"
     if action == "move":
-        data_svc.move_split(ctx, project, [utterance_id], "train")
+        data_svc.move_split(ctx, p, [utterance_id], "train")
         return f"#{utterance_id} moved to train"
-    data_svc.delete_utterance(ctx, project, utterance_id)
+    data_svc.delete_utterance(ctx, p, utterance_id)
     return f"#{utterance_id} deleted"

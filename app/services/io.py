@@ -17,12 +17,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from app.auth import current_user_id, require_acting
+from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
+from app.auth import require_acting
 from app.context import AppContext
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
+from storage import guard
 from storage.agents import keep_agent, kept_agent
+from storage.db import Session
+from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
-from storage.projects import create_project, describe_intents, get_project, list_intents
+from storage.projects import create_project, describe_intents, list_intents
 from storage.utterances import NewUtterance, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -76,17 +80,17 @@ def _chunks(rows: list[NewUtterance]) -> list[list[NewUtterance]]:
 
 def import_utterances(
     ctx: AppContext,
-    project: str,
+    into: ProjectHandle | str,
     rows: list[NewUtterance],
     *,
-    create_project_if_missing: bool = True,
     create_missing_intents: bool = True,
     on_existing: str = "skip",
-    user_id: int | None = None,
     descriptions: dict[str, str] | None = None,
 ) -> ImportResult:
-    """Write validated rows into a (new or existing) project. Texts already in the project are
-    skipped and counted (``on_existing="relabel"`` replaces their intents).
+    """Write validated rows into a project (``into``: as resolved at the edge, or the name of a
+    new project to create, which needs an admin). Texts already in the project are skipped and
+    counted (``on_existing="relabel"`` replaces their intents, except on items the acting user
+    may not change: :mod:`app.access.policy`; those are left as they are and counted).
 
     Every row is checked before anything is written. Then the rows are written in chunks of
     :data:`CHUNK_ROWS`, each its own short transaction, so that someone labelling meanwhile waits
@@ -95,52 +99,37 @@ def import_utterances(
     kill) keeps the chunks it committed: whole rows, each with its labels and its audit event, and
     they all share the import's one batch id. ``descriptions`` (intent -> text) are set last
     (a described intent not in the project is created when ``create_missing_intents``)."""
-    from storage.errors import NotFoundError, StorageError
-    from storage.projects import ensure_writable
+    from storage.errors import StorageError
 
-    uid = user_id if user_id is not None else current_user_id()
+    if isinstance(into, str):  # the first chunk creates it (its name is checked there)
+        require_acting("admin", f"creating the project {into!r}")
+        p = None
+    else:
+        into.require_writable("importing")
+        p = into
     with ctx.db.session() as s:  # the check reads only: it holds no lock
-        try:
-            proj = get_project(s, project)
-        except NotFoundError:
-            if not create_project_if_missing:
-                raise
-            require_acting("admin", f"creating the project {project!r}")
-            proj = None
-        if proj is not None:
-            ensure_writable(proj)
         plan = plan_import(
             s,
-            proj.id if proj is not None else None,
+            p.id if p is not None else None,
             rows,
             create_missing_intents=create_missing_intents,
             on_existing=on_existing,
         )
     batch = new_batch()
     total = ImportCounts(0, 0, plan.skipped)
-    name = project
     for i, chunk in enumerate(_chunks(plan.rows)):
         if i:
             time.sleep(CHUNK_PAUSE_S)
         try:
-            with ctx.db.write() as s:
-                try:
-                    proj = get_project(s, project)
-                except NotFoundError:
-                    if i or not create_project_if_missing:
-                        raise
-                    proj = create_project(s, project)
-                ensure_writable(proj)
-                counts = write_rows(
-                    s,
-                    proj.id,
-                    chunk,
-                    batch=batch,
-                    user_id=uid,
-                    create_missing_intents=create_missing_intents,
-                    on_existing=on_existing,
-                )
-                name = proj.name
+            if p is None:  # a new project: made with its first chunk, in one transaction
+                with ctx.db.write() as s:
+                    p = _made(s, str(into))
+                    guard.install(s, ItemPolicy(p.actor.id, p.role))
+                    counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
+            else:
+                with writing(ctx, p) as s:
+                    resolve(s, p.id, p.actor, need="designer")  # deleted, or left, meanwhile?
+                    counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
         except StorageError as exc:
             if not i:
                 raise
@@ -155,28 +144,34 @@ def import_utterances(
             total.updated + counts.updated,
             total.skipped + counts.skipped,
             total.intents_created + counts.intents_created,
+            total.protected + counts.protected,
         )
+    assert p is not None
     if len(plan.rows) > CHUNK_ROWS:
-        logger.info("imported %d row(s) into %r in chunks of %d", len(plan.rows), name, CHUNK_ROWS)
+        logger.info(
+            "imported %d row(s) into %r in chunks of %d", len(plan.rows), p.name, CHUNK_ROWS
+        )
     created = set(total.intents_created)
     notes: list[str] = []
+    if total.protected:
+        notes.append(
+            f"Left {total.protected} utterance(s) as they are: you may not change them now "
+            "(given to annotators, waiting for review, or accepted from their answers)."
+        )
     left_out: list[str] = []
     if descriptions:
-        with ctx.db.write() as s:
-            made, left_out = describe_intents(
-                s,
-                get_project(s, name).id,
-                descriptions,
-                create_missing=create_missing_intents,
+        with writing(ctx, p) as s:
+            made_intents, left_out = describe_intents(
+                s, p.id, descriptions, create_missing=create_missing_intents
             )
-        created.update(made)
+        created.update(made_intents)
         if left_out:
             notes.append(
                 f"Left out the description(s) of {len(left_out)} intent(s) not in the project: "
                 f"{', '.join(left_out[:8])}."
             )
     return ImportResult(
-        name,
+        p.name,
         total.inserted,
         total.updated,
         sorted(created),
@@ -186,9 +181,48 @@ def import_utterances(
     )
 
 
+def _made(s: Session, name: str) -> ProjectHandle:
+    """The new project ``name``, created now; or the one another import (or person) created
+    meanwhile under that name, if the acting user may change it (two imports into one new name
+    at once both land)."""
+    try:
+        return resolve(s, name, need="designer")
+    except NotFoundError:
+        return resolve(s, create_project(s, name).id)
+
+
+def destination(ctx: AppContext, name: str) -> ProjectHandle | str:
+    """Where an import into the project named ``name`` goes: that project, as the acting user
+    may change it, or (there is no such project for them) ``name``, a new project the import
+    creates (:func:`import_utterances`)."""
+    try:
+        return open_project(ctx, name, need="designer")
+    except NotFoundError:
+        return name
+
+
+def _write(
+    s: Session,
+    p: ProjectHandle,
+    chunk: list[NewUtterance],
+    batch: str,
+    create_missing_intents: bool,
+    on_existing: str,
+) -> ImportCounts:
+    return write_rows(
+        s,
+        p.id,
+        chunk,
+        batch=batch,
+        user_id=p.actor.id,
+        create_missing_intents=create_missing_intents,
+        on_existing=on_existing,
+    )
+
+
 def import_file(
     ctx: AppContext,
-    project: str,
+    into: ProjectHandle | str,
     path: str | Path,
     *,
     language: str | None = None,
@@ -196,7 +230,8 @@ def import_file(
 ) -> ImportResult:
     """Read and import a CSV/JSONL/Rasa YAML file, a folder or .zip of ``intent.txt`` files, or a
     platform agent (whose files the project keeps for its export: see :func:`export_project`),
-    in ``language`` (Lex: a locale id) instead of the agent's default.
+    in ``language`` (Lex: a locale id) instead of the agent's default, into ``into`` (a
+    project, or the name of a new one: :func:`import_utterances`).
 
     Raises:
         FormatError: a bad file (nothing written).
@@ -208,28 +243,30 @@ def import_file(
         check_slot_data(parsed.slots)  # a bad annotation refuses the file before any row lands
         result = import_utterances(
             ctx,
-            project,
+            into,
             parsed.rows,
             descriptions=parsed.descriptions,
             **kwargs,  # type: ignore[arg-type]
         )
-    else:  # a slot book file: values and templates only, into an existing project
-        with ctx.db.session() as s:
-            result = ImportResult(get_project(s, project).name, 0, 0, [])
+    elif isinstance(into, str):  # a slot book file: values and templates only
+        raise NotFoundError(f"No project {into!r}: a slot book file goes into an existing project.")
+    else:
+        result = ImportResult(into.name, 0, 0, [])
     result.notes.extend(parsed.notes)
-    if parsed.slots:
-        result.notes.extend(import_slot_data(ctx, result.project, parsed.slots))
-    if parsed.agent is not None:
-        result.notes.append(_keep_agent(ctx, result.project, parsed.agent))
+    p = into if not isinstance(into, str) else None
+    if parsed.slots or parsed.agent is not None:
+        p = p or open_project(ctx, result.project)
+    if parsed.slots and p is not None:
+        result.notes.extend(import_slot_data(ctx, p, parsed.slots))
+    if parsed.agent is not None and p is not None:
+        result.notes.append(_keep_agent(ctx, p, parsed.agent))
     return replace(result, format=parsed.format)
 
 
-def _keep_agent(ctx: AppContext, project: str, agent: AgentSource) -> str:
+def _keep_agent(ctx: AppContext, p: ProjectHandle, agent: AgentSource) -> str:
     """Keep an imported agent's files with the project; a note saying so."""
-    with ctx.db.write() as s:
-        before = keep_agent(
-            s, get_project(s, project).id, agent.format, agent.content, agent.language
-        )
+    with writing(ctx, p) as s:
+        before = keep_agent(s, p.id, agent.format, agent.content, agent.language)
     title = agent_format(agent.format).title
     replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
     return (
@@ -238,12 +275,11 @@ def _keep_agent(ctx: AppContext, project: str, agent: AgentSource) -> str:
     )
 
 
-def export_rows(ctx: AppContext, project: str) -> list[NewUtterance]:
+def export_rows(ctx: AppContext, p: ProjectHandle) -> list[NewUtterance]:
     """Every utterance of a project as plain rows."""
     with ctx.db.session() as s:
-        proj = get_project(s, project)
         return [
-            NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, proj.id)
+            NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, p.id)
         ]
 
 
@@ -272,7 +308,7 @@ _SUFFIX_FORMATS = {
 
 def export_project(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     path: str | Path,
     *,
     format: str | None = None,
@@ -290,12 +326,11 @@ def export_project(
     """
     from app.services.slots import export_slot_data
 
-    rows = export_rows(ctx, project)
+    rows = export_rows(ctx, p)
     with ctx.db.session() as s:
-        proj = get_project(s, project)
-        described = {i.name: i.description for i in list_intents(s, proj.id)}
-        kept = kept_agent(s, proj.id)
-        name = proj.name
+        described = {i.name: i.description for i in list_intents(s, p.id)}
+        kept = kept_agent(s, p.id)
+        name = p.name
     suffix = Path(path).suffix.lower()
     if follow_agent and format is None and kept and kept.format in export_formats(suffix):
         format = kept.format
@@ -304,7 +339,7 @@ def export_project(
         rows,
         path,
         described,
-        export_slot_data(ctx, project),
+        export_slot_data(ctx, p),
         format=format,
         kept=source,
         name=name,
@@ -313,32 +348,32 @@ def export_project(
     return ExportResult(len(rows), label, notes)
 
 
-def export_file(ctx: AppContext, project: str, path: str | Path) -> int:
+def export_file(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int:
     """Export a project by the path's suffix (see :func:`export_project`): .csv, .jsonl,
     Rasa .yml/.yaml (with entity markup and the slot book as lookup tables), .zip of
     ``intent.txt`` files, or (no suffix) a folder of them; a project imported from an agent, to
     a ``.zip`` or ``.json``, as that agent. Returns the number of rows."""
-    return export_project(ctx, project, path).rows
+    return export_project(ctx, p, path).rows
 
 
-def export_slot_book(ctx: AppContext, project: str, path: str | Path) -> int:
+def export_slot_book(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int:
     """Write the project's slot book and templates as a slot book file (YAML, see
     :mod:`app.formats.slot_book`); returns the number of templates."""
     from app.formats import dump_slot_book
     from app.services.slots import export_slot_data
 
-    data = export_slot_data(ctx, project)
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
+    data = export_slot_data(ctx, p)
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(dump_slot_book(data), encoding="utf-8")
-    tmp.replace(p)
+    tmp.replace(out)
     return sum(len(t) for t in data.templates.values())
 
 
 FILE_FORMATS = ("csv", "jsonl", "yml", "zip", "slots.yml")  # besides the agent formats' names
 
 
-def export_download(ctx: AppContext, project: str, fmt: str) -> tuple[Path, str]:
+def export_download(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
     """Export a project for download in ``fmt``: a file format of :data:`FILE_FORMATS` (by its
     suffix; ``slots.yml``: the slot book and templates) or an agent format's name (written into
     the agent the project was imported from, when it is of that format). Returns the file
@@ -355,11 +390,9 @@ def export_download(ctx: AppContext, project: str, fmt: str) -> tuple[Path, str]
         known = ", ".join([*FILE_FORMATS, *agents])
         raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
     suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
-    out = download_path(ctx.settings, f"{project.replace('/', '_').replace(' ', '_')}{suffix}")
+    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}")
     if fmt == "slots.yml":
-        n = export_slot_book(ctx, project, out)
+        n = export_slot_book(ctx, p, out)
         return out, f"Exported the slot book and {n} template(s)."
-    res = export_project(
-        ctx, project, out, format=fmt if fmt in agents else None, follow_agent=False
-    )
+    res = export_project(ctx, p, out, format=fmt if fmt in agents else None, follow_agent=False)
     return out, res.message(out.name)

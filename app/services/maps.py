@@ -26,6 +26,7 @@ from typing import Any, cast
 import numpy as np
 import plotly.graph_objects as go
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.plots import scatter_map, side_by_side
 from app.services.map_store import MapView, store
@@ -44,7 +45,7 @@ from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import Prediction
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
 from storage.pool_state import pool_stamp
-from storage.projects import get_project, list_intents, list_projects
+from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -67,9 +68,9 @@ def draws_large_maps(ctx: AppContext) -> bool:
     return min(largest, MAX_POINTS) >= APPROXIMATE_FROM
 
 
-def _rows(ctx: AppContext, project: str) -> list[UtteranceRow]:
+def _rows(ctx: AppContext, p: ProjectHandle) -> list[UtteranceRow]:
     with ctx.db.session() as s:
-        rows = list_utterances(s, get_project(s, project).id, limit=MAX_POINTS)
+        rows = list_utterances(s, p.id, limit=MAX_POINTS)
     if not rows:
         raise ValueError("This project has no utterances yet: import or add some in the Data tab.")
     return rows
@@ -117,43 +118,43 @@ def _classify(
 
 
 def _view(
-    ctx: AppContext, project: str, version: Version, method: str, points: np.ndarray, key: str
+    ctx: AppContext, p: ProjectHandle, version: Version, method: str, points: np.ndarray, key: str
 ) -> MapView:
     """The map's live view; the same one again while nothing its colours come from changed
     (the pool's stamp: labels, intents, settings, the active version): a cached map is drawn
     without ranking every point again."""
     with ctx.db.session() as s:
-        stamp = pool_stamp(s, get_project(s, project).id)
-    factory, label = resolve_factory(ctx, project, version)
+        stamp = pool_stamp(s, p.id)
+    factory, label = resolve_factory(ctx, p, version)
     memo = (key, label, stamp)
     st = store(ctx)
     seen = st.view(memo)
     if seen is None:
-        seen = st.keep(memo, _fresh_view(ctx, project, factory, label, method, points))
+        seen = st.keep(memo, _fresh_view(ctx, p, factory, label, method, points))
     return seen
 
 
 def _fresh_view(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     factory: PredictorFactory,
     label: str,
     method: str,
     points: np.ndarray,
 ) -> MapView:
-    rows = _rows(ctx, project)
+    rows = _rows(ctx, p)
     vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
     preds = _classify(factory, vectors, rows)
     gold = [in_scope_labels(r.labels) for r in rows]  # out of scope is never drawn as an intent
     return MapView(
-        project=project,
+        project=p.name,
         version_label=label,
         method=method,
         ids=[r.id for r in rows],
         texts=[r.text for r in rows],
         gold=gold,
-        predicted=[p.top for p in preds],
-        margins=[float(p.margin) for p in preds],
+        predicted=[x.top for x in preds],
+        margins=[float(x.margin) for x in preds],
         splits=[r.split for r in rows],
         points=points,
         metrics=space_metrics(vectors, [g or None for g in gold]),
@@ -173,24 +174,24 @@ def _check_method(method: str) -> None:
 
 
 def get_map(
-    ctx: AppContext, project: str, *, method: str = DEFAULT_METHOD, version: Version = None
+    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView | None:
     """The map if its projection is cached; otherwise start computing it and return ``None``.
 
     Example:
-        >>> get_map(ctx, "demo") is None  # doctest: +SKIP
+        >>> get_map(ctx, open_project(ctx, "demo")) is None  # doctest: +SKIP
         True
     """
     _check_method(method)
-    factory, _ = resolve_factory(ctx, project, version)
+    factory, _ = resolve_factory(ctx, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx, project)
+    rows = _rows(ctx, p)
     st = store(ctx)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
     points = st.load(key, ids)
     if points is not None:
-        return _view(ctx, project, version, method, points, key)
+        return _view(ctx, p, version, method, points, key)
     texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
@@ -203,13 +204,13 @@ def get_map(
 
 
 def compute_map(
-    ctx: AppContext, project: str, *, method: str = DEFAULT_METHOD, version: Version = None
+    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    factory, _ = resolve_factory(ctx, project, version)
+    factory, _ = resolve_factory(ctx, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx, project)
+    rows = _rows(ctx, p)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
     st = store(ctx)
@@ -218,7 +219,7 @@ def compute_map(
         texts = [_encoded(factory, r) for r in rows]
         points = project_points(ctx.cache.encode(encoder, texts), method)
         st.save(key, ids, points)
-    return _view(ctx, project, version, method, points, key)
+    return _view(ctx, p, version, method, points, key)
 
 
 def map_figure(
@@ -274,17 +275,17 @@ def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
 
 
 def explain_utterance(
-    ctx: AppContext, project: str, utterance_id: int, *, version: Version = None
+    ctx: AppContext, p: ProjectHandle, utterance_id: int, *, version: Version = None
 ) -> dict[str, Any]:
     """The evidence card of one utterance, from the version's Predictor over the train pool
     (a train item is scored without itself: leave-one-out), as the Map colours it."""
-    factory, _ = resolve_factory(ctx, project, version)
-    rows = _rows(ctx, project)
+    factory, _ = resolve_factory(ctx, p, version)
+    rows = _rows(ctx, p)
     target = next((r for r in rows if r.id == int(utterance_id)), None)
     if target is None:
-        raise ValueError(f"No utterance #{utterance_id} in project {project!r}.")
+        raise ValueError(f"No utterance #{utterance_id} in project {p.name!r}.")
     with ctx.db.session() as s:
-        intents = [i for i in list_intents(s, get_project(s, project).id) if i.name != OUT_OF_SCOPE]
+        intents = [i for i in list_intents(s, p.id) if i.name != OUT_OF_SCOPE]
     descriptions = {i.name: i.description for i in intents if i.description}
     pool = _pool_rows(rows)
     texts = [_encoded(factory, r) for r in pool]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.access import ProjectHandle
 from app.admission import BusyError
 from app.auth import Actor, current_actor
 from app.context import AppContext
@@ -22,21 +23,15 @@ from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.errors import StorageError
-from storage.projects import project_id
 from storage.texts import validate_context
 
 # A request of the micro-batch: (project, text, k) or (project, text, k, context).
-Request = tuple[str, str, int] | tuple[str, str, int, str]
-
-
-def _project_id(ctx: AppContext, project: str) -> int:
-    with ctx.db.reading() as c:
-        return project_id(c, project)
+Request = tuple[ProjectHandle, str, int] | tuple[ProjectHandle, str, int, str]
 
 
 def _classify(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     texts: list[str],
     k: int,
     show: int,
@@ -56,7 +51,7 @@ def _classify(
     turns = _contexts(contexts, len(clean))
     ctx.admission.limits.check_call(who.role, clean)
     with ctx.admission.admit(who.name, len(clean), lines=lines):
-        pool = ctx.pool(_project_id(ctx, project))
+        pool = ctx.pool(p.id)
         if len(pool.index) == 0:
             raise ValueError(
                 "This project has no labelled training utterances yet: label a few first."
@@ -101,7 +96,7 @@ def _show_context(row: dict[str, Any], asked: _Asked, pool: ProjectPool) -> None
 
 def predict(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     texts: list[str],
     *,
     k: int = 1,
@@ -114,13 +109,13 @@ def predict(
 
     Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
     :class:`app.admission.BusyError` when the call would go past the per-user or queue limits."""
-    _, results = _classify(ctx, project, texts, k, show, who, contexts=contexts)
+    _, results = _classify(ctx, p, texts, k, show, who, contexts=contexts)
     return [row for row, _ in results]
 
 
 def predict_explained(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     texts: list[str],
     *,
     k: int = 1,
@@ -132,7 +127,7 @@ def predict_explained(
     """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
     evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
     started = time.perf_counter()
-    pool, results = _classify(ctx, project, texts, k, show, who, lines=lines, contexts=contexts)
+    pool, results = _classify(ctx, p, texts, k, show, who, lines=lines, contexts=contexts)
     names = list(pool.intents)
     descriptions = {name: text for name, text in pool.intents.items() if text}
     latency = round((time.perf_counter() - started) * 1000, 1)
@@ -156,7 +151,7 @@ def predict_explained(
 
 def predict_one(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     text: str,
     *,
     k: int = 1,
@@ -166,7 +161,7 @@ def predict_one(
 ) -> dict[str, Any]:
     """One prediction with its explanation (see :func:`predict_explained`); ``context``: the
     turn before ``text``."""
-    return predict_explained(ctx, project, [text], k=k, show=show, who=who, contexts=[context])[0]
+    return predict_explained(ctx, p, [text], k=k, show=show, who=who, contexts=[context])[0]
 
 
 def classify_requests(
@@ -178,18 +173,19 @@ def classify_requests(
     the :class:`BusyError`); the others still get their predictions. ``explained=False``: the
     bare prediction (a bundle's structure), without ``explanation`` and ``latency_ms``."""
     out: list[dict[str, Any] | Exception] = [{} for _ in requests]
-    groups: dict[tuple[str, int], list[int]] = {}
+    groups: dict[tuple[int, int], list[int]] = {}
     for i, request in enumerate(requests):
-        groups.setdefault((request[0], int(request[2])), []).append(i)
-    for (project, k), idx in groups.items():
+        groups.setdefault((request[0].id, int(request[2])), []).append(i)
+    for (_, k), idx in groups.items():
+        p = requests[idx[0]][0]
         texts = [requests[i][1] for i in idx]
         turns = [str((*requests[i][3:], "")[0]) for i in idx]
         results: list[dict[str, Any] | Exception]
         try:
             if explained:
-                results = [*predict_explained(ctx, project, texts, k=k, lines=True, contexts=turns)]
+                results = [*predict_explained(ctx, p, texts, k=k, lines=True, contexts=turns)]
             else:
-                _, rows = _classify(ctx, project, texts, k, 5, None, lines=True, contexts=turns)
+                _, rows = _classify(ctx, p, texts, k, 5, None, lines=True, contexts=turns)
                 results = [row for row, _ in rows]
         except BusyError as busy:
             results = [busy for _ in idx]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from app.access import ProjectHandle, visible_projects, writing
 from app.context import AppContext
 from app.formats import parse_csv
 from app.pools import project_anchors
@@ -19,13 +20,7 @@ from app.project_settings import (
 from app.services.io import import_utterances
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
-from storage.projects import (
-    create_project,
-    get_project,
-    list_intents,
-    list_projects,
-    set_project_setting,
-)
+from storage.projects import create_project, list_intents, list_projects, set_project_setting
 from storage.tables import SPLITS
 from storage.utterances import count_utterances, labelled_pool, list_utterances
 
@@ -62,8 +57,8 @@ class ProjectSummary:
 
 
 def project_names(ctx: AppContext) -> list[str]:
-    with ctx.db.session() as s:
-        return [p.name for p in list_projects(s)]
+    """The names of the projects the acting user sees (:func:`app.access.visible_projects`)."""
+    return visible_projects(ctx)
 
 
 def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str:
@@ -74,9 +69,8 @@ def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str
         return create_project(s, name, base_encoder=base_encoder).name
 
 
-def summary(ctx: AppContext, project: str) -> ProjectSummary:
+def summary(ctx: AppContext, p: ProjectHandle) -> ProjectSummary:
     with ctx.db.session() as s:
-        p = get_project(s, project)
         n = {split: count_utterances(s, p.id, split=split) for split in SPLITS}
         pool = [r.labels for r in labelled_pool(s, p.id)]
         no_intent: list[tuple[str, ...]] = [()] * (n["train"] - len(pool))
@@ -90,28 +84,27 @@ def summary(ctx: AppContext, project: str) -> ProjectSummary:
             n_test=n["test"],
             n_unlabelled=n["unlabelled"],
             multi_label=is_multilabel(pool + no_intent),
-            active_model_version_id=p.active_model_version_id,
+            active_model_version_id=p.active_version_id,
         )
 
 
 def ensure_demo_project(ctx: AppContext) -> str | None:
     """Create the demo project from ``assets/demo_project.csv`` when the database has no project."""
-    if project_names(ctx):
-        return None
+    with ctx.db.session() as s:
+        if list_projects(s):
+            return None
     data = resources.files("assets").joinpath("demo_project.csv").read_bytes()
     result = import_utterances(ctx, DEMO_PROJECT, parse_csv(data))
     logger.info("created the demo project: %s", result.message())
     return DEMO_PROJECT
 
 
-def out_of_scope(ctx: AppContext, project: str) -> dict[str, Any]:
+def out_of_scope(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     """The project's out-of-scope trade-off and the thresholds calibrated from its pool now:
     ``target_recall`` (None: off), ``thresholds``, ``fallback`` (intents on the project-wide
     threshold) and ``message`` (what was calibrated, in words)."""
-    with ctx.db.session() as s:
-        p = get_project(s, project)
-        pid, target = p.id, oos_target(p.settings)
-    cal = ctx.pool(pid).calibration
+    target = oos_target(p.settings)
+    cal = ctx.pool(p.id).calibration
     if target is None:
         message = "Out-of-scope detection is off: every question gets its top intent."
     elif cal is None:
@@ -129,11 +122,10 @@ def out_of_scope(ctx: AppContext, project: str) -> dict[str, Any]:
     }
 
 
-def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
+def anchors(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     """The project's anchors (:mod:`core.retrieval.anchors`): ``weight`` (0: off), ``texts``
     (intent -> its description or humanised name) and a one-line ``message``."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
         texts, weight = project_anchors(s, p.id, p.settings)
         described = sum(1 for n, t in texts.items() if t != humanise(n))
     message = (
@@ -145,11 +137,10 @@ def anchors(ctx: AppContext, project: str) -> dict[str, Any]:
     return {"weight": weight, "texts": texts, "message": message}
 
 
-def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
+def context_encoding(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     """Whether the project encodes each utterance after its context (the turn before it):
     ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
         on = encodes_context(p.settings)
         n = sum(1 for r in list_utterances(s, p.id) if r.context)
     state = (
@@ -165,20 +156,17 @@ def context_encoding(ctx: AppContext, project: str) -> dict[str, Any]:
     }
 
 
-def settings(ctx: AppContext, project: str) -> ProjectSettings:
+def settings(ctx: AppContext, p: ProjectHandle) -> ProjectSettings:
     """The project's settings (:class:`app.project_settings.ProjectSettings`)."""
-    with ctx.db.session() as s:
-        return ProjectSettings.from_dict(get_project(s, project).settings)
+    return p.project_settings
 
 
-def set_settings(ctx: AppContext, project: str, changes: Mapping[str, Any]) -> ProjectSettings:
+def set_settings(ctx: AppContext, p: ProjectHandle, changes: Mapping[str, Any]) -> ProjectSettings:
     """Set several settings at once (name -> value as typed, see
     :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
     checked before anything is written: one bad value changes nothing."""
-    with ctx.db.session() as s:
-        p = get_project(s, project)
-        before = ProjectSettings.from_dict(p.settings)
-        after = before.with_texts(changes)
+    after = p.project_settings.with_texts(changes)
+    with writing(ctx, p) as s:
         for name, value in after.to_dict().items():
             if name in changes:
                 set_project_setting(s, p.id, name, value)

@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.pools import ProjectPool
 from app.services import conflicts as conflicts_svc
 from app.services import data as data_svc
 from app.services import team as team_svc
-from app.services.data import project_id_in
 from core.evaluation.oos import OUT_OF_SCOPE
 from core.labelling import (
     farthest_first,
@@ -100,7 +100,7 @@ class QueueItem:
 
 def order(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     how: str = DEFAULT_ORDER,
     *,
     near: str | None = None,
@@ -117,23 +117,23 @@ def order(
         raise ValueError("Pick the intent to label near.")
     skip = set(exclude)
     if how == REVIEW:
-        return [i for i in conflicts_svc.likely_mislabelled(ctx, project) if i not in skip][:limit]
+        return [i for i in conflicts_svc.likely_mislabelled(ctx, p) if i not in skip][:limit]
     if how == DISPUTES:
-        return [d.id for d in team_svc.disputes(ctx, project) if d.id not in skip][:limit]
-    mine = [i for i in team_svc.open_items(ctx, project) if i not in skip][:MAX_CANDIDATES]
-    skip |= set() if mine else team_svc.reserved(ctx, project)
+        disputed = team_svc.disputes(ctx, p, mine_left_out=True)
+        return [d.id for d in disputed if d.id not in skip][:limit]
+    mine = [i for i in team_svc.open_items(ctx, p) if i not in skip][:MAX_CANDIDATES]
+    skip |= set() if mine else team_svc.reserved(ctx, p)
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
         found = (
-            list_utterances(s, pid, ids=mine)
+            list_utterances(s, p.id, ids=mine)
             if mine
-            else list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
+            else list_utterances(s, p.id, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
         )
         rows = [r for r in found if r.id not in skip][:MAX_CANDIDATES]
-        anchors = [r for r in labelled_pool(s, pid) if near in r.labels] if near else []
+        anchors = [r for r in labelled_pool(s, p.id) if near in r.labels] if near else []
     if how == "file" or not rows:
         return [r.id for r in rows[:limit]]
-    pool = ctx.pool(pid)
+    pool = ctx.pool(p.id)
     vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     if how == "near":
         if not anchors:
@@ -165,7 +165,7 @@ def _pool_similarity(index: KnnIndex, vectors: np.ndarray) -> np.ndarray:
 
 def item(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     *,
     review: bool = False,
@@ -175,12 +175,11 @@ def item(
     (someone else answered it); with ``review``, a labelled utterance, suggested without
     itself; with ``dispute``, the annotators' intents first, then the model's."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        found = list_utterances(s, pid, ids=[utterance_id])
+        found = list_utterances(s, p.id, ids=[utterance_id])
     if not found or (found[0].split != "unlabelled" and not (review and found[0].labels)):
         return None
     row = found[0]
-    pool = ctx.pool(pid)
+    pool = ctx.pool(p.id)
     if len(pool.index) == 0:
         return QueueItem(row.id, row.version, row.text, (), (), False)
     if review:
@@ -231,7 +230,7 @@ def _looks_out_of_scope(pool: ProjectPool, result: dict[str, Any]) -> bool:
 
 def next_item(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     upcoming: Sequence[int],
     how: str = DEFAULT_ORDER,
     *,
@@ -244,27 +243,31 @@ def next_item(
     chunk = MAX_CANDIDATES if how in (REVIEW, DISPUTES) else CHUNK
     ahead = list(upcoming)
     for _ in range(2):
-        disputes = {d.id: d for d in team_svc.disputes(ctx, project)} if how == DISPUTES else {}
+        disputes = (
+            {d.id: d for d in team_svc.disputes(ctx, p, mine_left_out=True)}
+            if how == DISPUTES
+            else {}
+        )
         while ahead:
             uid = ahead.pop(0)
             if how == DISPUTES and uid not in disputes:
                 continue  # decided meanwhile
-            found = item(ctx, project, uid, review=how == REVIEW, dispute=disputes.get(uid))
+            found = item(ctx, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
             if found is not None:
                 return found, ahead
-        ahead = order(ctx, project, how, near=near, exclude=exclude, limit=chunk)
+        ahead = order(ctx, p, how, near=near, exclude=exclude, limit=chunk)
     return None, []
 
 
-def remaining(ctx: AppContext, project: str) -> int:
+def remaining(ctx: AppContext, p: ProjectHandle) -> int:
     """How many utterances are still unlabelled."""
     with ctx.db.session() as s:
-        return count_utterances(s, project_id_in(s, project), split="unlabelled")
+        return count_utterances(s, p.id, split="unlabelled")
 
 
 def answer(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     action: str,
     labels: Sequence[str] = (),
@@ -292,19 +295,17 @@ def answer(
         raise ValueError("Pick an intent first (1-3, or type to filter).")
     if action in ("take", "oos"):
         if how == DISPUTES:
-            return team_svc.decide(ctx, project, utterance_id, names, batch=batch)
-        if team_svc.annotators_of(ctx, project, utterance_id):
+            return team_svc.decide(ctx, p, utterance_id, names, batch=batch)
+        if p.actor.id is not None and p.actor.id in team_svc.annotators_of(ctx, p, utterance_id):
             kind = "oos" if action == "oos" else "label"
-            return team_svc.submit(ctx, project, utterance_id, kind, names, batch=batch)
+            return team_svc.submit(ctx, p, utterance_id, kind, names, batch=batch)
     if action == "delete":
-        data_svc.delete_utterance(
-            ctx, project, utterance_id, batch=batch, confirm_test=confirm_test
-        )
+        data_svc.delete_utterance(ctx, p, utterance_id, batch=batch, confirm_test=confirm_test)
         return f"Deleted #{utterance_id} (u to undo)."
     split = {"take": None, "oos": None, "test": "test", "none": "train"}[action]
     row = data_svc.label_utterance(
         ctx,
-        project,
+        p,
         utterance_id,
         [] if action == "none" else names,
         split=split,
@@ -336,7 +337,7 @@ def describe(utterance_id: int, action: str, labels: Sequence[str] = ()) -> str:
 
 def undo_answer(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     *,
     utterance_id: int,
     action: str,
@@ -353,16 +354,16 @@ def undo_answer(
     if action == "skip" or batch is None:
         return f"Undid: {what}.", utterance_id
     team_answer = how != DISPUTES and action in ("take", "oos")
-    if team_answer and team_svc.withdraw(ctx, project, utterance_id, batch):
+    if team_answer and team_svc.withdraw(ctx, p, utterance_id, batch):
         return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
     try:
-        data_svc.undo_batch(ctx, project, batch)
+        data_svc.undo_batch(ctx, p, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
         return f"Undid: {what} (it had changed nothing).", utterance_id
     if action != "delete":
         return f"Undid: {what}.", utterance_id
     with ctx.db.session() as s:
-        back = find_by_text(s, project_id_in(s, project), text)
+        back = find_by_text(s, p.id, text)
     if back is None:
         raise NotFoundError(f"#{utterance_id} was restored but cannot be found again.")
     return f"Undid: {what} (back as #{back}).", back

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
@@ -17,7 +18,6 @@ from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE
 from storage.datasets import snapshot
-from storage.projects import get_project
 from storage.utterances import list_utterances
 
 EVIDENCE_CARDS = 6
@@ -27,27 +27,27 @@ MULTI_LABEL_KEYS = ("micro_f1", "macro_f1", "exact_match")
 
 
 def _from_test_split(
-    ctx: AppContext, project: str, per_intent: dict[str, float]
+    ctx: AppContext, p: ProjectHandle, per_intent: dict[str, float]
 ) -> tuple[list[int], dict[str, tuple[str, str]]]:
     """Evidence cards (half the hardest test cases, half clear hits) and, for the intents that
     fail most, their most confident miss."""
-    _, preds = test_predictions(ctx, project, ACTIVE)
-    hard = sorted(preds, key=lambda p: (p.correct, p.margin))[: EVIDENCE_CARDS // 2]
-    easy = sorted((p for p in preds if p.correct), key=lambda p: -p.margin)
-    clear = [p.id for p in easy if p.id not in {h.id for h in hard}]
+    _, preds = test_predictions(ctx, p, ACTIVE)
+    hard = sorted(preds, key=lambda x: (x.correct, x.margin))[: EVIDENCE_CARDS // 2]
+    easy = sorted((x for x in preds if x.correct), key=lambda x: -x.margin)
+    clear = [x.id for x in easy if x.id not in {h.id for h in hard}]
     # a clear hit first, then a hard case, and so on
-    chosen = [i for pair in zip(clear, [p.id for p in hard], strict=False) for i in pair]
-    chosen += [i for i in [*clear, *(p.id for p in hard)] if i not in chosen]
+    chosen = [i for pair in zip(clear, [x.id for x in hard], strict=False) for i in pair]
+    chosen += [i for i in [*clear, *(x.id for x in hard)] if i not in chosen]
     chosen = chosen[:EVIDENCE_CARDS]
     misses: dict[str, tuple[str, str]] = {}
-    for p in sorted((p for p in preds if not p.correct), key=lambda p: -p.margin):
-        misses.setdefault(p.gold_for_scoring, (p.text, p.predicted))
+    for x in sorted((x for x in preds if not x.correct), key=lambda x: -x.margin):
+        misses.setdefault(x.gold_for_scoring, (x.text, x.predicted))
     worst = sorted(per_intent, key=lambda k: (per_intent[k], k))[:MISSES]
     return chosen, {k: misses[k] for k in worst if k in misses}
 
 
 def _from_pool(
-    ctx: AppContext, project: str, rows: list[Any], per_intent: dict[str, float]
+    ctx: AppContext, p: ProjectHandle, rows: list[Any], per_intent: dict[str, float]
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
     """No test split: one training example of each of the worst and best intents, each
     predicted without itself (as cross-validation does); their misses for the summary."""
@@ -59,7 +59,7 @@ def _from_pool(
         row = next((r for r in rows if r.split == "train" and intent in r.labels), None)
         if row is None:
             continue
-        card = map_svc.explain_utterance(ctx, project, row.id)
+        card = map_svc.explain_utterance(ctx, p, row.id)
         cards.append(card)
         if card.get("correct") is False and card.get("predicted"):
             misses[intent] = (row.text, str(card["predicted"]))
@@ -67,11 +67,11 @@ def _from_pool(
 
 
 def _fallback(
-    ctx: AppContext, project: str, pid: int, rows: list[Any], cross_validated: bool
+    ctx: AppContext, p: ProjectHandle, pid: int, rows: list[Any], cross_validated: bool
 ) -> tuple[float | None, int]:
     """(the out-of-scope target, how many test questions the live model answers with no
     intent): the same decision as Try, the API and bundles."""
-    target = project_svc.out_of_scope(ctx, project)["target_recall"]
+    target = project_svc.out_of_scope(ctx, p)["target_recall"]
     tests = [r.text for r in rows if r.split == "test" and r.labels]
     if target is None or cross_validated or not tests:
         return target, 0
@@ -89,13 +89,13 @@ def _filename(project: str, version: str, static: bool) -> str:
 
 
 def build_report(
-    ctx: AppContext, project: str, out: Path | None = None, *, static: bool = False
+    ctx: AppContext, p: ProjectHandle, out: Path | None = None, *, static: bool = False
 ) -> Path:
     """Write the report HTML file and return its path.
 
     Args:
         ctx: the app context.
-        project: the project's name.
+        p: the project, as the request resolved it.
         out: the ``.html`` to write; by default a fresh file among the downloads
             (:func:`app.services.downloads.download_path`: swept after a day).
         static: no script at all (HTML tables and bars, no maps); see :func:`app.report.render_report`.
@@ -103,34 +103,31 @@ def build_report(
     Maps use the cached UMAP projection when there is one, else PCA (instant), so the button
     never waits for a projection to compile.
     """
+    version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
     with ctx.db.session() as s:
-        p = get_project(s, project)
-        version = f"v{p.active_model_version_id}" if p.active_model_version_id else "frozen base"
         dataset_hash = snapshot(s, p.id).content_hash
         rows = list_utterances(s, p.id)
-    after = live_evaluation(ctx, project, ACTIVE, cross_validate=True)
-    before = live_evaluation(ctx, project, BASE, cross_validate=True)
+    after = live_evaluation(ctx, p, ACTIVE, cross_validate=True)
+    before = live_evaluation(ctx, p, BASE, cross_validate=True)
     keys = MULTI_LABEL_KEYS if after.multi_label else SINGLE_LABEL_KEYS
     per_intent = after.f1_by_intent()
     cross_validated = str(after.split or "test").startswith("cv")
     if cross_validated:
-        evidence, misses = _from_pool(ctx, project, rows, per_intent)
+        evidence, misses = _from_pool(ctx, p, rows, per_intent)
     else:
-        ids, misses = _from_test_split(ctx, project, per_intent)
-        evidence = [map_svc.explain_utterance(ctx, project, i) for i in ids]
+        ids, misses = _from_test_split(ctx, p, per_intent)
+        evidence = [map_svc.explain_utterance(ctx, p, i) for i in ids]
     map_before = map_after = None
     if not static:
-        views = [map_svc.get_map(ctx, project, method="umap", version=v) for v in (BASE, ACTIVE)]
+        views = [map_svc.get_map(ctx, p, method="umap", version=v) for v in (BASE, ACTIVE)]
         if any(v is None for v in views):
-            views = [
-                map_svc.compute_map(ctx, project, method="pca", version=v) for v in (BASE, ACTIVE)
-            ]
+            views = [map_svc.compute_map(ctx, p, method="pca", version=v) for v in (BASE, ACTIVE)]
         map_before, map_after = views
         assert map_before is not None and map_after is not None
     space = ("silhouette", "alignment", "uniformity")
     confusion = after.confusion
     data = ReportData(
-        project=project,
+        project=p.name,
         model_version=version,
         dataset_hash=dataset_hash[:16],
         metrics={k: v for k in keys if (v := after.value(k)) is not None},
@@ -140,7 +137,7 @@ def build_report(
         n_evaluated=after.n or 0,
         n_examples=sum(1 for r in rows if r.split == "train" and r.labels),
         n_intents=len({i for r in rows if r.split == "train" for i in r.labels}),
-        is_baseline=p.active_model_version_id is None,
+        is_baseline=p.active_version_id is None,
         per_intent_f1=per_intent,
         baseline_per_intent_f1={k: v for k, v in before.f1_by_intent().items() if k in per_intent},
         misses=misses,
@@ -152,7 +149,7 @@ def build_report(
         space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,
     )
-    data.oos_target, data.fallback = _fallback(ctx, project, p.id, rows, cross_validated)
-    data.team = team_svc.report_view(ctx, project)
-    path = out or download_path(ctx.settings, _filename(project, version, static))
+    data.oos_target, data.fallback = _fallback(ctx, p, p.id, rows, cross_validated)
+    data.team = team_svc.report_view(ctx, p)
+    path = out or download_path(ctx.settings, _filename(p.name, version, static))
     return write_report(data, path, static=static)

@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.access import ProjectHandle, open_project, writing
 from app.config import DEPLOYMENT
 from app.context import AppContext
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
 from storage import jobs
+from storage.errors import NotFoundError
 from storage.jobs import JobView
-from storage.projects import ensure_writable, get_project
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
@@ -128,10 +129,9 @@ def _refuse_tuning(tune: Any) -> None:
 
 def request_retrain(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     config: dict[str, Any] | None = None,
     *,
-    user_id: int | None = None,
     enqueue: bool = True,
 ) -> tuple[JobView, bool]:
     """Validate and queue a retrain. Returns (job, created): a second request while one is queued
@@ -141,9 +141,7 @@ def request_retrain(
     reap_dead(ctx)  # a job nothing will finish must not stand in for this one
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
-    with ctx.db.write() as s:
-        p = get_project(s, project)
-        ensure_writable(p)
+    with writing(ctx, p) as s:
         existing = jobs.active_job(s, p.id)
         if existing is not None:
             return existing, False
@@ -151,7 +149,7 @@ def request_retrain(
         check_trainable([r.labels for r in rows if r.split == "train" and r.labels])
         # the worker checks its own settings against these before it trains
         stored = {**spec.to_job(), DEPLOYMENT: ctx.settings.shared_with_workers()}
-        view, created = jobs.create_job(s, p.id, stored, user_id=user_id)
+        view, created = jobs.create_job(s, p.id, stored, user_id=p.actor.id)
     if enqueue and created:
         assert ctx.enqueue is not None
         try:
@@ -173,8 +171,20 @@ class QueueUnavailable(RuntimeError):
         self.job_id = job_id
 
 
+def _project_of(ctx: AppContext, job_id: int, need: str) -> None:
+    """Refuse a job of a project the acting user does not see (as if it did not exist), or in
+    which their role is below ``need``."""
+    with ctx.db.session() as s:
+        project_id = jobs.get_job(s, job_id).project_id
+    try:
+        open_project(ctx, project_id, need=need)
+    except NotFoundError:
+        raise NotFoundError(f"No job #{job_id}.") from None
+
+
 def cancel(ctx: AppContext, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
+    _project_of(ctx, job_id, "designer")
     with ctx.db.write() as s:
         return jobs.request_cancel(s, job_id)
 
@@ -203,15 +213,17 @@ def reap_dead(ctx: AppContext) -> int:
 
 
 def job(ctx: AppContext, job_id: int) -> JobView:
+    """The job (one of a project the acting user sees)."""
+    _project_of(ctx, job_id, "viewer")
     reap_dead(ctx)
     with ctx.db.session() as s:
         return jobs.get_job(s, job_id)
 
 
-def latest_job(ctx: AppContext, project: str) -> JobView | None:
+def latest_job(ctx: AppContext, p: ProjectHandle) -> JobView | None:
     reap_dead(ctx)
     with ctx.db.session() as s:
-        return jobs.latest_job(s, get_project(s, project).id)
+        return jobs.latest_job(s, p.id)
 
 
 def wait(ctx: AppContext, job_id: int, timeout: float = 600.0, poll: float = 0.5) -> JobView:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.access import ProjectHandle, open_project
 from app.context import AppContext
 from app.project_settings import NAMES, ProjectSettings
 from app.services import projects as project_svc
@@ -57,35 +58,35 @@ def shown(value: object) -> str:
     return "on" if value is True else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def view(ctx: AppContext, project: str) -> SettingsView:
+def view(ctx: AppContext, p: ProjectHandle) -> SettingsView:
     """The project's settings and their effects now."""
-    oos = project_svc.out_of_scope(ctx, project)
-    anchors = project_svc.anchors(ctx, project)
+    oos = project_svc.out_of_scope(ctx, p)
+    anchors = project_svc.anchors(ctx, p)
     return SettingsView(
-        project_svc.settings(ctx, project),
+        project_svc.settings(ctx, p),
         {
             "oos_target_recall": oos["message"],
             "anchor_weight": anchors["message"],
-            "encode_context": project_svc.context_encoding(ctx, project)["message"],
-            "serve_int8": version_svc.serving(ctx, project),
+            "encode_context": project_svc.context_encoding(ctx, p)["message"],
+            "serve_int8": version_svc.serving(ctx, p),
         },
         thresholds=dict(oos["thresholds"]),
         anchor_texts=dict(anchors["texts"]),
     )
 
 
-def change(ctx: AppContext, project: str, changes: dict[str, str]) -> tuple[SettingsView, str]:
+def change(ctx: AppContext, p: ProjectHandle, changes: dict[str, str]) -> tuple[SettingsView, str]:
     """Apply ``changes`` (name -> value as typed; every value is checked first, one bad value
     changes nothing) and return the settings after it with a sentence naming what changed."""
     unknown = sorted(set(changes) - set(NAMES))
     if unknown:
         raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(NAMES)}.")
-    before = project_svc.settings(ctx, project).to_dict()
-    after = project_svc.set_settings(ctx, project, changes).to_dict()
+    before = project_svc.settings(ctx, p).to_dict()
+    after = project_svc.set_settings(ctx, p, changes).to_dict()
     moved = [
         f"{name} {shown(before[name])} → {shown(after[name])}"
         for name in NAMES
         if before[name] != after[name]
     ]
     message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."
-    return view(ctx, project), message
+    return view(ctx, open_project(ctx, p.id, p.actor)), message  # the project as it is now

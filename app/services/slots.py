@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from app.access import ProjectHandle, writing
 from app.context import AppContext
-from app.services.data import project_id_in
 from core.slots import (
     SlotData,
     SlotError,
@@ -37,16 +37,16 @@ def lines(value: str | Sequence[str] | None) -> list[str]:
     return list(value)
 
 
-def slot_book(ctx: AppContext, project: str) -> dict[str, list[str]]:
+def slot_book(ctx: AppContext, p: ProjectHandle) -> dict[str, list[str]]:
     """Slot name -> values."""
     with ctx.db.session() as s:
-        return repo.slot_book(s, project_id_in(s, project))
+        return repo.slot_book(s, p.id)
 
 
-def templates(ctx: AppContext, project: str, intent: str | None = None) -> dict[str, list[str]]:
+def templates(ctx: AppContext, p: ProjectHandle, intent: str | None = None) -> dict[str, list[str]]:
     """Intent -> templates (one intent's only when ``intent`` is given)."""
     with ctx.db.session() as s:
-        found = repo.templates_by_intent(s, project_id_in(s, project))
+        found = repo.templates_by_intent(s, p.id)
     return found if intent is None else {intent: found.get(intent, [])}
 
 
@@ -54,7 +54,7 @@ def _users_of(found: Mapping[str, Sequence[str]], slot: str) -> list[str]:
     return sorted(i for i, ts in found.items() if any(slot in placeholders(t) for t in ts))
 
 
-def save_slot(ctx: AppContext, project: str, slot: str, values: str | Sequence[str]) -> int:
+def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str | Sequence[str]) -> int:
     """Replace a slot's values (one per line); returns how many it has now.
 
     Raises:
@@ -64,16 +64,16 @@ def save_slot(ctx: AppContext, project: str, slot: str, values: str | Sequence[s
     clean = check_values(name, lines(values))
     if not clean:
         raise SlotError(f"Slot {name!r} needs at least one value (Delete slot removes it).")
-    with ctx.db.write() as s:
-        repo.set_slot_values(s, project_id_in(s, project, write=True), name, clean)
+    with writing(ctx, p) as s:
+        repo.set_slot_values(s, p.id, name, clean)
     return len(clean)
 
 
-def delete_slot(ctx: AppContext, project: str, slot: str) -> None:
+def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> None:
     """Remove a slot and its values; refused while a template names it."""
     name = check_slot_name(slot)
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
+    with writing(ctx, p) as s:
+        pid = p.id
         if name not in repo.slot_book(s, pid):
             raise SlotError(f"The project has no slot {name!r}.")
         users = _users_of(repo.templates_by_intent(s, pid), name)
@@ -85,15 +85,17 @@ def delete_slot(ctx: AppContext, project: str, slot: str) -> None:
         repo.set_slot_values(s, pid, name, [])
 
 
-def save_templates(ctx: AppContext, project: str, intent: str, texts: str | Sequence[str]) -> int:
+def save_templates(
+    ctx: AppContext, p: ProjectHandle, intent: str, texts: str | Sequence[str]
+) -> int:
     """Replace an intent's templates (one per line; none clears them); returns how many.
 
     Raises:
         SlotError: a template that names no slot or a slot the book lacks, or one listed twice.
         NotFoundError: an unknown intent.
     """
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
+    with writing(ctx, p) as s:
+        pid = p.id
         clean = check_templates(lines(texts), repo.slot_book(s, pid))
         repo.set_templates(s, pid, intent, clean)
     return len(clean)
@@ -118,7 +120,7 @@ def check_slot_data(data: SlotData, known: Mapping[str, Sequence[str]] | None = 
     return SlotData(book, found, data.entities)
 
 
-def import_slot_data(ctx: AppContext, project: str, data: SlotData) -> list[str]:
+def import_slot_data(ctx: AppContext, p: ProjectHandle, data: SlotData) -> list[str]:
     """Add a file's slot values, templates and entity annotations to a project (after its rows
     were imported); returns notes on what was added. All or nothing.
 
@@ -126,8 +128,8 @@ def import_slot_data(ctx: AppContext, project: str, data: SlotData) -> list[str]
         SlotError: see :func:`check_slot_data`; NotFoundError: a template's intent is not in
             the project.
     """
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
+    with writing(ctx, p) as s:
+        pid = p.id
         data = check_slot_data(data, repo.slot_book(s, pid))
         values = repo.add_slot_values(s, pid, data.book)
         made = repo.add_templates(s, pid, data.templates)
@@ -141,10 +143,10 @@ def import_slot_data(ctx: AppContext, project: str, data: SlotData) -> list[str]
     return notes
 
 
-def export_slot_data(ctx: AppContext, project: str) -> SlotData:
+def export_slot_data(ctx: AppContext, p: ProjectHandle) -> SlotData:
     """The project's slot book, templates and annotations, for an export."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
+        pid = p.id
         return SlotData(
             repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)
         )

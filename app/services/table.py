@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.access import ProjectHandle
 from app.context import AppContext
-from app.services.data import project_id_in
 from storage.utterances import UtteranceRow, count_utterances, filtered_ids, list_utterances
 
 PAGE_SIZE = 100
@@ -89,19 +89,17 @@ def _record(row: UtteranceRow, predicted: tuple[str, float]) -> dict[str, Any]:
     }
 
 
-def matching_ids(ctx: AppContext, project: str, q: TableQuery) -> list[int]:
+def matching_ids(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> list[int]:
     """The ids of every row the filters match, on every page (for a bulk action on them; the
     prediction filters look at the first :data:`MAX_SCAN` rows, as the table does)."""
     if q.needs_scan:
         every = replace(q, page=1, page_size=MAX_SCAN)
-        return [r["id"] for r in table_page(ctx, project, every).rows]
+        return [r["id"] for r in table_page(ctx, p, every).rows]
     with ctx.db.session() as s:
-        return filtered_ids(
-            s, project_id_in(s, project), intent=q.intent, split=q.split, search=q.search
-        )
+        return filtered_ids(s, p.id, intent=q.intent, split=q.split, search=q.search)
 
 
-def table_page(ctx: AppContext, project: str, q: TableQuery) -> TablePage:
+def table_page(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> TablePage:
     """One page of the table (see the module's docstring for what each filter costs)."""
     if q.sort not in SORTS:
         raise ValueError(f"Unknown sort {q.sort!r}; use one of {', '.join(SORTS)}.")
@@ -111,8 +109,8 @@ def table_page(ctx: AppContext, project: str, q: TableQuery) -> TablePage:
         "search": q.search or None,
     }
     size = max(1, q.page_size)
+    pid = p.id
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
         if not q.needs_scan:
             total = count_utterances(s, pid, **filters)
             pages = max(1, math.ceil(total / size))

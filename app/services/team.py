@@ -1,14 +1,17 @@
-"""Labelling as a team: an admin splits unlabelled utterances between annotators with a share
-labelled twice (the overlap); each annotator's answer is stored apart from the utterance's
-accepted label (what training, evaluation and export use); agreement is measured on the
-overlap; a reviewer settles the disagreements.
+"""Labelling as a team: an admin splits unlabelled utterances between annotators (members of the
+project with the designer role) with a share labelled twice (the overlap); each annotator's
+answer is stored apart from the utterance's accepted label (what training, evaluation and export
+use); agreement is measured on the overlap; a reviewer settles the disagreements.
 
-The rules:
+The rules (who may change a team's item, at every door, is :mod:`app.access.policy`'s):
 
 * an answer to an item only one annotator was given is accepted at once (as in single-user
-  mode); a skip leaves the item unlabelled;
+  mode); their skip releases the item (anyone's again);
 * an overlap item is accepted when every annotator on it gave the same answer; otherwise (one
-  disagrees or skipped) it waits in the review queue until a reviewer decides;
+  disagrees or skipped) it waits in the review queue until a reviewer who did not answer it
+  decides;
+* answers are final once the item is accepted (the annotator whose answer accepted it may still
+  take it back at once, with the label it made); only an admin changes an accepted item;
 * a reviewer's decision is a label like any other: in the audit log under its own batch, and
   undone like one (the item then waits for review again);
 * the model's suggestion is shown to the reviewer, never counted as a vote;
@@ -17,7 +20,6 @@ The rules:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -25,15 +27,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from app.auth import RANK, current_user_id
+from app.access import ProjectHandle, item_refusal, team_state, writing
+from app.access.policy import answer_value, project_role
 from app.context import AppContext
 from app.services import data as data_svc
-from app.services.data import project_id_in
-from core.evaluation.oos import OUT_OF_SCOPE
 from core.labelling.agreement import Agreement, agreement
+from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
-from storage.errors import NotFoundError, StorageError
-from storage.users import active_user
+from storage.errors import NotFoundError
+from storage.guard import ItemLockedError
+from storage.members import member_role
+from storage.users import active_user, list_users
 from storage.utterances import list_utterances
 
 OVERLAP_DEFAULT = 0.1
@@ -63,16 +67,27 @@ class Dispute:
     answers: tuple[Given, ...]
 
 
-def _answer_value(action: str, intents: Sequence[str]) -> frozenset[str] | None:
-    """What agreement compares: the intents, out of scope as its own value; a skip: nothing."""
-    if action == "skip":
-        return None
-    return frozenset([OUT_OF_SCOPE]) if action == "oos" else frozenset(intents)
+def _may_label(s: Any, p: ProjectHandle, name: str) -> int:
+    """The id of the user ``name`` if they may label in the project (an active user whose
+    role there is designer or admin); ValueError saying why not."""
+    try:
+        user = active_user(s, name)
+    except (NotFoundError, PermissionError) as exc:
+        raise ValueError(f"{name!r} is not an active user: {exc}") from None
+    role = project_role(user.role, False, member_role(s, p.id, user.id))
+    if role is None:
+        raise ValueError(
+            f"{name} is no member of {p.name!r}: add them first (Team tab, or "
+            f"`intent-studio members add --project ... {name}`)."
+        )
+    if role == "viewer":
+        raise ValueError(f"{name} is a viewer in {p.name!r}: annotators need the designer role.")
+    return int(user.id)
 
 
 def assign(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     annotators: Sequence[str],
     *,
     overlap: float = OVERLAP_DEFAULT,
@@ -81,8 +96,10 @@ def assign(
 ) -> dict[str, int]:
     """Split the unlabelled utterances nobody has yet (containing ``search``; the first
     ``limit``) between ``annotators`` evenly; an ``overlap`` share of them, spread evenly, goes
-    to a second annotator too (every annotator ends with the same number, give or take one). Returns annotator -> utterances given (and ``overlap`` -> how
-    many went to two)."""
+    to a second annotator too (every annotator ends with the same number, give or take one).
+    Returns annotator -> utterances given (and ``overlap`` -> how many went to two). Needs an
+    admin; every annotator must have the designer role in the project."""
+    p.require("admin", "assigning utterances")
     names = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
     if not names:
         raise ValueError("Name at least one annotator.")
@@ -90,18 +107,9 @@ def assign(
         raise ValueError(f"The overlap is a share between 0 and 1, not {overlap:g}.")
     if overlap and len(names) < 2:
         raise ValueError("An overlap needs two annotators or more.")
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        users = []
-        for name in names:
-            try:
-                user = active_user(s, name)
-            except (NotFoundError, PermissionError) as exc:
-                raise ValueError(f"{name!r} is not an active user: {exc}") from None
-            if RANK[user.role] < RANK["designer"]:
-                raise ValueError(f"{name} is a {user.role}: annotators need the designer role.")
-            users.append(user.id)
-        ids = repo.unassigned_unlabelled(s, pid, search=search, limit=limit)
+    with writing(ctx, p) as s:
+        users = [_may_label(s, p, name) for name in names]
+        ids = repo.unassigned_unlabelled(s, p.id, search=search, limit=limit)
         plan: dict[int, list[int]] = {}
         given = dict.fromkeys(names, 0)
         shared = 0
@@ -116,61 +124,64 @@ def assign(
                 plan[uid].append(users[second])
                 given[names[second]] += 1
                 shared += 1
-        repo.add_assignments(s, pid, plan)
+        repo.add_assignments(s, p.id, plan)
     return {**given, "overlap": shared}
 
 
-def is_team_project(ctx: AppContext, project: str) -> bool:
+def is_team_project(ctx: AppContext, p: ProjectHandle) -> bool:
     """Whether anyone was assigned utterances in the project."""
     with ctx.db.session() as s:
-        return bool(repo.progress(s, project_id_in(s, project)))
+        return bool(repo.progress(s, p.id))
 
 
-def open_items(ctx: AppContext, project: str, user_id: int | None = None) -> list[int]:
-    """The annotator's assigned items they have not answered and nobody labelled (file order)."""
-    user_id = user_id if user_id is not None else current_user_id()
-    if user_id is None:
+def open_items(ctx: AppContext, p: ProjectHandle) -> list[int]:
+    """The acting annotator's assigned items they have not answered and nobody labelled (file
+    order)."""
+    if p.actor.id is None:
         return []
     with ctx.db.session() as s:
-        return repo.open_for(s, project_id_in(s, project), user_id)
+        return repo.open_for(s, p.id, p.actor.id)
 
 
-def reserved(ctx: AppContext, project: str) -> set[int]:
-    """Unlabelled items assigned to someone: kept out of everyone's general queue."""
+def reserved(ctx: AppContext, p: ProjectHandle) -> set[int]:
+    """Unlabelled items still the team's (open, or waiting for review): kept out of everyone's
+    general queue. An item its annotators released (a single annotator's skip) is not."""
     with ctx.db.session() as s:
-        return repo.reserved_ids(s, project_id_in(s, project))
+        ids = repo.reserved_ids(s, p.id)
+        items = repo.team_items(s, p.id, sorted(ids)) if ids else {}
+    return {uid for uid, item in items.items() if team_state(item) in ("open", "disputed")}
 
 
-def my_progress(ctx: AppContext, project: str) -> tuple[int, int] | None:
-    """The current user's (assigned, still open) items; None when they have none assigned."""
-    user_id = current_user_id()
-    if user_id is None:
+def my_progress(ctx: AppContext, p: ProjectHandle) -> tuple[int, int] | None:
+    """The acting user's (assigned, still open) items; None when they have none assigned."""
+    if p.actor.id is None:
         return None
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        assigned = repo.assigned_count(s, pid, user_id)
-        return (assigned, len(repo.open_for(s, pid, user_id))) if assigned else None
+        assigned = repo.assigned_count(s, p.id, p.actor.id)
+        return (assigned, len(repo.open_for(s, p.id, p.actor.id))) if assigned else None
 
 
-def progress(ctx: AppContext, project: str) -> dict[str, tuple[int, int]]:
+def progress(ctx: AppContext, p: ProjectHandle) -> dict[str, tuple[int, int]]:
     """Annotator -> (assigned, answered)."""
     with ctx.db.session() as s:
-        return repo.progress(s, project_id_in(s, project))
+        return repo.progress(s, p.id)
 
 
 def submit(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     action: str,
     intents: Sequence[str] = (),
     *,
-    user_id: int | None = None,
     batch: str | None = None,
 ) -> str:
-    """Store the annotator's answer for an item assigned to them; accept it when the rules
-    say so (see the module). Returns what happened, in words."""
-    user_id = user_id if user_id is not None else current_user_id()
+    """Store the acting annotator's answer for an item assigned to them and, when the rules say
+    so (see the module), accept it, in one transaction. Returns what happened, in words.
+
+    Raises:
+        ItemLockedError: not assigned to them, or accepted already (answers are final then).
+    """
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = sorted(set(data_svc.parse_label_input(list(intents))))
@@ -178,126 +189,129 @@ def submit(
         raise ValueError("Pick an intent first.")
     if OUT_OF_SCOPE in names:
         action, names = "oos", []
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        on_it = repo.assignees(s, pid, [utterance_id]).get(utterance_id, [])
-        if user_id is None or user_id not in on_it:
-            who = ", ".join(sorted(repo.user_names(s, on_it))) or "nobody"
-            raise StorageError(
-                f"#{utterance_id} is assigned to {who}, not to you: their answers decide it "
-                "(or a reviewer's). Nothing was stored."
-            )
-        repo.save_answer(s, pid, utterance_id, user_id, action, names)
-        rows = repo.answers(s, pid, [utterance_id])
-        (row,) = list_utterances(s, pid, ids=[utterance_id])
-    if row.split != "unlabelled":
-        return f"#{utterance_id}: your answer is stored; it was labelled already."
-    values = {_answer_value(r.action, r.intents) for r in rows}
-    if len(rows) < len(on_it):
-        return f"#{utterance_id}: your answer is stored; it waits for a second opinion."
-    if None in values or len(values) > 1:
-        if len(on_it) == 1:
+    with writing(ctx, p, purpose="answer") as s:
+        item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
+        why = item_refusal(p.actor.id, p.role, item, "answer")
+        if why is not None or item is None or p.actor.id is None:
+            raise ItemLockedError(f"{why} Nothing was stored.")
+        repo.save_answer(s, p.id, utterance_id, p.actor.id, action, names)
+        item = repo.team_items(s, p.id, [utterance_id])[utterance_id]
+        state = team_state(item)
+        values = {answer_value(a, i) for a, i in item.answers.values()}
+        if state == "open":
+            return f"#{utterance_id}: your answer is stored; it waits for a second opinion."
+        if state == "disputed":
+            return f"#{utterance_id}: the answers differ; it goes to review."
+        if None in values:
             return f"#{utterance_id} skipped."
-        return f"#{utterance_id}: the answers differ; it goes to review."
-    labels = [OUT_OF_SCOPE] if action == "oos" else names
-    data_svc.label_utterance(
-        ctx, project, utterance_id, labels, user_id=user_id, batch=batch or str(uuid.uuid4())
-    )
-    agreed = " (everyone agreed)" if len(on_it) > 1 else ""
+        labels = [OUT_OF_SCOPE] if action == "oos" else names
+        data_svc.label_in(s, p, utterance_id, labels, batch=batch or str(uuid.uuid4()))
+    agreed = " (everyone agreed)" if len(item.assignees) > 1 else ""
     return f"#{utterance_id} → {', '.join(labels)}{agreed}."
 
 
-def annotators_of(ctx: AppContext, project: str, utterance_id: int) -> list[int]:
+def annotators_of(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> list[int]:
     """The ids of the users asked to label the utterance (none: not a team item)."""
     with ctx.db.session() as s:
-        return repo.assignees(s, project_id_in(s, project), [utterance_id]).get(utterance_id, [])
+        return repo.assignees(s, p.id, [utterance_id]).get(utterance_id, [])
 
 
-def withdraw(ctx: AppContext, project: str, utterance_id: int, batch: str | None) -> bool:
-    """Take back the current user's answer to an item assigned to them (the queue's undo) and
-    the label it made, if any. False when they have no answer there (nothing done)."""
-    user_id = current_user_id()
-    with ctx.db.write() as s:
-        pid = project_id_in(s, project, write=True)
-        if user_id is None or not repo.delete_answer(s, pid, utterance_id, user_id):
+def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | None) -> bool:
+    """Take back the acting user's answer to an item assigned to them (the queue's undo) and
+    the label it made, if any. False when they have no answer there (nothing done). An accepted
+    item's answer can be taken back only with the label it made (its own batch, untouched
+    since): answers are final once another's answer or a decision accepted the item.
+
+    Raises:
+        ItemLockedError: the item was accepted by something else than this answer.
+    """
+    if p.actor.id is None:
+        return False
+    with writing(ctx, p, purpose="answer") as s:
+        item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
+        if item is None or p.actor.id not in item.answers:
             return False
-    if batch is not None:  # NotFoundError: the answer labelled nothing (it waits, or was done)
-        with contextlib.suppress(NotFoundError):
-            data_svc.undo_batch(ctx, project, batch)
+        if team_state(item) == "accepted":
+            try:
+                data_svc.undo_in(s, p, batch or "")
+            except NotFoundError:
+                raise ItemLockedError(
+                    f"#{utterance_id} was accepted already: answers are final once an item is "
+                    "accepted. Nothing was changed."
+                ) from None
+        repo.delete_answer(s, p.id, utterance_id, p.actor.id)
     return True
 
 
-def disputes(ctx: AppContext, project: str) -> list[Dispute]:
+def disputes(ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False) -> list[Dispute]:
     """The review queue: overlap items every annotator answered, not all alike, and still
-    unlabelled, in file order."""
+    unlabelled, in file order; with ``mine_left_out``, those the acting user may decide (not
+    the ones they answered themselves)."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        overlap = repo.overlap_ids(s, pid)
-        rows = {r.id: r for r in list_utterances(s, pid, ids=overlap) if r.split == "unlabelled"}
-        on = repo.assignees(s, pid, list(rows))
+        overlap = repo.overlap_ids(s, p.id)
+        rows = {r.id: r for r in list_utterances(s, p.id, ids=overlap) if r.split == "unlabelled"}
+        items = repo.team_items(s, p.id, list(rows))
         given: dict[int, list[repo.AnswerRow]] = {}
-        for a in repo.answers(s, pid, list(rows)):
+        for a in repo.answers(s, p.id, list(rows)):
             given.setdefault(a.utterance_id, []).append(a)
     out = []
     for uid, row in rows.items():
-        found = given.get(uid, [])
-        if len(found) < len(on.get(uid, [])):
+        item = items.get(uid)
+        if item is None or team_state(item) != "disputed":
             continue
-        if len({_answer_value(a.action, a.intents) for a in found} - {None}) > 1 or any(
-            a.action == "skip" for a in found
-        ):
-            answers = tuple(Given(a.annotator, a.action, a.intents) for a in found)
-            out.append(Dispute(uid, row.text, answers))
+        if mine_left_out and p.actor.id in dict(item.assignees):
+            continue
+        answers = tuple(Given(a.annotator, a.action, a.intents) for a in given.get(uid, []))
+        out.append(Dispute(uid, row.text, answers))
     return out
 
 
 def decide(
     ctx: AppContext,
-    project: str,
+    p: ProjectHandle,
     utterance_id: int,
     intents: Sequence[str],
     *,
     batch: str | None = None,
 ) -> str:
     """The reviewer's decision for a disputed item: its accepted label (audited under its own
-    batch; undone like any label). ``intents`` = ``[out_of_scope]`` for out of scope."""
+    batch; undone like any label). ``intents`` = ``[out_of_scope]`` for out of scope. Refused for
+    an item not waiting for review, and for a reviewer who answered it."""
     names = data_svc.parse_label_input(list(intents))
     if not names:
         raise ValueError("Pick an answer or an intent first.")
-    if utterance_id not in {d.id for d in disputes(ctx, project)}:
-        raise StorageError(f"#{utterance_id} is not waiting for review; nothing was changed.")
-    row = data_svc.label_utterance(
-        ctx, project, utterance_id, names, batch=batch or str(uuid.uuid4())
-    )
-    return f"#{utterance_id} → {', '.join(row['labels'])} (reviewed)."
+    with writing(ctx, p, purpose="decide") as s:
+        item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
+        why = item_refusal(p.actor.id, p.role, item, "decide")
+        if why is not None:
+            raise ItemLockedError(f"{why} Nothing was changed.")
+        row = data_svc.label_in(s, p, utterance_id, names, batch=batch or str(uuid.uuid4()))
+    return f"#{utterance_id} → {', '.join(row.labels)} (reviewed)."
 
 
-def measure(ctx: AppContext, project: str) -> Agreement:
+def measure(ctx: AppContext, p: ProjectHandle) -> Agreement:
     """Agreement on the overlap items (every answer given so far, skips left out)."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        overlap = repo.overlap_ids(s, pid)
-        rows = repo.answers(s, pid, overlap)
+        rows = repo.answers(s, p.id, repo.overlap_ids(s, p.id))
     given: dict[int, dict[str, frozenset[str]]] = {}
     for a in rows:
-        value = _answer_value(a.action, a.intents)
+        value = answer_value(a.action, a.intents)
         if value is not None:
             given.setdefault(a.utterance_id, {})[a.annotator] = value
     return agreement(given)
 
 
-def export_answers(ctx: AppContext, project: str, out: Path) -> Path:
+def export_answers(ctx: AppContext, p: ProjectHandle, out: Path) -> Path:
     """Every annotator's answer, one JSON object per line (with the item's accepted intents
     now): the raw annotations."""
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
-        rows = repo.answers(s, pid)
-        items = {
-            r.id: r for r in list_utterances(s, pid, ids=sorted({a.utterance_id for a in rows}))
+        rows = repo.answers(s, p.id)
+        found = {
+            r.id: r for r in list_utterances(s, p.id, ids=sorted({a.utterance_id for a in rows}))
         }
     with out.open("w", encoding="utf-8") as f:
         for a in rows:
-            item = items.get(a.utterance_id)
+            item = found.get(a.utterance_id)
             record: dict[str, Any] = {
                 "id": a.utterance_id,
                 "text": item.text if item else "",
@@ -311,11 +325,11 @@ def export_answers(ctx: AppContext, project: str, out: Path) -> Path:
     return out
 
 
-def items(ctx: AppContext, project: str, ids: Sequence[int]) -> list[dict[str, Any]]:
+def items(ctx: AppContext, p: ProjectHandle, ids: Sequence[int]) -> list[dict[str, Any]]:
     """The utterances ``ids`` as ``{id, text, labels, split}``, in the order given (unknown ids
     left out): what the REST API shows of an annotator's items."""
     with ctx.db.session() as s:
-        rows = list_utterances(s, project_id_in(s, project), ids=list(ids))
+        rows = list_utterances(s, p.id, ids=list(ids))
     found = {r.id: r for r in rows}
     return [
         {"id": i, "text": found[i].text, "labels": list(found[i].labels), "split": found[i].split}
@@ -324,31 +338,32 @@ def items(ctx: AppContext, project: str, ids: Sequence[int]) -> list[dict[str, A
     ]
 
 
-def annotator_choices(ctx: AppContext) -> list[str]:
-    """Active users who may label (designers and admins): who can be assigned."""
-    from storage.users import list_users
-
+def annotator_choices(ctx: AppContext, p: ProjectHandle) -> list[str]:
+    """Active users who may label in the project (its designers, and admins): who can be
+    assigned."""
     with ctx.db.session() as s:
-        return [
-            u.name
-            for u in list_users(s)
-            if u.status == "active" and RANK.get(u.role, 0) >= RANK["designer"]
-        ]
+        out = []
+        for u in list_users(s):
+            if u.status != "active":
+                continue
+            role = project_role(u.role, False, member_role(s, p.id, u.id))
+            if role in ("designer", "admin"):
+                out.append(u.name)
+        return out
 
 
-def overview(ctx: AppContext, project: str, examples: int = 3) -> dict[str, Any]:
+def overview(ctx: AppContext, p: ProjectHandle, examples: int = 3) -> dict[str, Any]:
     """What the Team view and the report show: ``progress`` rows, ``agreement``
     (:class:`~core.labelling.agreement.Agreement`), ``waiting`` (disagreements to review now)
     and ``intents`` rows (lowest agreement first, with up to ``examples`` disputed texts)."""
-    found = measure(ctx, project)
-    waiting = len(disputes(ctx, project))
+    found = measure(ctx, p)
+    waiting = len(disputes(ctx, p))
     with ctx.db.session() as s:
-        pid = project_id_in(s, project)
         ids = sorted({i for r in found.intents for i in r.disputed[:examples]})
-        texts = {r.id: r.text for r in list_utterances(s, pid, ids=ids)}
+        texts = {r.id: r.text for r in list_utterances(s, p.id, ids=ids)}
     progress_rows = [
         {"annotator": who, "assigned": n, "answered": done, "left": n - done}
-        for who, (n, done) in progress(ctx, project).items()
+        for who, (n, done) in progress(ctx, p).items()
     ]
     intents = [
         {
@@ -365,17 +380,17 @@ def overview(ctx: AppContext, project: str, examples: int = 3) -> dict[str, Any]
     return {"progress": progress_rows, "agreement": found, "waiting": waiting, "intents": intents}
 
 
-def report_view(ctx: AppContext, project: str) -> dict[str, Any] | None:
+def report_view(ctx: AppContext, p: ProjectHandle) -> dict[str, Any] | None:
     """The stakeholder report's plain data (:func:`app.report.team.agreement_section`); None
     when nobody was assigned in the project."""
-    if not is_team_project(ctx, project):
+    if not is_team_project(ctx, p):
         return None
-    view = overview(ctx, project)
+    view = overview(ctx, p)
     found: Agreement = view["agreement"]
     return {
         "items": found.items,
         "disputed": len(found.disputed),
         "alpha": found.alpha,
-        "pairs": [asdict(p) for p in found.pairs],
+        "pairs": [asdict(pair) for pair in found.pairs],
         "intents": view["intents"],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services.int8 import serves_int8, serving_line
 from core.encoding.registry import Encoder
@@ -11,7 +12,6 @@ from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from storage import versions
 from storage.errors import NotFoundError
-from storage.projects import ensure_writable, get_project
 from storage.tables import ModelVersion
 
 BASE = "base"  # the frozen base encoder, as a version selector
@@ -19,10 +19,11 @@ ACTIVE = "active"
 Version = int | str | None  # model version id, "base", "active" (None = active)
 
 
-def _selected(ctx: AppContext, project: str, version: Version) -> tuple[ModelVersion | None, str]:
+def _selected(
+    ctx: AppContext, p: ProjectHandle, version: Version
+) -> tuple[ModelVersion | None, str]:
     """The model version a selector names (None = the frozen base) and the project's base."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
         if version == BASE:
             return None, p.base_encoder
         if version in (None, ACTIVE):
@@ -30,38 +31,36 @@ def _selected(ctx: AppContext, project: str, version: Version) -> tuple[ModelVer
         try:
             return versions.get_version(s, p.id, int(version)), p.base_encoder
         except NotFoundError:
-            raise ValueError(f"No model version #{version} in project {project!r}.") from None
+            raise ValueError(f"No model version #{version} in project {p.name!r}.") from None
 
 
-def resolve_encoder(ctx: AppContext, project: str, version: Version) -> tuple[Encoder, str]:
+def resolve_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> tuple[Encoder, str]:
     """The encoder of a version selector and its display label (``v3 (fast)``, ``frozen minilm``)."""
-    mv, base = _selected(ctx, project, version)
+    mv, base = _selected(ctx, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
     return ctx.encoder_for_version(mv, base), label
 
 
 def resolve_factory(
-    ctx: AppContext, project: str, version: Version
+    ctx: AppContext, p: ProjectHandle, version: Version
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory of a version selector (:meth:`AppContext.version_factory`: its
     encoder, anchors, context encoding, head) and its display label."""
-    mv, base = _selected(ctx, project, version)
-    with ctx.db.session() as s:
-        pid = get_project(s, project).id
+    mv, base = _selected(ctx, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
-    return ctx.version_factory(pid, mv, base), label
+    return ctx.version_factory(p.id, mv, base), label
 
 
-def resolve_anchor_encoder(ctx: AppContext, project: str, version: Version) -> Encoder:
+def resolve_anchor_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> Encoder:
     """The encoder of a version's anchors (intent descriptions / names): its separate label
     encoder when it was trained with one, else the version's own encoder."""
-    mv, base = _selected(ctx, project, version)
+    mv, base = _selected(ctx, p, version)
     return ctx.label_encoder_for_version(mv) or ctx.encoder_for_version(mv, base)
 
 
-def head_options(ctx: AppContext, project: str, version: Version) -> dict[str, Any]:
+def head_options(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[str, Any]:
     """The options a version's multi-label head was trained with (empty: the defaults)."""
-    mv, _ = _selected(ctx, project, version)
+    mv, _ = _selected(ctx, p, version)
     return dict(VersionMetrics.from_dict(mv.metrics).head) if mv is not None else {}
 
 
@@ -69,12 +68,11 @@ def _round(value: Any) -> Any:
     return round(value, 3) if isinstance(value, float) else value
 
 
-def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
+def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
     """Every model version of the project, newest first, with its headline metrics; the active
     one says which encoder serves it (``serving``: ``int8`` or ``fp32``; the others ``None``)."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
-        active_id, settings = p.active_model_version_id, p.settings
+        active_id, settings = p.active_version_id, p.settings
         rows = versions.history(s, p.id)
     out = []
     for mv, dataset_hash in rows:
@@ -102,22 +100,19 @@ def history(ctx: AppContext, project: str) -> list[dict[str, Any]]:
     return out
 
 
-def serving(ctx: AppContext, project: str) -> str:
+def serving(ctx: AppContext, p: ProjectHandle) -> str:
     """Which encoder serves the project's predictions now, in one line (see
     :func:`app.services.int8.serving_line`)."""
-    mv, base = _selected(ctx, project, ACTIVE)
+    mv, base = _selected(ctx, p, ACTIVE)
     if mv is None:
         return f"Serving: the frozen {base} encoder (fp32)."
-    with ctx.db.session() as s:
-        settings = get_project(s, project).settings
-    return f"v{mv.id} — " + serving_line(VersionMetrics.from_dict(mv.metrics), settings)
+    return f"v{mv.id} — " + serving_line(VersionMetrics.from_dict(mv.metrics), p.settings)
 
 
-def activate(ctx: AppContext, project: str, version: int | None) -> str:
+def activate(ctx: AppContext, p: ProjectHandle, version: int | None) -> str:
     """Make ``version`` the active model (``None`` = back to the frozen base encoder)."""
+    p.require_writable("activating a version")
     with ctx.db.session() as s:
-        p = get_project(s, project)
-        ensure_writable(p)
         if version is not None:
             mv = versions.get_version(s, p.id, version)
             if mv.artifact_path and not ctx.artifacts.verify(
@@ -130,13 +125,12 @@ def activate(ctx: AppContext, project: str, version: int | None) -> str:
     return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
 
 
-def compare(ctx: AppContext, project: str, a: int | None, b: int | None) -> dict[str, Any]:
+def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> dict[str, Any]:
     """Headline metrics of two versions and the per-intent F1 change from a to b. ``None`` is the
     frozen base encoder, as measured on the same test set when the other version was trained."""
     if a == b:
         raise ValueError("Pick two different versions to compare.")
     with ctx.db.session() as s:
-        p = get_project(s, project)
         mvs: dict[int | None, VersionMetrics] = {
             v: VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics)
             for v in (a, b)
@@ -154,10 +148,9 @@ def compare(ctx: AppContext, project: str, a: int | None, b: int | None) -> dict
     }
 
 
-def metrics(ctx: AppContext, project: str, version: int | None = None) -> VersionMetrics:
+def metrics(ctx: AppContext, p: ProjectHandle, version: int | None = None) -> VersionMetrics:
     """The stored metrics of a version (default: the active one; empty: none)."""
     with ctx.db.session() as s:
-        p = get_project(s, project)
         try:
             mv = (
                 versions.get_version(s, p.id, version)

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import evaluation as eval_svc
 from core.design.whatif import WhatIf, merge_estimate, merge_labels, merge_whatif, split_whatif
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import Anchors, PredictorFactory
-from storage.projects import get_project
 from storage.utterances import labelled_pool
 
 EXAMPLES = 3
@@ -37,9 +37,9 @@ class Estimate:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _pool(ctx: AppContext, project: str) -> tuple[np.ndarray, list[tuple[str, ...]], list[str]]:
+def _pool(ctx: AppContext, p: ProjectHandle) -> tuple[np.ndarray, list[tuple[str, ...]], list[str]]:
     with ctx.db.session() as s:
-        pid = get_project(s, project).id
+        pid = p.id
         rows = labelled_pool(s, pid)
     labels = [r.labels for r in rows]
     if not rows:
@@ -55,7 +55,7 @@ def _pool(ctx: AppContext, project: str) -> tuple[np.ndarray, list[tuple[str, ..
     return ctx.cache.encode(encoder, texts), labels, texts
 
 
-def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estimate:
+def merge(ctx: AppContext, p: ProjectHandle, a: str | None, b: str | None) -> Estimate:
     """What merging intents ``a`` and ``b`` would do to accuracy and confusion: on the test
     split when there is one (the predictions of the Evaluation's confusion matrix), else out of
     fold over the `train` pool.
@@ -67,9 +67,9 @@ def merge(ctx: AppContext, project: str, a: str | None, b: str | None) -> Estima
         raise ValueError("Pick two intents to merge.")
     if a == b:
         raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
-    factory, _, data, multi = eval_svc.evaluation_inputs(ctx, project)
+    factory, _, data, multi = eval_svc.evaluation_inputs(ctx, p)
     if not data.test_texts or multi:
-        vectors, labels, _ = _pool(ctx, project)
+        vectors, labels, _ = _pool(ctx, p)
         return Estimate(merge_whatif(vectors, labels, a, b))
     known = {name for labels in data.train_labels for name in labels}
     for name in (a, b):
@@ -99,7 +99,9 @@ def _merged_anchors(factory: PredictorFactory, a: str, b: str) -> PredictorFacto
     return factory.replace(anchors=Anchors(texts, anchors.weight, vectors))
 
 
-def split(ctx: AppContext, project: str, intent: str | None, parts: int | None = None) -> Estimate:
+def split(
+    ctx: AppContext, p: ProjectHandle, intent: str | None, parts: int | None = None
+) -> Estimate:
     """Proposed parts of ``intent`` and what splitting it into them would do.
 
     Raises:
@@ -107,6 +109,6 @@ def split(ctx: AppContext, project: str, intent: str | None, parts: int | None =
     """
     if not intent:
         raise ValueError("Pick the intent to split.")
-    vectors, labels, texts = _pool(ctx, project)
+    vectors, labels, texts = _pool(ctx, p)
     w = split_whatif(vectors, labels, texts, intent, parts=parts)
     return Estimate(w, {p.name: [texts[i] for i in p.members[:EXAMPLES]] for p in w.parts})

@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as svc
 from app.ui.common import attempt, bind, ok, problem
@@ -16,8 +17,8 @@ from app.ui.guard import guarded
 SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
 
 
-def show(ctx: AppContext, proj: str | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    rows = (attempt(lambda: svc.activity(ctx, proj))[0] if proj else None) or []
+def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    rows = (attempt(lambda: svc.activity(ctx, p))[0] if p is not None else None) or []
     return pd.DataFrame(rows, columns=SHOWN), rows
 
 
@@ -28,10 +29,10 @@ def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
     return str(row["batch"]), f"Selected: {what} ({row['state']})."
 
 
-def undo_selected(ctx: AppContext, proj: str, batch: str) -> str:
+def undo_selected(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
     if not batch:
         return problem("Click a change in the table first.")
-    msg, err = attempt(lambda: svc.undo_batch(ctx, proj, batch))
+    msg, err = attempt(lambda: svc.undo_batch(ctx, p, batch))
     return problem(err) if err else ok(msg or "")
 
 

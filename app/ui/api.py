@@ -1,6 +1,8 @@
 """API-only endpoints (Gradio ``gr.api``): the same service calls as the UI, as plain JSON.
 
-Call them with ``gradio_client`` or ``curl`` (see README)."""
+Call them with ``gradio_client`` or ``curl`` (see README). Each resolves its project for the
+caller at its start (:func:`app.access.open_project`): a project they are no member of is no
+project."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import open_project
 from app.admission import BusyError
 from app.auth import require
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
+from storage.errors import StorageError
 
 
 def register_api(ctx: AppContext) -> None:
@@ -23,12 +27,35 @@ def register_api(ctx: AppContext) -> None:
         """Classify one utterance; returns ranked intents and the neighbours behind them.
 
         Concurrent calls are micro-batched by Gradio (``batch=True``): one encoder pass serves
-        them all, which is what keeps latency flat under many clients on a CPU."""
-        results = predict_svc.predict_requests(ctx, list(zip(project, text, k, strict=True)))
+        them all, which is what keeps latency flat under many clients on a CPU. (Single-user
+        mode: one batch serves several callers, so it is only offered where everyone is the
+        local user; behind a login each call is its own, for its caller.)"""
+        requests: list[Any] = []
+        refused: dict[int, dict[str, Any]] = {}
+        handles: dict[str, Any] = {}
+        for i, (name, t, n) in enumerate(zip(project, text, k, strict=True)):
+            try:
+                p = handles.get(name) or handles.setdefault(name, open_project(ctx, name))
+                requests.append((p, t, n))
+            except StorageError as exc:
+                refused[i] = {"error": str(exc)}
+        answers = iter(predict_svc.predict_requests(ctx, requests))
+        results = [refused[i] if i in refused else next(answers) for i in range(len(project))]
         for r in results:
             if "error" in r and len(results) == 1:
                 raise gr.Error(r["error"])
         return [results]
+
+    def predict_one(project: str, text: str, k: int = 1) -> dict[str, Any]:
+        """Classify one utterance (behind a login: the caller's own call)."""
+        try:
+            p = open_project(ctx, project)
+            (result,) = predict_svc.predict_requests(ctx, [(p, text, int(k))])
+        except StorageError as exc:
+            raise gr.Error(str(exc)) from exc
+        if "error" in result:
+            raise gr.Error(result["error"])
+        return result
 
     def predict_batch(
         project: str, texts: list[str], k: int = 1, request: gr.Request | None = None
@@ -37,7 +64,8 @@ def register_api(ctx: AppContext) -> None:
         admin, at most 2 calls at once per user; a refusal says why (busy: retry in a moment)."""
         try:  # the limits are the signed-in user's, checked here on the server
             who = require(ctx, getattr(request, "username", None), "viewer")
-            return predict_svc.predict(ctx, project, list(texts), k=int(k), who=who)
+            p = open_project(ctx, project, who)
+            return predict_svc.predict(ctx, p, list(texts), k=int(k), who=who)
         except (PermissionError, ValueError, BusyError) as exc:
             raise gr.Error(str(exc)) from exc
 
@@ -46,26 +74,33 @@ def register_api(ctx: AppContext) -> None:
         text: str,
         intents: list[str],
         split: str = "train",
+        create: bool = False,
         request: gr.Request | None = None,
     ) -> dict[str, Any]:
-        """Add a labelled utterance, or relabel it when the text is already in the project."""
+        """Add a labelled utterance, or relabel it when the text is already in the project. An
+        intent the project does not have is refused (naming the closest) unless ``create``."""
         try:  # the role is checked here, on the server, for every caller
             who = require(ctx, getattr(request, "username", None), "designer")
-        except PermissionError as exc:
+            p = open_project(ctx, project, who, need="designer")
+            return data_svc.label_text(ctx, p, text, intents, split, create=bool(create))
+        except (PermissionError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc
-        return data_svc.label_text(ctx, project, text, intents, split, user_id=who.id)
 
     def projects() -> list[str]:
-        """The project names."""
+        """The names of the projects the caller sees."""
         return project_svc.project_names(ctx)
 
     def utterances(
         project: str, intent: str = "", split: str = "", search: str = ""
     ) -> list[dict[str, Any]]:
         """The project's utterances with their intents, filtered."""
-        return data_svc.table(ctx, project, intent=intent, split=split, search=search)
+        p = open_project(ctx, project)
+        return data_svc.table(ctx, p, intent=intent, split=split, search=search)
 
-    gr.api(predict, api_name="predict", batch=True, max_batch_size=64, concurrency_limit=1)
+    if ctx.settings.multi_user:
+        gr.api(predict_one, api_name="predict", concurrency_limit=8)
+    else:
+        gr.api(predict, api_name="predict", batch=True, max_batch_size=64, concurrency_limit=1)
     # More threads than the admission lets batches run at once: the service answers "busy" at
     # once instead of a call waiting unseen in Gradio's queue.
     gr.api(predict_batch, api_name="predict_batch", concurrency_limit=8)

@@ -7,6 +7,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
@@ -18,33 +19,33 @@ from app.ui.settings_section import build_settings
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
 
 
-def create_intent(ctx: AppContext, proj: str, name: str) -> str:
-    msg, err = attempt(lambda: svc.create_intent(ctx, proj, name))
+def create_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
+    msg, err = attempt(lambda: svc.create_intent(ctx, p, name))
     return problem(err) if err else ok(f"Created intent {msg!r}.")
 
 
-def rename_intent(ctx: AppContext, proj: str, old: str, new: str) -> str:
-    msg, err = attempt(lambda: svc.rename_intent(ctx, proj, old or "", new))
+def rename_intent(ctx: AppContext, p: ProjectHandle, old: str, new: str) -> str:
+    msg, err = attempt(lambda: svc.rename_intent(ctx, p, old or "", new))
     return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
 
 
-def describe_intent(ctx: AppContext, proj: str, name: str, description: str) -> str:
-    text, err = attempt(lambda: svc.describe_intent(ctx, proj, name or "", description or ""))
+def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str) -> str:
+    text, err = attempt(lambda: svc.describe_intent(ctx, p, name or "", description or ""))
     if err:
         return problem(err)
     return ok(f"Described {name!r}: {text!r}." if text else f"Cleared the description of {name!r}.")
 
 
-def intent_description(ctx: AppContext, proj: str, name: str) -> str:
+def intent_description(ctx: AppContext, p: ProjectHandle | None, name: str) -> str:
     """The chosen intent's description, to edit."""
-    if not proj or not name:
+    if p is None or not name:
         return ""
-    found = [i["description"] for i in svc.intents(ctx, proj) if i["name"] == name]
+    found = [i["description"] for i in svc.intents(ctx, p) if i["name"] == name]
     return found[0] if found else ""
 
 
-def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
-    n, err = attempt(lambda: svc.delete_intent(ctx, proj, name or ""))
+def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
+    n, err = attempt(lambda: svc.delete_intent(ctx, p, name or ""))
     return (
         problem(err)
         if err
@@ -52,8 +53,8 @@ def delete_intent(ctx: AppContext, proj: str, name: str) -> str:
     )
 
 
-def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
-    n, err = attempt(lambda: svc.merge_intents(ctx, proj, sources or [], target or ""))
+def merge(ctx: AppContext, p: ProjectHandle, sources: list[str], target: str) -> str:
+    n, err = attempt(lambda: svc.merge_intents(ctx, p, sources or [], target or ""))
     return (
         problem(err)
         if err
@@ -62,14 +63,21 @@ def merge(ctx: AppContext, proj: str, sources: list[str], target: str) -> str:
 
 
 def do_import(
-    ctx: AppContext, proj: str, file: Any, target: str, create: bool, language: str = ""
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    file: Any,
+    target: str,
+    create: bool,
+    language: str = "",
 ) -> tuple[str, Any]:
     """Import a file into the project named (empty: the current one); ``language``: for a
     platform agent, the language (Lex: locale) to read instead of its default."""
     if file is None:
         return problem("Choose a file to import."), gr.update()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
-    into = target.strip() or proj
+    into, err = attempt(lambda: _import_target(ctx, p, target))
+    if err or into is None:
+        return problem(err or ""), gr.update()
     res, err = attempt(
         lambda: io_svc.import_file(
             ctx, into, path, create_missing_intents=create, language=language.strip() or None
@@ -79,6 +87,18 @@ def do_import(
         return problem(err), gr.update()
     assert res is not None
     return ok(res.message()), project_picker(ctx, res.project)  # a new name is a new choice
+
+
+def _import_target(ctx: AppContext, p: ProjectHandle | None, target: str) -> ProjectHandle | str:
+    """Where an import goes: the current project, another one the user may change (named), or
+    the name of a new project (created by the import; an admin's to do)."""
+    name = (target or "").strip()
+    if not name:
+        if p is None:
+            raise ValueError("Name the project to import into (a new name creates it).")
+        p.require_writable("importing")
+        return p
+    return p if p is not None and name == p.name else io_svc.destination(ctx, name)
 
 
 # The agent formats the Export radio offers (its value is the format's name).
@@ -93,9 +113,9 @@ AGENT_CHOICES = [
 ]
 
 
-def do_export(ctx: AppContext, proj: str, fmt: str) -> tuple[str, str | None]:
+def do_export(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
     """Export in the format chosen (see :func:`app.services.io.export_download`)."""
-    res, err = attempt(lambda: io_svc.export_download(ctx, proj, fmt))
+    res, err = attempt(lambda: io_svc.export_download(ctx, p, fmt))
     if err:
         return problem(err), None
     assert res is not None

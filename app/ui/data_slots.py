@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import slots as svc
@@ -30,44 +31,44 @@ def book_frame(book: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=BOOK_COLUMNS)
 
 
-def load(ctx: AppContext, proj: str) -> tuple[Any, Any, Any]:
+def load(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, Any, Any]:
     """The slot table and the slot and intent pickers' choices."""
-    if not proj:
+    if p is None:
         return book_frame({}), gr.update(choices=[]), gr.update(choices=[])
-    book, _ = attempt(lambda: svc.slot_book(ctx, proj))
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    book, _ = attempt(lambda: svc.slot_book(ctx, p))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx, p))
     book = book or {}
     return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names or [])
 
 
-def pick_slot(ctx: AppContext, proj: str, slot: str) -> str:
+def pick_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
     """The slot's values, one per line (empty for a new slot)."""
-    book, _ = attempt(lambda: svc.slot_book(ctx, proj))
+    book, _ = attempt(lambda: svc.slot_book(ctx, p))
     return "\n".join((book or {}).get(slot or "", []))
 
 
-def pick_intent(ctx: AppContext, proj: str, intent: str) -> str:
+def pick_intent(ctx: AppContext, p: ProjectHandle, intent: str) -> str:
     """The intent's templates, one per line."""
     if not intent:
         return ""
-    found, _ = attempt(lambda: svc.templates(ctx, proj, intent))
+    found, _ = attempt(lambda: svc.templates(ctx, p, intent))
     return "\n".join((found or {}).get(intent, []))
 
 
-def save_slot(ctx: AppContext, proj: str, slot: str, values: str) -> str:
-    n, err = attempt(lambda: svc.save_slot(ctx, proj, slot or "", values or ""))
+def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str) -> str:
+    n, err = attempt(lambda: svc.save_slot(ctx, p, slot or "", values or ""))
     return problem(err) if err else ok(f"Saved slot {slot.strip()!r}: {n} value(s).")
 
 
-def delete_slot(ctx: AppContext, proj: str, slot: str) -> str:
-    _, err = attempt(lambda: svc.delete_slot(ctx, proj, slot or ""))
+def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
+    _, err = attempt(lambda: svc.delete_slot(ctx, p, slot or ""))
     return problem(err) if err else ok(f"Deleted slot {slot!r}.")
 
 
-def save_templates(ctx: AppContext, proj: str, intent: str, texts: str) -> str:
+def save_templates(ctx: AppContext, p: ProjectHandle, intent: str, texts: str) -> str:
     if not intent:
         return problem("Pick an intent first.")
-    n, err = attempt(lambda: svc.save_templates(ctx, proj, intent, texts or ""))
+    n, err = attempt(lambda: svc.save_templates(ctx, p, intent, texts or ""))
     return problem(err) if err else ok(f"Saved {n} template(s) of {intent!r}.")
 
 

@@ -5,21 +5,23 @@ import/export live in the accordions below (:mod:`app.ui.data_manage`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, NamedTuple
 
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as svc
 from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
+from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
-ALL = "(all)"
 HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
 SORT_CHOICES = [
@@ -42,59 +44,40 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(shown, columns=HEADERS)
 
 
-def _query(
-    intent: str,
-    split: str,
-    search: str,
-    predicted: str,
-    disagree: bool,
-    below: Any,
-    sort: str,
-    page: Any,
-) -> table_svc.TableQuery:
-    return table_svc.TableQuery(
-        intent=None if intent in (ALL, None) else intent,
-        split=None if split in (ALL, None) else split,
-        search=search or None,
-        predicted=None if predicted in (ALL, None) else predicted,
-        disagree=bool(disagree),
-        below=None if below in (ALL, None, "") else float(below),
-        sort=sort or "file",
-        page=int(page or 1),
-    )
+class TableView(NamedTuple):
+    """The outputs of a table refresh, in the order of its outputs list."""
 
-
-def _query_without_page(
-    intent: str, split: str, search: str, predicted: str, disagree: bool, below: Any, sort: str
-) -> table_svc.TableQuery:
-    """The table's query for all its pages (a bulk action)."""
-    return _query(intent, split, search, predicted, disagree, below, sort, 1)
+    table: pd.DataFrame
+    rows: list[dict[str, Any]]
+    caption: str
+    page: int
+    intent_filter: Any
+    predicted_filter: Any
+    intents_table: Any
+    edit_intents: Any
+    add_intents: Any
+    rename_from: Any
+    merge_sources: Any
+    merge_target: Any
+    bulk_target: Any
 
 
 def refresh(
-    ctx: AppContext,
-    proj: str,
-    intent: str,
-    split: str,
-    search: str,
-    predicted: str = ALL,
-    disagree: bool = False,
-    below: Any = None,
-    sort: str = "file",
-    page: Any = 1,
-) -> tuple[Any, ...]:
+    ctx: AppContext, p: ProjectHandle | None, q: table_svc.TableQuery, page: Any = 1
+) -> TableView:
     """The table page, the row records behind it, the caption, and every intent picker's
     choices (the intents may have changed)."""
-    if not proj:
-        return (_frame([]), [], "", 1, gr.update(), gr.update(), pd.DataFrame(), *[gr.update()] * 6)
-    q = _query(intent, split, search, predicted, disagree, below, sort, page)
-    result, err = attempt(lambda: table_svc.table_page(ctx, proj, q))
-    intents, _ = attempt(lambda: svc.intents(ctx, proj))
+    if p is None:
+        same = gr.update()
+        return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
+    q = dataclasses.replace(q, page=int(page or 1))
+    result, err = attempt(lambda: table_svc.table_page(ctx, p, q))
+    intents, _ = attempt(lambda: svc.intents(ctx, p))
     names = [i["name"] for i in intents or []]
     rows = result.rows if result else []
     caption = problem(err or "") if err or result is None else result.caption()
     pick = gr.update(choices=names)
-    return (
+    return TableView(
         _frame(rows),
         rows,
         caption,
@@ -106,37 +89,16 @@ def refresh(
     )
 
 
-def first_page(
-    ctx: AppContext,
-    proj: str,
-    intent: str,
-    split: str,
-    search: str,
-    predicted: str,
-    disagree: bool,
-    below: Any,
-    sort: str,
-) -> tuple[Any, ...]:
+def first_page(ctx: AppContext, p: ProjectHandle | None, q: table_svc.TableQuery) -> TableView:
     """The table from its first page (after a filter changed)."""
-    return refresh(ctx, proj, intent, split, search, predicted, disagree, below, sort, 1)
+    return refresh(ctx, p, q, 1)
 
 
 def turn_page(
-    ctx: AppContext,
-    step: int,
-    proj: str,
-    intent: str,
-    split: str,
-    search: str,
-    predicted: str,
-    disagree: bool,
-    below: Any,
-    sort: str,
-    current: Any,
-) -> tuple[Any, ...]:
+    ctx: AppContext, step: int, p: ProjectHandle | None, q: table_svc.TableQuery, current: Any
+) -> TableView:
     """The page ``step`` pages away from the ``current`` one."""
-    page = max(1, int(current or 1) + step)
-    return refresh(ctx, proj, intent, split, search, predicted, disagree, below, sort, page)
+    return refresh(ctx, p, q, max(1, int(current or 1) + step))
 
 
 def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
@@ -159,7 +121,7 @@ def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]
 
 def save(
     ctx: AppContext,
-    proj: str,
+    p: ProjectHandle,
     uid: float | None,
     version: float | None,
     text: str,
@@ -176,7 +138,7 @@ def save(
     def run() -> str:
         row = svc.label_utterance(
             ctx,
-            proj,
+            p,
             int(uid),
             labels,
             split=split,
@@ -192,26 +154,28 @@ def save(
     return problem(err) if err else ok(msg or "")
 
 
-def delete(ctx: AppContext, proj: str, uid: float | None) -> tuple[str, Any]:
+def delete(ctx: AppContext, p: ProjectHandle, uid: float | None) -> tuple[str, Any]:
     """Delete the selected utterance; Undo (beside it) brings it back."""
     if not uid:
         return problem("Click a row in the table first."), gr.update()
-    _, err = attempt(lambda: svc.delete_utterance(ctx, proj, int(uid)))
+    _, err = attempt(lambda: svc.delete_utterance(ctx, p, int(uid)))
     if err:
         return problem(err), gr.update()
     return ok(f"Deleted #{int(uid)}. Undo brings it back."), None
 
 
-def add(ctx: AppContext, proj: str, text: str, labels: list[str], split: str) -> tuple[str, str]:
-    row, err = attempt(lambda: svc.add_utterance(ctx, proj, text, labels, split))
+def add(
+    ctx: AppContext, p: ProjectHandle, text: str, labels: list[str], split: str
+) -> tuple[str, str]:
+    row, err = attempt(lambda: svc.add_utterance(ctx, p, text, labels, split))
     if err:
         return problem(err), text
     assert row is not None
     return ok(f"Added #{row['id']} with {', '.join(row['labels']) or 'no intent'}."), ""
 
 
-def undo(ctx: AppContext, proj: str) -> str:
-    msg, err = attempt(lambda: svc.undo(ctx, proj))
+def undo(ctx: AppContext, p: ProjectHandle) -> str:
+    msg, err = attempt(lambda: svc.undo(ctx, p))
     return problem(err) if err else ok(msg or "")
 
 
@@ -298,15 +262,34 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 a_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
                 add_btn = gr.Button("Add", variant="primary", elem_id="add-utterance")
 
-    filters = [project, f_intent, f_split, f_search, f_predicted, f_disagree, f_below, f_sort]
-    refresh_in = [*filters, page]
+    filters = [f_intent, f_split, f_search, f_predicted, f_disagree, f_below, f_sort]
+    query = gr.State(table_svc.TableQuery())  # the filters, as one value (read_filters)
+    refresh_in = [project, query, page]
     refresh_out: list[Any] = [table, rows, count, page, f_intent, f_predicted]
+    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+    # A filter change (or another project) sets the query, then shows its first page and counts
+    # the bulk label's preview again.
+    triggers = (
+        f_intent.change,
+        f_split.change,
+        f_predicted.change,
+        f_disagree.change,
+        f_sort.change,
+        f_search.submit,
+        f_below.change,
+        project.change,
+    )
+    set_query = [trigger(read_filters, filters, [query], **quiet) for trigger in triggers]
 
     manage = build_manage(ctx, project)
     with bulk_slot:
-        bulk = build_bulk(ctx, project, filters[1:], _query_without_page)
+        bulk = build_bulk(ctx, project, query, set_query, filters)
     refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
     refresh_out += [bulk["target"]]
+    for event in set_query:
+        event.then(bind(first_page, ctx), [project, query], refresh_out, **quiet)
+    for trigger in triggers:  # the preview on screen is no longer what Label does: at once
+        trigger(None, None, None, js=bulk["counting"], **quiet)
 
     changes: list[Any] = []  # the events that changed the project (the summary follows them)
 
@@ -321,19 +304,6 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(ctx, "designer", outputs=outputs)(fn)
 
-    quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
-    # A filter change starts at page 1; the page buttons move from the current one.
-    for trigger in (
-        f_intent.change,
-        f_split.change,
-        f_predicted.change,
-        f_disagree.change,
-        f_sort.change,
-        f_search.submit,
-        f_below.change,
-        project.change,
-    ):
-        trigger(bind(first_page, ctx), filters, refresh_out, **quiet)
     page.submit(bind(refresh, ctx), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
         button.click(bind(turn_page, ctx, step), refresh_in, refresh_out, **quiet)
@@ -365,7 +335,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     )
     after_change(undo_btn.click(write(bind(undo, ctx)), [project], [status], api_name="undo"))
     return {
-        "refresh": (bind(first_page, ctx), filters, refresh_out),
+        "refresh": (bind(first_page, ctx), [project, query], refresh_out),
         "status": status,
         "imported": imported,
         "changes": changes,

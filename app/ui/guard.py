@@ -1,11 +1,18 @@
-"""Roles, checked on the server for every event of the app, in one place.
+"""The UI's front door: who is acting, in which project, with what role, checked on the server for
+every event of the app, in one place.
 
 Each write callback declares the role it needs with :func:`guarded` (the signed-in name Gradio
 gives the request is checked with :func:`app.auth.require`; a refusal becomes a message and
 changes nothing; the acting user is recorded for the audit log). :func:`enforce_roles` then walks
 every event of the built app: whatever was not declared is a *read*, run for any signed-in user
-but inside :func:`storage.db.read_only` when that user is a viewer, so a write path that somebody
-forgot to declare is refused by the database layer instead of going through.
+but inside :func:`storage.db.read_only` when that user is a viewer (in the app, or in the project
+the event is for), so a write path that somebody forgot to declare is refused by the database
+layer instead of going through.
+
+A callback takes its project as a parameter annotated :class:`app.access.ProjectHandle`: the
+wrapper resolves the picker's value (a name) into the handle once, for the signed-in user with
+the role the event needs there (:func:`app.access.open_project`: a project they are no member of
+is "no project"), before the callback runs; an empty picker gives ``None``.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle, open_project
 from app.auth import Actor, acting_as, require
 from app.context import AppContext
 from app.ui.common import problem
 from storage.db import read_only
+from storage.errors import NotFoundError, StorageError
 
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
 
@@ -65,6 +74,47 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) ->
     return run
 
 
+@functools.cache
+def _project_params(fn: Callable[..., Any]) -> tuple[tuple[int, bool], ...]:
+    """The positions of ``fn``'s parameters annotated :class:`ProjectHandle` (or ``| None``),
+    each with whether it takes None."""
+    hints = _type_hints(fn)
+    out = []
+    for i, name in enumerate(inspect.signature(fn).parameters):
+        hint = hints.get(name)
+        if hint is ProjectHandle or ProjectHandle in typing.get_args(hint):
+            out.append((i, hint is not ProjectHandle))
+    return tuple(out)
+
+
+def with_projects(
+    ctx: AppContext, fn: Callable[..., Any], args: tuple[Any, ...], who: Actor, need: str
+) -> tuple[tuple[Any, ...], list[ProjectHandle]]:
+    """``args`` with each project name in a :class:`ProjectHandle` parameter of ``fn`` resolved
+    for ``who`` with the role ``need`` (an empty value: None, where the parameter takes it),
+    and the handles.
+
+    Raises:
+        NotFoundError: no such project for ``who``, or none picked where one is needed.
+        PermissionError: a role below ``need``.
+    """
+    positions = _project_params(fn)
+    if not positions:
+        return args, []
+    out, handles = list(args), []
+    for i, optional in positions:
+        if i >= len(out) or isinstance(out[i], ProjectHandle):
+            continue
+        if not out[i]:
+            if not optional:
+                raise NotFoundError("Pick or create a project first.")
+            out[i] = None
+            continue
+        out[i] = open_project(ctx, out[i], who, need=need)
+        handles.append(out[i])
+    return tuple(out), handles
+
+
 def _split_request(
     fn: Callable[..., Any], args: tuple[Any, ...], request: Any
 ) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
@@ -90,7 +140,8 @@ def guarded(
             args, kwargs, request = _split_request(fn, args, request)
             try:
                 who = require(ctx, getattr(request, "username", None), role)
-            except PermissionError as exc:
+                args, _ = with_projects(ctx, fn, args, who, role)
+            except (PermissionError, StorageError) as exc:
                 if outputs == 1:
                     return problem(str(exc))
                 unchanged: list[Any] = [gr.update()] * outputs
@@ -104,7 +155,12 @@ def guarded(
     return wrap
 
 
-def _read_only_reason(who: Actor) -> str:
+def _read_only_reason(who: Actor, viewer: ProjectHandle | None = None) -> str:
+    if viewer is not None:
+        return (
+            f"{who.name} is a viewer in {viewer.name!r}: changes need the designer role. "
+            "Nothing was changed."
+        )
     return f"{who.name} is a {who.role}: changes need the designer role. Nothing was changed."
 
 
@@ -116,12 +172,15 @@ def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs, request = _split_request(fn, args, request)
         try:
             who = require(ctx, getattr(request, "username", None), "viewer")
-        except PermissionError as exc:
+            args, handles = with_projects(ctx, fn, args, who, "viewer")
+        except (PermissionError, StorageError) as exc:
             raise gr.Error(str(exc)) from exc
+        viewer = next((h for h in handles if not h.may("designer")), None)
         with acting_as(who):
-            if who.may("designer"):
+            if who.may("designer") and viewer is None:
                 return fn(*args, **kwargs)
-            with read_only(_read_only_reason(who)):
+            reason = _read_only_reason(who, viewer)
+            with read_only(reason):
                 return fn(*args, **kwargs)
 
     return _with_request(fn, run, "viewer")

@@ -8,7 +8,8 @@ from typing import Any
 import gradio as gr
 
 import assets
-from app.auth import actor
+from app.access import ProjectHandle
+from app.auth import current_actor
 from app.context import AppContext
 from app.services import downloads
 from app.services import projects as project_svc
@@ -82,17 +83,18 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         activity_tab.select(*activity["refresh"], api_visibility="private")
         team_tab_item.select(*team_tab["refresh"], api_visibility="private")
 
-        def show_summary(proj: str | None, request: gr.Request) -> str:
+        def show_summary(p: ProjectHandle | None) -> str:
             if ctx.settings.multi_user:
-                who = actor(ctx, getattr(request, "username", None))
-                mode = f"signed in as **{who.name}** ({who.role})"
+                who = current_actor()
+                where = f", {p.role} here" if p is not None and p.role != who.role else ""
+                mode = f"signed in as **{who.name}** ({who.role}{where})"
             else:
                 mode = "single-user local mode"
-            if not proj:
+            if p is None:
                 return (
                     f"No project yet: create one above or import a file in the Data tab. · {mode}"
                 )
-            s, err = attempt(lambda: project_svc.summary(ctx, proj))
+            s, err = attempt(lambda: project_svc.summary(ctx, p))
             return (
                 problem(err or "unknown project")
                 if err or s is None

@@ -11,12 +11,14 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
-from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import maps as svc
 from app.services import versions as version_svc
 from app.services.versions import ACTIVE, BASE, Version
+from app.ui import bulk_preview
+from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.projection import PROJECTIONS
@@ -37,6 +39,7 @@ VIEW_CHOICES = ["active model", "compare two versions"]
 BASE_CHOICE, ACTIVE_CHOICE = "frozen base encoder", "active model"
 DIFF_HEADERS = ["intent", "examples", "spread", "tighter by", "nearest intent", "gap", "further by"]
 SPLITS = ["train", "test", "unlabelled"]
+PREVIEW_ID, BUTTON_ID = "map-preview", "map-label"
 
 # Wire plotly's click / selection events to two hidden textboxes (ids as text).
 _JS_BIND = """
@@ -130,7 +133,7 @@ def diff_frame(rows: list[dict[str, Any]]) -> Any:
 
 def render(
     ctx: AppContext,
-    proj: str | None,
+    p: ProjectHandle | None,
     meth: str,
     mode: str,
     hl: str,
@@ -144,7 +147,7 @@ def render(
     comparing = mode != VIEW_CHOICES[0]
     pickers = gr.update(visible=comparing)
     no_diff = gr.update(visible=False)
-    if not proj:
+    if p is None:
         idle = gr.update(active=False)
         return None, "Pick a project.", idle, gr.update(), gr.update(), pickers, pickers, no_diff
     hl_arg = None if hl == "none" else hl
@@ -153,19 +156,19 @@ def render(
 
     def build() -> Any:
         if not comparing:
-            one = svc.get_map(ctx, proj, method=meth)
+            one = svc.get_map(ctx, p, method=meth)
             return None if one is None else svc.map_figure(one, **shown)
-        left = svc.get_map(ctx, proj, method=meth, version=version_selector(left_choice))
-        right = svc.get_map(ctx, proj, method=meth, version=version_selector(right_choice))
+        left = svc.get_map(ctx, p, method=meth, version=version_selector(left_choice))
+        right = svc.get_map(ctx, p, method=meth, version=version_selector(right_choice))
         if left is None or right is None:
             return None
         diff.extend(svc.map_diff(left, right))
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    intents, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    intents, _ = attempt(lambda: data_svc.intent_names(ctx, p))
     choices = gr.update(choices=intents or [])
-    history = attempt(lambda: version_svc.history(ctx, proj))[0] or []
+    history = attempt(lambda: version_svc.history(ctx, p))[0] or []
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
     pickers = gr.update(choices=versions, visible=comparing)
     if err:
@@ -192,81 +195,66 @@ def render(
     return fig, status, idle, choices, choices, pickers, pickers, diff_frame(diff)
 
 
-def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
+def explain_point(ctx: AppContext, p: ProjectHandle | None, value: str) -> str:
     ids = parse_ids(value)
-    if not proj or not ids:
+    if p is None or not ids:
         return ""
-    ex, err = attempt(lambda: svc.explain_utterance(ctx, proj, ids[0]))
+    ex, err = attempt(lambda: svc.explain_utterance(ctx, p, ids[0]))
     return problem(err or "") if err or ex is None else evidence_markdown(ex)
 
 
+def _shown_for(ids_text: str, intent: str | None, relabel: bool) -> list[Any]:
+    return [parse_ids(ids_text), intent, bool(relabel)]
+
+
 def preview(
-    ctx: AppContext, proj: str | None, ids_text: str, intent: str | None, relabel: bool
-) -> tuple[str, dict[str, Any] | None]:
-    """What Label would do to the selection, before anything changes: (the sentence, what it
-    counted: the selection, the intent, the choice and the ids that would change)."""
-    ids = parse_ids(ids_text)
-    if not proj or not ids or not intent:
-        return "", None
-    plan, err = attempt(
-        lambda: bulk_svc.plan_label(ctx, proj, ids, [intent], relabel_labelled=relabel)
-    )
-    if err or plan is None:
-        return problem(err or ""), None
-    asked = {"project": proj, "ids": ids, "intent": intent, "relabel": bool(relabel)}
-    return plan.summary(), {**asked, "change": list(plan.change)}
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    ids_text: str,
+    intent: str | None,
+    relabel: bool,
+    previews: Previews | None,
+) -> tuple[str, Previews]:
+    """What Label would do to the selection, before anything changes
+    (:mod:`app.ui.bulk_preview`)."""
+    shown_for = _shown_for(ids_text, intent, relabel)
+    return bulk_preview.preview(ctx, p, parse_ids(ids_text), intent, relabel, previews, shown_for)
 
 
 def label(
     ctx: AppContext,
-    proj: str,
+    p: ProjectHandle,
     ids_text: str,
     intent: str | None,
     relabel: bool,
-    previewed: dict[str, Any] | None,
-) -> tuple[str, Any, dict[str, Any] | None]:
-    """Label exactly what the preview counted, as one batch: (result, preview, what is
-    previewed). Refused, with a fresh preview, when the selection, the intent or the choice
-    changed since (a lasso and a click on Label can cross), or rows were labelled meanwhile."""
-    ids = parse_ids(ids_text)
-    if not ids:
-        return problem("Select points on the map first (lasso or box select)."), gr.update(), None
-    if not intent:
-        return problem("Pick the intent to give them."), gr.update(), previewed
-    asked = {"project": proj, "ids": ids, "intent": intent, "relabel": bool(relabel)}
-    if not previewed or {k: previewed.get(k) for k in asked} != asked:
-        summary, fresh = preview(ctx, proj, ids_text, intent, relabel)
+    previews: Previews | None,
+    token: str,
+) -> tuple[str, Any, Previews]:
+    """Label exactly the preview the page showed (its ``token``: the selection, intent and
+    choice it counted), as one batch; refused, with the preview shown again, while a new one
+    is being counted (a lasso and a click on Label can cross), when the selection, intent or
+    choice on screen is not what it was counted for, or when rows changed since."""
+    if not parse_ids(ids_text):
         return (
-            problem(
-                "The selection changed since the preview: nothing was labelled. Check the new "
-                "preview, then press Label again."
-            ),
-            summary,
-            fresh,
+            problem("Select points on the map first (lasso or box select)."),
+            gr.update(),
+            dict(previews or {}),
         )
-    done, err = attempt(
-        lambda: bulk_svc.label_many(
-            ctx, proj, ids, [intent], relabel_labelled=relabel, expected=previewed["change"]
-        )
-    )
-    if err or done is None:
-        summary, fresh = preview(ctx, proj, ids_text, intent, relabel)
-        return problem(err or ""), summary, fresh
-    left = (
-        f" Left {len(done.labelled)} already labelled as they were."
-        if done.labelled and not done.relabel_labelled
-        else ""
-    )
-    undo = " One Undo (Data or Activity tab) reverts the whole batch." if done.change else ""
-    message = ok(f"Labelled {len(done.change)} utterance(s) as {done.target_text}.{left}{undo}")
-    return message, "", None
+    if not intent:
+        return problem("Pick the intent to give them."), gr.update(), dict(previews or {})
+
+    def recount(kept: Previews) -> tuple[str, Previews]:
+        return preview(ctx, p, ids_text, intent, relabel, kept)
+
+    showing = _shown_for(ids_text, intent, relabel)
+    return bulk_preview.apply(ctx, p, token, previews, showing, recount)
 
 
-def move(ctx: AppContext, proj: str, ids_text: str, split: str) -> str:
+def move(ctx: AppContext, p: ProjectHandle, ids_text: str, split: str) -> str:
     ids = parse_ids(ids_text)
     if not ids:
         return problem("Select points on the map first (lasso or box select).")
-    n, err = attempt(lambda: data_svc.move_split(ctx, proj, ids, split))
+    n, err = attempt(lambda: data_svc.move_split(ctx, p, ids, split))
     return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
 
 
@@ -321,12 +309,13 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             scale=2,
             elem_id="map-relabel",
         )
-        label_btn = gr.Button("Label", scale=1, elem_id="map-label")
+        label_btn = gr.Button("Label", scale=1, elem_id=BUTTON_ID)
         split_to = gr.Dropdown(SPLITS, value="test", label="Move selection to", scale=1)
         split_btn = gr.Button("Move", scale=1, elem_id="map-move")
     # What Label would do (updated as the selection changes) and what an action did: two lines,
     # so a late preview never writes over the result.
-    plan = gr.Markdown(elem_id="map-preview")
+    plan = gr.HTML(elem_id=PREVIEW_ID)
+    token = gr.Textbox(visible=False)  # the page's preview token, filled when Label is pressed
     action = gr.Markdown(elem_id="map-action")
     # Written by the plot's click handler (ids as text); internal, so hidden.
     clicked = gr.Textbox(
@@ -369,19 +358,22 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     explain_btn.click(
         bind(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
     )
-    previewed = gr.State(None)  # what the preview on screen counted: what Label does
+    previews = gr.State({})  # what the previews shown counted: Label applies the one on screen
+    counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)
     for change in (selected.change, label_as.change, relabel.change):
+        change(None, None, None, js=counting, api_visibility="private")
         change(
             bind(preview, ctx),
-            [project, selected, label_as, relabel],
-            [plan, previewed],
+            [project, selected, label_as, relabel, previews],
+            [plan, previews],
             api_visibility="private",
             show_progress="hidden",
         )
     label_btn.click(
         guarded(ctx, "designer", outputs=3)(bind(label, ctx)),
-        [project, selected, label_as, relabel, previewed],
-        [action, plan, previewed],
+        [project, selected, label_as, relabel, previews, token],
+        [action, plan, previews],
+        js=bulk_preview.token_js(PREVIEW_ID),
         api_name="map_label",
     ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
         None, None, None, js=_JS_BIND, api_visibility="private"

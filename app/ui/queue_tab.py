@@ -12,21 +12,30 @@ the mouse does the same (a click on a listed match takes it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any
 
 import gradio as gr
 
 import assets
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
-from app.ui.queue_view import _card, filter_intents, render
+from app.ui.queue_view import (
+    HISTORY,
+    Answered,
+    QueueSession,
+    QueueView,
+    _card,
+    filter_intents,
+    render,
+)
 
 HELP = (
     "**Keys** `1` `2` `3` take a suggestion · `Enter` the first · `o` out of scope · `n` no intent "
@@ -56,82 +65,60 @@ def _keys_js() -> str:
     return source.replace("__KEYS__", json.dumps(KEYS))
 
 
-def _fresh(how: str = svc.DEFAULT_ORDER, near: str | None = None) -> dict[str, Any]:
-    return {
-        "how": how,
-        "near": near,
-        "upcoming": [],
-        "skipped": [],
-        "item": None,
-        "picked": [],
-        "answered": [],  # when each answer of this session was given (labels/min)
-        # this queue's answers and skips, last first out: what u takes back (and shows again)
-        "history": [],
-        # a refused change to a test row (review order): the same answer again confirms it
-        "confirm": None,
-        "seq": 0,
-    }
-
-
-def _advance(ctx: AppContext, proj: str, state: dict[str, Any]) -> dict[str, Any]:
+def _advance(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueSession:
+    reviewed = [h.id for h in state.history] if state.how == svc.REVIEW else []
     found, ahead = svc.next_item(
         ctx,
-        proj,
-        state["upcoming"],
-        state["how"],
-        near=state["near"],
+        p,
+        state.upcoming,
+        state.how,
+        near=state.near,
         # reviewing labelled rows: one answered (e.g. its intent confirmed) is not shown again
-        exclude=[
-            *state["skipped"],
-            *([h["id"] for h in state["history"]] if state["how"] == svc.REVIEW else []),
-        ],
+        exclude=[*state.skipped, *reviewed],
     )
-    item = {**asdict(found), "first": found.first_choice} if found else None
-    return {
-        **state,
-        "item": item,
-        "upcoming": ahead,
-        "picked": list(item["predicted"]) if item and item["multi_label"] else [],
-    }
+    picked = found.predicted if found is not None and found.multi_label else ()
+    return state.but(item=found, upcoming=tuple(ahead), picked=tuple(picked))
 
 
-def start(ctx: AppContext, proj: str | None, how: str, near: str | None) -> tuple:
-    state = _fresh(how, near or None)
-    if not proj:
-        return render(ctx, "", state, "Pick or create a project first.")
+def start(ctx: AppContext, p: ProjectHandle | None, how: str, near: str | None) -> QueueView:
+    state = QueueSession(how=how, near=near or None)
+    if p is None:
+        return render(ctx, None, state, "Pick or create a project first.")
     if how == "near" and not near:
-        return render(ctx, proj, state, "Pick the intent to label near.")
+        return render(ctx, p, state, "Pick the intent to label near.")
     try:
-        state = _advance(ctx, proj, state)
+        state = _advance(ctx, p, state)
     except (ValueError, KeyError) as exc:
-        return render(ctx, proj, state, problem(str(exc.args[0] if exc.args else exc)))
-    return render(ctx, proj, state)
+        return render(ctx, p, state, problem(str(exc.args[0] if exc.args else exc)))
+    return render(ctx, p, state)
 
 
-def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: list[str]) -> tuple:
+def act(
+    ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession, labels: list[str]
+) -> QueueView:
     """Answer the current item (``take``/``test``/``none``/``delete``/``oos``) and show the next
     one; the answer joins this queue's history under its own batch (what ``u`` takes back)."""
-    item = state["item"]
+    item = state.item
     if item is None:
-        return render(ctx, proj, state, problem("Nothing to answer: press Start."))
+        return render(ctx, p, state, problem("Nothing to answer: press Start."))
+    this = Answered(item.id, action, tuple(labels), state.how)
+    confirmed = state.confirm == this
+    state = state.but(confirm=None)
     batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
-    this = {"id": item["id"], "action": action, "labels": list(labels), "how": state["how"]}
-    confirmed = state.get("confirm") == this
-    state = {**state, "confirm": None}
 
     def answer() -> tuple[str, bool]:
         """The answer's message, and whether it is a test row's change still to confirm."""
         try:
             return svc.answer(
                 ctx,
-                proj,
-                item["id"],
+                p,
+                item.id,
                 action,
                 labels,
-                expected_version=item["version"],
+                expected_version=item.version,
                 batch=batch,
                 confirm_test=confirmed,
-                how=state["how"],
+                how=state.how,
             ), False
         except data_svc.UnconfirmedTestChange as exc:
             return str(exc), True
@@ -140,132 +127,126 @@ def act(ctx: AppContext, action: str, proj: str, state: dict[str, Any], labels: 
     msg, ask = done or ("", False)
     if ask:  # the same answer again (the same key) confirms it; anything else forgets it
         again = f"{msg} Give the same answer again (the same key) to change it anyway; s skips it."
-        return render(ctx, proj, {**state, "confirm": this}, problem(again))
+        return render(ctx, p, state.but(confirm=this), problem(again))
     if err:
-        review = state["how"] == svc.REVIEW
-        gone = (
-            state["how"] == svc.DISPUTES or svc.item(ctx, proj, item["id"], review=review) is None
-        )
+        review = state.how == svc.REVIEW
+        gone = state.how == svc.DISPUTES or svc.item(ctx, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
-            return render(ctx, proj, _advance(ctx, proj, state), problem(err))
-        return render(ctx, proj, state, problem(err))
-    entry = {**this, "batch": batch, "text": item["text"]}
-    state = {
-        **state,
-        "answered": [*state["answered"], time.time()][-200:],
-        "history": [*state["history"], entry][-200:],
-    }
-    return render(ctx, proj, _advance(ctx, proj, state), ok(msg or "", notify=False))
+            return render(ctx, p, _advance(ctx, p, state), problem(err))
+        return render(ctx, p, state, problem(err))
+    entry = dataclasses.replace(this, batch=batch, text=item.text)
+    state = state.but(
+        answered=(*state.answered, time.time())[-HISTORY:],
+        history=(*state.history, entry)[-HISTORY:],
+    )
+    return render(ctx, p, _advance(ctx, p, state), ok(msg or "", notify=False))
 
 
-def suggestion(ctx: AppContext, index: int, proj: str, state: dict[str, Any]) -> tuple:
+def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Key ``index + 1``: take that suggestion, or (multi-label) tick or untick it."""
-    item = state["item"]
-    if item is None or index >= len(item["suggestions"]):
-        return render(ctx, proj, state, problem("There is no such suggestion."))
-    name = item["suggestions"][index]["intent"]
-    if not item["multi_label"]:
-        return act(ctx, "take", proj, state, [name])
-    picked = [p for p in state["picked"] if p != name]
-    picked += [] if name in state["picked"] else [name]
-    return render(ctx, proj, {**state, "picked": picked})
+    item = state.item
+    if item is None or index >= len(item.suggestions):
+        return render(ctx, p, state, problem("There is no such suggestion."))
+    name = item.suggestions[index].intent
+    if not item.multi_label:
+        return act(ctx, "take", p, state, [name])
+    picked = [x for x in state.picked if x != name]
+    picked += [] if name in state.picked else [name]
+    return render(ctx, p, state.but(picked=tuple(picked)))
 
 
-def enter(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
-    item = state["item"]
-    if item is not None and item["multi_label"]:
-        return act(ctx, "take", proj, state, list(state["picked"]))
-    if item is None or not item.get("first"):
-        return render(ctx, proj, state, problem("No suggestion yet: type to filter intents."))
-    return act(ctx, "take", proj, state, [item["first"]])
+def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+    item = state.item
+    if item is not None and item.multi_label:
+        return act(ctx, "take", p, state, list(state.picked))
+    if item is None or not item.first_choice:
+        return render(ctx, p, state, problem("No suggestion yet: type to filter intents."))
+    return act(ctx, "take", p, state, [item.first_choice])
 
 
-def answer_with(ctx: AppContext, action: str, proj: str, state: dict[str, Any]) -> tuple:
+def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession) -> QueueView:
     """``t`` (the first suggestion or the ticked intents, into test, never out of scope), ``o``
     (out of scope), ``n``, ``d``."""
-    item = state["item"]
+    item = state.item
     labels: list[str] = []
     if action == "test" and item is not None:
-        labels = (
-            list(state["picked"])
-            if item["multi_label"]
-            else [item["first"]]
-            if item.get("first")
-            else []
-        )
-    return act(ctx, action, proj, state, labels)
+        first = [item.first_choice] if item.first_choice else []
+        labels = list(state.picked) if item.multi_label else first
+    return act(ctx, action, p, state, labels)
 
 
-def skip(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
-    item = state["item"]
+def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+    item = state.item
     if item is None:
-        return render(ctx, proj, state)
-    done = {"id": item["id"], "action": "skip", "labels": [], "batch": None, "text": item["text"]}
-    state = {
-        **state,
-        "skipped": [*state["skipped"], item["id"]],
-        "history": [*state["history"], done][-200:],
-    }
-    return render(
-        ctx, proj, _advance(ctx, proj, state), ok(f"Skipped #{item['id']}.", notify=False)
-    )
+        return render(ctx, p, state)
+    done = Answered(item.id, "skip", (), state.how, None, item.text)
+    state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done)[-HISTORY:])
+    return render(ctx, p, _advance(ctx, p, state), ok(f"Skipped #{item.id}.", notify=False))
 
 
-def undo(ctx: AppContext, proj: str, state: dict[str, Any]) -> tuple:
+def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Take back this queue's last answer or skip (never another change in the project) and show
     its utterance again, saying what was undone; when this queue has nothing left, say so."""
-    history = state["history"]
-    if not history:
-        return render(ctx, proj, state, problem("Nothing left to undo in this queue."))
-    last = history[-1]
+    if not state.history:
+        return render(ctx, p, state, problem("Nothing left to undo in this queue."))
+    last = state.history[-1]
     done, err = attempt(
         lambda: svc.undo_answer(
             ctx,
-            proj,
-            utterance_id=last["id"],
-            action=last["action"],
-            labels=last["labels"],
-            batch=last["batch"],
-            text=last["text"],
-            how=last.get("how"),
+            p,
+            utterance_id=last.id,
+            action=last.action,
+            labels=last.labels,
+            batch=last.batch,
+            text=last.text,
+            how=last.how,
         )
     )
-    state = {**state, "history": history[:-1]}
+    state = state.but(history=state.history[:-1])
     if err or done is None:
-        what = svc.describe(last["id"], last["action"], last["labels"])
-        return render(ctx, proj, state, problem(f"Could not undo {what}: {err}"))
+        what = svc.describe(last.id, last.action, last.labels)
+        return render(ctx, p, state, problem(f"Could not undo {what}: {err}"))
     msg, back = done
-    current = state["item"]
-    skip = last["action"] == "skip"
-    state = {
-        **state,
-        "upcoming": [back, *([current["id"]] if current else []), *state["upcoming"]],
-        "answered": state["answered"] if skip else state["answered"][:-1],
-        "skipped": [i for i in state["skipped"] if i != last["id"]],
-    }
-    return render(ctx, proj, _advance(ctx, proj, state), ok(msg))
+    current = state.item
+    state = state.but(
+        upcoming=(back, *([current.id] if current else []), *state.upcoming),
+        answered=state.answered if last.action == "skip" else state.answered[:-1],
+        skipped=tuple(i for i in state.skipped if i != last.id),
+    )
+    return render(ctx, p, _advance(ctx, p, state), ok(msg))
 
 
-def take_match(ctx: AppContext, proj: str, state: dict[str, Any], query: str) -> tuple:
+def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
     """Enter in the filter (or a click on a match): take the intent that exactly ``query`` (the
     text typed when Enter was pressed) names, re-matched here, never a list shown earlier;
     refused, nothing stored, when it is empty, matches nothing or ties (multi-label: tick it)."""
     from core.labelling import best_match
 
-    names, err = attempt(lambda: data_svc.intent_names(ctx, proj))
+    names, err = attempt(lambda: data_svc.intent_names(ctx, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return render(ctx, proj, state, problem(f"{err} Nothing was stored."))
-    item = state["item"]
-    if item is not None and item["multi_label"]:
-        picked = [*state["picked"], name] if name not in state["picked"] else state["picked"]
-        return render(ctx, proj, {**state, "picked": picked})
-    return act(ctx, "take", proj, state, [name])
+        return render(ctx, p, state, problem(f"{err} Nothing was stored."))
+    item = state.item
+    if item is not None and item.multi_label:
+        picked = state.picked if name in state.picked else (*state.picked, name)
+        return render(ctx, p, state.but(picked=picked))
+    return act(ctx, "take", p, state, [name])
+
+
+def near_choices(ctx: AppContext, how: str, p: ProjectHandle | None) -> Any:
+    """The 'near intent' picker: shown for the *near an intent* order, with the intents."""
+    names = attempt(lambda: data_svc.intent_names(ctx, p))[0] if p is not None else None
+    return gr.update(visible=how == "near", choices=names or [])
+
+
+def pick(state: QueueSession, picked: list[str]) -> QueueSession:
+    """Multi-label: the intents ticked by a click on the checkboxes."""
+    return state.but(picked=tuple(picked))
 
 
 def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the Label tab and bind its keys. Returns its start event (to run on load)."""
-    state = gr.State(_fresh())
+    state = gr.State(QueueSession())
     # Compact (assets/style.css, Label tab): at 1280x720 the key row and the status line show
     # without scrolling.
     with gr.Row(elem_id="queue-top"):
@@ -337,19 +318,12 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
     start_btn.click(bind(start, ctx), [project, how, near], outputs, **quiet)
-    how.change(
-        lambda h, p: gr.update(
-            visible=h == "near", choices=attempt(lambda: data_svc.intent_names(ctx, p))[0] or []
-        ),
-        [how, project],
-        [near],
-        **quiet,
-    )
+    how.change(bind(near_choices, ctx), [how, project], [near], **quiet)
     changes = [
         button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
         for i, button in enumerate(buttons)
     ]
-    picked.input(lambda s, p: {**s, "picked": p}, [state, picked], [state], **quiet)
+    picked.input(pick, [state, picked], [state], **quiet)
     changes.append(
         enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **answers_kw)
     )

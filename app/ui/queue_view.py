@@ -1,14 +1,19 @@
-"""What the Label tab shows: the card, the suggestion keys, the progress line, and the intents
-the filter's text matches. Plain functions of the queue's state (see :mod:`app.ui.queue_tab`)."""
+"""What the Label tab holds and shows: the queue's session (:class:`QueueSession`, one per browser
+tab, in ``gr.State``), and every output of the tab from it (:class:`QueueView`, by
+:func:`render`): the card, the suggestion keys, the progress line, and the intents the filter's
+text matches. Plain functions of the session (see :mod:`app.ui.queue_tab`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import itertools
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import projects as projects_svc
@@ -17,9 +22,59 @@ from app.services import team as team_svc
 from app.ui.common import attempt, problem
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
+HISTORY = 200  # answers (and skips) of a session kept for undo and the labels/min
 
 
-def _card(item: dict[str, Any] | None, seq: int, *, empty_project: bool = False) -> str:
+@dataclass(frozen=True)
+class Answered:
+    """One answer (or skip) given in this queue: what ``u`` takes back and shows again."""
+
+    id: int
+    action: str  # take, test, none, delete, oos, or skip
+    labels: tuple[str, ...] = ()
+    how: str = svc.DEFAULT_ORDER
+    batch: str | None = None  # its own change in the audit log (None: a skip changed nothing)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class QueueSession:
+    """The Label tab's state: the order and what comes next, the card on screen, and this
+    session's answers."""
+
+    how: str = svc.DEFAULT_ORDER
+    near: str | None = None
+    upcoming: tuple[int, ...] = ()
+    skipped: tuple[int, ...] = ()
+    item: svc.QueueItem | None = None
+    picked: tuple[str, ...] = ()  # multi-label: the intents ticked on this card
+    answered: tuple[float, ...] = ()  # when each answer of this session was given (labels/min)
+    history: tuple[Answered, ...] = ()  # last first out: what u takes back
+    # a refused change to a test row (review order): the same answer again confirms it
+    confirm: Answered | None = None
+    seq: int = 0
+
+    def but(self, **changes: Any) -> QueueSession:
+        return dataclasses.replace(self, **changes)
+
+
+class QueueView(NamedTuple):
+    """Every output of the Label tab, in the order of its outputs list."""
+
+    message: str
+    state: QueueSession
+    card: str
+    key1: Any
+    key2: Any
+    key3: Any
+    example1: Any
+    example2: Any
+    example3: Any
+    picked: Any
+    progress: str
+
+
+def _card(item: svc.QueueItem | None, seq: int, *, empty_project: bool = False) -> str:
     if item is None and empty_project:  # a new project: the way in is the import
         return (
             f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
@@ -33,117 +88,121 @@ def _card(item: dict[str, Any] | None, seq: int, *, empty_project: bool = False)
             "order above.</div>"
         )
     note = ""
-    if item.get("out_of_scope"):
+    if item.out_of_scope:
         note = (
             "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
-            f"({item['threshold']:.2f}). <code>o</code> labels it {svc.OUT_OF_SCOPE}; "
+            f"({item.threshold or 0:.2f}). <code>o</code> labels it {svc.OUT_OF_SCOPE}; "
             "<code>Enter</code> or <code>1</code>-<code>3</code> take an intent.</div>"
         )
-    if item.get("answers"):  # a disagreement to settle: who said what
-        said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item["answers"])
+    if item.answers:  # a disagreement to settle: who said what
+        said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item.answers)
         note += (
             f"<div class='queue-answers'>Annotators said: {said}. Take one (1-3, o), or type "
             "another intent.</div>"
         )
     return (
-        f"<div class='queue-card' data-item='{item['id']}' data-seq='{seq}'>"
-        f"<div class='queue-text'>{html.escape(item['text'])}</div>{note}"
-        f"<div class='queue-meta'>#{item['id']}{_current(item)}</div></div>"
+        f"<div class='queue-card' data-item='{item.id}' data-seq='{seq}'>"
+        f"<div class='queue-text'>{html.escape(item.text)}</div>{note}"
+        f"<div class='queue-meta'>#{item.id}{_current(item)}</div></div>"
     )
 
 
-def _is_empty(ctx: AppContext, proj: str) -> bool:
+def _is_empty(ctx: AppContext, p: ProjectHandle) -> bool:
     """Whether the project holds no utterance at all (in any split)."""
-    if not proj:
-        return False
-    info, _ = attempt(lambda: projects_svc.summary(ctx, proj))
+    info, _ = attempt(lambda: projects_svc.summary(ctx, p))
     return info is not None and info.n_train + info.n_test + info.n_unlabelled == 0
 
 
-def _current(item: dict[str, Any]) -> str:
+def _current(item: svc.QueueItem) -> str:
     """What a reviewed (labelled) utterance carries now, and a test row said plainly (changing
     it takes the same answer twice)."""
-    now = item.get("current") or ()
-    if not now:
+    if not item.current:
         return ""
     test = (
         " · <span class='queue-test-row'>test row: it reports the accuracy, a change takes the "
         "same key twice</span>"
-        if item.get("split") == "test"
+        if item.split == "test"
         else ""
     )
-    return f" · now: {html.escape(', '.join(now))}{test}"
+    return f" · now: {html.escape(', '.join(item.current))}{test}"
 
 
-def _progress(ctx: AppContext, proj: str, state: dict[str, Any]) -> str:
-    done = state["answered"]
+def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
+    done = state.answered
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
         rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
-    if state["how"] in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
-        left = len(state["upcoming"]) + (state["item"] is not None)
-        what = "flagged" if state["how"] == svc.REVIEW else "disagreements"
+    if state.how in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
+        left = len(state.upcoming) + (state.item is not None)
+        what = "flagged" if state.how == svc.REVIEW else "disagreements"
         return f"**{left}** {what} left to review · {len(done)} reviewed this session{rate}"
-    mine, err = attempt(lambda: team_svc.my_progress(ctx, proj))
+    mine, err = attempt(lambda: team_svc.my_progress(ctx, p))
     if mine is not None:  # a team project: the annotator's own items
         assigned, left = mine
         return f"**{left}** of your {assigned} left · {len(done)} answered this session{rate}"
-    unlabelled, err = attempt(lambda: svc.remaining(ctx, proj))
+    unlabelled, err = attempt(lambda: svc.remaining(ctx, p))
     if err:
         return problem(err)
     return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
 
 
-def render(ctx: AppContext, proj: str, state: dict[str, Any], message: str = "") -> tuple:
-    """Every output of the tab from the state: card, suggestions, picks, progress, message.
+def render(
+    ctx: AppContext, p: ProjectHandle | None, state: QueueSession, message: str = ""
+) -> QueueView:
+    """Every output of the tab from the session: card, suggestions, picks, progress, message.
     Each render is a new ``data-seq`` on the card, so the page knows the answer arrived (a
     refusal included) and lets the next key through. The number is unique in the process, not
     per queue: a fresh queue (a Start, a project picked) counting from 1 again could show the
     number an answer on screen already has, and the page would wait for an answer that came."""
-    state = {**state, "seq": next(_RENDERS)}
-    item = state["item"]
-    suggestions = item["suggestions"] if item else []
-    buttons, examples = [], []
-    for i in range(svc.SUGGESTIONS):
+    state = state.but(seq=next(_RENDERS))
+    item = state.item
+    suggestions = item.suggestions if item else ()
+    keys, examples = [], []
+    for i in range(3):  # the tab's three keys (svc.SUGGESTIONS)
         if i < len(suggestions):
             s = suggestions[i]
-            ticked = "✓ " if s["intent"] in state["picked"] else ""
-            buttons.append(  # Enter's answer is the orange one: always the first suggestion
+            ticked = "✓ " if s.intent in state.picked else ""
+            keys.append(  # Enter's answer is the orange one: always the first suggestion
                 gr.update(
-                    value=f"{i + 1} · {ticked}{s['intent']} · {s['score']:.2f}",
+                    value=f"{i + 1} · {ticked}{s.intent} · {s.score:.2f}",
                     visible=True,
                     variant="primary" if i == 0 else "secondary",
                 )
             )
-            examples.append(gr.update(value=f"“{html.escape(s['example'])}”", visible=True))
+            examples.append(gr.update(value=f"“{html.escape(s.example)}”", visible=True))
         else:
-            buttons.append(gr.update(visible=False))
+            keys.append(gr.update(visible=False))
             examples.append(gr.update(visible=False))
-    multi = bool(item and item["multi_label"])
+    multi = bool(item and item.multi_label)
     picked = gr.update(
-        value=list(state["picked"]),
-        choices=sorted({*state["picked"], *(s["intent"] for s in suggestions)}),
+        value=list(state.picked),
+        choices=sorted({*state.picked, *(s.intent for s in suggestions)}),
         visible=multi,
     )
-    return (
+    empty = item is None and p is not None and _is_empty(ctx, p)
+    return QueueView(
         message,
         state,
-        _card(item, state["seq"], empty_project=item is None and _is_empty(ctx, proj)),
-        *buttons,
-        *examples,
+        _card(item, state.seq, empty_project=empty),
+        keys[0],
+        keys[1],
+        keys[2],
+        examples[0],
+        examples[1],
+        examples[2],
         picked,
-        _progress(ctx, proj, state) if proj else "",
+        _progress(ctx, p, state) if p is not None else "",
     )
 
 
-def filter_intents(ctx: AppContext, proj: str, query: str) -> str:
+def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
     """The intents the filter's text matches, best first; the one ``Enter`` would take is
     marked, or the list says why ``Enter`` would refuse (a tie, nothing matching)."""
     from core.labelling import best_match, clean_query, match_intents
 
-    if not proj or not clean_query(query or ""):
+    if p is None or not clean_query(query or ""):
         return ""
-    names = attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []
+    names = attempt(lambda: data_svc.intent_names(ctx, p))[0] or []
     best, why = attempt(lambda: best_match(query, names))
     found = match_intents(query, names)
     chips = "".join(

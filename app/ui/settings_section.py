@@ -10,6 +10,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import settings as svc
 from app.ui.common import attempt, bind, ok, problem
@@ -36,12 +37,12 @@ def effects_html(view: svc.SettingsView) -> str:
     return f"<ul class='settings-effects'>{items}</ul>"
 
 
-def shown(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+def shown(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The form for ``proj``: out-of-scope on, its target, anchor weight, context encoding,
     int8 serving, and the effects list."""
-    if not proj:
+    if p is None:
         return BLANK
-    view, err = attempt(lambda: svc.view(ctx, proj))
+    view, err = attempt(lambda: svc.view(ctx, p))
     if err or view is None:
         return (*BLANK[:-1], problem(err or "Could not read the settings."))
     v = view.values
@@ -58,7 +59,7 @@ def shown(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
 
 def save(
     ctx: AppContext,
-    proj: str | None,
+    p: ProjectHandle | None,
     oos_on: bool,
     target: float,
     weight: float | None,
@@ -67,7 +68,7 @@ def save(
 ) -> tuple[str, Any]:
     """Save the form (every value is checked first: one bad value changes nothing). Returns the
     status line (what changed) and the effects list after it."""
-    if not proj:
+    if p is None:
         return problem("Pick a project first."), ""
     changes = {
         "oos_target_recall": f"{float(target)}" if oos_on else "off",
@@ -75,7 +76,7 @@ def save(
         "encode_context": "on" if encode_context else "off",
         "serve_int8": "on" if serve_int8 else "off",
     }
-    res, err = attempt(lambda: svc.change(ctx, proj, changes))
+    res, err = attempt(lambda: svc.change(ctx, p, changes))
     if err or res is None:
         return problem(err or "Could not save the settings."), gr.update()
     view, message = res

@@ -1,7 +1,9 @@
 """The Team tab: an admin splits the unlabelled utterances between annotators (with a share
 labelled twice), and everyone sees each annotator's progress, how far they agree (Cohen's κ per
 pair, Krippendorff's α over all) and the intents they disagree on, with their disputed
-utterances. Disagreements are settled in the Label tab's order *Disagreements to review*."""
+utterances. Disagreements are settled in the Label tab's order *Disagreements to review*. Its
+*Members* section lists who sees the project; an admin adds a user with a role there, or
+removes one (:mod:`app.services.members`)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,18 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
+from app.services import accounts
+from app.services import members as members_svc
 from app.services import team as svc
 from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 PROGRESS = ["annotator", "assigned", "answered", "left"]
+MEMBERS = ["user", "role here", "own role", "status"]
+OWN_ROLE = "their own role"
 INTENTS = ["intent", "agreement", "items", "disputed", "disputed utterances"]
 
 
@@ -48,10 +55,10 @@ def agreement_text(view: dict[str, Any]) -> str:
     )
 
 
-def show(ctx: AppContext, proj: str | None) -> tuple[pd.DataFrame, str, pd.DataFrame, str]:
-    if not proj:
+def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, str, pd.DataFrame, str]:
+    if p is None:
         return pd.DataFrame(columns=PROGRESS), "", pd.DataFrame(columns=INTENTS), ""
-    view, err = attempt(lambda: svc.overview(ctx, proj))
+    view, err = attempt(lambda: svc.overview(ctx, p))
     if err or view is None:
         empty = pd.DataFrame(columns=PROGRESS)
         return empty, problem(err or ""), pd.DataFrame(columns=INTENTS), ""
@@ -75,14 +82,19 @@ def show(ctx: AppContext, proj: str | None) -> tuple[pd.DataFrame, str, pd.DataF
 
 
 def assign(
-    ctx: AppContext, proj: str, names: list[str], overlap: float, search: str, limit: float | None
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    names: list[str],
+    overlap: float,
+    search: str,
+    limit: float | None,
 ) -> str:
-    if not proj:
+    if p is None:
         return problem("Pick a project first.")
     done, err = attempt(
         lambda: svc.assign(
             ctx,
-            proj,
+            p,
             names or [],
             overlap=(overlap or 0) / 100,
             search=search.strip() or None,
@@ -98,15 +110,42 @@ def assign(
     return ok(f"Assigned: {each}; {shared} labelled by two.")
 
 
-def export(ctx: AppContext, proj: str) -> tuple[Any, str]:
-    if not proj:
+def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
+    if p is None:
         return None, problem("Pick a project first.")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", proj).strip("-") or "project"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
     path = download_path(ctx.settings, f"{safe}-answers.jsonl")
-    done, err = attempt(lambda: svc.export_answers(ctx, proj, path))
+    done, err = attempt(lambda: svc.export_answers(ctx, p, path))
     if err or done is None:
         return None, problem(err or "")
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")
+
+
+def member_rows(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, Any]:
+    """The members table and the users an admin may add (everyone but admins, who see every
+    project already)."""
+    if p is None:
+        return pd.DataFrame(columns=MEMBERS), gr.update(choices=[])
+    rows = attempt(lambda: members_svc.members(ctx, p))[0] or []
+    table = pd.DataFrame([[m.name, m.role, m.user_role, m.status] for m in rows], columns=MEMBERS)
+    users = attempt(lambda: accounts.user_names(ctx, roles=("viewer", "designer")))[0] or []
+    return table, gr.update(choices=users)
+
+
+def add_member(ctx: AppContext, p: ProjectHandle, name: str | None, role: str) -> str:
+    if not name:
+        return problem("Pick the user to add.")
+    done, err = attempt(
+        lambda: members_svc.add_member(ctx, p, name, None if role == OWN_ROLE else role)
+    )
+    return problem(err or "") if err or done is None else ok(done)
+
+
+def remove_member(ctx: AppContext, p: ProjectHandle, name: str | None) -> str:
+    if not name:
+        return problem("Pick the user to remove.")
+    done, err = attempt(lambda: members_svc.remove_member(ctx, p, name))
+    return problem(err or "") if err or done is None else ok(done)
 
 
 def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
@@ -141,6 +180,16 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         column_widths=["18%", "10%", "7%", "8%", "57%"],
         max_height=320,
     )
+    with gr.Accordion("Members: who sees this project", open=False, elem_id="team-members"):
+        members = gr.Dataframe(headers=MEMBERS, interactive=False, max_height=240)
+        with gr.Row(equal_height=True):
+            member = gr.Dropdown([], label="User", scale=2, elem_id="member-user")
+            member_role = gr.Radio(
+                [OWN_ROLE, "viewer", "designer"], value=OWN_ROLE, label="Role here", scale=2
+            )
+            add_btn = gr.Button("Add / change role", scale=0, min_width=150)
+            remove_btn = gr.Button("Remove", variant="stop", scale=0, min_width=100)
+        member_status = gr.Markdown(elem_id="member-status")
     shown = [progress, summary, intents, nobody]
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     refresh_btn.click(bind(show, ctx), [project], shown, **quiet)
@@ -152,8 +201,16 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     ).then(bind(show, ctx), [project], shown, **quiet)
     export_btn.click(bind(export, ctx), [project], [answers_file, status], **quiet)
 
-    def load(proj: str | None) -> tuple[Any, ...]:
-        choices = attempt(lambda: svc.annotator_choices(ctx))[0] or []
-        return (gr.update(choices=choices), *show(ctx, proj))
+    for button, fn, args in (
+        (add_btn, add_member, [project, member, member_role]),
+        (remove_btn, remove_member, [project, member]),
+    ):
+        button.click(guarded(ctx, "admin")(bind(fn, ctx)), args, [member_status], **quiet).then(
+            bind(member_rows, ctx), [project], [members, member], **quiet
+        )
 
-    return {"refresh": (load, [project], [names, *shown])}
+    def load(p: ProjectHandle | None) -> tuple[Any, ...]:
+        choices = (attempt(lambda: svc.annotator_choices(ctx, p))[0] or []) if p else []
+        return (gr.update(choices=choices), *show(ctx, p), *member_rows(ctx, p))
+
+    return {"refresh": (load, [project], [names, *shown, members, member])}

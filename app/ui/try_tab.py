@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as svc
@@ -66,14 +67,14 @@ def _prefill(result: dict[str, Any]) -> list[str]:
 
 
 def run(
-    ctx: AppContext, proj: str, utterance: str, k_value: float, context: str | None = ""
+    ctx: AppContext, p: ProjectHandle, utterance: str, k_value: float, context: str | None = ""
 ) -> tuple[Any, ...]:
     """Predict ``utterance`` (after ``context``, the turn before it, when the project encodes
     context): the evidence card, the ranked intents, the neighbours, the label box, the status."""
     result, err = attempt(
-        lambda: svc.predict_one(ctx, proj, utterance, k=int(k_value), context=context or "")
+        lambda: svc.predict_one(ctx, p, utterance, k=int(k_value), context=context or "")
     )
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, proj))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx, p))
     if err or result is None:
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
     ranked_df = pd.DataFrame(
@@ -105,11 +106,11 @@ def run(
 
 
 def label(
-    ctx: AppContext, proj: str, utterance: str, labels: list[str], context: str | None = ""
+    ctx: AppContext, p: ProjectHandle, utterance: str, labels: list[str], context: str | None = ""
 ) -> str:
     """Add the utterance, with the previous turn typed in as its context, to the pool."""
     row, err = attempt(
-        lambda: data_svc.add_utterance(ctx, proj, utterance, labels, "train", context=context or "")
+        lambda: data_svc.add_utterance(ctx, p, utterance, labels, "train", context=context or "")
     )
     if err or row is None:
         return problem(err or "")

@@ -19,6 +19,8 @@ def ctx(tmp_path):
 
 @pytest.fixture
 def demo(ctx):
+    """The demo project, as each call of a test resolves it (:class:`tests.handles.Live`)."""
     from app.services.projects import ensure_demo_project
+    from tests.handles import live
 
-    return ensure_demo_project(ctx)
+    return live(ctx, ensure_demo_project(ctx))

@@ -15,6 +15,8 @@ from typing import Any
 
 import uvicorn
 
+from tests.handles import live
+
 PASSWORDS = {"admin": "admin-password", "dana": "designer-password", "vic": "viewer-password"}
 
 
@@ -60,6 +62,7 @@ def team_context(data_dir: Path) -> Any:
     from app.config import load_settings
     from app.context import AppContext
     from app.services import data as data_svc
+    from app.services.members import add_member
     from app.services.projects import new_project
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
@@ -67,9 +70,11 @@ def team_context(data_dir: Path) -> Any:
     auth.add_user(ctx, "dana", "designer", PASSWORDS["dana"])
     auth.add_user(ctx, "vic", "viewer", PASSWORDS["vic"])
     new_project(ctx, PROJECT)
+    for name in ("dana", "vic"):  # members, each with their own role
+        add_member(ctx, live(ctx, PROJECT), name)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx, PROJECT, text, [intent])
+            data_svc.add_utterance(ctx, live(ctx, PROJECT), text, [intent])
     return ctx
 
 

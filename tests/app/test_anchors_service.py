@@ -13,6 +13,7 @@ from app.services import bundles, projects
 from app.services import data as data_svc
 from app.services.predict import predict, predict_one
 from core.bundle import load
+from tests.handles import live
 
 GIFT = "Buying, sending or spending a gift card or gift voucher"
 QUESTION = "can I buy a gift voucher for my sister"
@@ -59,8 +60,8 @@ def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp
             assert a["score"] == pytest.approx(b["score"], abs=1e-4)
     # opened as a project, the bundle keeps the anchors: same cold-start prediction
     opened = bundles.import_bundle(ctx, path)
-    assert projects.anchors(ctx, opened)["weight"] == 2
-    assert predict_one(ctx, opened, QUESTION)["top"] == "gift_cards"
+    assert projects.anchors(ctx, live(ctx, opened))["weight"] == 2
+    assert predict_one(ctx, live(ctx, opened), QUESTION)["top"] == "gift_cards"
 
 
 def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
@@ -94,13 +95,13 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)
-    data_svc.describe_intent(ctx, "tiny", "refund", "Money back for an order")
-    projects.set_settings(ctx, "tiny", {"anchor_weight": 1})
+    data_svc.describe_intent(ctx, live(ctx, "tiny"), "refund", "Money back for an order")
+    projects.set_settings(ctx, live(ctx, "tiny"), {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
-        retrain_jobs.request_retrain(ctx, "tiny", {**QUICK, "label_encoder": "separate"})
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+        retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"})
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    bundles.export_bundle(ctx, "tiny", tmp_path / "new.zip")
+    bundles.export_bundle(ctx, live(ctx, "tiny"), tmp_path / "new.zip")
 
     label_dir = tmp_path / "label"
     cut_copy(encoder.model, 2).save(str(label_dir), safe_serialization=True)
@@ -118,20 +119,20 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
         tmp_path / "new.zip", tmp_path / "old.zip", as_trained_with_a_label_encoder
     )
     project = bundles.import_bundle(ctx, old)
-    version = projects.summary(ctx, project).active_model_version_id
-    utterances, _ = resolve_encoder(ctx, project, version)
-    labels = resolve_anchor_encoder(ctx, project, version)
+    version = projects.summary(ctx, live(ctx, project)).active_model_version_id
+    utterances, _ = resolve_encoder(ctx, live(ctx, project), version)
+    labels = resolve_anchor_encoder(ctx, live(ctx, project), version)
     assert labels is not utterances and labels.fingerprint != utterances.fingerprint
     anchors = ["Money back for an order", "card lost"]
     query = utterances.encode([QUESTION])[0]
     by_label, by_utterances = labels.encode(anchors) @ query, utterances.encode(anchors) @ query
     assert abs(by_label[0] - by_utterances[0]) > 1e-3  # the two spaces tell them apart
-    out = predict_one(ctx, project, QUESTION)
+    out = predict_one(ctx, live(ctx, project), QUESTION)
     sims = {s["intent"]: s["anchor"] for s in out["intents"]}
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
     # exported again, the bundle carries the anchors as the label encoder put them
-    bundles.export_bundle(ctx, project, tmp_path / "again.zip")
+    bundles.export_bundle(ctx, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
         row = bundle.predict([QUESTION])[0]
     assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)

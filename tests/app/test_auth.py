@@ -8,12 +8,15 @@ import dataclasses
 import pytest
 
 from app import auth
+from app.access import ProjectHandle
 from app.cli import main
 from app.context import AppContext
 from app.services import data as data_svc
+from app.services.members import add_member
 from app.ui import guard
 from storage.tables import User
 from storage.users import set_role
+from tests.handles import live
 
 
 @pytest.fixture
@@ -54,16 +57,18 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
         def __init__(self, username: str) -> None:
             self.username = username
 
-    def label(project: str, text: str) -> str:
-        data_svc.add_utterance(team, project, text, ["track_order"])
+    def label(project: ProjectHandle, text: str) -> str:
+        data_svc.add_utterance(team, live(team, project), text, ["track_order"])
         return "added"
 
+    for name in ("dana", "vic"):  # members of the demo, each with their own role
+        add_member(team, demo, name)
     guarded = guard.guarded(team, "designer")(label)
     before = len(data_svc.table(team, demo))
-    refusal = guarded(demo, "where's my stuff now", request=Request("vic"))
+    refusal = guarded(str(demo), "where's my stuff now", request=Request("vic"))
     assert "needs the designer role" in refusal
     assert len(data_svc.table(team, demo)) == before
-    assert guarded(demo, "where's my stuff now", request=Request("dana")) == "added"
+    assert guarded(str(demo), "where's my stuff now", request=Request("dana")) == "added"
     who = data_svc.activity(team, demo)[0]
     assert who["user"] == "dana" and who["example"] == "where's my stuff now"
 

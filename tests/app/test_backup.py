@@ -20,6 +20,7 @@ from app.services import predict as predict_svc
 from app.services import retrain_jobs
 from app.services.versions import history
 from storage.errors import StorageError
+from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
@@ -33,11 +34,13 @@ def source(tmp_path_factory):
     ctx = AppContext(load_settings(tmp_path_factory.mktemp("source") / "data"))
     make_tiny(ctx)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", {**QUICK, "method": "lora"}, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(
+        ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+    )
     worker.execute_job(ctx, job.id)
     from app.services.versions import activate
 
-    activate(ctx, "tiny", retrain_jobs.job(ctx, job.id).model_version_id)
+    activate(ctx, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
     yield ctx
     ctx.close()
 
@@ -56,9 +59,9 @@ def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, c
     assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 0
     restored = AppContext(load_settings(target))
     try:
-        assert history(restored, "tiny") == history(ctx, "tiny")
-        before = predict_svc.predict(ctx, "tiny", QUERIES)
-        after = predict_svc.predict(restored, "tiny", QUERIES)
+        assert history(restored, live(restored, "tiny")) == history(ctx, live(ctx, "tiny"))
+        before = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
+        after = predict_svc.predict(restored, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):
             assert a["top"] == b["top"]
             assert a["score"] == pytest.approx(b["score"], abs=1e-5)

@@ -14,10 +14,12 @@ from app.services import data as data_svc
 from app.services import io as io_svc
 from app.services import predict as predict_svc
 from app.services import retrain_jobs
+from app.services.io import destination
 from app.services.projects import project_names
 from app.services.versions import history
 from core.bundle import BundleError, load
 from storage.errors import StorageError
+from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "hey there"]
@@ -43,16 +45,16 @@ def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
 @pytest.mark.slow
 def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
     make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     version = retrain_jobs.job(ctx, job.id).model_version_id
     from app.services.versions import activate
 
-    activate(ctx, "tiny", version)
+    activate(ctx, live(ctx, "tiny"), version)
     out = tmp_path / "tiny.zip"
-    info = svc.export_bundle(ctx, "tiny", out)
+    info = svc.export_bundle(ctx, live(ctx, "tiny"), out)
     assert info["model_version"] == version
-    app_out = predict_svc.predict(ctx, "tiny", QUERIES)
+    app_out = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
     with load(out) as predictor:
         assert predictor.manifest["model_version"] == version
         assert predictor.manifest["encoder_kind"] == "full"
@@ -60,10 +62,10 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
 
     name = svc.import_bundle(ctx, out)
     assert name == "tiny (bundle)"
-    same_predictions(app_out, predict_svc.predict(ctx, name, QUERIES))
-    assert [h["method"] for h in history(ctx, name)] == ["fast"]
+    same_predictions(app_out, predict_svc.predict(ctx, live(ctx, name), QUERIES))
+    assert [h["method"] for h in history(ctx, live(ctx, name))] == ["fast"]
     with pytest.raises(StorageError, match="read-only"):
-        data_svc.add_utterance(ctx, name, "new text", "balance")
+        data_svc.add_utterance(ctx, live(ctx, name), "new text", "balance")
 
 
 def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
@@ -107,9 +109,9 @@ def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, t
     n = io_svc.export_file(ctx, demo, out)
     labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, demo) if r.labels)
     assert n > 0
-    result = io_svc.import_file(ctx, "copy", out)
+    result = io_svc.import_file(ctx, destination(ctx, "copy"), out)
     assert result.inserted == len(labelled)
-    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, "copy"))
+    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, live(ctx, "copy")))
     assert copied == labelled
 
 
@@ -122,8 +124,8 @@ def adapter_bundle(tmp_path_factory, encoder):
 
 def test_a_sound_adapter_bundle_becomes_the_active_version(ctx, adapter_bundle):
     name = svc.import_bundle(ctx, adapter_bundle)
-    assert [h["method"] for h in history(ctx, name)] == ["lora"]
-    assert predict_svc.predict(ctx, name, ["I lost my card"])[0]["top"] == "lost_card"
+    assert [h["method"] for h in history(ctx, live(ctx, name))] == ["lora"]
+    assert predict_svc.predict(ctx, live(ctx, name), ["I lost my card"])[0]["top"] == "lost_card"
 
 
 def test_a_bundle_whose_weights_cannot_load_imports_nothing(ctx, adapter_bundle, tmp_path):

@@ -10,12 +10,15 @@ import pytest
 from app.services import conflicts as svc
 from app.services import data as data_svc
 from app.services import queue as queue_svc
+from tests.handles import live
 
 FLIPPED = "how do i reset my password"  # account_password_reset, relabelled discount_code below
 
 
 def row_by_text(ctx, project, text):
-    return next(r for r in data_svc.table(ctx, project, search=text) if r["text"] == text)
+    return next(
+        r for r in data_svc.table(ctx, live(ctx, project), search=text) if r["text"] == text
+    )
 
 
 @pytest.fixture

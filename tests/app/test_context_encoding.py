@@ -8,8 +8,9 @@ import pytest
 
 from app.formats import Row
 from app.services import projects
-from app.services.io import export_rows, import_utterances
+from app.services.io import destination, export_rows, import_utterances
 from app.services.predict import predict, predict_one, predict_requests
+from tests.handles import live
 
 CANCEL = "Do you want to cancel your card?"
 TOP_UP = "Do you want to top up?"
@@ -29,22 +30,22 @@ ROWS = [
 
 @pytest.fixture
 def bank(ctx):
-    import_utterances(ctx, "bank", list(ROWS))
-    return "bank"
+    import_utterances(ctx, destination(ctx, "bank"), list(ROWS))
+    return live(ctx, "bank")
 
 
 def _pool(ctx, project):
     from storage.projects import get_project
 
     with ctx.db.session() as s:
-        pid = get_project(s, project).id
+        pid = get_project(s, str(project)).id
     return ctx.pool(pid)
 
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
-    cancel = predict_one(ctx, bank, "yes please", context=CANCEL)
-    top_up = predict_one(ctx, bank, "yes please", context=TOP_UP)
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    cancel = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
+    top_up = predict_one(ctx, live(ctx, bank), "yes please", context=TOP_UP)
     assert (cancel["top"], top_up["top"]) == ("cancel_card", "top_up")
     assert cancel["text"] == "yes please" and cancel["context"] == CANCEL
     assert cancel["context_used"] is True
@@ -53,30 +54,32 @@ def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
 
 
 def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank, encoder):
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
-    pool = _pool(ctx, bank)
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    pool = _pool(ctx, live(ctx, bank))
     shown = "Shall I close your card for you? [SEP] sure, go ahead"
     assert shown in [t for t, _ in pool.items.values()]
     uid = next(i for i, (t, _) in pool.items.items() if t == shown)
     hit = pool.index.search(encoder.encode([shown]), 1)[0][0]  # its vector is the composed text's
     assert (hit.id, hit.similarity) == (uid, pytest.approx(1.0, abs=1e-4))
-    out = predict_one(ctx, bank, "go ahead then", context="Shall I close your card?")
+    out = predict_one(ctx, live(ctx, bank), "go ahead then", context="Shall I close your card?")
     assert out["neighbours"][0]["text"] == shown  # the evidence names the example's context
-    projects.set_settings(ctx, bank, {"encode_context": "off"})  # off: the same pool, texts alone
-    assert "sure, go ahead" in [t for t, _ in _pool(ctx, bank).items.values()]
+    projects.set_settings(
+        ctx, live(ctx, bank), {"encode_context": "off"}
+    )  # off: the same pool, texts alone
+    assert "sure, go ahead" in [t for t, _ in _pool(ctx, live(ctx, bank)).items.values()]
 
 
 def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
-    assert projects.context_encoding(ctx, bank)["encode_context"] is False
-    alone = predict_one(ctx, bank, "yes please")
-    sent = predict_one(ctx, bank, "yes please", context=CANCEL)
+    assert projects.context_encoding(ctx, live(ctx, bank))["encode_context"] is False
+    alone = predict_one(ctx, live(ctx, bank), "yes please")
+    sent = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
     assert sent["context_used"] is False and sent["context"] == CANCEL
     assert (sent["top"], sent["score"]) == (alone["top"], pytest.approx(alone["score"]))
     assert "context" not in alone
 
 
 def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
-    projects.set_settings(ctx, bank, {"encode_context": True})
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": True})
     out = predict_requests(
         ctx, [(bank, "yes please", 1, CANCEL), (bank, "yes please", 1, TOP_UP), (bank, "hi", 1)]
     )
@@ -90,11 +93,11 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
-    _, preds = test_predictions(ctx, bank, "base")
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    _, preds = test_predictions(ctx, live(ctx, bank), "base")
     assert [p.text for p in preds] == ["Which card should I top up? [SEP] that one"]
     with ctx.db.session() as s:
-        p = get_project(s, bank)
+        p = get_project(s, str(bank))
         rows = as_encoded(
             snapshot_rows(snapshot(s, p.id)), p.settings
         )  # what run_retrain trains on
@@ -103,7 +106,7 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
 
 
 def test_exported_rows_keep_their_contexts(ctx, bank):
-    kept = {r.text: r.context for r in export_rows(ctx, bank)}
+    kept = {r.text: r.context for r in export_rows(ctx, live(ctx, bank))}
     assert kept["sure, go ahead"] == "Shall I close your card for you?"
     assert kept["cancel my card"] == ""
 
@@ -118,24 +121,24 @@ def test_exported_rows_keep_their_contexts(ctx, bank):
 )
 def test_a_bad_context_is_a_message(ctx, bank, contexts, message):
     with pytest.raises(ValueError, match=message):
-        predict(ctx, bank, ["yes please"], contexts=contexts)
+        predict(ctx, live(ctx, bank), ["yes please"], contexts=contexts)
 
 
 def test_the_setting_takes_on_or_off_and_nothing_else(ctx, bank):
     with pytest.raises(ValueError, match="'on' or 'off', not 'maybe'"):
-        projects.set_settings(ctx, bank, {"encode_context": "maybe"})
-    assert projects.context_encoding(ctx, bank)["encode_context"] is False
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
-    out = projects.context_encoding(ctx, bank)
+        projects.set_settings(ctx, live(ctx, bank), {"encode_context": "maybe"})
+    assert projects.context_encoding(ctx, live(ctx, bank))["encode_context"] is False
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    out = projects.context_encoding(ctx, live(ctx, bank))
     assert out["encode_context"] is True and out["with_context"] == 2
 
 
 def test_a_bundle_of_a_project_that_encodes_context_is_refused(ctx, bank, tmp_path):
     from app.services.bundles import export_bundle
 
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
     with pytest.raises(ValueError, match="a bundle predicts from the utterance alone"):
-        export_bundle(ctx, bank, tmp_path / "b.zip", version="base")
+        export_bundle(ctx, live(ctx, bank), tmp_path / "b.zip", version="base")
     assert not (tmp_path / "b.zip").exists()
 
 
@@ -143,10 +146,10 @@ def test_the_cli_turns_it_on_and_predicts_with_a_context(ctx, bank, capsys):
     from app.cli import main
 
     data = ["--data-dir", str(ctx.settings.data_dir)]
-    assert main([*data, "settings", "--project", bank, "--set", "encode_context=on"]) == 0
+    assert main([*data, "settings", "--project", str(bank), "--set", "encode_context=on"]) == 0
     out = capsys.readouterr().out
     assert "Changed encode_context off → on." in out and "Context encoding is on" in out
-    args = [*data, "predict", "--project", bank, "--format", "jsonl", "--context", TOP_UP]
+    args = [*data, "predict", "--project", str(bank), "--format", "jsonl", "--context", TOP_UP]
     assert main([*args, "yes please"]) == 0
     assert '"top": "top_up"' in capsys.readouterr().out
     assert main([*data, "predict", "--bundle", "x.zip", "--context", TOP_UP, "yes"]) == 2
@@ -158,9 +161,9 @@ def test_the_try_tab_predicts_after_the_previous_turn_and_labels_with_it(ctx, ba
 
     explanation, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "The previous turn was ignored" in explanation  # off: says so
-    projects.set_settings(ctx, bank, {"encode_context": "on"})
+    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
     explanation, ranked, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "Encoded after the previous turn" in explanation
     assert ranked.iloc[0]["intent"] == "top_up"
     assert "Added" in label(ctx, bank, "go for it", ["top_up"], TOP_UP)
-    assert {r.text: r.context for r in export_rows(ctx, bank)}["go for it"] == TOP_UP
+    assert {r.text: r.context for r in export_rows(ctx, live(ctx, bank))}["go for it"] == TOP_UP

@@ -1,6 +1,6 @@
 """One evaluation contract: the metrics a retrain records in the version history and the live
 evaluation of the same version on the same data are the same numbers, also on rows with two
-intents (the rule that had drifted: the history scored such a row by its first intent, the live
+intents (the rule that had drifted: the history scored such a row by its first intent, the served
 view counted a hit for either)."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from app.services import evaluation as eval_svc
 from app.services import retrain_jobs
 from app.services import versions as version_svc
 from app.services.projects import new_project
+from tests.handles import live
 from tests.samples import HOTEL_ROWS, HOTEL_TEST, QUICK, TINY
 
 pytestmark = pytest.mark.slow
 
 
 def _retrain(ctx, project: str) -> int:
-    job, _ = retrain_jobs.request_retrain(ctx, project, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, project), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
@@ -31,31 +32,37 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
     new_project(ctx, "bank")
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
-            data_svc.add_utterance(ctx, "bank", text, intent, "test" if i == 4 else "train")
+            data_svc.add_utterance(
+                ctx, live(ctx, "bank"), text, intent, "test" if i == 4 else "train"
+            )
     # two test rows carry two intents; the train pool stays single-label
     data_svc.add_utterance(
-        ctx, "bank", "lost my card, want my money back", "card_lost|refund", "test"
+        ctx, live(ctx, "bank"), "lost my card, want my money back", "card_lost|refund", "test"
     )
-    data_svc.add_utterance(ctx, "bank", "hi, what's my balance", "balance|greeting", "test")
+    data_svc.add_utterance(
+        ctx, live(ctx, "bank"), "hi, what's my balance", "balance|greeting", "test"
+    )
     version = _retrain(ctx, "bank")
-    recorded = version_svc.metrics(ctx, "bank", version)
-    live = eval_svc.live_evaluation(ctx, "bank", version)
-    assert recorded.primary == live.primary == "accuracy"
-    assert recorded.n == live.n == sum(1 for _ in TINY) + 2
+    recorded = version_svc.metrics(ctx, live(ctx, "bank"), version)
+    served = eval_svc.live_evaluation(ctx, live(ctx, "bank"), version)
+    assert recorded.primary == served.primary == "accuracy"
+    assert recorded.n == served.n == sum(1 for _ in TINY) + 2
     for key in ("accuracy", "macro_f1"):
-        assert live.value(key) == pytest.approx(recorded.value(key), abs=1e-9), key
-    assert live.per_intent == recorded.per_intent
+        assert served.value(key) == pytest.approx(recorded.value(key), abs=1e-9), key
+    assert served.per_intent == recorded.per_intent
 
 
 def test_multi_label_history_and_live_agree(ctx):
     new_project(ctx, "hotel")
     for split, rows in (("train", HOTEL_ROWS), ("test", HOTEL_TEST)):
         for text, labels in rows:
-            data_svc.add_utterance(ctx, "hotel", text, [x for x in labels.split("|") if x], split)
+            data_svc.add_utterance(
+                ctx, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
+            )
     version = _retrain(ctx, "hotel")
-    recorded = version_svc.metrics(ctx, "hotel", version)
-    live = eval_svc.live_evaluation(ctx, "hotel", version)
-    assert recorded.multi_label and live.multi_label
-    assert recorded.primary == live.primary == "micro_f1"
+    recorded = version_svc.metrics(ctx, live(ctx, "hotel"), version)
+    served = eval_svc.live_evaluation(ctx, live(ctx, "hotel"), version)
+    assert recorded.multi_label and served.multi_label
+    assert recorded.primary == served.primary == "micro_f1"
     for key in ("micro_f1", "macro_f1", "exact_match", "accuracy"):
-        assert live.value(key) == pytest.approx(recorded.value(key), abs=1e-6), key
+        assert served.value(key) == pytest.approx(recorded.value(key), abs=1e-6), key

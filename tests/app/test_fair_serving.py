@@ -15,7 +15,9 @@ from app import auth
 from app.admission import BusyError
 from app.auth import Actor
 from app.context import AppContext
+from app.services.members import add_member
 from app.services.predict import predict, predict_one, predict_requests
+from tests.handles import live
 
 VIEWER = Actor(3, "vic", "viewer")
 DESIGNER = Actor(2, "dana", "designer")
@@ -79,7 +81,7 @@ def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
     new_project(ctx, "empty")
     for _ in range(3):  # more than the per-user limit: each failure released its place
         with pytest.raises(ValueError, match="no labelled training utterances"):
-            predict(ctx, "empty", ["hello", "there"], who=DESIGNER)
+            predict(ctx, live(ctx, "empty"), ["hello", "there"], who=DESIGNER)
     assert len(predict(ctx, demo, ["hello", "there"], who=DESIGNER)) == 2
 
 
@@ -88,6 +90,7 @@ def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
 
     team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.add_user(team, "vic", "viewer", "viewer-password")
+    add_member(team, demo, "vic")
     api = next(f.fn for f in build_app(team).fns.values() if f.api_name == "predict_batch")
     assert api is not None
 

@@ -19,9 +19,11 @@ from app.services import bundles as bundle_svc
 from app.services import data as data_svc
 from app.services import io as io_svc
 from app.services import retrain_jobs
+from app.services.io import destination
 from app.services.projects import project_names
 from app.services.versions import history
 from storage.errors import ConflictError
+from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 
@@ -52,13 +54,13 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
     from core.training.model_io import TrainedModel
 
     monkeypatch.setattr(TrainedModel, "save", _disk_full)
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     failed = retrain_jobs.job(ctx, job.id)
     assert failed.status == "failed"
     assert "No space left on device" in failed.message
     assert "active model is unchanged" in failed.message
-    assert history(ctx, "tiny") == []
+    assert history(ctx, live(ctx, "tiny")) == []
     assert not list(ctx.settings.artifacts_dir.rglob("job*"))
     assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
 
@@ -80,13 +82,13 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
         return real_gate(*args, **kwargs)
 
     monkeypatch.setattr(retrain, "gate", reaped_then_gate)
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     ended = retrain_jobs.job(ctx, job.id)
     assert ended.status == "failed"
     assert "stopped unexpectedly" in ended.message
     assert "after the job had ended" in ended.log
-    assert history(ctx, "tiny") == []
+    assert history(ctx, live(ctx, "tiny")) == []
     assert not list(ctx.settings.artifacts_dir.rglob("job*"))
 
 
@@ -130,13 +132,15 @@ def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
             encoding="utf-8",
         )
     if accepted:
-        result = io_svc.import_file(ctx, "odd", path)
+        result = io_svc.import_file(ctx, destination(ctx, "odd"), path)
         assert result.inserted == 1
         # stored NFC (issue 27 row 7): the combining accent is composed into one character
-        assert io_svc.export_rows(ctx, "odd")[0].text == unicodedata.normalize("NFC", text.strip())
+        assert io_svc.export_rows(ctx, live(ctx, "odd"))[0].text == unicodedata.normalize(
+            "NFC", text.strip()
+        )
     else:
         with pytest.raises(FormatError, match="Nothing was imported"):
-            io_svc.import_file(ctx, "odd", path)
+            io_svc.import_file(ctx, destination(ctx, "odd"), path)
         assert "odd" not in project_names(ctx)  # not even the project was created
 
 

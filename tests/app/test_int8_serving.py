@@ -23,6 +23,7 @@ from core.evaluation import EvalData
 from storage.projects import get_project
 from storage.tables import ModelVersion
 from storage.versions import active_version
+from tests.handles import live
 from tests.samples import QUICK
 
 pytestmark = pytest.mark.slow
@@ -39,8 +40,7 @@ def served(tmp_path_factory):
 
     settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
     context = AppContext(dataclasses.replace(settings, int8=True))
-    demo = ensure_demo_project(context)
-    assert demo is not None
+    demo = live(context, ensure_demo_project(context))
     job, _ = retrain_jobs.request_retrain(context, demo, QUICK, enqueue=False)
     worker.execute_job(context, job.id)
     version_svc.activate(context, demo, retrain_jobs.job(context, job.id).model_version_id)
@@ -60,7 +60,7 @@ def trained(served):
 
 def _state(ctx, project):
     with ctx.db.session() as s:
-        p = get_project(s, project)
+        p = get_project(s, str(project))
         mv = active_version(s, p.id)
         assert mv is not None
         return p.id, mv
@@ -79,13 +79,13 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     assert np.allclose(ctx.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
 
     texts = [t for t, _ in pool.items.values()]
-    int8_out = predict_svc.predict(ctx, trained, texts, show=0)
+    int8_out = predict_svc.predict(ctx, live(ctx, trained), texts, show=0)
     fp32 = ctx.encoder_for_version(mv)
     vecs = fp32.encode(texts)
     fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
     agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
     assert agree >= 0.99
-    assert "int8 ONNX" in version_svc.serving(ctx, trained)
+    assert "int8 ONNX" in version_svc.serving(ctx, live(ctx, trained))
 
 
 def _fp32_index(pool, vecs):
@@ -101,15 +101,18 @@ def _fp32_index(pool, vecs):
 
 def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     pid, _ = _state(ctx, trained)
-    project_svc.set_settings(ctx, trained, {"serve_int8": "off"})
-    line = version_svc.serving(ctx, trained)
+    project_svc.set_settings(ctx, live(ctx, trained), {"serve_int8": "off"})
+    line = version_svc.serving(ctx, live(ctx, trained))
     assert "fp32" in line and "turned off" in line
     assert isinstance(ctx.pool(pid).encoder, Encoder)
-    assert predict_svc.predict(ctx, trained, ["where is my parcel"])[0]["top"] == "track_order"
+    assert (
+        predict_svc.predict(ctx, live(ctx, trained), ["where is my parcel"])[0]["top"]
+        == "track_order"
+    )
 
     data_dir = str(ctx.settings.data_dir)
     on = ["--set", "serve_int8=on"]
-    assert main(["--data-dir", data_dir, "settings", "--project", trained, *on]) == 0
+    assert main(["--data-dir", data_dir, "settings", "--project", str(trained), *on]) == 0
     assert "Serving: int8 ONNX" in capsys.readouterr().out
     assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
 
@@ -134,7 +137,7 @@ def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
         row.metrics = {**row.metrics, "int8": failed}
     ctx.forget_pool(pid)
     assert isinstance(ctx.pool(pid).encoder, Encoder)
-    assert "int8 not used" in version_svc.serving(ctx, trained)
+    assert "int8 not used" in version_svc.serving(ctx, live(ctx, trained))
 
 
 def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():

@@ -11,8 +11,10 @@ import pytest
 
 from app.services import data as data_svc
 from app.services import io as io_svc
+from app.services.io import destination
 from storage.errors import StorageError
 from storage.utterances import NewUtterance
+from tests.handles import live
 
 
 def _rows(n: int, prefix: str = "row", intents: int = 4) -> list[NewUtterance]:
@@ -47,33 +49,35 @@ def _batches(ctx, project: str) -> dict[str, set[str]]:
 
     by_action: dict[str, set[str]] = {}
     with ctx.db.session() as s:
-        for e in recent_events(s, get_project(s, project).id, limit=10_000):
+        for e in recent_events(s, get_project(s, str(project)).id, limit=10_000):
             by_action.setdefault(e.action, set()).add(e.batch)
     return by_action
 
 
 def test_a_long_import_is_written_in_chunks_as_one_batch(ctx, small_chunks):
     writes = _count_writes(ctx)
-    result = io_svc.import_utterances(ctx, "p", _rows(10))
+    result = io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
     assert len(writes) == 4  # 3 + 3 + 3 + 1 rows
     assert (result.inserted, result.updated, result.skipped) == (10, 0, 0)
     assert result.intents_created == [f"intent_{i}" for i in range(4)]
-    assert len(data_svc.table(ctx, "p")) == 10
+    assert len(data_svc.table(ctx, live(ctx, "p"))) == 10
     assert len(_batches(ctx, "p")["import"]) == 1
 
 
 def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
-    io_svc.import_utterances(ctx, "p", _rows(10))
+    io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
     moved = [NewUtterance(f"row {i}", ("other",)) for i in range(8)]
-    result = io_svc.import_utterances(ctx, "p", moved + _rows(2, "new"), on_existing="relabel")
+    result = io_svc.import_utterances(
+        ctx, destination(ctx, "p"), moved + _rows(2, "new"), on_existing="relabel"
+    )
     assert (result.inserted, result.updated, result.intents_created) == (2, 8, ["other"])
-    rows = {r["text"]: r for r in data_svc.table(ctx, "p")}
+    rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
     assert all(rows[f"row {i}"]["intents"] == "other" for i in range(8))
     batches = _batches(ctx, "p")
     assert len(batches["label"]) == 1  # three chunks, one batch
 
-    data_svc.undo(ctx, "p")
-    rows = {r["text"]: r for r in data_svc.table(ctx, "p")}
+    data_svc.undo(ctx, live(ctx, "p"))
+    rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
     assert [rows[f"row {i}"]["intents"] for i in range(10)] == [
         f"intent_{i % 4}" for i in range(10)
     ]
@@ -81,8 +85,8 @@ def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
 
 
 def test_skipped_rows_are_counted_across_chunks(ctx, small_chunks):
-    io_svc.import_utterances(ctx, "p", _rows(5))
-    again = io_svc.import_utterances(ctx, "p", _rows(10))
+    io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(5))
+    again = io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
     assert (again.inserted, again.updated, again.skipped) == (5, 0, 5)
 
 
@@ -98,17 +102,17 @@ BAD_LAST_ROW = {
 
 @pytest.mark.parametrize("problem", sorted(BAD_LAST_ROW))
 def test_a_problem_in_the_last_chunk_refuses_the_whole_import(ctx, small_chunks, problem):
-    io_svc.import_utterances(ctx, "p", [NewUtterance("seed", ("intent_0",))])
+    io_svc.import_utterances(ctx, destination(ctx, "p"), [NewUtterance("seed", ("intent_0",))])
     bad, kwargs = BAD_LAST_ROW[problem]
     writes = _count_writes(ctx)
     with pytest.raises(StorageError, match=problem):
-        io_svc.import_utterances(ctx, "p", [*_rows(10), bad], **kwargs)
+        io_svc.import_utterances(ctx, destination(ctx, "p"), [*_rows(10), bad], **kwargs)
     with pytest.raises(StorageError, match=problem):
-        io_svc.import_utterances(ctx, "fresh", [*_rows(10), bad], **kwargs)
+        io_svc.import_utterances(ctx, destination(ctx, "fresh"), [*_rows(10), bad], **kwargs)
     assert writes == []  # refused before any write transaction began
-    assert [r["text"] for r in data_svc.table(ctx, "p")] == ["seed"]
+    assert [r["text"] for r in data_svc.table(ctx, live(ctx, "p"))] == ["seed"]
     with pytest.raises(StorageError, match="No project 'fresh'"):
-        data_svc.table(ctx, "fresh")
+        data_svc.table(ctx, live(ctx, "fresh"))
 
 
 @pytest.mark.slow
@@ -117,8 +121,10 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     designer's label save in another. The save succeeds once the import's first chunk is in,
     with most of the import still to come, instead of waiting for all of it (or failing with
     'busy' after the timeout, as a one-transaction import did)."""
-    io_svc.import_utterances(ctx, "other", [NewUtterance("where is my parcel", ("track",))])
-    uid = data_svc.table(ctx, "other")[0]["id"]
+    io_svc.import_utterances(
+        ctx, destination(ctx, "other"), [NewUtterance("where is my parcel", ("track",))]
+    )
+    uid = data_svc.table(ctx, live(ctx, "other"))[0]["id"]
     rows = _rows(8 * io_svc.CHUNK_ROWS, intents=80)
     locked = threading.Event()
     original = ctx.db.write
@@ -136,7 +142,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
 
     def run_import() -> None:
         try:
-            done["result"] = io_svc.import_utterances(ctx, "big", rows)
+            done["result"] = io_svc.import_utterances(ctx, destination(ctx, "big"), rows)
         except BaseException as exc:  # shown by the assertion below
             done["error"] = exc
         done["at"] = time.monotonic()
@@ -145,9 +151,9 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     importer.start()
     try:
         assert locked.wait(120)
-        row = data_svc.label_utterance(ctx, "other", uid, "refund")
+        row = data_svc.label_utterance(ctx, live(ctx, "other"), uid, "refund")
         labelled_at = time.monotonic()
-        imported_by_then = len(data_svc.table(ctx, "big", limit=len(rows)))
+        imported_by_then = len(data_svc.table(ctx, live(ctx, "big"), limit=len(rows)))
     finally:
         importer.join()
     assert "error" not in done, done.get("error")
@@ -160,7 +166,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
 def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, small_chunks):
     """Someone adds a text of the import after it was checked: the chunk with it is refused
     (on_existing="error"), the chunks before it stay, and the message says so."""
-    io_svc.import_utterances(ctx, "p", [NewUtterance("seed", ("intent_0",))])
+    io_svc.import_utterances(ctx, destination(ctx, "p"), [NewUtterance("seed", ("intent_0",))])
     original = ctx.db.write
     chunks: list[int] = []
 
@@ -171,11 +177,11 @@ def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, 
         chunks.append(1)
         if len(chunks) == 1:  # the first chunk is in: someone else saves "row 7"
             ctx.db.write = original
-            data_svc.add_utterance(ctx, "p", "row 7", "intent_3")
+            data_svc.add_utterance(ctx, live(ctx, "p"), "row 7", "intent_3")
             ctx.db.write = write
 
     ctx.db.write = write
     with pytest.raises(StorageError, match=r"already in this project.*stopped after 6 of 10 row"):
-        io_svc.import_utterances(ctx, "p", _rows(10), on_existing="error")
-    texts = {r["text"] for r in data_svc.table(ctx, "p")}
+        io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10), on_existing="error")
+    texts = {r["text"] for r in data_svc.table(ctx, live(ctx, "p"))}
     assert texts == {"seed", "row 7"} | {f"row {i}" for i in range(6)}  # chunks 1 and 2

@@ -15,8 +15,9 @@ from app.config import MAX_UPLOAD_BYTES, load_settings
 from app.context import AppContext
 from app.formats import MAX_FILE_BYTES, FormatError
 from app.services import data as data_svc
-from app.services.io import import_file
+from app.services.io import destination, import_file
 from storage.errors import NotFoundError, StorageError
+from tests.handles import live
 from tests.samples import merge_bomb
 
 
@@ -39,35 +40,35 @@ def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(ctx, t
     big = _csv(tmp_path / "many.csv", 10_000)
     start = time.perf_counter()
     with pytest.raises(StorageError, match="at most 2,000 intents; this would make 10,000"):
-        import_file(ctx, "shop", big)
+        import_file(ctx, destination(ctx, "shop"), big)
     assert time.perf_counter() - start < 20  # was 27 s of writing, and it wrote
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx, "shop")
+        data_svc.intents(ctx, live(ctx, "shop"))
 
 
 def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
-    import_file(small_ctx, "shop", _csv(tmp_path / "a.csv", 3))
+    import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "a.csv", 3))
     with pytest.raises(
         StorageError, match="at most 5 intents; this would make 6 \\(3 now, 3 new\\)"
     ):
-        import_file(small_ctx, "shop", _csv(tmp_path / "b.csv", 3, "j"))
-    assert len(data_svc.intents(small_ctx, "shop")) == 3
-    assert len(data_svc.table(small_ctx, "shop")) == 3
+        import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "b.csv", 3, "j"))
+    assert len(data_svc.intents(small_ctx, live(small_ctx, "shop"))) == 3
+    assert len(data_svc.table(small_ctx, live(small_ctx, "shop"))) == 3
 
 
 def test_every_way_of_creating_an_intent_stops_at_the_limit(small_ctx, tmp_path):
-    import_file(small_ctx, "shop", _csv(tmp_path / "a.csv", 5))
+    import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "a.csv", 5))
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.create_intent(small_ctx, "shop", "one_more")
+        data_svc.create_intent(small_ctx, live(small_ctx, "shop"), "one_more")
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.add_utterance(small_ctx, "shop", "a new text", ["brand_new"])
+        data_svc.add_utterance(small_ctx, live(small_ctx, "shop"), "a new text", ["brand_new"])
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.merge_intents(small_ctx, "shop", ["i0", "i1"], "merged_new")
-    assert sorted(i["name"] for i in data_svc.intents(small_ctx, "shop")) == [
+        data_svc.merge_intents(small_ctx, live(small_ctx, "shop"), ["i0", "i1"], "merged_new")
+    assert sorted(i["name"] for i in data_svc.intents(small_ctx, live(small_ctx, "shop"))) == [
         f"i{k}" for k in range(5)
     ]
     # an existing intent is always fine
-    data_svc.add_utterance(small_ctx, "shop", "another text", ["i0"])
+    data_svc.add_utterance(small_ctx, live(small_ctx, "shop"), "another text", ["i0"])
 
 
 def test_a_bad_limit_setting_is_a_user_error(tmp_path, monkeypatch):
@@ -86,9 +87,9 @@ def test_the_service_refuses_a_file_over_the_upload_limit(ctx, tmp_path, suffix)
     with big.open("wb") as fh:
         fh.truncate(MAX_UPLOAD_BYTES + 1)  # sparse: refused from its size, never read
     with pytest.raises(FormatError, match="the limit is 25 MB"):
-        import_file(ctx, "shop", big)
+        import_file(ctx, destination(ctx, "shop"), big)
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx, "shop")
+        data_svc.intents(ctx, live(ctx, "shop"))
 
 
 def _cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -175,8 +176,8 @@ def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_mem
 
 def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_import(ctx, tmp_path):
     """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file."""
-    import_file(ctx, "shop", _csv(tmp_path / "a.csv", 2))  # intents i0, i1
-    data_svc.create_intent(ctx, "shop", "greet")
+    import_file(ctx, destination(ctx, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
+    data_svc.create_intent(ctx, live(ctx, "shop"), "greet")
     for name, says in (
         ("gr\u0435et", "looks like the existing intent 'greet'"),
         ("greet\u200b", "ZERO WIDTH SPACE"),
@@ -184,13 +185,17 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
         ("\u202egreet", "RIGHT-TO-LEFT OVERRIDE"),
     ):
         with pytest.raises(StorageError, match=says):
-            data_svc.create_intent(ctx, "shop", name)
+            data_svc.create_intent(ctx, live(ctx, "shop"), name)
         with pytest.raises(StorageError, match=says):
-            data_svc.rename_intent(ctx, "shop", "i1", name)
+            data_svc.rename_intent(ctx, live(ctx, "shop"), "i1", name)
         with pytest.raises(StorageError, match=says):
-            data_svc.add_utterance(ctx, "shop", "a new text", [name])
+            data_svc.add_utterance(ctx, live(ctx, "shop"), "a new text", [name])
     (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
     with pytest.raises(StorageError, match="looks like the existing intent 'greet'"):
-        import_file(ctx, "shop", tmp_path / "b.csv")
-    assert sorted(i["name"] for i in data_svc.intents(ctx, "shop")) == ["greet", "i0", "i1"]
-    assert len(data_svc.table(ctx, "shop")) == 2
+        import_file(ctx, destination(ctx, "shop"), tmp_path / "b.csv")
+    assert sorted(i["name"] for i in data_svc.intents(ctx, live(ctx, "shop"))) == [
+        "greet",
+        "i0",
+        "i1",
+    ]
+    assert len(data_svc.table(ctx, live(ctx, "shop"))) == 2

@@ -6,6 +6,7 @@ import pytest
 
 from app.services import bulk as bulk_svc
 from app.services import maps as svc
+from app.services.io import destination
 from app.services.versions import BASE
 
 
@@ -67,8 +68,10 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
 
     assert not svc.draws_large_maps(ctx)
     rows = [NewUtterance(f"question number {i}", split="unlabelled") for i in range(4_000)]
-    import_utterances(ctx, "big", rows)
+    import_utterances(ctx, destination(ctx, "big"), rows)
     assert not svc.draws_large_maps(ctx)  # 4,000 rows: UMAP still finds neighbours exactly
     more = APPROXIMATE_FROM - 4_000
-    import_utterances(ctx, "big", [NewUtterance(f"another one {i}") for i in range(more)])
+    import_utterances(
+        ctx, destination(ctx, "big"), [NewUtterance(f"another one {i}") for i in range(more)]
+    )
     assert svc.draws_large_maps(ctx)

@@ -17,6 +17,7 @@ from app.services.projects import new_project
 from core.bundle import load
 from core.multilabel.head import HEAD_DIR
 from storage.tables import ModelVersion, TrainingJob
+from tests.handles import live
 from tests.samples import HOTEL_ROWS as ROWS
 from tests.samples import HOTEL_TEST as TEST
 from tests.samples import QUICK
@@ -29,8 +30,10 @@ def hotel(ctx):
     new_project(ctx, "hotel")
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
-            data_svc.add_utterance(ctx, "hotel", text, [x for x in labels.split("|") if x], split)
-    return "hotel"
+            data_svc.add_utterance(
+                ctx, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
+            )
+    return live(ctx, "hotel")
 
 
 @pytest.mark.parametrize(
@@ -38,13 +41,15 @@ def hotel(ctx):
 )
 def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
     with pytest.raises(ValueError, match="threshold"):
-        retrain_jobs.request_retrain(ctx, hotel, {**QUICK, **bad}, enqueue=False)
+        retrain_jobs.request_retrain(ctx, live(ctx, hotel), {**QUICK, **bad}, enqueue=False)
     with ctx.db.session() as s:
         assert s.scalar(select(func.count()).select_from(TrainingJob)) == 0
 
 
 def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
-    job, _ = retrain_jobs.request_retrain(ctx, hotel, {**QUICK, "threshold": 0.4}, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(
+        ctx, live(ctx, hotel), {**QUICK, "threshold": 0.4}, enqueue=False
+    )
     worker.execute_job(ctx, job.id)
     done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
@@ -60,21 +65,22 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
 
     from app.services.versions import activate
 
-    activate(ctx, hotel, mv.id)
-    out = predict_svc.predict_one(ctx, hotel, "cancel my room and refund the deposit")
+    activate(ctx, live(ctx, hotel), mv.id)
+    out = predict_svc.predict_one(ctx, live(ctx, hotel), "cancel my room and refund the deposit")
     probs = out["probabilities"]
     assert set(probs) == {"breakfast", "cancel", "parking", "refund"}
     assert out["labels"] == sorted(n for n, p in probs.items() if p >= 0.4)
     assert out["threshold"] == 0.4
     assert out["neighbours"], "the k-NN evidence stays beside the head's decision"
 
-    live = eval_svc.live_evaluation(ctx, hotel)
-    assert live.multi_label and live.exact_match is not None and 0.0 <= live.exact_match <= 1.0
+    measured = eval_svc.live_evaluation(ctx, live(ctx, hotel))
+    assert measured.multi_label and measured.exact_match is not None
+    assert 0.0 <= measured.exact_match <= 1.0
 
     bundle = tmp_path / "hotel.zip"
-    bundle_svc.export_bundle(ctx, hotel, bundle)
+    bundle_svc.export_bundle(ctx, live(ctx, hotel), bundle)
     queries = ["cancel my room and refund the deposit", "parking and breakfast?", "hello"]
-    app_out = predict_svc.predict(ctx, hotel, queries)
+    app_out = predict_svc.predict(ctx, live(ctx, hotel), queries)
     with load(bundle) as predictor:
         assert predictor.head is not None
         for a, b in zip(app_out, predictor.predict(queries), strict=True):

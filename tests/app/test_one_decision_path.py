@@ -23,6 +23,7 @@ from app.services import projects as project_svc
 from app.services import retrain_jobs
 from app.services import versions as version_svc
 from core.evaluation.oos import OUT_OF_SCOPE
+from tests.handles import live
 
 pytestmark = pytest.mark.slow
 
@@ -92,11 +93,11 @@ def _single(ctx, name: str = "bank") -> str:
     project_svc.new_project(ctx, name)
     for intent, texts in SINGLE.items():
         for text in texts:
-            data_svc.add_utterance(ctx, name, text, intent, "train")
-        data_svc.add_utterance(ctx, name, SINGLE_TEST[intent], intent, "test")
-    data_svc.create_intent(ctx, name, *GIFT)
+            data_svc.add_utterance(ctx, live(ctx, name), text, intent, "train")
+        data_svc.add_utterance(ctx, live(ctx, name), SINGLE_TEST[intent], intent, "test")
+    data_svc.create_intent(ctx, live(ctx, name), *GIFT)
     for text in GIFT_TEST:
-        data_svc.add_utterance(ctx, name, text, GIFT[0], "test")
+        data_svc.add_utterance(ctx, live(ctx, name), text, GIFT[0], "test")
     return name
 
 
@@ -104,24 +105,26 @@ def _multi(ctx, name: str = "hotel") -> str:
     project_svc.new_project(ctx, name)
     for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
         for text, labels in rows:
-            data_svc.add_utterance(ctx, name, text, [x for x in labels.split("|") if x], split)
+            data_svc.add_utterance(
+                ctx, live(ctx, name), text, [x for x in labels.split("|") if x], split
+            )
     return name
 
 
 def _retrain_and_activate(ctx, project: str) -> int:
-    job, _ = retrain_jobs.request_retrain(ctx, project, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, project), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
-    version_svc.activate(ctx, project, done.model_version_id)
+    version_svc.activate(ctx, live(ctx, project), done.model_version_id)
     return done.model_version_id
 
 
 def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
     return [
         (r["text"], set(r["intents"].split("|")) - {OUT_OF_SCOPE, ""})
-        for r in data_svc.table(ctx, project)
+        for r in data_svc.table(ctx, live(ctx, project))
         if r["split"] == "test"
     ]
 
@@ -130,22 +133,22 @@ def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
 def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp32, anchors):
     ctx = fp32
     project = _single(ctx)
-    project_svc.set_settings(ctx, project, {"anchor_weight": anchors})
+    project_svc.set_settings(ctx, live(ctx, project), {"anchor_weight": anchors})
     version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx, project, version)
+    recorded = version_svc.metrics(ctx, live(ctx, project), version)
     rows = _test_rows(ctx, project)
-    live = predict_svc.predict(ctx, project, [text for text, _ in rows])
-    hits = [row["top"] in gold for row, (_, gold) in zip(live, rows, strict=True)]
+    served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+    hits = [row["top"] in gold for row, (_, gold) in zip(served, rows, strict=True)]
     assert recorded.n == len(rows)
     assert recorded.accuracy == pytest.approx(sum(hits) / len(hits), abs=1e-9)
     # the frozen base recorded beside it is the frozen Predictor's accuracy too
-    version_svc.activate(ctx, project, None)
-    frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
+    version_svc.activate(ctx, live(ctx, project), None)
+    frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
     base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base is not None
     assert recorded.base.accuracy == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
     if anchors != "off":  # the cold intent is predicted by its anchor, and that counts
-        assert any(row["top"] == GIFT[0] for row in live)
+        assert any(row["top"] == GIFT[0] for row in served)
 
 
 def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32):
@@ -156,23 +159,23 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     ctx = fp32
     project = _multi(ctx)
     version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx, project, version)
+    recorded = version_svc.metrics(ctx, live(ctx, project), version)
     assert recorded.multi_label and recorded.base is not None
     rows = _test_rows(ctx, project)
     assert recorded.n == len(rows)
     for anchors in ("1", "off"):
-        project_svc.set_settings(ctx, project, {"anchor_weight": anchors})
-        live = predict_svc.predict(ctx, project, [text for text, _ in rows])
-        exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
+        project_svc.set_settings(ctx, live(ctx, project), {"anchor_weight": anchors})
+        served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+        exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
         assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's, once its head is fitted
-    version_svc.activate(ctx, project, None)
+    version_svc.activate(ctx, live(ctx, project), None)
     _frozen_pool_with_head(ctx, project)
-    frozen = predict_svc.predict(ctx, project, [text for text, _ in rows])
+    frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
-    live = eval_svc.live_evaluation(ctx, project, version_svc.BASE)
-    assert live.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
+    served = eval_svc.live_evaluation(ctx, live(ctx, project), version_svc.BASE)
+    assert served.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
 
 
 def _frozen_pool_with_head(ctx, project: str):
@@ -180,7 +183,7 @@ def _frozen_pool_with_head(ctx, project: str):
     from storage.projects import get_project
 
     with ctx.db.session() as s:
-        pid = get_project(s, project).id
+        pid = get_project(s, str(project)).id
     ctx.pool(pid)
     assert ctx.heads.settle(timeout=120)
     pool = ctx.pool(pid)
@@ -190,14 +193,14 @@ def _frozen_pool_with_head(ctx, project: str):
 
 def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
     project = _single(ctx)  # anchors on by default: the cold intent is named by its anchor
-    _, drilled = eval_svc.test_predictions(ctx, project)
+    _, drilled = eval_svc.test_predictions(ctx, live(ctx, project))
     by_text = {p.text: p for p in drilled}
-    view = map_svc.compute_map(ctx, project, method="pca")
+    view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
     coloured = dict(zip(view.ids, view.predicted, strict=True))
     for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
-        tried = predict_svc.predict_one(ctx, project, text)["top"]
+        tried = predict_svc.predict_one(ctx, live(ctx, project), text)["top"]
         row = by_text[text]
-        clicked = map_svc.explain_utterance(ctx, project, row.id)["predicted"]
+        clicked = map_svc.explain_utterance(ctx, live(ctx, project), row.id)["predicted"]
         assert tried == clicked == row.predicted == coloured[row.id], text
     assert by_text[GIFT_TEST[0]].predicted == GIFT[0]
 
@@ -205,21 +208,23 @@ def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
 def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(ctx):
     project = _single(ctx)
     for text in ("what's the weather tomorrow", "tell me a joke", "who won the match"):
-        data_svc.add_utterance(ctx, project, text, [OUT_OF_SCOPE], "train")
+        data_svc.add_utterance(ctx, live(ctx, project), text, [OUT_OF_SCOPE], "train")
     for text in ("book me a flight", "play some music"):
-        data_svc.add_utterance(ctx, project, text, [OUT_OF_SCOPE], "test")
-    view = map_svc.compute_map(ctx, project, method="pca")
+        data_svc.add_utterance(ctx, live(ctx, project), text, [OUT_OF_SCOPE], "test")
+    view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
     assert OUT_OF_SCOPE not in view.geometry
-    evaluation = eval_svc.live_evaluation(ctx, project)
+    evaluation = eval_svc.live_evaluation(ctx, live(ctx, project))
     assert OUT_OF_SCOPE not in evaluation.confusion["labels"]
     assert OUT_OF_SCOPE not in evaluation.per_intent
-    _, drilled = eval_svc.test_predictions(ctx, project)
+    _, drilled = eval_svc.test_predictions(ctx, live(ctx, project))
     assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
-    assert eval_svc.confusions(ctx, project, OUT_OF_SCOPE, None) == []
-    oos_row = next(r for r in data_svc.table(ctx, project) if r["text"] == "book me a flight")
-    clicked = map_svc.explain_utterance(ctx, project, oos_row["id"])
+    assert eval_svc.confusions(ctx, live(ctx, project), OUT_OF_SCOPE, None) == []
+    oos_row = next(
+        r for r in data_svc.table(ctx, live(ctx, project)) if r["text"] == "book me a flight"
+    )
+    clicked = map_svc.explain_utterance(ctx, live(ctx, project), oos_row["id"])
     assert OUT_OF_SCOPE not in clicked["gold"]
 
 
@@ -236,12 +241,12 @@ def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its
     ctx.heads.delay = 3600.0  # no fit runs during this test
     project = _multi(ctx)
     with ctx.db.session() as s:
-        pool = ctx.pool(get_project(s, project).id)
+        pool = ctx.pool(get_project(s, str(project)).id)
     assert pool.predictor.multi_label and pool.predictor.head is None
     threshold = pool.predictor.thresholds["default"]
     assert threshold == calibrate_knn_threshold(pool.predictor)
     assert threshold != MULTI_LABEL_KNN_THRESHOLD
-    for row in predict_svc.predict(ctx, project, [text for text, _ in MULTI_TEST]):
+    for row in predict_svc.predict(ctx, live(ctx, project), [text for text, _ in MULTI_TEST]):
         assert row["labels"] == [s["intent"] for s in row["intents"] if s["score"] >= threshold]
 
 
@@ -259,20 +264,20 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     assert set(pool.predictor.head.intents) == {"breakfast", "cancel", "parking", "refund"}
     rows = _test_rows(ctx, project)
     texts = [text for text, _ in rows]
-    live = predict_svc.predict(ctx, project, texts)
-    assert all("probabilities" in row for row in live)  # the head decided
+    served = predict_svc.predict(ctx, live(ctx, project), texts)
+    assert all("probabilities" in row for row in served)  # the head decided
     # and the Try tab's sentence names the k-NN top as the nearest intent, not as the decision
-    explained = predict_svc.predict_explained(ctx, project, texts[:1])[0]["explanation"]
+    explained = predict_svc.predict_explained(ctx, live(ctx, project), texts[:1])[0]["explanation"]
     assert explained["sentence"].startswith("Nearest intent *")
-    exact = [set(row["labels"]) == gold for row, (_, gold) in zip(live, rows, strict=True)]
-    evaluated = eval_svc.live_evaluation(ctx, project)
+    exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
+    evaluated = eval_svc.live_evaluation(ctx, live(ctx, project))
     assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     path = tmp_path / "hotel.zip"
-    bundles.export_bundle(ctx, project, path)
+    bundles.export_bundle(ctx, live(ctx, project), path)
     with load(path) as bundle:
-        assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in live]
+        assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in served]
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
         labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
-        data_svc.add_utterance(ctx, project, text, labels, "train")
+        data_svc.add_utterance(ctx, live(ctx, project), text, labels, "train")
     pool = _frozen_pool_with_head(ctx, project)
     assert pool.predictor.head is not None and "wifi" in pool.predictor.head.intents

@@ -55,7 +55,7 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
     with ctx.db.session() as s:
         from storage.projects import get_project
 
-        rows = list_utterances(s, get_project(s, demo).id)
+        rows = list_utterances(s, get_project(s, str(demo)).id)
     check_trainable([r.labels for r in rows if r.split == "train" and r.labels])
 
 

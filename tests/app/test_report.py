@@ -12,8 +12,10 @@ from app.report import (
     summary_sentences,
     write_report,
 )
+from app.services.io import destination
 from core.retrieval.explain import explain
 from core.retrieval.knn import IntentScore, Neighbour, Prediction
+from tests.handles import live
 
 XSS = "<script>alert(1)</script>"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -222,8 +224,8 @@ def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -
         ],
     }
     rows = [NewUtterance(t, (k,), "train") for k, ts in texts.items() for t in ts]
-    import_utterances(ctx, "shop", rows)
-    path = build_report(ctx, "shop", static=True)
+    import_utterances(ctx, destination(ctx, "shop"), rows)
+    path = build_report(ctx, live(ctx, "shop"), static=True)
     assert path.parent.parent == ctx.settings.data_dir / "downloads"
     html = path.read_text(encoding="utf-8")
     assert "of the 12 labelled examples, each predicted from the others" in html
@@ -247,7 +249,7 @@ def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path)
         ctx, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
     )
     with ctx.db.session() as s:
-        p = get_project(s, demo)
+        p = get_project(s, str(demo))
         rows, pid = list_utterances(s, p.id), p.id
     target, n = _fallback(ctx, demo, pid, rows, cross_validated=False)
     assert target == 0.95 and n >= 1  # the weather question at least falls back

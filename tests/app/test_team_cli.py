@@ -15,6 +15,7 @@ from app.cli import main
 from app.config import load_settings
 from app.context import AppContext
 from app.services import team
+from tests.handles import live
 from tests.samples import write_csv
 
 UNLABELLED = [f"a question about my order, number {i}" for i in range(20)]
@@ -40,6 +41,8 @@ def shop(tmp_path, capsys):
         name: auth.add_user(ctx, name, role, f"{name}-password")
         for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]
     }
+    for name in users:  # each with their own role in the project
+        assert main([*d, "members", "add", name, "--project", "shop"]) == 0
     capsys.readouterr()
     yield d, ctx, users
     ctx.close()
@@ -57,7 +60,7 @@ def test_assign_splits_the_unlabelled_utterances_with_the_overlap_once(shop, cap
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"]) == 0
     out = capsys.readouterr().out
     assert out.strip() == "Assigned in 'shop': ana 12, ben 12; 4 to two annotators (the overlap)."
-    assert team.progress(ctx, "shop") == {"ana": (12, 0), "ben": (12, 0)}
+    assert team.progress(ctx, live(ctx, "shop")) == {"ana": (12, 0), "ben": (12, 0)}
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben"]) == 0
     assert "Nothing assigned" in capsys.readouterr().out  # nobody gets an item twice
 
@@ -66,7 +69,7 @@ def test_assign_with_search_and_limit_takes_only_those(shop, capsys):
     d, ctx, users = shop
     argv = [*d, "team", "assign", "shop", "--annotators", "ana", "--overlap", "0"]
     assert main([*argv, "--search", "NUMBER 1", "--limit", "3"]) == 0
-    mine = team.items(ctx, "shop", team.open_items(ctx, "shop", users["ana"].id))
+    mine = team.items(ctx, live(ctx, "shop"), team.open_items(ctx, live(ctx, "shop", users["ana"])))
     assert [r["text"] for r in mine] == [UNLABELLED[1], UNLABELLED[10], UNLABELLED[11]]
 
 
@@ -86,7 +89,7 @@ def test_bad_input_exits_2_with_the_message_and_assigns_nothing(shop, capsys, ar
     assert main([*d, "team", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert team.progress(ctx, "shop") == {}
+    assert team.progress(ctx, live(ctx, "shop")) == {}
 
 
 def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, capsys):
@@ -95,13 +98,16 @@ def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, caps
     assert "No agreement yet in 'shop'" in capsys.readouterr().out
 
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
-    ana, ben = users["ana"].id, users["ben"].id
-    both = sorted(set(team.open_items(ctx, "shop", ana)) & set(team.open_items(ctx, "shop", ben)))
+    ana, ben = users["ana"], users["ben"]
+    both = sorted(
+        set(team.open_items(ctx, live(ctx, "shop", ana)))
+        & set(team.open_items(ctx, live(ctx, "shop", ben)))
+    )
     said_ana = ["track_order", "track_order", "cancel_order", "cancel_order"]
     said_ben = ["track_order", "cancel_order", "cancel_order", "cancel_order"]
     for uid, a, b in zip(both, said_ana, said_ben, strict=True):
-        team.submit(ctx, "shop", uid, "label", [a], user_id=ana)
-        team.submit(ctx, "shop", uid, "label", [b], user_id=ben)
+        team.submit(ctx, live(ctx, "shop", ana), uid, "label", [a])
+        team.submit(ctx, live(ctx, "shop", ben), uid, "label", [b])
     capsys.readouterr()
 
     assert main([*d, "team", "agreement", "shop"]) == 0
@@ -118,10 +124,13 @@ def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, caps
 def test_export_writes_every_answer_as_one_json_line(shop, capsys, tmp_path):
     d, ctx, users = shop
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
-    ana, ben = users["ana"].id, users["ben"].id
-    uid = sorted(set(team.open_items(ctx, "shop", ana)) & set(team.open_items(ctx, "shop", ben)))[0]
-    team.submit(ctx, "shop", uid, "label", ["track_order"], user_id=ana)
-    team.submit(ctx, "shop", uid, "oos", user_id=ben)
+    ana, ben = users["ana"], users["ben"]
+    uid = sorted(
+        set(team.open_items(ctx, live(ctx, "shop", ana)))
+        & set(team.open_items(ctx, live(ctx, "shop", ben)))
+    )[0]
+    team.submit(ctx, live(ctx, "shop", ana), uid, "label", ["track_order"])
+    team.submit(ctx, live(ctx, "shop", ben), uid, "oos")
     capsys.readouterr()
 
     out = tmp_path / "answers.jsonl"

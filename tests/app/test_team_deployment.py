@@ -18,6 +18,7 @@ import pytest
 from app.services import retrain_jobs as svc
 from app.services import versions as version_svc
 from storage.remote_artifacts import MARKER
+from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     make_tiny(app_ctx)
     gpu_box = _worker(tmp_path / "gpu-box")
     try:
-        view, _ = svc.request_retrain(app_ctx, "tiny", {**QUICK, "fast_passes": 60})
+        view, _ = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), {**QUICK, "fast_passes": 60})
         deadline = time.monotonic() + 240
         while svc.job(app_ctx, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
@@ -97,11 +98,11 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         assert time.monotonic() < deadline, "the dead worker's job was never failed"
         time.sleep(0.5)
     assert failed.status == "failed" and "stopped unexpectedly" in failed.message
-    assert version_svc.history(app_ctx, "tiny") == []
+    assert version_svc.history(app_ctx, live(app_ctx, "tiny")) == []
     assert s3.keys(team) == []  # nothing half-written in the bucket
 
     try:
-        again, created = svc.request_retrain(app_ctx, "tiny", QUICK)
+        again, created = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), QUICK)
         assert created and again.id != view.id
         done = svc.wait(app_ctx, again.id, timeout=300)
         assert done.status == "succeeded", done.log
@@ -109,7 +110,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         _kill(second_box, signal.SIGTERM)
     mv_id = done.model_version_id
     assert mv_id is not None
-    assert [v["version"] for v in version_svc.history(app_ctx, "tiny")] == [mv_id]
+    assert [v["version"] for v in version_svc.history(app_ctx, live(app_ctx, "tiny"))] == [mv_id]
     from storage.tables import ModelVersion
 
     with app_ctx.db.session() as s:

@@ -11,13 +11,15 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from app import auth
-from app.auth import Actor, acting_as
+from app.auth import Actor
 from app.report.team import agreement_section
 from app.services import data as data_svc
 from app.services import team
-from app.services.io import import_utterances
+from app.services.io import destination, import_utterances
+from app.services.members import add_member
 from storage.errors import StorageError
 from storage.utterances import NewUtterance
+from tests.handles import live
 
 INTENTS = ["card_arrival", "card_linking", "exchange_rate", "top_up_failed"]
 P = "team"
@@ -29,99 +31,122 @@ def people(ctx):
     (a viewer) and rita (the reviewer, a designer)."""
     rows = [NewUtterance(f"labelled {i} {INTENTS[i % 4]}", (INTENTS[i % 4],)) for i in range(8)]
     rows += [NewUtterance(f"question number {i}", (), "unlabelled") for i in range(100)]
-    import_utterances(ctx, P, rows)
+    import_utterances(ctx, destination(ctx, P), rows)
     out = {}
     for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]:
         out[name] = auth.add_user(ctx, name, role, f"{name}-password")
     out["rita"] = auth.add_user(ctx, "rita", "designer", "rita-password")
+    for name in out:
+        add_member(ctx, live(ctx, P), name)
     return out
 
 
+def as_(ctx, who: Actor):
+    """The team project as ``who`` sees it."""
+    return live(ctx, P, who)
+
+
 def _row(ctx, uid):
-    return next(r for r in data_svc.table(ctx, P) if r["id"] == uid)
+    return next(r for r in data_svc.table(ctx, live(ctx, P)) if r["id"] == uid)
 
 
 def test_assign_splits_evenly_with_the_overlap_and_never_twice(ctx, people):
-    given = team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
+    given = team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
     assert given == {"ana": 60, "ben": 60, "overlap": 20}
-    assert team.progress(ctx, P) == {"ana": (60, 0), "ben": (60, 0)}
-    assert len(team.open_items(ctx, P, people["ana"].id)) == 60
-    shared = set(team.open_items(ctx, P, people["ana"].id)) & set(
-        team.open_items(ctx, P, people["ben"].id)
+    assert team.progress(ctx, live(ctx, P)) == {"ana": (60, 0), "ben": (60, 0)}
+    assert len(team.open_items(ctx, as_(ctx, people["ana"]))) == 60
+    shared = set(team.open_items(ctx, as_(ctx, people["ana"]))) & set(
+        team.open_items(ctx, as_(ctx, people["ben"]))
     )
     assert len(shared) == 20
-    assert team.assign(ctx, P, ["ana", "ben"], overlap=0.2) == {"ana": 0, "ben": 0, "overlap": 0}
+    assert team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2) == {
+        "ana": 0,
+        "ben": 0,
+        "overlap": 0,
+    }
     with pytest.raises(ValueError, match="designer role"):
-        team.assign(ctx, P, ["vic"], overlap=0)
+        team.assign(ctx, live(ctx, P), ["vic"], overlap=0)
     with pytest.raises(ValueError, match="two annotators"):
-        team.assign(ctx, P, ["ana"], overlap=0.1)
+        team.assign(ctx, live(ctx, P), ["ana"], overlap=0.1)
     with pytest.raises(ValueError, match="not an active user"):
-        team.assign(ctx, P, ["nobody"], overlap=0)
+        team.assign(ctx, live(ctx, P), ["nobody"], overlap=0)
 
 
 def test_answers_are_accepted_alone_or_on_agreement_and_disagreements_wait_for_review(ctx, people):
-    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
-    ana, ben = people["ana"].id, people["ben"].id
-    both = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))
-    alone = next(i for i in team.open_items(ctx, P, ana) if i not in both)
+    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"], people["ben"]
+    both = sorted(
+        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+    )
+    alone = next(i for i in team.open_items(ctx, as_(ctx, ana)) if i not in both)
 
-    assert "→ card_arrival" in team.submit(ctx, P, alone, "label", ["card_arrival"], user_id=ana)
+    assert "→ card_arrival" in team.submit(ctx, as_(ctx, ana), alone, "label", ["card_arrival"])
     assert _row(ctx, alone)["intents"] == "card_arrival"  # accepted at once: not an overlap item
 
     agreed, differ, skipped = both[:3]
-    msg = team.submit(ctx, P, agreed, "label", ["exchange_rate"], user_id=ana)
+    msg = team.submit(ctx, as_(ctx, ana), agreed, "label", ["exchange_rate"])
     assert "waits for a second opinion" in msg
     assert _row(ctx, agreed)["split"] == "unlabelled"  # one answer of two: nothing accepted yet
-    msg = team.submit(ctx, P, agreed, "label", ["exchange_rate"], user_id=ben)
+    msg = team.submit(ctx, as_(ctx, ben), agreed, "label", ["exchange_rate"])
     assert "everyone agreed" in msg and _row(ctx, agreed)["intents"] == "exchange_rate"
 
-    team.submit(ctx, P, differ, "label", ["card_arrival"], user_id=ana)
-    assert "goes to review" in team.submit(ctx, P, differ, "oos", user_id=ben)
-    team.submit(ctx, P, skipped, "label", ["top_up_failed"], user_id=ana)
-    team.submit(ctx, P, skipped, "skip", user_id=ben)
+    team.submit(ctx, as_(ctx, ana), differ, "label", ["card_arrival"])
+    assert "goes to review" in team.submit(ctx, as_(ctx, ben), differ, "oos")
+    team.submit(ctx, as_(ctx, ana), skipped, "label", ["top_up_failed"])
+    team.submit(ctx, as_(ctx, ben), skipped, "skip")
     assert _row(ctx, differ)["split"] == "unlabelled"
-    waiting = team.disputes(ctx, P)
+    waiting = team.disputes(ctx, live(ctx, P))
     assert [d.id for d in waiting] == [differ, skipped]
     assert [(g.annotator, g.shown()) for g in waiting[0].answers] == [
         ("ana", "card_arrival"),
         ("ben", "out_of_scope"),
     ]
-    assert team.open_items(ctx, P, ana)[:1] != [differ]  # answered: out of ana's queue
+    assert team.open_items(ctx, as_(ctx, ana))[:1] != [differ]  # answered: out of ana's queue
 
-    with acting_as(Actor(people["rita"].id, "rita", "designer")):
-        assert "reviewed" in team.decide(ctx, P, differ, ["card_arrival"], batch="review-1")
+    assert "reviewed" in team.decide(
+        ctx, as_(ctx, people["rita"]), differ, ["card_arrival"], batch="review-1"
+    )
     assert _row(ctx, differ)["intents"] == "card_arrival"
-    assert [d.id for d in team.disputes(ctx, P)] == [skipped]
-    decision = next(e for e in data_svc.activity(ctx, P) if e["batch"] == "review-1")
+    assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [skipped]
+    decision = next(e for e in data_svc.activity(ctx, live(ctx, P)) if e["batch"] == "review-1")
     assert decision["user"] == "rita"  # audited under the reviewer's name and its own batch
-    data_svc.undo_batch(ctx, P, "review-1")
-    assert [d.id for d in team.disputes(ctx, P)] == [differ, skipped]  # waits for review again
+    data_svc.undo_batch(ctx, as_(ctx, people["rita"]), "review-1")
+    assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [
+        differ,
+        skipped,
+    ]  # waits for review again
     with pytest.raises(StorageError, match="not waiting for review"):
-        team.decide(ctx, P, agreed, ["card_linking"])
+        team.decide(ctx, as_(ctx, people["rita"]), agreed, ["card_linking"])
 
 
 def test_an_answer_to_an_item_not_assigned_to_you_is_refused_and_stores_nothing(ctx, people):
-    team.assign(ctx, P, ["ana", "ben"], overlap=0)
-    ana, ben = people["ana"].id, people["ben"].id
-    bens = next(i for i in team.open_items(ctx, P, ben) if i not in team.open_items(ctx, P, ana))
+    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0)
+    ana, ben = people["ana"], people["ben"]
+    bens = next(
+        i
+        for i in team.open_items(ctx, as_(ctx, ben))
+        if i not in team.open_items(ctx, as_(ctx, ana))
+    )
     with pytest.raises(StorageError, match="assigned to ben, not to you"):
-        team.submit(ctx, P, bens, "label", ["card_arrival"], user_id=ana)
+        team.submit(ctx, as_(ctx, ana), bens, "label", ["card_arrival"])
     assert _row(ctx, bens)["split"] == "unlabelled"
-    assert team.progress(ctx, P)["ana"] == (50, 0)
+    assert team.progress(ctx, live(ctx, P))["ana"] == (50, 0)
 
 
 def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_listed(ctx, people):
-    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
-    ana, ben = people["ana"].id, people["ben"].id
-    both = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))
+    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"], people["ben"]
+    both = sorted(
+        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+    )
     a_said = [INTENTS[i % 4] for i in range(20)]
     b_said = list(a_said)
     for i in (1, 4, 7, 10, 13):  # 5 deliberate disagreements
         b_said[i] = "card_linking" if a_said[i] != "card_linking" else "exchange_rate"
     for uid, a, b in zip(both, a_said, b_said, strict=True):
-        team.submit(ctx, P, uid, "label", [a], user_id=ana)
-        team.submit(ctx, P, uid, "label", [b], user_id=ben)
-    found = team.measure(ctx, P)
+        team.submit(ctx, as_(ctx, ana), uid, "label", [a])
+        team.submit(ctx, as_(ctx, ben), uid, "label", [b])
+    found = team.measure(ctx, live(ctx, P))
     (pair,) = found.pairs
     assert (pair.a, pair.b, pair.items, pair.agreed) == ("ana", "ben", 20, 15)
     assert pair.kappa == pytest.approx(cohen_kappa_score(a_said, b_said))
@@ -129,22 +154,26 @@ def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_list
     shares = [(a_said.count(x) / 20) * (b_said.count(x) / 20) for x in INTENTS]
     assert pair.kappa == pytest.approx((0.75 - sum(shares)) / (1 - sum(shares)))
     assert sorted(found.disputed) == sorted(both[i] for i in (1, 4, 7, 10, 13))
-    assert sorted(d.id for d in team.disputes(ctx, P)) == sorted(found.disputed)
+    assert sorted(d.id for d in team.disputes(ctx, live(ctx, P))) == sorted(found.disputed)
     worst = found.intents[0]  # card_linking is on one side of every disagreement
     assert worst.intent == "card_linking" and sorted(worst.disputed) == sorted(found.disputed)
     # the stakeholder report's section says the same
-    section = agreement_section(team.report_view(ctx, P))
+    section = agreement_section(team.report_view(ctx, live(ctx, P)))
     assert f"<td class='num'>{pair.kappa:.2f}</td>" in section
     assert "<td>card_linking</td>" in section and "20 utterances were labelled" in section
 
 
 def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, people, tmp_path):
-    team.assign(ctx, P, ["ana", "ben"], overlap=0.2)
-    ana, ben = people["ana"].id, people["ben"].id
-    uid = sorted(set(team.open_items(ctx, P, ana)) & set(team.open_items(ctx, P, ben)))[0]
-    team.submit(ctx, P, uid, "label", ["card_arrival"], user_id=ana)
-    team.submit(ctx, P, uid, "oos", user_id=ben)
-    lines = team.export_answers(ctx, P, tmp_path / "answers.jsonl").read_text().splitlines()
+    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    ana, ben = people["ana"], people["ben"]
+    uid = sorted(
+        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+    )[0]
+    team.submit(ctx, as_(ctx, ana), uid, "label", ["card_arrival"])
+    team.submit(ctx, as_(ctx, ben), uid, "oos")
+    lines = (
+        team.export_answers(ctx, live(ctx, P), tmp_path / "answers.jsonl").read_text().splitlines()
+    )
     records = [json.loads(line) for line in lines]
     assert [(r["annotator"], r["answer"], r["intents"]) for r in records] == [
         ("ana", "label", ["card_arrival"]),
@@ -155,10 +184,12 @@ def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, peop
 
 
 def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
-    assert not team.is_team_project(ctx, P) and team.report_view(ctx, P) is None
-    assert team.reserved(ctx, P) == set()
-    team.assign(ctx, P, ["ana"], overlap=0, limit=5)
-    assert team.is_team_project(ctx, P) and len(team.reserved(ctx, P)) == 5
+    assert (
+        not team.is_team_project(ctx, live(ctx, P)) and team.report_view(ctx, live(ctx, P)) is None
+    )
+    assert team.reserved(ctx, live(ctx, P)) == set()
+    team.assign(ctx, live(ctx, P), ["ana"], overlap=0, limit=5)
+    assert team.is_team_project(ctx, live(ctx, P)) and len(team.reserved(ctx, live(ctx, P))) == 5
 
 
 def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(ctx, demo):
@@ -168,31 +199,39 @@ def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(
     from app.services import queue
 
     who = {n: auth.add_user(ctx, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
+    for name in who:
+        add_member(ctx, demo, name)
     team.assign(ctx, demo, ["ana", "ben"], overlap=0.5, limit=10)
-    as_ = {n: Actor(u.id, n, "designer") for n, u in who.items()}
-    with acting_as(as_["ana"]):
-        mine = set(team.open_items(ctx, demo))
-        order = queue.order(ctx, demo, "file", limit=50)
-        assert set(order) == mine and len(mine) in (7, 8)  # 10 split evenly, 5 of them twice
-        shared = sorted(mine & set(team.open_items(ctx, demo, who["ben"].id)))[0]
-        card = queue.item(ctx, demo, shared)
-        msg = queue.answer(ctx, demo, shared, "take", [card.suggestions[0].intent], batch="a1")
-        assert "second opinion" in msg and shared not in queue.order(ctx, demo, "file", limit=50)
-    with acting_as(as_["ben"]):
-        assert "goes to review" in queue.answer(ctx, demo, shared, "oos", batch="b1")
-    with acting_as(as_["rita"]):  # not an annotator: the items are theirs
-        assert not set(queue.order(ctx, demo, "file", limit=50)) & (mine | {shared})
-        with pytest.raises(StorageError, match="assigned to ana, ben"):
-            queue.answer(ctx, demo, shared, "take", ["track_order"])
-        found, _ = queue.next_item(ctx, demo, [], queue.DISPUTES)
-        assert found is not None and found.id == shared
-        assert found.answers == (f"ana: {card.suggestions[0].intent}", "ben: out_of_scope")
-        assert found.suggestions[0].intent == card.suggestions[0].intent  # the answer first
-        msg = queue.answer(ctx, demo, shared, "take", ["track_order"], batch="r1", how="disputes")
-        assert "reviewed" in msg and queue.next_item(ctx, demo, [], queue.DISPUTES)[0] is None
-        queue.undo_answer(ctx, demo, utterance_id=shared, action="take", batch="r1", how="disputes")
-        assert queue.next_item(ctx, demo, [], queue.DISPUTES)[0] is not None
-    with acting_as(as_["ana"]):  # ana takes back her answer: the item is hers to answer again
-        queue.undo_answer(ctx, demo, utterance_id=shared, action="take", batch="a1")
-        assert shared in queue.order(ctx, demo, "file", limit=50)
-        assert team.disputes(ctx, demo) == []
+    ana, ben, rita = (demo.as_(who[n]) for n in ("ana", "ben", "rita"))
+    mine = set(team.open_items(ctx, live(ctx, ana)))
+    order = queue.order(ctx, live(ctx, ana), "file", limit=50)
+    assert set(order) == mine and len(mine) in (7, 8)  # 10 split evenly, 5 of them twice
+    shared = sorted(mine & set(team.open_items(ctx, live(ctx, ben))))[0]
+    card = queue.item(ctx, live(ctx, ana), shared)
+    msg = queue.answer(
+        ctx, live(ctx, ana), shared, "take", [card.suggestions[0].intent], batch="a1"
+    )
+    assert "second opinion" in msg and shared not in queue.order(
+        ctx, live(ctx, ana), "file", limit=50
+    )
+    assert "goes to review" in queue.answer(ctx, live(ctx, ben), shared, "oos", batch="b1")
+    assert not set(queue.order(ctx, live(ctx, rita), "file", limit=50)) & (mine | {shared})
+    with pytest.raises(StorageError, match="waits for review"):  # a label by hand: refused
+        queue.answer(ctx, live(ctx, rita), shared, "take", ["track_order"])
+    found, _ = queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)
+    assert found is not None and found.id == shared
+    assert found.answers == (f"ana: {card.suggestions[0].intent}", "ben: out_of_scope")
+    assert found.suggestions[0].intent == card.suggestions[0].intent  # the answer first
+    msg = queue.answer(
+        ctx, live(ctx, rita), shared, "take", ["track_order"], batch="r1", how="disputes"
+    )
+    assert (
+        "reviewed" in msg and queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)[0] is None
+    )
+    queue.undo_answer(
+        ctx, live(ctx, rita), utterance_id=shared, action="take", batch="r1", how="disputes"
+    )
+    assert queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)[0] is not None
+    queue.undo_answer(ctx, live(ctx, ana), utterance_id=shared, action="take", batch="a1")
+    assert shared in queue.order(ctx, live(ctx, ana), "file", limit=50)
+    assert team.disputes(ctx, live(ctx, ana)) == []

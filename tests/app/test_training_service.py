@@ -23,6 +23,7 @@ from app.services import versions as version_svc
 from app.services.int8 import INT8_DIR, INT8_OFF
 from app.services.projects import new_project
 from storage.tables import ModelVersion, TrainingJob
+from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 pytestmark = pytest.mark.slow
@@ -48,9 +49,9 @@ def job_count(ctx) -> int:
 def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, message) -> None:
     new_project(ctx, "p")
     for text, intent in rows:
-        data_svc.add_utterance(ctx, "p", text, intent)
+        data_svc.add_utterance(ctx, live(ctx, "p"), text, intent)
     with pytest.raises(ValueError, match=message):
-        svc.request_retrain(ctx, "p", QUICK, enqueue=False)
+        svc.request_retrain(ctx, live(ctx, "p"), QUICK, enqueue=False)
     assert job_count(ctx) == 0
 
 
@@ -69,7 +70,7 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
 def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> None:
     make_tiny(ctx)
     with pytest.raises(ValueError):
-        svc.request_retrain(ctx, "tiny", config, enqueue=False)
+        svc.request_retrain(ctx, live(ctx, "tiny"), config, enqueue=False)
     assert job_count(ctx) == 0
 
 
@@ -99,16 +100,16 @@ def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> 
     as a retired option."""
     make_tiny(ctx)
     with pytest.raises(ValueError, match=r"distil_weight=1\.0 is no longer an option"):
-        svc.request_retrain(ctx, "tiny", {**QUICK, "distil_weight": 1.0}, enqueue=False)
+        svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "distil_weight": 1.0}, enqueue=False)
     with pytest.raises(ValueError, match="threshold must be a number"):
-        svc.request_retrain(ctx, "tiny", {**QUICK, "threshold": "high"}, enqueue=False)
+        svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "threshold": "high"}, enqueue=False)
     assert job_count(ctx) == 0
 
 
 def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     make_tiny(ctx)
     settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35}
-    view, _ = svc.request_retrain(ctx, "tiny", settings, enqueue=False)
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), settings, enqueue=False)
     stored = svc.RetrainSpec.from_job(svc.job(ctx, view.id).config)
     assert stored == svc.RetrainSpec.parse(settings)
     assert stored.encoder.lora_targets == ("query",)
@@ -122,7 +123,9 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
     with pytest.raises(
         ValueError, match=r"tune_thresholds=true is no longer an option: .*micro-F1"
     ):
-        svc.request_retrain(ctx, "tiny", {**QUICK, "tune_thresholds": True}, enqueue=False)
+        svc.request_retrain(
+            ctx, live(ctx, "tiny"), {**QUICK, "tune_thresholds": True}, enqueue=False
+        )
     assert job_count(ctx) == 0
     off = svc.RetrainSpec.parse({**QUICK, "tune_thresholds": False})
     assert off == svc.RetrainSpec.parse(QUICK)
@@ -134,8 +137,8 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
 
 def test_a_second_click_returns_the_same_job(ctx) -> None:
     make_tiny(ctx)
-    first, created = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
-    second, created_again = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    first, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    second, created_again = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     assert created and not created_again
     assert second.id == first.id
     assert job_count(ctx) == 1
@@ -143,8 +146,8 @@ def test_a_second_click_returns_the_same_job(ctx) -> None:
 
 def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     make_tiny(ctx)
-    before = predict_svc.predict_one(ctx, "tiny", "where is my card")
-    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    before = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     done = svc.job(ctx, view.id)
     assert done.status == "succeeded", done.log
@@ -160,24 +163,24 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         assert not (ctx.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
         assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
         promoted = mv.metrics["gate"]["passed"]
-    history = version_svc.history(ctx, "tiny")
+    history = version_svc.history(ctx, live(ctx, "tiny"))
     assert [h["version"] for h in history] == [done.model_version_id]
     assert history[0]["active"] is promoted
     if promoted:  # predictions now come from the tuned encoder, without a restart
-        after = predict_svc.predict_one(ctx, "tiny", "where is my card")
+        after = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
         assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
     # Roll back to the frozen encoder and forward again.
-    version_svc.activate(ctx, "tiny", None)
-    assert not version_svc.history(ctx, "tiny")[0]["active"]
-    version_svc.activate(ctx, "tiny", done.model_version_id)
-    assert version_svc.history(ctx, "tiny")[0]["active"]
+    version_svc.activate(ctx, live(ctx, "tiny"), None)
+    assert not version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
+    version_svc.activate(ctx, live(ctx, "tiny"), done.model_version_id)
+    assert version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
     # Compare accepts the frozen encoder on either side (measured on the same test set).
-    vs_frozen = version_svc.compare(ctx, "tiny", None, done.model_version_id)
+    vs_frozen = version_svc.compare(ctx, live(ctx, "tiny"), None, done.model_version_id)
     assert vs_frozen["b"]["accuracy"] == mv.metrics["accuracy"]
     assert vs_frozen["a"]["accuracy"] == mv.metrics["base"]["accuracy"]
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
-        version_svc.compare(ctx, "tiny", None, None)
+        version_svc.compare(ctx, live(ctx, "tiny"), None, None)
 
 
 class RecordingReporter(worker.JobReporter):
@@ -207,7 +210,7 @@ def test_progress_goes_through_training_then_evaluation_and_ends_at_100_when_reg
     make_tiny(ctx)
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     rows, done = RecordingReporter.rows, svc.job(ctx, view.id)
     phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
@@ -235,22 +238,24 @@ def test_progress_goes_through_training_then_evaluation_and_ends_at_100_when_reg
 
 def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     mv_id = svc.job(ctx, view.id).model_version_id
-    version_svc.activate(ctx, "tiny", None)
+    version_svc.activate(ctx, live(ctx, "tiny"), None)
     with ctx.db.session() as s:
         folder = ctx.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
     victim = next(p for p in sorted(folder.rglob("*")) if p.is_file())
     victim.write_bytes(victim.read_bytes() + b"tampered")
     with pytest.raises(ValueError, match="missing or changed"):
-        version_svc.activate(ctx, "tiny", mv_id)
-    assert not version_svc.history(ctx, "tiny")[0]["active"]
+        version_svc.activate(ctx, live(ctx, "tiny"), mv_id)
+    assert not version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
 
 
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60}, enqueue=False)
+    view, _ = svc.request_retrain(
+        ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60}, enqueue=False
+    )
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
@@ -266,12 +271,12 @@ def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     assert done.status == "cancelled"
     assert done.model_version_id is None
     assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
-    assert version_svc.history(ctx, "tiny") == []
+    assert version_svc.history(ctx, live(ctx, "tiny")) == []
 
 
 def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     assert svc.cancel(ctx, view.id).status == "cancelled"
     worker.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
     assert svc.job(ctx, view.id).status == "cancelled"
@@ -293,7 +298,7 @@ def test_the_queue_worker_trains_a_job(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, created = svc.request_retrain(ctx, "tiny", QUICK)
+        view, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
         assert created
         done = svc.wait(ctx, view.id, timeout=240)
         assert done.status == "succeeded", done.log
@@ -306,7 +311,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, _ = svc.request_retrain(ctx, "tiny", {**QUICK, "fast_passes": 60})
+        view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60})
         deadline = time.monotonic() + 240
         while svc.job(ctx, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
@@ -317,7 +322,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     failed = svc.job(ctx, view.id)  # looking at the job is what notices the dead worker
     assert failed.status == "failed"
     assert "stopped unexpectedly" in failed.message
-    assert version_svc.history(ctx, "tiny") == []
+    assert version_svc.history(ctx, live(ctx, "tiny")) == []
     with ctx.db.session() as s:
         assert s.scalar(select(func.count()).select_from(ModelVersion)) == 0
     # Whatever the worker was writing stays under a temporary name and is swept on restart.
@@ -326,7 +331,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     ctx.artifacts.sweep(older_than=-1.0)
     assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
     # And a new retrain works.
-    again, created = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    again, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     assert created and again.id != view.id
     worker.execute_job(ctx, again.id)
     assert svc.job(ctx, again.id).status == "succeeded"
@@ -336,8 +341,8 @@ def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> 
     make_tiny(ctx)
     ctx.enqueue = None
     with pytest.raises(RuntimeError, match="no training queue"):
-        svc.request_retrain(ctx, "tiny", QUICK)
-    assert svc.latest_job(ctx, "tiny") is None
+        svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
+    assert svc.latest_job(ctx, live(ctx, "tiny")) is None
 
 
 def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
@@ -347,7 +352,7 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     retrain returned it. Once it has waited past the grace period without a message in the
     queue, looking at it (or asking for a retrain) fails it with the reason."""
     make_tiny(ctx)
-    view, created = svc.request_retrain(ctx, "tiny", QUICK)
+    view, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
     assert created and ctx.enqueue is not None and ctx.enqueue.pending() == {view.id}
     huey, _ = worker.make_queue(ctx.settings)  # the same queue, seen from outside
     huey.flush()  # its messages are gone, as after a restart without its data
@@ -358,7 +363,7 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     lost = svc.job(ctx, view.id)
     assert lost.status == "failed" and "queue lost this job" in lost.message
 
-    again, created = svc.request_retrain(ctx, "tiny", QUICK)
+    again, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
     assert created and again.id != view.id
     assert svc.job(ctx, again.id).status == "queued"  # its message is there: not lost
     assert svc.cancel(ctx, again.id).status == "cancelled"
@@ -373,7 +378,7 @@ def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_tra
     import dataclasses
 
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     app_settings = ctx.settings
     ctx.settings = dataclasses.replace(app_settings, artifacts_url=str(tmp_path / "elsewhere"))
     started = time.monotonic()
@@ -387,4 +392,4 @@ def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_tra
     )
     assert str(tmp_path / "elsewhere") in refused.message
     assert refused.message.endswith("nothing was trained")
-    assert version_svc.history(ctx, "tiny") == []
+    assert version_svc.history(ctx, live(ctx, "tiny")) == []

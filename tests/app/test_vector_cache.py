@@ -14,10 +14,11 @@ import pytest
 from app.config import Settings
 from app.context import AppContext
 from app.services import queue
-from app.services.data import edit_text, project_id_in
+from app.services.data import edit_text
 from app.services.projects import DEMO_PROJECT, ensure_demo_project
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances
+from tests.handles import live
 
 
 def restarted(ctx: AppContext) -> AppContext:
@@ -26,7 +27,7 @@ def restarted(ctx: AppContext) -> AppContext:
 
 
 def first_card(ctx: AppContext) -> queue.QueueItem:
-    found, _ = queue.next_item(ctx, DEMO_PROJECT, [])
+    found, _ = queue.next_item(ctx, live(ctx, DEMO_PROJECT), [])
     assert found is not None
     return found
 
@@ -34,8 +35,8 @@ def first_card(ctx: AppContext) -> queue.QueueItem:
 def encoder_and_texts(ctx: AppContext) -> tuple[CachedEncoder, list[str]]:
     """The encoder of the demo project's pool and 40 of its pool's texts (the first card encodes
     the pool; test rows are not encoded for it since calibration no longer reads them)."""
+    pid = live(ctx, DEMO_PROJECT).id
     with ctx.db.session() as s:
-        pid = project_id_in(s, DEMO_PROJECT)
         texts = [r.text for r in list_utterances(s, pid, split="train")][:40]
     return ctx.pool(pid).encoder, texts
 
@@ -57,7 +58,7 @@ def test_a_restart_encodes_none_of_the_texts_encoded_before(project):
 
 def test_an_edited_text_is_encoded_again_and_only_it(project):
     card = first_card(project)
-    edit_text(project, DEMO_PROJECT, card.id, card.text + " please")
+    edit_text(project, live(project, DEMO_PROJECT), card.id, card.text + " please")
     again = restarted(project)
     first_card(again)
     assert again.cache.encoded == 1

@@ -12,10 +12,10 @@ from app import worker
 from app.config import load_settings
 from app.context import AppContext
 from app.services import queue, retrain_jobs
-from app.services.data import project_id_in
 from app.services.projects import ensure_demo_project
 from storage.tables import ModelVersion
 from storage.utterances import list_utterances
+from tests.handles import live
 from tests.samples import QUICK
 
 pytestmark = pytest.mark.slow
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.slow
 def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
     trainer = AppContext(settings)  # the worker's process
-    demo = ensure_demo_project(trainer)
-    assert demo is not None
+    demo = live(trainer, ensure_demo_project(trainer))
     job, _ = retrain_jobs.request_retrain(trainer, demo, QUICK, enqueue=False)
     worker.execute_job(trainer, job.id)
     version_id = retrain_jobs.job(trainer, job.id).model_version_id
@@ -40,6 +39,6 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
         mv = s.get(ModelVersion, version_id)
         assert mv is not None
         s.expunge(mv)
-        rows = list_utterances(s, project_id_in(s, demo))
+        rows = list_utterances(s, demo.id)
     evaluated = [r.text for r in rows if r.labels]  # train and test: what the retrain scored
     assert app.cache.missing(app.encoder_for_version(mv), evaluated) == []

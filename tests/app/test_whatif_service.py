@@ -13,6 +13,7 @@ from core.evaluation.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from storage.projects import get_project
 from storage.utterances import labelled_pool
+from tests.handles import live
 
 
 def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(
@@ -23,7 +24,7 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
     est = svc.merge(ctx, demo, "cancel_order", "refund_status")
     w = est.whatif
     with ctx.db.session() as s:
-        pid = get_project(s, demo).id
+        pid = get_project(s, str(demo)).id
         pool = labelled_pool(s, pid)
     encoder, _ = ctx.active_encoder(pid)
     vectors = ctx.cache.encode(encoder, [r.text for r in pool])
@@ -54,7 +55,7 @@ def test_a_split_proposes_named_parts_with_examples(ctx, demo):
     w = est.whatif
     assert 2 <= len(w.parts) <= 4 and w.before == ("track_order",)
     with ctx.db.session() as s:
-        pool = labelled_pool(s, get_project(s, demo).id)
+        pool = labelled_pool(s, get_project(s, str(demo)).id)
     # every train example of it lands in one part, a two-intent row included
     assert sorted(i for p in w.parts for i in p.members) == [
         i for i, r in enumerate(pool) if "track_order" in r.labels
@@ -80,11 +81,11 @@ def test_a_multi_label_project_is_refused_with_the_reason(ctx):
     rows = [("cancel my booking", "cancel"), ("refund please", "refund")] * 3
     rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
     for i, (text, labels) in enumerate(rows):
-        data_svc.add_utterance(ctx, "hotel", f"{text} {i}", labels.split("|"), "train")
+        data_svc.add_utterance(ctx, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train")
     with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
-        svc.merge(ctx, "hotel", "cancel", "refund")
+        svc.merge(ctx, live(ctx, "hotel"), "cancel", "refund")
     with pytest.raises(ValueError, match=r"multi-label project"):
-        svc.split(ctx, "hotel", "cancel")
+        svc.split(ctx, live(ctx, "hotel"), "cancel")
 
 
 def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, demo):

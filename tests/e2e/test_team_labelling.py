@@ -37,6 +37,12 @@ def team_b77(tmp_path_factory):
             capture_output=True,
             cwd=ROOT,
         )
+        subprocess.run(  # a member of the project: the only one they see
+            [*cli, "members", "add", name, "--project", PROJECT],
+            check=True,
+            capture_output=True,
+            cwd=ROOT,
+        )
     srv = Server(data, "--multi-user", "--no-demo", env={"INTENT_STUDIO_ADMIN_PASSWORD": ADMIN})
     try:
         srv.wait_ready()

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.ui.common import attempt, bind
@@ -20,10 +21,10 @@ from app.ui.design.whatif import build_whatif
 __all__ = ["build_design_tab"]
 
 
-def intent_choices(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+def intent_choices(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Fresh intent names for the sections' pickers (4: the cluster's existing-intent picker,
     merge a, merge b, split)."""
-    names = (attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []) if proj else []
+    names = (attempt(lambda: data_svc.intent_names(ctx, p))[0] or []) if p is not None else []
     return tuple(gr.update(choices=names) for _ in range(4))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import clusters as svc
 from app.services import data as data_svc
@@ -49,12 +50,12 @@ def _row(c: dict[str, Any]) -> list[Any]:
     ]
 
 
-def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+def find(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Cluster the unlabelled utterances: (table, cluster picker, status, found, intents)."""
-    if not proj:
+    if p is None:
         return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
-    found, err = attempt(lambda: svc.candidate_intents(ctx, proj))
-    intents = attempt(lambda: data_svc.intent_names(ctx, proj))[0] or []
+    found, err = attempt(lambda: svc.candidate_intents(ctx, p))
+    intents = attempt(lambda: data_svc.intent_names(ctx, p))[0] or []
     existing = gr.update(choices=intents)
     if err or found is None:
         return (
@@ -93,13 +94,13 @@ def find(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
 
 
 def show(
-    ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
+    ctx: AppContext, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
 ) -> tuple[Any, ...]:
     """One cluster: (examples to keep, suggested name, existing intent (its nearest one when that
     is close), note, map, map note, poll: on while the map is being computed)."""
     idle = gr.update(active=False)
     c = next((c for c in found or [] if c["number"] == number), None)
-    if not proj or c is None:
+    if p is None or c is None:
         return gr.update(choices=[], value=[]), "", gr.update(), "", None, "", idle
     examples = gr.update(
         choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
@@ -115,7 +116,7 @@ def show(
     # offered for "add to" only when it is close: a far one would invite a wrong click
     close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
     head = (examples, c["suggested_name"], close, note)
-    view, err = attempt(lambda: map_svc.get_map(ctx, proj))
+    view, err = attempt(lambda: map_svc.get_map(ctx, p))
     if err:
         return *head, None, problem(err), idle
     if view is None:
@@ -131,13 +132,13 @@ def _figure(view: Any, c: dict[str, Any]) -> Any:
 
 
 def poll_map(
-    ctx: AppContext, proj: str | None, found: list[dict[str, Any]], number: int | None
+    ctx: AppContext, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
 ) -> tuple[Any, ...]:
     """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
     c = next((c for c in found or [] if c["number"] == number), None)
-    view = attempt(lambda: map_svc.get_map(ctx, proj))[0] if proj and c else None
+    view = attempt(lambda: map_svc.get_map(ctx, p))[0] if p is not None and c else None
     if c is None or view is None:
-        return gr.update(), gr.update(), gr.update(active=bool(c and proj))
+        return gr.update(), gr.update(), gr.update(active=bool(c and p is not None))
     return _figure(view, c), "", gr.update(active=False)
 
 
@@ -153,15 +154,15 @@ def _done(plan: Any, what: str) -> str:
     )
 
 
-def create_from_cluster(ctx: AppContext, proj: str, chosen: list[str], name: str) -> str:
+def create_from_cluster(ctx: AppContext, p: ProjectHandle, chosen: list[str], name: str) -> str:
     """A new intent from the ticked examples of the picked cluster."""
-    plan, err = attempt(lambda: svc.create_from_cluster(ctx, proj, _ids(chosen), name))
+    plan, err = attempt(lambda: svc.create_from_cluster(ctx, p, _ids(chosen), name))
     return problem(err or "") if err or plan is None else _done(plan, f"Created {name.strip()!r}")
 
 
-def add_cluster_to_intent(ctx: AppContext, proj: str, chosen: list[str], intent: str) -> str:
+def add_cluster_to_intent(ctx: AppContext, p: ProjectHandle, chosen: list[str], intent: str) -> str:
     """The ticked examples of the picked cluster join an existing intent."""
-    plan, err = attempt(lambda: svc.add_to_intent(ctx, proj, _ids(chosen), intent))
+    plan, err = attempt(lambda: svc.add_to_intent(ctx, p, _ids(chosen), intent))
     return problem(err or "") if err or plan is None else _done(plan, f"Added to {intent!r}")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import conflicts as svc
 from app.ui.common import attempt, bind, ok, problem
@@ -44,12 +45,12 @@ def _fix_buttons(conflict: dict[str, Any] | None) -> list[Any]:
     ]
 
 
-def show(ctx: AppContext, proj: str | None, kind: str | None) -> tuple[Any, ...]:
+def show(ctx: AppContext, p: ProjectHandle | None, kind: str | None) -> tuple[Any, ...]:
     """The ranked table, its rows (plain dicts), no selection, the status line, the hint."""
     empty = pd.DataFrame([], columns=HEADERS)
-    if not proj:
+    if p is None:
         return empty, [], None, "Pick a project.", PICK_HINT, *_fix_buttons(None)
-    found, err = attempt(lambda: svc.find(ctx, proj, None if kind == ALL else kind))
+    found, err = attempt(lambda: svc.find(ctx, p, None if kind == ALL else kind))
     if err or found is None:
         return empty, [], None, problem(err or ""), PICK_HINT, *_fix_buttons(None)
     rows = [asdict(c) for c in found]
@@ -95,7 +96,7 @@ def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
 def fix_conflict(
     ctx: AppContext,
     which: int,
-    proj: str,
+    p: ProjectHandle,
     rows: list[dict[str, Any]],
     selected: int | None,
     confirm_test: bool = False,
@@ -108,22 +109,22 @@ def fix_conflict(
     fix = svc.Fix(
         d["action"], d["label"], tuple(d["ids"]), tuple(d["intents"]), tuple(d["versions"])
     )
-    msg, err = attempt(lambda: svc.apply(ctx, proj, fix, confirm_test=bool(confirm_test)))
+    msg, err = attempt(lambda: svc.apply(ctx, p, fix, confirm_test=bool(confirm_test)))
     return problem(err) if err else ok(f"{msg} (Undo last fix reverts it.)")
 
 
 def show_after_fix(
-    ctx: AppContext, proj: str | None, kind: str | None, said: str
+    ctx: AppContext, p: ProjectHandle | None, kind: str | None, said: str
 ) -> tuple[Any, ...]:
     """The table found again after a fix; after a refused one everything stays as it was (the
     selection too: tick the confirmation and press the fix again)."""
     if (said or "").startswith("⚠"):
         return tuple(gr.update() for _ in range(5 + FIX_BUTTONS))
-    return show(ctx, proj, kind)
+    return show(ctx, p, kind)
 
 
-def undo_fix(ctx: AppContext, proj: str) -> str:
-    msg, err = attempt(lambda: svc.undo(ctx, proj))
+def undo_fix(ctx: AppContext, p: ProjectHandle) -> str:
+    msg, err = attempt(lambda: svc.undo(ctx, p))
     return problem(err) if err else ok(msg or "")
 
 

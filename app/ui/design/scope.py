@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import projects as project_svc
 from app.ui.common import attempt, bind, problem
@@ -27,11 +28,11 @@ HELP = (
 )
 
 
-def describe(ctx: AppContext, proj: str | None) -> str:
+def describe(ctx: AppContext, p: ProjectHandle | None) -> str:
     """The calibration in words: the trade-off and how many intent thresholds it made."""
-    if not proj:
+    if p is None:
         return ""
-    state, err = attempt(lambda: project_svc.out_of_scope(ctx, proj))
+    state, err = attempt(lambda: project_svc.out_of_scope(ctx, p))
     if err or state is None:
         return problem(err or "")
     target = state["target_recall"]

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import whatif as svc
 from app.ui.common import attempt, bind, problem
@@ -37,12 +38,12 @@ def _confusions(w: WhatIf) -> Any:
 
 
 def merge_whatif(
-    ctx: AppContext, proj: str | None, a: str | None, b: str | None
+    ctx: AppContext, p: ProjectHandle | None, a: str | None, b: str | None
 ) -> tuple[Any, Any]:
     """The merge estimate: (summary, confusions left around the merged intent)."""
-    if not proj:
+    if p is None:
         return "Pick a project.", gr.update(visible=False)
-    est, err = attempt(lambda: svc.merge(ctx, proj, a, b))
+    est, err = attempt(lambda: svc.merge(ctx, p, a, b))
     if err or est is None:
         return problem(err or ""), gr.update(visible=False)
     w = est.whatif
@@ -55,21 +56,21 @@ def merge_whatif(
 
 
 def split_whatif(
-    ctx: AppContext, proj: str | None, intent: str | None, parts: str
+    ctx: AppContext, p: ProjectHandle | None, intent: str | None, parts: str
 ) -> tuple[Any, Any]:
     """The split proposal: (parts with words and examples, confusions between the parts)."""
-    if not proj:
+    if p is None:
         return "Pick a project.", gr.update(visible=False)
     count = int(parts) if parts and parts.isdigit() else None
-    est, err = attempt(lambda: svc.split(ctx, proj, intent, count))
+    est, err = attempt(lambda: svc.split(ctx, p, intent, count))
     if err or est is None:
         return problem(err or ""), gr.update(visible=False)
     w = est.whatif
     lines = [_headline(w), "Proposed parts:"]
-    for p in w.parts:
-        words = html.escape(", ".join(p.keywords[:4])) or "no distinctive words"
-        shown = " · ".join(f"“{html.escape(t)}”" for t in est.examples.get(p.name, []))
-        lines.append(f"- **{html.escape(p.name)}** ({p.size}): {words} — {shown}")
+    for part in w.parts:
+        words = html.escape(", ".join(part.keywords[:4])) or "no distinctive words"
+        shown = " · ".join(f"“{html.escape(t)}”" for t in est.examples.get(part.name, []))
+        lines.append(f"- **{html.escape(part.name)}** ({part.size}): {words} — {shown}")
     return "\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]), _confusions(w)
 
 

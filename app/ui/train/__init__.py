@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.ui.common import bind
 from app.ui.train.evaluation import build_evaluation_section
@@ -23,18 +24,20 @@ from app.ui.train.versions import VersionsSection, build_versions_section, load_
 __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
 
-def tick(ctx: AppContext, proj: str | None, jid: int | None, message: str) -> tuple[Any, ...]:
+def tick(
+    ctx: AppContext, p: ProjectHandle | None, jid: int | None, message: str
+) -> tuple[Any, ...]:
     """The timer's refresh: the job panel, and the history once the job has ended (then a
     "Job #N queued" line has said its piece: the panel shows how the job ended)."""
-    out = poll(ctx, proj, jid)
+    out = poll(ctx, p, jid)
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
         return (*out, *(gr.update() for _ in fields(VersionsSection)), gr.update())
     done = "" if "queued" in (message or "") else gr.update()
-    return (*out, *load_history(ctx, proj), done)  # the job ended: show its version
+    return (*out, *load_history(ctx, p), done)  # the job ended: show its version
 
 
-def refresh(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
-    return (*poll(ctx, proj, None), *load_history(ctx, proj))
+def refresh(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+    return (*poll(ctx, p, None), *load_history(ctx, p))
 
 
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:

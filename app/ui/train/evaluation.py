@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from app import plots
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
@@ -46,13 +47,13 @@ PAIR_COLUMNS = ["gold", "predicted as", "count", "share"]
 ROW_COLUMNS = ["id", "text", "gold", "predicted"]
 
 
-def evaluate(ctx: AppContext, proj: str | None, top_n: float = HEATMAP_N) -> tuple[Any, ...]:
+def evaluate(ctx: AppContext, p: ProjectHandle | None, top_n: float = HEATMAP_N) -> tuple[Any, ...]:
     """Headline, per-intent table, ranked confused pairs, F1 bars and the heatmap of the
     ``top_n`` most confused intents (single-label); the confusion itself is kept for re-drawing."""
     empty = (None, None, None, None, None)
-    if not proj:
+    if p is None:
         return problem("Pick a project first."), *empty
-    m, err = attempt(lambda: eval_svc.live_evaluation(ctx, proj))
+    m, err = attempt(lambda: eval_svc.live_evaluation(ctx, p))
     if err or m is None:
         return problem(err or ""), *empty
     per_intent = m.f1_by_intent()
@@ -111,22 +112,22 @@ def _rows_frame(rows: list[Any]) -> pd.DataFrame:
     )
 
 
-def show_cell(ctx: AppContext, proj: str | None, value: str) -> Any:
+def show_cell(ctx: AppContext, p: ProjectHandle | None, value: str) -> Any:
     """The test utterances behind ``gold → predicted`` (or all misses of ``gold →``)."""
     gold, sep, predicted = (value or "").partition("→")
-    if not proj or not sep:
+    if p is None or not sep:
         return None
     rows, err = attempt(
-        lambda: eval_svc.confusions(ctx, proj, gold.strip(), predicted.strip() or None)
+        lambda: eval_svc.confusions(ctx, p, gold.strip(), predicted.strip() or None)
     )
     if err or rows is None:
         return pd.DataFrame({"problem": [err]})
     return _rows_frame(rows)
 
 
-def rows_after_fix(ctx: AppContext, proj: str | None, value: str, said: str) -> Any:
+def rows_after_fix(ctx: AppContext, p: ProjectHandle | None, value: str, said: str) -> Any:
     """The utterances behind the cell again after a fix; after a refused one they stay."""
-    return gr.update() if (said or "").startswith("⚠") else show_cell(ctx, proj, value)
+    return gr.update() if (said or "").startswith("⚠") else show_cell(ctx, p, value)
 
 
 def pick_pair(frame: pd.DataFrame, evt: gr.SelectData) -> str:
@@ -152,7 +153,7 @@ def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any, An
 def act(
     ctx: AppContext,
     action: str,
-    proj: str,
+    p: ProjectHandle,
     uid: float | None,
     intent: str | None,
     confirmed: bool = False,
@@ -162,9 +163,7 @@ def act(
     if not uid:
         return problem("Click an utterance in the table first.")
     said, err = attempt(
-        lambda: eval_svc.fix_test_row(
-            ctx, proj, int(uid), action, intent, confirmed=bool(confirmed)
-        )
+        lambda: eval_svc.fix_test_row(ctx, p, int(uid), action, intent, confirmed=bool(confirmed))
     )
     if err or said is None:
         return problem(err or "")

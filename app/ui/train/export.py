@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import bundles as bundle_svc
 from app.services import reports as report_svc
@@ -17,21 +18,21 @@ from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 
-def make_report(ctx: AppContext, proj: str | None, static: bool = False) -> tuple[Any, str]:
-    if not proj:
+def make_report(ctx: AppContext, p: ProjectHandle | None, static: bool = False) -> tuple[Any, str]:
+    if p is None:
         return None, problem("Pick a project first.")
-    path, err = attempt(lambda: report_svc.build_report(ctx, proj, static=static))
+    path, err = attempt(lambda: report_svc.build_report(ctx, p, static=static))
     if err or path is None:
         return None, problem(err or "")
     return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
 
 
-def export(ctx: AppContext, proj: str | None, with_int8: bool) -> tuple[Any, str]:
-    if not proj:
+def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[Any, str]:
+    if p is None:
         return None, problem("Pick a project first.")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", proj).strip("-") or "project"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
     out = download_path(ctx.settings, f"{safe}.zip")
-    info, err = attempt(lambda: bundle_svc.export_bundle(ctx, proj, out, int8=with_int8))
+    info, err = attempt(lambda: bundle_svc.export_bundle(ctx, p, out, int8=with_int8))
     if err or info is None:
         return None, problem(err or "")
     return gr.update(value=str(out), visible=True), ok(

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import retrain_jobs as train_svc
 from app.ui.common import attempt, bind, ok, problem
@@ -37,11 +38,11 @@ def progress_html(job: JobView | None) -> str:
     )
 
 
-def poll(ctx: AppContext, proj: str | None, jid: int | None) -> tuple[Any, ...]:
+def poll(ctx: AppContext, p: ProjectHandle | None, jid: int | None) -> tuple[Any, ...]:
     """Refresh the job panel; keep the timer running only while a job is active."""
     job = None
-    if proj:
-        job, _ = attempt(lambda: train_svc.latest_job(ctx, proj))
+    if p is not None:
+        job, _ = attempt(lambda: train_svc.latest_job(ctx, p))
     view = job if job is not None and (jid is None or job.id >= jid) else None
     active = view is not None and view.active
     return (
@@ -52,14 +53,16 @@ def poll(ctx: AppContext, proj: str | None, jid: int | None) -> tuple[Any, ...]:
     )
 
 
-def start(ctx: AppContext, proj: str | None, meth: str, extra: str, who: str) -> tuple[Any, ...]:
+def start(
+    ctx: AppContext, p: ProjectHandle | None, meth: str, extra: str, who: str
+) -> tuple[Any, ...]:
     """Queue a retrain with the chosen method and ``key=value`` settings."""
-    if not proj:
+    if p is None:
         return problem("Pick a project first."), None, gr.update(active=False)
 
     def go() -> tuple[JobView, bool]:
         config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(extra or "")}
-        return train_svc.request_retrain(ctx, proj, config)
+        return train_svc.request_retrain(ctx, p, config)
 
     res, err = attempt(go)
     if err or res is None:
@@ -73,10 +76,10 @@ def start(ctx: AppContext, proj: str | None, meth: str, extra: str, who: str) ->
     return msg, job.id, gr.update(active=True)
 
 
-def stop(ctx: AppContext, jid: int | None, proj: str | None) -> str:
+def stop(ctx: AppContext, jid: int | None, p: ProjectHandle | None) -> str:
     """Cancel the shown job (or the project's active one)."""
-    if jid is None and proj:
-        latest, _ = attempt(lambda: train_svc.latest_job(ctx, proj))
+    if jid is None and p is not None:
+        latest, _ = attempt(lambda: train_svc.latest_job(ctx, p))
         jid = latest.id if latest is not None and latest.active else None
     if jid is None:
         return problem("No training job is running.")

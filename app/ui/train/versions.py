@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import versions as version_svc
 from app.ui.common import attempt, bind, ok, problem
@@ -66,15 +67,15 @@ def parse_version(choice: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def load_history(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
+def load_history(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The history table and the three version pickers (active version preselected)."""
     rows: list[dict[str, Any]] = []
-    if proj:
-        rows = attempt(lambda: version_svc.history(ctx, proj))[0] or []
+    if p is not None:
+        rows = attempt(lambda: version_svc.history(ctx, p))[0] or []
     frame = history_frame(rows)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
-    serving = (attempt(lambda: version_svc.serving(ctx, proj))[0] or "") if proj else ""
+    serving = (attempt(lambda: version_svc.serving(ctx, p))[0] or "") if p is not None else ""
     return (
         frame,
         gr.update(choices=choices, value=active),
@@ -84,22 +85,22 @@ def load_history(ctx: AppContext, proj: str | None) -> tuple[Any, ...]:
     )
 
 
-def make_active(ctx: AppContext, proj: str | None, choice: str) -> str:
-    if not proj:
+def make_active(ctx: AppContext, p: ProjectHandle | None, choice: str) -> str:
+    if p is None:
         return problem("Pick a project first.")
-    msg, err = attempt(lambda: version_svc.activate(ctx, proj, parse_version(choice)))
+    msg, err = attempt(lambda: version_svc.activate(ctx, p, parse_version(choice)))
     return problem(err) if err else ok(msg or "")
 
 
-def compare(ctx: AppContext, proj: str | None, a: str, b: str) -> tuple[Any, str]:
+def compare(ctx: AppContext, p: ProjectHandle | None, a: str, b: str) -> tuple[Any, str]:
     """Per-intent F1 of two versions (or the frozen encoder and a version) and the change,
     worst first."""
     va, vb = parse_version(a), parse_version(b)
-    if not proj or (va is None and vb is None):
+    if p is None or (va is None and vb is None):
         return gr.update(visible=False), problem(
             "Pick a trained version on at least one side to compare."
         )
-    res, err = attempt(lambda: version_svc.compare(ctx, proj, va, vb))
+    res, err = attempt(lambda: version_svc.compare(ctx, p, va, vb))
     if err or res is None:
         return gr.update(visible=False), problem(err or "")
     frame = pd.DataFrame(res["per_intent"]).rename(

@@ -17,17 +17,20 @@ def client(ctx, demo):
 
 @pytest.fixture
 def team(ctx, demo):
-    """The same data in multi-user mode: an admin, a designer (dana) and a viewer (vic), each
-    with an API token; yields (client, tokens by name)."""
+    """The same data in multi-user mode: an admin, a designer (dana) and a viewer (vic), both
+    members of the demo project, each with an API token; yields (client, tokens by name)."""
     from app import auth
     from app.api import create_api
     from app.context import AppContext
+    from app.services.members import add_member
 
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     multi.enqueue = ctx.enqueue
     auth.ensure_admin(multi, "admin-password")
     auth.add_user(multi, "dana", "designer", "designer-password")
     auth.add_user(multi, "vic", "viewer", "viewer-password")
+    for name in ("dana", "vic"):
+        add_member(ctx, demo, name)
     tokens = {name: auth.issue_token(multi, name) for name in ("admin", "dana", "vic")}
     with TestClient(create_api(multi)) as c:
         yield c, tokens

@@ -55,7 +55,8 @@ def test_a_label_counts_in_the_very_next_prediction(client):
     assert before["top"] != "moon_rocks"
 
     labelled = client.post(
-        f"{DEMO}/label", json={"text": text, "intents": ["moon_rocks"], "split": "train"}
+        f"{DEMO}/label",
+        json={"text": text, "intents": ["moon_rocks"], "split": "train", "create": True},
     )
     assert labelled.status_code == 200
     assert labelled.json()["intents"] == ["moon_rocks"] and labelled.json()["split"] == "train"
@@ -139,7 +140,7 @@ def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
 def test_roles_by_token_viewer_predicts_but_may_not_label_or_train(team):
     client, tokens = team
     vic = bearer(tokens["vic"])
-    body = {"text": "hello from the api test", "intents": ["greet"]}
+    body = {"text": "hello from the api test", "intents": ["greet"], "create": True}
     assert client.post(f"{DEMO}/predict", json={"text": "hi"}, headers=vic).status_code == 200
 
     r = client.post(f"{DEMO}/label", json=body, headers=vic)
@@ -220,7 +221,7 @@ def test_the_readme_table_of_rest_routes_is_what_the_api_enforces():
     table = readme.split("| route | what | role |", 1)[1].split("\n\n", 1)[0]
     documented = {}
     for line in table.splitlines()[2:]:
-        route = re.search(r"`(GET|POST|PUT) (/api/v1/[^`]+)`", line)
+        route = re.search(r"`(GET|POST|PUT|DELETE) (/api/v1/[^`]+)`", line)
         assert route is not None, line
         documented[f"{route[1]} {route[2].replace('{p}', '{project}')}"] = line.split("|")[-2]
     declared = declared_roles(

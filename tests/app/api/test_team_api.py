@@ -26,7 +26,9 @@ def crew(team, ctx):
     client, tokens = team
     auth.add_user(ctx, "erin", "designer", "erin-password")
     tokens = {**tokens, "erin": auth.issue_token(ctx, "erin")}
-    return client, {name: bearer(token) for name, token in tokens.items()}
+    h = {name: bearer(token) for name, token in tokens.items()}
+    assert client.put(f"{DEMO}/members/erin", json={}, headers=h["admin"]).status_code == 200
+    return client, h
 
 
 def _assigned(client, h, overlap=0.2):
@@ -96,7 +98,7 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     assert r.status_code == 200
     assert r.json()["accepted"] is True and r.json()["labels"] == ["track_order"]
     r = _answer(client, h["erin"], alone[1], "label", ["track_order"])  # dana's, not erin's
-    assert r.status_code == 400 and "to you" in r.json()["error"]
+    assert r.status_code == 403 and "to you" in r.json()["error"]
     assert alone[1] in [
         i["id"] for i in client.get(f"{TEAM}/next", headers=h["dana"]).json()["items"]
     ]
@@ -132,7 +134,11 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
         ).json()["utterances"]
         if u["id"] == differ
     )
-    review = client.get(f"{TEAM}/review", headers=h["dana"])
+    # a party to the dispute neither sees it in her review queue nor decides it
+    assert client.get(f"{TEAM}/review", headers=h["dana"]).json() == {"disputes": []}
+    mine = client.post(f"{TEAM}/review/{differ}", json={"intents": ["x"]}, headers=h["dana"])
+    assert mine.status_code == 403 and "another reviewer decides it" in mine.json()["error"]
+    review = client.get(f"{TEAM}/review", headers=h["admin"])
     assert review.json() == {
         "disputes": [
             {
@@ -148,13 +154,13 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     assert client.get(f"{TEAM}/review", headers=h["vic"]).status_code == 403
 
     r = client.post(f"{TEAM}/review/{agreed}", json={"intents": ["x"]}, headers=h["admin"])
-    assert r.status_code == 400 and "not waiting for review" in r.json()["error"]
+    assert r.status_code == 403 and "not waiting for review" in r.json()["error"]
     decided = client.post(
         f"{TEAM}/review/{differ}", json={"intents": ["cancel_order"]}, headers=h["admin"]
     )
     assert decided.status_code == 200 and "reviewed" in decided.json()["message"]
     batch = decided.json()["batch"]
-    assert client.get(f"{TEAM}/review", headers=h["dana"]).json() == {"disputes": []}
+    assert client.get(f"{TEAM}/review", headers=h["admin"]).json() == {"disputes": []}
     assert differ not in _unlabelled_ids(client, h)
     audited = next(e for e in data_svc.activity(ctx, demo) if e["batch"] == batch)
     assert audited["user"] == "admin"  # the reviewer's decision, under their name
@@ -162,7 +168,7 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     undone = client.post(f"{DEMO}/undo", json={"batch": batch}, headers=h["admin"])
     assert undone.status_code == 200, undone.text
     assert differ in _unlabelled_ids(client, h)
-    back = client.get(f"{TEAM}/review", headers=h["dana"]).json()["disputes"]
+    back = client.get(f"{TEAM}/review", headers=h["admin"]).json()["disputes"]
     assert [d["id"] for d in back] == [differ]  # waits for review again
 
 
@@ -189,7 +195,9 @@ def test_the_agreement_kappa_is_scikit_learns_on_every_overlap_answer(crew):
     assert found["disputed"] == 2 and found["alpha"] is not None
     worst = found["intents"][0]  # lowest agreement first; on a tie, the most disputed
     assert worst["intent"] == "cancel_order" and worst["disputed"] == [both[1], both[4]]
-    review = client.get(f"{TEAM}/review", headers=h["dana"]).json()["disputes"]
+    # the review queue is a reviewer's: dana answered these, so hers holds none of them
+    assert client.get(f"{TEAM}/review", headers=h["dana"]).json()["disputes"] == []
+    review = client.get(f"{TEAM}/review", headers=h["admin"]).json()["disputes"]
     assert [d["id"] for d in review] == [both[1], both[4]]
 
 

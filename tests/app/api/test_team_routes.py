@@ -14,6 +14,7 @@ import pytest
 
 from app.services import bundles as bundle_svc
 from tests.app.api.conftest import bearer
+from tests.handles import live
 
 DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
 NEW_TEXTS = ["parcel never came", "where did my box go", "package lost in the post"]
@@ -50,7 +51,7 @@ def test_a_bulk_label_applies_what_its_preview_said_and_one_undo_reverts_it(clie
     # someone labels one of them meanwhile: the old preview no longer holds, nothing changes
     client.post(f"{DEMO}/label", json={"text": NEW_TEXTS[0], "intents": ["track_order"]})
     stale = client.post(f"{DEMO}/label/bulk", json={**body, "expected": preview["change"]})
-    assert stale.status_code == 400 and "Preview again" in stale.json()["error"]
+    assert stale.status_code == 409 and "Preview again" in stale.json()["error"]
     assert _intents_of(client, [ids[NEW_TEXTS[1]]]) == {ids[NEW_TEXTS[1]]: []}
 
     again = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()
@@ -107,11 +108,18 @@ def test_projects_are_listed_for_a_viewer_and_created_by_an_admin_only(team):
         headers=bearer(tokens["admin"]),
     )
     assert r.status_code == 400
-    names = [
-        p["name"]
-        for p in client.get("/api/v1/projects", headers=bearer(tokens["vic"])).json()["projects"]
-    ]
-    assert "shop" in names and "x" not in names
+
+    def seen_by_vic() -> list[str]:
+        found = client.get("/api/v1/projects", headers=bearer(tokens["vic"])).json()
+        return [p["name"] for p in found["projects"]]
+
+    # a new project is its members' only: vic sees it once an admin adds him
+    assert "shop" not in seen_by_vic()
+    shop = "/api/v1/projects/shop"
+    assert client.get(f"{shop}/utterances", headers=bearer(tokens["vic"])).status_code == 404
+    added = client.put(f"{shop}/members/vic", json={}, headers=bearer(tokens["admin"]))
+    assert added.status_code == 200 and "vic is now a viewer in shop" in added.json()["message"]
+    assert "shop" in seen_by_vic() and "x" not in seen_by_vic()
 
 
 def test_an_export_comes_as_a_file_in_the_format_asked(client):
@@ -167,7 +175,7 @@ def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ct
     from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx, "tiny", QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     version = retrain_jobs.job(ctx, job.id).model_version_id
     url = "/api/v1/projects/tiny"
@@ -176,7 +184,7 @@ def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ct
     assert [(r["version"], r["active"]) for r in rows] == [(version, True)]
     int8 = rows[0]["serving"]
     assert int8 in ("int8", "fp32")
-    set_settings(ctx, "tiny", {"serve_int8": "off"})
+    set_settings(ctx, live(ctx, "tiny"), {"serve_int8": "off"})
     assert client.get(f"{url}/versions").json()["versions"][0]["serving"] == "fp32"
 
     r = client.post(f"{url}/versions/base/activate")

@@ -10,6 +10,7 @@ from app.services import projects as project_svc
 from app.ui.design import clusters as ui
 from app.ui.design import intent_choices, scope
 from app.ui.design import whatif as whatif_ui
+from tests.handles import live
 from tests.samples import GIFT, HOURS, KLARNA
 
 
@@ -40,7 +41,7 @@ def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):
     from app.services.projects import new_project
 
     new_project(ctx, "empty")
-    _, _, status, found, _ = ui.find(ctx, "empty")
+    _, _, status, found, _ = ui.find(ctx, live(ctx, "empty"))
     assert "has 0 unlabelled utterances" in status and found == []
 
 

@@ -3,60 +3,59 @@ next utterance shown; multi-label projects tick intents and commit them with Ent
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 from app.services import data as data_svc
-from app.services.io import import_utterances
+from app.services.io import destination, import_utterances
 from app.ui import queue_tab
 from storage.utterances import NewUtterance
-
-# render(): message, state, card, 3 buttons, 3 examples, picked, progress
-MESSAGE, STATE, CARD = 0, 1, 2
+from tests.handles import live
 
 
 def _row(ctx, project, uid):
-    return next(r for r in data_svc.table(ctx, project) if r["id"] == uid)
+    return next(r for r in data_svc.table(ctx, live(ctx, project)) if r["id"] == uid)
 
 
 def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo):
     out = queue_tab.start(ctx, demo, "file", None)
-    item = out[STATE]["item"]
-    assert f"data-item='{item['id']}'" in out[CARD]
-    second = item["suggestions"][1]["intent"]
-    out = queue_tab.suggestion(ctx, 1, demo, out[STATE])
-    assert second in out[MESSAGE] and out[STATE]["item"]["id"] != item["id"]
-    assert _row(ctx, demo, item["id"])["intents"] == second
-    assert "1 answered this session" in out[-1]
+    item = out.state.item
+    assert f"data-item='{item.id}'" in out.card
+    second = item.suggestions[1].intent
+    out = queue_tab.suggestion(ctx, 1, demo, out.state)
+    assert second in out.message and out.state.item.id != item.id
+    assert _row(ctx, demo, item.id)["intents"] == second
+    assert "1 answered this session" in out.progress
 
 
 def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx, demo):
     out = queue_tab.start(ctx, demo, "file", None)
-    first = out[STATE]["item"]
-    out = queue_tab.enter(ctx, demo, out[STATE])
-    second = out[STATE]["item"]
-    out = queue_tab.skip(ctx, demo, out[STATE])
-    third = out[STATE]["item"]
-    assert third["id"] not in (first["id"], second["id"])
-    out = queue_tab.answer_with(ctx, "delete", demo, out[STATE])
+    first = out.state.item
+    out = queue_tab.enter(ctx, demo, out.state)
+    second = out.state.item
+    out = queue_tab.skip(ctx, demo, out.state)
+    third = out.state.item
+    assert third.id not in (first.id, second.id)
+    out = queue_tab.answer_with(ctx, "delete", demo, out.state)
     # someone else's change in the project meanwhile: the queue's undo never takes it back
-    shown = {first["id"], second["id"], out[STATE]["item"]["id"]}
+    shown = {first.id, second.id, out.state.item.id}
     other = [r for r in data_svc.table(ctx, demo, split="unlabelled") if r["id"] not in shown][-1]
     data_svc.label_utterance(ctx, demo, other["id"], ["refund_status"])
 
-    out = queue_tab.undo(ctx, demo, out[STATE])  # the delete: back, under a new id, on screen
-    assert f"Undid: #{third['id']} deleted (back as #" in out[MESSAGE]
-    assert out[STATE]["item"]["text"] == third["text"]
-    assert _row(ctx, demo, out[STATE]["item"]["id"])["split"] == "unlabelled"
-    out = queue_tab.undo(ctx, demo, out[STATE])  # the skip
-    assert out[MESSAGE].endswith(f"Undid: #{second['id']} skipped.")
-    assert out[STATE]["item"]["id"] == second["id"]
-    out = queue_tab.undo(ctx, demo, out[STATE])  # the label
-    want = first["suggestions"][0]["intent"]
-    assert out[MESSAGE].endswith(f"Undid: #{first['id']} labelled {want}.")
-    assert out[STATE]["item"]["id"] == first["id"]
-    assert _row(ctx, demo, first["id"])["split"] == "unlabelled"
-    out = queue_tab.undo(ctx, demo, out[STATE])  # nothing left here: the other change stays
-    assert "Nothing left to undo in this queue" in out[MESSAGE]
+    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back, under a new id, on screen
+    assert f"Undid: #{third.id} deleted (back as #" in out.message
+    assert out.state.item.text == third.text
+    assert _row(ctx, demo, out.state.item.id)["split"] == "unlabelled"
+    out = queue_tab.undo(ctx, demo, out.state)  # the skip
+    assert out.message.endswith(f"Undid: #{second.id} skipped.")
+    assert out.state.item.id == second.id
+    out = queue_tab.undo(ctx, demo, out.state)  # the label
+    want = first.suggestions[0].intent
+    assert out.message.endswith(f"Undid: #{first.id} labelled {want}.")
+    assert out.state.item.id == first.id
+    assert _row(ctx, demo, first.id)["split"] == "unlabelled"
+    out = queue_tab.undo(ctx, demo, out.state)  # nothing left here: the other change stays
+    assert "Nothing left to undo in this queue" in out.message
     assert _row(ctx, demo, other["id"])["intents"] == "refund_status"
 
 
@@ -67,20 +66,20 @@ def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
         and "class='queue-match best' data-intent='account_password_reset'" in matches
     )
     out = queue_tab.start(ctx, demo, "file", None)
-    uid = out[STATE]["item"]["id"]
-    out = queue_tab.take_match(ctx, demo, out[STATE], "pass reset")
+    uid = out.state.item.id
+    out = queue_tab.take_match(ctx, demo, out.state, "pass reset")
     assert _row(ctx, demo, uid)["intents"] == "account_password_reset"
-    assert out[STATE]["history"][-1]["action"] == "take"
+    assert out.state.history[-1].action == "take"
 
 
 def test_a_typed_text_that_names_no_single_intent_stores_nothing(ctx, demo):
     out = queue_tab.start(ctx, demo, "file", None)
-    uid = out[STATE]["item"]["id"]
+    uid = out.state.item.id
     for typed, why in (("zzzz", "No intent matches 'zzzz'"), ("", "Type part"), ("/", "Type part")):
-        refused = queue_tab.take_match(ctx, demo, out[STATE], typed)
-        said = html.unescape(refused[MESSAGE])
+        refused = queue_tab.take_match(ctx, demo, out.state, typed)
+        said = html.unescape(refused.message)
         assert why in said and "Nothing was stored" in said
-        assert refused[STATE]["item"]["id"] == uid and not refused[STATE]["history"]
+        assert refused.state.item.id == uid and not refused.state.history
     assert _row(ctx, demo, uid)["split"] == "unlabelled"
 
 
@@ -90,23 +89,23 @@ def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
         for i in range(6)
     ] + [NewUtterance(f"cancel my room {i}", ("cancel", "room")) for i in range(4)]
     rows += [NewUtterance("book me a cheap room then cancel the old one", (), "unlabelled")]
-    import_utterances(ctx, "hotel", rows)
-    out = queue_tab.start(ctx, "hotel", "file", None)
-    item = out[STATE]["item"]
-    assert item["multi_label"] and out[9]["visible"] is True
-    names = [s["intent"] for s in item["suggestions"]]
-    state = {**out[STATE], "picked": []}
-    state = queue_tab.suggestion(ctx, 0, "hotel", state)[STATE]
-    state = queue_tab.suggestion(ctx, 1, "hotel", state)[STATE]
-    assert state["picked"] == names[:2]  # toggled, nothing written yet
-    assert _row(ctx, "hotel", item["id"])["split"] == "unlabelled"
-    queue_tab.enter(ctx, "hotel", state)
-    saved = _row(ctx, "hotel", item["id"])
+    import_utterances(ctx, destination(ctx, "hotel"), rows)
+    out = queue_tab.start(ctx, live(ctx, "hotel"), "file", None)
+    item = out.state.item
+    assert item.multi_label and out.picked["visible"] is True
+    names = [s.intent for s in item.suggestions]
+    state = out.state.but(picked=())
+    state = queue_tab.suggestion(ctx, 0, live(ctx, "hotel"), state).state
+    state = queue_tab.suggestion(ctx, 1, live(ctx, "hotel"), state).state
+    assert list(state.picked) == names[:2]  # toggled, nothing written yet
+    assert _row(ctx, "hotel", item.id)["split"] == "unlabelled"
+    queue_tab.enter(ctx, live(ctx, "hotel"), state)
+    saved = _row(ctx, "hotel", item.id)
     assert saved["intents"] == "|".join(sorted(names[:2])) and saved["split"] == "train"
 
 
 def _left(state) -> int:
-    return (state["item"] is not None) + len(state["upcoming"])
+    return (state.item is not None) + len(state.upcoming)
 
 
 def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ctx, demo):
@@ -114,15 +113,15 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     flipped = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
     data_svc.label_utterance(ctx, demo, flipped["id"], ["discount_code"])
     out = queue_tab.start(ctx, demo, "mislabelled", None)
-    assert out[STATE]["item"]["id"] == flipped["id"]
+    assert out.state.item.id == flipped["id"]
     # the whole flagged list is taken at once, so what is left is known
-    assert out[-1].startswith(f"**{_left(out[STATE])}** flagged left to review · 0 reviewed")
-    assert "unlabelled" not in out[-1]
-    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # relabel it as the model suggests
+    assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 0 reviewed")
+    assert "unlabelled" not in out.progress
+    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # relabel it as the model suggests
     assert _row(ctx, demo, flipped["id"])["intents"] == "account_password_reset"
-    assert out[-1].startswith(f"**{_left(out[STATE])}** flagged left to review · 1 reviewed")
+    assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 1 reviewed")
     out = queue_tab.start(ctx, demo, "file", None)
-    assert "unlabelled left · 0 answered" in out[-1]
+    assert "unlabelled left · 0 answered" in out.progress
 
 
 def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
@@ -130,49 +129,49 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     row = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
     data_svc.label_utterance(ctx, demo, row["id"], ["discount_code"], split="test")
     out = queue_tab.start(ctx, demo, "mislabelled", None)
-    assert out[STATE]["item"]["id"] == row["id"]
-    assert "test row" in out[CARD]
-    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # one press: refused, nothing stored
-    assert "is a test utterance" in out[MESSAGE] and "same key" in out[MESSAGE]
+    assert out.state.item.id == row["id"]
+    assert "test row" in out.card
+    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # one press: refused, nothing stored
+    assert "is a test utterance" in out.message and "same key" in out.message
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
-    assert out[STATE]["item"]["id"] == row["id"]  # the card stays
-    out = queue_tab.answer_with(ctx, "delete", demo, out[STATE])  # another key: asks anew
-    assert "is a test utterance" in out[MESSAGE]
+    assert out.state.item.id == row["id"]  # the card stays
+    out = queue_tab.answer_with(ctx, "delete", demo, out.state)  # another key: asks anew
+    assert "is a test utterance" in out.message
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
-    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])
+    out = queue_tab.suggestion(ctx, 0, demo, out.state)
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"  # the delete was forgotten
-    out = queue_tab.suggestion(ctx, 0, demo, out[STATE])  # the same key again: changed
+    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # the same key again: changed
     assert (_row(ctx, demo, row["id"])["intents"], _row(ctx, demo, row["id"])["split"]) == (
         "account_password_reset",
         "test",
     )
-    assert out[STATE]["item"] is None or out[STATE]["item"]["id"] != row["id"]
+    assert out.state.item is None or out.state.item.id != row["id"]
 
 
 def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
-    state = queue_tab.start(ctx, demo, "file", None)[STATE]
+    state = queue_tab.start(ctx, demo, "file", None).state
     for oos in (False, True):
-        item = {**state["item"], "out_of_scope": oos, "threshold": 0.9}
-        out = queue_tab.render(ctx, demo, {**state, "item": item})
-        assert [b["variant"] for b in out[CARD + 1 : CARD + 4]] == [
+        item = dataclasses.replace(state.item, out_of_scope=oos, threshold=0.9)
+        out = queue_tab.render(ctx, demo, state.but(item=item))
+        assert [b["variant"] for b in (out.key1, out.key2, out.key3)] == [
             "primary",
             "secondary",
             "secondary",
         ]
-        assert ("Looks out of scope" in out[CARD]) is oos
-        assert ("<code>o</code> labels it out_of_scope" in out[CARD]) is oos
+        assert ("Looks out of scope" in out.card) is oos
+        assert ("<code>o</code> labels it out_of_scope" in out.card) is oos
     # on a card that looks out of scope, Enter and t still take suggestion 1; o takes out_of_scope
-    first = state["item"]["suggestions"][0]["intent"]
-    flagged = {**state, "item": {**state["item"], "out_of_scope": True, "threshold": 0.9}}
+    first = state.item.suggestions[0].intent
+    flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
     out = queue_tab.enter(ctx, demo, flagged)
-    assert _row(ctx, demo, state["item"]["id"])["intents"] == first
-    item = out[STATE]["item"]
-    flagged = {**out[STATE], "item": {**item, "out_of_scope": True, "threshold": 0.9}}
+    assert _row(ctx, demo, state.item.id)["intents"] == first
+    item = out.state.item
+    flagged = out.state.but(item=dataclasses.replace(item, out_of_scope=True, threshold=0.9))
     out = queue_tab.answer_with(ctx, "test", demo, flagged)
-    assert _row(ctx, demo, item["id"])["intents"] == item["suggestions"][0]["intent"]
-    assert _row(ctx, demo, item["id"])["split"] == "test"
-    third = out[STATE]["item"]["id"]
-    out = queue_tab.answer_with(ctx, "oos", demo, out[STATE])
+    assert _row(ctx, demo, item.id)["intents"] == item.suggestions[0].intent
+    assert _row(ctx, demo, item.id)["split"] == "test"
+    third = out.state.item.id
+    out = queue_tab.answer_with(ctx, "oos", demo, out.state)
     assert (_row(ctx, demo, third)["intents"], _row(ctx, demo, third)["split"]) == (
         "out_of_scope",
         "train",
@@ -183,15 +182,15 @@ def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not
     from app.services.projects import new_project
 
     empty = new_project(ctx, "fresh")
-    out = queue_tab.start(ctx, empty, "file", None)
-    assert out[STATE]["item"] is None
-    assert "No utterances yet: import a file in the Data tab" in out[CARD]
+    out = queue_tab.start(ctx, live(ctx, empty), "file", None)
+    assert out.state.item is None
+    assert "No utterances yet: import a file in the Data tab" in out.card
 
     for row in data_svc.table(ctx, demo, split="unlabelled"):  # nothing left, but not empty
         data_svc.delete_utterance(ctx, demo, row["id"])
     out = queue_tab.start(ctx, demo, "file", None)
-    assert out[STATE]["item"] is None
-    assert "Nothing left to label" in out[CARD] and "No utterances yet" not in out[CARD]
+    assert out.state.item is None
+    assert "Nothing left to label" in out.card and "No utterances yet" not in out.card
 
 
 def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
@@ -200,7 +199,7 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
     import re
 
     first = queue_tab.start(ctx, demo, "file", None)
-    answered = queue_tab.enter(ctx, demo, first[STATE])
+    answered = queue_tab.enter(ctx, demo, first.state)
     again = queue_tab.start(ctx, demo, "file", None)
-    seqs = [re.search(r"data-seq='(\d+)'", out[CARD]).group(1) for out in (first, answered, again)]
+    seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3

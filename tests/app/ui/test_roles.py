@@ -17,6 +17,8 @@ from app import auth
 from app.context import AppContext
 from app.services import io as io_svc
 from app.services import projects as project_svc
+from app.services.io import destination
+from app.services.members import add_member
 from app.ui.guard import ROLE, enforce_roles
 from storage.errors import ReadOnlyError
 
@@ -34,6 +36,8 @@ def team(ctx, demo):
     auth.ensure_admin(multi, "admin-password")
     auth.add_user(multi, "dana", "designer", "designer-password")
     auth.add_user(multi, "vic", "viewer", "viewer-password")
+    for name in ("dana", "vic"):  # members of the demo, each with their own role
+        add_member(multi, demo, name)
     return multi
 
 
@@ -111,10 +115,10 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
             match="dana is a designer: creating the project 'Falcon' needs the admin",
         ),
     ):
-        io_svc.import_file(team, "Falcon", csv)
+        io_svc.import_file(team, destination(team, "Falcon"), csv)
     assert "Falcon" not in project_svc.project_names(team)
     with auth.acting_as(auth.actor(team, "admin")):
-        assert io_svc.import_file(team, "Falcon", csv).project == "Falcon"
+        assert io_svc.import_file(team, destination(team, "Falcon"), csv).project == "Falcon"
 
 
 def _readme_roles() -> dict[str, str]:

@@ -95,19 +95,31 @@ def test_a_bulk_label_refuses_rows_its_preview_never_counted(banking77_server, b
         counted = int(re.search(r"(\d+) unlabelled", page.inner_text("#bulk-preview"))[1])
         _shots(page, "70-bulk-preview", "#bulk-preview")
 
-        # The filter changes (typed, not yet submitted) and Label is pressed at once: the
-        # preview counted the "transfer" rows, so nothing is labelled and a new preview shows.
+        # The filter changes (submitted) and Label is pressed 0 ms after: the preview on screen
+        # counted the "transfer" rows and the new one is being counted, so nothing is labelled.
         before = _labels(client)
+        search.fill("")
+        search.click()
+        page.keyboard.type("top up", delay=80)
+        page.keyboard.press("Enter")
+        page.locator("#bulk-label").dispatch_event("click")  # at once: no wait for the page
+        _says(page, "#bulk-result", "nothing was labelled")
+        _says(page, "#bulk-preview", "unlabelled will become card_arrival")
+        assert _labels(client) == before
+
+        # The filter changes again (typed, not yet submitted) and Label is pressed: the
+        # preview counted the "top up" rows, so nothing is labelled and a new preview shows.
+        page.wait_for_selector("#bulk-preview [data-token]")  # the "top up" preview shows
         search.fill("")
         search.click()
         page.keyboard.type("card", delay=80)
         page.locator("#bulk-label").click()
-        _says(page, "#bulk-result", "filters changed since the preview")
-        _says(page, "#bulk-preview", "unlabelled will become card_arrival")
+        fresh = client.predict(PROJECT, "", "unlabelled", "card", api_name="/utterances")
+        _says(page, "#bulk-preview", f"{len(fresh)} unlabelled will become card_arrival")
+        _says(page, "#bulk-result", "changed since the preview")
         assert _labels(client) == before
         _shots(page, "71-bulk-refused", "#bulk-result")
 
-        fresh = client.predict(PROJECT, "", "unlabelled", "card", api_name="/utterances")
         now = int(re.search(r"(\d+) unlabelled", page.inner_text("#bulk-preview"))[1])
         assert now == len(fresh) and now != counted
         page.locator("#bulk-label").click()  # the preview now on screen is what gets done

@@ -15,7 +15,8 @@ from tests.e2e.conftest import PASSWORDS, ROOT, Server
 @pytest.fixture(scope="session")
 def team_server(tmp_path_factory):
     """A ``serve --multi-user`` server (one for this folder's modules) with a designer, dana, and a viewer,
-    vic, besides the admin, started with settings that would open a share tunnel or code edits."""
+    vic, besides the admin, started with settings that would open a share tunnel or code edits;
+    dana and vic are members of the demo project it makes (``intent-studio members add``)."""
     data = tmp_path_factory.mktemp("team") / "data"
     for name, role in (("dana", "designer"), ("vic", "viewer")):
         add = ["users", "add", name, "--role", role]
@@ -32,6 +33,14 @@ def team_server(tmp_path_factory):
     )
     try:
         srv.wait_ready()
+        for name in ("dana", "vic"):
+            add = ["members", "add", name, "--project", "Demo: Acme support"]
+            subprocess.run(
+                [sys.executable, "-m", "app", "--data-dir", str(data), *add],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
         yield srv
     finally:
         srv.stop()

@@ -55,8 +55,12 @@ def test_the_api_refuses_a_viewer_and_accepts_a_designer(team_server):
             "Demo: Acme support", "gift cards?", ["gift_cards"], "train", api_name="/label"
         )
     designer = Client(team_server.url, auth=("dana", PASSWORDS["dana"]), verbose=False)
+    with pytest.raises(Exception, match="Unknown intent 'gift_cards'"):  # a typo is no intent
+        designer.predict(
+            "Demo: Acme support", "gift cards?", ["gift_cards"], "train", api_name="/label"
+        )
     row = designer.predict(
-        "Demo: Acme support", "gift cards?", ["gift_cards"], "train", api_name="/label"
+        "Demo: Acme support", "gift cards?", ["gift_cards"], "train", True, api_name="/label"
     )
     assert row["labels"] == ["gift_cards"]
 

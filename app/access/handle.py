@@ -1,0 +1,130 @@
+"""The front door: a project resolved once, at the edge of every request (a UI event, a REST
+call, a CLI command), into a :class:`ProjectHandle` that says which project it is, how it is set
+up, who is acting and what their role in it is; the services take the handle, never a name.
+
+:func:`open_project` reads the project and the caller's membership in one statement and refuses
+there: a project the caller is no member of answers exactly like one that does not exist, and a
+role below what the request needs is refused before anything runs. Every change then goes through
+:func:`writing`: a transaction that holds the write lock and carries the item rule
+(:class:`app.access.policy.ItemPolicy`) for :mod:`storage.guard`, so no write path can skip it.
+
+Example:
+    >>> # p = open_project(ctx, "shop", need="designer")
+    >>> # with writing(ctx, p) as s: set_labels(s, p.id, 12, ["refund"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.access.policy import RANK, ItemPolicy, project_role
+from app.auth import Actor, current_actor
+from app.project_settings import ProjectSettings
+from storage import guard
+from storage.db import Session
+from storage.errors import NotFoundError, ReadOnlyProjectError
+from storage.members import project_with_role, visible_project_names
+
+if TYPE_CHECKING:
+    from app.context import AppContext
+
+
+@dataclass(frozen=True)
+class ProjectHandle:
+    """A project as one request sees it: resolved and authorised once (:func:`open_project`)."""
+
+    id: int
+    name: str
+    read_only: bool  # opened from a model bundle: read and predicted with only
+    base_encoder: str
+    active_version_id: int | None
+    settings: dict[str, Any]  # as stored (Project.settings); typed: :attr:`project_settings`
+    actor: Actor
+    role: str  # the actor's role in this project: viewer, designer or admin
+
+    @property
+    def project_settings(self) -> ProjectSettings:
+        return ProjectSettings.from_dict(self.settings)
+
+    def may(self, role: str) -> bool:
+        return RANK[self.role] >= RANK[role]
+
+    def require(self, role: str, action: str = "this") -> None:
+        """Refuse (PermissionError) unless the actor's role here includes ``role``."""
+        if not self.may(role):
+            raise PermissionError(
+                f"{self.actor.name} is a {self.role} in {self.name!r}: {action} needs the "
+                f"{role} role. Nothing was changed."
+            )
+
+    def require_writable(self, action: str = "this change") -> None:
+        """Refuse a change: a read-only project (a bundle's), or a role below designer."""
+        if self.read_only:
+            raise ReadOnlyProjectError(
+                f"Project {self.name!r} is read-only (imported from a bundle)."
+            )
+        self.require("designer", action)
+
+
+def resolve(
+    s: Session, project: str | int, who: Actor | None = None, *, need: str = "viewer"
+) -> ProjectHandle:
+    """:func:`open_project` within the session ``s``."""
+    who = who if who is not None else current_actor()
+    if project is None or (isinstance(project, str) and not project.strip()):
+        raise NotFoundError("Pick a project first.")
+    project = project if isinstance(project, int) else str(project)
+    row = project_with_role(s, project, who.id)
+    found, member = row if row is not None else (None, None)
+    role = project_role(who.role, who.id is None, member) if found is not None else None
+    if found is None or role is None:
+        raise NotFoundError(f"No project {project!r}.")
+    handle = ProjectHandle(
+        id=found.id,
+        name=found.name,
+        read_only=bool(found.read_only),
+        base_encoder=found.base_encoder,
+        active_version_id=found.active_model_version_id,
+        settings=dict(found.settings or {}),
+        actor=who,
+        role=role,
+    )
+    handle.require(need, "this")
+    return handle
+
+
+def open_project(
+    ctx: AppContext, project: str | int, who: Actor | None = None, *, need: str = "viewer"
+) -> ProjectHandle:
+    """The project ``project`` (a name, or an id) as ``who`` (default: the acting user) may use
+    it, with at least the role ``need`` there.
+
+    Raises:
+        NotFoundError: no such project, or the user is no member of it (the same answer).
+        PermissionError: their role in it is below ``need``.
+    """
+    with ctx.db.session() as s:
+        return resolve(s, project, who, need=need)
+
+
+def visible_projects(ctx: AppContext, who: Actor | None = None) -> list[str]:
+    """The names of the projects ``who`` (default: the acting user) sees, by name."""
+    who = who if who is not None else current_actor()
+    everyone = who.id is None or who.role == "admin"
+    with ctx.db.session() as s:
+        return visible_project_names(s, None if everyone else who.id)
+
+
+@contextmanager
+def writing(ctx: AppContext, p: ProjectHandle, purpose: str = "edit") -> Iterator[Session]:
+    """A transaction that changes the project: refused for a read-only project or a role below
+    designer; it holds the write lock from its start (:meth:`storage.db.Database.write`) and
+    every item it changes is checked by the item rule for ``purpose``
+    (:class:`app.access.policy.ItemPolicy`, asked by :mod:`storage.guard`)."""
+    p.require_writable()
+    with ctx.db.write() as s:
+        guard.install(s, ItemPolicy(p.actor.id, p.role, purpose))
+        yield s
