@@ -22,6 +22,7 @@ from app.context import AppContext
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
 from storage.agents import keep_agent, kept_agent
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
+from storage.names import mapping_note
 from storage.projects import create_project, describe_intents, get_project, list_intents
 from storage.utterances import NewUtterance, list_utterances
 
@@ -115,6 +116,7 @@ def import_utterances(
             rows,
             create_missing_intents=create_missing_intents,
             on_existing=on_existing,
+            described=descriptions or (),
         )
     batch = new_batch()
     total = ImportCounts(0, 0, plan.skipped)
@@ -159,7 +161,7 @@ def import_utterances(
     if len(plan.rows) > CHUNK_ROWS:
         logger.info("imported %d row(s) into %r in chunks of %d", len(plan.rows), name, CHUNK_ROWS)
     created = set(total.intents_created)
-    notes: list[str] = []
+    notes = [note] if (note := mapping_note(dict(plan.mapped))) else []
     left_out: list[str] = []
     if descriptions:
         with ctx.db.write() as s:
