@@ -68,78 +68,83 @@ def greet(db, project):
     return project
 
 
-@pytest.mark.parametrize("name", VARIANTS.values(), ids=VARIANTS.keys())
-def test_a_new_intent_written_like_an_existing_one_is_refused_naming_it(db, greet, name):
+# Each test goes through every variant in one project (the variants are not parametrized: each
+# case would set up a database twice, for SQLite and PostgreSQL).
+
+
+def test_a_new_intent_written_like_an_existing_one_is_refused_naming_it(db, greet):
     before = _names(db, greet)
-    for attempt in (
-        lambda s: create_intent(s, greet, name),
-        lambda s: rename_intent(s, greet, "refund", name),
-    ):
+    for name in VARIANTS.values():
+        assert name_key(name) == name_key("greet"), name
+        for attempt in (
+            lambda s: create_intent(s, greet, name),  # noqa: B023 (called at once)
+            lambda s: rename_intent(s, greet, "refund", name),  # noqa: B023
+        ):
+            with (
+                pytest.raises(StorageError, match="looks like the existing intent 'greet'") as err,
+                db.session() as s,
+            ):
+                attempt(s)
+            assert "Use 'greet'" in str(err.value)
+    assert _names(db, greet) == before
+
+
+def test_a_look_alike_of_the_reserved_label_is_refused_as_a_new_intent(db, project):
+    for name in RESERVED.values():
         with (
-            pytest.raises(StorageError, match="looks like the existing intent 'greet'") as err,
+            pytest.raises(StorageError, match="looks like the reserved label 'out_of_scope'") as e,
             db.session() as s,
         ):
-            attempt(s)
-        assert "Use 'greet'" in str(err.value)
-    assert _names(db, greet) == before
-    assert name_key(name) == name_key("greet")
-
-
-@pytest.mark.parametrize("name", RESERVED.values(), ids=RESERVED.keys())
-def test_a_look_alike_of_the_reserved_label_is_refused_as_a_new_intent(db, project, name):
-    with (
-        pytest.raises(StorageError, match="looks like the reserved label 'out_of_scope'") as err,
-        db.session() as s,
-    ):
-        create_intent(s, project, name)
-    assert "Use 'out_of_scope' for examples that belong to no intent" in str(err.value)
-    with pytest.raises(StorageError, match="reserved label"), db.session() as s:
-        rename_intent(s, project, "refund", name)
+            create_intent(s, project, name)
+        assert "Use 'out_of_scope' for examples that belong to no intent" in str(e.value)
+        with pytest.raises(StorageError, match="reserved label"), db.session() as s:
+            rename_intent(s, project, "refund", name)
     assert "out_of_scope" not in _names(db, project)
 
 
-@pytest.mark.parametrize("name", BLANK.values(), ids=BLANK.keys())
-def test_a_name_with_nothing_visible_is_refused_on_every_path(db, project, name):
+def test_a_name_with_nothing_visible_is_refused_on_every_path(db, project):
     before = _names(db, project)
-    for attempt in (
-        lambda s: create_intent(s, project, name),
-        lambda s: rename_intent(s, project, "refund", name),
-        lambda s: add_utterance(s, project, "hi you", [name]),
-        lambda s: set_labels(s, project, 1, [name]),
-        lambda s: import_rows(s, project, [NewUtterance("hi you", (name,))]),
-        lambda s: describe_intents(s, project, {name: "says hello"}),
-    ):
-        with pytest.raises(StorageError, match="needs something visible"), db.session() as s:
-            attempt(s)
+    for name in BLANK.values():
+        for attempt in (
+            lambda s: create_intent(s, project, name),  # noqa: B023 (called at once)
+            lambda s: rename_intent(s, project, "refund", name),  # noqa: B023
+            lambda s: add_utterance(s, project, "hi you", [name]),  # noqa: B023
+            lambda s: set_labels(s, project, 1, [name]),  # noqa: B023
+            lambda s: import_rows(s, project, [NewUtterance("hi you", (name,))]),  # noqa: B023
+            lambda s: describe_intents(s, project, {name: "says hello"}),  # noqa: B023
+        ):
+            with pytest.raises(StorageError, match="needs something visible"), db.session() as s:
+                attempt(s)
     assert _names(db, project) == before
 
 
-@pytest.mark.parametrize("name", VARIANTS.values(), ids=VARIANTS.keys())
-def test_a_label_written_another_way_names_the_existing_intent_on_every_write_path(db, greet, name):
-    with db.session() as s:
-        add_utterance(s, greet, "hi there", [name])  # REST label, the Data tab's add
-        set_labels(s, greet, 1, [name, "greet"])  # the Label tab, REST, bulk
-        plan = plan_import(s, greet, [NewUtterance("hey", (name,))], described=[name])
-        import_rows(s, greet, [NewUtterance("hey", (name,))])
-        describe_intents(s, greet, {name: "Says hello"})
-        describe_intent(s, greet, name, "Says hello.")
-        rows = {r.text: r.labels for r in list_utterances(s, greet)}
-        description = s.scalar(select(Intent.description).where(Intent.name == "greet"))
-    assert plan.rows[0].labels == ("greet",) and plan.mapped == ((name, "greet"),)
-    assert rows["hi there"] == rows["hey"] == rows["where is my parcel"] == ("greet",)
-    assert description == "Says hello."
+def test_a_label_written_another_way_names_the_existing_intent_on_every_write_path(db, greet):
+    for i, name in enumerate(VARIANTS.values()):
+        with db.session() as s:
+            add_utterance(s, greet, f"hi there {i}", [name])  # REST label, the Data tab's add
+            set_labels(s, greet, 1, [name, "greet"])  # the Label tab, REST, bulk
+            new = [NewUtterance(f"hey {i}", (name,))]
+            plan = plan_import(s, greet, new, described=[name])
+            import_rows(s, greet, new)
+            describe_intents(s, greet, {name: f"Says hello {i}"})
+            describe_intent(s, greet, name, f"Says hello. {i}")
+            rows = {r.text: r.labels for r in list_utterances(s, greet)}
+            description = s.scalar(select(Intent.description).where(Intent.name == "greet"))
+        assert plan.rows[0].labels == ("greet",) and plan.mapped == ((name, "greet"),), name
+        assert rows[f"hi there {i}"] == rows[f"hey {i}"] == ("greet",), name
+        assert rows["where is my parcel"] == ("greet",) and description == f"Says hello. {i}"
     assert _names(db, greet) == ["cancel_order", "greet", "refund", "track_order"]
 
 
-@pytest.mark.parametrize("name", RESERVED.values(), ids=RESERVED.keys())
-def test_a_look_alike_of_the_reserved_label_labels_out_of_scope(db, project, name):
-    with db.session() as s:
-        add_utterance(s, project, "tell me a joke", [name])
-        plan = plan_import(s, project, [NewUtterance("sing a song", (name,))])
-        import_rows(s, project, [NewUtterance("sing a song", (name,))])
-        rows = {r.text: r.labels for r in list_utterances(s, project)}
-    assert plan.mapped == ((name, "out_of_scope"),)
-    assert rows["tell me a joke"] == rows["sing a song"] == ("out_of_scope",)
+def test_a_look_alike_of_the_reserved_label_labels_out_of_scope(db, project):
+    for i, name in enumerate(RESERVED.values()):
+        with db.session() as s:
+            add_utterance(s, project, f"tell me a joke {i}", [name])
+            plan = plan_import(s, project, [NewUtterance(f"sing a song {i}", (name,))])
+            import_rows(s, project, [NewUtterance(f"sing a song {i}", (name,))])
+            rows = {r.text: r.labels for r in list_utterances(s, project)}
+        assert plan.mapped == ((name, "out_of_scope"),), name
+        assert rows[f"tell me a joke {i}"] == rows[f"sing a song {i}"] == ("out_of_scope",)
     assert _names(db, project) == ["cancel_order", "out_of_scope", "refund", "track_order"]
 
 
