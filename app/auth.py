@@ -31,6 +31,8 @@ from storage.users import (
     active_user,
     count_admins,
     create_user,
+    get_user,
+    record_event,
     set_token_hash,
     user_by_token_hash,
 )
@@ -84,10 +86,14 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-def add_user(ctx: AppContext, name: str, role: str, password: str) -> Actor:
+def add_user(ctx: AppContext, name: str, role: str, password: str, *, actor: str = "") -> Actor:
+    """A new account, recorded in the security log as ``added`` by ``actor`` (in the same
+    transaction). The name of a removed user is refused: :func:`app.services.accounts.restore_user`
+    brings that user back on purpose."""
     hashed = hash_password(password)
     with ctx.db.session() as s:
         user = create_user(s, name, role, hashed)
+        record_event(s, "added", user.name, actor=actor, detail=f"role {user.role}")
         return Actor(user.id, user.name, user.role)
 
 
@@ -98,7 +104,7 @@ def ensure_admin(ctx: AppContext, password: str | None) -> str | None:
         if count_admins(s):
             return None
     generated = None if password else secrets.token_urlsafe(12)
-    add_user(ctx, "admin", "admin", password or generated or "")
+    add_user(ctx, "admin", "admin", password or generated or "", actor="first start")
     return generated
 
 
@@ -151,12 +157,16 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def issue_token(ctx: AppContext, name: str) -> str:
+def issue_token(ctx: AppContext, name: str, *, actor: str = "") -> str:
     """A new API token for user ``name``, to show once: only its hash is stored, and it replaces
-    the user's earlier token (which stops working at once)."""
+    the user's earlier token (which stops working at once). Recorded in the security log as
+    ``token_issued`` by ``actor`` (never the token)."""
     token = "is_" + secrets.token_urlsafe(32)
     with ctx.db.session() as s:
+        had = get_user(s, name).api_token_hash is not None
         set_token_hash(s, name, token_hash(token))
+        detail = "it replaces the earlier token" if had else ""
+        record_event(s, "token_issued", name, actor=actor, detail=detail)
     return token
 
 

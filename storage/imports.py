@@ -14,7 +14,7 @@ path took 0.23 ms a new row and 2.7 ms a relabelled one, in bulk either takes ab
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
@@ -24,10 +24,10 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.errors import StorageError
 from storage.faults import fault_point
+from storage.names import NameIndex, project_index
 from storage.projects import (
     _labels_of,
     check_intent_room,
-    check_new_names,
     create_intent,
     intents_by_name,
     validate_intent_name,
@@ -51,10 +51,12 @@ class ImportCounts(NamedTuple):
 
 
 class ImportPlan(NamedTuple):
-    """Rows that passed every check, and how many were left out as already in the project."""
+    """Rows that passed every check, how many were left out as already in the project, and the
+    names written another way than the intent they name (``(as written, stored name)``)."""
 
     rows: list[NewUtterance]
     skipped: int
+    mapped: tuple[tuple[str, str], ...] = ()
 
 
 def new_batch() -> str:
@@ -88,6 +90,45 @@ def _nfc_row(r: NewUtterance) -> NewUtterance:
     return replace(r, text=text, context=context, labels=labels)
 
 
+def _map_names(index: NameIndex, names: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """The stored name of each name written another way (``Greet`` → ``greet``,
+    ``OUT-OF-SCOPE`` → ``out_of_scope``), and the new names, in order: of several ways to write
+    one new name, the first is the one created (and must be a valid name).
+
+    Raises:
+        StorageError: a new name that cannot be an intent's, or a name that could be two
+            intents of an older project (merge them first).
+    """
+    mapped: dict[str, str] = {}
+    needed: list[str] = []
+    for name in dict.fromkeys(names):
+        found = index.find(name)
+        if found is None or found not in index:  # new, or the reserved label not created yet
+            try:
+                found = validate_intent_name(found or name)
+            except StorageError as exc:
+                raise StorageError(
+                    f"The label {name!r} is no intent of this project and cannot be a new one: "
+                    f"{exc}"
+                ) from exc
+            index.add(found)
+            needed.append(found)
+        if found != name:
+            mapped[name] = found
+    return mapped, needed
+
+
+def _relabelled(rows: Sequence[NewUtterance], mapped: dict[str, str]) -> list[NewUtterance]:
+    """``rows`` with every name as :func:`_map_names` mapped it (a name twice on a row once)."""
+    if not mapped:
+        return list(rows)
+    out = []
+    for r in rows:
+        labels = tuple(dict.fromkeys(mapped.get(n, n) for n in r.labels))
+        out.append(r if labels == r.labels else replace(r, labels=labels))
+    return out
+
+
 def _never_unlabelled(uid: int, labels: Sequence[str]) -> StorageError:
     return StorageError(
         f"Utterance #{uid} has intents ({', '.join(labels)}): an utterance with intents "
@@ -102,38 +143,42 @@ def plan_import(
     *,
     create_missing_intents: bool = True,
     on_existing: str = "error",
+    described: Iterable[str] = (),
 ) -> ImportPlan:
     """Check rows against the project (``None``: one not created yet) and write nothing. Raises
     :class:`StorageError` for a text twice in ``rows``, a label that is no intent when
     ``create_missing_intents`` is off (or is no valid intent name), more new intents than the
     project's limit (:func:`storage.projects.check_intent_room`), a text already in the project
     when ``on_existing="error"``, or a relabel that would leave an intent on an `unlabelled` row.
-    With ``on_existing="skip"`` the texts already there are left out and counted."""
+    With ``on_existing="skip"`` the texts already there are left out and counted.
+
+    A label that names an intent of the project, or an earlier label of ``rows``, written another
+    way is mapped onto it (one key per intent: :func:`storage.names.name_key`); the plan's rows
+    carry the stored names, and ``mapped`` says what was mapped, for the names ``described``
+    (those the file describes) too."""
     if on_existing not in ON_EXISTING:
         raise ValueError(f"unknown on_existing {on_existing!r}")
     rows = [_nfc_row(r) for r in rows]
     existing: dict[str, int] = {}
-    known: set[str] = set()
     if project_id is not None:
         existing = dict(
             s.execute(
                 select(Utterance.text, Utterance.id).where(Utterance.project_id == project_id)
             ).all()
         )
-        known = set(s.scalars(select(Intent.name).where(Intent.project_id == project_id)))
     skipped = 0
     if on_existing == "skip":
         kept = [r for r in rows if r.text not in existing]
         skipped, rows = len(rows) - len(kept), kept
-    needed = sorted({name for r in rows for name in r.labels} - known)
+    index = project_index(s, project_id)
+    mapped, needed = _map_names(index, [name for r in rows for name in r.labels])
+    rows = _relabelled(rows, mapped)
     if needed and not create_missing_intents:
         raise StorageError(
             f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
         )
-    for name in needed:
-        validate_intent_name(name)
     check_intent_room(s, project_id, len(needed))
-    check_new_names(s, project_id, needed)
+    mapped.update(_map_names(index, described)[0])
     seen: set[str] = set()
     for r in rows:  # the unique (project, text) constraint, as a message instead of a crash
         if r.text in seen:
@@ -145,7 +190,7 @@ def plan_import(
                 raise StorageError(f"The utterance {r.text!r} is already in this project.")
             if r.labels and r.split == "unlabelled":
                 raise _never_unlabelled(existing[r.text], sorted(set(r.labels)))
-    return ImportPlan(list(rows), skipped)
+    return ImportPlan(list(rows), skipped, tuple(mapped.items()))
 
 
 def _event(
@@ -258,13 +303,14 @@ def write_rows(
         skipped, rows = len(rows) - len(kept), kept
     elif on_existing == "error" and (there := [r.text for r in rows if r.text in existing]):
         raise StorageError(f"The utterance {there[0]!r} is already in this project.")
-    known = intents_by_name(s, project_id)
-    needed = sorted({name for r in rows for name in r.labels} - set(known))
+    # the plan's rows carry stored names already; an intent made or renamed since maps again
+    mapped, needed = _map_names(project_index(s, project_id), [n for r in rows for n in r.labels])
+    rows = _relabelled(rows, mapped)
     if needed and not create_missing_intents:
         raise StorageError(
             f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
         )
-    check_new_names(s, project_id, needed)
+    known = intents_by_name(s, project_id)
     for name in needed:
         known[name] = create_intent(s, project_id, name, look_alikes_checked=True)
     old = [r for r in rows if r.text in existing]
@@ -315,7 +361,7 @@ def write_rows(
     if events:
         s.execute(insert(LabelEvent), events)
     fault_point("import.before_commit")
-    return ImportCounts(len(new), len(old), skipped, tuple(needed), len(locked))
+    return ImportCounts(len(new), len(old), skipped, tuple(sorted(needed)), len(locked))
 
 
 def import_rows(

@@ -11,8 +11,8 @@ from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, ReadOnlyProjectError, StorageError
+from storage.names import project_index, validate_intent_name
 from storage.tables import Intent, Label, LabelEvent, Project, Template, User, Utterance
-from storage.texts import check_not_confusable, validate_intent_name
 
 __all__ = ["validate_intent_name"]  # re-exported: imported from here by older callers
 
@@ -117,12 +117,12 @@ def set_project_setting(s: Session, project_id: int, key: str, value: Any) -> Pr
 
 
 def check_new_names(s: Session, project_id: int | None, names: Iterable[str]) -> None:
-    """Refuse new intent names that look like an existing intent's or each other's (the TR39
-    skeleton rule of :func:`storage.texts.check_not_confusable`)."""
-    existing: list[str] = []
-    if project_id is not None:
-        existing = list(s.scalars(select(Intent.name).where(Intent.project_id == project_id)))
-    check_not_confusable(names, existing)
+    """Refuse new intent names that are an existing intent's or each other's written another way
+    (one key: :func:`storage.names.name_key`), naming the intent ("use 'greet'")."""
+    index = project_index(s, project_id)
+    for name in names:
+        index.check_new(name)
+        index.add(name)
 
 
 # Longest intent description (a sentence or two: it is encoded as the intent's anchor).
@@ -148,7 +148,11 @@ def validate_description(description: str | None) -> str:
 
 
 def get_intent(s: Session, project_id: int, name: str) -> Intent:
-    intent = s.scalar(select(Intent).where(Intent.project_id == project_id, Intent.name == name))
+    """The intent ``name`` names: its own, else the one with its key (``Greet``: ``greet``)."""
+    q = select(Intent).where(Intent.project_id == project_id)
+    intent = s.scalar(q.where(Intent.name == name))
+    if intent is None and (found := project_index(s, project_id).find(name)) not in (None, name):
+        intent = s.scalar(q.where(Intent.name == found))
     if intent is None:
         raise NotFoundError(f"No intent {name!r} in this project.")
     return intent
@@ -191,12 +195,13 @@ def create_intent(
     """A new intent (refused past the project's intent limit, see :func:`check_intent_room`, or
     when it looks like an existing one, see :func:`check_new_names`; ``look_alikes_checked``: the
     caller checked a batch of names already)."""
-    name = validate_intent_name(name)
+    if look_alikes_checked:
+        name = validate_intent_name(name)
+    else:  # one key per intent: Greet beside greet is refused, naming it
+        name = project_index(s, project_id).validate_new(name)
     exists = s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == name))
     if exists is not None:
         raise StorageError(f"Intent {name!r} already exists.")
-    if not look_alikes_checked:
-        check_new_names(s, project_id, [name])
     description = validate_description(description)
     check_intent_room(s, project_id, 1)
     intent = Intent(project_id=project_id, name=name, description=description)
@@ -257,8 +262,12 @@ def describe_intents(
     Raises:
         StorageError: a bad name or description, or past the intent limit; nothing changed.
     """
-    existing = intents_by_name(s, project_id)
-    clean = {validate_intent_name(n): validate_description(d) for n, d in descriptions.items()}
+    existing, index = intents_by_name(s, project_id), project_index(s, project_id)
+    clean: dict[str, str] = {}
+    for raw, text in descriptions.items():  # a name written another way describes its intent
+        if (name := index.find(raw)) is None:
+            index.add(name := validate_intent_name(raw))
+        clean.setdefault(name, validate_description(text))
     missing = [n for n in clean if n not in existing]
     created, left_out = (missing, []) if create_missing else ([], missing)
     check_intent_room(s, project_id, len(created))
@@ -274,15 +283,13 @@ def describe_intents(
 
 def rename_intent(s: Session, project_id: int, old: str, new: str) -> Intent:
     intent = get_intent(s, project_id, old)
-    new = validate_intent_name(new)
-    if new == old:
+    others = project_index(s, project_id)
+    others.discard(intent.name)  # a new case or spelling of its own name is fine
+    new = others.validate_new(new)
+    if new == intent.name:
         return intent
     if s.scalar(select(Intent.id).where(Intent.project_id == project_id, Intent.name == new)):
         raise StorageError(f"Intent {new!r} already exists; merge instead of renaming.")
-    others = s.scalars(
-        select(Intent.name).where(Intent.project_id == project_id, Intent.id != intent.id)
-    )
-    check_not_confusable([new], others)
     intent.name = new
     s.flush()
     return intent
@@ -306,7 +313,8 @@ def merge_intents(
     """Move every label of ``sources`` onto ``target`` (created if new) and delete the sources.
     Returns the number of utterances relabelled. One undo batch."""
     target = validate_intent_name(target)
-    srcs = [get_intent(s, project_id, n) for n in sources if n != target]
+    target = project_index(s, project_id).find(target) or target  # Greet: into greet
+    srcs = [i for i in (get_intent(s, project_id, n) for n in sources) if i.name != target]
     if not srcs:
         raise StorageError("Pick at least one intent to merge into another.")
     tgt = s.scalar(select(Intent).where(Intent.project_id == project_id, Intent.name == target))

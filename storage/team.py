@@ -17,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import and_, delete, func, select
 from sqlalchemy.orm import Session
 
+from storage.names import OUT_OF_SCOPE, project_index
 from storage.tables import Answer, Assignment, User, Utterance, utcnow
 
 ANSWER_ACTIONS = ("label", "oos", "skip")
@@ -207,10 +208,17 @@ def save_answer(
     action: str,
     intents: Sequence[str] = (),
 ) -> None:
-    """Store the user's answer for the utterance (replacing their earlier one)."""
+    """Store the user's answer for the utterance (replacing their earlier one). An intent written
+    another way is stored as the project's name for it (``Greet``: ``greet``), so two answers
+    that name one intent agree; naming ``out_of_scope`` (``OUT-OF-SCOPE`` too) is out of scope."""
     if action not in ANSWER_ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ANSWER_ACTIONS)}.")
-    names = sorted(set(intents)) if action == "label" else []
+    names: list[str] = []
+    if action == "label":
+        index = project_index(s, project_id)
+        names = sorted({index.find(n) or n for n in intents})
+        if OUT_OF_SCOPE in names:
+            action, names = "oos", []
     found = s.scalars(
         select(Answer).where(Answer.utterance_id == utterance_id, Answer.user_id == user_id)
     ).first()

@@ -3,7 +3,8 @@
 
 A user is ``active``, ``locked`` (kept, but no sign-in, session or token counts until unlocked) or
 ``removed`` (the row stays so label events keep their author; its password and token are gone, and
-every function here except :func:`list_users` treats it as absent). Each change of status or
+every function here except :func:`list_users` and :func:`restore_user` treats it as absent; its
+name is not given to a new account). Each change of status or
 password is recorded in ``security_events`` (:func:`record_event`)."""
 
 from __future__ import annotations
@@ -28,15 +29,39 @@ def create_user(s: Session, name: str, role: str, password_hash: str) -> User:
     if role not in ROLES:
         raise StorageError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
     old = s.scalar(select(User).where(User.name == name))
-    if old is not None and old.status != "removed":
+    if old is not None and old.status == "removed":
+        raise ConflictError(
+            f"{name!r} is the name of a removed user (their past edits keep it), so it is not "
+            f"given to a new account. To bring {name} back on purpose: `intent-studio users "
+            f"restore {name}` (a new password; the role they had, or --role). Or choose another "
+            "name. Nothing was changed."
+        )
+    if old is not None:
         raise ConflictError(f"There is already a user {name!r}.")
-    if old is not None:  # the name of a removed user: the same row again, a fresh account
-        old.role, old.password_hash, old.status = role, password_hash, "active"
-        old.api_token_hash, old.credentials_changed_at = None, utcnow()
-        s.flush()
-        return old
     user = User(name=name, role=role, password_hash=password_hash)
     s.add(user)
+    s.flush()
+    return user
+
+
+def restore_user(s: Session, name: str, password_hash: str, role: str | None = None) -> User:
+    """Bring a removed user back, on purpose: the same row (their past edits are theirs again),
+    active, with a new password, no API token, and the role they had unless ``role`` says.
+
+    Raises:
+        NotFoundError: no user ``name`` was ever removed. ConflictError: ``name`` is not removed
+            (active or locked: nothing to restore). StorageError: an unknown role.
+    """
+    if role is not None and role not in ROLES:
+        raise StorageError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
+    user = s.scalar(select(User).where(User.name == name.strip()))
+    if user is None:
+        raise NotFoundError(f"No removed user {name!r} to restore; `users add` makes a new one.")
+    if user.status != "removed":
+        raise ConflictError(f"{name} is {user.status}, not removed: there is nothing to restore.")
+    user.status, user.password_hash = "active", password_hash
+    user.role = role or user.role
+    user.api_token_hash, user.credentials_changed_at = None, utcnow()
     s.flush()
     return user
 

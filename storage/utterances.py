@@ -13,12 +13,13 @@ from sqlalchemy.orm import Session
 
 from storage import guard
 from storage.errors import ConflictError, NotFoundError, StorageError, UnknownIntentError
+from storage.names import NameIndex
 from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
 from storage.slots import moved_entities
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
-from storage.texts import validate_context, validate_split, validate_text
+from storage.texts import nfc, validate_context, validate_split, validate_text
 
 
 @dataclass(frozen=True)
@@ -168,14 +169,22 @@ def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[Utt
 def _resolve_intents(
     s: Session, project_id: int, names: Iterable[str], *, create_missing: bool
 ) -> list[Intent]:
+    """The intents ``names`` name: a name written another way (``Greet``, ``OUT-OF-SCOPE``) is
+    the stored one (:class:`storage.names.NameIndex`); a new name is created when
+    ``create_missing``."""
     known = intents_by_name(s, project_id)
+    index: NameIndex | None = None
     out: list[Intent] = []
     for raw in names:
-        name = validate_intent_name(raw)
+        name = raw if raw in known else nfc(raw).strip()
         if name not in known:
-            if not create_missing:
-                raise UnknownIntentError(name)
-            known[name] = create_intent(s, project_id, name)
+            index = index or NameIndex(known)  # built only when a name is not found as it is
+            name = index.find(name) or validate_intent_name(name)
+            if name not in known:
+                if not create_missing:
+                    raise UnknownIntentError(name)
+                known[name] = create_intent(s, project_id, name)
+                index.add(name)
         if known[name] not in out:
             out.append(known[name])
     return out

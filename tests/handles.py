@@ -35,6 +35,7 @@ class Live:
         return Live(self._ctx, self._name, who)
 
 
-def live(ctx: Any, name: str | Live, who: Actor = LOCAL) -> Live:
-    """The project ``name`` for ``who``; a :class:`Live` project stays as it is (its user)."""
-    return name if isinstance(name, Live) else Live(ctx, name, who)
+def live(ctx: Any, name: str | Live | ProjectHandle, who: Actor = LOCAL) -> Live | ProjectHandle:
+    """The project ``name`` for ``who``; a project already resolved (a :class:`Live` one, a
+    handle) stays as it is, with its user."""
+    return name if isinstance(name, Live | ProjectHandle) else Live(ctx, name, who)

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.access import ProjectHandle
+from app.access import ProjectHandle, open_project
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
 from app.api.security import context, project_for, role
@@ -58,20 +58,21 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
         "2 such calls at once per user. " + ONE
     ),
 )
-async def predict(body: models.PredictIn, request: Request, p: Reader) -> Any:
-    ctx, who = context(request), p.actor
+async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
+    ctx = context(request)
     if body.text is not None:
         # each user's place among their one-liners, held until answered (429 past the limit);
         # single-user mode has one user, the local admin, and no such limit
         held = ctx.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
         with held:
             result = await request.app.state.batcher.submit(
-                (p, body.text, body.k, body.context or ""), key=who.name
+                (project, who, body.text, body.k, body.context or ""), key=who.name
             )
         if isinstance(result, Exception):
             return error_response(result)
         return {"predictions": [result]}
     # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
+    p = await asyncio.to_thread(open_project, ctx, project, who)
     rows = await asyncio.to_thread(
         predict_svc.predict,
         ctx,

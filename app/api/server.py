@@ -14,6 +14,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from app.access import open_project
 from app.api import errors, project_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
@@ -55,7 +56,24 @@ def create_api(ctx: AppContext) -> FastAPI:
     api.state.ctx = ctx
 
     def run(requests: list[Any]) -> list[Any]:
-        return classify_requests(ctx, requests, explained=False)
+        """One batch of one-line predictions, ``(project, caller, text, k, context)`` each:
+        each distinct project is resolved once for each caller (after the caller's place was
+        admitted: a refused flood costs no database work), then one encoder pass per project."""
+        handles: dict[tuple[str, Any], Any] = {}
+        for project, who, *_ in requests:
+            key = (project, who)
+            if key not in handles:
+                try:
+                    handles[key] = open_project(ctx, project, who)
+                except Exception as exc:  # an unknown project, or one the caller may not see
+                    handles[key] = exc
+        resolved = [(handles[(r[0], r[1])], *r[2:]) for r in requests]
+        ok = [i for i, r in enumerate(resolved) if not isinstance(r[0], Exception)]
+        answers = classify_requests(ctx, [resolved[i] for i in ok], explained=False)
+        out: list[Any] = [r[0] for r in resolved]
+        for i, answer in zip(ok, answers, strict=True):
+            out[i] = answer
+        return out
 
     api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
     api.add_middleware(ApiGate, ctx=ctx)  # the token, then the body's size, before parsing

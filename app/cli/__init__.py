@@ -224,24 +224,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "users",
-        help="add, remove, lock or unlock users, reset a password, change roles, list users, "
-        "issue a REST API token (multi-user mode)",
+        help="add, remove, restore, lock or unlock users, reset a password, change roles, list "
+        "users, issue a REST API token (multi-user mode)",
         description="`users token NAME` prints a new API token for NAME once (only its hash is "
         "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`. "
         "`revoke` ends NAME's API token only; `remove` and `lock` end NAME's sessions and token "
         "at their next request; `password` (from $INTENT_STUDIO_PASSWORD, else asked) ends the "
         "sessions signed in before it. `role NAME --role R` changes a role (without --role it "
-        "says NAME's role and changes nothing). Each change is recorded in the security log.",
+        "says NAME's role and changes nothing). `add` refuses the name of a removed user; "
+        "`restore NAME` brings that user back on purpose (a new password, the role they had "
+        "unless --role). Each change, an added user and an issued token are recorded in the "
+        "security log.",
     )
     p.add_argument(
         "action",
-        choices=["add", "role", "list", "token", "revoke", "remove", "lock", "unlock", "password"],
+        choices=[
+            "add",
+            "role",
+            "list",
+            "token",
+            "revoke",
+            "remove",
+            "restore",
+            "lock",
+            "unlock",
+            "password",
+        ],
     )
     p.add_argument("name", nargs="?")
     p.add_argument(
         "--role",
         choices=["viewer", "designer", "admin"],
-        help="for add (default designer) and role (required to change it)",
+        help="for add (default designer), restore (default: the role they had) and role "
+        "(required to change it)",
     )
     p.set_defaults(func=cmd_users)
 

@@ -120,8 +120,15 @@ def cmd_users(args: argparse.Namespace) -> int:
     if not args.name:
         raise CliError("Give the user's name.")
     if args.action == "add":
-        who = add_user(ctx, args.name, args.role or "designer", _password(args.name))
+        role = args.role or "designer"
+        who = add_user(ctx, args.name, role, _password(args.name), actor=_cli_actor())
         print(f"Added {who.name} ({who.role}).")
+        return 0
+    if args.action == "restore":
+        role = accounts.restore_user(
+            ctx, args.name, _password(args.name), actor=_cli_actor(), role=args.role
+        )
+        print(f"Restored {args.name} ({role}): they sign in with the new password; no API token.")
         return 0
     if args.action == "remove":
         accounts.remove_user(ctx, args.name, actor=_cli_actor())
@@ -141,7 +148,7 @@ def cmd_users(args: argparse.Namespace) -> int:
         print(f"New password for {args.name}: their sessions signed in before have ended.")
         return 0
     if args.action == "token":
-        token = issue_token(ctx, args.name)
+        token = issue_token(ctx, args.name, actor=_cli_actor())
         print(f"API token for {args.name} (shown once; any earlier token stops working):")
         print(token)
         return 0

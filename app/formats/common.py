@@ -4,8 +4,9 @@ A file is validated completely first; any problem raises :class:`FormatError` li
 ``(line, message)`` pairs and no row is returned. Each rule exists once, here: a file is UTF-8 (a
 BOM is dropped) of at most :data:`MAX_FILE_BYTES`; a text is visible, at most
 :data:`~storage.utterances.MAX_TEXT_CHARS` long and holds no NUL; an intent name follows
-:func:`storage.texts.validate_intent_name`; texts and names are NFC; a file holds at least one and at most
-:data:`MAX_ROWS` rows.
+:func:`storage.names.label_problem` (a label written another way than the project's intent, with
+an invisible character even, is mapped onto it when imported: :mod:`storage.imports`); texts and
+names are NFC; a file holds at least one and at most :data:`MAX_ROWS` rows.
 
 Real files repeat themselves (a test set with one text twice, chat logs full of "hi"): a repeated
 text is not a problem. :func:`merge_repeats` keeps it once; when the repeats disagree about the
@@ -25,8 +26,9 @@ from dataclasses import dataclass, field
 from app.config import MAX_UPLOAD_BYTES
 from core.slots import SlotData
 from storage.errors import StorageError
+from storage.names import label_problem
 from storage.projects import validate_description
-from storage.texts import MAX_NAME_CHARS, nfc, validate_context, validate_intent_name
+from storage.texts import MAX_NAME_CHARS, nfc, validate_context
 from storage.utterances import MAX_TEXT_CHARS, NewUtterance, is_blank
 
 Row = NewUtterance
@@ -170,13 +172,13 @@ def check_context(context: object) -> tuple[str, str | None]:
 
 def check_intent(name: str) -> str | None:
     """A problem with an intent name, or None: the rules of
-    :func:`storage.texts.validate_intent_name`, said per line."""
+    :func:`storage.names.label_problem`, said per line."""
     if not name:
         return "empty intent name"
-    try:
-        validate_intent_name(name)
-    except StorageError as exc:
-        return f"intent name {name[:60]!r}: {str(exc).rstrip('.')}"
+    if not isinstance(name, str):
+        return "an intent name must be a string"
+    if (msg := label_problem(nfc(name).strip())) is not None:
+        return f"intent name {name[:60]!r}: {msg.rstrip('.')}"
     return None
 
 

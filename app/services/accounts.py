@@ -1,5 +1,6 @@
-"""Accounts, for an admin: remove, lock, unlock, a new password, a role, revoking a token; each recorded in the security
-log with who did it. A removed or locked user's browser sessions and API token stop at their next
+"""Accounts, for an admin: remove, restore, lock, unlock, a new password, a role, revoking a token;
+each recorded in the security log with who did it (adding a user and issuing a token are
+:func:`app.auth.add_user` and :func:`app.auth.issue_token`, recorded the same way). A removed or locked user's browser sessions and API token stop at their next
 request (every request checks its user: :mod:`app.http_guard`, :mod:`app.api.gate`).
 
 Example:
@@ -22,6 +23,7 @@ from storage.users import (
     set_status,
     set_token_hash,
 )
+from storage.users import restore_user as store_restore
 from storage.users import set_role as store_role
 
 
@@ -30,6 +32,19 @@ def remove_user(ctx: AppContext, name: str, *, actor: str) -> None:
     with ctx.db.write() as s:
         set_status(s, name, "removed")
         record_event(s, "removed", name, actor=actor)
+
+
+def restore_user(
+    ctx: AppContext, name: str, password: str, *, actor: str, role: str | None = None
+) -> str:
+    """Bring a removed user back on purpose (``users add`` refuses a removed user's name): the
+    same account, so their past edits are theirs again, with a new password, no API token, and
+    the role they had unless ``role`` says. Returns their role."""
+    hashed = hash_password(password)
+    with ctx.db.write() as s:
+        user = store_restore(s, name, hashed, role)
+        record_event(s, "restored", user.name, actor=actor, detail=f"role {user.role}")
+        return user.role
 
 
 def lock_user(ctx: AppContext, name: str, *, actor: str, locked: bool = True) -> None:

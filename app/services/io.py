@@ -26,6 +26,7 @@ from storage.agents import keep_agent, kept_agent
 from storage.db import Session
 from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
+from storage.names import mapping_note
 from storage.projects import create_project, describe_intents, list_intents
 from storage.utterances import NewUtterance, list_utterances
 
@@ -114,6 +115,7 @@ def import_utterances(
             rows,
             create_missing_intents=create_missing_intents,
             on_existing=on_existing,
+            described=descriptions or (),
         )
     batch = new_batch()
     total = ImportCounts(0, 0, plan.skipped)
@@ -152,7 +154,7 @@ def import_utterances(
             "imported %d row(s) into %r in chunks of %d", len(plan.rows), p.name, CHUNK_ROWS
         )
     created = set(total.intents_created)
-    notes: list[str] = []
+    notes = [note] if (note := mapping_note(dict(plan.mapped))) else []
     if total.protected:
         notes.append(
             f"Left {total.protected} utterance(s) as they are: you may not change them now "

@@ -35,6 +35,7 @@ from core.training import (
     TrainProgress,
     load_trained,
     train_encoder,
+    trainable,
 )
 from storage import jobs
 from storage.artifacts import tree_sha256
@@ -142,15 +143,19 @@ def run_retrain(
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
     data = EvalData.from_rows(rows, with_unlabelled=multi)
+    # an intent with fewer than 2 examples is left out of training only (issue 43, hole 5)
+    fit = trainable(train.train_texts, train.train_labels)
     reporter.log(
-        f"training {cfg.method} on {len(train.train_texts)} utterances (dataset {dv_hash[:12]})",
+        f"training {cfg.method} on {len(fit.texts)} utterances (dataset {dv_hash[:12]})",
         phase="training",
     )
+    if fit.left_out:
+        reporter.log(fit.note())
     started = time.monotonic()
     trained = train_encoder(
         base,
-        train.train_texts,
-        train.train_labels,
+        fit.texts,
+        fit.labels,
         cfg,
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
@@ -238,6 +243,8 @@ def run_retrain(
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
     acc, base_acc = new_metrics.accuracy or 0.0, base_metrics.accuracy or 0.0
+    left_out = f" {fit.note()}." if fit.left_out else ""
     return mv_id, (
         f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}) in {train_seconds:.0f}s. {why}"
+        f"{left_out}"
     )

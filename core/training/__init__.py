@@ -20,13 +20,15 @@ from core.training.model_io import (
     load_trained,
     read_metadata,
 )
-from core.training.pairs import Pair, check_trainable, sample_pairs
+from core.training.pairs import Pair, sample_pairs
+from core.training.trainable import Trainable, check_trainable, trainable
 
 __all__ = [
     "Eta",
     "Pair",
     "TrainConfig",
     "TrainProgress",
+    "Trainable",
     "TrainedModel",
     "TrainingCancelled",
     "artifact_sha256",
@@ -36,4 +38,5 @@ __all__ = [
     "read_metadata",
     "sample_pairs",
     "train_encoder",
+    "trainable",
 ]

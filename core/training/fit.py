@@ -138,7 +138,8 @@ def train_encoder(
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
 
     Raises:
-        ValueError: for unusable data (fewer than 2 intents, an intent with one example, …).
+        ValueError: for unusable data (fewer than 2 intents with 2 examples, …). An intent with
+            one example does not refuse: :func:`core.training.trainable.trainable` leaves it out.
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
     from core.encoding.registry import default_device, load_sentence_transformer, resolve_path

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.evaluation.scope import in_scope_labels
+from core.training.trainable import check_trainable  # re-exported: its old home
 
 logger = logging.getLogger(__name__)
 
@@ -211,25 +211,6 @@ def estimate_shots(labels: Labels) -> float:
     values = sorted(counts.values())
     mid = len(values) // 2
     return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-
-
-def check_trainable(labels: Labels) -> None:
-    """Raise ``ValueError`` with a clear message when labels cannot produce training pairs.
-    The reserved out-of-scope label is not an intent: it needs no minimum count."""
-    counts: dict[str, int] = defaultdict(int)
-    for lab in labels:
-        for name in in_scope_labels(lab):
-            counts[name] += 1
-    if not counts:
-        raise ValueError("No labelled utterances: label some examples before training.")
-    if len(counts) < 2:
-        raise ValueError("Training needs at least 2 intents with examples.")
-    single = sorted(n for n, c in counts.items() if c < 2)
-    if single:
-        shown = ", ".join(single[:5]) + (" …" if len(single) > 5 else "")
-        raise ValueError(
-            f"Every intent needs at least 2 examples to form a positive pair; too few: {shown}."
-        )
 
 
 __all__ = [

@@ -36,6 +36,41 @@ def team(tmp_path, monkeypatch):
     ctx.close()
 
 
+SETUP = [("token_issued", "dana"), ("added", "dana"), ("added", "admin")]  # the fixture's
+
+
+def since_setup(ctx) -> list[dict]:
+    """The security log without the fixture's own three events (newest first)."""
+    log = security_log(ctx)
+    assert [(e["action"], e["user"]) for e in log[-3:]] == SETUP
+    return log[:-3]
+
+
+def test_adding_a_user_and_issuing_a_token_are_in_the_security_log(team, capsys, monkeypatch):
+    """Issue 43, hole 6: `users add` and `users token` left no trace in the security log."""
+    cli, ctx, _ = team
+    assert [(e["action"], e["user"], e["actor"], e["detail"]) for e in security_log(ctx)] == [
+        ("token_issued", "dana", "", ""),
+        ("added", "dana", "", "role designer"),
+        ("added", "admin", "first start", "role admin"),
+    ]
+    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "viewer-password")
+    assert cli("users", "add", "vic", "--role", "viewer") == 0
+    assert cli("users", "token", "vic") == 0
+    assert cli("users", "token", "vic") == 0
+    token = capsys.readouterr().out.splitlines()[-1]
+    logged = [(e["action"], e["user"], e["detail"]) for e in since_setup(ctx)]
+    assert logged == [
+        ("token_issued", "vic", "it replaces the earlier token"),
+        ("token_issued", "vic", ""),
+        ("added", "vic", "role viewer"),
+    ]
+    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
+    assert all(token not in str(e) for e in security_log(ctx))  # never the token itself
+    assert cli("users", "token", "nobody") == 2  # nothing issued, nothing logged
+    assert len(since_setup(ctx)) == 3
+
+
 def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
     cli, ctx, token = team
     assert cli("users", "lock", "dana") == 0
@@ -48,11 +83,11 @@ def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
     assert cli("users", "unlock", "dana") == 0
     assert auth.check_login(ctx, "dana", "designer-password")
     assert auth.token_actor(ctx, token).name == "dana"
-    assert [(e["action"], e["user"]) for e in security_log(ctx)] == [
+    assert [(e["action"], e["user"]) for e in since_setup(ctx)] == [
         ("unlocked", "dana"),
         ("locked", "dana"),
     ]
-    assert all(e["actor"].startswith("cli") for e in security_log(ctx))
+    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
 
 
 def test_users_password_replaces_the_password_and_is_logged(team, capsys, monkeypatch):
@@ -81,13 +116,46 @@ def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys
     assert "dana\tdesigner\tremoved" in capsys.readouterr().out
     assert cli("users", "lock", "dana") == 2  # nobody to lock
     assert "No user 'dana'" in capsys.readouterr().err
-    # the name can be given again: a fresh account, without the old token
-    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "another-password")
-    assert cli("users", "add", "dana", "--role", "viewer") == 0
-    assert auth.check_login(ctx, "dana", "another-password")
-    with pytest.raises(PermissionError):
-        auth.token_actor(ctx, token)
     assert security_log(ctx)[0]["action"] == "removed"
+
+
+def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
+    team, capsys, monkeypatch
+):
+    """Issue 43, hole 6: `users add dana` after `users remove dana` silently gave the removed
+    account (and its past edits) back under a new password. It is refused, saying how to bring
+    dana back on purpose; `users restore` does, and is logged."""
+    cli, ctx, token = team
+    assert cli("users", "remove", "dana") == 0
+    capsys.readouterr()
+    monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "another-password")
+    assert cli("users", "add", "dana", "--role", "viewer") == 2
+    err = capsys.readouterr().err
+    assert "'dana' is the name of a removed user" in err
+    assert "`intent-studio users restore dana`" in err and "Nothing was changed" in err
+    assert not auth.check_login(ctx, "dana", "another-password")
+    assert [e["action"] for e in since_setup(ctx)] == ["removed"]
+
+    assert cli("users", "restore", "dana") == 0
+    assert "Restored dana (designer)" in capsys.readouterr().out  # the role dana had
+    assert auth.check_login(ctx, "dana", "another-password")
+    assert auth.require(ctx, "dana", "designer").name == "dana"
+    with pytest.raises(PermissionError):  # the old token stays dead
+        auth.token_actor(ctx, token)
+    restored = since_setup(ctx)[0]
+    assert (restored["action"], restored["user"], restored["detail"]) == (
+        "restored",
+        "dana",
+        "role designer",
+    )
+    assert restored["actor"].startswith("cli")
+    assert cli("users", "restore", "dana") == 2  # active: nothing to restore
+    assert "dana is active, not removed" in capsys.readouterr().err
+    assert cli("users", "restore", "nobody") == 2
+    assert "No removed user 'nobody'" in capsys.readouterr().err
+    assert cli("users", "remove", "dana") == 0
+    assert cli("users", "restore", "dana", "--role", "viewer") == 0
+    assert auth.require(ctx, "dana", "viewer").role == "viewer"
 
 
 def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
@@ -96,7 +164,7 @@ def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
         assert cli("users", action, "admin") == 2
         assert "last admin" in capsys.readouterr().err
     assert auth.check_login(ctx, "admin", "admin-password")
-    assert security_log(ctx) == []
+    assert since_setup(ctx) == []
 
 
 def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monkeypatch):
@@ -139,7 +207,7 @@ def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
     assert auth.check_login(ctx, "dana", "designer-password")  # the password still signs in
     assert auth.require(ctx, "dana", "designer").name == "dana"
     assert security_log(ctx)[0]["action"] == "token_revoked"
-    assert all(e["actor"].startswith("cli") for e in security_log(ctx))
+    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
     assert cli("users", "revoke", "nobody") == 2
     assert "No user 'nobody'" in capsys.readouterr().err
 
@@ -150,11 +218,13 @@ def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     assert cli("users", "role", "ada") == 2
     assert "ada's role is admin; nothing was changed" in capsys.readouterr().err
     assert auth.require(ctx, "ada", "admin").role == "admin"  # unchanged
-    assert security_log(ctx) == []
+    assert [e["action"] for e in since_setup(ctx)] == ["added"]
 
     assert cli("users", "role", "ada", "--role", "viewer") == 0
     assert "ada is now a viewer" in capsys.readouterr().out
     assert auth.require(ctx, "ada", "viewer").role == "viewer"
-    assert [(e["action"], e["detail"]) for e in security_log(ctx)] == [("role", "admin -> viewer")]
+    assert [(e["action"], e["detail"]) for e in since_setup(ctx)][:1] == [
+        ("role", "admin -> viewer")
+    ]
     assert cli("users", "role", "admin", "--role", "designer") == 2  # the last admin stays
     assert "last admin" in capsys.readouterr().err

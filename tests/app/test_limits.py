@@ -175,27 +175,33 @@ def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_mem
 
 
 def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_import(ctx, tmp_path):
-    """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file."""
+    """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file.
+    Issue 43: a name that is an existing intent written another way is refused as a new intent
+    (naming it) and names that intent as a label, in a file too."""
     import_file(ctx, destination(ctx, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
     data_svc.create_intent(ctx, live(ctx, "shop"), "greet")
+    same = "looks like the existing intent 'greet'"
     for name, says in (
-        ("gr\u0435et", "looks like the existing intent 'greet'"),
-        ("greet\u200b", "ZERO WIDTH SPACE"),
+        ("gr\u0435et", same),
+        ("greet\u200b", same),
+        ("\u202egreet", same),
         ("gre\x00et", "NUL"),
-        ("\u202egreet", "RIGHT-TO-LEFT OVERRIDE"),
+        ("hello\u200b", "ZERO WIDTH SPACE"),  # an intent of no other name: invisible, refused
+        ("\u202ehello", "RIGHT-TO-LEFT OVERRIDE"),
     ):
         with pytest.raises(StorageError, match=says):
             data_svc.create_intent(ctx, live(ctx, "shop"), name)
         with pytest.raises(StorageError, match=says):
             data_svc.rename_intent(ctx, live(ctx, "shop"), "i1", name)
-        with pytest.raises(StorageError, match=says):
-            data_svc.add_utterance(ctx, live(ctx, "shop"), "a new text", [name])
+        if says != same:
+            with pytest.raises(StorageError, match=says):
+                data_svc.add_utterance(ctx, live(ctx, "shop"), "a new text", [name])
+    for i, name in enumerate(("gr\u0435et", "greet\u200b", "\u202egreet")):
+        added = data_svc.add_utterance(ctx, live(ctx, "shop"), f"hi {i}", [name])
+        assert added["labels"] == ("greet",)
     (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
-    with pytest.raises(StorageError, match="looks like the existing intent 'greet'"):
-        import_file(ctx, destination(ctx, "shop"), tmp_path / "b.csv")
-    assert sorted(i["name"] for i in data_svc.intents(ctx, live(ctx, "shop"))) == [
-        "greet",
-        "i0",
-        "i1",
-    ]
-    assert len(data_svc.table(ctx, live(ctx, "shop"))) == 2
+    result = import_file(ctx, destination(ctx, "shop"), tmp_path / "b.csv")
+    assert "'gr\u0435et' → 'greet'" in result.message()
+    names = sorted(i["name"] for i in data_svc.intents(ctx, live(ctx, "shop")))
+    assert names == ["greet", "i0", "i1"]
+    assert len(data_svc.table(ctx, live(ctx, "shop"))) == 6

@@ -145,13 +145,24 @@ def test_a_second_click_returns_the_same_job(ctx) -> None:
 
 
 def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
+    """It also shows issue 43, hole 5: the project has an intent with one example (a typo over
+    REST was enough), which refused every retrain before; now it is left out of training, the
+    job says so, and it is still predicted."""
     make_tiny(ctx)
+    data_svc.add_utterance(
+        ctx, live(ctx, "tiny"), "please close my account for good", "close_account"
+    )
     before = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     done = svc.job(ctx, view.id)
     assert done.status == "succeeded", done.log
     assert done.step == done.total > 0
+    assert "training fast on 16 utterances" in done.log
+    left_out = "Left out of training: 1 intent(s) with fewer than 2 train examples (close_account)"
+    assert left_out in done.log and left_out in done.message
+    singleton = predict_svc.predict_one(ctx, live(ctx, "tiny"), "close my account please", show=6)
+    assert "close_account" in [s["intent"] for s in singleton["intents"]]
     with ctx.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
         assert mv is not None

@@ -142,7 +142,7 @@ def test_rows_added_by_someone_else_after_the_check_are_skipped_or_relabelled(
     rows = [NewUtterance("late", ("refund",)), NewUtterance("early", ("refund",))]
     with db.session() as s:
         plan = plan_import(s, project, rows, on_existing=on_existing)
-    assert plan == (rows, 0)
+    assert plan == (rows, 0, ())
     with db.session() as s:  # someone else, between the check and the write
         add_utterance(s, project, "late", ["track_order"])
     with db.session() as s:

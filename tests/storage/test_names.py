@@ -81,21 +81,13 @@ def test_a_name_confusable_with_an_existing_intent_is_refused_naming_it(db, proj
     cyrillic = "gr\u0435et"  # CYRILLIC SMALL LETTER IE
     for attempt in (
         lambda s: create_intent(s, project, cyrillic),
-        lambda s: import_rows(s, project, [NewUtterance("hello you", (cyrillic,))]),
-        lambda s: add_utterance(s, project, "hello you", [cyrillic]),
-        lambda s: describe_intents(s, project, {cyrillic: "says hello"}),
         lambda s: rename_intent(s, project, "refund", cyrillic),
         lambda s: rename_intent(s, project, "refund", "cance1_order"),  # digit one for l
     ):
         with pytest.raises(StorageError, match="looks like the existing intent"), db.session() as s:
             attempt(s)
-    with pytest.raises(StorageError, match="'greet'"), db.session() as s:
+    with pytest.raises(StorageError, match="Use 'greet'"), db.session() as s:
         create_intent(s, project, cyrillic)
-    # two new look-alikes in one import are refused too
-    with pytest.raises(StorageError, match="looks like"), db.session() as s:
-        import_rows(
-            s, project, [NewUtterance("a b", ("s\u0430le",)), NewUtterance("c d", ("sale",))]
-        )
     assert _counts(db, project) == before
     with db.session() as s:  # a name that only shares letters is fine; an existing one is reused
         create_intent(s, project, "greeting")

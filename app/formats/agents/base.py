@@ -5,12 +5,14 @@ A format reads an agent into an :class:`AgentDoc`: its intents (platform name, d
 whether it is the platform's fallback, training phrases), each with the file or JSON path it came
 from. :func:`to_parsed` turns that into rows, with every rule of :mod:`app.formats.common`:
 
-- a fallback intent (and one named ``out_of_scope``) is our reserved ``out_of_scope`` label;
+- a fallback intent (and one named ``out_of_scope`` in any way, ``Out Of Scope`` too) is our
+  reserved ``out_of_scope`` label;
 - a platform name that cannot be an intent name here is mapped (``|`` to ``/``, invisible
   characters dropped, NFC, at most 120 characters) and the mapping is reported; an export writes
   the platform's name back;
-- two names that look alike once mapped (Unicode normalisation, TR39 confusables) refuse the file,
-  naming both;
+- two names that are one name here (one key: case, width, invisible characters, separators,
+  TR39 look-alikes, see :mod:`storage.names`) are one intent, the first one's, and the mapping is
+  reported; an import maps them onto the project's intents the same way;
 - a text under several intents is one multi-label row.
 
 An export (:func:`app.formats.agents.export.plan_export`) reads the kept agent the same way, so each of our intents finds
@@ -43,7 +45,8 @@ from app.formats.common import (
     json_depth_over,
 )
 from core.retrieval.scope import OUT_OF_SCOPE
-from storage.texts import MAX_NAME_CHARS, name_problem, nfc, skeleton
+from storage.names import NameIndex, is_ignorable, name_key, name_problem
+from storage.texts import MAX_NAME_CHARS, nfc
 
 # Deepest nesting of an agent's JSON files (a Dialogflow CX page's rich responses nest ~12 deep).
 MAX_AGENT_NESTING = 64
@@ -159,19 +162,22 @@ def our_name(platform: str, fallback: bool = False) -> str:
         >>> our_name("pay|bill"), our_name("Default Fallback Intent", fallback=True)
         ('pay/bill', 'out_of_scope')
     """
-    if fallback:
+    if fallback or name_key(platform) == name_key(OUT_OF_SCOPE):
         return OUT_OF_SCOPE
     clean = nfc(platform).replace("|", "/")
-    clean = "".join(c for c in clean if unicodedata.category(c) not in _HIDDEN).strip()
-    return clean[:MAX_NAME_CHARS].strip()
+    clean = "".join(
+        c for c in clean if unicodedata.category(c) not in _HIDDEN and not is_ignorable(c)
+    )
+    return clean.strip()[:MAX_NAME_CHARS].strip()
 
 
 def intent_names(doc: AgentDoc, problems: list[tuple[int, str]], notes: list[str]) -> list[str]:
-    """Our name of each of ``doc``'s intents; look-alike and repeated names are problems."""
+    """Our name of each of ``doc``'s intents (one written like an earlier one is that one);
+    repeated and invalid names are problems."""
     names = []
     seen: dict[str, PlatformIntent] = {}
-    by_skeleton: dict[str, tuple[str, PlatformIntent]] = {}
-    mapped = []
+    index = NameIndex()
+    mapped, same = [], []
     for intent in doc.intents:
         fallback = intent.fallback or our_name(intent.name) == OUT_OF_SCOPE
         intent.fallback = fallback
@@ -186,19 +192,20 @@ def intent_names(doc: AgentDoc, problems: list[tuple[int, str]], notes: list[str
         if (msg := name_problem(ours)) is not None:
             problems.append((0, f"{intent.where}: intent name {intent.name[:60]!r}: {msg}"))
             continue
-        other = by_skeleton.setdefault(skeleton(ours), (ours, intent))
-        if other[1] is not intent:
-            problems.append(
-                (
-                    0,
-                    f"{intent.where}: intent name {intent.name!r} looks like {other[1].name!r} "
-                    f"({other[1].where}): they differ only in look-alike characters or Unicode "
-                    f"normalisation ({intent.name!a} vs {other[1].name!a}); rename one first",
-                )
-            )
+        if (first := index.find(ours)) is not None:
+            names[-1] = first
+            same.append(f"{intent.name!r} ({intent.where}) → {first!r}")
             continue
+        index.add(ours)
         if ours != intent.name:
             mapped.append(f"{intent.name!r} -> {ours!r}")
+    if same:
+        more = f" and {len(same) - SHOW_NAMES} more" if len(same) > SHOW_NAMES else ""
+        notes.append(
+            f"{len(same)} intent(s) are another intent written another way (case, width, "
+            "invisible characters, separators or look-alike letters) and were read as that "
+            f"intent: {', '.join(same[:SHOW_NAMES])}{more}."
+        )
     if mapped:
         more = f" and {len(mapped) - SHOW_NAMES} more" if len(mapped) > SHOW_NAMES else ""
         notes.append(

@@ -25,6 +25,7 @@ from app.formats.agents.base import (
 )
 from app.formats.common import Row
 from core.retrieval.scope import OUT_OF_SCOPE
+from storage.names import name_key
 
 
 @dataclass
@@ -90,16 +91,22 @@ def plan_export(
     plans: dict[str, IntentPlan] = {}
     dropped: set[str] = set()
     taken: set[str] = set()
+    planned: dict[str, str] = {}  # our intent -> the platform intent it is written into
+    merged: dict[str, str] = {}  # platform intent -> the one it was read as (one name here)
     fallbacks = [i for i in doc.intents if i.fallback]
     home = {text_key(t): i.name for i in fallbacks for _, t, _ in i.phrases}
     for intent, ours in zip(doc.intents, names, strict=True):
         taken.add(intent.name.casefold())
+        ours = _ours(ours, wanted)
         if intent.fallback:
             if fallback_takes_phrases:
                 plans[intent.name] = IntentPlan([])
         elif ours in wanted:
             plans[intent.name] = IntentPlan(by_intent.get(ours, []), intents.get(ours, ""))
             wanted.discard(ours)
+            planned[ours] = intent.name
+        elif ours in planned:
+            merged[intent.name] = planned[ours]
         elif not intent.phrases and not intent.description:
             plans[intent.name] = IntentPlan(None)  # never imported: left as it is
         else:
@@ -116,6 +123,13 @@ def plan_export(
             f"Left out {len(oos)} {OUT_OF_SCOPE!r} phrase(s): the agent's fallback takes none."
         )
     notes += _renamed(doc, dropped, wanted, by_intent, intents, plans)
+    if merged:
+        shown = [f"{a!r} (into {b!r})" for a, b in list(merged.items())[:SHOW_NAMES]]
+        more = f" and {len(merged) - SHOW_NAMES} more" if len(merged) > SHOW_NAMES else ""
+        notes.append(
+            f"Left out {len(merged)} intent(s) the import read as another intent written another "
+            f"way, whose phrases that intent now holds: {', '.join(shown)}{more}."
+        )
     new = []
     renamed = []
     for ours in sorted(wanted):
@@ -143,7 +157,17 @@ def plan_export(
         notes.append(f"Left out {unlabelled} unlabelled utterance(s).")
     if tests and not test_split:
         notes.append(f"{tests} test-split utterance(s) are written as training phrases.")
-    return ExportPlan(plans, new, dropped, doc.language, notes)
+    return ExportPlan(plans, new, dropped | set(merged), doc.language, notes)
+
+
+def _ours(name: str, wanted: set[str]) -> str:
+    """The project's intent a platform intent read as ``name`` is: ``name``, else the one intent
+    still wanted with its key (an import mapped ``Greet`` onto the project's ``greet``)."""
+    if name in wanted:
+        return name
+    key = name_key(name)
+    same = [n for n in wanted if name_key(n) == key]
+    return same[0] if len(same) == 1 else name
 
 
 def _renamed(

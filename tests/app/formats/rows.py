@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from app.formats import Row
+from storage.names import name_problem
 from storage.texts import nfc
 from storage.utterances import is_blank
 
@@ -36,7 +37,7 @@ _name = (
         max_size=20,
     )
     .map(lambda t: nfc(t).strip())  # names are stored NFC, without invisible characters
-    .filter(bool)
+    .filter(lambda t: name_problem(t) is None)  # and with something visible (storage.names)
 )
 _text = (
     st.text(

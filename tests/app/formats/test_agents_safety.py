@@ -115,17 +115,29 @@ def test_the_platform_names_come_back_on_export(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("names", "looks"),
+    "names",
     [
-        (("greet", "gr\u0435et"), "'gr\u0435et' looks like 'greet'"),  # Cyrillic e
-        (("caf\u00e9", "cafe\u0301"), "'cafe\u0301' looks like 'caf\u00e9'"),  # NFC and NFD
+        ("greet", "gr\u0435et"),  # Cyrillic e
+        ("caf\u00e9", "cafe\u0301"),  # NFC and NFD
+        ("Greet", "greet"),  # case (issue 43, hole 4: two intents before)
+        ("greet", "\uff47\uff52\uff45\uff45\uff54"),  # full width
+        ("greet", "greet\ufe00"),  # a variation selector
     ],
 )
-def test_look_alike_intent_names_are_refused_naming_both(names, looks):
-    with pytest.raises(FormatError) as err:
-        read_any(_watson(*names), suffix=".json")
-    ((_line, msg),) = err.value.problems
-    assert msg.startswith(f"intents[1]: intent name {looks} (intents[0])")
+def test_intent_names_that_are_one_name_here_are_read_as_the_first_and_said(names, tmp_path):
+    """Refused before (look-alikes) or read as two intents (case, width); one name here is one
+    intent, the first one's, and the export writes the phrases back into that platform intent."""
+    parsed = read_any(_watson(*names), suffix=".json")
+    first = names[0]
+    assert [r.labels for r in parsed.rows] == [(first,), (first,)]
+    (note,) = [n for n in parsed.notes if "written another way" in n]
+    assert f"{names[1]!r} (intents[1]) → {first!r}" in note
+    notes = write_any(
+        parsed.rows, tmp_path / "w.json", {first: ""}, format="watson", kept=parsed.agent
+    )
+    (intent,) = json.loads((tmp_path / "w.json").read_bytes())["intents"]
+    assert intent["intent"] == first and len(intent["examples"]) == 2
+    assert any(f"{names[1]!r} (into {first!r})" in n for n in notes), notes
 
 
 def test_an_intent_defined_twice_is_refused():
