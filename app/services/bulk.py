@@ -29,6 +29,7 @@ from storage import guard
 from storage import utterances as repo
 from storage.db import Session
 from storage.errors import ConflictError
+from storage.names import project_index
 
 
 class StalePreview(ConflictError):
@@ -113,7 +114,8 @@ def _plan(
     s: Session, p: ProjectHandle, ids: Sequence[int], target: list[str], relabel_labelled: bool
 ) -> BulkPlan:
     rows = repo.rows_by_id(s, p.id, list(dict.fromkeys(ids)))
-    wanted = tuple(sorted(target))
+    known = project_index(s, p.id)  # "Greet" names the intent greet: rows with it are done
+    wanted = tuple(sorted({known.find(name) or name for name in target}))
     changing = [r for r in rows if tuple(sorted(r.labels)) != wanted]
     locked = ItemPolicy(p.actor.id, p.role).refused(s, p.id, [r.id for r in changing])
     free = [r for r in changing if r.id not in locked]

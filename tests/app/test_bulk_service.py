@@ -63,3 +63,16 @@ def test_a_bulk_label_refuses_when_the_rows_to_change_are_not_the_previewed_ones
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == meanwhile
     done = bulk_svc.label_many(ctx, demo, ids, ["lost_parcel"], expected=plan.change[1:])
     assert done.change == plan.change[1:]
+
+
+def test_a_target_written_another_way_names_the_intent_and_its_rows_are_done(ctx, demo):
+    """Issue 43 hole 4: "Track Order" is the intent track_order (one name key): a selection of
+    its own rows changes nothing, and the rows given it get the stored name."""
+    rows = data_svc.table(ctx, demo)
+    own = [r["id"] for r in rows if r["intents"] == "track_order"][:3]
+    fresh = [r["id"] for r in rows if not r["intents"]][:2]
+    plan = bulk_svc.plan_label(ctx, demo, own + fresh, ["Track Order"])
+    assert plan.target == ("track_order",) and plan.change == tuple(fresh) and not plan.labelled
+    done = bulk_svc.label_many(ctx, demo, own + fresh, ["Track Order"], token=plan.token)
+    after = {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)}
+    assert all(after[i] == "track_order" for i in own + fresh) and done.change == tuple(fresh)
