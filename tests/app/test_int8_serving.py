@@ -142,3 +142,21 @@ def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():
     pool, labels, queries = parity_split(data)
     assert queries == ["t0", "t5"] and len(pool) == len(labels) == 8
     assert not set(queries) & set(pool)
+
+
+def test_the_parity_check_compares_a_sample_and_leaves_the_int8_pool_vectors_cached(
+    ctx, trained, tmp_path
+):
+    from core.encoding.cache import EmbeddingCache
+
+    pid, mv = _state(ctx, trained)
+    items = list(ctx.pool(pid).items.values())
+    texts, labels = [t for t, _ in items], [lab for _, lab in items]
+    data = EvalData(texts, labels, texts[:30], labels[:30])
+    cache = EmbeddingCache(tmp_path / "cache")
+    info = export_version_int8(
+        ctx.encoder_for_version(mv), data, tmp_path / "onnx", cached=cache.encode, limit=20
+    )
+    assert info["passed"] is True and info["n"] == 20  # 20 of the 30 questions
+    # the live pool serving this copy finds its vectors of the pool: nothing encoded again
+    assert cache.missing(OnnxEncoder(tmp_path / "onnx"), texts) == []
