@@ -88,6 +88,22 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     assert "int8 ONNX" in version_svc.serving(ctx, trained)
 
 
+def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):
+    """Its first map encodes nothing: the pool, the queue and the test split already have their
+    int8 vectors (the retrain's parity check and first card); its colours are what Try says."""
+    from app.services import maps
+
+    factory, _ = maps.map_factory(ctx, trained, None)
+    assert isinstance(factory.encoder, OnnxEncoder)
+    before = ctx.cache.encoded
+    view = maps.get_map(ctx, trained, method="pca")
+    assert ctx.cache.encoded == before
+    pid, _ = _state(ctx, trained)
+    row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
+    text = view.texts[view.ids.index(row)]
+    assert view.predicted[view.ids.index(row)] == predict_svc.predict_one(ctx, trained, text)["top"]
+
+
 def _fp32_index(pool, vecs):
     from core.retrieval.knn import KnnIndex
 
