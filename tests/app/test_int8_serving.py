@@ -98,7 +98,6 @@ def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, train
     before = ctx.cache.encoded
     view = maps.get_map(ctx, trained, method="pca")
     assert ctx.cache.encoded == before
-    pid, _ = _state(ctx, trained)
     row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
     text = view.texts[view.ids.index(row)]
     assert view.predicted[view.ids.index(row)] == predict_svc.predict_one(ctx, trained, text)["top"]
