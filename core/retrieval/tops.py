@@ -35,6 +35,9 @@ from core.retrieval.knn import EXACT, NEAREST_PROTOTYPE, KnnIndex, check_rule, n
 
 # Questions ranked through ``classify`` at a time when ``k > 1`` (bounds the evidence in memory).
 SLICE = 512
+# Questions scored at a time otherwise (faiss's own block of queries): the search results of a
+# block, ~12 bytes per neighbour, are what is held in memory (4,096 x 201: 10 MB).
+BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,23 @@ def tops(
     check_rule(rule)
     if k > 1:
         return _through_classify(index, queries, k, show, depth, exclude_ids, rule)
+    if len(queries) > BLOCK:
+        parts = [
+            tops(
+                index,
+                queries[start : start + BLOCK],
+                show=show,
+                depth=depth,
+                exclude_ids=None if exclude_ids is None else exclude_ids[start : start + BLOCK],
+                rule=rule,
+            )
+            for start in range(0, len(queries), BLOCK)
+        ]
+        return Tops(
+            [name for p in parts for name in p.intents],
+            np.concatenate([p.scores for p in parts]),
+            np.concatenate([p.margins for p in parts]),
+        )
     q = normalise(queries)
     n_q = len(q)
     with index._lock:  # one consistent view of the pool, as classify reads it
@@ -111,8 +131,8 @@ def tops(
         has = cols_of >= 0
         p = np.full_like(scores, np.nan)
         p[:, has] = proto[:, cols_of[has]].astype(np.float64)
-        for qi, parts in enumerate(without):  # the excluded example's intents, without it
-            for name, value in parts.items():
+        for qi, changed in enumerate(without):  # the excluded example's intents, without it
+            for name, value in changed.items():
                 p[qi, at[name]] = np.nan if value is None else value
         mixed = 0.5 * (scores + p)
         use = ranked & ~np.isnan(p) & (scores < EXACT)

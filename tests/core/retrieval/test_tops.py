@@ -74,3 +74,16 @@ def test_an_empty_pool_ranks_nothing():
     got = tops(KnnIndex(4), np.ones((2, 4), dtype=np.float32))
     assert got.intents == [None, None]
     assert got.margins.tolist() == [0.0, 0.0]
+
+
+def test_many_questions_are_scored_a_block_at_a_time(monkeypatch):
+    import core.retrieval.tops as module
+
+    idx = _pool(5)
+    queries = np.random.default_rng(1).normal(size=(50, 16)).astype(np.float32)
+    exclude = [100 + i if i % 3 == 0 else None for i in range(50)]
+    whole = tops(idx, queries, exclude_ids=exclude)
+    monkeypatch.setattr(module, "BLOCK", 16)
+    blocks = tops(idx, queries, exclude_ids=exclude)
+    assert blocks.intents == whole.intents
+    assert np.allclose(blocks.margins, whole.margins) and len(blocks.scores) == 50
