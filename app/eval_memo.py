@@ -1,5 +1,6 @@
-"""Evaluations already measured, kept on disk: an unchanged version on unchanged rows is not
-evaluated again.
+"""Results already computed, kept on disk: an unchanged version on unchanged rows is not
+evaluated again (:class:`EvalMemo`), an unchanged pool not calibrated again at each start
+(:mod:`app.pools`).
 
 A retrain evaluates the new encoder, the frozen base and the active version; a report and the
 Train tab evaluate the active version and the frozen base again. When neither the encoder nor
@@ -63,15 +64,27 @@ _SOURCES = (
 
 
 @functools.cache
-def code_version() -> str:
-    """A hash of the scoring code's source (:data:`_SOURCES`), once per process."""
+def source_hash(sources: tuple[str, ...] = _SOURCES) -> str:
+    """A hash of some of the app's source files (paths from the checkout's root), once per
+    process: a result computed by other code is not read."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for rel in _SOURCES:
+    for rel in sources:
         path = root / rel
         h.update(rel.encode() + b"\0")
         h.update(path.read_bytes() if path.is_file() else b"-")
     return h.hexdigest()[:16]
+
+
+def code_version() -> str:
+    """:func:`source_hash` of the scoring code (:data:`_SOURCES`)."""
+    return source_hash(_SOURCES)
+
+
+def digest(parts: Mapping[str, Any]) -> str:
+    """The key of a result made of ``parts`` (JSON-able)."""
+    blob = json.dumps(parts, sort_keys=True, default=list).encode()
+    return hashlib.sha256(blob).hexdigest()
 
 
 def evaluation_key(
@@ -104,8 +117,7 @@ def evaluation_key(
         "head": dict(head or {}) if multi_label else None,
         "rows": _rows(data),
     }
-    blob = json.dumps(parts, sort_keys=True, default=list).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return digest(parts)
 
 
 def _rows(data: EvalData) -> list[Any]:
@@ -119,8 +131,10 @@ def _rows(data: EvalData) -> list[Any]:
     return [sorted(train), sorted(test)]
 
 
-class EvalMemo:
-    """Measured evaluations under ``root`` (see the module)."""
+class JsonMemo:
+    """Results (JSON objects) under ``root``, one file per key, the newest :data:`KEPT` kept;
+    a file that cannot be read is a miss, a disk that cannot be written only costs the next
+    reader the computation."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -128,28 +142,39 @@ class EvalMemo:
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def get(self, key: str | None) -> VersionMetrics | None:
+    def read(self, key: str | None) -> dict[str, Any] | None:
         if key is None:
             return None
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return VersionMetrics.from_dict(data) if isinstance(data, dict) else None
+        return data if isinstance(data, dict) else None
 
-    def put(self, key: str | None, metrics: VersionMetrics) -> None:
+    def write(self, key: str | None, data: Mapping[str, Any]) -> None:
         if key is None:
             return
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             tmp = self.root / f".{key}.{uuid.uuid4().hex}"
-            tmp.write_text(json.dumps(metrics.to_dict()), encoding="utf-8")
+            tmp.write_text(json.dumps(dict(data)), encoding="utf-8")
             os.replace(tmp, self._path(key))
             self._prune()
-        except OSError as exc:  # a read-only or full disk: measure again next time
-            logger.warning("could not keep an evaluation: %s", exc)
+        except OSError as exc:  # a read-only or full disk: computed again next time
+            logger.warning("could not keep a result in %s: %s", self.root, exc)
 
     def _prune(self) -> None:
         files = sorted(self.root.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for old in files[:-KEPT]:
             old.unlink(missing_ok=True)
+
+
+class EvalMemo(JsonMemo):
+    """Measured evaluations under ``root`` (see the module)."""
+
+    def get(self, key: str | None) -> VersionMetrics | None:
+        data = self.read(key)
+        return VersionMetrics.from_dict(data) if data is not None else None
+
+    def put(self, key: str | None, metrics: VersionMetrics) -> None:
+        self.write(key, metrics.to_dict())
