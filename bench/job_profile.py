@@ -27,7 +27,10 @@ Phases (wall and process CPU seconds, each net of the phases nested inside it):
 
 ``served`` is when the job reads as succeeded (the version registered and, when promoted,
 active); ``job done`` when :func:`~app.worker.execute_job` returned (work a checkout does after
-serving, such as an int8 copy, ends there); ``process`` when the CLI process exited.
+serving, such as an int8 copy, ends there); ``process`` when the CLI process exited. Then
+``--restarts`` fresh processes on the retrained data directory each time their first
+prediction (:func:`app.services.predict.predict`, what the server's first request pays when
+its start-up warm-up has not built the pool yet) and the next one.
 
 Each round runs ``--retrains`` retrains one after another on the same data directory (each its
 own process: the second retrain finds the first's version active, and the same data). With
@@ -222,6 +225,42 @@ print(json.dumps({
     "log": log[-4000:],
 }), flush=True)
 """
+
+
+# A restart after the retrains (any checkout): the first prediction of a fresh process.
+RESTART = r"""
+import json, os, time
+T0 = float(os.environ["JOB_PROFILE_T0"])
+from app.config import load_settings
+from app.context import AppContext
+from app.services import predict
+imported = time.time() - T0
+t = time.perf_counter()
+ctx = AppContext(load_settings())
+context = time.perf_counter() - t
+t = time.perf_counter()
+first = predict.predict(ctx, "banking77", ["my card still has not arrived"])
+first_s = time.perf_counter() - t
+t = time.perf_counter()
+predict.predict(ctx, "banking77", ["can I top up by bank transfer"])
+second_s = time.perf_counter() - t
+print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
+                  "first": round(first_s, 3), "second": round(second_s, 4),
+                  "encoded": getattr(ctx.cache, "encoded", None), "top": first[0]["top"]}))
+"""
+
+
+def restart(code: Path, data: Path, device: str) -> dict[str, Any]:
+    """A fresh process on ``data``: its imports, its context and its first two predictions."""
+    env = environment(code, data, device)
+    env["JOB_PROFILE_T0"] = repr(time.time())
+    done = subprocess.run(
+        [sys.executable, "-c", RESTART], cwd=code, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"restart failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def load_average() -> float:
@@ -426,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer", action="append", default=[], help="a commit of this repository")
     ap.add_argument("--repeats", type=int, default=1, help="rounds of measurements")
     ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
+    ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
@@ -441,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         for code, lab in zip(codes, labels, strict=True)
     }
     runs: list[dict[str, Any]] = []
+    restarts: list[dict[str, Any]] = []
     for turn in range(args.repeats):
         for code, lab in zip(codes, labels, strict=True):
             data = work / f"data-{lab}"
@@ -456,12 +497,29 @@ def main(argv: list[str] | None = None) -> int:
                     f"{s['process cpu']:.1f}s), load {result['load']}",
                     flush=True,
                 )
+            for r in range(args.restarts):
+                found = {"code": lab, "turn": turn, "restart": r, "load": load_average()}
+                restarts.append({**found, **restart(code, data, args.device)})
+                print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
             shutil.rmtree(data, ignore_errors=True)
     print(f"\ndevice {args.device}; load average at the starts: {[r['load'] for r in runs]}")
     print(table(runs, labels, args.retrains))
+    for r in range(args.restarts):
+        for lab in labels:
+            found = [x for x in restarts if x["code"] == lab and x["restart"] == r]
+            if found:
+                print(
+                    f"restart {r + 1} {lab}: first prediction "
+                    f"{_median([x['first'] for x in found]):.2f}s (context "
+                    f"{_median([x['context'] for x in found]):.2f}s, imports "
+                    f"{_median([x['imports'] for x in found]):.2f}s), next "
+                    f"{1000 * _median([x['second'] for x in found]):.0f} ms, encoded "
+                    f"{found[0]['encoded']}"
+                )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         report = {"codes": dict(zip(labels, map(str, codes), strict=True)), "runs": runs}
+        report["restarts"] = restarts
         args.out.write_text(json.dumps({"device": args.device, **report}, indent=2))
     return 0
 
