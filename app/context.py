@@ -37,8 +37,8 @@ from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.datasets import SnapshotRow
 from storage.db import Database
-from storage.pool_state import pool_stamp
-from storage.projects import get_project
+from storage.pool_state import named_pool_stamp, pool_stamp
+from storage.projects import get_project, project_id
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow, list_utterances
 from storage.versions import active_version
@@ -232,6 +232,19 @@ class AppContext:
         of every prediction and every labelling card."""
         with self.db.reading() as c:
             stamp = pool_stamp(c, project_id)
+        return self._pool_at(project_id, stamp)
+
+    def pool_named(self, name: str) -> ProjectPool:
+        """:meth:`pool` of the project called ``name``: its id and stamp in one statement (a
+        prediction's one read of the database when nothing changed); a name that is no
+        project's is looked up as :func:`storage.projects.project_id` does (an id in digits)."""
+        with self.db.reading() as c:
+            found = named_pool_stamp(c, name)
+            if found is None:
+                pid = project_id(c, name)
+        return self._pool_at(*found) if found is not None else self.pool(pid)
+
+    def _pool_at(self, project_id: int, stamp: tuple[int, ...]) -> ProjectPool:
         with self._lock:
             pool = self._pools.get(project_id)
         if pool is not None and pool.stamp == stamp:

@@ -41,14 +41,26 @@ def pool_stamp(s: Session | Connection, project_id: int) -> tuple[int, ...]:
     return tuple(int(v) for v in row)
 
 
+def named_pool_stamp(s: Session | Connection, name: str) -> tuple[int, tuple[int, ...]] | None:
+    """The id and :func:`pool_stamp` of the project called ``name`` in one statement (what a
+    prediction by project name reads first); None when no project has that name."""
+    row = s.execute(_stamp_statement(by_name=True), {"name": name}).one_or_none()
+    if row is None:
+        return None
+    return int(row[0]), tuple(int(v) for v in row[1:])
+
+
 @functools.cache
-def _stamp_statement() -> Select[Any]:
-    project_id: Any = bindparam("project_id")
+def _stamp_statement(*, by_name: bool = False) -> Select[Any]:
+    project_id: Any = Project.id if by_name else bindparam("project_id")
 
     def scalar(column: Any, table: Any) -> Any:
         return select(column).where(table.project_id == project_id).scalar_subquery()
 
+    first = (Project.id,) if by_name else ()
+    where = Project.name == bindparam("name") if by_name else Project.id == project_id
     return select(
+        *first,
         Project.version,
         func.coalesce(Project.active_model_version_id, 0),
         scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
@@ -57,4 +69,4 @@ def _stamp_statement() -> Select[Any]:
         scalar(func.count(), Intent),
         scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
         scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
-    ).where(Project.id == project_id)
+    ).where(where)

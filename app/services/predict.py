@@ -22,16 +22,10 @@ from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.errors import StorageError
-from storage.projects import project_id
 from storage.texts import validate_context
 
 # A request of the micro-batch: (project, text, k) or (project, text, k, context).
 Request = tuple[str, str, int] | tuple[str, str, int, str]
-
-
-def _project_id(ctx: AppContext, project: str) -> int:
-    with ctx.db.reading() as c:
-        return project_id(c, project)
 
 
 def _classify(
@@ -56,7 +50,7 @@ def _classify(
     turns = _contexts(contexts, len(clean))
     ctx.admission.limits.check_call(who.role, clean)
     with ctx.admission.admit(who.name, len(clean), lines=lines):
-        pool = ctx.pool(_project_id(ctx, project))
+        pool = ctx.pool_named(project)  # its id and whether it changed: one statement
         if len(pool.index) == 0:
             raise ValueError(
                 "This project has no labelled training utterances yet: label a few first."
