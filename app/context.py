@@ -226,12 +226,17 @@ class AppContext:
 
     # --- pools -----------------------------------------------------------------------------
 
-    def pool(self, project_id: int) -> ProjectPool:
+    def pool(self, project_id: int, stamp: tuple[int, ...] | None = None) -> ProjectPool:
         """The project's up-to-date labelled pool (applies only what changed since last use).
         One statement when nothing changed (:func:`storage.pool_state.pool_stamp`): the hot path
-        of every prediction and every labelling card."""
-        with self.db.reading() as c:
-            stamp = pool_stamp(c, project_id)
+        of every prediction and every labelling card; none when the caller read the ``stamp``
+        already (with the project: :attr:`app.access.ProjectHandle.stamp`)."""
+        if stamp is None:
+            with self.db.reading() as c:
+                stamp = pool_stamp(c, project_id)
+        return self._pool_at(project_id, stamp)
+
+    def _pool_at(self, project_id: int, stamp: tuple[int, ...]) -> ProjectPool:
         with self._lock:
             pool = self._pools.get(project_id)
         if pool is not None and pool.stamp == stamp:

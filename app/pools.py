@@ -19,11 +19,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from app.eval_memo import JsonMemo, digest, source_hash
 from app.project_settings import anchor_weight, oos_target
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.previous_turn import with_context
 from core.evaluation.data import EvalData
-from core.evaluation.oos import OUT_OF_SCOPE, Calibration, calibrate_predictor, in_scope_labels
+from core.evaluation.oos import (
+    OUT_OF_SCOPE,
+    Calibration,
+    calibrate_predictor,
+    in_scope_labels,
+)
 from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.retrieval.anchors import anchor_texts
 from core.retrieval.knn import KnnIndex
@@ -184,9 +190,71 @@ def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
         pool.calibration = None
         return
     oos = list(pool.out_of_scope.values())
-    pool.calibration = calibrate_predictor(
-        predictor,
-        out_of_scope=cache.encode(pool.encoder, oos) if oos else None,
-        target_recall=pool.target_recall,
-    )
+    memo = JsonMemo(cache.root / "calibrations") if cache.root is not None else None
+    key = _calibration_key(pool, oos)
+    known = memo.read(key) if memo is not None else None  # the same pool, calibrated before
+    if known is not None:
+        pool.calibration = _calibration(known)
+    else:
+        pool.calibration = calibrate_predictor(
+            predictor,
+            out_of_scope=cache.encode(pool.encoder, oos) if oos else None,
+            target_recall=pool.target_recall,
+        )
+        if memo is not None:
+            memo.write(key, pool.calibration.to_dict())
     predictor.thresholds = dict(pool.calibration.thresholds)
+
+
+def _calibration(data: dict[str, Any]) -> Calibration:
+    """The :class:`Calibration` of its ``to_dict()``.
+
+    Example:
+        >>> cal = Calibration({"default": 0.6}, 0.95, ("a",), 9, 0, ["n"], (0.02, 0.45))
+        >>> _calibration(cal.to_dict()) == cal
+        True
+    """
+    uncertain = data.get("uncertain")
+    return Calibration(
+        thresholds={k: float(v) for k, v in dict(data["thresholds"]).items()},
+        target_recall=float(data["target_recall"]),
+        fallback=tuple(data.get("fallback") or ()),
+        n_scores=int(data.get("n_scores") or 0),
+        n_out_of_scope=int(data.get("n_out_of_scope") or 0),
+        notes=list(data.get("notes") or []),
+        uncertain=(float(uncertain[0]), float(uncertain[1])) if uncertain else None,
+    )
+
+
+# What a pool's calibration is computed by: a change to any of them calibrates again.
+_CALIBRATION_CODE = (
+    "app/pools.py",
+    "core/evaluation/oos.py",
+    "core/evaluation/folds.py",
+    "core/retrieval/knn.py",
+    "core/retrieval/scores.py",
+    "core/retrieval/predictor.py",
+)
+
+
+def _calibration_key(pool: ProjectPool, oos: list[str]) -> str | None:
+    """Everything :func:`calibrate_predictor` reads of a pool: its examples (by id, as its
+    folds are made), their space (the encoder's fingerprint, the anchors' encoder's), the
+    anchors, ``k``, the rule, the target and the examples labelled out of scope."""
+    predictor = pool.predictor
+    fingerprint = getattr(pool.encoder, "fingerprint", None)
+    if not fingerprint:
+        return None
+    return digest(
+        {
+            "code": source_hash(_CALIBRATION_CODE),
+            "encoder": str(fingerprint),
+            "anchor_encoder": str(getattr(predictor.anchor_encoder, "fingerprint", "")),
+            "anchors": [pool.anchors[0], sorted(pool.anchors[1].items())],
+            "k": predictor.k,
+            "rule": predictor.rule,
+            "target": pool.target_recall,
+            "examples": sorted([i, t, list(labels)] for i, (t, labels) in pool.items.items()),
+            "out_of_scope": sorted(oos),
+        }
+    )

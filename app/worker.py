@@ -215,8 +215,9 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
 
 def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
-    what the project's first card needs in the space it now serves: its pool, calibration and
-    queue candidates, so the app does not encode them while a user waits for the card."""
+    what the project's first card and first prediction need in the space it now serves: its
+    pool and anchors, queue candidates, and its calibration (kept beside the cache,
+    :mod:`app.pools`), so the app does not compute them while a user waits."""
     from app.access import open_project
     from app.auth import LOCAL
     from app.services.queue import order
@@ -224,6 +225,7 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     try:
         p = open_project(ctx, project_id, LOCAL)
         before, started = ctx.cache.encoded, time.monotonic()
+        ctx.pool(project_id)  # the served pool, even with no queue to order
         order(ctx, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",

@@ -17,6 +17,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
+from storage.pool_state import stamp_columns
 from storage.tables import Project, ProjectMember, User, utcnow
 
 MEMBER_ROLES = ("viewer", "designer")
@@ -85,22 +86,26 @@ def members(s: Session, project_id: int) -> list[Member]:
 
 
 def project_with_role(
-    s: Session, project: str | int, user_id: int | None
-) -> tuple[Project, str | None] | None:
-    """The project ``project`` (a name, or an id: a REST path may name one by its id) and the
-    user's role there as a member (None: no member, or ``user_id`` None), in one statement;
-    None when there is no such project."""
+    s: Session, project: str | int, user_id: int | None, *, stamp: bool = False
+) -> tuple[Project, str | None, tuple[int, ...] | None] | None:
+    """The project ``project`` (a name, or an id: a REST path may name one by its id), the
+    user's role there as a member (None: no member, or ``user_id`` None) and, with ``stamp``,
+    its pool's stamp (:func:`storage.pool_state.pool_stamp`), in one statement; None when there
+    is no such project."""
     member = select(ProjectMember.role).where(
         ProjectMember.project_id == Project.id, ProjectMember.user_id == user_id
     )
-    query = select(Project, member.scalar_subquery())
+    query = select(Project, member.scalar_subquery(), *(stamp_columns() if stamp else ()))
     if isinstance(project, int):
         found = s.execute(query.where(Project.id == project)).first()
     else:
         found = s.execute(query.where(Project.name == project)).first()
         if found is None and project.isdigit():
             found = s.execute(query.where(Project.id == int(project))).first()
-    return (found[0], found[1]) if found is not None else None
+    if found is None:
+        return None
+    read = tuple(int(v) for v in found[2:]) if stamp else None
+    return found[0], found[1], read
 
 
 def visible_project_names(s: Session, user_id: int | None) -> list[str]:

@@ -41,14 +41,16 @@ def pool_stamp(s: Session | Connection, project_id: int) -> tuple[int, ...]:
     return tuple(int(v) for v in row)
 
 
-@functools.cache
-def _stamp_statement() -> Select[Any]:
-    project_id: Any = bindparam("project_id")
+def stamp_columns(project_id: Any = None) -> tuple[Any, ...]:
+    """The columns of :func:`pool_stamp` for the project whose id is ``project_id`` (a column or
+    a bound parameter; default: the row's own ``Project.id``), to select beside other columns
+    of the project in the same statement."""
+    pid: Any = Project.id if project_id is None else project_id
 
     def scalar(column: Any, table: Any) -> Any:
-        return select(column).where(table.project_id == project_id).scalar_subquery()
+        return select(column).where(table.project_id == pid).scalar_subquery()
 
-    return select(
+    return (
         Project.version,
         func.coalesce(Project.active_model_version_id, 0),
         scalar(func.coalesce(func.max(LabelEvent.id), 0), LabelEvent),
@@ -57,4 +59,10 @@ def _stamp_statement() -> Select[Any]:
         scalar(func.count(), Intent),
         scalar(func.coalesce(func.sum(Intent.version), 0), Intent),
         scalar(func.coalesce(func.sum(Intent.id), 0), Intent),
-    ).where(Project.id == project_id)
+    )
+
+
+@functools.cache
+def _stamp_statement() -> Select[Any]:
+    project_id: Any = bindparam("project_id")
+    return select(*stamp_columns(project_id)).where(Project.id == project_id)

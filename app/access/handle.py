@@ -44,6 +44,9 @@ class ProjectHandle:
     settings: dict[str, Any]  # as stored (Project.settings); typed: :attr:`project_settings`
     actor: Actor
     role: str  # the actor's role in this project: viewer, designer or admin
+    # the project's pool stamp read with it (storage.pool_state.pool_stamp), when asked for: a
+    # prediction then reads the database once (AppContext.pool(stamp=...))
+    stamp: tuple[int, ...] | None = None
 
     @property
     def project_settings(self) -> ProjectSettings:
@@ -70,15 +73,20 @@ class ProjectHandle:
 
 
 def resolve(
-    s: Session, project: str | int, who: Actor | None = None, *, need: str = "viewer"
+    s: Session,
+    project: str | int,
+    who: Actor | None = None,
+    *,
+    need: str = "viewer",
+    stamp: bool = False,
 ) -> ProjectHandle:
     """:func:`open_project` within the session ``s``."""
     who = who if who is not None else current_actor()
     if project is None or (isinstance(project, str) and not project.strip()):
         raise NotFoundError("Pick a project first.")
     project = project if isinstance(project, int) else str(project)
-    row = project_with_role(s, project, who.id)
-    found, member = row if row is not None else (None, None)
+    row = project_with_role(s, project, who.id, stamp=stamp)
+    found, member, read = row if row is not None else (None, None, None)
     role = project_role(who.role, who.id is None, member) if found is not None else None
     if found is None or role is None:
         raise NotFoundError(f"No project {project!r}.")
@@ -91,23 +99,30 @@ def resolve(
         settings=dict(found.settings or {}),
         actor=who,
         role=role,
+        stamp=read,
     )
     handle.require(need, "this")
     return handle
 
 
 def open_project(
-    ctx: AppContext, project: str | int, who: Actor | None = None, *, need: str = "viewer"
+    ctx: AppContext,
+    project: str | int,
+    who: Actor | None = None,
+    *,
+    need: str = "viewer",
+    stamp: bool = False,
 ) -> ProjectHandle:
     """The project ``project`` (a name, or an id) as ``who`` (default: the acting user) may use
-    it, with at least the role ``need`` there.
+    it, with at least the role ``need`` there; with ``stamp``, its pool's stamp read in the same
+    statement (:attr:`ProjectHandle.stamp`).
 
     Raises:
         NotFoundError: no such project, or the user is no member of it (the same answer).
         PermissionError: their role in it is below ``need``.
     """
     with ctx.db.session() as s:
-        return resolve(s, project, who, need=need)
+        return resolve(s, project, who, need=need, stamp=stamp)
 
 
 def visible_projects(ctx: AppContext, who: Actor | None = None) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from app.access import ProjectHandle
 from app.context import AppContext, as_encoded
+from app.eval_memo import EvalMemo, evaluation_key
 from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
 from core.encoding.cache import CachedEncoder, EmbeddingCache
@@ -45,6 +46,7 @@ def evaluate_version(
     multi_label: bool = False,
     head: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    memo: EvalMemo | None = None,
 ) -> tuple[VersionMetrics, MultiLabelHead | None]:
     """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
     on ``data`` (one shape, ``primary`` names the headline), and for a multi-label project the
@@ -58,7 +60,14 @@ def evaluate_version(
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many
-    there will be)."""
+    there will be).
+
+    With ``memo`` (:class:`app.eval_memo.EvalMemo`) an evaluation already measured on the same
+    inputs is read instead (the head is then None: pass no memo when the head is wanted), and
+    one measured now is kept."""
+    key = evaluation_key(factory, data, multi_label=multi_label, head=head) if memo else None
+    if memo is not None and (known := memo.get(key)) is not None:
+        return known, None
     encoder = cast(CachedEncoder, factory.encoder)
     vectors = cache.encode(encoder, [*data.train_texts, *data.test_texts], progress=progress)
     train_v, test_v = vectors[: len(data.train_texts)], vectors[len(data.train_texts) :]
@@ -76,7 +85,15 @@ def evaluate_version(
     metrics["split"] = data.split
     if factory.anchors is not None and factory.anchors.on:
         metrics["anchor_weight"] = factory.anchors.weight
-    return VersionMetrics.from_dict(metrics), fitted
+    measured = VersionMetrics.from_dict(metrics)
+    if memo is not None:
+        memo.put(key, measured)
+    return measured, fitted
+
+
+def evaluation_memo(ctx: AppContext) -> EvalMemo:
+    """The evaluations this data directory has measured (:mod:`app.eval_memo`)."""
+    return EvalMemo(ctx.settings.cache_dir / "evaluations")
 
 
 def gate(new: VersionMetrics, reference: VersionMetrics, tolerance: float) -> tuple[bool, str]:
@@ -139,10 +156,10 @@ def test_predictions(
         vectors=ctx.cache.encode(encoder, [r.text for r in train]),
         ids=[r.id for r in train],
     )
-    preds = predictor.rank(ctx.cache.encode(encoder, [r.text for r in test]), show=2)
+    found = predictor.tops(ctx.cache.encode(encoder, [r.text for r in test]), show=2)
     return label, [
-        TestPrediction(r.id, r.text, in_scope_labels(r.labels), x.top or "", float(x.margin))
-        for r, x in zip(test, preds, strict=True)
+        TestPrediction(r.id, r.text, in_scope_labels(r.labels), top or "", float(margin))
+        for r, top, margin in zip(test, found.intents, found.margins, strict=True)
     ]
 
 
@@ -181,6 +198,7 @@ def live_evaluation(
         ctx.cache,
         multi_label=multi,
         head=head_options(ctx, p, version) if multi else None,
+        memo=evaluation_memo(ctx),
     )
     return replace(metrics, version_label=label)
 

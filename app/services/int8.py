@@ -14,6 +14,7 @@ Either way one encoder encodes both the queries and the pool.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 INT8_DIR = "onnx"
 MIN_AGREEMENT = 0.99
+# Questions the parity check compares at most (a seeded sample of the test split above it): on
+# BANKING77's 3,078 test questions the full check saw 9 disagreements (99.71 %); 1,000 questions
+# judge an agreement of 99 % within about 0.3 points and cost a third of the int8 encoding.
+PARITY_QUERIES = 1000
 # Only recipes faster than fp32 torch are worth serving: block-wise int8 with int8 compute.
 # (``blockwise-32-fp32``, the bundle export's fallback, is more faithful but no faster.)
 LIVE_VARIANTS: tuple[str, ...] = ("blockwise-32",)
@@ -35,17 +40,27 @@ LIVE_VARIANTS: tuple[str, ...] = ("blockwise-32",)
 INT8_OFF = "int8 export is off on this server (INTENT_STUDIO_INT8=off)"
 
 
-def parity_split(data: EvalData) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
+def parity_split(
+    data: EvalData, limit: int | None = None
+) -> tuple[list[str], list[tuple[str, ...]], list[str]]:
     """(pool texts, pool labels, query texts) of the parity check: the `test` split against the
-    pool, or without one a held-out fifth of the pool against the rest.
+    pool (above ``limit`` questions, a seeded sample of ``limit`` of them, in their order), or
+    without one a held-out fifth of the pool against the rest.
 
     Example:
         >>> d = EvalData(["a", "b", "c", "d", "e", "f"], [("x",)] * 6, [], [])
         >>> parity_split(d)[2]
         ['a', 'f']
+        >>> t = EvalData(["a", "b"], [("x",), ("y",)], [f"q{i}" for i in range(9)], [("x",)] * 9)
+        >>> parity_split(t, limit=3)[2]
+        ['q0', 'q6', 'q8']
     """
     if data.test_texts:
-        return data.train_texts, data.train_labels, data.test_texts
+        queries = data.test_texts
+        if limit is not None and len(queries) > limit:
+            keep = sorted(random.Random(0).sample(range(len(queries)), limit))
+            queries = [queries[i] for i in keep]
+        return data.train_texts, data.train_labels, queries
     held = {i for i in range(len(data.train_texts)) if i % 5 == 0}
     pool = [i for i in range(len(data.train_texts)) if i not in held]
     return (
@@ -75,8 +90,14 @@ def export_version_int8(
     cached: Callable[[Any, Sequence[str]], np.ndarray] | None = None,
     multi_label: bool = False,
     min_agreement: float = MIN_AGREEMENT,
+    limit: int | None = PARITY_QUERIES,
 ) -> dict[str, Any]:
     """Export ``encoder``'s int8 copy into ``folder`` if it passes parity; the metrics to record.
+
+    ``cached`` (the embedding cache's ``encode``) encodes both sides of the check: the fp32
+    side finds the evaluation's vectors there, and the int8 copy's vectors of the pool stay
+    there for the live pool that will serve them. ``limit``: the questions compared at most
+    (:func:`parity_split`).
 
     Never raises for a failed export: the version then simply serves fp32 (``passed`` False and
     the ``reason``).
@@ -86,7 +107,7 @@ def export_version_int8(
     """
     from core.bundle.onnx import OnnxParityError, export_onnx
 
-    pool_texts, pool_labels, queries = parity_split(data)
+    pool_texts, pool_labels, queries = parity_split(data, limit)
     if multi_label:
         return {"passed": False, "reason": "multi-label: the head decides, served in fp32"}
     if len(queries) < 20 or not pool_texts:
@@ -102,6 +123,7 @@ def export_version_int8(
             own_pool=True,
             variants=LIVE_VARIANTS,
             reference=_Cached(encoder, cached) if cached is not None else None,
+            candidate=(lambda int8: _Cached(int8, cached)) if cached is not None else None,
         )
     except OnnxParityError as exc:
         return {

@@ -40,6 +40,8 @@ class MapView:
     metrics: dict[str, float] = field(default_factory=dict)
     # per intent: spread and gap to the nearest intent, in the encoder's space
     geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a quick projection shown while the one asked for is computed (app.services.maps.get_map)
+    provisional: bool = False
 
     def map_data(self) -> MapData:
         return MapData(

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -30,7 +31,7 @@ from app.access import ProjectHandle
 from app.context import AppContext
 from app.plots import scatter_map, side_by_side
 from app.services.map_store import MapView, store
-from app.services.versions import Version, resolve_factory
+from app.services.versions import ACTIVE, Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import (
@@ -42,15 +43,18 @@ from core.projection import (
 from core.projection import project as project_points
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
-from core.retrieval.knn import Prediction
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
+from core.retrieval.tops import Tops
 from storage.pool_state import pool_stamp
 from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
+from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
 
 MAX_POINTS = 20_000
+# The projection drawn at once while a slower one is computed (a first render).
+QUICK = "pca"
 
 
 def start_warm_up(ctx: AppContext) -> threading.Thread:
@@ -100,9 +104,7 @@ def _pool_rows(rows: list[UtteranceRow]) -> list[UtteranceRow]:
     return [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
 
 
-def _classify(
-    factory: PredictorFactory, vectors: np.ndarray, rows: list[UtteranceRow]
-) -> list[Prediction]:
+def _classify(factory: PredictorFactory, vectors: np.ndarray, rows: list[UtteranceRow]) -> Tops:
     """Each row's ranking by the version's Predictor over the train pool (a train row of the
     pool scored without itself: leave-one-out)."""
     pool = _pool_rows(rows)
@@ -114,7 +116,32 @@ def _classify(
         ids=[r.id for r in pool],
     )
     in_pool = {r.id for r in pool}
-    return predictor.rank(vectors, exclude_ids=[r.id if r.id in in_pool else None for r in rows])
+    # what rank() puts first, for every point at once
+    return predictor.tops(
+        vectors, exclude_ids=[r.id if r.id in in_pool else None for r in rows], show=5
+    )
+
+
+def map_factory(
+    ctx: AppContext, p: ProjectHandle, version: Version
+) -> tuple[PredictorFactory, str]:
+    """The Predictor factory a map of ``version`` is drawn (and its points explained) with, and
+    its label: the active version in the space that serves it (its int8 copy when it serves
+    int8, :meth:`AppContext.serving_encoder`: the vectors the live pool, the queue and the test
+    split already have, so a first map encodes nothing more; its colours are what Try answers),
+    any other version in its own space (:func:`resolve_factory`)."""
+    if version not in (None, ACTIVE):
+        return resolve_factory(ctx, p, version)
+    pid, base, settings = p.id, p.base_encoder, dict(p.settings or {})
+    with ctx.db.session() as s:
+        mv = active_version(s, pid)
+    factory = ctx.predictor_factory(
+        pid,
+        ctx.serving_encoder(mv, base, settings),
+        label_encoder=ctx.label_encoder_for_version(mv),
+        head=ctx.version_head(mv),
+    )
+    return factory, (f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}")
 
 
 def _view(
@@ -125,7 +152,7 @@ def _view(
     without ranking every point again."""
     with ctx.db.session() as s:
         stamp = pool_stamp(s, p.id)
-    factory, label = resolve_factory(ctx, p, version)
+    factory, label = map_factory(ctx, p, version)
     memo = (key, label, stamp)
     st = store(ctx)
     seen = st.view(memo)
@@ -153,8 +180,8 @@ def _fresh_view(
         ids=[r.id for r in rows],
         texts=[r.text for r in rows],
         gold=gold,
-        predicted=[x.top for x in preds],
-        margins=[float(x.margin) for x in preds],
+        predicted=list(preds.intents),
+        margins=[float(m) for m in preds.margins],
         splits=[r.split for r in rows],
         points=points,
         metrics=space_metrics(vectors, [g or None for g in gold]),
@@ -175,15 +202,18 @@ def _check_method(method: str) -> None:
 
 def get_map(
     ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
-) -> MapView | None:
-    """The map if its projection is cached; otherwise start computing it and return ``None``.
+) -> MapView:
+    """The map if its projection is cached. Otherwise a PCA map (:data:`QUICK`: computed now,
+    well under a second once the vectors are there) marked ``provisional``, while ``method``'s
+    projection is computed in the background: the next call after it landed returns it (the UI
+    polls). What a user waits for on a first render is a picture, not UMAP.
 
     Example:
-        >>> get_map(ctx, open_project(ctx, "demo")) is None  # doctest: +SKIP
+        >>> get_map(ctx, "demo").provisional  # doctest: +SKIP
         True
     """
     _check_method(method)
-    factory, _ = resolve_factory(ctx, p, version)
+    factory, _ = map_factory(ctx, p, version)
     encoder = _cached(factory)
     rows = _rows(ctx, p)
     st = store(ctx)
@@ -192,6 +222,10 @@ def get_map(
     points = st.load(key, ids)
     if points is not None:
         return _view(ctx, p, version, method, points, key)
+    if method == QUICK:
+        return compute_map(ctx, p, method=method, version=version)
+    # the picture first (its vectors are what the projection needs too), then the projection
+    quick = compute_map(ctx, p, method=QUICK, version=version)
     texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
@@ -200,7 +234,19 @@ def get_map(
         return pts
 
     st.submit(key, compute)
-    return None
+    return dataclasses.replace(quick, provisional=True)
+
+
+def cached_map(
+    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView | None:
+    """The map when its projection is cached, else None (nothing is started)."""
+    _check_method(method)
+    factory, _ = map_factory(ctx, p, version)
+    rows = _rows(ctx, p)
+    key = map_key(_cached(factory), method, rows, factory)
+    points = store(ctx).load(key, [r.id for r in rows])
+    return None if points is None else _view(ctx, p, version, method, points, key)
 
 
 def compute_map(
@@ -208,7 +254,7 @@ def compute_map(
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    factory, _ = resolve_factory(ctx, p, version)
+    factory, _ = map_factory(ctx, p, version)
     encoder = _cached(factory)
     rows = _rows(ctx, p)
     key = map_key(encoder, method, rows, factory)
@@ -279,7 +325,7 @@ def explain_utterance(
 ) -> dict[str, Any]:
     """The evidence card of one utterance, from the version's Predictor over the train pool
     (a train item is scored without itself: leave-one-out), as the Map colours it."""
-    factory, _ = resolve_factory(ctx, p, version)
+    factory, _ = map_factory(ctx, p, version)
     rows = _rows(ctx, p)
     target = next((r for r in rows if r.id == int(utterance_id)), None)
     if target is None:

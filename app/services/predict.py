@@ -51,7 +51,7 @@ def _classify(
     turns = _contexts(contexts, len(clean))
     ctx.admission.limits.check_call(who.role, clean)
     with ctx.admission.admit(who.name, len(clean), lines=lines):
-        pool = ctx.pool(p.id)
+        pool = ctx.pool(p.id, stamp=p.stamp)  # read with the project, when it was
         if len(pool.index) == 0:
             raise ValueError(
                 "This project has no labelled training utterances yet: label a few first."

@@ -3,12 +3,16 @@ from the other services and hands plain data to :mod:`app.report`, which renders
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
-from app.access import ProjectHandle
+from app.access import ProjectHandle, open_project
 from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
@@ -16,14 +20,16 @@ from app.services import projects as project_svc
 from app.services import team as team_svc
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
-from app.services.versions import ACTIVE, BASE
+from app.services.versions import ACTIVE, BASE, Version
 from storage.datasets import snapshot
+from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
 
 EVIDENCE_CARDS = 6
 MISSES = 3  # intents whose failures get an example in the summary
 SINGLE_LABEL_KEYS = ("accuracy", "macro_f1")
 MULTI_LABEL_KEYS = ("micro_f1", "macro_f1", "exact_match")
+SLICE = 512  # questions decided at a time (their evidence in memory)
 
 
 def _from_test_split(
@@ -47,7 +53,11 @@ def _from_test_split(
 
 
 def _from_pool(
-    ctx: AppContext, p: ProjectHandle, rows: list[Any], per_intent: dict[str, float]
+    ctx: AppContext,
+    p: ProjectHandle,
+    rows: list[Any],
+    per_intent: dict[str, float],
+    version: Version,
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
     """No test split: one training example of each of the worst and best intents, each
     predicted without itself (as cross-validation does); their misses for the summary."""
@@ -59,7 +69,7 @@ def _from_pool(
         row = next((r for r in rows if r.split == "train" and intent in r.labels), None)
         if row is None:
             continue
-        card = map_svc.explain_utterance(ctx, p, row.id)
+        card = map_svc.explain_utterance(ctx, p, row.id, version=version)
         cards.append(card)
         if card.get("correct") is False and card.get("predicted"):
             misses[intent] = (row.text, str(card["predicted"]))
@@ -78,14 +88,54 @@ def _fallback(
     pool = ctx.pool(pid)
     if len(pool.index) == 0:
         return target, 0
-    decided = pool.predictor.predict_with_evidence(tests, k=1, show=1)
-    return target, sum(1 for public, _ in decided if public.get("oos"))
+    vectors = ctx.cache.encode(pool.encoder, tests)  # the queue's and the evaluation's vectors
+    fallback = 0
+    for start in range(0, len(tests), SLICE):  # the evidence of a slice at a time in memory
+        part = slice(start, start + SLICE)
+        decided = pool.predictor.predict_vectors(tests[part], vectors[part], k=1, show=1)
+        fallback += sum(1 for public, _ in decided if public.get("oos"))
+    return target, fallback
 
 
 def _filename(project: str, version: str, static: bool) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", project).strip("-") or "project"
     kind = "-static" if static else ""
     return f"{safe}-{version.replace(' ', '-')}{kind}-{time.strftime('%Y%m%d-%H%M%S')}.html"
+
+
+class _Made:
+    """The reports of one app context: one lock per project (one report of a project is built
+    at a time) and the newest report of each project with what it was made from."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.building: dict[int, threading.Lock] = {}
+        self.made: dict[int, tuple[tuple[Any, ...], Path]] = {}
+
+    def project_lock(self, pid: int) -> threading.Lock:
+        with self.lock:
+            return self.building.setdefault(pid, threading.Lock())
+
+
+_made: weakref.WeakKeyDictionary[AppContext, _Made] = weakref.WeakKeyDictionary()
+_made_lock = threading.Lock()
+
+
+def _reports(ctx: AppContext) -> _Made:
+    with _made_lock:
+        return _made.setdefault(ctx, _Made())
+
+
+def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple[Any, ...]]:
+    """The project's id and what its report is made of: the pool's stamp (labels, utterances,
+    intents, settings, the active version), the team's agreement, whether the maps' UMAP
+    projections are there yet, and the kind of report."""
+    pid = p.id
+    with ctx.db.session() as s:
+        stamp = pool_stamp(s, pid)
+    team = json.dumps(team_svc.report_view(ctx, p), sort_keys=True, default=str)
+    maps = () if static else tuple(_cached_umap(ctx, p, v) is not None for v in (BASE, ACTIVE))
+    return pid, (stamp, team, maps, static)
 
 
 def build_report(
@@ -102,24 +152,54 @@ def build_report(
 
     Maps use the cached UMAP projection when there is one, else PCA (instant), so the button
     never waits for a projection to compile.
+
+    One report of a project is built at a time (a second request waits for the first); a
+    report of a project whose data, settings, active version, team agreement and maps are
+    unchanged since its last report is that report again (copied to ``out`` when one is
+    given), not built again.
     """
-    version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
+    reports = _reports(ctx)
+    pid, made_of = _inputs(ctx, p, static)
+    with reports.project_lock(pid):
+        p = open_project(ctx, p.id, p.actor)  # what the report waited for may have moved
+        pid, made_of = _inputs(ctx, p, static)
+        last = reports.made.get(pid)
+        if last is not None and last[0] == made_of and last[1].is_file():
+            if out is None or Path(out) == last[1]:
+                return last[1]
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(last[1], out)
+            return Path(out)
+        path = _build(ctx, p, out, static=static)
+        reports.made[pid] = (made_of, path)
+        return path
+
+
+def _cached_umap(ctx: AppContext, p: ProjectHandle, version: Version) -> Any:
+    """The version's UMAP map when its projection is cached (None: not yet; nothing started)."""
+    return map_svc.cached_map(ctx, p, method="umap", version=version)
+
+
+def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
     with ctx.db.session() as s:
         dataset_hash = snapshot(s, p.id).content_hash
         rows = list_utterances(s, p.id)
+    # the active version by its id: scored, chosen and explained in the space its metrics were
+    active: Version = p.active_version_id or BASE
+    version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
     after = live_evaluation(ctx, p, ACTIVE, cross_validate=True)
     before = live_evaluation(ctx, p, BASE, cross_validate=True)
     keys = MULTI_LABEL_KEYS if after.multi_label else SINGLE_LABEL_KEYS
     per_intent = after.f1_by_intent()
     cross_validated = str(after.split or "test").startswith("cv")
     if cross_validated:
-        evidence, misses = _from_pool(ctx, p, rows, per_intent)
+        evidence, misses = _from_pool(ctx, p, rows, per_intent, active)
     else:
         ids, misses = _from_test_split(ctx, p, per_intent)
-        evidence = [map_svc.explain_utterance(ctx, p, i) for i in ids]
+        evidence = [map_svc.explain_utterance(ctx, p, i, version=active) for i in ids]
     map_before = map_after = None
-    if not static:
-        views = [map_svc.get_map(ctx, p, method="umap", version=v) for v in (BASE, ACTIVE)]
+    if not static:  # the cached UMAP maps, else PCA (nothing started in the background)
+        views = [_cached_umap(ctx, p, v) for v in (BASE, ACTIVE)]
         if any(v is None for v in views):
             views = [map_svc.compute_map(ctx, p, method="pca", version=v) for v in (BASE, ACTIVE)]
         map_before, map_after = views

@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 
 from app.context import AppContext, as_encoded
 from app.project_settings import encodes_context
-from app.services.evaluation import evaluate_version, gate
+from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
 from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
@@ -74,7 +74,9 @@ Scored = tuple[VersionMetrics, MultiLabelHead | None]
 
 class Evaluation:
     """Scores several encoders on one data set as one measured phase: the count is what the
-    embedding cache does not hold yet, known before the first one is encoded."""
+    embedding cache does not hold yet, known before the first one is encoded. An encoder whose
+    evaluation on these rows is already measured (``known``: factory and its options, read from
+    :func:`app.services.evaluation.evaluation_memo`) is not counted: it is read, not measured."""
 
     def __init__(
         self,
@@ -82,12 +84,21 @@ class Evaluation:
         reporter: Reporter,
         data: EvalData,
         factories: list[PredictorFactory],
+        known: list[tuple[PredictorFactory, dict[str, Any]]] = (),  # type: ignore[assignment]
     ) -> None:
         self.ctx, self.reporter, self.data = ctx, reporter, data
+        self.memo = evaluation_memo(ctx)
         texts = [*data.train_texts, *data.test_texts]
+        remembered = {
+            _fingerprint(f)
+            for f, options in known
+            if self.memo.get(evaluation_key(f, data, **_memo_options(options))) is not None
+        }
         distinct = {_fingerprint(f): cast(Encoder, f.encoder) for f in factories}
         self.encoders = len(distinct)
-        self.total = sum(len(ctx.cache.missing(e, texts)) for e in distinct.values())
+        self.total = sum(
+            len(ctx.cache.missing(e, texts)) for k, e in distinct.items() if k not in remembered
+        )
         self.done = 0
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
@@ -101,9 +112,12 @@ class Evaluation:
     def start(self) -> None:
         self._report(0)
 
-    def score(self, factory: PredictorFactory, **options: Any) -> Scored:
+    def score(
+        self, factory: PredictorFactory, *, remembered: bool = False, **options: Any
+    ) -> Scored:
         """Metrics (and head) of ``factory``'s Predictors (:func:`evaluate_version`); an
-        encoder already scored is not scored again."""
+        encoder already scored is not scored again. ``remembered``: its metrics may come from
+        the evaluations already measured (its head is then None), and are kept there."""
         key = _fingerprint(factory)
         if key in self.scored:
             return self.scored[key]
@@ -113,13 +127,24 @@ class Evaluation:
             self.done = offset + done
             self._report(self.done)
 
-        result = evaluate_version(factory, self.data, self.ctx.cache, progress=progress, **options)
+        result = evaluate_version(
+            factory,
+            self.data,
+            self.ctx.cache,
+            progress=progress,
+            memo=self.memo if remembered else None,
+            **options,
+        )
         self.scored[key] = result
         return result
 
 
 def _fingerprint(factory: PredictorFactory) -> str:
     return str(cast(Encoder, factory.encoder).fingerprint)
+
+
+def _memo_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {"multi_label": bool(options.get("multi_label")), "head": options.get("head")}
 
 
 def run_retrain(
@@ -164,7 +189,7 @@ def run_retrain(
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")
-    options = {"multi_label": multi, "head": head_options}
+    options: dict[str, Any] = {"multi_label": multi, "head": head_options}
 
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
@@ -176,7 +201,20 @@ def run_retrain(
         ref_factory = (
             base_factory if active is None else ctx.version_factory(project_id, active, base)
         )
-        evaluation = Evaluation(ctx, reporter, data, [new_factory, base_factory, ref_factory])
+        # the frozen base and the active version serve a head fitted with the default options
+        # (AppContext.space_head); measured on these rows before, they are read, not measured
+        base_options: dict[str, Any] = {"multi_label": multi, "head": {}}
+        ref_options: dict[str, Any] = {
+            "multi_label": multi,
+            "head": head_options if ref_factory.head is not None else {},
+        }
+        evaluation = Evaluation(
+            ctx,
+            reporter,
+            data,
+            [new_factory, base_factory, ref_factory],
+            known=[(base_factory, base_options), (ref_factory, ref_options)],
+        )
         reporter.log(
             f"evaluating {evaluation.encoders} encoders on {data.split}: "
             f"{evaluation.total:,} utterances to encode"
@@ -186,6 +224,10 @@ def run_retrain(
         new_metrics, head = evaluation.score(new_factory, **options)
         if head is not None:  # the head is part of the version: written before the rename
             head.save(tmp / HEAD_DIR)
+        # what a live evaluation of the version on these rows (the report's) will read
+        evaluation.memo.put(
+            evaluation_key(new_factory, data, **_memo_options(options)), new_metrics
+        )
         int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
         if ctx.settings.int8:
             reporter.log("checking the int8 encoder's parity")
@@ -195,14 +237,8 @@ def run_retrain(
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        # the frozen base (and an active version without a head) serve a head fitted with the
-        # default options (AppContext.space_head)
-        base_metrics, _ = evaluation.score(base_factory, multi_label=multi, head={})
-        ref_metrics, _ = evaluation.score(
-            ref_factory,
-            multi_label=multi,
-            head=head_options if ref_factory.head is not None else {},
-        )
+        base_metrics, _ = evaluation.score(base_factory, remembered=True, **base_options)
+        ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
         passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)

@@ -153,15 +153,16 @@ def render(
     hl_arg = None if hl == "none" else hl
     shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
     diff: list[dict[str, Any]] = []
+    provisional: list[bool] = []  # a quick PCA picture shown until the projection lands
 
     def build() -> Any:
         if not comparing:
             one = svc.get_map(ctx, p, method=meth)
-            return None if one is None else svc.map_figure(one, **shown)
+            provisional.append(one.provisional)
+            return svc.map_figure(one, **shown)
         left = svc.get_map(ctx, p, method=meth, version=version_selector(left_choice))
         right = svc.get_map(ctx, p, method=meth, version=version_selector(right_choice))
-        if left is None or right is None:
-            return None
+        provisional.append(left.provisional or right.provisional)
         diff.extend(svc.map_diff(left, right))
         return svc.compare_figure(left, right, **shown)
 
@@ -171,28 +172,36 @@ def render(
     history = attempt(lambda: version_svc.history(ctx, p))[0] or []
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
     pickers = gr.update(choices=versions, visible=comparing)
-    if err:
-        return (
-            None,
-            problem(err),
-            gr.update(active=False),
-            choices,
-            choices,
-            pickers,
-            pickers,
-            no_diff,
-        )
-    if fig is None:
-        msg = f"Computing the {meth} map in the background… it appears here when ready."
-        busy = gr.update(active=True)
-        return gr.update(), msg, busy, choices, choices, pickers, pickers, no_diff
+    if err or fig is None:
+        stop = gr.update(active=False)
+        return None, problem(err or ""), stop, choices, choices, pickers, pickers, no_diff
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
     status = f"{n} utterances · {meth}"
+    if any(provisional):
+        status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
     if diff:
         status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
-    idle = gr.update(active=False)
-    return fig, status, idle, choices, choices, pickers, pickers, diff_frame(diff)
+    poll = gr.update(active=any(provisional))
+    return fig, status, poll, choices, choices, pickers, pickers, diff_frame(diff)
+
+
+def poll_render(
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    meth: str,
+    mode: str,
+    hl: str,
+    focus: list[str] | None = None,
+    names: bool = True,
+    left_choice: str | None = BASE_CHOICE,
+    right_choice: str | None = ACTIVE_CHOICE,
+) -> tuple[Any, ...]:
+    """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only once
+    the projection asked for has replaced the quick picture, not at every tick."""
+    out = render(ctx, p, meth, mode, hl, focus, names, left_choice, right_choice)
+    waiting = isinstance(out[2], dict) and out[2].get("active")
+    return (gr.update(), gr.update(), *out[2:]) if waiting else out
 
 
 def explain_point(ctx: AppContext, p: ProjectHandle | None, value: str) -> str:
@@ -350,7 +359,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             None, None, None, js=_JS_BIND, api_visibility="private"
         )
     poll.tick(
-        bind(render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
+        bind(poll_render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
     ).then(None, None, None, js=_JS_BIND, api_visibility="private")
     clicked.submit(
         bind(explain_point, ctx), [project, clicked], [explanation], api_name="map_explain"

@@ -213,6 +213,7 @@ def export_onnx(
     variants: Sequence[str] = EXPORT_ORDER,
     own_pool: bool = False,
     reference: Any | None = None,
+    candidate: Any | None = None,
 ) -> OnnxExport:
     """Export ``encoder`` to an int8 ONNX folder and check k-NN parity with the fp32 model.
 
@@ -235,6 +236,8 @@ def export_onnx(
             queries the fp32 pool vectors (a bundle).
         reference: what encodes the fp32 side of the check (default ``encoder``; e.g. a
             cache in front of it).
+        candidate: what encodes the int8 side, from the exported :class:`OnnxEncoder`
+            (default: that encoder itself; e.g. a cache in front of it).
 
     Returns:
         An :class:`OnnxExport` with the size and measured agreement.
@@ -262,9 +265,10 @@ def export_onnx(
                 config = quantised_export(
                     encoder, out_dir, variant=name, calibration_texts=pool_texts, trace=trace
                 )
+                int8 = OnnxEncoder(out_dir, allow_spinning=False)
                 agreement = parity(
                     reference,
-                    OnnxEncoder(out_dir),
+                    candidate(int8) if candidate is not None else int8,
                     pool_texts=pool_texts,
                     pool_labels=pool_labels,
                     eval_texts=eval_texts,
@@ -330,4 +334,4 @@ def _top1(
     k: int,
 ) -> list[str | None]:
     pool = PredictorFactory(VectorsOnly(vecs.shape[1]), k=k).build(texts, labels, vectors=vecs)
-    return [p.top for p in pool.rank(queries, show=0)]
+    return pool.tops(queries).intents

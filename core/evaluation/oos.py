@@ -143,7 +143,10 @@ def out_of_fold_scores(
         return [(sets[i][0], None, 0.0, 0.0) for i in single]
     folds = min(folds, len(single))
     assign = np.full(len(ids), -1)
-    assign[single] = fold_assignments([sets[i] for i in single], folds, seed=seed)
+    # folds by id, not by the order examples joined the pool: a pool brought up to date example
+    # by example calibrates as the same pool built at once (a start's, in id order) does
+    by_id = sorted(single, key=lambda i: ids[i])
+    assign[by_id] = fold_assignments([sets[i] for i in by_id], folds, seed=seed)
     out: dict[int, tuple[str, str | None, float, float]] = {}
     for f in range(folds):
         held = np.flatnonzero(assign == f)

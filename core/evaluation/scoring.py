@@ -69,12 +69,13 @@ def knn_predict(
     exclude_ids: Sequence[int | None] | None = None,
 ) -> list[str]:
     """The top intent of each test vector as ``predictor`` ranks it (its pool, anchors, ``k``
-    and rule: :meth:`~core.retrieval.predictor.Predictor.rank`); ``""`` when it ranks none."""
+    and rule: :meth:`~core.retrieval.predictor.Predictor.rank`, through
+    :meth:`~core.retrieval.predictor.Predictor.tops`); ``""`` when it ranks none."""
     if len(predictor.index) == 0 and not predictor.index.anchors():
         raise ValueError("The labelled pool is empty: nothing to compare against.")
     test = np.asarray(test_vecs, dtype=np.float32)
-    preds = predictor.rank(test, exclude_ids=exclude_ids, show=0)
-    return [p.top if p.top is not None else "" for p in preds]
+    found = predictor.tops(test, exclude_ids=exclude_ids)  # what rank() puts first, at once
+    return [top if top is not None else "" for top in found.intents]
 
 
 def _silhouette(vecs: np.ndarray, labels: Sequence[str]) -> float | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
+from core.retrieval.tops import Tops, tops
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
@@ -271,6 +272,26 @@ class Predictor:
             k=k or self.k,
             show=show,
             depth=depth,
+            exclude_ids=exclude_ids,
+            rule=self.rule,
+        )
+
+    def tops(
+        self,
+        vectors: np.ndarray,
+        *,
+        exclude_ids: Sequence[int | None] | None = None,
+        show: int = 0,
+    ) -> Tops:
+        """What :meth:`rank` puts first for each query (the top intent, its score, the margin),
+        equal to it, without its evidence (:func:`core.retrieval.tops.tops`): for many queries
+        at once (an evaluation, a parity check, a map)."""
+        return tops(
+            self.index,
+            np.asarray(vectors),
+            k=self.k,
+            show=show,
+            depth=DEPTH,
             exclude_ids=exclude_ids,
             rule=self.rule,
         )

@@ -41,6 +41,7 @@ from core.training.pairs import (
     sample_pairs,
 )
 from core.training.prefix import cached_prefix
+from core.training.tokens import TokenBank
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -180,7 +181,8 @@ def train_encoder(
     loss = loss.to(device)
     it = iter(plan)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
-    seen = (t for epoch in plan for batch in epoch for column in batch.columns for t in column)
+    seen = [t for epoch in plan for batch in epoch for column in batch.columns for t in column]
+    bank = TokenBank(model, seen)  # every text tokenised once, its tokens on the device
     with cached_prefix(model, seen, frozen):
         last = run_training(
             model,
@@ -192,6 +194,7 @@ def train_encoder(
             weight_decay=config.weight_decay,
             progress=progress,
             should_cancel=should_cancel,
+            bank=bank,
         )
     for p in model.parameters():
         p.requires_grad_(False)

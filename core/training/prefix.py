@@ -38,12 +38,33 @@ Key = tuple[int, ...]
 
 class CachedPrefix(nn.Module):
     """Stands in for a model's embedding module: returns the cached states after the frozen
-    layers for each row of ``input_ids`` (padded positions get zeros; the mask hides them)."""
+    layers for each row of ``input_ids`` (padded positions get zeros; the mask hides them).
+
+    On the CPU each row is looked up by its token ids. On CUDA reading the ids back would make
+    every step wait for the device, so :meth:`on_device` lays the states out as one padded tensor
+    there, and a row is found by a hash of its ids computed on the device (integer arithmetic,
+    :func:`_hash`) and a binary search among the cached texts' hashes."""
 
     def __init__(self, states: dict[Key, torch.Tensor], pad_id: int) -> None:
         super().__init__()
         self.states = states
         self.pad_id = pad_id
+        self.table: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def on_device(self, device: torch.device) -> None:
+        """Build the device-side table (sorted hashes, their rows, weights, padded states)."""
+        keys = list(self.states)
+        width = max((len(k) for k in keys), default=1)
+        ids = torch.full((len(keys), width), self.pad_id, dtype=torch.long)
+        for row, key in enumerate(keys):
+            ids[row, : len(key)] = torch.tensor(key, dtype=torch.long)
+        weights = torch.randint(1, 2**35, (width,), generator=torch.Generator().manual_seed(0))
+        hashes, order = torch.sort(_hash(ids, weights, self.pad_id))
+        first = next(iter(self.states.values())) if keys else torch.zeros(0, 1)
+        padded = torch.zeros((len(keys), width, first.shape[-1]), dtype=first.dtype)
+        for row, key in enumerate(keys):
+            padded[row, : len(key)] = self.states[key].cpu()
+        self.table = (hashes.to(device), order.to(device), weights.to(device), padded.to(device))
 
     def key(self, row: torch.Tensor) -> Key:
         ids = row.tolist()
@@ -55,6 +76,11 @@ class CachedPrefix(nn.Module):
         if input_ids is None:
             raise ValueError("The cached frozen layers look utterances up by their token ids.")
         width = input_ids.shape[1]
+        if self.table is not None:  # on CUDA (on_device): looked up there, nothing read back
+            hashes, order, weights, padded = self.table
+            at = torch.searchsorted(hashes, _hash(input_ids, weights[:width], self.pad_id))
+            found = order[at.clamp(max=len(hashes) - 1)]
+            return padded.index_select(0, found)[:, :width]
         rows = []
         for row in input_ids:
             key = self.key(row)
@@ -63,6 +89,14 @@ class CachedPrefix(nn.Module):
                 raise KeyError(f"No cached states for a text of {len(key)} tokens.")
             rows.append(nn.functional.pad(cached, (0, 0, 0, width - cached.shape[0])))
         return torch.stack(rows)
+
+
+def _hash(ids: torch.Tensor, weights: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """One integer per row of token ids, the same however far the row is padded: the weighted
+    sum of (id + 1) over its tokens (a pad counts 0). Ids below 2^17 and weights below 2^35 keep
+    512 terms below 2^63: no overflow, the same value on every device."""
+    tokens = torch.where(ids == pad_id, torch.zeros_like(ids), ids + 1)
+    return (tokens * weights[: ids.shape[1]]).sum(dim=1)
 
 
 def _parts(model: SentenceTransformer) -> tuple[Any, nn.Module, nn.ModuleList] | None:
@@ -124,7 +158,10 @@ def cached_prefix(model: SentenceTransformer, texts: Iterable[str], layers: int)
         yield False
         return
     states = prefix_states(model, texts, layers)
-    hf.embeddings = CachedPrefix(states, int(pad_id))
+    prefix = CachedPrefix(states, int(pad_id))
+    if torch.device(model.device).type == "cuda":
+        prefix.on_device(torch.device(model.device))
+    hf.embeddings = prefix
     hf.encoder.layer = nn.ModuleList(stack[layers:])
     logger.info("cached the lowest %d layers' states of %d texts", layers, len(states))
     try:

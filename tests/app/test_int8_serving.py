@@ -88,6 +88,24 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     assert "int8 ONNX" in version_svc.serving(ctx, live(ctx, trained))
 
 
+def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):
+    """Its first map encodes nothing: the pool, the queue and the test split already have their
+    int8 vectors (the retrain's parity check and first card); its colours are what Try says."""
+    from app.services import maps
+
+    factory, _ = maps.map_factory(ctx, trained, None)
+    assert isinstance(factory.encoder, OnnxEncoder)
+    before = ctx.cache.encoded
+    view = maps.get_map(ctx, live(ctx, trained), method="pca")
+    assert ctx.cache.encoded == before
+    row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
+    text = view.texts[view.ids.index(row)]
+    assert (
+        view.predicted[view.ids.index(row)]
+        == predict_svc.predict_one(ctx, live(ctx, trained), text)["top"]
+    )
+
+
 def _fp32_index(pool, vecs):
     from core.retrieval.knn import KnnIndex
 
@@ -145,3 +163,21 @@ def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():
     pool, labels, queries = parity_split(data)
     assert queries == ["t0", "t5"] and len(pool) == len(labels) == 8
     assert not set(queries) & set(pool)
+
+
+def test_the_parity_check_compares_a_sample_and_leaves_the_int8_pool_vectors_cached(
+    ctx, trained, tmp_path
+):
+    from core.encoding.cache import EmbeddingCache
+
+    pid, mv = _state(ctx, trained)
+    items = list(ctx.pool(pid).items.values())
+    texts, labels = [t for t, _ in items], [lab for _, lab in items]
+    data = EvalData(texts, labels, texts[:30], labels[:30])
+    cache = EmbeddingCache(tmp_path / "cache")
+    info = export_version_int8(
+        ctx.encoder_for_version(mv), data, tmp_path / "onnx", cached=cache.encode, limit=20
+    )
+    assert info["passed"] is True and info["n"] == 20  # 20 of the 30 questions
+    # the live pool serving this copy finds its vectors of the pool: nothing encoded again
+    assert cache.missing(OnnxEncoder(tmp_path / "onnx"), texts) == []

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import threading
 import time
 
+import numpy as np
 import pytest
 
 from app.services import bulk as bulk_svc
@@ -33,14 +35,37 @@ def test_map_is_cached_and_survives_relabelling(ctx, demo):
     assert fig.layout.meta["n_points"] == len(first.ids)
 
 
-def test_missing_map_is_computed_in_the_background(ctx, demo):
-    assert svc.get_map(ctx, demo, method="pca") is None
+def test_the_map_answers_with_a_pca_picture_before_umap_is_done(ctx, demo, monkeypatch):
+    """A first render is a picture at once: the quick PCA map, marked provisional, while the
+    UMAP projection is computed in the background; the next call after it landed returns it."""
+    release = threading.Event()
+    real = svc.project_points
+
+    def slow(vectors, method):
+        if method == "umap":
+            release.wait(60)
+            return np.full((len(vectors), 2), 7.0, dtype=np.float32)
+        return real(vectors, method)
+
+    monkeypatch.setattr(svc, "project_points", slow)
+    first = svc.get_map(ctx, demo, method="umap")
+    assert first.provisional and first.method == "pca"
+    assert first.points.shape == (len(first.ids), 2)
+    again = svc.get_map(ctx, demo, method="umap")  # still computing: the picture again
+    assert again.provisional
+    release.set()
     deadline = time.time() + 60
-    view = None
-    while view is None and time.time() < deadline:
-        time.sleep(0.2)
-        view = svc.get_map(ctx, demo, method="pca")
-    assert view is not None
+    view = again
+    while view.provisional and time.time() < deadline:
+        time.sleep(0.05)
+        view = svc.get_map(ctx, demo, method="umap")
+    assert not view.provisional and view.method == "umap"
+    assert (view.points == 7.0).all()
+
+
+def test_a_pca_map_is_drawn_at_once(ctx, demo):
+    view = svc.get_map(ctx, demo, method="pca")
+    assert not view.provisional and view.method == "pca"
 
 
 def test_compare_and_explain(ctx, demo):

@@ -47,3 +47,25 @@ def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data,
     assert with_tests["thresholds"]["default"] > 0
     assert "test split is not used" in with_tests["message"]
     assert "names and descriptions" in with_tests["message"]
+
+
+def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
+    ctx, demo, monkeypatch
+):
+    from app import pools
+    from app.context import AppContext
+    from app.services import data as data_svc
+
+    pid = demo.id
+    first = dict(ctx.pool(pid).predictor.thresholds)
+    assert first  # calibrated
+    calls: list[int] = []
+    real = pools.calibrate_predictor
+    monkeypatch.setattr(
+        pools, "calibrate_predictor", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    restarted = AppContext(ctx.settings, database=ctx.db)  # a new process on the same data
+    assert restarted.pool(pid).predictor.thresholds == first and calls == []
+    data_svc.add_utterance(ctx, demo, "where is my parcel now", ["track_order"], "train")
+    restarted.pool(pid)  # the pool changed: calibrated again
+    assert calls == [1]

@@ -255,3 +255,49 @@ def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path)
     assert target == 0.95 and n >= 1  # the weather question at least falls back
     n_tests = sum(1 for r in rows if r.split == "test" and r.labels)
     assert n < n_tests / 2
+
+
+def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_time(
+    ctx, demo, monkeypatch
+) -> None:
+    """Issue 45 row 13: one report of a project is built at a time (a second request waits and
+    gets the first one's), and an unchanged project's report is not built again."""
+    import threading
+    import time
+
+    from app.services import data as data_svc
+    from app.services import reports
+
+    building: list[int] = []
+    built: list[int] = []
+    peak: list[int] = []
+
+    def slow_build(ctx, project, out, *, static):
+        building.append(1)
+        peak.append(len(building))
+        time.sleep(0.3)
+        path = out or ctx.settings.data_dir / f"report-{len(built)}.html"
+        path.write_text("<!DOCTYPE html>", encoding="utf-8")
+        built.append(1)
+        building.pop()
+        return path
+
+    monkeypatch.setattr(reports, "_build", slow_build)
+    paths: list = []
+    clicks = [
+        threading.Thread(target=lambda: paths.append(reports.build_report(ctx, demo, static=True)))
+        for _ in range(3)
+    ]
+    for t in clicks:
+        t.start()
+    for t in clicks:
+        t.join(30)
+    assert max(peak) == 1  # never two of a project at once
+    assert len(built) == 1 and len(paths) == 3 and len(set(paths)) == 1  # all three got it
+    copy = reports.build_report(ctx, demo, ctx.settings.data_dir / "mine.html", static=True)
+    assert copy.read_text(encoding="utf-8") == "<!DOCTYPE html>" and len(built) == 1
+    reports.build_report(ctx, demo, static=False)  # another kind of report
+    assert len(built) == 2
+    data_svc.add_utterance(ctx, demo, "is my parcel lost", ["track_order"], "train")
+    reports.build_report(ctx, demo, static=True)  # the data changed: built again
+    assert len(built) == 3

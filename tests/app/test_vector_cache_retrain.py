@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from app import worker
+from app import pools, worker
 from app.config import load_settings
 from app.context import AppContext
 from app.services import queue, retrain_jobs
@@ -21,7 +21,7 @@ from tests.samples import QUICK
 pytestmark = pytest.mark.slow
 
 
-def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
+def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, monkeypatch):
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
     trainer = AppContext(settings)  # the worker's process
     demo = live(trainer, ensure_demo_project(trainer))
@@ -32,7 +32,13 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path):
     trainer.close()
 
     app = AppContext(settings)  # the app, started (again) after the retrain
+    calibrated: list[int] = []
+    real = pools.calibrate_predictor
+    monkeypatch.setattr(
+        pools, "calibrate_predictor", lambda *a, **k: calibrated.append(1) or real(*a, **k)
+    )
     found, _ = queue.next_item(app, demo, [])
+    assert calibrated == []  # the retrain's worker calibrated the served pool: read, not redone
     assert found is not None
     assert app.cache.encoded == 0
     with app.db.session() as s:

@@ -122,7 +122,12 @@ def show(
     if view is None:
         busy = gr.update(active=True)
         return *head, None, "The map is being computed in the background…", busy
+    if view.provisional:  # a PCA picture now, the map asked for when it lands
+        return *head, _figure(view, c), PROVISIONAL, gr.update(active=True)
     return *head, _figure(view, c), "", idle
+
+
+PROVISIONAL = "A quick PCA picture while the map is computed in the background…"
 
 
 def _figure(view: Any, c: dict[str, Any]) -> Any:
@@ -139,6 +144,8 @@ def poll_map(
     view = attempt(lambda: map_svc.get_map(ctx, p))[0] if p is not None and c else None
     if c is None or view is None:
         return gr.update(), gr.update(), gr.update(active=bool(c and p is not None))
+    if view.provisional:
+        return _figure(view, c), PROVISIONAL, gr.update(active=True)
     return _figure(view, c), "", gr.update(active=False)
 
 

@@ -283,3 +283,28 @@ def test_out_of_fold_scores_are_what_each_folds_predictor_ranks_for_its_held_out
             else:
                 assert top == pred.top and score == pytest.approx(pred.score, abs=1e-5)
     assert cold >= 1 and scored[-1][1] is None  # "lonely", held out, is its anchor alone
+
+
+def test_the_folds_go_by_id_so_a_pool_built_example_by_example_calibrates_as_one_built_at_once():
+    from core.evaluation.oos import out_of_fold_scores
+    from core.retrieval.factory import PredictorFactory
+
+    rng = np.random.default_rng(4)
+    centres = rng.normal(0, 1, (5, 16))
+    vectors = np.vstack([c + rng.normal(0, 0.8, (6, 16)) for c in centres]).astype(np.float32)
+    labels = [(f"i{j}",) for j in range(5) for _ in range(6)]
+    ids = list(range(100, 130))
+    at_once = PredictorFactory.for_vectors(16).build([""] * 30, labels, vectors=vectors, ids=ids)
+    shuffled = [int(i) for i in rng.permutation(30)]
+    piecemeal = PredictorFactory.for_vectors(16).build(
+        [""] * 30,
+        [labels[i] for i in shuffled],
+        vectors=vectors[shuffled],
+        ids=[ids[i] for i in shuffled],
+    )
+    by_id = dict(zip(ids, out_of_fold_scores(at_once), strict=True))
+    again = dict(zip([ids[i] for i in shuffled], out_of_fold_scores(piecemeal), strict=True))
+    assert again.keys() == by_id.keys()
+    for i, (gold, top, score, margin) in by_id.items():  # the same folds: the same scores
+        assert again[i][:2] == (gold, top)
+        assert again[i][2:] == pytest.approx((score, margin), abs=1e-5)

@@ -56,3 +56,30 @@ def test_training_with_frozen_layers_trains_only_the_upper_ones() -> None:
     assert any(v for n, v in moved.items() if "layer.3." in n)
     assert any(v for n, v in moved.items() if "layer.5." in n)
     assert len(trained[0].model.encoder.layer) == 6
+
+
+def test_the_device_table_finds_each_rows_states_as_the_ids_do(model) -> None:
+    """CUDA looks a batch's rows up by a hash of their ids on the device (no read-back); the
+    same table built on the CPU gives exactly what the look-up by ids gives."""
+    from core.training.prefix import CachedPrefix, prefix_states
+
+    texts = ["I lost my card", "what is my balance today please", "hi", "hello there"]
+    states = prefix_states(model, texts, 3)
+    by_ids = CachedPrefix(states, 0)
+    by_table = CachedPrefix(states, 0)
+    by_table.on_device(torch.device("cpu"))
+    ids = model.preprocess(texts[::-1])["input_ids"]  # padded to the longest, another order
+    assert torch.equal(by_table(ids), by_ids(ids))
+    assert torch.equal(by_table(ids[2:3]), by_ids(ids[2:3]))  # one row, padded further
+
+
+def test_the_token_bank_gives_what_tokenising_the_batch_gives(model) -> None:
+    from core.training.tokens import TokenBank
+
+    bank = TokenBank(model, [*TEXTS, TEXTS[0]])
+    batch = [TEXTS[3], TEXTS[0], TEXTS[7]]
+    alone = model.preprocess(batch)
+    got = bank.features(bank.rows(batch))
+    assert set(got) == {k for k, v in alone.items() if isinstance(v, torch.Tensor) and v.ndim == 2}
+    for name, tensor in got.items():
+        assert torch.equal(tensor, alone[name])

@@ -1,0 +1,538 @@
+"""Benchmark: one retrain through the worker's own path, seconds per phase (issue 44).
+
+The project is BANKING77 10-shot seed 0 (770 train) with every test question (3,078 once
+deduplicated) from ``../shared/data``, imported with the CLI. Each measurement is a fresh
+process on a fresh copy of that data directory running ``intent-studio train`` (the CLI's own
+``main``: the job is queued and :func:`app.worker.execute_job` runs it, as a worker would), with
+timers wrapped around the functions each phase is made of. The same child code runs any
+checkout: a function a checkout does not have is simply not timed.
+
+Phases (wall and process CPU seconds, each net of the phases nested inside it):
+
+* ``start + imports``: from the parent's spawn to the child's imports done;
+* ``cli + queue``: the CLI's context, the job queued, until the job starts;
+* ``snapshot``: the dataset snapshot (:func:`storage.datasets.snapshot`, ``snapshot_rows``);
+* ``model load``: every encoder loaded (the base for training, the saved model read back, a
+  frozen or older version for its evaluation);
+* ``training``: :func:`core.training.train_encoder` less its model load;
+* ``save``: the trained model written;
+* ``eval new`` / ``eval frozen`` / ``eval active``: :func:`app.services.evaluation.evaluate_version`
+  of each encoder (encoding its missing vectors and scoring);
+* ``calibration``: out-of-scope calibration (:func:`core.evaluation.oos.calibrate_predictor`);
+* ``int8 export``: the int8 ONNX export less its parity check; ``parity``: the parity check;
+* ``first-card vectors``: :func:`app.worker.prepare_vectors` less its calibration;
+* ``registration``: hashing the artifact, registering the version, finishing the job;
+* ``other``: the rest of the job (reporting, factories, ...);
+* ``after the job``: from the job's end to the process's exit.
+
+``served`` is when the job reads as succeeded (the version registered and, when promoted,
+active); ``job done`` when :func:`~app.worker.execute_job` returned (work a checkout does after
+serving, such as an int8 copy, ends there); ``process`` when the CLI process exited. Then
+``--restarts`` fresh processes on the retrained data directory each time their first
+prediction (:func:`app.services.predict.predict`, what the server's first request pays when
+its start-up warm-up has not built the pool yet) and the next one.
+
+Each round runs ``--retrains`` retrains one after another on the same data directory (each its
+own process: the second retrain finds the first's version active, and the same data). With
+several checkouts (``--peer REV`` archives a commit of this repository into the work folder;
+``--code PATH`` any checkout) the measurements take turns (A B A B ...) so both see the same
+load: timings swing 2-4x on a shared 2-core machine; the load average is recorded with each run.
+
+Usage:
+    python -m bench.job_profile --peer b599b03 --code . --repeats 2 --out bench/results/jp.json
+    python -m bench.job_profile --device cuda --code .       # on a GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PROJECT = "banking77"
+PHASES = [
+    "start + imports",
+    "cli + queue",
+    "snapshot",
+    "model load",
+    "training",
+    "save",
+    "eval new",
+    "eval frozen",
+    "eval active",
+    "calibration",
+    "int8 export",
+    "parity",
+    "first-card vectors",
+    "registration",
+    "other",
+    "after the job",
+]
+
+# Runs in the measured process (any checkout): timers around the phases, then the CLI's `train`.
+CHILD = r"""
+import json, os, sys, threading, time
+T0 = float(os.environ["JOB_PROFILE_T0"])
+import app.cli  # what `intent-studio train` imports, and what its job imports on the way
+from app import worker
+from app.services import evaluation, retrain, retrain_jobs
+from app.services import queue as _queue  # noqa: F401  (prepare_vectors imports it lazily)
+import app.services.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
+import core.training, core.training.fit, core.training.model_io, storage.artifacts
+import storage.datasets, storage.versions
+imported = time.time()
+
+totals, local = {}, threading.local()
+marks = {"imported": imported - T0}
+new_encoders, base_encoders = set(), set()
+
+def _add(phase, wall, cpu):
+    t = totals.setdefault(phase, [0.0, 0.0, 0])
+    t[0] += wall; t[1] += cpu; t[2] += 1
+
+def timed(fn, phase):
+    def wrapper(*a, **kw):
+        name = phase(a, kw) if callable(phase) else phase
+        stack = local.__dict__.setdefault("stack", [])
+        frame = [time.perf_counter(), time.process_time(), 0.0, 0.0]
+        stack.append(frame)
+        try:
+            out = fn(*a, **kw)
+        finally:
+            stack.pop()
+            wall = time.perf_counter() - frame[0]
+            cpu = time.process_time() - frame[1]
+            _add(name, wall - frame[2], cpu - frame[3])
+            if stack:
+                stack[-1][2] += wall; stack[-1][3] += cpu
+        return out
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+def patch(module, qualname, phase=None, after=None, everywhere=True):
+    # wrap `module.qualname` (with `everywhere`, in every module that imported it by name too)
+    mod = sys.modules.get(module)
+    if mod is None:
+        return
+    owner, _, attr = qualname.rpartition(".")
+    holder = getattr(mod, owner) if owner else mod
+    original = getattr(holder, attr, None)
+    if original is None:
+        return
+    wrapped = timed(original, phase) if phase is not None else original
+    if after is not None:
+        inner = wrapped
+        def wrapped(*a, **kw):
+            out = inner(*a, **kw)
+            after(out)
+            return out
+    setattr(holder, attr, wrapped)
+    if everywhere and not owner:
+        for m in list(sys.modules.values()):
+            d = getattr(m, "__dict__", None)
+            if d is not None:
+                for k, v in list(d.items()):
+                    if v is original:
+                        d[k] = wrapped
+
+def eval_phase(a, kw):
+    enc = getattr(a[0], "encoder", None)
+    enc = getattr(enc, "encoder", enc)  # a cache wrapper
+    if id(enc) in new_encoders:
+        return "eval new"
+    if id(enc) in base_encoders:
+        return "eval frozen"
+    return "eval active"
+
+def mark(name):
+    def after(_out):
+        marks.setdefault(name, time.time() - T0)
+    return after
+
+patch("storage.datasets", "snapshot", "snapshot")
+patch("storage.datasets", "snapshot_rows", "snapshot")
+patch("core.encoding.registry", "load_sentence_transformer", "model load")
+patch("core.encoding.registry", "load_encoder", "model load",
+      after=lambda enc: base_encoders.add(id(enc)))
+patch("core.training.model_io", "load_trained", "model load")
+patch("app.services.retrain", "load_trained", after=lambda enc: new_encoders.add(id(enc)),
+      everywhere=False)
+patch("core.training.fit", "train_encoder", "training")
+patch("core.training.model_io", "TrainedModel.save", "save")
+patch("app.services.evaluation", "evaluate_version", eval_phase)
+patch("core.evaluation.oos", "calibrate_predictor", "calibration")
+patch("app.services.int8", "export_version_int8", "int8 export")
+patch("core.bundle.onnx", "parity", "parity")
+patch("app.worker", "prepare_vectors", "first-card vectors")
+patch("storage.artifacts", "tree_sha256", "registration")
+patch("storage.versions", "register_version", "registration", after=mark("registered"))
+patch("app.worker", "finish", "registration", after=mark("served"))
+job_seconds = {}
+_execute = worker.execute_job
+def execute(*a, **kw):
+    t = time.perf_counter(); c = time.process_time()
+    marks["job start"] = time.time() - T0
+    try:
+        return _execute(*a, **kw)
+    finally:
+        job_seconds["wall"] = time.perf_counter() - t
+        job_seconds["cpu"] = time.process_time() - c
+        marks["job done"] = time.time() - T0
+worker.execute_job = execute
+
+from app.cli import main as cli_main
+import contextlib, io
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    rc = cli_main(["train", "--project", "banking77"])
+for t in threading.enumerate():  # work a checkout does after serving
+    if t is not threading.current_thread() and not t.daemon:
+        t.join()
+from app.services import retrain_jobs as rj
+from app.context import AppContext
+from app.config import load_settings
+ctx = AppContext(load_settings())
+with ctx.db.session() as s:
+    from storage import jobs as _jobs
+    job = _jobs.latest_job(s)
+    log = job.log
+    version_id = job.model_version_id
+from app.services import versions as vs
+try:
+    from app.access import open_project as _open
+except ImportError:  # a checkout before the project handle (issue 43): services took a name
+    def _open(ctx, name):
+        return name
+m = vs.metrics(ctx, _open(ctx, "banking77"), version_id) if version_id else None
+print(json.dumps({
+    "rc": rc,
+    "phases": {k: [round(v[0], 3), round(v[1], 3), v[2]] for k, v in totals.items()},
+    "marks": {k: round(v, 3) for k, v in marks.items()},
+    "job": {k: round(v, 3) for k, v in job_seconds.items()},
+    "version": version_id,
+    "accuracy": m.accuracy if m else None,
+    "frozen_accuracy": (m.base.accuracy if m and m.base else None),
+    "int8": (m.int8 if m else None),
+    "steps": ((m.extra or {}).get("steps") if m else None),
+    "train_seconds": (m.train_seconds if m else None),
+    "log": log[-4000:],
+}), flush=True)
+"""
+
+
+# A restart after the retrains (any checkout): the first prediction of a fresh process.
+RESTART = r"""
+import json, os, time
+T0 = float(os.environ["JOB_PROFILE_T0"])
+from app.config import load_settings
+from app.context import AppContext
+from app.services import predict
+try:
+    from app.access import open_project as _open
+except ImportError:  # a checkout before the project handle (issue 43): services took a name
+    def _open(ctx, name):
+        return name
+imported = time.time() - T0
+t = time.perf_counter()
+ctx = AppContext(load_settings())
+context = time.perf_counter() - t
+t = time.perf_counter()
+first = predict.predict(ctx, _open(ctx, "banking77"), ["my card still has not arrived"])
+first_s = time.perf_counter() - t
+t = time.perf_counter()
+predict.predict(ctx, _open(ctx, "banking77"), ["can I top up by bank transfer"])
+second_s = time.perf_counter() - t
+print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
+                  "first": round(first_s, 3), "second": round(second_s, 4),
+                  "encoded": getattr(ctx.cache, "encoded", None), "top": first[0]["top"]}))
+"""
+
+
+def restart(code: Path, data: Path, device: str) -> dict[str, Any]:
+    """A fresh process on ``data``: its imports, its context and its first two predictions."""
+    env = environment(code, data, device)
+    env["JOB_PROFILE_T0"] = repr(time.time())
+    done = subprocess.run(
+        [sys.executable, "-c", RESTART], cwd=code, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"restart failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def project_csv(shared: Path, out: Path) -> Path:
+    """BANKING77 10-shot seed 0 as the train split and every test question as the test split."""
+    from tests.e2e.conftest import banking77_csv
+
+    return banking77_csv(shared, out, unlabelled=0, test=3080)
+
+
+def revision(code: Path) -> str:
+    """The checkout's commit (``+N``: N files under app/, core/, storage/ differ from it), or
+    the name of a peer folder made by :func:`peer_checkout`."""
+    marker = code / ".bench-commit"
+    if marker.is_file():
+        return marker.read_text().strip()
+    from bench.first_click import revision as git_revision
+
+    return git_revision(code)
+
+
+def peer_checkout(rev: str, work: Path) -> Path:
+    """``rev`` of this repository, archived into ``work/peer-<sha>`` (made once)."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    place = work / f"peer-{sha}"
+    if not (place / ".bench-commit").is_file():
+        shutil.rmtree(place, ignore_errors=True)
+        place.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", sha], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(place)], input=archive, check=True)
+        (place / ".bench-commit").write_text(sha)
+    return place
+
+
+def environment(code: Path, data: Path, device: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "INTENT_STUDIO_DATA_DIR": str(data),
+        "PYTHONPATH": str(code),
+        "TOKENIZERS_PARALLELISM": "false",
+        "INTENT_STUDIO_DEVICE": device,
+    }
+    env.pop("INTENT_STUDIO_ARTIFACTS_URL", None)
+    return env
+
+
+def build(csv: Path, code: Path, place: Path, device: str) -> Path:
+    """The project imported by ``code`` into ``place/pristine`` (reused when there)."""
+    pristine = place / "pristine"
+    if (place / "built").is_file() and pristine.is_dir():
+        return pristine
+    shutil.rmtree(place, ignore_errors=True)
+    place.mkdir(parents=True)
+    env = environment(code, pristine, device)
+    subprocess.run(
+        [sys.executable, "-m", "app", "import", str(csv), "--project", PROJECT],
+        cwd=code,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    (place / "built").write_text("")
+    return pristine
+
+
+def run_once(code: Path, data: Path, device: str) -> dict[str, Any]:
+    """One ``train`` in a fresh process on ``data``; its phases, marks and the whole process."""
+    env = environment(code, data, device)
+    load = load_average()
+    before = os.times()
+    env["JOB_PROFILE_T0"] = repr(time.time())
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD], cwd=code, env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t
+    after = os.times()
+    if done.returncode != 0 or not done.stdout.strip():
+        raise RuntimeError(f"train failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    result.update(process_s=round(wall, 2), process_cpu_s=round(cpu, 2), load=load)
+    result["load_after"] = load_average()
+    return result
+
+
+def phase_rows(result: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds per phase of :data:`PHASES` (``other`` = the job's rest)."""
+    phases: dict[str, list[float]] = result["phases"]
+    rows = {name: (float(v[0]), float(v[1])) for name, v in phases.items() if name != "other"}
+    marks = result["marks"]
+    rows["start + imports"] = (marks["imported"], float("nan"))
+    rows["cli + queue"] = (marks.get("job start", 0.0) - marks["imported"], float("nan"))
+    rows["after the job"] = (result["process_s"] - marks.get("job done", 0.0), float("nan"))
+    job = result.get("job", {})
+    outside = ("start + imports", "cli + queue", "after the job")
+    inside = [v for k, v in rows.items() if k not in outside]
+    if job:
+        rows["other"] = (
+            job["wall"] - sum(w for w, _ in inside),
+            job["cpu"] - sum(c for _, c in inside),
+        )
+    return rows
+
+
+def summary(result: dict[str, Any]) -> dict[str, float]:
+    """The totals of one run: training, the rest of the job, served, done, process."""
+    rows = phase_rows(result)
+    training = rows.get("training", (0.0, 0.0))[0]
+    marks = result["marks"]
+    return {
+        "training": training,
+        "served": marks.get("served", float("nan")),
+        "job done": marks.get("job done", float("nan")),
+        "process": result["process_s"],
+        "process cpu": result["process_cpu_s"],
+        "not training (process)": result["process_s"] - training,
+        "not training (served)": marks.get("served", float("nan")) - training,
+    }
+
+
+def _median(values: list[float]) -> float:
+    values = [v for v in values if v == v]  # not NaN
+    return statistics.median(values) if values else float("nan")
+
+
+def table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
+    """Phases x (checkout, retrain): median wall / CPU seconds."""
+    cols = [(lab, r) for r in range(retrains) for lab in labels]
+    head = f"{'phase':<24}" + "".join(f"{f'{lab} #{r + 1}':>20}" for lab, r in cols)
+    out = ["median wall s / CPU s per phase", head]
+
+    def cell(lab: str, r: int, fn: Any) -> str:
+        found = [fn(x) for x in runs if x["code"] == lab and x["retrain"] == r]
+        if not found:
+            return f"{'-':>20}"
+        wall = _median([w for w, _ in found])
+        cpu = _median([c for _, c in found])
+        cpu_s = f"{cpu:.1f}" if cpu == cpu else "-"
+        return f"{wall:>12.1f} / {cpu_s:>5}"
+
+    for name in PHASES:
+        out.append(
+            f"{name:<24}"
+            + "".join(
+                cell(lab, r, lambda x, n=name: phase_rows(x).get(n, (0.0, 0.0))) for lab, r in cols
+            )
+        )
+    for name in summary(runs[0]) if runs else []:
+        if name == "process cpu":
+            continue
+        out.append(
+            f"{name:<24}"
+            + "".join(
+                cell(
+                    lab,
+                    r,
+                    lambda x, n=name: (
+                        summary(x)[n],
+                        summary(x)["process cpu"] if n == "process" else float("nan"),
+                    ),
+                )
+                for lab, r in cols
+            )
+        )
+    ratio = []
+    for lab, r in cols:
+        found = [summary(x) for x in runs if x["code"] == lab and x["retrain"] == r]
+        vals = [s["not training (process)"] / s["training"] for s in found if s["training"]]
+        ratio.append(f"{_median(vals) * 100:>19.0f}%")
+    out.append(f"{'not training / training':<24}" + "".join(ratio))
+    acc = []
+    for lab, r in cols:
+        found = [
+            x.get("accuracy") or float("nan")
+            for x in runs
+            if x["code"] == lab and x["retrain"] == r
+        ]
+        acc.append(f"{_median(found):>20.4f}")
+    out.append(f"{'accuracy (test)':<24}" + "".join(acc))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument(
+        "--code", type=Path, action="append", default=[], help="a checkout (repeatable)"
+    )
+    ap.add_argument("--peer", action="append", default=[], help="a commit of this repository")
+    ap.add_argument("--repeats", type=int, default=1, help="rounds of measurements")
+    ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
+    ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    work = (args.work or Path(tempfile.mkdtemp(prefix="bench-job-profile-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    codes = [peer_checkout(rev, work) for rev in args.peer]
+    codes += [c.resolve() for c in args.code] or ([] if codes else [ROOT])
+    labels = [revision(c) for c in codes]
+    csv = project_csv(args.data, work / "banking77-10shot-test.csv")
+    pristine = {
+        lab: build(csv, code, work / f"build-{lab}", args.device)
+        for code, lab in zip(codes, labels, strict=True)
+    }
+    runs: list[dict[str, Any]] = []
+    restarts: list[dict[str, Any]] = []
+    for turn in range(args.repeats):
+        for code, lab in zip(codes, labels, strict=True):
+            data = work / f"data-{lab}"
+            shutil.rmtree(data, ignore_errors=True)
+            shutil.copytree(pristine[lab], data)
+            for r in range(args.retrains):
+                result = run_once(code, data, args.device)
+                runs.append({"code": lab, "turn": turn, "retrain": r, **result})
+                s = summary(result)
+                print(
+                    f"{lab} #{turn} retrain {r + 1}: training {s['training']:.1f}s, served "
+                    f"{s['served']:.1f}s, process {s['process']:.1f}s (cpu "
+                    f"{s['process cpu']:.1f}s), load {result['load']}",
+                    flush=True,
+                )
+            for r in range(args.restarts):
+                found = {"code": lab, "turn": turn, "restart": r, "load": load_average()}
+                restarts.append({**found, **restart(code, data, args.device)})
+                print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
+            shutil.rmtree(data, ignore_errors=True)
+    print(f"\ndevice {args.device}; load average at the starts: {[r['load'] for r in runs]}")
+    print(table(runs, labels, args.retrains))
+    for r in range(args.restarts):
+        for lab in labels:
+            found = [x for x in restarts if x["code"] == lab and x["restart"] == r]
+            if found:
+                print(
+                    f"restart {r + 1} {lab}: first prediction "
+                    f"{_median([x['first'] for x in found]):.2f}s (context "
+                    f"{_median([x['context'] for x in found]):.2f}s, imports "
+                    f"{_median([x['imports'] for x in found]):.2f}s), next "
+                    f"{1000 * _median([x['second'] for x in found]):.0f} ms, encoded "
+                    f"{found[0]['encoded']}"
+                )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        report = {"codes": dict(zip(labels, map(str, codes), strict=True)), "runs": runs}
+        report["restarts"] = restarts
+        args.out.write_text(json.dumps({"device": args.device, **report}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

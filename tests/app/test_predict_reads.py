@@ -1,0 +1,37 @@
+"""What a prediction reads of the database: one statement when nothing changed (the project, the
+caller's membership and its pool's stamp together, as the REST API resolves a project for a
+prediction), and a project named by its id or unknown as before."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+
+from app.access import open_project
+from app.services import predict as predict_svc
+from storage.errors import NotFoundError
+
+
+def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
+    predict_svc.predict(ctx, demo, ["where is my parcel"])  # the pool, built
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *_):
+        if statement.lstrip().upper().startswith("SELECT"):
+            statements.append(statement)
+
+    event.listen(ctx.db.engine, "before_cursor_execute", seen)
+    try:
+        p = open_project(ctx, str(demo), stamp=True)
+        out = predict_svc.predict(ctx, p, ["where is my parcel"])
+    finally:
+        event.remove(ctx.db.engine, "before_cursor_execute", seen)
+    assert out[0]["top"] and len(statements) == 1
+
+
+def test_a_project_named_by_its_id_or_unknown_reads_as_before(ctx, demo):
+    by_name = predict_svc.predict(ctx, demo, ["where is my parcel"])[0]["top"]
+    by_id = open_project(ctx, str(demo.id))
+    assert predict_svc.predict(ctx, by_id, ["where is my parcel"])[0]["top"] == by_name
+    with pytest.raises(NotFoundError, match="No project"):
+        open_project(ctx, "no such project")
