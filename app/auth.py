@@ -25,6 +25,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.context import AppContext
+from storage.db import Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
     ROLES,
@@ -181,23 +182,27 @@ def token_actor(ctx: AppContext, token: str) -> Actor:
         return Actor(user.id, user.name, user.role)
 
 
-def actor(ctx: AppContext, username: str | None) -> Actor:
-    """The acting user: the local admin in single-user mode, else the signed-in user."""
+def actor(ctx: AppContext, username: str | None, *, s: Session | None = None) -> Actor:
+    """The acting user: the local admin in single-user mode, else the signed-in user (looked
+    up in ``s`` when given)."""
     if not ctx.settings.multi_user:
         return LOCAL
     if not username:
         raise PermissionError("Sign in first.")
-    with ctx.db.session() as s:
-        try:
-            user = active_user(s, username)
-        except NotFoundError as exc:
-            raise PermissionError(f"Unknown user {username!r}.") from exc
-        return Actor(user.id, user.name, user.role)
+    if s is None:
+        with ctx.db.session() as own:
+            return actor(ctx, username, s=own)
+    try:
+        user = active_user(s, username)
+    except NotFoundError as exc:
+        raise PermissionError(f"Unknown user {username!r}.") from exc
+    return Actor(user.id, user.name, user.role)
 
 
-def require(ctx: AppContext, username: str | None, role: str) -> Actor:
-    """The acting user if their role includes ``role``; else PermissionError with the reason."""
-    who = actor(ctx, username)
+def require(ctx: AppContext, username: str | None, role: str, *, s: Session | None = None) -> Actor:
+    """The acting user if their role includes ``role``; else PermissionError with the reason
+    (looked up in ``s`` when given, for a caller resolving more in one session)."""
+    who = actor(ctx, username, s=s)
     if not who.may(role):
         raise PermissionError(
             f"{who.name} is a {who.role}: this needs the {role} role. Nothing was changed."

@@ -40,7 +40,8 @@ SETTLE_S = 0.5
 class HeadFitter:
     """One background thread that calls ``fit(project_id)`` for the projects asked for: each
     request (re)starts the project's ``delay`` (seconds); a request during its fit runs it again
-    after, no sooner than the fit's own duration after its end."""
+    after, no sooner than the fit's own duration after its end. (The app runs a second one for
+    its pools' calibrations: :attr:`app.context.AppContext.calibrations`.)"""
 
     def __init__(self, fit: Callable[[int], None], *, delay: float = SETTLE_S) -> None:
         self._fit = fit

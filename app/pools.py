@@ -14,8 +14,10 @@ setting): the pool, the queries, the calibration and a retrain then all see
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -99,6 +101,9 @@ class ProjectPool:
     # a multi-label pool whose version has no head gets one fitted on its rows (app.pool_heads)
     fits_head: bool = False
     head_data: EvalData | None = None  # the rows its fitted head learnt from
+    # thresholds calibrated once (later ones may be computed in the background: sync's defer)
+    calibrated: bool = False
+    calibration_due: bool = False  # rows changed since: a new calibration is on its way
 
     def text_of(self, row: HasContext) -> str:
         """What the encoder sees for a row: its text, after its context when the project
@@ -115,9 +120,18 @@ class ProjectPool:
         return self.predictor.index
 
 
-def sync(pool: ProjectPool, db: Database, cache: EmbeddingCache) -> None:
+def sync(
+    pool: ProjectPool,
+    db: Database,
+    cache: EmbeddingCache,
+    *,
+    defer: Callable[[], None] | None = None,
+) -> None:
     """Bring ``pool`` up to the database: its intents and anchors, the labelled rows that
-    changed (:func:`_apply`), and its thresholds when enough changed (:func:`_calibrate`)."""
+    changed (:func:`_apply`), and its thresholds when enough changed (:func:`_calibrate`).
+    ``defer``: a pool calibrated before asks for its new calibration with it (done in the
+    background, :func:`calibrate_snapshot`; its last thresholds serve meanwhile) instead of
+    calibrating now, so a label never waits for it."""
     with db.session() as s:
         revision = pool_revision(s, pool.project_id)
         settings = get_project(s, pool.project_id).settings
@@ -139,17 +153,72 @@ def sync(pool: ProjectPool, db: Database, cache: EmbeddingCache) -> None:
     if rows is not None:
         pool.uncalibrated += _apply(pool, rows, cache)
         pool.revision = revision
-    # A big pool recalibrates once 1 % of it changed (0.14 s of CPU for BANKING77's 770), at
-    # once when the trade-off or the set of intents changed.
+    _recalibrate(pool, cache, intents, target, defer)
+
+
+def _recalibrate(
+    pool: ProjectPool,
+    cache: EmbeddingCache,
+    intents: set[str],
+    target: float | None,
+    defer: Callable[[], None] | None,
+) -> None:
+    """Calibrate ``pool`` again when enough changed since (its intents were ``intents``): a big
+    pool once 1 % of it changed (0.1 s of CPU for BANKING77's 770), at once when the trade-off
+    or the set of intents changed; with ``defer``, in the background (see :func:`sync`), except
+    after a new trade-off (the setting's page shows its thresholds)."""
     if (
         target != pool.target_recall
         or pool.index.intents != intents
         or pool.uncalibrated >= RECALIBRATE_SHARE * len(pool.items)
         or len(pool.items) <= RECALIBRATE_ALWAYS
     ):
+        chosen = target != pool.target_recall  # a setting the person is looking at: now
         pool.target_recall = target
         pool.uncalibrated = 0
-        _calibrate(pool, cache)
+        if defer is not None and pool.calibrated and not chosen:
+            pool.calibration_due = True
+            defer()
+        else:
+            _calibrate(pool, cache)
+
+
+def apply_rows(
+    pool: ProjectPool,
+    rows: Mapping[int, UtteranceRow | None],
+    cache: EmbeddingCache,
+    defer: Callable[[], None] | None = None,
+) -> None:
+    """Bring ``pool`` over the rows a change just wrote (id -> the row now; None: deleted),
+    read in that change's own transaction, as :func:`sync` would after reading them back: a
+    labelled `train` row joins (or replaces its old self in) the pool, any other leaves it."""
+    intents = pool.index.intents
+    pooled = {i: r for i, r in rows.items() if r is not None and r.split == "train" and r.labels}
+    gone = [i for i in rows if i not in pooled and i in pool.items]
+    wanted = {i: (pool.text_of(r), in_scope_labels(r.labels)) for i, r in pooled.items()}
+    changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
+    if gone:
+        pool.index.remove(gone)
+    if changed:
+        texts = [wanted[i][0] for i in changed]
+        pool.index.add(
+            changed, cache.encode(pool.encoder, texts), texts, [wanted[i][1] for i in changed]
+        )
+    moved = 0
+    for i in rows:
+        oos = pooled[i] if i in pooled and OUT_OF_SCOPE in pooled[i].labels else None
+        text = pool.text_of(oos) if oos is not None else None
+        if pool.out_of_scope.get(i) != text:
+            moved += 1
+            if text is None:
+                pool.out_of_scope.pop(i, None)
+            else:
+                pool.out_of_scope[i] = text
+    for i in gone:
+        pool.items.pop(i, None)
+    pool.items.update(wanted)
+    pool.uncalibrated += len(gone) + len(changed) + moved
+    _recalibrate(pool, cache, intents, pool.target_recall, defer)
 
 
 def _apply(pool: ProjectPool, rows: list[UtteranceRow], cache: EmbeddingCache) -> int:
@@ -179,6 +248,7 @@ def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
     without a head gets its decision threshold the same way
     (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`)."""
     predictor = pool.predictor
+    pool.calibrated, pool.calibration_due = True, False
     predictor.thresholds = {}
     if predictor.multi_label and predictor.head is None:
         # no head yet: the k-NN decision's own threshold, calibrated out of fold the same way
@@ -204,6 +274,35 @@ def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
         if memo is not None:
             memo.write(key, pool.calibration.to_dict())
     predictor.thresholds = dict(pool.calibration.thresholds)
+
+
+def calibrate_snapshot(pool: ProjectPool, cache: EmbeddingCache) -> bool:
+    """Calibrate ``pool`` again off its lock: a copy of its examples and settings is taken under
+    the lock (milliseconds), calibrated outside it (what takes the time), and the thresholds are
+    swapped in unless its rows changed meanwhile (then a newer calibration is due anyway).
+    Returns whether they were swapped in."""
+    with pool.lock:
+        if not pool.calibration_due:
+            return False
+        every, _, _, _ = pool.index.examples()
+        copy = dataclasses.replace(
+            pool,
+            predictor=pool.predictor.fold(every),
+            lock=threading.Lock(),
+            items=dict(pool.items),
+            out_of_scope=dict(pool.out_of_scope),
+        )
+        copy.predictor.head = pool.predictor.head
+        copy.predictor._multi_label = pool.predictor._multi_label
+        revision = pool.revision
+    _calibrate(copy, cache)
+    with pool.lock:
+        if pool.revision != revision or not pool.calibration_due:
+            return False
+        pool.calibration = copy.calibration
+        pool.predictor.thresholds = dict(copy.predictor.thresholds)
+        pool.calibration_due = False
+        return True
 
 
 def _calibration(data: dict[str, Any]) -> Calibration:

@@ -13,11 +13,18 @@ table at scale.
   the service: cold (first call, the page's texts encoded) and warm (target ≤ 1 s), and a page
   filtered by text.
 
+* **keys**: the server's side of a Label-tab key (Enter: take the first suggestion) as the app
+  runs it, through the role guard, on a BANKING77 project of 3,768 rows (770 train, 500 test,
+  2,500 unlabelled): ms per key (p50 / p95 / max over ``--keys`` keys after 3 warm-up keys) and
+  the database sessions each key opened. ``--peer DIR`` runs the same on another checkout (a
+  ``git worktree`` of the commit before) in its own process, for a before/after of one run.
+
 Timings swing 2-4x on a shared 2-core machine: run it with nothing else running.
 
 Usage:
     python -m bench.workbench --data ../shared/data --out bench/results/workbench.json
     python -m bench.workbench --skip-table   # the annotator only
+    python -m bench.workbench --only-keys --peer /tmp/before   # the server's side of a key
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if "--root" in sys.argv:  # a peer's run (bench_keys): its code, this script
+    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
 sys.path.insert(0, str(ROOT))
 
 
@@ -188,6 +197,91 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
     return out
 
 
+def _keys_project(ctx: Any, data: Path) -> None:
+    """BANKING77 10-shot seed 0 (train), 500 test questions and 2,500 other training questions
+    unlabelled: an annotator's project midway."""
+    from app.services.io import destination, import_utterances
+    from storage.utterances import NewUtterance
+
+    def read(file: str) -> list[dict[str, str]]:
+        with (data / "banking77" / file).open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+
+    train, test = read("train_10shot_seed0.csv"), read("test.csv")[:500]
+    seen = {r["text"] for r in train + test}
+    unlabelled = [r for r in read("train.csv") if r["text"] not in seen][:2500]
+    rows, taken = [], set()
+    for split, part in (("train", train), ("test", test), ("unlabelled", unlabelled)):
+        for r in part:
+            if r["text"] not in taken:
+                taken.add(r["text"])
+                labels = (r["label"],) if split != "unlabelled" else ()
+                rows.append(NewUtterance(r["text"], labels, split))
+    import_utterances(ctx, destination(ctx, "banking77"), rows)
+
+
+def bench_keys(data: Path, keys: int) -> dict[str, Any]:
+    """The server's side of ``keys`` Enter keys in the Label tab (the guarded callback the app
+    binds), with the database sessions each opened."""
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.ui import queue_tab
+    from app.ui.common import bind
+    from app.ui.guard import guarded
+
+    ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
+    _keys_project(ctx, data)
+    opened = [0]
+    for kind in ("session", "write", "reading"):
+        own = getattr(ctx.db, kind)
+
+        def counted(*args: Any, _own: Any = own, **kwargs: Any) -> Any:
+            opened[0] += 1
+            return _own(*args, **kwargs)
+
+        setattr(ctx.db, kind, counted)
+    n_out = 11
+    start = guarded(ctx, "viewer", outputs=n_out)(bind(queue_tab.start, ctx))
+    enter = guarded(ctx, "designer", outputs=n_out)(bind(queue_tab.enter, ctx))
+    t = time.perf_counter()
+    state = start("banking77", "useful", None)[1]
+    first = time.perf_counter() - t
+    times, sessions = [], []
+    for i in range(keys + 3):
+        opened[0] = 0
+        t = time.perf_counter()
+        state = enter("banking77", state)[1]
+        if i >= 3:
+            times.append((time.perf_counter() - t) * 1000)
+            sessions.append(opened[0])
+    ctx.close()
+    return {
+        "code": str(ROOT),
+        "keys": keys,
+        "queue_start_s": round(first, 2),
+        "key_p50_ms": round(statistics.median(times), 1),
+        "key_p95_ms": round(_pct(times, 0.95), 1),
+        "key_max_ms": round(max(times), 1),
+        "sessions_per_key_median": statistics.median(sessions),
+        "sessions_per_key_max": max(sessions),
+    }
+
+
+def _keys_table(runs: list[dict[str, Any]]) -> None:
+    print("\nA Label-tab key, server side (BANKING77, 3,768 rows; guarded Enter)")
+    head = ("code", "p50 ms", "p95 ms", "max ms", "sessions", "max sess")
+    print(f"{head[0]:<28}" + "".join(f"{h:>10}" for h in head[1:]))
+    for r in runs:
+        cells = (
+            r["key_p50_ms"],
+            r["key_p95_ms"],
+            r["key_max_ms"],
+            r["sessions_per_key_median"],
+            r["sessions_per_key_max"],
+        )
+        print(f"{Path(r['code']).name:<28}" + "".join(f"{c:>10}" for c in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -196,9 +290,33 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--skip-queue", action="store_true")
     parser.add_argument("--skip-table", action="store_true")
+    parser.add_argument("--keys", type=int, default=60, help="Enter keys of the keys bench")
+    parser.add_argument("--peer", type=Path, help="another checkout to run the keys bench on")
+    parser.add_argument("--only-keys", action="store_true")
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # read at import
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict[str, Any] = {}
+    if args.only_keys and args.root:  # a peer's run: its JSON only
+        print(json.dumps(bench_keys(args.data, args.keys)))
+        return
+    runs = []
+    if args.peer:
+        import subprocess
+
+        cmd = [sys.executable, __file__, "--only-keys", "--root", str(args.peer)]
+        cmd += ["--data", str(args.data), "--keys", str(args.keys)]
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs.append(bench_keys(args.data, args.keys))
+    result["keys"] = runs
+    _keys_table(runs)
+    if args.only_keys:
+        print(json.dumps(result, indent=2))
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=2))
+        return
     if not args.skip_queue:
         delays = [int(d) for d in args.delays.split(",")]
         result["queue"] = bench_queue(args.data, args.labels, delays)

@@ -105,14 +105,21 @@ def list_utterances(
     """Utterances with their labels, in id order, filtered by intent name (``"(none)"`` = no
     label), split and a case-insensitive substring; ``offset``/``limit`` page through them."""
     wanted = _filtered(project_id, intent=intent, split=split, search=search, ids=ids)
-    q = select(Utterance).where(Utterance.id.in_(wanted)).order_by(Utterance.id)
+    q = (
+        select(Utterance.id, Utterance.text, Utterance.split, Utterance.version, Utterance.context)
+        .where(Utterance.id.in_(wanted))
+        .order_by(Utterance.id)
+    )
     if offset:
         q = q.offset(offset)
     if limit:
         q = q.limit(limit)
-    utts = list(s.scalars(q))
-    labels = _labels_of(s, [u.id for u in utts]) if utts else {}
-    return [_row(u, labels.get(u.id, [])) for u in utts]
+    found = s.execute(q).all()  # plain rows, not ORM objects: 5,000 candidates in a few ms
+    labels = _labels_of(s, [r.id for r in found]) if found else {}
+    return [
+        UtteranceRow(r.id, r.text, r.split, tuple(labels.get(r.id, ())), r.version, r.context)
+        for r in found
+    ]
 
 
 def filtered_ids(

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
-from app.access.handle import ProjectHandle, open_project, resolve, visible_projects, writing
+from app.access.handle import (
+    ProjectHandle,
+    for_purpose,
+    open_project,
+    resolve,
+    visible_projects,
+    writing,
+)
 from app.access.policy import ItemPolicy, item_refusal, project_role, team_state
 
 __all__ = [
     "ItemPolicy",
     "ProjectHandle",
+    "for_purpose",
     "item_refusal",
     "open_project",
     "project_role",

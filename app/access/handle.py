@@ -133,6 +133,12 @@ def visible_projects(ctx: AppContext, who: Actor | None = None) -> list[str]:
         return visible_project_names(s, None if everyone else who.id)
 
 
+def for_purpose(s: Session, p: ProjectHandle, purpose: str) -> None:
+    """Within ``s`` (a :func:`writing` transaction), the item rule for changes made ``purpose``
+    from now on (an annotator's answer, a reviewer's decision: :data:`policy.PURPOSES`)."""
+    guard.install(s, ItemPolicy(p.actor.id, p.role, purpose))
+
+
 @contextmanager
 def writing(ctx: AppContext, p: ProjectHandle, purpose: str = "edit") -> Iterator[Session]:
     """A transaction that changes the project: refused for a read-only project or a role below
@@ -141,5 +147,5 @@ def writing(ctx: AppContext, p: ProjectHandle, purpose: str = "edit") -> Iterato
     (:class:`app.access.policy.ItemPolicy`, asked by :mod:`storage.guard`)."""
     p.require_writable()
     with ctx.db.write() as s:
-        guard.install(s, ItemPolicy(p.actor.id, p.role, purpose))
+        for_purpose(s, p, purpose)
         yield s

@@ -38,7 +38,7 @@ from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for
 from app.auth import acting_as
 from app.services import members as members_svc
-from app.services import team
+from app.services import team, team_answers
 from app.services.downloads import download_path
 from core.evaluation.oos import OUT_OF_SCOPE
 
@@ -115,7 +115,7 @@ def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
     description=models.AgreementOut.__doc__ or "",
 )
 def agreement(request: Request, p: Reader) -> Any:
-    found = team.measure(context(request), p)
+    found = team_answers.measure(context(request), p)
     return {
         "annotators": list(found.annotators),
         "items": found.items,
@@ -172,7 +172,7 @@ def decide(utterance_id: int, body: models.DecideIn, request: Request, p: Labell
 def answers_file(request: Request, p: Reader) -> Any:
     ctx = context(request)
     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
-    path = team.export_answers(ctx, p, download_path(ctx.settings, name))
+    path = team_answers.export_answers(ctx, p, download_path(ctx.settings, name))
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 

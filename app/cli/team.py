@@ -88,10 +88,10 @@ def _value(value: float | None) -> str:
 
 
 def cmd_team_agreement(args: argparse.Namespace) -> int:
-    from app.services import team
+    from app.services import team_answers
 
     ctx = context(args)
-    found = team.measure(ctx, project(ctx, args.project))
+    found = team_answers.measure(ctx, project(ctx, args.project))
     if not found.items:
         print(f"No agreement yet in {args.project!r}: no overlap item has two answers.")
         return 0
@@ -114,10 +114,10 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_team_export(args: argparse.Namespace) -> int:
-    from app.services import team
+    from app.services import team_answers
 
     ctx = context(args)
-    out = team.export_answers(ctx, project(ctx, args.project), Path(args.output))
+    out = team_answers.export_answers(ctx, project(ctx, args.project), Path(args.output))
     with out.open(encoding="utf-8") as f:
         lines = sum(1 for _ in f)
     print(f"Wrote {lines} answer(s) to {out}.")

@@ -17,7 +17,7 @@ from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
 from app.services import projects as project_svc
-from app.services import team as team_svc
+from app.services import team_answers
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE, Version
@@ -133,7 +133,7 @@ def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple
     pid = p.id
     with ctx.db.session() as s:
         stamp = pool_stamp(s, pid)
-    team = json.dumps(team_svc.report_view(ctx, p), sort_keys=True, default=str)
+    team = json.dumps(team_answers.report_view(ctx, p), sort_keys=True, default=str)
     maps = () if static else tuple(_cached_umap(ctx, p, v) is not None for v in (BASE, ACTIVE))
     return pid, (stamp, team, maps, static)
 
@@ -230,6 +230,6 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         evidence=evidence,
     )
     data.oos_target, data.fallback = _fallback(ctx, p, p.id, rows, cross_validated)
-    data.team = team_svc.report_view(ctx, p)
+    data.team = team_answers.report_view(ctx, p)
     path = out or download_path(ctx.settings, _filename(p.name, version, static))
     return write_report(data, path, static=static)

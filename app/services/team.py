@@ -20,20 +20,18 @@ The rules (who may change a team's item, at every door, is :mod:`app.access.poli
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from app.access import ProjectHandle, item_refusal, team_state, writing
+from app.access import ProjectHandle, for_purpose, item_refusal, team_state, writing
 from app.access.policy import answer_value, project_role
 from app.context import AppContext
 from app.services import data as data_svc
-from core.labelling.agreement import Agreement, agreement
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
+from storage.db import Session
 from storage.errors import NotFoundError
 from storage.guard import ItemLockedError
 from storage.members import member_role
@@ -137,18 +135,26 @@ def is_team_project(ctx: AppContext, p: ProjectHandle) -> bool:
 def open_items(ctx: AppContext, p: ProjectHandle) -> list[int]:
     """The acting annotator's assigned items they have not answered and nobody labelled (file
     order)."""
-    if p.actor.id is None:
-        return []
     with ctx.db.session() as s:
-        return repo.open_for(s, p.id, p.actor.id)
+        return open_items_in(s, p)
+
+
+def open_items_in(s: Session, p: ProjectHandle) -> list[int]:
+    """:func:`open_items` in the caller's session."""
+    return repo.open_for(s, p.id, p.actor.id) if p.actor.id is not None else []
 
 
 def reserved(ctx: AppContext, p: ProjectHandle) -> set[int]:
     """Unlabelled items still the team's (open, or waiting for review): kept out of everyone's
     general queue. An item its annotators released (a single annotator's skip) is not."""
     with ctx.db.session() as s:
-        ids = repo.reserved_ids(s, p.id)
-        items = repo.team_items(s, p.id, sorted(ids)) if ids else {}
+        return reserved_in(s, p)
+
+
+def reserved_in(s: Session, p: ProjectHandle) -> set[int]:
+    """:func:`reserved` in the caller's session."""
+    ids = repo.reserved_ids(s, p.id)
+    items = repo.team_items(s, p.id, sorted(ids)) if ids else {}
     return {uid for uid, item in items.items() if team_state(item) in ("open", "disputed")}
 
 
@@ -182,6 +188,20 @@ def submit(
     Raises:
         ItemLockedError: not assigned to them, or accepted already (answers are final then).
     """
+    with writing(ctx, p, purpose="answer") as s:
+        return submit_in(s, p, utterance_id, action, intents, batch=batch)
+
+
+def submit_in(
+    s: Session,
+    p: ProjectHandle,
+    utterance_id: int,
+    action: str,
+    intents: Sequence[str] = (),
+    *,
+    batch: str | None = None,
+) -> str:
+    """:func:`submit` within the caller's transaction (:func:`app.access.writing`)."""
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = sorted(set(data_svc.parse_label_input(list(intents))))
@@ -189,25 +209,25 @@ def submit(
         raise ValueError("Pick an intent first.")
     if OUT_OF_SCOPE in names:
         action, names = "oos", []
-    with writing(ctx, p, purpose="answer") as s:
-        item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
-        why = item_refusal(p.actor.id, p.role, item, "answer")
-        if why is not None or item is None or p.actor.id is None:
-            raise ItemLockedError(f"{why} Nothing was stored.")
-        repo.save_answer(s, p.id, utterance_id, p.actor.id, action, names)
-        item = repo.team_items(s, p.id, [utterance_id])[utterance_id]
-        state = team_state(item)
-        values = {answer_value(a, i) for a, i in item.answers.values()}
-        if state == "open":
-            return f"#{utterance_id}: your answer is stored; it waits for a second opinion."
-        if state == "disputed":
-            return f"#{utterance_id}: the answers differ; it goes to review."
-        if None in values:
-            return f"#{utterance_id} skipped."
-        labels = [OUT_OF_SCOPE] if action == "oos" else names
-        data_svc.label_in(s, p, utterance_id, labels, batch=batch or str(uuid.uuid4()))
+    for_purpose(s, p, "answer")
+    item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
+    why = item_refusal(p.actor.id, p.role, item, "answer")
+    if why is not None or item is None or p.actor.id is None:
+        raise ItemLockedError(f"{why} Nothing was stored.")
+    repo.save_answer(s, p.id, utterance_id, p.actor.id, action, names)
+    item = repo.team_items(s, p.id, [utterance_id])[utterance_id]
+    state = team_state(item)
+    values = {answer_value(a, i) for a, i in item.answers.values()}
+    if state == "open":
+        return f"#{utterance_id}: your answer is stored; it waits for a second opinion."
+    if state == "disputed":
+        return f"#{utterance_id}: the answers differ; it goes to review."
+    if None in values:
+        return f"#{utterance_id} skipped."
+    labels = [OUT_OF_SCOPE] if action == "oos" else names
+    row = data_svc.label_in(s, p, utterance_id, labels, batch=batch or str(uuid.uuid4()))
     agreed = " (everyone agreed)" if len(item.assignees) > 1 else ""
-    return f"#{utterance_id} → {', '.join(labels)}{agreed}."
+    return f"#{utterance_id} → {', '.join(row.labels)}{agreed}."
 
 
 def annotators_of(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> list[int]:
@@ -277,52 +297,29 @@ def decide(
     """The reviewer's decision for a disputed item: its accepted label (audited under its own
     batch; undone like any label). ``intents`` = ``[out_of_scope]`` for out of scope. Refused for
     an item not waiting for review, and for a reviewer who answered it."""
+    with writing(ctx, p, purpose="decide") as s:
+        return decide_in(s, p, utterance_id, intents, batch=batch)
+
+
+def decide_in(
+    s: Session,
+    p: ProjectHandle,
+    utterance_id: int,
+    intents: Sequence[str],
+    *,
+    batch: str | None = None,
+) -> str:
+    """:func:`decide` within the caller's transaction (:func:`app.access.writing`)."""
     names = data_svc.parse_label_input(list(intents))
     if not names:
         raise ValueError("Pick an answer or an intent first.")
-    with writing(ctx, p, purpose="decide") as s:
-        item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
-        why = item_refusal(p.actor.id, p.role, item, "decide")
-        if why is not None:
-            raise ItemLockedError(f"{why} Nothing was changed.")
-        row = data_svc.label_in(s, p, utterance_id, names, batch=batch or str(uuid.uuid4()))
+    for_purpose(s, p, "decide")
+    item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
+    why = item_refusal(p.actor.id, p.role, item, "decide")
+    if why is not None:
+        raise ItemLockedError(f"{why} Nothing was changed.")
+    row = data_svc.label_in(s, p, utterance_id, names, batch=batch or str(uuid.uuid4()))
     return f"#{utterance_id} → {', '.join(row.labels)} (reviewed)."
-
-
-def measure(ctx: AppContext, p: ProjectHandle) -> Agreement:
-    """Agreement on the overlap items (every answer given so far, skips left out)."""
-    with ctx.db.session() as s:
-        rows = repo.answers(s, p.id, repo.overlap_ids(s, p.id))
-    given: dict[int, dict[str, frozenset[str]]] = {}
-    for a in rows:
-        value = answer_value(a.action, a.intents)
-        if value is not None:
-            given.setdefault(a.utterance_id, {})[a.annotator] = value
-    return agreement(given)
-
-
-def export_answers(ctx: AppContext, p: ProjectHandle, out: Path) -> Path:
-    """Every annotator's answer, one JSON object per line (with the item's accepted intents
-    now): the raw annotations."""
-    with ctx.db.session() as s:
-        rows = repo.answers(s, p.id)
-        found = {
-            r.id: r for r in list_utterances(s, p.id, ids=sorted({a.utterance_id for a in rows}))
-        }
-    with out.open("w", encoding="utf-8") as f:
-        for a in rows:
-            item = found.get(a.utterance_id)
-            record: dict[str, Any] = {
-                "id": a.utterance_id,
-                "text": item.text if item else "",
-                "annotator": a.annotator,
-                "answer": a.action,
-                "intents": [OUT_OF_SCOPE] if a.action == "oos" else list(a.intents),
-                "answered_at": a.answered_at.isoformat(timespec="seconds"),
-                "accepted": list(item.labels) if item and item.split != "unlabelled" else None,
-            }
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return out
 
 
 def items(ctx: AppContext, p: ProjectHandle, ids: Sequence[int]) -> list[dict[str, Any]]:
@@ -350,47 +347,3 @@ def annotator_choices(ctx: AppContext, p: ProjectHandle) -> list[str]:
             if role in ("designer", "admin"):
                 out.append(u.name)
         return out
-
-
-def overview(ctx: AppContext, p: ProjectHandle, examples: int = 3) -> dict[str, Any]:
-    """What the Team view and the report show: ``progress`` rows, ``agreement``
-    (:class:`~core.labelling.agreement.Agreement`), ``waiting`` (disagreements to review now)
-    and ``intents`` rows (lowest agreement first, with up to ``examples`` disputed texts)."""
-    found = measure(ctx, p)
-    waiting = len(disputes(ctx, p))
-    with ctx.db.session() as s:
-        ids = sorted({i for r in found.intents for i in r.disputed[:examples]})
-        texts = {r.id: r.text for r in list_utterances(s, p.id, ids=ids)}
-    progress_rows = [
-        {"annotator": who, "assigned": n, "answered": done, "left": n - done}
-        for who, (n, done) in progress(ctx, p).items()
-    ]
-    intents = [
-        {
-            "intent": r.intent,
-            "items": r.items,
-            "agreement": r.value,
-            "statistic": "κ" if r.statistic == "kappa" else "α",
-            "disputed": len(r.disputed),
-            "examples": [texts[i] for i in r.disputed[:examples] if i in texts],
-        }
-        for r in found.intents
-        if r.disputed
-    ]
-    return {"progress": progress_rows, "agreement": found, "waiting": waiting, "intents": intents}
-
-
-def report_view(ctx: AppContext, p: ProjectHandle) -> dict[str, Any] | None:
-    """The stakeholder report's plain data (:func:`app.report.team.agreement_section`); None
-    when nobody was assigned in the project."""
-    if not is_team_project(ctx, p):
-        return None
-    view = overview(ctx, p)
-    found: Agreement = view["agreement"]
-    return {
-        "items": found.items,
-        "disputed": len(found.disputed),
-        "alpha": found.alpha,
-        "pairs": [asdict(pair) for pair in found.pairs],
-        "intents": view["intents"],
-    }

@@ -25,7 +25,7 @@ from typing import Any
 
 import gradio as gr
 
-from app.access import ProjectHandle, open_project
+from app.access import ProjectHandle, resolve
 from app.auth import Actor, acting_as, require
 from app.context import AppContext
 from app.ui.common import problem
@@ -87,32 +87,35 @@ def _project_params(fn: Callable[..., Any]) -> tuple[tuple[int, bool], ...]:
     return tuple(out)
 
 
-def with_projects(
-    ctx: AppContext, fn: Callable[..., Any], args: tuple[Any, ...], who: Actor, need: str
-) -> tuple[tuple[Any, ...], list[ProjectHandle]]:
-    """``args`` with each project name in a :class:`ProjectHandle` parameter of ``fn`` resolved
-    for ``who`` with the role ``need`` (an empty value: None, where the parameter takes it),
-    and the handles.
+def admit(
+    ctx: AppContext, fn: Callable[..., Any], args: tuple[Any, ...], username: str | None, need: str
+) -> tuple[Actor, tuple[Any, ...], list[ProjectHandle]]:
+    """The signed-in user (with at least the role ``need``), ``args`` with each project name in a
+    :class:`ProjectHandle` parameter of ``fn`` resolved for them with the role ``need`` there (an
+    empty value: None, where the parameter takes it), and the handles: one database session for
+    all of it (none in single-user mode for a callback without a project).
 
     Raises:
-        NotFoundError: no such project for ``who``, or none picked where one is needed.
-        PermissionError: a role below ``need``.
+        NotFoundError: no such project for the user, or none picked where one is needed.
+        PermissionError: not signed in, or a role below ``need``.
     """
     positions = _project_params(fn)
-    if not positions:
-        return args, []
-    out, handles = list(args), []
-    for i, optional in positions:
-        if i >= len(out) or isinstance(out[i], ProjectHandle):
-            continue
-        if not out[i]:
-            if not optional:
-                raise NotFoundError("Pick or create a project first.")
-            out[i] = None
-            continue
-        out[i] = open_project(ctx, out[i], who, need=need)
-        handles.append(out[i])
-    return tuple(out), handles
+    if not positions and not ctx.settings.multi_user:
+        return require(ctx, username, need), args, []
+    with ctx.db.session() as s:
+        who = require(ctx, username, need, s=s)
+        out, handles = list(args), []
+        for i, optional in positions:
+            if i >= len(out) or isinstance(out[i], ProjectHandle):
+                continue
+            if not out[i]:
+                if not optional:
+                    raise NotFoundError("Pick or create a project first.")
+                out[i] = None
+                continue
+            out[i] = resolve(s, out[i], who, need=need)
+            handles.append(out[i])
+    return who, tuple(out), handles
 
 
 def _split_request(
@@ -139,8 +142,7 @@ def guarded(
         def run(*args: Any, request: Any = None) -> Any:
             args, kwargs, request = _split_request(fn, args, request)
             try:
-                who = require(ctx, getattr(request, "username", None), role)
-                args, _ = with_projects(ctx, fn, args, who, role)
+                who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
             except (PermissionError, StorageError) as exc:
                 if outputs == 1:
                     return problem(str(exc))
@@ -171,8 +173,8 @@ def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, request: Any = None) -> Any:
         args, kwargs, request = _split_request(fn, args, request)
         try:
-            who = require(ctx, getattr(request, "username", None), "viewer")
-            args, handles = with_projects(ctx, fn, args, who, "viewer")
+            user = getattr(request, "username", None)
+            who, args, handles = admit(ctx, fn, args, user, "viewer")
         except (PermissionError, StorageError) as exc:
             raise gr.Error(str(exc)) from exc
         viewer = next((h for h in handles if not h.may("designer")), None)

@@ -65,9 +65,16 @@ def _keys_js() -> str:
     return source.replace("__KEYS__", json.dumps(KEYS))
 
 
-def _advance(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueSession:
+def _advance(
+    ctx: AppContext, p: ProjectHandle, state: QueueSession, ahead: svc.Ahead | None = None
+) -> QueueSession:
+    """The session with the next card. ``ahead``: what it needs, read with the answer just
+    written (without it, read now in one transaction)."""
+    if ahead is None:
+        with ctx.db.session() as s:
+            ahead = svc.read_ahead(s, p, state.upcoming)
     reviewed = [h.id for h in state.history] if state.how == svc.REVIEW else []
-    found, ahead = svc.next_item(
+    found, upcoming = svc.next_item(
         ctx,
         p,
         state.upcoming,
@@ -75,9 +82,15 @@ def _advance(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueSes
         near=state.near,
         # reviewing labelled rows: one answered (e.g. its intent confirmed) is not shown again
         exclude=[*state.skipped, *reviewed],
+        ahead=ahead,
     )
     picked = found.predicted if found is not None and found.multi_label else ()
-    return state.but(item=found, upcoming=tuple(ahead), picked=tuple(picked))
+    return state.but(
+        item=found,
+        upcoming=tuple(upcoming),
+        picked=tuple(picked),
+        counts=(ahead.remaining, ahead.mine),
+    )
 
 
 def start(ctx: AppContext, p: ProjectHandle | None, how: str, near: str | None) -> QueueView:
@@ -106,10 +119,11 @@ def act(
     state = state.but(confirm=None)
     batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
 
-    def answer() -> tuple[str, bool]:
-        """The answer's message, and whether it is a test row's change still to confirm."""
+    def answer() -> tuple[str, svc.Ahead | None]:
+        """The answer's message and what the next card needs (None: a test row's change still
+        to confirm)."""
         try:
-            return svc.answer(
+            return svc.answer_then(
                 ctx,
                 p,
                 item.id,
@@ -119,12 +133,14 @@ def act(
                 batch=batch,
                 confirm_test=confirmed,
                 how=state.how,
-            ), False
+                upcoming=state.upcoming,
+            )
         except data_svc.UnconfirmedTestChange as exc:
-            return str(exc), True
+            return str(exc), None
 
     done, err = attempt(answer)
-    msg, ask = done or ("", False)
+    msg, ahead = done or ("", None)
+    ask = done is not None and ahead is None
     if ask:  # the same answer again (the same key) confirms it; anything else forgets it
         again = f"{msg} Give the same answer again (the same key) to change it anyway; s skips it."
         return render(ctx, p, state.but(confirm=this), problem(again))
@@ -139,7 +155,7 @@ def act(
         answered=(*state.answered, time.time())[-HISTORY:],
         history=(*state.history, entry)[-HISTORY:],
     )
-    return render(ctx, p, _advance(ctx, p, state), ok(msg or "", notify=False))
+    return render(ctx, p, _advance(ctx, p, state, ahead), ok(msg or "", notify=False))
 
 
 def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSession) -> QueueView:

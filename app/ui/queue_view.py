@@ -53,6 +53,9 @@ class QueueSession:
     # a refused change to a test row (review order): the same answer again confirms it
     confirm: Answered | None = None
     seq: int = 0
+    # the progress line's counts, read with the last card: (unlabelled, (assigned, open) of a
+    # team's annotator or None)
+    counts: tuple[int, tuple[int, int] | None] | None = None
 
     def but(self, **changes: Any) -> QueueSession:
         return dataclasses.replace(self, **changes)
@@ -136,13 +139,17 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
         left = len(state.upcoming) + (state.item is not None)
         what = "flagged" if state.how == svc.REVIEW else "disagreements"
         return f"**{left}** {what} left to review · {len(done)} reviewed this session{rate}"
-    mine, err = attempt(lambda: team_svc.my_progress(ctx, p))
+    if state.counts is not None:  # read with the card
+        unlabelled, mine = state.counts
+    else:
+        mine, err = attempt(lambda: team_svc.my_progress(ctx, p))
+        found, err = attempt(lambda: svc.remaining(ctx, p))
+        if err or found is None:
+            return problem(err or "")
+        unlabelled = found
     if mine is not None:  # a team project: the annotator's own items
         assigned, left = mine
         return f"**{left}** of your {assigned} left · {len(done)} answered this session{rate}"
-    unlabelled, err = attempt(lambda: svc.remaining(ctx, p))
-    if err:
-        return problem(err)
     return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
 
 

@@ -18,6 +18,7 @@ from app.context import AppContext
 from app.services import accounts
 from app.services import members as members_svc
 from app.services import team as svc
+from app.services import team_answers as answers_svc
 from app.services.downloads import download_path
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -58,7 +59,7 @@ def agreement_text(view: dict[str, Any]) -> str:
 def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, str, pd.DataFrame, str]:
     if p is None:
         return pd.DataFrame(columns=PROGRESS), "", pd.DataFrame(columns=INTENTS), ""
-    view, err = attempt(lambda: svc.overview(ctx, p))
+    view, err = attempt(lambda: answers_svc.overview(ctx, p))
     if err or view is None:
         empty = pd.DataFrame(columns=PROGRESS)
         return empty, problem(err or ""), pd.DataFrame(columns=INTENTS), ""
@@ -115,7 +116,7 @@ def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
     path = download_path(ctx.settings, f"{safe}-answers.jsonl")
-    done, err = attempt(lambda: svc.export_answers(ctx, p, path))
+    done, err = attempt(lambda: answers_svc.export_answers(ctx, p, path))
     if err or done is None:
         return None, problem(err or "")
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from app import auth
 from app.services import data as data_svc
-from app.services import members
+from app.services import members, team_answers
 from app.services import team as team_svc
 from storage.team import answers
 from tests.handles import live
@@ -63,7 +63,7 @@ def _state(ctx, demo, ids) -> tuple:
     rows = {r["id"]: r for r in data_svc.table(ctx, demo)}
     with ctx.db.session() as s:
         given = [(a.utterance_id, a.annotator, a.action, a.intents) for a in answers(s, demo.id)]
-    kappa = [p.kappa for p in team_svc.measure(ctx, demo).pairs]
+    kappa = [p.kappa for p in team_answers.measure(ctx, demo).pairs]
     return (
         tuple((rows[i]["intents"], rows[i]["split"], rows[i]["version"]) for i in ids),
         given,

@@ -97,3 +97,15 @@ def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
     data_svc.label_utterance(ctx, demo, first, ["refund_status"])  # another annotator, meanwhile
     item, _ = q.next_item(ctx, demo, [first, second], "file")
     assert item is not None and item.id == second
+
+
+def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
+    import numpy as np
+
+    from app.services.queue_order import _margins
+
+    pool = ctx.pool(demo.id)
+    texts = [r["text"] for r in data_svc.table(ctx, demo, split="unlabelled")]
+    vectors = ctx.cache.encode(pool.encoder, texts)
+    ranked = np.asarray(pool.predictor.tops(vectors).margins)
+    assert np.allclose(_margins(pool.predictor, vectors), ranked, atol=1e-5)

@@ -14,7 +14,7 @@ from app import auth
 from app.auth import Actor
 from app.report.team import agreement_section
 from app.services import data as data_svc
-from app.services import team
+from app.services import team, team_answers
 from app.services.io import destination, import_utterances
 from app.services.members import add_member
 from storage.errors import StorageError
@@ -146,7 +146,7 @@ def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_list
     for uid, a, b in zip(both, a_said, b_said, strict=True):
         team.submit(ctx, as_(ctx, ana), uid, "label", [a])
         team.submit(ctx, as_(ctx, ben), uid, "label", [b])
-    found = team.measure(ctx, live(ctx, P))
+    found = team_answers.measure(ctx, live(ctx, P))
     (pair,) = found.pairs
     assert (pair.a, pair.b, pair.items, pair.agreed) == ("ana", "ben", 20, 15)
     assert pair.kappa == pytest.approx(cohen_kappa_score(a_said, b_said))
@@ -158,7 +158,7 @@ def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_list
     worst = found.intents[0]  # card_linking is on one side of every disagreement
     assert worst.intent == "card_linking" and sorted(worst.disputed) == sorted(found.disputed)
     # the stakeholder report's section says the same
-    section = agreement_section(team.report_view(ctx, live(ctx, P)))
+    section = agreement_section(team_answers.report_view(ctx, live(ctx, P)))
     assert f"<td class='num'>{pair.kappa:.2f}</td>" in section
     assert "<td>card_linking</td>" in section and "20 utterances were labelled" in section
 
@@ -172,7 +172,9 @@ def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, peop
     team.submit(ctx, as_(ctx, ana), uid, "label", ["card_arrival"])
     team.submit(ctx, as_(ctx, ben), uid, "oos")
     lines = (
-        team.export_answers(ctx, live(ctx, P), tmp_path / "answers.jsonl").read_text().splitlines()
+        team_answers.export_answers(ctx, live(ctx, P), tmp_path / "answers.jsonl")
+        .read_text()
+        .splitlines()
     )
     records = [json.loads(line) for line in lines]
     assert [(r["annotator"], r["answer"], r["intents"]) for r in records] == [
@@ -185,7 +187,8 @@ def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, peop
 
 def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
     assert (
-        not team.is_team_project(ctx, live(ctx, P)) and team.report_view(ctx, live(ctx, P)) is None
+        not team.is_team_project(ctx, live(ctx, P))
+        and team_answers.report_view(ctx, live(ctx, P)) is None
     )
     assert team.reserved(ctx, live(ctx, P)) == set()
     team.assign(ctx, live(ctx, P), ["ana"], overlap=0, limit=5)

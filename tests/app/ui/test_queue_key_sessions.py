@@ -1,0 +1,92 @@
+"""A key press in the Label tab, as the app runs it (through the role guard): the project and
+the user are resolved in one session and the answer, the item's new state and the next cards are
+one writing transaction, so a key costs two database sessions (six when a chunk of the queue is
+ordered again, once every 20 keys); the stored label is the suggestion on the card, and the
+next card the one the page showed next."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app import auth
+from app.context import AppContext
+from app.services import data as data_svc
+from app.services.members import add_member
+from app.services.queue_order import CHUNK
+from app.ui import queue_tab
+from app.ui.common import bind
+from app.ui.guard import guarded
+from tests.handles import live
+
+
+class Request:
+    def __init__(self, username: str) -> None:
+        self.username = username
+
+
+def _counting(ctx: AppContext) -> list[str]:
+    """Every database session ``ctx`` opens from now on, by kind."""
+    opened: list[str] = []
+    for kind in ("session", "write", "reading"):
+        own = getattr(ctx.db, kind)
+
+        def counted(*args, _own=own, _kind=kind, **kwargs):
+            opened.append(_kind)
+            return _own(*args, **kwargs)
+
+        setattr(ctx.db, kind, counted)
+    return opened
+
+
+def _labels(ctx, project) -> dict[int, str]:
+    return {r["id"]: r["intents"] for r in data_svc.table(ctx, live(ctx, project))}
+
+
+@pytest.mark.parametrize("multi_user", [False, True], ids=["single-user", "team"])
+def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
+    ctx, demo, multi_user
+):
+    name = str(demo)
+    run, request = ctx, None
+    if multi_user:
+        run = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+        auth.ensure_admin(run, "admin-password")
+        auth.add_user(run, "dana", "designer", "designer-password")
+        add_member(run, demo, "dana")
+        request = Request("dana")
+    enter = guarded(run, "designer", outputs=11)(bind(queue_tab.enter, run))
+    with auth.acting_as(auth.actor(run, request and request.username)):
+        out = queue_tab.start(run, live(run, name), "useful", None)
+    state = out.state
+    opened = _counting(run)
+    per_key, shown = [], []
+    for _ in range(CHUNK + 2):  # past the end of the first chunk
+        item = state.item
+        shown.append((item.id, item.suggestions[0].intent))
+        opened.clear()
+        out = enter(name, state, request=request)
+        per_key.append(len(opened))
+        assert "Nothing was changed" not in out.message
+        state = out.state
+        assert state.item.id not in [i for i, _ in shown]  # always a new card
+
+    assert per_key.count(2) >= CHUNK - 1, per_key
+    assert max(per_key) <= 6, per_key
+    stored = _labels(ctx, name)
+    assert [stored[i] for i, _ in shown] == [want for _, want in shown]
+
+
+def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
+    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    auth.ensure_admin(team, "admin-password")
+    auth.add_user(team, "vic", "viewer", "viewer-password")
+    add_member(team, demo, "vic")
+    enter = guarded(team, "designer", outputs=11)(bind(queue_tab.enter, team))
+    state = queue_tab.start(ctx, demo, "file", None).state
+    before = _labels(ctx, demo)
+    opened = _counting(team)
+    out = enter(str(demo), state, request=Request("vic"))
+    assert "needs the designer role" in str(out[0]) and len(opened) == 1
+    assert _labels(ctx, demo) == before
