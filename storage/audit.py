@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from storage import guard
@@ -214,7 +214,10 @@ def _remove(s: Session, project_id: int, ids: list[int], user_id: int | None, ba
 
 
 def _restore(s: Session, project_id: int, ev: LabelEvent, user_id: int | None, batch: str) -> None:
-    """Bring back a deleted utterance (a new id) with the labels and split it had."""
+    """Bring back a deleted utterance as it was: under its own id (links, notes and exports that
+    cite it resolve again), with its intents, split, context, entity spans and creation time,
+    and its earlier events linked to it again. Only where SQLite gave that id to an utterance
+    added since (it reuses the highest id once freed) does it come back under a new one."""
     if s.scalar(
         select(Utterance.id).where(
             Utterance.project_id == project_id, Utterance.text == ev.utterance_text
@@ -224,14 +227,50 @@ def _restore(s: Session, project_id: int, ev: LabelEvent, user_id: int | None, b
             f"The utterance {ev.utterance_text!r} was added again since it was deleted. "
             "Nothing was changed."
         )
-    u = Utterance(project_id=project_id, text=ev.utterance_text, split=ev.split_before or "train")
+    kept = ev.kept or {}
+    u = Utterance(
+        project_id=project_id,
+        text=ev.utterance_text,
+        split=ev.split_before or "train",
+        context=kept.get("context") or "",
+        entities=list(kept.get("entities") or []),
+    )
+    if kept.get("created_at"):
+        u.created_at = datetime.fromisoformat(kept["created_at"])
+    own = ev.gone_id
+    if own is not None and s.get(Utterance, own) is None:
+        u.id = own
     s.add(u)
     s.flush()
     names = []
     for intent in _resolve_intents(s, project_id, ev.before, create_missing=True):
         s.add(Label(utterance_id=u.id, intent_id=intent.id))
         names.append(intent.name)
-    ev.utterance_id = u.id
+    if own is not None:  # its history, up to the delete, is this utterance's again
+        # (not that of an earlier utterance, still deleted, that had the same id: SQLite reuses
+        # the highest id once freed; its delete ends its history)
+        earlier = s.scalar(
+            select(func.max(LabelEvent.id)).where(
+                LabelEvent.project_id == project_id,
+                LabelEvent.gone_id == own,
+                LabelEvent.action == "delete",
+                LabelEvent.undone.is_(False),
+                LabelEvent.id < ev.id,
+            )
+        )
+        s.execute(
+            update(LabelEvent)
+            .where(
+                LabelEvent.project_id == project_id,
+                LabelEvent.gone_id == own,
+                LabelEvent.utterance_id.is_(None),
+                LabelEvent.id <= ev.id,
+                LabelEvent.id > (earlier or 0),
+            )
+            .values(utterance_id=u.id, gone_id=None)
+            .execution_options(synchronize_session=False)
+        )
+    ev.utterance_id, ev.gone_id = u.id, None
     _log(s, u, [], names, "undo", user_id, batch, None, u.split)
     s.flush()
 

@@ -246,6 +246,7 @@ class LabelEvent(Base):
         Index("ix_label_event_project", "project_id", "id"),
         Index("ix_label_event_utterance", "utterance_id"),
         Index("ix_label_event_batch", "project_id", "batch"),
+        Index("ix_label_event_gone", "project_id", "gone_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -264,6 +265,12 @@ class LabelEvent(Base):
     split_after: Mapped[str | None] = mapped_column(String(16), default=None)
     undone: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The id of the utterance the event is about while that utterance is deleted (utterance_id
+    # is then NULL): its undone delete brings it back under this id, and links the event again.
+    gone_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    # A delete event's: what the row held besides text, intents and split (context, entities,
+    # created_at), so that its undo restores the same row.
+    kept: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class DatasetVersion(Base):

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from storage import guard
@@ -216,21 +216,21 @@ def _log(
     batch: str | None = None,
     split_before: str | None = None,
     split_after: str | None = None,
-) -> None:
-    s.add(
-        LabelEvent(
-            project_id=u.project_id,
-            utterance_id=u.id,
-            utterance_text=u.text,
-            user_id=user_id,
-            batch=batch or str(uuid.uuid4()),
-            action=action,
-            before=sorted(before),
-            after=sorted(after),
-            split_before=split_before,
-            split_after=split_after,
-        )
+) -> LabelEvent:
+    event = LabelEvent(
+        project_id=u.project_id,
+        utterance_id=u.id,
+        utterance_text=u.text,
+        user_id=user_id,
+        batch=batch or str(uuid.uuid4()),
+        action=action,
+        before=sorted(before),
+        after=sorted(after),
+        split_before=split_before,
+        split_after=split_after,
     )
+    s.add(event)
+    return event
 
 
 def add_utterance(
@@ -363,12 +363,25 @@ def delete_utterance(
     user_id: int | None = None,
     batch: str | None = None,
 ) -> None:
-    """Delete an utterance. Its event keeps the text, labels and split, so an undo brings it back
-    (:func:`storage.audit.undo_batch`)."""
+    """Delete an utterance. Its event keeps the text, labels, split and the rest of the row
+    (context, entity spans, creation time), and every event of the utterance keeps its id
+    (``gone_id``), so an undo brings the same row back under the same id, its history linked
+    to it again (:func:`storage.audit.undo_batch`)."""
     u = get_utterance(s, project_id, utterance_id)
     guard.check(s, project_id, [u.id])
     labels = _labels_of(s, [u.id])[u.id]
-    _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
+    s.execute(
+        update(LabelEvent)
+        .where(LabelEvent.project_id == project_id, LabelEvent.utterance_id == u.id)
+        .values(gone_id=u.id)
+    )
+    event = _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
+    event.gone_id = u.id
+    event.kept = {
+        "context": u.context,
+        "entities": list(u.entities or []),
+        "created_at": u.created_at.isoformat() if u.created_at else None,
+    }
     s.flush()
     s.delete(u)
     s.flush()

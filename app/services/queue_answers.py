@@ -185,8 +185,9 @@ def undo_answer(
 ) -> tuple[str, int]:
     """Take back one answer given in the queue (its own batch, never a later or another
     person's change; refused, nothing changed, when someone edited the utterance since). Returns
-    what it undid and the utterance's id now: a deleted utterance comes back under a new id, and
-    the queue shows it again. A skip changed nothing stored: it is only shown again."""
+    what it undid and the utterance's id now: a deleted utterance comes back under its own id
+    (under a new one only where its id was taken meanwhile), and the queue shows it again. A
+    skip changed nothing stored: it is only shown again."""
     what = describe(utterance_id, action, labels)
     if action == "skip" or batch is None:
         return f"Undid: {what}.", utterance_id
@@ -203,4 +204,6 @@ def undo_answer(
         back = find_by_text(s, p.id, text)
     if back is None:
         raise NotFoundError(f"#{utterance_id} was restored but cannot be found again.")
-    return f"Undid: {what} (back as #{back}).", back
+    if back != utterance_id:  # its id went to an utterance added meanwhile (SQLite reuses it)
+        return f"Undid: {what} (back as #{back}: #{utterance_id} was taken meanwhile).", back
+    return f"Undid: {what}.", back

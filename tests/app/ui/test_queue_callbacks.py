@@ -42,9 +42,9 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
     other = [r for r in data_svc.table(ctx, demo, split="unlabelled") if r["id"] not in shown][-1]
     data_svc.label_utterance(ctx, demo, other["id"], ["refund_status"])
 
-    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back, under a new id, on screen
-    assert f"Undid: #{third.id} deleted (back as #" in out.message
-    assert out.state.item.text == third.text
+    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back under its own id, on screen
+    assert out.message.endswith(f"Undid: #{third.id} deleted.")
+    assert (out.state.item.id, out.state.item.text) == (third.id, third.text)
     assert _row(ctx, demo, out.state.item.id)["split"] == "unlabelled"
     out = queue_tab.undo(ctx, demo, out.state)  # the skip
     assert out.message.endswith(f"Undid: #{second.id} skipped.")
