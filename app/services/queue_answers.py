@@ -107,7 +107,7 @@ def answer_then(
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
-        raise ValueError("Pick an intent first (1-3, or type to filter).")
+        raise ValueError("Pick an intent first (1-3, or type its name).")
     with writing(ctx, p) as s:
         before = pool_stamp(s, p.id)
         message = _answer_in(
@@ -139,7 +139,7 @@ def _answer_in(
             return team_svc.submit_in(s, p, utterance_id, kind, names, batch=batch)
     if action == "delete":
         data_svc.delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
-        return f"Deleted #{utterance_id} (u to undo)."
+        return f"Deleted #{utterance_id} (Ctrl+Z to undo)."
     split = {"take": None, "oos": None, "test": "test", "none": "train"}[action]
     row = data_svc.label_in(
         s,

@@ -1,32 +1,25 @@
-"""The Label tab: the labelling queue, one utterance at a time, driven by the keyboard.
-
-Keys (when no text box has the focus): ``1``-``3`` take a suggestion (multi-label: toggle it),
-``Enter`` takes the first (multi-label: commits the ticked intents), ``o`` out of scope, ``n`` no
-intent, ``t`` the first (or the ticked intents) to test, ``s`` skip, ``d`` delete, ``u`` or
-``Ctrl+Z`` undo this queue's last answer; any other letter (or ``/``) starts the intent filter,
-where ``Enter`` takes the intent the typed text names (re-matched on the server from exactly that
-text; nothing matching or a tie is refused) and ``Esc`` goes back. After every answer the focus
-is back on the card, so the next key is a command again. Every key presses a visible button, so
-the mouse does the same (a click on a listed match takes it).
+"""The Label tab: the labelling queue, one utterance at a time, driven by the keyboard (the keys:
+:mod:`app.ui.queue_keys`; no letter is a command, a letter types an intent's name). Every key
+presses a visible button, so the mouse does the same (a click on a listed match takes it); after
+every answer the focus is back on the card.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 import uuid
 from typing import Any
 
 import gradio as gr
 
-import assets
 from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
+from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_view import (
     HISTORY,
     Answered,
@@ -34,35 +27,9 @@ from app.ui.queue_view import (
     QueueView,
     _card,
     filter_intents,
+    refused,
     render,
 )
-
-HELP = (
-    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first · `o` out of scope · `n` no intent "
-    "· `t` the first to test · `s` skip · `d` delete · `u` / `Ctrl+Z` undo · type to filter "
-    "intents, `Enter` takes the one the text names (`/` first for names starting with "
-    "d, n, o, s, t, u)"
-)
-
-# Pressing a key presses the button with this id (see _JS_KEYS).
-KEYS = {
-    "1": "queue-s1",
-    "2": "queue-s2",
-    "3": "queue-s3",
-    "Enter": "queue-enter",
-    "o": "queue-oos",
-    "n": "queue-none",
-    "t": "queue-test",
-    "s": "queue-skip",
-    "d": "queue-delete",
-    "u": "queue-undo",
-}
-
-
-def _keys_js() -> str:
-    """The keyboard handler (assets/queue_keys.js) with :data:`KEYS` filled in."""
-    source = assets.text("queue_keys.js")
-    return source.replace("__KEYS__", json.dumps(KEYS))
 
 
 def _advance(
@@ -102,7 +69,7 @@ def start(ctx: AppContext, p: ProjectHandle | None, how: str, near: str | None) 
     try:
         state = _advance(ctx, p, state)
     except (ValueError, KeyError) as exc:
-        return render(ctx, p, state, problem(str(exc.args[0] if exc.args else exc)))
+        return render(ctx, p, state, refused(str(exc.args[0] if exc.args else exc)))
     return render(ctx, p, state)
 
 
@@ -110,14 +77,14 @@ def act(
     ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession, labels: list[str]
 ) -> QueueView:
     """Answer the current item (``take``/``test``/``none``/``delete``/``oos``) and show the next
-    one; the answer joins this queue's history under its own batch (what ``u`` takes back)."""
+    one; the answer joins this queue's history under its own batch (what undo takes back)."""
     item = state.item
     if item is None:
-        return render(ctx, p, state, problem("Nothing to answer: press Start."))
+        return render(ctx, p, state, refused("Nothing to answer: press Start."))
     this = Answered(item.id, action, tuple(labels), state.how)
     confirmed = state.confirm == this
     state = state.but(confirm=None)
-    batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
+    batch = str(uuid.uuid4())  # this answer's own change in the audit log: what undo takes back
 
     def answer() -> tuple[str, svc.Ahead | None]:
         """The answer's message and what the next card needs (None: a test row's change still
@@ -142,14 +109,16 @@ def act(
     msg, ahead = done or ("", None)
     ask = done is not None and ahead is None
     if ask:  # the same answer again (the same key) confirms it; anything else forgets it
-        again = f"{msg} Give the same answer again (the same key) to change it anyway; s skips it."
-        return render(ctx, p, state.but(confirm=this), problem(again))
+        again = (
+            f"{msg} Give the same answer again (the same key) to change it anyway; Space skips it."
+        )
+        return render(ctx, p, state.but(confirm=this), refused(again))
     if err:
         review = state.how == svc.REVIEW
         gone = state.how == svc.DISPUTES or svc.item(ctx, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
-            return render(ctx, p, _advance(ctx, p, state), problem(err))
-        return render(ctx, p, state, problem(err))
+            return render(ctx, p, _advance(ctx, p, state), refused(err))
+        return render(ctx, p, state, refused(err))
     entry = dataclasses.replace(this, batch=batch, text=item.text)
     state = state.but(
         answered=(*state.answered, time.time())[-HISTORY:],
@@ -162,7 +131,7 @@ def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSessio
     """Key ``index + 1``: take that suggestion, or (multi-label) tick or untick it."""
     item = state.item
     if item is None or index >= len(item.suggestions):
-        return render(ctx, p, state, problem("There is no such suggestion."))
+        return render(ctx, p, state, refused("There is no such suggestion."))
     name = item.suggestions[index].intent
     if not item.multi_label:
         return act(ctx, "take", p, state, [name])
@@ -176,13 +145,13 @@ def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     if item is not None and item.multi_label:
         return act(ctx, "take", p, state, list(state.picked))
     if item is None or not item.first_choice:
-        return render(ctx, p, state, problem("No suggestion yet: type to filter intents."))
+        return render(ctx, p, state, refused("No suggestion yet: type an intent's name."))
     return act(ctx, "take", p, state, [item.first_choice])
 
 
 def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession) -> QueueView:
-    """``t`` (the first suggestion or the ticked intents, into test, never out of scope), ``o``
-    (out of scope), ``n``, ``d``."""
+    """``Shift+Enter`` (the first suggestion or the ticked intents, into test, never out of
+    scope), ``0`` (out of scope), ``-`` (no intent), ``Delete``."""
     item = state.item
     labels: list[str] = []
     if action == "test" and item is not None:
@@ -192,6 +161,7 @@ def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSess
 
 
 def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+    """``Space``: the next card."""
     item = state.item
     if item is None:
         return render(ctx, p, state)
@@ -204,7 +174,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Take back this queue's last answer or skip (never another change in the project) and show
     its utterance again, saying what was undone; when this queue has nothing left, say so."""
     if not state.history:
-        return render(ctx, p, state, problem("Nothing left to undo in this queue."))
+        return render(ctx, p, state, refused("Nothing left to undo in this queue."))
     last = state.history[-1]
     done, err = attempt(
         lambda: svc.undo_answer(
@@ -221,7 +191,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     state = state.but(history=state.history[:-1])
     if err or done is None:
         what = svc.describe(last.id, last.action, last.labels)
-        return render(ctx, p, state, problem(f"Could not undo {what}: {err}"))
+        return render(ctx, p, state, refused(f"Could not undo {what}: {err}"))
     msg, back = done
     current = state.item
     state = state.but(
@@ -229,7 +199,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
         answered=state.answered if last.action == "skip" else state.answered[:-1],
         skipped=tuple(i for i in state.skipped if i != last.id),
     )
-    return render(ctx, p, _advance(ctx, p, state), ok(msg))
+    return render(ctx, p, _advance(ctx, p, state), ok(msg, notify=False))
 
 
 def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
@@ -241,7 +211,7 @@ def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: st
     names, err = attempt(lambda: data_svc.intent_names(ctx, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return render(ctx, p, state, problem(f"{err} Nothing was stored."))
+        return render(ctx, p, state, refused(f"{err} Nothing was stored."))
     item = state.item
     if item is not None and item.multi_label:
         picked = state.picked if name in state.picked else (*state.picked, name)
@@ -299,7 +269,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     )
     with gr.Row(elem_id="queue-filter-row"):
         query = gr.Textbox(
-            placeholder="Type to filter intents: Enter takes the one the text names, Esc goes back",
+            placeholder="Type an intent's name: Enter takes the one it names, Esc goes back",
             show_label=False,
             container=False,
             scale=2,
@@ -308,12 +278,12 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         matches = gr.HTML("", elem_id="queue-matches", scale=3)
     with gr.Row(elem_id="queue-keys"):
         enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
-        oos_btn = gr.Button(f"o · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
-        none_btn = gr.Button("n · no intent", elem_id="queue-none", size="sm")
-        test_btn = gr.Button("t · to test", elem_id="queue-test", size="sm")
-        skip_btn = gr.Button("s · skip", elem_id="queue-skip", size="sm")
-        delete_btn = gr.Button("d · delete", elem_id="queue-delete", size="sm", variant="stop")
-        undo_btn = gr.Button("u · undo", elem_id="queue-undo", size="sm")
+        test_btn = gr.Button("⇧Enter · 1 to test", elem_id="queue-test", size="sm")
+        oos_btn = gr.Button(f"0 · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
+        none_btn = gr.Button("- · no intent", elem_id="queue-none", size="sm")
+        skip_btn = gr.Button("Space · skip", elem_id="queue-skip", size="sm")
+        delete_btn = gr.Button("Del · delete", elem_id="queue-delete", size="sm", variant="stop")
+        undo_btn = gr.Button("Ctrl+Z · undo", elem_id="queue-undo", size="sm")
         # Enter in the filter presses this with the text typed at that moment (queue_keys.js)
         commit_btn = gr.Button(
             "take typed", elem_id="queue-commit", elem_classes=["hidden-trigger"]
@@ -325,7 +295,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     outputs = [message, state, card, *buttons, *examples, picked, progress]
 
     def write(fn: Any) -> Any:
-        return guarded(ctx, "designer", outputs=len(outputs))(fn)
+        return guarded(ctx, "designer", outputs=len(outputs), notify=False)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the
@@ -366,6 +336,6 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     project.change(bind(start, ctx), [project, how, near], outputs, **quiet)
     return {
         "start": (bind(start, ctx), [project, how, near], outputs),
-        "js": _keys_js(),
+        "js": keys_js(),
         "changes": changes,
     }

@@ -148,7 +148,7 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     assert out.state.item is None or out.state.item.id != row["id"]
 
 
-def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
+def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
     state = queue_tab.start(ctx, demo, "file", None).state
     for oos in (False, True):
         item = dataclasses.replace(state.item, out_of_scope=oos, threshold=0.9)
@@ -159,8 +159,9 @@ def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
             "secondary",
         ]
         assert ("Looks out of scope" in out.card) is oos
-        assert ("<code>o</code> labels it out_of_scope" in out.card) is oos
-    # on a card that looks out of scope, Enter and t still take suggestion 1; o takes out_of_scope
+        assert ("<code>0</code> labels it out_of_scope" in out.card) is oos
+    # on a card that looks out of scope, Enter and Shift+Enter still take suggestion 1; 0 takes
+    # out_of_scope
     first = state.item.suggestions[0].intent
     flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
     out = queue_tab.enter(ctx, demo, flagged)
