@@ -17,6 +17,7 @@ from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
+from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
 from app.ui.queue_keys import HELP, keys_js
@@ -60,11 +61,30 @@ def _advance(
     )
 
 
-def start(ctx: AppContext, p: ProjectHandle | None, how: str, near: str | None) -> QueueView:
-    state = QueueSession(how=how, near=near or None)
+def start(
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    how: str,
+    near: str | None,
+    ticket: float | None = None,
+    request: gr.Request | None = None,
+) -> QueueView | tuple[Any, ...]:
+    """The queue in the order ``how``, from its first card. ``ticket``: the page's number for
+    this start (:mod:`app.ui.queue_starts`); a start overtaken by a newer one of the same page
+    (the page load's, answered after the person's own Start) changes nothing on the page."""
+    page = getattr(request, "session_hash", None)
+    if not starts.claim(page, ticket):
+        return tuple(gr.skip() for _ in QueueView._fields)
+    view = _started(ctx, p, QueueSession(how=how, near=near or None))
+    if not starts.still_newest(page, ticket):
+        return tuple(gr.skip() for _ in QueueView._fields)
+    return view
+
+
+def _started(ctx: AppContext, p: ProjectHandle | None, state: QueueSession) -> QueueView:
     if p is None:
         return render(ctx, None, state, "Pick or create a project first.")
-    if how == "near" and not near:
+    if state.how == "near" and not state.near:
         return render(ctx, p, state, "Pick the intent to label near.")
     try:
         state = _advance(ctx, p, state)
@@ -250,6 +270,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
         start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
+        ticket = gr.Number(0, visible=False)  # the page's number for a start (queue_starts.py)
     card = gr.HTML(_card(None, 0), elem_id="queue-card")
     with gr.Row(equal_height=True):
         buttons, examples = [], []
@@ -303,7 +324,10 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     # shows, before it ends. queue_keys.js sends one answer at a time (a click meanwhile, as a
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
-    start_btn.click(bind(start, ctx), [project, how, near], outputs, **quiet)
+    # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
+    started = bind(start, ctx)
+    start_in = [project, how, near, ticket]
+    start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
     how.change(bind(near_choices, ctx), [how, project], [near], **quiet)
     changes = [
         button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
@@ -333,9 +357,9 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **answers_kw
         )
     )
-    project.change(bind(start, ctx), [project, how, near], outputs, **quiet)
+    project.change(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
     return {
-        "start": (bind(start, ctx), [project, how, near], outputs),
+        "start": (started, start_in, outputs),  # the page load's: number 0, older than any
         "js": keys_js(),
         "changes": changes,
     }

@@ -204,3 +204,20 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
     again = queue_tab.start(ctx, demo, "file", None)
     seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3
+
+
+def test_a_start_answered_after_a_newer_start_of_the_page_changes_nothing(ctx, demo):
+    """The page load's start (number 0) still on its way when the reviewer picked an order and
+    pressed Start (number 1): whichever reaches the server first, the page keeps her order."""
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    page = SimpleNamespace(session_hash="page-of-a-reviewer")
+    mine = queue_tab.start(ctx, demo, "mislabelled", None, 1, page)
+    assert mine.state.how == "mislabelled"
+    late = queue_tab.start(ctx, demo, "useful", None, 0, page)
+    assert all(isinstance(v, dict) and v.get("__type__") == gr.skip()["__type__"] for v in late)
+    # another page, and a later start of this one, are started as usual
+    assert queue_tab.start(ctx, demo, "useful", None, 0, SimpleNamespace(session_hash="other"))
+    assert queue_tab.start(ctx, demo, "file", None, 2, page).state.how == "file"
