@@ -41,10 +41,13 @@ ORDERS = {
     "near": "Near an intent",
     "mislabelled": "Likely mislabelled (review labelled)",
     "disputes": "Disagreements to review (team)",
+    "mine": "My answers under review (team)",
 }
 DEFAULT_ORDER = "useful"
 REVIEW = "mislabelled"  # the order that shows labelled utterances
 DISPUTES = "disputes"  # overlap items whose annotators disagree (app.services.team)
+MINE = "mine"  # those of them the acting annotator answered: shown, another reviewer decides
+LISTED = (REVIEW, DISPUTES, MINE)  # orders of a list computed whole (no unlabelled chunks)
 CHUNK = 20
 MAX_CANDIDATES = 5000
 
@@ -69,8 +72,8 @@ def order(
     skip = set(exclude)
     if how == REVIEW:
         return [i for i in conflicts_svc.likely_mislabelled(ctx, p) if i not in skip][:limit]
-    if how == DISPUTES:
-        disputed = team_svc.disputes(ctx, p, mine_left_out=True)
+    if how in (DISPUTES, MINE):
+        disputed = team_svc.disputes(ctx, p, mine_left_out=how == DISPUTES, mine_only=how == MINE)
         return [d.id for d in disputed if d.id not in skip][:limit]
     with ctx.db.session() as s:
         mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_CANDIDATES]

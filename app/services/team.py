@@ -263,10 +263,13 @@ def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | 
     return True
 
 
-def disputes(ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False) -> list[Dispute]:
+def disputes(
+    ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False, mine_only: bool = False
+) -> list[Dispute]:
     """The review queue: overlap items every annotator answered, not all alike, and still
     unlabelled, in file order; with ``mine_left_out``, those the acting user may decide (not
-    the ones they answered themselves)."""
+    the ones they answered themselves); with ``mine_only``, the ones they answered (what an
+    annotator sees of her own answers under review)."""
     with ctx.db.session() as s:
         overlap = repo.overlap_ids(s, p.id)
         rows = {r.id: r for r in list_utterances(s, p.id, ids=overlap) if r.split == "unlabelled"}
@@ -279,7 +282,8 @@ def disputes(ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False) 
         item = items.get(uid)
         if item is None or team_state(item) != "disputed":
             continue
-        if mine_left_out and p.actor.id in dict(item.assignees):
+        mine = p.actor.id in dict(item.assignees)
+        if (mine_left_out and mine) or (mine_only and not mine):
             continue
         answers = tuple(Given(a.annotator, a.action, a.intents) for a in given.get(uid, []))
         out.append(Dispute(uid, row.text, answers))

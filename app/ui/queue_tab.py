@@ -23,6 +23,7 @@ from app.ui.guard import guarded
 from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_view import (
     HISTORY,
+    MINE_SAYS,
     Answered,
     QueueSession,
     QueueView,
@@ -101,6 +102,8 @@ def act(
     item = state.item
     if item is None:
         return render(ctx, p, state, refused("Nothing to answer: press Start."))
+    if state.how == svc.MINE:  # her own answers, shown: a reviewer who did not answer decides
+        return render(ctx, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
     this = Answered(item.id, action, tuple(labels), state.how)
     confirmed = state.confirm == this
     state = state.but(confirm=None)
@@ -135,7 +138,8 @@ def act(
         return render(ctx, p, state.but(confirm=this), refused(again))
     if err:
         review = state.how == svc.REVIEW
-        gone = state.how == svc.DISPUTES or svc.item(ctx, p, item.id, review=review) is None
+        listed = state.how in (svc.DISPUTES, svc.MINE)
+        gone = listed or svc.item(ctx, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
             return render(ctx, p, _advance(ctx, p, state), refused(err))
         return render(ctx, p, state, refused(err))
@@ -181,13 +185,27 @@ def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSess
 
 
 def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
-    """``Space``: the next card."""
+    """``Space``: the next card; on a team annotator's own item, her answer (stored, as an
+    overlap item's second opinion counts it; undo takes it back)."""
     item = state.item
     if item is None:
         return render(ctx, p, state)
-    done = Answered(item.id, "skip", (), state.how, None, item.text)
-    state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done)[-HISTORY:])
-    return render(ctx, p, _advance(ctx, p, state), ok(f"Skipped #{item.id}.", notify=False))
+    batch, said, ahead = None, f"Skipped #{item.id}.", None
+    mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
+    if mine and state.how not in svc.LISTED and p.may("designer") and not p.read_only:
+        tried = str(uuid.uuid4())
+        done, err = attempt(
+            lambda: svc.answer_then(
+                ctx, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
+            )
+        )
+        if err or done is None:
+            return render(ctx, p, state, refused(err or ""))
+        stored, ahead = done
+        batch, said = (tried, stored) if stored else (None, said)
+    done_ = Answered(item.id, "skip", (), state.how, batch, item.text)
+    state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done_)[-HISTORY:])
+    return render(ctx, p, _advance(ctx, p, state, ahead), ok(said, notify=False))
 
 
 def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:

@@ -22,6 +22,7 @@ from app.services import team as team_svc
 from app.ui.common import attempt, problem
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
+MINE_SAYS = "These are your answers under review: a reviewer who did not answer decides each."
 HISTORY = 200  # answers (and skips) of a session kept for undo and the labels/min
 
 
@@ -83,7 +84,9 @@ def refused(message: str) -> str:
     return problem(message, notify=False)
 
 
-def _card(item: svc.QueueItem | None, seq: int, *, empty_project: bool = False) -> str:
+def _card(
+    item: svc.QueueItem | None, seq: int, *, empty_project: bool = False, how: str = ""
+) -> str:
     if item is None and empty_project:  # a new project: the way in is the import
         return (
             f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
@@ -105,10 +108,12 @@ def _card(item: svc.QueueItem | None, seq: int, *, empty_project: bool = False) 
         )
     if item.answers:  # a disagreement to settle: who said what
         said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item.answers)
-        note += (
-            f"<div class='queue-answers'>Annotators said: {said}. Take one (1-3, 0), or type "
-            "another intent.</div>"
+        then = (
+            f"{MINE_SAYS} <code>Space</code> shows the next."
+            if how == svc.MINE
+            else "Take one (1-3, 0), or type another intent."
         )
+        note += f"<div class='queue-answers'>Annotators said: {said}. {then}</div>"
     return (
         f"<div class='queue-card' data-item='{item.id}' data-seq='{seq}'>"
         f"<div class='queue-text'>{html.escape(item.text)}</div>{note}"
@@ -141,6 +146,9 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
         rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
+    if state.how == svc.MINE:
+        left = len(state.upcoming) + (state.item is not None)
+        return f"**{left}** of your answers under review (another reviewer decides)"
     if state.how in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
         left = len(state.upcoming) + (state.item is not None)
         what = "flagged" if state.how == svc.REVIEW else "disagreements"
@@ -196,7 +204,7 @@ def render(
     return QueueView(
         message,
         state,
-        _card(item, state.seq, empty_project=empty),
+        _card(item, state.seq, empty_project=empty, how=state.how),
         keys[0],
         keys[1],
         keys[2],
