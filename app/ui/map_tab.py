@@ -4,6 +4,7 @@ click a point for its explanation. Callbacks only call :mod:`app.services.maps` 
 
 from __future__ import annotations
 
+import functools
 import html
 import logging
 import re
@@ -183,12 +184,15 @@ def render(
     return fig, status, poll, choices, choices, pickers, pickers, diff_frame(diff)
 
 
-def poll_render(ctx: AppContext, *inputs: Any) -> tuple[Any, ...]:
-    """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only once
-    the projection asked for has replaced the quick picture, not at every tick."""
-    out = render(ctx, *inputs)
+# The timer's render: the plot redrawn (a lasso in progress lost) only once the projection lands.
+@functools.wraps(render)  # render's parameters, as Gradio reads them
+def poll_render(*inputs: Any) -> tuple[Any, ...]:
+    out = render(*inputs)
     waiting = isinstance(out[2], dict) and out[2].get("active")
     return (gr.update(), gr.update(), *out[2:]) if waiting else out
+
+
+poll_render.__name__ = poll_render.__qualname__ = "poll_render"
 
 
 def explain_point(ctx: AppContext, proj: str | None, value: str) -> str:
