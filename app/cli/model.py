@@ -52,7 +52,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                 last = line
             if not view.active:
                 break
-            time.sleep(1.0)
+            if runner is not None:  # wakes as soon as the job ends, not at the next second
+                runner.join(1.0)
+            else:
+                time.sleep(1.0)
     except KeyboardInterrupt:
         retrain_jobs.cancel(ctx, view.id)
         print("cancelling…", flush=True)
