@@ -106,6 +106,21 @@ def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> 
     assert job_count(ctx) == 0
 
 
+def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx) -> None:
+    """Issue 45, row 8: ``freeze_layers: 99`` was queued, then failed in the worker with a raw
+    PyTorch error. The encoder's layer count is read from its ``config.json`` (nothing loaded):
+    MiniLM has 6, so 0 to 5 freeze (at least the top layer trains)."""
+    make_tiny(ctx)
+    for settings in ({"freeze_layers": 99}, {"freeze_layers": 6, "method": "convfit"}):
+        with pytest.raises(ValueError, match=r"freeze_layers must be between 0 and 5 .*got \d+"):
+            svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, **settings}, enqueue=False)
+    assert job_count(ctx) == 0
+    view, _ = svc.request_retrain(
+        ctx, live(ctx, "tiny"), {**QUICK, "freeze_layers": 5}, enqueue=False
+    )
+    assert view.status == "queued"
+
+
 def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     make_tiny(ctx)
     settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35}
