@@ -33,6 +33,7 @@ import anyio.to_thread
 from app import http_body
 from app.limits import EVENTS_QUEUED_PER_USER, MAX_SIGN_IN_BODY_BYTES
 from app.sign_in import ADDRESS
+from storage.errors import DatabaseUnavailable
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -169,7 +170,12 @@ class SignInRequired:
             await self.app(scope, receive, send)
             return
         if self.sessions is not None and not scope["path"].startswith(STATIC_PREFIXES):
-            await self.sessions.check(scope)
+            try:
+                await self.sessions.check(scope)
+            except DatabaseUnavailable as exc:  # who it is cannot be checked now
+                if scope["type"] == "http":
+                    await http_body.answer(send, 503, str(exc), [(b"retry-after", b"1")])
+                return
         user = session_user(scope) if scope["type"] == "http" and _queues_an_event(scope) else None
         if user is not None:  # joining Gradio's queue: within the user's share
             waiting = self._joining[user] + queued_events(scope.get("app"), user)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from app.admission import BusyError
 from app.services.retrain_jobs import QueueUnavailable
+from storage.errors import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     PermissionError,
     BusyError,
     QueueUnavailable,
+    DatabaseUnavailable,
 )
 
 
