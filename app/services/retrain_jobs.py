@@ -191,8 +191,9 @@ def cancel(ctx: AppContext, job_id: int) -> JobView:
         return jobs.request_cancel(s, job_id)
 
 
-# A queued job whose message the queue has not held for this long is lost (a worker takes a
-# message and claims its job within milliseconds; the margin covers clocks and slow databases).
+# A queued job this old whose message the queue did not hold at two looks this far apart is lost
+# (a worker takes a message, then claims its job: within milliseconds, or the database's busy
+# timeout at worst; one look between the two must not fail it: storage.jobs.reap_lost_jobs).
 LOST_AFTER_SECONDS = 60.0
 
 
