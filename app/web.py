@@ -95,4 +95,5 @@ def web_app(
         max_file_size=MAX_UPLOAD_BYTES,
         auth=sign_in_auth(ctx, sign_in) if multi else None,
         sessions=sessions_for(ctx) if multi else None,
+        public_hosts=ctx.settings.public_hosts,
     )
