@@ -118,6 +118,28 @@ def test_a_sign_in_posted_from_another_site_gets_no_session(studio):
     assert sign_in(base, "dana", PASSWORDS["dana"]).status_code == 200  # scripts: no Origin
 
 
+def test_every_session_cookie_is_secure_behind_tls(studio):
+    """Issue 45, row 4: behind HTTPS (a proxy on the trusted address saying
+    ``X-Forwarded-Proto: https``) Gradio's second session cookie, ``access-token-unsecure-…``,
+    had no ``Secure`` flag. Every session cookie, and every one that ends a session, is Secure
+    there, HttpOnly and SameSite=Lax; over plain HTTP on loopback the second one stays without
+    Secure (a browser would drop it, and the page would not sign in)."""
+    base, _ = studio()
+    tls = {"X-Forwarded-Proto": "https"}
+    signed = sign_in(base, "dana", PASSWORDS["dana"], **tls)
+    assert signed.status_code == 200
+    ended = httpx.get(f"{base}/logout", cookies=signed.cookies, headers=tls)
+    for answer in (signed, ended):
+        cookies = answer.headers.get_list("set-cookie")
+        assert len(cookies) == 2 and any("unsecure" in c for c in cookies)
+        for cookie in cookies:
+            flags = {f.strip().lower() for f in cookie.split(";")[1:]}
+            assert {"secure", "httponly", "samesite=lax"} <= flags, cookie
+    plain = sign_in(base, "dana", PASSWORDS["dana"]).headers.get_list("set-cookie")
+    unsecure = next(c for c in plain if "unsecure" in c)
+    assert "secure" not in {f.strip().lower() for f in unsecure.split(";")[1:]}
+
+
 def test_a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit():
     def slow_wrong(name: str, password: str) -> bool:
         time.sleep(0.05)
