@@ -21,6 +21,7 @@ from app.pool_heads import HeadFitter
 from app.pools import ProjectPool, project_anchors, sync
 from app.project_settings import encodes_context
 from app.services.int8 import INT8_DIR, serves_int8
+from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
@@ -83,6 +84,8 @@ class AppContext:
         self.enqueue: JobQueue | None = None
         # fits the heads of multi-label pools whose version has none (app.pool_heads)
         self.heads = HeadFitter(self._fit_pool_head)
+        # files uploaded through the UI and not used up yet (app.uploads.UploadGate records them)
+        self.uploads = Uploads()
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)

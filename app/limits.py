@@ -39,3 +39,12 @@ LINES_PER_USER = 8
 # Events (UI actions, /gradio_api/call/... requests) one signed-in user may have waiting in
 # Gradio's queue at once; one more is refused as busy (429).
 EVENTS_QUEUED_PER_USER = 32
+
+# Files uploaded through the UI (an import, a model bundle): one request holds one file of
+# app.config.MAX_UPLOAD_BYTES (25 MiB) and its form; one user's uploads waiting for an import hold
+# at most UPLOAD_BYTES_PER_USER, everyone's UPLOAD_BYTES_TOTAL (413 past either); an upload is
+# removed when its import ends, or after UPLOAD_KEPT_S unused. Viewers upload nothing (403).
+UPLOAD_REQUEST_BYTES = 25 * 1024 * 1024 + 64 * 1024
+UPLOAD_BYTES_PER_USER = 64 * 1024 * 1024
+UPLOAD_BYTES_TOTAL = 512 * 1024 * 1024
+UPLOAD_KEPT_S = 3600

@@ -28,6 +28,12 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     DatabaseUnavailable,
 )
 
+# An upload is used once (app.uploads): a File box may still show one that is gone.
+GONE = (
+    "The file is no longer on the server (an upload is removed when its import ends, or after "
+    "an hour unused): upload it again."
+)
+
 
 def toast(message: str, *, error: bool = False) -> None:
     """Show ``message`` as a notification in the corner (Gradio's ``gr.Info`` / ``gr.Warning``)

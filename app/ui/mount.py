@@ -28,6 +28,7 @@ def mount_ui(
     auth: Callable[[str, str], bool | Awaitable[bool]] | None,
     sessions: Sessions | None = None,
     public_hosts: Sequence[str] = (),
+    uploads: Middleware | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
     the UI, :class:`app.http_guard.SignInForm` its form and
@@ -35,7 +36,8 @@ def mount_ui(
     request's session checked against the users table); the API's own routes check their tokens
     themselves (:mod:`app.api.gate`). Without (single-user mode) only the app's own host names
     are served (:class:`app.http_origin.OwnHostOnly`). Either way, only the app's own origins
-    (``public_hosts`` among them) may call it across origins with credentials."""
+    (``public_hosts`` among them) may call it across origins with credentials. ``uploads``: the
+    middleware that bounds uploads (:class:`app.uploads.UploadGate`)."""
     api.add_middleware(
         CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.http_origin)
         allow_origins=own_origins(host, port, public_hosts),
@@ -53,6 +55,8 @@ def mount_ui(
         if auth is not None
         else []
     )
+    if uploads is not None:  # inside the sign-in check: it knows who uploads
+        guard.append(uploads)
     app_kwargs: dict[str, Any] = {"middleware": guard}
     return gr.mount_gradio_app(
         api,
