@@ -100,7 +100,7 @@ def _card(
             "order above.</div>"
         )
     note = ""
-    if item.out_of_scope:
+    if item.out_of_scope and how != svc.MINE:  # no key of hers decides there
         note = (
             "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
             f"({item.threshold or 0:.2f}). <code>0</code> labels it {svc.OUT_OF_SCOPE}; "

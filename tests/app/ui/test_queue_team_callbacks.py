@@ -4,6 +4,8 @@ order of their own, where no key decides."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from app import auth
@@ -62,6 +64,8 @@ def test_an_annotator_reads_her_own_disputed_answers_and_cannot_decide_them(ctx,
     assert "ana: track_order" in out.card and "ben: out_of_scope" in out.card
     assert "a reviewer who did not answer decides" in out.card
     assert out.progress.startswith("**1** of your answers under review")
+    flagged = dataclasses.replace(out.state.item, out_of_scope=True, threshold=0.9)
+    assert "Looks out of scope" not in queue_tab.render(ctx, ana, out.state.but(item=flagged)).card
     refused = queue_tab.act(ctx, "take", ana, out.state, ["refund_status"])
     assert "Nothing was stored" in refused.message
     assert _answers(ctx, rita, uid) == {"ana": "label", "ben": "oos"}  # still waits for rita
