@@ -54,10 +54,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                 break
             time.sleep(1.0)
     except KeyboardInterrupt:
-        retrain_jobs.cancel(ctx, view.id)
-        print("cancelling…", flush=True)
-        if runner is not None:
-            runner.join(30)
+        view = retrain_jobs.cancel(ctx, view.id)
+        print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
+    if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
+        runner.join(60)  # cut off at exit aborts the process)
         view = retrain_jobs.job(ctx, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
