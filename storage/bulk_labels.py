@@ -3,7 +3,8 @@ does to one row (labels replaced, an unlabelled row moved to `train`, the versio
 audit event), for thousands in a few statements.
 
 Row by row, a 10,000-row bulk label held SQLite's write lock for 44-77 s (issue 45 row 5); in
-bulk a row takes well under 0.1 ms (``bench/bulk_label.py``), so the app writes a long selection
+bulk a row takes about 0.3 ms even on a heavily loaded machine (``bench/RESULTS.md``), and the
+app writes a long selection
 in short transactions of a few thousand rows (:mod:`app.services.bulk`). Each call is told the
 version each row had when the change was planned: a row changed since (someone else labelled it
 between two transactions) or one the acting user may not change now (:mod:`storage.guard`) is

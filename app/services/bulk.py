@@ -36,8 +36,9 @@ from storage.names import project_index
 
 logger = logging.getLogger(__name__)
 
-# Rows a bulk label changes in one transaction: about 0.1 s of SQLite's write lock
-# (bench/bulk_label.py), so a save that comes meanwhile waits for one chunk at most.
+# Rows a bulk label changes in one transaction: about 0.6 s of SQLite's write lock on the shared
+# 2 cores under heavy load (bench/RESULTS.md), so a save that comes meanwhile waits for one chunk
+# at most, far within the busy timeout.
 CHUNK_ROWS = 2000
 # Between two chunks the bulk label lets go of the lock this long: SQLite's busy handler retries
 # a waiting writer at most every 100 ms, so a pause a bit longer lets every waiting save in.
@@ -197,7 +198,7 @@ def label_many(
     that names its rows), and the change is one transaction whatever its size.
 
     A selection of more than :data:`CHUNK_ROWS` rows to change is written in short transactions
-    of that many rows (about 0.1 s of write lock each), so that others keep saving meanwhile: the
+    of that many rows (well under a second of write lock each), so that others keep saving meanwhile: the
     first checks the preview against the rows as they are and writes the first chunk; each
     next one writes its rows only where they are still as the first found them, and leaves a row
     someone changed in between as they set it (:attr:`BulkPlan.meanwhile`). Every chunk is a
