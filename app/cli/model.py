@@ -178,7 +178,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
-        results = predict(ctx, project(ctx, args.project), texts, k=args.k, contexts=turns)
+        p = project(ctx, args.project)
+        # a multi-label pool whose head is neither in its version nor kept fits one: predict
+        # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
+        ctx.pool(p.id)
+        ctx.heads.settle(600)
+        results = predict(ctx, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 
