@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
-from app.pool_heads import HeadFitter
+from app.pool_heads import HeadFitter, HeadStore, head_key
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
 from app.project_settings import encodes_context
 from app.services.int8 import INT8_DIR, serves_int8
@@ -30,7 +30,7 @@ from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.evaluation.data import EvalData
 from core.evaluation.version_metrics import VersionMetrics
-from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.multilabel.head import HEAD_DIR, Cancelled, MultiLabelHead, load_head
 from core.multilabel.rule import is_multilabel
 from core.multilabel.tuning import fit_head
 from core.retrieval.factory import Anchors, PredictorFactory
@@ -88,6 +88,7 @@ class AppContext:
         self.enqueue: JobQueue | None = None
         # fits the heads of multi-label pools whose version has none (app.pool_heads)
         self.heads = HeadFitter(self._fit_pool_head)
+        self.kept_heads = HeadStore(self.cache.root / "heads" if self.cache.root else None)
         # calibrates a pool again once its rows changed, off the path of the label that changed
         # them (its last thresholds serve meanwhile: app.pools.calibrate_snapshot)
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
@@ -169,16 +170,27 @@ class AppContext:
         return data if is_multilabel(data.train_labels) else None
 
     def space_head(
-        self, project_id: int, encoder: TextEncoder, data: EvalData | None = None
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        data: EvalData | None = None,
+        should_cancel: Callable[[], bool] | None = None,
     ) -> MultiLabelHead | None:
         """The multi-label head of ``encoder``'s space when its version has none: fitted with
         the default options on :meth:`head_data` (``data``, when already read), as a retrain's
-        evaluation fits one (:func:`core.multilabel.tuning.fit_head`); None when single-label."""
+        evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
+        on disk (:class:`app.pool_heads.HeadStore`); None when single-label."""
         data = data if data is not None else self.head_data(project_id)
         if data is None:
             return None
+        key = head_key(encoder, data)
+        kept = self.kept_heads.get(key)
+        if kept is not None:
+            return kept
         vectors = self.cache.encode(cast(CachedEncoder, encoder), data.train_texts)
-        return fit_head(vectors, data.train_labels)
+        head = fit_head(vectors, data.train_labels, should_cancel=should_cancel)
+        self.kept_heads.put(key, head)
+        return head
 
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
         """The project's active model version (None = frozen base) and its base encoder name."""
@@ -304,10 +316,14 @@ class AppContext:
             )
         if fresh:
             head = self.version_head(mv)
+            data = self.head_data(project_id) if head is None else None
+            kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
             factory = self.predictor_factory(project_id, encoder, label_encoder=label, head=head)
             with self._lock:
                 pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
                 pool.fits_head = head is None
+                if kept is not None:  # the head this space had: served from the start
+                    pool.predictor.head, pool.head_data = kept, data
                 a = factory.anchors
                 pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
                 self._pools[project_id] = pool
@@ -337,7 +353,14 @@ class AppContext:
         data = self.head_data(project_id)
         if data is not None and data == pool.head_data and pool.predictor.head is not None:
             return
-        head = self.space_head(project_id, pool.encoder, data) if data is not None else None
+        try:
+            head = (
+                self.space_head(project_id, pool.encoder, data, lambda: self.heads.closed)
+                if data is not None
+                else None
+            )
+        except Cancelled:  # the app is closing
+            return
         with self._lock:
             current = self._pools.get(project_id) is pool
         if current:

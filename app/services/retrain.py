@@ -170,6 +170,8 @@ def run_retrain(
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     # an intent with fewer than 2 examples is left out of training only (issue 43, hole 5)
     fit = trainable(train.train_texts, train.train_labels)
+    if reporter.should_cancel():
+        raise TrainingCancelled("cancelled while preparing the data")
     reporter.log(
         f"training {cfg.method} on {len(fit.texts)} utterances (dataset {dv_hash[:12]})",
         phase="training",
@@ -273,8 +275,9 @@ def run_retrain(
             note=why,
         )
         with ctx.db.write() as s:
-            jobs.require_running(s, job_id)  # reaped meanwhile: nothing it made may count
+            jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
             mv_id = register_version(s, new, activate=passed)
+            jobs.registered(s, job_id, mv_id)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
