@@ -20,12 +20,11 @@ from app.config import Settings
 from app.pool_heads import HeadFitter, HeadStore, head_key
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
 from app.project_settings import encodes_context
-from app.services.int8 import INT8_DIR, serves_int8
+from app.services.int8 import INT8_DIR, load_int8, serves_int8
 from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
-from core.encoding.fair_share import SHARED
 from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.evaluation.data import EvalData
@@ -145,12 +144,30 @@ class AppContext:
         with self._lock:
             if key not in self._int8:
                 try:
-                    self._int8[key] = OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
+                    self._int8[key] = load_int8(folder)
                 except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
                     logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
                     self._int8[key] = None
             int8 = self._int8[key]
         return int8 if int8 is not None else self.encoder_for_version(mv, base)
+
+    def serving_factory(
+        self,
+        project_id: int,
+        mv: ModelVersion | None,
+        base: str,
+        settings: dict[str, object] | None,
+    ) -> PredictorFactory:
+        """:meth:`version_factory` in the space that serves the version: its int8 copy when it
+        passed parity and the project allows it (:meth:`serving_encoder`), else its fp32
+        encoder. The live pool, a version's recorded and live evaluations and its map are its
+        Predictors, so what a version shows is what it answers."""
+        return self.predictor_factory(
+            project_id,
+            self.serving_encoder(mv, base, settings),
+            label_encoder=self.label_encoder_for_version(mv),
+            head=self.version_head(mv),
+        )
 
     def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
         """The multi-label head stored in a model version (None when it has none)."""
