@@ -300,6 +300,39 @@ def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     assert version_svc.history(ctx, live(ctx, "tiny")) == []
 
 
+@pytest.mark.parametrize("phase", ["loading the encoder", "training"])
+def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
+    """Issue 45 row 10: a cancel in a job's first seconds (its encoder loading) took 8-30 s.
+    Now the job reads cancelled as soon as the cancel returns, in any phase; its worker stops at
+    its next poll (before and after loading, before the first step, every step) and nothing it
+    made counts."""
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(
+        ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60}, enqueue=False
+    )
+    runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
+    runner.start()
+    deadline = time.monotonic() + 120
+    while True:
+        now = svc.job(ctx, view.id)
+        if now.status == "running" and (now.step >= 1 if phase == "training" else True):
+            break
+        assert time.monotonic() < deadline, f"never reached {phase}"
+        time.sleep(0.02)
+    asked = time.monotonic()
+    cancelled = svc.cancel(ctx, view.id)
+    assert cancelled.status == "cancelled" and not cancelled.active
+    assert svc.job(ctx, view.id).status == "cancelled"
+    assert time.monotonic() - asked < 2
+    runner.join(60)
+    assert not runner.is_alive()
+    done = svc.job(ctx, view.id)
+    assert done.status == "cancelled" and "the active model is unchanged" in done.message
+    assert done.model_version_id is None and "after the job had ended: cancelled" in done.log
+    assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
+    assert version_svc.history(ctx, live(ctx, "tiny")) == []
+
+
 def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
