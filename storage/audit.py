@@ -19,10 +19,11 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.bulk_labels import expire_rows
 from storage.by_id import labels_of, slices, utterances_by_id
+from storage.deleted import restore
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import _labels_of
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
-from storage.utterances import _log, _resolve_intents
+from storage.utterances import _resolve_intents
 
 # The actions an undo can revert ("undo" events record undos themselves).
 UNDOABLE = ("label", "split", "add", "import", "delete", "merge", "delete_intent")
@@ -217,7 +218,7 @@ def _revert(
     logged: list[dict[str, Any]] = []
     for ev in reversed(events):
         if ev.action == "delete":
-            _restore(s, project_id, ev, user_id, undo)
+            restore(s, project_id, ev, user_id, undo)
             continue
         if ev.utterance_id not in state:
             continue  # deleted since
@@ -321,70 +322,6 @@ def _remove(s: Session, project_id: int, ids: list[int], user_id: int | None, ba
         s.flush()
         s.execute(delete(Utterance).where(Utterance.id.in_([r.id for r in rows])))
     expire_rows(s)
-
-
-def _restore(s: Session, project_id: int, ev: Event, user_id: int | None, batch: str) -> None:
-    """Bring back a deleted utterance as it was: under its own id (links, notes and exports that
-    cite it resolve again), with its intents, split, context, entity spans and creation time,
-    and its earlier events linked to it again. Only where SQLite gave that id to an utterance
-    added since (it reuses the highest id once freed) does it come back under a new one."""
-    if s.scalar(
-        select(Utterance.id).where(
-            Utterance.project_id == project_id, Utterance.text == ev.utterance_text
-        )
-    ):
-        raise ConflictError(
-            f"The utterance {ev.utterance_text!r} was added again since it was deleted. "
-            "Nothing was changed."
-        )
-    kept = ev.kept or {}
-    u = Utterance(
-        project_id=project_id,
-        text=ev.utterance_text,
-        split=ev.split_before or "train",
-        context=kept.get("context") or "",
-        entities=list(kept.get("entities") or []),
-    )
-    if kept.get("created_at"):
-        u.created_at = datetime.fromisoformat(kept["created_at"])
-    own = ev.gone_id
-    if own is not None and s.get(Utterance, own) is None:
-        u.id = own
-    s.add(u)
-    s.flush()
-    names = []
-    for intent in _resolve_intents(s, project_id, ev.before, create_missing=True):
-        s.add(Label(utterance_id=u.id, intent_id=intent.id))
-        names.append(intent.name)
-    if own is not None:  # its history, up to the delete, is this utterance's again
-        # (not that of an earlier utterance, still deleted, that had the same id: SQLite reuses
-        # the highest id once freed; its delete ends its history)
-        earlier = s.scalar(
-            select(func.max(LabelEvent.id)).where(
-                LabelEvent.project_id == project_id,
-                LabelEvent.gone_id == own,
-                LabelEvent.action == "delete",
-                LabelEvent.undone.is_(False),
-                LabelEvent.id < ev.id,
-            )
-        )
-        s.execute(
-            update(LabelEvent)
-            .where(
-                LabelEvent.project_id == project_id,
-                LabelEvent.gone_id == own,
-                LabelEvent.utterance_id.is_(None),
-                LabelEvent.id <= ev.id,
-                LabelEvent.id > (earlier or 0),
-            )
-            .values(utterance_id=u.id, gone_id=None)
-            .execution_options(synchronize_session=False)
-        )
-    s.execute(
-        update(LabelEvent).where(LabelEvent.id == ev.id).values(utterance_id=u.id, gone_id=None)
-    )
-    _log(s, u, [], names, "undo", user_id, batch, None, u.split)
-    s.flush()
 
 
 def last_batch(s: Session, project_id: int) -> str | None:

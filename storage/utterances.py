@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage import guard
@@ -362,38 +362,6 @@ def update_utterance(
         _log(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
     s.flush()
     return _row(u, labels)
-
-
-def delete_utterance(
-    s: Session,
-    project_id: int,
-    utterance_id: int,
-    *,
-    user_id: int | None = None,
-    batch: str | None = None,
-) -> None:
-    """Delete an utterance. Its event keeps the text, labels, split and the rest of the row
-    (context, entity spans, creation time), and every event of the utterance keeps its id
-    (``gone_id``), so an undo brings the same row back under the same id, its history linked
-    to it again (:func:`storage.audit.undo_batch`)."""
-    u = get_utterance(s, project_id, utterance_id)
-    guard.check(s, project_id, [u.id])
-    labels = _labels_of(s, [u.id])[u.id]
-    s.execute(
-        update(LabelEvent)
-        .where(LabelEvent.project_id == project_id, LabelEvent.utterance_id == u.id)
-        .values(gone_id=u.id)
-    )
-    event = _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
-    event.gone_id = u.id
-    event.kept = {
-        "context": u.context,
-        "entities": list(u.entities or []),
-        "created_at": u.created_at.isoformat() if u.created_at else None,
-    }
-    s.flush()
-    s.delete(u)
-    s.flush()
 
 
 def _check_version(u: Utterance, expected: int | None) -> None:

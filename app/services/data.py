@@ -16,6 +16,7 @@ from app.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Session
+from storage.deleted import delete_utterance as delete_kept
 from storage.errors import UnknownIntentError
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
@@ -272,7 +273,7 @@ def delete_in(
     if not confirm_test:
         (now,) = repo.rows_by_id(s, p.id, [utterance_id])
         refuse_unconfirmed_test_change(now, None)
-    repo.delete_utterance(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
+    delete_kept(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
 
 
 def delete_utterance(

@@ -7,10 +7,10 @@ import pytest
 
 from storage import ConflictError
 from storage.audit import recent_batches, undo_batch, undo_last
+from storage.deleted import delete_utterance
 from storage.imports import import_rows
 from storage.utterances import (
     NewUtterance,
-    delete_utterance,
     list_utterances,
     set_labels,
 )
