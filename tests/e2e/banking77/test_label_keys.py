@@ -79,14 +79,18 @@ def _toasts(page) -> list[str]:
 
 
 @pytest.mark.parametrize(("delay", "slash"), [(30, False), (80, True)], ids=["30ms", "80ms-slash"])
-def test_typing_each_of_the_77_intent_names_stores_that_label_and_nothing_else(
+def test_typing_intent_names_stores_that_label_and_nothing_else(
     banking77_server, browser, delay, slash
 ):
     """Item 1: `top up b` typed without `/` put a card into test (`t`) and marked the next out of
-    scope (`o`). Each name typed, as a person types it (spaces at 30 ms; underscores after `/` at
-    80 ms), then Enter at once: the card gets that intent, in train; undo gives it back."""
-    names = _names()
-    assert len(names) == 77 and sum(n[0] in "dnostu" for n in names) == 21
+    scope (`o`). Names typed as a person types them, then Enter at once: the card gets that
+    intent, in train; undo gives it back. At 30 ms with spaces, the 21 of the 77 names whose first
+    letter was a command key (d, n, o, s, t, u); at 80 ms after `/`, every 8th name (the suite's
+    time: all 77 at both speeds took 4 minutes on a quiet machine, 8 under load)."""
+    every = _names()
+    assert len(every) == 77
+    names = [n for n in every if n[0] in "dnostu"] if not slash else every[::8]
+    assert len(names) == (21 if not slash else 10)
     api = a.client(banking77_server)
     before = a.stored(api)
     context, page = _open(browser, banking77_server.url)
@@ -104,7 +108,7 @@ def test_typing_each_of_the_77_intent_names_stores_that_label_and_nothing_else(
             back = bot.answered(after)
             assert back.id == card.id and f"Undid: #{card.id} labelled {name}." in a.status(page)
         assert a.stored(api) == before  # nothing stored but the labels meant, each undone
-        assert _toasts(page) == []  # 154 answers, no toast
+        assert _toasts(page) == []  # two answers a name, no toast
     finally:
         context.close()
 
