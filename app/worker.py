@@ -17,12 +17,14 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
+from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress, run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from core.training import TrainingCancelled, TrainProgress
@@ -94,7 +96,12 @@ def _worker_context(settings: Settings) -> AppContext:
 
 
 class JobReporter:
-    """Throttled progress writes, a heartbeat thread and cancel polling for one running job."""
+    """Throttled progress writes, a heartbeat thread and cancel polling for one running job.
+
+    The job's share done and its time left come from a :class:`app.services.job_plan.Tracker`
+    of the retrain's plan: every progress write carries them, and the heartbeat thread writes
+    them once a second (a phase without a count moves by its time; the time left goes on with
+    the clock between counts)."""
 
     def __init__(self, ctx: AppContext, job_id: int) -> None:
         self.ctx = ctx
@@ -105,20 +112,42 @@ class JobReporter:
         self._cancel = False
         self._stop = threading.Event()
         self._every = heartbeat_seconds(ctx.settings)
+        self._lock = threading.Lock()
+        self._tracker = Tracker(started=time.monotonic())  # the job was claimed just before
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._beat.start()
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(self._every):
+        while not self._stop.wait(min(1.0, self._every)):
+            with self._lock:
+                planned = self._tracker.plan is not None
+                share, eta = self._tracker.read(time.monotonic())
             try:
                 with self.ctx.db.write() as s:
-                    jobs.heartbeat(s, self.job_id)
+                    if planned:
+                        jobs.tick(s, self.job_id, share=share, eta=eta)
+                    else:
+                        jobs.heartbeat(s, self.job_id)
             except Exception:
                 logger.exception("heartbeat failed")
 
+    def _read(self) -> tuple[float | None, float | None]:
+        with self._lock:
+            if self._tracker.plan is None:
+                return None, None
+            return self._tracker.read(time.monotonic())
+
+    def plan(self, plan: JobPlan) -> None:
+        with self._lock:
+            self._tracker.plan = plan
+
     def log(self, line: str, *, phase: str | None = None) -> None:
+        if phase is not None:
+            with self._lock:
+                self._tracker.enter(phase, time.monotonic())
+        share, _ = self._read()
         with self.ctx.db.write() as s:
-            jobs.log_line(s, self.job_id, line, phase=phase)
+            jobs.log_line(s, self.job_id, line, phase=phase, share=share)
 
     def _due(self, phase: str, done: bool) -> bool:
         """At most one progress write a second, but always a phase's first and last."""
@@ -128,7 +157,13 @@ class JobReporter:
         self._last_write, self._phase = now, phase
         return True
 
+    def _count(self, done: int, total: int, eta: float | None) -> tuple[Any, Any]:
+        with self._lock:
+            self._tracker.count(done, total, time.monotonic(), eta)
+        return self._read()
+
     def progress(self, p: TrainProgress) -> None:
+        share, eta = self._count(p.step, p.total, p.eta)
         if not self._due("training", p.step >= p.total):
             return
         with self.ctx.db.write() as s:
@@ -139,11 +174,13 @@ class JobReporter:
                 step=p.step,
                 total=p.total,
                 loss=float(p.loss),
-                eta=p.eta,
                 message=f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
+                share=share,
+                eta=eta,
             )
 
     def evaluation(self, p: EvalProgress) -> None:
+        share, eta = self._count(p.done, p.total, p.eta)
         if not self._due("evaluating", p.done >= p.total):
             return
         with self.ctx.db.write() as s:
@@ -154,8 +191,9 @@ class JobReporter:
                 step=p.done,
                 total=p.total,
                 loss=None,
-                eta=p.eta,
-                message=f"Evaluating {p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
+                message=f"{p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
+                share=share,
+                eta=eta,
             )
 
     def should_cancel(self) -> bool:
@@ -201,7 +239,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         )
         # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
         # first card (and a process that exits on success does not cut the encoding short)
-        reporter.log("encoding the first card's utterances in the served space")
+        reporter.log("encoding the first card's utterances in the served space", phase="serving")
         prepare_vectors(ctx, job.project_id)
         finish(ctx, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
