@@ -18,11 +18,10 @@ from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
-from app.ui.data_manage import INTENT_COLUMNS, build_manage
+from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
-HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
 SORT_CHOICES = [
     ("file order", "file"),
@@ -179,8 +178,12 @@ def undo(ctx: AppContext, p: ProjectHandle) -> str:
     return problem(err) if err else ok(msg or "")
 
 
-def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
-    """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
+def build_data_tab(
+    ctx: AppContext, project: gr.Dropdown, user: gr.State, summary: gr.Markdown
+) -> dict[str, Any]:
+    """Lay out the Data tab and bind its events (``summary``: the line under the project
+    picker, which an import into another project rewrites). Returns components other tabs may
+    refresh."""
     with gr.Row(equal_height=True):
         f_split = gr.Dropdown(
             label="Split",
@@ -298,7 +301,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             event.then(bind(refresh, ctx), refresh_in, refresh_out, show_progress="hidden")
         )
 
-    imported = manage["bind"](after_change)
+    imported = manage["bind"](after_change, [table, count, summary])
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
