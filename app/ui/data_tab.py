@@ -232,7 +232,17 @@ def build_data_tab(
                 show_label=False,
             )
         with gr.Column(scale=2, min_width=320, elem_id="edit-panel"):
-            e_title = gr.Markdown("#### Click a row to edit it")
+            e_title = gr.Markdown("#### Click a row to edit it", elem_id="edit-title")
+            # The actions first, under the row's title: at 1280x720 (or with many intents'
+            # chips) they stay above the fold after a row click (issue 47, item 4).
+            with gr.Row(elem_id="edit-actions"):
+                save_btn = gr.Button(
+                    "Save", variant="primary", min_width=80, elem_id="save-utterance"
+                )
+                delete_btn = gr.Button(
+                    "Delete", variant="stop", min_width=80, elem_id="delete-utterance"
+                )
+                undo_btn = gr.Button("Undo", min_width=80, elem_id="undo")
             e_id = gr.Number(visible=False, precision=0)
             e_version = gr.Number(visible=False, precision=0)
             e_text = gr.Textbox(label="Text", lines=1, max_lines=4)
@@ -251,10 +261,6 @@ def build_data_tab(
                     scale=1,
                     elem_id="confirm-test-edit",
                 )
-            with gr.Row():
-                save_btn = gr.Button("Save", variant="primary", elem_id="save-utterance")
-                delete_btn = gr.Button("Delete", variant="stop", elem_id="delete-utterance")
-                undo_btn = gr.Button("Undo", elem_id="undo")
             status = gr.Markdown(elem_id="data-status")
             bulk_slot = gr.Column()
             with gr.Accordion("Add an utterance", open=False):
