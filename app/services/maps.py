@@ -316,10 +316,8 @@ def map_figure(
     highlight: str | None = None,
     focus: Sequence[str] | None = None,
     names: bool | None = None,
-    titled: bool = True,
 ) -> go.Figure:
-    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids;
-    ``titled``: its version and projection as the title, else where the caller says them)."""
+    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
     m = view.map_data()
     return scatter_map(
         m.points,
@@ -330,7 +328,7 @@ def map_figure(
         m.splits,
         margins=m.margins,
         highlight=highlight,
-        title=f"{view.version_label} · {view.method}" if titled else None,
+        title=f"{view.version_label} · {view.method}",
         focus=focus,
         names=names,
     )
