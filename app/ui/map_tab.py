@@ -142,8 +142,7 @@ def render(
     left_choice: str | None = BASE_CHOICE,
     right_choice: str | None = ACTIVE_CHOICE,
 ) -> tuple[Any, ...]:
-    """The map (or two versions side by side with how each intent moved), isolating the
-    ``focus`` intents, names at the centroids."""
+    """The map (or two side by side, how each intent moved), ``focus`` isolated, names on it."""
     comparing = mode != VIEW_CHOICES[0]
     pickers = gr.update(visible=comparing)
     no_diff = gr.update(visible=False)
@@ -154,14 +153,12 @@ def render(
     shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
     diff: list[dict[str, Any]] = []
     provisional: list[bool] = []  # a quick PCA picture shown until the projection lands
-    said: list[str] = []  # the single map's version, in the status line (no title: issue 47)
 
     def build() -> Any:
         if not comparing:
             one = svc.get_map(ctx, p, method=meth)
             provisional.append(one.provisional)
-            said.append(f"{one.version_label} · ")
-            return svc.map_figure(one, titled=False, **shown)
+            return svc.map_figure(one, **shown)
         left = svc.get_map(ctx, p, method=meth, version=version_selector(left_choice))
         right = svc.get_map(ctx, p, method=meth, version=version_selector(right_choice))
         provisional.append(left.provisional or right.provisional)
@@ -179,12 +176,11 @@ def render(
         return None, problem(err or ""), stop, choices, choices, pickers, pickers, no_diff
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-    # the page sizes the figure to the screen below the controls (assets/style.css #map-plot)
-    fig.update_layout(height=None)
-    version = "".join(said)
-    status = f"{n} utterances · {version}{meth}"
+    what = meth if comparing else fig.layout.title.text  # in the status line, not a title
+    fig.update_layout(height=None, **({} if comparing else {"title": None, "margin_t": 20}))
+    status = f"{n} utterances · {what}"  # the page sizes the figure to the screen (style.css)
     if any(provisional):
-        status = f"{n} utterances · {version}a quick PCA picture while the {meth} map is computed…"
+        status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
     if diff:
         status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
     poll = gr.update(active=any(provisional))
@@ -303,9 +299,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             scale=4,
             elem_id="map-focus",
         )
-        # the status beside the names' switch, not a line of its own: at 1280x720 the map
-        # needs that height (issue 47, item 4)
-        with gr.Column(scale=2, min_width=240):
+        with gr.Column(scale=2, min_width=240):  # the status: no line of its own (issue 47)
             names = gr.Checkbox(label="intent names on the map", value=True)
             status = gr.Markdown(elem_id="map-status")
     plot = gr.Plot(elem_id="map-plot", label="Map", show_label=False)
