@@ -75,11 +75,15 @@ def test_at_1280x720_a_clicked_rows_actions_and_the_whole_map_are_on_screen(serv
     shot(page, "64-data-row-clicked-1280")
 
     page.get_by_role("tab", name="Map").click()
-    page.wait_for_function(
-        "() => document.querySelector('#map-plot .js-plotly-plot')?._fullLayout?._size"
+    page.wait_for_function(  # the projection asked for, not the quick picture before it
+        "() => !(document.querySelector('#map-status')?.innerText || '').includes('quick PCA')"
+        " && document.querySelector('#map-plot .js-plotly-plot')?._fullLayout?._size"
     )
-    plot = page.locator("#map-plot [data-testid=plotly]").bounding_box()
-    assert plot is not None and plot["y"] + plot["height"] <= 720, plot  # all of it
+    plot = page.evaluate(
+        "() => { const r = document.querySelector('#map-plot .js-plotly-plot')"
+        ".getBoundingClientRect(); return {y: r.top, height: r.height}; }"
+    )
+    assert plot["height"] > 0 and plot["y"] + plot["height"] <= 720, plot  # all of it
     area = page.evaluate(
         "() => document.querySelector('#map-plot .js-plotly-plot')._fullLayout._size.h"
     )
