@@ -113,13 +113,15 @@ class JobReporter:
 
     def evaluation(self, p: EvalProgress) -> None:
         share, eta = self._count(p.done, p.total, p.eta)
-        if not self._due("evaluating", p.done >= p.total):
+        # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
+        phase = "int8" if self._tracker.phase == "int8" else "evaluating"
+        if not self._due(phase, p.done >= p.total):
             return
         with self.ctx.db.write() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
-                phase="evaluating",
+                phase=phase,
                 step=p.done,
                 total=p.total,
                 loss=None,

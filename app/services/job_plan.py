@@ -182,7 +182,11 @@ class Tracker:
         self._raise(start)
 
     def count(self, done: float, total: float, now: float, eta: float | None = None) -> None:
-        """The running phase's count; ``eta``: its own seconds left as it measured them."""
+        """The running phase's count; ``eta``: its own seconds left as it measured them. A
+        phase without a count of its own (the int8 copy's measurement counts in the
+        evaluation's utterances) goes on by its time."""
+        if self.phase not in COUNTED:
+            return
         self.done, self.total = done, total
         self.phase_left = (eta, now) if eta is not None else None
         if self.plan:

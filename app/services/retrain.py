@@ -1,5 +1,6 @@
 """The retrain pipeline a worker runs for one job: snapshot the data → train → save the artifact →
-evaluate (new, frozen base, active) → int8 copy → promotion gate → register the version.
+evaluate (new, frozen base, active) → int8 copy (its parity, then its own measurement) →
+promotion gate → register the version.
 
 Progress is one share of the whole job (:class:`app.services.job_plan.JobPlan`, planned before
 training from what each phase has to do), through its phases in order: ``training`` (counted in
@@ -23,11 +24,19 @@ from typing import Any, Protocol, cast
 from app.context import AppContext, as_encoded
 from app.project_settings import encodes_context
 from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
-from app.services.int8 import INT8_DIR, INT8_OFF, PARITY_QUERIES, export_version_int8, parity_split
+from app.services.int8 import (
+    INT8_DIR,
+    INT8_OFF,
+    PARITY_QUERIES,
+    export_version_int8,
+    load_int8,
+    parity_split,
+    served_metrics,
+)
 from app.services.job_plan import JobPlan
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
-from core.evaluation.version_metrics import VersionMetrics
+from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
@@ -100,6 +109,15 @@ class Evaluation:
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
 
+    def add(self, factory: PredictorFactory) -> None:
+        """Count one more encoder to score (the int8 copy, known once exported): its texts that
+        the embedding cache does not hold yet."""
+        texts = [*self.data.train_texts, *self.data.test_texts]
+        missing = len(self.ctx.cache.missing(cast(Encoder, factory.encoder), texts))
+        self.encoders += 1
+        self.total += missing
+        self.eta.total = self.total
+
     def _report(self, done: int) -> None:
         if self.reporter.should_cancel():
             raise TrainingCancelled(f"cancelled while evaluating ({done} of {self.total})")
@@ -169,12 +187,13 @@ def _plan(
 ) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. The new
     encoder encodes every distinct train and test utterance; ``others`` (the frozen base and the
-    active version, with their options) what the cache lacks of theirs."""
+    active version, with their options) what the cache lacks of theirs; the int8 copy its parity
+    questions, then (when it passes) every utterance again, measured as it will serve."""
+    new = len({*data.train_texts, *data.test_texts})
     parity = 0
     if ctx.settings.int8 and not multi:
         pool, _, queries = parity_split(data, PARITY_QUERIES)
-        parity = len(pool) + len(queries) if len(queries) >= 20 and pool else 0
-    new = len({*data.train_texts, *data.test_texts})
+        parity = len(pool) + len(queries) + new if len(queries) >= 20 and pool else 0
     return JobPlan.estimate(
         steps=planned_steps(fit_texts, fit_labels, cfg),
         batch_size=cfg.batch_size,
@@ -205,6 +224,7 @@ def run_retrain(
         dv = snapshot(s, project_id)
         project = get_project(s, project_id)
         base, use_context = project.base_encoder, encodes_context(project.settings)
+        settings = dict(project.settings or {})
         # a project that encodes context trains and evaluates on what its pool will encode
         rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
@@ -220,7 +240,11 @@ def run_retrain(
     # each encoder scored by the Predictor it would serve: the project's anchors, rule and k,
     # from the one factory
     base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
-    ref_factory = base_factory if active is None else ctx.version_factory(project_id, active, base)
+    # the active version as it serves (its int8 copy when that serves): the gate compares what
+    # serves with what would serve
+    ref_factory = (
+        base_factory if active is None else ctx.serving_factory(project_id, active, base, settings)
+    )
     # the frozen base and the active version serve a head fitted with the default options
     # (AppContext.space_head); measured on these rows before, they are read, not measured
     base_options: dict[str, Any] = {"multi_label": multi, "head": {}}
@@ -232,6 +256,8 @@ def run_retrain(
     reporter.plan(
         _plan(ctx, cfg, fit.texts, fit.labels, data, others, multi=multi, unlabelled=unlabelled)
     )
+    if reporter.should_cancel():
+        raise TrainingCancelled("cancelled while preparing the data")
     reporter.log(
         f"training {cfg.method} on {len(fit.texts)} utterances (dataset {dv_hash[:12]})",
         phase="training",
@@ -275,20 +301,39 @@ def run_retrain(
         )
         base_metrics, _ = evaluation.score(base_factory, remembered=True, **base_options)
         ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
-        evaluate_seconds = time.monotonic() - started
         int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
         if ctx.settings.int8:
             reporter.log("checking the int8 encoder's parity", phase="int8")
             int8 = export_version_int8(
                 new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
             )
+        int8_metrics: VersionMetrics | None = None
+        if int8.get("passed"):
+            # the copy that will serve is measured on the same rows, as it will answer
+            int8_factory = ctx.predictor_factory(project_id, load_int8(tmp / INT8_DIR))
+            evaluation.add(int8_factory)
+            int8_metrics, _ = evaluation.score(int8_factory, **options)
+            evaluation.memo.put(
+                evaluation_key(int8_factory, data, **_memo_options(options)), int8_metrics
+            )
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
+        evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
-        passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)
+        # the headline is the int8 copy's when it passed parity (it serves by default), with
+        # the fp32 encoder's beside it, labelled; the gate compares what this project serves
+        recorded = (
+            replace(new_metrics, encoder=FP32)
+            if int8_metrics is None
+            else replace(int8_metrics, encoder=INT8, fp32=replace(new_metrics, encoder=FP32))
+        )
+        served = served_metrics(replace(recorded, int8=int8), settings)
+        passed, why = gate(served, ref_metrics, PROMOTION_TOLERANCE)
+        if int8_metrics is not None:
+            why += f" Measured with the {served.measured_with} encoder that serves it."
         metrics = replace(
-            new_metrics,
+            recorded,
             base=base_metrics,
             reference={
                 "version": active.id if active else None,
@@ -300,7 +345,7 @@ def run_retrain(
             train_seconds=round(train_seconds, 1),
             evaluate_seconds=round(evaluate_seconds, 1),
             extra={
-                **new_metrics.extra,
+                **recorded.extra,
                 "steps": trained.stats.get("steps"),
                 **({"encode_context": True} if use_context else {}),
             },
@@ -318,12 +363,13 @@ def run_retrain(
             note=why,
         )
         with ctx.db.write() as s:
-            jobs.require_running(s, job_id)  # reaped meanwhile: nothing it made may count
+            jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
             mv_id = register_version(s, new, activate=passed)
+            jobs.registered(s, job_id, mv_id)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
-    acc, base_acc = new_metrics.accuracy or 0.0, base_metrics.accuracy or 0.0
+    acc, base_acc = served.accuracy or 0.0, base_metrics.accuracy or 0.0
     left_out = f" {fit.note()}." if fit.left_out else ""
     return mv_id, (
         f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}), trained in "
