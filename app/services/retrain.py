@@ -21,8 +21,8 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from app.context import AppContext, as_encoded
-from app.project_settings import encodes_context
+from app.context import AppContext
+from app.project_settings import as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
 from app.services.int8 import (
     INT8_DIR,

@@ -242,7 +242,10 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
     phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
     assert phases == ["training", "saving", "evaluating", "registering", "serving"]  # int8 off
     assert all(r.status == "running" and r.percent < 100 for r in rows)
-    assert all(r.model_version_id is None for r in rows)
+    # the version's id comes with its registration (a cancel then leaves the job to finish)
+    assert all(
+        r.model_version_id is None for r in rows if r.phase not in ("registering", "serving")
+    )
     # one bar for the whole job: it never goes back, from phase to phase
     shares = [r.progress for r in rows]
     assert shares == sorted(shares) and shares[0] > 0 and shares[-1] < 1
@@ -467,7 +470,8 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
         claimed = jobs.claim_job(s, view.id, pid=os.getpid())
     assert claimed is not None and claimed.status == "running"
     assert svc.job(ctx, view.id).status == "running"
-    assert svc.cancel(ctx, view.id).status == "running"  # asked to stop; never failed as lost
+    assert svc.job(ctx, view.id).status == "running"  # looked at again: never failed as lost
+    assert svc.cancel(ctx, view.id).status == "cancelled"  # and ended by its own cancel
 
 
 def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_training(
