@@ -319,12 +319,16 @@ class TrainingJob(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    # What step/total/eta count: "training" (steps), "evaluating" (utterances), else no count.
+    # The phase running now (app.services.job_plan.PHASES); step/total count it where it is
+    # counted: "training" (steps), "evaluating" (utterances), else no count.
     phase: Mapped[str] = mapped_column(String(16), default="", server_default="")
     step: Mapped[int] = mapped_column(Integer, default=0)
     total: Mapped[int] = mapped_column(Integer, default=0)
     loss: Mapped[float | None] = mapped_column(Float, default=None)
+    # The whole job's seconds left (None: no honest estimate), written by the worker each second.
     eta_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    # The whole job's share done, 0 to 1, only ever raised (storage.jobs.set_progress).
+    progress: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     message: Mapped[str] = mapped_column(Text, default="")
     log: Mapped[str] = mapped_column(Text, default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
