@@ -25,6 +25,7 @@ import numpy as np
 from core.evaluation.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
+from core.retrieval.rule import rank
 
 UNSCORED = -1.0  # an intent with no example outside the row's fold
 CHUNK = 1024  # held-out rows compared at a time (bounds memory for large pools)
@@ -49,7 +50,7 @@ class OutOfFold:
 
     @property
     def predicted(self) -> list[str]:
-        return [self.intents[j] for j in np.argmax(self.scores, axis=1)]
+        return [str(name) for name in rank((self.intents, self.scores)).intents]
 
     def column(self, intent: str) -> int:
         return self.intents.index(intent)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
-from core.retrieval.tops import Tops, tops
+from core.retrieval.rule import Tops
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
@@ -292,10 +292,9 @@ class Predictor:
         show: int = 0,
     ) -> Tops:
         """What :meth:`rank` puts first for each query (the top intent, its score, the margin),
-        equal to it, without its evidence (:func:`core.retrieval.tops.tops`): for many queries
+        equal to it, without its evidence (:func:`core.retrieval.rule.tops`): for many queries
         at once (an evaluation, a parity check, a map)."""
-        return tops(
-            self.index,
+        return self.index.tops(
             np.asarray(vectors),
             k=self.k,
             show=show,
