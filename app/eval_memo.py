@@ -51,7 +51,7 @@ _SOURCES = (
     "core/evaluation/scoring.py",
     "core/evaluation/multilabel.py",
     "core/evaluation/space.py",
-    "core/evaluation/folds.py",
+    "core/folds.py",
     "core/retrieval/knn.py",
     "core/retrieval/rule.py",
     "core/retrieval/scores.py",

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
+from core.folds import fold_assignments
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import DEFAULT_RULE
 from core.retrieval.predictor import Predictor
