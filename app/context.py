@@ -21,6 +21,7 @@ from app.pool_heads import HeadFitter
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
 from app.project_settings import encodes_context
 from app.services.int8 import INT8_DIR, serves_int8
+from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
@@ -90,6 +91,8 @@ class AppContext:
         # calibrates a pool again once its rows changed, off the path of the label that changed
         # them (its last thresholds serve meanwhile: app.pools.calibrate_snapshot)
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
+        # files uploaded through the UI and not used up yet (app.uploads.UploadGate records them)
+        self.uploads = Uploads()
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)

@@ -291,21 +291,44 @@ def has_queued_jobs(s: Session, *, older_than: float) -> bool:
 
 
 def reap_lost_jobs(s: Session, pending: Collection[int], *, older_than: float) -> int:
-    """Fail the queued jobs older than ``older_than`` seconds whose message the queue no longer
-    holds (``pending``: the job ids it does hold), e.g. Redis restarted without persistence: no
-    worker will ever start them, and they would block the project's next retrain. Returns how
-    many."""
-    cutoff = utcnow() - timedelta(seconds=older_than)
+    """Fail the queued jobs whose message the queue no longer holds (``pending``: the job ids it
+    does hold), e.g. Redis restarted without persistence: no worker will ever start them, and they
+    would block the project's next retrain. Returns how many.
+
+    A worker takes a job's message off the queue first and claims its row a moment later (up to
+    the database's busy timeout): a job missing from the queue may be one a worker is taking.
+    So a job is failed only when it was queued more than ``older_than`` seconds ago and its
+    message was missing at two looks at least ``older_than`` seconds apart: the first look marks
+    when it was first missed (in ``heartbeat_at``, unused while a job is queued), a look that
+    finds the message again clears the mark, and the failure is one ``UPDATE … WHERE status =
+    'queued'``, so a claim in between always wins."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=older_than)
     n = 0
-    for job in s.scalars(
-        select(TrainingJob).where(TrainingJob.status == "queued", TrainingJob.created_at < cutoff)
-    ):
-        if job.id not in pending:
-            job.status = "failed"
-            job.message = (
-                "the training queue lost this job (restarted without its data?); nothing was "
-                "trained: retrain again"
+    for job_id, missed_at in s.execute(
+        select(TrainingJob.id, TrainingJob.heartbeat_at).where(
+            TrainingJob.status == "queued", TrainingJob.created_at < cutoff
+        )
+    ).all():
+        still_queued = (TrainingJob.id == job_id) & (TrainingJob.status == "queued")
+        if job_id in pending:
+            if missed_at is not None:
+                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=None))
+            continue
+        if missed_at is None or missed_at > cutoff:
+            if missed_at is None:  # first missed now: a worker may be claiming it
+                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=now))
+            continue
+        n += s.execute(
+            update(TrainingJob)
+            .where(still_queued)
+            .values(
+                status="failed",
+                message=(
+                    "the training queue lost this job (restarted without its data?); nothing "
+                    "was trained: retrain again"
+                ),
+                finished_at=now,
             )
-            job.finished_at = utcnow()
-            n += 1
+        ).rowcount  # type: ignore[attr-defined]
     return n

@@ -139,25 +139,23 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
             print(json.dumps(r, ensure_ascii=False))
         return
     if args.format == "csv":
-        import csv
-
+        from app.formats import csv_line
         from app.formats import spreadsheet_safe as safe
 
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"])
+        head = ["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"]
+        sys.stdout.write(csv_line(head))
         for r in results:
             best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
-            w.writerow(
-                [
-                    safe(r["text"]),
-                    safe("|".join(r["labels"])),  # the decision: empty when out of scope
-                    r["score"],
-                    r["margin"],
-                    safe(best["text"]),
-                    best["similarity"],
-                    int(bool(r.get("oos"))),
-                ]
-            )
+            cells = [
+                safe(r["text"]),
+                safe("|".join(r["labels"])),  # the decision: empty when out of scope
+                r["score"],
+                r["margin"],
+                safe(best["text"]),
+                best["similarity"],
+                int(bool(r.get("oos"))),
+            ]
+            sys.stdout.write(csv_line(str(c) for c in cells))  # a CR in a text is quoted
         return
     for r in results:
         print(f"{r['text']}\n  → {_decision(r)} ({r['score']:.3f}, margin {r['margin']:.3f})")

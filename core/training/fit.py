@@ -161,7 +161,8 @@ def train_encoder(
     if config.method == "lora":
         attach_lora(model, config)
         kind = "adapter"
-    else:
+    else:  # a job queued before the request checked it: a message, not PyTorch's error
+        config.check_layers(getattr(_transformer(model).config, "num_hidden_layers", None))
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
 
     shots = estimate_shots(labels)
