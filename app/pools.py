@@ -331,7 +331,9 @@ _CALIBRATION_CODE = (
     "core/evaluation/oos.py",
     "core/folds.py",
     "core/retrieval/knn.py",
+    "core/retrieval/rule.py",
     "core/retrieval/scores.py",
+    "core/retrieval/store.py",
     "core/retrieval/predictor.py",
 )
 
