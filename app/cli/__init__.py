@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
     cmd_backup,
@@ -300,3 +300,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        close_contexts()

@@ -57,10 +57,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             else:
                 time.sleep(1.0)
     except KeyboardInterrupt:
-        retrain_jobs.cancel(ctx, view.id)
-        print("cancelling…", flush=True)
-        if runner is not None:
-            runner.join(30)
+        view = retrain_jobs.cancel(ctx, view.id)
+        print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
+    if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
+        runner.join(60)  # cut off at exit aborts the process)
         view = retrain_jobs.job(ctx, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
@@ -179,7 +179,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
-        results = predict(ctx, project(ctx, args.project), texts, k=args.k, contexts=turns)
+        p = project(ctx, args.project)
+        # a multi-label pool whose head is neither in its version nor kept fits one: predict
+        # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
+        ctx.pool(p.id)
+        ctx.heads.settle(600)
+        results = predict(ctx, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 

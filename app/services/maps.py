@@ -32,7 +32,7 @@ from app.access import ProjectHandle
 from app.context import AppContext
 from app.plots import scatter_map, side_by_side
 from app.services.map_store import MapView, store
-from app.services.versions import ACTIVE, Version, resolve_factory
+from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import (
@@ -49,7 +49,6 @@ from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
 from storage.pool_state import pool_stamp
 from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
-from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
 
@@ -127,22 +126,11 @@ def map_factory(
     ctx: AppContext, p: ProjectHandle, version: Version
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory a map of ``version`` is drawn (and its points explained) with, and
-    its label: the active version in the space that serves it (its int8 copy when it serves
-    int8, :meth:`AppContext.serving_encoder`: the vectors the live pool, the queue and the test
-    split already have, so a first map encodes nothing more; its colours are what Try answers),
-    any other version in its own space (:func:`resolve_factory`)."""
-    if version not in (None, ACTIVE):
-        return resolve_factory(ctx, p, version)
-    pid, base, settings = p.id, p.base_encoder, dict(p.settings or {})
-    with ctx.db.session() as s:
-        mv = active_version(s, pid)
-    factory = ctx.predictor_factory(
-        pid,
-        ctx.serving_encoder(mv, base, settings),
-        label_encoder=ctx.label_encoder_for_version(mv),
-        head=ctx.version_head(mv),
-    )
-    return factory, (f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}")
+    its label: the version in the space that serves it (its int8 copy when it serves int8,
+    :func:`resolve_factory`): for the active version the vectors the live pool, the queue and
+    the test split already have, so a first map encodes nothing more; its colours are what Try
+    answers."""
+    return resolve_factory(ctx, p, version)
 
 
 def _view(
