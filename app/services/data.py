@@ -246,21 +246,6 @@ def move_split(ctx: AppContext, p: ProjectHandle, utterance_ids: list[int], spli
     return len(utterance_ids)
 
 
-def edit_text(
-    ctx: AppContext,
-    p: ProjectHandle,
-    utterance_id: int,
-    text: str,
-    *,
-    expected_version: int | None = None,
-) -> dict[str, Any]:
-    with writing(ctx, p) as s:
-        row = repo.update_utterance(
-            s, p.id, utterance_id, text=text, expected_version=expected_version, user_id=p.actor.id
-        )
-    return asdict(row)
-
-
 def delete_in(
     s: Session,
     p: ProjectHandle,

@@ -231,12 +231,6 @@ def submit_in(
     return f"#{utterance_id} → {', '.join(row.labels)}{agreed}."
 
 
-def annotators_of(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> list[int]:
-    """The ids of the users asked to label the utterance (none: not a team item)."""
-    with ctx.db.session() as s:
-        return repo.assignees(s, p.id, [utterance_id]).get(utterance_id, [])
-
-
 def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | None) -> bool:
     """Take back the acting user's answer to an item assigned to them (the queue's undo) and
     the label it made, if any. False when they have no answer there (nothing done). An accepted
