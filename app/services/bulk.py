@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from storage import guard
 from storage import utterances as repo
 from storage.bulk_labels import Labelled, label_rows
 from storage.db import Session
-from storage.errors import ConflictError, StorageError
+from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.names import project_index
 
 logger = logging.getLogger(__name__)
@@ -207,7 +208,8 @@ def label_many(
     and one Undo of its batch takes them back.
 
     Raises:
-        StalePreview: the rows to change are not the previewed ones.
+        StalePreview: the rows to change are not the previewed ones (or one was deleted).
+        ValueError: a ``token`` that no preview gives (malformed input, not a stale preview).
         ItemLockedError: ``all_or_nothing`` and an item the user may not change now.
     """
     target = parse_label_input(labels)
@@ -254,8 +256,21 @@ def _checked(
     all_or_nothing: bool,
 ) -> tuple[BulkPlan, dict[int, int]]:
     """The plan of the change as the rows are now (in the write transaction) and the versions
-    of its rows, refused when it is not what the preview said."""
-    plan, versions = _plan_versions(s, p, ids, target, relabel_labelled)
+    of its rows, refused when it is not what the preview said (a previewed row deleted since
+    included: the preview is stale, not the request malformed)."""
+    if token is not None and not re.fullmatch(r"[0-9a-f]{16}", token):
+        raise ValueError(
+            "This is not a preview's token: preview first (`preview: true`) and send the "
+            "`token` it answers. Nothing was changed."
+        )
+    try:
+        plan, versions = _plan_versions(s, p, ids, target, relabel_labelled)
+    except NotFoundError as exc:
+        if token is None and expected is None:
+            raise
+        raise StalePreview(
+            f"{exc} It was deleted since the preview. Preview again. Nothing was changed."
+        ) from exc
     if all_or_nothing:
         guard.check(s, p.id, list(plan.protected))
     stale = (token is not None and token != plan.token) or (

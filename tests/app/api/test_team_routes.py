@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from app.services import bundles as bundle_svc
+from app.services import data as data_svc
 from tests.app.api.conftest import bearer
 from tests.handles import live
 
@@ -75,6 +76,37 @@ def test_a_bulk_label_applies_what_its_preview_said_and_one_undo_reverts_it(clie
     assert _intents_of(client, [ids[NEW_TEXTS[0]]]) == {ids[NEW_TEXTS[0]]: ["track_order"]}
     r = client.post(f"{DEMO}/undo", json={"batch": "no-such-batch"})
     assert r.status_code in (400, 404) and "error" in r.json()
+
+
+def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, demo):
+    """Issue 45 row 10: applying a preview whose rows changed since (one labelled, one deleted)
+    is refused with 409 and a clear message, nothing changed; a token no preview gives, or an
+    intent name no project may have, is bad input: 400."""
+    ids = _unlabelled(client, NEW_TEXTS)
+    body = {"ids": list(ids.values()), "intents": ["lost_parcel"]}
+    token = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()["token"]
+
+    client.post(f"{DEMO}/label", json={"text": NEW_TEXTS[0], "intents": ["track_order"]})
+    r = client.post(f"{DEMO}/label/bulk", json={**body, "token": token})
+    assert r.status_code == 409 and "Preview again" in r.json()["error"]
+
+    token = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()["token"]
+    data_svc.delete_utterance(ctx, live(ctx, demo), ids[NEW_TEXTS[1]])
+    r = client.post(f"{DEMO}/label/bulk", json={**body, "token": token})
+    assert r.status_code == 409, r.text
+    assert "deleted since the preview" in r.json()["error"] and "Preview again" in r.json()["error"]
+    assert _intents_of(client, [ids[NEW_TEXTS[2]]]) == {ids[NEW_TEXTS[2]]: []}  # nothing changed
+
+    body = {"ids": [ids[NEW_TEXTS[2]]], "intents": ["lost_parcel"]}
+    r = client.post(f"{DEMO}/label/bulk", json={**body, "token": "not a token"})
+    assert r.status_code == 400 and "not a preview's token" in r.json()["error"]
+    long = {**body, "intents": ["x" * 500]}
+    token = client.post(f"{DEMO}/label/bulk", json={**long, "preview": True}).json()["token"]
+    r = client.post(f"{DEMO}/label/bulk", json={**long, "token": token})
+    assert r.status_code == 400 and "at most" in r.json()["error"]
+    r = client.post(f"{DEMO}/label/bulk", json={"ids": [10**9], "intents": [], "preview": True})
+    assert r.status_code == 404  # an id that never was: no preview to be stale
+    assert _intents_of(client, [ids[NEW_TEXTS[2]]]) == {ids[NEW_TEXTS[2]]: []}
 
 
 def test_projects_are_listed_for_a_viewer_and_created_by_an_admin_only(team):
