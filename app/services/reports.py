@@ -112,12 +112,15 @@ def _filename(project: str, version: str, static: bool) -> str:
 
 class _Made:
     """The reports of one app context: one lock per project (one report of a project is built
-    at a time) and the newest report of each project with what it was made from."""
+    at a time) and the newest report of each project and kind (static or not) with what it was
+    made from. Kept per kind so that asking for the two kinds in turn builds each once, not at
+    every request (a viewer may ask: the cost anyone causes is one build per project state and
+    kind)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.building: dict[int, threading.Lock] = {}
-        self.made: dict[int, tuple[tuple[Any, ...], Path]] = {}
+        self.made: dict[tuple[int, bool], tuple[tuple[Any, ...], Path]] = {}
 
     def project_lock(self, pid: int) -> threading.Lock:
         with self.lock:
@@ -141,8 +144,11 @@ def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple
     with ctx.db.session() as s:
         stamp = pool_stamp(s, pid)
     team = json.dumps(team_answers.report_view(ctx, p), sort_keys=True, default=str)
-    root = map_svc.store(ctx).root  # a projection landed since (the UMAP maps): drawn anew
-    maps = () if static or not root.is_dir() else tuple(sorted(f.name for f in root.glob("*.npz")))
+    # a UMAP projection landed since: the maps are drawn anew with it (the PCA ones a build
+    # itself stores do not count, or a first interactive report would never be the same again)
+    root = map_svc.store(ctx).root
+    umap = () if static or not root.is_dir() else root.glob("*__umap__*.npz")
+    maps = tuple(sorted(f.name for f in umap))
     return pid, (stamp, team, maps, static)
 
 
@@ -164,15 +170,17 @@ def build_report(
 
     One report of a project is built at a time (a second request waits for the first); a
     report of a project whose data, settings, active version, team agreement and maps are
-    unchanged since its last report is that report again (copied to ``out`` when one is
-    given), not built again.
+    unchanged since its last report of that kind (static or not) is that report again (copied
+    to ``out`` when one is given), not built again. A viewer may ask for it (the README's roles:
+    viewers download the report); what anyone's requests cost is one build per state of the
+    project and kind, never two of a project at once.
     """
     reports = _reports(ctx)
     pid, made_of = _inputs(ctx, p, static)
     with reports.project_lock(pid):
         p = open_project(ctx, p.id, p.actor)  # what the report waited for may have moved
         pid, made_of = _inputs(ctx, p, static)
-        last = reports.made.get(pid)
+        last = reports.made.get((pid, static))
         if last is not None and last[0] == made_of and last[1].is_file():
             if out is None or Path(out) == last[1]:
                 return last[1]
@@ -180,7 +188,7 @@ def build_report(
             shutil.copyfile(last[1], out)
             return Path(out)
         path = _build(ctx, p, out, static=static)
-        reports.made[pid] = (made_of, path)
+        reports.made[(pid, static)] = (made_of, path)
         return path
 
 
