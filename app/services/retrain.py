@@ -221,7 +221,7 @@ def run_retrain(
         ref_factory = (
             base_factory
             if active is None
-            else ctx.serving_factory(project_id, active, base, settings)
+            else ctx.version_factory(project_id, active, base, settings, served=True)
         )
         # the frozen base and the active version serve a head fitted with the default options
         # (AppContext.space_head); measured on these rows before, they are read, not measured
