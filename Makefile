@@ -56,11 +56,18 @@ $(STAMP_DEV): $(VENV)/bin/python
 	$(PREPARE)
 	touch $@
 
+# Debian packages go in through .ci/apt-install.sh: while another install holds apt's lock it
+# waits, up to APT_LOCK_WAIT seconds (600), instead of failing at once.
+APT_INSTALL := sh .ci/apt-install.sh
+# The servers the team tests start; found on PATH or in Debian's PostgreSQL folder.
+PG_INITDB ?= $(firstword $(shell command -v initdb) $(wildcard /usr/lib/postgresql/*/bin/initdb))
+REDIS_SERVER ?= $(shell command -v redis-server)
+
 # Browser tests drive Debian's Chromium through Playwright; no browser is ever downloaded.
 browser:
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    $(APT_INSTALL) chromium >/dev/null \
 	      || echo "warning: could not install chromium; browser tests will be skipped"; \
 	  else echo "warning: $(CHROMIUM) missing and cannot apt-get; browser tests will be skipped"; fi; \
 	fi
@@ -69,12 +76,11 @@ browser:
 # installed when missing like Chromium; without them those tests are skipped with a message.
 servers:
 	@missing=""; \
-	if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-	  missing="$$missing postgresql"; fi; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	[ -n "$(PG_INITDB)" ] || missing="$$missing postgresql"; \
+	[ -n "$(REDIS_SERVER)" ] || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	    $(APT_INSTALL) $$missing >/dev/null \
 	      || echo "warning: could not install$$missing; the team tests will be skipped"; \
 	  else echo "warning:$$missing missing and cannot apt-get; the team tests will be skipped"; fi; \
 	fi

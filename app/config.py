@@ -28,6 +28,7 @@ ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
 ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
 ENV_INT8 = "INTENT_STUDIO_INT8"
+ENV_PUBLIC_HOST = "INTENT_STUDIO_PUBLIC_HOST"
 # Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
 DEPLOYMENT = "deployment"
 QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -57,6 +58,10 @@ class Settings:
     # Whether a retrain exports and checks the version's int8 copy (seconds per retrain); off:
     # every project serves fp32.
     int8: bool = True
+    # Host names the app answers to besides its loopback names (single-user mode refuses any
+    # other ``Host``: DNS rebinding), and whose origins may call it from a browser; ``name`` or
+    # ``name:port``.
+    public_hosts: tuple[str, ...] = ()
 
     @property
     def local_workers(self) -> bool:
@@ -146,6 +151,9 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         artifacts_url=os.environ.get(ENV_ARTIFACTS_URL, "").strip() or None,
         job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,
         int8=_switch(ENV_INT8, default=True),
+        public_hosts=tuple(
+            h.strip().lower() for h in os.environ.get(ENV_PUBLIC_HOST, "").split(",") if h.strip()
+        ),
     )
 
 

@@ -10,32 +10,29 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
-from app.pool_heads import HeadFitter
+from app.pool_heads import HeadFitter, HeadStore, head_key
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
-from app.project_settings import encodes_context
-from app.services.int8 import INT8_DIR, serves_int8
+from app.project_settings import as_encoded, encodes_context
+from app.services.int8 import INT8_DIR, load_int8, serves_int8
+from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
-from core.encoding.fair_share import SHARED
-from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.evaluation.data import EvalData
 from core.evaluation.version_metrics import VersionMetrics
-from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from core.multilabel.head import HEAD_DIR, Cancelled, MultiLabelHead, load_head
 from core.multilabel.rule import is_multilabel
 from core.multilabel.tuning import fit_head
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
-from storage.datasets import SnapshotRow
 from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import get_project
@@ -48,16 +45,6 @@ logger = logging.getLogger(__name__)
 # A pool's new calibration starts once its rows stopped changing for this long (an annotator's
 # labels in a burst share one; 0.1 s of CPU for BANKING77's 770 examples).
 CALIBRATION_SETTLE_S = 0.3
-
-_Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
-
-
-def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
-    """The rows with ``text`` as the encoder sees it: after the row's context when the project
-    encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
-    if not encodes_context(settings):
-        return list(rows)
-    return [replace(r, text=with_context(r.text, r.context)) if r.context else r for r in rows]
 
 
 class JobQueue(Protocol):
@@ -87,9 +74,12 @@ class AppContext:
         self.enqueue: JobQueue | None = None
         # fits the heads of multi-label pools whose version has none (app.pool_heads)
         self.heads = HeadFitter(self._fit_pool_head)
+        self.kept_heads = HeadStore(self.cache.root / "heads" if self.cache.root else None)
         # calibrates a pool again once its rows changed, off the path of the label that changed
         # them (its last thresholds serve meanwhile: app.pools.calibrate_snapshot)
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
+        # files uploaded through the UI and not used up yet (app.uploads.UploadGate records them)
+        self.uploads = Uploads()
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)
@@ -141,12 +131,30 @@ class AppContext:
         with self._lock:
             if key not in self._int8:
                 try:
-                    self._int8[key] = OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
+                    self._int8[key] = load_int8(folder)
                 except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
                     logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
                     self._int8[key] = None
             int8 = self._int8[key]
         return int8 if int8 is not None else self.encoder_for_version(mv, base)
+
+    def serving_factory(
+        self,
+        project_id: int,
+        mv: ModelVersion | None,
+        base: str,
+        settings: dict[str, object] | None,
+    ) -> PredictorFactory:
+        """:meth:`version_factory` in the space that serves the version: its int8 copy when it
+        passed parity and the project allows it (:meth:`serving_encoder`), else its fp32
+        encoder. The live pool, a version's recorded and live evaluations and its map are its
+        Predictors, so what a version shows is what it answers."""
+        return self.predictor_factory(
+            project_id,
+            self.serving_encoder(mv, base, settings),
+            label_encoder=self.label_encoder_for_version(mv),
+            head=self.version_head(mv),
+        )
 
     def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
         """The multi-label head stored in a model version (None when it has none)."""
@@ -166,16 +174,27 @@ class AppContext:
         return data if is_multilabel(data.train_labels) else None
 
     def space_head(
-        self, project_id: int, encoder: TextEncoder, data: EvalData | None = None
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        data: EvalData | None = None,
+        should_cancel: Callable[[], bool] | None = None,
     ) -> MultiLabelHead | None:
         """The multi-label head of ``encoder``'s space when its version has none: fitted with
         the default options on :meth:`head_data` (``data``, when already read), as a retrain's
-        evaluation fits one (:func:`core.multilabel.tuning.fit_head`); None when single-label."""
+        evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
+        on disk (:class:`app.pool_heads.HeadStore`); None when single-label."""
         data = data if data is not None else self.head_data(project_id)
         if data is None:
             return None
+        key = head_key(encoder, data)
+        kept = self.kept_heads.get(key)
+        if kept is not None:
+            return kept
         vectors = self.cache.encode(cast(CachedEncoder, encoder), data.train_texts)
-        return fit_head(vectors, data.train_labels)
+        head = fit_head(vectors, data.train_labels, should_cancel=should_cancel)
+        self.kept_heads.put(key, head)
+        return head
 
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
         """The project's active model version (None = frozen base) and its base encoder name."""
@@ -301,10 +320,14 @@ class AppContext:
             )
         if fresh:
             head = self.version_head(mv)
+            data = self.head_data(project_id) if head is None else None
+            kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
             factory = self.predictor_factory(project_id, encoder, label_encoder=label, head=head)
             with self._lock:
                 pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
                 pool.fits_head = head is None
+                if kept is not None:  # the head this space had: served from the start
+                    pool.predictor.head, pool.head_data = kept, data
                 a = factory.anchors
                 pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
                 self._pools[project_id] = pool
@@ -334,7 +357,14 @@ class AppContext:
         data = self.head_data(project_id)
         if data is not None and data == pool.head_data and pool.predictor.head is not None:
             return
-        head = self.space_head(project_id, pool.encoder, data) if data is not None else None
+        try:
+            head = (
+                self.space_head(project_id, pool.encoder, data, lambda: self.heads.closed)
+                if data is not None
+                else None
+            )
+        except Cancelled:  # the app is closing
+            return
         with self._lock:
             current = self._pools.get(project_id) is pool
         if current:

@@ -14,8 +14,8 @@ not locked, and has not changed password since signing in); one that fails is dr
 Gradio's sessions at once, so the page shows the sign-in form and the API answers 401.
 :class:`SignInForm` guards the sign-in form itself: a post from another site is refused (login
 CSRF: its ``Origin``, or else ``Referer``, must be this server), the form's size is bounded, the
-client's address is handed to the rate limit (:mod:`app.sign_in`), and the session cookie is
-``SameSite=Lax`` and ``HttpOnly``.
+client's address is handed to the rate limit (:mod:`app.sign_in`), and the session cookies (set
+on sign-in, cleared on sign-out) are ``SameSite=Lax``, ``HttpOnly``, and ``Secure`` over TLS.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import anyio.to_thread
 from app import http_body
 from app.limits import EVENTS_QUEUED_PER_USER, MAX_SIGN_IN_BODY_BYTES
 from app.sign_in import ADDRESS
+from storage.errors import DatabaseUnavailable
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -169,7 +170,12 @@ class SignInRequired:
             await self.app(scope, receive, send)
             return
         if self.sessions is not None and not scope["path"].startswith(STATIC_PREFIXES):
-            await self.sessions.check(scope)
+            try:
+                await self.sessions.check(scope)
+            except DatabaseUnavailable as exc:  # who it is cannot be checked now
+                if scope["type"] == "http":
+                    await http_body.answer(send, 503, str(exc), [(b"retry-after", b"1")])
+                return
         user = session_user(scope) if scope["type"] == "http" and _queues_an_event(scope) else None
         if user is not None:  # joining Gradio's queue: within the user's share
             waiting = self._joining[user] + queued_events(scope.get("app"), user)
@@ -203,6 +209,8 @@ class SignInRequired:
 
 
 SIGN_IN_PATHS = frozenset({"/login", "/login/"})
+# The routes that set (sign in) or clear (sign out) Gradio's session cookies.
+COOKIE_PATHS = SIGN_IN_PATHS | {"/logout", "/logout/"}
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -233,12 +241,28 @@ def same_site(scope: Scope) -> bool:
     return bool(host) and urlsplit(source).netloc.lower() == host
 
 
-def _strict_cookie(value: bytes) -> bytes:
+def _strict_cookie(value: bytes, *, tls: bool = False) -> bytes:
     """A ``Set-Cookie`` value with ``SameSite=Lax`` (Gradio sets ``None`` on one of its two
-    session cookies, for embedding in other sites) and ``HttpOnly``."""
+    session cookies, for embedding in other sites) and ``HttpOnly``; and ``Secure`` over TLS
+    (Gradio sets it on one only: the other is for plain HTTP, where a browser drops a Secure one).
+
+    Example:
+        >>> _strict_cookie(b"access-token-unsecure-x=t; Path=/", tls=True)
+        b'access-token-unsecure-x=t; Path=/; HttpOnly; SameSite=Lax; Secure'
+    """
     parts = [p.strip() for p in value.decode("latin-1").split(";")]
-    kept = [p for p in parts if p.split("=")[0].strip().lower() not in ("samesite", "httponly")]
-    return "; ".join([*kept, "HttpOnly", "SameSite=Lax"]).encode("latin-1")
+    flags = ("samesite", "httponly", "secure") if tls else ("samesite", "httponly")
+    kept = [p for p in parts if p.split("=")[0].strip().lower() not in flags]
+    return "; ".join([*kept, "HttpOnly", "SameSite=Lax", *(["Secure"] if tls else [])]).encode(
+        "latin-1"
+    )
+
+
+def over_tls(scope: Scope) -> bool:
+    """Whether the request came over HTTPS: served with TLS, or through a proxy whose
+    ``X-Forwarded-Proto: https`` uvicorn trusts (``FORWARDED_ALLOW_IPS``, 127.0.0.1 by default:
+    it sets the scheme)."""
+    return scope.get("scheme") in ("https", "wss")
 
 
 class SignInForm:
@@ -250,18 +274,12 @@ class SignInForm:
         self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or scope["path"] not in SIGN_IN_PATHS
-        ):
+        if scope["type"] != "http" or scope["path"] not in COOKIE_PATHS:
             await self.app(scope, receive, send)
             return
-        if not same_site(scope):
-            await http_body.answer(send, 403, "Sign in from this server's own page.")
-            return
         cookie_id = getattr(scope.get("app"), "cookie_id", "")
-        sessions = self.sessions
+        sessions = self.sessions if scope["path"] in SIGN_IN_PATHS else None
+        tls = over_tls(scope)
 
         async def send_strict(message: Message) -> None:
             if message.get("type") == "http.response.start":
@@ -273,11 +291,17 @@ class SignInForm:
                             f"access-token-unsecure-{cookie_id}"
                         ):
                             sessions.started(rest.split(b";")[0].decode("latin-1"))
-                        value = _strict_cookie(value)
+                        value = _strict_cookie(value, tls=tls)
                     headers.append((key, value))
                 message = {**message, "headers": headers}
             await send(message)
 
+        if scope.get("method") != "POST" or scope["path"] not in SIGN_IN_PATHS:
+            await self.app(scope, receive, send_strict)  # signing out: its cookies too
+            return
+        if not same_site(scope):
+            await http_body.answer(send, 403, "Sign in from this server's own page.")
+            return
         client = scope.get("client") or ("", 0)
         token = ADDRESS.set(str(client[0]))
         try:

@@ -3,7 +3,7 @@ password hashing, one-line predictions per user. The README's "Security" section
 these names, and a test checks that the two agree.
 
 Example:
-    >>> MAX_API_BODY_BYTES // 1024 // 1024, SIGN_IN_FAILURES_PER_NAME
+    >>> MAX_API_BODY_BYTES // 1024 // 1024, SIGN_IN_FAILURES_PER_NAME_AND_ADDRESS
     (2, 5)
 """
 
@@ -16,13 +16,20 @@ MAX_API_BODY_BYTES = 2 * 1024 * 1024
 # The sign-in form (a name and a password).
 MAX_SIGN_IN_BODY_BYTES = 16 * 1024
 
-# Sign-in: failed attempts counted over a sliding window, per user name and per address; past
-# either limit an attempt is refused (429 with Retry-After) before its password is hashed.
+# Sign-in: failed attempts counted over a sliding window, per user name and address, per address,
+# and per name from addresses where it never signed in; past a limit, each next attempt of that
+# kind waits (429 with Retry-After) 1 s, then 2, 4, ... up to SIGN_IN_MAX_DELAY_S after the last
+# failure, before its password is hashed: a delay, never a lock. An address where the name signed
+# in within SIGN_IN_KNOWN_ADDRESS_S is held only by its own failures for that name.
 SIGN_IN_WINDOW_S = 300
-SIGN_IN_FAILURES_PER_NAME = 5
+SIGN_IN_FAILURES_PER_NAME_AND_ADDRESS = 5
 SIGN_IN_FAILURES_PER_ADDRESS = 20
-# Password checks (argon2: 64 MiB, ~0.1-0.2 s of CPU each) run in a thread, this many at once; more
-# sign-ins than SIGN_INS_WAITING waiting for one are refused as busy (429).
+SIGN_IN_FAILURES_PER_NAME = 10
+SIGN_IN_MAX_DELAY_S = 60
+SIGN_IN_KNOWN_ADDRESS_S = 30 * 24 * 3600
+# Password checks (argon2: 64 MiB, ~0.1-0.2 s of CPU each) run in a thread, this many at once; at
+# most SIGN_INS_WAITING wait for one, those from the addresses that failed least first: past it the
+# one that ranks last is refused as busy (429), so a spray's guesses never crowd out a sign-in.
 PASSWORD_HASHES_AT_ONCE = 1
 SIGN_INS_WAITING = 16
 
@@ -32,3 +39,12 @@ LINES_PER_USER = 8
 # Events (UI actions, /gradio_api/call/... requests) one signed-in user may have waiting in
 # Gradio's queue at once; one more is refused as busy (429).
 EVENTS_QUEUED_PER_USER = 32
+
+# Files uploaded through the UI (an import, a model bundle): one request holds one file of
+# app.config.MAX_UPLOAD_BYTES (25 MiB) and its form; one user's uploads waiting for an import hold
+# at most UPLOAD_BYTES_PER_USER, everyone's UPLOAD_BYTES_TOTAL (413 past either); an upload is
+# removed when its import ends, or after UPLOAD_KEPT_S unused. Viewers upload nothing (403).
+UPLOAD_REQUEST_BYTES = 25 * 1024 * 1024 + 64 * 1024
+UPLOAD_BYTES_PER_USER = 64 * 1024 * 1024
+UPLOAD_BYTES_TOTAL = 512 * 1024 * 1024
+UPLOAD_KEPT_S = 3600

@@ -16,11 +16,13 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from fastapi import FastAPI, HTTPException
+from starlette.middleware import Middleware
 
-from app.auth import check_login, session_ok
+from app.auth import LOCAL, actor, check_login, session_ok
 from app.context import AppContext
-from app.http_guard import Sessions
+from app.http_guard import Scope, Sessions, session_user
 from app.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
+from app.uploads import UploadGate, UploadLimits, Uploads
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +78,36 @@ def sessions_for(ctx: AppContext) -> Sessions:
     return Sessions(still_ok)
 
 
+def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
+    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.uploads`): in
+    multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
+    if limits is not None:
+        ctx.uploads = Uploads(limits)
+
+    def user_of(scope: Scope) -> str | None:
+        return session_user(scope) if ctx.settings.multi_user else LOCAL.name
+
+    def refusal(name: str) -> str | None:
+        if not ctx.settings.multi_user:
+            return None
+        try:
+            who = actor(ctx, name)
+        except PermissionError as exc:
+            return str(exc)
+        if who.may("designer"):
+            return None
+        return f"{who.name} is a {who.role}: uploading a file (to import it, or to open a bundle) needs the designer role."
+
+    return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
+
+
 def web_app(
-    ctx: AppContext, *, host: str, port: int, sign_in: SignInLimits | None = None
+    ctx: AppContext,
+    *,
+    host: str,
+    port: int,
+    sign_in: SignInLimits | None = None,
+    uploads: UploadLimits | None = None,
 ) -> FastAPI:
     """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
     from app.api import create_api
@@ -95,4 +125,6 @@ def web_app(
         max_file_size=MAX_UPLOAD_BYTES,
         auth=sign_in_auth(ctx, sign_in) if multi else None,
         sessions=sessions_for(ctx) if multi else None,
+        public_hosts=ctx.settings.public_hosts,
+        uploads=upload_gate(ctx, uploads),
     )

@@ -140,7 +140,7 @@ def main() -> None:
 
     ctx, tokens = _team(Path(tempfile.mkdtemp()) / "data")
     high = 10**9
-    limits = SignInLimits(per_name=high, per_address=high, waiting=high)
+    limits = SignInLimits(per_name_and_address=high, per_name=high, per_address=high, waiting=high)
     app = web_app(ctx, host="127.0.0.1", port=0, sign_in=limits if args.no_sign_in_limit else None)
     base, server = _serve(app)
     try:

@@ -32,15 +32,18 @@ serving, such as an int8 copy, ends there); ``process`` when the CLI process exi
 prediction (:func:`app.services.predict.predict`, what the server's first request pays when
 its start-up warm-up has not built the pool yet) and the next one.
 
-Each round runs ``--retrains`` retrains one after another on the same data directory (each its
-own process: the second retrain finds the first's version active, and the same data). With
-several checkouts (``--peer REV`` archives a commit of this repository into the work folder;
-``--code PATH`` any checkout) the measurements take turns (A B A B ...) so both see the same
-load: timings swing 2-4x on a shared 2-core machine; the load average is recorded with each run.
+``--method`` and ``--set KEY=VALUE`` are passed to ``train`` (default: the fast recipe); each
+run records the device its training ran on. Each round runs ``--retrains`` retrains one after
+another on the same data directory (each its own process: the second retrain finds the first's
+version active, and the same data). With several checkouts (``--peer REV`` archives a commit
+of this repository into the work folder; ``--code PATH`` any checkout) the measurements take
+turns (A B A B ...) so both see the same load: timings swing 2-4x on a shared 2-core machine;
+the load average is recorded with each run.
 
 Usage:
     python -m bench.job_profile --peer b599b03 --code . --repeats 2 --out bench/results/jp.json
     python -m bench.job_profile --device cuda --code .       # on a GPU machine
+    python -m bench.job_profile --method lora --code .       # the LoRA recipe (``--set K=V`` too)
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ imported = time.time()
 totals, local = {}, threading.local()
 marks = {"imported": imported - T0}
 new_encoders, base_encoders = set(), set()
+trained_on = []  # the device each training ran on (its stats)
 
 def _add(phase, wall, cpu):
     t = totals.setdefault(phase, [0.0, 0.0, 0])
@@ -169,7 +173,8 @@ patch("core.encoding.registry", "load_encoder", "model load",
 patch("core.training.model_io", "load_trained", "model load")
 patch("app.services.retrain", "load_trained", after=lambda enc: new_encoders.add(id(enc)),
       everywhere=False)
-patch("core.training.fit", "train_encoder", "training")
+patch("core.training.fit", "train_encoder", "training",
+      after=lambda t: trained_on.append(str(getattr(getattr(t, "model", None), "device", None))))
 patch("core.training.model_io", "TrainedModel.save", "save")
 patch("app.services.evaluation", "evaluate_version", eval_phase)
 patch("core.evaluation.oos", "calibrate_predictor", "calibration")
@@ -196,7 +201,7 @@ from app.cli import main as cli_main
 import contextlib, io
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
-    rc = cli_main(["train", "--project", "banking77"])
+    rc = cli_main(["train", "--project", "banking77", *json.loads(os.environ["JOB_PROFILE_ARGS"])])
 for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
@@ -227,6 +232,8 @@ print(json.dumps({
     "int8": (m.int8 if m else None),
     "steps": ((m.extra or {}).get("steps") if m else None),
     "train_seconds": (m.train_seconds if m else None),
+    "trained_on": trained_on,
+    "cuda_available": (sys.modules["torch"].cuda.is_available() if "torch" in sys.modules else None),
     "log": log[-4000:],
 }), flush=True)
 """
@@ -335,20 +342,26 @@ def build(csv: Path, code: Path, place: Path, device: str) -> Path:
     shutil.rmtree(place, ignore_errors=True)
     place.mkdir(parents=True)
     env = environment(code, pristine, device)
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "app", "import", str(csv), "--project", PROJECT],
         cwd=code,
         env=env,
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if done.returncode != 0:
+        raise RuntimeError(f"import failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
     (place / "built").write_text("")
     return pristine
 
 
-def run_once(code: Path, data: Path, device: str) -> dict[str, Any]:
-    """One ``train`` in a fresh process on ``data``; its phases, marks and the whole process."""
+def run_once(
+    code: Path, data: Path, device: str, train_args: list[str] | None = None
+) -> dict[str, Any]:
+    """One ``train`` in a fresh process on ``data`` (``train_args``: more arguments of the CLI's
+    ``train``, e.g. ``--method lora``); its phases, marks and the whole process."""
     env = environment(code, data, device)
+    env["JOB_PROFILE_ARGS"] = json.dumps(train_args or [])
     load = load_average()
     before = os.times()
     env["JOB_PROFILE_T0"] = repr(time.time())
@@ -477,6 +490,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
     ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
+    )
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -484,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     codes = [peer_checkout(rev, work) for rev in args.peer]
     codes += [c.resolve() for c in args.code] or ([] if codes else [ROOT])
+    train_args = ["--method", args.method] + [a for kv in args.set for a in ("--set", kv)]
     labels = [revision(c) for c in codes]
     csv = project_csv(args.data, work / "banking77-10shot-test.csv")
     pristine = {
@@ -498,13 +516,14 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(data, ignore_errors=True)
             shutil.copytree(pristine[lab], data)
             for r in range(args.retrains):
-                result = run_once(code, data, args.device)
+                result = run_once(code, data, args.device, train_args)
                 runs.append({"code": lab, "turn": turn, "retrain": r, **result})
                 s = summary(result)
                 print(
                     f"{lab} #{turn} retrain {r + 1}: training {s['training']:.1f}s, served "
                     f"{s['served']:.1f}s, process {s['process']:.1f}s (cpu "
-                    f"{s['process cpu']:.1f}s), load {result['load']}",
+                    f"{s['process cpu']:.1f}s), load {result['load']}, trained on "
+                    f"{result.get('trained_on')}",
                     flush=True,
                 )
             for r in range(args.restarts):
@@ -512,7 +531,11 @@ def main(argv: list[str] | None = None) -> int:
                 restarts.append({**found, **restart(code, data, args.device)})
                 print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
             shutil.rmtree(data, ignore_errors=True)
-    print(f"\ndevice {args.device}; load average at the starts: {[r['load'] for r in runs]}")
+    print(
+        f"\ndevice {args.device}, method {args.method} {args.set}; trained on "
+        f"{sorted({d for r in runs for d in r.get('trained_on') or []})}; load average at the "
+        f"starts: {[r['load'] for r in runs]}"
+    )
     print(table(runs, labels, args.retrains))
     for r in range(args.restarts):
         for lab in labels:
@@ -530,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         report = {"codes": dict(zip(labels, map(str, codes), strict=True)), "runs": runs}
         report["restarts"] = restarts
-        args.out.write_text(json.dumps({"device": args.device, **report}, indent=2))
+        head = {"device": args.device, "method": args.method, "settings": args.set}
+        args.out.write_text(json.dumps({**head, **report}, indent=2))
     return 0
 
 

@@ -25,7 +25,9 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
   (``pip install -e .[bench]``).
 - ``mpnet_fast``: the default recipe on all-mpnet-base-v2 (``make mpnet``).
 - ``fast[key=value;...]``: the default with these ``TrainConfig`` settings, e.g.
-  ``fast[fast_passes=6;freeze_layers=2]``.
+  ``fast[fast_passes=6;freeze_layers=2]``; ``convfit[...]`` and ``lora[...]`` the same on those
+  methods, e.g. ``convfit[loss="cos";epochs=1]``; ``budget=true`` gives a ``convfit`` variant
+  ``convfit_budget``'s budget (one pass over the fast default's steps: list ``fast`` first).
 
 Usage:
     python -m bench.train --datasets banking77 --seeds 0 --methods frozen,fast,fast_full
@@ -128,12 +130,18 @@ def unlabelled_pool(folder: Path, shots: list[str], size: int, seed: int) -> lis
     return [rest[i] for i in keep]
 
 
+# Methods that take ``[key=value;...]`` settings: the base method of their ``TrainConfig``.
+CUSTOM = ("fast", "convfit", "lora")
+
+
 def overrides(method: str) -> dict[str, Any] | None:
-    """The settings of a ``fast[key=value;...]`` method (values as JSON, else text), else None."""
-    if not (method.startswith("fast[") and method.endswith("]")):
+    """The settings of a ``fast[key=value;...]`` (or ``convfit[...]``, ``lora[...]``) method,
+    values as JSON, else text, with the base method under ``method``; else None."""
+    base, bracket, rest = method.partition("[")
+    if not (bracket and base in CUSTOM and rest.endswith("]")):
         return None
-    out: dict[str, Any] = {}
-    for item in filter(None, method[5:-1].split(";")):
+    out: dict[str, Any] = {"method": base}
+    for item in filter(None, rest[:-1].split(";")):
         key, _, value = item.partition("=")
         try:
             out[key.strip()] = json.loads(value)
@@ -147,6 +155,8 @@ def config_for(method: str, seed: int, args: Any) -> Any:
 
     custom = overrides(method)
     if custom is not None:
+        if custom.pop("budget", False):  # one pass over the fast default's step budget
+            custom = {"epochs": 1, "max_pairs": (args.fast_steps or 100) * 32, **custom}
         return TrainConfig(**{"seed": seed, **custom})
     if method in ("fast", "mpnet_fast", "fast_selftrain"):
         return TrainConfig(seed=seed)
@@ -310,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
                 if "train_s" in out and "eval_s" in out:
                     out["total_s"] = out["train_s"] + out["eval_s"]
                 row = {"dataset": ds, "shots": args.shots, "seed": seed, "method": method, **out}
+                row["load_1min"] = round(os.getloadavg()[0], 1)  # how shared the cores were
                 logger.info("%s", row)
                 results.append(row)
                 flush(results, args)

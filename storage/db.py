@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.errors import BusyError, ReadOnlyError
+from storage.errors import BusyError, DatabaseUnavailable, ReadOnlyError
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,9 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        # a server that does not answer: refused after 10 s (a request answers 503), not hung
+        args = {"connect_timeout": 10} if url.startswith("postgresql") else {}
+        engine = create_engine(url, pool_pre_ping=True, connect_args=args)
         if engine.dialect.name == "postgresql":
             event.listen(engine, "begin", _postgres_write_lock(busy_timeout))
     event.listen(engine, "before_cursor_execute", _refuse_writes)
@@ -142,11 +144,38 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
+# PostgreSQL's answers that mean "not now" rather than "not this": class 08 (connection
+# exception) and 57P01-57P03 (shut down by an administrator, after a crash, starting up).
+_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def unavailable(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says the database cannot be reached (rather than refusing a statement):
+    a connection lost or refused (the driver had no answer from a server: no SQLSTATE), or a
+    server shutting down or starting up.
+
+    Example:
+        >>> unavailable(OperationalError("SELECT 1", {}, Exception("no such table: x")))
+        False
+    """
+    if exc.connection_invalidated:
+        return True
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    if code is None:  # psycopg's own failures (refused, reset, timed out) carry no SQLSTATE
+        return type(exc.orig).__module__.startswith("psycopg") and isinstance(exc, OperationalError)
+    return str(code).startswith(_UNAVAILABLE_STATES)
+
+
 @contextmanager
 def _busy_as_message() -> Iterator[None]:
     try:
         yield
-    except OperationalError as exc:
+    except DBAPIError as exc:
+        if unavailable(exc):
+            logger.warning("The database does not answer: %s", exc.orig)
+            raise DatabaseUnavailable() from exc
+        if not isinstance(exc, OperationalError):
+            raise
         # SQLite: "database is locked"; PostgreSQL: lock_not_available (55P03) past lock_timeout.
         pgcode = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         if "locked" in str(exc.orig) or "busy" in str(exc.orig) or pgcode == "55P03":

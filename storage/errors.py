@@ -38,3 +38,14 @@ class ReadOnlyError(StorageError, PermissionError):
 class LockedError(StorageError, PermissionError):
     """The user is locked: no sign-in, session or token of theirs counts until an admin unlocks
     them."""
+
+
+class DatabaseUnavailable(Exception):
+    """The database does not answer (PostgreSQL down, restarting or unreachable): nothing was
+    read or changed; the same request may succeed in a moment. Not a ``ValueError``: it is no
+    fault of the request (REST answers 503, as the health check does)."""
+
+    MESSAGE = "The database is not answering; nothing was changed. Try again in a moment."
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)

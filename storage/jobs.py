@@ -147,7 +147,11 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
 
 
 def request_cancel(s: Session, job_id: int) -> JobView:
-    """A queued job is cancelled at once, a running one is asked to stop (within seconds)."""
+    """Cancel a job now: a queued one never starts; a running one ends as cancelled at once
+    (issue 45 row 10: it waited for its worker's next poll, 8-30 s while the encoder loaded), its
+    worker stops at its next poll, and nothing it makes any more counts (:func:`require_running`
+    refuses its version, :func:`finish_job` and the log keep the job's end). A job whose version
+    is registered already (it only prepares the first card's vectors) is left to finish."""
     job = _get(s, job_id)
     if job.status == "queued":
         job.status, job.message, job.finished_at = (
@@ -155,9 +159,14 @@ def request_cancel(s: Session, job_id: int) -> JobView:
             "cancelled before it started",
             utcnow(),
         )
-    elif job.status == "running":
+    elif job.status == "running" and job.model_version_id is None:
         job.cancel_requested = True
-        job.message = "cancelling…"
+        job.status, job.message, job.finished_at = (
+            "cancelled",
+            f"cancelled while {job.phase or 'running'}; the active model is unchanged",
+            utcnow(),
+        )
+        job.log = (job.log + _stamp(job.message))[-LOG_CHARS:]
     return _view(job)
 
 
@@ -172,13 +181,20 @@ def cancel_requested(s: Session, job_id: int) -> bool:
 
 def require_running(s: Session, job_id: int) -> None:
     """Raise :class:`ConflictError` unless the job is still running. Called in the transaction
-    that registers the job's model version, so a job reaped meanwhile cannot register one."""
+    that registers the job's model version, so a job reaped or cancelled meanwhile cannot
+    register one."""
     job = _get(s, job_id)
     if job.status != "running":
         raise ConflictError(
             f"This training job already ended as {job.status} ({job.message}); its model is "
             "discarded and the active model is unchanged."
         )
+
+
+def registered(s: Session, job_id: int, version_id: int) -> None:
+    """Record the job's version in the transaction that registers it: from there on a cancel
+    leaves the job to finish (its version counts)."""
+    _get(s, job_id).model_version_id = version_id
 
 
 def heartbeat(s: Session, job_id: int) -> None:
@@ -193,6 +209,8 @@ def log_line(s: Session, job_id: int, line: str, *, phase: str | None = None) ->
     job = s.get(TrainingJob, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
+        if job.status not in ACTIVE_STATUSES:
+            return  # ended (cancelled, reaped) while its worker went on: its end stays shown
         job.message = line
         if phase is not None:
             job.phase = phase
@@ -213,7 +231,7 @@ def set_progress(
     """The count of a measured phase: ``step`` of ``total`` done, seconds left (None while it is
     being estimated), the last loss (None outside training)."""
     job = s.get(TrainingJob, job_id)
-    if job is not None:
+    if job is not None and job.status in ACTIVE_STATUSES:
         job.phase, job.step, job.total, job.loss, job.eta_seconds = phase, step, total, loss, eta
         job.message = message
         job.heartbeat_at = utcnow()
@@ -291,21 +309,44 @@ def has_queued_jobs(s: Session, *, older_than: float) -> bool:
 
 
 def reap_lost_jobs(s: Session, pending: Collection[int], *, older_than: float) -> int:
-    """Fail the queued jobs older than ``older_than`` seconds whose message the queue no longer
-    holds (``pending``: the job ids it does hold), e.g. Redis restarted without persistence: no
-    worker will ever start them, and they would block the project's next retrain. Returns how
-    many."""
-    cutoff = utcnow() - timedelta(seconds=older_than)
+    """Fail the queued jobs whose message the queue no longer holds (``pending``: the job ids it
+    does hold), e.g. Redis restarted without persistence: no worker will ever start them, and they
+    would block the project's next retrain. Returns how many.
+
+    A worker takes a job's message off the queue first and claims its row a moment later (up to
+    the database's busy timeout): a job missing from the queue may be one a worker is taking.
+    So a job is failed only when it was queued more than ``older_than`` seconds ago and its
+    message was missing at two looks at least ``older_than`` seconds apart: the first look marks
+    when it was first missed (in ``heartbeat_at``, unused while a job is queued), a look that
+    finds the message again clears the mark, and the failure is one ``UPDATE … WHERE status =
+    'queued'``, so a claim in between always wins."""
+    now = utcnow()
+    cutoff = now - timedelta(seconds=older_than)
     n = 0
-    for job in s.scalars(
-        select(TrainingJob).where(TrainingJob.status == "queued", TrainingJob.created_at < cutoff)
-    ):
-        if job.id not in pending:
-            job.status = "failed"
-            job.message = (
-                "the training queue lost this job (restarted without its data?); nothing was "
-                "trained: retrain again"
+    for job_id, missed_at in s.execute(
+        select(TrainingJob.id, TrainingJob.heartbeat_at).where(
+            TrainingJob.status == "queued", TrainingJob.created_at < cutoff
+        )
+    ).all():
+        still_queued = (TrainingJob.id == job_id) & (TrainingJob.status == "queued")
+        if job_id in pending:
+            if missed_at is not None:
+                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=None))
+            continue
+        if missed_at is None or missed_at > cutoff:
+            if missed_at is None:  # first missed now: a worker may be claiming it
+                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=now))
+            continue
+        n += s.execute(
+            update(TrainingJob)
+            .where(still_queued)
+            .values(
+                status="failed",
+                message=(
+                    "the training queue lost this job (restarted without its data?); nothing "
+                    "was trained: retrain again"
+                ),
+                finished_at=now,
             )
-            job.finished_at = utcnow()
-            n += 1
+        ).rowcount  # type: ignore[attr-defined]
     return n

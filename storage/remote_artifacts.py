@@ -183,6 +183,61 @@ class RemoteArtifactStore(ArtifactStore):
         except Exception:
             logger.warning("could not remove %s from %s", key, self.url, exc_info=True)
 
+    # --- backup and restore (app.services.backup) -------------------------------------------
+
+    def committed_keys(self) -> list[str]:
+        """Every object of every committed version, relative to the store's prefix: what a
+        backup copies (temporary keys and uncommitted copies are a dead writer's leftovers)."""
+        self.fs.invalidate_cache()
+        try:
+            found = self.fs.find(self.base)
+        except FileNotFoundError:
+            return []
+        keys = [k[len(self.base) + 1 :] for k in found if k.startswith(self.base + "/")]
+        versions = {posixpath.dirname(k) for k in keys if posixpath.basename(k) == MARKER}
+        return sorted(
+            k
+            for k in keys
+            if posixpath.basename(k) != COPYING
+            and any(k.startswith(v + "/") for v in versions)
+            and not k.startswith(".tmp/")
+        )
+
+    def is_empty(self) -> bool:
+        """Whether the store holds no object at all under its prefix."""
+        self.fs.invalidate_cache()
+        try:
+            return not self.fs.find(self.base)
+        except FileNotFoundError:
+            return True
+
+    def remove_all(self) -> None:
+        """Remove every object under the prefix (a restore into an empty prefix that failed)."""
+        self._rm(self.base)
+        self.fs.invalidate_cache()
+
+    def download(self, key: str, dest: Path) -> None:
+        """Copy object ``key`` (relative to the prefix) to the local file ``dest``."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        self.fs.get_file(f"{self.base}/{key}", str(dest))
+
+    def upload_all(self, folder: Path) -> int:
+        """Copy every file under ``folder`` to the same key under the prefix, each version's
+        marker last (a reader never sees a version committed before its files are there); on a
+        failure, what was copied is removed again. Returns how many files."""
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        files.sort(key=lambda k: posixpath.basename(k) == MARKER)  # markers last
+        done: list[str] = []
+        try:
+            for key in files:
+                self.fs.put_file(str(folder / key), f"{self.base}/{key}")
+                done.append(key)
+        except BaseException:
+            for key in reversed(done):
+                self._rm(f"{self.base}/{key}")
+            raise
+        return len(files)
+
     def verify(self, rel: str, sha256: str) -> bool:
         marker = self._committed(rel)
         return marker is not None and marker.get("sha256") == sha256

@@ -16,6 +16,7 @@ from app import http_body
 from app.auth import token_actor
 from app.context import AppContext
 from app.limits import MAX_API_BODY_BYTES
+from storage.errors import DatabaseUnavailable
 
 PREFIX = "/api/v1/"
 HEALTH = PREFIX + "health"  # for load balancers and containers: no token
@@ -62,6 +63,9 @@ class ApiGate:
                 who = await asyncio.to_thread(token_actor, self.ctx, token)
             except PermissionError as exc:
                 await http_body.answer(send, 401, str(exc), CHALLENGE)
+                return
+            except DatabaseUnavailable as exc:  # the token cannot be checked now
+                await http_body.answer(send, 503, str(exc), [(b"retry-after", b"1")])
                 return
             scope.setdefault("state", {})["actor"] = who
         await http_body.within(scope, receive, send, self.app, self.limit)

@@ -26,7 +26,7 @@ from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for, role
 from app.auth import Actor, acting_as
 from app.services import bulk as bulk_svc
-from app.services import data as data_svc
+from app.services import history
 from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services import versions as versions_svc
@@ -143,7 +143,7 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
 )
 def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
     with acting_as(p.actor):
-        message = data_svc.undo_batch(context(request), p, body.batch)
+        message = history.undo_batch(context(request), p, body.batch)
     return {"message": message}
 
 

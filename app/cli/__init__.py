@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
     cmd_backup,
@@ -214,11 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("backup", help="back up the database and model files into one archive")
+    p = sub.add_parser(
+        "backup",
+        help="back up the database (SQLite, or PostgreSQL with pg_dump) and the model files (a "
+        "folder, or a bucket's committed versions) into one archive, while the app runs",
+    )
     p.add_argument("-o", "--output", required=True, help="the .tar.gz to write")
     p.set_defaults(func=cmd_backup)
 
-    p = sub.add_parser("restore", help="restore a backup into an empty data directory")
+    p = sub.add_parser(
+        "restore",
+        help="restore a backup into an empty data directory, or an empty PostgreSQL database "
+        "and an empty bucket (INTENT_STUDIO_DB_URL, INTENT_STUDIO_ARTIFACTS_URL)",
+    )
     p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
     p.set_defaults(func=cmd_restore)
 
@@ -292,3 +300,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        close_contexts()

@@ -13,11 +13,25 @@ class CliError(Exception):
     """A user error: printed as one message, exit status 2."""
 
 
+# The contexts a command opened: :func:`close_contexts` closes them when it returns, so its
+# background threads (a multi-label head's fit, a calibration) stop before the interpreter does
+# (torch cut off on another thread at exit aborts the process: exit 134, issue 45 row 6).
+_opened: list[Any] = []
+
+
 def context(args: argparse.Namespace) -> Any:
     from app.config import load_settings
     from app.context import AppContext
 
-    return AppContext(load_settings(args.data_dir, args.db_url))
+    ctx = AppContext(load_settings(args.data_dir, args.db_url))
+    _opened.append(ctx)
+    return ctx
+
+
+def close_contexts() -> None:
+    """Close every context a command opened (its background work stopped and waited for)."""
+    while _opened:
+        _opened.pop().close()
 
 
 def project(ctx: Any, name: str | None, need: str = "viewer") -> Any:

@@ -49,41 +49,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sqlite_file(args: argparse.Namespace) -> Path:
-    from app.config import load_settings
-
-    settings = load_settings(args.data_dir, args.db_url)
-    prefix = "sqlite:///"
-    if not settings.database_url.startswith(prefix):
-        raise CliError(
-            "backup covers the built-in SQLite database; back up others with their tools."
-        )
-    if settings.artifacts_remote:
-        raise CliError(
-            "backup covers model files in a local folder; back up the bucket "
-            f"{settings.artifacts_url} with the store's own tools."
-        )
-    return Path(settings.database_url[len(prefix) :])
-
-
 def cmd_backup(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from app.services.backup import backup
+    from app.services.backup import PG_DUMP, backup_deployment
 
     settings = load_settings(args.data_dir, args.db_url)
-    manifest = backup(_sqlite_file(args), settings.artifacts_dir, Path(args.output))
+    manifest = backup_deployment(settings, Path(args.output))
     files = manifest["files"]
-    print(f"Backed up the database and {len(files) - 1} artifact file(s) to {args.output}.")  # type: ignore[arg-type]
+    database = "PostgreSQL database" if PG_DUMP in files else "database"  # type: ignore[operator]
+    where = settings.artifacts_url if settings.artifacts_remote else "the model folder"
+    print(
+        f"Backed up the {database} and {len(files) - 1} model file(s) from {where} to "  # type: ignore[arg-type]
+        f"{args.output}."
+    )
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from app.services.backup import restore
+    from app.services.backup import restore_deployment
 
-    target = load_settings(args.data_dir, None).data_dir
-    manifest = restore(Path(args.file), target)
-    print(f"Restored the backup of {manifest['created_at']} into {target}.")
+    settings = load_settings(args.data_dir, args.db_url)
+    manifest = restore_deployment(Path(args.file), settings)
+    where = "the database" if settings.db_url else str(settings.data_dir)
+    print(f"Restored the backup of {manifest['created_at']} into {where}.")
     return 0
 
 

@@ -52,12 +52,15 @@ def cmd_train(args: argparse.Namespace) -> int:
                 last = line
             if not view.active:
                 break
-            time.sleep(1.0)
+            if runner is not None:  # wakes as soon as the job ends, not at the next second
+                runner.join(1.0)
+            else:
+                time.sleep(1.0)
     except KeyboardInterrupt:
-        retrain_jobs.cancel(ctx, view.id)
-        print("cancelling…", flush=True)
-        if runner is not None:
-            runner.join(30)
+        view = retrain_jobs.cancel(ctx, view.id)
+        print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
+    if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
+        runner.join(60)  # cut off at exit aborts the process)
         view = retrain_jobs.job(ctx, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
@@ -136,25 +139,23 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
             print(json.dumps(r, ensure_ascii=False))
         return
     if args.format == "csv":
-        import csv
-
+        from app.formats import csv_line
         from app.formats import spreadsheet_safe as safe
 
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"])
+        head = ["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"]
+        sys.stdout.write(csv_line(head))
         for r in results:
             best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
-            w.writerow(
-                [
-                    safe(r["text"]),
-                    safe("|".join(r["labels"])),  # the decision: empty when out of scope
-                    r["score"],
-                    r["margin"],
-                    safe(best["text"]),
-                    best["similarity"],
-                    int(bool(r.get("oos"))),
-                ]
-            )
+            cells = [
+                safe(r["text"]),
+                safe("|".join(r["labels"])),  # the decision: empty when out of scope
+                r["score"],
+                r["margin"],
+                safe(best["text"]),
+                best["similarity"],
+                int(bool(r.get("oos"))),
+            ]
+            sys.stdout.write(csv_line(str(c) for c in cells))  # a CR in a text is quoted
         return
     for r in results:
         print(f"{r['text']}\n  → {_decision(r)} ({r['score']:.3f}, margin {r['margin']:.3f})")
@@ -178,7 +179,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
-        results = predict(ctx, project(ctx, args.project), texts, k=args.k, contexts=turns)
+        p = project(ctx, args.project)
+        # a multi-label pool whose head is neither in its version nor kept fits one: predict
+        # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
+        ctx.pool(p.id)
+        ctx.heads.settle(600)
+        results = predict(ctx, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 

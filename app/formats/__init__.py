@@ -52,6 +52,7 @@ from app.formats.intent_files import (
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
+    csv_line,
     from_spreadsheet_safe,
     parse_csv,
     parse_jsonl,
@@ -71,6 +72,7 @@ __all__ = [
     "ParsedFile",
     "Row",
     "agent_format",
+    "csv_line",
     "dump_intent_files",
     "dump_rasa_yaml",
     "dump_slot_book",

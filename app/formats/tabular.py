@@ -343,19 +343,38 @@ def write_csv(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -
     with_context = any(r.context for r in rows)
     extra = [*(["context"] if with_context else []), *(["description"] if described else [])]
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["text", "labels", "split", *extra])
+    buf.write(csv_line(["text", "labels", "split", *extra]))
     for r in rows:
         cells = [r.text, "|".join(r.labels), r.split]
         if with_context:
             cells.append(r.context)
         if described:
             cells.append(_description(r, described))
-        w.writerow([spreadsheet_safe(c) for c in cells])
+        buf.write(csv_line([spreadsheet_safe(c) for c in cells]))
     for name in _undescribed(rows, described):
         cells = ["", name, "", *([""] if with_context else []), described[name]]
-        w.writerow([spreadsheet_safe(c) for c in cells])
+        buf.write(csv_line([spreadsheet_safe(c) for c in cells]))
     return buf.getvalue()
+
+
+# A cell that needs quotes: a comma or quote, or any control character or line or paragraph
+# separator (Python's csv writer leaves a bare CR unquoted when lines end in LF, and a reader
+# or a spreadsheet may take any of these for the end of a record).
+_QUOTE = re.compile(r'[",\x00-\x1f\x7f-\x9f\u2028\u2029]')
+
+
+def csv_line(cells: Iterable[str]) -> str:
+    """One CSV record ending in ``\\n``: a cell is quoted (its quotes doubled) when it holds a
+    comma, a quote or a control character.
+
+    Example:
+        >>> csv_line(["a\\rb", "plain", "x,y"])
+        '"a\\rb",plain,"x,y"\\n'
+    """
+    out = []
+    for cell in cells:
+        out.append('"' + cell.replace('"', '""') + '"' if _QUOTE.search(cell) else cell)
+    return ",".join(out) + "\n"
 
 
 def write_jsonl(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:

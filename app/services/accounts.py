@@ -86,7 +86,8 @@ def set_password(ctx: AppContext, name: str, password: str, *, actor: str) -> No
 
 
 def sign_in_held(ctx: AppContext, what: str, name: str, address: str) -> None:
-    """Record that sign-ins were held back by the rate limit (``what``: "name" or "address")."""
+    """Record that sign-ins were held back by the rate limit (``what``: "name from this
+    address", "address" or "name")."""
     with ctx.db.write() as s:
         record_event(s, "sign_in_held", name, address=address, detail=f"too many failures: {what}")
 

@@ -18,18 +18,31 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.access import ItemPolicy, ProjectHandle, writing
+from app.access import ItemPolicy, ProjectHandle, open_project, writing
 from app.context import AppContext
 from app.services.data import parse_label_input
 from storage import guard
 from storage import utterances as repo
+from storage.bulk_labels import Labelled, label_rows
 from storage.db import Session
-from storage.errors import ConflictError
+from storage.errors import ConflictError, StorageError
 from storage.names import project_index
+
+logger = logging.getLogger(__name__)
+
+# Rows a bulk label changes in one transaction: about 0.6 s of SQLite's write lock on the shared
+# 2 cores under heavy load (bench/RESULTS.md), so a save that comes meanwhile waits for one chunk
+# at most, far within the busy timeout.
+CHUNK_ROWS = 2000
+# Between two chunks the bulk label lets go of the lock this long: SQLite's busy handler retries
+# a waiting writer at most every 100 ms, so a pause a bit longer lets every waiting save in.
+CHUNK_PAUSE_S = 0.12
 
 
 class StalePreview(ConflictError):
@@ -50,6 +63,9 @@ class BulkPlan:
     relabel_labelled: bool
     protected: tuple[int, ...] = ()  # the acting user may not change them now: left as they are
     batch: str = ""  # once applied: the batch that one Undo reverts ("" when nothing changed)
+    # once applied in chunks: rows to change that someone else changed (or locked) while it was
+    # applied, left as they set them (the others are in ``change``)
+    meanwhile: tuple[int, ...] = ()
 
     @property
     def change(self) -> tuple[int, ...]:
@@ -107,12 +123,25 @@ class BulkPlan:
                 f"{len(self.protected)} you may not change now (given to annotators, waiting "
                 "for review, or accepted from their answers) will be left as they are"
             )
+        if self.meanwhile:
+            parts.append(
+                f"{len(self.meanwhile)} changed by someone else while this was applied were left "
+                "as they set them"
+            )
         return "; ".join(parts) + "."
 
 
 def _plan(
     s: Session, p: ProjectHandle, ids: Sequence[int], target: list[str], relabel_labelled: bool
 ) -> BulkPlan:
+    return _plan_versions(s, p, ids, target, relabel_labelled)[0]
+
+
+def _plan_versions(
+    s: Session, p: ProjectHandle, ids: Sequence[int], target: list[str], relabel_labelled: bool
+) -> tuple[BulkPlan, dict[int, int]]:
+    """The plan, and the version of each row it read (a later chunk writes a row only if it is
+    still at that version)."""
     rows = repo.rows_by_id(s, p.id, list(dict.fromkeys(ids)))
     known = project_index(s, p.id)  # "Greet" names the intent greet: rows with it are done
     wanted = tuple(sorted({known.find(name) or name for name in target}))
@@ -121,7 +150,7 @@ def _plan(
     free = [r for r in changing if r.id not in locked]
     fresh = tuple(r.id for r in free if not r.labels)
     others = [r for r in free if r.labels]
-    return BulkPlan(
+    plan = BulkPlan(
         p.id,
         wanted,
         len(rows),
@@ -132,6 +161,7 @@ def _plan(
         relabel_labelled,
         tuple(r.id for r in changing if r.id in locked),
     )
+    return plan, {r.id: r.version for r in rows}
 
 
 def plan_label(
@@ -160,12 +190,21 @@ def label_many(
 ) -> BulkPlan:
     """Label a selection as one batch (one Undo reverts all of it). Already labelled utterances
     are left as they are unless ``relabel_labelled``; items the user may not change now always.
-    Returns what was done.
+    Returns what was done (its ``change``: the rows changed).
 
     ``token``: the :attr:`BulkPlan.token` of the preview shown (or ``expected``: the ids it said
     would change); when given, anything else is refused and nothing changes. ``all_or_nothing``:
     an item the user may not change refuses the whole change instead of being left out (a fix
-    that names its rows).
+    that names its rows), and the change is one transaction whatever its size.
+
+    A selection of more than :data:`CHUNK_ROWS` rows to change is written in short transactions
+    of that many rows (well under a second of write lock each), so that others keep saving meanwhile: the
+    first checks the preview against the rows as they are and writes the first chunk; each
+    next one writes its rows only where they are still as the first found them, and leaves a row
+    someone changed in between as they set it (:attr:`BulkPlan.meanwhile`). Every chunk is a
+    consistent state (whole rows with their labels, split, version and audit event) under the one
+    batch id: a bulk label stopped half-way (a crash, kill -9) keeps the chunks it committed,
+    and one Undo of its batch takes them back.
 
     Raises:
         StalePreview: the rows to change are not the previewed ones.
@@ -174,19 +213,76 @@ def label_many(
     target = parse_label_input(labels)
     batch = str(uuid.uuid4())
     with writing(ctx, p) as s:
-        plan = _plan(s, p, utterance_ids, target, relabel_labelled)
-        if all_or_nothing:
-            guard.check(s, p.id, list(plan.protected))
-        stale = (token is not None and token != plan.token) or (
-            expected is not None and sorted(plan.change) != sorted(expected)
+        plan, versions = _checked(
+            s, p, utterance_ids, target, relabel_labelled, token, expected, all_or_nothing
         )
-        if stale:
-            said = f"{len(expected)} row(s)" if expected is not None else "other rows"
-            raise StalePreview(
-                f"The preview said {said} would change; now {len(plan.change)} would (rows "
-                "were labelled meanwhile, or the selection changed). Preview again. Nothing was "
-                "changed."
-            )
-        for uid in plan.change:
-            repo.set_labels(s, p.id, uid, target, user_id=p.actor.id, batch=batch)
-    return dataclasses.replace(plan, batch=batch if plan.change else "")
+        todo = list(plan.change)
+        size = max(1, len(todo)) if all_or_nothing else CHUNK_ROWS
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)] or [[]]
+        done = _write(s, p, plan.target, chunks[0], versions, batch)
+    for n, chunk in enumerate(chunks[1:], start=2):
+        time.sleep(CHUNK_PAUSE_S)  # let the saves that waited in
+        try:
+            p = open_project(ctx, p.id, p.actor, need="designer")  # left, or deleted, meanwhile?
+            with writing(ctx, p) as s:
+                done = _add(done, _write(s, p, plan.target, chunk, versions, batch))
+        except (StorageError, PermissionError) as exc:
+            raise type(exc)(
+                f"{exc} The bulk label stopped after {len(done.changed)} of {len(todo)} row(s) "
+                f"(chunk {n} of {len(chunks)}); Undo takes back what it changed."
+            ) from exc
+    if len(chunks) > 1:
+        logger.info("bulk label of %d row(s) in %d transactions", len(todo), len(chunks))
+    left = set(done.moved) | set(done.protected)
+    return dataclasses.replace(
+        plan,
+        fresh=tuple(i for i in plan.fresh if i not in left),
+        labelled=tuple(i for i in plan.labelled if i not in left or not relabel_labelled),
+        meanwhile=tuple(i for i in todo if i in left),
+        batch=batch if done.changed else "",
+    )
+
+
+def _checked(
+    s: Session,
+    p: ProjectHandle,
+    ids: Sequence[int],
+    target: list[str],
+    relabel_labelled: bool,
+    token: str | None,
+    expected: Sequence[int] | None,
+    all_or_nothing: bool,
+) -> tuple[BulkPlan, dict[int, int]]:
+    """The plan of the change as the rows are now (in the write transaction) and the versions
+    of its rows, refused when it is not what the preview said."""
+    plan, versions = _plan_versions(s, p, ids, target, relabel_labelled)
+    if all_or_nothing:
+        guard.check(s, p.id, list(plan.protected))
+    stale = (token is not None and token != plan.token) or (
+        expected is not None and sorted(plan.change) != sorted(expected)
+    )
+    if stale:
+        said = f"{len(expected)} row(s)" if expected is not None else "other rows"
+        raise StalePreview(
+            f"The preview said {said} would change; now {len(plan.change)} would (rows "
+            "were labelled meanwhile, or the selection changed). Preview again. Nothing was "
+            "changed."
+        )
+    return plan, versions
+
+
+def _write(
+    s: Session,
+    p: ProjectHandle,
+    target: tuple[str, ...],
+    ids: list[int],
+    versions: dict[int, int],
+    batch: str,
+) -> Labelled:
+    """Label ``ids`` where they are still at the version the plan read."""
+    chunk = {i: versions[i] for i in ids}
+    return label_rows(s, p.id, chunk, list(target), batch=batch, user_id=p.actor.id)
+
+
+def _add(a: Labelled, b: Labelled) -> Labelled:
+    return Labelled(a.changed + b.changed, a.moved + b.moved, a.protected + b.protected)

@@ -65,7 +65,19 @@ def _version_row(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[st
         "base": mv.base_encoder,
         "dir": ctx.artifacts.path(mv.artifact_path),
         "config": dict(mv.config or {}),
-        "metrics": replace(measured, base=None).to_dict(),
+        "measured": measured,
+    }
+
+
+def _recorded(measured: VersionMetrics | None, variant: str | None) -> dict[str, Any]:
+    """The manifest's ``metrics`` (labelled by the encoder they measured: a bundle whose int8
+    copy is the ``variant`` the version measured carries that measurement, any other bundle the
+    fp32 encoder's) and ``base_metrics`` (the frozen base on the same rows)."""
+    if measured is None:
+        return {"metrics": {}, "base_metrics": {}}
+    shown = measured.served(variant is not None and variant == measured.int8.get("variant"))
+    return {
+        "metrics": replace(shown, base=None).to_dict(),
         "base_metrics": measured.base.to_dict() if measured.base else {},
     }
 
@@ -89,7 +101,8 @@ def export_bundle(
     if out.suffix.lower() != ".zip":
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
     row = _version_row(ctx, p, version)
-    factory, _ = resolve_factory(ctx, p, row["id"] if row["id"] else "base")
+    # the fp32 encoder travels (and, with ``int8``, its int8 copy exported here)
+    factory, _ = resolve_factory(ctx, p, row["id"] if row["id"] else "base", served=False)
     encoder = cast(Encoder, factory.encoder)
     with ctx.db.session() as s:
         project_id, rows = p.id, list_utterances(s, p.id)
@@ -121,8 +134,7 @@ def export_bundle(
         "model_version": row["id"],
         "method": row["method"],
         "config": row.get("config", {}),
-        "metrics": row.get("metrics", {}),
-        "base_metrics": row.get("base_metrics", {}),
+        **_recorded(row.get("measured"), None),
         "dataset_hash": dataset_hash,
         "multi_label": is_multilabel(labels),
     }
@@ -146,7 +158,7 @@ def export_bundle(
             from core.bundle.onnx import export_onnx
 
             evaluation = [r.text for r in rows if r.split == "test"] or texts
-            export_onnx(
+            exported = export_onnx(
                 encoder,
                 Path(tmp) / "onnx",
                 pool_texts=texts,
@@ -155,6 +167,7 @@ def export_bundle(
                 pool_vectors=vectors,
             )
             extra["onnx"] = Path(tmp) / "onnx"
+            fields.update(_recorded(row.get("measured"), exported.variant))
         write_bundle(
             out,
             encoder_dir=row["dir"],

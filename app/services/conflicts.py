@@ -22,6 +22,7 @@ from app.context import AppContext
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
+from app.services import history
 from core.design import ConflictReport, IntentOverlap, LabelIssue, NearDuplicate, find_conflicts
 from storage.utterances import UtteranceRow, labelled_pool, rows_by_id
 
@@ -236,4 +237,4 @@ def _check_versions(ctx: AppContext, p: ProjectHandle, fix: Fix) -> None:
 
 def undo(ctx: AppContext, p: ProjectHandle) -> str:
     """Undo the last change in the project (a fix is one batch)."""
-    return data_svc.undo(ctx, p)
+    return history.undo(ctx, p)

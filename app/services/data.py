@@ -1,4 +1,5 @@
-"""The Data tab's actions: browse, add, edit and label utterances; manage intents; undo.
+"""The Data tab's actions: browse, add, edit and label utterances; manage intents (its history
+and undo: :mod:`app.services.history`).
 
 Every function takes the project as the request resolved it (:class:`app.access.ProjectHandle`)
 and changes it only through :func:`app.access.writing`, where the item rule is asked.
@@ -12,7 +13,6 @@ from typing import Any
 
 from app.access import ProjectHandle, writing
 from app.context import AppContext
-from storage import audit
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Session
@@ -318,58 +318,3 @@ def merge_intents(ctx: AppContext, p: ProjectHandle, sources: list[str], target:
 def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> int:
     with writing(ctx, p) as s:
         return repo_projects.delete_intent(s, p.id, name, user_id=p.actor.id)
-
-
-def _undone_message(events: list[Any]) -> str:
-    if not events:
-        return "Nothing to undo."
-    first = events[0]
-    if len(events) > 1:
-        return f"Undid {first.action} of {len(events)} utterance(s)."
-    back = ", ".join(first.before) or "no intent"
-    what = "delete" if first.action == "delete" else first.action
-    return f"Undid {what} of {first.utterance_text[:60]!r}: back to {back}."
-
-
-def undo(ctx: AppContext, p: ProjectHandle) -> str:
-    """Undo the last change still in effect (a whole batch, e.g. a merge). Says what was undone."""
-    with writing(ctx, p) as s:
-        return _undone_message(audit.undo_last(s, p.id, user_id=p.actor.id))
-
-
-def undo_in(s: Session, p: ProjectHandle, batch: str) -> str:
-    """:func:`undo_batch` within the caller's transaction."""
-    return _undone_message(audit.undo_batch(s, p.id, batch.strip(), user_id=p.actor.id))
-
-
-def undo_batch(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
-    """Undo one earlier change (a batch from :func:`activity`), if later edits did not touch it."""
-    with writing(ctx, p) as s:
-        return undo_in(s, p, batch)
-
-
-ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
-
-
-def activity(ctx: AppContext, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
-    """The project's recent changes, newest first, one row per batch (an action on many
-    utterances is one row), with whether it can still be undone."""
-    from storage.users import list_users
-
-    with ctx.db.session() as s:
-        users = {u.id: u.name for u in list_users(s)}
-        batches = audit.recent_batches(s, p.id, limit)
-    return [
-        {
-            "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-            "user": users.get(b.user_id or -1, "local"),
-            "action": b.action,
-            "rows": b.size,
-            "example": b.example[:80],
-            "state": (
-                "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"
-            ),
-            "batch": b.id,
-        }
-        for b in batches
-    ]

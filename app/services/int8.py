@@ -8,7 +8,10 @@ result goes into the version's metrics under ``int8``.
 
 The live pool serves the int8 encoder (:func:`serves_int8`) when the version's int8 export passed
 and the project's ``serve_int8`` setting is not off (on by default); otherwise the fp32 encoder.
-Either way one encoder encodes both the queries and the pool.
+Either way one encoder encodes both the queries and the pool. A version records the measurement of
+the encoder that serves (issue 46): when its int8 copy passed, the retrain evaluates that copy too,
+its numbers are the headline and the gate's, and the fp32 encoder's stand beside them, labelled
+(:func:`served_metrics` picks the one the project's setting serves).
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.project_settings import ProjectSettings
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
+
+if TYPE_CHECKING:
+    from core.bundle.onnx_encoder import OnnxEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +151,15 @@ def export_version_int8(
     }
 
 
+def load_int8(folder: Path) -> OnnxEncoder:
+    """The int8 ONNX encoder of a version's ``onnx/`` folder, as the live pool serves it (one
+    of the server's shared encoder turns, no spinning threads)."""
+    from core.bundle.onnx_encoder import OnnxEncoder
+    from core.encoding.fair_share import SHARED
+
+    return OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
+
+
 def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
     """The project's choice (on unless set to false)."""
     return ProjectSettings.from_dict(settings).serve_int8
@@ -153,6 +168,13 @@ def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
 def serves_int8(metrics: VersionMetrics, settings: dict[str, Any] | None) -> bool:
     """The live rule: int8 when the version's export passed parity and the project allows it."""
     return metrics.int8_passed and serve_int8_setting(settings)
+
+
+def served_metrics(metrics: VersionMetrics, settings: dict[str, Any] | None) -> VersionMetrics:
+    """The version's recorded measurement of the encoder that serves it under the project's
+    ``settings`` (:meth:`VersionMetrics.served`): what the history, the compare view, a bundle's
+    manifest and the gate show."""
+    return metrics.served(serves_int8(metrics, settings))
 
 
 def serving_line(metrics: VersionMetrics, settings: dict[str, Any] | None) -> str:

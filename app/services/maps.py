@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import random
 import threading
 from collections.abc import Sequence
 from typing import Any, cast
@@ -31,7 +32,7 @@ from app.access import ProjectHandle
 from app.context import AppContext
 from app.plots import scatter_map, side_by_side
 from app.services.map_store import MapView, store
-from app.services.versions import ACTIVE, Version, resolve_factory
+from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import (
@@ -48,7 +49,6 @@ from core.retrieval.tops import Tops
 from storage.pool_state import pool_stamp
 from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
-from storage.versions import active_version
 
 logger = logging.getLogger(__name__)
 
@@ -126,30 +126,25 @@ def map_factory(
     ctx: AppContext, p: ProjectHandle, version: Version
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory a map of ``version`` is drawn (and its points explained) with, and
-    its label: the active version in the space that serves it (its int8 copy when it serves
-    int8, :meth:`AppContext.serving_encoder`: the vectors the live pool, the queue and the test
-    split already have, so a first map encodes nothing more; its colours are what Try answers),
-    any other version in its own space (:func:`resolve_factory`)."""
-    if version not in (None, ACTIVE):
-        return resolve_factory(ctx, p, version)
-    pid, base, settings = p.id, p.base_encoder, dict(p.settings or {})
-    with ctx.db.session() as s:
-        mv = active_version(s, pid)
-    factory = ctx.predictor_factory(
-        pid,
-        ctx.serving_encoder(mv, base, settings),
-        label_encoder=ctx.label_encoder_for_version(mv),
-        head=ctx.version_head(mv),
-    )
-    return factory, (f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}")
+    its label: the version in the space that serves it (its int8 copy when it serves int8,
+    :func:`resolve_factory`): for the active version the vectors the live pool, the queue and
+    the test split already have, so a first map encodes nothing more; its colours are what Try
+    answers."""
+    return resolve_factory(ctx, p, version)
 
 
 def _view(
-    ctx: AppContext, p: ProjectHandle, version: Version, method: str, points: np.ndarray, key: str
+    ctx: AppContext,
+    p: ProjectHandle,
+    version: Version,
+    method: str,
+    points: np.ndarray,
+    key: str,
+    rows: list[UtteranceRow] | None = None,
 ) -> MapView:
-    """The map's live view; the same one again while nothing its colours come from changed
-    (the pool's stamp: labels, intents, settings, the active version): a cached map is drawn
-    without ranking every point again."""
+    """The map's live view (of ``rows``, by default every row); the same one again while
+    nothing its colours come from changed (the pool's stamp: labels, intents, settings, the
+    active version): a cached map is drawn without ranking every point again."""
     with ctx.db.session() as s:
         stamp = pool_stamp(s, p.id)
     factory, label = map_factory(ctx, p, version)
@@ -157,19 +152,20 @@ def _view(
     st = store(ctx)
     seen = st.view(memo)
     if seen is None:
-        seen = st.keep(memo, _fresh_view(ctx, p, factory, label, method, points))
+        rows = rows if rows is not None else _rows(ctx, p)
+        seen = st.keep(memo, _fresh_view(p, factory, label, method, points, rows, ctx))
     return seen
 
 
 def _fresh_view(
-    ctx: AppContext,
     p: ProjectHandle,
     factory: PredictorFactory,
     label: str,
     method: str,
     points: np.ndarray,
+    rows: list[UtteranceRow],
+    ctx: AppContext,
 ) -> MapView:
-    rows = _rows(ctx, p)
     vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
     preds = _classify(factory, vectors, rows)
     gold = [in_scope_labels(r.labels) for r in rows]  # out of scope is never drawn as an intent
@@ -206,12 +202,7 @@ def get_map(
     """The map if its projection is cached. Otherwise a PCA map (:data:`QUICK`: computed now,
     well under a second once the vectors are there) marked ``provisional``, while ``method``'s
     projection is computed in the background: the next call after it landed returns it (the UI
-    polls). What a user waits for on a first render is a picture, not UMAP.
-
-    Example:
-        >>> get_map(ctx, "demo").provisional  # doctest: +SKIP
-        True
-    """
+    polls). What a user waits for on a first render is a picture, not UMAP."""
     _check_method(method)
     factory, _ = map_factory(ctx, p, version)
     encoder = _cached(factory)
@@ -247,6 +238,45 @@ def cached_map(
     key = map_key(_cached(factory), method, rows, factory)
     points = store(ctx).load(key, [r.id for r in rows])
     return None if points is None else _view(ctx, p, version, method, points, key)
+
+
+def sampled_map(
+    ctx: AppContext,
+    p: ProjectHandle,
+    *,
+    version: Version = None,
+    unlabelled: int = 300,
+    method: str = QUICK,
+) -> MapView | None:
+    """The report's map: every labelled row (train and test: the pool decides the colours)
+    and a seeded sample of at most ``unlabelled`` other rows. ``method`` other than PCA: the
+    cached map of every row cut to them, None when it is not cached; PCA: a map of them alone
+    (their vectors mostly the evaluation's: the unlabelled rows need not be encoded in every
+    space)."""
+    rows = _rows(ctx, p)
+    other = [r for r in rows if r.split not in ("train", "test")]
+    chosen = {r.id for r in random.Random(0).sample(other, min(unlabelled, len(other)))}
+    keep = [r for r in rows if r.split in ("train", "test") or r.id in chosen]
+    if method != QUICK:
+        full = cached_map(ctx, p, method=method, version=version)
+        if full is None:
+            return None
+        wanted = {r.id for r in keep}
+        at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
+        cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
+        return dataclasses.replace(full, **cut, points=full.points[at])
+    factory, _ = map_factory(ctx, p, version)
+    key = map_key(_cached(factory), QUICK, keep, factory)
+    ids = [r.id for r in keep]
+    points = store(ctx).load(key, ids)
+    if points is None:
+        vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
+        points = project_points(vectors, QUICK)
+        store(ctx).save(key, ids, points)
+    return _view(ctx, p, version, QUICK, points, key, rows=keep)
+
+
+_PER_POINT = ("ids", "texts", "gold", "predicted", "margins", "splits")
 
 
 def compute_map(

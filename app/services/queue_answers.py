@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from app.access import ProjectHandle, writing
 from app.context import AppContext
 from app.services import data as data_svc
+from app.services import history
 from app.services import team as team_svc
 from app.services.queue_order import CHUNK, DISPUTES
 from core.evaluation.oos import OUT_OF_SCOPE
@@ -194,7 +195,7 @@ def undo_answer(
     if team_answer and team_svc.withdraw(ctx, p, utterance_id, batch):
         return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
     try:
-        data_svc.undo_batch(ctx, p, batch)
+        history.undo_batch(ctx, p, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
         return f"Undid: {what} (it had changed nothing).", utterance_id
     if action != "delete":

@@ -30,6 +30,10 @@ MISSES = 3  # intents whose failures get an example in the summary
 SINGLE_LABEL_KEYS = ("accuracy", "macro_f1")
 MULTI_LABEL_KEYS = ("micro_f1", "macro_f1", "exact_match")
 SLICE = 512  # questions decided at a time (their evidence in memory)
+# Unlabelled utterances drawn on the report's maps at most (a seeded sample; all labelled ones
+# are): their vectors in both spaces are a cost the picture does not need, at 100,000 rows most
+# of the report's memory and file.
+REPORT_UNLABELLED = 300
 
 
 def _from_test_split(
@@ -89,6 +93,9 @@ def _fallback(
     if len(pool.index) == 0:
         return target, 0
     vectors = ctx.cache.encode(pool.encoder, tests)  # the queue's and the evaluation's vectors
+    predictor = pool.predictor
+    if predictor.head is None and not predictor.multi_label:  # the decision without evidence
+        return target, sum(predictor.no_intent(vectors))
     fallback = 0
     for start in range(0, len(tests), SLICE):  # the evidence of a slice at a time in memory
         part = slice(start, start + SLICE)
@@ -134,7 +141,8 @@ def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple
     with ctx.db.session() as s:
         stamp = pool_stamp(s, pid)
     team = json.dumps(team_answers.report_view(ctx, p), sort_keys=True, default=str)
-    maps = () if static else tuple(_cached_umap(ctx, p, v) is not None for v in (BASE, ACTIVE))
+    root = map_svc.store(ctx).root  # a projection landed since (the UMAP maps): drawn anew
+    maps = () if static or not root.is_dir() else tuple(sorted(f.name for f in root.glob("*.npz")))
     return pid, (stamp, team, maps, static)
 
 
@@ -151,7 +159,8 @@ def build_report(
         static: no script at all (HTML tables and bars, no maps); see :func:`app.report.render_report`.
 
     Maps use the cached UMAP projection when there is one, else PCA (instant), so the button
-    never waits for a projection to compile.
+    never waits for a projection to compile; they draw the labelled utterances and a sample of
+    :data:`REPORT_UNLABELLED` others.
 
     One report of a project is built at a time (a second request waits for the first); a
     report of a project whose data, settings, active version, team agreement and maps are
@@ -175,9 +184,8 @@ def build_report(
         return path
 
 
-def _cached_umap(ctx: AppContext, p: ProjectHandle, version: Version) -> Any:
-    """The version's UMAP map when its projection is cached (None: not yet; nothing started)."""
-    return map_svc.cached_map(ctx, p, method="umap", version=version)
+def _sampled(ctx: AppContext, p: ProjectHandle, version: Version, method: str) -> Any:
+    return map_svc.sampled_map(ctx, p, version=version, unlabelled=REPORT_UNLABELLED, method=method)
 
 
 def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
@@ -198,12 +206,11 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         ids, misses = _from_test_split(ctx, p, per_intent)
         evidence = [map_svc.explain_utterance(ctx, p, i, version=active) for i in ids]
     map_before = map_after = None
-    if not static:  # the cached UMAP maps, else PCA (nothing started in the background)
-        views = [_cached_umap(ctx, p, v) for v in (BASE, ACTIVE)]
-        if any(v is None for v in views):
-            views = [map_svc.compute_map(ctx, p, method="pca", version=v) for v in (BASE, ACTIVE)]
+    if not static:  # the labelled rows and a sample of the others (REPORT_UNLABELLED)
+        views = [_sampled(ctx, p, v, "umap") for v in (BASE, ACTIVE)]
+        if any(v is None for v in views):  # both UMAP (cached) or both PCA
+            views = [_sampled(ctx, p, v, "pca") for v in (BASE, ACTIVE)]
         map_before, map_after = views
-        assert map_before is not None and map_after is not None
     space = ("silhouette", "alignment", "uniformity")
     confusion = after.confusion
     data = ReportData(

@@ -18,13 +18,19 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from app.context import AppContext, as_encoded
-from app.project_settings import encodes_context
+from app.context import AppContext
+from app.project_settings import as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
-from app.services.int8 import INT8_DIR, INT8_OFF, export_version_int8
+from app.services.int8 import (
+    INT8_DIR,
+    INT8_OFF,
+    export_version_int8,
+    load_int8,
+    served_metrics,
+)
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
-from core.evaluation.version_metrics import VersionMetrics
+from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
@@ -103,6 +109,15 @@ class Evaluation:
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
 
+    def add(self, factory: PredictorFactory) -> None:
+        """Count one more encoder to score (the int8 copy, known once exported): its texts that
+        the embedding cache does not hold yet."""
+        texts = [*self.data.train_texts, *self.data.test_texts]
+        missing = len(self.ctx.cache.missing(cast(Encoder, factory.encoder), texts))
+        self.encoders += 1
+        self.total += missing
+        self.eta.total = self.total
+
     def _report(self, done: int) -> None:
         if self.reporter.should_cancel():
             raise TrainingCancelled(f"cancelled while evaluating ({done} of {self.total})")
@@ -160,6 +175,7 @@ def run_retrain(
         dv = snapshot(s, project_id)
         project = get_project(s, project_id)
         base, use_context = project.base_encoder, encodes_context(project.settings)
+        settings = dict(project.settings or {})
         # a project that encodes context trains and evaluates on what its pool will encode
         rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
@@ -170,6 +186,8 @@ def run_retrain(
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     # an intent with fewer than 2 examples is left out of training only (issue 43, hole 5)
     fit = trainable(train.train_texts, train.train_labels)
+    if reporter.should_cancel():
+        raise TrainingCancelled("cancelled while preparing the data")
     reporter.log(
         f"training {cfg.method} on {len(fit.texts)} utterances (dataset {dv_hash[:12]})",
         phase="training",
@@ -198,8 +216,12 @@ def run_retrain(
         # k, from the one factory
         new_factory = ctx.predictor_factory(project_id, new_encoder)
         base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
+        # the active version as it serves (its int8 copy when that serves): the gate compares
+        # what serves with what would serve
         ref_factory = (
-            base_factory if active is None else ctx.version_factory(project_id, active, base)
+            base_factory
+            if active is None
+            else ctx.serving_factory(project_id, active, base, settings)
         )
         # the frozen base and the active version serve a head fitted with the default options
         # (AppContext.space_head); measured on these rows before, they are read, not measured
@@ -234,6 +256,15 @@ def run_retrain(
             int8 = export_version_int8(
                 new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
             )
+        int8_metrics: VersionMetrics | None = None
+        if int8.get("passed"):
+            # the copy that will serve is measured on the same rows, as it will answer
+            int8_factory = ctx.predictor_factory(project_id, load_int8(tmp / INT8_DIR))
+            evaluation.add(int8_factory)
+            int8_metrics, _ = evaluation.score(int8_factory, **options)
+            evaluation.memo.put(
+                evaluation_key(int8_factory, data, **_memo_options(options)), int8_metrics
+            )
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
@@ -241,9 +272,19 @@ def run_retrain(
         ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
-        passed, why = gate(new_metrics, ref_metrics, PROMOTION_TOLERANCE)
+        # the headline is the int8 copy's when it passed parity (it serves by default), with
+        # the fp32 encoder's beside it, labelled; the gate compares what this project serves
+        recorded = (
+            replace(new_metrics, encoder=FP32)
+            if int8_metrics is None
+            else replace(int8_metrics, encoder=INT8, fp32=replace(new_metrics, encoder=FP32))
+        )
+        served = served_metrics(replace(recorded, int8=int8), settings)
+        passed, why = gate(served, ref_metrics, PROMOTION_TOLERANCE)
+        if int8_metrics is not None:
+            why += f" Measured with the {served.measured_with} encoder that serves it."
         metrics = replace(
-            new_metrics,
+            recorded,
             base=base_metrics,
             reference={
                 "version": active.id if active else None,
@@ -255,7 +296,7 @@ def run_retrain(
             train_seconds=round(train_seconds, 1),
             evaluate_seconds=round(evaluate_seconds, 1),
             extra={
-                **new_metrics.extra,
+                **recorded.extra,
                 "steps": trained.stats.get("steps"),
                 **({"encode_context": True} if use_context else {}),
             },
@@ -273,12 +314,13 @@ def run_retrain(
             note=why,
         )
         with ctx.db.write() as s:
-            jobs.require_running(s, job_id)  # reaped meanwhile: nothing it made may count
+            jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
             mv_id = register_version(s, new, activate=passed)
+            jobs.registered(s, job_id, mv_id)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
-    acc, base_acc = new_metrics.accuracy or 0.0, base_metrics.accuracy or 0.0
+    acc, base_acc = served.accuracy or 0.0, base_metrics.accuracy or 0.0
     left_out = f" {fit.note()}." if fit.left_out else ""
     return mv_id, (
         f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}) in {train_seconds:.0f}s. {why}"

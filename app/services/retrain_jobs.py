@@ -18,6 +18,7 @@ from typing import Any
 from app.access import ProjectHandle, open_project, writing
 from app.config import DEPLOYMENT
 from app.context import AppContext
+from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
 from storage import jobs
@@ -138,6 +139,7 @@ def request_retrain(
     or running returns that job instead of queueing another. ``enqueue=False`` only records the
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
+    spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
     reap_dead(ctx)  # a job nothing will finish must not stand in for this one
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
@@ -189,8 +191,9 @@ def cancel(ctx: AppContext, job_id: int) -> JobView:
         return jobs.request_cancel(s, job_id)
 
 
-# A queued job whose message the queue has not held for this long is lost (a worker takes a
-# message and claims its job within milliseconds; the margin covers clocks and slow databases).
+# A queued job this old whose message the queue did not hold at two looks this far apart is lost
+# (a worker takes a message, then claims its job: within milliseconds, or the database's busy
+# timeout at worst; one look between the two must not fail it: storage.jobs.reap_lost_jobs).
 LOST_AFTER_SECONDS = 60.0
 
 

@@ -29,6 +29,7 @@ from app.access import ProjectHandle, for_purpose, item_refusal, team_state, wri
 from app.access.policy import answer_value, project_role
 from app.context import AppContext
 from app.services import data as data_svc
+from app.services import history
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
 from storage.db import Session
@@ -253,7 +254,7 @@ def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | 
             return False
         if team_state(item) == "accepted":
             try:
-                data_svc.undo_in(s, p, batch or "")
+                history.undo_in(s, p, batch or "")
             except NotFoundError:
                 raise ItemLockedError(
                     f"#{utterance_id} was accepted already: answers are final once an item is "

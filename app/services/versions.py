@@ -6,7 +6,7 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.context import AppContext
-from app.services.int8 import serves_int8, serving_line
+from app.services.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
@@ -42,12 +42,17 @@ def resolve_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> tupl
 
 
 def resolve_factory(
-    ctx: AppContext, p: ProjectHandle, version: Version
+    ctx: AppContext, p: ProjectHandle, version: Version, *, served: bool = True
 ) -> tuple[PredictorFactory, str]:
-    """The Predictor factory of a version selector (:meth:`AppContext.version_factory`: its
-    encoder, anchors, context encoding, head) and its display label."""
+    """The Predictor factory of a version selector (its encoder, anchors, context encoding,
+    head) and its display label: in the space that serves the version
+    (:meth:`AppContext.serving_factory`: its int8 copy when that serves), so an evaluation, a
+    drill-down or a map shows what the version answers; ``served=False``: its fp32 encoder
+    (:meth:`AppContext.version_factory`, what a bundle exports)."""
     mv, base = _selected(ctx, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    if served:
+        return ctx.serving_factory(p.id, mv, base, p.settings), label
     return ctx.version_factory(p.id, mv, base), label
 
 
@@ -76,7 +81,7 @@ def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
         rows = versions.history(s, p.id)
     out = []
     for mv, dataset_hash in rows:
-        m = VersionMetrics.from_dict(mv.metrics)
+        m = served_metrics(VersionMetrics.from_dict(mv.metrics), settings)
         out.append(
             {
                 "version": mv.id,
@@ -85,6 +90,7 @@ def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
                     ("int8" if serves_int8(m, settings) else "fp32") if mv.id == active_id else None
                 ),
                 "method": mv.method,
+                "measured": m.measured_with,
                 "accuracy": _round(m.accuracy),
                 "macro_f1": _round(m.macro_f1),
                 "frozen_accuracy": _round(m.base.accuracy if m.base else None),
@@ -132,7 +138,9 @@ def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> 
         raise ValueError("Pick two different versions to compare.")
     with ctx.db.session() as s:
         mvs: dict[int | None, VersionMetrics] = {
-            v: VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics)
+            v: served_metrics(
+                VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics), p.settings
+            )
             for v in (a, b)
             if v is not None
         }
@@ -149,7 +157,8 @@ def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> 
 
 
 def metrics(ctx: AppContext, p: ProjectHandle, version: int | None = None) -> VersionMetrics:
-    """The stored metrics of a version (default: the active one; empty: none)."""
+    """The stored metrics of a version (default: the active one; empty: none), of the encoder
+    that serves it (:func:`app.services.int8.served_metrics`)."""
     with ctx.db.session() as s:
         try:
             mv = (
@@ -159,7 +168,9 @@ def metrics(ctx: AppContext, p: ProjectHandle, version: int | None = None) -> Ve
             )
         except NotFoundError:
             return VersionMetrics()
-    return VersionMetrics.from_dict(mv.metrics if mv is not None else None)
+    return served_metrics(
+        VersionMetrics.from_dict(mv.metrics if mv is not None else None), p.settings
+    )
 
 
 def per_intent_delta(a: VersionMetrics, b: VersionMetrics) -> list[dict[str, Any]]:

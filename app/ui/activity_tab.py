@@ -10,7 +10,7 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.context import AppContext
-from app.services import data as svc
+from app.services import history as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 

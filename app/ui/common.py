@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from app.admission import BusyError
 from app.services.retrain_jobs import QueueUnavailable
+from storage.errors import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,13 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     PermissionError,
     BusyError,
     QueueUnavailable,
+    DatabaseUnavailable,
+)
+
+# An upload is used once (app.uploads): a File box may still show one that is gone.
+GONE = (
+    "The file is no longer on the server (an upload is removed when its import ends, or after "
+    "an hour unused): upload it again."
 )
 
 

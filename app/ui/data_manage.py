@@ -3,6 +3,7 @@ export. Each action's message stays in its own line beside its button (and in a 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -11,7 +12,7 @@ from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
-from app.ui.common import attempt, bind, ok, problem, project_picker
+from app.ui.common import GONE, attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 from app.ui.settings_section import build_settings
@@ -75,14 +76,19 @@ def do_import(
     if file is None:
         return problem("Choose a file to import."), gr.update()
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
+    if not Path(path).exists():
+        return problem(GONE), gr.update()
     into, err = attempt(lambda: _import_target(ctx, p, target))
     if err or into is None:
         return problem(err or ""), gr.update()
-    res, err = attempt(
-        lambda: io_svc.import_file(
-            ctx, into, path, create_missing_intents=create, language=language.strip() or None
+    try:
+        res, err = attempt(
+            lambda: io_svc.import_file(
+                ctx, into, path, create_missing_intents=create, language=language.strip() or None
+            )
         )
-    )
+    finally:
+        ctx.uploads.used_up(path)  # the import ended: its upload goes (upload it again to retry)
     if err:
         return problem(err), gr.update()
     assert res is not None

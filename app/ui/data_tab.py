@@ -14,6 +14,7 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as svc
+from app.services import history
 from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
@@ -175,7 +176,7 @@ def add(
 
 
 def undo(ctx: AppContext, p: ProjectHandle) -> str:
-    msg, err = attempt(lambda: svc.undo(ctx, p))
+    msg, err = attempt(lambda: history.undo(ctx, p))
     return problem(err) if err else ok(msg or "")
 
 

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -109,6 +110,25 @@ def resolve_path(name_or_path: str) -> Path:
     raise ValueError(
         f"Unknown encoder {name_or_path!r}: use one of {known} or a local sentence-transformers folder."
     )
+
+
+def layer_count(name_or_path: str) -> int | None:
+    """How many transformer layers an encoder has, read from its ``config.json`` (nothing is
+    loaded); None when the folder or the number is not there.
+
+    Example:
+        >>> layer_count("minilm")
+        6
+    """
+    try:
+        config = json.loads((resolve_path(name_or_path) / "config.json").read_text("utf-8"))
+    except (ValueError, OSError):
+        return None
+    layers = next(
+        (config.get(k) for k in ("num_hidden_layers", "n_layers", "num_layers") if k in config),
+        None,
+    )
+    return layers if isinstance(layers, int) and not isinstance(layers, bool) else None
 
 
 def default_device() -> str:

@@ -2,6 +2,10 @@
 JSON a retrain stores with the version (and a bundle's manifest carries), so the history, the
 compare view, the gate, the report and the int8 serving decision read fields, not string keys.
 
+A version whose int8 copy passed parity records the int8 copy's measurement (what serves) as
+its headline, labelled ``encoder="int8"``, and the fp32 encoder's beside it (``fp32``);
+:meth:`VersionMetrics.served` gives the one that serves.
+
 The stored JSON stays the format (old rows read the same): :meth:`VersionMetrics.from_dict`
 keeps every key it does not know in ``extra`` and :meth:`VersionMetrics.to_dict` writes them back.
 
@@ -18,10 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-_NESTED = ("base",)
+_NESTED = ("base", "fp32")
+# What a version's headline numbers measured: its int8 ONNX copy (when it passed parity, the
+# encoder that serves by default) or the fp32 encoder (every other version, and older rows).
+INT8, FP32 = "int8", "fp32"
 _HEADLINES = ("accuracy", "macro_f1", "micro_f1", "exact_match", "silhouette")
 
 
@@ -51,6 +58,8 @@ class VersionMetrics:
     reference: dict[str, Any] = field(default_factory=dict)  # what the gate compared against
     gate: dict[str, Any] = field(default_factory=dict)  # {"passed", "reason", "tolerance"}
     int8: dict[str, Any] = field(default_factory=dict)  # the int8 copy's parity check
+    encoder: str | None = None  # "int8" or "fp32": the encoder these numbers measured (None: fp32)
+    fp32: VersionMetrics | None = None  # with ``encoder="int8"``: the fp32 encoder, same rows
     train_seconds: float | None = None
     evaluate_seconds: float | None = None
     version_label: str | None = None  # a live evaluation's "v3" / "frozen base" (not stored)
@@ -98,6 +107,37 @@ class VersionMetrics:
         except (TypeError, ValueError):
             return None
         return number if math.isfinite(number) else None
+
+    @property
+    def measured_with(self) -> str:
+        """``"int8"`` or ``"fp32"``: the encoder the headline numbers are of."""
+        return self.encoder or FP32
+
+    def served(self, int8: bool) -> VersionMetrics:
+        """The measurement of the encoder that serves: these numbers, or, when they are the int8
+        copy's and the version serves fp32 (``int8`` False: the project turned int8 off), the
+        fp32 encoder's on the same rows with this record's gate, frozen base and parity check.
+
+        >>> m = VersionMetrics(accuracy=0.93, encoder="int8", int8={"passed": True},
+        ...     fp32=VersionMetrics(accuracy=0.94, encoder="fp32"))
+        >>> m.served(True).accuracy, m.served(False).accuracy, m.served(False).measured_with
+        (0.93, 0.94, 'fp32')
+        """
+        if int8 or self.encoder != INT8 or self.fp32 is None:
+            return self
+        return replace(
+            self.fp32,
+            base=self.base,
+            reference=self.reference,
+            gate=self.gate,
+            int8=self.int8,
+            train_seconds=self.train_seconds,
+            evaluate_seconds=self.evaluate_seconds,
+            version_label=self.version_label,
+            extra=self.extra,
+            encoder=FP32,
+            fp32=None,
+        )
 
     @property
     def int8_passed(self) -> bool:

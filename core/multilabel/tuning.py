@@ -6,7 +6,7 @@ intent. Per-intent θs tuned by cross-validation (with the one fold splitter of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -31,11 +31,13 @@ def fit_head(
     threshold: float = DEFAULT_THRESHOLD,
     tune: bool = False,
     folds: int = TUNING_FOLDS,
+    should_cancel: Callable[[], bool] | None = None,
 ) -> MultiLabelHead:
     """The paper's head (512 ReLU, dropout 0.4, BCE with label smoothing, AdamW 3e-3) on frozen
-    vectors; per-intent θ tuned by ``folds``-fold cross-validation when ``tune``."""
+    vectors; per-intent θ tuned by ``folds``-fold cross-validation when ``tune``.
+    ``should_cancel``: polled each epoch (:meth:`MultiLabelHead.fit`)."""
     config = HeadConfig(threshold=threshold)
-    head = MultiLabelHead(config).fit(vectors, label_sets)
+    head = MultiLabelHead(config).fit(vectors, label_sets, should_cancel=should_cancel)
     if tune and len(vectors) >= folds:
         head.thresholds = tune_thresholds(
             vectors, label_sets, head.intents, config=config, folds=folds

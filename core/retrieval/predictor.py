@@ -85,10 +85,7 @@ def prediction_to_dict(
     thresholds = thresholds or {}
 
     def threshold(intent: str) -> float:
-        value = thresholds.get(intent, thresholds.get("default"))
-        if value is None:
-            return MULTI_LABEL_KNN_THRESHOLD if multi_label else -math.inf
-        return float(value)
+        return decision_threshold(thresholds, intent, multi_label=multi_label)
 
     decided_by: float | None = None
     if multi_label:
@@ -117,6 +114,17 @@ def prediction_to_dict(
         "intents": [_intent_dict(s) for s in pred.intents[:top_n]],
         "neighbours": [n.to_dict() for n in pred.neighbours],
     }
+
+
+def decision_threshold(
+    thresholds: Mapping[str, float], intent: str, *, multi_label: bool = False
+) -> float:
+    """The score ``intent`` needs to be decided: its own threshold, else ``"default"``, else
+    none (single-label) or :data:`MULTI_LABEL_KNN_THRESHOLD` (multi-label)."""
+    value = thresholds.get(intent, thresholds.get("default"))
+    if value is None:
+        return MULTI_LABEL_KNN_THRESHOLD if multi_label else -math.inf
+    return float(value)
 
 
 def _intent_dict(score: IntentScore) -> dict[str, Any]:
@@ -295,6 +303,18 @@ class Predictor:
             exclude_ids=exclude_ids,
             rule=self.rule,
         )
+
+    def no_intent(self, vectors: np.ndarray) -> list[bool]:
+        """Whether each question's decision is no intent although the pool ranked some (the
+        ``oos`` of :meth:`predict_vectors`: a top intent with examples below its threshold),
+        from :meth:`tops`, for a single-label predictor without a head."""
+        if self.head is not None or self.multi_label:
+            raise ValueError("no_intent decides single-label questions without a head.")
+        found, warm = self.tops(vectors), self.index.intents
+        return [
+            top is not None and top in warm and score < decision_threshold(self.thresholds, top)
+            for top, score in zip(found.intents, found.scores.tolist(), strict=True)
+        ]
 
     def score_matrix(self, vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
         """Every intent's score for every query vector by this predictor's ``k`` and rule

@@ -200,6 +200,23 @@ class TrainConfig:
         if self.max_pairs is not None:
             _check_int("max_pairs", self.max_pairs, 1, 10_000_000)
 
+    def check_layers(self, layers: int | None) -> None:
+        """Refuse (``ValueError``, with the valid range) an explicit ``freeze_layers`` that
+        would leave no transformer layer of an encoder with ``layers`` layers to train (None:
+        unknown, nothing to check).
+
+        >>> TrainConfig(freeze_layers=99).check_layers(6)
+        Traceback (most recent call last):
+        ...
+        ValueError: freeze_layers must be between 0 and 5 for this encoder (6 layers; at least the top one trains), got 99.
+        """
+        if layers is None or self.freeze_layers is None or self.freeze_layers < layers:
+            return
+        raise ValueError(
+            f"freeze_layers must be between 0 and {layers - 1} for this encoder ({layers} "
+            f"layers; at least the top one trains), got {self.freeze_layers}."
+        )
+
     @property
     def resolved_loss(self) -> str:
         """The loss actually used: the given one or the method's default."""

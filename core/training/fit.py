@@ -29,6 +29,7 @@ from core.training.loop import (
     Batch,
     CancelFn,
     ProgressFn,
+    TrainingCancelled,
     run_training,
     seed_everything,
 )
@@ -111,6 +112,11 @@ def _pair_epochs(
     return out
 
 
+def _stop_if_asked(should_cancel: CancelFn | None, where: str) -> None:
+    if should_cancel is not None and should_cancel():
+        raise TrainingCancelled(f"cancelled while {where}")
+
+
 def train_encoder(
     base: str,
     texts: Sequence[str],
@@ -131,7 +137,8 @@ def train_encoder(
         config: the run's settings (default: ``TrainConfig()``, the fast method).
         progress: called after every optimiser step with a
             :class:`~core.training.loop.TrainProgress`.
-        should_cancel: polled before every step; returning True raises
+        should_cancel: polled before loading the model, once it is loaded, once the batches
+            are planned and before every step; returning True raises
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
 
@@ -155,13 +162,16 @@ def train_encoder(
     device = device or default_device()
     t0 = time.monotonic()
     seed_everything(config.seed)
+    _stop_if_asked(should_cancel, "loading the encoder")
     model = load_sentence_transformer(resolve_path(base), device)
+    _stop_if_asked(should_cancel, "loading the encoder")
     model.max_seq_length = config.max_length
     kind = "full"
     if config.method == "lora":
         attach_lora(model, config)
         kind = "adapter"
-    else:
+    else:  # a job queued before the request checked it: a message, not PyTorch's error
+        config.check_layers(getattr(_transformer(model).config, "num_hidden_layers", None))
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
 
     shots = estimate_shots(labels)
@@ -174,6 +184,7 @@ def train_encoder(
     steps = sum(len(e) for e in plan)
     if steps == 0:
         raise ValueError("The labelled data yields no training pairs.")
+    _stop_if_asked(should_cancel, "planning the batches")
 
     loss = build_loss(
         model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric

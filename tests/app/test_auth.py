@@ -12,6 +12,7 @@ from app.access import ProjectHandle
 from app.cli import main
 from app.context import AppContext
 from app.services import data as data_svc
+from app.services import history
 from app.services.members import add_member
 from app.ui import guard
 from storage.tables import User
@@ -69,7 +70,7 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
     assert "needs the designer role" in refusal
     assert len(data_svc.table(team, demo)) == before
     assert guarded(str(demo), "where's my stuff now", request=Request("dana")) == "added"
-    who = data_svc.activity(team, demo)[0]
+    who = history.activity(team, demo)[0]
     assert who["user"] == "dana" and who["example"] == "where's my stuff now"
 
 

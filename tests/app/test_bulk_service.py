@@ -8,6 +8,7 @@ import pytest
 
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
+from app.services import history
 
 
 def _mixed_selection(ctx, demo) -> tuple[list[int], dict[int, tuple[str, str]]]:
@@ -38,7 +39,7 @@ def test_labelled_rows_are_left_by_default_and_one_undo_reverts_the_batch(ctx, d
     after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
     assert all(after[i] == ("lost_parcel", "train") for i in done.fresh)  # joined the pool
     assert all(after[i] == before[i] for i in done.labelled)  # protected, test rows included
-    assert "label of 3 utterance(s)" in data_svc.undo(ctx, demo)  # one click, the whole batch
+    assert "label of 3 utterance(s)" in history.undo(ctx, demo)  # one click, the whole batch
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
 
 
@@ -49,7 +50,7 @@ def test_relabelling_labelled_rows_is_an_explicit_choice(ctx, demo):
     after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
     assert all(after[i][0] == "lost_parcel" for i in ids)
     assert all(after[i][1] == "test" for i in ids if before[i][1] == "test")  # split kept
-    data_svc.undo(ctx, demo)
+    history.undo(ctx, demo)
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)} == before
 
 

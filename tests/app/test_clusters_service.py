@@ -8,6 +8,7 @@ import pytest
 
 from app.services import clusters as svc
 from app.services import data as data_svc
+from app.services import history
 from app.services.projects import new_project
 from tests.handles import live
 from tests.samples import GIFT, HOURS, KLARNA
@@ -55,7 +56,7 @@ def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, 
     assert all(after[i] == ("gift_cards", "train") for i in keep)  # joined the pool
     assert after[dropped] == before[dropped]
     assert "gift_cards" in data_svc.intent_names(ctx, live(ctx, logs))
-    assert f"label of {len(keep)} utterance(s)" in data_svc.undo(ctx, live(ctx, logs))
+    assert f"label of {len(keep)} utterance(s)" in history.undo(ctx, live(ctx, logs))
     assert _state(ctx, logs) == before
     assert "gift_cards" not in data_svc.intent_names(
         ctx, live(ctx, logs)
@@ -75,7 +76,7 @@ def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhil
     after = _state(ctx, logs)
     assert first in done.labelled and after[first][0] == "talk_to_human"  # protected
     assert all(after[i] == ("payment_failed", "train") for i in klarna.ids[1:])
-    assert f"label of {klarna.size - 1} utterance(s)" in data_svc.undo(ctx, live(ctx, logs))
+    assert f"label of {klarna.size - 1} utterance(s)" in history.undo(ctx, live(ctx, logs))
 
 
 def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ctx, logs):
@@ -85,7 +86,7 @@ def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ct
     data_svc.create_intent(ctx, live(ctx, logs), "gift_cards")  # the designer makes it first, empty
     time.sleep(1.1)  # a person's next click: not the same action
     svc.add_to_intent(ctx, live(ctx, logs), list(gift.ids), "gift_cards")
-    data_svc.undo(ctx, live(ctx, logs))
+    history.undo(ctx, live(ctx, logs))
     assert "gift_cards" in data_svc.intent_names(
         ctx, live(ctx, logs)
     )  # as before the cluster was added

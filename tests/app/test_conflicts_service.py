@@ -9,6 +9,7 @@ import pytest
 
 from app.services import conflicts as svc
 from app.services import data as data_svc
+from app.services import history
 from app.services import queue as queue_svc
 from tests.handles import live
 
@@ -40,10 +41,10 @@ def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably
     ]
     assert flipped in svc.likely_mislabelled(ctx, demo)[:3]
 
-    before = len(data_svc.activity(ctx, demo))
+    before = len(history.activity(ctx, demo))
     assert svc.apply(ctx, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "account_password_reset"
-    assert len(data_svc.activity(ctx, demo)) == before + 1  # one batch
+    assert len(history.activity(ctx, demo)) == before + 1  # one batch
     assert all(c.ids != (flipped,) for c in svc.find(ctx, demo, "mislabel"))
 
     assert "back to discount_code" in svc.undo(ctx, demo)
@@ -75,9 +76,9 @@ def test_moving_the_confusable_examples_of_an_overlap_is_one_batch_that_one_undo
         ("track_order",),
         tuple(row_by_text(ctx, demo, t)["version"] for t in texts),
     )
-    before = len(data_svc.activity(ctx, demo))
+    before = len(history.activity(ctx, demo))
     assert svc.apply(ctx, demo, fix) == "Moved 3 example(s) to track_order."
-    activity = data_svc.activity(ctx, demo)
+    activity = history.activity(ctx, demo)
     assert len(activity) == before + 1 and activity[0]["rows"] == 3
     assert "Undid label of 3 utterance(s)" in svc.undo(ctx, demo)
     assert {row_by_text(ctx, demo, t)["intents"] for t in texts} == {"cancel_order"}

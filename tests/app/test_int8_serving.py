@@ -20,6 +20,7 @@ from app.services.int8 import INT8_DIR, export_version_int8, parity_split
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
+from core.evaluation.version_metrics import VersionMetrics
 from storage.projects import get_project
 from storage.tables import ModelVersion
 from storage.versions import active_version
@@ -86,6 +87,45 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
     assert agree >= 0.99
     assert "int8 ONNX" in version_svc.serving(ctx, live(ctx, trained))
+
+
+def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, trained, tmp_path):
+    """Recorded = served (issue 46): the version's metrics and its gate are the int8 copy's, the
+    same numbers a fresh measurement of the served Predictor gives (own cache, nothing
+    remembered) and that Try's answers on the test rows reproduce; the fp32 encoder's stand
+    beside them, labelled, and are what the version shows once the project turns int8 off."""
+    from app.services.evaluation import evaluate_version, evaluation_inputs, live_evaluation
+    from core.encoding.cache import EmbeddingCache
+
+    p = live(ctx, trained)
+    _, mv = _state(ctx, trained)
+    recorded = VersionMetrics.from_dict(mv.metrics)
+    assert recorded.measured_with == "int8" and recorded.fp32 is not None
+    assert recorded.fp32.measured_with == "fp32"
+    assert "int8 encoder that serves it" in recorded.gate["reason"]
+
+    factory, _, data, multi = evaluation_inputs(ctx, p)
+    assert isinstance(factory.encoder, OnnxEncoder) and not multi
+    fresh, _ = evaluate_version(factory, data, EmbeddingCache(tmp_path / "cache"))
+    assert (fresh.accuracy, fresh.macro_f1) == (recorded.accuracy, recorded.macro_f1)
+    answers = predict_svc.predict(ctx, p, data.test_texts, show=0)
+    hits = [a["top"] in gold for a, gold in zip(answers, data.test_labels, strict=True)]
+    assert np.mean(hits) == pytest.approx(recorded.accuracy)
+    shown = version_svc.metrics(ctx, p)
+    assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
+    assert live_evaluation(ctx, p).accuracy == recorded.accuracy
+
+    fp32, _ = evaluate_version(ctx.version_factory(p.id, mv), data, ctx.cache)
+    assert fp32.accuracy == recorded.fp32.accuracy
+    project_svc.set_settings(ctx, p, {"serve_int8": "off"})
+    try:
+        p = live(ctx, trained)
+        shown = version_svc.metrics(ctx, p)
+        assert shown.measured_with == "fp32" and shown.accuracy == fp32.accuracy
+        assert shown.gate == recorded.gate and shown.base == recorded.base
+        assert live_evaluation(ctx, p).accuracy == fp32.accuracy
+    finally:
+        project_svc.set_settings(ctx, p, {"serve_int8": "on"})
 
 
 def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):

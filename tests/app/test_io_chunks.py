@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from app.services import data as data_svc
+from app.services import history
 from app.services import io as io_svc
 from app.services.io import destination
 from storage.errors import StorageError
@@ -76,7 +77,7 @@ def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
     batches = _batches(ctx, "p")
     assert len(batches["label"]) == 1  # three chunks, one batch
 
-    data_svc.undo(ctx, live(ctx, "p"))
+    history.undo(ctx, live(ctx, "p"))
     rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
     assert [rows[f"row {i}"]["intents"] for i in range(10)] == [
         f"intent_{i % 4}" for i in range(10)

@@ -100,3 +100,23 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
         ctx, destination(ctx, "big"), [NewUtterance(f"another one {i}") for i in range(more)]
     )
     assert svc.draws_large_maps(ctx)
+
+
+def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx, demo, monkeypatch):
+    full = svc.compute_map(ctx, demo, method="pca")
+    labelled = {i for i, s in zip(full.ids, full.splits, strict=True) if s in ("train", "test")}
+    others = len(full.ids) - len(labelled)
+    assert others > 2
+    view = svc.sampled_map(ctx, demo, unlabelled=2)
+    assert view is not None and labelled <= set(view.ids) and len(view.ids) == len(labelled) + 2
+    assert svc.sampled_map(ctx, demo, unlabelled=2, method="umap") is None  # not cached: None
+    monkeypatch.setattr(
+        svc,
+        "project_points",
+        lambda v, method: np.arange(2 * len(v), dtype=np.float32).reshape(-1, 2),
+    )
+    umap = svc.compute_map(ctx, demo, method="umap")
+    cut = svc.sampled_map(ctx, demo, unlabelled=2, method="umap")
+    assert cut is not None and cut.ids == view.ids and cut.method == "umap"
+    at = {i: p.tolist() for i, p in zip(umap.ids, umap.points, strict=True)}
+    assert [p.tolist() for p in cut.points] == [at[i] for i in cut.ids]  # the full map's points

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from app import auth
 from app.services import data as data_svc
-from app.services import members, team_answers
+from app.services import history, members, team_answers
 from app.services import team as team_svc
 from storage.team import answers
 from tests.handles import live
@@ -123,7 +123,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
         refusals.append(str(refused.value))
     # the Activity tab: undo the batch that accepted an item (an annotator's, not dana's)
     accepted_batch = next(
-        a["batch"] for a in data_svc.activity(ctx, demo) if a["user"] in TEAM and a["rows"] == 1
+        a["batch"] for a in history.activity(ctx, demo) if a["user"] in TEAM and a["rows"] == 1
     )
     refusals.append(fns["undo_selected"](name, accepted_batch, **as_dana))
     # an import that relabels what is already in the project

@@ -87,3 +87,40 @@ def test_a_projects_next_fit_waits_as_long_as_its_last_one_took():
     assert fitter.settle(timeout=10)
     fitter.close()
     assert len(other) == 2 and other[1] - other[0] < 0.3 + 0.2
+
+
+def test_close_stops_a_real_fit_under_way_and_waits_for_it():
+    """Issue 45 row 6: a process that ended during a fit exited 134 (torch cut off on the
+    fitter's thread). A fit polls :attr:`HeadFitter.closed` each epoch; close() stops it and
+    returns only once its thread has ended."""
+    import numpy as np
+
+    from core.multilabel.head import Cancelled, HeadConfig, MultiLabelHead
+
+    started = threading.Event()
+    ended: list[str] = []
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(400, 32)).astype("float32")
+    labels = [("a", "b") if i % 3 == 0 else ("a",) if i % 3 == 1 else ("b",) for i in range(400)]
+
+    def fit(project_id: int) -> None:
+        config = HeadConfig(epochs=100_000, max_steps=None)  # minutes, unless stopped
+        try:
+            MultiLabelHead(config).fit(
+                vectors,
+                labels,
+                progress=lambda epoch, epochs: started.set(),  # its epochs have begun
+                should_cancel=lambda: fitter.closed,
+            )
+            ended.append("fitted")
+        except Cancelled:
+            ended.append("stopped")
+
+    fitter = HeadFitter(fit, delay=0.0)
+    fitter.request(1)
+    assert started.wait(120)
+    asked = time.monotonic()
+    fitter.close()
+    assert ended == ["stopped"]
+    assert time.monotonic() - asked < 10
+    assert fitter._thread is not None and not fitter._thread.is_alive()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from app.services import data as data_svc
+from app.services import history
 from app.services.predict import predict, predict_one
 from tests.handles import live
 
@@ -34,7 +35,7 @@ def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
     assert before != "gift_cards"
     data_svc.add_utterance(ctx, demo, "do you sell gift vouchers", ["gift_cards"])
     assert predict_one(ctx, demo, query)["top"] == "gift_cards"
-    data_svc.undo(ctx, demo)  # removing the example removes its influence just as fast
+    history.undo(ctx, demo)  # removing the example removes its influence just as fast
     assert predict_one(ctx, demo, query)["top"] == before
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.services import data as data_svc
+from app.services import history
 from app.services import queue as q
 
 
@@ -86,7 +87,7 @@ def test_test_none_and_delete_answers_and_undo_brings_a_deleted_item_back(ctx, d
     assert rows[a] == ("refund_status", "test") and rows[b] == ("", "train") and c not in rows
     assert not {a, b} & set(q.order(ctx, demo, "file", limit=100))
     text_count = len(_unlabelled(ctx, demo))
-    assert "delete" in data_svc.undo(ctx, demo)
+    assert "delete" in history.undo(ctx, demo)
     assert len(_unlabelled(ctx, demo)) == text_count + 1  # back in the queue
     with pytest.raises(ValueError, match="Pick an intent"):
         q.answer(ctx, demo, a, "take", [])

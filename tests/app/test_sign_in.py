@@ -1,8 +1,10 @@
-"""Issue 27, rows 2, 3 and 14, on the app ``serve`` runs (``app.web.web_app``, multi-user) on
-loopback: wrong passwords are held back per name and per address (429 with Retry-After, in the
-security log) before their password is checked; the checks run off the event loop, one at a
-time; and the sign-in form refuses a post from another site and sets a SameSite=Lax, HttpOnly
-session cookie."""
+"""Issue 27, rows 2, 3 and 14, and issue 45, rows 3 and 4, on the app ``serve`` runs
+(``app.web.web_app``, multi-user) on loopback: wrong passwords are held back per name and address,
+per address, and per name from new addresses (429 with Retry-After, in the security log) before
+their password is checked, delayed rather than locked, so nobody elsewhere locks a user out; the
+checks run off the event loop, one at a time, a spray's guesses last; and the sign-in form
+refuses a post from another site and sets SameSite=Lax, HttpOnly session cookies, Secure behind
+TLS."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from app import web
+from app import limits, web
 from app.limits import PASSWORD_HASHES_AT_ONCE
 from app.services.accounts import security_log
 from app.sign_in import SignInGate, SignInLimits, TooManyAttempts
@@ -72,7 +74,7 @@ def test_wrong_passwords_from_one_address_are_held_back(studio):
 
 
 def test_password_checks_run_off_the_event_loop_one_at_a_time(studio, monkeypatch):
-    base, _ = studio(SignInLimits(per_name=100, per_address=100))
+    base, _ = studio(SignInLimits(per_name_and_address=100, per_name=100, per_address=100))
     running, most, threads = 0, 0, set()
     lock = threading.Lock()
     check = web.check_login
@@ -118,6 +120,28 @@ def test_a_sign_in_posted_from_another_site_gets_no_session(studio):
     assert sign_in(base, "dana", PASSWORDS["dana"]).status_code == 200  # scripts: no Origin
 
 
+def test_every_session_cookie_is_secure_behind_tls(studio):
+    """Issue 45, row 4: behind HTTPS (a proxy on the trusted address saying
+    ``X-Forwarded-Proto: https``) Gradio's second session cookie, ``access-token-unsecure-…``,
+    had no ``Secure`` flag. Every session cookie, and every one that ends a session, is Secure
+    there, HttpOnly and SameSite=Lax; over plain HTTP on loopback the second one stays without
+    Secure (a browser would drop it, and the page would not sign in)."""
+    base, _ = studio()
+    tls = {"X-Forwarded-Proto": "https"}
+    signed = sign_in(base, "dana", PASSWORDS["dana"], **tls)
+    assert signed.status_code == 200
+    ended = httpx.get(f"{base}/logout", cookies=signed.cookies, headers=tls)
+    for answer in (signed, ended):
+        cookies = answer.headers.get_list("set-cookie")
+        assert len(cookies) == 2 and any("unsecure" in c for c in cookies)
+        for cookie in cookies:
+            flags = {f.strip().lower() for f in cookie.split(";")[1:]}
+            assert {"secure", "httponly", "samesite=lax"} <= flags, cookie
+    plain = sign_in(base, "dana", PASSWORDS["dana"]).headers.get_list("set-cookie")
+    unsecure = next(c for c in plain if "unsecure" in c)
+    assert "secure" not in {f.strip().lower() for f in unsecure.split(";")[1:]}
+
+
 def test_a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit():
     def slow_wrong(name: str, password: str) -> bool:
         time.sleep(0.05)
@@ -132,3 +156,81 @@ def test_a_burst_of_concurrent_guesses_gets_no_more_checks_than_the_limit():
     answers = asyncio.run(burst())
     assert answers.count(False) == 5  # checked: the limit, not the whole burst
     assert all(isinstance(a, TooManyAttempts) for a in answers if a is not False)
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def attempt(gate: SignInGate, name: str, password: str, address: str) -> bool | TooManyAttempts:
+    try:
+        return asyncio.run(gate.sign_in(name, password, address))
+    except TooManyAttempts as held:
+        return held
+
+
+def test_an_attacker_elsewhere_cannot_lock_a_user_out():
+    """Issue 45, row 3: five wrong passwords for ``admin`` every 5 minutes, from anywhere, held
+    every sign-in of ``admin`` back, the real admin's included. Failures now count per name and
+    address: the attacker's own address is held for that name; from an address where admin
+    signed in before nothing of it holds; from a new one, a name under attack from many
+    addresses is delayed (at most a minute), never locked."""
+    clock = Clock()
+    gate = SignInGate(lambda name, password: password == "right", clock=clock)
+    home = "10.0.0.1"
+    assert attempt(gate, "admin", "right", home) is True
+    for i in range(5):
+        assert attempt(gate, "admin", f"guess {i}", "203.0.113.9") is False
+    held = attempt(gate, "admin", "guess 5", "203.0.113.9")
+    assert isinstance(held, TooManyAttempts) and "from this address" in str(held)
+    assert attempt(gate, "admin", "right", home) is True
+    assert attempt(gate, "admin", "right", "10.0.0.2") is True  # a new address: not held yet
+    for k in range(60):  # a guess every few seconds, each from an address of its own
+        clock.now += 5
+        attempt(gate, "admin", "guess", f"198.51.100.{k}")
+    assert attempt(gate, "admin", "right", home) is True  # never held where admin signs in
+    delayed = attempt(gate, "admin", "right", "10.0.0.3")
+    assert isinstance(delayed, TooManyAttempts) and 1 <= delayed.retry_after <= 60
+    clock.now += delayed.retry_after
+    assert attempt(gate, "admin", "right", "10.0.0.3") is True  # delayed, not locked
+
+
+def test_a_spray_from_many_addresses_slows_the_sprayer_not_correct_sign_ins():
+    """Issue 45, row 3: a password spray from 32 addresses filled the queue of password checks,
+    and every sign-in answered 429 "busy". The checks wait in order of how much each address
+    has failed: a sign-in from an address without failures goes before the sprayer's next guess,
+    whose place it takes when the queue is full."""
+
+    def slow(name: str, password: str) -> bool:
+        time.sleep(0.005)
+        return password == "right"
+
+    gate = SignInGate(slow, clock=Clock())
+    sprayers = [f"192.0.2.{i}" for i in range(32)]
+    assert attempt(gate, "admin", "right", "10.0.0.1") is True
+    for i, address in enumerate(sprayers):  # the spray is under way: each address guessed
+        assert attempt(gate, f"user{i}", "123456", address) is False
+
+    async def spray_and_sign_in() -> list[object]:
+        guesses = [  # one password, many names (a new one each time)
+            gate.sign_in(f"user{i}-{j}", "password1", address)
+            for i, address in enumerate(sprayers)
+            for j in range(3)
+        ]
+        correct = [
+            gate.sign_in("dana", "right", "10.0.0.7"),
+            gate.sign_in("admin", "right", "10.0.0.1"),
+        ]
+        return await asyncio.gather(*guesses, *correct, return_exceptions=True)
+
+    answers = asyncio.run(spray_and_sign_in())
+    assert answers[-2:] == [True, True]
+    refused = [a for a in answers[:-2] if isinstance(a, TooManyAttempts)]
+    assert len(refused) >= 32 * 3 - limits.SIGN_INS_WAITING - 1  # the sprayer waits
+    assert all(a is False or isinstance(a, TooManyAttempts) for a in answers[:-2])

@@ -14,7 +14,7 @@ from app import auth
 from app.auth import Actor
 from app.report.team import agreement_section
 from app.services import data as data_svc
-from app.services import team, team_answers
+from app.services import history, team, team_answers
 from app.services.io import destination, import_utterances
 from app.services.members import add_member
 from storage.errors import StorageError
@@ -108,9 +108,9 @@ def test_answers_are_accepted_alone_or_on_agreement_and_disagreements_wait_for_r
     )
     assert _row(ctx, differ)["intents"] == "card_arrival"
     assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [skipped]
-    decision = next(e for e in data_svc.activity(ctx, live(ctx, P)) if e["batch"] == "review-1")
+    decision = next(e for e in history.activity(ctx, live(ctx, P)) if e["batch"] == "review-1")
     assert decision["user"] == "rita"  # audited under the reviewer's name and its own batch
-    data_svc.undo_batch(ctx, as_(ctx, people["rita"]), "review-1")
+    history.undo_batch(ctx, as_(ctx, people["rita"]), "review-1")
     assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [
         differ,
         skipped,

@@ -52,6 +52,60 @@ def _pump(stream: IO[str], into: queue.Queue[str]) -> None:
         into.put(line)
 
 
+LOCKED = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)"
+
+
+def _make_servers_with_apt_locked(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``make servers`` with PostgreSQL and Redis missing and an ``apt-get`` that fails as apt
+    does while another install holds its lock (a file here), logging the calls it takes."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "apt-get"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{tmp_path}/lock" ]; then echo "{LOCKED}" >&2; exit 100; fi\n'
+        f'echo "$*" >> "{tmp_path}/calls"\n'
+    )
+    fake.chmod(0o755)
+    (tmp_path / "lock").touch()
+    environ = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "APT_LOCK_POLL": "0.2"}
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "servers", "PG_INITDB=", "REDIS_SERVER="],
+        cwd=ROOT,
+        env={**environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    if "APT_LOCK_WAIT" not in env:  # the other install ends a moment later
+        time.sleep(1.5)
+        (tmp_path / "lock").unlink()
+    out, _ = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out)
+
+
+def test_make_servers_waits_for_another_installs_apt_lock(tmp_path):
+    """Issue 45, row 12: ``make team-local`` (through ``make servers``) exited at once when
+    another package install held apt's lock. It waits for the lock, then installs."""
+    done = _make_servers_with_apt_locked(tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "waiting for another package install" in done.stdout
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert [c.split()[2:] for c in calls] == [  # after "-o DPkg::Lock::Timeout=N"
+        ["update", "-qq"],
+        ["install", "-y", "-qq", "postgresql", "redis-server"],
+    ]
+
+
+def test_make_servers_gives_up_on_apt_lock_after_its_limit(tmp_path):
+    started = time.monotonic()
+    done = _make_servers_with_apt_locked(tmp_path, APT_LOCK_WAIT="1")
+    assert 1 <= time.monotonic() - started < 30
+    assert "still locked by another package install after 1 s" in done.stdout
+    assert "the team tests will be skipped" in done.stdout
+    assert not (tmp_path / "calls").exists()
+
+
 def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_path):
     summary_file = tmp_path / "summary.json"
     proc = subprocess.Popen(

@@ -90,9 +90,11 @@ def test_a_bad_setting_is_refused_with_exit_2(tmp_path, monkeypatch, capsys, env
     assert message in err and "Traceback" not in err
 
 
-def test_backup_refuses_model_files_in_a_bucket(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", "s3://team-models/studio")
+def test_backup_refuses_a_database_it_cannot_dump(tmp_path, monkeypatch, capsys):
+    """PostgreSQL and a bucket are backed up (tests/app/test_team_backup.py); another kind of
+    database is refused before anything is written."""
+    monkeypatch.setenv("INTENT_STUDIO_DB_URL", "mysql://team@db/studio")
     out = tmp_path / "b.tar.gz"
     assert main(["--data-dir", str(tmp_path), "backup", "-o", str(out)]) == 2
-    assert "back up the bucket s3://team-models/studio" in capsys.readouterr().err
+    assert "backup covers SQLite and PostgreSQL databases only" in capsys.readouterr().err
     assert not out.exists()

@@ -12,6 +12,7 @@ from storage import jobs
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import create_project
 from storage.tables import TrainingJob, utcnow
+from storage.versions import NewVersion, register_version
 
 
 @pytest.fixture
@@ -67,7 +68,10 @@ def test_workers_racing_for_one_job_claim_it_exactly_once(db, project):
         assert s.get(TrainingJob, job.id).worker_pid == 1000 + won[0]
 
 
-def test_cancel_stops_a_queued_job_at_once_and_asks_a_running_one(db, project):
+def test_cancel_ends_a_queued_or_running_job_at_once(db, project):
+    """Issue 45 row 10: a running job read as running ("cancelling…") until its worker's next
+    poll, 8-30 s while it loaded the encoder. Now it ends as cancelled in the cancel's own
+    transaction, and tells its worker to stop."""
     with db.session() as s:
         queued, _ = jobs.create_job(s, project, {})
         assert jobs.request_cancel(s, queued.id).status == "cancelled"
@@ -75,9 +79,42 @@ def test_cancel_stops_a_queued_job_at_once_and_asks_a_running_one(db, project):
         jobs.claim_job(s, running.id, pid=os.getpid())
         assert not jobs.cancel_requested(s, running.id)
         view = jobs.request_cancel(s, running.id)
-        assert view.status == "running" and jobs.cancel_requested(s, running.id)
+        assert view.status == "cancelled" and not view.active
+        assert view.message == "cancelled while preparing; the active model is unchanged"
+        assert jobs.cancel_requested(s, running.id)
         with pytest.raises(NotFoundError, match="No job #999"):
             jobs.request_cancel(s, 999)
+
+
+def test_a_cancelled_jobs_late_worker_changes_nothing_but_its_log(db, project):
+    """Its worker goes on until its next poll: its progress and lines do not make the job look
+    alive again, it cannot register a version, and its own end is only logged."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, eta=12.0, message="step 3/10")
+        jobs.request_cancel(s, job.id)
+        jobs.set_progress(s, job.id, step=4, total=10, loss=0.4, eta=9.0, message="step 4/10")
+        jobs.log_line(s, job.id, "saving the model", phase="saving")
+        with pytest.raises(ConflictError, match="already ended as cancelled"):
+            jobs.require_running(s, job.id)
+        jobs.finish_job(s, job.id, "cancelled", "cancelled; the active model is unchanged")
+        end = jobs.get_job(s, job.id)
+        assert (end.status, end.step, end.phase) == ("cancelled", 3, "training")
+        assert end.message == "cancelled while training; the active model is unchanged"
+        assert "saving the model" in end.log and "after the job had ended: cancelled" in end.log
+
+
+def test_a_job_whose_version_is_registered_is_left_to_finish(db, project):
+    """Once its version is registered (it only prepares the first card's vectors), a cancel
+    would say "the active model is unchanged" wrongly: the job goes on and succeeds."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        version = NewVersion(project, None, "fast", "minilm", {}, {}, "projects/1/m", "0" * 64, 1)
+        jobs.registered(s, job.id, register_version(s, version))
+        assert jobs.request_cancel(s, job.id).status == "running"
+        assert not jobs.cancel_requested(s, job.id)
 
 
 def test_progress_log_and_finish_are_recorded(db, project):

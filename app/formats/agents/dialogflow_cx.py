@@ -7,7 +7,10 @@ Read: each intent's ``displayName`` and ``description``, and its training phrase
 ``"isFallback": true`` (the Default Negative Intent) is ``out_of_scope``. Kept as they were: flows,
 pages, entity types, webhooks, route groups, an intent's parameters and labels, the phrases of
 other languages, and each phrase's parts, parameter ids and repeat count while its text is
-unchanged.
+unchanged (a phrase there twice stays twice), and a description whose text is unchanged (its
+spaces included). A phrase the project relabelled keeps its id, parts and repeat count in its new
+intent; a part naming a parameter the new intent lacks becomes plain text (and the export says
+so).
 
 Example:
     >>> doc = {"intents": [{"displayName": "hi", "trainingPhrases": [{"parts": [{"text": "hey"}]}]}]}
@@ -34,8 +37,10 @@ from app.formats.agents.base import (
 )
 from app.formats.agents.dialogflow_es import agent_root, safe_file_name
 from app.formats.agents.export import (
+    LOST_PART,
     AgentFormat,
     ExportPlan,
+    Relabelled,
     merge_phrases,
     set_description,
 )
@@ -169,16 +174,59 @@ def _new_intent(name: str, description: str | None) -> dict[str, Any]:
     return intent
 
 
+def _parameters(obj: Any) -> set[str]:
+    """The parameter ids of an intent (what a phrase part's ``parameterId`` names)."""
+    found = obj.get("parameters") if isinstance(obj, dict) else None
+    return {str(p.get("id")) for p in found or [] if isinstance(p, dict)}
+
+
+def _moved(phrase: dict[str, Any], parameters: set[str], into: str, lost: list[str]) -> Any:
+    """A phrase relabelled into an intent with ``parameters``: its id, parts and repeat count
+    kept; a part naming a parameter the intent lacks becomes plain text (said in ``lost``)."""
+    phrase = copy.deepcopy(phrase)
+    gone = []
+    for part in phrase.get("parts") or []:
+        if (pid := part.get("parameterId")) is not None and pid not in parameters:
+            gone.append(str(pid))
+            del part["parameterId"]
+    if gone:
+        lost.append(f"{phrase_text(phrase)!r} ({', '.join(gone)} in {into!r})")
+    return phrase
+
+
+def _carrier(moved: Relabelled) -> Any:
+    """``carried(into, parameters)`` for :func:`merge_phrases`: the phrases ``into`` takes over."""
+
+    def carried(into: str, parameters: set[str]) -> Any:
+        return lambda text: [
+            _moved(p, parameters, into, moved.lost) for p in moved.phrases(text, into)
+        ]
+
+    return carried
+
+
 def apply(files: Files, plan: ExportPlan) -> Files:
     root = agent_root(files)
     assert root is not None
     out = dict(files)
     make = _new_phrase(plan.language, inline=False)
     taken = set()
-    for path in _intent_files(files, root):
+    intents = {path: load_json(files[path], path) for path in _intent_files(files, root)}
+    said_in = {path: _said(path, plan.language) for path in intents}
+    kept_in = {
+        path: load_json(files[said_in[path]], said_in[path])
+        for path in intents
+        if said_in[path] in files
+    }
+    moved = Relabelled(
+        plan,
+        {intents[path]["displayName"]: _listed(kept) or [] for path, kept in kept_in.items()},
+        phrase_text,
+    )
+    carried = _carrier(moved)
+    for path, obj in intents.items():
         folder = path.rsplit("/", 1)[0] + "/"
         taken.add(folder[len(root) + len("intents/") : -1].casefold())
-        obj = load_json(files[path], path)
         name = obj["displayName"]
         if name in plan.dropped:
             for gone in [q for q in out if q.startswith(folder)]:
@@ -189,9 +237,11 @@ def apply(files: Files, plan: ExportPlan) -> Files:
             continue
         set_description(obj, "description", p.description)
         out[path] = same_or_dumped(obj, files[path])
-        said = _said(path, plan.language)
-        kept = load_json(files[said], said) if said in files else None
-        phrases = merge_phrases(_listed(kept) or [], phrase_text, p.texts, make)
+        said = said_in[path]
+        kept = kept_in.get(path)
+        phrases = merge_phrases(
+            _listed(kept) or [], phrase_text, p.texts, make, carried(name, _parameters(obj))
+        )
         value = {**kept, "trainingPhrases": phrases} if isinstance(kept, dict) else phrases
         if not isinstance(kept, list | dict):
             value = {"trainingPhrases": phrases}
@@ -204,9 +254,9 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         path = f"{root}intents/{folder}/{folder}.json"
         p = plan.intents[name]
         out[path] = dump_json(_new_intent(name, p.description))
-        if p.texts:
-            phrases = [make(t, s) for t, s in p.texts]
+        if phrases := merge_phrases([], phrase_text, p.texts or [], make, carried(name, set())):
             out[_said(path, plan.language)] = dump_json({"trainingPhrases": phrases})
+    plan.notes += moved.note(LOST_PART)
     return out
 
 
@@ -259,6 +309,13 @@ def json_read(doc: Any, language: str | None = None) -> AgentDoc:
 def json_apply(doc: Any, plan: ExportPlan) -> Any:
     new = copy.deepcopy(doc)
     make = _new_phrase(plan.language, inline=True)
+
+    def mine(obj: dict[str, Any]) -> list[Any]:
+        said = obj.get("trainingPhrases", [])
+        return [x for x in said if x.get("languageCode", plan.language) == plan.language]
+
+    moved = Relabelled(plan, {obj["displayName"]: mine(obj) for obj in new["intents"]}, phrase_text)
+    carried = _carrier(moved)
     intents = []
     for obj in new["intents"]:
         name = obj["displayName"]
@@ -267,9 +324,11 @@ def json_apply(doc: Any, plan: ExportPlan) -> Any:
         p = plan.intents.get(name)
         if p is not None and p.texts is not None:
             said = obj.get("trainingPhrases", [])
-            mine = [x for x in said if x.get("languageCode", plan.language) == plan.language]
-            merged = merge_phrases(mine, phrase_text, p.texts, make)
-            kept = {id(x) for x in merged} | {id(x) for x in said if x not in mine}
+            ours = mine(obj)
+            merged = merge_phrases(
+                ours, phrase_text, p.texts, make, carried(name, _parameters(obj))
+            )
+            kept = {id(x) for x in merged} | {id(x) for x in said if not any(x is y for y in ours)}
             obj["trainingPhrases"] = [x for x in said if id(x) in kept] + [
                 x for x in merged if not any(x is y for y in said)
             ]
@@ -278,9 +337,12 @@ def json_apply(doc: Any, plan: ExportPlan) -> Any:
     for name in plan.new:
         p = plan.intents[name]
         obj = _new_intent(name, p.description)
-        obj["trainingPhrases"] = [make(t, s) for t, s in p.texts or []]
+        obj["trainingPhrases"] = merge_phrases(
+            [], phrase_text, p.texts or [], make, carried(name, set())
+        )
         intents.append(obj)
     new["intents"] = intents
+    plan.notes += moved.note(LOST_PART)
     return new
 
 

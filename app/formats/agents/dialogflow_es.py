@@ -6,8 +6,10 @@ Read: each intent's ``name`` and, in the agent's ``language``, its training phra
 gives its text). An intent with ``"fallbackIntent": true`` is ``out_of_scope`` (its phrases are the
 agent's negative examples). Kept as they were: ``agent.json`` and every other file (entities,
 responses, contexts, events, webhooks), the phrases of other languages, and each phrase's parts,
-ids and annotations while its text is unchanged. ES intents have no description: an export
-leaves ours out (and says so).
+ids and annotations while its text is unchanged (a phrase there twice stays twice). A phrase the
+project relabelled keeps its id and parts in its new intent; an annotation naming a parameter
+the new intent lacks becomes plain text (and the export says so). ES intents have no
+description: an export leaves ours out (and says so).
 
 Example:
     >>> files = {"agent.json": b'{"language": "en"}', "intents/hi.json": b'{"name": "hi"}',
@@ -18,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -33,8 +36,10 @@ from app.formats.agents.base import (
     same_or_dumped,
 )
 from app.formats.agents.export import (
+    LOST_PART,
     AgentFormat,
     ExportPlan,
+    Relabelled,
     merge_phrases,
 )
 from app.formats.common import FormatError
@@ -201,15 +206,61 @@ def skeleton(name: str) -> Files:
     }
 
 
+def _parameters(obj: Any) -> set[str]:
+    """The parameter names of an intent (what an annotated part's ``alias`` names)."""
+    responses = obj.get("responses") if isinstance(obj, dict) else None
+    return {
+        str(p.get("name"))
+        for r in responses or []
+        if isinstance(r, dict)
+        for p in r.get("parameters") or []
+        if isinstance(p, dict)
+    }
+
+
+def _moved(phrase: dict[str, Any], parameters: set[str], into: str, lost: list[str]) -> Any:
+    """A phrase relabelled into an intent with ``parameters``: its id and parts kept; a part
+    annotated with a parameter the intent lacks becomes plain text (said in ``lost``)."""
+    phrase = copy.deepcopy(phrase)
+    gone = []
+    for part in phrase.get("data") or []:
+        alias = part.get("alias")
+        if alias is not None and alias not in parameters:
+            gone.append(str(alias))
+            for key in ("alias", "meta"):
+                part.pop(key, None)
+            part["userDefined"] = False
+    if gone:
+        lost.append(f"{phrase_text(phrase)!r} ({', '.join(gone)} in {into!r})")
+    return phrase
+
+
 def apply(files: Files, plan: ExportPlan) -> Files:
     root = agent_root(files)
     assert root is not None
     out = dict(files)
     make = _new_phrase(plan.language)
     taken = set()
-    for path in _intent_files(files, root):
+    intents = {path: load_json(files[path], path) for path in _intent_files(files, root)}
+    said_in = {path: _usersays(path, plan.language) for path in intents}
+    moved = Relabelled(
+        plan,
+        {
+            obj["name"]: load_json(files[said_in[path]], said_in[path])
+            for path, obj in intents.items()
+            if said_in[path] in files
+        },
+        phrase_text,
+    )
+
+    def carried(into: str, parameters: set[str]) -> Any:
+        return lambda text: [
+            _moved(p, parameters, into, moved.lost) for p in moved.phrases(text, into)
+        ]
+
+    for path, obj in intents.items():
         taken.add(path[len(root) + len("intents/") : -len(".json")].casefold())
-        name = load_json(files[path], path)["name"]
+        name = obj["name"]
         if name in plan.dropped:
             stem = path[: -len(".json")]
             for gone in [q for q in out if q == path or q.startswith(stem + "_usersays_")]:
@@ -218,9 +269,9 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         texts = plan.texts_of(name)
         if texts is None:
             continue
-        said = _usersays(path, plan.language)
+        said = said_in[path]
         kept = load_json(files[said], said) if said in files else []
-        phrases = merge_phrases(kept, phrase_text, texts, make)
+        phrases = merge_phrases(kept, phrase_text, texts, make, carried(name, _parameters(obj)))
         if phrases:
             out[said] = same_or_dumped(phrases, files.get(said))
         else:
@@ -228,8 +279,12 @@ def apply(files: Files, plan: ExportPlan) -> Files:
     for name in plan.new:
         path = f"{root}intents/{safe_file_name(name, taken)}.json"
         out[path] = dump_json(_new_intent(name))
-        if texts := plan.texts_of(name):
-            out[_usersays(path, plan.language)] = dump_json([make(t, s) for t, s in texts])
+        phrases = merge_phrases(
+            [], phrase_text, plan.texts_of(name) or [], make, carried(name, set())
+        )
+        if phrases:
+            out[_usersays(path, plan.language)] = dump_json(phrases)
+    plan.notes += moved.note(LOST_PART)
     if n := sum(1 for p in plan.intents.values() if p.description):
         plan.notes.append(
             f"Left out {n} intent description(s): Dialogflow ES has no place for them."

@@ -27,6 +27,9 @@ from app.formats.common import Row
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.names import name_key
 
+# What a relabelled Dialogflow phrase may lose (Relabelled.note).
+LOST_PART = "an entity part whose parameter their new intent lacks"
+
 
 @dataclass
 class IntentPlan:
@@ -206,22 +209,68 @@ def merge_phrases(
     text_of: Callable[[Any], str | None],
     texts: list[tuple[str, str]],
     make: Callable[[str, str], Any],
+    carried: Callable[[str], list[Any]] | None = None,
 ) -> list[Any]:
     """An intent's phrases after an export: the kept ones still in ``texts`` in their order and
-    as they were (entity parts, ids), then the new ones (made by ``make(text, split)``)."""
+    as they were (entity parts, ids; a phrase there twice stays twice), then the new ones: those
+    ``carried(text)`` brings from the intent they were relabelled from (their ids and parts),
+    else made by ``make(text, split)``."""
     want = {t for t, _ in texts}
     out, done = [], set()
     for raw in originals:
         text = text_of(raw)
         key = text_key(text) if text is not None else None
-        if key in want and key not in done:
+        if key in want:
             out.append(raw)
             done.add(key)
     for text, split in texts:
         if text not in done:
-            out.append(make(text, split))
+            out.extend((carried(text) if carried is not None else []) or [make(text, split)])
             done.add(text)
     return out
+
+
+class Relabelled:
+    """The phrases of a kept agent that the project relabelled: each text no longer under an
+    intent that held it, by that first intent, so that the intent it is under now can take the
+    phrase over with what does not depend on the intent (its id, its entity parts). A phrase
+    still under its first intent (a second intent added) is not taken: two would share an id.
+    ``originals``: every intent's phrases in the language read, by platform name."""
+
+    def __init__(
+        self,
+        plan: ExportPlan,
+        originals: Mapping[str, list[Any]],
+        text_of: Callable[[Any], str | None],
+    ) -> None:
+        self.text_of = text_of
+        self.originals = originals
+        still = {n: {t for t, _ in p.texts} for n, p in plan.intents.items() if p.texts is not None}
+        self._from: dict[str, str] = {}
+        for name, raws in originals.items():
+            if name not in still and name not in plan.dropped:
+                continue  # left as it is: nothing moves out of it
+            for raw in raws:
+                text = text_of(raw)
+                if text is not None and text_key(text) not in still.get(name, set()):
+                    self._from.setdefault(text_key(text), name)
+        self.lost: list[str] = []  # what could not be kept, one line each (for the notes)
+
+    def phrases(self, text: str, into: str) -> list[Any]:
+        """The phrases of ``text`` that ``into`` takes over (none: make a new one)."""
+        source = self._from.pop(text, None)
+        if source is None or source == into:
+            return []
+        return [r for r in self.originals[source] if text_key(self.text_of(r) or "") == text]
+
+    def note(self, what: str) -> list[str]:
+        """The notes on what relabelled phrases could not keep (``what``: e.g. "an entity part
+        whose parameter their new intent lacks")."""
+        if not self.lost:
+            return []
+        shown = ", ".join(self.lost[:SHOW_NAMES])
+        more = f" and {len(self.lost) - SHOW_NAMES} more" if len(self.lost) > SHOW_NAMES else ""
+        return [f"{len(self.lost)} relabelled phrase(s) lost {what}: {shown}{more}."]
 
 
 def merge_utterances(
@@ -233,26 +282,45 @@ def merge_utterances(
     make: Callable[[str, str, str], Any],
     update: Callable[[Any, str], Any] = lambda raw, split: raw,
     mine: Callable[[Any], bool] = lambda raw: True,
+    relabel: Callable[[Any, str], Any] | None = None,
 ) -> list[Any]:
     """One list of utterances for every intent (LUIS, CLU) after an export: the kept ones in
-    their order (``update(raw, split)`` may set the split), without those of dropped intents or
-    no longer in the project, then the new ones (``make(text, intent, split)``), intent by
-    intent. An utterance ``mine`` says is not in the language read is kept as it is."""
+    their order (``update(raw, split)`` may set the split; one there twice stays twice, the
+    second as it was), one the
+    project relabelled where it was, under its new intent (``relabel(raw, intent)``: its entity
+    labels name the app's entities, not the intent's), without those of dropped intents or no
+    longer in the project, then the new ones (``make(text, intent, split)``), intent by intent.
+    An utterance ``mine`` says is not in the language read is kept as it is."""
     left: dict[str, dict[str, str]] = {
         name: dict(p.texts) for name, p in plan.intents.items() if p.texts is not None
     }
+    had = {
+        (intent_of(raw), text_key(text_of(raw) or ""))
+        for raw in originals
+        if intent_of(raw) in left and mine(raw)
+    }
+    taken: dict[str, dict[str, str]] = {name: {} for name in left}
     out = []
     for raw in originals:
         intent = intent_of(raw)
         text = text_of(raw)
-        if intent is None or text is None or intent in plan.dropped:
+        if intent is None or text is None:
             continue
-        if intent not in left or not mine(raw):
-            out.append(raw)
+        if not mine(raw) or (intent not in left and intent not in plan.dropped):
+            if intent not in plan.dropped:  # another language, or an intent left as it is
+                out.append(raw)
             continue
         key = text_key(text)
-        if key in left[intent]:
-            out.append(update(raw, left[intent].pop(key)))
+        if intent in left and key in left[intent]:
+            taken[intent][key] = left[intent].pop(key)
+            out.append(update(raw, taken[intent][key]))
+        elif key in taken.get(intent, {}):
+            out.append(raw)  # the same utterance again: as it was (the import read the first)
+        elif relabel is not None:
+            into = next((n for n, t in left.items() if key in t and (n, key) not in had), None)
+            if into is not None:
+                taken[into][key] = left[into].pop(key)
+                out.append(update(relabel(raw, into), taken[into][key]))
     for name, texts in left.items():
         out += [make(text, name, split) for text, split in texts.items()]
     return out
@@ -265,6 +333,9 @@ def set_description(
     that was there, to ``empty``)."""
     if description is None:
         return
+    was = item.get(key)
+    if isinstance(was, str) and " ".join(was.split()) == description:
+        return  # what the import read (its spaces normalised): left as it was
     if description:
         item[key] = description
     elif item.get(key):

@@ -1,7 +1,8 @@
 """Microsoft LUIS app JSON and Conversational Language Understanding (CLU) project JSON.
 
 - LUIS: ``intents[].name``; ``utterances[].text`` / ``.intent``. The ``None`` intent is
-  ``out_of_scope``. Kept: entities, patterns, phrase lists, an utterance's entity labels, settings.
+  ``out_of_scope``. Kept: entities, patterns, phrase lists, an utterance's entity labels (also
+  when the project relabelled it: they name the app's entities, not the intent's), settings.
 - CLU: ``assets.intents[].category``; ``assets.utterances[].text`` / ``.intent`` / ``.language``
   / ``.dataset`` (``Test``: our test split, written back so). The ``None`` intent is
   ``out_of_scope``. Utterances in the project's language (``metadata.language``; one without a
@@ -92,6 +93,13 @@ def _intent(u: Any) -> str | None:
     return as_text(u.get("intent")) if isinstance(u, dict) else None
 
 
+def _relabel(u: dict[str, Any], intent: str) -> dict[str, Any]:
+    """An utterance the project relabelled: only its intent changes (its entity labels name
+    entities of the whole app)."""
+    u["intent"] = intent
+    return u
+
+
 # --- LUIS --------------------------------------------------------------------------------------
 
 
@@ -150,6 +158,7 @@ def luis_apply(doc: Any, plan: ExportPlan) -> Any:
         intent_of=_intent,
         text_of=_text,
         make=lambda text, intent, split: {"text": text, "intent": intent, "entities": []},
+        relabel=_relabel,
     )
     return new
 
@@ -251,6 +260,7 @@ def clu_apply(doc: Any, plan: ExportPlan) -> Any:
         make=make,
         update=_dataset,
         mine=lambda u: str(u.get("language") or lang).lower() == lang.lower(),
+        relabel=_relabel,
     )
     return new
 

@@ -26,6 +26,7 @@ from app.formats.agents.base import (
 from app.formats.agents.export import (
     AgentFormat,
     ExportPlan,
+    Relabelled,
     merge_phrases,
     set_description,
 )
@@ -116,22 +117,35 @@ def _example(text: str, split: str) -> dict[str, Any]:
     return {"text": text}
 
 
+def _carried(moved: Relabelled, into: str) -> Any:
+    return lambda text: [copy.deepcopy(r) for r in moved.phrases(text, into)]
+
+
 def apply(doc: Any, plan: ExportPlan) -> Any:
     new = copy.deepcopy(doc)
     root, _ = _root(new)
     intents = []
+    # an example's mentions name entities of the skill: a relabelled one keeps them
+    moved = Relabelled(
+        plan,
+        {str(i.get("intent")): list(i.get("examples") or []) for i in root.get("intents") or []},
+        _text,
+    )
     for item in root.get("intents") or []:
         name = item.get("intent")
         if name in plan.dropped:
             continue
         p = plan.intents.get(name)
         if p is not None and p.texts is not None:
-            item["examples"] = merge_phrases(item.get("examples") or [], _text, p.texts, _example)
+            item["examples"] = merge_phrases(
+                item.get("examples") or [], _text, p.texts, _example, _carried(moved, name)
+            )
             set_description(item, "description", p.description)
         intents.append(item)
     for name in plan.new:
         p = plan.intents[name]
-        item = {"intent": name, "examples": [_example(t, s) for t, s in p.texts or []]}
+        examples = merge_phrases([], _text, p.texts or [], _example, _carried(moved, name))
+        item = {"intent": name, "examples": examples}
         set_description(item, "description", p.description)
         intents.append(item)
     root["intents"] = intents

@@ -4,6 +4,7 @@ int8 encoder), and opening someone else's bundle as a read-only project."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -14,7 +15,7 @@ from app.services import bundles as bundle_svc
 from app.services import reports as report_svc
 from app.services.downloads import download_path
 from app.services.projects import project_names
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import GONE, attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 
@@ -44,7 +45,12 @@ def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
     if file is None:
         return gr.update(), problem("Choose a bundle .zip first.")
     path = getattr(file, "name", file)
-    name, err = attempt(lambda: bundle_svc.import_bundle(ctx, path))
+    if not Path(path).exists():
+        return gr.update(), problem(GONE)
+    try:
+        name, err = attempt(lambda: bundle_svc.import_bundle(ctx, path))
+    finally:
+        ctx.uploads.used_up(path)  # opened (or refused): its upload goes
     if err or name is None:
         return gr.update(), problem(err or "")
     return gr.update(choices=project_names(ctx), value=name), ok(

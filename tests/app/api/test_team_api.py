@@ -13,7 +13,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from app import auth
-from app.services import data as data_svc
+from app.services import history
 from tests.app.api.conftest import bearer
 
 DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
@@ -162,7 +162,7 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     batch = decided.json()["batch"]
     assert client.get(f"{TEAM}/review", headers=h["admin"]).json() == {"disputes": []}
     assert differ not in _unlabelled_ids(client, h)
-    audited = next(e for e in data_svc.activity(ctx, demo) if e["batch"] == batch)
+    audited = next(e for e in history.activity(ctx, demo) if e["batch"] == batch)
     assert audited["user"] == "admin"  # the reviewer's decision, under their name
 
     undone = client.post(f"{DEMO}/undo", json={"batch": batch}, headers=h["admin"])

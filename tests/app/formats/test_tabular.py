@@ -156,3 +156,22 @@ def test_a_quoted_text_with_line_breaks_and_commas_still_reads():
         "bye",
     ]
     assert [r.labels for r in rows] == [("greet",), ("lost_card",), ("greet",), ("greet",)]
+
+
+# Every character Python or a spreadsheet may take for the end of a line or a record.
+BREAKS = ["\r", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", BREAKS, ids=[f"U+{ord(c[0]):04X}" for c in BREAKS])
+def test_csv_quotes_every_control_character_and_reads_the_rows_back(char):
+    """Issue 45, row 14: a text with a bare carriage return was written unquoted, and the file
+    read back as two bad rows. A cell with any control character (or a line or paragraph
+    separator) is quoted."""
+    rows = [
+        Row(f"first{char}second", ("greet",)),
+        Row("after", ("bye",), context=f"a{char}b"),
+        Row("tab\tinside", ("greet",)),
+    ]
+    text = write_csv(rows)
+    assert f'"first{char}second"' in text and f'"a{char}b"' in text
+    assert parse_csv(text.encode("utf-8")) == rows

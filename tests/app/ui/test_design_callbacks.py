@@ -6,6 +6,7 @@ and back on, and what the section shows follows the project's setting."""
 from __future__ import annotations
 
 from app.services import data as data_svc
+from app.services import history
 from app.services import projects as project_svc
 from app.ui.design import clusters as ui
 from app.ui.design import intent_choices, scope
@@ -34,7 +35,7 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     assert "One Undo" in message
     again = ui.create_from_cluster(ctx, demo, examples["value"], "gift_cards")
     assert "already exists" in again and again.startswith("⚠")
-    assert "label of 3 utterance(s)" in data_svc.undo(ctx, demo)
+    assert "label of 3 utterance(s)" in history.undo(ctx, demo)
 
 
 def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):

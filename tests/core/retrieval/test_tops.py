@@ -87,3 +87,18 @@ def test_many_questions_are_scored_a_block_at_a_time(monkeypatch):
     blocks = tops(idx, queries, exclude_ids=exclude)
     assert blocks.intents == whole.intents
     assert np.allclose(blocks.margins, whole.margins) and len(blocks.scores) == 50
+
+
+def test_no_intent_is_the_oos_that_predictions_say():
+    from core.retrieval.factory import VectorsOnly
+    from core.retrieval.predictor import Predictor
+
+    idx = _pool(6)
+    predictor = Predictor(
+        VectorsOnly(16), idx, thresholds={"default": 0.55, "i01": 0.8}, multi_label=False
+    )
+    cold = np.vstack([idx._anchors[n][1] for n in ("i10", "i11")]).astype(np.float32)
+    queries = np.vstack([np.random.default_rng(2).normal(size=(80, 16)), cold]).astype(np.float32)
+    said = [row["oos"] for row, _ in predictor.predict_vectors(["q"] * len(queries), queries)]
+    assert predictor.no_intent(queries) == said
+    assert any(said) and not all(said)

@@ -69,6 +69,12 @@ DRAWN_300 = (
 )
 
 
+UMAP_DRAWN = (
+    "() => { const s = document.querySelector('#map-status')?.innerText || '';"
+    " return s.includes('umap') && !s.includes('quick PCA'); }"
+)
+
+
 def _open(page, url: str, project: str) -> None:
     """Open the server's page on ``project`` (picked as a person picks it)."""
     page.goto(url)
@@ -172,7 +178,8 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
     ctx, page = _sized(browser, 1440, 900)
     try:
         _open_300(page, server_300.url)
-        page.wait_for_function(DRAWN_300, timeout=300_000)
+        page.wait_for_function(DRAWN_300, timeout=300_000)  # a quick PCA picture at first,
+        page.wait_for_function(UMAP_DRAWN, timeout=300_000)  # replaced by UMAP when it lands
         colours = _map_traces(page)
         labelled = {k: c for k, c in colours.items() if not k.startswith("(")}
         assert len(labelled) == 300

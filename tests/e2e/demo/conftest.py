@@ -5,8 +5,6 @@ versions read from the page) and passes alone as well as after the others."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.e2e.conftest import Server
@@ -22,24 +20,24 @@ def server(tmp_path_factory):
         srv.stop()
 
 
-def shown_job(page) -> int:
-    """The number of the job the Train tab's panel shows, once the panel has loaded (0: none
-    yet). On this shared server it may be an earlier module's job on the same project."""
-    page.wait_for_function(
-        "() => /No training yet|Job #\\d+/.test(document.querySelector('#job-progress')"
-        "?.innerText || '')"
+def started_job(page) -> int:
+    """The number of the job the Retrain click queued (or the active one it shows), read from the
+    click's own message: the panel may still show an earlier module's job on this shared server,
+    or its "No training yet." placeholder before its first tick."""
+    found = page.wait_for_function(
+        "() => (document.querySelector('#train-message')?.innerText || '')"
+        ".match(/Job #(\\d+)/)?.[1]"
     )
-    found = re.search(r"Job #(\d+)", page.inner_text("#job-progress"))
-    return int(found.group(1)) if found else 0
+    return int(found.json_value())
 
 
-def wait_for_job(page, after: int, *states: str, timeout: float = 300_000) -> None:
-    """Wait until the Train tab's panel shows a job newer than job ``after`` in one of
-    ``states`` ("running", "succeeded"...)."""
+def wait_for_job(page, job: int, *states: str, timeout: float = 300_000) -> None:
+    """Wait until the Train tab's panel shows job ``job`` in one of ``states`` ("running",
+    "succeeded"...)."""
     page.wait_for_function(
-        "([after, states]) => { const t = document.querySelector('#job-progress')?.innerText"
+        "([job, states]) => { const t = document.querySelector('#job-progress')?.innerText"
         " || ''; const m = t.match(/Job #(\\d+)/);"
-        " return !!m && +m[1] > after && states.some((s) => t.includes(s)); }",
-        arg=[after, list(states)],
+        " return !!m && +m[1] === job && states.some((s) => t.includes(s)); }",
+        arg=[job, list(states)],
         timeout=timeout,
     )

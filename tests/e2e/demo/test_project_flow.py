@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from tests.e2e.conftest import shot
-from tests.e2e.demo.conftest import shown_job, wait_for_job
+from tests.e2e.demo.conftest import started_job, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -52,10 +52,10 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     shot(page, "30-flow-imported")
 
     page.get_by_role("tab", name="Train").click()
-    before = shown_job(page)
     page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=8")
     page.locator("#retrain").click()
-    wait_for_job(page, before, "succeeded")
+    job = started_job(page)
+    wait_for_job(page, job, "succeeded")
     page.get_by_role("tab", name="Versions").click()
     page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
     shot(page, "31-flow-trained")

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.e2e.conftest import shot
-from tests.e2e.demo.conftest import shown_job, wait_for_job
+from tests.e2e.demo.conftest import started_job, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -33,11 +33,11 @@ RECORD = """() => {
 def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     page.goto(server.url)
     page.get_by_role("tab", name="Train").click()
-    before = shown_job(page)
     page.evaluate(RECORD)
     page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
     page.locator("#retrain").click()
-    wait_for_job(page, before, "succeeded")
+    job = started_job(page)
+    wait_for_job(page, job, "succeeded")
     shot(page, "12-train-progress-done")
     seen = page.evaluate("() => window.__panel")
     running = [t for t in seen if ": running" in t]

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.e2e.conftest import emit_on_map, shot
-from tests.e2e.demo.conftest import shown_job, wait_for_job
+from tests.e2e.demo.conftest import started_job, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -32,12 +32,12 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     )
     page.goto(server.url)
     page.get_by_role("tab", name="Train").click()
-    before = shown_job(page)
     page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
     page.locator("#retrain").click()
-    wait_for_job(page, before, "running", "succeeded", timeout=120_000)
+    job = started_job(page)
+    wait_for_job(page, job, "running", "succeeded", timeout=120_000)
     shot(page, "10-train-running")
-    wait_for_job(page, before, "succeeded")
+    wait_for_job(page, job, "succeeded")
     assert "accuracy" in text_of(page, "#job-progress")
     assert "queued" not in text_of(page, "#train-message")  # the job's line cleared when done
     page.get_by_role("tab", name="Versions").click()

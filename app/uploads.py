@@ -1,0 +1,211 @@
+"""Files uploaded through Gradio (``POST /gradio_api/upload``: the Data tab's import, the Train
+tab's bundle), bounded: who may upload, how much may wait for an import, and for how long.
+
+Gradio stores every upload in its cache folder and removes it after a day; any signed-in user,
+viewers too, could fill the disk (288 MB in 3 s). :class:`UploadGate` sits in front of the upload
+route and:
+
+- refuses a user who can import nothing (a viewer: 403);
+- bounds one request (:data:`app.limits.UPLOAD_REQUEST_BYTES`: one file of
+  :data:`app.config.MAX_UPLOAD_BYTES` and its form), what one user's uploads waiting for an
+  import may hold (:data:`app.limits.UPLOAD_BYTES_PER_USER`) and everyone's together
+  (:data:`app.limits.UPLOAD_BYTES_TOTAL`): 413 from ``Content-Length``, or while the body
+  streams in, counting uploads in flight;
+- records each stored file in :class:`Uploads` (``AppContext.uploads``). An import or an opened
+  bundle removes its file when it ends (:meth:`Uploads.used_up`), which gives its room back; a
+  file nobody used is removed after :data:`app.limits.UPLOAD_KEPT_S`.
+
+Example:
+    >>> uploads = Uploads(UploadLimits(per_user=100, total=150, request=80))
+    >>> uploads.room("dana")
+    (80, '')
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from app import http_body, limits
+
+logger = logging.getLogger(__name__)
+
+UPLOAD_PATH = "/gradio_api/upload"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{max(0, n) // 1024} KiB"
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    per_user: int = limits.UPLOAD_BYTES_PER_USER
+    total: int = limits.UPLOAD_BYTES_TOTAL
+    request: int = limits.UPLOAD_REQUEST_BYTES
+    kept_s: float = limits.UPLOAD_KEPT_S
+
+
+class Uploads:
+    """The uploaded files not used up yet: whose, how large, since when (thread-safe)."""
+
+    def __init__(
+        self, limits: UploadLimits | None = None, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.limits = limits or UploadLimits()
+        self.clock = clock
+        self._files: dict[str, tuple[str, int, float]] = {}  # path -> (user, bytes, when)
+        self._streaming: Counter[str] = Counter()  # user -> bytes of uploads coming in now
+        self._lock = threading.Lock()
+
+    def _sweep(self) -> None:
+        """Forget files that are gone; remove those kept past their time."""
+        now = self.clock()
+        for path, (_, _, when) in list(self._files.items()):
+            if now - when > self.limits.kept_s:
+                self._remove(path)
+            elif not os.path.exists(path):
+                del self._files[path]
+
+    def _remove(self, path: str) -> None:
+        self._files.pop(path, None)
+        file = Path(path)
+        try:
+            file.unlink(missing_ok=True)
+            file.parent.rmdir()  # Gradio's folder per upload (named by its hash), if now empty
+        except OSError:
+            pass
+
+    def room(self, user: str) -> tuple[int, str]:
+        """How many bytes ``user`` may upload now, and what limits it when that is not the
+        request's own limit (a message)."""
+        with self._lock:
+            self._sweep()
+            mine = sum(n for who, n, _ in self._files.values() if who == user)
+            mine += self._streaming[user]
+            everyone = sum(n for _, n, _ in self._files.values()) + self._streaming.total()
+        lim = self.limits
+        choices = [
+            (lim.request, ""),
+            (
+                lim.per_user - mine,
+                f"your uploads waiting for an import hold {_mib(mine)} of "
+                f"{_mib(lim.per_user)}: import them, or wait until they are removed "
+                f"(after {lim.kept_s / 3600:g} h)",
+            ),
+            (
+                lim.total - everyone,
+                f"everyone's uploads waiting for an import hold {_mib(everyone)} of "
+                f"{_mib(lim.total)}: try again once some are imported",
+            ),
+        ]
+        return min(choices, key=lambda c: c[0])
+
+    def streaming(self, user: str, n: int) -> None:
+        """``n`` more (or, negative, fewer) bytes of ``user`` coming in now."""
+        with self._lock:
+            self._streaming[user] += n
+            self._streaming = +self._streaming
+
+    def add(self, user: str, paths: Iterable[str], received: int) -> None:
+        """Record the files of one upload (``received``: its body's size, for a file Gradio
+        has not moved into place yet)."""
+        with self._lock:
+            for path in paths:
+                try:
+                    size = os.path.getsize(path)
+                except OSError:
+                    size = received
+                self._files[path] = (user, size, self.clock())
+
+    def used_up(self, path: str | os.PathLike[str] | None) -> None:
+        """An import or a bundle that read ``path`` has ended: remove it, if it is an upload
+        recorded here (nothing else is ever removed)."""
+        if path is None:
+            return
+        with self._lock:
+            if str(path) in self._files:
+                self._remove(str(path))
+
+    def used(self) -> int:
+        with self._lock:
+            self._sweep()
+            return sum(n for _, n, _ in self._files.values())
+
+
+def _is_upload(scope: http_body.Scope) -> bool:
+    return (
+        scope["type"] == "http"
+        and scope.get("method") == "POST"
+        and str(scope["path"]).rstrip("/") == UPLOAD_PATH
+    )
+
+
+class UploadGate:
+    """ASGI middleware of the Gradio app (inside the sign-in check): see the module.
+    ``user_of(scope)``: who uploads; ``refusal(user)``: why they may not (None: they may)."""
+
+    def __init__(
+        self,
+        app: Any,
+        uploads: Uploads,
+        user_of: Callable[[http_body.Scope], str | None],
+        refusal: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.app, self.uploads, self.user_of, self.refusal = app, uploads, user_of, refusal
+
+    async def __call__(
+        self, scope: http_body.Scope, receive: http_body.Receive, send: http_body.Send
+    ) -> None:
+        if not _is_upload(scope):
+            await self.app(scope, receive, send)
+            return
+        user = self.user_of(scope) or ""
+        if self.refusal is not None:
+            why = await anyio.to_thread.run_sync(self.refusal, user)
+            if why is not None:
+                await http_body.answer(send, 403, why)
+                return
+        room, why = self.uploads.room(user)
+        declared = next(
+            (int(v) for k, v in scope.get("headers", []) if k == b"content-length" and v.isdigit()),
+            None,
+        )
+        if room <= 0 or (declared is not None and declared > room):
+            size = f" ({_mib(declared)})" if declared is not None else ""
+            limit = why or f"one upload may be at most {_mib(room)}"
+            await http_body.answer(send, 413, f"Upload refused{size}: {limit}.")
+            return
+        reserved = declared if declared is not None else room
+        body = bytearray()
+        status = 0
+
+        async def keep(message: http_body.Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body" and len(body) < 1 << 20:
+                body.extend(message.get("body", b""))
+            await send(message)
+
+        self.uploads.streaming(user, reserved)
+        try:
+            await http_body.within(scope, receive, keep, self.app, room)
+            if status == 200:
+                try:
+                    paths = [str(p) for p in json.loads(bytes(body))]
+                except (ValueError, TypeError):
+                    logger.warning("an upload's answer did not list its files")
+                    paths = []
+                self.uploads.add(user, paths, reserved)
+        finally:
+            self.uploads.streaming(user, -reserved)

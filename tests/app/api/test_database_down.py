@@ -1,0 +1,114 @@
+"""Issue 45, row 9: with PostgreSQL down, predict and job reads answered 500 and logged a
+traceback each. They answer 503 with a message, as the health check does, with a token or
+without one, and answer again once the database is back. The database goes down for real: the
+app reaches PostgreSQL through a TCP relay on loopback, which the test closes (connections reset,
+new ones refused)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+import threading
+from contextlib import suppress
+
+import pytest
+from fastapi.testclient import TestClient
+
+pytestmark = pytest.mark.slow
+
+
+class Relay:
+    """127.0.0.1:``port`` relayed to ``target`` until :meth:`down` (then: refused) or
+    :meth:`up` again."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self._sockets: list[socket.socket] = []
+        self.up()
+
+    def up(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = listener.getsockname()[1]
+        self._sockets = [listener]
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self._sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        with suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        with suppress(OSError):
+            b.shutdown(socket.SHUT_RDWR)
+
+    def down(self) -> None:
+        for sock in self._sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+@pytest.fixture
+def studio(postgres, tmp_path):
+    """The REST API on a PostgreSQL database reached through a :class:`Relay`, single-user and
+    multi-user; yields (relay, single-user client, multi-user client, token, job id)."""
+    from app import auth
+    from app.api import create_api
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services import retrain_jobs
+    from tests.handles import live
+    from tests.samples import QUICK, make_tiny
+
+    url = postgres.new_database()
+    relay = Relay(("127.0.0.1", postgres.port))
+    relayed = url.replace(f":{postgres.port}/", f":{relay.port}/")
+    ctx = AppContext(load_settings(tmp_path / "data", db_url=relayed))
+    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    auth.ensure_admin(team, "admin-password")
+    token = auth.issue_token(team, "admin")
+    make_tiny(ctx)
+    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    with TestClient(create_api(ctx)) as single, TestClient(create_api(team)) as multi:
+        multi.headers["Authorization"] = f"Bearer {token}"
+        yield relay, single, multi, job.id
+    relay.down()
+    ctx.close()
+
+
+def test_predict_and_job_reads_answer_503_with_a_message_while_postgres_is_down(studio, caplog):
+    relay, single, multi, job_id = studio
+    for client in (single, multi):
+        assert client.get(f"/api/v1/jobs/{job_id}").status_code == 200
+    relay.down()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        for client in (single, multi):
+            answers = [
+                client.get(f"/api/v1/jobs/{job_id}"),
+                client.post("/api/v1/projects/tiny/predict", json={"text": "hello there"}),
+                client.post("/api/v1/projects/tiny/predict", json={"texts": ["a", "b"]}),
+                client.get("/api/v1/projects"),
+            ]
+            for answer in answers:
+                assert answer.status_code == 503, (answer.request.url, answer.text)
+                assert "database is not answering" in answer.json()["error"]
+                assert answer.headers["Retry-After"]
+            assert client.get("/api/v1/health").status_code == 503
+    tracebacks = [r for r in caplog.records if r.exc_info and r.levelno >= logging.ERROR]
+    assert not tracebacks, [r.getMessage() for r in tracebacks]
+    relay.up()
+    for client in (single, multi):
+        assert client.get(f"/api/v1/jobs/{job_id}").status_code == 200

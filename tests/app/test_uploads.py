@@ -1,0 +1,99 @@
+"""Issue 45, row 2, on the app ``serve`` runs (multi-user) on loopback: any signed-in user,
+viewers too, could upload 25 MB files through Gradio's ``/gradio_api/upload`` with no total
+limit (288 MB in about 3 s), kept for a day. Now a viewer (who can import nothing) is refused,
+each user's uploads waiting for an import and everyone's together are capped (413 naming the
+cap), and a file is removed when its import ends, which gives its room back."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app import web
+from app.uploads import UploadLimits
+from tests.app.live import PASSWORDS, PROJECT, serving, team_context
+from tests.handles import live
+
+pytestmark = pytest.mark.slow
+
+KB = 1024
+LIMITS = UploadLimits(per_user=300 * KB, total=500 * KB, request=200 * KB)
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    ctx = team_context(tmp_path_factory.mktemp("uploads") / "data")
+    with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
+        yield base, ctx
+    ctx.close()
+
+
+def browser(base: str, name: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=60)
+    assert client.post("/login", data={"username": name, "password": PASSWORDS[name]}).is_success
+    return client
+
+
+def upload(client: httpx.Client, size: int, name: str = "rows.csv") -> httpx.Response:
+    body = b"text,label\n" + b"x" * (size - 11)
+    return client.post("/gradio_api/upload", files=[("files", (name, body, "text/csv"))])
+
+
+def test_a_viewer_cannot_upload(studio):
+    base, _ = studio
+    refused = upload(browser(base, "vic"), 10 * KB)
+    assert refused.status_code == 403
+    assert "viewer" in refused.json()["error"]
+
+
+def test_uploads_are_capped_per_user_and_in_all(studio):
+    base, ctx = studio
+    dana, admin = browser(base, "dana"), browser(base, "admin")
+    kept = []
+    for i in range(3):
+        answer = upload(dana, 90 * KB, f"rows{i}.csv")
+        assert answer.status_code == 200, answer.text
+        kept += answer.json()
+    assert all(Path(p).stat().st_size == 90 * KB for p in kept)
+    over = upload(dana, 40 * KB)  # 270 KiB kept: 40 more is past her 300
+    assert over.status_code == 413 and "your uploads" in over.json()["error"]
+    assert upload(admin, 250 * KB).status_code == 413  # one request: at most 200 KiB
+    assert upload(admin, 150 * KB).status_code == 200
+    full = upload(admin, 90 * KB)  # 420 KiB kept; 90 more is past everyone's 500
+    assert full.status_code == 413 and "everyone's uploads" in full.json()["error"]
+
+    # an import ends: its file is removed and its room comes back
+    from app.ui.data_manage import do_import
+
+    ctx.uploads.used_up(kept[0])
+    assert not Path(kept[0]).exists()
+    good = dana.post(
+        "/gradio_api/upload",
+        files=[("files", ("good.csv", b"text,label\nwhere is it,track_order\n", "text/csv"))],
+    )
+    assert good.status_code == 200, good.text
+    path = good.json()[0]
+    message, _ = do_import(ctx, live(ctx, PROJECT), path, "", True)
+    assert "Imported 1" in message, message
+    assert not Path(path).exists()
+    assert ctx.uploads.used() == (2 * 90 + 150) * KB  # dana's two left and admin's
+    assert upload(dana, 100 * KB).status_code == 200  # room again
+
+
+def test_an_upload_nobody_imports_is_removed_after_its_time(tmp_path):
+    from app.uploads import Uploads
+
+    clock = [1000.0]
+    limits = dataclasses.replace(LIMITS, per_user=100 * KB, kept_s=60)
+    uploads = Uploads(limits, clock=lambda: clock[0])
+    folder = tmp_path / "sha"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(b"x" * KB)
+    uploads.add("dana", [str(folder / "a.csv")], KB)
+    assert uploads.room("dana")[0] == 99 * KB
+    clock[0] += 61
+    assert uploads.room("dana")[0] == 100 * KB
+    assert not folder.exists()
