@@ -20,7 +20,7 @@ HELP = (
     "threshold is calibrated on the labelled **training** examples only (never the test split, "
     "which reports accuracy): each is scored as a new question would be, with the intents' names "
     "and descriptions, by the examples outside its fold, and the threshold keeps the share you "
-    "choose of those that land on their own intent (one threshold for every intent: with ~10 "
+    "choose of them, their best intent right or wrong (one threshold for every intent: with ~10 "
     "examples each, "
     "thresholds of their own were noisier on the benchmark). A higher share answers more "
     "questions and rejects fewer that are out of scope. Label real out-of-scope questions as `out_of_scope` (no "

@@ -214,7 +214,9 @@ def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_u
     """The Label queue shows the least certain questions first; they score low although they are
     in scope, so the project-wide threshold flags many of them. The hint calibrated on the least
     certain training examples flags about the target's share of them, and still flags questions
-    from no intent several times as often."""
+    from no intent at least twice as often (since the served threshold keeps its target share of
+    every in-scope question, right top or wrong, it flags fewer of either: 17.5 % of these
+    unrelated ones against 28 % when it counted the right tops only, issue 46 item 4)."""
     from core.evaluation.oos import calibrate_predictor
     from core.retrieval.factory import VectorsOnly
     from core.retrieval.predictor import Predictor
@@ -243,9 +245,39 @@ def test_the_queues_hint_flags_few_uncertain_in_scope_questions_and_still_most_u
     assert sum(hint) <= 15 and sum(served) >= 2 * sum(hint), (sum(hint), sum(served))
     unrelated = index.classify(rng.normal(0, 1, (200, dim)), show=0)
     flagged = [cal.looks_out_of_scope(p.score < threshold, p.score, p.margin) for p in unrelated]
-    # unrelated questions are flagged several times as often as the in-scope uncertain ones
+    # unrelated questions are flagged at least twice as often as the in-scope uncertain ones
     share = sum(flagged) / len(unrelated)
-    assert share > 3 * sum(hint) / len(queue), (sum(hint), sum(served), sum(flagged))
+    assert share > 2 * sum(hint) / len(queue), (sum(hint), sum(served), sum(flagged))
+
+
+def test_new_in_scope_questions_are_flagged_at_most_at_the_target_share_when_many_get_a_wrong_top():
+    """Intents that overlap: many in-scope questions get a wrong top intent, and score lower. They
+    are in scope all the same, so calibration counts every example's out-of-fold score, its top
+    right or wrong; counting only the right ones set the threshold too high and flagged 16 % of
+    new in-scope questions against a 10 % target (issue 46 item 4)."""
+    from core.evaluation.oos import calibrate_predictor
+    from core.retrieval.factory import VectorsOnly
+    from core.retrieval.predictor import Predictor
+
+    rng = np.random.default_rng(0)
+    dim, k, per = 16, 10, 40
+    centres = rng.normal(0, 1, (k, dim))
+
+    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
+        which = rng.integers(0, k, n)
+        return centres[which] + 2.0 * rng.normal(0, 1, (n, dim)), which
+
+    pool, which = draw(k * per)
+    index = KnnIndex(dim)
+    index.add(list(range(len(pool))), pool, [""] * len(pool), [(f"i{j}",) for j in which])
+    target = 0.9
+    cal = calibrate_predictor(Predictor(VectorsOnly(dim), index), target_recall=target)
+    questions, truth = draw(4000)
+    preds = index.classify(questions, show=0)
+    wrong = np.mean([p.top != f"i{j}" for p, j in zip(preds, truth, strict=True)])
+    flagged = np.mean([p.score < cal.thresholds["default"] for p in preds])
+    assert wrong > 0.3  # the case this is about
+    assert flagged <= 1 - target + 0.01, flagged
 
 
 def test_out_of_fold_scores_are_what_each_folds_predictor_ranks_for_its_held_out_examples():
