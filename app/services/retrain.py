@@ -39,7 +39,6 @@ from core.training import (
     TrainConfig,
     TrainingCancelled,
     TrainProgress,
-    load_trained,
     train_encoder,
     trainable,
 )
@@ -211,7 +210,8 @@ def run_retrain(
 
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
-        new_encoder = load_trained(tmp, device=ctx.device)
+        # the model in memory, not read back: its weights are the ones just written (issue 44)
+        new_encoder = trained.saved_encoder(tmp)
         # each encoder scored by the Predictor it would serve: the project's anchors, rule and
         # k, from the one factory
         new_factory = ctx.predictor_factory(project_id, new_encoder)
