@@ -25,7 +25,7 @@ CHROMIUM ?= /usr/bin/chromium
 # (tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test install install-dev browser servers team-local mpnet bench clean
+.PHONY: run test check install install-dev browser servers team-local mpnet bench clean
 
 run: $(STAMP_APP)
 	$(BIN)/intent-studio serve $(ARGS)
@@ -35,6 +35,17 @@ test: $(STAMP_DEV) browser servers
 	$(BIN)/ruff format --check app core storage tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# What to run before each commit: lint, format, types, the architecture test and the fast tests
+# (no encoder, no server, no browser): under a minute. `make test` runs everything.
+FAST_TESTS ?= tests/test_architecture.py tests/core/test_folds.py tests/core/test_slots.py \
+  tests/core/test_safe_archive.py tests/core/test_safe_tar.py tests/core/retrieval/test_rule.py \
+  tests/core/labelling tests/core/multilabel
+check: $(STAMP_DEV)
+	$(BIN)/ruff check app core storage tests bench
+	$(BIN)/ruff format --check app core storage tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -q -p no:randomly -m "not slow and not e2e" $(FAST_TESTS)
 
 install: $(STAMP_APP)
 install-dev: $(STAMP_DEV)

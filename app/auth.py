@@ -64,11 +64,6 @@ def current_actor() -> Actor:
     return _acting.get()
 
 
-def current_user_id() -> int | None:
-    """The id of the user on whose behalf this call runs (None in single-user mode)."""
-    return current_actor().id
-
-
 def require_acting(role: str, action: str) -> Actor:
     """The user on whose behalf this call runs, if their role includes ``role``; else
     PermissionError saying that ``action`` needs it. For a rule that depends on what a call

@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
 from app.admission import Admission, Limits
 from app.config import Settings
 from app.pool_heads import HeadFitter, HeadStore, head_key
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
-from app.project_settings import encodes_context
+from app.project_settings import as_encoded, encodes_context
 from app.services.int8 import INT8_DIR, load_int8, serves_int8
 from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
-from core.encoding.previous_turn import with_context
 from core.encoding.registry import Encoder, load_encoder
 from core.evaluation.data import EvalData
 from core.evaluation.version_metrics import VersionMetrics
@@ -35,7 +33,6 @@ from core.multilabel.tuning import fit_head
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
-from storage.datasets import SnapshotRow
 from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import get_project
@@ -48,16 +45,6 @@ logger = logging.getLogger(__name__)
 # A pool's new calibration starts once its rows stopped changing for this long (an annotator's
 # labels in a burst share one; 0.1 s of CPU for BANKING77's 770 examples).
 CALIBRATION_SETTLE_S = 0.3
-
-_Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
-
-
-def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
-    """The rows with ``text`` as the encoder sees it: after the row's context when the project
-    encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
-    if not encodes_context(settings):
-        return list(rows)
-    return [replace(r, text=with_context(r.text, r.context)) if r.context else r for r in rows]
 
 
 class JobQueue(Protocol):

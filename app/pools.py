@@ -32,9 +32,9 @@ from core.evaluation.oos import (
     calibrate_predictor,
     in_scope_labels,
 )
-from core.multilabel.knn_threshold import calibrate_knn_threshold
 from core.retrieval.anchors import anchor_texts
 from core.retrieval.knn import KnnIndex
+from core.retrieval.knn_threshold import calibrate_knn_threshold
 from core.retrieval.predictor import Predictor
 from storage.db import Database
 from storage.pool_state import pool_revision
@@ -246,7 +246,7 @@ def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
     serves (anchors, rule, ``k``: :func:`core.evaluation.oos.calibrate_predictor`), out of
     fold over the labelled train pool; the test split is never used. A multi-label pool
     without a head gets its decision threshold the same way
-    (:func:`core.multilabel.knn_threshold.calibrate_knn_threshold`)."""
+    (:func:`core.retrieval.knn_threshold.calibrate_knn_threshold`)."""
     predictor = pool.predictor
     pool.calibrated, pool.calibration_due = True, False
     predictor.thresholds = {}
@@ -329,9 +329,11 @@ def _calibration(data: dict[str, Any]) -> Calibration:
 _CALIBRATION_CODE = (
     "app/pools.py",
     "core/evaluation/oos.py",
-    "core/evaluation/folds.py",
+    "core/folds.py",
     "core/retrieval/knn.py",
+    "core/retrieval/rule.py",
     "core/retrieval/scores.py",
+    "core/retrieval/store.py",
     "core/retrieval/predictor.py",
 )
 

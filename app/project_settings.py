@@ -15,12 +15,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from core.encoding.previous_turn import with_context
 from core.evaluation.oos import DEFAULT_TARGET_RECALL, check_target_recall
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, check_weight
+from storage.datasets import SnapshotRow
+from storage.utterances import UtteranceRow
 
 
 @dataclass(frozen=True)
@@ -138,3 +141,17 @@ def parse_setting(name: str, text: str | float | bool | None) -> Any:
     if word not in ("on", "off"):
         raise ValueError(f"{name} is 'on' or 'off', not {text!r}.")
     return word == "on"
+
+
+_Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
+
+
+def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
+    """The rows with ``text`` as the encoder sees it: after the row's context when the project
+    encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
+    if not encodes_context(settings):
+        return list(rows)
+    return [
+        dataclasses.replace(r, text=with_context(r.text, r.context)) if r.context else r
+        for r in rows
+    ]

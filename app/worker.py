@@ -23,24 +23,19 @@ from huey.api import TaskWrapper
 
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.context import AppContext
-from app.services.retrain import EvalProgress, run_retrain
+from app.job_reporter import JobReporter
+from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
-from core.training import TrainingCancelled, TrainProgress
+from core.training import TrainingCancelled
 from storage import jobs
 
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "train_job"
-HEARTBEAT_SECONDS = 5.0
 # How often a worker sweeps the artifact store for crashed writes (it removes only old ones).
 SWEEP_SECONDS = 600.0
 # Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
 ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
-
-
-def heartbeat_seconds(settings: Settings) -> float:
-    """How often a running job proves its worker alive: six beats fit in the job timeout."""
-    return min(HEARTBEAT_SECONDS, settings.job_timeout / 6)
 
 
 def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
@@ -93,83 +88,6 @@ def _worker_context(settings: Settings) -> AppContext:
         return _worker_ctx
 
 
-class JobReporter:
-    """Throttled progress writes, a heartbeat thread and cancel polling for one running job."""
-
-    def __init__(self, ctx: AppContext, job_id: int) -> None:
-        self.ctx = ctx
-        self.job_id = job_id
-        self._last_write = 0.0
-        self._phase = ""
-        self._last_poll = 0.0
-        self._cancel = False
-        self._stop = threading.Event()
-        self._every = heartbeat_seconds(ctx.settings)
-        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
-        self._beat.start()
-
-    def _heartbeat(self) -> None:
-        while not self._stop.wait(self._every):
-            try:
-                with self.ctx.db.write() as s:
-                    jobs.heartbeat(s, self.job_id)
-            except Exception:
-                logger.exception("heartbeat failed")
-
-    def log(self, line: str, *, phase: str | None = None) -> None:
-        with self.ctx.db.write() as s:
-            jobs.log_line(s, self.job_id, line, phase=phase)
-
-    def _due(self, phase: str, done: bool) -> bool:
-        """At most one progress write a second, but always a phase's first and last."""
-        now = time.monotonic()
-        if now - self._last_write < 1.0 and not done and phase == self._phase:
-            return False
-        self._last_write, self._phase = now, phase
-        return True
-
-    def progress(self, p: TrainProgress) -> None:
-        if not self._due("training", p.step >= p.total):
-            return
-        with self.ctx.db.write() as s:
-            jobs.set_progress(
-                s,
-                self.job_id,
-                phase="training",
-                step=p.step,
-                total=p.total,
-                loss=float(p.loss),
-                eta=p.eta,
-                message=f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
-            )
-
-    def evaluation(self, p: EvalProgress) -> None:
-        if not self._due("evaluating", p.done >= p.total):
-            return
-        with self.ctx.db.write() as s:
-            jobs.set_progress(
-                s,
-                self.job_id,
-                phase="evaluating",
-                step=p.done,
-                total=p.total,
-                loss=None,
-                eta=p.eta,
-                message=f"Evaluating {p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
-            )
-
-    def should_cancel(self) -> bool:
-        now = time.monotonic()
-        if now - self._last_poll >= 0.5:
-            self._last_poll = now
-            with self.ctx.db.session() as s:
-                self._cancel = jobs.cancel_requested(s, self.job_id)
-        return self._cancel
-
-    def close(self) -> None:
-        self._stop.set()
-
-
 def finish(
     ctx: AppContext, job_id: int, status: str, message: str, version_id: int | None = None
 ) -> None:
@@ -201,7 +119,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         )
         # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
         # first card (and a process that exits on success does not cut the encoding short)
-        reporter.log("encoding the first card's utterances in the served space")
+        reporter.log("encoding the first card's utterances in the served space", phase="serving")
         prepare_vectors(ctx, job.project_id)
         finish(ctx, job_id, "succeeded", message, version_id)
     except TrainingCancelled:

@@ -1,9 +1,11 @@
 () => {
   // The labelling queue's keys: each presses a visible button of the Label tab
-  // (app/ui/queue_tab.py fills in KEYS). One answer is on its way at a time: a key pressed
-  // meanwhile waits, in order, for the answer before it (it would otherwise run on the card
-  // that answer replaces). After every answer the focus is back on the card, so the next key
-  // is a command, never a letter in a text box.
+  // (app/ui/queue_tab.py fills in KEYS, by key name: "Enter", "Shift+Enter", "Ctrl+z", " ", "0").
+  // No letter is ever a command: a letter (any character that is not a key of KEYS) starts
+  // typing an intent's name in the filter, so typing a name, with or without the `/` that opens
+  // the filter, stores nothing but the label it names. One answer is on its way at a time: a
+  // key pressed meanwhile waits, in order, for the answer before it (it would otherwise run on
+  // the card that answer replaces). After every answer the focus is back on the card.
   if (window.__studioQueueKeys) return [];
   window.__studioQueueKeys = true;
   const KEYS = __KEYS__;
@@ -60,15 +62,24 @@
     if (typed.replace(/[\s/]/g, '')) act(COMMIT, typed);  // an empty filter never labels
   };
 
+  // The name of a key as KEYS spells it: a character as typed (lower case with Ctrl or Cmd),
+  // other keys by name; Ctrl (or Cmd), and Shift on a key that is no character, come first.
+  const keyName = (e) => {
+    const char = e.key.length === 1;
+    const ctrl = e.ctrlKey || e.metaKey ? 'Ctrl+' : '';
+    const shift = e.shiftKey && (!char || ctrl) ? 'Shift+' : '';
+    return ctrl + shift + (char && ctrl ? e.key.toLowerCase() : e.key);
+  };
+
   document.addEventListener('keydown', (e) => {
     const c = card();
     if (!c || c.offsetParent === null) return;  // the Label tab is not showing
     const f = filter();
     if (f && e.target === f) {
-      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      if (e.key === 'Enter' && !e.isComposing) {
         e.preventDefault();
         e.stopPropagation();
-        commit(f.value);
+        if (!e.shiftKey) commit(f.value);
       } else if (e.key === 'Escape') {
         e.preventDefault();
         clear(f);
@@ -80,20 +91,20 @@
     }
     const tag = (e.target.tagName || '').toLowerCase();
     if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable) return;
-    let id = KEYS[e.key];
-    if ((e.ctrlKey || e.metaKey) && e.key === 'z') id = 'queue-undo';
-    else if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.altKey || e.isComposing) return;
+    const id = KEYS[keyName(e)];
     if (id) {
       e.preventDefault();
       act(id);
       return;
     }
-    if (f && (e.key === '/' || /^[a-z_]$/i.test(e.key))) {
+    // Any other character types an intent's name: the filter takes it (and the keys after it)
+    if (f && e.key.length === 1 && !e.ctrlKey && !e.metaKey) {
       if (document.activeElement !== f) {
         f.focus();
         f.select();  // a new filter replaces what an earlier one left
       }
-      if (e.key === '/') e.preventDefault();  // other letters go on into the filter
+      if (e.key === '/') e.preventDefault();  // `/` only opens it; other characters go on in
     }
   }, true);  // capture: before the focused element (a button, the filter) acts on the key
 
@@ -144,5 +155,25 @@
     });
   };
   watch();
+
+  // The intents the filter's text matches come from the server (the one matching rule) a moment
+  // after each key; until the list for exactly the text in the box is there, the list on screen
+  // is for an earlier text and says so (`stale`): it never claims what Enter would do for a text
+  // that is not the one typed. (Enter sends the text typed; the server matches it again.)
+  const matchesNow = () => {
+    const list = document.querySelector('#queue-matches .queue-matches');
+    if (!list) return;
+    const f = filter();
+    list.classList.toggle('stale', list.getAttribute('data-query') !== (f ? f.value : ''));
+  };
+  document.addEventListener('input', (e) => {
+    if (e.target === filter()) matchesNow();
+  }, true);
+  const watchMatches = () => {
+    const m = document.querySelector('#queue-matches');
+    if (!m) return setTimeout(watchMatches, 200);
+    new MutationObserver(matchesNow).observe(m, {subtree: true, childList: true});
+  };
+  watchMatches();
   return [];
 }

@@ -1,6 +1,6 @@
 """A multi-label project before its first retrain (no head): the k-NN decision at the fixed 0.5
 threshold against the threshold calibrated out of fold on the train pool
-(:mod:`core.multilabel.knn_threshold`), on NLU++ with the frozen encoder.
+(:mod:`core.retrieval.knn_threshold`), on NLU++ with the frozen encoder.
 
 The Predictor is the app's (:class:`core.retrieval.factory.PredictorFactory`: nearest example +
 prototype, the intents' humanised names as anchors at the default weight), deciding through
@@ -43,8 +43,8 @@ def run(
     regime: str,
     factory: Any,
 ) -> dict[str, float]:
-    from core.multilabel.knn_threshold import calibrate_knn_threshold
     from core.multilabel.metrics import multilabel_scores
+    from core.retrieval.knn_threshold import calibrate_knn_threshold
     from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
 
     train = [i for i, r in enumerate(rows) if (r[2] != fold) == (regime == "high")]

@@ -19,10 +19,11 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.bulk_labels import expire_rows
 from storage.by_id import labels_of, slices, utterances_by_id
+from storage.deleted import restore
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import _labels_of
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
-from storage.utterances import _log, _resolve_intents
+from storage.utterances import _resolve_intents
 
 # The actions an undo can revert ("undo" events record undos themselves).
 UNDOABLE = ("label", "split", "add", "import", "delete", "merge", "delete_intent")
@@ -63,6 +64,8 @@ class Event:
     split_after: str | None
     undone: bool
     created_at: datetime
+    gone_id: int | None = None  # a delete's: the utterance's id (storage.tables.LabelEvent)
+    kept: dict[str, Any] | None = None  # a delete's: the rest of the row
 
 
 def _events(s: Session, project_id: int, batch: str) -> list[Event]:
@@ -215,7 +218,7 @@ def _revert(
     logged: list[dict[str, Any]] = []
     for ev in reversed(events):
         if ev.action == "delete":
-            _restore(s, project_id, ev, user_id, undo)
+            restore(s, project_id, ev, user_id, undo)
             continue
         if ev.utterance_id not in state:
             continue  # deleted since
@@ -319,29 +322,6 @@ def _remove(s: Session, project_id: int, ids: list[int], user_id: int | None, ba
         s.flush()
         s.execute(delete(Utterance).where(Utterance.id.in_([r.id for r in rows])))
     expire_rows(s)
-
-
-def _restore(s: Session, project_id: int, ev: Event, user_id: int | None, batch: str) -> None:
-    """Bring back a deleted utterance (a new id) with the labels and split it had."""
-    if s.scalar(
-        select(Utterance.id).where(
-            Utterance.project_id == project_id, Utterance.text == ev.utterance_text
-        )
-    ):
-        raise ConflictError(
-            f"The utterance {ev.utterance_text!r} was added again since it was deleted. "
-            "Nothing was changed."
-        )
-    u = Utterance(project_id=project_id, text=ev.utterance_text, split=ev.split_before or "train")
-    s.add(u)
-    s.flush()
-    names = []
-    for intent in _resolve_intents(s, project_id, ev.before, create_missing=True):
-        s.add(Label(utterance_id=u.id, intent_id=intent.id))
-        names.append(intent.name)
-    s.execute(update(LabelEvent).where(LabelEvent.id == ev.id).values(utterance_id=u.id))
-    _log(s, u, [], names, "undo", user_id, batch, None, u.split)
-    s.flush()
 
 
 def last_batch(s: Session, project_id: int) -> str | None:

@@ -42,19 +42,21 @@ class JobView:
     log: str
     model_version_id: int | None
     config: dict[str, Any]
+    progress: float = 0.0  # the whole job's share done (app.services.job_plan), never less
+    elapsed: float | None = None  # seconds since a worker took it (to its end once ended)
 
     @property
     def fraction(self) -> float:
-        """Of the current phase (``training`` steps, ``evaluating`` utterances)."""
+        """Of the current phase's count (``training`` steps, ``evaluating`` utterances)."""
         return self.step / self.total if self.total else 0.0
 
     @property
     def percent(self) -> int:
-        """The current phase's whole percent done; 100 only once the job succeeded (the version
-        is registered), so a phase whose count is complete shows 99 while work remains."""
+        """The whole job's percent done (one bar for every phase, never going back); 100 only
+        once the job succeeded (the version is registered): until then at most 99."""
         if self.status == "succeeded":
             return 100
-        return min(99, math.floor(100 * self.fraction))
+        return min(99, math.floor(100 * self.progress))
 
     @property
     def active(self) -> bool:
@@ -62,6 +64,10 @@ class JobView:
 
 
 def _view(job: TrainingJob) -> JobView:
+    elapsed = None
+    if job.started_at is not None:
+        elapsed = max(0.0, ((job.finished_at or utcnow()) - job.started_at).total_seconds())
+    progress = float(job.progress or 0.0)
     return JobView(
         job.id,
         job.project_id,
@@ -70,12 +76,20 @@ def _view(job: TrainingJob) -> JobView:
         job.step,
         job.total,
         job.loss,
-        job.eta_seconds,
+        job.eta_seconds if job.status == "running" else None,
         job.message,
         job.log,
         job.model_version_id,
         dict(job.config),
+        progress,
+        elapsed,
     )
+
+
+def _advance(job: TrainingJob, share: float | None) -> None:
+    """Raise the job's share done to ``share`` (never lower it: the bar never goes back)."""
+    if share is not None:
+        job.progress = min(1.0, max(float(job.progress or 0.0), float(share)))
 
 
 def _get(s: Session, job_id: int) -> TrainingJob:
@@ -203,9 +217,23 @@ def heartbeat(s: Session, job_id: int) -> None:
         job.heartbeat_at = utcnow()
 
 
-def log_line(s: Session, job_id: int, line: str, *, phase: str | None = None) -> None:
+def tick(s: Session, job_id: int, *, share: float | None, eta: float | None) -> None:
+    """The worker's read of its job, once a second: the share done (only ever raised) and the
+    seconds left (None: no honest estimate); also a heartbeat."""
+    job = s.get(TrainingJob, job_id)
+    if job is not None:
+        job.heartbeat_at = utcnow()
+        if job.status == "running":
+            _advance(job, share)
+            job.eta_seconds = eta
+
+
+def log_line(
+    s: Session, job_id: int, line: str, *, phase: str | None = None, share: float | None = None
+) -> None:
     """Append a time-stamped line to the job's log; it is also the job's current message. A
-    ``phase`` (``preparing``, ``saving``, ``registering``, …) is recorded with it."""
+    ``phase`` (``preparing``, ``saving``, ``registering``, …) is recorded with it, and ``share``,
+    the job's share done when it starts."""
     job = s.get(TrainingJob, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
@@ -214,6 +242,8 @@ def log_line(s: Session, job_id: int, line: str, *, phase: str | None = None) ->
         job.message = line
         if phase is not None:
             job.phase = phase
+            job.step = job.total = 0  # a count is the phase's own
+        _advance(job, share)
         job.heartbeat_at = utcnow()
 
 
@@ -224,16 +254,19 @@ def set_progress(
     step: int,
     total: int,
     loss: float | None,
-    eta: float | None,
     message: str,
     phase: str = "training",
+    share: float | None = None,
+    eta: float | None = None,
 ) -> None:
-    """The count of a measured phase: ``step`` of ``total`` done, seconds left (None while it is
-    being estimated), the last loss (None outside training)."""
+    """The count of a measured phase: ``step`` of ``total`` done, the last loss (None outside
+    training), ``share``, the whole job's share done now (only ever raised: a share below the
+    one recorded leaves it), and the whole job's seconds left (None while being estimated)."""
     job = s.get(TrainingJob, job_id)
     if job is not None and job.status in ACTIVE_STATUSES:
-        job.phase, job.step, job.total, job.loss, job.eta_seconds = phase, step, total, loss, eta
-        job.message = message
+        job.phase, job.step, job.total, job.loss = phase, step, total, loss
+        job.message, job.eta_seconds = message, eta
+        _advance(job, share)
         job.heartbeat_at = utcnow()
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError, ReadOnlyProjectError, StorageError
 from storage.names import project_index, validate_intent_name
-from storage.tables import Intent, Label, LabelEvent, Project, Template, User, Utterance
+from storage.tables import Intent, Label, LabelEvent, Project, Template, Utterance
 
 __all__ = ["validate_intent_name"]  # re-exported: imported from here by older callers
 
@@ -24,15 +24,6 @@ class IntentSummary:
     description: str
     n_train: int
     n_test: int
-
-
-def get_or_create_user(s: Session, name: str, role: str = "designer") -> User:
-    user = s.scalar(select(User).where(User.name == name))
-    if user is None:
-        user = User(name=name, role=role)
-        s.add(user)
-        s.flush()
-    return user
 
 
 def create_project(

@@ -246,6 +246,7 @@ class LabelEvent(Base):
         Index("ix_label_event_project", "project_id", "id"),
         Index("ix_label_event_utterance", "utterance_id"),
         Index("ix_label_event_batch", "project_id", "batch"),
+        Index("ix_label_event_gone", "project_id", "gone_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -264,6 +265,12 @@ class LabelEvent(Base):
     split_after: Mapped[str | None] = mapped_column(String(16), default=None)
     undone: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The id of the utterance the event is about while that utterance is deleted (utterance_id
+    # is then NULL): its undone delete brings it back under this id, and links the event again.
+    gone_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    # A delete event's: what the row held besides text, intents and split (context, entities,
+    # created_at), so that its undo restores the same row.
+    kept: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class DatasetVersion(Base):
@@ -312,12 +319,16 @@ class TrainingJob(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    # What step/total/eta count: "training" (steps), "evaluating" (utterances), else no count.
+    # The phase running now (app.services.job_plan.PHASES); step/total count it where it is
+    # counted: "training" (steps), "evaluating" (utterances), else no count.
     phase: Mapped[str] = mapped_column(String(16), default="", server_default="")
     step: Mapped[int] = mapped_column(Integer, default=0)
     total: Mapped[int] = mapped_column(Integer, default=0)
     loss: Mapped[float | None] = mapped_column(Float, default=None)
+    # The whole job's seconds left (None: no honest estimate), written by the worker each second.
     eta_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    # The whole job's share done, 0 to 1, only ever raised (storage.jobs.set_progress).
+    progress: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     message: Mapped[str] = mapped_column(Text, default="")
     log: Mapped[str] = mapped_column(Text, default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -225,21 +225,21 @@ def _log(
     batch: str | None = None,
     split_before: str | None = None,
     split_after: str | None = None,
-) -> None:
-    s.add(
-        LabelEvent(
-            project_id=u.project_id,
-            utterance_id=u.id,
-            utterance_text=u.text,
-            user_id=user_id,
-            batch=batch or str(uuid.uuid4()),
-            action=action,
-            before=sorted(before),
-            after=sorted(after),
-            split_before=split_before,
-            split_after=split_after,
-        )
+) -> LabelEvent:
+    event = LabelEvent(
+        project_id=u.project_id,
+        utterance_id=u.id,
+        utterance_text=u.text,
+        user_id=user_id,
+        batch=batch or str(uuid.uuid4()),
+        action=action,
+        before=sorted(before),
+        after=sorted(after),
+        split_before=split_before,
+        split_after=split_after,
     )
+    s.add(event)
+    return event
 
 
 def add_utterance(
@@ -362,25 +362,6 @@ def update_utterance(
         _log(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
     s.flush()
     return _row(u, labels)
-
-
-def delete_utterance(
-    s: Session,
-    project_id: int,
-    utterance_id: int,
-    *,
-    user_id: int | None = None,
-    batch: str | None = None,
-) -> None:
-    """Delete an utterance. Its event keeps the text, labels and split, so an undo brings it back
-    (:func:`storage.audit.undo_batch`)."""
-    u = get_utterance(s, project_id, utterance_id)
-    guard.check(s, project_id, [u.id])
-    labels = _labels_of(s, [u.id])[u.id]
-    _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
-    s.flush()
-    s.delete(u)
-    s.flush()
 
 
 def _check_version(u: Utterance, expected: int | None) -> None:

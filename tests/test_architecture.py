@@ -1,5 +1,6 @@
 """The three layers hold: no import cycle between modules, no library imported outside its layer,
-no module past the length at which it stops reading as one concern.
+no arrow back up a floor inside ``app/`` and ``core/``, no module past the length at which it
+stops reading as one concern.
 
 The import graph is read from the source with ``ast`` (no module is imported), so the test is fast
 and also sees imports inside functions (the lazy ones count: a cycle that only closes at run time
@@ -27,6 +28,40 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 }
 # Gradio is the UI's business: inside app/ only app/ui imports it.
 GRADIO_HOME = "app.ui"
+
+# The floors inside core/ and app/, bottom first (read from the import graph, issue 48). A piece
+# (a package, or a module at the layer's root) imports only from its own floor or the floors
+# below, and no two pieces import each other. A new piece takes a floor here.
+FLOORS: dict[str, tuple[frozenset[str], ...]] = {
+    "core": (
+        # leaves: the fold splitter, encoders, archives, slots, the 2-D projection
+        frozenset(
+            {"core", "core.folds", "core.encoding", "core.safe_archive", "core.safe_tar"}
+            | {"core.slots", "core.projection"}
+        ),
+        frozenset({"core.multilabel"}),  # the multi-label head and its metrics
+        frozenset({"core.retrieval"}),  # the pool, the rule, the Predictor
+        frozenset({"core.evaluation", "core.labelling"}),  # what measures or orders by the rule
+        frozenset({"core.design", "core.training"}),  # design aids, fine-tuning
+        frozenset({"core.bundle"}),  # a bundle packs a trained Predictor
+    ),
+    "app": (
+        # settings, limits and leaves
+        frozenset({"app", "app.config", "app.limits", "app.http_body", "app.project_settings"})
+        | frozenset({"app.eval_memo", "app.plots", "app.pool_heads", "app.formats", "app.report"}),
+        # the serving state and the web perimeter
+        frozenset({"app.context", "app.pools", "app.vectors", "app.admission", "app.worker_check"})
+        | frozenset({"app.auth", "app.sign_in", "app.http_guard", "app.http_origin", "app.access"})
+        | frozenset({"app.uploads"}),
+        frozenset({"app.services"}),  # use cases
+        frozenset({"app.api", "app.ui", "app.worker"}),  # REST, the Gradio tabs, the job worker
+        frozenset({"app.web", "app.cli", "app.__main__"}),  # entry points
+    ),
+}
+# Arrows up a floor that are known debt, (importer, imported) -> the issue that removes it.
+KNOWN_UP_ARROWS = {
+    ("app.context", "app.services.int8"): "issue 48 item 1: the int8 serving rule moves below",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -152,6 +187,65 @@ def test_only_the_ui_imports_gradio():
         and any(t.split(".")[0] == "gradio" for t in targets)
     )
     assert wrong == []
+
+
+def _piece(name: str) -> str:
+    """The floor piece a module belongs to: its package below the layer, or itself."""
+    return ".".join(name.split(".")[:2])
+
+
+def _floor(piece: str) -> int:
+    """Its floor (-1: none yet, which the floor test reports)."""
+    layer = piece.split(".")[0]
+    return next((i for i, floor in enumerate(FLOORS[layer]) if piece in floor), -1)
+
+
+def _arrows_between_pieces() -> set[tuple[str, str]]:
+    return {
+        (_piece(name), _piece(target))
+        for name, targets in GRAPH.items()
+        for target in targets
+        if name.split(".")[0] in FLOORS
+        and target.split(".")[0] == name.split(".")[0]
+        and _piece(name) != _piece(target)
+    }
+
+
+def test_every_piece_of_app_and_core_has_a_floor():
+    pieces = {_piece(name) for name in MODULES if name.split(".")[0] in FLOORS}
+    placed = {p for floors in FLOORS.values() for floor in floors for p in floor}
+    assert sorted(pieces - placed) == []
+    assert sorted(placed - pieces) == []  # a floor names no piece that is gone
+
+
+def test_no_import_goes_back_up_a_floor():
+    up = sorted(
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.split(".")[0] in FLOORS
+        for target in targets
+        if target.split(".")[0] == name.split(".")[0]
+        and _floor(_piece(target)) > _floor(_piece(name))
+        and (name, target) not in KNOWN_UP_ARROWS
+    )
+    assert up == []
+
+
+def test_the_known_up_arrows_are_still_there():
+    """An up-arrow that was removed leaves the list, so the list only shrinks."""
+    gone = sorted(f"{a} -> {b}" for a, b in KNOWN_UP_ARROWS if b not in GRAPH.get(a, set()))
+    assert gone == []
+
+
+def test_no_two_pieces_import_each_other():
+    arrows = _arrows_between_pieces()
+    both = sorted(f"{a} <-> {b}" for a, b in arrows if (b, a) in arrows and a < b)
+    assert [pair for pair in both if not _known_two_way(pair)] == []
+
+
+def _known_two_way(pair: str) -> bool:
+    a, _, b = pair.partition(" <-> ")
+    return any({_piece(x), _piece(y)} == {a, b} for x, y in KNOWN_UP_ARROWS)
 
 
 def test_no_module_is_too_long_to_read_as_one_concern():

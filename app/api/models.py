@@ -247,11 +247,11 @@ class Job(BaseModel):
     id: int
     project_id: int
     status: str = Field(..., description="queued, running, succeeded, failed or cancelled")
-    phase: str
-    step: int
+    phase: str = Field(..., description="the phase running now: preparing, training, …")
+    step: int = Field(..., description="of the phase's count (training steps, utterances)")
     total: int
-    percent: int
-    eta_seconds: float | None
+    percent: int = Field(..., description="the whole job's, never going back; 100 once done")
+    eta_seconds: float | None = Field(..., description="the whole job's; null while estimating")
     message: str
     model_version_id: int | None
 

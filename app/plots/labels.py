@@ -9,8 +9,10 @@ import plotly.graph_objects as go
 
 from app.plots.common import MapData, _gold_tuple
 
-# A name at font size 11 is about this many pixels per character, and this tall.
-_CHAR_PX, _LINE_PX, _PLOT_HEIGHT_PX = 6.6, 15.0, 620.0
+# A name at font size 11 is about this many pixels per character, and this tall; the smallest
+# plot area the Map tab draws is this tall (a 320 px figure at 1280x720, assets/style.css): names
+# that do not overlap there do not overlap on a taller screen either.
+_CHAR_PX, _LINE_PX, _PLOT_HEIGHT_PX = 6.6, 15.0, 290.0
 
 
 def _uncluttered(

@@ -249,7 +249,9 @@ def scatter_map(
     fig = go.Figure(data=traces)
     n_intents = _n_intents(m)
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
-        fig.add_trace(centroid_labels(m, focus))
+        # the legend, when there is one, takes about 250 px of a 1280 px screen's plot
+        width = 950.0 if n_intents <= LEGEND_MAX else 1180.0
+        fig.add_trace(centroid_labels(m, focus, width_px=width))
     fig.update_layout(title=title)
     _layout(
         fig,

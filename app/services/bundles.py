@@ -22,8 +22,7 @@ from app.context import AppContext
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
 from app.services.versions import Version, resolve_factory
 from core.bundle import open_bundle, write_bundle
-from core.bundle.layout import LABEL_DIR
-from core.encoding.registry import Encoder
+from core.encoding.registry import LABEL_DIR, Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR

@@ -16,6 +16,7 @@ from app.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Session
+from storage.deleted import delete_utterance as delete_kept
 from storage.errors import UnknownIntentError
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
@@ -245,21 +246,6 @@ def move_split(ctx: AppContext, p: ProjectHandle, utterance_ids: list[int], spli
     return len(utterance_ids)
 
 
-def edit_text(
-    ctx: AppContext,
-    p: ProjectHandle,
-    utterance_id: int,
-    text: str,
-    *,
-    expected_version: int | None = None,
-) -> dict[str, Any]:
-    with writing(ctx, p) as s:
-        row = repo.update_utterance(
-            s, p.id, utterance_id, text=text, expected_version=expected_version, user_id=p.actor.id
-        )
-    return asdict(row)
-
-
 def delete_in(
     s: Session,
     p: ProjectHandle,
@@ -272,7 +258,7 @@ def delete_in(
     if not confirm_test:
         (now,) = repo.rows_by_id(s, p.id, [utterance_id])
         refuse_unconfirmed_test_change(now, None)
-    repo.delete_utterance(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
+    delete_kept(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
 
 
 def delete_utterance(

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from app.access import ProjectHandle
-from app.context import AppContext, as_encoded
+from app.context import AppContext
 from app.eval_memo import EvalMemo, evaluation_key
+from app.project_settings import as_encoded
 from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
 from core.encoding.cache import CachedEncoder, EmbeddingCache

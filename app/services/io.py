@@ -350,14 +350,6 @@ def export_project(
     return ExportResult(len(rows), label, notes)
 
 
-def export_file(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int:
-    """Export a project by the path's suffix (see :func:`export_project`): .csv, .jsonl,
-    Rasa .yml/.yaml (with entity markup and the slot book as lookup tables), .zip of
-    ``intent.txt`` files, or (no suffix) a folder of them; a project imported from an agent, to
-    a ``.zip`` or ``.json``, as that agent. Returns the number of rows."""
-    return export_project(ctx, p, path).rows
-
-
 def export_slot_book(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int:
     """Write the project's slot book and templates as a slot book file (YAML, see
     :mod:`app.formats.slot_book`); returns the number of templates."""

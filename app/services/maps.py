@@ -44,8 +44,8 @@ from core.projection import (
 from core.projection import project as project_points
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
+from core.retrieval.rule import Tops
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
-from core.retrieval.tops import Tops
 from storage.pool_state import pool_stamp
 from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances

@@ -20,6 +20,7 @@ from app.project_settings import (
 from app.services.io import import_utterances
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
+from core.retrieval.scope import OUT_OF_SCOPE
 from storage.projects import create_project, list_intents, list_projects, set_project_setting
 from storage.tables import SPLITS
 from storage.utterances import count_utterances, labelled_pool, list_utterances
@@ -35,7 +36,7 @@ class ProjectSummary:
     name: str
     base_encoder: str
     read_only: bool
-    n_intents: int
+    n_intents: int  # out_of_scope (a pseudo-intent) left out
     n_train: int
     n_test: int
     n_unlabelled: int
@@ -79,7 +80,8 @@ def summary(ctx: AppContext, p: ProjectHandle) -> ProjectSummary:
             name=p.name,
             base_encoder=p.base_encoder,
             read_only=p.read_only,
-            n_intents=len(list_intents(s, p.id)),
+            # out_of_scope is no intent (the answer that none applies): not counted
+            n_intents=sum(i.name != OUT_OF_SCOPE for i in list_intents(s, p.id)),
             n_train=n["train"],
             n_test=n["test"],
             n_unlabelled=n["unlabelled"],

@@ -39,7 +39,9 @@ from app.services.queue_order import (
     CHUNK,
     DEFAULT_ORDER,
     DISPUTES,
+    LISTED,
     MAX_CANDIDATES,
+    MINE,
     ORDERS,
     REVIEW,
     order,
@@ -52,7 +54,9 @@ __all__ = [  # the orders are queue_order's, named here too: the queue's callers
     "CHUNK",
     "DEFAULT_ORDER",
     "DISPUTES",
+    "LISTED",
     "MAX_CANDIDATES",
+    "MINE",
     "ORDERS",
     "OUT_OF_SCOPE",
     "REVIEW",
@@ -101,7 +105,7 @@ class QueueItem:
     @property
     def first_choice(self) -> str | None:
         """What ``Enter`` and ``t`` take (single-label): the top suggestion, always; out of scope
-        has a key of its own (``o``), so a doubtful threshold never turns Enter into it."""
+        has a key of its own (``0``), so a doubtful threshold never turns Enter into it."""
         return self.suggestions[0].intent if self.suggestions else None
 
 
@@ -197,9 +201,9 @@ def next_item(
     computed before) and orders a new chunk when they run out (the review order: all it flags);
     None when nothing is left. ``ahead``: the upcoming rows and the pool's stamp read already
     (with the answer just written): the next card costs no database read."""
-    chunk = MAX_CANDIDATES if how in (REVIEW, DISPUTES) else CHUNK
+    chunk = MAX_CANDIDATES if how in LISTED else CHUNK
     left = list(upcoming)
-    if ahead is not None and how not in (REVIEW, DISPUTES):
+    if ahead is not None and how not in LISTED:
         pool = ctx.pool(p.id, stamp=ahead.stamp)
         while left and left[0] in ahead.read:
             row = ahead.rows.get(left.pop(0))
@@ -208,13 +212,18 @@ def next_item(
                 return found, left
     for _ in range(2):
         disputes = (
-            {d.id: d for d in team_svc.disputes(ctx, p, mine_left_out=True)}
-            if how == DISPUTES
+            {
+                d.id: d
+                for d in team_svc.disputes(
+                    ctx, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+                )
+            }
+            if how in (DISPUTES, MINE)
             else {}
         )
         while left:
             uid = left.pop(0)
-            if how == DISPUTES and uid not in disputes:
+            if how in (DISPUTES, MINE) and uid not in disputes:
                 continue  # decided meanwhile
             found = item(ctx, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
             if found is not None:

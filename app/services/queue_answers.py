@@ -22,7 +22,7 @@ from storage.errors import NotFoundError
 from storage.pool_state import pool_stamp
 from storage.utterances import UtteranceRow, count_utterances, find_by_text, list_utterances
 
-ACTIONS = ("take", "test", "none", "delete", "oos")
+ACTIONS = ("take", "test", "none", "delete", "oos", "skip")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,9 @@ def answer_then(
     answer without reading it back. ``take``: the labels (into `train`); ``test``: the labels,
     into `test`; ``none``: reviewed, no intent (kept in `train` without an intent, out of the
     queue); ``delete``: removed (undo brings it back); ``oos``: labelled out of scope (into
-    `train`, where it teaches the threshold). ``batch`` names the change in the audit log, so
+    `train`, where it teaches the threshold); ``skip``: a team annotator's skip of an item
+    assigned to her is her answer (stored: :mod:`app.services.team`), anyone else's stores
+    nothing (the message is then empty). ``batch`` names the change in the audit log, so
     :func:`undo_answer` takes back this answer and nothing else. An answer that would change a
     `test` row (the review order shows labelled ones) is refused unless ``confirm_test``
     (:class:`app.services.data.UnconfirmedTestChange`).
@@ -108,7 +110,7 @@ def answer_then(
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
-        raise ValueError("Pick an intent first (1-3, or type to filter).")
+        raise ValueError("Pick an intent first (1-3, or type its name).")
     with writing(ctx, p) as s:
         before = pool_stamp(s, p.id)
         message = _answer_in(
@@ -131,16 +133,18 @@ def _answer_in(
     confirm_test: bool,
     how: str | None,
 ) -> str:
-    if action in ("take", "oos"):
-        if how == DISPUTES:
+    if action in ("take", "oos", "skip"):
+        if how == DISPUTES and action != "skip":
             return team_svc.decide_in(s, p, utterance_id, names, batch=batch)
         asked = team_repo.assignees(s, p.id, [utterance_id]).get(utterance_id, [])
-        if p.actor.id is not None and p.actor.id in asked:
-            kind = "oos" if action == "oos" else "label"
+        if p.actor.id is not None and p.actor.id in asked and how != DISPUTES:
+            kind = {"oos": "oos", "skip": "skip"}.get(action, "label")
             return team_svc.submit_in(s, p, utterance_id, kind, names, batch=batch)
+    if action == "skip":
+        return ""  # not an item of hers: nothing to store
     if action == "delete":
         data_svc.delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
-        return f"Deleted #{utterance_id} (u to undo)."
+        return f"Deleted #{utterance_id} (Ctrl+Z to undo)."
     split = {"take": None, "oos": None, "test": "test", "none": "train"}[action]
     row = data_svc.label_in(
         s,
@@ -186,14 +190,17 @@ def undo_answer(
 ) -> tuple[str, int]:
     """Take back one answer given in the queue (its own batch, never a later or another
     person's change; refused, nothing changed, when someone edited the utterance since). Returns
-    what it undid and the utterance's id now: a deleted utterance comes back under a new id, and
-    the queue shows it again. A skip changed nothing stored: it is only shown again."""
+    what it undid and the utterance's id now: a deleted utterance comes back under its own id
+    (under a new one only where its id was taken meanwhile), and the queue shows it again. A
+    skip that stored nothing is only shown again; a team annotator's stored skip is taken back."""
     what = describe(utterance_id, action, labels)
-    if action == "skip" or batch is None:
+    if batch is None:  # a skip that stored nothing
         return f"Undid: {what}.", utterance_id
-    team_answer = how != DISPUTES and action in ("take", "oos")
+    team_answer = how != DISPUTES and action in ("take", "oos", "skip")
     if team_answer and team_svc.withdraw(ctx, p, utterance_id, batch):
         return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
+    if action == "skip":
+        return f"Undid: {what}.", utterance_id
     try:
         history.undo_batch(ctx, p, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
@@ -204,4 +211,6 @@ def undo_answer(
         back = find_by_text(s, p.id, text)
     if back is None:
         raise NotFoundError(f"#{utterance_id} was restored but cannot be found again.")
-    return f"Undid: {what} (back as #{back}).", back
+    if back != utterance_id:  # its id went to an utterance added meanwhile (SQLite reuses it)
+        return f"Undid: {what} (back as #{back}: #{utterance_id} was taken meanwhile).", back
+    return f"Undid: {what}.", back

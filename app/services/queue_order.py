@@ -31,6 +31,7 @@ from core.labelling import (
 from core.retrieval import KnnIndex
 from core.retrieval.knn import normalise
 from core.retrieval.predictor import Predictor
+from core.retrieval.rule import rank
 from storage.utterances import labelled_pool, list_utterances
 
 ORDERS = {
@@ -41,10 +42,13 @@ ORDERS = {
     "near": "Near an intent",
     "mislabelled": "Likely mislabelled (review labelled)",
     "disputes": "Disagreements to review (team)",
+    "mine": "My answers under review (team)",
 }
 DEFAULT_ORDER = "useful"
 REVIEW = "mislabelled"  # the order that shows labelled utterances
 DISPUTES = "disputes"  # overlap items whose annotators disagree (app.services.team)
+MINE = "mine"  # those of them the acting annotator answered: shown, another reviewer decides
+LISTED = (REVIEW, DISPUTES, MINE)  # orders of a list computed whole (no unlabelled chunks)
 CHUNK = 20
 MAX_CANDIDATES = 5000
 
@@ -69,8 +73,8 @@ def order(
     skip = set(exclude)
     if how == REVIEW:
         return [i for i in conflicts_svc.likely_mislabelled(ctx, p) if i not in skip][:limit]
-    if how == DISPUTES:
-        disputed = team_svc.disputes(ctx, p, mine_left_out=True)
+    if how in (DISPUTES, MINE):
+        disputed = team_svc.disputes(ctx, p, mine_left_out=how == DISPUTES, mine_only=how == MINE)
         return [d.id for d in disputed if d.id not in skip][:limit]
     with ctx.db.session() as s:
         mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_CANDIDATES]
@@ -106,13 +110,7 @@ def _margins(predictor: Predictor, vectors: np.ndarray) -> np.ndarray:
     """Each candidate's top score minus the runner-up's, as the live Predictor ranks them (its
     anchors, ``k`` and rule): from every intent's score at once (:meth:`Predictor.score_matrix`,
     3x faster than ranking 2,500 candidates; 1.0 without a runner-up, 0.0 with no intent)."""
-    _, scores = predictor.score_matrix(vectors)
-    if scores.shape[1] == 0:
-        return np.zeros(len(vectors))
-    if scores.shape[1] == 1:
-        return np.ones(len(vectors))
-    top2 = -np.partition(-scores, 1, axis=1)[:, :2]
-    return (top2[:, 0] - top2[:, 1]).astype(np.float64)
+    return rank(predictor.score_matrix(vectors)).margins
 
 
 def _pool_similarity(index: KnnIndex, vectors: np.ndarray) -> np.ndarray:

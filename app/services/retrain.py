@@ -1,10 +1,13 @@
 """The retrain pipeline a worker runs for one job: snapshot the data → train → save the artifact →
-evaluate (new, frozen base, active) → promotion gate → register the version.
+evaluate (new, frozen base, active) → int8 copy (its parity, then its own measurement) →
+promotion gate → register the version.
 
-Progress has two measured phases, each with its own count and ETA: ``training`` (optimiser
-steps) and ``evaluating`` (the utterances the three encoders still have to encode: the frozen
-base's and the active version's vectors mostly come from the embedding cache, so the new model's
-are most of the work). The job reaches 100 % only when the version is registered.
+Progress is one share of the whole job (:class:`app.services.job_plan.JobPlan`, planned before
+training from what each phase has to do), through its phases in order: ``training`` (counted in
+optimiser steps), ``saving``, ``evaluating`` (counted in the utterances the three encoders still
+have to encode: the frozen base's and the active version's vectors mostly come from the
+embedding cache, so the new model's are most of the work), ``int8``, ``registering``. The job
+reaches 100 % only when the version is registered.
 
 A failure or a crash leaves the active model unchanged and no referenced artifact half-written:
 the artifact is written under a temporary name and renamed when complete, and removed again when
@@ -18,16 +21,19 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from app.context import AppContext, as_encoded
-from app.project_settings import encodes_context
+from app.context import AppContext
+from app.project_settings import as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
 from app.services.int8 import (
     INT8_DIR,
     INT8_OFF,
+    PARITY_QUERIES,
     export_version_int8,
     load_int8,
+    parity_split,
     served_metrics,
 )
+from app.services.job_plan import JobPlan
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
@@ -39,6 +45,7 @@ from core.training import (
     TrainConfig,
     TrainingCancelled,
     TrainProgress,
+    planned_steps,
     train_encoder,
     trainable,
 )
@@ -67,6 +74,8 @@ class Reporter(Protocol):
 
     def log(self, line: str, *, phase: str | None = None) -> None: ...
 
+    def plan(self, plan: JobPlan) -> None: ...
+
     def progress(self, p: TrainProgress) -> None: ...
 
     def evaluation(self, p: EvalProgress) -> None: ...
@@ -93,17 +102,8 @@ class Evaluation:
     ) -> None:
         self.ctx, self.reporter, self.data = ctx, reporter, data
         self.memo = evaluation_memo(ctx)
-        texts = [*data.train_texts, *data.test_texts]
-        remembered = {
-            _fingerprint(f)
-            for f, options in known
-            if self.memo.get(evaluation_key(f, data, **_memo_options(options))) is not None
-        }
-        distinct = {_fingerprint(f): cast(Encoder, f.encoder) for f in factories}
-        self.encoders = len(distinct)
-        self.total = sum(
-            len(ctx.cache.missing(e, texts)) for k, e in distinct.items() if k not in remembered
-        )
+        self.encoders = len({_fingerprint(f) for f in factories})
+        self.total = to_encode(ctx, data, factories, known)
         self.done = 0
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
@@ -153,6 +153,55 @@ class Evaluation:
         return result
 
 
+def to_encode(
+    ctx: AppContext,
+    data: EvalData,
+    factories: list[PredictorFactory],
+    known: list[tuple[PredictorFactory, dict[str, Any]]] = (),  # type: ignore[assignment]
+) -> int:
+    """The utterances evaluating ``factories`` on ``data`` has to encode: each distinct
+    encoder's that the embedding cache lacks, but none of one whose evaluation on these rows is
+    already measured (``known``: factory and its options)."""
+    memo = evaluation_memo(ctx)
+    texts = [*data.train_texts, *data.test_texts]
+    remembered = {
+        _fingerprint(f)
+        for f, options in known
+        if memo.get(evaluation_key(f, data, **_memo_options(options))) is not None
+    }
+    distinct = {_fingerprint(f): cast(Encoder, f.encoder) for f in factories}
+    return sum(len(ctx.cache.missing(e, texts)) for k, e in distinct.items() if k not in remembered)
+
+
+def _plan(
+    ctx: AppContext,
+    cfg: TrainConfig,
+    fit_texts: list[str],
+    fit_labels: list[tuple[str, ...]],
+    data: EvalData,
+    others: list[tuple[PredictorFactory, dict[str, Any]]],
+    *,
+    multi: bool,
+    unlabelled: int,
+) -> JobPlan:
+    """The job's plan: what each phase has to do, counted before training starts. The new
+    encoder encodes every distinct train and test utterance; ``others`` (the frozen base and the
+    active version, with their options) what the cache lacks of theirs; the int8 copy its parity
+    questions, then (when it passes) every utterance again, measured as it will serve."""
+    new = len({*data.train_texts, *data.test_texts})
+    parity = 0
+    if ctx.settings.int8 and not multi:
+        pool, _, queries = parity_split(data, PARITY_QUERIES)
+        parity = len(pool) + len(queries) + new if len(queries) >= 20 and pool else 0
+    return JobPlan.estimate(
+        steps=planned_steps(fit_texts, fit_labels, cfg),
+        batch_size=cfg.batch_size,
+        to_evaluate=new + to_encode(ctx, data, [f for f, _ in others], others),
+        parity=parity,
+        unlabelled=unlabelled,
+    )
+
+
 def _fingerprint(factory: PredictorFactory) -> str:
     return str(cast(Encoder, factory.encoder).fingerprint)
 
@@ -179,12 +228,33 @@ def run_retrain(
         rows = as_encoded(snapshot_rows(dv), project.settings)
         active = active_version(s, project_id)
         dv_id, dv_hash = dv.id, dv.content_hash
+    unlabelled = sum(1 for r in rows if r.split == "unlabelled")
     train = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train.train_labels)
     # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
     data = EvalData.from_rows(rows, with_unlabelled=multi)
     # an intent with fewer than 2 examples is left out of training only (issue 43, hole 5)
     fit = trainable(train.train_texts, train.train_labels)
+    options: dict[str, Any] = {"multi_label": multi, "head": head_options}
+    # each encoder scored by the Predictor it would serve: the project's anchors, rule and k,
+    # from the one factory
+    base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
+    # the active version as it serves (its int8 copy when that serves): the gate compares what
+    # serves with what would serve
+    ref_factory = (
+        base_factory if active is None else ctx.serving_factory(project_id, active, base, settings)
+    )
+    # the frozen base and the active version serve a head fitted with the default options
+    # (AppContext.space_head); measured on these rows before, they are read, not measured
+    base_options: dict[str, Any] = {"multi_label": multi, "head": {}}
+    ref_options: dict[str, Any] = {
+        "multi_label": multi,
+        "head": head_options if ref_factory.head is not None else {},
+    }
+    others = [(base_factory, base_options), (ref_factory, ref_options)]
+    reporter.plan(
+        _plan(ctx, cfg, fit.texts, fit.labels, data, others, multi=multi, unlabelled=unlabelled)
+    )
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
     reporter.log(
@@ -206,40 +276,19 @@ def run_retrain(
     train_seconds = time.monotonic() - started
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     reporter.log("saving the model", phase="saving")
-    options: dict[str, Any] = {"multi_label": multi, "head": head_options}
 
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
         # the model in memory, not read back: its weights are the ones just written (issue 44)
         new_encoder = trained.saved_encoder(tmp)
-        # each encoder scored by the Predictor it would serve: the project's anchors, rule and
-        # k, from the one factory
         new_factory = ctx.predictor_factory(project_id, new_encoder)
-        base_factory = ctx.predictor_factory(project_id, ctx.base_encoder(base))
-        # the active version as it serves (its int8 copy when that serves): the gate compares
-        # what serves with what would serve
-        ref_factory = (
-            base_factory
-            if active is None
-            else ctx.serving_factory(project_id, active, base, settings)
-        )
-        # the frozen base and the active version serve a head fitted with the default options
-        # (AppContext.space_head); measured on these rows before, they are read, not measured
-        base_options: dict[str, Any] = {"multi_label": multi, "head": {}}
-        ref_options: dict[str, Any] = {
-            "multi_label": multi,
-            "head": head_options if ref_factory.head is not None else {},
-        }
         evaluation = Evaluation(
-            ctx,
-            reporter,
-            data,
-            [new_factory, base_factory, ref_factory],
-            known=[(base_factory, base_options), (ref_factory, ref_options)],
+            ctx, reporter, data, [new_factory, base_factory, ref_factory], others
         )
         reporter.log(
             f"evaluating {evaluation.encoders} encoders on {data.split}: "
-            f"{evaluation.total:,} utterances to encode"
+            f"{evaluation.total:,} utterances to encode",
+            phase="evaluating",
         )
         started = time.monotonic()
         evaluation.start()
@@ -250,9 +299,11 @@ def run_retrain(
         evaluation.memo.put(
             evaluation_key(new_factory, data, **_memo_options(options)), new_metrics
         )
+        base_metrics, _ = evaluation.score(base_factory, remembered=True, **base_options)
+        ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
         int8: dict[str, Any] = {"passed": False, "reason": INT8_OFF}
         if ctx.settings.int8:
-            reporter.log("checking the int8 encoder's parity")
+            reporter.log("checking the int8 encoder's parity", phase="int8")
             int8 = export_version_int8(
                 new_encoder, data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=multi
             )
@@ -268,8 +319,6 @@ def run_retrain(
     path = ctx.artifacts.path(rel)
     try:
         sha, size = tree_sha256(path)
-        base_metrics, _ = evaluation.score(base_factory, remembered=True, **base_options)
-        ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
         evaluate_seconds = time.monotonic() - started
         reporter.log("registering the version", phase="registering")
         # the headline is the int8 copy's when it passed parity (it serves by default), with
@@ -323,6 +372,7 @@ def run_retrain(
     acc, base_acc = served.accuracy or 0.0, base_metrics.accuracy or 0.0
     left_out = f" {fit.note()}." if fit.left_out else ""
     return mv_id, (
-        f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}) in {train_seconds:.0f}s. {why}"
+        f"v{mv_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}), trained in "
+        f"{train_seconds:.0f} s. {why}"
         f"{left_out}"
     )

@@ -18,6 +18,7 @@ from typing import Any
 from app.access import ProjectHandle, open_project, writing
 from app.config import DEPLOYMENT
 from app.context import AppContext
+from app.services.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
 from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
@@ -245,23 +246,48 @@ def time_left(seconds: float | None) -> str:
         >>> time_left(None), time_left(8.4), time_left(130), time_left(5400)
         ('estimating…', 'about 8 s left', 'about 2 min left', 'about 1 h 30 min left')
     """
-    if seconds is None:
-        return "estimating…"
+    return "estimating…" if seconds is None else f"about {span(seconds)} left"
+
+
+def span(seconds: float) -> str:
+    """A length of time in a user's words, rounded to its largest unit.
+
+    Example:
+        >>> span(8.4), span(130), span(442), span(5400)
+        ('8 s', '2 min', '7 min', '1 h 30 min')
+    """
     s = max(0, round(seconds))
     if s < 60:
-        return f"about {s} s left"
+        return f"{s} s"
     if s < 3600:
-        return f"about {round(s / 60)} min left"
-    return f"about {s // 3600} h {round(s % 3600 / 60)} min left"
+        return f"{round(s / 60)} min"
+    return f"{s // 3600} h {round(s % 3600 / 60)} min"
 
 
 def describe(job: JobView) -> str:
-    """A job's state in one line, the same in the Train tab and the CLI: "Training 40 % · about
-    2 min left · step 120 of 300 · loss 0.412", "Evaluating 3 encoders · 120 of 1,500 utterances
-    · about 10 s left"; outside a measured phase (preparing, saving, registering, finished), its
-    message."""
-    if job.active and job.phase == "training":
-        return f"Training {job.percent} % · {time_left(job.eta_seconds)} · {job.message}"
-    if job.active and job.phase == "evaluating":
-        return f"{job.message} · {time_left(job.eta_seconds)}"
-    return job.message
+    """A job's state in one line, the same in the Train tab and the CLI: the phase running now,
+    its count where it has one, and the whole job's time left ("Training · step 120 of 300 ·
+    loss 0.412 · about 2 min left", "Checking the int8 copy · about 40 s left"); "estimating…"
+    until it means something, "longer than planned" when a phase has run well past its time
+    (:class:`app.services.job_plan.Tracker`). A queued job waits for a worker; an ended one says
+    how it ended.
+
+    Example:
+        >>> from storage.jobs import JobView
+        >>> job = JobView(1, 1, "running", "evaluating", 120, 1500, None, 130.0,
+        ...               "3 encoders · 120 of 1,500 utterances", "", None, {}, 0.8, 200.0)
+        >>> describe(job)
+        'Evaluating · 3 encoders · 120 of 1,500 utterances · about 2 min left'
+    """
+    if job.status == "queued":
+        return "waiting for a worker to take it"
+    if job.status == "succeeded" and job.elapsed is not None:  # the whole wait, not training's
+        return f"{job.message} The job took {span(job.elapsed)}."
+    if not job.active or job.phase not in PHASE_NAMES or job.message == "cancelling…":
+        return job.message
+    name = PHASE_NAMES[job.phase]
+    counted = job.phase in COUNTED and job.total
+    detail = f" · {job.message}" if counted or job.phase == "training" else ""
+    measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
+    left = "longer than planned" if job.eta_seconds is None and measured else None
+    return f"{name}{detail} · {left or time_left(job.eta_seconds)}"

@@ -231,12 +231,6 @@ def submit_in(
     return f"#{utterance_id} → {', '.join(row.labels)}{agreed}."
 
 
-def annotators_of(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> list[int]:
-    """The ids of the users asked to label the utterance (none: not a team item)."""
-    with ctx.db.session() as s:
-        return repo.assignees(s, p.id, [utterance_id]).get(utterance_id, [])
-
-
 def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | None) -> bool:
     """Take back the acting user's answer to an item assigned to them (the queue's undo) and
     the label it made, if any. False when they have no answer there (nothing done). An accepted
@@ -264,10 +258,13 @@ def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | 
     return True
 
 
-def disputes(ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False) -> list[Dispute]:
+def disputes(
+    ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False, mine_only: bool = False
+) -> list[Dispute]:
     """The review queue: overlap items every annotator answered, not all alike, and still
     unlabelled, in file order; with ``mine_left_out``, those the acting user may decide (not
-    the ones they answered themselves)."""
+    the ones they answered themselves); with ``mine_only``, the ones they answered (what an
+    annotator sees of her own answers under review)."""
     with ctx.db.session() as s:
         overlap = repo.overlap_ids(s, p.id)
         rows = {r.id: r for r in list_utterances(s, p.id, ids=overlap) if r.split == "unlabelled"}
@@ -280,7 +277,8 @@ def disputes(ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False) 
         item = items.get(uid)
         if item is None or team_state(item) != "disputed":
             continue
-        if mine_left_out and p.actor.id in dict(item.assignees):
+        mine = p.actor.id in dict(item.assignees)
+        if (mine_left_out and mine) or (mine_only and not mine):
             continue
         answers = tuple(Given(a.annotator, a.action, a.intents) for a in given.get(uid, []))
         out.append(Dispute(uid, row.text, answers))

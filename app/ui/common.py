@@ -35,10 +35,16 @@ GONE = (
 )
 
 
+# Seconds a toast stays: every one closes by itself (the status line beside the action keeps
+# the message), so refusals never pile up over the page.
+TOAST_SECONDS = 4
+WARNING_SECONDS = 8
+
+
 def toast(message: str, *, error: bool = False) -> None:
     """Show ``message`` as a notification in the corner (Gradio's ``gr.Info`` / ``gr.Warning``)
-    while an event runs; an error stays until dismissed. Outside an event (the API, tests) the
-    returned status line is the whole answer, so nothing is shown."""
+    while an event runs; it closes by itself. Outside an event (the API, tests) the returned
+    status line is the whole answer, so nothing is shown."""
     import gradio as gr
     from gradio.context import LocalContext
 
@@ -46,9 +52,9 @@ def toast(message: str, *, error: bool = False) -> None:
         return
     text = html.escape(message)  # toasts render HTML; messages quote user text
     if error:
-        gr.Warning(text, duration=None, title="Not done")
+        gr.Warning(text, duration=WARNING_SECONDS, title="Not done")
     else:
-        gr.Info(text, duration=4, title="Done")
+        gr.Info(text, duration=TOAST_SECONDS, title="Done")
 
 
 # Plain symbols (✓ ⚠) rather than emoji: they render with the fonts every machine has.
@@ -60,9 +66,12 @@ def ok(message: str, *, notify: bool = True) -> str:
     return f"✓ {message}"
 
 
-def problem(message: str) -> str:
-    """An error line for the status beside the button, and a toast that stays until dismissed."""
-    toast(message, error=True)
+def problem(message: str, *, notify: bool = True) -> str:
+    """An error line for the status beside the button, and a toast (unless ``notify=False``: the
+    labelling queue says every refusal in its own status line, where a key's refusal belongs;
+    toasts a key each would pile up over the card)."""
+    if notify:
+        toast(message, error=True)
     # Messages may quote user text; render as code so markdown/HTML in it stays inert.
     body = html.escape(message)
     return f"⚠ <pre class='problem'>{body}</pre>"

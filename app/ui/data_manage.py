@@ -3,12 +3,14 @@ export. Each action's message stays in its own line beside its button (and in a 
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 
-from app.access import ProjectHandle
+from app.access import ProjectHandle, open_project
 from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
@@ -16,8 +18,11 @@ from app.ui.common import GONE, attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 from app.ui.settings_section import build_settings
+from app.ui.summary import summary_line
 
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
+# The Data tab's table (app.ui.data_tab), which an import into another project empties.
+HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 
 
 def create_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
@@ -70,17 +75,23 @@ def do_import(
     target: str,
     create: bool,
     language: str = "",
-) -> tuple[str, Any]:
+) -> tuple[Any, ...]:
     """Import a file into the project named (empty: the current one); ``language``: for a
-    platform agent, the language (Lex: locale) to read instead of its default."""
+    platform agent, the language (Lex: locale) to read instead of its default.
+
+    Returns the message, the picker (a new name is a new choice) and, with the message, the
+    table, its line and the summary line: into another project, the table is emptied and says
+    that project is loading (its first page follows) and the summary names it, so nothing shows
+    the last project's rows under the new name while the page catches up (issue 47, item 7)."""
+    same = gr.update()
     if file is None:
-        return problem("Choose a file to import."), gr.update()
+        return problem("Choose a file to import."), same, same, same, same
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     if not Path(path).exists():
-        return problem(GONE), gr.update()
+        return problem(GONE), same, same, same, same
     into, err = attempt(lambda: _import_target(ctx, p, target))
     if err or into is None:
-        return problem(err or ""), gr.update()
+        return problem(err or ""), same, same, same, same
     try:
         res, err = attempt(
             lambda: io_svc.import_file(
@@ -90,9 +101,15 @@ def do_import(
     finally:
         ctx.uploads.used_up(path)  # the import ended: its upload goes (upload it again to retry)
     if err:
-        return problem(err), gr.update()
+        return problem(err), same, same, same, same
     assert res is not None
-    return ok(res.message()), project_picker(ctx, res.project)  # a new name is a new choice
+    picker = project_picker(ctx, res.project)
+    if p is not None and res.project == p.name:
+        return ok(res.message()), picker, same, same, same
+    there, _ = attempt(lambda: open_project(ctx, res.project))
+    empty = pd.DataFrame(columns=HEADERS)
+    loading = f"Loading {html.escape(res.project)}…"
+    return ok(res.message()), picker, empty, loading, summary_line(ctx, there)
 
 
 def _import_target(ctx: AppContext, p: ProjectHandle | None, target: str) -> ProjectHandle | str:
@@ -204,7 +221,10 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
 
     bind_settings = build_settings(ctx, project)
 
-    def bind_events(after_change: Any) -> Any:
+    def bind_events(after_change: Any, shown: list[Any]) -> Any:
+        """Bind the accordions' events; ``shown``: the table, its line and the summary line
+        (an import into another project rewrites them at once)."""
+
         def write(fn: Any, outputs: int = 1) -> Any:
             return guarded(ctx, "designer", outputs=outputs)(fn)
 
@@ -239,9 +259,9 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             )
         )
         imported = up_btn.click(
-            write(bind(do_import, ctx), outputs=2),
+            write(bind(do_import, ctx), outputs=5),
             [project, up_file, up_target, up_create, up_language],
-            [up_status, project],
+            [up_status, project, *shown],
             **quiet,
         )
         after_change(imported)

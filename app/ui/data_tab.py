@@ -19,11 +19,10 @@ from app.services import table as table_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
-from app.ui.data_manage import INTENT_COLUMNS, build_manage
+from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
-HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
 SORT_CHOICES = [
     ("file order", "file"),
@@ -180,8 +179,12 @@ def undo(ctx: AppContext, p: ProjectHandle) -> str:
     return problem(err) if err else ok(msg or "")
 
 
-def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
-    """Lay out the Data tab and bind its events. Returns components other tabs may refresh."""
+def build_data_tab(
+    ctx: AppContext, project: gr.Dropdown, user: gr.State, summary: gr.Markdown
+) -> dict[str, Any]:
+    """Lay out the Data tab and bind its events (``summary``: the line under the project
+    picker, which an import into another project rewrites). Returns components other tabs may
+    refresh."""
     with gr.Row(equal_height=True):
         f_split = gr.Dropdown(
             label="Split",
@@ -230,7 +233,17 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                 show_label=False,
             )
         with gr.Column(scale=2, min_width=320, elem_id="edit-panel"):
-            e_title = gr.Markdown("#### Click a row to edit it")
+            e_title = gr.Markdown("#### Click a row to edit it", elem_id="edit-title")
+            # The actions first, under the row's title: at 1280x720 (or with many intents'
+            # chips) they stay above the fold after a row click (issue 47, item 4).
+            with gr.Row(elem_id="edit-actions"):
+                save_btn = gr.Button(
+                    "Save", variant="primary", min_width=80, elem_id="save-utterance"
+                )
+                delete_btn = gr.Button(
+                    "Delete", variant="stop", min_width=80, elem_id="delete-utterance"
+                )
+                undo_btn = gr.Button("Undo", min_width=80, elem_id="undo")
             e_id = gr.Number(visible=False, precision=0)
             e_version = gr.Number(visible=False, precision=0)
             e_text = gr.Textbox(label="Text", lines=1, max_lines=4)
@@ -249,10 +262,6 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
                     scale=1,
                     elem_id="confirm-test-edit",
                 )
-            with gr.Row():
-                save_btn = gr.Button("Save", variant="primary", elem_id="save-utterance")
-                delete_btn = gr.Button("Delete", variant="stop", elem_id="delete-utterance")
-                undo_btn = gr.Button("Undo", elem_id="undo")
             status = gr.Markdown(elem_id="data-status")
             bulk_slot = gr.Column()
             with gr.Accordion("Add an utterance", open=False):
@@ -299,7 +308,7 @@ def build_data_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
             event.then(bind(refresh, ctx), refresh_in, refresh_out, show_progress="hidden")
         )
 
-    imported = manage["bind"](after_change)
+    imported = manage["bind"](after_change, [table, count, summary])
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:

@@ -133,10 +133,11 @@ def _split_request(
 
 
 def guarded(
-    ctx: AppContext, role: str, *, outputs: int = 1, message: int = 0
+    ctx: AppContext, role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
     """Wrap a Gradio callback so it runs only for users with ``role``. A refusal becomes output
-    number ``message`` (the status line; the other ``outputs`` are left unchanged)."""
+    number ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast
+    unless ``notify=False``."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
@@ -144,10 +145,11 @@ def guarded(
             try:
                 who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
             except (PermissionError, StorageError) as exc:
+                said = problem(str(exc), notify=notify)
                 if outputs == 1:
-                    return problem(str(exc))
+                    return said
                 unchanged: list[Any] = [gr.update()] * outputs
-                unchanged[message] = problem(str(exc))
+                unchanged[message] = said
                 return tuple(unchanged)
             with acting_as(who):
                 return fn(*args, **kwargs)

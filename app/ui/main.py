@@ -9,7 +9,6 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
-from app.auth import current_actor
 from app.context import AppContext
 from app.services import downloads
 from app.services import projects as project_svc
@@ -21,6 +20,7 @@ from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
+from app.ui.summary import summary_line
 from app.ui.team_tab import build_team_tab
 from app.ui.train import build_train_tab
 from app.ui.try_tab import build_try_tab
@@ -66,7 +66,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Label", id="label"):
                 queue_tab = build_queue_tab(ctx, project)
             with gr.Tab("Data", id="data") as data_tab_item:
-                data_tab = build_data_tab(ctx, project, user)
+                data_tab = build_data_tab(ctx, project, user, summary)
             with gr.Tab("Try", id="try"):
                 build_try_tab(ctx, project, user)
             with gr.Tab("Train", id="train"):
@@ -84,22 +84,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         team_tab_item.select(*team_tab["refresh"], api_visibility="private")
 
         def show_summary(p: ProjectHandle | None) -> str:
-            if ctx.settings.multi_user:
-                who = current_actor()
-                where = f", {p.role} here" if p is not None and p.role != who.role else ""
-                mode = f"signed in as **{who.name}** ({who.role}{where})"
-            else:
-                mode = "single-user local mode"
-            if p is None:
-                return (
-                    f"No project yet: create one above or import a file in the Data tab. · {mode}"
-                )
-            s, err = attempt(lambda: project_svc.summary(ctx, p))
-            return (
-                problem(err or "unknown project")
-                if err or s is None
-                else f"{s.headline()} · {mode}"
-            )
+            return summary_line(ctx, p)
 
         def create(name: str) -> tuple[Any, str, str]:
             created, err = attempt(lambda: project_svc.new_project(ctx, name))

@@ -142,8 +142,7 @@ def render(
     left_choice: str | None = BASE_CHOICE,
     right_choice: str | None = ACTIVE_CHOICE,
 ) -> tuple[Any, ...]:
-    """The map (or two versions side by side with how each intent moved), isolating the
-    ``focus`` intents, names at the centroids."""
+    """The map (or two side by side, how each intent moved), ``focus`` isolated, names on it."""
     comparing = mode != VIEW_CHOICES[0]
     pickers = gr.update(visible=comparing)
     no_diff = gr.update(visible=False)
@@ -177,7 +176,9 @@ def render(
         return None, problem(err or ""), stop, choices, choices, pickers, pickers, no_diff
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-    status = f"{n} utterances · {meth}"
+    what = meth if comparing else fig.layout.title.text  # in the status line, not a title
+    fig.update_layout(height=None, **({} if comparing else {"title": None, "margin_t": 20}))
+    status = f"{n} utterances · {what}"  # the page sizes the figure to the screen (style.css)
     if any(provisional):
         status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
     if diff:
@@ -298,9 +299,10 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             scale=4,
             elem_id="map-focus",
         )
-        names = gr.Checkbox(label="intent names on the map", value=True, scale=1)
-    status = gr.Markdown(elem_id="map-status")
-    plot = gr.Plot(elem_id="map-plot", label="Map")
+        with gr.Column(scale=2, min_width=240):  # the status: no line of its own (issue 47)
+            names = gr.Checkbox(label="intent names on the map", value=True)
+            status = gr.Markdown(elem_id="map-status")
+    plot = gr.Plot(elem_id="map-plot", label="Map", show_label=False)
     # Below the map: at 1280x720 the map itself needs the height above the fold.
     with gr.Accordion("How to read the map", open=False):
         gr.Markdown(HELP)

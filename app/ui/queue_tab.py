@@ -1,68 +1,37 @@
-"""The Label tab: the labelling queue, one utterance at a time, driven by the keyboard.
-
-Keys (when no text box has the focus): ``1``-``3`` take a suggestion (multi-label: toggle it),
-``Enter`` takes the first (multi-label: commits the ticked intents), ``o`` out of scope, ``n`` no
-intent, ``t`` the first (or the ticked intents) to test, ``s`` skip, ``d`` delete, ``u`` or
-``Ctrl+Z`` undo this queue's last answer; any other letter (or ``/``) starts the intent filter,
-where ``Enter`` takes the intent the typed text names (re-matched on the server from exactly that
-text; nothing matching or a tie is refused) and ``Esc`` goes back. After every answer the focus
-is back on the card, so the next key is a command again. Every key presses a visible button, so
-the mouse does the same (a click on a listed match takes it).
+"""The Label tab: the labelling queue, one utterance at a time, driven by the keyboard (the keys:
+:mod:`app.ui.queue_keys`; no letter is a command, a letter types an intent's name). Every key
+presses a visible button, so the mouse does the same (a click on a listed match takes it); after
+every answer the focus is back on the card.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 import uuid
 from typing import Any
 
 import gradio as gr
 
-import assets
 from app.access import ProjectHandle
 from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
-from app.ui.common import attempt, bind, ok, problem
+from app.ui import queue_starts as starts
+from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
+from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_view import (
     HISTORY,
+    MINE_SAYS,
     Answered,
     QueueSession,
     QueueView,
     _card,
     filter_intents,
+    refused,
     render,
 )
-
-HELP = (
-    "**Keys** `1` `2` `3` take a suggestion · `Enter` the first · `o` out of scope · `n` no intent "
-    "· `t` the first to test · `s` skip · `d` delete · `u` / `Ctrl+Z` undo · type to filter "
-    "intents, `Enter` takes the one the text names (`/` first for names starting with "
-    "d, n, o, s, t, u)"
-)
-
-# Pressing a key presses the button with this id (see _JS_KEYS).
-KEYS = {
-    "1": "queue-s1",
-    "2": "queue-s2",
-    "3": "queue-s3",
-    "Enter": "queue-enter",
-    "o": "queue-oos",
-    "n": "queue-none",
-    "t": "queue-test",
-    "s": "queue-skip",
-    "d": "queue-delete",
-    "u": "queue-undo",
-}
-
-
-def _keys_js() -> str:
-    """The keyboard handler (assets/queue_keys.js) with :data:`KEYS` filled in."""
-    source = assets.text("queue_keys.js")
-    return source.replace("__KEYS__", json.dumps(KEYS))
 
 
 def _advance(
@@ -93,16 +62,35 @@ def _advance(
     )
 
 
-def start(ctx: AppContext, p: ProjectHandle | None, how: str, near: str | None) -> QueueView:
-    state = QueueSession(how=how, near=near or None)
+def start(
+    ctx: AppContext,
+    p: ProjectHandle | None,
+    how: str,
+    near: str | None,
+    ticket: float | None = None,
+    request: gr.Request | None = None,
+) -> QueueView | tuple[Any, ...]:
+    """The queue in the order ``how``, from its first card. ``ticket``: the page's number for
+    this start (:mod:`app.ui.queue_starts`); a start overtaken by a newer one of the same page
+    (the page load's, answered after the person's own Start) changes nothing on the page."""
+    page = getattr(request, "session_hash", None)
+    if not starts.claim(page, ticket):
+        return tuple(gr.skip() for _ in QueueView._fields)
+    view = _started(ctx, p, QueueSession(how=how, near=near or None))
+    if not starts.still_newest(page, ticket):
+        return tuple(gr.skip() for _ in QueueView._fields)
+    return view
+
+
+def _started(ctx: AppContext, p: ProjectHandle | None, state: QueueSession) -> QueueView:
     if p is None:
         return render(ctx, None, state, "Pick or create a project first.")
-    if how == "near" and not near:
+    if state.how == "near" and not state.near:
         return render(ctx, p, state, "Pick the intent to label near.")
     try:
         state = _advance(ctx, p, state)
     except (ValueError, KeyError) as exc:
-        return render(ctx, p, state, problem(str(exc.args[0] if exc.args else exc)))
+        return render(ctx, p, state, refused(str(exc.args[0] if exc.args else exc)))
     return render(ctx, p, state)
 
 
@@ -110,14 +98,16 @@ def act(
     ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession, labels: list[str]
 ) -> QueueView:
     """Answer the current item (``take``/``test``/``none``/``delete``/``oos``) and show the next
-    one; the answer joins this queue's history under its own batch (what ``u`` takes back)."""
+    one; the answer joins this queue's history under its own batch (what undo takes back)."""
     item = state.item
     if item is None:
-        return render(ctx, p, state, problem("Nothing to answer: press Start."))
+        return render(ctx, p, state, refused("Nothing to answer: press Start."))
+    if state.how == svc.MINE:  # her own answers, shown: a reviewer who did not answer decides
+        return render(ctx, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
     this = Answered(item.id, action, tuple(labels), state.how)
     confirmed = state.confirm == this
     state = state.but(confirm=None)
-    batch = str(uuid.uuid4())  # this answer's own change in the audit log: what u takes back
+    batch = str(uuid.uuid4())  # this answer's own change in the audit log: what undo takes back
 
     def answer() -> tuple[str, svc.Ahead | None]:
         """The answer's message and what the next card needs (None: a test row's change still
@@ -142,14 +132,17 @@ def act(
     msg, ahead = done or ("", None)
     ask = done is not None and ahead is None
     if ask:  # the same answer again (the same key) confirms it; anything else forgets it
-        again = f"{msg} Give the same answer again (the same key) to change it anyway; s skips it."
-        return render(ctx, p, state.but(confirm=this), problem(again))
+        again = (
+            f"{msg} Give the same answer again (the same key) to change it anyway; Space skips it."
+        )
+        return render(ctx, p, state.but(confirm=this), refused(again))
     if err:
         review = state.how == svc.REVIEW
-        gone = state.how == svc.DISPUTES or svc.item(ctx, p, item.id, review=review) is None
+        listed = state.how in (svc.DISPUTES, svc.MINE)
+        gone = listed or svc.item(ctx, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
-            return render(ctx, p, _advance(ctx, p, state), problem(err))
-        return render(ctx, p, state, problem(err))
+            return render(ctx, p, _advance(ctx, p, state), refused(err))
+        return render(ctx, p, state, refused(err))
     entry = dataclasses.replace(this, batch=batch, text=item.text)
     state = state.but(
         answered=(*state.answered, time.time())[-HISTORY:],
@@ -162,7 +155,7 @@ def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSessio
     """Key ``index + 1``: take that suggestion, or (multi-label) tick or untick it."""
     item = state.item
     if item is None or index >= len(item.suggestions):
-        return render(ctx, p, state, problem("There is no such suggestion."))
+        return render(ctx, p, state, refused("There is no such suggestion."))
     name = item.suggestions[index].intent
     if not item.multi_label:
         return act(ctx, "take", p, state, [name])
@@ -176,13 +169,13 @@ def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     if item is not None and item.multi_label:
         return act(ctx, "take", p, state, list(state.picked))
     if item is None or not item.first_choice:
-        return render(ctx, p, state, problem("No suggestion yet: type to filter intents."))
+        return render(ctx, p, state, refused("No suggestion yet: type an intent's name."))
     return act(ctx, "take", p, state, [item.first_choice])
 
 
 def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession) -> QueueView:
-    """``t`` (the first suggestion or the ticked intents, into test, never out of scope), ``o``
-    (out of scope), ``n``, ``d``."""
+    """``Shift+Enter`` (the first suggestion or the ticked intents, into test, never out of
+    scope), ``0`` (out of scope), ``-`` (no intent), ``Delete``."""
     item = state.item
     labels: list[str] = []
     if action == "test" and item is not None:
@@ -192,19 +185,34 @@ def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSess
 
 
 def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+    """``Space``: the next card; on a team annotator's own item, her answer (stored, as an
+    overlap item's second opinion counts it; undo takes it back)."""
     item = state.item
     if item is None:
         return render(ctx, p, state)
-    done = Answered(item.id, "skip", (), state.how, None, item.text)
-    state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done)[-HISTORY:])
-    return render(ctx, p, _advance(ctx, p, state), ok(f"Skipped #{item.id}.", notify=False))
+    batch, said, ahead = None, f"Skipped #{item.id}.", None
+    mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
+    if mine and state.how not in svc.LISTED and p.may("designer") and not p.read_only:
+        tried = str(uuid.uuid4())
+        done, err = attempt(
+            lambda: svc.answer_then(
+                ctx, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
+            )
+        )
+        if err or done is None:
+            return render(ctx, p, state, refused(err or ""))
+        stored, ahead = done
+        batch, said = (tried, stored) if stored else (None, said)
+    done_ = Answered(item.id, "skip", (), state.how, batch, item.text)
+    state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done_)[-HISTORY:])
+    return render(ctx, p, _advance(ctx, p, state, ahead), ok(said, notify=False))
 
 
 def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Take back this queue's last answer or skip (never another change in the project) and show
     its utterance again, saying what was undone; when this queue has nothing left, say so."""
     if not state.history:
-        return render(ctx, p, state, problem("Nothing left to undo in this queue."))
+        return render(ctx, p, state, refused("Nothing left to undo in this queue."))
     last = state.history[-1]
     done, err = attempt(
         lambda: svc.undo_answer(
@@ -221,7 +229,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     state = state.but(history=state.history[:-1])
     if err or done is None:
         what = svc.describe(last.id, last.action, last.labels)
-        return render(ctx, p, state, problem(f"Could not undo {what}: {err}"))
+        return render(ctx, p, state, refused(f"Could not undo {what}: {err}"))
     msg, back = done
     current = state.item
     state = state.but(
@@ -229,7 +237,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
         answered=state.answered if last.action == "skip" else state.answered[:-1],
         skipped=tuple(i for i in state.skipped if i != last.id),
     )
-    return render(ctx, p, _advance(ctx, p, state), ok(msg))
+    return render(ctx, p, _advance(ctx, p, state), ok(msg, notify=False))
 
 
 def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
@@ -241,7 +249,7 @@ def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: st
     names, err = attempt(lambda: data_svc.intent_names(ctx, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return render(ctx, p, state, problem(f"{err} Nothing was stored."))
+        return render(ctx, p, state, refused(f"{err} Nothing was stored."))
     item = state.item
     if item is not None and item.multi_label:
         picked = state.picked if name in state.picked else (*state.picked, name)
@@ -280,6 +288,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
         start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
+        ticket = gr.Number(0, visible=False)  # the page's number for a start (queue_starts.py)
     card = gr.HTML(_card(None, 0), elem_id="queue-card")
     with gr.Row(equal_height=True):
         buttons, examples = [], []
@@ -299,7 +308,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     )
     with gr.Row(elem_id="queue-filter-row"):
         query = gr.Textbox(
-            placeholder="Type to filter intents: Enter takes the one the text names, Esc goes back",
+            placeholder="Type an intent's name: Enter takes the one it names, Esc goes back",
             show_label=False,
             container=False,
             scale=2,
@@ -308,12 +317,12 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         matches = gr.HTML("", elem_id="queue-matches", scale=3)
     with gr.Row(elem_id="queue-keys"):
         enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
-        oos_btn = gr.Button(f"o · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
-        none_btn = gr.Button("n · no intent", elem_id="queue-none", size="sm")
-        test_btn = gr.Button("t · to test", elem_id="queue-test", size="sm")
-        skip_btn = gr.Button("s · skip", elem_id="queue-skip", size="sm")
-        delete_btn = gr.Button("d · delete", elem_id="queue-delete", size="sm", variant="stop")
-        undo_btn = gr.Button("u · undo", elem_id="queue-undo", size="sm")
+        test_btn = gr.Button("⇧Enter · 1 to test", elem_id="queue-test", size="sm")
+        oos_btn = gr.Button(f"0 · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
+        none_btn = gr.Button("- · no intent", elem_id="queue-none", size="sm")
+        skip_btn = gr.Button("Space · skip", elem_id="queue-skip", size="sm")
+        delete_btn = gr.Button("Del · delete", elem_id="queue-delete", size="sm", variant="stop")
+        undo_btn = gr.Button("Ctrl+Z · undo", elem_id="queue-undo", size="sm")
         # Enter in the filter presses this with the text typed at that moment (queue_keys.js)
         commit_btn = gr.Button(
             "take typed", elem_id="queue-commit", elem_classes=["hidden-trigger"]
@@ -325,7 +334,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     outputs = [message, state, card, *buttons, *examples, picked, progress]
 
     def write(fn: Any) -> Any:
-        return guarded(ctx, "designer", outputs=len(outputs))(fn)
+        return guarded(ctx, "designer", outputs=len(outputs), notify=False)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the
@@ -333,7 +342,10 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     # shows, before it ends. queue_keys.js sends one answer at a time (a click meanwhile, as a
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
-    start_btn.click(bind(start, ctx), [project, how, near], outputs, **quiet)
+    # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
+    started = bind(start, ctx)
+    start_in = [project, how, near, ticket]
+    start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
     how.change(bind(near_choices, ctx), [how, project], [near], **quiet)
     changes = [
         button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
@@ -363,9 +375,9 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **answers_kw
         )
     )
-    project.change(bind(start, ctx), [project, how, near], outputs, **quiet)
+    project.change(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
     return {
-        "start": (bind(start, ctx), [project, how, near], outputs),
-        "js": _keys_js(),
+        "start": (started, start_in, outputs),  # the page load's: number 0, older than any
+        "js": keys_js(),
         "changes": changes,
     }

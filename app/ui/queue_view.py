@@ -22,12 +22,13 @@ from app.services import team as team_svc
 from app.ui.common import attempt, problem
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
+MINE_SAYS = "These are your answers under review: a reviewer who did not answer decides each."
 HISTORY = 200  # answers (and skips) of a session kept for undo and the labels/min
 
 
 @dataclass(frozen=True)
 class Answered:
-    """One answer (or skip) given in this queue: what ``u`` takes back and shows again."""
+    """One answer (or skip) given in this queue: what undo (``Ctrl+Z``) takes back and shows again."""
 
     id: int
     action: str  # take, test, none, delete, oos, or skip
@@ -49,7 +50,7 @@ class QueueSession:
     item: svc.QueueItem | None = None
     picked: tuple[str, ...] = ()  # multi-label: the intents ticked on this card
     answered: tuple[float, ...] = ()  # when each answer of this session was given (labels/min)
-    history: tuple[Answered, ...] = ()  # last first out: what u takes back
+    history: tuple[Answered, ...] = ()  # last first out: what undo takes back
     # a refused change to a test row (review order): the same answer again confirms it
     confirm: Answered | None = None
     seq: int = 0
@@ -77,7 +78,15 @@ class QueueView(NamedTuple):
     progress: str
 
 
-def _card(item: svc.QueueItem | None, seq: int, *, empty_project: bool = False) -> str:
+def refused(message: str) -> str:
+    """A refusal in the tab's status line, never a toast: a key's answer is said where the
+    annotator looks, and toasts of quick refusals would pile up over the card."""
+    return problem(message, notify=False)
+
+
+def _card(
+    item: svc.QueueItem | None, seq: int, *, empty_project: bool = False, how: str = ""
+) -> str:
     if item is None and empty_project:  # a new project: the way in is the import
         return (
             f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
@@ -91,18 +100,20 @@ def _card(item: svc.QueueItem | None, seq: int, *, empty_project: bool = False) 
             "order above.</div>"
         )
     note = ""
-    if item.out_of_scope:
+    if item.out_of_scope and how != svc.MINE:  # no key of hers decides there
         note = (
             "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
-            f"({item.threshold or 0:.2f}). <code>o</code> labels it {svc.OUT_OF_SCOPE}; "
+            f"({item.threshold or 0:.2f}). <code>0</code> labels it {svc.OUT_OF_SCOPE}; "
             "<code>Enter</code> or <code>1</code>-<code>3</code> take an intent.</div>"
         )
     if item.answers:  # a disagreement to settle: who said what
         said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item.answers)
-        note += (
-            f"<div class='queue-answers'>Annotators said: {said}. Take one (1-3, o), or type "
-            "another intent.</div>"
+        then = (
+            f"{MINE_SAYS} <code>Space</code> shows the next."
+            if how == svc.MINE
+            else "Take one (1-3, 0), or type another intent."
         )
+        note += f"<div class='queue-answers'>Annotators said: {said}. {then}</div>"
     return (
         f"<div class='queue-card' data-item='{item.id}' data-seq='{seq}'>"
         f"<div class='queue-text'>{html.escape(item.text)}</div>{note}"
@@ -135,6 +146,9 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
         rate = f" · {60 * (len(done) - 1) / (done[-1] - done[0]):.0f} labels/min"
+    if state.how == svc.MINE:
+        left = len(state.upcoming) + (state.item is not None)
+        return f"**{left}** of your answers under review (another reviewer decides)"
     if state.how in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
         left = len(state.upcoming) + (state.item is not None)
         what = "flagged" if state.how == svc.REVIEW else "disagreements"
@@ -145,7 +159,7 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
         mine, err = attempt(lambda: team_svc.my_progress(ctx, p))
         found, err = attempt(lambda: svc.remaining(ctx, p))
         if err or found is None:
-            return problem(err or "")
+            return refused(err or "")
         unlabelled = found
     if mine is not None:  # a team project: the annotator's own items
         assigned, left = mine
@@ -190,7 +204,7 @@ def render(
     return QueueView(
         message,
         state,
-        _card(item, state.seq, empty_project=empty),
+        _card(item, state.seq, empty_project=empty, how=state.how),
         keys[0],
         keys[1],
         keys[2],
@@ -203,8 +217,10 @@ def render(
 
 
 def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
-    """The intents the filter's text matches, best first; the one ``Enter`` would take is
-    marked, or the list says why ``Enter`` would refuse (a tie, nothing matching)."""
+    """The intents the filter's text matches, best first, led by what ``Enter`` does with exactly
+    this text: the intent it takes (marked), or that it stores nothing and why (a tie, nothing
+    matching). The list carries the text it is for (``data-query``): the page shows it as out of
+    date while the box holds another text (assets/queue_keys.js)."""
     from core.labelling import best_match, clean_query, match_intents
 
     if p is None or not clean_query(query or ""):
@@ -217,6 +233,15 @@ def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
         f"data-intent='{html.escape(n, quote=True)}'>{html.escape(n)}</button>"
         for n in found
     )
-    lead = "Enter takes" if best else "Equally good, type more:" if found else why or ""
-    lead = html.escape(lead)
-    return f"<div class='queue-matches'><span class='queue-lead'>{lead}</span>{chips}</div>"
+    if best:
+        lead = "Enter takes"
+    elif found:
+        lead = "A tie: Enter stores nothing. Type more of one:"
+    else:
+        lead = f"{why} Enter stores nothing."
+    return (
+        f"<div class='queue-matches' data-query='{html.escape(query, quote=True)}'>"
+        f"<span class='queue-lead'>{html.escape(lead)}</span>"
+        "<span class='queue-wait'>matching…</span>"
+        f"{chips}</div>"
+    )

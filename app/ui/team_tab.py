@@ -15,6 +15,7 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.context import AppContext
+from app.plots.team import agreement_chart
 from app.services import accounts
 from app.services import members as members_svc
 from app.services import team as svc
@@ -56,13 +57,28 @@ def agreement_text(view: dict[str, Any]) -> str:
     )
 
 
-def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, str, pd.DataFrame, str]:
+def chart(view: dict[str, Any]) -> Any:
+    """The agreement drawn: κ per pair and per intent (none before an item has two answers)."""
+    found = view["agreement"]
+    if not found.items:
+        return gr.update(value=None, visible=False)
+    pairs = [(f"{p.a} – {p.b}", p.kappa, p.items) for p in found.pairs]
+    intents = [
+        (r.intent, "κ" if r.statistic == "kappa" else "α", r.value, r.items) for r in found.intents
+    ]
+    return gr.update(value=agreement_chart(pairs, intents), visible=True)
+
+
+def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+    """The progress table, the agreement (its text and its chart), the disputed intents, and a
+    line when nobody is assigned."""
+    hidden = gr.update(value=None, visible=False)
     if p is None:
-        return pd.DataFrame(columns=PROGRESS), "", pd.DataFrame(columns=INTENTS), ""
+        return pd.DataFrame(columns=PROGRESS), "", hidden, pd.DataFrame(columns=INTENTS), ""
     view, err = attempt(lambda: answers_svc.overview(ctx, p))
     if err or view is None:
         empty = pd.DataFrame(columns=PROGRESS)
-        return empty, problem(err or ""), pd.DataFrame(columns=INTENTS), ""
+        return empty, problem(err or ""), hidden, pd.DataFrame(columns=INTENTS), ""
     intents = pd.DataFrame(
         [
             [
@@ -79,7 +95,8 @@ def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, str, p
         columns=INTENTS,
     )
     who = "" if view["progress"] else "Nobody is assigned utterances in this project yet."
-    return pd.DataFrame(view["progress"], columns=PROGRESS), agreement_text(view), intents, who
+    progress = pd.DataFrame(view["progress"], columns=PROGRESS)
+    return progress, agreement_text(view), chart(view), intents, who
 
 
 def assign(
@@ -172,6 +189,7 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             answers_file = gr.File(label="Answers", visible=False, height=60)
         with gr.Column(scale=3):
             summary = gr.Markdown(elem_id="team-agreement")
+    drawn = gr.Plot(elem_id="team-agreement-chart", show_label=False, visible=False)
     gr.Markdown("**Intents the annotators disagree on**, lowest agreement first")
     intents = gr.Dataframe(
         headers=INTENTS,
@@ -191,7 +209,7 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             add_btn = gr.Button("Add / change role", scale=0, min_width=150)
             remove_btn = gr.Button("Remove", variant="stop", scale=0, min_width=100)
         member_status = gr.Markdown(elem_id="member-status")
-    shown = [progress, summary, intents, nobody]
+    shown = [progress, summary, drawn, intents, nobody]
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     refresh_btn.click(bind(show, ctx), [project], shown, **quiet)
     assign_btn.click(

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.bundle.layout import LABEL_DIR
 from core.bundle.safety import BundleError, check_encoder_folder, read_json
+from core.encoding.registry import LABEL_DIR
 
 logger = logging.getLogger(__name__)
 

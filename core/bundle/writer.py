@@ -47,9 +47,10 @@ from typing import Any
 import numpy as np
 
 from core.bundle.card import model_card
-from core.bundle.layout import BUNDLE_FORMAT, LABEL_DIR, MANIFEST
+from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
 from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
 from core.bundle.weights import base_encoder_name
+from core.encoding.registry import LABEL_DIR
 from core.multilabel.rule import is_multilabel
 from core.retrieval.knn import DEFAULT_RULE
 from core.safe_archive import safe_member_name, sha256_file

@@ -2,7 +2,7 @@
 by a Predictor of the project's :class:`~core.retrieval.factory.PredictorFactory` over those
 folds (the live rule, ``k`` and anchors: :meth:`~core.retrieval.predictor.Predictor.score_matrix`;
 a multi-intent example votes for each of its intents), with the one fold splitter
-(:func:`core.evaluation.folds.fold_assignments`).
+(:func:`core.folds.fold_assignments`).
 
 A row is never scored against itself nor against the rows of its own fold, so the scores say how
 the rest of the data sees it: the input cleanlab's confident learning asks for, and the confusion
@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
+from core.retrieval.rule import rank
 
 UNSCORED = -1.0  # an intent with no example outside the row's fold
 CHUNK = 1024  # held-out rows compared at a time (bounds memory for large pools)
@@ -49,7 +50,7 @@ class OutOfFold:
 
     @property
     def predicted(self) -> list[str]:
-        return [self.intents[j] for j in np.argmax(self.scores, axis=1)]
+        return [str(name) for name in rank((self.intents, self.scores)).intents]
 
     def column(self, intent: str) -> int:
         return self.intents.index(intent)

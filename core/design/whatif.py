@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.design.clusters import distinctive_words
-from core.evaluation import CV_FOLDS, cross_validate_knn, fold_assignments
+from core.evaluation import CV_FOLDS, cross_validate_knn
 from core.evaluation.version_metrics import VersionMetrics
+from core.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.knn import normalise
 

@@ -17,8 +17,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 SEPARATOR = " [SEP] "
 
 
@@ -26,16 +24,3 @@ def with_context(text: str, context: str | None) -> str:
     """The text the encoder sees for ``text`` after ``context`` (``text`` itself without one)."""
     ctx = (context or "").strip()
     return f"{ctx}{SEPARATOR}{text}" if ctx else text
-
-
-def with_contexts(texts: Sequence[str], contexts: Sequence[str | None] | None) -> list[str]:
-    """:func:`with_context` for each text (``contexts=None``: the texts unchanged).
-
-    Raises:
-        ValueError: ``contexts`` and ``texts`` differ in length.
-    """
-    if contexts is None:
-        return list(texts)
-    if len(contexts) != len(texts):
-        raise ValueError(f"{len(texts)} texts but {len(contexts)} contexts")
-    return [with_context(t, c) for t, c in zip(texts, contexts, strict=True)]

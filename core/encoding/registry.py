@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "minilm"
 MAX_SEQ_LENGTH = 64
+# A separate (non-siamese) label encoder's folder inside a model folder: in artifacts of versions
+# trained before that option left TrainConfig (core.training.model_io reads it; nothing writes it
+# any more) and in a bundle alike (core.bundle copies and checks it).
+LABEL_DIR = "label_encoder"
 # Texts per turn at least: when timings are too noisy to learn from (an overloaded CPU), smaller
 # chunks would mostly add per-pass overhead to the batch.
 MIN_CHUNK = 4

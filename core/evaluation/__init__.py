@@ -4,7 +4,6 @@ splitter, one single-label rule (k-NN), one multi-label rule (the head), space m
 from __future__ import annotations
 
 from core.evaluation.data import CV_FOLDS, EvalData
-from core.evaluation.folds import fold_assignments
 from core.evaluation.scoring import (
     cross_validate_knn,
     evaluate_knn,
@@ -18,7 +17,6 @@ __all__ = [
     "EvalData",
     "cross_validate_knn",
     "evaluate_knn",
-    "fold_assignments",
     "score_predictions",
     "scoring_gold",
     "space_metrics",

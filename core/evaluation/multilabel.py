@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core.evaluation.data import CV_FOLDS
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.multilabel.head import HeadConfig, MultiLabelHead
 from core.multilabel.metrics import multilabel_report
 from core.multilabel.thresholds import DEFAULT_THRESHOLD

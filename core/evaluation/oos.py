@@ -39,11 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
 from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
+from core.folds import fold_assignments
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import DEFAULT_RULE
 from core.retrieval.predictor import Predictor
+from core.retrieval.rule import rank
 
 __all__ = [
     "OUT_OF_SCOPE",
@@ -155,18 +156,14 @@ def out_of_fold_scores(
         rest = np.flatnonzero(assign != f)
         pool = predictor.fold([ids[i] for i in rest])
         # every intent's score at once, as the fold's Predictor ranks them (its score_matrix:
-        # classify's scores over the whole pool), instead of one ranked list per example
+        # classify's scores over the whole pool), ranked by the rule's one ranking
         names, scores = pool.score_matrix(vectors[held])
         warm = {name for i in rest for name in sets[i]}
-        for i, row in zip(held, scores.tolist(), strict=True):
-            order = sorted(range(len(names)), key=lambda j: (-row[j], names[j]))[:2]
-            if not order:
-                out[int(i)] = (sets[i][0], None, 0.0, 0.0)
-                continue
-            best = order[0]
-            margin = row[best] - row[order[1]] if len(order) > 1 else 1.0
-            top = names[best] if names[best] in warm else None  # cold: its anchor alone
-            out[int(i)] = (sets[i][0], top, row[best] if top else 0.0, margin)
+        found = rank((names, scores), cold=set(names) - warm)
+        for row, i in enumerate(held.tolist()):
+            top = None if found.cold[row] else found.intents[row]  # cold: its anchor alone
+            score = float(found.scores[row]) if top else 0.0
+            out[i] = (sets[i][0], top, score, float(found.margins[row]))
     return [out[i] for i in single]
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.predictor import Predictor
 
@@ -168,7 +168,7 @@ def cross_validate_knn(
 ) -> dict[str, Any]:
     """Leave-fold-out evaluation of a labelled pool with no test split.
 
-    Each row goes to one fold (:func:`core.evaluation.folds.fold_assignments`); each fold is
+    Each row goes to one fold (:func:`core.folds.fold_assignments`); each fold is
     classified by ``factory``'s Predictor over the other folds (the same anchors, ``k`` and
     rule as the one that serves), and the pooled predictions are scored like
     :func:`evaluate_knn` (silhouette on all vectors). ``assign`` gives the folds instead (one per

@@ -1,6 +1,6 @@
 """Fitting the multi-label head the way a retrain does: fit on the pool, with one θ for every
 intent. Per-intent θs tuned by cross-validation (with the one fold splitter of
-:mod:`core.evaluation.folds`) are no longer a retrain option (they did not win on NLU++:
+:mod:`core.folds`) are no longer a retrain option (they did not win on NLU++:
 ``bench/RESULTS.md``); ``tune`` re-fits them for a version that recorded them and for
 ``bench/multilabel.py --per-intent``."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.multilabel.head import HeadConfig, LabelSets, MultiLabelHead, Progress, _as_vectors
 from core.multilabel.targets import binary_targets, intents_of
 from core.multilabel.thresholds import (

@@ -11,7 +11,7 @@ reaches its threshold (none by default). When the model has a multi-label head, 
 the label set from its probabilities and per-intent thresholds; a multi-label project without a
 head takes every intent whose score reaches its threshold (the live pool until the head fitted on
 its frozen vectors lands, and bundles written before those heads, calibrate it out of fold,
-:mod:`core.multilabel.knn_threshold`; 0.5 when none is given). The k-NN evidence is shown
+:mod:`core.retrieval.knn_threshold`; 0.5 when none is given). The k-NN evidence is shown
 either way.
 
 Example:
@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
-from core.retrieval.tops import Tops, tops
+from core.retrieval.rule import Tops
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
 
 # The multi-label decision without a head when no threshold was calibrated: an intent whose k-NN
-# score reaches this is taken (the live pool calibrates one: core.multilabel.knn_threshold).
+# score reaches this is taken (the live pool calibrates one: core.retrieval.knn_threshold).
 MULTI_LABEL_KNN_THRESHOLD = 0.5
 # Neighbours a ranking looks at (an intent with no example among them is unranked).
 DEPTH = 200
@@ -292,10 +292,9 @@ class Predictor:
         show: int = 0,
     ) -> Tops:
         """What :meth:`rank` puts first for each query (the top intent, its score, the margin),
-        equal to it, without its evidence (:func:`core.retrieval.tops.tops`): for many queries
+        equal to it, without its evidence (:func:`core.retrieval.rule.tops`): for many queries
         at once (an evaluation, a parity check, a map)."""
-        return tops(
-            self.index,
+        return self.index.tops(
             np.asarray(vectors),
             k=self.k,
             show=show,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from core.training.config import TrainConfig
 from core.training.eta import Eta
-from core.training.fit import train_encoder
+from core.training.fit import planned_steps, train_encoder
 from core.training.loop import TrainingCancelled, TrainProgress
 from core.training.model_io import (
     TrainedModel,
@@ -35,6 +35,7 @@ __all__ = [
     "check_trainable",
     "load_label_encoder",
     "load_trained",
+    "planned_steps",
     "read_metadata",
     "sample_pairs",
     "train_encoder",

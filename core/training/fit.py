@@ -123,6 +123,34 @@ def _base_copy(base: str, device: str) -> SentenceTransformer:
     return copy.deepcopy(load_encoder(base, device=device).model)
 
 
+def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | None = None) -> int:
+    """The optimiser steps :func:`train_encoder` takes on these utterances, without a model:
+    what a job's progress weighs its training by before it starts.
+
+    Example:
+        >>> labels = [("a",), ("a",), ("b",), ("b",)] * 8
+        >>> planned_steps(["x"] * 32, labels, TrainConfig(batch_size=2, fast_passes=1))
+        16
+    """
+    config = config or TrainConfig()
+    labels = _normalise_labels(labels)
+    epochs = config.resolved_epochs(estimate_shots(labels))
+    if config.resolved_loss == "mnrl":
+        passes = anchor_positive_batches(
+            labels, config.seed, batch_size=config.batch_size, passes=epochs
+        )
+        return len(passes)
+    pairs = sample_pairs(
+        texts,
+        labels,
+        config.seed,
+        negatives=config.negatives,
+        strategy=config.pair_strategy,
+        max_pairs=config.max_pairs,
+    )
+    return epochs * -(-len(pairs) // config.batch_size)
+
+
 def _stop_if_asked(should_cancel: CancelFn | None, where: str) -> None:
     if should_cancel is not None and should_cancel():
         raise TrainingCancelled(f"cancelled while {where}")

@@ -39,13 +39,6 @@ def attach_lora(model: SentenceTransformer, config: TrainConfig) -> None:
     logger.info("LoRA attached: %d trainable parameters", trainable)
 
 
-def is_lora(model: SentenceTransformer) -> bool:
-    """Whether the model's transformer is a ``PeftModel``."""
-    from peft import PeftModel
-
-    return isinstance(model[0].model, PeftModel)
-
-
 def save_adapter(model: SentenceTransformer, directory: Path) -> None:
     """Write only the adapter (safetensors + config) of a LoRA-wrapped model into ``directory``."""
     peft_model: Any = model[0].model

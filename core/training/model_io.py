@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.bundle.layout import LABEL_DIR
+from core.encoding.registry import LABEL_DIR
 from core.training.config import TrainConfig
 
 if TYPE_CHECKING:

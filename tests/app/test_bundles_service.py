@@ -106,7 +106,7 @@ def test_bundle_cli_export_then_predict(tmp_path, capsys):
 @pytest.mark.parametrize("target", ["nlu.yml", "intents.zip", "folder"])
 def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, target):
     out = tmp_path / target
-    n = io_svc.export_file(ctx, demo, out)
+    n = io_svc.export_project(ctx, demo, out).rows
     labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, demo) if r.labels)
     assert n > 0
     result = io_svc.import_file(ctx, destination(ctx, "copy"), out)

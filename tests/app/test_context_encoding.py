@@ -88,7 +88,7 @@ def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
 
 
 def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
-    from app.context import as_encoded
+    from app.project_settings import as_encoded
     from app.services.evaluation import test_predictions
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project

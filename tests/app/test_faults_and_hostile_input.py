@@ -32,12 +32,18 @@ def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):
     try:
         row = data_svc.table(ctx, demo, search="where is my order?")[0]
         seen_by_both = int(row["version"])
-        data_svc.edit_text(
-            ctx, demo, row["id"], "where is my order??", expected_version=seen_by_both
+        labels = row["intents"].split("|") if row["intents"] else None
+        data_svc.label_utterance(
+            ctx, demo, row["id"], labels, text="where is my order??", expected_version=seen_by_both
         )
         with pytest.raises(ConflictError, match=r"changed by someone else .*where is my order\?\?"):
-            data_svc.edit_text(
-                other, demo, row["id"], "where's my order", expected_version=seen_by_both
+            data_svc.label_utterance(
+                other,
+                demo,
+                row["id"],
+                labels,
+                text="where's my order",
+                expected_version=seen_by_both,
             )
         assert data_svc.table(other, demo, search="where is my order??")[0]["id"] == row["id"]
     finally:

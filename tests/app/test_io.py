@@ -6,7 +6,7 @@ import pytest
 
 from app.formats import FormatError
 from app.services import data as data_svc
-from app.services.io import destination, export_file, import_file
+from app.services.io import destination, export_project, import_file
 from tests.handles import live
 
 
@@ -101,7 +101,7 @@ def test_unknown_intents_can_be_refused(ctx, tmp_path):
 def test_export_then_import_round_trips(ctx, tmp_path, demo):
     for suffix in ("csv", "jsonl"):
         out = tmp_path / f"demo.{suffix}"
-        n = export_file(ctx, demo, out)
+        n = export_project(ctx, demo, out).rows
         import_file(ctx, destination(ctx, f"copy-{suffix}"), out)
         strip = lambda rows: sorted((r["text"], r["intents"], r["split"]) for r in rows)  # noqa: E731
         assert n == len(data_svc.table(ctx, demo))
@@ -143,7 +143,7 @@ def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tm
     data_svc.describe_intent(ctx, live(ctx, "src"), "track", "Where is my parcel, is it late")
     data_svc.create_intent(ctx, live(ctx, "src"), "refund", "Money back for a returned order")
     out = tmp_path / f"src.{suffix}"
-    export_file(ctx, live(ctx, "src"), out)
+    export_project(ctx, live(ctx, "src"), out)
     res = import_file(ctx, destination(ctx, f"copy-{suffix}"), out)
     assert "refund" in res.intents_created and res.described == 2
     described = {

@@ -234,7 +234,7 @@ def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its
     """Before a retrain a multi-label project's pool has no head of a version: until the one
     fitted on its frozen vectors lands, the live Predictor takes every intent whose score reaches
     the threshold calibrated out of fold on its train pool (not a fixed 0.5)."""
-    from core.multilabel.knn_threshold import calibrate_knn_threshold
+    from core.retrieval.knn_threshold import calibrate_knn_threshold
     from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
     from storage.projects import get_project
 

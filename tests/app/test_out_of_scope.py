@@ -28,8 +28,8 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
     # the API's micro-batch decides the same
     api = predict_requests(ctx, [(demo, WEATHER, 1)])[0]
     assert api["oos"] and api["threshold"] == pytest.approx(out["threshold"])
-    # the queue flags it and offers the intents; out of scope has its own key (o), Enter and t
-    # still take suggestion 1 (issue 25, item 3)
+    # the queue flags it and offers the intents; out of scope has its own key (0), Enter and
+    # Shift+Enter still take suggestion 1 (issue 25, item 3; issue 47 item 1's keys)
     row = data_svc.add_utterance(ctx, demo, WEATHER, [], "unlabelled")
     item = queue_svc.item(ctx, demo, row["id"])
     assert item is not None and item.out_of_scope and item.first_choice == out["top"]
@@ -90,3 +90,15 @@ def test_the_cli_prints_the_decision_and_refuses_a_bad_target(tmp_path, capsys):
     assert "between 0.5 and 1" in capsys.readouterr().err
     assert main([*d, "predict", "--project", "p", "what's the weather in Paris"]) == 0
     assert "no intent: out of scope" in capsys.readouterr().out
+
+
+def test_the_header_counts_intents_not_the_out_of_scope_answer(ctx, demo):
+    """out_of_scope is the answer that no intent applies, stored as a label: the project's
+    header counts the intents a designer made (issue 47, item 10: "78 intents" for 77)."""
+    made = set(data_svc.intent_names(ctx, demo)) - {OUT_OF_SCOPE}
+    row = data_svc.add_utterance(ctx, demo, WEATHER, [], "unlabelled")
+    queue_svc.answer(ctx, demo, row["id"], "oos")
+    assert OUT_OF_SCOPE in data_svc.intent_names(ctx, demo)  # a label like any other now
+    summary = projects.summary(ctx, demo)
+    assert summary.n_intents == len(made)
+    assert f" · {len(made)} intents · " in summary.headline()

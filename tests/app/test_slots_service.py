@@ -89,7 +89,7 @@ nlu:
 
 
 def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx, tmp_path):
-    from app.services.io import export_file, import_file
+    from app.services.io import export_project, import_file
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
@@ -98,7 +98,7 @@ def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx
     book = svc.slot_book(ctx, live(ctx, "travel"))
     assert book == {"city": ["Berlin", "Rome", "Oslo", "Paris"]}
     out = tmp_path / "out.yml"
-    export_file(ctx, live(ctx, "travel"), out)
+    export_project(ctx, live(ctx, "travel"), out)
     assert "- fly me to [Berlin](city)" in out.read_text()
     import_file(ctx, destination(ctx, "copy"), out)
     assert svc.export_slot_data(ctx, live(ctx, "copy")) == svc.export_slot_data(

@@ -14,7 +14,7 @@ import pytest
 from app.config import Settings
 from app.context import AppContext
 from app.services import queue
-from app.services.data import edit_text
+from app.services.data import label_utterance
 from app.services.projects import DEMO_PROJECT, ensure_demo_project
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances
@@ -58,7 +58,7 @@ def test_a_restart_encodes_none_of_the_texts_encoded_before(project):
 
 def test_an_edited_text_is_encoded_again_and_only_it(project):
     card = first_card(project)
-    edit_text(project, live(project, DEMO_PROJECT), card.id, card.text + " please")
+    label_utterance(project, live(project, DEMO_PROJECT), card.id, None, text=card.text + " please")
     again = restarted(project)
     first_card(again)
     assert again.cache.encoded == 1

@@ -9,7 +9,7 @@ from app.services import data as data_svc
 from app.services import whatif as svc
 from app.services.projects import new_project
 from core.evaluation import cross_validate_knn
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
 from storage.projects import get_project
 from storage.utterances import labelled_pool

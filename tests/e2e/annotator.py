@@ -11,22 +11,25 @@ from typing import Any
 
 PROJECT = "banking77"
 DELAY = 80  # ms between keys: a fast annotator
-# Queries that name one intent best (tests/core/labelling/test_fuzzy.py pins the rule); those
-# starting with a command letter (d n o s t u) open the filter with `/`.
+# Queries that name one intent best (tests/core/labelling/test_fuzzy.py pins the rule): a letter
+# starts the filter (no letter is a command), `/` before it does the same.
 FILTERS = {
     "get d": "get_disposable_virtual_card",
-    "/transfer n": "transfer_not_received_by_recipient",
+    "transfer n": "transfer_not_received_by_recipient",
     "pending cas": "pending_cash_withdrawal",
     "/top up f": "top_up_failed",
     "card arr": "card_arrival",
-    "/verify t": "verify_top_up",
+    "verify t": "verify_top_up",
     "lost ph": "lost_or_stolen_phone",
     "/declined t": "declined_transfer",
     "wrong am": "wrong_amount_of_cash_received",
-    "/terminate": "terminate_account",
+    "terminate": "terminate_account",
 }
+# The answer keys (app/ui/queue_keys.py) by Playwright's names
+TEST, NONE, OOS, SKIP, DELETE, UNDO = "Shift+Enter", "-", "0", "Space", "Delete", "Control+z"
 # One round of the annotator: each entry is the keys for the card on screen.
-ROUND = ["1", "2", "f", "3", "Enter", "f", "2", "t", "n", "o", "s", "f", "d", "u", "3", "u", "u"]
+ROUND = ["1", "2", "f", "3", "Enter", "f", "2", TEST, NONE, OOS, SKIP, "f", DELETE, UNDO, "3"]
+ROUND += [UNDO, UNDO]
 LABELS = 50
 UNLABELLED = ("", "unlabelled")
 
@@ -42,8 +45,8 @@ class Card:
 
 @dataclass
 class Annotator:
-    """What the annotator meant: each utterance's intended (intents, split), by text (a deleted
-    utterance comes back under a new id), and the answers ``u`` would take back."""
+    """What the annotator meant: each utterance's intended (intents, split), by text, and the
+    answers undo (``Ctrl+Z``) would take back."""
 
     page: Any
     delay: int = DELAY  # ms between keys
@@ -91,22 +94,22 @@ class Annotator:
 
     def press(self, key: str, query: str = "", timeout: float = 60_000) -> Card:
         """Read the card, press ``key`` (``f``: type ``query`` into the filter, then Enter) at
-        80 ms a key, note what that meant, and wait for the answer."""
+        :attr:`delay` ms a key, note what that meant, and wait for the answer."""
         card = self.card()
         assert card.id != "none", "the queue ran dry"
         self.flagged += card.out_of_scope
         if card.out_of_scope:  # the hint names the key of its own, never Enter's
             note = self.page.inner_text("#queue-card .queue-oos")
-            assert "o labels it out_of_scope" in note and "Enter or 1-3 take an intent" in note
+            assert "0 labels it out_of_scope" in note and "Enter or 1-3 take an intent" in note
         meant: dict[str, tuple[str, str] | None] = {
             "1": (card.suggestions[0], "train"),
             "2": (card.suggestions[1], "train"),
             "3": (card.suggestions[2], "train"),
             "Enter": (card.suggestions[0], "train"),  # even on a card that looks out of scope
-            "t": (card.suggestions[0], "test"),
-            "n": ("", "train"),
-            "o": ("out_of_scope", "train"),
-            "d": None,
+            TEST: (card.suggestions[0], "test"),
+            NONE: ("", "train"),
+            OOS: ("out_of_scope", "train"),
+            DELETE: None,
         }
         if key == "f":
             self.page.keyboard.type(query, delay=self.delay)
@@ -119,18 +122,18 @@ class Annotator:
             pressed = time.perf_counter()
             self.page.keyboard.press(key)
             self.keys += 1
-            if key == "s":
-                self.store(card.text, UNLABELLED)  # only shown again by u
-            elif key == "u":
+            if key == SKIP:
+                self.store(card.text, UNLABELLED)  # only shown again by undo
+            elif key == UNDO:
                 text, value = self.undo.pop()
                 self.intended[text] = value
             else:
                 self.store(card.text, meant[key])
-        self.labels += key not in ("s", "d", "u")
+        self.labels += key not in (SKIP, DELETE, UNDO)
         after = self.answered(card, timeout)
         self.waits_ms.append((time.perf_counter() - pressed) * 1000)
-        if key == "u":  # the utterance undone is on screen again, and the status says what
-            assert after.text == text, f"u did not show {text!r} again (shows {after.text!r})"
+        if key == UNDO:  # the utterance undone is on screen again, and the status says what
+            assert after.text == text, f"undo did not show {text!r} again (shows {after.text!r})"
             assert "Undid: #" in status(self.page)
         return after
 

@@ -138,6 +138,20 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
     ben = _label_queue(page, ben_chooses)
     shared = [t for t in ben if t in ana]
     assert len(ben) == 60 and len(shared) == 20 and len(differ) == DISAGREE
+    # issue 47, item 9: ben reads his answers that wait for review; no key of his decides one
+    page.locator("#queue-order input").click()
+    page.get_by_role("option", name="My answers under review (team)").click()
+    page.locator("#queue-start").click()
+    _progress(page, f"{DISAGREE} of your answers under review")
+    bot = Annotator(page)
+    card = bot.card()
+    assert card.text in differ
+    answers = page.inner_text("#queue-card .queue-answers")
+    assert f"ana: {ana[card.text]}" in answers and f"ben: {ben[card.text]}" in answers
+    page.keyboard.press("1")
+    bot.answered(card)
+    assert "Nothing was stored" in page.inner_text("#queue-status")
+    shot(page, "92-my-answers-under-review")
     context.close()
 
     # the Team view: progress and Cohen's kappa of exactly these answers

@@ -11,7 +11,7 @@ from tests.storage.conftest import old_database
 
 def test_the_schema_is_at_the_last_migration_and_sqlite_runs_in_wal_mode_with_foreign_keys(db):
     with db.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0010"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0012"
         if db.engine.dialect.name == "sqlite":
             assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
             assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
@@ -37,12 +37,38 @@ def test_a_database_of_the_first_schema_is_upgraded_with_its_data(tmp_path):
     db.dispose()
 
 
+def _schema_and_rows(db) -> dict[str, object]:
+    """Every table's columns, indexes and row count, and the migration rows."""
+    from sqlalchemy import inspect
+
+    found: dict[str, object] = {}
+    with db.engine.connect() as conn:
+        schema = inspect(conn)
+        for table in sorted(schema.get_table_names()):
+            found[table] = (
+                [c["name"] for c in schema.get_columns(table)],
+                sorted(i["name"] or "" for i in schema.get_indexes(table)),
+                conn.execute(text(f'SELECT COUNT(*) FROM "{table}"')).scalar(),
+            )
+        found["versions"] = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    return found
+
+
 def test_migrations_are_idempotent(tmp_path):
+    """A second open runs the migrations again without failing and without duplicating
+    anything: the same tables, columns, indexes and rows, one migration row."""
     from storage.db import Database, sqlite_url
 
     url = sqlite_url(tmp_path / "x.db")
-    Database(url).dispose()
-    Database(url).dispose()  # second open must not fail or duplicate anything
+    first = Database(url)
+    before = _schema_and_rows(first)
+    first.dispose()
+    second = Database(url)
+    after = _schema_and_rows(second)
+    second.dispose()
+    assert after == before
+    assert len(after["versions"]) == 1  # type: ignore[arg-type]
+    assert "utterances" in after and "alembic_version" in after
 
 
 def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(db):

@@ -121,40 +121,62 @@ def test_progress_log_and_finish_are_recorded(db, project):
     with db.session() as s:
         job, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, job.id, pid=os.getpid())
-        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, eta=12.0, message="step 3/10")
+        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, message="step 3/10", share=0.3)
         jobs.log_line(s, job.id, "saving the model")
         mid = jobs.get_job(s, job.id)
         jobs.finish_job(s, job.id, "failed", "boom")
         end = jobs.latest_job(s, project)
     assert (mid.step, mid.total, mid.fraction, mid.message) == (3, 10, 0.3, "saving the model")
-    assert (mid.phase, mid.percent) == ("training", 30)
+    assert (mid.phase, mid.percent, mid.progress) == ("training", 30, 0.3)
     assert end is not None and end.status == "failed" and not end.active
     assert "saving the model" in end.log and end.log.rstrip().endswith("boom")
 
 
-def test_a_phase_shows_99_percent_until_the_job_has_succeeded(db, project):
+def test_the_jobs_share_done_never_goes_back_and_shows_99_until_it_has_succeeded(db, project):
+    """One bar for the whole job: a phase's count starts again at 0, the job's share does not."""
     with db.session() as s:
         job, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, job.id, pid=os.getpid())
         assert jobs.get_job(s, job.id).phase == "preparing"
+        jobs.set_progress(s, job.id, step=10, total=10, loss=0.1, message="", share=0.7)
+        trained = jobs.get_job(s, job.id)
+        jobs.log_line(s, job.id, "evaluating", phase="evaluating", share=0.6)  # a late word
         jobs.set_progress(
-            s,
-            job.id,
-            step=1500,
-            total=1500,
-            loss=None,
-            eta=0.0,
-            message="3 encoders",
-            phase="evaluating",
+            s, job.id, step=0, total=1500, loss=None, message="", phase="evaluating", share=0.7
         )
-        counted = jobs.get_job(s, job.id)
+        evaluating = jobs.get_job(s, job.id)
+        jobs.tick(s, job.id, share=0.995, eta=4.0)
         jobs.log_line(s, job.id, "registering the version", phase="registering")
         registering = jobs.get_job(s, job.id)
         jobs.finish_job(s, job.id, "succeeded", "v1", None)
+        jobs.tick(s, job.id, share=0.2, eta=30.0)  # a late tick after the end: nothing moves
         done = jobs.get_job(s, job.id)
-    assert (counted.phase, counted.fraction, counted.percent) == ("evaluating", 1.0, 99)
-    assert (registering.phase, registering.percent) == ("registering", 99)
-    assert done.percent == 100
+    assert (trained.percent, evaluating.percent) == (70, 70)
+    assert (evaluating.phase, evaluating.step, evaluating.total) == ("evaluating", 0, 1500)
+    assert (registering.phase, registering.step, registering.percent) == ("registering", 0, 99)
+    assert done.percent == 100 and done.progress == 0.995 and done.eta_seconds is None
+
+
+def test_a_tick_writes_the_time_left_while_running_and_an_ended_job_has_none(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.tick(s, job.id, share=0.5, eta=30.0)  # queued: a tick moves nothing
+        queued = jobs.get_job(s, job.id)
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.tick(s, job.id, share=0.25, eta=180.0)
+        row = s.get(TrainingJob, job.id)
+        row.started_at = utcnow() - timedelta(seconds=60)
+        running = jobs.get_job(s, job.id)
+        jobs.tick(s, job.id, share=0.3, eta=None)  # no honest number: none is kept
+        unsure = jobs.get_job(s, job.id)
+        jobs.finish_job(s, job.id, "failed", "boom")
+        row.eta_seconds = 12.0  # whatever was written last
+        ended = jobs.get_job(s, job.id)
+    assert (queued.progress, queued.eta_seconds, queued.elapsed) == (0.0, None, None)
+    assert (running.progress, running.eta_seconds) == (0.25, 180.0)
+    assert running.elapsed is not None and 60 <= running.elapsed < 70
+    assert (unsure.progress, unsure.eta_seconds) == (0.3, None)
+    assert ended.eta_seconds is None and ended.elapsed is not None
 
 
 def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):

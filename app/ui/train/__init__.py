@@ -15,10 +15,10 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.context import AppContext
-from app.ui.common import bind
+from app.ui.common import bind, ok
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
-from app.ui.train.retrain import build_retrain_section, poll, progress_html
+from app.ui.train.retrain import build_retrain_section, poll, progress_html, shown_job
 from app.ui.train.versions import VersionsSection, build_versions_section, load_history
 
 __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
@@ -27,13 +27,22 @@ __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 def tick(
     ctx: AppContext, p: ProjectHandle | None, jid: int | None, message: str
 ) -> tuple[Any, ...]:
-    """The timer's refresh: the job panel, and the history once the job has ended (then a
-    "Job #N queued" line has said its piece: the panel shows how the job ended)."""
-    out = poll(ctx, p, jid)
+    """The timer's refresh: the job panel, and the history once the job has ended. The Retrain
+    click's "Job #N queued" line says "running" once a worker has taken the job (the panel names
+    its phase), and is cleared once it has ended (the panel says how)."""
+    view = shown_job(ctx, p, jid)
+    out = poll(ctx, p, jid, view)
+    said: Any = gr.update()
+    if view is not None and f"Job #{view.id} " in (message or ""):
+        if view.status == "running" and "queued" in message:
+            said = ok(
+                f"Job #{view.id} is running: its phase and time left are below.", notify=False
+            )
+        elif not view.active:
+            said = ""
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
-        return (*out, *(gr.update() for _ in fields(VersionsSection)), gr.update())
-    done = "" if "queued" in (message or "") else gr.update()
-    return (*out, *load_history(ctx, p), done)  # the job ended: show its version
+        return (*out, *(gr.update() for _ in fields(VersionsSection)), said)
+    return (*out, *load_history(ctx, p), said)  # the job ended: show its version
 
 
 def refresh(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:

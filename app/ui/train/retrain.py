@@ -26,8 +26,9 @@ HELP = (
 
 
 def progress_html(job: JobView | None) -> str:
-    """The job's progress bar (of the current phase: training steps, then utterances evaluated;
-    100 % once the version is registered) and its status line (user text escaped)."""
+    """The job's one progress bar (the whole job, every phase: it never goes back, and reaches
+    100 % once the version is registered) and its status line: the phase running now, its count
+    and the time left (user text escaped)."""
     if job is None:
         return "<div class='job-status'>No training yet.</div>"
     return (
@@ -38,12 +39,21 @@ def progress_html(job: JobView | None) -> str:
     )
 
 
-def poll(ctx: AppContext, p: ProjectHandle | None, jid: int | None) -> tuple[Any, ...]:
-    """Refresh the job panel; keep the timer running only while a job is active."""
+def shown_job(ctx: AppContext, p: ProjectHandle | None, jid: int | None) -> JobView | None:
+    """The job the panel shows: the project's latest, unless it is older than job ``jid``."""
     job = None
     if p is not None:
         job, _ = attempt(lambda: train_svc.latest_job(ctx, p))
-    view = job if job is not None and (jid is None or job.id >= jid) else None
+    return job if job is not None and (jid is None or job.id >= jid) else None
+
+
+def poll(
+    ctx: AppContext, p: ProjectHandle | None, jid: int | None, view: Any = False
+) -> tuple[Any, ...]:
+    """Refresh the job panel; keep the timer running only while a job is active. ``view``: the
+    job already read (:func:`shown_job`), else it is read here."""
+    if view is False:
+        view = shown_job(ctx, p, jid)
     active = view is not None and view.active
     return (
         progress_html(view),
@@ -69,7 +79,7 @@ def start(
         return problem(err or "could not start"), None, gr.update(active=False)
     job, created = res
     msg = (
-        ok(f"Job #{job.id} queued: training runs in the background.")
+        ok(f"Job #{job.id} queued: training runs in the background.")  # until a worker takes it
         if created
         else ok(f"Job #{job.id} is already {job.status}; showing it.")
     )

@@ -21,7 +21,7 @@ def test_an_agent_imported_in_the_data_tab_exports_back_as_it_came(ctx, tmp_path
     _, data = dialogflow_es()
     src = tmp_path / "agent.zip"
     src.write_bytes(data)
-    status, _ = data_manage.do_import(ctx, None, str(src), "bank", True)
+    status, *_ = data_manage.do_import(ctx, None, str(src), "bank", True)
     assert "Read as Dialogflow ES agent. Imported 4 utterance(s)" in status
 
     status, path = data_manage.do_export(ctx, live(ctx, "bank"), "dialogflow-es")
@@ -48,7 +48,7 @@ def test_the_data_tab_imports_an_agent_in_the_language_asked(ctx, tmp_path):
     _, data = dialogflow_es()
     src = tmp_path / "agent.zip"
     src.write_bytes(data)
-    status, _ = data_manage.do_import(ctx, None, str(src), "bank-de", True, " de ")
+    status, *_ = data_manage.do_import(ctx, None, str(src), "bank-de", True, " de ")
     assert "Imported 1 utterance(s) into 'bank-de'" in status
-    status, _ = data_manage.do_import(ctx, None, str(src), "bank-fr", True, "fr")
+    status, *_ = data_manage.do_import(ctx, None, str(src), "bank-fr", True, "fr")
     assert "the agent has no language &#x27;fr&#x27;; it has de, en" in status

@@ -271,3 +271,24 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     assert project_svc.settings(ctx, demo) == after  # the good values were not written either
     assert "Pick a project" in section.save(ctx, None, True, 0.9, 1, False, True)[0]
     assert section.shown(ctx, None) == section.BLANK
+
+
+def test_an_import_into_a_new_name_empties_the_table_and_names_that_project_at_once(
+    ctx, demo, tmp_path
+):
+    """Issue 47 item 7: after the import's message, the table and the summary showed the last
+    project for seconds (until the refreshes queued behind it had run)."""
+    from app.ui import data_manage
+
+    src = tmp_path / "fresh.csv"
+    src.write_text("text,label\nwhere is my card,card_arrival\nrate today?,exchange_rate\n")
+    status, picker, table, line, summary = data_manage.do_import(
+        ctx, live(ctx, demo), str(src), "fresh", True
+    )
+    assert "Imported 2" in status and picker["value"] == "fresh"
+    assert table.empty and list(table.columns) == data_tab.HEADERS
+    assert line == "Loading fresh…"
+    assert summary.startswith("**fresh**") and "2 intents" in summary
+    # into the project on screen: the refresh that follows shows its rows, nothing is emptied
+    again, _, *kept = data_manage.do_import(ctx, live(ctx, "fresh"), str(src), "", True)
+    assert "updated" in again and kept == [{"__type__": "update"}] * 3

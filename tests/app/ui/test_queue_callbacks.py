@@ -42,9 +42,9 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
     other = [r for r in data_svc.table(ctx, demo, split="unlabelled") if r["id"] not in shown][-1]
     data_svc.label_utterance(ctx, demo, other["id"], ["refund_status"])
 
-    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back, under a new id, on screen
-    assert f"Undid: #{third.id} deleted (back as #" in out.message
-    assert out.state.item.text == third.text
+    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back under its own id, on screen
+    assert out.message.endswith(f"Undid: #{third.id} deleted.")
+    assert (out.state.item.id, out.state.item.text) == (third.id, third.text)
     assert _row(ctx, demo, out.state.item.id)["split"] == "unlabelled"
     out = queue_tab.undo(ctx, demo, out.state)  # the skip
     assert out.message.endswith(f"Undid: #{second.id} skipped.")
@@ -148,7 +148,7 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     assert out.state.item is None or out.state.item.id != row["id"]
 
 
-def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
+def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
     state = queue_tab.start(ctx, demo, "file", None).state
     for oos in (False, True):
         item = dataclasses.replace(state.item, out_of_scope=oos, threshold=0.9)
@@ -159,8 +159,9 @@ def test_the_orange_button_is_what_enter_takes_and_o_is_out_of_scope(ctx, demo):
             "secondary",
         ]
         assert ("Looks out of scope" in out.card) is oos
-        assert ("<code>o</code> labels it out_of_scope" in out.card) is oos
-    # on a card that looks out of scope, Enter and t still take suggestion 1; o takes out_of_scope
+        assert ("<code>0</code> labels it out_of_scope" in out.card) is oos
+    # on a card that looks out of scope, Enter and Shift+Enter still take suggestion 1; 0 takes
+    # out_of_scope
     first = state.item.suggestions[0].intent
     flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
     out = queue_tab.enter(ctx, demo, flagged)
@@ -203,3 +204,20 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
     again = queue_tab.start(ctx, demo, "file", None)
     seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3
+
+
+def test_a_start_answered_after_a_newer_start_of_the_page_changes_nothing(ctx, demo):
+    """The page load's start (number 0) still on its way when the reviewer picked an order and
+    pressed Start (number 1): whichever reaches the server first, the page keeps her order."""
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    page = SimpleNamespace(session_hash="page-of-a-reviewer")
+    mine = queue_tab.start(ctx, demo, "mislabelled", None, 1, page)
+    assert mine.state.how == "mislabelled"
+    late = queue_tab.start(ctx, demo, "useful", None, 0, page)
+    assert all(isinstance(v, dict) and v.get("__type__") == gr.skip()["__type__"] for v in late)
+    # another page, and a later start of this one, are started as usual
+    assert queue_tab.start(ctx, demo, "useful", None, 0, SimpleNamespace(session_hash="other"))
+    assert queue_tab.start(ctx, demo, "file", None, 2, page).state.how == "file"

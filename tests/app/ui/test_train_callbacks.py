@@ -30,15 +30,30 @@ def test_export_callbacks_ask_for_what_they_need(ctx):
     assert "Choose a bundle .zip first." in export.open_bundle(ctx, None)[1]
 
 
-def test_the_queued_line_clears_once_the_job_has_ended(ctx, demo):
+def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears_at_its_end(
+    ctx, demo
+):
     from app.ui.train import tick
+    from storage import jobs
 
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
     msg, job_id, _ = retrain.start(ctx, demo, method, "", "local")
     assert "queued" in msg
+    queued = tick(ctx, demo, job_id, msg)
+    assert queued[2]["active"] is True and queued[-1] == {"__type__": "update"}
+    assert "waiting for a worker" in queued[0]
+    with ctx.db.write() as s:  # a worker takes it: the panel says what runs, "queued" goes
+        jobs.claim_job(s, job_id, pid=1)
     running = tick(ctx, demo, job_id, msg)
-    assert running[2]["active"] is True and running[-1] == {"__type__": "update"}
-    retrain.stop(ctx, job_id, demo)  # a queued job is cancelled at once
+    assert running[2]["active"] is True and "queued" not in running[0]
+    assert "Preparing the data" in running[0]
+    # the line keeps the job's number (what a user, or a test, reads the click's job from)
+    assert running[-1] == f"✓ Job #{job_id} is running: its phase and time left are below."
+    msg = running[-1]
+    assert tick(ctx, demo, job_id, msg)[-1] == {"__type__": "update"}
+    retrain.stop(ctx, job_id, demo)
+    with ctx.db.write() as s:
+        jobs.finish_job(s, job_id, "cancelled", "cancelled; the active model is unchanged")
     ended = tick(ctx, demo, job_id, msg)
     assert ended[2]["active"] is False and ended[-1] == ""
     # One value per output the timer updates, running or not (a running job's tick was one
@@ -61,27 +76,31 @@ def _job(**kw):
     return JobView(**{**fields, **kw})
 
 
-def test_the_progress_line_names_the_phase_its_count_and_time_left():
-    first = _job(step=1, total=300, message="step 1 of 300 · loss 0.912")
-    assert "Training 0 % · estimating… · step 1 of 300" in retrain.progress_html(first)
-    training = _job(step=120, total=300, eta_seconds=130.0, message="step 120 of 300")
+def test_the_progress_line_names_the_phase_its_count_and_the_jobs_time_left():
+    first = _job(step=1, total=300, message="step 1 of 300 · loss 0.912", progress=0.01)
+    assert "Training · step 1 of 300 · loss 0.912 · estimating…" in retrain.progress_html(first)
+    training = _job(step=120, total=300, eta_seconds=130.0, message="step 120 of 300", progress=0.4)
     html = retrain.progress_html(training)
-    assert "width:40%" in html and "Training 40 % · about 2 min left · step 120 of 300" in html
+    assert "width:40%" in html and "Training · step 120 of 300 · about 2 min left" in html
     evaluating = _job(
         phase="evaluating",
         step=120,
         total=1500,
         eta_seconds=9.6,
-        message="Evaluating 3 encoders · 120 of 1,500 utterances",
+        message="3 encoders · 120 of 1,500 utterances",
+        progress=0.8,
     )
-    assert (
-        "Evaluating 3 encoders · 120 of 1,500 utterances · about 10 s left"
-        in retrain.progress_html(evaluating)
-    )
-    counted = _job(phase="registering", step=1500, total=1500, message="registering the version")
+    html = retrain.progress_html(evaluating)
+    assert "width:80%" in html  # the whole job's share: not the phase's 8 %
+    assert "Evaluating · 3 encoders · 120 of 1,500 utterances · about 10 s left" in html
+    int8 = _job(phase="int8", message="checking the int8 encoder's parity", eta_seconds=41.0)
+    assert "Checking the int8 copy · about 41 s left" in retrain.progress_html(int8)
+    counted = _job(phase="registering", message="registering the version", progress=1.0)
     assert "width:99%" in retrain.progress_html(counted)
-    done = _job(status="succeeded", phase="registering", step=1500, total=1500, message="v3: …")
+    done = _job(status="succeeded", phase="registering", progress=0.99, message="v3: …")
     assert "width:100%" in retrain.progress_html(done) and "v3: …" in retrain.progress_html(done)
+    queued = _job(status="queued", phase="", message="queued")
+    assert "queued</b> · 0%<br>waiting for a worker to take it" in retrain.progress_html(queued)
 
 
 def test_the_history_table_reads_in_words_and_megabytes():

@@ -155,8 +155,8 @@ def test_thresholds_are_calibrated_on_the_scores_the_predictor_serves_with_its_a
     of the pool's own examples when each is asked as a new question by the other folds; a
     calibration that left the anchors out sat far above the served scores and turned most of
     them away."""
-    from core.evaluation.folds import fold_assignments
     from core.evaluation.oos import calibrate_predictor
+    from core.folds import fold_assignments
     from core.retrieval.predictor import Predictor
 
     rng = np.random.default_rng(0)
@@ -253,8 +253,8 @@ def test_out_of_fold_scores_are_what_each_folds_predictor_ranks_for_its_held_out
     be what that Predictor ranks for the example: the top intent, its score and the margin over
     the runner-up, with the anchors and k counted, and a top intent known only by its anchor
     (cold: an intent whose one example is the one held out) taken as no score."""
-    from core.evaluation.folds import fold_assignments
     from core.evaluation.oos import CALIBRATION_FOLDS, out_of_fold_scores
+    from core.folds import fold_assignments
     from core.retrieval.factory import vector_pool
 
     rng = np.random.default_rng(3)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bundle.layout import LABEL_DIR
+from core.encoding.registry import LABEL_DIR
 from core.training import TrainConfig, TrainedModel, load_label_encoder, load_trained
 from tests.samples import cut_copy
 

@@ -85,7 +85,7 @@ def test_twenty_labels_by_keyboard_one_key_each(banking77_server, browser):
         "() => document.querySelector('#queue-status')?.innerText?.includes('card_arrival')"
     )
     page.locator("#queue-card").click()  # the focus leaves the filter: keys are commands again
-    page.keyboard.press("u")
+    page.keyboard.press("Control+z")
     page.wait_for_function(
         "() => document.querySelector('#queue-status')?.innerText?.includes('Undid')"
     )

@@ -3,6 +3,10 @@ returned one value fewer than its outputs while a job was active, so the panel s
 "queued · 0 %" and an error toast came every second. The page records every text the panel
 shows while the job runs; the guard in conftest fails the test on any error toast.
 
+One bar for the whole job (issue 47, item 5): it restarted at each phase (99 → 2 → 64 %), the
+panel did not say which phase ran, and the click's "queued" line stayed on screen while the job
+ran.
+
 Named to run before test_train_and_map.py on the folder's shared server: the demo's first retrain
 beats the frozen encoder and is promoted, which the header check needs; a later one may be kept."""
 
@@ -20,10 +24,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 # Every distinct text of the job panel, recorded in the page as it changes (the 1 s tick).
 RECORD = """() => {
   window.__panel = [];
+  window.__said = [];  // the click's line beside each running panel text
   const el = document.querySelector('#job-progress');
   const note = () => {
     const t = el.innerText.trim();
-    if (t && window.__panel[window.__panel.length - 1] !== t) window.__panel.push(t);
+    if (t && window.__panel[window.__panel.length - 1] !== t) {
+      window.__panel.push(t);
+      window.__said.push(document.querySelector('#train-message')?.innerText || '');
+    }
   };
   new MutationObserver(note).observe(el, {subtree: true, childList: true, characterData: true});
   note();
@@ -45,6 +53,17 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     percents = [int(m.group(1)) for t in running for m in [re.search(r"· (\d+)%", t)] if m]
     assert any(0 < p < 100 for p in percents), seen  # a real share, between start and end
     assert any("left" in t for t in running), seen  # and the time left of a measured phase
+    # one bar for the whole job: never back from one phase to the next, each phase named
+    job = re.search(r"Job #(\d+)", page.inner_text("#job-progress"))
+    ours = [t for t in running if job and f"Job #{job.group(1)}:" in t]
+    mine = [int(m.group(1)) for t in ours for m in [re.search(r"· (\d+)%", t)] if m]
+    assert mine == sorted(mine), ours
+    named = ("Preparing", "Training ·", "Saving", "Evaluating ·", "Registering", "Encoding for")
+    assert all(any(n in t for n in named) for t in ours), ours
+    assert any("Training ·" in t for t in ours) and any("Evaluating ·" in t for t in ours), ours
+    said = page.evaluate("() => window.__said")
+    while_running = [m for t, m in zip(seen, said, strict=True) if t in ours]
+    assert while_running and not any("queued" in m for m in while_running[1:]), while_running
     assert not page.locator(".toast-body.error").count()
     # the header names the model that serves now: the retrain's version once it is promoted
     version = re.search(r"\bv(\d+)\b", page.inner_text("#job-progress"))

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 
 LABELS = [("a",)] * 10 + [("b",)] * 7 + [("a", "b")] * 4 + [()] * 3
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.evaluation.folds import fold_assignments
+from core.folds import fold_assignments
 from core.retrieval.predictor import Predictor
 
 CALIBRATION_FOLDS = 5

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.multilabel.knn_threshold import (
+from core.multilabel.metrics import multilabel_scores
+from core.retrieval.factory import vector_pool
+from core.retrieval.knn_threshold import (
     calibrate_knn_threshold,
     choose_knn_threshold,
     out_of_fold_label_scores,
 )
-from core.multilabel.metrics import multilabel_scores
-from core.retrieval.factory import vector_pool
 
 
 def _scored(seed: int = 0):

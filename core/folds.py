@@ -1,7 +1,8 @@
 """The one fold splitter: stratified by label set, seeded, every row in exactly one fold.
 
-Used by single-label cross-validation, multi-label cross-validation and the multi-label head's
-threshold tuning, so "5-fold" means the same split everywhere.
+Used by single-label cross-validation, multi-label cross-validation, the multi-label head's
+threshold tuning and every out-of-fold calibration, so "5-fold" means the same split everywhere.
+A leaf: it imports nothing of the project, so every package can use it.
 
 Rows are grouped by their label set (a single intent, a multi-label set, or no intent); each group
 is shuffled with the seed and dealt round-robin over the folds, continuing where the previous group

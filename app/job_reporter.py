@@ -1,0 +1,142 @@
+"""What a running retrain tells the database: throttled progress writes, a heartbeat thread that
+proves the worker alive and writes the job's share done and time left once a second, and cancel
+polling (:class:`JobReporter`, the :class:`app.services.retrain.Reporter` a worker hands
+:func:`app.services.retrain.run_retrain`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from app.config import Settings
+from app.context import AppContext
+from app.services.job_plan import JobPlan, Tracker
+from app.services.retrain import EvalProgress
+from core.training import TrainProgress
+from storage import jobs
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 5.0
+
+
+def heartbeat_seconds(settings: Settings) -> float:
+    """How often a running job proves its worker alive: six beats fit in the job timeout."""
+    return min(HEARTBEAT_SECONDS, settings.job_timeout / 6)
+
+
+class JobReporter:
+    """Throttled progress writes, a heartbeat thread and cancel polling for one running job.
+
+    The job's share done and its time left come from a :class:`app.services.job_plan.Tracker`
+    of the retrain's plan: every progress write carries them, and the heartbeat thread writes
+    them once a second (a phase without a count moves by its time; the time left goes on with
+    the clock between counts)."""
+
+    def __init__(self, ctx: AppContext, job_id: int) -> None:
+        self.ctx = ctx
+        self.job_id = job_id
+        self._last_write = 0.0
+        self._phase = ""
+        self._last_poll = 0.0
+        self._cancel = False
+        self._stop = threading.Event()
+        self._every = heartbeat_seconds(ctx.settings)
+        self._lock = threading.Lock()
+        self._tracker = Tracker(started=time.monotonic())  # the job was claimed just before
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(min(1.0, self._every)):
+            with self._lock:
+                planned = self._tracker.plan is not None
+                share, eta = self._tracker.read(time.monotonic())
+            try:
+                with self.ctx.db.write() as s:
+                    if planned:
+                        jobs.tick(s, self.job_id, share=share, eta=eta)
+                    else:
+                        jobs.heartbeat(s, self.job_id)
+            except Exception:
+                logger.exception("heartbeat failed")
+
+    def _read(self) -> tuple[float | None, float | None]:
+        with self._lock:
+            if self._tracker.plan is None:
+                return None, None
+            return self._tracker.read(time.monotonic())
+
+    def plan(self, plan: JobPlan) -> None:
+        with self._lock:
+            self._tracker.plan = plan
+
+    def log(self, line: str, *, phase: str | None = None) -> None:
+        if phase is not None:
+            with self._lock:
+                self._tracker.enter(phase, time.monotonic())
+        share, _ = self._read()
+        with self.ctx.db.write() as s:
+            jobs.log_line(s, self.job_id, line, phase=phase, share=share)
+
+    def _due(self, phase: str, done: bool) -> bool:
+        """At most one progress write a second, but always a phase's first and last."""
+        now = time.monotonic()
+        if now - self._last_write < 1.0 and not done and phase == self._phase:
+            return False
+        self._last_write, self._phase = now, phase
+        return True
+
+    def _count(self, done: int, total: int, eta: float | None) -> tuple[Any, Any]:
+        with self._lock:
+            self._tracker.count(done, total, time.monotonic(), eta)
+        return self._read()
+
+    def progress(self, p: TrainProgress) -> None:
+        share, eta = self._count(p.step, p.total, p.eta)
+        if not self._due("training", p.step >= p.total):
+            return
+        with self.ctx.db.write() as s:
+            jobs.set_progress(
+                s,
+                self.job_id,
+                phase="training",
+                step=p.step,
+                total=p.total,
+                loss=float(p.loss),
+                message=f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
+                share=share,
+                eta=eta,
+            )
+
+    def evaluation(self, p: EvalProgress) -> None:
+        share, eta = self._count(p.done, p.total, p.eta)
+        # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
+        phase = "int8" if self._tracker.phase == "int8" else "evaluating"
+        if not self._due(phase, p.done >= p.total):
+            return
+        with self.ctx.db.write() as s:
+            jobs.set_progress(
+                s,
+                self.job_id,
+                phase=phase,
+                step=p.done,
+                total=p.total,
+                loss=None,
+                message=f"{p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
+                share=share,
+                eta=eta,
+            )
+
+    def should_cancel(self) -> bool:
+        now = time.monotonic()
+        if now - self._last_poll >= 0.5:
+            self._last_poll = now
+            with self.ctx.db.session() as s:
+                self._cancel = jobs.cancel_requested(s, self.job_id)
+        return self._cancel
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,55 @@
+"""Which start of the Label tab's queue is a page's newest: a start answered after a newer one of
+the same page (the page load's own, still on its way when the person picked an order and pressed
+Start) leaves the page as the newer one made it, instead of replacing its cards.
+
+Each start is numbered by the page when it is asked for (:data:`TICKET_JS`: 1, 2, ... per page;
+the page load's start, which runs no script, is 0), so the order is the person's, whatever order
+the requests reach the server or end in. The server keeps each page's newest number (by Gradio's
+session hash, a bounded table in memory: it only orders the starts of pages that are open now).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+# The start's inputs with its number appended (the last input, a hidden number): the page counts
+# its own starts.
+TICKET_JS = (
+    "(...args) => [...args.slice(0, -1),"
+    " (window.__studioQueueStarts = (window.__studioQueueStarts || 0) + 1)]"
+)
+PAGES = 10_000  # pages remembered (the oldest forgotten first)
+
+_newest: OrderedDict[str, float] = OrderedDict()
+_lock = threading.Lock()
+
+
+def claim(page: str | None, ticket: float | None) -> bool:
+    """Note that ``page`` asked for start number ``ticket``; False when a newer start of that
+    page came already (this one must change nothing). A request without a page or a number
+    (a test, the API) is always the newest.
+
+    Example:
+        >>> claim("page-a", 0), claim("page-a", 2), claim("page-a", 1), still_newest("page-a", 2)
+        (True, True, False, True)
+    """
+    if page is None or ticket is None:
+        return True
+    with _lock:
+        newest = _newest.get(page)
+        if newest is not None and ticket < newest:
+            return False
+        _newest[page] = ticket
+        _newest.move_to_end(page)
+        while len(_newest) > PAGES:
+            _newest.popitem(last=False)
+        return True
+
+
+def still_newest(page: str | None, ticket: float | None) -> bool:
+    """Whether no newer start of ``page`` was asked for since ``ticket`` was claimed."""
+    if page is None or ticket is None:
+        return True
+    with _lock:
+        return _newest.get(page, ticket) <= ticket

@@ -1,0 +1,25 @@
+"""The line under the project picker: the project's headline (intents, splits, the model that
+serves) and who is acting, the same wherever it is written (a project picked, a change, an
+import into a new name)."""
+
+from __future__ import annotations
+
+from app.access import ProjectHandle
+from app.auth import current_actor
+from app.context import AppContext
+from app.services import projects as project_svc
+from app.ui.common import attempt, problem
+
+
+def summary_line(ctx: AppContext, p: ProjectHandle | None) -> str:
+    """The project's summary line (Markdown); with no project, how to get one."""
+    if ctx.settings.multi_user:
+        who = current_actor()
+        where = f", {p.role} here" if p is not None and p.role != who.role else ""
+        mode = f"signed in as **{who.name}** ({who.role}{where})"
+    else:
+        mode = "single-user local mode"
+    if p is None:
+        return f"No project yet: create one above or import a file in the Data tab. · {mode}"
+    s, err = attempt(lambda: project_svc.summary(ctx, p))
+    return problem(err or "unknown project") if err or s is None else f"{s.headline()} · {mode}"

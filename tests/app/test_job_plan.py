@@ -1,0 +1,128 @@
+"""One bar for a whole retrain (issue 47 item 5): the share done never goes back from phase to
+phase, and the time left is honest: right when the plan's weights are, following a counted
+phase that runs slower than planned, never a number that stays put while the time goes by
+(the panel said "about 10 s left" for 106 s), and "estimating…" before it means anything.
+
+A job is simulated second by second through the :class:`Tracker` the worker runs, reported as
+the worker reports it: a counted phase by its count and its own measured time left
+(:class:`core.training.Eta`), the others by their start only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from app.services import job_plan
+from app.services.job_plan import COUNTED, PHASES, JobPlan, Tracker
+from app.services.retrain_jobs import describe
+from core.training import Eta
+from storage.jobs import JobView
+
+# BANKING77's first retrain (101 steps of 32, 2,540 utterances to encode, 1,270 parity questions)
+PLAN = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=2_540, parity=1_270, unlabelled=150)
+UNITS = {"training": 101, "evaluating": 2_540}
+
+
+def run(plan: JobPlan, took: Mapping[str, float]) -> Iterator[tuple[str, float, float, Any]]:
+    """(phase, seconds since the start, seconds really left, (share, time left)) each second of
+    a job whose phases took ``took`` seconds."""
+    end = sum(took.get(p, 0.0) for p in PHASES)
+    clock = [0.0]
+    tracker = Tracker(plan, started=0.0)
+    for phase in PHASES:
+        length, start = took.get(phase, 0.0), clock[0]
+        if not length:
+            continue
+        tracker.enter(phase, start)
+        units = UNITS.get(phase, 0)
+        eta = Eta(units, clock=lambda: clock[0]) if phase in COUNTED else None
+        done = 0
+        while clock[0] < start + length:
+            clock[0] = min(clock[0] + 1.0, start + length)
+            now_done = int(units * (clock[0] - start) / length)
+            if eta is not None and now_done > done:  # reported once a unit is done, as the
+                done = now_done  # training loop and the evaluation do
+                tracker.count(done, units, clock[0], eta.update(done))
+            yield phase, clock[0], end - clock[0], tracker.read(clock[0])
+
+
+def planned(plan: JobPlan, slower: float) -> dict[str, float]:
+    """Each phase taking the plan's seconds on a machine ``slower`` times as slow."""
+    return {p: plan.seconds[p] * slower for p in PHASES if plan.seconds.get(p)}
+
+
+def said(share: float, left: float | None, elapsed: float) -> str:
+    """What the Train tab says of a job with this share done and time left."""
+    job = JobView(1, 1, "running", "int8", 0, 0, None, left, "", "", None, {}, share, elapsed)
+    return describe(job)
+
+
+def test_the_share_never_goes_back_whatever_each_phase_really_takes():
+    for took in (
+        planned(PLAN, 1.0),
+        {**planned(PLAN, 2.0), "evaluating": 900.0, "int8": 3.0},  # a cold cache, a fast check
+        {**planned(PLAN, 0.5), "saving": 60.0, "serving": 40.0},  # slow disk, many unlabelled
+    ):
+        shares = [share for *_, (share, _) in run(PLAN, took)]
+        assert shares == sorted(shares) and shares[-1] < 1
+    # a phase's count starts again at 0; the job's share goes on from where the last one ended
+    assert PLAN.share("training", 101, 101) == PLAN.share("saving") < PLAN.share("evaluating", 1, 9)
+    assert PLAN.share("serving", 1, 1) == pytest.approx(1.0)
+
+
+def test_a_job_without_an_int8_copy_gives_that_phase_no_share():
+    plan = JobPlan.estimate(steps=10, batch_size=8, to_evaluate=20, parity=0)
+    assert plan.weight("int8") == 0 and plan.start("int8") == plan.start("registering")
+    assert sum(plan.weight(p) for p in PHASES) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("slower", [0.3, 1.0, 7.0])
+def test_the_time_left_is_right_when_the_plan_is_on_any_machine(slower):
+    took = planned(PLAN, slower)
+    length = sum(took.values())
+    shown = 0
+    for _, t, really, (share, left) in run(PLAN, took):
+        if share < job_plan.ETA_FROM_SHARE or t < job_plan.ETA_FROM_SECONDS:
+            assert left is None and "estimating…" in said(share, left, t)
+            continue
+        shown += 1
+        assert left is not None and abs(left - really) <= 0.15 * length, (t, left, really)
+    assert shown
+
+
+def test_a_counted_phase_slower_than_planned_is_followed_by_its_own_count():
+    """Evaluating with a cold cache: ten times the plan. Once a fifth of it is counted, the time
+    left is within a quarter of the truth."""
+    took = {**planned(PLAN, 1.0), "evaluating": PLAN.seconds["evaluating"] * 10}
+    rows = [(t, really, left) for phase, t, really, (_, left) in run(PLAN, took)]
+    start = sum(took[p] for p in PHASES[: PHASES.index("evaluating")])
+    late = [(t, really, left) for t, really, left in rows if t > start + took["evaluating"] / 5]
+    late = [row for row in late if row[0] < start + took["evaluating"]]
+    assert late and all(
+        left is not None and abs(left - really) <= 0.25 * really for _, really, left in late
+    )
+
+
+def test_a_phase_without_a_count_that_overruns_says_so_instead_of_a_frozen_number():
+    """The int8 check taking ten times its plan (the panel said "about 10 s left" for 106 s)."""
+    took = {**planned(PLAN, 1.0), "int8": PLAN.seconds["int8"] * 10}
+    during = [(t, share, left) for phase, t, _, (share, left) in run(PLAN, took) if phase == "int8"]
+    numbers = [left for _, _, left in during if left is not None]
+    assert numbers == sorted(numbers, reverse=True)  # counting down while it can
+    # no number stays put for longer than the margin past its plan, then "longer than planned"
+    same = max(sum(1 for x in numbers if x == n) for n in set(numbers))
+    assert same <= (job_plan.OVERDUE_AFTER - 1) * PLAN.seconds["int8"] + 5
+    t, share, left = during[-1]
+    assert left is None and said(share, left, t) == "Checking the int8 copy · longer than planned"
+    shares = [share for _, share, _ in during]
+    assert shares == sorted(shares) and shares[-1] > shares[0]  # the bar still moves
+    assert shares[-1] < PLAN.start("registering")  # and never claims the phase is over
+
+
+def test_counting_work_weighs_the_phases_by_it():
+    warm = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=1_270, parity=1_270)
+    cold = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=2_540, parity=1_270)
+    assert cold.weight("evaluating") > warm.weight("evaluating")
+    assert cold.weight("training") < warm.weight("training")

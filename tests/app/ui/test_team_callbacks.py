@@ -1,0 +1,55 @@
+"""The Team tab draws the agreement (issue 47, item 9): Cohen's κ per pair of annotators and the
+agreement per intent, lowest first, beside the tables; nothing is drawn before an item has two
+answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.plots.team import INTENTS_SHOWN, agreement_chart, band
+from app.services import team, team_answers
+from app.ui import team_tab
+from tests.app.test_team_labelling import INTENTS, P, as_, people  # noqa: F401 (a fixture)
+from tests.handles import live
+
+
+def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answers(
+    ctx,
+    people,  # noqa: F811 (the fixture imported above)
+):
+    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    before = team_tab.show(ctx, live(ctx, P))
+    assert before[2]["visible"] is False and before[2]["value"] is None
+    ana, ben = people["ana"], people["ben"]
+    both = sorted(
+        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+    )
+    for i, uid in enumerate(both):
+        said = INTENTS[i % 4]
+        team.submit(ctx, as_(ctx, ana), uid, "label", [said])
+        other = "card_linking" if i in (1, 4, 7, 10, 13) and said != "card_linking" else said
+        team.submit(ctx, as_(ctx, ben), uid, "label", [other])
+    found = team_answers.measure(ctx, live(ctx, P))
+    drawn = team_tab.show(ctx, live(ctx, P))[2]
+    assert drawn["visible"] is True
+    pairs, intents = drawn["value"].data
+    (pair,) = found.pairs
+    assert list(pairs.y) == ["ana – ben"] and list(pairs.x) == [pytest.approx(pair.kappa)]
+    assert pairs.marker.color[0] == band(pair.kappa)[1]
+    assert f"κ {pair.kappa:.2f} · 20 items" in pairs.text[0]
+    # every intent measured, lowest agreement first: card_linking is in every disagreement
+    assert list(intents.y) == [r.intent for r in found.intents]
+    assert intents.y[0] == "card_linking" and list(intents.x) == sorted(intents.x)
+    assert list(intents.x) == [pytest.approx(r.value) for r in found.intents]
+
+
+def test_an_agreement_that_cannot_be_computed_has_no_bar_and_says_why():
+    fig = agreement_chart(
+        [("a – b", None, 1), ("a – c", 0.9, 30)],
+        [(f"intent{i:02d}", "κ", i / 40, 5) for i in range(40)] + [("rare", "α", None, 1)],
+    )
+    pairs, intents = fig.data
+    assert list(pairs.x) == [0.0, 0.9] and pairs.text[0] == "– · 1 items (too few)"
+    assert pairs.marker.color[1] == band(0.9)[1] == "#1a9850"
+    assert len(intents.y) == INTENTS_SHOWN and intents.y[0] == "intent00"
+    assert "lowest 25 of 41" in fig.layout.annotations[1].text

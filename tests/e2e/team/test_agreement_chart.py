@@ -1,0 +1,107 @@
+"""The Team tab draws the agreement (issue 47, item 9: it was a table only): Cohen's κ of each
+pair of annotators and the agreement on each intent, lowest first, at 1440x900 and 1280x720.
+
+A project of its own (imported while the server runs, so the folder's other modules keep the
+demo project as they expect it): the admin and dana each answer its 12 unlabelled questions,
+dana differing on 3, written through the app's services as their Label tabs would."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import ROOT, shot
+from tests.e2e.team.test_roles import sign_in
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PROJECT = "agreement"
+INTENTS = ["card_arrival", "exchange_rate", "top_up_failed"]
+DIFFER = (1, 5, 9)  # the questions dana answers differently
+
+
+def _cli(data, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "app", "--data-dir", str(data), *args],
+        env=os.environ,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def answered(team_server, tmp_path_factory):
+    """The project, both annotators' answers, and their κ (by scikit-learn)."""
+    from dataclasses import replace
+
+    from sklearn.metrics import cohen_kappa_score
+
+    from app.auth import actor
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services import team
+    from tests.handles import live
+
+    src = tmp_path_factory.mktemp("agreement") / "rows.csv"
+    with src.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label", "split"])
+        for i in range(12):
+            w.writerow([f"example {i} of {INTENTS[i % 3]}", INTENTS[i % 3], "train"])
+            w.writerow([f"question number {i}", "", "unlabelled"])
+    _cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
+    _cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
+    # the server's users, as its multi-user settings name them
+    ctx = AppContext(replace(load_settings(team_server.data_dir), multi_user=True))
+    team.assign(ctx, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
+    said: dict[str, list[str]] = {"admin": [], "dana": []}
+    admin, dana = actor(ctx, "admin"), actor(ctx, "dana")
+    for i, uid in enumerate(sorted(team.open_items(ctx, live(ctx, PROJECT, admin)))):
+        mine = INTENTS[i % 3]
+        theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
+        team.submit(ctx, live(ctx, PROJECT, admin), uid, "label", [mine])
+        team.submit(ctx, live(ctx, PROJECT, dana), uid, "label", [theirs])
+        said["admin"].append(mine)
+        said["dana"].append(theirs)
+    return cohen_kappa_score(said["admin"], said["dana"])
+
+
+def test_the_team_tab_draws_kappa_per_pair_and_per_intent(team_server, browser, answered):
+    for width, height in ((1440, 900), (1280, 720)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        try:
+            sign_in(page, team_server.url, "admin")
+            picker = page.locator("#project input")
+            picker.click()
+            picker.fill(PROJECT)
+            page.get_by_role("option", name=PROJECT, exact=True).click()
+            page.wait_for_function(
+                "(p) => document.querySelector('#project-summary')?.innerText?.includes(p)",
+                arg=PROJECT,
+            )
+            page.get_by_role("tab", name="Team").click()
+            page.wait_for_function(
+                "() => document.querySelector('#team-agreement-chart .js-plotly-plot')"
+                "?.data?.length === 2"
+            )
+            pairs, intents = page.evaluate(
+                "() => document.querySelector('#team-agreement-chart .js-plotly-plot').data"
+                ".map((t) => ({y: t.y, x: t.x}))"
+            )
+            assert pairs["y"] == ["admin – dana"]
+            assert pairs["x"][0] == pytest.approx(answered, abs=1e-6)
+            assert sorted(intents["y"]) == sorted(INTENTS)
+            assert intents["x"] == sorted(intents["x"])  # lowest agreement first
+            chart = page.locator("#team-agreement-chart").bounding_box()
+            assert chart is not None and chart["height"] >= 150, chart
+            assert not page.locator(".toast-body.error").count()
+            shot(page, f"92-team-agreement-chart-{width}")
+        finally:
+            context.close()
