@@ -78,13 +78,7 @@ class TrainedModel:
         it back (issue 44): this model in memory, adapters merged as :func:`load_trained`
         merges them, under the fingerprint :func:`load_trained` gives that folder. Its weights
         are the ones written, so its vectors (and the embedding cache's) are the version's."""
-        encoder = self._encoder(artifact_fingerprint(Path(directory), self.method))
-        if self.kind == "full":
-            # as a load leaves them: which parameters want gradients picks torch's kernels, and
-            # training froze them all (the vectors would differ in the 7th digit)
-            for p in encoder.model.parameters():
-                p.requires_grad_(True)
-        return encoder
+        return self._encoder(artifact_fingerprint(Path(directory), self.method))
 
     def _encoder(self, fingerprint: str) -> Encoder:
         from core.encoding.registry import encoder_from_model
