@@ -138,24 +138,6 @@ class AppContext:
             int8 = self._int8[key]
         return int8 if int8 is not None else self.encoder_for_version(mv, base)
 
-    def serving_factory(
-        self,
-        project_id: int,
-        mv: ModelVersion | None,
-        base: str,
-        settings: dict[str, object] | None,
-    ) -> PredictorFactory:
-        """:meth:`version_factory` in the space that serves the version: its int8 copy when it
-        passed parity and the project allows it (:meth:`serving_encoder`), else its fp32
-        encoder. The live pool, a version's recorded and live evaluations and its map are its
-        Predictors, so what a version shows is what it answers."""
-        return self.predictor_factory(
-            project_id,
-            self.serving_encoder(mv, base, settings),
-            label_encoder=self.label_encoder_for_version(mv),
-            head=self.version_head(mv),
-        )
-
     def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
         """The multi-label head stored in a model version (None when it has none)."""
         if mv is None or not mv.artifact_path:
@@ -205,8 +187,6 @@ class AppContext:
         mv, base = self.active_version(project_id)
         return self.encoder_for_version(mv, base), (mv.id if mv is not None else None)
 
-    # --- pools -----------------------------------------------------------------------------
-
     # --- predictors ------------------------------------------------------------------------
 
     def predictor_factory(
@@ -239,13 +219,22 @@ class AppContext:
         )
 
     def version_factory(
-        self, project_id: int, mv: ModelVersion | None, base: str = "minilm"
+        self,
+        project_id: int,
+        mv: ModelVersion | None,
+        base: str = "minilm",
+        settings: dict[str, object] | None = None,
+        *,
+        served: bool = False,
     ) -> PredictorFactory:
         """:meth:`predictor_factory` of a model version (None: the frozen ``base``) with its
-        fp32 encoder, its label encoder and its multi-label head."""
+        label encoder and multi-label head, in its fp32 encoder's space or, ``served``, in the
+        space that serves it under the project's ``settings`` (:meth:`serving_encoder`): a
+        version's recorded and live evaluations and its map are what it answers."""
+        serving = self.serving_encoder(mv, base, settings) if served else None
         return self.predictor_factory(
             project_id,
-            self.encoder_for_version(mv, base),
+            serving if serving is not None else self.encoder_for_version(mv, base),
             label_encoder=self.label_encoder_for_version(mv),
             head=self.version_head(mv),
         )

@@ -54,7 +54,9 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
         | frozenset({"app.auth", "app.sign_in", "app.http_guard", "app.http_origin", "app.access"})
         | frozenset({"app.uploads"}),
         frozenset({"app.services"}),  # use cases
-        frozenset({"app.api", "app.ui", "app.worker"}),  # REST, the Gradio tabs, the job worker
+        frozenset(
+            {"app.api", "app.ui", "app.worker", "app.job_reporter"}
+        ),  # REST, tabs, the worker
         frozenset({"app.web", "app.cli", "app.__main__"}),  # entry points
     ),
 }

@@ -242,7 +242,9 @@ def run_retrain(
     # the active version as it serves (its int8 copy when that serves): the gate compares what
     # serves with what would serve
     ref_factory = (
-        base_factory if active is None else ctx.serving_factory(project_id, active, base, settings)
+        base_factory
+        if active is None
+        else ctx.version_factory(project_id, active, base, settings, served=True)
     )
     # the frozen base and the active version serve a head fitted with the default options
     # (AppContext.space_head); measured on these rows before, they are read, not measured

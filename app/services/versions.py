@@ -46,14 +46,12 @@ def resolve_factory(
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory of a version selector (its encoder, anchors, context encoding,
     head) and its display label: in the space that serves the version
-    (:meth:`AppContext.serving_factory`: its int8 copy when that serves), so an evaluation, a
-    drill-down or a map shows what the version answers; ``served=False``: its fp32 encoder
-    (:meth:`AppContext.version_factory`, what a bundle exports)."""
+    (:meth:`AppContext.version_factory` ``served``: its int8 copy when that serves), so an
+    evaluation, a drill-down or a map shows what the version answers; ``served=False``: its
+    fp32 encoder (what a bundle exports)."""
     mv, base = _selected(ctx, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
-    if served:
-        return ctx.serving_factory(p.id, mv, base, p.settings), label
-    return ctx.version_factory(p.id, mv, base), label
+    return ctx.version_factory(p.id, mv, base, p.settings, served=served), label
 
 
 def resolve_anchor_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> Encoder:

@@ -97,7 +97,6 @@ def _pair_epochs(
         labels,
         config.seed,
         negatives=config.negatives,
-        strategy=config.pair_strategy,
         max_pairs=config.max_pairs,
     )
     out: list[list[Batch]] = []
@@ -145,7 +144,6 @@ def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | No
         labels,
         config.seed,
         negatives=config.negatives,
-        strategy=config.pair_strategy,
         max_pairs=config.max_pairs,
     )
     return epochs * -(-len(pairs) // config.batch_size)
@@ -225,9 +223,7 @@ def train_encoder(
         raise ValueError("The labelled data yields no training pairs.")
     _stop_if_asked(should_cancel, "planning the batches")
 
-    loss = build_loss(
-        model, loss_name, margin=config.margin, scale=config.scale, symmetric=config.symmetric
-    )
+    loss = build_loss(model, loss_name, margin=config.margin, scale=config.scale)
     loss = loss.to(device)
     it = iter(plan)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0

@@ -7,7 +7,7 @@ Targets per loss:
 - ``ocl``: online contrastive (Hadsell), cosine distance, margin; labels 1 / 0.
 - ``cos``: MSE between cosine and a target: 0.8 for positives, 0.3 for negatives (ConvFiT).
 - ``smax``: softmax over W·(u ⊕ v ⊕ |u−v|), two classes.
-- ``mnrl``: in-batch multiple-negatives ranking (InfoNCE), optionally symmetric.
+- ``mnrl``: in-batch multiple-negatives ranking (InfoNCE), in both directions.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ def build_loss(
     *,
     margin: float = 0.5,
     scale: float = 20.0,
-    symmetric: bool = False,
 ) -> nn.Module:
     """Instantiate the sentence-transformers loss called ``name`` for ``model``.
 
@@ -40,8 +39,9 @@ def build_loss(
         model: the model being trained (losses embed through it).
         name: ``"ocl"``, ``"cos"``, ``"smax"`` or ``"mnrl"``.
         margin: OCL margin on the cosine distance.
-        scale: MNRL similarity scale (1 / temperature).
-        symmetric: MNRL in both directions.
+        scale: MNRL similarity scale (1 / temperature). MNRL runs in both directions
+            (anchor→positive and positive→anchor): one direction tied on BANKING77 and CLINC150
+            (bench/RESULTS.md, issue 46).
 
     Raises:
         ValueError: for an unknown loss name.
@@ -60,9 +60,7 @@ def build_loss(
             raise ValueError("The model does not report its embedding dimension.")
         return losses.SoftmaxLoss(model, embedding_dimension=int(dim), num_labels=2)
     if name == "mnrl":
-        directions: tuple[str, ...] = ("query_to_doc",)
-        if symmetric:
-            directions = ("query_to_doc", "doc_to_query")
+        directions = ("query_to_doc", "doc_to_query")
         return losses.MultipleNegativesRankingLoss(model, scale=scale, directions=directions)  # type: ignore[arg-type]
     raise ValueError(f"Unknown loss {name!r}: use one of ocl, cos, smax, mnrl.")
 

@@ -90,7 +90,6 @@ def sample_pairs(
     seed: int,
     *,
     negatives: int = 3,
-    strategy: str = "convfit",
     max_pairs: int | None = None,
 ) -> list[Pair]:
     """ConvFiT Stage 2 pairs.
@@ -104,17 +103,14 @@ def sample_pairs(
         labels: one tuple of intent names per utterance (``()`` = no intent).
         seed: seeds sub-sampling, negative draws and the final shuffle.
         negatives: ``n`` negatives per side for every positive.
-        strategy: ``"convfit"`` (positives + random negatives) or ``"all"`` (positives only).
         max_pairs: optional cap on the number of pairs returned.
 
     Returns:
         Shuffled pairs; ``label`` is 1 for positives, 0 for negatives.
 
     Raises:
-        ValueError: for an unknown strategy, mismatched lengths or a bad ``negatives``/cap.
+        ValueError: for mismatched lengths or a bad ``negatives``/cap.
     """
-    if strategy not in ("convfit", "all"):
-        raise ValueError(f"Unknown pair strategy {strategy!r}: use 'convfit' or 'all'.")
     if negatives < 0:
         raise ValueError(f"negatives must be >= 0, got {negatives}.")
     if max_pairs is not None and max_pairs < 1:
@@ -122,8 +118,7 @@ def sample_pairs(
     sets = _check(texts, labels)
     rng = random.Random(seed)
     pos = positive_pairs(labels)
-    n_neg = negatives if strategy == "convfit" else 0
-    per_positive = 1 + 2 * n_neg
+    per_positive = 1 + 2 * negatives
     if max_pairs is not None and len(pos) * per_positive > max_pairs:
         keep = max(1, max_pairs // per_positive)
         pos = sorted(rng.sample(pos, keep))
@@ -132,7 +127,7 @@ def sample_pairs(
     out: list[Pair] = []
     for i, j in pos:
         out.append(Pair(i, j, texts[i], texts[j], 1))
-        for _ in range(n_neg):
+        for _ in range(negatives):
             k = sampler.draw(sets[i])
             if k is not None:
                 out.append(Pair(i, k, texts[i], texts[k], 0))

@@ -52,14 +52,19 @@ def test_same_seed_same_model() -> None:
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
-def test_cancel_raises_training_cancelled() -> None:
+@pytest.mark.parametrize(
+    ("answers_no", "where"),
+    [(1, "cancelled while loading the encoder"), (3, r"cancelled at step \d+ of \d+")],
+)
+def test_cancel_raises_training_cancelled(answers_no: int, where: str) -> None:
+    """Asked before and after the encoder loads, once the batches are planned, then each step."""
     calls = {"n": 0}
 
     def cancel() -> bool:
         calls["n"] += 1
-        return calls["n"] > 1
+        return calls["n"] > answers_no
 
-    with pytest.raises(TrainingCancelled, match="cancelled at step 1"):
+    with pytest.raises(TrainingCancelled, match=where):
         train_encoder("minilm", TEXTS, LABELS, FAST, should_cancel=cancel, device="cpu")
 
 

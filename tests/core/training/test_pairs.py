@@ -64,15 +64,9 @@ def test_cap_sub_samples_pairs() -> None:
     assert any(p.label == 1 for p in pairs)
 
 
-def test_all_strategy_has_no_negatives() -> None:
-    pairs = sample_pairs(TEXTS, LABELS, seed=0, strategy="all")
-    assert pairs and all(p.label == 1 for p in pairs)
-
-
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"strategy": "random"}, "Unknown pair strategy 'random'"),
         ({"negatives": -1}, "negatives must be >= 0"),
         ({"max_pairs": 0}, "max_pairs must be >= 1"),
     ],
