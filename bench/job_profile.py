@@ -13,7 +13,8 @@ Phases (wall and process CPU seconds, each net of the phases nested inside it):
 * ``cli + queue``: the CLI's context, the job queued, until the job starts;
 * ``snapshot``: the dataset snapshot (:func:`storage.datasets.snapshot`, ``snapshot_rows``);
 * ``model load``: every encoder loaded (the base for training, the saved model read back, a
-  frozen or older version for its evaluation);
+  frozen or older version for its evaluation; where training copies the process's base, the
+  copy);
 * ``training``: :func:`core.training.train_encoder` less its model load;
 * ``save``: the trained model written;
 * ``eval new`` / ``eval frozen`` / ``eval active``: :func:`app.services.evaluation.evaluate_version`
@@ -168,11 +169,19 @@ def mark(name):
 patch("storage.datasets", "snapshot", "snapshot")
 patch("storage.datasets", "snapshot_rows", "snapshot")
 patch("core.encoding.registry", "load_sentence_transformer", "model load")
+disk_loads = []  # the encoder folders read from disk (every load is one of these)
+patch("core.encoding.registry", "load_sentence_transformer",
+      after=lambda _m: disk_loads.append(1))
 patch("core.encoding.registry", "load_encoder", "model load",
       after=lambda enc: base_encoders.add(id(enc)))
 patch("core.training.model_io", "load_trained", "model load")
 patch("app.services.retrain", "load_trained", after=lambda enc: new_encoders.add(id(enc)),
       everywhere=False)
+# a checkout that evaluates the trained model in memory (issue 44): its encoder, and the copy of
+# the process's base that training starts from
+patch("core.training.model_io", "TrainedModel.saved_encoder",
+      after=lambda enc: new_encoders.add(id(enc)))
+patch("core.training.fit", "_base_copy", "model load")
 patch("core.training.fit", "train_encoder", "training",
       after=lambda t: trained_on.append(str(getattr(getattr(t, "model", None), "device", None))))
 patch("core.training.model_io", "TrainedModel.save", "save")
@@ -233,6 +242,7 @@ print(json.dumps({
     "steps": ((m.extra or {}).get("steps") if m else None),
     "train_seconds": (m.train_seconds if m else None),
     "trained_on": trained_on,
+    "disk_loads": len(disk_loads),
     "cuda_available": (sys.modules["torch"].cuda.is_available() if "torch" in sys.modules else None),
     "log": log[-4000:],
 }), flush=True)
@@ -476,6 +486,11 @@ def table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
         ]
         acc.append(f"{_median(found):>20.4f}")
     out.append(f"{'accuracy (test)':<24}" + "".join(acc))
+    loads = []
+    for lab, r in cols:
+        found = [x.get("disk_loads") for x in runs if x["code"] == lab and x["retrain"] == r]
+        loads.append(f"{','.join(str(n) for n in found):>20}")
+    out.append(f"{'encoders read from disk':<24}" + "".join(loads))
     return "\n".join(out)
 
 
@@ -523,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{lab} #{turn} retrain {r + 1}: training {s['training']:.1f}s, served "
                     f"{s['served']:.1f}s, process {s['process']:.1f}s (cpu "
                     f"{s['process cpu']:.1f}s), load {result['load']}, trained on "
-                    f"{result.get('trained_on')}",
+                    f"{result.get('trained_on')}, {result.get('disk_loads')} encoder(s) read "
+                    "from disk",
                     flush=True,
                 )
             for r in range(args.restarts):

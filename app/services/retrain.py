@@ -45,7 +45,6 @@ from core.training import (
     TrainConfig,
     TrainingCancelled,
     TrainProgress,
-    load_trained,
     planned_steps,
     train_encoder,
     trainable,
@@ -282,7 +281,8 @@ def run_retrain(
 
     with ctx.artifacts.writing(rel) as tmp:
         trained.save(tmp)
-        new_encoder = load_trained(tmp, device=ctx.device)
+        # the model in memory, not read back: its weights are the ones just written (issue 44)
+        new_encoder = trained.saved_encoder(tmp)
         new_factory = ctx.predictor_factory(project_id, new_encoder)
         evaluation = Evaluation(
             ctx, reporter, data, [new_factory, base_factory, ref_factory], others

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import time
@@ -111,6 +112,16 @@ def _pair_epochs(
     return out
 
 
+def _base_copy(base: str, device: str) -> SentenceTransformer:
+    """The model to train: a deep copy of the process's ``base`` encoder
+    (:func:`core.encoding.registry.load_encoder`, read from disk once per process and shared
+    with the frozen base's evaluation and the live pool), so training never changes the
+    encoder those use, and one job reads the base's folder once at most (issue 44)."""
+    from core.encoding.registry import load_encoder
+
+    return copy.deepcopy(load_encoder(base, device=device).model)
+
+
 def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | None = None) -> int:
     """The optimiser steps :func:`train_encoder` takes on these utterances, without a model:
     what a job's progress weighs its training by before it starts.
@@ -176,7 +187,7 @@ def train_encoder(
             one example does not refuse: :func:`core.training.trainable.trainable` leaves it out.
         TrainingCancelled: when ``should_cancel()`` returned True.
     """
-    from core.encoding.registry import default_device, load_sentence_transformer, resolve_path
+    from core.encoding.registry import default_device
     from core.training.lora import attach_lora
     from core.training.losses import build_loss
 
@@ -189,7 +200,7 @@ def train_encoder(
     t0 = time.monotonic()
     seed_everything(config.seed)
     _stop_if_asked(should_cancel, "loading the encoder")
-    model = load_sentence_transformer(resolve_path(base), device)
+    model = _base_copy(base, device)
     _stop_if_asked(should_cancel, "loading the encoder")
     model.max_seq_length = config.max_length
     kind = "full"

@@ -71,14 +71,22 @@ class TrainedModel:
 
     def encoder(self) -> Encoder:
         """An :class:`core.encoding.registry.Encoder` over the trained model (adapters merged)."""
+        return self._encoder(f"{self.method}@unsaved")
+
+    def saved_encoder(self, directory: Path) -> Encoder:
+        """The encoder of the artifact :meth:`save` wrote into ``directory``, without reading
+        it back (issue 44): this model in memory, adapters merged as :func:`load_trained`
+        merges them, under the fingerprint :func:`load_trained` gives that folder. Its weights
+        are the ones written, so its vectors (and the embedding cache's) are the version's."""
+        return self._encoder(artifact_fingerprint(Path(directory), self.method))
+
+    def _encoder(self, fingerprint: str) -> Encoder:
         from core.encoding.registry import encoder_from_model
         from core.training.lora import merged_copy
 
         model = merged_copy(self.model) if self.kind == "adapter" else self.model
         model.eval()
-        return encoder_from_model(
-            model, f"{self.base_encoder}+{self.method}", f"{self.method}@unsaved"
-        )
+        return encoder_from_model(model, f"{self.base_encoder}+{self.method}", fingerprint)
 
     def save(self, directory: Path) -> None:
         """Write the artifact into ``directory``, which must exist and be empty.
@@ -216,8 +224,14 @@ def load_trained(directory: Path, device: str | None = None) -> Encoder:
 
     meta = read_metadata(Path(directory))
     model = load_trained_model(Path(directory), device)
-    fingerprint = f"{meta['method']}@{artifact_sha256(Path(directory), DERIVED_DIRS)[:16]}"
+    fingerprint = artifact_fingerprint(Path(directory), meta["method"])
     return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
+
+
+def artifact_fingerprint(directory: Path, method: str) -> str:
+    """The embedding cache's key of an artifact's encoder: its method and the hash of its files
+    less :data:`DERIVED_DIRS`."""
+    return f"{method}@{artifact_sha256(directory, DERIVED_DIRS)[:16]}"
 
 
 def load_label_encoder(directory: Path, device: str | None = None) -> Encoder | None:

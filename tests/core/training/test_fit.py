@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from core.evaluation.scoring import evaluate_knn
 from core.retrieval.factory import vector_pool
@@ -130,8 +131,38 @@ def test_full_save_load_round_trip(tmp_path: Path) -> None:
     loaded = load_trained(tmp_path, device="cpu")
     assert loaded.fingerprint.startswith("fast@")
     np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
+    _is_what_loads(trained.saved_encoder(tmp_path), loaded)
     with pytest.raises(FileExistsError, match="not empty"):
         trained.save(tmp_path)
+
+
+def _is_what_loads(saved, loaded) -> None:
+    """The in-memory encoder of a saved artifact is the one read back from it: the same
+    fingerprint (the embedding cache's key) and the very same weights."""
+    assert (saved.fingerprint, saved.name) == (loaded.fingerprint, loaded.name)
+    mine, theirs = saved.model.state_dict(), loaded.model.state_dict()
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+    assert saved.model.max_seq_length == loaded.model.max_seq_length
+    # the encoder chunks by measured time, so two instances may pad differently: not bit-equal
+    np.testing.assert_allclose(saved.encode(TEXTS), loaded.encode(TEXTS), atol=1e-6)
+
+
+def test_training_leaves_the_process_base_encoder_as_it_was(encoder) -> None:
+    """Training works on a copy of the process's base encoder (loaded once, shared with the
+    frozen base's evaluation and the live pool): that encoder is what a fresh load gives."""
+    from core.encoding.registry import load_sentence_transformer, resolve_path
+
+    before = {k: v.clone() for k, v in encoder.model.state_dict().items()}
+    trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
+    assert trained.model is not encoder.model
+    after = encoder.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    fresh = load_sentence_transformer(resolve_path("minilm"), "cpu")
+    assert all(torch.equal(v, after[k]) for k, v in fresh.state_dict().items())
+    assert encoder.model.max_seq_length == fresh.max_seq_length
+    moved = [n for n, p in trained.model.named_parameters() if not torch.equal(p, after[n])]
+    assert moved  # and the copy did train
 
 
 def test_lora_adapter_is_small_and_round_trips(tmp_path: Path, encoder) -> None:
@@ -145,6 +176,7 @@ def test_lora_adapter_is_small_and_round_trips(tmp_path: Path, encoder) -> None:
     assert size < 1_000_000
     loaded = load_trained(tmp_path, device="cpu")
     np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
+    _is_what_loads(trained.saved_encoder(tmp_path), loaded)
     # the adapter changed the space, and the shared base encoder was left untouched
     assert not np.allclose(loaded.encode(TEXTS[:2]), encoder.encode(TEXTS[:2]), atol=1e-4)
     fresh = type(encoder)(encoder.model, "x", "y").encode(TEXTS[:2])

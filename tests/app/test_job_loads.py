@@ -1,0 +1,70 @@
+"""One retrain job reads each encoder from disk once at most (issue 44): the base once, copied
+for training and shared with the frozen base's evaluation; the trained model evaluated,
+calibrated and exported from memory, never read back from the artifact it wrote."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app import worker
+from app.services import retrain_jobs
+from app.services.evaluation import evaluation_inputs
+from core.encoding import registry
+from core.training import load_trained
+from storage.tables import ModelVersion
+from tests.handles import live
+from tests.samples import QUICK
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monkeypatch):
+    from app.config import load_settings
+    from app.context import AppContext
+    from app.services.projects import ensure_demo_project
+
+    settings = load_settings(tmp_path / "data")
+    ctx = AppContext(dataclasses.replace(settings, int8=True))
+    try:
+        demo = live(ctx, ensure_demo_project(ctx))
+        job, _ = retrain_jobs.request_retrain(ctx, demo, QUICK, enqueue=False)
+        loads: list[Path] = []
+        real = registry.load_sentence_transformer
+
+        def counting(path, device=None):
+            loads.append(Path(path))
+            return real(path, device)
+
+        # the job starts as in a fresh worker process: no encoder loaded yet
+        monkeypatch.setattr(registry, "_loaded", {})
+        monkeypatch.setattr(registry, "load_sentence_transformer", counting)
+        worker.execute_job(ctx, job.id)
+        done = retrain_jobs.job(ctx, job.id)
+        assert done.status == "succeeded", done.log
+        assert loads == [registry.resolve_path("minilm")]
+
+        with ctx.db.session() as s:
+            mv = s.get(ModelVersion, done.model_version_id)
+            artifact = ctx.artifacts.path(mv.artifact_path)
+            metrics = mv.metrics
+        assert metrics["int8"]["n"] > 0  # the int8 export and its parity check ran
+        # the frozen base the evaluation used is what a fresh load gives (training had a copy)
+        texts = ["my card has not arrived", "hello there", "I want my money back"]
+        base = registry.load_encoder("minilm", device=ctx.device)
+        fresh = real(registry.resolve_path("minilm"), ctx.device)
+        np.testing.assert_array_equal(
+            base.encode(texts), registry.Encoder(fresh, "f", "f").encode(texts)
+        )
+        # what the job cached for the new encoder is the artifact's, read back: the same key
+        # (fingerprint) and the same vectors
+        monkeypatch.setattr(registry, "load_sentence_transformer", real)
+        read = load_trained(artifact, device=ctx.device)
+        tested = evaluation_inputs(ctx, demo)[2].test_texts
+        assert tested and not ctx.cache.missing(read, tested)
+        np.testing.assert_allclose(ctx.cache.encode(read, tested), read.encode(tested), atol=1e-5)
+    finally:
+        ctx.close()
