@@ -76,7 +76,7 @@ def test_uploads_are_capped_per_user_and_in_all(studio):
     )
     assert good.status_code == 200, good.text
     path = good.json()[0]
-    message, _ = do_import(ctx, live(ctx, PROJECT), path, "", True)
+    message, *_ = do_import(ctx, live(ctx, PROJECT), path, "", True)
     assert "Imported 1" in message, message
     assert not Path(path).exists()
     assert ctx.uploads.used() == (2 * 90 + 150) * KB  # dana's two left and admin's
