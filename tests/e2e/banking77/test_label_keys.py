@@ -84,13 +84,14 @@ def test_typing_intent_names_stores_that_label_and_nothing_else(
 ):
     """Item 1: `top up b` typed without `/` put a card into test (`t`) and marked the next out of
     scope (`o`). Names typed as a person types them, then Enter at once: the card gets that
-    intent, in train; undo gives it back. At 30 ms with spaces, the 21 of the 77 names whose first
-    letter was a command key (d, n, o, s, t, u); at 80 ms after `/`, every 8th name (the suite's
-    time: all 77 at both speeds took 4 minutes on a quiet machine, 8 under load)."""
+    intent, in train; undo gives it back. At 30 ms with spaces, up to three names for each first
+    letter that was a command key (d, n, o, s, t, u: 21 of the 77 names); at 80 ms after `/`,
+    every 16th name (all 77 at both speeds cost the suite 4 minutes on a quiet machine)."""
     every = _names()
     assert len(every) == 77
-    names = [n for n in every if n[0] in "dnostu"] if not slash else every[::8]
-    assert len(names) == (21 if not slash else 10)
+    risky = [[n for n in every if n[0] == c][:3] for c in "dnostu"]
+    names = [n for pair in risky for n in pair] if not slash else every[::16]
+    assert len(names) == (9 if not slash else 5)
     api = a.client(banking77_server)
     before = a.stored(api)
     context, page = _open(browser, banking77_server.url)
@@ -212,9 +213,9 @@ def test_the_match_list_says_what_enter_does_with_the_text_as_typed(
 
 def test_an_order_started_while_the_page_loads_is_the_one_shown(banking77_server, browser):
     """Item 8: a reviewer who picked an order and pressed Start while the page loaded got the
-    page load's cards under that order (2 of 2 quick tries). Three quick tries: the order picked
-    is the one on screen once the page has settled."""
-    for _ in range(3):
+    page load's cards under that order (2 of 2 quick tries). A quick try: the order picked is the
+    one on screen once the page has settled (tests/app/ui/test_queue_callbacks.py pins the rule)."""
+    for _ in range(1):
         context = browser.new_context(viewport={"width": 1440, "height": 900})
         page = context.new_page()
         page.set_default_timeout(60_000)
