@@ -52,7 +52,9 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     assert running, seen  # the panel left "queued" while the job ran
     percents = [int(m.group(1)) for t in running for m in [re.search(r"· (\d+)%", t)] if m]
     assert any(0 < p < 100 for p in percents), seen  # a real share, between start and end
-    assert any("left" in t for t in running), seen  # and the time left of a measured phase
+    # and the job's time left: "estimating…" until 5 % and 10 s are measured (a demo retrain may
+    # end before that on a quick machine), a number after (tests/app/test_job_plan.py)
+    assert any("left" in t or "estimating…" in t for t in running), seen
     # one bar for the whole job: never back from one phase to the next, each phase named
     job = re.search(r"Job #(\d+)", page.inner_text("#job-progress"))
     ours = [t for t in running if job and f"Job #{job.group(1)}:" in t]
