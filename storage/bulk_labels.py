@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from storage import guard
 from storage.by_id import labels_of, slices, utterances_by_id
+from storage.imports import event_row
 from storage.tables import Label, LabelEvent, Utterance, utcnow
 from storage.utterances import _resolve_intents, labelled_split
 
@@ -96,7 +97,9 @@ def label_rows(
             continue
         changes.append({"uid": uid, "new_split": split1, "now": now})
         shown = (split0, split1) if split1 != split0 else (None, None)
-        events.append(_event(project_id, uid, text, user_id, batch, current[uid], after, *shown))
+        events.append(
+            event_row(project_id, uid, text, user_id, batch, "label", current[uid], after, *shown)
+        )
     changed = [c["uid"] for c in changes]
     for part in slices(changed):
         s.execute(delete(Label).where(Label.utterance_id.in_(list(part))))
@@ -118,28 +121,3 @@ def label_rows(
         s.execute(insert(cast(Table, LabelEvent.__table__)), events)
     expire_rows(s)
     return Labelled(tuple(changed), tuple(moved), tuple(i for i in same if i in locked))
-
-
-def _event(
-    project_id: int,
-    uid: int,
-    text: str,
-    user_id: int | None,
-    batch: str,
-    before: list[str],
-    after: list[str],
-    split_before: str | None,
-    split_after: str | None,
-) -> dict[str, Any]:
-    return {
-        "project_id": project_id,
-        "utterance_id": uid,
-        "utterance_text": text,
-        "user_id": user_id,
-        "batch": batch,
-        "action": "label",
-        "before": before,
-        "after": after,
-        "split_before": split_before,
-        "split_after": split_after,
-    }

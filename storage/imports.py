@@ -193,7 +193,7 @@ def plan_import(
     return ImportPlan(list(rows), skipped, tuple(mapped.items()))
 
 
-def _event(
+def event_row(
     project_id: int,
     uid: int,
     text: str,
@@ -249,14 +249,14 @@ def _relabel(
             labels += [{"utterance_id": uid, "intent_id": i.id} for i in intents]
             shown = (split0, split1) if moved else (None, None)
             events.append(
-                _event(project_id, uid, r.text, user_id, batch, "label", before, after, *shown)
+                event_row(project_id, uid, r.text, user_id, batch, "label", before, after, *shown)
             )
             bumps += 1
         if labelled_split(split1, after, r.split) != r.split:
             raise _never_unlabelled(uid, after)
         if r.split != split1:  # update_utterance(split=...): the row's own split
             events.append(
-                _event(
+                event_row(
                     project_id, uid, r.text, user_id, batch, "split", after, after, split1, r.split
                 )
             )
@@ -344,7 +344,7 @@ def write_rows(
     if labels:
         s.execute(insert(Label), labels)
     events += [
-        _event(
+        event_row(
             project_id,
             uid,
             r.text,
