@@ -61,7 +61,10 @@ def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
+    import faulthandler
     import ipaddress
+    import signal
+    import sys
 
     from app.auth import ensure_admin
     from app.config import load_settings
@@ -78,6 +81,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"Refusing to bind {args.host} in single-user mode (no login, everyone is admin). "
             "Use --multi-user to serve other machines."
         )
+    # `kill -USR1 <pid>`: every thread's stack to the log, for an operator (or a test) asking
+    # what a server that stopped answering is doing, without stopping it.
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     dropped = drop_exposing_env(os.environ)
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")

@@ -95,6 +95,28 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
 
+    def stacks(self, wait: float = 1.0) -> str:
+        """Every thread's stack of the running server (``kill -USR1``: app/cli/server.py) and
+        the end of its log: what it was doing when a test stopped waiting for it."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(wait)
+        return self.log.read_text(errors="replace")[-20_000:]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used a server: its threads' stacks and log join the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    for name, value in funcargs.items():
+        if isinstance(value, Server):
+            report.sections.append((f"server {name}: stacks and log", value.stacks()))
+
 
 # Gradio shows an exception of its own (a handler that raised, outputs that do not match) as an
 # error toast; the app's refusals of bad input are warnings ("Not done"), so only errors count.
