@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.evaluation.scope import in_scope_labels
+from core.retrieval.scope import in_scope_labels
 
 CV_FOLDS = 5
 

@@ -44,12 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from core.evaluation.scope import OUT_OF_SCOPE, in_scope_labels
 from core.folds import fold_assignments
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.knn import DEFAULT_RULE
 from core.retrieval.predictor import Predictor
 from core.retrieval.rule import rank
+from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
 
 __all__ = [
     "OUT_OF_SCOPE",

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.evaluation.scope import in_scope_labels
+from core.retrieval.scope import in_scope_labels
 
 MIN_EXAMPLES = 2
 SHOW_NAMES = 8

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.evaluation.scope import OUT_OF_SCOPE
+from core.retrieval.scope import OUT_OF_SCOPE
 from core.training import check_trainable, trainable
 
 TEXTS = ["hi", "hello", "bye", "see you", "no_such_intent_zz typo"]
