@@ -139,7 +139,16 @@ def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_pat
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
-        status = proc.wait(120)
+        try:
+            # each of the app and the two workers may take its SIGTERM's 20 s and a SIGKILL's
+            # 10 s before PostgreSQL, Redis and moto stop (tests/team_local.py); a loaded box
+            # once took over 120 s in all
+            status = proc.wait(240)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            said = "".join(seen) + "".join(lines.get() for _ in range(lines.qsize()))
+            pytest.fail(f"Ctrl-C did not stop team-local within 240 s:\n{said}")
     reader.join(30)
     output = "".join(seen) + "".join(lines.get() for _ in range(lines.qsize()))
     assert status == 0, output

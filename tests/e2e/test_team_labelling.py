@@ -1,5 +1,5 @@
-"""Issue 30 in a real browser: an admin splits 100 unlabelled BANKING77 questions between two
-annotators with 20 % labelled twice (60 each, 20 shared); each labels their queue with the
+"""Issue 30 in a real browser: an admin splits 50 unlabelled BANKING77 questions between two
+annotators with 20 % labelled twice (30 each, 10 shared); each labels their queue with the
 keyboard at 80 ms a key, the second disagreeing on purpose on 5 shared questions; the Team tab
 shows Cohen's κ of exactly those answers; the reviewer's queue holds exactly the 5
 disagreements, with who said what; one key settles each; and every accepted label is in the data
@@ -23,11 +23,14 @@ PROJECT = "banking77"
 USERS = {"ana": "ana-password", "ben": "ben-password", "rita": "rita-password"}
 ADMIN = "admin-password"
 DISAGREE = 5
+EACH, SHARED = 30, 10  # of 50 questions, 20 % labelled twice
 
 
 @pytest.fixture(scope="module")
 def team_b77(tmp_path_factory):
-    data = imported_banking77(tmp_path_factory.mktemp("team-b77"), unlabelled=100, test=100)
+    data = imported_banking77(
+        tmp_path_factory.mktemp("team-b77"), unlabelled=EACH * 2 - SHARED, test=100
+    )
     cli = [sys.executable, "-m", "app", "--data-dir", str(data)]
     for name, password in USERS.items():
         subprocess.run(
@@ -95,7 +98,7 @@ def _label_queue(page, choose) -> dict[str, str]:
 
 def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, browser):
     url = team_b77.url
-    # the admin splits the questions: 60 each, 20 of them labelled by both
+    # the admin splits the questions: 30 each, 10 of them labelled by both
     context, page = _signed_in(browser, url, "admin")
     page.get_by_role("tab", name="Team").click()
     for name in ("ana", "ben"):  # a list of options closes once one is picked
@@ -107,20 +110,22 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
     page.wait_for_function(
         "() => document.querySelector('#team-status')?.innerText?.includes('Assigned')"
     )
-    assert "ana 60, ben 60; 20 labelled by two" in page.inner_text("#team-status")
+    assert f"ana {EACH}, ben {EACH}; {SHARED} labelled by two" in page.inner_text("#team-status")
     context.close()
 
-    # ana takes the first suggestion on each of her 60 cards
+    # ana takes the first suggestion on each of her cards
     context, page = _signed_in(browser, url, "ana")
-    _progress(page, "60 of your 60 left")
+    _progress(page, f"{EACH} of your {EACH} left")
     ana = _label_queue(page, lambda card: ("1", card.suggestions[0]))
-    assert len(ana) == 60
-    _progress(page, "0 of your 60 left")
+    assert len(ana) == EACH
+    _progress(page, f"0 of your {EACH} left")
     context.close()
 
     # ben: the same answer as ana on the shared questions, except 5 on purpose
     context, page = _signed_in(browser, url, "ben")
-    _progress(page, "60 of your 60 left")  # ana's answers to shared questions count as hers
+    _progress(
+        page, f"{EACH} of your {EACH} left"
+    )  # ana's answers to shared questions count as hers
     differ: list[str] = []
 
     def ben_chooses(card):
@@ -137,7 +142,7 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
 
     ben = _label_queue(page, ben_chooses)
     shared = [t for t in ben if t in ana]
-    assert len(ben) == 60 and len(shared) == 20 and len(differ) == DISAGREE
+    assert len(ben) == EACH and len(shared) == SHARED and len(differ) == DISAGREE
     # issue 47, item 9: ben reads his answers that wait for review; no key of his decides one
     page.locator("#queue-order input").click()
     page.get_by_role("option", name="My answers under review (team)").click()
@@ -163,11 +168,11 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
             "() => document.querySelector('#team-agreement')?.innerText?.includes('κ')"
         )
         said = page.inner_text("#team-agreement")
-        assert "20 items labelled twice or more, 5 with different answers" in said, said
+        assert f"{SHARED} items labelled twice or more, 5 with different answers" in said, said
         assert f"{kappa:.2f}" in said.split("ana – ben", 1)[1].splitlines()[0], said
         assert "5 disagreement(s) wait for review" in said
         progress = page.inner_text("#team-progress")
-        assert progress.count("60") >= 4, progress  # assigned and answered, each annotator
+        assert progress.count(str(EACH)) >= 4, progress  # assigned and answered, each annotator
         shot(page, f"90-team-view-{width}")
         context.close()
 
