@@ -19,7 +19,7 @@ from app.config import Settings
 from app.pool_heads import HeadFitter, HeadStore, head_key
 from app.pools import ProjectPool, apply_rows, calibrate_snapshot, project_anchors, sync
 from app.project_settings import as_encoded, encodes_context
-from app.services.int8 import INT8_DIR, load_int8, serves_int8
+from app.serving.int8 import INT8_DIR, load_int8, serves_int8
 from app.uploads import Uploads
 from app.vectors import open_cache
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -116,7 +116,7 @@ class AppContext:
         self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
     ) -> CachedEncoder:
         """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
-        passed parity and the project allows it (:func:`app.services.int8.serves_int8`), else
+        passed parity and the project allows it (:func:`app.serving.int8.serves_int8`), else
         the fp32 encoder (also when the int8 copy is missing or will not load)."""
         if (
             mv is None

@@ -6,12 +6,11 @@ utterances (the `test` split against the `train` pool; without a test split, a h
 the pool), the int8 model encoding the pool as well as the queries, as the live app does. The
 result goes into the version's metrics under ``int8``.
 
-The live pool serves the int8 encoder (:func:`serves_int8`) when the version's int8 export passed
-and the project's ``serve_int8`` setting is not off (on by default); otherwise the fp32 encoder.
-Either way one encoder encodes both the queries and the pool. A version records the measurement of
-the encoder that serves (issue 46): when its int8 copy passed, the retrain evaluates that copy too,
-its numbers are the headline and the gate's, and the fp32 encoder's stand beside them, labelled
-(:func:`served_metrics` picks the one the project's setting serves).
+Which encoder then serves is the rule of :mod:`app.serving.int8` (the copy when it passed parity
+and the project allows it). A version records the measurement of the encoder that serves (issue
+46): when its int8 copy passed, the retrain evaluates that copy too, its numbers are the headline
+and the gate's, and the fp32 encoder's stand beside them, labelled
+(:func:`app.serving.int8.served_metrics` picks the one the project's setting serves).
 """
 
 from __future__ import annotations
@@ -20,20 +19,14 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from app.project_settings import ProjectSettings
 from core.evaluation import EvalData
-from core.evaluation.version_metrics import VersionMetrics
-
-if TYPE_CHECKING:
-    from core.bundle.onnx_encoder import OnnxEncoder
 
 logger = logging.getLogger(__name__)
 
-INT8_DIR = "onnx"
 MIN_AGREEMENT = 0.99
 # Questions the parity check compares at most (a seeded sample of the test split above it): on
 # BANKING77's 3,078 test questions the full check saw 9 disagreements (99.71 %); 1,000 questions
@@ -149,41 +142,3 @@ def export_version_int8(
         "size_mb": round(result.size_mb, 1),
         "reason": f"top-1 agreement {result.agreement:.2%} on {result.n_eval} utterances",
     }
-
-
-def load_int8(folder: Path) -> OnnxEncoder:
-    """The int8 ONNX encoder of a version's ``onnx/`` folder, as the live pool serves it (one
-    of the server's shared encoder turns, no spinning threads)."""
-    from core.bundle.onnx_encoder import OnnxEncoder
-    from core.encoding.fair_share import SHARED
-
-    return OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
-
-
-def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
-    """The project's choice (on unless set to false)."""
-    return ProjectSettings.from_dict(settings).serve_int8
-
-
-def serves_int8(metrics: VersionMetrics, settings: dict[str, Any] | None) -> bool:
-    """The live rule: int8 when the version's export passed parity and the project allows it."""
-    return metrics.int8_passed and serve_int8_setting(settings)
-
-
-def served_metrics(metrics: VersionMetrics, settings: dict[str, Any] | None) -> VersionMetrics:
-    """The version's recorded measurement of the encoder that serves it under the project's
-    ``settings`` (:meth:`VersionMetrics.served`): what the history, the compare view, a bundle's
-    manifest and the gate show."""
-    return metrics.served(serves_int8(metrics, settings))
-
-
-def serving_line(metrics: VersionMetrics, settings: dict[str, Any] | None) -> str:
-    """One short line for the UI: which encoder serves predictions, and why."""
-    info = metrics.int8
-    if serves_int8(metrics, settings):
-        return f"Serving: int8 ONNX encoder ({info.get('reason', 'parity passed')})."
-    if metrics.int8_passed:
-        return "Serving: fp32 encoder (int8 passed parity but is turned off for this project)."
-    if info:
-        return f"Serving: fp32 encoder (int8 not used: {info.get('reason', 'failed parity')})."
-    return "Serving: fp32 encoder (this version has no int8 copy)."

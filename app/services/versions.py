@@ -6,7 +6,7 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.context import AppContext
-from app.services.int8 import served_metrics, serves_int8, serving_line
+from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
@@ -106,7 +106,7 @@ def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
 
 def serving(ctx: AppContext, p: ProjectHandle) -> str:
     """Which encoder serves the project's predictions now, in one line (see
-    :func:`app.services.int8.serving_line`)."""
+    :func:`app.serving.int8.serving_line`)."""
     mv, base = _selected(ctx, p, ACTIVE)
     if mv is None:
         return f"Serving: the frozen {base} encoder (fp32)."
@@ -156,7 +156,7 @@ def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> 
 
 def metrics(ctx: AppContext, p: ProjectHandle, version: int | None = None) -> VersionMetrics:
     """The stored metrics of a version (default: the active one; empty: none), of the encoder
-    that serves it (:func:`app.services.int8.served_metrics`)."""
+    that serves it (:func:`app.serving.int8.served_metrics`)."""
     with ctx.db.session() as s:
         try:
             mv = (

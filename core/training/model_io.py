@@ -150,7 +150,7 @@ def stored_max_length(meta: dict[str, Any]) -> int:
 
 
 # Folders a retrain adds to a version after its encoder was loaded and evaluated (the multi-label
-# head, core.multilabel.head.HEAD_DIR; the int8 copy, app.services.int8.INT8_DIR): they do not
+# head, core.multilabel.head.HEAD_DIR; the int8 copy, app.serving.int8.INT8_DIR): they do not
 # change the encoder's vectors, so its fingerprint (the embedding cache's key) leaves them out.
 DERIVED_DIRS = ("head", "onnx")
 

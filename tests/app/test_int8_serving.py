@@ -16,7 +16,8 @@ from app.services import predict as predict_svc
 from app.services import projects as project_svc
 from app.services import retrain_jobs
 from app.services import versions as version_svc
-from app.services.int8 import INT8_DIR, export_version_int8, parity_split
+from app.services.int8 import export_version_int8, parity_split
+from app.serving.int8 import INT8_DIR
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData

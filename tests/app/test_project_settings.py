@@ -12,7 +12,7 @@ from app.project_settings import (
     encodes_context,
     oos_target,
 )
-from app.services.int8 import serve_int8_setting
+from app.serving.int8 import serve_int8_setting
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT
 

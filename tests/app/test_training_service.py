@@ -20,8 +20,9 @@ from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import retrain_jobs as svc
 from app.services import versions as version_svc
-from app.services.int8 import INT8_DIR, INT8_OFF
+from app.services.int8 import INT8_OFF
 from app.services.projects import new_project
+from app.serving.int8 import INT8_DIR
 from storage.tables import ModelVersion, TrainingJob
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

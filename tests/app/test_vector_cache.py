@@ -119,7 +119,7 @@ def test_a_second_machine_reads_the_vectors_from_the_model_bucket(tmp_path):
 
 
 def test_a_version_fingerprint_leaves_out_what_a_retrain_adds_after_evaluating(tmp_path):
-    from app.services.int8 import INT8_DIR
+    from app.serving.int8 import INT8_DIR
     from core.multilabel.head import HEAD_DIR
     from core.training.model_io import DERIVED_DIRS, artifact_sha256
 
