@@ -48,10 +48,10 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     "app": (
         # settings, limits and leaves
         frozenset({"app", "app.config", "app.limits", "app.http_body", "app.project_settings"})
-        | frozenset({"app.eval_memo", "app.plots", "app.pool_heads", "app.formats", "app.report"})
-        | frozenset({"app.serving"}),  # which encoder a version serves with
+        | frozenset({"app.eval_memo", "app.plots", "app.pool_heads", "app.formats", "app.report"}),
         # the serving state and the web perimeter
         frozenset({"app.context", "app.pools", "app.vectors", "app.admission", "app.worker_check"})
+        | frozenset({"app.serving"})  # the models, factories and live pools app.context holds
         | frozenset({"app.auth", "app.sign_in", "app.http_guard", "app.http_origin", "app.access"})
         | frozenset({"app.uploads"}),
         frozenset({"app.services"}),  # use cases

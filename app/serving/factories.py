@@ -1,0 +1,81 @@
+"""The one builder of a project's :class:`~core.retrieval.factory.PredictorFactory`: its anchors
+as the project sets them, its context encoding, the multi-label head and label encoder of a
+version. The live pool, a version's evaluation, the Map, the drill-down and a retrain's
+evaluation all build their Predictors from it, so they decide alike.
+
+Guarantees: each call reads the project's settings and intents as they are now (one database
+session) and encodes the anchors through the embedding cache. Lock: none of its own (the models
+it asks for take :class:`app.serving.models.Models`' lock). Used by every process.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from app.pools import project_anchors
+from app.project_settings import encodes_context
+from app.serving.models import Models
+from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.multilabel.head import MultiLabelHead
+from core.retrieval.factory import Anchors, PredictorFactory
+from core.retrieval.predictor import TextEncoder
+from storage.db import Database
+from storage.projects import get_project
+from storage.tables import ModelVersion
+
+
+class FactoryBuilder:
+    def __init__(self, db: Database, cache: EmbeddingCache, models: Models) -> None:
+        self.db = db
+        self.cache = cache
+        self.models = models
+
+    def predictor_factory(
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        *,
+        label_encoder: TextEncoder | None = None,
+        head: MultiLabelHead | None = None,
+    ) -> PredictorFactory:
+        """The one factory of the project's Predictors in ``encoder``'s space: its anchors as
+        the project sets them (encoded through the embedding cache by ``label_encoder``, else
+        ``encoder``), its context encoding, the multi-label ``head`` of the version, the default
+        ``k`` and rule."""
+        with self.db.session() as s:
+            settings = dict(get_project(s, project_id).settings or {})
+            texts, weight = project_anchors(s, project_id, settings)
+        anchors = None
+        if weight and texts:
+            by = cast(CachedEncoder, label_encoder if label_encoder is not None else encoder)
+            anchors = Anchors(texts, weight, self.cache.encode(by, list(texts.values())))
+        return PredictorFactory(
+            encoder,
+            anchors=anchors,
+            head=head,
+            label_encoder=label_encoder,
+            use_context=encodes_context(settings),
+        )
+
+    def version_factory(
+        self,
+        project_id: int,
+        mv: ModelVersion | None,
+        base: str = "minilm",
+        settings: dict[str, object] | None = None,
+        *,
+        served: bool = False,
+    ) -> PredictorFactory:
+        """:meth:`predictor_factory` of a model version (None: the frozen ``base``) with its
+        label encoder and multi-label head, in its fp32 encoder's space or, ``served``, in the
+        space that serves it under the project's ``settings``
+        (:meth:`app.serving.models.Models.serving_encoder`): a version's recorded and live
+        evaluations and its map are what it answers."""
+        models = self.models
+        serving = models.serving_encoder(mv, base, settings) if served else None
+        return self.predictor_factory(
+            project_id,
+            serving if serving is not None else models.encoder_for_version(mv, base),
+            label_encoder=models.label_encoder_for_version(mv),
+            head=models.version_head(mv),
+        )

@@ -1,0 +1,245 @@
+"""The live pools: one labelled k-NN pool per project (:class:`app.pools.ProjectPool`) that
+follows the database, with the two background threads that keep it sharp (a pool's calibration
+after its rows changed, and the multi-label head of a space whose version has none), and the
+start-up warm-up that builds every pool before the first request.
+
+Guarantees: :meth:`LivePools.pool` answers with the pool as of the database's pool stamp (one
+statement when nothing changed; a caller that read the stamp already passes it); a change this
+process wrote is applied from its own rows (:meth:`LivePools.pool_after`), never read back; a
+label never waits for a calibration or a head fit (they run in the background and swap in, the
+last ones serving meanwhile). Locks: one for the table of pools (milliseconds), one per pool
+held while it syncs or takes rows (a request for that pool waits for it; other projects do not).
+Used by the server (and the CLI's ``predict``); the worker evaluates from factories instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import cast
+
+from app.pool_heads import HeadFitter, HeadStore, head_key
+from app.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
+from app.project_settings import as_encoded, encodes_context
+from app.serving.factories import FactoryBuilder
+from app.serving.models import Models
+from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.evaluation.data import EvalData
+from core.multilabel.head import Cancelled, MultiLabelHead
+from core.multilabel.rule import is_multilabel
+from core.multilabel.tuning import fit_head
+from core.retrieval.predictor import TextEncoder
+from storage.db import Database
+from storage.pool_state import pool_stamp
+from storage.projects import get_project
+from storage.utterances import UtteranceRow, list_utterances
+from storage.versions import active_version
+
+logger = logging.getLogger(__name__)
+
+# A pool's new calibration starts once its rows stopped changing for this long (an annotator's
+# labels in a burst share one; 0.1 s of CPU for BANKING77's 770 examples).
+CALIBRATION_SETTLE_S = 0.3
+
+
+class LivePools:
+    def __init__(
+        self,
+        db: Database,
+        cache: EmbeddingCache,
+        models: Models,
+        factories: FactoryBuilder,
+    ) -> None:
+        self.db = db
+        self.cache = cache
+        self.models = models
+        self.factories = factories
+        self._pools: dict[int, ProjectPool] = {}
+        self._lock = threading.Lock()
+        # fits the heads of multi-label pools whose version has none (app.pool_heads)
+        self.heads = HeadFitter(self._fit_pool_head)
+        self.kept_heads = HeadStore(cache.root / "heads" if cache.root else None)
+        # calibrates a pool again once its rows changed, off the path of the label that changed
+        # them (its last thresholds serve meanwhile: app.pools.calibrate_snapshot)
+        self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
+
+    # --- the heads of spaces whose version has none ----------------------------------------
+
+    def head_data(self, project_id: int) -> EvalData | None:
+        """The rows a head is fitted on in a space whose version has none: the project's train
+        rows as it encodes them, those with no intent teaching "none of these" (what a retrain's
+        evaluation fits the frozen base's head on); None for a single-label project."""
+        with self.db.session() as s:
+            settings = get_project(s, project_id).settings
+            rows = as_encoded(list_utterances(s, project_id, split="train"), settings)
+        data = EvalData.from_rows(rows, with_unlabelled=True)
+        return data if is_multilabel(data.train_labels) else None
+
+    def space_head(
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        data: EvalData | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> MultiLabelHead | None:
+        """The multi-label head of ``encoder``'s space when its version has none: fitted with
+        the default options on :meth:`head_data` (``data``, when already read), as a retrain's
+        evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
+        on disk (:class:`app.pool_heads.HeadStore`); None when single-label."""
+        data = data if data is not None else self.head_data(project_id)
+        if data is None:
+            return None
+        key = head_key(encoder, data)
+        kept = self.kept_heads.get(key)
+        if kept is not None:
+            return kept
+        vectors = self.cache.encode(cast(CachedEncoder, encoder), data.train_texts)
+        head = fit_head(vectors, data.train_labels, should_cancel=should_cancel)
+        self.kept_heads.put(key, head)
+        return head
+
+    # --- pools -----------------------------------------------------------------------------
+
+    def pool(self, project_id: int, stamp: tuple[int, ...] | None = None) -> ProjectPool:
+        """The project's up-to-date labelled pool (applies only what changed since last use).
+        One statement when nothing changed (:func:`storage.pool_state.pool_stamp`): the hot path
+        of every prediction and every labelling card; none when the caller read the ``stamp``
+        already (with the project: :attr:`app.access.ProjectHandle.stamp`)."""
+        if stamp is None:
+            with self.db.reading() as c:
+                stamp = pool_stamp(c, project_id)
+        return self._pool_at(project_id, stamp)
+
+    def pool_after(
+        self,
+        project_id: int,
+        before: tuple[int, ...],
+        after: tuple[int, ...],
+        rows: Mapping[int, UtteranceRow | None],
+    ) -> None:
+        """Bring the project's live pool over a change this process just wrote: the pool's
+        stamp ``before`` and ``after`` it, and the ``rows`` it wrote as they are now (None:
+        deleted), all read in the change's own transaction (which held the write lock, so
+        nothing else came between). When the pool was up to date before it and the change
+        touched only rows (not the project or its intents), the rows are applied as they are
+        (:func:`app.pools.apply_rows`), without reading anything; else the pool's next use syncs
+        as usual."""
+        rows_only = before[:2] == after[:2] and before[5:] == after[5:]
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is None or not rows_only:
+            return
+        with pool.lock:
+            if pool.stamp != before:
+                return
+            apply_rows(pool, rows, self.cache, lambda: self.calibrations.request(project_id))
+            pool.revision = (after[2], after[3], after[4])
+            pool.stamp = after
+            if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
+                self.heads.request(project_id)
+
+    def _pool_at(self, project_id: int, stamp: tuple[int, ...]) -> ProjectPool:
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is not None and pool.stamp == stamp:
+            with pool.lock:  # a sync under way (another thread's newer change) ends first
+                return pool
+        # something changed: read the stamp before syncing, so a change during the sync is
+        # picked up by the next call
+        pool = self._refresh(project_id)
+        pool.stamp = stamp
+        return pool
+
+    def _refresh(self, project_id: int) -> ProjectPool:
+        with self.db.session() as s:
+            mv, project = active_version(s, project_id), get_project(s, project_id)
+            base, settings = project.base_encoder, dict(project.settings or {})
+        encoder = self.models.serving_encoder(mv, base, settings)
+        label = self.models.label_encoder_for_version(mv)  # before the lock: it takes the lock
+        mv_id = mv.id if mv is not None else None
+        use_context = encodes_context(settings)
+        with self._lock:
+            pool = self._pools.get(project_id)
+            fresh = (
+                pool is None
+                or pool.model_version_id != mv_id
+                or pool.encoder is not encoder
+                or pool.use_context != use_context
+            )
+        if fresh:
+            head = self.models.version_head(mv)
+            data = self.head_data(project_id) if head is None else None
+            kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
+            factory = self.factories.predictor_factory(
+                project_id, encoder, label_encoder=label, head=head
+            )
+            with self._lock:
+                pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
+                pool.fits_head = head is None
+                if kept is not None:  # the head this space had: served from the start
+                    pool.predictor.head, pool.head_data = kept, data
+                a = factory.anchors
+                pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
+                self._pools[project_id] = pool
+        assert pool is not None
+        with pool.lock:
+            sync(pool, self.db, self.cache, defer=lambda: self.calibrations.request(project_id))
+            if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
+                self.heads.request(project_id)
+        return pool
+
+    def _calibrate_pool(self, project_id: int) -> None:
+        """Calibrate the project's live pool again (:class:`HeadFitter` calls it in the
+        background after its rows changed)."""
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is not None:
+            calibrate_snapshot(pool, self.cache)
+
+    def _fit_pool_head(self, project_id: int) -> None:
+        """Fit the head of the project's live pool (:class:`HeadFitter` calls it in the
+        background) and swap it in, unless the pool was replaced meanwhile; skipped when the rows
+        are those of the head it has."""
+        with self._lock:
+            pool = self._pools.get(project_id)
+        if pool is None or not pool.fits_head:
+            return
+        data = self.head_data(project_id)
+        if data is not None and data == pool.head_data and pool.predictor.head is not None:
+            return
+        try:
+            head = (
+                self.space_head(project_id, pool.encoder, data, lambda: self.heads.closed)
+                if data is not None
+                else None
+            )
+        except Cancelled:  # the app is closing
+            return
+        with self._lock:
+            current = self._pools.get(project_id) is pool
+        if current:
+            with pool.lock:
+                pool.predictor.head, pool.head_data = head, data
+
+    def warm_up(self) -> None:
+        """Load the encoders and build the pools of every project (call in a background thread at
+        start-up, so the first request does not pay for it)."""
+        from storage.projects import list_projects
+
+        with self.db.session() as s:
+            ids = [p.id for p in list_projects(s)]
+        for pid in ids:
+            try:
+                self.pool(pid)
+            except Exception:  # a broken project must not stop the others from warming
+                logger.exception("warm-up of project %s failed", pid)
+
+    def forget_pool(self, project_id: int) -> None:
+        with self._lock:
+            self._pools.pop(project_id, None)
+
+    def close(self) -> None:
+        """Stop the background fits (a running one is waited for)."""
+        self.calibrations.close()
+        self.heads.close()

@@ -1,0 +1,101 @@
+"""The models a process has loaded: the frozen base encoders, each version's trained encoder,
+its separate label encoder, its int8 ONNX copy (:mod:`app.serving.int8` decides whether it
+serves) and its multi-label head.
+
+Guarantees: a version's model is read from its artifact once per process, keyed by the version
+and the artifact's hash (a version re-registered under a new artifact is read again); a base
+encoder is the process-wide one of :func:`core.encoding.registry.load_encoder`. Lock: one, held
+while a version's model loads (two threads asking for the same version load it once; asking for
+another version waits for that load). Used by every process: the server, the worker, the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import cast
+
+from app.serving.int8 import INT8_DIR, load_int8, serves_int8
+from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
+from core.encoding.cache import CachedEncoder
+from core.encoding.registry import Encoder, load_encoder
+from core.evaluation.version_metrics import VersionMetrics
+from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
+from storage.artifacts import ArtifactStore
+from storage.tables import ModelVersion
+
+logger = logging.getLogger(__name__)
+
+
+class Models:
+    def __init__(self, artifacts: ArtifactStore, device: str | None) -> None:
+        self.artifacts = artifacts
+        self.device = device
+        self._encoders: dict[str, Encoder] = {}
+        self._int8: dict[str, OnnxEncoder | None] = {}
+        self._lock = threading.Lock()
+
+    def base_encoder(self, name: str = "minilm") -> Encoder:
+        return load_encoder(name, device=self.device)
+
+    def encoder_for_version(self, mv: ModelVersion | None, base: str = "minilm") -> Encoder:
+        """The encoder of a model version (its artifact), or the frozen base when ``mv`` is None."""
+        if mv is None or not mv.artifact_path:
+            return self.base_encoder(mv.base_encoder if mv is not None else base)
+        key = f"mv:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._encoders:
+                from core.training import load_trained
+
+                path: Path = self.artifacts.path(mv.artifact_path)
+                self._encoders[key] = load_trained(path, device=self.device)
+            return self._encoders[key]
+
+    def label_encoder_for_version(self, mv: ModelVersion | None) -> Encoder | None:
+        """A version's separate label encoder, which embeds its anchors (None: it has none)."""
+        if mv is None or not mv.artifact_path:
+            return None
+        if (mv.config or {}).get("label_encoder") != "separate":
+            return None
+        key = f"label:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._encoders:
+                from core.training import load_label_encoder
+
+                found = load_label_encoder(self.artifacts.path(mv.artifact_path), self.device)
+                self._encoders[key] = cast(Encoder, found)  # separate: never None
+            return self._encoders[key]
+
+    def serving_encoder(
+        self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
+    ) -> CachedEncoder:
+        """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
+        passed parity and the project allows it (:func:`app.serving.int8.serves_int8`), else
+        the fp32 encoder (also when the int8 copy is missing or will not load)."""
+        if (
+            mv is None
+            or not mv.artifact_path
+            or not serves_int8(VersionMetrics.from_dict(mv.metrics), settings)
+        ):
+            return self.encoder_for_version(mv, base)
+        folder = self.artifacts.path(mv.artifact_path) / INT8_DIR
+        if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32
+            return self.encoder_for_version(mv, base)
+        key = f"int8:{mv.id}:{mv.artifact_sha256}"
+        with self._lock:
+            if key not in self._int8:
+                try:
+                    self._int8[key] = load_int8(folder)
+                except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
+                    logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
+                    self._int8[key] = None
+            int8 = self._int8[key]
+        return int8 if int8 is not None else self.encoder_for_version(mv, base)
+
+    def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
+        """The multi-label head stored in a model version (None when it has none)."""
+        if mv is None or not mv.artifact_path:
+            return None
+        folder = self.artifacts.path(mv.artifact_path) / HEAD_DIR
+        return load_head(folder) if folder.is_dir() else None
