@@ -1,8 +1,10 @@
-"""What serves a project's predictions, below the live state that holds it (:mod:`app.context`)
-and the use cases that change it (:mod:`app.services`): the rules that pick the encoder a
-version serves with. Nothing here holds state or takes a lock.
+"""What serves a project's predictions: the pieces :class:`app.context.AppContext` holds
+(ARCHITECTURE.md, "The serving state", says what each guarantees and which locks it takes).
 
-- :mod:`app.serving.int8`: a version serves its int8 ONNX copy when the copy passed parity and
-  the project allows it, else the fp32 encoder; what a version records and shows is the
-  measurement of the encoder that serves it.
+- :mod:`app.serving.int8`: the rule that picks the encoder a version serves with (its int8 ONNX
+  copy when the copy passed parity and the project allows it, else fp32) and what it records;
+- :mod:`app.serving.models`: the encoders, int8 copies and heads a process has loaded;
+- :mod:`app.serving.factories`: the one builder of a project's Predictor factories;
+- :mod:`app.serving.live`: the live pools, their background calibration and head fits, and the
+  start-up warm-up.
 """
