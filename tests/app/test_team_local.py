@@ -145,8 +145,14 @@ def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_pat
             # once took over 120 s in all
             status = proc.wait(240)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            # SIGTERM, which team-local takes as Ctrl-C and which stops the app and workers
+            # in their own process groups too (SIGKILL only to what is left of its own)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
             said = "".join(seen) + "".join(lines.get() for _ in range(lines.qsize()))
             pytest.fail(f"Ctrl-C did not stop team-local within 240 s:\n{said}")
     reader.join(30)
