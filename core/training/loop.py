@@ -10,6 +10,7 @@ nothing, every step, as before.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -108,6 +109,21 @@ def embed_unpadded(
     return out
 
 
+def _attention_kernels(cuda: bool) -> contextlib.AbstractContextManager[object]:
+    """On CUDA, attention by the flash, memory-efficient or math kernel, not cuDNN's.
+
+    Under bf16 autocast torch prefers cuDNN's attention, which builds a graph for every new
+    (batch, width) shape; length-sorted chunks come in every width, so on an H200 a 100-step
+    BANKING77 run spent 8-19 s in those builds against 4.5 s without them (bench/RESULTS.md)."""
+    if not cuda:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel(
+        [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    )
+
+
 def _optimizer(
     params: Sequence[tuple[str, nn.Parameter]], lr: float, weight_decay: float
 ) -> torch.optim.Optimizer:
@@ -182,38 +198,39 @@ def run_training(
     step = 0
     last = float("nan")
     unread: torch.Tensor | None = None  # the latest loss, still on the device
-    try:
-        while step < total_steps:
-            epoch = batches() if callable(batches) else batches
-            if not epoch:
-                raise ValueError("No training batches: the data yields no pairs.")
-            for batch in epoch:
-                if step >= total_steps:
-                    break
-                if should_cancel is not None and should_cancel():
-                    raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
-                labels = batch.labels
-                if labels is None:
-                    labels = torch.zeros(len(batch.columns[0]), device=device)
-                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
-                    value = _loss_of(model, loss, batch.columns, labels, bank)
-                opt.zero_grad(set_to_none=True)
-                value.backward()
-                torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
-                opt.step()
-                sched.step()
-                step += 1
-                unread = value.detach()
-                if step % sync_every == 0 or step >= total_steps:
-                    last, unread = float(unread), None
-                left = eta.update(step)
-                if progress is not None:
-                    elapsed = time.monotonic() - start
-                    progress(TrainProgress(step, total_steps, last, elapsed, left))
-    finally:
-        model.eval()
-        loss.eval()
-        opt.zero_grad(set_to_none=True)
+    with _attention_kernels(cuda):
+        try:
+            while step < total_steps:
+                epoch = batches() if callable(batches) else batches
+                if not epoch:
+                    raise ValueError("No training batches: the data yields no pairs.")
+                for batch in epoch:
+                    if step >= total_steps:
+                        break
+                    if should_cancel is not None and should_cancel():
+                        raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
+                    labels = batch.labels
+                    if labels is None:
+                        labels = torch.zeros(len(batch.columns[0]), device=device)
+                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                        value = _loss_of(model, loss, batch.columns, labels, bank)
+                    opt.zero_grad(set_to_none=True)
+                    value.backward()
+                    torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
+                    opt.step()
+                    sched.step()
+                    step += 1
+                    unread = value.detach()
+                    if step % sync_every == 0 or step >= total_steps:
+                        last, unread = float(unread), None
+                    left = eta.update(step)
+                    if progress is not None:
+                        elapsed = time.monotonic() - start
+                        progress(TrainProgress(step, total_steps, last, elapsed, left))
+        finally:
+            model.eval()
+            loss.eval()
+            opt.zero_grad(set_to_none=True)
     if unread is not None:  # stopped between two reads
         last = float(unread)
     logger.info("%d steps in %.1f s, last loss %.4f", step, time.monotonic() - start, last)
