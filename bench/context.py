@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv
+from core.retrieval.predictor import TextEncoder
 
-from bench.csvdata import read_csv  # noqa: E402
-from core.retrieval.predictor import TextEncoder  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data" / "banking77"
 RESULTS = ROOT / "bench" / "results"

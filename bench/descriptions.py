@@ -38,16 +38,15 @@ import json
 import logging
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.csvdata import first_per_intent, read_csv
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.csvdata import first_per_intent, read_csv  # noqa: E402  (needs ROOT on the path)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

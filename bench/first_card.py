@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # Runs in the measured process (any checkout): a fresh context, the served encoder, the card.
 CHILD = r"""

@@ -58,11 +58,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench import first_card
 
-from bench import first_card  # noqa: E402  (needs ROOT on the path)
+ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"  # the name first_card's child code picks
 ISSUE25_ROWS = 3770  # 770 train + 1,000 test + 2,000 unlabelled (3,769 once deduplicated)

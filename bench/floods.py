@@ -23,15 +23,12 @@ import dataclasses
 import json
 import socket
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PROJECT = "shop"
 EXAMPLES = {

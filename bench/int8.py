@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -34,14 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from bench.csvdata import read_csv
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from bench.bundle import read_csv  # noqa: E402
 
 logger = logging.getLogger("bench.int8")
 

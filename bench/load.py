@@ -283,7 +283,6 @@ def cli(data: Path, *args: str) -> str:
 
 def build_banking77(data: Path) -> None:
     """The BANKING77 project of the issues, retrained once (its version gets the int8 copy)."""
-    sys.path.insert(0, str(ROOT))
     from tests.e2e.conftest import banking77_csv
 
     csv = banking77_csv(

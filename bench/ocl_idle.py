@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.csvdata import read_csv
+from core.training.pairs import Pair, positive_pairs, sample_pairs
 
-from bench.csvdata import read_csv  # noqa: E402  (needs ROOT on the path)
-from core.training.pairs import Pair, positive_pairs, sample_pairs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def idle_share(pairs: list[Pair], v: np.ndarray, margin: float = 0.5, batch: int = 32) -> float:

@@ -23,14 +23,12 @@ import argparse
 import csv
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def _read(path: Path) -> list[dict[str, str]]:

@@ -68,7 +68,6 @@ def main() -> None:
         "--open", type=Path, nargs="+", help="only time opening these files, taking turns"
     )
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     if args.open:
         turns: dict[Path, list[float]] = {f: [] for f in args.open}
         for _ in range(args.repeats):

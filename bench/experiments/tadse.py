@@ -44,7 +44,6 @@ import os
 import random
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -56,7 +55,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
