@@ -8,7 +8,7 @@ preview's token), then one Undo takes it back. During each, the main thread save
 another project every 50 ms and times every save. ``--peer DIR`` runs the same on another
 checkout (the commit before the change) first, in the same run.
 
-    python bench/bulk_label.py --rows 10000 --peer /tmp/rows-peer
+    python -m bench.bulk_label --rows 10000 --peer /tmp/rows-peer
 
 Prints a table and a JSON line (``--out FILE``: also written there).
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,9 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else __file__)
-ROOT = ROOT if "--root" in sys.argv else ROOT.resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def during_saves(ctx: Any, uid: int, work: Callable[[], Any]) -> dict[str, Any]:
@@ -86,9 +85,11 @@ def during_saves(ctx: Any, uid: int, work: Callable[[], Any]) -> dict[str, Any]:
     }
 
 
-def run(n: int) -> dict[str, Any]:
+def run(n: int, code: Path = ROOT) -> dict[str, Any]:
+    """The bulk label of ``n`` rows and its undo on the app of ``code`` (this process's)."""
     import importlib
 
+    import app
     from app.access import open_project
     from app.config import load_settings
     from app.context import AppContext
@@ -97,12 +98,14 @@ def run(n: int) -> dict[str, Any]:
     from app.services.io import destination, import_utterances
     from storage.utterances import NewUtterance, filtered_ids
 
+    if code.resolve() not in Path(app.__file__).resolve().parents:
+        raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
     try:  # a peer from before the history module had undo in data
         undo_svc: Any = importlib.import_module("app.services.history")
     except ImportError:
         undo_svc = data_svc
 
-    out: dict[str, Any] = {"code": str(ROOT), "rows": n}
+    out: dict[str, Any] = {"code": str(code), "rows": n}
     with tempfile.TemporaryDirectory() as tmp:
         ctx = AppContext(load_settings(Path(tmp)))
         seed = [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
@@ -145,16 +148,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--peer", type=Path, help="another checkout to run the same on, first")
-    ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # a peer's run: read at import
+    ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # a peer's run: its code
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.root:
-        print(json.dumps(run(args.rows)))
+        print(json.dumps(run(args.rows, args.root)))
         return
     runs = []
     if args.peer:
-        cmd = [sys.executable, __file__, "--rows", str(args.rows), "--root", str(args.peer)]
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        # this script's file, the peer's app: the peer's folder first on the child's path
+        peer = str(args.peer.resolve())
+        path = os.pathsep.join(filter(None, [peer, os.environ.get("PYTHONPATH")]))
+        cmd = [sys.executable, __file__, "--rows", str(args.rows), "--root", peer]
+        env = {**os.environ, "PYTHONPATH": path}
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     runs.append(run(args.rows))
     _table(runs)

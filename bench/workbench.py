@@ -40,9 +40,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if "--root" in sys.argv:  # a peer's run (bench_keys): its code, this script
-    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
-sys.path.insert(0, str(ROOT))
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -222,15 +219,18 @@ def _keys_project(ctx: Any, data: Path) -> None:
     io.import_utterances(ctx, where, rows)
 
 
-def bench_keys(data: Path, keys: int) -> dict[str, Any]:
+def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
     """The server's side of ``keys`` Enter keys in the Label tab (the guarded callback the app
-    binds), with the database sessions each opened."""
+    binds), with the database sessions each opened; ``code``: the checkout whose app runs."""
+    import app
     from app.config import load_settings
     from app.context import AppContext
     from app.ui import queue_tab
     from app.ui.common import bind
     from app.ui.guard import guarded
 
+    if code.resolve() not in Path(app.__file__).resolve().parents:
+        raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
     ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
     _keys_project(ctx, data)
     opened = [0]
@@ -258,7 +258,7 @@ def bench_keys(data: Path, keys: int) -> dict[str, Any]:
             sessions.append(opened[0])
     ctx.close()
     return {
-        "code": str(ROOT),
+        "code": str(code),
         "keys": keys,
         "queue_start_s": round(first, 2),
         "key_p50_ms": round(statistics.median(times), 1),
@@ -295,20 +295,25 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=60, help="Enter keys of the keys bench")
     parser.add_argument("--peer", type=Path, help="another checkout to run the keys bench on")
     parser.add_argument("--only-keys", action="store_true")
-    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # read at import
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # a peer's run: its code
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     result: dict[str, Any] = {}
     if args.only_keys and args.root:  # a peer's run: its JSON only
-        print(json.dumps(bench_keys(args.data, args.keys)))
+        print(json.dumps(bench_keys(args.data, args.keys, args.root)))
         return
     runs = []
     if args.peer:
+        import os
         import subprocess
 
-        cmd = [sys.executable, __file__, "--only-keys", "--root", str(args.peer)]
+        # this script's file, the peer's app: the peer's folder first on the child's path
+        peer = str(args.peer.resolve())
+        path = os.pathsep.join(filter(None, [peer, os.environ.get("PYTHONPATH")]))
+        cmd = [sys.executable, __file__, "--only-keys", "--root", peer]
         cmd += ["--data", str(args.data), "--keys", str(args.keys)]
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        env = {**os.environ, "PYTHONPATH": path}
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     runs.append(bench_keys(args.data, args.keys))
     result["keys"] = runs
