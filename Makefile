@@ -108,7 +108,7 @@ mpnet: $(STAMP_APP)
 
 bench: $(STAMP_DEV)
 	$(INSTALL) -c constraints.txt -e ".[dev,bench]"
-	$(BIN)/python bench/knn.py
+	$(BIN)/python -m bench.knn
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

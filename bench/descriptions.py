@@ -28,7 +28,7 @@ per setting in the table, e.g. ``'[{}, {"fast_passes": 6}]'``. Vectors are cache
 compared once have left ``TrainConfig``: ``bench/RESULTS.md``.)
 
 Usage:
-    nice -n 10 python bench/descriptions.py --datasets banking77,clinc150 --seeds 0,1,2
+    nice -n 10 python -m bench.descriptions --datasets banking77,clinc150 --seeds 0,1,2
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ For each: the other user's predict (median and max of ``--asks``) alone, then du
 and what the flood got (status codes). Prints a table and the same as JSON.
 
 Usage:
-    python bench/floods.py --attack password --no-sign-in-limit
-    python bench/floods.py --attack lines --flood 1000
+    python -m bench.floods --attack password --no-sign-in-limit
+    python -m bench.floods --attack lines --flood 1000
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Each size runs twice on a fresh data directory: a new project (every row inserte
 rows again with ``on_existing="relabel"`` and other intents (every row relabelled). During each
 import a second thread saves a label in another project every 50 ms and times every save.
 
-    python bench/imports.py --rows 10000,50000
+    python -m bench.imports --rows 10000,50000
 
 Prints a table and a JSON line (also written to bench/results/imports.json).
 """

@@ -1,7 +1,7 @@
 """k-NN with the frozen default encoder: accuracy, encoding time, predict latency over a 10k pool,
 and how fast a newly labelled utterance changes a prediction.
 
-    python bench/knn.py --data ../shared/data/banking77 --train train_10shot_seed0.csv
+    python -m bench.knn --data ../shared/data/banking77 --train train_10shot_seed0.csv
 
 Prints a table and a JSON line (also written to bench/results/knn.json).
 """

@@ -25,9 +25,9 @@ predict's p50/p95/max and what the batch caller got (batches done, refused as bu
 Target: p95 ≤ 200 ms while the batches run.
 
 Usage:
-    python bench/load.py --clients 50 --seconds 60
+    python -m bench.load --clients 50 --seconds 60
     python -m bench.load --banking77 --serving int8,fp32 --paths rest
-    python bench/load.py --scenario fair --seconds 60 --batch-callers 4
+    python -m bench.load --scenario fair --seconds 60 --batch-callers 4
 """
 
 from __future__ import annotations

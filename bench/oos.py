@@ -21,7 +21,7 @@ shrunk toward the global threshold by ``m`` pseudo-scores (``--shrinks``; the ap
 :data:`core.evaluation.oos.SHRINK`).
 
 Usage:
-    python bench/oos.py --encoders frozen,tuned --targets 0.9,0.95,0.98
+    python -m bench.oos --encoders frozen,tuned --targets 0.9,0.95,0.98
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ encoder (no training needed). The report is written by the CLI, once interactive
 ``--static``; each is opened ``--repeats`` times in a fresh Chromium page (``/usr/bin/chromium``
 through Playwright) and timed from navigation to the first frame after every chart is drawn.
 
-    python bench/report.py [--data ../shared/data] [--keep DIR]
+    python -m bench.report [--data ../shared/data] [--keep DIR]
 
 Prints a table and a JSON line (also written to bench/results/report.json).
 """

@@ -18,7 +18,7 @@ Vectors are cached per (dataset, seed, encoder) under ``--vectors DIR`` (``DIR/<
 ``--encode-only`` only fills that cache (e.g. on a GPU machine, with ``--base`` a model folder).
 
 Usage:
-    nice -n 10 python bench/rules.py --datasets banking77,clinc150 --seeds 0 --vectors /tmp/vec
+    nice -n 10 python -m bench.rules --datasets banking77,clinc150 --seeds 0 --vectors /tmp/vec
 """
 
 from __future__ import annotations
