@@ -53,6 +53,8 @@ class _Reporter:
 
     def log(self, line: str, *, phase: str | None = None) -> None: ...
 
+    def plan(self, plan: Any) -> None: ...
+
     def progress(self, p: Any) -> None: ...
 
 
@@ -67,6 +69,7 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     from app.context import AppContext
     from core.encoding.cache import EmbeddingCache
     from core.encoding.registry import load_sentence_transformer, resolve_path
+    from core.retrieval.factory import PredictorFactory
     from core.training import TrainConfig, TrainedModel, load_trained
 
     ctx = AppContext(load_settings(root / "app"))
@@ -78,10 +81,11 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     new = load_trained(art, device=args.device)
     reporter = _Reporter()
     t = time.perf_counter()
-    ev = Evaluation(ctx, reporter, data, [new, base, active])  # type: ignore[arg-type]
+    factories = [PredictorFactory(enc) for enc in (new, base, active)]
+    ev = Evaluation(ctx, reporter, data, factories)
     ev.start()
-    for enc in (new, base, active):
-        ev.score(enc)
+    for factory in factories:
+        ev.score(factory)
     took = time.perf_counter() - t
     ctx.close()
     first = next((r for r in reporter.reports if r[3] is not None and r[1] < r[2]), None)

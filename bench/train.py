@@ -215,12 +215,12 @@ def run_cell(
     extra: dict[str, Any] = {}
     if method == "fast_selftrain":
         from bench.experiments.pseudo_labels import pseudo_labels
+        from core.retrieval.factory import vector_pool
 
         enc = trained.encoder()
         pool = unlabelled_pool(args.data / args.dataset, tr_x, args.pool, seed)
         chosen = pseudo_labels(
-            enc.encode(tr_x, batch_size=128),
-            tr_y,
+            vector_pool(enc.encode(tr_x, batch_size=128), tr_y),
             enc.encode(pool, batch_size=128),
             SELF_TRAIN,
         )
