@@ -316,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 shown = ", ".join(f"{s['step']} {s['s']}s/{s['encoded']}" for s in result["steps"])
                 print(f"{lab} {rows} #{turn}: {shown}", flush=True)
     print(table(runs, labels))
-    report = {"codes": dict(zip(labels, map(str, codes), strict=True)), "builds": builds}
+    report: dict[str, Any] = {"codes": dict(zip(labels, map(str, codes), strict=True))}
+    report["builds"] = builds
     report["runs"] = runs
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

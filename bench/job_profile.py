@@ -471,23 +471,23 @@ def table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
         )
     ratio = []
     for lab, r in cols:
-        found = [summary(x) for x in runs if x["code"] == lab and x["retrain"] == r]
-        vals = [s["not training (process)"] / s["training"] for s in found if s["training"]]
+        sums = [summary(x) for x in runs if x["code"] == lab and x["retrain"] == r]
+        vals = [s["not training (process)"] / s["training"] for s in sums if s["training"]]
         ratio.append(f"{_median(vals) * 100:>19.0f}%")
     out.append(f"{'not training / training':<24}" + "".join(ratio))
     acc = []
     for lab, r in cols:
-        found = [
+        accuracies = [
             x.get("accuracy") or float("nan")
             for x in runs
             if x["code"] == lab and x["retrain"] == r
         ]
-        acc.append(f"{_median(found):>20.4f}")
+        acc.append(f"{_median(accuracies):>20.4f}")
     out.append(f"{'accuracy (test)':<24}" + "".join(acc))
     loads = []
     for lab, r in cols:
-        found = [x.get("disk_loads") for x in runs if x["code"] == lab and x["retrain"] == r]
-        loads.append(f"{','.join(str(n) for n in found):>20}")
+        read = [x.get("disk_loads") for x in runs if x["code"] == lab and x["retrain"] == r]
+        loads.append(f"{','.join(str(n) for n in read):>20}")
     out.append(f"{'encoders read from disk':<24}" + "".join(loads))
     return "\n".join(out)
 
@@ -541,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
             for r in range(args.restarts):
-                found = {"code": lab, "turn": turn, "restart": r, "load": load_average()}
-                restarts.append({**found, **restart(code, data, args.device)})
+                where = {"code": lab, "turn": turn, "restart": r, "load": load_average()}
+                restarts.append({**where, **restart(code, data, args.device)})
                 print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
             shutil.rmtree(data, ignore_errors=True)
     print(
@@ -565,7 +565,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        report = {"codes": dict(zip(labels, map(str, codes), strict=True)), "runs": runs}
+        report: dict[str, Any] = {"codes": dict(zip(labels, map(str, codes), strict=True))}
+        report["runs"] = runs
         report["restarts"] = restarts
         head = {"device": args.device, "method": args.method, "settings": args.set}
         args.out.write_text(json.dumps({**head, **report}, indent=2))

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.training import load_trained
 
     texts, names = read_csv(args.data / args.train)
-    labels = [(name,) for name in names]
+    labels: list[tuple[str, ...]] = [(name,) for name in names]
     spaces = {"frozen": load_encoder("minilm").encode(texts)}
     if args.tuned is not None:
         spaces["tuned"] = load_trained(args.tuned).encode(texts)

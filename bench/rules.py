@@ -188,7 +188,7 @@ def score_rules(
     vecs: dict[str, np.ndarray],
     tr_y: list[str],
     te_y: list[str],
-    keep: np.ndarray,
+    keep: list[int],
     rules: list[str],
 ) -> dict[str, float]:
     names = sorted(set(tr_y))
