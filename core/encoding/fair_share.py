@@ -25,6 +25,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from core.encoding.exit_gate import NATIVE
+
 # How long one chunk of a long request should hold the encoder (seconds).
 TURN_SECONDS = 0.1
 
@@ -60,7 +62,8 @@ class Turns:
             heapq.heappop(self._queue)
             self._busy = True
         try:
-            yield
+            with NATIVE.running():  # a process's exit waits for the pass (core.encoding.exit_gate)
+                yield
         finally:
             with self._cond:
                 self._busy = False

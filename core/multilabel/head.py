@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.encoding.exit_gate import NATIVE
 from core.multilabel.targets import binary_targets, intents_of, smooth_targets
 from core.multilabel.thresholds import (
     DEFAULT_THRESHOLD,
@@ -236,15 +237,16 @@ class MultiLabelHead:
             for epoch in range(epochs):
                 if should_cancel is not None and should_cancel():
                     raise Cancelled("head training cancelled")
-                order = torch.randperm(len(xt), generator=gen)
-                for start in range(0, len(xt), cfg.batch_size):
-                    idx = order[start : start + cfg.batch_size]
-                    opt.zero_grad(set_to_none=True)
-                    loss = loss_fn(model(xt[idx]), yt[idx])
-                    loss.backward()
-                    opt.step()
-                    sched.step()
-                last_loss = float(loss.detach())
+                with NATIVE.running():  # an exit waits for the epoch (core.encoding.exit_gate)
+                    order = torch.randperm(len(xt), generator=gen)
+                    for start in range(0, len(xt), cfg.batch_size):
+                        idx = order[start : start + cfg.batch_size]
+                        opt.zero_grad(set_to_none=True)
+                        loss = loss_fn(model(xt[idx]), yt[idx])
+                        loss.backward()
+                        opt.step()
+                        sched.step()
+                    last_loss = float(loss.detach())
                 if progress is not None:
                     progress(epoch + 1, epochs)
             model.eval()
@@ -283,9 +285,9 @@ class MultiLabelHead:
             raise ValueError(f"vectors have dim {x.shape[1]}, the head expects {self.dim}")
         if len(x) == 0:
             return np.zeros((0, len(self.intents)), dtype=np.float32)
-        with torch.inference_mode():
+        with NATIVE.running(), torch.inference_mode():
             logits = model(torch.from_numpy(x))
-        return torch.sigmoid(logits).numpy().astype(np.float32)
+            return torch.sigmoid(logits).numpy().astype(np.float32)
 
     def predict(
         self, vectors: np.ndarray, thresholds: ThresholdLike = None

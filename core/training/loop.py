@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from core.encoding.exit_gate import NATIVE
 from core.training.eta import Eta
 from core.training.tokens import TokenBank
 
@@ -212,13 +213,14 @@ def run_training(
                     labels = batch.labels
                     if labels is None:
                         labels = torch.zeros(len(batch.columns[0]), device=device)
-                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
-                        value = _loss_of(model, loss, batch.columns, labels, bank)
-                    opt.zero_grad(set_to_none=True)
-                    value.backward()
-                    torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
-                    opt.step()
-                    sched.step()
+                    with NATIVE.running():  # an exit waits for the step (core.encoding.exit_gate)
+                        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                            value = _loss_of(model, loss, batch.columns, labels, bank)
+                        opt.zero_grad(set_to_none=True)
+                        value.backward()
+                        torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
+                        opt.step()
+                        sched.step()
                     step += 1
                     unread = value.detach()
                     if step % sync_every == 0 or step >= total_steps:
