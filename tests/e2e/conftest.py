@@ -150,12 +150,12 @@ class BrowserProblems:
     def watch_page(self, page) -> None:
         url = lambda: page.url  # noqa: E731 - the page's address when the problem happens
         page.on("pageerror", lambda err: self.seen.append(f"page error at {url()}: {err}"))
-        page.on(
-            "console",
-            lambda msg: (
-                msg.type == "error" and self.seen.append(f"console error at {url()}: {msg.text}")
-            ),
-        )
+
+        def console(msg) -> None:
+            if msg.type == "error":
+                self.seen.append(f"console error at {url()}: {msg.text}")
+
+        page.on("console", console)
 
     def watch_context(self, context) -> None:
         context.add_init_script(TOAST_REPORTER)
