@@ -313,11 +313,18 @@ def _wait_for_ctrl_c(base: str, env: dict[str, str], token: str) -> None:
 
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c() -> Iterator[None]:
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    """Ctrl-C and SIGTERM stop everything, whatever this process inherited: a shell starts a
+    background job (``make test &``, ``nohup``) with SIGINT ignored, and Python then leaves it
+    ignored, so the test's Ctrl-C was only taken with its SIGTERM, 240 s later."""
+    previous = {
+        sig: signal.signal(sig, signal.default_int_handler)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
