@@ -25,6 +25,7 @@ from app.plots.evaluation import (
     worst_pairs,
 )
 from app.plots.maps import highlight_mask, scatter_map, side_by_side
+from app.plots.maps import warm_up as warm_up_figures
 
 __all__ = [
     "HIGHLIGHTS",
@@ -38,5 +39,6 @@ __all__ = [
     "most_confused",
     "scatter_map",
     "side_by_side",
+    "warm_up_figures",
     "worst_pairs",
 ]

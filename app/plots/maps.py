@@ -178,6 +178,15 @@ def _layout(fig: go.Figure, n_intents: int, *, top: int, meta: dict[str, Any]) -
     fig.update_yaxes(showticklabels=False, zeroline=False, showgrid=False)
 
 
+def warm_up() -> None:
+    """Build and serialise a two-point map once. A process's first figure imports plotly's
+    template and trace modules (10 s of a first Map render after a restart, measured on the
+    2-core machine); the server does this at start-up instead (:func:`app.services.maps.start_warm_up`)."""
+    fig = go.Figure(data=[go.Scattergl(x=[0.0, 1.0], y=[0.0, 1.0]), go.Scatter(x=[0.5], y=[0.5])])
+    _layout(fig, 1, top=10, meta={})
+    fig.to_json()
+
+
 def _keys(m: MapData) -> list[str]:
     return [names[0] for g in m.gold if (names := _gold_tuple(g))]
 

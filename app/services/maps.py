@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 
 from app.access import ProjectHandle
 from app.context import AppContext
-from app.plots import scatter_map, side_by_side
+from app.plots import scatter_map, side_by_side, warm_up_figures
 from app.services.map_store import MapView, store
 from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
@@ -58,11 +58,20 @@ QUICK = "pca"
 
 
 def start_warm_up(ctx: AppContext) -> threading.Thread:
-    """Compile UMAP in the background (call once at app start-up); returns the thread. The
+    """Import plotly's figure modules and compile UMAP in the background (call once at app
+    start-up); returns the thread. The
     kernels of maps of :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled
     only when a project has that many utterances (a larger map compiles them when first drawn):
     they cost about 50 s of one core, which every start-up otherwise takes from labelling."""
-    return warm_up_in_background(large=draws_large_maps(ctx))
+    umap = warm_up_in_background(large=draws_large_maps(ctx))
+
+    def run() -> None:  # plotly's modules for the first figure, then UMAP's end
+        warm_up_figures()
+        umap.join()
+
+    thread = threading.Thread(target=run, name="map-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def draws_large_maps(ctx: AppContext) -> bool:
