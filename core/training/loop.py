@@ -14,7 +14,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +125,22 @@ def _attention_kernels(cuda: bool) -> contextlib.AbstractContextManager[object]:
     )
 
 
+@contextlib.contextmanager
+def _training(
+    model: nn.Module, loss: nn.Module, opt: torch.optim.Optimizer, cuda: bool
+) -> Iterator[None]:
+    """Train mode and the attention kernels for the loop; eval mode and no gradients after."""
+    with _attention_kernels(cuda):
+        model.train()
+        loss.train()
+        try:
+            yield
+        finally:
+            model.eval()
+            loss.eval()
+            opt.zero_grad(set_to_none=True)
+
+
 def _optimizer(
     params: Sequence[tuple[str, nn.Parameter]], lr: float, weight_decay: float
 ) -> torch.optim.Optimizer:
@@ -192,47 +208,40 @@ def run_training(
         return max(0.0, (total_steps - step) / max(1, total_steps - warm))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-    model.train()
-    loss.train()
     start = time.monotonic()
     eta = Eta(total_steps)
     step = 0
     last = float("nan")
     unread: torch.Tensor | None = None  # the latest loss, still on the device
-    with _attention_kernels(cuda):
-        try:
-            while step < total_steps:
-                epoch = batches() if callable(batches) else batches
-                if not epoch:
-                    raise ValueError("No training batches: the data yields no pairs.")
-                for batch in epoch:
-                    if step >= total_steps:
-                        break
-                    if should_cancel is not None and should_cancel():
-                        raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
-                    labels = batch.labels
-                    if labels is None:
-                        labels = torch.zeros(len(batch.columns[0]), device=device)
-                    with NATIVE.running():  # an exit waits for the step (core.encoding.exit_gate)
-                        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
-                            value = _loss_of(model, loss, batch.columns, labels, bank)
-                        opt.zero_grad(set_to_none=True)
-                        value.backward()
-                        torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
-                        opt.step()
-                        sched.step()
-                    step += 1
-                    unread = value.detach()
-                    if step % sync_every == 0 or step >= total_steps:
-                        last, unread = float(unread), None
-                    left = eta.update(step)
-                    if progress is not None:
-                        elapsed = time.monotonic() - start
-                        progress(TrainProgress(step, total_steps, last, elapsed, left))
-        finally:
-            model.eval()
-            loss.eval()
-            opt.zero_grad(set_to_none=True)
+    with _training(model, loss, opt, cuda):
+        while step < total_steps:
+            epoch = batches() if callable(batches) else batches
+            if not epoch:
+                raise ValueError("No training batches: the data yields no pairs.")
+            for batch in epoch:
+                if step >= total_steps:
+                    break
+                if should_cancel is not None and should_cancel():
+                    raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
+                labels = batch.labels
+                if labels is None:
+                    labels = torch.zeros(len(batch.columns[0]), device=device)
+                with NATIVE.running():  # an exit waits for the step (core.encoding.exit_gate)
+                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                        value = _loss_of(model, loss, batch.columns, labels, bank)
+                    opt.zero_grad(set_to_none=True)
+                    value.backward()
+                    torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
+                    opt.step()
+                    sched.step()
+                step += 1
+                unread = value.detach()
+                if step % sync_every == 0 or step >= total_steps:
+                    last, unread = float(unread), None
+                left = eta.update(step)
+                if progress is not None:
+                    elapsed = time.monotonic() - start
+                    progress(TrainProgress(step, total_steps, last, elapsed, left))
     if unread is not None:  # stopped between two reads
         last = float(unread)
     logger.info("%d steps in %.1f s, last loss %.4f", step, time.monotonic() - start, last)
