@@ -20,6 +20,7 @@ from app.ui.design import build_design_tab
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
+from app.ui.stream_guard import add_stream_guard
 from app.ui.summary import summary_line
 from app.ui.team_tab import build_team_tab
 from app.ui.train import build_train_tab
@@ -107,6 +108,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         demo.load(show_summary, [project], [summary], api_visibility="private")
+        add_stream_guard(demo)  # before the keys: every answer they ask for comes back
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
         demo.load(None, None, None, js=assets.text("close_on_pick.js"), api_visibility="private")
         if not ctx.settings.multi_user:
