@@ -9,8 +9,9 @@ Tiny inputs never raise: ``n == 0`` gives an empty array, ``n == 1`` the origin,
 method cannot work on so few points (``n <= 3`` or fewer points than it needs neighbours) PCA is
 used instead (and ``n_neighbors``/perplexity shrink to fit).
 
-UMAP compiles its numba kernels on the first call (tens of seconds). Call :func:`warm_up` (or
-:func:`warm_up_in_background` at app start) so no user request pays for it. Most of those kernels
+UMAP compiles its numba kernels on the first call (tens of seconds). Call :func:`warm_up` at
+app start (the server does, in its projecting process: ``core/projection_worker.py``) so no
+user request pays for it. Most of those kernels
 are not marked ``cache=True`` by umap and pynndescent, so every process compiled them again (9 s
 of a core at each app start); :func:`_cache_kernels` turns numba's on-disk cache on for them, and
 a start after the first loads them in 0.1 s.
@@ -244,24 +245,6 @@ def warm_up(*, large: bool = True) -> float:
         if seconds > 0.5:
             logger.info("UMAP warm-up took %.1fs", seconds)
         return seconds
-
-
-def warm_up_in_background(*, large: bool = True) -> threading.Thread:
-    """Start :func:`warm_up` in a daemon thread (call at app start) and return the thread.
-
-    Example:
-        >>> warm_up_in_background(large=False).join()  # doctest: +SKIP
-    """
-
-    def run() -> None:
-        try:
-            warm_up(large=large)
-        except Exception:  # the map will simply compile on first use
-            logger.exception("UMAP warm-up failed")
-
-    thread = threading.Thread(target=run, name="umap-warm-up", daemon=True)
-    thread.start()
-    return thread
 
 
 def align_transform(

@@ -1,10 +1,14 @@
 """The Map tab's store: projection files on disk (one per encoder, method and set of texts),
-the background computations in flight, and the live views drawn from them
-(:mod:`app.services.maps` computes both)."""
+the background computations in flight, the process that projects them (:class:`Projector`) and
+the live views drawn from them (:mod:`app.services.maps` computes both)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import pickle
+import subprocess
+import sys
 import threading
 import uuid
 import weakref
@@ -17,6 +21,9 @@ import numpy as np
 
 from app.context import AppContext
 from app.plots import MapData
+from core.projection import project as project_points
+
+QUICK = "pca"  # the projection computed at once, in this process (the others in a child's)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +56,79 @@ class MapView:
         )
 
 
+class ProjectorError(RuntimeError):
+    """The projecting process refused a request or stopped."""
+
+
+class Projector:
+    """One child process (:mod:`core.projection_worker`) that projects maps, so that UMAP's
+    numba epochs never hold this process's GIL (see that module). Started on first use and
+    again after it died; one request at a time. It ends with its input: when :meth:`close` is
+    called or this process exits, however it exits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def project(self, vectors: np.ndarray, method: str) -> np.ndarray:
+        """``core.projection.project(vectors, method)``, computed in the child."""
+        points = self._call("project", {"vectors": np.asarray(vectors), "method": method})
+        return np.asarray(points, dtype=np.float32)
+
+    def warm_up(self, *, large: bool) -> float:
+        """Start the child and compile UMAP's kernels there; returns the seconds it took."""
+        return float(self._call("warm_up", {"large": large}))
+
+    def _call(self, kind: str, payload: dict[str, Any]) -> Any:
+        with self._lock:
+            proc = self._running()
+            assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+            try:
+                pickle.dump((kind, payload), proc.stdin)
+                proc.stdin.flush()
+                status, value = pickle.load(proc.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                self._stop()
+                raise ProjectorError(f"the map's projecting process stopped ({exc!r})") from exc
+        if status != "ok":
+            raise ProjectorError(str(value))
+        return value
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            root = str(Path(__file__).resolve().parents[2])  # where ``core`` is importable
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+            }
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "core.projection_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+        return self._proc
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """End the child (its input closes; killed if it does not end at once)."""
+        with self._lock:
+            if self._proc is None:
+                return
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._stop()
+            self._proc = None
+
+
 class MapStore:
     """Projection files on disk plus the background computations in flight (one per key)."""
 
@@ -57,11 +137,19 @@ class MapStore:
         self._lock = threading.Lock()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map")
+        self.projector = Projector()
         # live views by (projection key, version, pool stamp), oldest first (see _view)
         self._views: dict[tuple[Any, ...], MapView] = {}
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.npz"
+
+    def project(self, vectors: np.ndarray, method: str) -> np.ndarray:
+        """``vectors`` projected with ``method``: PCA here (well under a second, in numpy,
+        which lets the GIL go), the others in the :class:`Projector`'s process."""
+        if method == QUICK:
+            return project_points(vectors, method)
+        return self.projector.project(vectors, method)
 
     def view(self, memo: tuple[Any, ...]) -> MapView | None:
         with self._lock:

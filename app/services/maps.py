@@ -5,9 +5,11 @@ lasso labelling does not move a single point: the cache key is (encoder fingerpr
 hash of the (id, text) pairs). Colours, predictions, margins and space metrics are recomputed on
 every render from the live pool (cheap next to a projection).
 
-Projections run in a background thread: :func:`get_map` returns at once with ``None`` while a
-map is being computed (the UI polls) and starts the computation when the cached map is missing or
-stale. :func:`compute_map` is the blocking form (CLI, report, tests).
+Projections run in a background thread: :func:`get_map` returns at once with a quick PCA map
+while the map asked for is being computed (the UI polls) and starts the computation when the
+cached map is missing or stale; UMAP and t-SNE themselves run in a child process
+(:class:`app.services.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
+is the blocking form (CLI, report, tests).
 
 Example:
     >>> view = compute_map(ctx, "demo", method="pca")  # doctest: +SKIP
@@ -31,17 +33,11 @@ import plotly.graph_objects as go
 from app.access import ProjectHandle
 from app.context import AppContext
 from app.plots import scatter_map, side_by_side, warm_up_figures
-from app.services.map_store import MapView, store
+from app.services.map_store import QUICK, MapView, store
 from app.services.versions import Version, resolve_factory
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
-from core.projection import (
-    APPROXIMATE_FROM,
-    DEFAULT_METHOD,
-    PROJECTIONS,
-    warm_up_in_background,
-)
-from core.projection import project as project_points
+from core.projection import APPROXIMATE_FROM, DEFAULT_METHOD, PROJECTIONS
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.rule import Tops
@@ -53,25 +49,32 @@ from storage.utterances import UtteranceRow, count_utterances, list_utterances
 logger = logging.getLogger(__name__)
 
 MAX_POINTS = 20_000
-# The projection drawn at once while a slower one is computed (a first render).
-QUICK = "pca"
 
 
 def start_warm_up(ctx: AppContext) -> threading.Thread:
-    """Import plotly's figure modules and compile UMAP in the background (call once at app
-    start-up); returns the thread. The
-    kernels of maps of :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled
-    only when a project has that many utterances (a larger map compiles them when first drawn):
-    they cost about 50 s of one core, which every start-up otherwise takes from labelling."""
-    umap = warm_up_in_background(large=draws_large_maps(ctx))
+    """Import plotly's figure modules, start the projecting process and compile UMAP there, in
+    the background (call once at app start-up); returns the thread. The kernels of maps of
+    :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled only when a project
+    has that many utterances (a larger map compiles them when first drawn): they cost about
+    50 s of one core, which every start-up otherwise takes from labelling."""
+    large = draws_large_maps(ctx)
 
-    def run() -> None:  # plotly's modules for the first figure, then UMAP's end
+    def run() -> None:  # UMAP's compilation in the child meanwhile
+        compiled = threading.Thread(target=_warm_projector, args=(ctx, large), daemon=True)
+        compiled.start()
         warm_up_figures()
-        umap.join()
+        compiled.join()
 
     thread = threading.Thread(target=run, name="map-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def _warm_projector(ctx: AppContext, large: bool) -> None:
+    try:
+        store(ctx).projector.warm_up(large=large)
+    except Exception:  # the first map will compile instead
+        logger.exception("the map worker's warm-up failed")
 
 
 def draws_large_maps(ctx: AppContext) -> bool:
@@ -229,7 +232,7 @@ def get_map(
     texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
-        pts = project_points(ctx.cache.encode(encoder, texts), method)
+        pts = st.project(ctx.cache.encode(encoder, texts), method)
         st.save(key, ids, pts)
         return pts
 
@@ -280,7 +283,7 @@ def sampled_map(
     points = store(ctx).load(key, ids)
     if points is None:
         vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
-        points = project_points(vectors, QUICK)
+        points = store(ctx).project(vectors, QUICK)
         store(ctx).save(key, ids, points)
     return _view(ctx, p, version, QUICK, points, key, rows=keep)
 
@@ -302,7 +305,7 @@ def compute_map(
     points = st.load(key, ids)
     if points is None:
         texts = [_encoded(factory, r) for r in rows]
-        points = project_points(ctx.cache.encode(encoder, texts), method)
+        points = st.project(ctx.cache.encode(encoder, texts), method)
         st.save(key, ids, points)
     return _view(ctx, p, version, method, points, key)
 

@@ -39,15 +39,13 @@ def test_the_map_answers_with_a_pca_picture_before_umap_is_done(ctx, demo, monke
     """A first render is a picture at once: the quick PCA map, marked provisional, while the
     UMAP projection is computed in the background; the next call after it landed returns it."""
     release = threading.Event()
-    real = svc.project_points
 
     def slow(vectors, method):
-        if method == "umap":
-            release.wait(60)
-            return np.full((len(vectors), 2), 7.0, dtype=np.float32)
-        return real(vectors, method)
+        assert method == "umap"  # PCA is computed here, not by the projecting process
+        release.wait(60)
+        return np.full((len(vectors), 2), 7.0, dtype=np.float32)
 
-    monkeypatch.setattr(svc, "project_points", slow)
+    monkeypatch.setattr(svc.store(ctx).projector, "project", slow)
     first = svc.get_map(ctx, demo, method="umap")
     assert first.provisional and first.method == "pca"
     assert first.points.shape == (len(first.ids), 2)
@@ -111,8 +109,8 @@ def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx,
     assert view is not None and labelled <= set(view.ids) and len(view.ids) == len(labelled) + 2
     assert svc.sampled_map(ctx, demo, unlabelled=2, method="umap") is None  # not cached: None
     monkeypatch.setattr(
-        svc,
-        "project_points",
+        svc.store(ctx).projector,
+        "project",
         lambda v, method: np.arange(2 * len(v), dtype=np.float32).reshape(-1, 2),
     )
     umap = svc.compute_map(ctx, demo, method="umap")
