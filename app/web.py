@@ -1,7 +1,7 @@
 """The one web app ``serve`` runs: the REST API with the Gradio UI mounted at ``/``, and in
 multi-user mode the sign-in wiring: Gradio's ``auth`` callback through the rate limit and the
-off-loop password check (:mod:`app.sign_in`), and every browser session checked against the users
-table (:class:`app.http_guard.Sessions`). Tests build the same app and serve it on loopback.
+off-loop password check (:mod:`app.perimeter.sign_in`), and every browser session checked against the users
+table (:class:`app.perimeter.http_guard.Sessions`). Tests build the same app and serve it on loopback.
 
 Example:
     >>> app = web_app(ctx, host="127.0.0.1", port=7860)  # doctest: +SKIP
@@ -18,11 +18,11 @@ from datetime import datetime
 from fastapi import FastAPI, HTTPException
 from starlette.middleware import Middleware
 
-from app.auth import LOCAL, actor, check_login, session_ok
-from app.context import AppContext
-from app.http_guard import Scope, Sessions, session_user
-from app.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
-from app.uploads import UploadGate, UploadLimits, Uploads
+from app.access.auth import LOCAL, actor, check_login, session_ok
+from app.perimeter.http_guard import Scope, Sessions, session_user
+from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
+from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
+from app.serving.context import AppContext
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def sessions_for(ctx: AppContext) -> Sessions:
 
 
 def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
-    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.uploads`): in
+    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.uploads`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
         ctx.uploads = Uploads(limits)

@@ -92,10 +92,10 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
     import app
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import bulk as bulk_svc
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
+    from app.serving.context import AppContext
     from storage.utterances import NewUtterance, filtered_ids
 
     if code.resolve() not in Path(app.__file__).resolve().parents:

@@ -66,7 +66,7 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     except ImportError:  # before the two-phase progress
         return {}
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from core.encoding.cache import EmbeddingCache
     from core.encoding.registry import load_sentence_transformer, resolve_path
     from core.retrieval.factory import PredictorFactory

@@ -50,7 +50,7 @@ CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from app.config import load_settings
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.services import queue
 from core.encoding import cache as cache_mod
 counted = {"n": 0}

@@ -38,12 +38,11 @@ EXAMPLES = {
 
 
 def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
-    from app import auth
-    from app.access import open_project
+    from app.access import auth, open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import data as data_svc
     from app.services.projects import new_project
+    from app.serving.context import AppContext
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx, "admin-password")
@@ -132,7 +131,7 @@ def main() -> None:
     parser.add_argument("--no-sign-in-limit", action="store_true", help="check every attempt")
     args = parser.parse_args()
 
-    from app.sign_in import SignInLimits
+    from app.perimeter.sign_in import SignInLimits
     from app.web import web_app
 
     ctx, tokens = _team(Path(tempfile.mkdtemp()) / "data")

@@ -119,9 +119,9 @@ def main() -> None:
 
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
+    from app.serving.context import AppContext
     from storage.utterances import NewUtterance
 
     results = []

@@ -213,7 +213,7 @@ for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
 from app.services import retrain_jobs as rj
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.config import load_settings
 ctx = AppContext(load_settings())
 with ctx.db.session() as s:
@@ -252,7 +252,7 @@ RESTART = r"""
 import json, os, time
 T0 = float(os.environ["JOB_PROFILE_T0"])
 from app.config import load_settings
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.services import predict
 try:
     from app.access import open_project as _open

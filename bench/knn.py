@@ -50,10 +50,10 @@ def main() -> None:
 
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
     from app.services.predict import predict_one
+    from app.serving.context import AppContext
     from core.encoding.registry import load_encoder
     from core.retrieval.factory import PredictorFactory
     from storage.utterances import NewUtterance

@@ -1,6 +1,6 @@
 """A frozen multi-label project as the app serves it: NLU++ imported into a real project (SQLite,
 embedding cache, live pool), its test rows predicted through ``predict`` before and after the
-pool's head is fitted in the background (:mod:`app.pool_heads`), and the live evaluation of the
+pool's head is fitted in the background (:mod:`app.serving.pool_heads`), and the live evaluation of the
 frozen base (what the Train tab records) beside them.
 
 Regime ``high`` of ``bench/multilabel.py``: train on nine ``fold`` groups, test on the tenth. A
@@ -27,10 +27,10 @@ from bench.multilabel_knn import DEFAULT_DATA, ROOT, read
 def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, Any]:
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import evaluation as eval_svc
     from app.services import predict as predict_svc
     from app.services import projects as project_svc
+    from app.serving.context import AppContext
     from storage.imports import import_rows
     from storage.projects import get_project
     from storage.utterances import NewUtterance

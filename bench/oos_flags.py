@@ -88,9 +88,9 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
 def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import queue as queue_svc
     from app.services.io import destination, import_file
+    from app.serving.context import AppContext
     from storage.utterances import list_utterances
 
     out: list[dict[str, Any]] = []

@@ -24,7 +24,7 @@ from pathlib import Path
 CHILD = r"""
 import json, os, sys, time
 from app.config import load_settings
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.services import predict
 project, calls = sys.argv[1], int(sys.argv[2])
 ctx = AppContext(load_settings())

@@ -157,8 +157,8 @@ def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
 def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
     from app.access import open_project
     from app.config import load_settings
-    from app.context import AppContext
     from app.services.table import TableQuery, table_page
+    from app.serving.context import AppContext
     from storage.projects import get_project
 
     out = []
@@ -224,7 +224,7 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
     binds), with the database sessions each opened; ``code``: the checkout whose app runs."""
     import app
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from app.ui import queue_tab
     from app.ui.common import bind
     from app.ui.guard import guarded

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.access import ProjectHandle, open_project
-from app.auth import LOCAL, Actor
+from app.access.auth import LOCAL, Actor
 
 
 class Live:

@@ -34,10 +34,10 @@ GRADIO_HOME = "app.ui"
 # below, and no two pieces import each other. A new piece takes a floor here.
 FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     "core": (
-        # leaves: the fold splitter, encoders, archives, slots, the 2-D projection
+        # leaves: the fold splitter, encoders, archives, slots, the 2-D projection and its process
         frozenset(
             {"core", "core.folds", "core.encoding", "core.safe_archive", "core.safe_tar"}
-            | {"core.slots", "core.projection"}
+            | {"core.slots", "core.projection", "core.projection_worker"}
         ),
         frozenset({"core.multilabel"}),  # the multi-label head and its metrics
         frozenset({"core.retrieval"}),  # the pool, the rule, the Predictor
@@ -47,17 +47,13 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     ),
     "app": (
         # settings, limits and leaves
-        frozenset({"app", "app.config", "app.limits", "app.http_body", "app.project_settings"})
-        | frozenset({"app.eval_memo", "app.plots", "app.pool_heads", "app.formats", "app.report"}),
-        # the serving state and the web perimeter
-        frozenset({"app.context", "app.pools", "app.vectors", "app.admission", "app.worker_check"})
-        | frozenset({"app.serving"})  # the models, factories and live pools app.context holds
-        | frozenset({"app.auth", "app.sign_in", "app.http_guard", "app.http_origin", "app.access"})
-        | frozenset({"app.uploads"}),
+        frozenset({"app", "app.config", "app.limits", "app.project_settings"})
+        | frozenset({"app.plots", "app.formats", "app.report"}),
+        # the serving state (app.serving: the context and the pieces it holds), who may do what
+        # (app.access), the web perimeter (app.perimeter: guards, sign-in, uploads)
+        frozenset({"app.serving", "app.access", "app.perimeter"}),
         frozenset({"app.services"}),  # use cases
-        frozenset(
-            {"app.api", "app.ui", "app.worker", "app.job_reporter"}
-        ),  # REST, tabs, the worker
+        frozenset({"app.api", "app.ui", "app.worker"}),  # REST, tabs, the training worker
         frozenset({"app.web", "app.cli", "app.__main__"}),  # entry points
     ),
 }

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
-from app.auth import Actor, current_actor
 from app.project_settings import ProjectSettings
 from storage import guard
 from storage.db import Session
@@ -29,7 +29,7 @@ from storage.errors import NotFoundError, ReadOnlyProjectError
 from storage.members import project_with_role, visible_project_names
 
 if TYPE_CHECKING:
-    from app.context import AppContext
+    from app.serving.context import AppContext
 
 
 @dataclass(frozen=True)

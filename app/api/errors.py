@@ -14,10 +14,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from app.admission import BusyError
 from app.api.models import ErrorOut
 from app.services.predict import error_message
 from app.services.retrain_jobs import QueueUnavailable
+from app.serving.admission import BusyError
 from storage.errors import BusyError as DatabaseBusy
 from storage.errors import (
     ConflictError,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app import http_body
-from app.auth import token_actor
-from app.context import AppContext
+from app.access.auth import token_actor
 from app.limits import MAX_API_BODY_BYTES
+from app.perimeter import http_body
+from app.serving.context import AppContext
 from storage.errors import DatabaseUnavailable
 
 PREFIX = "/api/v1/"

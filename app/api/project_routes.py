@@ -21,10 +21,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
 from app.access import ProjectHandle, open_project
+from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for, role
-from app.auth import Actor, acting_as
 from app.services import bulk as bulk_svc
 from app.services import history
 from app.services import io as io_svc

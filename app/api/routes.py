@@ -27,10 +27,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from app.access import ProjectHandle, open_project
+from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
 from app.api.security import context, project_for, role
-from app.auth import Actor, acting_as
 from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import retrain_jobs as training_svc

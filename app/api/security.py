@@ -3,7 +3,7 @@
 single-user local mode (bound to loopback) the local admin, with no token, as in the UI.
 
 Each route declares the role it needs with :func:`role`; the check and its message are the app's
-own (:func:`app.auth.require_acting`)."""
+own (:func:`app.access.auth.require_acting`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import ProjectHandle, open_project
+from app.access.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.api.gate import NEEDS_TOKEN
-from app.auth import LOCAL, Actor, acting_as, require_acting, token_actor
-from app.context import AppContext
+from app.serving.context import AppContext
 
 bearer = HTTPBearer(
     auto_error=False,

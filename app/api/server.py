@@ -18,12 +18,12 @@ from app.access import open_project
 from app.api import errors, project_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
-from app.context import AppContext
 from app.services.predict import classify_requests
+from app.serving.context import AppContext
 
 DOCS_STATIC = "/docs/static"
 # Micro-batches of one-line predictions: at most this many requests share one encoder pass
-# (the one-line lane of app.admission admits 64 calls at once).
+# (the one-line lane of app.serving.admission admits 64 calls at once).
 MAX_BATCH = 64
 
 

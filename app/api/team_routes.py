@@ -33,10 +33,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse
 
 from app.access import ProjectHandle
+from app.access.auth import acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for
-from app.auth import acting_as
 from app.services import members as members_svc
 from app.services import team, team_answers
 from app.services.downloads import download_path

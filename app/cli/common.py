@@ -21,7 +21,7 @@ _opened: list[Any] = []
 
 def context(args: argparse.Namespace) -> Any:
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
 
     ctx = AppContext(load_settings(args.data_dir, args.db_url))
     _opened.append(ctx)
@@ -38,7 +38,7 @@ def project(ctx: Any, name: str | None, need: str = "viewer") -> Any:
     """The project ``name`` as the command line uses it: the operator on the server acts as the
     local admin (:func:`app.access.open_project`)."""
     from app.access import open_project
-    from app.auth import LOCAL
+    from app.access.auth import LOCAL
 
     if not name:
         raise CliError("Give the project: --project NAME.")

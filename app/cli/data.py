@@ -22,7 +22,7 @@ AGENT_FORMAT_NAMES = (
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from app.auth import LOCAL, acting_as
+    from app.access.auth import LOCAL, acting_as
     from app.services.io import destination, import_file
 
     ctx = context(args)
@@ -96,7 +96,7 @@ def _cli_actor() -> str:
 
 
 def cmd_users(args: argparse.Namespace) -> int:
-    from app.auth import add_user, issue_token
+    from app.access.auth import add_user, issue_token
     from app.services import accounts
     from storage.users import list_users
 
@@ -159,7 +159,7 @@ def cmd_users(args: argparse.Namespace) -> int:
 def cmd_projects(args: argparse.Namespace) -> int:
     """The projects, or (``--user NAME``) those NAME sees, with NAME's role in each."""
     from app.access import open_project, visible_projects
-    from app.auth import LOCAL
+    from app.access.auth import LOCAL
     from app.services.members import actor_of
     from app.services.projects import summary
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from app.cli.common import CliError
 
 if TYPE_CHECKING:
-    from app.context import AppContext
+    from app.serving.context import AppContext
 
 
 def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
@@ -66,10 +66,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import signal
     import sys
 
-    from app.auth import ensure_admin
+    from app.access.auth import ensure_admin
     from app.config import load_settings
-    from app.context import AppContext
     from app.services.projects import ensure_demo_project
+    from app.serving.context import AppContext
     from app.web import web_app
 
     try:
@@ -147,7 +147,7 @@ def _check_worker(args: argparse.Namespace) -> int:
     import sys
 
     from app.config import load_settings
-    from app.worker_check import report
+    from app.worker.check import report
 
     try:
         status, text = report(load_settings(args.data_dir, args.db_url))

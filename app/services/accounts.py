@@ -1,7 +1,7 @@
 """Accounts, for an admin: remove, restore, lock, unlock, a new password, a role, revoking a token;
 each recorded in the security log with who did it (adding a user and issuing a token are
-:func:`app.auth.add_user` and :func:`app.auth.issue_token`, recorded the same way). A removed or locked user's browser sessions and API token stop at their next
-request (every request checks its user: :mod:`app.http_guard`, :mod:`app.api.gate`).
+:func:`app.access.auth.add_user` and :func:`app.access.auth.issue_token`, recorded the same way). A removed or locked user's browser sessions and API token stop at their next
+request (every request checks its user: :mod:`app.perimeter.http_guard`, :mod:`app.api.gate`).
 
 Example:
     >>> remove_user(ctx, "dana", actor="cli:root")  # doctest: +SKIP
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.auth import hash_password
-from app.context import AppContext
+from app.access.auth import hash_password
+from app.serving.context import AppContext
 from storage.users import (
     get_user,
     record_event,
@@ -71,7 +71,7 @@ def set_role(ctx: AppContext, name: str, role: str, *, actor: str) -> None:
 
 def revoke_token(ctx: AppContext, name: str, *, actor: str) -> None:
     """End ``name``'s API token (their browser sessions go on); a new one comes from
-    :func:`app.auth.issue_token`."""
+    :func:`app.access.auth.issue_token`."""
     with ctx.db.write() as s:
         set_token_hash(s, name, None)
         record_event(s, "token_revoked", name, actor=actor)

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.access import ItemPolicy, ProjectHandle, open_project, writing
-from app.context import AppContext
 from app.services.data import parse_label_input
+from app.serving.context import AppContext
 from storage import guard
 from storage import utterances as repo
 from storage.bulk_labels import Labelled, label_rows

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
 from app.services.versions import Version, resolve_factory
+from app.serving.context import AppContext
 from core.bundle import open_bundle, write_bundle
 from core.encoding.registry import LABEL_DIR, Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import bulk
 from app.services.maps import MapView, map_figure
+from app.serving.context import AppContext
 from core.design import MIN_UTTERANCES, find_clusters
 from storage.projects import list_intents
 from storage.utterances import list_utterances

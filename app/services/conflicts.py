@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.services import history
+from app.serving.context import AppContext
 from core.design import ConflictReport, IntentOverlap, LabelIssue, NearDuplicate, find_conflicts
 from storage.utterances import UtteranceRow, labelled_pool, rows_by_id
 

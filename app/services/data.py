@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from app.access import ProjectHandle, writing
-from app.context import AppContext
+from app.serving.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Session

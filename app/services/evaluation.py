@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from app.access import ProjectHandle
-from app.context import AppContext
-from app.eval_memo import EvalMemo, evaluation_key
 from app.project_settings import as_encoded
 from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
+from app.serving.context import AppContext
+from app.serving.eval_memo import EvalMemo, evaluation_key
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation import (
     CV_FOLDS,
@@ -57,13 +57,13 @@ def evaluate_version(
     fold, by cross-validation): the Predictor that serves. A multi-label project is scored by a
     head fitted on the train rows, as it serves in every space: a version's head was fitted here,
     and a space without one (the frozen base) serves the same fit with the default options
-    (:meth:`app.context.AppContext.space_head`).
+    (:meth:`app.serving.context.AppContext.space_head`).
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many
     there will be).
 
-    With ``memo`` (:class:`app.eval_memo.EvalMemo`) an evaluation already measured on the same
+    With ``memo`` (:class:`app.serving.eval_memo.EvalMemo`) an evaluation already measured on the same
     inputs is read instead (the head is then None: pass no memo when the head is wanted), and
     one measured now is kept."""
     key = evaluation_key(factory, data, multi_label=multi_label, head=head) if memo else None
@@ -93,7 +93,7 @@ def evaluate_version(
 
 
 def evaluation_memo(ctx: AppContext) -> EvalMemo:
-    """The evaluations this data directory has measured (:mod:`app.eval_memo`)."""
+    """The evaluations this data directory has measured (:mod:`app.serving.eval_memo`)."""
     return EvalMemo(ctx.settings.cache_dir / "evaluations")
 
 

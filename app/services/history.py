@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from app.access import ProjectHandle, writing
-from app.context import AppContext
+from app.serving.context import AppContext
 from storage import audit
 from storage.db import Session
 from storage.errors import StorageError

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
-from app.auth import require_acting
-from app.context import AppContext
+from app.access.auth import require_acting
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
+from app.serving.context import AppContext
 from storage import guard
 from storage.agents import keep_agent, kept_agent
 from storage.db import Session

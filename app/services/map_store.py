@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from app.context import AppContext
 from app.plots import MapData
+from app.serving.context import AppContext
 from core.projection import project as project_points
 
 QUICK = "pca"  # the projection computed at once, in this process (the others in a child's)

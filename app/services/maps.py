@@ -31,10 +31,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.plots import scatter_map, side_by_side, warm_up_figures
 from app.services.map_store import QUICK, MapView, store
 from app.services.versions import Version, resolve_factory
+from app.serving.context import AppContext
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import APPROXIMATE_FROM, DEFAULT_METHOD, PROJECTIONS

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
+from app.access.auth import Actor
 from app.access.policy import RANK
-from app.auth import Actor
-from app.context import AppContext
+from app.serving.context import AppContext
 from storage import members as repo
 from storage.errors import NotFoundError, StorageError
 from storage.users import get_user, list_users, record_event

@@ -1,8 +1,8 @@
 """Predictions explained by their nearest labelled neighbours, from the project's live pool.
 
 Every call is checked against the caller's limits and admitted (or refused as busy) by
-:attr:`app.context.AppContext.admission` before it touches the encoder; ``who`` is the acting
-user (by default the one the call runs as, :func:`app.auth.current_actor`).
+:attr:`app.serving.context.AppContext.admission` before it touches the encoder; ``who`` is the acting
+user (by default the one the call runs as, :func:`app.access.auth.current_actor`).
 
 A question may come with its context (the turn before it). In a project that encodes context
 (the ``encode_context`` setting) the question is encoded after it, as the pool's examples
@@ -15,10 +15,10 @@ import time
 from typing import Any
 
 from app.access import ProjectHandle
-from app.admission import BusyError
-from app.auth import Actor, current_actor
-from app.context import AppContext
-from app.pools import ProjectPool
+from app.access.auth import Actor, current_actor
+from app.serving.admission import BusyError
+from app.serving.context import AppContext
+from app.serving.pools import ProjectPool
 from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
@@ -108,7 +108,7 @@ def predict(
     (``contexts``: the turn before each text, ``""`` for none).
 
     Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
-    :class:`app.admission.BusyError` when the call would go past the per-user or queue limits."""
+    :class:`app.serving.admission.BusyError` when the call would go past the per-user or queue limits."""
     _, results = _classify(ctx, p, texts, k, show, who, contexts=contexts)
     return [row for row, _ in results]
 

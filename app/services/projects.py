@@ -9,15 +9,15 @@ from importlib import resources
 from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
-from app.context import AppContext
 from app.formats import parse_csv
-from app.pools import project_anchors
 from app.project_settings import (
     ProjectSettings,
     encodes_context,
     oos_target,
 )
 from app.services.io import import_utterances
+from app.serving.context import AppContext
+from app.serving.pools import project_anchors
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE

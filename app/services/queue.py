@@ -12,7 +12,7 @@ pool, so the labels given a second ago already count. A key press is two databas
 the request's project, resolved at its edge, and one that writes the answer and reads what the
 next card needs with it (:class:`Ahead`: the upcoming rows, the counts of the progress line and
 the pool's stamp around the write), so the live pool takes the answer without reading it back
-(:meth:`app.context.AppContext.pool_after`) and the next card is computed from memory.
+(:meth:`app.serving.context.AppContext.pool_after`) and the next card is computed from memory.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.access import ProjectHandle
-from app.context import AppContext
-from app.pools import ProjectPool
 from app.services import team as team_svc
 from app.services.queue_answers import (
     ACTIONS,
@@ -46,6 +44,8 @@ from app.services.queue_order import (
     REVIEW,
     order,
 )
+from app.serving.context import AppContext
+from app.serving.pools import ProjectPool
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
 

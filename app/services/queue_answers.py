@@ -1,7 +1,7 @@
 """The labelling queue's answers: each written in one transaction that also reads what the next
 card needs (:class:`Ahead`), so a key press is two transactions in all (the request's project,
 resolved at its edge, and this one) and the live pool takes the answer without reading it back
-(:meth:`app.context.AppContext.pool_after`); and the queue's undo of one answer.
+(:meth:`app.serving.context.AppContext.pool_after`); and the queue's undo of one answer.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.access import ProjectHandle, writing
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import history
 from app.services import team as team_svc
 from app.services.queue_order import CHUNK, DISPUTES
+from app.serving.context import AppContext
 from core.evaluation.oos import OUT_OF_SCOPE
 from storage import team as team_repo
 from storage.db import Session

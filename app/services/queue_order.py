@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import conflicts as conflicts_svc
 from app.services import team as team_svc
+from app.serving.context import AppContext
 from core.labelling import (
     farthest_first,
     most_similar_first,

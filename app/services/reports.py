@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from app.access import ProjectHandle, open_project
-from app.context import AppContext
 from app.report import ReportData, write_report
 from app.services import maps as map_svc
 from app.services import projects as project_svc
@@ -21,6 +20,7 @@ from app.services import team_answers
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE, Version
+from app.serving.context import AppContext
 from storage.datasets import snapshot
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances

@@ -21,11 +21,11 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from app.context import AppContext
 from app.project_settings import as_encoded, encodes_context
 from app.services.evaluation import evaluate_version, evaluation_key, evaluation_memo, gate
 from app.services.int8 import INT8_OFF, PARITY_QUERIES, export_version_int8, parity_split
 from app.services.job_plan import JobPlan
+from app.serving.context import AppContext
 from app.serving.int8 import INT8_DIR, load_int8, served_metrics
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData

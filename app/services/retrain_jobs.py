@@ -17,8 +17,8 @@ from typing import Any
 
 from app.access import ProjectHandle, open_project, writing
 from app.config import DEPLOYMENT
-from app.context import AppContext
 from app.services.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
+from app.serving.context import AppContext
 from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable

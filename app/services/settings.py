@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.access import ProjectHandle, open_project
-from app.context import AppContext
 from app.project_settings import NAMES, ProjectSettings
 from app.services import projects as project_svc
 from app.services import versions as version_svc
+from app.serving.context import AppContext
 
 # What each setting is, in a designer's words (the UI's labels and the CLI's headings).
 TITLES = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from app.access import ProjectHandle, writing
-from app.context import AppContext
+from app.serving.context import AppContext
 from core.slots import (
     SlotData,
     SlotError,

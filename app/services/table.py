@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.access import ProjectHandle
-from app.context import AppContext
+from app.serving.context import AppContext
 from storage.utterances import UtteranceRow, count_utterances, filtered_ids, list_utterances
 
 PAGE_SIZE = 100

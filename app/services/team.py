@@ -27,9 +27,9 @@ from typing import Any
 
 from app.access import ProjectHandle, for_purpose, item_refusal, team_state, writing
 from app.access.policy import answer_value, project_role
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import history
+from app.serving.context import AppContext
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
 from storage.db import Session

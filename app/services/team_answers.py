@@ -11,8 +11,8 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.access.policy import answer_value
-from app.context import AppContext
 from app.services.team import disputes, is_team_project, progress
+from app.serving.context import AppContext
 from core.labelling.agreement import Agreement, agreement
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo

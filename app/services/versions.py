@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.access import ProjectHandle
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics

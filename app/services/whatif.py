@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import evaluation as eval_svc
+from app.serving.context import AppContext
 from core.design.whatif import WhatIf, merge_estimate, merge_labels, merge_whatif, split_whatif
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel

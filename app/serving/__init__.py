@@ -1,4 +1,4 @@
-"""What serves a project's predictions: the pieces :class:`app.context.AppContext` holds
+"""What serves a project's predictions: the pieces :class:`app.serving.context.AppContext` holds
 (ARCHITECTURE.md, "The serving state", says what each guarantees and which locks it takes).
 
 - :mod:`app.serving.int8`: the rule that picks the encoder a version serves with (its int8 ONNX
@@ -6,5 +6,10 @@
 - :mod:`app.serving.models`: the encoders, int8 copies and heads a process has loaded;
 - :mod:`app.serving.factories`: the one builder of a project's Predictor factories;
 - :mod:`app.serving.live`: the live pools, their background calibration and head fits, and the
-  start-up warm-up.
+  start-up warm-up;
+- :mod:`app.serving.context`: :class:`~app.serving.context.AppContext`, which holds one of each;
+- :mod:`app.serving.pools`, :mod:`app.serving.pool_heads`: a project's pool and its head fitter;
+- :mod:`app.serving.vectors`: the embedding cache a process opens;
+- :mod:`app.serving.eval_memo`: evaluations of an unchanged version on unchanged rows, kept;
+- :mod:`app.serving.admission`: the per-call, per-user and queue limits of predictions.
 """

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from app.pools import project_anchors
 from app.project_settings import encodes_context
 from app.serving.models import Models
+from app.serving.pools import project_anchors
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.multilabel.head import MultiLabelHead
 from core.retrieval.factory import Anchors, PredictorFactory

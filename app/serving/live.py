@@ -1,4 +1,4 @@
-"""The live pools: one labelled k-NN pool per project (:class:`app.pools.ProjectPool`) that
+"""The live pools: one labelled k-NN pool per project (:class:`app.serving.pools.ProjectPool`) that
 follows the database, with the two background threads that keep it sharp (a pool's calibration
 after its rows changed, and the multi-label head of a space whose version has none), and the
 start-up warm-up that builds every pool before the first request.
@@ -19,11 +19,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from app.pool_heads import HeadFitter, HeadStore, head_key
-from app.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
 from app.project_settings import as_encoded, encodes_context
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
+from app.serving.pool_heads import HeadFitter, HeadStore, head_key
+from app.serving.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation.data import EvalData
 from core.multilabel.head import Cancelled, MultiLabelHead
@@ -57,11 +57,11 @@ class LivePools:
         self.factories = factories
         self._pools: dict[int, ProjectPool] = {}
         self._lock = threading.Lock()
-        # fits the heads of multi-label pools whose version has none (app.pool_heads)
+        # fits the heads of multi-label pools whose version has none (app.serving.pool_heads)
         self.heads = HeadFitter(self._fit_pool_head)
         self.kept_heads = HeadStore(cache.root / "heads" if cache.root else None)
         # calibrates a pool again once its rows changed, off the path of the label that changed
-        # them (its last thresholds serve meanwhile: app.pools.calibrate_snapshot)
+        # them (its last thresholds serve meanwhile: app.serving.pools.calibrate_snapshot)
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
 
     # --- the heads of spaces whose version has none ----------------------------------------
@@ -86,7 +86,7 @@ class LivePools:
         """The multi-label head of ``encoder``'s space when its version has none: fitted with
         the default options on :meth:`head_data` (``data``, when already read), as a retrain's
         evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
-        on disk (:class:`app.pool_heads.HeadStore`); None when single-label."""
+        on disk (:class:`app.serving.pool_heads.HeadStore`); None when single-label."""
         data = data if data is not None else self.head_data(project_id)
         if data is None:
             return None
@@ -123,7 +123,7 @@ class LivePools:
         deleted), all read in the change's own transaction (which held the write lock, so
         nothing else came between). When the pool was up to date before it and the change
         touched only rows (not the project or its intents), the rows are applied as they are
-        (:func:`app.pools.apply_rows`), without reading anything; else the pool's next use syncs
+        (:func:`app.serving.pools.apply_rows`), without reading anything; else the pool's next use syncs
         as usual."""
         rows_only = before[:2] == after[:2] and before[5:] == after[5:]
         with self._lock:

@@ -9,8 +9,8 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import history as svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 

@@ -11,12 +11,12 @@ from typing import Any
 import gradio as gr
 
 from app.access import open_project
-from app.admission import BusyError
-from app.auth import require
-from app.context import AppContext
+from app.access.auth import require
 from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
+from app.serving.admission import BusyError
+from app.serving.context import AppContext
 from storage.errors import StorageError
 
 

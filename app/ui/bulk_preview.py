@@ -22,8 +22,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import bulk as bulk_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, ok, problem
 
 Previews = dict[str, dict[str, Any]]  # token -> {"ids", "target", "relabel"}

@@ -9,8 +9,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.admission import BusyError
 from app.services.retrain_jobs import QueueUnavailable
+from app.serving.admission import BusyError
 from storage.errors import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     DatabaseUnavailable,
 )
 
-# An upload is used once (app.uploads): a File box may still show one that is gone.
+# An upload is used once (app.perimeter.uploads): a File box may still show one that is gone.
 GONE = (
     "The file is no longer on the server (an upload is removed when its import ends, or after "
     "an hour unused): upload it again."

@@ -13,8 +13,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import table as table_svc
+from app.serving.context import AppContext
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, problem

@@ -11,9 +11,9 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle, open_project
-from app.context import AppContext
 from app.services import data as svc
 from app.services import io as io_svc
+from app.serving.context import AppContext
 from app.ui.common import GONE, attempt, bind, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded

@@ -12,9 +12,9 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import slots as svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 

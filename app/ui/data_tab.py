@@ -12,10 +12,10 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as svc
 from app.services import history
 from app.services import table as table_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters

@@ -2,7 +2,7 @@
 every event of the app, in one place.
 
 Each write callback declares the role it needs with :func:`guarded` (the signed-in name Gradio
-gives the request is checked with :func:`app.auth.require`; a refusal becomes a message and
+gives the request is checked with :func:`app.access.auth.require`; a refusal becomes a message and
 changes nothing; the acting user is recorded for the audit log). :func:`enforce_roles` then walks
 every event of the built app: whatever was not declared is a *read*, run for any signed-in user
 but inside :func:`storage.db.read_only` when that user is a viewer (in the app, or in the project
@@ -26,8 +26,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle, resolve
-from app.auth import Actor, acting_as, require
-from app.context import AppContext
+from app.access.auth import Actor, acting_as, require
+from app.serving.context import AppContext
 from app.ui.common import problem
 from storage.db import read_only
 from storage.errors import NotFoundError, StorageError

@@ -9,9 +9,9 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import downloads
 from app.services import projects as project_svc
+from app.serving.context import AppContext
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem, project_picker

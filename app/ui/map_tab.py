@@ -12,11 +12,11 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import maps as svc
 from app.services import versions as version_svc
 from app.services.versions import ACTIVE, BASE, Version
+from app.serving.context import AppContext
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, ok, problem

@@ -11,8 +11,8 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
-from app.http_guard import Sessions, SignInForm, SignInRequired
-from app.http_origin import OwnHostOnly, own_names, own_origins
+from app.perimeter.http_guard import Sessions, SignInForm, SignInRequired
+from app.perimeter.http_origin import OwnHostOnly, own_names, own_origins
 
 AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
 
@@ -31,15 +31,15 @@ def mount_ui(
     uploads: Middleware | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
-    the UI, :class:`app.http_guard.SignInForm` its form and
-    :class:`app.http_guard.SignInRequired` every ``/gradio_api/`` route (with ``sessions``, each
+    the UI, :class:`app.perimeter.http_guard.SignInForm` its form and
+    :class:`app.perimeter.http_guard.SignInRequired` every ``/gradio_api/`` route (with ``sessions``, each
     request's session checked against the users table); the API's own routes check their tokens
     themselves (:mod:`app.api.gate`). Without (single-user mode) only the app's own host names
-    are served (:class:`app.http_origin.OwnHostOnly`). Either way, only the app's own origins
+    are served (:class:`app.perimeter.http_origin.OwnHostOnly`). Either way, only the app's own origins
     (``public_hosts`` among them) may call it across origins with credentials. ``uploads``: the
-    middleware that bounds uploads (:class:`app.uploads.UploadGate`)."""
+    middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`)."""
     api.add_middleware(
-        CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.http_origin)
+        CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.perimeter.http_origin)
         allow_origins=own_origins(host, port, public_hosts),
         allow_credentials=True,
         allow_methods=["*"],

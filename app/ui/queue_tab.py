@@ -14,9 +14,9 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import queue as svc
+from app.serving.context import AppContext
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded

@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, problem
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)

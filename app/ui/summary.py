@@ -5,9 +5,9 @@ import into a new name)."""
 from __future__ import annotations
 
 from app.access import ProjectHandle
-from app.auth import current_actor
-from app.context import AppContext
+from app.access.auth import current_actor
 from app.services import projects as project_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, problem
 
 

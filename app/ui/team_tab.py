@@ -14,13 +14,13 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.plots.team import agreement_chart
 from app.services import accounts
 from app.services import members as members_svc
 from app.services import team as svc
 from app.services import team_answers as answers_svc
 from app.services.downloads import download_path
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 

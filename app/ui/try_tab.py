@@ -10,9 +10,9 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import predict as svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import OUT_OF_SCOPE
@@ -163,7 +163,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     status = gr.Markdown()
     label_status = gr.Markdown(elem_id="try-label-status")
 
-    # The signed-in user's limits apply (app.admission); the Try events share one set of threads.
+    # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
     predict = guarded(ctx, "viewer", outputs=5)(bind(run, ctx))
     go.click(
         predict,

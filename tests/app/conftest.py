@@ -8,7 +8,7 @@ def ctx(tmp_path):
     """An app context on a fresh data directory (real SQLite file, real artifact and cache dirs),
     wired to the real queue as `serve` wires it (a test starts a worker when it needs one)."""
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from app.worker import queue_for
 
     context = AppContext(load_settings(tmp_path / "data"))

@@ -58,12 +58,12 @@ def team_context(data_dir: Path) -> Any:
     """A multi-user context on ``data_dir`` with a small project (:data:`PROJECT`: six labelled
     utterances, so the first prediction costs little), an admin, a designer (dana) and a viewer
     (vic) (passwords in :data:`PASSWORDS`)."""
-    from app import auth
+    from app.access import auth
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import data as data_svc
     from app.services.members import add_member
     from app.services.projects import new_project
+    from app.serving.context import AppContext
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx, PASSWORDS["admin"])

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from app import auth
+from app.access import auth
 from app.cli import main
 from app.config import load_settings
-from app.context import AppContext
 from app.services.accounts import security_log
+from app.serving.context import AppContext
 
 
 @pytest.fixture

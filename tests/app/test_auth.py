@@ -7,13 +7,12 @@ import dataclasses
 
 import pytest
 
-from app import auth
-from app.access import ProjectHandle
+from app.access import ProjectHandle, auth
 from app.cli import main
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import history
 from app.services.members import add_member
+from app.serving.context import AppContext
 from app.ui import guard
 from storage.tables import User
 from storage.users import set_role

@@ -14,11 +14,11 @@ import pytest
 from app import worker
 from app.cli import main
 from app.config import load_settings
-from app.context import AppContext
 from app.services import backup as backup_svc
 from app.services import predict as predict_svc
 from app.services import retrain_jobs
 from app.services.versions import history
+from app.serving.context import AppContext
 from storage.errors import StorageError
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

@@ -11,12 +11,12 @@ from contextlib import ExitStack
 
 import pytest
 
-from app import auth
-from app.admission import BusyError
-from app.auth import Actor
-from app.context import AppContext
+from app.access import auth
+from app.access.auth import Actor
 from app.services.members import add_member
 from app.services.predict import predict, predict_one, predict_requests
+from app.serving.admission import BusyError
+from app.serving.context import AppContext
 from tests.handles import live
 
 VIEWER = Actor(3, "vic", "viewer")

@@ -13,7 +13,6 @@ import pytest
 
 from app import worker
 from app.config import load_settings
-from app.context import AppContext
 from app.formats import FormatError
 from app.services import bundles as bundle_svc
 from app.services import data as data_svc
@@ -22,6 +21,7 @@ from app.services import retrain_jobs
 from app.services.io import destination
 from app.services.projects import project_names
 from app.services.versions import history
+from app.serving.context import AppContext
 from storage.errors import ConflictError
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

@@ -25,8 +25,8 @@ def studio(tmp_path_factory):
     """The single-user app on 127.0.0.1 with a project and ``studio.example`` as its public
     name; yields (base URL, port, context)."""
     from app.config import load_settings
-    from app.context import AppContext
     from app.services.projects import new_project
+    from app.serving.context import AppContext
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
     ctx = AppContext(dataclasses.replace(settings, public_hosts=("studio.example",)))

@@ -37,8 +37,8 @@ def served(tmp_path_factory):
     active version (its 40 test utterances check parity). The tests run in file order and the
     last one breaks the version's int8 copy."""
     from app.config import load_settings
-    from app.context import AppContext
     from app.services.projects import ensure_demo_project
+    from app.serving.context import AppContext
 
     settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
     context = AppContext(dataclasses.replace(settings, int8=True))

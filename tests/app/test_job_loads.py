@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monkeypatch):
     from app.config import load_settings
-    from app.context import AppContext
     from app.services.projects import ensure_demo_project
+    from app.serving.context import AppContext
 
     settings = load_settings(tmp_path / "data")
     ctx = AppContext(dataclasses.replace(settings, int8=True))

@@ -16,9 +16,9 @@ import pytest
 
 from app.access import open_project
 from app.config import load_settings
-from app.context import AppContext
 from app.services import predict as predict_svc
 from app.services.io import destination, import_utterances
+from app.serving.context import AppContext
 from storage.utterances import NewUtterance
 
 pytestmark = pytest.mark.slow

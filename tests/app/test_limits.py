@@ -12,10 +12,10 @@ import time
 import pytest
 
 from app.config import MAX_UPLOAD_BYTES, load_settings
-from app.context import AppContext
 from app.formats import MAX_FILE_BYTES, FormatError
 from app.services import data as data_svc
 from app.services.io import destination, import_file
+from app.serving.context import AppContext
 from storage.errors import NotFoundError, StorageError
 from tests.handles import live
 from tests.samples import merge_bomb

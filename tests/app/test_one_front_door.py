@@ -14,7 +14,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app import auth
+from app.access import auth
 from app.services import data as data_svc
 from app.services import history, members, team_answers
 from app.services import team as team_svc
@@ -35,7 +35,7 @@ class Request:
 def door(ctx, demo):
     """A multi-user app on the demo's data: admin, ana and ben (annotators), dana (a designer
     who is neither), all members; three overlap items: accepted, disputed, open."""
-    from app.context import AppContext
+    from app.serving.context import AppContext
 
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     multi.enqueue = ctx.enqueue

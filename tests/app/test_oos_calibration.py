@@ -52,9 +52,9 @@ def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data,
 def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
     ctx, demo, monkeypatch, request
 ):
-    from app import pools
-    from app.context import AppContext
     from app.services import data as data_svc
+    from app.serving import pools
+    from app.serving.context import AppContext
 
     pid = demo.id
     first = dict(ctx.pool(pid).predictor.thresholds)

@@ -1,4 +1,4 @@
-"""The background fitter of live pools' multi-label heads (:mod:`app.pool_heads`): a burst of
+"""The background fitter of live pools' multi-label heads (:mod:`app.serving.pool_heads`): a burst of
 changes shares one fit, a change during a fit gets a fit of its own after it, one project's
 failure does not stop another's, and a closed fitter drops what was not started."""
 
@@ -8,7 +8,7 @@ import itertools
 import threading
 import time
 
-from app.pool_heads import HeadFitter
+from app.serving.pool_heads import HeadFitter
 
 
 def test_a_burst_shares_one_fit_and_a_change_during_a_fit_gets_another():

@@ -50,7 +50,7 @@ def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
 
 def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     """A second context on the same database stands in for another process (the CLI)."""
-    from app.context import AppContext
+    from app.serving.context import AppContext
 
     other = AppContext(ctx.settings)
     query = "is the blue raincoat back in stock in size L"
@@ -107,7 +107,7 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
     another process (a second context on the same database) reaches the next explanation."""
     from sqlalchemy import event
 
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from storage.projects import get_project
 
     query = "where is my parcel? it has not arrived"

@@ -18,7 +18,7 @@ from tests.app.live import PASSWORDS, PROJECT, serving, team_context
 @pytest.fixture
 def studio(tmp_path):
     """A team's app on loopback; yields (base URL, context, run the CLI on its data)."""
-    from app import auth
+    from app.access import auth
 
     data = tmp_path / "data"
     ctx = team_context(data)

@@ -18,8 +18,8 @@ import pytest
 
 from app import limits, web
 from app.limits import PASSWORD_HASHES_AT_ONCE
+from app.perimeter.sign_in import SignInGate, SignInLimits, TooManyAttempts
 from app.services.accounts import security_log
-from app.sign_in import SignInGate, SignInLimits, TooManyAttempts
 from tests.app.live import PASSWORDS, serving, team_context
 
 

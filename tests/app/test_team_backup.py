@@ -13,10 +13,10 @@ import pytest
 from app import worker
 from app.cli import main
 from app.config import ENV_ARTIFACTS_URL, ENV_DB_URL, load_settings
-from app.context import AppContext
 from app.services import predict as predict_svc
 from app.services import retrain_jobs
 from app.services.versions import activate, history
+from app.serving.context import AppContext
 from storage.backup import tables_in
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

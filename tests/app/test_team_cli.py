@@ -10,11 +10,11 @@ import json
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from app import auth
+from app.access import auth
 from app.cli import main
 from app.config import load_settings
-from app.context import AppContext
 from app.services import team
+from app.serving.context import AppContext
 from tests.handles import live
 from tests.samples import write_csv
 

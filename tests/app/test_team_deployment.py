@@ -50,7 +50,7 @@ def team(postgres, redis_url, s3, tmp_path, monkeypatch):
 @pytest.fixture
 def app_ctx(team, tmp_path):
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from app.worker import queue_for
 
     ctx = AppContext(load_settings(tmp_path / "app"))

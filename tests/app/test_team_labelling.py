@@ -10,8 +10,8 @@ import json
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from app import auth
-from app.auth import Actor
+from app.access import auth
+from app.access.auth import Actor
 from app.report.team import agreement_section
 from app.services import data as data_svc
 from app.services import history, team, team_answers

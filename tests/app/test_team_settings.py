@@ -8,9 +8,9 @@ from huey import RedisHuey, SqliteHuey
 
 from app.cli import main
 from app.config import load_settings
-from app.context import AppContext
-from app.job_reporter import heartbeat_seconds
+from app.serving.context import AppContext
 from app.worker import make_queue, worker_env
+from app.worker.reporter import heartbeat_seconds
 from storage.artifacts import ArtifactStore
 from storage.remote_artifacts import RemoteArtifactStore
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app import web
-from app.uploads import UploadLimits
+from app.perimeter.uploads import UploadLimits
 from tests.app.live import PASSWORDS, PROJECT, serving, team_context
 from tests.handles import live
 
@@ -84,7 +84,7 @@ def test_uploads_are_capped_per_user_and_in_all(studio):
 
 
 def test_an_upload_nobody_imports_is_removed_after_its_time(tmp_path):
-    from app.uploads import Uploads
+    from app.perimeter.uploads import Uploads
 
     clock = [1000.0]
     limits = dataclasses.replace(LIMITS, per_user=100 * KB, kept_s=60)

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from app.config import Settings
-from app.context import AppContext
 from app.services import queue
 from app.services.data import label_utterance
 from app.services.projects import DEMO_PROJECT, ensure_demo_project
+from app.serving.context import AppContext
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances
 from tests.handles import live

@@ -8,11 +8,12 @@ import dataclasses
 
 import pytest
 
-from app import pools, worker
+from app import worker
 from app.config import load_settings
-from app.context import AppContext
 from app.services import queue, retrain_jobs
 from app.services.projects import ensure_demo_project
+from app.serving import pools
+from app.serving.context import AppContext
 from storage.tables import ModelVersion
 from storage.utterances import list_utterances
 from tests.handles import live

@@ -200,7 +200,7 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
 
     # every accepted label is what the retrain takes: the data snapshot of the project
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 

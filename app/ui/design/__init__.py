@@ -10,8 +10,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind
 from app.ui.design.clusters import build_clusters
 from app.ui.design.conflicts import build_conflicts

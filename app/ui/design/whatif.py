@@ -10,8 +10,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import whatif as svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, problem
 from core.design.whatif import WhatIf
 

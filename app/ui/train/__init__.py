@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
+from app.serving.context import AppContext
 from app.ui.common import bind, ok
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section

@@ -13,9 +13,9 @@ import pandas as pd
 
 from app import plots
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 

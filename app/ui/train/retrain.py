@@ -10,8 +10,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.context import AppContext
 from app.services import retrain_jobs as train_svc
+from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.jobs import JobView

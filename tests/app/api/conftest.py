@@ -19,10 +19,10 @@ def client(ctx, demo):
 def team(ctx, demo):
     """The same data in multi-user mode: an admin, a designer (dana) and a viewer (vic), both
     members of the demo project, each with an API token; yields (client, tokens by name)."""
-    from app import auth
+    from app.access import auth
     from app.api import create_api
-    from app.context import AppContext
     from app.services.members import add_member
+    from app.serving.context import AppContext
 
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     multi.enqueue = ctx.enqueue

@@ -19,7 +19,7 @@ URL = "/api/v1/projects/shop/predict"
 @pytest.fixture
 def rest(tmp_path):
     """The REST API of a team (multi-user) on loopback; yields (base URL, vic's token)."""
-    from app import auth
+    from app.access import auth
     from app.api import create_api
 
     team = team_context(tmp_path / "data")

@@ -64,11 +64,11 @@ class Relay:
 def studio(postgres, tmp_path):
     """The REST API on a PostgreSQL database reached through a :class:`Relay`, single-user and
     multi-user; yields (relay, single-user client, multi-user client, token, job id)."""
-    from app import auth
+    from app.access import auth
     from app.api import create_api
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import retrain_jobs
+    from app.serving.context import AppContext
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
 

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from app.admission import Admission, BusyError, Limits
 from app.api.batcher import MicroBatcher
 from app.limits import LINES_PER_USER
+from app.serving.admission import Admission, BusyError, Limits
 from tests.app.live import serving, team_context
 
 URL = "/api/v1/projects/shop/predict"
@@ -59,7 +59,7 @@ def test_a_micro_batch_takes_the_waiting_users_in_turns():
 def rest(tmp_path):
     """The REST API of a team (multi-user) on loopback; yields (base URL, tokens by name, its
     context)."""
-    from app import auth
+    from app.access import auth
     from app.api import create_api
 
     team = team_context(tmp_path / "data")

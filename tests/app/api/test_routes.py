@@ -184,8 +184,8 @@ def test_a_batch_over_the_roles_cap_is_refused_with_the_reason(team):
 def test_busy_is_429_with_retry_after(ctx, demo):
     from fastapi.testclient import TestClient
 
-    from app.admission import Admission, Limits
     from app.api import create_api
+    from app.serving.admission import Admission, Limits
 
     ctx.admission = Admission(Limits(queued_texts=1))  # no batch fits
     with TestClient(create_api(ctx)) as client:

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from app import auth
+from app.access import auth
 from app.services import history
 from tests.app.api.conftest import bearer
 

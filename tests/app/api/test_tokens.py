@@ -22,7 +22,7 @@ def issue(data_dir, name, capsys) -> str:
 def test_users_token_prints_a_token_once_and_a_new_one_replaces_it(tmp_path, capsys, monkeypatch):
     from app.api import create_api
     from app.config import load_settings
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from storage.users import get_user
 
     data = tmp_path / "data"

@@ -31,7 +31,7 @@ def test_a_page_load_starts_the_label_queue_once(ctx, demo):
     project the picker then set) could replace the card an annotator was already answering."""
     import dataclasses
 
-    from app.context import AppContext
+    from app.serving.context import AppContext
     from app.ui.main import build_app
 
     single = _queue_starts(build_app(ctx))

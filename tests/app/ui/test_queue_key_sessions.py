@@ -10,11 +10,11 @@ import dataclasses
 
 import pytest
 
-from app import auth
-from app.context import AppContext
+from app.access import auth
 from app.services import data as data_svc
 from app.services.members import add_member
 from app.services.queue_order import CHUNK
+from app.serving.context import AppContext
 from app.ui import queue_tab
 from app.ui.common import bind
 from app.ui.guard import guarded

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from app import auth
+from app.access import auth
 from app.services import queue as queue_svc
 from app.services import team
 from app.services.members import add_member

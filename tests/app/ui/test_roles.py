@@ -13,12 +13,12 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from app import auth
-from app.context import AppContext
+from app.access import auth
 from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services.io import destination
 from app.services.members import add_member
+from app.serving.context import AppContext
 from app.ui.guard import ROLE, enforce_roles
 from storage.errors import ReadOnlyError
 

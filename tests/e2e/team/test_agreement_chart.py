@@ -41,10 +41,10 @@ def answered(team_server, tmp_path_factory):
 
     from sklearn.metrics import cohen_kappa_score
 
-    from app.auth import actor
+    from app.access.auth import actor
     from app.config import load_settings
-    from app.context import AppContext
     from app.services import team
+    from app.serving.context import AppContext
     from tests.handles import live
 
     src = tmp_path_factory.mktemp("agreement") / "rows.csv"

@@ -36,7 +36,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from app import http_body, limits
+from app import limits
+from app.perimeter import http_body
 
 logger = logging.getLogger(__name__)
 

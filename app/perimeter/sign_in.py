@@ -22,7 +22,7 @@ kept off the event loop, a spray's last.
   spray slows the sprayer, not the people signing in.
 
 The client address comes from :data:`ADDRESS`, set per request by the sign-in form's middleware
-(:class:`app.http_guard.SignInForm`): Gradio's ``auth`` callback only gets the name and password.
+(:class:`app.perimeter.http_guard.SignInForm`): Gradio's ``auth`` callback only gets the name and password.
 
 Example:
     >>> import asyncio
@@ -34,7 +34,7 @@ Example:
     >>> asyncio.run(gate.sign_in("dana", "right", "10.0.0.1"))
     Traceback (most recent call last):
     ...
-    app.sign_in.TooManyAttempts: Too many failed sign-ins for this name from this address: try again in 1 s.
+    app.perimeter.sign_in.TooManyAttempts: Too many failed sign-ins for this name from this address: try again in 1 s.
     >>> asyncio.run(gate.sign_in("dana", "right", "10.0.0.2"))  # elsewhere: not held
     True
 """

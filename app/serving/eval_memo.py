@@ -1,6 +1,6 @@
 """Results already computed, kept on disk: an unchanged version on unchanged rows is not
 evaluated again (:class:`EvalMemo`), an unchanged pool not calibrated again at each start
-(:mod:`app.pools`).
+(:mod:`app.serving.pools`).
 
 A retrain evaluates the new encoder, the frozen base and the active version; a report and the
 Train tab evaluate the active version and the frozen base again. When neither the encoder nor

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from app import http_body
 from app.config import ENV_PUBLIC_HOST
+from app.perimeter import http_body
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

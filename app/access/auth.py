@@ -24,7 +24,7 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from app.context import AppContext
+from app.serving.context import AppContext
 from storage.db import Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
@@ -114,7 +114,7 @@ def _dummy_hash() -> str:
 def check_login(ctx: AppContext, name: str, password: str) -> bool:
     """True when ``name`` is an active user and ``password`` theirs. One argon2 verification
     every time (against a dummy hash for an unknown, locked or removed name): run it off the
-    event loop (:mod:`app.sign_in`).
+    event loop (:mod:`app.perimeter.sign_in`).
 
     Example:
         >>> check_login(ctx, "nobody", "a password")  # doctest: +SKIP

@@ -11,9 +11,9 @@ import time
 from typing import Any
 
 from app.config import Settings
-from app.context import AppContext
 from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress
+from app.serving.context import AppContext
 from core.training import TrainProgress
 from storage import jobs
 

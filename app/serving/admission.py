@@ -21,7 +21,7 @@ Example:
     ...     gate.admit("dana", 10).__enter__()
     Traceback (most recent call last):
     ...
-    app.admission.BusyError: Busy: dana already has 1 batch prediction running; retry when it has finished.
+    app.serving.admission.BusyError: Busy: dana already has 1 batch prediction running; retry when it has finished.
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
-from app.context import AppContext
-from app.job_reporter import JobReporter
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
+from app.serving.context import AppContext
+from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
 
@@ -53,7 +53,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
 
 
 class HueyQueue:
-    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.context.JobQueue`):
+    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.serving.context.JobQueue`):
     calling it queues a job id; :meth:`pending` says which ids the queue still holds."""
 
     def __init__(self, settings: Settings) -> None:
@@ -135,9 +135,9 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card and first prediction need in the space it now serves: its
     pool and anchors, queue candidates, and its calibration (kept beside the cache,
-    :mod:`app.pools`), so the app does not compute them while a user waits."""
+    :mod:`app.serving.pools`), so the app does not compute them while a user waits."""
     from app.access import open_project
-    from app.auth import LOCAL
+    from app.access.auth import LOCAL
     from app.services.queue import order
 
     try:

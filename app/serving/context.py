@@ -6,7 +6,7 @@ serving state"): the database, artifact files and embedding cache; the loaded mo
 them (its methods hand a call to the piece that holds it), so a service takes one ``ctx``.
 
 Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
-:mod:`app.admission`) and then share the encoders in turns (:mod:`core.encoding.fair_share`).
+:mod:`app.serving.admission`) and then share the encoders in turns (:mod:`core.encoding.fair_share`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from app.admission import Admission, Limits
 from app.config import Settings
-from app.pools import ProjectPool
+from app.perimeter.uploads import Uploads
+from app.serving.admission import Admission, Limits
 from app.serving.factories import FactoryBuilder
 from app.serving.live import CALIBRATION_SETTLE_S, LivePools
 from app.serving.models import Models
-from app.uploads import Uploads
-from app.vectors import open_cache
+from app.serving.pools import ProjectPool
+from app.serving.vectors import open_cache
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.registry import Encoder
 from core.evaluation.data import EvalData
@@ -66,12 +66,12 @@ class AppContext:
         self.kept_heads = self.live.kept_heads
         # Queues a training job id; set by the entry point that runs a queue (see app.worker).
         self.enqueue: JobQueue | None = None
-        # files uploaded through the UI and not used up yet (app.uploads.UploadGate records them)
+        # files uploaded through the UI and not used up yet (app.perimeter.uploads.UploadGate records them)
         self.uploads = Uploads()
 
     @property
     def cache(self) -> EmbeddingCache:
-        """The process's embedding cache (:func:`app.vectors.open_cache`), shared by the pieces."""
+        """The process's embedding cache (:func:`app.serving.vectors.open_cache`), shared by the pieces."""
         return self.live.cache
 
     @cache.setter

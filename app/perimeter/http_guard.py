@@ -14,7 +14,7 @@ not locked, and has not changed password since signing in); one that fails is dr
 Gradio's sessions at once, so the page shows the sign-in form and the API answers 401.
 :class:`SignInForm` guards the sign-in form itself: a post from another site is refused (login
 CSRF: its ``Origin``, or else ``Referer``, must be this server), the form's size is bounded, the
-client's address is handed to the rate limit (:mod:`app.sign_in`), and the session cookies (set
+client's address is handed to the rate limit (:mod:`app.perimeter.sign_in`), and the session cookies (set
 on sign-in, cleared on sign-out) are ``SameSite=Lax``, ``HttpOnly``, and ``Secure`` over TLS.
 """
 
@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 
 import anyio.to_thread
 
-from app import http_body
 from app.limits import EVENTS_QUEUED_PER_USER, MAX_SIGN_IN_BODY_BYTES
-from app.sign_in import ADDRESS
+from app.perimeter import http_body
+from app.perimeter.sign_in import ADDRESS
 from storage.errors import DatabaseUnavailable
 
 Scope = MutableMapping[str, Any]
@@ -80,7 +80,7 @@ def _utcnow() -> datetime:
 
 class Sessions:
     """When each browser session signed in, and whether it still counts: ``still_ok(name,
-    signed_in_at)`` asks the database (:func:`app.auth.session_ok`), on every request."""
+    signed_in_at)`` asks the database (:func:`app.access.auth.session_ok`), on every request."""
 
     def __init__(self, still_ok: Callable[[str, datetime], bool]) -> None:
         self.still_ok = still_ok

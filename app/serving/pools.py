@@ -1,7 +1,7 @@
 """A project's live pool: :class:`ProjectPool` (its :class:`Predictor` over the labelled `train`
 rows, in the active version's space) and :func:`sync`, how it follows the database.
 
-A pool follows the database: before each use :meth:`app.context.AppContext.pool` compares one
+A pool follows the database: before each use :meth:`app.serving.context.AppContext.pool` compares one
 stamp of the project (:func:`storage.pool_state.pool_stamp`) and, when it moved, :func:`sync`
 applies only the difference (new, changed, removed examples; new intents, descriptions,
 settings), so a label written by this or any other process counts in the very next prediction,
@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from app.eval_memo import JsonMemo, digest, source_hash
 from app.project_settings import anchor_weight, oos_target
+from app.serving.eval_memo import JsonMemo, digest, source_hash
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.previous_turn import with_context
 from core.evaluation.data import EvalData
@@ -98,7 +98,7 @@ class ProjectPool:
     intents: dict[str, str] = field(default_factory=dict)
     # storage.pool_state.pool_stamp when the pool was last brought up to date
     stamp: tuple[int, ...] = ()
-    # a multi-label pool whose version has no head gets one fitted on its rows (app.pool_heads)
+    # a multi-label pool whose version has no head gets one fitted on its rows (app.serving.pool_heads)
     fits_head: bool = False
     head_data: EvalData | None = None  # the rows its fitted head learnt from
     # thresholds calibrated once (later ones may be computed in the background: sync's defer)
@@ -327,7 +327,7 @@ def _calibration(data: dict[str, Any]) -> Calibration:
 
 # What a pool's calibration is computed by: a change to any of them calibrates again.
 _CALIBRATION_CODE = (
-    "app/pools.py",
+    "app/serving/pools.py",
     "core/evaluation/oos.py",
     "core/folds.py",
     "core/retrieval/knn.py",
