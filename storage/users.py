@@ -1,5 +1,5 @@
 """Users, their roles and status, and the security log. Passwords arrive here already hashed (see
-:mod:`app.auth`).
+:mod:`app.access.auth`).
 
 A user is ``active``, ``locked`` (kept, but no sign-in, session or token counts until unlocked) or
 ``removed`` (the row stays so label events keep their author; its password and token are gone, and

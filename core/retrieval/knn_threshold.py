@@ -2,7 +2,7 @@
 calibrated out of fold over the labelled pool as the single-label out-of-scope thresholds are.
 
 A multi-label live pool decides this way only until the head fitted on its frozen vectors lands
-(:mod:`app.pool_heads`), as do bundles written before such heads: the Predictor takes each
+(:mod:`app.serving.pool_heads`), as do bundles written before such heads: the Predictor takes each
 intent whose score (:meth:`~core.retrieval.predictor.Predictor.rank`: nearest example and
 prototype, with the anchors) reaches ``thresholds["default"]``. A fixed 0.5 (a probability's midpoint carried over to
 cosine scores) took most intents of most questions in a frozen encoder's space, where every
