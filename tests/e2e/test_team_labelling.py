@@ -7,15 +7,11 @@ a retrain takes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from tests.e2e.annotator import DELAY, Annotator
-from tests.e2e.conftest import ROOT, Server, imported_banking77, shot
+from tests.e2e.conftest import Server, cli, imported_banking77, shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -31,21 +27,9 @@ def team_b77(tmp_path_factory):
     data = imported_banking77(
         tmp_path_factory.mktemp("team-b77"), unlabelled=EACH * 2 - SHARED, test=100
     )
-    cli = [sys.executable, "-m", "app", "--data-dir", str(data)]
     for name, password in USERS.items():
-        subprocess.run(
-            [*cli, "users", "add", name, "--role", "designer"],
-            env={**os.environ, "INTENT_STUDIO_PASSWORD": password},
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-        )
-        subprocess.run(  # a member of the project: the only one they see
-            [*cli, "members", "add", name, "--project", PROJECT],
-            check=True,
-            capture_output=True,
-            cwd=ROOT,
-        )
+        cli(data, "users", "add", name, "--role", "designer", password=password)
+        cli(data, "members", "add", name, "--project", PROJECT)  # the only project they see
     srv = Server(data, "--multi-user", "--no-demo", env={"INTENT_STUDIO_ADMIN_PASSWORD": ADMIN})
     try:
         srv.wait_ready()

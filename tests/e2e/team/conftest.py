@@ -3,13 +3,9 @@ on one pytest worker (tests/conftest.py), so it is started once."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.e2e.conftest import PASSWORDS, ROOT, Server
+from tests.e2e.conftest import PASSWORDS, Server, cli
 
 
 @pytest.fixture(scope="session")
@@ -19,14 +15,7 @@ def team_server(tmp_path_factory):
     dana and vic are members of the demo project it makes (``intent-studio members add``)."""
     data = tmp_path_factory.mktemp("team") / "data"
     for name, role in (("dana", "designer"), ("vic", "viewer")):
-        add = ["users", "add", name, "--role", role]
-        subprocess.run(
-            [sys.executable, "-m", "app", "--data-dir", str(data), *add],
-            env={**os.environ, "INTENT_STUDIO_PASSWORD": PASSWORDS[name]},
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
+        cli(data, "users", "add", name, "--role", role, password=PASSWORDS[name])
     hostile = {"GRADIO_SHARE": "True", "GRADIO_VIBE_MODE": "1"}  # would open a tunnel / code edits
     srv = Server(
         data, "--multi-user", env={"INTENT_STUDIO_ADMIN_PASSWORD": PASSWORDS["admin"], **hostile}
@@ -34,13 +23,7 @@ def team_server(tmp_path_factory):
     try:
         srv.wait_ready()
         for name in ("dana", "vic"):
-            add = ["members", "add", name, "--project", "Demo: Acme support"]
-            subprocess.run(
-                [sys.executable, "-m", "app", "--data-dir", str(data), *add],
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-            )
+            cli(data, "members", "add", name, "--project", "Demo: Acme support")
         yield srv
     finally:
         srv.stop()

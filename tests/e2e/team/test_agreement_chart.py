@@ -8,13 +8,10 @@ dana differing on 3, written through the app's services as their Label tabs woul
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.e2e.conftest import ROOT, shot
+from tests.e2e.conftest import cli, shot
 from tests.e2e.team.test_roles import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -22,16 +19,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 PROJECT = "agreement"
 INTENTS = ["card_arrival", "exchange_rate", "top_up_failed"]
 DIFFER = (1, 5, 9)  # the questions dana answers differently
-
-
-def _cli(data, *args: str) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "app", "--data-dir", str(data), *args],
-        env=os.environ,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +41,8 @@ def answered(team_server, tmp_path_factory):
         for i in range(12):
             w.writerow([f"example {i} of {INTENTS[i % 3]}", INTENTS[i % 3], "train"])
             w.writerow([f"question number {i}", "", "unlabelled"])
-    _cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
-    _cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
+    cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
+    cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
     # the server's users, as its multi-user settings name them
     ctx = AppContext(replace(load_settings(team_server.data_dir), multi_user=True))
     team.assign(ctx, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
