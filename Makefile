@@ -38,7 +38,7 @@ test: $(STAMP_DEV) browser servers
 
 # What to run before each commit: lint, format, types, the architecture test and the fast tests
 # (no encoder, no server, no browser): under a minute. `make test` runs everything.
-FAST_TESTS ?= tests/test_architecture.py tests/core/test_folds.py tests/core/test_slots.py \
+FAST_TESTS ?= tests/test_architecture.py tests/test_docs_point_to_code.py tests/core/test_folds.py tests/core/test_slots.py \
   tests/core/test_safe_archive.py tests/core/test_safe_tar.py tests/core/retrieval/test_rule.py \
   tests/core/labelling tests/core/multilabel
 check: $(STAMP_DEV)
