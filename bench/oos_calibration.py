@@ -85,17 +85,14 @@ def encode_cell(
             cell.update({k: z[k].astype(np.float32) for k in z.files})
         return cell
     from core.encoding.registry import load_encoder
-    from core.training import TrainConfig, train_encoder
 
     started = time.monotonic()
     if encoder == "frozen":
         enc: Any = load_encoder("minilm", device=device)
     elif encoder == "tuned":
-        trained = train_encoder(
-            "minilm", tr_x, [(y,) for y in tr_y], TrainConfig(seed=seed), device=device
-        )
-        enc = trained.encoder()
-        logger.info("%s seed %d trained in %.0f s", ds, seed, time.monotonic() - started)
+        enc, seconds = _train(tr_x, tr_y, seed, device)
+        cell.update(seconds)
+        logger.info("%s seed %d trained in %.0f s", ds, seed, seconds["train_s"])
     else:
         raise SystemExit(f"unknown encoder {encoder!r}: use frozen or tuned")
     texts = {"train": tr_x, "test": te_x, "oos": oos_x, "anchors": [anchors[n] for n in names]}
@@ -111,9 +108,68 @@ def encode_cell(
     logger.info("%s %s seed %d: vectors in %.0f s", ds, encoder, seed, time.monotonic() - started)
     if saved is not None:
         saved.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(saved, **{k: v.astype(np.float16) for k, v in vecs.items()})  # type: ignore[arg-type]
+        times = {k: np.float32(cell[k]) for k in ("train_s", "train_cpu_s") if k in cell}
+        np.savez(saved, **{k: v.astype(np.float16) for k, v in vecs.items()}, **times)  # type: ignore[arg-type]
     cell.update(vecs)
     return cell
+
+
+def _train(texts: list[str], labels: list[str], seed: int, device: str) -> tuple[Any, dict]:
+    """The retrain's default recipe (``TrainConfig()``, as ``tuned``) on these examples: its
+    encoder, and its wall and process CPU seconds (model load included, as a retrain's)."""
+    from core.training import TrainConfig, train_encoder
+
+    wall, cpu = time.monotonic(), time.process_time()
+    trained = train_encoder(
+        "minilm", texts, [(y,) for y in labels], TrainConfig(seed=seed), device=device
+    )
+    seconds = {"train_s": time.monotonic() - wall, "train_cpu_s": time.process_time() - cpu}
+    return trained.encoder(), seconds
+
+
+HELD_OUT_FOLDS = 5
+
+
+def held_out_folds(y: list[str], folds: int = HELD_OUT_FOLDS) -> np.ndarray:
+    """Each pool example's held-out fold, stratified by intent (``-1``: an intent with one
+    example, which always stays in training: held out, it has no intent of its own to land on)."""
+    from core.folds import fold_assignments
+
+    count = {name: y.count(name) for name in set(y)}
+    assign = np.full(len(y), -1)
+    many = [i for i, name in enumerate(y) if count[name] >= 2]
+    assign[many] = fold_assignments([y[i] for i in many], folds, seed=0)
+    return assign
+
+
+def held_out_cell(
+    data: Path, ds: str, seed: int, fold: int, vectors: Path | None, device: str
+) -> dict[str, Any]:
+    """The pool's and anchors' vectors by the default recipe trained on the pool less held-out
+    fold ``fold`` (of :data:`HELD_OUT_FOLDS`), and that training's seconds (cached as
+    ``tuned-heldout<k>-fold<f>-seed<N>.npz`` under ``vectors``)."""
+    from core.retrieval.anchors import anchor_texts
+
+    name = f"tuned-heldout{HELD_OUT_FOLDS}-fold{fold}-seed{seed}.npz"
+    saved = vectors / ds / name if vectors is not None else None
+    if saved is not None and saved.is_file():
+        with np.load(saved) as z:
+            return {k: z[k].astype(np.float32) for k in z.files}
+    tr_x, tr_y = read_csv(data / ds / f"train_10shot_seed{seed}.csv")
+    rest = np.flatnonzero(held_out_folds(tr_y) != fold)
+    enc, seconds = _train([tr_x[i] for i in rest], [tr_y[i] for i in rest], seed, device)
+    logger.info("%s seed %d fold %d trained in %.0f s", ds, seed, fold, seconds["train_s"])
+    names = sorted(set(tr_y))
+    anchors = anchor_texts(names, {})
+    out: dict[str, Any] = {
+        "train": np.asarray(enc.encode(tr_x, batch_size=128), dtype=np.float32),
+        "anchors": np.asarray(enc.encode([anchors[n] for n in names]), dtype=np.float32),
+        **{k: np.float32(v) for k, v in seconds.items()},
+    }
+    if saved is not None:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(saved, **out)
+    return out
 
 
 # ---------------------------------------------------------------- scores
@@ -179,7 +235,7 @@ class Mahalanobis:
 
 
 def folds_of(y: list[str], folds: int = 5) -> np.ndarray:
-    from core.evaluation.folds import fold_assignments
+    from core.folds import fold_assignments
 
     return fold_assignments(list(y), folds, seed=0)
 
@@ -297,6 +353,39 @@ def cand_maha(relative: bool) -> Candidate:
     return make
 
 
+class Unavailable(Exception):
+    """A candidate this cell has no scores for (the held-out ones off the tuned encoder, or a
+    fold not trained yet)."""
+
+
+def cand_held_out(folds: list[int]) -> Candidate:
+    """Calibrating at the retrain on a held-out share: for each fold in ``folds``, the examples
+    of that fold scored by the encoder trained without them (the default recipe on the other
+    folds) against a pool of the other folds (the app's rule), every example counted as in
+    ``oof all``; the threshold applies to the full retrain's scores."""
+
+    def make(cell: dict[str, Any], p: Any) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+        from core.evaluation.oos import choose_threshold
+
+        held_out = cell.get("held_out", {})
+        if any(f not in held_out for f in folds):
+            raise Unavailable(f"held-out folds {sorted(set(folds) - set(held_out))} missing")
+        assign = held_out_folds(cell["train_y"])
+        scores: list[float] = []
+        for f in folds:
+            sub = {**cell, "train": held_out[f]["train"], "anchors": held_out[f]["anchors"]}
+            pool = served_predictor(sub, rows=np.flatnonzero(assign != f))
+            found = pool.tops(held_out[f]["train"][assign == f])
+            scores += [
+                float(s)
+                for top, s, cold in zip(found.intents, found.scores, found.cold, strict=True)
+                if top is not None and not cold
+            ]
+        return _served_score(p), choose_threshold(scores, (), TARGET)
+
+    return make
+
+
 CANDIDATES: dict[str, Candidate] = {
     "current": cand_current,
     "right tops": cand_right_tops,
@@ -309,6 +398,8 @@ CANDIDATES: dict[str, Candidate] = {
     "kth-nn 5": cand_kth(5),
     "maha": cand_maha(False),
     "rel-maha": cand_maha(True),
+    "held-out 1/5": cand_held_out([0]),
+    "held-out 5": cand_held_out(list(range(HELD_OUT_FOLDS))),
 }
 
 
@@ -341,7 +432,11 @@ def run_cell(cell: dict[str, Any], names: list[str]) -> dict[str, dict[str, floa
     out = {}
     for name in names:
         started = time.monotonic()
-        score, threshold = CANDIDATES[name](cell, p)
+        try:
+            score, threshold = CANDIDATES[name](cell, p)
+        except Unavailable as why:
+            logger.info("%s: skipped (%s)", name, why)
+            continue
         out[name] = measure(cell, score, threshold)
         logger.info("%s: %.1f s", name, time.monotonic() - started)
         if name == "current":  # the Label queue's hint as it is: a second rule
@@ -362,6 +457,16 @@ def run_cell(cell: dict[str, Any], names: list[str]) -> dict[str, dict[str, floa
                 "oos_precision": r / (r + f) if r + f else 0.0,
             }
     return out
+
+
+def training_seconds(cell: dict[str, Any]) -> dict[str, Any]:
+    """The wall and CPU seconds of the full retrain and of each held-out fold's training (NaN
+    where the vectors came from a cache that did not keep them)."""
+
+    def of(v: dict[str, Any]) -> list[float]:
+        return [float(v.get("train_s", np.nan)), float(v.get("train_cpu_s", np.nan))]
+
+    return {"full": of(cell), "held_out": {f: of(v) for f, v in cell["held_out"].items()}}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -398,24 +503,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encode-only", action="store_true")
     ap.add_argument("--candidates", default=",".join(CANDIDATES))
     ap.add_argument("--device", default="cpu")
+    ap.add_argument(
+        "--held-out",
+        default="",
+        help=f"tuned only: the held-out folds (of {HELD_OUT_FOLDS}) to train, e.g. 0 or 0,1,2,3,4",
+    )
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: its default)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     names = [c for c in args.candidates.split(",") if c]
+    held_out = [int(f) for f in args.held_out.split(",") if f]
     rows: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
     for enc in args.encoders.split(","):
         for ds in args.datasets.split(","):
             for seed in (int(s) for s in args.seeds.split(",")):
                 cell = encode_cell(args.data, ds, seed, enc, args.vectors, args.device)
+                if enc == "tuned":
+                    cell["held_out"] = {
+                        f: held_out_cell(args.data, ds, seed, f, args.vectors, args.device)
+                        for f in held_out
+                    }
+                    timings.append({"data": ds, "seed": seed, **training_seconds(cell)})
                 if args.encode_only:
                     continue
                 for cand, numbers in run_cell(cell, names).items():
                     row = {"data": ds, "encoder": enc, "seed": seed, "candidate": cand}
                     rows.append({**row, **numbers})
+    for t in timings:
+        print(json.dumps(t))
     if not rows:
         return 0
     print(table(rows))
-    payload = {"target": TARGET, "rows": rows}
+    payload = {"target": TARGET, "rows": rows, "training_seconds": timings}
     if args.json:
         args.json.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     print(json.dumps(payload))
