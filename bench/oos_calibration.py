@@ -33,10 +33,15 @@ Candidates (:data:`CANDIDATES`), each a score of a question and a threshold from
   calibrated leave-one-out.
 * ``maha``: minus the Mahalanobis distance to the nearest intent mean (shared covariance,
   Ledoit-Wolf shrinkage), calibrated out of fold; ``rel-maha`` minus the background distance.
+* ``held-out 1/5`` / ``held-out 5`` (``tuned`` only, ``--held-out``): calibrating at the retrain
+  on a held-out share. The pool's 5 folds (by intent, as ``oof all``'s); a fold's examples
+  scored by the default recipe trained on the other folds, against a pool of the other folds,
+  every example counted as ``oof all`` counts it; the threshold applies to the full retrain's
+  scores. ``1/5``: fold 0 alone (one extra training); ``5``: every fold (five).
 
 Usage:
     nice -n 10 python -m bench.oos_calibration --vectors /tmp/oos-vec --seeds 0,1,2 \\
-        --encoders tuned,frozen --json /tmp/oos_calibration.json
+        --encoders tuned,frozen --held-out 0,1,2,3,4 --threads 1 --json /tmp/oos_calibration.json
 """
 
 from __future__ import annotations
