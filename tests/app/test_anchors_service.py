@@ -91,7 +91,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
     from app import worker
     from app.services import retrain_jobs
-    from app.services.versions import resolve_anchor_encoder, resolve_encoder
+    from app.services.versions import resolve_encoder
+    from core.encoding import anchor_encoder_of
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)
@@ -121,7 +122,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     project = bundles.import_bundle(ctx, old)
     version = projects.summary(ctx, live(ctx, project)).active_model_version_id
     utterances, _ = resolve_encoder(ctx, live(ctx, project), version)
-    labels = resolve_anchor_encoder(ctx, live(ctx, project), version)
+    labels = anchor_encoder_of(utterances)  # the version's reader gave it its label encoder
     assert labels is not utterances and labels.fingerprint != utterances.fingerprint
     anchors = ["Money back for an order", "card lost"]
     query = utterances.encode([QUESTION])[0]
@@ -131,6 +132,9 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     sims = {s["intent"]: s["anchor"] for s in out["intents"]}
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
+    # through the embedding cache under the label encoder's own fingerprint, never the other's
+    assert ctx.cache.lookup(labels.fingerprint, anchors)[0] is not None
+    assert ctx.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
     bundles.export_bundle(ctx, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
