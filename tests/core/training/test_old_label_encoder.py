@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.encoding.registry import LABEL_DIR
 from core.encoding import anchor_encoder_of
+from core.encoding.registry import LABEL_DIR
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import Predictor
 from core.training import TrainConfig, TrainedModel, load_trained
