@@ -21,9 +21,9 @@ there, so anchors from names should not cost accuracy on that subset.
 
 Encoder: frozen MiniLM (``--encoder frozen``, cheap), or ``tuned`` (the app's default ``fast``
 recipe trained on each seed's 10 shots; ~2 min per run on 2 quiet cores: run it under
-``nice -n 10``, seed 0 only); ``--train-settings '{"fast_passes": 6}'`` trains with those
+``nice -n 10``, seed 0 only); ``--train-settings '{"epochs": 6}'`` trains with those
 ``TrainConfig`` settings. A JSON *list* of settings runs each in turn, one ``training`` column
-per setting in the table, e.g. ``'[{}, {"fast_passes": 6}]'``. Vectors are cached under
+per setting in the table, e.g. ``'[{}, {"epochs": 6}]'``. Vectors are cached under
 ``--vectors DIR``. (Training on (utterance, name) pairs and the separate label encoder this
 compared once have left ``TrainConfig``: ``bench/RESULTS.md``.)
 

@@ -503,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
     ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
-    ap.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
+    ap.add_argument("--method", default="fast", choices=["fast", "lora"])
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
     )

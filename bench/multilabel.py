@@ -8,16 +8,16 @@ accuracy at θ = 0.3, mean over the folds run; CPU wall time per fold.
 Methods:
     frozen   the encoder as shipped + MLP head (vectors encoded once per domain and encoder;
              the per-fold time includes that encoding).
-    convfit  full contrastive tuning (ConvFiT Stage 2, OCL, n = 2 negatives, positive pairs capped
-             by ``--pos-cap``) on the training fold, then the head on the frozen tuned encoder.
     lora     LoRA adapter tuning (``TrainConfig(method="lora")``) then the head.
     fast     the app's default recipe (``TrainConfig()``: what a multi-label project's retrain
              runs) then the head.
 
 Usage:
     .venv/bin/python -m bench.multilabel --folds 0 1 2 --methods frozen
-    .venv/bin/python -m bench.multilabel --domains hotels --regimes low --methods convfit \\
+    .venv/bin/python -m bench.multilabel --domains hotels --regimes low --methods fast \\
         --folds 0 --tune-epochs 2
+
+ConvFiT Stage 2 on sampled pairs (``convfit``) left the product (bench/RESULTS.md, issue 46).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ PAPER = {
 }
 METHOD_NAMES = {
     "frozen": "frozen + head",
-    "convfit": "full tuning (OCL) + head",
     "lora": "adapter (LoRA) + head",
     "fast": "default recipe (fast) + head",
 }
@@ -150,20 +149,8 @@ def tune(
         logger.info("tuning without %d single-example intents: %s", len(rare), sorted(rare))
         labels = [tuple(n for n in lab if n not in rare) for lab in labels]
 
-    if method == "convfit":
-        # max_pairs caps all pairs; a positive brings 2·n negatives along, so cap·(1 + 2n) pairs.
-        cfg = TrainConfig(
-            method="convfit",
-            loss="ocl",
-            negatives=2,
-            max_pairs=args.pos_cap * (1 + 2 * 2),
-            epochs=args.tune_epochs,
-            seed=args.seed,
-        )
-    elif method == "fast":
-        cfg = TrainConfig(epochs=args.tune_epochs, seed=args.seed)
-    else:
-        cfg = TrainConfig(method="lora", epochs=args.tune_epochs, seed=args.seed)
+    epochs = {"epochs": args.tune_epochs} if args.tune_epochs else {}
+    cfg = TrainConfig(method="lora" if method == "lora" else "fast", seed=args.seed, **epochs)
     trained = train_encoder(encoder, texts, labels, cfg, device="cpu")
     logger.info("tuned %s/%s: %s", encoder, method, trained.stats)
     return trained.encoder()
@@ -299,17 +286,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--regimes", nargs="+", default=["low", "high"], choices=["low", "high"])
     p.add_argument("--folds", nargs="+", type=int, default=list(range(10)), help="0-9")
-    p.add_argument(
-        "--methods", nargs="+", default=["frozen", "convfit", "lora"], choices=list(METHOD_NAMES)
-    )
+    p.add_argument("--methods", nargs="+", default=["frozen", "fast"], choices=list(METHOD_NAMES))
     p.add_argument("--encoders", nargs="+", default=["minilm", "mpnet"])
     p.add_argument("--head-epochs", type=int, default=None, help="default: HeadConfig's (600)")
     p.add_argument(
         "--head-max-steps", type=int, default=None, help="default: HeadConfig's (6000; 0 = no cap)"
     )
     p.add_argument("--threshold", type=float, default=0.3)
-    p.add_argument("--tune-epochs", type=int, default=None, help="contrastive epochs (None = auto)")
-    p.add_argument("--pos-cap", type=int, default=1000, help="positive pairs kept for convfit")
+    p.add_argument("--tune-epochs", type=int, default=None, help="passes (None = the default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--per-intent",
@@ -362,7 +346,6 @@ def payload(args: argparse.Namespace, rows: list[Row], seconds: float) -> dict[s
         "head_epochs": args.head_epochs,
         "head_max_steps": args.head_max_steps or None,
         "tune_epochs": args.tune_epochs,
-        "pos_cap": args.pos_cap,
         "threads": args.threads,
         "seed": args.seed,
         "per_intent_thresholds": args.per_intent,

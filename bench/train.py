@@ -18,16 +18,16 @@ target is ``total_s`` <= 60 s on 2 cores for the default. Methods:
 - ``fast_full``: the fast recipe with every layer trained (the default until this change).
 - ``fast_selftrain``: + a second pass on 50 pseudo-labels per intent from ``--pool`` unlabelled
   utterances of ``train.csv`` (the Train tab's "fast + unlabelled utterances"; time: both passes).
-- ``convfit``: ConvFiT Stage 2 as in the paper (OCL, n=3, 10 epochs; ``--convfit-epochs``).
-- ``convfit_budget``: the same recipe at the fast default's step budget.
 - ``lora``: the fast recipe on LoRA adapters only.
 - ``setfit`` / ``setfit_equal``: SetFit at its defaults / at the fast default's step count
   (``pip install -e .[bench]``).
 - ``mpnet_fast``: the default recipe on all-mpnet-base-v2 (``make mpnet``).
 - ``fast[key=value;...]``: the default with these ``TrainConfig`` settings, e.g.
-  ``fast[fast_passes=6;freeze_layers=2]``; ``convfit[...]`` and ``lora[...]`` the same on those
-  methods, e.g. ``convfit[loss="cos";epochs=1]``; ``budget=true`` gives a ``convfit`` variant
-  ``convfit_budget``'s budget (one pass over the fast default's steps: list ``fast`` first).
+  ``fast[epochs=6;freeze_layers=2]``; ``lora[...]`` the same on LoRA.
+
+ConvFiT Stage 2 on sampled pairs (``convfit``, ``convfit_budget``, the ``cos``/``smax`` losses)
+left ``TrainConfig`` after losing to ``fast`` on every seed (bench/RESULTS.md, issue 46 item 2);
+git history has the code that ran them.
 
 Usage:
     python -m bench.train --datasets banking77 --seeds 0 --methods frozen,fast,fast_full
@@ -63,8 +63,6 @@ ALL_METHODS = [
     "fast",
     "fast_full",
     "fast_selftrain",
-    "convfit",
-    "convfit_budget",
     "lora",
     "setfit",
     "setfit_equal",
@@ -130,11 +128,11 @@ def unlabelled_pool(folder: Path, shots: list[str], size: int, seed: int) -> lis
 
 
 # Methods that take ``[key=value;...]`` settings: the base method of their ``TrainConfig``.
-CUSTOM = ("fast", "convfit", "lora")
+CUSTOM = ("fast", "lora")
 
 
 def overrides(method: str) -> dict[str, Any] | None:
-    """The settings of a ``fast[key=value;...]`` (or ``convfit[...]``, ``lora[...]``) method,
+    """The settings of a ``fast[key=value;...]`` (or ``lora[...]``) method,
     values as JSON, else text, with the base method under ``method``; else None."""
     base, bracket, rest = method.partition("[")
     if not (bracket and base in CUSTOM and rest.endswith("]")):
@@ -154,8 +152,6 @@ def config_for(method: str, seed: int, args: Any) -> Any:
 
     custom = overrides(method)
     if custom is not None:
-        if custom.pop("budget", False):  # one pass over the fast default's step budget
-            custom = {"epochs": 1, "max_pairs": (args.fast_steps or 100) * 32, **custom}
         return TrainConfig(**{"seed": seed, **custom})
     if method in ("fast", "mpnet_fast", "fast_selftrain"):
         return TrainConfig(seed=seed)
@@ -163,15 +159,6 @@ def config_for(method: str, seed: int, args: Any) -> Any:
         return TrainConfig(seed=seed, freeze_layers=0)
     if method == "lora":
         return TrainConfig(method="lora", seed=seed)
-    if method == "convfit":
-        return TrainConfig(
-            method="convfit", loss="ocl", negatives=3, seed=seed, epochs=args.convfit_epochs
-        )
-    if method == "convfit_budget":
-        steps = args.fast_steps or 100
-        return TrainConfig(
-            method="convfit", loss="ocl", negatives=3, seed=seed, epochs=1, max_pairs=steps * 32
-        )
     raise ValueError(f"unknown method {method}")
 
 
@@ -282,7 +269,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoder", default="minilm")
     ap.add_argument("--device", default=None)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--convfit-epochs", type=int, default=None)
     ap.add_argument(
         "--pool", type=int, default=2000, help="unlabelled utterances for fast_selftrain"
     )

@@ -237,7 +237,7 @@ class HealthOut(BaseModel):
 
 
 class TrainIn(BaseModel):
-    method: str = Field("fast", description="fast, convfit or lora")
+    method: str = Field("fast", description="fast or lora")
     settings: dict[str, Any] = Field(
         default_factory=dict, description='TrainConfig settings, e.g. {"epochs": 2}'
     )

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")
     p.add_argument("--project", required=True)
-    p.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
+    p.add_argument("--method", default="fast", choices=["fast", "lora"])
     p.add_argument(
         "--set",
         action="append",

@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 METHOD_CHOICES: dict[str, dict[str, Any]] = {
     # Short enough for the dropdown at 1280 px; the README and the help line say more.
     "fast · in-batch contrastive (default)": {"method": "fast"},
-    "ConvFiT stage 2 · OCL pairs": {"method": "convfit", "loss": "ocl", "negatives": 3},
     "LoRA adapter · small artifact": {"method": "lora"},
 }
 

@@ -304,7 +304,7 @@ def template_training(templates: Mapping[str, str], weight: float) -> Iterator[N
             pair: torch.Tensor = self.base.compute_loss_from_embeddings(embeddings[2:4], labels)
             return main + weight * pair
 
-    plain_batches, plain_loss = fit._fast_batches, losses.build_loss
+    plain_batches, plain_loss = fit._fast_batches, losses.ranking_loss
 
     def batches(*a: Any, **kw: Any) -> list[Batch]:
         out = []
@@ -317,12 +317,12 @@ def template_training(templates: Mapping[str, str], weight: float) -> Iterator[N
         return TemplateAwareLoss(plain_loss(*a, **kw))
 
     fit._fast_batches = batches  # type: ignore[assignment]
-    losses.build_loss = build  # type: ignore[assignment]
+    losses.ranking_loss = build  # type: ignore[assignment]
     try:
         yield
     finally:
         fit._fast_batches = plain_batches  # type: ignore[assignment]
-        losses.build_loss = plain_loss  # type: ignore[assignment]
+        losses.ranking_loss = plain_loss  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------- the runs

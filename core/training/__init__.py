@@ -1,4 +1,4 @@
-"""Specialise a sentence encoder on labelled utterances (ConvFiT Stage 2, fast in-batch, LoRA).
+"""Specialise a sentence encoder on labelled utterances (ConvFiT-style in-batch ranking, LoRA).
 
 Example:
     >>> from core.training import TrainConfig, train_encoder, load_trained  # doctest: +SKIP
@@ -20,12 +20,10 @@ from core.training.model_io import (
     load_trained,
     read_metadata,
 )
-from core.training.pairs import Pair, sample_pairs
 from core.training.trainable import Trainable, check_trainable, trainable
 
 __all__ = [
     "Eta",
-    "Pair",
     "TrainConfig",
     "TrainProgress",
     "Trainable",
@@ -37,7 +35,6 @@ __all__ = [
     "load_trained",
     "planned_steps",
     "read_metadata",
-    "sample_pairs",
     "train_encoder",
     "trainable",
 ]

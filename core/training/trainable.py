@@ -58,7 +58,8 @@ def _too_few(labels: Sequence[Sequence[str]]) -> tuple[Counter[str], tuple[str, 
 def trainable(texts: Sequence[str], labels: Sequence[Sequence[str]]) -> Trainable:
     """``texts`` and ``labels`` without the intents that have fewer than :data:`MIN_EXAMPLES`
     examples: their names are taken off every row, and a row they leave with no label at all is
-    left out (a row that had none to begin with stays: ``convfit`` uses it as a negative)."""
+    left out (a row that had none to begin with stays: it has no same-intent partner, so it never
+    trains)."""
     if len(texts) != len(labels):
         raise ValueError(f"texts and labels differ in length ({len(texts)} vs {len(labels)}).")
     _, left_out = _too_few(labels)

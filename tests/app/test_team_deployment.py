@@ -83,7 +83,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     make_tiny(app_ctx)
     gpu_box = _worker(tmp_path / "gpu-box")
     try:
-        view, _ = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), {**QUICK, "fast_passes": 60})
+        view, _ = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), {**QUICK, "epochs": 60})
         deadline = time.monotonic() + 240
         while svc.job(app_ctx, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"

@@ -61,7 +61,7 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
     [
         {"method": "magic"},
         {"lr": -1},
-        {"fast_passes": 0},
+        {"epochs": 0},
         {"epochz": 2},
         {"self_train": -1},
         {"stage1": True},
@@ -112,7 +112,7 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx
     PyTorch error. The encoder's layer count is read from its ``config.json`` (nothing loaded):
     MiniLM has 6, so 0 to 5 freeze (at least the top layer trains)."""
     make_tiny(ctx)
-    for settings in ({"freeze_layers": 99}, {"freeze_layers": 6, "method": "convfit"}):
+    for settings in ({"freeze_layers": 99}, {"freeze_layers": 6, "method": "fast"}):
         with pytest.raises(ValueError, match=r"freeze_layers must be between 0 and 5 .*got \d+"):
             svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, **settings}, enqueue=False)
     assert job_count(ctx) == 0
@@ -184,7 +184,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         assert mv is not None
         assert mv.metrics["split"] == "test"
         assert set(mv.metrics["base"]) >= {"accuracy", "macro_f1"}
-        assert mv.config["fast_passes"] == 1
+        assert mv.config["epochs"] == 1
         # the tests' server runs with INTENT_STUDIO_INT8=off: no int8 copy, and the reason why
         assert mv.metrics["int8"] == {"passed": False, "reason": INT8_OFF}
         assert not (ctx.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
@@ -299,9 +299,7 @@ def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
 
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(
-        ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60}, enqueue=False
-    )
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False)
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
@@ -327,9 +325,7 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
     its next poll (before and after loading, before the first step, every step) and nothing it
     made counts."""
     make_tiny(ctx)
-    view, _ = svc.request_retrain(
-        ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60}, enqueue=False
-    )
+    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False)
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
@@ -390,7 +386,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "fast_passes": 60})
+        view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60})
         deadline = time.monotonic() + 240
         while svc.job(ctx, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"

@@ -10,23 +10,13 @@ from core.training import TrainConfig
 
 def test_defaults_are_the_fast_method() -> None:
     cfg = TrainConfig()
-    assert cfg.method == "fast"
-    assert cfg.resolved_loss == "mnrl"
-    assert cfg.batch_size == 32 and cfg.max_length == 48 and cfg.margin == 0.5
-
-
-def test_paper_defaults_for_convfit() -> None:
-    cfg = TrainConfig(method="convfit")
-    assert cfg.resolved_loss == "ocl"
-    assert cfg.resolved_lr == 2e-5
-    assert [cfg.resolved_epochs(s) for s in (10, 30, 100)] == [10, 5, 2]
-    assert TrainConfig(method="convfit", epochs=3).resolved_epochs(10) == 3
+    assert cfg.method == "fast" and cfg.epochs == 4 and cfg.resolved_lr == 1e-4
+    assert cfg.batch_size == 32 and cfg.max_length == 48
+    assert TrainConfig(method="lora").resolved_lr == 1e-3
 
 
 def test_json_round_trip() -> None:
-    cfg = TrainConfig(
-        method="convfit", loss="cos", negatives=1, margin=0.3, lora_targets=("query",)
-    )
+    cfg = TrainConfig(method="lora", epochs=2, lora_targets=("query",), freeze_layers=1)
     data = json.loads(json.dumps(cfg.to_dict()))
     assert TrainConfig.from_dict(data) == cfg
 
@@ -35,10 +25,7 @@ def test_json_round_trip() -> None:
     ("kwargs", "match"),
     [
         ({"method": "magic"}, "Unknown method 'magic'"),
-        ({"loss": "hinge"}, "Unknown loss 'hinge'"),
-        ({"method": "fast", "loss": "ocl"}, "loss must be 'mnrl'"),
-        ({"margin": 0.0}, r"margin must be in \(0.0, 2.0\]"),
-        ({"negatives": 50}, "negatives must be between 0 and 20"),
+        ({"method": "convfit"}, r"method='convfit' is no longer an option: .*every one of 3 seeds"),
         ({"epochs": 0}, "epochs must be between 1 and 100"),
         ({"batch_size": 1}, "batch_size must be between 2"),
         ({"batch_size": 2.5}, "batch_size must be an integer"),
@@ -46,7 +33,6 @@ def test_json_round_trip() -> None:
         ({"warmup": 1.0}, r"warmup must be in \[0.0, 1.0\)"),
         ({"max_length": 2}, "max_length must be between 4"),
         ({"lora_targets": ()}, "lora_targets must be a non-empty"),
-        ({"max_pairs": 0}, "max_pairs must be between 1"),
         ({"seed": True}, "seed must be an integer"),
     ],
 )
@@ -61,9 +47,15 @@ def test_from_dict_rejects_unknown_keys() -> None:
 
 
 def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_refused() -> None:
-    stored = {**TrainConfig(fast_passes=2).to_dict(), "label_encoder": "shared"}
+    stored = {**TrainConfig(epochs=2).to_dict(), "label_encoder": "shared"}
     # as every earlier version recorded them
     stored.update(
+        epochs=None,
+        fast_passes=2,
+        loss=None,
+        margin=0.5,
+        negatives=3,
+        max_pairs=20000,
         label_layers=None,
         anchor_pairs=False,
         projection_dim=None,
@@ -82,7 +74,16 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         symmetric=True,
         pair_strategy="convfit",
     )
-    assert TrainConfig.from_dict(stored) == TrainConfig(fast_passes=2)
+    assert TrainConfig.from_dict(stored) == TrainConfig(epochs=2)
+    assert TrainConfig.from_dict({**stored, "epochs": 3}) == TrainConfig(epochs=3)  # it won
+    assert TrainConfig.from_dict({**stored, "loss": "mnrl", "max_pairs": None}).epochs == 2
+    with pytest.raises(ValueError, match=r"method='convfit' is no longer an option: .*-2\.6"):
+        TrainConfig.from_dict({**stored, "method": "convfit"})
+    with pytest.raises(ValueError, match=r"loss='ocl' is no longer an option: .*only loss"):
+        TrainConfig.from_dict({**stored, "loss": "ocl"})
+    for name, value in (("margin", 0.3), ("negatives", 1), ("max_pairs", 40)):
+        with pytest.raises(ValueError, match=f"{name}={value} is no longer an option: .*ConvFiT"):
+            TrainConfig.from_dict({**stored, name: value})
     with pytest.raises(ValueError, match=r"symmetric=False is no longer an option: .*tied"):
         TrainConfig.from_dict({**stored, "symmetric": False})
     with pytest.raises(ValueError, match=r"pair_strategy='all' is no longer an option: .*lost"):
@@ -129,9 +130,9 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         TrainConfig(label_encoder="separate")  # type: ignore[call-arg]
 
 
-def test_the_fast_method_freezes_the_lowest_three_layers_and_convfit_none_by_default() -> None:
+def test_the_fast_method_freezes_the_lowest_three_layers_and_lora_none_by_default() -> None:
     assert TrainConfig().resolved_freeze_layers == 3
-    assert TrainConfig(method="convfit").resolved_freeze_layers == 0
+    assert TrainConfig(method="lora").resolved_freeze_layers == 0
     assert TrainConfig(freeze_layers=0).resolved_freeze_layers == 0
     assert TrainConfig.from_dict(TrainConfig().to_dict()).freeze_layers is None
 
@@ -150,7 +151,7 @@ def test_a_non_finite_number_is_refused_for_every_float_setting(name, value) -> 
 
 
 def test_the_red_teams_retrain_settings_are_refused_before_queueing() -> None:
-    assert {"lr", "margin", "scale"} <= set(FLOAT_SETTINGS)
-    for bad in ({"lr": float("nan")}, {"margin": float("nan")}):
+    assert {"lr", "scale"} <= set(FLOAT_SETTINGS)
+    for bad in ({"lr": float("nan")}, {"scale": float("nan")}):
         with pytest.raises(ValueError, match="finite"):
             TrainConfig.from_dict(json.loads(json.dumps(bad)))  # NaN survives JSON in Python

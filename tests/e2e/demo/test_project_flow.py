@@ -52,7 +52,7 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     shot(page, "30-flow-imported")
 
     page.get_by_role("tab", name="Train").click()
-    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=8")
+    page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=8")
     page.locator("#retrain").click()
     job = started_job(page)
     wait_for_job(page, job, "succeeded")

@@ -42,7 +42,7 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     page.goto(server.url)
     page.get_by_role("tab", name="Train").click()
     page.evaluate(RECORD)
-    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
+    page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=16")
     page.locator("#retrain").click()
     job = started_job(page)
     wait_for_job(page, job, "succeeded")

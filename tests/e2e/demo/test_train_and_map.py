@@ -32,7 +32,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     )
     page.goto(server.url)
     page.get_by_role("tab", name="Train").click()
-    page.get_by_label("Advanced settings (optional)").fill("fast_passes=1, batch_size=16")
+    page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=16")
     page.locator("#retrain").click()
     job = started_job(page)
     wait_for_job(page, job, "running", "succeeded", timeout=120_000)
