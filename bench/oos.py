@@ -16,9 +16,9 @@ Peers: a logistic-regression head on the same vectors with a max-probability thr
 rule chooses it), and SetFit's probability threshold when ``setfit`` is installed.
 
 Rows per decision rule of the pool (``--rules``: the nearest example alone, or with the
-intent's prototype, the default) and per threshold mode: global, per-intent, and per-intent
-shrunk toward the global threshold by ``m`` pseudo-scores (``--shrinks``; the app's default is
-:data:`core.evaluation.oos.SHRINK`).
+intent's prototype, the default), one project-wide threshold each (per-intent thresholds, and
+per-intent ones shrunk toward it, lost on BANKING77 and CLINC150 and left the product:
+``bench/oos_calibration.py``, bench/RESULTS.md).
 
 Usage:
     python -m bench.oos --encoders frozen,tuned --targets 0.9,0.95,0.98
@@ -106,10 +106,9 @@ def rows_for(
     vecs: dict[str, np.ndarray],
     targets: list[float],
     rules: list[str],
-    shrinks: list[float],
 ) -> list[dict[str, Any]]:
-    """Per decision rule: thresholds chosen on val (global, per-intent, per-intent shrunk toward
-    the global one) and from the pool alone as the app does (the same three), then the LR head."""
+    """Per decision rule: the project-wide threshold chosen on val and from the pool alone as
+    the app does, then the LR head's (per-intent thresholds left the product: bench/RESULTS.md)."""
     tr_y, va_y, te_y = data["train"][1], data["val"][1], data["test"][1]
     out = []
     for rule in rules:
@@ -118,25 +117,19 @@ def rows_for(
         va = knn_top(vecs["train"], tr_y, vecs["val"], rule)
         va_oos = knn_top(vecs["train"], tr_y, vecs["val_oos"], rule)
         own, neg = split_scores(*va, va_y), split_scores(*va_oos, None)
-        modes: list[tuple[str, bool, float]] = [("global", False, 0.0), ("per-intent", True, 0.0)]
-        modes += [(f"shrunk {m:g}", True, m) for m in shrinks]
         for target in targets:
-            for mode, per, shrink in modes:
-                _, th, _ = thresholds_from_scores(own, neg, target, per_intent=per, shrink=shrink)
-                row = {"encoder": name, "rule": rule, "method": f"val {mode}", "target": target}
-                out.append({**row, **metrics(*te, te_y, *te_oos, th)})
-            for mode, per, shrink in modes:
-                cal = calibrate(
-                    vecs["train"],
-                    [(y,) for y in tr_y],
-                    out_of_scope=vecs["val_oos"],
-                    target_recall=target,
-                    per_intent=per,
-                    shrink=shrink,
-                    rule=rule,
-                )
-                row = {"encoder": name, "rule": rule, "method": f"pool {mode}", "target": target}
-                out.append({**row, **metrics(*te, te_y, *te_oos, cal.thresholds)})
+            _, th, _ = thresholds_from_scores(own, neg, target)
+            row = {"encoder": name, "rule": rule, "method": "val global", "target": target}
+            out.append({**row, **metrics(*te, te_y, *te_oos, th)})
+            cal = calibrate(
+                vecs["train"],
+                [(y,) for y in tr_y],
+                out_of_scope=vecs["val_oos"],
+                target_recall=target,
+                rule=rule,
+            )
+            row = {"encoder": name, "rule": rule, "method": "pool global", "target": target}
+            out.append({**row, **metrics(*te, te_y, *te_oos, cal.thresholds)})
 
     from sklearn.linear_model import LogisticRegression
 
@@ -150,10 +143,9 @@ def rows_for(
     lr_own = split_scores(*lr_top(vecs["val"]), va_y)
     lr_neg = split_scores(*lr_top(vecs["val_oos"]), None)
     for target in targets:
-        for method, per in (("val global", False), ("val per-intent", True)):
-            _, th, _ = thresholds_from_scores(lr_own, lr_neg, target, per_intent=per, shrink=0)
-            row = {"encoder": name, "rule": "LR max-proba", "method": method, "target": target}
-            out.append({**row, **metrics(*lr_te, te_y, *lr_te_oos, th)})
+        _, th, _ = thresholds_from_scores(lr_own, lr_neg, target)
+        row = {"encoder": name, "rule": "LR max-proba", "method": "val global", "target": target}
+        out.append({**row, **metrics(*lr_te, te_y, *lr_te_oos, th)})
     return out
 
 
@@ -179,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", default="0.9,0.95,0.98")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rules", default=",".join(RULES), help="decision rules of the pool")
-    ap.add_argument("--shrinks", default="5,10,20", help="pseudo-counts toward the global one")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--vectors", type=Path, default=None, help="keep/reuse vectors here")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "oos.json")
@@ -198,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     data = {k: read_csv(args.data / f) for k, f in files.items()}
     targets = [float(t) for t in args.targets.split(",")]
     rules = [r for r in args.rules.split(",") if r]
-    shrinks = [float(m) for m in args.shrinks.split(",") if m]
     results: list[dict[str, Any]] = []
     notes: list[str] = []
     for name in args.encoders.split(","):
@@ -207,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         if saved is not None and saved.is_file():  # re-score without re-training
             with np.load(saved) as z:
                 vecs = {k: z[k] for k in files}
-            results += rows_for(name, data, vecs, targets, rules, shrinks)
+            results += rows_for(name, data, vecs, targets, rules)
             print(table(results), flush=True)
             continue
         if name == "frozen":
@@ -233,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if saved is not None:
             saved.parent.mkdir(parents=True, exist_ok=True)
             np.savez(saved, **vecs)
-        results += rows_for(name, data, vecs, targets, rules, shrinks)
+        results += rows_for(name, data, vecs, targets, rules)
         print(table(results), flush=True)
     if importlib.util.find_spec("setfit") is None:
         notes.append(

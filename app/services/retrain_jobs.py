@@ -47,7 +47,7 @@ TUNING_RETIRED = (
 )
 
 
-# One ``key=value`` per line or comma; a comma inside a value (``lora_targets=["query","value"]``)
+# One ``key=value`` per line or comma; a comma inside a value (``tags=["a","b"]``)
 # stays in it: only a comma followed by the next ``key=`` separates.
 _SEPARATOR = re.compile(r"\n|,(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 
@@ -57,8 +57,8 @@ def parse_settings(text: str | Sequence[str]) -> dict[str, Any]:
     values read as JSON when they parse, else kept as text. Names and ranges are checked by
     :meth:`RetrainSpec.parse` afterwards.
 
-    >>> parse_settings('epochs=2, lora_targets=["query","value"]')
-    {'epochs': 2, 'lora_targets': ['query', 'value']}
+    >>> parse_settings('epochs=2, tags=["a","b"]')
+    {'epochs': 2, 'tags': ['a', 'b']}
     """
     items = _SEPARATOR.split(text) if isinstance(text, str) else list(text)
     config: dict[str, Any] = {}

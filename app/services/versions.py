@@ -54,13 +54,6 @@ def resolve_factory(
     return ctx.version_factory(p.id, mv, base, p.settings, served=served), label
 
 
-def resolve_anchor_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> Encoder:
-    """The encoder of a version's anchors (intent descriptions / names): its separate label
-    encoder when it was trained with one, else the version's own encoder."""
-    mv, base = _selected(ctx, p, version)
-    return ctx.label_encoder_for_version(mv) or ctx.encoder_for_version(mv, base)
-
-
 def head_options(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[str, Any]:
     """The options a version's multi-label head was trained with (empty: the defaults)."""
     mv, _ = _selected(ctx, p, version)

@@ -86,9 +86,6 @@ class AppContext:
     def encoder_for_version(self, mv: ModelVersion | None, base: str = "minilm") -> Encoder:
         return self.models.encoder_for_version(mv, base)
 
-    def label_encoder_for_version(self, mv: ModelVersion | None) -> Encoder | None:
-        return self.models.label_encoder_for_version(mv)
-
     def serving_encoder(
         self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
     ) -> CachedEncoder:
@@ -113,12 +110,9 @@ class AppContext:
         project_id: int,
         encoder: TextEncoder,
         *,
-        label_encoder: TextEncoder | None = None,
         head: MultiLabelHead | None = None,
     ) -> PredictorFactory:
-        return self.factories.predictor_factory(
-            project_id, encoder, label_encoder=label_encoder, head=head
-        )
+        return self.factories.predictor_factory(project_id, encoder, head=head)
 
     def version_factory(
         self,

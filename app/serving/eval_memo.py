@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.evaluation.data import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
@@ -100,12 +101,11 @@ def evaluation_key(
     fingerprint = getattr(factory.encoder, "fingerprint", None)
     if not fingerprint:
         return None
-    label = factory.label_encoder
     anchors = factory.anchors
     parts = {
         "code": code_version(),
         "encoder": str(fingerprint),
-        "label_encoder": str(getattr(label, "fingerprint", "")) if label is not None else "",
+        "anchor_encoder": str(getattr(anchor_encoder_of(factory.encoder), "fingerprint", "")),
         "anchors": (
             [sorted(anchors.texts.items()), anchors.weight]
             if anchors is not None and anchors.on

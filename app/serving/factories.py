@@ -1,6 +1,5 @@
 """The one builder of a project's :class:`~core.retrieval.factory.PredictorFactory`: its anchors
-as the project sets them, its context encoding, the multi-label head and label encoder of a
-version. The live pool, a version's evaluation, the Map, the drill-down and a retrain's
+as the project sets them, its context encoding, the multi-label head of a version. The live pool, a version's evaluation, the Map, the drill-down and a retrain's
 evaluation all build their Predictors from it, so they decide alike.
 
 Guarantees: each call reads the project's settings and intents as they are now (one database
@@ -15,6 +14,7 @@ from typing import cast
 from app.project_settings import encodes_context
 from app.serving.models import Models
 from app.serving.pools import project_anchors
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.multilabel.head import MultiLabelHead
 from core.retrieval.factory import Anchors, PredictorFactory
@@ -35,25 +35,23 @@ class FactoryBuilder:
         project_id: int,
         encoder: TextEncoder,
         *,
-        label_encoder: TextEncoder | None = None,
         head: MultiLabelHead | None = None,
     ) -> PredictorFactory:
         """The one factory of the project's Predictors in ``encoder``'s space: its anchors as
-        the project sets them (encoded through the embedding cache by ``label_encoder``, else
-        ``encoder``), its context encoding, the multi-label ``head`` of the version, the default
-        ``k`` and rule."""
+        the project sets them (encoded through the embedding cache by ``encoder``'s anchor
+        encoder, :func:`core.encoding.anchor_encoder.anchor_encoder_of`), its context encoding,
+        the multi-label ``head`` of the version, the default ``k`` and rule."""
         with self.db.session() as s:
             settings = dict(get_project(s, project_id).settings or {})
             texts, weight = project_anchors(s, project_id, settings)
         anchors = None
         if weight and texts:
-            by = cast(CachedEncoder, label_encoder if label_encoder is not None else encoder)
+            by = cast(CachedEncoder, anchor_encoder_of(encoder))
             anchors = Anchors(texts, weight, self.cache.encode(by, list(texts.values())))
         return PredictorFactory(
             encoder,
             anchors=anchors,
             head=head,
-            label_encoder=label_encoder,
             use_context=encodes_context(settings),
         )
 
@@ -67,7 +65,7 @@ class FactoryBuilder:
         served: bool = False,
     ) -> PredictorFactory:
         """:meth:`predictor_factory` of a model version (None: the frozen ``base``) with its
-        label encoder and multi-label head, in its fp32 encoder's space or, ``served``, in the
+        multi-label head, in its fp32 encoder's space or, ``served``, in the
         space that serves it under the project's ``settings``
         (:meth:`app.serving.models.Models.serving_encoder`): a version's recorded and live
         evaluations and its map are what it answers."""
@@ -76,6 +74,5 @@ class FactoryBuilder:
         return self.predictor_factory(
             project_id,
             serving if serving is not None else models.encoder_for_version(mv, base),
-            label_encoder=models.label_encoder_for_version(mv),
             head=models.version_head(mv),
         )

@@ -156,7 +156,6 @@ class LivePools:
             mv, project = active_version(s, project_id), get_project(s, project_id)
             base, settings = project.base_encoder, dict(project.settings or {})
         encoder = self.models.serving_encoder(mv, base, settings)
-        label = self.models.label_encoder_for_version(mv)  # before the lock: it takes the lock
         mv_id = mv.id if mv is not None else None
         use_context = encodes_context(settings)
         with self._lock:
@@ -171,9 +170,7 @@ class LivePools:
             head = self.models.version_head(mv)
             data = self.head_data(project_id) if head is None else None
             kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
-            factory = self.factories.predictor_factory(
-                project_id, encoder, label_encoder=label, head=head
-            )
+            factory = self.factories.predictor_factory(project_id, encoder, head=head)
             with self._lock:
                 pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
                 pool.fits_head = head is None

@@ -1,6 +1,6 @@
-"""The models a process has loaded: the frozen base encoders, each version's trained encoder,
-its separate label encoder, its int8 ONNX copy (:mod:`app.serving.int8` decides whether it
-serves) and its multi-label head.
+"""The models a process has loaded: the frozen base encoders, each version's trained encoder
+(:func:`core.training.load_trained`, which reads old versions too), its int8 ONNX copy
+(:mod:`app.serving.int8` decides whether it serves) and its multi-label head.
 
 Guarantees: a version's model is read from its artifact once per process, keyed by the version
 and the artifact's hash (a version re-registered under a new artifact is read again); a base
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import cast
 
 from app.serving.int8 import INT8_DIR, load_int8, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -52,41 +51,33 @@ class Models:
                 self._encoders[key] = load_trained(path, device=self.device)
             return self._encoders[key]
 
-    def label_encoder_for_version(self, mv: ModelVersion | None) -> Encoder | None:
-        """A version's separate label encoder, which embeds its anchors (None: it has none)."""
-        if mv is None or not mv.artifact_path:
-            return None
-        if (mv.config or {}).get("label_encoder") != "separate":
-            return None
-        key = f"label:{mv.id}:{mv.artifact_sha256}"
-        with self._lock:
-            if key not in self._encoders:
-                from core.training import load_label_encoder
-
-                found = load_label_encoder(self.artifacts.path(mv.artifact_path), self.device)
-                self._encoders[key] = cast(Encoder, found)  # separate: never None
-            return self._encoders[key]
-
     def serving_encoder(
         self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
     ) -> CachedEncoder:
         """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
         passed parity and the project allows it (:func:`app.serving.int8.serves_int8`), else
-        the fp32 encoder (also when the int8 copy is missing or will not load)."""
+        the fp32 encoder (also when the int8 copy is missing or will not load). The int8 copy
+        embeds its anchors as the fp32 encoder does (an old version's separate label encoder:
+        :func:`core.training.load_label_encoder`)."""
         if (
             mv is None
             or not mv.artifact_path
             or not serves_int8(VersionMetrics.from_dict(mv.metrics), settings)
         ):
             return self.encoder_for_version(mv, base)
-        folder = self.artifacts.path(mv.artifact_path) / INT8_DIR
+        path = self.artifacts.path(mv.artifact_path)
+        folder = path / INT8_DIR
         if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32
             return self.encoder_for_version(mv, base)
         key = f"int8:{mv.id}:{mv.artifact_sha256}"
         with self._lock:
             if key not in self._int8:
                 try:
-                    self._int8[key] = load_int8(folder)
+                    from core.training import load_label_encoder
+
+                    copy = load_int8(folder)
+                    copy.anchors = load_label_encoder(path, self.device)
+                    self._int8[key] = copy
                 except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
                     logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
                     self._int8[key] = None

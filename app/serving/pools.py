@@ -23,6 +23,7 @@ from typing import Any, Protocol, cast
 
 from app.project_settings import anchor_weight, oos_target
 from app.serving.eval_memo import JsonMemo, digest, source_hash
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.previous_turn import with_context
 from core.evaluation.data import EvalData
@@ -142,7 +143,7 @@ def sync(
         texts = anchors_of(pool.intents, weight)
         weight = weight if texts else 0.0
         if (weight, texts) != pool.anchors:
-            by = cast(CachedEncoder, pool.predictor.anchor_encoder)  # a label encoder, if any
+            by = cast(CachedEncoder, anchor_encoder_of(pool.predictor.encoder))
             vectors = cache.encode(by, list(texts.values())) if texts else None
             pool.predictor.set_anchors(texts, weight, vectors=vectors)
             pool.anchors = (weight, texts)
@@ -350,7 +351,7 @@ def _calibration_key(pool: ProjectPool, oos: list[str]) -> str | None:
         {
             "code": source_hash(_CALIBRATION_CODE),
             "encoder": str(fingerprint),
-            "anchor_encoder": str(getattr(predictor.anchor_encoder, "fingerprint", "")),
+            "anchor_encoder": str(getattr(anchor_encoder_of(pool.encoder), "fingerprint", "")),
             "anchors": [pool.anchors[0], sorted(pool.anchors[1].items())],
             "k": predictor.k,
             "rule": predictor.rule,

@@ -12,11 +12,14 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.encoding.fair_share import Turns
+
+if TYPE_CHECKING:
+    from core.encoding.registry import Encoder
 
 MODEL_FILE = "model.int8.onnx"
 CONFIG_FILE = "onnx_config.json"
@@ -36,7 +39,12 @@ class OnnxEncoder:
         >>> enc = OnnxEncoder(Path("bundle/onnx"), threads=2)  # doctest: +SKIP
         >>> enc.encode(["hello"]).dtype  # doctest: +SKIP
         dtype('float32')
+
+    ``anchors``: as :attr:`core.encoding.registry.Encoder.anchors` (the int8 copy of an old
+    version with a separate label encoder embeds its anchors with that label encoder).
     """
+
+    anchors: Encoder | None = None
 
     def __init__(
         self,

@@ -163,7 +163,13 @@ class Encoder:
     waiting for the encoder goes before the next chunk. A chunk's cost is its size times its
     longest text (texts are padded to it; longer than the model reads counts as that long); how
     much cost fits in one turn is learnt from every pass timed so far (:class:`ChunkCost`).
+
+    ``anchors``: the separate encoder of the intents' anchors of an old version trained with a
+    label encoder (set only by :func:`core.training.model_io.load_trained`; read through
+    :func:`core.encoding.anchor_encoder.anchor_encoder_of`); None: this encoder embeds them.
     """
+
+    anchors: Encoder | None = None
 
     def __init__(
         self, model: SentenceTransformer, name: str, fingerprint: str, turns: Turns | None = None

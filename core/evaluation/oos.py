@@ -11,27 +11,23 @@ threshold too high: on BANKING77 and CLINC150, 3 seeds, frozen MiniLM, it flagge
 in-scope test questions against a 5 % target, this rule 4-5 %: ``bench/oos_calibration.py``).
 An intent's threshold is the highest score that still accepts ``target_recall`` of the scores of
 the examples whose top is that intent (the project's trade-off, 95 % by default): a question whose
-top intent scores below its intent's threshold is *out of scope*. By default (:data:`PER_INTENT`)
-every intent uses the threshold of the whole pool's scores, the best on the benchmark; per-intent
-thresholds are shrunk toward it by their number of scores (:data:`SHRINK`).
+top intent scores below the threshold is *out of scope*. Every intent uses the one threshold of
+the whole pool's scores: per-intent thresholds (each intent's own, or shrunk toward the
+project-wide one by its number of scores) flagged more in-scope questions at a lower precision on
+BANKING77 and CLINC150, 3 seeds, frozen and retrained MiniLM (``bench/RESULTS.md``), and left.
 
 Examples the designer labels :data:`OUT_OF_SCOPE` (a reserved label: never a class, no minimum
 count) sharpen this: the target recall is a floor, and below it the threshold sits where the
-in-scope examples accepted plus the out-of-scope examples rejected are the most (one rule,
-:func:`choose_threshold`, for the whole pool and for each intent).
-
-With per-intent thresholds, an intent with fewer than :data:`MIN_SCORES` such scores (one
-example: nothing to score it against) uses the project-wide threshold, and the calibration says so.
+in-scope examples accepted plus the out-of-scope examples rejected are the most
+(:func:`choose_threshold`).
 
 Example:
     >>> import numpy as np
     >>> vecs = np.array([[1, 0], [0.9, 0.1], [0.95, 0.05], [0, 1], [0.1, 0.9], [0.05, 0.95]])
     >>> labels = [("a",), ("a",), ("a",), ("b",), ("b",), ("b",)]
-    >>> sorted(calibrate(vecs, labels, folds=3).thresholds)
-    ['default']
-    >>> cal = calibrate(vecs, labels, folds=3, per_intent=True)
+    >>> cal = calibrate(vecs, labels, folds=3)
     >>> sorted(cal.thresholds), cal.fallback
-    (['a', 'b', 'default'], ())
+    (['default'], ('a', 'b'))
 """
 
 from __future__ import annotations
@@ -64,21 +60,11 @@ __all__ = [
 ]
 
 DEFAULT_TARGET_RECALL = 0.95
-# An intent needs this many out-of-fold scores of its own for a threshold of its own.
-MIN_SCORES = 3
 CALIBRATION_FOLDS = 5
 # The Label queue's hint: the share of the out-of-fold examples with the smallest margins that
 # calibrate the threshold for uncertain questions, and the fewest such scores it needs.
 UNCERTAIN_SHARE = 0.25
 MIN_UNCERTAIN = 20
-# One project-wide threshold by default: on CLINC150 (bench/oos.py, 10-shot pool, frozen and
-# tuned MiniLM) it gave the best in-scope accuracy and OOS precision and kept the target in-scope
-# recall best; per-intent thresholds from ~10 scores each were the noisiest (in-scope accuracy
-# -6 and -10 points), and shrinking them toward the global one only approached it.
-PER_INTENT = False
-# With per-intent thresholds: pseudo-scores of the project-wide threshold mixed into each
-# intent's own (20: the best AUROC of 5, 10, 20, 40, 80 on the frozen pool).
-SHRINK = 20.0
 
 
 def check_target_recall(value: float) -> float:
@@ -176,38 +162,20 @@ def thresholds_from_scores(
     own: dict[str, list[float]],
     negatives: dict[str, list[float]],
     target_recall: float = DEFAULT_TARGET_RECALL,
-    *,
-    per_intent: bool = True,
-    shrink: float = SHRINK,
 ) -> tuple[float, dict[str, float], tuple[str, ...]]:
-    """Thresholds from scored questions: ``own[intent]`` the scores of in-scope questions whose
-    top is ``intent`` (its own or not), ``negatives[intent]`` those of out-of-scope questions
-    whose top is it. Returns the project-wide threshold, the thresholds (with ``"default"``) and the
-    intents left on the project-wide one (fewer than :data:`MIN_SCORES` scores).
-
-    An intent's own threshold, chosen from its ``n`` scores, is shrunk toward the project-wide
-    one: ``(n * own + shrink * project) / (n + shrink)`` (``shrink=0``: its own alone).
+    """The project-wide threshold from scored questions: ``own[intent]`` the scores of in-scope
+    questions whose top is ``intent`` (its own or not), ``negatives[intent]`` those of
+    out-of-scope questions whose top is it. Returns the threshold, the thresholds (``"default"``)
+    and the intents that use it (every one).
 
     Example:
-        >>> thresholds_from_scores({"a": [0.9, 0.8, 0.7], "b": [0.5]}, {}, 0.6, shrink=0)[1:]
-        ({'default': 0.7, 'a': 0.8}, ('b',))
+        >>> thresholds_from_scores({"a": [0.9, 0.8, 0.7], "b": [0.5]}, {}, 0.6)
+        (0.7, {'default': 0.7}, ('a', 'b'))
     """
-    if not shrink >= 0:
-        raise ValueError(f"shrink must be 0 or more, got {shrink}.")
     every = [s for values in own.values() for s in values]
     all_negatives = [s for values in negatives.values() for s in values]
     default = choose_threshold(every, all_negatives, target_recall)
-    thresholds = {"default": default}
-    fallback = []
-    for name in sorted(own):
-        n = len(own[name])
-        if per_intent and n >= MIN_SCORES:
-            alone = choose_threshold(own[name], negatives.get(name, ()), target_recall)
-            # (n * alone + shrink * default) / (n + shrink), exactly ``alone`` when shrink is 0
-            thresholds[name] = alone + shrink * (default - alone) / (n + shrink)
-        else:
-            fallback.append(name)
-    return default, thresholds, tuple(fallback)
+    return default, {"default": default}, tuple(sorted(own))
 
 
 @dataclass(frozen=True)
@@ -272,8 +240,6 @@ def calibrate_predictor(
     target_recall: float = DEFAULT_TARGET_RECALL,
     folds: int = CALIBRATION_FOLDS,
     seed: int = 0,
-    per_intent: bool = PER_INTENT,
-    shrink: float = SHRINK,
 ) -> Calibration:
     """Out-of-scope thresholds of a serving Predictor (see the module doc), from its own pool's
     examples scored out of fold by :func:`out_of_fold_scores` — the labelled `train` pool, never
@@ -284,9 +250,6 @@ def calibrate_predictor(
         predictor: the serving Predictor (its anchors take part as they do in a prediction).
         out_of_scope: vectors of examples labelled out of scope (scored against the whole pool).
         target_recall: the share of in-scope questions to keep (0.5 to 1).
-        per_intent: True gives each intent with enough scores a threshold of its own.
-        shrink: how far an intent's own threshold is pulled toward the project-wide one (see
-            :func:`thresholds_from_scores`).
     """
     check_target_recall(target_recall)
     scored = out_of_fold_scores(predictor, folds=folds, seed=seed)
@@ -317,24 +280,16 @@ def calibrate_predictor(
                 "its top intent until then."
             ],
         )
-    default, thresholds, fallback = thresholds_from_scores(
-        own, negatives, target_recall, per_intent=per_intent, shrink=shrink
-    )
+    default, thresholds, fallback = thresholds_from_scores(own, negatives, target_recall)
     anchored = " (with the intents' names and descriptions)" if predictor.index.anchors() else ""
     notes = [
         f"Out-of-scope thresholds for a {target_recall:.0%} in-scope recall, from "
         f"{len(every)} scores of the labelled training examples, each scored as a new question "
         f"by the other folds{anchored}"
         + (f", and {n_oos} examples labelled {OUT_OF_SCOPE}" if n_oos else "")
-        + f"; the test split is not used. Project-wide threshold {default:.2f}"
-        + ("." if per_intent else ", for every intent.")
+        + f"; the test split is not used. Project-wide threshold {default:.2f}, for every "
+        "intent."
     ]
-    if fallback and per_intent:
-        shown = ", ".join(fallback[:5]) + (" …" if len(fallback) > 5 else "")
-        notes.append(
-            f"{len(fallback)} intent(s) with too few examples for a threshold of their own use "
-            f"the project-wide one: {shown}."
-        )
     hint = _uncertain_hint(scored, negatives, target_recall)
     if hint is not None:
         notes.append(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.previous_turn import with_context
 from core.retrieval.knn import DEFAULT_RULE, check_rule
 from core.retrieval.predictor import Predictor, TextEncoder
@@ -86,7 +87,6 @@ class PredictorFactory:
         head: the version's multi-label head (it decides the label set).
         multi_label: whether the project is multi-label (None: from the pool's labels).
         thresholds: intent (or ``"default"``) -> minimum score (out of scope below).
-        label_encoder: the version's separate anchor encoder (None: ``encoder``).
         use_context: the project encodes each text after the turn before it.
     """
 
@@ -97,7 +97,6 @@ class PredictorFactory:
     head: MultiLabelHead | None = None
     multi_label: bool | None = None
     thresholds: Mapping[str, float] = field(default_factory=dict)
-    label_encoder: TextEncoder | None = None
     use_context: bool = False
 
     def __post_init__(self) -> None:
@@ -127,7 +126,7 @@ class PredictorFactory:
         a = self.anchors
         if a is None or not a.on or a.vectors is not None:
             return self
-        by = self.label_encoder if self.label_encoder is not None else self.encoder
+        by = anchor_encoder_of(self.encoder)  # an old version's separate one, if any
         vectors = np.asarray(by.encode(list(a.texts.values())), dtype=np.float32)
         return self.replace(anchors=Anchors(a.texts, a.weight, vectors))
 
@@ -145,7 +144,6 @@ class PredictorFactory:
             multi_label=self.multi_label,
             thresholds=self.thresholds,
             rule=self.rule,
-            label_encoder=self.label_encoder,
         )
         a = self.anchors
         if a is not None and a.on:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
 from core.retrieval.rule import Tops
 
@@ -158,8 +159,10 @@ class Predictor:
         thresholds: intent (or ``"default"``) -> minimum score for the decision.
         rule: the decision rule (:data:`~core.retrieval.knn.RULES`; nearest example + prototype
             by default).
-        label_encoder: embeds the anchors (intent descriptions / names) when the version was
-            trained with a separate one (:mod:`core.training.label_encoder`); None: ``encoder``.
+
+    The anchors (intent descriptions / names) are embedded by ``encoder``'s anchor encoder
+    (:func:`core.encoding.anchor_encoder.anchor_encoder_of`: itself, or an old version's
+    separate label encoder).
     """
 
     def __init__(
@@ -172,7 +175,6 @@ class Predictor:
         multi_label: bool | None = None,
         thresholds: Mapping[str, float] | None = None,
         rule: str = DEFAULT_RULE,
-        label_encoder: TextEncoder | None = None,
     ) -> None:
         if k < 1:
             raise ValueError("k must be at least 1")
@@ -185,12 +187,6 @@ class Predictor:
         self.head = head
         self._multi_label = multi_label
         self.thresholds: dict[str, float] = dict(thresholds or {})
-        self.label_encoder = label_encoder
-
-    @property
-    def anchor_encoder(self) -> TextEncoder:
-        """The encoder of the anchors: the separate label encoder if any, else ``encoder``."""
-        return self.label_encoder if self.label_encoder is not None else self.encoder
 
     @classmethod
     def from_examples(
@@ -223,7 +219,7 @@ class Predictor:
         names = list(texts)
         if vectors is None:
             vectors = (
-                self.anchor_encoder.encode([texts[n] for n in names])
+                anchor_encoder_of(self.encoder).encode([texts[n] for n in names])
                 if names and weight
                 else np.zeros((0, self.index.dim), dtype=np.float32)
             )
@@ -250,7 +246,6 @@ class Predictor:
             self.index.empty_like(),
             k=self.k,
             rule=self.rule,
-            label_encoder=self.label_encoder,
         )
         if rows:
             sub.index.add(

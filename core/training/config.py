@@ -30,6 +30,14 @@ CONVFIT_RETIRED = (
 )
 
 
+# LoRA's adapter shape past its rank was never measured against its defaults (bench/RESULTS.md
+# compares the method, not these); it is fixed in core/training/lora.py.
+LORA_FIXED = (
+    "the LoRA adapter's alpha, dropout and target modules are fixed at 16, 0.1 and the "
+    "attention's query and value (never measured against other values); its rank (lora_r) stays"
+)
+
+
 class AnyOf(tuple[Any, ...]):
     """Several values that each meant "off" for a :data:`RETIRED` option."""
 
@@ -44,6 +52,9 @@ RETIRED: dict[str, tuple[Any, str]] = {
         f"the fast method's in-batch ranking is the only loss: {CONVFIT_RETIRED}",
     ),
     "margin": (0.5, f"it set up ConvFiT's online contrastive loss: {CONVFIT_RETIRED}"),
+    "lora_alpha": (16, LORA_FIXED),
+    "lora_dropout": (0.1, LORA_FIXED),
+    "lora_targets": (AnyOf((["query", "value"], ("query", "value"))), LORA_FIXED),
     "negatives": (3, f"it set up ConvFiT's sampled pairs: {CONVFIT_RETIRED}"),
     "max_pairs": (
         AnyOf((None, 20000)),
@@ -156,9 +167,6 @@ class TrainConfig:
             better; ``bench/train.py``, ``fast`` against ``fast_full``), 0 for ``lora``
             (adapters only).
         lora_r: LoRA rank.
-        lora_alpha: LoRA alpha.
-        lora_dropout: LoRA dropout.
-        lora_targets: module names that get LoRA adapters.
     """
 
     method: str = "fast"
@@ -173,9 +181,6 @@ class TrainConfig:
     freeze_embeddings: bool = True
     freeze_layers: int | None = None
     lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.1
-    lora_targets: tuple[str, ...] = ("query", "value")
 
     def __post_init__(self) -> None:
         if self.method == "convfit":
@@ -196,10 +201,6 @@ class TrainConfig:
         if self.freeze_layers is not None:
             _check_int("freeze_layers", self.freeze_layers, 0, 100)
         _check_int("lora_r", self.lora_r, 1, 256)
-        _check_int("lora_alpha", self.lora_alpha, 1, 4096)
-        _check_range("lora_dropout", self.lora_dropout, 0.0, 1.0, high_open=True)
-        if not self.lora_targets or not all(isinstance(t, str) and t for t in self.lora_targets):
-            raise ValueError("lora_targets must be a non-empty list of module names.")
 
     def check_layers(self, layers: int | None) -> None:
         """Refuse (``ValueError``, with the valid range) an explicit ``freeze_layers`` that
@@ -233,10 +234,8 @@ class TrainConfig:
         return {"fast": 1e-4, "lora": 1e-3}[self.method]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (tuples become lists)."""
-        out = dataclasses.asdict(self)
-        out["lora_targets"] = list(self.lora_targets)
-        return out
+        """A JSON-serialisable dict."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
@@ -263,8 +262,6 @@ class TrainConfig:
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise ValueError(f"Unknown TrainConfig keys: {', '.join(unknown)}.")
-        if "lora_targets" in kwargs:
-            kwargs["lora_targets"] = tuple(kwargs["lora_targets"])
         return cls(**kwargs)
 
 

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The adapter's shape past its rank (``TrainConfig.lora_r``): fixed, never measured against
+# other values (they left ``TrainConfig``: core.training.config.LORA_FIXED).
+LORA_ALPHA = 16
+LORA_DROPOUT = 0.1
+LORA_TARGETS = ("query", "value")  # the attention's query and value projections
+
 
 def attach_lora(model: SentenceTransformer, config: TrainConfig) -> None:
     """Wrap ``model``'s transformer in a trainable LoRA ``PeftModel`` (in place); freeze the rest."""
@@ -27,9 +33,9 @@ def attach_lora(model: SentenceTransformer, config: TrainConfig) -> None:
     module: Any = model[0]
     lora = LoraConfig(
         r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.lora_targets),
+        lora_alpha=LORA_ALPHA,
+        lora_dropout=LORA_DROPOUT,
+        target_modules=list(LORA_TARGETS),
         bias="none",
     )
     for p in model.parameters():

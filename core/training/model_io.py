@@ -136,12 +136,6 @@ def read_metadata(directory: Path) -> dict[str, Any]:
     return dict(meta)
 
 
-def has_label_encoder(meta: dict[str, Any]) -> bool:
-    """Whether a version (its ``model.json``) was trained with a separate label encoder (an
-    option that has left :class:`TrainConfig`; such versions keep serving as they were)."""
-    return (meta.get("config") or {}).get("label_encoder", "shared") == "separate"
-
-
 def stored_max_length(meta: dict[str, Any]) -> int:
     """The tokens per utterance a version was trained with, read from its ``model.json`` as
     stored: a version trained with an option that has since left :class:`TrainConfig` (which
@@ -213,7 +207,9 @@ def load_trained_model(directory: Path, device: str | None = None) -> SentenceTr
 
 
 def load_trained(directory: Path, device: str | None = None) -> Encoder:
-    """Load an artifact directory as an :class:`core.encoding.registry.Encoder`.
+    """Load an artifact directory as an :class:`core.encoding.registry.Encoder`: the one reader
+    of a version's encoder, old versions included (an older version's separate label encoder
+    becomes its ``anchors``, :func:`load_label_encoder`).
 
     Example:
         >>> enc = load_trained(Path("models/v3"))  # doctest: +SKIP
@@ -225,7 +221,9 @@ def load_trained(directory: Path, device: str | None = None) -> Encoder:
     meta = read_metadata(Path(directory))
     model = load_trained_model(Path(directory), device)
     fingerprint = artifact_fingerprint(Path(directory), meta["method"])
-    return encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
+    encoder = encoder_from_model(model, f"{meta['base_encoder']}+{meta['method']}", fingerprint)
+    encoder.anchors = load_label_encoder(Path(directory), device)
+    return encoder
 
 
 def artifact_fingerprint(directory: Path, method: str) -> str:
@@ -235,8 +233,11 @@ def artifact_fingerprint(directory: Path, method: str) -> str:
 
 
 def load_label_encoder(directory: Path, device: str | None = None) -> Encoder | None:
-    """The separate label encoder of an artifact directory, which embeds the intents' anchors
-    (None when the version has none: its anchors go through :func:`load_trained`'s encoder).
+    """The separate encoder of an artifact's anchors: the label encoder of a version trained
+    with one (an option that has left :class:`TrainConfig`), which embeds the intents' names and
+    descriptions; None when the version's own encoder embeds them (every version trained since).
+    :func:`load_trained` sets it as its encoder's ``anchors``, and the int8 copy of such a version
+    gets it too (:meth:`app.serving.models.Models.serving_encoder`).
 
     Raises:
         ValueError: when the version was trained with one but ``label_encoder/`` is missing
@@ -246,7 +247,7 @@ def load_label_encoder(directory: Path, device: str | None = None) -> Encoder | 
 
     directory = Path(directory)
     meta = read_metadata(directory)
-    if not has_label_encoder(meta):
+    if (meta.get("config") or {}).get("label_encoder", "shared") != "separate":
         return None
     folder = directory / LABEL_DIR
     if not folder.is_dir():

@@ -13,6 +13,7 @@ from app.services import bundles, projects
 from app.services import data as data_svc
 from app.services.predict import predict, predict_one
 from core.bundle import load
+from core.encoding import anchor_encoder_of
 from tests.handles import live
 
 GIFT = "Buying, sending or spending a gift card or gift voucher"
@@ -91,7 +92,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
     from app import worker
     from app.services import retrain_jobs
-    from app.services.versions import resolve_anchor_encoder, resolve_encoder
+    from app.services.versions import resolve_encoder
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)
@@ -121,7 +122,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     project = bundles.import_bundle(ctx, old)
     version = projects.summary(ctx, live(ctx, project)).active_model_version_id
     utterances, _ = resolve_encoder(ctx, live(ctx, project), version)
-    labels = resolve_anchor_encoder(ctx, live(ctx, project), version)
+    labels = anchor_encoder_of(utterances)  # the version's reader gave it its label encoder
     assert labels is not utterances and labels.fingerprint != utterances.fingerprint
     anchors = ["Money back for an order", "card lost"]
     query = utterances.encode([QUESTION])[0]
@@ -131,8 +132,38 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     sims = {s["intent"]: s["anchor"] for s in out["intents"]}
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
+    # through the embedding cache under the label encoder's own fingerprint, never the other's
+    assert ctx.cache.lookup(labels.fingerprint, anchors)[0] is not None
+    assert ctx.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
     bundles.export_bundle(ctx, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
         row = bundle.predict([QUESTION])[0]
     assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)
+
+
+def test_a_remembered_evaluation_tells_apart_two_encoders_of_the_anchors(encoder):
+    """The evaluation memo's key names the anchors' encoder: the same utterance encoder with a
+    separate label encoder (an older version's) is not the same evaluation."""
+    from app.serving.eval_memo import evaluation_key
+    from core.encoding.registry import encoder_from_model
+    from core.evaluation import EvalData
+    from core.retrieval.factory import Anchors, PredictorFactory
+    from tests.samples import cut_copy
+
+    def version(anchors: bool):
+        utterances = encoder_from_model(encoder.model, "minilm+fast", "fast@0123")
+        if anchors:
+            utterances.anchors = encoder_from_model(
+                cut_copy(encoder.model, 2), "minilm+fast+label", "fast-label@4567"
+            )
+        texts = {"refund": "Money back for an order"}
+        vectors = anchor_encoder_of(utterances).encode(list(texts.values()))
+        return PredictorFactory(utterances, anchors=Anchors(texts, 1.0, vectors))
+
+    data = EvalData(["money back please"], [("refund",)], [], [])
+
+    def key(factory):
+        return evaluation_key(factory, data, multi_label=False, head=None)
+
+    assert key(version(False)) == key(version(False)) != key(version(True))

@@ -5,6 +5,7 @@ or missing int8 copy serves fp32."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 
 import numpy as np
@@ -174,6 +175,44 @@ def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     assert main(["--data-dir", data_dir, "settings", "--project", str(trained), *on]) == 0
     assert "Serving: int8 ONNX" in capsys.readouterr().out
     assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
+
+
+def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_encoder(ctx, trained):
+    """A version trained with a separate label encoder (an option that has left TrainConfig)
+    serving its int8 copy: the copy encodes the utterances, the label encoder the anchors, as
+    before; a version trained since embeds its anchors with its int8 copy itself."""
+    from app.serving.models import Models
+    from core.encoding import anchor_encoder_of
+    from tests.samples import cut_copy
+
+    _, mv = _state(ctx, trained)
+    folder = ctx.artifacts.path("older-label")
+    shutil.copytree(ctx.artifacts.path(mv.artifact_path), folder)
+    label = cut_copy(ctx.encoder_for_version(mv).model, 2)
+    label.save(str(folder / "label_encoder"), safe_serialization=True)
+    meta = json.loads((folder / "model.json").read_text())
+    meta["config"].update(label_encoder="separate", label_layers=2)
+    (folder / "model.json").write_text(json.dumps(meta))
+    older = ModelVersion(
+        id=mv.id,
+        method=mv.method,
+        base_encoder=mv.base_encoder,
+        config=meta["config"],
+        metrics=mv.metrics,
+        artifact_path="older-label",
+        artifact_sha256="older",
+    )
+    models = Models(ctx.artifacts, "cpu")
+    served = models.serving_encoder(older, older.base_encoder, {})
+    assert isinstance(served, OnnxEncoder)
+    labels = anchor_encoder_of(served)
+    assert labels is not served and labels.fingerprint.startswith(f"{mv.method}-label@")
+    fp32 = models.encoder_for_version(older)
+    assert labels.fingerprint == anchor_encoder_of(fp32).fingerprint != fp32.fingerprint
+    texts = ["Money back for an order", "where is my parcel"]
+    np.testing.assert_allclose(labels.encode(texts), label.encode(texts), atol=1e-5)
+    current = models.serving_encoder(mv, mv.base_encoder, {})
+    assert isinstance(current, OnnxEncoder) and anchor_encoder_of(current) is current
 
 
 def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):

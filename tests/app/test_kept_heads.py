@@ -42,7 +42,7 @@ def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
 
 
 def test_a_restart_serves_the_head_it_had_at_once(ctx, shared_data):
-    held = _banking(ctx, shared_data, 400)[:60]
+    held = _banking(ctx, shared_data, 150)[:60]
     pid = open_project(ctx, "banking").id
     ctx.pool(pid)
     assert ctx.heads.settle(300)
@@ -72,7 +72,7 @@ def test_predict_exits_0_and_decides_with_the_head(ctx, shared_data, tmp_path, c
     """The first `predict` of a frozen multi-label project (no head kept yet) fits the head and
     decides with it, exits 0, and keeps the head: the next start decides the same at once (that
     one runs in this process: what it reads is on disk, and the exit code is the first's)."""
-    held = _banking(ctx, shared_data, 500)  # the issue had 1,500 rows: the same path
+    held = _banking(ctx, shared_data, 150)  # the issue had 1,500 rows: the same path, shorter
     pool = ctx.pool(open_project(ctx, "banking").id)  # its vectors encoded and kept, as a
     ctx.heads.close()  # server would, but no head fitted: the fit it asked for is dropped
     ctx.cache.encode(pool.encoder, held)  # both runs read the same vectors

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from app.cli import main
 from app.config import MAX_UPLOAD_BYTES, load_settings
 from app.formats import MAX_FILE_BYTES, FormatError
 from app.services import data as data_svc
@@ -119,20 +120,23 @@ def _hostile_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_cli_refuses_hostile_files_with_exit_2_and_no_traceback(tmp_path):
-    for name, message in _hostile_files(tmp_path).items():
+def test_the_cli_refuses_hostile_files_with_exit_2_and_no_traceback(tmp_path, monkeypatch, capsys):
+    """The first file through a real process (its exit status and stderr), the others through the
+    same CLI in this process (an interpreter start each is most of their cost)."""
+    monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "5")
+    data = str(tmp_path / "data")
+    for n, (name, message) in enumerate(_hostile_files(tmp_path).items()):
         start = time.perf_counter()
-        out = _cli(
-            tmp_path,
-            "import",
-            str(tmp_path / name),
-            "--project",
-            "shop",
-            env={"INTENT_STUDIO_MAX_INTENTS": "5"},
-        )
-        assert out.returncode == 2, (name, out.stderr)
-        assert message in out.stderr
-        assert "Traceback" not in out.stderr
+        args = ["import", str(tmp_path / name), "--project", "shop"]
+        if n == 0:
+            out = _cli(tmp_path, *args)
+            code, stderr = out.returncode, out.stderr
+        else:
+            capsys.readouterr()
+            code, stderr = main(["--data-dir", data, *args]), capsys.readouterr().err
+        assert code == 2, (name, stderr)
+        assert message in stderr
+        assert "Traceback" not in stderr
         assert time.perf_counter() - start < 60
     listed = _cli(tmp_path, "projects")
     assert "shop" not in listed.stdout
@@ -140,7 +144,9 @@ def test_the_cli_refuses_hostile_files_with_exit_2_and_no_traceback(tmp_path):
 
 def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_memory(tmp_path):
     """Issue 27 row 15: a 24 MB single-line flow mapping took ~105 s and ~0.7 GB to refuse. It
-    is now refused after the first values past the limit, in its own process (to measure it)."""
+    is now refused after the first values past the limit, in its own process (to measure it).
+    The time is the reader's CPU time, not the wall clock: a loaded box (a full suite beside
+    other work took 17.8 s of wall for it) says nothing about the parser."""
     pairs = (b"k%d: v" % i for i in range(4_000_000))
     body = b"{" + b", ".join(pairs)[: 24 * 2**20 - 3].rsplit(b",", 1)[0] + b"}\n"
     path = tmp_path / "flow.yml"
@@ -150,14 +156,14 @@ def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_mem
         "from app.formats import FormatError, read_any\n"
         "data = open(sys.argv[1], 'rb').read()\n"
         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "t = time.perf_counter()\n"
+        "t = time.process_time()\n"
         "try:\n"
         "    read_any(data, suffix='.yml')\n"
         "    print('accepted')\n"
         "except FormatError as exc:\n"
         "    print(str(exc).splitlines()[1])\n"
         "grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024\n"
-        "print(f'{time.perf_counter() - t:.2f} {grew:.0f}')\n"
+        "print(f'{time.process_time() - t:.2f} {grew:.0f}')\n"
     )
     try:
         out = subprocess.run(

@@ -84,9 +84,9 @@ def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
     with pytest.raises(ValueError, match="KEY=VALUE"):
         svc.parse_settings(["epochs"])
     # the Train tab's box: commas separate settings, but not inside a value
-    assert svc.parse_settings('epochs=1,\nlora_targets=["query", "value"], seed=3') == {
+    assert svc.parse_settings('epochs=1,\ntags=["query", "value"], seed=3') == {
         "epochs": 1,
-        "lora_targets": ["query", "value"],
+        "tags": ["query", "value"],
         "seed": 3,
     }
     with pytest.raises(ValueError, match="KEY=VALUE, got 'oops'"):
@@ -124,11 +124,11 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx
 
 def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     make_tiny(ctx)
-    settings = {**QUICK, "lora_targets": ["query"], "threshold": 0.35}
+    settings = {**QUICK, "method": "lora", "lora_r": 4, "threshold": 0.35}
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), settings, enqueue=False)
     stored = svc.RetrainSpec.from_job(svc.job(ctx, view.id).config)
     assert stored == svc.RetrainSpec.parse(settings)
-    assert stored.encoder.lora_targets == ("query",)
+    assert stored.encoder.method == "lora" and stored.encoder.lora_r == 4
     assert stored.head == {"threshold": 0.35}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.evaluation import EvalData
-from core.evaluation.oos import OUT_OF_SCOPE, calibrate, choose_threshold, thresholds_from_scores
+from core.evaluation.oos import OUT_OF_SCOPE, calibrate, choose_threshold
 from core.retrieval.knn import IntentScore, KnnIndex, Neighbour, Prediction
 from core.retrieval.predictor import prediction_to_dict
 from core.training import check_trainable
@@ -44,21 +44,17 @@ def test_a_bad_target_recall_is_refused_with_its_range():
         choose_threshold([], target_recall=0.9)
 
 
-def test_per_intent_each_intent_gets_its_own_threshold_and_a_one_example_one_falls_back_and_says_so():
+def test_a_far_off_question_is_out_of_scope_under_the_project_wide_threshold():
     vecs = np.vstack(
         [_cluster([1, 0, 0], 10, 0), _cluster([0, 1, 0], 10, 1), _cluster([0, 0, 1], 1, 2)]
     )
     labels = [("a",)] * 10 + [("b",)] * 10 + [("lonely",)]
-    cal = calibrate(vecs, labels, target_recall=0.9, per_intent=True)
-    assert set(cal.thresholds) == {"default", "a", "b"}
-    assert cal.fallback == ("lonely",)
-    assert "project-wide one: lonely" in cal.message()
-    # a far-off question is out of scope for the predictor using these thresholds
+    cal = calibrate(vecs, labels, target_recall=0.9)
     best = Neighbour(0, "x", ("a",), 0.2)
     row = prediction_to_dict(
         "far", Prediction([IntentScore("a", 0.2, best)]), thresholds=cal.thresholds
     )
-    assert row["labels"] == [] and row["oos"] and row["threshold"] == cal.thresholds["a"]
+    assert row["labels"] == [] and row["oos"] and row["threshold"] == cal.thresholds["default"]
 
 
 def test_without_an_intent_of_two_examples_there_is_no_threshold_and_the_message_says_why():
@@ -70,14 +66,13 @@ def test_without_an_intent_of_two_examples_there_is_no_threshold_and_the_message
 def test_out_of_scope_rows_never_form_a_class_and_move_the_thresholds_down_only():
     vecs = np.vstack([_cluster([1, 0, 0], 12, 0), _cluster([0, 1, 0], 12, 1)])
     labels = [("a",)] * 12 + [("b",)] * 12
-    alone = calibrate(vecs, labels, target_recall=0.95, per_intent=True)
+    alone = calibrate(vecs, labels, target_recall=0.95)
     # an out_of_scope label in the pool is ignored there; far examples of it are used
     with_oos = calibrate(
         np.vstack([vecs, [[0, 0, 1]]]),
         [*labels, (OUT_OF_SCOPE,)],
         out_of_scope=np.array([[0, 0, 1.0], [0.1, 0, 1.0]]),
         target_recall=0.95,
-        per_intent=True,
     )
     assert OUT_OF_SCOPE not in with_oos.thresholds and with_oos.n_out_of_scope == 2
     assert all(with_oos.thresholds[k] <= alone.thresholds[k] for k in alone.thresholds)
@@ -105,21 +100,7 @@ def test_a_close_call_is_flagged_ambiguous():
     assert "threshold" not in row  # no thresholds: the top is always the decision
 
 
-def test_an_intents_threshold_is_shrunk_toward_the_project_wide_one_by_its_count():
-    own = {"few": [0.9, 0.88, 0.86], "many": list(np.linspace(0.5, 0.7, 30))}
-    default, alone, _ = thresholds_from_scores(own, {}, 0.9, shrink=0)
-    _, shrunk, _ = thresholds_from_scores(own, {}, 0.9, shrink=10)
-    for name in own:
-        n = len(own[name])
-        assert shrunk[name] == pytest.approx((n * alone[name] + 10 * default) / (n + 10))
-    # three scores move most of the way to the project-wide threshold, thirty much less
-    assert abs(shrunk["few"] - default) < abs(alone["few"] - default) * 0.8
-    assert abs(shrunk["many"] - alone["many"]) < abs(shrunk["few"] - alone["few"])
-    with pytest.raises(ValueError, match="shrink must be 0 or more"):
-        thresholds_from_scores(own, {}, 0.9, shrink=-1)
-
-
-def test_by_default_every_intent_uses_the_one_project_wide_threshold_and_says_so():
+def test_every_intent_uses_the_one_project_wide_threshold_and_says_so():
     vecs = np.vstack(
         [_cluster([1, 0, 0], 10, 0), _cluster([0, 1, 0], 10, 1), _cluster([0, 0, 1], 1, 2)]
     )
@@ -128,9 +109,6 @@ def test_by_default_every_intent_uses_the_one_project_wide_threshold_and_says_so
     assert set(cal.thresholds) == {"default"}
     assert set(cal.fallback) == {"a", "b", "lonely"}  # every intent is on the project-wide one
     assert cal.message().endswith(f"threshold {cal.default:.2f}, for every intent.")
-    # the project-wide threshold keeps the target share of the pool's own out-of-fold scores
-    per = calibrate(vecs, labels, target_recall=0.9, per_intent=True)
-    assert cal.default == pytest.approx(per.default)
 
 
 class _Lookup:

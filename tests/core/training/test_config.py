@@ -16,7 +16,7 @@ def test_defaults_are_the_fast_method() -> None:
 
 
 def test_json_round_trip() -> None:
-    cfg = TrainConfig(method="lora", epochs=2, lora_targets=("query",), freeze_layers=1)
+    cfg = TrainConfig(method="lora", epochs=2, lora_r=4, freeze_layers=1)
     data = json.loads(json.dumps(cfg.to_dict()))
     assert TrainConfig.from_dict(data) == cfg
 
@@ -32,7 +32,7 @@ def test_json_round_trip() -> None:
         ({"lr": -1.0}, "lr must be in"),
         ({"warmup": 1.0}, r"warmup must be in \[0.0, 1.0\)"),
         ({"max_length": 2}, "max_length must be between 4"),
-        ({"lora_targets": ()}, "lora_targets must be a non-empty"),
+        ({"lora_r": 0}, "lora_r must be between 1 and 256"),
         ({"seed": True}, "seed must be an integer"),
     ],
 )
@@ -56,6 +56,9 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         margin=0.5,
         negatives=3,
         max_pairs=20000,
+        lora_alpha=16,
+        lora_dropout=0.1,
+        lora_targets=["query", "value"],
         label_layers=None,
         anchor_pairs=False,
         projection_dim=None,
@@ -81,6 +84,10 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
         TrainConfig.from_dict({**stored, "method": "convfit"})
     with pytest.raises(ValueError, match=r"loss='ocl' is no longer an option: .*only loss"):
         TrainConfig.from_dict({**stored, "loss": "ocl"})
+    for name, value in (("lora_alpha", 32), ("lora_dropout", 0.0), ("lora_targets", ["query"])):
+        with pytest.raises(ValueError, match=f"{name}=.* is no longer an option: .*fixed"):
+            TrainConfig.from_dict({**stored, name: value})
+    assert TrainConfig.from_dict({**stored, "lora_targets": ["query", "value"]}).epochs == 2
     for name, value in (("margin", 0.3), ("negatives", 1), ("max_pairs", 40)):
         with pytest.raises(ValueError, match=f"{name}={value} is no longer an option: .*ConvFiT"):
             TrainConfig.from_dict({**stored, name: value})
