@@ -391,6 +391,45 @@ def cand_held_out(folds: list[int]) -> Candidate:
     return make
 
 
+def cand_per_intent(shrink: float) -> Candidate:
+    """Each intent's own threshold from the out-of-fold scores whose top is that intent (kept
+    95 %), shrunk toward the project-wide one by ``shrink`` pseudo-scores; an intent with fewer
+    than 3 scores keeps the project-wide one (the app's mode before it was retired). The score is
+    a question's top score less its top intent's threshold, flagged below 0."""
+
+    def make(cell: dict[str, Any], p: Any) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+        from collections import Counter
+
+        from core.evaluation.oos import choose_threshold
+
+        scored = _oof(p)
+        count = Counter(name for name, _, _, _ in scored)
+        own: dict[str, list[float]] = {}
+        for name, top, value, _ in scored:
+            if top is not None and count[name] >= 2:
+                own.setdefault(top, []).append(value)
+        default = choose_threshold([s for v in own.values() for s in v], (), TARGET)
+        th = {
+            name: alone + shrink * (default - alone) / (len(v) + shrink)
+            for name, v in own.items()
+            if len(v) >= 3
+            for alone in [choose_threshold(v, (), TARGET)]
+        }
+
+        def margin(q: np.ndarray) -> np.ndarray:
+            found = p.tops(q)
+            return np.array(
+                [
+                    float(s) - th.get(t, default) if t is not None else -1.0
+                    for t, s in zip(found.intents, found.scores, strict=True)
+                ]
+            )
+
+        return margin, 0.0
+
+    return make
+
+
 CANDIDATES: dict[str, Candidate] = {
     "current": cand_current,
     "right tops": cand_right_tops,
@@ -405,6 +444,8 @@ CANDIDATES: dict[str, Candidate] = {
     "rel-maha": cand_maha(True),
     "held-out 1/5": cand_held_out([0]),
     "held-out 5": cand_held_out(list(range(HELD_OUT_FOLDS))),
+    "per-intent s=0": cand_per_intent(0.0),
+    "per-intent s=20": cand_per_intent(20.0),
 }
 
 
