@@ -298,8 +298,6 @@ def main(argv: list[str] | None = None) -> int:
             tr_x, tr_y = read_shots(args.data / ds, args.shots, seed)
             args.dataset, args.train_seed, args.fast_steps, args.fast_wall = ds, seed, None, None
             for method in methods:
-                if method == "mpnet_fast" and ds != "banking77":
-                    continue
                 logger.info("%s seed %d: %s", ds, seed, method)
                 out = run_cell(method, tr_x, tr_y, te_x, te_y, args)
                 if "train_s" in out and "eval_s" in out:
