@@ -34,6 +34,7 @@ from core.training.loop import (
 )
 from core.training.model_io import TrainedModel
 from core.training.pairs import Labels, anchor_positive_batches, check_trainable
+from core.training.precision import bf16_on
 from core.training.prefix import cached_prefix
 from core.training.tokens import TokenBank
 
@@ -200,6 +201,8 @@ def train_encoder(
         "seconds": round(seconds, 2),
         "loss": last,
         "device": device,
+        # the loop's arithmetic: bf16 autocast where the device computes it natively
+        "precision": "bf16" if bf16_on(device) else "fp32",
     }
     logger.info("trained %s in %.1f s: %s", config.method, seconds, stats)
     return TrainedModel(

@@ -2,10 +2,11 @@
 
 Faster on CPU than the Hugging Face Trainer for our few-hundred-step runs: no dataset objects, no
 collator processes, dynamic padding. Every text is tokenised once and its tokens kept on the
-device (:class:`~core.training.tokens.TokenBank`). On CUDA the forward pass runs under bf16
-autocast and the loop does not wait for the device at each step: the loss is read back every
-:data:`SYNC_STEPS` steps (progress shows the last one read); on the CPU, where reading it costs
-nothing, every step, as before.
+device (:class:`~core.training.tokens.TokenBank`). The forward pass runs under bf16 autocast
+where the device computes bf16 natively (a CUDA GPU, a CPU with AMX or AVX512-BF16:
+:mod:`core.training.precision`). On CUDA the loop does not wait for the device at each step: the
+loss is read back every :data:`SYNC_STEPS` steps (progress shows the last one read); on the CPU,
+where reading it costs nothing, every step, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import nn
 
 from core.encoding.exit_gate import NATIVE
 from core.training.eta import Eta
+from core.training.precision import bf16_on
 from core.training.tokens import TokenBank
 
 if TYPE_CHECKING:
@@ -188,8 +190,8 @@ def run_training(
     """
     device = torch.device(model.device)
     cuda = device.type == "cuda"
-    # bf16 autocast where the device has it (the CPU path is unchanged: fp32)
-    bf16 = cuda and torch.cuda.is_bf16_supported()
+    # bf16 autocast where the device computes it natively (core.training.precision)
+    bf16 = bf16_on(device)
     sync_every = SYNC_STEPS if cuda else 1
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     named += [(f"loss.{n}", p) for n, p in loss.named_parameters() if p.requires_grad]
@@ -227,7 +229,7 @@ def run_training(
                 if labels is None:
                     labels = torch.zeros(len(batch.columns[0]), device=device)
                 with NATIVE.running():  # an exit waits for the step (core.encoding.exit_gate)
-                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                         value = _loss_of(model, loss, batch.columns, labels, bank)
                     opt.zero_grad(set_to_none=True)
                     value.backward()
