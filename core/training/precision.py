@@ -20,17 +20,13 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import torch
+import torch
 
 
 @functools.cache
 def native_bf16_cpu() -> bool:
     """True when this CPU computes bf16 in hardware (AMX tiles or AVX512-BF16)."""
-    import torch
-
     checks = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
 
@@ -38,8 +34,6 @@ def native_bf16_cpu() -> bool:
 def bf16_on(device: str | torch.device) -> bool:
     """Whether training on ``device`` runs under bf16 autocast: a CUDA GPU that supports bf16,
     or a CPU that computes it natively (:func:`native_bf16_cpu`)."""
-    import torch
-
     kind = torch.device(device).type
     if kind == "cuda":
         return bool(torch.cuda.is_bf16_supported())
