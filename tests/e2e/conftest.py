@@ -246,6 +246,27 @@ def page(browser):
     ctx.close()
 
 
+def open_tab(page, name: str, timeout: float = 60_000) -> None:
+    """Open the tab called ``name`` and wait until Gradio says it is selected. A click that lands
+    while the app is still mounting (just after ``page.goto``) can be lost, so the click is
+    repeated until the tab button reports ``aria-selected``."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        tab.click()
+        try:
+            page.wait_for_function(
+                """(name) => [...document.querySelectorAll('[role=tab]')].some(
+                    (t) => t.textContent.trim() === name && t.getAttribute('aria-selected') === 'true')""",
+                arg=name,
+                timeout=2_000,
+            )
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+
+
 def shot(page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"

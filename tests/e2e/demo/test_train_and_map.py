@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import emit_on_map, shot
+from tests.e2e.conftest import emit_on_map, open_tab, shot
 from tests.e2e.demo.conftest import started_job, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -31,7 +31,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
         api_name="/label",
     )
     page.goto(server.url)
-    page.get_by_role("tab", name="Train").click()
+    open_tab(page, "Train")
     page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=16")
     page.locator("#retrain").click()
     job = started_job(page)
@@ -40,11 +40,11 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     wait_for_job(page, job, "succeeded")
     assert "accuracy" in text_of(page, "#job-progress")
     assert "queued" not in text_of(page, "#train-message")  # the job's line cleared when done
-    page.get_by_role("tab", name="Versions").click()
+    open_tab(page, "Versions")
     page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
     shot(page, "11-train-done")
 
-    page.get_by_role("tab", name="Evaluation").click()
+    open_tab(page, "Evaluation")
     page.locator("#evaluate").click()
     page.wait_for_function(
         "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
@@ -76,7 +76,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     page.wait_for_selector("#eval-confusion .js-plotly-plot")
     shot(page, "12-evaluation")
 
-    page.get_by_role("tab", name="Export & share").click()
+    open_tab(page, "Export & share")
     page.locator("#report").click()
     page.wait_for_function(
         "() => document.querySelector('#export-status')?.innerText?.includes('Report written')",
@@ -87,7 +87,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
 
 def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     page.goto(server.url)
-    page.get_by_role("tab", name="Map").click()
+    open_tab(page, "Map")
     page.get_by_label("Projection").click()
     page.get_by_role("option", name="pca").click()
     page.get_by_label("compare two versions").check()
