@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Concatenate
 
 from fastapi import FastAPI, HTTPException
 from starlette.middleware import Middleware
@@ -23,7 +24,11 @@ from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
 from app.serving.context import AppContext
+from storage.db import Database
 
+Writer = Callable[
+    Concatenate[Database, ...], None
+]  # a security-log write: the database, then its fields
 logger = logging.getLogger(__name__)
 
 
@@ -35,13 +40,13 @@ def sign_in_auth(
     429 with ``Retry-After``. Holds and successful sign-ins are recorded in the security log."""
     from app.services import accounts
 
-    def record(write: Callable[..., None], *args: str) -> None:
+    def record(write: Writer, *args: str) -> None:
         try:
-            write(ctx, *args)
+            write(ctx.db, *args)
         except Exception:  # the answer stands; only its record is missing
             logger.exception("could not write to the security log")
 
-    def later(write: Callable[..., None], *args: str) -> None:
+    def later(write: Writer, *args: str) -> None:
         """Write to the security log in a thread, not on the event loop."""
         asyncio.get_running_loop().run_in_executor(None, record, write, *args)
 
@@ -50,7 +55,7 @@ def sign_in_auth(
         later(accounts.sign_in_held, what, name, address)
 
     def verify(name: str, password: str) -> bool:
-        return check_login(ctx, name, password)
+        return check_login(ctx.db, name, password)
 
     gate = SignInGate(verify, limits, on_held=held)
 
@@ -73,7 +78,7 @@ def sessions_for(ctx: AppContext) -> Sessions:
     """Browser sessions checked against ``ctx``'s users table on every request."""
 
     def still_ok(name: str, signed_in_at: datetime) -> bool:
-        return session_ok(ctx, name, signed_in_at)
+        return session_ok(ctx.db, name, signed_in_at)
 
     return Sessions(still_ok)
 

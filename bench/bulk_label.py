@@ -67,7 +67,9 @@ def during_saves(ctx: Any, uid: int, work: Callable[[], Any]) -> dict[str, Any]:
     while th.is_alive():
         t = time.perf_counter()
         try:
-            data_svc.label_utterance(ctx, open_project(ctx, "other"), uid, ["a", "b"][flip % 2])
+            data_svc.label_utterance(
+                ctx.db, open_project(ctx.db, "other"), uid, ["a", "b"][flip % 2]
+            )
         except Exception as exc:  # a BusyError is what issue 45 row 5 saw
             errors.append(type(exc).__name__)
         waits.append(time.perf_counter() - t)
@@ -110,19 +112,19 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
         ctx = AppContext(load_settings(Path(tmp)))
         seed = [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
         import_utterances(ctx, destination(ctx, "other"), seed)
-        uid = int(data_svc.table(ctx, open_project(ctx, "other"))[0]["id"])
+        uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])
         rows = [NewUtterance(f"utterance {i}", (), "unlabelled") for i in range(n)]
         import_utterances(ctx, destination(ctx, "big"), [NewUtterance("seed", ("t",)), *rows])
-        p = open_project(ctx, "big")
+        p = open_project(ctx.db, "big")
         with ctx.db.session() as s:
             ids = filtered_ids(s, p.id, split="unlabelled")
         t = time.perf_counter()
-        plan = bulk_svc.plan_label(ctx, p, ids, ["t"])
+        plan = bulk_svc.plan_label(ctx.db, p, ids, ["t"])
         out["preview_s"] = round(time.perf_counter() - t, 2)
         done: dict[str, Any] = {}
 
         def label() -> None:
-            done["plan"] = bulk_svc.label_many(ctx, p, ids, ["t"], token=plan.token)
+            done["plan"] = bulk_svc.label_many(ctx.db, p, ids, ["t"], token=plan.token)
 
         out["label"] = {"changed": 0, **during_saves(ctx, uid, label)}
         out["label"]["changed"] = len(done["plan"].change)

@@ -45,14 +45,14 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     from app.serving.context import AppContext
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
-    auth.ensure_admin(ctx, "admin-password")
+    auth.ensure_admin(ctx.db, "admin-password")
     for name in ("dana", "vic"):
-        auth.add_user(ctx, name, "viewer", f"{name}-password")
+        auth.add_user(ctx.db, name, "viewer", f"{name}-password")
     new_project(ctx, PROJECT)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx, open_project(ctx, PROJECT), text, [intent])
-    return ctx, {name: auth.issue_token(ctx, name) for name in ("dana", "vic")}
+            data_svc.add_utterance(ctx.db, open_project(ctx.db, PROJECT), text, [intent])
+    return ctx, {name: auth.issue_token(ctx.db, name) for name in ("dana", "vic")}
 
 
 def _serve(app: Any) -> tuple[str, Any]:

@@ -73,7 +73,7 @@ def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> d
             t = time.perf_counter()
             try:
                 data_svc.label_utterance(
-                    ctx, open_project(ctx, "other"), utterance_id, ["a", "b"][flip % 2]
+                    ctx.db, open_project(ctx.db, "other"), utterance_id, ["a", "b"][flip % 2]
                 )
             except Exception as exc:  # a BusyError is what the old code gave
                 errors.append(type(exc).__name__)
@@ -133,7 +133,7 @@ def main() -> None:
                 destination(ctx, "other"),
                 [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))],
             )
-            uid = int(data_svc.table(ctx, open_project(ctx, "other"))[0]["id"])
+            uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])
             for kind, rows in (("insert", synthetic_rows(n)), ("relabel", synthetic_rows(n, 1))):
                 r = run_one(ctx, rows, "relabel", uid)
                 results.append({"rows": n, "kind": kind, **r})

@@ -75,7 +75,7 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
     from app.access import open_project
     from app.services.predict import predict
 
-    p = open_project(ctx, project)
+    p = open_project(ctx.db, project)
     rows = [r for i in range(0, len(texts), 100) for r in predict(ctx, p, texts[i : i + 100])]
     served = sum(bool(r["oos"]) for r in rows) / max(1, len(rows))
     cal = ctx.pool(p.id).calibration
@@ -101,7 +101,7 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
             for name, build in (("banking77", banking77), ("clinc150", clinc150)):
                 started = time.perf_counter()
                 import_file(ctx, destination(ctx, name), build(data, root / f"{name}.csv"))
-                pid = open_project(ctx, name).id
+                pid = open_project(ctx.db, name).id
                 with ctx.db.session() as s:
                     tests = [r.text for r in list_utterances(s, pid, split="test")]
                 pool = ctx.pool(pid)
@@ -113,10 +113,10 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
                 }
                 row["test_flagged"], row["test_hint"] = _flagged(ctx, name, tests)
                 if name == "banking77":
-                    ids = queue_svc.order(ctx, open_project(ctx, name), limit=max(cards))
+                    ids = queue_svc.order(ctx, open_project(ctx.db, name), limit=max(cards))
                     flags = []
                     for i in ids:
-                        item = queue_svc.item(ctx, open_project(ctx, name), i)
+                        item = queue_svc.item(ctx, open_project(ctx.db, name), i)
                         flags.append(bool(item is not None and item.out_of_scope))
                     for n in cards:
                         row[f"queue_flagged@{n}"] = sum(flags[:n]) / max(1, len(flags[:n]))

@@ -19,7 +19,7 @@ class Live:
         self._ctx, self._name, self._who = ctx, str(name), who
 
     def handle(self) -> ProjectHandle:
-        return open_project(self._ctx, self._name, self._who)
+        return open_project(self._ctx.db, self._name, self._who)
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.handle(), attr)

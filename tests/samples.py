@@ -58,7 +58,7 @@ def make_tiny(ctx, name: str = "tiny") -> str:
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(
-                ctx, live(ctx, name), text, intent, "test" if i == 4 else "train"
+                ctx.db, live(ctx, name), text, intent, "test" if i == 4 else "train"
             )
     return name
 

@@ -25,7 +25,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.serving.context import AppContext
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
     ROLES,
@@ -82,25 +82,25 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-def add_user(ctx: AppContext, name: str, role: str, password: str, *, actor: str = "") -> Actor:
+def add_user(db: Database, name: str, role: str, password: str, *, actor: str = "") -> Actor:
     """A new account, recorded in the security log as ``added`` by ``actor`` (in the same
     transaction). The name of a removed user is refused: :func:`app.services.accounts.restore_user`
     brings that user back on purpose."""
     hashed = hash_password(password)
-    with ctx.db.session() as s:
+    with db.session() as s:
         user = create_user(s, name, role, hashed)
         record_event(s, "added", user.name, actor=actor, detail=f"role {user.role}")
         return Actor(user.id, user.name, user.role)
 
 
-def ensure_admin(ctx: AppContext, password: str | None) -> str | None:
+def ensure_admin(db: Database, password: str | None) -> str | None:
     """Create the first admin (``admin``) when there is none. Returns the generated password to
     show once, or None when one was given or an admin exists."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         if count_admins(s):
             return None
     generated = None if password else secrets.token_urlsafe(12)
-    add_user(ctx, "admin", "admin", password or generated or "", actor="first start")
+    add_user(db, "admin", "admin", password or generated or "", actor="first start")
     return generated
 
 
@@ -111,18 +111,18 @@ def _dummy_hash() -> str:
     return _hasher.hash(secrets.token_urlsafe(16))
 
 
-def check_login(ctx: AppContext, name: str, password: str) -> bool:
+def check_login(db: Database, name: str, password: str) -> bool:
     """True when ``name`` is an active user and ``password`` theirs. One argon2 verification
     every time (against a dummy hash for an unknown, locked or removed name): run it off the
     event loop (:mod:`app.perimeter.sign_in`).
 
     Example:
-        >>> check_login(ctx, "nobody", "a password")  # doctest: +SKIP
+        >>> check_login(db, "nobody", "a password")  # doctest: +SKIP
         False
     """
     stored = None
     try:
-        with ctx.db.session() as s:
+        with db.session() as s:
             stored = active_user(s, name).password_hash
     except (StorageError, PermissionError):
         pass
@@ -135,12 +135,12 @@ def check_login(ctx: AppContext, name: str, password: str) -> bool:
     return ok
 
 
-def session_ok(ctx: AppContext, name: str, signed_in_at: datetime) -> bool:
+def session_ok(db: Database, name: str, signed_in_at: datetime) -> bool:
     """Whether a browser session of ``name`` that signed in at ``signed_in_at`` (UTC) still
     counts: the user exists, is active, and neither their password changed nor were they locked
     since."""
     try:
-        with ctx.db.session() as s:
+        with db.session() as s:
             user = active_user(s, name)
             changed = user.credentials_changed_at
     except (StorageError, PermissionError):
@@ -153,12 +153,12 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def issue_token(ctx: AppContext, name: str, *, actor: str = "") -> str:
+def issue_token(db: Database, name: str, *, actor: str = "") -> str:
     """A new API token for user ``name``, to show once: only its hash is stored, and it replaces
     the user's earlier token (which stops working at once). Recorded in the security log as
     ``token_issued`` by ``actor`` (never the token)."""
     token = "is_" + secrets.token_urlsafe(32)
-    with ctx.db.session() as s:
+    with db.session() as s:
         had = get_user(s, name).api_token_hash is not None
         set_token_hash(s, name, token_hash(token))
         detail = "it replaces the earlier token" if had else ""
@@ -166,10 +166,10 @@ def issue_token(ctx: AppContext, name: str, *, actor: str = "") -> str:
     return token
 
 
-def token_actor(ctx: AppContext, token: str) -> Actor:
+def token_actor(db: Database, token: str) -> Actor:
     """The user an API token belongs to (their current role); PermissionError when it is
     nobody's (unknown, replaced or revoked)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         try:
             user = user_by_token_hash(s, token_hash(token.strip()))
         except NotFoundError as exc:

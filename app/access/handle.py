@@ -9,8 +9,8 @@ role below what the request needs is refused before anything runs. Every change 
 (:class:`app.access.policy.ItemPolicy`) for :mod:`storage.guard`, so no write path can skip it.
 
 Example:
-    >>> # p = open_project(ctx, "shop", need="designer")
-    >>> # with writing(ctx, p) as s: set_labels(s, p.id, 12, ["refund"])
+    >>> # p = open_project(ctx.db, "shop", need="designer")
+    >>> # with writing(ctx.db, p) as s: set_labels(s, p.id, 12, ["refund"])
 """
 
 from __future__ import annotations
@@ -18,18 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
 from app.project_settings import ProjectSettings
 from storage import guard
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import NotFoundError, ReadOnlyProjectError
 from storage.members import project_with_role, visible_project_names
-
-if TYPE_CHECKING:
-    from app.serving.context import AppContext
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,7 @@ def resolve(
 
 
 def open_project(
-    ctx: AppContext,
+    db: Database,
     project: str | int,
     who: Actor | None = None,
     *,
@@ -121,15 +118,15 @@ def open_project(
         NotFoundError: no such project, or the user is no member of it (the same answer).
         PermissionError: their role in it is below ``need``.
     """
-    with ctx.db.session() as s:
+    with db.session() as s:
         return resolve(s, project, who, need=need, stamp=stamp)
 
 
-def visible_projects(ctx: AppContext, who: Actor | None = None) -> list[str]:
+def visible_projects(db: Database, who: Actor | None = None) -> list[str]:
     """The names of the projects ``who`` (default: the acting user) sees, by name."""
     who = who if who is not None else current_actor()
     everyone = who.id is None or who.role == "admin"
-    with ctx.db.session() as s:
+    with db.session() as s:
         return visible_project_names(s, None if everyone else who.id)
 
 
@@ -140,12 +137,12 @@ def for_purpose(s: Session, p: ProjectHandle, purpose: str) -> None:
 
 
 @contextmanager
-def writing(ctx: AppContext, p: ProjectHandle, purpose: str = "edit") -> Iterator[Session]:
+def writing(db: Database, p: ProjectHandle, purpose: str = "edit") -> Iterator[Session]:
     """A transaction that changes the project: refused for a read-only project or a role below
     designer; it holds the write lock from its start (:meth:`storage.db.Database.write`) and
     every item it changes is checked by the item rule for ``purpose``
     (:class:`app.access.policy.ItemPolicy`, asked by :mod:`storage.guard`)."""
     p.require_writable()
-    with ctx.db.write() as s:
+    with db.write() as s:
         for_purpose(s, p, purpose)
         yield s

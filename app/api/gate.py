@@ -60,7 +60,7 @@ class ApiGate:
                 await http_body.answer(send, 401, NEEDS_TOKEN, CHALLENGE)
                 return
             try:
-                who = await asyncio.to_thread(token_actor, self.ctx, token)
+                who = await asyncio.to_thread(token_actor, self.ctx.db, token)
             except PermissionError as exc:
                 await http_body.answer(send, 401, str(exc), CHALLENGE)
                 return

@@ -63,7 +63,7 @@ def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
 def projects(request: Request, who: Viewer) -> Any:
     ctx = context(request)
     with acting_as(who):
-        handles = [open_project(ctx, name, who) for name in project_svc.project_names(ctx)]
+        handles = [open_project(ctx.db, name, who) for name in project_svc.project_names(ctx)]
     return {"projects": [_project(project_svc.summary(ctx, p)) for p in handles]}
 
 
@@ -77,7 +77,7 @@ def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> A
     ctx = context(request)
     with acting_as(who):
         name = project_svc.new_project(ctx, body.name, body.base_encoder)
-    return _project(project_svc.summary(ctx, open_project(ctx, name, who)))
+    return _project(project_svc.summary(ctx, open_project(ctx.db, name, who)))
 
 
 @router.get(
@@ -120,12 +120,12 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
     ctx = context(request)
     if body.preview:
         plan = bulk_svc.plan_label(
-            ctx, p, body.ids, body.intents, relabel_labelled=body.relabel_labelled
+            ctx.db, p, body.ids, body.intents, relabel_labelled=body.relabel_labelled
         )
         return _bulk(plan, applied=False)
     with acting_as(p.actor):
         plan = bulk_svc.label_many(
-            ctx,
+            ctx.db,
             p,
             body.ids,
             body.intents,
@@ -143,7 +143,7 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
 )
 def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
     with acting_as(p.actor):
-        message = history.undo_batch(context(request), p, body.batch)
+        message = history.undo_batch(context(request).db, p, body.batch)
     return {"message": message}
 
 

@@ -72,7 +72,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
             return error_response(result)
         return {"predictions": [result]}
     # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
-    p = await asyncio.to_thread(open_project, ctx, project, who)
+    p = await asyncio.to_thread(open_project, ctx.db, project, who)
     rows = await asyncio.to_thread(
         predict_svc.predict,
         ctx,
@@ -93,7 +93,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
 def label(body: models.LabelIn, request: Request, p: Changer) -> Any:
     with acting_as(p.actor):
         row = data_svc.label_text(
-            context(request), p, body.text, body.intents, body.split, create=body.create
+            context(request).db, p, body.text, body.intents, body.split, create=body.create
         )
     return {**row, "intents": list(row["labels"])}
 
@@ -112,7 +112,7 @@ def utterances(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> Any:
     rows = data_svc.table(
-        context(request), p, intent=intent, split=split, search=search, limit=limit
+        context(request).db, p, intent=intent, split=split, search=search, limit=limit
     )
     return {
         "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
@@ -125,7 +125,7 @@ def utterances(
     summary="The project's intents with their descriptions and example counts",
 )
 def intents(request: Request, p: Reader) -> Any:
-    return {"intents": data_svc.intents(context(request), p)}
+    return {"intents": data_svc.intents(context(request).db, p)}
 
 
 @router.put(
@@ -136,8 +136,8 @@ def intents(request: Request, p: Reader) -> Any:
 def describe(intent: str, body: models.DescribeIn, request: Request, p: Changer) -> Any:
     ctx = context(request)
     with acting_as(p.actor):
-        data_svc.describe_intent(ctx, p, intent, body.description)
-    return next(i for i in data_svc.intents(ctx, p) if i["name"] == intent)
+        data_svc.describe_intent(ctx.db, p, intent, body.description)
+    return next(i for i in data_svc.intents(ctx.db, p) if i["name"] == intent)
 
 
 @router.get(

@@ -44,7 +44,7 @@ def caller(
     if credentials is None or not credentials.credentials.strip():
         raise HTTPException(401, NEEDS_TOKEN, headers={"WWW-Authenticate": "Bearer"})
     try:
-        return token_actor(ctx, credentials.credentials)
+        return token_actor(ctx.db, credentials.credentials)
     except PermissionError as exc:
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 
@@ -61,7 +61,7 @@ def project_for(needed: str, action: str) -> Callable[..., ProjectHandle]:
         request: Request,
         who: Actor = Depends(checked),  # noqa: B008  # a closure: Annotated cannot name it
     ) -> ProjectHandle:
-        return open_project(context(request), project, who, need=needed)
+        return open_project(context(request).db, project, who, need=needed)
 
     resolve_project.role = needed  # type: ignore[attr-defined]  # read by declared_roles
     return resolve_project

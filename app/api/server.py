@@ -64,7 +64,7 @@ def create_api(ctx: AppContext) -> FastAPI:
             key = (project, who)
             if key not in handles:
                 try:
-                    handles[key] = open_project(ctx, project, who, stamp=True)
+                    handles[key] = open_project(ctx.db, project, who, stamp=True)
                 except Exception as exc:  # an unknown project, or one the caller may not see
                     handles[key] = exc
         resolved = [(handles[(r[0], r[1])], *r[2:]) for r in requests]

@@ -59,7 +59,7 @@ TEAM = "/projects/{project}/team"
 def assign(body: models.AssignIn, request: Request, p: Admin) -> Any:
     with acting_as(p.actor):
         given = team.assign(
-            context(request),
+            context(request).db,
             p,
             body.annotators,
             overlap=body.overlap,
@@ -81,9 +81,9 @@ def next_items(
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ) -> Any:
     ctx = context(request)
-    ids = team.open_items(ctx, p)[:limit]
-    assigned, answered = team.progress(ctx, p).get(p.actor.name, (0, 0))
-    rows = team.items(ctx, p, ids)
+    ids = team.open_items(ctx.db, p)[:limit]
+    assigned, answered = team.progress(ctx.db, p).get(p.actor.name, (0, 0))
+    rows = team.items(ctx.db, p, ids)
     return {
         "items": [{"id": r["id"], "text": r["text"]} for r in rows],
         "assigned": assigned,
@@ -99,10 +99,10 @@ def next_items(
 )
 def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
     ctx = context(request)
-    before = team.items(ctx, p, [body.id])
+    before = team.items(ctx.db, p, [body.id])
     with acting_as(p.actor):
-        message = team.submit(ctx, p, body.id, body.answer, body.intents)
-    (now,) = team.items(ctx, p, [body.id])  # submit refused an unknown id already
+        message = team.submit(ctx.db, p, body.id, body.answer, body.intents)
+    (now,) = team.items(ctx.db, p, [body.id])  # submit refused an unknown id already
     was_open = bool(before) and before[0]["split"] == "unlabelled"
     accepted = was_open and now["split"] != "unlabelled"
     return {"message": message, "accepted": accepted, "labels": now["labels"]}
@@ -115,7 +115,7 @@ def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
     description=models.AgreementOut.__doc__ or "",
 )
 def agreement(request: Request, p: Reader) -> Any:
-    found = team_answers.measure(context(request), p)
+    found = team_answers.measure(context(request).db, p)
     return {
         "annotators": list(found.annotators),
         "items": found.items,
@@ -147,7 +147,7 @@ def review(request: Request, p: Labeller) -> Any:
                     for g in d.answers
                 ],
             }
-            for d in team.disputes(context(request), p, mine_left_out=True)
+            for d in team.disputes(context(request).db, p, mine_left_out=True)
         ]
     }
 
@@ -160,7 +160,7 @@ def review(request: Request, p: Labeller) -> Any:
 def decide(utterance_id: int, body: models.DecideIn, request: Request, p: Labeller) -> Any:
     batch = str(uuid.uuid4())
     with acting_as(p.actor):
-        message = team.decide(context(request), p, utterance_id, body.intents, batch=batch)
+        message = team.decide(context(request).db, p, utterance_id, body.intents, batch=batch)
     return {"message": message, "batch": batch}
 
 
@@ -172,7 +172,7 @@ def decide(utterance_id: int, body: models.DecideIn, request: Request, p: Labell
 def answers_file(request: Request, p: Reader) -> Any:
     ctx = context(request)
     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
-    path = team_answers.export_answers(ctx, p, download_path(ctx.settings, name))
+    path = team_answers.export_answers(ctx.db, p, download_path(ctx.settings, name))
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 
@@ -185,7 +185,7 @@ MembersAdmin = Annotated[ProjectHandle, Depends(project_for("admin", "managing m
     summary="Who sees the project: its members with their role there, and the admins",
 )
 def list_members(request: Request, p: Reader) -> Any:
-    return {"members": [asdict(m) for m in members_svc.members(context(request), p)]}
+    return {"members": [asdict(m) for m in members_svc.members(context(request).db, p)]}
 
 
 @router.put(
@@ -196,7 +196,7 @@ def list_members(request: Request, p: Reader) -> Any:
 )
 def put_member(user: str, body: models.MemberIn, request: Request, p: MembersAdmin) -> Any:
     with acting_as(p.actor):
-        return {"message": members_svc.add_member(context(request), p, user, body.role)}
+        return {"message": members_svc.add_member(context(request).db, p, user, body.role)}
 
 
 @router.delete(
@@ -206,4 +206,4 @@ def put_member(user: str, body: models.MemberIn, request: Request, p: MembersAdm
 )
 def delete_member(user: str, request: Request, p: MembersAdmin) -> Any:
     with acting_as(p.actor):
-        return {"message": members_svc.remove_member(context(request), p, user)}
+        return {"message": members_svc.remove_member(context(request).db, p, user)}

@@ -42,4 +42,4 @@ def project(ctx: Any, name: str | None, need: str = "viewer") -> Any:
 
     if not name:
         raise CliError("Give the project: --project NAME.")
-    return open_project(ctx, name, LOCAL, need=need)
+    return open_project(ctx.db, name, LOCAL, need=need)

@@ -110,22 +110,22 @@ def cmd_users(args: argparse.Namespace) -> int:
         raise CliError("Give the user's name.")
     if args.action == "add":
         role = args.role or "designer"
-        who = add_user(ctx, args.name, role, _password(args.name), actor=_cli_actor())
+        who = add_user(ctx.db, args.name, role, _password(args.name), actor=_cli_actor())
         print(f"Added {who.name} ({who.role}).")
         return 0
     if args.action == "restore":
         role = accounts.restore_user(
-            ctx, args.name, _password(args.name), actor=_cli_actor(), role=args.role
+            ctx.db, args.name, _password(args.name), actor=_cli_actor(), role=args.role
         )
         print(f"Restored {args.name} ({role}): they sign in with the new password; no API token.")
         return 0
     if args.action == "remove":
-        accounts.remove_user(ctx, args.name, actor=_cli_actor())
+        accounts.remove_user(ctx.db, args.name, actor=_cli_actor())
         print(f"Removed {args.name}: their sessions and API token have ended.")
         return 0
     if args.action in ("lock", "unlock"):
         locked = args.action == "lock"
-        accounts.lock_user(ctx, args.name, actor=_cli_actor(), locked=locked)
+        accounts.lock_user(ctx.db, args.name, actor=_cli_actor(), locked=locked)
         print(
             f"Locked {args.name}: their sessions and API token have ended; they cannot sign in."
             if locked
@@ -133,25 +133,25 @@ def cmd_users(args: argparse.Namespace) -> int:
         )
         return 0
     if args.action == "password":
-        accounts.set_password(ctx, args.name, _password(args.name), actor=_cli_actor())
+        accounts.set_password(ctx.db, args.name, _password(args.name), actor=_cli_actor())
         print(f"New password for {args.name}: their sessions signed in before have ended.")
         return 0
     if args.action == "token":
-        token = issue_token(ctx, args.name, actor=_cli_actor())
+        token = issue_token(ctx.db, args.name, actor=_cli_actor())
         print(f"API token for {args.name} (shown once; any earlier token stops working):")
         print(token)
         return 0
     if args.action == "revoke":
-        accounts.revoke_token(ctx, args.name, actor=_cli_actor())
+        accounts.revoke_token(ctx.db, args.name, actor=_cli_actor())
         print(f"Revoked {args.name}'s API token: it stops working at its next request.")
         return 0
     if args.role is None:  # `users role NAME`: says the role, changes nothing
-        current = accounts.role_of(ctx, args.name)
+        current = accounts.role_of(ctx.db, args.name)
         raise CliError(
             f"{args.name}'s role is {current}; nothing was changed. "
             "Give the new one with --role viewer|designer|admin."
         )
-    accounts.set_role(ctx, args.name, args.role, actor=_cli_actor())
+    accounts.set_role(ctx.db, args.name, args.role, actor=_cli_actor())
     print(f"{args.name} is now a {args.role}.")
     return 0
 
@@ -164,12 +164,12 @@ def cmd_projects(args: argparse.Namespace) -> int:
     from app.services.projects import summary
 
     ctx = context(args)
-    who = actor_of(ctx, args.user) if args.user else LOCAL
-    names = visible_projects(ctx, who)
+    who = actor_of(ctx.db, args.user) if args.user else LOCAL
+    names = visible_projects(ctx.db, who)
     if args.user and not names:
         print(f"{args.user} sees no project: add them to one (intent-studio members add).")
     for name in names:
-        p = open_project(ctx, name, who)
+        p = open_project(ctx.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
         print(summary(ctx, p).headline().replace("**", "") + role)
     return 0

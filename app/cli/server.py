@@ -90,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings(args.data_dir, args.db_url)
     ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
-        generated = ensure_admin(ctx, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
+        generated = ensure_admin(ctx.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:

@@ -67,7 +67,7 @@ def cmd_team_assign(args: argparse.Namespace) -> int:
     names = [n for n in args.annotators.split(",") if n.strip()]
     ctx = context(args)
     given = team.assign(
-        ctx,
+        ctx.db,
         project(ctx, args.project, "admin"),
         names,
         overlap=args.overlap,
@@ -91,7 +91,7 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
     from app.services import team_answers
 
     ctx = context(args)
-    found = team_answers.measure(ctx, project(ctx, args.project))
+    found = team_answers.measure(ctx.db, project(ctx, args.project))
     if not found.items:
         print(f"No agreement yet in {args.project!r}: no overlap item has two answers.")
         return 0
@@ -117,7 +117,7 @@ def cmd_team_export(args: argparse.Namespace) -> int:
     from app.services import team_answers
 
     ctx = context(args)
-    out = team_answers.export_answers(ctx, project(ctx, args.project), Path(args.output))
+    out = team_answers.export_answers(ctx.db, project(ctx, args.project), Path(args.output))
     with out.open(encoding="utf-8") as f:
         lines = sum(1 for _ in f)
     print(f"Wrote {lines} answer(s) to {out}.")
@@ -132,7 +132,7 @@ def cmd_members(args: argparse.Namespace) -> int:
     ctx = context(args)
     p = project(ctx, args.project)
     if args.action == "list":
-        for m in members.members(ctx, p):
+        for m in members.members(ctx.db, p):
             state = "" if m.status == "active" else f" ({m.status})"
             print(f"{m.name:30} {m.role:9} (own role {m.user_role}){state}")
         return 0
@@ -140,7 +140,7 @@ def cmd_members(args: argparse.Namespace) -> int:
         raise CliError(f"Give the user: intent-studio members {args.action} NAME --project ...")
     actor = f"cli:{getpass.getuser()}"
     if args.action == "add":
-        print(members.add_member(ctx, p, args.name, args.role, actor=actor))
+        print(members.add_member(ctx.db, p, args.name, args.role, actor=actor))
     else:
-        print(members.remove_member(ctx, p, args.name, actor=actor))
+        print(members.remove_member(ctx.db, p, args.name, actor=actor))
     return 0

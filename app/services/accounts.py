@@ -4,8 +4,8 @@ each recorded in the security log with who did it (adding a user and issuing a t
 request (every request checks its user: :mod:`app.perimeter.http_guard`, :mod:`app.api.gate`).
 
 Example:
-    >>> remove_user(ctx, "dana", actor="cli:root")  # doctest: +SKIP
-    >>> [e["action"] for e in security_log(ctx)][:1]  # doctest: +SKIP
+    >>> remove_user(ctx.db, "dana", actor="cli:root")  # doctest: +SKIP
+    >>> [e["action"] for e in security_log(ctx.db)][:1]  # doctest: +SKIP
     ['removed']
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.access.auth import hash_password
-from app.serving.context import AppContext
+from storage.db import Database
 from storage.users import (
     get_user,
     record_event,
@@ -27,80 +27,80 @@ from storage.users import restore_user as store_restore
 from storage.users import set_role as store_role
 
 
-def remove_user(ctx: AppContext, name: str, *, actor: str) -> None:
+def remove_user(db: Database, name: str, *, actor: str) -> None:
     """Remove ``name``: their password, token and sessions end; their past edits keep their name."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         set_status(s, name, "removed")
         record_event(s, "removed", name, actor=actor)
 
 
 def restore_user(
-    ctx: AppContext, name: str, password: str, *, actor: str, role: str | None = None
+    db: Database, name: str, password: str, *, actor: str, role: str | None = None
 ) -> str:
     """Bring a removed user back on purpose (``users add`` refuses a removed user's name): the
     same account, so their past edits are theirs again, with a new password, no API token, and
     the role they had unless ``role`` says. Returns their role."""
     hashed = hash_password(password)
-    with ctx.db.write() as s:
+    with db.write() as s:
         user = store_restore(s, name, hashed, role)
         record_event(s, "restored", user.name, actor=actor, detail=f"role {user.role}")
         return user.role
 
 
-def lock_user(ctx: AppContext, name: str, *, actor: str, locked: bool = True) -> None:
+def lock_user(db: Database, name: str, *, actor: str, locked: bool = True) -> None:
     """Lock ``name`` (no sign-in, session or token until unlocked), or unlock them."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         set_status(s, name, "locked" if locked else "active")
         record_event(s, "locked" if locked else "unlocked", name, actor=actor)
 
 
-def role_of(ctx: AppContext, name: str) -> str:
+def role_of(db: Database, name: str) -> str:
     """``name``'s role (NotFoundError: no such user)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return get_user(s, name).role
 
 
-def set_role(ctx: AppContext, name: str, role: str, *, actor: str) -> None:
+def set_role(db: Database, name: str, role: str, *, actor: str) -> None:
     """Give ``name`` a new role (the last admin cannot stop being one); in effect at their next
     request."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         before = get_user(s, name).role
         store_role(s, name, role)
         record_event(s, "role", name, actor=actor, detail=f"{before} -> {role}")
 
 
-def revoke_token(ctx: AppContext, name: str, *, actor: str) -> None:
+def revoke_token(db: Database, name: str, *, actor: str) -> None:
     """End ``name``'s API token (their browser sessions go on); a new one comes from
     :func:`app.access.auth.issue_token`."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         set_token_hash(s, name, None)
         record_event(s, "token_revoked", name, actor=actor)
 
 
-def set_password(ctx: AppContext, name: str, password: str, *, actor: str) -> None:
+def set_password(db: Database, name: str, password: str, *, actor: str) -> None:
     """A new password for ``name``; their sessions signed in with the old one end."""
     hashed = hash_password(password)
-    with ctx.db.write() as s:
+    with db.write() as s:
         set_password_hash(s, name, hashed)
         record_event(s, "password", name, actor=actor)
 
 
-def sign_in_held(ctx: AppContext, what: str, name: str, address: str) -> None:
+def sign_in_held(db: Database, what: str, name: str, address: str) -> None:
     """Record that sign-ins were held back by the rate limit (``what``: "name from this
     address", "address" or "name")."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         record_event(s, "sign_in_held", name, address=address, detail=f"too many failures: {what}")
 
 
-def signed_in(ctx: AppContext, name: str, address: str) -> None:
+def signed_in(db: Database, name: str, address: str) -> None:
     """Record a successful sign-in and where it came from."""
-    with ctx.db.write() as s:
+    with db.write() as s:
         record_event(s, "signed_in", name, address=address)
 
 
-def security_log(ctx: AppContext, limit: int = 100) -> list[dict[str, Any]]:
+def security_log(db: Database, limit: int = 100) -> list[dict[str, Any]]:
     """The security log, newest first, as plain rows."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return [
             {
                 "at": e.created_at,
@@ -114,11 +114,9 @@ def security_log(ctx: AppContext, limit: int = 100) -> list[dict[str, Any]]:
         ]
 
 
-def user_names(
-    ctx: AppContext, roles: tuple[str, ...] = ("viewer", "designer", "admin")
-) -> list[str]:
+def user_names(db: Database, roles: tuple[str, ...] = ("viewer", "designer", "admin")) -> list[str]:
     """The names of the users who are not removed, of these roles, by name."""
     from storage.users import list_users
 
-    with ctx.db.session() as s:
+    with db.session() as s:
         return [u.name for u in list_users(s) if u.status != "removed" and u.role in roles]

@@ -27,11 +27,10 @@ from dataclasses import dataclass
 
 from app.access import ItemPolicy, ProjectHandle, open_project, writing
 from app.services.data import parse_label_input
-from app.serving.context import AppContext
 from storage import guard
 from storage import utterances as repo
 from storage.bulk_labels import Labelled, label_rows
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.names import project_index
 
@@ -166,7 +165,7 @@ def _plan_versions(
 
 
 def plan_label(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_ids: Sequence[int],
     labels: str | list[str] | None,
@@ -174,12 +173,12 @@ def plan_label(
     relabel_labelled: bool = False,
 ) -> BulkPlan:
     """What :func:`label_many` would do, without doing it (the preview)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return _plan(s, p, utterance_ids, parse_label_input(labels), relabel_labelled)
 
 
 def label_many(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_ids: Sequence[int],
     labels: str | list[str] | None,
@@ -214,7 +213,7 @@ def label_many(
     """
     target = parse_label_input(labels)
     batch = str(uuid.uuid4())
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         plan, versions = _checked(
             s, p, utterance_ids, target, relabel_labelled, token, expected, all_or_nothing
         )
@@ -225,8 +224,8 @@ def label_many(
     for n, chunk in enumerate(chunks[1:], start=2):
         time.sleep(CHUNK_PAUSE_S)  # let the saves that waited in
         try:
-            p = open_project(ctx, p.id, p.actor, need="designer")  # left, or deleted, meanwhile?
-            with writing(ctx, p) as s:
+            p = open_project(db, p.id, p.actor, need="designer")  # left, or deleted, meanwhile?
+            with writing(db, p) as s:
                 done = _add(done, _write(s, p, plan.target, chunk, versions, batch))
         except (StorageError, PermissionError) as exc:
             raise type(exc)(

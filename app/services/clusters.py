@@ -123,7 +123,7 @@ def create_from_cluster(
         raise ValueError(
             f"Intent {name!r} already exists: pick it under 'Add to an existing intent' instead."
         )
-    return bulk.label_many(ctx, p, chosen, [name])
+    return bulk.label_many(ctx.db, p, chosen, [name])
 
 
 def add_to_intent(
@@ -143,7 +143,7 @@ def add_to_intent(
             if intent
             else "Pick the intent to add the examples to."
         )
-    return bulk.label_many(ctx, p, chosen, [intent])
+    return bulk.label_many(ctx.db, p, chosen, [intent])
 
 
 def cluster_figure(view: MapView, ids: Sequence[int], title: str) -> go.Figure:

@@ -205,21 +205,21 @@ def apply(ctx: AppContext, p: ProjectHandle, fix: Fix, *, confirm_test: bool = F
         eval_svc.refuse_unconfirmed_test_change(ctx, p, fix.ids, confirm_test)
     if fix.action == "merge":
         source, target = fix.intents
-        n = data_svc.merge_intents(ctx, p, [source], target)
+        n = data_svc.merge_intents(ctx.db, p, [source], target)
         return f"Merged {source} into {target} ({n} utterance(s))."
     if fix.action == "delete":
         (uid,) = fix.ids
-        data_svc.delete_utterance(ctx, p, uid)
+        data_svc.delete_utterance(ctx.db, p, uid)
         return f"Deleted #{uid}."
     if fix.action == "relabel":
         (uid,) = fix.ids
         row = data_svc.label_utterance(
-            ctx, p, uid, list(fix.intents), expected_version=fix.versions[0]
+            ctx.db, p, uid, list(fix.intents), expected_version=fix.versions[0]
         )
         return f"#{uid} → {_names(row['labels'])}."
     _check_versions(ctx, p, fix)
     plan = bulk_svc.label_many(
-        ctx, p, list(fix.ids), list(fix.intents), relabel_labelled=True, all_or_nothing=True
+        ctx.db, p, list(fix.ids), list(fix.intents), relabel_labelled=True, all_or_nothing=True
     )
     return f"Moved {len(plan.change)} example(s) to {_names(fix.intents)}."
 
@@ -237,4 +237,4 @@ def _check_versions(ctx: AppContext, p: ProjectHandle, fix: Fix) -> None:
 
 def undo(ctx: AppContext, p: ProjectHandle) -> str:
     """Undo the last change in the project (a fix is one batch)."""
-    return history.undo(ctx, p)
+    return history.undo(ctx.db, p)

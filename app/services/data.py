@@ -12,10 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from app.access import ProjectHandle, writing
-from app.serving.context import AppContext
 from storage import projects as repo_projects
 from storage import utterances as repo
-from storage.db import Session
+from storage.db import Database, Session
 from storage.deleted import delete_utterance as delete_kept
 from storage.errors import UnknownIntentError
 
@@ -57,7 +56,7 @@ def parse_label_input(value: str | list[str] | None) -> list[str]:
 
 
 def table(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     *,
     intent: str | None = None,
@@ -66,7 +65,7 @@ def table(
     limit: int = 2000,
 ) -> list[dict[str, Any]]:
     """Rows for the utterance table, filtered by intent (``(none)`` = unlabelled), split, text."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         rows = repo.list_utterances(
             s, p.id, intent=intent or None, split=split or None, search=search or None, limit=limit
         )
@@ -82,18 +81,18 @@ def table(
     ]
 
 
-def intents(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
-    with ctx.db.session() as s:
+def intents(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
+    with db.session() as s:
         return [asdict(i) for i in repo_projects.list_intents(s, p.id)]
 
 
-def intent_names(ctx: AppContext, p: ProjectHandle) -> list[str]:
-    with ctx.db.session() as s:
+def intent_names(db: Database, p: ProjectHandle) -> list[str]:
+    with db.session() as s:
         return sorted(repo_projects.intents_by_name(s, p.id))
 
 
 def add_utterance(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     text: str,
     labels: str | list[str] | None = None,
@@ -102,7 +101,7 @@ def add_utterance(
     context: str = "",
 ) -> dict[str, Any]:
     """Add an utterance (``context``: the turn before it, ``""`` for none)."""
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         row = repo.add_utterance(
             s,
             p.id,
@@ -126,7 +125,7 @@ def _closest(s: Session, project_id: int, name: str) -> str:
 
 
 def label_text(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     text: str,
     labels: str | list[str] | None,
@@ -144,7 +143,7 @@ def label_text(
         ValueError: an unknown intent and not ``create``; nothing was changed.
     """
     names = parse_label_input(labels)
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         try:
             existing = repo.find_by_text(s, p.id, text)
             if existing is None:
@@ -207,7 +206,7 @@ def label_in(
 
 
 def label_utterance(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_id: int,
     labels: str | list[str] | None,
@@ -224,7 +223,7 @@ def label_utterance(
     Screens where one click could change a test row pass ``confirm_test`` as the person's
     explicit confirmation (:func:`refuse_unconfirmed_test_change`)."""
     names = parse_label_input(labels)
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         row = label_in(
             s,
             p,
@@ -239,8 +238,8 @@ def label_utterance(
     return asdict(row)
 
 
-def move_split(ctx: AppContext, p: ProjectHandle, utterance_ids: list[int], split: str) -> int:
-    with writing(ctx, p) as s:
+def move_split(db: Database, p: ProjectHandle, utterance_ids: list[int], split: str) -> int:
+    with writing(db, p) as s:
         for uid in utterance_ids:
             repo.update_utterance(s, p.id, uid, split=split, user_id=p.actor.id)
     return len(utterance_ids)
@@ -262,7 +261,7 @@ def delete_in(
 
 
 def delete_utterance(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_id: int,
     *,
@@ -270,16 +269,16 @@ def delete_utterance(
     confirm_test: bool = True,
 ) -> None:
     """Delete an utterance (undo brings it back); ``confirm_test`` as in :func:`label_utterance`."""
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
 
 
-def create_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str = "") -> str:
-    with writing(ctx, p) as s:
+def create_intent(db: Database, p: ProjectHandle, name: str, description: str = "") -> str:
+    with writing(db, p) as s:
         return repo_projects.create_intent(s, p.id, name, description).name
 
 
-def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str) -> str:
+def describe_intent(db: Database, p: ProjectHandle, name: str, description: str) -> str:
     """Set (or clear, with an empty text) an intent's description; returns it as stored.
 
     Raises:
@@ -287,20 +286,20 @@ def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: s
     """
     if not (name or "").strip():
         raise ValueError("Choose an intent to describe.")
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         return repo_projects.describe_intent(s, p.id, name, description).description
 
 
-def rename_intent(ctx: AppContext, p: ProjectHandle, old: str, new: str) -> str:
-    with writing(ctx, p) as s:
+def rename_intent(db: Database, p: ProjectHandle, old: str, new: str) -> str:
+    with writing(db, p) as s:
         return repo_projects.rename_intent(s, p.id, old, new).name
 
 
-def merge_intents(ctx: AppContext, p: ProjectHandle, sources: list[str], target: str) -> int:
-    with writing(ctx, p) as s:
+def merge_intents(db: Database, p: ProjectHandle, sources: list[str], target: str) -> int:
+    with writing(db, p) as s:
         return repo_projects.merge_intents(s, p.id, sources, target, user_id=p.actor.id)
 
 
-def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> int:
-    with writing(ctx, p) as s:
+def delete_intent(db: Database, p: ProjectHandle, name: str) -> int:
+    with writing(db, p) as s:
         return repo_projects.delete_intent(s, p.id, name, user_id=p.actor.id)

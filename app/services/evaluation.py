@@ -267,10 +267,10 @@ def fix_test_row(
         raise ValueError("Pick the intent to relabel it as (the box starts empty on purpose).")
     refuse_unconfirmed_test_change(ctx, p, [utterance_id], confirmed)
     if action == "relabel":
-        data_svc.label_utterance(ctx, p, utterance_id, [str(intent).strip()])
+        data_svc.label_utterance(ctx.db, p, utterance_id, [str(intent).strip()])
         return f"#{utterance_id} relabelled as {str(intent).strip()}"
     if action == "move":
-        data_svc.move_split(ctx, p, [utterance_id], "train")
+        data_svc.move_split(ctx.db, p, [utterance_id], "train")
         return f"#{utterance_id} moved to train"
-    data_svc.delete_utterance(ctx, p, utterance_id)
+    data_svc.delete_utterance(ctx.db, p, utterance_id)
     return f"#{utterance_id} deleted"

@@ -13,9 +13,8 @@ import uuid
 from typing import Any
 
 from app.access import ProjectHandle, writing
-from app.serving.context import AppContext
 from storage import audit
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import StorageError
 
 # Events an undo takes back in one transaction: a long batch (a bulk label, an import) is taken
@@ -38,9 +37,9 @@ def _summary(events: list[Any]) -> tuple[str, list[str], str] | None:
     return (events[0].action, list(events[0].before), events[0].utterance_text) if events else None
 
 
-def undo(ctx: AppContext, p: ProjectHandle) -> str:
+def undo(db: Database, p: ProjectHandle) -> str:
     """Undo the last change still in effect (a whole batch, e.g. a merge). Says what was undone."""
-    return _undo(ctx, p, None)
+    return _undo(db, p, None)
 
 
 def undo_in(s: Session, p: ProjectHandle, batch: str) -> str:
@@ -49,18 +48,18 @@ def undo_in(s: Session, p: ProjectHandle, batch: str) -> str:
     return _undone_message(len(events), _summary(events))
 
 
-def undo_batch(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
+def undo_batch(db: Database, p: ProjectHandle, batch: str) -> str:
     """Undo one earlier change (a batch from :func:`activity`), if later edits did not touch it."""
-    return _undo(ctx, p, batch.strip())
+    return _undo(db, p, batch.strip())
 
 
-def _undo(ctx: AppContext, p: ProjectHandle, batch: str | None) -> str:
+def _undo(db: Database, p: ProjectHandle, batch: str | None) -> str:
     """Undo ``batch`` (None: the last change still in effect) in transactions of at most
     :data:`UNDO_CHUNK` events: the first checks that it can be undone and takes back the newest;
     each next one the next newest. An undo stopped half-way (a crash, kill -9) leaves each row
     either back or as it was, and undoing the same change again takes back the rest."""
     undo_id = str(uuid.uuid4())
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         batch = batch if batch is not None else audit.last_batch(s, p.id)
         if batch is None:
             return "Nothing to undo."
@@ -71,7 +70,7 @@ def _undo(ctx: AppContext, p: ProjectHandle, batch: str | None) -> str:
     while left:
         time.sleep(UNDO_PAUSE_S)
         try:
-            with writing(ctx, p) as s:
+            with writing(db, p) as s:
                 events = audit.undo_batch(
                     s, p.id, batch, user_id=p.actor.id, limit=UNDO_CHUNK, undo=undo_id
                 )
@@ -87,12 +86,12 @@ def _undo(ctx: AppContext, p: ProjectHandle, batch: str | None) -> str:
 ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
 
 
-def activity(ctx: AppContext, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
+def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
     """The project's recent changes, newest first, one row per batch (an action on many
     utterances is one row), with whether it can still be undone."""
     from storage.users import list_users
 
-    with ctx.db.session() as s:
+    with db.session() as s:
         users = {u.id: u.name for u in list_users(s)}
         batches = audit.recent_batches(s, p.id, limit)
     return [

@@ -129,7 +129,7 @@ def import_utterances(
                     guard.install(s, ItemPolicy(p.actor.id, p.role))
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
             else:
-                with writing(ctx, p) as s:
+                with writing(ctx.db, p) as s:
                     resolve(s, p.id, p.actor, need="designer")  # deleted, or left, meanwhile?
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
         except StorageError as exc:
@@ -162,7 +162,7 @@ def import_utterances(
         )
     left_out: list[str] = []
     if descriptions:
-        with writing(ctx, p) as s:
+        with writing(ctx.db, p) as s:
             made_intents, left_out = describe_intents(
                 s, p.id, descriptions, create_missing=create_missing_intents
             )
@@ -198,7 +198,7 @@ def destination(ctx: AppContext, name: str) -> ProjectHandle | str:
     may change it, or (there is no such project for them) ``name``, a new project the import
     creates (:func:`import_utterances`)."""
     try:
-        return open_project(ctx, name, need="designer")
+        return open_project(ctx.db, name, need="designer")
     except NotFoundError:
         return name
 
@@ -257,9 +257,9 @@ def import_file(
     result.notes.extend(parsed.notes)
     p = into if not isinstance(into, str) else None
     if parsed.slots or parsed.agent is not None:
-        p = p or open_project(ctx, result.project)
+        p = p or open_project(ctx.db, result.project)
     if parsed.slots and p is not None:
-        result.notes.extend(import_slot_data(ctx, p, parsed.slots))
+        result.notes.extend(import_slot_data(ctx.db, p, parsed.slots))
     if parsed.agent is not None and p is not None:
         result.notes.append(_keep_agent(ctx, p, parsed.agent))
     return replace(result, format=parsed.format)
@@ -267,7 +267,7 @@ def import_file(
 
 def _keep_agent(ctx: AppContext, p: ProjectHandle, agent: AgentSource) -> str:
     """Keep an imported agent's files with the project; a note saying so."""
-    with writing(ctx, p) as s:
+    with writing(ctx.db, p) as s:
         before = keep_agent(s, p.id, agent.format, agent.content, agent.language)
     title = agent_format(agent.format).title
     replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
@@ -341,7 +341,7 @@ def export_project(
         rows,
         path,
         described,
-        export_slot_data(ctx, p),
+        export_slot_data(ctx.db, p),
         format=format,
         kept=source,
         name=name,
@@ -356,7 +356,7 @@ def export_slot_book(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int
     from app.formats import dump_slot_book
     from app.services.slots import export_slot_data
 
-    data = export_slot_data(ctx, p)
+    data = export_slot_data(ctx.db, p)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(dump_slot_book(data), encoding="utf-8")

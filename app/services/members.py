@@ -4,7 +4,7 @@ change every project and need no membership; anyone else sees only the projects 
 member of (:mod:`app.access`). Each change is recorded in the security log.
 
 Example:
-    >>> add_member(ctx, p, "dana", "viewer")  # doctest: +SKIP
+    >>> add_member(ctx.db, p, "dana", "viewer")  # doctest: +SKIP
     'dana is now a viewer in shop.'
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from app.access import ProjectHandle
 from app.access.auth import Actor
 from app.access.policy import RANK
-from app.serving.context import AppContext
 from storage import members as repo
+from storage.db import Database
 from storage.errors import NotFoundError, StorageError
 from storage.users import get_user, list_users, record_event
 
@@ -29,9 +29,9 @@ class MemberRow:
     status: str
 
 
-def members(ctx: AppContext, p: ProjectHandle) -> list[MemberRow]:
+def members(db: Database, p: ProjectHandle) -> list[MemberRow]:
     """Everyone who sees the project: its members, then the admins (who see every project)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         rows = [MemberRow(m.name, m.role, m.user_role, m.status) for m in repo.members(s, p.id)]
         admins = [
             MemberRow(u.name, "admin", u.role, u.status)
@@ -42,15 +42,15 @@ def members(ctx: AppContext, p: ProjectHandle) -> list[MemberRow]:
     return [*rows, *admins]
 
 
-def actor_of(ctx: AppContext, name: str) -> Actor:
+def actor_of(db: Database, name: str) -> Actor:
     """The user ``name`` as an acting user (NotFoundError: no such user)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         user = get_user(s, name)
         return Actor(user.id, user.name, user.role)
 
 
 def add_member(
-    ctx: AppContext, p: ProjectHandle, name: str, role: str | None = None, *, actor: str = ""
+    db: Database, p: ProjectHandle, name: str, role: str | None = None, *, actor: str = ""
 ) -> str:
     """Make ``name`` a member of the project with ``role`` there (default: their own role), or
     change their role there. Needs an admin; the role cannot be above the user's own.
@@ -60,7 +60,7 @@ def add_member(
             (they need no membership), or a role above the user's own or unknown.
     """
     p.require("admin", "adding members")
-    with ctx.db.write() as s:
+    with db.write() as s:
         user = get_user(s, (name or "").strip())
         if user.role == "admin":
             raise StorageError(f"{user.name} is an admin: admins see every project already.")
@@ -79,14 +79,14 @@ def add_member(
     return f"{user.name} {what} a {role} in {p.name}."
 
 
-def remove_member(ctx: AppContext, p: ProjectHandle, name: str, *, actor: str = "") -> str:
+def remove_member(db: Database, p: ProjectHandle, name: str, *, actor: str = "") -> str:
     """End ``name``'s membership of the project: they no longer see it (at their next request).
 
     Raises:
         PermissionError: not an admin. NotFoundError: no such user, or no member.
     """
     p.require("admin", "removing members")
-    with ctx.db.write() as s:
+    with db.write() as s:
         user = get_user(s, (name or "").strip())
         try:
             repo.remove_member(s, p.id, user.id)

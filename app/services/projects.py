@@ -59,7 +59,7 @@ class ProjectSummary:
 
 def project_names(ctx: AppContext) -> list[str]:
     """The names of the projects the acting user sees (:func:`app.access.visible_projects`)."""
-    return visible_projects(ctx)
+    return visible_projects(ctx.db)
 
 
 def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str:
@@ -168,7 +168,7 @@ def set_settings(ctx: AppContext, p: ProjectHandle, changes: Mapping[str, Any]) 
     :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
     checked before anything is written: one bad value changes nothing."""
     after = p.project_settings.with_texts(changes)
-    with writing(ctx, p) as s:
+    with writing(ctx.db, p) as s:
         for name, value in after.to_dict().items():
             if name in changes:
                 set_project_setting(s, p.id, name, value)

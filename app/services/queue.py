@@ -215,7 +215,7 @@ def next_item(
             {
                 d.id: d
                 for d in team_svc.disputes(
-                    ctx, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+                    ctx.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
                 )
             }
             if how in (DISPUTES, MINE)

@@ -111,7 +111,7 @@ def answer_then(
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
         raise ValueError("Pick an intent first (1-3, or type its name).")
-    with writing(ctx, p) as s:
+    with writing(ctx.db, p) as s:
         before = pool_stamp(s, p.id)
         message = _answer_in(
             s, p, utterance_id, action, names, expected_version, batch, confirm_test, how
@@ -197,12 +197,12 @@ def undo_answer(
     if batch is None:  # a skip that stored nothing
         return f"Undid: {what}.", utterance_id
     team_answer = how != DISPUTES and action in ("take", "oos", "skip")
-    if team_answer and team_svc.withdraw(ctx, p, utterance_id, batch):
+    if team_answer and team_svc.withdraw(ctx.db, p, utterance_id, batch):
         return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
     if action == "skip":
         return f"Undid: {what}.", utterance_id
     try:
-        history.undo_batch(ctx, p, batch)
+        history.undo_batch(ctx.db, p, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
         return f"Undid: {what} (it had changed nothing).", utterance_id
     if action != "delete":

@@ -74,7 +74,9 @@ def order(
     if how == REVIEW:
         return [i for i in conflicts_svc.likely_mislabelled(ctx, p) if i not in skip][:limit]
     if how in (DISPUTES, MINE):
-        disputed = team_svc.disputes(ctx, p, mine_left_out=how == DISPUTES, mine_only=how == MINE)
+        disputed = team_svc.disputes(
+            ctx.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+        )
         return [d.id for d in disputed if d.id not in skip][:limit]
     with ctx.db.session() as s:
         mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_CANDIDATES]

@@ -143,7 +143,7 @@ def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple
     pid = p.id
     with ctx.db.session() as s:
         stamp = pool_stamp(s, pid)
-    team = json.dumps(team_answers.report_view(ctx, p), sort_keys=True, default=str)
+    team = json.dumps(team_answers.report_view(ctx.db, p), sort_keys=True, default=str)
     # a UMAP projection landed since: the maps are drawn anew with it (the PCA ones a build
     # itself stores do not count, or a first interactive report would never be the same again)
     root = map_svc.store(ctx).root
@@ -178,7 +178,7 @@ def build_report(
     reports = _reports(ctx)
     pid, made_of = _inputs(ctx, p, static)
     with reports.project_lock(pid):
-        p = open_project(ctx, p.id, p.actor)  # what the report waited for may have moved
+        p = open_project(ctx.db, p.id, p.actor)  # what the report waited for may have moved
         pid, made_of = _inputs(ctx, p, static)
         last = reports.made.get((pid, static))
         if last is not None and last[0] == made_of and last[1].is_file():
@@ -245,6 +245,6 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         evidence=evidence,
     )
     data.oos_target, data.fallback = _fallback(ctx, p, p.id, rows, cross_validated)
-    data.team = team_answers.report_view(ctx, p)
+    data.team = team_answers.report_view(ctx.db, p)
     path = out or download_path(ctx.settings, _filename(p.name, version, static))
     return write_report(data, path, static=static)

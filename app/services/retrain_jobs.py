@@ -143,7 +143,7 @@ def request_retrain(
     reap_dead(ctx)  # a job nothing will finish must not stand in for this one
     if enqueue and ctx.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
-    with writing(ctx, p) as s:
+    with writing(ctx.db, p) as s:
         existing = jobs.active_job(s, p.id)
         if existing is not None:
             return existing, False
@@ -179,7 +179,7 @@ def _project_of(ctx: AppContext, job_id: int, need: str) -> None:
     with ctx.db.session() as s:
         project_id = jobs.get_job(s, job_id).project_id
     try:
-        open_project(ctx, project_id, need=need)
+        open_project(ctx.db, project_id, need=need)
     except NotFoundError:
         raise NotFoundError(f"No job #{job_id}.") from None
 

@@ -89,4 +89,4 @@ def change(ctx: AppContext, p: ProjectHandle, changes: dict[str, str]) -> tuple[
         if before[name] != after[name]
     ]
     message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."
-    return view(ctx, open_project(ctx, p.id, p.actor)), message  # the project as it is now
+    return view(ctx, open_project(ctx.db, p.id, p.actor)), message  # the project as it is now

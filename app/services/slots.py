@@ -4,9 +4,9 @@ YAML (entity annotations, ``lookup:`` tables) and slot book files bring them in 
 retraining does not use them.
 
 Example:
-    >>> save_slot(ctx, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
+    >>> save_slot(ctx.db, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
     2
-    >>> save_templates(ctx, "shop", "book_flight", "fly me to {city}")  # doctest: +SKIP
+    >>> save_templates(ctx.db, "shop", "book_flight", "fly me to {city}")  # doctest: +SKIP
     1
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from app.access import ProjectHandle, writing
-from app.serving.context import AppContext
 from core.slots import (
     SlotData,
     SlotError,
@@ -26,6 +25,7 @@ from core.slots import (
     placeholders,
 )
 from storage import slots as repo
+from storage.db import Database
 
 
 def lines(value: str | Sequence[str] | None) -> list[str]:
@@ -37,15 +37,15 @@ def lines(value: str | Sequence[str] | None) -> list[str]:
     return list(value)
 
 
-def slot_book(ctx: AppContext, p: ProjectHandle) -> dict[str, list[str]]:
+def slot_book(db: Database, p: ProjectHandle) -> dict[str, list[str]]:
     """Slot name -> values."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return repo.slot_book(s, p.id)
 
 
-def templates(ctx: AppContext, p: ProjectHandle, intent: str | None = None) -> dict[str, list[str]]:
+def templates(db: Database, p: ProjectHandle, intent: str | None = None) -> dict[str, list[str]]:
     """Intent -> templates (one intent's only when ``intent`` is given)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         found = repo.templates_by_intent(s, p.id)
     return found if intent is None else {intent: found.get(intent, [])}
 
@@ -54,7 +54,7 @@ def _users_of(found: Mapping[str, Sequence[str]], slot: str) -> list[str]:
     return sorted(i for i, ts in found.items() if any(slot in placeholders(t) for t in ts))
 
 
-def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str | Sequence[str]) -> int:
+def save_slot(db: Database, p: ProjectHandle, slot: str, values: str | Sequence[str]) -> int:
     """Replace a slot's values (one per line); returns how many it has now.
 
     Raises:
@@ -64,15 +64,15 @@ def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str | Sequen
     clean = check_values(name, lines(values))
     if not clean:
         raise SlotError(f"Slot {name!r} needs at least one value (Delete slot removes it).")
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         repo.set_slot_values(s, p.id, name, clean)
     return len(clean)
 
 
-def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> None:
+def delete_slot(db: Database, p: ProjectHandle, slot: str) -> None:
     """Remove a slot and its values; refused while a template names it."""
     name = check_slot_name(slot)
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         pid = p.id
         if name not in repo.slot_book(s, pid):
             raise SlotError(f"The project has no slot {name!r}.")
@@ -85,16 +85,14 @@ def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> None:
         repo.set_slot_values(s, pid, name, [])
 
 
-def save_templates(
-    ctx: AppContext, p: ProjectHandle, intent: str, texts: str | Sequence[str]
-) -> int:
+def save_templates(db: Database, p: ProjectHandle, intent: str, texts: str | Sequence[str]) -> int:
     """Replace an intent's templates (one per line; none clears them); returns how many.
 
     Raises:
         SlotError: a template that names no slot or a slot the book lacks, or one listed twice.
         NotFoundError: an unknown intent.
     """
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         pid = p.id
         clean = check_templates(lines(texts), repo.slot_book(s, pid))
         repo.set_templates(s, pid, intent, clean)
@@ -120,7 +118,7 @@ def check_slot_data(data: SlotData, known: Mapping[str, Sequence[str]] | None = 
     return SlotData(book, found, data.entities)
 
 
-def import_slot_data(ctx: AppContext, p: ProjectHandle, data: SlotData) -> list[str]:
+def import_slot_data(db: Database, p: ProjectHandle, data: SlotData) -> list[str]:
     """Add a file's slot values, templates and entity annotations to a project (after its rows
     were imported); returns notes on what was added. All or nothing.
 
@@ -128,7 +126,7 @@ def import_slot_data(ctx: AppContext, p: ProjectHandle, data: SlotData) -> list[
         SlotError: see :func:`check_slot_data`; NotFoundError: a template's intent is not in
             the project.
     """
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         pid = p.id
         data = check_slot_data(data, repo.slot_book(s, pid))
         values = repo.add_slot_values(s, pid, data.book)
@@ -143,9 +141,9 @@ def import_slot_data(ctx: AppContext, p: ProjectHandle, data: SlotData) -> list[
     return notes
 
 
-def export_slot_data(ctx: AppContext, p: ProjectHandle) -> SlotData:
+def export_slot_data(db: Database, p: ProjectHandle) -> SlotData:
     """The project's slot book, templates and annotations, for an export."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         pid = p.id
         return SlotData(
             repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)

@@ -29,10 +29,9 @@ from app.access import ProjectHandle, for_purpose, item_refusal, team_state, wri
 from app.access.policy import answer_value, project_role
 from app.services import data as data_svc
 from app.services import history
-from app.serving.context import AppContext
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import NotFoundError
 from storage.guard import ItemLockedError
 from storage.members import member_role
@@ -85,7 +84,7 @@ def _may_label(s: Any, p: ProjectHandle, name: str) -> int:
 
 
 def assign(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     annotators: Sequence[str],
     *,
@@ -106,7 +105,7 @@ def assign(
         raise ValueError(f"The overlap is a share between 0 and 1, not {overlap:g}.")
     if overlap and len(names) < 2:
         raise ValueError("An overlap needs two annotators or more.")
-    with writing(ctx, p) as s:
+    with writing(db, p) as s:
         users = [_may_label(s, p, name) for name in names]
         ids = repo.unassigned_unlabelled(s, p.id, search=search, limit=limit)
         plan: dict[int, list[int]] = {}
@@ -127,16 +126,16 @@ def assign(
     return {**given, "overlap": shared}
 
 
-def is_team_project(ctx: AppContext, p: ProjectHandle) -> bool:
+def is_team_project(db: Database, p: ProjectHandle) -> bool:
     """Whether anyone was assigned utterances in the project."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return bool(repo.progress(s, p.id))
 
 
-def open_items(ctx: AppContext, p: ProjectHandle) -> list[int]:
+def open_items(db: Database, p: ProjectHandle) -> list[int]:
     """The acting annotator's assigned items they have not answered and nobody labelled (file
     order)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return open_items_in(s, p)
 
 
@@ -145,10 +144,10 @@ def open_items_in(s: Session, p: ProjectHandle) -> list[int]:
     return repo.open_for(s, p.id, p.actor.id) if p.actor.id is not None else []
 
 
-def reserved(ctx: AppContext, p: ProjectHandle) -> set[int]:
+def reserved(db: Database, p: ProjectHandle) -> set[int]:
     """Unlabelled items still the team's (open, or waiting for review): kept out of everyone's
     general queue. An item its annotators released (a single annotator's skip) is not."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return reserved_in(s, p)
 
 
@@ -159,23 +158,23 @@ def reserved_in(s: Session, p: ProjectHandle) -> set[int]:
     return {uid for uid, item in items.items() if team_state(item) in ("open", "disputed")}
 
 
-def my_progress(ctx: AppContext, p: ProjectHandle) -> tuple[int, int] | None:
+def my_progress(db: Database, p: ProjectHandle) -> tuple[int, int] | None:
     """The acting user's (assigned, still open) items; None when they have none assigned."""
     if p.actor.id is None:
         return None
-    with ctx.db.session() as s:
+    with db.session() as s:
         assigned = repo.assigned_count(s, p.id, p.actor.id)
         return (assigned, len(repo.open_for(s, p.id, p.actor.id))) if assigned else None
 
 
-def progress(ctx: AppContext, p: ProjectHandle) -> dict[str, tuple[int, int]]:
+def progress(db: Database, p: ProjectHandle) -> dict[str, tuple[int, int]]:
     """Annotator -> (assigned, answered)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return repo.progress(s, p.id)
 
 
 def submit(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_id: int,
     action: str,
@@ -189,7 +188,7 @@ def submit(
     Raises:
         ItemLockedError: not assigned to them, or accepted already (answers are final then).
     """
-    with writing(ctx, p, purpose="answer") as s:
+    with writing(db, p, purpose="answer") as s:
         return submit_in(s, p, utterance_id, action, intents, batch=batch)
 
 
@@ -231,7 +230,7 @@ def submit_in(
     return f"#{utterance_id} → {', '.join(row.labels)}{agreed}."
 
 
-def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | None) -> bool:
+def withdraw(db: Database, p: ProjectHandle, utterance_id: int, batch: str | None) -> bool:
     """Take back the acting user's answer to an item assigned to them (the queue's undo) and
     the label it made, if any. False when they have no answer there (nothing done). An accepted
     item's answer can be taken back only with the label it made (its own batch, untouched
@@ -242,7 +241,7 @@ def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | 
     """
     if p.actor.id is None:
         return False
-    with writing(ctx, p, purpose="answer") as s:
+    with writing(db, p, purpose="answer") as s:
         item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
         if item is None or p.actor.id not in item.answers:
             return False
@@ -259,13 +258,13 @@ def withdraw(ctx: AppContext, p: ProjectHandle, utterance_id: int, batch: str | 
 
 
 def disputes(
-    ctx: AppContext, p: ProjectHandle, *, mine_left_out: bool = False, mine_only: bool = False
+    db: Database, p: ProjectHandle, *, mine_left_out: bool = False, mine_only: bool = False
 ) -> list[Dispute]:
     """The review queue: overlap items every annotator answered, not all alike, and still
     unlabelled, in file order; with ``mine_left_out``, those the acting user may decide (not
     the ones they answered themselves); with ``mine_only``, the ones they answered (what an
     annotator sees of her own answers under review)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         overlap = repo.overlap_ids(s, p.id)
         rows = {r.id: r for r in list_utterances(s, p.id, ids=overlap) if r.split == "unlabelled"}
         items = repo.team_items(s, p.id, list(rows))
@@ -286,7 +285,7 @@ def disputes(
 
 
 def decide(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_id: int,
     intents: Sequence[str],
@@ -296,7 +295,7 @@ def decide(
     """The reviewer's decision for a disputed item: its accepted label (audited under its own
     batch; undone like any label). ``intents`` = ``[out_of_scope]`` for out of scope. Refused for
     an item not waiting for review, and for a reviewer who answered it."""
-    with writing(ctx, p, purpose="decide") as s:
+    with writing(db, p, purpose="decide") as s:
         return decide_in(s, p, utterance_id, intents, batch=batch)
 
 
@@ -321,10 +320,10 @@ def decide_in(
     return f"#{utterance_id} → {', '.join(row.labels)} (reviewed)."
 
 
-def items(ctx: AppContext, p: ProjectHandle, ids: Sequence[int]) -> list[dict[str, Any]]:
+def items(db: Database, p: ProjectHandle, ids: Sequence[int]) -> list[dict[str, Any]]:
     """The utterances ``ids`` as ``{id, text, labels, split}``, in the order given (unknown ids
     left out): what the REST API shows of an annotator's items."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         rows = list_utterances(s, p.id, ids=list(ids))
     found = {r.id: r for r in rows}
     return [
@@ -334,10 +333,10 @@ def items(ctx: AppContext, p: ProjectHandle, ids: Sequence[int]) -> list[dict[st
     ]
 
 
-def annotator_choices(ctx: AppContext, p: ProjectHandle) -> list[str]:
+def annotator_choices(db: Database, p: ProjectHandle) -> list[str]:
     """Active users who may label in the project (its designers, and admins): who can be
     assigned."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         out = []
         for u in list_users(s):
             if u.status != "active":

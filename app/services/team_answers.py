@@ -12,16 +12,16 @@ from typing import Any
 from app.access import ProjectHandle
 from app.access.policy import answer_value
 from app.services.team import disputes, is_team_project, progress
-from app.serving.context import AppContext
 from core.labelling.agreement import Agreement, agreement
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage import team as repo
+from storage.db import Database
 from storage.utterances import list_utterances
 
 
-def measure(ctx: AppContext, p: ProjectHandle) -> Agreement:
+def measure(db: Database, p: ProjectHandle) -> Agreement:
     """Agreement on the overlap items (every answer given so far, skips left out)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         rows = repo.answers(s, p.id, repo.overlap_ids(s, p.id))
     given: dict[int, dict[str, frozenset[str]]] = {}
     for a in rows:
@@ -31,10 +31,10 @@ def measure(ctx: AppContext, p: ProjectHandle) -> Agreement:
     return agreement(given)
 
 
-def export_answers(ctx: AppContext, p: ProjectHandle, out: Path) -> Path:
+def export_answers(db: Database, p: ProjectHandle, out: Path) -> Path:
     """Every annotator's answer, one JSON object per line (with the item's accepted intents
     now): the raw annotations."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         rows = repo.answers(s, p.id)
         found = {
             r.id: r for r in list_utterances(s, p.id, ids=sorted({a.utterance_id for a in rows}))
@@ -55,18 +55,18 @@ def export_answers(ctx: AppContext, p: ProjectHandle, out: Path) -> Path:
     return out
 
 
-def overview(ctx: AppContext, p: ProjectHandle, examples: int = 3) -> dict[str, Any]:
+def overview(db: Database, p: ProjectHandle, examples: int = 3) -> dict[str, Any]:
     """What the Team view and the report show: ``progress`` rows, ``agreement``
     (:class:`~core.labelling.agreement.Agreement`), ``waiting`` (disagreements to review now)
     and ``intents`` rows (lowest agreement first, with up to ``examples`` disputed texts)."""
-    found = measure(ctx, p)
-    waiting = len(disputes(ctx, p))
-    with ctx.db.session() as s:
+    found = measure(db, p)
+    waiting = len(disputes(db, p))
+    with db.session() as s:
         ids = sorted({i for r in found.intents for i in r.disputed[:examples]})
         texts = {r.id: r.text for r in list_utterances(s, p.id, ids=ids)}
     progress_rows = [
         {"annotator": who, "assigned": n, "answered": done, "left": n - done}
-        for who, (n, done) in progress(ctx, p).items()
+        for who, (n, done) in progress(db, p).items()
     ]
     intents = [
         {
@@ -83,12 +83,12 @@ def overview(ctx: AppContext, p: ProjectHandle, examples: int = 3) -> dict[str, 
     return {"progress": progress_rows, "agreement": found, "waiting": waiting, "intents": intents}
 
 
-def report_view(ctx: AppContext, p: ProjectHandle) -> dict[str, Any] | None:
+def report_view(db: Database, p: ProjectHandle) -> dict[str, Any] | None:
     """The stakeholder report's plain data (:func:`app.report.team.agreement_section`); None
     when nobody was assigned in the project."""
-    if not is_team_project(ctx, p):
+    if not is_team_project(db, p):
         return None
-    view = overview(ctx, p)
+    view = overview(db, p)
     found: Agreement = view["agreement"]
     return {
         "items": found.items,

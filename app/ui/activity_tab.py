@@ -18,7 +18,7 @@ SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for
 
 
 def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    rows = (attempt(lambda: svc.activity(ctx, p))[0] if p is not None else None) or []
+    rows = (attempt(lambda: svc.activity(ctx.db, p))[0] if p is not None else None) or []
     return pd.DataFrame(rows, columns=SHOWN), rows
 
 
@@ -32,7 +32,7 @@ def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
 def undo_selected(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
     if not batch:
         return problem("Click a change in the table first.")
-    msg, err = attempt(lambda: svc.undo_batch(ctx, p, batch))
+    msg, err = attempt(lambda: svc.undo_batch(ctx.db, p, batch))
     return problem(err) if err else ok(msg or "")
 
 

@@ -35,7 +35,7 @@ def register_api(ctx: AppContext) -> None:
         handles: dict[str, Any] = {}
         for i, (name, t, n) in enumerate(zip(project, text, k, strict=True)):
             try:
-                p = handles.get(name) or handles.setdefault(name, open_project(ctx, name))
+                p = handles.get(name) or handles.setdefault(name, open_project(ctx.db, name))
                 requests.append((p, t, n))
             except StorageError as exc:
                 refused[i] = {"error": str(exc)}
@@ -49,7 +49,7 @@ def register_api(ctx: AppContext) -> None:
     def predict_one(project: str, text: str, k: int = 1) -> dict[str, Any]:
         """Classify one utterance (behind a login: the caller's own call)."""
         try:
-            p = open_project(ctx, project)
+            p = open_project(ctx.db, project)
             (result,) = predict_svc.predict_requests(ctx, [(p, text, int(k))])
         except StorageError as exc:
             raise gr.Error(str(exc)) from exc
@@ -64,7 +64,7 @@ def register_api(ctx: AppContext) -> None:
         admin, at most 2 calls at once per user; a refusal says why (busy: retry in a moment)."""
         try:  # the limits are the signed-in user's, checked here on the server
             who = require(ctx, getattr(request, "username", None), "viewer")
-            p = open_project(ctx, project, who)
+            p = open_project(ctx.db, project, who)
             return predict_svc.predict(ctx, p, list(texts), k=int(k), who=who)
         except (PermissionError, ValueError, BusyError) as exc:
             raise gr.Error(str(exc)) from exc
@@ -81,8 +81,8 @@ def register_api(ctx: AppContext) -> None:
         intent the project does not have is refused (naming the closest) unless ``create``."""
         try:  # the role is checked here, on the server, for every caller
             who = require(ctx, getattr(request, "username", None), "designer")
-            p = open_project(ctx, project, who, need="designer")
-            return data_svc.label_text(ctx, p, text, intents, split, create=bool(create))
+            p = open_project(ctx.db, project, who, need="designer")
+            return data_svc.label_text(ctx.db, p, text, intents, split, create=bool(create))
         except (PermissionError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc
 
@@ -94,8 +94,8 @@ def register_api(ctx: AppContext) -> None:
         project: str, intent: str = "", split: str = "", search: str = ""
     ) -> list[dict[str, Any]]:
         """The project's utterances with their intents, filtered."""
-        p = open_project(ctx, project)
-        return data_svc.table(ctx, p, intent=intent, split=split, search=search)
+        p = open_project(ctx.db, project)
+        return data_svc.table(ctx.db, p, intent=intent, split=split, search=search)
 
     if ctx.settings.multi_user:
         gr.api(predict_one, api_name="predict", concurrency_limit=8)

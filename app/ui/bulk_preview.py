@@ -76,7 +76,7 @@ def preview(
     if p is None or not ids or not target:
         return shown(None), kept
     plan, err = attempt(
-        lambda: bulk_svc.plan_label(ctx, p, list(ids), [target], relabel_labelled=relabel)
+        lambda: bulk_svc.plan_label(ctx.db, p, list(ids), [target], relabel_labelled=relabel)
     )
     if err or plan is None:
         return shown(None, problem(err or "")), kept
@@ -130,7 +130,7 @@ def apply(
         )
     done, err = attempt(
         lambda: bulk_svc.label_many(
-            ctx,
+            ctx.db,
             p,
             asked["ids"],
             [asked["target"]],

@@ -26,17 +26,17 @@ HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 
 
 def create_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
-    msg, err = attempt(lambda: svc.create_intent(ctx, p, name))
+    msg, err = attempt(lambda: svc.create_intent(ctx.db, p, name))
     return problem(err) if err else ok(f"Created intent {msg!r}.")
 
 
 def rename_intent(ctx: AppContext, p: ProjectHandle, old: str, new: str) -> str:
-    msg, err = attempt(lambda: svc.rename_intent(ctx, p, old or "", new))
+    msg, err = attempt(lambda: svc.rename_intent(ctx.db, p, old or "", new))
     return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
 
 
 def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str) -> str:
-    text, err = attempt(lambda: svc.describe_intent(ctx, p, name or "", description or ""))
+    text, err = attempt(lambda: svc.describe_intent(ctx.db, p, name or "", description or ""))
     if err:
         return problem(err)
     return ok(f"Described {name!r}: {text!r}." if text else f"Cleared the description of {name!r}.")
@@ -46,12 +46,12 @@ def intent_description(ctx: AppContext, p: ProjectHandle | None, name: str) -> s
     """The chosen intent's description, to edit."""
     if p is None or not name:
         return ""
-    found = [i["description"] for i in svc.intents(ctx, p) if i["name"] == name]
+    found = [i["description"] for i in svc.intents(ctx.db, p) if i["name"] == name]
     return found[0] if found else ""
 
 
 def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
-    n, err = attempt(lambda: svc.delete_intent(ctx, p, name or ""))
+    n, err = attempt(lambda: svc.delete_intent(ctx.db, p, name or ""))
     return (
         problem(err)
         if err
@@ -60,7 +60,7 @@ def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
 
 
 def merge(ctx: AppContext, p: ProjectHandle, sources: list[str], target: str) -> str:
-    n, err = attempt(lambda: svc.merge_intents(ctx, p, sources or [], target or ""))
+    n, err = attempt(lambda: svc.merge_intents(ctx.db, p, sources or [], target or ""))
     return (
         problem(err)
         if err
@@ -106,7 +106,7 @@ def do_import(
     picker = project_picker(ctx, res.project)
     if p is not None and res.project == p.name:
         return ok(res.message()), picker, same, same, same
-    there, _ = attempt(lambda: open_project(ctx, res.project))
+    there, _ = attempt(lambda: open_project(ctx.db, res.project))
     empty = pd.DataFrame(columns=HEADERS)
     loading = f"Loading {html.escape(res.project)}…"
     return ok(res.message()), picker, empty, loading, summary_line(ctx, there)

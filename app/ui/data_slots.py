@@ -35,15 +35,15 @@ def load(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, Any, Any]:
     """The slot table and the slot and intent pickers' choices."""
     if p is None:
         return book_frame({}), gr.update(choices=[]), gr.update(choices=[])
-    book, _ = attempt(lambda: svc.slot_book(ctx, p))
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, p))
+    book, _ = attempt(lambda: svc.slot_book(ctx.db, p))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
     book = book or {}
     return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names or [])
 
 
 def pick_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
     """The slot's values, one per line (empty for a new slot)."""
-    book, _ = attempt(lambda: svc.slot_book(ctx, p))
+    book, _ = attempt(lambda: svc.slot_book(ctx.db, p))
     return "\n".join((book or {}).get(slot or "", []))
 
 
@@ -51,24 +51,24 @@ def pick_intent(ctx: AppContext, p: ProjectHandle, intent: str) -> str:
     """The intent's templates, one per line."""
     if not intent:
         return ""
-    found, _ = attempt(lambda: svc.templates(ctx, p, intent))
+    found, _ = attempt(lambda: svc.templates(ctx.db, p, intent))
     return "\n".join((found or {}).get(intent, []))
 
 
 def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str) -> str:
-    n, err = attempt(lambda: svc.save_slot(ctx, p, slot or "", values or ""))
+    n, err = attempt(lambda: svc.save_slot(ctx.db, p, slot or "", values or ""))
     return problem(err) if err else ok(f"Saved slot {slot.strip()!r}: {n} value(s).")
 
 
 def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
-    _, err = attempt(lambda: svc.delete_slot(ctx, p, slot or ""))
+    _, err = attempt(lambda: svc.delete_slot(ctx.db, p, slot or ""))
     return problem(err) if err else ok(f"Deleted slot {slot!r}.")
 
 
 def save_templates(ctx: AppContext, p: ProjectHandle, intent: str, texts: str) -> str:
     if not intent:
         return problem("Pick an intent first.")
-    n, err = attempt(lambda: svc.save_templates(ctx, p, intent, texts or ""))
+    n, err = attempt(lambda: svc.save_templates(ctx.db, p, intent, texts or ""))
     return problem(err) if err else ok(f"Saved {n} template(s) of {intent!r}.")
 
 

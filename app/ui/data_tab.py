@@ -72,7 +72,7 @@ def refresh(
         return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
     q = dataclasses.replace(q, page=int(page or 1))
     result, err = attempt(lambda: table_svc.table_page(ctx, p, q))
-    intents, _ = attempt(lambda: svc.intents(ctx, p))
+    intents, _ = attempt(lambda: svc.intents(ctx.db, p))
     names = [i["name"] for i in intents or []]
     rows = result.rows if result else []
     caption = problem(err or "") if err or result is None else result.caption()
@@ -137,7 +137,7 @@ def save(
 
     def run() -> str:
         row = svc.label_utterance(
-            ctx,
+            ctx.db,
             p,
             int(uid),
             labels,
@@ -158,7 +158,7 @@ def delete(ctx: AppContext, p: ProjectHandle, uid: float | None) -> tuple[str, A
     """Delete the selected utterance; Undo (beside it) brings it back."""
     if not uid:
         return problem("Click a row in the table first."), gr.update()
-    _, err = attempt(lambda: svc.delete_utterance(ctx, p, int(uid)))
+    _, err = attempt(lambda: svc.delete_utterance(ctx.db, p, int(uid)))
     if err:
         return problem(err), gr.update()
     return ok(f"Deleted #{int(uid)}. Undo brings it back."), None
@@ -167,7 +167,7 @@ def delete(ctx: AppContext, p: ProjectHandle, uid: float | None) -> tuple[str, A
 def add(
     ctx: AppContext, p: ProjectHandle, text: str, labels: list[str], split: str
 ) -> tuple[str, str]:
-    row, err = attempt(lambda: svc.add_utterance(ctx, p, text, labels, split))
+    row, err = attempt(lambda: svc.add_utterance(ctx.db, p, text, labels, split))
     if err:
         return problem(err), text
     assert row is not None
@@ -175,7 +175,7 @@ def add(
 
 
 def undo(ctx: AppContext, p: ProjectHandle) -> str:
-    msg, err = attempt(lambda: history.undo(ctx, p))
+    msg, err = attempt(lambda: history.undo(ctx.db, p))
     return problem(err) if err else ok(msg or "")
 
 

@@ -166,7 +166,7 @@ def render(
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    intents, _ = attempt(lambda: data_svc.intent_names(ctx, p))
+    intents, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
     choices = gr.update(choices=intents or [])
     history = attempt(lambda: version_svc.history(ctx, p))[0] or []
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
@@ -264,7 +264,7 @@ def move(ctx: AppContext, p: ProjectHandle, ids_text: str, split: str) -> str:
     ids = parse_ids(ids_text)
     if not ids:
         return problem("Select points on the map first (lasso or box select).")
-    n, err = attempt(lambda: data_svc.move_split(ctx, p, ids, split))
+    n, err = attempt(lambda: data_svc.move_split(ctx.db, p, ids, split))
     return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
 
 

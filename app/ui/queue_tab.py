@@ -246,7 +246,7 @@ def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: st
     refused, nothing stored, when it is empty, matches nothing or ties (multi-label: tick it)."""
     from core.labelling import best_match
 
-    names, err = attempt(lambda: data_svc.intent_names(ctx, p))
+    names, err = attempt(lambda: data_svc.intent_names(ctx.db, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
         return render(ctx, p, state, refused(f"{err} Nothing was stored."))
@@ -259,7 +259,7 @@ def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: st
 
 def near_choices(ctx: AppContext, how: str, p: ProjectHandle | None) -> Any:
     """The 'near intent' picker: shown for the *near an intent* order, with the intents."""
-    names = attempt(lambda: data_svc.intent_names(ctx, p))[0] if p is not None else None
+    names = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] if p is not None else None
     return gr.update(visible=how == "near", choices=names or [])
 
 

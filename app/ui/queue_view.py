@@ -156,7 +156,7 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
     if state.counts is not None:  # read with the card
         unlabelled, mine = state.counts
     else:
-        mine, err = attempt(lambda: team_svc.my_progress(ctx, p))
+        mine, err = attempt(lambda: team_svc.my_progress(ctx.db, p))
         found, err = attempt(lambda: svc.remaining(ctx, p))
         if err or found is None:
             return refused(err or "")
@@ -225,7 +225,7 @@ def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
 
     if p is None or not clean_query(query or ""):
         return ""
-    names = attempt(lambda: data_svc.intent_names(ctx, p))[0] or []
+    names = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []
     best, why = attempt(lambda: best_match(query, names))
     found = match_intents(query, names)
     chips = "".join(

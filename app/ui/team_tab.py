@@ -75,7 +75,7 @@ def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     hidden = gr.update(value=None, visible=False)
     if p is None:
         return pd.DataFrame(columns=PROGRESS), "", hidden, pd.DataFrame(columns=INTENTS), ""
-    view, err = attempt(lambda: answers_svc.overview(ctx, p))
+    view, err = attempt(lambda: answers_svc.overview(ctx.db, p))
     if err or view is None:
         empty = pd.DataFrame(columns=PROGRESS)
         return empty, problem(err or ""), hidden, pd.DataFrame(columns=INTENTS), ""
@@ -111,7 +111,7 @@ def assign(
         return problem("Pick a project first.")
     done, err = attempt(
         lambda: svc.assign(
-            ctx,
+            ctx.db,
             p,
             names or [],
             overlap=(overlap or 0) / 100,
@@ -133,7 +133,7 @@ def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
     path = download_path(ctx.settings, f"{safe}-answers.jsonl")
-    done, err = attempt(lambda: answers_svc.export_answers(ctx, p, path))
+    done, err = attempt(lambda: answers_svc.export_answers(ctx.db, p, path))
     if err or done is None:
         return None, problem(err or "")
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")
@@ -144,9 +144,9 @@ def member_rows(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame,
     project already)."""
     if p is None:
         return pd.DataFrame(columns=MEMBERS), gr.update(choices=[])
-    rows = attempt(lambda: members_svc.members(ctx, p))[0] or []
+    rows = attempt(lambda: members_svc.members(ctx.db, p))[0] or []
     table = pd.DataFrame([[m.name, m.role, m.user_role, m.status] for m in rows], columns=MEMBERS)
-    users = attempt(lambda: accounts.user_names(ctx, roles=("viewer", "designer")))[0] or []
+    users = attempt(lambda: accounts.user_names(ctx.db, roles=("viewer", "designer")))[0] or []
     return table, gr.update(choices=users)
 
 
@@ -154,7 +154,7 @@ def add_member(ctx: AppContext, p: ProjectHandle, name: str | None, role: str) -
     if not name:
         return problem("Pick the user to add.")
     done, err = attempt(
-        lambda: members_svc.add_member(ctx, p, name, None if role == OWN_ROLE else role)
+        lambda: members_svc.add_member(ctx.db, p, name, None if role == OWN_ROLE else role)
     )
     return problem(err or "") if err or done is None else ok(done)
 
@@ -162,7 +162,7 @@ def add_member(ctx: AppContext, p: ProjectHandle, name: str | None, role: str) -
 def remove_member(ctx: AppContext, p: ProjectHandle, name: str | None) -> str:
     if not name:
         return problem("Pick the user to remove.")
-    done, err = attempt(lambda: members_svc.remove_member(ctx, p, name))
+    done, err = attempt(lambda: members_svc.remove_member(ctx.db, p, name))
     return problem(err or "") if err or done is None else ok(done)
 
 
@@ -229,7 +229,7 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
 
     def load(p: ProjectHandle | None) -> tuple[Any, ...]:
-        choices = (attempt(lambda: svc.annotator_choices(ctx, p))[0] or []) if p else []
+        choices = (attempt(lambda: svc.annotator_choices(ctx.db, p))[0] or []) if p else []
         return (gr.update(choices=choices), *show(ctx, p), *member_rows(ctx, p))
 
     return {"refresh": (load, [project], [names, *shown, members, member])}

@@ -74,7 +74,7 @@ def run(
     result, err = attempt(
         lambda: svc.predict_one(ctx, p, utterance, k=int(k_value), context=context or "")
     )
-    names, _ = attempt(lambda: data_svc.intent_names(ctx, p))
+    names, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
     if err or result is None:
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
     ranked_df = pd.DataFrame(
@@ -110,7 +110,7 @@ def label(
 ) -> str:
     """Add the utterance, with the previous turn typed in as its context, to the pool."""
     row, err = attempt(
-        lambda: data_svc.add_utterance(ctx, p, utterance, labels, "train", context=context or "")
+        lambda: data_svc.add_utterance(ctx.db, p, utterance, labels, "train", context=context or "")
     )
     if err or row is None:
         return problem(err or "")

@@ -141,7 +141,7 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     from app.services.queue import order
 
     try:
-        p = open_project(ctx, project_id, LOCAL)
+        p = open_project(ctx.db, project_id, LOCAL)
         before, started = ctx.cache.encoded, time.monotonic()
         ctx.pool(project_id)  # the served pool, even with no queue to order
         order(ctx, p)

@@ -66,15 +66,15 @@ def team_context(data_dir: Path) -> Any:
     from app.serving.context import AppContext
 
     ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
-    auth.ensure_admin(ctx, PASSWORDS["admin"])
-    auth.add_user(ctx, "dana", "designer", PASSWORDS["dana"])
-    auth.add_user(ctx, "vic", "viewer", PASSWORDS["vic"])
+    auth.ensure_admin(ctx.db, PASSWORDS["admin"])
+    auth.add_user(ctx.db, "dana", "designer", PASSWORDS["dana"])
+    auth.add_user(ctx.db, "vic", "viewer", PASSWORDS["vic"])
     new_project(ctx, PROJECT)
     for name in ("dana", "vic"):  # members, each with their own role
-        add_member(ctx, live(ctx, PROJECT), name)
+        add_member(ctx.db, live(ctx, PROJECT), name)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx, live(ctx, PROJECT), text, [intent])
+            data_svc.add_utterance(ctx.db, live(ctx, PROJECT), text, [intent])
     return ctx
 
 

@@ -28,9 +28,9 @@ def team(tmp_path, monkeypatch):
         return main(["--data-dir", str(data), *argv])
 
     ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
-    auth.ensure_admin(ctx, "admin-password")
-    auth.add_user(ctx, "dana", "designer", "designer-password")
-    token = auth.issue_token(ctx, "dana")
+    auth.ensure_admin(ctx.db, "admin-password")
+    auth.add_user(ctx.db, "dana", "designer", "designer-password")
+    token = auth.issue_token(ctx.db, "dana")
     monkeypatch.delenv("INTENT_STUDIO_PASSWORD", raising=False)
     yield cli, ctx, token
     ctx.close()
@@ -41,7 +41,7 @@ SETUP = [("token_issued", "dana"), ("added", "dana"), ("added", "admin")]  # the
 
 def since_setup(ctx) -> list[dict]:
     """The security log without the fixture's own three events (newest first)."""
-    log = security_log(ctx)
+    log = security_log(ctx.db)
     assert [(e["action"], e["user"]) for e in log[-3:]] == SETUP
     return log[:-3]
 
@@ -49,7 +49,7 @@ def since_setup(ctx) -> list[dict]:
 def test_adding_a_user_and_issuing_a_token_are_in_the_security_log(team, capsys, monkeypatch):
     """Issue 43, hole 6: `users add` and `users token` left no trace in the security log."""
     cli, ctx, _ = team
-    assert [(e["action"], e["user"], e["actor"], e["detail"]) for e in security_log(ctx)] == [
+    assert [(e["action"], e["user"], e["actor"], e["detail"]) for e in security_log(ctx.db)] == [
         ("token_issued", "dana", "", ""),
         ("added", "dana", "", "role designer"),
         ("added", "admin", "first start", "role admin"),
@@ -66,7 +66,7 @@ def test_adding_a_user_and_issuing_a_token_are_in_the_security_log(team, capsys,
         ("added", "vic", "role viewer"),
     ]
     assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
-    assert all(token not in str(e) for e in security_log(ctx))  # never the token itself
+    assert all(token not in str(e) for e in security_log(ctx.db))  # never the token itself
     assert cli("users", "token", "nobody") == 2  # nothing issued, nothing logged
     assert len(since_setup(ctx)) == 3
 
@@ -75,14 +75,14 @@ def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
     cli, ctx, token = team
     assert cli("users", "lock", "dana") == 0
     assert "Locked dana" in capsys.readouterr().out
-    assert not auth.check_login(ctx, "dana", "designer-password")
+    assert not auth.check_login(ctx.db, "dana", "designer-password")
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
-        auth.token_actor(ctx, token)
+        auth.token_actor(ctx.db, token)
     with pytest.raises(PermissionError, match="dana is locked"):
         auth.require(ctx, "dana", "viewer")
     assert cli("users", "unlock", "dana") == 0
-    assert auth.check_login(ctx, "dana", "designer-password")
-    assert auth.token_actor(ctx, token).name == "dana"
+    assert auth.check_login(ctx.db, "dana", "designer-password")
+    assert auth.token_actor(ctx.db, token).name == "dana"
     assert [(e["action"], e["user"]) for e in since_setup(ctx)] == [
         ("unlocked", "dana"),
         ("locked", "dana"),
@@ -95,9 +95,9 @@ def test_users_password_replaces_the_password_and_is_logged(team, capsys, monkey
     monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "a-new-password")
     assert cli("users", "password", "dana") == 0
     assert "New password for dana" in capsys.readouterr().out
-    assert auth.check_login(ctx, "dana", "a-new-password")
-    assert not auth.check_login(ctx, "dana", "designer-password")
-    assert security_log(ctx)[0]["action"] == "password"
+    assert auth.check_login(ctx.db, "dana", "a-new-password")
+    assert not auth.check_login(ctx.db, "dana", "designer-password")
+    assert security_log(ctx.db)[0]["action"] == "password"
     monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "short")
     assert cli("users", "password", "dana") == 2
     assert "at least 8" in capsys.readouterr().err
@@ -106,9 +106,9 @@ def test_users_password_replaces_the_password_and_is_logged(team, capsys, monkey
 def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys, monkeypatch):
     cli, ctx, token = team
     assert cli("users", "remove", "dana") == 0
-    assert not auth.check_login(ctx, "dana", "designer-password")
+    assert not auth.check_login(ctx.db, "dana", "designer-password")
     with pytest.raises(PermissionError):
-        auth.token_actor(ctx, token)
+        auth.token_actor(ctx.db, token)
     with pytest.raises(PermissionError, match="Unknown user 'dana'"):
         auth.require(ctx, "dana", "viewer")
     capsys.readouterr()
@@ -116,7 +116,7 @@ def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys
     assert "dana\tdesigner\tremoved" in capsys.readouterr().out
     assert cli("users", "lock", "dana") == 2  # nobody to lock
     assert "No user 'dana'" in capsys.readouterr().err
-    assert security_log(ctx)[0]["action"] == "removed"
+    assert security_log(ctx.db)[0]["action"] == "removed"
 
 
 def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
@@ -133,15 +133,15 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     err = capsys.readouterr().err
     assert "'dana' is the name of a removed user" in err
     assert "`intent-studio users restore dana`" in err and "Nothing was changed" in err
-    assert not auth.check_login(ctx, "dana", "another-password")
+    assert not auth.check_login(ctx.db, "dana", "another-password")
     assert [e["action"] for e in since_setup(ctx)] == ["removed"]
 
     assert cli("users", "restore", "dana") == 0
     assert "Restored dana (designer)" in capsys.readouterr().out  # the role dana had
-    assert auth.check_login(ctx, "dana", "another-password")
+    assert auth.check_login(ctx.db, "dana", "another-password")
     assert auth.require(ctx, "dana", "designer").name == "dana"
     with pytest.raises(PermissionError):  # the old token stays dead
-        auth.token_actor(ctx, token)
+        auth.token_actor(ctx.db, token)
     restored = since_setup(ctx)[0]
     assert (restored["action"], restored["user"], restored["detail"]) == (
         "restored",
@@ -163,7 +163,7 @@ def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
     for action in ("remove", "lock"):
         assert cli("users", action, "admin") == 2
         assert "last admin" in capsys.readouterr().err
-    assert auth.check_login(ctx, "admin", "admin-password")
+    assert auth.check_login(ctx.db, "admin", "admin-password")
     assert since_setup(ctx) == []
 
 
@@ -183,11 +183,11 @@ def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monk
             return self.hasher.verify(stored, password)  # type: ignore[attr-defined, no-any-return]
 
     monkeypatch.setattr(auth, "_hasher", Counted(auth._hasher))
-    auth.check_login(ctx, "nobody", "a password")  # the dummy hash is made once, here
+    auth.check_login(ctx.db, "nobody", "a password")  # the dummy hash is made once, here
 
     def timed(name: str) -> float:
         started = time.perf_counter()
-        assert not auth.check_login(ctx, name, "wrong password")
+        assert not auth.check_login(ctx.db, name, "wrong password")
         return time.perf_counter() - started
 
     checks.clear()
@@ -203,10 +203,10 @@ def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
     assert cli("users", "revoke", "dana") == 0
     assert "Revoked dana's API token" in capsys.readouterr().out
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
-        auth.token_actor(ctx, token)
-    assert auth.check_login(ctx, "dana", "designer-password")  # the password still signs in
+        auth.token_actor(ctx.db, token)
+    assert auth.check_login(ctx.db, "dana", "designer-password")  # the password still signs in
     assert auth.require(ctx, "dana", "designer").name == "dana"
-    assert security_log(ctx)[0]["action"] == "token_revoked"
+    assert security_log(ctx.db)[0]["action"] == "token_revoked"
     assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
     assert cli("users", "revoke", "nobody") == 2
     assert "No user 'nobody'" in capsys.readouterr().err
@@ -214,7 +214,7 @@ def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
 
 def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     cli, ctx, _ = team
-    auth.add_user(ctx, "ada", "admin", "admin-password-2")
+    auth.add_user(ctx.db, "ada", "admin", "admin-password-2")
     assert cli("users", "role", "ada") == 2
     assert "ada's role is admin; nothing was changed" in capsys.readouterr().err
     assert auth.require(ctx, "ada", "admin").role == "admin"  # unchanged

@@ -22,7 +22,7 @@ QUESTION = "can I buy a gift voucher for my sister"
 
 def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
     projects.set_settings(ctx, demo, {"anchor_weight": "1"})
-    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
     said = out["explanation"]
@@ -32,7 +32,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
         in (said["sentence"])
     )
     # the first label counts in the very next prediction: the intent is no longer cold
-    data_svc.add_utterance(ctx, demo, "do you sell gift cards", ["gift_cards"], "train")
+    data_svc.add_utterance(ctx.db, demo, "do you sell gift cards", ["gift_cards"], "train")
     again = predict_one(ctx, demo, QUESTION)
     assert again["top"] == "gift_cards" and not again["explanation"]["predicted_by_anchor"]
     assert again["intents"][0]["best"]["text"] == "do you sell gift cards"
@@ -41,7 +41,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
 
 def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
     projects.set_settings(ctx, demo, {"anchor_weight": "off"})
-    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert all(s["intent"] != "gift_cards" for s in out["intents"])
     assert all("anchor" not in s for s in out["intents"])
@@ -49,7 +49,7 @@ def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo
 
 def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp_path):
     projects.set_settings(ctx, demo, {"anchor_weight": 2})
-    data_svc.create_intent(ctx, demo, "gift_cards", GIFT)
+    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     queries = [QUESTION, "where is my parcel", "I forgot my password"]
     app_rows = predict(ctx, demo, queries)
     path = tmp_path / "demo.zip"
@@ -96,7 +96,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)
-    data_svc.describe_intent(ctx, live(ctx, "tiny"), "refund", "Money back for an order")
+    data_svc.describe_intent(ctx.db, live(ctx, "tiny"), "refund", "Money back for an order")
     projects.set_settings(ctx, live(ctx, "tiny"), {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
         retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"})

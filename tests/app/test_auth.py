@@ -23,9 +23,9 @@ from tests.handles import live
 def team(ctx):
     """A multi-user context with an admin, a designer and a viewer."""
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.ensure_admin(multi, "admin-password")
-    auth.add_user(multi, "dana", "designer", "designer-password")
-    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    auth.ensure_admin(multi.db, "admin-password")
+    auth.add_user(multi.db, "dana", "designer", "designer-password")
+    auth.add_user(multi.db, "vic", "viewer", "viewer-password")
     return multi
 
 
@@ -34,11 +34,11 @@ def test_passwords_are_stored_as_argon2_hashes_only(team):
         stored = {u.name: u.password_hash for u in s.query(User).all()}
     assert all(h.startswith("$argon2") for h in stored.values())
     assert not any("password" in h for h in stored.values())
-    assert auth.check_login(team, "dana", "designer-password")
-    assert not auth.check_login(team, "dana", "viewer-password")
-    assert not auth.check_login(team, "nobody", "designer-password")
+    assert auth.check_login(team.db, "dana", "designer-password")
+    assert not auth.check_login(team.db, "dana", "viewer-password")
+    assert not auth.check_login(team.db, "nobody", "designer-password")
     with pytest.raises(ValueError, match="at least 8"):
-        auth.add_user(team, "shorty", "viewer", "short")
+        auth.add_user(team.db, "shorty", "viewer", "short")
 
 
 def test_roles_are_checked_on_the_server(team):
@@ -58,26 +58,26 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
             self.username = username
 
     def label(project: ProjectHandle, text: str) -> str:
-        data_svc.add_utterance(team, live(team, project), text, ["track_order"])
+        data_svc.add_utterance(team.db, live(team, project), text, ["track_order"])
         return "added"
 
     for name in ("dana", "vic"):  # members of the demo, each with their own role
-        add_member(team, demo, name)
+        add_member(team.db, demo, name)
     guarded = guard.guarded(team, "designer")(label)
-    before = len(data_svc.table(team, demo))
+    before = len(data_svc.table(team.db, demo))
     refusal = guarded(str(demo), "where's my stuff now", request=Request("vic"))
     assert "needs the designer role" in refusal
-    assert len(data_svc.table(team, demo)) == before
+    assert len(data_svc.table(team.db, demo)) == before
     assert guarded(str(demo), "where's my stuff now", request=Request("dana")) == "added"
-    who = history.activity(team, demo)[0]
+    who = history.activity(team.db, demo)[0]
     assert who["user"] == "dana" and who["example"] == "where's my stuff now"
 
 
 def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):
-    generated = auth.ensure_admin(ctx, None)
+    generated = auth.ensure_admin(ctx.db, None)
     assert generated and len(generated) >= 12
-    assert auth.check_login(ctx, "admin", generated)
-    assert auth.ensure_admin(ctx, None) is None
+    assert auth.check_login(ctx.db, "admin", generated)
+    assert auth.ensure_admin(ctx.db, None) is None
     with ctx.db.session() as s, pytest.raises(ValueError, match="last admin"):
         set_role(s, "admin", "viewer")
 

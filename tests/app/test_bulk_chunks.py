@@ -28,7 +28,7 @@ def _project(ctx, n: int) -> list[int]:
 
 
 def _table(ctx) -> list[dict]:
-    return data_svc.table(ctx, live(ctx, "big"), limit=100_000)
+    return data_svc.table(ctx.db, live(ctx, "big"), limit=100_000)
 
 
 def _state(ctx) -> dict[int, tuple[str, str]]:
@@ -67,21 +67,21 @@ def _after_each_write(ctx, then=None) -> list[int]:
 def test_a_long_bulk_label_is_written_in_chunks_and_undone_as_one_batch(ctx, small_chunks):
     ids = _project(ctx, 10)
     before = _state(ctx)
-    plan = bulk_svc.plan_label(ctx, live(ctx, "big"), ids, ["greet"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
     writes = _after_each_write(ctx)
-    done = bulk_svc.label_many(ctx, live(ctx, "big"), ids, ["greet"], token=plan.token)
+    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
     assert len(writes) == 4  # 3 + 3 + 3 + 1 rows, each its own transaction
     assert sorted(done.change) == sorted(ids) and done.meanwhile == ()
     assert all(_state(ctx)[i] == ("greet", "train") for i in ids)
-    batches = [a for a in history.activity(ctx, live(ctx, "big")) if a["action"] == "label"]
+    batches = [a for a in history.activity(ctx.db, live(ctx, "big")) if a["action"] == "label"]
     assert [(a["batch"], a["rows"]) for a in batches] == [(done.batch, 10)]  # one batch
 
     writes.clear()
-    assert history.undo(ctx, live(ctx, "big")) == "Undid label of 10 utterance(s)."
+    assert history.undo(ctx.db, live(ctx, "big")) == "Undid label of 10 utterance(s)."
     assert len(writes) == 4  # the undo too: 3 + 3 + 3 + 1 events
     assert _state(ctx) == before
-    assert "greet" not in data_svc.intent_names(ctx, live(ctx, "big"))  # made by the batch
-    undone = next(a for a in history.activity(ctx, live(ctx, "big")) if a["batch"] == done.batch)
+    assert "greet" not in data_svc.intent_names(ctx.db, live(ctx, "big"))  # made by the batch
+    undone = next(a for a in history.activity(ctx.db, live(ctx, "big")) if a["batch"] == done.batch)
     assert undone["state"] == "undone"
 
 
@@ -89,21 +89,21 @@ def test_a_save_between_two_chunks_is_kept_and_named(ctx, small_chunks):
     """Someone labels a row of the selection after the first chunk is in: the bulk label leaves
     it as they set it, says so, and its Undo leaves that save alone."""
     ids = _project(ctx, 10)
-    plan = bulk_svc.plan_label(ctx, live(ctx, "big"), ids, ["greet"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
     late = ids[7]
 
     def someone_saves(n: int) -> None:
         if n == 1:
-            data_svc.label_utterance(ctx, live(ctx, "big"), late, ["cancel"])
+            data_svc.label_utterance(ctx.db, live(ctx, "big"), late, ["cancel"])
 
     _after_each_write(ctx, someone_saves)
-    done = bulk_svc.label_many(ctx, live(ctx, "big"), ids, ["greet"], token=plan.token)
+    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
     assert done.meanwhile == (late,) and late not in done.change and len(done.change) == 9
     assert "1 changed by someone else while this was applied" in done.summary()
     assert _state(ctx)[late] == ("cancel", "train")
     assert all(_state(ctx)[i] == ("greet", "train") for i in ids if i != late)
 
-    history.undo_batch(ctx, live(ctx, "big"), done.batch)
+    history.undo_batch(ctx.db, live(ctx, "big"), done.batch)
     assert _state(ctx)[late] == ("cancel", "train")  # the other save stays
     assert all(_state(ctx)[i] == ("", "unlabelled") for i in ids if i != late)
 
@@ -112,11 +112,11 @@ def test_the_preview_is_checked_before_the_first_chunk(ctx, small_chunks):
     """A long bulk label still applies exactly the preview: a row labelled after the preview
     refuses it, and nothing is written."""
     ids = _project(ctx, 10)
-    plan = bulk_svc.plan_label(ctx, live(ctx, "big"), ids, ["greet"])
-    data_svc.label_utterance(ctx, live(ctx, "big"), ids[9], ["cancel"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
+    data_svc.label_utterance(ctx.db, live(ctx, "big"), ids[9], ["cancel"])
     before = _state(ctx)
     with pytest.raises(bulk_svc.StalePreview, match="Nothing was changed"):
-        bulk_svc.label_many(ctx, live(ctx, "big"), ids, ["greet"], token=plan.token)
+        bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
     assert _state(ctx) == before
 
 
@@ -126,7 +126,7 @@ def test_an_undo_stopped_half_way_is_finished_by_undoing_it_again(ctx, small_chu
     rest."""
     ids = _project(ctx, 10)
     before = _state(ctx)
-    done = bulk_svc.label_many(ctx, live(ctx, "big"), ids, ["greet"])
+    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"])
 
     original = ctx.db.write
     writes: list[int] = []
@@ -141,12 +141,12 @@ def test_an_undo_stopped_half_way_is_finished_by_undoing_it_again(ctx, small_chu
 
     ctx.db.write = write
     with pytest.raises(BusyError, match="stopped after 3 of 10 change"):
-        history.undo_batch(ctx, live(ctx, "big"), done.batch)
+        history.undo_batch(ctx.db, live(ctx, "big"), done.batch)
     half = _state(ctx)
     assert sum(half[i] == before[i] for i in ids) == 3
     assert sum(half[i] == ("greet", "train") for i in ids) == 7
     ctx.db.write = original
-    assert history.undo_batch(ctx, live(ctx, "big"), done.batch) == (
+    assert history.undo_batch(ctx.db, live(ctx, "big"), done.batch) == (
         "Undid label of 7 utterance(s)."
     )
     assert _state(ctx) == before
@@ -159,9 +159,9 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     bulk label ends, instead of waiting for all of it (or failing busy after the timeout, as a
     one-transaction bulk label did)."""
     import_utterances(ctx, destination(ctx, "other"), [NewUtterance("hello", ("greet",))])
-    uid = data_svc.table(ctx, live(ctx, "other"))[0]["id"]
+    uid = data_svc.table(ctx.db, live(ctx, "other"))[0]["id"]
     ids = _project(ctx, 4 * bulk_svc.CHUNK_ROWS)
-    plan = bulk_svc.plan_label(ctx, live(ctx, "big"), ids, ["t"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["t"])
     locked = threading.Event()
     original = ctx.db.write
 
@@ -178,7 +178,9 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
 
     def run() -> None:
         try:
-            done["plan"] = bulk_svc.label_many(ctx, live(ctx, "big"), ids, ["t"], token=plan.token)
+            done["plan"] = bulk_svc.label_many(
+                ctx.db, live(ctx, "big"), ids, ["t"], token=plan.token
+            )
         except BaseException as exc:  # shown by the assertion below
             done["error"] = exc
         done["at"] = time.monotonic()
@@ -187,7 +189,7 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     labeller.start()
     try:
         assert locked.wait(120)
-        row = data_svc.label_utterance(ctx, live(ctx, "other"), uid, "bye")
+        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "bye")
         saved_at = time.monotonic()
     finally:
         labeller.join()

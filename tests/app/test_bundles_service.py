@@ -65,7 +65,7 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     same_predictions(app_out, predict_svc.predict(ctx, live(ctx, name), QUERIES))
     assert [h["method"] for h in history(ctx, live(ctx, name))] == ["fast"]
     with pytest.raises(StorageError, match="read-only"):
-        data_svc.add_utterance(ctx, live(ctx, name), "new text", "balance")
+        data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
 
 
 def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):

@@ -15,14 +15,14 @@ from tests.samples import GIFT, HOURS, KLARNA
 
 
 def _state(ctx, project) -> dict[int, tuple[str, str]]:
-    return {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, live(ctx, project))}
+    return {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, live(ctx, project))}
 
 
 @pytest.fixture
 def logs(ctx, demo):
     """The demo project (31 assorted unlabelled utterances) plus three planted groups."""
     for text in GIFT + HOURS + KLARNA:
-        data_svc.add_utterance(ctx, demo, text, [], "unlabelled")
+        data_svc.add_utterance(ctx.db, demo, text, [], "unlabelled")
     return demo
 
 
@@ -41,7 +41,7 @@ def test_planted_groups_come_back_with_words_examples_and_nearest_intent(ctx, lo
     klarna = _cluster(found, "klarna")
     assert klarna.nearest_intent == "payment_failed"  # the demo's only payment intent
     unlabelled = {
-        r["id"] for r in data_svc.table(ctx, live(ctx, logs)) if r["split"] == "unlabelled"
+        r["id"] for r in data_svc.table(ctx.db, live(ctx, logs)) if r["split"] == "unlabelled"
     }
     assert all(set(c.ids) <= unlabelled for c in found)  # only unlabelled utterances
 
@@ -55,14 +55,14 @@ def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, 
     after = _state(ctx, logs)
     assert all(after[i] == ("gift_cards", "train") for i in keep)  # joined the pool
     assert after[dropped] == before[dropped]
-    assert "gift_cards" in data_svc.intent_names(ctx, live(ctx, logs))
-    assert f"label of {len(keep)} utterance(s)" in history.undo(ctx, live(ctx, logs))
+    assert "gift_cards" in data_svc.intent_names(ctx.db, live(ctx, logs))
+    assert f"label of {len(keep)} utterance(s)" in history.undo(ctx.db, live(ctx, logs))
     assert _state(ctx, logs) == before
     assert "gift_cards" not in data_svc.intent_names(
-        ctx, live(ctx, logs)
+        ctx.db, live(ctx, logs)
     )  # no empty intent left behind
     # and the clusters no longer offer what was labelled
-    data_svc.label_utterance(ctx, live(ctx, logs), keep[0], ["gift_cards"])
+    data_svc.label_utterance(ctx.db, live(ctx, logs), keep[0], ["gift_cards"])
     assert all(keep[0] not in c.ids for c in svc.candidate_intents(ctx, live(ctx, logs)))
 
 
@@ -70,25 +70,27 @@ def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhil
     klarna = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "klarna")
     first = klarna.ids[0]
     data_svc.label_utterance(
-        ctx, live(ctx, logs), first, ["talk_to_human"]
+        ctx.db, live(ctx, logs), first, ["talk_to_human"]
     )  # someone else, meanwhile
     done = svc.add_to_intent(ctx, live(ctx, logs), list(klarna.ids), "payment_failed")
     after = _state(ctx, logs)
     assert first in done.labelled and after[first][0] == "talk_to_human"  # protected
     assert all(after[i] == ("payment_failed", "train") for i in klarna.ids[1:])
-    assert f"label of {klarna.size - 1} utterance(s)" in history.undo(ctx, live(ctx, logs))
+    assert f"label of {klarna.size - 1} utterance(s)" in history.undo(ctx.db, live(ctx, logs))
 
 
 def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ctx, logs):
     import time
 
     gift = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "gift")
-    data_svc.create_intent(ctx, live(ctx, logs), "gift_cards")  # the designer makes it first, empty
+    data_svc.create_intent(
+        ctx.db, live(ctx, logs), "gift_cards"
+    )  # the designer makes it first, empty
     time.sleep(1.1)  # a person's next click: not the same action
     svc.add_to_intent(ctx, live(ctx, logs), list(gift.ids), "gift_cards")
-    history.undo(ctx, live(ctx, logs))
+    history.undo(ctx.db, live(ctx, logs))
     assert "gift_cards" in data_svc.intent_names(
-        ctx, live(ctx, logs)
+        ctx.db, live(ctx, logs)
     )  # as before the cluster was added
 
 
@@ -104,13 +106,13 @@ def test_bad_choices_get_a_message_and_change_nothing(ctx, logs):
     with pytest.raises(ValueError, match=r"No intent 'gift_cards' in this project"):
         svc.add_to_intent(ctx, live(ctx, logs), list(gift.ids), "gift_cards")
     assert _state(ctx, logs) == before
-    assert "gift_cards" not in data_svc.intent_names(ctx, live(ctx, logs))
+    assert "gift_cards" not in data_svc.intent_names(ctx.db, live(ctx, logs))
 
 
 def test_too_few_unlabelled_utterances_get_a_clear_message(ctx):
     new_project(ctx, "tiny")
     for text in GIFT[:5]:
-        data_svc.add_utterance(ctx, live(ctx, "tiny"), text, [], "unlabelled")
+        data_svc.add_utterance(ctx.db, live(ctx, "tiny"), text, [], "unlabelled")
     with pytest.raises(ValueError, match=r"has 5 unlabelled utterances; .* at least 20"):
         svc.candidate_intents(ctx, live(ctx, "tiny"))
 

@@ -18,14 +18,14 @@ FLIPPED = "how do i reset my password"  # account_password_reset, relabelled dis
 
 def row_by_text(ctx, project, text):
     return next(
-        r for r in data_svc.table(ctx, live(ctx, project), search=text) if r["text"] == text
+        r for r in data_svc.table(ctx.db, live(ctx, project), search=text) if r["text"] == text
     )
 
 
 @pytest.fixture
 def flipped(ctx, demo):
     row = row_by_text(ctx, demo, FLIPPED)
-    data_svc.label_utterance(ctx, demo, row["id"], ["discount_code"])
+    data_svc.label_utterance(ctx.db, demo, row["id"], ["discount_code"])
     return row["id"]
 
 
@@ -41,10 +41,10 @@ def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably
     ]
     assert flipped in svc.likely_mislabelled(ctx, demo)[:3]
 
-    before = len(history.activity(ctx, demo))
+    before = len(history.activity(ctx.db, demo))
     assert svc.apply(ctx, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "account_password_reset"
-    assert len(history.activity(ctx, demo)) == before + 1  # one batch
+    assert len(history.activity(ctx.db, demo)) == before + 1  # one batch
     assert all(c.ids != (flipped,) for c in svc.find(ctx, demo, "mislabel"))
 
     assert "back to discount_code" in svc.undo(ctx, demo)
@@ -52,13 +52,13 @@ def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably
 
 
 def test_a_near_duplicate_with_another_intent_is_found_and_deleting_it_is_undoable(ctx, demo):
-    twin = data_svc.add_utterance(ctx, demo, "where is my order??", ["payment_failed"])
+    twin = data_svc.add_utterance(ctx.db, demo, "where is my order??", ["payment_failed"])
     found = svc.find(ctx, demo, "duplicate")
     mine = next(c for c in found if twin["id"] in c.ids)
     assert mine.ids[1] == twin["id"] and "says what" in mine.title
     assert mine.fixes[0].label.endswith("to track_order") and mine.fixes[1].action == "delete"
     assert svc.apply(ctx, demo, mine.fixes[1]) == f"Deleted #{twin['id']}."
-    assert data_svc.table(ctx, demo, search="where is my order??") == []
+    assert data_svc.table(ctx.db, demo, search="where is my order??") == []
     svc.undo(ctx, demo)
     assert row_by_text(ctx, demo, "where is my order??")["intents"] == "payment_failed"
 
@@ -68,7 +68,7 @@ def test_moving_the_confusable_examples_of_an_overlap_is_one_batch_that_one_undo
     texts = ["wheres my stuff", "order status pls", "has my package left the warehouse yet"]
     ids = [row_by_text(ctx, demo, t)["id"] for t in texts]
     for uid in ids:
-        data_svc.label_utterance(ctx, demo, uid, ["cancel_order"])
+        data_svc.label_utterance(ctx.db, demo, uid, ["cancel_order"])
     fix = svc.Fix(
         "move",
         "Move",
@@ -76,9 +76,9 @@ def test_moving_the_confusable_examples_of_an_overlap_is_one_batch_that_one_undo
         ("track_order",),
         tuple(row_by_text(ctx, demo, t)["version"] for t in texts),
     )
-    before = len(history.activity(ctx, demo))
+    before = len(history.activity(ctx.db, demo))
     assert svc.apply(ctx, demo, fix) == "Moved 3 example(s) to track_order."
-    activity = history.activity(ctx, demo)
+    activity = history.activity(ctx.db, demo)
     assert len(activity) == before + 1 and activity[0]["rows"] == 3
     assert "Undid label of 3 utterance(s)" in svc.undo(ctx, demo)
     assert {row_by_text(ctx, demo, t)["intents"] for t in texts} == {"cancel_order"}
@@ -92,7 +92,7 @@ def test_overlapping_intents_offer_a_merge(ctx, demo, flipped):
 
 def test_a_row_changed_since_the_conflicts_were_found_is_not_overwritten(ctx, demo, flipped):
     mine = next(c for c in svc.find(ctx, demo, "mislabel") if c.ids == (flipped,))
-    data_svc.label_utterance(ctx, demo, flipped, ["talk_to_human"])  # someone else, meanwhile
+    data_svc.label_utterance(ctx.db, demo, flipped, ["talk_to_human"])  # someone else, meanwhile
     with pytest.raises(data_svc.repo.ConflictError, match="changed by someone else"):
         svc.apply(ctx, demo, mine.fixes[0])
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "talk_to_human"

@@ -89,8 +89,8 @@ def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
     from app.ui.main import build_app
 
     team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.add_user(team, "vic", "viewer", "viewer-password")
-    add_member(team, demo, "vic")
+    auth.add_user(team.db, "vic", "viewer", "viewer-password")
+    add_member(team.db, demo, "vic")
     api = next(f.fn for f in build_app(team).fns.values() if f.api_name == "predict_batch")
     assert api is not None
 

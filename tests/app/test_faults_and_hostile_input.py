@@ -30,22 +30,27 @@ from tests.samples import QUICK, make_tiny
 def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):
     other = AppContext(load_settings(ctx.settings.data_dir))  # another browser, another process
     try:
-        row = data_svc.table(ctx, demo, search="where is my order?")[0]
+        row = data_svc.table(ctx.db, demo, search="where is my order?")[0]
         seen_by_both = int(row["version"])
         labels = row["intents"].split("|") if row["intents"] else None
         data_svc.label_utterance(
-            ctx, demo, row["id"], labels, text="where is my order??", expected_version=seen_by_both
+            ctx.db,
+            demo,
+            row["id"],
+            labels,
+            text="where is my order??",
+            expected_version=seen_by_both,
         )
         with pytest.raises(ConflictError, match=r"changed by someone else .*where is my order\?\?"):
             data_svc.label_utterance(
-                other,
+                other.db,
                 demo,
                 row["id"],
                 labels,
                 text="where's my order",
                 expected_version=seen_by_both,
             )
-        assert data_svc.table(other, demo, search="where is my order??")[0]["id"] == row["id"]
+        assert data_svc.table(other.db, demo, search="where is my order??")[0]["id"] == row["id"]
     finally:
         other.close()
 
@@ -151,10 +156,10 @@ def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
 
 
 def test_a_save_that_fails_on_its_labels_keeps_the_old_text_too(ctx, demo):
-    row = data_svc.table(ctx, demo, search="where is my order?")[0]
+    row = data_svc.table(ctx.db, demo, search="where is my order?")[0]
     with pytest.raises(ValueError):
         data_svc.label_utterance(
-            ctx,
+            ctx.db,
             demo,
             row["id"],
             ["track_order"],
@@ -162,9 +167,9 @@ def test_a_save_that_fails_on_its_labels_keeps_the_old_text_too(ctx, demo):
             text="edited text",
             expected_version=int(row["version"]),
         )
-    assert data_svc.table(ctx, demo, search="where is my order?")[0]["text"] == row["text"]
+    assert data_svc.table(ctx.db, demo, search="where is my order?")[0]["text"] == row["text"]
     saved = data_svc.label_utterance(
-        ctx,
+        ctx.db,
         demo,
         row["id"],
         ["track_order", "cancel_order"],

@@ -31,7 +31,7 @@ def studio(tmp_path_factory):
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
     ctx = AppContext(dataclasses.replace(settings, public_hosts=("studio.example",)))
     new_project(ctx, "shop")
-    data_svc.add_utterance(ctx, live(ctx, "shop"), "where is my parcel", ["track_order"])
+    data_svc.add_utterance(ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"])
     port = free_port()
     with serving(web.web_app(ctx, host="127.0.0.1", port=port), port=port) as base:
         yield base, port, ctx
@@ -51,7 +51,7 @@ def calls(base: str, host: str) -> list[httpx.Response]:
 
 
 def texts(ctx) -> list[str]:
-    return [r["text"] for r in data_svc.table(ctx, live(ctx, "shop"))]
+    return [r["text"] for r in data_svc.table(ctx.db, live(ctx, "shop"))]
 
 
 def test_another_host_name_is_refused_and_changes_nothing(studio):

@@ -18,7 +18,7 @@ def _write(tmp_path, name, content: bytes | str):
 
 def _count(ctx, project="p"):
     try:
-        return len(data_svc.table(ctx, live(ctx, project)))
+        return len(data_svc.table(ctx.db, live(ctx, project)))
     except Exception:
         return None  # project does not exist
 
@@ -35,7 +35,7 @@ def test_csv_and_jsonl_import_into_new_and_existing_project(ctx, tmp_path):
     ]
     jl = "\n".join(json.dumps(x) for x in lines)
     assert import_file(ctx, destination(ctx, "p"), _write(tmp_path, "b.jsonl", jl)).inserted == 2
-    rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
+    rows = {r["text"]: r for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert rows["refund me"]["intents"] == "cancel|refund" and rows["refund me"]["split"] == "test"
     assert rows["hi"]["split"] == "unlabelled"
 
@@ -56,11 +56,11 @@ BAD_FILES = [
 @pytest.mark.parametrize(("name", "content", "message"), BAD_FILES)
 def test_bad_files_are_refused_and_change_nothing(ctx, tmp_path, name, content, message):
     import_file(ctx, destination(ctx, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx, live(ctx, "p"))
+    before = data_svc.table(ctx.db, live(ctx, "p"))
     with pytest.raises(FormatError, match=message) as info:
         import_file(ctx, destination(ctx, "p"), _write(tmp_path, name, content))
     assert "Nothing was imported" in str(info.value)
-    assert data_svc.table(ctx, live(ctx, "p")) == before
+    assert data_svc.table(ctx.db, live(ctx, "p")) == before
 
 
 def test_bad_file_into_new_project_creates_no_project(ctx, tmp_path):
@@ -104,9 +104,9 @@ def test_export_then_import_round_trips(ctx, tmp_path, demo):
         n = export_project(ctx, demo, out).rows
         import_file(ctx, destination(ctx, f"copy-{suffix}"), out)
         strip = lambda rows: sorted((r["text"], r["intents"], r["split"]) for r in rows)  # noqa: E731
-        assert n == len(data_svc.table(ctx, demo))
-        assert strip(data_svc.table(ctx, live(ctx, f"copy-{suffix}"))) == strip(
-            data_svc.table(ctx, demo)
+        assert n == len(data_svc.table(ctx.db, demo))
+        assert strip(data_svc.table(ctx.db, live(ctx, f"copy-{suffix}"))) == strip(
+            data_svc.table(ctx.db, demo)
         )
 
 
@@ -114,7 +114,7 @@ def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(ctx, t
     content = "text,label\nsame,x\nother,y\nsame,x\nsame,z\nhi,greet\nhi,greet\n"
     result = import_file(ctx, destination(ctx, "p"), _write(tmp_path, "dups.csv", content))
     assert result.inserted == 3
-    rows = {r["text"]: r["intents"] for r in data_svc.table(ctx, live(ctx, "p"))}
+    rows = {r["text"]: r["intents"] for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert rows == {"same": "x", "other": "y", "hi": "greet"}
     message = result.message()
     assert "Merged 2 repeated utterance(s)" in message
@@ -123,11 +123,11 @@ def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(ctx, t
 
 def test_texts_already_in_the_project_are_skipped_and_counted(ctx, tmp_path):
     import_file(ctx, destination(ctx, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx, live(ctx, "p"))
+    before = data_svc.table(ctx.db, live(ctx, "p"))
     again = import_file(ctx, destination(ctx, "p"), _write(tmp_path, "seed.csv", GOOD))
     assert (again.inserted, again.skipped) == (0, len(before))
     assert f"skipped {len(before)} already in the project" in again.message()
-    assert data_svc.table(ctx, live(ctx, "p")) == before
+    assert data_svc.table(ctx.db, live(ctx, "p")) == before
 
 
 @pytest.mark.parametrize("path", ["banking77/test.csv", "nlupp/hotels.csv"])
@@ -140,18 +140,19 @@ def test_real_files_with_repeats_import_as_they_are(ctx, shared_data, path):
 @pytest.mark.parametrize("suffix", ["csv", "jsonl", "yml"])
 def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tmp_path, suffix):
     import_file(ctx, destination(ctx, "src"), _write(tmp_path, "a.csv", GOOD))
-    data_svc.describe_intent(ctx, live(ctx, "src"), "track", "Where is my parcel, is it late")
-    data_svc.create_intent(ctx, live(ctx, "src"), "refund", "Money back for a returned order")
+    data_svc.describe_intent(ctx.db, live(ctx, "src"), "track", "Where is my parcel, is it late")
+    data_svc.create_intent(ctx.db, live(ctx, "src"), "refund", "Money back for a returned order")
     out = tmp_path / f"src.{suffix}"
     export_project(ctx, live(ctx, "src"), out)
     res = import_file(ctx, destination(ctx, f"copy-{suffix}"), out)
     assert "refund" in res.intents_created and res.described == 2
     described = {
-        i["name"]: (i["description"], i["n_train"]) for i in data_svc.intents(ctx, live(ctx, "src"))
+        i["name"]: (i["description"], i["n_train"])
+        for i in data_svc.intents(ctx.db, live(ctx, "src"))
     }
     copied = {
         i["name"]: (i["description"], i["n_train"])
-        for i in data_svc.intents(ctx, live(ctx, f"copy-{suffix}"))
+        for i in data_svc.intents(ctx.db, live(ctx, f"copy-{suffix}"))
     }
     assert copied == described
     assert copied["refund"] == ("Money back for a returned order", 0)
@@ -169,7 +170,7 @@ def test_a_description_column_describes_the_rows_intent_and_declares_one_without
     )
     res = import_file(ctx, destination(ctx, "d"), _write(tmp_path, "d.csv", csv))
     assert res.inserted == 2 and "described 2 intent(s)" in res.message()
-    got = {i["name"]: i["description"] for i in data_svc.intents(ctx, live(ctx, "d"))}
+    got = {i["name"]: i["description"] for i in data_svc.intents(ctx.db, live(ctx, "d"))}
     assert got == {"track": "Parcel tracking", "refund": "Money back"}
 
 
@@ -202,10 +203,10 @@ def test_a_rasa_intent_item_carries_its_description_in_metadata(tmp_path):
 
 def test_a_csv_with_a_quote_left_open_imports_nothing(ctx, tmp_path):
     import_file(ctx, destination(ctx, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx, live(ctx, "p"))
+    before = data_svc.table(ctx.db, live(ctx, "p"))
     rows = [f"question {i} about my parcel,track" for i in range(40)]
     rows[12] = '"where did my parcel go, it is late,track'  # the closing quote forgotten
     body = "text,label\n" + "\n".join(rows) + "\n"
     with pytest.raises(FormatError, match="line 14: a quote opened on this line is never closed"):
         import_file(ctx, destination(ctx, "p"), _write(tmp_path, "open.csv", body))
-    assert data_svc.table(ctx, live(ctx, "p")) == before
+    assert data_svc.table(ctx.db, live(ctx, "p")) == before

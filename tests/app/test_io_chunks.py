@@ -61,7 +61,7 @@ def test_a_long_import_is_written_in_chunks_as_one_batch(ctx, small_chunks):
     assert len(writes) == 4  # 3 + 3 + 3 + 1 rows
     assert (result.inserted, result.updated, result.skipped) == (10, 0, 0)
     assert result.intents_created == [f"intent_{i}" for i in range(4)]
-    assert len(data_svc.table(ctx, live(ctx, "p"))) == 10
+    assert len(data_svc.table(ctx.db, live(ctx, "p"))) == 10
     assert len(_batches(ctx, "p")["import"]) == 1
 
 
@@ -72,13 +72,13 @@ def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
         ctx, destination(ctx, "p"), moved + _rows(2, "new"), on_existing="relabel"
     )
     assert (result.inserted, result.updated, result.intents_created) == (2, 8, ["other"])
-    rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
+    rows = {r["text"]: r for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert all(rows[f"row {i}"]["intents"] == "other" for i in range(8))
     batches = _batches(ctx, "p")
     assert len(batches["label"]) == 1  # three chunks, one batch
 
-    history.undo(ctx, live(ctx, "p"))
-    rows = {r["text"]: r for r in data_svc.table(ctx, live(ctx, "p"))}
+    history.undo(ctx.db, live(ctx, "p"))
+    rows = {r["text"]: r for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert [rows[f"row {i}"]["intents"] for i in range(10)] == [
         f"intent_{i % 4}" for i in range(10)
     ]
@@ -111,9 +111,9 @@ def test_a_problem_in_the_last_chunk_refuses_the_whole_import(ctx, small_chunks,
     with pytest.raises(StorageError, match=problem):
         io_svc.import_utterances(ctx, destination(ctx, "fresh"), [*_rows(10), bad], **kwargs)
     assert writes == []  # refused before any write transaction began
-    assert [r["text"] for r in data_svc.table(ctx, live(ctx, "p"))] == ["seed"]
+    assert [r["text"] for r in data_svc.table(ctx.db, live(ctx, "p"))] == ["seed"]
     with pytest.raises(StorageError, match="No project 'fresh'"):
-        data_svc.table(ctx, live(ctx, "fresh"))
+        data_svc.table(ctx.db, live(ctx, "fresh"))
 
 
 @pytest.mark.slow
@@ -125,7 +125,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     io_svc.import_utterances(
         ctx, destination(ctx, "other"), [NewUtterance("where is my parcel", ("track",))]
     )
-    uid = data_svc.table(ctx, live(ctx, "other"))[0]["id"]
+    uid = data_svc.table(ctx.db, live(ctx, "other"))[0]["id"]
     rows = _rows(8 * io_svc.CHUNK_ROWS, intents=80)
     locked = threading.Event()
     original = ctx.db.write
@@ -152,9 +152,9 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     importer.start()
     try:
         assert locked.wait(120)
-        row = data_svc.label_utterance(ctx, live(ctx, "other"), uid, "refund")
+        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "refund")
         labelled_at = time.monotonic()
-        imported_by_then = len(data_svc.table(ctx, live(ctx, "big"), limit=len(rows)))
+        imported_by_then = len(data_svc.table(ctx.db, live(ctx, "big"), limit=len(rows)))
     finally:
         importer.join()
     assert "error" not in done, done.get("error")
@@ -178,11 +178,11 @@ def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, 
         chunks.append(1)
         if len(chunks) == 1:  # the first chunk is in: someone else saves "row 7"
             ctx.db.write = original
-            data_svc.add_utterance(ctx, live(ctx, "p"), "row 7", "intent_3")
+            data_svc.add_utterance(ctx.db, live(ctx, "p"), "row 7", "intent_3")
             ctx.db.write = write
 
     ctx.db.write = write
     with pytest.raises(StorageError, match=r"already in this project.*stopped after 6 of 10 row"):
         io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10), on_existing="error")
-    texts = {r["text"] for r in data_svc.table(ctx, live(ctx, "p"))}
+    texts = {r["text"] for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert texts == {"seed", "row 7"} | {f"row {i}" for i in range(6)}  # chunks 1 and 2

@@ -37,13 +37,13 @@ def _banking(ctx, shared_data: Path, n: int) -> list[str]:
 
 
 def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
-    out = predict_svc.predict(ctx, open_project(ctx, "banking"), texts)
+    out = predict_svc.predict(ctx, open_project(ctx.db, "banking"), texts)
     return [tuple(r["labels"]) for r in out]
 
 
 def test_a_restart_serves_the_head_it_had_at_once(ctx, shared_data):
     held = _banking(ctx, shared_data, 150)[:60]
-    pid = open_project(ctx, "banking").id
+    pid = open_project(ctx.db, "banking").id
     ctx.pool(pid)
     assert ctx.heads.settle(300)
     assert ctx.pool(pid).predictor.head is not None
@@ -73,7 +73,7 @@ def test_predict_exits_0_and_decides_with_the_head(ctx, shared_data, tmp_path, c
     decides with it, exits 0, and keeps the head: the next start decides the same at once (that
     one runs in this process: what it reads is on disk, and the exit code is the first's)."""
     held = _banking(ctx, shared_data, 150)  # the issue had 1,500 rows: the same path, shorter
-    pool = ctx.pool(open_project(ctx, "banking").id)  # its vectors encoded and kept, as a
+    pool = ctx.pool(open_project(ctx.db, "banking").id)  # its vectors encoded and kept, as a
     ctx.heads.close()  # server would, but no head fitted: the fit it asked for is dropped
     ctx.cache.encode(pool.encoder, held)  # both runs read the same vectors
     ctx.close()

@@ -44,7 +44,7 @@ def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(ctx, t
         import_file(ctx, destination(ctx, "shop"), big)
     assert time.perf_counter() - start < 20  # was 27 s of writing, and it wrote
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx, live(ctx, "shop"))
+        data_svc.intents(ctx.db, live(ctx, "shop"))
 
 
 def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
@@ -53,23 +53,23 @@ def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
         StorageError, match="at most 5 intents; this would make 6 \\(3 now, 3 new\\)"
     ):
         import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "b.csv", 3, "j"))
-    assert len(data_svc.intents(small_ctx, live(small_ctx, "shop"))) == 3
-    assert len(data_svc.table(small_ctx, live(small_ctx, "shop"))) == 3
+    assert len(data_svc.intents(small_ctx.db, live(small_ctx, "shop"))) == 3
+    assert len(data_svc.table(small_ctx.db, live(small_ctx, "shop"))) == 3
 
 
 def test_every_way_of_creating_an_intent_stops_at_the_limit(small_ctx, tmp_path):
     import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "a.csv", 5))
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.create_intent(small_ctx, live(small_ctx, "shop"), "one_more")
+        data_svc.create_intent(small_ctx.db, live(small_ctx, "shop"), "one_more")
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.add_utterance(small_ctx, live(small_ctx, "shop"), "a new text", ["brand_new"])
+        data_svc.add_utterance(small_ctx.db, live(small_ctx, "shop"), "a new text", ["brand_new"])
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.merge_intents(small_ctx, live(small_ctx, "shop"), ["i0", "i1"], "merged_new")
-    assert sorted(i["name"] for i in data_svc.intents(small_ctx, live(small_ctx, "shop"))) == [
+        data_svc.merge_intents(small_ctx.db, live(small_ctx, "shop"), ["i0", "i1"], "merged_new")
+    assert sorted(i["name"] for i in data_svc.intents(small_ctx.db, live(small_ctx, "shop"))) == [
         f"i{k}" for k in range(5)
     ]
     # an existing intent is always fine
-    data_svc.add_utterance(small_ctx, live(small_ctx, "shop"), "another text", ["i0"])
+    data_svc.add_utterance(small_ctx.db, live(small_ctx, "shop"), "another text", ["i0"])
 
 
 def test_a_bad_limit_setting_is_a_user_error(tmp_path, monkeypatch):
@@ -90,7 +90,7 @@ def test_the_service_refuses_a_file_over_the_upload_limit(ctx, tmp_path, suffix)
     with pytest.raises(FormatError, match="the limit is 25 MB"):
         import_file(ctx, destination(ctx, "shop"), big)
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx, live(ctx, "shop"))
+        data_svc.intents(ctx.db, live(ctx, "shop"))
 
 
 def _cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -185,7 +185,7 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
     Issue 43: a name that is an existing intent written another way is refused as a new intent
     (naming it) and names that intent as a label, in a file too."""
     import_file(ctx, destination(ctx, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
-    data_svc.create_intent(ctx, live(ctx, "shop"), "greet")
+    data_svc.create_intent(ctx.db, live(ctx, "shop"), "greet")
     same = "looks like the existing intent 'greet'"
     for name, says in (
         ("gr\u0435et", same),
@@ -196,18 +196,18 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
         ("\u202ehello", "RIGHT-TO-LEFT OVERRIDE"),
     ):
         with pytest.raises(StorageError, match=says):
-            data_svc.create_intent(ctx, live(ctx, "shop"), name)
+            data_svc.create_intent(ctx.db, live(ctx, "shop"), name)
         with pytest.raises(StorageError, match=says):
-            data_svc.rename_intent(ctx, live(ctx, "shop"), "i1", name)
+            data_svc.rename_intent(ctx.db, live(ctx, "shop"), "i1", name)
         if says != same:
             with pytest.raises(StorageError, match=says):
-                data_svc.add_utterance(ctx, live(ctx, "shop"), "a new text", [name])
+                data_svc.add_utterance(ctx.db, live(ctx, "shop"), "a new text", [name])
     for i, name in enumerate(("gr\u0435et", "greet\u200b", "\u202egreet")):
-        added = data_svc.add_utterance(ctx, live(ctx, "shop"), f"hi {i}", [name])
+        added = data_svc.add_utterance(ctx.db, live(ctx, "shop"), f"hi {i}", [name])
         assert added["labels"] == ("greet",)
     (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
     result = import_file(ctx, destination(ctx, "shop"), tmp_path / "b.csv")
     assert "'gr\u0435et' → 'greet'" in result.message()
-    names = sorted(i["name"] for i in data_svc.intents(ctx, live(ctx, "shop")))
+    names = sorted(i["name"] for i in data_svc.intents(ctx.db, live(ctx, "shop")))
     assert names == ["greet", "i0", "i1"]
-    assert len(data_svc.table(ctx, live(ctx, "shop"))) == 6
+    assert len(data_svc.table(ctx.db, live(ctx, "shop"))) == 6

@@ -21,7 +21,7 @@ def test_map_is_cached_and_survives_relabelling(ctx, demo):
     assert svc.get_map(ctx, demo, method="pca") is first  # nothing changed: drawn as it was
     # labels are not part of the key: relabelling recolours without re-projecting
     unlabelled = [i for i, s in zip(first.ids, first.splits, strict=True) if s == "unlabelled"]
-    assert bulk_svc.label_many(ctx, demo, unlabelled[:2], ["talk_to_human"]).change == tuple(
+    assert bulk_svc.label_many(ctx.db, demo, unlabelled[:2], ["talk_to_human"]).change == tuple(
         unlabelled[:2]
     )
     again = svc.get_map(ctx, demo, method="pca")

@@ -31,7 +31,7 @@ def hotel(ctx):
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
+                ctx.db, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
             )
     return live(ctx, "hotel")
 

@@ -93,11 +93,11 @@ def _single(ctx, name: str = "bank") -> str:
     project_svc.new_project(ctx, name)
     for intent, texts in SINGLE.items():
         for text in texts:
-            data_svc.add_utterance(ctx, live(ctx, name), text, intent, "train")
-        data_svc.add_utterance(ctx, live(ctx, name), SINGLE_TEST[intent], intent, "test")
-    data_svc.create_intent(ctx, live(ctx, name), *GIFT)
+            data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train")
+        data_svc.add_utterance(ctx.db, live(ctx, name), SINGLE_TEST[intent], intent, "test")
+    data_svc.create_intent(ctx.db, live(ctx, name), *GIFT)
     for text in GIFT_TEST:
-        data_svc.add_utterance(ctx, live(ctx, name), text, GIFT[0], "test")
+        data_svc.add_utterance(ctx.db, live(ctx, name), text, GIFT[0], "test")
     return name
 
 
@@ -106,7 +106,7 @@ def _multi(ctx, name: str = "hotel") -> str:
     for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx, live(ctx, name), text, [x for x in labels.split("|") if x], split
+                ctx.db, live(ctx, name), text, [x for x in labels.split("|") if x], split
             )
     return name
 
@@ -124,7 +124,7 @@ def _retrain_and_activate(ctx, project: str) -> int:
 def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
     return [
         (r["text"], set(r["intents"].split("|")) - {OUT_OF_SCOPE, ""})
-        for r in data_svc.table(ctx, live(ctx, project))
+        for r in data_svc.table(ctx.db, live(ctx, project))
         if r["split"] == "test"
     ]
 
@@ -208,9 +208,9 @@ def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
 def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(ctx):
     project = _single(ctx)
     for text in ("what's the weather tomorrow", "tell me a joke", "who won the match"):
-        data_svc.add_utterance(ctx, live(ctx, project), text, [OUT_OF_SCOPE], "train")
+        data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "train")
     for text in ("book me a flight", "play some music"):
-        data_svc.add_utterance(ctx, live(ctx, project), text, [OUT_OF_SCOPE], "test")
+        data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "test")
     view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
@@ -222,7 +222,7 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
     assert eval_svc.confusions(ctx, live(ctx, project), OUT_OF_SCOPE, None) == []
     oos_row = next(
-        r for r in data_svc.table(ctx, live(ctx, project)) if r["text"] == "book me a flight"
+        r for r in data_svc.table(ctx.db, live(ctx, project)) if r["text"] == "book me a flight"
     )
     clicked = map_svc.explain_utterance(ctx, live(ctx, project), oos_row["id"])
     assert OUT_OF_SCOPE not in clicked["gold"]
@@ -278,6 +278,6 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
         assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in served]
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
         labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
-        data_svc.add_utterance(ctx, live(ctx, project), text, labels, "train")
+        data_svc.add_utterance(ctx.db, live(ctx, project), text, labels, "train")
     pool = _frozen_pool_with_head(ctx, project)
     assert pool.predictor.head is not None and "wifi" in pool.predictor.head.intents

@@ -39,20 +39,20 @@ def door(ctx, demo):
 
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     multi.enqueue = ctx.enqueue
-    auth.ensure_admin(multi, "admin-password")
-    who = {n: auth.add_user(multi, n, "designer", f"{n}-password") for n in (*TEAM, "dana")}
+    auth.ensure_admin(multi.db, "admin-password")
+    who = {n: auth.add_user(multi.db, n, "designer", f"{n}-password") for n in (*TEAM, "dana")}
     for name in who:
-        members.add_member(multi, demo, name)
-    team_svc.assign(multi, demo, list(TEAM), overlap=1.0, limit=3)
+        members.add_member(multi.db, demo, name)
+    team_svc.assign(multi.db, demo, list(TEAM), overlap=1.0, limit=3)
     ana, ben = (live(multi, str(demo), who[n]) for n in TEAM)
-    accepted, disputed, opened = sorted(team_svc.open_items(multi, ana))
+    accepted, disputed, opened = sorted(team_svc.open_items(multi.db, ana))
     for uid, (a, b) in {
         accepted: ("track_order", "track_order"),
         disputed: ("refund", None),
     }.items():
-        team_svc.submit(multi, ana, uid, "label", [a])
-        team_svc.submit(multi, ben, uid, "oos" if b is None else "label", [b] if b else [])
-    team_svc.submit(multi, ana, opened, "label", ["track_order"])
+        team_svc.submit(multi.db, ana, uid, "label", [a])
+        team_svc.submit(multi.db, ben, uid, "oos" if b is None else "label", [b] if b else [])
+    team_svc.submit(multi.db, ana, opened, "label", ["track_order"])
     items = {"accepted": accepted, "disputed": disputed, "open": opened}
     yield multi, who, items
     multi.close()
@@ -60,10 +60,10 @@ def door(ctx, demo):
 
 def _state(ctx, demo, ids) -> tuple:
     """What must not move: the items' intents, splits and versions, every answer, the κ."""
-    rows = {r["id"]: r for r in data_svc.table(ctx, demo)}
+    rows = {r["id"]: r for r in data_svc.table(ctx.db, demo)}
     with ctx.db.session() as s:
         given = [(a.utterance_id, a.annotator, a.action, a.intents) for a in answers(s, demo.id)]
-    kappa = [p.kappa for p in team_answers.measure(ctx, demo).pairs]
+    kappa = [p.kappa for p in team_answers.measure(ctx.db, demo).pairs]
     return (
         tuple((rows[i]["intents"], rows[i]["split"], rows[i]["version"]) for i in ids),
         given,
@@ -99,14 +99,14 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
         refusals.append(fns["suggestion"](name, state, **as_dana)[0])
     # the Data tab: save an edit, delete
     for uid in ids:
-        row = next(r for r in data_svc.table(ctx, demo) if r["id"] == uid)
+        row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == uid)
         args = (name, uid, row["version"], row["text"], ["refund"], "train", True, "dana")
         refusals.append(fns["save_utterance"](*args, **as_dana))
         refusals.append(fns["delete"](name, uid, **as_dana)[0])
     # the Map's lasso (the Data tab's bulk label is the same preview): protected, left alone
     from app.ui import map_tab
 
-    texts = {r["id"]: r["text"] for r in data_svc.table(ctx, demo)}
+    texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo)}
     selected = ",".join(map(str, ids))
     shown, kept = map_tab.preview(ctx, dana, selected, "refund", True, {})
     assert "3 you may not change now" in shown
@@ -123,7 +123,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
         refusals.append(str(refused.value))
     # the Activity tab: undo the batch that accepted an item (an annotator's, not dana's)
     accepted_batch = next(
-        a["batch"] for a in history.activity(ctx, demo) if a["user"] in TEAM and a["rows"] == 1
+        a["batch"] for a in history.activity(ctx.db, demo) if a["user"] in TEAM and a["rows"] == 1
     )
     refusals.append(fns["undo_selected"](name, accepted_batch, **as_dana))
     # an import that relabels what is already in the project
@@ -133,7 +133,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
         result = import_file(ctx, dana, relabel, on_existing="relabel")
     assert result.updated == 0 and "Left 3 utterance(s) as they are" in " ".join(result.notes)
     # REST, with dana's token: one label, and a bulk label with its preview
-    token_of = {n: auth.issue_token(ctx, n) for n in ("dana",)}
+    token_of = {n: auth.issue_token(ctx.db, n) for n in ("dana",)}
     with TestClient(create_api(ctx)) as client:
         h = {"Authorization": f"Bearer {token_of['dana']}"}
         url = f"/api/v1/projects/{demo.id}"
@@ -166,17 +166,17 @@ def test_answers_are_final_once_accepted_and_a_party_never_decides_her_dispute(d
     from storage.guard import ItemLockedError
 
     with pytest.raises(ItemLockedError, match="answers are final"):
-        team_svc.submit(ctx, ana, items["accepted"], "label", ["refund"])
+        team_svc.submit(ctx.db, ana, items["accepted"], "label", ["refund"])
     with pytest.raises(ItemLockedError, match="another reviewer decides it"):
-        team_svc.decide(ctx, ben, items["disputed"], ["refund"])
+        team_svc.decide(ctx.db, ben, items["disputed"], ["refund"])
     with pytest.raises(ItemLockedError, match="not waiting for review"):
-        team_svc.decide(ctx, dana, items["open"], ["refund"])
+        team_svc.decide(ctx.db, dana, items["open"], ["refund"])
     assert _state(ctx, demo, sorted(items.values())) == before  # κ too
     # a reviewer who did not answer decides; an admin may still change an accepted item
-    assert "reviewed" in team_svc.decide(ctx, dana, items["disputed"], ["refund"])
+    assert "reviewed" in team_svc.decide(ctx.db, dana, items["disputed"], ["refund"])
     admin = live(ctx, str(demo), auth.actor(ctx, "admin"))
-    data_svc.label_utterance(ctx, admin, items["accepted"], ["refund"])
+    data_svc.label_utterance(ctx.db, admin, items["accepted"], ["refund"])
     assert (
-        next(r for r in data_svc.table(ctx, demo) if r["id"] == items["accepted"])["intents"]
+        next(r for r in data_svc.table(ctx.db, demo) if r["id"] == items["accepted"])["intents"]
         == "refund"
     )

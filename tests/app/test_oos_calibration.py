@@ -67,6 +67,6 @@ def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
     restarted = AppContext(ctx.settings, database=ctx.db)  # a new process on the same data
     request.addfinalizer(restarted.close)
     assert restarted.pool(pid).predictor.thresholds == first and calls == []
-    data_svc.add_utterance(ctx, demo, "where is my parcel now", ["track_order"], "train")
+    data_svc.add_utterance(ctx.db, demo, "where is my parcel now", ["track_order"], "train")
     restarted.pool(pid)  # the pool changed: calibrated again, in the background
     assert restarted.calibrations.settle() and calls == [1]

@@ -30,7 +30,7 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
     assert api["oos"] and api["threshold"] == pytest.approx(out["threshold"])
     # the queue flags it and offers the intents; out of scope has its own key (0), Enter and
     # Shift+Enter still take suggestion 1 (issue 25, item 3; issue 47 item 1's keys)
-    row = data_svc.add_utterance(ctx, demo, WEATHER, [], "unlabelled")
+    row = data_svc.add_utterance(ctx.db, demo, WEATHER, [], "unlabelled")
     item = queue_svc.item(ctx, demo, row["id"])
     assert item is not None and item.out_of_scope and item.first_choice == out["top"]
     assert item.suggestions[0].intent == out["top"]
@@ -43,7 +43,7 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
 
 
 def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
-    data_svc.add_utterance(ctx, demo, "tell me a joke about cats", [OUT_OF_SCOPE], "train")
+    data_svc.add_utterance(ctx.db, demo, "tell me a joke about cats", [OUT_OF_SCOPE], "train")
     out = predict_one(ctx, demo, "tell me a joke about cats")
     assert all(s["intent"] != OUT_OF_SCOPE for s in out["intents"])
     assert out["oos"]  # the very example the designer marked is rejected
@@ -95,10 +95,10 @@ def test_the_cli_prints_the_decision_and_refuses_a_bad_target(tmp_path, capsys):
 def test_the_header_counts_intents_not_the_out_of_scope_answer(ctx, demo):
     """out_of_scope is the answer that no intent applies, stored as a label: the project's
     header counts the intents a designer made (issue 47, item 10: "78 intents" for 77)."""
-    made = set(data_svc.intent_names(ctx, demo)) - {OUT_OF_SCOPE}
-    row = data_svc.add_utterance(ctx, demo, WEATHER, [], "unlabelled")
+    made = set(data_svc.intent_names(ctx.db, demo)) - {OUT_OF_SCOPE}
+    row = data_svc.add_utterance(ctx.db, demo, WEATHER, [], "unlabelled")
     queue_svc.answer(ctx, demo, row["id"], "oos")
-    assert OUT_OF_SCOPE in data_svc.intent_names(ctx, demo)  # a label like any other now
+    assert OUT_OF_SCOPE in data_svc.intent_names(ctx.db, demo)  # a label like any other now
     summary = projects.summary(ctx, demo)
     assert summary.n_intents == len(made)
     assert f" · {len(made)} intents · " in summary.headline()

@@ -33,16 +33,18 @@ def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
     query = "can I buy a gift voucher for my sister"
     before = predict_one(ctx, demo, query)["top"]
     assert before != "gift_cards"
-    data_svc.add_utterance(ctx, demo, "do you sell gift vouchers", ["gift_cards"])
+    data_svc.add_utterance(ctx.db, demo, "do you sell gift vouchers", ["gift_cards"])
     assert predict_one(ctx, demo, query)["top"] == "gift_cards"
-    history.undo(ctx, demo)  # removing the example removes its influence just as fast
+    history.undo(ctx.db, demo)  # removing the example removes its influence just as fast
     assert predict_one(ctx, demo, query)["top"] == before
 
 
 def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
-    row = max(data_svc.table(ctx, demo, split="unlabelled"), key=lambda r: len(r["text"]))
-    data_svc.label_utterance(ctx, demo, row["id"], ["talk_to_human"])
-    updated = next(r for r in data_svc.table(ctx, demo, search=row["text"]) if r["id"] == row["id"])
+    row = max(data_svc.table(ctx.db, demo, split="unlabelled"), key=lambda r: len(r["text"]))
+    data_svc.label_utterance(ctx.db, demo, row["id"], ["talk_to_human"])
+    updated = next(
+        r for r in data_svc.table(ctx.db, demo, search=row["text"]) if r["id"] == row["id"]
+    )
     assert updated["split"] == "train" and updated["intents"] == "talk_to_human"
     out = predict_one(ctx, demo, row["text"])
     assert out["neighbours"][0]["text"] == row["text"] and out["top"] == "talk_to_human"
@@ -56,7 +58,7 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     query = "is the blue raincoat back in stock in size L"
     predict_one(ctx, demo, query)
     data_svc.add_utterance(
-        other, demo, "is the blue raincoat back in stock in size L", ["restock_alert"]
+        other.db, demo, "is the blue raincoat back in stock in size L", ["restock_alert"]
     )
     assert predict_one(ctx, demo, query)["top"] == "restock_alert"
     other.close()
@@ -125,7 +127,7 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
         pool = ctx.pool(project_id)
         assert len(statements) == 1, statements
         other = AppContext(ctx.settings)
-        data_svc.describe_intent(other, demo, "track_order", "Where an order is now")
+        data_svc.describe_intent(other.db, demo, "track_order", "Where an order is now")
         other.close()
         out = predict_one(ctx, demo, query)
     finally:

@@ -22,7 +22,7 @@ def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
 
     event.listen(ctx.db.engine, "before_cursor_execute", seen)
     try:
-        p = open_project(ctx, str(demo), stamp=True)
+        p = open_project(ctx.db, str(demo), stamp=True)
         out = predict_svc.predict(ctx, p, ["where is my parcel"])
     finally:
         event.remove(ctx.db.engine, "before_cursor_execute", seen)
@@ -31,7 +31,7 @@ def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
 
 def test_a_project_named_by_its_id_or_unknown_reads_as_before(ctx, demo):
     by_name = predict_svc.predict(ctx, demo, ["where is my parcel"])[0]["top"]
-    by_id = open_project(ctx, str(demo.id))
+    by_id = open_project(ctx.db, str(demo.id))
     assert predict_svc.predict(ctx, by_id, ["where is my parcel"])[0]["top"] == by_name
     with pytest.raises(NotFoundError, match="No project"):
-        open_project(ctx, "no such project")
+        open_project(ctx.db, "no such project")

@@ -11,7 +11,7 @@ from app.services import queue as q
 
 
 def _unlabelled(ctx, demo) -> set[int]:
-    return {r["id"] for r in data_svc.table(ctx, demo, split="unlabelled")}
+    return {r["id"] for r in data_svc.table(ctx.db, demo, split="unlabelled")}
 
 
 @pytest.mark.parametrize("how", ["useful", "uncertain", "diverse", "file"])
@@ -43,7 +43,7 @@ def test_most_useful_next_is_the_default_and_spreads_the_uncertain_ones_out(ctx,
     # three near-twins of the most uncertain utterance: just as uncertain, nothing new to learn
     twins = [f"{first.text}{tail}" for tail in ("!", " please", " thanks")]
     import_utterances(ctx, demo, [NewUtterance(t, (), "unlabelled") for t in twins])
-    texts = {r["id"]: r["text"] for r in data_svc.table(ctx, demo, split="unlabelled")}
+    texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")}
     family = {first.text, *twins}
     uncertain = [texts[i] for i in q.order(ctx, demo, "uncertain", limit=5)]
     useful = [texts[i] for i in q.order(ctx, demo, limit=5)]
@@ -68,7 +68,7 @@ def test_a_taken_suggestion_joins_the_pool_and_counts_in_the_next_suggestion(ctx
     q.answer(ctx, demo, item.id, "take", [target], expected_version=item.version)
     assert q.remaining(ctx, demo) == before - 1
     assert q.item(ctx, demo, item.id) is None  # answered: out of the queue
-    row = next(r for r in data_svc.table(ctx, demo) if r["id"] == item.id)
+    row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == item.id)
     assert (row["intents"], row["split"]) == (target, "train")
     from app.services.predict import predict
 
@@ -83,11 +83,11 @@ def test_test_none_and_delete_answers_and_undo_brings_a_deleted_item_back(ctx, d
     q.answer(ctx, demo, a, "test", ["refund_status"])
     q.answer(ctx, demo, b, "none")
     q.answer(ctx, demo, c, "delete")
-    rows = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    rows = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
     assert rows[a] == ("refund_status", "test") and rows[b] == ("", "train") and c not in rows
     assert not {a, b} & set(q.order(ctx, demo, "file", limit=100))
     text_count = len(_unlabelled(ctx, demo))
-    assert "delete" in history.undo(ctx, demo)
+    assert "delete" in history.undo(ctx.db, demo)
     assert len(_unlabelled(ctx, demo)) == text_count + 1  # back in the queue
     with pytest.raises(ValueError, match="Pick an intent"):
         q.answer(ctx, demo, a, "take", [])
@@ -95,7 +95,7 @@ def test_test_none_and_delete_answers_and_undo_brings_a_deleted_item_back(ctx, d
 
 def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
     first, second = q.order(ctx, demo, "file", limit=2)
-    data_svc.label_utterance(ctx, demo, first, ["refund_status"])  # another annotator, meanwhile
+    data_svc.label_utterance(ctx.db, demo, first, ["refund_status"])  # another annotator, meanwhile
     item, _ = q.next_item(ctx, demo, [first, second], "file")
     assert item is not None and item.id == second
 
@@ -106,7 +106,7 @@ def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
     from app.services.queue_order import _margins
 
     pool = ctx.pool(demo.id)
-    texts = [r["text"] for r in data_svc.table(ctx, demo, split="unlabelled")]
+    texts = [r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")]
     vectors = ctx.cache.encode(pool.encoder, texts)
     ranked = np.asarray(pool.predictor.tops(vectors).margins)
     assert np.allclose(_margins(pool.predictor, vectors), ranked, atol=1e-5)

@@ -246,7 +246,7 @@ def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path)
     from storage.utterances import list_utterances
 
     data_svc.add_utterance(
-        ctx, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
+        ctx.db, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
     )
     with ctx.db.session() as s:
         p = get_project(s, str(demo))
@@ -303,6 +303,6 @@ def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_tim
     # the two kinds asked for in turn: each is the one already made, none is built again
     assert reports.build_report(ctx, demo, static=True) == paths[0]
     assert reports.build_report(ctx, demo, static=False) == interactive and len(built) == 2
-    data_svc.add_utterance(ctx, demo, "is my parcel lost", ["track_order"], "train")
+    data_svc.add_utterance(ctx.db, demo, "is my parcel lost", ["track_order"], "train")
     reports.build_report(ctx, demo, static=True)  # the data changed: built again
     assert len(built) == 3

@@ -66,7 +66,7 @@ def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(ctx
     # a row changed: everything is measured again (the new version, the frozen base and the
     # active version when one of the two is)
     data_svc.add_utterance(
-        ctx, live(ctx, "tiny"), "my card still has not come", "card_lost", "test"
+        ctx.db, live(ctx, "tiny"), "my card still has not come", "card_lost", "test"
     )
     third = _retrain(ctx, 3)
     versions = 1 if third.metrics["reference"]["version"] is not None else 0

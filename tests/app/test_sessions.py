@@ -22,7 +22,7 @@ def studio(tmp_path):
 
     data = tmp_path / "data"
     ctx = team_context(data)
-    token = auth.issue_token(ctx, "dana")
+    token = auth.issue_token(ctx.db, "dana")
 
     def cli(*argv: str) -> int:
         return main(["--data-dir", str(data), *argv])

@@ -26,51 +26,51 @@ def shop(ctx):
 
 
 def test_slot_values_and_templates_are_saved_and_read_back(ctx, shop):
-    assert svc.save_slot(ctx, live(ctx, shop), "city", "Berlin\n Paris \n\n") == 2
+    assert svc.save_slot(ctx.db, live(ctx, shop), "city", "Berlin\n Paris \n\n") == 2
     assert (
         svc.save_templates(
-            ctx, live(ctx, shop), "book_flight", "fly me to {city}\nto {city} please"
+            ctx.db, live(ctx, shop), "book_flight", "fly me to {city}\nto {city} please"
         )
         == 2
     )
-    assert svc.slot_book(ctx, live(ctx, shop)) == {"city": ["Berlin", "Paris"]}
-    assert svc.templates(ctx, live(ctx, shop), "book_flight") == {
+    assert svc.slot_book(ctx.db, live(ctx, shop)) == {"city": ["Berlin", "Paris"]}
+    assert svc.templates(ctx.db, live(ctx, shop), "book_flight") == {
         "book_flight": ["fly me to {city}", "to {city} please"]
     }
-    assert svc.templates(ctx, live(ctx, shop), "greet") == {"greet": []}
+    assert svc.templates(ctx.db, live(ctx, shop), "greet") == {"greet": []}
 
 
 def test_a_template_naming_a_missing_slot_is_refused_and_nothing_changes(ctx, shop):
-    svc.save_slot(ctx, live(ctx, shop), "city", ["Berlin"])
-    svc.save_templates(ctx, live(ctx, shop), "book_flight", ["fly me to {city}"])
+    svc.save_slot(ctx.db, live(ctx, shop), "city", ["Berlin"])
+    svc.save_templates(ctx.db, live(ctx, shop), "book_flight", ["fly me to {city}"])
     with pytest.raises(SlotError, match=r"slot book lacks: day"):
-        svc.save_templates(ctx, live(ctx, shop), "book_flight", ["fly to {city}", "fly {day}"])
-    assert svc.templates(ctx, live(ctx, shop), "book_flight") == {
+        svc.save_templates(ctx.db, live(ctx, shop), "book_flight", ["fly to {city}", "fly {day}"])
+    assert svc.templates(ctx.db, live(ctx, shop), "book_flight") == {
         "book_flight": ["fly me to {city}"]
     }
     with pytest.raises(NotFoundError):
-        svc.save_templates(ctx, live(ctx, shop), "nope", ["fly to {city}"])
+        svc.save_templates(ctx.db, live(ctx, shop), "nope", ["fly to {city}"])
 
 
 def test_empty_or_duplicate_values_are_refused_and_the_old_values_stay(ctx, shop):
-    svc.save_slot(ctx, live(ctx, shop), "city", ["Berlin"])
+    svc.save_slot(ctx.db, live(ctx, shop), "city", ["Berlin"])
     with pytest.raises(SlotError, match="'Rome' is listed twice"):
-        svc.save_slot(ctx, live(ctx, shop), "city", "Rome\nRome")
+        svc.save_slot(ctx.db, live(ctx, shop), "city", "Rome\nRome")
     with pytest.raises(SlotError, match="at least one value"):
-        svc.save_slot(ctx, live(ctx, shop), "city", "\n \n")
-    assert svc.slot_book(ctx, live(ctx, shop)) == {"city": ["Berlin"]}
+        svc.save_slot(ctx.db, live(ctx, shop), "city", "\n \n")
+    assert svc.slot_book(ctx.db, live(ctx, shop)) == {"city": ["Berlin"]}
 
 
 def test_a_slot_named_by_a_template_cannot_be_deleted_until_the_template_goes(ctx, shop):
-    svc.save_slot(ctx, live(ctx, shop), "city", ["Berlin"])
-    svc.save_templates(ctx, live(ctx, shop), "book_flight", ["fly me to {city}"])
+    svc.save_slot(ctx.db, live(ctx, shop), "city", ["Berlin"])
+    svc.save_templates(ctx.db, live(ctx, shop), "book_flight", ["fly me to {city}"])
     with pytest.raises(SlotError, match="named by templates of book_flight"):
-        svc.delete_slot(ctx, live(ctx, shop), "city")
-    svc.save_templates(ctx, live(ctx, shop), "book_flight", "")
-    svc.delete_slot(ctx, live(ctx, shop), "city")
-    assert svc.slot_book(ctx, live(ctx, shop)) == {}
+        svc.delete_slot(ctx.db, live(ctx, shop), "city")
+    svc.save_templates(ctx.db, live(ctx, shop), "book_flight", "")
+    svc.delete_slot(ctx.db, live(ctx, shop), "city")
+    assert svc.slot_book(ctx.db, live(ctx, shop)) == {}
     with pytest.raises(SlotError, match="no slot 'city'"):
-        svc.delete_slot(ctx, live(ctx, shop), "city")
+        svc.delete_slot(ctx.db, live(ctx, shop), "city")
 
 
 RASA = b"""version: "3.1"
@@ -95,14 +95,14 @@ def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx
     src.write_bytes(RASA)
     result = import_file(ctx, destination(ctx, "travel"), src)
     assert any("template(s)" in n for n in result.notes)
-    book = svc.slot_book(ctx, live(ctx, "travel"))
+    book = svc.slot_book(ctx.db, live(ctx, "travel"))
     assert book == {"city": ["Berlin", "Rome", "Oslo", "Paris"]}
     out = tmp_path / "out.yml"
     export_project(ctx, live(ctx, "travel"), out)
     assert "- fly me to [Berlin](city)" in out.read_text()
     import_file(ctx, destination(ctx, "copy"), out)
-    assert svc.export_slot_data(ctx, live(ctx, "copy")) == svc.export_slot_data(
-        ctx, live(ctx, "travel")
+    assert svc.export_slot_data(ctx.db, live(ctx, "copy")) == svc.export_slot_data(
+        ctx.db, live(ctx, "travel")
     )
 
 
@@ -117,16 +117,16 @@ def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_noth
     )
     res = import_file(ctx, destination(ctx, shop), good)
     assert res.inserted == 0
-    assert svc.templates(ctx, live(ctx, shop), "book_flight") == {"book_flight": ["to {city}"]}
+    assert svc.templates(ctx.db, live(ctx, shop), "book_flight") == {"book_flight": ["to {city}"]}
     bad = tmp_path / "bad.yml"
     bad.write_text("slot_book:\n  day: [today]\ntemplates:\n  book_flight: ['at {time}']\n")
     with pytest.raises(SlotError, match="slot book lacks: time"):
         import_file(ctx, destination(ctx, shop), bad)
-    assert "day" not in svc.slot_book(ctx, live(ctx, shop))
+    assert "day" not in svc.slot_book(ctx.db, live(ctx, shop))
     more = tmp_path / "more.yml"
     more.write_text("templates:\n  greet: ['hi from {city}']\n")  # a slot the project has
     import_file(ctx, destination(ctx, shop), more)
-    assert svc.templates(ctx, live(ctx, shop), "greet") == {"greet": ["hi from {city}"]}
+    assert svc.templates(ctx.db, live(ctx, shop), "greet") == {"greet": ["hi from {city}"]}
     out = tmp_path / "again.yml"
     assert export_slot_book(ctx, live(ctx, shop), out) == 2
     assert "to {city}" in out.read_text()

@@ -8,7 +8,7 @@ from app.services.table import TableQuery, table_page
 
 
 def test_pages_cover_every_row_once_in_file_order(ctx, demo):
-    everything = [r["id"] for r in data_svc.table(ctx, demo)]
+    everything = [r["id"] for r in data_svc.table(ctx.db, demo)]
     first = table_page(ctx, demo, TableQuery(page_size=50))
     assert first.total == len(everything) and first.pages == -(-len(everything) // 50)
     seen = []

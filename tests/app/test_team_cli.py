@@ -38,7 +38,7 @@ def shop(tmp_path, capsys):
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
     ctx = AppContext(load_settings(tmp_path / "data"))
     users = {
-        name: auth.add_user(ctx, name, role, f"{name}-password")
+        name: auth.add_user(ctx.db, name, role, f"{name}-password")
         for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]
     }
     for name in users:  # each with their own role in the project
@@ -60,7 +60,7 @@ def test_assign_splits_the_unlabelled_utterances_with_the_overlap_once(shop, cap
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"]) == 0
     out = capsys.readouterr().out
     assert out.strip() == "Assigned in 'shop': ana 12, ben 12; 4 to two annotators (the overlap)."
-    assert team.progress(ctx, live(ctx, "shop")) == {"ana": (12, 0), "ben": (12, 0)}
+    assert team.progress(ctx.db, live(ctx, "shop")) == {"ana": (12, 0), "ben": (12, 0)}
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben"]) == 0
     assert "Nothing assigned" in capsys.readouterr().out  # nobody gets an item twice
 
@@ -69,7 +69,9 @@ def test_assign_with_search_and_limit_takes_only_those(shop, capsys):
     d, ctx, users = shop
     argv = [*d, "team", "assign", "shop", "--annotators", "ana", "--overlap", "0"]
     assert main([*argv, "--search", "NUMBER 1", "--limit", "3"]) == 0
-    mine = team.items(ctx, live(ctx, "shop"), team.open_items(ctx, live(ctx, "shop", users["ana"])))
+    mine = team.items(
+        ctx.db, live(ctx, "shop"), team.open_items(ctx.db, live(ctx, "shop", users["ana"]))
+    )
     assert [r["text"] for r in mine] == [UNLABELLED[1], UNLABELLED[10], UNLABELLED[11]]
 
 
@@ -89,7 +91,7 @@ def test_bad_input_exits_2_with_the_message_and_assigns_nothing(shop, capsys, ar
     assert main([*d, "team", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert team.progress(ctx, live(ctx, "shop")) == {}
+    assert team.progress(ctx.db, live(ctx, "shop")) == {}
 
 
 def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, capsys):
@@ -100,14 +102,14 @@ def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, caps
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
     ana, ben = users["ana"], users["ben"]
     both = sorted(
-        set(team.open_items(ctx, live(ctx, "shop", ana)))
-        & set(team.open_items(ctx, live(ctx, "shop", ben)))
+        set(team.open_items(ctx.db, live(ctx, "shop", ana)))
+        & set(team.open_items(ctx.db, live(ctx, "shop", ben)))
     )
     said_ana = ["track_order", "track_order", "cancel_order", "cancel_order"]
     said_ben = ["track_order", "cancel_order", "cancel_order", "cancel_order"]
     for uid, a, b in zip(both, said_ana, said_ben, strict=True):
-        team.submit(ctx, live(ctx, "shop", ana), uid, "label", [a])
-        team.submit(ctx, live(ctx, "shop", ben), uid, "label", [b])
+        team.submit(ctx.db, live(ctx, "shop", ana), uid, "label", [a])
+        team.submit(ctx.db, live(ctx, "shop", ben), uid, "label", [b])
     capsys.readouterr()
 
     assert main([*d, "team", "agreement", "shop"]) == 0
@@ -126,11 +128,11 @@ def test_export_writes_every_answer_as_one_json_line(shop, capsys, tmp_path):
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
     ana, ben = users["ana"], users["ben"]
     uid = sorted(
-        set(team.open_items(ctx, live(ctx, "shop", ana)))
-        & set(team.open_items(ctx, live(ctx, "shop", ben)))
+        set(team.open_items(ctx.db, live(ctx, "shop", ana)))
+        & set(team.open_items(ctx.db, live(ctx, "shop", ben)))
     )[0]
-    team.submit(ctx, live(ctx, "shop", ana), uid, "label", ["track_order"])
-    team.submit(ctx, live(ctx, "shop", ben), uid, "oos")
+    team.submit(ctx.db, live(ctx, "shop", ana), uid, "label", ["track_order"])
+    team.submit(ctx.db, live(ctx, "shop", ben), uid, "oos")
     capsys.readouterr()
 
     out = tmp_path / "answers.jsonl"

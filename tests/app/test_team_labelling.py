@@ -34,10 +34,10 @@ def people(ctx):
     import_utterances(ctx, destination(ctx, P), rows)
     out = {}
     for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]:
-        out[name] = auth.add_user(ctx, name, role, f"{name}-password")
-    out["rita"] = auth.add_user(ctx, "rita", "designer", "rita-password")
+        out[name] = auth.add_user(ctx.db, name, role, f"{name}-password")
+    out["rita"] = auth.add_user(ctx.db, "rita", "designer", "rita-password")
     for name in out:
-        add_member(ctx, live(ctx, P), name)
+        add_member(ctx.db, live(ctx, P), name)
     return out
 
 
@@ -47,106 +47,106 @@ def as_(ctx, who: Actor):
 
 
 def _row(ctx, uid):
-    return next(r for r in data_svc.table(ctx, live(ctx, P)) if r["id"] == uid)
+    return next(r for r in data_svc.table(ctx.db, live(ctx, P)) if r["id"] == uid)
 
 
 def test_assign_splits_evenly_with_the_overlap_and_never_twice(ctx, people):
-    given = team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    given = team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
     assert given == {"ana": 60, "ben": 60, "overlap": 20}
-    assert team.progress(ctx, live(ctx, P)) == {"ana": (60, 0), "ben": (60, 0)}
-    assert len(team.open_items(ctx, as_(ctx, people["ana"]))) == 60
-    shared = set(team.open_items(ctx, as_(ctx, people["ana"]))) & set(
-        team.open_items(ctx, as_(ctx, people["ben"]))
+    assert team.progress(ctx.db, live(ctx, P)) == {"ana": (60, 0), "ben": (60, 0)}
+    assert len(team.open_items(ctx.db, as_(ctx, people["ana"]))) == 60
+    shared = set(team.open_items(ctx.db, as_(ctx, people["ana"]))) & set(
+        team.open_items(ctx.db, as_(ctx, people["ben"]))
     )
     assert len(shared) == 20
-    assert team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2) == {
+    assert team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2) == {
         "ana": 0,
         "ben": 0,
         "overlap": 0,
     }
     with pytest.raises(ValueError, match="designer role"):
-        team.assign(ctx, live(ctx, P), ["vic"], overlap=0)
+        team.assign(ctx.db, live(ctx, P), ["vic"], overlap=0)
     with pytest.raises(ValueError, match="two annotators"):
-        team.assign(ctx, live(ctx, P), ["ana"], overlap=0.1)
+        team.assign(ctx.db, live(ctx, P), ["ana"], overlap=0.1)
     with pytest.raises(ValueError, match="not an active user"):
-        team.assign(ctx, live(ctx, P), ["nobody"], overlap=0)
+        team.assign(ctx.db, live(ctx, P), ["nobody"], overlap=0)
 
 
 def test_answers_are_accepted_alone_or_on_agreement_and_disagreements_wait_for_review(ctx, people):
-    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
     ana, ben = people["ana"], people["ben"]
     both = sorted(
-        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+        set(team.open_items(ctx.db, as_(ctx, ana))) & set(team.open_items(ctx.db, as_(ctx, ben)))
     )
-    alone = next(i for i in team.open_items(ctx, as_(ctx, ana)) if i not in both)
+    alone = next(i for i in team.open_items(ctx.db, as_(ctx, ana)) if i not in both)
 
-    assert "→ card_arrival" in team.submit(ctx, as_(ctx, ana), alone, "label", ["card_arrival"])
+    assert "→ card_arrival" in team.submit(ctx.db, as_(ctx, ana), alone, "label", ["card_arrival"])
     assert _row(ctx, alone)["intents"] == "card_arrival"  # accepted at once: not an overlap item
 
     agreed, differ, skipped = both[:3]
-    msg = team.submit(ctx, as_(ctx, ana), agreed, "label", ["exchange_rate"])
+    msg = team.submit(ctx.db, as_(ctx, ana), agreed, "label", ["exchange_rate"])
     assert "waits for a second opinion" in msg
     assert _row(ctx, agreed)["split"] == "unlabelled"  # one answer of two: nothing accepted yet
-    msg = team.submit(ctx, as_(ctx, ben), agreed, "label", ["exchange_rate"])
+    msg = team.submit(ctx.db, as_(ctx, ben), agreed, "label", ["exchange_rate"])
     assert "everyone agreed" in msg and _row(ctx, agreed)["intents"] == "exchange_rate"
 
-    team.submit(ctx, as_(ctx, ana), differ, "label", ["card_arrival"])
-    assert "goes to review" in team.submit(ctx, as_(ctx, ben), differ, "oos")
-    team.submit(ctx, as_(ctx, ana), skipped, "label", ["top_up_failed"])
-    team.submit(ctx, as_(ctx, ben), skipped, "skip")
+    team.submit(ctx.db, as_(ctx, ana), differ, "label", ["card_arrival"])
+    assert "goes to review" in team.submit(ctx.db, as_(ctx, ben), differ, "oos")
+    team.submit(ctx.db, as_(ctx, ana), skipped, "label", ["top_up_failed"])
+    team.submit(ctx.db, as_(ctx, ben), skipped, "skip")
     assert _row(ctx, differ)["split"] == "unlabelled"
-    waiting = team.disputes(ctx, live(ctx, P))
+    waiting = team.disputes(ctx.db, live(ctx, P))
     assert [d.id for d in waiting] == [differ, skipped]
     assert [(g.annotator, g.shown()) for g in waiting[0].answers] == [
         ("ana", "card_arrival"),
         ("ben", "out_of_scope"),
     ]
-    assert team.open_items(ctx, as_(ctx, ana))[:1] != [differ]  # answered: out of ana's queue
+    assert team.open_items(ctx.db, as_(ctx, ana))[:1] != [differ]  # answered: out of ana's queue
 
     assert "reviewed" in team.decide(
-        ctx, as_(ctx, people["rita"]), differ, ["card_arrival"], batch="review-1"
+        ctx.db, as_(ctx, people["rita"]), differ, ["card_arrival"], batch="review-1"
     )
     assert _row(ctx, differ)["intents"] == "card_arrival"
-    assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [skipped]
-    decision = next(e for e in history.activity(ctx, live(ctx, P)) if e["batch"] == "review-1")
+    assert [d.id for d in team.disputes(ctx.db, live(ctx, P))] == [skipped]
+    decision = next(e for e in history.activity(ctx.db, live(ctx, P)) if e["batch"] == "review-1")
     assert decision["user"] == "rita"  # audited under the reviewer's name and its own batch
-    history.undo_batch(ctx, as_(ctx, people["rita"]), "review-1")
-    assert [d.id for d in team.disputes(ctx, live(ctx, P))] == [
+    history.undo_batch(ctx.db, as_(ctx, people["rita"]), "review-1")
+    assert [d.id for d in team.disputes(ctx.db, live(ctx, P))] == [
         differ,
         skipped,
     ]  # waits for review again
     with pytest.raises(StorageError, match="not waiting for review"):
-        team.decide(ctx, as_(ctx, people["rita"]), agreed, ["card_linking"])
+        team.decide(ctx.db, as_(ctx, people["rita"]), agreed, ["card_linking"])
 
 
 def test_an_answer_to_an_item_not_assigned_to_you_is_refused_and_stores_nothing(ctx, people):
-    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0)
+    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0)
     ana, ben = people["ana"], people["ben"]
     bens = next(
         i
-        for i in team.open_items(ctx, as_(ctx, ben))
-        if i not in team.open_items(ctx, as_(ctx, ana))
+        for i in team.open_items(ctx.db, as_(ctx, ben))
+        if i not in team.open_items(ctx.db, as_(ctx, ana))
     )
     with pytest.raises(StorageError, match="assigned to ben, not to you"):
-        team.submit(ctx, as_(ctx, ana), bens, "label", ["card_arrival"])
+        team.submit(ctx.db, as_(ctx, ana), bens, "label", ["card_arrival"])
     assert _row(ctx, bens)["split"] == "unlabelled"
-    assert team.progress(ctx, live(ctx, P))["ana"] == (50, 0)
+    assert team.progress(ctx.db, live(ctx, P))["ana"] == (50, 0)
 
 
 def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_listed(ctx, people):
-    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
     ana, ben = people["ana"], people["ben"]
     both = sorted(
-        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+        set(team.open_items(ctx.db, as_(ctx, ana))) & set(team.open_items(ctx.db, as_(ctx, ben)))
     )
     a_said = [INTENTS[i % 4] for i in range(20)]
     b_said = list(a_said)
     for i in (1, 4, 7, 10, 13):  # 5 deliberate disagreements
         b_said[i] = "card_linking" if a_said[i] != "card_linking" else "exchange_rate"
     for uid, a, b in zip(both, a_said, b_said, strict=True):
-        team.submit(ctx, as_(ctx, ana), uid, "label", [a])
-        team.submit(ctx, as_(ctx, ben), uid, "label", [b])
-    found = team_answers.measure(ctx, live(ctx, P))
+        team.submit(ctx.db, as_(ctx, ana), uid, "label", [a])
+        team.submit(ctx.db, as_(ctx, ben), uid, "label", [b])
+    found = team_answers.measure(ctx.db, live(ctx, P))
     (pair,) = found.pairs
     assert (pair.a, pair.b, pair.items, pair.agreed) == ("ana", "ben", 20, 15)
     assert pair.kappa == pytest.approx(cohen_kappa_score(a_said, b_said))
@@ -154,25 +154,25 @@ def test_agreement_is_cohens_kappa_on_the_overlap_with_the_disputed_intents_list
     shares = [(a_said.count(x) / 20) * (b_said.count(x) / 20) for x in INTENTS]
     assert pair.kappa == pytest.approx((0.75 - sum(shares)) / (1 - sum(shares)))
     assert sorted(found.disputed) == sorted(both[i] for i in (1, 4, 7, 10, 13))
-    assert sorted(d.id for d in team.disputes(ctx, live(ctx, P))) == sorted(found.disputed)
+    assert sorted(d.id for d in team.disputes(ctx.db, live(ctx, P))) == sorted(found.disputed)
     worst = found.intents[0]  # card_linking is on one side of every disagreement
     assert worst.intent == "card_linking" and sorted(worst.disputed) == sorted(found.disputed)
     # the stakeholder report's section says the same
-    section = agreement_section(team_answers.report_view(ctx, live(ctx, P)))
+    section = agreement_section(team_answers.report_view(ctx.db, live(ctx, P)))
     assert f"<td class='num'>{pair.kappa:.2f}</td>" in section
     assert "<td>card_linking</td>" in section and "20 utterances were labelled" in section
 
 
 def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, people, tmp_path):
-    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
     ana, ben = people["ana"], people["ben"]
     uid = sorted(
-        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+        set(team.open_items(ctx.db, as_(ctx, ana))) & set(team.open_items(ctx.db, as_(ctx, ben)))
     )[0]
-    team.submit(ctx, as_(ctx, ana), uid, "label", ["card_arrival"])
-    team.submit(ctx, as_(ctx, ben), uid, "oos")
+    team.submit(ctx.db, as_(ctx, ana), uid, "label", ["card_arrival"])
+    team.submit(ctx.db, as_(ctx, ben), uid, "oos")
     lines = (
-        team_answers.export_answers(ctx, live(ctx, P), tmp_path / "answers.jsonl")
+        team_answers.export_answers(ctx.db, live(ctx, P), tmp_path / "answers.jsonl")
         .read_text()
         .splitlines()
     )
@@ -187,12 +187,14 @@ def test_every_answer_exports_as_one_json_line_with_the_accepted_label(ctx, peop
 
 def test_a_project_nobody_was_assigned_in_is_not_a_team_project(ctx, people):
     assert (
-        not team.is_team_project(ctx, live(ctx, P))
-        and team_answers.report_view(ctx, live(ctx, P)) is None
+        not team.is_team_project(ctx.db, live(ctx, P))
+        and team_answers.report_view(ctx.db, live(ctx, P)) is None
     )
-    assert team.reserved(ctx, live(ctx, P)) == set()
-    team.assign(ctx, live(ctx, P), ["ana"], overlap=0, limit=5)
-    assert team.is_team_project(ctx, live(ctx, P)) and len(team.reserved(ctx, live(ctx, P))) == 5
+    assert team.reserved(ctx.db, live(ctx, P)) == set()
+    team.assign(ctx.db, live(ctx, P), ["ana"], overlap=0, limit=5)
+    assert (
+        team.is_team_project(ctx.db, live(ctx, P)) and len(team.reserved(ctx.db, live(ctx, P))) == 5
+    )
 
 
 def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(ctx, demo):
@@ -201,15 +203,15 @@ def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(
     review order with who said what, the reviewer's key decides, and undo takes back each."""
     from app.services import queue
 
-    who = {n: auth.add_user(ctx, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
+    who = {n: auth.add_user(ctx.db, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
     for name in who:
-        add_member(ctx, demo, name)
-    team.assign(ctx, demo, ["ana", "ben"], overlap=0.5, limit=10)
+        add_member(ctx.db, demo, name)
+    team.assign(ctx.db, demo, ["ana", "ben"], overlap=0.5, limit=10)
     ana, ben, rita = (demo.as_(who[n]) for n in ("ana", "ben", "rita"))
-    mine = set(team.open_items(ctx, live(ctx, ana)))
+    mine = set(team.open_items(ctx.db, live(ctx, ana)))
     order = queue.order(ctx, live(ctx, ana), "file", limit=50)
     assert set(order) == mine and len(mine) in (7, 8)  # 10 split evenly, 5 of them twice
-    shared = sorted(mine & set(team.open_items(ctx, live(ctx, ben))))[0]
+    shared = sorted(mine & set(team.open_items(ctx.db, live(ctx, ben))))[0]
     card = queue.item(ctx, live(ctx, ana), shared)
     msg = queue.answer(
         ctx, live(ctx, ana), shared, "take", [card.suggestions[0].intent], batch="a1"
@@ -237,4 +239,4 @@ def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(
     assert queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)[0] is not None
     queue.undo_answer(ctx, live(ctx, ana), utterance_id=shared, action="take", batch="a1")
     assert shared in queue.order(ctx, live(ctx, ana), "file", limit=50)
-    assert team.disputes(ctx, live(ctx, ana)) == []
+    assert team.disputes(ctx.db, live(ctx, ana)) == []

@@ -15,7 +15,7 @@ FLIPPED = "how do i reset my password"  # a train row, flipped below
 
 
 def _labels(ctx, demo):
-    return {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx, demo)}
+    return {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
 
 
 def test_an_unconfirmed_fix_of_a_test_row_is_refused_and_changes_nothing(ctx, demo):
@@ -34,11 +34,13 @@ def test_an_unconfirmed_fix_of_a_test_row_is_refused_and_changes_nothing(ctx, de
 
 
 def test_the_likely_mislabelled_list_marks_test_rows_and_their_fixes_need_a_confirmation(ctx, demo):
-    train_row = next(r for r in data_svc.table(ctx, demo) if r["text"] == FLIPPED)
-    data_svc.label_utterance(ctx, demo, train_row["id"], ["discount_code"])
-    test_row = next(r for r in data_svc.table(ctx, demo) if r["split"] == "test" and r["intents"])
+    train_row = next(r for r in data_svc.table(ctx.db, demo) if r["text"] == FLIPPED)
+    data_svc.label_utterance(ctx.db, demo, train_row["id"], ["discount_code"])
+    test_row = next(
+        r for r in data_svc.table(ctx.db, demo) if r["split"] == "test" and r["intents"]
+    )
     wrong = "discount_code" if test_row["intents"] != "discount_code" else "track_order"
-    data_svc.label_utterance(ctx, demo, test_row["id"], [wrong])  # a flipped test row
+    data_svc.label_utterance(ctx.db, demo, test_row["id"], [wrong])  # a flipped test row
 
     found = {c.ids: c for c in conflicts_svc.find(ctx, demo, "mislabel")}
     on_test, on_train = found[(test_row["id"],)], found[(train_row["id"],)]

@@ -58,7 +58,9 @@ def test_a_restart_encodes_none_of_the_texts_encoded_before(project):
 
 def test_an_edited_text_is_encoded_again_and_only_it(project):
     card = first_card(project)
-    label_utterance(project, live(project, DEMO_PROJECT), card.id, None, text=card.text + " please")
+    label_utterance(
+        project.db, live(project, DEMO_PROJECT), card.id, None, text=card.text + " please"
+    )
     again = restarted(project)
     first_card(again)
     assert again.cache.encoded == 1

@@ -19,8 +19,8 @@ from tests.handles import live
 def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(
     ctx, demo
 ):
-    tests = [r["id"] for r in data_svc.table(ctx, demo) if r["split"] == "test"]
-    data_svc.move_split(ctx, demo, tests, "train")
+    tests = [r["id"] for r in data_svc.table(ctx.db, demo) if r["split"] == "test"]
+    data_svc.move_split(ctx.db, demo, tests, "train")
     est = svc.merge(ctx, demo, "cancel_order", "refund_status")
     w = est.whatif
     with ctx.db.session() as s:
@@ -81,7 +81,9 @@ def test_a_multi_label_project_is_refused_with_the_reason(ctx):
     rows = [("cancel my booking", "cancel"), ("refund please", "refund")] * 3
     rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
     for i, (text, labels) in enumerate(rows):
-        data_svc.add_utterance(ctx, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train")
+        data_svc.add_utterance(
+            ctx.db, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train"
+        )
     with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
         svc.merge(ctx, live(ctx, "hotel"), "cancel", "refund")
     with pytest.raises(ValueError, match=r"multi-label project"):

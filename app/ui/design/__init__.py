@@ -24,7 +24,7 @@ __all__ = ["build_design_tab"]
 def intent_choices(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Fresh intent names for the sections' pickers (4: the cluster's existing-intent picker,
     merge a, merge b, split)."""
-    names = (attempt(lambda: data_svc.intent_names(ctx, p))[0] or []) if p is not None else []
+    names = (attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []) if p is not None else []
     return tuple(gr.update(choices=names) for _ in range(4))
 
 

@@ -55,7 +55,7 @@ def find(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     if p is None:
         return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
     found, err = attempt(lambda: svc.candidate_intents(ctx, p))
-    intents = attempt(lambda: data_svc.intent_names(ctx, p))[0] or []
+    intents = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []
     existing = gr.update(choices=intents)
     if err or found is None:
         return (

@@ -257,7 +257,7 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
         [status, intents, pairs, f1_plot, confusion_plot, confusion],
         **quiet,
     ).then(
-        lambda p: gr.update(choices=attempt(lambda: data_svc.intent_names(ctx, p))[0] or []),
+        lambda p: gr.update(choices=attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []),
         [project],
         [relabel_as],
         **quiet,

@@ -26,12 +26,12 @@ def team(ctx, demo):
 
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     multi.enqueue = ctx.enqueue
-    auth.ensure_admin(multi, "admin-password")
-    auth.add_user(multi, "dana", "designer", "designer-password")
-    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    auth.ensure_admin(multi.db, "admin-password")
+    auth.add_user(multi.db, "dana", "designer", "designer-password")
+    auth.add_user(multi.db, "vic", "viewer", "viewer-password")
     for name in ("dana", "vic"):
-        add_member(ctx, demo, name)
-    tokens = {name: auth.issue_token(multi, name) for name in ("admin", "dana", "vic")}
+        add_member(ctx.db, demo, name)
+    tokens = {name: auth.issue_token(multi.db, name) for name in ("admin", "dana", "vic")}
     with TestClient(create_api(multi)) as c:
         yield c, tokens
 

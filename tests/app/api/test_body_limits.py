@@ -23,7 +23,7 @@ def rest(tmp_path):
     from app.api import create_api
 
     team = team_context(tmp_path / "data")
-    token = auth.issue_token(team, "vic")
+    token = auth.issue_token(team.db, "vic")
     with serving(create_api(team)) as base:
         yield base, token
     team.close()

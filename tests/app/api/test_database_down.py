@@ -77,8 +77,8 @@ def studio(postgres, tmp_path):
     relayed = url.replace(f":{postgres.port}/", f":{relay.port}/")
     ctx = AppContext(load_settings(tmp_path / "data", db_url=relayed))
     team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.ensure_admin(team, "admin-password")
-    token = auth.issue_token(team, "admin")
+    auth.ensure_admin(team.db, "admin-password")
+    token = auth.issue_token(team.db, "admin")
     make_tiny(ctx)
     job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     with TestClient(create_api(ctx)) as single, TestClient(create_api(team)) as multi:

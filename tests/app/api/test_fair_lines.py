@@ -63,7 +63,7 @@ def rest(tmp_path):
     from app.api import create_api
 
     team = team_context(tmp_path / "data")
-    tokens = {name: auth.issue_token(team, name) for name in ("vic", "dana")}
+    tokens = {name: auth.issue_token(team.db, name) for name in ("vic", "dana")}
     with serving(create_api(team)) as base:
         yield base, tokens, team
     team.close()

@@ -24,8 +24,8 @@ TEAM = f"{DEMO}/team"
 def crew(team, ctx):
     """The multi-user API with a second designer, erin; yields (client, headers by name)."""
     client, tokens = team
-    auth.add_user(ctx, "erin", "designer", "erin-password")
-    tokens = {**tokens, "erin": auth.issue_token(ctx, "erin")}
+    auth.add_user(ctx.db, "erin", "designer", "erin-password")
+    tokens = {**tokens, "erin": auth.issue_token(ctx.db, "erin")}
     h = {name: bearer(token) for name, token in tokens.items()}
     assert client.put(f"{DEMO}/members/erin", json={}, headers=h["admin"]).status_code == 200
     return client, h
@@ -162,7 +162,7 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     batch = decided.json()["batch"]
     assert client.get(f"{TEAM}/review", headers=h["admin"]).json() == {"disputes": []}
     assert differ not in _unlabelled_ids(client, h)
-    audited = next(e for e in history.activity(ctx, demo) if e["batch"] == batch)
+    audited = next(e for e in history.activity(ctx.db, demo) if e["batch"] == batch)
     assert audited["user"] == "admin"  # the reviewer's decision, under their name
 
     undone = client.post(f"{DEMO}/undo", json={"batch": batch}, headers=h["admin"])

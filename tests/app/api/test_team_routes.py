@@ -91,7 +91,7 @@ def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, d
     assert r.status_code == 409 and "Preview again" in r.json()["error"]
 
     token = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()["token"]
-    data_svc.delete_utterance(ctx, live(ctx, demo), ids[NEW_TEXTS[1]])
+    data_svc.delete_utterance(ctx.db, live(ctx, demo), ids[NEW_TEXTS[1]])
     r = client.post(f"{DEMO}/label/bulk", json={**body, "token": token})
     assert r.status_code == 409, r.text
     assert "deleted since the preview" in r.json()["error"] and "Preview again" in r.json()["error"]

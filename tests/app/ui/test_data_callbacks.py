@@ -148,7 +148,7 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
     from app.ui import data_bulk
 
     def labels() -> dict[int, list[str]]:
-        return {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)}
+        return {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
 
     def press(search: str, token: str, kept):
         return data_bulk.label(ctx, demo, *_widgets(search), "track_order", False, kept, token)
@@ -168,7 +168,7 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
     after = labels()
     changed = {i for i in after if after[i] != everything[i]}
     assert len(changed) == said
-    texts = {r["id"]: r["text"] for r in data_svc.table(ctx, demo)}
+    texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo)}
     assert all("parcel" in texts[i].lower() for i in changed)
     msg, _, _ = press("parcel", _token(narrow), previews)  # once only
     assert "nothing was labelled" in msg and labels() == after
@@ -180,13 +180,13 @@ def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(ctx, d
     from app.services import data as data_svc
     from app.ui import data_bulk
 
-    before = {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)}
+    before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
     shown, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
     msg, again, _ = data_bulk.label(
         ctx, demo, *_widgets("card"), "track_order", False, previews, _token(shown)
     )
     assert "changed since the preview" in msg and "nothing was labelled" in msg
-    assert {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)} == before
+    assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
     cards = [r for r in _rows(ctx, demo, "card") if not r["intents"]]
     assert f"{len(cards)} unlabelled will become track_order" in again
 
@@ -197,13 +197,13 @@ def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(ctx,
 
     plan, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
     first = next(r for r in _rows(ctx, demo, "parcel") if not r["intents"])
-    data_svc.label_utterance(ctx, demo, first["id"], ["refund_status"])  # someone, meanwhile
-    before = {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)}
+    data_svc.label_utterance(ctx.db, demo, first["id"], ["refund_status"])  # someone, meanwhile
+    before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
     msg, again, _ = data_bulk.label(
         ctx, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
     )
     assert "Preview again. Nothing was changed." in msg
-    assert {r["id"]: r["intents"] for r in data_svc.table(ctx, demo)} == before
+    assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
     assert _token(again) and _token(again) != _token(plan)  # the new preview, on screen
 
 
@@ -229,7 +229,7 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
     from app.services import data as svc
     from app.ui import data_manage
 
-    name = svc.intent_names(ctx, demo)[0]
+    name = svc.intent_names(ctx.db, demo)[0]
     msg = data_manage.describe_intent(ctx, demo, name, "  Questions about   a late parcel ")
     assert msg.startswith("✓ Described") and "'Questions about a late parcel'" in msg
     assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"

@@ -17,7 +17,7 @@ from tests.samples import GIFT, HOURS, KLARNA
 
 def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     for text in GIFT + HOURS + KLARNA:
-        data_svc.add_utterance(ctx, demo, text, [], "unlabelled")
+        data_svc.add_utterance(ctx.db, demo, text, [], "unlabelled")
     table, picker, status, found, existing = ui.find(ctx, demo)
     assert "candidate intents holding" in status and len(table["value"]) == len(found) > 0
     assert picker["value"] == 1 and "track_order" in existing["choices"]
@@ -35,7 +35,7 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     assert "One Undo" in message
     again = ui.create_from_cluster(ctx, demo, examples["value"], "gift_cards")
     assert "already exists" in again and again.startswith("⚠")
-    assert "label of 3 utterance(s)" in history.undo(ctx, demo)
+    assert "label of 3 utterance(s)" in history.undo(ctx.db, demo)
 
 
 def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):

@@ -23,13 +23,13 @@ def test_pairs_lead_to_their_utterances_and_a_relabel_fixes_one_in_place(ctx, de
     uid = int(rows.iloc[0]["id"])
     msg = evaluation.act(ctx, "relabel", demo, uid, top["predicted as"], True)
     assert "relabelled" in msg
-    row = next(r for r in data_svc.table(ctx, demo) if r["id"] == uid)
+    row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == uid)
     assert (row["intents"], row["split"]) == (top["predicted as"], "test")  # still held out
     assert "moved to train" in evaluation.act(ctx, "move", demo, uid, None, True)
-    assert next(r for r in data_svc.table(ctx, demo) if r["id"] == uid)["split"] == "train"
+    assert next(r for r in data_svc.table(ctx.db, demo) if r["id"] == uid)["split"] == "train"
     assert "Click an utterance" in evaluation.act(ctx, "delete", demo, None, None, True)
     assert "deleted" in evaluation.act(ctx, "delete", demo, uid, None, True)
-    assert all(r["id"] != uid for r in data_svc.table(ctx, demo))
+    assert all(r["id"] != uid for r in data_svc.table(ctx.db, demo))
     assert len(evaluation.heatmap(confusion, 5).data[0].x) == 5
 
 
@@ -49,11 +49,11 @@ def test_a_test_row_is_never_relabelled_by_the_prediction_nor_without_a_confirma
     uid, what, relabel_as, confirm = evaluation.pick_row(pd.DataFrame(rows), Click())
     assert relabel_as["value"] is None and confirm["value"] is False
     assert "test row" in what
-    before = data_svc.table(ctx, demo)
+    before = data_svc.table(ctx.db, demo)
     for action, intent in (("relabel", top["predicted as"]), ("move", None), ("delete", None)):
         msg = evaluation.act(ctx, action, demo, uid, intent, False)
         assert "is a test utterance" in msg and "Nothing was changed" in msg
     assert "Pick the intent to relabel it as" in evaluation.act(
         ctx, "relabel", demo, uid, None, True
     )
-    assert data_svc.table(ctx, demo) == before
+    assert data_svc.table(ctx.db, demo) == before

@@ -14,7 +14,7 @@ from tests.handles import live
 
 
 def _row(ctx, project, uid):
-    return next(r for r in data_svc.table(ctx, live(ctx, project)) if r["id"] == uid)
+    return next(r for r in data_svc.table(ctx.db, live(ctx, project)) if r["id"] == uid)
 
 
 def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo):
@@ -39,8 +39,10 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
     out = queue_tab.answer_with(ctx, "delete", demo, out.state)
     # someone else's change in the project meanwhile: the queue's undo never takes it back
     shown = {first.id, second.id, out.state.item.id}
-    other = [r for r in data_svc.table(ctx, demo, split="unlabelled") if r["id"] not in shown][-1]
-    data_svc.label_utterance(ctx, demo, other["id"], ["refund_status"])
+    other = [r for r in data_svc.table(ctx.db, demo, split="unlabelled") if r["id"] not in shown][
+        -1
+    ]
+    data_svc.label_utterance(ctx.db, demo, other["id"], ["refund_status"])
 
     out = queue_tab.undo(ctx, demo, out.state)  # the delete: back under its own id, on screen
     assert out.message.endswith(f"Undid: #{third.id} deleted.")
@@ -110,8 +112,8 @@ def _left(state) -> int:
 
 def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ctx, demo):
     text = "how do i reset my password"
-    flipped = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
-    data_svc.label_utterance(ctx, demo, flipped["id"], ["discount_code"])
+    flipped = next(r for r in data_svc.table(ctx.db, demo, search=text) if r["text"] == text)
+    data_svc.label_utterance(ctx.db, demo, flipped["id"], ["discount_code"])
     out = queue_tab.start(ctx, demo, "mislabelled", None)
     assert out.state.item.id == flipped["id"]
     # the whole flagged list is taken at once, so what is left is known
@@ -126,8 +128,8 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
 
 def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     text = "how do i reset my password"
-    row = next(r for r in data_svc.table(ctx, demo, search=text) if r["text"] == text)
-    data_svc.label_utterance(ctx, demo, row["id"], ["discount_code"], split="test")
+    row = next(r for r in data_svc.table(ctx.db, demo, search=text) if r["text"] == text)
+    data_svc.label_utterance(ctx.db, demo, row["id"], ["discount_code"], split="test")
     out = queue_tab.start(ctx, demo, "mislabelled", None)
     assert out.state.item.id == row["id"]
     assert "test row" in out.card
@@ -187,8 +189,8 @@ def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not
     assert out.state.item is None
     assert "No utterances yet: import a file in the Data tab" in out.card
 
-    for row in data_svc.table(ctx, demo, split="unlabelled"):  # nothing left, but not empty
-        data_svc.delete_utterance(ctx, demo, row["id"])
+    for row in data_svc.table(ctx.db, demo, split="unlabelled"):  # nothing left, but not empty
+        data_svc.delete_utterance(ctx.db, demo, row["id"])
     out = queue_tab.start(ctx, demo, "file", None)
     assert out.state.item is None
     assert "Nothing left to label" in out.card and "No utterances yet" not in out.card

@@ -41,7 +41,7 @@ def _counting(ctx: AppContext) -> list[str]:
 
 
 def _labels(ctx, project) -> dict[int, str]:
-    return {r["id"]: r["intents"] for r in data_svc.table(ctx, live(ctx, project))}
+    return {r["id"]: r["intents"] for r in data_svc.table(ctx.db, live(ctx, project))}
 
 
 @pytest.mark.parametrize("multi_user", [False, True], ids=["single-user", "team"])
@@ -52,9 +52,9 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
     run, request = ctx, None
     if multi_user:
         run = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-        auth.ensure_admin(run, "admin-password")
-        auth.add_user(run, "dana", "designer", "designer-password")
-        add_member(run, demo, "dana")
+        auth.ensure_admin(run.db, "admin-password")
+        auth.add_user(run.db, "dana", "designer", "designer-password")
+        add_member(run.db, demo, "dana")
         request = Request("dana")
     enter = guarded(run, "designer", outputs=11)(bind(queue_tab.enter, run))
     with auth.acting_as(auth.actor(run, request and request.username)):
@@ -80,9 +80,9 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
 
 def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
     team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.ensure_admin(team, "admin-password")
-    auth.add_user(team, "vic", "viewer", "viewer-password")
-    add_member(team, demo, "vic")
+    auth.ensure_admin(team.db, "admin-password")
+    auth.add_user(team.db, "vic", "viewer", "viewer-password")
+    add_member(team.db, demo, "vic")
     enter = guarded(team, "designer", outputs=11)(bind(queue_tab.enter, team))
     state = queue_tab.start(ctx, demo, "file", None).state
     before = _labels(ctx, demo)

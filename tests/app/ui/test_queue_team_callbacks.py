@@ -19,27 +19,27 @@ from tests.handles import live
 @pytest.fixture
 def crew(ctx, demo):
     """ana and ben share 5 overlap items of the demo (31 unlabelled), rita reviews."""
-    who = {n: auth.add_user(ctx, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
+    who = {n: auth.add_user(ctx.db, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
     for name in who:
-        add_member(ctx, demo, name)
-    team.assign(ctx, demo, ["ana", "ben"], overlap=0.5, limit=10)
+        add_member(ctx.db, demo, name)
+    team.assign(ctx.db, demo, ["ana", "ben"], overlap=0.5, limit=10)
     return {n: live(ctx, demo.as_(u)) for n, u in who.items()}
 
 
 def _answers(ctx, p, uid):
-    found = {d.id: d for d in team.disputes(ctx, p)}
+    found = {d.id: d for d in team.disputes(ctx.db, p)}
     return {g.annotator: g.action for g in found[uid].answers} if uid in found else {}
 
 
 def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back(ctx, crew):
     ana, ben = crew["ana"], crew["ben"]
-    shared = set(team.open_items(ctx, ana)) & set(team.open_items(ctx, ben))
+    shared = set(team.open_items(ctx.db, ana)) & set(team.open_items(ctx.db, ben))
     out = queue_tab.start(ctx, ana, "file", None)
     while out.state.item.id not in shared:  # to an overlap item: her skip waits for ben's answer
         out = queue_tab.skip(ctx, ana, out.state)
     uid = out.state.item.id
     out = queue_tab.skip(ctx, ana, out.state)
-    assert uid not in team.open_items(ctx, ana)  # answered: it left her queue
+    assert uid not in team.open_items(ctx.db, ana)  # answered: it left her queue
     assert out.message.endswith(f"#{uid}: your answer is stored; it waits for a second opinion.")
     queue_svc.answer(ctx, ben, uid, "take", ["track_order"])
     assert _answers(ctx, crew["rita"], uid) == {"ana": "skip", "ben": "label"}  # a disagreement
@@ -49,13 +49,13 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
         back = queue_tab.undo(ctx, ana, back.state)
     back = queue_tab.undo(ctx, ana, back.state)
     assert back.message.endswith(f"Undid: #{uid} skipped.")
-    assert back.state.item.id == uid and uid in team.open_items(ctx, ana)
+    assert back.state.item.id == uid and uid in team.open_items(ctx.db, ana)
     assert _answers(ctx, crew["rita"], uid) == {}
 
 
 def test_an_annotator_reads_her_own_disputed_answers_and_cannot_decide_them(ctx, crew):
     ana, ben, rita = crew["ana"], crew["ben"], crew["rita"]
-    uid = sorted(set(team.open_items(ctx, ana)) & set(team.open_items(ctx, ben)))[0]
+    uid = sorted(set(team.open_items(ctx.db, ana)) & set(team.open_items(ctx.db, ben)))[0]
     queue_svc.answer(ctx, ana, uid, "take", ["track_order"])
     queue_svc.answer(ctx, ben, uid, "oos")
     assert queue_svc.order(ctx, ana, queue_svc.DISPUTES) == []  # not hers to decide

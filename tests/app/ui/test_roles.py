@@ -33,11 +33,11 @@ class Request:
 @pytest.fixture
 def team(ctx, demo):
     multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    auth.ensure_admin(multi, "admin-password")
-    auth.add_user(multi, "dana", "designer", "designer-password")
-    auth.add_user(multi, "vic", "viewer", "viewer-password")
+    auth.ensure_admin(multi.db, "admin-password")
+    auth.add_user(multi.db, "dana", "designer", "designer-password")
+    auth.add_user(multi.db, "vic", "viewer", "viewer-password")
     for name in ("dana", "vic"):  # members of the demo, each with their own role
-        add_member(multi, demo, name)
+        add_member(multi.db, demo, name)
     return multi
 
 

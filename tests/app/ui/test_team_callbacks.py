@@ -17,19 +17,19 @@ def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answ
     ctx,
     people,  # noqa: F811 (the fixture imported above)
 ):
-    team.assign(ctx, live(ctx, P), ["ana", "ben"], overlap=0.2)
+    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
     before = team_tab.show(ctx, live(ctx, P))
     assert before[2]["visible"] is False and before[2]["value"] is None
     ana, ben = people["ana"], people["ben"]
     both = sorted(
-        set(team.open_items(ctx, as_(ctx, ana))) & set(team.open_items(ctx, as_(ctx, ben)))
+        set(team.open_items(ctx.db, as_(ctx, ana))) & set(team.open_items(ctx.db, as_(ctx, ben)))
     )
     for i, uid in enumerate(both):
         said = INTENTS[i % 4]
-        team.submit(ctx, as_(ctx, ana), uid, "label", [said])
+        team.submit(ctx.db, as_(ctx, ana), uid, "label", [said])
         other = "card_linking" if i in (1, 4, 7, 10, 13) and said != "card_linking" else said
-        team.submit(ctx, as_(ctx, ben), uid, "label", [other])
-    found = team_answers.measure(ctx, live(ctx, P))
+        team.submit(ctx.db, as_(ctx, ben), uid, "label", [other])
+    found = team_answers.measure(ctx.db, live(ctx, P))
     drawn = team_tab.show(ctx, live(ctx, P))[2]
     assert drawn["visible"] is True
     pairs, intents = drawn["value"].data

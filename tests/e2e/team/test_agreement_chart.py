@@ -45,14 +45,14 @@ def answered(team_server, tmp_path_factory):
     cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
     # the server's users, as its multi-user settings name them
     ctx = AppContext(replace(load_settings(team_server.data_dir), multi_user=True))
-    team.assign(ctx, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
+    team.assign(ctx.db, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
     said: dict[str, list[str]] = {"admin": [], "dana": []}
     admin, dana = actor(ctx, "admin"), actor(ctx, "dana")
-    for i, uid in enumerate(sorted(team.open_items(ctx, live(ctx, PROJECT, admin)))):
+    for i, uid in enumerate(sorted(team.open_items(ctx.db, live(ctx, PROJECT, admin)))):
         mine = INTENTS[i % 3]
         theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
-        team.submit(ctx, live(ctx, PROJECT, admin), uid, "label", [mine])
-        team.submit(ctx, live(ctx, PROJECT, dana), uid, "label", [theirs])
+        team.submit(ctx.db, live(ctx, PROJECT, admin), uid, "label", [mine])
+        team.submit(ctx.db, live(ctx, PROJECT, dana), uid, "label", [theirs])
         said["admin"].append(mine)
         said["dana"].append(theirs)
     return cohen_kappa_score(said["admin"], said["dana"])
