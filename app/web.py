@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 def sign_in_auth(
-    ctx: AppContext, limits: SignInLimits | None = None
+    db: Database, limits: SignInLimits | None = None
 ) -> Callable[[str, str], Awaitable[bool]]:
     """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
     so the password check runs in a thread under the sign-in limits; a held-back attempt is a
@@ -42,7 +42,7 @@ def sign_in_auth(
 
     def record(write: Writer, *args: str) -> None:
         try:
-            write(ctx.db, *args)
+            write(db, *args)
         except Exception:  # the answer stands; only its record is missing
             logger.exception("could not write to the security log")
 
@@ -55,7 +55,7 @@ def sign_in_auth(
         later(accounts.sign_in_held, what, name, address)
 
     def verify(name: str, password: str) -> bool:
-        return check_login(ctx.db, name, password)
+        return check_login(db, name, password)
 
     gate = SignInGate(verify, limits, on_held=held)
 
@@ -74,11 +74,11 @@ def sign_in_auth(
     return auth
 
 
-def sessions_for(ctx: AppContext) -> Sessions:
+def sessions_for(db: Database) -> Sessions:
     """Browser sessions checked against ``ctx``'s users table on every request."""
 
     def still_ok(name: str, signed_in_at: datetime) -> bool:
-        return session_ok(ctx.db, name, signed_in_at)
+        return session_ok(db, name, signed_in_at)
 
     return Sessions(still_ok)
 
@@ -128,8 +128,8 @@ def web_app(
         port=port,
         css=css(),
         max_file_size=MAX_UPLOAD_BYTES,
-        auth=sign_in_auth(ctx, sign_in) if multi else None,
-        sessions=sessions_for(ctx) if multi else None,
+        auth=sign_in_auth(ctx.db, sign_in) if multi else None,
+        sessions=sessions_for(ctx.db) if multi else None,
         public_hosts=ctx.settings.public_hosts,
         uploads=upload_gate(ctx, uploads),
     )

@@ -111,10 +111,10 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         ctx = AppContext(load_settings(Path(tmp)))
         seed = [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
-        import_utterances(ctx, destination(ctx, "other"), seed)
+        import_utterances(ctx.db, destination(ctx.db, "other"), seed)
         uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])
         rows = [NewUtterance(f"utterance {i}", (), "unlabelled") for i in range(n)]
-        import_utterances(ctx, destination(ctx, "big"), [NewUtterance("seed", ("t",)), *rows])
+        import_utterances(ctx.db, destination(ctx.db, "big"), [NewUtterance("seed", ("t",)), *rows])
         p = open_project(ctx.db, "big")
         with ctx.db.session() as s:
             ids = filtered_ids(s, p.id, split="unlabelled")

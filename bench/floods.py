@@ -48,7 +48,7 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     auth.ensure_admin(ctx.db, "admin-password")
     for name in ("dana", "vic"):
         auth.add_user(ctx.db, name, "viewer", f"{name}-password")
-    new_project(ctx, PROJECT)
+    new_project(ctx.db, PROJECT)
     for intent, texts in EXAMPLES.items():
         for text in texts:
             data_svc.add_utterance(ctx.db, open_project(ctx.db, PROJECT), text, [intent])

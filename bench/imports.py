@@ -129,8 +129,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             ctx = AppContext(load_settings(Path(tmp)))
             import_utterances(
-                ctx,
-                destination(ctx, "other"),
+                ctx.db,
+                destination(ctx.db, "other"),
                 [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))],
             )
             uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])

@@ -85,7 +85,7 @@ def main() -> None:
         ctx = AppContext(load_settings(tmp))
         unique = dict(zip(pool_x, pool_y, strict=True))  # the source repeats a few texts
         rows = [NewUtterance(x, (y,), "train") for x, y in unique.items()]
-        import_utterances(ctx, destination(ctx, "bench"), rows)
+        import_utterances(ctx.db, destination(ctx.db, "bench"), rows)
         t = time.perf_counter()
         ctx.pool(1)
         results["pool_build_s"] = round(time.perf_counter() - t, 2)

@@ -40,7 +40,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="multilabel-live-") as tmp:
         ctx = AppContext(load_settings(Path(tmp) / "data"))
         try:
-            project_svc.new_project(ctx, "nlupp")
+            project_svc.new_project(ctx.db, "nlupp")
             with ctx.db.write() as s:
                 pid = get_project(s, "nlupp").id
                 import_rows(

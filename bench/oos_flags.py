@@ -100,7 +100,7 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
         try:
             for name, build in (("banking77", banking77), ("clinc150", clinc150)):
                 started = time.perf_counter()
-                import_file(ctx, destination(ctx, name), build(data, root / f"{name}.csv"))
+                import_file(ctx.db, destination(ctx.db, name), build(data, root / f"{name}.csv"))
                 pid = open_project(ctx.db, name).id
                 with ctx.db.session() as s:
                     tests = [r.text for r in list_utterances(s, pid, split="test")]
@@ -113,10 +113,10 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
                 }
                 row["test_flagged"], row["test_hint"] = _flagged(ctx, name, tests)
                 if name == "banking77":
-                    ids = queue_svc.order(ctx, open_project(ctx.db, name), limit=max(cards))
+                    ids = queue_svc.order(ctx.live, open_project(ctx.db, name), limit=max(cards))
                     flags = []
                     for i in ids:
-                        item = queue_svc.item(ctx, open_project(ctx.db, name), i)
+                        item = queue_svc.item(ctx.live, open_project(ctx.db, name), i)
                         flags.append(bool(item is not None and item.out_of_scope))
                     for n in cards:
                         row[f"queue_flagged@{n}"] = sum(flags[:n]) / max(1, len(flags[:n]))

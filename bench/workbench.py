@@ -179,7 +179,7 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
             ("text_filter", TableQuery(search="card")),
         ):
             t = time.perf_counter()
-            page = table_page(ctx, open_project(ctx.db, "big"), query)
+            page = table_page(ctx.live, open_project(ctx.db, "big"), query)
             timings[label] = round((time.perf_counter() - t) * 1000, 1)
             assert page.rows
         out.append(

@@ -54,7 +54,7 @@ def make_tiny(ctx, name: str = "tiny") -> str:
     from app.services import data as data_svc  # here: tests.team_local reads TINY without the app
     from app.services.projects import new_project
 
-    new_project(ctx, name)
+    new_project(ctx.db, name)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(

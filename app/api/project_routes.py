@@ -63,8 +63,8 @@ def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
 def projects(request: Request, who: Viewer) -> Any:
     ctx = context(request)
     with acting_as(who):
-        handles = [open_project(ctx.db, name, who) for name in project_svc.project_names(ctx)]
-    return {"projects": [_project(project_svc.summary(ctx, p)) for p in handles]}
+        handles = [open_project(ctx.db, name, who) for name in project_svc.project_names(ctx.db)]
+    return {"projects": [_project(project_svc.summary(ctx.db, p)) for p in handles]}
 
 
 @router.post(
@@ -76,8 +76,8 @@ def projects(request: Request, who: Viewer) -> Any:
 def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> Any:
     ctx = context(request)
     with acting_as(who):
-        name = project_svc.new_project(ctx, body.name, body.base_encoder)
-    return _project(project_svc.summary(ctx, open_project(ctx.db, name, who)))
+        name = project_svc.new_project(ctx.db, body.name, body.base_encoder)
+    return _project(project_svc.summary(ctx.db, open_project(ctx.db, name, who)))
 
 
 @router.get(
@@ -155,7 +155,7 @@ def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
 def activate(version: str, request: Request, p: Changer) -> Any:
     number = None if version == BASE else _version_number(version)
     with acting_as(p.actor):
-        return {"message": versions_svc.activate(context(request), p, number)}
+        return {"message": versions_svc.activate(context(request).factories, p, number)}
 
 
 def _version_number(version: str) -> int:

@@ -146,7 +146,7 @@ def describe(intent: str, body: models.DescribeIn, request: Request, p: Changer)
     summary="The project's model versions, newest first, with their headline metrics",
 )
 def versions(request: Request, p: Reader) -> Any:
-    return {"versions": versions_svc.history(context(request), p)}
+    return {"versions": versions_svc.history(context(request).db, p)}
 
 
 def _job(view: JobView) -> dict[str, Any]:
@@ -189,7 +189,7 @@ def job(job_id: int, request: Request, who: Viewer) -> Any:
 )
 def cancel_job(job_id: int, request: Request, who: Designer) -> Any:
     with acting_as(who):
-        return _job(training_svc.cancel(context(request), job_id))
+        return _job(training_svc.cancel(context(request).db, job_id))
 
 
 # Last in the app (:func:`app.api.server.create_api`): any path no route above matches.

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.access import ProjectHandle
+    from app.serving.context import AppContext
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -16,10 +20,10 @@ class CliError(Exception):
 # The contexts a command opened: :func:`close_contexts` closes them when it returns, so its
 # background threads (a multi-label head's fit, a calibration) stop before the interpreter does
 # (torch cut off on another thread at exit aborts the process: exit 134, issue 45 row 6).
-_opened: list[Any] = []
+_opened: list[AppContext] = []
 
 
-def context(args: argparse.Namespace) -> Any:
+def context(args: argparse.Namespace) -> AppContext:
     from app.config import load_settings
     from app.serving.context import AppContext
 
@@ -34,7 +38,7 @@ def close_contexts() -> None:
         _opened.pop().close()
 
 
-def project(ctx: Any, name: str | None, need: str = "viewer") -> Any:
+def project(ctx: AppContext, name: str | None, need: str = "viewer") -> ProjectHandle:
     """The project ``name`` as the command line uses it: the operator on the server acts as the
     local admin (:func:`app.access.open_project`)."""
     from app.access import open_project

@@ -27,9 +27,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     ctx = context(args)
     with acting_as(LOCAL):
-        into = destination(ctx, args.project)  # a project that does not exist: a new one
+        into = destination(ctx.db, args.project)  # a project that does not exist: a new one
     result = import_file(
-        ctx,
+        ctx.db,
         into,
         args.file,
         create_missing_intents=not args.no_create_intents,
@@ -44,7 +44,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from app.services.io import export_project
 
     ctx = context(args)
-    result = export_project(ctx, project(ctx, args.project), args.output, format=args.format)
+    result = export_project(ctx.db, project(ctx, args.project), args.output, format=args.format)
     print(result.message(args.output))
     return 0
 
@@ -171,5 +171,5 @@ def cmd_projects(args: argparse.Namespace) -> int:
     for name in names:
         p = open_project(ctx.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
-        print(summary(ctx, p).headline().replace("**", "") + role)
+        print(summary(ctx.db, p).headline().replace("**", "") + role)
     return 0

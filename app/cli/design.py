@@ -20,7 +20,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     if not name:
         raise CliError("Give the project: intent-studio clusters PROJECT.")
     ctx = context(args)
-    found = candidate_intents(ctx, project(ctx, name), min_size=args.min_size)
+    found = candidate_intents(ctx.live, project(ctx, name), min_size=args.min_size)
     if args.format == "json":
         print(json.dumps([_as_dict(c, args.examples) for c in found], ensure_ascii=False))
         return 0

@@ -57,7 +57,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             else:
                 time.sleep(1.0)
     except KeyboardInterrupt:
-        view = retrain_jobs.cancel(ctx, view.id)
+        view = retrain_jobs.cancel(ctx.db, view.id)
         print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
     if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
         runner.join(60)  # cut off at exit aborts the process)
@@ -66,7 +66,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from app.services.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics
 
-        m = metrics(ctx, project(ctx, args.project), view.model_version_id)
+        m = metrics(ctx.db, project(ctx, args.project), view.model_version_id)
         base = m.base or VersionMetrics()
         print(
             json.dumps(
@@ -121,9 +121,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
     if changes:
-        view, message = settings.change(ctx, project(ctx, args.project, "designer"), changes)
+        view, message = settings.change(ctx.live, project(ctx, args.project, "designer"), changes)
     else:
-        view, message = settings.view(ctx, project(ctx, args.project)), ""
+        view, message = settings.view(ctx.live, project(ctx, args.project)), ""
     if args.format == "json":
         print(json.dumps(view.to_dict(), ensure_ascii=False))
         return 0
@@ -195,7 +195,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
     ctx = context(args)
     p = project(ctx, args.project, "designer")
-    info = export_bundle(ctx, p, args.output, version=version, int8=args.int8)
+    info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0
 
@@ -203,7 +203,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 def cmd_bundle_import(args: argparse.Namespace) -> int:
     from app.services.bundles import import_bundle
 
-    name = import_bundle(context(args), args.file, args.name)
+    name = import_bundle(context(args).factories, args.file, args.name)
     print(f"Imported the bundle as read-only project {name!r}.")
     return 0
 

@@ -24,7 +24,7 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     from app.services.queue import warm_up as warm_queue
 
     ctx.warm_up()
-    warm_queue(ctx)
+    warm_queue(ctx.live)
     umap.join()
     gc.collect()
     gc.freeze()
@@ -94,7 +94,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
-        ensure_demo_project(ctx)
+        ensure_demo_project(ctx.db)
     from app.services.maps import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 

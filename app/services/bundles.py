@@ -20,7 +20,8 @@ from typing import Any, cast
 from app.access import ProjectHandle
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
 from app.services.versions import Version, resolve_factory
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
+from app.serving.live import LivePools
 from core.bundle import open_bundle, write_bundle
 from core.encoding.registry import LABEL_DIR, Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
@@ -40,9 +41,9 @@ from storage.versions import NewVersion
 logger = logging.getLogger(__name__)
 
 
-def _version_row(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[str, Any]:
+def _version_row(factories: FactoryBuilder, p: ProjectHandle, version: Version) -> dict[str, Any]:
     """What the manifest says about the version (None/"active" = the active one)."""
-    with ctx.db.session() as s:
+    with factories.db.session() as s:
         base = p.base_encoder
         if version == "base" or (version in (None, "active") and not p.active_version_id):
             return {"id": None, "method": "frozen", "base": base, "dir": None}
@@ -55,14 +56,16 @@ def _version_row(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[st
         except NotFoundError:
             raise ValueError(f"No model version {version} in project {p.name!r}.") from None
     assert mv is not None
-    if not mv.artifact_path or not ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256 or ""):
+    if not mv.artifact_path or not factories.models.artifacts.verify(
+        mv.artifact_path, mv.artifact_sha256 or ""
+    ):
         raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
     measured = VersionMetrics.from_dict(mv.metrics)
     return {
         "id": mv.id,
         "method": mv.method,
         "base": mv.base_encoder,
-        "dir": ctx.artifacts.path(mv.artifact_path),
+        "dir": factories.models.artifacts.path(mv.artifact_path),
         "config": dict(mv.config or {}),
         "measured": measured,
     }
@@ -82,7 +85,7 @@ def _recorded(measured: VersionMetrics | None, variant: str | None) -> dict[str,
 
 
 def export_bundle(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     out: str | Path,
     *,
@@ -99,11 +102,13 @@ def export_bundle(
     out = Path(out)
     if out.suffix.lower() != ".zip":
         raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
-    row = _version_row(ctx, p, version)
+    row = _version_row(live.factories, p, version)
     # the fp32 encoder travels (and, with ``int8``, its int8 copy exported here)
-    factory, _ = resolve_factory(ctx, p, row["id"] if row["id"] else "base", served=False)
+    factory, _ = resolve_factory(
+        live.factories, p, row["id"] if row["id"] else "base", served=False
+    )
     encoder = cast(Encoder, factory.encoder)
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         project_id, rows = p.id, list_utterances(s, p.id)
         settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
@@ -117,7 +122,7 @@ def export_bundle(
     if not pool:
         raise ValueError("This project has no labelled training utterances to put in a bundle.")
     texts, labels = [r.text for r in pool], [in_scope_labels(r.labels) for r in pool]
-    vectors = ctx.cache.encode(encoder, texts)
+    vectors = live.cache.encode(encoder, texts)
     # the out-of-scope thresholds travel: calibrated in this version's space with its anchors,
     # out of fold over the train pool, as the app does
     out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
@@ -126,7 +131,7 @@ def export_bundle(
     if target is not None and not is_multilabel(labels):  # a head decides "no intent" itself
         # the factory's Predictor: its anchors, as the bundle predicts
         predictor = factory.replace(head=None, thresholds={}).build(texts, labels, vectors=vectors)
-        oos = ctx.cache.encode(encoder, out_of_scope) if out_of_scope else None
+        oos = live.cache.encode(encoder, out_of_scope) if out_of_scope else None
         calibration = calibrate_predictor(predictor, out_of_scope=oos, target_recall=target)
     fields: dict[str, Any] = {
         "project": p.name,
@@ -143,7 +148,7 @@ def export_bundle(
     # a version without a head serves one fitted on its vectors (AppContext.space_head): the
     # bundle carries it, so it decides as the app does
     head = (
-        ctx.space_head(project_id, encoder)
+        live.space_head(project_id, encoder)
         if fields["multi_label"] and factory.head is None
         else None
     )
@@ -209,7 +214,7 @@ def _bundle_descriptions(contents: Any) -> dict[str, str]:
     return {name: "" if text == humanise(name) else text for name, text in texts.items()}
 
 
-def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) -> str:
+def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None = None) -> str:
     """Open a bundle (verified, never executing anything from it) as a new read-only project.
 
     The bundle's base encoder must be a registry name and its weights exactly the base
@@ -219,7 +224,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
     The exemplars become the `train` pool; a tuned encoder becomes the project's active model
     version. Returns the new project's name. Nothing is written if any step fails.
     """
-    contents = open_bundle(path, device=ctx.device)  # weights checked before any row
+    contents = open_bundle(path, device=factories.models.device)  # weights checked before any row
     try:
         manifest = contents.manifest
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
@@ -228,14 +233,14 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
         has_model = (contents.root / "model.json").is_file()
         rel = f"imported/{uuid.uuid4().hex}"
         if has_model:
-            with ctx.artifacts.writing(rel) as tmp:
+            with factories.models.artifacts.writing(rel) as tmp:
                 for src in model_files:
                     if src.is_dir():
                         shutil.copytree(src, tmp / src.name)
                     elif src.is_file():
                         shutil.copy2(src, tmp / src.name)
         try:
-            with ctx.db.session() as s:
+            with factories.db.session() as s:
                 p = create_project(
                     s,
                     name,
@@ -254,7 +259,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                 )
                 describe_intents(s, p.id, _bundle_descriptions(contents))
                 if has_model:
-                    sha, size = tree_sha256(ctx.artifacts.path(rel))
+                    sha, size = tree_sha256(factories.models.artifacts.path(rel))
                     new = NewVersion(
                         project_id=p.id,
                         dataset_version_id=None,
@@ -271,7 +276,7 @@ def import_bundle(ctx: AppContext, path: str | Path, name: str | None = None) ->
                 return p.name
         except BaseException:
             if has_model:
-                ctx.artifacts.remove(rel)
+                factories.models.artifacts.remove(rel)
             raise
     finally:
         contents.cleanup()

@@ -20,8 +20,9 @@ import plotly.graph_objects as go
 from app.access import ProjectHandle
 from app.services import bulk
 from app.services.maps import MapView, map_figure
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from core.design import MIN_UTTERANCES, find_clusters
+from storage.db import Database
 from storage.projects import list_intents
 from storage.utterances import list_utterances
 
@@ -62,7 +63,7 @@ class Candidate:
 
 
 def candidate_intents(
-    ctx: AppContext, p: ProjectHandle, *, min_size: int | None = None
+    live: LivePools, p: ProjectHandle, *, min_size: int | None = None
 ) -> list[Candidate]:
     """The project's unlabelled utterances grouped into candidate intents, most coherent first.
 
@@ -70,7 +71,7 @@ def candidate_intents(
         ValueError: an unknown project, or fewer than :data:`core.design.MIN_UTTERANCES`
             unlabelled utterances.
     """
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         rows = list_utterances(s, p.id, split="unlabelled", limit=MAX_UTTERANCES)
     if len(rows) < MIN_UTTERANCES:
         raise ValueError(
@@ -78,10 +79,10 @@ def candidate_intents(
             f"least {MIN_UTTERANCES}. Import unlabelled logs in the Data tab (a file with a "
             "text column only)."
         )
-    live = ctx.pool(p.id)  # the live Predictor names each cluster's nearest intent
+    pool = live.pool(p.id)  # the live Predictor names each cluster's nearest intent
     texts = [r.text for r in rows]
-    vectors = ctx.cache.encode(live.encoder, [live.text_of(r) for r in rows])
-    clusters = find_clusters(vectors, texts, pool=live.predictor, min_size=min_size)
+    vectors = live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
+    clusters = find_clusters(vectors, texts, pool=pool.predictor, min_size=min_size)
     return [
         Candidate(
             c.number,
@@ -106,7 +107,7 @@ def _chosen(ids: Sequence[int]) -> list[int]:
 
 
 def create_from_cluster(
-    ctx: AppContext, p: ProjectHandle, ids: Sequence[int], name: str
+    db: Database, p: ProjectHandle, ids: Sequence[int], name: str
 ) -> bulk.BulkPlan:
     """A new intent holding the chosen utterances of a cluster, as one batch (one Undo).
 
@@ -117,25 +118,23 @@ def create_from_cluster(
     name = (name or "").strip()
     if not name:
         raise ValueError("Give the new intent a name.")
-    with ctx.db.session() as s:
+    with db.session() as s:
         existing = {i.name for i in list_intents(s, p.id)}
     if name in existing:
         raise ValueError(
             f"Intent {name!r} already exists: pick it under 'Add to an existing intent' instead."
         )
-    return bulk.label_many(ctx.db, p, chosen, [name])
+    return bulk.label_many(db, p, chosen, [name])
 
 
-def add_to_intent(
-    ctx: AppContext, p: ProjectHandle, ids: Sequence[int], intent: str
-) -> bulk.BulkPlan:
+def add_to_intent(db: Database, p: ProjectHandle, ids: Sequence[int], intent: str) -> bulk.BulkPlan:
     """Give the chosen utterances of a cluster an existing intent, as one batch (one Undo).
 
     Raises:
         ValueError: no examples chosen, or an intent the project does not have.
     """
     chosen = _chosen(ids)
-    with ctx.db.session() as s:
+    with db.session() as s:
         existing = {i.name for i in list_intents(s, p.id)}
     if not intent or intent not in existing:
         raise ValueError(
@@ -143,7 +142,7 @@ def add_to_intent(
             if intent
             else "Pick the intent to add the examples to."
         )
-    return bulk.label_many(ctx.db, p, chosen, [intent])
+    return bulk.label_many(db, p, chosen, [intent])
 
 
 def cluster_figure(view: MapView, ids: Sequence[int], title: str) -> go.Figure:

@@ -22,8 +22,9 @@ from app.services import bulk as bulk_svc
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.services import history
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from core.design import ConflictReport, IntentOverlap, LabelIssue, NearDuplicate, find_conflicts
+from storage.db import Database
 from storage.utterances import UtteranceRow, labelled_pool, rows_by_id
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,8 @@ class Conflict:
     test_ids: tuple[int, ...] = ()  # those of ``ids`` in the `test` split
 
 
-def _rows(ctx: AppContext, p: ProjectHandle) -> tuple[int, list[UtteranceRow]]:
-    with ctx.db.session() as s:
+def _rows(db: Database, p: ProjectHandle) -> tuple[int, list[UtteranceRow]]:
+    with db.session() as s:
         return p.id, [*labelled_pool(s, p.id, "train"), *labelled_pool(s, p.id, "test")]
 
 
@@ -146,21 +147,21 @@ def _overlap(o: IntentOverlap, rows: list[UtteranceRow]) -> Conflict:
     )
 
 
-def report(ctx: AppContext, p: ProjectHandle) -> tuple[ConflictReport | None, list[UtteranceRow]]:
+def report(live: LivePools, p: ProjectHandle) -> tuple[ConflictReport | None, list[UtteranceRow]]:
     """The core report over the project's labelled rows (None with fewer than 2 intents)."""
-    pid, rows = _rows(ctx, p)
+    pid, rows = _rows(live.db, p)
     if len({name for r in rows for name in r.labels}) < 2 or len(rows) < 4:
         return None, rows
-    _, base = ctx.active_version(pid)
-    vectors = ctx.cache.encode(ctx.base_encoder(base), [r.text for r in rows])
+    _, base = live.factories.active_version(pid)
+    vectors = live.cache.encode(live.models.base_encoder(base), [r.text for r in rows])
     # the live pool's rule, k and anchors, in the base encoder's space the rows are read in
-    factory = ctx.predictor_factory(pid, ctx.base_encoder(base)).replace(
-        k=ctx.pool(pid).predictor.k
+    factory = live.factories.predictor_factory(pid, live.models.base_encoder(base)).replace(
+        k=live.pool(pid).predictor.k
     )
     return find_conflicts(vectors, [r.labels for r in rows], factory=factory), rows
 
 
-def find(ctx: AppContext, p: ProjectHandle, kind: str | None = None) -> list[Conflict]:
+def find(live: LivePools, p: ProjectHandle, kind: str | None = None) -> list[Conflict]:
     """Every conflict of the project (or of one ``kind``, see :data:`KINDS`), most severe first.
 
     Example (a flip among well-labelled rows)::
@@ -171,7 +172,7 @@ def find(ctx: AppContext, p: ProjectHandle, kind: str | None = None) -> list[Con
     """
     if kind and kind not in KINDS:
         raise ValueError(f"Unknown kind of conflict {kind!r}; use one of {', '.join(KINDS)}.")
-    found, rows = report(ctx, p)
+    found, rows = report(live, p)
     if found is None:
         return []
     out = [
@@ -190,42 +191,42 @@ def find(ctx: AppContext, p: ProjectHandle, kind: str | None = None) -> list[Con
     ]
 
 
-def likely_mislabelled(ctx: AppContext, p: ProjectHandle) -> list[int]:
+def likely_mislabelled(live: LivePools, p: ProjectHandle) -> list[int]:
     """Ids of the labelled rows most likely mislabelled, most likely first (the queue's order)."""
-    found, rows = report(ctx, p)
+    found, rows = report(live, p)
     return [] if found is None else [rows[x.row].id for x in found.label_issues]
 
 
-def apply(ctx: AppContext, p: ProjectHandle, fix: Fix, *, confirm_test: bool = False) -> str:
+def apply(db: Database, p: ProjectHandle, fix: Fix, *, confirm_test: bool = False) -> str:
     """Apply one fix as one undoable batch and say what was done. A fix that changes a `test`
     row needs ``confirm_test`` (refused otherwise, nothing changed)."""
     if fix.action not in FIXES:
         raise ValueError(f"Unknown fix {fix.action!r}; use one of {', '.join(FIXES)}.")
     if fix.action != "merge":
-        eval_svc.refuse_unconfirmed_test_change(ctx, p, fix.ids, confirm_test)
+        eval_svc.refuse_unconfirmed_test_change(db, p, fix.ids, confirm_test)
     if fix.action == "merge":
         source, target = fix.intents
-        n = data_svc.merge_intents(ctx.db, p, [source], target)
+        n = data_svc.merge_intents(db, p, [source], target)
         return f"Merged {source} into {target} ({n} utterance(s))."
     if fix.action == "delete":
         (uid,) = fix.ids
-        data_svc.delete_utterance(ctx.db, p, uid)
+        data_svc.delete_utterance(db, p, uid)
         return f"Deleted #{uid}."
     if fix.action == "relabel":
         (uid,) = fix.ids
         row = data_svc.label_utterance(
-            ctx.db, p, uid, list(fix.intents), expected_version=fix.versions[0]
+            db, p, uid, list(fix.intents), expected_version=fix.versions[0]
         )
         return f"#{uid} → {_names(row['labels'])}."
-    _check_versions(ctx, p, fix)
+    _check_versions(db, p, fix)
     plan = bulk_svc.label_many(
-        ctx.db, p, list(fix.ids), list(fix.intents), relabel_labelled=True, all_or_nothing=True
+        db, p, list(fix.ids), list(fix.intents), relabel_labelled=True, all_or_nothing=True
     )
     return f"Moved {len(plan.change)} example(s) to {_names(fix.intents)}."
 
 
-def _check_versions(ctx: AppContext, p: ProjectHandle, fix: Fix) -> None:
-    with ctx.db.session() as s:
+def _check_versions(db: Database, p: ProjectHandle, fix: Fix) -> None:
+    with db.session() as s:
         now = {r.id: r.version for r in rows_by_id(s, p.id, list(fix.ids))}
     changed = [uid for uid, v in zip(fix.ids, fix.versions, strict=True) if now.get(uid) != v]
     if changed:
@@ -235,6 +236,6 @@ def _check_versions(ctx: AppContext, p: ProjectHandle, fix: Fix) -> None:
         )
 
 
-def undo(ctx: AppContext, p: ProjectHandle) -> str:
+def undo(db: Database, p: ProjectHandle) -> str:
     """Undo the last change in the project (a fix is one batch)."""
-    return history.undo(ctx.db, p)
+    return history.undo(db, p)

@@ -20,6 +20,7 @@ from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
 from app.serving.context import AppContext
 from app.serving.eval_memo import EvalMemo, evaluation_key
+from app.serving.factories import FactoryBuilder
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation import (
     CV_FOLDS,
@@ -34,6 +35,7 @@ from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.scope import in_scope_labels
+from storage.db import Database
 from storage.utterances import list_utterances, rows_by_id
 
 logger = logging.getLogger(__name__)
@@ -132,15 +134,15 @@ class TestPrediction:
 
 
 def test_predictions(
-    ctx: AppContext, p: ProjectHandle, version: Version = None
+    factories: FactoryBuilder, p: ProjectHandle, version: Version = None
 ) -> tuple[str, list[TestPrediction]]:
     """Predict every labelled `test` utterance by the version's Predictor over the current pool
     (:func:`app.services.versions.resolve_factory`: the Predictor the evaluation scores).
 
     Returns the version's display label and one prediction per test row.
     """
-    factory, label = resolve_factory(ctx, p, version)
-    with ctx.db.session() as s:
+    factory, label = resolve_factory(factories, p, version)
+    with factories.db.session() as s:
         rows = [r for r in as_encoded(list_utterances(s, p.id), p.settings) if r.labels]
     train = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
     test = [r for r in rows if r.split == "test" and in_scope_labels(r.labels)]
@@ -154,10 +156,10 @@ def test_predictions(
     predictor = factory.build(
         [r.text for r in train],
         [r.labels for r in train],
-        vectors=ctx.cache.encode(encoder, [r.text for r in train]),
+        vectors=factories.cache.encode(encoder, [r.text for r in train]),
         ids=[r.id for r in train],
     )
-    found = predictor.tops(ctx.cache.encode(encoder, [r.text for r in test]), show=2)
+    found = predictor.tops(factories.cache.encode(encoder, [r.text for r in test]), show=2)
     return label, [
         TestPrediction(r.id, r.text, in_scope_labels(r.labels), top or "", float(margin))
         for r, top, margin in zip(test, found.intents, found.margins, strict=True)
@@ -165,14 +167,14 @@ def test_predictions(
 
 
 def evaluation_inputs(
-    ctx: AppContext, p: ProjectHandle, version: Version = None
+    factories: FactoryBuilder, p: ProjectHandle, version: Version = None
 ) -> tuple[PredictorFactory, str, EvalData, bool]:
     """What an evaluation of a version runs on: its Predictor factory, its display label, the
     project's rows as it encodes them (:class:`EvalData`) and whether the project is
     multi-label. The live evaluation and the merge what-if take it from here, so the what-if
     counts the confusions of the same predictions as the confusion matrix."""
-    factory, label = resolve_factory(ctx, p, version)
-    with ctx.db.session() as s:
+    factory, label = resolve_factory(factories, p, version)
+    with factories.db.session() as s:
         rows = as_encoded(list_utterances(s, p.id), p.settings)
     multi = is_multilabel([in_scope_labels(r.labels) for r in rows if r.split == "train"])
     return factory, label, EvalData.from_rows(rows, with_unlabelled=multi), multi
@@ -186,7 +188,7 @@ def live_evaluation(
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
     retrain does. ``version_label`` names the version measured."""
-    factory, label, data, multi = evaluation_inputs(ctx, p, version)
+    factory, label, data, multi = evaluation_inputs(ctx.factories, p, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not multi and not data.test_texts and not cross_validate:
@@ -198,18 +200,22 @@ def live_evaluation(
         data,
         ctx.cache,
         multi_label=multi,
-        head=head_options(ctx, p, version) if multi else None,
+        head=head_options(ctx.db, p, version) if multi else None,
         memo=evaluation_memo(ctx),
     )
     return replace(metrics, version_label=label)
 
 
 def confusions(
-    ctx: AppContext, p: ProjectHandle, gold: str, predicted: str | None, version: Version = None
+    factories: FactoryBuilder,
+    p: ProjectHandle,
+    gold: str,
+    predicted: str | None,
+    version: Version = None,
 ) -> list[TestPrediction]:
     """The test utterances of ``gold`` that were predicted as ``predicted`` (a confusion cell),
     or, with ``predicted=None``, every one of them that was predicted wrong."""
-    _, preds = test_predictions(ctx, p, version)
+    _, preds = test_predictions(factories, p, version)
     return [
         x
         for x in preds
@@ -221,15 +227,15 @@ def confusions(
 TEST_FIXES = ("relabel", "move", "delete")
 
 
-def is_test_row(ctx: AppContext, p: ProjectHandle, utterance_id: int) -> bool:
+def is_test_row(db: Database, p: ProjectHandle, utterance_id: int) -> bool:
     """Whether the utterance is in the `test` split (unknown ids refused)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         (row,) = rows_by_id(s, p.id, [utterance_id])
     return row.split == "test"
 
 
 def refuse_unconfirmed_test_change(
-    ctx: AppContext, p: ProjectHandle, utterance_ids: list[int] | tuple[int, ...], confirmed: bool
+    db: Database, p: ProjectHandle, utterance_ids: list[int] | tuple[int, ...], confirmed: bool
 ) -> None:
     """A test row's change needs a second, explicit step: the test split reports the accuracy,
     and a fix that follows the model's opinion bends it towards the model.
@@ -237,7 +243,7 @@ def refuse_unconfirmed_test_change(
     Raises:
         ValueError: a `test` row among ``utterance_ids`` and not ``confirmed`` (nothing changed).
     """
-    tests = [i for i in utterance_ids if not confirmed and is_test_row(ctx, p, int(i))]
+    tests = [i for i in utterance_ids if not confirmed and is_test_row(db, p, int(i))]
     if tests:
         raise ValueError(
             f"#{', #'.join(map(str, tests))} is a test utterance: changing it changes the "
@@ -247,7 +253,7 @@ def refuse_unconfirmed_test_change(
 
 
 def fix_test_row(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     utterance_id: int,
     action: str,
@@ -265,12 +271,12 @@ def fix_test_row(
         raise ValueError(f"Unknown fix {action!r}; use one of {', '.join(TEST_FIXES)}.")
     if action == "relabel" and not (intent or "").strip():
         raise ValueError("Pick the intent to relabel it as (the box starts empty on purpose).")
-    refuse_unconfirmed_test_change(ctx, p, [utterance_id], confirmed)
+    refuse_unconfirmed_test_change(db, p, [utterance_id], confirmed)
     if action == "relabel":
-        data_svc.label_utterance(ctx.db, p, utterance_id, [str(intent).strip()])
+        data_svc.label_utterance(db, p, utterance_id, [str(intent).strip()])
         return f"#{utterance_id} relabelled as {str(intent).strip()}"
     if action == "move":
-        data_svc.move_split(ctx.db, p, [utterance_id], "train")
+        data_svc.move_split(db, p, [utterance_id], "train")
         return f"#{utterance_id} moved to train"
-    data_svc.delete_utterance(ctx.db, p, utterance_id)
+    data_svc.delete_utterance(db, p, utterance_id)
     return f"#{utterance_id} deleted"

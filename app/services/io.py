@@ -23,7 +23,7 @@ from app.formats import AgentSource, agent_format, export_formats, read_any, wri
 from app.serving.context import AppContext
 from storage import guard
 from storage.agents import keep_agent, kept_agent
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.names import mapping_note
@@ -80,7 +80,7 @@ def _chunks(rows: list[NewUtterance]) -> list[list[NewUtterance]]:
 
 
 def import_utterances(
-    ctx: AppContext,
+    db: Database,
     into: ProjectHandle | str,
     rows: list[NewUtterance],
     *,
@@ -108,7 +108,7 @@ def import_utterances(
     else:
         into.require_writable("importing")
         p = into
-    with ctx.db.session() as s:  # the check reads only: it holds no lock
+    with db.session() as s:  # the check reads only: it holds no lock
         plan = plan_import(
             s,
             p.id if p is not None else None,
@@ -124,12 +124,12 @@ def import_utterances(
             time.sleep(CHUNK_PAUSE_S)
         try:
             if p is None:  # a new project: made with its first chunk, in one transaction
-                with ctx.db.write() as s:
+                with db.write() as s:
                     p = _made(s, str(into))
                     guard.install(s, ItemPolicy(p.actor.id, p.role))
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
             else:
-                with writing(ctx.db, p) as s:
+                with writing(db, p) as s:
                     resolve(s, p.id, p.actor, need="designer")  # deleted, or left, meanwhile?
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
         except StorageError as exc:
@@ -162,7 +162,7 @@ def import_utterances(
         )
     left_out: list[str] = []
     if descriptions:
-        with writing(ctx.db, p) as s:
+        with writing(db, p) as s:
             made_intents, left_out = describe_intents(
                 s, p.id, descriptions, create_missing=create_missing_intents
             )
@@ -193,12 +193,12 @@ def _made(s: Session, name: str) -> ProjectHandle:
         return resolve(s, create_project(s, name).id)
 
 
-def destination(ctx: AppContext, name: str) -> ProjectHandle | str:
+def destination(db: Database, name: str) -> ProjectHandle | str:
     """Where an import into the project named ``name`` goes: that project, as the acting user
     may change it, or (there is no such project for them) ``name``, a new project the import
     creates (:func:`import_utterances`)."""
     try:
-        return open_project(ctx.db, name, need="designer")
+        return open_project(db, name, need="designer")
     except NotFoundError:
         return name
 
@@ -223,7 +223,7 @@ def _write(
 
 
 def import_file(
-    ctx: AppContext,
+    db: Database,
     into: ProjectHandle | str,
     path: str | Path,
     *,
@@ -244,7 +244,7 @@ def import_file(
     if parsed.rows or parsed.descriptions:
         check_slot_data(parsed.slots)  # a bad annotation refuses the file before any row lands
         result = import_utterances(
-            ctx,
+            db,
             into,
             parsed.rows,
             descriptions=parsed.descriptions,
@@ -257,17 +257,17 @@ def import_file(
     result.notes.extend(parsed.notes)
     p = into if not isinstance(into, str) else None
     if parsed.slots or parsed.agent is not None:
-        p = p or open_project(ctx.db, result.project)
+        p = p or open_project(db, result.project)
     if parsed.slots and p is not None:
-        result.notes.extend(import_slot_data(ctx.db, p, parsed.slots))
+        result.notes.extend(import_slot_data(db, p, parsed.slots))
     if parsed.agent is not None and p is not None:
-        result.notes.append(_keep_agent(ctx, p, parsed.agent))
+        result.notes.append(_keep_agent(db, p, parsed.agent))
     return replace(result, format=parsed.format)
 
 
-def _keep_agent(ctx: AppContext, p: ProjectHandle, agent: AgentSource) -> str:
+def _keep_agent(db: Database, p: ProjectHandle, agent: AgentSource) -> str:
     """Keep an imported agent's files with the project; a note saying so."""
-    with writing(ctx.db, p) as s:
+    with writing(db, p) as s:
         before = keep_agent(s, p.id, agent.format, agent.content, agent.language)
     title = agent_format(agent.format).title
     replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
@@ -277,9 +277,9 @@ def _keep_agent(ctx: AppContext, p: ProjectHandle, agent: AgentSource) -> str:
     )
 
 
-def export_rows(ctx: AppContext, p: ProjectHandle) -> list[NewUtterance]:
+def export_rows(db: Database, p: ProjectHandle) -> list[NewUtterance]:
     """Every utterance of a project as plain rows."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return [
             NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, p.id)
         ]
@@ -309,7 +309,7 @@ _SUFFIX_FORMATS = {
 
 
 def export_project(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     path: str | Path,
     *,
@@ -328,8 +328,8 @@ def export_project(
     """
     from app.services.slots import export_slot_data
 
-    rows = export_rows(ctx, p)
-    with ctx.db.session() as s:
+    rows = export_rows(db, p)
+    with db.session() as s:
         described = {i.name: i.description for i in list_intents(s, p.id)}
         kept = kept_agent(s, p.id)
         name = p.name
@@ -341,7 +341,7 @@ def export_project(
         rows,
         path,
         described,
-        export_slot_data(ctx.db, p),
+        export_slot_data(db, p),
         format=format,
         kept=source,
         name=name,
@@ -350,13 +350,13 @@ def export_project(
     return ExportResult(len(rows), label, notes)
 
 
-def export_slot_book(ctx: AppContext, p: ProjectHandle, path: str | Path) -> int:
+def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
     """Write the project's slot book and templates as a slot book file (YAML, see
     :mod:`app.formats.slot_book`); returns the number of templates."""
     from app.formats import dump_slot_book
     from app.services.slots import export_slot_data
 
-    data = export_slot_data(ctx.db, p)
+    data = export_slot_data(db, p)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(dump_slot_book(data), encoding="utf-8")
@@ -386,7 +386,7 @@ def export_download(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[Path, 
     suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
     out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}")
     if fmt == "slots.yml":
-        n = export_slot_book(ctx, p, out)
+        n = export_slot_book(ctx.db, p, out)
         return out, f"Exported the slot book and {n} template(s)."
-    res = export_project(ctx, p, out, format=fmt if fmt in agents else None, follow_agent=False)
+    res = export_project(ctx.db, p, out, format=fmt if fmt in agents else None, follow_agent=False)
     return out, res.message(out.name)

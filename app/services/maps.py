@@ -35,6 +35,7 @@ from app.plots import scatter_map, side_by_side, warm_up_figures
 from app.services.map_store import QUICK, MapView, store
 from app.services.versions import Version, resolve_factory
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from core.encoding.cache import CachedEncoder
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import APPROXIMATE_FROM, DEFAULT_METHOD, PROJECTIONS
@@ -42,6 +43,7 @@ from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.rule import Tops
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
+from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import list_intents, list_projects
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
@@ -57,7 +59,7 @@ def start_warm_up(ctx: AppContext) -> threading.Thread:
     :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled only when a project
     has that many utterances (a larger map compiles them when first drawn): they cost about
     50 s of one core, which every start-up otherwise takes from labelling."""
-    large = draws_large_maps(ctx)
+    large = draws_large_maps(ctx.db)
 
     def run() -> None:  # UMAP's compilation in the child meanwhile
         compiled = threading.Thread(target=_warm_projector, args=(ctx, large), daemon=True)
@@ -77,15 +79,15 @@ def _warm_projector(ctx: AppContext, large: bool) -> None:
         logger.exception("the map worker's warm-up failed")
 
 
-def draws_large_maps(ctx: AppContext) -> bool:
+def draws_large_maps(db: Database) -> bool:
     """Whether a project's map has :data:`~core.projection.APPROXIMATE_FROM` points or more."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         largest = max((count_utterances(s, p.id) for p in list_projects(s)), default=0)
     return min(largest, MAX_POINTS) >= APPROXIMATE_FROM
 
 
-def _rows(ctx: AppContext, p: ProjectHandle) -> list[UtteranceRow]:
-    with ctx.db.session() as s:
+def _rows(db: Database, p: ProjectHandle) -> list[UtteranceRow]:
+    with db.session() as s:
         rows = list_utterances(s, p.id, limit=MAX_POINTS)
     if not rows:
         raise ValueError("This project has no utterances yet: import or add some in the Data tab.")
@@ -135,14 +137,14 @@ def _classify(factory: PredictorFactory, vectors: np.ndarray, rows: list[Utteran
 
 
 def map_factory(
-    ctx: AppContext, p: ProjectHandle, version: Version
+    factories: FactoryBuilder, p: ProjectHandle, version: Version
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory a map of ``version`` is drawn (and its points explained) with, and
     its label: the version in the space that serves it (its int8 copy when it serves int8,
     :func:`resolve_factory`): for the active version the vectors the live pool, the queue and
     the test split already have, so a first map encodes nothing more; its colours are what Try
     answers."""
-    return resolve_factory(ctx, p, version)
+    return resolve_factory(factories, p, version)
 
 
 def _view(
@@ -159,12 +161,12 @@ def _view(
     active version): a cached map is drawn without ranking every point again."""
     with ctx.db.session() as s:
         stamp = pool_stamp(s, p.id)
-    factory, label = map_factory(ctx, p, version)
+    factory, label = map_factory(ctx.factories, p, version)
     memo = (key, label, stamp)
     st = store(ctx)
     seen = st.view(memo)
     if seen is None:
-        rows = rows if rows is not None else _rows(ctx, p)
+        rows = rows if rows is not None else _rows(ctx.db, p)
         seen = st.keep(memo, _fresh_view(p, factory, label, method, points, rows, ctx))
     return seen
 
@@ -216,9 +218,9 @@ def get_map(
     projection is computed in the background: the next call after it landed returns it (the UI
     polls). What a user waits for on a first render is a picture, not UMAP."""
     _check_method(method)
-    factory, _ = map_factory(ctx, p, version)
+    factory, _ = map_factory(ctx.factories, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx, p)
+    rows = _rows(ctx.db, p)
     st = store(ctx)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
@@ -245,8 +247,8 @@ def cached_map(
 ) -> MapView | None:
     """The map when its projection is cached, else None (nothing is started)."""
     _check_method(method)
-    factory, _ = map_factory(ctx, p, version)
-    rows = _rows(ctx, p)
+    factory, _ = map_factory(ctx.factories, p, version)
+    rows = _rows(ctx.db, p)
     key = map_key(_cached(factory), method, rows, factory)
     points = store(ctx).load(key, [r.id for r in rows])
     return None if points is None else _view(ctx, p, version, method, points, key)
@@ -265,7 +267,7 @@ def sampled_map(
     cached map of every row cut to them, None when it is not cached; PCA: a map of them alone
     (their vectors mostly the evaluation's: the unlabelled rows need not be encoded in every
     space)."""
-    rows = _rows(ctx, p)
+    rows = _rows(ctx.db, p)
     other = [r for r in rows if r.split not in ("train", "test")]
     chosen = {r.id for r in random.Random(0).sample(other, min(unlabelled, len(other)))}
     keep = [r for r in rows if r.split in ("train", "test") or r.id in chosen]
@@ -277,7 +279,7 @@ def sampled_map(
         at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
         cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
         return dataclasses.replace(full, **cut, points=full.points[at])
-    factory, _ = map_factory(ctx, p, version)
+    factory, _ = map_factory(ctx.factories, p, version)
     key = map_key(_cached(factory), QUICK, keep, factory)
     ids = [r.id for r in keep]
     points = store(ctx).load(key, ids)
@@ -296,9 +298,9 @@ def compute_map(
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    factory, _ = map_factory(ctx, p, version)
+    factory, _ = map_factory(ctx.factories, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx, p)
+    rows = _rows(ctx.db, p)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
     st = store(ctx)
@@ -363,16 +365,16 @@ def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
 
 
 def explain_utterance(
-    ctx: AppContext, p: ProjectHandle, utterance_id: int, *, version: Version = None
+    factories: FactoryBuilder, p: ProjectHandle, utterance_id: int, *, version: Version = None
 ) -> dict[str, Any]:
     """The evidence card of one utterance, from the version's Predictor over the train pool
     (a train item is scored without itself: leave-one-out), as the Map colours it."""
-    factory, _ = map_factory(ctx, p, version)
-    rows = _rows(ctx, p)
+    factory, _ = map_factory(factories, p, version)
+    rows = _rows(factories.db, p)
     target = next((r for r in rows if r.id == int(utterance_id)), None)
     if target is None:
         raise ValueError(f"No utterance #{utterance_id} in project {p.name!r}.")
-    with ctx.db.session() as s:
+    with factories.db.session() as s:
         intents = [i for i in list_intents(s, p.id) if i.name != OUT_OF_SCOPE]
     descriptions = {i.name: i.description for i in intents if i.description}
     pool = _pool_rows(rows)
@@ -380,11 +382,11 @@ def explain_utterance(
     predictor = factory.build(
         texts,
         [r.labels for r in pool],
-        vectors=ctx.cache.encode(_cached(factory), texts) if pool else None,
+        vectors=factories.cache.encode(_cached(factory), texts) if pool else None,
         ids=[r.id for r in pool],
     )
     asked = _encoded(factory, target)
-    query = ctx.cache.encode(_cached(factory), [asked])
+    query = factories.cache.encode(_cached(factory), [asked])
     pred = predictor.rank(query, exclude_ids=[target.id])[0]
     ex = explain(
         asked,

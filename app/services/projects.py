@@ -16,11 +16,12 @@ from app.project_settings import (
     oos_target,
 )
 from app.services.io import import_utterances
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.serving.pools import project_anchors
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE
+from storage.db import Database
 from storage.projects import create_project, list_intents, list_projects, set_project_setting
 from storage.tables import SPLITS
 from storage.utterances import count_utterances, labelled_pool, list_utterances
@@ -57,21 +58,21 @@ class ProjectSummary:
         )
 
 
-def project_names(ctx: AppContext) -> list[str]:
+def project_names(db: Database) -> list[str]:
     """The names of the projects the acting user sees (:func:`app.access.visible_projects`)."""
-    return visible_projects(ctx.db)
+    return visible_projects(db)
 
 
-def new_project(ctx: AppContext, name: str, base_encoder: str = "minilm") -> str:
+def new_project(db: Database, name: str, base_encoder: str = "minilm") -> str:
     from core.encoding.registry import resolve_path
 
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
-    with ctx.db.session() as s:
+    with db.session() as s:
         return create_project(s, name, base_encoder=base_encoder).name
 
 
-def summary(ctx: AppContext, p: ProjectHandle) -> ProjectSummary:
-    with ctx.db.session() as s:
+def summary(db: Database, p: ProjectHandle) -> ProjectSummary:
+    with db.session() as s:
         n = {split: count_utterances(s, p.id, split=split) for split in SPLITS}
         pool = [r.labels for r in labelled_pool(s, p.id)]
         no_intent: list[tuple[str, ...]] = [()] * (n["train"] - len(pool))
@@ -90,23 +91,23 @@ def summary(ctx: AppContext, p: ProjectHandle) -> ProjectSummary:
         )
 
 
-def ensure_demo_project(ctx: AppContext) -> str | None:
+def ensure_demo_project(db: Database) -> str | None:
     """Create the demo project from ``assets/demo_project.csv`` when the database has no project."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         if list_projects(s):
             return None
     data = resources.files("assets").joinpath("demo_project.csv").read_bytes()
-    result = import_utterances(ctx, DEMO_PROJECT, parse_csv(data))
+    result = import_utterances(db, DEMO_PROJECT, parse_csv(data))
     logger.info("created the demo project: %s", result.message())
     return DEMO_PROJECT
 
 
-def out_of_scope(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
+def out_of_scope(live: LivePools, p: ProjectHandle) -> dict[str, Any]:
     """The project's out-of-scope trade-off and the thresholds calibrated from its pool now:
     ``target_recall`` (None: off), ``thresholds``, ``fallback`` (intents on the project-wide
     threshold) and ``message`` (what was calibrated, in words)."""
     target = oos_target(p.settings)
-    cal = ctx.pool(p.id).calibration
+    cal = live.pool(p.id).calibration
     if target is None:
         message = "Out-of-scope detection is off: every question gets its top intent."
     elif cal is None:
@@ -124,10 +125,10 @@ def out_of_scope(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     }
 
 
-def anchors(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
+def anchors(db: Database, p: ProjectHandle) -> dict[str, Any]:
     """The project's anchors (:mod:`core.retrieval.anchors`): ``weight`` (0: off), ``texts``
     (intent -> its description or humanised name) and a one-line ``message``."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         texts, weight = project_anchors(s, p.id, p.settings)
         described = sum(1 for n, t in texts.items() if t != humanise(n))
     message = (
@@ -139,10 +140,10 @@ def anchors(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     return {"weight": weight, "texts": texts, "message": message}
 
 
-def context_encoding(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
+def context_encoding(db: Database, p: ProjectHandle) -> dict[str, Any]:
     """Whether the project encodes each utterance after its context (the turn before it):
     ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         on = encodes_context(p.settings)
         n = sum(1 for r in list_utterances(s, p.id) if r.context)
     state = (
@@ -158,17 +159,17 @@ def context_encoding(ctx: AppContext, p: ProjectHandle) -> dict[str, Any]:
     }
 
 
-def settings(ctx: AppContext, p: ProjectHandle) -> ProjectSettings:
+def settings(db: Database, p: ProjectHandle) -> ProjectSettings:
     """The project's settings (:class:`app.project_settings.ProjectSettings`)."""
     return p.project_settings
 
 
-def set_settings(ctx: AppContext, p: ProjectHandle, changes: Mapping[str, Any]) -> ProjectSettings:
+def set_settings(db: Database, p: ProjectHandle, changes: Mapping[str, Any]) -> ProjectSettings:
     """Set several settings at once (name -> value as typed, see
     :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
     checked before anything is written: one bad value changes nothing."""
     after = p.project_settings.with_texts(changes)
-    with writing(ctx.db, p) as s:
+    with writing(db, p) as s:
         for name, value in after.to_dict().items():
             if name in changes:
                 set_project_setting(s, p.id, name, value)

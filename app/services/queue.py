@@ -44,9 +44,11 @@ from app.services.queue_order import (
     REVIEW,
     order,
 )
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
+from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
 from core.retrieval.scope import OUT_OF_SCOPE
+from storage.db import Database
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
 
 __all__ = [  # the orders are queue_order's, named here too: the queue's callers use one module
@@ -110,7 +112,7 @@ class QueueItem:
 
 
 def item(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     utterance_id: int,
     *,
@@ -120,15 +122,15 @@ def item(
     """The utterance with fresh suggestions, or None when it is gone or no longer unlabelled
     (someone else answered it); with ``review``, a labelled utterance, suggested without
     itself; with ``dispute``, the annotators' intents first, then the model's."""
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         found = list_utterances(s, p.id, ids=[utterance_id])
     if not found:
         return None
-    return card(ctx, ctx.pool(p.id), found[0], review=review, dispute=dispute)
+    return card(live.factories, live.pool(p.id), found[0], review=review, dispute=dispute)
 
 
 def card(
-    ctx: AppContext,
+    factories: FactoryBuilder,
     pool: ProjectPool,
     row: UtteranceRow,
     *,
@@ -141,7 +143,7 @@ def card(
     if len(pool.index) == 0:
         return QueueItem(row.id, row.version, row.text, (), (), False)
     text = pool.text_of(row)  # its vector is in the cache: the order encoded it
-    vector = ctx.cache.encode(pool.encoder, [text])
+    vector = factories.cache.encode(pool.encoder, [text])
     if review:
         ranked = pool.predictor.rank(vector, exclude_ids=[row.id], show=0)[0].intents
         ranked = ranked[:SUGGESTIONS]
@@ -188,7 +190,7 @@ def _looks_out_of_scope(pool: ProjectPool, result: dict[str, Any]) -> bool:
 
 
 def next_item(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     upcoming: Sequence[int],
     how: str = DEFAULT_ORDER,
@@ -204,10 +206,10 @@ def next_item(
     chunk = MAX_CANDIDATES if how in LISTED else CHUNK
     left = list(upcoming)
     if ahead is not None and how not in LISTED:
-        pool = ctx.pool(p.id, stamp=ahead.stamp)
+        pool = live.pool(p.id, stamp=ahead.stamp)
         while left and left[0] in ahead.read:
             row = ahead.rows.get(left.pop(0))
-            found = card(ctx, pool, row) if row is not None else None
+            found = card(live.factories, pool, row) if row is not None else None
             if found is not None:
                 return found, left
     for _ in range(2):
@@ -215,7 +217,7 @@ def next_item(
             {
                 d.id: d
                 for d in team_svc.disputes(
-                    ctx.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+                    live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
                 )
             }
             if how in (DISPUTES, MINE)
@@ -225,30 +227,30 @@ def next_item(
             uid = left.pop(0)
             if how in (DISPUTES, MINE) and uid not in disputes:
                 continue  # decided meanwhile
-            found = item(ctx, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
+            found = item(live, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
             if found is not None:
                 return found, left
-        left = order(ctx, p, how, near=near, exclude=exclude, limit=chunk)
+        left = order(live, p, how, near=near, exclude=exclude, limit=chunk)
     return None, []
 
 
-def remaining(ctx: AppContext, p: ProjectHandle) -> int:
+def remaining(db: Database, p: ProjectHandle) -> int:
     """How many utterances are still unlabelled."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         return count_utterances(s, p.id, split="unlabelled")
 
 
-def warm_up(ctx: AppContext) -> None:
+def warm_up(live: LivePools) -> None:
     """Encode every project's queue candidates into the embedding cache (at start-up, so the
     first order does not pay for it)."""
     from storage.projects import list_projects
 
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         projects = {p.id: p.name for p in list_projects(s)}
     for pid, name in projects.items():
-        with ctx.db.session() as s:
+        with live.db.session() as s:
             rows = list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES)
         if rows:
-            pool = ctx.pool(pid)
-            ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
+            pool = live.pool(pid)
+            live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
             logger.debug("queue of %s: %d candidates encoded", name, len(rows))

@@ -14,10 +14,10 @@ from app.services import data as data_svc
 from app.services import history
 from app.services import team as team_svc
 from app.services.queue_order import CHUNK, DISPUTES
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from core.evaluation.oos import OUT_OF_SCOPE
 from storage import team as team_repo
-from storage.db import Session
+from storage.db import Database, Session
 from storage.errors import NotFoundError
 from storage.pool_state import pool_stamp
 from storage.utterances import UtteranceRow, count_utterances, find_by_text, list_utterances
@@ -52,7 +52,7 @@ def read_ahead(s: Session, p: ProjectHandle, upcoming: Sequence[int]) -> Ahead:
 
 
 def answer(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     utterance_id: int,
     action: str,
@@ -65,7 +65,7 @@ def answer(
 ) -> str:
     """Write the annotator's answer and say what happened (:func:`answer_then`)."""
     return answer_then(
-        ctx,
+        live,
         p,
         utterance_id,
         action,
@@ -78,7 +78,7 @@ def answer(
 
 
 def answer_then(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     utterance_id: int,
     action: str,
@@ -111,14 +111,14 @@ def answer_then(
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
     if action in ("take", "test") and not names:
         raise ValueError("Pick an intent first (1-3, or type its name).")
-    with writing(ctx.db, p) as s:
+    with writing(live.db, p) as s:
         before = pool_stamp(s, p.id)
         message = _answer_in(
             s, p, utterance_id, action, names, expected_version, batch, confirm_test, how
         )
         now = {r.id: r for r in list_utterances(s, p.id, ids=[utterance_id])}
         ahead = read_ahead(s, p, upcoming)
-    ctx.pool_after(p.id, before, ahead.stamp, {utterance_id: now.get(utterance_id)})
+    live.pool_after(p.id, before, ahead.stamp, {utterance_id: now.get(utterance_id)})
     return message, ahead
 
 
@@ -178,7 +178,7 @@ def describe(utterance_id: int, action: str, labels: Sequence[str] = ()) -> str:
 
 
 def undo_answer(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     *,
     utterance_id: int,
@@ -197,17 +197,17 @@ def undo_answer(
     if batch is None:  # a skip that stored nothing
         return f"Undid: {what}.", utterance_id
     team_answer = how != DISPUTES and action in ("take", "oos", "skip")
-    if team_answer and team_svc.withdraw(ctx.db, p, utterance_id, batch):
+    if team_answer and team_svc.withdraw(db, p, utterance_id, batch):
         return f"Undid: {what}.", utterance_id  # the answer and the label it made, if any
     if action == "skip":
         return f"Undid: {what}.", utterance_id
     try:
-        history.undo_batch(ctx.db, p, batch)
+        history.undo_batch(db, p, batch)
     except NotFoundError:  # the answer wrote nothing (the utterance had those labels already)
         return f"Undid: {what} (it had changed nothing).", utterance_id
     if action != "delete":
         return f"Undid: {what}.", utterance_id
-    with ctx.db.session() as s:
+    with db.session() as s:
         back = find_by_text(s, p.id, text)
     if back is None:
         raise NotFoundError(f"#{utterance_id} was restored but cannot be found again.")

@@ -21,7 +21,7 @@ import numpy as np
 from app.access import ProjectHandle
 from app.services import conflicts as conflicts_svc
 from app.services import team as team_svc
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from core.labelling import (
     farthest_first,
     most_similar_first,
@@ -54,7 +54,7 @@ MAX_CANDIDATES = 5000
 
 
 def order(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     how: str = DEFAULT_ORDER,
     *,
@@ -72,13 +72,13 @@ def order(
         raise ValueError("Pick the intent to label near.")
     skip = set(exclude)
     if how == REVIEW:
-        return [i for i in conflicts_svc.likely_mislabelled(ctx, p) if i not in skip][:limit]
+        return [i for i in conflicts_svc.likely_mislabelled(live, p) if i not in skip][:limit]
     if how in (DISPUTES, MINE):
         disputed = team_svc.disputes(
-            ctx.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+            live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
         )
         return [d.id for d in disputed if d.id not in skip][:limit]
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_CANDIDATES]
         skip |= set() if mine else team_svc.reserved_in(s, p)
         found = (
@@ -90,12 +90,12 @@ def order(
         anchors = [r for r in labelled_pool(s, p.id) if near in r.labels] if near else []
     if how == "file" or not rows:
         return [r.id for r in rows[:limit]]
-    pool = ctx.pool(p.id)
-    vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
+    pool = live.pool(p.id)
+    vectors = live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     if how == "near":
         if not anchors:
             raise ValueError(f"{near!r} has no labelled training examples yet.")
-        sims = vectors @ ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in anchors]).T
+        sims = vectors @ live.cache.encode(pool.encoder, [pool.text_of(r) for r in anchors]).T
         picks = most_similar_first(sims.max(axis=1))[:limit]
     elif how == "diverse":
         picks = farthest_first(vectors, _pool_similarity(pool.index, vectors), limit)

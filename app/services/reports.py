@@ -21,6 +21,8 @@ from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE, Version
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
+from app.serving.live import LivePools
 from storage.datasets import snapshot
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
@@ -37,11 +39,11 @@ REPORT_UNLABELLED = 300
 
 
 def _from_test_split(
-    ctx: AppContext, p: ProjectHandle, per_intent: dict[str, float]
+    factories: FactoryBuilder, p: ProjectHandle, per_intent: dict[str, float]
 ) -> tuple[list[int], dict[str, tuple[str, str]]]:
     """Evidence cards (half the hardest test cases, half clear hits) and, for the intents that
     fail most, their most confident miss."""
-    _, preds = test_predictions(ctx, p, ACTIVE)
+    _, preds = test_predictions(factories, p, ACTIVE)
     hard = sorted(preds, key=lambda x: (x.correct, x.margin))[: EVIDENCE_CARDS // 2]
     easy = sorted((x for x in preds if x.correct), key=lambda x: -x.margin)
     clear = [x.id for x in easy if x.id not in {h.id for h in hard}]
@@ -57,7 +59,7 @@ def _from_test_split(
 
 
 def _from_pool(
-    ctx: AppContext,
+    factories: FactoryBuilder,
     p: ProjectHandle,
     rows: list[Any],
     per_intent: dict[str, float],
@@ -73,7 +75,7 @@ def _from_pool(
         row = next((r for r in rows if r.split == "train" and intent in r.labels), None)
         if row is None:
             continue
-        card = map_svc.explain_utterance(ctx, p, row.id, version=version)
+        card = map_svc.explain_utterance(factories, p, row.id, version=version)
         cards.append(card)
         if card.get("correct") is False and card.get("predicted"):
             misses[intent] = (row.text, str(card["predicted"]))
@@ -81,18 +83,18 @@ def _from_pool(
 
 
 def _fallback(
-    ctx: AppContext, p: ProjectHandle, pid: int, rows: list[Any], cross_validated: bool
+    live: LivePools, p: ProjectHandle, pid: int, rows: list[Any], cross_validated: bool
 ) -> tuple[float | None, int]:
     """(the out-of-scope target, how many test questions the live model answers with no
     intent): the same decision as Try, the API and bundles."""
-    target = project_svc.out_of_scope(ctx, p)["target_recall"]
+    target = project_svc.out_of_scope(live, p)["target_recall"]
     tests = [r.text for r in rows if r.split == "test" and r.labels]
     if target is None or cross_validated or not tests:
         return target, 0
-    pool = ctx.pool(pid)
+    pool = live.pool(pid)
     if len(pool.index) == 0:
         return target, 0
-    vectors = ctx.cache.encode(pool.encoder, tests)  # the queue's and the evaluation's vectors
+    vectors = live.cache.encode(pool.encoder, tests)  # the queue's and the evaluation's vectors
     predictor = pool.predictor
     if predictor.head is None and not predictor.multi_label:  # the decision without evidence
         return target, sum(predictor.no_intent(vectors))
@@ -209,10 +211,10 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
     per_intent = after.f1_by_intent()
     cross_validated = str(after.split or "test").startswith("cv")
     if cross_validated:
-        evidence, misses = _from_pool(ctx, p, rows, per_intent, active)
+        evidence, misses = _from_pool(ctx.factories, p, rows, per_intent, active)
     else:
-        ids, misses = _from_test_split(ctx, p, per_intent)
-        evidence = [map_svc.explain_utterance(ctx, p, i, version=active) for i in ids]
+        ids, misses = _from_test_split(ctx.factories, p, per_intent)
+        evidence = [map_svc.explain_utterance(ctx.factories, p, i, version=active) for i in ids]
     map_before = map_after = None
     if not static:  # the labelled rows and a sample of the others (REPORT_UNLABELLED)
         views = [_sampled(ctx, p, v, "umap") for v in (BASE, ACTIVE)]
@@ -244,7 +246,7 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,
     )
-    data.oos_target, data.fallback = _fallback(ctx, p, p.id, rows, cross_validated)
+    data.oos_target, data.fallback = _fallback(ctx.live, p, p.id, rows, cross_validated)
     data.team = team_answers.report_view(ctx.db, p)
     path = out or download_path(ctx.settings, _filename(p.name, version, static))
     return write_report(data, path, static=static)

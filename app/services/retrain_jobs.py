@@ -23,6 +23,7 @@ from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
 from storage import jobs
+from storage.db import Database
 from storage.errors import NotFoundError
 from storage.jobs import JobView
 from storage.utterances import list_utterances
@@ -173,21 +174,21 @@ class QueueUnavailable(RuntimeError):
         self.job_id = job_id
 
 
-def _project_of(ctx: AppContext, job_id: int, need: str) -> None:
+def _project_of(db: Database, job_id: int, need: str) -> None:
     """Refuse a job of a project the acting user does not see (as if it did not exist), or in
     which their role is below ``need``."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         project_id = jobs.get_job(s, job_id).project_id
     try:
-        open_project(ctx.db, project_id, need=need)
+        open_project(db, project_id, need=need)
     except NotFoundError:
         raise NotFoundError(f"No job #{job_id}.") from None
 
 
-def cancel(ctx: AppContext, job_id: int) -> JobView:
+def cancel(db: Database, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
-    _project_of(ctx, job_id, "designer")
-    with ctx.db.write() as s:
+    _project_of(db, job_id, "designer")
+    with db.write() as s:
         return jobs.request_cancel(s, job_id)
 
 
@@ -217,7 +218,7 @@ def reap_dead(ctx: AppContext) -> int:
 
 def job(ctx: AppContext, job_id: int) -> JobView:
     """The job (one of a project the acting user sees)."""
-    _project_of(ctx, job_id, "viewer")
+    _project_of(ctx.db, job_id, "viewer")
     reap_dead(ctx)
     with ctx.db.session() as s:
         return jobs.get_job(s, job_id)

@@ -13,7 +13,7 @@ from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
 from app.services import projects as project_svc
 from app.services import versions as version_svc
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 
 # What each setting is, in a designer's words (the UI's labels and the CLI's headings).
 TITLES = {
@@ -58,35 +58,35 @@ def shown(value: object) -> str:
     return "on" if value is True else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def view(ctx: AppContext, p: ProjectHandle) -> SettingsView:
+def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     """The project's settings and their effects now."""
-    oos = project_svc.out_of_scope(ctx, p)
-    anchors = project_svc.anchors(ctx, p)
+    oos = project_svc.out_of_scope(live, p)
+    anchors = project_svc.anchors(live.db, p)
     return SettingsView(
-        project_svc.settings(ctx, p),
+        project_svc.settings(live.db, p),
         {
             "oos_target_recall": oos["message"],
             "anchor_weight": anchors["message"],
-            "encode_context": project_svc.context_encoding(ctx, p)["message"],
-            "serve_int8": version_svc.serving(ctx, p),
+            "encode_context": project_svc.context_encoding(live.db, p)["message"],
+            "serve_int8": version_svc.serving(live.db, p),
         },
         thresholds=dict(oos["thresholds"]),
         anchor_texts=dict(anchors["texts"]),
     )
 
 
-def change(ctx: AppContext, p: ProjectHandle, changes: dict[str, str]) -> tuple[SettingsView, str]:
+def change(live: LivePools, p: ProjectHandle, changes: dict[str, str]) -> tuple[SettingsView, str]:
     """Apply ``changes`` (name -> value as typed; every value is checked first, one bad value
     changes nothing) and return the settings after it with a sentence naming what changed."""
     unknown = sorted(set(changes) - set(NAMES))
     if unknown:
         raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(NAMES)}.")
-    before = project_svc.settings(ctx, p).to_dict()
-    after = project_svc.set_settings(ctx, p, changes).to_dict()
+    before = project_svc.settings(live.db, p).to_dict()
+    after = project_svc.set_settings(live.db, p, changes).to_dict()
     moved = [
         f"{name} {shown(before[name])} → {shown(after[name])}"
         for name in NAMES
         if before[name] != after[name]
     ]
     message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."
-    return view(ctx, open_project(ctx.db, p.id, p.actor)), message  # the project as it is now
+    return view(live, open_project(live.db, p.id, p.actor)), message  # the project as it is now

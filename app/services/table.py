@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.access import ProjectHandle
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from storage.utterances import UtteranceRow, count_utterances, filtered_ids, list_utterances
 
 PAGE_SIZE = 100
@@ -63,15 +63,15 @@ class TablePage:
         return " · ".join([line, *self.notes])
 
 
-def _predict(ctx: AppContext, pid: int, rows: list[UtteranceRow]) -> list[tuple[str, float]]:
+def _predict(live: LivePools, pid: int, rows: list[UtteranceRow]) -> list[tuple[str, float]]:
     """Each row's top intent and its score as the live Predictor ranks it (its anchors, ``k``
     and rule), a pool row scored without itself (leave-one-out)."""
     if not rows:
         return []
-    pool = ctx.pool(pid)
+    pool = live.pool(pid)
     if len(pool.index) == 0:
         return [("", math.nan)] * len(rows)
-    vectors = ctx.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
+    vectors = live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     preds = pool.predictor.rank(vectors, exclude_ids=[r.id for r in rows], show=0)
     return [(p.top or "", p.score if p.top else math.nan) for p in preds]
 
@@ -89,17 +89,17 @@ def _record(row: UtteranceRow, predicted: tuple[str, float]) -> dict[str, Any]:
     }
 
 
-def matching_ids(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> list[int]:
+def matching_ids(live: LivePools, p: ProjectHandle, q: TableQuery) -> list[int]:
     """The ids of every row the filters match, on every page (for a bulk action on them; the
     prediction filters look at the first :data:`MAX_SCAN` rows, as the table does)."""
     if q.needs_scan:
         every = replace(q, page=1, page_size=MAX_SCAN)
-        return [r["id"] for r in table_page(ctx, p, every).rows]
-    with ctx.db.session() as s:
+        return [r["id"] for r in table_page(live, p, every).rows]
+    with live.db.session() as s:
         return filtered_ids(s, p.id, intent=q.intent, split=q.split, search=q.search)
 
 
-def table_page(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> TablePage:
+def table_page(live: LivePools, p: ProjectHandle, q: TableQuery) -> TablePage:
     """One page of the table (see the module's docstring for what each filter costs)."""
     if q.sort not in SORTS:
         raise ValueError(f"Unknown sort {q.sort!r}; use one of {', '.join(SORTS)}.")
@@ -110,7 +110,7 @@ def table_page(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> TablePage:
     }
     size = max(1, q.page_size)
     pid = p.id
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         if not q.needs_scan:
             total = count_utterances(s, pid, **filters)
             pages = max(1, math.ceil(total / size))
@@ -119,14 +119,14 @@ def table_page(ctx: AppContext, p: ProjectHandle, q: TableQuery) -> TablePage:
         else:
             rows = list_utterances(s, pid, **filters, limit=MAX_SCAN + 1)
     if not q.needs_scan:
-        records = [_record(r, p) for r, p in zip(rows, _predict(ctx, pid, rows), strict=True)]
+        records = [_record(r, p) for r, p in zip(rows, _predict(live, pid, rows), strict=True)]
         return TablePage(records, total, page, pages)
 
     notes = []
     if len(rows) > MAX_SCAN:
         rows = rows[:MAX_SCAN]
         notes.append(f"prediction filters and sorts looked at the first {MAX_SCAN:,} rows")
-    records = [_record(r, p) for r, p in zip(rows, _predict(ctx, pid, rows), strict=True)]
+    records = [_record(r, p) for r, p in zip(rows, _predict(live, pid, rows), strict=True)]
     if q.predicted:
         records = [r for r in records if r["predicted"] == q.predicted]
     if q.disagree:

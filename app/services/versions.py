@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.access import ProjectHandle
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from storage import versions
+from storage.db import Database
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
 
@@ -19,11 +20,9 @@ ACTIVE = "active"
 Version = int | str | None  # model version id, "base", "active" (None = active)
 
 
-def _selected(
-    ctx: AppContext, p: ProjectHandle, version: Version
-) -> tuple[ModelVersion | None, str]:
+def _selected(db: Database, p: ProjectHandle, version: Version) -> tuple[ModelVersion | None, str]:
     """The model version a selector names (None = the frozen base) and the project's base."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         if version == BASE:
             return None, p.base_encoder
         if version in (None, ACTIVE):
@@ -34,29 +33,31 @@ def _selected(
             raise ValueError(f"No model version #{version} in project {p.name!r}.") from None
 
 
-def resolve_encoder(ctx: AppContext, p: ProjectHandle, version: Version) -> tuple[Encoder, str]:
+def resolve_encoder(
+    factories: FactoryBuilder, p: ProjectHandle, version: Version
+) -> tuple[Encoder, str]:
     """The encoder of a version selector and its display label (``v3 (fast)``, ``frozen minilm``)."""
-    mv, base = _selected(ctx, p, version)
+    mv, base = _selected(factories.db, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
-    return ctx.encoder_for_version(mv, base), label
+    return factories.models.encoder_for_version(mv, base), label
 
 
 def resolve_factory(
-    ctx: AppContext, p: ProjectHandle, version: Version, *, served: bool = True
+    factories: FactoryBuilder, p: ProjectHandle, version: Version, *, served: bool = True
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory of a version selector (its encoder, anchors, context encoding,
     head) and its display label: in the space that serves the version
     (:meth:`AppContext.version_factory` ``served``: its int8 copy when that serves), so an
     evaluation, a drill-down or a map shows what the version answers; ``served=False``: its
     fp32 encoder (what a bundle exports)."""
-    mv, base = _selected(ctx, p, version)
+    mv, base = _selected(factories.db, p, version)
     label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
-    return ctx.version_factory(p.id, mv, base, p.settings, served=served), label
+    return factories.version_factory(p.id, mv, base, p.settings, served=served), label
 
 
-def head_options(ctx: AppContext, p: ProjectHandle, version: Version) -> dict[str, Any]:
+def head_options(db: Database, p: ProjectHandle, version: Version) -> dict[str, Any]:
     """The options a version's multi-label head was trained with (empty: the defaults)."""
-    mv, _ = _selected(ctx, p, version)
+    mv, _ = _selected(db, p, version)
     return dict(VersionMetrics.from_dict(mv.metrics).head) if mv is not None else {}
 
 
@@ -64,10 +65,10 @@ def _round(value: Any) -> Any:
     return round(value, 3) if isinstance(value, float) else value
 
 
-def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
+def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
     """Every model version of the project, newest first, with its headline metrics; the active
     one says which encoder serves it (``serving``: ``int8`` or ``fp32``; the others ``None``)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         active_id, settings = p.active_version_id, p.settings
         rows = versions.history(s, p.id)
     out = []
@@ -97,22 +98,22 @@ def history(ctx: AppContext, p: ProjectHandle) -> list[dict[str, Any]]:
     return out
 
 
-def serving(ctx: AppContext, p: ProjectHandle) -> str:
+def serving(db: Database, p: ProjectHandle) -> str:
     """Which encoder serves the project's predictions now, in one line (see
     :func:`app.serving.int8.serving_line`)."""
-    mv, base = _selected(ctx, p, ACTIVE)
+    mv, base = _selected(db, p, ACTIVE)
     if mv is None:
         return f"Serving: the frozen {base} encoder (fp32)."
     return f"v{mv.id} — " + serving_line(VersionMetrics.from_dict(mv.metrics), p.settings)
 
 
-def activate(ctx: AppContext, p: ProjectHandle, version: int | None) -> str:
+def activate(factories: FactoryBuilder, p: ProjectHandle, version: int | None) -> str:
     """Make ``version`` the active model (``None`` = back to the frozen base encoder)."""
     p.require_writable("activating a version")
-    with ctx.db.session() as s:
+    with factories.db.session() as s:
         if version is not None:
             mv = versions.get_version(s, p.id, version)
-            if mv.artifact_path and not ctx.artifacts.verify(
+            if mv.artifact_path and not factories.models.artifacts.verify(
                 mv.artifact_path, mv.artifact_sha256 or ""
             ):
                 raise ValueError(
@@ -122,12 +123,12 @@ def activate(ctx: AppContext, p: ProjectHandle, version: int | None) -> str:
     return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
 
 
-def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> dict[str, Any]:
+def compare(db: Database, p: ProjectHandle, a: int | None, b: int | None) -> dict[str, Any]:
     """Headline metrics of two versions and the per-intent F1 change from a to b. ``None`` is the
     frozen base encoder, as measured on the same test set when the other version was trained."""
     if a == b:
         raise ValueError("Pick two different versions to compare.")
-    with ctx.db.session() as s:
+    with db.session() as s:
         mvs: dict[int | None, VersionMetrics] = {
             v: served_metrics(
                 VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics), p.settings
@@ -147,10 +148,10 @@ def compare(ctx: AppContext, p: ProjectHandle, a: int | None, b: int | None) -> 
     }
 
 
-def metrics(ctx: AppContext, p: ProjectHandle, version: int | None = None) -> VersionMetrics:
+def metrics(db: Database, p: ProjectHandle, version: int | None = None) -> VersionMetrics:
     """The stored metrics of a version (default: the active one; empty: none), of the encoder
     that serves it (:func:`app.serving.int8.served_metrics`)."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         try:
             mv = (
                 versions.get_version(s, p.id, version)

@@ -19,7 +19,7 @@ import numpy as np
 
 from app.access import ProjectHandle
 from app.services import evaluation as eval_svc
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from core.design.whatif import WhatIf, merge_estimate, merge_labels, merge_whatif, split_whatif
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
@@ -37,8 +37,10 @@ class Estimate:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _pool(ctx: AppContext, p: ProjectHandle) -> tuple[np.ndarray, list[tuple[str, ...]], list[str]]:
-    with ctx.db.session() as s:
+def _pool(
+    factories: FactoryBuilder, p: ProjectHandle
+) -> tuple[np.ndarray, list[tuple[str, ...]], list[str]]:
+    with factories.db.session() as s:
         pid = p.id
         rows = labelled_pool(s, pid)
     labels = [r.labels for r in rows]
@@ -50,12 +52,12 @@ def _pool(ctx: AppContext, p: ProjectHandle) -> tuple[np.ndarray, list[tuple[str
             "what-if estimates the single-label nearest-example rule, so it would mislead here. "
             "Merge or split in the Data tab and retrain to see the effect."
         )
-    encoder, _ = ctx.active_encoder(pid)
+    encoder, _ = factories.active_encoder(pid)
     texts = [r.text for r in rows]
-    return ctx.cache.encode(encoder, texts), labels, texts
+    return factories.cache.encode(encoder, texts), labels, texts
 
 
-def merge(ctx: AppContext, p: ProjectHandle, a: str | None, b: str | None) -> Estimate:
+def merge(factories: FactoryBuilder, p: ProjectHandle, a: str | None, b: str | None) -> Estimate:
     """What merging intents ``a`` and ``b`` would do to accuracy and confusion: on the test
     split when there is one (the predictions of the Evaluation's confusion matrix), else out of
     fold over the `train` pool.
@@ -67,9 +69,9 @@ def merge(ctx: AppContext, p: ProjectHandle, a: str | None, b: str | None) -> Es
         raise ValueError("Pick two intents to merge.")
     if a == b:
         raise ValueError(f"Pick two different intents to merge (both are {a!r}).")
-    factory, _, data, multi = eval_svc.evaluation_inputs(ctx, p)
+    factory, _, data, multi = eval_svc.evaluation_inputs(factories, p)
     if not data.test_texts or multi:
-        vectors, labels, _ = _pool(ctx, p)
+        vectors, labels, _ = _pool(factories, p)
         return Estimate(merge_whatif(vectors, labels, a, b))
     known = {name for labels in data.train_labels for name in labels}
     for name in (a, b):
@@ -81,8 +83,8 @@ def merge(ctx: AppContext, p: ProjectHandle, a: str | None, b: str | None) -> Es
         data.test_texts,
         merge_labels(data.test_labels, a, b),
     )
-    before, _ = eval_svc.evaluate_version(factory, data, ctx.cache)
-    after, _ = eval_svc.evaluate_version(_merged_anchors(factory, a, b), merged, ctx.cache)
+    before, _ = eval_svc.evaluate_version(factory, data, factories.cache)
+    after, _ = eval_svc.evaluate_version(_merged_anchors(factory, a, b), merged, factories.cache)
     return Estimate(merge_estimate(a, b, before, after))
 
 
@@ -100,7 +102,7 @@ def _merged_anchors(factory: PredictorFactory, a: str, b: str) -> PredictorFacto
 
 
 def split(
-    ctx: AppContext, p: ProjectHandle, intent: str | None, parts: int | None = None
+    factories: FactoryBuilder, p: ProjectHandle, intent: str | None, parts: int | None = None
 ) -> Estimate:
     """Proposed parts of ``intent`` and what splitting it into them would do.
 
@@ -109,6 +111,6 @@ def split(
     """
     if not intent:
         raise ValueError("Pick the intent to split.")
-    vectors, labels, texts = _pool(ctx, p)
+    vectors, labels, texts = _pool(factories, p)
     w = split_whatif(vectors, labels, texts, intent, parts=parts)
     return Estimate(w, {p.name: [texts[i] for i in p.members[:EXAMPLES]] for p in w.parts})

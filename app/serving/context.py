@@ -30,10 +30,8 @@ from core.retrieval.factory import PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.db import Database
-from storage.projects import get_project
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow
-from storage.versions import active_version
 
 __all__ = ["CALIBRATION_SETTLE_S", "AppContext", "JobQueue"]
 
@@ -95,13 +93,10 @@ class AppContext:
         return self.models.version_head(mv)
 
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
-        """The project's active model version (None = frozen base) and its base encoder name."""
-        with self.db.session() as s:
-            return active_version(s, project_id), get_project(s, project_id).base_encoder
+        return self.factories.active_version(project_id)
 
     def active_encoder(self, project_id: int) -> tuple[Encoder, int | None]:
-        mv, base = self.active_version(project_id)
-        return self.encoder_for_version(mv, base), (mv.id if mv is not None else None)
+        return self.factories.active_encoder(project_id)
 
     # --- predictor factories (app.serving.factories) ---------------------------------------
 

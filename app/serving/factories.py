@@ -16,12 +16,14 @@ from app.serving.models import Models
 from app.serving.pools import project_anchors
 from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.registry import Encoder
 from core.multilabel.head import MultiLabelHead
 from core.retrieval.factory import Anchors, PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.db import Database
 from storage.projects import get_project
 from storage.tables import ModelVersion
+from storage.versions import active_version
 
 
 class FactoryBuilder:
@@ -29,6 +31,16 @@ class FactoryBuilder:
         self.db = db
         self.cache = cache
         self.models = models
+
+    def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
+        """The project's active model version (None = frozen base) and its base encoder name."""
+        with self.db.session() as s:
+            return active_version(s, project_id), get_project(s, project_id).base_encoder
+
+    def active_encoder(self, project_id: int) -> tuple[Encoder, int | None]:
+        """The project's active encoder (fp32) and its version id (None = frozen base)."""
+        mv, base = self.active_version(project_id)
+        return self.models.encoder_for_version(mv, base), (mv.id if mv is not None else None)
 
     def predictor_factory(
         self,

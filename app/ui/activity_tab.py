@@ -13,12 +13,13 @@ from app.services import history as svc
 from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
 
 
-def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    rows = (attempt(lambda: svc.activity(ctx.db, p))[0] if p is not None else None) or []
+def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    rows = (attempt(lambda: svc.activity(db, p))[0] if p is not None else None) or []
     return pd.DataFrame(rows, columns=SHOWN), rows
 
 
@@ -29,10 +30,10 @@ def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
     return str(row["batch"]), f"Selected: {what} ({row['state']})."
 
 
-def undo_selected(ctx: AppContext, p: ProjectHandle, batch: str) -> str:
+def undo_selected(db: Database, p: ProjectHandle, batch: str) -> str:
     if not batch:
         return problem("Click a change in the table first.")
-    msg, err = attempt(lambda: svc.undo_batch(ctx.db, p, batch))
+    msg, err = attempt(lambda: svc.undo_batch(db, p, batch))
     return problem(err) if err else ok(msg or "")
 
 
@@ -58,11 +59,11 @@ def build_activity_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     rows = gr.State([])
     batch = gr.Textbox(visible=False)
     table.select(pick, [rows], [batch, picked], api_visibility="private")
-    refresh_btn.click(bind(show, ctx), [project], [table, rows], api_visibility="private")
+    refresh_btn.click(bind(show, ctx.db), [project], [table, rows], api_visibility="private")
     undo_btn.click(
-        guarded(ctx, "designer")(bind(undo_selected, ctx)),
+        guarded(ctx, "designer")(bind(undo_selected, ctx.db)),
         [project, batch],
         [status],
         api_visibility="private",
-    ).then(bind(show, ctx), [project], [table, rows], api_visibility="private")
-    return {"refresh": (bind(show, ctx), [project], [table, rows])}
+    ).then(bind(show, ctx.db), [project], [table, rows], api_visibility="private")
+    return {"refresh": (bind(show, ctx.db), [project], [table, rows])}

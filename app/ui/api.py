@@ -88,7 +88,7 @@ def register_api(ctx: AppContext) -> None:
 
     def projects() -> list[str]:
         """The names of the projects the caller sees."""
-        return project_svc.project_names(ctx)
+        return project_svc.project_names(ctx.db)
 
     def utterances(
         project: str, intent: str = "", split: str = "", search: str = ""

@@ -23,8 +23,8 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import bulk as bulk_svc
-from app.serving.context import AppContext
 from app.ui.common import attempt, ok, problem
+from storage.db import Database
 
 Previews = dict[str, dict[str, Any]]  # token -> {"ids", "target", "relabel"}
 KEPT = 8  # previews kept per user (a click crossing a newer preview still finds its own)
@@ -61,7 +61,7 @@ def shown(plan: bulk_svc.BulkPlan | None, text: str = "") -> str:
 
 
 def preview(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle | None,
     ids: Sequence[int],
     target: str | None,
@@ -76,7 +76,7 @@ def preview(
     if p is None or not ids or not target:
         return shown(None), kept
     plan, err = attempt(
-        lambda: bulk_svc.plan_label(ctx.db, p, list(ids), [target], relabel_labelled=relabel)
+        lambda: bulk_svc.plan_label(db, p, list(ids), [target], relabel_labelled=relabel)
     )
     if err or plan is None:
         return shown(None, problem(err or "")), kept
@@ -93,7 +93,7 @@ Recount = Callable[[Previews], tuple[str, Previews]]
 
 
 def apply(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     token: str | None,
     previews: Previews | None,
@@ -130,7 +130,7 @@ def apply(
         )
     done, err = attempt(
         lambda: bulk_svc.label_many(
-            ctx.db,
+            db,
             p,
             asked["ids"],
             [asked["target"]],

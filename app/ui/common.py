@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from app.services.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
+from storage.db import Database
 from storage.errors import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def bind(fn: Callable[..., Any], *bound: Any) -> Callable[..., Any]:
     return run
 
 
-def project_picker(ctx: Any, picked: str | None, *, select: bool = True) -> Any:
+def project_picker(db: Database, picked: str | None, *, select: bool = True) -> Any:
     """The project picker's update: fresh choices and ``picked`` as the value (``select=False``:
     left as it is when it exists, so a late answer never switches back a project picked
     meanwhile; else the first project). The choices always come with a new value: a Dropdown
@@ -127,7 +128,7 @@ def project_picker(ctx: Any, picked: str | None, *, select: bool = True) -> Any:
 
     from app.services import projects as project_svc
 
-    fresh = project_svc.project_names(ctx)
+    fresh = project_svc.project_names(db)
     if picked in fresh:
         return gr.update(choices=fresh, value=picked) if select else gr.update(choices=fresh)
     return gr.update(choices=fresh, value=next(iter(fresh), None))

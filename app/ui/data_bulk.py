@@ -15,6 +15,7 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import table as table_svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, problem
@@ -25,7 +26,7 @@ PREVIEW_ID, BUTTON_ID = "bulk-preview", "bulk-label"
 
 
 def preview(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle | None,
     q: table_svc.TableQuery,
     target: str | None,
@@ -35,15 +36,15 @@ def preview(
     """What Label would do to every row the filters ``q`` match, before anything changes."""
     if p is None or not target:
         return bulk_preview.shown(None), dict(previews or {})
-    ids, err = attempt(lambda: table_svc.matching_ids(ctx, p, q))
+    ids, err = attempt(lambda: table_svc.matching_ids(live, p, q))
     if err or ids is None:
         return bulk_preview.shown(None, problem(err or "")), dict(previews or {})
     shown_for = counted_for(q, target, relabel)
-    return bulk_preview.preview(ctx, p, ids, target, relabel, previews, shown_for)
+    return bulk_preview.preview(live.db, p, ids, target, relabel, previews, shown_for)
 
 
 def label(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     intent: str,
     split: str,
@@ -65,10 +66,10 @@ def label(
         return problem("Pick the intent to give them."), gr.update(), dict(previews or {})
 
     def recount(kept: Previews) -> tuple[str, Previews]:
-        return preview(ctx, p, q, target, relabel, kept)
+        return preview(live, p, q, target, relabel, kept)
 
     showing = counted_for(q, target, relabel)
-    return bulk_preview.apply(ctx, p, token, previews, showing, recount)
+    return bulk_preview.apply(live.db, p, token, previews, showing, recount)
 
 
 def build_bulk(
@@ -94,14 +95,18 @@ def build_bulk(
     previews = gr.State({})
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)
-    recount = (bind(preview, ctx), [project, query, target, relabel, previews], [plan, previews])
+    recount = (
+        bind(preview, ctx.live),
+        [project, query, target, relabel, previews],
+        [plan, previews],
+    )
     for change in (target.change, relabel.change):
         change(None, None, None, js=counting, **quiet)
         change(*recount, **quiet)
     for event in triggers:  # a filter or the project changed: the query is set, then counted
         event.then(*recount, **quiet)
     done = button.click(
-        guarded(ctx, "designer", outputs=3)(bind(label, ctx)),
+        guarded(ctx, "designer", outputs=3)(bind(label, ctx.live)),
         [project, *filters, target, relabel, previews, token],
         [result, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),

@@ -19,39 +19,40 @@ from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 from app.ui.settings_section import build_settings
 from app.ui.summary import summary_line
+from storage.db import Database
 
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
 # The Data tab's table (app.ui.data_tab), which an import into another project empties.
 HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
 
 
-def create_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
-    msg, err = attempt(lambda: svc.create_intent(ctx.db, p, name))
+def create_intent(db: Database, p: ProjectHandle, name: str) -> str:
+    msg, err = attempt(lambda: svc.create_intent(db, p, name))
     return problem(err) if err else ok(f"Created intent {msg!r}.")
 
 
-def rename_intent(ctx: AppContext, p: ProjectHandle, old: str, new: str) -> str:
-    msg, err = attempt(lambda: svc.rename_intent(ctx.db, p, old or "", new))
+def rename_intent(db: Database, p: ProjectHandle, old: str, new: str) -> str:
+    msg, err = attempt(lambda: svc.rename_intent(db, p, old or "", new))
     return problem(err) if err else ok(f"Renamed {old!r} to {msg!r}.")
 
 
-def describe_intent(ctx: AppContext, p: ProjectHandle, name: str, description: str) -> str:
-    text, err = attempt(lambda: svc.describe_intent(ctx.db, p, name or "", description or ""))
+def describe_intent(db: Database, p: ProjectHandle, name: str, description: str) -> str:
+    text, err = attempt(lambda: svc.describe_intent(db, p, name or "", description or ""))
     if err:
         return problem(err)
     return ok(f"Described {name!r}: {text!r}." if text else f"Cleared the description of {name!r}.")
 
 
-def intent_description(ctx: AppContext, p: ProjectHandle | None, name: str) -> str:
+def intent_description(db: Database, p: ProjectHandle | None, name: str) -> str:
     """The chosen intent's description, to edit."""
     if p is None or not name:
         return ""
-    found = [i["description"] for i in svc.intents(ctx.db, p) if i["name"] == name]
+    found = [i["description"] for i in svc.intents(db, p) if i["name"] == name]
     return found[0] if found else ""
 
 
-def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
-    n, err = attempt(lambda: svc.delete_intent(ctx.db, p, name or ""))
+def delete_intent(db: Database, p: ProjectHandle, name: str) -> str:
+    n, err = attempt(lambda: svc.delete_intent(db, p, name or ""))
     return (
         problem(err)
         if err
@@ -59,8 +60,8 @@ def delete_intent(ctx: AppContext, p: ProjectHandle, name: str) -> str:
     )
 
 
-def merge(ctx: AppContext, p: ProjectHandle, sources: list[str], target: str) -> str:
-    n, err = attempt(lambda: svc.merge_intents(ctx.db, p, sources or [], target or ""))
+def merge(db: Database, p: ProjectHandle, sources: list[str], target: str) -> str:
+    n, err = attempt(lambda: svc.merge_intents(db, p, sources or [], target or ""))
     return (
         problem(err)
         if err
@@ -89,13 +90,13 @@ def do_import(
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     if not Path(path).exists():
         return problem(GONE), same, same, same, same
-    into, err = attempt(lambda: _import_target(ctx, p, target))
+    into, err = attempt(lambda: _import_target(ctx.db, p, target))
     if err or into is None:
         return problem(err or ""), same, same, same, same
     try:
         res, err = attempt(
             lambda: io_svc.import_file(
-                ctx, into, path, create_missing_intents=create, language=language.strip() or None
+                ctx.db, into, path, create_missing_intents=create, language=language.strip() or None
             )
         )
     finally:
@@ -103,7 +104,7 @@ def do_import(
     if err:
         return problem(err), same, same, same, same
     assert res is not None
-    picker = project_picker(ctx, res.project)
+    picker = project_picker(ctx.db, res.project)
     if p is not None and res.project == p.name:
         return ok(res.message()), picker, same, same, same
     there, _ = attempt(lambda: open_project(ctx.db, res.project))
@@ -112,7 +113,7 @@ def do_import(
     return ok(res.message()), picker, empty, loading, summary_line(ctx, there)
 
 
-def _import_target(ctx: AppContext, p: ProjectHandle | None, target: str) -> ProjectHandle | str:
+def _import_target(db: Database, p: ProjectHandle | None, target: str) -> ProjectHandle | str:
     """Where an import goes: the current project, another one the user may change (named), or
     the name of a new project (created by the import; an admin's to do)."""
     name = (target or "").strip()
@@ -121,7 +122,7 @@ def _import_target(ctx: AppContext, p: ProjectHandle | None, target: str) -> Pro
             raise ValueError("Name the project to import into (a new name creates it).")
         p.require_writable("importing")
         return p
-    return p if p is not None and name == p.name else io_svc.destination(ctx, name)
+    return p if p is not None and name == p.name else io_svc.destination(db, name)
 
 
 # The agent formats the Export radio offers (its value is the format's name).
@@ -231,18 +232,21 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         quiet: dict[str, Any] = {"api_visibility": "private"}
         after_change(
             i_create.click(
-                write(bind(create_intent, ctx)), [project, i_name], [intent_status], **quiet
+                write(bind(create_intent, ctx.db)), [project, i_name], [intent_status], **quiet
             )
         )
         after_change(
             i_rename.click(
-                write(bind(rename_intent, ctx)), [project, i_old, i_new], [intent_status], **quiet
+                write(bind(rename_intent, ctx.db)),
+                [project, i_old, i_new],
+                [intent_status],
+                **quiet,
             )
         )
-        i_old.change(bind(intent_description, ctx), [project, i_old], [i_desc], **quiet)
+        i_old.change(bind(intent_description, ctx.db), [project, i_old], [i_desc], **quiet)
         after_change(
             i_describe.click(
-                write(bind(describe_intent, ctx)),
+                write(bind(describe_intent, ctx.db)),
                 [project, i_old, i_desc],
                 [intent_status],
                 **quiet,
@@ -250,12 +254,12 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         )
         after_change(
             i_delete.click(
-                write(bind(delete_intent, ctx)), [project, i_old], [intent_status], **quiet
+                write(bind(delete_intent, ctx.db)), [project, i_old], [intent_status], **quiet
             )
         )
         after_change(
             m_btn.click(
-                write(bind(merge, ctx)), [project, m_sources, m_target], [intent_status], **quiet
+                write(bind(merge, ctx.db)), [project, m_sources, m_target], [intent_status], **quiet
             )
         )
         imported = up_btn.click(

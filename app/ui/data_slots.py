@@ -17,6 +17,7 @@ from app.services import slots as svc
 from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 BOOK_COLUMNS = ["slot", "values", "n"]
 SHOW_VALUES = 8
@@ -31,44 +32,44 @@ def book_frame(book: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=BOOK_COLUMNS)
 
 
-def load(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, Any, Any]:
+def load(db: Database, p: ProjectHandle | None) -> tuple[Any, Any, Any]:
     """The slot table and the slot and intent pickers' choices."""
     if p is None:
         return book_frame({}), gr.update(choices=[]), gr.update(choices=[])
-    book, _ = attempt(lambda: svc.slot_book(ctx.db, p))
-    names, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
+    book, _ = attempt(lambda: svc.slot_book(db, p))
+    names, _ = attempt(lambda: data_svc.intent_names(db, p))
     book = book or {}
     return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names or [])
 
 
-def pick_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
+def pick_slot(db: Database, p: ProjectHandle, slot: str) -> str:
     """The slot's values, one per line (empty for a new slot)."""
-    book, _ = attempt(lambda: svc.slot_book(ctx.db, p))
+    book, _ = attempt(lambda: svc.slot_book(db, p))
     return "\n".join((book or {}).get(slot or "", []))
 
 
-def pick_intent(ctx: AppContext, p: ProjectHandle, intent: str) -> str:
+def pick_intent(db: Database, p: ProjectHandle, intent: str) -> str:
     """The intent's templates, one per line."""
     if not intent:
         return ""
-    found, _ = attempt(lambda: svc.templates(ctx.db, p, intent))
+    found, _ = attempt(lambda: svc.templates(db, p, intent))
     return "\n".join((found or {}).get(intent, []))
 
 
-def save_slot(ctx: AppContext, p: ProjectHandle, slot: str, values: str) -> str:
-    n, err = attempt(lambda: svc.save_slot(ctx.db, p, slot or "", values or ""))
+def save_slot(db: Database, p: ProjectHandle, slot: str, values: str) -> str:
+    n, err = attempt(lambda: svc.save_slot(db, p, slot or "", values or ""))
     return problem(err) if err else ok(f"Saved slot {slot.strip()!r}: {n} value(s).")
 
 
-def delete_slot(ctx: AppContext, p: ProjectHandle, slot: str) -> str:
-    _, err = attempt(lambda: svc.delete_slot(ctx.db, p, slot or ""))
+def delete_slot(db: Database, p: ProjectHandle, slot: str) -> str:
+    _, err = attempt(lambda: svc.delete_slot(db, p, slot or ""))
     return problem(err) if err else ok(f"Deleted slot {slot!r}.")
 
 
-def save_templates(ctx: AppContext, p: ProjectHandle, intent: str, texts: str) -> str:
+def save_templates(db: Database, p: ProjectHandle, intent: str, texts: str) -> str:
     if not intent:
         return problem("Pick an intent first.")
-    n, err = attempt(lambda: svc.save_templates(ctx.db, p, intent, texts or ""))
+    n, err = attempt(lambda: svc.save_templates(db, p, intent, texts or ""))
     return problem(err) if err else ok(f"Saved {n} template(s) of {intent!r}.")
 
 
@@ -100,12 +101,12 @@ def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
         return guarded(ctx, "designer")(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
-    reload = (bind(load, ctx), [project], [table, slot, intent])
+    reload = (bind(load, ctx.db), [project], [table, slot, intent])
     project.change(*reload, **quiet)
     section.expand(*reload, **quiet)  # the project picked at start fires no change
     intent.focus(*reload, **quiet)  # intents made elsewhere meanwhile
-    slot.input(bind(pick_slot, ctx), [project, slot], [values], **quiet)
-    intent.input(bind(pick_intent, ctx), [project, intent], [texts], **quiet)
+    slot.input(bind(pick_slot, ctx.db), [project, slot], [values], **quiet)
+    intent.input(bind(pick_intent, ctx.db), [project, intent], [texts], **quiet)
     for button, fn, inputs in (
         (save_btn, save_slot, [project, slot, values]),
         (delete_btn, delete_slot, [project, slot]),

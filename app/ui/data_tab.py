@@ -16,11 +16,13 @@ from app.services import data as svc
 from app.services import history
 from app.services import table as table_svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
+from storage.db import Database
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
 SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
@@ -63,7 +65,7 @@ class TableView(NamedTuple):
 
 
 def refresh(
-    ctx: AppContext, p: ProjectHandle | None, q: table_svc.TableQuery, page: Any = 1
+    live: LivePools, p: ProjectHandle | None, q: table_svc.TableQuery, page: Any = 1
 ) -> TableView:
     """The table page, the row records behind it, the caption, and every intent picker's
     choices (the intents may have changed)."""
@@ -71,8 +73,8 @@ def refresh(
         same = gr.update()
         return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
     q = dataclasses.replace(q, page=int(page or 1))
-    result, err = attempt(lambda: table_svc.table_page(ctx, p, q))
-    intents, _ = attempt(lambda: svc.intents(ctx.db, p))
+    result, err = attempt(lambda: table_svc.table_page(live, p, q))
+    intents, _ = attempt(lambda: svc.intents(live.db, p))
     names = [i["name"] for i in intents or []]
     rows = result.rows if result else []
     caption = problem(err or "") if err or result is None else result.caption()
@@ -89,16 +91,16 @@ def refresh(
     )
 
 
-def first_page(ctx: AppContext, p: ProjectHandle | None, q: table_svc.TableQuery) -> TableView:
+def first_page(live: LivePools, p: ProjectHandle | None, q: table_svc.TableQuery) -> TableView:
     """The table from its first page (after a filter changed)."""
-    return refresh(ctx, p, q, 1)
+    return refresh(live, p, q, 1)
 
 
 def turn_page(
-    ctx: AppContext, step: int, p: ProjectHandle | None, q: table_svc.TableQuery, current: Any
+    live: LivePools, step: int, p: ProjectHandle | None, q: table_svc.TableQuery, current: Any
 ) -> TableView:
     """The page ``step`` pages away from the ``current`` one."""
-    return refresh(ctx, p, q, max(1, int(current or 1) + step))
+    return refresh(live, p, q, max(1, int(current or 1) + step))
 
 
 def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
@@ -120,7 +122,7 @@ def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]
 
 
 def save(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     uid: float | None,
     version: float | None,
@@ -137,7 +139,7 @@ def save(
 
     def run() -> str:
         row = svc.label_utterance(
-            ctx.db,
+            db,
             p,
             int(uid),
             labels,
@@ -154,28 +156,28 @@ def save(
     return problem(err) if err else ok(msg or "")
 
 
-def delete(ctx: AppContext, p: ProjectHandle, uid: float | None) -> tuple[str, Any]:
+def delete(db: Database, p: ProjectHandle, uid: float | None) -> tuple[str, Any]:
     """Delete the selected utterance; Undo (beside it) brings it back."""
     if not uid:
         return problem("Click a row in the table first."), gr.update()
-    _, err = attempt(lambda: svc.delete_utterance(ctx.db, p, int(uid)))
+    _, err = attempt(lambda: svc.delete_utterance(db, p, int(uid)))
     if err:
         return problem(err), gr.update()
     return ok(f"Deleted #{int(uid)}. Undo brings it back."), None
 
 
 def add(
-    ctx: AppContext, p: ProjectHandle, text: str, labels: list[str], split: str
+    db: Database, p: ProjectHandle, text: str, labels: list[str], split: str
 ) -> tuple[str, str]:
-    row, err = attempt(lambda: svc.add_utterance(ctx.db, p, text, labels, split))
+    row, err = attempt(lambda: svc.add_utterance(db, p, text, labels, split))
     if err:
         return problem(err), text
     assert row is not None
     return ok(f"Added #{row['id']} with {', '.join(row['labels']) or 'no intent'}."), ""
 
 
-def undo(ctx: AppContext, p: ProjectHandle) -> str:
-    msg, err = attempt(lambda: history.undo(ctx.db, p))
+def undo(db: Database, p: ProjectHandle) -> str:
+    msg, err = attempt(lambda: history.undo(db, p))
     return problem(err) if err else ok(msg or "")
 
 
@@ -297,7 +299,7 @@ def build_data_tab(
     refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
     refresh_out += [bulk["target"]]
     for event in set_query:
-        event.then(bind(first_page, ctx), [project, query], refresh_out, **quiet)
+        event.then(bind(first_page, ctx.live), [project, query], refresh_out, **quiet)
     for trigger in triggers:  # the preview on screen is no longer what Label does: at once
         trigger(None, None, None, js=bulk["counting"], **quiet)
 
@@ -305,7 +307,7 @@ def build_data_tab(
 
     def after_change(event: Any) -> None:
         changes.append(
-            event.then(bind(refresh, ctx), refresh_in, refresh_out, show_progress="hidden")
+            event.then(bind(refresh, ctx.live), refresh_in, refresh_out, show_progress="hidden")
         )
 
     imported = manage["bind"](after_change, [table, count, summary])
@@ -314,9 +316,9 @@ def build_data_tab(
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(ctx, "designer", outputs=outputs)(fn)
 
-    page.submit(bind(refresh, ctx), refresh_in, refresh_out, **quiet)
+    page.submit(bind(refresh, ctx.live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
-        button.click(bind(turn_page, ctx, step), refresh_in, refresh_out, **quiet)
+        button.click(bind(turn_page, ctx.live, step), refresh_in, refresh_out, **quiet)
     table.select(
         on_select, [rows], [e_id, e_version, e_title, e_text, e_intents, e_split, e_confirm]
     )
@@ -324,7 +326,7 @@ def build_data_tab(
     # follows writes the row count in the table's own line.
     after_change(
         save_btn.click(
-            write(bind(save, ctx)),
+            write(bind(save, ctx.db)),
             [project, e_id, e_version, e_text, e_intents, e_split, e_confirm, user],
             [status],
             api_name="save_utterance",
@@ -332,20 +334,20 @@ def build_data_tab(
     )
     after_change(
         delete_btn.click(
-            write(bind(delete, ctx), outputs=2), [project, e_id], [status, e_id], **quiet
+            write(bind(delete, ctx.db), outputs=2), [project, e_id], [status, e_id], **quiet
         )
     )
     after_change(
         add_btn.click(
-            write(bind(add, ctx), outputs=2),
+            write(bind(add, ctx.db), outputs=2),
             [project, a_text, a_intents, a_split],
             [status, a_text],
             **quiet,
         )
     )
-    after_change(undo_btn.click(write(bind(undo, ctx)), [project], [status], api_name="undo"))
+    after_change(undo_btn.click(write(bind(undo, ctx.db)), [project], [status], api_name="undo"))
     return {
-        "refresh": (bind(first_page, ctx), [project, query], refresh_out),
+        "refresh": (bind(first_page, ctx.live), [project, query], refresh_out),
         "status": status,
         "imported": imported,
         "changes": changes,

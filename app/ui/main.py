@@ -36,7 +36,7 @@ def css() -> str:
 def build_app(ctx: AppContext) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
-    names = [] if ctx.settings.multi_user else project_svc.project_names(ctx)
+    names = [] if ctx.settings.multi_user else project_svc.project_names(ctx.db)
     # Gradio keeps a copy of every file it hands out (reports, bundles, exports): those older
     # than the downloads' TTL are deleted, checked every hour.
     with gr.Blocks(title=TITLE, delete_cache=(3600, int(downloads.TTL_S))) as demo:
@@ -88,11 +88,11 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             return summary_line(ctx, p)
 
         def create(name: str) -> tuple[Any, str, str]:
-            created, err = attempt(lambda: project_svc.new_project(ctx, name))
+            created, err = attempt(lambda: project_svc.new_project(ctx.db, name))
             if err or created is None:
                 return gr.update(), problem(err or ""), name
             return (
-                project_picker(ctx, created),
+                project_picker(ctx.db, created),
                 ok(f"Created {created!r}."),
                 "",
             )
@@ -140,7 +140,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         # or not at all behind a login); a value already picked is left alone: a late answer
         # must not switch back a project picked meanwhile.
         demo.load(
-            lambda picked: project_picker(ctx, picked, select=False),
+            lambda picked: project_picker(ctx.db, picked, select=False),
             [project],
             [project],
             api_visibility="private",

@@ -17,11 +17,13 @@ from app.services import maps as svc
 from app.services import versions as version_svc
 from app.services.versions import ACTIVE, BASE, Version
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.projection import PROJECTIONS
+from storage.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +170,7 @@ def render(
     fig, err = attempt(build)
     intents, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
     choices = gr.update(choices=intents or [])
-    history = attempt(lambda: version_svc.history(ctx, p))[0] or []
+    history = attempt(lambda: version_svc.history(ctx.db, p))[0] or []
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
     pickers = gr.update(choices=versions, visible=comparing)
     if err or fig is None:
@@ -205,11 +207,11 @@ def poll_render(
     return (gr.update(), gr.update(), *out[2:]) if waiting else out
 
 
-def explain_point(ctx: AppContext, p: ProjectHandle | None, value: str) -> str:
+def explain_point(factories: FactoryBuilder, p: ProjectHandle | None, value: str) -> str:
     ids = parse_ids(value)
     if p is None or not ids:
         return ""
-    ex, err = attempt(lambda: svc.explain_utterance(ctx, p, ids[0]))
+    ex, err = attempt(lambda: svc.explain_utterance(factories, p, ids[0]))
     return problem(err or "") if err or ex is None else evidence_markdown(ex)
 
 
@@ -218,7 +220,7 @@ def _shown_for(ids_text: str, intent: str | None, relabel: bool) -> list[Any]:
 
 
 def preview(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle | None,
     ids_text: str,
     intent: str | None,
@@ -228,11 +230,11 @@ def preview(
     """What Label would do to the selection, before anything changes
     (:mod:`app.ui.bulk_preview`)."""
     shown_for = _shown_for(ids_text, intent, relabel)
-    return bulk_preview.preview(ctx, p, parse_ids(ids_text), intent, relabel, previews, shown_for)
+    return bulk_preview.preview(db, p, parse_ids(ids_text), intent, relabel, previews, shown_for)
 
 
 def label(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle,
     ids_text: str,
     intent: str | None,
@@ -254,17 +256,17 @@ def label(
         return problem("Pick the intent to give them."), gr.update(), dict(previews or {})
 
     def recount(kept: Previews) -> tuple[str, Previews]:
-        return preview(ctx, p, ids_text, intent, relabel, kept)
+        return preview(db, p, ids_text, intent, relabel, kept)
 
     showing = _shown_for(ids_text, intent, relabel)
-    return bulk_preview.apply(ctx, p, token, previews, showing, recount)
+    return bulk_preview.apply(db, p, token, previews, showing, recount)
 
 
-def move(ctx: AppContext, p: ProjectHandle, ids_text: str, split: str) -> str:
+def move(db: Database, p: ProjectHandle, ids_text: str, split: str) -> str:
     ids = parse_ids(ids_text)
     if not ids:
         return problem("Select points on the map first (lasso or box select).")
-    n, err = attempt(lambda: data_svc.move_split(ctx.db, p, ids, split))
+    n, err = attempt(lambda: data_svc.move_split(db, p, ids, split))
     return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
 
 
@@ -364,24 +366,30 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         bind(poll_render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
     ).then(None, None, None, js=_JS_BIND, api_visibility="private")
     clicked.submit(
-        bind(explain_point, ctx), [project, clicked], [explanation], api_name="map_explain"
+        bind(explain_point, ctx.factories),
+        [project, clicked],
+        [explanation],
+        api_name="map_explain",
     )
     explain_btn.click(
-        bind(explain_point, ctx), [project, clicked], [explanation], api_visibility="private"
+        bind(explain_point, ctx.factories),
+        [project, clicked],
+        [explanation],
+        api_visibility="private",
     )
     previews = gr.State({})  # what the previews shown counted: Label applies the one on screen
     counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)
     for change in (selected.change, label_as.change, relabel.change):
         change(None, None, None, js=counting, api_visibility="private")
         change(
-            bind(preview, ctx),
+            bind(preview, ctx.db),
             [project, selected, label_as, relabel, previews],
             [plan, previews],
             api_visibility="private",
             show_progress="hidden",
         )
     label_btn.click(
-        guarded(ctx, "designer", outputs=3)(bind(label, ctx)),
+        guarded(ctx, "designer", outputs=3)(bind(label, ctx.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
@@ -390,7 +398,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
     split_btn.click(
-        guarded(ctx, "designer")(bind(move, ctx)),
+        guarded(ctx, "designer")(bind(move, ctx.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",

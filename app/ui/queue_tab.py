@@ -17,6 +17,7 @@ from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import queue as svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
@@ -32,19 +33,20 @@ from app.ui.queue_view import (
     refused,
     render,
 )
+from storage.db import Database
 
 
 def _advance(
-    ctx: AppContext, p: ProjectHandle, state: QueueSession, ahead: svc.Ahead | None = None
+    live: LivePools, p: ProjectHandle, state: QueueSession, ahead: svc.Ahead | None = None
 ) -> QueueSession:
     """The session with the next card. ``ahead``: what it needs, read with the answer just
     written (without it, read now in one transaction)."""
     if ahead is None:
-        with ctx.db.session() as s:
+        with live.db.session() as s:
             ahead = svc.read_ahead(s, p, state.upcoming)
     reviewed = [h.id for h in state.history] if state.how == svc.REVIEW else []
     found, upcoming = svc.next_item(
-        ctx,
+        live,
         p,
         state.upcoming,
         state.how,
@@ -63,7 +65,7 @@ def _advance(
 
 
 def start(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle | None,
     how: str,
     near: str | None,
@@ -76,22 +78,22 @@ def start(
     page = getattr(request, "session_hash", None)
     if not starts.claim(page, ticket):
         return tuple(gr.skip() for _ in QueueView._fields)
-    view = _started(ctx, p, QueueSession(how=how, near=near or None))
+    view = _started(live, p, QueueSession(how=how, near=near or None))
     if not starts.still_newest(page, ticket):
         return tuple(gr.skip() for _ in QueueView._fields)
     return view
 
 
-def _started(ctx: AppContext, p: ProjectHandle | None, state: QueueSession) -> QueueView:
+def _started(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> QueueView:
     if p is None:
-        return render(ctx, None, state, "Pick or create a project first.")
+        return render(live.db, None, state, "Pick or create a project first.")
     if state.how == "near" and not state.near:
-        return render(ctx, p, state, "Pick the intent to label near.")
+        return render(live.db, p, state, "Pick the intent to label near.")
     try:
-        state = _advance(ctx, p, state)
+        state = _advance(live, p, state)
     except (ValueError, KeyError) as exc:
-        return render(ctx, p, state, refused(str(exc.args[0] if exc.args else exc)))
-    return render(ctx, p, state)
+        return render(live.db, p, state, refused(str(exc.args[0] if exc.args else exc)))
+    return render(live.db, p, state)
 
 
 def act(
@@ -101,9 +103,9 @@ def act(
     one; the answer joins this queue's history under its own batch (what undo takes back)."""
     item = state.item
     if item is None:
-        return render(ctx, p, state, refused("Nothing to answer: press Start."))
+        return render(ctx.db, p, state, refused("Nothing to answer: press Start."))
     if state.how == svc.MINE:  # her own answers, shown: a reviewer who did not answer decides
-        return render(ctx, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
+        return render(ctx.db, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
     this = Answered(item.id, action, tuple(labels), state.how)
     confirmed = state.confirm == this
     state = state.but(confirm=None)
@@ -114,7 +116,7 @@ def act(
         to confirm)."""
         try:
             return svc.answer_then(
-                ctx,
+                ctx.live,
                 p,
                 item.id,
                 action,
@@ -135,33 +137,33 @@ def act(
         again = (
             f"{msg} Give the same answer again (the same key) to change it anyway; Space skips it."
         )
-        return render(ctx, p, state.but(confirm=this), refused(again))
+        return render(ctx.db, p, state.but(confirm=this), refused(again))
     if err:
         review = state.how == svc.REVIEW
         listed = state.how in (svc.DISPUTES, svc.MINE)
-        gone = listed or svc.item(ctx, p, item.id, review=review) is None
+        gone = listed or svc.item(ctx.live, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
-            return render(ctx, p, _advance(ctx, p, state), refused(err))
-        return render(ctx, p, state, refused(err))
+            return render(ctx.db, p, _advance(ctx.live, p, state), refused(err))
+        return render(ctx.db, p, state, refused(err))
     entry = dataclasses.replace(this, batch=batch, text=item.text)
     state = state.but(
         answered=(*state.answered, time.time())[-HISTORY:],
         history=(*state.history, entry)[-HISTORY:],
     )
-    return render(ctx, p, _advance(ctx, p, state, ahead), ok(msg or "", notify=False))
+    return render(ctx.db, p, _advance(ctx.live, p, state, ahead), ok(msg or "", notify=False))
 
 
 def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Key ``index + 1``: take that suggestion, or (multi-label) tick or untick it."""
     item = state.item
     if item is None or index >= len(item.suggestions):
-        return render(ctx, p, state, refused("There is no such suggestion."))
+        return render(ctx.db, p, state, refused("There is no such suggestion."))
     name = item.suggestions[index].intent
     if not item.multi_label:
         return act(ctx, "take", p, state, [name])
     picked = [x for x in state.picked if x != name]
     picked += [] if name in state.picked else [name]
-    return render(ctx, p, state.but(picked=tuple(picked)))
+    return render(ctx.db, p, state.but(picked=tuple(picked)))
 
 
 def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
@@ -169,7 +171,7 @@ def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     if item is not None and item.multi_label:
         return act(ctx, "take", p, state, list(state.picked))
     if item is None or not item.first_choice:
-        return render(ctx, p, state, refused("No suggestion yet: type an intent's name."))
+        return render(ctx.db, p, state, refused("No suggestion yet: type an intent's name."))
     return act(ctx, "take", p, state, [item.first_choice])
 
 
@@ -189,34 +191,34 @@ def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     overlap item's second opinion counts it; undo takes it back)."""
     item = state.item
     if item is None:
-        return render(ctx, p, state)
+        return render(ctx.db, p, state)
     batch, said, ahead = None, f"Skipped #{item.id}.", None
     mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
     if mine and state.how not in svc.LISTED and p.may("designer") and not p.read_only:
         tried = str(uuid.uuid4())
         done, err = attempt(
             lambda: svc.answer_then(
-                ctx, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
+                ctx.live, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
             )
         )
         if err or done is None:
-            return render(ctx, p, state, refused(err or ""))
+            return render(ctx.db, p, state, refused(err or ""))
         stored, ahead = done
         batch, said = (tried, stored) if stored else (None, said)
     done_ = Answered(item.id, "skip", (), state.how, batch, item.text)
     state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done_)[-HISTORY:])
-    return render(ctx, p, _advance(ctx, p, state, ahead), ok(said, notify=False))
+    return render(ctx.db, p, _advance(ctx.live, p, state, ahead), ok(said, notify=False))
 
 
 def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Take back this queue's last answer or skip (never another change in the project) and show
     its utterance again, saying what was undone; when this queue has nothing left, say so."""
     if not state.history:
-        return render(ctx, p, state, refused("Nothing left to undo in this queue."))
+        return render(ctx.db, p, state, refused("Nothing left to undo in this queue."))
     last = state.history[-1]
     done, err = attempt(
         lambda: svc.undo_answer(
-            ctx,
+            ctx.db,
             p,
             utterance_id=last.id,
             action=last.action,
@@ -229,7 +231,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     state = state.but(history=state.history[:-1])
     if err or done is None:
         what = svc.describe(last.id, last.action, last.labels)
-        return render(ctx, p, state, refused(f"Could not undo {what}: {err}"))
+        return render(ctx.db, p, state, refused(f"Could not undo {what}: {err}"))
     msg, back = done
     current = state.item
     state = state.but(
@@ -237,7 +239,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
         answered=state.answered if last.action == "skip" else state.answered[:-1],
         skipped=tuple(i for i in state.skipped if i != last.id),
     )
-    return render(ctx, p, _advance(ctx, p, state), ok(msg, notify=False))
+    return render(ctx.db, p, _advance(ctx.live, p, state), ok(msg, notify=False))
 
 
 def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
@@ -249,17 +251,17 @@ def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: st
     names, err = attempt(lambda: data_svc.intent_names(ctx.db, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return render(ctx, p, state, refused(f"{err} Nothing was stored."))
+        return render(ctx.db, p, state, refused(f"{err} Nothing was stored."))
     item = state.item
     if item is not None and item.multi_label:
         picked = state.picked if name in state.picked else (*state.picked, name)
-        return render(ctx, p, state.but(picked=picked))
+        return render(ctx.db, p, state.but(picked=picked))
     return act(ctx, "take", p, state, [name])
 
 
-def near_choices(ctx: AppContext, how: str, p: ProjectHandle | None) -> Any:
+def near_choices(db: Database, how: str, p: ProjectHandle | None) -> Any:
     """The 'near intent' picker: shown for the *near an intent* order, with the intents."""
-    names = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] if p is not None else None
+    names = attempt(lambda: data_svc.intent_names(db, p))[0] if p is not None else None
     return gr.update(visible=how == "near", choices=names or [])
 
 
@@ -343,10 +345,10 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
     # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
-    started = bind(start, ctx)
+    started = bind(start, ctx.live)
     start_in = [project, how, near, ticket]
     start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
-    how.change(bind(near_choices, ctx), [how, project], [near], **quiet)
+    how.change(bind(near_choices, ctx.db), [how, project], [near], **quiet)
     changes = [
         button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
         for i, button in enumerate(buttons)
@@ -366,7 +368,11 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **answers_kw))
     # the list follows the latest text (a keystroke typed while it was computed is not dropped)
     query.input(
-        bind(filter_intents, ctx), [project, query], [matches], trigger_mode="always_last", **quiet
+        bind(filter_intents, ctx.db),
+        [project, query],
+        [matches],
+        trigger_mode="always_last",
+        **quiet,
     )
     # the text is the one the page captured when Enter was pressed, not the box's value now
     typed = "(p, s, q) => [p, s, window.__studioQueueTyped ?? '']"

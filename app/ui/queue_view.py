@@ -18,8 +18,8 @@ from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
-from app.serving.context import AppContext
 from app.ui.common import attempt, problem
+from storage.db import Database
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
 MINE_SAYS = "These are your answers under review: a reviewer who did not answer decides each."
@@ -121,9 +121,9 @@ def _card(
     )
 
 
-def _is_empty(ctx: AppContext, p: ProjectHandle) -> bool:
+def _is_empty(db: Database, p: ProjectHandle) -> bool:
     """Whether the project holds no utterance at all (in any split)."""
-    info, _ = attempt(lambda: projects_svc.summary(ctx, p))
+    info, _ = attempt(lambda: projects_svc.summary(db, p))
     return info is not None and info.n_train + info.n_test + info.n_unlabelled == 0
 
 
@@ -141,7 +141,7 @@ def _current(item: svc.QueueItem) -> str:
     return f" · now: {html.escape(', '.join(item.current))}{test}"
 
 
-def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
+def _progress(db: Database, p: ProjectHandle, state: QueueSession) -> str:
     done = state.answered
     rate = ""
     if len(done) >= 2 and done[-1] > done[0]:
@@ -156,8 +156,8 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
     if state.counts is not None:  # read with the card
         unlabelled, mine = state.counts
     else:
-        mine, err = attempt(lambda: team_svc.my_progress(ctx.db, p))
-        found, err = attempt(lambda: svc.remaining(ctx, p))
+        mine, err = attempt(lambda: team_svc.my_progress(db, p))
+        found, err = attempt(lambda: svc.remaining(db, p))
         if err or found is None:
             return refused(err or "")
         unlabelled = found
@@ -168,7 +168,7 @@ def _progress(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> str:
 
 
 def render(
-    ctx: AppContext, p: ProjectHandle | None, state: QueueSession, message: str = ""
+    db: Database, p: ProjectHandle | None, state: QueueSession, message: str = ""
 ) -> QueueView:
     """Every output of the tab from the session: card, suggestions, picks, progress, message.
     Each render is a new ``data-seq`` on the card, so the page knows the answer arrived (a
@@ -200,7 +200,7 @@ def render(
         choices=sorted({*state.picked, *(s.intent for s in suggestions)}),
         visible=multi,
     )
-    empty = item is None and p is not None and _is_empty(ctx, p)
+    empty = item is None and p is not None and _is_empty(db, p)
     return QueueView(
         message,
         state,
@@ -212,11 +212,11 @@ def render(
         examples[1],
         examples[2],
         picked,
-        _progress(ctx, p, state) if p is not None else "",
+        _progress(db, p, state) if p is not None else "",
     )
 
 
-def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
+def filter_intents(db: Database, p: ProjectHandle | None, query: str) -> str:
     """The intents the filter's text matches, best first, led by what ``Enter`` does with exactly
     this text: the intent it takes (marked), or that it stores nothing and why (a tie, nothing
     matching). The list carries the text it is for (``data-query``): the page shows it as out of
@@ -225,7 +225,7 @@ def filter_intents(ctx: AppContext, p: ProjectHandle | None, query: str) -> str:
 
     if p is None or not clean_query(query or ""):
         return ""
-    names = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []
+    names = attempt(lambda: data_svc.intent_names(db, p))[0] or []
     best, why = attempt(lambda: best_match(query, names))
     found = match_intents(query, names)
     chips = "".join(

@@ -13,6 +13,7 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import settings as svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
@@ -37,12 +38,12 @@ def effects_html(view: svc.SettingsView) -> str:
     return f"<ul class='settings-effects'>{items}</ul>"
 
 
-def shown(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The form for ``proj``: out-of-scope on, its target, anchor weight, context encoding,
     int8 serving, and the effects list."""
     if p is None:
         return BLANK
-    view, err = attempt(lambda: svc.view(ctx, p))
+    view, err = attempt(lambda: svc.view(live, p))
     if err or view is None:
         return (*BLANK[:-1], problem(err or "Could not read the settings."))
     v = view.values
@@ -58,7 +59,7 @@ def shown(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
 
 
 def save(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle | None,
     oos_on: bool,
     target: float,
@@ -76,7 +77,7 @@ def save(
         "encode_context": "on" if encode_context else "off",
         "serve_int8": "on" if serve_int8 else "off",
     }
-    res, err = attempt(lambda: svc.change(ctx, p, changes))
+    res, err = attempt(lambda: svc.change(live, p, changes))
     if err or res is None:
         return problem(err or "Could not save the settings."), gr.update()
     view, message = res
@@ -128,10 +129,10 @@ def build_settings(ctx: AppContext, project: gr.Dropdown) -> Any:
         # Shown on opening the accordion too: Gradio sends no project change to an event whose
         # only outputs sit in a closed accordion (Save would then have written the defaults).
         for event in (project.change, acc.expand):
-            event(bind(shown, ctx), [project], [*form, effects], **quiet)
+            event(bind(shown, ctx.live), [project], [*form, effects], **quiet)
         after_change(
             save_btn.click(
-                guarded(ctx, "designer", outputs=2)(bind(save, ctx)),
+                guarded(ctx, "designer", outputs=2)(bind(save, ctx.live)),
                 [project, *form],
                 [status, effects],
                 api_name="save_settings",

@@ -21,5 +21,5 @@ def summary_line(ctx: AppContext, p: ProjectHandle | None) -> str:
         mode = "single-user local mode"
     if p is None:
         return f"No project yet: create one above or import a file in the Data tab. · {mode}"
-    s, err = attempt(lambda: project_svc.summary(ctx, p))
+    s, err = attempt(lambda: project_svc.summary(ctx.db, p))
     return problem(err or "unknown project") if err or s is None else f"{s.headline()} · {mode}"

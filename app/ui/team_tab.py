@@ -23,6 +23,7 @@ from app.services.downloads import download_path
 from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 PROGRESS = ["annotator", "assigned", "answered", "left"]
 MEMBERS = ["user", "role here", "own role", "status"]
@@ -69,13 +70,13 @@ def chart(view: dict[str, Any]) -> Any:
     return gr.update(value=agreement_chart(pairs, intents), visible=True)
 
 
-def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+def show(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The progress table, the agreement (its text and its chart), the disputed intents, and a
     line when nobody is assigned."""
     hidden = gr.update(value=None, visible=False)
     if p is None:
         return pd.DataFrame(columns=PROGRESS), "", hidden, pd.DataFrame(columns=INTENTS), ""
-    view, err = attempt(lambda: answers_svc.overview(ctx.db, p))
+    view, err = attempt(lambda: answers_svc.overview(db, p))
     if err or view is None:
         empty = pd.DataFrame(columns=PROGRESS)
         return empty, problem(err or ""), hidden, pd.DataFrame(columns=INTENTS), ""
@@ -100,7 +101,7 @@ def show(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
 
 
 def assign(
-    ctx: AppContext,
+    db: Database,
     p: ProjectHandle | None,
     names: list[str],
     overlap: float,
@@ -111,7 +112,7 @@ def assign(
         return problem("Pick a project first.")
     done, err = attempt(
         lambda: svc.assign(
-            ctx.db,
+            db,
             p,
             names or [],
             overlap=(overlap or 0) / 100,
@@ -139,30 +140,30 @@ def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")
 
 
-def member_rows(ctx: AppContext, p: ProjectHandle | None) -> tuple[pd.DataFrame, Any]:
+def member_rows(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, Any]:
     """The members table and the users an admin may add (everyone but admins, who see every
     project already)."""
     if p is None:
         return pd.DataFrame(columns=MEMBERS), gr.update(choices=[])
-    rows = attempt(lambda: members_svc.members(ctx.db, p))[0] or []
+    rows = attempt(lambda: members_svc.members(db, p))[0] or []
     table = pd.DataFrame([[m.name, m.role, m.user_role, m.status] for m in rows], columns=MEMBERS)
-    users = attempt(lambda: accounts.user_names(ctx.db, roles=("viewer", "designer")))[0] or []
+    users = attempt(lambda: accounts.user_names(db, roles=("viewer", "designer")))[0] or []
     return table, gr.update(choices=users)
 
 
-def add_member(ctx: AppContext, p: ProjectHandle, name: str | None, role: str) -> str:
+def add_member(db: Database, p: ProjectHandle, name: str | None, role: str) -> str:
     if not name:
         return problem("Pick the user to add.")
     done, err = attempt(
-        lambda: members_svc.add_member(ctx.db, p, name, None if role == OWN_ROLE else role)
+        lambda: members_svc.add_member(db, p, name, None if role == OWN_ROLE else role)
     )
     return problem(err or "") if err or done is None else ok(done)
 
 
-def remove_member(ctx: AppContext, p: ProjectHandle, name: str | None) -> str:
+def remove_member(db: Database, p: ProjectHandle, name: str | None) -> str:
     if not name:
         return problem("Pick the user to remove.")
-    done, err = attempt(lambda: members_svc.remove_member(ctx.db, p, name))
+    done, err = attempt(lambda: members_svc.remove_member(db, p, name))
     return problem(err or "") if err or done is None else ok(done)
 
 
@@ -211,13 +212,13 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         member_status = gr.Markdown(elem_id="member-status")
     shown = [progress, summary, drawn, intents, nobody]
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
-    refresh_btn.click(bind(show, ctx), [project], shown, **quiet)
+    refresh_btn.click(bind(show, ctx.db), [project], shown, **quiet)
     assign_btn.click(
-        guarded(ctx, "admin")(bind(assign, ctx)),
+        guarded(ctx, "admin")(bind(assign, ctx.db)),
         [project, names, overlap, search, limit],
         [status],
         **quiet,
-    ).then(bind(show, ctx), [project], shown, **quiet)
+    ).then(bind(show, ctx.db), [project], shown, **quiet)
     export_btn.click(bind(export, ctx), [project], [answers_file, status], **quiet)
 
     for button, fn, args in (
@@ -225,11 +226,11 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         (remove_btn, remove_member, [project, member]),
     ):
         button.click(guarded(ctx, "admin")(bind(fn, ctx)), args, [member_status], **quiet).then(
-            bind(member_rows, ctx), [project], [members, member], **quiet
+            bind(member_rows, ctx.db), [project], [members, member], **quiet
         )
 
     def load(p: ProjectHandle | None) -> tuple[Any, ...]:
         choices = (attempt(lambda: svc.annotator_choices(ctx.db, p))[0] or []) if p else []
-        return (gr.update(choices=choices), *show(ctx, p), *member_rows(ctx, p))
+        return (gr.update(choices=choices), *show(ctx.db, p), *member_rows(ctx.db, p))
 
     return {"refresh": (load, [project], [names, *shown, members, member])}

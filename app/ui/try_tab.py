@@ -16,6 +16,7 @@ from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import OUT_OF_SCOPE
+from storage.db import Database
 
 HELP = (
     "The classifier *is* the labelled pool: an utterance gets the intent of its most similar "
@@ -106,11 +107,11 @@ def run(
 
 
 def label(
-    ctx: AppContext, p: ProjectHandle, utterance: str, labels: list[str], context: str | None = ""
+    db: Database, p: ProjectHandle, utterance: str, labels: list[str], context: str | None = ""
 ) -> str:
     """Add the utterance, with the previous turn typed in as its context, to the pool."""
     row, err = attempt(
-        lambda: data_svc.add_utterance(ctx.db, p, utterance, labels, "train", context=context or "")
+        lambda: data_svc.add_utterance(db, p, utterance, labels, "train", context=context or "")
     )
     if err or row is None:
         return problem(err or "")
@@ -182,7 +183,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded(ctx, "designer")(bind(label, ctx)),
+        guarded(ctx, "designer")(bind(label, ctx.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

@@ -25,9 +25,11 @@ from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_U
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
+from storage.db import Database
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +91,9 @@ def _worker_context(settings: Settings) -> AppContext:
 
 
 def finish(
-    ctx: AppContext, job_id: int, status: str, message: str, version_id: int | None = None
+    db: Database, job_id: int, status: str, message: str, version_id: int | None = None
 ) -> None:
-    with ctx.db.write() as s:
+    with db.write() as s:
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
@@ -104,7 +106,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
     differences = ctx.settings.differences_from(job.config.get(DEPLOYMENT))
     if differences:  # it would train for minutes, then fail or save where the app never looks
         finish(
-            ctx,
+            ctx.db,
             job_id,
             "failed",
             f"this worker's settings differ from the app's ({'; '.join(differences)}): set them "
@@ -121,12 +123,14 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         # first card (and a process that exits on success does not cut the encoding short)
         reporter.log("encoding the first card's utterances in the served space", phase="serving")
         prepare_vectors(ctx, job.project_id)
-        finish(ctx, job_id, "succeeded", message, version_id)
+        finish(ctx.db, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
-        finish(ctx, job_id, "cancelled", "cancelled; the active model is unchanged")
+        finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
     except Exception as exc:
         logger.exception("job %s failed", job_id)
-        finish(ctx, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged")
+        finish(
+            ctx.db, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged"
+        )
     finally:
         reporter.close()
 
@@ -144,7 +148,7 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
         p = open_project(ctx.db, project_id, LOCAL)
         before, started = ctx.cache.encoded, time.monotonic()
         ctx.pool(project_id)  # the served pool, even with no queue to order
-        order(ctx, p)
+        order(ctx.live, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,
@@ -180,7 +184,7 @@ def run_worker(settings: Settings) -> None:
             newest.id,
             "; ".join(differences),
         )
-    _sweep_periodically(ctx)  # leftovers of crashed writers, now and every few minutes
+    _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
     reap_dead(ctx)
     huey, _ = make_queue(settings)
     consumer = Consumer(
@@ -195,14 +199,14 @@ def run_worker(settings: Settings) -> None:
     consumer.run()
 
 
-def _sweep_periodically(ctx: AppContext, every: float = SWEEP_SECONDS) -> None:
+def _sweep_periodically(factories: FactoryBuilder, every: float = SWEEP_SECONDS) -> None:
     """Sweep the artifact store (:meth:`storage.artifacts.ArtifactStore.sweep`: only what has
     been untouched for an hour) at once and then every ``every`` seconds, in the background."""
 
     def sweep() -> None:
         while True:
             try:
-                if removed := ctx.artifacts.sweep():
+                if removed := factories.models.artifacts.sweep():
                     logger.info("swept %d leftover(s) of crashed writes", removed)
             except Exception:  # a bucket out of reach now may be back at the next sweep
                 logger.warning("could not sweep the artifact store", exc_info=True)

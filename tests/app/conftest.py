@@ -23,4 +23,4 @@ def demo(ctx):
     from app.services.projects import ensure_demo_project
     from tests.handles import live
 
-    return live(ctx, ensure_demo_project(ctx))
+    return live(ctx, ensure_demo_project(ctx.db))

@@ -69,7 +69,7 @@ def team_context(data_dir: Path) -> Any:
     auth.ensure_admin(ctx.db, PASSWORDS["admin"])
     auth.add_user(ctx.db, "dana", "designer", PASSWORDS["dana"])
     auth.add_user(ctx.db, "vic", "viewer", PASSWORDS["vic"])
-    new_project(ctx, PROJECT)
+    new_project(ctx.db, PROJECT)
     for name in ("dana", "vic"):  # members, each with their own role
         add_member(ctx.db, live(ctx, PROJECT), name)
     for intent, texts in EXAMPLES.items():

@@ -21,7 +21,7 @@ QUESTION = "can I buy a gift voucher for my sister"
 
 
 def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
-    projects.set_settings(ctx, demo, {"anchor_weight": "1"})
+    projects.set_settings(ctx.db, demo, {"anchor_weight": "1"})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
@@ -40,7 +40,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
 
 
 def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
-    projects.set_settings(ctx, demo, {"anchor_weight": "off"})
+    projects.set_settings(ctx.db, demo, {"anchor_weight": "off"})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     out = predict_one(ctx, demo, QUESTION)
     assert all(s["intent"] != "gift_cards" for s in out["intents"])
@@ -48,20 +48,20 @@ def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo
 
 
 def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp_path):
-    projects.set_settings(ctx, demo, {"anchor_weight": 2})
+    projects.set_settings(ctx.db, demo, {"anchor_weight": 2})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     queries = [QUESTION, "where is my parcel", "I forgot my password"]
     app_rows = predict(ctx, demo, queries)
     path = tmp_path / "demo.zip"
-    bundles.export_bundle(ctx, demo, path)
+    bundles.export_bundle(ctx.live, demo, path)
     with load(path) as bundle:
         assert bundle.manifest["anchors"]["texts"]["gift_cards"] == GIFT
         for a, b in zip(app_rows, bundle.predict(queries), strict=True):
             assert (a["top"], a["labels"]) == (b["top"], b["labels"])
             assert a["score"] == pytest.approx(b["score"], abs=1e-4)
     # opened as a project, the bundle keeps the anchors: same cold-start prediction
-    opened = bundles.import_bundle(ctx, path)
-    assert projects.anchors(ctx, live(ctx, opened))["weight"] == 2
+    opened = bundles.import_bundle(ctx.factories, path)
+    assert projects.anchors(ctx.db, live(ctx, opened))["weight"] == 2
     assert predict_one(ctx, live(ctx, opened), QUESTION)["top"] == "gift_cards"
 
 
@@ -97,12 +97,12 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
 
     make_tiny(ctx)
     data_svc.describe_intent(ctx.db, live(ctx, "tiny"), "refund", "Money back for an order")
-    projects.set_settings(ctx, live(ctx, "tiny"), {"anchor_weight": 1})
+    projects.set_settings(ctx.db, live(ctx, "tiny"), {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
         retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"})
     job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    bundles.export_bundle(ctx, live(ctx, "tiny"), tmp_path / "new.zip")
+    bundles.export_bundle(ctx.live, live(ctx, "tiny"), tmp_path / "new.zip")
 
     label_dir = tmp_path / "label"
     cut_copy(encoder.model, 2).save(str(label_dir), safe_serialization=True)
@@ -119,9 +119,9 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     old = rewrite_bundle(
         tmp_path / "new.zip", tmp_path / "old.zip", as_trained_with_a_label_encoder
     )
-    project = bundles.import_bundle(ctx, old)
-    version = projects.summary(ctx, live(ctx, project)).active_model_version_id
-    utterances, _ = resolve_encoder(ctx, live(ctx, project), version)
+    project = bundles.import_bundle(ctx.factories, old)
+    version = projects.summary(ctx.db, live(ctx, project)).active_model_version_id
+    utterances, _ = resolve_encoder(ctx.factories, live(ctx, project), version)
     labels = anchor_encoder_of(utterances)  # the version's reader gave it its label encoder
     assert labels is not utterances and labels.fingerprint != utterances.fingerprint
     anchors = ["Money back for an order", "card lost"]
@@ -136,7 +136,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     assert ctx.cache.lookup(labels.fingerprint, anchors)[0] is not None
     assert ctx.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
-    bundles.export_bundle(ctx, live(ctx, project), tmp_path / "again.zip")
+    bundles.export_bundle(ctx.live, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
         row = bundle.predict([QUESTION])[0]
     assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)

@@ -40,7 +40,7 @@ def source(tmp_path_factory):
     worker.execute_job(ctx, job.id)
     from app.services.versions import activate
 
-    activate(ctx, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
+    activate(ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
     yield ctx
     ctx.close()
 
@@ -59,7 +59,7 @@ def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, c
     assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 0
     restored = AppContext(load_settings(target))
     try:
-        assert history(restored, live(restored, "tiny")) == history(ctx, live(ctx, "tiny"))
+        assert history(restored.db, live(restored, "tiny")) == history(ctx.db, live(ctx, "tiny"))
         before = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
         after = predict_svc.predict(restored, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):

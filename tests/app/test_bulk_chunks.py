@@ -23,7 +23,7 @@ from tests.handles import live
 def _project(ctx, n: int) -> list[int]:
     """Project "big": a labelled seed and ``n`` unlabelled rows; the ids of those."""
     rows = [NewUtterance(f"utterance {i}", (), "unlabelled") for i in range(n)]
-    import_utterances(ctx, destination(ctx, "big"), [NewUtterance("seed", ("seed",)), *rows])
+    import_utterances(ctx.db, destination(ctx.db, "big"), [NewUtterance("seed", ("seed",)), *rows])
     return [r["id"] for r in _table(ctx) if r["split"] == "unlabelled"]
 
 
@@ -158,7 +158,7 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     lock, a designer's save in another project. The save lands once a chunk is in, before the
     bulk label ends, instead of waiting for all of it (or failing busy after the timeout, as a
     one-transaction bulk label did)."""
-    import_utterances(ctx, destination(ctx, "other"), [NewUtterance("hello", ("greet",))])
+    import_utterances(ctx.db, destination(ctx.db, "other"), [NewUtterance("hello", ("greet",))])
     uid = data_svc.table(ctx.db, live(ctx, "other"))[0]["id"]
     ids = _project(ctx, 4 * bulk_svc.CHUNK_ROWS)
     plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["t"])

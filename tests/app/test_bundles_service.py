@@ -34,7 +34,7 @@ def same_predictions(app_out: list[dict], bundle_out: list[dict]) -> None:
 
 def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
     out = tmp_path / "demo.zip"
-    info = svc.export_bundle(ctx, demo, out)
+    info = svc.export_bundle(ctx.live, demo, out)
     assert info["model_version"] is None and info["exemplars"] > 100
     queries = ["where is my parcel", "I forgot my password", "can I speak to a person"]
     with load(out) as predictor:
@@ -50,9 +50,9 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     version = retrain_jobs.job(ctx, job.id).model_version_id
     from app.services.versions import activate
 
-    activate(ctx, live(ctx, "tiny"), version)
+    activate(ctx.factories, live(ctx, "tiny"), version)
     out = tmp_path / "tiny.zip"
-    info = svc.export_bundle(ctx, live(ctx, "tiny"), out)
+    info = svc.export_bundle(ctx.live, live(ctx, "tiny"), out)
     assert info["model_version"] == version
     app_out = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
     with load(out) as predictor:
@@ -60,17 +60,17 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
         assert predictor.manifest["encoder_kind"] == "full"
         same_predictions(app_out, predictor.predict(QUERIES))
 
-    name = svc.import_bundle(ctx, out)
+    name = svc.import_bundle(ctx.factories, out)
     assert name == "tiny (bundle)"
     same_predictions(app_out, predict_svc.predict(ctx, live(ctx, name), QUERIES))
-    assert [h["method"] for h in history(ctx, live(ctx, name))] == ["fast"]
+    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["fast"]
     with pytest.raises(StorageError, match="read-only"):
         data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
 
 
 def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
     out = tmp_path / "demo.zip"
-    svc.export_bundle(ctx, demo, out)
+    svc.export_bundle(ctx.live, demo, out)
     bad = tmp_path / "bad.zip"
     with zipfile.ZipFile(out) as src, zipfile.ZipFile(bad, "w") as dst:
         for item in src.infolist():
@@ -78,10 +78,10 @@ def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
             if item.filename == "exemplars.jsonl":  # its sha256 in the manifest no longer matches
                 data = data.replace(b"where is my order", b"WHERE is my order")
             dst.writestr(item, data)
-    projects = project_names(ctx)
+    projects = project_names(ctx.db)
     with pytest.raises(ValueError, match=r"exemplars\.jsonl"):
-        svc.import_bundle(ctx, bad)
-    assert project_names(ctx) == projects
+        svc.import_bundle(ctx.factories, bad)
+    assert project_names(ctx.db) == projects
     assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
 
 
@@ -106,12 +106,12 @@ def test_bundle_cli_export_then_predict(tmp_path, capsys):
 @pytest.mark.parametrize("target", ["nlu.yml", "intents.zip", "folder"])
 def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, target):
     out = tmp_path / target
-    n = io_svc.export_project(ctx, demo, out).rows
-    labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, demo) if r.labels)
+    n = io_svc.export_project(ctx.db, demo, out).rows
+    labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx.db, demo) if r.labels)
     assert n > 0
-    result = io_svc.import_file(ctx, destination(ctx, "copy"), out)
+    result = io_svc.import_file(ctx.db, destination(ctx.db, "copy"), out)
     assert result.inserted == len(labelled)
-    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx, live(ctx, "copy")))
+    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx.db, live(ctx, "copy")))
     assert copied == labelled
 
 
@@ -123,8 +123,8 @@ def adapter_bundle(tmp_path_factory, encoder):
 
 
 def test_a_sound_adapter_bundle_becomes_the_active_version(ctx, adapter_bundle):
-    name = svc.import_bundle(ctx, adapter_bundle)
-    assert [h["method"] for h in history(ctx, live(ctx, name))] == ["lora"]
+    name = svc.import_bundle(ctx.factories, adapter_bundle)
+    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["lora"]
     assert predict_svc.predict(ctx, live(ctx, name), ["I lost my card"])[0]["top"] == "lost_card"
 
 
@@ -132,10 +132,10 @@ def test_a_bundle_whose_weights_cannot_load_imports_nothing(ctx, adapter_bundle,
     from tests.core.bundle.test_weights import ADAPTER, Q_A, edit_tensors, rewrite
 
     bad = rewrite(adapter_bundle, tmp_path / "bad.zip", edit_tensors(ADAPTER, lambda t: t.pop(Q_A)))
-    projects = project_names(ctx)
+    projects = project_names(ctx.db)
     with pytest.raises(BundleError, match=r"lacks 1 tensor\(s\) of the base encoder 'minilm'"):
-        svc.import_bundle(ctx, bad)
-    assert project_names(ctx) == projects
+        svc.import_bundle(ctx.factories, bad)
+    assert project_names(ctx.db) == projects
     assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
 
 

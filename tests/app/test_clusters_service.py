@@ -31,7 +31,7 @@ def _cluster(found, word):
 
 
 def test_planted_groups_come_back_with_words_examples_and_nearest_intent(ctx, logs):
-    found = svc.candidate_intents(ctx, live(ctx, logs))
+    found = svc.candidate_intents(ctx.live, live(ctx, logs))
     gift = _cluster(found, "gift")
     assert sum("gift" in t for t in gift.texts) >= 6 and gift.size == len(gift.ids)
     assert gift.choice.startswith(f"{gift.number} · gift") and gift.choice.endswith(
@@ -48,9 +48,9 @@ def test_planted_groups_come_back_with_words_examples_and_nearest_intent(ctx, lo
 
 def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, logs):
     before = _state(ctx, logs)
-    gift = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "gift")
+    gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
     keep, dropped = list(gift.ids[:-1]), gift.ids[-1]  # the designer unticks one example
-    done = svc.create_from_cluster(ctx, live(ctx, logs), keep, "gift_cards")
+    done = svc.create_from_cluster(ctx.db, live(ctx, logs), keep, "gift_cards")
     assert len(done.change) == len(keep)
     after = _state(ctx, logs)
     assert all(after[i] == ("gift_cards", "train") for i in keep)  # joined the pool
@@ -63,16 +63,16 @@ def test_a_cluster_becomes_a_new_intent_in_one_batch_that_one_undo_reverts(ctx, 
     )  # no empty intent left behind
     # and the clusters no longer offer what was labelled
     data_svc.label_utterance(ctx.db, live(ctx, logs), keep[0], ["gift_cards"])
-    assert all(keep[0] not in c.ids for c in svc.candidate_intents(ctx, live(ctx, logs)))
+    assert all(keep[0] not in c.ids for c in svc.candidate_intents(ctx.live, live(ctx, logs)))
 
 
 def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhile(ctx, logs):
-    klarna = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "klarna")
+    klarna = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "klarna")
     first = klarna.ids[0]
     data_svc.label_utterance(
         ctx.db, live(ctx, logs), first, ["talk_to_human"]
     )  # someone else, meanwhile
-    done = svc.add_to_intent(ctx, live(ctx, logs), list(klarna.ids), "payment_failed")
+    done = svc.add_to_intent(ctx.db, live(ctx, logs), list(klarna.ids), "payment_failed")
     after = _state(ctx, logs)
     assert first in done.labelled and after[first][0] == "talk_to_human"  # protected
     assert all(after[i] == ("payment_failed", "train") for i in klarna.ids[1:])
@@ -82,12 +82,12 @@ def test_a_cluster_is_added_to_an_existing_intent_leaving_rows_labelled_meanwhil
 def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ctx, logs):
     import time
 
-    gift = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "gift")
+    gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
     data_svc.create_intent(
         ctx.db, live(ctx, logs), "gift_cards"
     )  # the designer makes it first, empty
     time.sleep(1.1)  # a person's next click: not the same action
-    svc.add_to_intent(ctx, live(ctx, logs), list(gift.ids), "gift_cards")
+    svc.add_to_intent(ctx.db, live(ctx, logs), list(gift.ids), "gift_cards")
     history.undo(ctx.db, live(ctx, logs))
     assert "gift_cards" in data_svc.intent_names(
         ctx.db, live(ctx, logs)
@@ -96,31 +96,31 @@ def test_undo_keeps_an_intent_made_by_hand_before_the_cluster_was_added_to_it(ct
 
 def test_bad_choices_get_a_message_and_change_nothing(ctx, logs):
     before = _state(ctx, logs)
-    gift = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "gift")
+    gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
     with pytest.raises(ValueError, match=r"Intent 'track_order' already exists: pick it under"):
-        svc.create_from_cluster(ctx, live(ctx, logs), list(gift.ids), "track_order")
+        svc.create_from_cluster(ctx.db, live(ctx, logs), list(gift.ids), "track_order")
     with pytest.raises(ValueError, match=r"Give the new intent a name"):
-        svc.create_from_cluster(ctx, live(ctx, logs), list(gift.ids), "  ")
+        svc.create_from_cluster(ctx.db, live(ctx, logs), list(gift.ids), "  ")
     with pytest.raises(ValueError, match=r"Choose at least one example of the cluster to keep"):
-        svc.create_from_cluster(ctx, live(ctx, logs), [], "gift_cards")
+        svc.create_from_cluster(ctx.db, live(ctx, logs), [], "gift_cards")
     with pytest.raises(ValueError, match=r"No intent 'gift_cards' in this project"):
-        svc.add_to_intent(ctx, live(ctx, logs), list(gift.ids), "gift_cards")
+        svc.add_to_intent(ctx.db, live(ctx, logs), list(gift.ids), "gift_cards")
     assert _state(ctx, logs) == before
     assert "gift_cards" not in data_svc.intent_names(ctx.db, live(ctx, logs))
 
 
 def test_too_few_unlabelled_utterances_get_a_clear_message(ctx):
-    new_project(ctx, "tiny")
+    new_project(ctx.db, "tiny")
     for text in GIFT[:5]:
         data_svc.add_utterance(ctx.db, live(ctx, "tiny"), text, [], "unlabelled")
     with pytest.raises(ValueError, match=r"has 5 unlabelled utterances; .* at least 20"):
-        svc.candidate_intents(ctx, live(ctx, "tiny"))
+        svc.candidate_intents(ctx.live, live(ctx, "tiny"))
 
 
 def test_a_cluster_is_isolated_on_the_map(ctx, logs):
     from app.services import maps
 
-    gift = _cluster(svc.candidate_intents(ctx, live(ctx, logs)), "gift")
+    gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
     view = maps.compute_map(ctx, live(ctx, logs), method="pca")
     fig = svc.cluster_figure(view, gift.ids, gift.title)
     lit = [t for t in fig.data if t.name and t.name.startswith("candidate: gift")]

@@ -32,34 +32,34 @@ def flipped(ctx, demo):
 def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably(
     ctx, demo, flipped
 ):
-    found = svc.find(ctx, demo, "mislabel")
+    found = svc.find(ctx.live, demo, "mislabel")
     mine = next(c for c in found if c.ids == (flipped,))
     assert "labelled discount_code; the other examples say account_password_reset" in mine.title
     assert [f.label for f in mine.fixes] == [
         f"Relabel #{flipped} to account_password_reset",
         f"Delete #{flipped}",
     ]
-    assert flipped in svc.likely_mislabelled(ctx, demo)[:3]
+    assert flipped in svc.likely_mislabelled(ctx.live, demo)[:3]
 
     before = len(history.activity(ctx.db, demo))
-    assert svc.apply(ctx, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
+    assert svc.apply(ctx.db, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "account_password_reset"
     assert len(history.activity(ctx.db, demo)) == before + 1  # one batch
-    assert all(c.ids != (flipped,) for c in svc.find(ctx, demo, "mislabel"))
+    assert all(c.ids != (flipped,) for c in svc.find(ctx.live, demo, "mislabel"))
 
-    assert "back to discount_code" in svc.undo(ctx, demo)
+    assert "back to discount_code" in svc.undo(ctx.db, demo)
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "discount_code"
 
 
 def test_a_near_duplicate_with_another_intent_is_found_and_deleting_it_is_undoable(ctx, demo):
     twin = data_svc.add_utterance(ctx.db, demo, "where is my order??", ["payment_failed"])
-    found = svc.find(ctx, demo, "duplicate")
+    found = svc.find(ctx.live, demo, "duplicate")
     mine = next(c for c in found if twin["id"] in c.ids)
     assert mine.ids[1] == twin["id"] and "says what" in mine.title
     assert mine.fixes[0].label.endswith("to track_order") and mine.fixes[1].action == "delete"
-    assert svc.apply(ctx, demo, mine.fixes[1]) == f"Deleted #{twin['id']}."
+    assert svc.apply(ctx.db, demo, mine.fixes[1]) == f"Deleted #{twin['id']}."
     assert data_svc.table(ctx.db, demo, search="where is my order??") == []
-    svc.undo(ctx, demo)
+    svc.undo(ctx.db, demo)
     assert row_by_text(ctx, demo, "where is my order??")["intents"] == "payment_failed"
 
 
@@ -77,40 +77,40 @@ def test_moving_the_confusable_examples_of_an_overlap_is_one_batch_that_one_undo
         tuple(row_by_text(ctx, demo, t)["version"] for t in texts),
     )
     before = len(history.activity(ctx.db, demo))
-    assert svc.apply(ctx, demo, fix) == "Moved 3 example(s) to track_order."
+    assert svc.apply(ctx.db, demo, fix) == "Moved 3 example(s) to track_order."
     activity = history.activity(ctx.db, demo)
     assert len(activity) == before + 1 and activity[0]["rows"] == 3
-    assert "Undid label of 3 utterance(s)" in svc.undo(ctx, demo)
+    assert "Undid label of 3 utterance(s)" in svc.undo(ctx.db, demo)
     assert {row_by_text(ctx, demo, t)["intents"] for t in texts} == {"cancel_order"}
 
 
 def test_overlapping_intents_offer_a_merge(ctx, demo, flipped):
-    overlaps = svc.find(ctx, demo, "overlap")
+    overlaps = svc.find(ctx.live, demo, "overlap")
     assert overlaps and all(c.fixes[-1].action == "merge" for c in overlaps)
     assert [c.severity for c in overlaps] == sorted((c.severity for c in overlaps), reverse=True)
 
 
 def test_a_row_changed_since_the_conflicts_were_found_is_not_overwritten(ctx, demo, flipped):
-    mine = next(c for c in svc.find(ctx, demo, "mislabel") if c.ids == (flipped,))
+    mine = next(c for c in svc.find(ctx.live, demo, "mislabel") if c.ids == (flipped,))
     data_svc.label_utterance(ctx.db, demo, flipped, ["talk_to_human"])  # someone else, meanwhile
     with pytest.raises(data_svc.repo.ConflictError, match="changed by someone else"):
-        svc.apply(ctx, demo, mine.fixes[0])
+        svc.apply(ctx.db, demo, mine.fixes[0])
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "talk_to_human"
 
 
 def test_an_unknown_kind_or_fix_is_refused(ctx, demo):
     with pytest.raises(ValueError, match="Unknown kind of conflict 'dupes'"):
-        svc.find(ctx, demo, "dupes")
+        svc.find(ctx.live, demo, "dupes")
     with pytest.raises(ValueError, match="Unknown fix 'rename'"):
-        svc.apply(ctx, demo, svc.Fix("rename", "x"))
+        svc.apply(ctx.db, demo, svc.Fix("rename", "x"))
 
 
 def test_the_queue_can_review_the_likely_mislabelled_first(ctx, demo, flipped):
-    ids = queue_svc.order(ctx, demo, "mislabelled")
+    ids = queue_svc.order(ctx.live, demo, "mislabelled")
     assert ids[0] == flipped
-    item = queue_svc.item(ctx, demo, ids[0], review=True)
+    item = queue_svc.item(ctx.live, demo, ids[0], review=True)
     assert item is not None and item.current == ("discount_code",)
     assert item.suggestions[0].intent == "account_password_reset"  # the row itself has no vote
     assert item.suggestions[0].example != FLIPPED
-    queue_svc.answer(ctx, demo, flipped, "take", ["account_password_reset"])
-    assert flipped not in queue_svc.order(ctx, demo, "mislabelled")
+    queue_svc.answer(ctx.live, demo, flipped, "take", ["account_password_reset"])
+    assert flipped not in queue_svc.order(ctx.live, demo, "mislabelled")

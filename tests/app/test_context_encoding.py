@@ -30,7 +30,7 @@ ROWS = [
 
 @pytest.fixture
 def bank(ctx):
-    import_utterances(ctx, destination(ctx, "bank"), list(ROWS))
+    import_utterances(ctx.db, destination(ctx.db, "bank"), list(ROWS))
     return live(ctx, "bank")
 
 
@@ -43,7 +43,7 @@ def _pool(ctx, project):
 
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
     cancel = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
     top_up = predict_one(ctx, live(ctx, bank), "yes please", context=TOP_UP)
     assert (cancel["top"], top_up["top"]) == ("cancel_card", "top_up")
@@ -54,7 +54,7 @@ def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
 
 
 def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank, encoder):
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
     pool = _pool(ctx, live(ctx, bank))
     shown = "Shall I close your card for you? [SEP] sure, go ahead"
     assert shown in [t for t, _ in pool.items.values()]
@@ -64,13 +64,13 @@ def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank,
     out = predict_one(ctx, live(ctx, bank), "go ahead then", context="Shall I close your card?")
     assert out["neighbours"][0]["text"] == shown  # the evidence names the example's context
     projects.set_settings(
-        ctx, live(ctx, bank), {"encode_context": "off"}
+        ctx.db, live(ctx, bank), {"encode_context": "off"}
     )  # off: the same pool, texts alone
     assert "sure, go ahead" in [t for t, _ in _pool(ctx, live(ctx, bank)).items.values()]
 
 
 def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
-    assert projects.context_encoding(ctx, live(ctx, bank))["encode_context"] is False
+    assert projects.context_encoding(ctx.db, live(ctx, bank))["encode_context"] is False
     alone = predict_one(ctx, live(ctx, bank), "yes please")
     sent = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
     assert sent["context_used"] is False and sent["context"] == CANCEL
@@ -79,7 +79,7 @@ def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
 
 
 def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": True})
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": True})
     out = predict_requests(
         ctx, [(bank, "yes please", 1, CANCEL), (bank, "yes please", 1, TOP_UP), (bank, "hi", 1)]
     )
@@ -93,8 +93,8 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
-    _, preds = test_predictions(ctx, live(ctx, bank), "base")
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
+    _, preds = test_predictions(ctx.factories, live(ctx, bank), "base")
     assert [p.text for p in preds] == ["Which card should I top up? [SEP] that one"]
     with ctx.db.session() as s:
         p = get_project(s, str(bank))
@@ -106,7 +106,7 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
 
 
 def test_exported_rows_keep_their_contexts(ctx, bank):
-    kept = {r.text: r.context for r in export_rows(ctx, live(ctx, bank))}
+    kept = {r.text: r.context for r in export_rows(ctx.db, live(ctx, bank))}
     assert kept["sure, go ahead"] == "Shall I close your card for you?"
     assert kept["cancel my card"] == ""
 
@@ -126,19 +126,19 @@ def test_a_bad_context_is_a_message(ctx, bank, contexts, message):
 
 def test_the_setting_takes_on_or_off_and_nothing_else(ctx, bank):
     with pytest.raises(ValueError, match="'on' or 'off', not 'maybe'"):
-        projects.set_settings(ctx, live(ctx, bank), {"encode_context": "maybe"})
-    assert projects.context_encoding(ctx, live(ctx, bank))["encode_context"] is False
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
-    out = projects.context_encoding(ctx, live(ctx, bank))
+        projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "maybe"})
+    assert projects.context_encoding(ctx.db, live(ctx, bank))["encode_context"] is False
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
+    out = projects.context_encoding(ctx.db, live(ctx, bank))
     assert out["encode_context"] is True and out["with_context"] == 2
 
 
 def test_a_bundle_of_a_project_that_encodes_context_is_refused(ctx, bank, tmp_path):
     from app.services.bundles import export_bundle
 
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
     with pytest.raises(ValueError, match="a bundle predicts from the utterance alone"):
-        export_bundle(ctx, live(ctx, bank), tmp_path / "b.zip", version="base")
+        export_bundle(ctx.live, live(ctx, bank), tmp_path / "b.zip", version="base")
     assert not (tmp_path / "b.zip").exists()
 
 
@@ -161,9 +161,9 @@ def test_the_try_tab_predicts_after_the_previous_turn_and_labels_with_it(ctx, ba
 
     explanation, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "The previous turn was ignored" in explanation  # off: says so
-    projects.set_settings(ctx, live(ctx, bank), {"encode_context": "on"})
+    projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
     explanation, ranked, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
     assert "Encoded after the previous turn" in explanation
     assert ranked.iloc[0]["intent"] == "top_up"
-    assert "Added" in label(ctx, bank, "go for it", ["top_up"], TOP_UP)
-    assert {r.text: r.context for r in export_rows(ctx, live(ctx, bank))}["go for it"] == TOP_UP
+    assert "Added" in label(ctx.db, bank, "go for it", ["top_up"], TOP_UP)
+    assert {r.text: r.context for r in export_rows(ctx.db, live(ctx, bank))}["go for it"] == TOP_UP

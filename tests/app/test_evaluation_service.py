@@ -29,7 +29,7 @@ def _retrain(ctx, project: str) -> int:
 
 
 def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
-    new_project(ctx, "bank")
+    new_project(ctx.db, "bank")
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(
@@ -43,7 +43,7 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
         ctx.db, live(ctx, "bank"), "hi, what's my balance", "balance|greeting", "test"
     )
     version = _retrain(ctx, "bank")
-    recorded = version_svc.metrics(ctx, live(ctx, "bank"), version)
+    recorded = version_svc.metrics(ctx.db, live(ctx, "bank"), version)
     served = eval_svc.live_evaluation(ctx, live(ctx, "bank"), version)
     assert recorded.primary == served.primary == "accuracy"
     assert recorded.n == served.n == sum(1 for _ in TINY) + 2
@@ -53,14 +53,14 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
 
 
 def test_multi_label_history_and_live_agree(ctx):
-    new_project(ctx, "hotel")
+    new_project(ctx.db, "hotel")
     for split, rows in (("train", HOTEL_ROWS), ("test", HOTEL_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
                 ctx.db, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
             )
     version = _retrain(ctx, "hotel")
-    recorded = version_svc.metrics(ctx, live(ctx, "hotel"), version)
+    recorded = version_svc.metrics(ctx.db, live(ctx, "hotel"), version)
     served = eval_svc.live_evaluation(ctx, live(ctx, "hotel"), version)
     assert recorded.multi_label and served.multi_label
     assert recorded.primary == served.primary == "micro_f1"

@@ -78,7 +78,7 @@ def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx,
 def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
     from app.services.projects import new_project
 
-    new_project(ctx, "empty")
+    new_project(ctx.db, "empty")
     for _ in range(3):  # more than the per-user limit: each failure released its place
         with pytest.raises(ValueError, match="no labelled training utterances"):
             predict(ctx, live(ctx, "empty"), ["hello", "there"], who=DESIGNER)

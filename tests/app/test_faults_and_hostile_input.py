@@ -71,7 +71,7 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
     assert failed.status == "failed"
     assert "No space left on device" in failed.message
     assert "active model is unchanged" in failed.message
-    assert history(ctx, live(ctx, "tiny")) == []
+    assert history(ctx.db, live(ctx, "tiny")) == []
     assert not list(ctx.settings.artifacts_dir.rglob("job*"))
     assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
 
@@ -99,7 +99,7 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
     assert ended.status == "failed"
     assert "stopped unexpectedly" in ended.message
     assert "after the job had ended" in ended.log
-    assert history(ctx, live(ctx, "tiny")) == []
+    assert history(ctx.db, live(ctx, "tiny")) == []
     assert not list(ctx.settings.artifacts_dir.rglob("job*"))
 
 
@@ -113,7 +113,7 @@ def test_a_full_disk_while_exporting_leaves_no_partial_bundle(ctx, demo, tmp_pat
     folder = tmp_path / "exports"
     folder.mkdir()
     with pytest.raises(OSError, match="No space left"):
-        bundle_svc.export_bundle(ctx, demo, folder / "demo.zip")
+        bundle_svc.export_bundle(ctx.live, demo, folder / "demo.zip")
     assert list(folder.iterdir()) == []
 
 
@@ -143,16 +143,16 @@ def test_odd_unicode_in_every_format(ctx, tmp_path, fmt, text, accepted):
             encoding="utf-8",
         )
     if accepted:
-        result = io_svc.import_file(ctx, destination(ctx, "odd"), path)
+        result = io_svc.import_file(ctx.db, destination(ctx.db, "odd"), path)
         assert result.inserted == 1
         # stored NFC (issue 27 row 7): the combining accent is composed into one character
-        assert io_svc.export_rows(ctx, live(ctx, "odd"))[0].text == unicodedata.normalize(
+        assert io_svc.export_rows(ctx.db, live(ctx, "odd"))[0].text == unicodedata.normalize(
             "NFC", text.strip()
         )
     else:
         with pytest.raises(FormatError, match="Nothing was imported"):
-            io_svc.import_file(ctx, destination(ctx, "odd"), path)
-        assert "odd" not in project_names(ctx)  # not even the project was created
+            io_svc.import_file(ctx.db, destination(ctx.db, "odd"), path)
+        assert "odd" not in project_names(ctx.db)  # not even the project was created
 
 
 def test_a_save_that_fails_on_its_labels_keeps_the_old_text_too(ctx, demo):

@@ -30,7 +30,7 @@ def studio(tmp_path_factory):
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
     ctx = AppContext(dataclasses.replace(settings, public_hosts=("studio.example",)))
-    new_project(ctx, "shop")
+    new_project(ctx.db, "shop")
     data_svc.add_utterance(ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"])
     port = free_port()
     with serving(web.web_app(ctx, host="127.0.0.1", port=port), port=port) as base:

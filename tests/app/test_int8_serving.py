@@ -43,10 +43,12 @@ def served(tmp_path_factory):
 
     settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
     context = AppContext(dataclasses.replace(settings, int8=True))
-    demo = live(context, ensure_demo_project(context))
+    demo = live(context, ensure_demo_project(context.db))
     job, _ = retrain_jobs.request_retrain(context, demo, QUICK, enqueue=False)
     worker.execute_job(context, job.id)
-    version_svc.activate(context, demo, retrain_jobs.job(context, job.id).model_version_id)
+    version_svc.activate(
+        context.factories, demo, retrain_jobs.job(context, job.id).model_version_id
+    )
     yield context, demo
     context.close()
 
@@ -88,7 +90,7 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
     agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
     assert agree >= 0.99
-    assert "int8 ONNX" in version_svc.serving(ctx, live(ctx, trained))
+    assert "int8 ONNX" in version_svc.serving(ctx.db, live(ctx, trained))
 
 
 def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, trained, tmp_path):
@@ -106,28 +108,28 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     assert recorded.fp32.measured_with == "fp32"
     assert "int8 encoder that serves it" in recorded.gate["reason"]
 
-    factory, _, data, multi = evaluation_inputs(ctx, p)
+    factory, _, data, multi = evaluation_inputs(ctx.factories, p)
     assert isinstance(factory.encoder, OnnxEncoder) and not multi
     fresh, _ = evaluate_version(factory, data, EmbeddingCache(tmp_path / "cache"))
     assert (fresh.accuracy, fresh.macro_f1) == (recorded.accuracy, recorded.macro_f1)
     answers = predict_svc.predict(ctx, p, data.test_texts, show=0)
     hits = [a["top"] in gold for a, gold in zip(answers, data.test_labels, strict=True)]
     assert np.mean(hits) == pytest.approx(recorded.accuracy)
-    shown = version_svc.metrics(ctx, p)
+    shown = version_svc.metrics(ctx.db, p)
     assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
     assert live_evaluation(ctx, p).accuracy == recorded.accuracy
 
     fp32, _ = evaluate_version(ctx.version_factory(p.id, mv), data, ctx.cache)
     assert fp32.accuracy == recorded.fp32.accuracy
-    project_svc.set_settings(ctx, p, {"serve_int8": "off"})
+    project_svc.set_settings(ctx.db, p, {"serve_int8": "off"})
     try:
         p = live(ctx, trained)
-        shown = version_svc.metrics(ctx, p)
+        shown = version_svc.metrics(ctx.db, p)
         assert shown.measured_with == "fp32" and shown.accuracy == fp32.accuracy
         assert shown.gate == recorded.gate and shown.base == recorded.base
         assert live_evaluation(ctx, p).accuracy == fp32.accuracy
     finally:
-        project_svc.set_settings(ctx, p, {"serve_int8": "on"})
+        project_svc.set_settings(ctx.db, p, {"serve_int8": "on"})
 
 
 def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):
@@ -135,7 +137,7 @@ def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, train
     int8 vectors (the retrain's parity check and first card); its colours are what Try says."""
     from app.services import maps
 
-    factory, _ = maps.map_factory(ctx, trained, None)
+    factory, _ = maps.map_factory(ctx.factories, trained, None)
     assert isinstance(factory.encoder, OnnxEncoder)
     before = ctx.cache.encoded
     view = maps.get_map(ctx, live(ctx, trained), method="pca")
@@ -161,8 +163,8 @@ def _fp32_index(pool, vecs):
 
 def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     pid, _ = _state(ctx, trained)
-    project_svc.set_settings(ctx, live(ctx, trained), {"serve_int8": "off"})
-    line = version_svc.serving(ctx, live(ctx, trained))
+    project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "off"})
+    line = version_svc.serving(ctx.db, live(ctx, trained))
     assert "fp32" in line and "turned off" in line
     assert isinstance(ctx.pool(pid).encoder, Encoder)
     assert (
@@ -235,7 +237,7 @@ def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
         row.metrics = {**row.metrics, "int8": failed}
     ctx.forget_pool(pid)
     assert isinstance(ctx.pool(pid).encoder, Encoder)
-    assert "int8 not used" in version_svc.serving(ctx, live(ctx, trained))
+    assert "int8 not used" in version_svc.serving(ctx.db, live(ctx, trained))
 
 
 def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():

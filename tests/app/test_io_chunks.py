@@ -57,7 +57,7 @@ def _batches(ctx, project: str) -> dict[str, set[str]]:
 
 def test_a_long_import_is_written_in_chunks_as_one_batch(ctx, small_chunks):
     writes = _count_writes(ctx)
-    result = io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
+    result = io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), _rows(10))
     assert len(writes) == 4  # 3 + 3 + 3 + 1 rows
     assert (result.inserted, result.updated, result.skipped) == (10, 0, 0)
     assert result.intents_created == [f"intent_{i}" for i in range(4)]
@@ -66,10 +66,10 @@ def test_a_long_import_is_written_in_chunks_as_one_batch(ctx, small_chunks):
 
 
 def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
-    io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
+    io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), _rows(10))
     moved = [NewUtterance(f"row {i}", ("other",)) for i in range(8)]
     result = io_svc.import_utterances(
-        ctx, destination(ctx, "p"), moved + _rows(2, "new"), on_existing="relabel"
+        ctx.db, destination(ctx.db, "p"), moved + _rows(2, "new"), on_existing="relabel"
     )
     assert (result.inserted, result.updated, result.intents_created) == (2, 8, ["other"])
     rows = {r["text"]: r for r in data_svc.table(ctx.db, live(ctx, "p"))}
@@ -86,8 +86,8 @@ def test_a_relabel_in_chunks_is_undone_as_one(ctx, small_chunks):
 
 
 def test_skipped_rows_are_counted_across_chunks(ctx, small_chunks):
-    io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(5))
-    again = io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10))
+    io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), _rows(5))
+    again = io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), _rows(10))
     assert (again.inserted, again.updated, again.skipped) == (5, 0, 5)
 
 
@@ -103,13 +103,15 @@ BAD_LAST_ROW = {
 
 @pytest.mark.parametrize("problem", sorted(BAD_LAST_ROW))
 def test_a_problem_in_the_last_chunk_refuses_the_whole_import(ctx, small_chunks, problem):
-    io_svc.import_utterances(ctx, destination(ctx, "p"), [NewUtterance("seed", ("intent_0",))])
+    io_svc.import_utterances(
+        ctx.db, destination(ctx.db, "p"), [NewUtterance("seed", ("intent_0",))]
+    )
     bad, kwargs = BAD_LAST_ROW[problem]
     writes = _count_writes(ctx)
     with pytest.raises(StorageError, match=problem):
-        io_svc.import_utterances(ctx, destination(ctx, "p"), [*_rows(10), bad], **kwargs)
+        io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), [*_rows(10), bad], **kwargs)
     with pytest.raises(StorageError, match=problem):
-        io_svc.import_utterances(ctx, destination(ctx, "fresh"), [*_rows(10), bad], **kwargs)
+        io_svc.import_utterances(ctx.db, destination(ctx.db, "fresh"), [*_rows(10), bad], **kwargs)
     assert writes == []  # refused before any write transaction began
     assert [r["text"] for r in data_svc.table(ctx.db, live(ctx, "p"))] == ["seed"]
     with pytest.raises(StorageError, match="No project 'fresh'"):
@@ -123,7 +125,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     with most of the import still to come, instead of waiting for all of it (or failing with
     'busy' after the timeout, as a one-transaction import did)."""
     io_svc.import_utterances(
-        ctx, destination(ctx, "other"), [NewUtterance("where is my parcel", ("track",))]
+        ctx.db, destination(ctx.db, "other"), [NewUtterance("where is my parcel", ("track",))]
     )
     uid = data_svc.table(ctx.db, live(ctx, "other"))[0]["id"]
     rows = _rows(8 * io_svc.CHUNK_ROWS, intents=80)
@@ -143,7 +145,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
 
     def run_import() -> None:
         try:
-            done["result"] = io_svc.import_utterances(ctx, destination(ctx, "big"), rows)
+            done["result"] = io_svc.import_utterances(ctx.db, destination(ctx.db, "big"), rows)
         except BaseException as exc:  # shown by the assertion below
             done["error"] = exc
         done["at"] = time.monotonic()
@@ -167,7 +169,9 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
 def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, small_chunks):
     """Someone adds a text of the import after it was checked: the chunk with it is refused
     (on_existing="error"), the chunks before it stay, and the message says so."""
-    io_svc.import_utterances(ctx, destination(ctx, "p"), [NewUtterance("seed", ("intent_0",))])
+    io_svc.import_utterances(
+        ctx.db, destination(ctx.db, "p"), [NewUtterance("seed", ("intent_0",))]
+    )
     original = ctx.db.write
     chunks: list[int] = []
 
@@ -183,6 +187,6 @@ def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, 
 
     ctx.db.write = write
     with pytest.raises(StorageError, match=r"already in this project.*stopped after 6 of 10 row"):
-        io_svc.import_utterances(ctx, destination(ctx, "p"), _rows(10), on_existing="error")
+        io_svc.import_utterances(ctx.db, destination(ctx.db, "p"), _rows(10), on_existing="error")
     texts = {r["text"] for r in data_svc.table(ctx.db, live(ctx, "p"))}
     assert texts == {"seed", "row 7"} | {f"row {i}" for i in range(6)}  # chunks 1 and 2

@@ -30,7 +30,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
     settings = load_settings(tmp_path / "data")
     ctx = AppContext(dataclasses.replace(settings, int8=True))
     try:
-        demo = live(ctx, ensure_demo_project(ctx))
+        demo = live(ctx, ensure_demo_project(ctx.db))
         job, _ = retrain_jobs.request_retrain(ctx, demo, QUICK, enqueue=False)
         loads: list[Path] = []
         real = registry.load_sentence_transformer
@@ -63,7 +63,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         # (fingerprint) and the same vectors
         monkeypatch.setattr(registry, "load_sentence_transformer", real)
         read = load_trained(artifact, device=ctx.device)
-        tested = evaluation_inputs(ctx, demo)[2].test_texts
+        tested = evaluation_inputs(ctx.factories, demo)[2].test_texts
         assert tested and not ctx.cache.missing(read, tested)
         np.testing.assert_allclose(ctx.cache.encode(read, tested), read.encode(tested), atol=1e-5)
     finally:

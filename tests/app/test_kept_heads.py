@@ -32,7 +32,7 @@ def _banking(ctx, shared_data: Path, n: int) -> list[str]:
     with open(shared_data / "nlupp" / "banking.csv", encoding="utf-8") as fh:
         rows = list({r["text"]: r for r in csv.DictReader(fh)}.values())  # a few texts repeat
     train = [NewUtterance(r["text"], tuple(x for x in r["labels"].split("|") if x)) for r in rows]
-    import_utterances(ctx, destination(ctx, "banking"), train[:n])
+    import_utterances(ctx.db, destination(ctx.db, "banking"), train[:n])
     return [r["text"] for r in rows[n : n + 300]]
 
 

@@ -41,24 +41,26 @@ def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(ctx, t
     big = _csv(tmp_path / "many.csv", 10_000)
     start = time.perf_counter()
     with pytest.raises(StorageError, match="at most 2,000 intents; this would make 10,000"):
-        import_file(ctx, destination(ctx, "shop"), big)
+        import_file(ctx.db, destination(ctx.db, "shop"), big)
     assert time.perf_counter() - start < 20  # was 27 s of writing, and it wrote
     with pytest.raises(NotFoundError):
         data_svc.intents(ctx.db, live(ctx, "shop"))
 
 
 def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
-    import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "a.csv", 3))
+    import_file(small_ctx.db, destination(small_ctx.db, "shop"), _csv(tmp_path / "a.csv", 3))
     with pytest.raises(
         StorageError, match="at most 5 intents; this would make 6 \\(3 now, 3 new\\)"
     ):
-        import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "b.csv", 3, "j"))
+        import_file(
+            small_ctx.db, destination(small_ctx.db, "shop"), _csv(tmp_path / "b.csv", 3, "j")
+        )
     assert len(data_svc.intents(small_ctx.db, live(small_ctx, "shop"))) == 3
     assert len(data_svc.table(small_ctx.db, live(small_ctx, "shop"))) == 3
 
 
 def test_every_way_of_creating_an_intent_stops_at_the_limit(small_ctx, tmp_path):
-    import_file(small_ctx, destination(small_ctx, "shop"), _csv(tmp_path / "a.csv", 5))
+    import_file(small_ctx.db, destination(small_ctx.db, "shop"), _csv(tmp_path / "a.csv", 5))
     with pytest.raises(StorageError, match="at most 5 intents"):
         data_svc.create_intent(small_ctx.db, live(small_ctx, "shop"), "one_more")
     with pytest.raises(StorageError, match="at most 5 intents"):
@@ -88,7 +90,7 @@ def test_the_service_refuses_a_file_over_the_upload_limit(ctx, tmp_path, suffix)
     with big.open("wb") as fh:
         fh.truncate(MAX_UPLOAD_BYTES + 1)  # sparse: refused from its size, never read
     with pytest.raises(FormatError, match="the limit is 25 MB"):
-        import_file(ctx, destination(ctx, "shop"), big)
+        import_file(ctx.db, destination(ctx.db, "shop"), big)
     with pytest.raises(NotFoundError):
         data_svc.intents(ctx.db, live(ctx, "shop"))
 
@@ -184,7 +186,7 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
     """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file.
     Issue 43: a name that is an existing intent written another way is refused as a new intent
     (naming it) and names that intent as a label, in a file too."""
-    import_file(ctx, destination(ctx, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
+    import_file(ctx.db, destination(ctx.db, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
     data_svc.create_intent(ctx.db, live(ctx, "shop"), "greet")
     same = "looks like the existing intent 'greet'"
     for name, says in (
@@ -206,7 +208,7 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
         added = data_svc.add_utterance(ctx.db, live(ctx, "shop"), f"hi {i}", [name])
         assert added["labels"] == ("greet",)
     (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
-    result = import_file(ctx, destination(ctx, "shop"), tmp_path / "b.csv")
+    result = import_file(ctx.db, destination(ctx.db, "shop"), tmp_path / "b.csv")
     assert "'gr\u0435et' → 'greet'" in result.message()
     names = sorted(i["name"] for i in data_svc.intents(ctx.db, live(ctx, "shop")))
     assert names == ["greet", "i0", "i1"]

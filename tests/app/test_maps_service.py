@@ -72,7 +72,7 @@ def test_compare_and_explain(ctx, demo):
     fig = svc.compare_figure(base, active)
     assert len({t.xaxis for t in fig.data}) == 2
     train_id = next(i for i, s in zip(active.ids, active.splits, strict=True) if s == "train")
-    ex = svc.explain_utterance(ctx, demo, train_id)
+    ex = svc.explain_utterance(ctx.factories, demo, train_id)
     assert ex["id"] == train_id and ex["runner_up_neighbour"] is not None
     assert all(n["id"] != train_id for n in ex["neighbours"])  # scored without itself
     assert ex["margin"] == pytest.approx(ex["score"] - ex["runner_up_score"])
@@ -89,15 +89,15 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
     from core.projection import APPROXIMATE_FROM
     from storage.utterances import NewUtterance
 
-    assert not svc.draws_large_maps(ctx)
+    assert not svc.draws_large_maps(ctx.db)
     rows = [NewUtterance(f"question number {i}", split="unlabelled") for i in range(4_000)]
-    import_utterances(ctx, destination(ctx, "big"), rows)
-    assert not svc.draws_large_maps(ctx)  # 4,000 rows: UMAP still finds neighbours exactly
+    import_utterances(ctx.db, destination(ctx.db, "big"), rows)
+    assert not svc.draws_large_maps(ctx.db)  # 4,000 rows: UMAP still finds neighbours exactly
     more = APPROXIMATE_FROM - 4_000
     import_utterances(
-        ctx, destination(ctx, "big"), [NewUtterance(f"another one {i}") for i in range(more)]
+        ctx.db, destination(ctx.db, "big"), [NewUtterance(f"another one {i}") for i in range(more)]
     )
-    assert svc.draws_large_maps(ctx)
+    assert svc.draws_large_maps(ctx.db)
 
 
 def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx, demo, monkeypatch):

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def hotel(ctx):
-    new_project(ctx, "hotel")
+    new_project(ctx.db, "hotel")
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
@@ -65,7 +65,7 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
 
     from app.services.versions import activate
 
-    activate(ctx, live(ctx, hotel), mv.id)
+    activate(ctx.factories, live(ctx, hotel), mv.id)
     out = predict_svc.predict_one(ctx, live(ctx, hotel), "cancel my room and refund the deposit")
     probs = out["probabilities"]
     assert set(probs) == {"breakfast", "cancel", "parking", "refund"}
@@ -78,7 +78,7 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     assert 0.0 <= measured.exact_match <= 1.0
 
     bundle = tmp_path / "hotel.zip"
-    bundle_svc.export_bundle(ctx, live(ctx, hotel), bundle)
+    bundle_svc.export_bundle(ctx.live, live(ctx, hotel), bundle)
     queries = ["cancel my room and refund the deposit", "parking and breakfast?", "hello"]
     app_out = predict_svc.predict(ctx, live(ctx, hotel), queries)
     with load(bundle) as predictor:

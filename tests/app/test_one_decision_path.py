@@ -90,7 +90,7 @@ def fp32(ctx):
 
 
 def _single(ctx, name: str = "bank") -> str:
-    project_svc.new_project(ctx, name)
+    project_svc.new_project(ctx.db, name)
     for intent, texts in SINGLE.items():
         for text in texts:
             data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train")
@@ -102,7 +102,7 @@ def _single(ctx, name: str = "bank") -> str:
 
 
 def _multi(ctx, name: str = "hotel") -> str:
-    project_svc.new_project(ctx, name)
+    project_svc.new_project(ctx.db, name)
     for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
@@ -117,7 +117,7 @@ def _retrain_and_activate(ctx, project: str) -> int:
     done = retrain_jobs.job(ctx, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
-    version_svc.activate(ctx, live(ctx, project), done.model_version_id)
+    version_svc.activate(ctx.factories, live(ctx, project), done.model_version_id)
     return done.model_version_id
 
 
@@ -133,16 +133,16 @@ def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
 def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp32, anchors):
     ctx = fp32
     project = _single(ctx)
-    project_svc.set_settings(ctx, live(ctx, project), {"anchor_weight": anchors})
+    project_svc.set_settings(ctx.db, live(ctx, project), {"anchor_weight": anchors})
     version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx, live(ctx, project), version)
+    recorded = version_svc.metrics(ctx.db, live(ctx, project), version)
     rows = _test_rows(ctx, project)
     served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
     hits = [row["top"] in gold for row, (_, gold) in zip(served, rows, strict=True)]
     assert recorded.n == len(rows)
     assert recorded.accuracy == pytest.approx(sum(hits) / len(hits), abs=1e-9)
     # the frozen base recorded beside it is the frozen Predictor's accuracy too
-    version_svc.activate(ctx, live(ctx, project), None)
+    version_svc.activate(ctx.factories, live(ctx, project), None)
     frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
     base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base is not None
@@ -159,17 +159,17 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     ctx = fp32
     project = _multi(ctx)
     version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx, live(ctx, project), version)
+    recorded = version_svc.metrics(ctx.db, live(ctx, project), version)
     assert recorded.multi_label and recorded.base is not None
     rows = _test_rows(ctx, project)
     assert recorded.n == len(rows)
     for anchors in ("1", "off"):
-        project_svc.set_settings(ctx, live(ctx, project), {"anchor_weight": anchors})
+        project_svc.set_settings(ctx.db, live(ctx, project), {"anchor_weight": anchors})
         served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
         assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's, once its head is fitted
-    version_svc.activate(ctx, live(ctx, project), None)
+    version_svc.activate(ctx.factories, live(ctx, project), None)
     _frozen_pool_with_head(ctx, project)
     frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
@@ -193,14 +193,14 @@ def _frozen_pool_with_head(ctx, project: str):
 
 def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
     project = _single(ctx)  # anchors on by default: the cold intent is named by its anchor
-    _, drilled = eval_svc.test_predictions(ctx, live(ctx, project))
+    _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
     by_text = {p.text: p for p in drilled}
     view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
     coloured = dict(zip(view.ids, view.predicted, strict=True))
     for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
         tried = predict_svc.predict_one(ctx, live(ctx, project), text)["top"]
         row = by_text[text]
-        clicked = map_svc.explain_utterance(ctx, live(ctx, project), row.id)["predicted"]
+        clicked = map_svc.explain_utterance(ctx.factories, live(ctx, project), row.id)["predicted"]
         assert tried == clicked == row.predicted == coloured[row.id], text
     assert by_text[GIFT_TEST[0]].predicted == GIFT[0]
 
@@ -218,13 +218,13 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     evaluation = eval_svc.live_evaluation(ctx, live(ctx, project))
     assert OUT_OF_SCOPE not in evaluation.confusion["labels"]
     assert OUT_OF_SCOPE not in evaluation.per_intent
-    _, drilled = eval_svc.test_predictions(ctx, live(ctx, project))
+    _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
     assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
-    assert eval_svc.confusions(ctx, live(ctx, project), OUT_OF_SCOPE, None) == []
+    assert eval_svc.confusions(ctx.factories, live(ctx, project), OUT_OF_SCOPE, None) == []
     oos_row = next(
         r for r in data_svc.table(ctx.db, live(ctx, project)) if r["text"] == "book me a flight"
     )
-    clicked = map_svc.explain_utterance(ctx, live(ctx, project), oos_row["id"])
+    clicked = map_svc.explain_utterance(ctx.factories, live(ctx, project), oos_row["id"])
     assert OUT_OF_SCOPE not in clicked["gold"]
 
 
@@ -273,7 +273,7 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     evaluated = eval_svc.live_evaluation(ctx, live(ctx, project))
     assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     path = tmp_path / "hotel.zip"
-    bundles.export_bundle(ctx, live(ctx, project), path)
+    bundles.export_bundle(ctx.live, live(ctx, project), path)
     with load(path) as bundle:
         assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in served]
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):

@@ -94,7 +94,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
     from app.services import queue
 
     for uid in ids:
-        card = queue.item(ctx, dana, uid, review=True) or queue.item(ctx, dana, uid)
+        card = queue.item(ctx.live, dana, uid, review=True) or queue.item(ctx.live, dana, uid)
         state = QueueSession(how="file", item=card)
         refusals.append(fns["suggestion"](name, state, **as_dana)[0])
     # the Data tab: save an edit, delete
@@ -108,7 +108,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
 
     texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo)}
     selected = ",".join(map(str, ids))
-    shown, kept = map_tab.preview(ctx, dana, selected, "refund", True, {})
+    shown, kept = map_tab.preview(ctx.db, dana, selected, "refund", True, {})
     assert "3 you may not change now" in shown
     token = re.search(r"data-token='(\w+)'", shown).group(1)
     done = fns["map_label"](name, selected, "refund", True, kept, token, **as_dana)
@@ -119,7 +119,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
         version = before[0][ids.index(uid)][2]
         fix = conflicts.Fix("relabel", "relabel", (uid,), ("refund",), (version,))
         with pytest.raises(PermissionError) as refused:
-            conflicts.apply(ctx, dana, fix, confirm_test=True)
+            conflicts.apply(ctx.db, dana, fix, confirm_test=True)
         refusals.append(str(refused.value))
     # the Activity tab: undo the batch that accepted an item (an annotator's, not dana's)
     accepted_batch = next(
@@ -130,7 +130,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
     relabel = tmp_path / "relabel.csv"
     relabel.write_text("text,label\n" + "".join(f'"{texts[i]}",refund\n' for i in ids))
     with auth.acting_as(auth.actor(ctx, "dana")):
-        result = import_file(ctx, dana, relabel, on_existing="relabel")
+        result = import_file(ctx.db, dana, relabel, on_existing="relabel")
     assert result.updated == 0 and "Left 3 utterance(s) as they are" in " ".join(result.notes)
     # REST, with dana's token: one label, and a bulk label with its preview
     token_of = {n: auth.issue_token(ctx.db, n) for n in ("dana",)}

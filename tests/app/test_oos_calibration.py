@@ -35,13 +35,17 @@ def _banking(shared_data: Path, out: Path, *, tests: bool) -> Path:
 
 def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data, tmp_path):
     import_file(
-        ctx, destination(ctx, "with_tests"), _banking(shared_data, tmp_path / "a.csv", tests=True)
+        ctx.db,
+        destination(ctx.db, "with_tests"),
+        _banking(shared_data, tmp_path / "a.csv", tests=True),
     )
     import_file(
-        ctx, destination(ctx, "no_tests"), _banking(shared_data, tmp_path / "b.csv", tests=False)
+        ctx.db,
+        destination(ctx.db, "no_tests"),
+        _banking(shared_data, tmp_path / "b.csv", tests=False),
     )
-    with_tests = projects.out_of_scope(ctx, live(ctx, "with_tests"))
-    alone = projects.out_of_scope(ctx, live(ctx, "no_tests"))
+    with_tests = projects.out_of_scope(ctx.live, live(ctx, "with_tests"))
+    alone = projects.out_of_scope(ctx.live, live(ctx, "no_tests"))
     # the same train pool, the same anchors: the same thresholds, whatever the test split holds
     assert with_tests["thresholds"] == alone["thresholds"]
     assert with_tests["thresholds"]["default"] > 0

@@ -31,12 +31,12 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
     # the queue flags it and offers the intents; out of scope has its own key (0), Enter and
     # Shift+Enter still take suggestion 1 (issue 25, item 3; issue 47 item 1's keys)
     row = data_svc.add_utterance(ctx.db, demo, WEATHER, [], "unlabelled")
-    item = queue_svc.item(ctx, demo, row["id"])
+    item = queue_svc.item(ctx.live, demo, row["id"])
     assert item is not None and item.out_of_scope and item.first_choice == out["top"]
     assert item.suggestions[0].intent == out["top"]
     # a bundle carries the thresholds and decides the same without the app
     path = tmp_path / "demo.zip"
-    bundles.export_bundle(ctx, demo, path)
+    bundles.export_bundle(ctx.live, demo, path)
     with load(path) as bundle:
         [b] = bundle.predict([WEATHER])
     assert b["oos"] and b["threshold"] == pytest.approx(out["threshold"], abs=1e-4)
@@ -47,7 +47,7 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
     out = predict_one(ctx, demo, "tell me a joke about cats")
     assert all(s["intent"] != OUT_OF_SCOPE for s in out["intents"])
     assert out["oos"]  # the very example the designer marked is rejected
-    status = projects.out_of_scope(ctx, demo)
+    status = projects.out_of_scope(ctx.live, demo)
     assert "1 examples labelled out_of_scope" in status["message"]
     from app.services.retrain_jobs import check_trainable
     from storage.utterances import list_utterances
@@ -60,19 +60,19 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
 
 
 def test_the_trade_off_is_a_project_setting_and_a_bad_value_changes_nothing(ctx, demo):
-    assert projects.out_of_scope(ctx, demo)["target_recall"] == 0.95
-    projects.set_settings(ctx, demo, {"oos_target_recall": "99%"})
-    keep_most = projects.out_of_scope(ctx, demo)["thresholds"]
-    projects.set_settings(ctx, demo, {"oos_target_recall": 0.6})
-    keep_fewer = projects.out_of_scope(ctx, demo)["thresholds"]
+    assert projects.out_of_scope(ctx.live, demo)["target_recall"] == 0.95
+    projects.set_settings(ctx.db, demo, {"oos_target_recall": "99%"})
+    keep_most = projects.out_of_scope(ctx.live, demo)["thresholds"]
+    projects.set_settings(ctx.db, demo, {"oos_target_recall": 0.6})
+    keep_fewer = projects.out_of_scope(ctx.live, demo)["thresholds"]
     assert keep_fewer["default"] > keep_most["default"]  # turning more questions away
     with pytest.raises(ValueError, match=r"between 0\.5 and 1"):
-        projects.set_settings(ctx, demo, {"oos_target_recall": 1.5})
+        projects.set_settings(ctx.db, demo, {"oos_target_recall": 1.5})
     with pytest.raises(ValueError, match=r"a number such as 0\.95"):
-        projects.set_settings(ctx, demo, {"oos_target_recall": "most"})
-    assert projects.out_of_scope(ctx, demo)["target_recall"] == 0.6
-    projects.set_settings(ctx, demo, {"oos_target_recall": "off"})
-    off = projects.out_of_scope(ctx, demo)
+        projects.set_settings(ctx.db, demo, {"oos_target_recall": "most"})
+    assert projects.out_of_scope(ctx.live, demo)["target_recall"] == 0.6
+    projects.set_settings(ctx.db, demo, {"oos_target_recall": "off"})
+    off = projects.out_of_scope(ctx.live, demo)
     assert off["target_recall"] is None and off["thresholds"] == {}
     out = predict_one(ctx, demo, WEATHER)
     assert not out["oos"] and out["labels"] == [out["top"]]
@@ -97,8 +97,8 @@ def test_the_header_counts_intents_not_the_out_of_scope_answer(ctx, demo):
     header counts the intents a designer made (issue 47, item 10: "78 intents" for 77)."""
     made = set(data_svc.intent_names(ctx.db, demo)) - {OUT_OF_SCOPE}
     row = data_svc.add_utterance(ctx.db, demo, WEATHER, [], "unlabelled")
-    queue_svc.answer(ctx, demo, row["id"], "oos")
+    queue_svc.answer(ctx.live, demo, row["id"], "oos")
     assert OUT_OF_SCOPE in data_svc.intent_names(ctx.db, demo)  # a label like any other now
-    summary = projects.summary(ctx, demo)
+    summary = projects.summary(ctx.db, demo)
     assert summary.n_intents == len(made)
     assert f" · {len(made)} intents · " in summary.headline()

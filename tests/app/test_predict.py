@@ -11,9 +11,9 @@ from tests.handles import live
 def test_demo_project_is_created_once_with_enough_data(ctx, demo):
     from app.services.projects import ensure_demo_project, summary
 
-    s = summary(ctx, demo)
+    s = summary(ctx.db, demo)
     assert s.n_intents >= 8 and s.n_train >= 8 * 12 and s.n_unlabelled >= 25
-    assert ensure_demo_project(ctx) is None  # not twice
+    assert ensure_demo_project(ctx.db) is None  # not twice
 
 
 def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
@@ -71,7 +71,7 @@ def test_bad_predict_input_is_a_clear_error(ctx, demo):
         predict(ctx, demo, ["x" * 2001])
     from app.services.projects import new_project
 
-    new_project(ctx, "empty")
+    new_project(ctx.db, "empty")
     with pytest.raises(ValueError, match="no labelled training utterances"):
         predict(ctx, live(ctx, "empty"), ["hello"])
 

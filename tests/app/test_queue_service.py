@@ -17,17 +17,17 @@ def _unlabelled(ctx, demo) -> set[int]:
 @pytest.mark.parametrize("how", ["useful", "uncertain", "diverse", "file"])
 def test_every_order_offers_only_unlabelled_utterances_and_leaves_out_skipped_ones(ctx, demo, how):
     pending = _unlabelled(ctx, demo)
-    ids = q.order(ctx, demo, how, limit=len(pending))
+    ids = q.order(ctx.live, demo, how, limit=len(pending))
     assert set(ids) == pending and len(ids) == len(pending)
     skipped = ids[:2]
-    assert not set(skipped) & set(q.order(ctx, demo, how, exclude=skipped, limit=len(pending)))
+    assert not set(skipped) & set(q.order(ctx.live, demo, how, exclude=skipped, limit=len(pending)))
 
 
 def test_most_uncertain_first_puts_the_smallest_margins_first(ctx, demo):
-    ids = q.order(ctx, demo, "uncertain", limit=50)
+    ids = q.order(ctx.live, demo, "uncertain", limit=50)
     margins = []
     for uid in ids:
-        item = q.item(ctx, demo, uid)
+        item = q.item(ctx.live, demo, uid)
         assert item is not None
         margins.append(item.suggestions[0].score - item.suggestions[1].score)
     assert margins == sorted(margins)
@@ -38,65 +38,65 @@ def test_most_useful_next_is_the_default_and_spreads_the_uncertain_ones_out(ctx,
     from storage.utterances import NewUtterance
 
     assert q.DEFAULT_ORDER == "useful" and next(iter(q.ORDERS)) == "useful"
-    first = q.item(ctx, demo, q.order(ctx, demo, "uncertain", limit=1)[0])
+    first = q.item(ctx.live, demo, q.order(ctx.live, demo, "uncertain", limit=1)[0])
     assert first is not None
     # three near-twins of the most uncertain utterance: just as uncertain, nothing new to learn
     twins = [f"{first.text}{tail}" for tail in ("!", " please", " thanks")]
-    import_utterances(ctx, demo, [NewUtterance(t, (), "unlabelled") for t in twins])
+    import_utterances(ctx.db, demo, [NewUtterance(t, (), "unlabelled") for t in twins])
     texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")}
     family = {first.text, *twins}
-    uncertain = [texts[i] for i in q.order(ctx, demo, "uncertain", limit=5)]
-    useful = [texts[i] for i in q.order(ctx, demo, limit=5)]
+    uncertain = [texts[i] for i in q.order(ctx.live, demo, "uncertain", limit=5)]
+    useful = [texts[i] for i in q.order(ctx.live, demo, limit=5)]
     assert len(family & set(uncertain)) >= 2  # margin alone puts twins side by side at the top
     assert len(family & set(useful)) <= 1  # spread out: never two near-twins in a chunk
-    shortlist = {texts[i] for i in q.order(ctx, demo, "uncertain", limit=20)}
+    shortlist = {texts[i] for i in q.order(ctx.live, demo, "uncertain", limit=20)}
     assert set(useful) <= shortlist  # still among the most uncertain
 
 
 def test_near_an_intent_starts_with_the_utterances_most_like_its_examples(ctx, demo):
-    first = q.item(ctx, demo, q.order(ctx, demo, "near", near="refund_status")[0])
+    first = q.item(ctx.live, demo, q.order(ctx.live, demo, "near", near="refund_status")[0])
     assert first is not None and "refund_status" in [s.intent for s in first.suggestions]
     with pytest.raises(ValueError, match="Pick the intent"):
-        q.order(ctx, demo, "near")
+        q.order(ctx.live, demo, "near")
 
 
 def test_a_taken_suggestion_joins_the_pool_and_counts_in_the_next_suggestion(ctx, demo):
-    item, ahead = q.next_item(ctx, demo, [], "file")
+    item, ahead = q.next_item(ctx.live, demo, [], "file")
     assert item is not None and len(item.suggestions) == 3
-    before = q.remaining(ctx, demo)
+    before = q.remaining(ctx.db, demo)
     target = item.suggestions[-1].intent  # the third suggestion, not what the model would pick
-    q.answer(ctx, demo, item.id, "take", [target], expected_version=item.version)
-    assert q.remaining(ctx, demo) == before - 1
-    assert q.item(ctx, demo, item.id) is None  # answered: out of the queue
+    q.answer(ctx.live, demo, item.id, "take", [target], expected_version=item.version)
+    assert q.remaining(ctx.db, demo) == before - 1
+    assert q.item(ctx.live, demo, item.id) is None  # answered: out of the queue
     row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == item.id)
     assert (row["intents"], row["split"]) == (target, "train")
     from app.services.predict import predict
 
     again = predict(ctx, demo, [item.text])[0]
     assert again["top"] == target and again["score"] == pytest.approx(1.0, abs=1e-4)
-    nxt, _ = q.next_item(ctx, demo, ahead, "file")
+    nxt, _ = q.next_item(ctx.live, demo, ahead, "file")
     assert nxt is not None and nxt.id != item.id
 
 
 def test_test_none_and_delete_answers_and_undo_brings_a_deleted_item_back(ctx, demo):
-    a, b, c = q.order(ctx, demo, "file", limit=3)
-    q.answer(ctx, demo, a, "test", ["refund_status"])
-    q.answer(ctx, demo, b, "none")
-    q.answer(ctx, demo, c, "delete")
+    a, b, c = q.order(ctx.live, demo, "file", limit=3)
+    q.answer(ctx.live, demo, a, "test", ["refund_status"])
+    q.answer(ctx.live, demo, b, "none")
+    q.answer(ctx.live, demo, c, "delete")
     rows = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
     assert rows[a] == ("refund_status", "test") and rows[b] == ("", "train") and c not in rows
-    assert not {a, b} & set(q.order(ctx, demo, "file", limit=100))
+    assert not {a, b} & set(q.order(ctx.live, demo, "file", limit=100))
     text_count = len(_unlabelled(ctx, demo))
     assert "delete" in history.undo(ctx.db, demo)
     assert len(_unlabelled(ctx, demo)) == text_count + 1  # back in the queue
     with pytest.raises(ValueError, match="Pick an intent"):
-        q.answer(ctx, demo, a, "take", [])
+        q.answer(ctx.live, demo, a, "take", [])
 
 
 def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
-    first, second = q.order(ctx, demo, "file", limit=2)
+    first, second = q.order(ctx.live, demo, "file", limit=2)
     data_svc.label_utterance(ctx.db, demo, first, ["refund_status"])  # another annotator, meanwhile
-    item, _ = q.next_item(ctx, demo, [first, second], "file")
+    item, _ = q.next_item(ctx.live, demo, [first, second], "file")
     assert item is not None and item.id == second
 
 

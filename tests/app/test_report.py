@@ -224,7 +224,7 @@ def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -
         ],
     }
     rows = [NewUtterance(t, (k,), "train") for k, ts in texts.items() for t in ts]
-    import_utterances(ctx, destination(ctx, "shop"), rows)
+    import_utterances(ctx.db, destination(ctx.db, "shop"), rows)
     path = build_report(ctx, live(ctx, "shop"), static=True)
     assert path.parent.parent == ctx.settings.data_dir / "downloads"
     html = path.read_text(encoding="utf-8")
@@ -251,7 +251,7 @@ def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path)
     with ctx.db.session() as s:
         p = get_project(s, str(demo))
         rows, pid = list_utterances(s, p.id), p.id
-    target, n = _fallback(ctx, demo, pid, rows, cross_validated=False)
+    target, n = _fallback(ctx.live, demo, pid, rows, cross_validated=False)
     assert target == 0.95 and n >= 1  # the weather question at least falls back
     n_tests = sum(1 for r in rows if r.split == "test" and r.labels)
     assert n < n_tests / 2

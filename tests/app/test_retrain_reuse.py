@@ -80,7 +80,7 @@ def test_a_setting_that_decides_measures_again(ctx, measured):
     evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
     assert len(measured) == 1
     project_svc.set_settings(
-        ctx, live(ctx, "tiny"), {"anchor_weight": 0}
+        ctx.db, live(ctx, "tiny"), {"anchor_weight": 0}
     )  # the anchors leave the pool
     evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
     assert len(measured) == 2

@@ -18,8 +18,8 @@ def shop(ctx):
     from storage.utterances import NewUtterance
 
     import_utterances(
-        ctx,
-        destination(ctx, "shop"),
+        ctx.db,
+        destination(ctx.db, "shop"),
         [NewUtterance("fly me to Berlin", ("book_flight",)), NewUtterance("hi", ("greet",))],
     )
     return live(ctx, "shop")
@@ -93,14 +93,14 @@ def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
-    result = import_file(ctx, destination(ctx, "travel"), src)
+    result = import_file(ctx.db, destination(ctx.db, "travel"), src)
     assert any("template(s)" in n for n in result.notes)
     book = svc.slot_book(ctx.db, live(ctx, "travel"))
     assert book == {"city": ["Berlin", "Rome", "Oslo", "Paris"]}
     out = tmp_path / "out.yml"
-    export_project(ctx, live(ctx, "travel"), out)
+    export_project(ctx.db, live(ctx, "travel"), out)
     assert "- fly me to [Berlin](city)" in out.read_text()
-    import_file(ctx, destination(ctx, "copy"), out)
+    import_file(ctx.db, destination(ctx.db, "copy"), out)
     assert svc.export_slot_data(ctx.db, live(ctx, "copy")) == svc.export_slot_data(
         ctx.db, live(ctx, "travel")
     )
@@ -115,18 +115,18 @@ def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_noth
     good.write_text(
         "slot_book:\n  city: [Berlin, Paris]\ntemplates:\n  book_flight: ['to {city}']\n"
     )
-    res = import_file(ctx, destination(ctx, shop), good)
+    res = import_file(ctx.db, destination(ctx.db, shop), good)
     assert res.inserted == 0
     assert svc.templates(ctx.db, live(ctx, shop), "book_flight") == {"book_flight": ["to {city}"]}
     bad = tmp_path / "bad.yml"
     bad.write_text("slot_book:\n  day: [today]\ntemplates:\n  book_flight: ['at {time}']\n")
     with pytest.raises(SlotError, match="slot book lacks: time"):
-        import_file(ctx, destination(ctx, shop), bad)
+        import_file(ctx.db, destination(ctx.db, shop), bad)
     assert "day" not in svc.slot_book(ctx.db, live(ctx, shop))
     more = tmp_path / "more.yml"
     more.write_text("templates:\n  greet: ['hi from {city}']\n")  # a slot the project has
-    import_file(ctx, destination(ctx, shop), more)
+    import_file(ctx.db, destination(ctx.db, shop), more)
     assert svc.templates(ctx.db, live(ctx, shop), "greet") == {"greet": ["hi from {city}"]}
     out = tmp_path / "again.yml"
-    assert export_slot_book(ctx, live(ctx, shop), out) == 2
+    assert export_slot_book(ctx.db, live(ctx, shop), out) == 2
     assert "to {city}" in out.read_text()

@@ -52,9 +52,9 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
         ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
-    activate(ctx, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
+    activate(ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
     before = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
-    versions = history(ctx, live(ctx, "tiny"))
+    versions = history(ctx.db, live(ctx, "tiny"))
 
     archive = tmp_path / "team.tar.gz"
     assert main(["--data-dir", str(tmp_path / "app"), "backup", "-o", str(archive)]) == 0
@@ -79,7 +79,7 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     assert models and s3.keys(target_bucket) == models
     restored = AppContext(load_settings(tmp_path / "other-box"))  # its own empty cache
     try:
-        assert history(restored, live(restored, "tiny")) == versions
+        assert history(restored.db, live(restored, "tiny")) == versions
         after = predict_svc.predict(restored, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):
             assert a["top"] == b["top"]

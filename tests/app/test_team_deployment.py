@@ -98,7 +98,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         assert time.monotonic() < deadline, "the dead worker's job was never failed"
         time.sleep(0.5)
     assert failed.status == "failed" and "stopped unexpectedly" in failed.message
-    assert version_svc.history(app_ctx, live(app_ctx, "tiny")) == []
+    assert version_svc.history(app_ctx.db, live(app_ctx, "tiny")) == []
     # nothing half-written in the bucket: no model files; the embedding cache may hold the frozen
     # base's vectors (the job's plan builds its factory, anchors included, before training), whole
     # shards under their content's name that any later job reads
@@ -113,7 +113,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         _kill(second_box, signal.SIGTERM)
     mv_id = done.model_version_id
     assert mv_id is not None
-    assert [v["version"] for v in version_svc.history(app_ctx, live(app_ctx, "tiny"))] == [mv_id]
+    assert [v["version"] for v in version_svc.history(app_ctx.db, live(app_ctx, "tiny"))] == [mv_id]
     from storage.tables import ModelVersion
 
     with app_ctx.db.session() as s:

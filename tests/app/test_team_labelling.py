@@ -31,7 +31,7 @@ def people(ctx):
     (a viewer) and rita (the reviewer, a designer)."""
     rows = [NewUtterance(f"labelled {i} {INTENTS[i % 4]}", (INTENTS[i % 4],)) for i in range(8)]
     rows += [NewUtterance(f"question number {i}", (), "unlabelled") for i in range(100)]
-    import_utterances(ctx, destination(ctx, P), rows)
+    import_utterances(ctx.db, destination(ctx.db, P), rows)
     out = {}
     for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]:
         out[name] = auth.add_user(ctx.db, name, role, f"{name}-password")
@@ -209,34 +209,35 @@ def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(
     team.assign(ctx.db, demo, ["ana", "ben"], overlap=0.5, limit=10)
     ana, ben, rita = (demo.as_(who[n]) for n in ("ana", "ben", "rita"))
     mine = set(team.open_items(ctx.db, live(ctx, ana)))
-    order = queue.order(ctx, live(ctx, ana), "file", limit=50)
+    order = queue.order(ctx.live, live(ctx, ana), "file", limit=50)
     assert set(order) == mine and len(mine) in (7, 8)  # 10 split evenly, 5 of them twice
     shared = sorted(mine & set(team.open_items(ctx.db, live(ctx, ben))))[0]
-    card = queue.item(ctx, live(ctx, ana), shared)
+    card = queue.item(ctx.live, live(ctx, ana), shared)
     msg = queue.answer(
-        ctx, live(ctx, ana), shared, "take", [card.suggestions[0].intent], batch="a1"
+        ctx.live, live(ctx, ana), shared, "take", [card.suggestions[0].intent], batch="a1"
     )
     assert "second opinion" in msg and shared not in queue.order(
-        ctx, live(ctx, ana), "file", limit=50
+        ctx.live, live(ctx, ana), "file", limit=50
     )
-    assert "goes to review" in queue.answer(ctx, live(ctx, ben), shared, "oos", batch="b1")
-    assert not set(queue.order(ctx, live(ctx, rita), "file", limit=50)) & (mine | {shared})
+    assert "goes to review" in queue.answer(ctx.live, live(ctx, ben), shared, "oos", batch="b1")
+    assert not set(queue.order(ctx.live, live(ctx, rita), "file", limit=50)) & (mine | {shared})
     with pytest.raises(StorageError, match="waits for review"):  # a label by hand: refused
-        queue.answer(ctx, live(ctx, rita), shared, "take", ["track_order"])
-    found, _ = queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)
+        queue.answer(ctx.live, live(ctx, rita), shared, "take", ["track_order"])
+    found, _ = queue.next_item(ctx.live, live(ctx, rita), [], queue.DISPUTES)
     assert found is not None and found.id == shared
     assert found.answers == (f"ana: {card.suggestions[0].intent}", "ben: out_of_scope")
     assert found.suggestions[0].intent == card.suggestions[0].intent  # the answer first
     msg = queue.answer(
-        ctx, live(ctx, rita), shared, "take", ["track_order"], batch="r1", how="disputes"
+        ctx.live, live(ctx, rita), shared, "take", ["track_order"], batch="r1", how="disputes"
     )
     assert (
-        "reviewed" in msg and queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)[0] is None
+        "reviewed" in msg
+        and queue.next_item(ctx.live, live(ctx, rita), [], queue.DISPUTES)[0] is None
     )
     queue.undo_answer(
-        ctx, live(ctx, rita), utterance_id=shared, action="take", batch="r1", how="disputes"
+        ctx.db, live(ctx, rita), utterance_id=shared, action="take", batch="r1", how="disputes"
     )
-    assert queue.next_item(ctx, live(ctx, rita), [], queue.DISPUTES)[0] is not None
-    queue.undo_answer(ctx, live(ctx, ana), utterance_id=shared, action="take", batch="a1")
-    assert shared in queue.order(ctx, live(ctx, ana), "file", limit=50)
+    assert queue.next_item(ctx.live, live(ctx, rita), [], queue.DISPUTES)[0] is not None
+    queue.undo_answer(ctx.db, live(ctx, ana), utterance_id=shared, action="take", batch="a1")
+    assert shared in queue.order(ctx.live, live(ctx, ana), "file", limit=50)
     assert team.disputes(ctx.db, live(ctx, ana)) == []

@@ -19,16 +19,16 @@ def _labels(ctx, demo):
 
 
 def test_an_unconfirmed_fix_of_a_test_row_is_refused_and_changes_nothing(ctx, demo):
-    _, preds = eval_svc.test_predictions(ctx, demo)
+    _, preds = eval_svc.test_predictions(ctx.factories, demo)
     row = preds[0]
     before = _labels(ctx, demo)
     for action in eval_svc.TEST_FIXES:
         with pytest.raises(ValueError, match=rf"#{row.id} is a test utterance.*Nothing was"):
-            eval_svc.fix_test_row(ctx, demo, row.id, action, row.predicted)
+            eval_svc.fix_test_row(ctx.db, demo, row.id, action, row.predicted)
     with pytest.raises(ValueError, match="Pick the intent to relabel it as"):
-        eval_svc.fix_test_row(ctx, demo, row.id, "relabel", "", confirmed=True)
+        eval_svc.fix_test_row(ctx.db, demo, row.id, "relabel", "", confirmed=True)
     assert _labels(ctx, demo) == before
-    said = eval_svc.fix_test_row(ctx, demo, row.id, "relabel", "track_order", confirmed=True)
+    said = eval_svc.fix_test_row(ctx.db, demo, row.id, "relabel", "track_order", confirmed=True)
     assert said == f"#{row.id} relabelled as track_order"
     assert _labels(ctx, demo)[row.id] == ("track_order", "test")
 
@@ -42,15 +42,15 @@ def test_the_likely_mislabelled_list_marks_test_rows_and_their_fixes_need_a_conf
     wrong = "discount_code" if test_row["intents"] != "discount_code" else "track_order"
     data_svc.label_utterance(ctx.db, demo, test_row["id"], [wrong])  # a flipped test row
 
-    found = {c.ids: c for c in conflicts_svc.find(ctx, demo, "mislabel")}
+    found = {c.ids: c for c in conflicts_svc.find(ctx.live, demo, "mislabel")}
     on_test, on_train = found[(test_row["id"],)], found[(train_row["id"],)]
     assert on_test.test_ids == (test_row["id"],) and on_train.test_ids == ()
 
     before = _labels(ctx, demo)
     with pytest.raises(ValueError, match=rf"#{test_row['id']} is a test utterance"):
-        conflicts_svc.apply(ctx, demo, on_test.fixes[0])
+        conflicts_svc.apply(ctx.db, demo, on_test.fixes[0])
     assert _labels(ctx, demo) == before
-    assert conflicts_svc.apply(ctx, demo, on_test.fixes[0], confirm_test=True).startswith(
+    assert conflicts_svc.apply(ctx.db, demo, on_test.fixes[0], confirm_test=True).startswith(
         f"#{test_row['id']} → "
     )
-    assert conflicts_svc.apply(ctx, demo, on_train.fixes[0]).startswith(f"#{train_row['id']} → ")
+    assert conflicts_svc.apply(ctx.db, demo, on_train.fixes[0]).startswith(f"#{train_row['id']} → ")

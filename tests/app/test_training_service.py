@@ -48,7 +48,7 @@ def job_count(ctx) -> int:
     ids=["empty-pool", "one-intent", "single-example-intent"],
 )
 def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, message) -> None:
-    new_project(ctx, "p")
+    new_project(ctx.db, "p")
     for text, intent in rows:
         data_svc.add_utterance(ctx.db, live(ctx, "p"), text, intent)
     with pytest.raises(ValueError, match=message):
@@ -190,24 +190,24 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         assert not (ctx.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
         assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
         promoted = mv.metrics["gate"]["passed"]
-    history = version_svc.history(ctx, live(ctx, "tiny"))
+    history = version_svc.history(ctx.db, live(ctx, "tiny"))
     assert [h["version"] for h in history] == [done.model_version_id]
     assert history[0]["active"] is promoted
     if promoted:  # predictions now come from the tuned encoder, without a restart
         after = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
         assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
     # Roll back to the frozen encoder and forward again.
-    version_svc.activate(ctx, live(ctx, "tiny"), None)
-    assert not version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
-    version_svc.activate(ctx, live(ctx, "tiny"), done.model_version_id)
-    assert version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
+    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
+    assert not version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
+    version_svc.activate(ctx.factories, live(ctx, "tiny"), done.model_version_id)
+    assert version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
     # Compare accepts the frozen encoder on either side (measured on the same test set).
-    vs_frozen = version_svc.compare(ctx, live(ctx, "tiny"), None, done.model_version_id)
+    vs_frozen = version_svc.compare(ctx.db, live(ctx, "tiny"), None, done.model_version_id)
     assert vs_frozen["b"]["accuracy"] == mv.metrics["accuracy"]
     assert vs_frozen["a"]["accuracy"] == mv.metrics["base"]["accuracy"]
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
-        version_svc.compare(ctx, live(ctx, "tiny"), None, None)
+        version_svc.compare(ctx.db, live(ctx, "tiny"), None, None)
 
 
 class RecordingReporter(worker.JobReporter):
@@ -287,14 +287,14 @@ def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     mv_id = svc.job(ctx, view.id).model_version_id
-    version_svc.activate(ctx, live(ctx, "tiny"), None)
+    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
     with ctx.db.session() as s:
         folder = ctx.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
     victim = next(p for p in sorted(folder.rglob("*")) if p.is_file())
     victim.write_bytes(victim.read_bytes() + b"tampered")
     with pytest.raises(ValueError, match="missing or changed"):
-        version_svc.activate(ctx, live(ctx, "tiny"), mv_id)
-    assert not version_svc.history(ctx, live(ctx, "tiny"))[0]["active"]
+        version_svc.activate(ctx.factories, live(ctx, "tiny"), mv_id)
+    assert not version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
 
 
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
@@ -307,7 +307,7 @@ def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
         assert time.monotonic() < deadline, "training never started"
         time.sleep(0.2)
     asked = time.monotonic()
-    svc.cancel(ctx, view.id)
+    svc.cancel(ctx.db, view.id)
     runner.join(60)
     assert not runner.is_alive()
     assert time.monotonic() - asked < 15
@@ -315,7 +315,7 @@ def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     assert done.status == "cancelled"
     assert done.model_version_id is None
     assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
-    assert version_svc.history(ctx, live(ctx, "tiny")) == []
+    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
 
 
 @pytest.mark.parametrize("phase", ["loading the encoder", "training"])
@@ -336,7 +336,7 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
         assert time.monotonic() < deadline, f"never reached {phase}"
         time.sleep(0.02)
     asked = time.monotonic()
-    cancelled = svc.cancel(ctx, view.id)
+    cancelled = svc.cancel(ctx.db, view.id)
     assert cancelled.status == "cancelled" and not cancelled.active
     assert svc.job(ctx, view.id).status == "cancelled"
     assert time.monotonic() - asked < 2
@@ -346,13 +346,13 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
     assert done.status == "cancelled" and "the active model is unchanged" in done.message
     assert done.model_version_id is None and "after the job had ended: cancelled" in done.log
     assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
-    assert version_svc.history(ctx, live(ctx, "tiny")) == []
+    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
 
 
 def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
-    assert svc.cancel(ctx, view.id).status == "cancelled"
+    assert svc.cancel(ctx.db, view.id).status == "cancelled"
     worker.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
     assert svc.job(ctx, view.id).status == "cancelled"
 
@@ -397,7 +397,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     failed = svc.job(ctx, view.id)  # looking at the job is what notices the dead worker
     assert failed.status == "failed"
     assert "stopped unexpectedly" in failed.message
-    assert version_svc.history(ctx, live(ctx, "tiny")) == []
+    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
     with ctx.db.session() as s:
         assert s.scalar(select(func.count()).select_from(ModelVersion)) == 0
     # Whatever the worker was writing stays under a temporary name and is swept on restart.
@@ -442,7 +442,7 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     again, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
     assert created and again.id != view.id
     assert svc.job(ctx, again.id).status == "queued"  # its message is there: not lost
-    assert svc.cancel(ctx, again.id).status == "cancelled"
+    assert svc.cancel(ctx.db, again.id).status == "cancelled"
 
 
 def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
@@ -468,7 +468,7 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
         claimed = jobs.claim_job(s, view.id, pid=os.getpid())
     assert claimed is not None and claimed.status == "running"
     assert svc.job(ctx, view.id).status == "running"  # looked at again: never failed as lost
-    assert svc.cancel(ctx, view.id).status == "cancelled"  # and ended by its own cancel
+    assert svc.cancel(ctx.db, view.id).status == "cancelled"  # and ended by its own cancel
 
 
 def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_training(
@@ -494,4 +494,4 @@ def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_tra
     )
     assert str(tmp_path / "elsewhere") in refused.message
     assert refused.message.endswith("nothing was trained")
-    assert version_svc.history(ctx, live(ctx, "tiny")) == []
+    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []

@@ -27,7 +27,7 @@ def restarted(ctx: AppContext) -> AppContext:
 
 
 def first_card(ctx: AppContext) -> queue.QueueItem:
-    found, _ = queue.next_item(ctx, live(ctx, DEMO_PROJECT), [])
+    found, _ = queue.next_item(ctx.live, live(ctx, DEMO_PROJECT), [])
     assert found is not None
     return found
 
@@ -43,7 +43,7 @@ def encoder_and_texts(ctx: AppContext) -> tuple[CachedEncoder, list[str]]:
 
 @pytest.fixture
 def project(ctx):
-    ensure_demo_project(ctx)
+    ensure_demo_project(ctx.db)
     return ctx
 
 
@@ -108,7 +108,7 @@ def test_a_second_machine_reads_the_vectors_from_the_model_bucket(tmp_path):
     for machine in ("one", "two"):
         (tmp_path / machine).mkdir()
     one = AppContext(Settings(data_dir=tmp_path / "one", artifacts_url=bucket))
-    ensure_demo_project(one)
+    ensure_demo_project(one.db)
     first_card(one)
     assert one.cache.encoded > 0
     # another machine: its own data directory (no local cache), the same database and bucket

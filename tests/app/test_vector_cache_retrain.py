@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, monkeypatch):
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
     trainer = AppContext(settings)  # the worker's process
-    demo = live(trainer, ensure_demo_project(trainer))
+    demo = live(trainer, ensure_demo_project(trainer.db))
     job, _ = retrain_jobs.request_retrain(trainer, demo, QUICK, enqueue=False)
     worker.execute_job(trainer, job.id)
     version_id = retrain_jobs.job(trainer, job.id).model_version_id
@@ -38,7 +38,7 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, mo
     monkeypatch.setattr(
         pools, "calibrate_predictor", lambda *a, **k: calibrated.append(1) or real(*a, **k)
     )
-    found, _ = queue.next_item(app, demo, [])
+    found, _ = queue.next_item(app.live, demo, [])
     assert calibrated == []  # the retrain's worker calibrated the served pool: read, not redone
     assert found is not None
     assert app.cache.encoded == 0

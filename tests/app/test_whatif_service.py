@@ -21,7 +21,7 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
 ):
     tests = [r["id"] for r in data_svc.table(ctx.db, demo) if r["split"] == "test"]
     data_svc.move_split(ctx.db, demo, tests, "train")
-    est = svc.merge(ctx, demo, "cancel_order", "refund_status")
+    est = svc.merge(ctx.factories, demo, "cancel_order", "refund_status")
     w = est.whatif
     with ctx.db.session() as s:
         pid = get_project(s, str(demo)).id
@@ -51,7 +51,7 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
 
 
 def test_a_split_proposes_named_parts_with_examples(ctx, demo):
-    est = svc.split(ctx, demo, "track_order")
+    est = svc.split(ctx.factories, demo, "track_order")
     w = est.whatif
     assert 2 <= len(w.parts) <= 4 and w.before == ("track_order",)
     with ctx.db.session() as s:
@@ -69,15 +69,15 @@ def test_merging_an_intent_with_itself_or_nothing_is_refused(ctx, demo):
     with pytest.raises(
         ValueError, match=r"two different intents to merge \(both are 'track_order'\)"
     ):
-        svc.merge(ctx, demo, "track_order", "track_order")
+        svc.merge(ctx.factories, demo, "track_order", "track_order")
     with pytest.raises(ValueError, match=r"Pick two intents to merge"):
-        svc.merge(ctx, demo, "track_order", None)
+        svc.merge(ctx.factories, demo, "track_order", None)
     with pytest.raises(ValueError, match=r"Pick the intent to split"):
-        svc.split(ctx, demo, "")
+        svc.split(ctx.factories, demo, "")
 
 
 def test_a_multi_label_project_is_refused_with_the_reason(ctx):
-    new_project(ctx, "hotel")
+    new_project(ctx.db, "hotel")
     rows = [("cancel my booking", "cancel"), ("refund please", "refund")] * 3
     rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
     for i, (text, labels) in enumerate(rows):
@@ -85,9 +85,9 @@ def test_a_multi_label_project_is_refused_with_the_reason(ctx):
             ctx.db, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train"
         )
     with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
-        svc.merge(ctx, live(ctx, "hotel"), "cancel", "refund")
+        svc.merge(ctx.factories, live(ctx, "hotel"), "cancel", "refund")
     with pytest.raises(ValueError, match=r"multi-label project"):
-        svc.split(ctx, live(ctx, "hotel"), "cancel")
+        svc.split(ctx.factories, live(ctx, "hotel"), "cancel")
 
 
 def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, demo):
@@ -106,7 +106,7 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     }
     (a, b), worst = max(pairs.items(), key=lambda kv: kv[1])
     assert worst > 0
-    w = svc.merge(ctx, demo, a, b).whatif
+    w = svc.merge(ctx.factories, demo, a, b).whatif
     assert w.confused == worst
     assert w.scored_on == "test" and w.n == m.n
     assert w.accuracy_before == pytest.approx(m.accuracy)

@@ -17,14 +17,15 @@ from app.ui.design.clusters import build_clusters
 from app.ui.design.conflicts import build_conflicts
 from app.ui.design.scope import build_scope
 from app.ui.design.whatif import build_whatif
+from storage.db import Database
 
 __all__ = ["build_design_tab"]
 
 
-def intent_choices(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+def intent_choices(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Fresh intent names for the sections' pickers (4: the cluster's existing-intent picker,
     merge a, merge b, split)."""
-    names = (attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []) if p is not None else []
+    names = (attempt(lambda: data_svc.intent_names(db, p))[0] or []) if p is not None else []
     return tuple(gr.update(choices=names) for _ in range(4))
 
 
@@ -36,14 +37,14 @@ def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> d
         with gr.Tab("Candidate intents"):
             clusters = build_clusters(ctx, project, user)
         with gr.Tab("Merge / split what-if"):
-            whatif = build_whatif(ctx, project, user)
+            whatif = build_whatif(ctx.factories, project, user)
         with gr.Tab("Out of scope"):
-            scope = build_scope(ctx, project, user)
+            scope = build_scope(ctx.live, project, user)
     pickers = [clusters["existing"], *whatif["pickers"]]
     return {
         "refresh": [
             conflicts["refresh"],
             scope["refresh"],
-            (bind(intent_choices, ctx), [project], pickers),
+            (bind(intent_choices, ctx.db), [project], pickers),
         ]
     }

@@ -16,8 +16,10 @@ from app.services import clusters as svc
 from app.services import data as data_svc
 from app.services import maps as map_svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 CLOSE = 0.6  # a cluster this similar to an intent is offered for "add to" it
 HEADERS = [
@@ -50,12 +52,12 @@ def _row(c: dict[str, Any]) -> list[Any]:
     ]
 
 
-def find(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Cluster the unlabelled utterances: (table, cluster picker, status, found, intents)."""
     if p is None:
         return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
-    found, err = attempt(lambda: svc.candidate_intents(ctx, p))
-    intents = attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []
+    found, err = attempt(lambda: svc.candidate_intents(live, p))
+    intents = attempt(lambda: data_svc.intent_names(live.db, p))[0] or []
     existing = gr.update(choices=intents)
     if err or found is None:
         return (
@@ -161,15 +163,15 @@ def _done(plan: Any, what: str) -> str:
     )
 
 
-def create_from_cluster(ctx: AppContext, p: ProjectHandle, chosen: list[str], name: str) -> str:
+def create_from_cluster(db: Database, p: ProjectHandle, chosen: list[str], name: str) -> str:
     """A new intent from the ticked examples of the picked cluster."""
-    plan, err = attempt(lambda: svc.create_from_cluster(ctx, p, _ids(chosen), name))
+    plan, err = attempt(lambda: svc.create_from_cluster(db, p, _ids(chosen), name))
     return problem(err or "") if err or plan is None else _done(plan, f"Created {name.strip()!r}")
 
 
-def add_cluster_to_intent(ctx: AppContext, p: ProjectHandle, chosen: list[str], intent: str) -> str:
+def add_cluster_to_intent(db: Database, p: ProjectHandle, chosen: list[str], intent: str) -> str:
     """The ticked examples of the picked cluster join an existing intent."""
-    plan, err = attempt(lambda: svc.add_to_intent(ctx, p, _ids(chosen), intent))
+    plan, err = attempt(lambda: svc.add_to_intent(db, p, _ids(chosen), intent))
     return problem(err or "") if err or plan is None else _done(plan, f"Added to {intent!r}")
 
 
@@ -220,7 +222,7 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     poll = gr.Timer(2.0, active=False)
 
     find_outputs = [table, pick, status, found, existing]
-    find_btn.click(bind(find, ctx), [project], find_outputs, api_name="candidate_intents")
+    find_btn.click(bind(find, ctx.live), [project], find_outputs, api_name="candidate_intents")
     pick.change(
         bind(show, ctx),
         [project, found, pick],
@@ -235,15 +237,15 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         show_progress="hidden",
     )
     create_btn.click(
-        guarded(ctx, "designer")(bind(create_from_cluster, ctx)),
+        guarded(ctx, "designer")(bind(create_from_cluster, ctx.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
-    ).then(bind(find, ctx), [project], find_outputs, api_visibility="private")
+    ).then(bind(find, ctx.live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded(ctx, "designer")(bind(add_cluster_to_intent, ctx)),
+        guarded(ctx, "designer")(bind(add_cluster_to_intent, ctx.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",
-    ).then(bind(find, ctx), [project], find_outputs, api_visibility="private")
+    ).then(bind(find, ctx.live), [project], find_outputs, api_visibility="private")
     return {"existing": existing}

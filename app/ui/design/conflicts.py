@@ -15,8 +15,10 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.services import conflicts as svc
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 HELP = (
     "Where the labels disagree with the data, computed out of fold with the frozen base encoder "
@@ -45,12 +47,12 @@ def _fix_buttons(conflict: dict[str, Any] | None) -> list[Any]:
     ]
 
 
-def show(ctx: AppContext, p: ProjectHandle | None, kind: str | None) -> tuple[Any, ...]:
+def show(live: LivePools, p: ProjectHandle | None, kind: str | None) -> tuple[Any, ...]:
     """The ranked table, its rows (plain dicts), no selection, the status line, the hint."""
     empty = pd.DataFrame([], columns=HEADERS)
     if p is None:
         return empty, [], None, "Pick a project.", PICK_HINT, *_fix_buttons(None)
-    found, err = attempt(lambda: svc.find(ctx, p, None if kind == ALL else kind))
+    found, err = attempt(lambda: svc.find(live, p, None if kind == ALL else kind))
     if err or found is None:
         return empty, [], None, problem(err or ""), PICK_HINT, *_fix_buttons(None)
     rows = [asdict(c) for c in found]
@@ -94,7 +96,7 @@ def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
 
 
 def fix_conflict(
-    ctx: AppContext,
+    db: Database,
     which: int,
     p: ProjectHandle,
     rows: list[dict[str, Any]],
@@ -109,22 +111,22 @@ def fix_conflict(
     fix = svc.Fix(
         d["action"], d["label"], tuple(d["ids"]), tuple(d["intents"]), tuple(d["versions"])
     )
-    msg, err = attempt(lambda: svc.apply(ctx, p, fix, confirm_test=bool(confirm_test)))
+    msg, err = attempt(lambda: svc.apply(db, p, fix, confirm_test=bool(confirm_test)))
     return problem(err) if err else ok(f"{msg} (Undo last fix reverts it.)")
 
 
 def show_after_fix(
-    ctx: AppContext, p: ProjectHandle | None, kind: str | None, said: str
+    live: LivePools, p: ProjectHandle | None, kind: str | None, said: str
 ) -> tuple[Any, ...]:
     """The table found again after a fix; after a refused one everything stays as it was (the
     selection too: tick the confirmation and press the fix again)."""
     if (said or "").startswith("⚠"):
         return tuple(gr.update() for _ in range(5 + FIX_BUTTONS))
-    return show(ctx, p, kind)
+    return show(live, p, kind)
 
 
-def undo_fix(ctx: AppContext, p: ProjectHandle) -> str:
-    msg, err = attempt(lambda: svc.undo(ctx, p))
+def undo_fix(db: Database, p: ProjectHandle) -> str:
+    msg, err = attempt(lambda: svc.undo(db, p))
     return problem(err) if err else ok(msg or "")
 
 
@@ -170,19 +172,19 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     )
 
     outputs = [table, rows, selected, summary, detail, *fix_btns]
-    refresh = (bind(show, ctx), [project, kind], outputs)
+    refresh = (bind(show, ctx.live), [project, kind], outputs)
     quiet: dict[str, Any] = {"api_visibility": "private"}
     find_btn.click(*refresh, **quiet)
     kind.change(*refresh, **quiet)
     table.select(pick, [rows], [selected, detail, *fix_btns, confirm], **quiet)
     for i, btn in enumerate(fix_btns):
         btn.click(
-            guarded(ctx, "designer")(bind(fix_conflict, ctx, i)),
+            guarded(ctx, "designer")(bind(fix_conflict, ctx.db, i)),
             [project, rows, selected, confirm],
             [status],
             **quiet,
-        ).then(bind(show_after_fix, ctx), [project, kind, status], outputs, **quiet)
+        ).then(bind(show_after_fix, ctx.live), [project, kind, status], outputs, **quiet)
     undo_btn.click(
-        guarded(ctx, "designer")(bind(undo_fix, ctx)), [project], [status], **quiet
+        guarded(ctx, "designer")(bind(undo_fix, ctx.db)), [project], [status], **quiet
     ).then(*refresh, **quiet)
     return {"refresh": refresh}

@@ -11,7 +11,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import projects as project_svc
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, problem
 
 HELP = (
@@ -28,11 +28,11 @@ HELP = (
 )
 
 
-def describe(ctx: AppContext, p: ProjectHandle | None) -> str:
+def describe(live: LivePools, p: ProjectHandle | None) -> str:
     """The calibration in words: the trade-off and how many intent thresholds it made."""
     if p is None:
         return ""
-    state, err = attempt(lambda: project_svc.out_of_scope(ctx, p))
+    state, err = attempt(lambda: project_svc.out_of_scope(live, p))
     if err or state is None:
         return problem(err or "")
     target = state["target_recall"]
@@ -45,7 +45,7 @@ def describe(ctx: AppContext, p: ProjectHandle | None) -> str:
     return " · ".join(s for s in shown if s)
 
 
-def build_scope(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_scope(live: LivePools, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     gr.Markdown("### Out of scope")
     gr.Markdown(HELP, elem_classes=["help"])
     state = gr.Markdown(elem_id="oos-state")
@@ -54,4 +54,4 @@ def build_scope(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[s
         "*Project settings* (or `intent-studio settings --set oos_target_recall=0.9`).",
         elem_classes=["help"],
     )
-    return {"refresh": (bind(describe, ctx), [project], [state])}
+    return {"refresh": (bind(describe, live), [project], [state])}

@@ -11,7 +11,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import whatif as svc
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, problem
 from core.design.whatif import WhatIf
 
@@ -38,12 +38,12 @@ def _confusions(w: WhatIf) -> Any:
 
 
 def merge_whatif(
-    ctx: AppContext, p: ProjectHandle | None, a: str | None, b: str | None
+    factories: FactoryBuilder, p: ProjectHandle | None, a: str | None, b: str | None
 ) -> tuple[Any, Any]:
     """The merge estimate: (summary, confusions left around the merged intent)."""
     if p is None:
         return "Pick a project.", gr.update(visible=False)
-    est, err = attempt(lambda: svc.merge(ctx, p, a, b))
+    est, err = attempt(lambda: svc.merge(factories, p, a, b))
     if err or est is None:
         return problem(err or ""), gr.update(visible=False)
     w = est.whatif
@@ -56,13 +56,13 @@ def merge_whatif(
 
 
 def split_whatif(
-    ctx: AppContext, p: ProjectHandle | None, intent: str | None, parts: str
+    factories: FactoryBuilder, p: ProjectHandle | None, intent: str | None, parts: str
 ) -> tuple[Any, Any]:
     """The split proposal: (parts with words and examples, confusions between the parts)."""
     if p is None:
         return "Pick a project.", gr.update(visible=False)
     count = int(parts) if parts and parts.isdigit() else None
-    est, err = attempt(lambda: svc.split(ctx, p, intent, count))
+    est, err = attempt(lambda: svc.split(factories, p, intent, count))
     if err or est is None:
         return problem(err or ""), gr.update(visible=False)
     w = est.whatif
@@ -74,7 +74,7 @@ def split_whatif(
     return "\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]), _confusions(w)
 
 
-def build_whatif(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_whatif(factories: FactoryBuilder, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the merge / split section and bind its events. Returns its intent pickers."""
     gr.Markdown("### Merge or split: what if?")
     gr.Markdown(HELP)
@@ -95,10 +95,13 @@ def build_whatif(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[
         elem_id="whatif-confusions",
     )
     merge_btn.click(
-        bind(merge_whatif, ctx), [project, a, b], [result, confusions], api_name="merge_whatif"
+        bind(merge_whatif, factories),
+        [project, a, b],
+        [result, confusions],
+        api_name="merge_whatif",
     )
     split_btn.click(
-        bind(split_whatif, ctx),
+        bind(split_whatif, factories),
         [project, split_of, parts],
         [result, confusions],
         api_name="split_whatif",

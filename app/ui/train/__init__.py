@@ -42,11 +42,11 @@ def tick(
             said = ""
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
         return (*out, *(gr.update() for _ in fields(VersionsSection)), said)
-    return (*out, *load_history(ctx, p), said)  # the job ended: show its version
+    return (*out, *load_history(ctx.db, p), said)  # the job ended: show its version
 
 
 def refresh(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
-    return (*poll(ctx, p, None), *load_history(ctx, p))
+    return (*poll(ctx, p, None), *load_history(ctx.db, p))
 
 
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:

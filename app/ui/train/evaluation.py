@@ -16,8 +16,10 @@ from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 # Clicking a confusion-matrix cell writes "gold → predicted" into a hidden textbox.
 _JS_BIND_CONFUSION = """
@@ -112,22 +114,24 @@ def _rows_frame(rows: list[Any]) -> pd.DataFrame:
     )
 
 
-def show_cell(ctx: AppContext, p: ProjectHandle | None, value: str) -> Any:
+def show_cell(factories: FactoryBuilder, p: ProjectHandle | None, value: str) -> Any:
     """The test utterances behind ``gold → predicted`` (or all misses of ``gold →``)."""
     gold, sep, predicted = (value or "").partition("→")
     if p is None or not sep:
         return None
     rows, err = attempt(
-        lambda: eval_svc.confusions(ctx, p, gold.strip(), predicted.strip() or None)
+        lambda: eval_svc.confusions(factories, p, gold.strip(), predicted.strip() or None)
     )
     if err or rows is None:
         return pd.DataFrame({"problem": [err]})
     return _rows_frame(rows)
 
 
-def rows_after_fix(ctx: AppContext, p: ProjectHandle | None, value: str, said: str) -> Any:
+def rows_after_fix(
+    factories: FactoryBuilder, p: ProjectHandle | None, value: str, said: str
+) -> Any:
     """The utterances behind the cell again after a fix; after a refused one they stay."""
-    return gr.update() if (said or "").startswith("⚠") else show_cell(ctx, p, value)
+    return gr.update() if (said or "").startswith("⚠") else show_cell(factories, p, value)
 
 
 def pick_pair(frame: pd.DataFrame, evt: gr.SelectData) -> str:
@@ -151,7 +155,7 @@ def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any, An
 
 
 def act(
-    ctx: AppContext,
+    db: Database,
     action: str,
     p: ProjectHandle,
     uid: float | None,
@@ -163,7 +167,7 @@ def act(
     if not uid:
         return problem("Click an utterance in the table first.")
     said, err = attempt(
-        lambda: eval_svc.fix_test_row(ctx, p, int(uid), action, intent, confirmed=bool(confirmed))
+        lambda: eval_svc.fix_test_row(db, p, int(uid), action, intent, confirmed=bool(confirmed))
     )
     if err or said is None:
         return problem(err or "")
@@ -268,12 +272,14 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
     intents.select(pick_pair, [intents], [cell], **quiet)
     pairs.select(pick_pair, [pairs], [cell], **quiet)
     for trigger in (cell_btn.click, cell.change):
-        trigger(bind(show_cell, ctx), [project, cell], [cell_rows], **quiet)
+        trigger(bind(show_cell, ctx.factories), [project, cell], [cell_rows], **quiet)
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded(ctx, "designer")(bind(act, ctx, action)),
+            guarded(ctx, "designer")(bind(act, ctx.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,
-        ).then(bind(rows_after_fix, ctx), [project, cell, fix_status], [cell_rows], **quiet)
+        ).then(
+            bind(rows_after_fix, ctx.factories), [project, cell, fix_status], [cell_rows], **quiet
+        )

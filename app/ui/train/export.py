@@ -33,7 +33,7 @@ def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[A
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
     out = download_path(ctx.settings, f"{safe}.zip")
-    info, err = attempt(lambda: bundle_svc.export_bundle(ctx, p, out, int8=with_int8))
+    info, err = attempt(lambda: bundle_svc.export_bundle(ctx.live, p, out, int8=with_int8))
     if err or info is None:
         return None, problem(err or "")
     return gr.update(value=str(out), visible=True), ok(
@@ -48,12 +48,12 @@ def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
     if not Path(path).exists():
         return gr.update(), problem(GONE)
     try:
-        name, err = attempt(lambda: bundle_svc.import_bundle(ctx, path))
+        name, err = attempt(lambda: bundle_svc.import_bundle(ctx.factories, path))
     finally:
         ctx.uploads.used_up(path)  # opened (or refused): its upload goes
     if err or name is None:
         return gr.update(), problem(err or "")
-    return gr.update(choices=project_names(ctx), value=name), ok(
+    return gr.update(choices=project_names(ctx.db), value=name), ok(
         f"Opened as read-only project {name!r}."
     )
 

@@ -93,7 +93,7 @@ def stop(ctx: AppContext, jid: int | None, p: ProjectHandle | None) -> str:
         jid = latest.id if latest is not None and latest.active else None
     if jid is None:
         return problem("No training job is running.")
-    job, err = attempt(lambda: train_svc.cancel(ctx, jid))
+    job, err = attempt(lambda: train_svc.cancel(ctx.db, jid))
     if err or job is None:
         return problem(err or "")
     return ok(f"Job #{job.id}: {job.message}")

@@ -13,8 +13,10 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.services import versions as version_svc
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.db import Database
 
 BASE_CHOICE = "frozen base encoder"
 # The service's keys and the headers a designer reads (short words: narrow columns wrap at spaces).
@@ -67,15 +69,15 @@ def parse_version(choice: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def load_history(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
+def load_history(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The history table and the three version pickers (active version preselected)."""
     rows: list[dict[str, Any]] = []
     if p is not None:
-        rows = attempt(lambda: version_svc.history(ctx, p))[0] or []
+        rows = attempt(lambda: version_svc.history(db, p))[0] or []
     frame = history_frame(rows)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
-    serving = (attempt(lambda: version_svc.serving(ctx, p))[0] or "") if p is not None else ""
+    serving = (attempt(lambda: version_svc.serving(db, p))[0] or "") if p is not None else ""
     return (
         frame,
         gr.update(choices=choices, value=active),
@@ -85,14 +87,14 @@ def load_history(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
     )
 
 
-def make_active(ctx: AppContext, p: ProjectHandle | None, choice: str) -> str:
+def make_active(factories: FactoryBuilder, p: ProjectHandle | None, choice: str) -> str:
     if p is None:
         return problem("Pick a project first.")
-    msg, err = attempt(lambda: version_svc.activate(ctx, p, parse_version(choice)))
+    msg, err = attempt(lambda: version_svc.activate(factories, p, parse_version(choice)))
     return problem(err) if err else ok(msg or "")
 
 
-def compare(ctx: AppContext, p: ProjectHandle | None, a: str, b: str) -> tuple[Any, str]:
+def compare(db: Database, p: ProjectHandle | None, a: str, b: str) -> tuple[Any, str]:
     """Per-intent F1 of two versions (or the frozen encoder and a version) and the change,
     worst first."""
     va, vb = parse_version(a), parse_version(b)
@@ -100,7 +102,7 @@ def compare(ctx: AppContext, p: ProjectHandle | None, a: str, b: str) -> tuple[A
         return gr.update(visible=False), problem(
             "Pick a trained version on at least one side to compare."
         )
-    res, err = attempt(lambda: version_svc.compare(ctx, p, va, vb))
+    res, err = attempt(lambda: version_svc.compare(db, p, va, vb))
     if err or res is None:
         return gr.update(visible=False), problem(err or "")
     frame = pd.DataFrame(res["per_intent"]).rename(
@@ -146,13 +148,13 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded(ctx, "designer")(bind(make_active, ctx)),
+        guarded(ctx, "designer")(bind(make_active, ctx.factories)),
         [project, pick],
         [message],
         api_name="activate_version",
-    ).then(bind(load_history, ctx), [project], section.outputs, api_visibility="private")
+    ).then(bind(load_history, ctx.db), [project], section.outputs, api_visibility="private")
     compare_btn.click(
-        bind(compare, ctx),
+        bind(compare, ctx.db),
         [project, cmp_a, cmp_b],
         [compare_table, message],
         api_visibility="private",

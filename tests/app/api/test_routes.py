@@ -18,7 +18,7 @@ QUERIES = ["where is my parcel", "I forgot my password", "can I speak to a perso
 
 def test_one_and_many_predictions_have_a_bundles_structure(client, ctx, demo, tmp_path):
     bundle = tmp_path / "demo.zip"
-    bundle_svc.export_bundle(ctx, demo, bundle)
+    bundle_svc.export_bundle(ctx.live, demo, bundle)
     with load(bundle) as predictor:
         expected = predictor.predict(QUERIES)
 

@@ -177,8 +177,8 @@ def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_jso
     client, ctx, demo, tmp_path
 ):
     bundle = tmp_path / "demo.zip"
-    bundle_svc.export_bundle(ctx, demo, bundle)
-    name = bundle_svc.import_bundle(ctx, bundle, name="frozen copy")
+    bundle_svc.export_bundle(ctx.live, demo, bundle)
+    name = bundle_svc.import_bundle(ctx.factories, bundle, name="frozen copy")
     url = "/api/v1/projects/" + quote(name)
     r = client.post(f"{url}/label", json={"text": "hello", "intents": ["greeting"]})
     assert r.status_code == 409 and "read-only" in r.json()["error"]
@@ -216,7 +216,7 @@ def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ct
     assert [(r["version"], r["active"]) for r in rows] == [(version, True)]
     int8 = rows[0]["serving"]
     assert int8 in ("int8", "fp32")
-    set_settings(ctx, live(ctx, "tiny"), {"serve_int8": "off"})
+    set_settings(ctx.db, live(ctx, "tiny"), {"serve_int8": "off"})
     assert client.get(f"{url}/versions").json()["versions"][0]["serving"] == "fp32"
 
     r = client.post(f"{url}/versions/base/activate")

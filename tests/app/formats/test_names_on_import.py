@@ -98,7 +98,7 @@ def test_a_label_written_another_way_is_mapped_onto_the_intent_and_said(ctx, tmp
     _project(ctx)
     path = tmp_path / f"in{suffix}"
     path.write_bytes(FILES[suffix]())
-    result = import_file(ctx, destination(ctx, "p"), path)
+    result = import_file(ctx.db, destination(ctx.db, "p"), path)
     mapped = dict(MAPPED)
     if suffix == ".zip":  # intent files are read in the order of their names: BYE.txt first
         del mapped["BYE"]
@@ -119,7 +119,7 @@ def test_an_invisible_character_in_a_new_name_refuses_the_import_naming_the_labe
     path = tmp_path / "in.csv"
     path.write_bytes("text,label\nhi there,greet\nbye now,bye\u200b\n".encode())
     with pytest.raises(ValueError, match=r"The label 'bye\\u200b' is no intent of this project"):
-        import_file(ctx, destination(ctx, "p"), path)
+        import_file(ctx.db, destination(ctx.db, "p"), path)
     assert _state(ctx)[0] == ["greet"]
 
 
@@ -132,7 +132,7 @@ def test_every_agent_format_maps_its_intents_onto_the_projects_written_another_w
     suffix, data = BUILDERS[fmt]()
     path = tmp_path / f"agent{suffix}"
     path.write_bytes(data)
-    message = import_file(ctx, destination(ctx, "p"), path).message()
+    message = import_file(ctx.db, destination(ctx.db, "p"), path).message()
     names, labels = _state(ctx)
     assert set(names) - {OUT_OF_SCOPE} == {"greet", *(n.upper() for n in ours)}
     for row in EXPECTED[fmt]:
@@ -148,9 +148,9 @@ def test_an_agent_mapped_onto_the_projects_names_exports_into_its_own_intents(ct
     _, data = watson()
     src = tmp_path / "skill.json"
     src.write_bytes(data)
-    import_file(ctx, destination(ctx, "p"), src)
+    import_file(ctx.db, destination(ctx.db, "p"), src)
     out = tmp_path / "out.json"
-    notes = export_project(ctx, live(ctx, "p"), out).notes
+    notes = export_project(ctx.db, live(ctx, "p"), out).notes
     after, before = json.loads(out.read_text()), json.loads(data)
     assert [i["intent"] for i in after["intents"]][:2] == ["card_lost", "balance"]
     assert after["intents"][:2] == before["intents"][:2]  # the same phrases, under its names

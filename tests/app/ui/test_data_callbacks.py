@@ -22,7 +22,7 @@ def _query(search="", split=ALL):
 
 def _rows(ctx, project, search=""):
     """The rows of the table's first page (a search narrows it to the rows a test looks at)."""
-    return data_tab.refresh(ctx, live(ctx, project), _query(search)).rows
+    return data_tab.refresh(ctx.live, live(ctx, project), _query(search)).rows
 
 
 def _token(preview_html: str) -> str:
@@ -36,30 +36,38 @@ def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
     some = _rows(ctx, demo, search="card")
     assert 0 < len(some) < len(everything)
     assert all("card" in r["text"].lower() for r in some)
-    view = data_tab.refresh(ctx, demo, _query("card"))
+    view = data_tab.refresh(ctx.live, demo, _query("card"))
     assert view.caption == f"Rows 1–{len(some)} of {len(some)} · page 1 of 1"
     assert list(view.table.columns) == ["id", "text", "intents", "split", "predicted", "score"]
 
 
 def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
     before = _rows(ctx, demo)
-    msg = data_tab.save(ctx, demo, None, None, "x", ["greet"], "train", False, "local")
+    msg = data_tab.save(ctx.db, demo, None, None, "x", ["greet"], "train", False, "local")
     assert "Click a row in the table first." in msg
     assert _rows(ctx, demo) == before
 
 
 def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
-    msg, cleared = data_tab.add(ctx, demo, "my parcel never came", [], "unlabelled")
+    msg, cleared = data_tab.add(ctx.db, demo, "my parcel never came", [], "unlabelled")
     assert msg.startswith("✓ Added") and cleared == ""
     row = next(
         r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
     )
     assert row["split"] == "unlabelled" and row["intents"] == []
     saved = data_tab.save(
-        ctx, demo, row["id"], row["version"], row["text"], ["track_order"], "train", False, "local"
+        ctx.db,
+        demo,
+        row["id"],
+        row["version"],
+        row["text"],
+        ["track_order"],
+        "train",
+        False,
+        "local",
     )
     assert "track_order" in saved and "(train)" in saved
-    assert "Undid" in data_tab.undo(ctx, demo)
+    assert "Undid" in data_tab.undo(ctx.db, demo)
     back = next(
         r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
     )
@@ -68,17 +76,21 @@ def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
 
 def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
     row = next(iter(_rows(ctx, demo)))
-    data_tab.save(ctx, demo, row["id"], row["version"], row["text"] + "!", [], "train", False, "a")
-    msg = data_tab.save(ctx, demo, row["id"], row["version"], row["text"], [], "train", False, "b")
+    data_tab.save(
+        ctx.db, demo, row["id"], row["version"], row["text"] + "!", [], "train", False, "a"
+    )
+    msg = data_tab.save(
+        ctx.db, demo, row["id"], row["version"], row["text"], [], "train", False, "b"
+    )
     assert "changed by someone else" in msg
 
 
 def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
-    data_tab.add(ctx, demo, "is my parcel lost", [], "unlabelled")
+    data_tab.add(ctx.db, demo, "is my parcel lost", [], "unlabelled")
     row = next(r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost")
     # the split dropdown still says `unlabelled`, as the row was loaded
     data_tab.save(
-        ctx,
+        ctx.db,
         demo,
         row["id"],
         row["version"],
@@ -97,7 +109,7 @@ def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
 def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(ctx, demo):
     row = next(r for r in _rows(ctx, demo) if r["split"] == "test")
     other = "greet" if row["intents"] != ["greet"] else "goodbye"
-    args = (ctx, demo, row["id"], row["version"])
+    args = (ctx.db, demo, row["id"], row["version"])
     refused = data_tab.save(*args, row["text"], [other], "test", False, "local")
     assert "is a test utterance" in refused and "Tick" in refused
     moved = data_tab.save(*args, row["text"], row["intents"], "train", False, "local")
@@ -107,7 +119,7 @@ def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(ctx, demo):
     assert fixed.startswith("✓ Saved")  # a typo fix keeps its intents and split
     now = next(r for r in _rows(ctx, demo) if r["id"] == row["id"])
     saved = data_tab.save(
-        ctx, demo, row["id"], now["version"], now["text"], [other], "test", True, "local"
+        ctx.db, demo, row["id"], now["version"], now["text"], [other], "test", True, "local"
     )
     assert saved.startswith("✓ Saved") and other in saved
 
@@ -119,18 +131,18 @@ def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabel
     fresh = [r for r in matching if not r["intents"]]
     labelled = [r for r in matching if r["intents"] and r["intents"] != ["track_order"]]
     assert fresh and labelled  # the filter mixes both
-    plan, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
+    plan, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
     assert f"{len(fresh)} unlabelled will become track_order" in plan
     assert f"{len(labelled)} already labelled" in plan and "left as they are" in plan
     assert _rows(ctx, demo, "parcel") == matching  # a preview changes nothing
     msg, cleared, _ = data_bulk.label(
-        ctx, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
+        ctx.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
     )
     assert f"Labelled {len(fresh)}" in msg and not _token(cleared)
     after = {r["id"]: r for r in _rows(ctx, demo, "parcel")}
     assert all(after[r["id"]]["intents"] == ["track_order"] for r in fresh)
     assert all(after[r["id"]]["intents"] == r["intents"] for r in labelled)
-    assert "Undid label" in data_tab.undo(ctx, demo)  # one undo: the whole batch
+    assert "Undid label" in data_tab.undo(ctx.db, demo)  # one undo: the whole batch
 
     def state(rows):
         return {r["id"]: (r["intents"], r["split"]) for r in rows}
@@ -151,11 +163,11 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
         return {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
 
     def press(search: str, token: str, kept):
-        return data_bulk.label(ctx, demo, *_widgets(search), "track_order", False, kept, token)
+        return data_bulk.label(ctx.live, demo, *_widgets(search), "track_order", False, kept, token)
 
     everything = labels()
-    narrow, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
-    wide, previews = data_bulk.preview(ctx, demo, _query(""), "track_order", False, previews)
+    narrow, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
+    wide, previews = data_bulk.preview(ctx.live, demo, _query(""), "track_order", False, previews)
     assert _token(narrow) and _token(wide) and _token(narrow) != _token(wide)
 
     msg, _, previews = press("", "", previews)  # the new preview is still being counted
@@ -181,9 +193,9 @@ def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(ctx, d
     from app.ui import data_bulk
 
     before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
-    shown, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
+    shown, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
     msg, again, _ = data_bulk.label(
-        ctx, demo, *_widgets("card"), "track_order", False, previews, _token(shown)
+        ctx.live, demo, *_widgets("card"), "track_order", False, previews, _token(shown)
     )
     assert "changed since the preview" in msg and "nothing was labelled" in msg
     assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
@@ -195,12 +207,12 @@ def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(ctx,
     from app.services import data as data_svc
     from app.ui import data_bulk
 
-    plan, previews = data_bulk.preview(ctx, demo, _query("parcel"), "track_order", False, {})
+    plan, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
     first = next(r for r in _rows(ctx, demo, "parcel") if not r["intents"])
     data_svc.label_utterance(ctx.db, demo, first["id"], ["refund_status"])  # someone, meanwhile
     before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
     msg, again, _ = data_bulk.label(
-        ctx, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
+        ctx.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
     )
     assert "Preview again. Nothing was changed." in msg
     assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
@@ -210,19 +222,19 @@ def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(ctx,
 def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ctx, demo):
     from app.ui import data_slots
 
-    assert data_slots.save_slot(ctx, demo, "card", "visa\nmastercard").startswith("✓ Saved slot")
-    intent = data_slots.load(ctx, demo)[2]["choices"][0]
-    refused = data_slots.save_templates(ctx, demo, intent, "pay with {card} at {shop}")
+    assert data_slots.save_slot(ctx.db, demo, "card", "visa\nmastercard").startswith("✓ Saved slot")
+    intent = data_slots.load(ctx.db, demo)[2]["choices"][0]
+    refused = data_slots.save_templates(ctx.db, demo, intent, "pay with {card} at {shop}")
     assert "slot book lacks: shop" in refused
-    assert data_slots.pick_intent(ctx, demo, intent) == ""  # nothing changed
-    assert "Saved 1 template" in data_slots.save_templates(ctx, demo, intent, "my {card} card")
-    assert data_slots.pick_intent(ctx, demo, intent) == "my {card} card"
-    assert data_slots.pick_slot(ctx, demo, "card") == "visa\nmastercard"
-    frame, slots, _ = data_slots.load(ctx, demo)
+    assert data_slots.pick_intent(ctx.db, demo, intent) == ""  # nothing changed
+    assert "Saved 1 template" in data_slots.save_templates(ctx.db, demo, intent, "my {card} card")
+    assert data_slots.pick_intent(ctx.db, demo, intent) == "my {card} card"
+    assert data_slots.pick_slot(ctx.db, demo, "card") == "visa\nmastercard"
+    frame, slots, _ = data_slots.load(ctx.db, demo)
     assert frame.values.tolist() == [["card", "visa, mastercard", 2]]
     assert slots["choices"] == ["card"]
-    assert "named by templates" in data_slots.delete_slot(ctx, demo, "card")
-    assert "listed twice" in data_slots.save_slot(ctx, demo, "card", "visa\nvisa")
+    assert "named by templates" in data_slots.delete_slot(ctx.db, demo, "card")
+    assert "listed twice" in data_slots.save_slot(ctx.db, demo, "card", "visa\nvisa")
 
 
 def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(ctx, demo):
@@ -230,18 +242,18 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
     from app.ui import data_manage
 
     name = svc.intent_names(ctx.db, demo)[0]
-    msg = data_manage.describe_intent(ctx, demo, name, "  Questions about   a late parcel ")
+    msg = data_manage.describe_intent(ctx.db, demo, name, "  Questions about   a late parcel ")
     assert msg.startswith("✓ Described") and "'Questions about a late parcel'" in msg
-    assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"
-    too_long = data_manage.describe_intent(ctx, demo, name, "x" * 501)
+    assert data_manage.intent_description(ctx.db, demo, name) == "Questions about a late parcel"
+    too_long = data_manage.describe_intent(ctx.db, demo, name, "x" * 501)
     assert "at most 500 characters" in too_long and not too_long.startswith("✓")
-    assert data_manage.intent_description(ctx, demo, name) == "Questions about a late parcel"
-    assert "Choose an intent" in data_manage.describe_intent(ctx, demo, "", "anything")
+    assert data_manage.intent_description(ctx.db, demo, name) == "Questions about a late parcel"
+    assert "Choose an intent" in data_manage.describe_intent(ctx.db, demo, "", "anything")
     assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(
-        ctx, demo, "nope", "anything"
+        ctx.db, demo, "nope", "anything"
     )
-    assert "Cleared" in data_manage.describe_intent(ctx, demo, name, "")
-    assert data_manage.intent_description(ctx, demo, name) == ""
+    assert "Cleared" in data_manage.describe_intent(ctx.db, demo, name, "")
+    assert data_manage.intent_description(ctx.db, demo, name) == ""
 
 
 def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
@@ -250,27 +262,27 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     from app.services import projects as project_svc
     from app.ui import settings_section as section
 
-    oos_on, target, weight, encode, int8, effects = section.shown(ctx, demo)
+    oos_on, target, weight, encode, int8, effects = section.shown(ctx.live, demo)
     assert (oos_on, target, weight, encode, int8) == (True, 0.95, 1.0, False, True)
     assert "Anchors on (weight 1)" in effects and "Serving: the frozen minilm" in effects
     assert "<li><b>Out of scope:</b> Out-of-scope thresholds for a 95% in-scope recall" in effects
 
-    status, effects = section.save(ctx, demo, False, 0.9, 1.5, True, False)
+    status, effects = section.save(ctx.live, demo, False, 0.9, 1.5, True, False)
     assert status == (
         "✓ Changed oos_target_recall 0.95 → off; anchor_weight 1 → 1.5; encode_context off → on; "
         "serve_int8 on → off."
     )
     assert "Out-of-scope detection is off" in effects and "Context encoding is on" in effects
-    after = project_svc.settings(ctx, demo)
+    after = project_svc.settings(ctx.db, demo)
     assert (after.oos_target_recall, after.anchor_weight, after.encode_context) == (None, 1.5, True)
-    assert section.shown(ctx, demo)[:5] == (False, 0.95, 1.5, True, False)
-    assert section.save(ctx, demo, False, 0.9, 1.5, True, False)[0] == "✓ Nothing changed."
+    assert section.shown(ctx.live, demo)[:5] == (False, 0.95, 1.5, True, False)
+    assert section.save(ctx.live, demo, False, 0.9, 1.5, True, False)[0] == "✓ Nothing changed."
 
-    refused, _ = section.save(ctx, demo, True, 0.9, -2, False, True)  # a bad weight
+    refused, _ = section.save(ctx.live, demo, True, 0.9, -2, False, True)  # a bad weight
     assert "0 or more" in refused and not refused.startswith("✓")
-    assert project_svc.settings(ctx, demo) == after  # the good values were not written either
-    assert "Pick a project" in section.save(ctx, None, True, 0.9, 1, False, True)[0]
-    assert section.shown(ctx, None) == section.BLANK
+    assert project_svc.settings(ctx.db, demo) == after  # the good values were not written either
+    assert "Pick a project" in section.save(ctx.live, None, True, 0.9, 1, False, True)[0]
+    assert section.shown(ctx.live, None) == section.BLANK
 
 
 def test_an_import_into_a_new_name_empties_the_table_and_names_that_project_at_once(

@@ -18,7 +18,7 @@ from tests.samples import GIFT, HOURS, KLARNA
 def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     for text in GIFT + HOURS + KLARNA:
         data_svc.add_utterance(ctx.db, demo, text, [], "unlabelled")
-    table, picker, status, found, existing = ui.find(ctx, demo)
+    table, picker, status, found, existing = ui.find(ctx.live, demo)
     assert "candidate intents holding" in status and len(table["value"]) == len(found) > 0
     assert picker["value"] == 1 and "track_order" in existing["choices"]
     coherence = [float(row[1].rstrip("%")) for row in table["value"]]  # "93%", most first
@@ -30,10 +30,10 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     assert "Nearest existing intent" in note and near["value"] == (
         gift["nearest_intent"] if gift["nearest_similarity"] >= ui.CLOSE else None
     )
-    message = ui.create_from_cluster(ctx, demo, examples["value"][:3], "gift_cards")
+    message = ui.create_from_cluster(ctx.db, demo, examples["value"][:3], "gift_cards")
     assert message.startswith("✓ Created 'gift_cards': 3 utterance(s) labelled gift_cards")
     assert "One Undo" in message
-    again = ui.create_from_cluster(ctx, demo, examples["value"], "gift_cards")
+    again = ui.create_from_cluster(ctx.db, demo, examples["value"], "gift_cards")
     assert "already exists" in again and again.startswith("⚠")
     assert "label of 3 utterance(s)" in history.undo(ctx.db, demo)
 
@@ -41,27 +41,27 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
 def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):
     from app.services.projects import new_project
 
-    new_project(ctx, "empty")
-    _, _, status, found, _ = ui.find(ctx, live(ctx, "empty"))
+    new_project(ctx.db, "empty")
+    _, _, status, found, _ = ui.find(ctx.live, live(ctx, "empty"))
     assert "has 0 unlabelled utterances" in status and found == []
 
 
 def test_what_ifs_answer_with_an_estimate_or_a_message(ctx, demo):
-    text, table = whatif_ui.merge_whatif(ctx, demo, "cancel_order", "refund_status")
+    text, table = whatif_ui.merge_whatif(ctx.factories, demo, "cancel_order", "refund_status")
     assert "Merging cancel_order and refund_status: estimated accuracy" in text
     assert "macro-F1" in text and table["visible"] is bool(table["value"])
-    text, _ = whatif_ui.merge_whatif(ctx, demo, "track_order", "track_order")
+    text, _ = whatif_ui.merge_whatif(ctx.factories, demo, "track_order", "track_order")
     assert text.startswith("⚠") and "both are &#x27;track_order&#x27;" in text
-    text, _ = whatif_ui.split_whatif(ctx, demo, "track_order", "2")
+    text, _ = whatif_ui.split_whatif(ctx.factories, demo, "track_order", "2")
     assert "Splitting track_order into 2 parts" in text and "**track_order/2**" in text
-    assert all(u["choices"] for u in intent_choices(ctx, demo))
+    assert all(u["choices"] for u in intent_choices(ctx.db, demo))
 
 
 def test_the_out_of_scope_view_shows_the_trade_off_set_in_project_settings(ctx, demo):
-    state = scope.describe(ctx, demo)
+    state = scope.describe(ctx.live, demo)
     assert "Each intent keeps **95%** of its own questions." in state and "threshold" in state
-    project_svc.set_settings(ctx, demo, {"oos_target_recall": 0.9})
-    assert "keeps **90%**" in scope.describe(ctx, demo)
-    project_svc.set_settings(ctx, demo, {"oos_target_recall": "off"})
-    assert scope.describe(ctx, demo).startswith("Out-of-scope detection is off")
-    assert scope.describe(ctx, None) == ""
+    project_svc.set_settings(ctx.db, demo, {"oos_target_recall": 0.9})
+    assert "keeps **90%**" in scope.describe(ctx.live, demo)
+    project_svc.set_settings(ctx.db, demo, {"oos_target_recall": "off"})
+    assert scope.describe(ctx.live, demo).startswith("Out-of-scope detection is off")
+    assert scope.describe(ctx.live, None) == ""

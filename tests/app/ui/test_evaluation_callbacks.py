@@ -14,21 +14,23 @@ def test_pairs_lead_to_their_utterances_and_a_relabel_fixes_one_in_place(ctx, de
     assert list(intents["F1"]) == sorted(intents["F1"])  # worst first
     top = pairs.iloc[0]
     assert 0 < top["share"] <= 1 and top["count"] >= 1
-    rows = evaluation.show_cell(ctx, demo, f"{top['gold']} → {top['predicted as']}")
+    rows = evaluation.show_cell(ctx.factories, demo, f"{top['gold']} → {top['predicted as']}")
     assert len(rows) == top["count"]
     assert set(rows["gold"]) == {top["gold"]} and set(rows["predicted"]) == {top["predicted as"]}
-    misses = evaluation.show_cell(ctx, demo, f"{top['gold']} →")  # an intent row: all its misses
+    misses = evaluation.show_cell(
+        ctx.factories, demo, f"{top['gold']} →"
+    )  # an intent row: all its misses
     assert len(misses) >= len(rows)
 
     uid = int(rows.iloc[0]["id"])
-    msg = evaluation.act(ctx, "relabel", demo, uid, top["predicted as"], True)
+    msg = evaluation.act(ctx.db, "relabel", demo, uid, top["predicted as"], True)
     assert "relabelled" in msg
     row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == uid)
     assert (row["intents"], row["split"]) == (top["predicted as"], "test")  # still held out
-    assert "moved to train" in evaluation.act(ctx, "move", demo, uid, None, True)
+    assert "moved to train" in evaluation.act(ctx.db, "move", demo, uid, None, True)
     assert next(r for r in data_svc.table(ctx.db, demo) if r["id"] == uid)["split"] == "train"
-    assert "Click an utterance" in evaluation.act(ctx, "delete", demo, None, None, True)
-    assert "deleted" in evaluation.act(ctx, "delete", demo, uid, None, True)
+    assert "Click an utterance" in evaluation.act(ctx.db, "delete", demo, None, None, True)
+    assert "deleted" in evaluation.act(ctx.db, "delete", demo, uid, None, True)
     assert all(r["id"] != uid for r in data_svc.table(ctx.db, demo))
     assert len(evaluation.heatmap(confusion, 5).data[0].x) == 5
 
@@ -41,7 +43,7 @@ def test_a_test_row_is_never_relabelled_by_the_prediction_nor_without_a_confirma
 
     _, _, pairs, _, _, _ = evaluation.evaluate(ctx, demo, 3)
     top = pairs.iloc[0]
-    rows = evaluation.show_cell(ctx, demo, f"{top['gold']} → {top['predicted as']}")
+    rows = evaluation.show_cell(ctx.factories, demo, f"{top['gold']} → {top['predicted as']}")
 
     class Click:  # what Gradio hands the callback for a click on row 0
         index = (0, 1)
@@ -51,9 +53,9 @@ def test_a_test_row_is_never_relabelled_by_the_prediction_nor_without_a_confirma
     assert "test row" in what
     before = data_svc.table(ctx.db, demo)
     for action, intent in (("relabel", top["predicted as"]), ("move", None), ("delete", None)):
-        msg = evaluation.act(ctx, action, demo, uid, intent, False)
+        msg = evaluation.act(ctx.db, action, demo, uid, intent, False)
         assert "is a test utterance" in msg and "Nothing was changed" in msg
     assert "Pick the intent to relabel it as" in evaluation.act(
-        ctx, "relabel", demo, uid, None, True
+        ctx.db, "relabel", demo, uid, None, True
     )
     assert data_svc.table(ctx.db, demo) == before

@@ -25,21 +25,21 @@ def test_the_lasso_label_does_what_its_preview_said_and_nothing_else(ctx, demo):
     ids = _unlabelled(ctx, demo)
     assert len(ids) >= 4
     first = ",".join(map(str, ids[:2]))
-    summary, previews = map_tab.preview(ctx, demo, first, "track_order", False, {})
+    summary, previews = map_tab.preview(ctx.db, demo, first, "track_order", False, {})
     assert "2 unlabelled will become track_order" in summary
     # the selection grew (a second lasso) and its preview is being counted: Label was pressed
     wider = ",".join(map(str, ids[:4]))
-    msg, _, previews = map_tab.label(ctx, demo, wider, "track_order", False, previews, "")
+    msg, _, previews = map_tab.label(ctx.db, demo, wider, "track_order", False, previews, "")
     assert "still being counted" in msg and "nothing was labelled" in msg
     assert _unlabelled(ctx, demo) == ids  # nothing changed
     # the old preview still on screen, the new selection too: refused, the new one counted
     msg, fresh, previews = map_tab.label(
-        ctx, demo, wider, "track_order", False, previews, _token(summary)
+        ctx.db, demo, wider, "track_order", False, previews, _token(summary)
     )
     assert "changed since the preview" in msg and _unlabelled(ctx, demo) == ids
     assert "4 unlabelled will become track_order" in fresh
     msg, _, previews = map_tab.label(
-        ctx, demo, wider, "track_order", False, previews, _token(fresh)
+        ctx.db, demo, wider, "track_order", False, previews, _token(fresh)
     )
     assert "Labelled 4 utterance(s) as track_order" in msg
     assert _unlabelled(ctx, demo) == ids[4:]
@@ -48,9 +48,11 @@ def test_the_lasso_label_does_what_its_preview_said_and_nothing_else(ctx, demo):
 def test_rows_labelled_after_the_preview_are_refused_not_relabelled(ctx, demo):
     ids = _unlabelled(ctx, demo)[:3]
     text = ",".join(map(str, ids))
-    shown, previews = map_tab.preview(ctx, demo, text, "track_order", False, {})
+    shown, previews = map_tab.preview(ctx.db, demo, text, "track_order", False, {})
     data_svc.label_utterance(ctx.db, demo, ids[0], ["greet"])  # someone else, meanwhile
-    msg, summary, _ = map_tab.label(ctx, demo, text, "track_order", False, previews, _token(shown))
+    msg, summary, _ = map_tab.label(
+        ctx.db, demo, text, "track_order", False, previews, _token(shown)
+    )
     assert "2 unlabelled will become track_order" in summary  # the fresh count
     assert "Preview again" in msg and "Nothing was changed" in msg
     assert ids[1] in _unlabelled(ctx, demo) and ids[2] in _unlabelled(ctx, demo)

@@ -18,7 +18,7 @@ def _row(ctx, project, uid):
 
 
 def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo):
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     item = out.state.item
     assert f"data-item='{item.id}'" in out.card
     second = item.suggestions[1].intent
@@ -29,7 +29,7 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo
 
 
 def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx, demo):
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     first = out.state.item
     out = queue_tab.enter(ctx, demo, out.state)
     second = out.state.item
@@ -62,12 +62,12 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
 
 
 def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
-    matches = queue_tab.filter_intents(ctx, demo, "pass reset")
+    matches = queue_tab.filter_intents(ctx.db, demo, "pass reset")
     assert (
         "Enter takes" in matches
         and "class='queue-match best' data-intent='account_password_reset'" in matches
     )
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     uid = out.state.item.id
     out = queue_tab.take_match(ctx, demo, out.state, "pass reset")
     assert _row(ctx, demo, uid)["intents"] == "account_password_reset"
@@ -75,7 +75,7 @@ def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
 
 
 def test_a_typed_text_that_names_no_single_intent_stores_nothing(ctx, demo):
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     uid = out.state.item.id
     for typed, why in (("zzzz", "No intent matches 'zzzz'"), ("", "Type part"), ("/", "Type part")):
         refused = queue_tab.take_match(ctx, demo, out.state, typed)
@@ -91,8 +91,8 @@ def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
         for i in range(6)
     ] + [NewUtterance(f"cancel my room {i}", ("cancel", "room")) for i in range(4)]
     rows += [NewUtterance("book me a cheap room then cancel the old one", (), "unlabelled")]
-    import_utterances(ctx, destination(ctx, "hotel"), rows)
-    out = queue_tab.start(ctx, live(ctx, "hotel"), "file", None)
+    import_utterances(ctx.db, destination(ctx.db, "hotel"), rows)
+    out = queue_tab.start(ctx.live, live(ctx, "hotel"), "file", None)
     item = out.state.item
     assert item.multi_label and out.picked["visible"] is True
     names = [s.intent for s in item.suggestions]
@@ -114,7 +114,7 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     text = "how do i reset my password"
     flipped = next(r for r in data_svc.table(ctx.db, demo, search=text) if r["text"] == text)
     data_svc.label_utterance(ctx.db, demo, flipped["id"], ["discount_code"])
-    out = queue_tab.start(ctx, demo, "mislabelled", None)
+    out = queue_tab.start(ctx.live, demo, "mislabelled", None)
     assert out.state.item.id == flipped["id"]
     # the whole flagged list is taken at once, so what is left is known
     assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 0 reviewed")
@@ -122,7 +122,7 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     out = queue_tab.suggestion(ctx, 0, demo, out.state)  # relabel it as the model suggests
     assert _row(ctx, demo, flipped["id"])["intents"] == "account_password_reset"
     assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 1 reviewed")
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     assert "unlabelled left · 0 answered" in out.progress
 
 
@@ -130,7 +130,7 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     text = "how do i reset my password"
     row = next(r for r in data_svc.table(ctx.db, demo, search=text) if r["text"] == text)
     data_svc.label_utterance(ctx.db, demo, row["id"], ["discount_code"], split="test")
-    out = queue_tab.start(ctx, demo, "mislabelled", None)
+    out = queue_tab.start(ctx.live, demo, "mislabelled", None)
     assert out.state.item.id == row["id"]
     assert "test row" in out.card
     out = queue_tab.suggestion(ctx, 0, demo, out.state)  # one press: refused, nothing stored
@@ -151,10 +151,10 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
 
 
 def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
-    state = queue_tab.start(ctx, demo, "file", None).state
+    state = queue_tab.start(ctx.live, demo, "file", None).state
     for oos in (False, True):
         item = dataclasses.replace(state.item, out_of_scope=oos, threshold=0.9)
-        out = queue_tab.render(ctx, demo, state.but(item=item))
+        out = queue_tab.render(ctx.db, demo, state.but(item=item))
         assert [b["variant"] for b in (out.key1, out.key2, out.key3)] == [
             "primary",
             "secondary",
@@ -184,14 +184,14 @@ def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
 def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not(ctx, demo):
     from app.services.projects import new_project
 
-    empty = new_project(ctx, "fresh")
-    out = queue_tab.start(ctx, live(ctx, empty), "file", None)
+    empty = new_project(ctx.db, "fresh")
+    out = queue_tab.start(ctx.live, live(ctx, empty), "file", None)
     assert out.state.item is None
     assert "No utterances yet: import a file in the Data tab" in out.card
 
     for row in data_svc.table(ctx.db, demo, split="unlabelled"):  # nothing left, but not empty
         data_svc.delete_utterance(ctx.db, demo, row["id"])
-    out = queue_tab.start(ctx, demo, "file", None)
+    out = queue_tab.start(ctx.live, demo, "file", None)
     assert out.state.item is None
     assert "Nothing left to label" in out.card and "No utterances yet" not in out.card
 
@@ -201,9 +201,9 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
     again, a project picked) counting from 1 again could show the number it is waiting on."""
     import re
 
-    first = queue_tab.start(ctx, demo, "file", None)
+    first = queue_tab.start(ctx.live, demo, "file", None)
     answered = queue_tab.enter(ctx, demo, first.state)
-    again = queue_tab.start(ctx, demo, "file", None)
+    again = queue_tab.start(ctx.live, demo, "file", None)
     seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3
 
@@ -216,10 +216,10 @@ def test_a_start_answered_after_a_newer_start_of_the_page_changes_nothing(ctx, d
     import gradio as gr
 
     page = SimpleNamespace(session_hash="page-of-a-reviewer")
-    mine = queue_tab.start(ctx, demo, "mislabelled", None, 1, page)
+    mine = queue_tab.start(ctx.live, demo, "mislabelled", None, 1, page)
     assert mine.state.how == "mislabelled"
-    late = queue_tab.start(ctx, demo, "useful", None, 0, page)
+    late = queue_tab.start(ctx.live, demo, "useful", None, 0, page)
     assert all(isinstance(v, dict) and v.get("__type__") == gr.skip()["__type__"] for v in late)
     # another page, and a later start of this one, are started as usual
-    assert queue_tab.start(ctx, demo, "useful", None, 0, SimpleNamespace(session_hash="other"))
-    assert queue_tab.start(ctx, demo, "file", None, 2, page).state.how == "file"
+    assert queue_tab.start(ctx.live, demo, "useful", None, 0, SimpleNamespace(session_hash="other"))
+    assert queue_tab.start(ctx.live, demo, "file", None, 2, page).state.how == "file"

@@ -58,7 +58,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         request = Request("dana")
     enter = guarded(run, "designer", outputs=11)(bind(queue_tab.enter, run))
     with auth.acting_as(auth.actor(run, request and request.username)):
-        out = queue_tab.start(run, live(run, name), "useful", None)
+        out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
     opened = _counting(run)
     per_key, shown = [], []
@@ -84,7 +84,7 @@ def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
     enter = guarded(team, "designer", outputs=11)(bind(queue_tab.enter, team))
-    state = queue_tab.start(ctx, demo, "file", None).state
+    state = queue_tab.start(ctx.live, demo, "file", None).state
     before = _labels(ctx, demo)
     opened = _counting(team)
     out = enter(str(demo), state, request=Request("vic"))

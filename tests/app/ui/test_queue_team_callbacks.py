@@ -34,14 +34,14 @@ def _answers(ctx, p, uid):
 def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back(ctx, crew):
     ana, ben = crew["ana"], crew["ben"]
     shared = set(team.open_items(ctx.db, ana)) & set(team.open_items(ctx.db, ben))
-    out = queue_tab.start(ctx, ana, "file", None)
+    out = queue_tab.start(ctx.live, ana, "file", None)
     while out.state.item.id not in shared:  # to an overlap item: her skip waits for ben's answer
         out = queue_tab.skip(ctx, ana, out.state)
     uid = out.state.item.id
     out = queue_tab.skip(ctx, ana, out.state)
     assert uid not in team.open_items(ctx.db, ana)  # answered: it left her queue
     assert out.message.endswith(f"#{uid}: your answer is stored; it waits for a second opinion.")
-    queue_svc.answer(ctx, ben, uid, "take", ["track_order"])
+    queue_svc.answer(ctx.live, ben, uid, "take", ["track_order"])
     assert _answers(ctx, crew["rita"], uid) == {"ana": "skip", "ben": "label"}  # a disagreement
     # undo takes back her skip: the item is hers to answer again, no longer disputed
     back = out
@@ -56,19 +56,21 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
 def test_an_annotator_reads_her_own_disputed_answers_and_cannot_decide_them(ctx, crew):
     ana, ben, rita = crew["ana"], crew["ben"], crew["rita"]
     uid = sorted(set(team.open_items(ctx.db, ana)) & set(team.open_items(ctx.db, ben)))[0]
-    queue_svc.answer(ctx, ana, uid, "take", ["track_order"])
-    queue_svc.answer(ctx, ben, uid, "oos")
-    assert queue_svc.order(ctx, ana, queue_svc.DISPUTES) == []  # not hers to decide
-    out = queue_tab.start(ctx, ana, queue_svc.MINE, None)
+    queue_svc.answer(ctx.live, ana, uid, "take", ["track_order"])
+    queue_svc.answer(ctx.live, ben, uid, "oos")
+    assert queue_svc.order(ctx.live, ana, queue_svc.DISPUTES) == []  # not hers to decide
+    out = queue_tab.start(ctx.live, ana, queue_svc.MINE, None)
     assert out.state.item.id == uid
     assert "ana: track_order" in out.card and "ben: out_of_scope" in out.card
     assert "a reviewer who did not answer decides" in out.card
     assert out.progress.startswith("**1** of your answers under review")
     flagged = dataclasses.replace(out.state.item, out_of_scope=True, threshold=0.9)
-    assert "Looks out of scope" not in queue_tab.render(ctx, ana, out.state.but(item=flagged)).card
+    assert (
+        "Looks out of scope" not in queue_tab.render(ctx.db, ana, out.state.but(item=flagged)).card
+    )
     refused = queue_tab.act(ctx, "take", ana, out.state, ["refund_status"])
     assert "Nothing was stored" in refused.message
     assert _answers(ctx, rita, uid) == {"ana": "label", "ben": "oos"}  # still waits for rita
-    assert queue_tab.start(ctx, ben, queue_svc.MINE, None).state.item.id == uid
-    assert queue_tab.start(ctx, rita, queue_svc.MINE, None).state.item is None  # none of hers
-    assert queue_tab.start(ctx, rita, queue_svc.DISPUTES, None).state.item.id == uid
+    assert queue_tab.start(ctx.live, ben, queue_svc.MINE, None).state.item.id == uid
+    assert queue_tab.start(ctx.live, rita, queue_svc.MINE, None).state.item is None  # none of hers
+    assert queue_tab.start(ctx.live, rita, queue_svc.DISPUTES, None).state.item.id == uid

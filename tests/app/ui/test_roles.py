@@ -74,12 +74,12 @@ def test_every_event_of_the_app_passes_the_role_check(events):
 def test_a_callback_nobody_declared_runs_read_only_for_a_viewer(team):
     with gr.Blocks() as blocks:
         button, out = gr.Button(), gr.Textbox()
-        button.click(lambda: project_svc.new_project(team, "sneaky"), None, out)
+        button.click(lambda: project_svc.new_project(team.db, "sneaky"), None, out)
     assert enforce_roles(team, blocks) == 1
     fn = next(iter(blocks.fns.values())).fn
     with pytest.raises(ReadOnlyError, match="vic is a viewer: changes need the designer role"):
         fn(request=Request("vic"))
-    assert "sneaky" not in project_svc.project_names(team)
+    assert "sneaky" not in project_svc.project_names(team.db)
     assert fn(request=Request("dana")) == "sneaky"
 
 
@@ -115,10 +115,10 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
             match="dana is a designer: creating the project 'Falcon' needs the admin",
         ),
     ):
-        io_svc.import_file(team, destination(team, "Falcon"), csv)
-    assert "Falcon" not in project_svc.project_names(team)
+        io_svc.import_file(team.db, destination(team.db, "Falcon"), csv)
+    assert "Falcon" not in project_svc.project_names(team.db)
     with auth.acting_as(auth.actor(team, "admin")):
-        assert io_svc.import_file(team, destination(team, "Falcon"), csv).project == "Falcon"
+        assert io_svc.import_file(team.db, destination(team.db, "Falcon"), csv).project == "Falcon"
 
 
 def _readme_roles() -> dict[str, str]:

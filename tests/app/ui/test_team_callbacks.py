@@ -18,7 +18,7 @@ def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answ
     people,  # noqa: F811 (the fixture imported above)
 ):
     team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
-    before = team_tab.show(ctx, live(ctx, P))
+    before = team_tab.show(ctx.db, live(ctx, P))
     assert before[2]["visible"] is False and before[2]["value"] is None
     ana, ben = people["ana"], people["ben"]
     both = sorted(
@@ -30,7 +30,7 @@ def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answ
         other = "card_linking" if i in (1, 4, 7, 10, 13) and said != "card_linking" else said
         team.submit(ctx.db, as_(ctx, ben), uid, "label", [other])
     found = team_answers.measure(ctx.db, live(ctx, P))
-    drawn = team_tab.show(ctx, live(ctx, P))[2]
+    drawn = team_tab.show(ctx.db, live(ctx, P))[2]
     assert drawn["visible"] is True
     pairs, intents = drawn["value"].data
     (pair,) = found.pairs

@@ -18,10 +18,10 @@ def test_bad_settings_are_refused_before_anything_is_queued(ctx, demo):
 
 
 def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(ctx, demo):
-    frame, pick, *_ = versions.load_history(ctx, demo)
+    frame, pick, *_ = versions.load_history(ctx.db, demo)
     assert frame.empty and list(frame.columns) == versions.HISTORY_COLUMNS
     assert pick["choices"] == [versions.BASE_CHOICE] and pick["value"] == versions.BASE_CHOICE
-    table, msg = versions.compare(ctx, demo, versions.BASE_CHOICE, versions.BASE_CHOICE)
+    table, msg = versions.compare(ctx.db, demo, versions.BASE_CHOICE, versions.BASE_CHOICE)
     assert "Pick a trained version" in msg and table["visible"] is False
 
 
@@ -58,7 +58,7 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     assert ended[2]["active"] is False and ended[-1] == ""
     # One value per output the timer updates, running or not (a running job's tick was one
     # short: an error toast every second and a panel stuck at "queued · 0 %").
-    bound = len(retrain.poll(ctx, demo, job_id)) + len(versions.load_history(ctx, demo)) + 1
+    bound = len(retrain.poll(ctx, demo, job_id)) + len(versions.load_history(ctx.db, demo)) + 1
     assert len(running) == len(ended) == bound
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
