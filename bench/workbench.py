@@ -227,7 +227,7 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
     from app.serving.context import AppContext
     from app.ui import queue_tab
     from app.ui.common import bind
-    from app.ui.guard import guarded
+    from app.ui.guard import enforce, guarded
 
     if code.resolve() not in Path(app.__file__).resolve().parents:
         raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
@@ -243,8 +243,8 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
 
         setattr(ctx.db, kind, counted)
     n_out = 11
-    start = guarded(ctx, "viewer", outputs=n_out)(bind(queue_tab.start, ctx))
-    enter = guarded(ctx, "designer", outputs=n_out)(bind(queue_tab.enter, ctx))
+    start = enforce(ctx, guarded("viewer", outputs=n_out)(bind(queue_tab.start, ctx.live)))
+    enter = enforce(ctx, guarded("designer", outputs=n_out)(bind(queue_tab.enter, ctx.live)))
     t = time.perf_counter()
     state = start("banking77", "useful", None)[1]
     first = time.perf_counter() - t

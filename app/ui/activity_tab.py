@@ -10,7 +10,6 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.services import history as svc
-from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
@@ -37,7 +36,7 @@ def undo_selected(db: Database, p: ProjectHandle, batch: str) -> str:
     return problem(err) if err else ok(msg or "")
 
 
-def build_activity_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
     gr.Markdown(
         "Every change, newest first: one row per action, however many utterances it touched. "
         "Click a row, then **Undo this change**; a change that later edits touched cannot be "
@@ -59,11 +58,11 @@ def build_activity_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     rows = gr.State([])
     batch = gr.Textbox(visible=False)
     table.select(pick, [rows], [batch, picked], api_visibility="private")
-    refresh_btn.click(bind(show, ctx.db), [project], [table, rows], api_visibility="private")
+    refresh_btn.click(bind(show, db), [project], [table, rows], api_visibility="private")
     undo_btn.click(
-        guarded(ctx, "designer")(bind(undo_selected, ctx.db)),
+        guarded("designer")(bind(undo_selected, db)),
         [project, batch],
         [status],
         api_visibility="private",
-    ).then(bind(show, ctx.db), [project], [table, rows], api_visibility="private")
-    return {"refresh": (bind(show, ctx.db), [project], [table, rows])}
+    ).then(bind(show, db), [project], [table, rows], api_visibility="private")
+    return {"refresh": (bind(show, db), [project], [table, rows])}

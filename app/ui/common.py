@@ -7,7 +7,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from app.services.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
@@ -17,6 +17,10 @@ from storage.errors import DatabaseUnavailable
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 # Errors that are the user's to fix (or to retry, when busy or the queue is down); anything else
 # is a bug and is logged with its traceback.
@@ -90,6 +94,10 @@ def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
         return None, f"Unexpected error ({type(exc).__name__}): {exc}"
 
 
+@typing.overload
+def bind(fn: Callable[Concatenate[A, P], R], a: A, /) -> Callable[P, R]: ...
+@typing.overload
+def bind(fn: Callable[Concatenate[A, B, P], R], a: A, b: B, /) -> Callable[P, R]: ...
 def bind(fn: Callable[..., Any], *bound: Any) -> Callable[..., Any]:
     """``fn`` with its leading arguments fixed (usually the app context), as Gradio should see it.
 

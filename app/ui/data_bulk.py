@@ -14,7 +14,6 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import table as table_svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
@@ -73,7 +72,7 @@ def label(
 
 
 def build_bulk(
-    ctx: AppContext,
+    live: LivePools,
     project: gr.Dropdown,
     query: gr.State,
     triggers: list[Any],
@@ -96,7 +95,7 @@ def build_bulk(
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)
     recount = (
-        bind(preview, ctx.live),
+        bind(preview, live),
         [project, query, target, relabel, previews],
         [plan, previews],
     )
@@ -106,7 +105,7 @@ def build_bulk(
     for event in triggers:  # a filter or the project changed: the query is set, then counted
         event.then(*recount, **quiet)
     done = button.click(
-        guarded(ctx, "designer", outputs=3)(bind(label, ctx.live)),
+        guarded("designer", outputs=3)(bind(label, live)),
         [project, *filters, target, relabel, previews, token],
         [result, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),

@@ -176,7 +176,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             m_target = gr.Dropdown(label="into", allow_custom_value=True, choices=[])
             m_btn = gr.Button("Merge")
 
-    build_slots(ctx, project)
+    build_slots(ctx.db, project)
 
     with gr.Accordion("Import / export", open=False):
         with gr.Row():
@@ -220,14 +220,14 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             ex_status = gr.Markdown()
             ex_file = gr.File(label="Download", interactive=False)
 
-    bind_settings = build_settings(ctx, project)
+    bind_settings = build_settings(ctx.live, project)
 
     def bind_events(after_change: Any, shown: list[Any]) -> Any:
         """Bind the accordions' events; ``shown``: the table, its line and the summary line
         (an import into another project rewrites them at once)."""
 
         def write(fn: Any, outputs: int = 1) -> Any:
-            return guarded(ctx, "designer", outputs=outputs)(fn)
+            return guarded("designer", outputs=outputs)(fn)
 
         quiet: dict[str, Any] = {"api_visibility": "private"}
         after_change(

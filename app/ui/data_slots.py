@@ -14,7 +14,6 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import slots as svc
-from app.serving.context import AppContext
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
@@ -73,7 +72,7 @@ def save_templates(db: Database, p: ProjectHandle, intent: str, texts: str) -> s
     return problem(err) if err else ok(f"Saved {n} template(s) of {intent!r}.")
 
 
-def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
+def build_slots(db: Database, project: gr.Dropdown) -> None:
     """Lay out the accordion and bind its events."""
     with gr.Accordion("Slots and templates", open=False) as section:
         gr.Markdown(
@@ -98,18 +97,18 @@ def build_slots(ctx: AppContext, project: gr.Dropdown) -> None:
         status = gr.Markdown(elem_id="slot-status")
 
     def write(fn: Any) -> Any:
-        return guarded(ctx, "designer")(fn)
+        return guarded("designer")(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
-    reload = (bind(load, ctx.db), [project], [table, slot, intent])
+    reload = (bind(load, db), [project], [table, slot, intent])
     project.change(*reload, **quiet)
     section.expand(*reload, **quiet)  # the project picked at start fires no change
     intent.focus(*reload, **quiet)  # intents made elsewhere meanwhile
-    slot.input(bind(pick_slot, ctx.db), [project, slot], [values], **quiet)
-    intent.input(bind(pick_intent, ctx.db), [project, intent], [texts], **quiet)
+    slot.input(bind(pick_slot, db), [project, slot], [values], **quiet)
+    intent.input(bind(pick_intent, db), [project, intent], [texts], **quiet)
     for button, fn, inputs in (
         (save_btn, save_slot, [project, slot, values]),
         (delete_btn, delete_slot, [project, slot]),
         (tmpl_btn, save_templates, [project, intent, texts]),
     ):
-        button.click(write(bind(fn, ctx)), inputs, [status], **quiet).then(*reload, **quiet)
+        button.click(write(bind(fn, db)), inputs, [status], **quiet).then(*reload, **quiet)

@@ -295,7 +295,7 @@ def build_data_tab(
 
     manage = build_manage(ctx, project)
     with bulk_slot:
-        bulk = build_bulk(ctx, project, query, set_query, filters)
+        bulk = build_bulk(ctx.live, project, query, set_query, filters)
     refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
     refresh_out += [bulk["target"]]
     for event in set_query:
@@ -314,7 +314,7 @@ def build_data_tab(
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
-        return guarded(ctx, "designer", outputs=outputs)(fn)
+        return guarded("designer", outputs=outputs)(fn)
 
     page.submit(bind(refresh, ctx.live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):

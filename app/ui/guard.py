@@ -33,6 +33,7 @@ from storage.db import read_only
 from storage.errors import NotFoundError, StorageError
 
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
+DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -133,14 +134,21 @@ def _split_request(
 
 
 def guarded(
-    ctx: AppContext, role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
+    role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
-    """Wrap a Gradio callback so it runs only for users with ``role``. A refusal becomes output
+    """Declare that a Gradio callback runs only for users with ``role``. A refusal becomes output
     number ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast
-    unless ``notify=False``."""
+    unless ``notify=False``.
+
+    The check needs the app's database and deployment, which :func:`enforce_roles` hands every
+    declared callback of the built app (:func:`enforce` one callback): a tab declares roles
+    without holding the context, and a callback declared but never enforced refuses to run."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
+            ctx: AppContext | None = getattr(run, DOOR, None)
+            if ctx is None:  # fail closed: nobody gave this callback the role check's context
+                raise RuntimeError(f"{fn.__name__} was declared with guarded() but not enforced")
             args, kwargs, request = _split_request(fn, args, request)
             try:
                 who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
@@ -154,9 +162,18 @@ def guarded(
             with acting_as(who):
                 return fn(*args, **kwargs)
 
+        setattr(run, DOOR, None)
         return _with_request(fn, run, role)
 
     return wrap
+
+
+def enforce(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a callback declared with :func:`guarded` the context its role check runs in."""
+    if not hasattr(fn, DOOR):
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} was not declared with guarded()")
+    setattr(fn, DOOR, ctx)
+    return fn
 
 
 def _read_only_reason(who: Actor, viewer: ProjectHandle | None = None) -> str:
@@ -204,13 +221,16 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def enforce_roles(ctx: AppContext, demo: gr.Blocks) -> int:
-    """Pass every event of ``demo`` through the role check: the declared ones already are
-    (:func:`guarded`); every other callback becomes a read (see the module's docstring).
+    """Pass every event of ``demo`` through the role check: the declared ones (:func:`guarded`)
+    are given ``ctx`` to check in; every other callback becomes a read (see the module's docstring).
     Generators and coroutines cannot be wrapped this way, so the app may have none: an
     undeclared one fails here, when the app is built. Returns how many events were wrapped."""
     wrapped = 0
     for block_fn in demo.fns.values():
         fn = block_fn.fn
+        if fn is not None and hasattr(fn, DOOR):
+            enforce(ctx, fn)
+            continue
         if fn is None or getattr(fn, ROLE, None):
             continue
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):

@@ -65,7 +65,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
-                queue_tab = build_queue_tab(ctx, project)
+                queue_tab = build_queue_tab(ctx.live, project)
             with gr.Tab("Data", id="data") as data_tab_item:
                 data_tab = build_data_tab(ctx, project, user, summary)
             with gr.Tab("Try", id="try"):
@@ -79,7 +79,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Team", id="team") as team_tab_item:
                 team_tab = build_team_tab(ctx, project)
             with gr.Tab("Activity", id="activity") as activity_tab:
-                activity = build_activity_tab(ctx, project)
+                activity = build_activity_tab(ctx.db, project)
 
         activity_tab.select(*activity["refresh"], api_visibility="private")
         team_tab_item.select(*team_tab["refresh"], api_visibility="private")
@@ -148,7 +148,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         new_name.submit(
-            guarded(ctx, "admin", outputs=3, message=1)(create),
+            guarded("admin", outputs=3, message=1)(create),
             [new_name],
             [project, summary, new_name],
             api_visibility="private",

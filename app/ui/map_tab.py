@@ -389,7 +389,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
             show_progress="hidden",
         )
     label_btn.click(
-        guarded(ctx, "designer", outputs=3)(bind(label, ctx.db)),
+        guarded("designer", outputs=3)(bind(label, ctx.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
@@ -398,7 +398,7 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         None, None, None, js=_JS_BIND, api_visibility="private"
     )
     split_btn.click(
-        guarded(ctx, "designer")(bind(move, ctx.db)),
+        guarded("designer")(bind(move, ctx.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",

@@ -16,7 +16,6 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import queue as svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
@@ -97,15 +96,15 @@ def _started(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> Q
 
 
 def act(
-    ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession, labels: list[str]
+    live: LivePools, action: str, p: ProjectHandle, state: QueueSession, labels: list[str]
 ) -> QueueView:
     """Answer the current item (``take``/``test``/``none``/``delete``/``oos``) and show the next
     one; the answer joins this queue's history under its own batch (what undo takes back)."""
     item = state.item
     if item is None:
-        return render(ctx.db, p, state, refused("Nothing to answer: press Start."))
+        return render(live.db, p, state, refused("Nothing to answer: press Start."))
     if state.how == svc.MINE:  # her own answers, shown: a reviewer who did not answer decides
-        return render(ctx.db, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
+        return render(live.db, p, state, refused(f"{MINE_SAYS} Nothing was stored."))
     this = Answered(item.id, action, tuple(labels), state.how)
     confirmed = state.confirm == this
     state = state.but(confirm=None)
@@ -116,7 +115,7 @@ def act(
         to confirm)."""
         try:
             return svc.answer_then(
-                ctx.live,
+                live,
                 p,
                 item.id,
                 action,
@@ -137,45 +136,45 @@ def act(
         again = (
             f"{msg} Give the same answer again (the same key) to change it anyway; Space skips it."
         )
-        return render(ctx.db, p, state.but(confirm=this), refused(again))
+        return render(live.db, p, state.but(confirm=this), refused(again))
     if err:
         review = state.how == svc.REVIEW
         listed = state.how in (svc.DISPUTES, svc.MINE)
-        gone = listed or svc.item(ctx.live, p, item.id, review=review) is None
+        gone = listed or svc.item(live, p, item.id, review=review) is None
         if gone:  # answered by someone else (a dispute: decided by another reviewer)
-            return render(ctx.db, p, _advance(ctx.live, p, state), refused(err))
-        return render(ctx.db, p, state, refused(err))
+            return render(live.db, p, _advance(live, p, state), refused(err))
+        return render(live.db, p, state, refused(err))
     entry = dataclasses.replace(this, batch=batch, text=item.text)
     state = state.but(
         answered=(*state.answered, time.time())[-HISTORY:],
         history=(*state.history, entry)[-HISTORY:],
     )
-    return render(ctx.db, p, _advance(ctx.live, p, state, ahead), ok(msg or "", notify=False))
+    return render(live.db, p, _advance(live, p, state, ahead), ok(msg or "", notify=False))
 
 
-def suggestion(ctx: AppContext, index: int, p: ProjectHandle, state: QueueSession) -> QueueView:
+def suggestion(live: LivePools, index: int, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Key ``index + 1``: take that suggestion, or (multi-label) tick or untick it."""
     item = state.item
     if item is None or index >= len(item.suggestions):
-        return render(ctx.db, p, state, refused("There is no such suggestion."))
+        return render(live.db, p, state, refused("There is no such suggestion."))
     name = item.suggestions[index].intent
     if not item.multi_label:
-        return act(ctx, "take", p, state, [name])
+        return act(live, "take", p, state, [name])
     picked = [x for x in state.picked if x != name]
     picked += [] if name in state.picked else [name]
-    return render(ctx.db, p, state.but(picked=tuple(picked)))
+    return render(live.db, p, state.but(picked=tuple(picked)))
 
 
-def enter(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+def enter(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
     item = state.item
     if item is not None and item.multi_label:
-        return act(ctx, "take", p, state, list(state.picked))
+        return act(live, "take", p, state, list(state.picked))
     if item is None or not item.first_choice:
-        return render(ctx.db, p, state, refused("No suggestion yet: type an intent's name."))
-    return act(ctx, "take", p, state, [item.first_choice])
+        return render(live.db, p, state, refused("No suggestion yet: type an intent's name."))
+    return act(live, "take", p, state, [item.first_choice])
 
 
-def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSession) -> QueueView:
+def answer_with(live: LivePools, action: str, p: ProjectHandle, state: QueueSession) -> QueueView:
     """``Shift+Enter`` (the first suggestion or the ticked intents, into test, never out of
     scope), ``0`` (out of scope), ``-`` (no intent), ``Delete``."""
     item = state.item
@@ -183,42 +182,42 @@ def answer_with(ctx: AppContext, action: str, p: ProjectHandle, state: QueueSess
     if action == "test" and item is not None:
         first = [item.first_choice] if item.first_choice else []
         labels = list(state.picked) if item.multi_label else first
-    return act(ctx, action, p, state, labels)
+    return act(live, action, p, state, labels)
 
 
-def skip(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+def skip(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
     """``Space``: the next card; on a team annotator's own item, her answer (stored, as an
     overlap item's second opinion counts it; undo takes it back)."""
     item = state.item
     if item is None:
-        return render(ctx.db, p, state)
+        return render(live.db, p, state)
     batch, said, ahead = None, f"Skipped #{item.id}.", None
     mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
     if mine and state.how not in svc.LISTED and p.may("designer") and not p.read_only:
         tried = str(uuid.uuid4())
         done, err = attempt(
             lambda: svc.answer_then(
-                ctx.live, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
+                live, p, item.id, "skip", batch=tried, how=state.how, upcoming=state.upcoming
             )
         )
         if err or done is None:
-            return render(ctx.db, p, state, refused(err or ""))
+            return render(live.db, p, state, refused(err or ""))
         stored, ahead = done
         batch, said = (tried, stored) if stored else (None, said)
     done_ = Answered(item.id, "skip", (), state.how, batch, item.text)
     state = state.but(skipped=(*state.skipped, item.id), history=(*state.history, done_)[-HISTORY:])
-    return render(ctx.db, p, _advance(ctx.live, p, state, ahead), ok(said, notify=False))
+    return render(live.db, p, _advance(live, p, state, ahead), ok(said, notify=False))
 
 
-def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
+def undo(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
     """Take back this queue's last answer or skip (never another change in the project) and show
     its utterance again, saying what was undone; when this queue has nothing left, say so."""
     if not state.history:
-        return render(ctx.db, p, state, refused("Nothing left to undo in this queue."))
+        return render(live.db, p, state, refused("Nothing left to undo in this queue."))
     last = state.history[-1]
     done, err = attempt(
         lambda: svc.undo_answer(
-            ctx.db,
+            live.db,
             p,
             utterance_id=last.id,
             action=last.action,
@@ -231,7 +230,7 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
     state = state.but(history=state.history[:-1])
     if err or done is None:
         what = svc.describe(last.id, last.action, last.labels)
-        return render(ctx.db, p, state, refused(f"Could not undo {what}: {err}"))
+        return render(live.db, p, state, refused(f"Could not undo {what}: {err}"))
     msg, back = done
     current = state.item
     state = state.but(
@@ -239,24 +238,24 @@ def undo(ctx: AppContext, p: ProjectHandle, state: QueueSession) -> QueueView:
         answered=state.answered if last.action == "skip" else state.answered[:-1],
         skipped=tuple(i for i in state.skipped if i != last.id),
     )
-    return render(ctx.db, p, _advance(ctx.live, p, state), ok(msg, notify=False))
+    return render(live.db, p, _advance(live, p, state), ok(msg, notify=False))
 
 
-def take_match(ctx: AppContext, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
+def take_match(live: LivePools, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
     """Enter in the filter (or a click on a match): take the intent that exactly ``query`` (the
     text typed when Enter was pressed) names, re-matched here, never a list shown earlier;
     refused, nothing stored, when it is empty, matches nothing or ties (multi-label: tick it)."""
     from core.labelling import best_match
 
-    names, err = attempt(lambda: data_svc.intent_names(ctx.db, p))
+    names, err = attempt(lambda: data_svc.intent_names(live.db, p))
     name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
     if name is None:
-        return render(ctx.db, p, state, refused(f"{err} Nothing was stored."))
+        return render(live.db, p, state, refused(f"{err} Nothing was stored."))
     item = state.item
     if item is not None and item.multi_label:
         picked = state.picked if name in state.picked else (*state.picked, name)
-        return render(ctx.db, p, state.but(picked=picked))
-    return act(ctx, "take", p, state, [name])
+        return render(live.db, p, state.but(picked=picked))
+    return act(live, "take", p, state, [name])
 
 
 def near_choices(db: Database, how: str, p: ProjectHandle | None) -> Any:
@@ -270,7 +269,7 @@ def pick(state: QueueSession, picked: list[str]) -> QueueSession:
     return state.but(picked=tuple(picked))
 
 
-def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the Label tab and bind its keys. Returns its start event (to run on load)."""
     state = gr.State(QueueSession())
     # Compact (assets/style.css, Label tab): at 1280x720 the key row and the status line show
@@ -336,7 +335,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     outputs = [message, state, card, *buttons, *examples, picked, progress]
 
     def write(fn: Any) -> Any:
-        return guarded(ctx, "designer", outputs=len(outputs), notify=False)(fn)
+        return guarded("designer", outputs=len(outputs), notify=False)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the
@@ -345,30 +344,30 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
     # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
-    started = bind(start, ctx.live)
+    started = bind(start, live)
     start_in = [project, how, near, ticket]
     start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
-    how.change(bind(near_choices, ctx.db), [how, project], [near], **quiet)
+    how.change(bind(near_choices, live.db), [how, project], [near], **quiet)
     changes = [
-        button.click(write(bind(suggestion, ctx, i)), [project, state], outputs, **answers_kw)
+        button.click(write(bind(suggestion, live, i)), [project, state], outputs, **answers_kw)
         for i, button in enumerate(buttons)
     ]
     picked.input(pick, [state, picked], [state], **quiet)
     changes.append(
-        enter_btn.click(write(bind(enter, ctx)), [project, state], outputs, **answers_kw)
+        enter_btn.click(write(bind(enter, live)), [project, state], outputs, **answers_kw)
     )
     answers = ((oos_btn, "oos"), (none_btn, "none"), (test_btn, "test"), (delete_btn, "delete"))
     for button, action in answers:
         changes.append(
             button.click(
-                write(bind(answer_with, ctx, action)), [project, state], outputs, **answers_kw
+                write(bind(answer_with, live, action)), [project, state], outputs, **answers_kw
             )
         )
-    skip_btn.click(bind(skip, ctx), [project, state], outputs, **answers_kw)
-    changes.append(undo_btn.click(write(bind(undo, ctx)), [project, state], outputs, **answers_kw))
+    skip_btn.click(bind(skip, live), [project, state], outputs, **answers_kw)
+    changes.append(undo_btn.click(write(bind(undo, live)), [project, state], outputs, **answers_kw))
     # the list follows the latest text (a keystroke typed while it was computed is not dropped)
     query.input(
-        bind(filter_intents, ctx.db),
+        bind(filter_intents, live.db),
         [project, query],
         [matches],
         trigger_mode="always_last",
@@ -378,7 +377,7 @@ def build_queue_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     typed = "(p, s, q) => [p, s, window.__studioQueueTyped ?? '']"
     changes.append(
         commit_btn.click(
-            write(bind(take_match, ctx)), [project, state, query], outputs, js=typed, **answers_kw
+            write(bind(take_match, live)), [project, state, query], outputs, js=typed, **answers_kw
         )
     )
     project.change(started, start_in, outputs, js=starts.TICKET_JS, **quiet)

@@ -12,7 +12,6 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import settings as svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -84,7 +83,7 @@ def save(
     return ok(message), effects_html(view)
 
 
-def build_settings(ctx: AppContext, project: gr.Dropdown) -> Any:
+def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
     """Lay out the accordion; returns ``bind(after_change)``, which wires its events once the
     Data tab knows how to refresh (a saved setting changes the table's predictions)."""
     with gr.Accordion("Project settings", open=False, elem_id="project-settings") as acc:
@@ -129,10 +128,10 @@ def build_settings(ctx: AppContext, project: gr.Dropdown) -> Any:
         # Shown on opening the accordion too: Gradio sends no project change to an event whose
         # only outputs sit in a closed accordion (Save would then have written the defaults).
         for event in (project.change, acc.expand):
-            event(bind(shown, ctx.live), [project], [*form, effects], **quiet)
+            event(bind(shown, live), [project], [*form, effects], **quiet)
         after_change(
             save_btn.click(
-                guarded(ctx, "designer", outputs=2)(bind(save, ctx.live)),
+                guarded("designer", outputs=2)(bind(save, live)),
                 [project, *form],
                 [status, effects],
                 api_name="save_settings",

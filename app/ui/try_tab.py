@@ -165,7 +165,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
-    predict = guarded(ctx, "viewer", outputs=5)(bind(run, ctx))
+    predict = guarded("viewer", outputs=5)(bind(run, ctx))
     go.click(
         predict,
         [project, text, k, turn],
@@ -183,7 +183,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded(ctx, "designer")(bind(label, ctx.db)),
+        guarded("designer")(bind(label, ctx.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

@@ -26,6 +26,7 @@ from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.live import LivePools
 from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
@@ -122,7 +123,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
         # first card (and a process that exits on success does not cut the encoding short)
         reporter.log("encoding the first card's utterances in the served space", phase="serving")
-        prepare_vectors(ctx, job.project_id)
+        prepare_vectors(ctx.live, job.project_id)
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
         finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
@@ -135,7 +136,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         reporter.close()
 
 
-def prepare_vectors(ctx: AppContext, project_id: int) -> None:
+def prepare_vectors(live: LivePools, project_id: int) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card and first prediction need in the space it now serves: its
     pool and anchors, queue candidates, and its calibration (kept beside the cache,
@@ -145,14 +146,14 @@ def prepare_vectors(ctx: AppContext, project_id: int) -> None:
     from app.services.queue import order
 
     try:
-        p = open_project(ctx.db, project_id, LOCAL)
-        before, started = ctx.cache.encoded, time.monotonic()
-        ctx.pool(project_id)  # the served pool, even with no queue to order
-        order(ctx.live, p)
+        p = open_project(live.db, project_id, LOCAL)
+        before, started = live.cache.encoded, time.monotonic()
+        live.pool(project_id)  # the served pool, even with no queue to order
+        order(live, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,
-            ctx.cache.encoded - before,
+            live.cache.encoded - before,
             time.monotonic() - started,
         )
     except Exception:  # the version is registered: the app encodes what is missing itself

@@ -33,7 +33,7 @@ def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> d
     """Lay out the Design tab. ``refresh``: the events to run when the tab is opened."""
     with gr.Tabs(elem_id="design-sections"):
         with gr.Tab("Conflicts"):
-            conflicts = build_conflicts(ctx, project, user)
+            conflicts = build_conflicts(ctx.live, project, user)
         with gr.Tab("Candidate intents"):
             clusters = build_clusters(ctx, project, user)
         with gr.Tab("Merge / split what-if"):

@@ -237,13 +237,13 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
         show_progress="hidden",
     )
     create_btn.click(
-        guarded(ctx, "designer")(bind(create_from_cluster, ctx.db)),
+        guarded("designer")(bind(create_from_cluster, ctx.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
     ).then(bind(find, ctx.live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded(ctx, "designer")(bind(add_cluster_to_intent, ctx.db)),
+        guarded("designer")(bind(add_cluster_to_intent, ctx.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",

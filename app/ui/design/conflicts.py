@@ -14,7 +14,6 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.services import conflicts as svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -130,7 +129,7 @@ def undo_fix(db: Database, p: ProjectHandle) -> str:
     return problem(err) if err else ok(msg or "")
 
 
-def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_conflicts(live: LivePools, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     gr.Markdown("### Conflicts")
     with gr.Accordion("What counts as a conflict", open=False):
         gr.Markdown(HELP, elem_classes=["help"])
@@ -172,19 +171,19 @@ def build_conflicts(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     )
 
     outputs = [table, rows, selected, summary, detail, *fix_btns]
-    refresh = (bind(show, ctx.live), [project, kind], outputs)
+    refresh = (bind(show, live), [project, kind], outputs)
     quiet: dict[str, Any] = {"api_visibility": "private"}
     find_btn.click(*refresh, **quiet)
     kind.change(*refresh, **quiet)
     table.select(pick, [rows], [selected, detail, *fix_btns, confirm], **quiet)
     for i, btn in enumerate(fix_btns):
         btn.click(
-            guarded(ctx, "designer")(bind(fix_conflict, ctx.db, i)),
+            guarded("designer")(bind(fix_conflict, live.db, i)),
             [project, rows, selected, confirm],
             [status],
             **quiet,
-        ).then(bind(show_after_fix, ctx.live), [project, kind, status], outputs, **quiet)
-    undo_btn.click(
-        guarded(ctx, "designer")(bind(undo_fix, ctx.db)), [project], [status], **quiet
-    ).then(*refresh, **quiet)
+        ).then(bind(show_after_fix, live), [project, kind, status], outputs, **quiet)
+    undo_btn.click(guarded("designer")(bind(undo_fix, live.db)), [project], [status], **quiet).then(
+        *refresh, **quiet
+    )
     return {"refresh": refresh}

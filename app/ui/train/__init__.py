@@ -56,7 +56,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         with gr.Tab("Retrain"):
             retrain = build_retrain_section(ctx, project, user)
         with gr.Tab("Versions"):
-            versions = build_versions_section(ctx, project, retrain.message)
+            versions = build_versions_section(ctx.factories, project, retrain.message)
         with gr.Tab("Evaluation"):
             build_evaluation_section(ctx, project)
         with gr.Tab("Export & share"):

@@ -276,7 +276,7 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded(ctx, "designer")(bind(act, ctx.db, action)),
+            guarded("designer")(bind(act, ctx.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,

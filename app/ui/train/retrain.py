@@ -141,13 +141,13 @@ def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State)
         section.log.render()
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
-        guarded(ctx, "designer", outputs=3)(bind(start, ctx)),
+        guarded("designer", outputs=3)(bind(start, ctx)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     )
     cancel.click(
-        guarded(ctx, "designer")(bind(stop, ctx)),
+        guarded("designer")(bind(stop, ctx)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

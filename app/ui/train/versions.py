@@ -12,7 +12,6 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.services import versions as version_svc
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -128,7 +127,7 @@ class VersionsSection:
 
 
 def build_versions_section(
-    ctx: AppContext, project: gr.Dropdown, message: gr.Markdown
+    factories: FactoryBuilder, project: gr.Dropdown, message: gr.Markdown
 ) -> VersionsSection:
     gr.Markdown("### Model versions")
     serving = gr.Markdown("", elem_id="serving")
@@ -148,13 +147,13 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded(ctx, "designer")(bind(make_active, ctx.factories)),
+        guarded("designer")(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",
-    ).then(bind(load_history, ctx.db), [project], section.outputs, api_visibility="private")
+    ).then(bind(load_history, factories.db), [project], section.outputs, api_visibility="private")
     compare_btn.click(
-        bind(compare, ctx.db),
+        bind(compare, factories.db),
         [project, cmp_a, cmp_b],
         [compare_table, message],
         api_visibility="private",

@@ -22,7 +22,7 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo
     item = out.state.item
     assert f"data-item='{item.id}'" in out.card
     second = item.suggestions[1].intent
-    out = queue_tab.suggestion(ctx, 1, demo, out.state)
+    out = queue_tab.suggestion(ctx.live, 1, demo, out.state)
     assert second in out.message and out.state.item.id != item.id
     assert _row(ctx, demo, item.id)["intents"] == second
     assert "1 answered this session" in out.progress
@@ -31,12 +31,12 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(ctx, demo
 def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx, demo):
     out = queue_tab.start(ctx.live, demo, "file", None)
     first = out.state.item
-    out = queue_tab.enter(ctx, demo, out.state)
+    out = queue_tab.enter(ctx.live, demo, out.state)
     second = out.state.item
-    out = queue_tab.skip(ctx, demo, out.state)
+    out = queue_tab.skip(ctx.live, demo, out.state)
     third = out.state.item
     assert third.id not in (first.id, second.id)
-    out = queue_tab.answer_with(ctx, "delete", demo, out.state)
+    out = queue_tab.answer_with(ctx.live, "delete", demo, out.state)
     # someone else's change in the project meanwhile: the queue's undo never takes it back
     shown = {first.id, second.id, out.state.item.id}
     other = [r for r in data_svc.table(ctx.db, demo, split="unlabelled") if r["id"] not in shown][
@@ -44,19 +44,19 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
     ]
     data_svc.label_utterance(ctx.db, demo, other["id"], ["refund_status"])
 
-    out = queue_tab.undo(ctx, demo, out.state)  # the delete: back under its own id, on screen
+    out = queue_tab.undo(ctx.live, demo, out.state)  # the delete: back under its own id, on screen
     assert out.message.endswith(f"Undid: #{third.id} deleted.")
     assert (out.state.item.id, out.state.item.text) == (third.id, third.text)
     assert _row(ctx, demo, out.state.item.id)["split"] == "unlabelled"
-    out = queue_tab.undo(ctx, demo, out.state)  # the skip
+    out = queue_tab.undo(ctx.live, demo, out.state)  # the skip
     assert out.message.endswith(f"Undid: #{second.id} skipped.")
     assert out.state.item.id == second.id
-    out = queue_tab.undo(ctx, demo, out.state)  # the label
+    out = queue_tab.undo(ctx.live, demo, out.state)  # the label
     want = first.suggestions[0].intent
     assert out.message.endswith(f"Undid: #{first.id} labelled {want}.")
     assert out.state.item.id == first.id
     assert _row(ctx, demo, first.id)["split"] == "unlabelled"
-    out = queue_tab.undo(ctx, demo, out.state)  # nothing left here: the other change stays
+    out = queue_tab.undo(ctx.live, demo, out.state)  # nothing left here: the other change stays
     assert "Nothing left to undo in this queue" in out.message
     assert _row(ctx, demo, other["id"])["intents"] == "refund_status"
 
@@ -69,7 +69,7 @@ def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
     )
     out = queue_tab.start(ctx.live, demo, "file", None)
     uid = out.state.item.id
-    out = queue_tab.take_match(ctx, demo, out.state, "pass reset")
+    out = queue_tab.take_match(ctx.live, demo, out.state, "pass reset")
     assert _row(ctx, demo, uid)["intents"] == "account_password_reset"
     assert out.state.history[-1].action == "take"
 
@@ -78,7 +78,7 @@ def test_a_typed_text_that_names_no_single_intent_stores_nothing(ctx, demo):
     out = queue_tab.start(ctx.live, demo, "file", None)
     uid = out.state.item.id
     for typed, why in (("zzzz", "No intent matches 'zzzz'"), ("", "Type part"), ("/", "Type part")):
-        refused = queue_tab.take_match(ctx, demo, out.state, typed)
+        refused = queue_tab.take_match(ctx.live, demo, out.state, typed)
         said = html.unescape(refused.message)
         assert why in said and "Nothing was stored" in said
         assert refused.state.item.id == uid and not refused.state.history
@@ -97,11 +97,11 @@ def test_multi_label_ticks_intents_and_enter_commits_them(ctx):
     assert item.multi_label and out.picked["visible"] is True
     names = [s.intent for s in item.suggestions]
     state = out.state.but(picked=())
-    state = queue_tab.suggestion(ctx, 0, live(ctx, "hotel"), state).state
-    state = queue_tab.suggestion(ctx, 1, live(ctx, "hotel"), state).state
+    state = queue_tab.suggestion(ctx.live, 0, live(ctx, "hotel"), state).state
+    state = queue_tab.suggestion(ctx.live, 1, live(ctx, "hotel"), state).state
     assert list(state.picked) == names[:2]  # toggled, nothing written yet
     assert _row(ctx, "hotel", item.id)["split"] == "unlabelled"
-    queue_tab.enter(ctx, live(ctx, "hotel"), state)
+    queue_tab.enter(ctx.live, live(ctx, "hotel"), state)
     saved = _row(ctx, "hotel", item.id)
     assert saved["intents"] == "|".join(sorted(names[:2])) and saved["split"] == "train"
 
@@ -119,7 +119,7 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(ct
     # the whole flagged list is taken at once, so what is left is known
     assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 0 reviewed")
     assert "unlabelled" not in out.progress
-    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # relabel it as the model suggests
+    out = queue_tab.suggestion(ctx.live, 0, demo, out.state)  # relabel it as the model suggests
     assert _row(ctx, demo, flipped["id"])["intents"] == "account_password_reset"
     assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 1 reviewed")
     out = queue_tab.start(ctx.live, demo, "file", None)
@@ -133,16 +133,16 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
     out = queue_tab.start(ctx.live, demo, "mislabelled", None)
     assert out.state.item.id == row["id"]
     assert "test row" in out.card
-    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # one press: refused, nothing stored
+    out = queue_tab.suggestion(ctx.live, 0, demo, out.state)  # one press: refused, nothing stored
     assert "is a test utterance" in out.message and "same key" in out.message
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
     assert out.state.item.id == row["id"]  # the card stays
-    out = queue_tab.answer_with(ctx, "delete", demo, out.state)  # another key: asks anew
+    out = queue_tab.answer_with(ctx.live, "delete", demo, out.state)  # another key: asks anew
     assert "is a test utterance" in out.message
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"
-    out = queue_tab.suggestion(ctx, 0, demo, out.state)
+    out = queue_tab.suggestion(ctx.live, 0, demo, out.state)
     assert _row(ctx, demo, row["id"])["intents"] == "discount_code"  # the delete was forgotten
-    out = queue_tab.suggestion(ctx, 0, demo, out.state)  # the same key again: changed
+    out = queue_tab.suggestion(ctx.live, 0, demo, out.state)  # the same key again: changed
     assert (_row(ctx, demo, row["id"])["intents"], _row(ctx, demo, row["id"])["split"]) == (
         "account_password_reset",
         "test",
@@ -166,15 +166,15 @@ def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
     # out_of_scope
     first = state.item.suggestions[0].intent
     flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
-    out = queue_tab.enter(ctx, demo, flagged)
+    out = queue_tab.enter(ctx.live, demo, flagged)
     assert _row(ctx, demo, state.item.id)["intents"] == first
     item = out.state.item
     flagged = out.state.but(item=dataclasses.replace(item, out_of_scope=True, threshold=0.9))
-    out = queue_tab.answer_with(ctx, "test", demo, flagged)
+    out = queue_tab.answer_with(ctx.live, "test", demo, flagged)
     assert _row(ctx, demo, item.id)["intents"] == item.suggestions[0].intent
     assert _row(ctx, demo, item.id)["split"] == "test"
     third = out.state.item.id
-    out = queue_tab.answer_with(ctx, "oos", demo, out.state)
+    out = queue_tab.answer_with(ctx.live, "oos", demo, out.state)
     assert (_row(ctx, demo, third)["intents"], _row(ctx, demo, third)["split"]) == (
         "out_of_scope",
         "train",
@@ -202,7 +202,7 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(ctx, demo):
     import re
 
     first = queue_tab.start(ctx.live, demo, "file", None)
-    answered = queue_tab.enter(ctx, demo, first.state)
+    answered = queue_tab.enter(ctx.live, demo, first.state)
     again = queue_tab.start(ctx.live, demo, "file", None)
     seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3

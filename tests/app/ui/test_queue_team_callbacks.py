@@ -36,9 +36,9 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
     shared = set(team.open_items(ctx.db, ana)) & set(team.open_items(ctx.db, ben))
     out = queue_tab.start(ctx.live, ana, "file", None)
     while out.state.item.id not in shared:  # to an overlap item: her skip waits for ben's answer
-        out = queue_tab.skip(ctx, ana, out.state)
+        out = queue_tab.skip(ctx.live, ana, out.state)
     uid = out.state.item.id
-    out = queue_tab.skip(ctx, ana, out.state)
+    out = queue_tab.skip(ctx.live, ana, out.state)
     assert uid not in team.open_items(ctx.db, ana)  # answered: it left her queue
     assert out.message.endswith(f"#{uid}: your answer is stored; it waits for a second opinion.")
     queue_svc.answer(ctx.live, ben, uid, "take", ["track_order"])
@@ -46,8 +46,8 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
     # undo takes back her skip: the item is hers to answer again, no longer disputed
     back = out
     while back.state.history[-1].id != uid:
-        back = queue_tab.undo(ctx, ana, back.state)
-    back = queue_tab.undo(ctx, ana, back.state)
+        back = queue_tab.undo(ctx.live, ana, back.state)
+    back = queue_tab.undo(ctx.live, ana, back.state)
     assert back.message.endswith(f"Undid: #{uid} skipped.")
     assert back.state.item.id == uid and uid in team.open_items(ctx.db, ana)
     assert _answers(ctx, crew["rita"], uid) == {}
@@ -68,7 +68,7 @@ def test_an_annotator_reads_her_own_disputed_answers_and_cannot_decide_them(ctx,
     assert (
         "Looks out of scope" not in queue_tab.render(ctx.db, ana, out.state.but(item=flagged)).card
     )
-    refused = queue_tab.act(ctx, "take", ana, out.state, ["refund_status"])
+    refused = queue_tab.act(ctx.live, "take", ana, out.state, ["refund_status"])
     assert "Nothing was stored" in refused.message
     assert _answers(ctx, rita, uid) == {"ana": "label", "ben": "oos"}  # still waits for rita
     assert queue_tab.start(ctx.live, ben, queue_svc.MINE, None).state.item.id == uid

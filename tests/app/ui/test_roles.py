@@ -19,7 +19,7 @@ from app.services import projects as project_svc
 from app.services.io import destination
 from app.services.members import add_member
 from app.serving.context import AppContext
-from app.ui.guard import ROLE, enforce_roles
+from app.ui.guard import ROLE, enforce_roles, guarded
 from storage.errors import ReadOnlyError
 
 
@@ -69,6 +69,20 @@ def test_every_event_of_the_app_passes_the_role_check(events):
     assert deaf == []
     # and the page before sign-in carries no project name in its config
     assert app.config is not None and "Demo: Acme support" not in str(app.config)
+
+
+def test_a_declared_callback_refuses_to_run_until_the_app_enforces_it(team):
+    """A tab declares a role without holding the app's context; the built app hands it over.
+    A declared callback that never got it fails closed instead of running unchecked."""
+    with gr.Blocks() as blocks:
+        button, out = gr.Button(), gr.Textbox()
+        button.click(guarded("designer")(lambda: "ran"), None, out)
+    fn = next(iter(blocks.fns.values())).fn
+    with pytest.raises(RuntimeError, match="not enforced"):
+        fn(request=Request("dana"))
+    assert enforce_roles(team, blocks) == 0  # declared: given the context, not wrapped again
+    assert fn(request=Request("dana")) == "ran"
+    assert "needs the designer role" in fn(request=Request("vic"))
 
 
 def test_a_callback_nobody_declared_runs_read_only_for_a_viewer(team):
