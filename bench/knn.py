@@ -91,7 +91,7 @@ def main() -> None:
         results["pool_build_s"] = round(time.perf_counter() - t, 2)
         results["pool_size"] = len(rows)
         for q in queries[:10]:  # warm-up
-            predict_one(ctx, open_project(ctx.db, "bench"), q)
+            predict_one(ctx.live, open_project(ctx.db, "bench"), q)
         core_ms, service_ms = [], []
         pool = ctx.pool(1)
         for q in queries:
@@ -99,7 +99,7 @@ def main() -> None:
             pool.predictor.rank(enc.encode([q]))
             core_ms.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            predict_one(ctx, open_project(ctx.db, "bench"), q)
+            predict_one(ctx.live, open_project(ctx.db, "bench"), q)
             service_ms.append((time.perf_counter() - t) * 1000)
         results["core_p50_ms"] = round(pct(core_ms, 50), 2)
         results["core_p95_ms"] = round(pct(core_ms, 95), 2)
@@ -117,7 +117,7 @@ def main() -> None:
                 f"I want to buy hoverboard model {i}",
                 [f"hoverboard_{i}"],
             )
-            top = predict_one(ctx, open_project(ctx.db, "bench"), query)["top"]
+            top = predict_one(ctx.live, open_project(ctx.db, "bench"), query)["top"]
             label_ms.append((time.perf_counter() - t) * 1000)
             assert top == f"hoverboard_{i}", top
         results["label_to_prediction_p50_ms"] = round(statistics.median(label_ms), 1)

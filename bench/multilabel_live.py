@@ -55,7 +55,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
             texts = [t for t, _ in test]
 
             def exact() -> float:
-                got = predict_svc.predict(ctx, open_project(ctx.db, "nlupp"), texts)
+                got = predict_svc.predict(ctx.live, open_project(ctx.db, "nlupp"), texts)
                 hits = [set(r["labels"]) == gold for r, (_, gold) in zip(got, test, strict=True)]
                 return round(100 * sum(hits) / len(hits), 1)
 
@@ -68,7 +68,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
             ctx.heads.settle(timeout=1800)
             fit_s = round(time.monotonic() - started, 1)
             after = exact()
-            evaluated = eval_svc.live_evaluation(ctx, open_project(ctx.db, "nlupp"))
+            evaluated = eval_svc.live_evaluation(ctx.factories, open_project(ctx.db, "nlupp"))
         finally:
             ctx.close()
     return {

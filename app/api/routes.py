@@ -75,7 +75,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
     p = await asyncio.to_thread(open_project, ctx.db, project, who)
     rows = await asyncio.to_thread(
         predict_svc.predict,
-        ctx,
+        ctx.live,
         p,
         body.all_texts(),
         k=body.k,

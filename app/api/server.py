@@ -69,7 +69,7 @@ def create_api(ctx: AppContext) -> FastAPI:
                     handles[key] = exc
         resolved = [(handles[(r[0], r[1])], *r[2:]) for r in requests]
         ok = [i for i, r in enumerate(resolved) if not isinstance(r[0], Exception)]
-        answers = classify_requests(ctx, [resolved[i] for i in ok], explained=False)
+        answers = classify_requests(ctx.live, [resolved[i] for i in ok], explained=False)
         out: list[Any] = [r[0] for r in resolved]
         for i, answer in zip(ok, answers, strict=True):
             out[i] = answer

@@ -184,7 +184,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
         ctx.pool(p.id)
         ctx.heads.settle(600)
-        results = predict(ctx, p, texts, k=args.k, contexts=turns)
+        results = predict(ctx.live, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 

@@ -18,7 +18,6 @@ from app.access import ProjectHandle
 from app.project_settings import as_encoded
 from app.services import data as data_svc
 from app.services.versions import Version, head_options, resolve_factory
-from app.serving.context import AppContext
 from app.serving.eval_memo import EvalMemo, evaluation_key
 from app.serving.factories import FactoryBuilder
 from core.encoding.cache import CachedEncoder, EmbeddingCache
@@ -94,9 +93,9 @@ def evaluate_version(
     return measured, fitted
 
 
-def evaluation_memo(ctx: AppContext) -> EvalMemo:
+def evaluation_memo(factories: FactoryBuilder) -> EvalMemo:
     """The evaluations this data directory has measured (:mod:`app.serving.eval_memo`)."""
-    return EvalMemo(ctx.settings.cache_dir / "evaluations")
+    return factories.memo
 
 
 def gate(new: VersionMetrics, reference: VersionMetrics, tolerance: float) -> tuple[bool, str]:
@@ -181,14 +180,18 @@ def evaluation_inputs(
 
 
 def live_evaluation(
-    ctx: AppContext, p: ProjectHandle, version: Version = None, *, cross_validate: bool = False
+    factories: FactoryBuilder,
+    p: ProjectHandle,
+    version: Version = None,
+    *,
+    cross_validate: bool = False,
 ) -> VersionMetrics:
     """The version's metrics on the project's data as it is now, by :func:`evaluate_version` (the
     same function a retrain records in the history). A multi-label version's head is refitted with
     the options it was trained with. A single-label project without test rows is refused (the
     evaluation views list test rows) unless ``cross_validate``: then it is cross-validated, as a
     retrain does. ``version_label`` names the version measured."""
-    factory, label, data, multi = evaluation_inputs(ctx.factories, p, version)
+    factory, label, data, multi = evaluation_inputs(factories, p, version)
     if not data.train_texts:
         raise ValueError("No labelled training utterances yet: label a few in the Data tab.")
     if not multi and not data.test_texts and not cross_validate:
@@ -198,10 +201,10 @@ def live_evaluation(
     metrics, _ = evaluate_version(
         factory,
         data,
-        ctx.cache,
+        factories.cache,
         multi_label=multi,
-        head=head_options(ctx.db, p, version) if multi else None,
-        memo=evaluation_memo(ctx),
+        head=head_options(factories.db, p, version) if multi else None,
+        memo=evaluation_memo(factories),
     )
     return replace(metrics, version_label=label)
 

@@ -17,7 +17,7 @@ from typing import Any
 from app.access import ProjectHandle
 from app.access.auth import Actor, current_actor
 from app.serving.admission import BusyError
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
 from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
@@ -30,7 +30,7 @@ Request = tuple[ProjectHandle, str, int] | tuple[ProjectHandle, str, int, str]
 
 
 def _classify(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     texts: list[str],
     k: int,
@@ -49,9 +49,9 @@ def _classify(
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
     turns = _contexts(contexts, len(clean))
-    ctx.admission.limits.check_call(who.role, clean)
-    with ctx.admission.admit(who.name, len(clean), lines=lines):
-        pool = ctx.pool(p.id, stamp=p.stamp)  # read with the project, when it was
+    live.admission.limits.check_call(who.role, clean)
+    with live.admission.admit(who.name, len(clean), lines=lines):
+        pool = live.pool(p.id, stamp=p.stamp)  # read with the project, when it was
         if len(pool.index) == 0:
             raise ValueError(
                 "This project has no labelled training utterances yet: label a few first."
@@ -95,7 +95,7 @@ def _show_context(row: dict[str, Any], asked: _Asked, pool: ProjectPool) -> None
 
 
 def predict(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     texts: list[str],
     *,
@@ -109,12 +109,12 @@ def predict(
 
     Raises ValueError for bad input or more texts than ``who``'s role may send in one call, and
     :class:`app.serving.admission.BusyError` when the call would go past the per-user or queue limits."""
-    _, results = _classify(ctx, p, texts, k, show, who, contexts=contexts)
+    _, results = _classify(live, p, texts, k, show, who, contexts=contexts)
     return [row for row, _ in results]
 
 
 def predict_explained(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     texts: list[str],
     *,
@@ -127,7 +127,7 @@ def predict_explained(
     """Predictions, each with its ``explanation`` (the evidence card: sentence, runner-up
     evidence, margin, borderline diagnostic) and ``latency_ms`` (of the whole call)."""
     started = time.perf_counter()
-    pool, results = _classify(ctx, p, texts, k, show, who, lines=lines, contexts=contexts)
+    pool, results = _classify(live, p, texts, k, show, who, lines=lines, contexts=contexts)
     names = list(pool.intents)
     descriptions = {name: text for name, text in pool.intents.items() if text}
     latency = round((time.perf_counter() - started) * 1000, 1)
@@ -150,7 +150,7 @@ def predict_explained(
 
 
 def predict_one(
-    ctx: AppContext,
+    live: LivePools,
     p: ProjectHandle,
     text: str,
     *,
@@ -161,11 +161,11 @@ def predict_one(
 ) -> dict[str, Any]:
     """One prediction with its explanation (see :func:`predict_explained`); ``context``: the
     turn before ``text``."""
-    return predict_explained(ctx, p, [text], k=k, show=show, who=who, contexts=[context])[0]
+    return predict_explained(live, p, [text], k=k, show=show, who=who, contexts=[context])[0]
 
 
 def classify_requests(
-    ctx: AppContext, requests: list[Request], *, explained: bool = True
+    live: LivePools, requests: list[Request], *, explained: bool = True
 ) -> list[dict[str, Any] | Exception]:
     """Many independent ``(project, text, k[, context])`` requests at once (the micro-batch of the Gradio
     ``/predict`` endpoint and of the REST API): one encoder pass per (project, k), admitted as
@@ -183,9 +183,9 @@ def classify_requests(
         results: list[dict[str, Any] | Exception]
         try:
             if explained:
-                results = [*predict_explained(ctx, p, texts, k=k, lines=True, contexts=turns)]
+                results = [*predict_explained(live, p, texts, k=k, lines=True, contexts=turns)]
             else:
-                _, rows = _classify(ctx, p, texts, k, 5, None, lines=True, contexts=turns)
+                _, rows = _classify(live, p, texts, k, 5, None, lines=True, contexts=turns)
                 results = [row for row, _ in rows]
         except BusyError as busy:
             results = [busy for _ in idx]
@@ -194,7 +194,7 @@ def classify_requests(
                 results = [batch_error]
             else:  # find the culprit(s): the others still get their answers
                 results = [
-                    classify_requests(ctx, [requests[i]], explained=explained)[0] for i in idx
+                    classify_requests(live, [requests[i]], explained=explained)[0] for i in idx
                 ]
         for i, result in zip(idx, results, strict=True):
             out[i] = result
@@ -206,10 +206,10 @@ def error_message(exc: BaseException) -> str:
     return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def predict_requests(ctx: AppContext, requests: list[Request]) -> list[dict[str, Any]]:
+def predict_requests(live: LivePools, requests: list[Request]) -> list[dict[str, Any]]:
     """:func:`classify_requests` with each failure as ``{"error": message}`` alone (the Gradio
     ``/predict`` endpoint's answer)."""
     return [
         {"error": error_message(r)} if isinstance(r, Exception) else r
-        for r in classify_requests(ctx, requests)
+        for r in classify_requests(live, requests)
     ]

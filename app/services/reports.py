@@ -205,8 +205,8 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
     # the active version by its id: scored, chosen and explained in the space its metrics were
     active: Version = p.active_version_id or BASE
     version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
-    after = live_evaluation(ctx, p, ACTIVE, cross_validate=True)
-    before = live_evaluation(ctx, p, BASE, cross_validate=True)
+    after = live_evaluation(ctx.factories, p, ACTIVE, cross_validate=True)
+    before = live_evaluation(ctx.factories, p, BASE, cross_validate=True)
     keys = MULTI_LABEL_KEYS if after.multi_label else SINGLE_LABEL_KEYS
     per_intent = after.f1_by_intent()
     cross_validated = str(after.split or "test").startswith("cv")

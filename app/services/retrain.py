@@ -26,6 +26,7 @@ from app.services.evaluation import evaluate_version, evaluation_key, evaluation
 from app.services.int8 import INT8_OFF, PARITY_QUERIES, export_version_int8, parity_split
 from app.services.job_plan import JobPlan
 from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
 from app.serving.int8 import INT8_DIR, load_int8, served_metrics
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
@@ -94,9 +95,9 @@ class Evaluation:
         known: list[tuple[PredictorFactory, dict[str, Any]]] = (),  # type: ignore[assignment]
     ) -> None:
         self.ctx, self.reporter, self.data = ctx, reporter, data
-        self.memo = evaluation_memo(ctx)
+        self.memo = evaluation_memo(ctx.factories)
         self.encoders = len({_fingerprint(f) for f in factories})
-        self.total = to_encode(ctx, data, factories, known)
+        self.total = to_encode(ctx.factories, data, factories, known)
         self.done = 0
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
@@ -147,7 +148,7 @@ class Evaluation:
 
 
 def to_encode(
-    ctx: AppContext,
+    builder: FactoryBuilder,
     data: EvalData,
     factories: list[PredictorFactory],
     known: list[tuple[PredictorFactory, dict[str, Any]]] = (),  # type: ignore[assignment]
@@ -155,7 +156,7 @@ def to_encode(
     """The utterances evaluating ``factories`` on ``data`` has to encode: each distinct
     encoder's that the embedding cache lacks, but none of one whose evaluation on these rows is
     already measured (``known``: factory and its options)."""
-    memo = evaluation_memo(ctx)
+    memo = evaluation_memo(builder)
     texts = [*data.train_texts, *data.test_texts]
     remembered = {
         _fingerprint(f)
@@ -163,7 +164,9 @@ def to_encode(
         if memo.get(evaluation_key(f, data, **_memo_options(options))) is not None
     }
     distinct = {_fingerprint(f): cast(Encoder, f.encoder) for f in factories}
-    return sum(len(ctx.cache.missing(e, texts)) for k, e in distinct.items() if k not in remembered)
+    return sum(
+        len(builder.cache.missing(e, texts)) for k, e in distinct.items() if k not in remembered
+    )
 
 
 def _plan(
@@ -189,7 +192,7 @@ def _plan(
     return JobPlan.estimate(
         steps=planned_steps(fit_texts, fit_labels, cfg),
         batch_size=cfg.batch_size,
-        to_evaluate=new + to_encode(ctx, data, [f for f, _ in others], others),
+        to_evaluate=new + to_encode(ctx.factories, data, [f for f, _ in others], others),
         parity=parity,
         unlabelled=unlabelled,
     )

@@ -17,6 +17,7 @@ from typing import Protocol
 from app.config import Settings
 from app.perimeter.uploads import Uploads
 from app.serving.admission import Admission, Limits
+from app.serving.eval_memo import EvalMemo
 from app.serving.factories import FactoryBuilder
 from app.serving.live import CALIBRATION_SETTLE_S, LivePools
 from app.serving.models import Models
@@ -50,14 +51,14 @@ class AppContext:
         self, settings: Settings, *, database: Database | None = None, limits: Limits | None = None
     ) -> None:
         self.settings = settings
-        self.admission = Admission(limits)
         self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
         self.artifacts: ArtifactStore = settings.open_artifacts()
         cache = open_cache(settings, self.artifacts)
         self.device = settings.device
         self.models = Models(self.artifacts, settings.device)
-        self.factories = FactoryBuilder(self.db, cache, self.models)
-        self.live = LivePools(self.db, cache, self.models, self.factories)
+        memo = EvalMemo(settings.cache_dir / "evaluations")
+        self.factories = FactoryBuilder(self.db, cache, self.models, memo)
+        self.live = LivePools(self.db, cache, self.models, self.factories, Admission(limits))
         # the live pools' background fits, named here for the callers that wait for them
         self.heads = self.live.heads
         self.calibrations = self.live.calibrations
@@ -66,6 +67,15 @@ class AppContext:
         self.enqueue: JobQueue | None = None
         # files uploaded through the UI and not used up yet (app.perimeter.uploads.UploadGate records them)
         self.uploads = Uploads()
+
+    @property
+    def admission(self) -> Admission:
+        """Who may ask for predictions now (:mod:`app.serving.admission`), held by the live pools."""
+        return self.live.admission
+
+    @admission.setter
+    def admission(self, admission: Admission) -> None:  # a test's own limits
+        self.live.admission = admission
 
     @property
     def cache(self) -> EmbeddingCache:

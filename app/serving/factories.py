@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import cast
 
 from app.project_settings import encodes_context
+from app.serving.eval_memo import EvalMemo
 from app.serving.models import Models
 from app.serving.pools import project_anchors
 from core.encoding.anchor_encoder import anchor_encoder_of
@@ -27,10 +28,12 @@ from storage.versions import active_version
 
 
 class FactoryBuilder:
-    def __init__(self, db: Database, cache: EmbeddingCache, models: Models) -> None:
+    def __init__(self, db: Database, cache: EmbeddingCache, models: Models, memo: EvalMemo) -> None:
         self.db = db
         self.cache = cache
         self.models = models
+        # the evaluations of the factories it builds, kept (app.serving.eval_memo)
+        self.memo = memo
 
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
         """The project's active model version (None = frozen base) and its base encoder name."""

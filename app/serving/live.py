@@ -1,7 +1,8 @@
 """The live pools: one labelled k-NN pool per project (:class:`app.serving.pools.ProjectPool`) that
 follows the database, with the two background threads that keep it sharp (a pool's calibration
 after its rows changed, and the multi-label head of a space whose version has none), and the
-start-up warm-up that builds every pool before the first request.
+start-up warm-up that builds every pool before the first request; and the admission of
+prediction calls to them (:mod:`app.serving.admission`).
 
 Guarantees: :meth:`LivePools.pool` answers with the pool as of the database's pool stamp (one
 statement when nothing changed; a caller that read the stamp already passes it); a change this
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import cast
 
 from app.project_settings import as_encoded, encodes_context
+from app.serving.admission import Admission
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
 from app.serving.pool_heads import HeadFitter, HeadStore, head_key
@@ -50,8 +52,11 @@ class LivePools:
         cache: EmbeddingCache,
         models: Models,
         factories: FactoryBuilder,
+        admission: Admission | None = None,
     ) -> None:
         self.db = db
+        # who may ask the pools for predictions now: per call, per user, in all (app.serving.admission)
+        self.admission = admission if admission is not None else Admission()
         self.cache = cache
         self.models = models
         self.factories = factories

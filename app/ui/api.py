@@ -39,7 +39,7 @@ def register_api(ctx: AppContext) -> None:
                 requests.append((p, t, n))
             except StorageError as exc:
                 refused[i] = {"error": str(exc)}
-        answers = iter(predict_svc.predict_requests(ctx, requests))
+        answers = iter(predict_svc.predict_requests(ctx.live, requests))
         results = [refused[i] if i in refused else next(answers) for i in range(len(project))]
         for r in results:
             if "error" in r and len(results) == 1:
@@ -50,7 +50,7 @@ def register_api(ctx: AppContext) -> None:
         """Classify one utterance (behind a login: the caller's own call)."""
         try:
             p = open_project(ctx.db, project)
-            (result,) = predict_svc.predict_requests(ctx, [(p, text, int(k))])
+            (result,) = predict_svc.predict_requests(ctx.live, [(p, text, int(k))])
         except StorageError as exc:
             raise gr.Error(str(exc)) from exc
         if "error" in result:
@@ -65,7 +65,7 @@ def register_api(ctx: AppContext) -> None:
         try:  # the limits are the signed-in user's, checked here on the server
             who = require(ctx, getattr(request, "username", None), "viewer")
             p = open_project(ctx.db, project, who)
-            return predict_svc.predict(ctx, p, list(texts), k=int(k), who=who)
+            return predict_svc.predict(ctx.live, p, list(texts), k=int(k), who=who)
         except (PermissionError, ValueError, BusyError) as exc:
             raise gr.Error(str(exc)) from exc
 

@@ -69,7 +69,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Data", id="data") as data_tab_item:
                 data_tab = build_data_tab(ctx, project, user, summary)
             with gr.Tab("Try", id="try"):
-                build_try_tab(ctx, project, user)
+                build_try_tab(ctx.live, project, user)
             with gr.Tab("Train", id="train"):
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:

@@ -12,7 +12,7 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import predict as svc
-from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import OUT_OF_SCOPE
@@ -68,14 +68,14 @@ def _prefill(result: dict[str, Any]) -> list[str]:
 
 
 def run(
-    ctx: AppContext, p: ProjectHandle, utterance: str, k_value: float, context: str | None = ""
+    live: LivePools, p: ProjectHandle, utterance: str, k_value: float, context: str | None = ""
 ) -> tuple[Any, ...]:
     """Predict ``utterance`` (after ``context``, the turn before it, when the project encodes
     context): the evidence card, the ranked intents, the neighbours, the label box, the status."""
     result, err = attempt(
-        lambda: svc.predict_one(ctx, p, utterance, k=int(k_value), context=context or "")
+        lambda: svc.predict_one(live, p, utterance, k=int(k_value), context=context or "")
     )
-    names, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
+    names, _ = attempt(lambda: data_svc.intent_names(live.db, p))
     if err or result is None:
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
     ranked_df = pd.DataFrame(
@@ -120,7 +120,7 @@ def label(
     )
 
 
-def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None:
+def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None:
     gr.Markdown(HELP)
     with gr.Row():
         text = gr.Textbox(
@@ -165,7 +165,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
-    predict = guarded("viewer", outputs=5)(bind(run, ctx))
+    predict = guarded("viewer", outputs=5)(bind(run, live))
     go.click(
         predict,
         [project, text, k, turn],
@@ -183,7 +183,7 @@ def build_try_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded("designer")(bind(label, ctx.db)),
+        guarded("designer")(bind(label, live.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

@@ -23,7 +23,7 @@ QUESTION = "can I buy a gift voucher for my sister"
 def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
     projects.set_settings(ctx.db, demo, {"anchor_weight": "1"})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
-    out = predict_one(ctx, demo, QUESTION)
+    out = predict_one(ctx.live, demo, QUESTION)
     assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
     said = out["explanation"]
     assert said["predicted_by_anchor"]
@@ -33,7 +33,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
     )
     # the first label counts in the very next prediction: the intent is no longer cold
     data_svc.add_utterance(ctx.db, demo, "do you sell gift cards", ["gift_cards"], "train")
-    again = predict_one(ctx, demo, QUESTION)
+    again = predict_one(ctx.live, demo, QUESTION)
     assert again["top"] == "gift_cards" and not again["explanation"]["predicted_by_anchor"]
     assert again["intents"][0]["best"]["text"] == "do you sell gift cards"
     assert "and its description" in again["explanation"]["sentence"]
@@ -42,7 +42,7 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
 def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
     projects.set_settings(ctx.db, demo, {"anchor_weight": "off"})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
-    out = predict_one(ctx, demo, QUESTION)
+    out = predict_one(ctx.live, demo, QUESTION)
     assert all(s["intent"] != "gift_cards" for s in out["intents"])
     assert all("anchor" not in s for s in out["intents"])
 
@@ -51,7 +51,7 @@ def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp
     projects.set_settings(ctx.db, demo, {"anchor_weight": 2})
     data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
     queries = [QUESTION, "where is my parcel", "I forgot my password"]
-    app_rows = predict(ctx, demo, queries)
+    app_rows = predict(ctx.live, demo, queries)
     path = tmp_path / "demo.zip"
     bundles.export_bundle(ctx.live, demo, path)
     with load(path) as bundle:
@@ -62,7 +62,7 @@ def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp
     # opened as a project, the bundle keeps the anchors: same cold-start prediction
     opened = bundles.import_bundle(ctx.factories, path)
     assert projects.anchors(ctx.db, live(ctx, opened))["weight"] == 2
-    assert predict_one(ctx, live(ctx, opened), QUESTION)["top"] == "gift_cards"
+    assert predict_one(ctx.live, live(ctx, opened), QUESTION)["top"] == "gift_cards"
 
 
 def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
@@ -128,7 +128,7 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     query = utterances.encode([QUESTION])[0]
     by_label, by_utterances = labels.encode(anchors) @ query, utterances.encode(anchors) @ query
     assert abs(by_label[0] - by_utterances[0]) > 1e-3  # the two spaces tell them apart
-    out = predict_one(ctx, live(ctx, project), QUESTION)
+    out = predict_one(ctx.live, live(ctx, project), QUESTION)
     sims = {s["intent"]: s["anchor"] for s in out["intents"]}
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)

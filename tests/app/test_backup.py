@@ -60,8 +60,8 @@ def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, c
     restored = AppContext(load_settings(target))
     try:
         assert history(restored.db, live(restored, "tiny")) == history(ctx.db, live(ctx, "tiny"))
-        before = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
-        after = predict_svc.predict(restored, live(restored, "tiny"), QUERIES)
+        before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
+        after = predict_svc.predict(restored.live, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):
             assert a["top"] == b["top"]
             assert a["score"] == pytest.approx(b["score"], abs=1e-5)

@@ -39,7 +39,7 @@ def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
     queries = ["where is my parcel", "I forgot my password", "can I speak to a person"]
     with load(out) as predictor:
         assert predictor.manifest["method"] == "frozen"
-        same_predictions(predict_svc.predict(ctx, demo, queries), predictor.predict(queries))
+        same_predictions(predict_svc.predict(ctx.live, demo, queries), predictor.predict(queries))
 
 
 @pytest.mark.slow
@@ -54,7 +54,7 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     out = tmp_path / "tiny.zip"
     info = svc.export_bundle(ctx.live, live(ctx, "tiny"), out)
     assert info["model_version"] == version
-    app_out = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
+    app_out = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
     with load(out) as predictor:
         assert predictor.manifest["model_version"] == version
         assert predictor.manifest["encoder_kind"] == "full"
@@ -62,7 +62,7 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
 
     name = svc.import_bundle(ctx.factories, out)
     assert name == "tiny (bundle)"
-    same_predictions(app_out, predict_svc.predict(ctx, live(ctx, name), QUERIES))
+    same_predictions(app_out, predict_svc.predict(ctx.live, live(ctx, name), QUERIES))
     assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["fast"]
     with pytest.raises(StorageError, match="read-only"):
         data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
@@ -125,7 +125,9 @@ def adapter_bundle(tmp_path_factory, encoder):
 def test_a_sound_adapter_bundle_becomes_the_active_version(ctx, adapter_bundle):
     name = svc.import_bundle(ctx.factories, adapter_bundle)
     assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["lora"]
-    assert predict_svc.predict(ctx, live(ctx, name), ["I lost my card"])[0]["top"] == "lost_card"
+    assert (
+        predict_svc.predict(ctx.live, live(ctx, name), ["I lost my card"])[0]["top"] == "lost_card"
+    )
 
 
 def test_a_bundle_whose_weights_cannot_load_imports_nothing(ctx, adapter_bundle, tmp_path):

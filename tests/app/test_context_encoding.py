@@ -44,8 +44,8 @@ def _pool(ctx, project):
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
     projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
-    cancel = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
-    top_up = predict_one(ctx, live(ctx, bank), "yes please", context=TOP_UP)
+    cancel = predict_one(ctx.live, live(ctx, bank), "yes please", context=CANCEL)
+    top_up = predict_one(ctx.live, live(ctx, bank), "yes please", context=TOP_UP)
     assert (cancel["top"], top_up["top"]) == ("cancel_card", "top_up")
     assert cancel["text"] == "yes please" and cancel["context"] == CANCEL
     assert cancel["context_used"] is True
@@ -61,7 +61,9 @@ def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank,
     uid = next(i for i, (t, _) in pool.items.items() if t == shown)
     hit = pool.index.search(encoder.encode([shown]), 1)[0][0]  # its vector is the composed text's
     assert (hit.id, hit.similarity) == (uid, pytest.approx(1.0, abs=1e-4))
-    out = predict_one(ctx, live(ctx, bank), "go ahead then", context="Shall I close your card?")
+    out = predict_one(
+        ctx.live, live(ctx, bank), "go ahead then", context="Shall I close your card?"
+    )
     assert out["neighbours"][0]["text"] == shown  # the evidence names the example's context
     projects.set_settings(
         ctx.db, live(ctx, bank), {"encode_context": "off"}
@@ -71,8 +73,8 @@ def test_the_pool_encodes_each_example_after_its_context_and_shows_it(ctx, bank,
 
 def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
     assert projects.context_encoding(ctx.db, live(ctx, bank))["encode_context"] is False
-    alone = predict_one(ctx, live(ctx, bank), "yes please")
-    sent = predict_one(ctx, live(ctx, bank), "yes please", context=CANCEL)
+    alone = predict_one(ctx.live, live(ctx, bank), "yes please")
+    sent = predict_one(ctx.live, live(ctx, bank), "yes please", context=CANCEL)
     assert sent["context_used"] is False and sent["context"] == CANCEL
     assert (sent["top"], sent["score"]) == (alone["top"], pytest.approx(alone["score"]))
     assert "context" not in alone
@@ -81,7 +83,8 @@ def test_off_by_default_a_context_is_ignored_and_the_answer_says_so(ctx, bank):
 def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
     projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": True})
     out = predict_requests(
-        ctx, [(bank, "yes please", 1, CANCEL), (bank, "yes please", 1, TOP_UP), (bank, "hi", 1)]
+        ctx.live,
+        [(bank, "yes please", 1, CANCEL), (bank, "yes please", 1, TOP_UP), (bank, "hi", 1)],
     )
     assert [r["top"] for r in out[:2]] == ["cancel_card", "top_up"]
     assert "context" not in out[2]
@@ -121,7 +124,7 @@ def test_exported_rows_keep_their_contexts(ctx, bank):
 )
 def test_a_bad_context_is_a_message(ctx, bank, contexts, message):
     with pytest.raises(ValueError, match=message):
-        predict(ctx, live(ctx, bank), ["yes please"], contexts=contexts)
+        predict(ctx.live, live(ctx, bank), ["yes please"], contexts=contexts)
 
 
 def test_the_setting_takes_on_or_off_and_nothing_else(ctx, bank):
@@ -159,10 +162,10 @@ def test_the_cli_turns_it_on_and_predicts_with_a_context(ctx, bank, capsys):
 def test_the_try_tab_predicts_after_the_previous_turn_and_labels_with_it(ctx, bank):
     from app.ui.try_tab import label, run
 
-    explanation, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
+    explanation, *_ = run(ctx.live, bank, "yes please", 1, TOP_UP)
     assert "The previous turn was ignored" in explanation  # off: says so
     projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
-    explanation, ranked, *_ = run(ctx, bank, "yes please", 1, TOP_UP)
+    explanation, ranked, *_ = run(ctx.live, bank, "yes please", 1, TOP_UP)
     assert "Encoded after the previous turn" in explanation
     assert ranked.iloc[0]["intent"] == "top_up"
     assert "Added" in label(ctx.db, bank, "go for it", ["top_up"], TOP_UP)

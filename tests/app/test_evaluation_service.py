@@ -44,7 +44,7 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
     )
     version = _retrain(ctx, "bank")
     recorded = version_svc.metrics(ctx.db, live(ctx, "bank"), version)
-    served = eval_svc.live_evaluation(ctx, live(ctx, "bank"), version)
+    served = eval_svc.live_evaluation(ctx.factories, live(ctx, "bank"), version)
     assert recorded.primary == served.primary == "accuracy"
     assert recorded.n == served.n == sum(1 for _ in TINY) + 2
     for key in ("accuracy", "macro_f1"):
@@ -61,7 +61,7 @@ def test_multi_label_history_and_live_agree(ctx):
             )
     version = _retrain(ctx, "hotel")
     recorded = version_svc.metrics(ctx.db, live(ctx, "hotel"), version)
-    served = eval_svc.live_evaluation(ctx, live(ctx, "hotel"), version)
+    served = eval_svc.live_evaluation(ctx.factories, live(ctx, "hotel"), version)
     assert recorded.multi_label and served.multi_label
     assert recorded.primary == served.primary == "micro_f1"
     for key in ("micro_f1", "macro_f1", "exact_match", "accuracy"):

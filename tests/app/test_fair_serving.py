@@ -29,12 +29,14 @@ def test_a_viewer_sends_at_most_200_utterances_per_call_and_a_designer_1000(ctx,
         ValueError,
         match=r"At most 200 utterances per call for a viewer \(this call has 201\): split them",
     ):
-        predict(ctx, demo, ["hi"] * 201, who=VIEWER)
+        predict(ctx.live, demo, ["hi"] * 201, who=VIEWER)
     with pytest.raises(ValueError, match=r"At most 1,000 utterances per call for a designer"):
-        predict(ctx, demo, ["hi"] * 1001, who=DESIGNER)
+        predict(ctx.live, demo, ["hi"] * 1001, who=DESIGNER)
     with pytest.raises(ValueError, match="longer than 2000 characters"):
-        predict(ctx, demo, ["x" * 2001, "hi"], who=DESIGNER)
-    assert len(predict(ctx, demo, [f"where is order {i}" for i in range(200)], who=VIEWER)) == 200
+        predict(ctx.live, demo, ["x" * 2001, "hi"], who=DESIGNER)
+    assert (
+        len(predict(ctx.live, demo, [f"where is order {i}" for i in range(200)], who=VIEWER)) == 200
+    )
 
 
 def test_a_third_batch_of_the_same_user_is_refused_as_busy_but_others_go_on(ctx, demo):
@@ -43,10 +45,12 @@ def test_a_third_batch_of_the_same_user_is_refused_as_busy_but_others_go_on(ctx,
             BusyError,
             match=r"^Busy: dana already has 2 batch predictions running; retry when one has",
         ):
-            predict(ctx, demo, ["where is my parcel", "cancel it"], who=DESIGNER)
-        assert predict_one(ctx, demo, "where is my parcel", who=DESIGNER)["top"] == "track_order"
-        assert len(predict(ctx, demo, ["where is my parcel", "cancel it"], who=OTHER)) == 2
-    assert len(predict(ctx, demo, ["where is my parcel", "cancel it"], who=DESIGNER)) == 2
+            predict(ctx.live, demo, ["where is my parcel", "cancel it"], who=DESIGNER)
+        assert (
+            predict_one(ctx.live, demo, "where is my parcel", who=DESIGNER)["top"] == "track_order"
+        )
+        assert len(predict(ctx.live, demo, ["where is my parcel", "cancel it"], who=OTHER)) == 2
+    assert len(predict(ctx.live, demo, ["where is my parcel", "cancel it"], who=DESIGNER)) == 2
 
 
 def test_a_full_queue_refuses_batches_and_still_answers_one_line(ctx, demo):
@@ -58,8 +62,8 @@ def test_a_full_queue_refuses_batches_and_still_answers_one_line(ctx, demo):
             BusyError,
             match=r"^Busy: the server is working through other users' batches; retry in a moment",
         ):
-            predict(ctx, demo, ["where is my parcel", "cancel it"], who=OTHER)
-        assert predict_one(ctx, demo, "I forgot my password", who=OTHER)["top"]
+            predict(ctx.live, demo, ["where is my parcel", "cancel it"], who=OTHER)
+        assert predict_one(ctx.live, demo, "I forgot my password", who=OTHER)["top"]
 
 
 def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx, demo):
@@ -67,12 +71,12 @@ def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx,
         for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
             held.enter_context(ctx.admission.admit(f"user {i}", 1))
         with pytest.raises(BusyError, match=r"^Busy: too many predictions at once; retry in a"):
-            predict_one(ctx, demo, "where is my parcel")
-        out = predict_requests(ctx, [(demo, "where is my parcel", 1), (demo, "cancel it", 1)])
+            predict_one(ctx.live, demo, "where is my parcel")
+        out = predict_requests(ctx.live, [(demo, "where is my parcel", 1), (demo, "cancel it", 1)])
         assert [r["error"] for r in out] == [
             "Busy: too many predictions at once; retry in a moment."
         ] * 2
-    assert predict_requests(ctx, [(demo, "where is my parcel", 1)])[0]["top"] == "track_order"
+    assert predict_requests(ctx.live, [(demo, "where is my parcel", 1)])[0]["top"] == "track_order"
 
 
 def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
@@ -81,8 +85,8 @@ def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
     new_project(ctx.db, "empty")
     for _ in range(3):  # more than the per-user limit: each failure released its place
         with pytest.raises(ValueError, match="no labelled training utterances"):
-            predict(ctx, live(ctx, "empty"), ["hello", "there"], who=DESIGNER)
-    assert len(predict(ctx, demo, ["hello", "there"], who=DESIGNER)) == 2
+            predict(ctx.live, live(ctx, "empty"), ["hello", "there"], who=DESIGNER)
+    assert len(predict(ctx.live, demo, ["hello", "there"], who=DESIGNER)) == 2
 
 
 def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
@@ -116,7 +120,7 @@ def test_the_try_tab_says_busy_in_its_status(ctx, demo):
     with ExitStack() as held:
         for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
             held.enter_context(ctx.admission.admit(f"user {i}", 1))
-        explanation, *_ = run(ctx, demo, "where is my parcel", 1)
+        explanation, *_ = run(ctx.live, demo, "where is my parcel", 1)
     assert "Busy: too many predictions at once; retry in a moment." in explanation
 
 
@@ -126,7 +130,7 @@ def test_a_one_line_predict_is_not_starved_by_a_1000_text_batch(ctx, demo):
         f"order {i}: my parcel has not arrived, the tracking page has not moved for days"
         for i in range(1000)
     ]
-    predict_one(ctx, demo, "warm the pool up")
+    predict_one(ctx.live, demo, "warm the pool up")
     batch = threading.Thread(target=predict, args=(ctx, demo, long_texts), kwargs={"who": OTHER})
     batch.start()
     deadline = time.monotonic() + 60
@@ -135,7 +139,7 @@ def test_a_one_line_predict_is_not_starved_by_a_1000_text_batch(ctx, demo):
         time.sleep(0.01)
     time.sleep(0.5)
     started = time.perf_counter()
-    assert predict_one(ctx, demo, "where is my parcel", who=DESIGNER)["top"] == "track_order"
+    assert predict_one(ctx.live, demo, "where is my parcel", who=DESIGNER)["top"] == "track_order"
     waited = time.perf_counter() - started
     assert batch.is_alive(), "the one-line predict waited for the whole batch"
     assert waited < 10

@@ -84,7 +84,7 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     assert np.allclose(ctx.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
 
     texts = [t for t, _ in pool.items.values()]
-    int8_out = predict_svc.predict(ctx, live(ctx, trained), texts, show=0)
+    int8_out = predict_svc.predict(ctx.live, live(ctx, trained), texts, show=0)
     fp32 = ctx.encoder_for_version(mv)
     vecs = fp32.encode(texts)
     fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
@@ -112,12 +112,12 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     assert isinstance(factory.encoder, OnnxEncoder) and not multi
     fresh, _ = evaluate_version(factory, data, EmbeddingCache(tmp_path / "cache"))
     assert (fresh.accuracy, fresh.macro_f1) == (recorded.accuracy, recorded.macro_f1)
-    answers = predict_svc.predict(ctx, p, data.test_texts, show=0)
+    answers = predict_svc.predict(ctx.live, p, data.test_texts, show=0)
     hits = [a["top"] in gold for a, gold in zip(answers, data.test_labels, strict=True)]
     assert np.mean(hits) == pytest.approx(recorded.accuracy)
     shown = version_svc.metrics(ctx.db, p)
     assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
-    assert live_evaluation(ctx, p).accuracy == recorded.accuracy
+    assert live_evaluation(ctx.factories, p).accuracy == recorded.accuracy
 
     fp32, _ = evaluate_version(ctx.version_factory(p.id, mv), data, ctx.cache)
     assert fp32.accuracy == recorded.fp32.accuracy
@@ -127,7 +127,7 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
         shown = version_svc.metrics(ctx.db, p)
         assert shown.measured_with == "fp32" and shown.accuracy == fp32.accuracy
         assert shown.gate == recorded.gate and shown.base == recorded.base
-        assert live_evaluation(ctx, p).accuracy == fp32.accuracy
+        assert live_evaluation(ctx.factories, p).accuracy == fp32.accuracy
     finally:
         project_svc.set_settings(ctx.db, p, {"serve_int8": "on"})
 
@@ -146,7 +146,7 @@ def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, train
     text = view.texts[view.ids.index(row)]
     assert (
         view.predicted[view.ids.index(row)]
-        == predict_svc.predict_one(ctx, live(ctx, trained), text)["top"]
+        == predict_svc.predict_one(ctx.live, live(ctx, trained), text)["top"]
     )
 
 
@@ -168,7 +168,7 @@ def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     assert "fp32" in line and "turned off" in line
     assert isinstance(ctx.pool(pid).encoder, Encoder)
     assert (
-        predict_svc.predict(ctx, live(ctx, trained), ["where is my parcel"])[0]["top"]
+        predict_svc.predict(ctx.live, live(ctx, trained), ["where is my parcel"])[0]["top"]
         == "track_order"
     )
 

@@ -37,7 +37,7 @@ def _banking(ctx, shared_data: Path, n: int) -> list[str]:
 
 
 def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
-    out = predict_svc.predict(ctx, open_project(ctx.db, "banking"), texts)
+    out = predict_svc.predict(ctx.live, open_project(ctx.db, "banking"), texts)
     return [tuple(r["labels"]) for r in out]
 
 

@@ -66,21 +66,23 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     from app.services.versions import activate
 
     activate(ctx.factories, live(ctx, hotel), mv.id)
-    out = predict_svc.predict_one(ctx, live(ctx, hotel), "cancel my room and refund the deposit")
+    out = predict_svc.predict_one(
+        ctx.live, live(ctx, hotel), "cancel my room and refund the deposit"
+    )
     probs = out["probabilities"]
     assert set(probs) == {"breakfast", "cancel", "parking", "refund"}
     assert out["labels"] == sorted(n for n, p in probs.items() if p >= 0.4)
     assert out["threshold"] == 0.4
     assert out["neighbours"], "the k-NN evidence stays beside the head's decision"
 
-    measured = eval_svc.live_evaluation(ctx, live(ctx, hotel))
+    measured = eval_svc.live_evaluation(ctx.factories, live(ctx, hotel))
     assert measured.multi_label and measured.exact_match is not None
     assert 0.0 <= measured.exact_match <= 1.0
 
     bundle = tmp_path / "hotel.zip"
     bundle_svc.export_bundle(ctx.live, live(ctx, hotel), bundle)
     queries = ["cancel my room and refund the deposit", "parking and breakfast?", "hello"]
-    app_out = predict_svc.predict(ctx, live(ctx, hotel), queries)
+    app_out = predict_svc.predict(ctx.live, live(ctx, hotel), queries)
     with load(bundle) as predictor:
         assert predictor.head is not None
         for a, b in zip(app_out, predictor.predict(queries), strict=True):

@@ -137,13 +137,13 @@ def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp
     version = _retrain_and_activate(ctx, project)
     recorded = version_svc.metrics(ctx.db, live(ctx, project), version)
     rows = _test_rows(ctx, project)
-    served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+    served = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
     hits = [row["top"] in gold for row, (_, gold) in zip(served, rows, strict=True)]
     assert recorded.n == len(rows)
     assert recorded.accuracy == pytest.approx(sum(hits) / len(hits), abs=1e-9)
     # the frozen base recorded beside it is the frozen Predictor's accuracy too
     version_svc.activate(ctx.factories, live(ctx, project), None)
-    frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+    frozen = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
     base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base is not None
     assert recorded.base.accuracy == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
@@ -165,16 +165,16 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     assert recorded.n == len(rows)
     for anchors in ("1", "off"):
         project_svc.set_settings(ctx.db, live(ctx, project), {"anchor_weight": anchors})
-        served = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+        served = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
         assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's, once its head is fitted
     version_svc.activate(ctx.factories, live(ctx, project), None)
     _frozen_pool_with_head(ctx, project)
-    frozen = predict_svc.predict(ctx, live(ctx, project), [text for text, _ in rows])
+    frozen = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
-    served = eval_svc.live_evaluation(ctx, live(ctx, project), version_svc.BASE)
+    served = eval_svc.live_evaluation(ctx.factories, live(ctx, project), version_svc.BASE)
     assert served.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
 
 
@@ -198,7 +198,7 @@ def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
     view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
     coloured = dict(zip(view.ids, view.predicted, strict=True))
     for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
-        tried = predict_svc.predict_one(ctx, live(ctx, project), text)["top"]
+        tried = predict_svc.predict_one(ctx.live, live(ctx, project), text)["top"]
         row = by_text[text]
         clicked = map_svc.explain_utterance(ctx.factories, live(ctx, project), row.id)["predicted"]
         assert tried == clicked == row.predicted == coloured[row.id], text
@@ -215,7 +215,7 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
     assert OUT_OF_SCOPE not in view.geometry
-    evaluation = eval_svc.live_evaluation(ctx, live(ctx, project))
+    evaluation = eval_svc.live_evaluation(ctx.factories, live(ctx, project))
     assert OUT_OF_SCOPE not in evaluation.confusion["labels"]
     assert OUT_OF_SCOPE not in evaluation.per_intent
     _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
@@ -246,7 +246,7 @@ def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its
     threshold = pool.predictor.thresholds["default"]
     assert threshold == calibrate_knn_threshold(pool.predictor)
     assert threshold != MULTI_LABEL_KNN_THRESHOLD
-    for row in predict_svc.predict(ctx, live(ctx, project), [text for text, _ in MULTI_TEST]):
+    for row in predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in MULTI_TEST]):
         assert row["labels"] == [s["intent"] for s in row["intents"] if s["score"] >= threshold]
 
 
@@ -264,13 +264,15 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     assert set(pool.predictor.head.intents) == {"breakfast", "cancel", "parking", "refund"}
     rows = _test_rows(ctx, project)
     texts = [text for text, _ in rows]
-    served = predict_svc.predict(ctx, live(ctx, project), texts)
+    served = predict_svc.predict(ctx.live, live(ctx, project), texts)
     assert all("probabilities" in row for row in served)  # the head decided
     # and the Try tab's sentence names the k-NN top as the nearest intent, not as the decision
-    explained = predict_svc.predict_explained(ctx, live(ctx, project), texts[:1])[0]["explanation"]
+    explained = predict_svc.predict_explained(ctx.live, live(ctx, project), texts[:1])[0][
+        "explanation"
+    ]
     assert explained["sentence"].startswith("Nearest intent *")
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
-    evaluated = eval_svc.live_evaluation(ctx, live(ctx, project))
+    evaluated = eval_svc.live_evaluation(ctx.factories, live(ctx, project))
     assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     path = tmp_path / "hotel.zip"
     bundles.export_bundle(ctx.live, live(ctx, project), path)

@@ -17,16 +17,16 @@ WEATHER = "what's the weather like in Paris tomorrow"
 
 
 def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx, demo, tmp_path):
-    out = predict_one(ctx, demo, WEATHER)
+    out = predict_one(ctx.live, demo, WEATHER)
     assert out["oos"] and out["labels"] == [] and out["top"] is not None
     assert out["score"] < out["threshold"]
     assert out["explanation"]["out_of_scope"]
     assert "out of scope" in out["explanation"]["sentence"]
     # an in-scope question still gets its intent, with the threshold it reached
-    parcel = predict_one(ctx, demo, "where is my parcel? it has not arrived")
+    parcel = predict_one(ctx.live, demo, "where is my parcel? it has not arrived")
     assert parcel["labels"] == ["track_order"] and parcel["score"] >= parcel["threshold"]
     # the API's micro-batch decides the same
-    api = predict_requests(ctx, [(demo, WEATHER, 1)])[0]
+    api = predict_requests(ctx.live, [(demo, WEATHER, 1)])[0]
     assert api["oos"] and api["threshold"] == pytest.approx(out["threshold"])
     # the queue flags it and offers the intents; out of scope has its own key (0), Enter and
     # Shift+Enter still take suggestion 1 (issue 25, item 3; issue 47 item 1's keys)
@@ -44,7 +44,7 @@ def test_a_question_about_nothing_in_the_project_is_out_of_scope_everywhere(ctx,
 
 def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
     data_svc.add_utterance(ctx.db, demo, "tell me a joke about cats", [OUT_OF_SCOPE], "train")
-    out = predict_one(ctx, demo, "tell me a joke about cats")
+    out = predict_one(ctx.live, demo, "tell me a joke about cats")
     assert all(s["intent"] != OUT_OF_SCOPE for s in out["intents"])
     assert out["oos"]  # the very example the designer marked is rejected
     status = projects.out_of_scope(ctx.live, demo)
@@ -74,7 +74,7 @@ def test_the_trade_off_is_a_project_setting_and_a_bad_value_changes_nothing(ctx,
     projects.set_settings(ctx.db, demo, {"oos_target_recall": "off"})
     off = projects.out_of_scope(ctx.live, demo)
     assert off["target_recall"] is None and off["thresholds"] == {}
-    out = predict_one(ctx, demo, WEATHER)
+    out = predict_one(ctx.live, demo, WEATHER)
     assert not out["oos"] and out["labels"] == [out["top"]]
 
 

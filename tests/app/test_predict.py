@@ -17,7 +17,7 @@ def test_demo_project_is_created_once_with_enough_data(ctx, demo):
 
 
 def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
-    out = predict_one(ctx, demo, "where is my parcel? it has not arrived")
+    out = predict_one(ctx.live, demo, "where is my parcel? it has not arrived")
     assert out["top"] == "track_order"
     assert out["neighbours"] and all(n["labels"] for n in out["neighbours"])
     top = out["intents"][0]
@@ -31,12 +31,12 @@ def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
 
 def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
     query = "can I buy a gift voucher for my sister"
-    before = predict_one(ctx, demo, query)["top"]
+    before = predict_one(ctx.live, demo, query)["top"]
     assert before != "gift_cards"
     data_svc.add_utterance(ctx.db, demo, "do you sell gift vouchers", ["gift_cards"])
-    assert predict_one(ctx, demo, query)["top"] == "gift_cards"
+    assert predict_one(ctx.live, demo, query)["top"] == "gift_cards"
     history.undo(ctx.db, demo)  # removing the example removes its influence just as fast
-    assert predict_one(ctx, demo, query)["top"] == before
+    assert predict_one(ctx.live, demo, query)["top"] == before
 
 
 def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
@@ -46,7 +46,7 @@ def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
         r for r in data_svc.table(ctx.db, demo, search=row["text"]) if r["id"] == row["id"]
     )
     assert updated["split"] == "train" and updated["intents"] == "talk_to_human"
-    out = predict_one(ctx, demo, row["text"])
+    out = predict_one(ctx.live, demo, row["text"])
     assert out["neighbours"][0]["text"] == row["text"] and out["top"] == "talk_to_human"
 
 
@@ -56,28 +56,28 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
 
     other = AppContext(ctx.settings)
     query = "is the blue raincoat back in stock in size L"
-    predict_one(ctx, demo, query)
+    predict_one(ctx.live, demo, query)
     data_svc.add_utterance(
         other.db, demo, "is the blue raincoat back in stock in size L", ["restock_alert"]
     )
-    assert predict_one(ctx, demo, query)["top"] == "restock_alert"
+    assert predict_one(ctx.live, demo, query)["top"] == "restock_alert"
     other.close()
 
 
 def test_bad_predict_input_is_a_clear_error(ctx, demo):
     with pytest.raises(ValueError, match="Type an utterance"):
-        predict(ctx, demo, ["  "])
+        predict(ctx.live, demo, ["  "])
     with pytest.raises(ValueError, match="longer than 2000"):
-        predict(ctx, demo, ["x" * 2001])
+        predict(ctx.live, demo, ["x" * 2001])
     from app.services.projects import new_project
 
     new_project(ctx.db, "empty")
     with pytest.raises(ValueError, match="no labelled training utterances"):
-        predict(ctx, live(ctx, "empty"), ["hello"])
+        predict(ctx.live, live(ctx, "empty"), ["hello"])
 
 
 def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
-    out = predict_one(ctx, demo, "where is my parcel? it has not arrived")
+    out = predict_one(ctx.live, demo, "where is my parcel? it has not arrived")
     ex = out["explanation"]
     top, runner_up = out["intents"][0], out["intents"][1]
     assert ex["predicted"] == out["top"] == top["intent"]
@@ -97,9 +97,9 @@ def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, 
         (demo, "I forgot my password", 1),
         (demo, "", 1),
     ]
-    out = predict_requests(ctx, requests)
-    assert out[0]["top"] == predict_one(ctx, demo, "where is my parcel")["top"]
-    assert out[2]["top"] == predict_one(ctx, demo, "I forgot my password")["top"]
+    out = predict_requests(ctx.live, requests)
+    assert out[0]["top"] == predict_one(ctx.live, demo, "where is my parcel")["top"]
+    assert out[2]["top"] == predict_one(ctx.live, demo, "I forgot my password")["top"]
     assert "Type an utterance" in out[1]["error"]  # each bad one alone: the others answered
     assert "Type an utterance" in out[3]["error"]
 
@@ -113,7 +113,7 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
     from storage.projects import get_project
 
     query = "where is my parcel? it has not arrived"
-    predict_one(ctx, demo, query)
+    predict_one(ctx.live, demo, query)
     with ctx.db.session() as s:
         project_id = get_project(s, str(demo)).id
     statements: list[str] = []
@@ -129,7 +129,7 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
         other = AppContext(ctx.settings)
         data_svc.describe_intent(other.db, demo, "track_order", "Where an order is now")
         other.close()
-        out = predict_one(ctx, demo, query)
+        out = predict_one(ctx.live, demo, query)
     finally:
         event.remove(ctx.db.engine, "before_cursor_execute", count)
     assert out["top"] == "track_order"

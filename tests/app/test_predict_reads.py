@@ -13,7 +13,7 @@ from storage.errors import NotFoundError
 
 
 def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
-    predict_svc.predict(ctx, demo, ["where is my parcel"])  # the pool, built
+    predict_svc.predict(ctx.live, demo, ["where is my parcel"])  # the pool, built
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *_):
@@ -23,15 +23,15 @@ def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
     event.listen(ctx.db.engine, "before_cursor_execute", seen)
     try:
         p = open_project(ctx.db, str(demo), stamp=True)
-        out = predict_svc.predict(ctx, p, ["where is my parcel"])
+        out = predict_svc.predict(ctx.live, p, ["where is my parcel"])
     finally:
         event.remove(ctx.db.engine, "before_cursor_execute", seen)
     assert out[0]["top"] and len(statements) == 1
 
 
 def test_a_project_named_by_its_id_or_unknown_reads_as_before(ctx, demo):
-    by_name = predict_svc.predict(ctx, demo, ["where is my parcel"])[0]["top"]
+    by_name = predict_svc.predict(ctx.live, demo, ["where is my parcel"])[0]["top"]
     by_id = open_project(ctx.db, str(demo.id))
-    assert predict_svc.predict(ctx, by_id, ["where is my parcel"])[0]["top"] == by_name
+    assert predict_svc.predict(ctx.live, by_id, ["where is my parcel"])[0]["top"] == by_name
     with pytest.raises(NotFoundError, match="No project"):
         open_project(ctx.db, "no such project")

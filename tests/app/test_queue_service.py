@@ -72,7 +72,7 @@ def test_a_taken_suggestion_joins_the_pool_and_counts_in_the_next_suggestion(ctx
     assert (row["intents"], row["split"]) == (target, "train")
     from app.services.predict import predict
 
-    again = predict(ctx, demo, [item.text])[0]
+    again = predict(ctx.live, demo, [item.text])[0]
     assert again["top"] == target and again["score"] == pytest.approx(1.0, abs=1e-4)
     nxt, _ = q.next_item(ctx.live, demo, ahead, "file")
     assert nxt is not None and nxt.id != item.id

@@ -57,8 +57,8 @@ def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(ctx
     active = first.id if first.metrics["gate"]["passed"] else None
     assert second.metrics["reference"]["version"] == active
     # the live evaluation of the active version and of the frozen base: what the retrain measured
-    measured_live = evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), ACTIVE)
-    frozen = evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
+    measured_live = evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), ACTIVE)
+    frozen = evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
     assert len(measured) == 3
     assert frozen.accuracy == first.metrics["base"]["accuracy"]
     if second.metrics["gate"]["passed"]:
@@ -76,11 +76,11 @@ def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(ctx
 
 def test_a_setting_that_decides_measures_again(ctx, measured):
     make_tiny(ctx)
-    evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
-    evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
+    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
+    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
     assert len(measured) == 1
     project_svc.set_settings(
         ctx.db, live(ctx, "tiny"), {"anchor_weight": 0}
     )  # the anchors leave the pool
-    evaluation_svc.live_evaluation(ctx, live(ctx, "tiny"), BASE)
+    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
     assert len(measured) == 2

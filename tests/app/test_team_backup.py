@@ -53,7 +53,7 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     )
     worker.execute_job(ctx, job.id)
     activate(ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
-    before = predict_svc.predict(ctx, live(ctx, "tiny"), QUERIES)
+    before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
     versions = history(ctx.db, live(ctx, "tiny"))
 
     archive = tmp_path / "team.tar.gz"
@@ -80,7 +80,7 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     restored = AppContext(load_settings(tmp_path / "other-box"))  # its own empty cache
     try:
         assert history(restored.db, live(restored, "tiny")) == versions
-        after = predict_svc.predict(restored, live(restored, "tiny"), QUERIES)
+        after = predict_svc.predict(restored.live, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):
             assert a["top"] == b["top"]
             assert a["score"] == pytest.approx(b["score"], abs=1e-5)

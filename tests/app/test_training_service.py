@@ -168,7 +168,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     data_svc.add_utterance(
         ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account"
     )
-    before = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
+    before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
     view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     done = svc.job(ctx, view.id)
@@ -177,7 +177,9 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert "training fast on 16 utterances" in done.log
     left_out = "Left out of training: 1 intent(s) with fewer than 2 train examples (close_account)"
     assert left_out in done.log and left_out in done.message
-    singleton = predict_svc.predict_one(ctx, live(ctx, "tiny"), "close my account please", show=6)
+    singleton = predict_svc.predict_one(
+        ctx.live, live(ctx, "tiny"), "close my account please", show=6
+    )
     assert "close_account" in [s["intent"] for s in singleton["intents"]]
     with ctx.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
@@ -194,7 +196,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert [h["version"] for h in history] == [done.model_version_id]
     assert history[0]["active"] is promoted
     if promoted:  # predictions now come from the tuned encoder, without a restart
-        after = predict_svc.predict_one(ctx, live(ctx, "tiny"), "where is my card")
+        after = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
         assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
     # Roll back to the frozen encoder and forward again.
     version_svc.activate(ctx.factories, live(ctx, "tiny"), None)

@@ -96,7 +96,7 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     said 0 for a pair the matrix showed confused)."""
     from app.services import evaluation as eval_svc
 
-    m = eval_svc.live_evaluation(ctx, demo)
+    m = eval_svc.live_evaluation(ctx.factories, demo)
     names, matrix = m.confusion["labels"], m.confusion["matrix"]
     pairs = {
         (a, b): matrix[i][j] + matrix[j][i]

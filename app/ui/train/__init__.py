@@ -58,7 +58,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
         with gr.Tab("Versions"):
             versions = build_versions_section(ctx.factories, project, retrain.message)
         with gr.Tab("Evaluation"):
-            build_evaluation_section(ctx, project)
+            build_evaluation_section(ctx.factories, project)
         with gr.Tab("Export & share"):
             build_export_section(ctx, project)
     outputs = [*retrain.job_outputs, *versions.outputs]

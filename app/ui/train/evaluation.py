@@ -15,7 +15,6 @@ from app import plots
 from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -49,13 +48,15 @@ PAIR_COLUMNS = ["gold", "predicted as", "count", "share"]
 ROW_COLUMNS = ["id", "text", "gold", "predicted"]
 
 
-def evaluate(ctx: AppContext, p: ProjectHandle | None, top_n: float = HEATMAP_N) -> tuple[Any, ...]:
+def evaluate(
+    factories: FactoryBuilder, p: ProjectHandle | None, top_n: float = HEATMAP_N
+) -> tuple[Any, ...]:
     """Headline, per-intent table, ranked confused pairs, F1 bars and the heatmap of the
     ``top_n`` most confused intents (single-label); the confusion itself is kept for re-drawing."""
     empty = (None, None, None, None, None)
     if p is None:
         return problem("Pick a project first."), *empty
-    m, err = attempt(lambda: eval_svc.live_evaluation(ctx, p))
+    m, err = attempt(lambda: eval_svc.live_evaluation(factories, p))
     if err or m is None:
         return problem(err or ""), *empty
     per_intent = m.f1_by_intent()
@@ -174,7 +175,7 @@ def act(
     return ok(f"{said} (undo in the Data or Activity tab). Evaluate again to update the numbers.")
 
 
-def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
+def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) -> None:
     # Sized to fit a 1280x720 screen: the ranked tables (one at a time) on the left, the
     # utterances behind the clicked row and their fixes on the right, the charts folded away.
     with gr.Row(equal_height=True):
@@ -256,12 +257,14 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
             )
     quiet: dict[str, Any] = {"api_visibility": "private"}
     evaluate_btn.click(
-        bind(evaluate, ctx),
+        bind(evaluate, factories),
         [project, top_n],
         [status, intents, pairs, f1_plot, confusion_plot, confusion],
         **quiet,
     ).then(
-        lambda p: gr.update(choices=attempt(lambda: data_svc.intent_names(ctx.db, p))[0] or []),
+        lambda p: gr.update(
+            choices=attempt(lambda: data_svc.intent_names(factories.db, p))[0] or []
+        ),
         [project],
         [relabel_as],
         **quiet,
@@ -272,14 +275,12 @@ def build_evaluation_section(ctx: AppContext, project: gr.Dropdown) -> None:
     intents.select(pick_pair, [intents], [cell], **quiet)
     pairs.select(pick_pair, [pairs], [cell], **quiet)
     for trigger in (cell_btn.click, cell.change):
-        trigger(bind(show_cell, ctx.factories), [project, cell], [cell_rows], **quiet)
+        trigger(bind(show_cell, factories), [project, cell], [cell_rows], **quiet)
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded("designer")(bind(act, ctx.db, action)),
+            guarded("designer")(bind(act, factories.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,
-        ).then(
-            bind(rows_after_fix, ctx.factories), [project, cell, fix_status], [cell_rows], **quiet
-        )
+        ).then(bind(rows_after_fix, factories), [project, cell, fix_status], [cell_rows], **quiet)

@@ -8,7 +8,7 @@ from app.ui.train import evaluation
 
 
 def test_pairs_lead_to_their_utterances_and_a_relabel_fixes_one_in_place(ctx, demo):
-    head, intents, pairs, _, heat, confusion = evaluation.evaluate(ctx, demo, 3)
+    head, intents, pairs, _, heat, confusion = evaluation.evaluate(ctx.factories, demo, 3)
     assert "accuracy" in head and list(pairs.columns) == evaluation.PAIR_COLUMNS
     assert len(heat.data[0].x) == 3  # only the three most confused intents
     assert list(intents["F1"]) == sorted(intents["F1"])  # worst first
@@ -41,7 +41,7 @@ def test_a_test_row_is_never_relabelled_by_the_prediction_nor_without_a_confirma
     changes only with "I'm changing a test label" ticked."""
     import pandas as pd
 
-    _, _, pairs, _, _, _ = evaluation.evaluate(ctx, demo, 3)
+    _, _, pairs, _, _, _ = evaluation.evaluate(ctx.factories, demo, 3)
     top = pairs.iloc[0]
     rows = evaluation.show_cell(ctx.factories, demo, f"{top['gold']} → {top['predicted as']}")
 
