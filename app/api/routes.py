@@ -166,7 +166,7 @@ def _job(view: JobView) -> dict[str, Any]:
 def train(body: models.TrainIn, request: Request, p: Changer) -> Any:
     with acting_as(p.actor):
         view, created = training_svc.request_retrain(
-            context(request), p, {**body.settings, "method": body.method}
+            context(request).training, p, {**body.settings, "method": body.method}
         )
     out = {"job": _job(view), "created": created}
     return out if created else JSONResponse(out, status_code=200)
@@ -179,7 +179,7 @@ def train(body: models.TrainIn, request: Request, p: Changer) -> Any:
 )
 def job(job_id: int, request: Request, who: Viewer) -> Any:
     with acting_as(who):
-        return _job(training_svc.job(context(request), job_id))
+        return _job(training_svc.job(context(request).training, job_id))
 
 
 @router.post(

@@ -32,7 +32,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         ctx.enqueue = worker.queue_for(ctx.settings)
     try:
         view, created = retrain_jobs.request_retrain(
-            ctx, project(ctx, args.project, "designer"), _parse_config(args), enqueue=args.queue
+            ctx.training,
+            project(ctx, args.project, "designer"),
+            _parse_config(args),
+            enqueue=args.queue,
         )
     except retrain_jobs.QueueUnavailable as exc:
         raise CliError(str(exc)) from exc
@@ -45,7 +48,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     last = ""
     try:
         while True:
-            view = retrain_jobs.job(ctx, view.id)
+            view = retrain_jobs.job(ctx.training, view.id)
             line = f"[{view.status}] {retrain_jobs.describe(view)}"
             if line != last:
                 print(line, flush=True)
@@ -61,7 +64,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
     if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
         runner.join(60)  # cut off at exit aborts the process)
-        view = retrain_jobs.job(ctx, view.id)
+        view = retrain_jobs.job(ctx.training, view.id)
     if view.model_version_id:
         from app.services.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics

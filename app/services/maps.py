@@ -8,7 +8,7 @@ every render from the live pool (cheap next to a projection).
 Projections run in a background thread: :func:`get_map` returns at once with a quick PCA map
 while the map asked for is being computed (the UI polls) and starts the computation when the
 cached map is missing or stale; UMAP and t-SNE themselves run in a child process
-(:class:`app.services.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
+(:class:`app.serving.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
 is the blocking form (CLI, report, tests).
 
 Example:
@@ -32,11 +32,11 @@ import plotly.graph_objects as go
 
 from app.access import ProjectHandle
 from app.plots import scatter_map, side_by_side, warm_up_figures
-from app.services.map_store import QUICK, MapView, store
 from app.services.versions import Version, resolve_factory
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
-from core.encoding.cache import CachedEncoder
+from app.serving.map_store import QUICK, MapStore, MapView
+from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
 from core.projection import APPROXIMATE_FROM, DEFAULT_METHOD, PROJECTIONS
 from core.retrieval.explain import explain
@@ -72,9 +72,9 @@ def start_warm_up(ctx: AppContext) -> threading.Thread:
     return thread
 
 
-def _warm_projector(ctx: AppContext, large: bool) -> None:
+def _warm_projector(maps: MapStore, large: bool) -> None:
     try:
-        store(ctx).projector.warm_up(large=large)
+        maps.projector.warm_up(large=large)
     except Exception:  # the first map will compile instead
         logger.exception("the map worker's warm-up failed")
 
@@ -148,7 +148,7 @@ def map_factory(
 
 
 def _view(
-    ctx: AppContext,
+    maps: MapStore,
     p: ProjectHandle,
     version: Version,
     method: str,
@@ -159,15 +159,14 @@ def _view(
     """The map's live view (of ``rows``, by default every row); the same one again while
     nothing its colours come from changed (the pool's stamp: labels, intents, settings, the
     active version): a cached map is drawn without ranking every point again."""
-    with ctx.db.session() as s:
+    with maps.db.session() as s:
         stamp = pool_stamp(s, p.id)
-    factory, label = map_factory(ctx.factories, p, version)
+    factory, label = map_factory(maps.factories, p, version)
     memo = (key, label, stamp)
-    st = store(ctx)
-    seen = st.view(memo)
+    seen = maps.view(memo)
     if seen is None:
-        rows = rows if rows is not None else _rows(ctx.db, p)
-        seen = st.keep(memo, _fresh_view(p, factory, label, method, points, rows, ctx))
+        rows = rows if rows is not None else _rows(maps.db, p)
+        seen = maps.keep(memo, _fresh_view(p, factory, label, method, points, rows, maps.cache))
     return seen
 
 
@@ -178,9 +177,9 @@ def _fresh_view(
     method: str,
     points: np.ndarray,
     rows: list[UtteranceRow],
-    ctx: AppContext,
+    cache: EmbeddingCache,
 ) -> MapView:
-    vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
+    vectors = cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
     preds = _classify(factory, vectors, rows)
     gold = [in_scope_labels(r.labels) for r in rows]  # out of scope is never drawn as an intent
     return MapView(
@@ -211,51 +210,50 @@ def _check_method(method: str) -> None:
 
 
 def get_map(
-    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView:
     """The map if its projection is cached. Otherwise a PCA map (:data:`QUICK`: computed now,
     well under a second once the vectors are there) marked ``provisional``, while ``method``'s
     projection is computed in the background: the next call after it landed returns it (the UI
     polls). What a user waits for on a first render is a picture, not UMAP."""
     _check_method(method)
-    factory, _ = map_factory(ctx.factories, p, version)
+    factory, _ = map_factory(maps.factories, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx.db, p)
-    st = store(ctx)
+    rows = _rows(maps.db, p)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
-    points = st.load(key, ids)
+    points = maps.load(key, ids)
     if points is not None:
-        return _view(ctx, p, version, method, points, key)
+        return _view(maps, p, version, method, points, key)
     if method == QUICK:
-        return compute_map(ctx, p, method=method, version=version)
+        return compute_map(maps, p, method=method, version=version)
     # the picture first (its vectors are what the projection needs too), then the projection
-    quick = compute_map(ctx, p, method=QUICK, version=version)
+    quick = compute_map(maps, p, method=QUICK, version=version)
     texts = [_encoded(factory, r) for r in rows]
 
     def compute() -> np.ndarray:
-        pts = st.project(ctx.cache.encode(encoder, texts), method)
-        st.save(key, ids, pts)
+        pts = maps.project(maps.cache.encode(encoder, texts), method)
+        maps.save(key, ids, pts)
         return pts
 
-    st.submit(key, compute)
+    maps.submit(key, compute)
     return dataclasses.replace(quick, provisional=True)
 
 
 def cached_map(
-    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView | None:
     """The map when its projection is cached, else None (nothing is started)."""
     _check_method(method)
-    factory, _ = map_factory(ctx.factories, p, version)
-    rows = _rows(ctx.db, p)
+    factory, _ = map_factory(maps.factories, p, version)
+    rows = _rows(maps.db, p)
     key = map_key(_cached(factory), method, rows, factory)
-    points = store(ctx).load(key, [r.id for r in rows])
-    return None if points is None else _view(ctx, p, version, method, points, key)
+    points = maps.load(key, [r.id for r in rows])
+    return None if points is None else _view(maps, p, version, method, points, key)
 
 
 def sampled_map(
-    ctx: AppContext,
+    maps: MapStore,
     p: ProjectHandle,
     *,
     version: Version = None,
@@ -267,49 +265,48 @@ def sampled_map(
     cached map of every row cut to them, None when it is not cached; PCA: a map of them alone
     (their vectors mostly the evaluation's: the unlabelled rows need not be encoded in every
     space)."""
-    rows = _rows(ctx.db, p)
+    rows = _rows(maps.db, p)
     other = [r for r in rows if r.split not in ("train", "test")]
     chosen = {r.id for r in random.Random(0).sample(other, min(unlabelled, len(other)))}
     keep = [r for r in rows if r.split in ("train", "test") or r.id in chosen]
     if method != QUICK:
-        full = cached_map(ctx, p, method=method, version=version)
+        full = cached_map(maps, p, method=method, version=version)
         if full is None:
             return None
         wanted = {r.id for r in keep}
         at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
         cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
         return dataclasses.replace(full, **cut, points=full.points[at])
-    factory, _ = map_factory(ctx.factories, p, version)
+    factory, _ = map_factory(maps.factories, p, version)
     key = map_key(_cached(factory), QUICK, keep, factory)
     ids = [r.id for r in keep]
-    points = store(ctx).load(key, ids)
+    points = maps.load(key, ids)
     if points is None:
-        vectors = ctx.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
-        points = store(ctx).project(vectors, QUICK)
-        store(ctx).save(key, ids, points)
-    return _view(ctx, p, version, QUICK, points, key, rows=keep)
+        vectors = maps.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
+        points = maps.project(vectors, QUICK)
+        maps.save(key, ids, points)
+    return _view(maps, p, version, QUICK, points, key, rows=keep)
 
 
 _PER_POINT = ("ids", "texts", "gold", "predicted", "margins", "splits")
 
 
 def compute_map(
-    ctx: AppContext, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
     _check_method(method)
-    factory, _ = map_factory(ctx.factories, p, version)
+    factory, _ = map_factory(maps.factories, p, version)
     encoder = _cached(factory)
-    rows = _rows(ctx.db, p)
+    rows = _rows(maps.db, p)
     key = map_key(encoder, method, rows, factory)
     ids = [r.id for r in rows]
-    st = store(ctx)
-    points = st.load(key, ids)
+    points = maps.load(key, ids)
     if points is None:
         texts = [_encoded(factory, r) for r in rows]
-        points = st.project(ctx.cache.encode(encoder, texts), method)
-        st.save(key, ids, points)
-    return _view(ctx, p, version, method, points, key)
+        points = maps.project(maps.cache.encode(encoder, texts), method)
+        maps.save(key, ids, points)
+    return _view(maps, p, version, method, points, key)
 
 
 def map_figure(

@@ -23,6 +23,7 @@ from app.services.versions import ACTIVE, BASE, Version
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
+from app.serving.map_store import MapStore
 from storage.datasets import snapshot
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
@@ -138,20 +139,20 @@ def _reports(ctx: AppContext) -> _Made:
         return _made.setdefault(ctx, _Made())
 
 
-def _inputs(ctx: AppContext, p: ProjectHandle, static: bool) -> tuple[int, tuple[Any, ...]]:
+def _inputs(maps: MapStore, p: ProjectHandle, static: bool) -> tuple[int, tuple[Any, ...]]:
     """The project's id and what its report is made of: the pool's stamp (labels, utterances,
     intents, settings, the active version), the team's agreement, whether the maps' UMAP
     projections are there yet, and the kind of report."""
     pid = p.id
-    with ctx.db.session() as s:
+    with maps.db.session() as s:
         stamp = pool_stamp(s, pid)
-    team = json.dumps(team_answers.report_view(ctx.db, p), sort_keys=True, default=str)
+    team = json.dumps(team_answers.report_view(maps.db, p), sort_keys=True, default=str)
     # a UMAP projection landed since: the maps are drawn anew with it (the PCA ones a build
     # itself stores do not count, or a first interactive report would never be the same again)
-    root = map_svc.store(ctx).root
+    root = maps.root
     umap = () if static or not root.is_dir() else root.glob("*__umap__*.npz")
-    maps = tuple(sorted(f.name for f in umap))
-    return pid, (stamp, team, maps, static)
+    drawn = tuple(sorted(f.name for f in umap))
+    return pid, (stamp, team, drawn, static)
 
 
 def build_report(
@@ -178,10 +179,10 @@ def build_report(
     project and kind, never two of a project at once.
     """
     reports = _reports(ctx)
-    pid, made_of = _inputs(ctx, p, static)
+    pid, made_of = _inputs(ctx.maps, p, static)
     with reports.project_lock(pid):
         p = open_project(ctx.db, p.id, p.actor)  # what the report waited for may have moved
-        pid, made_of = _inputs(ctx, p, static)
+        pid, made_of = _inputs(ctx.maps, p, static)
         last = reports.made.get((pid, static))
         if last is not None and last[0] == made_of and last[1].is_file():
             if out is None or Path(out) == last[1]:
@@ -194,8 +195,10 @@ def build_report(
         return path
 
 
-def _sampled(ctx: AppContext, p: ProjectHandle, version: Version, method: str) -> Any:
-    return map_svc.sampled_map(ctx, p, version=version, unlabelled=REPORT_UNLABELLED, method=method)
+def _sampled(maps: MapStore, p: ProjectHandle, version: Version, method: str) -> Any:
+    return map_svc.sampled_map(
+        maps, p, version=version, unlabelled=REPORT_UNLABELLED, method=method
+    )
 
 
 def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
@@ -217,9 +220,9 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         evidence = [map_svc.explain_utterance(ctx.factories, p, i, version=active) for i in ids]
     map_before = map_after = None
     if not static:  # the labelled rows and a sample of the others (REPORT_UNLABELLED)
-        views = [_sampled(ctx, p, v, "umap") for v in (BASE, ACTIVE)]
+        views = [_sampled(ctx.maps, p, v, "umap") for v in (BASE, ACTIVE)]
         if any(v is None for v in views):  # both UMAP (cached) or both PCA
-            views = [_sampled(ctx, p, v, "pca") for v in (BASE, ACTIVE)]
+            views = [_sampled(ctx.maps, p, v, "pca") for v in (BASE, ACTIVE)]
         map_before, map_after = views
     space = ("silhouette", "alignment", "uniformity")
     confusion = after.confusion

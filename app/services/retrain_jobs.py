@@ -18,7 +18,7 @@ from typing import Any
 from app.access import ProjectHandle, open_project, writing
 from app.config import DEPLOYMENT
 from app.services.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
-from app.serving.context import AppContext
+from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
@@ -130,7 +130,7 @@ def _refuse_tuning(tune: Any) -> None:
 
 
 def request_retrain(
-    ctx: AppContext,
+    training: TrainingQueue,
     p: ProjectHandle,
     config: dict[str, Any] | None = None,
     *,
@@ -141,25 +141,25 @@ def request_retrain(
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
-    reap_dead(ctx)  # a job nothing will finish must not stand in for this one
-    if enqueue and ctx.enqueue is None:
+    reap_dead(training)  # a job nothing will finish must not stand in for this one
+    if enqueue and training.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
-    with writing(ctx.db, p) as s:
+    with writing(training.db, p) as s:
         existing = jobs.active_job(s, p.id)
         if existing is not None:
             return existing, False
         rows = list_utterances(s, p.id)
         check_trainable([r.labels for r in rows if r.split == "train" and r.labels])
         # the worker checks its own settings against these before it trains
-        stored = {**spec.to_job(), DEPLOYMENT: ctx.settings.shared_with_workers()}
+        stored = {**spec.to_job(), DEPLOYMENT: training.settings.shared_with_workers()}
         view, created = jobs.create_job(s, p.id, stored, user_id=p.actor.id)
     if enqueue and created:
-        assert ctx.enqueue is not None
+        assert training.enqueue is not None
         try:
-            ctx.enqueue(view.id)
+            training.enqueue(view.id)
         except Exception as exc:
             reason = f"could not queue the job: {type(exc).__name__}: {exc}"
-            with ctx.db.write() as s:
+            with training.db.write() as s:
                 jobs.finish_job(s, view.id, "failed", reason)
             raise QueueUnavailable(view.id, reason) from exc
     return view, created
@@ -198,17 +198,17 @@ def cancel(db: Database, job_id: int) -> JobView:
 LOST_AFTER_SECONDS = 60.0
 
 
-def reap_dead(ctx: AppContext) -> int:
+def reap_dead(training: TrainingQueue) -> int:
     """Fail the jobs nothing will finish: running ones whose worker is gone (silent past
     ``settings.job_timeout``, or, when every worker runs on this host, whose pid is gone), and
     queued ones whose queue message is gone. Looking at a job, or asking for a retrain, is what
     notices."""
-    alive = jobs.pid_alive if ctx.settings.local_workers else None
-    with ctx.db.session() as s:
-        n = jobs.reap_dead_jobs(s, alive=alive, dead_after=ctx.settings.job_timeout)
-        if ctx.enqueue is not None and jobs.has_queued_jobs(s, older_than=LOST_AFTER_SECONDS):
+    alive = jobs.pid_alive if training.settings.local_workers else None
+    with training.db.session() as s:
+        n = jobs.reap_dead_jobs(s, alive=alive, dead_after=training.settings.job_timeout)
+        if training.enqueue is not None and jobs.has_queued_jobs(s, older_than=LOST_AFTER_SECONDS):
             try:
-                pending = ctx.enqueue.pending()
+                pending = training.enqueue.pending()
             except Exception:  # the queue is down: its messages may come back with it
                 logger.warning("could not read the training queue", exc_info=True)
                 return n
@@ -216,24 +216,26 @@ def reap_dead(ctx: AppContext) -> int:
         return n
 
 
-def job(ctx: AppContext, job_id: int) -> JobView:
+def job(training: TrainingQueue, job_id: int) -> JobView:
     """The job (one of a project the acting user sees)."""
-    _project_of(ctx.db, job_id, "viewer")
-    reap_dead(ctx)
-    with ctx.db.session() as s:
+    _project_of(training.db, job_id, "viewer")
+    reap_dead(training)
+    with training.db.session() as s:
         return jobs.get_job(s, job_id)
 
 
-def latest_job(ctx: AppContext, p: ProjectHandle) -> JobView | None:
-    reap_dead(ctx)
-    with ctx.db.session() as s:
+def latest_job(training: TrainingQueue, p: ProjectHandle) -> JobView | None:
+    reap_dead(training)
+    with training.db.session() as s:
         return jobs.latest_job(s, p.id)
 
 
-def wait(ctx: AppContext, job_id: int, timeout: float = 600.0, poll: float = 0.5) -> JobView:
+def wait(
+    training: TrainingQueue, job_id: int, timeout: float = 600.0, poll: float = 0.5
+) -> JobView:
     end = time.monotonic() + timeout
     while True:
-        view = job(ctx, job_id)
+        view = job(training, job_id)
         if not view.active or time.monotonic() > end:
             return view
         time.sleep(poll)

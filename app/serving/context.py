@@ -12,7 +12,7 @@ Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from pathlib import Path
 
 from app.config import Settings
 from app.perimeter.uploads import Uploads
@@ -20,8 +20,10 @@ from app.serving.admission import Admission, Limits
 from app.serving.eval_memo import EvalMemo
 from app.serving.factories import FactoryBuilder
 from app.serving.live import CALIBRATION_SETTLE_S, LivePools
+from app.serving.map_store import MapStore
 from app.serving.models import Models
 from app.serving.pools import ProjectPool
+from app.serving.training_queue import JobQueue, TrainingQueue
 from app.serving.vectors import open_cache
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.registry import Encoder
@@ -34,16 +36,7 @@ from storage.db import Database
 from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow
 
-__all__ = ["CALIBRATION_SETTLE_S", "AppContext", "JobQueue"]
-
-
-class JobQueue(Protocol):
-    """The training queue as the request side sees it (:func:`app.worker.queue_for`): calling it
-    queues a job id; :meth:`pending` gives the ids whose message it holds, not yet taken."""
-
-    def __call__(self, job_id: int) -> None: ...
-
-    def pending(self) -> set[int]: ...
+__all__ = ["CALIBRATION_SETTLE_S", "AppContext"]
 
 
 class AppContext:
@@ -58,13 +51,13 @@ class AppContext:
         self.models = Models(self.artifacts, settings.device)
         memo = EvalMemo(settings.cache_dir / "evaluations")
         self.factories = FactoryBuilder(self.db, cache, self.models, memo)
+        self.maps = MapStore(Path(settings.data_dir) / "maps", self.factories)
         self.live = LivePools(self.db, cache, self.models, self.factories, Admission(limits))
         # the live pools' background fits, named here for the callers that wait for them
         self.heads = self.live.heads
         self.calibrations = self.live.calibrations
         self.kept_heads = self.live.kept_heads
-        # Queues a training job id; set by the entry point that runs a queue (see app.worker).
-        self.enqueue: JobQueue | None = None
+        self.training = TrainingQueue(self.db, settings)
         # files uploaded through the UI and not used up yet (app.perimeter.uploads.UploadGate records them)
         self.uploads = Uploads()
 
@@ -76,6 +69,15 @@ class AppContext:
     @admission.setter
     def admission(self, admission: Admission) -> None:  # a test's own limits
         self.live.admission = admission
+
+    @property
+    def enqueue(self) -> JobQueue | None:
+        """The training queue (:attr:`app.serving.training_queue.TrainingQueue.enqueue`)."""
+        return self.training.enqueue
+
+    @enqueue.setter
+    def enqueue(self, queue: JobQueue | None) -> None:  # set by the entry point that runs a queue
+        self.training.enqueue = queue
 
     @property
     def cache(self) -> EmbeddingCache:

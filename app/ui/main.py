@@ -73,7 +73,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             with gr.Tab("Train", id="train"):
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
-                map_tab = build_map_tab(ctx, project, user)
+                map_tab = build_map_tab(ctx.maps, project, user)
             with gr.Tab("Design", id="design") as design_tab_item:
                 design_tab = build_design_tab(ctx, project, user)
             with gr.Tab("Team", id="team") as team_tab_item:

@@ -16,12 +16,13 @@ from app.services import data as data_svc
 from app.services import maps as svc
 from app.services import versions as version_svc
 from app.services.versions import ACTIVE, BASE, Version
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.map_store import MapStore
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from app.ui.map_js import BIND_JS
 from core.projection import PROJECTIONS
 from storage.db import Database
 
@@ -42,37 +43,6 @@ BASE_CHOICE, ACTIVE_CHOICE = "frozen base encoder", "active model"
 DIFF_HEADERS = ["intent", "examples", "spread", "tighter by", "nearest intent", "gap", "further by"]
 SPLITS = ["train", "test", "unlabelled"]
 PREVIEW_ID, BUTTON_ID = "map-preview", "map-label"
-
-# Wire plotly's click / selection events to two hidden textboxes (ids as text).
-_JS_BIND = """
-() => {
-  // Plotly draws the figure after Gradio updates it and may replace the element, so a watcher
-  // binds whichever plot is current (once per element).
-  if (window.__studioMapWatcher) return [];
-  const put = (id, value) => {
-    const el = document.querySelector('#' + id + ' textarea, #' + id + ' input');
-    if (!el) return;
-    el.value = value;
-    el.dispatchEvent(new Event('input', {bubbles: true}));
-  };
-  window.__studioMapWatcher = setInterval(() => {
-    const gd = document.querySelector('#map-plot .js-plotly-plot');
-    if (!gd || !gd.on || gd.__studioBound) return;
-    gd.__studioBound = true;
-    gd.on('plotly_click', (e) => {
-      if (!e || !e.points || !e.points.length) return;
-      put('map-clicked', String(e.points[0].customdata));
-      // a programmatic value does not fire Gradio's own events: press the hidden button
-      setTimeout(() => document.querySelector('#map-explain-btn')?.click(), 50);
-    });
-    gd.on('plotly_selected', (e) => {
-      const ids = e && e.points ? e.points.map((p) => p.customdata) : [];
-      put('map-selected', [...new Set(ids)].join(','));
-    });
-  }, 300);
-  return [];
-}
-"""
 
 
 def parse_ids(value: str | None) -> list[int]:
@@ -134,7 +104,7 @@ def diff_frame(rows: list[dict[str, Any]]) -> Any:
 
 
 def render(
-    ctx: AppContext,
+    maps: MapStore,
     p: ProjectHandle | None,
     meth: str,
     mode: str,
@@ -158,19 +128,19 @@ def render(
 
     def build() -> Any:
         if not comparing:
-            one = svc.get_map(ctx, p, method=meth)
+            one = svc.get_map(maps, p, method=meth)
             provisional.append(one.provisional)
             return svc.map_figure(one, **shown)
-        left = svc.get_map(ctx, p, method=meth, version=version_selector(left_choice))
-        right = svc.get_map(ctx, p, method=meth, version=version_selector(right_choice))
+        left = svc.get_map(maps, p, method=meth, version=version_selector(left_choice))
+        right = svc.get_map(maps, p, method=meth, version=version_selector(right_choice))
         provisional.append(left.provisional or right.provisional)
         diff.extend(svc.map_diff(left, right))
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    intents, _ = attempt(lambda: data_svc.intent_names(ctx.db, p))
+    intents, _ = attempt(lambda: data_svc.intent_names(maps.db, p))
     choices = gr.update(choices=intents or [])
-    history = attempt(lambda: version_svc.history(ctx.db, p))[0] or []
+    history = attempt(lambda: version_svc.history(maps.db, p))[0] or []
     versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
     pickers = gr.update(choices=versions, visible=comparing)
     if err or fig is None:
@@ -190,7 +160,7 @@ def render(
 
 
 def poll_render(
-    ctx: AppContext,
+    maps: MapStore,
     p: ProjectHandle | None,
     meth: str,
     mode: str,
@@ -202,7 +172,7 @@ def poll_render(
 ) -> tuple[Any, ...]:
     """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only once
     the projection asked for has replaced the quick picture, not at every tick."""
-    out = render(ctx, p, meth, mode, hl, focus, names, left_choice, right_choice)
+    out = render(maps, p, meth, mode, hl, focus, names, left_choice, right_choice)
     waiting = isinstance(out[2], dict) and out[2].get("active")
     return (gr.update(), gr.update(), *out[2:]) if waiting else out
 
@@ -270,7 +240,7 @@ def move(db: Database, p: ProjectHandle, ids_text: str, split: str) -> str:
     return problem(err) if err else ok(f"Moved {n} utterances to {split}.")
 
 
-def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
     with gr.Row():
         method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
@@ -359,20 +329,20 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
         focus.change,
         names.change,
     ):
-        trigger(bind(render, ctx), inputs, outputs, api_visibility="private").then(
-            None, None, None, js=_JS_BIND, api_visibility="private"
+        trigger(bind(render, maps), inputs, outputs, api_visibility="private").then(
+            None, None, None, js=BIND_JS, api_visibility="private"
         )
     poll.tick(
-        bind(poll_render, ctx), inputs, outputs, api_visibility="private", show_progress="hidden"
-    ).then(None, None, None, js=_JS_BIND, api_visibility="private")
+        bind(poll_render, maps), inputs, outputs, api_visibility="private", show_progress="hidden"
+    ).then(None, None, None, js=BIND_JS, api_visibility="private")
     clicked.submit(
-        bind(explain_point, ctx.factories),
+        bind(explain_point, maps.factories),
         [project, clicked],
         [explanation],
         api_name="map_explain",
     )
     explain_btn.click(
-        bind(explain_point, ctx.factories),
+        bind(explain_point, maps.factories),
         [project, clicked],
         [explanation],
         api_visibility="private",
@@ -382,27 +352,27 @@ def build_map_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict
     for change in (selected.change, label_as.change, relabel.change):
         change(None, None, None, js=counting, api_visibility="private")
         change(
-            bind(preview, ctx.db),
+            bind(preview, maps.db),
             [project, selected, label_as, relabel, previews],
             [plan, previews],
             api_visibility="private",
             show_progress="hidden",
         )
     label_btn.click(
-        guarded("designer", outputs=3)(bind(label, ctx.db)),
+        guarded("designer", outputs=3)(bind(label, maps.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
         api_name="map_label",
-    ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
-        None, None, None, js=_JS_BIND, api_visibility="private"
+    ).then(bind(render, maps), inputs, outputs, api_visibility="private").then(
+        None, None, None, js=BIND_JS, api_visibility="private"
     )
     split_btn.click(
-        guarded("designer")(bind(move, ctx.db)),
+        guarded("designer")(bind(move, maps.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",
-    ).then(bind(render, ctx), inputs, outputs, api_visibility="private").then(
-        None, None, None, js=_JS_BIND, api_visibility="private"
+    ).then(bind(render, maps), inputs, outputs, api_visibility="private").then(
+        None, None, None, js=BIND_JS, api_visibility="private"
     )
-    return {"refresh": (bind(render, ctx), inputs, outputs), "js": _JS_BIND}
+    return {"refresh": (bind(render, maps), inputs, outputs), "js": BIND_JS}

@@ -56,7 +56,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
 
 
 class HueyQueue:
-    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.serving.context.JobQueue`):
+    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.serving.training_queue.JobQueue`):
     calling it queues a job id; :meth:`pending` says which ids the queue still holds."""
 
     def __init__(self, settings: Settings) -> None:
@@ -164,7 +164,7 @@ def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
     ctx = AppContext(settings)
     try:
-        return reap_dead(ctx)
+        return reap_dead(ctx.training)
     finally:
         ctx.close()
 
@@ -186,7 +186,7 @@ def run_worker(settings: Settings) -> None:
             "; ".join(differences),
         )
     _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
-    reap_dead(ctx)
+    reap_dead(ctx.training)
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0

@@ -99,8 +99,10 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     data_svc.describe_intent(ctx.db, live(ctx, "tiny"), "refund", "Money back for an order")
     projects.set_settings(ctx.db, live(ctx, "tiny"), {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
-        retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"})
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+        retrain_jobs.request_retrain(
+            ctx.training, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"}
+        )
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     bundles.export_bundle(ctx.live, live(ctx, "tiny"), tmp_path / "new.zip")
 

@@ -35,12 +35,14 @@ def source(tmp_path_factory):
     make_tiny(ctx)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
     job, _ = retrain_jobs.request_retrain(
-        ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+        ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
     from app.services.versions import activate
 
-    activate(ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
+    activate(
+        ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx.training, job.id).model_version_id
+    )
     yield ctx
     ctx.close()
 

@@ -45,9 +45,9 @@ def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
 @pytest.mark.slow
 def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
     make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    version = retrain_jobs.job(ctx, job.id).model_version_id
+    version = retrain_jobs.job(ctx.training, job.id).model_version_id
     from app.services.versions import activate
 
     activate(ctx.factories, live(ctx, "tiny"), version)

@@ -121,7 +121,7 @@ def test_a_cluster_is_isolated_on_the_map(ctx, logs):
     from app.services import maps
 
     gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
-    view = maps.compute_map(ctx, live(ctx, logs), method="pca")
+    view = maps.compute_map(ctx.maps, live(ctx, logs), method="pca")
     fig = svc.cluster_figure(view, gift.ids, gift.title)
     lit = [t for t in fig.data if t.name and t.name.startswith("candidate: gift")]
     assert len(lit) == 1 and sorted(lit[0].customdata) == sorted(gift.ids)

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.slow
 
 
 def _retrain(ctx, project: str) -> int:
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, project), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, project), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    done = retrain_jobs.job(ctx, job.id)
+    done = retrain_jobs.job(ctx.training, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
     return done.model_version_id

@@ -65,9 +65,9 @@ def test_a_full_disk_while_saving_a_model_fails_the_job_and_activates_nothing(ct
     from core.training.model_io import TrainedModel
 
     monkeypatch.setattr(TrainedModel, "save", _disk_full)
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    failed = retrain_jobs.job(ctx, job.id)
+    failed = retrain_jobs.job(ctx.training, job.id)
     assert failed.status == "failed"
     assert "No space left on device" in failed.message
     assert "active model is unchanged" in failed.message
@@ -93,9 +93,9 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
         return real_gate(*args, **kwargs)
 
     monkeypatch.setattr(retrain, "gate", reaped_then_gate)
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    ended = retrain_jobs.job(ctx, job.id)
+    ended = retrain_jobs.job(ctx.training, job.id)
     assert ended.status == "failed"
     assert "stopped unexpectedly" in ended.message
     assert "after the job had ended" in ended.log

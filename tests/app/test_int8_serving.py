@@ -44,10 +44,10 @@ def served(tmp_path_factory):
     settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
     context = AppContext(dataclasses.replace(settings, int8=True))
     demo = live(context, ensure_demo_project(context.db))
-    job, _ = retrain_jobs.request_retrain(context, demo, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
     worker.execute_job(context, job.id)
     version_svc.activate(
-        context.factories, demo, retrain_jobs.job(context, job.id).model_version_id
+        context.factories, demo, retrain_jobs.job(context.training, job.id).model_version_id
     )
     yield context, demo
     context.close()
@@ -140,7 +140,7 @@ def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, train
     factory, _ = maps.map_factory(ctx.factories, trained, None)
     assert isinstance(factory.encoder, OnnxEncoder)
     before = ctx.cache.encoded
-    view = maps.get_map(ctx, live(ctx, trained), method="pca")
+    view = maps.get_map(ctx.maps, live(ctx, trained), method="pca")
     assert ctx.cache.encoded == before
     row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
     text = view.texts[view.ids.index(row)]

@@ -31,7 +31,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
     ctx = AppContext(dataclasses.replace(settings, int8=True))
     try:
         demo = live(ctx, ensure_demo_project(ctx.db))
-        job, _ = retrain_jobs.request_retrain(ctx, demo, QUICK, enqueue=False)
+        job, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
         loads: list[Path] = []
         real = registry.load_sentence_transformer
 
@@ -43,7 +43,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         monkeypatch.setattr(registry, "_loaded", {})
         monkeypatch.setattr(registry, "load_sentence_transformer", counting)
         worker.execute_job(ctx, job.id)
-        done = retrain_jobs.job(ctx, job.id)
+        done = retrain_jobs.job(ctx.training, job.id)
         assert done.status == "succeeded", done.log
         assert loads == [registry.resolve_path("minilm")]
 

@@ -1,4 +1,4 @@
-"""The Map's projecting process (:class:`app.services.map_store.Projector`): UMAP runs in a
+"""The Map's projecting process (:class:`app.serving.map_store.Projector`): UMAP runs in a
 child, so its numba epochs never hold the server's GIL; the child answers what the same call in
 this process answers, says what was wrong with a bad request, comes back after it died, and
 ends with its input."""
@@ -11,7 +11,7 @@ import signal
 import numpy as np
 import pytest
 
-from app.services.map_store import Projector, ProjectorError
+from app.serving.map_store import Projector, ProjectorError
 from core.projection import project
 
 

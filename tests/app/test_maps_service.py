@@ -13,24 +13,24 @@ from app.services.versions import BASE
 
 
 def test_map_is_cached_and_survives_relabelling(ctx, demo):
-    first = svc.compute_map(ctx, demo, method="pca")
+    first = svc.compute_map(ctx.maps, demo, method="pca")
     assert first.points.shape == (len(first.ids), 2)
     assert first.metrics["n_intents"] > 0.0 and -1.0 <= first.metrics["silhouette"] <= 1.0
-    files = list(svc.store(ctx).root.glob("*.npz"))
+    files = list(ctx.maps.root.glob("*.npz"))
     assert len(files) == 1
-    assert svc.get_map(ctx, demo, method="pca") is first  # nothing changed: drawn as it was
+    assert svc.get_map(ctx.maps, demo, method="pca") is first  # nothing changed: drawn as it was
     # labels are not part of the key: relabelling recolours without re-projecting
     unlabelled = [i for i, s in zip(first.ids, first.splits, strict=True) if s == "unlabelled"]
     assert bulk_svc.label_many(ctx.db, demo, unlabelled[:2], ["talk_to_human"]).change == tuple(
         unlabelled[:2]
     )
-    again = svc.get_map(ctx, demo, method="pca")
+    again = svc.get_map(ctx.maps, demo, method="pca")
     assert again is not first  # a label changed: the colours follow it
     assert again is not None
     assert (again.points == first.points).all()
     moved = [again.gold[again.ids.index(i)] for i in unlabelled[:2]]
     assert moved == [("talk_to_human",), ("talk_to_human",)]
-    assert list(svc.store(ctx).root.glob("*.npz")) == files
+    assert list(ctx.maps.root.glob("*.npz")) == files
     fig = svc.map_figure(again, highlight="misclassified")
     assert fig.layout.meta["n_points"] == len(first.ids)
 
@@ -45,30 +45,30 @@ def test_the_map_answers_with_a_pca_picture_before_umap_is_done(ctx, demo, monke
         release.wait(60)
         return np.full((len(vectors), 2), 7.0, dtype=np.float32)
 
-    monkeypatch.setattr(svc.store(ctx).projector, "project", slow)
-    first = svc.get_map(ctx, demo, method="umap")
+    monkeypatch.setattr(ctx.maps.projector, "project", slow)
+    first = svc.get_map(ctx.maps, demo, method="umap")
     assert first.provisional and first.method == "pca"
     assert first.points.shape == (len(first.ids), 2)
-    again = svc.get_map(ctx, demo, method="umap")  # still computing: the picture again
+    again = svc.get_map(ctx.maps, demo, method="umap")  # still computing: the picture again
     assert again.provisional
     release.set()
     deadline = time.time() + 60
     view = again
     while view.provisional and time.time() < deadline:
         time.sleep(0.05)
-        view = svc.get_map(ctx, demo, method="umap")
+        view = svc.get_map(ctx.maps, demo, method="umap")
     assert not view.provisional and view.method == "umap"
     assert (view.points == 7.0).all()
 
 
 def test_a_pca_map_is_drawn_at_once(ctx, demo):
-    view = svc.get_map(ctx, demo, method="pca")
+    view = svc.get_map(ctx.maps, demo, method="pca")
     assert not view.provisional and view.method == "pca"
 
 
 def test_compare_and_explain(ctx, demo):
-    base = svc.compute_map(ctx, demo, method="pca", version=BASE)
-    active = svc.compute_map(ctx, demo, method="pca")
+    base = svc.compute_map(ctx.maps, demo, method="pca", version=BASE)
+    active = svc.compute_map(ctx.maps, demo, method="pca")
     fig = svc.compare_figure(base, active)
     assert len({t.xaxis for t in fig.data}) == 2
     train_id = next(i for i, s in zip(active.ids, active.splits, strict=True) if s == "train")
@@ -77,7 +77,7 @@ def test_compare_and_explain(ctx, demo):
     assert all(n["id"] != train_id for n in ex["neighbours"])  # scored without itself
     assert ex["margin"] == pytest.approx(ex["score"] - ex["runner_up_score"])
     with pytest.raises(ValueError, match="Unknown projection"):
-        svc.get_map(ctx, demo, method="mds")
+        svc.get_map(ctx.maps, demo, method="mds")
 
 
 def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_needs_them(
@@ -101,20 +101,20 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
 
 
 def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx, demo, monkeypatch):
-    full = svc.compute_map(ctx, demo, method="pca")
+    full = svc.compute_map(ctx.maps, demo, method="pca")
     labelled = {i for i, s in zip(full.ids, full.splits, strict=True) if s in ("train", "test")}
     others = len(full.ids) - len(labelled)
     assert others > 2
-    view = svc.sampled_map(ctx, demo, unlabelled=2)
+    view = svc.sampled_map(ctx.maps, demo, unlabelled=2)
     assert view is not None and labelled <= set(view.ids) and len(view.ids) == len(labelled) + 2
-    assert svc.sampled_map(ctx, demo, unlabelled=2, method="umap") is None  # not cached: None
+    assert svc.sampled_map(ctx.maps, demo, unlabelled=2, method="umap") is None  # not cached: None
     monkeypatch.setattr(
-        svc.store(ctx).projector,
+        ctx.maps.projector,
         "project",
         lambda v, method: np.arange(2 * len(v), dtype=np.float32).reshape(-1, 2),
     )
-    umap = svc.compute_map(ctx, demo, method="umap")
-    cut = svc.sampled_map(ctx, demo, unlabelled=2, method="umap")
+    umap = svc.compute_map(ctx.maps, demo, method="umap")
+    cut = svc.sampled_map(ctx.maps, demo, unlabelled=2, method="umap")
     assert cut is not None and cut.ids == view.ids and cut.method == "umap"
     at = {i: p.tolist() for i, p in zip(umap.ids, umap.points, strict=True)}
     assert [p.tolist() for p in cut.points] == [at[i] for i in cut.ids]  # the full map's points

@@ -41,17 +41,19 @@ def hotel(ctx):
 )
 def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
     with pytest.raises(ValueError, match="threshold"):
-        retrain_jobs.request_retrain(ctx, live(ctx, hotel), {**QUICK, **bad}, enqueue=False)
+        retrain_jobs.request_retrain(
+            ctx.training, live(ctx, hotel), {**QUICK, **bad}, enqueue=False
+        )
     with ctx.db.session() as s:
         assert s.scalar(select(func.count()).select_from(TrainingJob)) == 0
 
 
 def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
     job, _ = retrain_jobs.request_retrain(
-        ctx, live(ctx, hotel), {**QUICK, "threshold": 0.4}, enqueue=False
+        ctx.training, live(ctx, hotel), {**QUICK, "threshold": 0.4}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
-    done = retrain_jobs.job(ctx, job.id)
+    done = retrain_jobs.job(ctx.training, job.id)
     assert done.status == "succeeded", done.log
     with ctx.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)

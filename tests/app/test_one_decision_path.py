@@ -112,9 +112,9 @@ def _multi(ctx, name: str = "hotel") -> str:
 
 
 def _retrain_and_activate(ctx, project: str) -> int:
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, project), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, project), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    done = retrain_jobs.job(ctx, job.id)
+    done = retrain_jobs.job(ctx.training, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
     version_svc.activate(ctx.factories, live(ctx, project), done.model_version_id)
@@ -195,7 +195,7 @@ def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
     project = _single(ctx)  # anchors on by default: the cold intent is named by its anchor
     _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
     by_text = {p.text: p for p in drilled}
-    view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
+    view = map_svc.compute_map(ctx.maps, live(ctx, project), method="pca")
     coloured = dict(zip(view.ids, view.predicted, strict=True))
     for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
         tried = predict_svc.predict_one(ctx.live, live(ctx, project), text)["top"]
@@ -211,7 +211,7 @@ def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_in
         data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "train")
     for text in ("book me a flight", "play some music"):
         data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "test")
-    view = map_svc.compute_map(ctx, live(ctx, project), method="pca")
+    view = map_svc.compute_map(ctx.maps, live(ctx, project), method="pca")
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
     assert OUT_OF_SCOPE not in view.geometry

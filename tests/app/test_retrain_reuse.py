@@ -35,10 +35,10 @@ def measured(monkeypatch) -> list[int]:
 def _retrain(ctx, seed: int) -> ModelVersion:
     """A retrain (another seed each time: a new encoder, never the active one again)."""
     view, _ = retrain_jobs.request_retrain(
-        ctx, live(ctx, "tiny"), {**QUICK, "seed": seed}, enqueue=False
+        ctx.training, live(ctx, "tiny"), {**QUICK, "seed": seed}, enqueue=False
     )
     worker.execute_job(ctx, view.id)
-    done = retrain_jobs.job(ctx, view.id)
+    done = retrain_jobs.job(ctx.training, view.id)
     assert done.status == "succeeded", done.log
     with ctx.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)

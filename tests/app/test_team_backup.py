@@ -52,7 +52,9 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
         ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
-    activate(ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx, job.id).model_version_id)
+    activate(
+        ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx.training, job.id).model_version_id
+    )
     before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
     versions = history(ctx.db, live(ctx, "tiny"))
 

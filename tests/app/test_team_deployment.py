@@ -83,9 +83,11 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     make_tiny(app_ctx)
     gpu_box = _worker(tmp_path / "gpu-box")
     try:
-        view, _ = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), {**QUICK, "epochs": 60})
+        view, _ = svc.request_retrain(
+            app_ctx.training, live(app_ctx, "tiny"), {**QUICK, "epochs": 60}
+        )
         deadline = time.monotonic() + 240
-        while svc.job(app_ctx, view.id).step < 1:
+        while svc.job(app_ctx.training, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
             assert gpu_box.poll() is None, (tmp_path / "gpu-box" / "worker.log").read_text()
             time.sleep(0.3)
@@ -94,7 +96,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     second_box = _worker(tmp_path / "second-box")  # its start-up overlaps the wait below
     # Its pid means nothing here: the job fails once its heartbeat is older than the timeout.
     deadline = time.monotonic() + JOB_TIMEOUT + 20
-    while (failed := svc.job(app_ctx, view.id)).active:
+    while (failed := svc.job(app_ctx.training, view.id)).active:
         assert time.monotonic() < deadline, "the dead worker's job was never failed"
         time.sleep(0.5)
     assert failed.status == "failed" and "stopped unexpectedly" in failed.message
@@ -105,9 +107,9 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     assert [k for k in s3.keys(team) if not k.startswith("studio/vectors/")] == []
 
     try:
-        again, created = svc.request_retrain(app_ctx, live(app_ctx, "tiny"), QUICK)
+        again, created = svc.request_retrain(app_ctx.training, live(app_ctx, "tiny"), QUICK)
         assert created and again.id != view.id
-        done = svc.wait(app_ctx, again.id, timeout=300)
+        done = svc.wait(app_ctx.training, again.id, timeout=300)
         assert done.status == "succeeded", done.log
     finally:
         _kill(second_box, signal.SIGTERM)

@@ -52,7 +52,7 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
     for text, intent in rows:
         data_svc.add_utterance(ctx.db, live(ctx, "p"), text, intent)
     with pytest.raises(ValueError, match=message):
-        svc.request_retrain(ctx, live(ctx, "p"), QUICK, enqueue=False)
+        svc.request_retrain(ctx.training, live(ctx, "p"), QUICK, enqueue=False)
     assert job_count(ctx) == 0
 
 
@@ -71,7 +71,7 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
 def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> None:
     make_tiny(ctx)
     with pytest.raises(ValueError):
-        svc.request_retrain(ctx, live(ctx, "tiny"), config, enqueue=False)
+        svc.request_retrain(ctx.training, live(ctx, "tiny"), config, enqueue=False)
     assert job_count(ctx) == 0
 
 
@@ -101,9 +101,13 @@ def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> 
     as a retired option."""
     make_tiny(ctx)
     with pytest.raises(ValueError, match=r"distil_weight=1\.0 is no longer an option"):
-        svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "distil_weight": 1.0}, enqueue=False)
+        svc.request_retrain(
+            ctx.training, live(ctx, "tiny"), {**QUICK, "distil_weight": 1.0}, enqueue=False
+        )
     with pytest.raises(ValueError, match="threshold must be a number"):
-        svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "threshold": "high"}, enqueue=False)
+        svc.request_retrain(
+            ctx.training, live(ctx, "tiny"), {**QUICK, "threshold": "high"}, enqueue=False
+        )
     assert job_count(ctx) == 0
 
 
@@ -114,10 +118,12 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx
     make_tiny(ctx)
     for settings in ({"freeze_layers": 99}, {"freeze_layers": 6, "method": "fast"}):
         with pytest.raises(ValueError, match=r"freeze_layers must be between 0 and 5 .*got \d+"):
-            svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, **settings}, enqueue=False)
+            svc.request_retrain(
+                ctx.training, live(ctx, "tiny"), {**QUICK, **settings}, enqueue=False
+            )
     assert job_count(ctx) == 0
     view, _ = svc.request_retrain(
-        ctx, live(ctx, "tiny"), {**QUICK, "freeze_layers": 5}, enqueue=False
+        ctx.training, live(ctx, "tiny"), {**QUICK, "freeze_layers": 5}, enqueue=False
     )
     assert view.status == "queued"
 
@@ -125,8 +131,8 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx
 def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     make_tiny(ctx)
     settings = {**QUICK, "method": "lora", "lora_r": 4, "threshold": 0.35}
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), settings, enqueue=False)
-    stored = svc.RetrainSpec.from_job(svc.job(ctx, view.id).config)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), settings, enqueue=False)
+    stored = svc.RetrainSpec.from_job(svc.job(ctx.training, view.id).config)
     assert stored == svc.RetrainSpec.parse(settings)
     assert stored.encoder.method == "lora" and stored.encoder.lora_r == 4
     assert stored.head == {"threshold": 0.35}
@@ -140,7 +146,7 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
         ValueError, match=r"tune_thresholds=true is no longer an option: .*micro-F1"
     ):
         svc.request_retrain(
-            ctx, live(ctx, "tiny"), {**QUICK, "tune_thresholds": True}, enqueue=False
+            ctx.training, live(ctx, "tiny"), {**QUICK, "tune_thresholds": True}, enqueue=False
         )
     assert job_count(ctx) == 0
     off = svc.RetrainSpec.parse({**QUICK, "tune_thresholds": False})
@@ -153,8 +159,10 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
 
 def test_a_second_click_returns_the_same_job(ctx) -> None:
     make_tiny(ctx)
-    first, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
-    second, created_again = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    first, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    second, created_again = svc.request_retrain(
+        ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
+    )
     assert created and not created_again
     assert second.id == first.id
     assert job_count(ctx) == 1
@@ -169,9 +177,9 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account"
     )
     before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
-    done = svc.job(ctx, view.id)
+    done = svc.job(ctx.training, view.id)
     assert done.status == "succeeded", done.log
     assert done.percent == 100 and 0.9 < done.progress <= 1.0
     assert "training fast on 16 utterances" in done.log
@@ -239,9 +247,9 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
     make_tiny(ctx)
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
-    rows, done = RecordingReporter.rows, svc.job(ctx, view.id)
+    rows, done = RecordingReporter.rows, svc.job(ctx.training, view.id)
     phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
     assert phases == ["training", "saving", "evaluating", "registering", "serving"]  # int8 off
     assert all(r.status == "running" and r.percent < 100 for r in rows)
@@ -286,9 +294,9 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
 
 def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
-    mv_id = svc.job(ctx, view.id).model_version_id
+    mv_id = svc.job(ctx.training, view.id).model_version_id
     version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
     with ctx.db.session() as s:
         folder = ctx.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
@@ -301,11 +309,13 @@ def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
 
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False)
+    view, _ = svc.request_retrain(
+        ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
+    )
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
-    while svc.job(ctx, view.id).step < 1:
+    while svc.job(ctx.training, view.id).step < 1:
         assert time.monotonic() < deadline, "training never started"
         time.sleep(0.2)
     asked = time.monotonic()
@@ -313,7 +323,7 @@ def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     runner.join(60)
     assert not runner.is_alive()
     assert time.monotonic() - asked < 15
-    done = svc.job(ctx, view.id)
+    done = svc.job(ctx.training, view.id)
     assert done.status == "cancelled"
     assert done.model_version_id is None
     assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
@@ -327,12 +337,14 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
     its next poll (before and after loading, before the first step, every step) and nothing it
     made counts."""
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False)
+    view, _ = svc.request_retrain(
+        ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
+    )
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
     runner.start()
     deadline = time.monotonic() + 120
     while True:
-        now = svc.job(ctx, view.id)
+        now = svc.job(ctx.training, view.id)
         if now.status == "running" and (now.step >= 1 if phase == "training" else True):
             break
         assert time.monotonic() < deadline, f"never reached {phase}"
@@ -340,11 +352,11 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
     asked = time.monotonic()
     cancelled = svc.cancel(ctx.db, view.id)
     assert cancelled.status == "cancelled" and not cancelled.active
-    assert svc.job(ctx, view.id).status == "cancelled"
+    assert svc.job(ctx.training, view.id).status == "cancelled"
     assert time.monotonic() - asked < 2
     runner.join(60)
     assert not runner.is_alive()
-    done = svc.job(ctx, view.id)
+    done = svc.job(ctx.training, view.id)
     assert done.status == "cancelled" and "the active model is unchanged" in done.message
     assert done.model_version_id is None and "after the job had ended: cancelled" in done.log
     assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
@@ -353,10 +365,10 @@ def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
 
 def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     assert svc.cancel(ctx.db, view.id).status == "cancelled"
     worker.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
-    assert svc.job(ctx, view.id).status == "cancelled"
+    assert svc.job(ctx.training, view.id).status == "cancelled"
 
 
 def _worker(ctx) -> subprocess.Popen[bytes]:
@@ -375,9 +387,9 @@ def test_the_queue_worker_trains_a_job(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
+        view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
         assert created
-        done = svc.wait(ctx, view.id, timeout=240)
+        done = svc.wait(ctx.training, view.id, timeout=240)
         assert done.status == "succeeded", done.log
         assert done.model_version_id is not None
     finally:
@@ -388,15 +400,15 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), {**QUICK, "epochs": 60})
+        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60})
         deadline = time.monotonic() + 240
-        while svc.job(ctx, view.id).step < 1:
+        while svc.job(ctx.training, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
             assert proc.poll() is None, "the worker exited"
             time.sleep(0.3)
     finally:
         _stop(proc)  # kill -9, mid-training
-    failed = svc.job(ctx, view.id)  # looking at the job is what notices the dead worker
+    failed = svc.job(ctx.training, view.id)  # looking at the job is what notices the dead worker
     assert failed.status == "failed"
     assert "stopped unexpectedly" in failed.message
     assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
@@ -408,18 +420,18 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     ctx.artifacts.sweep(older_than=-1.0)
     assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
     # And a new retrain works.
-    again, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    again, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     assert created and again.id != view.id
     worker.execute_job(ctx, again.id)
-    assert svc.job(ctx, again.id).status == "succeeded"
+    assert svc.job(ctx.training, again.id).status == "succeeded"
 
 
 def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> None:
     make_tiny(ctx)
     ctx.enqueue = None
     with pytest.raises(RuntimeError, match="no training queue"):
-        svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
-    assert svc.latest_job(ctx, live(ctx, "tiny")) is None
+        svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
+    assert svc.latest_job(ctx.training, live(ctx, "tiny")) is None
 
 
 def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
@@ -429,21 +441,23 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     retrain returned it. Once it has waited past the grace period without a message in the
     queue, looking at it (or asking for a retrain) fails it with the reason."""
     make_tiny(ctx)
-    view, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
+    view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     assert created and ctx.enqueue is not None and ctx.enqueue.pending() == {view.id}
     huey, _ = worker.make_queue(ctx.settings)  # the same queue, seen from outside
     huey.flush()  # its messages are gone, as after a restart without its data
     assert ctx.enqueue.pending() == set()
 
-    assert svc.job(ctx, view.id).status == "queued"  # within the grace period: left alone
+    assert svc.job(ctx.training, view.id).status == "queued"  # within the grace period: left alone
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)
-    assert svc.job(ctx, view.id).status == "queued"  # missed once: a worker may be taking it
-    lost = svc.job(ctx, view.id)  # still missing a grace period later: lost
+    assert (
+        svc.job(ctx.training, view.id).status == "queued"
+    )  # missed once: a worker may be taking it
+    lost = svc.job(ctx.training, view.id)  # still missing a grace period later: lost
     assert lost.status == "failed" and "queue lost this job" in lost.message
 
-    again, created = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
+    again, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     assert created and again.id != view.id
-    assert svc.job(ctx, again.id).status == "queued"  # its message is there: not lost
+    assert svc.job(ctx.training, again.id).status == "queued"  # its message is there: not lost
     assert svc.cancel(ctx.db, again.id).status == "cancelled"
 
 
@@ -458,18 +472,20 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
     from storage import jobs
 
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)  # queued "over a minute" ago
     huey, _ = worker.make_queue(ctx.settings)
     taken = huey.dequeue()  # the worker's first step: the message leaves the queue
     assert taken is not None and taken.args == (view.id,)
     assert ctx.enqueue is not None and ctx.enqueue.pending() == set()
 
-    assert svc.job(ctx, view.id).status == "queued"  # someone looks at the job meanwhile
+    assert svc.job(ctx.training, view.id).status == "queued"  # someone looks at the job meanwhile
     with ctx.db.write() as s:  # the worker's second step
         claimed = jobs.claim_job(s, view.id, pid=os.getpid())
     assert claimed is not None and claimed.status == "running"
-    assert svc.job(ctx, view.id).status == "running"  # looked at again: never failed as lost
+    assert (
+        svc.job(ctx.training, view.id).status == "running"
+    )  # looked at again: never failed as lost
     assert svc.cancel(ctx.db, view.id).status == "cancelled"  # and ended by its own cancel
 
 
@@ -482,14 +498,14 @@ def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_tra
     import dataclasses
 
     make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     app_settings = ctx.settings
     ctx.settings = dataclasses.replace(app_settings, artifacts_url=str(tmp_path / "elsewhere"))
     started = time.monotonic()
     worker.execute_job(ctx, view.id)  # this "worker" keeps its model files elsewhere
     assert time.monotonic() - started < 5
     ctx.settings = app_settings
-    refused = svc.job(ctx, view.id)
+    refused = svc.job(ctx.training, view.id)
     assert refused.status == "failed" and refused.step == 0
     assert "settings differ from the app's (INTENT_STUDIO_ARTIFACTS_URL: the app's is " in (
         refused.message

@@ -26,9 +26,9 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, mo
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
     trainer = AppContext(settings)  # the worker's process
     demo = live(trainer, ensure_demo_project(trainer.db))
-    job, _ = retrain_jobs.request_retrain(trainer, demo, QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(trainer.training, demo, QUICK, enqueue=False)
     worker.execute_job(trainer, job.id)
-    version_id = retrain_jobs.job(trainer, job.id).model_version_id
+    version_id = retrain_jobs.job(trainer.training, job.id).model_version_id
     assert version_id is not None
     trainer.close()
 

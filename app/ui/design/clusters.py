@@ -17,6 +17,7 @@ from app.services import data as data_svc
 from app.services import maps as map_svc
 from app.serving.context import AppContext
 from app.serving.live import LivePools
+from app.serving.map_store import MapStore
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
@@ -96,7 +97,7 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
 
 
 def show(
-    ctx: AppContext, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
+    maps: MapStore, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
 ) -> tuple[Any, ...]:
     """One cluster: (examples to keep, suggested name, existing intent (its nearest one when that
     is close), note, map, map note, poll: on while the map is being computed)."""
@@ -118,7 +119,7 @@ def show(
     # offered for "add to" only when it is close: a far one would invite a wrong click
     close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
     head = (examples, c["suggested_name"], close, note)
-    view, err = attempt(lambda: map_svc.get_map(ctx, p))
+    view, err = attempt(lambda: map_svc.get_map(maps, p))
     if err:
         return *head, None, problem(err), idle
     if view is None:
@@ -139,11 +140,11 @@ def _figure(view: Any, c: dict[str, Any]) -> Any:
 
 
 def poll_map(
-    ctx: AppContext, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
+    maps: MapStore, p: ProjectHandle | None, found: list[dict[str, Any]], number: int | None
 ) -> tuple[Any, ...]:
     """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
     c = next((c for c in found or [] if c["number"] == number), None)
-    view = attempt(lambda: map_svc.get_map(ctx, p))[0] if p is not None and c else None
+    view = attempt(lambda: map_svc.get_map(maps, p))[0] if p is not None and c else None
     if c is None or view is None:
         return gr.update(), gr.update(), gr.update(active=bool(c and p is not None))
     if view.provisional:
@@ -224,13 +225,13 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     find_outputs = [table, pick, status, found, existing]
     find_btn.click(bind(find, ctx.live), [project], find_outputs, api_name="candidate_intents")
     pick.change(
-        bind(show, ctx),
+        bind(show, ctx.maps),
         [project, found, pick],
         [examples, name, existing, note, plot, map_note, poll],
         api_visibility="private",
     )
     poll.tick(
-        bind(poll_map, ctx),
+        bind(poll_map, ctx.maps),
         [project, found, pick],
         [plot, map_note, poll],
         api_visibility="private",

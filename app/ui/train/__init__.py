@@ -15,6 +15,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.serving.context import AppContext
+from app.serving.training_queue import TrainingQueue
 from app.ui.common import bind, ok
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
@@ -25,13 +26,13 @@ __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
 
 def tick(
-    ctx: AppContext, p: ProjectHandle | None, jid: int | None, message: str
+    training: TrainingQueue, p: ProjectHandle | None, jid: int | None, message: str
 ) -> tuple[Any, ...]:
     """The timer's refresh: the job panel, and the history once the job has ended. The Retrain
     click's "Job #N queued" line says "running" once a worker has taken the job (the panel names
     its phase), and is cleared once it has ended (the panel says how)."""
-    view = shown_job(ctx, p, jid)
-    out = poll(ctx, p, jid, view)
+    view = shown_job(training, p, jid)
+    out = poll(training, p, jid, view)
     said: Any = gr.update()
     if view is not None and f"Job #{view.id} " in (message or ""):
         if view.status == "running" and "queued" in message:
@@ -42,11 +43,11 @@ def tick(
             said = ""
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
         return (*out, *(gr.update() for _ in fields(VersionsSection)), said)
-    return (*out, *load_history(ctx.db, p), said)  # the job ended: show its version
+    return (*out, *load_history(training.db, p), said)  # the job ended: show its version
 
 
-def refresh(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, ...]:
-    return (*poll(ctx, p, None), *load_history(ctx.db, p))
+def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]:
+    return (*poll(training, p, None), *load_history(training.db, p))
 
 
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):
         with gr.Tab("Retrain"):
-            retrain = build_retrain_section(ctx, project, user)
+            retrain = build_retrain_section(ctx.training, project, user)
         with gr.Tab("Versions"):
             versions = build_versions_section(ctx.factories, project, retrain.message)
         with gr.Tab("Evaluation"):
@@ -63,7 +64,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
             build_export_section(ctx, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
     follow = (
-        bind(tick, ctx),
+        bind(tick, ctx.training),
         [project, retrain.job_id, retrain.message],
         [*outputs, retrain.message],
     )
@@ -73,4 +74,7 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     retrain.timer.tick(*follow, api_visibility="private", show_progress="hidden")
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
-    return {"refresh": (bind(refresh, ctx), [project], outputs), "serving": versions.serving}
+    return {
+        "refresh": (bind(refresh, ctx.training), [project], outputs),
+        "serving": versions.serving,
+    }

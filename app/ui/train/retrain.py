@@ -11,7 +11,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import retrain_jobs as train_svc
-from app.serving.context import AppContext
+from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.jobs import JobView
@@ -39,21 +39,21 @@ def progress_html(job: JobView | None) -> str:
     )
 
 
-def shown_job(ctx: AppContext, p: ProjectHandle | None, jid: int | None) -> JobView | None:
+def shown_job(training: TrainingQueue, p: ProjectHandle | None, jid: int | None) -> JobView | None:
     """The job the panel shows: the project's latest, unless it is older than job ``jid``."""
     job = None
     if p is not None:
-        job, _ = attempt(lambda: train_svc.latest_job(ctx, p))
+        job, _ = attempt(lambda: train_svc.latest_job(training, p))
     return job if job is not None and (jid is None or job.id >= jid) else None
 
 
 def poll(
-    ctx: AppContext, p: ProjectHandle | None, jid: int | None, view: Any = False
+    training: TrainingQueue, p: ProjectHandle | None, jid: int | None, view: Any = False
 ) -> tuple[Any, ...]:
     """Refresh the job panel; keep the timer running only while a job is active. ``view``: the
     job already read (:func:`shown_job`), else it is read here."""
     if view is False:
-        view = shown_job(ctx, p, jid)
+        view = shown_job(training, p, jid)
     active = view is not None and view.active
     return (
         progress_html(view),
@@ -64,7 +64,7 @@ def poll(
 
 
 def start(
-    ctx: AppContext, p: ProjectHandle | None, meth: str, extra: str, who: str
+    training: TrainingQueue, p: ProjectHandle | None, meth: str, extra: str, who: str
 ) -> tuple[Any, ...]:
     """Queue a retrain with the chosen method and ``key=value`` settings."""
     if p is None:
@@ -72,7 +72,7 @@ def start(
 
     def go() -> tuple[JobView, bool]:
         config = {**train_svc.METHOD_CHOICES[meth], **train_svc.parse_settings(extra or "")}
-        return train_svc.request_retrain(ctx, p, config)
+        return train_svc.request_retrain(training, p, config)
 
     res, err = attempt(go)
     if err or res is None:
@@ -86,14 +86,14 @@ def start(
     return msg, job.id, gr.update(active=True)
 
 
-def stop(ctx: AppContext, jid: int | None, p: ProjectHandle | None) -> str:
+def stop(training: TrainingQueue, jid: int | None, p: ProjectHandle | None) -> str:
     """Cancel the shown job (or the project's active one)."""
     if jid is None and p is not None:
-        latest, _ = attempt(lambda: train_svc.latest_job(ctx, p))
+        latest, _ = attempt(lambda: train_svc.latest_job(training, p))
         jid = latest.id if latest is not None and latest.active else None
     if jid is None:
         return problem("No training job is running.")
-    job, err = attempt(lambda: train_svc.cancel(ctx.db, jid))
+    job, err = attempt(lambda: train_svc.cancel(training.db, jid))
     if err or job is None:
         return problem(err or "")
     return ok(f"Job #{job.id}: {job.message}")
@@ -113,7 +113,9 @@ class RetrainSection:
         return [self.progress, self.log, self.timer, self.job_id]
 
 
-def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> RetrainSection:
+def build_retrain_section(
+    training: TrainingQueue, project: gr.Dropdown, user: gr.State
+) -> RetrainSection:
     gr.Markdown(HELP)
     with gr.Row(equal_height=True):
         method = gr.Dropdown(
@@ -141,13 +143,13 @@ def build_retrain_section(ctx: AppContext, project: gr.Dropdown, user: gr.State)
         section.log.render()
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
-        guarded("designer", outputs=3)(bind(start, ctx)),
+        guarded("designer", outputs=3)(bind(start, training)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     )
     cancel.click(
-        guarded("designer")(bind(stop, ctx)),
+        guarded("designer")(bind(stop, training)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

@@ -80,7 +80,7 @@ def studio(postgres, tmp_path):
     auth.ensure_admin(team.db, "admin-password")
     token = auth.issue_token(team.db, "admin")
     make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     with TestClient(create_api(ctx)) as single, TestClient(create_api(team)) as multi:
         multi.headers["Authorization"] = f"Bearer {token}"
         yield relay, single, multi, job.id

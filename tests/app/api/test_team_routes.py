@@ -207,9 +207,9 @@ def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ct
     from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx, live(ctx, "tiny"), QUICK, enqueue=False)
+    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
-    version = retrain_jobs.job(ctx, job.id).model_version_id
+    version = retrain_jobs.job(ctx.training, job.id).model_version_id
     url = "/api/v1/projects/tiny"
 
     rows = client.get(f"{url}/versions").json()["versions"]

@@ -25,7 +25,7 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     assert coherence == sorted(coherence, reverse=True)
     assert all(f"{c['coherence']} coherent" in c["choice"] for c in found)
     gift = next(c for c in found if "gift" in c["keywords"][:2])
-    examples, name, near, note, _, _, _ = ui.show(ctx, demo, found, gift["number"])
+    examples, name, near, note, _, _, _ = ui.show(ctx.maps, demo, found, gift["number"])
     assert examples["value"] == [str(i) for i in gift["ids"]] and "gift" in name
     assert "Nearest existing intent" in note and near["value"] == (
         gift["nearest_intent"] if gift["nearest_similarity"] >= ui.CLOSE else None

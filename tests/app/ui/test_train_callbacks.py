@@ -12,9 +12,9 @@ def test_nothing_starts_without_a_project():
 
 def test_bad_settings_are_refused_before_anything_is_queued(ctx, demo):
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
-    msg, job_id, _ = retrain.start(ctx, demo, method, "epochs=-3", "local")
+    msg, job_id, _ = retrain.start(ctx.training, demo, method, "epochs=-3", "local")
     assert "⚠" in msg and job_id is None
-    assert retrain.poll(ctx, demo, None)[0] == retrain.progress_html(None)
+    assert retrain.poll(ctx.training, demo, None)[0] == retrain.progress_html(None)
 
 
 def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(ctx, demo):
@@ -37,32 +37,34 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     from storage import jobs
 
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
-    msg, job_id, _ = retrain.start(ctx, demo, method, "", "local")
+    msg, job_id, _ = retrain.start(ctx.training, demo, method, "", "local")
     assert "queued" in msg
-    queued = tick(ctx, demo, job_id, msg)
+    queued = tick(ctx.training, demo, job_id, msg)
     assert queued[2]["active"] is True and queued[-1] == {"__type__": "update"}
     assert "waiting for a worker" in queued[0]
     with ctx.db.write() as s:  # a worker takes it: the panel says what runs, "queued" goes
         jobs.claim_job(s, job_id, pid=1)
-    running = tick(ctx, demo, job_id, msg)
+    running = tick(ctx.training, demo, job_id, msg)
     assert running[2]["active"] is True and "queued" not in running[0]
     assert "Preparing the data" in running[0]
     # the line keeps the job's number (what a user, or a test, reads the click's job from)
     assert running[-1] == f"✓ Job #{job_id} is running: its phase and time left are below."
     msg = running[-1]
-    assert tick(ctx, demo, job_id, msg)[-1] == {"__type__": "update"}
-    retrain.stop(ctx, job_id, demo)
+    assert tick(ctx.training, demo, job_id, msg)[-1] == {"__type__": "update"}
+    retrain.stop(ctx.training, job_id, demo)
     with ctx.db.write() as s:
         jobs.finish_job(s, job_id, "cancelled", "cancelled; the active model is unchanged")
-    ended = tick(ctx, demo, job_id, msg)
+    ended = tick(ctx.training, demo, job_id, msg)
     assert ended[2]["active"] is False and ended[-1] == ""
     # One value per output the timer updates, running or not (a running job's tick was one
     # short: an error toast every second and a panel stuck at "queued · 0 %").
-    bound = len(retrain.poll(ctx, demo, job_id)) + len(versions.load_history(ctx.db, demo)) + 1
+    bound = (
+        len(retrain.poll(ctx.training, demo, job_id)) + len(versions.load_history(ctx.db, demo)) + 1
+    )
     assert len(running) == len(ended) == bound
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
-    assert tick(ctx, demo, job_id, other)[-1] == {"__type__": "update"}
+    assert tick(ctx.training, demo, job_id, other)[-1] == {"__type__": "update"}
 
 
 def _job(**kw):

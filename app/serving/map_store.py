@@ -1,6 +1,8 @@
 """The Map tab's store: projection files on disk (one per encoder, method and set of texts),
 the background computations in flight, the process that projects them (:class:`Projector`) and
-the live views drawn from them (:mod:`app.services.maps` computes both)."""
+the live views drawn from them (:mod:`app.services.maps` computes both), with the factory
+builder that scores their points. One per process (:attr:`app.serving.context.AppContext.maps`,
+under ``<data dir>/maps``); the projector's process starts at the first projection."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import subprocess
 import sys
 import threading
 import uuid
-import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from app.plots import MapData
-from app.serving.context import AppContext
+from app.serving.factories import FactoryBuilder
+from core.encoding.cache import EmbeddingCache
 from core.projection import project as project_points
 
 QUICK = "pca"  # the projection computed at once, in this process (the others in a child's)
@@ -132,14 +134,20 @@ class Projector:
 class MapStore:
     """Projection files on disk plus the background computations in flight (one per key)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, factories: FactoryBuilder) -> None:
         self.root = root
+        self.factories = factories  # what scores the points a map shows
+        self.db = factories.db
         self._lock = threading.Lock()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="map")
         self.projector = Projector()
         # live views by (projection key, version, pool stamp), oldest first (see _view)
         self._views: dict[tuple[Any, ...], MapView] = {}
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        return self.factories.cache
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.npz"
@@ -205,17 +213,3 @@ class MapStore:
     def pending(self, key: str) -> bool:
         with self._lock:
             return key in self._pending
-
-
-_stores: weakref.WeakKeyDictionary[AppContext, MapStore] = weakref.WeakKeyDictionary()
-_stores_lock = threading.Lock()
-
-
-def store(ctx: AppContext) -> MapStore:
-    """The map store of an app context (files under ``<data dir>/maps``)."""
-    with _stores_lock:
-        st = _stores.get(ctx)
-        if st is None:
-            st = MapStore(Path(ctx.settings.data_dir) / "maps")
-            _stores[ctx] = st
-        return st
