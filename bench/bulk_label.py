@@ -129,7 +129,7 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
         out["label"] = {"changed": 0, **during_saves(ctx, uid, label)}
         out["label"]["changed"] = len(done["plan"].change)
         out["undo"] = during_saves(
-            ctx, uid, lambda: undo_svc.undo_batch(ctx, p, done["plan"].batch)
+            ctx, uid, lambda: undo_svc.undo_batch(ctx.db, p, done["plan"].batch)
         )
         ctx.close()
     return out

@@ -60,8 +60,21 @@ if not hasattr(cache_mod.EmbeddingCache(None), "encoded"):  # a checkout without
         counted["n"] += len(self.missing(encoder, texts)) if len(texts) else 0
         return plain(self, encoder, texts, **kw)
     cache_mod.EmbeddingCache.encode = counting
+import inspect as _inspect
+
+
+def _piece(ctx, fn):
+    # what fn takes of the context in any checkout: the piece its first parameter names
+    # (issue 48: db, live, factories, maps, training), else the context itself
+    first = next(iter(_inspect.signature(fn).parameters))
+    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
+
+
 try:
-    from app.access import open_project as _open
+    from app.access import open_project as _open_project
+
+    def _open(ctx, name):
+        return _open_project(_piece(ctx, _open_project), name)
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
@@ -73,7 +86,7 @@ with ctx.db.session() as s:
 mv, _ = ctx.active_version(pid)
 ctx.serving_encoder(mv, base, settings)
 loaded = time.perf_counter()
-found, _ = queue.next_item(ctx, _open(ctx, "banking77"), [])
+found, _ = queue.next_item(_piece(ctx, queue.next_item), _open(ctx, "banking77"), [])
 card = time.perf_counter()
 print(json.dumps({
     "load_s": round(loaded - started, 2),

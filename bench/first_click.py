@@ -122,23 +122,23 @@ def step(name, fn):
 
 def warm():  # what `intent-studio serve` starts at start-up (no argument at 8bd94e3)
     needs_ctx = bool(inspect.signature(map_svc.start_warm_up).parameters)
-    (map_svc.start_warm_up(ctx) if needs_ctx else map_svc.start_warm_up()).join()
+    (map_svc.start_warm_up(_piece(ctx, map_svc.start_warm_up)) if needs_ctx else map_svc.start_warm_up()).join()
 
 def view(version=None):  # the Map tab: get_map, polled until the background projection is done
     while True:
-        found = map_svc.get_map(ctx, _open(ctx, P), method="umap", version=version)
+        found = map_svc.get_map(_piece(ctx, map_svc.get_map), _open(ctx, P), method="umap", version=version)
         if found is not None:
             return found
         time.sleep(0.2)
 
 shown = {"highlight": None, "focus": None, "names": True}  # the tab's defaults
 P = "banking77"
-history = version_svc.history(ctx, _open(ctx, P))
+history = version_svc.history(_piece(ctx, version_svc.history), _open(ctx, P))
 trained = sorted(r["version"] for r in history)[-2:]
 step("umap warm-up", warm)
 step("map", lambda: map_svc.map_figure(view(), **shown).to_json())
 step("map cached", lambda: map_svc.map_figure(view(), **shown).to_json())
-step("compare", lambda: version_svc.compare(ctx, _open(ctx, P), trained[0], trained[1]))
+step("compare", lambda: version_svc.compare(_piece(ctx, version_svc.compare), _open(ctx, P), trained[0], trained[1]))
 
 def map_compare():
     left, right = view(trained[0]), view(trained[1])

@@ -86,7 +86,7 @@ def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> d
     def importer() -> None:
         timed_writes(ctx, holds)
         t = time.perf_counter()
-        res = import_utterances(ctx, destination(ctx, "big"), rows, on_existing=on_existing)
+        res = import_utterances(ctx.db, destination(ctx.db, "big"), rows, on_existing=on_existing)
         result.update(
             import_s=round(time.perf_counter() - t, 2),
             inserted=res.inserted,

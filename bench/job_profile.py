@@ -222,12 +222,25 @@ with ctx.db.session() as s:
     log = job.log
     version_id = job.model_version_id
 from app.services import versions as vs
+import inspect as _inspect
+
+
+def _piece(ctx, fn):
+    # what fn takes of the context in any checkout: the piece its first parameter names
+    # (issue 48: db, live, factories, maps, training), else the context itself
+    first = next(iter(_inspect.signature(fn).parameters))
+    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
+
+
 try:
-    from app.access import open_project as _open
+    from app.access import open_project as _open_project
+
+    def _open(ctx, name):
+        return _open_project(_piece(ctx, _open_project), name)
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
-m = vs.metrics(ctx, _open(ctx, "banking77"), version_id) if version_id else None
+m = vs.metrics(_piece(ctx, vs.metrics), _open(ctx, "banking77"), version_id) if version_id else None
 print(json.dumps({
     "rc": rc,
     "phases": {k: [round(v[0], 3), round(v[1], 3), v[2]] for k, v in totals.items()},
@@ -254,8 +267,21 @@ T0 = float(os.environ["JOB_PROFILE_T0"])
 from app.config import load_settings
 from app.serving.context import AppContext
 from app.services import predict
+import inspect as _inspect
+
+
+def _piece(ctx, fn):
+    # what fn takes of the context in any checkout: the piece its first parameter names
+    # (issue 48: db, live, factories, maps, training), else the context itself
+    first = next(iter(_inspect.signature(fn).parameters))
+    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
+
+
 try:
-    from app.access import open_project as _open
+    from app.access import open_project as _open_project
+
+    def _open(ctx, name):
+        return _open_project(_piece(ctx, _open_project), name)
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
@@ -264,10 +290,10 @@ t = time.perf_counter()
 ctx = AppContext(load_settings())
 context = time.perf_counter() - t
 t = time.perf_counter()
-first = predict.predict(ctx, _open(ctx, "banking77"), ["my card still has not arrived"])
+first = predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["my card still has not arrived"])
 first_s = time.perf_counter() - t
 t = time.perf_counter()
-predict.predict(ctx, _open(ctx, "banking77"), ["can I top up by bank transfer"])
+predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["can I top up by bank transfer"])
 second_s = time.perf_counter() - t
 print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
                   "first": round(first_s, 3), "second": round(second_s, 4),

@@ -76,7 +76,7 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
     from app.services.predict import predict
 
     p = open_project(ctx.db, project)
-    rows = [r for i in range(0, len(texts), 100) for r in predict(ctx, p, texts[i : i + 100])]
+    rows = [r for i in range(0, len(texts), 100) for r in predict(ctx.live, p, texts[i : i + 100])]
     served = sum(bool(r["oos"]) for r in rows) / max(1, len(rows))
     cal = ctx.pool(p.id).calibration
     if cal is None or not hasattr(cal, "looks_out_of_scope"):

@@ -30,12 +30,12 @@ project, calls = sys.argv[1], int(sys.argv[2])
 ctx = AppContext(load_settings())
 texts = ["my card has not arrived yet", "how do I top up", "I was charged twice", "change my pin"]
 for i in range(30):
-    predict.classify_requests(ctx, [(project, texts[i % 4], 1)])
+    predict.classify_requests(ctx.live, [(project, texts[i % 4], 1)])
 took = []
 cpu = time.process_time()
 for i in range(calls):
     t = time.perf_counter()
-    predict.classify_requests(ctx, [(project, f"{texts[i % 4]} {i}", 1)])
+    predict.classify_requests(ctx.live, [(project, f"{texts[i % 4]} {i}", 1)])
     took.append(1000 * (time.perf_counter() - t))
 cpu = 1000 * (time.process_time() - cpu) / calls
 took.sort()

@@ -151,7 +151,7 @@ def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
         suffix = "" if i < len(texts) else f" (log {i // len(texts)})"
         rows.append(NewUtterance(base + suffix, (), "unlabelled"))
         i += 1
-    import_utterances(ctx, destination(ctx, name), rows)
+    import_utterances(ctx.db, destination(ctx.db, name), rows)
 
 
 def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
@@ -215,8 +215,8 @@ def _keys_project(ctx: Any, data: Path) -> None:
                 labels = (r["label"],) if split != "unlabelled" else ()
                 rows.append(NewUtterance(r["text"], labels, split))
     # a peer from before the project handle (b599b03) imports into a project's name
-    where = io.destination(ctx, "banking77") if hasattr(io, "destination") else "banking77"
-    io.import_utterances(ctx, where, rows)
+    where = io.destination(ctx.db, "banking77") if hasattr(io, "destination") else "banking77"
+    io.import_utterances(ctx.db, where, rows)
 
 
 def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:

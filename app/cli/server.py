@@ -98,7 +98,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.services.maps import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
-    umap = start_warm_up(ctx)  # UMAP's numba compilation, off the request path
+    umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)

@@ -33,7 +33,6 @@ import plotly.graph_objects as go
 from app.access import ProjectHandle
 from app.plots import scatter_map, side_by_side, warm_up_figures
 from app.services.versions import Version, resolve_factory
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import QUICK, MapStore, MapView
 from core.encoding.cache import CachedEncoder, EmbeddingCache
@@ -53,16 +52,16 @@ logger = logging.getLogger(__name__)
 MAX_POINTS = 20_000
 
 
-def start_warm_up(ctx: AppContext) -> threading.Thread:
+def start_warm_up(maps: MapStore) -> threading.Thread:
     """Import plotly's figure modules, start the projecting process and compile UMAP there, in
     the background (call once at app start-up); returns the thread. The kernels of maps of
     :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled only when a project
     has that many utterances (a larger map compiles them when first drawn): they cost about
     50 s of one core, which every start-up otherwise takes from labelling."""
-    large = draws_large_maps(ctx.db)
+    large = draws_large_maps(maps.db)
 
     def run() -> None:  # UMAP's compilation in the child meanwhile
-        compiled = threading.Thread(target=_warm_projector, args=(ctx, large), daemon=True)
+        compiled = threading.Thread(target=_warm_projector, args=(maps, large), daemon=True)
         compiled.start()
         warm_up_figures()
         compiled.join()

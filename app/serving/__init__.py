@@ -1,5 +1,6 @@
 """What serves a project's predictions: the pieces :class:`app.serving.context.AppContext` holds
-(ARCHITECTURE.md, "The serving state", says what each guarantees and which locks it takes).
+(ARCHITECTURE.md, "The serving state", says what each guarantees, which locks it takes and who
+takes which; a function takes the smallest piece that holds what it uses).
 
 - :mod:`app.serving.int8`: the rule that picks the encoder a version serves with (its int8 ONNX
   copy when the copy passed parity and the project allows it, else fp32) and what it records;
@@ -10,6 +11,10 @@
 - :mod:`app.serving.context`: :class:`~app.serving.context.AppContext`, which holds one of each;
 - :mod:`app.serving.pools`, :mod:`app.serving.pool_heads`: a project's pool and its head fitter;
 - :mod:`app.serving.vectors`: the embedding cache a process opens;
-- :mod:`app.serving.eval_memo`: evaluations of an unchanged version on unchanged rows, kept;
-- :mod:`app.serving.admission`: the per-call, per-user and queue limits of predictions.
+- :mod:`app.serving.eval_memo`: evaluations of an unchanged version on unchanged rows, kept
+  (the factory builder holds them);
+- :mod:`app.serving.admission`: the per-call, per-user and queue limits of predictions (the
+  live pools hold them);
+- :mod:`app.serving.map_store`: the maps a process draws, their files and projecting process;
+- :mod:`app.serving.training_queue`: the training jobs as requests see them.
 """

@@ -1,12 +1,14 @@
-"""The process-wide resources the services share, in documented pieces (ARCHITECTURE.md, "The
-serving state"): the database, artifact files and embedding cache; the loaded models
-(:class:`app.serving.models.Models`); the one builder of a project's Predictor factories
-(:class:`app.serving.factories.FactoryBuilder`); and the live pools with their background fits
-(:class:`app.serving.live.LivePools`). :class:`AppContext` holds one of each and answers for
-them (its methods hand a call to the piece that holds it), so a service takes one ``ctx``.
-
-Prediction calls pass :attr:`AppContext.admission` (per-call, per-user and queue limits, see
-:mod:`app.serving.admission`) and then share the encoders in turns (:mod:`core.encoding.fair_share`).
+"""The process-wide resources, in documented pieces (ARCHITECTURE.md, "The serving state"): the
+database; the loaded models (:class:`app.serving.models.Models`); the one builder of a project's
+Predictor factories with the embedding cache and the evaluations measured
+(:class:`app.serving.factories.FactoryBuilder`); the live pools with their background fits and
+the admission of prediction calls (:class:`app.serving.live.LivePools`); the maps
+(:class:`app.serving.map_store.MapStore`); the training jobs
+(:class:`app.serving.training_queue.TrainingQueue`); and the uploads. :class:`AppContext` holds
+one of each for a process. A function takes the smallest piece that holds what it uses
+(``ctx.db``, ``ctx.factories``, ``ctx.live``, ``ctx.maps``, ``ctx.training``); the context
+itself goes only to what needs settings, uploads or several unrelated pieces. Its methods that
+hand a call to a piece are kept for the entry points and tests.
 """
 
 from __future__ import annotations

@@ -110,7 +110,13 @@ def do_import(
     there, _ = attempt(lambda: open_project(ctx.db, res.project))
     empty = pd.DataFrame(columns=HEADERS)
     loading = f"Loading {html.escape(res.project)}…"
-    return ok(res.message()), picker, empty, loading, summary_line(ctx, there)
+    return (
+        ok(res.message()),
+        picker,
+        empty,
+        loading,
+        summary_line(ctx.db, there, team=ctx.settings.multi_user),
+    )
 
 
 def _import_target(db: Database, p: ProjectHandle | None, target: str) -> ProjectHandle | str:

@@ -85,7 +85,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         team_tab_item.select(*team_tab["refresh"], api_visibility="private")
 
         def show_summary(p: ProjectHandle | None) -> str:
-            return summary_line(ctx, p)
+            return summary_line(ctx.db, p, team=ctx.settings.multi_user)
 
         def create(name: str) -> tuple[Any, str, str]:
             created, err = attempt(lambda: project_svc.new_project(ctx.db, name))

@@ -7,13 +7,14 @@ from __future__ import annotations
 from app.access import ProjectHandle
 from app.access.auth import current_actor
 from app.services import projects as project_svc
-from app.serving.context import AppContext
 from app.ui.common import attempt, problem
+from storage.db import Database
 
 
-def summary_line(ctx: AppContext, p: ProjectHandle | None) -> str:
-    """The project's summary line (Markdown); with no project, how to get one."""
-    if ctx.settings.multi_user:
+def summary_line(db: Database, p: ProjectHandle | None, *, team: bool) -> str:
+    """The project's summary line (Markdown); with no project, how to get one. ``team``: the
+    app runs for a team (signed-in users), so the line says who is acting."""
+    if team:
         who = current_actor()
         where = f", {p.role} here" if p is not None and p.role != who.role else ""
         mode = f"signed in as **{who.name}** ({who.role}{where})"
@@ -21,5 +22,5 @@ def summary_line(ctx: AppContext, p: ProjectHandle | None) -> str:
         mode = "single-user local mode"
     if p is None:
         return f"No project yet: create one above or import a file in the Data tab. · {mode}"
-    s, err = attempt(lambda: project_svc.summary(ctx.db, p))
+    s, err = attempt(lambda: project_svc.summary(db, p))
     return problem(err or "unknown project") if err or s is None else f"{s.headline()} · {mode}"

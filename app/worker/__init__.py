@@ -114,7 +114,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
             "alike where the worker runs; nothing was trained",
         )
         return
-    reporter = JobReporter(ctx, job_id)
+    reporter = JobReporter(ctx.training, job_id)
     try:
         spec = RetrainSpec.from_job(job.config)
         version_id, message = run_retrain(

@@ -13,7 +13,7 @@ from typing import Any
 from app.config import Settings
 from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress
-from app.serving.context import AppContext
+from app.serving.training_queue import TrainingQueue
 from core.training import TrainProgress
 from storage import jobs
 
@@ -35,15 +35,15 @@ class JobReporter:
     them once a second (a phase without a count moves by its time; the time left goes on with
     the clock between counts)."""
 
-    def __init__(self, ctx: AppContext, job_id: int) -> None:
-        self.ctx = ctx
+    def __init__(self, training: TrainingQueue, job_id: int) -> None:
+        self.training = training
         self.job_id = job_id
         self._last_write = 0.0
         self._phase = ""
         self._last_poll = 0.0
         self._cancel = False
         self._stop = threading.Event()
-        self._every = heartbeat_seconds(ctx.settings)
+        self._every = heartbeat_seconds(training.settings)
         self._lock = threading.Lock()
         self._tracker = Tracker(started=time.monotonic())  # the job was claimed just before
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
@@ -55,7 +55,7 @@ class JobReporter:
                 planned = self._tracker.plan is not None
                 share, eta = self._tracker.read(time.monotonic())
             try:
-                with self.ctx.db.write() as s:
+                with self.training.db.write() as s:
                     if planned:
                         jobs.tick(s, self.job_id, share=share, eta=eta)
                     else:
@@ -78,7 +78,7 @@ class JobReporter:
             with self._lock:
                 self._tracker.enter(phase, time.monotonic())
         share, _ = self._read()
-        with self.ctx.db.write() as s:
+        with self.training.db.write() as s:
             jobs.log_line(s, self.job_id, line, phase=phase, share=share)
 
     def _due(self, phase: str, done: bool) -> bool:
@@ -98,7 +98,7 @@ class JobReporter:
         share, eta = self._count(p.step, p.total, p.eta)
         if not self._due("training", p.step >= p.total):
             return
-        with self.ctx.db.write() as s:
+        with self.training.db.write() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
@@ -117,7 +117,7 @@ class JobReporter:
         phase = "int8" if self._tracker.phase == "int8" else "evaluating"
         if not self._due(phase, p.done >= p.total):
             return
-        with self.ctx.db.write() as s:
+        with self.training.db.write() as s:
             jobs.set_progress(
                 s,
                 self.job_id,
@@ -134,7 +134,7 @@ class JobReporter:
         now = time.monotonic()
         if now - self._last_poll >= 0.5:
             self._last_poll = now
-            with self.ctx.db.session() as s:
+            with self.training.db.session() as s:
                 self._cancel = jobs.cancel_requested(s, self.job_id)
         return self._cancel
 

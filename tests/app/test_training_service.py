@@ -226,7 +226,7 @@ class RecordingReporter(worker.JobReporter):
     rows: ClassVar[list] = []
 
     def _keep(self) -> None:
-        RecordingReporter.rows.append(svc.job(self.ctx, self.job_id))
+        RecordingReporter.rows.append(svc.job(self.training, self.job_id))
 
     def log(self, line, *, phase=None) -> None:
         super().log(line, phase=phase)

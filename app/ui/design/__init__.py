@@ -35,7 +35,7 @@ def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> d
         with gr.Tab("Conflicts"):
             conflicts = build_conflicts(ctx.live, project, user)
         with gr.Tab("Candidate intents"):
-            clusters = build_clusters(ctx, project, user)
+            clusters = build_clusters(ctx.live, ctx.maps, project, user)
         with gr.Tab("Merge / split what-if"):
             whatif = build_whatif(ctx.factories, project, user)
         with gr.Tab("Out of scope"):

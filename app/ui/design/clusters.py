@@ -15,7 +15,6 @@ from app.access import ProjectHandle
 from app.services import clusters as svc
 from app.services import data as data_svc
 from app.services import maps as map_svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
 from app.ui.common import attempt, bind, ok, problem
@@ -176,8 +175,11 @@ def add_cluster_to_intent(db: Database, p: ProjectHandle, chosen: list[str], int
     return problem(err or "") if err or plan is None else _done(plan, f"Added to {intent!r}")
 
 
-def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
-    """Lay out the candidate intents section and bind its events. Returns its refresh hook."""
+def build_clusters(
+    live: LivePools, maps: MapStore, project: gr.Dropdown, user: gr.State
+) -> dict[str, Any]:
+    """Lay out the candidate intents section and bind its events (the clusters come from the live
+    pools, their map from the map store). Returns its refresh hook."""
     gr.Markdown("### Candidate intents from unlabelled utterances")
     with gr.Row():
         gr.Markdown(HELP, scale=4)
@@ -223,30 +225,30 @@ def build_clusters(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dic
     poll = gr.Timer(2.0, active=False)
 
     find_outputs = [table, pick, status, found, existing]
-    find_btn.click(bind(find, ctx.live), [project], find_outputs, api_name="candidate_intents")
+    find_btn.click(bind(find, live), [project], find_outputs, api_name="candidate_intents")
     pick.change(
-        bind(show, ctx.maps),
+        bind(show, maps),
         [project, found, pick],
         [examples, name, existing, note, plot, map_note, poll],
         api_visibility="private",
     )
     poll.tick(
-        bind(poll_map, ctx.maps),
+        bind(poll_map, maps),
         [project, found, pick],
         [plot, map_note, poll],
         api_visibility="private",
         show_progress="hidden",
     )
     create_btn.click(
-        guarded("designer")(bind(create_from_cluster, ctx.db)),
+        guarded("designer")(bind(create_from_cluster, live.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
-    ).then(bind(find, ctx.live), [project], find_outputs, api_visibility="private")
+    ).then(bind(find, live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded("designer")(bind(add_cluster_to_intent, ctx.db)),
+        guarded("designer")(bind(add_cluster_to_intent, live.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",
-    ).then(bind(find, ctx.live), [project], find_outputs, api_visibility="private")
+    ).then(bind(find, live), [project], find_outputs, api_visibility="private")
     return {"existing": existing}
