@@ -147,6 +147,25 @@ def _readme_roles() -> dict[str, str]:
     return out
 
 
+def test_the_buttons_bound_in_a_loop_reach_their_services(events, team, demo):
+    """The member and slot buttons are bound in a loop, where only the typed bind checks that
+    each callback gets the piece of the serving state it takes: called as Gradio calls them, they
+    change what they say, and a role below theirs changes nothing."""
+    from app.services import members as members_svc
+    from app.services import slots as slots_svc
+
+    _, fns = events
+    said = fns["save_slot"](str(demo), "city", "Paris\nLyon", request=Request("dana"))
+    assert "Saved slot 'city': 2 value(s)." in said
+    assert slots_svc.slot_book(team.db, demo)["city"] == ["Paris", "Lyon"]
+    assert "needs" in fns["delete_slot"](str(demo), "city", request=Request("vic"))
+    assert "Deleted slot 'city'." in fns["delete_slot"](str(demo), "city", request=Request("dana"))
+    assert "city" not in slots_svc.slot_book(team.db, demo)
+    assert "vic" in {m.name for m in members_svc.members(team.db, demo)}
+    fns["remove_member"](str(demo), "vic", request=Request("admin"))
+    assert "vic" not in {m.name for m in members_svc.members(team.db, demo)}
+
+
 def test_the_readme_table_of_roles_is_what_the_app_enforces(events):
     app, _ = events
     declared = {
