@@ -62,7 +62,11 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     assert mine == sorted(mine), ours
     named = ("Preparing", "Training ·", "Saving", "Evaluating ·", "Registering", "Encoding for")
     assert all(any(n in t for n in named) for t in ours), ours
-    assert any("Training ·" in t for t in ours) and any("Evaluating ·" in t for t in ours), ours
+    # training, the long phase, is always seen; the demo's evaluation can start and end between
+    # two 1 s ticks (under a second in a failed run), so the panel's "Evaluating ·" text is checked
+    # where the worker writes it (tests/app/test_training_service.py) and where it is drawn
+    # (tests/app/ui/test_train_callbacks.py)
+    assert any("Training ·" in t for t in ours), ours
     said = page.evaluate("() => window.__said")
     while_running = [m for t, m in zip(seen, said, strict=True) if t in ours]
     assert while_running and not any("queued" in m for m in while_running[1:]), while_running
