@@ -145,7 +145,7 @@ def export_bundle(
     if calibration is not None:
         fields["thresholds"] = calibration.thresholds
         fields["out_of_scope"] = calibration.to_dict()
-    # a version without a head serves one fitted on its vectors (LivePools.space_head): the
+    # a version without a head serves one fitted on its vectors (AppContext.space_head): the
     # bundle carries it, so it decides as the app does
     head = (
         live.space_head(project_id, encoder)

@@ -243,7 +243,7 @@ def run_retrain(
         else ctx.version_factory(project_id, active, base, settings, served=True)
     )
     # the frozen base and the active version serve a head fitted with the default options
-    # (LivePools.space_head); measured on these rows before, they are read, not measured
+    # (AppContext.space_head); measured on these rows before, they are read, not measured
     base_options: dict[str, Any] = {"multi_label": multi, "head": {}}
     ref_options: dict[str, Any] = {
         "multi_label": multi,

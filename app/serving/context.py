@@ -13,6 +13,7 @@ hand a call to a piece are kept for the entry points and tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from app.config import Settings
@@ -28,12 +29,14 @@ from app.serving.training_queue import JobQueue, TrainingQueue
 from app.serving.vectors import open_cache
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.registry import Encoder
+from core.evaluation.data import EvalData
 from core.multilabel.head import MultiLabelHead
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.predictor import TextEncoder
 from storage.artifacts import ArtifactStore
 from storage.db import Database
 from storage.tables import ModelVersion
+from storage.utterances import UtteranceRow
 
 __all__ = ["CALIBRATION_SETTLE_S", "AppContext"]
 
@@ -100,6 +103,9 @@ class AppContext:
     ) -> CachedEncoder:
         return self.models.serving_encoder(mv, base, settings)
 
+    def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
+        return self.models.version_head(mv)
+
     def active_version(self, project_id: int) -> tuple[ModelVersion | None, str]:
         return self.factories.active_version(project_id)
 
@@ -132,6 +138,27 @@ class AppContext:
 
     def pool(self, project_id: int, stamp: tuple[int, ...] | None = None) -> ProjectPool:
         return self.live.pool(project_id, stamp)
+
+    def pool_after(
+        self,
+        project_id: int,
+        before: tuple[int, ...],
+        after: tuple[int, ...],
+        rows: Mapping[int, UtteranceRow | None],
+    ) -> None:
+        self.live.pool_after(project_id, before, after, rows)
+
+    def head_data(self, project_id: int) -> EvalData | None:
+        return self.live.head_data(project_id)
+
+    def space_head(
+        self,
+        project_id: int,
+        encoder: TextEncoder,
+        data: EvalData | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> MultiLabelHead | None:
+        return self.live.space_head(project_id, encoder, data, should_cancel)
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at
