@@ -20,6 +20,7 @@ from fastapi import FastAPI, HTTPException
 from starlette.middleware import Middleware
 
 from app.access.auth import LOCAL, actor, check_login, session_ok
+from app.limit_store import LimitStore
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
@@ -33,11 +34,12 @@ logger = logging.getLogger(__name__)
 
 
 def sign_in_auth(
-    db: Database, limits: SignInLimits | None = None
+    db: Database, limits: SignInLimits | None = None, store: LimitStore | None = None
 ) -> Callable[[str, str], Awaitable[bool]]:
     """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
-    so the password check runs in a thread under the sign-in limits; a held-back attempt is a
-    429 with ``Retry-After``. Holds and successful sign-ins are recorded in the security log."""
+    so the password check runs in a thread under the sign-in limits (their failures counted in
+    ``store``: the app's, Redis for a team); a held-back attempt is a 429 with ``Retry-After``.
+    Holds and successful sign-ins are recorded in the security log."""
     from app.services import accounts
 
     def record(write: Writer, *args: str) -> None:
@@ -57,7 +59,7 @@ def sign_in_auth(
     def verify(name: str, password: str) -> bool:
         return check_login(db, name, password)
 
-    gate = SignInGate(verify, limits, on_held=held)
+    gate = SignInGate(verify, limits, on_held=held, store=store)
 
     async def auth(name: str, password: str) -> bool:
         try:
@@ -128,7 +130,7 @@ def web_app(
         port=port,
         css=css(),
         max_file_size=MAX_UPLOAD_BYTES,
-        auth=sign_in_auth(ctx.db, sign_in) if multi else None,
+        auth=sign_in_auth(ctx.db, sign_in, ctx.limit_store) if multi else None,
         sessions=sessions_for(ctx.db) if multi else None,
         public_hosts=ctx.settings.public_hosts,
         uploads=upload_gate(ctx, uploads),

@@ -44,13 +44,13 @@ def during_saves(ctx: Any, uid: int, work: Callable[[], Any]) -> dict[str, Any]:
     original = ctx.db.write
 
     @contextmanager
-    def write() -> Iterator[Any]:
+    def write(*lock: Any) -> Iterator[Any]:
         if threading.current_thread() is not th:
-            with original() as s:
+            with original(*lock) as s:
                 yield s
             return
         t = time.perf_counter()
-        with original() as s:
+        with original(*lock) as s:
             yield s
         holds.append(time.perf_counter() - t)
 

@@ -44,13 +44,13 @@ def timed_writes(ctx: Any, holds: list[float]) -> None:
     importer = threading.get_ident()
 
     @contextmanager
-    def write() -> Iterator[Any]:
+    def write(*lock: Any) -> Iterator[Any]:
         if threading.get_ident() != importer:
-            with original() as s:
+            with original(*lock) as s:
                 yield s
             return
         t = time.perf_counter()
-        with original() as s:
+        with original(*lock) as s:
             yield s
         holds.append(time.perf_counter() - t)
 

@@ -5,11 +5,15 @@ Two kinds of transaction: :meth:`Database.session` (reads, and writes that do no
 :meth:`Database.write` (read-then-write changes such as labelling). On SQLite a ``write`` takes the
 write lock when it begins (``BEGIN IMMEDIATE``), so two people saving at once queue up for the
 busy timeout instead of one failing at once with "database is locked" when its read snapshot went
-stale. On PostgreSQL a ``write`` takes one transaction-scoped advisory lock first, the same
-one-writer-at-a-time rule across every process and machine sharing the database (rows are still
-versioned, and the job claim is an atomic ``UPDATE … WHERE status = 'queued'`` on both). A lock still
-held past the timeout becomes :class:`~storage.errors.BusyError`, a message for people, never raw
-SQL. SQLite's pragmas and its ``BEGIN IMMEDIATE`` apply to SQLite only.
+stale. On PostgreSQL a ``write`` first takes the transaction-scoped advisory locks its
+:class:`WriteLock` names, across every process and machine sharing the database: one project's
+(:meth:`WriteLock.project`: its writers take turns, another project's go on), the accounts', the
+project list's, none (:data:`ROWS`: a job's heartbeat, which locks its own row), or the whole
+database's (:data:`WHOLE`, the default: every scoped writer holds it shared, so it waits for them
+all and they for it). Rows are still versioned, and the job claim is an atomic ``UPDATE … WHERE
+status = 'queued'`` on both. A lock still held past the timeout becomes
+:class:`~storage.errors.BusyError`, a message for people, never raw SQL. SQLite's pragmas and its
+``BEGIN IMMEDIATE`` apply to SQLite only (one writer at a time, whatever the lock says).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +60,66 @@ def _on_sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-# The key of PostgreSQL's advisory lock that serialises read-then-write transactions ("IS" in hex).
+# The key of PostgreSQL's advisory lock of the whole database ("IS" in hex): a WHOLE write holds it
+# alone, a scoped one shares it. The scoped keys are pairs (WRITE_LOCK_KEY, n): a project's id, or
+# one of the negative keys below (PostgreSQL's one-key and two-key locks never overlap).
 WRITE_LOCK_KEY = 0x4953
 MIGRATE_LOCK_KEY = WRITE_LOCK_KEY + 1
+_ACCOUNTS_KEY, _CATALOG_KEY = -1, -2
 
 
-def _postgres_write_lock(busy_timeout: float) -> Callable[[Any], None]:
-    """A ``begin`` hook: a ``write`` transaction waits up to ``busy_timeout`` s for the lock."""
+@dataclass(frozen=True)
+class WriteLock:
+    """What a :meth:`Database.write` transaction keeps other writers out of, on PostgreSQL (SQLite
+    has one writer at a time whatever it says). ``keys``: the scopes it holds alone (a project's
+    id, or the accounts' or project list's negative key); ``whole``: the whole database alone;
+    neither: no advisory lock at all, the rows it changes lock themselves (``SELECT … FOR
+    UPDATE``).
+
+    Example:
+        >>> WriteLock.project(7).sql
+        'SELECT pg_advisory_xact_lock_shared(18771), pg_advisory_xact_lock(18771, 7)'
+        >>> WHOLE.sql, ROWS.sql
+        ('SELECT pg_advisory_xact_lock(18771)', None)
+        >>> WriteLock.project(7, accounts=True).keys
+        (-1, 7)
+    """
+
+    keys: tuple[int, ...] = ()
+    whole: bool = False
+
+    @classmethod
+    def project(cls, project_id: int, *, accounts: bool = False) -> WriteLock:
+        """One project's changes (its rows, versions, jobs, members); ``accounts``: and the
+        accounts' (a change that reads a user's role to decide, such as a membership)."""
+        return cls(tuple(sorted({project_id, *((_ACCOUNTS_KEY,) if accounts else ())})))
+
+    @property
+    def sql(self) -> str | None:
+        """The statement that takes the locks, in one order (no two writers wait on each other
+        in a cycle), or None when there are none to take."""
+        if self.whole:
+            return f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
+        if not self.keys:
+            return None
+        scoped = ", ".join(f"pg_advisory_xact_lock({WRITE_LOCK_KEY}, {k})" for k in self.keys)
+        return f"SELECT pg_advisory_xact_lock_shared({WRITE_LOCK_KEY}), {scoped}"
+
+
+WHOLE = WriteLock(whole=True)  # every other writer waits (and it for them): the default
+ROWS = WriteLock()  # no advisory lock: a change of rows that lock themselves (a job's row)
+ACCOUNTS = WriteLock((_ACCOUNTS_KEY,))  # users: their status, role, password, token
+CATALOG = WriteLock((_CATALOG_KEY,))  # the list of projects: one being created
+
+
+def _postgres_write_timeout(busy_timeout: float) -> Callable[[Any], None]:
+    """A ``begin`` hook: a ``write`` transaction waits up to ``busy_timeout`` s for any lock (its
+    advisory locks, a row another transaction holds)."""
     timeout_ms = max(1, int(busy_timeout * 1000))
 
     def on_begin(conn: Any) -> None:
         if conn.get_execution_options().get(IMMEDIATE):
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = {timeout_ms}")
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
 
     return on_begin
 
@@ -124,7 +176,7 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
         args = {"connect_timeout": 10} if url.startswith("postgresql") else {}
         engine = create_engine(url, pool_pre_ping=True, connect_args=args)
         if engine.dialect.name == "postgresql":
-            event.listen(engine, "begin", _postgres_write_lock(busy_timeout))
+            event.listen(engine, "begin", _postgres_write_timeout(busy_timeout))
     event.listen(engine, "before_cursor_execute", _refuse_writes)
     return engine
 
@@ -176,9 +228,10 @@ def _busy_as_message() -> Iterator[None]:
             raise DatabaseUnavailable() from exc
         if not isinstance(exc, OperationalError):
             raise
-        # SQLite: "database is locked"; PostgreSQL: lock_not_available (55P03) past lock_timeout.
+        # SQLite: "database is locked"; PostgreSQL: lock_not_available (55P03) past lock_timeout,
+        # or deadlock_detected (40P01: two writers each held a row the other wanted).
         pgcode = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
-        if "locked" in str(exc.orig) or "busy" in str(exc.orig) or pgcode == "55P03":
+        if "locked" in str(exc.orig) or "busy" in str(exc.orig) or pgcode in ("55P03", "40P01"):
             raise BusyError(
                 "The database is busy with another change (an import or someone else's save); "
                 "nothing was changed. Try again in a moment."
@@ -206,6 +259,7 @@ class Database:
             migrate(self.engine)
         info = {} if max_intents is None else {"max_intents": max_intents}
         self._factory = sessionmaker(self.engine, expire_on_commit=False, info=info)
+        self._locks = self.engine.dialect.name == "postgresql"  # advisory locks to take
         writer = self.engine.execution_options(**{IMMEDIATE: True})
         self._write_factory = sessionmaker(writer, expire_on_commit=False, info=info)
 
@@ -232,9 +286,12 @@ class Database:
         return True
 
     @contextmanager
-    def write(self) -> Iterator[Session]:
-        """A transaction that reads and then writes: it holds the write lock from its start."""
+    def write(self, lock: WriteLock = WHOLE) -> Iterator[Session]:
+        """A transaction that reads and then writes: it holds ``lock`` from its start (on SQLite,
+        the database's write lock whatever ``lock`` says)."""
         with _busy_as_message(), self._write_factory() as s, s.begin():
+            if self._locks and lock.sql is not None:
+                s.execute(text(lock.sql))
             yield s
 
     def dispose(self) -> None:

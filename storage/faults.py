@@ -22,7 +22,7 @@ from collections import Counter
 ENV = "INTENT_STUDIO_FAULT"
 
 # Every point that exists, so a test cannot name one that is never reached.
-POINTS = frozenset({"import.rows_written", "import.before_commit"})
+POINTS = frozenset({"import.rows_written", "import.before_commit", "bulk.next_chunk"})
 
 _reached: Counter[str] = Counter()
 

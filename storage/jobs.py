@@ -2,29 +2,31 @@
 
 One active (queued or running) job per project; a worker claims a queued job atomically (one
 ``UPDATE … WHERE status = 'queued'``: on PostgreSQL a second claimer waits for the first's row lock,
-then finds no queued row). A running job whose worker died is reaped as failed: when its heartbeat is
-older than the timeout (a minute by default), the one sign that holds across machines; or, when
-every worker runs on this host (the local queue), at once when its pid is gone. Every function takes a session and returns plain :class:`JobView` records.
+then finds no queued row). A running job whose worker died is reaped as failed (:mod:`storage.job_reaper`). Every function
+takes a session and returns plain :class:`JobView` records.
+
+A function that changes a job's row after reading it locks the row first (``SELECT … FOR
+UPDATE``; SQLite's writer lock does the same), so its writers (the worker's progress and
+heartbeat, a cancel, the reaper) take turns on that row alone and no project's writers wait for
+them (:data:`storage.db.ROWS`). A heartbeat is stamped with the database's :func:`clock`, which
+the reaper compares with.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError
 from storage.tables import TrainingJob, utcnow
 
 ACTIVE_STATUSES = ("queued", "running")
-DEAD_AFTER_SECONDS = 60.0
 LOG_CHARS = 20_000
 
 
@@ -92,11 +94,26 @@ def _advance(job: TrainingJob, share: float | None) -> None:
         job.progress = min(1.0, max(float(job.progress or 0.0), float(share)))
 
 
-def _get(s: Session, job_id: int) -> TrainingJob:
-    job = s.get(TrainingJob, job_id)
+def _get(s: Session, job_id: int, *, lock: bool = False) -> TrainingJob:
+    job = s.get(TrainingJob, job_id, with_for_update=lock or None)
     if job is None:
         raise NotFoundError(f"No job #{job_id}.")
     return job
+
+
+def _locked(s: Session, job_id: int) -> TrainingJob | None:
+    """The job's row, locked until the transaction ends (None: no such job)."""
+    return s.get(TrainingJob, job_id, with_for_update=True)
+
+
+def clock(s: Session) -> datetime:
+    """Now, in UTC, on the database's clock (PostgreSQL's, shared by every machine; SQLite's
+    machine is this one): what heartbeats are stamped with and the reaper compares with."""
+    if s.get_bind().dialect.name == "postgresql":
+        now = s.scalar(text("SELECT CAST(statement_timestamp() AT TIME ZONE 'UTC' AS timestamp)"))
+        assert isinstance(now, datetime)
+        return now
+    return utcnow()
 
 
 def _stamp(line: str) -> str:
@@ -122,7 +139,12 @@ def create_job(
     if existing is not None:
         return existing, False
     job = TrainingJob(
-        project_id=project_id, user_id=user_id, status="queued", config=config, message="queued"
+        project_id=project_id,
+        user_id=user_id,
+        status="queued",
+        config=config,
+        message="queued",
+        created_at=clock(s),
     )
     s.add(job)
     s.flush()
@@ -145,14 +167,15 @@ def latest_job(s: Session, project_id: int | None = None) -> JobView | None:
 def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
     """Move a queued job to running for worker ``pid``; None when it was cancelled before it
     started or another worker took it."""
+    now = clock(s)
     claimed = s.execute(
         update(TrainingJob)
         .where(TrainingJob.id == job_id, TrainingJob.status == "queued")
         .values(
             status="running",
-            started_at=utcnow(),
+            started_at=now,
             worker_pid=pid,
-            heartbeat_at=utcnow(),
+            heartbeat_at=now,
             message="preparing data",
             phase="preparing",
         )
@@ -166,19 +189,19 @@ def request_cancel(s: Session, job_id: int) -> JobView:
     worker stops at its next poll, and nothing it makes any more counts (:func:`require_running`
     refuses its version, :func:`finish_job` and the log keep the job's end). A job whose version
     is registered already (it only prepares the first card's vectors) is left to finish."""
-    job = _get(s, job_id)
+    job = _get(s, job_id, lock=True)
     if job.status == "queued":
         job.status, job.message, job.finished_at = (
             "cancelled",
             "cancelled before it started",
-            utcnow(),
+            clock(s),
         )
     elif job.status == "running" and job.model_version_id is None:
         job.cancel_requested = True
         job.status, job.message, job.finished_at = (
             "cancelled",
             f"cancelled while {job.phase or 'running'}; the active model is unchanged",
-            utcnow(),
+            clock(s),
         )
         job.log = (job.log + _stamp(job.message))[-LOG_CHARS:]
     return _view(job)
@@ -197,7 +220,7 @@ def require_running(s: Session, job_id: int) -> None:
     """Raise :class:`ConflictError` unless the job is still running. Called in the transaction
     that registers the job's model version, so a job reaped or cancelled meanwhile cannot
     register one."""
-    job = _get(s, job_id)
+    job = _get(s, job_id, lock=True)
     if job.status != "running":
         raise ConflictError(
             f"This training job already ended as {job.status} ({job.message}); its model is "
@@ -208,21 +231,21 @@ def require_running(s: Session, job_id: int) -> None:
 def registered(s: Session, job_id: int, version_id: int) -> None:
     """Record the job's version in the transaction that registers it: from there on a cancel
     leaves the job to finish (its version counts)."""
-    _get(s, job_id).model_version_id = version_id
+    _get(s, job_id, lock=True).model_version_id = version_id
 
 
 def heartbeat(s: Session, job_id: int) -> None:
-    job = s.get(TrainingJob, job_id)
+    job = _locked(s, job_id)
     if job is not None:
-        job.heartbeat_at = utcnow()
+        job.heartbeat_at = clock(s)
 
 
 def tick(s: Session, job_id: int, *, share: float | None, eta: float | None) -> None:
     """The worker's read of its job, once a second: the share done (only ever raised) and the
     seconds left (None: no honest estimate); also a heartbeat."""
-    job = s.get(TrainingJob, job_id)
+    job = _locked(s, job_id)
     if job is not None:
-        job.heartbeat_at = utcnow()
+        job.heartbeat_at = clock(s)
         if job.status == "running":
             _advance(job, share)
             job.eta_seconds = eta
@@ -234,7 +257,7 @@ def log_line(
     """Append a time-stamped line to the job's log; it is also the job's current message. A
     ``phase`` (``preparing``, ``saving``, ``registering``, …) is recorded with it, and ``share``,
     the job's share done when it starts."""
-    job = s.get(TrainingJob, job_id)
+    job = _locked(s, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
         if job.status not in ACTIVE_STATUSES:
@@ -244,7 +267,7 @@ def log_line(
             job.phase = phase
             job.step = job.total = 0  # a count is the phase's own
         _advance(job, share)
-        job.heartbeat_at = utcnow()
+        job.heartbeat_at = clock(s)
 
 
 def set_progress(
@@ -262,12 +285,12 @@ def set_progress(
     """The count of a measured phase: ``step`` of ``total`` done, the last loss (None outside
     training), ``share``, the whole job's share done now (only ever raised: a share below the
     one recorded leaves it), and the whole job's seconds left (None while being estimated)."""
-    job = s.get(TrainingJob, job_id)
+    job = _locked(s, job_id)
     if job is not None and job.status in ACTIVE_STATUSES:
         job.phase, job.step, job.total, job.loss = phase, step, total, loss
         job.message, job.eta_seconds = message, eta
         _advance(job, share)
-        job.heartbeat_at = utcnow()
+        job.heartbeat_at = clock(s)
 
 
 def finish_job(
@@ -276,110 +299,13 @@ def finish_job(
     """End a job as ``succeeded``, ``failed`` or ``cancelled`` with a last log line. A job that
     has already ended (reaped while its worker was silent) keeps its status: the late word is
     only logged."""
-    job = s.get(TrainingJob, job_id)
+    job = _locked(s, job_id)
     if job is None:
         return
     if job.status not in ACTIVE_STATUSES:
         job.log = (job.log + _stamp(f"after the job had ended: {status}: {message}"))[-LOG_CHARS:]
         return
-    job.status, job.message, job.finished_at = status, message, utcnow()
+    job.status, job.message, job.finished_at = status, message, clock(s)
     job.log = (job.log + _stamp(message))[-LOG_CHARS:]
     if model_version_id is not None:
         job.model_version_id = model_version_id
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie counts as dead)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return True
-
-
-def reap_dead_jobs(
-    s: Session,
-    *,
-    alive: Callable[[int | None], bool] | None = None,
-    dead_after: float = DEAD_AFTER_SECONDS,
-) -> int:
-    """Mark running jobs whose worker is gone as failed; the active model is unchanged. Gone: no
-    heartbeat for ``dead_after`` seconds, or ``alive(pid)`` is false (pass :func:`pid_alive` only
-    when every worker runs on this host: a pid means nothing on another machine). Returns how
-    many."""
-    n = 0
-    for job in s.scalars(select(TrainingJob).where(TrainingJob.status == "running")):
-        stale = job.heartbeat_at is None or utcnow() - job.heartbeat_at > timedelta(
-            seconds=dead_after
-        )
-        if stale or (alive is not None and not alive(job.worker_pid)):
-            job.status = "failed"
-            job.message = "the training worker stopped unexpectedly; the active model is unchanged"
-            job.finished_at = utcnow()
-            n += 1
-    return n
-
-
-def has_queued_jobs(s: Session, *, older_than: float) -> bool:
-    """Whether any job has waited in the queue for more than ``older_than`` seconds."""
-    cutoff = utcnow() - timedelta(seconds=older_than)
-    return (
-        s.scalar(
-            select(TrainingJob.id)
-            .where(TrainingJob.status == "queued", TrainingJob.created_at < cutoff)
-            .limit(1)
-        )
-        is not None
-    )
-
-
-def reap_lost_jobs(s: Session, pending: Collection[int], *, older_than: float) -> int:
-    """Fail the queued jobs whose message the queue no longer holds (``pending``: the job ids it
-    does hold), e.g. Redis restarted without persistence: no worker will ever start them, and they
-    would block the project's next retrain. Returns how many.
-
-    A worker takes a job's message off the queue first and claims its row a moment later (up to
-    the database's busy timeout): a job missing from the queue may be one a worker is taking.
-    So a job is failed only when it was queued more than ``older_than`` seconds ago and its
-    message was missing at two looks at least ``older_than`` seconds apart: the first look marks
-    when it was first missed (in ``heartbeat_at``, unused while a job is queued), a look that
-    finds the message again clears the mark, and the failure is one ``UPDATE … WHERE status =
-    'queued'``, so a claim in between always wins."""
-    now = utcnow()
-    cutoff = now - timedelta(seconds=older_than)
-    n = 0
-    for job_id, missed_at in s.execute(
-        select(TrainingJob.id, TrainingJob.heartbeat_at).where(
-            TrainingJob.status == "queued", TrainingJob.created_at < cutoff
-        )
-    ).all():
-        still_queued = (TrainingJob.id == job_id) & (TrainingJob.status == "queued")
-        if job_id in pending:
-            if missed_at is not None:
-                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=None))
-            continue
-        if missed_at is None or missed_at > cutoff:
-            if missed_at is None:  # first missed now: a worker may be claiming it
-                s.execute(update(TrainingJob).where(still_queued).values(heartbeat_at=now))
-            continue
-        n += s.execute(
-            update(TrainingJob)
-            .where(still_queued)
-            .values(
-                status="failed",
-                message=(
-                    "the training queue lost this job (restarted without its data?); nothing "
-                    "was trained: retrain again"
-                ),
-                finished_at=now,
-            )
-        ).rowcount  # type: ignore[attr-defined]
-    return n

@@ -334,7 +334,7 @@ class TrainingJob(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     worker_pid: Mapped[int | None] = mapped_column(Integer, default=None)
     # running: the worker's last beat; queued: when the queue was first seen without the job's
-    # message (storage.jobs.reap_lost_jobs), None while it is there
+    # message (storage.job_reaper.reap_lost_jobs), None while it is there
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
     model_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id"), default=None

@@ -46,3 +46,17 @@ def test_a_path_means_the_module_or_folder_it_names():
     assert _target("app/services/retrain_jobs.RetrainSpec.parse").name == "retrain_jobs.py"
     assert _target("storage/utterances") == ROOT / "storage/utterances.py"
     assert _target("app/ui/").is_dir()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_test_a_page_names_exists(page):
+    """A page that points to the test of an invariant (``tests/a.py::test_name``) points to a test
+    of that module: a renamed or removed test leaves no invariant pointing at nothing."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", text)
+    missing = [
+        f"{path}::{name}"
+        for path, name in named
+        if not re.search(rf"^def {name}\(", (ROOT / path).read_text(encoding="utf-8"), re.M)
+    ]
+    assert missing == []

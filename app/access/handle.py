@@ -5,7 +5,7 @@ up, who is acting and what their role in it is; the services take the handle, ne
 :func:`open_project` reads the project and the caller's membership in one statement and refuses
 there: a project the caller is no member of answers exactly like one that does not exist, and a
 role below what the request needs is refused before anything runs. Every change then goes through
-:func:`writing`: a transaction that holds the write lock and carries the item rule
+:func:`writing`: a transaction that holds the project's write lock and carries the item rule
 (:class:`app.access.policy.ItemPolicy`) for :mod:`storage.guard`, so no write path can skip it.
 
 Example:
@@ -24,7 +24,7 @@ from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
 from app.project_settings import ProjectSettings
 from storage import guard
-from storage.db import Database, Session
+from storage.db import Database, Session, WriteLock
 from storage.errors import NotFoundError, ReadOnlyProjectError
 from storage.members import project_with_role, visible_project_names
 
@@ -139,10 +139,11 @@ def for_purpose(s: Session, p: ProjectHandle, purpose: str) -> None:
 @contextmanager
 def writing(db: Database, p: ProjectHandle, purpose: str = "edit") -> Iterator[Session]:
     """A transaction that changes the project: refused for a read-only project or a role below
-    designer; it holds the write lock from its start (:meth:`storage.db.Database.write`) and
-    every item it changes is checked by the item rule for ``purpose``
+    designer; it holds the project's write lock from its start (:meth:`storage.db.Database.write`
+    with :meth:`storage.db.WriteLock.project`: the project's writers take turns, another
+    project's go on) and every item it changes is checked by the item rule for ``purpose``
     (:class:`app.access.policy.ItemPolicy`, asked by :mod:`storage.guard`)."""
     p.require_writable()
-    with db.write() as s:
+    with db.write(WriteLock.project(p.id)) as s:
         for_purpose(s, p, purpose)
         yield s

@@ -9,6 +9,7 @@ undo, activating a version, an export; and a health check for load balancers and
 | ``POST /projects`` | admin |
 | ``GET /projects/{project}/export?format=`` | viewer |
 | ``POST /projects/{project}/label/bulk`` | designer |
+| ``GET /projects/{project}/batches`` | viewer |
 | ``POST /projects/{project}/undo`` | designer |
 | ``POST /projects/{project}/versions/{version}/activate`` | designer |
 """
@@ -134,6 +135,21 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
             expected=body.expected,
         )
     return _bulk(plan, applied=True, batch=plan.batch or None)
+
+
+@router.get(
+    "/projects/{project}/batches",
+    response_model=models.BatchesOut,
+    summary="The project's recent changes, newest first, one per batch, with whether each can "
+    "still be undone: a bulk label whose answer never came (a dropped connection, a server "
+    "stopped half-way) is here with the rows it changed",
+)
+def batches(
+    request: Request,
+    p: Reader,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> Any:
+    return {"batches": history.activity(context(request).db, p, limit)}
 
 
 @router.post(

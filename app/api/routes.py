@@ -88,12 +88,19 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
 @router.post(
     "/projects/{project}/label",
     response_model=models.Utterance,
-    summary="Add a labelled utterance, or relabel it when the text is already in the project",
+    summary="Add a labelled utterance, or relabel it when the text is already in the project "
+    "(with `version`: 409 when someone changed it since you read it)",
 )
 def label(body: models.LabelIn, request: Request, p: Changer) -> Any:
     with acting_as(p.actor):
         row = data_svc.label_text(
-            context(request).db, p, body.text, body.intents, body.split, create=body.create
+            context(request).db,
+            p,
+            body.text,
+            body.intents,
+            body.split,
+            create=body.create,
+            expected_version=body.version,
         )
     return {**row, "intents": list(row["labels"])}
 

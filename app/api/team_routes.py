@@ -34,7 +34,7 @@ from fastapi.responses import FileResponse
 
 from app.access import ProjectHandle
 from app.access.auth import acting_as
-from app.api import models
+from app.api import models, team_models
 from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for
 from app.services import members as members_svc
@@ -52,11 +52,11 @@ TEAM = "/projects/{project}/team"
 
 @router.post(
     f"{TEAM}/assign",
-    response_model=models.AssignOut,
+    response_model=team_models.AssignOut,
     summary="Split the unlabelled utterances nobody has yet between annotators, with an overlap",
-    description=models.AssignIn.__doc__ or "",
+    description=team_models.AssignIn.__doc__ or "",
 )
-def assign(body: models.AssignIn, request: Request, p: Admin) -> Any:
+def assign(body: team_models.AssignIn, request: Request, p: Admin) -> Any:
     with acting_as(p.actor):
         given = team.assign(
             context(request).db,
@@ -72,7 +72,7 @@ def assign(body: models.AssignIn, request: Request, p: Admin) -> Any:
 
 @router.get(
     f"{TEAM}/next",
-    response_model=models.NextOut,
+    response_model=team_models.NextOut,
     summary="The caller's open items (assigned to them, not answered, unlabelled) and progress",
 )
 def next_items(
@@ -93,11 +93,11 @@ def next_items(
 
 @router.post(
     f"{TEAM}/answers",
-    response_model=models.AnswerOut,
+    response_model=team_models.AnswerOut,
     summary="Answer an item assigned to you: accepted alone, or when everyone on it agrees",
-    description=models.AnswerIn.__doc__ or "",
+    description=team_models.AnswerIn.__doc__ or "",
 )
-def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
+def answer(body: team_models.AnswerIn, request: Request, p: Labeller) -> Any:
     ctx = context(request)
     before = team.items(ctx.db, p, [body.id])
     with acting_as(p.actor):
@@ -110,9 +110,9 @@ def answer(body: models.AnswerIn, request: Request, p: Labeller) -> Any:
 
 @router.get(
     f"{TEAM}/agreement",
-    response_model=models.AgreementOut,
+    response_model=team_models.AgreementOut,
     summary="Agreement on the overlap: Cohen's kappa per pair, Krippendorff's alpha, per intent",
-    description=models.AgreementOut.__doc__ or "",
+    description=team_models.AgreementOut.__doc__ or "",
 )
 def agreement(request: Request, p: Reader) -> Any:
     found = team_answers.measure(context(request).db, p)
@@ -129,7 +129,7 @@ def agreement(request: Request, p: Reader) -> Any:
 
 @router.get(
     f"{TEAM}/review",
-    response_model=models.ReviewOut,
+    response_model=team_models.ReviewOut,
     summary="The review queue: overlap items whose answers differ, still without a label",
 )
 def review(request: Request, p: Labeller) -> Any:
@@ -154,10 +154,10 @@ def review(request: Request, p: Labeller) -> Any:
 
 @router.post(
     f"{TEAM}/review/{{utterance_id}}",
-    response_model=models.DecideOut,
+    response_model=team_models.DecideOut,
     summary="Decide a disputed item's label (one batch: `POST …/undo` reverts it)",
 )
-def decide(utterance_id: int, body: models.DecideIn, request: Request, p: Labeller) -> Any:
+def decide(utterance_id: int, body: team_models.DecideIn, request: Request, p: Labeller) -> Any:
     batch = str(uuid.uuid4())
     with acting_as(p.actor):
         message = team.decide(context(request).db, p, utterance_id, body.intents, batch=batch)
@@ -181,7 +181,7 @@ MembersAdmin = Annotated[ProjectHandle, Depends(project_for("admin", "managing m
 
 @router.get(
     "/projects/{project}/members",
-    response_model=models.MembersOut,
+    response_model=team_models.MembersOut,
     summary="Who sees the project: its members with their role there, and the admins",
 )
 def list_members(request: Request, p: Reader) -> Any:
@@ -192,9 +192,9 @@ def list_members(request: Request, p: Reader) -> Any:
     "/projects/{project}/members/{user}",
     response_model=models.MessageOut,
     summary="Make a user a member of the project with a role there (or change it)",
-    description=models.MemberIn.__doc__ or "",
+    description=team_models.MemberIn.__doc__ or "",
 )
-def put_member(user: str, body: models.MemberIn, request: Request, p: MembersAdmin) -> Any:
+def put_member(user: str, body: team_models.MemberIn, request: Request, p: MembersAdmin) -> Any:
     with acting_as(p.actor):
         return {"message": members_svc.add_member(context(request).db, p, user, body.role)}
 

@@ -12,7 +12,9 @@ kept off the event loop, a spray's last.
   at most. An address where the name signed in before (within
   :data:`app.limits.SIGN_IN_KNOWN_ADDRESS_S`, remembered by this process) is held back only by
   its own failures for that name. A success clears the failures of its name at its address.
-  The first refusal of each hold is reported (``on_held``: the security log).
+  The first refusal of each hold is reported (``on_held``: the security log). The failures are
+  counted in the store the gate is given (:mod:`app.limit_store`): Redis for a team, so a second
+  app instance does not double them; attempts in flight and known addresses are this process's.
 - **Off the loop, a spray last.** The check (an argon2 verification, ~0.1-0.2 s of CPU) runs in a
   worker thread, :data:`app.limits.PASSWORD_HASHES_AT_ONCE` at a time. Attempts waiting for it go
   in order of how much their address failed recently (its failures and attempts in flight; an
@@ -44,14 +46,16 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import json
 import math
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from app import limits
+from app.limit_store import LimitStore, MemoryLimits
 
 ADDRESS: ContextVar[str] = ContextVar("sign_in_address", default="")
 # Keys kept before the expired ones are swept (a flood of made-up names or addresses).
@@ -82,22 +86,23 @@ class SignInLimits:
 
 
 class _Failures:
-    """Failure times per key over a sliding window; past ``limit`` a delay after the last."""
+    """Failure times per key over a sliding window; past ``limit`` a delay after the last. The
+    times live in ``store`` (:mod:`app.limit_store`: Redis for a team, so every app instance
+    counts the same failures), under ``kind``."""
 
-    def __init__(self, window_s: float, limit: int, max_delay_s: float) -> None:
+    def __init__(
+        self, window_s: float, limit: int, max_delay_s: float, store: LimitStore, kind: str
+    ) -> None:
         self.window_s, self.limit, self.max_delay_s = window_s, limit, max_delay_s
         # enough failures past the limit for the longest delay
         self._keep = limit + max(1, math.ceil(math.log2(max(max_delay_s, 1.0))) + 1)
-        self._times: dict[object, deque[float]] = {}
+        self.store, self.kind = store, kind
 
-    def _recent(self, key: object, now: float) -> deque[float] | None:
-        times = self._times.get(key)
-        while times and times[0] <= now - self.window_s:
-            times.popleft()
-        if times is not None and not times:
-            del self._times[key]
-            return None
-        return times
+    def _key(self, key: object) -> str:
+        return f"sign-in:{self.kind}:{json.dumps(key)}"
+
+    def _recent(self, key: object, now: float) -> list[float] | None:
+        return self.store.events(self._key(key), now, self.window_s) or None
 
     def count(self, key: object, now: float) -> int:
         times = self._recent(key, now)
@@ -117,13 +122,10 @@ class _Failures:
         return max(0, math.ceil(times[-1] + delay - now))
 
     def add(self, key: object, now: float) -> None:
-        if len(self._times) >= _SWEEP_AT:
-            for old in list(self._times):
-                self._recent(old, now)
-        self._times.setdefault(key, deque(maxlen=self._keep)).append(now)
+        self.store.add(self._key(key), now, self.window_s, self._keep)
 
     def clear(self, key: object) -> None:
-        self._times.pop(key, None)
+        self.store.clear(self._key(key))
 
 
 class _Queue:
@@ -180,15 +182,21 @@ class SignInGate:
         limits: SignInLimits | None = None,
         *,
         on_held: Callable[[str, str, str], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
+        store: LimitStore | None = None,
     ) -> None:
         self.verify = verify
         self.limits = lim = limits or SignInLimits()
         self.on_held = on_held  # (what was held: "name and address", "address", "name", ...)
-        self.clock = clock
-        self._pairs = _Failures(lim.window_s, lim.per_name_and_address, lim.max_delay_s)
-        self._addresses = _Failures(lim.window_s, lim.per_address, lim.max_delay_s)
-        self._names = _Failures(lim.window_s, lim.per_name, lim.max_delay_s)
+        self.clock = clock  # the wall clock: failures counted in Redis are compared across hosts
+        store = store if store is not None else MemoryLimits()
+        self._pairs = _Failures(
+            lim.window_s, lim.per_name_and_address, lim.max_delay_s, store, "pair"
+        )
+        self._addresses = _Failures(
+            lim.window_s, lim.per_address, lim.max_delay_s, store, "address"
+        )
+        self._names = _Failures(lim.window_s, lim.per_name, lim.max_delay_s, store, "name")
         self._known: dict[str, dict[str, float]] = {}  # name -> address -> when it signed in
         self._held: dict[tuple[str, object], float] = {}  # reported holds -> when they end
         self._queue: _Queue | None = None

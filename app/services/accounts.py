@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.access.auth import hash_password
-from storage.db import Database
+from storage.db import ACCOUNTS, Database
 from storage.users import (
     get_user,
     record_event,
@@ -29,7 +29,7 @@ from storage.users import set_role as store_role
 
 def remove_user(db: Database, name: str, *, actor: str) -> None:
     """Remove ``name``: their password, token and sessions end; their past edits keep their name."""
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         set_status(s, name, "removed")
         record_event(s, "removed", name, actor=actor)
 
@@ -41,7 +41,7 @@ def restore_user(
     same account, so their past edits are theirs again, with a new password, no API token, and
     the role they had unless ``role`` says. Returns their role."""
     hashed = hash_password(password)
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         user = store_restore(s, name, hashed, role)
         record_event(s, "restored", user.name, actor=actor, detail=f"role {user.role}")
         return user.role
@@ -49,7 +49,7 @@ def restore_user(
 
 def lock_user(db: Database, name: str, *, actor: str, locked: bool = True) -> None:
     """Lock ``name`` (no sign-in, session or token until unlocked), or unlock them."""
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         set_status(s, name, "locked" if locked else "active")
         record_event(s, "locked" if locked else "unlocked", name, actor=actor)
 
@@ -63,7 +63,7 @@ def role_of(db: Database, name: str) -> str:
 def set_role(db: Database, name: str, role: str, *, actor: str) -> None:
     """Give ``name`` a new role (the last admin cannot stop being one); in effect at their next
     request."""
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         before = get_user(s, name).role
         store_role(s, name, role)
         record_event(s, "role", name, actor=actor, detail=f"{before} -> {role}")
@@ -72,7 +72,7 @@ def set_role(db: Database, name: str, role: str, *, actor: str) -> None:
 def revoke_token(db: Database, name: str, *, actor: str) -> None:
     """End ``name``'s API token (their browser sessions go on); a new one comes from
     :func:`app.access.auth.issue_token`."""
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         set_token_hash(s, name, None)
         record_event(s, "token_revoked", name, actor=actor)
 
@@ -80,7 +80,7 @@ def revoke_token(db: Database, name: str, *, actor: str) -> None:
 def set_password(db: Database, name: str, password: str, *, actor: str) -> None:
     """A new password for ``name``; their sessions signed in with the old one end."""
     hashed = hash_password(password)
-    with db.write() as s:
+    with db.write(ACCOUNTS) as s:
         set_password_hash(s, name, hashed)
         record_event(s, "password", name, actor=actor)
 
@@ -88,13 +88,13 @@ def set_password(db: Database, name: str, password: str, *, actor: str) -> None:
 def sign_in_held(db: Database, what: str, name: str, address: str) -> None:
     """Record that sign-ins were held back by the rate limit (``what``: "name from this
     address", "address" or "name")."""
-    with db.write() as s:
+    with db.session() as s:
         record_event(s, "sign_in_held", name, address=address, detail=f"too many failures: {what}")
 
 
 def signed_in(db: Database, name: str, address: str) -> None:
     """Record a successful sign-in and where it came from."""
-    with db.write() as s:
+    with db.session() as s:
         record_event(s, "signed_in", name, address=address)
 
 

@@ -32,6 +32,7 @@ from storage import utterances as repo
 from storage.bulk_labels import Labelled, label_rows
 from storage.db import Database, Session
 from storage.errors import ConflictError, NotFoundError, StorageError
+from storage.faults import fault_point
 from storage.names import project_index
 
 logger = logging.getLogger(__name__)
@@ -223,6 +224,7 @@ def label_many(
         done = _write(s, p, plan.target, chunks[0], versions, batch)
     for n, chunk in enumerate(chunks[1:], start=2):
         time.sleep(CHUNK_PAUSE_S)  # let the saves that waited in
+        fault_point("bulk.next_chunk")  # a crash test's kill -9, with a chunk committed
         try:
             p = open_project(db, p.id, p.actor, need="designer")  # left, or deleted, meanwhile?
             with writing(db, p) as s:

@@ -132,20 +132,30 @@ def label_text(
     split: str = "train",
     *,
     create: bool = False,
+    expected_version: int | None = None,
 ) -> dict[str, Any]:
     """Add a labelled utterance, or relabel it when the text is already in the project, in one
     transaction that holds the write lock: two people sending the same new text at once end with
     one row carrying the later labels, never an "already in this project" error. A label that
     names no intent of the project is refused, naming the closest ones, unless ``create`` (a
-    typo would otherwise become an intent of one example).
+    typo would otherwise become an intent of one example). ``expected_version``: the row's
+    ``version`` as the caller read it; a row changed (or deleted) since is refused, so of two
+    people relabelling what they both read, the second is told instead of silently undoing the
+    first.
 
     Raises:
         ValueError: an unknown intent and not ``create``; nothing was changed.
+        ConflictError: ``expected_version`` is not the row's now; nothing was changed.
     """
     names = parse_label_input(labels)
     with writing(db, p) as s:
         try:
             existing = repo.find_by_text(s, p.id, text)
+            if existing is None and expected_version is not None:
+                raise repo.ConflictError(
+                    f"{text!r} is no longer in the project (deleted, or its text edited, since "
+                    "you read it); nothing was changed."
+                )
             if existing is None:
                 row = repo.add_utterance(
                     s,
@@ -165,6 +175,7 @@ def label_text(
                     split=split or None,
                     user_id=p.actor.id,
                     create_missing_intents=create,
+                    expected_version=expected_version,
                 )
         except UnknownIntentError as exc:
             hint = _closest(s, p.id, exc.name) + " Nothing was changed."

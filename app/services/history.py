@@ -88,7 +88,8 @@ ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch
 
 def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
     """The project's recent changes, newest first, one row per batch (an action on many
-    utterances is one row), with whether it can still be undone."""
+    utterances is one row), with whether it can still be undone (``state`` in words,
+    ``undoable``)."""
     from storage.users import list_users
 
     with db.session() as s:
@@ -105,6 +106,7 @@ def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str,
                 "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"
             ),
             "batch": b.id,
+            "undoable": b.undoable,
         }
         for b in batches
     ]

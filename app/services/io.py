@@ -23,7 +23,7 @@ from app.formats import AgentSource, agent_format, export_formats, read_any, wri
 from app.serving.context import AppContext
 from storage import guard
 from storage.agents import keep_agent, kept_agent
-from storage.db import Database, Session
+from storage.db import CATALOG, Database, Session
 from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.names import mapping_note
@@ -124,7 +124,7 @@ def import_utterances(
             time.sleep(CHUNK_PAUSE_S)
         try:
             if p is None:  # a new project: made with its first chunk, in one transaction
-                with db.write() as s:
+                with db.write(CATALOG) as s:  # no other project's writer waits for it
                     p = _made(s, str(into))
                     guard.install(s, ItemPolicy(p.actor.id, p.role))
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)

@@ -16,7 +16,7 @@ from app.access import ProjectHandle
 from app.access.auth import Actor
 from app.access.policy import RANK
 from storage import members as repo
-from storage.db import Database
+from storage.db import Database, WriteLock
 from storage.errors import NotFoundError, StorageError
 from storage.users import get_user, list_users, record_event
 
@@ -60,7 +60,7 @@ def add_member(
             (they need no membership), or a role above the user's own or unknown.
     """
     p.require("admin", "adding members")
-    with db.write() as s:
+    with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         if user.role == "admin":
             raise StorageError(f"{user.name} is an admin: admins see every project already.")
@@ -86,7 +86,7 @@ def remove_member(db: Database, p: ProjectHandle, name: str, *, actor: str = "")
         PermissionError: not an admin. NotFoundError: no such user, or no member.
     """
     p.require("admin", "removing members")
-    with db.write() as s:
+    with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         try:
             repo.remove_member(s, p.id, user.id)

@@ -46,6 +46,7 @@ from core.training import (
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot, snapshot_rows
+from storage.db import WriteLock
 from storage.projects import get_project
 from storage.versions import NewVersion, active_version, register_version
 
@@ -215,7 +216,7 @@ def run_retrain(
     head_options: dict[str, Any],
 ) -> tuple[int, str]:
     """Train, evaluate and register a version. Returns (version id, the job's closing message)."""
-    with ctx.db.write() as s:
+    with ctx.db.write(WriteLock.project(project_id)) as s:
         dv = snapshot(s, project_id)
         project = get_project(s, project_id)
         base, use_context = project.base_encoder, encodes_context(project.settings)
@@ -360,7 +361,7 @@ def run_retrain(
             artifact_size=size,
             note=why,
         )
-        with ctx.db.write() as s:
+        with ctx.db.write(WriteLock.project(project_id)) as s:
             jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
             mv_id = register_version(s, new, activate=passed)
             jobs.registered(s, job_id, mv_id)

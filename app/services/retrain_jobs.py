@@ -22,8 +22,8 @@ from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
-from storage import jobs
-from storage.db import Database
+from storage import job_reaper, jobs
+from storage.db import ROWS, Database
 from storage.errors import NotFoundError
 from storage.jobs import JobView
 from storage.utterances import list_utterances
@@ -159,7 +159,7 @@ def request_retrain(
             training.enqueue(view.id)
         except Exception as exc:
             reason = f"could not queue the job: {type(exc).__name__}: {exc}"
-            with training.db.write() as s:
+            with training.db.write(ROWS) as s:  # the job's row locks itself
                 jobs.finish_job(s, view.id, "failed", reason)
             raise QueueUnavailable(view.id, reason) from exc
     return view, created
@@ -188,13 +188,13 @@ def _project_of(db: Database, job_id: int, need: str) -> None:
 def cancel(db: Database, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
     _project_of(db, job_id, "designer")
-    with db.write() as s:
+    with db.write(ROWS) as s:  # the job's row locks itself
         return jobs.request_cancel(s, job_id)
 
 
 # A queued job this old whose message the queue did not hold at two looks this far apart is lost
 # (a worker takes a message, then claims its job: within milliseconds, or the database's busy
-# timeout at worst; one look between the two must not fail it: storage.jobs.reap_lost_jobs).
+# timeout at worst; one look between the two must not fail it: storage.job_reaper.reap_lost_jobs).
 LOST_AFTER_SECONDS = 60.0
 
 
@@ -203,16 +203,18 @@ def reap_dead(training: TrainingQueue) -> int:
     ``settings.job_timeout``, or, when every worker runs on this host, whose pid is gone), and
     queued ones whose queue message is gone. Looking at a job, or asking for a retrain, is what
     notices."""
-    alive = jobs.pid_alive if training.settings.local_workers else None
+    alive = job_reaper.pid_alive if training.settings.local_workers else None
     with training.db.session() as s:
-        n = jobs.reap_dead_jobs(s, alive=alive, dead_after=training.settings.job_timeout)
-        if training.enqueue is not None and jobs.has_queued_jobs(s, older_than=LOST_AFTER_SECONDS):
+        n = job_reaper.reap_dead_jobs(s, alive=alive, dead_after=training.settings.job_timeout)
+        if training.enqueue is not None and job_reaper.has_queued_jobs(
+            s, older_than=LOST_AFTER_SECONDS
+        ):
             try:
                 pending = training.enqueue.pending()
             except Exception:  # the queue is down: its messages may come back with it
                 logger.warning("could not read the training queue", exc_info=True)
                 return n
-            n += jobs.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
+            n += job_reaper.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
         return n
 
 

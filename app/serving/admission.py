@@ -10,6 +10,10 @@
   answer, while the request waits for its micro-batch), so one token's flood of one-liners is
   refused instead of queueing ahead of everyone.
 
+The per-user limits (batch calls, one-liners) are counted in the :class:`app.limit_store.LimitStore`
+the process is given: Redis for a team, so a user sending to two app instances still has one
+share; the queue's limits are the process's own capacity and stay in it.
+
 A refusal is a :class:`BusyError` saying to retry in a moment; nothing waits without bound. Once
 admitted, calls share the encoder in turns (:mod:`core.encoding.fair_share`), so a one-line call goes
 before the next chunk of a batch. The limits hold for every caller (UI, API, CLI): the prediction
@@ -27,11 +31,11 @@ Example:
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from app.limit_store import LimitStore, MemoryLimits
 from app.limits import LINES_PER_USER
 from storage.utterances import MAX_TEXT_CHARS
 
@@ -52,6 +56,8 @@ class Limits:
     queued_texts: int = 4000
     lines_at_once: int = 64
     lines_per_user: int = LINES_PER_USER
+    # a user's place held by a process killed meanwhile (shared counts) frees itself after this
+    lease_s: float = 300.0
 
     def check_call(self, role: str, texts: list[str]) -> None:
         """ValueError when ``texts`` is more than ``role`` may send in one call."""
@@ -66,15 +72,15 @@ class Limits:
 
 
 class Admission:
-    """Counts the prediction calls running now and refuses what would go past :class:`Limits`."""
+    """Counts the prediction calls running now and refuses what would go past :class:`Limits`;
+    the per-user counts in ``store`` (default: this process's)."""
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, store: LimitStore | None = None) -> None:
         self.limits = limits or Limits()
+        self.store: LimitStore = store if store is not None else MemoryLimits()
         self._lock = threading.Lock()
-        self._batches: Counter[str] = Counter()  # user -> batch calls running
         self._queued = 0  # utterances of the batch calls running
         self._lines = 0  # one-line calls running
-        self._user_lines: Counter[str] = Counter()  # user -> one-line calls waiting or running
 
     @property
     def queued(self) -> int:
@@ -83,29 +89,39 @@ class Admission:
             return self._queued
 
     def lines_of(self, user: str) -> int:
-        """One-line calls of ``user`` waiting or running now."""
-        with self._lock:
-            return self._user_lines[user]
+        """One-line calls of ``user`` waiting or running now (in every instance sharing the
+        store)."""
+        return self.store.held(f"lines:{user}")
 
     @contextmanager
     def line(self, user: str) -> Iterator[None]:
         """Hold one of ``user``'s places for one-line calls (at most ``lines_per_user``), or raise
         :class:`BusyError` at once."""
-        with self._lock:
-            held = self._user_lines[user]
-            if held >= self.limits.lines_per_user:
-                raise BusyError(
-                    f"Busy: {user} already has {held} predictions waiting; retry when one has "
-                    "been answered."
-                )
-            self._user_lines[user] += 1
+        key = f"lines:{user}"
+        token, held = self.store.take(key, self.limits.lines_per_user, self.limits.lease_s)
+        if token is None:
+            raise BusyError(
+                f"Busy: {user} already has {held} predictions waiting; retry when one has "
+                "been answered."
+            )
         try:
             yield
         finally:
-            with self._lock:
-                self._user_lines[user] -= 1
-                if not self._user_lines[user]:
-                    del self._user_lines[user]
+            self.store.give(key, token)
+
+    def _batch(self, user: str) -> str:
+        """One of ``user``'s places for batch calls, or :class:`BusyError`: its token."""
+        token, running = self.store.take(
+            f"batches:{user}", self.limits.batches_per_user, self.limits.lease_s
+        )
+        if token is None:
+            plural = "s" if running > 1 else ""
+            ends = "one has" if running > 1 else "it has"
+            raise BusyError(
+                f"Busy: {user} already has {running} batch prediction{plural} running; "
+                f"retry when {ends} finished."
+            )
+        return token
 
     @contextmanager
     def admit(self, user: str, texts: int, *, lines: bool = False) -> Iterator[None]:
@@ -118,33 +134,28 @@ class Admission:
                 yield
             return
         one_line = lines or texts <= 1
-        with self._lock:
-            if one_line:
-                if self._lines >= self.limits.lines_at_once:
-                    raise BusyError("Busy: too many predictions at once; retry in a moment.")
-                self._lines += 1
-            else:
-                running = self._batches[user]
-                if running >= self.limits.batches_per_user:
-                    plural = "s" if running > 1 else ""
-                    ends = "one has" if running > 1 else "it has"
-                    raise BusyError(
-                        f"Busy: {user} already has {running} batch prediction{plural} running; "
-                        f"retry when {ends} finished."
-                    )
-                if self._queued + texts > self.limits.queued_texts:
-                    raise BusyError(
-                        "Busy: the server is working through other users' batches; "
-                        "retry in a moment."
-                    )
-                self._batches[user] += 1
-                self._queued += texts
+        token = None if one_line else self._batch(user)
         try:
-            yield
-        finally:
             with self._lock:
                 if one_line:
-                    self._lines -= 1
+                    if self._lines >= self.limits.lines_at_once:
+                        raise BusyError("Busy: too many predictions at once; retry in a moment.")
+                    self._lines += 1
                 else:
-                    self._batches[user] -= 1
-                    self._queued -= texts
+                    if self._queued + texts > self.limits.queued_texts:
+                        raise BusyError(
+                            "Busy: the server is working through other users' batches; "
+                            "retry in a moment."
+                        )
+                    self._queued += texts
+            try:
+                yield
+            finally:
+                with self._lock:
+                    if one_line:
+                        self._lines -= 1
+                    else:
+                        self._queued -= texts
+        finally:
+            if token is not None:
+                self.store.give(f"batches:{user}", token)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from app.config import Settings
+from app.limit_store import open_limit_store
 from app.perimeter.uploads import Uploads
 from app.serving.admission import Admission, Limits
 from app.serving.eval_memo import EvalMemo
@@ -54,7 +55,10 @@ class AppContext:
         memo = EvalMemo(settings.cache_dir / "evaluations")
         self.factories = FactoryBuilder(self.db, cache, self.models, memo)
         self.maps = MapStore(Path(settings.data_dir) / "maps", self.factories)
-        self.live = LivePools(self.db, cache, self.models, self.factories, Admission(limits))
+        # the per-user limits' counts: Redis's when a team has one (every instance shares them)
+        self.limit_store = open_limit_store(settings.queue_url)
+        admission = Admission(limits, self.limit_store)
+        self.live = LivePools(self.db, cache, self.models, self.factories, admission)
         # the live pools' background fits, named here for the callers that wait for them
         self.heads = self.live.heads
         self.calibrations = self.live.calibrations

@@ -30,7 +30,7 @@ from app.serving.live import LivePools
 from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
-from storage.db import Database
+from storage.db import ROWS, Database
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +94,13 @@ def _worker_context(settings: Settings) -> AppContext:
 def finish(
     db: Database, job_id: int, status: str, message: str, version_id: int | None = None
 ) -> None:
-    with db.write() as s:
+    with db.write(ROWS) as s:  # the job's row locks itself: no other project's writer waits
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
 def execute_job(ctx: AppContext, job_id: int) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
-    with ctx.db.write() as s:
+    with ctx.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
         return  # cancelled before it started, or taken by another worker

@@ -1,7 +1,8 @@
 """What a running retrain tells the database: throttled progress writes, a heartbeat thread that
 proves the worker alive and writes the job's share done and time left once a second, and cancel
 polling (:class:`JobReporter`, the :class:`app.services.retrain.Reporter` a worker hands
-:func:`app.services.retrain.run_retrain`)."""
+:func:`app.services.retrain.run_retrain`). Each write locks the job's row only
+(:data:`storage.db.ROWS`): no project's writers wait for a heartbeat, nor it for them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from app.services.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
 from core.training import TrainProgress
 from storage import jobs
+from storage.db import ROWS
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class JobReporter:
                 planned = self._tracker.plan is not None
                 share, eta = self._tracker.read(time.monotonic())
             try:
-                with self.training.db.write() as s:
+                with self.training.db.write(ROWS) as s:
                     if planned:
                         jobs.tick(s, self.job_id, share=share, eta=eta)
                     else:
@@ -78,7 +80,7 @@ class JobReporter:
             with self._lock:
                 self._tracker.enter(phase, time.monotonic())
         share, _ = self._read()
-        with self.training.db.write() as s:
+        with self.training.db.write(ROWS) as s:
             jobs.log_line(s, self.job_id, line, phase=phase, share=share)
 
     def _due(self, phase: str, done: bool) -> bool:
@@ -98,7 +100,7 @@ class JobReporter:
         share, eta = self._count(p.step, p.total, p.eta)
         if not self._due("training", p.step >= p.total):
             return
-        with self.training.db.write() as s:
+        with self.training.db.write(ROWS) as s:
             jobs.set_progress(
                 s,
                 self.job_id,
@@ -117,7 +119,7 @@ class JobReporter:
         phase = "int8" if self._tracker.phase == "int8" else "evaluating"
         if not self._due(phase, p.done >= p.total):
             return
-        with self.training.db.write() as s:
+        with self.training.db.write(ROWS) as s:
             jobs.set_progress(
                 s,
                 self.job_id,

@@ -49,8 +49,8 @@ def _after_each_write(ctx, then=None) -> list[int]:
     writes: list[int] = []
 
     @contextmanager
-    def write():
-        with original() as s:
+    def write(*lock):
+        with original(*lock) as s:
             yield s
         writes.append(1)
         if then is not None:
@@ -132,11 +132,11 @@ def test_an_undo_stopped_half_way_is_finished_by_undoing_it_again(ctx, small_chu
     writes: list[int] = []
 
     @contextmanager
-    def write():
+    def write(*lock):
         writes.append(1)
         if len(writes) == 2:  # the undo's second transaction
             raise BusyError("The database is busy with another change.")
-        with original() as s:
+        with original(*lock) as s:
             yield s
 
     ctx.db.write = write
@@ -166,8 +166,8 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     original = ctx.db.write
 
     @contextmanager
-    def write():
-        with original() as s:
+    def write(*lock):
+        with original(*lock) as s:
             if threading.current_thread() is labeller:
                 s.connection()  # BEGIN IMMEDIATE: the bulk label holds the write lock from here
                 locked.set()

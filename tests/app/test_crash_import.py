@@ -106,8 +106,8 @@ def _import(data: Path, csv: Path, fault: str | None) -> subprocess.CompletedPro
     )
 
 
-def test_every_fault_point_is_exercised():
-    assert {parse(fault)[0] for _, fault, _ in CASES} == POINTS
+def test_every_fault_point_of_an_import_is_exercised():
+    assert {parse(fault)[0] for _, fault, _ in CASES} == {p for p in POINTS if p[:7] == "import."}
 
 
 @pytest.mark.parametrize(("file", "fault", "left"), CASES)

@@ -82,14 +82,14 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
     process reaps its job as failed, then the worker wakes and finishes: its model must not
     become a version, nor the failed job a success."""
     from app.services import retrain
-    from storage import jobs
+    from storage import job_reaper
 
     make_tiny(ctx)
     real_gate = retrain.gate
 
     def reaped_then_gate(*args, **kwargs):
         with ctx.db.write() as s:  # the reaper, in its own transaction
-            assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+            assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
         return real_gate(*args, **kwargs)
 
     monkeypatch.setattr(retrain, "gate", reaped_then_gate)

@@ -34,9 +34,9 @@ def _count_writes(ctx) -> list[int]:
     original = ctx.db.write
 
     @contextmanager
-    def write():
+    def write(*lock):
         writes.append(1)
-        with original() as s:
+        with original(*lock) as s:
             yield s
 
     ctx.db.write = write
@@ -133,8 +133,8 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     original = ctx.db.write
 
     @contextmanager
-    def write():
-        with original() as s:
+    def write(*lock):
+        with original(*lock) as s:
             if threading.current_thread() is importer:
                 s.connection()  # BEGIN IMMEDIATE: the import holds the write lock from here
                 locked.set()
@@ -176,8 +176,8 @@ def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, 
     chunks: list[int] = []
 
     @contextmanager
-    def write():
-        with original() as s:
+    def write(*lock):
+        with original(*lock) as s:
             yield s
         chunks.append(1)
         if len(chunks) == 1:  # the first chunk is in: someone else saves "row 7"

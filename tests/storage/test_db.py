@@ -160,3 +160,38 @@ def test_the_read_only_guard_refuses_writes_on_postgresql_too(pg_db):
         create_project(s, "demo")
     with pg_db.session() as s:
         assert list_projects(s) == []
+
+
+def test_on_postgresql_a_projects_writers_take_turns_and_the_whole_database_waits_for_all(
+    postgres,
+):
+    """Writers on PostgreSQL, each its own connection: while one holds project 1's lock, project
+    2's writer and a job's row writer (no lock) go on, another of project 1's waits (busy past the
+    timeout), and so does a writer of the whole database; while the whole database is held, a
+    project's writer waits too. The accounts' lock is one more scope of its own."""
+    from sqlalchemy import text
+
+    from storage.db import ACCOUNTS, ROWS, Database, WriteLock
+    from storage.errors import BusyError
+
+    db = Database(postgres.new_database(), busy_timeout=0.3)
+
+    def goes_on(lock: WriteLock) -> bool:
+        try:
+            with db.write(lock) as s:
+                s.execute(text("SELECT 1"))
+        except BusyError:
+            return False
+        return True
+
+    with db.write(WriteLock.project(1)):  # holds project 1's lock from its start
+        assert goes_on(WriteLock.project(2)) and goes_on(ROWS) and goes_on(ACCOUNTS)
+        assert not goes_on(WriteLock.project(1))
+        assert goes_on(WriteLock.project(3, accounts=True))  # project 3 and the accounts: free
+        assert not goes_on(WriteLock.project(1, accounts=True))
+        assert not goes_on(WriteLock(whole=True))
+    with db.write():  # the default: the whole database
+        assert not goes_on(WriteLock.project(2)) and not goes_on(ACCOUNTS)
+        assert goes_on(ROWS)
+    assert goes_on(WriteLock.project(1)) and goes_on(WriteLock(whole=True))
+    db.dispose()

@@ -7,8 +7,9 @@ import os
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 
-from storage import jobs
+from storage import job_reaper, jobs
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import create_project
 from storage.tables import TrainingJob, utcnow
@@ -183,26 +184,26 @@ def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):
     with db.session() as s:
         remote, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, remote.id, pid=2**22 + 12345)  # a pid of another machine
-        assert jobs.reap_dead_jobs(s) == 0  # beating: a pid means nothing across machines
+        assert job_reaper.reap_dead_jobs(s) == 0  # beating: a pid means nothing across machines
         jobs.finish_job(s, remote.id, "succeeded", "done")
         dead, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, dead.id, pid=os.getpid())
-        assert jobs.reap_dead_jobs(s, alive=jobs.pid_alive) == 0  # alive and beating
-        assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        assert job_reaper.reap_dead_jobs(s, alive=job_reaper.pid_alive) == 0  # alive and beating
+        assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
         assert jobs.get_job(s, dead.id).status == "failed"
         silent, _ = jobs.create_job(s, project, {})
         jobs.claim_job(s, silent.id, pid=os.getpid())
         row = s.get(TrainingJob, silent.id)
-        row.heartbeat_at = utcnow() - timedelta(seconds=jobs.DEAD_AFTER_SECONDS + 5)
-        assert jobs.reap_dead_jobs(s, dead_after=jobs.DEAD_AFTER_SECONDS + 10) == 0
-        assert jobs.reap_dead_jobs(s) == 1
+        row.heartbeat_at = utcnow() - timedelta(seconds=job_reaper.DEAD_AFTER_SECONDS + 5)
+        assert job_reaper.reap_dead_jobs(s, dead_after=job_reaper.DEAD_AFTER_SECONDS + 10) == 0
+        assert job_reaper.reap_dead_jobs(s) == 1
         assert "stopped unexpectedly" in jobs.get_job(s, silent.id).message
 
 
 def test_a_zombie_or_missing_pid_is_not_alive():
-    assert jobs.pid_alive(os.getpid())
-    assert not jobs.pid_alive(None) and not jobs.pid_alive(0)
-    assert not jobs.pid_alive(2**22 + 12345)
+    assert job_reaper.pid_alive(os.getpid())
+    assert not job_reaper.pid_alive(None) and not job_reaper.pid_alive(0)
+    assert not job_reaper.pid_alive(2**22 + 12345)
 
 
 def test_a_reaped_job_stays_failed_and_tells_its_late_worker_to_stop(db, project):
@@ -211,7 +212,7 @@ def test_a_reaped_job_stays_failed_and_tells_its_late_worker_to_stop(db, project
         jobs.claim_job(s, job.id, pid=os.getpid())
         assert not jobs.cancel_requested(s, job.id)
         jobs.require_running(s, job.id)
-        assert jobs.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
         assert jobs.cancel_requested(s, job.id)  # the late worker stops at its next poll
         with pytest.raises(ConflictError, match="already ended as failed"):
             jobs.require_running(s, job.id)
@@ -220,3 +221,73 @@ def test_a_reaped_job_stays_failed_and_tells_its_late_worker_to_stop(db, project
     assert late.status == "failed" and "stopped unexpectedly" in late.message
     assert late.model_version_id is None
     assert "after the job had ended: succeeded: v7" in late.log
+
+
+@pytest.mark.parametrize("db", ["postgresql"], indirect=True)
+def test_the_reaper_never_fails_a_job_over_the_end_its_worker_writes_meanwhile(db, project):
+    """Two connections on PostgreSQL: the worker is writing its job's end (the row written, not
+    yet committed) when a reaper finds the job silent past the timeout. The worker's end wins:
+    the reaper waits for the row, sees the job no longer running and leaves it (it failed the
+    succeeded job over its end)."""
+    import threading
+    import time
+
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+    with db.session() as s:  # silent for five minutes (a long pause), then it finishes
+        s.get(TrainingJob, job.id).heartbeat_at = utcnow() - timedelta(minutes=5)
+    written, release, reaped = threading.Event(), threading.Event(), []
+
+    def worker() -> None:
+        with db.write() as s:
+            jobs.finish_job(s, job.id, "succeeded", "v1: accuracy 0.9")
+            s.flush()
+            written.set()
+            release.wait(10)
+
+    def reaper() -> None:
+        with db.session() as s:
+            reaped.append(job_reaper.reap_dead_jobs(s))
+
+    finishing = threading.Thread(target=worker)
+    finishing.start()
+    assert written.wait(10)
+    reaping = threading.Thread(target=reaper)
+    reaping.start()
+    time.sleep(0.5)  # the reaper has read the job as running and silent, and waits for its row
+    release.set()
+    finishing.join(10)
+    reaping.join(10)
+    with db.session() as s:
+        ended = jobs.get_job(s, job.id)
+    assert (ended.status, ended.message, reaped) == ("succeeded", "v1: accuracy 0.9", [0])
+
+
+@pytest.mark.parametrize("db", ["postgresql"], indirect=True)
+def test_a_worker_whose_clock_is_behind_is_not_reaped_while_it_beats(db, project, monkeypatch):
+    """A team's worker runs on a machine whose clock is five minutes behind the app's: its claim
+    and heartbeats are stamped on the database's clock, so the app's reaper does not fail its job
+    while it beats (it was failed as silent at every look); once it stops beating, it is."""
+    from storage import tables
+
+    behind = lambda: tables.utcnow() - timedelta(minutes=5)  # noqa: E731
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+    with monkeypatch.context() as worker_machine:
+        worker_machine.setattr(jobs, "utcnow", behind)
+        with db.write() as s:
+            jobs.claim_job(s, job.id, pid=2**22 + 12345)
+        with db.write() as s:
+            jobs.heartbeat(s, job.id)
+    with db.session() as s:
+        assert job_reaper.reap_dead_jobs(s) == 0
+        assert jobs.get_job(s, job.id).status == "running"
+    with db.session() as s:  # then silent past the timeout, on the database's clock
+        s.execute(
+            update(TrainingJob)
+            .where(TrainingJob.id == job.id)
+            .values(heartbeat_at=jobs.clock(s) - timedelta(seconds=61))
+        )
+    with db.session() as s:
+        assert job_reaper.reap_dead_jobs(s) == 1
