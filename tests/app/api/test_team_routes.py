@@ -173,6 +173,41 @@ def test_an_export_comes_as_a_file_in_the_format_asked(client):
     assert r.status_code == 400 and "Unknown export format 'docx'" in r.json()["error"]
 
 
+EXPORTS = {f: f for f in ("csv", "jsonl", "yml", "zip", "slots.yml")}
+EXPORTS |= {f: "zip" for f in ("dialogflow-es", "dialogflow-cx", "lex-v2")}
+EXPORTS |= {f: "json" for f in ("dialogflow-cx-json", "watson", "luis", "clu")}
+
+
+def test_a_project_and_intents_named_in_cyrillic_export_in_every_format(client):
+    """Issue 56 row 13: every export of a project named in Cyrillic answered 400 "'latin-1'
+    codec can't encode" (the note names the file; headers are Latin-1). The name comes as RFC
+    6266 ``filename*`` beside an ASCII ``filename``, the note percent-encoded UTF-8."""
+    from urllib.parse import unquote
+
+    assert client.post("/api/v1/projects", json={"name": "Проект"}).status_code == 201
+    url = "/api/v1/projects/" + quote("Проект")
+    for text, intent in [("привет", "приветствие"), ("пока", "прощание")]:
+        body = {"text": text, "intents": [intent], "create": True}
+        assert client.post(f"{url}/label", json=body).status_code == 200
+    for fmt, suffix in EXPORTS.items():
+        got = client.get(f"{url}/export", params={"format": fmt})
+        assert got.status_code == 200, (fmt, got.text)
+        disposition = got.headers["content-disposition"]
+        assert disposition == (
+            f'attachment; filename="project.{suffix}"; '
+            f"filename*=UTF-8''{quote(f'Проект.{suffix}')}"
+        ), fmt
+        raw = got.headers["x-export-note"]
+        assert raw.isascii() and "Проект" not in raw
+        note = unquote(raw)
+        if fmt == "slots.yml":
+            assert note == "Exported the slot book and 0 template(s).", note
+        else:
+            assert note.startswith(f"Exported 2 utterance(s) to Проект.{suffix} as "), note
+        if fmt == "lex-v2":  # Lex names are ASCII: the note names each Cyrillic intent
+            assert "'приветствие' -> 'intent'" in note, note
+
+
 def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_json(
     client, ctx, demo, tmp_path
 ):
