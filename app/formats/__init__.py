@@ -49,19 +49,18 @@ from app.formats.intent_files import (
     write_intent_zip,
     zip_files_of,
 )
+from app.formats.left_out import AGENTS, INTENT_FILES, RASA, TABULAR, Carries, left_out
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
-    csv_line,
     from_spreadsheet_safe,
     parse_csv,
     parse_jsonl,
     read_csv,
     read_jsonl,
     spreadsheet_safe,
-    write_csv,
-    write_jsonl,
 )
+from app.formats.tabular_write import csv_line, write_csv, write_jsonl
 from core.slots import SlotData
 
 __all__ = [
@@ -228,13 +227,21 @@ def _unsupported(kind: str) -> FormatError:
 
 
 Descriptions = dict[str, str] | None
-_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions, SlotData | None], bytes]] = {
-    ".zip": lambda rows, _, __: write_intent_zip(rows),
-    ".yml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
-    ".yaml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
-    ".jsonl": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
-    ".ndjson": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
+Writer = Callable[[list[Row], dict[str, str], SlotData], bytes]
+_WRITERS: dict[str, tuple[Carries, Writer]] = {
+    ".zip": (INTENT_FILES, lambda rows, _, __: write_intent_zip(rows)),
+    ".yml": (RASA, lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8")),
+    ".jsonl": (
+        TABULAR,
+        lambda rows, d, slots: write_jsonl(rows, d, entities=slots.entities).encode(),
+    ),
 }
+_WRITERS[".yaml"] = _WRITERS[".yml"]
+_WRITERS[".ndjson"] = _WRITERS[".jsonl"]
+_CSV: tuple[Carries, Writer] = (
+    TABULAR,
+    lambda rows, d, slots: write_csv(rows, d, entities=slots.entities).encode("utf-8"),
+)
 
 
 def export_formats(suffix: str) -> list[str]:
@@ -263,8 +270,9 @@ def write_any(
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
     Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
-    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables);
-    the other formats have no place for them.
+    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables),
+    CSV and JSONL the entity annotations (``entities``). What a format has no place for is named
+    in the notes (:func:`app.formats.left_out.left_out`).
 
     Raises:
         ValueError: an unknown agent format, a path whose suffix is not the agent's (``.zip``
@@ -272,25 +280,31 @@ def write_any(
     """
     p = Path(path)
     suffix = p.suffix.lower()
-    notes: list[str] = []
+    rows = list(rows)
+    slots = slots or SlotData()
+    described = descriptions or {}
     if format is not None:
         fmt = agent_format(format)
         if suffix != f".{fmt.container}":
             raise ValueError(
                 f"A {fmt.title} is written as a .{fmt.container} file, not {p.name!r}."
             )
-        payload, notes = write_agent(fmt.name, list(rows), descriptions or {}, kept=kept, name=name)
-    elif suffix == ".json":
+        payload, notes = write_agent(fmt.name, rows, described, kept=kept, name=name)
+        return _written(p, payload, notes + left_out(rows, described, slots, AGENTS))
+    if suffix == ".json":
         raise ValueError(
             f"Name the agent format of a .json file: {', '.join(export_formats('.json'))}."
         )
-    elif suffix == "":
+    if suffix == "":
         write_intent_folder(rows, p)
-        return notes
-    else:
-        writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
-        payload = writer(rows, descriptions, slots)
-    tmp = p.with_name(p.name + ".tmp")
+        return left_out(rows, described, slots, INTENT_FILES)
+    carries, writer = _WRITERS.get(suffix, _CSV)
+    return _written(p, writer(rows, described, slots), left_out(rows, described, slots, carries))
+
+
+def _written(path: Path, payload: bytes, notes: list[str]) -> list[str]:
+    """Write ``payload`` to a temporary name, then rename it to ``path``; returns ``notes``."""
+    tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(payload)
-    tmp.replace(p)
+    tmp.replace(path)
     return notes

@@ -32,6 +32,7 @@ from app.formats.common import (
     decode,
     finish,
 )
+from app.formats.csv_quotes import file_lines
 from core.safe_archive import ArchiveError, read_zip
 
 _SAFE_FILE_CHARS = " -_,()&'+@!=~"
@@ -131,7 +132,7 @@ def parse_intent_files(files: Mapping[str, bytes]) -> ParsedFile:
             ]
             continue
         seen_here: dict[str, int] = {}
-        for n, raw in enumerate(content.splitlines(), 1):
+        for n, raw in enumerate(file_lines(content), 1):
             text = raw.strip()
             if not text:
                 continue

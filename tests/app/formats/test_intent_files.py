@@ -91,3 +91,11 @@ def test_intent_files_round_trip_property(data):
     rows = [Row(t, tuple(sorted(labels)), split) for t, (labels, split) in data.items()]
     files = {k: v.encode() for k, v in dump_intent_files(rows).items()}
     assert key(parse_intent_files(files).rows) == key(rows)
+
+
+def test_a_text_with_line_separators_other_than_lf_stays_one_line():
+    """Issue 56 row 14: NEL, VT, FF and U+2028 are characters of a text (a Watson agent's), not
+    line ends: an intent file written with one reads back as the one text."""
+    rows = [Row("a\x85b\u2028c\x0bd\x0ce\x1cf", ("x",)), Row("g", ("x",))]
+    files = {k: v.encode() for k, v in dump_intent_files(rows).items()}
+    assert parse_intent_files(files).rows == rows
