@@ -40,6 +40,7 @@ from app.formats.common import (
     merge_repeats,
 )
 from app.formats.intent_files import (
+    device_files,
     dump_intent_files,
     folder_files,
     parse_intent_files,
@@ -227,21 +228,37 @@ def _unsupported(kind: str) -> FormatError:
 
 
 Descriptions = dict[str, str] | None
-Writer = Callable[[list[Row], dict[str, str], SlotData], bytes]
+# A format's writer: (the file's bytes, notes on what it wrote another way).
+Writer = Callable[[list[Row], dict[str, str], SlotData], tuple[bytes, list[str]]]
+
+
+def _rasa(
+    rows: list[Row], descriptions: dict[str, str], slots: SlotData
+) -> tuple[bytes, list[str]]:
+    return dump_rasa_yaml(rows, descriptions, slots=slots).encode("utf-8"), []
+
+
+def _jsonl(
+    rows: list[Row], descriptions: dict[str, str], slots: SlotData
+) -> tuple[bytes, list[str]]:
+    return write_jsonl(rows, descriptions, entities=slots.entities).encode("utf-8"), []
+
+
+def _csv(rows: list[Row], descriptions: dict[str, str], slots: SlotData) -> tuple[bytes, list[str]]:
+    return write_csv(rows, descriptions, entities=slots.entities).encode("utf-8"), []
+
+
+def _zip(rows: list[Row], _: dict[str, str], __: SlotData) -> tuple[bytes, list[str]]:
+    return write_intent_zip(rows), device_files(rows)
+
+
 _WRITERS: dict[str, tuple[Carries, Writer]] = {
-    ".zip": (INTENT_FILES, lambda rows, _, __: write_intent_zip(rows)),
-    ".yml": (RASA, lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8")),
-    ".jsonl": (
-        TABULAR,
-        lambda rows, d, slots: write_jsonl(rows, d, entities=slots.entities).encode(),
-    ),
+    ".zip": (INTENT_FILES, _zip),
+    ".yml": (RASA, _rasa),
+    ".yaml": (RASA, _rasa),
+    ".jsonl": (TABULAR, _jsonl),
+    ".ndjson": (TABULAR, _jsonl),
 }
-_WRITERS[".yaml"] = _WRITERS[".yml"]
-_WRITERS[".ndjson"] = _WRITERS[".jsonl"]
-_CSV: tuple[Carries, Writer] = (
-    TABULAR,
-    lambda rows, d, slots: write_csv(rows, d, entities=slots.entities).encode("utf-8"),
-)
 
 
 def export_formats(suffix: str) -> list[str]:
@@ -297,9 +314,10 @@ def write_any(
         )
     if suffix == "":
         write_intent_folder(rows, p)
-        return left_out(rows, described, slots, INTENT_FILES)
-    carries, writer = _WRITERS.get(suffix, _CSV)
-    return _written(p, writer(rows, described, slots), left_out(rows, described, slots, carries))
+        return device_files(rows) + left_out(rows, described, slots, INTENT_FILES)
+    carries, writer = _WRITERS.get(suffix, (TABULAR, _csv))
+    payload, notes = writer(rows, described, slots)
+    return _written(p, payload, notes + left_out(rows, described, slots, carries))
 
 
 def _written(path: Path, payload: bytes, notes: list[str]) -> list[str]:

@@ -39,6 +39,7 @@ from app.formats.agents.export import (
     set_description,
 )
 from app.formats.common import FormatError
+from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
 
 Files = dict[str, bytes]
 FALLBACK_SIGNATURE = "AMAZON.FallbackIntent"
@@ -117,6 +118,7 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
 
 def skeleton(name: str) -> Files:
     bot = name_rule(name)
+    folder = device_safe(bot)  # a bot called "con" is fine; a folder so called is not
     manifest = {"metadata": {"schemaVersion": "1", "fileFormat": "LexJson", "resourceType": "Bot"}}
     bot_json = {
         "name": bot,
@@ -136,10 +138,10 @@ def skeleton(name: str) -> Files:
     fallback = _new_intent("FallbackIntent", None)
     fallback["parentIntentSignature"] = FALLBACK_SIGNATURE
     fallback["sampleUtterances"] = None
-    at = f"{bot}/BotLocales/en_US/"
+    at = f"{folder}/BotLocales/en_US/"
     return {
         "manifest.json": dump_json(manifest),
-        f"{bot}/Bot.json": dump_json(bot_json),
+        f"{folder}/Bot.json": dump_json(bot_json),
         f"{at}BotLocale.json": dump_json(locale),
         f"{at}Intents/FallbackIntent/Intent.json": dump_json(fallback),
     }
@@ -185,12 +187,28 @@ def apply(files: Files, plan: ExportPlan) -> Files:
             obj["sampleUtterances"] = samples
         set_description(obj, "description", p.description, empty=None)
         out[path] = same_or_dumped(obj, files[path])
+    folders = {m.group(3).casefold() for q in files if (m := _INTENT.fullmatch(q))}
+    devices: list[tuple[str, str]] = []
     for name in plan.new:
         p = plan.intents[name]
         obj = _new_intent(name, p.description)
         obj["sampleUtterances"] = [_sample(t, s) for t, s in p.texts or []]
-        out[f"{locale}Intents/{name}/Intent.json"] = dump_json(obj)
+        out[f"{locale}Intents/{_folder(name, folders, devices)}/Intent.json"] = dump_json(obj)
+    plan.notes += device_note(devices, NAME_INSIDE)
     return out
+
+
+def _folder(name: str, taken: set[str], devices: list[tuple[str, str]]) -> str:
+    """The folder of a new intent: its name, but for a Windows device name (``CON_``, said in
+    ``devices``; Lex reads the name in ``Intent.json``)."""
+    if not is_device_name(name):
+        return name
+    folder, n = device_safe(name), 2
+    while folder.casefold() in taken:
+        folder, n = f"{device_safe(name)}{n}", n + 1
+    taken.add(folder.casefold())
+    devices.append((name, folder))
+    return folder
 
 
 def name_rule(name: str) -> str:
