@@ -68,8 +68,8 @@ def test_intent_files_refuse_bad_content():
 def test_same_text_in_train_and_test_is_imported_once_and_reported():
     parsed = parse_intent_files({"a.txt": b"same\n", "test/b.txt": b"same\n"})
     rows, notes = merge_repeats(parsed.rows)
-    assert [(r.text, r.labels, r.split) for r in rows] == [("same", ("a",), "train")]
-    assert "'same' (a; also b)" in notes[0]
+    assert [(r.text, r.labels, r.split) for r in rows] == [("same", ("a", "b"), "train")]
+    assert "'same' (a + b)" in notes[0] and "'same' (train; also test split)" in notes[1]
 
 
 def test_hostile_zip_is_refused(tmp_path):

@@ -83,11 +83,11 @@ def test_rasa_round_trips_property(data):
     assert key(parse_rasa_yaml(dump_rasa_yaml(rows).encode()).rows) == key(rows)
 
 
-def test_a_text_under_two_intents_is_imported_once_and_reported():
+def test_a_text_under_two_intents_is_imported_once_with_both_and_reported():
     data = b"nlu:\n- intent: a\n  examples: |\n    - same\n- intent: b\n  examples: |\n    - same\n"
     parsed = read_any(data, suffix=".yml")
-    assert [(r.text, r.labels) for r in parsed.rows] == [("same", ("a",))]
-    assert any("'same' (a; also b)" in n for n in parsed.notes)
+    assert [(r.text, r.labels) for r in parsed.rows] == [("same", ("a", "b"))]
+    assert any("'same' (a + b)" in n for n in parsed.notes)
 
 
 # A real Watson agent's texts hold C1 controls (here NEL, CSI and PAD); someone typed what looks

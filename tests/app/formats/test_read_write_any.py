@@ -139,3 +139,23 @@ def test_any_text_and_context_round_trip_through_csv_and_jsonl(tmp_path_factory,
     for suffix in (".csv", ".jsonl"):
         write_any(rows, folder / f"out{suffix}")
         assert key(read_any(folder / f"out{suffix}").rows) == key(rows), suffix
+
+
+def test_a_text_under_two_intents_reads_the_same_from_every_format(tmp_path):
+    """Issue 56 row 18: one rule for every format. The same project written as CSV rows (the
+    text twice), Rasa items, intent files and an agent reads back as one multi-label row."""
+    csv_file = tmp_path / "twice.csv"
+    csv_file.write_text("text,label\nhi there,greet\nbye,bye\nhi there,hello\n")
+    yml = tmp_path / "twice.yml"
+    yml.write_text(
+        "nlu:\n- intent: greet\n  examples: |\n    - hi there\n"
+        "- intent: hello\n  examples: |\n    - hi there\n- intent: bye\n  examples: |\n    - bye\n"
+    )
+    expected = [("bye", ("bye",)), ("hi there", ("greet", "hello"))]
+    for path in (csv_file, yml):
+        assert sorted((r.text, r.labels) for r in read_any(path).rows) == expected, path
+    merged = [Row("hi there", ("greet", "hello")), Row("bye", ("bye",))]
+    for suffix, fmt in [(".zip", None), (".zip", "dialogflow-es"), (".json", "watson")]:
+        path = tmp_path / f"{fmt}{suffix}"
+        write_any(merged, path, {"greet": "", "hello": "", "bye": ""}, format=fmt)
+        assert sorted((r.text, r.labels) for r in read_any(path).rows) == expected, fmt
