@@ -282,6 +282,11 @@ class TrainOut(BaseModel):
     created: bool = Field(..., description="false: a retrain was already queued or running")
 
 
+class DeletedOut(BaseModel):
+    message: str = Field(..., description="what was deleted: its id, text, intents and split")
+    batch: str = Field(..., description="the batch id that `undo` reverts (the row comes back)")
+
+
 class ErrorOut(BaseModel):
     error: str
     job_id: int | None = Field(

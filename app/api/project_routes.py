@@ -25,6 +25,7 @@ from app.access import ProjectHandle, open_project
 from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX
+from app.api.files import NOTE_HEADER, file_download
 from app.api.security import context, project_for, role
 from app.services import bulk as bulk_svc
 from app.services import history
@@ -87,6 +88,10 @@ def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> A
     summary="The project as a file: csv, jsonl, yml (Rasa), zip (intent files), slots.yml, "
     "or a platform agent (dialogflow-es, dialogflow-cx, dialogflow-cx-json, lex-v2, watson, "
     "luis, clu)",
+    description="The file is named after the project: `Content-Disposition` carries an ASCII "
+    "`filename` and the exact UTF-8 name as `filename*` (RFC 6266, RFC 5987). What the export "
+    f"left out or renamed is in the `{NOTE_HEADER}` header, percent-encoded UTF-8 (printable "
+    "ASCII as it is, `%` as `%25`): read it with `urllib.parse.unquote`.",
 )
 def export(
     request: Request,
@@ -94,7 +99,7 @@ def export(
     format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
 ) -> Any:
     path, message = io_svc.export_download(context(request), p, format)
-    return FileResponse(path, filename=path.name, headers={"X-Export-Note": message[:500]})
+    return file_download(path, path.name, note=message)
 
 
 def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, Any]:

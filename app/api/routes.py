@@ -10,6 +10,7 @@
 | ``GET /jobs/{job_id}`` | viewer |
 | ``POST /jobs/{job_id}/cancel`` | designer |
 | ``POST /projects/{project}/label`` | designer |
+| ``DELETE /projects/{project}/utterances/{utterance_id}`` | designer |
 | ``POST /projects/{project}/train`` | designer |
 
 and those of :mod:`app.api.project_routes` (projects, bulk label and undo, activate, export,
@@ -124,6 +125,33 @@ def utterances(
     return {
         "utterances": [{**r, "intents": [i for i in r["intents"].split("|") if i]} for r in rows]
     }
+
+
+@router.delete(
+    "/projects/{project}/utterances/{utterance_id}",
+    response_model=models.DeletedOut,
+    summary="Delete one utterance (`POST …/undo` with the answer's `batch` brings it back)",
+    description="A test utterance is deleted only with `confirm_test=true`: the test split "
+    "measures the model, so a script that deletes what the model gets wrong there would bend "
+    "the accuracy (400 otherwise, nothing deleted). An item you may not change now (given to "
+    "annotators, waiting for review, accepted) is refused with 403.",
+)
+def delete_utterance(
+    utterance_id: int,
+    request: Request,
+    p: Changer,
+    confirm_test: Annotated[bool, Query(description="true: a test utterance may go")] = False,
+) -> Any:
+    try:
+        with acting_as(p.actor):
+            gone = data_svc.delete_utterance(
+                context(request).db, p, utterance_id, confirm_test=confirm_test
+            )
+    except data_svc.UnconfirmedTestChange as exc:
+        raise data_svc.UnconfirmedTestChange(
+            f"{exc} Send confirm_test=true to delete it."
+        ) from None
+    return {"message": gone.message(), "batch": gone.batch}
 
 
 @router.get(

@@ -2,8 +2,8 @@
 is instant; each is a thin shell over the same service functions the UI uses.
 
 ``common`` (errors, context), ``server`` (serve, worker), ``model`` (train, predict, bundle, report),
-``data`` (import, export, projects, users, backup, restore), ``design`` (clusters), ``team``
-(assign, agreement, export).
+``data`` (import, export, projects, users, backup, restore), ``history`` (delete, undo, activity),
+``design`` (clusters), ``team`` (assign, agreement, export).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from app.cli.data import (
     cmd_users,
 )
 from app.cli.design import cmd_clusters
+from app.cli.history import add_parser as add_history_parser
 from app.cli.model import (
     cmd_bundle_export,
     cmd_bundle_import,
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         "agent to a .zip or .json without it, with everything the app does not model kept",
     )
     p.set_defaults(func=cmd_export)
+    add_history_parser(sub)
 
     p = sub.add_parser("predict", help="classify utterances with a project's pool or a bundle")
     p.add_argument("texts", nargs="*")

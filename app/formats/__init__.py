@@ -40,6 +40,7 @@ from app.formats.common import (
     merge_repeats,
 )
 from app.formats.intent_files import (
+    device_files,
     dump_intent_files,
     folder_files,
     parse_intent_files,
@@ -49,19 +50,18 @@ from app.formats.intent_files import (
     write_intent_zip,
     zip_files_of,
 )
+from app.formats.left_out import AGENTS, INTENT_FILES, RASA, TABULAR, Carries, left_out
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
-    csv_line,
     from_spreadsheet_safe,
     parse_csv,
     parse_jsonl,
     read_csv,
     read_jsonl,
     spreadsheet_safe,
-    write_csv,
-    write_jsonl,
 )
+from app.formats.tabular_write import csv_line, write_csv, write_jsonl
 from core.slots import SlotData
 
 __all__ = [
@@ -228,12 +228,36 @@ def _unsupported(kind: str) -> FormatError:
 
 
 Descriptions = dict[str, str] | None
-_WRITERS: dict[str, Callable[[Iterable[Row], Descriptions, SlotData | None], bytes]] = {
-    ".zip": lambda rows, _, __: write_intent_zip(rows),
-    ".yml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
-    ".yaml": lambda rows, d, slots: dump_rasa_yaml(rows, d, slots=slots).encode("utf-8"),
-    ".jsonl": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
-    ".ndjson": lambda rows, d, _: write_jsonl(rows, d).encode("utf-8"),
+# A format's writer: (the file's bytes, notes on what it wrote another way).
+Writer = Callable[[list[Row], dict[str, str], SlotData], tuple[bytes, list[str]]]
+
+
+def _rasa(
+    rows: list[Row], descriptions: dict[str, str], slots: SlotData
+) -> tuple[bytes, list[str]]:
+    return dump_rasa_yaml(rows, descriptions, slots=slots).encode("utf-8"), []
+
+
+def _jsonl(
+    rows: list[Row], descriptions: dict[str, str], slots: SlotData
+) -> tuple[bytes, list[str]]:
+    return write_jsonl(rows, descriptions, entities=slots.entities).encode("utf-8"), []
+
+
+def _csv(rows: list[Row], descriptions: dict[str, str], slots: SlotData) -> tuple[bytes, list[str]]:
+    return write_csv(rows, descriptions, entities=slots.entities).encode("utf-8"), []
+
+
+def _zip(rows: list[Row], _: dict[str, str], __: SlotData) -> tuple[bytes, list[str]]:
+    return write_intent_zip(rows), device_files(rows)
+
+
+_WRITERS: dict[str, tuple[Carries, Writer]] = {
+    ".zip": (INTENT_FILES, _zip),
+    ".yml": (RASA, _rasa),
+    ".yaml": (RASA, _rasa),
+    ".jsonl": (TABULAR, _jsonl),
+    ".ndjson": (TABULAR, _jsonl),
 }
 
 
@@ -263,8 +287,9 @@ def write_any(
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
     Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
-    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables);
-    the other formats have no place for them.
+    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables),
+    CSV and JSONL the entity annotations (``entities``). What a format has no place for is named
+    in the notes (:func:`app.formats.left_out.left_out`).
 
     Raises:
         ValueError: an unknown agent format, a path whose suffix is not the agent's (``.zip``
@@ -272,25 +297,32 @@ def write_any(
     """
     p = Path(path)
     suffix = p.suffix.lower()
-    notes: list[str] = []
+    rows = list(rows)
+    slots = slots or SlotData()
+    described = descriptions or {}
     if format is not None:
         fmt = agent_format(format)
         if suffix != f".{fmt.container}":
             raise ValueError(
                 f"A {fmt.title} is written as a .{fmt.container} file, not {p.name!r}."
             )
-        payload, notes = write_agent(fmt.name, list(rows), descriptions or {}, kept=kept, name=name)
-    elif suffix == ".json":
+        payload, notes = write_agent(fmt.name, rows, described, kept=kept, name=name)
+        return _written(p, payload, notes + left_out(rows, described, slots, AGENTS))
+    if suffix == ".json":
         raise ValueError(
             f"Name the agent format of a .json file: {', '.join(export_formats('.json'))}."
         )
-    elif suffix == "":
+    if suffix == "":
         write_intent_folder(rows, p)
-        return notes
-    else:
-        writer = _WRITERS.get(suffix, lambda rows, d, _: write_csv(rows, d).encode("utf-8"))
-        payload = writer(rows, descriptions, slots)
-    tmp = p.with_name(p.name + ".tmp")
+        return device_files(rows) + left_out(rows, described, slots, INTENT_FILES)
+    carries, writer = _WRITERS.get(suffix, (TABULAR, _csv))
+    payload, notes = writer(rows, described, slots)
+    return _written(p, payload, notes + left_out(rows, described, slots, carries))
+
+
+def _written(path: Path, payload: bytes, notes: list[str]) -> list[str]:
+    """Write ``payload`` to a temporary name, then rename it to ``path``; returns ``notes``."""
+    tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(payload)
-    tmp.replace(p)
+    tmp.replace(path)
     return notes

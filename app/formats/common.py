@@ -9,19 +9,23 @@ an invisible character even, is mapped onto it when imported: :mod:`storage.impo
 names are NFC; a file holds at least one and at most :data:`MAX_ROWS` rows.
 
 Real files repeat themselves (a test set with one text twice, chat logs full of "hi"): a repeated
-text is not a problem. :func:`merge_repeats` keeps it once; when the repeats disagree about the
-intents, the first occurrence is kept and the disagreement is reported, never dropped silently.
+text is not a problem. :func:`merge_repeats` keeps it once, with every intent any of its rows
+gives it: the one rule of every format, since an agent's phrase under two intents and an intent
+file's line in two files are already one multi-label row (the data model is multi-label; whether
+a project predicts so is decided by its share of such rows, :func:`core.multilabel.rule.is_multilabel`).
+What was merged is reported, never dropped silently.
 
 Example:
     >>> rows, notes = merge_repeats([Row("hi", ("greet",)), Row("hi", ("greet",)), Row("hi", ("bye",))])
     >>> [r.labels for r in rows], notes
-    ([('greet',)], ['Merged 1 repeated utterance(s) with the same intents.', "1 utterance(s) appear with different intents; each was imported once with its first intents: 'hi' (greet; also bye)."])
+    ([('bye', 'greet')], ['Merged 1 repeated utterance(s) with the same intents.', "1 utterance(s) appear with different intents; each was imported once with all of them (multi-label): 'hi' (greet + bye)."])
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.config import MAX_UPLOAD_BYTES
 from core.slots import SlotData
@@ -254,37 +258,59 @@ SHOW_CONFLICTS = 5
 
 
 def merge_repeats(rows: list[Row]) -> tuple[list[Row], list[str]]:
-    """Keep each text once, in file order. Returns (rows, notes for the person importing).
+    """Keep each text once, in file order, with the union of the intents its rows give it (see
+    the module docstring). Returns (rows, notes for the person importing).
 
-    A repeat with the same intents is merged and counted; a repeat with other intents is merged
-    into the first occurrence (its intents and split win) and listed in the notes.
+    A repeat that adds no intent is merged and counted; one that adds intents is listed. A text
+    in two splits (or with two contexts) keeps its first labelled row's split (and its first
+    context), and is listed too: one utterance is in one split.
     """
     first: dict[str, Row] = {}
+    added: dict[str, list[tuple[str, ...]]] = {}  # text -> the intents each repeat added
+    moved: dict[str, list[str]] = {}  # text -> the other splits or contexts its repeats had
     merged = 0
-    conflicts: dict[str, list[tuple[str, ...]]] = {}
     for row in rows:
         kept = first.get(row.text)
         if kept is None:
             first[row.text] = row
-        elif set(kept.labels) == set(row.labels):
+            continue
+        new = tuple(n for n in row.labels if n not in kept.labels)
+        split = row.split if row.labels and not kept.labels else kept.split
+        if new and kept.labels:
+            added.setdefault(row.text, []).append(new)
+        elif not new:
             merged += 1
-        elif row.labels not in conflicts.setdefault(row.text, []):
-            conflicts[row.text].append(row.labels)
+        labels = tuple(sorted((*kept.labels, *new)))
+        kept = first[row.text] = Row(row.text, labels, split, kept.context or row.context)
+        other = [f"{row.split} split"] if row.labels and row.split != kept.split else []
+        other += [f"context {row.context[:40]!r}"] if row.context not in ("", kept.context) else []
+        if other:
+            moved.setdefault(row.text, []).extend(other)
     notes = [f"Merged {merged} repeated utterance(s) with the same intents."] if merged else []
-    if conflicts:
-        shown = "; ".join(
-            f"{text[:60]!r} ({', '.join(first[text].labels) or 'no intent'}; also "
-            + " / ".join(", ".join(lab) or "no intent" for lab in others)
-            + ")"
-            for text, others in list(conflicts.items())[:SHOW_CONFLICTS]
-        )
-        more = (
-            f" and {len(conflicts) - SHOW_CONFLICTS} more"
-            if len(conflicts) > SHOW_CONFLICTS
-            else ""
-        )
+    if added:
         notes.append(
-            f"{len(conflicts)} utterance(s) appear with different intents; each was imported once "
-            f"with its first intents: {shown}{more}."
+            f"{len(added)} utterance(s) appear with different intents; each was imported once "
+            "with all of them (multi-label): "
+            + _listed(added, lambda t, a: " + ".join(", ".join(n) for n in [_first(rows, t), *a]))
+            + "."
+        )
+    if moved:
+        notes.append(
+            f"{len(moved)} utterance(s) appear in another split or with another context too; each "
+            "kept its first: "
+            + _listed(moved, lambda t, o: f"{first[t].split}; also {', '.join(dict.fromkeys(o))}")
+            + "."
         )
     return list(first.values()), notes
+
+
+def _first(rows: list[Row], text: str) -> tuple[str, ...]:
+    """The intents of the first labelled row of ``text``."""
+    return next((r.labels for r in rows if r.text == text and r.labels), ())
+
+
+def _listed(found: dict[str, list[Any]], say: Any) -> str:
+    """The first :data:`SHOW_CONFLICTS` texts of ``found``, each with ``say(text, its list)``."""
+    shown = "; ".join(f"{t[:60]!r} ({say(t, v)})" for t, v in list(found.items())[:SHOW_CONFLICTS])
+    more = len(found) - SHOW_CONFLICTS
+    return shown + (f" and {more} more" if more > 0 else "")

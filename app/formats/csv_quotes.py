@@ -27,6 +27,19 @@ import csv
 import re
 
 BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def file_lines(text: str, *, keepends: bool = False) -> list[str]:
+    """The lines of a CSV or JSONL file: split at CR, LF and CRLF only (``str.splitlines`` also
+    splits at NEL, VT, FF, file separators and U+2028/2029, characters a text may hold).
+
+    Example:
+        >>> file_lines("a\\x85b\\r\\nc\\n"), file_lines("a\\nb", keepends=True)
+        (['a\\x85b', 'c'], ['a\\n', 'b'])
+    """
+    found = [m.group() for m in _LINE.finditer(text) if m.group()]
+    return found if keepends else [BREAK.sub("", line) for line in found]
 
 
 def line_breaks(cell: str) -> int:

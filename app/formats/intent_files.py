@@ -2,7 +2,8 @@
 
 ``<intent>.txt`` holds one utterance per line (blank lines are ignored) for the train split;
 ``test/<intent>.txt`` for the test split. Intent names are percent-encoded in file names (``/``
-becomes ``%2F``). An utterance in several files of one split is one multi-label row. Rows without
+becomes ``%2F``; a Windows device name such as ``CON`` gets its first letter encoded, ``%43ON``:
+:mod:`app.formats.file_names`). An utterance in several files of one split is one multi-label row. Rows without
 an intent (the ``unlabelled`` split) have no place in the format and are not written. A zip is
 checked by :mod:`core.safe_archive` before anything is read from it.
 
@@ -32,6 +33,8 @@ from app.formats.common import (
     decode,
     finish,
 )
+from app.formats.csv_quotes import file_lines
+from app.formats.file_names import device_note, is_device_name
 from core.safe_archive import ArchiveError, read_zip
 
 _SAFE_FILE_CHARS = " -_,()&'+@!=~"
@@ -41,13 +44,25 @@ def intent_file_name(intent: str) -> str:
     """The file name of an intent (percent-encoded where a file system would object).
 
     Example:
-        >>> intent_file_name("card/lost")
-        'card%2Flost.txt'
+        >>> intent_file_name("card/lost"), intent_file_name("con")
+        ('card%2Flost.txt', '%63on.txt')
     """
     encoded = quote(intent, safe=_SAFE_FILE_CHARS)
-    if encoded.startswith("."):
-        encoded = "%2E" + encoded[1:]
+    if encoded.startswith(".") or is_device_name(encoded):
+        encoded = f"%{ord(encoded[0]):02X}" + encoded[1:]
     return encoded + ".txt"
+
+
+def device_files(rows: Iterable[Row]) -> list[str]:
+    """The note on intents whose file a Windows device name would have named (see
+    :mod:`app.formats.file_names`)."""
+    names = sorted({n for row in rows for n in row.labels})
+    written = [
+        (n, intent_file_name(n))
+        for n in names
+        if is_device_name(quote(n, safe=_SAFE_FILE_CHARS) + ".txt")
+    ]
+    return device_note(written, "an import decodes the name back")
 
 
 def dump_intent_files(rows: Iterable[Row]) -> dict[str, str]:
@@ -131,7 +146,7 @@ def parse_intent_files(files: Mapping[str, bytes]) -> ParsedFile:
             ]
             continue
         seen_here: dict[str, int] = {}
-        for n, raw in enumerate(content.splitlines(), 1):
+        for n, raw in enumerate(file_lines(content), 1):
             text = raw.strip()
             if not text:
                 continue

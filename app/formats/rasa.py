@@ -11,8 +11,12 @@ form ``examples: [{text: ..., metadata: ...}]``.
   markup as typed in the text instead). ``lookup:`` tables join the slot book and are written back.
 - A multi-intent name ``a+b`` becomes the labels ``("a", "b")``, and a multi-label row is written
   that way.
-- Rows of another split than ``train`` are written in the list form with ``metadata: {split: ...}``
-  and read back into that split. ``synonym``/``regex`` items and the other sections of a
+- Rows of another split than ``train``, or with a context (the turn before), are written in the
+  list form with ``metadata: {split: ..., context: ...}`` and read back so (Rasa keeps an
+  example's ``metadata`` and ignores what it does not use). A text a literal block cannot hold
+  (control characters, line separators, spaces at its ends) is written in double quotes with YAML
+  escapes (:func:`app.formats.safe_yaml.quoted`), so every text reads back exactly; a text that
+  only looks like markup is escaped (:mod:`app.formats.rasa_entities`). ``synonym``/``regex`` items and the other sections of a
   Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
 - Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
   written.
@@ -28,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
@@ -39,6 +42,7 @@ from app.formats.common import (
     ParsedFile,
     Row,
     add_description,
+    check_context,
     check_intent,
     check_text,
     decode,
@@ -52,7 +56,7 @@ from app.formats.rasa_entities import (
     spans_of,
     write_markup,
 )
-from app.formats.safe_yaml import compose_yaml
+from app.formats.safe_yaml import compose_yaml, fits_block, quoted
 from core.slots import EntitySpan, SlotData, SlotError
 from storage.tables import SPLITS
 
@@ -175,7 +179,7 @@ def parse_rasa_yaml(
             if labels[0] not in descriptions or len(labels) != 1:
                 notes.append(f"Intent {name!r} has no examples.")
             continue
-        for ex_line, raw, split in _rasa_examples(examples, problems):
+        for ex_line, raw, split, context in _rasa_examples(examples, problems):
             spans: list[EntitySpan] = []
             flat = raw.strip()
             if not keep_entity_markup:
@@ -191,7 +195,7 @@ def parse_rasa_yaml(
                 spans = []  # a value at the edge of the text: the stored text is trimmed
             flattened += len(spans)
             add_example(slots, flat.strip(), spans, labels)
-            found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split)))
+            found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split, context)))
     rows = finish(found, problems, declared=len(descriptions))
     for kind, count in sorted(skipped.items()):
         notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
@@ -217,15 +221,18 @@ def _lookup(
         add_lookup(
             slots,
             _node_key(fields["lookup"]),
-            [t for _, t, _ in _rasa_examples(examples, problems)],
+            [t for _, t, _, _ in _rasa_examples(examples, problems)],
         )
     except SlotError as exc:
         problems.append((line, str(exc)))
 
 
-def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
-    """``(line, text, split)`` of each example in an ``examples:`` value."""
-    out: list[tuple[int, str, str]] = []
+Example = tuple[int, str, str, str]  # (line, text, split, context)
+
+
+def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[Example]:
+    """``(line, text, split, context)`` of each example in an ``examples:`` value."""
+    out: list[Example] = []
     if isinstance(node, yaml.ScalarNode):
         # Literal/folded blocks start on the line after the indicator.
         first = node.start_mark.line + (2 if node.style in ("|", ">") else 1)
@@ -236,7 +243,7 @@ def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tup
             if not stripped.startswith("-"):
                 problems.append((first + i, f"an example line must start with '- ': {raw[:40]!r}"))
                 continue
-            out.append((first + i, stripped[1:], "train"))
+            out.append((first + i, stripped[1:], "train", ""))
         return out
     if not isinstance(node, yaml.SequenceNode):
         problems.append((node.start_mark.line + 1, "'examples' must be a block or a list"))
@@ -244,7 +251,7 @@ def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tup
     for item in node.value:
         line = item.start_mark.line + 1
         if isinstance(item, yaml.ScalarNode):
-            out.append((line, str(item.value), "train"))
+            out.append((line, str(item.value), "train", ""))
             continue
         if not isinstance(item, yaml.MappingNode):
             problems.append((line, "an example must be text or a mapping with 'text'"))
@@ -256,24 +263,27 @@ def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[tup
             problems.append((line, f"an example needs 'text' (unknown keys {sorted(extra)})"))
             continue
         meta = fields.get("metadata")
-        split = "train"
-        if isinstance(meta, yaml.MappingNode):
-            split = next((_node_key(v) for k, v in meta.value if _node_key(k) == "split"), split)
+        found = (
+            {_node_key(k): v for k, v in meta.value} if isinstance(meta, yaml.MappingNode) else {}
+        )
+        split = _node_key(found["split"]) if "split" in found else "train"
         if split not in SPLITS or split == "unlabelled":
             problems.append((line, f"unknown split {split!r} in metadata"))
             continue
-        out.append((line, str(text.value), split))
+        said = found.get("context")
+        given = said.value if isinstance(said, yaml.ScalarNode) and said.tag == _STR else said
+        context, problem = check_context(given)
+        if problem is not None:
+            problems.append((line, problem))
+            continue
+        out.append((line, str(text.value), split, context))
     return out
 
 
 def _yaml_name(name: str) -> str:
     if _PLAIN_NAME.fullmatch(name) and name.lower() not in _YAML_WORDS:
         return name
-    return json.dumps(name, ensure_ascii=False)
-
-
-def _block_safe(text: str) -> bool:
-    return all(c == "\t" or c.isprintable() for c in text) and text == text.strip()
+    return quoted(name)
 
 
 def _grouped(rows: Iterable[Row], separator: str) -> dict[str, list[Row]]:
@@ -316,19 +326,21 @@ def dump_rasa_yaml(
     for name, group in sorted(groups.items()):
         lines.append(f"- intent: {_yaml_name(name)}")
         if name in described:
-            text = json.dumps(described[name], ensure_ascii=False)
-            lines.append(f"  metadata: {{description: {text}}}")
+            lines.append(f"  metadata: {{description: {quoted(described[name])}}}")
         if not group:
             continue
         texts = [write_markup(r.text, spans_of(slots.entities, r.text)) for r in group]
-        if all(r.split == "train" and _block_safe(r.text) for r in group):
+        plain = zip(group, texts, strict=True)
+        if all(r.split == "train" and not r.context and fits_block(t) for r, t in plain):
             lines.append("  examples: |")
             lines += [f"    - {t}" for t in texts]
             continue
         lines.append("  examples:")
         for r, t in zip(group, texts, strict=True):
-            lines.append(f"  - text: {json.dumps(t, ensure_ascii=False)}")
-            if r.split != "train":
-                lines.append(f"    metadata: {{split: {r.split}}}")
+            lines.append(f"  - text: {quoted(t)}")
+            meta = [f"split: {r.split}"] if r.split != "train" else []
+            meta += [f"context: {quoted(r.context)}"] if r.context else []
+            if meta:
+                lines.append(f"    metadata: {{{', '.join(meta)}}}")
     lines += dump_lookups(slots.book)
     return "\n".join(lines) + "\n"

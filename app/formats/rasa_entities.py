@@ -1,8 +1,14 @@
-"""Rasa entity annotations and lookup tables, both ways: ``[Berlin](city)``,
+r"""Rasa entity annotations and lookup tables, both ways: ``[Berlin](city)``,
 ``[Berlin]{"entity": "city", "value": "BER", "role": "to"}`` and ``[Berlin](city:BER)`` are read
 into the surface text (``Berlin``) plus spans (:class:`core.slots.EntitySpan`), and written back
 from them. The spans feed the slot book (values per slot) and the intent's templates
-(``fly me to {city}``); ``lookup:`` tables feed the slot book.
+(``fly me to {city}``); ``lookup:`` tables feed the slot book. CSV and JSONL carry the same spans
+as JSON (:func:`read_spans`).
+
+A text that only looks like markup (the literal ``[Berlin](city)`` someone typed) is written with
+a ``\`` after its ``]`` (``[Berlin]\(city)``), which no Rasa reader takes for an annotation, and
+read back without it; a ``]`` before a ``\`` gets one too, so every text comes back exactly. (Rasa
+itself, which has no escape, trains on that text with the ``\`` in it.)
 
 Example:
     >>> text, spans = read_markup('fly to [Berlin](city)')
@@ -10,6 +16,8 @@ Example:
     ('fly to Berlin', [EntitySpan(start=7, end=13, entity='city', value=None, role=None, group=None)])
     >>> write_markup(text, spans)
     'fly to [Berlin](city)'
+    >>> write_markup("say [Berlin](city) to me", []), read_markup("say [Berlin]\\(city) to me")
+    ('say [Berlin]\\(city) to me', ('say [Berlin](city) to me', []))
 """
 
 from __future__ import annotations
@@ -17,12 +25,26 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
+from app.formats.safe_yaml import fits_block, quoted
 from core.slots import EntitySpan, SlotData, SlotError, check_slot_name, template_of
 
 ENTITY = re.compile(r"\[([^\[\]\n]+)\](\([^()\n]+\)|\{[^{}\n]*\})")
 _EXTRAS = ("value", "role", "group")
+_TO_ESCAPE = re.compile(r"\](?=[({\\])")  # "](", "]{" and "]\" in a text outside annotations
+_ESCAPED = re.compile(r"\]\\([({\\])")
+
+
+def _escaped(plain: str) -> str:
+    """A stretch of text outside annotations as written: no ``](`` or ``]{`` left in it."""
+    return _TO_ESCAPE.sub(r"]\\", plain)
+
+
+def _unescaped(written: str) -> str:
+    """A stretch of text outside annotations as it was before :func:`_escaped`."""
+    return _ESCAPED.sub(r"]\1", written)
 
 
 def _annotation(body: str) -> tuple[str, dict[str, str]]:
@@ -50,7 +72,7 @@ def read_markup(raw: str) -> tuple[str, list[EntitySpan]]:
     spans: list[EntitySpan] = []
     pos = length = 0
     for m in ENTITY.finditer(raw):
-        before = raw[pos : m.start()]
+        before = _unescaped(raw[pos : m.start()])
         out.append(before)
         length += len(before)
         entity, extras = _annotation(m.group(2))
@@ -59,25 +81,72 @@ def read_markup(raw: str) -> tuple[str, list[EntitySpan]]:
         out.append(surface)
         length += len(surface)
         pos = m.end()
-    out.append(raw[pos:])
+    out.append(_unescaped(raw[pos:]))
     return "".join(out), spans
 
 
 def write_markup(text: str, spans: Sequence[EntitySpan]) -> str:
-    """The text with each span written as Rasa markup (``(slot)`` when it has no extras)."""
+    """The text with each span written as Rasa markup (``(slot)`` when it has no extras), and
+    what only looks like markup escaped (see the module docstring)."""
     out, pos = [], 0
     for span in sorted(spans, key=lambda e: e.start):
         if span.start < pos or span.end > len(text):
-            return text  # spans that no longer fit the text: the plain text is still right
+            return _escaped(text)  # spans that no longer fit the text: the plain text is right
         extras = {k: v for k in _EXTRAS if (v := getattr(span, k))}
         body = (
             json.dumps({"entity": span.entity, **extras}, ensure_ascii=False)
             if extras
             else f"({span.entity})"
         )
-        out += [text[pos : span.start], f"[{text[span.start : span.end]}]{body}"]
+        out += [_escaped(text[pos : span.start]), f"[{text[span.start : span.end]}]{body}"]
         pos = span.end
-    return "".join([*out, text[pos:]])
+    return "".join([*out, _escaped(text[pos:])])
+
+
+_SPAN_KEYS = frozenset({"start", "end", "entity", *_EXTRAS})
+
+
+def read_spans(value: object, text: str) -> list[EntitySpan]:
+    """The entity spans a CSV cell (JSON text) or a JSONL key (a list) gives a text: a list of
+    ``{"start", "end", "entity"}`` with optional ``value``, ``role`` and ``group``; offsets in
+    characters of ``text``, no two spans overlapping.
+
+    Raises:
+        SlotError: not such a list, a span outside the text or over another, a bad slot name.
+
+    Example:
+        >>> read_spans('[{"start": 3, "end": 7, "entity": "city"}]', "to Rome")
+        [EntitySpan(start=3, end=7, entity='city', value=None, role=None, group=None)]
+    """
+    if value in (None, "", []):
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            raise SlotError("entities must be a JSON list of spans") from None
+    if not isinstance(value, list):
+        raise SlotError("entities must be a list of spans")
+    spans: list[EntitySpan] = []
+    for item in value:
+        ok = isinstance(item, dict) and set(item) <= _SPAN_KEYS
+        ends = [item.get(k) for k in ("start", "end")] if ok else []
+        if not ok or not all(isinstance(x, int) and not isinstance(x, bool) for x in ends):
+            raise SlotError('an entity span is {"start": int, "end": int, "entity": "slot"}')
+        if not isinstance(item.get("entity"), str) or not all(
+            isinstance(item.get(k), str | None) for k in _EXTRAS
+        ):
+            raise SlotError("an entity span's entity, value, role and group are texts")
+        start, end = ends
+        if not 0 <= start < end <= len(text):
+            raise SlotError(f"the entity span {start}-{end} is outside the text")
+        spans.append(
+            EntitySpan(start, end, check_slot_name(item["entity"]), *(item.get(k) for k in _EXTRAS))
+        )
+    spans.sort(key=lambda e: e.start)
+    if any(a.end > b.start for a, b in pairwise(spans)):
+        raise SlotError("two entity spans overlap")
+    return spans
 
 
 def add_example(
@@ -112,9 +181,13 @@ def spans_of(entities: Mapping[str, Sequence[Mapping[str, Any]]], text: str) -> 
 
 
 def dump_lookups(book: Mapping[str, Sequence[str]]) -> list[str]:
-    """Rasa ``lookup:`` items (YAML lines) for a slot book."""
+    """Rasa ``lookup:`` items (YAML lines) for a slot book: a block of values, or a list of
+    quoted ones when one cannot be a line of a block."""
     lines: list[str] = []
     for slot, values in sorted(book.items()):
-        lines += [f"- lookup: {slot}", "  examples: |"]
-        lines += [f"    - {v}" for v in values]
+        lines.append(f"- lookup: {slot}")
+        if all(fits_block(v) for v in values):
+            lines += ["  examples: |", *(f"    - {v}" for v in values)]
+        else:
+            lines += ["  examples:", *(f"  - {quoted(v)}" for v in values)]
     return lines

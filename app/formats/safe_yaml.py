@@ -1,4 +1,5 @@
-"""YAML from an untrusted file, as a node graph with limits: never a Python object.
+"""YAML from an untrusted file, as a node graph with limits: never a Python object; and the one
+way the app writes a text into YAML (:func:`quoted`).
 
 PyYAML's constructor expands merge keys (``<<: *a``) eagerly, so a few hundred bytes of nested
 merges cost minutes and gigabytes; its composer recurses once per level, so 100,000 nested
@@ -20,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import yaml
@@ -148,3 +151,40 @@ def compose_yaml(text: str) -> yaml.Node | None:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+# What YAML takes raw inside a double-quoted scalar: printable characters (YAML 1.1 5.1: no C0
+# but tab, LF and CR; no DEL, C1, surrogates or U+FFFE/U+FFFF; libyaml refuses a file that holds
+# one) other than a line break (NEL, LS, PS are folded into a space) and a byte-order mark.
+_NOT_RAW = re.compile(
+    "[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+_NAMED = {"\x85": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def quoted(text: str) -> str:
+    """``text`` as a double-quoted YAML scalar that every YAML reader gives back exactly: JSON's
+    quoting (YAML's double quotes are a superset of JSON strings) with every character YAML
+    refuses raw or reads as a line break escaped (``\\x85`` as ``\\N``, U+2028 as ``\\L``).
+
+    Example:
+        >>> quoted('Caf\\u00e9 "x"\\x85\\x9b[2J')
+        '"Café \\\\"x\\\\"\\\\N\\\\x9b[2J"'
+        >>> yaml.safe_load(quoted("a\\x85b\\u2028c\\x7f")) == "a\\x85b\\u2028c\\x7f"
+        True
+    """
+    return _NOT_RAW.sub(_escape, json.dumps(text, ensure_ascii=False))
+
+
+def fits_block(text: str) -> bool:
+    """Whether ``text`` can be one line of a literal block (``examples: |``) as it is: printable
+    (a tab too), without spaces at its ends; any other text is written :func:`quoted`."""
+    return all(c == "\t" or c.isprintable() for c in text) and text == text.strip()

@@ -9,7 +9,10 @@ different ones are a problem). A row with no text but one intent and a descripti
 that intent with its description (it may have no examples yet: cold start). Written files carry
 ``text``, ``labels`` and ``split``, ``context`` when a row has one (a CSV gets the column when
 any row has one) and ``description`` when an intent has one (on every single-intent row of it;
-an intent without such a row gets a declaration row), so export -> import keeps both.
+an intent without such a row gets a declaration row), so export -> import keeps both
+(:mod:`app.formats.tabular_write`). ``entities``: the row's entity annotations, a JSON list of
+``{"start", "end", "entity"}`` (``value``, ``role``, ``group`` optional; offsets in characters of
+the text), as a Rasa file's ``[Berlin](city)``: they feed the slot book and the intent's templates.
 
 A CSV cell that a spreadsheet would run as a formula (one starting with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return: OWASP's list) is written with a ``'`` in front
@@ -21,10 +24,9 @@ levels deep.
 Example:
     >>> parse_csv(b"text,label\\nhi there,greet\\n")
     [NewUtterance(text='hi there', labels=('greet',), split='train', context='')]
-    >>> write_jsonl([Row("hi", ("greet",))])
-    '{"text": "hi", "labels": ["greet"], "split": "train"}\\n'
-    >>> write_csv([Row("=1+1", ("math",))])
-    "text,labels,split\\n'=1+1,math,train\\n"
+    >>> doc = b'{"text": "fly to Rome", "labels": ["fly"], "entities": [{"start": 7, "end": 11, "entity": "city"}]}'
+    >>> read_jsonl(doc).slots.templates
+    {'fly': ['fly to {city}']}
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable
+from dataclasses import replace
 
 from app.formats.common import (
     MAX_COLUMNS,
@@ -50,8 +52,11 @@ from app.formats.common import (
     finish,
     json_depth_over,
 )
-from app.formats.csv_quotes import line_breaks, open_quote, row_inside
+from app.formats.csv_quotes import file_lines, line_breaks, open_quote, row_inside
+from app.formats.rasa_entities import add_example, read_spans
+from core.slots import SlotData, SlotError
 from storage.tables import SPLITS
+from storage.texts import nfc
 from storage.utterances import is_blank
 
 # A cell a spreadsheet would evaluate, after any quotes already put in front of it.
@@ -140,13 +145,52 @@ def _declare(
     add_description(descriptions, problems, line, labels, description)
 
 
+def _annotate(
+    line: int,
+    raw_text: str,
+    row: Row,
+    value: object,
+    slots: SlotData,
+    problems: list[tuple[int, str]],
+) -> None:
+    """Record a row's entity annotations (``value``: its ``entities`` cell or key, offsets in
+    ``raw_text`` as the file holds it) in ``slots``, or the problem with them."""
+    if value in (None, "", []):
+        return
+    lead = len(raw_text) - len(raw_text.lstrip())
+    try:
+        spans = [
+            replace(e, start=e.start - lead, end=e.end - lead) for e in read_spans(value, raw_text)
+        ]
+    except SlotError as exc:
+        problems.append((line, str(exc)))
+        return
+    if any(e.start < 0 or e.end > len(row.text) for e in spans):
+        problems.append((line, "an entity span covers the spaces around the text"))
+    elif nfc(row.text) != row.text:
+        problems.append((line, "entity offsets need the text in Unicode NFC form"))
+    else:
+        add_example(slots, row.text, spans, row.labels)
+
+
 def _parsed(
     found: list[tuple[int, str, Row]],
     problems: list[tuple[int, str]],
     descriptions: dict[str, tuple[int, str]],
+    slots: SlotData,
 ) -> ParsedFile:
     rows = finish(found, problems, declared=len(descriptions))
-    return ParsedFile(rows, descriptions={n: d for n, (_, d) in descriptions.items()})
+    n = sum(len(spans) for spans in slots.entities.values())
+    notes = (
+        [
+            f"Kept {n} entity annotation(s) of {len(slots.entities)} utterance(s): they feed "
+            "the slot book and the intents' templates."
+        ]
+        if n
+        else []
+    )
+    described = {name: d for name, (_, d) in descriptions.items()}
+    return ParsedFile(rows, notes, descriptions=described, slots=slots)
 
 
 def parse_csv(data: bytes) -> list[Row]:
@@ -189,6 +233,7 @@ def read_csv(data: bytes) -> ParsedFile:
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
     descriptions: dict[str, tuple[int, str]] = {}
+    slots = SlotData()
     spanning: list[tuple[int, int, list[str]]] = []  # (first line, last line, cells) of a record
     end = reader.line_num
     try:
@@ -218,10 +263,11 @@ def read_csv(data: bytes) -> ParsedFile:
             if row is not None:
                 found.append((line, "", row))
                 add_description(descriptions, problems, line, row.labels, record.get("description"))
+                _annotate(line, str(record["text"]), row, record.get("entities"), slots, problems)
             if len(found) > MAX_ROWS:
                 break
     except csv.Error as exc:
-        lines = text.splitlines(keepends=True)
+        lines = file_lines(text, keepends=True)
         start = next((n for n in range(end + 1, len(lines) + 1) if lines[n - 1].strip("\r\n")), end)
         opened, closed = open_quote(lines, start)
         if closed:
@@ -232,7 +278,7 @@ def read_csv(data: bytes) -> ParsedFile:
             where = str(exc)
         problems.append((opened, f"a quote opened on this line is never closed: {where}"))
     problems.extend(_swallowed(spanning, found, header.index(label_col), len(header)))
-    return _parsed(found, problems, descriptions)
+    return _parsed(found, problems, descriptions, slots)
 
 
 def _swallowed(
@@ -279,7 +325,8 @@ def read_jsonl(data: bytes) -> ParsedFile:
     found: list[tuple[int, str, Row]] = []
     problems: list[tuple[int, str]] = []
     descriptions: dict[str, tuple[int, str]] = {}
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    slots = SlotData()
+    for line_no, line in enumerate(file_lines(text), start=1):
         if not line.strip():
             continue
         if json_depth_over(line):
@@ -321,77 +368,5 @@ def read_jsonl(data: bytes) -> ParsedFile:
         if row is not None:
             found.append((line_no, "", row))
             add_description(descriptions, problems, line_no, row.labels, obj.get("description"))
-    return _parsed(found, problems, descriptions)
-
-
-def _undescribed(rows: list[Row], descriptions: dict[str, str]) -> list[str]:
-    """Described intents that no single-intent row carries (they get a declaration row)."""
-    carried = {r.labels[0] for r in rows if len(r.labels) == 1}
-    return [name for name in sorted(descriptions) if descriptions[name] and name not in carried]
-
-
-def _description(row: Row, descriptions: dict[str, str]) -> str:
-    return descriptions.get(row.labels[0], "") if len(row.labels) == 1 else ""
-
-
-def write_csv(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
-    """Rows as CSV text: ``text,labels,split`` (labels ``|``-separated), a ``context`` column
-    when any row has a context and, with intent ``descriptions``, a ``description`` column; each
-    cell :func:`spreadsheet_safe`."""
-    rows = list(rows)
-    described = {n: d for n, d in (descriptions or {}).items() if d}
-    with_context = any(r.context for r in rows)
-    extra = [*(["context"] if with_context else []), *(["description"] if described else [])]
-    buf = io.StringIO()
-    buf.write(csv_line(["text", "labels", "split", *extra]))
-    for r in rows:
-        cells = [r.text, "|".join(r.labels), r.split]
-        if with_context:
-            cells.append(r.context)
-        if described:
-            cells.append(_description(r, described))
-        buf.write(csv_line([spreadsheet_safe(c) for c in cells]))
-    for name in _undescribed(rows, described):
-        cells = ["", name, "", *([""] if with_context else []), described[name]]
-        buf.write(csv_line([spreadsheet_safe(c) for c in cells]))
-    return buf.getvalue()
-
-
-# A cell that needs quotes: a comma or quote, or any control character or line or paragraph
-# separator (Python's csv writer leaves a bare CR unquoted when lines end in LF, and a reader
-# or a spreadsheet may take any of these for the end of a record).
-_QUOTE = re.compile(r'[",\x00-\x1f\x7f-\x9f\u2028\u2029]')
-
-
-def csv_line(cells: Iterable[str]) -> str:
-    """One CSV record ending in ``\\n``: a cell is quoted (its quotes doubled) when it holds a
-    comma, a quote or a control character.
-
-    Example:
-        >>> csv_line(["a\\rb", "plain", "x,y"])
-        '"a\\rb",plain,"x,y"\\n'
-    """
-    out = []
-    for cell in cells:
-        out.append('"' + cell.replace('"', '""') + '"' if _QUOTE.search(cell) else cell)
-    return ",".join(out) + "\n"
-
-
-def write_jsonl(rows: Iterable[Row], descriptions: dict[str, str] | None = None) -> str:
-    """Rows as JSONL text: one ``{"text", "labels", "split"}`` object per line, with
-    ``"context"`` when the row has one and ``description`` on the rows of a described intent (a
-    declaration line for a described intent without such a row)."""
-    rows = list(rows)
-    described = {n: d for n, d in (descriptions or {}).items() if d}
-    lines = []
-    for r in rows:
-        obj: dict[str, object] = {"text": r.text, "labels": list(r.labels), "split": r.split}
-        if r.context:
-            obj["context"] = r.context
-        if text := _description(r, described):
-            obj["description"] = text
-        lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
-    for name in _undescribed(rows, described):
-        obj = {"text": "", "labels": [name], "description": described[name]}
-        lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
-    return "".join(lines)
+            _annotate(line_no, obj["text"], row, obj.get("entities"), slots, problems)
+    return _parsed(found, problems, descriptions, slots)

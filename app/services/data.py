@@ -8,7 +8,8 @@ and changes it only through :func:`app.access.writing`, where the item rule is a
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict
+import uuid
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.access import ProjectHandle, writing
@@ -16,7 +17,7 @@ from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Database, Session
 from storage.deleted import delete_utterance as delete_kept
-from storage.errors import UnknownIntentError
+from storage.errors import NotFoundError, UnknownIntentError
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
 
@@ -256,6 +257,20 @@ def move_split(db: Database, p: ProjectHandle, utterance_ids: list[int], split: 
     return len(utterance_ids)
 
 
+@dataclass(frozen=True)
+class Deleted:
+    """An utterance as it was when deleted, and the batch whose undo brings it back
+    (:func:`app.services.history.undo_batch`)."""
+
+    row: repo.UtteranceRow
+    batch: str
+
+    def message(self) -> str:
+        r = self.row
+        intents = ", ".join(r.labels) or "no intent"
+        return f"Deleted #{r.id} {r.text[:60]!r} ({intents}, {r.split}); undo brings it back."
+
+
 def delete_in(
     s: Session,
     p: ProjectHandle,
@@ -263,12 +278,13 @@ def delete_in(
     *,
     batch: str | None = None,
     confirm_test: bool = True,
-) -> None:
-    """:func:`delete_utterance` within the caller's transaction."""
+) -> repo.UtteranceRow:
+    """:func:`delete_utterance` within the caller's transaction; returns the row as it was."""
+    (now,) = repo.rows_by_id(s, p.id, [utterance_id])
     if not confirm_test:
-        (now,) = repo.rows_by_id(s, p.id, [utterance_id])
         refuse_unconfirmed_test_change(now, None)
     delete_kept(s, p.id, utterance_id, user_id=p.actor.id, batch=batch)
+    return now
 
 
 def delete_utterance(
@@ -278,10 +294,31 @@ def delete_utterance(
     *,
     batch: str | None = None,
     confirm_test: bool = True,
-) -> None:
-    """Delete an utterance (undo brings it back); ``confirm_test`` as in :func:`label_utterance`."""
+) -> Deleted:
+    """Delete an utterance (undo brings it back); ``confirm_test`` as in :func:`label_utterance`.
+
+    Raises:
+        NotFoundError: no such utterance in the project. UnconfirmedTestChange: a test row and
+            not ``confirm_test``. PermissionError: an item the acting user may not change now
+            (:mod:`app.access.policy`). Nothing is changed then.
+    """
+    batch = batch or str(uuid.uuid4())
     with writing(db, p) as s:
-        delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
+        row = delete_in(s, p, utterance_id, batch=batch, confirm_test=confirm_test)
+    return Deleted(row, batch)
+
+
+def utterance_id(db: Database, p: ProjectHandle, text: str) -> int:
+    """The id of the project's utterance with this text (trimmed and NFC, as stored).
+
+    Raises:
+        NotFoundError: no utterance with this text in the project.
+    """
+    with db.session() as s:
+        found = repo.find_by_text(s, p.id, text)
+    if found is None:
+        raise NotFoundError(f"No utterance {text[:60]!r} in this project.")
+    return found
 
 
 def create_intent(db: Database, p: ProjectHandle, name: str, description: str = "") -> str:

@@ -20,6 +20,9 @@ SUBCOMMANDS = [
     "clusters",
     "settings",
     "team",
+    "delete",
+    "undo",
+    "activity",
 ]
 
 
@@ -200,3 +203,64 @@ def test_a_slot_book_file_imports_into_a_project_and_a_bad_one_exits_2(tmp_path,
     assert main([*d, "export", "--project", "trip", "-o", str(out)]) == 0
     text = out.read_text()
     assert "- fly to [Rome](city)" in text and "- lookup: city" in text
+
+
+def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, capsys):
+    """Issue 56 row 17: the CLI could not delete one utterance, nor undo anything. It does both
+    through the Data tab's services and front door: the row comes back under its id."""
+    src = tmp_path / "in.csv"
+    src.write_text(
+        "text,labels,split\nwhere is my parcel,track,train\ntrack my order,track,test\n"
+        "cancel my order,cancel,train\n"
+    )
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    capsys.readouterr()
+
+    def rows() -> dict[str, tuple[int, str]]:
+        from app.access import open_project
+        from app.access.auth import LOCAL
+        from app.config import load_settings
+        from app.serving.context import AppContext
+        from storage.utterances import list_utterances
+
+        ctx = AppContext(load_settings(tmp_path / "data"))
+        try:
+            p = open_project(ctx.db, "shop", LOCAL)
+            with ctx.db.session() as s:
+                return {u.text: (u.id, "|".join(u.labels)) for u in list_utterances(s, p.id)}
+        finally:
+            ctx.close()
+
+    before = rows()
+    parcel = before["where is my parcel"][0]
+    assert main([*d, "delete", str(parcel), "--project", "shop"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Deleted #{parcel} 'where is my parcel' (track, train)")
+    assert "where is my parcel" not in rows()
+
+    # a test row needs --confirm-test; by its text
+    assert main([*d, "delete", "--text", "track my order", "--project", "shop"]) == 2
+    err = capsys.readouterr().err
+    assert "is a test utterance" in err and "Add --confirm-test to delete it." in err
+    assert "track my order" in rows()
+    assert main([*d, "delete", "--text", "nope", "--project", "shop"]) == 2
+    assert "No utterance 'nope' in this project." in capsys.readouterr().err
+    args = ["delete", "--text", "track my order", "--project", "shop", "--confirm-test"]
+    assert main([*d, *args]) == 0
+    capsys.readouterr()
+
+    assert main([*d, "activity", "--project", "shop"]) == 0
+    listed = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [(r[2], r[3], r[5]) for r in listed] == [
+        ("delete", "1", "can be undone"),
+        ("delete", "1", "can be undone"),
+        ("import", "3", "can be undone"),
+    ]
+    first_delete = listed[1][6]
+
+    assert main([*d, "undo", "--project", "shop"]) == 0  # the last change: the test row's delete
+    assert "Undid delete of 'track my order': back to track." in capsys.readouterr().out
+    assert main([*d, "undo", "--project", "shop", "--batch", first_delete]) == 0
+    assert "Undid delete of 'where is my parcel'" in capsys.readouterr().out
+    assert rows() == before  # the same rows, under the same ids

@@ -119,10 +119,10 @@ def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(ctx, t
     result = import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "dups.csv", content))
     assert result.inserted == 3
     rows = {r["text"]: r["intents"] for r in data_svc.table(ctx.db, live(ctx, "p"))}
-    assert rows == {"same": "x", "other": "y", "hi": "greet"}
+    assert rows == {"same": "x|z", "other": "y", "hi": "greet"}  # every intent it was given
     message = result.message()
     assert "Merged 2 repeated utterance(s)" in message
-    assert "'same' (x; also z)" in message
+    assert "with all of them (multi-label): 'same' (x + z)" in message
 
 
 def test_texts_already_in_the_project_are_skipped_and_counted(ctx, tmp_path):

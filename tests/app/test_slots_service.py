@@ -106,6 +106,28 @@ def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx
     )
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_csv_or_jsonl_export_carries_the_annotations_into_another_project(ctx, tmp_path, suffix):
+    """Issue 56 row 14: CSV and JSONL exports dropped entity annotations without a note. They
+    carry them now, and the export names the one lookup value no annotation brings back."""
+    from app.services.io import export_project, import_file
+
+    src = tmp_path / "nlu.yml"
+    src.write_bytes(RASA)
+    import_file(ctx.db, destination(ctx.db, "travel"), src)
+    out = tmp_path / f"out{suffix}"
+    result = export_project(ctx.db, live(ctx, "travel"), out)
+    assert result.notes == [
+        "Left out 1 slot value(s) and 0 template(s) that no annotated utterance carries: CSV "
+        "and JSONL files have no place for them; export the slot book (slots.yml) to keep them."
+    ]
+    import_file(ctx.db, destination(ctx.db, "copy"), out)
+    travel = svc.export_slot_data(ctx.db, live(ctx, "travel"))
+    copy = svc.export_slot_data(ctx.db, live(ctx, "copy"))
+    assert copy.entities == travel.entities and copy.templates == travel.templates
+    assert copy.book == {"city": ["Berlin", "Rome", "Oslo"]}  # Paris was a lookup value only
+
+
 def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_nothing(
     ctx, shop, tmp_path
 ):

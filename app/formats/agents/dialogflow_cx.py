@@ -45,6 +45,7 @@ from app.formats.agents.export import (
     set_description,
 )
 from app.formats.common import FormatError
+from app.formats.file_names import NAME_INSIDE, device_note
 
 Files = dict[str, bytes]
 NEGATIVE = "Default Negative Intent"
@@ -249,14 +250,15 @@ def apply(files: Files, plan: ExportPlan) -> Files:
             out[said] = same_or_dumped(value, files.get(said))
         else:
             out.pop(said, None)
+    devices: list[tuple[str, str]] = []
     for name in plan.new:
-        folder = safe_file_name(name, taken)
+        folder = safe_file_name(name, taken, devices)
         path = f"{root}intents/{folder}/{folder}.json"
         p = plan.intents[name]
         out[path] = dump_json(_new_intent(name, p.description))
         if phrases := merge_phrases([], phrase_text, p.texts or [], make, carried(name, set())):
             out[_said(path, plan.language)] = dump_json({"trainingPhrases": phrases})
-    plan.notes += moved.note(LOST_PART)
+    plan.notes += moved.note(LOST_PART) + device_note(devices, NAME_INSIDE)
     return out
 
 

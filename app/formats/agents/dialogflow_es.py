@@ -43,6 +43,7 @@ from app.formats.agents.export import (
     merge_phrases,
 )
 from app.formats.common import FormatError
+from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
 
 Files = dict[str, bytes]
 _UNSAFE_FILE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
@@ -56,9 +57,15 @@ def agent_root(files: Files) -> str | None:
     return min(found, key=lambda p: (p.count("/"), p))[: -len("agent.json")]
 
 
-def safe_file_name(name: str, taken: set[str]) -> str:
-    """A file or folder name for a new intent: characters no file system takes become ``_``."""
+def safe_file_name(name: str, taken: set[str], devices: list[tuple[str, str]] | None = None) -> str:
+    """A file or folder name for a new intent: characters no file system takes become ``_``, a
+    Windows device name gets a ``_`` (:mod:`app.formats.file_names`; the pair is added to
+    ``devices``)."""
     base = _UNSAFE_FILE.sub("_", name).strip(" .") or "intent"
+    if is_device_name(base):
+        base = device_safe(base)
+        if devices is not None:
+            devices.append((name, base))
     out, n = base, 2
     while out.casefold() in taken:
         out, n = f"{base}_{n}", n + 1
@@ -276,15 +283,16 @@ def apply(files: Files, plan: ExportPlan) -> Files:
             out[said] = same_or_dumped(phrases, files.get(said))
         else:
             out.pop(said, None)
+    devices: list[tuple[str, str]] = []
     for name in plan.new:
-        path = f"{root}intents/{safe_file_name(name, taken)}.json"
+        path = f"{root}intents/{safe_file_name(name, taken, devices)}.json"
         out[path] = dump_json(_new_intent(name))
         phrases = merge_phrases(
             [], phrase_text, plan.texts_of(name) or [], make, carried(name, set())
         )
         if phrases:
             out[_usersays(path, plan.language)] = dump_json(phrases)
-    plan.notes += moved.note(LOST_PART)
+    plan.notes += moved.note(LOST_PART) + device_note(devices, NAME_INSIDE)
     if n := sum(1 for p in plan.intents.values() if p.description):
         plan.notes.append(
             f"Left out {n} intent description(s): Dialogflow ES has no place for them."

@@ -4,7 +4,9 @@ slot types and custom vocabulary beside it).
 
 Read: each intent's ``name``, ``description`` and ``sampleUtterances[].utterance`` in one locale
 (the one with the most intents; the others are kept as they are). A slot reference stays in
-the text as written (``book a {RoomType} room``): the way a TaDSE template writes a slot. The
+the text as written (``book a {RoomType} room``): the way a TaDSE template writes a slot. An
+export writes a reference to a slot the utterance's intent lacks (a relabelled ``Hi im {name}``)
+as plain text (``Hi im name``) and says so: Lex cannot build it otherwise. The
 intent built on ``AMAZON.FallbackIntent`` is ``out_of_scope``; Lex allows it no utterances, so an
 export leaves our ``out_of_scope`` examples out (and says so). Kept as they were: the bot and
 locale settings, slots and their prompts, slot types, code hooks, closing and confirmation
@@ -23,6 +25,7 @@ import re
 from typing import Any
 
 from app.formats.agents.base import (
+    SHOW_NAMES,
     AgentDoc,
     PlatformIntent,
     as_text,
@@ -39,9 +42,11 @@ from app.formats.agents.export import (
     set_description,
 )
 from app.formats.common import FormatError
+from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
 
 Files = dict[str, bytes]
 FALLBACK_SIGNATURE = "AMAZON.FallbackIntent"
+SLOT_REFERENCE = re.compile(r"\{([0-9A-Za-z][0-9A-Za-z_-]*)\}")  # "{CardType}" in an utterance
 _INTENT = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)Intents/([^/]+)/Intent\.json")
 _LOCALE = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)BotLocale\.json")
 
@@ -117,6 +122,7 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
 
 def skeleton(name: str) -> Files:
     bot = name_rule(name)
+    folder = device_safe(bot)  # a bot called "con" is fine; a folder so called is not
     manifest = {"metadata": {"schemaVersion": "1", "fileFormat": "LexJson", "resourceType": "Bot"}}
     bot_json = {
         "name": bot,
@@ -136,10 +142,10 @@ def skeleton(name: str) -> Files:
     fallback = _new_intent("FallbackIntent", None)
     fallback["parentIntentSignature"] = FALLBACK_SIGNATURE
     fallback["sampleUtterances"] = None
-    at = f"{bot}/BotLocales/en_US/"
+    at = f"{folder}/BotLocales/en_US/"
     return {
         "manifest.json": dump_json(manifest),
-        f"{bot}/Bot.json": dump_json(bot_json),
+        f"{folder}/Bot.json": dump_json(bot_json),
         f"{at}BotLocale.json": dump_json(locale),
         f"{at}Intents/FallbackIntent/Intent.json": dump_json(fallback),
     }
@@ -166,9 +172,56 @@ def _sample(text: str, split: str) -> dict[str, str]:
     return {"utterance": text}
 
 
+def _slots(files: Files, path: str, obj: Any) -> set[str]:
+    """The slots of the intent at ``path``: its ``Slots/<slot>/Slot.json`` and its
+    ``slotPriorities``."""
+    folder = path[: -len("Intent.json")] + "Slots/"
+    found = set()
+    for q in files:
+        if q.startswith(folder) and q.endswith("/Slot.json"):
+            slot = load_json(files[q], q)
+            if isinstance(slot, dict) and isinstance(slot.get("name"), str):
+                found.add(slot["name"])
+    priorities = obj.get("slotPriorities") if isinstance(obj, dict) else None
+    found |= {str(p.get("slotName")) for p in priorities or [] if isinstance(p, dict)}
+    return found
+
+
+class _SlotCheck:
+    """New sample utterances of an intent, each slot reference (``{name}``) to a slot the intent
+    lacks written as the slot's name in plain text: Lex refuses to build a bot whose utterance
+    names a slot its intent lacks (what the export says, as ES and CX say what a relabelled
+    phrase's entity part lost)."""
+
+    def __init__(self) -> None:
+        self.lost: list[str] = []
+
+    def maker(self, into: str, slots: set[str]) -> Any:
+        def make(text: str, split: str) -> dict[str, str]:
+            gone = [m.group(1) for m in SLOT_REFERENCE.finditer(text) if m.group(1) not in slots]
+            if not gone:
+                return _sample(text, split)
+            self.lost.append(f"{text!r} ({', '.join(dict.fromkeys(gone))} in {into!r})")
+            plain = SLOT_REFERENCE.sub(lambda m: m.group(1) if m.group(1) in gone else m[0], text)
+            return _sample(plain, split)
+
+        return make
+
+    def note(self) -> list[str]:
+        if not self.lost:
+            return []
+        shown = ", ".join(self.lost[:SHOW_NAMES])
+        more = f" and {len(self.lost) - SHOW_NAMES} more" if len(self.lost) > SHOW_NAMES else ""
+        return [
+            f"{len(self.lost)} phrase(s) name a slot their intent lacks (Lex cannot build such a "
+            f"bot): written with the slot's name as plain text: {shown}{more}."
+        ]
+
+
 def apply(files: Files, plan: ExportPlan) -> Files:
     locale = _locale(files, plan.language, [])
     out = dict(files)
+    check = _SlotCheck()
     for path in _intent_files(files, locale):
         obj = load_json(files[path], path)
         name = obj["name"]
@@ -180,17 +233,34 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         p = plan.intents.get(name)
         if p is None or p.texts is None:
             continue
-        samples = merge_phrases(obj.get("sampleUtterances") or [], _text, p.texts, _sample)
+        make = check.maker(name, _slots(files, path, obj))
+        samples = merge_phrases(obj.get("sampleUtterances") or [], _text, p.texts, make)
         if samples or obj.get("sampleUtterances") is not None:
             obj["sampleUtterances"] = samples
         set_description(obj, "description", p.description, empty=None)
         out[path] = same_or_dumped(obj, files[path])
+    folders = {m.group(3).casefold() for q in files if (m := _INTENT.fullmatch(q))}
+    devices: list[tuple[str, str]] = []
     for name in plan.new:
         p = plan.intents[name]
         obj = _new_intent(name, p.description)
-        obj["sampleUtterances"] = [_sample(t, s) for t, s in p.texts or []]
-        out[f"{locale}Intents/{name}/Intent.json"] = dump_json(obj)
+        obj["sampleUtterances"] = [check.maker(name, set())(t, s) for t, s in p.texts or []]
+        out[f"{locale}Intents/{_folder(name, folders, devices)}/Intent.json"] = dump_json(obj)
+    plan.notes += check.note() + device_note(devices, NAME_INSIDE)
     return out
+
+
+def _folder(name: str, taken: set[str], devices: list[tuple[str, str]]) -> str:
+    """The folder of a new intent: its name, but for a Windows device name (``CON_``, said in
+    ``devices``; Lex reads the name in ``Intent.json``)."""
+    if not is_device_name(name):
+        return name
+    folder, n = device_safe(name), 2
+    while folder.casefold() in taken:
+        folder, n = f"{device_safe(name)}{n}", n + 1
+    taken.add(folder.casefold())
+    devices.append((name, folder))
+    return folder
 
 
 def name_rule(name: str) -> str:

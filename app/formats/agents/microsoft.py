@@ -160,7 +160,20 @@ def luis_apply(doc: Any, plan: ExportPlan) -> Any:
         make=lambda text, intent, split: {"text": text, "intent": intent, "entities": []},
         relabel=_relabel,
     )
+    _descriptions_left_out(plan, {}, "a LUIS app")
     return new
+
+
+def _descriptions_left_out(plan: ExportPlan, kept: dict[str, str], what: str) -> None:
+    """Say how many of the project's intent descriptions the export does not write (those the
+    kept agent holds already, spaces aside, are there)."""
+    n = sum(
+        1
+        for name, p in plan.intents.items()
+        if p.description and " ".join(kept.get(name, "").split()) != p.description
+    )
+    if n:
+        plan.notes.append(f"Left out {n} intent description(s): {what} export does not write them.")
 
 
 # --- CLU ---------------------------------------------------------------------------------------
@@ -262,6 +275,12 @@ def clu_apply(doc: Any, plan: ExportPlan) -> Any:
         mine=lambda u: str(u.get("language") or lang).lower() == lang.lower(),
         relabel=_relabel,
     )
+    kept = {
+        str(i.get("category")): i["description"]
+        for i in doc["assets"]["intents"]
+        if isinstance(i, dict) and isinstance(i.get("description"), str)
+    }
+    _descriptions_left_out(plan, kept, "a CLU project")
     return new
 
 

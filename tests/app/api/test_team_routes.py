@@ -29,8 +29,9 @@ def _unlabelled(client, texts):
     return {r["text"]: r["id"] for r in rows if r["text"] in texts}
 
 
-def _intents_of(client, ids):
-    rows = client.get(f"{DEMO}/utterances", params={"limit": 10_000}).json()["utterances"]
+def _intents_of(client, ids, headers=None):
+    got = client.get(f"{DEMO}/utterances", params={"limit": 10_000}, headers=headers)
+    rows = got.json()["utterances"]
     return {r["id"]: r["intents"] for r in rows if r["id"] in ids}
 
 
@@ -76,6 +77,41 @@ def test_a_bulk_label_applies_what_its_preview_said_and_one_undo_reverts_it(clie
     assert _intents_of(client, [ids[NEW_TEXTS[0]]]) == {ids[NEW_TEXTS[0]]: ["track_order"]}
     r = client.post(f"{DEMO}/undo", json={"batch": "no-such-batch"})
     assert r.status_code in (400, 404) and "error" in r.json()
+
+
+def test_one_utterance_is_deleted_and_its_undo_brings_it_back_under_its_id(team):
+    """Issue 56 row 17: REST could not delete one utterance. It does, through the Data tab's
+    service and front door (designer; a test row only when confirmed), and the answer's batch
+    undoes it."""
+    client, tokens = team
+    dana, vic = bearer(tokens["dana"]), bearer(tokens["vic"])
+    body = {"text": "my parcel never came", "intents": ["track_order"]}
+    row = client.post(f"{DEMO}/label", json=body, headers=dana).json()
+    test_row = client.post(
+        f"{DEMO}/label", json={**body, "text": "box is late", "split": "test"}, headers=dana
+    ).json()
+    url = f"{DEMO}/utterances/{row['id']}"
+
+    assert client.delete(url, headers=vic).status_code == 403
+    assert client.delete(f"{DEMO}/utterances/999999", headers=dana).status_code == 404
+    gone = client.delete(url, headers=dana)
+    assert gone.status_code == 200, gone.text
+    assert gone.json()["message"] == (
+        f"Deleted #{row['id']} 'my parcel never came' (track_order, train); undo brings it back."
+    )
+    assert row["id"] not in _intents_of(client, [row["id"]], vic)
+
+    refused = client.delete(f"{DEMO}/utterances/{test_row['id']}", headers=dana)
+    assert refused.status_code == 400
+    assert refused.json()["error"].endswith("Send confirm_test=true to delete it.")
+    assert _intents_of(client, [test_row["id"]], vic) == {test_row["id"]: ["track_order"]}
+    confirmed = {"confirm_test": "true"}
+    deleted = client.delete(f"{DEMO}/utterances/{test_row['id']}", params=confirmed, headers=dana)
+    assert deleted.status_code == 200
+
+    undone = client.post(f"{DEMO}/undo", json={"batch": gone.json()["batch"]}, headers=dana)
+    assert undone.status_code == 200, undone.text
+    assert _intents_of(client, [row["id"]], vic) == {row["id"]: ["track_order"]}  # the same id
 
 
 def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, demo):
@@ -171,6 +207,41 @@ def test_an_export_comes_as_a_file_in_the_format_asked(client):
 
     r = client.get(f"{DEMO}/export", params={"format": "docx"})
     assert r.status_code == 400 and "Unknown export format 'docx'" in r.json()["error"]
+
+
+EXPORTS = {f: f for f in ("csv", "jsonl", "yml", "zip", "slots.yml")}
+EXPORTS |= {f: "zip" for f in ("dialogflow-es", "dialogflow-cx", "lex-v2")}
+EXPORTS |= {f: "json" for f in ("dialogflow-cx-json", "watson", "luis", "clu")}
+
+
+def test_a_project_and_intents_named_in_cyrillic_export_in_every_format(client):
+    """Issue 56 row 13: every export of a project named in Cyrillic answered 400 "'latin-1'
+    codec can't encode" (the note names the file; headers are Latin-1). The name comes as RFC
+    6266 ``filename*`` beside an ASCII ``filename``, the note percent-encoded UTF-8."""
+    from urllib.parse import unquote
+
+    assert client.post("/api/v1/projects", json={"name": "Проект"}).status_code == 201
+    url = "/api/v1/projects/" + quote("Проект")
+    for text, intent in [("привет", "приветствие"), ("пока", "прощание")]:
+        body = {"text": text, "intents": [intent], "create": True}
+        assert client.post(f"{url}/label", json=body).status_code == 200
+    for fmt, suffix in EXPORTS.items():
+        got = client.get(f"{url}/export", params={"format": fmt})
+        assert got.status_code == 200, (fmt, got.text)
+        disposition = got.headers["content-disposition"]
+        assert disposition == (
+            f'attachment; filename="project.{suffix}"; '
+            f"filename*=UTF-8''{quote(f'Проект.{suffix}')}"
+        ), fmt
+        raw = got.headers["x-export-note"]
+        assert raw.isascii() and "Проект" not in raw
+        note = unquote(raw)
+        if fmt == "slots.yml":
+            assert note == "Exported the slot book and 0 template(s).", note
+        else:
+            assert note.startswith(f"Exported 2 utterance(s) to Проект.{suffix} as "), note
+        if fmt == "lex-v2":  # Lex names are ASCII: the note names each Cyrillic intent
+            assert "'приветствие' -> 'intent'" in note, note
 
 
 def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_json(

@@ -55,3 +55,28 @@ LABELLED_ROWS = st.dictionaries(
     min_size=1,
     max_size=8,
 )
+
+# Any text a project may hold (issue 56 row 14): control characters (C0 but NUL, DEL, C1 such as
+# a Watson agent's), line and paragraph separators, brackets that look like Rasa markup.
+_any_text = (
+    st.lists(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+        | st.sampled_from(["[Berlin](city)", "]\\(", "]{", "\x85", "\u2028", "\x9b[2J", "\x7f"]),
+        min_size=1,
+        max_size=12,
+    )
+    .map(lambda parts: nfc("".join(parts)).strip())
+    .filter(lambda t: not is_blank(t))
+)
+# Labelled rows (text -> (intents, split, context)) that CSV, JSONL and Rasa files must
+# round-trip exactly.
+ANY_ROWS = st.dictionaries(
+    _any_text,
+    st.tuples(
+        st.sets(_name, min_size=1, max_size=2),
+        st.sampled_from(["train", "test"]),
+        st.one_of(st.just(""), _any_text),
+    ),
+    min_size=1,
+    max_size=6,
+)

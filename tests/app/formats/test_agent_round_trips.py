@@ -15,7 +15,15 @@ import pytest
 
 from app.formats import Row, read_any
 from app.formats.agents import write_agent
-from tests.app.formats.agents import BUILDERS, cx_files, dumps, es_files, unzipped, zipped
+from tests.app.formats.agents import (
+    BUILDERS,
+    cx_files,
+    dumps,
+    es_files,
+    lex_files,
+    unzipped,
+    zipped,
+)
 
 LOCATED = [{"text": "I am in "}, {"text": "Paris", "alias": "location", "meta": "@sys.location"}]
 
@@ -192,3 +200,41 @@ def test_a_relabelled_utterance_keeps_its_entity_labels(fmt):
     assert now == [{**was, "intent": "Balance"}]
     assert now[0]["entities"]
     assert utterances.index(now[0]) == 0  # where it was
+
+
+LEX_AT = "DemoBank/BotLocales/en_US/Intents/"
+
+
+@pytest.mark.parametrize("target", ["Balance", "card_found"])  # a kept intent, a new one
+def test_a_lex_utterance_naming_a_slot_its_new_intent_lacks_is_written_plain_and_said(target):
+    """Issue 56 row 16: relabelling ``I lost my {CardType}`` into an intent without a
+    ``CardType`` slot wrote a bot Lex cannot build, without the note Dialogflow gives."""
+    parsed = read_any(zipped(lex_files()), suffix=".zip")
+    moved = "I lost my {CardType}"
+    rows = [Row(r.text, (target,), r.split) if r.text == moved else r for r in parsed.rows]
+    payload, notes = write_agent(
+        "lex-v2", rows, {**intents_of(parsed), target: ""}, kept=parsed.agent
+    )
+    files = unzipped(payload)
+    intent = json.loads(files[f"{LEX_AT}{target}/Intent.json"])
+    assert {"utterance": "I lost my CardType"} in intent["sampleUtterances"]
+    assert not any("{" in u["utterance"] for u in intent["sampleUtterances"])
+    assert (
+        "1 phrase(s) name a slot their intent lacks (Lex cannot build such a bot): written with "
+        f"the slot's name as plain text: 'I lost my {{CardType}}' (CardType in {target!r})."
+        in notes
+    )
+
+
+def test_a_lex_utterance_keeps_its_slot_reference_in_an_intent_that_has_the_slot():
+    files = lex_files()
+    files[f"{LEX_AT}Balance/Intent.json"]["slotPriorities"] = [
+        {"priority": 1, "slotName": "CardType"}
+    ]
+    parsed = read_any(zipped(files), suffix=".zip")
+    moved = "I lost my {CardType}"
+    rows = [Row(r.text, ("Balance",), r.split) if r.text == moved else r for r in parsed.rows]
+    payload, notes = write_agent("lex-v2", rows, intents_of(parsed), kept=parsed.agent)
+    balance = json.loads(unzipped(payload)[f"{LEX_AT}Balance/Intent.json"])
+    assert {"utterance": moved} in balance["sampleUtterances"]
+    assert not [n for n in notes if "slot" in n]

@@ -57,19 +57,34 @@ def test_finish_sorts_problems_by_line_and_lets_repeats_through():
     assert finish(found, []) == [row for _, _, row in found]
 
 
-def test_merge_repeats_keeps_the_first_and_reports_disagreements():
+def test_merge_repeats_keeps_every_intent_and_reports_what_it_merged():
+    """Issue 56 row 18: a text under two intents kept only the first in CSV, JSONL and Rasa,
+    while agent formats and intent files kept it under both: every format now keeps them all
+    (one multi-label row) and says so; a text in two splits keeps its first labelled row's."""
     rows = [
         Row("hi", ("greet",)),
         Row("bye", ("bye",)),
         Row("hi", ("greet",), "test"),
         Row("hi", ("hello",)),
         Row("bye", ()),
+        Row("later", (), "unlabelled"),
+        Row("later", ("bye",), "test", "Anything else?"),
     ]
     kept, notes = merge_repeats(rows)
-    assert kept == [Row("hi", ("greet",)), Row("bye", ("bye",))]
-    assert notes[0] == "Merged 1 repeated utterance(s) with the same intents."
-    assert "2 utterance(s) appear with different intents" in notes[1]
-    assert "'hi' (greet; also hello)" in notes[1] and "'bye' (bye; also no intent)" in notes[1]
+    assert kept == [
+        Row("hi", ("greet", "hello")),
+        Row("bye", ("bye",)),
+        Row("later", ("bye",), "test", "Anything else?"),
+    ]
+    assert notes[0] == "Merged 2 repeated utterance(s) with the same intents."
+    assert notes[1] == (
+        "1 utterance(s) appear with different intents; each was imported once with all of them "
+        "(multi-label): 'hi' (greet + hello)."
+    )
+    assert notes[2] == (
+        "1 utterance(s) appear in another split or with another context too; each kept its "
+        "first: 'hi' (train; also test split)."
+    )
     assert merge_repeats([Row("a", ("x",))]) == ([Row("a", ("x",))], [])
 
 

@@ -68,8 +68,8 @@ def test_intent_files_refuse_bad_content():
 def test_same_text_in_train_and_test_is_imported_once_and_reported():
     parsed = parse_intent_files({"a.txt": b"same\n", "test/b.txt": b"same\n"})
     rows, notes = merge_repeats(parsed.rows)
-    assert [(r.text, r.labels, r.split) for r in rows] == [("same", ("a",), "train")]
-    assert "'same' (a; also b)" in notes[0]
+    assert [(r.text, r.labels, r.split) for r in rows] == [("same", ("a", "b"), "train")]
+    assert "'same' (a + b)" in notes[0] and "'same' (train; also test split)" in notes[1]
 
 
 def test_hostile_zip_is_refused(tmp_path):
@@ -91,3 +91,11 @@ def test_intent_files_round_trip_property(data):
     rows = [Row(t, tuple(sorted(labels)), split) for t, (labels, split) in data.items()]
     files = {k: v.encode() for k, v in dump_intent_files(rows).items()}
     assert key(parse_intent_files(files).rows) == key(rows)
+
+
+def test_a_text_with_line_separators_other_than_lf_stays_one_line():
+    """Issue 56 row 14: NEL, VT, FF and U+2028 are characters of a text (a Watson agent's), not
+    line ends: an intent file written with one reads back as the one text."""
+    rows = [Row("a\x85b\u2028c\x0bd\x0ce\x1cf", ("x",)), Row("g", ("x",))]
+    files = {k: v.encode() for k, v in dump_intent_files(rows).items()}
+    assert parse_intent_files(files).rows == rows

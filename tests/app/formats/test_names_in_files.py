@@ -48,3 +48,38 @@ def test_nfc_and_nfd_spellings_in_a_file_are_one_text_and_one_name():
 def test_an_invisible_character_in_a_label_is_read_for_the_import_to_map(name):
     data = f"text,label\nhello there,greet\nhi you,{name}\n".encode()
     assert [r.labels for r in parse_csv(data)] == [("greet",), (name,)]
+
+
+DEVICES = ["CON", "nul", "com1", "AUX.help", "lpt9", "greet"]
+
+
+def _members(path) -> list[str]:
+    import zipfile
+
+    if path.is_dir():
+        return [p.relative_to(path).as_posix() for p in path.rglob("*")]
+    with zipfile.ZipFile(path) as z:
+        return z.namelist()
+
+
+EXPORTS = [(".zip", None), ("", None)] + [(".zip", f) for f in ("dialogflow-es", "dialogflow-cx")]
+
+
+@pytest.mark.parametrize(("suffix", "fmt"), [*EXPORTS, (".zip", "lex-v2")])
+def test_windows_device_names_are_never_file_or_folder_names_and_come_back(tmp_path, suffix, fmt):
+    """Issue 56 row 15: intents called CON, nul, com1 or AUX.help were written as file and
+    folder names (Windows cannot extract them). They are mapped, said, and read back as they
+    were."""
+    from app.formats import Row, agent_format, read_any, write_any
+    from app.formats.file_names import is_device_name
+
+    rows = [Row(f"example {i}", (name,)) for i, name in enumerate(DEVICES)]
+    path = tmp_path / f"out{suffix}"
+    notes = write_any(rows, path, {n: "" for n in DEVICES}, format=fmt, name="con")
+    parts = [part for member in _members(path) for part in member.split("/")]
+    assert not [p for p in parts if is_device_name(p)], parts
+    platform = agent_format(fmt).name_rule if fmt else str  # Lex: ASCII letters, digits, _
+    expected = sorted((r.text, (platform(r.labels[0]),)) for r in rows)
+    assert sorted((r.text, r.labels) for r in read_any(path).rows) == expected
+    said = next(n for n in notes if "Windows device names" in n)
+    assert said.startswith(f"{5 if fmt != 'lex-v2' else 4} intent(s) are Windows device names")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 
-from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any
-from tests.app.formats.rows import LABELLED, LABELLED_ROWS, ROWS, key
+from app.formats import FormatError, Row, dump_rasa_yaml, parse_rasa_yaml, read_any, write_any
+from tests.app.formats.rows import ANY_ROWS, LABELLED, LABELLED_ROWS, ROWS, key
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -82,8 +83,42 @@ def test_rasa_round_trips_property(data):
     assert key(parse_rasa_yaml(dump_rasa_yaml(rows).encode()).rows) == key(rows)
 
 
-def test_a_text_under_two_intents_is_imported_once_and_reported():
+def test_a_text_under_two_intents_is_imported_once_with_both_and_reported():
     data = b"nlu:\n- intent: a\n  examples: |\n    - same\n- intent: b\n  examples: |\n    - same\n"
     parsed = read_any(data, suffix=".yml")
-    assert [(r.text, r.labels) for r in parsed.rows] == [("same", ("a",))]
-    assert any("'same' (a; also b)" in n for n in parsed.notes)
+    assert [(r.text, r.labels) for r in parsed.rows] == [("same", ("a", "b"))]
+    assert any("'same' (a + b)" in n for n in parsed.notes)
+
+
+# A real Watson agent's texts hold C1 controls (here NEL, CSI and PAD); someone typed what looks
+# like Rasa markup; a row has a context (the bot's question before it).
+HOSTILE = [
+    Row("Hi\x85there \x9b[2J \x80ok", ("greet",)),
+    Row("fly to [Berlin](city) or ]\\(not)", ("book_flight",)),
+    Row("yes please", ("confirm",), "train", "Shall I\u2028cancel it?"),
+    Row("rub\x7fout", ("greet",), "test"),
+]
+
+
+def test_c1_controls_literal_markup_and_contexts_come_back_from_a_rasa_export(tmp_path):
+    """Issue 56 row 14: the Rasa export wrote C1 characters raw (PyYAML and the app's own import
+    refused the file), a literal ``[Berlin](city)`` came back as an annotation, and a row's
+    context was dropped, each without a word."""
+    path = tmp_path / "out.yml"
+    notes = write_any(HOSTILE, path)
+    text = path.read_text(encoding="utf-8")
+    assert text.isprintable() or all(c.isprintable() or c == "\n" for c in text)
+    assert yaml.safe_load(text)["nlu"]  # PyYAML reads it
+    back = read_any(path)
+    assert key(back.rows) == key(HOSTILE)
+    assert not back.slots.entities and not back.slots.book  # the markup was text, not a slot
+    assert notes == []  # Rasa carries all of it
+
+
+@settings(max_examples=60, deadline=None)
+@given(ANY_ROWS)
+def test_any_text_and_context_round_trip_through_rasa(data):
+    rows = [Row(t, tuple(sorted(n)), split, ctx) for t, (n, split, ctx) in data.items()]
+    written = dump_rasa_yaml(rows)
+    assert key(parse_rasa_yaml(written.encode()).rows) == key(rows)
+    assert yaml.safe_load(written)["nlu"]

@@ -1,0 +1,85 @@
+"""``delete``, ``undo`` and ``activity``: one utterance deleted, a change taken back, and the
+project's recent changes, over the services the Data and Activity tabs use
+(:func:`app.services.data.delete_utterance`, :mod:`app.services.history`), through the same
+front door (:func:`app.access.writing`: the role and the item rule). The command line acts as
+the local admin (:func:`app.cli.common.project`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli.common import CliError, context, project
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``delete``, ``undo`` and ``activity`` on the main parser's subcommands."""
+    p = sub.add_parser(
+        "delete",
+        help="delete one utterance, by its id or its text (undo brings it back)",
+        description="A test utterance is deleted only with --confirm-test: the test split "
+        "measures the model, so deleting what the model gets wrong there bends the accuracy.",
+    )
+    p.add_argument(
+        "id", nargs="?", type=int, help="the utterance's id (as `activity` or REST list)"
+    )
+    p.add_argument("--text", help="the utterance's text instead of its id")
+    p.add_argument("--project", required=True)
+    p.add_argument("--confirm-test", action="store_true", help="a test utterance may go")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser(
+        "undo",
+        help="undo the last change still in effect, or one change (--batch), if later edits "
+        "did not touch its rows: a delete, a bulk label, an import, a merge, a fix",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument("--batch", help="the change to undo (its batch, as `activity` lists it)")
+    p.set_defaults(func=cmd_undo)
+
+    p = sub.add_parser(
+        "activity",
+        help="a project's recent changes, newest first, one tab-separated line per batch: when, "
+        "user, action, rows, example, state (can be undone, undone, ...), batch",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument("--limit", type=int, default=20, help="how many changes (20)")
+    p.set_defaults(func=cmd_activity)
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from app.services import data
+
+    if (args.id is None) == (args.text is None):
+        raise CliError("Give the utterance's id or --text (one of them).")
+    ctx = context(args)
+    p = project(ctx, args.project, "designer")
+    uid = args.id if args.id is not None else data.utterance_id(ctx.db, p, args.text)
+    try:
+        gone = data.delete_utterance(ctx.db, p, uid, confirm_test=args.confirm_test)
+    except data.UnconfirmedTestChange as exc:
+        raise CliError(f"{exc} Add --confirm-test to delete it.") from None
+    print(gone.message())
+    print(f"To bring it back: intent-studio undo --project {args.project!r} --batch {gone.batch}")
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from app.services import history
+
+    ctx = context(args)
+    p = project(ctx, args.project, "designer")
+    print(history.undo_batch(ctx.db, p, args.batch) if args.batch else history.undo(ctx.db, p))
+    return 0
+
+
+def cmd_activity(args: argparse.Namespace) -> int:
+    from app.services import history
+
+    ctx = context(args)
+    rows = history.activity(ctx.db, project(ctx, args.project), limit=args.limit)
+    for r in rows:  # tab-separated, as ACTIVITY_COLUMNS; the example quoted (no raw controls)
+        cells = [r[c] if c != "example" else repr(r[c][:60]) for c in history.ACTIVITY_COLUMNS]
+        print("\t".join(str(c) for c in cells))
+    if not rows:
+        print("No changes yet.")
+    return 0

@@ -1,0 +1,60 @@
+"""File and folder names an export writes that every system can extract: Windows refuses a name
+whose part before the first dot is a device name (``CON``, ``PRN``, ``AUX``, ``NUL``, ``COM0``-
+``COM9``, ``LPT0``-``LPT9``, their superscript forms, ``CONIN$``, ``CONOUT$``; in any case, spaces
+after it too), so an intent called ``con`` or ``aux.help`` cannot be a file called so.
+
+Such a name gets a ``_`` after the device word (``CON_``, ``aux_.help``) in an agent's zip
+(Dialogflow ES and CX, Lex V2), where the file name is not the intent's name (an import reads the
+name inside the file), and its first letter percent-encoded (``%43ON.txt``) in intent ``.txt``
+files, whose names are percent-encoded already (an import decodes it back to ``CON``). The
+export's notes say which intents were written so (:func:`device_note`).
+
+Example:
+    >>> is_device_name("nul"), is_device_name("Aux.help"), is_device_name("console")
+    (True, True, False)
+    >>> device_safe("CON"), device_safe("aux.help"), device_safe("greet")
+    ('CON_', 'aux_.help', 'greet')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_DIGITS = [*"0123456789", "\u00b9", "\u00b2", "\u00b3"]
+WINDOWS_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{port}{d}" for port in ("COM", "LPT") for d in _DIGITS}
+)
+SHOW = 8
+# How an import of an agent finds an intent whose file or folder is not named as it is.
+NAME_INSIDE = "an import reads the intent's name inside its file"
+
+
+def _device_part(name: str) -> str:
+    return name.split(".", 1)[0].rstrip(" ")
+
+
+def is_device_name(name: str) -> bool:
+    """Whether Windows takes a file or folder called ``name`` for a device."""
+    return _device_part(name).upper() in WINDOWS_DEVICES
+
+
+def device_safe(name: str) -> str:
+    """``name``, or (a device name) with ``_`` after its device word."""
+    if not is_device_name(name):
+        return name
+    word = _device_part(name)
+    return word + "_" + name[len(word) :]
+
+
+def device_note(written: Sequence[tuple[str, str]], how: str) -> list[str]:
+    """The note on intents whose file or folder is not named as they are: ``(intent, name
+    written)`` pairs; ``how`` says how an import finds the intent's name again."""
+    if not written:
+        return []
+    shown = ", ".join(f"{a!r} as {b!r}" for a, b in written[:SHOW])
+    more = f" and {len(written) - SHOW} more" if len(written) > SHOW else ""
+    return [
+        f"{len(written)} intent(s) are Windows device names, which Windows cannot extract as file "
+        f"or folder names: written {shown}{more} ({how})."
+    ]
