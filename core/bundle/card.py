@@ -122,33 +122,33 @@ def _rule(manifest: Mapping[str, Any]) -> list[str]:
     nearest = "its nearest example's cosine" if k == 1 else f"the mean cosine of its {k} nearest"
     anchors = manifest.get("anchors") if isinstance(manifest.get("anchors"), Mapping) else {}
     weight = float(anchors.get("weight") or 0.0) if anchors else 0.0
-    with_anchor = (
-        f", with its anchor (its description, or its name in words) counted as {weight:g} "
-        "example(s)"
-        if weight
-        else ""
-    )
-    lines = [
+    if (manifest.get("rule") or "nearest") == NEAREST_PROTOTYPE:
+        score = (
+            f"the mean of {nearest} and the cosine to its prototype. The prototype is the unit "
+            "mean of its examples' vectors"
+            + (
+                f", with its anchor (its description, or else its name in words) counted as "
+                f"{weight:g} example{'' if weight == 1 else 's'}"
+                if weight
+                else ""
+            )
+            + f". A text at least {EXACT} similar to an example is that example: that cosine "
+            "alone counts"
+        )
+    else:
+        score = f"{nearest} (rule `nearest`: no prototype)"
+    return [
         "## How it decides",
         "",
         "1. The text is encoded to a unit vector (the same encoder as the stored examples).",
-        f"2. Each intent gets a score from the {DEPTH} labelled examples most similar to the "
-        f"text: {nearest}"
-        + (
-            f", averaged with the cosine to the intent's prototype (the unit mean of its "
-            f"examples' vectors{with_anchor}); a text at least {EXACT} similar to an example is "
-            "that example, and its cosine alone counts"
-            if (manifest.get("rule") or "nearest") == NEAREST_PROTOTYPE
-            else " (rule `nearest`: no prototype)"
-        )
-        + ". An intent with no example among them is not ranked"
-        + ("; an intent without examples is scored by its anchor alone." if weight else "."),
+        f"2. Each intent is scored from the {DEPTH} labelled examples most similar to the text: "
+        f"{score}. An intent with no example among those {DEPTH} is not ranked"
+        + ("; an intent without any example is scored by its anchor alone." if weight else "."),
         "3. The intents are ranked by score, ties by name; the margin is the top score minus "
         "the runner-up's.",
         "4. " + _decision(manifest),
         "",
     ]
-    return lines
 
 
 def _decision(manifest: Mapping[str, Any]) -> str:
