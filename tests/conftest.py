@@ -3,7 +3,9 @@ and the path to the benchmark data beside the checkout."""
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,79 @@ TEST_DATA = Path(__file__).resolve().parent / "data"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+# What a test marked ``fast`` (``make check``: no encoder, no server, no browser) may not use.
+SLOW_FIXTURES = frozenset(
+    {"encoder", "ctx", "demo", "postgres", "pg_db", "redis_url", "s3", "page", "browser"}
+)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m fast`` (``make check``: ``pytest -m fast tests``) a test module that marks
+    nothing fast is not imported, nor a folder without one (its conftest.py neither): collecting
+    every module would import the whole app, ~10 s of a core. A fast test is marked in its own
+    module (``pytestmark = pytest.mark.fast`` or ``@pytest.mark.fast``)."""
+    if config.getoption("markexpr", "") != "fast" or collection_path.name == "conftest.py":
+        return None
+    if collection_path.is_dir():
+        return not any(f.is_relative_to(collection_path) for f in _fast_modules())
+    return collection_path.suffix == ".py" and collection_path not in _fast_modules()
+
+
+@functools.cache
+def _fast_modules() -> frozenset[Path]:
+    """The modules under tests/ that mark a test fast."""
+    here = Path(__file__).resolve().parent
+    return frozenset(
+        path
+        for path in here.rglob("test_*.py")
+        if "mark.fast" in path.read_text(encoding="utf-8", errors="replace")
+    )
+
+
+# Whether a test not marked fast has run in this process (it may have loaded the encoder), and
+# whether a fast one was already named for loading it.
+_seen = {"slow": False, "named": False}
+
+
+@pytest.fixture(autouse=True)
+def _fast_means_no_encoder(request: pytest.FixtureRequest):
+    """A test marked ``fast`` loads no sentence encoder: sentence-transformers is not imported
+    while it runs, nor before it (at import, by a module's fixture) while only fast tests ran."""
+    if request.node.get_closest_marker("fast") is None:
+        _seen["slow"] = True
+        yield
+        return
+    before = "sentence_transformers" in sys.modules
+    if before and not _seen["slow"] and not _seen["named"]:
+        _seen["named"] = True
+        pytest.fail("sentence-transformers was imported before this fast test, by a fast module")
+    yield
+    if not before and "sentence_transformers" in sys.modules:
+        _seen["named"] = True
+        pytest.fail(f"{request.node.nodeid} is marked fast but loaded a sentence encoder")
+
+
+def _not_fast(item: pytest.Item) -> list[str]:
+    """Why a test marked fast is not (a slow fixture it asks for, a slow mark), or nothing."""
+    if item.get_closest_marker("fast") is None:
+        return []
+    callspec = getattr(item, "callspec", None)
+    fixtures = set(getattr(item, "fixturenames", ())) - set(callspec.params if callspec else ())
+    return sorted(SLOW_FIXTURES & fixtures) + [
+        m for m in ("slow", "e2e") if item.get_closest_marker(m)
+    ]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Whole modules in this order: the browser tests, the other slow ones (``slow``: a server or
     a training), the rest; each module's tests in their order. Under pytest-xdist a long module
-    started last would leave one worker finishing alone while the other has nothing to take."""
+    started last would leave one worker finishing alone while the other has nothing to take.
+
+    A test marked ``fast`` that is also slow or asks for one of :data:`SLOW_FIXTURES` stops the
+    run here, before anything starts."""
+    wrong = [f"{item.nodeid} ({', '.join(why)})" for item in items if (why := _not_fast(item))]
+    if wrong:
+        raise pytest.UsageError("marked fast but slow: " + "; ".join(wrong))
     rank: dict[str, int] = {}
     for item in items:
         module = item.nodeid.split("::", 1)[0]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("app", "core", "storage")
 MAX_LINES = 400
@@ -34,10 +36,11 @@ GRADIO_HOME = "app.ui"
 # below, and no two pieces import each other. A new piece takes a floor here.
 FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     "core": (
-        # leaves: the fold splitter, encoders, archives, slots, the 2-D projection and its process
+        # leaves: the fold splitter, encoders, archives, slots, the 2-D projection and its
+        # process, the rule's arithmetic (core.portable, numpy only: a bundle carries it)
         frozenset(
             {"core", "core.folds", "core.encoding", "core.safe_archive", "core.safe_tar"}
-            | {"core.slots", "core.projection", "core.projection_worker"}
+            | {"core.slots", "core.projection", "core.projection_worker", "core.portable"}
         ),
         frozenset({"core.multilabel"}),  # the multi-label head and its metrics
         frozenset({"core.retrieval"}),  # the pool, the rule, the Predictor

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("ARCHITECTURE.md", "CONTRIBUTING.md", "README.md")
 MADE_BY_RUNS = {"bench/results/"}  # output folders (ignored by git), made when a bench runs

@@ -94,6 +94,10 @@ def export_bundle(
 ) -> dict[str, Any]:
     """Write ``out`` (.zip) for a version of ``project`` and return its manifest summary.
 
+    The encoder travels once: with ``int8`` as its int8 ONNX graph alone (a tuned version's fp32
+    weights stay home), else fp32, as the version's files with an ONNX graph over them
+    (:func:`_fp32_graph`); either way the bundle's ``predict.py`` runs without the app.
+
     Raises:
         ValueError: unknown version, no labelled pool, or (with ``int8``) no texts to check parity.
         core.bundle.onnx.OnnxParityError: the int8 encoder disagrees with fp32 on more than 1 % of
@@ -158,6 +162,7 @@ def export_bundle(
             extra[HEAD_DIR] = head.save(Path(tmp) / HEAD_DIR)
         if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
             extra[HEAD_DIR] = row["dir"] / HEAD_DIR  # the multi-label head and its thresholds
+        encoder_dir, onnx_only = row["dir"], False
         if int8:
             from core.bundle.onnx import export_onnx
 
@@ -172,9 +177,13 @@ def export_bundle(
             )
             extra["onnx"] = Path(tmp) / "onnx"
             fields.update(_recorded(row.get("measured"), exported.variant))
+            # the int8 graph is a tuned version's encoder: its fp32 weights stay home
+            encoder_dir, onnx_only = None, encoder_dir is not None
+        else:
+            extra.update(_fp32_graph(encoder, row["dir"], Path(tmp)))
         write_bundle(
             out,
-            encoder_dir=row["dir"],
+            encoder_dir=encoder_dir,
             base_encoder=row["base"],
             exemplar_texts=texts,
             exemplar_labels=labels,
@@ -184,6 +193,7 @@ def export_bundle(
             anchors=dict(factory.anchors.texts) if factory.anchors else {},
             anchor_vectors=factory.anchors.vectors if factory.anchors else None,
             anchor_weight=factory.anchors.weight if factory.anchors else 0.0,
+            onnx_only=onnx_only,
         )
     return {
         "path": str(out),
@@ -192,6 +202,22 @@ def export_bundle(
         "exemplars": len(texts),
         "int8": int8,
     }
+
+
+def _fp32_graph(encoder: Encoder, version_dir: Path | None, tmp: Path) -> dict[str, Path]:
+    """The fp32 ONNX graph of a bundle without int8 (its ``predict.py`` runs it), as extra
+    files: beside a tuned version's safetensors (``encoder/``), whose bytes it reads, or in
+    ``onnx/`` with its weights inside (the frozen base and an adapter carry no full weights)."""
+    from core.bundle.onnx_fp32 import export_fp32
+
+    out = tmp / "onnx"
+    out.mkdir()
+    weights = version_dir / "encoder" if version_dir is not None else None
+    if weights is None or not weights.is_dir():
+        export_fp32(encoder, out)
+        return {"onnx": out}
+    export_fp32(encoder, out, weights=weights)
+    return {f"encoder/{path.name}": path for path in out.iterdir()}
 
 
 def _bundle_settings(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +253,12 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
     contents = open_bundle(path, device=factories.models.device)  # weights checked before any row
     try:
         manifest = contents.manifest
+        if manifest["encoder_kind"] == "onnx":
+            raise ValueError(
+                "This bundle carries its encoder as int8 ONNX only, without the fp32 weights a "
+                "project serves and measures with: export the version without int8 to open it "
+                "here (its predict.py, and intent-studio predict --bundle, run it as it is)."
+            )
         name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
         model_files = [contents.root / "model.json"]
         model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR, LABEL_DIR)]

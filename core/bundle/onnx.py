@@ -105,7 +105,12 @@ def _pipeline_module(encoder: Encoder, input_names: Sequence[str]) -> Any:
     return Pipeline().eval()
 
 
-def _export_fp32(encoder: Encoder, path: Path, opset: int) -> tuple[list[str], dict[str, Any]]:
+def _export_fp32(
+    encoder: Encoder, path: Path, opset: int, *, fold: bool = True
+) -> tuple[list[str], dict[str, Any]]:
+    """Trace ``encoder`` into the fp32 ONNX graph ``path``; its inputs and ONNX config. ``fold``
+    False keeps every weight as the model's own parameter (by name, untransposed), as
+    :mod:`core.bundle.onnx_fp32` needs to read them from the safetensors files."""
     import torch
 
     st: Any = encoder.model
@@ -131,6 +136,7 @@ def _export_fp32(encoder: Encoder, path: Path, opset: int) -> tuple[list[str], d
             dynamic_axes=axes,
             opset_version=opset,
             dynamo=False,
+            do_constant_folding=fold,
         )
     pad_token = tokenizer.pad_token or "[PAD]"
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0

@@ -1,8 +1,13 @@
-"""Runs an exported int8 ONNX encoder folder with only ``onnxruntime``, ``tokenizers`` and numpy.
+"""Runs an exported ONNX encoder folder (int8, or fp32 for a bundle) with only ``onnxruntime``,
+``tokenizers`` and numpy.
 
 :class:`OnnxEncoder` has the same ``encode(texts)`` as :class:`core.encoding.registry.Encoder`, so
-a bundle or the live app can serve it in place of the fp32 model (see :mod:`core.bundle.onnx` for
-the export and its parity check).
+a bundle or the live app can serve it in place of the torch model (see :mod:`core.bundle.onnx`
+for the export and its parity check). It imports nothing else at run time: a bundle's
+``predict.py`` carries this file (:mod:`core.bundle.standalone`).
+
+A folder holds ``onnx_config.json`` (the graph's inputs, maximum length, padding, dimension; its
+``model``: the graph's file, :data:`MODEL_FILE` when absent), ``tokenizer.json`` and the graph.
 """
 
 from __future__ import annotations
@@ -16,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.encoding.fair_share import Turns
-
 if TYPE_CHECKING:
+    from core.encoding.fair_share import Turns
     from core.encoding.registry import Encoder
 
 MODEL_FILE = "model.int8.onnx"
@@ -63,6 +67,9 @@ class OnnxEncoder:
         if self.config.get("format") != ONNX_FORMAT:
             raise ValueError(f"Unknown ONNX folder format {self.config.get('format')!r}.")
         self.inputs: list[str] = list(self.config["inputs"])
+        self.model_file = str(self.config.get("model") or MODEL_FILE)
+        if Path(self.model_file).name != self.model_file or self.model_file.startswith("."):
+            raise ValueError(f"onnx_config.json names the graph {self.model_file!r}: a file name.")
         tok = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         tok.enable_truncation(max_length=int(self.config["max_seq_length"]))
         tok.no_padding()
@@ -70,8 +77,9 @@ class OnnxEncoder:
         self._tokenizer = tok
         self._lock = threading.Lock()
         self._turns = turns
-        self.name = f"{self.config.get('source', 'encoder')}+int8-onnx"
-        self.fingerprint = f"{self.config.get('fingerprint', '')}+int8"
+        precision = str(self.config.get("precision") or "int8")
+        self.name = f"{self.config.get('source', 'encoder')}+{precision}-onnx"
+        self.fingerprint = f"{self.config.get('fingerprint', '')}+{precision}"
         if self.config.get("variant"):
             self.fingerprint += f"-{self.config['variant']}"
         self._session: Any = None
@@ -85,7 +93,9 @@ class OnnxEncoder:
                 opts.intra_op_num_threads = threads
                 opts.inter_op_num_threads = 1
             self._session = ort.InferenceSession(
-                str(folder / MODEL_FILE), sess_options=opts, providers=["CPUExecutionProvider"]
+                str(folder / self.model_file),
+                sess_options=opts,
+                providers=["CPUExecutionProvider"],
             )
 
     @property

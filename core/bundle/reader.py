@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, ONNX_MODEL
+from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
+from core.bundle.onnx_encoder import CONFIG_FILE
 from core.bundle.safety import BundleError, check_vectors, extract_zip, read_json, verify_files
 from core.bundle.weights import check_weights
 from core.retrieval.factory import Anchors, PredictorFactory
@@ -31,6 +32,9 @@ from core.retrieval.predictor import Predictor, TextEncoder
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES
 
 logger = logging.getLogger(__name__)
+
+# Where a bundle's ONNX encoder may be (core.bundle.writer).
+ONNX_FOLDERS = ("onnx", "encoder")
 
 
 @dataclass
@@ -56,8 +60,18 @@ class BundleContents:
         self._finalizer()
 
     @property
+    def onnx_folder(self) -> Path | None:
+        """The folder of the bundle's ONNX encoder (``onnx/``, or ``encoder/`` whose fp32 graph
+        reads the safetensors beside it), or None."""
+        meta = self.manifest.get("onnx")
+        folder = meta.get("folder", "onnx") if isinstance(meta, dict) else "onnx"
+        if folder not in ONNX_FOLDERS or not (self.root / folder / CONFIG_FILE).is_file():
+            return None
+        return self.root / folder
+
+    @property
     def has_onnx(self) -> bool:
-        return (self.root / ONNX_MODEL).is_file()
+        return self.onnx_folder is not None
 
 
 def open_bundle(
@@ -191,7 +205,7 @@ def _read_manifest(root: Path) -> dict[str, Any]:
     for required in ("exemplars.jsonl", "vectors.npy", "labels.json"):
         if required not in files:
             raise BundleError(f"manifest.json does not list {required!r}.")
-    if manifest.get("encoder_kind") not in ("base", "full", "adapter"):
+    if manifest.get("encoder_kind") not in ("base", "full", "adapter", "onnx"):
         raise BundleError(
             f"Unknown encoder_kind {manifest.get('encoder_kind')!r} in manifest.json."
         )
@@ -317,7 +331,9 @@ def load(
     Args:
         path: the bundle ``.zip``.
         device: torch device for the encoder (default: CUDA if available, else CPU).
-        prefer_onnx: use the bundle's int8 ONNX encoder when it has one (torch is then not loaded).
+        prefer_onnx: use the bundle's ONNX encoder (int8, or the fp32 graph of a bundle written
+            without int8) when it has one: torch is then not loaded. A bundle whose encoder is
+            ONNX only (an int8 bundle of a tuned version) always uses it.
         onnx_threads: intra-op threads for onnxruntime.
         max_bytes: refuse archives that expand beyond this many bytes.
 
@@ -329,12 +345,18 @@ def load(
     contents = open_bundle(path, max_bytes=max_bytes, device=device)
     try:
         encoder: TextEncoder | None = None
-        if prefer_onnx and contents.has_onnx:
+        folder = contents.onnx_folder
+        only = contents.manifest["encoder_kind"] == "onnx"  # no torch weights travel
+        if only and folder is None:
+            raise BundleError("This bundle's encoder is ONNX only, but it has no ONNX folder.")
+        if folder is not None and (prefer_onnx or only):
             try:
-                from core.bundle.onnx import OnnxEncoder
+                from core.bundle.onnx_encoder import OnnxEncoder
 
-                encoder = OnnxEncoder(contents.root / "onnx", threads=onnx_threads)
+                encoder = OnnxEncoder(folder, threads=onnx_threads)
             except ImportError as exc:
+                if only:
+                    raise BundleError(f"This bundle's encoder needs onnxruntime: {exc}") from exc
                 logger.warning("onnxruntime unavailable (%s); using the torch encoder", exc)
         if encoder is None:
             encoder = _load_encoder(contents, device)

@@ -1,4 +1,5 @@
-"""What a model bundle may hold: nothing from a bundle is ever executed.
+"""What a model bundle may hold: nothing from a bundle is ever executed (its ``predict.py`` is
+for its user to run without the app; the app never runs or imports it).
 
 The generic archive checks (member names, symlinks, counts, sizes, zip bombs, hashes) are
 :mod:`core.safe_archive`'s; this module adds the bundle's own rules: only data file types (JSON,
@@ -25,12 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from core.bundle.layout import PREDICT_PY
 from core.safe_archive import MAX_UNCOMPRESSED_BYTES, ArchiveError, diff_manifest
 from core.safe_archive import extract_zip as extract_archive
 
 logger = logging.getLogger(__name__)
 
-# Data only: no pickles (.bin/.pt/.pkl), no code (.py/.so).
+# Data only: no pickles (.bin/.pt/.pkl), no code (.py/.so), but for the bundle's own
+# ``predict.py`` at its root (core.bundle.layout.PREDICT_PY).
 ALLOWED_SUFFIXES = frozenset(
     {".json", ".jsonl", ".safetensors", ".npy", ".onnx", ".txt", ".md", ".model", ".csv"}
 )
@@ -65,6 +68,8 @@ def check_bundle_file(name: str) -> None:
     Raises:
         BundleError: a pickled or not allowed file type.
     """
+    if name == PREDICT_PY:  # the standalone predictor, for its user to run: never by the app
+        return
     suffix = PurePosixPath(name).suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         raise BundleError(

@@ -169,7 +169,7 @@ def check_weights(root: Path, manifest: dict[str, Any], *, device: str | None = 
             )
     elif kind == "adapter":
         raise BundleError("An adapter bundle needs model.json naming its base encoder.")
-    if kind == "base":
+    if kind in ("base", "onnx"):  # no torch weights: a registry encoder, or the ONNX graph
         return
     sub = root / ("encoder" if kind == "full" else "adapter")
     if not sub.is_dir():

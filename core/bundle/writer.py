@@ -1,32 +1,37 @@
 """Model bundles: one versioned ``.zip`` that predicts without the app.
 
-A bundle holds the encoder (nothing for the frozen base, ``encoder/`` safetensors for a fully tuned
-model, ``adapter/`` plus the base encoder's name for an adapter), the exemplar pool (texts, labels
-and their vectors), the label map, thresholds, config, metrics, a generated model card and the
-sha256 of every file. Loading needs only torch, sentence-transformers, numpy and faiss
-(onnxruntime for the optional int8 encoder) and never executes code from the bundle: see
-:mod:`core.bundle.safety`.
+A bundle holds the encoder once, the exemplar pool (texts, labels and their vectors), the label
+map, thresholds, config, metrics, a generated model card, ``predict.py`` and the sha256 of every
+file. The encoder: for the app (torch), nothing for the frozen base (a registry name),
+``encoder/`` safetensors for a fully tuned model, ``adapter/`` for an adapter; and as an ONNX
+graph for ``predict.py`` (onnxruntime, tokenizers, numpy): int8 in ``onnx/`` when int8 was asked
+(then a tuned model carries no fp32 weights at all: ``encoder_kind`` ``"onnx"``), else fp32, in
+``encoder/`` over the very safetensors bytes (:mod:`core.bundle.onnx_fp32`), or in ``onnx/``
+with its weights inside for the frozen base and an adapter. Loading never executes code from
+the bundle: see :mod:`core.bundle.safety`.
 
 Layout::
 
-    manifest.json         bundle_format, project, model_version, method, base_encoder, config, ...
-    README.md             model card
+    manifest.json         bundle_format, project, model_version, method, base_encoder, config,
+                          rule, k, thresholds, anchors, onnx (its config and folder), files, ...
+    README.md             model card: the decision rule in words, how to run predict.py
+    predict.py            the standalone predictor (core.bundle.standalone)
     labels.json           {"labels": [...], "counts": {...}}
     exemplars.jsonl       {"text": ..., "labels": [...]} per line
     vectors.npy           float32 (n, dim), the pool in the model's space
     anchors.npy           optional float32 (intents, dim): the intents' anchors (manifest
                           ``anchors``: ``weight`` and ``texts``, intent -> description or name)
     model.json, encoder/  kind "full"   (or model.json, adapter/ for kind "adapter")
-    onnx/, head/          optional
+    onnx/, head/          the ONNX encoder (int8, or fp32 where encoder/ has none), the head
 
-Predictions use :class:`core.retrieval.knn.KnnIndex` over the stored vectors, so they equal the app's k-NN
-rule for the same model version; the pool is never re-encoded.
+Predictions use :class:`core.retrieval.knn.KnnIndex` over the stored vectors, so they equal the
+app's rule for the same model version; the pool is never re-encoded.
 
 Example:
     >>> from core.bundle import load
     >>> predictor = load("banking.zip")  # doctest: +SKIP
-    >>> predictor.predict(["I lost my card"])[0]["top"]  # doctest: +SKIP
-    'lost_or_stolen_card'
+    >>> predictor.predict(["I lost my card"])[0]["labels"]  # doctest: +SKIP
+    ['lost_or_stolen_card']
 """
 
 from __future__ import annotations
@@ -47,7 +52,9 @@ from typing import Any
 import numpy as np
 
 from core.bundle.card import model_card
-from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
+from core.bundle.layout import BUNDLE_FORMAT, MANIFEST, PREDICT_PY
+from core.bundle.onnx_encoder import CONFIG_FILE
+from core.bundle.runtime import predict_py
 from core.bundle.safety import ALLOWED_SUFFIXES, PICKLE_SUFFIXES, BundleError
 from core.bundle.weights import base_encoder_name
 from core.encoding.registry import LABEL_DIR
@@ -126,6 +133,7 @@ def write_bundle(
     anchors: Mapping[str, str] | None = None,
     anchor_vectors: np.ndarray | None = None,
     anchor_weight: float = 0.0,
+    onnx_only: bool = False,
 ) -> Path:
     """Write a bundle zip (to a temporary name, renamed when complete).
 
@@ -146,6 +154,14 @@ def write_bundle(
         anchors: intent -> anchor text (:mod:`core.retrieval.anchors`) when the pool predicts
             with anchors; ``anchor_vectors`` ``(len(anchors), dim)`` in the same order, and
             ``anchor_weight`` (> 0) their weight.
+        onnx_only: the encoder travels as its ONNX folder alone (``extra_files``' ``onnx``:
+            an int8 bundle of a tuned version carries no fp32 weights); ``encoder_kind``
+            ``"onnx"``, and ``encoder_dir`` must be None.
+
+    A bundle with an ONNX folder (a folder of ``extra_files`` holding ``onnx_config.json``:
+    ``onnx/``, or ``encoder/`` whose graph reads the safetensors beside it) records it in the
+    manifest's ``onnx`` (its config and ``folder``) and carries ``predict.py``, which predicts
+    with it without the app (:mod:`core.bundle.standalone`).
 
     Returns:
         ``out_zip``.
@@ -190,7 +206,10 @@ def write_bundle(
         }
     )
     manifest.update(dict(manifest_fields))
+    if onnx_only and encoder_dir is not None:
+        raise ValueError("An ONNX-only bundle carries no encoder folder: give encoder_dir=None.")
     kind, sources = _encoder_files(encoder_dir)
+    kind = "onnx" if onnx_only else kind
     counts = Counter(name for lab in labels for name in lab)
     manifest.update(
         {
@@ -212,9 +231,13 @@ def write_bundle(
             sources[prefix] = src
         else:
             raise FileNotFoundError(src)
-    onnx_cfg = next((p for k, p in sources.items() if k == "onnx/onnx_config.json"), None)
-    if onnx_cfg is not None:
-        manifest["onnx"] = json.loads(onnx_cfg.read_text("utf-8"))
+    configs = {k.rpartition("/")[0]: p for k, p in sources.items() if k.endswith("/" + CONFIG_FILE)}
+    if len(configs) > 1:
+        raise BundleError(f"A bundle carries one ONNX encoder, not {sorted(configs)}.")
+    for folder, config in configs.items():
+        manifest["onnx"] = {**json.loads(config.read_text("utf-8")), "folder": folder}
+    if onnx_only and "onnx" not in manifest:
+        raise BundleError("An ONNX-only bundle needs its ONNX folder in extra_files.")
 
     generated: dict[str, bytes] = {
         "exemplars.jsonl": "".join(
@@ -232,6 +255,8 @@ def write_bundle(
             raise ValueError("anchor_vectors must be finite, one (dim,) row per anchor")
         manifest["anchors"] = {"weight": float(anchor_weight), "texts": dict(anchors)}
         generated["anchors.npy"] = _npy_bytes(avecs)
+    if "onnx" in manifest:
+        generated[PREDICT_PY] = predict_py().encode("utf-8")
     generated["README.md"] = model_card(manifest).encode("utf-8")
     clash = set(generated) & set(sources)
     if clash or MANIFEST in sources:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from core.portable import above
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 0.3
@@ -179,6 +181,4 @@ def decide(
         >>> decide(np.array([[0.9, 0.2, 0.4]]), ["a", "b", "c"], 0.3)
         [('a', 'c')]
     """
-    theta = as_thresholds(thresholds).vector(intents)
-    hits = np.asarray(proba) >= theta[None, :]
-    return [tuple(sorted(intents[int(j)] for j in np.flatnonzero(row))) for row in hits]
+    return above(proba, as_thresholds(thresholds).vector(intents), intents)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.portable import search_width
 from core.retrieval.anchors import ANCHOR_ID
 from core.retrieval.rule import Tops, order, score, tops
 from core.retrieval.scores import (
@@ -107,7 +108,7 @@ class KnnIndex(VectorStore):
     ) -> Tops:
         """What :meth:`classify` with the same arguments puts first for each query (the top
         intent, its score, the margin, whether cold), without its evidence: for many queries."""
-        width = max(depth, show, k) + 1
+        width = search_width(depth, show, k)
         return tops(self, queries, k=k, depth=width, exclude_ids=exclude_ids, rule=rule)
 
     def classify(
@@ -137,7 +138,7 @@ class KnnIndex(VectorStore):
                 self,
                 queries,
                 k=k,
-                depth=max(depth, show, k) + 1,
+                depth=search_width(depth, show, k),
                 exclude_ids=exclude_ids,
                 rule=rule,
             )

@@ -27,24 +27,27 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from core.encoding.anchor_encoder import anchor_encoder_of
+from core.portable import DEPTH, MULTI_LABEL_KNN_THRESHOLD, decide, decision_threshold
 from core.retrieval.knn import DEFAULT_RULE, IntentScore, KnnIndex, Prediction, check_rule
 from core.retrieval.rule import Tops
 
 if TYPE_CHECKING:
     from core.multilabel.head import MultiLabelHead
 
-# The multi-label decision without a head when no threshold was calibrated: an intent whose k-NN
-# score reaches this is taken (the live pool calibrates one: core.retrieval.knn_threshold).
-MULTI_LABEL_KNN_THRESHOLD = 0.5
-# Neighbours a ranking looks at (an intent with no example among them is unranked).
-DEPTH = 200
+__all__ = [
+    "DEPTH",
+    "MULTI_LABEL_KNN_THRESHOLD",
+    "Predictor",
+    "TextEncoder",
+    "decision_threshold",
+    "prediction_to_dict",
+]
 
 
 class TextEncoder(Protocol):
@@ -83,22 +86,12 @@ def prediction_to_dict(
         >>> prediction_to_dict("hello", Prediction([IntentScore("greet", 0.9, best)], [best]))["top"]
         'greet'
     """
-    thresholds = thresholds or {}
-
-    def threshold(intent: str) -> float:
-        return decision_threshold(thresholds, intent, multi_label=multi_label)
-
-    decided_by: float | None = None
-    if multi_label:
-        labels = [s.intent for s in pred.intents if s.score >= threshold(s.intent)]
-    elif pred.top is None:
-        labels = []
-    elif pred.intents[0].cold:  # its anchor's score has no calibrated threshold (cold start)
-        labels = [pred.top]
-    else:
-        needed = threshold(pred.top)
-        labels = [pred.top] if pred.score >= needed else []
-        decided_by = needed if math.isfinite(needed) else None
+    labels, decided_by = decide(
+        [(s.intent, s.score) for s in pred.intents],
+        cold=bool(pred.intents) and pred.intents[0].cold,
+        thresholds=thresholds,
+        multi_label=multi_label,
+    )
     row: dict[str, Any] = {
         "text": text,
         "top": pred.top,
@@ -115,17 +108,6 @@ def prediction_to_dict(
         "intents": [_intent_dict(s) for s in pred.intents[:top_n]],
         "neighbours": [n.to_dict() for n in pred.neighbours],
     }
-
-
-def decision_threshold(
-    thresholds: Mapping[str, float], intent: str, *, multi_label: bool = False
-) -> float:
-    """The score ``intent`` needs to be decided: its own threshold, else ``"default"``, else
-    none (single-label) or :data:`MULTI_LABEL_KNN_THRESHOLD` (multi-label)."""
-    value = thresholds.get(intent, thresholds.get("default"))
-    if value is None:
-        return MULTI_LABEL_KNN_THRESHOLD if multi_label else -math.inf
-    return float(value)
 
 
 def _intent_dict(score: IntentScore) -> dict[str, Any]:

@@ -33,8 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.retrieval.scores import DEFAULT_RULE, NEAREST_PROTOTYPE, check_rule, combine
-from core.retrieval.store import VectorStore, normalise
+from core.portable import combine, nearest_of_hits, normalise, order, top_two
+from core.retrieval.scores import DEFAULT_RULE, NEAREST_PROTOTYPE, check_rule
+from core.retrieval.store import VectorStore
+
+__all__ = ["BLOCK", "Scores", "Tops", "order", "rank", "score", "tops"]
 
 # Questions scored at a time by :func:`tops` (faiss's own block of queries): the search results
 # of a block, ~12 bytes per neighbour, are what is held in memory (4,096 x 201: 10 MB).
@@ -72,12 +75,6 @@ class Tops:
     cold: list[bool]
 
 
-def order(score: np.ndarray) -> np.ndarray:
-    """Each row's columns best first (ties: the first column, i.e. the first intent by name):
-    the one ranking of scores."""
-    return np.argsort(-np.asarray(score, dtype=np.float64), axis=1, kind="stable")
-
-
 def rank(scores: Scores | tuple[Sequence[str], np.ndarray], cold: Collection[str] = ()) -> Tops:
     """The top intent, its score and margin of each row of ``scores`` (a :class:`Scores`, or
     intents and a ``(questions, intents)`` matrix with ``cold`` the intents scored by their
@@ -95,21 +92,10 @@ def rank(scores: Scores | tuple[Sequence[str], np.ndarray], cold: Collection[str
     n_q = len(matrix)
     if not names:
         return Tops([None] * n_q, np.zeros(n_q), np.zeros(n_q), [False] * n_q)
-    best2 = order(matrix)[:, :2]
-    rows = np.arange(n_q)
-    top = matrix[rows, best2[:, 0]].astype(np.float64)
-    second = matrix[rows, best2[:, 1]] if len(names) > 1 else np.full(n_q, -np.inf)
-    found = np.isfinite(top)
-    with np.errstate(invalid="ignore"):  # -inf - -inf: a row with nothing ranked
-        margins = np.where(np.isfinite(second), top - second, 1.0)
-    picked = zip(best2[:, 0].tolist(), found.tolist(), strict=True)
+    best, top, margins, found = top_two(matrix)
+    picked = zip(best.tolist(), found.tolist(), strict=True)
     intents = [names[j] if ok else None for j, ok in picked]
-    return Tops(
-        intents,
-        np.where(found, top, 0.0),
-        np.where(found, margins, 0.0),
-        [name is not None and name in cold for name in intents],
-    )
+    return Tops(intents, top, margins, [name is not None and name in cold for name in intents])
 
 
 def score(
@@ -177,36 +163,14 @@ def _nearest_of_hits(
     k: int,
 ) -> np.ndarray:
     """Per query and intent, the mean of its ``k`` nearest among the hits, nearest first
-    (``-inf``: none among them). Every hit votes for each of its intents."""
-    out = np.full((len(sims), len(at)), -np.inf)
-    valid = (ids >= 0) & (ids != excluded[:, None])
-    rows, cols = np.nonzero(valid)  # row by row, nearest first
-    if not len(rows):
-        return out
-    hit_ids, hit_sims = ids[rows, cols], sims[rows, cols].astype(np.float64)
-    uniq, inv = np.unique(hit_ids, return_inverse=True)
-    sets = [store.item(i)[1] for i in uniq.tolist()]
-    table = np.full((len(uniq), max(len(s) for s in sets)), -1, dtype=np.int64)
-    for row, labels in enumerate(sets):
-        table[row, : len(labels)] = [at[name] for name in labels]
-    voted = table[inv.reshape(-1)]
-    hr, hc = np.nonzero(voted >= 0)  # still nearest first within each query
-    r, c, s = rows[hr], voted[hr, hc], hit_sims[hr]
-    # each vote's place among its intent's votes for the query (0: the nearest)
-    key = r * len(at) + c
-    by_key = np.argsort(key, kind="stable")
-    sorted_key = key[by_key]
-    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
-    place = np.empty(len(key), dtype=np.int64)
-    place[by_key] = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
-    total, count = np.zeros_like(out), np.zeros_like(out)
-    for p in range(k):  # summed nearest first
-        pick = place == p
-        total[r[pick], c[pick]] += s[pick]
-        count[r[pick], c[pick]] += 1
-    found = count > 0
-    out[found] = total[found] / count[found]
-    return out
+    (``-inf``: none among them; :func:`core.portable.nearest_of_hits`), each query's excluded
+    example left out. Every hit votes for each of its intents."""
+    valid = np.where(ids == excluded[:, None], -1, ids)
+
+    def columns(uniq: list[int]) -> list[list[int]]:
+        return [[at[name] for name in store.item(i)[1]] for i in uniq]
+
+    return nearest_of_hits(sims, valid, columns, len(at), k)
 
 
 def _nearest_of_all(

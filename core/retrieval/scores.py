@@ -1,25 +1,19 @@
 """What the k-NN rule returns: the ranked intents, the examples behind them, and the rule's
-constants (:mod:`core.retrieval.knn` uses them; they are re-exported there)."""
+constants (:mod:`core.retrieval.knn` uses them; they are re-exported there; the arithmetic, with
+:func:`combine`, is :mod:`core.portable`'s)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
-
+from core.portable import AMBIGUOUS_MARGIN, EXACT, NEAREST, NEAREST_PROTOTYPE, Score, combine
 from core.retrieval.anchors import ANCHOR_ID
 
-# Top two intents closer than this are a close call (``ambiguous``), as Rasa flags them.
-AMBIGUOUS_MARGIN = 0.05
-Score = TypeVar("Score", float, np.ndarray)
-# The decision rules: the nearest example(s) alone (ConvFiT), or with the intent's prototype.
-NEAREST = "nearest"
-NEAREST_PROTOTYPE = "nearest+prototype"
+__all__ = ["AMBIGUOUS_MARGIN", "EXACT", "NEAREST", "NEAREST_PROTOTYPE", "Score", "combine"]
+
 RULES = (NEAREST, NEAREST_PROTOTYPE)
 DEFAULT_RULE = NEAREST_PROTOTYPE
-# A question at least this similar to a labelled example is that example (its intent decides).
-EXACT = 0.9999
 # Examples of each ranked intent kept as its evidence.
 EVIDENCE = 3
 
@@ -29,23 +23,6 @@ def check_rule(rule: str) -> str:
     if rule not in RULES:
         raise ValueError(f"Unknown decision rule {rule!r}: use one of {', '.join(RULES)}.")
     return rule
-
-
-def combine(nearest: Score, prototype: Score | None) -> Score:
-    """An intent's score from its nearest-example and prototype cosines: the mean of the two; the
-    nearest alone when there is no prototype, or when the question *is* a labelled example
-    (similarity of at least :data:`EXACT`: a labelled utterance gets its own intent back).
-
-    Example:
-        >>> combine(0.9, 0.7), combine(0.9, None), combine(1.0, 0.5)
-        (0.8, 0.9, 1.0)
-    """
-    if prototype is None:
-        return nearest
-    mixed = 0.5 * (nearest + prototype)
-    if isinstance(nearest, np.ndarray):
-        return np.where(nearest >= EXACT, nearest, mixed)
-    return nearest if nearest >= EXACT else mixed
 
 
 @dataclass(frozen=True)

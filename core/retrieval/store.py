@@ -23,16 +23,11 @@ from typing import Self
 import faiss
 import numpy as np
 
+from core.portable import anchored, normalise
 from core.retrieval.anchors import check_weight
 from core.retrieval.scores import Neighbour
 
-
-def normalise(vectors: np.ndarray) -> np.ndarray:
-    v = np.ascontiguousarray(vectors, dtype=np.float32)
-    if v.ndim == 1:
-        v = v[None, :]
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return v / np.maximum(norms, 1e-12)
+__all__ = ["VectorStore", "normalise"]
 
 
 class VectorStore:
@@ -186,11 +181,8 @@ class VectorStore:
 
     def _anchor_sum(self, name: str, total: np.ndarray | None) -> np.ndarray | None:
         """An intent's prototype sum with its weighted anchor (None: neither)."""
-        anchor = self._anchors.get(name) if self.anchor_weight else None
-        if anchor is None:
-            return total
-        weighted = self.anchor_weight * anchor[1]
-        return weighted if total is None else total + weighted
+        anchor = self._anchors.get(name)
+        return anchored(total, None if anchor is None else anchor[1], self.anchor_weight)
 
     def prototypes(self) -> tuple[dict[str, int], np.ndarray]:
         """Each intent's column and the ``(intents, dim)`` matrix of its prototype (the unit mean

@@ -32,14 +32,58 @@ def same_predictions(app_out: list[dict], bundle_out: list[dict]) -> None:
         assert [n["text"] for n in a["neighbours"]] == [n["text"] for n in b["neighbours"]]
 
 
-def test_frozen_bundle_predicts_like_the_app(ctx, demo, tmp_path):
+# The demo shop's questions, said otherwise, and questions it has no intent for.
+IN_SCOPE = [
+    "where is my parcel", "I forgot my password", "can I speak to a person",
+    "my package still hasn't shown up", "has my order been dispatched yet",
+    "the tracking page has not changed in a week", "I need to change the address for delivery",
+    "please ship it to my office instead", "can you cancel what I ordered yesterday",
+    "I don't want the order anymore", "how do I send back these shoes",
+    "the jacket doesn't fit, can I return it", "when will my refund arrive",
+    "I returned it two weeks ago and still no money", "my card keeps getting declined",
+    "the payment did not go through", "is this sofa in stock", "do you have it in size 42",
+    "when will the blue one be available again", "my discount code is not working",
+    "the promo code says expired", "can I use two coupons", "I can't log in to my account",
+    "reset my password please", "the reset email never came", "let me talk to a real human",
+    "I want an agent", "transfer me to customer service", "where's my stuff",
+    "cancel my order and refund me", "change the delivery address of order 1234",
+    "why was I charged twice", "is the lamp back in stock", "how long does a refund take",
+    "the code WELCOME10 does nothing",
+]  # fmt: skip
+OUT_OF_SCOPE = [
+    "what's the weather like tomorrow", "tell me a joke", "who won the football match",
+    "what is the capital of Peru", "play some jazz", "how tall is mount everest",
+    "translate hello into german", "what time is it in Tokyo", "recommend a good movie",
+    "how do I bake sourdough bread", "set an alarm for 7am", "what is 17 times 23",
+    "who wrote war and peace", "is it going to snow", "book me a flight to Rome",
+]  # fmt: skip
+
+
+def test_frozen_bundle_predicts_like_the_app_and_its_predict_py_too(ctx, demo, tmp_path):
+    """A bundle of the demo project (anchors, out-of-scope thresholds) answers 50 questions as
+    the app does, loaded by the app and run by its own predict.py with onnxruntime, tokenizers
+    and numpy alone; its fp32 ONNX encoder is the only copy of the weights it carries."""
+    from tests.core.bundle.test_standalone import assert_same, run_predict_py
+
     out = tmp_path / "demo.zip"
     info = svc.export_bundle(ctx.live, demo, out)
     assert info["model_version"] is None and info["exemplars"] > 100
-    queries = ["where is my parcel", "I forgot my password", "can I speak to a person"]
+    names = zipfile.ZipFile(out).namelist()
+    assert {"predict.py", "onnx/model.onnx", "onnx/tokenizer.json"} <= set(names)
+    assert not [n for n in names if n.endswith(".safetensors")]
+    texts = IN_SCOPE + OUT_OF_SCOPE
+    assert len(texts) == 50
+    app = predict_svc.predict(ctx.live, demo, texts)
     with load(out) as predictor:
         assert predictor.manifest["method"] == "frozen"
-        same_predictions(predict_svc.predict(ctx.live, demo, queries), predictor.predict(queries))
+        assert predictor.manifest["thresholds"] and predictor.manifest["anchors"]
+        same_predictions(app, predictor.predict(texts))
+        card = (predictor.root / "README.md").read_text()
+    assert_same(app, run_predict_py(out, texts, tmp_path))  # 50 of 50
+    oos = {row["text"] for row in app if row["oos"]}
+    assert len(oos & set(OUT_OF_SCOPE)) >= 10 and len(oos & set(IN_SCOPE)) <= 5
+    assert "python bundle/predict.py" in card and "out of scope" in card
+    assert "prototype" in card and '[0]["top"]' not in card
 
 
 @pytest.mark.slow
@@ -66,6 +110,30 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["fast"]
     with pytest.raises(StorageError, match="read-only"):
         data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
+
+    # fp32: the version's safetensors once, its ONNX graph reading their bytes beside them
+    from tests.core.bundle.test_standalone import assert_same, run_predict_py
+
+    files = {i.filename: i.file_size for i in zipfile.ZipFile(out).infolist()}
+    weights = sum(size for n, size in files.items() if n.endswith(".safetensors"))
+    assert files["encoder/model.onnx"] < 1e6 and "onnx/model.onnx" not in files
+    assert out.stat().st_size < weights + 5e6
+    assert_same(app_out, run_predict_py(out, QUERIES, tmp_path))
+    # int8: the int8 graph alone, no fp32 weights; the app predicts with it, predict.py too,
+    # and it cannot become a project (nothing to serve and measure in fp32)
+    small = tmp_path / "tiny-int8.zip"
+    assert svc.export_bundle(ctx.live, live(ctx, "tiny"), small, int8=True)["int8"]
+    names = zipfile.ZipFile(small).namelist()
+    assert "onnx/model.int8.onnx" in names and "predict.py" in names
+    assert not [n for n in names if n.endswith(".safetensors") or n.startswith("encoder/")]
+    assert small.stat().st_size < weights / 2
+    with load(small) as predictor:
+        assert predictor.manifest["encoder_kind"] == "onnx"
+        assert_same(predictor.predict(QUERIES), run_predict_py(small, QUERIES, tmp_path))
+    projects = project_names(ctx.db)
+    with pytest.raises(ValueError, match="int8 ONNX only"):
+        svc.import_bundle(ctx.factories, small)
+    assert project_names(ctx.db) == projects
 
 
 def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):

@@ -278,6 +278,10 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     bundles.export_bundle(ctx.live, live(ctx, project), path)
     with load(path) as bundle:
         assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in served]
+    # and its predict.py, without the app, decides with the same head
+    from tests.core.bundle.test_standalone import assert_same, run_predict_py
+
+    assert_same(served, run_predict_py(path, texts, tmp_path))
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
         labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
         data_svc.add_utterance(ctx.db, live(ctx, project), text, labels, "train")

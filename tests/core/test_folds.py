@@ -9,6 +9,8 @@ import pytest
 
 from core.folds import fold_assignments
 
+pytestmark = pytest.mark.fast
+
 LABELS = [("a",)] * 10 + [("b",)] * 7 + [("a", "b")] * 4 + [()] * 3
 
 

@@ -22,6 +22,8 @@ from core.safe_archive import (
 )
 from core.safe_tar import extract_tar
 
+pytestmark = pytest.mark.fast
+
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:

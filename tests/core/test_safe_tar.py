@@ -16,6 +16,8 @@ import pytest
 from core.safe_archive import ArchiveError
 from core.safe_tar import Expected, extract_tar_verified
 
+pytestmark = pytest.mark.fast
+
 MiB = 1024**2
 
 

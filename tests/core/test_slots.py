@@ -14,6 +14,8 @@ from core.slots import (
     template_of,
 )
 
+pytestmark = pytest.mark.fast
+
 BOOK = {"city": ["Berlin", "Paris", "Rome", "Oslo"], "day": ["today", "tomorrow"]}
 
 

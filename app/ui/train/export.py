@@ -37,7 +37,8 @@ def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[A
     if err or info is None:
         return None, problem(err or "")
     return gr.update(value=str(out), visible=True), ok(
-        f"Bundle written ({info['size_mb']} MB, {info['exemplars']} examples)."
+        f"Bundle written ({info['size_mb']} MB, {info['exemplars']} examples). Its predict.py "
+        "runs it without Intent Studio: see its README.md."
     )
 
 
@@ -70,8 +71,8 @@ def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
         report_file = gr.File(label="Report", scale=2, visible=False, elem_id="report-file")
     with gr.Row(equal_height=True):
         int8 = gr.Checkbox(
-            label="add an int8 ONNX encoder (4x smaller; refused if it changes >1% of test "
-            "predictions)",
+            label="int8 encoder instead of fp32 (4x smaller; refused if it changes >1% of test "
+            "predictions; a trained version's then cannot be opened as a project)",
             scale=2,
         )
         bundle_btn = gr.Button("Export model bundle (.zip)", elem_id="bundle-export", scale=1)

@@ -67,7 +67,7 @@ def test_bundle_prefers_onnx(exported, encoder, tmp_path):
     with load(zpath, prefer_onnx=True, onnx_threads=1) as fast:
         assert isinstance(fast.encoder, ox.OnnxEncoder)
         assert fast.manifest["onnx"]["parity_top1"] >= 0.99
-        assert "int8 ONNX encoder is included" in (fast.root / "README.md").read_text()
+        assert "The encoder is int8 ONNX (`onnx/`)" in (fast.root / "README.md").read_text()
         got = fast.predict(EVAL)
     with load(zpath, device="cpu") as exact:
         assert not isinstance(exact.encoder, ox.OnnxEncoder)

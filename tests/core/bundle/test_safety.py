@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from core.bundle import BundleError, load, open_bundle, write_bundle
-from core.bundle.safety import check_encoder_folder
+from core.bundle.safety import check_bundle_file, check_encoder_folder
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +127,17 @@ def test_pickle_member_is_refused(good, tmp_path):
         open_bundle(_rewrite(good, tmp_path / "k.zip", add))
 
 
-def test_code_member_is_refused(good, tmp_path):
+@pytest.mark.parametrize("name", ["encoder/modeling_evil.py", "onnx/predict.py", "run.py"])
+def test_code_member_is_refused(good, tmp_path, name):
+    """Code is refused, but for the bundle's own predict.py at its root (for its user to run;
+    nothing in the app runs or imports it): the same file anywhere else is refused."""
+
     def add(m: dict[str, bytes]) -> None:
-        m["encoder/modeling_evil.py"] = b"import os"
+        m[name] = b"import os"
 
     with pytest.raises(BundleError, match=r"file type '\.py' not allowed"):
         open_bundle(_rewrite(good, tmp_path / "c.zip", add))
+    check_bundle_file("predict.py")
 
 
 def test_zip_bomb_by_total_size(good):

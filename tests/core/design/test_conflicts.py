@@ -15,6 +15,8 @@ from core.design import (
     out_of_fold,
 )
 
+pytestmark = pytest.mark.fast
+
 INTENTS = [f"intent_{i}" for i in range(8)]
 
 

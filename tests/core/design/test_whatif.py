@@ -11,6 +11,8 @@ from core.design.whatif import merge_whatif, propose_parts, split_whatif
 from core.evaluation import cross_validate_knn
 from core.retrieval.factory import PredictorFactory
 
+pytestmark = pytest.mark.fast
+
 
 def _blobs(centres: list[int], n: int, dim: int = 16, noise: float = 0.05, seed: int = 0):
     rng = np.random.default_rng(seed)

@@ -14,6 +14,8 @@ from core.retrieval.knn import IntentScore, KnnIndex, Neighbour, Prediction
 from core.retrieval.predictor import prediction_to_dict
 from core.training import check_trainable
 
+pytestmark = pytest.mark.fast
+
 
 def _cluster(centre: list[float], n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -180,7 +182,11 @@ def test_thresholds_are_calibrated_on_the_scores_the_predictor_serves_with_its_a
             rows = predictor(rest, thresholds).predict([texts[i] for i in held])
             for row, i in zip(rows, held, strict=True):
                 right += row["top"] == labels[i][0]
-                kept += row["labels"] == [labels[i][0]]
+                # a threshold is one of the scores calibration saw (its dense product with the
+                # pool); served, the same score comes from faiss's search, whose kernel may round
+                # the last bit the other way on another CPU: on the threshold is kept
+                on_it = abs(row["score"] - row.get("threshold", math.inf)) <= 1e-6
+                kept += row["top"] == labels[i][0] and (bool(row["labels"]) or on_it)
         return kept, right
 
     kept, right = asked(cal.thresholds)

@@ -8,6 +8,8 @@ import pytest
 from core.evaluation.scoring import cross_validate_knn, evaluate_knn, score_predictions
 from core.retrieval.factory import PredictorFactory, vector_pool
 
+pytestmark = pytest.mark.fast
+
 
 def _pool() -> tuple[np.ndarray, list[str]]:
     vecs = np.array([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0.1, 0.9, 0], [0, 0, 1], [0, 0.1, 0.9]])

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from app.services.evaluation import gate
 from core.evaluation import score_predictions
 from core.evaluation.version_metrics import VersionMetrics
+
+pytestmark = pytest.mark.fast
 
 
 def stored() -> dict[str, object]:

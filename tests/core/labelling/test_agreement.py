@@ -8,6 +8,8 @@ import pytest
 
 from core.labelling.agreement import agreement, alpha, kappa, masi
 
+pytestmark = pytest.mark.fast
+
 # Krippendorff (2011), section C: 4 observers x 12 units, None = no answer; alpha = 0.743.
 WORKED = [
     [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],

@@ -7,6 +7,8 @@ import pytest
 
 from core.labelling import best_match, clean_query, match_intents
 
+pytestmark = pytest.mark.fast
+
 BANKING = [
     "age_limit",
     "card_arrival",

@@ -20,6 +20,8 @@ from core.multilabel.thresholds import (
 )
 from core.multilabel.tuning import tune_thresholds
 
+pytestmark = pytest.mark.fast
+
 FAST = HeadConfig(epochs=60, hidden=64, seed=0)
 
 

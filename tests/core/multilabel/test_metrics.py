@@ -13,6 +13,8 @@ from core.multilabel.metrics import (
     per_intent_scores,
 )
 
+pytestmark = pytest.mark.fast
+
 GOLD = [("a", "b"), ("a",), ("b", "c"), ()]
 PRED = [("a", "b"), ("a", "c"), ("b",), ()]
 # Per intent: a tp 2 fp 0 fn 0; b tp 2 fp 0 fn 0; c tp 0 fp 1 fn 1.

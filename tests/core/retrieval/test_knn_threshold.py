@@ -14,6 +14,8 @@ from core.retrieval.knn_threshold import (
     out_of_fold_label_scores,
 )
 
+pytestmark = pytest.mark.fast
+
 
 def _scored(seed: int = 0):
     rng = np.random.default_rng(seed)

@@ -1,5 +1,11 @@
 """The rule written once (:mod:`core.retrieval.rule`): its scores are the rule's definition
-computed question by question, its one ranking is what ``classify`` lists and ``tops`` gives."""
+computed question by question, its one ranking is what ``classify`` lists and ``tops`` gives.
+
+Scores and margins are float sums of BLAS and faiss products, whose kernels differ between CPUs
+(an AMD EPYC and an Intel Xeon round the last bit differently, and a block of 16 questions takes
+another kernel than one of 50): they are compared within :data:`TOL`. What the rule defines
+exactly stays exact: the ranking (ties by name), the margin 1.0 without a runner-up, 0.0 with
+nothing ranked."""
 
 from __future__ import annotations
 
@@ -10,6 +16,14 @@ from core.retrieval.anchors import anchor_texts
 from core.retrieval.knn import NEAREST, NEAREST_PROTOTYPE, KnnIndex
 from core.retrieval.rule import rank, score, tops
 from core.retrieval.scores import EXACT
+
+pytestmark = pytest.mark.fast
+# float32 products summed in another order: ~1e-8 apart (1.5e-8 seen on an AMD EPYC)
+TOL = 1e-6
+
+
+def close(values) -> object:
+    return pytest.approx(list(values), rel=0, abs=TOL)
 
 
 def _pool(seed: int, *, n: int = 300, dim: int = 16, intents: int = 12) -> KnnIndex:
@@ -47,8 +61,8 @@ def test_tops_equal_what_classify_ranks_first(seed, rule):
             want = idx.classify(queries, show=0, depth=depth, exclude_ids=excl, rule=rule)
             got = idx.tops(queries, depth=depth, exclude_ids=excl, rule=rule)
             assert got.intents == [p.top for p in want]
-            assert got.scores.tolist() == [p.score for p in want]
-            assert got.margins.tolist() == [p.margin for p in want]
+            assert got.scores.tolist() == close(p.score for p in want)
+            assert got.margins.tolist() == close(p.margin for p in want)
 
 
 def test_an_exact_match_and_a_cold_intent_rank_as_classify_ranks_them():
@@ -60,7 +74,7 @@ def test_an_exact_match_and_a_cold_intent_rank_as_classify_ranks_them():
     got = idx.tops(queries)
     assert got.intents == [p.top for p in want]
     assert got.intents[-1] == "i11"  # its anchor alone ranks it
-    assert got.margins.tolist() == [p.margin for p in want]
+    assert got.margins.tolist() == close(p.margin for p in want)
 
 
 def test_k_above_one_ranks_as_classify_does():
@@ -69,7 +83,7 @@ def test_k_above_one_ranks_as_classify_does():
     want = idx.classify(queries, k=3, show=0)
     got = idx.tops(queries, k=3)
     assert got.intents == [p.top for p in want]
-    assert got.margins.tolist() == [p.margin for p in want]
+    assert got.margins.tolist() == close(p.margin for p in want)
 
 
 def test_an_empty_pool_ranks_nothing():
@@ -88,7 +102,10 @@ def test_many_questions_are_scored_a_block_at_a_time(monkeypatch):
     monkeypatch.setattr(module, "BLOCK", 16)
     blocks = tops(idx, queries, depth=201, exclude_ids=exclude)
     assert blocks.intents == whole.intents
-    assert blocks.margins.tolist() == whole.margins.tolist() and len(blocks.scores) == 50
+    # 16 questions at a time take faiss's and BLAS's small-batch kernels: the same scores within
+    # rounding, the same ranking
+    assert blocks.margins.tolist() == close(whole.margins) and len(blocks.scores) == 50
+    assert blocks.scores.tolist() == close(whole.scores)
     assert blocks.cold == whole.cold
 
 
@@ -157,7 +174,7 @@ def test_the_scores_are_the_rule_computed_question_by_question(rule, k, depth):
         }
         assert set(got) == set(want)
         assert [got[n] for n in sorted(got)] == pytest.approx(
-            [want[n] for n in sorted(want)], abs=1e-6
+            [want[n] for n in sorted(want)], abs=TOL
         )
 
 
@@ -170,7 +187,7 @@ def test_every_example_looked_at_scores_as_a_search_deep_enough():
         dense = score(idx, queries, k=k)
         searched = score(idx, queries, k=k, depth=len(idx) + 1)
         assert dense.intents == searched.intents
-        assert np.allclose(dense.score, searched.score, atol=1e-6)
+        assert np.allclose(dense.score, searched.score, rtol=0, atol=TOL)
 
 
 def test_the_ranking_breaks_ties_by_name_and_says_when_an_anchor_alone_scored():

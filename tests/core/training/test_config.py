@@ -7,6 +7,8 @@ import pytest
 
 from core.training import TrainConfig
 
+pytestmark = pytest.mark.fast
+
 
 def test_defaults_are_the_fast_method() -> None:
     cfg = TrainConfig()

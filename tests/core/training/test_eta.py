@@ -6,6 +6,8 @@ import pytest
 
 from core.training.eta import Eta
 
+pytestmark = pytest.mark.fast
+
 
 class FakeClock:
     def __init__(self) -> None:

@@ -8,6 +8,8 @@ from core.training.pairs import (
     positive_pairs,
 )
 
+pytestmark = pytest.mark.fast
+
 LABELS = [(f"i{i // 3}",) for i in range(12)]  # 4 intents x 3 examples
 
 

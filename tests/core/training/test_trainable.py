@@ -9,6 +9,8 @@ import pytest
 from core.retrieval.scope import OUT_OF_SCOPE
 from core.training import check_trainable, trainable
 
+pytestmark = pytest.mark.fast
+
 TEXTS = ["hi", "hello", "bye", "see you", "no_such_intent_zz typo"]
 LABELS = [("greet",), ("greet",), ("bye",), ("bye",), ("no_such_intent_zz",)]
 
