@@ -36,16 +36,23 @@ Example:
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
+
+logger = logging.getLogger(__name__)
 
 Device = Literal["cpu", "cuda"]
 DEFAULT_ENCODER = "minilm"
 STRONG_ENCODER = "mpnet"
 HELD_OUT, OUT_OF_FOLD = "held-out", "out-of-fold"
 ENV_DEVICE = "INTENT_STUDIO_DEVICE"
+# Where an NVIDIA driver shows itself on Linux (in a container too): without one there is no CUDA.
+NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl")
 
 # What mpnet costs beside MiniLM, measured (bench/RESULTS.md, "mpnet against MiniLM over 3
 # seeds", 2 CPU cores): training wall seconds 137-151 vs 17-19 (BANKING77 5-shot), evaluation
@@ -156,6 +163,8 @@ def process_device(configured: str | None = None) -> str:
     chosen = configured or os.environ.get(ENV_DEVICE, "").strip()
     if chosen:
         return chosen
+    if "torch" not in sys.modules and not any(Path(p).exists() for p in NVIDIA_DRIVER):
+        return "cpu"  # no NVIDIA driver: no CUDA, and no need to import torch to know it
     from core.encoding.registry import default_device
 
     return default_device()
@@ -164,3 +173,23 @@ def process_device(configured: str | None = None) -> str:
 def process_budget(configured: str | None = None) -> ComputeBudget:
     """The budget of this process (:func:`budget_for` of :func:`process_device`)."""
     return budget_for(process_device(configured))
+
+
+def new_project_encoder(budget: ComputeBudget | None = None) -> str:
+    """The base encoder a new project starts on in this process: the budget's choice when it is
+    installed (mpnet is an optional package, ``make mpnet``), else MiniLM, which always is.
+
+    >>> new_project_encoder(budget_for("cpu"))
+    'minilm'
+    """
+    chosen = (budget or process_budget()).new_project_encoder
+    if chosen == DEFAULT_ENCODER:
+        return chosen
+    from core.encoding.registry import registered_path
+
+    try:
+        registered_path(chosen)
+    except ValueError as exc:
+        logger.warning("a new project starts on %s: %s", DEFAULT_ENCODER, exc)
+        return DEFAULT_ENCODER
+    return chosen

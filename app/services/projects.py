@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
+from app.compute import new_project_encoder
 from app.formats import parse_csv
 from app.project_settings import (
     ProjectSettings,
@@ -63,9 +64,12 @@ def project_names(db: Database) -> list[str]:
     return visible_projects(db)
 
 
-def new_project(db: Database, name: str, base_encoder: str = "minilm") -> str:
+def new_project(db: Database, name: str, base_encoder: str | None = None) -> str:
+    """Create the empty project ``name`` on ``base_encoder`` (None: the one this device's compute
+    budget starts a project on, :func:`app.compute.new_project_encoder`); returns its name."""
     from core.encoding.registry import resolve_path
 
+    base_encoder = base_encoder or new_project_encoder()
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
     with db.session() as s:
         return create_project(s, name, base_encoder=base_encoder).name

@@ -38,6 +38,7 @@ from app.services.retrain_int8 import int8_copy, int8_plan
 from app.services.retrain_measure import Evaluation, Known, measure, plan, to_encode
 from app.services.retrain_serve import PROMOTION_TOLERANCE, register, serve
 from app.services.retrain_state import EvalProgress, Reporter, Snapshot, Trained
+from app.services.retrain_warm import wait_until_warm
 from app.serving.context import AppContext
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
@@ -98,9 +99,11 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
 
 
 def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
-    """The ``train`` phase: the base encoder (the process's, kept between jobs) copied and tuned
-    on the snapshot's trainable rows (:func:`core.training.train_encoder`)."""
+    """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
+    the worker started, :mod:`app.services.retrain_warm`) copied and tuned on the snapshot's
+    trainable rows (:func:`core.training.train_encoder`)."""
     fit = snap.fit
+    wait_until_warm()  # a warm-up under way finishes first: the two never share the device
     reporter.log(
         f"training {cfg.method} on {len(fit.texts)} utterances (dataset {snap.dataset_hash[:12]})",
         phase="training",

@@ -24,6 +24,7 @@ from huey.api import TaskWrapper
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
+from app.services.retrain_warm import warm_up_worker
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.worker.reporter import JobReporter
@@ -160,6 +161,7 @@ def run_worker(settings: Settings) -> None:
         )
     _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
     reap_dead(ctx.training)
+    warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
