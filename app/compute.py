@@ -185,11 +185,9 @@ def new_project_encoder(budget: ComputeBudget | None = None) -> str:
     chosen = (budget or process_budget()).new_project_encoder
     if chosen == DEFAULT_ENCODER:
         return chosen
-    from core.encoding.registry import registered_path
+    from core.encoding.registry import installed
 
-    try:
-        registered_path(chosen)
-    except ValueError as exc:
-        logger.warning("a new project starts on %s: %s", DEFAULT_ENCODER, exc)
+    if not installed(chosen):
+        logger.warning("a new project starts on %s: %s is not installed", DEFAULT_ENCODER, chosen)
         return DEFAULT_ENCODER
     return chosen

@@ -74,11 +74,7 @@ def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch
     from storage.projects import get_project
 
     assert new_project_encoder(budget_for("cpu")) == "minilm"
-    installed = True
-    try:
-        registry.registered_path("mpnet")
-    except ValueError:
-        installed = False
+    installed = registry.installed("mpnet")
     assert new_project_encoder(budget_for("cuda")) == ("mpnet" if installed else "minilm")
 
     # the process's own budget decides when none is named (this machine: a CPU)
@@ -92,6 +88,42 @@ def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch
             dataclasses.replace(registry.registry()["minilm"], name="mpnet"),
         )
     assert new_project_encoder(budget_for("cuda")) == "mpnet"
+
+
+def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ctx, monkeypatch):
+    """One project setting switches the base encoder; the line says so, with this device's
+    reason for its default and the cost of the other encoder here."""
+    from app.services import encoders
+    from app.services import settings as settings_svc
+    from core.encoding import registry
+    from tests.handles import live
+    from tests.samples import make_tiny
+
+    make_tiny(ctx)
+    tiny = live(ctx, "tiny")
+    view = encoders.encoder_view(ctx.db, tiny, budget_for("cpu"))
+    assert view.name == "minilm" and "Serving: the frozen minilm encoder" in view.serving
+    assert view.why.startswith("MiniLM (384-d) is the default on a CPU")
+    assert "Switching is one project setting" in view.switch or "not installed" in view.switch
+    on_gpu = encoders.encoder_view(ctx.db, tiny, budget_for("cuda"))
+    assert "on this GPU a new project starts on mpnet" in on_gpu.why
+    assert "mpnet" in encoders.switch_cost("minilm", budget_for("cpu"), 23.0)
+
+    # a second encoder installed here (MiniLM's folder under another name): switching is one
+    # setting, said and stored; the other settings are untouched
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "minilm-b",
+        dataclasses.replace(registry.registry()["minilm"], name="minilm-b"),
+    )
+    after, message = settings_svc.change(ctx.live, tiny, {"base_encoder": "minilm-b"})
+    assert message == "Changed base_encoder minilm → minilm-b."
+    assert after.base_encoder == "minilm-b" and tiny.base_encoder == "minilm-b"
+    assert "This project chose it" in after.effects["base_encoder"]
+    assert "base_encoder = minilm-b" in after.lines()
+    with pytest.raises(ValueError, match="Unknown encoder"):
+        settings_svc.change(ctx.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"})
+    assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
 
 
 @pytest.mark.slow

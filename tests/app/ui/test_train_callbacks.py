@@ -129,3 +129,14 @@ def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, de
     ticks = [f for f in fns if f.targets and f.targets[0][1] == "tick"]
     (timer,) = [f for f in ticks if [o._id for o in f.outputs] == [o._id for o in after.outputs]]
     assert after.name == timer.name == "tick"
+
+
+def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(ctx, demo):
+    from app.ui.train import encoder_line
+
+    line = encoder_line(ctx.live, demo)
+    assert line.startswith("**Encoder:** all-MiniLM-L6-v2")
+    assert "Serving: the frozen minilm encoder (fp32)." in line
+    assert "**Why:** MiniLM (384-d) is the default on a CPU" in line
+    assert "**Switching:**" in line and "base_encoder" in line
+    assert encoder_line(ctx.live, None) == ""
