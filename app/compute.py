@@ -12,11 +12,6 @@ GPU, else the CPU). What is cheap there decides:
 * **a new project's encoder**: all-mpnet-base-v2 where a GPU trains it in seconds (it won every
   seed on BANKING77 and CLINC150 by 1.2-3.0 points, bench/RESULTS.md "mpnet against MiniLM"),
   all-MiniLM-L6-v2 on a CPU (mpnet trains about 8x and encodes about 7x as long there);
-* **the out-of-scope calibration** a deployment would pick: held-out (the only calibration that
-  met the goal on a retrained encoder, BANKING77 against CLINC150's out-of-scope set: 4.5 %
-  flagged, recall 97.9 %, precision 95.6 %) costs about 3.7x a retrain's training, seconds on a
-  GPU and minutes on a CPU, so it is what a GPU's budget names; the pool's out-of-fold
-  calibration everywhere else (bench/RESULTS.md, "Out of scope across domains");
 * **warm-up**: a worker on a GPU runs a few training steps when it starts (CUDA's start and its
   kernels' first use cost seconds a process), a worker on a CPU loads its encoders and runs one
   step (imports and the first forward's allocations).
@@ -49,7 +44,6 @@ logger = logging.getLogger(__name__)
 Device = Literal["cpu", "cuda"]
 DEFAULT_ENCODER = "minilm"
 STRONG_ENCODER = "mpnet"
-HELD_OUT, OUT_OF_FOLD = "held-out", "out-of-fold"
 ENV_DEVICE = "INTENT_STUDIO_DEVICE"
 # Where an NVIDIA driver shows itself on Linux (in a container too): without one there is no CUDA.
 NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl")
@@ -61,9 +55,6 @@ MPNET_COST: dict[str, tuple[float | None, float | None]] = {
     "cpu": (8.0, 7.0),  # (training, encoding) x MiniLM's
     "cuda": (None, None),
 }
-# The held-out calibration's cost, in a retrain's trainings (five trainings on 80 % of the pool:
-# 208-313 CPU s against 57-88 s, bench/RESULTS.md "Out of scope across domains").
-HELD_OUT_COST = 3.7
 
 
 @dataclass(frozen=True)
@@ -76,17 +67,14 @@ class ComputeBudget:
             serves once it passed parity; the fp32 encoder serves until then).
         serves_int8: whether a version's int8 copy may serve in this process (a CPU).
         new_project_encoder: the base encoder a new project starts on.
-        oos_calibration: :data:`HELD_OUT` or :data:`OUT_OF_FOLD`, the out-of-scope calibration
-            this device can afford.
         warm_up_steps: training steps a worker runs when it starts (0: only load encoders).
-        reasons: one sentence per choice (``serving``, ``encoder``, ``oos``), for people.
+        reasons: one sentence per choice (``serving``, ``encoder``), for people.
     """
 
     device: Device
     int8_copy: bool
     serves_int8: bool
     new_project_encoder: str
-    oos_calibration: str
     warm_up_steps: int
     reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -121,7 +109,6 @@ def budget_for(device: str) -> ComputeBudget:
             int8_copy=False,
             serves_int8=False,
             new_project_encoder=STRONG_ENCODER,
-            oos_calibration=HELD_OUT,
             warm_up_steps=4,
             reasons=MappingProxyType(
                 {
@@ -129,8 +116,6 @@ def budget_for(device: str) -> ComputeBudget:
                     "no int8 copy is built (it would serve on the CPU beside an idle GPU)",
                     "encoder": "mpnet (768-d) is the default on a GPU: it won every seed on "
                     "BANKING77 and CLINC150 (+1.2 to +3.0 points) and trains in seconds here",
-                    "oos": "held-out calibration is affordable here (about "
-                    f"{HELD_OUT_COST:g}x a retrain's training, seconds on a GPU)",
                 }
             ),
         )
@@ -139,7 +124,6 @@ def budget_for(device: str) -> ComputeBudget:
         int8_copy=True,
         serves_int8=True,
         new_project_encoder=DEFAULT_ENCODER,
-        oos_calibration=OUT_OF_FOLD,
         warm_up_steps=1,
         reasons=MappingProxyType(
             {
@@ -148,8 +132,6 @@ def budget_for(device: str) -> ComputeBudget:
                 "test questions",
                 "encoder": "MiniLM (384-d) is the default on a CPU: mpnet is 1.2-3.0 points "
                 "more accurate but trains about 8x and encodes about 7x as long here",
-                "oos": "out-of-fold calibration on the pool: held-out calibration would cost "
-                f"about {HELD_OUT_COST:g}x a retrain's training on this CPU",
             }
         ),
     )

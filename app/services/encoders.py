@@ -7,6 +7,7 @@ trains on it, the active version keeps serving until a new one is promoted, and 
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
@@ -55,7 +56,7 @@ class EncoderView:
 
     def markdown(self) -> str:
         return (
-            f"**Encoder:** {self.description} (`{self.name}`). {self.serving}  \n"
+            f"**Encoder:** `{self.name}`, {self.description}. {self.serving}  \n"
             f"**Why:** {self.why}  \n**Switching:** {self.switch}"
         )
 
@@ -73,17 +74,19 @@ def _last_training(db: Database, p: ProjectHandle) -> float | None:
     return None
 
 
-def switch_cost(name: str, budget: ComputeBudget, last_train_s: float | None) -> str:
+def switch_cost(
+    name: str, budget: ComputeBudget, last_train_s: float | None, project: str = "NAME"
+) -> str:
     """What switching from ``name`` to the other registered encoder costs on ``budget``'s
     device, in words (the last retrain's training seconds, when known, made concrete)."""
     other = STRONG_ENCODER if name != STRONG_ENCODER else DEFAULT_ENCODER
     how = (
         f"one project setting (Data → Project settings → Base encoder, or `intent-studio "
-        f"settings --project NAME --set {SETTING}={other}`): the next retrain trains on it and "
-        "the active version serves until a new one is promoted."
+        f"settings --project {shlex.quote(project)} --set {SETTING}={other}`): the next retrain "
+        "trains on it and the active version serves until a new one is promoted."
     )
     if not installed(other):
-        return f"{other} is not installed here (`make mpnet`); switching is {how}"
+        return f"{other} is not installed here (`make mpnet`). Switching is {how}"
     train_x, encode_x = budget.mpnet_cost()
     if train_x is None or encode_x is None:
         cost = f"{other}'s training time on this {_where(budget)} is not measured yet"
@@ -100,7 +103,7 @@ def switch_cost(name: str, budget: ComputeBudget, last_train_s: float | None) ->
             f"retrains take about 1/{train_x:g} of the time here and texts encode about "
             f"{encode_x:g}x faster, for 1.2-3.0 points less accuracy on BANKING77 and CLINC150"
         )
-    return f"to {other}: {cost}. Switching is {how}"
+    return f"To {other}: {cost}. Switching is {how}"
 
 
 def encoder_view(
@@ -123,5 +126,5 @@ def encoder_view(
         description=spec.description if spec else name,
         serving=serving(db, p),
         why=why[0].upper() + why[1:] + ".",
-        switch=switch_cost(name, budget, _last_training(db, p)),
+        switch=switch_cost(name, budget, _last_training(db, p), p.name),
     )

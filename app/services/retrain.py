@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from app.compute import ComputeBudget
@@ -69,7 +70,9 @@ PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register")
 
 def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> Snapshot:
     """The ``snapshot`` phase: the dataset version (written once per content) and everything
-    the job reads of the project, in one transaction."""
+    the job reads of the project, in one transaction; then the frozen base and the active
+    version as they serve, which the new version is compared with (the base encoder is read
+    here when the process has not kept it)."""
     with ctx.db.write(WriteLock.project(project_id)) as s:
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
@@ -80,7 +83,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
         dataset_id, dataset_hash = dv.id, dv.content_hash
     train_rows = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train_rows.train_labels)
-    return Snapshot(
+    snap = Snapshot(
         project_id=project_id,
         dataset_id=dataset_id,
         dataset_hash=dataset_hash,
@@ -96,6 +99,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
         unlabelled=sum(1 for r in rows if r.split == "unlabelled"),
         head_options=dict(head_options),
     )
+    return replace(snap, others=_others(ctx, snap))
 
 
 def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
@@ -166,16 +170,15 @@ def run_retrain(
     closing message)."""
     budget = budget or ctx.models.budget
     snap = snapshot(ctx, project_id, head_options)
-    others = _others(ctx, snap)
     int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
-    reporter.plan(plan(ctx, cfg, snap, others, bool(int8.get("pending"))))
+    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending"))))
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
     trained = train(ctx, reporter, snap, cfg)
     rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
     with ctx.artifacts.writing(rel) as folder:
         encoder = save(reporter, trained, folder)
-        measured = measure(ctx, reporter, snap, encoder, folder, others)
+        measured = measure(ctx, reporter, snap, encoder, folder)
     served = serve(ctx, reporter, job_id, snap, cfg, rel, encoder, trained, measured, budget, int8)
     copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
     return served.version_id, register(ctx, reporter, snap, served, measured, copy)

@@ -84,7 +84,7 @@ def int8_copy(
         return Int8Outcome(
             {**info, "artifact": rel, "sha256": sha},
             metrics,
-            f"{info.get('reason', 'parity passed')}, {acc}",
+            f"{info.get('reason', 'parity passed')}, {acc}.",
             why,
         )
     except _NotKept:

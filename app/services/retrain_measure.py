@@ -122,13 +122,13 @@ def to_encode(
     )
 
 
-def plan(ctx: AppContext, cfg: TrainConfig, snap: Snapshot, others: Known, int8: bool) -> JobPlan:
+def plan(ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. The new
-    encoder encodes every distinct train and test utterance; ``others`` (the frozen base and the
-    active version, with their options) what the cache lacks of theirs; the int8 copy (``int8``:
+    encoder encodes every distinct train and test utterance; the frozen base and the active
+    version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
     this job builds one) its parity questions, then (when it passes) every utterance again,
     measured as it will serve."""
-    data = snap.data
+    data, others = snap.data, snap.others
     new = len({*data.train_texts, *data.test_texts})
     parity = 0
     if int8 and not snap.multi:
@@ -171,18 +171,17 @@ def measure(
     snap: Snapshot,
     encoder: Encoder,
     folder: Path,
-    others: Known,
 ) -> Measured:
     """The ``measure`` phase: the new ``encoder`` (the model in memory, whose artifact is being
     written into ``folder``) scored by the Predictor it will serve, and the frozen base and the
-    active version (``others``, with their options) read from the evaluations already measured
+    active version (``snap.others``, with their options) read from the evaluations already measured
     on these rows, or measured when they are not. A multi-label version's head is fitted here
     and saved into ``folder`` (it is part of the version)."""
     started = time.monotonic()
     new_factory = ctx.factories.predictor_factory(snap.project_id, encoder)
-    (base_factory, base_options), (ref_factory, ref_options) = others
+    (base_factory, base_options), (ref_factory, ref_options) = snap.others
     evaluation = Evaluation(
-        ctx, reporter, snap.data, [new_factory, base_factory, ref_factory], others
+        ctx, reporter, snap.data, [new_factory, base_factory, ref_factory], snap.others
     )
     reporter.log(
         f"evaluating {evaluation.encoders} encoders on {snap.data.split}: "

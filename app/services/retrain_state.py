@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from app.services.job_plan import JobPlan
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
+from core.retrieval.factory import PredictorFactory
 from core.training import Trainable, TrainedModel, TrainProgress
 from storage.tables import ModelVersion
 
@@ -44,7 +45,8 @@ class Reporter(Protocol):
 class Snapshot:
     """What one job trains and is measured on, read in one transaction: the dataset version,
     the project's base encoder and settings, its active version, the rows as the project encodes
-    them (``data``: scored; ``fit``: what training sees) and the head's options."""
+    them (``data``: scored; ``fit``: what training sees), the head's options, and the encoders
+    the new version is compared with (``others``)."""
 
     project_id: int
     dataset_id: int
@@ -58,6 +60,9 @@ class Snapshot:
     multi: bool
     unlabelled: int
     head_options: dict[str, Any] = field(default_factory=dict)
+    # what the new version is compared with: the frozen base and the active version as they
+    # serve, each with the options it is scored with
+    others: list[tuple[PredictorFactory, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def options(self) -> dict[str, Any]:

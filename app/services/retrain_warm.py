@@ -34,19 +34,28 @@ def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
     return counted or [budget.new_project_encoder]
 
 
-def warm_up_worker(ctx: AppContext, budget: ComputeBudget | None = None) -> threading.Thread:
-    """Start warming this worker in a background thread (see the module); returns it."""
+def warm_up_worker(
+    ctx: AppContext,
+    budget: ComputeBudget | None = None,
+    *,
+    steps: int | None = None,
+    bases: list[str] | None = None,
+) -> threading.Thread:
+    """Start warming this worker in a background thread (see the module); returns it.
+    ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
+    load (default: every project's, :func:`bases_to_warm`)."""
     from core.training.warm import warm_up
 
     budget = budget or ctx.models.budget
+    steps = budget.warm_up_steps if steps is None else steps
     _idle.clear()
 
     def run() -> None:
         try:
-            for i, base in enumerate(bases_to_warm(ctx, budget)):
+            for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
-                    warm_up(base, device=ctx.device, steps=budget.warm_up_steps if i == 0 else 0)
+                    warm_up(base, device=ctx.device, steps=steps if i == 0 else 0)
                 except Exception:  # a base that will not load fails its job with the reason
                     logger.exception("could not warm up the encoder %s", base)
         finally:

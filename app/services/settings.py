@@ -77,7 +77,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "anchor_weight": anchors["message"],
             "encode_context": project_svc.context_encoding(live.db, p)["message"],
             "serve_int8": encoder.serving,
-            encoders.SETTING: f"{encoder.why} Switching {encoder.switch}",
+            encoders.SETTING: f"{encoder.why} {encoder.switch}".replace("`", ""),
         },
         thresholds=dict(oos["thresholds"]),
         anchor_texts=dict(anchors["texts"]),
