@@ -103,15 +103,17 @@ class JobPlan:
         ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
         ``parity`` questions with the int8 copy (0: no int8 copy), and encoding ``unlabelled``
         utterances for the first card."""
+        queue = max(0, unlabelled) * SECONDS["served_text"]
         seconds = {
             "preparing": SECONDS["preparing"],
             "training": max(1, steps) * max(1, batch_size) * SECONDS["step_pair"],
             "saving": SECONDS["saving"],
             "evaluating": max(0, to_evaluate) * SECONDS["evaluated_text"],
             "int8": (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0,
-            "serving": SECONDS["serving"] + max(0, unlabelled) * SECONDS["served_text"],
-            "registering": SECONDS["registering"]
-            + (max(0, unlabelled) * SECONDS["served_text"] if parity else 0.0),
+            # the first card's unlabelled utterances, in the space that stays: the int8 copy's
+            # after it (registering) when there is one, else the fp32 encoder's (serving)
+            "serving": SECONDS["serving"] + (0.0 if parity else queue),
+            "registering": SECONDS["registering"] + (queue if parity else 0.0),
         }
         return cls(seconds)
 

@@ -1,7 +1,8 @@
 """The retrain pipeline a worker runs for one job, as named phases (:data:`PHASES`), each a
 function of this package that ``bench/job_profile.py`` times:
 
-``snapshot`` (:func:`snapshot`: the dataset version and the rows) → ``train``
+``snapshot`` (:func:`snapshot`: the dataset version, the rows, the encoders it is compared
+with) → ``train``
 (:func:`train`) → ``save`` (:func:`save`: the artifact written under a temporary name, the model
 kept in memory) → ``measure`` (:func:`app.services.retrain_measure.measure`: the new encoder as
 it will serve; the frozen base and the active version read when their numbers on these rows are

@@ -100,7 +100,9 @@ def serve(
     ctx.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
     if passed:
         reporter.log(f"v{mv_id} is active: it answers in fp32 {where}")
-    first_card_vectors(ctx.live, snap.project_id)
+    # the queue's candidates in this space only when it stays: an int8 copy on its way replaces
+    # it in seconds, and the cores are the int8 phase's and the app's (its first answers)
+    first_card_vectors(ctx.live, snap.project_id, queue=not (int8 or {}).get("pending"))
     return Served(mv_id, rel, passed, why, metrics, trained.seconds)
 
 
@@ -143,7 +145,7 @@ def register(
         if copy.metrics is not None:
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
             reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
-            first_card_vectors(ctx.live, snap.project_id)
+        first_card_vectors(ctx.live, snap.project_id)  # the space that serves from now on
     acc = headline.accuracy or 0.0
     base_acc = measured.base.accuracy or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
@@ -153,11 +155,12 @@ def register(
     )
 
 
-def first_card_vectors(live: LivePools, project_id: int) -> None:
+def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card and first prediction need in the space it now serves: its
-    pool and anchors, queue candidates, and its calibration (kept beside the cache,
-    :mod:`app.serving.pools`), so the app does not compute them while a user waits."""
+    pool and anchors, its calibration (kept beside the cache, :mod:`app.serving.pools`) and,
+    with ``queue``, the labelling queue's candidates, so the app does not compute them while a
+    user waits."""
     from app.access import open_project
     from app.access.auth import LOCAL
     from app.services.queue import order
@@ -166,7 +169,8 @@ def first_card_vectors(live: LivePools, project_id: int) -> None:
         p = open_project(live.db, project_id, LOCAL)
         before, started = live.cache.encoded, time.monotonic()
         live.pool(project_id)  # the served pool, even with no queue to order
-        order(live, p)
+        if queue:
+            order(live, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,

@@ -59,10 +59,12 @@ def warm_texts(steps: int, batch_size: int = 4) -> tuple[list[str], list[tuple[s
 def warm_up(base: str, *, device: str | None = None, steps: int = 1) -> float:
     """Load ``base`` (kept for the process) and run ``steps`` training steps on it (0: only
     load it); returns the seconds taken. Nothing is kept of the steps."""
+    from core.encoding.exit_gate import NATIVE
     from core.encoding.registry import load_encoder
 
     started = time.monotonic()
-    encoder = load_encoder(base, device=device)
+    with NATIVE.running():  # a process's exit waits for the load (core.encoding.exit_gate)
+        encoder = load_encoder(base, device=device)
     encoder.encode(["warming up", "a second, longer utterance to encode"])
     if steps > 0:
         texts, labels = warm_texts(steps)

@@ -26,6 +26,7 @@ TRAINED_ON_A_CPU = VersionMetrics(
 )
 
 
+@pytest.mark.fast
 def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder():
     gpu, cpu = budget_for("cuda"), budget_for("cpu")
     assert (gpu.device, gpu.int8_copy, gpu.serves_int8) == ("cuda", False, False)
@@ -39,6 +40,7 @@ def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder(
         assert set(budget.reasons) == {"serving", "encoder"}
 
 
+@pytest.mark.fast
 def test_recorded_is_served_on_both_devices():
     """The same version shows the int8 copy's numbers where the copy serves (a CPU) and the
     fp32 encoder's where the GPU serves it."""
@@ -54,6 +56,7 @@ def test_recorded_is_served_on_both_devices():
     assert "being built" in serving_line(building, on, cpu)
 
 
+@pytest.mark.fast
 def test_the_device_is_asked_once_and_a_configured_one_wins(monkeypatch):
     monkeypatch.setenv("INTENT_STUDIO_DEVICE", "cuda")
     process_device.cache_clear()
