@@ -1,4 +1,4 @@
-"""Benchmark: one retrain through the worker's own path, seconds per phase (issue 44).
+"""Benchmark: one retrain through the worker's own path, seconds per phase (issues 44, 55).
 
 The project is BANKING77 10-shot seed 0 (770 train) with every test question (3,078 once
 deduplicated) from ``../shared/data``, imported with the CLI. Each measurement is a fresh
@@ -7,7 +7,21 @@ process on a fresh copy of that data directory running ``intent-studio train`` (
 timers wrapped around the functions each phase is made of. The same child code runs any
 checkout: a function a checkout does not have is simply not timed.
 
-Phases (wall and process CPU seconds, each net of the phases nested inside it):
+The first table is the retrain's named phases (issue 55: :data:`PIPELINE`, each a function of
+``app/services/retrain*.py``, timed gross): ``snapshot`` → ``train`` → ``save`` → ``measure`` →
+``serve`` (the version registered and active: it answers from here) → ``int8`` (a CPU: its copy
+built, checked, measured) → ``register``. A checkout from before those functions (``--peer``
+of main before issue 55) is timed by the phases its job named instead (``preparing`` →
+``snapshot``, ``training`` → ``train``, ``saving``, ``evaluating`` → ``measure``, ``int8``,
+``registering`` → ``register``, ``serving`` (its first-card vectors, last) → ``serve``), in
+the order it ran them. Below them: ``job start -> version active`` (the version registered and
+active, from the job's start: what a user waits for once a worker took the job), ``around
+training (to active)`` (that less the ``train`` phase: the issue's "new version answering, minus
+training", without the app's queue and server: ``bench/load.py --scenario retrain`` measures
+that through the app), and when the job ended.
+
+The second table: the functions each phase is made of (wall and process CPU seconds, each net
+of the timed functions nested inside it):
 
 * ``start + imports``: from the parent's spawn to the child's imports done;
 * ``cli + queue``: the CLI's context, the job queued, until the job starts;
@@ -21,14 +35,17 @@ Phases (wall and process CPU seconds, each net of the phases nested inside it):
   of each encoder (encoding its missing vectors and scoring);
 * ``calibration``: out-of-scope calibration (:func:`core.evaluation.oos.calibrate_predictor`);
 * ``int8 export``: the int8 ONNX export less its parity check; ``parity``: the parity check;
-* ``first-card vectors``: :func:`app.worker.prepare_vectors` less its calibration;
+* ``first-card vectors``: :func:`app.services.retrain_serve.first_card_vectors` (before issue
+  55 ``app.worker.prepare_vectors``) less its calibration;
 * ``registration``: hashing the artifact, registering the version, finishing the job;
 * ``other``: the rest of the job (reporting, factories, ...);
-* ``after the job``: from the job's end to the process's exit.
+* ``after the job``: from the job's end to the CLI's return (the process then runs this bench's
+  own epilogue: a fresh context reading the job and the version, not counted).
 
-``served`` is when the job reads as succeeded (the version registered and, when promoted,
-active); ``job done`` when :func:`~app.worker.execute_job` returned (work a checkout does after
-serving, such as an int8 copy, ends there); ``process`` when the CLI process exited. Then
+``version active`` is when the version was registered (and, when promoted, made active in the
+same transaction: the app's next prediction answers with it); ``job done`` when
+:func:`~app.worker.execute_job` returned (work a checkout does after serving, such as its int8
+copy, ends there); ``process`` when the CLI process exited. Then
 ``--restarts`` fresh processes on the retrained data directory each time their first
 prediction (:func:`app.services.predict.predict`, what the server's first request pays when
 its start-up warm-up has not built the pool yet) and the next one.
@@ -43,6 +60,8 @@ the load average is recorded with each run.
 
 Usage:
     python -m bench.job_profile --peer b599b03 --code . --repeats 2 --out bench/results/jp.json
+    python -m bench.job_profile --code . --retrains 1 --restarts 0 --test 200 --set epochs=1
+                                                             # a quick check that it runs
     python -m bench.job_profile --device cuda --code .       # on a GPU machine
     python -m bench.job_profile --method lora --code .       # the LoRA recipe (``--set K=V`` too)
 """
@@ -50,6 +69,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -64,6 +84,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"
+# The retrain's named phases (issue 55: each a function, in app/services/retrain*.py).
+PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register"]
+# A checkout's job phases (storage's TrainingJob.phase) as the pipeline's names.
+JOB_PHASES = {
+    "preparing": "snapshot",
+    "training": "train",
+    "saving": "save",
+    "evaluating": "measure",
+    "serving": "serve",
+    "int8": "int8",
+    "registering": "register",
+}
 PHASES = [
     "start + imports",
     "cli + queue",
@@ -94,6 +126,13 @@ from app.services import queue as _queue  # noqa: F401  (prepare_vectors imports
 import app.services.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
 import core.training, core.training.fit, core.training.model_io, storage.artifacts
 import storage.datasets, storage.versions
+import importlib
+for _name in ("app.services.retrain_measure", "app.services.retrain_serve",
+              "app.services.retrain_int8", "app.worker.reporter"):
+    try:  # the pipeline's phases as functions (issue 55); a checkout before has none of them
+        importlib.import_module(_name)
+    except ImportError:
+        pass
 imported = time.time()
 
 totals, local = {}, threading.local()
@@ -164,6 +203,48 @@ def mark(name):
         marks.setdefault(name, time.time() - T0)
     return after
 
+pipeline = {}  # the retrain's named phases (issue 55), gross: what each function took
+job_phases = []  # (seconds since T0, phase) each time the job's reporter named a phase
+
+def gross(module, name, phase):
+    mod = sys.modules.get(module)
+    original = getattr(mod, name, None) if mod is not None else None
+    if original is None or getattr(original, "__module__", None) != module:
+        return  # not there, or a name it imported (a checkout's retrain imported storage's snapshot)
+    def wrapper(*a, **kw):
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return original(*a, **kw)
+        finally:
+            p = pipeline.setdefault(phase, [0.0, 0.0, 0])
+            p[0] += time.perf_counter() - t; p[1] += time.process_time() - c; p[2] += 1
+    for m in list(sys.modules.values()):
+        d = getattr(m, "__dict__", None)
+        if d is not None:
+            for k, v in list(d.items()):
+                if v is original:
+                    d[k] = wrapper
+
+for _module, _name, _phase in (
+    ("app.services.retrain", "snapshot", "snapshot"),
+    ("app.services.retrain", "train", "train"),
+    ("app.services.retrain", "save", "save"),
+    ("app.services.retrain_measure", "measure", "measure"),
+    ("app.services.retrain_serve", "serve", "serve"),
+    ("app.services.retrain_int8", "int8_copy", "int8"),
+    ("app.services.retrain_serve", "register", "register"),
+):
+    gross(_module, _name, _phase)
+
+_reporter = sys.modules.get("app.worker.reporter")
+if _reporter is not None:
+    _log = _reporter.JobReporter.log
+    def _logged(self, line, *, phase=None):
+        if phase is not None:
+            job_phases.append((round(time.time() - T0, 3), phase))
+        return _log(self, line, phase=phase)
+    _reporter.JobReporter.log = _logged
+
 patch("storage.datasets", "snapshot", "snapshot")
 patch("storage.datasets", "snapshot_rows", "snapshot")
 patch("core.encoding.registry", "load_sentence_transformer", "model load")
@@ -188,6 +269,7 @@ patch("core.evaluation.oos", "calibrate_predictor", "calibration")
 patch("app.services.int8", "export_version_int8", "int8 export")
 patch("core.bundle.onnx", "parity", "parity")
 patch("app.worker", "prepare_vectors", "first-card vectors")
+patch("app.services.retrain_serve", "first_card_vectors", "first-card vectors")
 patch("storage.artifacts", "tree_sha256", "registration")
 patch("storage.versions", "register_version", "registration", after=mark("registered"))
 patch("app.worker", "finish", "registration", after=mark("served"))
@@ -209,6 +291,7 @@ import contextlib, io
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
     rc = cli_main(["train", "--project", "banking77", *json.loads(os.environ["JOB_PROFILE_ARGS"])])
+marks["cli returned"] = time.time() - T0  # what follows is this bench's own epilogue
 for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
@@ -244,6 +327,8 @@ m = vs.metrics(_piece(ctx, vs.metrics), _open(ctx, "banking77"), version_id) if 
 print(json.dumps({
     "rc": rc,
     "phases": {k: [round(v[0], 3), round(v[1], 3), v[2]] for k, v in totals.items()},
+    "pipeline": {k: [round(v[0], 3), round(v[1], 3), v[2]] for k, v in pipeline.items()},
+    "job_phases": job_phases,
     "marks": {k: round(v, 3) for k, v in marks.items()},
     "job": {k: round(v, 3) for k, v in job_seconds.items()},
     "version": version_id,
@@ -318,11 +403,12 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def project_csv(shared: Path, out: Path) -> Path:
-    """BANKING77 10-shot seed 0 as the train split and every test question as the test split."""
+def project_csv(shared: Path, out: Path, test: int = 3080) -> Path:
+    """BANKING77 10-shot seed 0 as the train split and ``test`` test questions (every one by
+    default) as the test split."""
     from tests.e2e.conftest import banking77_csv
 
-    return banking77_csv(shared, out, unlabelled=0, test=3080)
+    return banking77_csv(shared, out, unlabelled=0, test=test)
 
 
 def revision(code: Path) -> str:
@@ -423,7 +509,10 @@ def phase_rows(result: dict[str, Any]) -> dict[str, tuple[float, float]]:
     marks = result["marks"]
     rows["start + imports"] = (marks["imported"], float("nan"))
     rows["cli + queue"] = (marks.get("job start", 0.0) - marks["imported"], float("nan"))
-    rows["after the job"] = (result["process_s"] - marks.get("job done", 0.0), float("nan"))
+    # from the job's end to the CLI's return (its closing; a checkout timed before the mark
+    # existed: to the process's exit, this bench's epilogue included)
+    end = marks.get("cli returned", result["process_s"])
+    rows["after the job"] = (end - marks.get("job done", 0.0), float("nan"))
     job = result.get("job", {})
     outside = ("start + imports", "cli + queue", "after the job")
     inside = [v for k, v in rows.items() if k not in outside]
@@ -435,19 +524,49 @@ def phase_rows(result: dict[str, Any]) -> dict[str, tuple[float, float]]:
     return rows
 
 
+def pipeline_rows(result: dict[str, Any]) -> tuple[dict[str, tuple[float, float]], str]:
+    """Wall and CPU seconds per phase of :data:`PIPELINE`, and how they were measured: the
+    phase functions themselves (``functions``, a checkout since issue 55), or, in a checkout
+    before them, the intervals between the phases its job named (``job phases``: the phase
+    called ``evaluating`` is ``measure``, and so on; no CPU seconds)."""
+    timed = result.get("pipeline") or {}
+    if timed:
+        return {k: (float(v[0]), float(v[1])) for k, v in timed.items()}, "functions"
+    marks = [(float(t), JOB_PHASES.get(name, name)) for t, name in result.get("job_phases", [])]
+    start, end = result["marks"].get("job start"), result["marks"].get("job done")
+    if start is None or end is None:
+        return {}, "job phases"
+    points = [(float(start), "snapshot"), *marks, (float(end), "")]
+    rows: dict[str, tuple[float, float]] = {}
+    for (t, name), (t_next, _) in itertools.pairwise(points):
+        wall = rows.get(name, (0.0, float("nan")))[0] + max(0.0, t_next - t)
+        rows[name] = (wall, float("nan"))
+    return rows, "job phases"
+
+
 def summary(result: dict[str, Any]) -> dict[str, float]:
-    """The totals of one run: training, the rest of the job, served, done, process."""
+    """The totals of one run: training (the loop; and the ``train`` phase), when the version
+    became active (answers: from the process's start and from the job's), when the job and the
+    process were done, and what the job spent around its training until the version answered
+    (the issue's "request -> new version answering, minus training", here without the app's
+    queue and server)."""
     rows = phase_rows(result)
     training = rows.get("training", (0.0, 0.0))[0]
     marks = result["marks"]
+    phases, _ = pipeline_rows(result)
+    train_phase = phases.get("train", (float("nan"), 0.0))[0]
+    active = marks.get("registered", float("nan"))
+    to_active = active - marks.get("job start", float("nan"))
     return {
         "training": training,
-        "served": marks.get("served", float("nan")),
+        "train phase": train_phase,
+        "version active": active,
+        "job start -> active": to_active,
         "job done": marks.get("job done", float("nan")),
         "process": result["process_s"],
         "process cpu": result["process_cpu_s"],
+        "around training (active)": to_active - train_phase,
         "not training (process)": result["process_s"] - training,
-        "not training (served)": marks.get("served", float("nan")) - training,
     }
 
 
@@ -456,11 +575,64 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def pipeline_table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
+    """The retrain's named phases x (checkout, retrain): median wall / CPU seconds, then when
+    the version answered and what the job spent around its training until then."""
+    cols = [(lab, r) for r in range(retrains) for lab in labels]
+    head = f"{'phase':<28}" + "".join(f"{f'{lab} #{r + 1}':>20}" for lab, r in cols)
+    out = [
+        "the retrain's phases, median wall s / CPU s (in the order each checkout runs them)",
+        head,
+    ]
+
+    def found(lab: str, r: int) -> list[dict[str, Any]]:
+        return [x for x in runs if x["code"] == lab and x["retrain"] == r]
+
+    for name in PIPELINE:
+        cells = []
+        for lab, r in cols:
+            got = [pipeline_rows(x)[0].get(name) for x in found(lab, r)]
+            timed = [v for v in got if v is not None]
+            if not timed:
+                cells.append(f"{'-':>20}")
+                continue
+            wall, cpu = _median([w for w, _ in timed]), _median([c for _, c in timed])
+            cpu_s = f"{cpu:.1f}" if cpu == cpu else "-"
+            cells.append(f"{wall:>12.1f} / {cpu_s:>5}")
+        out.append(f"{name:<28}" + "".join(cells))
+    for name, key in (
+        ("job start -> version active", "job start -> active"),
+        ("around training (to active)", "around training (active)"),
+        ("job done (from job start)", None),
+    ):
+        cells = []
+        for lab, r in cols:
+            sums = [summary(x) for x in found(lab, r)]
+            if key is None:
+                starts = [x["marks"].get("job start", float("nan")) for x in found(lab, r)]
+                seconds = [s["job done"] - t for s, t in zip(sums, starts, strict=True)]
+            else:
+                seconds = [s[key] for s in sums]
+            cells.append(f"{_median(seconds):>20.1f}")
+        out.append(f"{name:<28}" + "".join(cells))
+    shares = []
+    for lab, r in cols:
+        sums = [summary(x) for x in found(lab, r)]
+        ratios = [
+            s["around training (active)"] / s["train phase"] for s in sums if s["train phase"]
+        ]
+        shares.append(f"{_median(ratios) * 100:>19.0f}%")
+    out.append(f"{'around training / train':<28}" + "".join(shares))
+    how = {lab: pipeline_rows(found(lab, 0)[0])[1] for lab, _ in cols if found(lab, 0)}
+    out.append("measured by: " + ", ".join(f"{lab}: {m}" for lab, m in how.items()))
+    return "\n".join(out)
+
+
 def table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
     """Phases x (checkout, retrain): median wall / CPU seconds."""
     cols = [(lab, r) for r in range(retrains) for lab in labels]
     head = f"{'phase':<24}" + "".join(f"{f'{lab} #{r + 1}':>20}" for lab, r in cols)
-    out = ["median wall s / CPU s per phase", head]
+    out = ["median wall s / CPU s per timed function, net of those nested in it", head]
 
     def cell(lab: str, r: int, fn: Any) -> str:
         found = [fn(x) for x in runs if x["code"] == lab and x["retrain"] == r]
@@ -533,6 +705,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
     )
+    ap.add_argument("--test", type=int, default=3080, help="test questions (a quick check: fewer)")
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -542,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
     codes += [c.resolve() for c in args.code] or ([] if codes else [ROOT])
     train_args = ["--method", args.method] + [a for kv in args.set for a in ("--set", kv)]
     labels = [revision(c) for c in codes]
-    csv = project_csv(args.data, work / "banking77-10shot-test.csv")
+    csv = project_csv(args.data, work / f"banking77-10shot-test{args.test}.csv", args.test)
     pristine = {
         lab: build(csv, code, work / f"build-{lab}", args.device)
         for code, lab in zip(codes, labels, strict=True)
@@ -559,8 +732,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"code": lab, "turn": turn, "retrain": r, **result})
                 s = summary(result)
                 print(
-                    f"{lab} #{turn} retrain {r + 1}: training {s['training']:.1f}s, served "
-                    f"{s['served']:.1f}s, process {s['process']:.1f}s (cpu "
+                    f"{lab} #{turn} retrain {r + 1}: train phase {s['train phase']:.1f}s, "
+                    f"version active {s['version active']:.1f}s, around training until "
+                    f"then {s['around training (active)']:.1f}s, process {s['process']:.1f}s (cpu "
                     f"{s['process cpu']:.1f}s), load {result['load']}, trained on "
                     f"{result.get('trained_on')}, {result.get('disk_loads')} encoder(s) read "
                     "from disk",
@@ -576,6 +750,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{sorted({d for r in runs for d in r.get('trained_on') or []})}; load average at the "
         f"starts: {[r['load'] for r in runs]}"
     )
+    print(pipeline_table(runs, labels, args.retrains))
+    print()
     print(table(runs, labels, args.retrains))
     for r in range(args.restarts):
         for lab in labels:

@@ -104,6 +104,16 @@ def set_project_setting(s: Session, project_id: int, key: str, value: Any) -> Pr
     return project
 
 
+def set_base_encoder(s: Session, project_id: int, name: str) -> Project:
+    """Set the project's base encoder (a registry name the caller checked): its next retrain
+    trains on it; its versions keep theirs."""
+    project = get_project(s, project_id)
+    ensure_writable(project)
+    project.base_encoder = name
+    s.flush()
+    return project
+
+
 # --- intents -----------------------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
-"""Model versions: register one (optionally making it active in the same transaction), look one
-up, list a project's history, activate or roll back. Rows are returned detached and fully loaded,
-so callers read them after the session closes.
+"""Model versions: register one (optionally making it active in the same transaction), complete
+its record later (:func:`record_metrics`), look one up, list a project's history, activate or roll
+back. Rows are returned detached and fully loaded, so callers read them after the session closes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import flag_modified
 
 from storage.errors import NotFoundError
 from storage.tables import DatasetVersion, ModelVersion, Project
@@ -62,6 +63,29 @@ def register_version(s: Session, new: NewVersion, *, activate: bool = False) -> 
     if activate:
         _project(s, new.project_id).active_model_version_id = mv.id
     return mv.id
+
+
+def record_metrics(
+    s: Session,
+    project_id: int,
+    version_id: int,
+    metrics: dict[str, Any],
+    *,
+    note: str | None = None,
+) -> None:
+    """Replace a registered version's metrics (and its note): what a retrain measured after the
+    version began to serve (its int8 copy). When it is the project's active version the
+    project's row is written too, so its pool stamp moves and every process's live pool picks
+    up the encoder that serves it now (:func:`storage.pool_state.pool_stamp`)."""
+    mv = s.get(ModelVersion, version_id)
+    if mv is None or mv.project_id != project_id:
+        raise NotFoundError(f"No model version {version_id} in this project.")
+    mv.metrics = dict(metrics)
+    if note is not None:
+        mv.note = note
+    project = _project(s, project_id)
+    if project.active_model_version_id == version_id:
+        flag_modified(project, "settings")  # an UPDATE of the row: its version counter moves
 
 
 def get_version(s: Session, project_id: int, version_id: int) -> ModelVersion:

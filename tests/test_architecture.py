@@ -50,7 +50,8 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     ),
     "app": (
         # settings, limits and leaves
-        frozenset({"app", "app.config", "app.limits", "app.limit_store", "app.project_settings"})
+        frozenset({"app", "app.compute", "app.config", "app.limits", "app.limit_store"})
+        | frozenset({"app.project_settings"})
         | frozenset({"app.plots", "app.formats", "app.report"}),
         # the serving state (app.serving: the context and the pieces it holds), who may do what
         # (app.access), the web perimeter (app.perimeter: guards, sign-in, uploads)

@@ -185,7 +185,11 @@ class ProjectsOut(BaseModel):
 
 class NewProjectIn(BaseModel):
     name: str = Field(..., min_length=1, max_length=120)
-    base_encoder: str = Field("minilm", description="minilm (embedded) or mpnet (`make mpnet`)")
+    base_encoder: str | None = Field(
+        None,
+        description="minilm (embedded) or mpnet (`make mpnet`); null: this device's default "
+        "(mpnet on a GPU when installed, else minilm)",
+    )
 
 
 class BulkLabelIn(BaseModel):

@@ -26,23 +26,27 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from app import worker
     from app.services import retrain_jobs
+    from app.services.retrain_warm import warm_up_worker
 
     ctx = context(args)
     if args.queue:
         ctx.enqueue = worker.queue_for(ctx.settings)
+    p = project(ctx, args.project, "designer")
     try:
         view, created = retrain_jobs.request_retrain(
-            ctx.training,
-            project(ctx, args.project, "designer"),
-            _parse_config(args),
-            enqueue=args.queue,
+            ctx.training, p, _parse_config(args), enqueue=args.queue
         )
     except retrain_jobs.QueueUnavailable as exc:
         raise CliError(str(exc)) from exc
     if not created:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
-    runner = None
+    runner = warming = None
     if not args.queue and created:
+        # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
+        # job claims its row and snapshots the data
+        budget = ctx.models.budget
+        steps = budget.warm_up_steps if budget.device == "cuda" else 0
+        warming = warm_up_worker(ctx, budget, steps=steps, bases=[p.base_encoder])
         runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id), daemon=True)
         runner.start()
     last = ""
@@ -65,6 +69,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
         runner.join(60)  # cut off at exit aborts the process)
         view = retrain_jobs.job(ctx.training, view.id)
+    if warming is not None:  # the same for a warm-up a job that failed early did not wait for
+        warming.join(60)
     if view.model_version_id:
         from app.services.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics

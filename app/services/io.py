@@ -19,6 +19,7 @@ from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
 from app.access.auth import require_acting
+from app.compute import new_project_encoder
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
 from app.serving.context import AppContext
 from storage import guard
@@ -190,7 +191,7 @@ def _made(s: Session, name: str) -> ProjectHandle:
     try:
         return resolve(s, name, need="designer")
     except NotFoundError:
-        return resolve(s, create_project(s, name).id)
+        return resolve(s, create_project(s, name, base_encoder=new_project_encoder()).id)
 
 
 def destination(db: Database, name: str) -> ProjectHandle | str:

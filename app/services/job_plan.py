@@ -24,7 +24,7 @@ Example:
     >>> plan = JobPlan.estimate(steps=100, batch_size=32, to_evaluate=1_000, parity=0)
     >>> plan.share("training", 50, 100) < plan.share("evaluating", 0, 1_000)
     True
-    >>> round(plan.share("serving", 1, 1), 2)
+    >>> round(plan.share("registering", 1, 1), 2)
     1.0
 """
 
@@ -34,15 +34,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase).
+# The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase): the new
+# version is registered and answers from ``serving`` on; on a CPU its int8 copy is built after
+# (app.services.retrain).
 PHASES = (
     "preparing",
     "training",
     "saving",
     "evaluating",
+    "serving",
     "int8",
     "registering",
-    "serving",
 )
 # What the Train tab calls each phase.
 PHASE_NAMES = {
@@ -50,9 +52,9 @@ PHASE_NAMES = {
     "training": "Training",
     "saving": "Saving the model",
     "evaluating": "Evaluating",
-    "int8": "Checking the int8 copy",
-    "registering": "Registering the version",
-    "serving": "Encoding for the first card",
+    "serving": "Serving the new version",
+    "int8": "Checking its int8 copy (the new version answers meanwhile)",
+    "registering": "Recording the version",
 }
 COUNTED = ("training", "evaluating")
 # The time left is said once the job has done this share of its work and run this long: before,
@@ -74,8 +76,8 @@ SECONDS = {
     "evaluated_text": 0.005,  # the new encoder's 3,848 utterances: 17.3, 19.3 s
     "int8": 2.7,  # the ONNX export and its quantisation: 2.9, 2.5 s
     "parity_text": 0.005,  # 1,770 int8 encodes and their ranking: 8.9, 8.6 s
-    "registering": 0.5,  # calibration 0.2-0.3, registration 0.2
-    "serving": 0.4,  # first-card vectors of a project without unlabelled rows: 0.3, 0.4 s
+    "serving": 0.9,  # registration 0.2, first-card vectors without unlabelled rows 0.3-0.4
+    "registering": 0.3,  # the version's record completed (its int8 copy switched in)
     "served_text": 0.005,  # one unlabelled utterance in the served space (as evaluated_text)
 }
 
@@ -101,14 +103,17 @@ class JobPlan:
         ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
         ``parity`` questions with the int8 copy (0: no int8 copy), and encoding ``unlabelled``
         utterances for the first card."""
+        queue = max(0, unlabelled) * SECONDS["served_text"]
         seconds = {
             "preparing": SECONDS["preparing"],
             "training": max(1, steps) * max(1, batch_size) * SECONDS["step_pair"],
             "saving": SECONDS["saving"],
             "evaluating": max(0, to_evaluate) * SECONDS["evaluated_text"],
             "int8": (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0,
-            "registering": SECONDS["registering"],
-            "serving": SECONDS["serving"] + max(0, unlabelled) * SECONDS["served_text"],
+            # the first card's unlabelled utterances, in the space that stays: the int8 copy's
+            # after it (registering) when there is one, else the fp32 encoder's (serving)
+            "serving": SECONDS["serving"] + (0.0 if parity else queue),
+            "registering": SECONDS["registering"] + (queue if parity else 0.0),
         }
         return cls(seconds)
 

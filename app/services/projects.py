@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
+from app.compute import new_project_encoder
 from app.formats import parse_csv
 from app.project_settings import (
     ProjectSettings,
@@ -22,7 +23,13 @@ from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.db import Database
-from storage.projects import create_project, list_intents, list_projects, set_project_setting
+from storage.projects import (
+    create_project,
+    list_intents,
+    list_projects,
+    set_base_encoder,
+    set_project_setting,
+)
 from storage.tables import SPLITS
 from storage.utterances import count_utterances, labelled_pool, list_utterances
 
@@ -63,9 +70,12 @@ def project_names(db: Database) -> list[str]:
     return visible_projects(db)
 
 
-def new_project(db: Database, name: str, base_encoder: str = "minilm") -> str:
+def new_project(db: Database, name: str, base_encoder: str | None = None) -> str:
+    """Create the empty project ``name`` on ``base_encoder`` (None: the one this device's compute
+    budget starts a project on, :func:`app.compute.new_project_encoder`); returns its name."""
     from core.encoding.registry import resolve_path
 
+    base_encoder = base_encoder or new_project_encoder()
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
     with db.session() as s:
         return create_project(s, name, base_encoder=base_encoder).name
@@ -166,11 +176,18 @@ def settings(db: Database, p: ProjectHandle) -> ProjectSettings:
 
 def set_settings(db: Database, p: ProjectHandle, changes: Mapping[str, Any]) -> ProjectSettings:
     """Set several settings at once (name -> value as typed, see
-    :func:`app.project_settings.parse_setting`) and return them all after it. Every value is
-    checked before anything is written: one bad value changes nothing."""
+    :func:`app.project_settings.parse_setting`; ``base_encoder``: a registered encoder installed
+    here, :mod:`app.services.encoders`) and return them all after it. Every value is checked
+    before anything is written: one bad value changes nothing."""
+    from app.services.encoders import SETTING, check_encoder
+
+    changes = dict(changes)
+    encoder = check_encoder(changes.pop(SETTING)) if SETTING in changes else None
     after = p.project_settings.with_texts(changes)
     with writing(db, p) as s:
         for name, value in after.to_dict().items():
             if name in changes:
                 set_project_setting(s, p.id, name, value)
+        if encoder is not None and encoder != p.base_encoder:
+            set_base_encoder(s, p.id, encoder)
     return after

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
+from app.services import encoders
 from app.services import projects as project_svc
-from app.services import versions as version_svc
 from app.serving.live import LivePools
 
 # What each setting is, in a designer's words (the UI's labels and the CLI's headings).
@@ -21,7 +21,10 @@ TITLES = {
     "anchor_weight": "Intent names and descriptions in predictions (in examples; 0 = off)",
     "encode_context": "Encode each utterance after the turn before it",
     "serve_int8": "Serve the int8 encoder where it passed parity",
+    "base_encoder": "Base encoder (the next retrain trains on it)",
 }
+# Every setting by name: the project's own (ProjectSettings), then its base encoder.
+SETTINGS = (*NAMES, encoders.SETTING)
 
 
 @dataclass(frozen=True)
@@ -32,11 +35,14 @@ class SettingsView:
     effects: dict[str, str]
     thresholds: dict[str, float]  # the out-of-scope thresholds calibrated now, by intent
     anchor_texts: dict[str, str]  # each intent's anchor: its description or humanised name
+    base_encoder: str = "minilm"
+    encoder_choices: tuple[str, ...] = ()  # the base encoders installed here
 
     def lines(self) -> list[str]:
         """``name = value`` then its effect, setting by setting (the CLI's text output)."""
         out = []
-        for name, value in self.values.to_dict().items():
+        values = {**self.values.to_dict(), encoders.SETTING: self.base_encoder}
+        for name, value in values.items():
             out.append(f"{name} = {shown(value)}")
             out.append(f"    {self.effects[name]}")
         return out
@@ -45,6 +51,7 @@ class SettingsView:
         """The CLI's JSON: the values under their names, then what they do."""
         return {
             **self.values.to_dict(),
+            encoders.SETTING: self.base_encoder,
             "effects": self.effects,
             "thresholds": self.thresholds,
             "anchor_texts": self.anchor_texts,
@@ -62,30 +69,35 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     """The project's settings and their effects now."""
     oos = project_svc.out_of_scope(live, p)
     anchors = project_svc.anchors(live.db, p)
+    encoder = encoders.encoder_view(live.db, p, live.models.budget)
     return SettingsView(
         project_svc.settings(live.db, p),
         {
             "oos_target_recall": oos["message"],
             "anchor_weight": anchors["message"],
             "encode_context": project_svc.context_encoding(live.db, p)["message"],
-            "serve_int8": version_svc.serving(live.db, p),
+            "serve_int8": encoder.serving,
+            encoders.SETTING: f"{encoder.why} {encoder.switch}".replace("`", ""),
         },
         thresholds=dict(oos["thresholds"]),
         anchor_texts=dict(anchors["texts"]),
+        base_encoder=p.base_encoder,
+        encoder_choices=tuple(encoders.choices()),
     )
 
 
 def change(live: LivePools, p: ProjectHandle, changes: dict[str, str]) -> tuple[SettingsView, str]:
     """Apply ``changes`` (name -> value as typed; every value is checked first, one bad value
     changes nothing) and return the settings after it with a sentence naming what changed."""
-    unknown = sorted(set(changes) - set(NAMES))
+    unknown = sorted(set(changes) - set(SETTINGS))
     if unknown:
-        raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(NAMES)}.")
-    before = project_svc.settings(live.db, p).to_dict()
+        raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(SETTINGS)}.")
+    before = {**project_svc.settings(live.db, p).to_dict(), encoders.SETTING: p.base_encoder}
     after = project_svc.set_settings(live.db, p, changes).to_dict()
+    after[encoders.SETTING] = open_project(live.db, p.id, p.actor).base_encoder
     moved = [
         f"{name} {shown(before[name])} → {shown(after[name])}"
-        for name in NAMES
+        for name in SETTINGS
         if before[name] != after[name]
     ]
     message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."

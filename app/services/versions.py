@@ -10,7 +10,7 @@ from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
-from storage import versions
+from storage import jobs, versions
 from storage.db import Database
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
@@ -104,7 +104,16 @@ def serving(db: Database, p: ProjectHandle) -> str:
     mv, base = _selected(db, p, ACTIVE)
     if mv is None:
         return f"Serving: the frozen {base} encoder (fp32)."
-    return f"v{mv.id} — " + serving_line(VersionMetrics.from_dict(mv.metrics), p.settings)
+    m = VersionMetrics.from_dict(mv.metrics)
+    if m.int8.get("pending"):  # its job builds the int8 copy, unless it stopped meanwhile
+        with db.session() as s:
+            job = jobs.active_job(s, p.id)
+        if job is None or job.model_version_id != mv.id:
+            return (
+                f"v{mv.id} — Serving: fp32 encoder (its int8 copy was not finished: the job "
+                "building it stopped; the next retrain builds one)."
+            )
+    return f"v{mv.id} — " + serving_line(m, p.settings)
 
 
 def activate(factories: FactoryBuilder, p: ProjectHandle, version: int | None) -> str:

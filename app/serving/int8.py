@@ -1,21 +1,28 @@
-"""The int8 serving rule (issue 46): a version serves its int8 ONNX copy (``onnx/`` in its
-artifact, written by :func:`app.services.int8.export_version_int8`) when that copy passed parity
-and the project's ``serve_int8`` setting is not off (on by default), else the fp32 encoder. Either
-way one encoder encodes both the queries and the pool, and a version records the measurement of
-the encoder that serves it (:func:`served_metrics`)."""
+"""The int8 serving rule (issues 46 and 55): a version serves its int8 ONNX copy when that copy
+passed parity, the project's ``serve_int8`` setting is not off (on by default) and the process
+serves on a CPU (:attr:`app.compute.ComputeBudget.serves_int8`: a GPU serves fp32), else the
+fp32 encoder. Either way one encoder encodes both the queries and the pool, and a version shows
+the measurement of the encoder that serves it (:func:`served_metrics`).
+
+The copy is its own artifact (``int8["artifact"]`` in the version's metrics, written by the
+retrain's int8 phase after the version already serves fp32, :mod:`app.services.retrain_int8`);
+a version registered before issue 55 keeps it in its own artifact's ``onnx/`` folder
+(:func:`int8_folder` finds either)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
 from core.evaluation.version_metrics import VersionMetrics
 
 if TYPE_CHECKING:
     from core.bundle.onnx_encoder import OnnxEncoder
+    from storage.artifacts import ArtifactStore
 
-INT8_DIR = "onnx"  # the int8 copy's folder in a version's artifact
+INT8_DIR = "onnx"  # the int8 copy's folder in an artifact of a version before issue 55
 
 
 def load_int8(folder: Path) -> OnnxEncoder:
@@ -32,25 +39,52 @@ def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
     return ProjectSettings.from_dict(settings).serve_int8
 
 
-def serves_int8(metrics: VersionMetrics, settings: dict[str, Any] | None) -> bool:
-    """The live rule: int8 when the version's export passed parity and the project allows it."""
-    return metrics.int8_passed and serve_int8_setting(settings)
+def serves_int8(
+    metrics: VersionMetrics,
+    settings: dict[str, Any] | None,
+    budget: ComputeBudget | None = None,
+) -> bool:
+    """The live rule: int8 when the version's copy passed parity, the project allows it and
+    the process serves on a CPU (``budget``: the process's own by default; asked only for a
+    version whose copy passed)."""
+    if not metrics.int8_passed or not serve_int8_setting(settings):
+        return False
+    return (budget or process_budget()).serves_int8
 
 
-def served_metrics(metrics: VersionMetrics, settings: dict[str, Any] | None) -> VersionMetrics:
+def served_metrics(
+    metrics: VersionMetrics,
+    settings: dict[str, Any] | None,
+    budget: ComputeBudget | None = None,
+) -> VersionMetrics:
     """The version's recorded measurement of the encoder that serves it under the project's
-    ``settings`` (:meth:`VersionMetrics.served`): what the history, the compare view, a bundle's
-    manifest and the gate show."""
-    return metrics.served(serves_int8(metrics, settings))
+    ``settings`` on this process's device (:meth:`VersionMetrics.served`): what the history, the
+    compare view, a bundle's manifest and the gate show."""
+    return metrics.served(serves_int8(metrics, settings, budget))
 
 
-def serving_line(metrics: VersionMetrics, settings: dict[str, Any] | None) -> str:
+def int8_folder(artifacts: ArtifactStore, artifact_path: str, metrics: VersionMetrics) -> Path:
+    """The folder of a version's int8 copy: ``onnx/`` in its own artifact (``int8["artifact"]``),
+    or in the version's artifact (a version registered before issue 55)."""
+    own = metrics.int8.get("artifact")
+    return artifacts.path(own if isinstance(own, str) and own else artifact_path) / INT8_DIR
+
+
+def serving_line(
+    metrics: VersionMetrics,
+    settings: dict[str, Any] | None,
+    budget: ComputeBudget | None = None,
+) -> str:
     """One short line for the UI: which encoder serves predictions, and why."""
     info = metrics.int8
-    if serves_int8(metrics, settings):
+    if serves_int8(metrics, settings, budget):
         return f"Serving: int8 ONNX encoder ({info.get('reason', 'parity passed')})."
-    if metrics.int8_passed:
+    if metrics.int8_passed and not serve_int8_setting(settings):
         return "Serving: fp32 encoder (int8 passed parity but is turned off for this project)."
+    if metrics.int8_passed:
+        return "Serving: fp32 encoder on the GPU (its int8 copy serves only on a CPU)."
+    if info.get("pending"):
+        return "Serving: fp32 encoder (its int8 copy is being built and checked)."
     if info:
         return f"Serving: fp32 encoder (int8 not used: {info.get('reason', 'failed parity')})."
     return "Serving: fp32 encoder (this version has no int8 copy)."

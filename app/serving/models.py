@@ -3,8 +3,9 @@
 (:mod:`app.serving.int8` decides whether it serves) and its multi-label head.
 
 Guarantees: a version's model is read from its artifact once per process, keyed by the version
-and the artifact's hash (a version re-registered under a new artifact is read again); a base
-encoder is the process-wide one of :func:`core.encoding.registry.load_encoder`. Lock: one, held
+and the artifact's hash (a version re-registered under a new artifact is read again), and not at
+all by the process that trained it (:meth:`Models.keep`: the retrain hands its model in memory);
+a base encoder is the process-wide one of :func:`core.encoding.registry.load_encoder`. Lock: one, held
 while a version's model loads (two threads asking for the same version load it once; asking for
 another version waits for that load). Used by every process: the server, the worker, the CLI.
 """
@@ -15,7 +16,8 @@ import logging
 import threading
 from pathlib import Path
 
-from app.serving.int8 import INT8_DIR, load_int8, serves_int8
+from app.compute import ComputeBudget, process_budget
+from app.serving.int8 import int8_folder, load_int8, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder, load_encoder
@@ -34,6 +36,19 @@ class Models:
         self._encoders: dict[str, Encoder] = {}
         self._int8: dict[str, OnnxEncoder | None] = {}
         self._lock = threading.Lock()
+
+    @property
+    def budget(self) -> ComputeBudget:
+        """What this process's device makes cheap (:mod:`app.compute`): whether int8 serves
+        here, a new project's encoder."""
+        return process_budget(self.device)
+
+    def keep(self, version_id: int, artifact_sha256: str, encoder: Encoder) -> None:
+        """Hold ``encoder`` as the model of version ``version_id`` whose artifact has this hash
+        (already in memory: the retrain that trained it), so this process never reads it back
+        from the artifact."""
+        with self._lock:
+            self._encoders[f"mv:{version_id}:{artifact_sha256}"] = encoder
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)
@@ -55,21 +70,23 @@ class Models:
         self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
     ) -> CachedEncoder:
         """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
-        passed parity and the project allows it (:func:`app.serving.int8.serves_int8`), else
-        the fp32 encoder (also when the int8 copy is missing or will not load). The int8 copy
-        embeds its anchors as the fp32 encoder does (an old version's separate label encoder:
-        :func:`core.training.load_label_encoder`)."""
+        passed parity, the project allows it and this process serves on a CPU
+        (:func:`app.serving.int8.serves_int8`), else the fp32 encoder (also when the int8 copy
+        is missing or will not load). The int8 copy embeds its anchors as the fp32 encoder does
+        (an old version's separate label encoder: :func:`core.training.load_label_encoder`)."""
+        metrics = VersionMetrics.from_dict(mv.metrics) if mv is not None else None
         if (
             mv is None
+            or metrics is None
             or not mv.artifact_path
-            or not serves_int8(VersionMetrics.from_dict(mv.metrics), settings)
+            or not serves_int8(metrics, settings, self.budget)
         ):
             return self.encoder_for_version(mv, base)
         path = self.artifacts.path(mv.artifact_path)
-        folder = path / INT8_DIR
+        folder = int8_folder(self.artifacts, mv.artifact_path, metrics)
         if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32
             return self.encoder_for_version(mv, base)
-        key = f"int8:{mv.id}:{mv.artifact_sha256}"
+        key = f"int8:{mv.id}:{mv.artifact_sha256}:{folder.name}"
         with self._lock:
             if key not in self._int8:
                 try:

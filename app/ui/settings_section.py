@@ -22,10 +22,11 @@ HEADINGS = {
     "oos_target_recall": "Out of scope",
     "anchor_weight": "Anchors",
     "encode_context": "Context",
-    "serve_int8": "Encoder",
+    "serve_int8": "Serving",
+    "base_encoder": "Base encoder",
 }
 # The values shown for no project (and the form's starting state).
-BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, 1.0, False, True, "")
+BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, 1.0, False, True, gr.update(), "")
 
 
 def effects_html(view: svc.SettingsView) -> str:
@@ -39,7 +40,7 @@ def effects_html(view: svc.SettingsView) -> str:
 
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The form for ``proj``: out-of-scope on, its target, anchor weight, context encoding,
-    int8 serving, and the effects list."""
+    int8 serving, its base encoder (among those installed here), and the effects list."""
     if p is None:
         return BLANK
     view, err = attempt(lambda: svc.view(live, p))
@@ -53,6 +54,7 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
         v.anchor_weight,
         v.encode_context,
         v.serve_int8,
+        gr.update(choices=list(view.encoder_choices), value=view.base_encoder),
         effects_html(view),
     )
 
@@ -65,6 +67,7 @@ def save(
     weight: float | None,
     encode_context: bool,
     serve_int8: bool,
+    base_encoder: str | None = None,
 ) -> tuple[str, Any]:
     """Save the form (every value is checked first: one bad value changes nothing). Returns the
     status line (what changed) and the effects list after it."""
@@ -76,6 +79,8 @@ def save(
         "encode_context": "on" if encode_context else "off",
         "serve_int8": "on" if serve_int8 else "off",
     }
+    if base_encoder:
+        changes["base_encoder"] = base_encoder
     res, err = attempt(lambda: svc.change(live, p, changes))
     if err or res is None:
         return problem(err or "Could not save the settings."), gr.update()
@@ -117,11 +122,18 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
             serve_int8 = gr.Checkbox(
                 label=svc.TITLES["serve_int8"], value=True, scale=2, elem_id="set-serve-int8"
             )
+            base_encoder = gr.Dropdown(
+                label=svc.TITLES["base_encoder"],
+                choices=[],
+                value=None,
+                scale=2,
+                elem_id="set-base-encoder",
+            )
         with gr.Row(equal_height=True):
             save_btn = gr.Button("Save settings", variant="primary", scale=0, min_width=160)
             status = gr.Markdown(elem_id="settings-status")
         effects = gr.HTML(elem_id="settings-effects")
-    form = [oos_on, target, weight, encode_context, serve_int8]
+    form = [oos_on, target, weight, encode_context, serve_int8, base_encoder]
 
     def bind_events(after_change: Any) -> None:
         quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}

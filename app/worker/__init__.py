@@ -24,9 +24,9 @@ from huey.api import TaskWrapper
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
+from app.services.retrain_warm import warm_up_worker
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
-from app.serving.live import LivePools
 from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
@@ -117,13 +117,11 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
     reporter = JobReporter(ctx.training, job_id)
     try:
         spec = RetrainSpec.from_job(job.config)
+        # the version answers from its ``serve`` phase on; the job ends once its record is
+        # complete (on a CPU, its int8 copy checked and switched in)
         version_id, message = run_retrain(
             ctx, reporter, job_id, job.project_id, spec.encoder, spec.head
         )
-        # before the job reads as done: whoever waits for it (the CLI, a user) then gets a fast
-        # first card (and a process that exits on success does not cut the encoding short)
-        reporter.log("encoding the first card's utterances in the served space", phase="serving")
-        prepare_vectors(ctx.live, job.project_id)
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
         finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
@@ -134,30 +132,6 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         )
     finally:
         reporter.close()
-
-
-def prepare_vectors(live: LivePools, project_id: int) -> None:
-    """Encode into the embedding cache (local, and the bucket's when model files live in one)
-    what the project's first card and first prediction need in the space it now serves: its
-    pool and anchors, queue candidates, and its calibration (kept beside the cache,
-    :mod:`app.serving.pools`), so the app does not compute them while a user waits."""
-    from app.access import open_project
-    from app.access.auth import LOCAL
-    from app.services.queue import order
-
-    try:
-        p = open_project(live.db, project_id, LOCAL)
-        before, started = live.cache.encoded, time.monotonic()
-        live.pool(project_id)  # the served pool, even with no queue to order
-        order(live, p)
-        logger.info(
-            "project %s: %d utterance(s) encoded for its first card in %.1fs",
-            p.name,
-            live.cache.encoded - before,
-            time.monotonic() - started,
-        )
-    except Exception:  # the version is registered: the app encodes what is missing itself
-        logger.exception("preparing the vectors of project %s failed", project_id)
 
 
 def reap(settings: Settings) -> int:
@@ -187,6 +161,7 @@ def run_worker(settings: Settings) -> None:
         )
     _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
     reap_dead(ctx.training)
+    warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0

@@ -54,11 +54,19 @@ def _mpnet_path() -> Path:
     return mpnet.locate()
 
 
+def _mpnet_installed() -> None:
+    from core.encoding import mpnet
+
+    mpnet.part_files()  # its installed parts, found by their metadata: nothing joined
+
+
 @dataclass(frozen=True)
 class EncoderSpec:
     name: str
     description: str
     locate: Callable[[], Path]
+    # raises when the encoder is not installed, cheaply (None: ``locate`` is cheap)
+    check: Callable[[], object] | None = None
 
 
 _REGISTRY: dict[str, EncoderSpec] = {
@@ -66,7 +74,10 @@ _REGISTRY: dict[str, EncoderSpec] = {
         "minilm", "all-MiniLM-L6-v2 (embedded, 384-d, fast on CPU)", _minilm_path
     ),
     "mpnet": EncoderSpec(
-        "mpnet", "all-mpnet-base-v2 (opt-in, 768-d, slower, more accurate)", _mpnet_path
+        "mpnet",
+        "all-mpnet-base-v2 (opt-in, 768-d, slower, more accurate)",
+        _mpnet_path,
+        _mpnet_installed,
     ),
 }
 
@@ -101,6 +112,23 @@ def registered_path(name: object) -> Path:
         return _REGISTRY[name].locate()
     except (ImportError, OSError, RuntimeError) as exc:
         raise ValueError(f"The encoder {name!r} is not installed: {exc}") from exc
+
+
+def installed(name: str) -> bool:
+    """Whether the registered encoder ``name`` is installed here, found without loading or
+    unpacking it.
+
+    >>> installed("minilm"), installed("no-such-encoder")
+    (True, False)
+    """
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        return False
+    try:
+        (spec.check or spec.locate)()
+    except (ImportError, OSError, RuntimeError, ValueError):
+        return False
+    return True
 
 
 def resolve_path(name_or_path: str) -> Path:

@@ -81,18 +81,18 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
     """The worker stalls past the heartbeat limit (a paused VM, a swapped-out process), another
     process reaps its job as failed, then the worker wakes and finishes: its model must not
     become a version, nor the failed job a success."""
-    from app.services import retrain
+    from app.services import retrain_serve
     from storage import job_reaper
 
     make_tiny(ctx)
-    real_gate = retrain.gate
+    real_gate = retrain_serve.gate
 
     def reaped_then_gate(*args, **kwargs):
         with ctx.db.write() as s:  # the reaper, in its own transaction
             assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
         return real_gate(*args, **kwargs)
 
-    monkeypatch.setattr(retrain, "gate", reaped_then_gate)
+    monkeypatch.setattr(retrain_serve, "gate", reaped_then_gate)
     job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     ended = retrain_jobs.job(ctx.training, job.id)

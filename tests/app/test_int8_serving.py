@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -18,7 +19,8 @@ from app.services import projects as project_svc
 from app.services import retrain_jobs
 from app.services import versions as version_svc
 from app.services.int8 import export_version_int8, parity_split
-from app.serving.int8 import INT8_DIR
+from app.services.projects import DEMO_PROJECT as DEMO
+from app.serving.int8 import int8_folder
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
@@ -32,24 +34,59 @@ from tests.samples import QUICK
 pytestmark = pytest.mark.slow
 
 
+class _Watching(worker.JobReporter):
+    """The worker's reporter, which, when the int8 phase starts, looks at the project as the
+    app's server sees it then (another context on the same data directory)."""
+
+    server = None
+    seen: ClassVar[dict] = {}
+
+    def log(self, line, *, phase=None) -> None:
+        if phase == "int8" and not _Watching.seen:
+            server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
+            with server.db.session() as s:
+                mv = active_version(s, job.project_id)
+            pool = server.pool(job.project_id)
+            answer = predict_svc.predict_one(server.live, live(server, DEMO), "hi")
+            _Watching.seen.update(
+                job=job,
+                version=mv.id,
+                encoder=pool.encoder,
+                model_version=pool.model_version_id,
+                copies=sorted(
+                    f.name for f in server.artifacts.path(mv.artifact_path).parent.iterdir()
+                ),
+                answer=answer["top"],
+            )
+        super().log(line, phase=phase)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """One retrain for the module (minutes on a loaded CPU): the demo project with a retrained,
     active version (its 40 test utterances check parity). The tests run in file order and the
-    last one breaks the version's int8 copy."""
+    last one breaks the version's int8 copy. A second context on the same data directory plays
+    the app's server, which looks at the project when the retrain's int8 phase starts."""
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
     from app.serving.context import AppContext
 
-    settings = load_settings(tmp_path_factory.mktemp("int8") / "data")
-    context = AppContext(dataclasses.replace(settings, int8=True))
+    settings = dataclasses.replace(
+        load_settings(tmp_path_factory.mktemp("int8") / "data"), int8=True
+    )
+    context = AppContext(settings)
+    server = AppContext(settings)
     demo = live(context, ensure_demo_project(context.db))
     job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
-    worker.execute_job(context, job.id)
+    _Watching.server, _Watching.seen = server, {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(worker, "JobReporter", _Watching)
+        worker.execute_job(context, job.id)
     version_svc.activate(
         context.factories, demo, retrain_jobs.job(context.training, job.id).model_version_id
     )
-    yield context, demo
+    yield context, demo, server
+    server.close()
     context.close()
 
 
@@ -61,6 +98,34 @@ def ctx(served):
 @pytest.fixture
 def trained(served):
     return served[1]
+
+
+def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(served):
+    """Issue 55: on a CPU the version answers as soon as it is measured, in fp32; its int8 copy
+    is built after, and replaces it in the app's server once it passed parity (the switch is
+    logged, both measurements shown)."""
+    ctx, demo, server = served
+    seen = _Watching.seen
+    # when the int8 phase started the version was registered, active and answering in the
+    # server's process with its fp32 encoder; no int8 copy existed
+    assert seen["job"].status == "running" and seen["job"].model_version_id == seen["version"]
+    assert seen["model_version"] == seen["version"]
+    assert type(seen["encoder"]) is Encoder
+    assert seen["encoder"].fingerprint == ctx.encoder_for_version(_state(ctx, demo)[1]).fingerprint
+    assert not any(name.endswith("-int8") for name in seen["copies"])
+    assert seen["answer"]
+    # the job then built the copy, checked it, measured it and switched the version to it
+    _, mv = _state(ctx, demo)
+    recorded = VersionMetrics.from_dict(mv.metrics)
+    assert recorded.measured_with == "int8" and recorded.fp32.measured_with == "fp32"
+    assert mv.metrics["int8"]["artifact"] == f"{mv.artifact_path}-int8"
+    assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)  # its own files unchanged
+    done = retrain_jobs.job(ctx.training, seen["job"].id)
+    assert done.status == "succeeded"
+    assert f"v{mv.id} is active: it answers in fp32" in done.log
+    assert f"v{mv.id} switched to its int8 copy: top-1 agreement" in done.log
+    # the server's pool follows the switch at its next prediction (the project's stamp moved)
+    assert isinstance(server.pool(mv.project_id).encoder, OnnxEncoder)
 
 
 def _state(ctx, project):
@@ -75,7 +140,8 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     pid, mv = _state(ctx, trained)
     info = mv.metrics["int8"]
     assert info["passed"] is True and info["agreement"] >= 0.99 and info["n"] == 40
-    assert (ctx.artifacts.path(mv.artifact_path) / INT8_DIR / "model.int8.onnx").is_file()
+    folder = int8_folder(ctx.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
+    assert (folder / "model.int8.onnx").is_file()
 
     pool = ctx.pool(pid)
     assert isinstance(pool.encoder, OnnxEncoder)
@@ -219,7 +285,9 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
 
 def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
     pid, mv = _state(ctx, trained)
-    shutil.rmtree(ctx.artifacts.path(mv.artifact_path) / INT8_DIR)
+    shutil.rmtree(
+        int8_folder(ctx.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
+    )
     # a running pool keeps the int8 encoder it loaded (in memory, unchanged); the next pool built
     # for the version (a restart, another process) finds no copy and serves fp32
     assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)

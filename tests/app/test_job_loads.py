@@ -1,6 +1,7 @@
-"""One retrain job reads each encoder from disk once at most (issue 44): the base once, copied
-for training and shared with the frozen base's evaluation; the trained model evaluated,
-calibrated and exported from memory, never read back from the artifact it wrote."""
+"""One retrain job reads each encoder from disk once at most (issue 44), and none in a worker
+that warmed up (issue 55): the base is read once, when the worker starts, copied for training
+and shared with the frozen base's evaluation; the trained model evaluated, calibrated, served
+and exported from memory, never read back from the artifact it wrote."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from app import worker
 from app.services import retrain_jobs
 from app.services.evaluation import evaluation_inputs
+from app.services.retrain_warm import warm_up_worker
 from core.encoding import registry
 from core.training import load_trained
 from storage.tables import ModelVersion
@@ -39,13 +41,17 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
             loads.append(Path(path))
             return real(path, device)
 
-        # the job starts as in a fresh worker process: no encoder loaded yet
+        # a fresh worker process: no encoder loaded yet; it warms up when it starts (issue 55):
+        # the base is read then, and a training step runs, before any job
         monkeypatch.setattr(registry, "_loaded", {})
         monkeypatch.setattr(registry, "load_sentence_transformer", counting)
+        warm_up_worker(ctx).join()
+        assert loads == [registry.resolve_path("minilm")]
+        assert ("minilm", ctx.device or registry.default_device()) in registry._loaded
         worker.execute_job(ctx, job.id)
         done = retrain_jobs.job(ctx.training, job.id)
         assert done.status == "succeeded", done.log
-        assert loads == [registry.resolve_path("minilm")]
+        assert loads == [registry.resolve_path("minilm")]  # the job read no encoder from disk
 
         with ctx.db.session() as s:
             mv = s.get(ModelVersion, done.model_version_id)

@@ -68,6 +68,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "anchor_weight = 1",
         "encode_context = off",
         "serve_int8 = on",
+        "base_encoder = minilm",
     ]
     # each followed by what it does in the project now
     assert shown[3].startswith("    Anchors on (weight 1): 2 intent(s)")
@@ -76,6 +77,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         == "    Context encoding is off: utterances are encoded alone. 0 utterance(s) carry a context."
     )
     assert shown[7] == "    Serving: the frozen minilm encoder (fp32)."
+    assert shown[9].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
     assert capsys.readouterr().out.startswith(
@@ -91,7 +93,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "encode_context": True,
         "serve_int8": True,
     }
-    assert set(shown_json["effects"]) == set(NAMES)
+    assert set(shown_json["effects"]) == {*NAMES, "base_encoder"}
+    assert shown_json["base_encoder"] == "minilm"
     # one bad value among good ones: refused with its rule, nothing changed
     bad = ["--set", "serve_int8=off", "--set", "oos_target_recall=0.2"]
     assert main([*d, "settings", "--project", "p", *bad]) == 2

@@ -251,11 +251,12 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
     worker.execute_job(ctx, view.id)
     rows, done = RecordingReporter.rows, svc.job(ctx.training, view.id)
     phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
-    assert phases == ["training", "saving", "evaluating", "registering", "serving"]  # int8 off
+    assert phases == ["training", "saving", "evaluating", "serving", "registering"]  # int8 off
     assert all(r.status == "running" and r.percent < 100 for r in rows)
-    # the version's id comes with its registration (a cancel then leaves the job to finish)
+    # the version's id comes with its registration, when it starts to serve (a cancel then
+    # leaves the job to finish)
     assert all(
-        r.model_version_id is None for r in rows if r.phase not in ("registering", "serving")
+        r.model_version_id is None for r in rows if r.phase not in ("serving", "registering")
     )
     # one bar for the whole job: it never goes back, from phase to phase
     shares = [r.progress for r in rows]

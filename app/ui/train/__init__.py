@@ -14,9 +14,11 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.services import encoders
 from app.serving.context import AppContext
+from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
-from app.ui.common import bind, ok
+from app.ui.common import attempt, bind, ok, problem
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
 from app.ui.train.retrain import build_retrain_section, poll, progress_html, shown_job
@@ -50,12 +52,22 @@ def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]
     return (*poll(training, p, None), *load_history(training.db, p))
 
 
+def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
+    """Which encoder the project trains and serves, why on this device, and what switching
+    would cost here (:func:`app.services.encoders.encoder_view`)."""
+    if p is None:
+        return ""
+    view, err = attempt(lambda: encoders.encoder_view(live.db, p, live.models.budget))
+    return problem(err or "Could not read the encoder.") if view is None else view.markdown()
+
+
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Train tab's sections and bind its events. Returns its refresh hook."""
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):
         with gr.Tab("Retrain"):
             retrain = build_retrain_section(ctx.training, project, user)
+            encoder = gr.Markdown(elem_id="train-encoder")
         with gr.Tab("Versions"):
             versions = build_versions_section(ctx.factories, project, retrain.message)
         with gr.Tab("Evaluation"):
@@ -72,6 +84,16 @@ def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> di
     # ended: its version in the history, the "queued" line cleared (the timer stays off)
     retrain.started.then(*follow, api_visibility="private", show_progress="hidden")
     retrain.timer.tick(*follow, api_visibility="private", show_progress="hidden")
+    # the encoder line follows the project and the model that serves it (a version made
+    # active, its int8 copy switched in)
+    for changed in (project.change, versions.serving.change):
+        changed(
+            bind(encoder_line, ctx.live),
+            [project],
+            [encoder],
+            api_visibility="private",
+            show_progress="hidden",
+        )
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
     return {

@@ -96,7 +96,10 @@ def test_the_progress_line_names_the_phase_its_count_and_the_jobs_time_left():
     assert "width:80%" in html  # the whole job's share: not the phase's 8 %
     assert "Evaluating · 3 encoders · 120 of 1,500 utterances · about 10 s left" in html
     int8 = _job(phase="int8", message="checking the int8 encoder's parity", eta_seconds=41.0)
-    assert "Checking the int8 copy · about 41 s left" in retrain.progress_html(int8)
+    assert (
+        "Checking its int8 copy (the new version answers meanwhile) · about 41 s left"
+        in retrain.progress_html(int8)
+    )
     counted = _job(phase="registering", message="registering the version", progress=1.0)
     assert "width:99%" in retrain.progress_html(counted)
     done = _job(status="succeeded", phase="registering", progress=0.99, message="v3: …")
@@ -129,3 +132,14 @@ def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, de
     ticks = [f for f in fns if f.targets and f.targets[0][1] == "tick"]
     (timer,) = [f for f in ticks if [o._id for o in f.outputs] == [o._id for o in after.outputs]]
     assert after.name == timer.name == "tick"
+
+
+def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(ctx, demo):
+    from app.ui.train import encoder_line
+
+    line = encoder_line(ctx.live, demo)
+    assert line.startswith("**Encoder:** `minilm`, all-MiniLM-L6-v2")
+    assert "Serving: the frozen minilm encoder (fp32)." in line
+    assert "**Why:** MiniLM (384-d) is the default on a CPU" in line
+    assert "**Switching:**" in line and "--project 'Demo: Acme support' --set base_encoder" in line
+    assert encoder_line(ctx.live, None) == ""

@@ -60,7 +60,8 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     ours = [t for t in running if job and f"Job #{job.group(1)}:" in t]
     mine = [int(m.group(1)) for t in ours for m in [re.search(r"· (\d+)%", t)] if m]
     assert mine == sorted(mine), ours
-    named = ("Preparing", "Training ·", "Saving", "Evaluating ·", "Registering", "Encoding for")
+    named = ("Preparing", "Training ·", "Saving", "Evaluating ·", "Serving the new", "Checking its")
+    named += ("Recording",)
     assert all(any(n in t for n in named) for t in ours), ours
     # training, the long phase, is always seen; the demo's evaluation can start and end between
     # two 1 s ticks (under a second in a failed run), so the panel's "Evaluating ·" text is checked

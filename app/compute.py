@@ -1,0 +1,175 @@
+"""The compute budget: every choice that depends on the device, made in one place from the device.
+
+A process trains and serves on one device (``INTENT_STUDIO_DEVICE``, else CUDA when torch sees a
+GPU, else the CPU). What is cheap there decides:
+
+* **serving**: a version serves in the process's torch encoder, in fp32 on a GPU; on a CPU it
+  serves fp32 first and its int8 ONNX copy replaces it once the copy passed parity (an int8 copy
+  is about 1.5-2x faster on 2 CPU cores; a GPU serves a batch of one in milliseconds, and the
+  copy would run on the CPU beside it);
+* **the int8 copy**: built by a retrain only where it would serve (a CPU), or when a bundle asks
+  for one (:mod:`app.services.bundles`), never on a GPU's way to serving;
+* **a new project's encoder**: all-mpnet-base-v2 where a GPU trains it in seconds (it won every
+  seed on BANKING77 and CLINC150 by 1.2-3.0 points, bench/RESULTS.md "mpnet against MiniLM"),
+  all-MiniLM-L6-v2 on a CPU (mpnet trains about 8x and encodes about 7x as long there);
+* **warm-up**: a worker on a GPU runs a few training steps when it starts (CUDA's start and its
+  kernels' first use cost seconds a process), a worker on a CPU loads its encoders and runs one
+  step (imports and the first forward's allocations).
+
+Each choice carries its reason in words (:attr:`ComputeBudget.reasons`), which the Train tab and
+the CLI show. No other module asks whether CUDA is there to decide one of these.
+
+Example:
+    >>> budget_for("cuda").new_project_encoder, budget_for("cpu").new_project_encoder
+    ('mpnet', 'minilm')
+    >>> budget_for("cuda").int8_copy, budget_for("cpu").int8_copy
+    (False, True)
+    >>> budget_for("cuda:1").device
+    'cuda'
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+logger = logging.getLogger(__name__)
+
+Device = Literal["cpu", "cuda"]
+DEFAULT_ENCODER = "minilm"
+STRONG_ENCODER = "mpnet"
+ENV_DEVICE = "INTENT_STUDIO_DEVICE"
+# Where an NVIDIA driver shows itself on Linux (in a container too): without one there is no CUDA.
+NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl")
+
+# What mpnet costs beside MiniLM, measured (bench/RESULTS.md, "mpnet against MiniLM over 3
+# seeds", 2 CPU cores): training wall seconds 137-151 vs 17-19 (BANKING77 5-shot), evaluation
+# 35-47 vs 5. None: not measured on that device yet.
+MPNET_COST: dict[str, tuple[float | None, float | None]] = {
+    "cpu": (8.0, 7.0),  # (training, encoding) x MiniLM's
+    "cuda": (None, None),
+}
+
+
+@dataclass(frozen=True)
+class ComputeBudget:
+    """What a process does where, decided by its device (:func:`budget_for`).
+
+    Attributes:
+        device: ``"cpu"`` or ``"cuda"``.
+        int8_copy: whether a retrain builds and checks an int8 ONNX copy of its version (it
+            serves once it passed parity; the fp32 encoder serves until then).
+        serves_int8: whether a version's int8 copy may serve in this process (a CPU).
+        new_project_encoder: the base encoder a new project starts on.
+        warm_up_steps: training steps a worker runs when it starts (0: only load encoders).
+        reasons: one sentence per choice (``serving``, ``encoder``), for people.
+    """
+
+    device: Device
+    int8_copy: bool
+    serves_int8: bool
+    new_project_encoder: str
+    warm_up_steps: int
+    reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def serving_precision(self) -> str:
+        """The precision a new version serves in: ``"fp32"`` on a GPU, ``"fp32, then int8"`` on
+        a CPU (its int8 copy replaces it once parity passed)."""
+        return "fp32, then int8" if self.serves_int8 else "fp32"
+
+    def mpnet_cost(self) -> tuple[float | None, float | None]:
+        """(training, encoding) time of mpnet as a multiple of MiniLM's on this device; None
+        where it was not measured."""
+        return MPNET_COST[self.device]
+
+
+def device_kind(device: str) -> Device:
+    """``"cuda"`` for any CUDA device (``cuda:1``), else ``"cpu"``.
+
+    >>> device_kind("cuda:0"), device_kind("cpu"), device_kind("mps")
+    ('cuda', 'cpu', 'cpu')
+    """
+    return "cuda" if device.split(":", 1)[0].strip().lower() == "cuda" else "cpu"
+
+
+def budget_for(device: str) -> ComputeBudget:
+    """The budget of a process on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``; any other
+    device counts as a CPU: nothing else is measured). A pure function of the device."""
+    kind = device_kind(device)
+    if kind == "cuda":
+        return ComputeBudget(
+            device="cuda",
+            int8_copy=False,
+            serves_int8=False,
+            new_project_encoder=STRONG_ENCODER,
+            warm_up_steps=4,
+            reasons=MappingProxyType(
+                {
+                    "serving": "a version serves on the GPU in fp32 as soon as it is measured; "
+                    "no int8 copy is built (it would serve on the CPU beside an idle GPU)",
+                    "encoder": "mpnet (768-d) is the default on a GPU: it won every seed on "
+                    "BANKING77 and CLINC150 (+1.2 to +3.0 points) and trains in seconds here",
+                }
+            ),
+        )
+    return ComputeBudget(
+        device="cpu",
+        int8_copy=True,
+        serves_int8=True,
+        new_project_encoder=DEFAULT_ENCODER,
+        warm_up_steps=1,
+        reasons=MappingProxyType(
+            {
+                "serving": "a version serves in fp32 as soon as it is measured; its int8 copy "
+                "(1.5-2x faster on a CPU) replaces it once it agrees with fp32 on 99 % of the "
+                "test questions",
+                "encoder": "MiniLM (384-d) is the default on a CPU: mpnet is 1.2-3.0 points "
+                "more accurate but trains about 8x and encodes about 7x as long here",
+            }
+        ),
+    )
+
+
+@functools.cache
+def process_device(configured: str | None = None) -> str:
+    """The device this process trains and serves on: ``configured`` (the settings' device), else
+    ``INTENT_STUDIO_DEVICE``, else CUDA when torch sees a GPU, else the CPU. Torch is asked once
+    per process, and only when nothing is configured."""
+    chosen = configured or os.environ.get(ENV_DEVICE, "").strip()
+    if chosen:
+        return chosen
+    if "torch" not in sys.modules and not any(Path(p).exists() for p in NVIDIA_DRIVER):
+        return "cpu"  # no NVIDIA driver: no CUDA, and no need to import torch to know it
+    from core.encoding.registry import default_device
+
+    return default_device()
+
+
+def process_budget(configured: str | None = None) -> ComputeBudget:
+    """The budget of this process (:func:`budget_for` of :func:`process_device`)."""
+    return budget_for(process_device(configured))
+
+
+def new_project_encoder(budget: ComputeBudget | None = None) -> str:
+    """The base encoder a new project starts on in this process: the budget's choice when it is
+    installed (mpnet is an optional package, ``make mpnet``), else MiniLM, which always is.
+
+    >>> new_project_encoder(budget_for("cpu"))
+    'minilm'
+    """
+    chosen = (budget or process_budget()).new_project_encoder
+    if chosen == DEFAULT_ENCODER:
+        return chosen
+    from core.encoding.registry import installed
+
+    if not installed(chosen):
+        logger.warning("a new project starts on %s: %s is not installed", DEFAULT_ENCODER, chosen)
+        return DEFAULT_ENCODER
+    return chosen

@@ -1,0 +1,71 @@
+"""A training worker warms up when it starts, not in its first job (issue 55 item 2): each base
+encoder its projects train is read once and kept for the process (training copies it, the frozen
+base's evaluation and the live pool share it), and a few real training steps run on the device
+(:func:`core.training.warm.warm_up`: CUDA's start and its kernels on a GPU, the first forward's
+allocations on a CPU). The compute budget says how many steps pay
+(:attr:`app.compute.ComputeBudget.warm_up_steps`).
+
+A job that arrives meanwhile waits for the warm-up before it trains (:func:`wait_until_warm`),
+so the two never share the device."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.compute import ComputeBudget
+from app.serving.context import AppContext
+from storage.projects import list_projects
+
+logger = logging.getLogger(__name__)
+
+# How long a job waits for the warm-up at most (then it trains anyway).
+WAIT_S = 300.0
+_idle = threading.Event()
+_idle.set()
+
+
+def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
+    """The base encoders this worker's projects train (most used first), or the one a new
+    project would start on when there is none yet."""
+    with ctx.db.session() as s:
+        names = [p.base_encoder for p in list_projects(s)]
+    counted = sorted(set(names), key=lambda n: (-names.count(n), n))
+    return counted or [budget.new_project_encoder]
+
+
+def warm_up_worker(
+    ctx: AppContext,
+    budget: ComputeBudget | None = None,
+    *,
+    steps: int | None = None,
+    bases: list[str] | None = None,
+) -> threading.Thread:
+    """Start warming this worker in a background thread (see the module); returns it.
+    ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
+    load (default: every project's, :func:`bases_to_warm`)."""
+    from core.training.warm import warm_up
+
+    budget = budget or ctx.models.budget
+    steps = budget.warm_up_steps if steps is None else steps
+    _idle.clear()
+
+    def run() -> None:
+        try:
+            for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
+                try:
+                    # the steps once: the kernels are the device's, whichever encoder runs them
+                    warm_up(base, device=ctx.device, steps=steps if i == 0 else 0)
+                except Exception:  # a base that will not load fails its job with the reason
+                    logger.exception("could not warm up the encoder %s", base)
+        finally:
+            _idle.set()
+
+    thread = threading.Thread(target=run, name="worker-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_until_warm(timeout: float = WAIT_S) -> bool:
+    """Wait for a warm-up under way (none: at once); True when none is running any more."""
+    return _idle.wait(timeout)

@@ -1,0 +1,177 @@
+"""The compute budget (issue 55 item 4): every device-dependent choice is a function of the
+device, tested here for a GPU and a CPU on a machine without a GPU: what serves, whether a
+retrain builds an int8 copy, a new project's encoder, the worker's warm-up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.compute import (
+    budget_for,
+    device_kind,
+    new_project_encoder,
+    process_device,
+)
+from app.serving.int8 import served_metrics, serves_int8, serving_line
+from core.evaluation.version_metrics import VersionMetrics
+
+# A version trained on a CPU worker whose int8 copy passed: its headline is the copy's.
+TRAINED_ON_A_CPU = VersionMetrics(
+    accuracy=0.86,
+    encoder="int8",
+    int8={"passed": True, "reason": "top-1 agreement 99.80% on 1000 utterances"},
+    fp32=VersionMetrics(accuracy=0.87, encoder="fp32"),
+)
+
+
+@pytest.mark.fast
+def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder():
+    gpu, cpu = budget_for("cuda"), budget_for("cpu")
+    assert (gpu.device, gpu.int8_copy, gpu.serves_int8) == ("cuda", False, False)
+    assert (cpu.device, cpu.int8_copy, cpu.serves_int8) == ("cpu", True, True)
+    assert (gpu.new_project_encoder, cpu.new_project_encoder) == ("mpnet", "minilm")
+    assert gpu.warm_up_steps > cpu.warm_up_steps > 0
+    assert (gpu.serving_precision, cpu.serving_precision) == ("fp32", "fp32, then int8")
+    assert budget_for("cuda:1") == gpu and budget_for("mps") == cpu
+    assert [device_kind(d) for d in ("CUDA:0", "cpu", "")] == ["cuda", "cpu", "cpu"]
+    for budget in (gpu, cpu):  # every choice says why, in words
+        assert set(budget.reasons) == {"serving", "encoder"}
+
+
+@pytest.mark.fast
+def test_recorded_is_served_on_both_devices():
+    """The same version shows the int8 copy's numbers where the copy serves (a CPU) and the
+    fp32 encoder's where the GPU serves it."""
+    on = {"serve_int8": True}
+    cpu, gpu = budget_for("cpu"), budget_for("cuda")
+    assert serves_int8(TRAINED_ON_A_CPU, on, cpu) and not serves_int8(TRAINED_ON_A_CPU, on, gpu)
+    assert served_metrics(TRAINED_ON_A_CPU, on, cpu).accuracy == 0.86
+    assert served_metrics(TRAINED_ON_A_CPU, on, gpu).accuracy == 0.87
+    assert served_metrics(TRAINED_ON_A_CPU, on, gpu).measured_with == "fp32"
+    assert "int8 ONNX" in serving_line(TRAINED_ON_A_CPU, on, cpu)
+    assert "on the GPU" in serving_line(TRAINED_ON_A_CPU, on, gpu)
+    building = VersionMetrics(accuracy=0.87, int8={"passed": False, "pending": True})
+    assert "being built" in serving_line(building, on, cpu)
+
+
+@pytest.mark.fast
+def test_the_device_is_asked_once_and_a_configured_one_wins(monkeypatch):
+    monkeypatch.setenv("INTENT_STUDIO_DEVICE", "cuda")
+    process_device.cache_clear()
+    try:
+        assert process_device() == "cuda" and process_device("cpu") == "cpu"
+    finally:
+        process_device.cache_clear()
+
+
+def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch):
+    """On a GPU a new project starts on mpnet when it is installed, else on MiniLM (said in the
+    log); on a CPU on MiniLM. Imports create projects the same way."""
+    from app.services import projects as project_svc
+    from core.encoding import registry
+    from storage.projects import get_project
+
+    assert new_project_encoder(budget_for("cpu")) == "minilm"
+    installed = registry.installed("mpnet")
+    assert new_project_encoder(budget_for("cuda")) == ("mpnet" if installed else "minilm")
+
+    # the process's own budget decides when none is named (this machine: a CPU)
+    project_svc.new_project(ctx.db, "fresh")
+    with ctx.db.session() as s:
+        assert get_project(s, "fresh").base_encoder == "minilm"
+    if not installed:  # a GPU whose mpnet is installed: the registry finds a folder
+        monkeypatch.setitem(
+            registry._REGISTRY,
+            "mpnet",
+            dataclasses.replace(registry.registry()["minilm"], name="mpnet"),
+        )
+    assert new_project_encoder(budget_for("cuda")) == "mpnet"
+
+
+def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ctx, monkeypatch):
+    """One project setting switches the base encoder; the line says so, with this device's
+    reason for its default and the cost of the other encoder here."""
+    from app.services import encoders
+    from app.services import settings as settings_svc
+    from core.encoding import registry
+    from tests.handles import live
+    from tests.samples import make_tiny
+
+    make_tiny(ctx)
+    tiny = live(ctx, "tiny")
+    view = encoders.encoder_view(ctx.db, tiny, budget_for("cpu"))
+    assert view.name == "minilm" and "Serving: the frozen minilm encoder" in view.serving
+    assert view.why.startswith("MiniLM (384-d) is the default on a CPU")
+    assert "Switching is one project setting" in view.switch
+    on_gpu = encoders.encoder_view(ctx.db, tiny, budget_for("cuda"))
+    assert "on this GPU a new project starts on mpnet" in on_gpu.why
+    assert "mpnet" in encoders.switch_cost("minilm", budget_for("cpu"), 23.0)
+
+    # a second encoder installed here (MiniLM's folder under another name): switching is one
+    # setting, said and stored; the other settings are untouched
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "minilm-b",
+        dataclasses.replace(registry.registry()["minilm"], name="minilm-b"),
+    )
+    after, message = settings_svc.change(ctx.live, tiny, {"base_encoder": "minilm-b"})
+    assert message == "Changed base_encoder minilm → minilm-b."
+    assert after.base_encoder == "minilm-b" and tiny.base_encoder == "minilm-b"
+    assert "This project chose it" in after.effects["base_encoder"]
+    assert "base_encoder = minilm-b" in after.lines()
+    with pytest.raises(ValueError, match="Unknown encoder"):
+        settings_svc.change(ctx.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"})
+    assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
+
+
+@pytest.mark.slow
+def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_path):
+    """With int8 on for the deployment, a retrain under a GPU's budget (on this CPU) registers
+    the version measured with the fp32 encoder that serves it, builds no int8 copy and says
+    why; the job has no int8 phase."""
+    from app import worker
+    from app.config import load_settings
+    from app.services import retrain_jobs
+    from app.services.retrain import run_retrain
+    from app.services.retrain_int8 import NOT_ON_GPU
+    from app.serving.context import AppContext
+    from storage import jobs
+    from storage.tables import ModelVersion
+    from tests.handles import live
+    from tests.samples import QUICK, make_tiny
+
+    ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    try:
+        make_tiny(ctx)
+        view, _ = retrain_jobs.request_retrain(
+            ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
+        )
+        with ctx.db.write() as s:
+            jobs.claim_job(s, view.id, pid=1)
+        spec = retrain_jobs.RetrainSpec.from_job(view.config)
+        reporter = worker.JobReporter(ctx.training, view.id)
+        try:
+            version, message = run_retrain(
+                ctx,
+                reporter,
+                view.id,
+                view.project_id,
+                spec.encoder,
+                spec.head,
+                budget=budget_for("cuda"),
+            )
+        finally:
+            reporter.close()
+        with ctx.db.session() as s:
+            mv = s.get(ModelVersion, version)
+            log = jobs.get_job(s, view.id).log
+        assert mv.metrics["int8"] == {"passed": False, "reason": NOT_ON_GPU}
+        assert mv.metrics["encoder"] == "fp32" and mv.metrics["device"] == "cuda"
+        assert "Measured with the fp32 encoder that serves it on the GPU." in message
+        assert "int8" not in log.lower().replace(NOT_ON_GPU, "")
+        models = ctx.artifacts.path(mv.artifact_path).parent
+        assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
+    finally:
+        ctx.close()
