@@ -134,4 +134,7 @@ def web_app(
         sessions=sessions_for(ctx.db) if multi else None,
         public_hosts=ctx.settings.public_hosts,
         uploads=upload_gate(ctx, uploads),
+        owned=lambda user, path: (
+            bool(user or not multi) and ctx.uploads.owns(user or LOCAL.name, path)
+        ),
     )

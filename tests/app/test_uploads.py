@@ -7,6 +7,7 @@ cap), and a file is removed when its import ends, which gives its room back."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import httpx
@@ -97,3 +98,84 @@ def test_an_upload_nobody_imports_is_removed_after_its_time(tmp_path):
     clock[0] += 61
     assert uploads.room("dana")[0] == 100 * KB
     assert not folder.exists()
+
+
+def gradio_event(client: httpx.Client, api_name: str, data: list) -> dict:
+    """Send one UI event as the page does (``/gradio_api/queue/join``, then read its answer from
+    ``/gradio_api/queue/data``): the message that ends it (``process_completed``)."""
+    import uuid
+
+    config = client.get("/config").json()
+    fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
+    session = uuid.uuid4().hex
+    joined = client.post(
+        "/gradio_api/queue/join",
+        json={"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None},
+    )
+    assert joined.status_code == 200, joined.text
+    with client.stream("GET", "/gradio_api/queue/data", params={"session_hash": session}) as sse:
+        for line in sse.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return dict(message)
+    raise AssertionError("the event never completed")
+
+
+def file_data(path: str | Path) -> dict:
+    return {"path": str(path), "orig_name": Path(path).name, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
+    """Issue 56, row 1 (high): an event whose file input carries a ``path`` never uploaded
+    (the Data tab's import, the Train tab's Open bundle) imported any CSV the server could read,
+    quoted other files' first lines in its refusal and told whether a path exists (Gradio's own
+    check stands aside for an app mounted with ``gr.mount_gradio_app``). Now every file an event
+    receives must be an upload of this user waiting to be used; anything else is refused with one
+    message that says nothing of the file, before Gradio copies it anywhere."""
+    import gradio.utils
+
+    base, ctx = studio
+    dana, admin = browser(base, "dana"), browser(base, "admin")
+    secret = tmp_path / "outside" / "rows.csv"
+    secret.parent.mkdir()
+    secret.write_text("text,label\nthe secret line,track_order\n")
+    other = tmp_path / "outside" / "notes.txt"
+    other.write_text("first line of a private file\n")
+    theirs = upload(admin, 2 * KB, "theirs.csv").json()[0]  # another user's upload
+    before = len(data_rows(ctx))
+    answers = []
+    for path in (secret, other, tmp_path / "no such file.csv", theirs):
+        for event, data in (
+            ("do_import", [None, file_data(path), PROJECT, True, ""]),
+            ("open_bundle", [file_data(path)]),
+        ):
+            done = gradio_event(dana, event, data)
+            assert done["success"] is False, (event, path, done)
+            answers.append(json.dumps(done.get("output"), sort_keys=True))
+    assert len(set(answers)) == 1  # one answer, whatever the event and the path
+    assert "upload it again" in answers[0]
+    for text in ("secret line", "first line of a private", "no such file", str(tmp_path), "theirs"):
+        assert not any(text in a for a in answers)
+    assert len(data_rows(ctx)) == before  # nothing imported
+    cache = Path(gradio.utils.get_upload_folder())
+    copied = [f for f in cache.rglob("*") if f.is_file() and f.read_bytes() == secret.read_bytes()]
+    assert copied == []  # and nothing copied into Gradio's cache, where a URL could serve it
+    assert Path(theirs).exists()  # another user's upload is left alone
+
+    # her own upload still imports, once
+    own = dana.post(
+        "/gradio_api/upload",
+        files=[("files", ("own.csv", b"text,label\nwhere is my box,track_order\n", "text/csv"))],
+    ).json()[0]
+    done = gradio_event(dana, "do_import", [None, file_data(own), PROJECT, True, ""])
+    assert done["success"] is True and "Imported 1" in json.dumps(done["output"]), done
+    again = gradio_event(dana, "do_import", [None, file_data(own), PROJECT, True, ""])
+    assert again["success"] is False and "upload it again" in json.dumps(again["output"])
+    assert len(data_rows(ctx)) == before + 1
+
+
+def data_rows(ctx) -> list:
+    from app.services.data import table
+
+    return table(ctx.db, live(ctx, PROJECT).handle())
