@@ -60,6 +60,12 @@ def sign_in_auth(
         return check_login(db, name, password)
 
     gate = SignInGate(verify, limits, on_held=held, store=store)
+    try:  # the addresses each name signed in from, read back from the security log
+        for name, address, at in accounts.recent_sign_ins(db, gate.limits.known_for_s):
+            if not gate.known(name, address, at):
+                gate.remember(name, address, at)
+    except Exception:  # the limits stand without them: sign-ins from there count as new
+        logger.exception("could not read the known sign-in addresses from the security log")
 
     async def auth(name: str, password: str) -> bool:
         try:
@@ -68,8 +74,7 @@ def sign_in_auth(
             raise HTTPException(
                 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
             ) from exc
-        if ok:
-            later(accounts.signed_in, name, ADDRESS.get())
+        later(accounts.signed_in if ok else accounts.sign_in_failed, name, ADDRESS.get())
         return ok
 
     auth.gate = gate  # type: ignore[attr-defined]  # for tests and benchmarks

@@ -10,6 +10,7 @@ password is recorded in ``security_events`` (:func:`record_event`)."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -153,6 +154,17 @@ def record_event(
 def security_events(s: Session, limit: int = 100) -> list[SecurityEvent]:
     """The security log, newest first."""
     return list(s.scalars(select(SecurityEvent).order_by(SecurityEvent.id.desc()).limit(limit)))
+
+
+def sign_ins_since(s: Session, since: datetime, limit: int = 10_000) -> list[SecurityEvent]:
+    """The successful sign-ins (``signed_in``) since ``since``, newest first, at most ``limit``."""
+    query = (
+        select(SecurityEvent)
+        .where(SecurityEvent.action == "signed_in", SecurityEvent.created_at >= since)
+        .order_by(SecurityEvent.id.desc())
+        .limit(limit)
+    )
+    return list(s.scalars(query))
 
 
 def set_token_hash(s: Session, name: str, token_hash: str | None) -> User:

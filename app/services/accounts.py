@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.access.auth import hash_password
@@ -22,6 +23,7 @@ from storage.users import (
     set_password_hash,
     set_status,
     set_token_hash,
+    sign_ins_since,
 )
 from storage.users import restore_user as store_restore
 from storage.users import set_role as store_role
@@ -96,6 +98,24 @@ def signed_in(db: Database, name: str, address: str) -> None:
     """Record a successful sign-in and where it came from."""
     with db.session() as s:
         record_event(s, "signed_in", name, address=address)
+
+
+def sign_in_failed(db: Database, name: str, address: str) -> None:
+    """Record a wrong name or password and where it came from."""
+    with db.write() as s:
+        record_event(s, "sign_in_failed", name, address=address)
+
+
+def recent_sign_ins(db: Database, within_s: float) -> list[tuple[str, str, float]]:
+    """(name, address, when: seconds since the epoch) of the successful sign-ins within the last
+    ``within_s`` seconds, newest first: the sign-in limits' known addresses after a restart."""
+    since = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=within_s)
+    with db.session() as s:
+        return [
+            (e.user_name, e.address, e.created_at.replace(tzinfo=UTC).timestamp())
+            for e in sign_ins_since(s, since)
+            if e.address
+        ]
 
 
 def security_log(db: Database, limit: int = 100) -> list[dict[str, Any]]:
