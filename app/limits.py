@@ -32,7 +32,7 @@ SIGN_IN_FAILURES_PER_ADDRESS = 20
 SIGN_IN_FAILURES_PER_NAME = 10
 SIGN_IN_MAX_DELAY_S = 60
 SIGN_IN_KNOWN_ADDRESS_S = 30 * 24 * 3600
-SIGN_IN_NAME_PAUSE_S = 3.0
+SIGN_IN_NAME_PAUSE_S = 3
 SIGN_IN_NAME_WAITING = 16
 # Password checks (argon2: 64 MiB, ~0.1-0.2 s of CPU each) run in a thread, this many at once; at
 # most SIGN_INS_WAITING wait for one, those from the addresses that tried least recently first

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, LockedError, NotFoundError, StorageError
 from storage.tables import SecurityEvent, User, utcnow
+from storage.texts import escape_controls
 
 ROLES = ("viewer", "designer", "admin")
 STATUSES = ("active", "locked", "removed")
@@ -138,13 +139,15 @@ def set_password_hash(s: Session, name: str, password_hash: str) -> User:
 def record_event(
     s: Session, action: str, user_name: str, *, actor: str = "", address: str = "", detail: str = ""
 ) -> SecurityEvent:
-    """Append one row to the security log."""
+    """Append one row to the security log; every field on one line, its control characters
+    written out (``\\u001b``): a name someone typed at the sign-in form is stored as typed,
+    but never as a terminal command or a line of its own."""
     event = SecurityEvent(
         action=action[:32],
-        user_name=user_name[:80],
-        actor=actor[:120],
-        address=address[:64],
-        detail=detail,
+        user_name=escape_controls(user_name, lines=True)[:80],
+        actor=escape_controls(actor, lines=True)[:120],
+        address=escape_controls(address, lines=True)[:64],
+        detail=escape_controls(detail, lines=True),
     )
     s.add(event)
     s.flush()

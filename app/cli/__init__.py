@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts, visible_output
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
     cmd_backup,
@@ -278,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with visible_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Idle OpenMP threads sleep instead of spinning: the app, the worker and UMAP share 2 cores.

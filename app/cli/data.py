@@ -171,5 +171,5 @@ def cmd_projects(args: argparse.Namespace) -> int:
     for name in names:
         p = open_project(ctx.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
-        print(summary(ctx.db, p).headline().replace("**", "") + role)
+        print(summary(ctx.db, p).headline() + role)
     return 0
