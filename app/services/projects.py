@@ -52,6 +52,11 @@ class ProjectSummary:
     active_model_version_id: int | None
 
     def headline(self) -> str:
+        """The project's name and :meth:`details`, as plain text."""
+        return f"{self.name} · {self.details()}"
+
+    def details(self) -> str:
+        """Intents, splits, kind and the model that serves, as plain text."""
         model = (
             f"model v{self.active_model_version_id}"
             if self.active_model_version_id
@@ -60,7 +65,7 @@ class ProjectSummary:
         kind = "multi-label" if self.multi_label else "single-label"
         ro = " · read-only" if self.read_only else ""
         return (
-            f"**{self.name}** · {self.n_intents} intents · {self.n_train} train · {self.n_test} test · "
+            f"{self.n_intents} intents · {self.n_train} train · {self.n_test} test · "
             f"{self.n_unlabelled} unlabelled · {kind} · {model}{ro}"
         )
 
