@@ -5,6 +5,10 @@ Gradio stores every upload in its cache folder and removes it after a day; any s
 viewers too, could fill the disk (288 MB in 3 s). :class:`UploadGate` sits in front of the upload
 route and:
 
+- refuses an upload posted from another site (403): with no sign-in (single-user mode) a plain
+  cross-site form could fill the upload quota, and the user's own import got 413 for an hour
+  (issue 56, row 6); its ``Origin`` (else ``Referer``) must be the server it was sent to
+  (:func:`app.perimeter.http_guard.same_site`);
 - refuses a user who can import nothing (a viewer: 403);
 - bounds one request (:data:`app.limits.UPLOAD_REQUEST_BYTES`: one file of
   :data:`app.config.MAX_UPLOAD_BYTES` and its form), what one user's uploads waiting for an
@@ -46,6 +50,7 @@ import anyio.to_thread
 
 from app import limits
 from app.perimeter import http_body
+from app.perimeter.http_guard import same_site
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +218,9 @@ class UploadGate:
     ) -> None:
         if not _is_upload(scope):
             await self.app(scope, receive, send)
+            return
+        if not same_site(scope):
+            await http_body.answer(send, 403, "Upload files from this app's own page.")
             return
         user = self.user_of(scope) or ""
         if self.refusal is not None:

@@ -179,3 +179,35 @@ def data_rows(ctx) -> list:
     from app.services.data import table
 
     return table(ctx.db, live(ctx, PROJECT).handle())
+
+
+def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_path):
+    """Issue 56, row 6: with no sign-in (single-user mode), a plain cross-site form could post
+    files to the upload route until the quota was full; the user's own import then got 413 for
+    up to an hour. An upload must come from the app's own page (its ``Origin``, else its
+    ``Referer``, names the server it was sent to); scripts without either still upload."""
+    from app.config import load_settings
+    from app.serving.context import AppContext
+
+    ctx = AppContext(load_settings(tmp_path / "data"))
+    try:
+        with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
+            client = httpx.Client(base_url=base, timeout=60)
+            for headers in (
+                {"Origin": "https://evil.example"},
+                {"Origin": "null"},
+                {"Referer": "https://evil.example/form.html"},
+            ):
+                client.headers.clear()
+                client.headers.update(headers)
+                refused = upload(client, 150 * KB)
+                assert refused.status_code == 403, (headers, refused.text)
+                assert "own page" in refused.json()["error"]
+            assert ctx.uploads.used() == 0
+            client.headers.clear()
+            client.headers["Origin"] = base
+            assert upload(client, 150 * KB).status_code == 200
+            client.headers.clear()
+            assert upload(client, 100 * KB).status_code == 200  # a script: no Origin
+    finally:
+        ctx.close()
