@@ -41,6 +41,11 @@ SIGN_IN_NAME_WAITING = 16
 PASSWORD_HASHES_AT_ONCE = 1
 SIGN_INS_WAITING = 16
 
+# Projects opened from bundles that one user who is not an admin may be a member of at once: in a
+# team, a designer who opens a bundle becomes the new project's member (its name never tells
+# what other projects exist); past this many, she is asked to have one deleted first.
+BUNDLE_PROJECTS_PER_USER = 20
+
 # One-line predictions (REST ``text``, the Try tab) one user may have waiting or running at once;
 # one more is refused as busy (429). Micro-batches take the users' requests in turns.
 LINES_PER_USER = 8

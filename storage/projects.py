@@ -80,6 +80,13 @@ def project_id(s: Session | Connection, name_or_id: str | int) -> int:
     return int(found)
 
 
+def names_starting(s: Session, prefix: str) -> set[str]:
+    """The names of the projects whose name starts with ``prefix``."""
+    return set(
+        s.scalars(select(Project.name).where(Project.name.startswith(prefix, autoescape=True)))
+    )
+
+
 def list_projects(s: Session) -> list[Project]:
     return list(s.scalars(select(Project).order_by(Project.name)))
 
