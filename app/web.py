@@ -21,11 +21,14 @@ from starlette.middleware import Middleware
 
 from app.access.auth import LOCAL, actor, check_login, session_ok
 from app.limit_store import LimitStore
+from app.perimeter.download_gate import DownloadGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
+from app.services.downloads import DOWNLOADS
 from app.serving.context import AppContext
 from storage.db import Database
+from storage.errors import NotFoundError
 
 Writer = Callable[
     Concatenate[Database, ...], None
@@ -113,6 +116,25 @@ def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middlewa
     return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
+def download_gate(ctx: AppContext) -> Middleware:
+    """The middleware that serves downloads only to those who may read their project now
+    (:mod:`app.perimeter.download_gate`)."""
+    from app.access import open_project
+
+    def user_of(scope: Scope) -> str | None:
+        return session_user(scope) if ctx.settings.multi_user else LOCAL.name
+
+    def may_read(name: str | None, project_id: int) -> bool:
+        try:
+            open_project(ctx.db, project_id, actor(ctx, name))
+        except (PermissionError, NotFoundError):
+            return False
+        return True
+
+    root = ctx.settings.data_dir / DOWNLOADS
+    return Middleware(DownloadGate, root=root, user_of=user_of, may_read=may_read)  # type: ignore[arg-type]
+
+
 def web_app(
     ctx: AppContext,
     *,
@@ -139,6 +161,7 @@ def web_app(
         sessions=sessions_for(ctx.db) if multi else None,
         public_hosts=ctx.settings.public_hosts,
         uploads=upload_gate(ctx, uploads),
+        downloads=(ctx.settings.data_dir / DOWNLOADS, download_gate(ctx)),
         owned=lambda user, path: (
             bool(user or not multi) and ctx.uploads.owns(user or LOCAL.name, path)
         ),

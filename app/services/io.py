@@ -385,7 +385,7 @@ def export_download(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[Path, 
         known = ", ".join([*FILE_FORMATS, *agents])
         raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
     suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
-    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}")
+    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}", p.id)
     if fmt == "slots.yml":
         n = export_slot_book(ctx.db, p, out)
         return out, f"Exported the slot book and {n} template(s)."

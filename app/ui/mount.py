@@ -7,6 +7,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -68,6 +69,7 @@ def mount_ui(
     public_hosts: Sequence[str] = (),
     uploads: Middleware | None = None,
     owned: Owned | None = None,
+    downloads: tuple[Path, Middleware] | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
     the UI, :class:`app.perimeter.http_guard.SignInForm` its form and
@@ -77,7 +79,9 @@ def mount_ui(
     are served (:class:`app.perimeter.http_origin.OwnHostOnly`). Either way, only the app's own origins
     (``public_hosts`` among them) may call it across origins with credentials. ``uploads``: the
     middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`); ``owned``: which
-    files an event may name (:func:`only_own_uploads`; None: none)."""
+    files an event may name (:func:`only_own_uploads`; None: none); ``downloads``: the folder of
+    the files the app makes to download, served from there (not copied into Gradio's cache) by
+    the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`)."""
     only_own_uploads(demo, owned or (lambda user, path: False))
     api.add_middleware(
         CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.perimeter.http_origin)
@@ -98,8 +102,13 @@ def mount_ui(
     )
     if uploads is not None:  # inside the sign-in check: it knows who uploads
         guard.append(uploads)
+    if downloads is not None:  # inside the sign-in check: it knows who downloads
+        folder, gate = downloads
+        folder.mkdir(parents=True, exist_ok=True)
+        gr.set_static_paths([folder])  # served from there: no copy outside the downloads' cap
+        guard.append(gate)
     app_kwargs: dict[str, Any] = {"middleware": guard}
-    return gr.mount_gradio_app(
+    mounted = gr.mount_gradio_app(
         api,
         demo.queue(default_concurrency_limit=4),
         path="/",
@@ -114,3 +123,7 @@ def mount_ui(
         mcp_server=False,
         css=css,
     )
+    # Gradio's own check of the files an event names stands aside until an app has "launched";
+    # a mounted one never does. The app's check (only_own_uploads) comes first either way.
+    demo.has_launched = True
+    return mounted

@@ -143,7 +143,7 @@ def test_every_session_cookie_is_secure_behind_tls(studio):
     tls = {"X-Forwarded-Proto": "https"}
     signed = sign_in(base, "dana", PASSWORDS["dana"], **tls)
     assert signed.status_code == 200
-    ended = httpx.get(f"{base}/logout", cookies=signed.cookies, headers=tls)
+    ended = httpx.post(f"{base}/logout", cookies=signed.cookies, headers=tls)
     for answer in (signed, ended):
         cookies = answer.headers.get_list("set-cookie")
         assert len(cookies) == 2 and any("unsecure" in c for c in cookies)

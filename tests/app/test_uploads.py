@@ -100,14 +100,15 @@ def test_an_upload_nobody_imports_is_removed_after_its_time(tmp_path):
     assert not folder.exists()
 
 
-def gradio_event(client: httpx.Client, api_name: str, data: list) -> dict:
+def gradio_event(client: httpx.Client, api_name: str, data: list, session: str = "") -> dict:
     """Send one UI event as the page does (``/gradio_api/queue/join``, then read its answer from
-    ``/gradio_api/queue/data``): the message that ends it (``process_completed``)."""
+    ``/gradio_api/queue/data``): the message that ends it (``process_completed``). ``session``:
+    the page's session (a fresh one by default)."""
     import uuid
 
     config = client.get("/config").json()
     fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
-    session = uuid.uuid4().hex
+    session = session or uuid.uuid4().hex
     joined = client.post(
         "/gradio_api/queue/join",
         json={"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None},
@@ -120,6 +121,23 @@ def gradio_event(client: httpx.Client, api_name: str, data: list) -> dict:
                 if message.get("msg") == "process_completed":
                     return dict(message)
     raise AssertionError("the event never completed")
+
+
+def page_with_projects(client: httpx.Client) -> str:
+    """A page's session after its load filled the project picker (a picker's value must be one
+    of its choices, and behind a sign-in they are filled at load)."""
+    import uuid
+
+    config = client.get("/config").json()
+    picker = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "project")
+    fill = next(
+        d["api_name"]
+        for d in config["dependencies"]
+        if d["inputs"] == [picker] and d["outputs"] == [picker] and "load" in str(d["targets"])
+    )
+    session = uuid.uuid4().hex
+    assert gradio_event(client, fill, [None], session)["success"]
+    return session
 
 
 def file_data(path: str | Path) -> dict:
@@ -211,3 +229,62 @@ def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_pat
             assert upload(client, 100 * KB).status_code == 200  # a script: no Origin
     finally:
         ctx.close()
+
+
+def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_project(studio):
+    """Issue 56, row 10: Gradio kept a copy of every report it handed out in its cache for a
+    day, served to any session with the URL: a member removed from the project could still
+    fetch its report, and the copies sat outside the downloads' cap (28 MB in 70 s). A download
+    is now served from ``<data dir>/downloads`` itself (no copy), as an attachment, only to
+    those who may read its project at the moment they ask."""
+    import gradio.utils
+
+    from app.services.downloads import DOWNLOADS
+    from app.services.members import add_member, remove_member
+
+    base, ctx = studio
+    from app.access import auth
+
+    auth.add_user(ctx.db, "eve", "designer", "eve-password-1")  # a member of nothing
+    PASSWORDS_EVE = {"username": "eve", "password": "eve-password-1"}
+    dana, vic, admin = browser(base, "dana"), browser(base, "vic"), browser(base, "admin")
+    eve = httpx.Client(base_url=base, timeout=60)
+    assert eve.post("/login", data=PASSWORDS_EVE).is_success
+
+    done = gradio_event(dana, "report", [PROJECT, True], page_with_projects(dana))
+    assert done["success"], done
+    report = done["output"]["data"][0]["value"]
+    path = Path(report["path"])
+    assert path.is_relative_to(ctx.settings.data_dir / DOWNLOADS)  # not a copy in the cache
+    cache = Path(gradio.utils.get_upload_folder())
+    body = path.read_bytes()
+    assert not [f for f in cache.rglob("*.html") if f.read_bytes() == body]
+    url = report["url"]
+    for who in (dana, vic, admin):  # members and an admin
+        got = who.get(url)
+        assert got.status_code == 200 and got.content == body
+        assert got.headers["content-disposition"].startswith("attachment")
+    refused = eve.get(url)
+    assert refused.status_code == 404 and "No such download" in refused.text
+    remove_member(ctx.db, live(ctx, PROJECT), "dana")
+    try:
+        assert dana.get(url).status_code == 404  # removed: her old link serves nothing
+    finally:
+        add_member(ctx.db, live(ctx, PROJECT), "dana")
+
+
+def test_signing_out_is_a_post_from_the_apps_own_page(studio):
+    """Issue 56, row 10: signing out was a GET, so any site could sign a user out of every
+    session with a link. ``GET /logout`` shows a Sign out button; a POST from another site is
+    refused; the app's own POST signs out."""
+    base, _ = studio
+    dana = browser(base, "dana")
+    assert dana.get("/config").status_code == 200
+    page = dana.get("/logout", follow_redirects=False)
+    assert page.status_code == 200 and "<form method='post'>" in page.text
+    refused = dana.post("/logout", headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403
+    assert dana.get("/config").status_code == 200  # still signed in
+    ended = dana.post("/logout", headers={"Origin": base}, follow_redirects=False)
+    assert ended.status_code == 302
+    assert dana.get("/config").status_code == 401
