@@ -21,6 +21,7 @@ from starlette.middleware import Middleware
 
 from app.access.auth import LOCAL, actor, check_login, session_ok
 from app.limit_store import LimitStore
+from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
@@ -36,28 +37,30 @@ Writer = Callable[
 logger = logging.getLogger(__name__)
 
 
+def _record(db: Database, write: Writer, *args: str) -> None:
+    try:
+        write(db, *args)
+    except Exception:  # the answer stands; only its record is missing
+        logger.exception("could not write to the security log")
+
+
+def later(db: Database, write: Writer, *args: str) -> None:
+    """Write to the security log in a thread, not on the event loop (called on it)."""
+    asyncio.get_running_loop().run_in_executor(None, _record, db, write, *args)
+
+
 def sign_in_auth(
     db: Database, limits: SignInLimits | None = None, store: LimitStore | None = None
 ) -> Callable[[str, str], Awaitable[bool]]:
     """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
     so the password check runs in a thread under the sign-in limits (their failures counted in
     ``store``: the app's, Redis for a team); a held-back attempt is a 429 with ``Retry-After``.
-    Holds and successful sign-ins are recorded in the security log."""
+    Holds, failures and successful sign-ins are recorded in the security log."""
     from app.services import accounts
-
-    def record(write: Writer, *args: str) -> None:
-        try:
-            write(db, *args)
-        except Exception:  # the answer stands; only its record is missing
-            logger.exception("could not write to the security log")
-
-    def later(write: Writer, *args: str) -> None:
-        """Write to the security log in a thread, not on the event loop."""
-        asyncio.get_running_loop().run_in_executor(None, record, write, *args)
 
     def held(what: str, name: str, address: str) -> None:
         logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
-        later(accounts.sign_in_held, what, name, address)
+        later(db, accounts.sign_in_held, what, name, address)
 
     def verify(name: str, password: str) -> bool:
         return check_login(db, name, password)
@@ -77,7 +80,7 @@ def sign_in_auth(
             raise HTTPException(
                 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
             ) from exc
-        later(accounts.signed_in if ok else accounts.sign_in_failed, name, ADDRESS.get())
+        later(db, accounts.signed_in if ok else accounts.sign_in_failed, name, ADDRESS.get())
         return ok
 
     auth.gate = gate  # type: ignore[attr-defined]  # for tests and benchmarks
@@ -146,11 +149,12 @@ def web_app(
     """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
     from app.api import create_api
     from app.config import MAX_UPLOAD_BYTES
+    from app.services import accounts
     from app.ui.main import build_app, css
     from app.ui.mount import mount_ui
 
     multi = ctx.settings.multi_user
-    return mount_ui(
+    app = mount_ui(
         create_api(ctx),
         build_app(ctx),
         host=host,
@@ -165,4 +169,12 @@ def web_app(
         owned=lambda user, path: (
             bool(user or not multi) and ctx.uploads.owns(user or LOCAL.name, path)
         ),
+        signed_out=lambda name, address: later(ctx.db, accounts.signed_out, name, address),
+        refused=lambda user, detail: later(ctx.db, accounts.denied, user or "", "", detail),
     )
+    # outermost: every refusal of the API and the UI's routes in the security log
+    app.add_middleware(
+        DeniedCalls,  # type: ignore[arg-type]
+        record=lambda user, address, detail: later(ctx.db, accounts.denied, user, address, detail),
+    )
+    return app

@@ -154,9 +154,22 @@ def record_event(
     return event
 
 
-def security_events(s: Session, limit: int = 100) -> list[SecurityEvent]:
-    """The security log, newest first."""
-    return list(s.scalars(select(SecurityEvent).order_by(SecurityEvent.id.desc()).limit(limit)))
+def security_events(
+    s: Session, limit: int = 100, *, user: str | None = None, action: str | None = None
+) -> list[SecurityEvent]:
+    """The security log, newest first: at most ``limit`` events, of ``user`` (the name the event
+    is about, or who acted) and of ``action`` when given."""
+    query = select(SecurityEvent)
+    if user:
+        query = query.where((SecurityEvent.user_name == user) | (SecurityEvent.actor == user))
+    if action:
+        query = query.where(SecurityEvent.action == action)
+    return list(s.scalars(query.order_by(SecurityEvent.id.desc()).limit(limit)))
+
+
+def security_actions(s: Session) -> list[str]:
+    """The actions the security log holds, by name."""
+    return list(s.scalars(select(SecurityEvent.action).distinct().order_by(SecurityEvent.action)))
 
 
 def sign_ins_since(s: Session, since: datetime, limit: int = 10_000) -> list[SecurityEvent]:

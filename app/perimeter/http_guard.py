@@ -295,9 +295,15 @@ class SignInForm:
     """ASGI middleware for the sign-in form's POST (see the module's docstring). With
     ``sessions``, each session it opens is recorded there."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        sessions: Sessions | None = None,
+        signed_out: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.app = app
         self.sessions = sessions
+        self.signed_out = signed_out  # (name, address): for the security log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] not in COOKIE_PATHS:
@@ -324,7 +330,10 @@ class SignInForm:
 
         if scope["path"] in SIGN_OUT_PATHS:
             if scope.get("method") == "POST" and same_site(scope):  # Gradio's route is a GET
+                who = session_user(scope)
                 await self.app({**scope, "method": "GET"}, receive, send_strict)
+                if who is not None and self.signed_out is not None:
+                    self.signed_out(who, str((scope.get("client") or ("", 0))[0]))
             elif scope.get("method") == "POST":
                 await http_body.answer(send, 403, "Sign out from this server's own page.")
             else:  # a link or a redirect from anywhere only shows the button

@@ -22,6 +22,7 @@ from app.access import ProjectHandle
 from app.access.auth import current_actor
 from app.limits import BUNDLE_PROJECTS_PER_USER as BUNDLES
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
+from app.services import accounts as security
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
@@ -200,6 +201,8 @@ def export_bundle(
             anchor_weight=factory.anchors.weight if factory.anchors else 0.0,
             onnx_only=onnx_only,
         )
+    version = row["id"] or "frozen base"
+    security.record(live.db, "bundle_exported", f"{p.name!r}, version {version}", who=p.actor)
     return {
         "path": str(out),
         "size_mb": round(out.stat().st_size / 1e6, 2),
@@ -341,7 +344,9 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
                         note=f"from bundle: {json.dumps(manifest.get('model_version'))}",
                     )
                     versions.register_version(s, new, activate=True)
-                return p.name
+                opened = p.name
+            security.record(factories.db, "bundle_opened", f"{opened!r} from {Path(path).name}")
+            return opened
         except BaseException:
             if has_model:
                 factories.models.artifacts.remove(rel)

@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
+from app.access.auth import current_actor
 from app.compute import new_project_encoder
 from app.formats import parse_csv
 from app.project_settings import (
@@ -31,6 +32,7 @@ from storage.projects import (
     set_project_setting,
 )
 from storage.tables import SPLITS
+from storage.users import record_event
 from storage.utterances import count_utterances, labelled_pool, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -82,8 +84,11 @@ def new_project(db: Database, name: str, base_encoder: str | None = None) -> str
 
     base_encoder = base_encoder or new_project_encoder()
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
+    who = current_actor()
     with db.session() as s:
-        return create_project(s, name, base_encoder=base_encoder).name
+        made = create_project(s, name, base_encoder=base_encoder).name
+        record_event(s, "project_created", who.name, actor=who.name, detail=repr(made))
+        return made
 
 
 def summary(db: Database, p: ProjectHandle) -> ProjectSummary:

@@ -33,7 +33,9 @@ def _username(request: Any) -> str | None:
     return getattr(request, "username", None)
 
 
-def only_own_uploads(demo: gr.Blocks, owned: Owned) -> None:
+def only_own_uploads(
+    demo: gr.Blocks, owned: Owned, refused: Callable[[str | None, str], None] | None = None
+) -> None:
     """Every file an event of ``demo`` receives must be ``owned`` by the user sending it (issue
     56, row 1: :mod:`app.perimeter.uploads`). Checked in ``demo.process_api``, which every route
     that runs an event calls (the queue, ``/call``, ``/run``) before Gradio reads or copies any
@@ -45,11 +47,13 @@ def only_own_uploads(demo: gr.Blocks, owned: Owned) -> None:
     async def checked(*args: Any, **kwargs: Any) -> Any:
         call = signature.bind(*args, **kwargs)
         user = _username(call.arguments.get("request"))
-        refused = foreign_files(call.arguments.get("inputs"), lambda path: owned(user, path))
-        if refused:
+        foreign = foreign_files(call.arguments.get("inputs"), lambda path: owned(user, path))
+        if foreign:
             logger.warning(
-                "refused an event of %r naming %d file(s) not uploaded", user, len(refused)
+                "refused an event of %r naming %d file(s) not uploaded", user, len(foreign)
             )
+            if refused is not None:
+                refused(user, f"an event named {len(foreign)} file(s) it did not upload")
             raise gr.Error(NOT_AN_UPLOAD, print_exception=False)
         return await process_api(*args, **kwargs)
 
@@ -70,6 +74,8 @@ def mount_ui(
     uploads: Middleware | None = None,
     owned: Owned | None = None,
     downloads: tuple[Path, Middleware] | None = None,
+    signed_out: Callable[[str, str], None] | None = None,
+    refused: Callable[[str | None, str], None] | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
     the UI, :class:`app.perimeter.http_guard.SignInForm` its form and
@@ -81,8 +87,10 @@ def mount_ui(
     middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`); ``owned``: which
     files an event may name (:func:`only_own_uploads`; None: none); ``downloads``: the folder of
     the files the app makes to download, served from there (not copied into Gradio's cache) by
-    the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`)."""
-    only_own_uploads(demo, owned or (lambda user, path: False))
+    the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`); ``signed_out(name,
+    address)`` and ``refused(user, detail)`` (an event naming files not uploaded): for the
+    security log."""
+    only_own_uploads(demo, owned or (lambda user, path: False), refused)
     api.add_middleware(
         CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.perimeter.http_origin)
         allow_origins=own_origins(host, port, public_hosts),
@@ -94,7 +102,7 @@ def mount_ui(
         api.add_middleware(OwnHostOnly, names=own_names(host, public_hosts))  # type: ignore[arg-type]
     guard = (
         [
-            Middleware(SignInForm, sessions=sessions),  # type: ignore[arg-type]
+            Middleware(SignInForm, sessions=sessions, signed_out=signed_out),  # type: ignore[arg-type]
             Middleware(SignInRequired, sessions=sessions),  # type: ignore[arg-type]
         ]
         if auth is not None

@@ -1,13 +1,18 @@
-"""Issue 45, row 2, on the app ``serve`` runs (multi-user) on loopback: any signed-in user,
-viewers too, could upload 25 MB files through Gradio's ``/gradio_api/upload`` with no total
-limit (288 MB in about 3 s), kept for a day. Now a viewer (who can import nothing) is refused,
-each user's uploads waiting for an import and everyone's together are capped (413 naming the
-cap), and a file is removed when its import ends, which gives its room back."""
+"""The files and sessions of the app ``serve`` runs (multi-user) on loopback.
+
+Issue 45, row 2: any signed-in user, viewers too, could upload 25 MB files through Gradio's
+``/gradio_api/upload`` with no total limit (288 MB in about 3 s), kept for a day. Now a viewer
+(who can import nothing) is refused, each user's uploads waiting for an import and everyone's
+together are capped (413 naming the cap), and a file is removed when its import ends, which
+gives its room back. Issue 56: an event reads only files its user uploaded (row 1), an upload
+from another site is refused (row 6), downloads go only to those who may read their project and
+signing out is a POST (row 10), and the security log keeps what a hostile user tried (row 11)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -288,3 +293,68 @@ def test_signing_out_is_a_post_from_the_apps_own_page(studio):
     ended = dana.post("/logout", headers={"Origin": base}, follow_redirects=False)
     assert ended.status_code == 302
     assert dana.get("/config").status_code == 401
+
+
+def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(studio, capsys):
+    """Issue 56, row 11: the security log missed single failed sign-ins, denied calls
+    (401/403/404), exports, report builds, bundle exports and openings, new projects and
+    sign-outs, and nothing in the product showed it. Each is recorded with who and from where;
+    admins read it in the Activity tab and with ``intent-studio audit``, by user and action."""
+    from app.access import auth
+    from app.access.auth import acting_as
+    from app.cli import main
+    from app.services import bundles, members
+    from app.services.projects import new_project
+    from app.ui.security_log import read_log
+
+    base, ctx = studio
+    assert (
+        httpx.post(f"{base}/login", data={"username": "dana", "password": "nope"}).status_code
+        == 400
+    )
+    token = auth.issue_token(ctx.db, "dana")
+    api = httpx.Client(base_url=f"{base}/api/v1", timeout=60)
+    assert api.get("/projects").status_code == 401  # no token
+    dana_api = httpx.Client(
+        base_url=f"{base}/api/v1", timeout=60, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert dana_api.get("/projects/secret-project/utterances").status_code == 404
+    assert dana_api.get(f"/projects/{PROJECT}/export", params={"format": "csv"}).status_code == 200
+    dana = browser(base, "dana")
+    assert upload(dana, 1 * KB).status_code == 200
+    with acting_as(members.actor_of(ctx.db, "dana")):
+        bundle = bundles.export_bundle(
+            ctx.live,
+            live(ctx, PROJECT).as_(members.actor_of(ctx.db, "dana")),
+            ctx.settings.data_dir / "b.zip",
+        )
+    with acting_as(members.actor_of(ctx.db, "admin")):
+        new_project(ctx.db, "audited")
+    assert dana.post("/logout", headers={"Origin": base}, follow_redirects=False).status_code == 302
+    time.sleep(1.0)  # the log is written off the event loop
+
+    theirs = [(e["action"], e["detail"]) for e in security_log_of(ctx, "dana")]
+    actions = {a for a, _ in theirs}
+    assert {"sign_in_failed", "denied", "exported", "bundle_exported", "signed_out"} <= actions
+    assert any(a == "denied" and "secret-project" in d and "404" in d for a, d in theirs)
+    assert bundle["path"]
+    assert ("project_created", "'audited'") in [
+        (e["action"], e["detail"]) for e in security_log_of(ctx, "admin")
+    ]
+
+    # admins read it, by user and action, in the UI and from the command line
+    frame, said = read_log(ctx.db, "dana", "denied")
+    assert set(frame["action"]) == {"denied"} and set(frame["user"]) == {"dana"}, frame
+    assert "event(s) of dana, denied" in said
+    data = ["--data-dir", str(ctx.settings.data_dir)]
+    capsys.readouterr()
+    assert main([*data, "audit", "--user", "dana", "--action", "exported", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines and {row["action"] for row in lines} == {"exported"}
+    assert main([*data, "audit", "--action", "nonsense"]) == 2
+
+
+def security_log_of(ctx, user: str) -> list[dict]:
+    from app.services.accounts import security_log
+
+    return security_log(ctx.db, 500, user=user)
