@@ -133,18 +133,6 @@ def _split_request(
     return args, {}, found
 
 
-def _denied(ctx: AppContext, request: Any, fn: Callable[..., Any], exc: BaseException) -> None:
-    """A refused event in the security log (issue 56, row 11): who, what, why (a role too
-    low, a project they are no member of; not an empty picker)."""
-    from app.services.accounts import denied
-
-    if not isinstance(exc, PermissionError | NotFoundError) or "Pick" in str(exc):
-        return
-    user = getattr(request, "username", None) or ""
-    client = getattr(getattr(request, "client", None), "host", "") or ""
-    denied(ctx.db, user, str(client), f"UI event {fn.__name__}: {exc}")
-
-
 def guarded(
     role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
@@ -165,7 +153,6 @@ def guarded(
             try:
                 who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
             except (PermissionError, StorageError) as exc:
-                _denied(ctx, request, fn, exc)
                 said = problem(str(exc), notify=notify)
                 if outputs == 1:
                     return said
@@ -208,7 +195,6 @@ def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
             user = getattr(request, "username", None)
             who, args, handles = admit(ctx, fn, args, user, "viewer")
         except (PermissionError, StorageError) as exc:
-            _denied(ctx, request, fn, exc)
             raise gr.Error(str(exc)) from exc
         viewer = next((h for h in handles if not h.may("designer")), None)
         with acting_as(who):
