@@ -175,8 +175,9 @@ _DENIED = _DeniedLimit()
 
 
 def denied(db: Database, user: str, address: str, detail: str) -> None:
-    """Record a refused call (401, 403 or 404: a REST call, a Gradio route, an upload, a download; a UI event naming files it did not upload),
-    at most :data:`DENIED_PER_MINUTE` a minute per user (or address, without one)."""
+    """Record a refused call (401, 403 or 404 of a REST call, a Gradio route, an upload or a
+    download; a UI event naming files it did not upload), at most :data:`DENIED_PER_MINUTE` a
+    minute per user (or address, without one)."""
     if not _DENIED.admit(user or address):
         return
     try:
