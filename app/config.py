@@ -24,6 +24,7 @@ ENV_DATA_DIR = "INTENT_STUDIO_DATA_DIR"
 ENV_DB_URL = "INTENT_STUDIO_DB_URL"
 ENV_DEVICE = "INTENT_STUDIO_DEVICE"
 ENV_MAX_INTENTS = "INTENT_STUDIO_MAX_INTENTS"
+ENV_MAX_ROWS = "INTENT_STUDIO_MAX_ROWS"
 ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
 ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
@@ -48,6 +49,7 @@ class Settings:
     # Intents a project may have (import and intent creation refuse more); None: storage's
     # default, 2,000.
     max_intents: int | None = None
+    max_rows: int | None = None  # utterances a project may hold (None: storage's default)
     # The job queue: None = a SQLite file in the data directory; ``redis://…`` = Huey's Redis
     # storage, shared by workers on other machines.
     queue_url: str | None = None
@@ -147,6 +149,7 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         db_url=db_url or os.environ.get(ENV_DB_URL) or None,
         device=os.environ.get(ENV_DEVICE) or None,
         max_intents=_positive_int(ENV_MAX_INTENTS),
+        max_rows=_positive_int(ENV_MAX_ROWS),
         queue_url=queue_url,
         artifacts_url=os.environ.get(ENV_ARTIFACTS_URL, "").strip() or None,
         job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,

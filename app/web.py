@@ -21,16 +21,32 @@ from starlette.middleware import Middleware
 
 from app.access.auth import LOCAL, actor, check_login, session_ok
 from app.limit_store import LimitStore
+from app.perimeter.denied import DeniedCalls
+from app.perimeter.download_gate import DownloadGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
+from app.services.downloads import DOWNLOADS
 from app.serving.context import AppContext
 from storage.db import Database
+from storage.errors import NotFoundError
 
 Writer = Callable[
     Concatenate[Database, ...], None
 ]  # a security-log write: the database, then its fields
 logger = logging.getLogger(__name__)
+
+
+def _record(db: Database, write: Writer, *args: str) -> None:
+    try:
+        write(db, *args)
+    except Exception:  # the answer stands; only its record is missing
+        logger.exception("could not write to the security log")
+
+
+def later(db: Database, write: Writer, *args: str) -> None:
+    """Write to the security log in a thread, not on the event loop (called on it)."""
+    asyncio.get_running_loop().run_in_executor(None, _record, db, write, *args)
 
 
 def sign_in_auth(
@@ -39,27 +55,23 @@ def sign_in_auth(
     """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
     so the password check runs in a thread under the sign-in limits (their failures counted in
     ``store``: the app's, Redis for a team); a held-back attempt is a 429 with ``Retry-After``.
-    Holds and successful sign-ins are recorded in the security log."""
+    Holds, failures and successful sign-ins are recorded in the security log."""
     from app.services import accounts
-
-    def record(write: Writer, *args: str) -> None:
-        try:
-            write(db, *args)
-        except Exception:  # the answer stands; only its record is missing
-            logger.exception("could not write to the security log")
-
-    def later(write: Writer, *args: str) -> None:
-        """Write to the security log in a thread, not on the event loop."""
-        asyncio.get_running_loop().run_in_executor(None, record, write, *args)
 
     def held(what: str, name: str, address: str) -> None:
         logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
-        later(accounts.sign_in_held, what, name, address)
+        later(db, accounts.sign_in_held, what, name, address)
 
     def verify(name: str, password: str) -> bool:
         return check_login(db, name, password)
 
     gate = SignInGate(verify, limits, on_held=held, store=store)
+    try:  # the addresses each name signed in from, read back from the security log
+        for name, address, at in accounts.recent_sign_ins(db, gate.limits.known_for_s):
+            if not gate.known(name, address, at):
+                gate.remember(name, address, at)
+    except Exception:  # the limits stand without them: sign-ins from there count as new
+        logger.exception("could not read the known sign-in addresses from the security log")
 
     async def auth(name: str, password: str) -> bool:
         try:
@@ -68,8 +80,7 @@ def sign_in_auth(
             raise HTTPException(
                 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
             ) from exc
-        if ok:
-            later(accounts.signed_in, name, ADDRESS.get())
+        later(db, accounts.signed_in if ok else accounts.sign_in_failed, name, ADDRESS.get())
         return ok
 
     auth.gate = gate  # type: ignore[attr-defined]  # for tests and benchmarks
@@ -108,6 +119,25 @@ def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middlewa
     return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
+def download_gate(ctx: AppContext) -> Middleware:
+    """The middleware that serves downloads only to those who may read their project now
+    (:mod:`app.perimeter.download_gate`)."""
+    from app.access import open_project
+
+    def user_of(scope: Scope) -> str | None:
+        return session_user(scope) if ctx.settings.multi_user else LOCAL.name
+
+    def may_read(name: str | None, project_id: int) -> bool:
+        try:
+            open_project(ctx.db, project_id, actor(ctx, name))
+        except (PermissionError, NotFoundError):
+            return False
+        return True
+
+    root = ctx.settings.data_dir / DOWNLOADS
+    return Middleware(DownloadGate, root=root, user_of=user_of, may_read=may_read)  # type: ignore[arg-type]
+
+
 def web_app(
     ctx: AppContext,
     *,
@@ -119,11 +149,12 @@ def web_app(
     """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
     from app.api import create_api
     from app.config import MAX_UPLOAD_BYTES
+    from app.services import accounts
     from app.ui.main import build_app, css
     from app.ui.mount import mount_ui
 
     multi = ctx.settings.multi_user
-    return mount_ui(
+    app = mount_ui(
         create_api(ctx),
         build_app(ctx),
         host=host,
@@ -134,4 +165,16 @@ def web_app(
         sessions=sessions_for(ctx.db) if multi else None,
         public_hosts=ctx.settings.public_hosts,
         uploads=upload_gate(ctx, uploads),
+        downloads=(ctx.settings.data_dir / DOWNLOADS, download_gate(ctx)),
+        owned=lambda user, path: (
+            bool(user or not multi) and ctx.uploads.owns(user or LOCAL.name, path)
+        ),
+        signed_out=lambda name, address: later(ctx.db, accounts.signed_out, name, address),
+        refused=lambda user, detail: later(ctx.db, accounts.denied, user or "", "", detail),
     )
+    # outermost: every refusal of the API and the UI's routes in the security log
+    app.add_middleware(
+        DeniedCalls,  # type: ignore[arg-type]
+        record=lambda user, address, detail: later(ctx.db, accounts.denied, user, address, detail),
+    )
+    return app

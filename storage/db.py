@@ -250,14 +250,20 @@ class Database:
         apply_migrations: bool = True,
         busy_timeout: float = BUSY_TIMEOUT,
         max_intents: int | None = None,
+        max_rows: int | None = None,
     ) -> None:
         """``max_intents``: the intents a project may have (None: the default of
-        :data:`storage.projects.DEFAULT_MAX_INTENTS`), carried in every session's ``info``."""
+        :data:`storage.capacity.DEFAULT_MAX_INTENTS`), ``max_rows`` the utterances (None:
+        :data:`storage.capacity.DEFAULT_MAX_ROWS`), carried in every session's ``info``."""
         self.url = url
         self.engine = make_engine(url, busy_timeout=busy_timeout)
         if apply_migrations:
             migrate(self.engine)
-        info = {} if max_intents is None else {"max_intents": max_intents}
+        info = {
+            key: value
+            for key, value in (("max_intents", max_intents), ("max_rows", max_rows))
+            if value is not None
+        }
         self._factory = sessionmaker(self.engine, expire_on_commit=False, info=info)
         self._locks = self.engine.dialect.name == "postgresql"  # advisory locks to take
         writer = self.engine.execution_options(**{IMMEDIATE: True})

@@ -22,12 +22,12 @@ from sqlalchemy import Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from storage import guard
+from storage.capacity import check_intent_room, check_row_room
 from storage.errors import StorageError
 from storage.faults import fault_point
 from storage.names import NameIndex, project_index
 from storage.projects import (
     _labels_of,
-    check_intent_room,
     create_intent,
     intents_by_name,
     validate_intent_name,
@@ -148,7 +148,7 @@ def plan_import(
     """Check rows against the project (``None``: one not created yet) and write nothing. Raises
     :class:`StorageError` for a text twice in ``rows``, a label that is no intent when
     ``create_missing_intents`` is off (or is no valid intent name), more new intents than the
-    project's limit (:func:`storage.projects.check_intent_room`), a text already in the project
+    project's limit (:func:`storage.capacity.check_intent_room`), a text already in the project
     when ``on_existing="error"``, or a relabel that would leave an intent on an `unlabelled` row.
     With ``on_existing="skip"`` the texts already there are left out and counted.
 
@@ -310,11 +310,12 @@ def write_rows(
         raise StorageError(
             f"{len(needed)} label(s) are not intents of this project: {', '.join(needed[:10])}"
         )
+    new = [r for r in rows if r.text not in existing]
+    check_row_room(s, project_id, len(new))
     known = intents_by_name(s, project_id)
     for name in needed:
         known[name] = create_intent(s, project_id, name, look_alikes_checked=True)
     old = [r for r in rows if r.text in existing]
-    new = [r for r in rows if r.text not in existing]
     locked = guard.refused(s, project_id, [existing[r.text][0] for r in old])
     if locked:
         old = [r for r in old if existing[r.text][0] not in locked]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
@@ -61,6 +61,19 @@ def set_member(s: Session, project_id: int, user_id: int, role: str) -> bool:
     found.role = role
     s.flush()
     return False
+
+
+def read_only_memberships(s: Session, user_id: int) -> int:
+    """How many read-only projects (opened from a bundle) the user is a member of."""
+    return int(
+        s.scalar(
+            select(func.count())
+            .select_from(ProjectMember)
+            .join(Project, Project.id == ProjectMember.project_id)
+            .where(ProjectMember.user_id == user_id, Project.read_only.is_(True))
+        )
+        or 0
+    )
 
 
 def remove_member(s: Session, project_id: int, user_id: int) -> None:

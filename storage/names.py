@@ -5,13 +5,20 @@ A name is stored NFC-normalised and trimmed, with something visible in it and no
 
 1. NFKC, case-folded, default-ignorable code points removed (Unicode's ``NFKC_Casefold``):
    ``Greet``, full-width ``ｇｒｅｅｔ`` and ``greet`` + a variation selector are ``greet``;
-2. the Unicode TR39 skeleton: ``grеet`` with a Cyrillic ``е`` is ``greet``;
-3. runs of spaces, hyphens and underscores are one separator: ``card-block`` and ``card block``
+2. Latin small capitals as their letters (``ᴛʀᴀᴄᴋ`` is ``track``: Unicode gives them no
+   decomposition and TR39 no prototype);
+3. the Unicode TR39 skeleton: ``grеet`` with a Cyrillic ``е`` is ``greet``; overlay marks (a
+   stroke or slash drawn through a letter) dropped, then folded and skeletonised again, so that
+   letters whose prototype is a *capital* (Cherokee ``ᎢᏒᎪᏟᏦ`` is ``TRACK``) meet the lower case;
+4. runs of spaces, hyphens and underscores are one separator: ``card-block`` and ``card block``
    are ``card_block`` (they read, and anchor, as the same words).
 
 Case folding comes before the skeleton, so that ``INFO`` is ``info`` (a skeleton first makes the
 capital ``I`` an ``l``, and ``INFO`` ``lnfo``); a capital ``I`` is then an ``i``, no longer a
 look-alike of ``l``: the one thing the skeleton alone caught that the key does not.
+
+A project's name follows the same character rules as an intent's (:func:`project_name_problem`):
+something visible, nothing invisible or controlling, at most :data:`MAX_NAME_CHARS` characters.
 
 The reserved label's aliases (``OUT-OF-SCOPE``, ``Out of scope``, ``out_οf_scope`` with a Greek
 ``ο``) are :data:`OUT_OF_SCOPE`, stored or not. Wherever a person or a file names an intent, the
@@ -68,6 +75,16 @@ _NOT_IN_NAMES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _SHOWS_NOTHING = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Mn", "Me"})
 
 
+# Unicode names no control character: these are the ones people know.
+_CONTROL_NAMES = {0x07: "BELL", 0x08: "BACKSPACE", 0x09: "TAB", 0x0A: "LINE FEED"}
+_CONTROL_NAMES |= {0x0D: "CARRIAGE RETURN", 0x1B: "ESCAPE", 0x7F: "DELETE", 0x9B: "CSI"}
+
+
+def char_name(c: str) -> str:
+    """``c``'s Unicode name, or what a control character is called (``ESCAPE``)."""
+    return unicodedata.name(c, "") or _CONTROL_NAMES.get(ord(c), "CONTROL")
+
+
 def is_ignorable(c: str) -> bool:
     """Whether ``c`` has Unicode's Default_Ignorable_Code_Point property (it is not drawn)."""
     return _IGNORABLE.match(c) is not None
@@ -91,25 +108,26 @@ def _hidden(c: str) -> str | None:
     return None
 
 
-def _problem(name: str, *, hidden_ok: bool) -> str | None:
+def _problem(name: str, *, hidden_ok: bool, what: str = "intent") -> str | None:
+    a = "An" if what[0] in "aeiou" else "A"
     if not name:
-        return "An intent needs a name."
+        return f"{a} {what} needs a name."
     if len(name) > MAX_NAME_CHARS:
-        return f"An intent name is at most {MAX_NAME_CHARS} characters."
-    if "|" in name:
+        return f"{a} {what} name is at most {MAX_NAME_CHARS} characters."
+    if "|" in name and what == "intent":
         return "An intent name cannot contain '|' (it separates labels in files)."
     if "\x00" in name:
-        return "An intent name cannot contain a NUL character."
+        return f"{a} {what} name cannot contain a NUL character."
     if _shows_nothing(name):
         return (
-            f"An intent name needs something visible: {name!a} has only invisible, filler or "
+            f"{a} {what} name needs something visible: {name!a} has only invisible, filler or "
             "combining characters."
         )
     for c in name:
         if (kind := _hidden(c)) is not None and not (hidden_ok and is_ignorable(c)):
             return (
-                f"An intent name cannot contain {kind} character (U+{ord(c):04X} "
-                f"{unicodedata.name(c, 'unnamed')}): it makes names that look alike."
+                f"{a} {what} name cannot contain {kind} character (U+{ord(c):04X} "
+                f"{char_name(c)}): it makes names that look alike."
             )
     return None
 
@@ -126,6 +144,32 @@ def label_problem(name: str) -> str | None:
     label may carry when it names an existing intent (``greet`` + a variation selector is
     ``greet``; as a new name it is refused when imported)."""
     return _problem(name, hidden_ok=True)
+
+
+def project_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` (NFC-normalised and trimmed) as a project's name, or None:
+    the character rules of an intent's name (see :func:`name_problem`)."""
+    return _problem(name, hidden_ok=False, what="project")
+
+
+def validate_project_name(name: str) -> str:
+    """``name`` NFC-normalised and trimmed, or :class:`StorageError` saying why it cannot be a
+    project's name.
+
+    Example:
+        >>> validate_project_name(" shop ")
+        'shop'
+        >>> validate_project_name("shop\x1b[2J")
+        Traceback (most recent call last):
+        ...
+        storage.errors.StorageError: A project name cannot contain an invisible or control character (U+001B ESCAPE): it makes names that look alike.
+    """
+    if not isinstance(name, str):
+        raise StorageError("A project name must be a string.")
+    clean = unicodedata.normalize("NFC", name).strip()
+    if (msg := project_name_problem(clean)) is not None:
+        raise StorageError(msg)
+    return clean
 
 
 def validate_intent_name(name: str) -> str:
@@ -170,10 +214,43 @@ def _separated(name: str) -> str:
     return _SEPARATORS.sub("_", _EDGES.sub("", name))
 
 
+def _small_capitals() -> dict[int, str]:
+    """Latin small capitals (``ᴛ``, ``ʀ``...) -> their lower-case letters."""
+    found: dict[int, str] = {}
+    for start, end in ((0x0250, 0x02B0), (0x1D00, 0x1D80), (0xA720, 0xA800), (0x1DF00, 0x1E000)):
+        for code in range(start, end):
+            name = unicodedata.name(chr(code), "")
+            letter = name.removeprefix("LATIN LETTER SMALL CAPITAL ")
+            if letter != name and len(letter) == 1:
+                found[code] = letter.lower()
+    return found
+
+
+_SMALL_CAPITALS = _small_capitals()
+
+
+def _without_overlays(text: str) -> str:
+    """``text`` (NFD) without overlay marks (canonical combining class 1: strokes, slashes)."""
+    return "".join(c for c in text if unicodedata.combining(c) != 1)
+
+
+def _look(name: str) -> str:
+    """What ``name`` looks like: steps 1 to 3 of the key (see the module docstring)."""
+    once = skeleton(_folded(name).translate(_SMALL_CAPITALS))
+    return skeleton(_folded(_without_overlays(once)))
+
+
 @lru_cache(maxsize=16384)
 def name_key(name: str) -> str:
-    """The key two names share when they are one intent (see the module docstring)."""
-    return _separated(skeleton(_folded(name)))
+    """The key two names share when they are one intent (see the module docstring).
+
+    Example:
+        >>> name_key("\u13a2\u13d2\u13aa\u13df\u13e6_\u13be\u13d2\u13a0\u13ac\u13d2")  # Cherokee
+        'track_order'
+        >>> name_key("\u1d1b\u0280\u1d00\u1d04\u1d0b_order")  # Latin small capitals
+        'track_order'
+    """
+    return _separated(_look(name))
 
 
 OUT_OF_SCOPE_KEY = name_key(OUT_OF_SCOPE)
@@ -183,7 +260,7 @@ _STEPS = (
     ("case", str.casefold),
     ("full-width or compatibility forms", lambda t: unicodedata.normalize("NFKC", t)),
     ("invisible characters", lambda t: _IGNORABLE.sub("", t).replace("\u2800", "")),
-    ("look-alike characters", skeleton),
+    ("look-alike characters", _look),
     ("spaces, hyphens or underscores", _separated),
 )
 

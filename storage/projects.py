@@ -10,8 +10,12 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.orm import Session
 
+from storage.capacity import DEFAULT_MAX_INTENTS as DEFAULT_MAX_INTENTS
+from storage.capacity import MAX_INTENTS_KEY as MAX_INTENTS_KEY
+from storage.capacity import check_intent_room
 from storage.errors import ConflictError, NotFoundError, ReadOnlyProjectError, StorageError
-from storage.names import project_index, validate_intent_name
+from storage.names import project_index, validate_intent_name, validate_project_name
+from storage.slices import slices
 from storage.tables import Intent, Label, LabelEvent, Project, Template, Utterance
 
 __all__ = ["validate_intent_name"]  # re-exported: imported from here by older callers
@@ -35,11 +39,7 @@ def create_project(
     read_only: bool = False,
     settings: dict[str, Any] | None = None,
 ) -> Project:
-    name = name.strip()
-    if not name:
-        raise StorageError("A project needs a name.")
-    if len(name) > 120:
-        raise StorageError("A project name is at most 120 characters.")
+    name = validate_project_name(name)
     if s.scalar(select(Project.id).where(Project.name == name)) is not None:
         raise ConflictError(f"A project named {name!r} already exists.")
     project = Project(
@@ -78,6 +78,13 @@ def project_id(s: Session | Connection, name_or_id: str | int) -> int:
     if found is None:
         raise NotFoundError(f"No project {name_or_id!r}.")
     return int(found)
+
+
+def names_starting(s: Session, prefix: str) -> set[str]:
+    """The names of the projects whose name starts with ``prefix``."""
+    return set(
+        s.scalars(select(Project.name).where(Project.name.startswith(prefix, autoescape=True)))
+    )
 
 
 def list_projects(s: Session) -> list[Project]:
@@ -157,32 +164,6 @@ def get_intent(s: Session, project_id: int, name: str) -> Intent:
     if intent is None:
         raise NotFoundError(f"No intent {name!r} in this project.")
     return intent
-
-
-# Intents a project may have, unless the session says otherwise (``Database(max_intents=...)``
-# puts the app's setting in every session's ``info``).
-DEFAULT_MAX_INTENTS = 2000
-MAX_INTENTS_KEY = "max_intents"
-
-
-def check_intent_room(s: Session, project_id: int | None, adding: int) -> None:
-    """Refuse ``adding`` new intents that would take a project (None: one not created yet) past
-    its limit: ``s.info["max_intents"]``, else :data:`DEFAULT_MAX_INTENTS`.
-
-    Raises:
-        StorageError: over the limit; nothing was changed.
-    """
-    if adding <= 0:
-        return
-    limit = int(s.info.get(MAX_INTENTS_KEY, DEFAULT_MAX_INTENTS))
-    have = 0
-    if project_id is not None:
-        have = s.scalar(select(func.count()).where(Intent.project_id == project_id)) or 0
-    if have + adding > limit:
-        raise StorageError(
-            f"A project may have at most {limit:,} intents; this would make {have + adding:,} "
-            f"({have:,} now, {adding:,} new). Nothing was changed."
-        )
 
 
 def create_intent(
@@ -297,14 +278,16 @@ def rename_intent(s: Session, project_id: int, old: str, new: str) -> Intent:
 
 
 def _labels_of(s: Session, utterance_ids: list[int]) -> dict[int, list[str]]:
+    """Utterance id -> its intents (sorted names), for any number of ids (in slices)."""
     out: dict[int, list[str]] = {u: [] for u in utterance_ids}
-    rows = s.execute(
-        select(Label.utterance_id, Intent.name)
-        .join(Intent, Intent.id == Label.intent_id)
-        .where(Label.utterance_id.in_(utterance_ids))
-    ).all()
-    for uid, name in rows:
-        out[uid].append(name)
+    for part in slices(utterance_ids):
+        rows = s.execute(
+            select(Label.utterance_id, Intent.name)
+            .join(Intent, Intent.id == Label.intent_id)
+            .where(Label.utterance_id.in_(list(part)))
+        ).all()
+        for uid, name in rows:
+            out[uid].append(name)
     return {u: sorted(v) for u, v in out.items()}
 
 

@@ -23,6 +23,7 @@ from storage.tables import SPLITS
 __all__ = [  # the name rules are re-exported: imported from here by older callers
     "MAX_NAME_CHARS",
     "MAX_TEXT_CHARS",
+    "escape_controls",
     "is_blank",
     "name_problem",
     "nfc",
@@ -49,6 +50,34 @@ def is_blank(text: str) -> bool:
     return all(unicodedata.category(c) in _INVISIBLE for c in text)
 
 
+# Bidi embeddings, overrides and isolates: they reorder what a reader sees, so a reviewer would
+# read a text other than the one the model encodes ("Trojan Source"). The marks (LRM, RLM, ALM)
+# only nudge neutral characters, and right-to-left scripts need them: they stay.
+BIDI_OVERRIDES = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# What a terminal, a log line or a one-line display must never receive raw: C0 controls but tab
+# and line feed, DEL, C1 controls (ESC and CSI start terminal commands, CR rewrites a line), the
+# bidi controls and the line and paragraph separators. :func:`escape_controls` writes each as
+# ``\uXXXX``, which reads as what it is (and stays valid inside a JSON string).
+_CONTROLS = {
+    c: f"\\u{c:04x}"
+    for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]
+    + [0x061C, 0x200E, 0x200F, 0x2028, 0x2029]
+    + [ord(c) for c in BIDI_OVERRIDES]
+}
+_CONTROLS_AND_LINES = {**_CONTROLS, 0x09: "\\u0009", 0x0A: "\\u000a"}
+
+
+def escape_controls(text: str, *, lines: bool = False) -> str:
+    r"""``text`` with every control character (see ``_CONTROLS``) written as ``\uXXXX``; with
+    ``lines``, tab and line feed too (a value that must stay on one line: a log field).
+
+    Example:
+        >>> escape_controls("dana\x1b[2J\rroot"), escape_controls("a\nb", lines=True)
+        ('dana\\u001b[2J\\u000droot', 'a\\u000ab')
+    """
+    return text.translate(_CONTROLS_AND_LINES if lines else _CONTROLS)
+
+
 def validate_text(text: str, *, what: str = "Utterance text") -> str:
     """``text`` trimmed, or :class:`StorageError` saying why it cannot be stored (``what`` names
     it in the message)."""
@@ -61,6 +90,12 @@ def validate_text(text: str, *, what: str = "Utterance text") -> str:
         raise StorageError(f"{what} is longer than {MAX_TEXT_CHARS} characters.")
     if "\x00" in clean:
         raise StorageError(f"{what} contains a NUL character.")
+    if hidden := next((c for c in clean if c in BIDI_OVERRIDES), None):
+        raise StorageError(
+            f"{what} contains a bidi control (U+{ord(hidden):04X} "
+            f"{unicodedata.name(hidden)}): it shows the text in another order than the one the "
+            f"model reads. Remove it: {escape_controls(clean[:80])!r}"
+        )
     return clean
 
 

@@ -10,12 +10,14 @@ password is recorded in ``security_events`` (:func:`record_event`)."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, LockedError, NotFoundError, StorageError
 from storage.tables import SecurityEvent, User, utcnow
+from storage.texts import escape_controls
 
 ROLES = ("viewer", "designer", "admin")
 STATUSES = ("active", "locked", "removed")
@@ -137,22 +139,48 @@ def set_password_hash(s: Session, name: str, password_hash: str) -> User:
 def record_event(
     s: Session, action: str, user_name: str, *, actor: str = "", address: str = "", detail: str = ""
 ) -> SecurityEvent:
-    """Append one row to the security log."""
+    """Append one row to the security log; every field on one line, its control characters
+    written out (``\\u001b``): a name someone typed at the sign-in form is stored as typed,
+    but never as a terminal command or a line of its own."""
     event = SecurityEvent(
         action=action[:32],
-        user_name=user_name[:80],
-        actor=actor[:120],
-        address=address[:64],
-        detail=detail,
+        user_name=escape_controls(user_name, lines=True)[:80],
+        actor=escape_controls(actor, lines=True)[:120],
+        address=escape_controls(address, lines=True)[:64],
+        detail=escape_controls(detail, lines=True),
     )
     s.add(event)
     s.flush()
     return event
 
 
-def security_events(s: Session, limit: int = 100) -> list[SecurityEvent]:
-    """The security log, newest first."""
-    return list(s.scalars(select(SecurityEvent).order_by(SecurityEvent.id.desc()).limit(limit)))
+def security_events(
+    s: Session, limit: int = 100, *, user: str | None = None, action: str | None = None
+) -> list[SecurityEvent]:
+    """The security log, newest first: at most ``limit`` events, of ``user`` (the name the event
+    is about, or who acted) and of ``action`` when given."""
+    query = select(SecurityEvent)
+    if user:
+        query = query.where((SecurityEvent.user_name == user) | (SecurityEvent.actor == user))
+    if action:
+        query = query.where(SecurityEvent.action == action)
+    return list(s.scalars(query.order_by(SecurityEvent.id.desc()).limit(limit)))
+
+
+def security_actions(s: Session) -> list[str]:
+    """The actions the security log holds, by name."""
+    return list(s.scalars(select(SecurityEvent.action).distinct().order_by(SecurityEvent.action)))
+
+
+def sign_ins_since(s: Session, since: datetime, limit: int = 10_000) -> list[SecurityEvent]:
+    """The successful sign-ins (``signed_in``) since ``since``, newest first, at most ``limit``."""
+    query = (
+        select(SecurityEvent)
+        .where(SecurityEvent.action == "signed_in", SecurityEvent.created_at >= since)
+        .order_by(SecurityEvent.id.desc())
+        .limit(limit)
+    )
+    return list(s.scalars(query))
 
 
 def set_token_hash(s: Session, name: str, token_hash: str | None) -> User:

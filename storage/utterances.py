@@ -13,9 +13,16 @@ from sqlalchemy.orm import Session
 
 from storage import guard
 from storage.by_id import labels_of, utterances_by_id
+from storage.capacity import check_row_room
 from storage.errors import ConflictError, NotFoundError, StorageError, UnknownIntentError
 from storage.names import NameIndex
-from storage.projects import _labels_of, create_intent, intents_by_name, validate_intent_name
+from storage.projects import (
+    _labels_of,
+    create_intent,
+    intents_by_name,
+    validate_intent_name,
+)
+from storage.slices import SLICE, slices
 from storage.slots import moved_entities
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
@@ -104,7 +111,20 @@ def list_utterances(
     offset: int = 0,
 ) -> list[UtteranceRow]:
     """Utterances with their labels, in id order, filtered by intent name (``"(none)"`` = no
-    label), split and a case-insensitive substring; ``offset``/``limit`` page through them."""
+    label), split and a case-insensitive substring; ``offset``/``limit`` page through them.
+    Any number of ``ids`` (in slices: no query binds a variable per row)."""
+    if ids is not None:
+        ids = list(dict.fromkeys(ids))
+    if ids is not None and len(ids) > SLICE:
+        rows = [
+            row
+            for part in slices(ids)
+            for row in list_utterances(
+                s, project_id, intent=intent, split=split, search=search, ids=part
+            )
+        ]
+        rows.sort(key=lambda r: r.id)
+        return rows[offset : offset + limit if limit else None]
     wanted = _filtered(project_id, intent=intent, split=split, search=search, ids=ids)
     q = (
         select(Utterance.id, Utterance.text, Utterance.split, Utterance.version, Utterance.context)
@@ -259,6 +279,7 @@ def add_utterance(
         select(Utterance.id).where(Utterance.project_id == project_id, Utterance.text == text)
     ):
         raise StorageError(f"The utterance {text!r} is already in this project.")
+    check_row_room(s, project_id, 1)
     intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     u = Utterance(project_id=project_id, text=text, split=split, context=validate_context(context))
     s.add(u)

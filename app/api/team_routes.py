@@ -172,7 +172,7 @@ def decide(utterance_id: int, body: team_models.DecideIn, request: Request, p: L
 def answers_file(request: Request, p: Reader) -> Any:
     ctx = context(request)
     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
-    path = team_answers.export_answers(ctx.db, p, download_path(ctx.settings, name))
+    path = team_answers.export_answers(ctx.db, p, download_path(ctx.settings, name, p.id))
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 

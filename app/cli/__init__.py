@@ -14,9 +14,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts, visible_output
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
+    cmd_audit,
     cmd_backup,
     cmd_export,
     cmd_import,
@@ -274,10 +275,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("projects", help="list projects (or those a user sees: --user NAME)")
     p.add_argument("--user", help="only the projects this user sees, with their role in each")
     p.set_defaults(func=cmd_projects)
+
+    p = sub.add_parser(
+        "audit",
+        help="the security log, newest first: sign-ins, refused calls, account changes, "
+        "exports, reports, bundles, new projects (filter with --user and --action)",
+    )
+    p.add_argument("--user", help="only events about this user or done by them")
+    p.add_argument("--action", help="only this action (signed_in, sign_in_failed, denied, ...)")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=cmd_audit)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with visible_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # Idle OpenMP threads sleep instead of spinning: the app, the worker and UMAP share 2 cores.

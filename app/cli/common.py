@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TextIO
+
+from storage.texts import escape_controls
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
@@ -15,6 +21,46 @@ DEFAULT_PORT = 7860
 
 class CliError(Exception):
     """A user error: printed as one message, exit status 2."""
+
+
+class VisibleText(io.TextIOBase):
+    """A text stream that, on a terminal, writes every control character it is given as
+    ``\\uXXXX`` (:func:`storage.texts.escape_controls`; line feeds and tabs stay): a project name,
+    a text or a user name the command prints can never move the cursor, clear the screen,
+    rewrite a line or reorder what the terminal shows (issue 56, row 9). A pipe or a file gets
+    the text as it is (``predict --format csv > out.csv`` keeps every character)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(escape_controls(text) if self.stream.isatty() else text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:  # a child process writes to the stream itself
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+
+@contextmanager
+def visible_output() -> Iterator[None]:
+    """Standard output and error as :class:`VisibleText` while a command runs."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = VisibleText(out), VisibleText(err)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 # The contexts a command opened: :func:`close_contexts` closes them when it returns, so its

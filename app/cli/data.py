@@ -1,9 +1,10 @@
-"""``import``, ``export``, ``projects``, ``users``, ``backup`` and ``restore``: the data."""
+"""``import``, ``export``, ``projects``, ``users``, ``audit``, ``backup`` and ``restore``: the data."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from app.cli.common import CliError, context, project
@@ -171,5 +172,26 @@ def cmd_projects(args: argparse.Namespace) -> int:
     for name in names:
         p = open_project(ctx.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
-        print(summary(ctx.db, p).headline().replace("**", "") + role)
+        print(summary(ctx.db, p).headline() + role)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """The security log, newest first, filtered by user and action (tab-separated, or JSON
+    lines with ``--json``)."""
+    import json
+
+    from app.services.accounts import ACTIONS, COLUMNS, security_log
+
+    if args.action and args.action not in ACTIONS:
+        raise CliError(f"Unknown action {args.action!r}: use one of {', '.join(ACTIONS)}.")
+    rows = security_log(context(args).db, args.limit, user=args.user, action=args.action)
+    for row in rows:
+        at = f"{row['at']:%Y-%m-%d %H:%M:%S}"
+        if args.json:
+            print(json.dumps({**row, "at": at}, ensure_ascii=False))
+        else:
+            print("\t".join([at, *(str(row[c]) for c in COLUMNS[1:])]))
+    if not rows and not args.json:
+        print("No event in the security log matches.", file=sys.stderr)
     return 0

@@ -16,6 +16,9 @@ Gradio's sessions at once, so the page shows the sign-in form and the API answer
 CSRF: its ``Origin``, or else ``Referer``, must be this server), the form's size is bounded, the
 client's address is handed to the rate limit (:mod:`app.perimeter.sign_in`), and the session cookies (set
 on sign-in, cleared on sign-out) are ``SameSite=Lax``, ``HttpOnly``, and ``Secure`` over TLS.
+Signing out is a POST from the app's own page (issue 56, row 10: Gradio's ``GET /logout`` let any
+site sign a user out of every session with a link): ``GET /logout`` answers a page with a
+"Sign out" button, ``POST /logout`` from another site is refused.
 """
 
 from __future__ import annotations
@@ -209,8 +212,31 @@ class SignInRequired:
 
 
 SIGN_IN_PATHS = frozenset({"/login", "/login/"})
+SIGN_OUT_PATHS = frozenset({"/logout", "/logout/"})
 # The routes that set (sign in) or clear (sign out) Gradio's session cookies.
-COOKIE_PATHS = SIGN_IN_PATHS | {"/logout", "/logout/"}
+COOKIE_PATHS = SIGN_IN_PATHS | SIGN_OUT_PATHS
+SIGN_OUT_PAGE = (
+    "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Sign out · Intent Studio"
+    "</title><meta name='viewport' content='width=device-width'></head><body style='font-family:"
+    "system-ui,sans-serif;max-width:32rem;margin:4rem auto'><form method='post'><p>Sign out of "
+    "Intent Studio (every session of yours)?</p><button type='submit'>Sign out</button> "
+    "<a href='./'>Back</a></form></body></html>"
+).encode()
+
+
+async def _page(send: Send, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -269,9 +295,15 @@ class SignInForm:
     """ASGI middleware for the sign-in form's POST (see the module's docstring). With
     ``sessions``, each session it opens is recorded there."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        sessions: Sessions | None = None,
+        signed_out: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.app = app
         self.sessions = sessions
+        self.signed_out = signed_out  # (name, address): for the security log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] not in COOKIE_PATHS:
@@ -296,8 +328,19 @@ class SignInForm:
                 message = {**message, "headers": headers}
             await send(message)
 
-        if scope.get("method") != "POST" or scope["path"] not in SIGN_IN_PATHS:
-            await self.app(scope, receive, send_strict)  # signing out: its cookies too
+        if scope["path"] in SIGN_OUT_PATHS:
+            if scope.get("method") == "POST" and same_site(scope):  # Gradio's route is a GET
+                who = session_user(scope)
+                await self.app({**scope, "method": "GET"}, receive, send_strict)
+                if who is not None and self.signed_out is not None:
+                    self.signed_out(who, str((scope.get("client") or ("", 0))[0]))
+            elif scope.get("method") == "POST":
+                await http_body.answer(send, 403, "Sign out from this server's own page.")
+            else:  # a link or a redirect from anywhere only shows the button
+                await _page(send, SIGN_OUT_PAGE)
+            return
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send_strict)
             return
         if not same_site(scope):
             await http_body.answer(send, 403, "Sign in from this server's own page.")

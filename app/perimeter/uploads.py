@@ -5,6 +5,10 @@ Gradio stores every upload in its cache folder and removes it after a day; any s
 viewers too, could fill the disk (288 MB in 3 s). :class:`UploadGate` sits in front of the upload
 route and:
 
+- refuses an upload posted from another site (403): with no sign-in (single-user mode) a plain
+  cross-site form could fill the upload quota, and the user's own import got 413 for an hour
+  (issue 56, row 6); its ``Origin`` (else ``Referer``) must be the server it was sent to
+  (:func:`app.perimeter.http_guard.same_site`);
 - refuses a user who can import nothing (a viewer: 403);
 - bounds one request (:data:`app.limits.UPLOAD_REQUEST_BYTES`: one file of
   :data:`app.config.MAX_UPLOAD_BYTES` and its form), what one user's uploads waiting for an
@@ -14,6 +18,14 @@ route and:
 - records each stored file in :class:`Uploads` (``AppContext.uploads``). An import or an opened
   bundle removes its file when it ends (:meth:`Uploads.used_up`), which gives its room back; a
   file nobody used is removed after :data:`app.limits.UPLOAD_KEPT_S`.
+
+The files a UI event receives are checked here too (issue 56, row 1): a Gradio event names its
+files by their ``path`` on the server, and Gradio's own check of that path stands aside in an app
+mounted with ``gr.mount_gradio_app``, so an event could name any file the server can read. Every
+file an event carries must be an upload of the user sending it, still waiting to be used
+(:meth:`Uploads.owns`, :func:`foreign_files`; the UI asks before Gradio touches the file:
+:mod:`app.ui.mount`); anything else is refused with :data:`NOT_AN_UPLOAD`, which says nothing of
+the file (whether it exists, what it holds).
 
 Example:
     >>> uploads = Uploads(UploadLimits(per_user=100, total=150, request=80))
@@ -38,10 +50,17 @@ import anyio.to_thread
 
 from app import limits
 from app.perimeter import http_body
+from app.perimeter.http_guard import same_site
 
 logger = logging.getLogger(__name__)
 
 UPLOAD_PATH = "/gradio_api/upload"
+# The one answer to an event naming a file that is not the sender's upload waiting to be used:
+# the same whatever the file is, exists or holds.
+NOT_AN_UPLOAD = (
+    "That file is not an upload of yours waiting to be used (an upload is used once, and removed "
+    "after an hour unused): upload it again."
+)
 
 
 def _mib(n: int) -> str:
@@ -128,6 +147,13 @@ class Uploads:
                     size = received
                 self._files[path] = (user, size, self.clock())
 
+    def owns(self, user: str, path: str) -> bool:
+        """Whether ``path`` is a file ``user`` uploaded that is still waiting to be used."""
+        with self._lock:
+            self._sweep()
+            kept = self._files.get(path)
+            return kept is not None and kept[0] == user
+
     def used_up(self, path: str | os.PathLike[str] | None) -> None:
         """An import or a bundle that read ``path`` has ended: remove it, if it is an upload
         recorded here (nothing else is ever removed)."""
@@ -141,6 +167,29 @@ class Uploads:
         with self._lock:
             self._sweep()
             return sum(n for _, n, _ in self._files.values())
+
+
+def foreign_files(value: Any, owned: Callable[[str], bool]) -> list[str]:
+    """The files named in ``value`` (an event's inputs: every mapping with a ``path``, at any
+    depth) that ``owned`` does not accept, in order.
+
+    Example:
+        >>> foreign_files(["shop", {"path": "/etc/passwd", "meta": {}}, [{"path": "/up/a.csv"}]],
+        ...               owned=lambda p: p.startswith("/up/"))
+        ['/etc/passwd']
+    """
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            path = item.get("path")
+            if path is not None and not (isinstance(path, str) and owned(path)):
+                found.append(str(path))
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+    return found
 
 
 def _is_upload(scope: http_body.Scope) -> bool:
@@ -169,6 +218,9 @@ class UploadGate:
     ) -> None:
         if not _is_upload(scope):
             await self.app(scope, receive, send)
+            return
+        if not same_site(scope):
+            await http_body.answer(send, 403, "Upload files from this app's own page.")
             return
         user = self.user_of(scope) or ""
         if self.refusal is not None:

@@ -48,6 +48,19 @@ def intent_colours(intents: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def plain(text: object) -> str:
+    """``text`` as Plotly shows it as text (issue 56, row 3): Plotly reads the labels it draws
+    (legend entries, axis ticks, annotations, hover) as a subset of HTML, so an intent named
+    ``<a href=...>`` would be a link and ``<span style=...>`` styled text. Escaped, it shows as
+    typed. Values a click reads back (``customdata``) stay as they are.
+
+    Example:
+        >>> plain('<a href="https://evil.example">x</a> & y')
+        '&lt;a href="https://evil.example"&gt;x&lt;/a&gt; &amp; y'
+    """
+    return html.escape(str(text), quote=False)
+
+
 def _gold_tuple(label: GoldLabel) -> tuple[str, ...]:
     if label is None:
         return ()

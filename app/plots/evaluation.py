@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from app.plots.common import intent_colours
+from app.plots.common import intent_colours, plain
 
 
 def f1_bars(
@@ -29,7 +29,7 @@ def f1_bars(
     fig = go.Figure(
         go.Bar(
             x=values,
-            y=names,
+            y=[plain(k) for k in names],
             orientation="h",
             marker={"color": [palette[k] for k in names]},
             customdata=names,
@@ -75,17 +75,18 @@ def confusion_heatmap(
     """
     z = _square(labels, matrix)
     names = [str(x) for x in labels]
-    custom = [[[g, p] for p in names] for g in names]
+    custom = [[[g, p] for p in names] for g in names]  # read back by a click: as stored
+    shown = [plain(x) for x in names]
     integer = bool(np.all(np.equal(np.mod(z, 1), 0)))
     fig = go.Figure(
         go.Heatmap(
             z=z.tolist(),
-            x=names,
-            y=names,
+            x=shown,
+            y=shown,
             customdata=custom,
             colorscale="Blues",
             hovertemplate=(
-                "gold: %{customdata[0]}<br>predicted: %{customdata[1]}<br>"
+                "gold: %{y}<br>predicted: %{x}<br>"
                 + ("count: %{z:d}" if integer else "value: %{z:.3f}")
                 + "<extra></extra>"
             ),

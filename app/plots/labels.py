@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from app.plots.common import MapData, _gold_tuple
+from app.plots.common import MapData, _gold_tuple, plain
 
 # A name at font size 11 is about this many pixels per character, and this tall; the smallest
 # plot area the Map tab draws is this tall (a 320 px figure at 1280x720, assets/style.css): names
@@ -75,7 +75,7 @@ def centroid_labels(
     return go.Scatter(
         x=[float(c[0]) for c in centres],
         y=[float(c[1]) for c in centres],
-        text=wanted,
+        text=[plain(k) for k in wanted],
         mode="text",
         textfont={"size": 11, "color": "#1f2937"},
         hoverinfo="skip",

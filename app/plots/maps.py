@@ -25,6 +25,7 @@ from app.plots.common import (
     _wrap,
     format_metrics,
     intent_colours,
+    plain,
 )
 from app.plots.labels import centroid_labels
 from core.projection import align_transform
@@ -141,7 +142,7 @@ def _map_traces(
                 x=pts[idx, 0].tolist(),
                 y=pts[idx, 1].tolist(),
                 mode="markers",
-                name=key,
+                name=plain(key),
                 legendgroup=key,
                 showlegend=legend,
                 customdata=[int(m.ids[i]) for i in idx],

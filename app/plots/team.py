@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.plots.common import plain
+
 # Landis & Koch (1977): the band's upper bound, its name, its colour (red to green).
 BANDS = (
     (0.2, "slight", "#d73027"),
@@ -49,7 +51,7 @@ def _bars(rows: Sequence[tuple[str, str, float | None, int]]) -> go.Bar:
     values = [0.0 if v is None else float(v) for _, _, v, _ in rows]
     return go.Bar(
         x=values,
-        y=[label for label, *_ in rows],
+        y=[plain(label) for label, *_ in rows],
         orientation="h",
         marker={"color": ["#bbbbbb" if v is None else band(v)[1] for _, _, v, _ in rows]},
         text=[

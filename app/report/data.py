@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from app.plots import MapData
+from core.retrieval.explain import sentence_parts
 
 SPACE_KEYS = ("silhouette", "alignment", "uniformity")
 # Which direction is better, for the colour of a change.
@@ -96,16 +96,19 @@ class ReportData:
         return self.evaluated_on.startswith("cv")
 
 
-_EMPHASIS = re.compile(r"\*([^*\n]+)\*")
-
-
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
 def rich(text: str) -> str:
-    """Escape, then turn ``*intent*`` into ``<em>intent</em>`` (safe: applied after escaping)."""
-    return _EMPHASIS.sub(r"<em>\1</em>", esc(text))
+    """A sentence that marks names as ``*intent*`` (:func:`core.retrieval.explain.sentence_parts`)
+    as HTML: the names in ``<em>``, all text escaped; a ``*`` of a quoted utterance stays one.
+
+    Example:
+        >>> rich("Predicted *greet* like '{{7\\\\*7}}' <b>")
+        'Predicted <em>greet</em> like &#x27;{{7*7}}&#x27; &lt;b&gt;'
+    """
+    return "".join(f"<em>{esc(t)}</em>" if on else esc(t) for t, on in sentence_parts(text))
 
 
 def finite(value: object) -> float | None:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from app.report.data import ReportData, finite, pct
+from core.retrieval.explain import emphasised, literal
 
 TOP = 3  # intents named in each list
 MIN_GAIN = 0.005  # an F1 change smaller than this is not an improvement
@@ -27,7 +28,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def _quote(text: str, limit: int = 90) -> str:
     text = " ".join(text.split())
-    return "“" + (text if len(text) <= limit else text[: limit - 1].rstrip() + "…") + "”"
+    return "“" + literal(text if len(text) <= limit else text[: limit - 1].rstrip() + "…") + "”"
 
 
 def _headline(d: ReportData) -> str:
@@ -70,7 +71,7 @@ def _improved(d: ReportData) -> str:
     best = sorted((g for g in gains if g[0] >= MIN_GAIN), key=lambda g: (-g[0], g[1]))[:TOP]
     if not best:
         return "No intent improved with training."
-    items = ", ".join(f"*{name}* (F1 {pct(b)} → {pct(a)})" for _, name, b, a in best)
+    items = ", ".join(f"{emphasised(name)} (F1 {pct(b)} → {pct(a)})" for _, name, b, a in best)
     head = _plural(len(best), "The intent that improved most", "The {n} intents that improved most")
     return f"{head}: {items}."
 
@@ -87,8 +88,8 @@ def _failing(d: ReportData) -> str:
     items = []
     for f1, name in worst:
         miss = d.misses.get(name)
-        example = f"; e.g. {_quote(miss[0])} went to *{miss[1]}*" if miss else ""
-        items.append(f"*{name}* (F1 {pct(f1)}{example})")
+        example = f"; e.g. {_quote(miss[0])} went to {emphasised(miss[1])}" if miss else ""
+        items.append(f"{emphasised(name)} (F1 {pct(f1)}{example})")
     head = _plural(len(worst), "The intent that still fails most", "The {n} that still fail most")
     return f"{head}: {'; '.join(items)}."
 

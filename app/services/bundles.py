@@ -8,6 +8,7 @@ project's data and writes rows.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
@@ -18,7 +19,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from app.access import ProjectHandle
+from app.access.auth import current_actor
+from app.limits import BUNDLE_PROJECTS_PER_USER as BUNDLES
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
+from app.services import accounts as security
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
@@ -32,9 +36,11 @@ from core.retrieval.anchors import humanise
 from storage import versions
 from storage.artifacts import tree_sha256
 from storage.datasets import snapshot
-from storage.errors import NotFoundError
+from storage.errors import NotFoundError, StorageError
 from storage.imports import import_rows
-from storage.projects import create_project, describe_intents
+from storage.members import read_only_memberships, set_member
+from storage.names import project_name_problem
+from storage.projects import create_project, describe_intents, names_starting
 from storage.utterances import NewUtterance, list_utterances
 from storage.versions import NewVersion
 
@@ -195,6 +201,8 @@ def export_bundle(
             anchor_weight=factory.anchors.weight if factory.anchors else 0.0,
             onnx_only=onnx_only,
         )
+    version = row["id"] or "frozen base"
+    security.record(live.db, "bundle_exported", f"{p.name!r}, version {version}", who=p.actor)
     return {
         "path": str(out),
         "size_mb": round(out.stat().st_size / 1e6, 2),
@@ -240,8 +248,30 @@ def _bundle_descriptions(contents: Any) -> dict[str, str]:
     return {name: "" if text == humanise(name) else text for name, text in texts.items()}
 
 
+def _new_name(s: Any, manifest: dict[str, Any], sees_all: bool) -> str:
+    """The name of a project opened from a bundle: its project's name (when it is a valid one)
+    and ``(bundle)``. For someone who sees every project (the local operator, an admin) the
+    first free one of ``(bundle)``, ``(bundle 2)``...; for anyone else a fresh token, so the
+    name never tells which other projects exist (issue 56, row 7)."""
+    named = manifest.get("project")
+    base = str(named) if isinstance(named, str) else ""
+    if not base or project_name_problem(base.strip()) is not None:
+        base = "bundle"
+    base = base.strip()[:80]
+    if not sees_all:
+        return f"{base} (bundle {uuid.uuid4().hex[:8]})"
+    taken = names_starting(s, base)
+    return next(
+        name
+        for k in itertools.count(1)
+        if (name := f"{base} (bundle)" if k == 1 else f"{base} (bundle {k})") not in taken
+    )
+
+
 def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None = None) -> str:
     """Open a bundle (verified, never executing anything from it) as a new read-only project.
+    In a team, whoever opens it (not an admin) becomes its member, at most
+    :data:`app.limits.BUNDLE_PROJECTS_PER_USER` such projects at once.
 
     The bundle's base encoder must be a registry name and its weights exactly the base
     architecture's (:func:`core.bundle.weights.check_weights`), so a bundle that could not load
@@ -259,7 +289,9 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
                 "project serves and measures with: export the version without int8 to open it "
                 "here (its predict.py, and intent-studio predict --bundle, run it as it is)."
             )
-        name = (name or f"{manifest.get('project') or 'bundle'} (bundle)").strip()
+        who = current_actor()
+        member = None if who.id is None or who.role == "admin" else who.id  # who sees not all
+        sees_all = member is None
         model_files = [contents.root / "model.json"]
         model_files += [contents.root / d for d in ("encoder", "adapter", HEAD_DIR, LABEL_DIR)]
         has_model = (contents.root / "model.json").is_file()
@@ -273,9 +305,14 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
                         shutil.copy2(src, tmp / src.name)
         try:
             with factories.db.session() as s:
+                if member is not None and read_only_memberships(s, member) >= BUNDLES:
+                    raise StorageError(
+                        f"{who.name} already has {BUNDLES} projects opened from bundles: ask an "
+                        "admin to delete one before opening another. Nothing was changed."
+                    )
                 p = create_project(
                     s,
-                    name,
+                    name.strip() if name else _new_name(s, manifest, sees_all),
                     base_encoder=str(manifest.get("base_encoder") or "minilm"),
                     description=f"Imported from bundle {Path(path).name}",
                     read_only=True,
@@ -290,6 +327,8 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
                     ],
                 )
                 describe_intents(s, p.id, _bundle_descriptions(contents))
+                if member is not None:  # she sees what she opened
+                    set_member(s, p.id, member, "designer" if who.may("designer") else "viewer")
                 if has_model:
                     sha, size = tree_sha256(factories.models.artifacts.path(rel))
                     new = NewVersion(
@@ -305,7 +344,9 @@ def import_bundle(factories: FactoryBuilder, path: str | Path, name: str | None 
                         note=f"from bundle: {json.dumps(manifest.get('model_version'))}",
                     )
                     versions.register_version(s, new, activate=True)
-                return p.name
+                opened = p.name
+            security.record(factories.db, "bundle_opened", f"{opened!r} from {Path(path).name}")
+            return opened
         except BaseException:
             if has_model:
                 factories.models.artifacts.remove(rel)

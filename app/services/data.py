@@ -18,6 +18,7 @@ from storage import utterances as repo
 from storage.db import Database, Session
 from storage.deleted import delete_utterance as delete_kept
 from storage.errors import NotFoundError, UnknownIntentError
+from storage.texts import is_blank
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
 
@@ -49,10 +50,28 @@ def refuse_unconfirmed_test_change(
 
 
 def parse_label_input(value: str | list[str] | None) -> list[str]:
-    """Labels typed as ``a|b`` / ``a, b`` or picked from a multiselect; ``(none)`` = no intent."""
+    """Labels typed as ``a|b`` / ``a, b`` or picked from a multiselect; ``(none)`` or nothing
+    = no intent. A label of only spaces (or other invisible characters) is refused: it names
+    no intent, and storing the row as "no intent" would be a change nobody asked for (issue
+    56, row 8).
+
+    Example:
+        >>> parse_label_input("greet| bye "), parse_label_input(""), parse_label_input("(none)")
+        (['greet', 'bye'], [], [])
+        >>> parse_label_input("   ")
+        Traceback (most recent call last):
+        ...
+        ValueError: '   ' is not an intent's name: it has nothing visible. Leave the label empty (or pick (none)) for no intent.
+    """
     if value is None:
         return []
     items = value if isinstance(value, list) else value.replace(",", "|").split("|")
+    blank = next((v for v in items if v and is_blank(v)), None)
+    if blank is not None:
+        raise ValueError(
+            f"{blank!r} is not an intent's name: it has nothing visible. Leave the label empty "
+            "(or pick (none)) for no intent."
+        )
     return [v.strip() for v in items if v.strip() and v.strip() != "(none)"]
 
 

@@ -1,7 +1,11 @@
 """Files the app generates for someone to download (reports, model bundles, data exports).
 
 Each one is written into its own fresh folder under ``<data-dir>/downloads/`` and handed to the
-user from there. They are not kept: whenever a new one is made, the folder is swept, removing
+user from there, straight from that folder (not copied into Gradio's cache: issue 56 row 10, the
+copies sat outside the cap below for a day). The folder names the project the file came from
+(:data:`PROJECT_FILE`): the web app serves it only to someone who may read that project *now*
+(:class:`app.perimeter.download_gate.DownloadGate`), so a member removed from a project cannot
+fetch its report any more. They are not kept: whenever a new one is made, the folder is swept, removing
 what is older than :data:`TTL_S` and then, oldest first, what exceeds :data:`MAX_BYTES` in all
 (a report holds the project's utterances, so copies should not pile up on the server). Reports
 that older versions left in ``<data-dir>/reports/`` are swept by the same rule.
@@ -23,6 +27,9 @@ import time
 from pathlib import Path
 
 from app.config import Settings
+from app.perimeter.download_gate import PROJECT_FILE, download_project
+
+__all__ = ["download_path", "download_project", "new_download", "sweep"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,15 +92,26 @@ def sweep(
     return removed
 
 
-def new_download(folder: Path, filename: str) -> Path:
-    """Sweep ``folder``, then return ``<folder>/<fresh subfolder>/<filename>`` to write to."""
+def new_download(folder: Path, filename: str, project_id: int | None = None) -> Path:
+    """Sweep ``folder``, then return ``<folder>/<fresh subfolder>/<filename>`` to write to; the
+    subfolder names ``project_id`` (:func:`download_project`).
+
+    Example:
+        >>> root = Path(tempfile.mkdtemp())
+        >>> download_project(new_download(root, "r.html", 7)), download_project(new_download(root, "x"))
+        (7, None)
+    """
     folder.mkdir(parents=True, exist_ok=True)
     sweep(folder)
-    return Path(tempfile.mkdtemp(prefix="dl-", dir=folder)) / filename
+    fresh = Path(tempfile.mkdtemp(prefix="dl-", dir=folder))
+    if project_id is not None:
+        (fresh / PROJECT_FILE).write_text(str(int(project_id)), encoding="ascii")
+    return fresh / filename
 
 
-def download_path(settings: Settings, filename: str) -> Path:
-    """Where the app writes a file for the user to download (:func:`new_download` in
-    ``<data-dir>/downloads/``); sweeps the reports older versions left behind too."""
+def download_path(settings: Settings, filename: str, project_id: int | None = None) -> Path:
+    """Where the app writes a file of project ``project_id`` for the user to download
+    (:func:`new_download` in ``<data-dir>/downloads/``); sweeps the reports older versions left
+    behind too."""
     sweep(settings.data_dir / LEGACY_REPORTS)
-    return new_download(settings.data_dir / DOWNLOADS, filename)
+    return new_download(settings.data_dir / DOWNLOADS, filename, project_id)

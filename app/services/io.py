@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
-from app.access.auth import require_acting
+from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
+from app.services import accounts as security
 from app.serving.context import AppContext
 from storage import guard
 from storage.agents import keep_agent, kept_agent
@@ -29,6 +30,7 @@ from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.names import mapping_note
 from storage.projects import create_project, describe_intents, list_intents
+from storage.users import record_event
 from storage.utterances import NewUtterance, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -191,7 +193,10 @@ def _made(s: Session, name: str) -> ProjectHandle:
     try:
         return resolve(s, name, need="designer")
     except NotFoundError:
-        return resolve(s, create_project(s, name, base_encoder=new_project_encoder()).id)
+        made = resolve(s, create_project(s, name, base_encoder=new_project_encoder()).id)
+        who = current_actor().name
+        record_event(s, "project_created", who, actor=who, detail=f"{made.name!r} by an import")
+        return made
 
 
 def destination(db: Database, name: str) -> ProjectHandle | str:
@@ -348,6 +353,7 @@ def export_project(
         name=name,
     )
     label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else agent_format(format).title
+    security.record(db, "exported", f"{p.name!r} as {label}, {len(rows)} rows", who=p.actor)
     return ExportResult(len(rows), label, notes)
 
 
@@ -385,7 +391,7 @@ def export_download(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[Path, 
         known = ", ".join([*FILE_FORMATS, *agents])
         raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
     suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
-    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}")
+    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}", p.id)
     if fmt == "slots.yml":
         n = export_slot_book(ctx.db, p, out)
         return out, f"Exported the slot book and {n} template(s)."

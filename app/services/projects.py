@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
+from app.access.auth import current_actor
 from app.compute import new_project_encoder
 from app.formats import parse_csv
 from app.project_settings import (
@@ -31,6 +32,7 @@ from storage.projects import (
     set_project_setting,
 )
 from storage.tables import SPLITS
+from storage.users import record_event
 from storage.utterances import count_utterances, labelled_pool, list_utterances
 
 logger = logging.getLogger(__name__)
@@ -52,6 +54,11 @@ class ProjectSummary:
     active_model_version_id: int | None
 
     def headline(self) -> str:
+        """The project's name and :meth:`details`, as plain text."""
+        return f"{self.name} · {self.details()}"
+
+    def details(self) -> str:
+        """Intents, splits, kind and the model that serves, as plain text."""
         model = (
             f"model v{self.active_model_version_id}"
             if self.active_model_version_id
@@ -60,7 +67,7 @@ class ProjectSummary:
         kind = "multi-label" if self.multi_label else "single-label"
         ro = " · read-only" if self.read_only else ""
         return (
-            f"**{self.name}** · {self.n_intents} intents · {self.n_train} train · {self.n_test} test · "
+            f"{self.n_intents} intents · {self.n_train} train · {self.n_test} test · "
             f"{self.n_unlabelled} unlabelled · {kind} · {model}{ro}"
         )
 
@@ -77,8 +84,11 @@ def new_project(db: Database, name: str, base_encoder: str | None = None) -> str
 
     base_encoder = base_encoder or new_project_encoder()
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
+    who = current_actor()
     with db.session() as s:
-        return create_project(s, name, base_encoder=base_encoder).name
+        made = create_project(s, name, base_encoder=base_encoder).name
+        record_event(s, "project_created", who.name, actor=who.name, detail=repr(made))
+        return made
 
 
 def summary(db: Database, p: ProjectHandle) -> ProjectSummary:

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.access import ProjectHandle, open_project
 from app.report import ReportData, write_report
+from app.services import accounts as security
 from app.services import maps as map_svc
 from app.services import projects as project_svc
 from app.services import team_answers
@@ -192,7 +193,10 @@ def build_report(
             return Path(out)
         path = _build(ctx, p, out, static=static)
         reports.made[(pid, static)] = (made_of, path)
-        return path
+    security.record(
+        ctx.db, "report_built", f"{p.name!r}{' (static)' if static else ''}", who=p.actor
+    )
+    return path
 
 
 def _sampled(maps: MapStore, p: ProjectHandle, version: Version, method: str) -> Any:
@@ -251,5 +255,5 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
     )
     data.oos_target, data.fallback = _fallback(ctx.live, p, p.id, rows, cross_validated)
     data.team = team_answers.report_view(ctx.db, p)
-    path = out or download_path(ctx.settings, _filename(p.name, version, static))
+    path = out or download_path(ctx.settings, _filename(p.name, version, static), p.id)
     return write_report(data, path, static=static)

@@ -47,7 +47,9 @@ class AppContext:
         self, settings: Settings, *, database: Database | None = None, limits: Limits | None = None
     ) -> None:
         self.settings = settings
-        self.db = database or Database(settings.database_url, max_intents=settings.max_intents)
+        self.db = database or Database(
+            settings.database_url, max_intents=settings.max_intents, max_rows=settings.max_rows
+        )
         self.artifacts: ArtifactStore = settings.open_artifacts()
         cache = open_cache(settings, self.artifacts)
         self.device = settings.device

@@ -12,6 +12,7 @@ from app.access import ProjectHandle
 from app.services import history as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from app.ui.security_log import build_security_section
 from storage.db import Database
 
 SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
@@ -65,4 +66,5 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
         [status],
         api_visibility="private",
     ).then(bind(show, db), [project], [table, rows], api_visibility="private")
+    build_security_section(db)
     return {"refresh": (bind(show, db), [project], [table, rows])}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import inspect
 import logging
+import re
 import typing
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -62,13 +63,52 @@ def toast(message: str, *, error: bool = False) -> None:
         gr.Info(text, duration=TOAST_SECONDS, title="Done")
 
 
+# What starts Markdown inline: emphasis (``*``; ``_`` at a word's edge: inside a word, as in
+# ``track_order``, it is a letter), code, links and images (``[``), HTML tags and autolinks (``<``),
+# entities (``&``), strike-through (``~``), LaTeX (``$``), and the bare autolinks GFM makes of
+# ``https://``, ``www.`` and ``a@b``. CommonMark makes a backslash-escaped one literal. (Headings,
+# lists and quotes start a line: the text is never split into lines.)
+_MARKDOWN = re.compile(
+    r"[\\`*\[\]<>~$&@]|(?<![^\W_])_|_(?![^\W_])|(?<=[A-Za-z]):(?=//)|(?<=www)\.", re.IGNORECASE
+)
+
+
+def md_text(value: object) -> str:
+    r"""``value`` as plain text inside Markdown (issue 56, row 3), on one line: what would start
+    Markdown or HTML is backslash-escaped, so a name or a text written as Markdown or HTML shows
+    as the characters it is: ``[Sign in](https://evil)``, ``<img src=x>``, ``*x*`` stay as typed.
+
+    Example:
+        >>> md_text("[Sign in](https://evil.example) <b>x</b> www.evil.example")
+        '\\[Sign in\\](https\\://evil.example) \\<b\\>x\\</b\\> www\\.evil.example'
+        >>> md_text("track_order _it_ (2): done")
+        'track_order \\_it\\_ (2): done'
+    """
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), " ".join(str(value).splitlines()))
+
+
+def md_sentence(sentence: str) -> str:
+    r"""An explanation's sentence (names marked ``*name*``:
+    :func:`core.retrieval.explain.sentence_parts`) as Markdown: the names bold, all of it plain
+    text.
+
+    Example:
+        >>> md_sentence("Predicted *card_arrival* like '{{7\\*7}}'.")
+        "Predicted **card_arrival** like '{{7\\*7}}'."
+    """
+    from core.retrieval.explain import sentence_parts
+
+    return "".join(f"**{md_text(t)}**" if on else md_text(t) for t, on in sentence_parts(sentence))
+
+
 # Plain symbols (✓ ⚠) rather than emoji: they render with the fonts every machine has.
 def ok(message: str, *, notify: bool = True) -> str:
     """A success line for the status beside the button (and a toast, unless ``notify=False``:
-    the labelling queue says every label in its own line, a toast each would pile up)."""
+    the labelling queue says every label in its own line, a toast each would pile up). The
+    message is plain text: names and texts it quotes show as typed (:func:`md_text`)."""
     if notify:
         toast(message)
-    return f"✓ {message}"
+    return f"✓ {md_text(message)}"
 
 
 def problem(message: str, *, notify: bool = True) -> str:

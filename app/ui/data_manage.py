@@ -3,7 +3,6 @@ export. Each action's message stays in its own line beside its button (and in a 
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from app.access import ProjectHandle, open_project
 from app.services import data as svc
 from app.services import io as io_svc
 from app.serving.context import AppContext
-from app.ui.common import GONE, attempt, bind, ok, problem, project_picker
+from app.ui.common import GONE, attempt, bind, md_text, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 from app.ui.settings_section import build_settings
@@ -109,7 +108,7 @@ def do_import(
         return ok(res.message()), picker, same, same, same
     there, _ = attempt(lambda: open_project(ctx.db, res.project))
     empty = pd.DataFrame(columns=HEADERS)
-    loading = f"Loading {html.escape(res.project)}…"
+    loading = f"Loading {md_text(res.project)}…"
     return (
         ok(res.message()),
         picker,

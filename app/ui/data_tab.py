@@ -17,7 +17,7 @@ from app.services import history
 from app.services import table as table_svc
 from app.serving.context import AppContext
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
@@ -107,7 +107,9 @@ def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]
     row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     row = rows[int(row_idx)]
     title = f"#### Utterance #{row['id']}" + (
-        f" · predicted **{row['predicted']}** ({row['score']:.2f})" if row["predicted"] else ""
+        f" · predicted **{md_text(row['predicted'])}** ({row['score']:.2f})"
+        if row["predicted"]
+        else ""
     )
     return (
         row["id"],

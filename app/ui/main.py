@@ -27,6 +27,10 @@ from app.ui.train import build_train_tab
 from app.ui.try_tab import build_try_tab
 
 TITLE = "Intent Studio"
+SIGN_OUT_JS = (
+    "() => { fetch('logout', {method: 'POST', credentials: 'same-origin'})"
+    ".finally(() => window.location.reload()); return []; }"
+)
 
 
 def css() -> str:
@@ -61,6 +65,17 @@ def build_app(ctx: AppContext) -> gr.Blocks:
                 placeholder="New project: name, then Enter",
                 scale=2,
             )
+            # Signing out is a POST from this page (app.perimeter.http_guard), every session.
+            sign_out = gr.Button(
+                "Sign out",
+                size="sm",
+                variant="secondary",
+                scale=0,
+                min_width=90,
+                visible=ctx.settings.multi_user,
+                elem_id="sign-out",
+            )
+        sign_out.click(None, None, None, js=SIGN_OUT_JS, api_visibility="private")
         summary = gr.Markdown(elem_id="project-summary")
         register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():

@@ -4,7 +4,6 @@ click a point for its explanation. Callbacks only call :mod:`app.services.maps` 
 
 from __future__ import annotations
 
-import html
 import logging
 import re
 from typing import Any
@@ -20,7 +19,7 @@ from app.serving.factories import FactoryBuilder
 from app.serving.map_store import MapStore
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_sentence, md_text, ok, problem
 from app.ui.guard import guarded
 from app.ui.map_js import BIND_JS
 from core.projection import PROJECTIONS
@@ -52,8 +51,8 @@ def parse_ids(value: str | None) -> list[int]:
 
 def evidence_markdown(ex: dict[str, Any]) -> str:
     """The explanation card as Markdown; user text escaped."""
-    esc = html.escape
-    sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex.get("sentence", "")))
+    esc = md_text
+    sentence = md_sentence(ex.get("sentence", ""))
     lines = [f"**“{esc(ex['text'])}”** (#{ex.get('id')}, {esc(str(ex.get('split', '')))})", ""]
     if ex.get("gold"):
         verdict = "✓ correct" if ex.get("correct") else "✗ wrong"
@@ -62,7 +61,7 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
     if ex.get("ambiguous"):
         lines.append("⚠ Close call: the runner-up is almost as similar.")
     if ex.get("borderline"):
-        lines.append("⚠ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", esc(ex["borderline_reason"])))
+        lines.append("⚠ " + md_sentence(ex["borderline_reason"]))
     if ex.get("neighbours"):
         lines += ["", "Nearest labelled examples:"]
         lines += [

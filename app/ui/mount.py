@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -13,8 +17,47 @@ from starlette.middleware.cors import CORSMiddleware
 
 from app.perimeter.http_guard import Sessions, SignInForm, SignInRequired
 from app.perimeter.http_origin import OwnHostOnly, own_names, own_origins
+from app.perimeter.uploads import NOT_AN_UPLOAD, foreign_files
 
+logger = logging.getLogger(__name__)
 AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
+# owned(signed-in name or None, path): whether the file is that user's upload waiting to be used
+Owned = Callable[[str | None, str], bool]
+
+
+def _username(request: Any) -> str | None:
+    """The signed-in name of an event's request (a batch's: its one user, else None)."""
+    if isinstance(request, list):
+        names = {getattr(r, "username", None) for r in request}
+        return names.pop() if len(names) == 1 else None
+    return getattr(request, "username", None)
+
+
+def only_own_uploads(
+    demo: gr.Blocks, owned: Owned, refused: Callable[[str | None, str], None] | None = None
+) -> None:
+    """Every file an event of ``demo`` receives must be ``owned`` by the user sending it (issue
+    56, row 1: :mod:`app.perimeter.uploads`). Checked in ``demo.process_api``, which every route
+    that runs an event calls (the queue, ``/call``, ``/run``) before Gradio reads or copies any
+    file an event names; a refusal is :data:`app.perimeter.uploads.NOT_AN_UPLOAD`."""
+    process_api = demo.process_api
+    signature = inspect.signature(process_api)
+
+    @functools.wraps(process_api)
+    async def checked(*args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(*args, **kwargs)
+        user = _username(call.arguments.get("request"))
+        foreign = foreign_files(call.arguments.get("inputs"), lambda path: owned(user, path))
+        if foreign:
+            logger.warning(
+                "refused an event of %r naming %d file(s) not uploaded", user, len(foreign)
+            )
+            if refused is not None:
+                refused(user, f"an event named {len(foreign)} file(s) it did not upload")
+            raise gr.Error(NOT_AN_UPLOAD, print_exception=False)
+        return await process_api(*args, **kwargs)
+
+    demo.process_api = checked  # type: ignore[method-assign]
 
 
 def mount_ui(
@@ -29,6 +72,10 @@ def mount_ui(
     sessions: Sessions | None = None,
     public_hosts: Sequence[str] = (),
     uploads: Middleware | None = None,
+    owned: Owned | None = None,
+    downloads: tuple[Path, Middleware] | None = None,
+    signed_out: Callable[[str, str], None] | None = None,
+    refused: Callable[[str | None, str], None] | None = None,
 ) -> FastAPI:
     """Mount ``demo`` at ``/`` of ``api``. With ``auth`` (multi-user mode) the sign-in page guards
     the UI, :class:`app.perimeter.http_guard.SignInForm` its form and
@@ -37,7 +84,13 @@ def mount_ui(
     themselves (:mod:`app.api.gate`). Without (single-user mode) only the app's own host names
     are served (:class:`app.perimeter.http_origin.OwnHostOnly`). Either way, only the app's own origins
     (``public_hosts`` among them) may call it across origins with credentials. ``uploads``: the
-    middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`)."""
+    middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`); ``owned``: which
+    files an event may name (:func:`only_own_uploads`; None: none); ``downloads``: the folder of
+    the files the app makes to download, served from there (not copied into Gradio's cache) by
+    the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`); ``signed_out(name,
+    address)`` and ``refused(user, detail)`` (an event naming files not uploaded): for the
+    security log."""
+    only_own_uploads(demo, owned or (lambda user, path: False), refused)
     api.add_middleware(
         CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.perimeter.http_origin)
         allow_origins=own_origins(host, port, public_hosts),
@@ -49,7 +102,7 @@ def mount_ui(
         api.add_middleware(OwnHostOnly, names=own_names(host, public_hosts))  # type: ignore[arg-type]
     guard = (
         [
-            Middleware(SignInForm, sessions=sessions),  # type: ignore[arg-type]
+            Middleware(SignInForm, sessions=sessions, signed_out=signed_out),  # type: ignore[arg-type]
             Middleware(SignInRequired, sessions=sessions),  # type: ignore[arg-type]
         ]
         if auth is not None
@@ -57,8 +110,13 @@ def mount_ui(
     )
     if uploads is not None:  # inside the sign-in check: it knows who uploads
         guard.append(uploads)
+    if downloads is not None:  # inside the sign-in check: it knows who downloads
+        folder, gate = downloads
+        folder.mkdir(parents=True, exist_ok=True)
+        gr.set_static_paths([folder])  # served from there: no copy outside the downloads' cap
+        guard.append(gate)
     app_kwargs: dict[str, Any] = {"middleware": guard}
-    return gr.mount_gradio_app(
+    mounted = gr.mount_gradio_app(
         api,
         demo.queue(default_concurrency_limit=4),
         path="/",
@@ -73,3 +131,7 @@ def mount_ui(
         mcp_server=False,
         css=css,
     )
+    # Gradio's own check of the files an event names stands aside until an app has "launched";
+    # a mounted one never does. The app's check (only_own_uploads) comes first either way.
+    demo.has_launched = True
+    return mounted

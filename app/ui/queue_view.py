@@ -18,7 +18,7 @@ from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
-from app.ui.common import attempt, problem
+from app.ui.common import attempt, md_text, problem
 from storage.db import Database
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
@@ -190,7 +190,7 @@ def render(
                     variant="primary" if i == 0 else "secondary",
                 )
             )
-            examples.append(gr.update(value=f"“{html.escape(s.example)}”", visible=True))
+            examples.append(gr.update(value=f"“{md_text(s.example)}”", visible=True))
         else:
             keys.append(gr.update(visible=False))
             examples.append(gr.update(visible=False))

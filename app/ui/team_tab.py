@@ -133,7 +133,7 @@ def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
-    path = download_path(ctx.settings, f"{safe}-answers.jsonl")
+    path = download_path(ctx.settings, f"{safe}-answers.jsonl", p.id)
     done, err = attempt(lambda: answers_svc.export_answers(ctx.db, p, path))
     if err or done is None:
         return None, problem(err or "")

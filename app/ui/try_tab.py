@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 
 import gradio as gr
@@ -13,7 +11,7 @@ from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import predict as svc
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_sentence, md_text, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import OUT_OF_SCOPE
 from storage.db import Database
@@ -31,22 +29,19 @@ def explanation_markdown(result: dict[str, Any]) -> str:
     ex = result.get("explanation") or {}
     if not result["intents"]:
         return "No prediction: the pool is empty."
-    sentence = re.sub(r"\*([^*\n]+)\*", r"**\1**", html.escape(ex.get("sentence", "")))
+    sentence = md_sentence(ex.get("sentence", ""))
     lines = [sentence, "", f"score {result['score']:.2f} · margin {result['margin']:.2f}"]
     if ex.get("ambiguous"):
         lines.append("⚠ Close call: the runner-up intent is almost as similar.")
     if result.get("probabilities") is not None:
         theta = result.get("threshold", 0.3)
         chosen = ", ".join(
-            f"**{html.escape(name)}** ({result['probabilities'][name]:.2f})"
+            f"**{md_text(name)}** ({result['probabilities'][name]:.2f})"
             for name in result["labels"]
         )
         lines.insert(0, f"Multi-label decision (θ = {theta:.2f}): {chosen or 'no intent'}.")
     if ex.get("borderline"):
-        reason = html.escape(ex.get("borderline_reason", ""))
-        lines.append(
-            "⚠ " + re.sub(r"\*([^*\n]+)\*", r"**\1**", reason)
-        )  # reason says "Borderline:"
+        lines.append("⚠ " + md_sentence(ex.get("borderline_reason", "")))  # says "Borderline:"
     return "\n\n".join(lines)
 
 

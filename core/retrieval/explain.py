@@ -10,6 +10,10 @@ With anchors on (:mod:`core.retrieval.anchors`) the centre includes the intent's
 name), and an intent with no labelled examples yet is predicted by its anchor alone: the
 sentence says so ("no labelled examples yet: its description '…' (0.61)").
 
+The sentence marks intent names as ``*name*``; every ``*`` and ``\\`` of a name or a quoted text in
+it is backslash-escaped (:func:`literal`), so :func:`sentence_parts` tells the marks from the
+text (an utterance ``{{7*7}}`` stays ``{{7*7}}``, issue 56 row 12).
+
 Two warnings are attached:
 
 - ``ambiguous``: the margin to the runner-up is below a threshold (default 0.05).
@@ -104,9 +108,11 @@ def borderline(
             hits[name] = shared
     if not hits:
         return False, ""
-    parts = [f"*{name}* ({', '.join(ws)})" for name, ws in list(hits.items())[:3]]
+    parts = [
+        f"{emphasised(name)} ({literal(', '.join(ws))})" for name, ws in list(hits.items())[:3]
+    ]
     more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
-    own_txt = " / ".join(f"*{name}*" for name in own)
+    own_txt = " / ".join(emphasised(name) for name in own)
     reason = (
         f"Borderline: it shares no word with its own intent {own_txt} but shares words "
         f"with {', '.join(parts)}{more}."
@@ -164,9 +170,53 @@ class Explanation:
         return d
 
 
+def literal(text: str) -> str:
+    r"""``text`` as it goes into an explanation's sentence: ``\`` and ``*`` backslash-escaped.
+
+    Example:
+        >>> literal("{{7*7}}")
+        '{{7\\*7}}'
+    """
+    return text.replace("\\", "\\\\").replace("*", "\\*")
+
+
+def emphasised(name: str) -> str:
+    """An intent's name as a sentence marks it: ``*name*`` (its own ``*`` escaped)."""
+    return f"*{literal(name)}*"
+
+
+def sentence_parts(sentence: str) -> list[tuple[str, bool]]:
+    r"""A sentence (of :func:`explain`, or any written with :func:`emphasised` and
+    :func:`literal`) as (text, emphasised) runs, the marks and escapes taken off: what every
+    surface renders (the Try and Map tabs' cards, the report).
+
+    Example:
+        >>> sentence_parts(f"Predicted {emphasised('greet')} like '{literal('{{7*7}}')}'.")
+        [('Predicted ', False), ('greet', True), (" like '{{7*7}}'.", False)]
+    """
+    runs: list[tuple[str, bool]] = []
+    text, on, i = "", False, 0
+    while i < len(sentence):
+        c = sentence[i]
+        if c == "\\" and i + 1 < len(sentence):
+            text, i = text + sentence[i + 1], i + 2
+            continue
+        if c == "*":
+            if text:
+                runs.append((text, on))
+            text, on = "", not on
+        else:
+            text += c
+        i += 1
+    if text:
+        runs.append((text, on))
+    return runs
+
+
 def _quote(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
+    cut = text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1].rstrip() + "…"
+    return literal(cut)
 
 
 def _anchor_kind(score: IntentScore, described: Mapping[str, str]) -> str:
@@ -208,34 +258,34 @@ def _sentence(
             f"'{_quote(top.best.text)}'" if top.by_example else f"from {_parts(top, described)}"
         )
         return (
-            f"No intent (out of scope): the closest intent *{top.intent}* scores "
+            f"No intent (out of scope): the closest intent {emphasised(top.intent)} scores "
             f"{top.score:.2f} ({evidence}), below its threshold {threshold:.2f}."
         )
     if top.cold:  # its anchor alone decided
-        s = f"{lead} *{top.intent}*: {_cold(top, described)}."
+        s = f"{lead} {emphasised(top.intent)}: {_cold(top, described)}."
     elif top.by_example:  # the nearest example alone decided
         s = (
-            f"{lead} *{top.intent}* because it is most like "
+            f"{lead} {emphasised(top.intent)} because it is most like "
             f"'{_quote(top.best.text)}' ({top.best.similarity:.2f})."
         )
     else:
         s = (
-            f"{lead} *{top.intent}* because its examples are the closest: its nearest example "
+            f"{lead} {emphasised(top.intent)} because its examples are the closest: its nearest example "
             f"{_parts(top, described)} give it {top.score:.2f}."
         )
     ru = pred.runner_up
     if ru is None:
         return s + " No other intent has examples close enough to compete."
     if ru.cold:
-        s += f" The closest other intent is *{ru.intent}* ({_cold(ru, described)})."
+        s += f" The closest other intent is {emphasised(ru.intent)} ({_cold(ru, described)})."
     elif ru.by_example:
         s += (
-            f" The closest other intent is *{ru.intent}* "
+            f" The closest other intent is {emphasised(ru.intent)} "
             f"('{_quote(ru.best.text)}', {ru.best.similarity:.2f})."
         )
     else:
         s += (
-            f" The closest other intent is *{ru.intent}* with {ru.score:.2f}, "
+            f" The closest other intent is {emphasised(ru.intent)} with {ru.score:.2f}, "
             f"from {_parts(ru, described)}."
         )
     if ambiguous:

@@ -3,6 +3,7 @@ open a bundle as a read-only project; the CLI around it; interchange formats thr
 
 from __future__ import annotations
 
+import re
 import zipfile
 
 import pytest
@@ -233,3 +234,37 @@ def test_cli_refuses_a_bad_bundle_in_one_line(adapter_bundle, tmp_path, capsys, 
     assert capsys.readouterr().err.strip().startswith(message)
     assert main([*d, "projects"]) == 0
     assert "bundle" not in capsys.readouterr().out  # nothing was imported
+
+
+def test_opening_a_bundle_in_a_team_tells_nothing_of_hidden_projects_and_is_bounded(
+    tmp_path, monkeypatch
+):
+    """Issue 56, row 7: opening a bundle said a project of the name it wanted existed, though
+    the designer could not see it ("A project named 'shop (bundle)' already exists"), and a
+    designer could create any number of bundle projects she could not see. Now her project's
+    name never depends on projects she cannot see, she is its member (so she sees it), and she
+    holds at most a few such projects at once."""
+    from app.access.auth import acting_as
+    from app.services.members import actor_of
+    from app.services.projects import new_project
+    from tests.app.live import PROJECT, team_context
+
+    ctx = team_context(tmp_path / "data")
+    try:
+        bundle = tmp_path / "shop.zip"
+        svc.export_bundle(ctx.live, live(ctx, PROJECT), bundle)
+        new_project(ctx.db, "shop (bundle)")  # the admin's; dana is no member
+        dana = actor_of(ctx.db, "dana")
+        monkeypatch.setattr(svc, "BUNDLES", 2)
+        with acting_as(dana):
+            opened = [svc.import_bundle(ctx.factories, bundle) for _ in range(2)]
+            with pytest.raises(StorageError, match="dana already has 2 projects opened from"):
+                svc.import_bundle(ctx.factories, bundle)
+            seen = project_names(ctx.db)
+        for name in opened:
+            assert re.fullmatch(r"shop \(bundle [0-9a-f]{8}\)", name), name
+            assert name in seen
+        assert "shop (bundle)" not in seen
+        assert len(project_names(ctx.db)) == 4  # shop, the admin's and dana's two: no third
+    finally:
+        ctx.close()

@@ -264,3 +264,27 @@ def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, cap
     assert main([*d, "undo", "--project", "shop", "--batch", first_delete]) == 0
     assert "Undid delete of 'where is my parcel'" in capsys.readouterr().out
     assert rows() == before  # the same rows, under the same ids
+
+
+def test_the_cli_writes_control_characters_of_stored_texts_as_escapes(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 56, row 9: a text holding ESC and CR was printed raw by the CLI (``\\x1b[2J``
+    clears an admin's terminal, ``\\r`` rewrites the line). On a terminal every control
+    character the CLI prints is written as ``\\uXXXX``; the text is stored as it came."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # capsys's stream, as a terminal
+    d = ["--data-dir", str(tmp_path / "data")]
+    hostile = "where is my parcel \x1b[2J\x1b]0;owned\x07\rroot# \x9b31m"
+    src = tmp_path / "in.csv"
+    src.write_text(f'text,label\n"{hostile}",track\ncancel my order,cancel\n', encoding="utf-8")
+    assert main([*d, "import", str(src), "--project", "p"]) == 0
+    capsys.readouterr()
+    texts = tmp_path / "texts.txt"
+    texts.write_text("where is my parcel\n")
+    assert main([*d, "predict", "--project", "p", "--input", str(texts)]) == 0
+    out = capsys.readouterr().out
+    assert "\\u001b[2J" in out and "\\u000droot" in out and "\\u009b31m" in out
+    assert not any(c in out for c in "\x1b\r\x07\x9b")
+    assert main([*d, "predict", "--project", "p", "--input", str(texts), "--format", "jsonl"]) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[0])  # still JSON, the text intact
+    assert hostile in [n["text"] for n in line["neighbours"]]

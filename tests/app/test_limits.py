@@ -213,3 +213,72 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
     names = sorted(i["name"] for i in data_svc.intents(ctx.db, live(ctx, "shop")))
     assert names == ["greet", "i0", "i1"]
     assert len(data_svc.table(ctx.db, live(ctx, "shop"))) == 6
+
+
+ROWS_OVER_LIMIT = 1_200  # more than SQLite's smallest limit on bound parameters (999)
+
+
+@pytest.fixture
+def strict_ctx(tmp_path, monkeypatch):
+    """An app context whose SQLite accepts at most 999 variables per statement (its default
+    before 3.32; Debian's build takes 250,000, stock builds 32,766) and whose projects may hold
+    1,500 utterances; a project ``big`` of :data:`ROWS_OVER_LIMIT` rows."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    monkeypatch.setenv("INTENT_STUDIO_MAX_ROWS", "1500")
+    context = AppContext(load_settings(tmp_path / "data"))
+
+    @event.listens_for(context.db.engine, "connect")
+    def _strict(dbapi_connection, _record):
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+
+    context.db.engine.dispose()  # connections opened before the listener go
+    rows = ["text,label,split"] + [
+        f"utterance {i} about thing {i % 7},intent_{i % 7},{'test' if i % 5 == 0 else 'train'}"
+        for i in range(ROWS_OVER_LIMIT)
+    ]
+    (tmp_path / "big.csv").write_text("\n".join(rows) + "\n")
+    import_file(context.db, destination(context.db, "big"), tmp_path / "big.csv")
+    yield context
+    context.close()
+
+
+def test_no_query_binds_a_variable_per_row_of_a_project(strict_ctx):
+    """Issue 56, row 4: a project past 250,000 rows answered 500 on export and its report failed
+    with "too many SQL variables" (stock SQLite breaks near 33k): the labels of every row were
+    read with one ``IN (...)`` of all their ids. Every path that reads or changes a whole
+    project works past the smallest limit there is."""
+    from app.services import bulk, history
+    from app.services.io import export_download
+
+    p = live(strict_ctx, "big")
+    for fmt in ("csv", "jsonl", "yml", "zip", "dialogflow-es", "lex-v2", "watson", "luis", "clu"):
+        path, _ = export_download(strict_ctx, p, fmt)
+        assert path.stat().st_size > 0, fmt
+    rows = data_svc.table(strict_ctx.db, p, limit=100_000)
+    assert len(rows) == ROWS_OVER_LIMIT and all(r["intents"] for r in rows)
+    ids = [r["id"] for r in rows]
+    plan = bulk.plan_label(strict_ctx.db, p, ids, "intent_3", relabel_labelled=True)
+    assert len(plan.change) == sum(1 for i in range(ROWS_OVER_LIMIT) if i % 7 != 3)
+    done = bulk.label_many(strict_ctx.db, p, ids, "intent_3", relabel_labelled=True)
+    assert done.batch and len(done.change) == len(plan.change)
+    assert history.undo(strict_ctx.db, p).startswith("Undid")
+    assert data_svc.merge_intents(strict_ctx.db, p, ["intent_1", "intent_2"], "intent_12") > 0
+    assert data_svc.delete_intent(strict_ctx.db, p, "intent_4") > 0
+
+
+def test_a_project_holds_at_most_its_row_limit_and_says_so(strict_ctx, tmp_path):
+    """Issue 56, row 4: a per-project row cap (``INTENT_STUDIO_MAX_ROWS``; 250,000 by default),
+    said before anything is written, for an import and for one new row."""
+    more = _csv(tmp_path / "more.csv", 400, "more")
+    with pytest.raises(StorageError, match=r"at most 1,500 utterances; this would make 1,600"):
+        import_file(strict_ctx.db, destination(strict_ctx.db, "big"), more)
+    p = live(strict_ctx, "big")
+    assert len(data_svc.table(strict_ctx.db, p, limit=100_000)) == ROWS_OVER_LIMIT
+    import_file(
+        strict_ctx.db, destination(strict_ctx.db, "big"), _csv(tmp_path / "f.csv", 300, "f")
+    )
+    with pytest.raises(StorageError, match="at most 1,500 utterances"):
+        data_svc.add_utterance(strict_ctx.db, p, "one more row", ["intent_1"])

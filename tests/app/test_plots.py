@@ -176,3 +176,49 @@ def test_f1_bars_worst_first() -> None:
     fig = f1_bars({"b": 0.9, "a": 0.2, "c": 0.5})
     assert list(fig.data[0].y) == ["a", "c", "b"]
     assert list(fig.data[0].customdata) == ["a", "c", "b"]
+
+
+HOSTILE = (
+    '<a href="https://evil.example/sign-in">Sign in again</a><span style="font-size:90px">X</span>'
+)
+
+
+def _drawn(fig) -> str:
+    """What a figure draws as text (everything but the values a click reads back)."""
+    import json
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("customdata", "legendgroup")}
+        if isinstance(value, list | tuple):
+            return [strip(v) for v in value]
+        return value
+
+    return json.dumps(strip(fig.to_plotly_json()), default=str)
+
+
+def test_intent_names_are_plain_text_in_every_figure() -> None:
+    """Issue 56, row 3: an intent named as HTML was a link and 90 px text over the Map (Plotly
+    draws legends, ticks, labels and hover as a subset of HTML). Every figure draws names
+    escaped, so they show as typed; a click still reads the name as stored."""
+    from app.plots.team import agreement_chart
+
+    gold = [HOSTILE, "top_up_failed", HOSTILE, "exchange_rate", None]
+    pred = [HOSTILE, HOSTILE, "exchange_rate", "exchange_rate", "top_up_failed"]
+    m = MapData(POINTS, IDS, TEXTS, gold, pred, SPLITS, MARGINS)
+    names = [HOSTILE, "exchange_rate"]
+    figures = {
+        "map with legend": scatter_map(POINTS, IDS, TEXTS, gold, pred, SPLITS, names=False),
+        "map with names": scatter_map(POINTS, IDS, TEXTS, gold, pred, SPLITS, names=True),
+        "compare": side_by_side(m, m, ("before", "after"), names=True),
+        "f1": f1_bars({HOSTILE: 0.4, "exchange_rate": 0.9}),
+        "confusion": confusion_heatmap(names, [[3, 1], [0, 4]]),
+        "agreement": agreement_chart([("dana – vic", 0.5, 10)], [(HOSTILE, "κ", 0.2, 5)]),
+    }
+    for what, fig in figures.items():
+        drawn = _drawn(fig)
+        assert "<a href" not in drawn and "<span" not in drawn, what
+        assert "&lt;a href" in drawn, what
+    heat = figures["confusion"].data[0]
+    assert list(heat.customdata[0][0]) == [HOSTILE, HOSTILE]  # a click reads the stored name
+    assert list(figures["f1"].data[0].customdata) == [HOSTILE, "exchange_rate"]

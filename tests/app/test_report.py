@@ -306,3 +306,23 @@ def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_tim
     data_svc.add_utterance(ctx.db, demo, "is my parcel lost", ["track_order"], "train")
     reports.build_report(ctx, demo, static=True)  # the data changed: built again
     assert len(built) == 3
+
+
+def test_asterisks_in_quoted_utterances_stay_asterisks() -> None:
+    """Issue 56, row 12: the report turned ``*…*`` inside quoted utterances into italics
+    (``{{7*7}}`` showed as ``{{77}}``, the middle 7 in italics). Only the names the sentences
+    mark are emphasised; a quoted text, and a name with a ``*`` of its own, show as typed."""
+    template = "price {{7*7}} *now*"
+    n1 = Neighbour(7, template, ("pri*ce",), 0.83)
+    n2 = Neighbour(8, "How long does delivery take?", ("card_delivery_estimate",), 0.71)
+    pred = Prediction(
+        [IntentScore("pri*ce", 0.83, n1), IntentScore("card_delivery_estimate", 0.71, n2)],
+        [n1, n2],
+    )
+    ex = explain("what is {{7*7}}", pred)
+    data = ReportData(**{**_data().__dict__, "evidence": [ex.to_dict()]})
+    data.misses = {"card_arrival": (template, "pri*ce")}
+    page = render_report(data)
+    assert "{{7*7}} *now*" in page and "<em>now</em>" not in page and "{{77}}" not in page
+    assert "<em>pri*ce</em>" in page
+    assert "{{7*7}}" in evidence_card(ex.to_dict()).replace("{{7*7}} *now*", "{{7*7}}")

@@ -1,12 +1,18 @@
-"""Issue 45, row 2, on the app ``serve`` runs (multi-user) on loopback: any signed-in user,
-viewers too, could upload 25 MB files through Gradio's ``/gradio_api/upload`` with no total
-limit (288 MB in about 3 s), kept for a day. Now a viewer (who can import nothing) is refused,
-each user's uploads waiting for an import and everyone's together are capped (413 naming the
-cap), and a file is removed when its import ends, which gives its room back."""
+"""The files and sessions of the app ``serve`` runs (multi-user) on loopback.
+
+Issue 45, row 2: any signed-in user, viewers too, could upload 25 MB files through Gradio's
+``/gradio_api/upload`` with no total limit (288 MB in about 3 s), kept for a day. Now a viewer
+(who can import nothing) is refused, each user's uploads waiting for an import and everyone's
+together are capped (413 naming the cap), and a file is removed when its import ends, which
+gives its room back. Issue 56: an event reads only files its user uploaded (row 1), an upload
+from another site is refused (row 6), downloads go only to those who may read their project and
+signing out is a POST (row 10), and the security log keeps what a hostile user tried (row 11)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import time
 from pathlib import Path
 
 import httpx
@@ -97,3 +103,258 @@ def test_an_upload_nobody_imports_is_removed_after_its_time(tmp_path):
     clock[0] += 61
     assert uploads.room("dana")[0] == 100 * KB
     assert not folder.exists()
+
+
+def gradio_event(client: httpx.Client, api_name: str, data: list, session: str = "") -> dict:
+    """Send one UI event as the page does (``/gradio_api/queue/join``, then read its answer from
+    ``/gradio_api/queue/data``): the message that ends it (``process_completed``). ``session``:
+    the page's session (a fresh one by default)."""
+    import uuid
+
+    config = client.get("/config").json()
+    fn_index = next(d["id"] for d in config["dependencies"] if d.get("api_name") == api_name)
+    session = session or uuid.uuid4().hex
+    joined = client.post(
+        "/gradio_api/queue/join",
+        json={"data": data, "fn_index": fn_index, "session_hash": session, "event_data": None},
+    )
+    assert joined.status_code == 200, joined.text
+    with client.stream("GET", "/gradio_api/queue/data", params={"session_hash": session}) as sse:
+        for line in sse.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return dict(message)
+    raise AssertionError("the event never completed")
+
+
+def page_with_projects(client: httpx.Client) -> str:
+    """A page's session after its load filled the project picker (a picker's value must be one
+    of its choices, and behind a sign-in they are filled at load)."""
+    import uuid
+
+    config = client.get("/config").json()
+    picker = next(c["id"] for c in config["components"] if c["props"].get("elem_id") == "project")
+    fill = next(
+        d["api_name"]
+        for d in config["dependencies"]
+        if d["inputs"] == [picker] and d["outputs"] == [picker] and "load" in str(d["targets"])
+    )
+    session = uuid.uuid4().hex
+    assert gradio_event(client, fill, [None], session)["success"]
+    return session
+
+
+def file_data(path: str | Path) -> dict:
+    return {"path": str(path), "orig_name": Path(path).name, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
+    """Issue 56, row 1 (high): an event whose file input carries a ``path`` never uploaded
+    (the Data tab's import, the Train tab's Open bundle) imported any CSV the server could read,
+    quoted other files' first lines in its refusal and told whether a path exists (Gradio's own
+    check stands aside for an app mounted with ``gr.mount_gradio_app``). Now every file an event
+    receives must be an upload of this user waiting to be used; anything else is refused with one
+    message that says nothing of the file, before Gradio copies it anywhere."""
+    import gradio.utils
+
+    base, ctx = studio
+    dana, admin = browser(base, "dana"), browser(base, "admin")
+    secret = tmp_path / "outside" / "rows.csv"
+    secret.parent.mkdir()
+    secret.write_text("text,label\nthe secret line,track_order\n")
+    other = tmp_path / "outside" / "notes.txt"
+    other.write_text("first line of a private file\n")
+    theirs = upload(admin, 2 * KB, "theirs.csv").json()[0]  # another user's upload
+    before = len(data_rows(ctx))
+    answers = []
+    for path in (secret, other, tmp_path / "no such file.csv", theirs):
+        for event, data in (
+            ("do_import", [None, file_data(path), PROJECT, True, ""]),
+            ("open_bundle", [file_data(path)]),
+        ):
+            done = gradio_event(dana, event, data)
+            assert done["success"] is False, (event, path, done)
+            answers.append(json.dumps(done.get("output"), sort_keys=True))
+    assert len(set(answers)) == 1  # one answer, whatever the event and the path
+    assert "upload it again" in answers[0]
+    for text in ("secret line", "first line of a private", "no such file", str(tmp_path), "theirs"):
+        assert not any(text in a for a in answers)
+    assert len(data_rows(ctx)) == before  # nothing imported
+    cache = Path(gradio.utils.get_upload_folder())
+    copied = [f for f in cache.rglob("*") if f.is_file() and f.read_bytes() == secret.read_bytes()]
+    assert copied == []  # and nothing copied into Gradio's cache, where a URL could serve it
+    assert Path(theirs).exists()  # another user's upload is left alone
+
+    # her own upload still imports, once
+    own = dana.post(
+        "/gradio_api/upload",
+        files=[("files", ("own.csv", b"text,label\nwhere is my box,track_order\n", "text/csv"))],
+    ).json()[0]
+    done = gradio_event(dana, "do_import", [None, file_data(own), PROJECT, True, ""])
+    assert done["success"] is True and "Imported 1" in json.dumps(done["output"]), done
+    again = gradio_event(dana, "do_import", [None, file_data(own), PROJECT, True, ""])
+    assert again["success"] is False and "upload it again" in json.dumps(again["output"])
+    assert len(data_rows(ctx)) == before + 1
+
+
+def data_rows(ctx) -> list:
+    from app.services.data import table
+
+    return table(ctx.db, live(ctx, PROJECT).handle())
+
+
+def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_path):
+    """Issue 56, row 6: with no sign-in (single-user mode), a plain cross-site form could post
+    files to the upload route until the quota was full; the user's own import then got 413 for
+    up to an hour. An upload must come from the app's own page (its ``Origin``, else its
+    ``Referer``, names the server it was sent to); scripts without either still upload."""
+    from app.config import load_settings
+    from app.serving.context import AppContext
+
+    ctx = AppContext(load_settings(tmp_path / "data"))
+    try:
+        with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
+            client = httpx.Client(base_url=base, timeout=60)
+            for headers in (
+                {"Origin": "https://evil.example"},
+                {"Origin": "null"},
+                {"Referer": "https://evil.example/form.html"},
+            ):
+                client.headers.clear()
+                client.headers.update(headers)
+                refused = upload(client, 150 * KB)
+                assert refused.status_code == 403, (headers, refused.text)
+                assert "own page" in refused.json()["error"]
+            assert ctx.uploads.used() == 0
+            client.headers.clear()
+            client.headers["Origin"] = base
+            assert upload(client, 150 * KB).status_code == 200
+            client.headers.clear()
+            assert upload(client, 100 * KB).status_code == 200  # a script: no Origin
+    finally:
+        ctx.close()
+
+
+def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_project(studio):
+    """Issue 56, row 10: Gradio kept a copy of every report it handed out in its cache for a
+    day, served to any session with the URL: a member removed from the project could still
+    fetch its report, and the copies sat outside the downloads' cap (28 MB in 70 s). A download
+    is now served from ``<data dir>/downloads`` itself (no copy), as an attachment, only to
+    those who may read its project at the moment they ask."""
+    import gradio.utils
+
+    from app.services.downloads import DOWNLOADS
+    from app.services.members import add_member, remove_member
+
+    base, ctx = studio
+    from app.access import auth
+
+    auth.add_user(ctx.db, "eve", "designer", "eve-password-1")  # a member of nothing
+    PASSWORDS_EVE = {"username": "eve", "password": "eve-password-1"}
+    dana, vic, admin = browser(base, "dana"), browser(base, "vic"), browser(base, "admin")
+    eve = httpx.Client(base_url=base, timeout=60)
+    assert eve.post("/login", data=PASSWORDS_EVE).is_success
+
+    done = gradio_event(dana, "report", [PROJECT, True], page_with_projects(dana))
+    assert done["success"], done
+    report = done["output"]["data"][0]["value"]
+    path = Path(report["path"])
+    assert path.is_relative_to(ctx.settings.data_dir / DOWNLOADS)  # not a copy in the cache
+    cache = Path(gradio.utils.get_upload_folder())
+    body = path.read_bytes()
+    assert not [f for f in cache.rglob("*.html") if f.read_bytes() == body]
+    url = report["url"]
+    for who in (dana, vic, admin):  # members and an admin
+        got = who.get(url)
+        assert got.status_code == 200 and got.content == body
+        assert got.headers["content-disposition"].startswith("attachment")
+    refused = eve.get(url)
+    assert refused.status_code == 404 and "No such download" in refused.text
+    remove_member(ctx.db, live(ctx, PROJECT), "dana")
+    try:
+        assert dana.get(url).status_code == 404  # removed: her old link serves nothing
+    finally:
+        add_member(ctx.db, live(ctx, PROJECT), "dana")
+
+
+def test_signing_out_is_a_post_from_the_apps_own_page(studio):
+    """Issue 56, row 10: signing out was a GET, so any site could sign a user out of every
+    session with a link. ``GET /logout`` shows a Sign out button; a POST from another site is
+    refused; the app's own POST signs out."""
+    base, _ = studio
+    dana = browser(base, "dana")
+    assert dana.get("/config").status_code == 200
+    page = dana.get("/logout", follow_redirects=False)
+    assert page.status_code == 200 and "<form method='post'>" in page.text
+    refused = dana.post("/logout", headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403
+    assert dana.get("/config").status_code == 200  # still signed in
+    ended = dana.post("/logout", headers={"Origin": base}, follow_redirects=False)
+    assert ended.status_code == 302
+    assert dana.get("/config").status_code == 401
+
+
+def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(studio, capsys):
+    """Issue 56, row 11: the security log missed single failed sign-ins, denied calls
+    (401/403/404), exports, report builds, bundle exports and openings, new projects and
+    sign-outs, and nothing in the product showed it. Each is recorded with who and from where;
+    admins read it in the Activity tab and with ``intent-studio audit``, by user and action."""
+    from app.access import auth
+    from app.access.auth import acting_as
+    from app.cli import main
+    from app.services import bundles, members
+    from app.services.projects import new_project
+    from app.ui.security_log import read_log
+
+    base, ctx = studio
+    assert (
+        httpx.post(f"{base}/login", data={"username": "dana", "password": "nope"}).status_code
+        == 400
+    )
+    token = auth.issue_token(ctx.db, "dana")
+    api = httpx.Client(base_url=f"{base}/api/v1", timeout=60)
+    assert api.get("/projects").status_code == 401  # no token
+    dana_api = httpx.Client(
+        base_url=f"{base}/api/v1", timeout=60, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert dana_api.get("/projects/secret-project/utterances").status_code == 404
+    assert dana_api.get(f"/projects/{PROJECT}/export", params={"format": "csv"}).status_code == 200
+    dana = browser(base, "dana")
+    assert upload(dana, 1 * KB).status_code == 200
+    with acting_as(members.actor_of(ctx.db, "dana")):
+        bundle = bundles.export_bundle(
+            ctx.live,
+            live(ctx, PROJECT).as_(members.actor_of(ctx.db, "dana")),
+            ctx.settings.data_dir / "b.zip",
+        )
+    with acting_as(members.actor_of(ctx.db, "admin")):
+        new_project(ctx.db, "audited")
+    assert dana.post("/logout", headers={"Origin": base}, follow_redirects=False).status_code == 302
+    time.sleep(1.0)  # the log is written off the event loop
+
+    theirs = [(e["action"], e["detail"]) for e in security_log_of(ctx, "dana")]
+    actions = {a for a, _ in theirs}
+    assert {"sign_in_failed", "denied", "exported", "bundle_exported", "signed_out"} <= actions
+    assert any(a == "denied" and "secret-project" in d and "404" in d for a, d in theirs)
+    assert bundle["path"]
+    assert ("project_created", "'audited'") in [
+        (e["action"], e["detail"]) for e in security_log_of(ctx, "admin")
+    ]
+
+    # admins read it, by user and action, in the UI and from the command line
+    frame, said = read_log(ctx.db, "dana", "denied")
+    assert set(frame["action"]) == {"denied"} and set(frame["user"]) == {"dana"}, frame
+    assert "event(s) of dana, denied" in said
+    data = ["--data-dir", str(ctx.settings.data_dir)]
+    capsys.readouterr()
+    assert main([*data, "audit", "--user", "dana", "--action", "exported", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines and {row["action"] for row in lines} == {"exported"}
+    assert main([*data, "audit", "--action", "nonsense"]) == 2
+
+
+def security_log_of(ctx, user: str) -> list[dict]:
+    from app.services.accounts import security_log
+
+    return security_log(ctx.db, 500, user=user)

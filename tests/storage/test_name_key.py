@@ -35,6 +35,9 @@ VARIANTS = {
     "zero-width space": "gr\u200beet",
     "Cyrillic e": "gr\u0435et",
     "trailing braille blank": "greet\u2800",
+    # issue 56, row 8: letters whose look-alike prototype is a capital, and small capitals
+    "Cherokee": "\u13c0\u13a1\u13ac\u13ac\u13a2",
+    "Latin small capitals": "\u0262\u0280\u1d07\u1d07\u1d1b",
 }
 RESERVED = {
     "hyphens": "out-of-scope",
@@ -218,3 +221,17 @@ def test_the_key_keeps_apart_what_looks_different():
     index = NameIndex(["greet", "card_block", "café", "faq/hours"])
     for other in ("greeting", "greet2", "cardblock", "cafe", "faq_hours", "card.block"):
         assert index.find(other) is None, other
+
+
+def test_the_issue_56_look_alikes_of_track_order_are_track_order():
+    """Issue 56, row 8: Cherokee ``ᎢᏒᎪᏟᏦ_ᎾᏒᎠᎬᏒ`` (its ``Ꮎ`` a look-alike of ``O`` with a stroke
+    through it) and Latin small capitals ``ᴛʀᴀᴄᴋ_order`` were accepted beside ``track_order``."""
+    index = NameIndex(["track_order"])
+    for name in (
+        "\u13a2\u13d2\u13aa\u13df\u13e6_\u13be\u13d2\u13a0\u13ac\u13d2",
+        "\u1d1b\u0280\u1d00\u1d04\u1d0b_order",
+    ):
+        assert index.find(name) == "track_order", ascii(name)
+        with pytest.raises(StorageError, match="looks like the existing intent 'track_order'"):
+            index.validate_new(name)
+    assert name_key("café") != name_key("cafe")  # an accent is not a look-alike: it stays

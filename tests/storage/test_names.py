@@ -3,6 +3,8 @@ and 8): every rule is :mod:`storage.texts`, on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import func, select
 
@@ -92,3 +94,52 @@ def test_a_name_confusable_with_an_existing_intent_is_refused_naming_it(db, proj
     with db.session() as s:  # a name that only shares letters is fine; an existing one is reused
         create_intent(s, project, "greeting")
         set_labels(s, project, 1, ["greet"])
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("shop\x1b[2J", "U+001B ESCAPE"),
+        ("shop\rroot", "U+000D"),
+        ("shop\nsecond line", "U+000A"),
+        ("\u202eshop", "bidi-control character (U+202E"),
+        ("\u3164", "needs something visible"),
+        ("   ", "needs a name"),
+    ],
+)
+def test_project_names_have_the_character_rules_of_intent_names(db, project, name, says):
+    """Issue 56, rows 3 and 9: a project's name kept ESC, CR and LF (the CLI printed them raw)
+    and had no character rules at all."""
+    from storage.projects import create_project, list_projects
+
+    with db.session() as s:
+        before = [p.name for p in list_projects(s)]
+    with pytest.raises(StorageError, match=rf"project .*{re.escape(says)}"), db.session() as s:
+        create_project(s, name)
+    with db.session() as s:
+        assert [p.name for p in list_projects(s)] == before
+
+
+def test_a_text_with_a_bidi_override_is_refused_and_one_with_marks_is_kept(db, project):
+    """Issue 56, row 9: right-to-left overrides made reviewers read a text other than the one
+    the model sees (``\\u202e`` shows ``pay 100 to`` ... reversed). Overrides, embeddings and
+    isolates are refused, saying where; the marks right-to-left scripts need stay."""
+    before = _counts(db, project)
+    for text in ("send \u202e001 yap\u202c now", "send \u2067x\u2069", "send \u202ax"):
+        with pytest.raises(StorageError, match="bidi control"), db.session() as s:
+            add_utterance(s, project, text, ["refund"])
+    assert _counts(db, project) == before
+    with db.session() as s:
+        add_utterance(s, project, "\u05e9\u05dc\u05d5\u05dd\u200f!", ["greet"])  # Hebrew + RLM
+
+
+def test_the_security_log_keeps_every_field_on_one_line_without_control_characters(db):
+    """Issue 56, row 9: the security log stored a name typed at the sign-in form raw: a
+    newline forged a line of its own, an ANSI sequence recoloured an admin's terminal."""
+    from storage.users import record_event, security_events
+
+    with db.session() as s:
+        record_event(s, "sign_in_failed", "admin\n2025 signed_in root\x1b[31m", address="10.0.0.1")
+    with db.session() as s:
+        event = security_events(s, 1)[0]
+    assert event.user_name == "admin\\u000a2025 signed_in root\\u001b[31m"

@@ -6,7 +6,6 @@ only call :mod:`app.services.clusters`."""
 from __future__ import annotations
 
 import dataclasses
-import html
 from typing import Any
 
 import gradio as gr
@@ -17,7 +16,7 @@ from app.services import data as data_svc
 from app.services import maps as map_svc
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 
@@ -110,7 +109,7 @@ def show(
     )
     near = c["nearest_intent"]
     note = (
-        f"Nearest existing intent: **{html.escape(near)}** (similarity "
+        f"Nearest existing intent: **{md_text(near)}** (similarity "
         f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
         if near
         else f"No labelled intent yet to compare with; coherence {c['coherence']}."

@@ -5,7 +5,6 @@ Callbacks only call :mod:`app.services.conflicts`."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict
 from typing import Any
 
@@ -15,7 +14,7 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.services import conflicts as svc
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 
@@ -75,8 +74,8 @@ def _splits(c: svc.Conflict) -> str:
 
 def evidence_markdown(conflict: dict[str, Any]) -> str:
     """The selected conflict and the utterances behind it; user text escaped."""
-    lines = [f"**{html.escape(conflict['title'])}**", ""]
-    lines += [f"- {html.escape(line)}" for line in conflict["evidence"]]
+    lines = [f"**{md_text(conflict['title'])}**", ""]
+    lines += [f"- {md_text(line)}" for line in conflict["evidence"]]
     if conflict.get("test_ids"):
         ids = ", ".join(f"#{i}" for i in conflict["test_ids"])
         lines += ["", f"**Test row(s): {ids}.** Tick *I'm changing a test label* to fix them."]

@@ -4,7 +4,6 @@ labelled pool now for the project's trade-off (set with the other settings in th
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
@@ -12,7 +11,7 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import projects as project_svc
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, problem
+from app.ui.common import attempt, bind, md_text, problem
 
 HELP = (
     "A question whose best intent scores below the threshold gets **no intent** "
@@ -39,7 +38,7 @@ def describe(live: LivePools, p: ProjectHandle | None) -> str:
     own = len(state["thresholds"]) - ("default" in state["thresholds"])
     shown = [
         f"Each intent keeps **{target:.0%}** of its own questions." if target is not None else "",
-        html.escape(state["message"]),
+        md_text(state["message"]),
         f"{own} intent(s) with a threshold of their own" if own else "",
     ]
     return " · ".join(s for s in shown if s)

@@ -4,7 +4,6 @@ estimate. Nothing changes: the Data tab merges. Callbacks only call :mod:`app.se
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
@@ -12,7 +11,7 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import whatif as svc
 from app.serving.factories import FactoryBuilder
-from app.ui.common import attempt, bind, problem
+from app.ui.common import attempt, bind, md_text, problem
 from core.design.whatif import WhatIf
 
 CONFUSION_HEADERS = ["gold", "predicted", "examples"]
@@ -27,9 +26,7 @@ HELP = (
 
 
 def _headline(w: WhatIf) -> str:
-    return (
-        f"{html.escape(w.summary())}\n\nmacro-F1 {w.macro_f1_before:.3f} → {w.macro_f1_after:.3f}"
-    )
+    return f"{md_text(w.summary())}\n\nmacro-F1 {w.macro_f1_before:.3f} → {w.macro_f1_after:.3f}"
 
 
 def _confusions(w: WhatIf) -> Any:
@@ -68,9 +65,9 @@ def split_whatif(
     w = est.whatif
     lines = [_headline(w), "Proposed parts:"]
     for part in w.parts:
-        words = html.escape(", ".join(part.keywords[:4])) or "no distinctive words"
-        shown = " · ".join(f"“{html.escape(t)}”" for t in est.examples.get(part.name, []))
-        lines.append(f"- **{html.escape(part.name)}** ({part.size}): {words} — {shown}")
+        words = md_text(", ".join(part.keywords[:4])) or "no distinctive words"
+        shown = " · ".join(f"“{md_text(t)}”" for t in est.examples.get(part.name, []))
+        lines.append(f"- **{md_text(part.name)}** ({part.size}): {words} — {shown}")
     return "\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]), _confusions(w)
 
 

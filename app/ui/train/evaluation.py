@@ -16,11 +16,12 @@ from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.services import evaluation as eval_svc
 from app.serving.factories import FactoryBuilder
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 
-# Clicking a confusion-matrix cell writes "gold → predicted" into a hidden textbox.
+# Clicking a confusion-matrix cell writes "gold → predicted" (its customdata: the names as
+# stored; the axes show them escaped) into a hidden textbox.
 _JS_BIND_CONFUSION = """
 () => {
   if (window.__studioConfusionWatcher) return [];
@@ -31,8 +32,8 @@ _JS_BIND_CONFUSION = """
     gd.on('plotly_click', (e) => {
       const p = e && e.points && e.points[0];
       const el = document.querySelector('#eval-cell textarea, #eval-cell input');
-      if (!p || !el) return;
-      el.value = p.y + ' → ' + p.x;
+      if (!p || !el || !p.customdata) return;
+      el.value = p.customdata[0] + ' → ' + p.customdata[1];  // the names as stored, not as drawn
       el.dispatchEvent(new Event('input', {bubbles: true}));
       setTimeout(() => document.querySelector('#eval-cell-btn')?.click(), 50);
     });
@@ -149,8 +150,8 @@ def pick_row(frame: pd.DataFrame, evt: gr.SelectData) -> tuple[Any, str, Any, An
     confirmation unticked."""
     row = frame.iloc[int(evt.index[0] if isinstance(evt.index, list | tuple) else evt.index)]
     what = (
-        f"#{int(row['id'])} “{row['text']}” (gold {row['gold']}, predicted {row['predicted']}) "
-        "· **test row**"
+        f"#{int(row['id'])} “{md_text(row['text'])}” (gold {md_text(row['gold'])}, predicted "
+        f"{md_text(row['predicted'])}) · **test row**"
     )
     return int(row["id"]), what, gr.update(value=None), gr.update(value=False)
 

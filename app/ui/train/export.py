@@ -32,7 +32,7 @@ def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[A
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
-    out = download_path(ctx.settings, f"{safe}.zip")
+    out = download_path(ctx.settings, f"{safe}.zip", p.id)
     info, err = attempt(lambda: bundle_svc.export_bundle(ctx.live, p, out, int8=with_int8))
     if err or info is None:
         return None, problem(err or "")

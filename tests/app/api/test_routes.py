@@ -246,3 +246,15 @@ def test_a_designer_sets_an_intents_description_and_a_viewer_reads_it_but_may_no
     assert r.status_code == 400 and "at most 500 characters" in r.json()["error"]
     r = client.put(f"{DEMO}/intents/nope", json={"description": "x"}, headers=dana)
     assert r.status_code == 404 and r.json() == {"error": "No intent 'nope' in this project."}
+
+
+def test_a_label_of_only_spaces_is_refused_not_stored_as_no_intent(client):
+    """Issue 56, row 8: a label of only whitespace was stored as "no intent" without a word."""
+    text = "do you sell moon rocks from the apollo missions"
+    client.post(f"{DEMO}/label", json={"text": text, "intents": ["moon_rocks"], "create": True})
+    for intents in (["   "], ["\u3000"], ["moon_rocks", " "]):
+        refused = client.post(f"{DEMO}/label", json={"text": text, "intents": intents})
+        assert refused.status_code == 400, refused.text
+        assert "nothing visible" in refused.text
+    rows = client.get(f"{DEMO}/utterances", params={"search": "moon rocks"}).json()
+    assert [r["intents"] for r in rows["utterances"]] == [["moon_rocks"]]

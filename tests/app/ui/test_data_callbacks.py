@@ -315,3 +315,61 @@ def test_an_import_into_a_new_name_empties_the_table_and_names_that_project_at_o
     # into the project on screen: the refresh that follows shows its rows, nothing is emptied
     again, _, *kept = data_manage.do_import(ctx, live(ctx, "fresh"), str(src), "", True)
     assert "updated" in again and kept == [{"__type__": "update"}] * 3
+
+
+# A project and an intent named as Markdown and HTML (a bundle's manifest names its project).
+MARKUP = "[Sign in](https://e.example) ![x](https://e.example/p) <img src=//e.example> **a** `c` www.e.example"
+
+
+def _rendered(markdown: str) -> str:
+    """The HTML a CommonMark renderer makes of ``markdown`` (what the page shows)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).enable("strikethrough").render(markdown)
+
+
+def test_names_are_plain_text_in_the_header_and_status_lines(ctx):
+    """Issue 56, row 3: the header rendered a project's name as Markdown/HTML (a bundle named
+    its project with a "Sign in again" link to another site and an image fetched at once), and
+    status lines quoting names were not escaped. Both show the name as the characters it is."""
+    import html
+
+    from app.services.projects import new_project
+    from app.ui.common import ok
+    from app.ui.summary import summary_line
+
+    name = new_project(ctx.db, MARKUP)
+    header = _rendered(summary_line(ctx.db, live(ctx, name).handle(), team=False))
+    status = _rendered(ok(f"Opened as read-only project {name!r}.", notify=False))
+    for shown in (header, status):
+        assert "<a " not in shown and "<img" not in shown and "<em>" not in shown, shown
+        assert "<code>" not in shown
+        assert html.escape(MARKUP, quote=False) in shown
+    assert header.count("<strong>") == 1  # the name's own bold, nothing from inside it
+
+
+def test_explanation_cards_show_texts_and_names_as_typed():
+    """Issue 56, rows 3 and 12: the Try and Map tabs' cards escaped HTML but not Markdown (a
+    text ``[Sign in](…)`` was a link), and turned ``*…*`` inside a quoted text into bold."""
+    from app.ui.map_tab import evidence_markdown
+    from app.ui.try_tab import explanation_markdown
+    from core.retrieval.explain import explain
+    from core.retrieval.knn import IntentScore, Neighbour, Prediction
+
+    text = f"{{{{7*7}}}} {MARKUP}"
+    near = Neighbour(7, text, ("pri*ce",), 0.83)
+    other = Neighbour(8, "how long does delivery take", ("delivery",), 0.71)
+    pred = Prediction(
+        [IntentScore("pri*ce", 0.83, near), IntentScore("delivery", 0.7, other)], [near, other]
+    )
+    ex = explain(text, pred).to_dict()
+    cards = {
+        "map": evidence_markdown({**ex, "id": 7, "split": "train", "gold": ["pri*ce"]}),
+        "try": explanation_markdown(
+            {"intents": [{}], "explanation": ex, "score": 0.8, "margin": 0.1, "labels": ["pri*ce"]}
+        ),
+    }
+    for where, card in cards.items():
+        shown = _rendered(card)
+        assert "<a " not in shown and "<img" not in shown and "<em>" not in shown, where
+        assert "{{7*7}}" in shown and "<strong>pri*ce</strong>" in shown, where
