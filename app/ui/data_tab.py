@@ -74,10 +74,11 @@ def refresh(
         return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
     q = dataclasses.replace(q, page=int(page or 1))
     result, err = attempt(lambda: table_svc.table_page(live, p, q))
-    intents, _ = attempt(lambda: svc.intents(live.db, p))
+    intents, intents_err = attempt(lambda: svc.intents(live.db, p))
+    err = err or intents_err
     names = [i["name"] for i in intents or []]
     rows = result.rows if result else []
-    caption = problem(err or "") if err or result is None else result.caption()
+    caption = problem(err or "", notify=False) if err or result is None else result.caption()
     pick = gr.update(choices=names)
     return TableView(
         _frame(rows),

@@ -137,10 +137,11 @@ def render(
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    intents, _ = attempt(lambda: data_svc.intent_names(maps.db, p))
+    intents, names_err = attempt(lambda: data_svc.intent_names(maps.db, p))
     choices = gr.update(choices=intents or [])
-    history = attempt(lambda: version_svc.history(maps.db, p))[0] or []
-    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
+    history, history_err = attempt(lambda: version_svc.history(maps.db, p))
+    err = err or names_err or history_err
+    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history or [])]
     pickers = gr.update(choices=versions, visible=comparing)
     if err or fig is None:
         stop = gr.update(active=False)

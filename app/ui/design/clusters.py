@@ -56,8 +56,9 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     if p is None:
         return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
     found, err = attempt(lambda: svc.candidate_intents(live, p))
-    intents = attempt(lambda: data_svc.intent_names(live.db, p))[0] or []
-    existing = gr.update(choices=intents)
+    intents, names_err = attempt(lambda: data_svc.intent_names(live.db, p))
+    err = err or names_err
+    existing = gr.update(choices=intents or [])
     if err or found is None:
         return (
             gr.update(value=[]),
@@ -142,9 +143,13 @@ def poll_map(
 ) -> tuple[Any, ...]:
     """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
     c = next((c for c in found or [] if c["number"] == number), None)
-    view = attempt(lambda: map_svc.get_map(maps, p))[0] if p is not None and c else None
-    if c is None or view is None:
-        return gr.update(), gr.update(), gr.update(active=bool(c and p is not None))
+    if p is None or c is None:
+        return gr.update(), gr.update(), gr.update(active=False)
+    view, err = attempt(lambda: map_svc.get_map(maps, p))
+    if err:
+        return gr.update(), problem(err, notify=False), gr.update(active=False)
+    if view is None:
+        return gr.update(), gr.update(), gr.update(active=True)
     if view.provisional:
         return _figure(view, c), PROVISIONAL, gr.update(active=True)
     return _figure(view, c), "", gr.update(active=False)
@@ -250,4 +255,4 @@ def build_clusters(
         [action],
         api_name="add_cluster_to_intent",
     ).then(bind(find, live), [project], find_outputs, api_visibility="private")
-    return {"existing": existing}
+    return {"existing": existing, "status": status}

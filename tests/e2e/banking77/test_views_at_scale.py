@@ -143,6 +143,36 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
         ctx.close()
 
 
+def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_server, browser):
+    """Issue 58 item 1: "Relabel as" offered no intent: its callback handed the service the
+    project's name where it takes the project, and the AttributeError became an empty list (a
+    bug now fails any browser test: the server logs it, the page shows it)."""
+    from tests.e2e.banking77.test_label_keys import _names
+
+    ctx, page = _sized(browser, 1440, 900)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Train").click()
+        page.get_by_role("tab", name="Evaluation").click()
+        page.locator("#evaluate").click()
+        page.wait_for_function(
+            "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
+        )
+        page.locator("#eval-relabel-as input").click()
+        page.wait_for_function(
+            "() => document.querySelectorAll('[role=listbox] [role=option]').length >= 77",
+            timeout=30_000,
+        )
+        offered = page.evaluate(
+            "() => [...document.querySelectorAll('[role=listbox] [role=option]')]"
+            ".map((o) => o.innerText.trim())"
+        )
+        assert set(_names()) <= set(offered), sorted(set(_names()) - set(offered))[:5]
+        page.keyboard.press("Escape")
+    finally:
+        ctx.close()
+
+
 def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolling(
     banking77_server, browser
 ):
