@@ -17,7 +17,10 @@ Each cluster is named by its distinctive words, c-TF-IDF style (a word's frequen
 against its frequency over all clusters and the left-out points, from scikit-learn's
 ``CountVectorizer``), and shown by its central examples (nearest its centroid). Given the labelled
 pool, each cluster also gets its nearest existing intent (the project's
-:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid).
+:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid), and the intent
+it *resembles*: the one the Predictor, deciding as it serves, gives at least :data:`RESEMBLES` of
+its utterances. A cluster that resembles an intent is that intent's unlabelled utterances, not a
+new intent: such clusters are listed after the new ones.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,6 +49,7 @@ logger = logging.getLogger(__name__)
 MIN_UTTERANCES = 20  # fewer unlabelled utterances than this: nothing to cluster
 PCA_DIMS = 50
 MIN_LIFT = 0.15  # how much more alike a cluster's members must be than the input's average pair
+RESEMBLES = 2 / 3  # the share of a cluster the model decides as one intent for it to resemble it
 KEYWORDS = 5
 EXAMPLES = 3
 
@@ -59,6 +64,8 @@ class Cluster:
     cohesion: float  # mean cosine similarity of the members to their centroid
     nearest_intent: str | None = None
     nearest_similarity: float = 0.0
+    resembles: str | None = None  # the intent the model gives most members (RESEMBLES or more)
+    resembling: int = 0  # how many members the model gives its most given intent
 
     @property
     def size(self) -> int:
@@ -192,6 +199,31 @@ def _nearest_intents(
     return [(p.top, float(p.score)) for p in preds]
 
 
+def _resembled(
+    groups: Sequence[np.ndarray], pool: Predictor | None
+) -> list[tuple[str | None, int]]:
+    """For each group of vectors, the intent the pool decides most of them as (None below
+    :data:`RESEMBLES` of the group) and how many it decides so, a decision of no intent (below
+    the intent's out-of-scope threshold) counting for none. Only a single-label pool with its
+    thresholds judges: without them (out of scope off, or not calibrated yet) every question
+    gets its top intent, however far, and no group is said to resemble one."""
+    usable = pool is not None and pool.head is None and not pool.multi_label and pool.thresholds
+    if pool is None or not usable or not groups:
+        return [(None, 0)] * len(groups)
+    if len(pool.index) == 0 and not pool.index.anchors():
+        return [(None, 0)] * len(groups)
+    every = np.concatenate(groups)
+    no = pool.no_intent(every)
+    decided = [None if out else top for top, out in zip(pool.tops(every).intents, no, strict=True)]
+    out, start = [], 0
+    for group in groups:
+        mine = [d for d in decided[start : start + len(group)] if d is not None]
+        start += len(group)
+        top, n = Counter(mine).most_common(1)[0] if mine else (None, 0)
+        out.append((top if n >= RESEMBLES * len(group) else None, n))
+    return out
+
+
 def find_clusters(
     vectors: np.ndarray,
     texts: Sequence[str],
@@ -200,14 +232,16 @@ def find_clusters(
     min_size: int | None = None,
     seed: int = 0,
 ) -> list[Cluster]:
-    """Candidate intents among ``vectors`` (one per text), most coherent first (the biggest
-    first among equally coherent ones).
+    """Candidate intents among ``vectors`` (one per text): the new ones first, then those that
+    resemble an existing intent; each most coherent first (the biggest first among equally
+    coherent ones).
 
     Args:
         vectors: ``(n, d)`` embeddings of the unlabelled utterances.
         texts: their texts (for the names).
         pool: the project's Predictor over its labelled pool (in the space of ``vectors``), to
-            find each cluster's nearest intent as it would predict the cluster's centre.
+            find each cluster's nearest intent as it would predict the cluster's centre, and
+            the intent it resembles (see the module's docstring).
         min_size: the smallest cluster (default :func:`default_min_size`).
         seed: PCA's seed.
 
@@ -234,9 +268,11 @@ def find_clusters(
         return []
     centres = np.asarray([f[3] for f in found], dtype=np.float32)
     nearest = _nearest_intents(centres, pool)
+    resembled = _resembled([unit[list(f[0])] for f in found], pool)
+    ranked = sorted(  # stable: most coherent first within each
+        zip(found, nearest, resembled, strict=True), key=lambda r: r[2][0] is not None
+    )
     return [
-        Cluster(number, members, keywords, cohesion, *near)
-        for number, ((members, cohesion, keywords, _), near) in enumerate(
-            zip(found, nearest, strict=True), start=1
-        )
+        Cluster(number, members, keywords, cohesion, *near, *like)
+        for number, ((members, cohesion, keywords, _), near, like) in enumerate(ranked, start=1)
     ]

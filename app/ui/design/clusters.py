@@ -26,27 +26,29 @@ HEADERS = [
     "coherence",
     "distinctive words",
     "size",
+    "already an intent?",
     "nearest intent",
-    "similarity",
     "central examples",
 ]
 HELP = (
     "Groups of similar **unlabelled** utterances (candidate intents), named by the words that "
-    "set them apart, with their central examples and nearest existing intent. **Most coherent "
-    "first**: *coherence* is the mean similarity of a group's utterances to its centre; 90 % "
-    "and above is usually one intent, below 85 % often several (untick what does not belong)."
+    "set them apart, with their central examples. **New ones first, most coherent first**: "
+    "*coherence* is the mean similarity of a group's utterances to its centre; 90 % and above is "
+    "usually one intent, below 85 % often several (untick what does not belong). A group the "
+    "model already puts in an existing intent (*already an intent?*: ≈ that intent) comes after "
+    "the new ones: add it to that intent, or leave it."
 )
 
 
 def _row(c: dict[str, Any]) -> list[Any]:
-    near = c["nearest_intent"] or "–"
+    near = c["nearest_intent"]
     return [
         c["number"],
         c["coherence"],
         ", ".join(c["keywords"]),
         len(c["ids"]),
-        near,
-        f"{c['nearest_similarity']:.2f}" if c["nearest_intent"] else "–",
+        f"≈ {c['looks_like']}" if c["resembles"] else "no: new",
+        f"{near} ({c['nearest_similarity']:.2f})" if near else "–",
         " · ".join(c["texts"][:3]),
     ]
 
@@ -72,6 +74,7 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
             **dataclasses.asdict(c),
             "choice": c.choice,
             "coherence": c.coherence,
+            "looks_like": c.looks_like,
             "suggested_name": c.suggested_name,
         }
         for c in found
@@ -83,10 +86,16 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
         )
     else:
         n = sum(len(c["ids"]) for c in state)
+        old = sum(bool(c["resembles"]) for c in state)
         status = (
-            f"{len(state)} candidate intents holding {n} unlabelled utterances, most coherent "
-            "first. "
-            "Pick one below to see its examples and its points on the map."
+            f"{len(state)} candidate intents holding {n} unlabelled utterances: "
+            f"**{len(state) - old} look new**, most coherent first"
+            + (
+                f"; then {old} the model already puts in an existing intent (≈ in the table)"
+                if old
+                else ""
+            )
+            + ". Pick one below to see its examples and its points on the map."
         )
     picker = gr.update(
         choices=[(c["choice"], c["number"]) for c in state],
@@ -108,15 +117,23 @@ def show(
         choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
         value=[str(i) for i in c["ids"]],
     )
-    near = c["nearest_intent"]
-    note = (
-        f"Nearest existing intent: **{md_text(near)}** (similarity "
-        f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
-        if near
-        else f"No labelled intent yet to compare with; coherence {c['coherence']}."
-    )
-    # offered for "add to" only when it is close: a far one would invite a wrong click
-    close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
+    near, like = c["nearest_intent"], c["resembles"]
+    if like:
+        note = (
+            f"**Already an intent: {md_text(like)}**: the model puts {c['resembling']} of "
+            f"these {len(c['ids'])} utterances there. Add them to it below, or leave them; "
+            f"coherence {c['coherence']}."
+        )
+    elif near:
+        note = (
+            f"Looks new: nearest existing intent **{md_text(near)}** (similarity "
+            f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
+        )
+    else:
+        note = f"No labelled intent yet to compare with; coherence {c['coherence']}."
+    # offered for "add to" when it resembles one, or its nearest is close: a far one would
+    # invite a wrong click
+    close = gr.update(value=like or (near if c["nearest_similarity"] >= CLOSE else None))
     head = (examples, c["suggested_name"], close, note)
     view, err = attempt(lambda: map_svc.get_map(maps, p))
     if err:
@@ -195,7 +212,7 @@ def build_clusters(
         headers=HEADERS,
         interactive=False,
         max_height=260,
-        column_widths=["4%", "9%", "20%", "6%", "15%", "8%", "38%"],
+        column_widths=["4%", "8%", "18%", "5%", "17%", "15%", "33%"],
         wrap=True,
         elem_id="design-clusters",
     )
