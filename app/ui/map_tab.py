@@ -284,7 +284,11 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             label="Selected ids (lasso, or type)", elem_id="map-selected", scale=3, max_lines=2
         )
         label_as = gr.Dropdown(
-            label="Label selection as", allow_custom_value=True, choices=[], scale=2
+            label="Label selection as",
+            allow_custom_value=True,
+            choices=[],
+            scale=2,
+            elem_id="map-label-as",
         )
         relabel = gr.Checkbox(
             label="relabel labelled points too",
@@ -375,4 +379,6 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
     ).then(bind(render, maps), inputs, outputs, api_visibility="private").then(
         None, None, None, js=BIND_JS, api_visibility="private"
     )
-    return {"refresh": (bind(render, maps), inputs, outputs), "js": BIND_JS}
+    widgets = ["map-selected", "map-label-as", "map-relabel", "project"]
+    watch = bulk_preview.watch_js(PREVIEW_ID, BUTTON_ID, widgets)
+    return {"refresh": (bind(render, maps), inputs, outputs), "js": BIND_JS, "watch": watch}

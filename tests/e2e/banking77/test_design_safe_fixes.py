@@ -260,3 +260,84 @@ def test_design_aids_rank_coherent_candidates_and_count_the_matrix_confusions(
         assert _labels(client) == before
     finally:
         context.close()
+
+
+# When a press on the page happened and when the Label button first said it waits, in ms.
+HELD = """(() => {
+  window.__held = {pressed: null, held: null};
+  document.addEventListener('pointerdown', () => {
+    window.__held = {pressed: performance.now(), held: null};
+  }, true);
+  document.addEventListener('keydown', () => {
+    if (window.__held.pressed === null) window.__held.pressed = performance.now();
+  }, true);
+  const watch = () => {
+    const b = document.querySelector('#bulk-label');
+    if (!b) return setTimeout(watch, 200);
+    new MutationObserver(() => {
+      const h = window.__held;
+      if (h.pressed !== null && h.held === null && b.classList.contains('counting')) {
+        h.held = performance.now();
+      }
+    }).observe(b, {attributes: true});
+  };
+  watch();
+})();"""
+READY = (
+    "() => { const b = document.querySelector('#bulk-label');"
+    " return !b.classList.contains('counting')"
+    " && !!document.querySelector('#bulk-preview [data-token]'); }"
+)
+
+
+@pytest.mark.parametrize("delay", [30, 80])
+def test_the_label_button_waits_from_the_moment_a_filter_changes(banking77_server, browser, delay):
+    """Issue 58 item 6: for ~100 ms after a filter change the old preview still looked ready
+    and a click on Label was refused with a toast. From the press that changes a filter (a
+    picked option, keys typed in a picker), the button says it is counting and a click sends no
+    preview (refused, no toast) until the new preview shows; a pick that changes nothing does
+    not leave it waiting."""
+    from tests.e2e.banking77.test_label_keys import TOASTS
+
+    client = _client(banking77_server)
+    before = _labels(client)
+    context, page = _page(browser)
+    context.add_init_script(TOASTS)
+    context.add_init_script(HELD)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Data").click()
+        page.get_by_text("Label every row the filters show").click()
+        _type_into(page, "#bulk-intent", "card_arrival")
+        page.wait_for_function(READY)
+
+        # a mouse pick of another split: held at the press, a click then labels nothing
+        page.locator("#data-split input").click()
+        page.evaluate("() => { window.__held = {pressed: null, held: null}; }")
+        page.get_by_role("option", name="unlabelled", exact=True).click()
+        page.locator("#bulk-label").dispatch_event("click")  # at once
+        held = page.evaluate("() => window.__held")
+        assert held["held"] is not None and held["held"] - held["pressed"] <= 50, held
+        _says(page, "#bulk-result", "still being counted: nothing was labelled")
+        page.wait_for_function(READY)
+        _says(page, "#bulk-preview", "unlabelled will become card_arrival")
+        assert "already labelled" not in page.inner_text("#bulk-preview")  # the new filter's
+
+        # keys typed in a picker (another intent filter): held from the first key
+        page.locator("#data-intent input").click()
+        page.evaluate("() => { window.__held = {pressed: null, held: null}; }")
+        page.keyboard.type("(none)", delay=delay)
+        page.keyboard.press("Enter")
+        held = page.evaluate("() => window.__held")
+        assert held["held"] is not None and held["held"] - held["pressed"] <= 50, held
+        page.wait_for_function(READY)
+
+        # the same option picked again changes nothing: the button does not stay waiting
+        page.locator("#data-split input").click()
+        page.get_by_role("option", name="unlabelled", exact=True).click()
+        page.wait_for_function(READY, timeout=5_000)
+        toasts = page.evaluate("() => window.__toasts")
+        assert not [t for t in toasts if "counted" in t or "changed" in t], toasts
+        assert _labels(client) == before
+    finally:
+        context.close()
