@@ -143,6 +143,19 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
         ctx.close()
 
 
+# Every text a Gradio status tracker shows over a panel while its event runs (a timer such as
+# "processing | 0.6s" or "0.4s"), collected as it appears.
+TIMERS = """() => {
+  window.__timers = [];
+  new MutationObserver(() => {
+    document.querySelectorAll('[data-testid=status-tracker]').forEach((t) => {
+      const text = (t.innerText || '').trim();
+      if (/\\d+(\\.\\d+)?s\\b|processing/.test(text)) window.__timers.push(text);
+    });
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
 def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_server, browser):
     """Issue 58 item 1: "Relabel as" offered no intent: its callback handed the service the
     project's name where it takes the project, and the AttributeError became an empty list (a
@@ -154,10 +167,13 @@ def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_se
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Train").click()
         page.get_by_role("tab", name="Evaluation").click()
+        page.evaluate(TIMERS)
         page.locator("#evaluate").click()
         page.wait_for_function(
             "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
         )
+        # issue 58 item 7: no Gradio run timer ("processing | 0.6s") inside a panel meanwhile
+        assert page.evaluate("() => window.__timers") == []
         page.locator("#eval-relabel-as input").click()
         page.wait_for_function(
             "() => document.querySelectorAll('[role=listbox] [role=option]').length >= 77",
