@@ -87,8 +87,12 @@
   const observe = (previewId) => {
     const preview = byId(previewId);
     if (!preview) return false;
-    new MutationObserver((changes) => {
-      if (!changes.some((c) => c.addedNodes.length)) return;  // our own token moves
+    let shown = null;  // the data-seq of the preview on screen: every render has its own
+    new MutationObserver(() => {
+      // a new preview, not our own token moves nor Gradio's loading marks around the old one
+      const seq = preview.querySelector('[data-seq]')?.getAttribute('data-seq') ?? null;
+      if (seq === shown) return;
+      shown = seq;
       const view = views[previewId];
       release(previewId, view?.button);
       if (!view) return;

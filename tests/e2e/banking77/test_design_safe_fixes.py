@@ -323,18 +323,20 @@ def test_the_label_button_waits_from_the_moment_a_filter_changes(banking77_serve
         _says(page, "#bulk-preview", "unlabelled will become card_arrival")
         assert "already labelled" not in page.inner_text("#bulk-preview")  # the new filter's
 
-        # keys typed in a picker (another intent filter): held from the first key
-        page.locator("#data-intent input").click()
+        # keys typed in the picker (every split again): held from the first key
+        page.locator("#data-split input").click()
+        page.keyboard.press("Control+a")  # what the picker shows, replaced by what is typed
         page.evaluate("() => { window.__held = {pressed: null, held: null}; }")
-        page.keyboard.type("(none)", delay=delay)
+        page.keyboard.type("(all)", delay=delay)
         page.keyboard.press("Enter")
         held = page.evaluate("() => window.__held")
         assert held["held"] is not None and held["held"] - held["pressed"] <= 50, held
         page.wait_for_function(READY)
+        _says(page, "#bulk-preview", "already labelled")  # every split's rows now
 
         # the same option picked again changes nothing: the button does not stay waiting
         page.locator("#data-split input").click()
-        page.get_by_role("option", name="unlabelled", exact=True).click()
+        page.get_by_role("option", name="(all)", exact=True).click()
         page.wait_for_function(READY, timeout=5_000)
         toasts = page.evaluate("() => window.__toasts")
         assert not [t for t in toasts if "counted" in t or "changed" in t], toasts
