@@ -55,7 +55,7 @@ def _as_dict(c: Any, examples: int) -> dict[str, Any]:
         "keywords": list(c.keywords),
         "nearest_intent": c.nearest_intent,
         "nearest_similarity": round(float(c.nearest_similarity), 4),
-        "resembles": c.resembles,
+        "resembles": list(c.resembles),
         "resembling": c.resembling,
         "cohesion": round(float(c.cohesion), 4),
         "examples": list(c.texts[:examples]),

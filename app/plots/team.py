@@ -121,14 +121,14 @@ def agreement_chart(pairs: Sequence[Row], intents: Sequence[Row]) -> go.Figure:
     fig.update_yaxes(autorange="reversed", automargin=True)
     if any(v is None for _, _, v, *_ in [*pairs, *shown]):
         fig.add_annotation(
-            text="Grey, striped: everyone gave the same answer on every item, full agreement "
-            "that κ and α cannot score (they correct for chance agreement, and there is no "
-            "disagreement to compare with). No bar: too few items answered by two.",
+            text="Grey, striped: everyone gave the same answer on every item. That is full "
+            "agreement, which κ and α cannot score:<br>they correct for chance agreement, and "
+            "there is no disagreement to compare with. No bar: too few items answered by two.",
             xref="paper",
             yref="paper",
             x=0,
             y=0,
-            yshift=-52,
+            yshift=-50,
             xanchor="left",
             yanchor="top",
             showarrow=False,
@@ -136,8 +136,8 @@ def agreement_chart(pairs: Sequence[Row], intents: Sequence[Row]) -> go.Figure:
             font={"size": 12, "color": "#555555"},
         )
     fig.update_layout(
-        height=max(220, 70 + 20 * max(len(pairs), len(shown))) + 40,
-        margin={"l": 10, "r": 10, "t": 40, "b": 80},
+        height=max(220, 70 + 20 * max(len(pairs), len(shown))) + 56,
+        margin={"l": 10, "r": 10, "t": 40, "b": 96},
         template="plotly_white",
         bargap=0.25,
     )

@@ -35,9 +35,9 @@ MAX_UTTERANCES = 20_000  # the most unlabelled utterances clustered at once (as 
 class Candidate:
     """A cluster of unlabelled utterances, ready to show: its ids and texts (most central
     first), its words, size, coherence (``cohesion``: the mean cosine similarity of its
-    utterances to its centre), nearest existing intent, and the existing intent it resembles
-    (``resembles``: the one the live model gives ``resembling`` of its utterances, at least
-    :data:`core.design.clusters.RESEMBLES` of them; None: it looks new)."""
+    utterances to its centre), nearest existing intent, and the existing intents it resembles
+    (``resembles``: those the live model gives its utterances, ``resembling`` of them, at
+    least :data:`core.design.clusters.RESEMBLES`; empty: it looks new)."""
 
     number: int
     title: str
@@ -48,7 +48,7 @@ class Candidate:
     cohesion: float
     nearest_intent: str | None
     nearest_similarity: float
-    resembles: str | None = None
+    resembles: tuple[str, ...] = ()
     resembling: int = 0
 
     @property
@@ -57,16 +57,16 @@ class Candidate:
 
     @property
     def looks_like(self) -> str:
-        """Which existing intent it resembles, in words: ``change_pin (9 of 11)``, or ``new``.
+        """Which existing intents it resembles, in words: ``change_pin (9 of 11)``, or ``new``.
 
         Example:
             >>> Candidate(1, "pin", "pin", ("pin",), (1, 2, 3), ("a", "b", "c"), 0.9, "change_pin",
-            ...           0.8, "change_pin", 2).looks_like
-            'change_pin (2 of 3)'
+            ...           0.8, ("change_pin", "pin_blocked"), 3).looks_like
+            'change_pin, pin_blocked (3 of 3)'
         """
-        if self.resembles is None:
+        if not self.resembles:
             return "new"
-        return f"{self.resembles} ({self.resembling} of {self.size})"
+        return f"{', '.join(self.resembles)} ({self.resembling} of {self.size})"
 
     @property
     def coherence(self) -> str:
@@ -77,7 +77,7 @@ class Candidate:
     def choice(self) -> str:
         """How a picker shows it: ``2 · card · lost (14, 92% coherent)``, and ``≈ change_pin``
         after it when it resembles that intent."""
-        like = f" ≈ {self.resembles}" if self.resembles else ""
+        like = f" ≈ {', '.join(self.resembles)}" if self.resembles else ""
         return f"{self.number} · {self.title} ({self.size}, {self.coherence} coherent){like}"
 
 

@@ -17,10 +17,11 @@ Each cluster is named by its distinctive words, c-TF-IDF style (a word's frequen
 against its frequency over all clusters and the left-out points, from scikit-learn's
 ``CountVectorizer``), and shown by its central examples (nearest its centroid). Given the labelled
 pool, each cluster also gets its nearest existing intent (the project's
-:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid), and the intent
-it *resembles*: the one the Predictor, deciding as it serves, gives at least :data:`RESEMBLES` of
-its utterances. A cluster that resembles an intent is that intent's unlabelled utterances, not a
-new intent: such clusters are listed after the new ones.
+:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid), and the
+existing intents it *resembles*: when the Predictor, deciding as it serves (out-of-scope
+thresholds included), gives at least :data:`RESEMBLES` of its utterances an existing intent, the
+cluster is those intents' unlabelled utterances, not a new intent (a new intent's utterances
+fall out of scope of every intent). Such clusters are listed after the new ones.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -49,7 +50,8 @@ logger = logging.getLogger(__name__)
 MIN_UTTERANCES = 20  # fewer unlabelled utterances than this: nothing to cluster
 PCA_DIMS = 50
 MIN_LIFT = 0.15  # how much more alike a cluster's members must be than the input's average pair
-RESEMBLES = 2 / 3  # the share of a cluster the model decides as one intent for it to resemble it
+RESEMBLES = 2 / 3  # the share of a cluster the model gives existing intents for it to be theirs
+NAMED = 3  # the most intents a resembling cluster names (those giving it a fifth or more)
 KEYWORDS = 5
 EXAMPLES = 3
 
@@ -64,8 +66,8 @@ class Cluster:
     cohesion: float  # mean cosine similarity of the members to their centroid
     nearest_intent: str | None = None
     nearest_similarity: float = 0.0
-    resembles: str | None = None  # the intent the model gives most members (RESEMBLES or more)
-    resembling: int = 0  # how many members the model gives its most given intent
+    resembles: tuple[str, ...] = ()  # the existing intents it is (most given first); (): new
+    resembling: int = 0  # how many members the model gives an existing intent
 
     @property
     def size(self) -> int:
@@ -201,17 +203,18 @@ def _nearest_intents(
 
 def _resembled(
     groups: Sequence[np.ndarray], pool: Predictor | None
-) -> list[tuple[str | None, int]]:
-    """For each group of vectors, the intent the pool decides most of them as (None below
-    :data:`RESEMBLES` of the group) and how many it decides so, a decision of no intent (below
-    the intent's out-of-scope threshold) counting for none. Only a single-label pool with its
-    thresholds judges: without them (out of scope off, or not calibrated yet) every question
-    gets its top intent, however far, and no group is said to resemble one."""
+) -> list[tuple[tuple[str, ...], int]]:
+    """For each group of vectors: the existing intents the pool gives them (most given first,
+    each a fifth or more of those, at most :data:`NAMED`) when it gives at least
+    :data:`RESEMBLES` of the group one, else none; and how many it gives one. A decision of no
+    intent (below the intent's out-of-scope threshold) gives none. Only a single-label pool
+    with its thresholds judges: without them (out of scope off, or not calibrated yet) every
+    question gets its top intent, however far, and no group is said to resemble one."""
     usable = pool is not None and pool.head is None and not pool.multi_label and pool.thresholds
     if pool is None or not usable or not groups:
-        return [(None, 0)] * len(groups)
+        return [((), 0)] * len(groups)
     if len(pool.index) == 0 and not pool.index.anchors():
-        return [(None, 0)] * len(groups)
+        return [((), 0)] * len(groups)
     every = np.concatenate(groups)
     no = pool.no_intent(every)
     decided = [None if out else top for top, out in zip(pool.tops(every).intents, no, strict=True)]
@@ -219,8 +222,9 @@ def _resembled(
     for group in groups:
         mine = [d for d in decided[start : start + len(group)] if d is not None]
         start += len(group)
-        top, n = Counter(mine).most_common(1)[0] if mine else (None, 0)
-        out.append((top if n >= RESEMBLES * len(group) else None, n))
+        counts = sorted(Counter(mine).items(), key=lambda kv: (-kv[1], kv[0]))
+        named = tuple(name for name, n in counts[:NAMED] if n >= len(mine) / 5)
+        out.append((named if len(mine) >= RESEMBLES * len(group) else (), len(mine)))
     return out
 
 
@@ -270,7 +274,7 @@ def find_clusters(
     nearest = _nearest_intents(centres, pool)
     resembled = _resembled([unit[list(f[0])] for f in found], pool)
     ranked = sorted(  # stable: most coherent first within each
-        zip(found, nearest, resembled, strict=True), key=lambda r: r[2][0] is not None
+        zip(found, nearest, resembled, strict=True), key=lambda r: bool(r[2][0])
     )
     return [
         Cluster(number, members, keywords, cohesion, *near, *like)

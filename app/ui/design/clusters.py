@@ -117,12 +117,13 @@ def show(
         choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
         value=[str(i) for i in c["ids"]],
     )
-    near, like = c["nearest_intent"], c["resembles"]
+    near, like = c["nearest_intent"], list(c["resembles"])
     if like:
+        names = md_text(", ".join(like))
         note = (
-            f"**Already an intent: {md_text(like)}**: the model puts {c['resembling']} of "
-            f"these {len(c['ids'])} utterances there. Add them to it below, or leave them; "
-            f"coherence {c['coherence']}."
+            f"**Already {'an intent' if len(like) == 1 else 'intents'}: {names}**: the model "
+            f"puts {c['resembling']} of these {len(c['ids'])} utterances there. Add them below, "
+            f"or leave them; coherence {c['coherence']}."
         )
     elif near:
         note = (
@@ -133,7 +134,7 @@ def show(
         note = f"No labelled intent yet to compare with; coherence {c['coherence']}."
     # offered for "add to" when it resembles one, or its nearest is close: a far one would
     # invite a wrong click
-    close = gr.update(value=like or (near if c["nearest_similarity"] >= CLOSE else None))
+    close = gr.update(value=like[0] if like else near if c["nearest_similarity"] >= CLOSE else None)
     head = (examples, c["suggested_name"], close, note)
     view, err = attempt(lambda: map_svc.get_map(maps, p))
     if err:
@@ -212,7 +213,7 @@ def build_clusters(
         headers=HEADERS,
         interactive=False,
         max_height=260,
-        column_widths=["4%", "8%", "18%", "5%", "17%", "15%", "33%"],
+        column_widths=["4%", "10%", "17%", "5%", "17%", "15%", "32%"],
         wrap=True,
         elem_id="design-clusters",
     )

@@ -33,10 +33,9 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     for c in found:  # a look-alike says which intent, in the table and in the note
         said = ui.show(ctx.maps, demo, found, c["number"])[3]
         if c["resembles"]:
-            assert (
-                f"≈ {c['resembles']}" in c["choice"]
-                and f"Already an intent: {c['resembles']}" in said
-            )
+            names = ", ".join(c["resembles"])
+            kind = "an intent" if len(c["resembles"]) == 1 else "intents"
+            assert f"≈ {names}" in c["choice"] and f"Already {kind}: {names}**" in said
         else:
             assert said.startswith("Looks new") and "≈" not in c["choice"]
     gift = next(c for c in found if "gift" in c["keywords"][:2])
