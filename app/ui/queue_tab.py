@@ -59,6 +59,7 @@ def _advance(
         upcoming=tuple(upcoming),
         picked=tuple(picked),
         counts=(ahead.remaining, ahead.mine),
+        intents=ahead.intents,
     )
 
 

@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
@@ -60,6 +59,8 @@ class QueueSession:
     # the progress line's counts, read with the last card: (unlabelled, (assigned, open) of a
     # team's annotator or None)
     counts: tuple[int, tuple[int, int] | None] | None = None
+    # the project's intents, read with the last card: the page matches a typed name among them
+    intents: tuple[str, ...] = ()
 
     def but(self, **changes: Any) -> QueueSession:
         return dataclasses.replace(self, **changes)
@@ -227,7 +228,6 @@ def render(
         visible=multi,
     )
     empty = item is None and p is not None and _is_empty(db, p)
-    intents = data_svc.intent_names(db, p) if p is not None else []
     return QueueView(
         message,
         state,
@@ -236,7 +236,7 @@ def render(
             state.seq,
             empty_project=empty,
             how=state.how,
-            intents=intents,
+            intents=state.intents,
             skipped=len(state.skipped),
         ),
         keys[0],
