@@ -22,6 +22,7 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     import gc
     import time
 
+    from app.services.map_warm_up import encode_map_rows
     from app.services.queue import warm_up as warm_queue
 
     start = time.monotonic()
@@ -33,6 +34,7 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     said("encoders loaded and every project's pool built")
     warm_queue(ctx.live)
     said("the Label tab's first cards scored")
+    said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
     if umap.is_alive():
         print("Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True)
     umap.join()
@@ -107,10 +109,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
         ensure_demo_project(ctx.db)
-    from app.services.maps import start_warm_up
+    from app.services.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
     umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
+    print(
+        "Warming up in the background (the page works meanwhile; its first answers wait for "
+        "it): loading the encoder, building each project's pool, scoring the Label tab's first "
+        "cards.",
+        flush=True,
+    )
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
@@ -122,9 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = web_app(ctx, host=args.host, port=args.port)
     print(
         f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
-        f"REST API docs at /docs)\n"
-        "Warming up in the background (the page works meanwhile; its first answers wait for it): "
-        "loading the encoder, building each project's pool, scoring the Label tab's first cards.",
+        f"REST API docs at /docs)",
         flush=True,
     )
     import uvicorn
