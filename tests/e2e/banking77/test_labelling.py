@@ -207,8 +207,9 @@ def test_a_cached_map_answers_a_click_at_once_and_isolates_an_intent(banking77_s
     page.keyboard.press("Escape")
     page.wait_for_function(
         "() => { const d = document.querySelector('#map-plot .js-plotly-plot')?.data || [];"
-        " const names = d.filter((t) => t.mode === 'text');"
-        " return names.length === 1 && names[0].text.length === 1; }"
+        " const p = document.querySelector('#map-plot .js-plotly-plot');"
+        " const n = (p?.layout?.annotations || []).filter((a) => a.name === 'intent name');"
+        " return d.length && n.length === 1 && n[0].text === 'card_arrival'; }"
     )
     colours = page.evaluate(
         "() => Object.fromEntries(document.querySelector('#map-plot .js-plotly-plot').data"
