@@ -20,11 +20,23 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     otherwise walks millions of long-lived objects (the models, the app) and paused labelling
     for 0.5-0.8 s at a time."""
     import gc
+    import time
 
+    from app.services.map_warm_up import encode_map_rows
     from app.services.queue import warm_up as warm_queue
 
+    start = time.monotonic()
+
+    def said(what: str) -> None:  # each step as it ends: a first start is never silent
+        print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
+
     ctx.warm_up()
+    said("encoders loaded and every project's pool built")
     warm_queue(ctx.live)
+    said("the Label tab's first cards scored")
+    said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
+    if umap.is_alive():
+        print("Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True)
     umap.join()
     gc.collect()
     gc.freeze()
@@ -60,6 +72,8 @@ def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # said before the libraries load: a first start on a busy machine takes a minute or more
+    print("Starting Intent Studio: loading its libraries…", flush=True)
     import dataclasses
     import faulthandler
     import ipaddress
@@ -95,10 +109,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
         ensure_demo_project(ctx.db)
-    from app.services.maps import start_warm_up
+    from app.services.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
     umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
+    print(
+        "Warming up in the background (the page works meanwhile; its first answers wait for "
+        "it): loading the encoder, building each project's pool, scoring the Label tab's first "
+        "cards.",
+        flush=True,
+    )
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
@@ -106,6 +126,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         supervisor.start()
     # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
     # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
+    print("Building the app's pages…", flush=True)
     app = web_app(ctx, host=args.host, port=args.port)
     print(
         f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "

@@ -51,6 +51,9 @@ class MapView:
     geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
     # a quick projection shown while the one asked for is computed (app.services.maps.get_map)
     provisional: bool = False
+    # the project's rows left out of a provisional picture: their vectors were not there yet
+    # (they are encoded with the projection, in the background, and join the map when it lands)
+    waiting: int = 0
 
     def map_data(self) -> MapData:
         return MapData(

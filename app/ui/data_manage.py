@@ -106,7 +106,7 @@ def do_import(
     picker = project_picker(ctx.db, res.project)
     if p is not None and res.project == p.name:
         return ok(res.message()), picker, same, same, same
-    there, _ = attempt(lambda: open_project(ctx.db, res.project))
+    there = open_project(ctx.db, res.project)
     empty = pd.DataFrame(columns=HEADERS)
     loading = f"Loading {md_text(res.project)}…"
     return (

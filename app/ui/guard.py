@@ -13,14 +13,21 @@ A callback takes its project as a parameter annotated :class:`app.access.Project
 wrapper resolves the picker's value (a name) into the handle once, for the signed-in user with
 the role the event needs there (:func:`app.access.open_project`: a project they are no member of
 is "no project"), before the callback runs; an empty picker gives ``None``.
+
+A callback that raises anything but a refusal (a bug: an AttributeError, a TypeError...) is
+answered here too, by :func:`unexpected`: the error is logged with its traceback, shown as an
+error toast and written into the event's status line (its ``message`` output for a declared
+callback, and any output whose ``elem_id`` ends in ``status``); its other outputs are left as
+they were. Nothing turns it into an empty answer.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -28,12 +35,50 @@ import gradio as gr
 from app.access import ProjectHandle, resolve
 from app.access.auth import Actor, acting_as, require
 from app.serving.context import AppContext
-from app.ui.common import problem
+from app.ui.common import USER_ERRORS, problem
 from storage.db import read_only
 from storage.errors import NotFoundError, StorageError
 
+logger = logging.getLogger(__name__)
+
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
+SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
+
+
+def unexpected(fn: Callable[..., Any], exc: Exception, shape: tuple[int, tuple[int, ...]]) -> Any:
+    """The answer to a callback that raised ``exc``, in each status line of ``shape`` (the
+    event's number of outputs and the positions of its status lines; every other output is left
+    as it is). A refusal (:data:`app.ui.common.USER_ERRORS`: a project deleted meanwhile) says
+    its message, as :func:`app.ui.common.attempt` would have. Anything else is a bug: logged with
+    its traceback and shown as an error (a toast that stays, and the status line); the user
+    reads the error's kind, never its text (it may quote SQL or a file path) or traceback."""
+    from gradio.helpers import log_message
+
+    if isinstance(exc, USER_ERRORS):
+        said = problem(str(exc))
+    else:
+        name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
+        message = (
+            f"Something went wrong ({type(exc).__name__}): a bug, logged on the server with its "
+            "details. Try again; if it happens again, tell whoever runs Intent Studio."
+        )
+        log_message(message, title="Error", level="error", duration=None)  # type: ignore[arg-type]
+        said = problem(message, notify=False)
+    outputs, status = shape
+    answer: list[Any] = [gr.skip()] * outputs
+    for i in status:
+        answer[i] = said
+    if outputs <= 1:
+        return answer[0] if answer else None
+    return tuple(answer)
+
+
+def _shape(fn: Callable[..., Any]) -> tuple[int, tuple[int, ...]]:
+    """The event's outputs and status lines as :func:`enforce_roles` found them (a callback
+    called outside an event: one output, its status)."""
+    return getattr(fn, SHAPE, None) or (1, (0,))
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -160,7 +205,13 @@ def guarded(
                 unchanged[message] = said
                 return tuple(unchanged)
             with acting_as(who):
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                except gr.Error:
+                    raise
+                except Exception as exc:
+                    outs, status = getattr(run, SHAPE, None) or (outputs, ())
+                    return unexpected(fn, exc, (outs, tuple(sorted({message, *status}))))
 
         setattr(run, DOOR, None)
         return _with_request(fn, run, role)
@@ -198,11 +249,16 @@ def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
             raise gr.Error(str(exc)) from exc
         viewer = next((h for h in handles if not h.may("designer")), None)
         with acting_as(who):
-            if who.may("designer") and viewer is None:
-                return fn(*args, **kwargs)
-            reason = _read_only_reason(who, viewer)
-            with read_only(reason):
-                return fn(*args, **kwargs)
+            try:
+                if who.may("designer") and viewer is None:
+                    return fn(*args, **kwargs)
+                reason = _read_only_reason(who, viewer)
+                with read_only(reason):
+                    return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:
+                return unexpected(fn, exc, _shape(run))
 
     return _with_request(fn, run, "viewer")
 
@@ -214,7 +270,14 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         with read_only("This endpoint only reads. Nothing was changed."):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:  # a bug: logged and shown as an error, never an empty batch
+                name = getattr(fn, "__qualname__", repr(fn))
+                logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
+                raise gr.Error(f"Something went wrong ({type(exc).__name__}).") from exc
 
     setattr(run, ROLE, "viewer")
     return run
@@ -228,13 +291,24 @@ def enforce_roles(ctx: AppContext, demo: gr.Blocks) -> int:
     wrapped = 0
     for block_fn in demo.fns.values():
         fn = block_fn.fn
+        shape = (len(block_fn.outputs), status_lines(block_fn.outputs))
         if fn is not None and hasattr(fn, DOOR):
             enforce(ctx, fn)
+            setattr(fn, SHAPE, shape)
             continue
         if fn is None or getattr(fn, ROLE, None):
             continue
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
             raise TypeError(f"event {block_fn.name!r}: declare its role with guarded()")
         block_fn.fn = _batched_reader(fn) if block_fn.batch else _as_reader(ctx, fn)
+        setattr(block_fn.fn, SHAPE, shape)
         wrapped += 1
     return wrapped
+
+
+def status_lines(outputs: Sequence[Any]) -> tuple[int, ...]:
+    """The positions of an event's status lines among its ``outputs``: the components whose
+    ``elem_id`` ends in ``status`` (``data-status``, ``eval-status``...)."""
+    return tuple(
+        i for i, c in enumerate(outputs) if str(getattr(c, "elem_id", "") or "").endswith("status")
+    )

@@ -20,7 +20,6 @@ from app.services.io import destination
 from app.services.members import add_member
 from app.serving.context import AppContext
 from app.ui.guard import ROLE, enforce_roles, guarded
-from storage.errors import ReadOnlyError
 
 
 class Request:
@@ -88,13 +87,62 @@ def test_a_declared_callback_refuses_to_run_until_the_app_enforces_it(team):
 def test_a_callback_nobody_declared_runs_read_only_for_a_viewer(team):
     with gr.Blocks() as blocks:
         button, out = gr.Button(), gr.Textbox()
-        button.click(lambda: project_svc.new_project(team.db, "sneaky"), None, out)
+        status = gr.Markdown(elem_id="sneaky-status")
+        button.click(lambda: (project_svc.new_project(team.db, "sneaky"), ""), None, [out, status])
     assert enforce_roles(team, blocks) == 1
     fn = next(iter(blocks.fns.values())).fn
-    with pytest.raises(ReadOnlyError, match="vic is a viewer: changes need the designer role"):
-        fn(request=Request("vic"))
+    created, said = fn(request=Request("vic"))  # the refusal is said in the status line
+    assert created == gr.skip() and "vic is a viewer: changes need the designer role" in said
     assert "sneaky" not in project_svc.project_names(team.db)
-    assert fn(request=Request("dana")) == "sneaky"
+    assert fn(request=Request("dana")) == ("sneaky", "")
+
+
+def test_a_bug_in_any_callback_is_logged_with_its_traceback_and_shown_in_its_status_line(
+    team, demo, caplog
+):
+    """Issue 58: a callback handed the project's name where the service takes its handle raised
+    an AttributeError, and attempt() turned it into an empty list of intents, silently. A bug
+    is never an empty answer: it reaches the log with its traceback and the status line."""
+    from app.services import data as data_svc
+    from app.ui.common import attempt
+
+    def names(project):  # the bug: a name where the service takes a handle
+        return gr.update(choices=attempt(lambda: data_svc.intent_names(team.db, project))[0]), ""
+
+    with gr.Blocks() as blocks:
+        button, picker = gr.Button(), gr.Dropdown()
+        status = gr.Markdown(elem_id="names-status")
+        project = gr.Textbox(demo.name)
+        button.click(names, [project], [picker, status])  # read by anyone
+        button.click(guarded("designer", outputs=2, message=1)(names), [project], [picker, status])
+    enforce_roles(team, blocks)
+    for fn in (f.fn for f in blocks.fns.values()):
+        caplog.clear()
+        with caplog.at_level("ERROR", logger="app.ui.guard"):
+            choices, said = fn(demo.name, request=Request("dana"))
+        assert choices == gr.skip()  # left as it was: never an empty list
+        assert "Something went wrong (AttributeError)" in said and "logged" in said
+        assert "'str' object has no attribute" not in said  # its kind, not its text
+        (record,) = caplog.records
+        assert "Unexpected error in UI callback" in record.getMessage()
+        assert record.exc_info and record.exc_info[0] is AttributeError  # with its traceback
+
+
+def test_a_helper_that_turns_errors_into_messages_never_swallows_a_bug():
+    from app.ui.common import attempt
+    from storage.errors import NotFoundError
+
+    def missing() -> None:
+        raise NotFoundError("No project named 'gone'.")
+
+    assert attempt(missing) == (None, "No project named 'gone'.")
+    for bug in (AttributeError, TypeError, KeyError, NameError, IndexError, ZeroDivisionError):
+
+        def broken(bug: type[Exception] = bug) -> None:
+            raise bug("a bug")
+
+        with pytest.raises(bug):
+            attempt(broken)
 
 
 def test_a_viewer_cannot_export_the_projects_data(events, demo):
