@@ -204,10 +204,22 @@ def main(argv: list[str] | None = None) -> int:
             extra = sorted(top & set(NOT_NEEDED)) + (["torch"] if "torch" in top else [])
             print(f"  {name:<26} {lab:<16} {', '.join(extra) or '-'}")
     print(f"load average at the starts: {[r['load'] for r in runs]}")
+    medians = {
+        lab: {
+            name: {
+                key: _median([r[key] for r in runs if r["code"] == lab and r["command"] == name])
+                for key in ("wall", "cpu")
+            }
+            for name in commands
+        }
+        for lab in labels
+    }
     report = {
         "codes": dict(zip(labels, map(str, codes), strict=True)),
         "lines": args.lines,
         "train_set": args.train_set,
+        "repeats": args.repeats,
+        "medians": medians,
         "runs": runs,
     }
     print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
