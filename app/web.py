@@ -25,7 +25,8 @@ from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
-from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
+from app.perimeter.upload_gate import UploadGate
+from app.perimeter.uploads import UploadLimits, Uploads
 from app.services.downloads import DOWNLOADS
 from app.serving.context import AppContext
 from storage.db import Database
@@ -97,7 +98,7 @@ def sessions_for(db: Database) -> Sessions:
 
 
 def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
-    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.uploads`): in
+    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
         ctx.uploads = Uploads(limits)

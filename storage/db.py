@@ -181,8 +181,31 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
     return engine
 
 
+def newest_migration() -> str:
+    """The newest migration's revision: each is named by its file's number (``0012_....py``
+    is revision ``"0012"``, a line of them; ``tests/storage/test_db.py`` holds it to Alembic's
+    own head)."""
+    numbers = (f.name[:4] for f in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    return max((n for n in numbers if n.isdigit()), default="")
+
+
+def at_newest(engine: Engine) -> bool:
+    """Whether the database already stands at the newest migration: one small read, where
+    Alembic would take a few hundred milliseconds to load itself and find nothing to do (every
+    process opens the database at its start: a CLI command pays it each time)."""
+    try:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    except DBAPIError:  # no table yet: a new database
+        return False
+    return [tuple(r) for r in found] == [(newest_migration(),)]
+
+
 def migrate(engine: Engine) -> None:
-    """Apply all Alembic migrations up to head (idempotent)."""
+    """Apply all Alembic migrations up to head (idempotent; Alembic is not even loaded when the
+    database is already at the newest, :func:`at_newest`)."""
+    if at_newest(engine):
+        return
     from alembic import command
     from alembic.config import Config
 

@@ -28,7 +28,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.access import ProjectHandle
-from app.plots import scatter_map, side_by_side
+from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import QUICK, MapStore, MapView
@@ -289,6 +289,13 @@ def compute_map(
     return _view(maps, p, version, method, points, key)
 
 
+def map_data(view: MapView) -> MapData:
+    """A view as the figures draw it (:mod:`app.plots`; the serving state knows no figures)."""
+    return MapData(
+        view.points, view.ids, view.texts, view.gold, view.predicted, view.splits, view.margins
+    )
+
+
 def map_figure(
     view: MapView,
     *,
@@ -297,7 +304,7 @@ def map_figure(
     names: bool | None = None,
 ) -> go.Figure:
     """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
-    m = view.map_data()
+    m = map_data(view)
     return scatter_map(
         m.points,
         m.ids,
@@ -323,8 +330,8 @@ def compare_figure(
 ) -> go.Figure:
     """Two views side by side, the right one aligned onto the left, metrics in the titles."""
     return side_by_side(
-        left.map_data(),
-        right.map_data(),
+        map_data(left),
+        map_data(right),
         (left.version_label, right.version_label),
         left.metrics,
         right.metrics,

@@ -66,7 +66,7 @@ class AppContext:
         self.calibrations = self.live.calibrations
         self.kept_heads = self.live.kept_heads
         self.training = TrainingQueue(self.db, settings)
-        # files uploaded through the UI and not used up yet (app.perimeter.uploads.UploadGate records them)
+        # files uploaded through the UI and not used up yet (app.perimeter.upload_gate.UploadGate records them)
         self.uploads = Uploads()
 
     @property

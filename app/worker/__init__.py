@@ -5,7 +5,9 @@ consumes the queue (``intent-studio worker``, or a child of ``serve`` that is re
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
-imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``.
+imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``. Huey
+(and the Redis client it brings) is imported by :func:`make_queue`, when a queue is made: a
+process that runs a job inline (``intent-studio train`` without ``--queue``) never loads it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-
-from huey import Huey, RedisHuey, SqliteHuey
-from huey.api import TaskWrapper
+from typing import TYPE_CHECKING
 
 from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
 from app.services.retrain import run_retrain
@@ -32,6 +32,10 @@ from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
 
+if TYPE_CHECKING:
+    from huey import Huey
+    from huey.api import TaskWrapper
+
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "train_job"
@@ -43,6 +47,8 @@ ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
     """The project's queue and its training task (calling the task enqueues a job id)."""
+    from huey import RedisHuey, SqliteHuey
+
     huey: Huey
     if settings.queue_url:
         huey = RedisHuey(name="intent-studio", url=settings.queue_url, results=False)
