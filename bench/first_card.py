@@ -83,6 +83,11 @@ with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")
     pid, base, settings = project.id, project.base_encoder, dict(project.settings or {})
+    try:  # settings typed (issue 59); a checkout before took the stored dict
+        from app.project_settings import stored_settings
+        settings = stored_settings(project.name, settings)
+    except ImportError:
+        pass
 mv, _ = ctx.active_version(pid)
 ctx.serving_encoder(mv, base, settings)
 loaded = time.perf_counter()

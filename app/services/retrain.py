@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.compute import ComputeBudget
-from app.project_settings import as_encoded, encodes_context
+from app.project_settings import as_encoded, stored_settings
 from app.services.retrain_int8 import int8_copy, int8_plan
 from app.services.retrain_measure import Evaluation, Known, measure, plan, to_encode
 from app.services.retrain_serve import PROMOTION_TOLERANCE, register, serve
@@ -77,9 +77,9 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
     with ctx.db.write(WriteLock.project(project_id)) as s:
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
+        base, settings = project.base_encoder, stored_settings(project.name, project.settings)
         # a project that encodes context trains and evaluates on what its pool will encode
-        rows = as_encoded(snapshot_rows(dv), project.settings)
-        base, settings = project.base_encoder, dict(project.settings or {})
+        rows = as_encoded(snapshot_rows(dv), settings)
         active = active_version(s, project_id)
         dataset_id, dataset_hash = dv.id, dv.content_hash
     train_rows = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
@@ -90,7 +90,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
         dataset_hash=dataset_hash,
         base=base,
         settings=settings,
-        use_context=encodes_context(settings),
+        use_context=settings.encode_context,
         active=active,
         # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
         data=EvalData.from_rows(rows, with_unlabelled=multi),
@@ -142,7 +142,8 @@ def _others(ctx: AppContext, snap: Snapshot) -> Known:
     with: the gate compares what serves with what would serve, and both serve a head fitted with
     the default options (``LivePools.space_head``) when they have none of their own."""
     pid = snap.project_id
-    base_factory = ctx.factories.predictor_factory(pid, ctx.models.base_encoder(snap.base))
+    base_encoder = ctx.models.base_encoder(snap.base)
+    base_factory = ctx.factories.predictor_factory(pid, base_encoder, snap.settings)
     ref_factory = (
         base_factory
         if snap.active is None

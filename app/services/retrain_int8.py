@@ -67,7 +67,7 @@ def int8_copy(
             if not info.get("passed"):
                 raise _NotKept
         copy = ctx.factories.predictor_factory(
-            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR)
+            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR), snap.settings
         )
         measured.evaluation.add(copy)
         metrics, _ = measured.evaluation.score(copy, **snap.options)

@@ -178,7 +178,7 @@ def measure(
     on these rows, or measured when they are not. A multi-label version's head is fitted here
     and saved into ``folder`` (it is part of the version)."""
     started = time.monotonic()
-    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder)
+    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
     evaluation = Evaluation(
         ctx, reporter, snap.data, [new_factory, base_factory, ref_factory], snap.others

@@ -19,6 +19,7 @@ from pathlib import Path
 from app.config import Settings
 from app.limit_store import open_limit_store
 from app.perimeter.uploads import Uploads
+from app.project_settings import ProjectSettings
 from app.serving.admission import Admission, Limits
 from app.serving.eval_memo import EvalMemo
 from app.serving.factories import FactoryBuilder
@@ -105,7 +106,7 @@ class AppContext:
         return self.models.encoder_for_version(mv, base)
 
     def serving_encoder(
-        self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
+        self, mv: ModelVersion | None, base: str, settings: ProjectSettings
     ) -> CachedEncoder:
         return self.models.serving_encoder(mv, base, settings)
 
@@ -124,17 +125,18 @@ class AppContext:
         self,
         project_id: int,
         encoder: TextEncoder,
+        settings: ProjectSettings,
         *,
         head: MultiLabelHead | None = None,
     ) -> PredictorFactory:
-        return self.factories.predictor_factory(project_id, encoder, head=head)
+        return self.factories.predictor_factory(project_id, encoder, settings, head=head)
 
     def version_factory(
         self,
         project_id: int,
         mv: ModelVersion | None,
-        base: str = "minilm",
-        settings: dict[str, object] | None = None,
+        base: str,
+        settings: ProjectSettings,
         *,
         served: bool = False,
     ) -> PredictorFactory:
@@ -154,17 +156,18 @@ class AppContext:
     ) -> None:
         self.live.pool_after(project_id, before, after, rows)
 
-    def head_data(self, project_id: int) -> EvalData | None:
-        return self.live.head_data(project_id)
+    def head_data(self, project_id: int, settings: ProjectSettings) -> EvalData | None:
+        return self.live.head_data(project_id, settings)
 
     def space_head(
         self,
         project_id: int,
         encoder: TextEncoder,
+        settings: ProjectSettings,
         data: EvalData | None = None,
         should_cancel: Callable[[], bool] | None = None,
     ) -> MultiLabelHead | None:
-        return self.live.space_head(project_id, encoder, data, should_cancel)
+        return self.live.space_head(project_id, encoder, settings, data, should_cancel)
 
     def warm_up(self) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from app.project_settings import as_encoded, encodes_context
+from app.project_settings import ProjectSettings, as_encoded, stored_settings
 from app.serving.admission import Admission
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
@@ -71,12 +71,11 @@ class LivePools:
 
     # --- the heads of spaces whose version has none ----------------------------------------
 
-    def head_data(self, project_id: int) -> EvalData | None:
+    def head_data(self, project_id: int, settings: ProjectSettings) -> EvalData | None:
         """The rows a head is fitted on in a space whose version has none: the project's train
-        rows as it encodes them, those with no intent teaching "none of these" (what a retrain's
-        evaluation fits the frozen base's head on); None for a single-label project."""
+        rows as its ``settings`` encode them, those with no intent teaching "none of these" (what
+        a retrain's evaluation fits the frozen base's head on); None for a single-label project."""
         with self.db.session() as s:
-            settings = get_project(s, project_id).settings
             rows = as_encoded(list_utterances(s, project_id, split="train"), settings)
         data = EvalData.from_rows(rows, with_unlabelled=True)
         return data if is_multilabel(data.train_labels) else None
@@ -85,6 +84,7 @@ class LivePools:
         self,
         project_id: int,
         encoder: TextEncoder,
+        settings: ProjectSettings,
         data: EvalData | None = None,
         should_cancel: Callable[[], bool] | None = None,
     ) -> MultiLabelHead | None:
@@ -92,7 +92,7 @@ class LivePools:
         the default options on :meth:`head_data` (``data``, when already read), as a retrain's
         evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
         on disk (:class:`app.serving.pool_heads.HeadStore`); None when single-label."""
-        data = data if data is not None else self.head_data(project_id)
+        data = data if data is not None else self.head_data(project_id, settings)
         if data is None:
             return None
         key = head_key(encoder, data)
@@ -157,12 +157,13 @@ class LivePools:
         return pool
 
     def _refresh(self, project_id: int) -> ProjectPool:
+        # the project's row, read once (after the stamp): its settings serve the whole refresh
         with self.db.session() as s:
             mv, project = active_version(s, project_id), get_project(s, project_id)
-            base, settings = project.base_encoder, dict(project.settings or {})
+            base, settings = project.base_encoder, stored_settings(project.name, project.settings)
         encoder = self.models.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None
-        use_context = encodes_context(settings)
+        use_context = settings.encode_context
         with self._lock:
             pool = self._pools.get(project_id)
             fresh = (
@@ -173,11 +174,13 @@ class LivePools:
             )
         if fresh:
             head = self.models.version_head(mv)
-            data = self.head_data(project_id) if head is None else None
+            data = self.head_data(project_id, settings) if head is None else None
             kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
-            factory = self.factories.predictor_factory(project_id, encoder, head=head)
+            factory = self.factories.predictor_factory(project_id, encoder, settings, head=head)
             with self._lock:
-                pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
+                pool = ProjectPool(
+                    project_id, mv_id, factory.empty(), use_context=use_context, settings=settings
+                )
                 pool.fits_head = head is None
                 if kept is not None:  # the head this space had: served from the start
                     pool.predictor.head, pool.head_data = kept, data
@@ -186,7 +189,14 @@ class LivePools:
                 self._pools[project_id] = pool
         assert pool is not None
         with pool.lock:
-            sync(pool, self.db, self.cache, defer=lambda: self.calibrations.request(project_id))
+            pool.settings = settings
+            sync(
+                pool,
+                self.db,
+                self.cache,
+                settings,
+                defer=lambda: self.calibrations.request(project_id),
+            )
             if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
                 self.heads.request(project_id)
         return pool
@@ -207,12 +217,14 @@ class LivePools:
             pool = self._pools.get(project_id)
         if pool is None or not pool.fits_head:
             return
-        data = self.head_data(project_id)
+        data = self.head_data(project_id, pool.settings)
         if data is not None and data == pool.head_data and pool.predictor.head is not None:
             return
         try:
             head = (
-                self.space_head(project_id, pool.encoder, data, lambda: self.heads.closed)
+                self.space_head(
+                    project_id, pool.encoder, pool.settings, data, lambda: self.heads.closed
+                )
                 if data is not None
                 else None
             )

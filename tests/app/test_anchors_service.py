@@ -169,3 +169,19 @@ def test_a_remembered_evaluation_tells_apart_two_encoders_of_the_anchors(encoder
         return evaluation_key(factory, data, multi_label=False, head=None)
 
     assert key(version(False)) == key(version(False)) != key(version(True))
+
+
+def test_a_factory_takes_the_settings_of_the_handle_it_is_given_not_the_row_read_again(ctx, demo):
+    """A request reads its project's settings once, with its handle; the Predictor factory it
+    asks for is built from those, not from the project's row read again, so one request sees
+    one set of settings even while another request changes them."""
+    p = demo.handle()  # resolved once, at the request's edge
+    projects.set_settings(ctx.db, demo, {"anchor_weight": "off", "encode_context": "on"})
+    encoder = ctx.models.base_encoder(p.base_encoder)
+    factory = ctx.factories.predictor_factory(p.id, encoder, p.settings)
+    assert factory.anchors is not None and factory.anchors.weight == 1.0
+    assert not factory.use_context
+    now = demo.handle().settings  # the next request's
+    assert (now.anchor_weight, now.encode_context) == (0.0, True)
+    later = ctx.factories.predictor_factory(p.id, encoder, now)
+    assert later.anchors is None and later.use_context

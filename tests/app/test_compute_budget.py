@@ -14,6 +14,7 @@ from app.compute import (
     new_project_encoder,
     process_device,
 )
+from app.project_settings import ProjectSettings
 from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.evaluation.version_metrics import VersionMetrics
 
@@ -44,7 +45,7 @@ def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder(
 def test_recorded_is_served_on_both_devices():
     """The same version shows the int8 copy's numbers where the copy serves (a CPU) and the
     fp32 encoder's where the GPU serves it."""
-    on = {"serve_int8": True}
+    on = ProjectSettings(serve_int8=True)
     cpu, gpu = budget_for("cpu"), budget_for("cuda")
     assert serves_int8(TRAINED_ON_A_CPU, on, cpu) and not serves_int8(TRAINED_ON_A_CPU, on, gpu)
     assert served_metrics(TRAINED_ON_A_CPU, on, cpu).accuracy == 0.86
@@ -123,7 +124,7 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
     assert "base_encoder = minilm-b" in after.lines()
     with pytest.raises(ValueError, match="Unknown encoder"):
         settings_svc.change(ctx.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"})
-    assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
+    assert tiny.base_encoder == "minilm-b" and tiny.settings.anchor_weight == 1.0
 
 
 @pytest.mark.slow

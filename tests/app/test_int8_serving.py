@@ -14,6 +14,7 @@ import pytest
 
 from app import worker
 from app.cli import main
+from app.project_settings import ProjectSettings
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
 from app.services import retrain_jobs
@@ -185,7 +186,9 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
     assert live_evaluation(ctx.factories, p).accuracy == recorded.accuracy
 
-    fp32, _ = evaluate_version(ctx.version_factory(p.id, mv), data, ctx.cache)
+    fp32, _ = evaluate_version(
+        ctx.factories.version_factory(p.id, mv, p.base_encoder, p.settings), data, ctx.cache
+    )
     assert fp32.accuracy == recorded.fp32.accuracy
     project_svc.set_settings(ctx.db, p, {"serve_int8": "off"})
     try:
@@ -271,7 +274,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
         artifact_sha256="older",
     )
     models = Models(ctx.artifacts, "cpu")
-    served = models.serving_encoder(older, older.base_encoder, {})
+    served = models.serving_encoder(older, older.base_encoder, ProjectSettings())
     assert isinstance(served, OnnxEncoder)
     labels = anchor_encoder_of(served)
     assert labels is not served and labels.fingerprint.startswith(f"{mv.method}-label@")
@@ -279,7 +282,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     assert labels.fingerprint == anchor_encoder_of(fp32).fingerprint != fp32.fingerprint
     texts = ["Money back for an order", "where is my parcel"]
     np.testing.assert_allclose(labels.encode(texts), label.encode(texts), atol=1e-5)
-    current = models.serving_encoder(mv, mv.base_encoder, {})
+    current = models.serving_encoder(mv, mv.base_encoder, ProjectSettings())
     assert isinstance(current, OnnxEncoder) and anchor_encoder_of(current) is current
 
 
