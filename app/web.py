@@ -26,7 +26,7 @@ from app.perimeter.download_gate import DownloadGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.upload_gate import UploadGate
-from app.perimeter.uploads import UploadLimits, Uploads
+from app.perimeter.uploads import UploadLimits
 from app.services.downloads import DOWNLOADS
 from app.serving.context import AppContext
 from storage.db import Database
@@ -101,7 +101,7 @@ def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middlewa
     """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
-        ctx.uploads = Uploads(limits)
+        ctx.uploads.limits = limits
 
     def user_of(scope: Scope) -> str | None:
         return session_user(scope) if ctx.settings.multi_user else LOCAL.name

@@ -109,7 +109,7 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
 
     out: dict[str, Any] = {"code": str(code), "rows": n}
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = AppContext(load_settings(Path(tmp)))
+        ctx = AppContext.open(load_settings(Path(tmp)))
         seed = [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
         import_utterances(ctx.db, destination(ctx.db, "other"), seed)
         uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])

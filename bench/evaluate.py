@@ -72,8 +72,8 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     from core.retrieval.factory import PredictorFactory
     from core.training import TrainConfig, TrainedModel, load_trained
 
-    ctx = AppContext(load_settings(root / "app"))
-    ctx.cache = EmbeddingCache(root / "cache")
+    ctx = AppContext.open(load_settings(root / "app"))
+    ctx.factories.cache = ctx.live.cache = EmbeddingCache(root / "cache")
     art = root / "artifact2"
     art.mkdir()
     model = load_sentence_transformer(resolve_path(args.encoder), args.device)

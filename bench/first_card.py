@@ -78,7 +78,7 @@ try:
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
-ctx = AppContext(load_settings())
+ctx = AppContext.open(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")
@@ -88,8 +88,8 @@ with ctx.db.session() as s:
         settings = stored_settings(project.name, settings)
     except ImportError:
         pass
-mv, _ = ctx.active_version(pid)
-ctx.serving_encoder(mv, base, settings)
+mv, _ = ctx.factories.active_version(pid)
+ctx.models.serving_encoder(mv, base, settings)
 loaded = time.perf_counter()
 found, _ = queue.next_item(_piece(ctx, queue.next_item), _open(ctx, "banking77"), [])
 card = time.perf_counter()
@@ -97,7 +97,7 @@ print(json.dumps({
     "load_s": round(loaded - started, 2),
     "card_s": round(card - loaded, 2),
     "total_s": round(card - started, 2),
-    "encoded": getattr(ctx.cache, "encoded", counted["n"]),
+    "encoded": getattr(ctx.live.cache, "encoded", counted["n"]),
     "version": mv.id if mv is not None else None,
     "card": found.text[:60] if found else None,
 }))

@@ -44,7 +44,7 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     from app.services.projects import new_project
     from app.serving.context import AppContext
 
-    ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    ctx = AppContext.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx.db, "admin-password")
     for name in ("dana", "vic"):
         auth.add_user(ctx.db, name, "viewer", f"{name}-password")

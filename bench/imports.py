@@ -127,7 +127,7 @@ def main() -> None:
     results = []
     for n in (int(x) for x in args.rows.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
-            ctx = AppContext(load_settings(Path(tmp)))
+            ctx = AppContext.open(load_settings(Path(tmp)))
             import_utterances(
                 ctx.db,
                 destination(ctx.db, "other"),

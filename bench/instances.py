@@ -61,7 +61,7 @@ from storage.utterances import NewUtterance
 
 spec = json.loads(Path(sys.argv[2]).read_text())
 settings = dataclasses.replace(load_settings(Path(sys.argv[1])), multi_user=True)
-ctx = AppContext(settings)
+ctx = AppContext.open(settings)
 auth.ensure_admin(ctx.db, "bench-admin-password")
 for name, rows in spec["projects"].items():
     seen, made = set(), []

@@ -298,7 +298,7 @@ for t in threading.enumerate():  # work a checkout does after serving
 from app.services import retrain_jobs as rj
 from app.serving.context import AppContext
 from app.config import load_settings
-ctx = AppContext(load_settings())
+ctx = AppContext.open(load_settings())
 with ctx.db.session() as s:
     from storage import jobs as _jobs
     job = _jobs.latest_job(s)
@@ -372,7 +372,7 @@ except ImportError:  # a checkout before the project handle (issue 43): services
         return name
 imported = time.time() - T0
 t = time.perf_counter()
-ctx = AppContext(load_settings())
+ctx = AppContext.open(load_settings())
 context = time.perf_counter() - t
 t = time.perf_counter()
 first = predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["my card still has not arrived"])
@@ -382,7 +382,7 @@ predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["can I t
 second_s = time.perf_counter() - t
 print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
                   "first": round(first_s, 3), "second": round(second_s, 4),
-                  "encoded": getattr(ctx.cache, "encoded", None), "top": first[0]["top"]}))
+                  "encoded": getattr(ctx.live.cache, "encoded", None), "top": first[0]["top"]}))
 """
 
 

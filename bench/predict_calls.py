@@ -27,7 +27,7 @@ from app.config import load_settings
 from app.serving.context import AppContext
 from app.services import predict
 project, calls = sys.argv[1], int(sys.argv[2])
-ctx = AppContext(load_settings())
+ctx = AppContext.open(load_settings())
 texts = ["my card has not arrived yet", "how do I top up", "I was charged twice", "change my pin"]
 for i in range(30):
     predict.classify_requests(ctx.live, [(project, texts[i % 4], 1)])

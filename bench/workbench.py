@@ -163,13 +163,13 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
 
     out = []
     for n in sizes:
-        ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-table-")) / "data"))
+        ctx = AppContext.open(load_settings(Path(tempfile.mkdtemp(prefix="bench-table-")) / "data"))
         t = time.perf_counter()
         _table_project(ctx, data, "big", n)
         imported = time.perf_counter() - t
         t = time.perf_counter()
         with ctx.db.session() as s:
-            ctx.pool(get_project(s, "big").id)  # the app warms the pool up at start-up
+            ctx.live.pool(get_project(s, "big").id)  # the app warms the pool up at start-up
         warm_up = time.perf_counter() - t
         timings = {}
         for label, query in (
@@ -231,7 +231,7 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
 
     if code.resolve() not in Path(app.__file__).resolve().parents:
         raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
-    ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
+    ctx = AppContext.open(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
     _keys_project(ctx, data)
     opened = [0]
     for kind in ("session", "write", "reading"):

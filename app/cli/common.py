@@ -73,7 +73,7 @@ def context(args: argparse.Namespace) -> AppContext:
     from app.config import load_settings
     from app.serving.context import AppContext
 
-    ctx = AppContext(load_settings(args.data_dir, args.db_url))
+    ctx = AppContext.open(load_settings(args.data_dir, args.db_url))
     _opened.append(ctx)
     return ctx
 

@@ -30,7 +30,7 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     def said(what: str) -> None:  # each step as it ends: a first start is never silent
         print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
 
-    ctx.warm_up()
+    ctx.live.warm_up()
     said("encoders loaded and every project's pool built")
     warm_queue(ctx.live)
     said("the Label tab's first cards scored")
@@ -102,7 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
-    ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
+    ctx = AppContext.open(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
         generated = ensure_admin(ctx.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
@@ -120,7 +120,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
-    ctx.enqueue = queue_for(ctx.settings)
+    ctx.training.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:
         supervisor.start()

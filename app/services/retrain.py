@@ -123,7 +123,7 @@ def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig)
         cfg,
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
-        device=ctx.device,
+        device=ctx.settings.device,
     )
     return Trained(model, time.monotonic() - started)
 

@@ -62,7 +62,11 @@ def int8_copy(
     try:
         with ctx.artifacts.writing(rel) as tmp:
             info = export_version_int8(
-                encoder, snap.data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=snap.multi
+                encoder,
+                snap.data,
+                tmp / INT8_DIR,
+                cached=ctx.live.cache.encode,
+                multi_label=snap.multi,
             )
             if not info.get("passed"):
                 raise _NotKept

@@ -54,7 +54,7 @@ class Evaluation:
         """Count one more encoder to score (the int8 copy, known once exported): its texts that
         the embedding cache does not hold yet."""
         texts = [*self.data.train_texts, *self.data.test_texts]
-        missing = len(self.ctx.cache.missing(cast(Encoder, factory.encoder), texts))
+        missing = len(self.ctx.live.cache.missing(cast(Encoder, factory.encoder), texts))
         self.encoders += 1
         self.total += missing
         self.eta.total = self.total
@@ -86,7 +86,7 @@ class Evaluation:
         result = evaluate_version(
             factory,
             self.data,
-            self.ctx.cache,
+            self.ctx.live.cache,
             progress=progress,
             memo=self.memo if remembered else None,
             **options,

@@ -55,7 +55,7 @@ def warm_up_worker(
             for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
-                    warm_up(base, device=ctx.device, steps=steps if i == 0 else 0)
+                    warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
                 except Exception:  # a base that will not load fails its job with the reason
                     logger.exception("could not warm up the encoder %s", base)
         finally:

@@ -5,7 +5,7 @@ consumes the queue (``intent-studio worker``, or a child of ``serve`` that is re
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
-imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``. Huey
+imports this module: an entry point hands it :func:`queue_for` as ``TrainingQueue.enqueue``. Huey
 (and the Redis client it brings) is imported by :func:`make_queue`, when a queue is made: a
 process that runs a job inline (``intent-studio train`` without ``--queue``) never loads it.
 """
@@ -62,7 +62,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
 
 
 class HueyQueue:
-    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.serving.training_queue.JobQueue`):
+    """The queue an entry point gives to ``TrainingQueue.enqueue`` (:class:`app.serving.training_queue.JobQueue`):
     calling it queues a job id; :meth:`pending` says which ids the queue still holds."""
 
     def __init__(self, settings: Settings) -> None:
@@ -80,7 +80,7 @@ class HueyQueue:
 
 
 def queue_for(settings: Settings) -> HueyQueue:
-    """The training queue of these settings, as ``AppContext.enqueue`` takes it."""
+    """The training queue of these settings, as ``TrainingQueue.enqueue`` takes it."""
     return HueyQueue(settings)
 
 
@@ -93,7 +93,7 @@ def _worker_context(settings: Settings) -> AppContext:
     global _worker_ctx
     with _worker_lock:
         if _worker_ctx is None:
-            _worker_ctx = AppContext(settings)
+            _worker_ctx = AppContext.open(settings)
         return _worker_ctx
 
 
@@ -142,7 +142,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
 
 def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = AppContext(settings)
+    ctx = AppContext.open(settings)
     try:
         return reap_dead(ctx.training)
     finally:

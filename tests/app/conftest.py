@@ -11,8 +11,8 @@ def ctx(tmp_path):
     from app.serving.context import AppContext
     from app.worker import queue_for
 
-    context = AppContext(load_settings(tmp_path / "data"))
-    context.enqueue = queue_for(context.settings)
+    context = AppContext.open(load_settings(tmp_path / "data"))
+    context.training.enqueue = queue_for(context.settings)
     yield context
     context.close()
 

@@ -65,7 +65,7 @@ def team_context(data_dir: Path) -> Any:
     from app.services.projects import new_project
     from app.serving.context import AppContext
 
-    ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    ctx = AppContext.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx.db, PASSWORDS["admin"])
     auth.add_user(ctx.db, "dana", "designer", PASSWORDS["dana"])
     auth.add_user(ctx.db, "vic", "viewer", PASSWORDS["vic"])

@@ -27,7 +27,7 @@ def team(tmp_path, monkeypatch):
     def cli(*argv: str) -> int:
         return main(["--data-dir", str(data), *argv])
 
-    ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
+    ctx = AppContext.open(dataclasses.replace(load_settings(data), multi_user=True))
     auth.ensure_admin(ctx.db, "admin-password")
     auth.add_user(ctx.db, "dana", "designer", "designer-password")
     token = auth.issue_token(ctx.db, "dana")

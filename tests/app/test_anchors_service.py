@@ -135,8 +135,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
     # through the embedding cache under the label encoder's own fingerprint, never the other's
-    assert ctx.cache.lookup(labels.fingerprint, anchors)[0] is not None
-    assert ctx.cache.lookup(utterances.fingerprint, anchors) == [None, None]
+    assert ctx.live.cache.lookup(labels.fingerprint, anchors)[0] is not None
+    assert ctx.live.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
     bundles.export_bundle(ctx.live, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:

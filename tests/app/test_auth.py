@@ -22,7 +22,7 @@ from tests.handles import live
 @pytest.fixture
 def team(ctx):
     """A multi-user context with an admin, a designer and a viewer."""
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

@@ -280,7 +280,7 @@ def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, cap
         from app.serving.context import AppContext
         from storage.utterances import list_utterances
 
-        ctx = AppContext(load_settings(tmp_path / "data"))
+        ctx = AppContext.open(load_settings(tmp_path / "data"))
         try:
             p = open_project(ctx.db, "shop", LOCAL)
             with ctx.db.session() as s:

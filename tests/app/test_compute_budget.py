@@ -143,7 +143,7 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_p
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
 
-    ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    ctx = AppContext.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
     try:
         make_tiny(ctx)
         view, _ = retrain_jobs.request_retrain(

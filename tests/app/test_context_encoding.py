@@ -39,7 +39,7 @@ def _pool(ctx, project):
 
     with ctx.db.session() as s:
         pid = get_project(s, str(project)).id
-    return ctx.pool(pid)
+    return ctx.live.pool(pid)
 
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):

@@ -28,7 +28,9 @@ from tests.samples import QUICK, make_tiny
 
 
 def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):
-    other = AppContext(load_settings(ctx.settings.data_dir))  # another browser, another process
+    other = AppContext.open(
+        load_settings(ctx.settings.data_dir)
+    )  # another browser, another process
     try:
         row = data_svc.table(ctx.db, demo, search="where is my order?")[0]
         seen_by_both = int(row["version"])

@@ -29,7 +29,7 @@ def studio(tmp_path_factory):
     from app.serving.context import AppContext
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
-    ctx = AppContext(dataclasses.replace(settings, public_hosts=("studio.example",)))
+    ctx = AppContext.open(dataclasses.replace(settings, public_hosts=("studio.example",)))
     new_project(ctx.db, "shop")
     data_svc.add_utterance(ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"])
     port = free_port()

@@ -32,7 +32,7 @@ def _csv(path, n_intents: int, prefix: str = "i"):
 def small_ctx(tmp_path, monkeypatch):
     """An app context whose projects may hold 5 intents."""
     monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "5")
-    context = AppContext(load_settings(tmp_path / "data"))
+    context = AppContext.open(load_settings(tmp_path / "data"))
     yield context
     context.close()
 
@@ -228,7 +228,7 @@ def strict_ctx(tmp_path, monkeypatch):
     from sqlalchemy import event
 
     monkeypatch.setenv("INTENT_STUDIO_MAX_ROWS", "1500")
-    context = AppContext(load_settings(tmp_path / "data"))
+    context = AppContext.open(load_settings(tmp_path / "data"))
 
     @event.listens_for(context.db.engine, "connect")
     def _strict(dbapi_connection, _record):

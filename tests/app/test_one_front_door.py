@@ -37,8 +37,8 @@ def door(ctx, demo):
     who is neither), all members; three overlap items: accepted, disputed, open."""
     from app.serving.context import AppContext
 
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    multi.enqueue = ctx.enqueue
+    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi.training.enqueue = ctx.training.enqueue
     auth.ensure_admin(multi.db, "admin-password")
     who = {n: auth.add_user(multi.db, n, "designer", f"{n}-password") for n in (*TEAM, "dana")}
     for name in who:

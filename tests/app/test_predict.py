@@ -54,7 +54,7 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     """A second context on the same database stands in for another process (the CLI)."""
     from app.serving.context import AppContext
 
-    other = AppContext(ctx.settings)
+    other = AppContext.open(ctx.settings)
     query = "is the blue raincoat back in stock in size L"
     predict_one(ctx.live, demo, query)
     data_svc.add_utterance(
@@ -124,9 +124,9 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
 
     event.listen(ctx.db.engine, "before_cursor_execute", count)
     try:
-        pool = ctx.pool(project_id)
+        pool = ctx.live.pool(project_id)
         assert len(statements) == 1, statements
-        other = AppContext(ctx.settings)
+        other = AppContext.open(ctx.settings)
         data_svc.describe_intent(other.db, demo, "track_order", "Where an order is now")
         other.close()
         out = predict_one(ctx.live, demo, query)
@@ -134,4 +134,6 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
         event.remove(ctx.db.engine, "before_cursor_execute", count)
     assert out["top"] == "track_order"
     assert out["explanation"]["predicted_description"] == "Where an order is now"
-    assert ctx.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"
+    assert (
+        ctx.live.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"
+    )

@@ -36,7 +36,7 @@ def shop(tmp_path, capsys):
     )
     d = ["--data-dir", str(tmp_path / "data")]
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
-    ctx = AppContext(load_settings(tmp_path / "data"))
+    ctx = AppContext.open(load_settings(tmp_path / "data"))
     users = {
         name: auth.add_user(ctx.db, name, role, f"{name}-password")
         for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]

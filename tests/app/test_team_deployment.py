@@ -53,8 +53,8 @@ def app_ctx(team, tmp_path):
     from app.serving.context import AppContext
     from app.worker import queue_for
 
-    ctx = AppContext(load_settings(tmp_path / "app"))
-    ctx.enqueue = queue_for(ctx.settings)
+    ctx = AppContext.open(load_settings(tmp_path / "app"))
+    ctx.training.enqueue = queue_for(ctx.settings)
     yield ctx
     ctx.close()
 
@@ -127,5 +127,5 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     assert app_ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
     local = app_ctx.artifacts.path(mv.artifact_path)
     assert local.is_relative_to(app_ctx.settings.cache_dir)
-    encoder = app_ctx.encoder_for_version(mv)
+    encoder = app_ctx.models.encoder_for_version(mv)
     assert encoder.encode(["where is my parcel"]).shape[0] == 1

@@ -57,7 +57,7 @@ def instances(postgres, redis_url, tmp_path):
         settings = dataclasses.replace(
             load_settings(tmp_path / name), db_url=url, queue_url=redis_url, multi_user=True
         )
-        contexts.append(AppContext(settings, database=Database(url, busy_timeout=1.0)))
+        contexts.append(AppContext.open(settings, database=Database(url, busy_timeout=1.0)))
     a, b = contexts
     auth.ensure_admin(a.db, "admin-password")
     auth.add_user(a.db, "dana", "designer", PASSWORD)
@@ -116,7 +116,7 @@ def test_a_users_limits_are_one_across_the_instances(instances) -> None:
             held.enter_context((a if i % 2 else b).admission.line("dana"))
         for ctx in (a, b):
             with pytest.raises(BusyError, match=f"already has {LINES_PER_USER} predictions"):
-                held.enter_context(ctx.admission.line("dana"))
+                held.enter_context(ctx.live.admission.line("dana"))
         assert a.admission.lines_of("dana") == b.admission.lines_of("dana") == LINES_PER_USER
         with b.admission.line("vic"):  # another user's share is their own
             pass
@@ -237,7 +237,7 @@ SERVE = (
     "from app.config import load_settings\n"
     "from app.serving.context import AppContext\n"
     "s = dataclasses.replace(load_settings(Path(sys.argv[1])), multi_user=True)\n"
-    "uvicorn.run(create_api(AppContext(s)), host='127.0.0.1', port=int(sys.argv[2]),"
+    "uvicorn.run(create_api(AppContext.open(s)), host='127.0.0.1', port=int(sys.argv[2]),"
     " log_level='warning')\n"
 )
 

@@ -212,7 +212,7 @@ def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_pat
     from app.config import load_settings
     from app.serving.context import AppContext
 
-    ctx = AppContext(load_settings(tmp_path / "data"))
+    ctx = AppContext.open(load_settings(tmp_path / "data"))
     try:
         with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
             client = httpx.Client(base_url=base, timeout=60)

@@ -207,7 +207,7 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
-    ctx = AppContext(load_settings(team_b77.data_dir))
+    ctx = AppContext.open(load_settings(team_b77.data_dir))
     try:
         with ctx.db.write() as s:
             rows = snapshot_rows(snapshot(s, get_project(s, PROJECT).id))

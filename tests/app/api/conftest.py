@@ -24,8 +24,8 @@ def team(ctx, demo):
     from app.services.members import add_member
     from app.serving.context import AppContext
 
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    multi.enqueue = ctx.enqueue
+    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi.training.enqueue = ctx.training.enqueue
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

@@ -37,5 +37,5 @@ def test_a_page_load_starts_the_label_queue_once(ctx, demo):
     single = _queue_starts(build_app(ctx))
     assert single["load"] == 1 and single["change"] >= 1  # the project is known at build time
     # behind a login the picker's load sets the project: its change is the only start
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     assert "load" not in _queue_starts(build_app(multi))

@@ -51,7 +51,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
     name = str(demo)
     run, request = ctx, None
     if multi_user:
-        run = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+        run = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
         auth.ensure_admin(run.db, "admin-password")
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
@@ -79,7 +79,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
 
 
 def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
-    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    team = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")

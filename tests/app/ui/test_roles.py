@@ -31,7 +31,7 @@ class Request:
 
 @pytest.fixture
 def team(ctx, demo):
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")
