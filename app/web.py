@@ -28,7 +28,7 @@ from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAtte
 from app.perimeter.upload_gate import UploadGate
 from app.perimeter.uploads import UploadLimits
 from app.services.downloads import DOWNLOADS
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.db import Database
 from storage.errors import NotFoundError
 
@@ -97,7 +97,7 @@ def sessions_for(db: Database) -> Sessions:
     return Sessions(still_ok)
 
 
-def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
+def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middleware:
     """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
@@ -120,7 +120,7 @@ def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middlewa
     return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
-def download_gate(ctx: AppContext) -> Middleware:
+def download_gate(ctx: ServingState) -> Middleware:
     """The middleware that serves downloads only to those who may read their project now
     (:mod:`app.perimeter.download_gate`)."""
     from app.access import open_project
@@ -140,7 +140,7 @@ def download_gate(ctx: AppContext) -> Middleware:
 
 
 def web_app(
-    ctx: AppContext,
+    ctx: ServingState,
     *,
     host: str,
     port: int,

@@ -50,7 +50,7 @@ CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from app.config import load_settings
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.services import queue
 from core.encoding import cache as cache_mod
 counted = {"n": 0}
@@ -78,7 +78,7 @@ try:
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
-ctx = AppContext.open(load_settings())
+ctx = ServingState.open(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")

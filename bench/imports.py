@@ -121,13 +121,13 @@ def main() -> None:
     from app.config import load_settings
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.utterances import NewUtterance
 
     results = []
     for n in (int(x) for x in args.rows.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
-            ctx = AppContext.open(load_settings(Path(tmp)))
+            ctx = ServingState.open(load_settings(Path(tmp)))
             import_utterances(
                 ctx.db,
                 destination(ctx.db, "other"),

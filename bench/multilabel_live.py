@@ -30,7 +30,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
     from app.services import evaluation as eval_svc
     from app.services import predict as predict_svc
     from app.services import projects as project_svc
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.imports import import_rows
     from storage.projects import get_project
     from storage.utterances import NewUtterance
@@ -38,7 +38,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
     first = {r[0]: r for r in reversed(rows)}  # a text's first row (the app refuses repeats)
     rows = [r for r in rows if first[r[0]] is r]
     with tempfile.TemporaryDirectory(prefix="multilabel-live-") as tmp:
-        ctx = AppContext.open(load_settings(Path(tmp) / "data"))
+        ctx = ServingState.open(load_settings(Path(tmp) / "data"))
         try:
             project_svc.new_project(ctx.db, "nlupp")
             with ctx.db.write() as s:

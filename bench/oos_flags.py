@@ -90,13 +90,13 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
     from app.config import load_settings
     from app.services import queue as queue_svc
     from app.services.io import destination, import_file
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.utterances import list_utterances
 
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="oos-flags-") as tmp:
         root = Path(tmp)
-        ctx = AppContext.open(load_settings(root / "data"))
+        ctx = ServingState.open(load_settings(root / "data"))
         try:
             for name, build in (("banking77", banking77), ("clinc150", clinc150)):
                 started = time.perf_counter()

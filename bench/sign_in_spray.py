@@ -135,11 +135,11 @@ def main() -> None:
 
     from app.access import auth
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.web import web_app
 
     data = Path(tempfile.mkdtemp()) / "data"
-    ctx = AppContext.open(dataclasses.replace(load_settings(data), multi_user=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
     auth.ensure_admin(ctx.db, PASSWORD)
     base = _serve(web_app(ctx, host="127.0.0.1", port=0))
     result = asyncio.run(_attack(base, args))

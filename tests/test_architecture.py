@@ -259,12 +259,12 @@ def test_no_module_is_too_long_to_read_as_one_concern():
 
 
 def test_the_serving_state_is_a_plain_record_of_its_pieces():
-    """``AppContext`` (``app/serving/context.py``) holds one of each piece and nothing else
+    """``ServingState`` (``app/serving/state.py``) holds one of each piece and nothing else
     (issue 59): a frozen dataclass whose fields are the pieces, built by ``open`` and stopped by
     ``close``, with no method or property that hands a call on to a piece (``ctx.live.pool``,
     never ``ctx.pool``). A forward added back, or a field set after it is built, fails here."""
-    tree = ast.parse((ROOT / "app/serving/context.py").read_text(encoding="utf-8"))
-    (record,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AppContext"]
+    tree = ast.parse((ROOT / "app/serving/state.py").read_text(encoding="utf-8"))
+    (record,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServingState"]
     (decorator,) = record.decorator_list
     assert isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "dataclass"
     assert {k.arg: ast.unparse(k.value) for k in decorator.keywords} == {"frozen": "True"}

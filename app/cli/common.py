@@ -13,7 +13,7 @@ from storage.texts import escape_controls
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -66,14 +66,14 @@ def visible_output() -> Iterator[None]:
 # The contexts a command opened: :func:`close_contexts` closes them when it returns, so its
 # background threads (a multi-label head's fit, a calibration) stop before the interpreter does
 # (torch cut off on another thread at exit aborts the process: exit 134, issue 45 row 6).
-_opened: list[AppContext] = []
+_opened: list[ServingState] = []
 
 
-def context(args: argparse.Namespace) -> AppContext:
+def context(args: argparse.Namespace) -> ServingState:
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    ctx = AppContext.open(load_settings(args.data_dir, args.db_url))
+    ctx = ServingState.open(load_settings(args.data_dir, args.db_url))
     _opened.append(ctx)
     return ctx
 
@@ -84,7 +84,7 @@ def close_contexts() -> None:
         _opened.pop().close()
 
 
-def project(ctx: AppContext, name: str | None, need: str = "viewer") -> ProjectHandle:
+def project(ctx: ServingState, name: str | None, need: str = "viewer") -> ProjectHandle:
     """The project ``name`` as the command line uses it: the operator on the server acts as the
     local admin (:func:`app.access.open_project`)."""
     from app.access import open_project

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from app.cli.common import CliError
 
 if TYPE_CHECKING:
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
 
-def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
+def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
     """Load the encoders, build every project's pool and encode the labelling queue's candidates
     before the first request, and wait for UMAP's compilation (``umap``); then move everything
     built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
@@ -83,7 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.access.auth import ensure_admin
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.web import web_app
 
     try:
@@ -102,7 +102,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
-    ctx = AppContext.open(dataclasses.replace(settings, multi_user=args.multi_user))
+    ctx = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
         generated = ensure_admin(ctx.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:

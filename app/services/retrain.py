@@ -41,7 +41,7 @@ from app.services.retrain_measure import Evaluation, Known, measure, plan, to_en
 from app.services.retrain_serve import PROMOTION_TOLERANCE, register, serve
 from app.services.retrain_state import EvalProgress, Reporter, Snapshot, Trained
 from app.services.retrain_warm import wait_until_warm
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
@@ -69,7 +69,7 @@ __all__ = [
 PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register")
 
 
-def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> Snapshot:
+def snapshot(ctx: ServingState, project_id: int, head_options: dict[str, Any]) -> Snapshot:
     """The ``snapshot`` phase: the dataset version (written once per content) and everything
     the job reads of the project, in one transaction; then the frozen base and the active
     version as they serve, which the new version is compared with (the base encoder is read
@@ -103,7 +103,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
     return replace(snap, others=_others(ctx, snap))
 
 
-def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
+def train(ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
     """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
     the worker started, :mod:`app.services.retrain_warm`) copied and tuned on the snapshot's
     trainable rows (:func:`core.training.train_encoder`)."""
@@ -137,7 +137,7 @@ def save(reporter: Reporter, trained: Trained, folder: Any) -> Encoder:
     return trained.model.saved_encoder(folder)
 
 
-def _others(ctx: AppContext, snap: Snapshot) -> Known:
+def _others(ctx: ServingState, snap: Snapshot) -> Known:
     """The frozen base and the active version as they serve, with the options each is scored
     with: the gate compares what serves with what would serve, and both serve a head fitted with
     the default options (``LivePools.space_head``) when they have none of their own."""
@@ -158,7 +158,7 @@ def _others(ctx: AppContext, snap: Snapshot) -> Known:
 
 
 def run_retrain(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     job_id: int,
     project_id: int,

@@ -15,8 +15,8 @@ from app.services.evaluation import evaluate_version, evaluation_key, evaluation
 from app.services.int8 import PARITY_QUERIES, parity_split
 from app.services.job_plan import JobPlan
 from app.services.retrain_state import EvalProgress, Reporter, Snapshot
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
@@ -36,7 +36,7 @@ class Evaluation:
 
     def __init__(
         self,
-        ctx: AppContext,
+        ctx: ServingState,
         reporter: Reporter,
         data: EvalData,
         factories: list[PredictorFactory],
@@ -122,7 +122,7 @@ def to_encode(
     )
 
 
-def plan(ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool) -> JobPlan:
+def plan(ctx: ServingState, cfg: TrainConfig, snap: Snapshot, int8: bool) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. The new
     encoder encodes every distinct train and test utterance; the frozen base and the active
     version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
@@ -166,7 +166,7 @@ class Measured:
 
 
 def measure(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     snap: Snapshot,
     encoder: Encoder,

@@ -14,7 +14,7 @@ import logging
 import threading
 
 from app.compute import ComputeBudget
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ _idle = threading.Event()
 _idle.set()
 
 
-def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
+def bases_to_warm(ctx: ServingState, budget: ComputeBudget) -> list[str]:
     """The base encoders this worker's projects train (most used first), or the one a new
     project would start on when there is none yet."""
     with ctx.db.session() as s:
@@ -35,7 +35,7 @@ def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
 
 
 def warm_up_worker(
-    ctx: AppContext,
+    ctx: ServingState,
     budget: ComputeBudget | None = None,
     *,
     steps: int | None = None,

@@ -110,7 +110,7 @@ class HeadFitter:
     """One background thread that calls ``fit(project_id)`` for the projects asked for: each
     request (re)starts the project's ``delay`` (seconds); a request during its fit runs it again
     after, no sooner than the fit's own duration after its end. (The app runs a second one for
-    its pools' calibrations: :attr:`app.serving.context.AppContext.calibrations`.)"""
+    its pools' calibrations: :attr:`app.serving.state.ServingState.calibrations`.)"""
 
     def __init__(self, fit: Callable[[int], None], *, delay: float = SETTLE_S) -> None:
         self._fit = fit

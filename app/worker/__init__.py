@@ -25,8 +25,8 @@ from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_U
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.retrain_warm import warm_up_worker
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.state import ServingState
 from app.worker.reporter import JobReporter
 from core.training import TrainingCancelled
 from storage import jobs
@@ -84,16 +84,16 @@ def queue_for(settings: Settings) -> HueyQueue:
     return HueyQueue(settings)
 
 
-_worker_ctx: AppContext | None = None
+_worker_ctx: ServingState | None = None
 _worker_lock = threading.Lock()
 
 
-def _worker_context(settings: Settings) -> AppContext:
-    """One AppContext per worker process (keeps encoders and caches between jobs)."""
+def _worker_context(settings: Settings) -> ServingState:
+    """One ServingState per worker process (keeps encoders and caches between jobs)."""
     global _worker_ctx
     with _worker_lock:
         if _worker_ctx is None:
-            _worker_ctx = AppContext.open(settings)
+            _worker_ctx = ServingState.open(settings)
         return _worker_ctx
 
 
@@ -104,7 +104,7 @@ def finish(
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
-def execute_job(ctx: AppContext, job_id: int) -> None:
+def execute_job(ctx: ServingState, job_id: int) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
     with ctx.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
@@ -142,7 +142,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
 
 def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = AppContext.open(settings)
+    ctx = ServingState.open(settings)
     try:
         return reap_dead(ctx.training)
     finally:

@@ -137,13 +137,13 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_p
     from app.services import retrain_jobs
     from app.services.retrain import run_retrain
     from app.services.retrain_int8 import NOT_ON_GPU
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage import jobs
     from storage.tables import ModelVersion
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
 
-    ctx = AppContext.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
     try:
         make_tiny(ctx)
         view, _ = retrain_jobs.request_retrain(

@@ -16,7 +16,7 @@ from app.access.auth import Actor
 from app.services.members import add_member
 from app.services.predict import predict, predict_one, predict_requests
 from app.serving.admission import BusyError
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from tests.handles import live
 
 VIEWER = Actor(3, "vic", "viewer")
@@ -92,7 +92,7 @@ def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
 def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
     from app.ui.main import build_app
 
-    team = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
     api = next(f.fn for f in build_app(team).fns.values() if f.api_name == "predict_batch")

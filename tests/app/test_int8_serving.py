@@ -70,13 +70,13 @@ def served(tmp_path_factory):
     the app's server, which looks at the project when the retrain's int8 phase starts."""
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     settings = dataclasses.replace(
         load_settings(tmp_path_factory.mktemp("int8") / "data"), int8=True
     )
-    context = AppContext.open(settings)
-    server = AppContext.open(settings)
+    context = ServingState.open(settings)
+    server = ServingState.open(settings)
     demo = live(context, ensure_demo_project(context.db))
     job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
     _Watching.server, _Watching.seen = server, {}

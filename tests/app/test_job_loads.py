@@ -27,10 +27,10 @@ pytestmark = pytest.mark.slow
 def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monkeypatch):
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     settings = load_settings(tmp_path / "data")
-    ctx = AppContext.open(dataclasses.replace(settings, int8=True))
+    ctx = ServingState.open(dataclasses.replace(settings, int8=True))
     try:
         demo = live(ctx, ensure_demo_project(ctx.db))
         job, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)

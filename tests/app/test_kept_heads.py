@@ -19,7 +19,7 @@ from app.cli import main
 from app.config import load_settings
 from app.services import predict as predict_svc
 from app.services.io import destination, import_utterances
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.utterances import NewUtterance
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ def _banking(ctx, shared_data: Path, n: int) -> list[str]:
     return [r["text"] for r in rows[n : n + 300]]
 
 
-def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
+def _decisions(ctx: ServingState, texts: list[str]) -> list[tuple[str, ...]]:
     out = predict_svc.predict(ctx.live, open_project(ctx.db, "banking"), texts)
     return [tuple(r["labels"]) for r in out]
 
@@ -50,7 +50,7 @@ def test_a_restart_serves_the_head_it_had_at_once(ctx, shared_data):
     before = _decisions(ctx, held)
     ctx.close()
 
-    again = AppContext.open(load_settings(ctx.settings.data_dir))
+    again = ServingState.open(load_settings(ctx.settings.data_dir))
     try:
         pool = again.live.pool(pid)
         assert pool.predictor.head is not None  # no fallback while a new fit runs

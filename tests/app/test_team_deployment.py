@@ -50,10 +50,10 @@ def team(postgres, redis_url, s3, tmp_path, monkeypatch):
 @pytest.fixture
 def app_ctx(team, tmp_path):
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker import queue_for
 
-    ctx = AppContext.open(load_settings(tmp_path / "app"))
+    ctx = ServingState.open(load_settings(tmp_path / "app"))
     ctx.training.enqueue = queue_for(ctx.settings)
     yield ctx
     ctx.close()

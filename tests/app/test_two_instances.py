@@ -47,7 +47,7 @@ def instances(postgres, redis_url, tmp_path):
     import redis
 
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.db import Database
 
     redis.Redis.from_url(redis_url).flushdb()
@@ -57,7 +57,7 @@ def instances(postgres, redis_url, tmp_path):
         settings = dataclasses.replace(
             load_settings(tmp_path / name), db_url=url, queue_url=redis_url, multi_user=True
         )
-        contexts.append(AppContext.open(settings, database=Database(url, busy_timeout=1.0)))
+        contexts.append(ServingState.open(settings, database=Database(url, busy_timeout=1.0)))
     a, b = contexts
     auth.ensure_admin(a.db, "admin-password")
     auth.add_user(a.db, "dana", "designer", PASSWORD)
@@ -235,9 +235,9 @@ SERVE = (
     "from pathlib import Path\n"
     "from app.api import create_api\n"
     "from app.config import load_settings\n"
-    "from app.serving.context import AppContext\n"
+    "from app.serving.state import ServingState\n"
     "s = dataclasses.replace(load_settings(Path(sys.argv[1])), multi_user=True)\n"
-    "uvicorn.run(create_api(AppContext.open(s)), host='127.0.0.1', port=int(sys.argv[2]),"
+    "uvicorn.run(create_api(ServingState.open(s)), host='127.0.0.1', port=int(sys.argv[2]),"
     " log_level='warning')\n"
 )
 

@@ -15,24 +15,24 @@ from app.config import Settings
 from app.services import queue
 from app.services.data import label_utterance
 from app.services.projects import DEMO_PROJECT, ensure_demo_project
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances
 from tests.handles import live
 
 
-def restarted(ctx: AppContext) -> AppContext:
+def restarted(ctx: ServingState) -> ServingState:
     """A new process's context on the same data directory (and bucket)."""
-    return AppContext.open(ctx.settings)
+    return ServingState.open(ctx.settings)
 
 
-def first_card(ctx: AppContext) -> queue.QueueItem:
+def first_card(ctx: ServingState) -> queue.QueueItem:
     found, _ = queue.next_item(ctx.live, live(ctx, DEMO_PROJECT), [])
     assert found is not None
     return found
 
 
-def encoder_and_texts(ctx: AppContext) -> tuple[CachedEncoder, list[str]]:
+def encoder_and_texts(ctx: ServingState) -> tuple[CachedEncoder, list[str]]:
     """The encoder of the demo project's pool and 40 of its pool's texts (the first card encodes
     the pool; test rows are not encoded for it since calibration no longer reads them)."""
     pid = live(ctx, DEMO_PROJECT).id
@@ -109,12 +109,12 @@ def test_a_second_machine_reads_the_vectors_from_the_model_bucket(tmp_path):
     bucket = f"memory://vectors-test-{uuid.uuid4().hex[:8]}"
     for machine in ("one", "two"):
         (tmp_path / machine).mkdir()
-    one = AppContext.open(Settings(data_dir=tmp_path / "one", artifacts_url=bucket))
+    one = ServingState.open(Settings(data_dir=tmp_path / "one", artifacts_url=bucket))
     ensure_demo_project(one.db)
     first_card(one)
     assert one.live.cache.encoded > 0
     # another machine: its own data directory (no local cache), the same database and bucket
-    two = AppContext.open(
+    two = ServingState.open(
         Settings(data_dir=tmp_path / "two", artifacts_url=bucket, db_url=one.settings.database_url)
     )
     first_card(two)

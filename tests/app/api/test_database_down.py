@@ -68,15 +68,15 @@ def studio(postgres, tmp_path):
     from app.api import create_api
     from app.config import load_settings
     from app.services import retrain_jobs
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
 
     url = postgres.new_database()
     relay = Relay(("127.0.0.1", postgres.port))
     relayed = url.replace(f":{postgres.port}/", f":{relay.port}/")
-    ctx = AppContext.open(load_settings(tmp_path / "data", db_url=relayed))
-    team = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    ctx = ServingState.open(load_settings(tmp_path / "data", db_url=relayed))
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(team.db, "admin-password")
     token = auth.issue_token(team.db, "admin")
     make_tiny(ctx)

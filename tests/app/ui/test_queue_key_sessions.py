@@ -14,7 +14,7 @@ from app.access import auth
 from app.services import data as data_svc
 from app.services.members import add_member
 from app.services.queue_order import CHUNK
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui import queue_tab
 from app.ui.common import bind
 from app.ui.guard import enforce, guarded
@@ -26,7 +26,7 @@ class Request:
         self.username = username
 
 
-def _counting(ctx: AppContext) -> list[str]:
+def _counting(ctx: ServingState) -> list[str]:
     """Every database session ``ctx`` opens from now on, by kind."""
     opened: list[str] = []
     for kind in ("session", "write", "reading"):
@@ -51,7 +51,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
     name = str(demo)
     run, request = ctx, None
     if multi_user:
-        run = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+        run = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
         auth.ensure_admin(run.db, "admin-password")
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
@@ -79,7 +79,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
 
 
 def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
-    team = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")

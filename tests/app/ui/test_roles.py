@@ -18,7 +18,7 @@ from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services.io import destination
 from app.services.members import add_member
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.guard import ROLE, enforce_roles, guarded
 
 
@@ -31,7 +31,7 @@ class Request:
 
 @pytest.fixture
 def team(ctx, demo):
-    multi = AppContext.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

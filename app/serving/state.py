@@ -4,7 +4,7 @@ Predictor factories with the embedding cache and the evaluations measured
 (:class:`app.serving.factories.FactoryBuilder`); the live pools with their background fits and
 the admission of prediction calls (:class:`app.serving.live.LivePools`); the maps
 (:class:`app.serving.map_store.MapStore`); the training jobs
-(:class:`app.serving.training_queue.TrainingQueue`); and the uploads. :class:`AppContext` holds
+(:class:`app.serving.training_queue.TrainingQueue`); and the uploads. :class:`ServingState` holds
 one of each for a process, and nothing else: a plain record of its pieces, with no method that
 hands a call on to one (``ctx.live.pool(...)``, never ``ctx.pool(...)``), so each call names the
 piece that answers it. A function takes the smallest piece that holds what it uses (``ctx.db``,
@@ -31,11 +31,11 @@ from app.serving.vectors import open_cache
 from storage.artifacts import ArtifactStore
 from storage.db import Database
 
-__all__ = ["CALIBRATION_SETTLE_S", "AppContext"]
+__all__ = ["CALIBRATION_SETTLE_S", "ServingState"]
 
 
 @dataclass(frozen=True)
-class AppContext:
+class ServingState:
     """One of each piece of the serving state for a process (:meth:`open` builds them from the
     deployment's settings; :meth:`close` stops their threads and the database)."""
 
@@ -55,7 +55,7 @@ class AppContext:
     @classmethod
     def open(
         cls, settings: Settings, *, database: Database | None = None, limits: Limits | None = None
-    ) -> AppContext:
+    ) -> ServingState:
         """The pieces for ``settings`` (``database``: one already open, shared; ``limits``: the
         prediction limits, :mod:`app.serving.admission`)."""
         db = database or Database(
