@@ -50,7 +50,10 @@ CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from app.config import load_settings
-from app.serving.state import ServingState
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services import queue
 from core.encoding import cache as cache_mod
 counted = {"n": 0}
@@ -78,7 +81,7 @@ try:
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
-ctx = ServingState.open(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")

@@ -296,9 +296,12 @@ for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
 from app.services import retrain_jobs as rj
-from app.serving.state import ServingState
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.config import load_settings
-ctx = ServingState.open(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 with ctx.db.session() as s:
     from storage import jobs as _jobs
     job = _jobs.latest_job(s)
@@ -350,7 +353,10 @@ RESTART = r"""
 import json, os, time
 T0 = float(os.environ["JOB_PROFILE_T0"])
 from app.config import load_settings
-from app.serving.state import ServingState
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services import predict
 import inspect as _inspect
 
@@ -372,7 +378,7 @@ except ImportError:  # a checkout before the project handle (issue 43): services
         return name
 imported = time.time() - T0
 t = time.perf_counter()
-ctx = ServingState.open(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 context = time.perf_counter() - t
 t = time.perf_counter()
 first = predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["my card still has not arrived"])
