@@ -159,7 +159,8 @@ class LivePools:
     def _refresh(self, project_id: int) -> ProjectPool:
         # the project's row, read once (after the stamp): its settings serve the whole refresh
         with self.db.session() as s:
-            mv, project = active_version(s, project_id), get_project(s, project_id)
+            project = get_project(s, project_id)  # held: active_version reads it from the session
+            mv = active_version(s, project_id)
             base, settings = project.base_encoder, stored_settings(project.name, project.settings)
         encoder = self.models.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None

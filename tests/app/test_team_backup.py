@@ -49,7 +49,7 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     ctx = ServingState.open(load_settings(tmp_path / "app"))
     make_tiny(ctx)
     job, _ = retrain_jobs.request_retrain(  # LoRA: a small model file
-        ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+        ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
     activate(

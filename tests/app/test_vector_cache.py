@@ -49,7 +49,7 @@ def project(ctx):
 
 def test_a_restart_encodes_none_of_the_texts_encoded_before(project):
     card = first_card(project)
-    assert project.cache.encoded > 0  # the pool, its calibration and the queue's candidates
+    assert project.live.cache.encoded > 0  # the pool, its calibration and the queue's candidates
     again = restarted(project)
     same = first_card(again)
     assert again.live.cache.encoded == 0
@@ -102,7 +102,7 @@ def test_a_damaged_cache_file_is_rebuilt_never_trusted(project, damage):
     )
     third = restarted(again)
     first_card(third)
-    assert third.cache.encoded == 0  # and the rebuilt files are read
+    assert third.live.cache.encoded == 0  # and the rebuilt files are read
 
 
 def test_a_second_machine_reads_the_vectors_from_the_model_bucket(tmp_path):
