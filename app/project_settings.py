@@ -34,11 +34,10 @@ from storage.utterances import UtteranceRow
 class Kind:
     """What a setting takes: ``check`` turns a value of its own type (stored, or passed by code)
     into the setting's value or raises ``ValueError`` with its rule; ``parse`` does the same for
-    the word a person typed (already stripped and lower-cased); ``takes`` says what it takes."""
+    the word a person typed (already stripped and lower-cased)."""
 
     check: Callable[[Any], Any]
     parse: Callable[[str], Any]
-    takes: str
 
 
 def _number(word: str, what: str) -> float:
@@ -89,10 +88,10 @@ def _parse_on_off(word: str) -> bool:
 
 
 # A target in-scope recall in [0.5, 1] (typed as 0.95 or 95%), or off (None).
-RECALL_OR_OFF = Kind(_recall, _parse_recall, "a recall such as 0.95 or 95%, or off")
+RECALL_OR_OFF = Kind(_recall, _parse_recall)
 # A number of examples, 0 or more (typed off: 0).
-WEIGHT = Kind(_weight, _parse_weight, "a number of examples, 0 or more, or off")
-ON_OFF = Kind(_on_off, _parse_on_off, "on or off")
+WEIGHT = Kind(_weight, _parse_weight)
+ON_OFF = Kind(_on_off, _parse_on_off)
 
 
 def one_of(*choices: str) -> Kind:
@@ -113,7 +112,7 @@ def one_of(*choices: str) -> Kind:
     def parse(word: str) -> str:
         return check("-".join(word.replace("_", " ").replace("-", " ").split()))
 
-    return Kind(check, parse, f"one of {takes}")
+    return Kind(check, parse)
 
 
 def setting(default: Any, kind: Kind, title: str) -> Any:
