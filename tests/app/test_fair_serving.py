@@ -131,7 +131,9 @@ def test_a_one_line_predict_is_not_starved_by_a_1000_text_batch(ctx, demo):
         for i in range(1000)
     ]
     predict_one(ctx.live, demo, "warm the pool up")
-    batch = threading.Thread(target=predict, args=(ctx, demo, long_texts), kwargs={"who": OTHER})
+    batch = threading.Thread(
+        target=predict, args=(ctx.live, demo, long_texts), kwargs={"who": OTHER}
+    )
     batch.start()
     deadline = time.monotonic() + 60
     while not ctx.live.admission.queued:  # the batch is admitted and under way
