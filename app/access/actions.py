@@ -83,9 +83,7 @@ def action(name: str) -> Action:
     """
     found = ACTIONS.get(name)
     if found is None:
-        raise UnknownAction(
-            f"No action {name!r} in the permissions table (app/access/actions.py)."
-        )
+        raise UnknownAction(f"No action {name!r} in the permissions table (app/access/actions.py).")
     return found
 
 

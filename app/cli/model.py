@@ -130,7 +130,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
     if changes:
-        view, message = settings.change(ctx.live, project(ctx, args.project, "save_settings"), changes)
+        view, message = settings.change(
+            ctx.live, project(ctx, args.project, "save_settings"), changes
+        )
     else:
         view, message = settings.view(ctx.live, project(ctx, args.project)), ""
     if args.format == "json":

@@ -20,6 +20,7 @@ from app.config import DEPLOYMENT
 from app.services.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
 from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
+from core.errors import logged, raise_if_bug
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
 from storage import job_reaper, jobs
@@ -161,6 +162,7 @@ def request_retrain(
             reason = f"could not queue the job: {type(exc).__name__}: {exc}"
             with training.db.write(ROWS) as s:  # the job's row locks itself
                 jobs.finish_job(s, view.id, "failed", reason)
+            raise_if_bug(exc)
             raise QueueUnavailable(view.id, reason) from exc
     return view, created
 
@@ -212,7 +214,7 @@ def reap_dead(training: TrainingQueue) -> int:
             try:
                 pending = training.enqueue.pending()
             except Exception:  # the queue is down: its messages may come back with it
-                logger.warning("could not read the training queue", exc_info=True)
+                logged(logger, "could not read the training queue", level=logging.WARNING)
                 return n
             n += job_reaper.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
         return n

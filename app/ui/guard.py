@@ -45,7 +45,9 @@ from storage.errors import NotFoundError, StorageError
 logger = logging.getLogger(__name__)
 
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
-ACTION = "__intent_studio_action__"  # and the action it is (app.access.actions), "read" if undeclared
+ACTION = (
+    "__intent_studio_action__"  # and the action it is (app.access.actions), "read" if undeclared
+)
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
 

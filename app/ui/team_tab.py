@@ -236,9 +236,9 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         (add_btn, add_member, [project, member, member_role]),
         (remove_btn, remove_member, [project, member]),
     ):
-        button.click(guarded("manage_members")(bind(fn, ctx.db)), args, [member_status], **quiet).then(
-            bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet
-        )
+        button.click(
+            guarded("manage_members")(bind(fn, ctx.db)), args, [member_status], **quiet
+        ).then(bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet)
     loaded = [names, status, *shown, members, member, member_status]
     return {"refresh": (bind(load, ctx.db), [project], loaded)}
 

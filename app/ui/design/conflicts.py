@@ -182,7 +182,7 @@ def build_conflicts(live: LivePools, project: gr.Dropdown, user: gr.State) -> di
             [status],
             **quiet,
         ).then(bind(show_after_fix, live), [project, kind, status], outputs, **quiet)
-    undo_btn.click(guarded("fix_design")(bind(undo_fix, live.db)), [project], [status], **quiet).then(
-        *refresh, **quiet
-    )
+    undo_btn.click(
+        guarded("fix_design")(bind(undo_fix, live.db)), [project], [status], **quiet
+    ).then(*refresh, **quiet)
     return {"refresh": refresh}
