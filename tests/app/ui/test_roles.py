@@ -313,3 +313,24 @@ def test_an_action_the_table_does_not_name_is_refused_at_every_door(team, demo):
             declare("frobnicate")
     with pytest.raises(UnknownAction):
         live(team, str(demo)).handle().require_action("frobnicate")
+
+
+def test_the_readme_names_each_rows_action_as_the_permissions_table_has_it(events):
+    """The README's roles table is the actions' table read aloud: a row tagged with an action has
+    that action's role, and every event it lists is declared as that action."""
+    app, _ = events
+    declared = {f.api_name: getattr(f.fn, ACTION) for f in app.fns.values() if f.fn and f.api_name}
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
+    tagged = 0
+    for line in table.splitlines()[2:]:
+        _, what, events_cell, role, _ = line.split("|")
+        tag = re.match(r"\s*`([a-z_]+)`:", what)
+        if tag is None:
+            continue
+        tagged += 1
+        assert ACTIONS[tag[1]].role == role.strip(), line
+        for name in re.findall(r"`([a-z_0-9]+)`", events_cell):
+            if name in declared:
+                assert declared[name] == tag[1], (name, declared[name], tag[1])
+    assert tagged == len(ACTIONS)  # every action has its row
