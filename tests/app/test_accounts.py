@@ -230,9 +230,7 @@ def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     assert "last admin" in capsys.readouterr().err
 
 
-def test_a_failed_security_log_write_is_logged_and_a_programming_error_is_raised(
-    tmp_path, caplog
-):
+def test_a_failed_security_log_write_is_logged_and_a_programming_error_is_raised(tmp_path, caplog):
     """Issue 59: a record that cannot be written (the database is not there) is logged with its
     traceback and the action stands; a programming error in the same place (here: a database
     that is not one) is raised, never swallowed as a missing record."""
