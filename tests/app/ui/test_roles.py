@@ -115,7 +115,7 @@ def test_a_bug_in_any_callback_is_logged_with_its_traceback_and_shown_in_its_sta
         status = gr.Markdown(elem_id="names-status")
         project = gr.Textbox(demo.name)
         button.click(names, [project], [picker, status])  # read by anyone
-        button.click(guarded("designer", outputs=2, message=1)(names), [project], [picker, status])
+        button.click(guarded("edit", outputs=2, message=1)(names), [project], [picker, status])
     enforce_roles(team, blocks)
     for fn in (f.fn for f in blocks.fns.values()):
         caplog.clear()
