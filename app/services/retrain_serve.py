@@ -24,6 +24,7 @@ from app.services.retrain_state import Int8Outcome, Reporter, Served, Snapshot, 
 from app.serving.context import AppContext
 from app.serving.live import LivePools
 from core.encoding.registry import Encoder
+from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8
 from core.training import TrainConfig
 from storage import jobs
@@ -178,4 +179,4 @@ def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) 
             time.monotonic() - started,
         )
     except Exception:  # the version is registered: the app encodes what is missing itself
-        logger.exception("preparing the vectors of project %s failed", project_id)
+        logged(logger, "preparing the vectors of project %s failed", project_id)

@@ -27,6 +27,7 @@ from app.serving.models import Models
 from app.serving.pool_heads import HeadFitter, HeadStore, head_key
 from app.serving.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
 from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import Cancelled, MultiLabelHead
 from core.multilabel.rule import is_multilabel
@@ -235,7 +236,7 @@ class LivePools:
             try:
                 self.pool(pid)
             except Exception:  # a broken project must not stop the others from warming
-                logger.exception("warm-up of project %s failed", pid)
+                logged(logger, "warm-up of project %s failed", pid)
 
     def forget_pool(self, project_id: int) -> None:
         with self._lock:

@@ -143,7 +143,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
             event(bind(shown, live), [project], [*form, effects], **quiet)
         after_change(
             save_btn.click(
-                guarded("designer", outputs=2)(bind(save, live)),
+                guarded("save_settings", outputs=2)(bind(save, live)),
                 [project, *form],
                 [status, effects],
                 api_name="save_settings",

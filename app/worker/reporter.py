@@ -15,6 +15,7 @@ from app.config import Settings
 from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
+from core.errors import logged
 from core.training import TrainProgress
 from storage import jobs
 from storage.db import ROWS
@@ -62,8 +63,8 @@ class JobReporter:
                         jobs.tick(s, self.job_id, share=share, eta=eta)
                     else:
                         jobs.heartbeat(s, self.job_id)
-            except Exception:
-                logger.exception("heartbeat failed")
+            except Exception:  # the database away a moment: the next beat tries again
+                logged(logger, "heartbeat failed")
 
     def _read(self) -> tuple[float | None, float | None]:
         with self._lock:

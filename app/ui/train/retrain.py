@@ -143,13 +143,13 @@ def build_retrain_section(
         section.log.render()
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
-        guarded("designer", outputs=3)(bind(start, training)),
+        guarded("train", outputs=3)(bind(start, training)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     )
     cancel.click(
-        guarded("designer")(bind(stop, training)),
+        guarded("train")(bind(stop, training)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

@@ -150,7 +150,7 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded("designer")(bind(make_active, factories)),
+        guarded("train")(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",
