@@ -1,6 +1,7 @@
 """The compute budget (issue 55 item 4): every device-dependent choice is a function of the
 device, tested here for a GPU and a CPU on a machine without a GPU: what serves, whether a
-retrain builds an int8 copy, a new project's encoder, the worker's warm-up."""
+retrain builds an int8 copy, a new project's encoder, the worker's warm-up, the out-of-scope
+calibration a retrain runs."""
 
 from __future__ import annotations
 
@@ -37,7 +38,69 @@ def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder(
     assert budget_for("cuda:1") == gpu and budget_for("mps") == cpu
     assert [device_kind(d) for d in ("CUDA:0", "cpu", "")] == ["cuda", "cpu", "cpu"]
     for budget in (gpu, cpu):  # every choice says why, in words
-        assert set(budget.reasons) == {"serving", "encoder"}
+        assert set(budget.reasons) == {"serving", "encoder", "calibration"}
+
+
+@pytest.mark.fast
+def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_way():
+    """The held-out calibration (about 4x a retrain's training) is the default where it takes
+    seconds; a project's setting overrides the device either way; it is planned only where it
+    has something to calibrate."""
+    from app.services.retrain_calibrate import PENDING, calibration_plan
+    from app.services.retrain_state import Snapshot
+    from core.evaluation import EvalData
+    from core.training import trainable
+
+    gpu, cpu = budget_for("cuda"), budget_for("cpu")
+    assert (gpu.calibration("auto"), cpu.calibration("auto")) == ("held-out", "quick")
+    for budget in (gpu, cpu):
+        assert budget.calibration("held-out") == "held-out"
+        assert budget.calibration("quick") == "quick"
+    with pytest.raises(ValueError, match="Unknown calibration 'slow'"):
+        cpu.calibration("slow")
+    assert "about 4x a retrain's training here" in cpu.reasons["calibration"]
+
+    rows = [
+        ("where is my card", "card"),
+        ("card not here", "card"),
+        ("hi", "greet"),
+        ("hey", "greet"),
+    ]
+    data = EvalData([t for t, _ in rows], [(y,) for _, y in rows], [], [])
+
+    def snapshot(settings, labels=None):
+        labels = labels or data.train_labels
+        return Snapshot(
+            1,
+            1,
+            "",
+            "minilm",
+            settings,
+            False,
+            None,
+            data,
+            trainable(data.train_texts, labels),
+            False,
+            0,
+        )
+
+    assert calibration_plan(gpu, snapshot({})) == {
+        "method": "held-out",
+        "pending": True,
+        "reason": PENDING,
+    }
+    quick = calibration_plan(cpu, snapshot({}))
+    assert quick == {"method": "quick", "reason": cpu.reasons["calibration"]}
+    assert calibration_plan(cpu, snapshot({"oos_calibration": "held-out"}))["pending"]
+    chose = calibration_plan(gpu, snapshot({"oos_calibration": "quick"}))
+    assert chose == {
+        "method": "quick",
+        "reason": "the project chose the quick calibration (Data → Project settings)",
+    }
+    multi = calibration_plan(gpu, dataclasses.replace(snapshot({}), multi=True))
+    assert multi["method"] == "quick" and "multi-label" in multi["reason"]
+    off = calibration_plan(gpu, snapshot({"oos_target_recall": None}))
+    assert off["method"] == "quick" and "detection is off" in off["reason"]
 
 
 @pytest.mark.fast
@@ -126,6 +189,29 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
     assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
 
 
+def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_costs(ctx):
+    """The Data tab's Project settings line (and the CLI's) for ``oos_calibration``, as a
+    function of the device: on a GPU auto is held-out and says what it buys; on a CPU auto is
+    quick and says what held-out would cost here; a project's own choice is said as its own."""
+    from app.services import settings as settings_svc
+    from app.services.calibration import calibration_line
+    from tests.handles import live
+    from tests.samples import make_tiny
+
+    make_tiny(ctx)
+    tiny = live(ctx, "tiny")
+    on_gpu = calibration_line(ctx.live, tiny, budget_for("cuda"))
+    assert on_gpu.startswith("Auto: held-out on this GPU: after a retrain serves, 5 more")
+    assert "about 4x a retrain's training on this GPU" in on_gpu
+    assert on_gpu.endswith("Serving now: the pool's own scores.")
+    on_cpu = calibration_line(ctx.live, tiny, budget_for("cpu"))
+    assert on_cpu.startswith("Auto: quick on this CPU (thresholds from the pool's own scores).")
+    assert "Held-out would cost about 4x a retrain's training on this CPU" in on_cpu
+    settings_svc.change(ctx.live, tiny, {"oos_calibration": "held-out"})
+    chosen = calibration_line(ctx.live, live(ctx, "tiny"), budget_for("cpu"))
+    assert chosen.startswith("Held-out: after a retrain serves") and "on this CPU" in chosen
+
+
 @pytest.mark.slow
 def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_path):
     """With int8 on for the deployment, a retrain under a GPU's budget (on this CPU) registers
@@ -171,6 +257,12 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_p
         assert mv.metrics["encoder"] == "fp32" and mv.metrics["device"] == "cuda"
         assert "Measured with the fp32 encoder that serves it on the GPU." in message
         assert "int8" not in log.lower().replace(NOT_ON_GPU, "")
+        # a GPU calibrates out of scope on held-out encoders, after serving; this project has
+        # too few examples to hold out (16 < 20), so it says why and trains nothing more
+        calibration = mv.metrics["oos_calibration"]
+        assert calibration["method"] == "quick" and "too few examples" in calibration["reason"]
+        assert "calibrating out of scope on 5 held-out encoders" in log
+        assert "Out of scope: too few examples to hold out" in message
         models = ctx.artifacts.path(mv.artifact_path).parent
         assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
     finally:
