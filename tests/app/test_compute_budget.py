@@ -201,7 +201,7 @@ def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_co
     make_tiny(ctx)
     tiny = live(ctx, "tiny")
     on_gpu = calibration_line(ctx.live, tiny, budget_for("cuda"))
-    assert on_gpu.startswith("Auto: held-out on this GPU: after a retrain serves, 5 more")
+    assert on_gpu.startswith("Auto: held-out on this GPU: after each retrain's version serves, 5")
     assert "about 4x a retrain's training on this GPU" in on_gpu
     assert on_gpu.endswith("Serving now: the pool's own scores.")
     on_cpu = calibration_line(ctx.live, tiny, budget_for("cpu"))
@@ -209,35 +209,48 @@ def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_co
     assert "Held-out would cost about 4x a retrain's training on this CPU" in on_cpu
     settings_svc.change(ctx.live, tiny, {"oos_calibration": "held-out"})
     chosen = calibration_line(ctx.live, live(ctx, "tiny"), budget_for("cpu"))
-    assert chosen.startswith("Held-out: after a retrain serves") and "on this CPU" in chosen
+    assert chosen.startswith("Held-out: after each retrain's version serves") and "CPU" in chosen
 
 
 @pytest.mark.slow
-def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_path):
+def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_stops_that(
+    tmp_path,
+):
     """With int8 on for the deployment, a retrain under a GPU's budget (on this CPU) registers
     the version measured with the fp32 encoder that serves it, builds no int8 copy and says
-    why; the job has no int8 phase."""
+    why; the job has no int8 phase. It then calibrates out of scope on held-out encoders (the
+    GPU's default), after the version serves: a cancel there stops that phase only (its
+    version counts), and the version keeps the quick thresholds, saying why."""
     from app import worker
     from app.config import load_settings
     from app.services import retrain_jobs
+    from app.services.projects import ensure_demo_project
     from app.services.retrain import run_retrain
     from app.services.retrain_int8 import NOT_ON_GPU
     from app.serving.context import AppContext
     from storage import jobs
     from storage.tables import ModelVersion
+    from storage.versions import active_version
     from tests.handles import live
-    from tests.samples import QUICK, make_tiny
+    from tests.samples import QUICK
+
+    class Cancelling(worker.JobReporter):
+        """The worker's reporter; a user cancels the job when its held-out calibration starts."""
+
+        def log(self, line, *, phase=None) -> None:
+            super().log(line, phase=phase)
+            if phase == "calibrating":
+                asked = retrain_jobs.cancel(self.training.db, self.job_id)
+                assert asked.status == "running" and "keeps serving" in asked.message
 
     ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
     try:
-        make_tiny(ctx)
-        view, _ = retrain_jobs.request_retrain(
-            ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
-        )
+        demo = live(ctx, ensure_demo_project(ctx.db))
+        view, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
         with ctx.db.write() as s:
             jobs.claim_job(s, view.id, pid=1)
         spec = retrain_jobs.RetrainSpec.from_job(view.config)
-        reporter = worker.JobReporter(ctx.training, view.id)
+        reporter = Cancelling(ctx.training, view.id)
         try:
             version, message = run_retrain(
                 ctx,
@@ -253,16 +266,21 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_p
         with ctx.db.session() as s:
             mv = s.get(ModelVersion, version)
             log = jobs.get_job(s, view.id).log
+            served = active_version(s, view.project_id)
         assert mv.metrics["int8"] == {"passed": False, "reason": NOT_ON_GPU}
         assert mv.metrics["encoder"] == "fp32" and mv.metrics["device"] == "cuda"
         assert "Measured with the fp32 encoder that serves it on the GPU." in message
         assert "int8" not in log.lower().replace(NOT_ON_GPU, "")
-        # a GPU calibrates out of scope on held-out encoders, after serving; this project has
-        # too few examples to hold out (16 < 20), so it says why and trains nothing more
-        calibration = mv.metrics["oos_calibration"]
-        assert calibration["method"] == "quick" and "too few examples" in calibration["reason"]
+        # the held-out calibration started after the version served, and the cancel stopped it
+        assert served is not None and served.id == version
         assert "calibrating out of scope on 5 held-out encoders" in log
-        assert "Out of scope: too few examples to hold out" in message
+        assert "cancel asked: stopping the held-out calibration" in log
+        calibration = mv.metrics["oos_calibration"]
+        assert (
+            calibration["method"] == "quick" and "calibration was stopped" in calibration["reason"]
+        )
+        assert "Out of scope: the held-out calibration was stopped (cancelled" in message
+        assert ctx.pool(view.project_id).calibration.corrected_by is None
         models = ctx.artifacts.path(mv.artifact_path).parent
         assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
     finally:
