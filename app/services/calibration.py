@@ -28,13 +28,13 @@ def held_out_cost(budget: ComputeBudget, last_train_s: float | None) -> str:
 
     >>> from app.compute import budget_for
     >>> held_out_cost(budget_for("cpu"), 25.0)
-    "about 4x a retrain's training on this CPU (the last one trained in 25 s: about 2 min more, after the new version serves)"
+    "about 4x a retrain's training on this CPU (the last one trained in 25 s: about 2 min more)"
     """
     said = (
         f" (the last one trained in {span(last_train_s)}: about "
-        f"{span(last_train_s * HELD_OUT_COST)} more, after the new version serves)"
+        f"{span(last_train_s * HELD_OUT_COST)} more)"
         if last_train_s
-        else ", after the new version serves"
+        else ""
     )
     return f"about {HELD_OUT_COST:g}x a retrain's training on this {_where(budget)}{said}"
 
@@ -83,12 +83,15 @@ def calibration_line(live: LivePools, p: ProjectHandle, budget: ComputeBudget | 
     chosen = p.project_settings.oos_calibration
     cost = held_out_cost(budget, last_training(live.db, p))
     held_out = (
-        f"after a retrain serves, {HELD_OUT_FOLDS} more trainings by its recipe, each without a "
-        f"fifth of the examples, score them as new questions: {cost}; {GAIN}"
+        f"after each retrain's version serves, {HELD_OUT_FOLDS} more trainings by its recipe, "
+        f"each without a fifth of the examples, score them as new questions ({cost}); {GAIN}"
     )
     if budget.calibration(chosen) == HELD_OUT:
         runs = f"{'Auto: held-out on this GPU' if chosen == 'auto' else 'Held-out'}: {held_out}."
     else:
         which = f"Auto: quick on this {_where(budget)}" if chosen == "auto" else "Quick"
-        runs = f"{which} (thresholds from the pool's own scores). Held-out would cost {cost}."
+        runs = (
+            f"{which} (thresholds from the pool's own scores). Held-out would cost {cost}, "
+            f"after the version serves; {GAIN}."
+        )
     return f"{runs} {serving_now(live, p)}"

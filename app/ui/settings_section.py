@@ -26,12 +26,8 @@ HEADINGS = {
     "oos_calibration": "Calibration",
     "base_encoder": "Base encoder",
 }
-# The calibration's choices as the form shows them (label, stored value).
-CALIBRATION_CHOICES = [
-    ("auto (this device's default)", "auto"),
-    ("held-out (after each retrain)", "held-out"),
-    ("quick (the pool's own scores)", "quick"),
-]
+# The calibration's choices (label, stored value): its line in the effects says what each does.
+CALIBRATION_CHOICES = [("auto", "auto"), ("held-out", "held-out"), ("quick", "quick")]
 # The values shown for no project (and the form's starting state).
 BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, "auto", 1.0, False, True, gr.update(), "")
 
