@@ -10,7 +10,9 @@ checkout: a function a checkout does not have is simply not timed.
 The first table is the retrain's named phases (issue 55: :data:`PIPELINE`, each a function of
 ``app/services/retrain*.py``, timed gross): ``snapshot`` → ``train`` → ``save`` → ``measure`` →
 ``serve`` (the version registered and active: it answers from here) → ``int8`` (a CPU: its copy
-built, checked, measured) → ``register``. A checkout from before those functions (``--peer``
+built, checked, measured) → ``register`` → ``calibrate`` (where the project's out-of-scope
+calibration is held-out: ``auto`` on CUDA; its held-out encoders' training counts in ``training``
+below). A checkout from before those functions (``--peer``
 of main before issue 55) is timed by the phases its job named instead (``preparing`` →
 ``snapshot``, ``training`` → ``train``, ``saving``, ``evaluating`` → ``measure``, ``int8``,
 ``registering`` → ``register``, ``serving`` (its first-card vectors, last) → ``serve``), in
@@ -85,7 +87,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"
 # The retrain's named phases (issue 55: each a function, in app/services/retrain*.py).
-PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register"]
+PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate"]
 # A checkout's job phases (storage's TrainingJob.phase) as the pipeline's names.
 JOB_PHASES = {
     "preparing": "snapshot",
@@ -95,6 +97,7 @@ JOB_PHASES = {
     "serving": "serve",
     "int8": "int8",
     "registering": "register",
+    "calibrating": "calibrate",
 }
 PHASES = [
     "start + imports",
@@ -128,7 +131,8 @@ import core.training, core.training.fit, core.training.model_io, storage.artifac
 import storage.datasets, storage.versions
 import importlib
 for _name in ("app.services.retrain_measure", "app.services.retrain_serve",
-              "app.services.retrain_int8", "app.worker.reporter"):
+              "app.services.retrain_int8", "app.services.retrain_calibrate",
+              "app.worker.reporter"):
     try:  # the pipeline's phases as functions (issue 55); a checkout before has none of them
         importlib.import_module(_name)
     except ImportError:
@@ -233,6 +237,7 @@ for _module, _name, _phase in (
     ("app.services.retrain_serve", "serve", "serve"),
     ("app.services.retrain_int8", "int8_copy", "int8"),
     ("app.services.retrain_serve", "register", "register"),
+    ("app.services.retrain_calibrate", "calibrate", "calibrate"),
 ):
     gross(_module, _name, _phase)
 
