@@ -52,8 +52,9 @@ def build_scope(live: LivePools, project: gr.Dropdown, user: gr.State) -> dict[s
     gr.Markdown(HELP, elem_classes=["help"])
     state = gr.Markdown(elem_id="oos-state")
     gr.Markdown(
-        "Turn detection on or off and set the share each threshold keeps in the **Data** tab, "
-        "*Project settings* (or `intent-studio settings --set oos_target_recall=0.9`).",
+        "Turn detection on or off, set the share each threshold keeps and how a retrain "
+        "calibrates it in the **Data** tab, *Project settings* (or `intent-studio settings --set "
+        "oos_target_recall=0.9`, `--set oos_calibration=held-out`).",
         elem_classes=["help"],
     )
     return {"refresh": (bind(describe, live), [project], [state])}
