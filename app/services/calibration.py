@@ -24,19 +24,22 @@ def _where(budget: ComputeBudget) -> str:
 
 
 def held_out_cost(budget: ComputeBudget, last_train_s: float | None) -> str:
-    """What a held-out calibration costs a retrain here, in words.
+    """What a held-out calibration costs a retrain here, in words (the added time first, from
+    the last retrain's training: to the second below 10 min, so the product reads right).
 
     >>> from app.compute import budget_for
-    >>> held_out_cost(budget_for("cpu"), 25.0)
-    "about 4x a retrain's training on this CPU (the last one trained in 25 s: about 2 min more)"
+    >>> held_out_cost(budget_for("cpu"), 88.0)
+    "about 6 min more (4x the last retrain's 88 s of training on this CPU)"
+    >>> held_out_cost(budget_for("cuda"), None)
+    "about 4x a retrain's training on this GPU"
     """
-    said = (
-        f" (the last one trained in {span(last_train_s)}: about "
-        f"{span(last_train_s * HELD_OUT_COST)} more)"
-        if last_train_s
-        else ""
+    if not last_train_s:
+        return f"about {HELD_OUT_COST:g}x a retrain's training on this {_where(budget)}"
+    trained = f"{round(last_train_s)} s" if last_train_s < 600 else span(last_train_s)
+    return (
+        f"about {span(last_train_s * HELD_OUT_COST)} more ({HELD_OUT_COST:g}x the last "
+        f"retrain's {trained} of training on this {_where(budget)})"
     )
-    return f"about {HELD_OUT_COST:g}x a retrain's training on this {_where(budget)}{said}"
 
 
 def serving_now(live: LivePools, p: ProjectHandle) -> str:
@@ -71,7 +74,7 @@ def serving_now(live: LivePools, p: ProjectHandle) -> str:
 
 # What held-out buys, measured (bench/RESULTS.md, "Held-out calibration": BANKING77, 3 seeds).
 GAIN = (
-    "its thresholds flagged 4-5 % of in-scope questions on BANKING77 where the pool's own "
+    "on BANKING77 held-out thresholds flagged 4-5 % of in-scope questions where the pool's own "
     "scores flag 10-14 % after a retrain"
 )
 
@@ -84,14 +87,14 @@ def calibration_line(live: LivePools, p: ProjectHandle, budget: ComputeBudget | 
     cost = held_out_cost(budget, last_training(live.db, p))
     held_out = (
         f"after each retrain's version serves, {HELD_OUT_FOLDS} more trainings by its recipe, "
-        f"each without a fifth of the examples, score them as new questions ({cost}); {GAIN}"
+        f"each without a fifth of the examples, score them as new questions: {cost}; {GAIN}"
     )
     if budget.calibration(chosen) == HELD_OUT:
         runs = f"{'Auto: held-out on this GPU' if chosen == 'auto' else 'Held-out'}: {held_out}."
     else:
         which = f"Auto: quick on this {_where(budget)}" if chosen == "auto" else "Quick"
         runs = (
-            f"{which} (thresholds from the pool's own scores). Held-out would cost {cost}, "
-            f"after the version serves; {GAIN}."
+            f"{which} (thresholds from the pool's own scores). Held-out would take {cost} "
+            f"after each retrain's version serves; {GAIN}."
         )
     return f"{runs} {serving_now(live, p)}"

@@ -206,7 +206,7 @@ def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_co
     assert on_gpu.endswith("Serving now: the pool's own scores.")
     on_cpu = calibration_line(ctx.live, tiny, budget_for("cpu"))
     assert on_cpu.startswith("Auto: quick on this CPU (thresholds from the pool's own scores).")
-    assert "Held-out would cost about 4x a retrain's training on this CPU" in on_cpu
+    assert "Held-out would take about 4x a retrain's training on this CPU" in on_cpu
     settings_svc.change(ctx.live, tiny, {"oos_calibration": "held-out"})
     chosen = calibration_line(ctx.live, live(ctx, "tiny"), budget_for("cpu"))
     assert chosen.startswith("Held-out: after each retrain's version serves") and "CPU" in chosen

@@ -102,7 +102,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     assert shown[9].startswith(
         "    Auto: quick on this CPU (thresholds from the pool's own scores)."
     )
-    assert "Held-out would cost about 4x a retrain's training on this CPU" in shown[9]
+    assert "Held-out would take about 4x a retrain's training on this CPU" in shown[9]
     assert shown[11].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0

@@ -25,7 +25,8 @@ HELP = (
     "questions and rejects fewer that are out of scope. Label real out-of-scope questions as `out_of_scope` (no "
     "minimum count, never trained as an intent) and the thresholds move to reject them. After a "
     "retrain the encoder scores its own training examples higher than new questions: a "
-    "*held-out* calibration (Project settings → calibration; the default on a GPU) measures by "
+    "*held-out* calibration (Project settings → Out-of-scope calibration; the default on a GPU) "
+    "measures by "
     "how much, with encoders trained without a fifth of them, and corrects their scores."
 )
 

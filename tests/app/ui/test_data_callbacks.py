@@ -277,7 +277,7 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     assert "Anchors on (weight 1)" in effects and "Serving: the frozen minilm" in effects
     assert "<li><b>Out of scope:</b> Out-of-scope thresholds for a 95% in-scope recall" in effects
     assert "<li><b>Calibration:</b> Auto: quick on this CPU" in effects
-    assert "Held-out would cost about 4x a retrain&#x27;s training on this CPU" in effects
+    assert "Held-out would take about 4x a retrain&#x27;s training on this CPU" in effects
     assert "<li><b>Base encoder:</b> MiniLM (384-d) is the default on a CPU" in effects
 
     status, effects = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
