@@ -66,6 +66,8 @@ Usage:
                                                              # a quick check that it runs
     python -m bench.job_profile --device cuda --code .       # on a GPU machine
     python -m bench.job_profile --method lora --code .       # the LoRA recipe (``--set K=V`` too)
+    python -m bench.job_profile --code . --project-set oos_calibration=held-out
+                                          # the held-out calibration's cost on this CPU
 """
 
 from __future__ import annotations
@@ -480,6 +482,20 @@ def build(csv: Path, code: Path, place: Path, device: str) -> Path:
     return pristine
 
 
+def project_settings(code: Path, data: Path, device: str, changes: list[str]) -> None:
+    """Set the project's ``KEY=VALUE`` settings on ``data`` with ``code``'s CLI (not timed)."""
+    sets = [a for kv in changes for a in ("--set", kv)]
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "settings", "--project", PROJECT, *sets],
+        cwd=code,
+        env=environment(code, data, device),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"settings failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+
+
 def run_once(
     code: Path, data: Path, device: str, train_args: list[str] | None = None
 ) -> dict[str, Any]:
@@ -710,6 +726,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
     )
+    ap.add_argument(
+        "--project-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a project setting set before the retrains (e.g. oos_calibration=held-out)",
+    )
     ap.add_argument("--test", type=int, default=3080, help="test questions (a quick check: fewer)")
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
@@ -732,6 +755,8 @@ def main(argv: list[str] | None = None) -> int:
             data = work / f"data-{lab}"
             shutil.rmtree(data, ignore_errors=True)
             shutil.copytree(pristine[lab], data)
+            if args.project_set:
+                project_settings(code, data, args.device, args.project_set)
             for r in range(args.retrains):
                 result = run_once(code, data, args.device, train_args)
                 runs.append({"code": lab, "turn": turn, "retrain": r, **result})
@@ -751,7 +776,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
             shutil.rmtree(data, ignore_errors=True)
     print(
-        f"\ndevice {args.device}, method {args.method} {args.set}; trained on "
+        f"\ndevice {args.device}, method {args.method} {args.set}, project {args.project_set}; "
+        "trained on "
         f"{sorted({d for r in runs for d in r.get('trained_on') or []})}; load average at the "
         f"starts: {[r['load'] for r in runs]}"
     )
@@ -776,6 +802,7 @@ def main(argv: list[str] | None = None) -> int:
         report["runs"] = runs
         report["restarts"] = restarts
         head = {"device": args.device, "method": args.method, "settings": args.set}
+        head["project_settings"] = args.project_set
         args.out.write_text(json.dumps({**head, **report}, indent=2))
     return 0
 
