@@ -42,6 +42,7 @@ from app.serving.oos_correction import (
     trained_ids,
     trained_keys,
 )
+from core.errors import logged
 from core.evaluation.calibration import Correction
 from core.evaluation.held_out import (
     HELD_OUT_FOLDS,
@@ -120,7 +121,9 @@ def calibrate(
     except TrainingCancelled as exc:  # cancelled, or the worker stops: the version stays
         record = _quick(f"the held-out calibration was stopped ({exc})")
     except Exception as exc:  # the version serves: the calibration's failure is only recorded
-        logger.exception("the held-out calibration of v%s failed", served.version_id)
+        # (a programming error is raised again: the version's record stays pending, which
+        # serving_now says as "not finished", the quick thresholds serving)
+        logged(logger, "the held-out calibration of v%s failed", served.version_id)
         record = _quick(f"the held-out calibration failed ({type(exc).__name__}: {exc})")
     finally:
         gc.collect()  # the held-out encoders' memory, before the next job
