@@ -49,9 +49,12 @@ def serve(
     measured: Measured,
     budget: ComputeBudget,
     int8: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None,
 ) -> Served:
     """The ``serve`` phase (see the module). ``int8``: what the version records of its int8
-    copy now (``pending`` while the int8 phase builds it, else why there is none)."""
+    copy now (``pending`` while the int8 phase builds it, else why there is none);
+    ``calibration``: of its out-of-scope calibration (``pending`` while the calibrate phase
+    runs the held-out one, :mod:`app.services.retrain_calibrate`)."""
     reporter.log("registering the version", phase="serving")
     now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
@@ -68,6 +71,7 @@ def serve(
         },
         gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
         int8=dict(int8 or {}),
+        oos_calibration=dict(calibration or {}),
         train_seconds=round(trained.seconds, 1),
         evaluate_seconds=round(measured.seconds, 1),
         extra={
@@ -133,6 +137,7 @@ def register(
                 base=served.metrics.base,
                 reference=served.metrics.reference,
                 gate=decided,
+                oos_calibration=served.metrics.oos_calibration,
                 train_seconds=served.metrics.train_seconds,
                 evaluate_seconds=served.metrics.evaluate_seconds,
                 extra=served.metrics.extra,

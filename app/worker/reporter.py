@@ -99,13 +99,15 @@ class JobReporter:
 
     def progress(self, p: TrainProgress) -> None:
         share, eta = self._count(p.step, p.total, p.eta)
-        if not self._due("training", p.step >= p.total):
+        # the held-out encoders' steps are counted by their training, within their own phase
+        phase = "calibrating" if self._tracker.phase == "calibrating" else "training"
+        if not self._due(phase, p.step >= p.total):
             return
         with self.training.db.write(ROWS) as s:
             jobs.set_progress(
                 s,
                 self.job_id,
-                phase="training",
+                phase=phase,
                 step=p.step,
                 total=p.total,
                 loss=float(p.loss),
