@@ -84,6 +84,11 @@ def start(
     return msg, job.id, gr.update(active=True)
 
 
+def method_info(choice: str) -> Any:
+    """The line under the method that says what it is (ConvFiT Stage 2: ...)."""
+    return gr.update(info=train_svc.method_line(choice))
+
+
 def stop(training: TrainingQueue, jid: int | None, p: ProjectHandle | None) -> str:
     """Cancel the shown job (or the project's active one)."""
     if jid is None and p is not None:
@@ -122,7 +127,9 @@ def build_retrain_section(
             list(train_svc.METHOD_CHOICES),
             value=next(iter(train_svc.METHOD_CHOICES)),
             label="Method",
+            info=train_svc.method_line(next(iter(train_svc.METHOD_CHOICES))),
             scale=3,
+            elem_id="train-method",
         )
         settings = gr.Textbox(
             label="Advanced settings (optional)",
@@ -141,6 +148,7 @@ def build_retrain_section(
     )
     with gr.Accordion("Training log", open=False):
         section.log.render()
+    method.input(method_info, [method], [method], api_visibility="private")
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
         guarded("train", outputs=3)(bind(start, training)),
