@@ -363,7 +363,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--name", default="", help="suffix of the result files' names")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="print the tables of these result files together (runs split into processes), "
+        "train nothing",
+    )
     args = ap.parse_args(argv)
+    if args.merge:
+        merged = [r for f in args.merge for r in json.loads(f.read_text())["results"]]
+        print(table(merged))
+        print()
+        print(curve_table(merged))
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import torch
 
