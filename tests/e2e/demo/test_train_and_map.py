@@ -37,7 +37,7 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     assert method.locator("input").input_value() == "ConvFiT Stage 2 · in-batch ranking (default)"
     assert (
         "ConvFiT Stage 2: contrastive task-tuning of the sentence encoder; in-batch ranking loss"
-        in method.inner_text()
+        in page.locator("#method-line").inner_text()
     )
     page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=16")
     page.locator("#retrain").click()
