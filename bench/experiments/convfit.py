@@ -13,7 +13,7 @@ Stage 1 (MiniLM was trained on a billion sentence pairs already), no 512-d tanh 
 The product's loop trains it (:func:`core.training.loop.run_training`: the same optimiser,
 schedule, bf16 and length-sorted chunks as the default), so a step costs what it would in the
 product. ``steps`` fits the schedule to a budget (warm-up and decay over ``steps``); ``None``
-is the paper's 10 epochs. ``checkpoint`` is called with the model in eval mode after each of
+is ``epochs`` passes over the pairs (the paper's 10 by default). ``checkpoint`` is called with the model in eval mode after each of
 ``checkpoints`` steps (the schedule still runs to its end), which is how ``bench/train.py`` draws
 the learning curve.
 
@@ -115,6 +115,7 @@ def train_convfit(
     *,
     seed: int,
     steps: int | None = None,
+    epochs: float = EPOCHS,
     hard: bool = False,
     lr: float | None = None,
     checkpoints: Sequence[int] = (),
@@ -127,7 +128,8 @@ def train_convfit(
         base: registry name of the encoder (``"minilm"``).
         texts, labels: the labelled utterances (one tuple of intents each).
         seed: seeds the pairs, their order each epoch and the initialisation.
-        steps: the budget the schedule is fitted to; None = the paper's 10 epochs.
+        steps: the budget the schedule is fitted to; None = ``epochs`` passes over the pairs.
+        epochs: passes over the pairs when ``steps`` is None (the paper's 10 at 10 shots).
         hard: hard negatives (nearest other-intent utterances in the frozen space).
         lr: peak learning rate (default the paper's 2e-5).
         checkpoints: steps after which ``checkpoint(step, model)`` runs, the model in eval mode.
@@ -149,7 +151,7 @@ def train_convfit(
     pairs = sample_pairs(labels, seed, negatives=NEGATIVES, closest=closest)
     size = BATCH
     per_epoch = -(-len(pairs) // size)
-    total = steps if steps is not None else EPOCHS * per_epoch
+    total = steps if steps is not None else max(1, round(epochs * per_epoch))
     model = fit._base_copy(base, device)
     model.max_seq_length = 48
     fit._freeze(model, embeddings=True, layers=0)
@@ -179,7 +181,7 @@ def train_convfit(
     def progress(p: TrainProgress) -> None:
         zero[0] += p.loss == 0.0
         zero[1] += 1
-        if p.step in marks and checkpoint is not None:
+        if p.step in marks and p.step < total and checkpoint is not None:
             model.eval()
             try:
                 with torch.no_grad():
