@@ -205,7 +205,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     done = svc.job(ctx.training, view.id)
     assert done.status == "succeeded", done.log
     assert done.percent == 100 and 0.9 < done.progress <= 1.0
-    assert "training fast on 16 utterances" in done.log
+    assert "training ConvFiT Stage 2 (convfit) on 16 utterances" in done.log
     left_out = "Left out of training: 1 intent(s) with fewer than 2 train examples (close_account)"
     assert left_out in done.log and left_out in done.message
     singleton = predict_svc.predict_one(
