@@ -124,6 +124,24 @@ def test_train_queues_a_job_that_can_be_followed(client, ctx):
     assert stored_job(ctx.training, older.json()["job"]["id"]).config["method"] == "convfit"
 
 
+def test_versions_name_their_method_as_the_train_tab_does_a_fast_one_included(client, ctx, demo):
+    """Issue 55: REST keeps a version's method as recorded (a client matching ``fast`` still
+    finds it) and names it beside as the Train tab does: ConvFiT Stage 2."""
+    from storage.versions import NewVersion, register_version
+
+    with ctx.db.write() as s:
+        for method in ("fast", "convfit", "lora"):
+            register_version(s, NewVersion(demo.id, None, method, "minilm", {}, {}, None, None, 1))
+    rows = client.get(f"{DEMO}/versions").json()["versions"]
+    assert [(r["method"], r["method_name"]) for r in rows] == [
+        ("lora", "LoRA adapter"),
+        ("convfit", "ConvFiT Stage 2"),
+        ("fast", "ConvFiT Stage 2"),
+    ]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["Version"]
+    assert "method_name" in schema["required"]
+
+
 def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     """Redis down: the job is stored as failed with the real reason, and the answer says so (it
     was a bare 500 "Internal error"); once the queue is back, the next request queues anew."""
