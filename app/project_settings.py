@@ -10,8 +10,8 @@ turns it off), so a new setting needs no migration.
 
 Example:
     >>> s = ProjectSettings.from_dict({"anchor_weight": 0, "oos_target_recall": None})
-    >>> s.anchor_weight, s.oos_target_recall, s.encode_context, s.serve_int8
-    (0.0, None, False, True)
+    >>> s.anchor_weight, s.oos_target_recall, s.encode_context, s.serve_int8, s.oos_calibration
+    (0.0, None, False, True, 'auto')
     >>> ProjectSettings.from_dict(s.to_dict()) == s
     True
 """
@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from app.compute import CALIBRATIONS
 from core.encoding.previous_turn import with_context
 from core.evaluation.oos import DEFAULT_TARGET_RECALL, check_target_recall
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, check_weight
@@ -132,6 +133,10 @@ class ProjectSettings:
             (0: anchors off).
         encode_context: encode each utterance after the turn before it.
         serve_int8: serve a version's int8 encoder when it passed parity.
+        oos_calibration: how a retrain calibrates the out-of-scope thresholds of its version
+            (:data:`app.compute.CALIBRATIONS`): ``held-out`` (more trainings after the version
+            serves; its correction applies while the version serves), ``quick`` (the pool's own
+            scores, no correction) or ``auto`` (the device's default, :mod:`app.compute`).
     """
 
     oos_target_recall: float | None = setting(
@@ -146,6 +151,11 @@ class ProjectSettings:
     )
     encode_context: bool = setting(False, ON_OFF, "Encode each utterance after the turn before it")
     serve_int8: bool = setting(True, ON_OFF, "Serve the int8 encoder where it passed parity")
+    oos_calibration: str = setting(
+        "auto",
+        one_of(*CALIBRATIONS),
+        "Out-of-scope calibration after a retrain (auto = this device's default)",
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -173,7 +183,7 @@ class ProjectSettings:
 
         Example:
             >>> ProjectSettings().with_texts({"oos_target_recall": "90%", "anchor_weight": "off"})
-            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True)
+            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto')
 
         Raises:
             ValueError: an unknown setting or a value it does not take (nothing is changed).
@@ -206,11 +216,14 @@ def _checked(name: str, value: Any) -> Any:
 def parse_setting(name: str, text: str | float | bool | None) -> Any:
     """A setting's value from what a person typed (a value of its own type passes through,
     checked): ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a
-    number of examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``.
+    number of examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``;
+    ``oos_calibration`` ``auto``, ``held-out`` or ``quick``.
 
     Example:
         >>> parse_setting("oos_target_recall", "95%"), parse_setting("encode_context", "on")
         (0.95, True)
+        >>> parse_setting("oos_calibration", "Held out")
+        'held-out'
     """
     if name not in KINDS:
         raise ValueError(f"Unknown setting {name!r}: use one of {', '.join(NAMES)}.")

@@ -29,6 +29,7 @@ from app.perimeter.upload_gate import UploadGate
 from app.perimeter.uploads import UploadLimits
 from app.services.downloads import DOWNLOADS
 from app.serving.state import ServingState
+from core.errors import logged
 from storage.db import Database
 from storage.errors import NotFoundError
 
@@ -42,7 +43,7 @@ def _record(db: Database, write: Writer, *args: str) -> None:
     try:
         write(db, *args)
     except Exception:  # the answer stands; only its record is missing
-        logger.exception("could not write to the security log")
+        logged(logger, "could not write to the security log")
 
 
 def later(db: Database, write: Writer, *args: str) -> None:
@@ -72,7 +73,7 @@ def sign_in_auth(
             if not gate.known(name, address, at):
                 gate.remember(name, address, at)
     except Exception:  # the limits stand without them: sign-ins from there count as new
-        logger.exception("could not read the known sign-in addresses from the security log")
+        logged(logger, "could not read the known sign-in addresses from the security log")
 
     async def auth(name: str, password: str) -> bool:
         try:

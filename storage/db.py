@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from storage import guard
 from storage.errors import BusyError, DatabaseUnavailable, ReadOnlyError
 
 logger = logging.getLogger(__name__)
@@ -274,19 +275,25 @@ class Database:
         busy_timeout: float = BUSY_TIMEOUT,
         max_intents: int | None = None,
         max_rows: int | None = None,
+        trusted: bool = False,
     ) -> None:
         """``max_intents``: the intents a project may have (None: the default of
         :data:`storage.capacity.DEFAULT_MAX_INTENTS`), ``max_rows`` the utterances (None:
-        :data:`storage.capacity.DEFAULT_MAX_ROWS`), carried in every session's ``info``."""
+        :data:`storage.capacity.DEFAULT_MAX_ROWS`), carried in every session's ``info``.
+        ``trusted``: every session may change any item, as no user (:func:`storage.guard.trusted`:
+        storage's own tests, a bench); else a session that changes an item needs the app's rule
+        installed (:func:`app.access.writing`)."""
         self.url = url
         self.engine = make_engine(url, busy_timeout=busy_timeout)
         if apply_migrations:
             migrate(self.engine)
-        info = {
+        info: dict[str, Any] = {
             key: value
             for key, value in (("max_intents", max_intents), ("max_rows", max_rows))
             if value is not None
         }
+        if trusted:
+            info[guard.KEY] = guard.TRUSTED
         self._factory = sessionmaker(self.engine, expire_on_commit=False, info=info)
         self._locks = self.engine.dialect.name == "postgresql"  # advisory locks to take
         writer = self.engine.execution_options(**{IMMEDIATE: True})

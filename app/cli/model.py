@@ -31,7 +31,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ctx = context(args)
     if args.queue:
         ctx.training.enqueue = worker.queue_for(ctx.settings)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "train")
     try:
         view, created = retrain_jobs.request_retrain(
             ctx.training, p, _parse_config(args), enqueue=args.queue
@@ -40,6 +40,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     if not created:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
+    print(retrain_jobs.method_line(str(view.config.get("method", ""))), flush=True)
     runner = warming = None
     if not args.queue and created:
         # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
@@ -81,6 +82,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "version": view.model_version_id,
+                    "method": view.config.get("method"),
                     "split": m.split,
                     "accuracy": m.accuracy,
                     "macro_f1": m.macro_f1,
@@ -130,7 +132,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
     if changes:
-        view, message = settings.change(ctx.live, project(ctx, args.project, "designer"), changes)
+        view, message = settings.change(
+            ctx.live, project(ctx, args.project, "save_settings"), changes
+        )
     else:
         view, message = settings.view(ctx.live, project(ctx, args.project)), ""
     if args.format == "json":
@@ -203,7 +207,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
     ctx = context(args)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "bundle")
     info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0

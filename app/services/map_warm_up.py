@@ -13,6 +13,7 @@ from app.plots import warm_up_figures
 from app.services.maps import MAX_POINTS
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
+from core.errors import logged
 from core.projection import APPROXIMATE_FROM
 from storage.db import Database
 from storage.projects import list_projects
@@ -44,7 +45,7 @@ def _warm_projector(maps: MapStore, large: bool) -> None:
     try:
         maps.projector.warm_up(large=large)
     except Exception:  # the first map will compile instead
-        logger.exception("the map worker's warm-up failed")
+        logged(logger, "the map worker's warm-up failed")
 
 
 def draws_large_maps(db: Database) -> bool:

@@ -15,6 +15,7 @@ import threading
 
 from app.compute import ComputeBudget
 from app.serving.state import ServingState
+from core.errors import logged
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def warm_up_worker(
                     # the steps once: the kernels are the device's, whichever encoder runs them
                     warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
                 except Exception:  # a base that will not load fails its job with the reason
-                    logger.exception("could not warm up the encoder %s", base)
+                    logged(logger, "could not warm up the encoder %s", base)
         finally:
             _idle.set()
 

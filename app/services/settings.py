@@ -2,8 +2,8 @@
 Project settings section): each setting's value, and a line on what it does in the project now.
 
 The values are :class:`app.project_settings.ProjectSettings`; each line comes from the service
-that owns the setting (the out-of-scope calibration, the anchors, context encoding, the served
-encoder), so the CLI, the UI and the REST answers say the same."""
+that owns the setting (the out-of-scope calibration and how a retrain calibrates it, the
+anchors, context encoding, the served encoder), so the CLI, the UI and the REST answers say the same."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
 from app.project_settings import TITLES as project_titles
-from app.services import encoders
+from app.services import calibration, encoders
 from app.services import projects as project_svc
 from app.serving.live import LivePools
 
@@ -73,6 +73,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "anchor_weight": anchors["message"],
             "encode_context": project_svc.context_encoding(live.db, p)["message"],
             "serve_int8": encoder.serving,
+            "oos_calibration": calibration.calibration_line(live, p, live.models.budget),
             encoders.SETTING: f"{encoder.why} {encoder.switch}".replace("`", ""),
         },
         thresholds=dict(oos["thresholds"]),

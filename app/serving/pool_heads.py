@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from app.serving.eval_memo import digest, source_hash
+from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import MultiLabelHead, load_head
 
@@ -190,7 +191,7 @@ class HeadFitter:
             try:
                 self._fit(project_id)
             except Exception:  # one project's failed fit must not stop the others'
-                logger.exception("fitting the multi-label head of project %s failed", project_id)
+                logged(logger, "fitting the multi-label head of project %s failed", project_id)
             finally:
                 with self._changed:
                     ended = time.monotonic()

@@ -67,7 +67,7 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
     shown = [table, rows, status]
     refresh_btn.click(bind(show, db), [project], shown, api_visibility="private")
     undo_btn.click(
-        guarded("designer")(bind(undo_selected, db)),
+        guarded("undo")(bind(undo_selected, db)),
         [project, batch],
         [status],
         api_visibility="private",

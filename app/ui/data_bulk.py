@@ -116,7 +116,7 @@ def build_bulk(
     for event in triggers:  # a filter or the project changed: the query is set, then counted
         event.then(*recount, **quiet)
     done = button.click(
-        guarded("designer", outputs=3)(bind(label, live)),
+        guarded("edit", outputs=3)(bind(label, live)),
         [project, *filters, target, relabel, previews, token],
         [result, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),

@@ -94,7 +94,7 @@ def build_slots(db: Database, project: gr.Dropdown) -> None:
         status = gr.Markdown(elem_id="slot-status")
 
     def write(fn: Any) -> Any:
-        return guarded("designer")(fn)
+        return guarded("edit_slots")(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     reload = (bind(load, db), [project], [table, slot, intent])

@@ -333,7 +333,7 @@ def build_data_tab(
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
-        return guarded("designer", outputs=outputs)(fn)
+        return guarded("edit", outputs=outputs)(fn)
 
     page.submit(bind(refresh, ctx.live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):

@@ -1,9 +1,11 @@
 """The UI's front door: who is acting, in which project, with what role, checked on the server for
 every event of the app, in one place.
 
-Each write callback declares the role it needs with :func:`guarded` (the signed-in name Gradio
-gives the request is checked with :func:`app.access.auth.require`; a refusal becomes a message and
-changes nothing; the acting user is recorded for the audit log). :func:`enforce_roles` then walks
+Each write callback declares the action it is with :func:`guarded`, by its name in the one
+permissions table (:mod:`app.access.actions`, which says the role it needs; a name the table does
+not have is refused when the tab is built). The signed-in name Gradio gives the request is
+checked with :func:`app.access.auth.require`; a refusal becomes a message and changes nothing;
+the acting user is recorded for the audit log. :func:`enforce_roles` then walks
 every event of the built app: whatever was not declared is a *read*, run for any signed-in user
 but inside :func:`storage.db.read_only` when that user is a viewer (in the app, or in the project
 the event is for), so a write path that somebody forgot to declare is refused by the database
@@ -33,6 +35,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle, resolve
+from app.access.actions import READ, need
 from app.access.auth import Actor, acting_as, require
 from app.serving.state import ServingState
 from app.ui.common import USER_ERRORS, problem
@@ -42,6 +45,9 @@ from storage.errors import NotFoundError, StorageError
 logger = logging.getLogger(__name__)
 
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
+ACTION = (
+    "__intent_studio_action__"  # and the action it is (app.access.actions), "read" if undeclared
+)
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
 
@@ -82,25 +88,17 @@ def _shape(fn: Callable[..., Any]) -> tuple[int, tuple[int, ...]]:
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """``fn``'s parameter annotations as objects (those that resolve in ``fn``'s module)."""
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # one unresolvable hint: resolve the others one by one
-        namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-        hints: dict[str, Any] = {}
-        for name, hint in getattr(fn, "__annotations__", {}).items():
-            try:
-                hints[name] = eval(hint, namespace) if isinstance(hint, str) else hint
-            except Exception:
-                continue
-        return hints
+    """``fn``'s parameter annotations as objects. A hint that does not resolve in ``fn``'s module
+    is a programming error (NameError), raised when the app is built: Gradio and the project
+    parameters below are found by these hints, so none may be skipped."""
+    return typing.get_type_hints(fn)
 
 
 def _takes_request(fn: Callable[..., Any]) -> bool:
     return "request" in inspect.signature(fn).parameters
 
 
-def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) -> Any:
+def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: str) -> Any:
     """``run`` dressed as ``fn`` plus a trailing ``request: gr.Request`` unless ``fn`` takes
     one already (Gradio fills a parameter by its annotation, so the wrapper receives the
     signed-in name)."""
@@ -116,7 +114,8 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) ->
     # Resolved here, in fn's module: Gradio finds gr.Request / gr.SelectData parameters by their
     # type hints, and a string annotation would be looked up in this module instead.
     run.__annotations__ = {**_type_hints(fn), "request": gr.Request}
-    setattr(run, ROLE, role)
+    setattr(run, ROLE, need(action))
+    setattr(run, ACTION, action)
     return run
 
 
@@ -183,15 +182,19 @@ def _split_request(
 
 
 def guarded(
-    role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
+    action: str, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
-    """Declare that a Gradio callback runs only for users with ``role``. A refusal becomes output
-    number ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast
-    unless ``notify=False``.
+    """Declare that a Gradio callback is the named ``action`` (:data:`app.access.actions.ACTIONS`),
+    run only for users with the role the table gives it (an action it does not name:
+    :class:`app.access.actions.UnknownAction`, at once). A refusal becomes output number
+    ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast unless
+    ``notify=False``.
 
     The check needs the app's database and deployment, which :func:`enforce_roles` hands every
     declared callback of the built app (:func:`enforce` one callback): a tab declares roles
     without holding the context, and a callback declared but never enforced refuses to run."""
+
+    role = need(action)
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
@@ -218,7 +221,7 @@ def guarded(
                     return unexpected(fn, exc, (outs, tuple(sorted({message, *status}))))
 
         setattr(run, DOOR, None)
-        return _with_request(fn, run, role)
+        return _with_request(fn, run, action)
 
     return wrap
 
@@ -248,13 +251,13 @@ def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs, request = _split_request(fn, args, request)
         try:
             user = getattr(request, "username", None)
-            who, args, handles = admit(ctx, fn, args, user, "viewer")
+            who, args, handles = admit(ctx, fn, args, user, need(READ))
         except (PermissionError, StorageError) as exc:
             raise gr.Error(str(exc)) from exc
-        viewer = next((h for h in handles if not h.may("designer")), None)
+        viewer = next((h for h in handles if not h.may(need("edit"))), None)
         with acting_as(who):
             try:
-                if who.may("designer") and viewer is None:
+                if who.may(need("edit")) and viewer is None:
                     return fn(*args, **kwargs)
                 reason = _read_only_reason(who, viewer)
                 with read_only(reason):
@@ -264,7 +267,7 @@ def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
             except Exception as exc:
                 return unexpected(fn, exc, _shape(run))
 
-    return _with_request(fn, run, "viewer")
+    return _with_request(fn, run, READ)
 
 
 def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -283,7 +286,8 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
                 logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
                 raise gr.Error(f"Something went wrong ({type(exc).__name__}).") from exc
 
-    setattr(run, ROLE, "viewer")
+    setattr(run, ROLE, need(READ))
+    setattr(run, ACTION, READ)
     return run
 
 

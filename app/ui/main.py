@@ -167,7 +167,7 @@ def build_app(ctx: ServingState) -> gr.Blocks:
             show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         new_name.submit(
-            guarded("admin", outputs=3, message=1)(create),
+            guarded("create_project", outputs=3, message=1)(create),
             [new_name],
             [project, summary, new_name],
             api_visibility="private",

@@ -376,7 +376,7 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             show_progress="hidden",
         )
     label_btn.click(
-        guarded("designer", outputs=3)(bind(label, maps.db)),
+        guarded("edit", outputs=3)(bind(label, maps.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
@@ -385,7 +385,7 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         None, None, None, js=BIND_JS, api_visibility="private"
     )
     split_btn.click(
-        guarded("designer")(bind(move, maps.db)),
+        guarded("edit")(bind(move, maps.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",

@@ -225,7 +225,7 @@ def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     refresh_btn.click(bind(show, ctx.db), [project], shown, **quiet)
     assign_btn.click(
-        guarded("admin")(bind(assign, ctx.db)),
+        guarded("assign")(bind(assign, ctx.db)),
         [project, names, overlap, search, limit],
         [status],
         **quiet,
@@ -236,9 +236,9 @@ def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         (add_btn, add_member, [project, member, member_role]),
         (remove_btn, remove_member, [project, member]),
     ):
-        button.click(guarded("admin")(bind(fn, ctx.db)), args, [member_status], **quiet).then(
-            bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet
-        )
+        button.click(
+            guarded("manage_members")(bind(fn, ctx.db)), args, [member_status], **quiet
+        ).then(bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet)
     loaded = [names, status, *shown, members, member, member_status]
     return {"refresh": (bind(load, ctx.db), [project], loaded)}
 

@@ -160,7 +160,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
-    predict = guarded("viewer", outputs=5)(bind(run, live))
+    predict = guarded("read", outputs=5)(bind(run, live))
     go.click(
         predict,
         [project, text, k, turn],
@@ -178,7 +178,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded("designer")(bind(label, live.db)),
+        guarded("edit")(bind(label, live.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

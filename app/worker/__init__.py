@@ -28,6 +28,7 @@ from app.services.retrain_warm import warm_up_worker
 from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.reporter import JobReporter
+from core.errors import logged, raise_if_bug
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
@@ -136,6 +137,7 @@ def execute_job(ctx: ServingState, job_id: int) -> None:
         finish(
             ctx.db, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged"
         )
+        raise_if_bug(exc)  # the job failed with it; the queue (or the CLI) shows the bug too
     finally:
         reporter.close()
 
@@ -191,7 +193,7 @@ def _sweep_periodically(factories: FactoryBuilder, every: float = SWEEP_SECONDS)
                 if removed := factories.models.artifacts.sweep():
                     logger.info("swept %d leftover(s) of crashed writes", removed)
             except Exception:  # a bucket out of reach now may be back at the next sweep
-                logger.warning("could not sweep the artifact store", exc_info=True)
+                logged(logger, "could not sweep the artifact store", level=logging.WARNING)
             time.sleep(every)
 
     threading.Thread(target=sweep, name="artifact-sweep", daemon=True).start()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 
 from app.config import DEPLOYMENT, ENV_DEVICE, Settings
+from core.errors import raise_if_bug
 
 # Seconds a check waits for a server that does not answer (the healthcheck's own limit is longer).
 CONNECT_TIMEOUT = 5
@@ -56,6 +57,7 @@ def _database(settings: Settings) -> list[str]:
         with db.session() as s:
             newest = jobs.latest_job(s)
     except Exception as exc:
+        raise_if_bug(exc)
         return [_failed("the database does not answer (or has no schema yet)", exc)]
     finally:
         db.dispose()
@@ -80,6 +82,7 @@ def _queue(settings: Settings) -> list[str]:
     try:
         client.ping()
     except Exception as exc:
+        raise_if_bug(exc)
         return [_failed("the queue (Redis) does not answer", exc)]
     finally:
         client.close()
@@ -90,6 +93,7 @@ def _artifacts(settings: Settings) -> list[str]:
     try:
         settings.open_artifacts().check()
     except Exception as exc:
+        raise_if_bug(exc)
         where = settings.artifacts_url or settings.artifacts_dir
         return [_failed(f"the model store {where} cannot be used", exc)]
     return []

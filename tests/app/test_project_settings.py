@@ -22,18 +22,22 @@ def test_nothing_stored_reads_as_the_defaults_everywhere():
     assert s.oos_target_recall == DEFAULT_TARGET_RECALL
     assert s.anchor_weight == DEFAULT_ANCHOR_WEIGHT
     assert s.encode_context is False and s.serve_int8 is True
+    assert s.oos_calibration == "auto"  # the device's default
 
 
 def test_stored_values_round_trip_and_other_keys_are_left_alone():
     stored = {"oos_target_recall": None, "anchor_weight": 2, "encode_context": True}
+    stored["oos_calibration"] = "held-out"
     s = ProjectSettings.from_dict({**stored, "agent_format": "lex"})
     assert (s.oos_target_recall, s.anchor_weight, s.encode_context) == (None, 2.0, True)
+    assert s.oos_calibration == "held-out"
     assert ProjectSettings.from_dict(s.to_dict()) == s
     assert set(s.to_dict()) == {
         "oos_target_recall",
         "anchor_weight",
         "encode_context",
         "serve_int8",
+        "oos_calibration",
     }
 
 
@@ -107,11 +111,25 @@ def test_a_project_with_an_invalid_stored_setting_says_which_and_the_others_stil
         ({"oos_target_recall": 0.2}, "between 0.5 and 1"),
         ({"anchor_weight": -1}, "0 or more"),
         ({"anchor_weight": float("nan")}, "0 or more"),
+        ({"oos_calibration": "slow"}, "auto, held-out, quick"),
     ],
 )
 def test_a_value_out_of_range_is_refused_with_its_rule(stored, match):
     with pytest.raises(ValueError, match=match):
         ProjectSettings.from_dict(stored)
+
+
+def test_the_calibration_reads_as_people_write_it_and_refuses_anything_else():
+    written = ["held out", "Held-Out", "held_out", " QUICK ", "auto"]
+    assert [parse_setting("oos_calibration", w) for w in written] == [
+        "held-out",
+        "held-out",
+        "held-out",
+        "quick",
+        "auto",
+    ]
+    with pytest.raises(ValueError, match="auto, held-out, quick, not 'fast'"):
+        parse_setting("oos_calibration", "fast")
 
 
 def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothing(tmp_path, capsys):
@@ -129,6 +147,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "anchor_weight = 1",
         "encode_context = off",
         "serve_int8 = on",
+        "oos_calibration = auto",
         "base_encoder = minilm",
     ]
     # each followed by what it does in the project now
@@ -138,7 +157,12 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         == "    Context encoding is off: utterances are encoded alone. 0 utterance(s) carry a context."
     )
     assert shown[7] == "    Serving: the frozen minilm encoder (fp32)."
-    assert shown[9].startswith("    MiniLM (384-d) is the default on a CPU")
+    # on this CPU the quick calibration, and what held-out would cost here
+    assert shown[9].startswith(
+        "    Auto: quick on this CPU (thresholds from the pool's own scores)."
+    )
+    assert "Held-out would take about 4x a retrain's training on this CPU" in shown[9]
+    assert shown[11].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
     assert capsys.readouterr().out.startswith(
@@ -153,6 +177,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "anchor_weight": 0.0,
         "encode_context": True,
         "serve_int8": True,
+        "oos_calibration": "auto",
     }
     assert set(shown_json["effects"]) == {*NAMES, "base_encoder"}
     assert shown_json["base_encoder"] == "minilm"

@@ -113,20 +113,22 @@ def test_a_users_limits_are_one_across_the_instances(instances) -> None:
     a, b = instances
     with ExitStack() as held:
         for i in range(LINES_PER_USER):
-            held.enter_context((a if i % 2 else b).admission.line("dana"))
+            held.enter_context((a if i % 2 else b).live.admission.line("dana"))
         for ctx in (a, b):
             with pytest.raises(BusyError, match=f"already has {LINES_PER_USER} predictions"):
                 held.enter_context(ctx.live.admission.line("dana"))
-        assert a.admission.lines_of("dana") == b.admission.lines_of("dana") == LINES_PER_USER
-        with b.admission.line("vic"):  # another user's share is their own
+        assert (
+            a.live.admission.lines_of("dana") == b.live.admission.lines_of("dana") == LINES_PER_USER
+        )
+        with b.live.admission.line("vic"):  # another user's share is their own
             pass
-    with b.admission.line("dana"):
-        assert a.admission.lines_of("dana") == 1
+    with b.live.admission.line("dana"):
+        assert a.live.admission.lines_of("dana") == 1
     with (
-        a.admission.admit("dana", 10),
-        b.admission.admit("dana", 10),
+        a.live.admission.admit("dana", 10),
+        b.live.admission.admit("dana", 10),
         pytest.raises(BusyError, match="already has 2 batch predictions"),
-        a.admission.admit("dana", 10),
+        a.live.admission.admit("dana", 10),
     ):
         pass
 

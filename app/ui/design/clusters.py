@@ -262,13 +262,13 @@ def build_clusters(
         show_progress="hidden",
     )
     create_btn.click(
-        guarded("designer")(bind(create_from_cluster, live.db)),
+        guarded("adopt_candidate")(bind(create_from_cluster, live.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
     ).then(bind(find, live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded("designer")(bind(add_cluster_to_intent, live.db)),
+        guarded("adopt_candidate")(bind(add_cluster_to_intent, live.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",

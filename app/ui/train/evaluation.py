@@ -284,7 +284,7 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded("designer")(bind(act, factories.db, action)),
+            guarded("edit")(bind(act, factories.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,

@@ -22,7 +22,7 @@ BASE_CHOICE = "frozen base encoder"
 HISTORY_HEADERS = {
     "version": "version",
     "active": "active",
-    "method": "method",
+    "method_name": "method",  # ConvFiT Stage 2, also for a version recorded as fast
     "accuracy": "accuracy",
     "macro_f1": "macro F1",
     "frozen_accuracy": "frozen accuracy",
@@ -150,7 +150,7 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded("designer")(bind(make_active, factories)),
+        guarded("train")(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",
