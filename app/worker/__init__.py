@@ -21,16 +21,25 @@ import time
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
+from app.config import (
+    ENV_ARTIFACTS_URL,
+    ENV_INT8,
+    ENV_JOB_TIMEOUT,
+    ENV_QUEUE_URL,
+    ENV_STOP_GRACE,
+    Settings,
+)
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.retrain_warm import warm_up_worker
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.worker.reporter import JobReporter
+from app.worker.stopping import STOP, STOP_MARGIN_S, Consumer, StopRequest
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
+from storage.errors import ArtifactsUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +59,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
 
     def train_job(job_id: int) -> None:
-        execute_job(_worker_context(settings), job_id)
+        execute_job(_worker_context(settings), job_id, STOP)
 
     return huey, huey.task(name=TASK_NAME)(train_job)
 
@@ -88,6 +97,7 @@ def _worker_context(settings: Settings) -> AppContext:
     with _worker_lock:
         if _worker_ctx is None:
             _worker_ctx = AppContext(settings)
+            _worker_ctx.enqueue = queue_for(settings)  # a job handed back is queued again
         return _worker_ctx
 
 
@@ -98,8 +108,13 @@ def finish(
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
-def execute_job(ctx: AppContext, job_id: int) -> None:
-    """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
+def execute_job(ctx: AppContext, job_id: int, stop: StopRequest | None = None) -> None:
+    """Claim and run one queued training job (in the worker process, or inline in the CLI). A
+    worker passes its ``stop``: once it is asked, a job not taken yet goes back to the queue, and
+    a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`)."""
+    if stop is not None and stop.requested:
+        _requeue(ctx, job_id)  # taken off the queue as the stop came: for the next worker
+        return
     with ctx.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
@@ -114,7 +129,7 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
             "alike where the worker runs; nothing was trained",
         )
         return
-    reporter = JobReporter(ctx.training, job_id)
+    reporter = JobReporter(ctx.training, job_id, stop)
     try:
         spec = RetrainSpec.from_job(job.config)
         # the version answers from its ``serve`` phase on; the job ends once its record is
@@ -124,7 +139,13 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         )
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
-        finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
+        if reporter.handing_back:
+            hand_back(ctx, job_id)
+        else:
+            finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
+    except ArtifactsUnavailable as exc:  # a server down, not a bug: one line, no traceback
+        logger.warning("job %s failed: %s", job_id, exc)
+        finish(ctx.db, job_id, "failed", f"{exc} The active model is unchanged.")
     except Exception as exc:
         logger.exception("job %s failed", job_id)
         finish(
@@ -132,6 +153,38 @@ def execute_job(ctx: AppContext, job_id: int) -> None:
         )
     finally:
         reporter.close()
+
+
+HANDED_BACK = (
+    "the worker stopped before this job ended: queued again, it starts over when a worker takes "
+    "it; the active model is unchanged"
+)
+
+
+def hand_back(ctx: AppContext, job_id: int) -> None:
+    """Queue a running job again for another worker (this one is stopping): its row is queued
+    again (:func:`storage.jobs.hand_back`), then its message; a queue that refuses the message
+    fails the job with why."""
+    with ctx.db.write(ROWS) as s:  # the job's row locks itself
+        if not jobs.hand_back(s, job_id, HANDED_BACK):
+            return  # cancelled or reaped meanwhile: its end stands
+    logger.warning("job %s handed back to the queue", job_id)
+    _requeue(ctx, job_id)
+
+
+def _requeue(ctx: AppContext, job_id: int) -> None:
+    try:
+        assert ctx.enqueue is not None, "a worker's context has its queue"
+        ctx.enqueue(job_id)
+    except Exception as exc:
+        logger.exception("could not queue job %s again", job_id)
+        finish(
+            ctx.db,
+            job_id,
+            "failed",
+            f"the worker stopped and the queue did not take the job back ({type(exc).__name__}: "
+            f"{exc}); nothing was trained: retrain again",
+        )
 
 
 def reap(settings: Settings) -> int:
@@ -144,9 +197,9 @@ def reap(settings: Settings) -> int:
 
 
 def run_worker(settings: Settings) -> None:
-    """Consume the queue in this process until SIGINT/SIGTERM."""
-    from huey.consumer import Consumer
-
+    """Consume the queue in this process until SIGTERM or SIGINT (:mod:`app.worker.stopping`:
+    the running job ends within the grace or goes back to the queue); then every thread this
+    worker started is joined, so the process exits 0 with nothing of its own inside torch."""
     ctx = _worker_context(settings)
     with ctx.db.session() as s:
         newest = jobs.latest_job(s)
@@ -159,48 +212,69 @@ def run_worker(settings: Settings) -> None:
             newest.id,
             "; ".join(differences),
         )
-    _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
+    done = threading.Event()
+    # leftovers of crashed writers, now and every few minutes
+    sweeper = _sweep_periodically(ctx.factories, done)
     reap_dead(ctx.training)
     warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
     huey, _ = make_queue(settings)
     consumer = Consumer(
-        huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
+        huey,
+        stop=STOP,
+        grace=settings.stop_grace,
+        workers=1,
+        worker_type="thread",
+        periodic=False,
+        initial_delay=0.2,
+        max_delay=1.0,
     )
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     parent = os.environ.get(ENV_PARENT_PID, "")
     if parent.isdigit():
-        _watch_parent(int(parent))
+        _watch_parent(int(parent), done)
     where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
     logger.info("worker %s consuming %s", os.getpid(), where)
-    consumer.run()
+    try:
+        consumer.run()  # returns once the stop's job thread ended (joined)
+    finally:
+        done.set()
+        sweeper.join(30.0)
+        ctx.close()
+    logger.info("worker %s stopped", os.getpid())
 
 
-def _sweep_periodically(factories: FactoryBuilder, every: float = SWEEP_SECONDS) -> None:
+def _sweep_periodically(
+    factories: FactoryBuilder, done: threading.Event, every: float = SWEEP_SECONDS
+) -> threading.Thread:
     """Sweep the artifact store (:meth:`storage.artifacts.ArtifactStore.sweep`: only what has
-    been untouched for an hour) at once and then every ``every`` seconds, in the background."""
+    been untouched for an hour) at once and then every ``every`` seconds, in the background,
+    until ``done``."""
 
     def sweep() -> None:
-        while True:
+        while not done.is_set():
             try:
                 if removed := factories.models.artifacts.sweep():
                     logger.info("swept %d leftover(s) of crashed writes", removed)
             except Exception:  # a bucket out of reach now may be back at the next sweep
                 logger.warning("could not sweep the artifact store", exc_info=True)
-            time.sleep(every)
+            done.wait(every)
 
-    threading.Thread(target=sweep, name="artifact-sweep", daemon=True).start()
+    thread = threading.Thread(target=sweep, name="artifact-sweep", daemon=True)
+    thread.start()
+    return thread
 
 
-def _watch_parent(parent: int, every: float = 1.0) -> None:
+def _watch_parent(parent: int, done: threading.Event, every: float = 1.0) -> None:
     """Stop this worker gracefully once the server that started it is gone (killed with -9, its
-    children are not): the job it is running finishes and is recorded, then the worker exits,
-    instead of consuming the queue for a server that no longer supervises it."""
+    children are not): the job it is running ends within the grace or goes back to the queue,
+    then the worker exits, instead of consuming the queue for a server that no longer
+    supervises it."""
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(every)
-        logger.warning("server %s is gone; finishing the current job, then stopping", parent)
-        os.kill(os.getpid(), signal.SIGINT)  # the consumer's graceful stop
+            if done.wait(every):
+                return
+        logger.warning("server %s is gone; stopping", parent)
+        os.kill(os.getpid(), signal.SIGINT)  # the worker's graceful stop
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
@@ -213,6 +287,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
         (ENV_ARTIFACTS_URL, settings.artifacts_url),
         (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
         (ENV_INT8, "on" if settings.int8 else "off"),
+        (ENV_STOP_GRACE, str(settings.stop_grace)),
     ):
         if value:
             env[name] = value
@@ -270,10 +345,15 @@ class WorkerSupervisor:
         return self.proc.pid if self.proc is not None else None
 
     def stop(self) -> None:
+        """Stop the worker as ``docker stop`` would: SIGTERM, and as long as its job may take to
+        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(self.settings.stop_grace + STOP_MARGIN_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait(10)
