@@ -308,7 +308,8 @@ def _redacted(url: str) -> str:
 
 
 class WorkerSupervisor:
-    """Runs ``intent-studio worker`` as a child process and restarts it if it exits."""
+    """Runs ``intent-studio worker`` as a child process and restarts it if it dies (a worker
+    that exits 0 was asked to stop: Ctrl+C in a terminal reaches it before the server)."""
 
     def __init__(self, settings: Settings, *, restart_delay: float = 2.0) -> None:
         self.settings = settings
@@ -333,6 +334,8 @@ class WorkerSupervisor:
     def _watch(self) -> None:
         while not self._stop.is_set():
             proc = self.proc
+            if proc is not None and proc.poll() == 0:  # asked to stop (Ctrl+C reaches it first)
+                return
             if proc is not None and proc.poll() is not None and not self._stop.is_set():
                 logger.warning("training worker exited (%s); restarting", proc.returncode)
                 reap(self.settings)
