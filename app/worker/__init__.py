@@ -1,7 +1,9 @@
 """The worker side of training: a Huey queue stored in SQLite (no server), or in Redis when
 ``INTENT_STUDIO_QUEUE_URL`` is a ``redis://`` URL (a team's workers on other machines run the same
 task code), the job reporter, :func:`execute_job`, and the process that
-consumes the queue (``intent-studio worker``, or a child of ``serve`` that is restarted if it dies).
+consumes the queue (``intent-studio worker``, or a child of ``serve``: :mod:`app.worker.supervisor`),
+which stops without losing its job (:mod:`app.worker.stopping`) and lets go of the models it
+no longer needs between jobs (:func:`release_between_jobs`).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
@@ -13,41 +15,32 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from app.config import (
-    ENV_ARTIFACTS_URL,
-    ENV_INT8,
-    ENV_JOB_TIMEOUT,
-    ENV_QUEUE_URL,
-    ENV_STOP_GRACE,
-    Settings,
-)
+from app.config import Settings
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.retrain_warm import warm_up_worker
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.worker.reporter import JobReporter
-from app.worker.stopping import STOP, STOP_MARGIN_S, Consumer, StopRequest
+from app.worker.stopping import STOP, Consumer, StopRequest
+from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
 from storage.errors import ArtifactsUnavailable
+from storage.versions import active_version_ids
 
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "train_job"
 # How often a worker sweeps the artifact store for crashed writes (it removes only old ones).
 SWEEP_SECONDS = 600.0
-# Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
-ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 
 def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
@@ -59,7 +52,11 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
 
     def train_job(job_id: int) -> None:
-        execute_job(_worker_context(settings), job_id, STOP)
+        ctx = _worker_context(settings)
+        try:
+            execute_job(ctx, job_id, STOP)
+        finally:
+            release_between_jobs(ctx)
 
     return huey, huey.task(name=TASK_NAME)(train_job)
 
@@ -187,13 +184,25 @@ def _requeue(ctx: AppContext, job_id: int) -> None:
         )
 
 
-def reap(settings: Settings) -> int:
-    """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = AppContext(settings)
+def release_between_jobs(ctx: AppContext) -> None:
+    """What a worker lets go of once a job ended: the models of versions that serve nowhere
+    (each job loaded the one it measured against, and a long-lived worker kept them all), and
+    the memory freed meanwhile, given back to the system (glibc keeps freed pages otherwise)."""
+    import contextlib
+    import ctypes
+    import gc
+
     try:
-        return reap_dead(ctx.training)
-    finally:
-        ctx.close()
+        with ctx.db.session() as s:
+            serving = active_version_ids(s)
+        if dropped := ctx.models.keep_only(serving):
+            logger.info("let go of %d model(s) of versions that serve nowhere", dropped)
+    except Exception:  # the next job loads what it needs again
+        logger.warning("could not let go of unused models", exc_info=True)
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: reused, not given back
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
 
 
 def run_worker(settings: Settings) -> None:
@@ -279,23 +288,6 @@ def _watch_parent(parent: int, done: threading.Event, every: float = 1.0) -> Non
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def worker_env(settings: Settings) -> dict[str, str]:
-    """The environment of a worker child: the queue, artifacts and timeout this process uses."""
-    env = dict(os.environ)
-    for name, value in (
-        (ENV_QUEUE_URL, settings.queue_url),
-        (ENV_ARTIFACTS_URL, settings.artifacts_url),
-        (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
-        (ENV_INT8, "on" if settings.int8 else "off"),
-        (ENV_STOP_GRACE, str(settings.stop_grace)),
-    ):
-        if value:
-            env[name] = value
-        else:
-            env.pop(name, None)
-    return env
-
-
 def _redacted(url: str) -> str:
     """A URL without its password, for the log."""
     from urllib.parse import urlsplit
@@ -307,56 +299,16 @@ def _redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-class WorkerSupervisor:
-    """Runs ``intent-studio worker`` as a child process and restarts it if it dies (a worker
-    that exits 0 was asked to stop: Ctrl+C in a terminal reaches it before the server)."""
-
-    def __init__(self, settings: Settings, *, restart_delay: float = 2.0) -> None:
-        self.settings = settings
-        self.restart_delay = restart_delay
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        args = [sys.executable, "-m", "app", "--data-dir", str(self.settings.data_dir)]
-        if self.settings.db_url:
-            args += ["--db-url", self.settings.db_url]
-        log = (self.settings.data_dir / "worker.log").open("ab")
-        env = {**worker_env(self.settings), ENV_PARENT_PID: str(os.getpid())}
-        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=env)
-
-    def start(self) -> None:
-        self.proc = self._spawn()
-        self._thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            proc = self.proc
-            if proc is not None and proc.poll() == 0:  # asked to stop (Ctrl+C reaches it first)
-                return
-            if proc is not None and proc.poll() is not None and not self._stop.is_set():
-                logger.warning("training worker exited (%s); restarting", proc.returncode)
-                reap(self.settings)
-                time.sleep(self.restart_delay)
-                self.proc = self._spawn()
-            self._stop.wait(1.0)
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    def stop(self) -> None:
-        """Stop the worker as ``docker stop`` would: SIGTERM, and as long as its job may take to
-        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5.0)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(self.settings.stop_grace + STOP_MARGIN_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+__all__ = [
+    "ENV_PARENT_PID",
+    "HueyQueue",
+    "WorkerSupervisor",
+    "execute_job",
+    "hand_back",
+    "make_queue",
+    "prepare_vectors",
+    "queue_for",
+    "release_between_jobs",
+    "run_worker",
+    "worker_env",
+]

@@ -241,6 +241,21 @@ class RecordingReporter(worker.JobReporter):
         self._keep()
 
 
+def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(ctx) -> None:
+    """Issue 57 item 7: a long-lived worker kept the model of every version a job loaded (the
+    one it measured against, the one it served the first card with), one more per retrain."""
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    worker.execute_job(ctx, view.id)
+    version = svc.job(ctx.training, view.id).model_version_id
+    assert version is not None and ctx.models.loaded_versions() == {version}
+    worker.release_between_jobs(ctx)
+    assert ctx.models.loaded_versions() == {version}  # it serves: kept for the next job
+    version_svc.activate(ctx.factories, live(ctx, "tiny").handle(), None)  # back to the base
+    worker.release_between_jobs(ctx)
+    assert ctx.models.loaded_versions() == set()
+
+
 def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_registered(
     ctx, monkeypatch
 ) -> None:
