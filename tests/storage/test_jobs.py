@@ -233,6 +233,22 @@ def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):
         assert "stopped unexpectedly" in jobs.get_job(s, silent.id).message
 
 
+def test_a_job_reaped_in_its_int8_phase_says_its_version_stays(db, project):
+    """Issue 57 (after issue 55's phases): a job whose worker died after its version was
+    registered (the int8 phase) said "the active model is unchanged" though the version serves."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        version = NewVersion(project, None, "fast", "minilm", {}, {}, "projects/1/m", "0" * 64, 1)
+        mv = register_version(s, version, activate=True)
+        jobs.registered(s, job.id, mv)
+        assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        reaped = jobs.get_job(s, job.id)
+    assert reaped.status == "failed" and reaped.model_version_id == mv
+    assert f"after registering v{mv}: it keeps its fp32 encoder" in reaped.message
+    assert "unchanged" not in reaped.message
+
+
 def test_a_zombie_or_missing_pid_is_not_alive():
     assert job_reaper.pid_alive(os.getpid())
     assert not job_reaper.pid_alive(None) and not job_reaper.pid_alive(0)
