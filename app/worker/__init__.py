@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import threading
-import time
 
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
@@ -164,7 +163,19 @@ def hand_back(ctx: AppContext, job_id: int) -> None:
     fails the job with why."""
     with ctx.db.write(ROWS) as s:  # the job's row locks itself
         if not jobs.hand_back(s, job_id, HANDED_BACK):
-            return  # cancelled or reaped meanwhile: its end stands
+            job = jobs.get_job(s, job_id)
+            if job.status != "running" or job.model_version_id is None:
+                return  # cancelled or reaped meanwhile: its end stands
+            # its version is registered and serves: the job ends, it is not trained again
+            jobs.finish_job(
+                s,
+                job_id,
+                "succeeded",
+                f"v{job.model_version_id} serves; its worker stopped before the job's last "
+                "phase ended",
+                job.model_version_id,
+            )
+            return
     logger.warning("job %s handed back to the queue", job_id)
     _requeue(ctx, job_id)
 
@@ -202,7 +213,6 @@ def release_between_jobs(ctx: AppContext) -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # not glibc: reused, not given back
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
 
 
 def run_worker(settings: Settings) -> None:
@@ -306,7 +316,6 @@ __all__ = [
     "execute_job",
     "hand_back",
     "make_queue",
-    "prepare_vectors",
     "queue_for",
     "release_between_jobs",
     "run_worker",
