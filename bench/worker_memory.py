@@ -123,7 +123,8 @@ patch("app.services.evaluation", "evaluate_version", eval_phase)
 patch("core.evaluation.oos", "calibrate_predictor", "calibration")
 patch("app.services.int8", "export_version_int8", "int8 export")
 patch("core.bundle.onnx", "parity", "parity")
-patch("app.worker", "prepare_vectors", "first-card vectors")
+patch("app.worker", "prepare_vectors", "first-card vectors")  # before issue 55
+patch("app.services.retrain_serve", "first_card_vectors", "first-card vectors")
 patch("storage.versions", "register_version", "registration")
 
 # one context for every job, as a worker keeps (app.worker._worker_context)
