@@ -10,6 +10,10 @@ INSTALL := $(PIP) install --quiet --no-compile
 # process would then compile every module it imports again, ~5 s of CPU for each start of the
 # app, its worker or a CLI command. The bytecode goes to the venv and ignored __pycache__ folders.
 unexport PYTHONDONTWRITEBYTECODE
+# An install says what it does in its own lines (below), not in pip's notices: no "new pip
+# available", no "running pip as root" (a container's usual user).
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PIP_ROOT_USER_ACTION := ignore
 # Once per install, what every start of the app would otherwise compile again until it has run
 # once: the bytecode of the modules it imports, and UMAP's numba kernels (core/projection.py;
 # about a minute of one core). Without it the first `make run` waits for them, and in a fresh
@@ -28,7 +32,8 @@ PYTEST_WORKERS ?= 2
 .PHONY: run test check install install-dev browser servers team-local mpnet bench clean
 
 run: $(STAMP_APP)
-	$(BIN)/intent-studio serve $(ARGS)
+	@echo "==> Starting Intent Studio (make run ARGS='--port 8000' passes options to serve)"
+	@$(BIN)/intent-studio serve $(ARGS)
 
 test: $(STAMP_DEV) browser servers
 	$(BIN)/ruff check app core storage tests bench
@@ -49,22 +54,33 @@ check: $(STAMP_DEV)
 install: $(STAMP_APP)
 install-dev: $(STAMP_DEV)
 
+# Each step says what it does before it starts: a first install is minutes of downloads and a
+# minute of compiling, which must not look like a hang.
 $(VENV)/bin/python:
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	@echo "==> Creating the virtual environment $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install --quiet --upgrade pip
 
 # torch first and pinned (constraints.txt): an unpinned torch pulls gigabytes of CUDA wheels.
 $(STAMP_APP): $(VENV)/bin/python
-	$(INSTALL) torch==2.13.0
-	$(INSTALL) -c constraints.txt -e ".[app]"
-	$(PREPARE)
-	touch $@
+	@echo "==> Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)"
+	@$(INSTALL) torch==2.13.0
+	@echo "==> Installing Intent Studio and the libraries it uses (.[app])"
+	@$(INSTALL) -c constraints.txt -e ".[app]"
+	@echo "==> Compiling what the first start would: the app's bytecode and UMAP's kernels (about a minute, once)"
+	@$(PREPARE)
+	@touch $@
+	@echo "==> Installed."
 
 $(STAMP_DEV): $(VENV)/bin/python
-	$(INSTALL) torch==2.13.0
-	$(INSTALL) -c constraints.txt -e ".[dev]"
-	$(PREPARE)
-	touch $@
+	@echo "==> Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)"
+	@$(INSTALL) torch==2.13.0
+	@echo "==> Installing Intent Studio with its test and lint tools (.[dev])"
+	@$(INSTALL) -c constraints.txt -e ".[dev]"
+	@echo "==> Compiling what the first start would: the app's bytecode and UMAP's kernels (about a minute, once)"
+	@$(PREPARE)
+	@touch $@
+	@echo "==> Installed."
 
 # Debian packages go in through .ci/apt-install.sh: while another install holds apt's lock it
 # waits, up to APT_LOCK_WAIT seconds (600), instead of failing at once.

@@ -14,7 +14,14 @@ GPU, else the CPU). What is cheap there decides:
   all-MiniLM-L6-v2 on a CPU (mpnet trains about 8x and encodes about 7x as long there);
 * **warm-up**: a worker on a GPU runs a few training steps when it starts (CUDA's start and its
   kernels' first use cost seconds a process), a worker on a CPU loads its encoders and runs one
-  step (imports and the first forward's allocations).
+  step (imports and the first forward's allocations);
+* **the out-of-scope calibration after a retrain**: held-out on a GPU (five more trainings of the
+  version's recipe, each on 4/5 of the pool: about :data:`HELD_OUT_COST` times the retrain's
+  training, seconds there, after the version serves), whose thresholds flagged 4-5 % of in-scope
+  questions on BANKING77 where the pool's own scores flag 10-14 % after a retrain; the quick one
+  (the pool's own scores) on a CPU, where it would cost minutes. A project setting
+  (``oos_calibration``) chooses either; ``auto`` takes this default
+  (:meth:`ComputeBudget.calibration`).
 
 Each choice carries its reason in words (:attr:`ComputeBudget.reasons`), which the Train tab and
 the CLI show. No other module asks whether CUDA is there to decide one of these.
@@ -26,6 +33,8 @@ Example:
     (False, True)
     >>> budget_for("cuda:1").device
     'cuda'
+    >>> budget_for("cuda").calibration("auto"), budget_for("cpu").calibration("auto")
+    ('held-out', 'quick')
 """
 
 from __future__ import annotations
@@ -48,6 +57,12 @@ ENV_DEVICE = "INTENT_STUDIO_DEVICE"
 # Where an NVIDIA driver shows itself on Linux (in a container too): without one there is no CUDA.
 NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl")
 
+# The held-out calibration trains the version's recipe once per fold on the other folds (4/5 of
+# the pool): 5 x 4/5 = 4x the retrain's training (bench/RESULTS.md measured 3.6-3.8x on a CPU).
+HELD_OUT_COST = 4.0
+# The out-of-scope calibration a project may choose (the setting ``oos_calibration``).
+CALIBRATIONS = ("auto", "held-out", "quick")
+
 # What mpnet costs beside MiniLM, measured (bench/RESULTS.md, "mpnet against MiniLM over 3
 # seeds", 2 CPU cores): training wall seconds 137-151 vs 17-19 (BANKING77 5-shot), evaluation
 # 35-47 vs 5. None: not measured on that device yet.
@@ -68,7 +83,10 @@ class ComputeBudget:
         serves_int8: whether a version's int8 copy may serve in this process (a CPU).
         new_project_encoder: the base encoder a new project starts on.
         warm_up_steps: training steps a worker runs when it starts (0: only load encoders).
-        reasons: one sentence per choice (``serving``, ``encoder``), for people.
+        held_out_calibration: whether a retrain calibrates out of scope on held-out encoders
+            by default (the setting ``auto``), after its version serves.
+        reasons: one sentence per choice (``serving``, ``encoder``, ``calibration``), for
+            people.
     """
 
     device: Device
@@ -76,6 +94,7 @@ class ComputeBudget:
     serves_int8: bool
     new_project_encoder: str
     warm_up_steps: int
+    held_out_calibration: bool = False
     reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -83,6 +102,17 @@ class ComputeBudget:
         """The precision a new version serves in: ``"fp32"`` on a GPU, ``"fp32, then int8"`` on
         a CPU (its int8 copy replaces it once parity passed)."""
         return "fp32, then int8" if self.serves_int8 else "fp32"
+
+    def calibration(self, chosen: str) -> str:
+        """The out-of-scope calibration a retrain runs when a project chose ``chosen``
+        (:data:`CALIBRATIONS`): ``"held-out"`` or ``"quick"``; ``auto`` is this device's."""
+        if chosen not in CALIBRATIONS:
+            raise ValueError(
+                f"Unknown calibration {chosen!r}: use one of {', '.join(CALIBRATIONS)}."
+            )
+        if chosen == "auto":
+            return "held-out" if self.held_out_calibration else "quick"
+        return chosen
 
     def mpnet_cost(self) -> tuple[float | None, float | None]:
         """(training, encoding) time of mpnet as a multiple of MiniLM's on this device; None
@@ -110,12 +140,17 @@ def budget_for(device: str) -> ComputeBudget:
             serves_int8=False,
             new_project_encoder=STRONG_ENCODER,
             warm_up_steps=4,
+            held_out_calibration=True,
             reasons=MappingProxyType(
                 {
                     "serving": "a version serves on the GPU in fp32 as soon as it is measured; "
                     "no int8 copy is built (it would serve on the CPU beside an idle GPU)",
                     "encoder": "mpnet (768-d) is the default on a GPU: it won every seed on "
                     "BANKING77 and CLINC150 (+1.2 to +3.0 points) and trains in seconds here",
+                    "calibration": "held-out is the default on a GPU: after the version serves, "
+                    f"{HELD_OUT_COST:g}x its training more (seconds here) gives thresholds that "
+                    "flagged 4-5 % of in-scope questions on BANKING77 where the pool's own "
+                    "scores flag 10-14 % after a retrain",
                 }
             ),
         )
@@ -132,6 +167,8 @@ def budget_for(device: str) -> ComputeBudget:
                 "test questions",
                 "encoder": "MiniLM (384-d) is the default on a CPU: mpnet is 1.2-3.0 points "
                 "more accurate but trains about 8x and encodes about 7x as long here",
+                "calibration": "the quick calibration (the pool's own scores) is the default on a "
+                f"CPU: held-out would cost about {HELD_OUT_COST:g}x a retrain's training here",
             }
         ),
     )

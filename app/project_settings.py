@@ -6,8 +6,8 @@ Each field is stored under its own name; a field absent from the stored JSON tak
 
 Example:
     >>> s = ProjectSettings.from_dict({"anchor_weight": 0, "oos_target_recall": None})
-    >>> s.anchor_weight, s.oos_target_recall, s.encode_context, s.serve_int8
-    (0.0, None, False, True)
+    >>> s.anchor_weight, s.oos_target_recall, s.encode_context, s.serve_int8, s.oos_calibration
+    (0.0, None, False, True, 'auto')
     >>> ProjectSettings.from_dict(s.to_dict()) == s
     True
 """
@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from app.compute import CALIBRATIONS
 from core.encoding.previous_turn import with_context
 from core.evaluation.oos import DEFAULT_TARGET_RECALL, check_target_recall
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, check_weight
@@ -37,12 +38,17 @@ class ProjectSettings:
             (0: anchors off).
         encode_context: encode each utterance after the turn before it.
         serve_int8: serve a version's int8 encoder when it passed parity.
+        oos_calibration: how a retrain calibrates the out-of-scope thresholds of its version
+            (:data:`app.compute.CALIBRATIONS`): ``held-out`` (more trainings after the version
+            serves; its correction applies while the version serves), ``quick`` (the pool's own
+            scores, no correction) or ``auto`` (the device's default, :mod:`app.compute`).
     """
 
     oos_target_recall: float | None = DEFAULT_TARGET_RECALL
     anchor_weight: float = DEFAULT_ANCHOR_WEIGHT
     encode_context: bool = False
     serve_int8: bool = True
+    oos_calibration: str = "auto"
 
     def __post_init__(self) -> None:
         if self.oos_target_recall is not None:
@@ -52,6 +58,11 @@ class ProjectSettings:
         object.__setattr__(self, "anchor_weight", check_weight(self.anchor_weight))
         object.__setattr__(self, "encode_context", bool(self.encode_context))
         object.__setattr__(self, "serve_int8", bool(self.serve_int8))
+        if self.oos_calibration not in CALIBRATIONS:
+            raise ValueError(
+                f"The out-of-scope calibration is one of {', '.join(CALIBRATIONS)}, not "
+                f"{self.oos_calibration!r}."
+            )
 
     @classmethod
     def from_dict(cls, stored: Mapping[str, Any] | None) -> ProjectSettings:
@@ -75,7 +86,7 @@ class ProjectSettings:
 
         Example:
             >>> ProjectSettings().with_texts({"oos_target_recall": "90%", "anchor_weight": "off"})
-            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True)
+            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto')
 
         Raises:
             ValueError: an unknown setting or a value it does not take (nothing is changed).
@@ -101,6 +112,11 @@ def anchor_weight(settings: Mapping[str, Any] | None) -> float:
     return ProjectSettings.from_dict(settings).anchor_weight
 
 
+def oos_calibration(settings: Mapping[str, Any] | None) -> str:
+    """The calibration the project chose (``auto``, ``held-out`` or ``quick``)."""
+    return ProjectSettings.from_dict(settings).oos_calibration
+
+
 def encodes_context(settings: Mapping[str, Any] | None) -> bool:
     """Whether the project encodes each utterance after its context (off by default)."""
     return ProjectSettings.from_dict(settings).encode_context
@@ -109,11 +125,14 @@ def encodes_context(settings: Mapping[str, Any] | None) -> bool:
 def parse_setting(name: str, text: str | float | bool | None) -> Any:
     """A setting's value from what a person typed (a value of its own type passes through):
     ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a number of
-    examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``.
+    examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``;
+    ``oos_calibration`` ``auto``, ``held-out`` or ``quick``.
 
     Example:
         >>> parse_setting("oos_target_recall", "95%"), parse_setting("encode_context", "on")
         (0.95, True)
+        >>> parse_setting("oos_calibration", "Held out")
+        'held-out'
     """
     if name not in NAMES:
         raise ValueError(f"Unknown setting {name!r}: use one of {', '.join(NAMES)}.")
@@ -138,6 +157,13 @@ def parse_setting(name: str, text: str | float | bool | None) -> Any:
                 f"The anchor weight is a number of examples such as 1 (or 'off'), not {text!r}."
             ) from None
         return check_weight(weight)
+    if name == "oos_calibration":
+        chosen = "-".join(word.replace("_", " ").replace("-", " ").split())
+        if chosen not in CALIBRATIONS:
+            raise ValueError(
+                f"The out-of-scope calibration is {', '.join(CALIBRATIONS)}, not {text!r}."
+            )
+        return chosen
     if word not in ("on", "off"):
         raise ValueError(f"{name} is 'on' or 'off', not {text!r}.")
     return word == "on"

@@ -26,9 +26,11 @@ from app.perimeter.download_gate import DownloadGate
 from app.perimeter.draining import Draining
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
-from app.perimeter.uploads import UploadGate, UploadLimits, Uploads
+from app.perimeter.upload_gate import UploadGate
+from app.perimeter.uploads import UploadLimits, Uploads
 from app.services.downloads import DOWNLOADS
 from app.serving.context import AppContext
+from core.errors import logged
 from storage.db import Database
 from storage.errors import NotFoundError
 
@@ -42,7 +44,7 @@ def _record(db: Database, write: Writer, *args: str) -> None:
     try:
         write(db, *args)
     except Exception:  # the answer stands; only its record is missing
-        logger.exception("could not write to the security log")
+        logged(logger, "could not write to the security log")
 
 
 def later(db: Database, write: Writer, *args: str) -> None:
@@ -72,7 +74,7 @@ def sign_in_auth(
             if not gate.known(name, address, at):
                 gate.remember(name, address, at)
     except Exception:  # the limits stand without them: sign-ins from there count as new
-        logger.exception("could not read the known sign-in addresses from the security log")
+        logged(logger, "could not read the known sign-in addresses from the security log")
 
     async def auth(name: str, password: str) -> bool:
         try:
@@ -98,7 +100,7 @@ def sessions_for(db: Database) -> Sessions:
 
 
 def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
-    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.uploads`): in
+    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
         ctx.uploads = Uploads(limits)

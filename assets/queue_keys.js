@@ -156,24 +156,68 @@
   };
   watch();
 
-  // The intents the filter's text matches come from the server (the one matching rule) a moment
-  // after each key; until the list for exactly the text in the box is there, the list on screen
-  // is for an earlier text and says so (`stale`): it never claims what Enter would do for a text
-  // that is not the one typed. (Enter sends the text typed; the server matches it again.)
-  const matchesNow = () => {
-    const list = document.querySelector('#queue-matches .queue-matches');
-    if (!list) return;
+  // The intents the filter's text matches, matched here at each key (assets/intent_match.js,
+  // the server's rule) among the project's intents, which every card carries (data-intents):
+  // the list is always for the text in the box, led by what Enter does with exactly that text.
+  // (Enter sends the text typed; the server matches it again and decides.)
+  const MATCH = __MATCH__;
+  let namesFrom = null, names = [];
+  const intents = () => {
+    const raw = card()?.getAttribute('data-intents') ?? null;
+    if (raw !== namesFrom) {
+      namesFrom = raw;
+      try { names = JSON.parse(raw || '[]'); } catch (_) { names = []; }
+    }
+    return names;
+  };
+  const matchList = () => {
+    const host = document.querySelector('#queue-matches');
+    if (!host) return null;
+    let list = host.querySelector('.queue-matches');
+    if (!list) {
+      list = document.createElement('div');
+      list.className = 'queue-matches';
+      (host.querySelector('.prose') || host).appendChild(list);
+    }
+    return list;
+  };
+  const showMatches = () => {
+    const list = matchList();
     const f = filter();
-    list.classList.toggle('stale', list.getAttribute('data-query') !== (f ? f.value : ''));
+    if (!list || !f) return;
+    const typed = f.value;
+    list.setAttribute('data-query', typed);
+    list.replaceChildren();
+    if (!MATCH.clean(typed)) return;
+    const all = intents();
+    const found = MATCH.rank(typed, all);
+    const verdict = MATCH.best(typed, all);
+    const lead = document.createElement('span');
+    lead.className = 'queue-lead';
+    lead.textContent = verdict.name ? 'Enter takes'
+      : found.length ? 'A tie: Enter stores nothing. Type more of one:'
+      : `${verdict.why} Enter stores nothing.`;
+    list.appendChild(lead);
+    for (const name of found) {
+      const chip = document.createElement('button');
+      chip.type = 'button';
+      chip.className = 'queue-match' + (name === verdict.name ? ' best' : '');
+      chip.setAttribute('data-intent', name);
+      chip.textContent = name;
+      list.appendChild(chip);
+    }
   };
   document.addEventListener('input', (e) => {
-    if (e.target === filter()) matchesNow();
+    if (e.target === filter()) showMatches();
   }, true);
-  const watchMatches = () => {
-    const m = document.querySelector('#queue-matches');
-    if (!m) return setTimeout(watchMatches, 200);
-    new MutationObserver(matchesNow).observe(m, {subtree: true, childList: true});
+  // a new card may bring other intents (one created meanwhile): the list follows
+  const watchNames = () => {
+    const r = root();
+    if (!r) return setTimeout(watchNames, 200);
+    new MutationObserver(() => {
+      if (card()?.getAttribute('data-intents') !== namesFrom && filter()?.value) showMatches();
+    }).observe(r, {subtree: true, childList: true, attributes: true});
   };
-  watchMatches();
+  watchNames();
   return [];
 }

@@ -15,7 +15,7 @@ with ``time.perf_counter`` in that process, one step after another as a designer
   served encoder loaded as the start-up warm-up does, ``load``, then
   :func:`app.services.queue.next_item`);
 * ``umap warm-up``: the UMAP compilation the server starts in the background at start-up
-  (:func:`app.services.maps.start_warm_up`, run to its end here, timed on its own: a designer who
+  (``start_warm_up`` of :mod:`app.services.map_warm_up`, run to its end here, timed on its own: a designer who
   opens the Map sooner after a restart also waits for what is left of it);
 * ``map``: the Map tab's first render of the served version, default projection (``umap``):
   :func:`app.services.maps.get_map` polled every 0.2 s until the background projection is done
@@ -121,8 +121,12 @@ def step(name, fn):
     return out
 
 def warm():  # what `intent-studio serve` starts at start-up (no argument at 8bd94e3)
-    needs_ctx = bool(inspect.signature(map_svc.start_warm_up).parameters)
-    (map_svc.start_warm_up(_piece(ctx, map_svc.start_warm_up)) if needs_ctx else map_svc.start_warm_up()).join()
+    try:  # its own module since issue 58
+        from app.services.map_warm_up import start_warm_up
+    except ImportError:
+        start_warm_up = map_svc.start_warm_up
+    needs_ctx = bool(inspect.signature(start_warm_up).parameters)
+    (start_warm_up(_piece(ctx, start_warm_up)) if needs_ctx else start_warm_up()).join()
 
 def view(version=None):  # the Map tab: get_map, polled until the background projection is done
     while True:

@@ -10,7 +10,9 @@ checkout: a function a checkout does not have is simply not timed.
 The first table is the retrain's named phases (issue 55: :data:`PIPELINE`, each a function of
 ``app/services/retrain*.py``, timed gross): ``snapshot`` → ``train`` → ``save`` → ``measure`` →
 ``serve`` (the version registered and active: it answers from here) → ``int8`` (a CPU: its copy
-built, checked, measured) → ``register``. A checkout from before those functions (``--peer``
+built, checked, measured) → ``register`` → ``calibrate`` (where the project's out-of-scope
+calibration is held-out: ``auto`` on CUDA; its held-out encoders' training counts in ``training``
+below). A checkout from before those functions (``--peer``
 of main before issue 55) is timed by the phases its job named instead (``preparing`` →
 ``snapshot``, ``training`` → ``train``, ``saving``, ``evaluating`` → ``measure``, ``int8``,
 ``registering`` → ``register``, ``serving`` (its first-card vectors, last) → ``serve``), in
@@ -64,6 +66,8 @@ Usage:
                                                              # a quick check that it runs
     python -m bench.job_profile --device cuda --code .       # on a GPU machine
     python -m bench.job_profile --method lora --code .       # the LoRA recipe (``--set K=V`` too)
+    python -m bench.job_profile --code . --project-set oos_calibration=held-out
+                                          # the held-out calibration's cost on this CPU
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"
 # The retrain's named phases (issue 55: each a function, in app/services/retrain*.py).
-PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register"]
+PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate"]
 # A checkout's job phases (storage's TrainingJob.phase) as the pipeline's names.
 JOB_PHASES = {
     "preparing": "snapshot",
@@ -95,6 +99,7 @@ JOB_PHASES = {
     "serving": "serve",
     "int8": "int8",
     "registering": "register",
+    "calibrating": "calibrate",
 }
 PHASES = [
     "start + imports",
@@ -128,7 +133,8 @@ import core.training, core.training.fit, core.training.model_io, storage.artifac
 import storage.datasets, storage.versions
 import importlib
 for _name in ("app.services.retrain_measure", "app.services.retrain_serve",
-              "app.services.retrain_int8", "app.worker.reporter"):
+              "app.services.retrain_int8", "app.services.retrain_calibrate",
+              "app.worker.reporter"):
     try:  # the pipeline's phases as functions (issue 55); a checkout before has none of them
         importlib.import_module(_name)
     except ImportError:
@@ -233,6 +239,7 @@ for _module, _name, _phase in (
     ("app.services.retrain_serve", "serve", "serve"),
     ("app.services.retrain_int8", "int8_copy", "int8"),
     ("app.services.retrain_serve", "register", "register"),
+    ("app.services.retrain_calibrate", "calibrate", "calibrate"),
 ):
     gross(_module, _name, _phase)
 
@@ -475,6 +482,20 @@ def build(csv: Path, code: Path, place: Path, device: str) -> Path:
     return pristine
 
 
+def project_settings(code: Path, data: Path, device: str, changes: list[str]) -> None:
+    """Set the project's ``KEY=VALUE`` settings on ``data`` with ``code``'s CLI (not timed)."""
+    sets = [a for kv in changes for a in ("--set", kv)]
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "settings", "--project", PROJECT, *sets],
+        cwd=code,
+        env=environment(code, data, device),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"settings failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
+
+
 def run_once(
     code: Path, data: Path, device: str, train_args: list[str] | None = None
 ) -> dict[str, Any]:
@@ -705,6 +726,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
     )
+    ap.add_argument(
+        "--project-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a project setting set before the retrains (e.g. oos_calibration=held-out)",
+    )
     ap.add_argument("--test", type=int, default=3080, help="test questions (a quick check: fewer)")
     ap.add_argument("--work", type=Path, default=None, help="where builds go (reused if there)")
     ap.add_argument("--out", type=Path, default=None)
@@ -727,6 +755,8 @@ def main(argv: list[str] | None = None) -> int:
             data = work / f"data-{lab}"
             shutil.rmtree(data, ignore_errors=True)
             shutil.copytree(pristine[lab], data)
+            if args.project_set:
+                project_settings(code, data, args.device, args.project_set)
             for r in range(args.retrains):
                 result = run_once(code, data, args.device, train_args)
                 runs.append({"code": lab, "turn": turn, "retrain": r, **result})
@@ -746,7 +776,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{lab} #{turn} restart {r + 1}: {restarts[-1]}", flush=True)
             shutil.rmtree(data, ignore_errors=True)
     print(
-        f"\ndevice {args.device}, method {args.method} {args.set}; trained on "
+        f"\ndevice {args.device}, method {args.method} {args.set}, project {args.project_set}; "
+        "trained on "
         f"{sorted({d for r in runs for d in r.get('trained_on') or []})}; load average at the "
         f"starts: {[r['load'] for r in runs]}"
     )
@@ -771,6 +802,7 @@ def main(argv: list[str] | None = None) -> int:
         report["runs"] = runs
         report["restarts"] = restarts
         head = {"device": args.device, "method": args.method, "settings": args.set}
+        head["project_settings"] = args.project_set
         args.out.write_text(json.dumps({**head, **report}, indent=2))
     return 0
 

@@ -38,6 +38,11 @@ Candidates (:data:`CANDIDATES`), each a score of a question and a threshold from
   scored by the default recipe trained on the other folds, against a pool of the other folds,
   every example counted as ``oof all`` counts it; the threshold applies to the full retrain's
   scores. ``1/5``: fold 0 alone (one extra training); ``5``: every fold (five).
+* ``held-out (product)``: the product's own implementation (issue 55) on the same five
+  trainings: :func:`core.evaluation.held_out.held_out_correction` (its folds by pool id, the
+  quantile map from the full retrain's out-of-fold scores onto the held-out ones) and
+  :func:`core.evaluation.oos.calibrate_predictor` with that correction, as the retrain's
+  ``calibrate`` phase and the live pools apply it. It should equal ``held-out 5``.
 
 Usage:
     nice -n 10 python -m bench.oos_calibration --vectors /tmp/oos-vec --seeds 0,1,2 \\
@@ -391,6 +396,38 @@ def cand_held_out(folds: list[int]) -> Candidate:
     return make
 
 
+def cand_product_held_out(
+    cell: dict[str, Any], p: Any
+) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+    """The product's held-out calibration (see the module doc) on ``held-out 5``'s trainings:
+    each fold's Predictor over the rest of the pool in the space of the encoder trained
+    without the fold, the map fitted by the product's rule, the threshold by its calibration."""
+    from core.evaluation.calibration import Correction
+    from core.evaluation.held_out import held_out_correction, held_out_plan
+    from core.evaluation.oos import calibrate_predictor
+
+    held_out = cell.get("held_out", {})
+    if set(held_out) != set(range(HELD_OUT_FOLDS)):
+        raise Unavailable(f"held-out folds {sorted(set(range(HELD_OUT_FOLDS)) - set(held_out))}")
+    everyone = list(range(len(cell["train_y"])))
+    plan = held_out_plan(p, everyone, HELD_OUT_FOLDS)
+    assign = held_out_folds(cell["train_y"])
+    for fold in plan:  # the product deals the folds as the bench trained them
+        assert set(fold.held) == set(np.flatnonzero(assign == fold.index).tolist()), fold.index
+
+    def space(fold: Any) -> tuple[Any, np.ndarray]:
+        vectors = held_out[fold.index]
+        sub = {**cell, "train": vectors["train"], "anchors": vectors["anchors"]}
+        return served_predictor(sub, rows=np.asarray(fold.rest)), vectors["train"][list(fold.held)]
+
+    result = held_out_correction(p, everyone, plan, space)
+    if result is None:
+        raise Unavailable("too few held-out scores")
+    correction = Correction(result.map, frozenset(everyone), "the bench's held-out calibration")
+    cal = calibrate_predictor(p, target_recall=TARGET, correction=correction)
+    return _served_score(p), float(cal.thresholds["default"])
+
+
 def cand_per_intent(shrink: float) -> Candidate:
     """Each intent's own threshold from the out-of-fold scores whose top is that intent (kept
     95 %), shrunk toward the project-wide one by ``shrink`` pseudo-scores; an intent with fewer
@@ -444,6 +481,7 @@ CANDIDATES: dict[str, Candidate] = {
     "rel-maha": cand_maha(True),
     "held-out 1/5": cand_held_out([0]),
     "held-out 5": cand_held_out(list(range(HELD_OUT_FOLDS))),
+    "held-out (product)": cand_product_held_out,
     "per-intent s=0": cand_per_intent(0.0),
     "per-intent s=20": cand_per_intent(20.0),
 }

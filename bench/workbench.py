@@ -243,8 +243,8 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
 
         setattr(ctx.db, kind, counted)
     n_out = 11
-    start = enforce(ctx, guarded("viewer", outputs=n_out)(bind(queue_tab.start, ctx.live)))
-    enter = enforce(ctx, guarded("designer", outputs=n_out)(bind(queue_tab.enter, ctx.live)))
+    start = enforce(ctx, guarded("read", outputs=n_out)(bind(queue_tab.start, ctx.live)))
+    enter = enforce(ctx, guarded("label", outputs=n_out)(bind(queue_tab.enter, ctx.live)))
     t = time.perf_counter()
     state = start("banking77", "useful", None)[1]
     first = time.perf_counter() - t

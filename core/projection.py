@@ -98,7 +98,11 @@ def _pca(v: np.ndarray, n_components: int, seed: int) -> np.ndarray:
     if n < 2:
         out = np.zeros((n, k), dtype=np.float32)
     else:
-        out = PCA(n_components=k, random_state=seed, svd_solver="full" if n * d < 2e6 else "auto")
+        # n >> d (a map's utterances against the embedding's dimensions): the d x d covariance's
+        # eigenvectors, exact as the full SVD and 6x faster on 3,770 x 384 (17 s -> 2.7 s on the
+        # loaded 2-core machine, where the SVD was most of a Map's first picture)
+        solver = "covariance_eigh" if n >= 2 * d else "full" if n * d < 2e6 else "auto"
+        out = PCA(n_components=k, random_state=seed, svd_solver=solver)
         out = out.fit_transform(v).astype(np.float32)
     if k < n_components:
         out = np.hstack([out, np.zeros((n, n_components - k), dtype=np.float32)])

@@ -70,3 +70,10 @@ def snapshot_rows(dv: DatasetVersion) -> list[SnapshotRow]:
     return [
         SnapshotRow(text, tuple(labels), split, *rest) for text, labels, split, *rest in payload
     ]
+
+
+def version_rows(s: Session, dataset_version_id: int) -> list[SnapshotRow]:
+    """The rows of a dataset version (what a model version was trained on); none when it is
+    gone."""
+    dv = s.get(DatasetVersion, dataset_version_id)
+    return snapshot_rows(dv) if dv is not None else []

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from storage import guard
 from storage.errors import BusyError, DatabaseUnavailable, ReadOnlyError
 
 logger = logging.getLogger(__name__)
@@ -181,8 +182,31 @@ def make_engine(url: str, *, busy_timeout: float = BUSY_TIMEOUT) -> Engine:
     return engine
 
 
+def newest_migration() -> str:
+    """The newest migration's revision: each is named by its file's number (``0012_....py``
+    is revision ``"0012"``, a line of them; ``tests/storage/test_db.py`` holds it to Alembic's
+    own head)."""
+    numbers = (f.name[:4] for f in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    return max((n for n in numbers if n.isdigit()), default="")
+
+
+def at_newest(engine: Engine) -> bool:
+    """Whether the database already stands at the newest migration: one small read, where
+    Alembic would take a few hundred milliseconds to load itself and find nothing to do (every
+    process opens the database at its start: a CLI command pays it each time)."""
+    try:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    except DBAPIError:  # no table yet: a new database
+        return False
+    return [tuple(r) for r in found] == [(newest_migration(),)]
+
+
 def migrate(engine: Engine) -> None:
-    """Apply all Alembic migrations up to head (idempotent)."""
+    """Apply all Alembic migrations up to head (idempotent; Alembic is not even loaded when the
+    database is already at the newest, :func:`at_newest`)."""
+    if at_newest(engine):
+        return
     from alembic import command
     from alembic.config import Config
 
@@ -251,19 +275,25 @@ class Database:
         busy_timeout: float = BUSY_TIMEOUT,
         max_intents: int | None = None,
         max_rows: int | None = None,
+        trusted: bool = False,
     ) -> None:
         """``max_intents``: the intents a project may have (None: the default of
         :data:`storage.capacity.DEFAULT_MAX_INTENTS`), ``max_rows`` the utterances (None:
-        :data:`storage.capacity.DEFAULT_MAX_ROWS`), carried in every session's ``info``."""
+        :data:`storage.capacity.DEFAULT_MAX_ROWS`), carried in every session's ``info``.
+        ``trusted``: every session may change any item, as no user (:func:`storage.guard.trusted`:
+        storage's own tests, a bench); else a session that changes an item needs the app's rule
+        installed (:func:`app.access.writing`)."""
         self.url = url
         self.engine = make_engine(url, busy_timeout=busy_timeout)
         if apply_migrations:
             migrate(self.engine)
-        info = {
+        info: dict[str, Any] = {
             key: value
             for key, value in (("max_intents", max_intents), ("max_rows", max_rows))
             if value is not None
         }
+        if trusted:
+            info[guard.KEY] = guard.TRUSTED
         self._factory = sessionmaker(self.engine, expire_on_commit=False, info=info)
         self._locks = self.engine.dialect.name == "postgresql"  # advisory locks to take
         writer = self.engine.execution_options(**{IMMEDIATE: True})

@@ -183,12 +183,18 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
     return get_job(s, job_id) if claimed else None
 
 
+# The phase of a registered job that a cancel still stops (app.services.retrain_calibrate).
+CALIBRATING = "calibrating"
+
+
 def request_cancel(s: Session, job_id: int) -> JobView:
     """Cancel a job now: a queued one never starts; a running one ends as cancelled at once
     (issue 45 row 10: it waited for its worker's next poll, 8-30 s while the encoder loaded), its
     worker stops at its next poll, and nothing it makes any more counts (:func:`require_running`
     refuses its version, :func:`finish_job` and the log keep the job's end). A job whose version
-    is registered already (it only prepares the first card's vectors) is left to finish."""
+    is registered already is left to finish, except for a held-out calibration (its phase
+    ``calibrating``, minutes on a CPU): that stops at the worker's next poll and the job ends
+    as it would without it, its version serving with the thresholds it has."""
     job = _get(s, job_id, lock=True)
     if job.status == "queued":
         job.status, job.message, job.finished_at = (
@@ -204,6 +210,13 @@ def request_cancel(s: Session, job_id: int) -> JobView:
             clock(s),
         )
         job.log = (job.log + _stamp(job.message))[-LOG_CHARS:]
+    elif job.status == "running" and job.phase == CALIBRATING and not job.cancel_requested:
+        job.cancel_requested = True
+        job.message = (
+            f"stopping the held-out calibration; v{job.model_version_id} keeps serving with the "
+            "quick thresholds"
+        )
+        job.log = (job.log + _stamp(f"cancel asked: {job.message}"))[-LOG_CHARS:]
     return _view(job)
 
 

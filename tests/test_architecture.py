@@ -40,6 +40,7 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
         # process, the rule's arithmetic (core.portable, numpy only: a bundle carries it)
         frozenset(
             {"core", "core.folds", "core.encoding", "core.safe_archive", "core.safe_tar"}
+            | {"core.errors"}
             | {"core.slots", "core.projection", "core.projection_worker", "core.portable"}
         ),
         frozenset({"core.multilabel"}),  # the multi-label head and its metrics
@@ -256,3 +257,67 @@ def test_no_module_is_too_long_to_read_as_one_concern():
         if (n := path.read_text(encoding="utf-8").count("\n")) > MAX_LINES
     )
     assert long == []
+
+
+# Broad handlers that hand the error on instead of raising it, (module, function) -> how.
+HANDS_ON: dict[tuple[str, str], str] = {
+    ("app/api/batcher.py", "_drain"): "set on every caller's future: each caller raises it",
+}
+# What a broad handler may call instead of raising: core.errors.logged / raise_if_bug, and the
+# UI's front door for a callback's bug (app.ui.guard.unexpected, issue 58: logged with its
+# traceback, shown to the user as an error).
+_HANDLED = {"logged", "raise_if_bug", "unexpected"}
+
+
+def _broad(handler: ast.ExceptHandler) -> bool:
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(n is None or getattr(n, "id", None) in ("Exception", "BaseException") for n in names)
+
+
+def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of ``body``, not those of a function defined in it."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _broad_handlers() -> list[tuple[str, str, int, bool]]:
+    """(module, function, line, whether it raises again or calls logged/raise_if_bug) of every
+    ``except Exception`` / ``except BaseException`` / bare ``except`` in ``app/``."""
+    found = []
+    for name, path in MODULES.items():
+        if not name.startswith("app"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in [
+            n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]:
+            for node in _own_nodes(fn.body):
+                if isinstance(node, ast.ExceptHandler) and _broad(node):
+                    own = _own_nodes(node.body)
+                    passes = any(isinstance(n, ast.Raise) for n in own) or any(
+                        isinstance(n, ast.Call) and getattr(n.func, "id", None) in _HANDLED
+                        for n in own
+                    )
+                    rel = str(path.relative_to(ROOT))
+                    found.append((rel, fn.name, node.lineno, passes))
+    return found
+
+
+def test_no_broad_handler_in_app_swallows_a_programming_error():
+    """Issue 59: every ``except Exception`` in app/ either raises again, or logs with the
+    traceback and raises a programming error again (core.errors.logged / raise_if_bug), or hands
+    the error on (HANDS_ON): an AttributeError, TypeError, KeyError or NameError is never
+    silent. A handler that expects particular errors names them instead."""
+    handlers = _broad_handlers()
+    assert len(handlers) >= 20  # the walk sees them (28 after issue 59)
+    silent = [
+        f"{m}:{line} ({fn})" for m, fn, line, ok in handlers if not ok and (m, fn) not in HANDS_ON
+    ]
+    assert silent == []
+    assert {(m, fn) for m, fn, _, _ in handlers} >= set(HANDS_ON)  # no stale entry

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from app.access.actions import action
 from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
 from app.project_settings import ProjectSettings
@@ -59,6 +60,12 @@ class ProjectHandle:
                 f"{self.actor.name} is a {self.role} in {self.name!r}: {action} needs the "
                 f"{role} role. Nothing was changed."
             )
+
+    def require_action(self, name: str) -> None:
+        """Refuse (PermissionError) unless the actor's role here allows the named action of the
+        permissions table (:mod:`app.access.actions`)."""
+        found = action(name)
+        self.require(found.role, found.says)
 
     def require_writable(self, action: str = "this change") -> None:
         """Refuse a change: a read-only project (a bundle's), or a role below designer."""

@@ -38,10 +38,13 @@ from app.services.bulk import BulkPlan
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
-Admin = Annotated[Actor, Depends(role("admin", "creating a project"))]
-Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
-Changer = Annotated[ProjectHandle, Depends(project_for("designer", "this change"))]
+# each route is one named action of the permissions table (app/access/actions.py)
+Viewer = Annotated[Actor, Depends(role("read"))]
+Creator = Annotated[Actor, Depends(role("create_project"))]
+Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
+Editor = Annotated[ProjectHandle, Depends(project_for("edit"))]
+Undoer = Annotated[ProjectHandle, Depends(project_for("undo"))]
+Training = Annotated[ProjectHandle, Depends(project_for("train"))]
 BASE = "base"  # the version path segment that means the frozen base encoder
 
 
@@ -101,7 +104,7 @@ def projects(request: Request, who: Viewer) -> Any:
     status_code=201,
     summary="Create an empty project (409 when the name is taken)",
 )
-def create_project(body: models.NewProjectIn, request: Request, who: Admin) -> Any:
+def create_project(body: models.NewProjectIn, request: Request, who: Creator) -> Any:
     ctx = context(request)
     with acting_as(who):
         name = project_svc.new_project(ctx.db, body.name, body.base_encoder)
@@ -148,7 +151,7 @@ def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, 
     summary="Label many utterances as one batch: preview, then apply what the preview said",
     description=models.BulkLabelIn.__doc__ or "",
 )
-def bulk_label(body: models.BulkLabelIn, request: Request, p: Changer) -> Any:
+def bulk_label(body: models.BulkLabelIn, request: Request, p: Editor) -> Any:
     ctx = context(request)
     if body.preview:
         plan = bulk_svc.plan_label(
@@ -188,7 +191,7 @@ def batches(
     response_model=models.MessageOut,
     summary="Undo one batch (a bulk label's `batch`), if later edits did not touch its rows",
 )
-def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
+def undo(body: models.UndoIn, request: Request, p: Undoer) -> Any:
     with acting_as(p.actor):
         message = history.undo_batch(context(request).db, p, body.batch)
     return {"message": message}
@@ -199,7 +202,7 @@ def undo(body: models.UndoIn, request: Request, p: Changer) -> Any:
     response_model=models.MessageOut,
     summary="Make a version the one that serves (`base`: back to the frozen base encoder)",
 )
-def activate(version: str, request: Request, p: Changer) -> Any:
+def activate(version: str, request: Request, p: Training) -> Any:
     number = None if version == BASE else _version_number(version)
     with acting_as(p.actor):
         return {"message": versions_svc.activate(context(request).factories, p, number)}

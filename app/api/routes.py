@@ -40,11 +40,15 @@ from storage.jobs import JobView
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-Viewer = Annotated[Actor, Depends(role("viewer", "reading"))]
-Designer = Annotated[Actor, Depends(role("designer", "this change"))]
+# each route is one named action of the permissions table (app/access/actions.py)
+Viewer = Annotated[Actor, Depends(role("read"))]
+Trainer = Annotated[Actor, Depends(role("train"))]
 # the route's {project}, resolved for the caller (404 for a project they are no member of)
-Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
-Changer = Annotated[ProjectHandle, Depends(project_for("designer", "this change"))]
+Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
+Labeller = Annotated[ProjectHandle, Depends(project_for("label"))]
+Editor = Annotated[ProjectHandle, Depends(project_for("edit"))]
+IntentEditor = Annotated[ProjectHandle, Depends(project_for("edit_intents"))]
+Training = Annotated[ProjectHandle, Depends(project_for("train"))]
 ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 
 
@@ -92,7 +96,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
     summary="Add a labelled utterance, or relabel it when the text is already in the project "
     "(with `version`: 409 when someone changed it since you read it)",
 )
-def label(body: models.LabelIn, request: Request, p: Changer) -> Any:
+def label(body: models.LabelIn, request: Request, p: Labeller) -> Any:
     with acting_as(p.actor):
         row = data_svc.label_text(
             context(request).db,
@@ -139,7 +143,7 @@ def utterances(
 def delete_utterance(
     utterance_id: int,
     request: Request,
-    p: Changer,
+    p: Editor,
     confirm_test: Annotated[bool, Query(description="true: a test utterance may go")] = False,
 ) -> Any:
     try:
@@ -168,7 +172,7 @@ def intents(request: Request, p: Reader) -> Any:
     response_model=models.Intent,
     summary="Set (or clear, with an empty text) an intent's description",
 )
-def describe(intent: str, body: models.DescribeIn, request: Request, p: Changer) -> Any:
+def describe(intent: str, body: models.DescribeIn, request: Request, p: IntentEditor) -> Any:
     ctx = context(request)
     with acting_as(p.actor):
         data_svc.describe_intent(ctx.db, p, intent, body.description)
@@ -198,7 +202,7 @@ def _job(view: JobView) -> dict[str, Any]:
     status_code=202,
     summary="Queue a retrain (a worker runs it); follow it with GET /api/v1/jobs/{id}",
 )
-def train(body: models.TrainIn, request: Request, p: Changer) -> Any:
+def train(body: models.TrainIn, request: Request, p: Training) -> Any:
     with acting_as(p.actor):
         view, created = training_svc.request_retrain(
             context(request).training, p, {**body.settings, "method": body.method}
@@ -222,7 +226,7 @@ def job(job_id: int, request: Request, who: Viewer) -> Any:
     response_model=models.Job,
     summary="Cancel a training job: a queued one at once, a running one within seconds",
 )
-def cancel_job(job_id: int, request: Request, who: Designer) -> Any:
+def cancel_job(job_id: int, request: Request, who: Trainer) -> Any:
     with acting_as(who):
         return _job(training_svc.cancel(context(request).db, job_id))
 

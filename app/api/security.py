@@ -2,11 +2,13 @@
 ``Authorization: Bearer ...`` header (``intent-studio users token NAME`` issues one); in
 single-user local mode (bound to loopback) the local admin, with no token, as in the UI.
 
-Each route declares the role it needs with :func:`role`; the check and its message are the app's
-own (:func:`app.access.auth.require_acting`)."""
+Each route declares the action it is (:mod:`app.access.actions`, the one permissions table the UI
+and the CLI ask too) with :func:`role` or :func:`project_for`; the role it needs, the check and
+its message are the app's own (:func:`app.access.auth.require_acting`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -14,6 +16,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import ProjectHandle, open_project
+from app.access.actions import action as named
 from app.access.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.api.gate import NEEDS_TOKEN
 from app.serving.context import AppContext
@@ -49,12 +52,15 @@ def caller(
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 
 
-def project_for(needed: str, action: str) -> Callable[..., ProjectHandle]:
-    """A dependency: the route's ``{project}`` as the caller may use it, with at least the role
-    ``needed`` there (:func:`app.access.open_project`: 404 for a project they are no member of,
-    as for one that does not exist; 403 below ``needed``)."""
+@functools.cache
+def project_for(action: str) -> Callable[..., ProjectHandle]:
+    """A dependency: the route's ``{project}`` as the caller may use it for the named ``action``,
+    with at least the role the permissions table gives it there (:func:`app.access.open_project`:
+    404 for a project they are no member of, as for one that does not exist; 403 below it). An
+    action the table does not name: :class:`app.access.actions.UnknownAction`, at import."""
 
-    checked = role(needed, action)
+    needed = named(action).role
+    checked = role(action)
 
     def resolve_project(
         project: str,
@@ -63,34 +69,47 @@ def project_for(needed: str, action: str) -> Callable[..., ProjectHandle]:
     ) -> ProjectHandle:
         return open_project(context(request).db, project, who, need=needed)
 
-    resolve_project.role = needed  # type: ignore[attr-defined]  # read by declared_roles
+    resolve_project.action = action  # type: ignore[attr-defined]  # read by declared_actions
     return resolve_project
 
 
-def role(needed: str, action: str) -> Callable[..., Actor]:
-    """A dependency: the caller, if their role includes ``needed`` (else 403 saying ``action``
-    needs it)."""
+@functools.cache
+def role(action: str) -> Callable[..., Actor]:
+    """A dependency: the caller, if their role includes the one the permissions table gives the
+    named ``action`` (else 403 saying what needs it)."""
+    found = named(action)
 
     def check(who: Annotated[Actor, Depends(caller)]) -> Actor:
         with acting_as(who):
             try:
-                return require_acting(needed, action)
+                return require_acting(found.role, found.says)
             except PermissionError as exc:
                 raise HTTPException(403, str(exc)) from exc
 
-    check.role = needed  # type: ignore[attr-defined]  # read by declared_roles
+    check.action = action  # type: ignore[attr-defined]  # read by declared_actions
     return check
 
 
-def declared_roles(routes: list[Any]) -> dict[str, str]:
-    """``"METHOD path"`` -> the role each route of ``routes`` declares (an APIRouter's routes;
-    for the README's table test)."""
-    out: dict[str, str] = {}
+def declared_actions(routes: list[Any]) -> dict[str, list[str]]:
+    """``"METHOD path"`` -> the actions each route of ``routes`` declares (its dependencies made
+    by :func:`role` and :func:`project_for`; a route's own, not the nested ``role`` of its
+    ``project_for``)."""
+    out: dict[str, list[str]] = {}
     for route in routes:
         dependant = getattr(route, "dependant", None)
-        for dep in dependant.dependencies if dependant is not None else []:
-            needed = getattr(dep.call, "role", None)
-            if needed:
-                for method in sorted(route.methods):
-                    out[f"{method} {route.path}"] = needed
+        found = [
+            getattr(dep.call, "action", None)
+            for dep in (dependant.dependencies if dependant is not None else [])
+        ]
+        for method in sorted(getattr(route, "methods", None) or []):
+            out[f"{method} {route.path}"] = [a for a in found if a]
     return out
+
+
+def declared_roles(routes: list[Any]) -> dict[str, str]:
+    """``"METHOD path"`` -> the role each route of ``routes`` needs (from its action)."""
+    return {
+        door: named(actions[0]).role
+        for door, actions in declared_actions(routes).items()
+        if len(actions) == 1
+    }

@@ -20,6 +20,7 @@ from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
 from app.services.predict import classify_requests
 from app.serving.context import AppContext
+from storage.errors import StorageError
 
 DOCS_STATIC = "/docs/static"
 # Micro-batches of one-line predictions: at most this many requests share one encoder pass
@@ -65,7 +66,7 @@ def create_api(ctx: AppContext) -> FastAPI:
             if key not in handles:
                 try:
                     handles[key] = open_project(ctx.db, project, who, stamp=True)
-                except Exception as exc:  # an unknown project, or one the caller may not see
+                except (StorageError, PermissionError) as exc:  # unknown, or not the caller's
                     handles[key] = exc
         resolved = [(handles[(r[0], r[1])], *r[2:]) for r in requests]
         ok = [i for i, r in enumerate(resolved) if not isinstance(r[0], Exception)]

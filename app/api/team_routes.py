@@ -44,9 +44,10 @@ from core.evaluation.oos import OUT_OF_SCOPE
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-Reader = Annotated[ProjectHandle, Depends(project_for("viewer", "reading"))]
-Labeller = Annotated[ProjectHandle, Depends(project_for("designer", "labelling"))]
-Admin = Annotated[ProjectHandle, Depends(project_for("admin", "assigning utterances"))]
+# each route is one named action of the permissions table (app/access/actions.py)
+Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
+Labeller = Annotated[ProjectHandle, Depends(project_for("label"))]
+Assigner = Annotated[ProjectHandle, Depends(project_for("assign"))]
 TEAM = "/projects/{project}/team"
 
 
@@ -56,7 +57,7 @@ TEAM = "/projects/{project}/team"
     summary="Split the unlabelled utterances nobody has yet between annotators, with an overlap",
     description=team_models.AssignIn.__doc__ or "",
 )
-def assign(body: team_models.AssignIn, request: Request, p: Admin) -> Any:
+def assign(body: team_models.AssignIn, request: Request, p: Assigner) -> Any:
     with acting_as(p.actor):
         given = team.assign(
             context(request).db,
@@ -176,7 +177,7 @@ def answers_file(request: Request, p: Reader) -> Any:
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 
-MembersAdmin = Annotated[ProjectHandle, Depends(project_for("admin", "managing members"))]
+MembersAdmin = Annotated[ProjectHandle, Depends(project_for("manage_members"))]
 
 
 @router.get(

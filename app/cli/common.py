@@ -99,12 +99,15 @@ def leave_process() -> None:
     gc.freeze()
 
 
-def project(ctx: AppContext, name: str | None, need: str = "viewer") -> ProjectHandle:
-    """The project ``name`` as the command line uses it: the operator on the server acts as the
-    local admin (:func:`app.access.open_project`)."""
+def project(ctx: AppContext, name: str | None, action: str = "read") -> ProjectHandle:
+    """The project ``name`` as the command line uses it for the named ``action`` (the permissions
+    table, :mod:`app.access.actions`): the operator on the server acts as the local admin
+    (:func:`app.access.open_project`)."""
     from app.access import open_project
+    from app.access.actions import need
     from app.access.auth import LOCAL
 
+    role = need(action)  # an action the table does not name is refused before the database
     if not name:
         raise CliError("Give the project: --project NAME.")
-    return open_project(ctx.db, name, LOCAL, need=need)
+    return open_project(ctx.db, name, LOCAL, need=role)

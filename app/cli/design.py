@@ -27,16 +27,21 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     if not found:
         print(f"No candidate intents in {name!r}: the unlabelled utterances form no group.")
         return 0
-    print(f"{len(found)} candidate intent(s) in {name!r}, most coherent first:")
     print(
-        f"{'#':>3} {'coherent':>8} {'size':>5}  {'words':28} {'nearest intent':30} central examples"
+        f"{len(found)} candidate intent(s) in {name!r}: the new ones first, then those the model "
+        "already puts in an existing intent; each most coherent first:"
+    )
+    print(
+        f"{'#':>3} {'coherent':>8} {'size':>5}  {'words':28} {'already an intent?':30} "
+        f"{'nearest intent':30} central examples"
     )
     for c in found:
         near = f"{c.nearest_intent} ({c.nearest_similarity:.2f})" if c.nearest_intent else "-"
+        like = f"≈ {c.looks_like}" if c.resembles else "no: new"
         examples = " | ".join(_short(t) for t in c.texts[: args.examples])
         print(
-            f"{c.number:>3} {c.coherence:>8} {c.size:>5}  {_short(c.title, 28):28} {near:30} "
-            f"{examples}"
+            f"{c.number:>3} {c.coherence:>8} {c.size:>5}  {_short(c.title, 28):28} "
+            f"{_short(like, 30):30} {_short(near, 30):30} {examples}"
         )
     return 0
 
@@ -50,6 +55,8 @@ def _as_dict(c: Any, examples: int) -> dict[str, Any]:
         "keywords": list(c.keywords),
         "nearest_intent": c.nearest_intent,
         "nearest_similarity": round(float(c.nearest_similarity), 4),
+        "resembles": list(c.resembles),
+        "resembling": c.resembling,
         "cohesion": round(float(c.cohesion), 4),
         "examples": list(c.texts[:examples]),
         "ids": list(c.ids),

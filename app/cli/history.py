@@ -52,7 +52,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     if (args.id is None) == (args.text is None):
         raise CliError("Give the utterance's id or --text (one of them).")
     ctx = context(args)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "edit")
     uid = args.id if args.id is not None else data.utterance_id(ctx.db, p, args.text)
     try:
         gone = data.delete_utterance(ctx.db, p, uid, confirm_test=args.confirm_test)
@@ -67,7 +67,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
     from app.services import history
 
     ctx = context(args)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "undo")
     print(history.undo_batch(ctx.db, p, args.batch) if args.batch else history.undo(ctx.db, p))
     return 0
 

@@ -31,7 +31,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ctx = context(args)
     if args.queue:
         ctx.enqueue = worker.queue_for(ctx.settings)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "train")
     try:
         view, created = retrain_jobs.request_retrain(
             ctx.training, p, _parse_config(args), enqueue=args.queue
@@ -130,7 +130,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
             raise ValueError(f"--set takes name=value (e.g. anchor_weight=1), not {pair!r}.")
         changes[name.strip()] = value
     if changes:
-        view, message = settings.change(ctx.live, project(ctx, args.project, "designer"), changes)
+        view, message = settings.change(
+            ctx.live, project(ctx, args.project, "save_settings"), changes
+        )
     else:
         view, message = settings.view(ctx.live, project(ctx, args.project)), ""
     if args.format == "json":
@@ -203,7 +205,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
     ctx = context(args)
-    p = project(ctx, args.project, "designer")
+    p = project(ctx, args.project, "bundle")
     info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0

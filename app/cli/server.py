@@ -33,20 +33,38 @@ def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
     for 0.5-0.8 s at a time. ``ctx.readiness`` follows it (``/api/v1/ready`` answers 200 once
     it ends); a stop ends it early."""
     import gc
+    import time
 
+    from app.services.map_warm_up import encode_map_rows
     from app.services.queue import warm_up as warm_queue
     from core.encoding.exit_gate import Exiting
+    from core.errors import logged
+
+    start = time.monotonic()
+
+    def said(what: str) -> None:  # each step as it ends: a first start is never silent
+        print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
 
     try:
         ctx.live.warm_up(ctx.readiness)
         if ctx.readiness.is_stopping:
             return
+        said("encoders loaded and every project's pool built")
         warm_queue(ctx.live)
+        said("the Label tab's first cards scored")
+        if ctx.readiness.is_stopping:
+            return
+        said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
+        if umap.is_alive():
+            print(
+                "Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True
+            )
         umap.join()
     except Exiting:  # the server is stopping (core.encoding.exit_gate)
         return
     except Exception:  # the app still serves: what is missing is built on first use
-        logger.exception("warm-up failed; projects are built on first use")
+        ctx.readiness.warm()  # ready all the same, before a programming error is raised again
+        logged(logger, "warm-up failed; projects are built on first use")
     gc.collect()
     gc.freeze()
     ctx.readiness.warm()
@@ -160,6 +178,8 @@ def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # said before the libraries load: a first start on a busy machine takes a minute or more
+    print("Starting Intent Studio: loading its libraries…", flush=True)
     import dataclasses
     import faulthandler
     import ipaddress
@@ -195,11 +215,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
         ensure_demo_project(ctx.db)
-    from app.services.maps import start_warm_up
+    from app.services.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
     umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
     ctx.readiness.warming(0)  # not ready until the warm-up ends (/api/v1/ready)
+    print(
+        "Warming up in the background (the page works meanwhile; its first answers wait for "
+        "it): loading the encoder, building each project's pool, scoring the Label tab's first "
+        "cards.",
+        flush=True,
+    )
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
     ctx.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
@@ -208,6 +234,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
         # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
+        print("Building the app's pages…", flush=True)
         app = web_app(ctx, host=args.host, port=args.port)
         print(
             f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "

@@ -68,7 +68,7 @@ def cmd_team_assign(args: argparse.Namespace) -> int:
     ctx = context(args)
     given = team.assign(
         ctx.db,
-        project(ctx, args.project, "admin"),
+        project(ctx, args.project, "assign"),
         names,
         overlap=args.overlap,
         search=args.search,

@@ -1,23 +1,12 @@
 """Files uploaded through Gradio (``POST /gradio_api/upload``: the Data tab's import, the Train
-tab's bundle), bounded: who may upload, how much may wait for an import, and for how long.
-
-Gradio stores every upload in its cache folder and removes it after a day; any signed-in user,
-viewers too, could fill the disk (288 MB in 3 s). :class:`UploadGate` sits in front of the upload
-route and:
-
-- refuses an upload posted from another site (403): with no sign-in (single-user mode) a plain
-  cross-site form could fill the upload quota, and the user's own import got 413 for an hour
-  (issue 56, row 6); its ``Origin`` (else ``Referer``) must be the server it was sent to
-  (:func:`app.perimeter.http_guard.same_site`);
-- refuses a user who can import nothing (a viewer: 403);
-- bounds one request (:data:`app.limits.UPLOAD_REQUEST_BYTES`: one file of
-  :data:`app.config.MAX_UPLOAD_BYTES` and its form), what one user's uploads waiting for an
-  import may hold (:data:`app.limits.UPLOAD_BYTES_PER_USER`) and everyone's together
-  (:data:`app.limits.UPLOAD_BYTES_TOTAL`): 413 from ``Content-Length``, or while the body
-  streams in, counting uploads in flight;
-- records each stored file in :class:`Uploads` (``AppContext.uploads``). An import or an opened
-  bundle removes its file when it ends (:meth:`Uploads.used_up`), which gives its room back; a
-  file nobody used is removed after :data:`app.limits.UPLOAD_KEPT_S`.
+tab's bundle), as the process records them: :class:`Uploads` (``AppContext.uploads``) holds
+whose each stored file is, how large and since when, and what one user's uploads waiting for an
+import may hold (:data:`app.limits.UPLOAD_BYTES_PER_USER`) and everyone's together
+(:data:`app.limits.UPLOAD_BYTES_TOTAL`). An import or an opened bundle removes its file when it
+ends (:meth:`Uploads.used_up`), which gives its room back; a file nobody used is removed after
+:data:`app.limits.UPLOAD_KEPT_S`. The web door that bounds the upload route and fills this
+record is :class:`app.perimeter.upload_gate.UploadGate`; this module is plain Python (no web
+framework), so a process without the web door (the CLI, the worker) holds it for free.
 
 The files a UI event receives are checked here too (issue 56, row 1): a Gradio event names its
 files by their ``path`` on the server, and Gradio's own check of that path stands aside in an app
@@ -35,8 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import threading
 import time
@@ -46,15 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
-
 from app import limits
-from app.perimeter import http_body
-from app.perimeter.http_guard import same_site
 
-logger = logging.getLogger(__name__)
-
-UPLOAD_PATH = "/gradio_api/upload"
 # The one answer to an event naming a file that is not the sender's upload waiting to be used:
 # the same whatever the file is, exists or holds.
 NOT_AN_UPLOAD = (
@@ -63,7 +43,8 @@ NOT_AN_UPLOAD = (
 )
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
+    """``n`` bytes as a user reads them (KiB or MiB)."""
     return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{max(0, n) // 1024} KiB"
 
 
@@ -118,14 +99,14 @@ class Uploads:
             (lim.request, ""),
             (
                 lim.per_user - mine,
-                f"your uploads waiting for an import hold {_mib(mine)} of "
-                f"{_mib(lim.per_user)}: import them, or wait until they are removed "
+                f"your uploads waiting for an import hold {mib(mine)} of "
+                f"{mib(lim.per_user)}: import them, or wait until they are removed "
                 f"(after {lim.kept_s / 3600:g} h)",
             ),
             (
                 lim.total - everyone,
-                f"everyone's uploads waiting for an import hold {_mib(everyone)} of "
-                f"{_mib(lim.total)}: try again once some are imported",
+                f"everyone's uploads waiting for an import hold {mib(everyone)} of "
+                f"{mib(lim.total)}: try again once some are imported",
             ),
         ]
         return min(choices, key=lambda c: c[0])
@@ -190,75 +171,3 @@ def foreign_files(value: Any, owned: Callable[[str], bool]) -> list[str]:
         elif isinstance(item, list | tuple):
             stack.extend(reversed(item))
     return found
-
-
-def _is_upload(scope: http_body.Scope) -> bool:
-    return (
-        scope["type"] == "http"
-        and scope.get("method") == "POST"
-        and str(scope["path"]).rstrip("/") == UPLOAD_PATH
-    )
-
-
-class UploadGate:
-    """ASGI middleware of the Gradio app (inside the sign-in check): see the module.
-    ``user_of(scope)``: who uploads; ``refusal(user)``: why they may not (None: they may)."""
-
-    def __init__(
-        self,
-        app: Any,
-        uploads: Uploads,
-        user_of: Callable[[http_body.Scope], str | None],
-        refusal: Callable[[str], str | None] | None = None,
-    ) -> None:
-        self.app, self.uploads, self.user_of, self.refusal = app, uploads, user_of, refusal
-
-    async def __call__(
-        self, scope: http_body.Scope, receive: http_body.Receive, send: http_body.Send
-    ) -> None:
-        if not _is_upload(scope):
-            await self.app(scope, receive, send)
-            return
-        if not same_site(scope):
-            await http_body.answer(send, 403, "Upload files from this app's own page.")
-            return
-        user = self.user_of(scope) or ""
-        if self.refusal is not None:
-            why = await anyio.to_thread.run_sync(self.refusal, user)
-            if why is not None:
-                await http_body.answer(send, 403, why)
-                return
-        room, why = self.uploads.room(user)
-        declared = next(
-            (int(v) for k, v in scope.get("headers", []) if k == b"content-length" and v.isdigit()),
-            None,
-        )
-        if room <= 0 or (declared is not None and declared > room):
-            size = f" ({_mib(declared)})" if declared is not None else ""
-            limit = why or f"one upload may be at most {_mib(room)}"
-            await http_body.answer(send, 413, f"Upload refused{size}: {limit}.")
-            return
-        reserved = declared if declared is not None else room
-        body = bytearray()
-        status = 0
-
-        async def keep(message: http_body.Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            elif message["type"] == "http.response.body" and len(body) < 1 << 20:
-                body.extend(message.get("body", b""))
-            await send(message)
-
-        self.uploads.streaming(user, reserved)
-        try:
-            await http_body.within(scope, receive, keep, self.app, room)
-            if status == 200:
-                try:
-                    paths = [str(p) for p in json.loads(bytes(body))]
-                except (ValueError, TypeError):
-                    logger.warning("an upload's answer did not list its files")
-                    paths = []
-                self.uploads.add(user, paths, reserved)
-        finally:
-            self.uploads.streaming(user, -reserved)

@@ -27,7 +27,7 @@ from app.plots.common import (
     intent_colours,
     plain,
 )
-from app.plots.labels import centroid_labels
+from app.plots.labels import LEGEND_PLOT_PX, PANEL_PX, PLOT_PX, name_annotations, ranges
 from core.projection import align_transform
 
 # A legend of more intents than this scrolls out of sight: names at the centroids instead.
@@ -138,7 +138,7 @@ def _map_traces(
             hover.append("<br>".join(parts))
         lit = mask[idx]
         traces.append(
-            cls(
+            cls(  # built as they are, unchecked: Plotly's checks took 10 s for a 3,770-point map
                 x=pts[idx, 0].tolist(),
                 y=pts[idx, 1].tolist(),
                 mode="markers",
@@ -157,6 +157,7 @@ def _map_traces(
                     ],
                     "line": {"width": 0},
                 },
+                _validate=False,
             )
         )
     return traces, int(mask.sum())
@@ -182,7 +183,7 @@ def _layout(fig: go.Figure, n_intents: int, *, top: int, meta: dict[str, Any]) -
 def warm_up() -> None:
     """Build and serialise a two-point map once. A process's first figure imports plotly's
     template and trace modules (10 s of a first Map render after a restart, measured on the
-    2-core machine); the server does this at start-up instead (:func:`app.services.maps.start_warm_up`)."""
+    2-core machine); the server does this at start-up instead (:func:`app.services.map_warm_up.start_warm_up`)."""
     fig = go.Figure(data=[go.Scattergl(x=[0.0, 1.0], y=[0.0, 1.0]), go.Scatter(x=[0.5], y=[0.5])])
     _layout(fig, 1, top=10, meta={})
     fig.to_json()
@@ -256,13 +257,16 @@ def scatter_map(
         focus=focus,
         colours=colours,
     )
-    fig = go.Figure(data=traces)
+    fig = go.Figure(data=traces, _validate=False)
     n_intents = _n_intents(m)
+    axes = ranges(m)  # fixed: the names are placed for them
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
         # the legend, when there is one, takes about 250 px of a 1280 px screen's plot
-        width = 950.0 if n_intents <= LEGEND_MAX else 1180.0
-        fig.add_trace(centroid_labels(m, focus, width_px=width))
-    fig.update_layout(title=title)
+        plot = LEGEND_PLOT_PX if n_intents <= LEGEND_MAX else PLOT_PX
+        fig.update_layout(annotations=name_annotations(m, axes, focus, plot_px=plot))
+    fig.update_xaxes(range=list(axes[0]))
+    fig.update_yaxes(range=list(axes[1]))
+    fig.update_layout(title={"text": title})  # unchecked figure: no shorthand
     _layout(
         fig,
         n_intents,
@@ -343,9 +347,17 @@ def side_by_side(
             seen.add(str(tr.name))
             fig.add_trace(tr, row=1, col=col)
     n_intents = _n_intents(map_a, map_b)
+    axes = [ranges(map_a), ranges(map_b)]
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
-        fig.add_trace(centroid_labels(map_a, focus, width_px=580.0), row=1, col=1)
-        fig.add_trace(centroid_labels(map_b, focus, width_px=580.0), row=1, col=2)
+        named = [  # the subplots' titles are annotations too: the names join them
+            *fig.layout.annotations,
+            *name_annotations(map_a, axes[0], focus, plot_px=PANEL_PX),
+            *name_annotations(map_b, axes[1], focus, plot_px=PANEL_PX, xref="x2", yref="y2"),
+        ]
+        fig.update_layout(annotations=named)
+    for col, (xr, yr) in enumerate(axes, start=1):
+        fig.update_xaxes(range=list(xr), row=1, col=col)
+        fig.update_yaxes(range=list(yr), row=1, col=col)
     _layout(
         fig,
         n_intents,

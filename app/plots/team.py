@@ -3,11 +3,13 @@ each intent (κ, or α for a multi-label intent), lowest first, so the pair and 
 need a talk stand out before the tables are read.
 
 Each bar is coloured by Landis and Koch's bands (below 0.2 slight, 0.4 fair, 0.6 moderate, 0.8
-substantial, above: almost perfect); a value that cannot be computed (too few items, or one
-answer only) has no bar and says so in its label.
+substantial, above: almost perfect). A value that cannot be computed says why, beside its row:
+where every answer was the same (everyone agreed on every item: κ has no chance agreement to
+correct for) a grey striped bar reaches 1, "all N agree"; where too few items were answered by
+both there is no bar, and the row says so.
 
 Example:
-    >>> fig = agreement_chart([("ann – bob", 0.62, 40)], [("card_arrival", "κ", 0.3, 12)])
+    >>> fig = agreement_chart([("ann – bob", "κ", 0.62, 40, 30)], [("card_arrival", "κ", 0.3, 12, 7)])
     >>> [list(t.y) for t in fig.data]
     [['ann – bob'], ['card_arrival']]
 """
@@ -46,33 +48,63 @@ def band(value: float) -> tuple[str, str]:
     return BANDS[-1][1], BANDS[-1][2]
 
 
-def _bars(rows: Sequence[tuple[str, str, float | None, int]]) -> go.Bar:
-    """One horizontal bar per (label, statistic, value, items); None: no bar, said in the text."""
-    values = [0.0 if v is None else float(v) for _, _, v, _ in rows]
+# (label, "κ" or "α", the value or None, items, items with the same answer from everyone)
+Row = tuple[str, str, float | None, int, int]
+UNANIMOUS = "#c8c8c8"  # a bar for "everyone agreed": κ undefined, so no band's colour
+
+
+def unanimous(value: float | None, items: int, agreed: int) -> bool:
+    """Whether an undefined agreement is everyone giving the same answer on every item (2 or
+    more): full agreement, with no chance agreement for κ or α to correct for."""
+    return value is None and items >= 2 and agreed == items
+
+
+def said(stat: str, value: float | None, items: int, agreed: int) -> str:
+    """A row's agreement in words, the reason included where it cannot be computed.
+
+    Example:
+        >>> said("κ", 0.456, 12, 9), said("κ", None, 4, 4), said("α", None, 1, 1)
+        ('κ 0.46 · 12 items', 'all 4 items agree (κ needs a disagreement)', '1 item: too few for α')
+    """
+    if value is not None:
+        return f"{stat} {value:.2f} · {items} items"
+    if unanimous(value, items, agreed):
+        return f"all {items} items agree ({stat} needs a disagreement)"
+    return f"{items} item{'s' if items != 1 else ''}: too few for {stat}"
+
+
+def _bars(rows: Sequence[Row]) -> go.Bar:
+    """One horizontal bar per row; where the value is undefined, a grey striped bar to 1 when
+    everyone agreed, else none, with the reason written beside the row."""
+    x, colour, stripe, where, what = [], [], [], [], []
+    for _, _, v, n, same in rows:
+        full = unanimous(v, n, same)
+        x.append(1.0 if full else 0.0 if v is None else float(v))
+        colour.append(UNANIMOUS if v is None else band(v)[1])
+        stripe.append("/" if full else "")
+        # a reason stays readable: inside a striped bar, beside an absent one
+        where.append("inside" if full else "outside" if v is None else "auto")
+        what.append("all agree" if full else "–" if v is None else band(v)[0])
     return go.Bar(
-        x=values,
+        x=x,
         y=[plain(label) for label, *_ in rows],
         orientation="h",
-        marker={"color": ["#bbbbbb" if v is None else band(v)[1] for _, _, v, _ in rows]},
-        text=[
-            f"{stat} {v:.2f} · {n} items" if v is not None else f"– · {n} items (too few)"
-            for _, stat, v, n in rows
-        ],
-        textposition="auto",
-        customdata=[[stat, "–" if v is None else band(v)[0], n] for _, stat, v, n in rows],
-        hovertemplate="%{y}: %{customdata[0]} %{x:.2f} (%{customdata[1]}) on "
-        "%{customdata[2]} items<extra></extra>",
+        marker={"color": colour, "pattern": {"shape": stripe, "fgcolor": "#888888"}},
+        text=[said(stat, v, n, same) for _, stat, v, n, same in rows],
+        textposition=where,
+        insidetextanchor="middle",
+        cliponaxis=False,
+        customdata=what,
+        hovertemplate="%{y}: %{text} (%{customdata})<extra></extra>",
         showlegend=False,
     )
 
 
-def agreement_chart(
-    pairs: Sequence[tuple[str, float | None, int]],
-    intents: Sequence[tuple[str, str, float | None, int]],
-) -> go.Figure:
-    """κ per pair (``(pair, κ, items)``) beside agreement per intent (``(intent, "κ" or "α",
-    value, items)``, in the order given: lowest first, as
-    :attr:`core.labelling.agreement.Agreement.intents`; the first :data:`INTENTS_SHOWN` drawn)."""
+def agreement_chart(pairs: Sequence[Row], intents: Sequence[Row]) -> go.Figure:
+    """κ per pair (``(pair, "κ", κ, items, agreed)``) beside agreement per intent (``(intent,
+    "κ" or "α", value, items, agreed)``, in the order given: lowest first, as
+    :attr:`core.labelling.agreement.Agreement.intents`; the first :data:`INTENTS_SHOWN` drawn).
+    ``agreed``: the items on which everyone gave the same answer."""
     shown = list(intents[:INTENTS_SHOWN])
     more = f" (lowest {len(shown)} of {len(intents)})" if len(intents) > len(shown) else ""
     fig = make_subplots(
@@ -82,15 +114,30 @@ def agreement_chart(
         horizontal_spacing=0.22,
         subplot_titles=("Cohen's κ per pair", f"Agreement per intent{more}"),
     )
-    fig.add_trace(_bars([(p, "κ", k, n) for p, k, n in pairs]), row=1, col=1)
+    fig.add_trace(_bars(pairs), row=1, col=1)
     fig.add_trace(_bars(shown), row=1, col=2)
-    lowest = min([0.0, *(v for _, v, _ in pairs if v is not None)])
-    lowest = min([lowest, *(v for *_, v, _ in shown if v is not None)])
+    lowest = min([0.0, *(v for _, _, v, *_ in [*pairs, *shown] if v is not None)])
     fig.update_xaxes(range=[lowest, 1.0], zeroline=True, title_text="agreement")
     fig.update_yaxes(autorange="reversed", automargin=True)
+    if any(v is None for _, _, v, *_ in [*pairs, *shown]):
+        fig.add_annotation(
+            text="Grey, striped: everyone gave the same answer on every item. That is full "
+            "agreement, which κ and α cannot score:<br>they correct for chance agreement, and "
+            "there is no disagreement to compare with. No bar: too few items answered by two.",
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=0,
+            yshift=-50,
+            xanchor="left",
+            yanchor="top",
+            showarrow=False,
+            align="left",
+            font={"size": 12, "color": "#555555"},
+        )
     fig.update_layout(
-        height=max(220, 70 + 20 * max(len(pairs), len(shown))),
-        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        height=max(220, 70 + 20 * max(len(pairs), len(shown))) + 56,
+        margin={"l": 10, "r": 10, "t": 40, "b": 96},
         template="plotly_white",
         bargap=0.25,
     )

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.access.auth import Actor, current_actor, hash_password
+from core.errors import logged
 from storage.db import ACCOUNTS, Database
 from storage.users import (
     get_user,
@@ -148,7 +149,7 @@ def record(db: Database, action: str, detail: str, *, who: Actor | None = None) 
         with db.session() as s:
             record_event(s, action, who.name, actor=who.name, detail=detail)
     except Exception:
-        logger.exception("could not write %s to the security log", action)
+        logged(logger, "could not write %s to the security log", action)
 
 
 class _DeniedLimit:
@@ -184,7 +185,7 @@ def denied(db: Database, user: str, address: str, detail: str) -> None:
         with db.session() as s:
             record_event(s, "denied", user, address=address, detail=detail)
     except Exception:
-        logger.exception("could not write a denied call to the security log")
+        logged(logger, "could not write a denied call to the security log")
 
 
 def security_log(

@@ -26,6 +26,7 @@ from app.services import accounts as security
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
+from app.serving.oos_correction import version_correction
 from core.bundle import open_bundle, write_bundle
 from core.encoding.registry import LABEL_DIR, Encoder
 from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
@@ -74,6 +75,7 @@ def _version_row(factories: FactoryBuilder, p: ProjectHandle, version: Version) 
         "dir": factories.models.artifacts.path(mv.artifact_path),
         "config": dict(mv.config or {}),
         "measured": measured,
+        "row": mv,
     }
 
 
@@ -142,7 +144,14 @@ def export_bundle(
         # the factory's Predictor: its anchors, as the bundle predicts
         predictor = factory.replace(head=None, thresholds={}).build(texts, labels, vectors=vectors)
         oos = live.cache.encode(encoder, out_of_scope) if out_of_scope else None
-        calibration = calibrate_predictor(predictor, out_of_scope=oos, target_recall=target)
+        # the version's held-out correction, as its live pool applies it
+        found = version_correction(live.db, row.get("row"), settings)
+        correction = (
+            found.for_items(dict(enumerate(zip(texts, labels, strict=True)))) if found else None
+        )
+        calibration = calibrate_predictor(
+            predictor, out_of_scope=oos, target_recall=target, correction=correction
+        )
     fields: dict[str, Any] = {
         "project": p.name,
         "model_version": row["id"],

@@ -35,7 +35,9 @@ MAX_UTTERANCES = 20_000  # the most unlabelled utterances clustered at once (as 
 class Candidate:
     """A cluster of unlabelled utterances, ready to show: its ids and texts (most central
     first), its words, size, coherence (``cohesion``: the mean cosine similarity of its
-    utterances to its centre) and nearest existing intent."""
+    utterances to its centre), nearest existing intent, and the existing intents it resembles
+    (``resembles``: those the live model gives its utterances, ``resembling`` of them, at
+    least :data:`core.design.clusters.RESEMBLES`; empty: it looks new)."""
 
     number: int
     title: str
@@ -46,10 +48,25 @@ class Candidate:
     cohesion: float
     nearest_intent: str | None
     nearest_similarity: float
+    resembles: tuple[str, ...] = ()
+    resembling: int = 0
 
     @property
     def size(self) -> int:
         return len(self.ids)
+
+    @property
+    def looks_like(self) -> str:
+        """Which existing intents it resembles, in words: ``change_pin (9 of 11)``, or ``new``.
+
+        Example:
+            >>> Candidate(1, "pin", "pin", ("pin",), (1, 2, 3), ("a", "b", "c"), 0.9, "change_pin",
+            ...           0.8, ("change_pin", "pin_blocked"), 3).looks_like
+            'change_pin, pin_blocked (3 of 3)'
+        """
+        if not self.resembles:
+            return "new"
+        return f"{', '.join(self.resembles)} ({self.resembling} of {self.size})"
 
     @property
     def coherence(self) -> str:
@@ -58,14 +75,17 @@ class Candidate:
 
     @property
     def choice(self) -> str:
-        """How a picker shows it: ``2 · card · lost (14, 92% coherent)``."""
-        return f"{self.number} · {self.title} ({self.size}, {self.coherence} coherent)"
+        """How a picker shows it: ``2 · card · lost (14, 92% coherent)``, and ``≈ change_pin``
+        after it when it resembles that intent."""
+        like = f" ≈ {', '.join(self.resembles)}" if self.resembles else ""
+        return f"{self.number} · {self.title} ({self.size}, {self.coherence} coherent){like}"
 
 
 def candidate_intents(
     live: LivePools, p: ProjectHandle, *, min_size: int | None = None
 ) -> list[Candidate]:
-    """The project's unlabelled utterances grouped into candidate intents, most coherent first.
+    """The project's unlabelled utterances grouped into candidate intents: the new ones first,
+    then those that resemble an existing intent, each most coherent first.
 
     Raises:
         ValueError: an unknown project, or fewer than :data:`core.design.MIN_UTTERANCES`
@@ -94,6 +114,8 @@ def candidate_intents(
             c.cohesion,
             c.nearest_intent,
             c.nearest_similarity,
+            c.resembles,
+            c.resembling,
         )
         for c in clusters
     ]

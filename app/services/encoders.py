@@ -65,7 +65,7 @@ def _where(budget: ComputeBudget) -> str:
     return "GPU" if budget.device == "cuda" else "CPU"
 
 
-def _last_training(db: Database, p: ProjectHandle) -> float | None:
+def last_training(db: Database, p: ProjectHandle) -> float | None:
     """The training seconds of the project's newest version on its base encoder (None: none)."""
     with db.session() as s:
         for mv, _ in versions.history(s, p.id):
@@ -126,5 +126,5 @@ def encoder_view(
         description=spec.description if spec else name,
         serving=serving(db, p),
         why=why[0].upper() + why[1:] + ".",
-        switch=switch_cost(name, budget, _last_training(db, p), p.name),
+        switch=switch_cost(name, budget, last_training(db, p), p.name),
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import logged
 from core.evaluation import EvalData
 
 logger = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def export_version_int8(
             "reason": f"top-1 agreement {exc.agreement:.2%} < {min_agreement:.0%}",
         }
     except Exception as exc:  # onnxruntime missing, an unexportable model: serve fp32
-        logger.warning("int8 export failed: %s", exc)
+        logged(logger, "int8 export failed: %s", exc, level=logging.WARNING)
         return {"passed": False, "reason": f"export failed: {type(exc).__name__}: {exc}"}
     return {
         "passed": True,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
+from app.access.actions import need
 from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
@@ -106,7 +107,7 @@ def import_utterances(
     from storage.errors import StorageError
 
     if isinstance(into, str):  # the first chunk creates it (its name is checked there)
-        require_acting("admin", f"creating the project {into!r}")
+        require_acting(need("create_project"), f"creating the project {into!r}")
         p = None
     else:
         into.require_writable("importing")

@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 # The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase): the new
-# version is registered and answers from ``serving`` on; on a CPU its int8 copy is built after
+# version is registered and answers from ``serving`` on; on a CPU its int8 copy is built after,
+# and where the project's calibration is held-out, its held-out encoders last
 # (app.services.retrain).
 PHASES = (
     "preparing",
@@ -45,6 +46,7 @@ PHASES = (
     "serving",
     "int8",
     "registering",
+    "calibrating",
 )
 # What the Train tab calls each phase.
 PHASE_NAMES = {
@@ -55,8 +57,10 @@ PHASE_NAMES = {
     "serving": "Serving the new version",
     "int8": "Checking its int8 copy (the new version answers meanwhile)",
     "registering": "Recording the version",
+    "calibrating": "Calibrating out of scope on held-out encoders (the new version answers "
+    "meanwhile)",
 }
-COUNTED = ("training", "evaluating")
+COUNTED = ("training", "evaluating", "calibrating")
 # The time left is said once the job has done this share of its work and run this long: before,
 # one-off costs (loading the model, the first steps) are most of what was timed.
 ETA_FROM_SHARE = 0.05
@@ -98,11 +102,14 @@ class JobPlan:
         to_evaluate: int,
         parity: int,
         unlabelled: int = 0,
+        held_out_steps: int = 0,
+        held_out_texts: int = 0,
     ) -> JobPlan:
         """The plan of a retrain of ``steps`` optimiser steps of ``batch_size``, encoding
         ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
-        ``parity`` questions with the int8 copy (0: no int8 copy), and encoding ``unlabelled``
-        utterances for the first card."""
+        ``parity`` questions with the int8 copy (0: no int8 copy), encoding ``unlabelled``
+        utterances for the first card, and training ``held_out_steps`` steps of held-out
+        encoders that encode ``held_out_texts`` utterances in all (0: no held-out calibration)."""
         queue = max(0, unlabelled) * SECONDS["served_text"]
         seconds = {
             "preparing": SECONDS["preparing"],
@@ -114,6 +121,10 @@ class JobPlan:
             # after it (registering) when there is one, else the fp32 encoder's (serving)
             "serving": SECONDS["serving"] + (0.0 if parity else queue),
             "registering": SECONDS["registering"] + (queue if parity else 0.0),
+            "calibrating": (
+                held_out_steps * max(1, batch_size) * SECONDS["step_pair"]
+                + held_out_texts * SECONDS["evaluated_text"]
+            ),
         }
         return cls(seconds)
 

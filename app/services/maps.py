@@ -11,9 +11,7 @@ cached map is missing or stale; UMAP and t-SNE themselves run in a child process
 (:class:`app.serving.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
 is the blocking form (CLI, report, tests).
 
-Example:
-    >>> view = compute_map(ctx, "demo", method="pca")  # doctest: +SKIP
-    >>> fig = map_figure(view)  # doctest: +SKIP
+Example: ``map_figure(compute_map(maps, p, method="pca"))``.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import hashlib
 import json
 import logging
 import random
-import threading
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -31,58 +28,26 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app.access import ProjectHandle
-from app.plots import scatter_map, side_by_side, warm_up_figures
+from app.plots import MapData, scatter_map, side_by_side
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import QUICK, MapStore, MapView
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
-from core.projection import APPROXIMATE_FROM, DEFAULT_METHOD, PROJECTIONS
+from core.projection import DEFAULT_METHOD, PROJECTIONS
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
 from core.retrieval.rule import Tops
 from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
 from storage.db import Database
 from storage.pool_state import pool_stamp
-from storage.projects import list_intents, list_projects
-from storage.utterances import UtteranceRow, count_utterances, list_utterances
+from storage.projects import list_intents
+from storage.utterances import UtteranceRow, list_utterances
 
 logger = logging.getLogger(__name__)
 
 MAX_POINTS = 20_000
-
-
-def start_warm_up(maps: MapStore) -> threading.Thread:
-    """Import plotly's figure modules, start the projecting process and compile UMAP there, in
-    the background (call once at app start-up); returns the thread. The kernels of maps of
-    :data:`~core.projection.APPROXIMATE_FROM` points or more are compiled only when a project
-    has that many utterances (a larger map compiles them when first drawn): they cost about
-    50 s of one core, which every start-up otherwise takes from labelling."""
-    large = draws_large_maps(maps.db)
-
-    def run() -> None:  # UMAP's compilation in the child meanwhile
-        compiled = threading.Thread(target=_warm_projector, args=(maps, large), daemon=True)
-        compiled.start()
-        warm_up_figures()
-        compiled.join()
-
-    thread = threading.Thread(target=run, name="map-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-def _warm_projector(maps: MapStore, large: bool) -> None:
-    try:
-        maps.projector.warm_up(large=large)
-    except Exception:  # the first map will compile instead
-        logger.exception("the map worker's warm-up failed")
-
-
-def draws_large_maps(db: Database) -> bool:
-    """Whether a project's map has :data:`~core.projection.APPROXIMATE_FROM` points or more."""
-    with db.session() as s:
-        largest = max((count_utterances(s, p.id) for p in list_projects(s)), default=0)
-    return min(largest, MAX_POINTS) >= APPROXIMATE_FROM
+FIRST_PICTURE = 600  # the most rows a first picture encodes (the others follow with the map)
 
 
 def _rows(db: Database, p: ProjectHandle) -> list[UtteranceRow]:
@@ -226,9 +191,20 @@ def get_map(
         return _view(maps, p, version, method, points, key)
     if method == QUICK:
         return compute_map(maps, p, method=method, version=version)
-    # the picture first (its vectors are what the projection needs too), then the projection
-    quick = compute_map(maps, p, method=QUICK, version=version)
+    # The picture first, of the rows whose vectors are there (and a few more, the labelled
+    # first, when there are few); the others (just imported: half of a 31 s first picture was
+    # encoding them) are encoded with the projection, off-request, and join it when it lands.
     texts = [_encoded(factory, r) for r in rows]
+    missing = set(maps.cache.missing(encoder, texts))
+    drawn = {r.id for r, t in zip(rows, texts, strict=True) if t not in missing}
+    cold = sorted((r for r in rows if r.id not in drawn), key=lambda r: r.split != "train")
+    drawn |= {r.id for r in cold[: max(0, FIRST_PICTURE - len(drawn))]}
+    ready = [r for r in rows if r.id in drawn]
+    quick = (
+        dataclasses.replace(_quick(maps, p, version, ready), waiting=len(rows) - len(ready))
+        if len(ready) < len(rows)
+        else compute_map(maps, p, method=QUICK, version=version)
+    )
 
     def compute() -> np.ndarray:
         pts = maps.project(maps.cache.encode(encoder, texts), method)
@@ -276,6 +252,11 @@ def sampled_map(
         at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
         cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
         return dataclasses.replace(full, **cut, points=full.points[at])
+    return _quick(maps, p, version, keep)
+
+
+def _quick(maps: MapStore, p: ProjectHandle, version: Version, keep: list[UtteranceRow]) -> MapView:
+    """A PCA map of ``keep``, some of the project's rows, alone (cached as such)."""
     factory, _ = map_factory(maps.factories, p, version)
     key = map_key(_cached(factory), QUICK, keep, factory)
     ids = [r.id for r in keep]
@@ -308,6 +289,13 @@ def compute_map(
     return _view(maps, p, version, method, points, key)
 
 
+def map_data(view: MapView) -> MapData:
+    """A view as the figures draw it (:mod:`app.plots`; the serving state knows no figures)."""
+    return MapData(
+        view.points, view.ids, view.texts, view.gold, view.predicted, view.splits, view.margins
+    )
+
+
 def map_figure(
     view: MapView,
     *,
@@ -316,7 +304,7 @@ def map_figure(
     names: bool | None = None,
 ) -> go.Figure:
     """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
-    m = view.map_data()
+    m = map_data(view)
     return scatter_map(
         m.points,
         m.ids,
@@ -342,8 +330,8 @@ def compare_figure(
 ) -> go.Figure:
     """Two views side by side, the right one aligned onto the left, metrics in the titles."""
     return side_by_side(
-        left.map_data(),
-        right.map_data(),
+        map_data(left),
+        map_data(right),
         (left.version_label, right.version_label),
         left.metrics,
         right.metrics,

@@ -59,7 +59,7 @@ def add_member(
         PermissionError: not an admin. NotFoundError: no such user. StorageError: an admin
             (they need no membership), or a role above the user's own or unknown.
     """
-    p.require("admin", "adding members")
+    p.require_action("manage_members")
     with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         if user.role == "admin":
@@ -85,7 +85,7 @@ def remove_member(db: Database, p: ProjectHandle, name: str, *, actor: str = "")
     Raises:
         PermissionError: not an admin. NotFoundError: no such user, or no member.
     """
-    p.require("admin", "removing members")
+    p.require_action("manage_members")
     with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         try:

@@ -20,6 +20,7 @@ from storage import team as team_repo
 from storage.db import Database, Session
 from storage.errors import NotFoundError
 from storage.pool_state import pool_stamp
+from storage.projects import intents_by_name
 from storage.utterances import UtteranceRow, count_utterances, find_by_text, list_utterances
 
 ACTIONS = ("take", "test", "none", "delete", "oos", "skip")
@@ -29,13 +30,15 @@ ACTIONS = ("take", "test", "none", "delete", "oos", "skip")
 class Ahead:
     """What the next card needs, read in the transaction that wrote an answer (or in one read):
     the upcoming rows (by id; an id missing was deleted), the utterances still unlabelled, the
-    acting annotator's (assigned, open) items in a team project, and the pool's stamp."""
+    acting annotator's (assigned, open) items in a team project, the pool's stamp, and the
+    project's intents (what a typed name is matched among, in the page)."""
 
     rows: dict[int, UtteranceRow]
     read: tuple[int, ...]  # the ids looked up (the upcoming ones, up to CHUNK)
     remaining: int
     mine: tuple[int, int] | None
     stamp: tuple[int, ...]
+    intents: tuple[str, ...] = ()
 
 
 def read_ahead(s: Session, p: ProjectHandle, upcoming: Sequence[int]) -> Ahead:
@@ -48,7 +51,8 @@ def read_ahead(s: Session, p: ProjectHandle, upcoming: Sequence[int]) -> Ahead:
         if assigned:
             mine = (assigned, len(team_repo.open_for(s, p.id, p.actor.id)))
     remaining = count_utterances(s, p.id, split="unlabelled")
-    return Ahead(rows, ids, remaining, mine, pool_stamp(s, p.id))
+    intents = tuple(sorted(intents_by_name(s, p.id)))  # as data.intent_names lists them
+    return Ahead(rows, ids, remaining, mine, pool_stamp(s, p.id), intents)
 
 
 def answer(

@@ -25,6 +25,7 @@ from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
+from core.retrieval.scope import in_scope_labels
 from storage.datasets import snapshot
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
@@ -240,15 +241,18 @@ def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool)
         evaluated_on=after.split or "test",
         n_evaluated=after.n or 0,
         n_examples=sum(1 for r in rows if r.split == "train" and r.labels),
-        n_intents=len({i for r in rows if r.split == "train" for i in r.labels}),
+        # out_of_scope is no intent (the answer that none applies), as the header counts them
+        n_intents=len(
+            set(in_scope_labels(i for r in rows if r.split == "train" for i in r.labels))
+        ),
         is_baseline=p.active_version_id is None,
         per_intent_f1=per_intent,
         baseline_per_intent_f1={k: v for k, v in before.f1_by_intent().items() if k in per_intent},
         misses=misses,
         confusion_labels=list(confusion.get("labels", [])),
         confusion_matrix=confusion.get("matrix"),
-        map_before=map_before.map_data() if map_before else None,
-        map_after=map_after.map_data() if map_after else None,
+        map_before=map_svc.map_data(map_before) if map_before else None,
+        map_after=map_svc.map_data(map_after) if map_after else None,
         space_before={k: map_before.metrics[k] for k in space} if map_before else {},
         space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,

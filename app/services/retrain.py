@@ -11,7 +11,9 @@ registered and, when it passed, active: it answers from here) → ``int8``
 (:func:`app.services.retrain_int8.int8_copy`, only where the compute budget builds one: a CPU;
 the fp32 version serves meanwhile) → ``register`` (:func:`app.services.retrain_serve.register`:
 the version's record completed, the int8 copy switched in when it passed parity, the switch
-logged).
+logged) → ``calibrate`` (:func:`app.services.retrain_calibrate.calibrate`, only where the
+project's out-of-scope calibration is held-out: ``auto`` on a GPU; the version serves with the
+quick thresholds meanwhile, then with the held-out ones).
 
 So a version answers as soon as it is trained and measured with the encoder that serves it; on a
 CPU its int8 copy replaces it a few seconds later, measured and shown the same way.
@@ -36,6 +38,7 @@ from typing import Any
 
 from app.compute import ComputeBudget
 from app.project_settings import as_encoded, encodes_context
+from app.services.retrain_calibrate import calibrate, calibration_plan, held_out_steps
 from app.services.retrain_int8 import int8_copy, int8_plan
 from app.services.retrain_measure import Evaluation, Known, measure, plan, to_encode
 from app.services.retrain_serve import PROMOTION_TOLERANCE, register, serve
@@ -66,7 +69,7 @@ __all__ = [
 ]
 
 # The pipeline's phases in order (what bench/job_profile.py's table names).
-PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register")
+PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate")
 
 
 def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> Snapshot:
@@ -172,7 +175,9 @@ def run_retrain(
     budget = budget or ctx.models.budget
     snap = snapshot(ctx, project_id, head_options)
     int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
-    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending"))))
+    calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
+    extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
+    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps))
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
     trained = train(ctx, reporter, snap, cfg)
@@ -180,6 +185,10 @@ def run_retrain(
     with ctx.artifacts.writing(rel) as folder:
         encoder = save(reporter, trained, folder)
         measured = measure(ctx, reporter, snap, encoder, folder)
-    served = serve(ctx, reporter, job_id, snap, cfg, rel, encoder, trained, measured, budget, int8)
+    served = serve(
+        ctx, reporter, job_id, snap, cfg, rel, encoder, trained, measured, budget, int8, calibration
+    )
     copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
-    return served.version_id, register(ctx, reporter, snap, served, measured, copy)
+    message = register(ctx, reporter, snap, served, measured, copy)
+    calibrated = calibrate(ctx, reporter, snap, cfg, served, calibration)
+    return served.version_id, f"{message} {calibrated}".strip()

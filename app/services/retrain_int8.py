@@ -25,6 +25,7 @@ from app.services.retrain_serve import PROMOTION_TOLERANCE
 from app.services.retrain_state import Int8Outcome, Reporter, Served, Snapshot
 from app.serving.context import AppContext
 from app.serving.int8 import INT8_DIR, load_int8
+from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
 
@@ -96,8 +97,8 @@ def int8_copy(
         ctx.artifacts.remove(rel)
         return _stopped(reporter, str(exc))
     except Exception as exc:  # the version serves fp32: the copy's failure is only recorded
-        logger.exception("the int8 copy of v%s failed", served.version_id)
         ctx.artifacts.remove(rel)
+        logged(logger, "the int8 copy of v%s failed", served.version_id)
         words = f"Its int8 copy failed ({type(exc).__name__}: {exc}): fp32 serves."
         return Int8Outcome({"passed": False, "reason": words}, None, words)
 

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.access import ProjectHandle, open_project, writing
+from app.access.actions import need
 from app.config import DEPLOYMENT
 from app.services.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
 from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
+from core.errors import logged, raise_if_bug
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
 from core.training import TrainConfig, check_trainable
 from storage import job_reaper, jobs
@@ -164,6 +166,7 @@ def request_retrain(
             reason = f"could not queue the job: {type(exc).__name__}: {exc}"
             with training.db.write(ROWS) as s:  # the job's row locks itself
                 jobs.finish_job(s, view.id, "failed", reason)
+            raise_if_bug(exc)
             raise QueueUnavailable(view.id, reason) from exc
     return view, created
 
@@ -177,20 +180,20 @@ class QueueUnavailable(RuntimeError):
         self.job_id = job_id
 
 
-def _project_of(db: Database, job_id: int, need: str) -> None:
+def _project_of(db: Database, job_id: int, action: str) -> None:
     """Refuse a job of a project the acting user does not see (as if it did not exist), or in
-    which their role is below ``need``."""
+    which their role is below what the named ``action`` needs (:mod:`app.access.actions`)."""
     with db.session() as s:
         project_id = jobs.get_job(s, job_id).project_id
     try:
-        open_project(db, project_id, need=need)
+        open_project(db, project_id, need=need(action))
     except NotFoundError:
         raise NotFoundError(f"No job #{job_id}.") from None
 
 
 def cancel(db: Database, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
-    _project_of(db, job_id, "designer")
+    _project_of(db, job_id, "train")
     with db.write(ROWS) as s:  # the job's row locks itself
         return jobs.request_cancel(s, job_id)
 
@@ -215,7 +218,7 @@ def reap_dead(training: TrainingQueue) -> int:
             try:
                 pending = training.enqueue.pending()
             except Exception:  # the queue is down: its messages may come back with it
-                logger.warning("could not read the training queue", exc_info=True)
+                logged(logger, "could not read the training queue", level=logging.WARNING)
                 return n
             n += job_reaper.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
         return n
@@ -223,7 +226,7 @@ def reap_dead(training: TrainingQueue) -> int:
 
 def job(training: TrainingQueue, job_id: int) -> JobView:
     """The job (one of a project the acting user sees)."""
-    _project_of(training.db, job_id, "viewer")
+    _project_of(training.db, job_id, "read")
     reap_dead(training)
     with training.db.session() as s:
         return jobs.get_job(s, job_id)

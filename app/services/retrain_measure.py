@@ -19,6 +19,7 @@ from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
+from core.evaluation.held_out import HELD_OUT_FOLDS
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.retrieval.factory import PredictorFactory
@@ -122,12 +123,15 @@ def to_encode(
     )
 
 
-def plan(ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool) -> JobPlan:
+def plan(
+    ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool, held_out_steps: int = 0
+) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. The new
     encoder encodes every distinct train and test utterance; the frozen base and the active
     version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
     this job builds one) its parity questions, then (when it passes) every utterance again,
-    measured as it will serve."""
+    measured as it will serve; the held-out encoders (``held_out_steps``: 0 when this job
+    calibrates out of scope the quick way) their steps, each then encoding the pool."""
     data, others = snap.data, snap.others
     new = len({*data.train_texts, *data.test_texts})
     parity = 0
@@ -140,6 +144,8 @@ def plan(ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool) -> JobPl
         to_evaluate=new + to_encode(ctx.factories, data, [f for f, _ in others], others),
         parity=parity,
         unlabelled=snap.unlabelled,
+        held_out_steps=held_out_steps,
+        held_out_texts=HELD_OUT_FOLDS * len(data.train_texts) if held_out_steps else 0,
     )
 
 

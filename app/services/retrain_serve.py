@@ -24,6 +24,7 @@ from app.services.retrain_state import Int8Outcome, Reporter, Served, Snapshot, 
 from app.serving.context import AppContext
 from app.serving.live import LivePools
 from core.encoding.registry import Encoder
+from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8
 from core.training import TrainConfig
 from storage import jobs
@@ -48,9 +49,12 @@ def serve(
     measured: Measured,
     budget: ComputeBudget,
     int8: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None,
 ) -> Served:
     """The ``serve`` phase (see the module). ``int8``: what the version records of its int8
-    copy now (``pending`` while the int8 phase builds it, else why there is none)."""
+    copy now (``pending`` while the int8 phase builds it, else why there is none);
+    ``calibration``: of its out-of-scope calibration (``pending`` while the calibrate phase
+    runs the held-out one, :mod:`app.services.retrain_calibrate`)."""
     reporter.log("registering the version", phase="serving")
     now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
@@ -67,6 +71,7 @@ def serve(
         },
         gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
         int8=dict(int8 or {}),
+        oos_calibration=dict(calibration or {}),
         train_seconds=round(trained.seconds, 1),
         evaluate_seconds=round(measured.seconds, 1),
         extra={
@@ -132,6 +137,7 @@ def register(
                 base=served.metrics.base,
                 reference=served.metrics.reference,
                 gate=decided,
+                oos_calibration=served.metrics.oos_calibration,
                 train_seconds=served.metrics.train_seconds,
                 evaluate_seconds=served.metrics.evaluate_seconds,
                 extra=served.metrics.extra,
@@ -178,4 +184,4 @@ def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) 
             time.monotonic() - started,
         )
     except Exception:  # the version is registered: the app encodes what is missing itself
-        logger.exception("preparing the vectors of project %s failed", project_id)
+        logged(logger, "preparing the vectors of project %s failed", project_id)

@@ -15,6 +15,7 @@ import threading
 
 from app.compute import ComputeBudget
 from app.serving.context import AppContext
+from core.errors import logged
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def warm_up_worker(
                 except Exiting:  # the worker stopped during its warm-up: nothing to say
                     return
                 except Exception:  # a base that will not load fails its job with the reason
-                    logger.exception("could not warm up the encoder %s", base)
+                    logged(logger, "could not warm up the encoder %s", base)
         finally:
             _idle.set()
 

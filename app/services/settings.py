@@ -2,8 +2,8 @@
 Project settings section): each setting's value, and a line on what it does in the project now.
 
 The values are :class:`app.project_settings.ProjectSettings`; each line comes from the service
-that owns the setting (the out-of-scope calibration, the anchors, context encoding, the served
-encoder), so the CLI, the UI and the REST answers say the same."""
+that owns the setting (the out-of-scope calibration and how a retrain calibrates it, the
+anchors, context encoding, the served encoder), so the CLI, the UI and the REST answers say the same."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
-from app.services import encoders
+from app.services import calibration, encoders
 from app.services import projects as project_svc
 from app.serving.live import LivePools
 
@@ -21,6 +21,7 @@ TITLES = {
     "anchor_weight": "Intent names and descriptions in predictions (in examples; 0 = off)",
     "encode_context": "Encode each utterance after the turn before it",
     "serve_int8": "Serve the int8 encoder where it passed parity",
+    "oos_calibration": "Out-of-scope calibration after a retrain (auto = this device's default)",
     "base_encoder": "Base encoder (the next retrain trains on it)",
 }
 # Every setting by name: the project's own (ProjectSettings), then its base encoder.
@@ -77,6 +78,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "anchor_weight": anchors["message"],
             "encode_context": project_svc.context_encoding(live.db, p)["message"],
             "serve_int8": encoder.serving,
+            "oos_calibration": calibration.calibration_line(live, p, live.models.budget),
             encoders.SETTING: f"{encoder.why} {encoder.switch}".replace("`", ""),
         },
         thresholds=dict(oos["thresholds"]),

@@ -97,7 +97,7 @@ def assign(
     to a second annotator too (every annotator ends with the same number, give or take one).
     Returns annotator -> utterances given (and ``overlap`` -> how many went to two). Needs an
     admin; every annotator must have the designer role in the project."""
-    p.require("admin", "assigning utterances")
+    p.require_action("assign")
     names = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
     if not names:
         raise ValueError("Name at least one annotator.")

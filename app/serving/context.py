@@ -70,7 +70,7 @@ class AppContext:
         self.training = TrainingQueue(self.db, settings, self.artifacts)
         # warming up, ready or stopping, and what its servers answer (/health, /ready)
         self.readiness = Readiness(servers_probe(settings, self.db, self.artifacts))
-        # files uploaded through the UI and not used up yet (app.perimeter.uploads.UploadGate records them)
+        # files uploaded through the UI and not used up yet (app.perimeter.upload_gate.UploadGate records them)
         self.uploads = Uploads()
 
     @property

@@ -15,6 +15,7 @@ Used by the server (and the CLI's ``predict``); the worker evaluates from factor
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -24,11 +25,13 @@ from app.project_settings import as_encoded, encodes_context
 from app.serving.admission import Admission
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
+from app.serving.oos_correction import VersionCorrection, version_correction
 from app.serving.pool_heads import HeadFitter, HeadStore, head_key
 from app.serving.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
 from app.serving.readiness import Readiness
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.exit_gate import Exiting
+from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import Cancelled, MultiLabelHead
 from core.multilabel.rule import is_multilabel
@@ -37,6 +40,7 @@ from core.retrieval.predictor import TextEncoder
 from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.projects import get_project
+from storage.tables import ModelVersion
 from storage.utterances import UtteranceRow, list_utterances
 from storage.versions import active_version
 
@@ -70,6 +74,8 @@ class LivePools:
         # calibrates a pool again once its rows changed, off the path of the label that changed
         # them (its last thresholds serve meanwhile: app.serving.pools.calibrate_snapshot)
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
+        # per project: the serving version's held-out correction, by what it was read from
+        self._corrections: dict[int, tuple[str, VersionCorrection | None]] = {}
 
     # --- the heads of spaces whose version has none ----------------------------------------
 
@@ -187,11 +193,37 @@ class LivePools:
                 pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
                 self._pools[project_id] = pool
         assert pool is not None
+        correction = self._correction(project_id, mv, settings)
         with pool.lock:
-            sync(pool, self.db, self.cache, defer=lambda: self.calibrations.request(project_id))
+            sync(
+                pool,
+                self.db,
+                self.cache,
+                defer=lambda: self.calibrations.request(project_id),
+                correction=correction,
+            )
             if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
                 self.heads.request(project_id)
         return pool
+
+    def _correction(
+        self, project_id: int, mv: ModelVersion | None, settings: dict[str, object]
+    ) -> VersionCorrection | None:
+        """The serving version's held-out correction under the project's settings
+        (:func:`app.serving.oos_correction.version_correction`), read again only when the
+        version, its record or the setting changed (the trained rows are a dataset version's)."""
+        record = (mv.metrics or {}).get("oos_calibration") if mv is not None else None
+        key = json.dumps(
+            [mv.id if mv else None, record, settings.get("oos_calibration")], sort_keys=True
+        )
+        with self._lock:
+            known = self._corrections.get(project_id)
+        if known is not None and known[0] == key:
+            return known[1]
+        found = version_correction(self.db, mv, settings)
+        with self._lock:
+            self._corrections[project_id] = (key, found)
+        return found
 
     def _calibrate_pool(self, project_id: int) -> None:
         """Calibrate the project's live pool again (:class:`HeadFitter` calls it in the
@@ -244,7 +276,7 @@ class LivePools:
             except Exiting:  # the process is exiting (core.encoding.exit_gate)
                 return
             except Exception:  # a broken project must not stop the others from warming
-                logger.exception("warm-up of project %s failed", pid)
+                logged(logger, "warm-up of project %s failed", pid)
             if readiness is not None:
                 readiness.warmed(done + 1)
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from app.plots import MapData
 from app.serving.factories import FactoryBuilder
 from core.encoding.cache import EmbeddingCache
 from core.projection import project as project_points
@@ -51,11 +50,9 @@ class MapView:
     geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
     # a quick projection shown while the one asked for is computed (app.services.maps.get_map)
     provisional: bool = False
-
-    def map_data(self) -> MapData:
-        return MapData(
-            self.points, self.ids, self.texts, self.gold, self.predicted, self.splits, self.margins
-        )
+    # the project's rows left out of a provisional picture: their vectors were not there yet
+    # (they are encoded with the projection, in the background, and join the map when it lands)
+    waiting: int = 0
 
 
 class ProjectorError(RuntimeError):

@@ -22,6 +22,7 @@ from app.serving.int8 import int8_folder, load_int8, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder, load_encoder
+from core.errors import logged
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead, load_head
 from storage.artifacts import ArtifactStore
@@ -118,7 +119,13 @@ class Models:
                     copy.anchors = load_label_encoder(path, self.device)
                     self._int8[key] = copy
                 except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
-                    logger.warning("int8 encoder of version %s unusable: %s", mv.id, exc)
+                    logged(
+                        logger,
+                        "int8 encoder of version %s unusable: %s",
+                        mv.id,
+                        exc,
+                        level=logging.WARNING,
+                    )
                     self._int8[key] = None
             int8 = self._int8[key]
         return int8 if int8 is not None else self.encoder_for_version(mv, base)

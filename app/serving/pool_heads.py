@@ -46,6 +46,7 @@ from typing import Any
 
 from app.serving.eval_memo import digest, source_hash
 from core.encoding.exit_gate import Exiting
+from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import MultiLabelHead, load_head
 
@@ -193,7 +194,7 @@ class HeadFitter:
             except Exiting:  # the process is exiting (core.encoding.exit_gate): nothing to fit
                 return
             except Exception:  # one project's failed fit must not stop the others'
-                logger.exception("fitting the multi-label head of project %s failed", project_id)
+                logged(logger, "fitting the multi-label head of project %s failed", project_id)
             finally:
                 with self._changed:
                     ended = time.monotonic()

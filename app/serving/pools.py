@@ -23,6 +23,7 @@ from typing import Any, Protocol, cast
 
 from app.project_settings import anchor_weight, oos_target
 from app.serving.eval_memo import JsonMemo, digest, source_hash
+from app.serving.oos_correction import VersionCorrection
 from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.cache import CachedEncoder, EmbeddingCache
 from core.encoding.previous_turn import with_context
@@ -105,6 +106,9 @@ class ProjectPool:
     # thresholds calibrated once (later ones may be computed in the background: sync's defer)
     calibrated: bool = False
     calibration_due: bool = False  # rows changed since: a new calibration is on its way
+    # the serving version's held-out correction, applied by every calibration of this pool
+    # (app.serving.oos_correction: None while the pool's own scores calibrate)
+    correction: VersionCorrection | None = None
 
     def text_of(self, row: HasContext) -> str:
         """What the encoder sees for a row: its text, after its context when the project
@@ -127,12 +131,14 @@ def sync(
     cache: EmbeddingCache,
     *,
     defer: Callable[[], None] | None = None,
+    correction: VersionCorrection | None = None,
 ) -> None:
     """Bring ``pool`` up to the database: its intents and anchors, the labelled rows that
     changed (:func:`_apply`), and its thresholds when enough changed (:func:`_calibrate`).
     ``defer``: a pool calibrated before asks for its new calibration with it (done in the
     background, :func:`calibrate_snapshot`; its last thresholds serve meanwhile) instead of
-    calibrating now, so a label never waits for it."""
+    calibrating now, so a label never waits for it. ``correction``: the serving version's
+    (:func:`app.serving.oos_correction.version_correction`); a new one calibrates now."""
     with db.session() as s:
         revision = pool_revision(s, pool.project_id)
         settings = get_project(s, pool.project_id).settings
@@ -147,14 +153,16 @@ def sync(
             vectors = cache.encode(by, list(texts.values())) if texts else None
             pool.predictor.set_anchors(texts, weight, vectors=vectors)
             pool.anchors = (weight, texts)
-        if revision == pool.revision and target == pool.target_recall:
+        corrected = correction != pool.correction
+        if revision == pool.revision and target == pool.target_recall and not corrected:
             return
         rows = labelled_pool(s, pool.project_id) if revision != pool.revision else None
     intents = pool.index.intents
     if rows is not None:
         pool.uncalibrated += _apply(pool, rows, cache)
         pool.revision = revision
-    _recalibrate(pool, cache, intents, target, defer)
+    pool.correction = correction
+    _recalibrate(pool, cache, intents, target, None if corrected else defer, force=corrected)
 
 
 def _recalibrate(
@@ -163,13 +171,17 @@ def _recalibrate(
     intents: set[str],
     target: float | None,
     defer: Callable[[], None] | None,
+    *,
+    force: bool = False,
 ) -> None:
     """Calibrate ``pool`` again when enough changed since (its intents were ``intents``): a big
     pool once 1 % of it changed (0.1 s of CPU for BANKING77's 770), at once when the trade-off
-    or the set of intents changed; with ``defer``, in the background (see :func:`sync`), except
-    after a new trade-off (the setting's page shows its thresholds)."""
+    or the set of intents changed (or ``force``: its version's correction did); with ``defer``,
+    in the background (see :func:`sync`), except after a new trade-off (the setting's page shows
+    its thresholds)."""
     if (
-        target != pool.target_recall
+        force
+        or target != pool.target_recall
         or pool.index.intents != intents
         or pool.uncalibrated >= RECALIBRATE_SHARE * len(pool.items)
         or len(pool.items) <= RECALIBRATE_ALWAYS
@@ -265,12 +277,13 @@ def _calibrate(pool: ProjectPool, cache: EmbeddingCache) -> None:
     key = _calibration_key(pool, oos)
     known = memo.read(key) if memo is not None else None  # the same pool, calibrated before
     if known is not None:
-        pool.calibration = _calibration(known)
+        pool.calibration = Calibration.from_dict(known)
     else:
         pool.calibration = calibrate_predictor(
             predictor,
             out_of_scope=cache.encode(pool.encoder, oos) if oos else None,
             target_recall=pool.target_recall,
+            correction=pool.correction.for_items(pool.items) if pool.correction else None,
         )
         if memo is not None:
             memo.write(key, pool.calibration.to_dict())
@@ -306,29 +319,11 @@ def calibrate_snapshot(pool: ProjectPool, cache: EmbeddingCache) -> bool:
         return True
 
 
-def _calibration(data: dict[str, Any]) -> Calibration:
-    """The :class:`Calibration` of its ``to_dict()``.
-
-    Example:
-        >>> cal = Calibration({"default": 0.6}, 0.95, ("a",), 9, 0, ["n"], (0.02, 0.45))
-        >>> _calibration(cal.to_dict()) == cal
-        True
-    """
-    uncertain = data.get("uncertain")
-    return Calibration(
-        thresholds={k: float(v) for k, v in dict(data["thresholds"]).items()},
-        target_recall=float(data["target_recall"]),
-        fallback=tuple(data.get("fallback") or ()),
-        n_scores=int(data.get("n_scores") or 0),
-        n_out_of_scope=int(data.get("n_out_of_scope") or 0),
-        notes=list(data.get("notes") or []),
-        uncertain=(float(uncertain[0]), float(uncertain[1])) if uncertain else None,
-    )
-
-
 # What a pool's calibration is computed by: a change to any of them calibrates again.
 _CALIBRATION_CODE = (
     "app/serving/pools.py",
+    "app/serving/oos_correction.py",
+    "core/evaluation/calibration.py",
     "core/evaluation/oos.py",
     "core/folds.py",
     "core/retrieval/knn.py",
@@ -342,7 +337,8 @@ _CALIBRATION_CODE = (
 def _calibration_key(pool: ProjectPool, oos: list[str]) -> str | None:
     """Everything :func:`calibrate_predictor` reads of a pool: its examples (by id, as its
     folds are made), their space (the encoder's fingerprint, the anchors' encoder's), the
-    anchors, ``k``, the rule, the target and the examples labelled out of scope."""
+    anchors, ``k``, the rule, the target, the examples labelled out of scope and the version's
+    correction with the examples it applies to."""
     predictor = pool.predictor
     fingerprint = getattr(pool.encoder, "fingerprint", None)
     if not fingerprint:
@@ -358,5 +354,6 @@ def _calibration_key(pool: ProjectPool, oos: list[str]) -> str | None:
             "target": pool.target_recall,
             "examples": sorted([i, t, list(labels)] for i, (t, labels) in pool.items.items()),
             "out_of_scope": sorted(oos),
+            "correction": pool.correction.for_items(pool.items).key() if pool.correction else None,
         }
     )

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.config import Settings
+from core.errors import raise_if_bug
 from storage.artifacts import ArtifactStore
 from storage.db import Database
 
@@ -74,7 +75,8 @@ def queue_problem(settings: Settings, timeout: float = QUEUE_TIMEOUT_S) -> str |
     )
     try:
         client.ping()
-    except Exception as exc:
+    except Exception as exc:  # the server down (or refusing us): said, not raised
+        raise_if_bug(exc)
         return failed("the queue (Redis) does not answer", exc)
     finally:
         client.close()
@@ -86,7 +88,8 @@ def store_problem(store: ArtifactStore, where: object) -> str | None:
     listing; a folder that is read-only); None when it can."""
     try:
         store.check()
-    except Exception as exc:
+    except Exception as exc:  # the store down, or a folder that is read-only: said, not raised
+        raise_if_bug(exc)
         return failed(f"the model store {where} cannot be used", exc)
     return None
 

@@ -18,9 +18,14 @@ from storage.db import Database
 SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
 
 
-def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    rows = (attempt(lambda: svc.activity(db, p))[0] if p is not None else None) or []
-    return pd.DataFrame(rows, columns=SHOWN), rows
+def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]], Any]:
+    """The changes, newest first, and the status line: why there are none when they could not
+    be read (else left as it is: an undo's message stays)."""
+    if p is None:
+        return pd.DataFrame(columns=SHOWN), [], gr.skip()
+    rows, err = attempt(lambda: svc.activity(db, p))
+    said = problem(err, notify=False) if err else gr.skip()
+    return pd.DataFrame(rows or [], columns=SHOWN), rows or [], said
 
 
 def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
@@ -59,12 +64,13 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
     rows = gr.State([])
     batch = gr.Textbox(visible=False)
     table.select(pick, [rows], [batch, picked], api_visibility="private")
-    refresh_btn.click(bind(show, db), [project], [table, rows], api_visibility="private")
+    shown = [table, rows, status]
+    refresh_btn.click(bind(show, db), [project], shown, api_visibility="private")
     undo_btn.click(
-        guarded("designer")(bind(undo_selected, db)),
+        guarded("undo")(bind(undo_selected, db)),
         [project, batch],
         [status],
         api_visibility="private",
-    ).then(bind(show, db), [project], [table, rows], api_visibility="private")
+    ).then(bind(show, db), [project], shown, api_visibility="private")
     build_security_section(db)
-    return {"refresh": (bind(show, db), [project], [table, rows])}
+    return {"refresh": (bind(show, db), [project], shown)}

@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import open_project
+from app.access.actions import need
 from app.access.auth import require
 from app.services import data as data_svc
 from app.services import predict as predict_svc
@@ -63,7 +64,7 @@ def register_api(ctx: AppContext) -> None:
         """Classify many utterances: up to 200 per call for a viewer, 1,000 for a designer or an
         admin, at most 2 calls at once per user; a refusal says why (busy: retry in a moment)."""
         try:  # the limits are the signed-in user's, checked here on the server
-            who = require(ctx, getattr(request, "username", None), "viewer")
+            who = require(ctx, getattr(request, "username", None), need("read"))
             p = open_project(ctx.db, project, who)
             return predict_svc.predict(ctx.live, p, list(texts), k=int(k), who=who)
         except (PermissionError, ValueError, BusyError) as exc:
@@ -80,8 +81,8 @@ def register_api(ctx: AppContext) -> None:
         """Add a labelled utterance, or relabel it when the text is already in the project. An
         intent the project does not have is refused (naming the closest) unless ``create``."""
         try:  # the role is checked here, on the server, for every caller
-            who = require(ctx, getattr(request, "username", None), "designer")
-            p = open_project(ctx.db, project, who, need="designer")
+            who = require(ctx, getattr(request, "username", None), need("label"))
+            p = open_project(ctx.db, project, who, need=need("label"))
             return data_svc.label_text(ctx.db, p, text, intents, split, create=bool(create))
         except (PermissionError, ValueError) as exc:
             raise gr.Error(str(exc)) from exc

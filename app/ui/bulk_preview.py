@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
 
+import assets
 from app.access import ProjectHandle
 from app.services import bulk as bulk_svc
 from app.ui.common import attempt, ok, problem
@@ -45,6 +47,27 @@ def counting_js(preview_id: str, button_id: str) -> str:
     """A filter or selection changed: the preview on screen is no longer what Label would do
     (client side, at once: see ``assets/bulk_preview.js``)."""
     return f"() => {{ window.__studioCounting?.('{preview_id}', '{button_id}'); return []; }}"
+
+
+def page_js(*watches: str) -> str:
+    """The page load's ``js``: the previews' handler (``assets/bulk_preview.js``), then each of
+    ``watches`` (:func:`watch_js`), in this order."""
+    calls = "".join(f"({w})();" for w in (assets.text("bulk_preview.js").strip(), *watches))
+    return f"() => {{ {calls} return []; }}"
+
+
+def watch_js(
+    preview_id: str, button_id: str, widgets: Sequence[str], submits: Sequence[str] = ()
+) -> str:
+    """The page load's ``js`` that has the page hold the preview back the moment one of the
+    ``widgets`` it is counted for (their elem_ids) shows another value, or Enter applies the
+    text of one of ``submits`` (``assets/bulk_preview.js``, loaded first)."""
+    roots = json.dumps([f"#{w}" for w in widgets])
+    boxes = json.dumps([f"#{w}" for w in submits])
+    return (
+        f"() => {{ window.__studioWatchPreview?.('{preview_id}', '{button_id}', {roots}, "
+        f"{boxes}); return []; }}"
+    )
 
 
 def shown(plan: bulk_svc.BulkPlan | None, text: str = "") -> str:
@@ -108,11 +131,12 @@ def apply(
     (a filter typed, another selection), or rows that changed since it was counted."""
     kept = dict(previews or {})
     asked = kept.get(token or "")
-    if not token:
+    if not token:  # the button said so: a toast would only repeat it
         return (
             problem(
                 "The preview is still being counted: nothing was labelled. Check it when it "
-                "shows, then press Label again."
+                "shows, then press Label again.",
+                notify=False,
             ),
             gr.update(),
             kept,

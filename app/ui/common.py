@@ -23,11 +23,13 @@ B = TypeVar("B")
 R = TypeVar("R")
 P = ParamSpec("P")
 
-# Errors that are the user's to fix (or to retry, when busy or the queue is down); anything else
-# is a bug and is logged with its traceback.
+# Errors that are the user's to fix (or to retry, when busy or the queue is down). Anything else
+# (AttributeError, TypeError, KeyError, NameError...) is a bug: it is never turned into a message
+# here but goes on to the UI's front door, which logs it with its traceback and shows it as an
+# error (app/ui/guard.py, ``unexpected``). No service raises a KeyError for the user: "not
+# found" is storage's NotFoundError, a ValueError.
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
-    KeyError,
     PermissionError,
     BusyError,
     QueueUnavailable,
@@ -124,15 +126,24 @@ def problem(message: str, *, notify: bool = True) -> str:
 
 
 def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
-    """Run ``fn``; return (result, None) or (None, message) for a user error."""
+    """Run ``fn``; return (result, None), or (None, message) for an error that is the user's to
+    fix (:data:`USER_ERRORS`). The caller shows the message: an empty list in its place would
+    hide why the page shows nothing. Any other exception is a bug and is raised as it is, so the
+    UI's front door logs it with its traceback and shows it (never an empty list).
+
+    Example:
+        >>> attempt(lambda: int("12"))
+        (12, None)
+        >>> attempt(lambda: int("twelve"))
+        (None, "invalid literal for int() with base 10: 'twelve'")
+        >>> attempt(lambda: "project".id)
+        Traceback (most recent call last):
+        AttributeError: 'str' object has no attribute 'id'
+    """
     try:
         return fn(), None
     except USER_ERRORS as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        return None, str(msg)
-    except Exception as exc:  # a bug: keep the app alive, log it, tell the user something useful
-        logger.exception("unexpected error")
-        return None, f"Unexpected error ({type(exc).__name__}): {exc}"
+        return None, str(exc)
 
 
 @typing.overload

@@ -22,6 +22,15 @@ from app.ui.data_filters import counted_for, read_filters
 from app.ui.guard import guarded
 
 PREVIEW_ID, BUTTON_ID = "bulk-preview", "bulk-label"
+# the Data tab's filters a preview is counted for, by elem_id (app/ui/data_tab.py)
+FILTER_IDS = (
+    "data-intent",
+    "data-split",
+    "data-predicted",
+    "data-disagree",
+    "data-below",
+    "data-sort",
+)
 
 
 def preview(
@@ -86,7 +95,9 @@ def build_bulk(
         target = gr.Dropdown(
             label="as intent", allow_custom_value=True, choices=[], elem_id="bulk-intent"
         )
-        relabel = gr.Checkbox(label="relabel rows that have other intents too", value=False)
+        relabel = gr.Checkbox(
+            label="relabel rows that have other intents too", value=False, elem_id="bulk-relabel"
+        )
         plan = gr.HTML(elem_id=PREVIEW_ID)
         button = gr.Button("Label them", elem_id=BUTTON_ID)
         result = gr.Markdown(elem_id="bulk-result")  # never written over by a late preview
@@ -105,10 +116,14 @@ def build_bulk(
     for event in triggers:  # a filter or the project changed: the query is set, then counted
         event.then(*recount, **quiet)
     done = button.click(
-        guarded("designer", outputs=3)(bind(label, live)),
+        guarded("edit", outputs=3)(bind(label, live)),
         [project, *filters, target, relabel, previews, token],
         [result, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
         **quiet,
     )
-    return {"target": target, "done": done, "counting": counting}
+    # the widgets the preview is counted for, watched by the page (the search box counts once
+    # Enter applies it: a text typed but not applied is the server's to refuse)
+    widgets = [*FILTER_IDS, "bulk-intent", "bulk-relabel", "project"]
+    watch = bulk_preview.watch_js(PREVIEW_ID, BUTTON_ID, widgets, ["data-search"])
+    return {"target": target, "done": done, "counting": counting, "watch": watch}

@@ -106,7 +106,7 @@ def do_import(
     picker = project_picker(ctx.db, res.project)
     if p is not None and res.project == p.name:
         return ok(res.message()), picker, same, same, same
-    there, _ = attempt(lambda: open_project(ctx.db, res.project))
+    there = open_project(ctx.db, res.project)
     empty = pd.DataFrame(columns=HEADERS)
     loading = f"Loading {md_text(res.project)}…"
     return (
@@ -231,8 +231,8 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         """Bind the accordions' events; ``shown``: the table, its line and the summary line
         (an import into another project rewrites them at once)."""
 
-        def write(fn: Any, outputs: int = 1) -> Any:
-            return guarded("designer", outputs=outputs)(fn)
+        def write(fn: Any, outputs: int = 1, action: str = "edit_intents") -> Any:
+            return guarded(action, outputs=outputs)(fn)
 
         quiet: dict[str, Any] = {"api_visibility": "private"}
         after_change(
@@ -268,7 +268,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
             )
         )
         imported = up_btn.click(
-            write(bind(do_import, ctx), outputs=5),
+            write(bind(do_import, ctx), outputs=5, action="import_export"),
             [project, up_file, up_target, up_create, up_language],
             [up_status, project, *shown],
             **quiet,
@@ -276,7 +276,7 @@ def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         after_change(imported)
         bind_settings(after_change)
         ex_btn.click(  # the project's data leaves the app: designers and admins only
-            write(bind(do_export, ctx), outputs=2),
+            write(bind(do_export, ctx), outputs=2, action="import_export"),
             [project, ex_format],
             [ex_status, ex_file],
             **quiet,

@@ -35,24 +35,21 @@ def load(db: Database, p: ProjectHandle | None) -> tuple[Any, Any, Any]:
     """The slot table and the slot and intent pickers' choices."""
     if p is None:
         return book_frame({}), gr.update(choices=[]), gr.update(choices=[])
-    book, _ = attempt(lambda: svc.slot_book(db, p))
-    names, _ = attempt(lambda: data_svc.intent_names(db, p))
-    book = book or {}
-    return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names or [])
+    # a refusal (the project deleted meanwhile) is the front door's to show (app/ui/guard.py)
+    book, names = svc.slot_book(db, p), data_svc.intent_names(db, p)
+    return book_frame(book), gr.update(choices=list(book)), gr.update(choices=names)
 
 
 def pick_slot(db: Database, p: ProjectHandle, slot: str) -> str:
     """The slot's values, one per line (empty for a new slot)."""
-    book, _ = attempt(lambda: svc.slot_book(db, p))
-    return "\n".join((book or {}).get(slot or "", []))
+    return "\n".join(svc.slot_book(db, p).get(slot or "", []))
 
 
 def pick_intent(db: Database, p: ProjectHandle, intent: str) -> str:
     """The intent's templates, one per line."""
     if not intent:
         return ""
-    found, _ = attempt(lambda: svc.templates(db, p, intent))
-    return "\n".join((found or {}).get(intent, []))
+    return "\n".join(svc.templates(db, p, intent).get(intent, []))
 
 
 def save_slot(db: Database, p: ProjectHandle, slot: str, values: str) -> str:
@@ -97,7 +94,7 @@ def build_slots(db: Database, project: gr.Dropdown) -> None:
         status = gr.Markdown(elem_id="slot-status")
 
     def write(fn: Any) -> Any:
-        return guarded("designer")(fn)
+        return guarded("edit_slots")(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     reload = (bind(load, db), [project], [table, slot, intent])

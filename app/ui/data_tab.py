@@ -74,10 +74,11 @@ def refresh(
         return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
     q = dataclasses.replace(q, page=int(page or 1))
     result, err = attempt(lambda: table_svc.table_page(live, p, q))
-    intents, _ = attempt(lambda: svc.intents(live.db, p))
+    intents, intents_err = attempt(lambda: svc.intents(live.db, p))
+    err = err or intents_err
     names = [i["name"] for i in intents or []]
     rows = result.rows if result else []
-    caption = problem(err or "") if err or result is None else result.caption()
+    caption = problem(err or "", notify=False) if err or result is None else result.caption()
     pick = gr.update(choices=names)
     return TableView(
         _frame(rows),
@@ -199,15 +200,31 @@ def build_data_tab(
             elem_id="data-split",
         )
         f_intent = gr.Dropdown(
-            label="Intent", choices=[ALL], value=ALL, allow_custom_value=True, scale=2
+            label="Intent",
+            choices=[ALL],
+            value=ALL,
+            allow_custom_value=True,
+            scale=2,
+            elem_id="data-intent",
         )
-        f_predicted = gr.Dropdown(label="Predicted", choices=[ALL], value=ALL, scale=2)
-        f_search = gr.Textbox(label="Text contains", scale=2)
+        f_predicted = gr.Dropdown(
+            label="Predicted", choices=[ALL], value=ALL, scale=2, elem_id="data-predicted"
+        )
+        f_search = gr.Textbox(label="Text contains", scale=2, elem_id="data-search")
         f_below = gr.Dropdown(
-            label="Score below", choices=SCORE_CHOICES, value=ALL, scale=1, min_width=110
+            label="Score below",
+            choices=SCORE_CHOICES,
+            value=ALL,
+            scale=1,
+            min_width=110,
+            elem_id="data-below",
         )
-        f_sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value="file", scale=1)
-        f_disagree = gr.Checkbox(label="gold ≠ predicted", scale=1, min_width=120)
+        f_sort = gr.Dropdown(
+            label="Sort", choices=SORT_CHOICES, value="file", scale=1, elem_id="data-sort"
+        )
+        f_disagree = gr.Checkbox(
+            label="gold ≠ predicted", scale=1, min_width=120, elem_id="data-disagree"
+        )
     with gr.Row(elem_id="data-pager"):
         count = gr.Markdown(elem_id="data-count")
         prev_btn = gr.Button("◀ Previous", size="sm", scale=0, min_width=100)
@@ -316,7 +333,7 @@ def build_data_tab(
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
-        return guarded("designer", outputs=outputs)(fn)
+        return guarded("edit", outputs=outputs)(fn)
 
     page.submit(bind(refresh, ctx.live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
@@ -353,4 +370,5 @@ def build_data_tab(
         "status": status,
         "imported": imported,
         "changes": changes,
+        "js": bulk["watch"],
     }

@@ -1,9 +1,11 @@
 """The UI's front door: who is acting, in which project, with what role, checked on the server for
 every event of the app, in one place.
 
-Each write callback declares the role it needs with :func:`guarded` (the signed-in name Gradio
-gives the request is checked with :func:`app.access.auth.require`; a refusal becomes a message and
-changes nothing; the acting user is recorded for the audit log). :func:`enforce_roles` then walks
+Each write callback declares the action it is with :func:`guarded`, by its name in the one
+permissions table (:mod:`app.access.actions`, which says the role it needs; a name the table does
+not have is refused when the tab is built). The signed-in name Gradio gives the request is
+checked with :func:`app.access.auth.require`; a refusal becomes a message and changes nothing;
+the acting user is recorded for the audit log. :func:`enforce_roles` then walks
 every event of the built app: whatever was not declared is a *read*, run for any signed-in user
 but inside :func:`storage.db.read_only` when that user is a viewer (in the app, or in the project
 the event is for), so a write path that somebody forgot to declare is refused by the database
@@ -13,49 +15,90 @@ A callback takes its project as a parameter annotated :class:`app.access.Project
 wrapper resolves the picker's value (a name) into the handle once, for the signed-in user with
 the role the event needs there (:func:`app.access.open_project`: a project they are no member of
 is "no project"), before the callback runs; an empty picker gives ``None``.
+
+A callback that raises anything but a refusal (a bug: an AttributeError, a TypeError...) is
+answered here too, by :func:`unexpected`: the error is logged with its traceback, shown as an
+error toast and written into the event's status line (its ``message`` output for a declared
+callback, and any output whose ``elem_id`` ends in ``status``); its other outputs are left as
+they were. Nothing turns it into an empty answer.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
 
 from app.access import ProjectHandle, resolve
+from app.access.actions import READ, need
 from app.access.auth import Actor, acting_as, require
 from app.serving.context import AppContext
-from app.ui.common import problem
+from app.ui.common import USER_ERRORS, problem
 from storage.db import read_only
 from storage.errors import NotFoundError, StorageError
 
+logger = logging.getLogger(__name__)
+
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
+ACTION = (
+    "__intent_studio_action__"  # and the action it is (app.access.actions), "read" if undeclared
+)
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
+SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
+
+
+def unexpected(fn: Callable[..., Any], exc: Exception, shape: tuple[int, tuple[int, ...]]) -> Any:
+    """The answer to a callback that raised ``exc``, in each status line of ``shape`` (the
+    event's number of outputs and the positions of its status lines; every other output is left
+    as it is). A refusal (:data:`app.ui.common.USER_ERRORS`: a project deleted meanwhile) says
+    its message, as :func:`app.ui.common.attempt` would have. Anything else is a bug: logged with
+    its traceback and shown as an error (a toast that stays, and the status line); the user
+    reads the error's kind, never its text (it may quote SQL or a file path) or traceback."""
+    from gradio.helpers import log_message
+
+    if isinstance(exc, USER_ERRORS):
+        said = problem(str(exc))
+    else:
+        name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
+        message = (
+            f"Something went wrong ({type(exc).__name__}): a bug, logged on the server with its "
+            "details. Try again; if it happens again, tell whoever runs Intent Studio."
+        )
+        log_message(message, title="Error", level="error", duration=None)  # type: ignore[arg-type]
+        said = problem(message, notify=False)
+    outputs, status = shape
+    answer: list[Any] = [gr.skip()] * outputs
+    for i in status:
+        answer[i] = said
+    if outputs <= 1:
+        return answer[0] if answer else None
+    return tuple(answer)
+
+
+def _shape(fn: Callable[..., Any]) -> tuple[int, tuple[int, ...]]:
+    """The event's outputs and status lines as :func:`enforce_roles` found them (a callback
+    called outside an event: one output, its status)."""
+    return getattr(fn, SHAPE, None) or (1, (0,))
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """``fn``'s parameter annotations as objects (those that resolve in ``fn``'s module)."""
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # one unresolvable hint: resolve the others one by one
-        namespace = getattr(inspect.unwrap(fn), "__globals__", {})
-        hints: dict[str, Any] = {}
-        for name, hint in getattr(fn, "__annotations__", {}).items():
-            try:
-                hints[name] = eval(hint, namespace) if isinstance(hint, str) else hint
-            except Exception:
-                continue
-        return hints
+    """``fn``'s parameter annotations as objects. A hint that does not resolve in ``fn``'s module
+    is a programming error (NameError), raised when the app is built: Gradio and the project
+    parameters below are found by these hints, so none may be skipped."""
+    return typing.get_type_hints(fn)
 
 
 def _takes_request(fn: Callable[..., Any]) -> bool:
     return "request" in inspect.signature(fn).parameters
 
 
-def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) -> Any:
+def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: str) -> Any:
     """``run`` dressed as ``fn`` plus a trailing ``request: gr.Request`` unless ``fn`` takes
     one already (Gradio fills a parameter by its annotation, so the wrapper receives the
     signed-in name)."""
@@ -71,7 +114,8 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], role: str) ->
     # Resolved here, in fn's module: Gradio finds gr.Request / gr.SelectData parameters by their
     # type hints, and a string annotation would be looked up in this module instead.
     run.__annotations__ = {**_type_hints(fn), "request": gr.Request}
-    setattr(run, ROLE, role)
+    setattr(run, ROLE, need(action))
+    setattr(run, ACTION, action)
     return run
 
 
@@ -134,15 +178,19 @@ def _split_request(
 
 
 def guarded(
-    role: str, *, outputs: int = 1, message: int = 0, notify: bool = True
+    action: str, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
-    """Declare that a Gradio callback runs only for users with ``role``. A refusal becomes output
-    number ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast
-    unless ``notify=False``.
+    """Declare that a Gradio callback is the named ``action`` (:data:`app.access.actions.ACTIONS`),
+    run only for users with the role the table gives it (an action it does not name:
+    :class:`app.access.actions.UnknownAction`, at once). A refusal becomes output number
+    ``message`` (the status line; the other ``outputs`` are left unchanged), and a toast unless
+    ``notify=False``.
 
     The check needs the app's database and deployment, which :func:`enforce_roles` hands every
     declared callback of the built app (:func:`enforce` one callback): a tab declares roles
     without holding the context, and a callback declared but never enforced refuses to run."""
+
+    role = need(action)
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
@@ -160,10 +208,16 @@ def guarded(
                 unchanged[message] = said
                 return tuple(unchanged)
             with acting_as(who):
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                except gr.Error:
+                    raise
+                except Exception as exc:
+                    outs, status = getattr(run, SHAPE, None) or (outputs, ())
+                    return unexpected(fn, exc, (outs, tuple(sorted({message, *status}))))
 
         setattr(run, DOOR, None)
-        return _with_request(fn, run, role)
+        return _with_request(fn, run, action)
 
     return wrap
 
@@ -193,18 +247,23 @@ def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs, request = _split_request(fn, args, request)
         try:
             user = getattr(request, "username", None)
-            who, args, handles = admit(ctx, fn, args, user, "viewer")
+            who, args, handles = admit(ctx, fn, args, user, need(READ))
         except (PermissionError, StorageError) as exc:
             raise gr.Error(str(exc)) from exc
-        viewer = next((h for h in handles if not h.may("designer")), None)
+        viewer = next((h for h in handles if not h.may(need("edit"))), None)
         with acting_as(who):
-            if who.may("designer") and viewer is None:
-                return fn(*args, **kwargs)
-            reason = _read_only_reason(who, viewer)
-            with read_only(reason):
-                return fn(*args, **kwargs)
+            try:
+                if who.may(need("edit")) and viewer is None:
+                    return fn(*args, **kwargs)
+                reason = _read_only_reason(who, viewer)
+                with read_only(reason):
+                    return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:
+                return unexpected(fn, exc, _shape(run))
 
-    return _with_request(fn, run, "viewer")
+    return _with_request(fn, run, READ)
 
 
 def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -214,9 +273,17 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         with read_only("This endpoint only reads. Nothing was changed."):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except Exception as exc:  # a bug: logged and shown as an error, never an empty batch
+                name = getattr(fn, "__qualname__", repr(fn))
+                logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
+                raise gr.Error(f"Something went wrong ({type(exc).__name__}).") from exc
 
-    setattr(run, ROLE, "viewer")
+    setattr(run, ROLE, need(READ))
+    setattr(run, ACTION, READ)
     return run
 
 
@@ -228,13 +295,24 @@ def enforce_roles(ctx: AppContext, demo: gr.Blocks) -> int:
     wrapped = 0
     for block_fn in demo.fns.values():
         fn = block_fn.fn
+        shape = (len(block_fn.outputs), status_lines(block_fn.outputs))
         if fn is not None and hasattr(fn, DOOR):
             enforce(ctx, fn)
+            setattr(fn, SHAPE, shape)
             continue
         if fn is None or getattr(fn, ROLE, None):
             continue
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
             raise TypeError(f"event {block_fn.name!r}: declare its role with guarded()")
         block_fn.fn = _batched_reader(fn) if block_fn.batch else _as_reader(ctx, fn)
+        setattr(block_fn.fn, SHAPE, shape)
         wrapped += 1
     return wrapped
+
+
+def status_lines(outputs: Sequence[Any]) -> tuple[int, ...]:
+    """The positions of an event's status lines among its ``outputs``: the components whose
+    ``elem_id`` ends in ``status`` (``data-status``, ``eval-status``...)."""
+    return tuple(
+        i for i, c in enumerate(outputs) if str(getattr(c, "elem_id", "") or "").endswith("status")
+    )

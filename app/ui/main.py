@@ -12,6 +12,7 @@ from app.access import ProjectHandle
 from app.services import downloads
 from app.services import projects as project_svc
 from app.serving.context import AppContext
+from app.ui import bulk_preview
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem, project_picker
@@ -126,6 +127,9 @@ def build_app(ctx: AppContext) -> gr.Blocks:
         add_stream_guard(demo)  # before the keys: every answer they ask for comes back
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
         demo.load(None, None, None, js=assets.text("close_on_pick.js"), api_visibility="private")
+        # a bulk label's preview is held back the moment what it was counted for changes
+        previews_js = bulk_preview.page_js(data_tab["js"], map_tab["watch"])
+        demo.load(None, None, None, js=previews_js, api_visibility="private")
         if not ctx.settings.multi_user:
             # Behind a login the picker has no project until its load below, whose change starts
             # the queue: a second start here (of no project) could land after it and replace
@@ -163,7 +167,7 @@ def build_app(ctx: AppContext) -> gr.Blocks:
             show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         new_name.submit(
-            guarded("admin", outputs=3, message=1)(create),
+            guarded("create_project", outputs=3, message=1)(create),
             [new_name],
             [project, summary, new_name],
             api_visibility="private",

@@ -124,11 +124,13 @@ def render(
     shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
     diff: list[dict[str, Any]] = []
     provisional: list[bool] = []  # a quick PCA picture shown until the projection lands
+    waiting: list[int] = []  # rows not in that picture yet: their vectors are being encoded
 
     def build() -> Any:
         if not comparing:
             one = svc.get_map(maps, p, method=meth)
             provisional.append(one.provisional)
+            waiting.append(one.waiting)
             return svc.map_figure(one, **shown)
         left = svc.get_map(maps, p, method=meth, version=version_selector(left_choice))
         right = svc.get_map(maps, p, method=meth, version=version_selector(right_choice))
@@ -137,10 +139,11 @@ def render(
         return svc.compare_figure(left, right, **shown)
 
     fig, err = attempt(build)
-    intents, _ = attempt(lambda: data_svc.intent_names(maps.db, p))
+    intents, names_err = attempt(lambda: data_svc.intent_names(maps.db, p))
     choices = gr.update(choices=intents or [])
-    history = attempt(lambda: version_svc.history(maps.db, p))[0] or []
-    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history)]
+    history, history_err = attempt(lambda: version_svc.history(maps.db, p))
+    err = err or names_err or history_err
+    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history or [])]
     pickers = gr.update(choices=versions, visible=comparing)
     if err or fig is None:
         stop = gr.update(active=False)
@@ -148,10 +151,12 @@ def render(
     n = fig.layout.meta["n_points"] if fig.layout.meta else 0
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
     what = meth if comparing else fig.layout.title.text  # in the status line, not a title
-    fig.update_layout(height=None, **({} if comparing else {"title": None, "margin_t": 20}))
+    fig.update_layout(height=None, **({} if comparing else {"title": None, "margin_t": 30}))
     status = f"{n} utterances · {what}"  # the page sizes the figure to the screen (style.css)
     if any(provisional):
         status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
+    if sum(waiting):
+        status += f" ({sum(waiting)} more are being encoded for it)"
     if diff:
         status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
     poll = gr.update(active=any(provisional))
@@ -241,15 +246,21 @@ def move(db: Database, p: ProjectHandle, ids_text: str, split: str) -> str:
 
 def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Map tab and bind its events. Returns its refresh hook."""
-    with gr.Row():
-        method = gr.Dropdown(list(PROJECTIONS), value="umap", label="Projection", scale=1)
-        view = gr.Radio(VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2)
+    # Every control in one row of pickers (compare mode adds its two versions, and may wrap):
+    # at 1280x720 the map takes 60 % of the screen's height and more (issue 58 item 2).
+    with gr.Row(equal_height=True, elem_id="map-controls"):
+        method = gr.Dropdown(
+            list(PROJECTIONS), value="umap", label="Projection", scale=1, min_width=110
+        )
+        view = gr.Dropdown(
+            VIEW_CHOICES, value=VIEW_CHOICES[0], label="View", scale=2, min_width=170
+        )
         left = gr.Dropdown(
             [BASE_CHOICE, ACTIVE_CHOICE],
             value=BASE_CHOICE,
             label="Left",
             scale=2,
-            min_width=190,
+            min_width=120,
             visible=False,
         )
         right = gr.Dropdown(
@@ -257,22 +268,25 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             value=ACTIVE_CHOICE,
             label="Right",
             scale=2,
-            min_width=190,
+            min_width=120,
             visible=False,
         )
-        highlight = gr.Radio(HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=3)
-        refresh_btn = gr.Button("Refresh", scale=0, min_width=100, elem_id="map-refresh")
-    with gr.Row(equal_height=True):
+        highlight = gr.Dropdown(
+            HIGHLIGHT_CHOICES, value="none", label="Highlight", scale=2, min_width=140
+        )
         focus = gr.Dropdown(
             label="Show intents (type to search; the others turn grey)",
             multiselect=True,
             choices=[],
             scale=4,
+            min_width=240,
             elem_id="map-focus",
         )
-        with gr.Column(scale=2, min_width=240):  # the status: no line of its own (issue 47)
-            names = gr.Checkbox(label="intent names on the map", value=True)
-            status = gr.Markdown(elem_id="map-status")
+        names = gr.Checkbox(
+            label="intent names", value=True, scale=1, min_width=150, elem_id="map-names"
+        )
+        refresh_btn = gr.Button("Refresh", scale=0, min_width=90, elem_id="map-refresh")
+    status = gr.Markdown(elem_id="map-status")  # one line, over the figure's top margin (css)
     plot = gr.Plot(elem_id="map-plot", label="Map", show_label=False)
     # Below the map: at 1280x720 the map itself needs the height above the fold.
     with gr.Accordion("How to read the map", open=False):
@@ -283,7 +297,11 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             label="Selected ids (lasso, or type)", elem_id="map-selected", scale=3, max_lines=2
         )
         label_as = gr.Dropdown(
-            label="Label selection as", allow_custom_value=True, choices=[], scale=2
+            label="Label selection as",
+            allow_custom_value=True,
+            choices=[],
+            scale=2,
+            elem_id="map-label-as",
         )
         relabel = gr.Checkbox(
             label="relabel labelled points too",
@@ -358,7 +376,7 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             show_progress="hidden",
         )
     label_btn.click(
-        guarded("designer", outputs=3)(bind(label, maps.db)),
+        guarded("edit", outputs=3)(bind(label, maps.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
@@ -367,11 +385,13 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         None, None, None, js=BIND_JS, api_visibility="private"
     )
     split_btn.click(
-        guarded("designer")(bind(move, maps.db)),
+        guarded("edit")(bind(move, maps.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",
     ).then(bind(render, maps), inputs, outputs, api_visibility="private").then(
         None, None, None, js=BIND_JS, api_visibility="private"
     )
-    return {"refresh": (bind(render, maps), inputs, outputs), "js": BIND_JS}
+    widgets = ["map-selected", "map-label-as", "map-relabel", "project"]
+    watch = bulk_preview.watch_js(PREVIEW_ID, BUTTON_ID, widgets)
+    return {"refresh": (bind(render, maps), inputs, outputs), "js": BIND_JS, "watch": watch}

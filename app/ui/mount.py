@@ -84,7 +84,7 @@ def mount_ui(
     themselves (:mod:`app.api.gate`). Without (single-user mode) only the app's own host names
     are served (:class:`app.perimeter.http_origin.OwnHostOnly`). Either way, only the app's own origins
     (``public_hosts`` among them) may call it across origins with credentials. ``uploads``: the
-    middleware that bounds uploads (:class:`app.perimeter.uploads.UploadGate`); ``owned``: which
+    middleware that bounds uploads (:class:`app.perimeter.upload_gate.UploadGate`); ``owned``: which
     files an event may name (:func:`only_own_uploads`; None: none); ``downloads``: the folder of
     the files the app makes to download, served from there (not copied into Gradio's cache) by
     the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`); ``signed_out(name,

@@ -44,6 +44,8 @@ KEYS = {
 
 
 def keys_js() -> str:
-    """The keyboard handler (assets/queue_keys.js) with :data:`KEYS` filled in."""
+    """The keyboard handler (assets/queue_keys.js) with :data:`KEYS` filled in, and the filter's
+    matching rule for the page (assets/intent_match.js)."""
     source = assets.text("queue_keys.js")
-    return source.replace("__KEYS__", json.dumps(KEYS))
+    match = assets.text("intent_match.js").strip()
+    return source.replace("__KEYS__", json.dumps(KEYS)).replace("__MATCH__", match)

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import need
 from app.services import data as data_svc
 from app.services import queue as svc
 from app.serving.live import LivePools
@@ -28,7 +29,6 @@ from app.ui.queue_view import (
     QueueSession,
     QueueView,
     _card,
-    filter_intents,
     refused,
     render,
 )
@@ -60,6 +60,7 @@ def _advance(
         upcoming=tuple(upcoming),
         picked=tuple(picked),
         counts=(ahead.remaining, ahead.mine),
+        intents=ahead.intents,
     )
 
 
@@ -90,8 +91,8 @@ def _started(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> Q
         return render(live.db, p, state, "Pick the intent to label near.")
     try:
         state = _advance(live, p, state)
-    except (ValueError, KeyError) as exc:
-        return render(live.db, p, state, refused(str(exc.args[0] if exc.args else exc)))
+    except ValueError as exc:  # a refusal (an unknown intent to label near); a bug goes on
+        return render(live.db, p, state, refused(str(exc)))
     return render(live.db, p, state)
 
 
@@ -193,7 +194,7 @@ def skip(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
         return render(live.db, p, state)
     batch, said, ahead = None, f"Skipped #{item.id}.", None
     mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
-    if mine and state.how not in svc.LISTED and p.may("designer") and not p.read_only:
+    if mine and state.how not in svc.LISTED and p.may(need("label")) and not p.read_only:
         tried = str(uuid.uuid4())
         done, err = attempt(
             lambda: svc.answer_then(
@@ -258,10 +259,12 @@ def take_match(live: LivePools, p: ProjectHandle, state: QueueSession, query: st
     return act(live, "take", p, state, [name])
 
 
-def near_choices(db: Database, how: str, p: ProjectHandle | None) -> Any:
-    """The 'near intent' picker: shown for the *near an intent* order, with the intents."""
-    names = attempt(lambda: data_svc.intent_names(db, p))[0] if p is not None else None
-    return gr.update(visible=how == "near", choices=names or [])
+def near_choices(db: Database, how: str, p: ProjectHandle | None) -> tuple[Any, Any]:
+    """The 'near intent' picker: shown for the *near an intent* order, with the intents; and the
+    status line: why it offers none when they could not be read (else left as it is)."""
+    names, err = attempt(lambda: data_svc.intent_names(db, p)) if p is not None else ([], None)
+    said = refused(err) if err else gr.skip()
+    return gr.update(visible=how == "near", choices=names or []), said
 
 
 def pick(state: QueueSession, picked: list[str]) -> QueueSession:
@@ -315,7 +318,8 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
             scale=2,
             elem_id="queue-filter",
         )
-        matches = gr.HTML("", elem_id="queue-matches", scale=3)
+        # the intents the text matches, filled in by the page at each key (queue_keys.js)
+        gr.HTML("", elem_id="queue-matches", scale=3)
     with gr.Row(elem_id="queue-keys"):
         enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
         test_btn = gr.Button("⇧Enter · 1 to test", elem_id="queue-test", size="sm")
@@ -335,7 +339,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     outputs = [message, state, card, *buttons, *examples, picked, progress]
 
     def write(fn: Any) -> Any:
-        return guarded("designer", outputs=len(outputs), notify=False)(fn)
+        return guarded("label", outputs=len(outputs), notify=False)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the
@@ -347,7 +351,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     started = bind(start, live)
     start_in = [project, how, near, ticket]
     start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
-    how.change(bind(near_choices, live.db), [how, project], [near], **quiet)
+    how.change(bind(near_choices, live.db), [how, project], [near, message], **quiet)
     changes = [
         button.click(write(bind(suggestion, live, i)), [project, state], outputs, **answers_kw)
         for i, button in enumerate(buttons)
@@ -365,14 +369,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
         )
     skip_btn.click(bind(skip, live), [project, state], outputs, **answers_kw)
     changes.append(undo_btn.click(write(bind(undo, live)), [project, state], outputs, **answers_kw))
-    # the list follows the latest text (a keystroke typed while it was computed is not dropped)
-    query.input(
-        bind(filter_intents, live.db),
-        [project, query],
-        [matches],
-        trigger_mode="always_last",
-        **quiet,
-    )
+    # the list of matches follows each key in the page (assets/queue_keys.js): no event here
     # the text is the one the page captured when Enter was pressed, not the box's value now
     typed = "(p, s, q) => [p, s, window.__studioQueueTyped ?? '']"
     changes.append(

@@ -1,20 +1,22 @@
 """What the Label tab holds and shows: the queue's session (:class:`QueueSession`, one per browser
 tab, in ``gr.State``), and every output of the tab from it (:class:`QueueView`, by
-:func:`render`): the card, the suggestion keys, the progress line, and the intents the filter's
-text matches. Plain functions of the session (see :mod:`app.ui.queue_tab`)."""
+:func:`render`): the card (with the intents the filter's text is matched among, in the page:
+assets/queue_keys.js), the suggestion keys and the progress line. Plain functions of the session
+(see :mod:`app.ui.queue_tab`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import html
 import itertools
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
 from app.services import projects as projects_svc
 from app.services import queue as svc
 from app.services import team as team_svc
@@ -57,6 +59,8 @@ class QueueSession:
     # the progress line's counts, read with the last card: (unlabelled, (assigned, open) of a
     # team's annotator or None)
     counts: tuple[int, tuple[int, int] | None] | None = None
+    # the project's intents, read with the last card: the page matches a typed name among them
+    intents: tuple[str, ...] = ()
 
     def but(self, **changes: Any) -> QueueSession:
         return dataclasses.replace(self, **changes)
@@ -85,18 +89,34 @@ def refused(message: str) -> str:
 
 
 def _card(
-    item: svc.QueueItem | None, seq: int, *, empty_project: bool = False, how: str = ""
+    item: svc.QueueItem | None,
+    seq: int,
+    *,
+    empty_project: bool = False,
+    how: str = "",
+    intents: Sequence[str] = (),
+    skipped: int = 0,
 ) -> str:
+    """The card, carrying the project's ``intents`` (``data-intents``, JSON): the page matches
+    the filter's text among them at each key (assets/queue_keys.js)."""
+    names = html.escape(json.dumps(list(intents), ensure_ascii=False), quote=True)
+    div = f"<div class='queue-card{{}}' data-item='{{}}' data-seq='{seq}' data-intents='{names}'>"
     if item is None and empty_project:  # a new project: the way in is the import
         return (
-            f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
-            "No utterances yet: import a file in the Data tab (Import panel), or add one there."
+            div.format(" queue-empty", "none")
+            + "No utterances yet: import a file in the Data tab (Import panel), or add one there."
             "</div>"
+        )
+    if item is None and skipped:  # the ones skipped are still there: say how to see them
+        return (
+            div.format(" queue-empty", "none")
+            + f"You skipped the {skipped} left in this order: they still wait for an answer. "
+            "Press <b>Start / reorder</b> to see them again.</div>"
         )
     if item is None:
         return (
-            f"<div class='queue-card queue-empty' data-item='none' data-seq='{seq}'>"
-            "Nothing left to label in this order. Import more utterances, or pick another "
+            div.format(" queue-empty", "none")
+            + "Nothing left to label in this order. Import more utterances, or pick another "
             "order above.</div>"
         )
     note = ""
@@ -115,16 +135,15 @@ def _card(
         )
         note += f"<div class='queue-answers'>Annotators said: {said}. {then}</div>"
     return (
-        f"<div class='queue-card' data-item='{item.id}' data-seq='{seq}'>"
-        f"<div class='queue-text'>{html.escape(item.text)}</div>{note}"
+        div.format("", item.id) + f"<div class='queue-text'>{html.escape(item.text)}</div>{note}"
         f"<div class='queue-meta'>#{item.id}{_current(item)}</div></div>"
     )
 
 
 def _is_empty(db: Database, p: ProjectHandle) -> bool:
     """Whether the project holds no utterance at all (in any split)."""
-    info, _ = attempt(lambda: projects_svc.summary(db, p))
-    return info is not None and info.n_train + info.n_test + info.n_unlabelled == 0
+    info = projects_svc.summary(db, p)
+    return info.n_train + info.n_test + info.n_unlabelled == 0
 
 
 def _current(item: svc.QueueItem) -> str:
@@ -152,12 +171,20 @@ def _progress(db: Database, p: ProjectHandle, state: QueueSession) -> str:
     if state.how in (svc.REVIEW, svc.DISPUTES):  # what is left is the listed ones
         left = len(state.upcoming) + (state.item is not None)
         what = "flagged" if state.how == svc.REVIEW else "disagreements"
-        return f"**{left}** {what} left to review · {len(done)} reviewed this session{rate}"
+        # a skipped one is still to review: never a bare "0 left" while some wait behind Space
+        skipped = (
+            f" in this pass · **{len(state.skipped)}** skipped (Start / reorder shows them again)"
+            if state.skipped
+            else ""
+        )
+        return (
+            f"**{left}** {what} left to review{skipped} · {len(done)} reviewed this session{rate}"
+        )
     if state.counts is not None:  # read with the card
         unlabelled, mine = state.counts
     else:
         mine, err = attempt(lambda: team_svc.my_progress(db, p))
-        found, err = attempt(lambda: svc.remaining(db, p))
+        found, err = (None, err) if err else attempt(lambda: svc.remaining(db, p))
         if err or found is None:
             return refused(err or "")
         unlabelled = found
@@ -204,7 +231,14 @@ def render(
     return QueueView(
         message,
         state,
-        _card(item, state.seq, empty_project=empty, how=state.how),
+        _card(
+            item,
+            state.seq,
+            empty_project=empty,
+            how=state.how,
+            intents=state.intents,
+            skipped=len(state.skipped),
+        ),
         keys[0],
         keys[1],
         keys[2],
@@ -213,35 +247,4 @@ def render(
         examples[2],
         picked,
         _progress(db, p, state) if p is not None else "",
-    )
-
-
-def filter_intents(db: Database, p: ProjectHandle | None, query: str) -> str:
-    """The intents the filter's text matches, best first, led by what ``Enter`` does with exactly
-    this text: the intent it takes (marked), or that it stores nothing and why (a tie, nothing
-    matching). The list carries the text it is for (``data-query``): the page shows it as out of
-    date while the box holds another text (assets/queue_keys.js)."""
-    from core.labelling import best_match, clean_query, match_intents
-
-    if p is None or not clean_query(query or ""):
-        return ""
-    names = attempt(lambda: data_svc.intent_names(db, p))[0] or []
-    best, why = attempt(lambda: best_match(query, names))
-    found = match_intents(query, names)
-    chips = "".join(
-        f"<button type='button' class='queue-match{' best' if n == best else ''}' "
-        f"data-intent='{html.escape(n, quote=True)}'>{html.escape(n)}</button>"
-        for n in found
-    )
-    if best:
-        lead = "Enter takes"
-    elif found:
-        lead = "A tie: Enter stores nothing. Type more of one:"
-    else:
-        lead = f"{why} Enter stores nothing."
-    return (
-        f"<div class='queue-matches' data-query='{html.escape(query, quote=True)}'>"
-        f"<span class='queue-lead'>{html.escape(lead)}</span>"
-        "<span class='queue-wait'>matching…</span>"
-        f"{chips}</div>"
     )

@@ -58,6 +58,6 @@ def build_security_section(db: Database) -> None:
             column_widths=["15%", "11%", "10%", "10%", "12%", "42%"],
             elem_id="security-log-table",
         )
-    read = guarded("admin", outputs=2, message=1)(bind(read_log, db))
+    read = guarded("read_security_log", outputs=2, message=1)(bind(read_log, db))
     for trigger in (show.click, user.submit, action.change):
         trigger(read, [user, action], [table, status], api_visibility="private")

@@ -23,10 +23,13 @@ HEADINGS = {
     "anchor_weight": "Anchors",
     "encode_context": "Context",
     "serve_int8": "Serving",
+    "oos_calibration": "Calibration",
     "base_encoder": "Base encoder",
 }
+# The calibration's choices (label, stored value): its line in the effects says what each does.
+CALIBRATION_CHOICES = [("auto", "auto"), ("held-out", "held-out"), ("quick", "quick")]
 # The values shown for no project (and the form's starting state).
-BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, 1.0, False, True, gr.update(), "")
+BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, "auto", 1.0, False, True, gr.update(), "")
 
 
 def effects_html(view: svc.SettingsView) -> str:
@@ -39,8 +42,9 @@ def effects_html(view: svc.SettingsView) -> str:
 
 
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
-    """The form for ``proj``: out-of-scope on, its target, anchor weight, context encoding,
-    int8 serving, its base encoder (among those installed here), and the effects list."""
+    """The form for ``proj``: out-of-scope on, its target and calibration, anchor weight,
+    context encoding, int8 serving, its base encoder (among those installed here), and the
+    effects list."""
     if p is None:
         return BLANK
     view, err = attempt(lambda: svc.view(live, p))
@@ -51,6 +55,7 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     return (
         target is not None,
         target if target is not None else DEFAULT_TARGET_RECALL,
+        v.oos_calibration,
         v.anchor_weight,
         v.encode_context,
         v.serve_int8,
@@ -64,6 +69,7 @@ def save(
     p: ProjectHandle | None,
     oos_on: bool,
     target: float,
+    calibration: str | None,
     weight: float | None,
     encode_context: bool,
     serve_int8: bool,
@@ -75,6 +81,7 @@ def save(
         return problem("Pick a project first."), ""
     changes = {
         "oos_target_recall": f"{float(target)}" if oos_on else "off",
+        "oos_calibration": calibration or "auto",
         "anchor_weight": "0" if weight is None else f"{float(weight)}",
         "encode_context": "on" if encode_context else "off",
         "serve_int8": "on" if serve_int8 else "off",
@@ -105,6 +112,13 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
                 scale=3,
                 elem_id="set-oos-target",
             )
+            calibration = gr.Radio(
+                CALIBRATION_CHOICES,
+                value="auto",
+                label=svc.TITLES["oos_calibration"],
+                scale=3,
+                elem_id="set-oos-calibration",
+            )
         with gr.Row(equal_height=True):
             weight = gr.Number(
                 label=svc.TITLES["anchor_weight"],
@@ -133,7 +147,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
             save_btn = gr.Button("Save settings", variant="primary", scale=0, min_width=160)
             status = gr.Markdown(elem_id="settings-status")
         effects = gr.HTML(elem_id="settings-effects")
-    form = [oos_on, target, weight, encode_context, serve_int8, base_encoder]
+    form = [oos_on, target, calibration, weight, encode_context, serve_int8, base_encoder]
 
     def bind_events(after_change: Any) -> None:
         quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
@@ -143,7 +157,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
             event(bind(shown, live), [project], [*form, effects], **quiet)
         after_change(
             save_btn.click(
-                guarded("designer", outputs=2)(bind(save, live)),
+                guarded("save_settings", outputs=2)(bind(save, live)),
                 [project, *form],
                 [status, effects],
                 api_name="save_settings",

@@ -63,9 +63,16 @@ def chart(view: dict[str, Any]) -> Any:
     found = view["agreement"]
     if not found.items:
         return gr.update(value=None, visible=False)
-    pairs = [(f"{p.a} – {p.b}", p.kappa, p.items) for p in found.pairs]
+    pairs = [(f"{p.a} – {p.b}", "κ", p.kappa, p.items, p.agreed) for p in found.pairs]
     intents = [
-        (r.intent, "κ" if r.statistic == "kappa" else "α", r.value, r.items) for r in found.intents
+        (
+            r.intent,
+            "κ" if r.statistic == "kappa" else "α",
+            r.value,
+            r.items,
+            r.items - len(r.disputed),
+        )
+        for r in found.intents
     ]
     return gr.update(value=agreement_chart(pairs, intents), visible=True)
 
@@ -140,15 +147,19 @@ def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")
 
 
-def member_rows(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, Any]:
-    """The members table and the users an admin may add (everyone but admins, who see every
-    project already)."""
+def member_rows(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, Any, Any]:
+    """The members table, the users an admin may add (everyone but admins, who see every
+    project already) and the members' status line: why they are missing when they could not be
+    read (else left as it is)."""
     if p is None:
-        return pd.DataFrame(columns=MEMBERS), gr.update(choices=[])
-    rows = attempt(lambda: members_svc.members(db, p))[0] or []
-    table = pd.DataFrame([[m.name, m.role, m.user_role, m.status] for m in rows], columns=MEMBERS)
-    users = attempt(lambda: accounts.user_names(db, roles=("viewer", "designer")))[0] or []
-    return table, gr.update(choices=users)
+        return pd.DataFrame(columns=MEMBERS), gr.update(choices=[]), gr.skip()
+    rows, err = attempt(lambda: members_svc.members(db, p))
+    table = pd.DataFrame(
+        [[m.name, m.role, m.user_role, m.status] for m in rows or []], columns=MEMBERS
+    )
+    users, users_err = attempt(lambda: accounts.user_names(db, roles=("viewer", "designer")))
+    err = err or users_err
+    return table, gr.update(choices=users or []), problem(err, notify=False) if err else gr.skip()
 
 
 def add_member(db: Database, p: ProjectHandle, name: str | None, role: str) -> str:
@@ -214,7 +225,7 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     refresh_btn.click(bind(show, ctx.db), [project], shown, **quiet)
     assign_btn.click(
-        guarded("admin")(bind(assign, ctx.db)),
+        guarded("assign")(bind(assign, ctx.db)),
         [project, names, overlap, search, limit],
         [status],
         **quiet,
@@ -225,12 +236,16 @@ def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
         (add_btn, add_member, [project, member, member_role]),
         (remove_btn, remove_member, [project, member]),
     ):
-        button.click(guarded("admin")(bind(fn, ctx.db)), args, [member_status], **quiet).then(
-            bind(member_rows, ctx.db), [project], [members, member], **quiet
-        )
+        button.click(
+            guarded("manage_members")(bind(fn, ctx.db)), args, [member_status], **quiet
+        ).then(bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet)
+    loaded = [names, status, *shown, members, member, member_status]
+    return {"refresh": (bind(load, ctx.db), [project], loaded)}
 
-    def load(p: ProjectHandle | None) -> tuple[Any, ...]:
-        choices = (attempt(lambda: svc.annotator_choices(ctx.db, p))[0] or []) if p else []
-        return (gr.update(choices=choices), *show(ctx.db, p), *member_rows(ctx.db, p))
 
-    return {"refresh": (load, [project], [names, *shown, members, member])}
+def load(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
+    """The tab when it is opened: the annotators one may assign (with the status line: why there
+    are none when they could not be read), the overview and the members."""
+    choices, err = attempt(lambda: svc.annotator_choices(db, p)) if p else ([], None)
+    said = problem(err, notify=False) if err else gr.skip()
+    return (gr.update(choices=choices or []), said, *show(db, p), *member_rows(db, p))

@@ -70,7 +70,7 @@ def run(
     result, err = attempt(
         lambda: svc.predict_one(live, p, utterance, k=int(k_value), context=context or "")
     )
-    names, _ = attempt(lambda: data_svc.intent_names(live.db, p))
+    names = data_svc.intent_names(live.db, p)  # a refusal here is the front door's to show
     if err or result is None:
         return problem(err or ""), None, None, gr.update(choices=names or []), ""
     ranked_df = pd.DataFrame(
@@ -160,7 +160,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
-    predict = guarded("viewer", outputs=5)(bind(run, live))
+    predict = guarded("read", outputs=5)(bind(run, live))
     go.click(
         predict,
         [project, text, k, turn],
@@ -178,7 +178,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded("designer")(bind(label, live.db)),
+        guarded("edit")(bind(label, live.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

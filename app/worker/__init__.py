@@ -7,7 +7,9 @@ no longer needs between jobs (:func:`release_between_jobs`).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
-imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``.
+imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``. Huey
+(and the Redis client it brings) is imported by :func:`make_queue`, when a queue is made: a
+process that runs a job inline (``intent-studio train`` without ``--queue``) never loads it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ import logging
 import os
 import signal
 import threading
-
-from huey import Huey, RedisHuey, SqliteHuey
-from huey.api import TaskWrapper
+from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.services.retrain import run_retrain
@@ -27,13 +27,18 @@ from app.services.retrain_warm import warm_up_worker
 from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.worker.reporter import JobReporter
-from app.worker.stopping import STOP, Consumer, StopRequest
+from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
+from core.errors import logged, raise_if_bug
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
 from storage.errors import ArtifactsUnavailable
 from storage.versions import active_version_ids
+
+if TYPE_CHECKING:
+    from huey import Huey
+    from huey.api import TaskWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,8 @@ SWEEP_SECONDS = 600.0
 
 def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
     """The project's queue and its training task (calling the task enqueues a job id)."""
+    from huey import RedisHuey, SqliteHuey
+
     huey: Huey
     if settings.queue_url:
         huey = RedisHuey(name="intent-studio", url=settings.queue_url, results=False)
@@ -147,6 +154,7 @@ def execute_job(ctx: AppContext, job_id: int, stop: StopRequest | None = None) -
         finish(
             ctx.db, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged"
         )
+        raise_if_bug(exc)  # the job failed with it; the queue (or the CLI) shows the bug too
     finally:
         reporter.close()
 
@@ -184,7 +192,7 @@ def _requeue(ctx: AppContext, job_id: int) -> None:
     try:
         assert ctx.enqueue is not None, "a worker's context has its queue"
         ctx.enqueue(job_id)
-    except Exception as exc:
+    except Exception as exc:  # the queue's server away: the job fails with why, not silently
         logger.exception("could not queue job %s again", job_id)
         finish(
             ctx.db,
@@ -193,6 +201,7 @@ def _requeue(ctx: AppContext, job_id: int) -> None:
             f"the worker stopped and the queue did not take the job back ({type(exc).__name__}: "
             f"{exc}); nothing was trained: retrain again",
         )
+        raise_if_bug(exc)  # the job failed with it; a bug is shown too
 
 
 def release_between_jobs(ctx: AppContext) -> None:
@@ -209,7 +218,7 @@ def release_between_jobs(ctx: AppContext) -> None:
         if dropped := ctx.models.keep_only(serving):
             logger.info("let go of %d model(s) of versions that serve nowhere", dropped)
     except Exception:  # the next job loads what it needs again
-        logger.warning("could not let go of unused models", exc_info=True)
+        logged(logger, "could not let go of unused models", level=logging.WARNING)
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # not glibc: reused, not given back
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -219,6 +228,8 @@ def run_worker(settings: Settings) -> None:
     """Consume the queue in this process until SIGTERM or SIGINT (:mod:`app.worker.stopping`:
     the running job ends within the grace or goes back to the queue); then every thread this
     worker started is joined, so the process exits 0 with nothing of its own inside torch."""
+    from app.worker.consumer import Consumer  # Huey: only a worker that consumes loads it
+
     ctx = _worker_context(settings)
     with ctx.db.session() as s:
         newest = jobs.latest_job(s)
@@ -274,7 +285,7 @@ def _sweep_periodically(
                 if removed := factories.models.artifacts.sweep():
                     logger.info("swept %d leftover(s) of crashed writes", removed)
             except Exception:  # a bucket out of reach now may be back at the next sweep
-                logger.warning("could not sweep the artifact store", exc_info=True)
+                logged(logger, "could not sweep the artifact store", level=logging.WARNING)
             done.wait(every)
 
     thread = threading.Thread(target=sweep, name="artifact-sweep", daemon=True)

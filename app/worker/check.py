@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from app.config import DEPLOYMENT, ENV_DEVICE, Settings
 from app.serving.readiness import failed, queue_problem, store_problem
+from core.errors import raise_if_bug
 
 # Seconds a check waits for a server that does not answer (the healthcheck's own limit is longer).
 CONNECT_TIMEOUT = 5
@@ -49,6 +50,7 @@ def _database(settings: Settings) -> list[str]:
         with db.session() as s:
             newest = jobs.latest_job(s)
     except Exception as exc:
+        raise_if_bug(exc)
         return [failed("the database does not answer (or has no schema yet)", exc)]
     finally:
         db.dispose()

@@ -18,6 +18,7 @@ from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
 from app.worker.stopping import StopRequest
+from core.errors import logged
 from core.training import TrainProgress
 from storage import jobs
 from storage.db import ROWS
@@ -70,8 +71,8 @@ class JobReporter:
                         jobs.tick(s, self.job_id, share=share, eta=eta)
                     else:
                         jobs.heartbeat(s, self.job_id)
-            except Exception:
-                logger.exception("heartbeat failed")
+            except Exception:  # the database away a moment: the next beat tries again
+                logged(logger, "heartbeat failed")
 
     def _read(self) -> tuple[float | None, float | None]:
         with self._lock:
@@ -106,13 +107,15 @@ class JobReporter:
 
     def progress(self, p: TrainProgress) -> None:
         share, eta = self._count(p.step, p.total, p.eta)
-        if not self._due("training", p.step >= p.total):
+        # the held-out encoders' steps are counted by their training, within their own phase
+        phase = "calibrating" if self._tracker.phase == "calibrating" else "training"
+        if not self._due(phase, p.step >= p.total):
             return
         with self.training.db.write(ROWS) as s:
             jobs.set_progress(
                 s,
                 self.job_id,
-                phase="training",
+                phase=phase,
                 step=p.step,
                 total=p.total,
                 loss=float(p.loss),

@@ -17,7 +17,11 @@ Each cluster is named by its distinctive words, c-TF-IDF style (a word's frequen
 against its frequency over all clusters and the left-out points, from scikit-learn's
 ``CountVectorizer``), and shown by its central examples (nearest its centroid). Given the labelled
 pool, each cluster also gets its nearest existing intent (the project's
-:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid).
+:class:`~core.retrieval.predictor.Predictor` applied to the cluster's centroid), and the
+existing intents it *resembles*: when the Predictor, deciding as it serves (out-of-scope
+thresholds included), gives at least :data:`RESEMBLES` of its utterances an existing intent, the
+cluster is those intents' unlabelled utterances, not a new intent (a new intent's utterances
+fall out of scope of every intent). Such clusters are listed after the new ones.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,6 +50,8 @@ logger = logging.getLogger(__name__)
 MIN_UTTERANCES = 20  # fewer unlabelled utterances than this: nothing to cluster
 PCA_DIMS = 50
 MIN_LIFT = 0.15  # how much more alike a cluster's members must be than the input's average pair
+RESEMBLES = 2 / 3  # the share of a cluster the model gives existing intents for it to be theirs
+NAMED = 3  # the most intents a resembling cluster names (those giving it a fifth or more)
 KEYWORDS = 5
 EXAMPLES = 3
 
@@ -59,6 +66,8 @@ class Cluster:
     cohesion: float  # mean cosine similarity of the members to their centroid
     nearest_intent: str | None = None
     nearest_similarity: float = 0.0
+    resembles: tuple[str, ...] = ()  # the existing intents it is (most given first); (): new
+    resembling: int = 0  # how many members the model gives an existing intent
 
     @property
     def size(self) -> int:
@@ -192,6 +201,33 @@ def _nearest_intents(
     return [(p.top, float(p.score)) for p in preds]
 
 
+def _resembled(
+    groups: Sequence[np.ndarray], pool: Predictor | None
+) -> list[tuple[tuple[str, ...], int]]:
+    """For each group of vectors: the existing intents the pool gives them (most given first,
+    each a fifth or more of those, at most :data:`NAMED`) when it gives at least
+    :data:`RESEMBLES` of the group one, else none; and how many it gives one. A decision of no
+    intent (below the intent's out-of-scope threshold) gives none. Only a single-label pool
+    with its thresholds judges: without them (out of scope off, or not calibrated yet) every
+    question gets its top intent, however far, and no group is said to resemble one."""
+    usable = pool is not None and pool.head is None and not pool.multi_label and pool.thresholds
+    if pool is None or not usable or not groups:
+        return [((), 0)] * len(groups)
+    if len(pool.index) == 0 and not pool.index.anchors():
+        return [((), 0)] * len(groups)
+    every = np.concatenate(groups)
+    no = pool.no_intent(every)
+    decided = [None if out else top for top, out in zip(pool.tops(every).intents, no, strict=True)]
+    out, start = [], 0
+    for group in groups:
+        mine = [d for d in decided[start : start + len(group)] if d is not None]
+        start += len(group)
+        counts = sorted(Counter(mine).items(), key=lambda kv: (-kv[1], kv[0]))
+        named = tuple(name for name, n in counts[:NAMED] if n >= len(mine) / 5)
+        out.append((named if len(mine) >= RESEMBLES * len(group) else (), len(mine)))
+    return out
+
+
 def find_clusters(
     vectors: np.ndarray,
     texts: Sequence[str],
@@ -200,14 +236,16 @@ def find_clusters(
     min_size: int | None = None,
     seed: int = 0,
 ) -> list[Cluster]:
-    """Candidate intents among ``vectors`` (one per text), most coherent first (the biggest
-    first among equally coherent ones).
+    """Candidate intents among ``vectors`` (one per text): the new ones first, then those that
+    resemble an existing intent; each most coherent first (the biggest first among equally
+    coherent ones).
 
     Args:
         vectors: ``(n, d)`` embeddings of the unlabelled utterances.
         texts: their texts (for the names).
         pool: the project's Predictor over its labelled pool (in the space of ``vectors``), to
-            find each cluster's nearest intent as it would predict the cluster's centre.
+            find each cluster's nearest intent as it would predict the cluster's centre, and
+            the intent it resembles (see the module's docstring).
         min_size: the smallest cluster (default :func:`default_min_size`).
         seed: PCA's seed.
 
@@ -234,9 +272,11 @@ def find_clusters(
         return []
     centres = np.asarray([f[3] for f in found], dtype=np.float32)
     nearest = _nearest_intents(centres, pool)
+    resembled = _resembled([unit[list(f[0])] for f in found], pool)
+    ranked = sorted(  # stable: most coherent first within each
+        zip(found, nearest, resembled, strict=True), key=lambda r: bool(r[2][0])
+    )
     return [
-        Cluster(number, members, keywords, cohesion, *near)
-        for number, ((members, cohesion, keywords, _), near) in enumerate(
-            zip(found, nearest, strict=True), start=1
-        )
+        Cluster(number, members, keywords, cohesion, *near, *like)
+        for number, ((members, cohesion, keywords, _), near, like) in enumerate(ranked, start=1)
     ]

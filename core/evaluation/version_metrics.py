@@ -58,6 +58,9 @@ class VersionMetrics:
     reference: dict[str, Any] = field(default_factory=dict)  # what the gate compared against
     gate: dict[str, Any] = field(default_factory=dict)  # {"passed", "reason", "tolerance"}
     int8: dict[str, Any] = field(default_factory=dict)  # the int8 copy's parity check
+    # how its out-of-scope thresholds were calibrated after it served: the held-out
+    # calibration's map and numbers (app.services.retrain_calibrate), or why there is none
+    oos_calibration: dict[str, Any] = field(default_factory=dict)
     encoder: str | None = None  # "int8" or "fp32": the encoder these numbers measured (None: fp32)
     fp32: VersionMetrics | None = None  # with ``encoder="int8"``: the fp32 encoder, same rows
     train_seconds: float | None = None
@@ -76,7 +79,8 @@ class VersionMetrics:
                 values[name] = cls.from_dict(values[name])
             elif name in values:
                 values[name] = None
-        for name in ("per_intent", "confusion", "head", "reference", "gate", "int8"):
+        dicts = ("per_intent", "confusion", "head", "reference", "gate", "int8", "oos_calibration")
+        for name in dicts:
             values[name] = dict(values.get(name) or {})
         values["cooccurrence"] = list(values.get("cooccurrence") or [])
         return cls(**values, extra=data)
@@ -131,6 +135,7 @@ class VersionMetrics:
             reference=self.reference,
             gate=self.gate,
             int8=self.int8,
+            oos_calibration=self.oos_calibration,
             train_seconds=self.train_seconds,
             evaluate_seconds=self.evaluate_seconds,
             version_label=self.version_label,

@@ -228,3 +228,23 @@ def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     ]
     assert cli("users", "role", "admin", "--role", "designer") == 2  # the last admin stays
     assert "last admin" in capsys.readouterr().err
+
+
+def test_a_failed_security_log_write_is_logged_and_a_programming_error_is_raised(tmp_path, caplog):
+    """Issue 59: a record that cannot be written (the database is not there) is logged with its
+    traceback and the action stands; a programming error in the same place (here: a database
+    that is not one) is raised, never swallowed as a missing record."""
+    from app.access.auth import LOCAL
+    from app.services.accounts import record
+    from storage.db import Database, sqlite_url
+
+    gone = Database(sqlite_url(tmp_path / "no" / "such" / "dir.db"), apply_migrations=False)
+    try:
+        with caplog.at_level("ERROR", logger="app.services.accounts"):
+            record(gone, "exported", "a file", who=LOCAL)  # logged, not raised
+        assert "could not write exported to the security log" in caplog.text
+        assert "Traceback" in caplog.text or caplog.records[-1].exc_info is not None
+    finally:
+        gone.dispose()
+    with pytest.raises(AttributeError):
+        record(object(), "exported", "a file", who=LOCAL)  # type: ignore[arg-type]

@@ -42,6 +42,62 @@ def test_help_does_not_import_torch_or_gradio():
     assert out.stdout.strip().splitlines()[-1] == "heavy imports: []"
 
 
+# What a local project's `train` and `predict` must run without (issue 59 item 6): the web door,
+# S3, the figures, the queue and what they bring. A GPU box without them could not start them.
+WEB_S3_PLOTS = (
+    *("starlette", "gradio", "fastapi", "uvicorn", "anyio"),
+    *("boto3", "botocore", "plotly", "colorcet", "cryptography", "brotli", "huey", "redis"),
+)
+OWN_WEB_MODULES = ("app.web", "app.api", "app.ui", "app.plots", "app.perimeter.upload_gate")
+
+LOCAL_TRAIN_AND_PREDICT = """
+import json, sys
+for name in json.loads(sys.argv[1]):
+    sys.modules[name] = None  # as on a machine without it: importing it fails
+import app.cli, app.serving.context, app.serving.models, app.services.predict, core.training
+print("torch before an encoder loads:", "torch" in sys.modules)
+from app.cli import main
+d = ["--data-dir", sys.argv[2]]
+assert main([*d, "import", sys.argv[3], "--project", "shop"]) == 0
+assert main([*d, "predict", "--project", "shop", "--format", "jsonl", "where is my order"]) == 0
+assert main([*d, "train", "--project", "shop", "--set", "epochs=1"]) == 0
+own = sorted(m for m in sys.modules if m.startswith(tuple(json.loads(sys.argv[4]))))
+print("web, S3 or plots loaded:", own + [m for m in json.loads(sys.argv[1]) if sys.modules[m]])
+"""
+
+
+def test_a_local_train_and_predict_run_without_web_s3_or_plots_code(tmp_path):
+    """One process with none of those packages importable (how a GPU box without them, or the
+    CLI that must not pay for them, sees them): predict and train a local project, and none
+    of the app's web or figure modules loaded; reading a version imports no torch either (a
+    version serving its int8 copy predicts without it)."""
+    src = tmp_path / "in.csv"
+    rows = {
+        "track": ["where is my parcel", "track my order", "has my package shipped", "where is it"],
+        "cancel": ["cancel my order", "stop the order please", "I want to cancel", "cancel it"],
+        "refund": ["I want my money back", "refund please", "how do I get a refund", "refund"],
+    }
+    src.write_text(
+        "text,label,split\n"
+        + "".join(
+            f"{t},{label},{'test' if i == 3 else 'train'}\n"
+            for label, texts in rows.items()
+            for i, t in enumerate(texts)
+        )
+    )
+    args = [json.dumps(WEB_S3_PLOTS), str(tmp_path / "data"), str(src)]
+    args.append(json.dumps(OWN_WEB_MODULES))
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL_TRAIN_AND_PREDICT, *args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "torch before an encoder loads: False" in lines
+    assert json.loads(next(x for x in lines if x.startswith('{"text"')))["top"] == "track"
+    assert "[succeeded]" in done.stdout
+    assert lines[-1] == "web, S3 or plots loaded: []"
+
+
 @pytest.mark.parametrize("sub", SUBCOMMANDS)
 def test_every_subcommand_has_help(sub, capsys):
     with pytest.raises(SystemExit) as info:

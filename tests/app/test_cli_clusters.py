@@ -35,8 +35,11 @@ def test_clusters_prints_the_groups_with_words_nearest_intent_and_examples(tmp_p
 
     assert main([*d, "clusters", "--project", "shop", "--json", "--examples", "2"]) == 0
     found = json.loads(capsys.readouterr().out)
-    coherence = [c["cohesion"] for c in found]  # most coherent first
-    assert coherence == sorted(coherence, reverse=True) and len(found) >= 3
+    for group in (False, True):  # the new ones first, then those that resemble an intent
+        coherence = [c["cohesion"] for c in found if bool(c["resembles"]) is group]
+        assert coherence == sorted(coherence, reverse=True)  # each most coherent first
+    like = [bool(c["resembles"]) for c in found]
+    assert like == sorted(like) and len(found) >= 3
     gift = next(c for c in found if "gift" in c["keywords"][:2])
     assert len(gift["examples"]) == 2 and all(t in GIFT for t in gift["examples"])
     assert len(gift["ids"]) == gift["size"]

@@ -1,6 +1,7 @@
 """The compute budget (issue 55 item 4): every device-dependent choice is a function of the
 device, tested here for a GPU and a CPU on a machine without a GPU: what serves, whether a
-retrain builds an int8 copy, a new project's encoder, the worker's warm-up."""
+retrain builds an int8 copy, a new project's encoder, the worker's warm-up, the out-of-scope
+calibration a retrain runs."""
 
 from __future__ import annotations
 
@@ -37,7 +38,69 @@ def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder(
     assert budget_for("cuda:1") == gpu and budget_for("mps") == cpu
     assert [device_kind(d) for d in ("CUDA:0", "cpu", "")] == ["cuda", "cpu", "cpu"]
     for budget in (gpu, cpu):  # every choice says why, in words
-        assert set(budget.reasons) == {"serving", "encoder"}
+        assert set(budget.reasons) == {"serving", "encoder", "calibration"}
+
+
+@pytest.mark.fast
+def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_way():
+    """The held-out calibration (about 4x a retrain's training) is the default where it takes
+    seconds; a project's setting overrides the device either way; it is planned only where it
+    has something to calibrate."""
+    from app.services.retrain_calibrate import PENDING, calibration_plan
+    from app.services.retrain_state import Snapshot
+    from core.evaluation import EvalData
+    from core.training import trainable
+
+    gpu, cpu = budget_for("cuda"), budget_for("cpu")
+    assert (gpu.calibration("auto"), cpu.calibration("auto")) == ("held-out", "quick")
+    for budget in (gpu, cpu):
+        assert budget.calibration("held-out") == "held-out"
+        assert budget.calibration("quick") == "quick"
+    with pytest.raises(ValueError, match="Unknown calibration 'slow'"):
+        cpu.calibration("slow")
+    assert "about 4x a retrain's training here" in cpu.reasons["calibration"]
+
+    rows = [
+        ("where is my card", "card"),
+        ("card not here", "card"),
+        ("hi", "greet"),
+        ("hey", "greet"),
+    ]
+    data = EvalData([t for t, _ in rows], [(y,) for _, y in rows], [], [])
+
+    def snapshot(settings, labels=None):
+        labels = labels or data.train_labels
+        return Snapshot(
+            1,
+            1,
+            "",
+            "minilm",
+            settings,
+            False,
+            None,
+            data,
+            trainable(data.train_texts, labels),
+            False,
+            0,
+        )
+
+    assert calibration_plan(gpu, snapshot({})) == {
+        "method": "held-out",
+        "pending": True,
+        "reason": PENDING,
+    }
+    quick = calibration_plan(cpu, snapshot({}))
+    assert quick == {"method": "quick", "reason": cpu.reasons["calibration"]}
+    assert calibration_plan(cpu, snapshot({"oos_calibration": "held-out"}))["pending"]
+    chose = calibration_plan(gpu, snapshot({"oos_calibration": "quick"}))
+    assert chose == {
+        "method": "quick",
+        "reason": "the project chose the quick calibration (Data → Project settings)",
+    }
+    multi = calibration_plan(gpu, dataclasses.replace(snapshot({}), multi=True))
+    assert multi["method"] == "quick" and "multi-label" in multi["reason"]
+    off = calibration_plan(gpu, snapshot({"oos_target_recall": None}))
+    assert off["method"] == "quick" and "detection is off" in off["reason"]
 
 
 @pytest.mark.fast
@@ -126,32 +189,68 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
     assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
 
 
+def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_costs(ctx):
+    """The Data tab's Project settings line (and the CLI's) for ``oos_calibration``, as a
+    function of the device: on a GPU auto is held-out and says what it buys; on a CPU auto is
+    quick and says what held-out would cost here; a project's own choice is said as its own."""
+    from app.services import settings as settings_svc
+    from app.services.calibration import calibration_line
+    from tests.handles import live
+    from tests.samples import make_tiny
+
+    make_tiny(ctx)
+    tiny = live(ctx, "tiny")
+    on_gpu = calibration_line(ctx.live, tiny, budget_for("cuda"))
+    assert on_gpu.startswith("Auto: held-out on this GPU: after each retrain's version serves, 5")
+    assert "about 4x a retrain's training on this GPU" in on_gpu
+    assert on_gpu.endswith("Serving now: the pool's own scores.")
+    on_cpu = calibration_line(ctx.live, tiny, budget_for("cpu"))
+    assert on_cpu.startswith("Auto: quick on this CPU (thresholds from the pool's own scores).")
+    assert "Held-out would take about 4x a retrain's training on this CPU" in on_cpu
+    settings_svc.change(ctx.live, tiny, {"oos_calibration": "held-out"})
+    chosen = calibration_line(ctx.live, live(ctx, "tiny"), budget_for("cpu"))
+    assert chosen.startswith("Held-out: after each retrain's version serves") and "CPU" in chosen
+
+
 @pytest.mark.slow
-def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_path):
+def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_stops_that(
+    tmp_path,
+):
     """With int8 on for the deployment, a retrain under a GPU's budget (on this CPU) registers
     the version measured with the fp32 encoder that serves it, builds no int8 copy and says
-    why; the job has no int8 phase."""
+    why; the job has no int8 phase. It then calibrates out of scope on held-out encoders (the
+    GPU's default), after the version serves: a cancel there stops that phase only (its
+    version counts), and the version keeps the quick thresholds, saying why."""
     from app import worker
     from app.config import load_settings
     from app.services import retrain_jobs
+    from app.services.projects import ensure_demo_project
     from app.services.retrain import run_retrain
     from app.services.retrain_int8 import NOT_ON_GPU
     from app.serving.context import AppContext
     from storage import jobs
     from storage.tables import ModelVersion
+    from storage.versions import active_version
     from tests.handles import live
-    from tests.samples import QUICK, make_tiny
+    from tests.samples import QUICK
+
+    class Cancelling(worker.JobReporter):
+        """The worker's reporter; a user cancels the job when its held-out calibration starts."""
+
+        def log(self, line, *, phase=None) -> None:
+            super().log(line, phase=phase)
+            if phase == "calibrating":
+                asked = retrain_jobs.cancel(self.training.db, self.job_id)
+                assert asked.status == "running" and "keeps serving" in asked.message
 
     ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
     try:
-        make_tiny(ctx)
-        view, _ = retrain_jobs.request_retrain(
-            ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
-        )
+        demo = live(ctx, ensure_demo_project(ctx.db))
+        view, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
         with ctx.db.write() as s:
             jobs.claim_job(s, view.id, pid=1)
         spec = retrain_jobs.RetrainSpec.from_job(view.config)
-        reporter = worker.JobReporter(ctx.training, view.id)
+        reporter = Cancelling(ctx.training, view.id)
         try:
             version, message = run_retrain(
                 ctx,
@@ -167,10 +266,21 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_and_builds_no_int8_copy(tmp_p
         with ctx.db.session() as s:
             mv = s.get(ModelVersion, version)
             log = jobs.get_job(s, view.id).log
+            served = active_version(s, view.project_id)
         assert mv.metrics["int8"] == {"passed": False, "reason": NOT_ON_GPU}
         assert mv.metrics["encoder"] == "fp32" and mv.metrics["device"] == "cuda"
         assert "Measured with the fp32 encoder that serves it on the GPU." in message
         assert "int8" not in log.lower().replace(NOT_ON_GPU, "")
+        # the held-out calibration started after the version served, and the cancel stopped it
+        assert served is not None and served.id == version
+        assert "calibrating out of scope on 5 held-out encoders" in log
+        assert "cancel asked: stopping the held-out calibration" in log
+        calibration = mv.metrics["oos_calibration"]
+        assert (
+            calibration["method"] == "quick" and "calibration was stopped" in calibration["reason"]
+        )
+        assert "Out of scope: the held-out calibration was stopped (cancelled" in message
+        assert ctx.pool(view.project_id).calibration.corrected_by is None
         models = ctx.artifacts.path(mv.artifact_path).parent
         assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
     finally:

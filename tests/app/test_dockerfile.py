@@ -85,6 +85,24 @@ def test_the_dependency_layer_builds_from_pyproject_toml_alone(tmp_path):
     assert [p.name.split("-")[0] for p in (tmp_path / "out").iterdir()] == ["intent_studio"]
 
 
+def test_the_package_builds_without_a_warning(tmp_path):
+    """Issue 58 item 8: a fresh clone's install printed three setuptools deprecation warnings
+    (``project.license`` as a TOML table), one per build step. What the backend says is shown
+    with ``-v``; none of it is a warning now."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    (tmp_path / "README.md").touch()
+    wheel = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-v", "-w", "out"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", *wheel, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    said = run.stdout + run.stderr
+    assert run.returncode == 0, said
+    assert not re.findall(r".*(?:Warning|DEPRECATION).*", said), said
+
+
 def test_dockerignore_lets_in_exactly_what_the_dockerfile_copies():
     lines = [
         line.strip()

@@ -1,12 +1,16 @@
 """The int8 encoder live: a retrain exports it with a parity check on the version's own utterances;
 a version whose int8 passed serves it (queries and pool alike), the project setting off or a failed
-or missing int8 copy serves fp32."""
+or missing int8 copy serves fp32. The same retrain calibrates out of scope on held-out encoders
+(the project's ``oos_calibration`` forced to ``held-out`` on this CPU, issue 55): the version
+serves before that phase ends, then with its held-out thresholds, and every recalibration of its
+pool applies the correction."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import shutil
+import time
 from typing import ClassVar
 
 import numpy as np
@@ -18,6 +22,7 @@ from app.services import predict as predict_svc
 from app.services import projects as project_svc
 from app.services import retrain_jobs
 from app.services import versions as version_svc
+from app.services.calibration import calibration_line
 from app.services.int8 import export_version_int8, parity_split
 from app.services.projects import DEMO_PROJECT as DEMO
 from app.serving.int8 import int8_folder
@@ -40,8 +45,23 @@ class _Watching(worker.JobReporter):
 
     server = None
     seen: ClassVar[dict] = {}
+    calibrating: ClassVar[dict] = {}
 
     def log(self, line, *, phase=None) -> None:
+        if phase == "calibrating" and not _Watching.calibrating:
+            server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
+            with server.db.session() as s:
+                mv = active_version(s, job.project_id)
+            pool = server.pool(job.project_id)
+            answer = predict_svc.predict_one(server.live, live(server, DEMO), "hi")
+            _Watching.calibrating.update(
+                job=job,
+                version=mv.id,
+                model_version=pool.model_version_id,
+                calibration=pool.calibration,
+                thresholds=dict(pool.predictor.thresholds),
+                answer=answer["top"],
+            )
         if phase == "int8" and not _Watching.seen:
             server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
             with server.db.session() as s:
@@ -77,8 +97,10 @@ def served(tmp_path_factory):
     context = AppContext(settings)
     server = AppContext(settings)
     demo = live(context, ensure_demo_project(context.db))
+    project_svc.set_settings(context.db, demo, {"oos_calibration": "held-out"})
+    demo = live(context, DEMO)
     job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
-    _Watching.server, _Watching.seen = server, {}
+    _Watching.server, _Watching.seen, _Watching.calibrating = server, {}, {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(worker, "JobReporter", _Watching)
         worker.execute_job(context, job.id)
@@ -126,6 +148,39 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     assert f"v{mv.id} switched to its int8 copy: top-1 agreement" in done.log
     # the server's pool follows the switch at its next prediction (the project's stamp moved)
     assert isinstance(server.pool(mv.project_id).encoder, OnnxEncoder)
+
+
+def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_thresholds(served):
+    """Issue 55: the held-out calibration (5 more trainings) runs after the version serves: when
+    it started, the version answered in the app's server with the thresholds of its pool's own
+    scores; once it ended, the server's pool serves the thresholds the version recorded, made by
+    its correction, and says what calibrated them."""
+    ctx, demo, server = served
+    seen = _Watching.calibrating
+    assert seen["job"].status == "running" and seen["job"].model_version_id == seen["version"]
+    assert seen["model_version"] == seen["version"] and seen["answer"]
+    quick = seen["calibration"]
+    assert quick.corrected_by is None and seen["thresholds"] == quick.thresholds
+    _, mv = _state(ctx, demo)
+    record = mv.metrics["oos_calibration"]
+    assert record["method"] == "held-out" and record["folds"] == 5
+    # its trained examples (multi-label ones too); those held out: the single-label ones
+    assert record["trained"] >= record["held"] >= record["scores"] >= 20
+    assert record["pool_thresholds"]["default"] == pytest.approx(quick.default)
+    assert record["thresholds"]["default"] != pytest.approx(quick.default)
+    # recorded = served: the server's pool calibrates with the correction, to those thresholds
+    pool = server.pool(mv.project_id)
+    assert pool.calibration.corrected_by.startswith(f"v{mv.id}'s held-out calibration")
+    assert 0 < pool.calibration.n_corrected <= record["held"]
+    assert pool.predictor.thresholds["default"] == pytest.approx(record["thresholds"]["default"])
+    explained = project_svc.out_of_scope(server.live, live(server, DEMO))["message"]
+    assert f"Calibrated by v{mv.id}'s held-out calibration" in explained
+    assert f"from their own scores it would be {quick.default:.2f}" in explained
+    done = retrain_jobs.job(ctx.training, seen["job"].id)
+    assert done.status == "succeeded"
+    assert f"Out of scope: v{mv.id}'s thresholds come from its held-out calibration" in done.message
+    assert "calibrating out of scope on 5 held-out encoders" in done.log
+    assert f"Out of scope: v{mv.id}'s thresholds" in mv.note
 
 
 def _state(ctx, project):
@@ -331,3 +386,55 @@ def test_the_parity_check_compares_a_sample_and_leaves_the_int8_pool_vectors_cac
     assert info["passed"] is True and info["n"] == 20  # 20 of the 30 questions
     # the live pool serving this copy finds its vectors of the pool: nothing encoded again
     assert cache.missing(OnnxEncoder(tmp_path / "onnx"), texts) == []
+
+
+def test_after_a_label_change_the_live_recalibration_still_applies_the_correction(served):
+    """The correction keeps holding as the pool grows: a new label recalibrates the pool (in the
+    background), the examples the version trained on are still corrected and the new one is
+    scored as it is; the project's ``quick`` drops the correction at once, ``auto`` restores it
+    (the version has one)."""
+    from app.services import data as data_svc
+    from app.services.bundles import export_bundle
+    from core.bundle import load
+    from core.evaluation.oos import calibrate_predictor
+
+    server = served[2]
+    p = live(server, DEMO)
+    before = server.pool(p.id).calibration
+    added = data_svc.add_utterance(server.db, p, "my parcel never came, where is it", "track_order")
+    pool = server.pool(p.id)
+    deadline = time.monotonic() + 60
+    while pool.calibration.n_scores != before.n_scores + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = pool.calibration
+    assert after.n_scores == before.n_scores + 1
+    assert after.corrected_by == before.corrected_by and after.n_corrected == before.n_corrected
+    with pool.lock:  # the same rule by hand, on the pool as it is now
+        every, _, _, _ = pool.index.examples()
+        copy, items = pool.predictor.fold(every), dict(pool.items)
+    correction = pool.correction.for_items(items)
+    by_hand = calibrate_predictor(copy, target_recall=0.95, correction=correction)
+    assert pool.predictor.thresholds["default"] == pytest.approx(by_hand.default)
+    own = calibrate_predictor(copy, target_recall=0.95)
+    assert after.uncorrected == pytest.approx(own.default) != pytest.approx(by_hand.default)
+
+    # a bundle of the version carries the corrected thresholds too
+    out = export_bundle(server.live, p, server.settings.data_dir / "demo.zip")
+    assert out["model_version"] == p.active_version_id
+    with load(server.settings.data_dir / "demo.zip") as bundle:
+        assert bundle.manifest["out_of_scope"]["corrected_by"] == after.corrected_by
+
+    project_svc.set_settings(server.db, p, {"oos_calibration": "quick"})
+    pool = server.pool(p.id)
+    assert pool.calibration.corrected_by is None
+    assert pool.predictor.thresholds["default"] == pytest.approx(own.default)
+    assert "unused while this is quick" in calibration_line(server.live, live(server, DEMO))
+    project_svc.set_settings(server.db, p, {"oos_calibration": "auto"})
+    assert server.pool(p.id).calibration.corrected_by == after.corrected_by
+    # another version serving drops it (the frozen base here), its own version restores it
+    version = p.active_version_id
+    version_svc.activate(server.factories, p, None)
+    assert server.pool(p.id).calibration.corrected_by is None
+    version_svc.activate(server.factories, p, version)
+    assert server.pool(p.id).calibration.corrected_by == after.corrected_by
+    data_svc.delete_utterance(server.db, live(server, DEMO), added["id"])

@@ -76,6 +76,46 @@ def test_a_job_without_an_int8_copy_gives_that_phase_no_share():
     plan = JobPlan.estimate(steps=10, batch_size=8, to_evaluate=20, parity=0)
     assert plan.weight("int8") == 0 and plan.start("registering") == plan.start("int8")
     assert sum(plan.weight(p) for p in PHASES) == pytest.approx(1.0)
+    assert plan.weight("calibrating") == 0
+
+
+def test_a_held_out_calibration_is_the_last_phase_weighed_by_its_steps_and_counted():
+    """Issue 55: a job whose version calibrates out of scope on held-out encoders goes on after
+    its version is recorded, counted in those encoders' steps (about 4x the retrain's)."""
+    plan = JobPlan.estimate(
+        steps=101,
+        batch_size=32,
+        to_evaluate=2_540,
+        parity=0,
+        held_out_steps=404,
+        held_out_texts=3_850,
+    )
+    assert PHASES[-1] == "calibrating" and "calibrating" in COUNTED
+    assert plan.start("calibrating") == pytest.approx(plan.share("registering", 1, 1))
+    assert plan.weight("calibrating") > 4 * plan.weight("training")
+    assert plan.share("calibrating", 202, 404) == pytest.approx(
+        plan.start("calibrating") + plan.weight("calibrating") / 2
+    )
+    job = JobView(
+        1,
+        1,
+        "running",
+        "calibrating",
+        202,
+        404,
+        0.3,
+        40.0,
+        "step 202 of 404 · loss 0.300",
+        "",
+        7,
+        {},
+        0.9,
+        90.0,
+    )
+    assert describe(job) == (
+        "Calibrating out of scope on held-out encoders (the new version answers meanwhile) · "
+        "step 202 of 404 · loss 0.300 · about 40 s left"
+    )
 
 
 @pytest.mark.parametrize("slower", [0.3, 1.0, 7.0])

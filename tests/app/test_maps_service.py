@@ -9,6 +9,7 @@ import pytest
 from app.services import bulk as bulk_svc
 from app.services import maps as svc
 from app.services.io import destination
+from app.services.map_warm_up import draws_large_maps
 from app.services.versions import BASE
 
 
@@ -61,6 +62,37 @@ def test_the_map_answers_with_a_pca_picture_before_umap_is_done(ctx, demo, monke
     assert (view.points == 7.0).all()
 
 
+def test_a_first_picture_encodes_at_most_a_few_rows_the_others_join_with_the_map(
+    ctx, demo, monkeypatch
+):
+    """Issue 58 item 2: half of a 31 s first picture was encoding 1,000 test utterances nobody
+    had encoded yet. The picture draws the rows whose vectors are there, and at most
+    ``FIRST_PICTURE`` more (the labelled first); the others are encoded with the projection,
+    in the background, and the finished map has every row."""
+    from app.services.data import add_utterance
+
+    release = threading.Event()
+    monkeypatch.setattr(svc, "FIRST_PICTURE", 20)
+    monkeypatch.setattr(
+        ctx.maps.projector,
+        "project",
+        lambda vectors, method: release.wait(60) and np.zeros((len(vectors), 2), np.float32),
+    )
+    warm = svc.compute_map(ctx.maps, demo, method="pca")  # every row encoded
+    for i in range(30):  # just imported: no vector yet
+        add_utterance(ctx.db, demo, f"a brand new question number {i} about parcels", [], "test")
+    encoded = ctx.cache.encoded
+    first = svc.get_map(ctx.maps, demo, method="umap")
+    assert first.provisional and ctx.cache.encoded == encoded  # nothing encoded for it
+    assert len(first.ids) == len(warm.ids) and first.waiting == 30
+    release.set()
+    deadline = time.time() + 60
+    while (view := svc.get_map(ctx.maps, demo, method="umap")).provisional:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    assert len(view.ids) == len(warm.ids) + 30 and view.waiting == 0
+
+
 def test_a_pca_map_is_drawn_at_once(ctx, demo):
     view = svc.get_map(ctx.maps, demo, method="pca")
     assert not view.provisional and view.method == "pca"
@@ -89,15 +121,15 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
     from core.projection import APPROXIMATE_FROM
     from storage.utterances import NewUtterance
 
-    assert not svc.draws_large_maps(ctx.db)
+    assert not draws_large_maps(ctx.db)
     rows = [NewUtterance(f"question number {i}", split="unlabelled") for i in range(4_000)]
     import_utterances(ctx.db, destination(ctx.db, "big"), rows)
-    assert not svc.draws_large_maps(ctx.db)  # 4,000 rows: UMAP still finds neighbours exactly
+    assert not draws_large_maps(ctx.db)  # 4,000 rows: UMAP still finds neighbours exactly
     more = APPROXIMATE_FROM - 4_000
     import_utterances(
         ctx.db, destination(ctx.db, "big"), [NewUtterance(f"another one {i}") for i in range(more)]
     )
-    assert svc.draws_large_maps(ctx.db)
+    assert draws_large_maps(ctx.db)
 
 
 def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx, demo, monkeypatch):

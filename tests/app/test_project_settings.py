@@ -10,7 +10,9 @@ from app.project_settings import (
     ProjectSettings,
     anchor_weight,
     encodes_context,
+    oos_calibration,
     oos_target,
+    parse_setting,
 )
 from app.serving.int8 import serve_int8_setting
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
@@ -24,12 +26,15 @@ def test_nothing_stored_reads_as_the_defaults_everywhere():
     assert s.anchor_weight == anchor_weight({}) == DEFAULT_ANCHOR_WEIGHT
     assert s.encode_context is encodes_context({}) is False
     assert s.serve_int8 is serve_int8_setting({}) is True
+    assert s.oos_calibration == oos_calibration({}) == "auto"  # the device's default
 
 
 def test_stored_values_round_trip_and_other_keys_are_left_alone():
     stored = {"oos_target_recall": None, "anchor_weight": 2, "encode_context": True}
+    stored["oos_calibration"] = "held-out"
     s = ProjectSettings.from_dict({**stored, "agent_format": "lex"})
     assert (s.oos_target_recall, s.anchor_weight, s.encode_context) == (None, 2.0, True)
+    assert s.oos_calibration == oos_calibration(stored) == "held-out"
     assert oos_target(stored) is None and anchor_weight(stored) == 2.0
     assert ProjectSettings.from_dict(s.to_dict()) == s
     assert set(s.to_dict()) == {
@@ -37,6 +42,7 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
         "anchor_weight",
         "encode_context",
         "serve_int8",
+        "oos_calibration",
     }
 
 
@@ -46,11 +52,25 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
         ({"oos_target_recall": 0.2}, "between 0.5 and 1"),
         ({"anchor_weight": -1}, "0 or more"),
         ({"anchor_weight": float("nan")}, "0 or more"),
+        ({"oos_calibration": "slow"}, "auto, held-out, quick"),
     ],
 )
 def test_a_value_out_of_range_is_refused_with_its_rule(stored, match):
     with pytest.raises(ValueError, match=match):
         ProjectSettings.from_dict(stored)
+
+
+def test_the_calibration_reads_as_people_write_it_and_refuses_anything_else():
+    written = ["held out", "Held-Out", "held_out", " QUICK ", "auto"]
+    assert [parse_setting("oos_calibration", w) for w in written] == [
+        "held-out",
+        "held-out",
+        "held-out",
+        "quick",
+        "auto",
+    ]
+    with pytest.raises(ValueError, match="auto, held-out, quick, not 'fast'"):
+        parse_setting("oos_calibration", "fast")
 
 
 def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothing(tmp_path, capsys):
@@ -68,6 +88,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "anchor_weight = 1",
         "encode_context = off",
         "serve_int8 = on",
+        "oos_calibration = auto",
         "base_encoder = minilm",
     ]
     # each followed by what it does in the project now
@@ -77,7 +98,12 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         == "    Context encoding is off: utterances are encoded alone. 0 utterance(s) carry a context."
     )
     assert shown[7] == "    Serving: the frozen minilm encoder (fp32)."
-    assert shown[9].startswith("    MiniLM (384-d) is the default on a CPU")
+    # on this CPU the quick calibration, and what held-out would cost here
+    assert shown[9].startswith(
+        "    Auto: quick on this CPU (thresholds from the pool's own scores)."
+    )
+    assert "Held-out would take about 4x a retrain's training on this CPU" in shown[9]
+    assert shown[11].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
     assert capsys.readouterr().out.startswith(
@@ -92,6 +118,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "anchor_weight": 0.0,
         "encode_context": True,
         "serve_int8": True,
+        "oos_calibration": "auto",
     }
     assert set(shown_json["effects"]) == {*NAMES, "base_encoder"}
     assert shown_json["base_encoder"] == "minilm"

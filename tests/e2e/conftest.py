@@ -42,8 +42,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# What the UI's front door logs for a bug in a callback (app/ui/guard.py, ``unexpected``): a
+# test during which a server logged it fails, whatever the page showed.
+UNEXPECTED = "Unexpected error in UI callback"
+_SERVERS: list[Server] = []
+
+
 class Server:
     def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        _SERVERS.append(self)
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
@@ -79,7 +86,21 @@ class Server:
                 raise TimeoutError(f"server not warm: {self.log.read_text()[-3000:]}")
             time.sleep(0.5)
 
+    def log_size(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def bugs_since(self, offset: int) -> list[str]:
+        """The bugs the server logged (with their tracebacks) after byte ``offset`` of its log."""
+        if not self.log.exists():
+            return []
+        with self.log.open("rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", errors="replace")
+        return [chunk[:3000] for chunk in text.split(UNEXPECTED)[1:]]
+
     def stop(self) -> None:
+        if self in _SERVERS:
+            _SERVERS.remove(self)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -222,19 +243,30 @@ def pytest_runtest_call(item):
     """A browser test fails when its pages showed an error toast, a page error or a console error:
     what a user sees go wrong is a failure even when every assertion held. A test that failed on
     its own (a wait that timed out) reports them beside its error: they are often the cause."""
+    logs = {server: server.log_size() for server in _SERVERS}
     try:
         result = yield
     except BaseException:
-        seen = PROBLEMS.take()
+        seen = PROBLEMS.take() + _server_bugs(logs)
         if seen:
             item.add_report_section("call", "browser problems", "\n".join(seen[:20]))
         raise
     for b in _BROWSERS:
         PROBLEMS.settle(b)
-    seen = PROBLEMS.take()
+    seen = PROBLEMS.take() + _server_bugs(logs)
     if seen:
         pytest.fail("the browser saw problems:\n" + "\n".join(seen[:20]), pytrace=False)
     return result
+
+
+def _server_bugs(logs: dict[Server, int]) -> list[str]:
+    """A bug a UI callback raised on a server during the test (logged with its traceback): a
+    failure even when nothing on the page showed it (issue 58: every Evaluate logged one)."""
+    return [
+        f"{UNEXPECTED} on the server: {bug}"
+        for server, offset in logs.items()
+        for bug in server.bugs_since(offset)
+    ]
 
 
 @pytest.fixture

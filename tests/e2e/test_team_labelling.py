@@ -160,6 +160,25 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
         shot(page, f"90-team-view-{width}")
         context.close()
 
+    # rita skips every disagreement first: they are still to review, and the page says so rather
+    # than "0 disagreements left to review" (issue 58 item 7)
+    context, page = _signed_in(browser, url, "rita", 1280, 720)
+    page.locator("#queue-order input").click()
+    page.get_by_role("option", name="Disagreements to review (team)").click()
+    page.locator("#queue-start").click()
+    _progress(page, f"{DISAGREE} disagreements left to review")
+    bot = Annotator(page)
+    card = bot.card()
+    while card.id != "none":
+        page.keyboard.press("Space")
+        card = bot.answered(card)
+    _progress(page, f"{DISAGREE} skipped")
+    progress = page.inner_text("#queue-progress")
+    assert f"0 disagreements left to review in this pass · {DISAGREE} skipped" in progress
+    assert f"You skipped the {DISAGREE} left" in page.inner_text("#queue-card"), progress
+    shot(page, "91-review-queue-all-skipped-1280")
+    context.close()
+
     # rita reviews: exactly the 5 disagreements, each showing both answers; 1 takes ana's
     seen: dict[str, str] = {}
     for width, height in ((1280, 720), (1440, 900)):

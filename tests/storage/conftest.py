@@ -18,7 +18,7 @@ def db(request, tmp_path):
         url = sqlite_url(tmp_path / "studio.db")
     else:
         url = request.getfixturevalue("postgres").new_database()
-    database = Database(url)
+    database = Database(url, trusted=True)  # storage's own tests change items as no user
     yield database
     database.dispose()
 

@@ -71,6 +71,31 @@ def test_migrations_are_idempotent(tmp_path):
     assert "utterances" in after and "alembic_version" in after
 
 
+def test_a_database_at_the_newest_migration_opens_without_loading_alembic(tmp_path):
+    """Every process (each CLI command) opens the database at its start; one already at the
+    newest migration is not handed to Alembic (a few hundred ms to load it, to do nothing),
+    and the newest migration it compares with is Alembic's own head."""
+    import subprocess
+    import sys
+
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from storage.db import MIGRATIONS_DIR, Database, newest_migration, sqlite_url
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(cfg).get_heads() == [newest_migration()]
+    url = sqlite_url(tmp_path / "x.db")
+    Database(url).dispose()  # a new database: migrated by Alembic
+    code = (
+        "import sys\nfrom storage.db import Database\n"
+        f"Database({url!r}).dispose()\nprint('alembic' in sys.modules)"
+    )
+    opened = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert opened.stdout.strip() == "False", opened.stderr[-2000:]
+
+
 def test_concurrent_read_then_write_changes_queue_up_instead_of_failing(db):
     """Ten writers that each read a counter and write it back: with write() every one lands (the
     write lock is taken at BEGIN: SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock), none sees

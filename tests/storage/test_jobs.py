@@ -151,6 +151,27 @@ def test_a_job_cancelled_or_registered_is_not_handed_back(db, project):
         assert jobs.get_job(s, other.id).status == "running"  # it finishes instead
 
 
+def test_a_cancel_stops_a_registered_jobs_held_out_calibration_and_leaves_its_version(db, project):
+    """Issue 55: after its version serves, a job may calibrate out of scope on held-out encoders
+    (minutes on a CPU). A cancel then stops that phase at the worker's next poll, and the job
+    stays running to end as it would without it: its version counts."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        version = NewVersion(project, None, "fast", "minilm", {}, {}, "projects/1/m", "0" * 64, 1)
+        mv = register_version(s, version)
+        jobs.registered(s, job.id, mv)
+        jobs.log_line(s, job.id, "calibrating out of scope", phase="calibrating")
+        asked = jobs.request_cancel(s, job.id)
+        assert asked.status == "running" and asked.model_version_id == mv
+        assert asked.message == (
+            f"stopping the held-out calibration; v{mv} keeps serving with the quick thresholds"
+        )
+        assert jobs.cancel_requested(s, job.id)
+        jobs.finish_job(s, job.id, "succeeded", "done", mv)
+        assert jobs.get_job(s, job.id).status == "succeeded"
+
+
 def test_progress_log_and_finish_are_recorded(db, project):
     with db.session() as s:
         job, _ = jobs.create_job(s, project, {})

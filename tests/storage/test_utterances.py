@@ -186,3 +186,52 @@ def test_a_bad_context_is_refused_and_nothing_is_added(db, project, context, mes
         with pytest.raises(StorageError, match=message):
             add_utterance(s, project, "yes please", ["cancel_order"], context=context)
         assert len(list_utterances(s, project)) == before
+
+
+def test_a_session_without_the_apps_rule_changes_no_existing_item(db, project):
+    """Issue 59: storage asks the app's rule before it changes an utterance that exists; a
+    session nobody installed a rule on (a write path that skipped ``app.access.writing``) is
+    refused at every such change, and nothing moves. Only a session that says it acts as no user
+    (``guard.trusted``: storage's tests, a bench) changes anything."""
+    from storage import guard
+    from storage.audit import undo_batch
+    from storage.bulk_labels import label_rows
+    from storage.db import Database
+    from storage.deleted import delete_utterance
+    from storage.imports import import_rows
+    from storage.utterances import NewUtterance
+
+    plain = Database(db.url, apply_migrations=False)  # as the app opens it: no rule by default
+    try:
+        with plain.session() as s:
+            rows = {r.text: r for r in list_utterances(s, project)}
+        uid = rows["where is my parcel"].id
+        version = rows["where is my parcel"].version
+        changes = [
+            lambda s: set_labels(s, project, uid, ["refund"]),
+            lambda s: update_utterance(s, project, uid, text="where is my box"),
+            lambda s: update_utterance(s, project, uid, split="test"),
+            lambda s: delete_utterance(s, project, uid),
+            lambda s: label_rows(s, project, {uid: version}, ["refund"], batch="b1"),
+            lambda s: import_rows(
+                s, project, [NewUtterance("where is my parcel", ("refund",))], on_existing="relabel"
+            ),
+        ]
+        for change in changes:
+            with pytest.raises(guard.NoRuleError, match="No rule decides"), plain.session() as s:
+                change(s)
+        with plain.session() as s:
+            undo_from = s.query(LabelEvent).filter_by(project_id=project).first().batch
+        with pytest.raises(guard.NoRuleError), plain.session() as s:
+            undo_batch(s, project, undo_from)
+        with plain.session() as s:
+            after = {r.text: r for r in list_utterances(s, project)}
+        assert after == rows  # nothing changed, through any of them
+        with plain.session() as s:  # a new utterance changes no existing item: no rule needed
+            add_utterance(s, project, "a new one", ["refund"])
+            guard.trusted(s)  # said on purpose: this session acts as no user
+            set_labels(s, project, uid, ["refund"])
+        with plain.session() as s:
+            assert list_utterances(s, project, ids=[uid])[0].labels == ("refund",)
+    finally:
+        plain.dispose()

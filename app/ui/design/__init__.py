@@ -12,7 +12,7 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.services import data as data_svc
 from app.serving.context import AppContext
-from app.ui.common import attempt, bind
+from app.ui.common import attempt, bind, problem
 from app.ui.design.clusters import build_clusters
 from app.ui.design.conflicts import build_conflicts
 from app.ui.design.scope import build_scope
@@ -24,9 +24,11 @@ __all__ = ["build_design_tab"]
 
 def intent_choices(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     """Fresh intent names for the sections' pickers (4: the cluster's existing-intent picker,
-    merge a, merge b, split)."""
-    names = (attempt(lambda: data_svc.intent_names(db, p))[0] or []) if p is not None else []
-    return tuple(gr.update(choices=names) for _ in range(4))
+    merge a, merge b, split) and the candidate intents' status line: why the pickers are empty
+    when the names could not be read (else left as it is)."""
+    names, err = attempt(lambda: data_svc.intent_names(db, p)) if p is not None else ([], None)
+    said = problem(err, notify=False) if err else gr.skip()
+    return (*(gr.update(choices=names or []) for _ in range(4)), said)
 
 
 def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> d
             whatif = build_whatif(ctx.factories, project, user)
         with gr.Tab("Out of scope"):
             scope = build_scope(ctx.live, project, user)
-    pickers = [clusters["existing"], *whatif["pickers"]]
+    pickers = [clusters["existing"], *whatif["pickers"], clusters["status"]]
     return {
         "refresh": [
             conflicts["refresh"],

@@ -26,27 +26,29 @@ HEADERS = [
     "coherence",
     "distinctive words",
     "size",
+    "already an intent?",
     "nearest intent",
-    "similarity",
     "central examples",
 ]
 HELP = (
     "Groups of similar **unlabelled** utterances (candidate intents), named by the words that "
-    "set them apart, with their central examples and nearest existing intent. **Most coherent "
-    "first**: *coherence* is the mean similarity of a group's utterances to its centre; 90 % "
-    "and above is usually one intent, below 85 % often several (untick what does not belong)."
+    "set them apart, with their central examples. **New ones first, most coherent first**: "
+    "*coherence* is the mean similarity of a group's utterances to its centre; 90 % and above is "
+    "usually one intent, below 85 % often several (untick what does not belong). A group the "
+    "model already puts in an existing intent (*already an intent?*: ≈ that intent) comes after "
+    "the new ones: add it to that intent, or leave it."
 )
 
 
 def _row(c: dict[str, Any]) -> list[Any]:
-    near = c["nearest_intent"] or "–"
+    near = c["nearest_intent"]
     return [
         c["number"],
         c["coherence"],
         ", ".join(c["keywords"]),
         len(c["ids"]),
-        near,
-        f"{c['nearest_similarity']:.2f}" if c["nearest_intent"] else "–",
+        f"≈ {c['looks_like']}" if c["resembles"] else "no: new",
+        f"{near} ({c['nearest_similarity']:.2f})" if near else "–",
         " · ".join(c["texts"][:3]),
     ]
 
@@ -56,8 +58,9 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     if p is None:
         return gr.update(value=[]), gr.update(choices=[], value=None), "Pick a project.", [], []
     found, err = attempt(lambda: svc.candidate_intents(live, p))
-    intents = attempt(lambda: data_svc.intent_names(live.db, p))[0] or []
-    existing = gr.update(choices=intents)
+    intents, names_err = attempt(lambda: data_svc.intent_names(live.db, p))
+    err = err or names_err
+    existing = gr.update(choices=intents or [])
     if err or found is None:
         return (
             gr.update(value=[]),
@@ -71,6 +74,7 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
             **dataclasses.asdict(c),
             "choice": c.choice,
             "coherence": c.coherence,
+            "looks_like": c.looks_like,
             "suggested_name": c.suggested_name,
         }
         for c in found
@@ -82,10 +86,16 @@ def find(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
         )
     else:
         n = sum(len(c["ids"]) for c in state)
+        old = sum(bool(c["resembles"]) for c in state)
         status = (
-            f"{len(state)} candidate intents holding {n} unlabelled utterances, most coherent "
-            "first. "
-            "Pick one below to see its examples and its points on the map."
+            f"{len(state)} candidate intents holding {n} unlabelled utterances: "
+            f"**{len(state) - old} look new**, most coherent first"
+            + (
+                f"; then {old} the model already puts in an existing intent (≈ in the table)"
+                if old
+                else ""
+            )
+            + ". Pick one below to see its examples and its points on the map."
         )
     picker = gr.update(
         choices=[(c["choice"], c["number"]) for c in state],
@@ -107,15 +117,24 @@ def show(
         choices=[(t, str(i)) for i, t in zip(c["ids"], c["texts"], strict=True)],
         value=[str(i) for i in c["ids"]],
     )
-    near = c["nearest_intent"]
-    note = (
-        f"Nearest existing intent: **{md_text(near)}** (similarity "
-        f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
-        if near
-        else f"No labelled intent yet to compare with; coherence {c['coherence']}."
-    )
-    # offered for "add to" only when it is close: a far one would invite a wrong click
-    close = gr.update(value=near if c["nearest_similarity"] >= CLOSE else None)
+    near, like = c["nearest_intent"], list(c["resembles"])
+    if like:
+        names = md_text(", ".join(like))
+        note = (
+            f"**Already {'an intent' if len(like) == 1 else 'intents'}: {names}**: the model "
+            f"puts {c['resembling']} of these {len(c['ids'])} utterances there. Add them below, "
+            f"or leave them; coherence {c['coherence']}."
+        )
+    elif near:
+        note = (
+            f"Looks new: nearest existing intent **{md_text(near)}** (similarity "
+            f"{c['nearest_similarity']:.2f}); coherence {c['coherence']}."
+        )
+    else:
+        note = f"No labelled intent yet to compare with; coherence {c['coherence']}."
+    # offered for "add to" when it resembles one, or its nearest is close: a far one would
+    # invite a wrong click
+    close = gr.update(value=like[0] if like else near if c["nearest_similarity"] >= CLOSE else None)
     head = (examples, c["suggested_name"], close, note)
     view, err = attempt(lambda: map_svc.get_map(maps, p))
     if err:
@@ -142,9 +161,13 @@ def poll_map(
 ) -> tuple[Any, ...]:
     """The map once it is ready (the rest left as the designer has it): (map, map note, poll)."""
     c = next((c for c in found or [] if c["number"] == number), None)
-    view = attempt(lambda: map_svc.get_map(maps, p))[0] if p is not None and c else None
-    if c is None or view is None:
-        return gr.update(), gr.update(), gr.update(active=bool(c and p is not None))
+    if p is None or c is None:
+        return gr.update(), gr.update(), gr.update(active=False)
+    view, err = attempt(lambda: map_svc.get_map(maps, p))
+    if err:
+        return gr.update(), problem(err, notify=False), gr.update(active=False)
+    if view is None:
+        return gr.update(), gr.update(), gr.update(active=True)
     if view.provisional:
         return _figure(view, c), PROVISIONAL, gr.update(active=True)
     return _figure(view, c), "", gr.update(active=False)
@@ -190,7 +213,7 @@ def build_clusters(
         headers=HEADERS,
         interactive=False,
         max_height=260,
-        column_widths=["4%", "9%", "20%", "6%", "15%", "8%", "38%"],
+        column_widths=["4%", "10%", "17%", "5%", "17%", "15%", "32%"],
         wrap=True,
         elem_id="design-clusters",
     )
@@ -239,15 +262,15 @@ def build_clusters(
         show_progress="hidden",
     )
     create_btn.click(
-        guarded("designer")(bind(create_from_cluster, live.db)),
+        guarded("adopt_candidate")(bind(create_from_cluster, live.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
     ).then(bind(find, live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded("designer")(bind(add_cluster_to_intent, live.db)),
+        guarded("adopt_candidate")(bind(add_cluster_to_intent, live.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",
     ).then(bind(find, live), [project], find_outputs, api_visibility="private")
-    return {"existing": existing}
+    return {"existing": existing, "status": status}

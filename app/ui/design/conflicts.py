@@ -177,12 +177,12 @@ def build_conflicts(live: LivePools, project: gr.Dropdown, user: gr.State) -> di
     table.select(pick, [rows], [selected, detail, *fix_btns, confirm], **quiet)
     for i, btn in enumerate(fix_btns):
         btn.click(
-            guarded("designer")(bind(fix_conflict, live.db, i)),
+            guarded("fix_design")(bind(fix_conflict, live.db, i)),
             [project, rows, selected, confirm],
             [status],
             **quiet,
         ).then(bind(show_after_fix, live), [project, kind, status], outputs, **quiet)
-    undo_btn.click(guarded("designer")(bind(undo_fix, live.db)), [project], [status], **quiet).then(
-        *refresh, **quiet
-    )
+    undo_btn.click(
+        guarded("fix_design")(bind(undo_fix, live.db)), [project], [status], **quiet
+    ).then(*refresh, **quiet)
     return {"refresh": refresh}

@@ -23,7 +23,11 @@ HELP = (
     "examples each, "
     "thresholds of their own were noisier on the benchmark). A higher share answers more "
     "questions and rejects fewer that are out of scope. Label real out-of-scope questions as `out_of_scope` (no "
-    "minimum count, never trained as an intent) and the thresholds move to reject them."
+    "minimum count, never trained as an intent) and the thresholds move to reject them. After a "
+    "retrain the encoder scores its own training examples higher than new questions: a "
+    "*held-out* calibration (Project settings → Out-of-scope calibration; the default on a GPU) "
+    "measures by "
+    "how much, with encoders trained without a fifth of them, and corrects their scores."
 )
 
 
@@ -49,8 +53,9 @@ def build_scope(live: LivePools, project: gr.Dropdown, user: gr.State) -> dict[s
     gr.Markdown(HELP, elem_classes=["help"])
     state = gr.Markdown(elem_id="oos-state")
     gr.Markdown(
-        "Turn detection on or off and set the share each threshold keeps in the **Data** tab, "
-        "*Project settings* (or `intent-studio settings --set oos_target_recall=0.9`).",
+        "Turn detection on or off, set the share each threshold keeps and how a retrain "
+        "calibrates it in the **Data** tab, *Project settings* (or `intent-studio settings --set "
+        "oos_target_recall=0.9`, `--set oos_calibration=held-out`).",
         elem_classes=["help"],
     )
     return {"refresh": (bind(describe, live), [project], [state])}

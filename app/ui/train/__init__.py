@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import encoders
+from app.services import calibration, encoders
 from app.serving.context import AppContext
 from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
@@ -54,11 +54,16 @@ def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]
 
 def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     """Which encoder the project trains and serves, why on this device, and what switching
-    would cost here (:func:`app.services.encoders.encoder_view`)."""
+    would cost here (:func:`app.services.encoders.encoder_view`); then the same for the
+    out-of-scope calibration a retrain runs (:func:`app.services.calibration.calibration_line`)."""
     if p is None:
         return ""
     view, err = attempt(lambda: encoders.encoder_view(live.db, p, live.models.budget))
-    return problem(err or "Could not read the encoder.") if view is None else view.markdown()
+    if view is None:
+        return problem(err or "Could not read the encoder.")
+    line, err = attempt(lambda: calibration.calibration_line(live, p, live.models.budget))
+    said = line if line is not None else problem(err or "Could not read the calibration.")
+    return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
 
 
 def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:

@@ -176,6 +176,15 @@ def act(
     return ok(f"{said} (undo in the Data or Activity tab). Evaluate again to update the numbers.")
 
 
+def relabel_choices(db: Database, p: ProjectHandle | None) -> tuple[Any, Any]:
+    """Every intent of the project for "Relabel as", and the fix line: why there are none when
+    they could not be read (else left as it is)."""
+    if p is None:
+        return gr.update(choices=[]), gr.skip()
+    names, err = attempt(lambda: data_svc.intent_names(db, p))
+    return gr.update(choices=names or []), problem(err, notify=False) if err else gr.skip()
+
+
 def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) -> None:
     # Sized to fit a 1280x720 screen: the ranked tables (one at a time) on the left, the
     # utterances behind the clicked row and their fixes on the right, the charts folded away.
@@ -262,14 +271,9 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
         [project, top_n],
         [status, intents, pairs, f1_plot, confusion_plot, confusion],
         **quiet,
-    ).then(
-        lambda p: gr.update(
-            choices=attempt(lambda: data_svc.intent_names(factories.db, p))[0] or []
-        ),
-        [project],
-        [relabel_as],
-        **quiet,
-    ).then(None, None, None, js=_JS_BIND_CONFUSION, **quiet)
+    ).then(bind(relabel_choices, factories.db), [project], [relabel_as, fix_status], **quiet).then(
+        None, None, None, js=_JS_BIND_CONFUSION, **quiet
+    )
     top_n.release(heatmap, [confusion, top_n], [confusion_plot], **quiet).then(
         None, None, None, js=_JS_BIND_CONFUSION, **quiet
     )
@@ -280,7 +284,7 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded("designer")(bind(act, factories.db, action)),
+            guarded("edit")(bind(act, factories.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,

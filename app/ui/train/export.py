@@ -90,13 +90,13 @@ def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
         bind(make_report, ctx), [project, static], [report_file, status], api_name="report"
     )
     bundle_btn.click(
-        guarded("designer", outputs=2, message=1)(bind(export, ctx)),
+        guarded("bundle", outputs=2, message=1)(bind(export, ctx)),
         [project, int8],
         [bundle_file, status],
         api_name="export_bundle",
     )
     open_btn.click(
-        guarded("designer", outputs=2, message=1)(bind(open_bundle, ctx)),
+        guarded("bundle", outputs=2, message=1)(bind(open_bundle, ctx)),
         [bundle_in],
         [project, status],
         api_visibility="private",

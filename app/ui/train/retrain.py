@@ -41,9 +41,7 @@ def progress_html(job: JobView | None) -> str:
 
 def shown_job(training: TrainingQueue, p: ProjectHandle | None, jid: int | None) -> JobView | None:
     """The job the panel shows: the project's latest, unless it is older than job ``jid``."""
-    job = None
-    if p is not None:
-        job, _ = attempt(lambda: train_svc.latest_job(training, p))
+    job = train_svc.latest_job(training, p) if p is not None else None
     return job if job is not None and (jid is None or job.id >= jid) else None
 
 
@@ -89,7 +87,9 @@ def start(
 def stop(training: TrainingQueue, jid: int | None, p: ProjectHandle | None) -> str:
     """Cancel the shown job (or the project's active one)."""
     if jid is None and p is not None:
-        latest, _ = attempt(lambda: train_svc.latest_job(training, p))
+        latest, err = attempt(lambda: train_svc.latest_job(training, p))
+        if err:
+            return problem(err)
         jid = latest.id if latest is not None and latest.active else None
     if jid is None:
         return problem("No training job is running.")
@@ -143,13 +143,13 @@ def build_retrain_section(
         section.log.render()
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
-        guarded("designer", outputs=3)(bind(start, training)),
+        guarded("train", outputs=3)(bind(start, training)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     )
     cancel.click(
-        guarded("designer")(bind(stop, training)),
+        guarded("train")(bind(stop, training)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

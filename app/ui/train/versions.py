@@ -69,14 +69,17 @@ def parse_version(choice: str | None) -> int | None:
 
 
 def load_history(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
-    """The history table and the three version pickers (active version preselected)."""
+    """The history table, the three version pickers (active version preselected) and the line
+    that says what serves (or why none of it could be read)."""
     rows: list[dict[str, Any]] = []
+    serving = ""
     if p is not None:
-        rows = attempt(lambda: version_svc.history(db, p))[0] or []
+        found, err = attempt(lambda: version_svc.history(db, p))
+        said, err = attempt(lambda: version_svc.serving(db, p)) if not err else (None, err)
+        rows, serving = found or [], problem(err, notify=False) if err else said or ""
     frame = history_frame(rows)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
-    serving = (attempt(lambda: version_svc.serving(db, p))[0] or "") if p is not None else ""
     return (
         frame,
         gr.update(choices=choices, value=active),
@@ -147,7 +150,7 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded("designer")(bind(make_active, factories)),
+        guarded("train")(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",

@@ -146,7 +146,7 @@ def test_roles_by_token_viewer_predicts_but_may_not_label_or_train(team):
     r = client.post(f"{DEMO}/label", json=body, headers=vic)
     assert r.status_code == 403
     assert r.json() == {
-        "error": "vic is a viewer: this change needs the designer role. Nothing was changed."
+        "error": "vic is a viewer: labelling needs the designer role. Nothing was changed."
     }
     assert client.post(f"{DEMO}/train", json={}, headers=vic).status_code == 403
     assert client.post("/api/v1/jobs/1/cancel", headers=vic).status_code == 403

@@ -262,37 +262,50 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     from app.services import projects as project_svc
     from app.ui import settings_section as section
 
-    oos_on, target, weight, encode, int8, encoder, effects = section.shown(ctx.live, demo)
-    assert (oos_on, target, weight, encode, int8) == (True, 0.95, 1.0, False, True)
+    oos_on, target, calibration, weight, encode, int8, encoder, effects = section.shown(
+        ctx.live, demo
+    )
+    assert (oos_on, target, calibration, weight, encode, int8) == (
+        True,
+        0.95,
+        "auto",
+        1.0,
+        False,
+        True,
+    )
     assert encoder["value"] == "minilm" and "minilm" in encoder["choices"]
     assert "Anchors on (weight 1)" in effects and "Serving: the frozen minilm" in effects
     assert "<li><b>Out of scope:</b> Out-of-scope thresholds for a 95% in-scope recall" in effects
+    assert "<li><b>Calibration:</b> Auto: quick on this CPU" in effects
+    assert "Held-out would take about 4x a retrain&#x27;s training on this CPU" in effects
     assert "<li><b>Base encoder:</b> MiniLM (384-d) is the default on a CPU" in effects
 
-    status, effects = section.save(ctx.live, demo, False, 0.9, 1.5, True, False)
+    status, effects = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
     assert status == (
         "✓ Changed oos_target_recall 0.95 → off; anchor_weight 1 → 1.5; encode_context off → on; "
-        "serve_int8 on → off."
+        "serve_int8 on → off; oos_calibration auto → held-out."
     )
     assert "Out-of-scope detection is off" in effects and "Context encoding is on" in effects
     after = project_svc.settings(ctx.db, demo)
     assert (after.oos_target_recall, after.anchor_weight, after.encode_context) == (None, 1.5, True)
-    assert section.shown(ctx.live, demo)[:5] == (False, 0.95, 1.5, True, False)
+    assert after.oos_calibration == "held-out"
+    assert section.shown(ctx.live, demo)[:6] == (False, 0.95, "held-out", 1.5, True, False)
     # an encoder this machine does not have is refused, and nothing else is written with it
     from core.encoding.registry import installed
 
     absent = "no-such-encoder" if installed("mpnet") else "mpnet"
-    refused, _ = section.save(ctx.live, demo, True, 0.9, 2, True, False, absent)
+    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", 2, True, False, absent)
     assert ("not installed" in refused or "Unknown encoder" in refused) and not refused.startswith(
         "✓"
     )
     assert project_svc.settings(ctx.db, demo) == after
-    assert section.save(ctx.live, demo, False, 0.9, 1.5, True, False)[0] == "✓ Nothing changed."
+    same = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
+    assert same[0] == "✓ Nothing changed."
 
-    refused, _ = section.save(ctx.live, demo, True, 0.9, -2, False, True)  # a bad weight
+    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", -2, False, True)  # a bad weight
     assert "0 or more" in refused and not refused.startswith("✓")
     assert project_svc.settings(ctx.db, demo) == after  # the good values were not written either
-    assert "Pick a project" in section.save(ctx.live, None, True, 0.9, 1, False, True)[0]
+    assert "Pick a project" in section.save(ctx.live, None, True, 0.9, None, 1, False, True)[0]
     assert section.shown(ctx.live, None) == section.BLANK
 
 

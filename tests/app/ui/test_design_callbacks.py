@@ -21,13 +21,27 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
     table, picker, status, found, existing = ui.find(ctx.live, demo)
     assert "candidate intents holding" in status and len(table["value"]) == len(found) > 0
     assert picker["value"] == 1 and "track_order" in existing["choices"]
-    coherence = [float(row[1].rstrip("%")) for row in table["value"]]  # "93%", most first
-    assert coherence == sorted(coherence, reverse=True)
+    # the new ones first, then those the model puts in an existing intent; each most coherent
+    # first ("93%")
+    like = [row[4].startswith("≈") for row in table["value"]]
+    assert like == sorted(like) == [bool(c["resembles"]) for c in found]
+    for group in (False, True):
+        rows = [r for r, o in zip(table["value"], like, strict=True) if o is group]
+        coherence = [float(r[1].rstrip("%")) for r in rows]
+        assert coherence == sorted(coherence, reverse=True)
     assert all(f"{c['coherence']} coherent" in c["choice"] for c in found)
+    for c in found:  # a look-alike says which intent, in the table and in the note
+        said = ui.show(ctx.maps, demo, found, c["number"])[3]
+        if c["resembles"]:
+            names = ", ".join(c["resembles"])
+            kind = "an intent" if len(c["resembles"]) == 1 else "intents"
+            assert f"≈ {names}" in c["choice"] and f"Already {kind}: {names}**" in said
+        else:
+            assert said.startswith("Looks new") and "≈" not in c["choice"]
     gift = next(c for c in found if "gift" in c["keywords"][:2])
     examples, name, near, note, _, _, _ = ui.show(ctx.maps, demo, found, gift["number"])
     assert examples["value"] == [str(i) for i in gift["ids"]] and "gift" in name
-    assert "Nearest existing intent" in note and near["value"] == (
+    assert "nearest existing intent" in note and near["value"] == (
         gift["nearest_intent"] if gift["nearest_similarity"] >= ui.CLOSE else None
     )
     message = ui.create_from_cluster(ctx.db, demo, examples["value"][:3], "gift_cards")
@@ -54,7 +68,8 @@ def test_what_ifs_answer_with_an_estimate_or_a_message(ctx, demo):
     assert text.startswith("⚠") and "both are &#x27;track_order&#x27;" in text
     text, _ = whatif_ui.split_whatif(ctx.factories, demo, "track_order", "2")
     assert "Splitting track_order into 2 parts" in text and "**track_order/2**" in text
-    assert all(u["choices"] for u in intent_choices(ctx.db, demo))
+    *pickers, said = intent_choices(ctx.db, demo)
+    assert all(u["choices"] for u in pickers) and said == {"__type__": "update"}  # left as is
 
 
 def test_the_out_of_scope_view_shows_the_trade_off_set_in_project_settings(ctx, demo):

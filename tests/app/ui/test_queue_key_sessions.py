@@ -56,7 +56,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
         request = Request("dana")
-    enter = enforce(run, guarded("designer", outputs=11)(bind(queue_tab.enter, run)))
+    enter = enforce(run, guarded("label", outputs=11)(bind(queue_tab.enter, run)))
     with auth.acting_as(auth.actor(run, request and request.username)):
         out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
@@ -83,7 +83,7 @@ def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
-    enter = enforce(team, guarded("designer", outputs=11)(bind(queue_tab.enter, team)))
+    enter = enforce(team, guarded("label", outputs=11)(bind(queue_tab.enter, team)))
     state = queue_tab.start(ctx.live, demo, "file", None).state
     before = _labels(ctx, demo)
     opened = _counting(team)

@@ -43,13 +43,29 @@ def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answ
     assert list(intents.x) == [pytest.approx(r.value) for r in found.intents]
 
 
-def test_an_agreement_that_cannot_be_computed_has_no_bar_and_says_why():
+def test_an_agreement_that_cannot_be_computed_says_why_on_its_row():
+    """Issue 58 item 3: 23 intents had no bar and nothing said why: everyone had given the same
+    answer on each of their items, which leaves κ undefined (no chance agreement to correct
+    for), and the row read "too few". Full agreement is drawn as such; too few items say so."""
     fig = agreement_chart(
-        [("a – b", None, 1), ("a – c", 0.9, 30)],
-        [(f"intent{i:02d}", "κ", i / 40, 5) for i in range(40)] + [("rare", "α", None, 1)],
+        [("a – b", "κ", None, 1, 1), ("a – c", "κ", 0.9, 30, 29), ("b – c", "κ", None, 6, 6)],
+        [(f"intent{i:02d}", "κ", i / 40, 5, 4) for i in range(20)]
+        + [("card_arrival", "κ", None, 4, 4), ("rare", "α", None, 1, 1)]
+        + [(f"intent{i:02d}", "κ", i / 40, 5, 4) for i in range(20, 40)],
     )
     pairs, intents = fig.data
-    assert list(pairs.x) == [0.0, 0.9] and pairs.text[0] == "– · 1 items (too few)"
+    assert list(pairs.x) == [0.0, 0.9, 1.0]
+    assert list(pairs.text) == [
+        "1 item: too few for κ",
+        "κ 0.90 · 30 items",
+        "all 6 items agree (κ needs a disagreement)",
+    ]
     assert pairs.marker.color[1] == band(0.9)[1] == "#1a9850"
+    assert list(pairs.marker.pattern.shape) == ["", "", "/"]
+    assert list(pairs.textposition) == ["outside", "auto", "inside"]
     assert len(intents.y) == INTENTS_SHOWN and intents.y[0] == "intent00"
-    assert "lowest 25 of 41" in fig.layout.annotations[1].text
+    at = list(intents.y).index("card_arrival")
+    assert intents.x[at] == 1.0 and intents.text[at] == "all 4 items agree (κ needs a disagreement)"
+    assert intents.text[at + 1] == "1 item: too few for α" and intents.x[at + 1] == 0.0
+    assert "lowest 25 of 42" in fig.layout.annotations[1].text
+    assert "everyone gave the same answer on every item" in fig.layout.annotations[2].text

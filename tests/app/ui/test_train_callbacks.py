@@ -135,6 +135,7 @@ def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, de
 
 
 def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(ctx, demo):
+    """The same for the encoder and for the out-of-scope calibration a retrain runs here."""
     from app.ui.train import encoder_line
 
     line = encoder_line(ctx.live, demo)
@@ -142,4 +143,11 @@ def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_co
     assert "Serving: the frozen minilm encoder (fp32)." in line
     assert "**Why:** MiniLM (384-d) is the default on a CPU" in line
     assert "**Switching:**" in line and "--project 'Demo: Acme support' --set base_encoder" in line
+    calibration = line.split("  \n")[-1]
+    assert calibration.startswith(
+        "**Out-of-scope calibration:** Auto: quick on this CPU (thresholds from the pool's own "
+        "scores). Held-out would take about 4x a retrain's training on this CPU after each "
+        "retrain's version serves; on BANKING77"
+    )
+    assert calibration.endswith("Serving now: the pool's own scores.")
     assert encoder_line(ctx.live, None) == ""

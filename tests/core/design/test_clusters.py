@@ -8,11 +8,13 @@ import pytest
 
 from core.design.clusters import (
     MIN_UTTERANCES,
+    RESEMBLES,
     Cluster,
     default_min_size,
     distinctive_words,
     find_clusters,
 )
+from core.evaluation.oos import calibrate_predictor
 from core.retrieval.factory import PredictorFactory
 from tests.samples import GIFT, HOURS, KLARNA
 
@@ -40,7 +42,7 @@ def test_planted_groups_are_found_and_named_by_their_own_words(encoder):
         ), best.keywords
     gift = next(c for c in clusters if "gift" in c.keywords[:2])
     assert gift.central(2)[0] in groups["gift"] and "gift" in gift.suggested_name
-    assert clusters == sorted(clusters, key=lambda c: -c.cohesion)  # most coherent first
+    assert clusters == sorted(clusters, key=lambda c: -c.cohesion)  # most coherent first (no pool)
     assert [c.number for c in clusters] == list(range(1, len(clusters) + 1))
 
 
@@ -68,6 +70,41 @@ def test_each_cluster_gets_its_nearest_existing_intent(encoder):
     klarna = next(c for c in clusters if "klarna" in c.keywords[:2])
     assert klarna.nearest_intent == "payment_methods"
     assert 0.3 < klarna.nearest_similarity <= 1.0
+
+
+def test_a_cluster_the_model_puts_in_an_existing_intent_says_so_and_comes_after_the_new_ones(
+    encoder,
+):
+    """Issue 58 item 7: on BANKING77 the top candidates were existing intents (#1 and #3 both
+    change_pin). A cluster whose utterances the model mostly gives existing intents resembles
+    them and is listed after the clusters that look new (out of scope of every intent)."""
+    texts = GIFT + HOURS + KLARNA
+    gift_pool = ["I want to buy a gift card", "can I send a gift voucher", "gift cards for sale?"]
+    pool = [*gift_pool, "when will my parcel arrive", "track my order", "where is my package"]
+    labels = [("gift_card",)] * 3 + [("track_order",)] * 3
+    predictor = PredictorFactory(encoder).build(pool, labels)
+    vectors = encoder.encode(texts)
+    uncalibrated = find_clusters(vectors, texts, pool=predictor)  # every question gets a top
+    assert all(not c.resembles for c in uncalibrated)
+    predictor.thresholds = dict(calibrate_predictor(predictor).thresholds)  # as the app serves
+    clusters = find_clusters(vectors, texts, pool=predictor)
+    gift = next(c for c in clusters if "gift" in c.keywords[:2])
+    members = vectors[list(gift.members)]
+    decided = [
+        None if out else top
+        for top, out in zip(
+            predictor.tops(members).intents, predictor.no_intent(members), strict=True
+        )
+    ]
+    assert gift.resembles[0] == "gift_card" and gift.resembling == len(decided) - decided.count(
+        None
+    )
+    assert gift.resembling >= RESEMBLES * gift.size
+    hours = next(c for c in clusters if {"open", "opening", "hours"} & set(c.keywords[:2]))
+    assert hours.resembles == ()  # out of scope of both intents
+    like = [bool(c.resembles) for c in clusters]
+    assert like == sorted(like) and clusters[-1] == gift  # the new ones first
+    assert [c.number for c in clusters] == list(range(1, len(clusters) + 1))
 
 
 def test_fewer_than_the_minimum_of_utterances_is_refused_with_a_message():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 import time
 
@@ -206,8 +207,9 @@ def test_a_cached_map_answers_a_click_at_once_and_isolates_an_intent(banking77_s
     page.keyboard.press("Escape")
     page.wait_for_function(
         "() => { const d = document.querySelector('#map-plot .js-plotly-plot')?.data || [];"
-        " const names = d.filter((t) => t.mode === 'text');"
-        " return names.length === 1 && names[0].text.length === 1; }"
+        " const p = document.querySelector('#map-plot .js-plotly-plot');"
+        " const n = (p?.layout?.annotations || []).filter((a) => a.name === 'intent name');"
+        " return d.length && n.length === 1 && n[0].text === 'card_arrival'; }"
     )
     colours = page.evaluate(
         "() => Object.fromEntries(document.querySelector('#map-plot .js-plotly-plot').data"
@@ -273,3 +275,21 @@ def test_a_row_labelled_in_the_table_joins_the_pool_at_once(banking77_server, pa
         "() => document.querySelector('#try-explanation')?.innerText?.includes("
         "'Predicted lost_or_stolen_phone')"
     )
+
+
+def test_the_server_says_what_it_does_while_it_starts_and_warms(banking77_server, page):
+    """Issue 58 item 8: a first ``make run`` printed nothing for the minute of warm-up (and
+    three warnings). The server says it is starting before its libraries load, where the page
+    is, then each warm-up step as it ends, and no warning, up to ``Warm:``."""
+    said = banking77_server.log.read_text(errors="replace")
+    start = said.split("Warm:", 1)[0]
+    lines = [line for line in start.splitlines() if line.strip()]
+    assert lines[0].startswith("Starting Intent Studio"), lines[:3]
+    order = ["Starting Intent Studio", "Warming up in the background", "Warm-up: encoders loaded"]
+    order += ["Warm-up: the Label tab's first cards"]
+    at = [start.find(words) for words in order]
+    assert -1 not in at and at == sorted(at), dict(zip(order, at, strict=True))
+    assert "Intent Studio on http" in said  # where the page is (before or after the warm-up)
+    assert not re.findall(r".*[Ww]arning.*", start), start
+    page.goto(banking77_server.url)  # and the page is there
+    page.wait_for_selector("#queue-card")

@@ -58,6 +58,12 @@ def test_project_settings_show_save_together_and_a_new_page_shows_them(banking77
         assert page.locator("#set-anchor-weight input[type=number]").input_value() == "1"
         effects = page.inner_text("#settings-effects")
         assert "77 intent(s)" in effects and "Serving:" in effects
+        # the calibration after a retrain: this CPU's default, and what held-out costs here
+        auto = page.locator("#set-oos-calibration input[value='auto']")
+        assert auto.is_checked()
+        assert "Auto: quick on this CPU" in effects
+        assert "Held-out would take about " in effects and "on this CPU" in effects
+        assert "after each retrain's version serves" in effects
         SHOTS.mkdir(parents=True, exist_ok=True)
         for w, h in SIZES:
             page.set_viewport_size({"width": w, "height": h})
@@ -67,7 +73,13 @@ def test_project_settings_show_save_together_and_a_new_page_shows_them(banking77
 
         _set_number(page, "set-anchor-weight", "2")
         page.locator("#set-oos-on input[type=checkbox]").uncheck()
-        _save(page, "Changed oos_target_recall 0.95 → off; anchor_weight 1 → 2.")
+        page.locator("#set-oos-calibration").get_by_text("held-out", exact=True).click()
+        _save(
+            page,
+            "Changed oos_target_recall 0.95 → off; anchor_weight 1 → 2; oos_calibration auto → "
+            "held-out.",
+        )
+        _says(page, "#settings-effects", "Held-out: after each retrain's version serves, 5 more")
         _says(page, "#settings-effects", "Out-of-scope detection is off")
         _says(page, "#settings-effects", "Anchors on (weight 2)")
 
@@ -75,11 +87,17 @@ def test_project_settings_show_save_together_and_a_new_page_shows_them(banking77
         _open_settings(fresh, banking77_server.url)
         assert not _checked(fresh, "set-oos-on")
         assert fresh.locator("#set-anchor-weight input[type=number]").input_value() == "2"
+        assert fresh.locator("#set-oos-calibration input[value='held-out']").is_checked()
         fresh.close()
 
         _set_number(page, "set-anchor-weight", "1")
         page.locator("#set-oos-on input[type=checkbox]").check()
-        _save(page, "Changed oos_target_recall off → 0.95; anchor_weight 2 → 1.")
+        page.locator("#set-oos-calibration").get_by_text("auto", exact=True).click()
+        _save(
+            page,
+            "Changed oos_target_recall off → 0.95; anchor_weight 2 → 1; oos_calibration held-out "
+            "→ auto.",
+        )
 
         # The Design tab's out-of-scope view explains the decision and points here.
         page.get_by_role("tab", name="Design").click()

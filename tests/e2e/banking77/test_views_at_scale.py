@@ -143,6 +143,52 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
         ctx.close()
 
 
+# Every text a Gradio status tracker shows over a panel while its event runs (a timer such as
+# "processing | 0.6s" or "0.4s"), collected as it appears.
+TIMERS = """() => {
+  window.__timers = [];
+  new MutationObserver(() => {
+    document.querySelectorAll('[data-testid=status-tracker]').forEach((t) => {
+      const text = (t.innerText || '').trim();
+      if (/\\d+(\\.\\d+)?s\\b|processing/.test(text)) window.__timers.push(text);
+    });
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_server, browser):
+    """Issue 58 item 1: "Relabel as" offered no intent: its callback handed the service the
+    project's name where it takes the project, and the AttributeError became an empty list (a
+    bug now fails any browser test: the server logs it, the page shows it)."""
+    from tests.e2e.banking77.test_label_keys import _names
+
+    ctx, page = _sized(browser, 1440, 900)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Train").click()
+        page.get_by_role("tab", name="Evaluation").click()
+        page.evaluate(TIMERS)
+        page.locator("#evaluate").click()
+        page.wait_for_function(
+            "() => document.querySelector('#eval-status')?.innerText?.includes('macro-F1')"
+        )
+        page.locator("#eval-relabel-as input").click()
+        page.wait_for_function(
+            "() => document.querySelectorAll('[role=listbox] [role=option]').length >= 77",
+            timeout=30_000,
+        )
+        offered = page.evaluate(
+            "() => [...document.querySelectorAll('[role=listbox] [role=option]')]"
+            ".map((o) => o.innerText.trim())"
+        )
+        assert set(_names()) <= set(offered), sorted(set(_names()) - set(offered))[:5]
+        page.keyboard.press("Escape")
+        # issue 58 item 7: no Gradio run timer ("processing | 0.6s") over a panel meanwhile
+        assert page.evaluate("() => window.__timers") == []
+    finally:
+        ctx.close()
+
+
 def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolling(
     banking77_server, browser
 ):
@@ -163,6 +209,72 @@ def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolli
         assert plot is not None and 720 - plot["y"] >= 280, plot  # at least 280 px of the map
         assert page.evaluate("() => window.scrollY") == 0
         shot(page, "63-map-1280")
+    finally:
+        ctx.close()
+
+
+# Each intent name the Map draws, as the browser lays it out: its text, its box (CSS px), its
+# font size and text shadow, and whether it comes after the WebGL points in the page (drawn over
+# them); the plot area's box.
+MAP_NAMES = """() => {
+  const p = document.querySelector('#map-plot .js-plotly-plot');
+  const area = p.querySelector('.nsewdrag').getBoundingClientRect();
+  const gl = p.querySelector('.gl-container');
+  const wanted = new Set((p.layout.annotations || []).map((a, i) => a.name === 'intent name' ? i : -1));
+  const names = [...p.querySelectorAll('.annotation')]
+    .filter((g) => wanted.has(Number(g.dataset.index)))
+    .map((g) => {
+      const t = g.querySelector('text.annotation-text');
+      const r = t.getBoundingClientRect();
+      const css = getComputedStyle(t);
+      return {text: t.textContent, box: [r.left, r.top, r.right, r.bottom],
+              size: parseFloat(css.fontSize), shadow: css.textShadow,
+              above: !!(gl.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)};
+    });
+  const plot = p.getBoundingClientRect();
+  return {names, area: [area.left, area.top, area.right, area.bottom],
+          plot: [plot.top, plot.bottom], scrolled: window.scrollY};
+}"""
+
+
+@pytest.mark.parametrize("width,height", [(1440, 900), (1280, 720)])
+def test_the_map_names_every_intent_readably_and_takes_most_of_the_screen(
+    banking77_server, browser, width, height
+):
+    """Issue 58 item 2: the Map named 39 of BANKING77's 77 intents, each under a median of 53
+    points, and at 1280x720 the plot was 322 px tall (45 % of the screen). As drawn in the
+    browser: all 77 names, none overlapping another, each inside the plot area, over the WebGL
+    points (after them in the page), 12 px or more with a white halo; the plot is 60 % of the
+    screen's height or more, all of it on screen."""
+    from tests.e2e.banking77.test_label_keys import _names
+
+    ctx, page = _sized(browser, width, height)
+    try:
+        page.goto(banking77_server.url)
+        page.get_by_role("tab", name="Map").click()
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#map-status')?.innerText || '';"
+            " return s.includes('umap') && !s.includes('quick PCA')"
+            " && document.querySelector('#map-plot .js-plotly-plot .annotation'); }",
+            timeout=300_000,
+        )
+        drawn = page.evaluate(MAP_NAMES)
+        shot(page, f"65-map-names-{width}")
+        names = drawn["names"]
+        assert sorted(n["text"] for n in names) == _names()  # every intent, once
+        assert all(n["above"] and n["size"] >= 12 for n in names), names[:3]
+        assert all("rgb(255, 255, 255)" in n["shadow"] for n in names), names[0]["shadow"]
+        x0, y0, x1, y1 = drawn["area"]
+        for i, a in enumerate(names):
+            (ax0, ay0, ax1, ay1) = a["box"]
+            assert ax0 >= x0 - 1 and ay0 >= y0 - 1 and ax1 <= x1 + 1 and ay1 <= y1 + 1, a
+            for b in names[i + 1 :]:
+                (bx0, by0, bx1, by1) = b["box"]
+                apart = ax1 <= bx0 + 0.5 or bx1 <= ax0 + 0.5 or ay1 <= by0 + 0.5 or by1 <= ay0 + 0.5
+                assert apart, (a, b)
+        top, bottom = drawn["plot"]
+        assert drawn["scrolled"] == 0 and bottom <= height, drawn["plot"]
+        assert bottom - top >= 0.6 * height, drawn["plot"]
     finally:
         ctx.close()
 
@@ -205,8 +317,9 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         page.keyboard.press("Escape")
         page.wait_for_function(
             "() => { const d = document.querySelector('#map-plot .js-plotly-plot')?.data || [];"
-            " const names = d.filter((t) => t.mode === 'text');"
-            " return names.length === 1 && names[0].text.length === 1; }"
+            " const p = document.querySelector('#map-plot .js-plotly-plot');"
+            " const n = (p?.layout?.annotations || []).filter((a) => a.name === 'intent name');"
+            " return d.length && n.length === 1 && n[0].text === 'refund_parcel'; }"
         )
         isolated = _map_traces(page)
         assert {c for k, c in isolated.items() if k != "refund_parcel"} == {"#d9d9d9"}

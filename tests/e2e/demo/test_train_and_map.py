@@ -90,7 +90,8 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     open_tab(page, "Map")
     page.get_by_label("Projection").click()
     page.get_by_role("option", name="pca").click()
-    page.get_by_label("compare two versions").check()
+    page.get_by_label("View").click()  # a picker since issue 58: one row of controls
+    page.get_by_role("option", name="compare two versions").click()
     page.wait_for_function(
         "() => document.querySelector('#map-plot')?.innerText?.includes('frozen minilm')",
         timeout=180_000,

@@ -2,8 +2,12 @@
 pair of annotators and the agreement on each intent, lowest first, at 1440x900 and 1280x720.
 
 A project of its own (imported while the server runs, so the folder's other modules keep the
-demo project as they expect it): the admin and dana each answer its 12 unlabelled questions,
-dana differing on 3, written through the app's services as their Label tabs would."""
+demo project as they expect it): the admin and dana each answer its 16 unlabelled questions,
+dana differing on 3 of the first 12 and both giving the last 4 the same intent, written through
+the app's services as their Label tabs would.
+
+Issue 58 item 3: 23 intents had no bar and nothing said why. An intent everyone agreed on has
+no κ (nothing to correct for chance): its row says that all its items agree."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 PROJECT = "agreement"
 INTENTS = ["card_arrival", "exchange_rate", "top_up_failed"]
 DIFFER = (1, 5, 9)  # the questions dana answers differently
+AGREED = "lost_or_stolen_card"  # the last UNANIMOUS questions: both give it
+UNANIMOUS = 4
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +47,9 @@ def answered(team_server, tmp_path_factory):
         for i in range(12):
             w.writerow([f"example {i} of {INTENTS[i % 3]}", INTENTS[i % 3], "train"])
             w.writerow([f"question number {i}", "", "unlabelled"])
+        w.writerow([f"example of {AGREED}", AGREED, "train"])
+        for i in range(12, 12 + UNANIMOUS):
+            w.writerow([f"question number {i}", "", "unlabelled"])
     cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
     cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
     # the server's users, as its multi-user settings name them
@@ -49,7 +58,7 @@ def answered(team_server, tmp_path_factory):
     said: dict[str, list[str]] = {"admin": [], "dana": []}
     admin, dana = actor(ctx, "admin"), actor(ctx, "dana")
     for i, uid in enumerate(sorted(team.open_items(ctx.db, live(ctx, PROJECT, admin)))):
-        mine = INTENTS[i % 3]
+        mine = INTENTS[i % 3] if i < 12 else AGREED
         theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
         team.submit(ctx.db, live(ctx, PROJECT, admin), uid, "label", [mine])
         team.submit(ctx.db, live(ctx, PROJECT, dana), uid, "label", [theirs])
@@ -84,8 +93,14 @@ def test_the_team_tab_draws_kappa_per_pair_and_per_intent(team_server, browser, 
             )
             assert pairs["y"] == ["admin – dana"]
             assert pairs["x"][0] == pytest.approx(answered, abs=1e-6)
-            assert sorted(intents["y"]) == sorted(INTENTS)
+            assert sorted(intents["y"]) == sorted([*INTENTS, AGREED])
             assert intents["x"] == sorted(intents["x"])  # lowest agreement first
+            # everyone agreed on every item of AGREED: a bar to 1, and its row says why there is
+            # no κ, in the picture itself (the bar's text and the note under the chart)
+            assert intents["x"][intents["y"].index(AGREED)] == 1.0
+            drawn = page.inner_text("#team-agreement-chart")
+            assert f"all {UNANIMOUS} items agree (κ needs a disagreement)" in drawn, drawn
+            assert "everyone gave the same answer on every item" in drawn, drawn
             chart = page.locator("#team-agreement-chart").bounding_box()
             assert chart is not None and chart["height"] >= 150, chart
             assert not page.locator(".toast-body.error").count()
