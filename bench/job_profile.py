@@ -722,7 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
     ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
-    ap.add_argument("--method", default="fast", choices=["fast", "lora"])
+    # fast: ConvFiT Stage 2's name before issue 55, which every checkout (a peer too) accepts
+    ap.add_argument("--method", default="fast", choices=["fast", "convfit", "lora"])
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a TrainConfig field"
     )

@@ -47,7 +47,7 @@ TINY = {
         "please give me a refund",
     ],
 }
-QUICK = {"method": "fast", "epochs": 1, "batch_size": 8}
+QUICK = {"method": "convfit", "epochs": 1, "batch_size": 8}
 
 
 def make_tiny(ctx, name: str = "tiny") -> str:

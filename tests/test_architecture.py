@@ -37,11 +37,13 @@ GRADIO_HOME = "app.ui"
 FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     "core": (
         # leaves: the fold splitter, encoders, archives, slots, the 2-D projection and its
-        # process, the rule's arithmetic (core.portable, numpy only: a bundle carries it)
+        # process, the rule's arithmetic (core.portable, numpy only: a bundle carries it), the
+        # training methods' names
         frozenset(
             {"core", "core.folds", "core.encoding", "core.safe_archive", "core.safe_tar"}
             | {"core.errors"}
             | {"core.slots", "core.projection", "core.projection_worker", "core.portable"}
+            | {"core.method_names"}
         ),
         frozenset({"core.multilabel"}),  # the multi-label head and its metrics
         frozenset({"core.retrieval"}),  # the pool, the rule, the Predictor

@@ -152,7 +152,12 @@ class Version(BaseModel):
     model_config = ConfigDict(extra="allow")
     version: int
     active: bool
-    method: str
+    method: str = Field(
+        ...,
+        description="the method as recorded: convfit (ConvFiT Stage 2), lora, or fast (ConvFiT "
+        "Stage 2's name until issue 55: the same method)",
+    )
+    method_name: str = Field(..., description="the method as the Train tab names it")
     accuracy: float | None = None
     macro_f1: float | None = None
     serving: str | None = Field(
@@ -274,7 +279,13 @@ class ReadyOut(BaseModel):
 
 
 class TrainIn(BaseModel):
-    method: str = Field("fast", description="fast or lora")
+    method: str = Field(
+        "convfit",
+        description="convfit: ConvFiT Stage 2, contrastive task-tuning of the sentence encoder "
+        "with an in-batch ranking loss (the default; `fast`, its older name, is still accepted); "
+        "lora: the same on LoRA adapters (a small version)",
+        examples=["convfit", "lora"],
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description='TrainConfig settings, e.g. {"epochs": 2}'
     )

@@ -44,6 +44,7 @@ from app.cli.model import (
 )
 from app.cli.server import cmd_serve, cmd_worker
 from app.cli.team import add_parser as add_team_parser
+from core.method_names import METHOD_LINES
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -91,7 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")
     p.add_argument("--project", required=True)
-    p.add_argument("--method", default="fast", choices=["fast", "lora"])
+    p.add_argument(
+        "--method",
+        default="convfit",
+        metavar="{convfit,lora}",
+        help=f"convfit (the default; fast, its older name, still works) = "
+        f"{METHOD_LINES['convfit']}. lora = {METHOD_LINES['lora']}.",
+    )
     p.add_argument(
         "--set",
         action="append",

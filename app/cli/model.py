@@ -40,6 +40,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     if not created:
         print(f"Job #{view.id} is already {view.status} for this project; following it.")
+    print(retrain_jobs.method_line(str(view.config.get("method", ""))), flush=True)
     runner = warming = None
     if not args.queue and created:
         # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
@@ -81,6 +82,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "version": view.model_version_id,
+                    "method": view.config.get("method"),
                     "split": m.split,
                     "accuracy": m.accuracy,
                     "macro_f1": m.macro_f1,

@@ -48,7 +48,7 @@ from app.serving.context import AppContext
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
-from core.training import TrainConfig, TrainingCancelled, train_encoder, trainable
+from core.training import TrainConfig, TrainingCancelled, method_title, train_encoder, trainable
 from storage.datasets import snapshot as dataset_snapshot
 from storage.datasets import snapshot_rows
 from storage.db import WriteLock
@@ -113,7 +113,8 @@ def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig)
     fit = snap.fit
     wait_until_warm()  # a warm-up under way finishes first: the two never share the device
     reporter.log(
-        f"training {cfg.method} on {len(fit.texts)} utterances (dataset {snap.dataset_hash[:12]})",
+        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances "
+        f"(dataset {snap.dataset_hash[:12]})",
         phase="training",
     )
     if fit.left_out:

@@ -23,7 +23,7 @@ from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
 from core.errors import logged, raise_if_bug
 from core.multilabel.thresholds import DEFAULT_THRESHOLD, validate_threshold
-from core.training import TrainConfig, check_trainable
+from core.training import METHOD_LINES, TrainConfig, canonical_method, check_trainable
 from storage import job_reaper, jobs
 from storage.db import ROWS, Database
 from storage.errors import NotFoundError
@@ -34,10 +34,21 @@ logger = logging.getLogger(__name__)
 
 # The methods offered in the UI: a label, and the config that selects it.
 METHOD_CHOICES: dict[str, dict[str, Any]] = {
-    # Short enough for the dropdown at 1280 px; the README and the help line say more.
-    "fast · in-batch contrastive (default)": {"method": "fast"},
+    # Short enough for the dropdown at 1280 px; the line under it (method_line) says more.
+    "ConvFiT Stage 2 · in-batch ranking (default)": {"method": "convfit"},
     "LoRA adapter · small artifact": {"method": "lora"},
 }
+
+
+def method_line(choice: str) -> str:
+    """What a method of :data:`METHOD_CHOICES` (by its label, or by its name) is, in one line:
+    what the Train tab shows under the method.
+
+    >>> method_line("fast") == method_line(next(iter(METHOD_CHOICES)))
+    True
+    """
+    name = str((METHOD_CHOICES.get(choice) or {"method": choice})["method"])
+    return METHOD_LINES.get(canonical_method(name), "")
 
 
 # Per-intent head thresholds (5-fold CV on the train rows), no longer a retrain option; an older
@@ -84,9 +95,11 @@ class RetrainSpec:
     and the multi-label head's options. The Train tab's settings box, the CLI's ``--set``, the
     REST body (all through :meth:`parse`) and the worker (:meth:`from_job`) read it here.
 
-    >>> spec = RetrainSpec.parse({"method": "fast", "epochs": 1, "threshold": 0.4})
+    >>> spec = RetrainSpec.parse({"method": "convfit", "epochs": 1, "threshold": 0.4})
     >>> spec.encoder.epochs, spec.head
     (1, {'threshold': 0.4})
+    >>> RetrainSpec.parse({"method": "fast"}).encoder.method  # ConvFiT's older name
+    'convfit'
     >>> RetrainSpec.from_job(spec.to_job()) == spec
     True
     """

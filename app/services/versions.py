@@ -10,6 +10,7 @@ from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
+from core.training import method_title
 from storage import jobs, versions
 from storage.db import Database
 from storage.errors import NotFoundError
@@ -36,9 +37,10 @@ def _selected(db: Database, p: ProjectHandle, version: Version) -> tuple[ModelVe
 def resolve_encoder(
     factories: FactoryBuilder, p: ProjectHandle, version: Version
 ) -> tuple[Encoder, str]:
-    """The encoder of a version selector and its display label (``v3 (fast)``, ``frozen minilm``)."""
+    """The encoder of a version selector and its display label (``v3 (ConvFiT Stage 2)``,
+    ``frozen minilm``)."""
     mv, base = _selected(factories.db, p, version)
-    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    label = _label(mv, base)
     return factories.models.encoder_for_version(mv, base), label
 
 
@@ -51,8 +53,13 @@ def resolve_factory(
     evaluation, a drill-down or a map shows what the version answers; ``served=False``: its
     fp32 encoder (what a bundle exports)."""
     mv, base = _selected(factories.db, p, version)
-    label = f"v{mv.id} ({mv.method})" if mv is not None else f"frozen {base}"
+    label = _label(mv, base)
     return factories.version_factory(p.id, mv, base, p.settings, served=served), label
+
+
+def _label(mv: ModelVersion | None, base: str) -> str:
+    """A version as a view's title names it, its method as the Train tab does."""
+    return f"v{mv.id} ({method_title(mv.method)})" if mv is not None else f"frozen {base}"
 
 
 def head_options(db: Database, p: ProjectHandle, version: Version) -> dict[str, Any]:
@@ -81,7 +88,8 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
                 "serving": (
                     ("int8" if serves_int8(m, settings) else "fp32") if mv.id == active_id else None
                 ),
-                "method": mv.method,
+                "method": mv.method,  # as recorded: a version trained as fast says fast
+                "method_name": method_title(mv.method),
                 "measured": m.measured_with,
                 "accuracy": _round(m.accuracy),
                 "macro_f1": _round(m.macro_f1),

@@ -1,4 +1,5 @@
-"""Specialise a sentence encoder on labelled utterances (ConvFiT-style in-batch ranking, LoRA).
+"""Specialise a sentence encoder on labelled utterances (ConvFiT Stage 2 with an in-batch ranking
+loss, or the same on LoRA adapters).
 
 Example:
     >>> from core.training import TrainConfig, train_encoder, load_trained  # doctest: +SKIP
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from core.method_names import METHOD_LINES, canonical_method, method_choices, method_title
 from core.training.config import TrainConfig
 from core.training.eta import Eta
 from core.training.model_io import (
@@ -50,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "METHOD_LINES",
     "Eta",
     "TrainConfig",
     "TrainProgress",
@@ -57,9 +60,12 @@ __all__ = [
     "TrainedModel",
     "TrainingCancelled",
     "artifact_sha256",
+    "canonical_method",
     "check_trainable",
     "load_label_encoder",
     "load_trained",
+    "method_choices",
+    "method_title",
     "planned_steps",
     "read_metadata",
     "train_encoder",

@@ -16,17 +16,19 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from core.method_names import TRAINING_METHODS, canonical_method, method_choices
+
 logger = logging.getLogger(__name__)
 
-TRAINING_METHODS = ("fast", "lora")
-# ConvFiT Stage 2 (sampled pairs with OCL / COS / SMAX) lost to ``fast`` on every seed of both
-# data sets; a version trained with it is a full encoder and keeps serving (its ``model.json``
-# names the method), it just cannot be trained again.
+# ConvFiT Stage 2 as the paper trains it (sampled pairs, the online contrastive loss, 3 random
+# negatives per positive, 10 epochs) lost to the in-batch ranking loss on every seed of both data
+# sets; a version trained with it is a full encoder and keeps serving (its ``model.json`` names
+# the method ``convfit``), it just cannot be trained again.
 CONVFIT_RETIRED = (
-    "ConvFiT Stage 2 on sampled pairs lost to the fast default on every one of 3 seeds on "
-    "BANKING77 and CLINC150 at the same step budget (median -1.5 and -2.6 points with OCL, -2.0 "
-    "and -2.9 with COS, -6.5 and -15.5 with SMAX) for 2-3.4x the CPU time (bench/RESULTS.md); "
-    "the paper's 10-epoch recipe takes hours on a CPU"
+    "ConvFiT Stage 2 on sampled pairs (the paper's recipe) lost to its in-batch ranking loss, "
+    "the default, on every one of 3 seeds on BANKING77 and CLINC150 at the same step budget "
+    "(median -1.5 and -2.6 points with OCL, -2.0 and -2.9 with COS, -6.5 and -15.5 with SMAX) "
+    "for 2-3.4x the CPU time (bench/RESULTS.md); the paper's 10-epoch recipe takes hours on a CPU"
 )
 
 
@@ -49,7 +51,7 @@ class AnyOf(tuple[Any, ...]):
 RETIRED: dict[str, tuple[Any, str]] = {
     "loss": (
         AnyOf((None, "mnrl")),
-        f"the fast method's in-batch ranking is the only loss: {CONVFIT_RETIRED}",
+        f"ConvFiT's in-batch ranking is the only loss: {CONVFIT_RETIRED}",
     ),
     "margin": (0.5, f"it set up ConvFiT's online contrastive loss: {CONVFIT_RETIRED}"),
     "lora_alpha": (16, LORA_FIXED),
@@ -133,7 +135,7 @@ RETIRED: dict[str, tuple[Any, str]] = {
     "pair_strategy": (
         "convfit",
         "positive pairs without negatives (pair_strategy='all') lost 2.8 points on BANKING77 and "
-        "3.6 on CLINC150 against the fast default (5 shots, seed 0; bench/RESULTS.md); "
+        "3.6 on CLINC150 against the in-batch default (5 shots, seed 0; bench/RESULTS.md); "
         "the in-batch losses it was meant for never read it: ConvFiT's pairs always carry "
         "their negatives",
     ),
@@ -145,10 +147,11 @@ class TrainConfig:
     """Settings of one training run.
 
     Attributes:
-        method: ``"fast"`` (ConvFiT-style contrastive tuning: in-batch multiple-negatives
-            ranking over class-disjoint batches of same-intent pairs, both ways; the default) or
-            ``"lora"`` (the same recipe training only LoRA adapters: a version's trained weights
-            are a 300 KB adapter instead of an 88 MB encoder).
+        method: ``"convfit"`` (ConvFiT Stage 2: contrastive task-tuning of the sentence encoder
+            with an in-batch ranking loss over class-disjoint batches of same-intent pairs, both
+            ways; the default; ``"fast"``, its older name, reads as it) or ``"lora"`` (the same
+            recipe training only LoRA adapters: a version's trained weights are a 300 KB adapter
+            instead of an 88 MB encoder).
         epochs: passes over the labelled data (every utterance is an anchor once a pass).
         batch_size: (anchor, positive) pairs per step, no two of them sharing an intent.
         lr: AdamW learning rate.
@@ -162,14 +165,14 @@ class TrainConfig:
         freeze_layers: number of lowest transformer layers to freeze as well (with the
             embeddings frozen, their outputs are computed once per utterance and cached,
             :mod:`core.training.prefix`); ``None`` = the method's default
-            (:attr:`resolved_freeze_layers`): 3 for ``fast`` (half of MiniLM: a BANKING77
+            (:attr:`resolved_freeze_layers`): 3 for ``convfit`` (half of MiniLM: a BANKING77
             10-shot retrain trains in ~40 s instead of ~75 s on 2 cores, at the same accuracy or
             better; ``bench/train.py``, ``fast`` against ``fast_full``), 0 for ``lora``
             (adapters only).
         lora_r: LoRA rank.
     """
 
-    method: str = "fast"
+    method: str = "convfit"
     epochs: int = 4
     batch_size: int = 32
     lr: float | None = None
@@ -183,12 +186,11 @@ class TrainConfig:
     lora_r: int = 8
 
     def __post_init__(self) -> None:
-        if self.method == "convfit":
-            raise ValueError(f"method='convfit' is no longer an option: {CONVFIT_RETIRED}.")
-        if self.method not in TRAINING_METHODS:
-            raise ValueError(
-                f"Unknown method {self.method!r}: use one of {', '.join(TRAINING_METHODS)}."
-            )
+        if not isinstance(self.method, str) or (
+            canonical_method(self.method) not in TRAINING_METHODS
+        ):
+            raise ValueError(f"Unknown method {self.method!r}: use {method_choices()}.")
+        object.__setattr__(self, "method", canonical_method(self.method))
         _check_int("epochs", self.epochs, 1, 100)
         _check_int("batch_size", self.batch_size, 2, 4096)
         if self.lr is not None:
@@ -224,14 +226,14 @@ class TrainConfig:
         """Lowest transformer layers kept frozen: the given number or the method's default."""
         if self.freeze_layers is not None:
             return self.freeze_layers
-        return 3 if self.method == "fast" else 0
+        return 3 if self.method == "convfit" else 0
 
     @property
     def resolved_lr(self) -> float:
         """The learning rate actually used: the given one or the method's (tuned) default."""
         if self.lr is not None:
             return self.lr
-        return {"fast": 1e-4, "lora": 1e-3}[self.method]
+        return {"convfit": 1e-4, "lora": 1e-3}[self.method]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
@@ -249,6 +251,13 @@ class TrainConfig:
         6
         """
         kwargs = dict(data)
+        if kwargs.get("method") == "convfit" and kwargs.get("loss", "mnrl") != "mnrl":
+            # "loss" was in every config until the pair recipe left; with ``convfit`` and no
+            # in-batch loss it named the pairs (None meant OCL then), not today's ConvFiT
+            raise ValueError(
+                f"method='convfit' with loss={data['loss']!r} (ConvFiT on sampled pairs, what it "
+                f"meant until that recipe left) is no longer an option: {CONVFIT_RETIRED}."
+            )
         for name, (off, why) in RETIRED.items():
             if name in kwargs and not _is_off(kwargs.pop(name), off):
                 raise ValueError(f"{name}={data[name]!r} is no longer an option: {why}.")

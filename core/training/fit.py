@@ -2,12 +2,13 @@
 
 Methods (``TrainConfig.method``):
 
-- ``"fast"`` (default): ConvFiT-style contrastive tuning as in-batch multiple-negatives ranking
+- ``"convfit"`` (default; ``"fast"`` is its older name): ConvFiT Stage 2, contrastive
+  task-tuning of the sentence encoder with an in-batch ranking loss (multiple-negatives ranking
   over class-disjoint batches of (anchor, same-intent positive) pairs, both ways, a few passes
-  with a higher learning rate. Every other item in a batch is a true negative, so each step sees
-  ~``batch_size``² contrasts instead of ConvFiT's ``batch_size`` sampled pairs (which lost to it
+  with a higher learning rate). Every other item in a batch is a true negative, so each step sees
+  ~``batch_size``² contrasts instead of the paper's ``batch_size`` sampled pairs (which lost to it
   on every seed of BANKING77 and CLINC150 and left the product: bench/RESULTS.md).
-- ``"lora"``: the fast recipe training only LoRA adapters; the artifact is the adapter.
+- ``"lora"``: the same recipe training only LoRA adapters; the artifact is the adapter.
 
 Example:
     >>> trained = train_encoder("minilm", texts, labels, TrainConfig())  # doctest: +SKIP
@@ -128,7 +129,7 @@ def train_encoder(
         base: registry name (``"minilm"``, ``"mpnet"``) or a local sentence-transformers folder.
         texts: the labelled utterances.
         labels: one tuple of intent names per utterance (``()`` = no intent: never an anchor).
-        config: the run's settings (default: ``TrainConfig()``, the fast method).
+        config: the run's settings (default: ``TrainConfig()``, ConvFiT Stage 2).
         progress: called after every optimiser step with a
             :class:`~core.training.loop.TrainProgress`.
         should_cancel: polled before loading the model, once it is loaded, once the batches

@@ -214,7 +214,7 @@ def load_trained(directory: Path, device: str | None = None) -> Encoder:
     Example:
         >>> enc = load_trained(Path("models/v3"))  # doctest: +SKIP
         >>> enc.fingerprint  # doctest: +SKIP
-        'fast@4f1c2a9e0b7d55aa'
+        'convfit@4f1c2a9e0b7d55aa'
     """
     from core.encoding.registry import encoder_from_model
 

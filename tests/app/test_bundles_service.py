@@ -108,7 +108,7 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     name = svc.import_bundle(ctx.factories, out)
     assert name == "tiny (bundle)"
     same_predictions(app_out, predict_svc.predict(ctx.live, live(ctx, name), QUERIES))
-    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["fast"]
+    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["convfit"]
     with pytest.raises(StorageError, match="read-only"):
         data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
 

@@ -195,6 +195,38 @@ def test_report_writes_an_offline_html_file(tmp_path, capsys):
     assert main([*d, "report", "--project", "shop", "-o", str(tmp_path / "r.pdf")]) == 2
 
 
+@pytest.mark.slow
+def test_train_names_convfit_and_takes_fast_its_older_name(tmp_path, capsys):
+    """Issue 55: the CLI names ConvFiT Stage 2 (``--method convfit``, the default) and says in a
+    line what it is; ``--method fast``, its name before, still trains it; an unknown method is
+    refused with the names it takes."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "convfit (the default; fast, its older name, still works) = ConvFiT Stage 2" in helped
+    # and what the measurement found (issue 55: the paper's recipe's learning curve)
+    assert "beat the paper's own pair recipe at 25-200 steps; bench/RESULTS.md" in helped
+    d = ["--data-dir", str(tmp_path / "d")]
+    src = tmp_path / "shop.csv"
+    src.write_text(
+        "text,label,split\nwhere is my order,track,train\nhas my parcel shipped,track,train\n"
+        "refund please,refund,train\nI want my money back,refund,train\n"
+        "is my package on its way,track,test\ngive me my money,refund,test\n",
+        encoding="utf-8",
+    )
+    assert main([*d, "import", str(src), "--project", "shop"]) == 0
+    assert main([*d, "train", "--project", "shop", "--method", "convfit2"]) == 2
+    assert "Unknown method 'convfit2': use convfit (ConvFiT Stage 2" in capsys.readouterr().err
+    quick = ["--set", "epochs=1", "--set", "batch_size=2"]
+    assert main([*d, "train", "--project", "shop", "--method", "fast", *quick]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "ConvFiT Stage 2: contrastive task-tuning of the sentence encoder; in-batch ranking loss "
+        "(it beat the paper's own pair recipe at 25-200 steps; bench/RESULTS.md)\n"
+    )
+    assert json.loads(out[out.index("{") :])["method"] == "convfit"
+
+
 def test_two_imports_into_one_new_project_at_once_both_land_without_a_traceback(tmp_path):
     """Red-team row 10: two CLI imports into one project at once; one used to crash."""
     rows = [(f"utterance number {i} about topic {i % 7}", f"topic_{i % 7}") for i in range(3000)]

@@ -27,7 +27,7 @@ from tests.handles import live
 
 pytestmark = pytest.mark.slow
 
-QUICK = {"method": "fast", "epochs": 1, "batch_size": 8}
+QUICK = {"method": "convfit", "epochs": 1, "batch_size": 8}
 # four intents, four training examples each and one test row each
 SINGLE = {
     "card_lost": [

@@ -75,6 +75,30 @@ def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> Non
     assert job_count(ctx) == 0
 
 
+def test_convfit_is_the_method_by_its_name_and_fast_still_reads() -> None:
+    """Issue 55: the default is ConvFiT Stage 2, ``convfit``; ``fast``, its name before, is
+    accepted from a request and from a job queued under it, and stored as ``convfit``."""
+    named = svc.RetrainSpec.parse({"method": "convfit", "epochs": 1})
+    assert svc.RetrainSpec.parse({"method": "fast", "epochs": 1}) == named
+    assert svc.RetrainSpec.parse({"epochs": 1}) == named and named.to_job()["method"] == "convfit"
+    queued_before = {"method": "fast", "epochs": 1, "head": {"threshold": named.threshold}}
+    assert svc.RetrainSpec.from_job(queued_before) == named
+    with pytest.raises(ValueError, match=r"Unknown method 'convfit2': use convfit \(ConvFiT"):
+        svc.RetrainSpec.parse({"method": "convfit2"})
+    with pytest.raises(ValueError, match=r"loss='ocl' \(ConvFiT on sampled pairs.*paper's recipe"):
+        svc.RetrainSpec.parse({"method": "convfit", "loss": "ocl"})
+    with pytest.raises(ValueError, match=r"loss='ocl' is no longer an option: .*paper's recipe"):
+        svc.RetrainSpec.parse({"method": "fast", "loss": "ocl"})
+    assert (
+        svc.method_line("fast")
+        == svc.method_line("convfit")
+        == (
+            "ConvFiT Stage 2: contrastive task-tuning of the sentence encoder; in-batch ranking loss "
+            "(it beat the paper's own pair recipe at 25-200 steps; bench/RESULTS.md)"
+        )
+    )
+
+
 def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
     assert svc.parse_settings(["epochs=2", " lr = 1e-4", "loss=ocl"]) == {
         "epochs": 2,
@@ -182,7 +206,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     done = svc.job(ctx.training, view.id)
     assert done.status == "succeeded", done.log
     assert done.percent == 100 and 0.9 < done.progress <= 1.0
-    assert "training fast on 16 utterances" in done.log
+    assert "training ConvFiT Stage 2 (convfit) on 16 utterances" in done.log
     left_out = "Left out of training: 1 intent(s) with fewer than 2 train examples (close_account)"
     assert left_out in done.log and left_out in done.message
     singleton = predict_svc.predict_one(

@@ -84,6 +84,11 @@ def start(
     return msg, job.id, gr.update(active=True)
 
 
+def method_info(choice: str) -> str:
+    """The line under the method that says what it is (ConvFiT Stage 2: ...)."""
+    return train_svc.method_line(choice)
+
+
 def stop(training: TrainingQueue, jid: int | None, p: ProjectHandle | None) -> str:
     """Cancel the shown job (or the project's active one)."""
     if jid is None and p is not None:
@@ -117,12 +122,14 @@ def build_retrain_section(
     training: TrainingQueue, project: gr.Dropdown, user: gr.State
 ) -> RetrainSection:
     gr.Markdown(HELP)
+    default = next(iter(train_svc.METHOD_CHOICES))
     with gr.Row(equal_height=True):
         method = gr.Dropdown(
             list(train_svc.METHOD_CHOICES),
-            value=next(iter(train_svc.METHOD_CHOICES)),
+            value=default,
             label="Method",
             scale=3,
+            elem_id="train-method",
         )
         settings = gr.Textbox(
             label="Advanced settings (optional)",
@@ -132,6 +139,7 @@ def build_retrain_section(
         )
         retrain = gr.Button("Retrain", variant="primary", scale=1, elem_id="retrain")
         cancel = gr.Button("Cancel", scale=1, elem_id="cancel-training")
+    line = gr.Markdown(method_info(default), elem_id="method-line")
     section = RetrainSection(
         progress=gr.HTML(progress_html(None), elem_id="job-progress"),
         message=gr.Markdown(elem_id="train-message"),
@@ -141,6 +149,7 @@ def build_retrain_section(
     )
     with gr.Accordion("Training log", open=False):
         section.log.render()
+    method.input(method_info, [method], [line], api_visibility="private")
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
         guarded("train", outputs=3)(bind(start, training)),

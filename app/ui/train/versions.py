@@ -22,7 +22,7 @@ BASE_CHOICE = "frozen base encoder"
 HISTORY_HEADERS = {
     "version": "version",
     "active": "active",
-    "method": "method",
+    "method_name": "method",  # ConvFiT Stage 2, also for a version recorded as fast
     "accuracy": "accuracy",
     "macro_f1": "macro F1",
     "frozen_accuracy": "frozen accuracy",

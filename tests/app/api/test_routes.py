@@ -83,10 +83,16 @@ def test_unknown_project_is_404_and_bad_bodies_are_422_with_a_message(client):
     assert "Traceback" not in r.text and "SELECT" not in r.text
 
 
-def test_train_queues_a_job_that_can_be_followed(client):
+def test_train_queues_a_job_that_can_be_followed(client, ctx):
+    from app.services.retrain_jobs import job as stored_job
+
     assert client.get(f"{DEMO}/versions").json() == {"versions": []}
 
-    r = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
+    # ConvFiT by its name; a method it does not know is refused naming the ones it does
+    wrong = client.post(f"{DEMO}/train", json={"method": "convfit2"})
+    assert wrong.status_code == 400
+    assert wrong.json()["error"].startswith("Unknown method 'convfit2': use convfit (ConvFiT")
+    r = client.post(f"{DEMO}/train", json={"method": "convfit", "settings": {"epochs": 1}})
     assert r.status_code == 202 and r.json()["created"] is True
     job = r.json()["job"]
     assert job["status"] == "queued"
@@ -109,6 +115,31 @@ def test_train_queues_a_job_that_can_be_followed(client):
     assert client.post("/api/v1/jobs/999/cancel").status_code == 404
     fresh = client.post(f"{DEMO}/train", json={})  # the project is free for a new retrain
     assert fresh.status_code == 202 and fresh.json()["job"]["id"] != job["id"]
+    assert stored_job(ctx.training, job["id"]).config["method"] == "convfit"
+    assert stored_job(ctx.training, fresh.json()["job"]["id"]).config["method"] == "convfit"
+    # fast, ConvFiT's name before issue 55, still works for the clients that send it
+    client.post(f"/api/v1/jobs/{fresh.json()['job']['id']}/cancel")
+    older = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
+    assert older.status_code == 202
+    assert stored_job(ctx.training, older.json()["job"]["id"]).config["method"] == "convfit"
+
+
+def test_versions_name_their_method_as_the_train_tab_does_a_fast_one_included(client, ctx, demo):
+    """Issue 55: REST keeps a version's method as recorded (a client matching ``fast`` still
+    finds it) and names it beside as the Train tab does: ConvFiT Stage 2."""
+    from storage.versions import NewVersion, register_version
+
+    with ctx.db.write() as s:
+        for method in ("fast", "convfit", "lora"):
+            register_version(s, NewVersion(demo.id, None, method, "minilm", {}, {}, None, None, 1))
+    rows = client.get(f"{DEMO}/versions").json()["versions"]
+    assert [(r["method"], r["method_name"]) for r in rows] == [
+        ("lora", "LoRA adapter"),
+        ("convfit", "ConvFiT Stage 2"),
+        ("fast", "ConvFiT Stage 2"),
+    ]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["Version"]
+    assert "method_name" in schema["required"]
 
 
 def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
@@ -206,6 +237,9 @@ def test_docs_and_openapi_describe_every_route(client):
     } <= set(paths)
     docs = client.get("/docs")
     assert docs.status_code == 200 and "/docs/static/swagger-ui-bundle.js" in docs.text
+    train_in = client.get("/openapi.json").json()["components"]["schemas"]["TrainIn"]
+    method = train_in["properties"]["method"]
+    assert method["default"] == "convfit" and "convfit: ConvFiT Stage 2" in method["description"]
     assert "cdn" not in docs.text.lower()  # offline: Swagger UI's files are served here
     assert client.get("/docs/static/swagger-ui-bundle.js").status_code == 200
 

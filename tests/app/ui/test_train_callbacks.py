@@ -39,6 +39,9 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
     msg, job_id, _ = retrain.start(ctx.training, demo, method, "", "local")
     assert "queued" in msg
+    from app.services.retrain_jobs import job as stored_job
+
+    assert stored_job(ctx.training, job_id).config["method"] == "convfit"  # the default's name
     queued = tick(ctx.training, demo, job_id, msg)
     assert queued[2]["active"] is True and queued[-1] == {"__type__": "update"}
     assert "waiting for a worker" in queued[0]
@@ -117,6 +120,22 @@ def test_the_history_table_reads_in_words_and_megabytes():
     assert len(versions.HISTORY_WIDTHS) == len(versions.HISTORY_COLUMNS)
 
 
+def test_a_version_trained_as_fast_reads_as_convfit_stage_2(ctx, demo):
+    """Issue 55: ``fast`` was ConvFiT Stage 2's name. A version recorded under it keeps its
+    record (REST says ``fast``) and the history names its method as the Train tab does."""
+    from app.services import versions as version_svc
+    from storage.versions import NewVersion, register_version
+
+    with ctx.db.write() as s:
+        for method in ("fast", "convfit", "lora"):
+            register_version(s, NewVersion(demo.id, None, method, "minilm", {}, {}, None, None, 1))
+    rows = version_svc.history(ctx.db, demo)
+    assert [r["method"] for r in rows] == ["lora", "convfit", "fast"]
+    assert [r["method_name"] for r in rows] == ["LoRA adapter", *["ConvFiT Stage 2"] * 2]
+    frame = versions.load_history(ctx.db, demo)[0]
+    assert list(frame["method"]) == ["LoRA adapter", "ConvFiT Stage 2", "ConvFiT Stage 2"]
+
+
 def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, demo):
     """A job that ends before the timer's first tick (a small project, a warm worker) left the
     "queued" line on screen and the history without its version: the Retrain click was followed
@@ -132,6 +151,18 @@ def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, de
     ticks = [f for f in fns if f.targets and f.targets[0][1] == "tick"]
     (timer,) = [f for f in ticks if [o._id for o in f.outputs] == [o._id for o in after.outputs]]
     assert after.name == timer.name == "tick"
+    # the method by its name, with one line on what it is; the line follows the choice (issue 55)
+    (method,) = [f.inputs[1] for f in fns if f.api_name == "retrain"]
+    assert (
+        method.label == "Method" and method.value == "ConvFiT Stage 2 · in-batch ranking (default)"
+    )
+    (shown,) = [f for f in fns if f.name == "method_info"]
+    assert [i._id for i in shown.inputs] == [method._id] and shown.outputs[0].value == (
+        "ConvFiT Stage 2: contrastive task-tuning of the sentence encoder; in-batch ranking loss "
+        "(it beat the paper's own pair recipe at 25-200 steps; bench/RESULTS.md)"
+    )
+    lora = next(c for c, _ in method.choices if c.startswith("LoRA adapter"))
+    assert retrain.method_info(lora).startswith("LoRA adapter: the same ConvFiT Stage 2")
 
 
 def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(ctx, demo):

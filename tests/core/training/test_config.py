@@ -10,11 +10,21 @@ from core.training import TrainConfig
 pytestmark = pytest.mark.fast
 
 
-def test_defaults_are_the_fast_method() -> None:
+def test_defaults_are_convfit_stage_2() -> None:
     cfg = TrainConfig()
-    assert cfg.method == "fast" and cfg.epochs == 4 and cfg.resolved_lr == 1e-4
-    assert cfg.batch_size == 32 and cfg.max_length == 48
+    assert cfg.method == "convfit" and cfg.epochs == 4 and cfg.resolved_lr == 1e-4
+    assert cfg.batch_size == 32 and cfg.max_length == 48 and cfg.resolved_freeze_layers == 3
     assert TrainConfig(method="lora").resolved_lr == 1e-3
+
+
+def test_fast_is_convfits_older_name_and_reads_as_it() -> None:
+    """Issue 55: the default was called ``fast``; requests, scripts and stored configs that say so
+    get ConvFiT Stage 2, recorded under its name."""
+    assert TrainConfig(method="fast") == TrainConfig()
+    assert TrainConfig(method="fast", epochs=2).to_dict()["method"] == "convfit"
+    stored = {**TrainConfig(epochs=2).to_dict(), "method": "fast"}  # a version trained as fast
+    assert TrainConfig.from_dict(stored) == TrainConfig(epochs=2)
+    assert TrainConfig.from_dict(stored).resolved_freeze_layers == 3
 
 
 def test_json_round_trip() -> None:
@@ -26,8 +36,11 @@ def test_json_round_trip() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"method": "magic"}, "Unknown method 'magic'"),
-        ({"method": "convfit"}, r"method='convfit' is no longer an option: .*every one of 3 seeds"),
+        (
+            {"method": "magic"},
+            r"Unknown method 'magic': use convfit \(ConvFiT Stage 2, the default",
+        ),
+        ({"method": ["fast"]}, r"Unknown method \['fast'\]: use convfit"),
         ({"epochs": 0}, "epochs must be between 1 and 100"),
         ({"batch_size": 1}, "batch_size must be between 2"),
         ({"batch_size": 2.5}, "batch_size must be an integer"),
@@ -52,6 +65,7 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
     stored = {**TrainConfig(epochs=2).to_dict(), "label_encoder": "shared"}
     # as every earlier version recorded them
     stored.update(
+        method="fast",
         epochs=None,
         fast_passes=2,
         loss=None,
@@ -82,8 +96,13 @@ def test_a_stored_config_with_a_retired_option_off_reads_and_one_turned_on_is_re
     assert TrainConfig.from_dict(stored) == TrainConfig(epochs=2)
     assert TrainConfig.from_dict({**stored, "epochs": 3}) == TrainConfig(epochs=3)  # it won
     assert TrainConfig.from_dict({**stored, "loss": "mnrl", "max_pairs": None}).epochs == 2
-    with pytest.raises(ValueError, match=r"method='convfit' is no longer an option: .*-2\.6"):
+    # ConvFiT's sampled pairs: a config written before they left names convfit with loss None
+    # (OCL); today's convfit is the in-batch loss, so that config is refused, not retrained
+    with pytest.raises(
+        ValueError, match=r"method='convfit' with loss=None \(ConvFiT on sampled pairs.*-2\.6"
+    ):
         TrainConfig.from_dict({**stored, "method": "convfit"})
+    assert TrainConfig.from_dict({**stored, "method": "fast"}) == TrainConfig(epochs=2)
     with pytest.raises(ValueError, match=r"loss='ocl' is no longer an option: .*only loss"):
         TrainConfig.from_dict({**stored, "loss": "ocl"})
     for name, value in (("lora_alpha", 32), ("lora_dropout", 0.0), ("lora_targets", ["query"])):

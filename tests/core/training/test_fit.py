@@ -98,9 +98,10 @@ def test_an_older_version_with_a_projection_still_loads(encoder, tmp_path: Path)
 
 
 def test_an_older_convfit_version_still_loads_and_serves(encoder, tmp_path: Path) -> None:
-    """ConvFiT Stage 2 left the product (it lost on every seed of both bench data sets); a
-    version trained with it is a full encoder whose ``model.json`` names the method and its
-    pair-loss settings, and it keeps serving as it was."""
+    """ConvFiT Stage 2 on sampled pairs (the paper's recipe) left the product (it lost on every
+    seed of both bench data sets); a version trained with it is a full encoder whose
+    ``model.json`` names the method and its pair-loss settings, and it keeps serving as it was.
+    So does a version trained as ``fast``, the in-batch default's name before issue 55."""
     TrainedModel(model=encoder.model, base_encoder="minilm", config=TrainConfig()).save(tmp_path)
     meta = json.loads((tmp_path / "model.json").read_text())
     meta["method"] = "convfit"  # what such a version recorded
@@ -113,6 +114,13 @@ def test_an_older_convfit_version_still_loads_and_serves(encoder, tmp_path: Path
     np.testing.assert_allclose(loaded.encode(TEXTS[:4]), encoder.encode(TEXTS[:4]), atol=1e-5)
     with pytest.raises(ValueError, match=r"is no longer an option: .*ConvFiT Stage 2 on sampled"):
         TrainConfig.from_dict(meta["config"])  # it serves, but is not trained again
+    meta["method"] = "fast"
+    meta["config"] = {**TrainConfig(epochs=2).to_dict(), "method": "fast"}
+    (tmp_path / "model.json").write_text(json.dumps(meta))
+    older = load_trained(tmp_path, device="cpu")
+    assert older.fingerprint.startswith("fast@")  # its cached vectors stay its own
+    np.testing.assert_allclose(older.encode(TEXTS[:4]), encoder.encode(TEXTS[:4]), atol=1e-5)
+    assert TrainConfig.from_dict(meta["config"]) == TrainConfig(epochs=2)
 
 
 def test_full_save_load_round_trip(tmp_path: Path) -> None:
@@ -122,12 +130,12 @@ def test_full_save_load_round_trip(tmp_path: Path) -> None:
     assert meta == {
         "format": 1,
         "kind": "full",
-        "method": "fast",
+        "method": "convfit",
         "base_encoder": "minilm",
         "config": TrainConfig(epochs=1).to_dict(),
     }
     loaded = load_trained(tmp_path, device="cpu")
-    assert loaded.fingerprint.startswith("fast@")
+    assert loaded.fingerprint.startswith("convfit@")
     np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
     _is_what_loads(trained.saved_encoder(tmp_path), loaded)
     with pytest.raises(FileExistsError, match="not empty"):

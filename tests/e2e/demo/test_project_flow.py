@@ -57,7 +57,9 @@ def test_create_import_retrain_try_and_export(server, page, tmp_path):
     job = started_job(page)
     wait_for_job(page, job, "succeeded")
     page.get_by_role("tab", name="Versions").click()
-    page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
+    page.wait_for_function(
+        "() => document.querySelector('#versions')?.innerText?.includes('ConvFiT Stage 2')"
+    )
     shot(page, "31-flow-trained")
 
     page.get_by_role("tab", name="Try").click()

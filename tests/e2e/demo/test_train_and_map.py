@@ -32,6 +32,13 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     )
     page.goto(server.url)
     open_tab(page, "Train")
+    # the method by its name, and a line on what it is (issue 55)
+    method = page.locator("#train-method")
+    assert method.locator("input").input_value() == "ConvFiT Stage 2 · in-batch ranking (default)"
+    assert (
+        "ConvFiT Stage 2: contrastive task-tuning of the sentence encoder; in-batch ranking loss"
+        in page.locator("#method-line").inner_text()
+    )
     page.get_by_label("Advanced settings (optional)").fill("epochs=1, batch_size=16")
     page.locator("#retrain").click()
     job = started_job(page)
@@ -41,7 +48,9 @@ def test_retrain_from_the_browser_then_evaluate_and_report(server, page):
     assert "accuracy" in text_of(page, "#job-progress")
     assert "queued" not in text_of(page, "#train-message")  # the job's line cleared when done
     open_tab(page, "Versions")
-    page.wait_for_function("() => document.querySelector('#versions')?.innerText?.includes('fast')")
+    page.wait_for_function(
+        "() => document.querySelector('#versions')?.innerText?.includes('ConvFiT Stage 2')"
+    )
     shot(page, "11-train-done")
 
     open_tab(page, "Evaluation")
@@ -98,7 +107,7 @@ def test_map_compares_encoders_and_labels_from_a_selection(server, page):
     )
     titles = text_of(page, "#map-plot")
     # the version this module trained (ids are global: an earlier module may have trained too)
-    assert re.search(r"\bv\d+ \(fast\)", titles) and titles.count("silhouette") == 2
+    assert re.search(r"\bv\d+ \(ConvFiT Stage 2\)", titles) and titles.count("silhouette") == 2
     # every utterance is a point, once per side
     n_points = page.evaluate(
         "() => document.querySelector('#map-plot .js-plotly-plot').data"
