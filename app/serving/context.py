@@ -4,7 +4,8 @@ Predictor factories with the embedding cache and the evaluations measured
 (:class:`app.serving.factories.FactoryBuilder`); the live pools with their background fits and
 the admission of prediction calls (:class:`app.serving.live.LivePools`); the maps
 (:class:`app.serving.map_store.MapStore`); the training jobs
-(:class:`app.serving.training_queue.TrainingQueue`); and the uploads. :class:`AppContext` holds
+(:class:`app.serving.training_queue.TrainingQueue`); the uploads; and whether the process can
+serve now (:class:`app.serving.readiness.Readiness`). :class:`AppContext` holds
 one of each for a process. A function takes the smallest piece that holds what it uses
 (``ctx.db``, ``ctx.factories``, ``ctx.live``, ``ctx.maps``, ``ctx.training``); the context
 itself goes only to what needs settings, uploads or several unrelated pieces. Its methods that
@@ -26,6 +27,7 @@ from app.serving.live import CALIBRATION_SETTLE_S, LivePools
 from app.serving.map_store import MapStore
 from app.serving.models import Models
 from app.serving.pools import ProjectPool
+from app.serving.readiness import Readiness, servers_probe
 from app.serving.training_queue import JobQueue, TrainingQueue
 from app.serving.vectors import open_cache
 from core.encoding.cache import CachedEncoder, EmbeddingCache
@@ -65,7 +67,9 @@ class AppContext:
         self.heads = self.live.heads
         self.calibrations = self.live.calibrations
         self.kept_heads = self.live.kept_heads
-        self.training = TrainingQueue(self.db, settings)
+        self.training = TrainingQueue(self.db, settings, self.artifacts)
+        # warming up, ready or stopping, and what its servers answer (/health, /ready)
+        self.readiness = Readiness(servers_probe(settings, self.db, self.artifacts))
         # files uploaded through the UI and not used up yet (app.perimeter.upload_gate.UploadGate records them)
         self.uploads = Uploads()
 
