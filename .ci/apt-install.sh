@@ -1,21 +1,23 @@
 #!/bin/sh
 # `apt-get update`, then `apt-get install PACKAGE...`, waiting for another package install to
 # release apt's locks (dpkg's, the package lists') for up to APT_LOCK_WAIT seconds (default 600)
-# instead of failing at once. Any other failure ends it at once with apt's message.
+# instead of failing at once, and saying so on stderr as soon as it waits (apt's own wait, with
+# its output captured, was silent for up to the whole limit: issue 57). Any other failure ends
+# it at once with apt's message.
 # The Makefile installs Chromium, PostgreSQL and Redis through it (`make test`, `make team-local`).
 set -u
 apt=${APT_GET:-apt-get}
 limit=${APT_LOCK_WAIT:-600}
+poll=${APT_LOCK_POLL:-2}
 deadline=$(( $(date +%s) + limit ))
 told=""
 export DEBIAN_FRONTEND=noninteractive
 
 apt_get() {
     while :; do
-        left=$(( deadline - $(date +%s) ))
-        [ "$left" -lt 1 ] && left=1
-        # apt >= 1.9.11 waits for dpkg's lock itself; the loop covers the other locks and older apt
-        if out=$("$apt" -o "DPkg::Lock::Timeout=$left" "$@" 2>&1); then
+        # apt >= 1.9.11 waits for dpkg's lock itself: for one poll at a time, so that this loop
+        # says it waits (the loop also covers the other locks and older apt)
+        if out=$("$apt" -o "DPkg::Lock::Timeout=$poll" "$@" 2>&1); then
             return 0
         else
             status=$?
@@ -30,10 +32,11 @@ apt_get() {
             return "$status"
         fi
         if [ -z "$told" ]; then
-            echo "waiting for another package install to release apt's lock (up to ${limit} s)..." >&2
+            holder=$(printf '%s\n' "$out" | sed -n 's/.*held by \(process [0-9]*[^.]*\).*/\1/p' | head -n 1)
+            echo "waiting for another package install${holder:+ ($holder)} to release apt's lock (up to ${limit} s)..." >&2
             told=1
         fi
-        sleep "${APT_LOCK_POLL:-2}"
+        sleep "$poll"
     done
 }
 

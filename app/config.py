@@ -28,12 +28,16 @@ ENV_MAX_ROWS = "INTENT_STUDIO_MAX_ROWS"
 ENV_QUEUE_URL = "INTENT_STUDIO_QUEUE_URL"
 ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
+ENV_STOP_GRACE = "INTENT_STUDIO_STOP_GRACE"
 ENV_INT8 = "INTENT_STUDIO_INT8"
 ENV_PUBLIC_HOST = "INTENT_STUDIO_PUBLIC_HOST"
 # Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
 DEPLOYMENT = "deployment"
 QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_JOB_TIMEOUT = 60  # seconds without a heartbeat before a running job counts as dead
+# Seconds a stopping worker lets its job go on to end (app.worker.stopping); compose.yaml's
+# stop_grace_period gives the worker this and app.worker.stopping.STOP_MARGIN_S more.
+DEFAULT_STOP_GRACE = 30
 # The largest file an import or an upload takes (the one limit: pass it to Gradio's
 # ``max_file_size`` as well); the import formats refuse anything larger before reading it.
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
@@ -57,6 +61,9 @@ class Settings:
     artifacts_url: str | None = None
     # Seconds a running job may go without a heartbeat before it is failed as dead.
     job_timeout: int = DEFAULT_JOB_TIMEOUT
+    # Seconds a stopped worker (SIGTERM, Ctrl+C) lets its running job go on to end; a job that
+    # would not end by then is handed back to the queue (queued again) at its next check.
+    stop_grace: int = DEFAULT_STOP_GRACE
     # Whether a retrain exports and checks the version's int8 copy (seconds per retrain); off:
     # every project serves fp32.
     int8: bool = True
@@ -153,6 +160,7 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         queue_url=queue_url,
         artifacts_url=os.environ.get(ENV_ARTIFACTS_URL, "").strip() or None,
         job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,
+        stop_grace=_positive_int(ENV_STOP_GRACE) or DEFAULT_STOP_GRACE,
         int8=_switch(ENV_INT8, default=True),
         public_hosts=tuple(
             h.strip().lower() for h in os.environ.get(ENV_PUBLIC_HOST, "").split(",") if h.strip()

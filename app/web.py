@@ -23,6 +23,7 @@ from app.access.auth import LOCAL, actor, check_login, session_ok
 from app.limit_store import LimitStore
 from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
+from app.perimeter.draining import Draining
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.upload_gate import UploadGate
@@ -174,9 +175,11 @@ def web_app(
         signed_out=lambda name, address: later(ctx.db, accounts.signed_out, name, address),
         refused=lambda user, detail: later(ctx.db, accounts.denied, user or "", "", detail),
     )
-    # outermost: every refusal of the API and the UI's routes in the security log
+    # every refusal of the API and the UI's routes in the security log
     app.add_middleware(
         DeniedCalls,  # type: ignore[arg-type]
         record=lambda user, address, detail: later(ctx.db, accounts.denied, user, address, detail),
     )
+    # outermost: a stopping server answers every request 503, never 500 (app.perimeter.draining)
+    app.add_middleware(Draining, stopping=lambda: ctx.readiness.is_stopping)  # type: ignore[arg-type]
     return app

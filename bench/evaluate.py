@@ -41,6 +41,8 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 class _Reporter:
     """Keeps the evaluation phase's reports with the time they came."""
 
+    handing_back = False
+
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
         self.reports: list[tuple[float, int, int, float | None]] = []

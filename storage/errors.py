@@ -49,3 +49,18 @@ class DatabaseUnavailable(Exception):
 
     def __init__(self, message: str = MESSAGE) -> None:
         super().__init__(message)
+
+
+class ArtifactsUnavailable(Exception):
+    """The model store (a bucket) does not answer (unreachable, down, timing out): nothing was
+    read or changed; the same request may succeed in a moment. Like
+    :class:`DatabaseUnavailable`, no fault of the request (REST answers 503 with
+    ``Retry-After``)."""
+
+    def __init__(self, where: str, cause: BaseException | None = None) -> None:
+        why = f" ({type(cause).__name__})" if cause is not None else ""
+        super().__init__(
+            f"The model store {where} is not answering{why}; nothing was changed. Try again in "
+            "a moment."
+        )
+        self.where = where

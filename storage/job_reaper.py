@@ -60,8 +60,13 @@ def reap_dead_jobs(
     silent = TrainingJob.heartbeat_at.is_(None) | (TrainingJob.heartbeat_at < cutoff)
     running = TrainingJob.status == "running"
     n = 0
-    for job_id, pid, last in s.execute(
-        select(TrainingJob.id, TrainingJob.worker_pid, TrainingJob.heartbeat_at).where(running)
+    for job_id, pid, last, version in s.execute(
+        select(
+            TrainingJob.id,
+            TrainingJob.worker_pid,
+            TrainingJob.heartbeat_at,
+            TrainingJob.model_version_id,
+        ).where(running)
     ).all():
         gone = alive is not None and not alive(pid)
         if not gone and last is not None and last >= cutoff:
@@ -69,13 +74,20 @@ def reap_dead_jobs(
         n += s.execute(
             update(TrainingJob)
             .where(TrainingJob.id == job_id, running, true() if gone else silent)
-            .values(
-                status="failed",
-                message="the training worker stopped unexpectedly; the active model is unchanged",
-                finished_at=now,
-            )
+            .values(status="failed", message=dead_message(version), finished_at=now)
         ).rowcount  # type: ignore[attr-defined]
     return n
+
+
+def dead_message(version: int | None) -> str:
+    """Why a job whose worker died ended: before its version was registered nothing changed;
+    after (its int8 phase, issue 55) the version is registered and keeps its fp32 encoder."""
+    if version is None:
+        return "the training worker stopped unexpectedly; the active model is unchanged"
+    return (
+        f"the training worker stopped unexpectedly after registering v{version}: it keeps its "
+        "fp32 encoder (its int8 copy was not finished; the next retrain builds one)"
+    )
 
 
 def has_queued_jobs(s: Session, *, older_than: float) -> bool:

@@ -322,3 +322,18 @@ def finish_job(
     job.log = (job.log + _stamp(message))[-LOG_CHARS:]
     if model_version_id is not None:
         job.model_version_id = model_version_id
+
+
+def hand_back(s: Session, job_id: int, message: str) -> bool:
+    """Queue a running job again as if never taken (its worker stops), ``message`` logged; the
+    caller queues its message. False when it is no longer running or has its version."""
+    if (job := _locked(s, job_id)) is None:
+        return False
+    job.log = (job.log + _stamp(message))[-LOG_CHARS:]
+    if job.status != "running" or job.model_version_id is not None or job.cancel_requested:
+        return False
+    job.status, job.message, job.phase, job.step, job.total = "queued", message, "", 0, 0
+    job.loss, job.eta_seconds, job.progress = None, None, 0.0
+    # heartbeat_at marks a missed queue message while queued (reap_lost_jobs): cleared
+    job.started_at = job.heartbeat_at = job.worker_pid = None
+    return True

@@ -9,6 +9,11 @@ only see committed versions: a worker killed at any point leaves nothing a reade
 can point to, only a temporary key or an uncommitted copy, both removed by :meth:`sweep` once
 untouched for an hour (the worker sweeps at start and every few minutes). A version is downloaded
 once into the local cache, checked against the marker's hash, and read there.
+
+A bucket that does not answer (down, unreachable, timing out) raises
+:class:`storage.errors.ArtifactsUnavailable` from every method, within seconds: S3 connections
+give up after :data:`CONNECT_TIMEOUT_S` and :data:`ATTEMPTS` tries (botocore's defaults took 8 s
+for a refused connection and minutes for a host that drops packets).
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ import posixpath
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from storage.artifacts import STALE_SECONDS, ArtifactStore, tree_sha256
+from storage.errors import ArtifactsUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +65,70 @@ def open_artifacts(location: str | Path, *, cache_dir: Path) -> ArtifactStore:
     return RemoteArtifactStore(text, cache_dir=cache_dir)
 
 
+# An S3 server that does not answer is known for down within seconds (see the module).
+CONNECT_TIMEOUT_S = 5
+ATTEMPTS = 2
+
+
 def _storage_options(url: str) -> dict[str, Any]:
+    if not url.startswith(("s3://", "s3a://")):
+        return {}
+    options: dict[str, Any] = {
+        "config_kwargs": {
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "retries": {"max_attempts": ATTEMPTS, "mode": "standard"},
+        }
+    }
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if url.startswith(("s3://", "s3a://")) and endpoint:
-        return {"client_kwargs": {"endpoint_url": endpoint}}
-    return {}
+    if endpoint:
+        options["client_kwargs"] = {"endpoint_url": endpoint}
+    return options
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says the store did not answer: a
+    connection refused, reset or timed out; not a missing key, a refusal or bad data.
+
+    >>> unreachable(ConnectionRefusedError()), unreachable(FileNotFoundError("x"))
+    (True, False)
+    """
+    kinds: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)
+    try:
+        from botocore import exceptions as boto
+
+        kinds += (boto.ConnectionError, boto.HTTPClientError)
+    except ImportError:  # no S3 client installed: only fsspec's own filesystems
+        pass
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kinds):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _answering(method: Callable[P, R]) -> Callable[P, R]:
+    """A store method whose unanswered calls raise :class:`ArtifactsUnavailable`."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except ArtifactsUnavailable:
+            raise
+        except Exception as exc:
+            if unreachable(exc):
+                store = args[0]
+                raise ArtifactsUnavailable(getattr(store, "url", "?"), exc) from exc
+            raise
+
+    return call
 
 
 class RemoteArtifactStore(ArtifactStore):
@@ -83,6 +149,7 @@ class RemoteArtifactStore(ArtifactStore):
         clean = posixpath.normpath(Path(rel).as_posix())
         return "/".join([self.base, clean, *parts])
 
+    @_answering
     def _committed(self, rel: str) -> dict[str, Any] | None:
         """The marker of a committed version, or None."""
         self.fs.invalidate_cache()
@@ -107,6 +174,7 @@ class RemoteArtifactStore(ArtifactStore):
 
     # --- the ArtifactStore interface -------------------------------------------------------
 
+    @_answering
     def path(self, rel: str) -> Path:
         """The local folder of artifact ``rel``, downloaded (and checked) on first use; it does
         not exist when the version is not committed in the store."""
@@ -154,6 +222,7 @@ class RemoteArtifactStore(ArtifactStore):
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
+    @_answering
     def _upload(self, rel: str, folder: Path) -> None:
         sha, size = tree_sha256(folder)
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -185,6 +254,7 @@ class RemoteArtifactStore(ArtifactStore):
 
     # --- backup and restore (app.services.backup) -------------------------------------------
 
+    @_answering
     def committed_keys(self) -> list[str]:
         """Every object of every committed version, relative to the store's prefix: what a
         backup copies (temporary keys and uncommitted copies are a dead writer's leftovers)."""
@@ -203,6 +273,7 @@ class RemoteArtifactStore(ArtifactStore):
             and not k.startswith(".tmp/")
         )
 
+    @_answering
     def is_empty(self) -> bool:
         """Whether the store holds no object at all under its prefix."""
         self.fs.invalidate_cache()
@@ -211,16 +282,19 @@ class RemoteArtifactStore(ArtifactStore):
         except FileNotFoundError:
             return True
 
+    @_answering
     def remove_all(self) -> None:
         """Remove every object under the prefix (a restore into an empty prefix that failed)."""
         self._rm(self.base)
         self.fs.invalidate_cache()
 
+    @_answering
     def download(self, key: str, dest: Path) -> None:
         """Copy object ``key`` (relative to the prefix) to the local file ``dest``."""
         dest.parent.mkdir(parents=True, exist_ok=True)
         self.fs.get_file(f"{self.base}/{key}", str(dest))
 
+    @_answering
     def upload_all(self, folder: Path) -> int:
         """Copy every file under ``folder`` to the same key under the prefix, each version's
         marker last (a reader never sees a version committed before its files are there); on a
@@ -238,10 +312,12 @@ class RemoteArtifactStore(ArtifactStore):
             raise
         return len(files)
 
+    @_answering
     def verify(self, rel: str, sha256: str) -> bool:
         marker = self._committed(rel)
         return marker is not None and marker.get("sha256") == sha256
 
+    @_answering
     def check(self) -> None:
         """Raise unless the local cache is writable and the bucket answers a listing with these
         credentials (a missing bucket: :class:`FileNotFoundError`)."""
@@ -249,12 +325,14 @@ class RemoteArtifactStore(ArtifactStore):
         self.fs.invalidate_cache()
         self.fs.ls(self.base.split("/", 1)[0], detail=False)
 
+    @_answering
     def remove(self, rel: str) -> None:
         """Uncommit first (the marker), then remove the files and the cached copy."""
         self._rm(self._key(rel, MARKER))
         self._rm(self._key(rel))
         super().remove(rel)
 
+    @_answering
     def sweep(self, older_than: float = STALE_SECONDS) -> int:
         """Remove what dead writers left, untouched for ``older_than`` seconds (a live upload on
         another machine is younger): this machine's temporary folders, the store's temporary

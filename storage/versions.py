@@ -102,6 +102,12 @@ def active_version(s: Session, project_id: int) -> ModelVersion | None:
     return get_version(s, project_id, active_id) if active_id is not None else None
 
 
+def active_version_ids(s: Session) -> set[int]:
+    """Every project's active model version (what serves somewhere now)."""
+    column = Project.active_model_version_id
+    return set(s.scalars(select(column).where(column.is_not(None))))
+
+
 def set_active(s: Session, project_id: int, version_id: int | None) -> None:
     """Make ``version_id`` the active model (None = back to the frozen base encoder)."""
     if version_id is not None:

@@ -155,12 +155,13 @@ def postmaster_pid(server: Postgres) -> int:
 
 
 def wait_until_up(team: Team, base: str) -> float:
-    """Seconds until the app's health route answers 200 (what its compose healthcheck asks)."""
+    """Seconds until the app's readiness route answers 200 (what its compose healthcheck asks:
+    warm, and its servers answer)."""
     started = time.monotonic()
     while time.monotonic() - started < STARTUP_TIMEOUT:
         team.check_alive()
         with contextlib.suppress(OSError):
-            if call("GET", f"{base}/api/v1/health")[0] == 200:
+            if call("GET", f"{base}/api/v1/ready")[0] == 200:
                 return time.monotonic() - started
         time.sleep(0.5)
     raise RuntimeError(f"the app did not answer within {STARTUP_TIMEOUT:.0f} s:\n{team.log('app')}")

@@ -281,6 +281,7 @@ def test_the_serving_state_is_a_plain_record_of_its_pieces():
         "live",
         "maps",
         "training",
+        "readiness",
         "limit_store",
         "uploads",
     ]

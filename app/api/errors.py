@@ -1,8 +1,8 @@
 """Every failure of a REST call as ``{"error": "user message"}`` with its status: 400 bad input,
 401 no or bad token, 403 role, 404 unknown project/version/job, 409 someone else's change or a
 read-only project, 422 a body that does not fit the schema, 429 busy (with ``Retry-After``),
-503 the training queue is down (with the failed job's ``job_id``) or the database does not
-answer (with ``Retry-After``, logged as one line, no traceback).
+503 the training queue is down (with the failed job's ``job_id``), or the database or the model
+store does not answer (with ``Retry-After``, logged as one line, no traceback).
 Never a traceback or SQL: anything unexpected is logged and answered 500 with a plain sentence."""
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from app.api.models import ErrorOut
 from app.services.predict import error_message
 from app.services.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
-from storage.errors import BusyError as DatabaseBusy
 from storage.errors import (
+    ArtifactsUnavailable,
     ConflictError,
     DatabaseUnavailable,
     NotFoundError,
     ReadOnlyError,
     ReadOnlyProjectError,
 )
+from storage.errors import BusyError as DatabaseBusy
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +43,15 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
         409: "changed by someone else meanwhile, a name taken, or a read-only project",
         422: "the body does not fit the schema",
         429: "busy: retry after `Retry-After` seconds",
-        503: "the training queue (the answer names the failed job) or the database is down",
+        503: "the training queue (the answer names the failed job), the database or the model "
+        "store is down, or the server is stopping: retry after `Retry-After` seconds",
     }.items()
 }
 # Most specific first: the first class an exception is an instance of decides its status.
 STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (QueueUnavailable, 503),  # says why, with the (failed) job's id
     (DatabaseUnavailable, 503),  # PostgreSQL down: as the health check answers
+    (ArtifactsUnavailable, 503),  # the bucket down: as the health check answers
     (NotFoundError, 404),
     (ConflictError, 409),
     (ReadOnlyProjectError, 409),  # a project imported from a bundle
@@ -72,7 +75,7 @@ def error_response(exc: BaseException) -> JSONResponse:
     if code == 500:
         logger.error("REST API call failed", exc_info=exc)
         return JSONResponse({"error": "Internal error: see the server log."}, status_code=500)
-    retry = code == 429 or isinstance(exc, DatabaseUnavailable)
+    retry = code == 429 or isinstance(exc, DatabaseUnavailable | ArtifactsUnavailable)
     headers = {"Retry-After": str(RETRY_AFTER_S)} if retry else None
     body: dict[str, object] = {"error": error_message(exc)}
     if isinstance(exc, QueueUnavailable):
@@ -112,6 +115,7 @@ def install(api: FastAPI) -> None:
         BusyError,
         QueueUnavailable,
         DatabaseUnavailable,
+        ArtifactsUnavailable,
         Exception,
     ):
         api.add_exception_handler(cls, service_error)

@@ -1,5 +1,5 @@
 """What every ``/api/v1`` request passes before FastAPI reads its body: in multi-user mode its
-token (401 at once without a valid one, the body unread; ``/api/v1/health`` needs none), then the body's size
+token (401 at once without a valid one, the body unread; ``/api/v1/health`` and ``/ready`` need none), then the body's size
 (:data:`app.limits.MAX_API_BODY_BYTES`: 413 from ``Content-Length``, or while a chunked body
 streams in). FastAPI parses a body before it resolves the route's dependencies, so without this a
 100 MB body was read and parsed for a caller with no token at all.
@@ -20,6 +20,8 @@ from storage.errors import DatabaseUnavailable
 
 PREFIX = "/api/v1/"
 HEALTH = PREFIX + "health"  # for load balancers and containers: no token
+READY = PREFIX + "ready"  # the same
+OPEN = (HEALTH, READY)
 NEEDS_TOKEN = (
     "Send your API token as `Authorization: Bearer TOKEN` "
     "(an admin creates one with `intent-studio users token NAME`)."
@@ -54,7 +56,7 @@ class ApiGate:
         if scope["type"] != "http" or not scope["path"].startswith(PREFIX):
             await self.app(scope, receive, send)
             return
-        if self.ctx.settings.multi_user and scope["path"] != HEALTH:
+        if self.ctx.settings.multi_user and scope["path"] not in OPEN:
             token = bearer_token(scope)
             if not token:
                 await http_body.answer(send, 401, NEEDS_TOKEN, CHALLENGE)

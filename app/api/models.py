@@ -263,7 +263,19 @@ class MessageOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    ok: bool = Field(..., description="the app answers and its database does (else 503)")
+    ok: bool = Field(..., description="every server the app uses answers (else 503)")
+    ready: bool = Field(..., description="warm, not stopping, and its database answers")
+    state: str = Field(..., description="ready, warming up (n of m projects), or stopping")
+    dependencies: dict[str, str] = Field(
+        ..., description="database, model_store and queue: up, or why not"
+    )
+    down: list[str] = Field(..., description="the dependencies that do not answer")
+
+
+class ReadyOut(BaseModel):
+    ready: bool = Field(..., description="a request sent here is served now (else 503)")
+    state: str = Field(..., description="ready, warming up (n of m projects), or stopping")
+    down: list[str] = Field(..., description="the dependencies that do not answer")
 
 
 class TrainIn(BaseModel):

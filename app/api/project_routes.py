@@ -1,10 +1,12 @@
 """The REST routes of a team's daily work beyond predicting and labelling one text (under
 ``/api/v1``, beside :data:`app.api.routes.router`): projects, a bulk label with its preview and
-undo, activating a version, an export; and a health check for load balancers and containers.
+undo, activating a version, an export; and the health and readiness checks for load balancers and
+containers.
 
 | route | role |
 |---|---|
 | ``GET /health`` | none (no token) |
+| ``GET /ready`` | none (no token) |
 | ``GET /projects`` | viewer |
 | ``POST /projects`` | admin |
 | ``GET /projects/{project}/export?format=`` | viewer |
@@ -24,7 +26,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from app.access import ProjectHandle, open_project
 from app.access.auth import Actor, acting_as
 from app.api import models
-from app.api.errors import ERROR_RESPONSES, PREFIX
+from app.api.errors import ERROR_RESPONSES, PREFIX, RETRY_AFTER_S
 from app.api.files import NOTE_HEADER, file_download
 from app.api.security import context, project_for, role
 from app.services import bulk as bulk_svc
@@ -49,11 +51,35 @@ BASE = "base"  # the version path segment that means the frozen base encoder
 @router.get(
     "/health",
     response_model=models.HealthOut,
-    summary="Whether the app and its database answer (200, else 503); needs no token",
+    summary="Whether every server the app uses answers (200, else 503 naming which does not); "
+    "needs no token",
 )
 def health(request: Request) -> Any:
-    up = context(request).db.ping()
-    return JSONResponse({"ok": up}, status_code=200 if up else 503)
+    h = context(request).readiness.health()
+    body = {
+        "ok": not h.down,
+        "ready": h.ready,
+        "state": h.state,
+        "dependencies": {name: problem or "up" for name, problem in h.dependencies.items()},
+        "down": h.down,
+    }
+    return JSONResponse(body, status_code=503 if h.down else 200, headers=_retry(h.down))
+
+
+@router.get(
+    "/ready",
+    response_model=models.ReadyOut,
+    summary="Whether a request sent here is served now: warm, not stopping, its database "
+    "answers (200, else 503); for load balancers and the container's healthcheck; needs no token",
+)
+def ready(request: Request) -> Any:
+    h = context(request).readiness.health()
+    body = {"ready": h.ready, "state": h.state, "down": h.down}
+    return JSONResponse(body, status_code=200 if h.ready else 503, headers=_retry(not h.ready))
+
+
+def _retry(when: object) -> dict[str, str] | None:
+    return {"Retry-After": str(RETRY_AFTER_S)} if when else None
 
 
 def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:

@@ -14,7 +14,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, close_contexts, visible_output
+from app.cli.common import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    CliError,
+    close_contexts,
+    leave_process,
+    visible_output,
+)
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
     cmd_audit,
@@ -297,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Without ``argv`` it is the process's own command line (the
+    ``intent-studio`` script, ``python -m app``): the process is about to exit when it returns,
+    so it leaves as :func:`app.cli.common.leave_process` says; with ``argv`` (a test, a bench
+    calling it in-process) the caller's process goes on."""
     with visible_output():
         return _main(argv)
 
@@ -312,7 +323,7 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     from core.bundle.onnx import OnnxParityError
     from core.bundle.safety import BundleError
-    from storage.errors import StorageError
+    from storage.errors import ArtifactsUnavailable, DatabaseUnavailable, StorageError
 
     try:
         return int(args.func(args))
@@ -327,5 +338,10 @@ def _main(argv: Sequence[str] | None) -> int:
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (DatabaseUnavailable, ArtifactsUnavailable) as exc:  # a server down: try again later
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         close_contexts()
+        if argv is None:
+            leave_process()

@@ -84,6 +84,21 @@ def close_contexts() -> None:
         _opened.pop().close()
 
 
+def leave_process() -> None:
+    """What ``intent-studio`` does last as a process, once its command returned and its contexts
+    are closed: wait for the native calls other threads still have under way and hold any new one
+    in plain Python (:mod:`core.encoding.exit_gate`: a thread ended inside torch aborts the
+    process, exit 134), then move every object out of the interpreter's last garbage collections
+    (``gc.freeze``): finalising walked the whole heap of models and caches for 10-33 s after a
+    stopped worker had joined its threads, on a loaded 2-core machine (issue 57)."""
+    import gc
+
+    from core.encoding.exit_gate import NATIVE
+
+    NATIVE.close()
+    gc.freeze()
+
+
 def project(ctx: ServingState, name: str | None, action: str = "read") -> ProjectHandle:
     """The project ``name`` as the command line uses it for the named ``action`` (the permissions
     table, :mod:`app.access.actions`): the operator on the server acts as the local admin

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import logging
 import os
+import signal
+import socket
 import threading
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from app.cli.common import CliError
 
 if TYPE_CHECKING:
     from app.serving.state import ServingState
+    from app.worker import WorkerSupervisor
+
+logger = logging.getLogger(__name__)
+
+# Seconds a stopping server gives the requests under way to end (then answered 503:
+# app.perimeter.draining); compose.yaml's stop_grace_period for the app covers it.
+GRACEFUL_S = 5
 
 
 def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
@@ -18,29 +30,123 @@ def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
     before the first request, and wait for UMAP's compilation (``umap``); then move everything
     built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
     otherwise walks millions of long-lived objects (the models, the app) and paused labelling
-    for 0.5-0.8 s at a time."""
+    for 0.5-0.8 s at a time. ``ctx.readiness`` follows it (``/api/v1/ready`` answers 200 once
+    it ends); a stop ends it early."""
     import gc
     import time
 
     from app.services.map_warm_up import encode_map_rows
     from app.services.queue import warm_up as warm_queue
+    from core.encoding.exit_gate import Exiting
+    from core.errors import logged
 
     start = time.monotonic()
 
     def said(what: str) -> None:  # each step as it ends: a first start is never silent
         print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
 
-    ctx.live.warm_up()
-    said("encoders loaded and every project's pool built")
-    warm_queue(ctx.live)
-    said("the Label tab's first cards scored")
-    said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
-    if umap.is_alive():
-        print("Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True)
-    umap.join()
+    try:
+        ctx.live.warm_up(ctx.readiness)
+        if ctx.readiness.is_stopping:
+            return
+        said("encoders loaded and every project's pool built")
+        warm_queue(ctx.live)
+        said("the Label tab's first cards scored")
+        if ctx.readiness.is_stopping:
+            return
+        said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
+        if umap.is_alive():
+            print(
+                "Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True
+            )
+        umap.join()
+    except Exiting:  # the server is stopping (core.encoding.exit_gate)
+        return
+    except Exception:  # the app still serves: what is missing is built on first use
+        ctx.readiness.warm()  # ready all the same, before a programming error is raised again
+        logged(logger, "warm-up failed; projects are built on first use")
     gc.collect()
     gc.freeze()
+    ctx.readiness.warm()
     print("Warm: encoders loaded, pools and queues ready.", flush=True)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is loaded: a port another program holds is
+    refused at once with what to do (it took 24.6 s, and printed this server's URL as if the
+    other server were this one, issue 57)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(
+                f"Port {port} on {host} is already in use (another Intent Studio, or another "
+                "program): stop it, or serve on another port with --port."
+            ) from None
+        raise CliError(f"Cannot serve on {host}:{port}: {exc.strerror or exc}.") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_until_stopped(
+    ctx: ServingState, app: object, sock: socket.socket, host: str, port: int
+) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM. The signal marks ``ctx.readiness``
+    stopping at once: new requests are answered 503 and ``/ready`` says so
+    (:mod:`app.perimeter.draining`); requests under way get :data:`GRACEFUL_S` to end."""
+    import uvicorn
+
+    from core.encoding.exit_gate import NATIVE
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            ctx.readiness.stopping()
+            super().handle_exit(sig, frame)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            # the requests under way are answered (or cut short: 503); their threads may still
+            # wait behind the warm-up, and the event loop's close joins them: model work is
+            # refused from now on, so they end (core.encoding.exit_gate)
+            NATIVE.close()
+
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        # open event streams (a browser tab) must not hold a Ctrl+C / SIGTERM forever
+        timeout_graceful_shutdown=GRACEFUL_S,
+    )
+    # uvicorn raises the signal it stopped for again once it has served, under the handler it
+    # found: SIGTERM's default killed the process there (exit 143), before the worker and the
+    # warm-up were stopped. Found handlers that do nothing, the stop goes on to its end, exit 0;
+    # a second signal during it acts as usual.
+    found = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        Server(config).run(sockets=[sock])
+    finally:
+        for sig, handler in found.items():
+            signal.signal(sig, handler)
+
+
+def _stop_serving(ctx: ServingState, supervisor: WorkerSupervisor | None) -> None:
+    """After the server stopped answering: the exit refuses new model work and waits for the
+    calls under way (:mod:`core.encoding.exit_gate`), so the warm-up and any request's thread
+    still waiting on it end now, not when the warm-up would have (a stop during warm-up took
+    120.8 s); then the worker and the background fits are stopped and waited for."""
+    from core.encoding.exit_gate import NATIVE
+
+    ctx.readiness.stopping()
+    NATIVE.close()
+    if supervisor is not None:
+        supervisor.stop()
+    ctx.close()
 
 
 # Gradio reads these at start-up; each would expose the app beyond what the flags say: a public
@@ -77,7 +183,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
     import faulthandler
     import ipaddress
-    import signal
     import sys
 
     from app.access.auth import ensure_admin
@@ -95,6 +200,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"Refusing to bind {args.host} in single-user mode (no login, everyone is admin). "
             "Use --multi-user to serve other machines."
         )
+    sock = bind(args.host, args.port)  # first: a busy port is refused before anything loads
     # `kill -USR1 <pid>`: every thread's stack to the log, for an operator (or a test) asking
     # what a server that stopped answering is doing, without stopping it.
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
@@ -113,6 +219,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.worker import WorkerSupervisor, queue_for
 
     umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
+    ctx.readiness.warming(0)  # not ready until the warm-up ends (/api/v1/ready)
     print(
         "Warming up in the background (the page works meanwhile; its first answers wait for "
         "it): loading the encoder, building each project's pool, scoring the Label tab's first "
@@ -124,30 +231,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:
         supervisor.start()
-    # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
-    # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
-    print("Building the app's pages…", flush=True)
-    app = web_app(ctx, host=args.host, port=args.port)
-    print(
-        f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
-        f"REST API docs at /docs)",
-        flush=True,
-    )
-    import uvicorn
-
     try:
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level="warning",
-            access_log=False,
-            # open event streams (a browser tab) must not hold a Ctrl+C / SIGTERM forever
-            timeout_graceful_shutdown=5,
+        # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
+        # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
+        print("Building the app's pages…", flush=True)
+        app = web_app(ctx, host=args.host, port=args.port)
+        print(
+            f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
+            f"REST API docs at /docs)",
+            flush=True,
         )
+        serve_until_stopped(ctx, app, sock, args.host, args.port)
     finally:
-        if supervisor is not None:
-            supervisor.stop()
+        _stop_serving(ctx, supervisor)
     return 0
 
 

@@ -58,6 +58,8 @@ def int8_copy(
 ) -> Int8Outcome:
     """The ``int8`` phase (see the module)."""
     reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
+    if reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
+        return _stopped(reporter, "before it started")
     rel = f"{served.rel}-int8"
     encoder = measured.factory.encoder
     try:
@@ -95,12 +97,25 @@ def int8_copy(
     except _NotKept:
         words = f"Its int8 copy did not pass ({info.get('reason')}): fp32 serves."
         return Int8Outcome(info, None, words)
-    except TrainingCancelled as exc:  # the job ended meanwhile (reaped): the version stays
+    except TrainingCancelled as exc:  # its worker stops, or the job was reaped: the version stays
         ctx.artifacts.remove(rel)
-        words = f"Its int8 copy was stopped ({exc}): fp32 serves."
-        return Int8Outcome({"passed": False, "reason": words}, None, words)
+        return _stopped(reporter, str(exc))
     except Exception as exc:  # the version serves fp32: the copy's failure is only recorded
         ctx.artifacts.remove(rel)
         logged(logger, "the int8 copy of v%s failed", served.version_id)
         words = f"Its int8 copy failed ({type(exc).__name__}: {exc}): fp32 serves."
         return Int8Outcome({"passed": False, "reason": words}, None, words)
+
+
+def _stopped(reporter: Reporter, when: str) -> Int8Outcome:
+    """The int8 phase cut short: a worker that stops ends the job here (its version is
+    registered and serves fp32: handed back, it would be trained again, issue 57), or the job
+    ended meanwhile (reaped)."""
+    if reporter.handing_back:
+        words = (
+            f"Its worker stopped before the int8 copy was checked ({when}): fp32 serves; a "
+            "retrain builds one."
+        )
+    else:
+        words = f"Its int8 copy was stopped ({when}): fp32 serves."
+    return Int8Outcome({"passed": False, "reason": words}, None, words)

@@ -157,6 +157,9 @@ def request_retrain(
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
     reap_dead(training)  # a job nothing will finish must not stand in for this one
+    if training.artifacts is not None and training.settings.artifacts_remote:
+        # a bucket that does not answer would take no model: refused now, not minutes later
+        training.artifacts.check()  # ArtifactsUnavailable: REST answers 503 with Retry-After
     if enqueue and training.enqueue is None:
         raise RuntimeError("This process has no training queue (start the app with `serve`).")
     with writing(training.db, p) as s:

@@ -29,7 +29,11 @@ class EvalProgress:
 
 
 class Reporter(Protocol):
-    """Where a running job reports (the worker's job reporter)."""
+    """Where a running job reports (the worker's job reporter). ``handing_back``: set once
+    :meth:`should_cancel` said stop because the job's worker is stopping (not a user's cancel):
+    a job whose version serves then ends without what is left, it is not trained again."""
+
+    handing_back: bool
 
     def log(self, line: str, *, phase: str | None = None) -> None: ...
 

@@ -45,6 +45,7 @@ def warm_up_worker(
     """Start warming this worker in a background thread (see the module); returns it.
     ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
     load (default: every project's, :func:`bases_to_warm`)."""
+    from core.encoding.exit_gate import Exiting
     from core.training.warm import warm_up
 
     budget = budget or ctx.models.budget
@@ -57,6 +58,8 @@ def warm_up_worker(
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
                     warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
+                except Exiting:  # the worker stopped during its warm-up: nothing to say
+                    return
                 except Exception:  # a base that will not load fails its job with the reason
                     logged(logger, "could not warm up the encoder %s", base)
         finally:

@@ -28,7 +28,9 @@ from app.serving.models import Models
 from app.serving.oos_correction import VersionCorrection, version_correction
 from app.serving.pool_heads import HeadFitter, HeadStore, head_key
 from app.serving.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
+from app.serving.readiness import Readiness
 from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.encoding.exit_gate import Exiting
 from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import Cancelled, MultiLabelHead
@@ -262,18 +264,27 @@ class LivePools:
             with pool.lock:
                 pool.predictor.head, pool.head_data = head, data
 
-    def warm_up(self) -> None:
+    def warm_up(self, readiness: Readiness | None = None) -> None:
         """Load the encoders and build the pools of every project (call in a background thread at
-        start-up, so the first request does not pay for it)."""
+        start-up, so the first request does not pay for it); ``readiness`` is told how far it got,
+        and ends it early once the server stops (and the process's exit refuses model work)."""
         from storage.projects import list_projects
 
         with self.db.session() as s:
             ids = [p.id for p in list_projects(s)]
-        for pid in ids:
+        if readiness is not None:
+            readiness.warming(len(ids))
+        for done, pid in enumerate(ids):
+            if readiness is not None and readiness.is_stopping:
+                return
             try:
                 self.pool(pid)
+            except Exiting:  # the process is exiting (core.encoding.exit_gate)
+                return
             except Exception:  # a broken project must not stop the others from warming
                 logged(logger, "warm-up of project %s failed", pid)
+            if readiness is not None:
+                readiness.warmed(done + 1)
 
     def forget_pool(self, project_id: int) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Collection
 from pathlib import Path
 
 from app.compute import ComputeBudget, process_budget
@@ -51,6 +52,27 @@ class Models:
         from the artifact."""
         with self._lock:
             self._encoders[f"mv:{version_id}:{artifact_sha256}"] = encoder
+
+    def loaded_versions(self) -> set[int]:
+        """The versions whose model (fp32 or int8) this process holds now."""
+        with self._lock:
+            return {int(key.split(":")[1]) for key in (*self._encoders, *self._int8)}
+
+    def keep_only(self, version_ids: Collection[int]) -> int:
+        """Let go of the loaded models (fp32 and int8) of every version not in ``version_ids``;
+        how many. A worker calls it between jobs with the versions that serve: each job loaded
+        the version it measured against and kept it, so a long-lived worker held one more
+        model per retrain for good (issue 57 item 7)."""
+        with self._lock:
+            gone = [
+                key
+                for key in (*self._encoders, *self._int8)
+                if int(key.split(":")[1]) not in version_ids
+            ]
+            for key in gone:
+                self._encoders.pop(key, None)
+                self._int8.pop(key, None)
+        return len(gone)
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)

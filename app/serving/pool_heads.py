@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from app.serving.eval_memo import digest, source_hash
+from core.encoding.exit_gate import Exiting
 from core.errors import logged
 from core.evaluation.data import EvalData
 from core.multilabel.head import MultiLabelHead, load_head
@@ -190,6 +191,8 @@ class HeadFitter:
             started = time.monotonic()
             try:
                 self._fit(project_id)
+            except Exiting:  # the process is exiting (core.encoding.exit_gate): nothing to fit
+                return
             except Exception:  # one project's failed fit must not stop the others'
                 logged(logger, "fitting the multi-label head of project %s failed", project_id)
             finally:

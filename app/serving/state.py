@@ -4,7 +4,8 @@ Predictor factories with the embedding cache and the evaluations measured
 (:class:`app.serving.factories.FactoryBuilder`); the live pools with their background fits and
 the admission of prediction calls (:class:`app.serving.live.LivePools`); the maps
 (:class:`app.serving.map_store.MapStore`); the training jobs
-(:class:`app.serving.training_queue.TrainingQueue`); and the uploads. :class:`ServingState` holds
+(:class:`app.serving.training_queue.TrainingQueue`); the uploads; and whether the process can
+serve now (:class:`app.serving.readiness.Readiness`). :class:`ServingState` holds
 one of each for a process, and nothing else: a plain record of its pieces, with no method that
 hands a call on to one (``ctx.live.pool(...)``, never ``ctx.pool(...)``), so each call names the
 piece that answers it. A function takes the smallest piece that holds what it uses (``ctx.db``,
@@ -26,6 +27,7 @@ from app.serving.factories import FactoryBuilder
 from app.serving.live import CALIBRATION_SETTLE_S, LivePools
 from app.serving.map_store import MapStore
 from app.serving.models import Models
+from app.serving.readiness import Readiness, servers_probe
 from app.serving.training_queue import TrainingQueue
 from app.serving.vectors import open_cache
 from storage.artifacts import ArtifactStore
@@ -47,6 +49,8 @@ class ServingState:
     live: LivePools  # with the admission of prediction calls and the background fits
     maps: MapStore
     training: TrainingQueue  # its queue (``training.enqueue``) is set by the entry point
+    # warming up, ready or stopping, and what its servers answer (/health, /ready)
+    readiness: Readiness
     # the per-user limits' counts: Redis's when a team has one (every instance shares them)
     limit_store: LimitStore
     # files uploaded through the UI and not used up yet (app.perimeter.upload_gate.UploadGate records them)
@@ -74,7 +78,8 @@ class ServingState:
             factories=factories,
             live=LivePools(db, cache, models, factories, Admission(limits, limit_store)),
             maps=MapStore(Path(settings.data_dir) / "maps", factories),
-            training=TrainingQueue(db, settings),
+            training=TrainingQueue(db, settings, artifacts),
+            readiness=Readiness(servers_probe(settings, db, artifacts)),
             limit_store=limit_store,
             uploads=Uploads(),
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from app.config import Settings
+from storage.artifacts import ArtifactStore
 from storage.db import Database
 
 
@@ -26,9 +27,13 @@ class JobQueue(Protocol):
 
 
 class TrainingQueue:
-    def __init__(self, db: Database, settings: Settings) -> None:
+    def __init__(
+        self, db: Database, settings: Settings, artifacts: ArtifactStore | None = None
+    ) -> None:
         self.db = db
         # what the rules read: where workers run, when a job is dead, what a job must carry
         self.settings = settings
+        # where a job's model goes: a retrain is refused while it does not answer
+        self.artifacts = artifacts
         # queues a training job id; set by the entry point that runs a queue (app.worker)
         self.enqueue: JobQueue | None = None

@@ -13,7 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from app.services.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
 from storage.db import Database
-from storage.errors import DatabaseUnavailable
+from storage.errors import ArtifactsUnavailable, DatabaseUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     BusyError,
     QueueUnavailable,
     DatabaseUnavailable,
+    ArtifactsUnavailable,
 )
 
 # An upload is used once (app.perimeter.uploads): a File box may still show one that is gone.

@@ -1,7 +1,9 @@
 """The worker side of training: a Huey queue stored in SQLite (no server), or in Redis when
 ``INTENT_STUDIO_QUEUE_URL`` is a ``redis://`` URL (a team's workers on other machines run the same
 task code), the job reporter, :func:`execute_job`, and the process that
-consumes the queue (``intent-studio worker``, or a child of ``serve`` that is restarted if it dies).
+consumes the queue (``intent-studio worker``, or a child of ``serve``: :mod:`app.worker.supervisor`),
+which stops without losing its job (:mod:`app.worker.stopping`) and lets go of the models it
+no longer needs between jobs (:func:`release_between_jobs`).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
@@ -15,23 +17,24 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
-import sys
 import threading
-import time
 from typing import TYPE_CHECKING
 
-from app.config import ENV_ARTIFACTS_URL, ENV_INT8, ENV_JOB_TIMEOUT, ENV_QUEUE_URL, Settings
+from app.config import Settings
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.retrain_warm import warm_up_worker
 from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.reporter import JobReporter
+from app.worker.stopping import STOP, StopRequest
+from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
 from core.errors import logged, raise_if_bug
 from core.training import TrainingCancelled
 from storage import jobs
 from storage.db import ROWS, Database
+from storage.errors import ArtifactsUnavailable
+from storage.versions import active_version_ids
 
 if TYPE_CHECKING:
     from huey import Huey
@@ -42,8 +45,6 @@ logger = logging.getLogger(__name__)
 TASK_NAME = "train_job"
 # How often a worker sweeps the artifact store for crashed writes (it removes only old ones).
 SWEEP_SECONDS = 600.0
-# Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
-ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 
 def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
@@ -57,7 +58,11 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
 
     def train_job(job_id: int) -> None:
-        execute_job(_worker_context(settings), job_id)
+        ctx = _worker_context(settings)
+        try:
+            execute_job(ctx, job_id, STOP)
+        finally:
+            release_between_jobs(ctx)
 
     return huey, huey.task(name=TASK_NAME)(train_job)
 
@@ -95,6 +100,7 @@ def _worker_context(settings: Settings) -> ServingState:
     with _worker_lock:
         if _worker_ctx is None:
             _worker_ctx = ServingState.open(settings)
+            _worker_ctx.training.enqueue = queue_for(settings)  # a job handed back is queued again
         return _worker_ctx
 
 
@@ -105,8 +111,13 @@ def finish(
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
-def execute_job(ctx: ServingState, job_id: int) -> None:
-    """Claim and run one queued training job (in the worker process, or inline in the CLI)."""
+def execute_job(ctx: ServingState, job_id: int, stop: StopRequest | None = None) -> None:
+    """Claim and run one queued training job (in the worker process, or inline in the CLI). A
+    worker passes its ``stop``: once it is asked, a job not taken yet goes back to the queue, and
+    a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`)."""
+    if stop is not None and stop.requested:
+        _requeue(ctx, job_id)  # taken off the queue as the stop came: for the next worker
+        return
     with ctx.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
@@ -121,7 +132,7 @@ def execute_job(ctx: ServingState, job_id: int) -> None:
             "alike where the worker runs; nothing was trained",
         )
         return
-    reporter = JobReporter(ctx.training, job_id)
+    reporter = JobReporter(ctx.training, job_id, stop)
     try:
         spec = RetrainSpec.from_job(job.config)
         # the version answers from its ``serve`` phase on; the job ends once its record is
@@ -131,7 +142,13 @@ def execute_job(ctx: ServingState, job_id: int) -> None:
         )
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except TrainingCancelled:
-        finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
+        if reporter.handing_back:
+            hand_back(ctx, job_id)
+        else:
+            finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
+    except ArtifactsUnavailable as exc:  # a server down, not a bug: one line, no traceback
+        logger.warning("job %s failed: %s", job_id, exc)
+        finish(ctx.db, job_id, "failed", f"{exc} The active model is unchanged.")
     except Exception as exc:
         logger.exception("job %s failed", job_id)
         finish(
@@ -142,18 +159,76 @@ def execute_job(ctx: ServingState, job_id: int) -> None:
         reporter.close()
 
 
-def reap(settings: Settings) -> int:
-    """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = ServingState.open(settings)
+HANDED_BACK = (
+    "the worker stopped before this job ended: queued again, it starts over when a worker takes "
+    "it; the active model is unchanged"
+)
+
+
+def hand_back(ctx: ServingState, job_id: int) -> None:
+    """Queue a running job again for another worker (this one is stopping): its row is queued
+    again (:func:`storage.jobs.hand_back`), then its message; a queue that refuses the message
+    fails the job with why."""
+    with ctx.db.write(ROWS) as s:  # the job's row locks itself
+        if not jobs.hand_back(s, job_id, HANDED_BACK):
+            job = jobs.get_job(s, job_id)
+            if job.status != "running" or job.model_version_id is None:
+                return  # cancelled or reaped meanwhile: its end stands
+            # its version is registered and serves: the job ends, it is not trained again
+            jobs.finish_job(
+                s,
+                job_id,
+                "succeeded",
+                f"v{job.model_version_id} serves; its worker stopped before the job's last "
+                "phase ended",
+                job.model_version_id,
+            )
+            return
+    logger.warning("job %s handed back to the queue", job_id)
+    _requeue(ctx, job_id)
+
+
+def _requeue(ctx: ServingState, job_id: int) -> None:
     try:
-        return reap_dead(ctx.training)
-    finally:
-        ctx.close()
+        assert ctx.training.enqueue is not None, "a worker's context has its queue"
+        ctx.training.enqueue(job_id)
+    except Exception as exc:  # the queue's server away: the job fails with why, not silently
+        logger.exception("could not queue job %s again", job_id)
+        finish(
+            ctx.db,
+            job_id,
+            "failed",
+            f"the worker stopped and the queue did not take the job back ({type(exc).__name__}: "
+            f"{exc}); nothing was trained: retrain again",
+        )
+        raise_if_bug(exc)  # the job failed with it; a bug is shown too
+
+
+def release_between_jobs(ctx: ServingState) -> None:
+    """What a worker lets go of once a job ended: the models of versions that serve nowhere
+    (each job loaded the one it measured against, and a long-lived worker kept them all), and
+    the memory freed meanwhile, given back to the system (glibc keeps freed pages otherwise)."""
+    import contextlib
+    import ctypes
+    import gc
+
+    try:
+        with ctx.db.session() as s:
+            serving = active_version_ids(s)
+        if dropped := ctx.models.keep_only(serving):
+            logger.info("let go of %d model(s) of versions that serve nowhere", dropped)
+    except Exception:  # the next job loads what it needs again
+        logged(logger, "could not let go of unused models", level=logging.WARNING)
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: reused, not given back
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def run_worker(settings: Settings) -> None:
-    """Consume the queue in this process until SIGINT/SIGTERM."""
-    from huey.consumer import Consumer
+    """Consume the queue in this process until SIGTERM or SIGINT (:mod:`app.worker.stopping`:
+    the running job ends within the grace or goes back to the queue); then every thread this
+    worker started is joined, so the process exits 0 with nothing of its own inside torch."""
+    from app.worker.consumer import Consumer  # Huey: only a worker that consumes loads it
 
     ctx = _worker_context(settings)
     with ctx.db.session() as s:
@@ -167,66 +242,71 @@ def run_worker(settings: Settings) -> None:
             newest.id,
             "; ".join(differences),
         )
-    _sweep_periodically(ctx.factories)  # leftovers of crashed writers, now and every few minutes
+    done = threading.Event()
+    # leftovers of crashed writers, now and every few minutes
+    sweeper = _sweep_periodically(ctx.factories, done)
     reap_dead(ctx.training)
     warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
     huey, _ = make_queue(settings)
     consumer = Consumer(
-        huey, workers=1, worker_type="thread", periodic=False, initial_delay=0.2, max_delay=1.0
+        huey,
+        stop=STOP,
+        grace=settings.stop_grace,
+        workers=1,
+        worker_type="thread",
+        periodic=False,
+        initial_delay=0.2,
+        max_delay=1.0,
     )
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     parent = os.environ.get(ENV_PARENT_PID, "")
     if parent.isdigit():
-        _watch_parent(int(parent))
+        _watch_parent(int(parent), done)
     where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
     logger.info("worker %s consuming %s", os.getpid(), where)
-    consumer.run()
+    try:
+        consumer.run()  # returns once the stop's job thread ended (joined)
+    finally:
+        done.set()
+        sweeper.join(30.0)
+        ctx.close()
+    logger.info("worker %s stopped", os.getpid())
 
 
-def _sweep_periodically(factories: FactoryBuilder, every: float = SWEEP_SECONDS) -> None:
+def _sweep_periodically(
+    factories: FactoryBuilder, done: threading.Event, every: float = SWEEP_SECONDS
+) -> threading.Thread:
     """Sweep the artifact store (:meth:`storage.artifacts.ArtifactStore.sweep`: only what has
-    been untouched for an hour) at once and then every ``every`` seconds, in the background."""
+    been untouched for an hour) at once and then every ``every`` seconds, in the background,
+    until ``done``."""
 
     def sweep() -> None:
-        while True:
+        while not done.is_set():
             try:
                 if removed := factories.models.artifacts.sweep():
                     logger.info("swept %d leftover(s) of crashed writes", removed)
             except Exception:  # a bucket out of reach now may be back at the next sweep
                 logged(logger, "could not sweep the artifact store", level=logging.WARNING)
-            time.sleep(every)
+            done.wait(every)
 
-    threading.Thread(target=sweep, name="artifact-sweep", daemon=True).start()
+    thread = threading.Thread(target=sweep, name="artifact-sweep", daemon=True)
+    thread.start()
+    return thread
 
 
-def _watch_parent(parent: int, every: float = 1.0) -> None:
+def _watch_parent(parent: int, done: threading.Event, every: float = 1.0) -> None:
     """Stop this worker gracefully once the server that started it is gone (killed with -9, its
-    children are not): the job it is running finishes and is recorded, then the worker exits,
-    instead of consuming the queue for a server that no longer supervises it."""
+    children are not): the job it is running ends within the grace or goes back to the queue,
+    then the worker exits, instead of consuming the queue for a server that no longer
+    supervises it."""
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(every)
-        logger.warning("server %s is gone; finishing the current job, then stopping", parent)
-        os.kill(os.getpid(), signal.SIGINT)  # the consumer's graceful stop
+            if done.wait(every):
+                return
+        logger.warning("server %s is gone; stopping", parent)
+        os.kill(os.getpid(), signal.SIGINT)  # the worker's graceful stop
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def worker_env(settings: Settings) -> dict[str, str]:
-    """The environment of a worker child: the queue, artifacts and timeout this process uses."""
-    env = dict(os.environ)
-    for name, value in (
-        (ENV_QUEUE_URL, settings.queue_url),
-        (ENV_ARTIFACTS_URL, settings.artifacts_url),
-        (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
-        (ENV_INT8, "on" if settings.int8 else "off"),
-    ):
-        if value:
-            env[name] = value
-        else:
-            env.pop(name, None)
-    return env
 
 
 def _redacted(url: str) -> str:
@@ -240,48 +320,15 @@ def _redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-class WorkerSupervisor:
-    """Runs ``intent-studio worker`` as a child process and restarts it if it exits."""
-
-    def __init__(self, settings: Settings, *, restart_delay: float = 2.0) -> None:
-        self.settings = settings
-        self.restart_delay = restart_delay
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        args = [sys.executable, "-m", "app", "--data-dir", str(self.settings.data_dir)]
-        if self.settings.db_url:
-            args += ["--db-url", self.settings.db_url]
-        log = (self.settings.data_dir / "worker.log").open("ab")
-        env = {**worker_env(self.settings), ENV_PARENT_PID: str(os.getpid())}
-        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=env)
-
-    def start(self) -> None:
-        self.proc = self._spawn()
-        self._thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            proc = self.proc
-            if proc is not None and proc.poll() is not None and not self._stop.is_set():
-                logger.warning("training worker exited (%s); restarting", proc.returncode)
-                reap(self.settings)
-                time.sleep(self.restart_delay)
-                self.proc = self._spawn()
-            self._stop.wait(1.0)
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+__all__ = [
+    "ENV_PARENT_PID",
+    "HueyQueue",
+    "WorkerSupervisor",
+    "execute_job",
+    "hand_back",
+    "make_queue",
+    "queue_for",
+    "release_between_jobs",
+    "run_worker",
+    "worker_env",
+]

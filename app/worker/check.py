@@ -21,9 +21,8 @@ Example:
 
 from __future__ import annotations
 
-import os
-
 from app.config import DEPLOYMENT, ENV_DEVICE, Settings
+from app.serving.readiness import failed, queue_problem, store_problem
 from core.errors import raise_if_bug
 
 # Seconds a check waits for a server that does not answer (the healthcheck's own limit is longer).
@@ -39,12 +38,6 @@ def problems(settings: Settings) -> list[str]:
     return found
 
 
-def _failed(what: str, exc: BaseException) -> str:
-    """One line: SQLAlchemy's messages go on with the statement and a link."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{what}: {type(exc).__name__}: {first}"
-
-
 def _database(settings: Settings) -> list[str]:
     from storage import jobs
     from storage.db import Database
@@ -58,7 +51,7 @@ def _database(settings: Settings) -> list[str]:
             newest = jobs.latest_job(s)
     except Exception as exc:
         raise_if_bug(exc)
-        return [_failed("the database does not answer (or has no schema yet)", exc)]
+        return [failed("the database does not answer (or has no schema yet)", exc)]
     finally:
         db.dispose()
     if newest is None:
@@ -71,32 +64,15 @@ def _database(settings: Settings) -> list[str]:
 
 
 def _queue(settings: Settings) -> list[str]:
-    if settings.queue_url is None:
-        folder = settings.queue_path.parent
-        return [] if os.access(folder, os.W_OK) else [f"the queue's folder {folder} is read-only"]
-    import redis
-
-    client = redis.Redis.from_url(
-        settings.queue_url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT
-    )
-    try:
-        client.ping()
-    except Exception as exc:
-        raise_if_bug(exc)
-        return [_failed("the queue (Redis) does not answer", exc)]
-    finally:
-        client.close()
-    return []
+    problem = queue_problem(settings, CONNECT_TIMEOUT)
+    return [problem] if problem else []
 
 
 def _artifacts(settings: Settings) -> list[str]:
-    try:
-        settings.open_artifacts().check()
-    except Exception as exc:
-        raise_if_bug(exc)
-        where = settings.artifacts_url or settings.artifacts_dir
-        return [_failed(f"the model store {where} cannot be used", exc)]
-    return []
+    problem = store_problem(
+        settings.open_artifacts(), settings.artifacts_url or settings.artifacts_dir
+    )
+    return [problem] if problem else []
 
 
 def _device(settings: Settings) -> list[str]:

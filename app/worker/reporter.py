@@ -2,7 +2,9 @@
 proves the worker alive and writes the job's share done and time left once a second, and cancel
 polling (:class:`JobReporter`, the :class:`app.services.retrain.Reporter` a worker hands
 :func:`app.services.retrain.run_retrain`). Each write locks the job's row only
-(:data:`storage.db.ROWS`): no project's writers wait for a heartbeat, nor it for them."""
+(:data:`storage.db.ROWS`): no project's writers wait for a heartbeat, nor it for them. A
+stopping worker's job is stopped at the same polls, to be handed back to the queue
+(:mod:`app.worker.stopping`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from app.config import Settings
 from app.services.job_plan import JobPlan, Tracker
 from app.services.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
+from app.worker.stopping import StopRequest
 from core.errors import logged
 from core.training import TrainProgress
 from storage import jobs
@@ -38,9 +41,14 @@ class JobReporter:
     them once a second (a phase without a count moves by its time; the time left goes on with
     the clock between counts)."""
 
-    def __init__(self, training: TrainingQueue, job_id: int) -> None:
+    def __init__(
+        self, training: TrainingQueue, job_id: int, stop: StopRequest | None = None
+    ) -> None:
         self.training = training
         self.job_id = job_id
+        self.worker_stop = stop
+        # set once a poll stopped the job for its worker's stop: it goes back to the queue
+        self.handing_back = False
         self._last_write = 0.0
         self._phase = ""
         self._last_poll = 0.0
@@ -49,7 +57,7 @@ class JobReporter:
         self._every = heartbeat_seconds(training.settings)
         self._lock = threading.Lock()
         self._tracker = Tracker(started=time.monotonic())  # the job was claimed just before
-        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat = threading.Thread(target=self._heartbeat, name="job-heartbeat", daemon=True)
         self._beat.start()
 
     def _heartbeat(self) -> None:
@@ -136,6 +144,11 @@ class JobReporter:
             )
 
     def should_cancel(self) -> bool:
+        """Whether the job stops here: cancelled, ended meanwhile, or its worker is stopping
+        and the job would not end within the grace left (:attr:`handing_back`)."""
+        if self.worker_stop is not None and self.worker_stop.hand_back_now(self._read()[1]):
+            self.handing_back = True
+            return True
         now = time.monotonic()
         if now - self._last_poll >= 0.5:
             self._last_poll = now
@@ -144,4 +157,8 @@ class JobReporter:
         return self._cancel
 
     def close(self) -> None:
+        """Stop the heartbeat and wait for its last write (a thread left writing while the
+        process exits would be cut off mid-transaction)."""
         self._stop.set()
+        if self._beat is not threading.current_thread():
+            self._beat.join(10.0)

@@ -225,10 +225,12 @@ def run_training(
                     break
                 if should_cancel is not None and should_cancel():
                     raise TrainingCancelled(f"cancelled at step {step} of {total_steps}")
-                labels = batch.labels
-                if labels is None:
-                    labels = torch.zeros(len(batch.columns[0]), device=device)
-                with NATIVE.running():  # an exit waits for the step (core.encoding.exit_gate)
+                # an exit waits for the step (core.encoding.exit_gate): every torch call of it,
+                # the loss's read included, releases the GIL inside libtorch
+                with NATIVE.running():
+                    labels = batch.labels
+                    if labels is None:
+                        labels = torch.zeros(len(batch.columns[0]), device=device)
                     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                         value = _loss_of(model, loss, batch.columns, labels, bank)
                     opt.zero_grad(set_to_none=True)
@@ -236,10 +238,10 @@ def run_training(
                     torch.nn.utils.clip_grad_norm_([p for _, p in unique], 1.0)
                     opt.step()
                     sched.step()
-                step += 1
-                unread = value.detach()
-                if step % sync_every == 0 or step >= total_steps:
-                    last, unread = float(unread), None
+                    step += 1
+                    unread = value.detach()
+                    if step % sync_every == 0 or step >= total_steps:
+                        last, unread = float(unread), None
                 left = eta.update(step)
                 if progress is not None:
                     elapsed = time.monotonic() - start

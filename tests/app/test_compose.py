@@ -219,7 +219,9 @@ def test_the_worker_healthcheck_is_the_workers_own_check_on_its_data_dir():
         assert check.data_dir == studio_args(worker).data_dir
 
 
-def test_the_app_healthcheck_asks_the_health_route_on_the_app_s_port(ctx):
+def test_the_app_healthcheck_asks_the_readiness_route_on_the_app_s_port(ctx):
+    """Issue 57 item 4: the healthcheck asked /health, which said 200 before the warm-up ended;
+    /ready says 503 until the app can serve."""
     from fastapi.testclient import TestClient
 
     from app.api import create_api
@@ -230,8 +232,42 @@ def test_the_app_healthcheck_asks_the_health_route_on_the_app_s_port(ctx):
     parts = urlsplit(url)
     assert parts.hostname == "127.0.0.1" and parts.port == studio_args("app").port
     with TestClient(create_api(ctx)) as client:
-        answer = client.get(parts.path)  # no token: the healthcheck has none
-    assert answer.status_code == 200 and answer.json() == {"ok": True}
+        ctx.readiness.warming(3)  # as serve's warm-up does
+        warming = client.get(parts.path)  # no token: the healthcheck has none
+        ctx.readiness.warm()
+        warm = client.get(parts.path)
+    assert warming.status_code == 503 and warming.json()["state"] == "warming up: 0 of 3 projects"
+    assert warm.status_code == 200 and warm.json() == {"ready": True, "state": "ready", "down": []}
+
+
+def _seconds(duration: str) -> int:
+    """A compose duration (``1m30s``, ``90s``) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([hms])", duration))
+
+
+@pytest.mark.parametrize("service", WORKERS)
+def test_a_stopped_worker_gets_its_grace_and_the_margin_before_sigkill(
+    service, tmp_path, monkeypatch
+):
+    """Issue 57 item 1: docker's default 10 s killed a worker mid-job; it needs the grace its
+    job may still run and the margin for reaching its next check (app.worker.stopping)."""
+    from app.worker.stopping import STOP_MARGIN_S
+
+    for name in [n for n in os.environ if n.startswith("INTENT_STUDIO_")]:
+        monkeypatch.delenv(name)
+    for name, value in env(service).items():
+        monkeypatch.setenv(name, value)
+    grace = load_settings(tmp_path).stop_grace
+    assert "INTENT_STUDIO_STOP_GRACE" in env(service)  # said where an operator reads it
+    assert _seconds(SERVICES[service]["stop_grace_period"]) >= grace + STOP_MARGIN_S
+
+
+def test_the_app_gets_its_requests_and_model_work_under_way_before_sigkill():
+    from app.cli.server import GRACEFUL_S
+    from core.encoding.exit_gate import EXIT_WAIT_S
+
+    assert _seconds(SERVICES["app"]["stop_grace_period"]) >= GRACEFUL_S + EXIT_WAIT_S
 
 
 def _image_tag(image: str) -> str:

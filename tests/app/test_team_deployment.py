@@ -2,7 +2,10 @@
 S3-compatible bucket (moto). The app (this process, its own data directory) and a training worker
 (another process, another working directory) share nothing but the three URLs. Killing the worker
 with SIGKILL in the middle of training fails the job once its heartbeat stops, leaves nothing in the
-bucket, and the next retrain, by a new worker, succeeds; its model is read from the bucket."""
+bucket, and the next retrain, by a new worker, succeeds; its model is read from the bucket.
+Stopping a worker as ``docker stop`` does (SIGTERM) loses nothing: its job ends within the grace
+or goes back to the queue, and the worker exits 0; an idle worker whose Redis goes away says so
+in one line, not a traceback a second (issue 57)."""
 
 from __future__ import annotations
 
@@ -59,12 +62,13 @@ def app_ctx(team, tmp_path):
     ctx.close()
 
 
-def _worker(folder: Path) -> subprocess.Popen[bytes]:
-    """``intent-studio worker`` in a working directory of its own (this checkout's code)."""
+def _worker(folder: Path, **env_vars: str) -> subprocess.Popen[bytes]:
+    """``intent-studio worker`` in a working directory of its own (this checkout's code), with
+    ``env_vars`` added to its environment."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(ROOT), **env_vars}
     log = (folder / "worker.log").open("ab")
-    args = [sys.executable, "-m", "app", "--data-dir", str(folder / "data"), "worker"]
+    args = [sys.executable, "-m", "app", "-v", "--data-dir", str(folder / "data"), "worker"]
     return subprocess.Popen(
         args, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
@@ -129,3 +133,86 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     assert local.is_relative_to(app_ctx.settings.cache_dir)
     encoder = app_ctx.models.encoder_for_version(mv)
     assert encoder.encode(["where is my parcel"]).shape[0] == 1
+
+
+def _training(app_ctx, job_id: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until the job is running on ``proc`` and has trained a step."""
+    deadline = time.monotonic() + 240
+    while (view := svc.job(app_ctx.training, job_id)).status != "running" or view.step < 1:
+        assert time.monotonic() < deadline, f"the worker never trained: {log.read_text()[-3000:]}"
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.3)
+
+
+def _stopped(proc: subprocess.Popen[bytes], log: Path, within: float) -> str:
+    """SIGTERM to the worker (what ``docker stop`` sends), its exit awaited: its log."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(within)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise AssertionError(f"not stopped within {within} s: {log.read_text()[-3000:]}") from None
+    text = log.read_text()
+    assert code == 0, text[-3000:]  # not 134: "terminate called without an active exception"
+    assert "terminate called" not in text and "Traceback" not in text, text[-3000:]
+    return text
+
+
+def test_a_stopped_worker_hands_its_job_back_or_finishes_it_within_the_grace(
+    app_ctx, team, tmp_path
+) -> None:
+    """Issue 57 item 1: SIGTERM in training abandoned the job (failed once its heartbeat went
+    silent) and aborted the worker with exit 134 in 6 of 10 tries."""
+    make_tiny(app_ctx)
+    hurried = _worker(tmp_path / "a", INTENT_STUDIO_STOP_GRACE="1")
+    log = tmp_path / "a" / "worker.log"
+    try:
+        view, _ = svc.request_retrain(
+            app_ctx.training, live(app_ctx, "tiny"), {**QUICK, "epochs": 40}
+        )
+        _training(app_ctx, view.id, hurried, log)
+        text = _stopped(hurried, log, within=60)
+    finally:
+        _kill(hurried)
+    back = svc.job(app_ctx.training, view.id)
+    assert back.status == "queued" and "queued again" in back.message, (back.message, text)
+    assert back.step == 0 and back.config["epochs"] == 40
+    assert view.id in app_ctx.training.enqueue.pending()  # its message is back on Redis
+    assert version_svc.history(app_ctx.db, live(app_ctx, "tiny")) == []
+
+    patient = _worker(tmp_path / "b", INTENT_STUDIO_STOP_GRACE="600")
+    log = tmp_path / "b" / "worker.log"
+    try:
+        _training(app_ctx, view.id, patient, log)  # the same job, started over
+        _stopped(patient, log, within=300)  # it ends within the grace, then the worker exits
+    finally:
+        _kill(patient)
+    done = svc.job(app_ctx.training, view.id)
+    assert done.status == "succeeded", done.log
+    history = version_svc.history(app_ctx.db, live(app_ctx, "tiny"))
+    assert [v["version"] for v in history] == [done.model_version_id]
+
+
+def test_an_idle_worker_says_once_that_redis_is_gone_and_still_stops_cleanly(tmp_path) -> None:
+    """Issue 57 item 8: Huey logged a traceback a second while Redis was down."""
+    from tests.servers import start_redis
+
+    redis_server = start_redis()  # a Redis of its own, to take away
+    url = next(redis_server)
+    folder = tmp_path / "w"
+    proc = _worker(folder, INTENT_STUDIO_QUEUE_URL=url)
+    log = folder / "worker.log"
+    try:
+        deadline = time.monotonic() + 120
+        while "consuming" not in log.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.3)
+        redis_server.close()  # Redis is gone
+        time.sleep(6)
+        text = log.read_text()
+        assert text.count("the training queue is not answering") == 1, text[-3000:]
+        assert "Traceback" not in text and "Error reading" not in text, text[-3000:]
+        _stopped(proc, log, within=60)
+    finally:
+        _kill(proc)
+        redis_server.close()

@@ -97,6 +97,45 @@ def test_make_servers_waits_for_another_installs_apt_lock(tmp_path):
     ]
 
 
+def test_make_servers_says_at_once_that_it_waits_for_apt_s_lock_while_apt_waits(tmp_path):
+    """Issue 57 item 8: apt >= 1.9.11 waits for dpkg's lock itself (``DPkg::Lock::Timeout``);
+    with its output captured, ``make team-local`` printed nothing for up to ten minutes."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "apt-get"  # waits for the lock as apt does, up to its timeout, then fails
+    fake.write_text(
+        "#!/bin/sh\n"
+        "wait=$(echo \"$*\" | sed -n 's/.*DPkg::Lock::Timeout=\\([0-9]*\\).*/\\1/p')\n"
+        "end=$(( $(date +%s) + ${wait:-0} ))\n"
+        f'while [ -e "{tmp_path}/lock" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done\n'
+        f'if [ -e "{tmp_path}/lock" ]; then echo "{LOCKED}" >&2; exit 100; fi\n'
+        f'echo "$*" >> "{tmp_path}/calls"\n'
+    )
+    fake.chmod(0o755)
+    (tmp_path / "lock").touch()
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "servers", "PG_INITDB=", "REDIS_SERVER="],
+        cwd=ROOT,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        said = lines.get(timeout=15)  # within one poll of apt's own wait, lock still held
+        assert "waiting for another package install (process 4242 (apt-get))" in said, said
+        (tmp_path / "lock").unlink()
+        assert proc.wait(60) == 0
+    finally:
+        (tmp_path / "lock").unlink(missing_ok=True)  # a fake apt still waiting ends too
+        if proc.poll() is None:
+            proc.kill()
+    assert len((tmp_path / "calls").read_text().splitlines()) == 2  # update, install
+
+
 def test_make_servers_gives_up_on_apt_lock_after_its_limit(tmp_path):
     started = time.monotonic()
     done = _make_servers_with_apt_locked(tmp_path, APT_LOCK_WAIT="1")
@@ -135,7 +174,8 @@ def test_team_local_retrains_through_rest_and_ctrl_c_stops_every_process(tmp_pat
         assert proc.poll() is None, "".join(seen)
         (base,) = re.findall(r"Running: (http://127\.0\.0\.1:\d+)", "".join(seen))
         with urllib.request.urlopen(f"{base}/api/v1/health", timeout=10) as answer:
-            assert json.load(answer) == {"ok": True}  # still up, reached from outside
+            health = json.load(answer)  # still up, reached from outside, every server answers
+        assert health["ok"] and health["ready"] and health["down"] == [], health
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C

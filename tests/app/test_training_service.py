@@ -265,6 +265,66 @@ class RecordingReporter(worker.JobReporter):
         self._keep()
 
 
+def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(ctx) -> None:
+    """Issue 57 item 7: a long-lived worker kept the model of every version a job loaded (the
+    one it measured against, the one it served the first card with), one more per retrain."""
+    make_tiny(ctx)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    worker.execute_job(ctx, view.id)
+    version = svc.job(ctx.training, view.id).model_version_id
+    assert version is not None and ctx.models.loaded_versions() == {version}
+    worker.release_between_jobs(ctx)
+    assert ctx.models.loaded_versions() == {version}  # it serves: kept for the next job
+    version_svc.activate(ctx.factories, live(ctx, "tiny").handle(), None)  # back to the base
+    worker.release_between_jobs(ctx)
+    assert ctx.models.loaded_versions() == set()
+
+
+class _StoppedInInt8(worker.JobReporter):
+    """The worker's reporter, whose worker is asked to stop (SIGTERM) as the int8 phase starts."""
+
+    def log(self, line, *, phase=None) -> None:
+        super().log(line, phase=phase)
+        if phase == "int8" and self.worker_stop is not None:
+            self.worker_stop.request(grace=0.0)
+
+
+def test_a_worker_stopped_in_the_int8_phase_ends_the_job_and_never_trains_it_again(
+    tmp_path, monkeypatch
+) -> None:
+    """Issue 57 item 1 after issue 55's phases: a version serves before its int8 copy is built;
+    a stop then must not hand the job back to be trained again (a second version), nor leave it
+    running: the job ends with its version, which serves fp32 and says why."""
+    import dataclasses
+
+    from app.config import load_settings
+    from app.serving.state import ServingState
+    from app.worker.stopping import StopRequest
+
+    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    ctx.training.enqueue = worker.queue_for(ctx.settings)
+    try:
+        make_tiny(ctx)
+        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+        monkeypatch.setattr(worker, "JobReporter", _StoppedInInt8)
+        stop = StopRequest()
+        worker.execute_job(ctx, view.id, stop)
+        assert stop.requested
+        done = svc.job(ctx.training, view.id)
+        assert done.status == "succeeded", done.log
+        assert "Its worker stopped before the int8 copy was checked" in done.message
+        assert view.id not in ctx.training.enqueue.pending()  # not queued again
+        history = version_svc.history(ctx.db, live(ctx, "tiny"))
+        assert [h["version"] for h in history] == [done.model_version_id]
+        with ctx.db.session() as s:
+            mv = s.get(ModelVersion, done.model_version_id)
+            assert not mv.metrics["int8"].get("pending")
+            assert "worker stopped" in mv.metrics["int8"]["reason"]
+        assert "fp32 encoder" in version_svc.serving(ctx.db, live(ctx, "tiny"))
+    finally:
+        ctx.close()
+
+
 def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_registered(
     ctx, monkeypatch
 ) -> None:

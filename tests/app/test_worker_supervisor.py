@@ -1,18 +1,28 @@
-"""The training worker that ``serve`` supervises does not outlive the server.
+"""How ``serve`` starts and stops, with the training worker it supervises.
 
 A server killed with ``kill -9`` cannot stop its child; the child watches the server's pid and
-stops gracefully (after the job it runs) once the server is gone.
+stops gracefully (its job ends or goes back to the queue) once the server is gone. A server
+stopped during its warm-up ends within seconds, exit 0, answering the requests that waited 503,
+never 500; ``/api/v1/ready`` says 503 until it is warm. A port another program holds is refused
+at once (issue 57 items 2, 4 and 8).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+import pytest
 
 from app.config import load_settings
 from app.worker import ENV_PARENT_PID
@@ -80,3 +90,96 @@ def test_the_worker_stops_when_its_server_is_killed(tmp_path):
             server.kill()
         if worker and not _gone(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_a_busy_port_is_refused_at_once_without_printing_an_address(tmp_path, capsys):
+    from app.cli import main
+
+    with socket.socket() as other:  # another program holds the port
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        started = time.monotonic()
+        args = ["--data-dir", str(tmp_path), "serve", "--port", str(port), "--no-worker"]
+        assert main([*args, "--no-demo"]) == 2
+    assert time.monotonic() - started < 5  # it loaded nothing (24.6 s before)
+    out, err = capsys.readouterr()
+    assert f"Port {port} on 127.0.0.1 is already in use" in err and "--port" in err
+    assert "http://" not in out  # it never printed an address that is not its own
+
+
+def _call(url: str, body: dict | None = None, timeout: float = 120) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+@pytest.mark.slow
+def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_500(tmp_path):
+    """It took 120.8 s (the exit waited for the warm-up, which a waiting request's thread
+    needed) and gave the two requests under way 500; ``/health`` said 200 before it was warm."""
+    from app.cli import main
+    from tests.servers import free_port
+
+    rows = tmp_path / "big.csv"  # enough texts that the warm-up encodes for a while
+    lines = ["text,label,split"]
+    lines += [
+        f"question number {i} about topic {i % 40} and more,intent_{i % 40},train"
+        for i in range(6000)
+    ]
+    rows.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "import", str(rows), "--project", "big"]) == 0
+    port = free_port()
+    log = tmp_path / "serve.log"
+    root = Path(__file__).resolve().parents[2]
+    serve = ["serve", "--port", str(port), "--no-worker", "--no-demo"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app", "--data-dir", str(data), *serve],
+        env={**os.environ, "PYTHONPATH": str(root), "OMP_WAIT_POLICY": "PASSIVE"},
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=root,
+    )
+    base = f"http://127.0.0.1:{port}/api/v1"
+    answers: list[int] = []
+    try:
+        deadline = time.monotonic() + 180
+        while True:  # up, and warming
+            assert time.monotonic() < deadline and server.poll() is None, log.read_text()[-3000:]
+            try:
+                status, ready = _call(f"{base}/ready", timeout=5)
+            except OSError:
+                time.sleep(0.3)
+                continue
+            break
+        assert status == 503 and ready["state"].startswith("warming up"), (status, ready)
+        assert _call(f"{base}/health", timeout=30)[1]["ready"] is False
+
+        def predict() -> None:
+            answers.append(_call(f"{base}/projects/big/predict", {"text": "topic 3 please"})[0])
+
+        waiting = [threading.Thread(target=predict) for _ in range(2)]
+        for thread in waiting:
+            thread.start()
+        time.sleep(1.5)
+        assert answers == [], "the requests were meant to wait for the warm-up"
+        assert "Warm:" not in log.read_text()
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(60)
+        took = time.monotonic() - stopped
+        for thread in waiting:
+            thread.join(30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    text = log.read_text()
+    assert code == 0, text[-3000:]  # not 134
+    assert took < 20, (took, text[-3000:])
+    assert sorted(answers) == [503, 503], (answers, text[-3000:])
+    assert "terminate called" not in text and "Traceback" not in text, text[-3000:]

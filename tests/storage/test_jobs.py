@@ -118,6 +118,39 @@ def test_a_job_whose_version_is_registered_is_left_to_finish(db, project):
         assert not jobs.cancel_requested(s, job.id)
 
 
+def test_a_stopping_workers_job_goes_back_to_the_queue_as_if_never_taken(db, project):
+    """Issue 57 item 1: ``docker stop`` failed the job; handed back, it is queued again with
+    its settings, no worker, no progress, and a second worker claims it."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {"method": "fast"})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, message="step 3", share=0.3)
+        assert jobs.hand_back(s, job.id, "queued again")
+        back = jobs.get_job(s, job.id)
+        row = s.get(TrainingJob, job.id)
+        assert (row.worker_pid, row.started_at, row.heartbeat_at) == (None, None, None)
+    assert (back.status, back.step, back.phase, back.progress) == ("queued", 0, "", 0.0)
+    assert back.config == {"method": "fast"} and back.message == "queued again"
+    assert back.log.rstrip().endswith("queued again") and back.eta_seconds is None
+    with db.session() as s:
+        assert jobs.claim_job(s, job.id, pid=os.getpid()) is not None
+
+
+def test_a_job_cancelled_or_registered_is_not_handed_back(db, project):
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.request_cancel(s, job.id)
+        assert not jobs.hand_back(s, job.id, "queued again")
+        assert jobs.get_job(s, job.id).status == "cancelled"
+        other, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, other.id, pid=os.getpid())
+        version = NewVersion(project, None, "fast", "minilm", {}, {}, "projects/1/m", "0" * 64, 1)
+        jobs.registered(s, other.id, register_version(s, version))
+        assert not jobs.hand_back(s, other.id, "queued again")
+        assert jobs.get_job(s, other.id).status == "running"  # it finishes instead
+
+
 def test_a_cancel_stops_a_registered_jobs_held_out_calibration_and_leaves_its_version(db, project):
     """Issue 55: after its version serves, a job may calibrate out of scope on held-out encoders
     (minutes on a CPU). A cancel then stops that phase at the worker's next poll, and the job
@@ -219,6 +252,22 @@ def test_running_jobs_of_dead_or_silent_workers_are_reaped(db, project):
         assert job_reaper.reap_dead_jobs(s, dead_after=job_reaper.DEAD_AFTER_SECONDS + 10) == 0
         assert job_reaper.reap_dead_jobs(s) == 1
         assert "stopped unexpectedly" in jobs.get_job(s, silent.id).message
+
+
+def test_a_job_reaped_in_its_int8_phase_says_its_version_stays(db, project):
+    """Issue 57 (after issue 55's phases): a job whose worker died after its version was
+    registered (the int8 phase) said "the active model is unchanged" though the version serves."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        version = NewVersion(project, None, "fast", "minilm", {}, {}, "projects/1/m", "0" * 64, 1)
+        mv = register_version(s, version, activate=True)
+        jobs.registered(s, job.id, mv)
+        assert job_reaper.reap_dead_jobs(s, alive=lambda pid: False) == 1
+        reaped = jobs.get_job(s, job.id)
+    assert reaped.status == "failed" and reaped.model_version_id == mv
+    assert f"after registering v{mv}: it keeps its fp32 encoder" in reaped.message
+    assert "unchanged" not in reaped.message
 
 
 def test_a_zombie_or_missing_pid_is_not_alive():

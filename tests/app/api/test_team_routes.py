@@ -256,7 +256,9 @@ def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_jso
     assert client.post(f"{url}/versions/base/activate").status_code == 409
     assert client.post(f"{url}/predict", json={"text": "hello"}).status_code == 200
 
-    assert client.get("/api/v1/health").json() == {"ok": True}
+    health = client.get("/api/v1/health").json()
+    assert health["ok"] and health["ready"] and health["down"] == []
+    assert health["dependencies"] == {"database": "up", "model_store": "up", "queue": "up"}
     for method, path in (("GET", "/api/v1/nope"), ("POST", "/api/v1/projects/x/y/z")):
         r = client.request(method, path)
         assert r.status_code == 404
@@ -266,6 +268,7 @@ def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_jso
 def test_health_needs_no_token_and_everything_else_still_does(team):
     client, _ = team
     assert client.get("/api/v1/health").status_code == 200
+    assert client.get("/api/v1/ready").status_code == 200
     assert client.get("/api/v1/nope").status_code == 401
     assert client.get("/api/v1/projects").status_code == 401
 

@@ -1,0 +1,109 @@
+"""``serve``'s training worker: ``intent-studio worker`` as a child process, restarted if it
+dies, and the environment it gets (the queue, artifacts, timeout and grace of the server)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from app.config import (
+    ENV_ARTIFACTS_URL,
+    ENV_INT8,
+    ENV_JOB_TIMEOUT,
+    ENV_QUEUE_URL,
+    ENV_STOP_GRACE,
+    Settings,
+)
+from app.services.retrain_jobs import reap_dead
+from app.serving.state import ServingState
+from app.worker.stopping import STOP_MARGIN_S
+
+logger = logging.getLogger(__name__)
+
+# Set by :class:`WorkerSupervisor` on its child: the server's pid, which the worker watches.
+ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
+
+
+def reap(settings: Settings) -> int:
+    """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
+    ctx = ServingState.open(settings)
+    try:
+        return reap_dead(ctx.training)
+    finally:
+        ctx.close()
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """The environment of a worker child: the queue, artifacts and timeout this process uses."""
+    env = dict(os.environ)
+    for name, value in (
+        (ENV_QUEUE_URL, settings.queue_url),
+        (ENV_ARTIFACTS_URL, settings.artifacts_url),
+        (ENV_JOB_TIMEOUT, str(settings.job_timeout)),
+        (ENV_INT8, "on" if settings.int8 else "off"),
+        (ENV_STOP_GRACE, str(settings.stop_grace)),
+    ):
+        if value:
+            env[name] = value
+        else:
+            env.pop(name, None)
+    return env
+
+
+class WorkerSupervisor:
+    """Runs ``intent-studio worker`` as a child process and restarts it if it dies (a worker
+    that exits 0 was asked to stop: Ctrl+C in a terminal reaches it before the server)."""
+
+    def __init__(self, settings: Settings, *, restart_delay: float = 2.0) -> None:
+        self.settings = settings
+        self.restart_delay = restart_delay
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        args = [sys.executable, "-m", "app", "--data-dir", str(self.settings.data_dir)]
+        if self.settings.db_url:
+            args += ["--db-url", self.settings.db_url]
+        log = (self.settings.data_dir / "worker.log").open("ab")
+        env = {**worker_env(self.settings), ENV_PARENT_PID: str(os.getpid())}
+        return subprocess.Popen([*args, "worker"], stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def start(self) -> None:
+        self.proc = self._spawn()
+        self._thread = threading.Thread(target=self._watch, name="worker-supervisor", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            proc = self.proc
+            if proc is not None and proc.poll() == 0:  # asked to stop (Ctrl+C reaches it first)
+                return
+            if proc is not None and proc.poll() is not None and not self._stop.is_set():
+                logger.warning("training worker exited (%s); restarting", proc.returncode)
+                reap(self.settings)
+                time.sleep(self.restart_delay)
+                self.proc = self._spawn()
+            self._stop.wait(1.0)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def stop(self) -> None:
+        """Stop the worker as ``docker stop`` would: SIGTERM, and as long as its job may take to
+        end or go back to the queue (:mod:`app.worker.stopping`) before SIGKILL."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(self.settings.stop_grace + STOP_MARGIN_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
