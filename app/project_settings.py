@@ -1,8 +1,12 @@
 """A project's settings, typed: the one place that reads and checks the JSON stored with a project
 (``Project.settings``), so every caller sees the same defaults and the same refusals.
 
-Each field is stored under its own name; a field absent from the stored JSON takes its default
-(the out-of-scope target is on at 95 % unless set, and ``None`` turns it off).
+The JSON is parsed once per request, at its edge, into the project's handle
+(:attr:`app.access.ProjectHandle.settings`); everything below takes :class:`ProjectSettings`.
+Each field is one line: its type, its default and its :class:`Kind` (how a stored value is
+checked and what a person may type) with its title (:func:`setting`); a field absent from the
+stored JSON takes its default (the out-of-scope target is on at 95 % unless set, and ``None``
+turns it off), so a new setting needs no migration.
 
 Example:
     >>> s = ProjectSettings.from_dict({"anchor_weight": 0, "oos_target_recall": None})
@@ -15,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -28,8 +32,99 @@ from storage.utterances import UtteranceRow
 
 
 @dataclass(frozen=True)
+class Kind:
+    """What a setting takes: ``check`` turns a value of its own type (stored, or passed by code)
+    into the setting's value or raises ``ValueError`` with its rule; ``parse`` does the same for
+    the word a person typed (already stripped and lower-cased)."""
+
+    check: Callable[[Any], Any]
+    parse: Callable[[str], Any]
+
+
+def _number(word: str, what: str) -> float:
+    try:
+        return float(word)
+    except ValueError:
+        raise ValueError(f"{what}, not {word!r}.") from None
+
+
+def _recall(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"The target in-scope recall is a number or off, not {value!r}.")
+    return check_target_recall(value)
+
+
+def _parse_recall(word: str) -> float | None:
+    if word == "off":
+        return None
+    what = "The target in-scope recall is a number such as 0.95 (or 'off')"
+    number = _number(word.rstrip("%"), what)
+    return check_target_recall(number / 100 if number > 1 else number)
+
+
+def _weight(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | None):
+        raise ValueError(f"An anchor weight is a number of examples, 0 or more; got {value!r}.")
+    return check_weight(value)
+
+
+def _parse_weight(word: str) -> float:
+    what = "The anchor weight is a number of examples such as 1 (or 'off')"
+    return check_weight(0.0 if word == "off" else _number(word, what))
+
+
+def _on_off(value: Any) -> bool:
+    # a stored 0/1 reads as off/on; a word (a hand-edited "off") is refused, never read as on
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"is on or off (true or false), not {value!r}.")
+
+
+def _parse_on_off(word: str) -> bool:
+    if word not in ("on", "off"):
+        raise ValueError(f"is 'on' or 'off', not {word!r}.")
+    return word == "on"
+
+
+# A target in-scope recall in [0.5, 1] (typed as 0.95 or 95%), or off (None).
+RECALL_OR_OFF = Kind(_recall, _parse_recall)
+# A number of examples, 0 or more (typed off: 0).
+WEIGHT = Kind(_weight, _parse_weight)
+ON_OFF = Kind(_on_off, _parse_on_off)
+
+
+def one_of(*choices: str) -> Kind:
+    """A word among ``choices`` (typed in any case, with spaces, ``_`` or ``-`` between words:
+    ``Held out`` is ``held-out``).
+
+    Example:
+        >>> one_of("auto", "held-out", "quick").parse("held out")
+        'held-out'
+    """
+    takes = ", ".join(choices)
+
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"is one of {takes}, not {value!r}.")
+        return str(value)
+
+    def parse(word: str) -> str:
+        return check("-".join(word.replace("_", " ").replace("-", " ").split()))
+
+    return Kind(check, parse)
+
+
+def setting(default: Any, kind: Kind, title: str) -> Any:
+    """A field of :class:`ProjectSettings`: its default, its :class:`Kind` and its title (what
+    it is in a designer's words: the Data tab's label, the CLI's heading)."""
+    return dataclasses.field(default=default, metadata={"kind": kind, "title": title})
+
+
+@dataclass(frozen=True)
 class ProjectSettings:
-    """What a project decides for itself.
+    """What a project decides for itself, one line per setting (:func:`setting`).
 
     Args:
         oos_target_recall: the share of in-scope questions the out-of-scope thresholds keep
@@ -44,25 +139,27 @@ class ProjectSettings:
             scores, no correction) or ``auto`` (the device's default, :mod:`app.compute`).
     """
 
-    oos_target_recall: float | None = DEFAULT_TARGET_RECALL
-    anchor_weight: float = DEFAULT_ANCHOR_WEIGHT
-    encode_context: bool = False
-    serve_int8: bool = True
-    oos_calibration: str = "auto"
+    oos_target_recall: float | None = setting(
+        DEFAULT_TARGET_RECALL,
+        RECALL_OR_OFF,
+        "Out-of-scope target (share of each intent's own questions kept)",
+    )
+    anchor_weight: float = setting(
+        DEFAULT_ANCHOR_WEIGHT,
+        WEIGHT,
+        "Intent names and descriptions in predictions (in examples; 0 = off)",
+    )
+    encode_context: bool = setting(False, ON_OFF, "Encode each utterance after the turn before it")
+    serve_int8: bool = setting(True, ON_OFF, "Serve the int8 encoder where it passed parity")
+    oos_calibration: str = setting(
+        "auto",
+        one_of(*CALIBRATIONS),
+        "Out-of-scope calibration after a retrain (auto = this device's default)",
+    )
 
     def __post_init__(self) -> None:
-        if self.oos_target_recall is not None:
-            object.__setattr__(
-                self, "oos_target_recall", check_target_recall(self.oos_target_recall)
-            )
-        object.__setattr__(self, "anchor_weight", check_weight(self.anchor_weight))
-        object.__setattr__(self, "encode_context", bool(self.encode_context))
-        object.__setattr__(self, "serve_int8", bool(self.serve_int8))
-        if self.oos_calibration not in CALIBRATIONS:
-            raise ValueError(
-                f"The out-of-scope calibration is one of {', '.join(CALIBRATIONS)}, not "
-                f"{self.oos_calibration!r}."
-            )
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _checked(f.name, getattr(self, f.name)))
 
     @classmethod
     def from_dict(cls, stored: Mapping[str, Any] | None) -> ProjectSettings:
@@ -70,11 +167,11 @@ class ProjectSettings:
         not settings of this kind and are ignored).
 
         Raises:
-            ValueError: a stored value out of its range.
+            ValueError: a stored value its setting does not take (the message names the setting,
+                the value and the rule).
         """
         stored = stored or {}
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in stored.items() if k in names})
+        return cls(**{k: v for k, v in stored.items() if k in KINDS})
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting under its stored name."""
@@ -96,36 +193,30 @@ class ProjectSettings:
         )
 
 
-NAMES = tuple(f.name for f in dataclasses.fields(ProjectSettings))
+# Every setting's kind and title, by its stored name (in the fields' order).
+KINDS: dict[str, Kind] = {f.name: f.metadata["kind"] for f in dataclasses.fields(ProjectSettings)}
+TITLES: dict[str, str] = {f.name: f.metadata["title"] for f in dataclasses.fields(ProjectSettings)}
+NAMES = tuple(KINDS)
 # The stored names of the settings a bundle records.
 OOS_SETTING = "oos_target_recall"
 ANCHOR_SETTING = "anchor_weight"
 
 
-def oos_target(settings: Mapping[str, Any] | None) -> float | None:
-    """The project's target in-scope recall (None: out-of-scope detection is off)."""
-    return ProjectSettings.from_dict(settings).oos_target_recall
-
-
-def anchor_weight(settings: Mapping[str, Any] | None) -> float:
-    """The project's anchor weight (:mod:`core.retrieval.anchors`; absent: the default)."""
-    return ProjectSettings.from_dict(settings).anchor_weight
-
-
-def oos_calibration(settings: Mapping[str, Any] | None) -> str:
-    """The calibration the project chose (``auto``, ``held-out`` or ``quick``)."""
-    return ProjectSettings.from_dict(settings).oos_calibration
-
-
-def encodes_context(settings: Mapping[str, Any] | None) -> bool:
-    """Whether the project encodes each utterance after its context (off by default)."""
-    return ProjectSettings.from_dict(settings).encode_context
+def _checked(name: str, value: Any) -> Any:
+    """``value`` as the setting ``name`` takes it; a message that names the setting otherwise."""
+    try:
+        return KINDS[name].check(value)
+    except (TypeError, ValueError) as e:
+        reason = str(e)
+        if not reason[:1].isupper():  # a kind's own rule: "is on or off, not 'maybe'."
+            reason = f"{name} {reason}"
+        raise ValueError(reason) from None
 
 
 def parse_setting(name: str, text: str | float | bool | None) -> Any:
-    """A setting's value from what a person typed (a value of its own type passes through):
-    ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a number of
-    examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``;
+    """A setting's value from what a person typed (a value of its own type passes through,
+    checked): ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a
+    number of examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``;
     ``oos_calibration`` ``auto``, ``held-out`` or ``quick``.
 
     Example:
@@ -134,48 +225,49 @@ def parse_setting(name: str, text: str | float | bool | None) -> Any:
         >>> parse_setting("oos_calibration", "Held out")
         'held-out'
     """
-    if name not in NAMES:
+    if name not in KINDS:
         raise ValueError(f"Unknown setting {name!r}: use one of {', '.join(NAMES)}.")
     if not isinstance(text, str):
-        return text
-    word = text.strip().lower()
-    if name == "oos_target_recall":
-        if word == "off":
-            return None
-        try:
-            number = float(word.rstrip("%"))
-        except ValueError:
-            raise ValueError(
-                f"The target in-scope recall is a number such as 0.95 (or 'off'), not {text!r}."
-            ) from None
-        return check_target_recall(number / 100 if number > 1 else number)
-    if name == "anchor_weight":
-        try:
-            weight = 0.0 if word == "off" else float(word)
-        except ValueError:
-            raise ValueError(
-                f"The anchor weight is a number of examples such as 1 (or 'off'), not {text!r}."
-            ) from None
-        return check_weight(weight)
-    if name == "oos_calibration":
-        chosen = "-".join(word.replace("_", " ").replace("-", " ").split())
-        if chosen not in CALIBRATIONS:
-            raise ValueError(
-                f"The out-of-scope calibration is {', '.join(CALIBRATIONS)}, not {text!r}."
-            )
-        return chosen
-    if word not in ("on", "off"):
-        raise ValueError(f"{name} is 'on' or 'off', not {text!r}.")
-    return word == "on"
+        return _checked(name, text)
+    try:
+        return KINDS[name].parse(text.strip().lower())
+    except ValueError as e:
+        reason = str(e)
+        if not reason[:1].isupper():
+            reason = f"{name} {reason}".replace(f"{text.strip().lower()!r}", repr(text))
+        raise ValueError(reason) from None
+
+
+def stored_settings(project: str, stored: Mapping[str, Any] | None) -> ProjectSettings:
+    """The settings stored with ``project`` (its name), parsed: what the project's handle
+    carries (:func:`app.access.handle.resolve`) and what a process without a handle reads with
+    the project's row (:class:`app.serving.live.LivePools`, a retrain's snapshot).
+
+    Raises:
+        ValueError: a stored value its setting does not take, said for a person: which project,
+            which setting, and what it takes.
+
+    Example:
+        >>> stored_settings("shop", {"anchor_weight": "lots"})
+        Traceback (most recent call last):
+        ...
+        ValueError: Project 'shop' has a stored setting that is not valid: An anchor weight is a number of examples, 0 or more; got 'lots'.
+    """
+    try:
+        return ProjectSettings.from_dict(stored)
+    except ValueError as e:
+        raise ValueError(
+            f"Project {project!r} has a stored setting that is not valid: {e}"
+        ) from None
 
 
 _Row = TypeVar("_Row", UtteranceRow, SnapshotRow)
 
 
-def as_encoded(rows: Iterable[_Row], settings: dict[str, object] | None) -> list[_Row]:
+def as_encoded(rows: Iterable[_Row], settings: ProjectSettings) -> list[_Row]:
     """The rows with ``text`` as the encoder sees it: after the row's context when the project
     encodes context (a retrain and an evaluation see what the pool sees), else unchanged."""
-    if not encodes_context(settings):
+    if not settings.encode_context:
         return list(rows)
     return [
         dataclasses.replace(r, text=with_context(r.text, r.context)) if r.context else r

@@ -27,9 +27,9 @@ from app.perimeter.draining import Draining
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.upload_gate import UploadGate
-from app.perimeter.uploads import UploadLimits, Uploads
+from app.perimeter.uploads import UploadLimits
 from app.services.downloads import DOWNLOADS
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.errors import logged
 from storage.db import Database
 from storage.errors import NotFoundError
@@ -99,11 +99,11 @@ def sessions_for(db: Database) -> Sessions:
     return Sessions(still_ok)
 
 
-def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middleware:
+def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middleware:
     """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
     if limits is not None:
-        ctx.uploads = Uploads(limits)
+        ctx.uploads.limits = limits
 
     def user_of(scope: Scope) -> str | None:
         return session_user(scope) if ctx.settings.multi_user else LOCAL.name
@@ -122,7 +122,7 @@ def upload_gate(ctx: AppContext, limits: UploadLimits | None = None) -> Middlewa
     return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
-def download_gate(ctx: AppContext) -> Middleware:
+def download_gate(ctx: ServingState) -> Middleware:
     """The middleware that serves downloads only to those who may read their project now
     (:mod:`app.perimeter.download_gate`)."""
     from app.access import open_project
@@ -142,7 +142,7 @@ def download_gate(ctx: AppContext) -> Middleware:
 
 
 def web_app(
-    ctx: AppContext,
+    ctx: ServingState,
     *,
     host: str,
     port: int,

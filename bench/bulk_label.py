@@ -97,7 +97,13 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
     from app.services import bulk as bulk_svc
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
-    from app.serving.context import AppContext
+
+    try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+        from app.serving.state import ServingState
+
+        open_state: Any = ServingState.open
+    except ImportError:
+        from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
     from storage.utterances import NewUtterance, filtered_ids
 
     if code.resolve() not in Path(app.__file__).resolve().parents:
@@ -109,7 +115,7 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
 
     out: dict[str, Any] = {"code": str(code), "rows": n}
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = AppContext(load_settings(Path(tmp)))
+        ctx = open_state(load_settings(Path(tmp)))
         seed = [NewUtterance("hello", ("a",)), NewUtterance("x", ("b",))]
         import_utterances(ctx.db, destination(ctx.db, "other"), seed)
         uid = int(data_svc.table(ctx.db, open_project(ctx.db, "other"))[0]["id"])

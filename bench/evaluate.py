@@ -68,14 +68,14 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     except ImportError:  # before the two-phase progress
         return {}
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from core.encoding.cache import EmbeddingCache
     from core.encoding.registry import load_sentence_transformer, resolve_path
     from core.retrieval.factory import PredictorFactory
     from core.training import TrainConfig, TrainedModel, load_trained
 
-    ctx = AppContext(load_settings(root / "app"))
-    ctx.cache = EmbeddingCache(root / "cache")
+    ctx = ServingState.open(load_settings(root / "app"))
+    ctx.factories.cache = ctx.live.cache = EmbeddingCache(root / "cache")
     art = root / "artifact2"
     art.mkdir()
     model = load_sentence_transformer(resolve_path(args.encoder), args.device)

@@ -50,7 +50,10 @@ CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from app.config import load_settings
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services import queue
 from core.encoding import cache as cache_mod
 counted = {"n": 0}
@@ -78,13 +81,18 @@ try:
 except ImportError:  # a checkout before the project handle (issue 43): services took a name
     def _open(ctx, name):
         return name
-ctx = AppContext(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")
     pid, base, settings = project.id, project.base_encoder, dict(project.settings or {})
-mv, _ = ctx.active_version(pid)
-ctx.serving_encoder(mv, base, settings)
+    try:  # settings typed (issue 59); a checkout before took the stored dict
+        from app.project_settings import stored_settings
+        settings = stored_settings(project.name, settings)
+    except ImportError:
+        pass
+mv, _ = ctx.factories.active_version(pid)
+ctx.models.serving_encoder(mv, base, settings)
 loaded = time.perf_counter()
 found, _ = queue.next_item(_piece(ctx, queue.next_item), _open(ctx, "banking77"), [])
 card = time.perf_counter()
@@ -92,7 +100,7 @@ print(json.dumps({
     "load_s": round(loaded - started, 2),
     "card_s": round(card - loaded, 2),
     "total_s": round(card - started, 2),
-    "encoded": getattr(ctx.cache, "encoded", counted["n"]),
+    "encoded": getattr(ctx.live.cache, "encoded", counted["n"]),
     "version": mv.id if mv is not None else None,
     "card": found.text[:60] if found else None,
 }))

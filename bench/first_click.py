@@ -90,7 +90,7 @@ from app.services import reports as report_svc
 from app.services import versions as version_svc
 
 def _encoded():
-    return getattr(ctx.cache, "encoded", counted["n"])
+    return getattr(ctx.live.cache, "encoded", counted["n"])
 
 steps = [
     {"step": "load", "s": round(loaded - started, 2), "encoded": 0},

@@ -42,9 +42,9 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     from app.config import load_settings
     from app.services import data as data_svc
     from app.services.projects import new_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx.db, "admin-password")
     for name in ("dana", "vic"):
         auth.add_user(ctx.db, name, "viewer", f"{name}-password")

@@ -121,13 +121,19 @@ def main() -> None:
     from app.config import load_settings
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
-    from app.serving.context import AppContext
+
+    try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+        from app.serving.state import ServingState
+
+        open_state: Any = ServingState.open
+    except ImportError:
+        from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
     from storage.utterances import NewUtterance
 
     results = []
     for n in (int(x) for x in args.rows.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
-            ctx = AppContext(load_settings(Path(tmp)))
+            ctx = open_state(load_settings(Path(tmp)))
             import_utterances(
                 ctx.db,
                 destination(ctx.db, "other"),

@@ -54,14 +54,17 @@ import dataclasses, json, sys
 from pathlib import Path
 from app.access import auth, open_project
 from app.config import load_settings
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services.io import destination, import_utterances
 from app.services.members import add_member
 from storage.utterances import NewUtterance
 
 spec = json.loads(Path(sys.argv[2]).read_text())
 settings = dataclasses.replace(load_settings(Path(sys.argv[1])), multi_user=True)
-ctx = AppContext(settings)
+ctx = getattr(ServingState, "open", ServingState)(settings)
 auth.ensure_admin(ctx.db, "bench-admin-password")
 for name, rows in spec["projects"].items():
     seen, made = set(), []

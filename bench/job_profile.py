@@ -303,9 +303,12 @@ for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
 from app.services import retrain_jobs as rj
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.config import load_settings
-ctx = AppContext(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 with ctx.db.session() as s:
     from storage import jobs as _jobs
     job = _jobs.latest_job(s)
@@ -357,7 +360,10 @@ RESTART = r"""
 import json, os, time
 T0 = float(os.environ["JOB_PROFILE_T0"])
 from app.config import load_settings
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services import predict
 import inspect as _inspect
 
@@ -379,7 +385,7 @@ except ImportError:  # a checkout before the project handle (issue 43): services
         return name
 imported = time.time() - T0
 t = time.perf_counter()
-ctx = AppContext(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 context = time.perf_counter() - t
 t = time.perf_counter()
 first = predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["my card still has not arrived"])
@@ -389,7 +395,7 @@ predict.predict(_piece(ctx, predict.predict), _open(ctx, "banking77"), ["can I t
 second_s = time.perf_counter() - t
 print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
                   "first": round(first_s, 3), "second": round(second_s, 4),
-                  "encoded": getattr(ctx.cache, "encoded", None), "top": first[0]["top"]}))
+                  "encoded": getattr(ctx.live.cache, "encoded", None), "top": first[0]["top"]}))
 """
 
 

@@ -53,7 +53,7 @@ def main() -> None:
     from app.services import data as data_svc
     from app.services.io import destination, import_utterances
     from app.services.predict import predict_one
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from core.encoding.registry import load_encoder
     from core.retrieval.factory import PredictorFactory
     from storage.utterances import NewUtterance
@@ -82,18 +82,18 @@ def main() -> None:
     pool_x, pool_y = pool_x[: args.pool_size], pool_y[: args.pool_size]
     queries = test_x[: args.queries]
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = AppContext(load_settings(tmp))
+        ctx = ServingState.open(load_settings(tmp))
         unique = dict(zip(pool_x, pool_y, strict=True))  # the source repeats a few texts
         rows = [NewUtterance(x, (y,), "train") for x, y in unique.items()]
         import_utterances(ctx.db, destination(ctx.db, "bench"), rows)
         t = time.perf_counter()
-        ctx.pool(1)
+        ctx.live.pool(1)
         results["pool_build_s"] = round(time.perf_counter() - t, 2)
         results["pool_size"] = len(rows)
         for q in queries[:10]:  # warm-up
             predict_one(ctx.live, open_project(ctx.db, "bench"), q)
         core_ms, service_ms = [], []
-        pool = ctx.pool(1)
+        pool = ctx.live.pool(1)
         for q in queries:
             t = time.perf_counter()
             pool.predictor.rank(enc.encode([q]))

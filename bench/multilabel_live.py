@@ -30,7 +30,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
     from app.services import evaluation as eval_svc
     from app.services import predict as predict_svc
     from app.services import projects as project_svc
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.imports import import_rows
     from storage.projects import get_project
     from storage.utterances import NewUtterance
@@ -38,7 +38,7 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
     first = {r[0]: r for r in reversed(rows)}  # a text's first row (the app refuses repeats)
     rows = [r for r in rows if first[r[0]] is r]
     with tempfile.TemporaryDirectory(prefix="multilabel-live-") as tmp:
-        ctx = AppContext(load_settings(Path(tmp) / "data"))
+        ctx = ServingState.open(load_settings(Path(tmp) / "data"))
         try:
             project_svc.new_project(ctx.db, "nlupp")
             with ctx.db.write() as s:
@@ -59,13 +59,13 @@ def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, An
                 hits = [set(r["labels"]) == gold for r, (_, gold) in zip(got, test, strict=True)]
                 return round(100 * sum(hits) / len(hits), 1)
 
-            ctx.heads.delay = 3600.0  # the pool as it serves before its head lands
-            ctx.pool(pid)
+            ctx.live.heads.delay = 3600.0  # the pool as it serves before its head lands
+            ctx.live.pool(pid)
             before = exact()
-            ctx.heads.delay = 0.0
+            ctx.live.heads.delay = 0.0
             started = time.monotonic()
-            ctx.heads.request(pid)
-            ctx.heads.settle(timeout=1800)
+            ctx.live.heads.request(pid)
+            ctx.live.heads.settle(timeout=1800)
             fit_s = round(time.monotonic() - started, 1)
             after = exact()
             evaluated = eval_svc.live_evaluation(ctx.factories, open_project(ctx.db, "nlupp"))

@@ -78,7 +78,7 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
     p = open_project(ctx.db, project)
     rows = [r for i in range(0, len(texts), 100) for r in predict(ctx.live, p, texts[i : i + 100])]
     served = sum(bool(r["oos"]) for r in rows) / max(1, len(rows))
-    cal = ctx.pool(p.id).calibration
+    cal = ctx.live.pool(p.id).calibration
     if cal is None or not hasattr(cal, "looks_out_of_scope"):
         return served, None
     hint = [cal.looks_out_of_scope(bool(r["oos"]), r["score"], r["margin"]) for r in rows]
@@ -90,13 +90,13 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
     from app.config import load_settings
     from app.services import queue as queue_svc
     from app.services.io import destination, import_file
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.utterances import list_utterances
 
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="oos-flags-") as tmp:
         root = Path(tmp)
-        ctx = AppContext(load_settings(root / "data"))
+        ctx = ServingState.open(load_settings(root / "data"))
         try:
             for name, build in (("banking77", banking77), ("clinc150", clinc150)):
                 started = time.perf_counter()
@@ -104,7 +104,7 @@ def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
                 pid = open_project(ctx.db, name).id
                 with ctx.db.session() as s:
                     tests = [r.text for r in list_utterances(s, pid, split="test")]
-                pool = ctx.pool(pid)
+                pool = ctx.live.pool(pid)
                 row: dict[str, Any] = {
                     "data": name,
                     "threshold": (pool.calibration.default if pool.calibration else None),

@@ -24,10 +24,13 @@ from pathlib import Path
 CHILD = r"""
 import json, os, sys, time
 from app.config import load_settings
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+except ImportError:
+    from app.serving.context import AppContext as ServingState
 from app.services import predict
 project, calls = sys.argv[1], int(sys.argv[2])
-ctx = AppContext(load_settings())
+ctx = getattr(ServingState, "open", ServingState)(load_settings())
 texts = ["my card has not arrived yet", "how do I top up", "I was charged twice", "change my pin"]
 for i in range(30):
     predict.classify_requests(ctx.live, [(project, texts[i % 4], 1)])

@@ -135,11 +135,17 @@ def main() -> None:
 
     from app.access import auth
     from app.config import load_settings
-    from app.serving.context import AppContext
+
+    try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+        from app.serving.state import ServingState
+
+        open_state: Any = ServingState.open
+    except ImportError:
+        from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
     from app.web import web_app
 
     data = Path(tempfile.mkdtemp()) / "data"
-    ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
+    ctx = open_state(dataclasses.replace(load_settings(data), multi_user=True))
     auth.ensure_admin(ctx.db, PASSWORD)
     base = _serve(web_app(ctx, host="127.0.0.1", port=0))
     result = asyncio.run(_attack(base, args))

@@ -158,18 +158,24 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
     from app.access import open_project
     from app.config import load_settings
     from app.services.table import TableQuery, table_page
-    from app.serving.context import AppContext
+
+    try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+        from app.serving.state import ServingState
+
+        open_state: Any = ServingState.open
+    except ImportError:
+        from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
     from storage.projects import get_project
 
     out = []
     for n in sizes:
-        ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-table-")) / "data"))
+        ctx = open_state(load_settings(Path(tempfile.mkdtemp(prefix="bench-table-")) / "data"))
         t = time.perf_counter()
         _table_project(ctx, data, "big", n)
         imported = time.perf_counter() - t
         t = time.perf_counter()
         with ctx.db.session() as s:
-            ctx.pool(get_project(s, "big").id)  # the app warms the pool up at start-up
+            ctx.live.pool(get_project(s, "big").id)  # the app warms the pool up at start-up
         warm_up = time.perf_counter() - t
         timings = {}
         for label, query in (
@@ -224,14 +230,20 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
     binds), with the database sessions each opened; ``code``: the checkout whose app runs."""
     import app
     from app.config import load_settings
-    from app.serving.context import AppContext
+
+    try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+        from app.serving.state import ServingState
+
+        open_state: Any = ServingState.open
+    except ImportError:
+        from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
     from app.ui import queue_tab
     from app.ui.common import bind
     from app.ui.guard import enforce, guarded
 
     if code.resolve() not in Path(app.__file__).resolve().parents:
         raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
-    ctx = AppContext(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
+    ctx = open_state(load_settings(Path(tempfile.mkdtemp(prefix="bench-keys-")) / "data"))
     _keys_project(ctx, data)
     opened = [0]
     for kind in ("session", "write", "reading"):

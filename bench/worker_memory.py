@@ -131,10 +131,14 @@ patch("storage.versions", "register_version", "registration")
 from app.access import open_project
 from app.access.auth import LOCAL
 from app.config import load_settings
-from app.serving.context import AppContext
+try:  # the serving state (issue 59); a checkout before: AppContext(settings)
+    from app.serving.state import ServingState
+    open_state = ServingState.open
+except ImportError:
+    from app.serving.context import AppContext as open_state
 from app.services import retrain_jobs
 stack.append("context")
-ctx = AppContext(load_settings())
+ctx = open_state(load_settings())
 config = json.loads(os.environ["WM_CONFIG"])
 if os.environ.get("WM_ENCODER"):  # the project's base encoder for this run
     from storage.projects import get_project

@@ -261,6 +261,43 @@ def test_no_module_is_too_long_to_read_as_one_concern():
     assert long == []
 
 
+def test_the_serving_state_is_a_plain_record_of_its_pieces():
+    """``ServingState`` (``app/serving/state.py``) holds one of each piece and nothing else
+    (issue 59): a frozen dataclass whose fields are the pieces, built by ``open`` and stopped by
+    ``close``, with no method or property that hands a call on to a piece (``ctx.live.pool``,
+    never ``ctx.pool``). A forward added back, or a field set after it is built, fails here."""
+    tree = ast.parse((ROOT / "app/serving/state.py").read_text(encoding="utf-8"))
+    (record,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServingState"]
+    (decorator,) = record.decorator_list
+    assert isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "dataclass"
+    assert {k.arg: ast.unparse(k.value) for k in decorator.keywords} == {"frozen": "True"}
+    fields = [ast.unparse(n.target) for n in record.body if isinstance(n, ast.AnnAssign)]
+    assert fields == [
+        "settings",
+        "db",
+        "artifacts",
+        "models",
+        "factories",
+        "live",
+        "maps",
+        "training",
+        "readiness",
+        "limit_store",
+        "uploads",
+    ]
+    methods = [n for n in record.body if isinstance(n, ast.FunctionDef)]
+    assert [m.name for m in methods] == ["open", "close"]
+    assert [ast.unparse(d) for d in methods[0].decorator_list] == ["classmethod"]
+    assert methods[1].decorator_list == []
+    others = [
+        n
+        for n in record.body
+        if not isinstance(n, ast.AnnAssign | ast.FunctionDef)
+        and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))  # the docstring
+    ]
+    assert others == []
+
+
 # Broad handlers that hand the error on instead of raising it, (module, function) -> how.
 HANDS_ON: dict[tuple[str, str], str] = {
     ("app/api/batcher.py", "_drain"): "set on every caller's future: each caller raises it",

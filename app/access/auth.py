@@ -24,7 +24,7 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.db import Database, Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
@@ -177,7 +177,7 @@ def token_actor(db: Database, token: str) -> Actor:
         return Actor(user.id, user.name, user.role)
 
 
-def actor(ctx: AppContext, username: str | None, *, s: Session | None = None) -> Actor:
+def actor(ctx: ServingState, username: str | None, *, s: Session | None = None) -> Actor:
     """The acting user: the local admin in single-user mode, else the signed-in user (looked
     up in ``s`` when given)."""
     if not ctx.settings.multi_user:
@@ -194,7 +194,9 @@ def actor(ctx: AppContext, username: str | None, *, s: Session | None = None) ->
     return Actor(user.id, user.name, user.role)
 
 
-def require(ctx: AppContext, username: str | None, role: str, *, s: Session | None = None) -> Actor:
+def require(
+    ctx: ServingState, username: str | None, role: str, *, s: Session | None = None
+) -> Actor:
     """The acting user if their role includes ``role``; else PermissionError with the reason
     (looked up in ``s`` when given, for a caller resolving more in one session)."""
     who = actor(ctx, username, s=s)

@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from app.access.actions import action
 from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
-from app.project_settings import ProjectSettings
+from app.project_settings import ProjectSettings, stored_settings
 from storage import guard
 from storage.db import Database, Session, WriteLock
 from storage.errors import NotFoundError, ReadOnlyProjectError
@@ -39,16 +38,12 @@ class ProjectHandle:
     read_only: bool  # opened from a model bundle: read and predicted with only
     base_encoder: str
     active_version_id: int | None
-    settings: dict[str, Any]  # as stored (Project.settings); typed: :attr:`project_settings`
+    settings: ProjectSettings  # Project.settings, parsed once here: everything below takes it
     actor: Actor
     role: str  # the actor's role in this project: viewer, designer or admin
     # the project's pool stamp read with it (storage.pool_state.pool_stamp), when asked for: a
-    # prediction then reads the database once (AppContext.pool(stamp=...))
+    # prediction then reads the database once (LivePools.pool(stamp=...))
     stamp: tuple[int, ...] | None = None
-
-    @property
-    def project_settings(self) -> ProjectSettings:
-        return ProjectSettings.from_dict(self.settings)
 
     def may(self, role: str) -> bool:
         return RANK[self.role] >= RANK[role]
@@ -100,7 +95,7 @@ def resolve(
         read_only=bool(found.read_only),
         base_encoder=found.base_encoder,
         active_version_id=found.active_model_version_id,
-        settings=dict(found.settings or {}),
+        settings=stored_settings(found.name, found.settings),
         actor=who,
         role=role,
         stamp=read,

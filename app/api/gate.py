@@ -15,7 +15,7 @@ from typing import Any
 from app.access.auth import token_actor
 from app.limits import MAX_API_BODY_BYTES
 from app.perimeter import http_body
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import DatabaseUnavailable
 
 PREFIX = "/api/v1/"
@@ -47,7 +47,7 @@ def bearer_token(scope: http_body.Scope) -> str:
 class ApiGate:
     """ASGI middleware of the API app: token first, then the body limit (see the module)."""
 
-    def __init__(self, app: Any, ctx: AppContext, limit: int = MAX_API_BODY_BYTES) -> None:
+    def __init__(self, app: Any, ctx: ServingState, limit: int = MAX_API_BODY_BYTES) -> None:
         self.app, self.ctx, self.limit = app, ctx, limit
 
     async def __call__(

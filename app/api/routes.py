@@ -68,7 +68,7 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
     if body.text is not None:
         # each user's place among their one-liners, held until answered (429 past the limit);
         # single-user mode has one user, the local admin, and no such limit
-        held = ctx.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
+        held = ctx.live.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
         with held:
             result = await request.app.state.batcher.submit(
                 (project, who, body.text, body.k, body.context or ""), key=who.name

@@ -19,7 +19,7 @@ from app.access import ProjectHandle, open_project
 from app.access.actions import action as named
 from app.access.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.api.gate import NEEDS_TOKEN
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -27,8 +27,8 @@ bearer = HTTPBearer(
 )
 
 
-def context(request: Request) -> AppContext:
-    ctx: AppContext = request.app.state.ctx
+def context(request: Request) -> ServingState:
+    ctx: ServingState = request.app.state.ctx
     return ctx
 
 

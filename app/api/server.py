@@ -19,7 +19,7 @@ from app.api import errors, project_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
 from app.services.predict import classify_requests
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import StorageError
 
 DOCS_STATIC = "/docs/static"
@@ -37,7 +37,7 @@ def swagger_ui_files() -> Path:
     return Path(spec.origin).parent / "static"
 
 
-def create_api(ctx: AppContext) -> FastAPI:
+def create_api(ctx: ServingState) -> FastAPI:
     """The API app on ``ctx`` (the Gradio UI is mounted on it by :func:`app.ui.mount.mount_ui`).
 
     Example:

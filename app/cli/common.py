@@ -13,7 +13,7 @@ from storage.texts import escape_controls
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -66,14 +66,14 @@ def visible_output() -> Iterator[None]:
 # The contexts a command opened: :func:`close_contexts` closes them when it returns, so its
 # background threads (a multi-label head's fit, a calibration) stop before the interpreter does
 # (torch cut off on another thread at exit aborts the process: exit 134, issue 45 row 6).
-_opened: list[AppContext] = []
+_opened: list[ServingState] = []
 
 
-def context(args: argparse.Namespace) -> AppContext:
+def context(args: argparse.Namespace) -> ServingState:
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    ctx = AppContext(load_settings(args.data_dir, args.db_url))
+    ctx = ServingState.open(load_settings(args.data_dir, args.db_url))
     _opened.append(ctx)
     return ctx
 
@@ -99,7 +99,7 @@ def leave_process() -> None:
     gc.freeze()
 
 
-def project(ctx: AppContext, name: str | None, action: str = "read") -> ProjectHandle:
+def project(ctx: ServingState, name: str | None, action: str = "read") -> ProjectHandle:
     """The project ``name`` as the command line uses it for the named ``action`` (the permissions
     table, :mod:`app.access.actions`): the operator on the server acts as the local admin
     (:func:`app.access.open_project`)."""

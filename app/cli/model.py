@@ -30,7 +30,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     ctx = context(args)
     if args.queue:
-        ctx.enqueue = worker.queue_for(ctx.settings)
+        ctx.training.enqueue = worker.queue_for(ctx.settings)
     p = project(ctx, args.project, "train")
     try:
         view, created = retrain_jobs.request_retrain(
@@ -195,8 +195,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         p = project(ctx, args.project)
         # a multi-label pool whose head is neither in its version nor kept fits one: predict
         # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
-        ctx.pool(p.id)
-        ctx.heads.settle(600)
+        ctx.live.pool(p.id)
+        ctx.live.heads.settle(600)
         results = predict(ctx.live, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0

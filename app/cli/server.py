@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from app.cli.common import CliError
 
 if TYPE_CHECKING:
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker import WorkerSupervisor
 
 logger = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 GRACEFUL_S = 5
 
 
-def _warm_up(ctx: AppContext, umap: threading.Thread) -> None:
+def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
     """Load the encoders, build every project's pool and encode the labelling queue's candidates
     before the first request, and wait for UMAP's compilation (``umap``); then move everything
     built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
@@ -93,7 +93,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve_until_stopped(
-    ctx: AppContext, app: object, sock: socket.socket, host: str, port: int
+    ctx: ServingState, app: object, sock: socket.socket, host: str, port: int
 ) -> None:
     """Serve ``app`` on ``sock`` until SIGINT/SIGTERM. The signal marks ``ctx.readiness``
     stopping at once: new requests are answered 503 and ``/ready`` says so
@@ -135,7 +135,7 @@ def serve_until_stopped(
             signal.signal(sig, handler)
 
 
-def _stop_serving(ctx: AppContext, supervisor: WorkerSupervisor | None) -> None:
+def _stop_serving(ctx: ServingState, supervisor: WorkerSupervisor | None) -> None:
     """After the server stopped answering: the exit refuses new model work and waits for the
     calls under way (:mod:`core.encoding.exit_gate`), so the warm-up and any request's thread
     still waiting on it end now, not when the warm-up would have (a stop during warm-up took
@@ -188,7 +188,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.access.auth import ensure_admin
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.web import web_app
 
     try:
@@ -208,7 +208,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
-    ctx = AppContext(dataclasses.replace(settings, multi_user=args.multi_user))
+    ctx = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
         generated = ensure_admin(ctx.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
@@ -227,7 +227,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
-    ctx.enqueue = queue_for(ctx.settings)
+    ctx.training.enqueue = queue_for(ctx.settings)
     supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
     if supervisor is not None:
         supervisor.start()

@@ -14,7 +14,7 @@ route and:
   :data:`app.config.MAX_UPLOAD_BYTES` and its form), what one user's uploads waiting for an
   import may hold and everyone's together (:meth:`app.perimeter.uploads.Uploads.room`): 413 from
   ``Content-Length``, or while the body streams in, counting uploads in flight;
-- records each stored file in :class:`app.perimeter.uploads.Uploads` (``AppContext.uploads``),
+- records each stored file in :class:`app.perimeter.uploads.Uploads` (``ServingState.uploads``),
   the record every process holds (this door is the web app's alone: :mod:`app.web`).
 """
 

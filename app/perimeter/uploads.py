@@ -1,5 +1,5 @@
 """Files uploaded through Gradio (``POST /gradio_api/upload``: the Data tab's import, the Train
-tab's bundle), as the process records them: :class:`Uploads` (``AppContext.uploads``) holds
+tab's bundle), as the process records them: :class:`Uploads` (``ServingState.uploads``) holds
 whose each stored file is, how large and since when, and what one user's uploads waiting for an
 import may hold (:data:`app.limits.UPLOAD_BYTES_PER_USER`) and everyone's together
 (:data:`app.limits.UPLOAD_BYTES_TOTAL`). An import or an opened bundle removes its file when it

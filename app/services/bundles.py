@@ -21,7 +21,7 @@ from typing import Any, cast
 from app.access import ProjectHandle
 from app.access.auth import current_actor
 from app.limits import BUNDLE_PROJECTS_PER_USER as BUNDLES
-from app.project_settings import ANCHOR_SETTING, OOS_SETTING, encodes_context, oos_target
+from app.project_settings import ANCHOR_SETTING, OOS_SETTING, ProjectSettings
 from app.services import accounts as security
 from app.services.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
@@ -122,9 +122,8 @@ def export_bundle(
     encoder = cast(Encoder, factory.encoder)
     with live.db.session() as s:
         project_id, rows = p.id, list_utterances(s, p.id)
-        settings = dict(p.settings or {})
         dataset_hash = snapshot(s, p.id).content_hash
-    if encodes_context(settings):  # a bundle encodes the utterance alone: it would drift
+    if p.settings.encode_context:  # a bundle encodes the utterance alone: it would drift
         raise ValueError(
             "This project encodes each utterance after its context, and a bundle predicts from "
             "the utterance alone. Turn context encoding off to export a bundle "
@@ -139,13 +138,13 @@ def export_bundle(
     # out of fold over the train pool, as the app does
     out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
     calibration = None
-    target = oos_target(settings)
+    target = p.settings.oos_target_recall
     if target is not None and not is_multilabel(labels):  # a head decides "no intent" itself
         # the factory's Predictor: its anchors, as the bundle predicts
         predictor = factory.replace(head=None, thresholds={}).build(texts, labels, vectors=vectors)
         oos = live.cache.encode(encoder, out_of_scope) if out_of_scope else None
         # the version's held-out correction, as its live pool applies it
-        found = version_correction(live.db, row.get("row"), settings)
+        found = version_correction(live.db, row.get("row"), p.settings)
         correction = (
             found.for_items(dict(enumerate(zip(texts, labels, strict=True)))) if found else None
         )
@@ -164,10 +163,10 @@ def export_bundle(
     if calibration is not None:
         fields["thresholds"] = calibration.thresholds
         fields["out_of_scope"] = calibration.to_dict()
-    # a version without a head serves one fitted on its vectors (AppContext.space_head): the
+    # a version without a head serves one fitted on its vectors (LivePools.space_head): the
     # bundle carries it, so it decides as the app does
     head = (
-        live.space_head(project_id, encoder)
+        live.space_head(project_id, encoder, p.settings)
         if fields["multi_label"] and factory.head is None
         else None
     )
@@ -244,10 +243,12 @@ def _bundle_settings(manifest: dict[str, Any]) -> dict[str, Any]:
     target = oos.get("target_recall") if isinstance(oos, dict) else None
     anchors = manifest.get("anchors")
     weight = anchors.get("weight") if isinstance(anchors, dict) else None
-    return {
+    settings = {
         OOS_SETTING: float(target) if isinstance(target, int | float) else None,
         ANCHOR_SETTING: float(weight) if isinstance(weight, int | float) else 0.0,
     }
+    ProjectSettings.from_dict(settings)  # a value out of range: refused here, never stored
+    return settings
 
 
 def _bundle_descriptions(contents: Any) -> dict[str, str]:

@@ -64,7 +64,7 @@ def serving_now(live: LivePools, p: ProjectHandle) -> str:
     if (
         mv is not None
         and record.get("method") == HELD_OUT
-        and p.project_settings.oos_calibration == "quick"
+        and p.settings.oos_calibration == "quick"
     ):
         return f"Serving now: the pool's own scores (v{mv.id} has a held-out calibration, unused while this is quick)."
     if mv is not None and record.get("reason"):
@@ -83,7 +83,7 @@ def calibration_line(live: LivePools, p: ProjectHandle, budget: ComputeBudget | 
     """The setting's line: what the project's retrains run, why here, what held-out costs here,
     and what calibrated the thresholds serving now."""
     budget = budget or process_budget()
-    chosen = p.project_settings.oos_calibration
+    chosen = p.settings.oos_calibration
     cost = held_out_cost(budget, last_training(live.db, p))
     held_out = (
         f"after each retrain's version serves, {HELD_OUT_FOLDS} more trainings by its recipe, "

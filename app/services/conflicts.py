@@ -152,10 +152,10 @@ def report(live: LivePools, p: ProjectHandle) -> tuple[ConflictReport | None, li
     pid, rows = _rows(live.db, p)
     if len({name for r in rows for name in r.labels}) < 2 or len(rows) < 4:
         return None, rows
-    _, base = live.factories.active_version(pid)
-    vectors = live.cache.encode(live.models.base_encoder(base), [r.text for r in rows])
+    base = live.models.base_encoder(p.base_encoder)
+    vectors = live.cache.encode(base, [r.text for r in rows])
     # the live pool's rule, k and anchors, in the base encoder's space the rows are read in
-    factory = live.factories.predictor_factory(pid, live.models.base_encoder(base)).replace(
+    factory = live.factories.predictor_factory(pid, base, p.settings).replace(
         k=live.pool(pid).predictor.k
     )
     return find_conflicts(vectors, [r.labels for r in rows], factory=factory), rows

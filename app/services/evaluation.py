@@ -58,7 +58,7 @@ def evaluate_version(
     fold, by cross-validation): the Predictor that serves. A multi-label project is scored by a
     head fitted on the train rows, as it serves in every space: a version's head was fitted here,
     and a space without one (the frozen base) serves the same fit with the default options
-    (:meth:`app.serving.context.AppContext.space_head`).
+    (:meth:`app.serving.live.LivePools.space_head`).
 
     Train and test texts are looked up in ``cache`` and only the missing ones encoded, in one
     length-sorted pass; ``progress(done, total)`` counts those (``cache.missing`` says how many

@@ -23,7 +23,7 @@ from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
 from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
 from app.services import accounts as security
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage import guard
 from storage.agents import keep_agent, kept_agent
 from storage.db import CATALOG, Database, Session
@@ -375,7 +375,7 @@ def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
 FILE_FORMATS = ("csv", "jsonl", "yml", "zip", "slots.yml")  # besides the agent formats' names
 
 
-def export_download(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
+def export_download(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
     """Export a project for download in ``fmt``: a file format of :data:`FILE_FORMATS` (by its
     suffix; ``slots.yml``: the slot book and templates) or an agent format's name (written into
     the agent the project was imported from, when it is of that format). Returns the file

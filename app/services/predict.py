@@ -1,7 +1,7 @@
 """Predictions explained by their nearest labelled neighbours, from the project's live pool.
 
 Every call is checked against the caller's limits and admitted (or refused as busy) by
-:attr:`app.serving.context.AppContext.admission` before it touches the encoder; ``who`` is the acting
+:attr:`app.serving.live.LivePools.admission` before it touches the encoder; ``who`` is the acting
 user (by default the one the call runs as, :func:`app.access.auth.current_actor`).
 
 A question may come with its context (the turn before it). In a project that encodes context

@@ -12,11 +12,7 @@ from app.access import ProjectHandle, visible_projects, writing
 from app.access.auth import current_actor
 from app.compute import new_project_encoder
 from app.formats import parse_csv
-from app.project_settings import (
-    ProjectSettings,
-    encodes_context,
-    oos_target,
-)
+from app.project_settings import ProjectSettings
 from app.services.io import import_utterances
 from app.serving.live import LivePools
 from app.serving.pools import project_anchors
@@ -126,7 +122,7 @@ def out_of_scope(live: LivePools, p: ProjectHandle) -> dict[str, Any]:
     """The project's out-of-scope trade-off and the thresholds calibrated from its pool now:
     ``target_recall`` (None: off), ``thresholds``, ``fallback`` (intents on the project-wide
     threshold) and ``message`` (what was calibrated, in words)."""
-    target = oos_target(p.settings)
+    target = p.settings.oos_target_recall
     cal = live.pool(p.id).calibration
     if target is None:
         message = "Out-of-scope detection is off: every question gets its top intent."
@@ -164,7 +160,7 @@ def context_encoding(db: Database, p: ProjectHandle) -> dict[str, Any]:
     """Whether the project encodes each utterance after its context (the turn before it):
     ``encode_context``, ``with_context`` (how many utterances carry one) and ``message``."""
     with db.session() as s:
-        on = encodes_context(p.settings)
+        on = p.settings.encode_context
         n = sum(1 for r in list_utterances(s, p.id) if r.context)
     state = (
         "on: each utterance is encoded after its context ('context [SEP] utterance'), at "
@@ -181,7 +177,7 @@ def context_encoding(db: Database, p: ProjectHandle) -> dict[str, Any]:
 
 def settings(db: Database, p: ProjectHandle) -> ProjectSettings:
     """The project's settings (:class:`app.project_settings.ProjectSettings`)."""
-    return p.project_settings
+    return p.settings
 
 
 def set_settings(db: Database, p: ProjectHandle, changes: Mapping[str, Any]) -> ProjectSettings:
@@ -193,7 +189,7 @@ def set_settings(db: Database, p: ProjectHandle, changes: Mapping[str, Any]) -> 
 
     changes = dict(changes)
     encoder = check_encoder(changes.pop(SETTING)) if SETTING in changes else None
-    after = p.project_settings.with_texts(changes)
+    after = p.settings.with_texts(changes)
     with writing(db, p) as s:
         for name, value in after.to_dict().items():
             if name in changes:

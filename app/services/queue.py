@@ -12,7 +12,7 @@ pool, so the labels given a second ago already count. A key press is two databas
 the request's project, resolved at its edge, and one that writes the answer and reads what the
 next card needs with it (:class:`Ahead`: the upcoming rows, the counts of the progress line and
 the pool's stamp around the write), so the live pool takes the answer without reading it back
-(:meth:`app.serving.context.AppContext.pool_after`) and the next card is computed from memory.
+(:meth:`app.serving.live.LivePools.pool_after`) and the next card is computed from memory.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The labelling queue's answers: each written in one transaction that also reads what the next
 card needs (:class:`Ahead`), so a key press is two transactions in all (the request's project,
 resolved at its edge, and this one) and the live pool takes the answer without reading it back
-(:meth:`app.serving.context.AppContext.pool_after`); and the queue's undo of one answer.
+(:meth:`app.serving.live.LivePools.pool_after`); and the queue's undo of one answer.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from app.services import team_answers
 from app.services.downloads import download_path
 from app.services.evaluation import live_evaluation, test_predictions
 from app.services.versions import ACTIVE, BASE, Version
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
+from app.serving.state import ServingState
 from core.retrieval.scope import in_scope_labels
 from storage.datasets import snapshot
 from storage.pool_state import pool_stamp
@@ -132,11 +132,11 @@ class _Made:
             return self.building.setdefault(pid, threading.Lock())
 
 
-_made: weakref.WeakKeyDictionary[AppContext, _Made] = weakref.WeakKeyDictionary()
+_made: weakref.WeakKeyDictionary[ServingState, _Made] = weakref.WeakKeyDictionary()
 _made_lock = threading.Lock()
 
 
-def _reports(ctx: AppContext) -> _Made:
+def _reports(ctx: ServingState) -> _Made:
     with _made_lock:
         return _made.setdefault(ctx, _Made())
 
@@ -158,7 +158,7 @@ def _inputs(maps: MapStore, p: ProjectHandle, static: bool) -> tuple[int, tuple[
 
 
 def build_report(
-    ctx: AppContext, p: ProjectHandle, out: Path | None = None, *, static: bool = False
+    ctx: ServingState, p: ProjectHandle, out: Path | None = None, *, static: bool = False
 ) -> Path:
     """Write the report HTML file and return its path.
 
@@ -206,7 +206,7 @@ def _sampled(maps: MapStore, p: ProjectHandle, version: Version, method: str) ->
     )
 
 
-def _build(ctx: AppContext, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
+def _build(ctx: ServingState, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
     with ctx.db.session() as s:
         dataset_hash = snapshot(s, p.id).content_hash
         rows = list_utterances(s, p.id)

@@ -37,14 +37,14 @@ from dataclasses import replace
 from typing import Any
 
 from app.compute import ComputeBudget
-from app.project_settings import as_encoded, encodes_context
+from app.project_settings import as_encoded, stored_settings
 from app.services.retrain_calibrate import calibrate, calibration_plan, held_out_steps
 from app.services.retrain_int8 import int8_copy, int8_plan
 from app.services.retrain_measure import Evaluation, Known, measure, plan, to_encode
 from app.services.retrain_serve import PROMOTION_TOLERANCE, register, serve
 from app.services.retrain_state import EvalProgress, Reporter, Snapshot, Trained
 from app.services.retrain_warm import wait_until_warm
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
@@ -72,7 +72,7 @@ __all__ = [
 PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate")
 
 
-def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> Snapshot:
+def snapshot(ctx: ServingState, project_id: int, head_options: dict[str, Any]) -> Snapshot:
     """The ``snapshot`` phase: the dataset version (written once per content) and everything
     the job reads of the project, in one transaction; then the frozen base and the active
     version as they serve, which the new version is compared with (the base encoder is read
@@ -80,9 +80,9 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
     with ctx.db.write(WriteLock.project(project_id)) as s:
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
+        base, settings = project.base_encoder, stored_settings(project.name, project.settings)
         # a project that encodes context trains and evaluates on what its pool will encode
-        rows = as_encoded(snapshot_rows(dv), project.settings)
-        base, settings = project.base_encoder, dict(project.settings or {})
+        rows = as_encoded(snapshot_rows(dv), settings)
         active = active_version(s, project_id)
         dataset_id, dataset_hash = dv.id, dv.content_hash
     train_rows = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
@@ -93,7 +93,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
         dataset_hash=dataset_hash,
         base=base,
         settings=settings,
-        use_context=encodes_context(settings),
+        use_context=settings.encode_context,
         active=active,
         # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
         data=EvalData.from_rows(rows, with_unlabelled=multi),
@@ -106,7 +106,7 @@ def snapshot(ctx: AppContext, project_id: int, head_options: dict[str, Any]) -> 
     return replace(snap, others=_others(ctx, snap))
 
 
-def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
+def train(ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
     """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
     the worker started, :mod:`app.services.retrain_warm`) copied and tuned on the snapshot's
     trainable rows (:func:`core.training.train_encoder`)."""
@@ -127,7 +127,7 @@ def train(ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig)
         cfg,
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
-        device=ctx.device,
+        device=ctx.settings.device,
     )
     return Trained(model, time.monotonic() - started)
 
@@ -141,12 +141,13 @@ def save(reporter: Reporter, trained: Trained, folder: Any) -> Encoder:
     return trained.model.saved_encoder(folder)
 
 
-def _others(ctx: AppContext, snap: Snapshot) -> Known:
+def _others(ctx: ServingState, snap: Snapshot) -> Known:
     """The frozen base and the active version as they serve, with the options each is scored
     with: the gate compares what serves with what would serve, and both serve a head fitted with
     the default options (``LivePools.space_head``) when they have none of their own."""
     pid = snap.project_id
-    base_factory = ctx.factories.predictor_factory(pid, ctx.models.base_encoder(snap.base))
+    base_encoder = ctx.models.base_encoder(snap.base)
+    base_factory = ctx.factories.predictor_factory(pid, base_encoder, snap.settings)
     ref_factory = (
         base_factory
         if snap.active is None
@@ -161,7 +162,7 @@ def _others(ctx: AppContext, snap: Snapshot) -> Known:
 
 
 def run_retrain(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     job_id: int,
     project_id: int,

@@ -32,9 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.compute import HELD_OUT_COST, ComputeBudget
-from app.project_settings import oos_calibration, oos_target
 from app.services.retrain_state import Reporter, Served, Snapshot
-from app.serving.context import AppContext
 from app.serving.oos_correction import (
     HELD_OUT,
     example_key,
@@ -42,6 +40,7 @@ from app.serving.oos_correction import (
     trained_ids,
     trained_keys,
 )
+from app.serving.state import ServingState
 from core.errors import logged
 from core.evaluation.calibration import Correction
 from core.evaluation.held_out import (
@@ -76,7 +75,7 @@ PENDING = (
 def calibration_plan(budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
     """What a new version records of its out-of-scope calibration when it is registered:
     ``pending`` when this job runs the held-out one after serving, else the quick one and why."""
-    chosen = oos_calibration(snap.settings)
+    chosen = snap.settings.oos_calibration
     if budget.calibration(chosen) != HELD_OUT:
         why = (
             "the project chose the quick calibration (Data → Project settings)"
@@ -86,7 +85,7 @@ def calibration_plan(budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
         return {"method": "quick", "reason": why}
     if snap.multi:
         return {"method": "quick", "reason": "multi-label: the head decides 'no intent' itself"}
-    if oos_target(snap.settings) is None:
+    if snap.settings.oos_target_recall is None:
         return {"method": "quick", "reason": "out-of-scope detection is off"}
     return {"method": HELD_OUT, "pending": True, "reason": PENDING}
 
@@ -99,7 +98,7 @@ def held_out_steps(snap: Snapshot, cfg: TrainConfig) -> int:
 
 
 def calibrate(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     snap: Snapshot,
     cfg: TrainConfig,
@@ -144,7 +143,7 @@ def _quick(why: str) -> dict[str, Any]:
 
 
 def _held_out(
-    ctx: AppContext, reporter: Reporter, snap: Snapshot, cfg: TrainConfig, served: Served
+    ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig, served: Served
 ) -> dict[str, Any]:
     """The held-out calibration of the served pool (see the module): its record."""
     if not served.promoted:
@@ -166,7 +165,7 @@ def _held_out(
             f"{MIN_HELD_OUT} needed)"
         )
     space = _FoldSpace(ctx, reporter, snap, cfg, items, keys, plan)
-    space.factory = ctx.factories.predictor_factory(snap.project_id, encoder)
+    space.factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     result = held_out_correction(predictor, trained, plan, space)
     if result is None:
         return _quick("too few held-out scores")
@@ -178,11 +177,11 @@ def _held_out(
         "scores": result.scores,
         "trained": len(trained),
         "steps": space.done,
-        "device": str(ctx.device or "cpu"),
+        "device": str(ctx.settings.device or "cpu"),
     }
     if target is not None:  # the thresholds the served pool gets with it, by the one rule
         correction = Correction(result.map, trained, source_words(served.version_id, record))
-        vectors = ctx.cache.encode(encoder, oos) if oos else None
+        vectors = ctx.live.cache.encode(encoder, oos) if oos else None
         cal = calibrate_predictor(
             predictor, out_of_scope=vectors, target_recall=target, correction=correction
         )
@@ -207,7 +206,7 @@ class _FoldSpace:
 
     def __init__(
         self,
-        ctx: AppContext,
+        ctx: ServingState,
         reporter: Reporter,
         snap: Snapshot,
         cfg: TrainConfig,
@@ -249,7 +248,7 @@ class _FoldSpace:
             self.cfg,
             progress=self._progress,
             should_cancel=self.reporter.should_cancel,
-            device=self.ctx.device,
+            device=self.ctx.settings.device,
         )
         self.done += int(model.stats.get("steps") or 0)
         # its vectors are never cached: the encoder is thrown away after this fold
@@ -288,7 +287,7 @@ def _words(version_id: int, record: dict[str, Any]) -> str:
 
 
 def _record(
-    ctx: AppContext, snap: Snapshot, served: Served, record: dict[str, Any], words: str
+    ctx: ServingState, snap: Snapshot, served: Served, record: dict[str, Any], words: str
 ) -> None:
     """The version's record completed with its calibration (its metrics as they are now: the
     int8 phase may have changed them) and the sentence added to its note."""

@@ -23,8 +23,8 @@ from app.services.int8 import INT8_OFF, export_version_int8
 from app.services.retrain_measure import Measured
 from app.services.retrain_serve import PROMOTION_TOLERANCE
 from app.services.retrain_state import Int8Outcome, Reporter, Served, Snapshot
-from app.serving.context import AppContext
 from app.serving.int8 import INT8_DIR, load_int8
+from app.serving.state import ServingState
 from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
@@ -36,7 +36,7 @@ MULTI_LABEL = "multi-label: the head decides, served in fp32"
 PENDING = "being built and checked: the fp32 encoder serves until the copy passes parity"
 
 
-def int8_plan(ctx: AppContext, budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
+def int8_plan(ctx: ServingState, budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
     """What a new version records of its int8 copy when it is registered: ``pending`` when
     this job builds one after serving, else why it has none (the deployment turned int8 off,
     a GPU serves, a multi-label head decides)."""
@@ -54,7 +54,7 @@ class _NotKept(Exception):
 
 
 def int8_copy(
-    ctx: AppContext, reporter: Reporter, snap: Snapshot, served: Served, measured: Measured
+    ctx: ServingState, reporter: Reporter, snap: Snapshot, served: Served, measured: Measured
 ) -> Int8Outcome:
     """The ``int8`` phase (see the module)."""
     reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
@@ -65,12 +65,16 @@ def int8_copy(
     try:
         with ctx.artifacts.writing(rel) as tmp:
             info = export_version_int8(
-                encoder, snap.data, tmp / INT8_DIR, cached=ctx.cache.encode, multi_label=snap.multi
+                encoder,
+                snap.data,
+                tmp / INT8_DIR,
+                cached=ctx.live.cache.encode,
+                multi_label=snap.multi,
             )
             if not info.get("passed"):
                 raise _NotKept
         copy = ctx.factories.predictor_factory(
-            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR)
+            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR), snap.settings
         )
         measured.evaluation.add(copy)
         metrics, _ = measured.evaluation.score(copy, **snap.options)

@@ -2,7 +2,7 @@
 
 Nothing trains inside a web request: the job runs in a worker (:mod:`app.worker`, which runs
 :func:`app.services.retrain.run_retrain`). This module never imports the worker: the entry point
-puts the queue's enqueue function on ``AppContext.enqueue``.
+puts the queue's enqueue function on ``TrainingQueue.enqueue``.
 """
 
 from __future__ import annotations

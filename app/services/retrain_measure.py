@@ -15,8 +15,8 @@ from app.services.evaluation import evaluate_version, evaluation_key, evaluation
 from app.services.int8 import PARITY_QUERIES, parity_split
 from app.services.job_plan import JobPlan
 from app.services.retrain_state import EvalProgress, Reporter, Snapshot
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.held_out import HELD_OUT_FOLDS
@@ -37,7 +37,7 @@ class Evaluation:
 
     def __init__(
         self,
-        ctx: AppContext,
+        ctx: ServingState,
         reporter: Reporter,
         data: EvalData,
         factories: list[PredictorFactory],
@@ -55,7 +55,7 @@ class Evaluation:
         """Count one more encoder to score (the int8 copy, known once exported): its texts that
         the embedding cache does not hold yet."""
         texts = [*self.data.train_texts, *self.data.test_texts]
-        missing = len(self.ctx.cache.missing(cast(Encoder, factory.encoder), texts))
+        missing = len(self.ctx.live.cache.missing(cast(Encoder, factory.encoder), texts))
         self.encoders += 1
         self.total += missing
         self.eta.total = self.total
@@ -87,7 +87,7 @@ class Evaluation:
         result = evaluate_version(
             factory,
             self.data,
-            self.ctx.cache,
+            self.ctx.live.cache,
             progress=progress,
             memo=self.memo if remembered else None,
             **options,
@@ -124,7 +124,7 @@ def to_encode(
 
 
 def plan(
-    ctx: AppContext, cfg: TrainConfig, snap: Snapshot, int8: bool, held_out_steps: int = 0
+    ctx: ServingState, cfg: TrainConfig, snap: Snapshot, int8: bool, held_out_steps: int = 0
 ) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. The new
     encoder encodes every distinct train and test utterance; the frozen base and the active
@@ -172,7 +172,7 @@ class Measured:
 
 
 def measure(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     snap: Snapshot,
     encoder: Encoder,
@@ -184,7 +184,7 @@ def measure(
     on these rows, or measured when they are not. A multi-label version's head is fitted here
     and saved into ``folder`` (it is part of the version)."""
     started = time.monotonic()
-    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder)
+    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
     evaluation = Evaluation(
         ctx, reporter, snap.data, [new_factory, base_factory, ref_factory], snap.others

@@ -21,8 +21,8 @@ from app.compute import ComputeBudget
 from app.services.evaluation import gate
 from app.services.retrain_measure import Measured
 from app.services.retrain_state import Int8Outcome, Reporter, Served, Snapshot, Trained
-from app.serving.context import AppContext
 from app.serving.live import LivePools
+from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8
@@ -38,7 +38,7 @@ PROMOTION_TOLERANCE = 0.01
 
 
 def serve(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     job_id: int,
     snap: Snapshot,
@@ -112,7 +112,7 @@ def serve(
 
 
 def register(
-    ctx: AppContext,
+    ctx: ServingState,
     reporter: Reporter,
     snap: Snapshot,
     served: Served,

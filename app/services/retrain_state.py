@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.project_settings import ProjectSettings
 from app.services.job_plan import JobPlan
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
@@ -56,7 +57,7 @@ class Snapshot:
     dataset_id: int
     dataset_hash: str
     base: str
-    settings: dict[str, Any]
+    settings: ProjectSettings
     use_context: bool
     active: ModelVersion | None
     data: EvalData

@@ -14,7 +14,7 @@ import logging
 import threading
 
 from app.compute import ComputeBudget
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.errors import logged
 from storage.projects import list_projects
 
@@ -26,7 +26,7 @@ _idle = threading.Event()
 _idle.set()
 
 
-def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
+def bases_to_warm(ctx: ServingState, budget: ComputeBudget) -> list[str]:
     """The base encoders this worker's projects train (most used first), or the one a new
     project would start on when there is none yet."""
     with ctx.db.session() as s:
@@ -36,7 +36,7 @@ def bases_to_warm(ctx: AppContext, budget: ComputeBudget) -> list[str]:
 
 
 def warm_up_worker(
-    ctx: AppContext,
+    ctx: ServingState,
     budget: ComputeBudget | None = None,
     *,
     steps: int | None = None,
@@ -57,7 +57,7 @@ def warm_up_worker(
             for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
-                    warm_up(base, device=ctx.device, steps=steps if i == 0 else 0)
+                    warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
                 except Exiting:  # the worker stopped during its warm-up: nothing to say
                     return
                 except Exception:  # a base that will not load fails its job with the reason

@@ -11,19 +11,14 @@ from dataclasses import dataclass
 
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
+from app.project_settings import TITLES as project_titles
 from app.services import calibration, encoders
 from app.services import projects as project_svc
 from app.serving.live import LivePools
 
-# What each setting is, in a designer's words (the UI's labels and the CLI's headings).
-TITLES = {
-    "oos_target_recall": "Out-of-scope target (share of each intent's own questions kept)",
-    "anchor_weight": "Intent names and descriptions in predictions (in examples; 0 = off)",
-    "encode_context": "Encode each utterance after the turn before it",
-    "serve_int8": "Serve the int8 encoder where it passed parity",
-    "oos_calibration": "Out-of-scope calibration after a retrain (auto = this device's default)",
-    "base_encoder": "Base encoder (the next retrain trains on it)",
-}
+# What each setting is, in a designer's words (the UI's labels and the CLI's headings): the
+# project's own (each field's title, app.project_settings), then its base encoder.
+TITLES = {**project_titles, encoders.SETTING: "Base encoder (the next retrain trains on it)"}
 # Every setting by name: the project's own (ProjectSettings), then its base encoder.
 SETTINGS = (*NAMES, encoders.SETTING)
 

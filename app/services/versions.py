@@ -49,7 +49,7 @@ def resolve_factory(
 ) -> tuple[PredictorFactory, str]:
     """The Predictor factory of a version selector (its encoder, anchors, context encoding,
     head) and its display label: in the space that serves the version
-    (:meth:`AppContext.version_factory` ``served``: its int8 copy when that serves), so an
+    (:meth:`FactoryBuilder.version_factory` ``served``: its int8 copy when that serves), so an
     evaluation, a drill-down or a map shows what the version answers; ``served=False``: its
     fp32 encoder (what a bundle exports)."""
     mv, base = _selected(factories.db, p, version)

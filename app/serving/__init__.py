@@ -1,4 +1,4 @@
-"""What serves a project's predictions: the pieces :class:`app.serving.context.AppContext` holds
+"""What serves a project's predictions: the pieces :class:`app.serving.state.ServingState` holds
 (ARCHITECTURE.md, "The serving state", says what each guarantees, which locks it takes and who
 takes which; a function takes the smallest piece that holds what it uses).
 
@@ -8,7 +8,7 @@ takes which; a function takes the smallest piece that holds what it uses).
 - :mod:`app.serving.factories`: the one builder of a project's Predictor factories;
 - :mod:`app.serving.live`: the live pools, their background calibration and head fits, and the
   start-up warm-up;
-- :mod:`app.serving.context`: :class:`~app.serving.context.AppContext`, which holds one of each;
+- :mod:`app.serving.state`: :class:`~app.serving.state.ServingState`, which holds one of each;
 - :mod:`app.serving.pools`, :mod:`app.serving.pool_heads`: a project's pool and its head fitter;
 - :mod:`app.serving.vectors`: the embedding cache a process opens;
 - :mod:`app.serving.eval_memo`: evaluations of an unchanged version on unchanged rows, kept

@@ -2,8 +2,10 @@
 as the project sets them, its context encoding, the multi-label head of a version. The live pool, a version's evaluation, the Map, the drill-down and a retrain's
 evaluation all build their Predictors from it, so they decide alike.
 
-Guarantees: each call reads the project's settings and intents as they are now (one database
-session) and encodes the anchors through the embedding cache. Lock: none of its own (the models
+Guarantees: each call takes the project's settings from its caller (the request's handle,
+:attr:`app.access.ProjectHandle.settings`, or the row a live pool or a retrain read), reads the
+intents as they are now (one database session) and encodes the anchors through the embedding
+cache. Lock: none of its own (the models
 it asks for take :class:`app.serving.models.Models`' lock). Used by every process.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from app.project_settings import encodes_context
+from app.project_settings import ProjectSettings
 from app.serving.eval_memo import EvalMemo
 from app.serving.models import Models
 from app.serving.pools import project_anchors
@@ -49,15 +51,15 @@ class FactoryBuilder:
         self,
         project_id: int,
         encoder: TextEncoder,
+        settings: ProjectSettings,
         *,
         head: MultiLabelHead | None = None,
     ) -> PredictorFactory:
         """The one factory of the project's Predictors in ``encoder``'s space: its anchors as
-        the project sets them (encoded through the embedding cache by ``encoder``'s anchor
+        its ``settings`` set them (encoded through the embedding cache by ``encoder``'s anchor
         encoder, :func:`core.encoding.anchor_encoder.anchor_encoder_of`), its context encoding,
         the multi-label ``head`` of the version, the default ``k`` and rule."""
         with self.db.session() as s:
-            settings = dict(get_project(s, project_id).settings or {})
             texts, weight = project_anchors(s, project_id, settings)
         anchors = None
         if weight and texts:
@@ -67,15 +69,15 @@ class FactoryBuilder:
             encoder,
             anchors=anchors,
             head=head,
-            use_context=encodes_context(settings),
+            use_context=settings.encode_context,
         )
 
     def version_factory(
         self,
         project_id: int,
         mv: ModelVersion | None,
-        base: str = "minilm",
-        settings: dict[str, object] | None = None,
+        base: str,
+        settings: ProjectSettings,
         *,
         served: bool = False,
     ) -> PredictorFactory:
@@ -89,5 +91,6 @@ class FactoryBuilder:
         return self.predictor_factory(
             project_id,
             serving if serving is not None else models.encoder_for_version(mv, base),
+            settings,
             head=models.version_head(mv),
         )

@@ -12,7 +12,7 @@ a version registered before issue 55 keeps it in its own artifact's ``onnx/`` fo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
@@ -34,27 +34,22 @@ def load_int8(folder: Path) -> OnnxEncoder:
     return OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
 
 
-def serve_int8_setting(settings: dict[str, Any] | None) -> bool:
-    """The project's choice (on unless set to false)."""
-    return ProjectSettings.from_dict(settings).serve_int8
-
-
 def serves_int8(
     metrics: VersionMetrics,
-    settings: dict[str, Any] | None,
+    settings: ProjectSettings,
     budget: ComputeBudget | None = None,
 ) -> bool:
     """The live rule: int8 when the version's copy passed parity, the project allows it and
     the process serves on a CPU (``budget``: the process's own by default; asked only for a
     version whose copy passed)."""
-    if not metrics.int8_passed or not serve_int8_setting(settings):
+    if not metrics.int8_passed or not settings.serve_int8:
         return False
     return (budget or process_budget()).serves_int8
 
 
 def served_metrics(
     metrics: VersionMetrics,
-    settings: dict[str, Any] | None,
+    settings: ProjectSettings,
     budget: ComputeBudget | None = None,
 ) -> VersionMetrics:
     """The version's recorded measurement of the encoder that serves it under the project's
@@ -72,14 +67,14 @@ def int8_folder(artifacts: ArtifactStore, artifact_path: str, metrics: VersionMe
 
 def serving_line(
     metrics: VersionMetrics,
-    settings: dict[str, Any] | None,
+    settings: ProjectSettings,
     budget: ComputeBudget | None = None,
 ) -> str:
     """One short line for the UI: which encoder serves predictions, and why."""
     info = metrics.int8
     if serves_int8(metrics, settings, budget):
         return f"Serving: int8 ONNX encoder ({info.get('reason', 'parity passed')})."
-    if metrics.int8_passed and not serve_int8_setting(settings):
+    if metrics.int8_passed and not settings.serve_int8:
         return "Serving: fp32 encoder (int8 passed parity but is turned off for this project)."
     if metrics.int8_passed:
         return "Serving: fp32 encoder on the GPU (its int8 copy serves only on a CPU)."

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from app.project_settings import as_encoded, encodes_context
+from app.project_settings import ProjectSettings, as_encoded, stored_settings
 from app.serving.admission import Admission
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
@@ -79,12 +79,11 @@ class LivePools:
 
     # --- the heads of spaces whose version has none ----------------------------------------
 
-    def head_data(self, project_id: int) -> EvalData | None:
+    def head_data(self, project_id: int, settings: ProjectSettings) -> EvalData | None:
         """The rows a head is fitted on in a space whose version has none: the project's train
-        rows as it encodes them, those with no intent teaching "none of these" (what a retrain's
-        evaluation fits the frozen base's head on); None for a single-label project."""
+        rows as its ``settings`` encode them, those with no intent teaching "none of these" (what
+        a retrain's evaluation fits the frozen base's head on); None for a single-label project."""
         with self.db.session() as s:
-            settings = get_project(s, project_id).settings
             rows = as_encoded(list_utterances(s, project_id, split="train"), settings)
         data = EvalData.from_rows(rows, with_unlabelled=True)
         return data if is_multilabel(data.train_labels) else None
@@ -93,6 +92,7 @@ class LivePools:
         self,
         project_id: int,
         encoder: TextEncoder,
+        settings: ProjectSettings,
         data: EvalData | None = None,
         should_cancel: Callable[[], bool] | None = None,
     ) -> MultiLabelHead | None:
@@ -100,7 +100,7 @@ class LivePools:
         the default options on :meth:`head_data` (``data``, when already read), as a retrain's
         evaluation fits one (:func:`core.multilabel.tuning.fit_head`), or the same fit kept
         on disk (:class:`app.serving.pool_heads.HeadStore`); None when single-label."""
-        data = data if data is not None else self.head_data(project_id)
+        data = data if data is not None else self.head_data(project_id, settings)
         if data is None:
             return None
         key = head_key(encoder, data)
@@ -165,12 +165,14 @@ class LivePools:
         return pool
 
     def _refresh(self, project_id: int) -> ProjectPool:
+        # the project's row, read once (after the stamp): its settings serve the whole refresh
         with self.db.session() as s:
-            mv, project = active_version(s, project_id), get_project(s, project_id)
-            base, settings = project.base_encoder, dict(project.settings or {})
+            project = get_project(s, project_id)  # held: active_version reads it from the session
+            mv = active_version(s, project_id)
+            base, settings = project.base_encoder, stored_settings(project.name, project.settings)
         encoder = self.models.serving_encoder(mv, base, settings)
         mv_id = mv.id if mv is not None else None
-        use_context = encodes_context(settings)
+        use_context = settings.encode_context
         with self._lock:
             pool = self._pools.get(project_id)
             fresh = (
@@ -181,11 +183,13 @@ class LivePools:
             )
         if fresh:
             head = self.models.version_head(mv)
-            data = self.head_data(project_id) if head is None else None
+            data = self.head_data(project_id, settings) if head is None else None
             kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
-            factory = self.factories.predictor_factory(project_id, encoder, head=head)
+            factory = self.factories.predictor_factory(project_id, encoder, settings, head=head)
             with self._lock:
-                pool = ProjectPool(project_id, mv_id, factory.empty(), use_context=use_context)
+                pool = ProjectPool(
+                    project_id, mv_id, factory.empty(), use_context=use_context, settings=settings
+                )
                 pool.fits_head = head is None
                 if kept is not None:  # the head this space had: served from the start
                     pool.predictor.head, pool.head_data = kept, data
@@ -195,10 +199,12 @@ class LivePools:
         assert pool is not None
         correction = self._correction(project_id, mv, settings)
         with pool.lock:
+            pool.settings = settings
             sync(
                 pool,
                 self.db,
                 self.cache,
+                settings,
                 defer=lambda: self.calibrations.request(project_id),
                 correction=correction,
             )
@@ -207,15 +213,13 @@ class LivePools:
         return pool
 
     def _correction(
-        self, project_id: int, mv: ModelVersion | None, settings: dict[str, object]
+        self, project_id: int, mv: ModelVersion | None, settings: ProjectSettings
     ) -> VersionCorrection | None:
         """The serving version's held-out correction under the project's settings
         (:func:`app.serving.oos_correction.version_correction`), read again only when the
         version, its record or the setting changed (the trained rows are a dataset version's)."""
         record = (mv.metrics or {}).get("oos_calibration") if mv is not None else None
-        key = json.dumps(
-            [mv.id if mv else None, record, settings.get("oos_calibration")], sort_keys=True
-        )
+        key = json.dumps([mv.id if mv else None, record, settings.oos_calibration], sort_keys=True)
         with self._lock:
             known = self._corrections.get(project_id)
         if known is not None and known[0] == key:
@@ -241,12 +245,14 @@ class LivePools:
             pool = self._pools.get(project_id)
         if pool is None or not pool.fits_head:
             return
-        data = self.head_data(project_id)
+        data = self.head_data(project_id, pool.settings)
         if data is not None and data == pool.head_data and pool.predictor.head is not None:
             return
         try:
             head = (
-                self.space_head(project_id, pool.encoder, data, lambda: self.heads.closed)
+                self.space_head(
+                    project_id, pool.encoder, pool.settings, data, lambda: self.heads.closed
+                )
                 if data is not None
                 else None
             )

@@ -1,7 +1,7 @@
 """The Map tab's store: projection files on disk (one per encoder, method and set of texts),
 the background computations in flight, the process that projects them (:class:`Projector`) and
 the live views drawn from them (:mod:`app.services.maps` computes both), with the factory
-builder that scores their points. One per process (:attr:`app.serving.context.AppContext.maps`,
+builder that scores their points. One per process (:attr:`app.serving.state.ServingState.maps`,
 under ``<data dir>/maps``); the projector's process starts at the first projection."""
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from app.compute import ComputeBudget, process_budget
+from app.project_settings import ProjectSettings
 from app.serving.int8 import int8_folder, load_int8, serves_int8
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
@@ -90,7 +91,7 @@ class Models:
             return self._encoders[key]
 
     def serving_encoder(
-        self, mv: ModelVersion | None, base: str, settings: dict[str, object] | None
+        self, mv: ModelVersion | None, base: str, settings: ProjectSettings
     ) -> CachedEncoder:
         """The encoder a project's live pool serves with: the version's int8 ONNX copy when it
         passed parity, the project allows it and this process serves on a CPU

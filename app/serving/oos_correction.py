@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.project_settings import as_encoded, oos_calibration
+from app.project_settings import ProjectSettings, as_encoded
 from core.evaluation.calibration import Correction, ScoreMap
 from core.evaluation.data import EvalData
 from core.training.trainable import trainable
@@ -103,11 +103,11 @@ def source_words(version_id: int, record: Mapping[str, Any]) -> str:
 
 
 def version_correction(
-    db: Database, mv: ModelVersion | None, settings: Mapping[str, Any] | None
+    db: Database, mv: ModelVersion | None, settings: ProjectSettings
 ) -> VersionCorrection | None:
     """The correction a pool served by ``mv`` applies under the project's ``settings`` (see
     the module); None: the pool's own scores calibrate."""
-    if mv is None or oos_calibration(settings) == "quick":
+    if mv is None or settings.oos_calibration == "quick":
         return None
     record = (mv.metrics or {}).get("oos_calibration")
     mapped = held_out_map(record)
@@ -117,7 +117,7 @@ def version_correction(
     with db.session() as s:
         rows = version_rows(s, mv.dataset_version_id)
     # the texts as the version saw them (after their context when it trained so)
-    context: dict[str, object] = {"encode_context": bool((mv.metrics or {}).get("encode_context"))}
-    data = EvalData.from_rows(as_encoded(rows, context))
+    trained_so = ProjectSettings(encode_context=bool((mv.metrics or {}).get("encode_context")))
+    data = EvalData.from_rows(as_encoded(rows, trained_so))
     trained = trained_keys(data.train_texts, data.train_labels)
     return VersionCorrection(mv.id, mapped, trained, source_words(mv.id, record))

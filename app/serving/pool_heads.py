@@ -3,7 +3,7 @@ retrain): fitted in the background whenever the project's train rows change.
 
 A multi-label project decides with a head in every space. A retrain fits one on its encoder's
 vectors and stores it in the version; in a space without one the same head is fitted on the
-frozen vectors (:meth:`app.serving.context.AppContext.space_head`, the fit a retrain's evaluation makes
+frozen vectors (:meth:`app.serving.live.LivePools.space_head`, the fit a retrain's evaluation makes
 for the frozen base, so the recorded frozen metrics are those of the Predictor that serves). On
 NLU++ this takes the frozen encoder from 22.6 % to 56.9 % exact match on banking, against 70.0 %
 after a retrain (``bench/RESULTS.md``).
@@ -112,7 +112,7 @@ class HeadFitter:
     """One background thread that calls ``fit(project_id)`` for the projects asked for: each
     request (re)starts the project's ``delay`` (seconds); a request during its fit runs it again
     after, no sooner than the fit's own duration after its end. (The app runs a second one for
-    its pools' calibrations: :attr:`app.serving.context.AppContext.calibrations`.)"""
+    its pools' calibrations: :attr:`app.serving.state.ServingState.calibrations`.)"""
 
     def __init__(self, fit: Callable[[int], None], *, delay: float = SETTLE_S) -> None:
         self._fit = fit

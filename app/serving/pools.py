@@ -1,7 +1,7 @@
 """A project's live pool: :class:`ProjectPool` (its :class:`Predictor` over the labelled `train`
 rows, in the active version's space) and :func:`sync`, how it follows the database.
 
-A pool follows the database: before each use :meth:`app.serving.context.AppContext.pool` compares one
+A pool follows the database: before each use :meth:`app.serving.live.LivePools.pool` compares one
 stamp of the project (:func:`storage.pool_state.pool_stamp`) and, when it moved, :func:`sync`
 applies only the difference (new, changed, removed examples; new intents, descriptions,
 settings), so a label written by this or any other process counts in the very next prediction,
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from app.project_settings import anchor_weight, oos_target
+from app.project_settings import ProjectSettings
 from app.serving.eval_memo import JsonMemo, digest, source_hash
 from app.serving.oos_correction import VersionCorrection
 from core.encoding.anchor_encoder import anchor_encoder_of
@@ -40,7 +40,7 @@ from core.retrieval.knn_threshold import calibrate_knn_threshold
 from core.retrieval.predictor import Predictor
 from storage.db import Database
 from storage.pool_state import pool_revision
-from storage.projects import get_project, intents_by_name
+from storage.projects import intents_by_name
 from storage.utterances import UtteranceRow, labelled_pool
 
 logger = logging.getLogger(__name__)
@@ -51,11 +51,11 @@ RECALIBRATE_SHARE = 0.01
 
 
 def project_anchors(
-    s: Any, project_id: int, settings: dict[str, object] | None
+    s: Any, project_id: int, settings: ProjectSettings
 ) -> tuple[dict[str, str], float]:
     """The project's anchors (intent -> its description or humanised name; the reserved
     out-of-scope label has none) and their weight; no anchors while the weight is 0."""
-    weight = anchor_weight(settings)
+    weight = settings.anchor_weight
     if not weight:
         return {}, 0.0
     intents = intents_by_name(s, project_id)
@@ -96,6 +96,8 @@ class ProjectPool:
     calibration: Calibration | None = None
     uncalibrated: int = 0  # examples changed since the thresholds were calibrated
     use_context: bool = False  # the project's encode_context when the pool was built
+    # the project's settings as of its stamp (read with its row when the stamp last moved)
+    settings: ProjectSettings = field(default_factory=ProjectSettings)
     # every intent of the project (name -> description, "" for none), as of the last sync
     intents: dict[str, str] = field(default_factory=dict)
     # storage.pool_state.pool_stamp when the pool was last brought up to date
@@ -129,23 +131,25 @@ def sync(
     pool: ProjectPool,
     db: Database,
     cache: EmbeddingCache,
+    settings: ProjectSettings,
     *,
     defer: Callable[[], None] | None = None,
     correction: VersionCorrection | None = None,
 ) -> None:
-    """Bring ``pool`` up to the database: its intents and anchors, the labelled rows that
-    changed (:func:`_apply`), and its thresholds when enough changed (:func:`_calibrate`).
+    """Bring ``pool`` up to the database and the project's ``settings`` (read with the
+    project's row by its caller, :meth:`app.serving.live.LivePools.pool`): its intents and
+    anchors, the labelled rows that changed (:func:`_apply`), and its thresholds when enough
+    changed (:func:`_calibrate`).
     ``defer``: a pool calibrated before asks for its new calibration with it (done in the
     background, :func:`calibrate_snapshot`; its last thresholds serve meanwhile) instead of
     calibrating now, so a label never waits for it. ``correction``: the serving version's
     (:func:`app.serving.oos_correction.version_correction`); a new one calibrates now."""
     with db.session() as s:
         revision = pool_revision(s, pool.project_id)
-        settings = get_project(s, pool.project_id).settings
-        target = oos_target(settings)
+        target = settings.oos_target_recall
         found = intents_by_name(s, pool.project_id)
         pool.intents = {name: i.description or "" for name, i in sorted(found.items())}
-        weight = anchor_weight(settings)
+        weight = settings.anchor_weight
         texts = anchors_of(pool.intents, weight)
         weight = weight if texts else 0.0
         if (weight, texts) != pool.anchors:

@@ -17,11 +17,11 @@ from app.services import data as data_svc
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
 from app.serving.admission import BusyError
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import StorageError
 
 
-def register_api(ctx: AppContext) -> None:
+def register_api(ctx: ServingState) -> None:
     """Must be called inside a ``gr.Blocks`` context."""
 
     def predict(project: list[str], text: list[str], k: list[int]) -> list[list[dict[str, Any]]]:

@@ -12,7 +12,7 @@ import pandas as pd
 from app.access import ProjectHandle, open_project
 from app.services import data as svc
 from app.services import io as io_svc
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.common import GONE, attempt, bind, md_text, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
@@ -69,7 +69,7 @@ def merge(db: Database, p: ProjectHandle, sources: list[str], target: str) -> st
 
 
 def do_import(
-    ctx: AppContext,
+    ctx: ServingState,
     p: ProjectHandle | None,
     file: Any,
     target: str,
@@ -142,7 +142,7 @@ AGENT_CHOICES = [
 ]
 
 
-def do_export(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
+def do_export(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
     """Export in the format chosen (see :func:`app.services.io.export_download`)."""
     res, err = attempt(lambda: io_svc.export_download(ctx, p, fmt))
     if err:
@@ -152,7 +152,7 @@ def do_export(ctx: AppContext, p: ProjectHandle, fmt: str) -> tuple[str, str | N
     return ok(message), str(out)
 
 
-def build_manage(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the intents, slots, import/export and project settings accordions. Returns their components and
     ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
     ``after_change(event)`` chains the refresh after an event that changed the project."""

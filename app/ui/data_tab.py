@@ -15,8 +15,8 @@ from app.access import ProjectHandle
 from app.services import data as svc
 from app.services import history
 from app.services import table as table_svc
-from app.serving.context import AppContext
 from app.serving.live import LivePools
+from app.serving.state import ServingState
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
@@ -185,7 +185,7 @@ def undo(db: Database, p: ProjectHandle) -> str:
 
 
 def build_data_tab(
-    ctx: AppContext, project: gr.Dropdown, user: gr.State, summary: gr.Markdown
+    ctx: ServingState, project: gr.Dropdown, user: gr.State, summary: gr.Markdown
 ) -> dict[str, Any]:
     """Lay out the Data tab and bind its events (``summary``: the line under the project
     picker, which an import into another project rewrites). Returns components other tabs may

@@ -37,7 +37,7 @@ import gradio as gr
 from app.access import ProjectHandle, resolve
 from app.access.actions import READ, need
 from app.access.auth import Actor, acting_as, require
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.common import USER_ERRORS, problem
 from storage.db import read_only
 from storage.errors import NotFoundError, StorageError
@@ -133,7 +133,11 @@ def _project_params(fn: Callable[..., Any]) -> tuple[tuple[int, bool], ...]:
 
 
 def admit(
-    ctx: AppContext, fn: Callable[..., Any], args: tuple[Any, ...], username: str | None, need: str
+    ctx: ServingState,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    username: str | None,
+    need: str,
 ) -> tuple[Actor, tuple[Any, ...], list[ProjectHandle]]:
     """The signed-in user (with at least the role ``need``), ``args`` with each project name in a
     :class:`ProjectHandle` parameter of ``fn`` resolved for them with the role ``need`` there (an
@@ -194,7 +198,7 @@ def guarded(
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
-            ctx: AppContext | None = getattr(run, DOOR, None)
+            ctx: ServingState | None = getattr(run, DOOR, None)
             if ctx is None:  # fail closed: nobody gave this callback the role check's context
                 raise RuntimeError(f"{fn.__name__} was declared with guarded() but not enforced")
             args, kwargs, request = _split_request(fn, args, request)
@@ -222,7 +226,7 @@ def guarded(
     return wrap
 
 
-def enforce(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
+def enforce(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Give a callback declared with :func:`guarded` the context its role check runs in."""
     if not hasattr(fn, DOOR):
         raise TypeError(f"{getattr(fn, '__name__', fn)!r} was not declared with guarded()")
@@ -239,7 +243,7 @@ def _read_only_reason(who: Actor, viewer: ProjectHandle | None = None) -> str:
     return f"{who.name} is a {who.role}: changes need the designer role. Nothing was changed."
 
 
-def _as_reader(ctx: AppContext, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
     """A callback nobody declared a role for: any signed-in user may run it, a viewer only
     reading."""
 
@@ -287,7 +291,7 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def enforce_roles(ctx: AppContext, demo: gr.Blocks) -> int:
+def enforce_roles(ctx: ServingState, demo: gr.Blocks) -> int:
     """Pass every event of ``demo`` through the role check: the declared ones (:func:`guarded`)
     are given ``ctx`` to check in; every other callback becomes a read (see the module's docstring).
     Generators and coroutines cannot be wrapped this way, so the app may have none: an

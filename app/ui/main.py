@@ -11,7 +11,7 @@ import assets
 from app.access import ProjectHandle
 from app.services import downloads
 from app.services import projects as project_svc
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui import bulk_preview
 from app.ui.activity_tab import build_activity_tab
 from app.ui.api import register_api
@@ -38,7 +38,7 @@ def css() -> str:
     return assets.text("style.css")
 
 
-def build_app(ctx: AppContext) -> gr.Blocks:
+def build_app(ctx: ServingState) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
     names = [] if ctx.settings.multi_user else project_svc.project_names(ctx.db)

@@ -20,7 +20,7 @@ from app.services import members as members_svc
 from app.services import team as svc
 from app.services import team_answers as answers_svc
 from app.services.downloads import download_path
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
@@ -136,7 +136,7 @@ def assign(
     return ok(f"Assigned: {each}; {shared} labelled by two.")
 
 
-def export(ctx: AppContext, p: ProjectHandle | None) -> tuple[Any, str]:
+def export(ctx: ServingState, p: ProjectHandle | None) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
@@ -178,7 +178,7 @@ def remove_member(db: Database, p: ProjectHandle, name: str | None) -> str:
     return problem(err or "") if err or done is None else ok(done)
 
 
-def build_team_tab(ctx: AppContext, project: gr.Dropdown) -> dict[str, Any]:
+def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     with gr.Row(equal_height=True, elem_id="team-assign"):
         names = gr.Dropdown(
             [], multiselect=True, label="Annotators", scale=3, elem_id="team-annotators"

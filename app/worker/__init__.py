@@ -7,7 +7,7 @@ no longer needs between jobs (:func:`release_between_jobs`).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
 status, progress, log and cancellation. The request side (:mod:`app.services.retrain_jobs`) never
-imports this module: an entry point hands it :func:`queue_for` as ``AppContext.enqueue``. Huey
+imports this module: an entry point hands it :func:`queue_for` as ``TrainingQueue.enqueue``. Huey
 (and the Redis client it brings) is imported by :func:`make_queue`, when a queue is made: a
 process that runs a job inline (``intent-studio train`` without ``--queue``) never loads it.
 """
@@ -24,8 +24,8 @@ from app.config import Settings
 from app.services.retrain import run_retrain
 from app.services.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.retrain_warm import warm_up_worker
-from app.serving.context import AppContext
 from app.serving.factories import FactoryBuilder
+from app.serving.state import ServingState
 from app.worker.reporter import JobReporter
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
@@ -68,7 +68,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
 
 
 class HueyQueue:
-    """The queue an entry point gives to ``AppContext.enqueue`` (:class:`app.serving.training_queue.JobQueue`):
+    """The queue an entry point gives to ``TrainingQueue.enqueue`` (:class:`app.serving.training_queue.JobQueue`):
     calling it queues a job id; :meth:`pending` says which ids the queue still holds."""
 
     def __init__(self, settings: Settings) -> None:
@@ -86,21 +86,21 @@ class HueyQueue:
 
 
 def queue_for(settings: Settings) -> HueyQueue:
-    """The training queue of these settings, as ``AppContext.enqueue`` takes it."""
+    """The training queue of these settings, as ``TrainingQueue.enqueue`` takes it."""
     return HueyQueue(settings)
 
 
-_worker_ctx: AppContext | None = None
+_worker_ctx: ServingState | None = None
 _worker_lock = threading.Lock()
 
 
-def _worker_context(settings: Settings) -> AppContext:
-    """One AppContext per worker process (keeps encoders and caches between jobs)."""
+def _worker_context(settings: Settings) -> ServingState:
+    """One ServingState per worker process (keeps encoders and caches between jobs)."""
     global _worker_ctx
     with _worker_lock:
         if _worker_ctx is None:
-            _worker_ctx = AppContext(settings)
-            _worker_ctx.enqueue = queue_for(settings)  # a job handed back is queued again
+            _worker_ctx = ServingState.open(settings)
+            _worker_ctx.training.enqueue = queue_for(settings)  # a job handed back is queued again
         return _worker_ctx
 
 
@@ -111,7 +111,7 @@ def finish(
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
-def execute_job(ctx: AppContext, job_id: int, stop: StopRequest | None = None) -> None:
+def execute_job(ctx: ServingState, job_id: int, stop: StopRequest | None = None) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI). A
     worker passes its ``stop``: once it is asked, a job not taken yet goes back to the queue, and
     a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`)."""
@@ -165,7 +165,7 @@ HANDED_BACK = (
 )
 
 
-def hand_back(ctx: AppContext, job_id: int) -> None:
+def hand_back(ctx: ServingState, job_id: int) -> None:
     """Queue a running job again for another worker (this one is stopping): its row is queued
     again (:func:`storage.jobs.hand_back`), then its message; a queue that refuses the message
     fails the job with why."""
@@ -188,10 +188,10 @@ def hand_back(ctx: AppContext, job_id: int) -> None:
     _requeue(ctx, job_id)
 
 
-def _requeue(ctx: AppContext, job_id: int) -> None:
+def _requeue(ctx: ServingState, job_id: int) -> None:
     try:
-        assert ctx.enqueue is not None, "a worker's context has its queue"
-        ctx.enqueue(job_id)
+        assert ctx.training.enqueue is not None, "a worker's context has its queue"
+        ctx.training.enqueue(job_id)
     except Exception as exc:  # the queue's server away: the job fails with why, not silently
         logger.exception("could not queue job %s again", job_id)
         finish(
@@ -204,7 +204,7 @@ def _requeue(ctx: AppContext, job_id: int) -> None:
         raise_if_bug(exc)  # the job failed with it; a bug is shown too
 
 
-def release_between_jobs(ctx: AppContext) -> None:
+def release_between_jobs(ctx: ServingState) -> None:
     """What a worker lets go of once a job ended: the models of versions that serve nowhere
     (each job loaded the one it measured against, and a long-lived worker kept them all), and
     the memory freed meanwhile, given back to the system (glibc keeps freed pages otherwise)."""

@@ -19,7 +19,7 @@ from app.config import (
     Settings,
 )
 from app.services.retrain_jobs import reap_dead
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.worker.stopping import STOP_MARGIN_S
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = AppContext(settings)
+    ctx = ServingState.open(settings)
     try:
         return reap_dead(ctx.training)
     finally:

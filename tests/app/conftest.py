@@ -8,11 +8,11 @@ def ctx(tmp_path):
     """An app context on a fresh data directory (real SQLite file, real artifact and cache dirs),
     wired to the real queue as `serve` wires it (a test starts a worker when it needs one)."""
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker import queue_for
 
-    context = AppContext(load_settings(tmp_path / "data"))
-    context.enqueue = queue_for(context.settings)
+    context = ServingState.open(load_settings(tmp_path / "data"))
+    context.training.enqueue = queue_for(context.settings)
     yield context
     context.close()
 

@@ -63,9 +63,9 @@ def team_context(data_dir: Path) -> Any:
     from app.services import data as data_svc
     from app.services.members import add_member
     from app.services.projects import new_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    ctx = AppContext(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
     auth.ensure_admin(ctx.db, PASSWORDS["admin"])
     auth.add_user(ctx.db, "dana", "designer", PASSWORDS["dana"])
     auth.add_user(ctx.db, "vic", "viewer", PASSWORDS["vic"])

@@ -15,7 +15,7 @@ from app.access import auth
 from app.cli import main
 from app.config import load_settings
 from app.services.accounts import security_log
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def team(tmp_path, monkeypatch):
     def cli(*argv: str) -> int:
         return main(["--data-dir", str(data), *argv])
 
-    ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
     auth.ensure_admin(ctx.db, "admin-password")
     auth.add_user(ctx.db, "dana", "designer", "designer-password")
     token = auth.issue_token(ctx.db, "dana")

@@ -135,8 +135,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
     # through the embedding cache under the label encoder's own fingerprint, never the other's
-    assert ctx.cache.lookup(labels.fingerprint, anchors)[0] is not None
-    assert ctx.cache.lookup(utterances.fingerprint, anchors) == [None, None]
+    assert ctx.live.cache.lookup(labels.fingerprint, anchors)[0] is not None
+    assert ctx.live.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
     bundles.export_bundle(ctx.live, live(ctx, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
@@ -169,3 +169,19 @@ def test_a_remembered_evaluation_tells_apart_two_encoders_of_the_anchors(encoder
         return evaluation_key(factory, data, multi_label=False, head=None)
 
     assert key(version(False)) == key(version(False)) != key(version(True))
+
+
+def test_a_factory_takes_the_settings_of_the_handle_it_is_given_not_the_row_read_again(ctx, demo):
+    """A request reads its project's settings once, with its handle; the Predictor factory it
+    asks for is built from those, not from the project's row read again, so one request sees
+    one set of settings even while another request changes them."""
+    p = demo.handle()  # resolved once, at the request's edge
+    projects.set_settings(ctx.db, demo, {"anchor_weight": "off", "encode_context": "on"})
+    encoder = ctx.models.base_encoder(p.base_encoder)
+    factory = ctx.factories.predictor_factory(p.id, encoder, p.settings)
+    assert factory.anchors is not None and factory.anchors.weight == 1.0
+    assert not factory.use_context
+    now = demo.handle().settings  # the next request's
+    assert (now.anchor_weight, now.encode_context) == (0.0, True)
+    later = ctx.factories.predictor_factory(p.id, encoder, now)
+    assert later.anchors is None and later.use_context

@@ -12,7 +12,7 @@ from app.cli import main
 from app.services import data as data_svc
 from app.services import history
 from app.services.members import add_member
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui import guard
 from storage.tables import User
 from storage.users import set_role
@@ -22,7 +22,7 @@ from tests.handles import live
 @pytest.fixture
 def team(ctx):
     """A multi-user context with an admin, a designer and a viewer."""
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

@@ -18,7 +18,7 @@ from app.services import backup as backup_svc
 from app.services import predict as predict_svc
 from app.services import retrain_jobs
 from app.services.versions import history
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import StorageError
 from tests.handles import live
 from tests.samples import QUICK, make_tiny
@@ -31,7 +31,7 @@ QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "h
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     """A data directory with a trained, active version (made once for the module)."""
-    ctx = AppContext(load_settings(tmp_path_factory.mktemp("source") / "data"))
+    ctx = ServingState.open(load_settings(tmp_path_factory.mktemp("source") / "data"))
     make_tiny(ctx)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
     job, _ = retrain_jobs.request_retrain(
@@ -59,7 +59,7 @@ def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, c
     ctx = source
     target = tmp_path / "restored"
     assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 0
-    restored = AppContext(load_settings(target))
+    restored = ServingState.open(load_settings(target))
     try:
         assert history(restored.db, live(restored, "tiny")) == history(ctx.db, live(ctx, "tiny"))
         before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)

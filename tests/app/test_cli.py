@@ -54,7 +54,7 @@ LOCAL_TRAIN_AND_PREDICT = """
 import json, sys
 for name in json.loads(sys.argv[1]):
     sys.modules[name] = None  # as on a machine without it: importing it fails
-import app.cli, app.serving.context, app.serving.models, app.services.predict, core.training
+import app.cli, app.serving.state, app.serving.models, app.services.predict, core.training
 print("torch before an encoder loads:", "torch" in sys.modules)
 from app.cli import main
 d = ["--data-dir", sys.argv[2]]
@@ -309,10 +309,10 @@ def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, cap
         from app.access import open_project
         from app.access.auth import LOCAL
         from app.config import load_settings
-        from app.serving.context import AppContext
+        from app.serving.state import ServingState
         from storage.utterances import list_utterances
 
-        ctx = AppContext(load_settings(tmp_path / "data"))
+        ctx = ServingState.open(load_settings(tmp_path / "data"))
         try:
             p = open_project(ctx.db, "shop", LOCAL)
             with ctx.db.session() as s:

@@ -15,6 +15,7 @@ from app.compute import (
     new_project_encoder,
     process_device,
 )
+from app.project_settings import ProjectSettings
 from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.evaluation.version_metrics import VersionMetrics
 
@@ -75,7 +76,7 @@ def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_
             1,
             "",
             "minilm",
-            settings,
+            ProjectSettings.from_dict(settings),
             False,
             None,
             data,
@@ -107,7 +108,7 @@ def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_
 def test_recorded_is_served_on_both_devices():
     """The same version shows the int8 copy's numbers where the copy serves (a CPU) and the
     fp32 encoder's where the GPU serves it."""
-    on = {"serve_int8": True}
+    on = ProjectSettings(serve_int8=True)
     cpu, gpu = budget_for("cpu"), budget_for("cuda")
     assert serves_int8(TRAINED_ON_A_CPU, on, cpu) and not serves_int8(TRAINED_ON_A_CPU, on, gpu)
     assert served_metrics(TRAINED_ON_A_CPU, on, cpu).accuracy == 0.86
@@ -186,7 +187,7 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
     assert "base_encoder = minilm-b" in after.lines()
     with pytest.raises(ValueError, match="Unknown encoder"):
         settings_svc.change(ctx.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"})
-    assert tiny.base_encoder == "minilm-b" and tiny.project_settings.anchor_weight == 1.0
+    assert tiny.base_encoder == "minilm-b" and tiny.settings.anchor_weight == 1.0
 
 
 def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_costs(ctx):
@@ -227,7 +228,7 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
     from app.services.projects import ensure_demo_project
     from app.services.retrain import run_retrain
     from app.services.retrain_int8 import NOT_ON_GPU
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage import jobs
     from storage.tables import ModelVersion
     from storage.versions import active_version
@@ -243,7 +244,7 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
                 asked = retrain_jobs.cancel(self.training.db, self.job_id)
                 assert asked.status == "running" and "keeps serving" in asked.message
 
-    ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
     try:
         demo = live(ctx, ensure_demo_project(ctx.db))
         view, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
@@ -280,7 +281,7 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
             calibration["method"] == "quick" and "calibration was stopped" in calibration["reason"]
         )
         assert "Out of scope: the held-out calibration was stopped (cancelled" in message
-        assert ctx.pool(view.project_id).calibration.corrected_by is None
+        assert ctx.live.pool(view.project_id).calibration.corrected_by is None
         models = ctx.artifacts.path(mv.artifact_path).parent
         assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
     finally:

@@ -39,7 +39,7 @@ def _pool(ctx, project):
 
     with ctx.db.session() as s:
         pid = get_project(s, str(project)).id
-    return ctx.pool(pid)
+    return ctx.live.pool(pid)
 
 
 def test_context_decides_an_answer_that_alone_means_nothing(ctx, bank):
@@ -91,7 +91,7 @@ def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
 
 
 def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
-    from app.project_settings import as_encoded
+    from app.project_settings import ProjectSettings, as_encoded
     from app.services.evaluation import test_predictions
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
@@ -102,7 +102,7 @@ def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
     with ctx.db.session() as s:
         p = get_project(s, str(bank))
         rows = as_encoded(
-            snapshot_rows(snapshot(s, p.id)), p.settings
+            snapshot_rows(snapshot(s, p.id)), ProjectSettings.from_dict(p.settings)
         )  # what run_retrain trains on
     assert "Shall I close your card for you? [SEP] sure, go ahead" in {r.text for r in rows}
     assert "cancel my card" in {r.text for r in rows}  # no context: the text alone

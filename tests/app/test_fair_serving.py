@@ -16,7 +16,7 @@ from app.access.auth import Actor
 from app.services.members import add_member
 from app.services.predict import predict, predict_one, predict_requests
 from app.serving.admission import BusyError
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from tests.handles import live
 
 VIEWER = Actor(3, "vic", "viewer")
@@ -40,7 +40,7 @@ def test_a_viewer_sends_at_most_200_utterances_per_call_and_a_designer_1000(ctx,
 
 
 def test_a_third_batch_of_the_same_user_is_refused_as_busy_but_others_go_on(ctx, demo):
-    with ctx.admission.admit("dana", 500), ctx.admission.admit("dana", 500):
+    with ctx.live.admission.admit("dana", 500), ctx.live.admission.admit("dana", 500):
         with pytest.raises(
             BusyError,
             match=r"^Busy: dana already has 2 batch predictions running; retry when one has",
@@ -56,8 +56,8 @@ def test_a_third_batch_of_the_same_user_is_refused_as_busy_but_others_go_on(ctx,
 def test_a_full_queue_refuses_batches_and_still_answers_one_line(ctx, demo):
     with ExitStack() as held:
         for user in ("ann", "bob"):  # 4,000 utterances of batches admitted
-            held.enter_context(ctx.admission.admit(user, 1000))
-            held.enter_context(ctx.admission.admit(user, 1000))
+            held.enter_context(ctx.live.admission.admit(user, 1000))
+            held.enter_context(ctx.live.admission.admit(user, 1000))
         with pytest.raises(
             BusyError,
             match=r"^Busy: the server is working through other users' batches; retry in a moment",
@@ -68,8 +68,8 @@ def test_a_full_queue_refuses_batches_and_still_answers_one_line(ctx, demo):
 
 def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx, demo):
     with ExitStack() as held:
-        for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
-            held.enter_context(ctx.admission.admit(f"user {i}", 1))
+        for i in range(ctx.live.admission.limits.lines_at_once):  # one each: a user holds at most 8
+            held.enter_context(ctx.live.admission.admit(f"user {i}", 1))
         with pytest.raises(BusyError, match=r"^Busy: too many predictions at once; retry in a"):
             predict_one(ctx.live, demo, "where is my parcel")
         out = predict_requests(ctx.live, [(demo, "where is my parcel", 1), (demo, "cancel it", 1)])
@@ -92,7 +92,7 @@ def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
 def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
     from app.ui.main import build_app
 
-    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
     api = next(f.fn for f in build_app(team).fns.values() if f.api_name == "predict_batch")
@@ -106,8 +106,8 @@ def test_the_api_applies_the_signed_in_users_limits(ctx, demo):
     with pytest.raises(gr.Error, match="At most 200 utterances per call for a viewer"):
         api(demo, ["hi"] * 201, 1, request=Request())
     with (
-        team.admission.admit("vic", 10),
-        team.admission.admit("vic", 10),
+        team.live.admission.admit("vic", 10),
+        team.live.admission.admit("vic", 10),
         pytest.raises(gr.Error, match="Busy: vic already has 2 batch predictions"),
     ):
         api(demo, ["hi", "there"], 1, request=Request())
@@ -118,8 +118,8 @@ def test_the_try_tab_says_busy_in_its_status(ctx, demo):
     from app.ui.try_tab import run
 
     with ExitStack() as held:
-        for i in range(ctx.admission.limits.lines_at_once):  # one each: a user holds at most 8
-            held.enter_context(ctx.admission.admit(f"user {i}", 1))
+        for i in range(ctx.live.admission.limits.lines_at_once):  # one each: a user holds at most 8
+            held.enter_context(ctx.live.admission.admit(f"user {i}", 1))
         explanation, *_ = run(ctx.live, demo, "where is my parcel", 1)
     assert "Busy: too many predictions at once; retry in a moment." in explanation
 
@@ -131,10 +131,12 @@ def test_a_one_line_predict_is_not_starved_by_a_1000_text_batch(ctx, demo):
         for i in range(1000)
     ]
     predict_one(ctx.live, demo, "warm the pool up")
-    batch = threading.Thread(target=predict, args=(ctx, demo, long_texts), kwargs={"who": OTHER})
+    batch = threading.Thread(
+        target=predict, args=(ctx.live, demo, long_texts), kwargs={"who": OTHER}
+    )
     batch.start()
     deadline = time.monotonic() + 60
-    while not ctx.admission.queued:  # the batch is admitted and under way
+    while not ctx.live.admission.queued:  # the batch is admitted and under way
         assert time.monotonic() < deadline
         time.sleep(0.01)
     time.sleep(0.5)

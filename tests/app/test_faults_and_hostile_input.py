@@ -21,14 +21,16 @@ from app.services import retrain_jobs
 from app.services.io import destination
 from app.services.projects import project_names
 from app.services.versions import history
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import ConflictError
 from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
 
 def test_the_second_of_two_sessions_is_told_what_changed(ctx, demo):
-    other = AppContext(load_settings(ctx.settings.data_dir))  # another browser, another process
+    other = ServingState.open(
+        load_settings(ctx.settings.data_dir)
+    )  # another browser, another process
     try:
         row = data_svc.table(ctx.db, demo, search="where is my order?")[0]
         seen_by_both = int(row["version"])

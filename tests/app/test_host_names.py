@@ -26,10 +26,10 @@ def studio(tmp_path_factory):
     name; yields (base URL, port, context)."""
     from app.config import load_settings
     from app.services.projects import new_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
-    ctx = AppContext(dataclasses.replace(settings, public_hosts=("studio.example",)))
+    ctx = ServingState.open(dataclasses.replace(settings, public_hosts=("studio.example",)))
     new_project(ctx.db, "shop")
     data_svc.add_utterance(ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"])
     port = free_port()

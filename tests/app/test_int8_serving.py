@@ -18,6 +18,7 @@ import pytest
 
 from app import worker
 from app.cli import main
+from app.project_settings import ProjectSettings
 from app.services import predict as predict_svc
 from app.services import projects as project_svc
 from app.services import retrain_jobs
@@ -52,7 +53,7 @@ class _Watching(worker.JobReporter):
             server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
             with server.db.session() as s:
                 mv = active_version(s, job.project_id)
-            pool = server.pool(job.project_id)
+            pool = server.live.pool(job.project_id)
             answer = predict_svc.predict_one(server.live, live(server, DEMO), "hi")
             _Watching.calibrating.update(
                 job=job,
@@ -66,7 +67,7 @@ class _Watching(worker.JobReporter):
             server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
             with server.db.session() as s:
                 mv = active_version(s, job.project_id)
-            pool = server.pool(job.project_id)
+            pool = server.live.pool(job.project_id)
             answer = predict_svc.predict_one(server.live, live(server, DEMO), "hi")
             _Watching.seen.update(
                 job=job,
@@ -89,13 +90,13 @@ def served(tmp_path_factory):
     the app's server, which looks at the project when the retrain's int8 phase starts."""
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     settings = dataclasses.replace(
         load_settings(tmp_path_factory.mktemp("int8") / "data"), int8=True
     )
-    context = AppContext(settings)
-    server = AppContext(settings)
+    context = ServingState.open(settings)
+    server = ServingState.open(settings)
     demo = live(context, ensure_demo_project(context.db))
     project_svc.set_settings(context.db, demo, {"oos_calibration": "held-out"})
     demo = live(context, DEMO)
@@ -133,7 +134,10 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     assert seen["job"].status == "running" and seen["job"].model_version_id == seen["version"]
     assert seen["model_version"] == seen["version"]
     assert type(seen["encoder"]) is Encoder
-    assert seen["encoder"].fingerprint == ctx.encoder_for_version(_state(ctx, demo)[1]).fingerprint
+    assert (
+        seen["encoder"].fingerprint
+        == ctx.models.encoder_for_version(_state(ctx, demo)[1]).fingerprint
+    )
     assert not any(name.endswith("-int8") for name in seen["copies"])
     assert seen["answer"]
     # the job then built the copy, checked it, measured it and switched the version to it
@@ -147,7 +151,7 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     assert f"v{mv.id} is active: it answers in fp32" in done.log
     assert f"v{mv.id} switched to its int8 copy: top-1 agreement" in done.log
     # the server's pool follows the switch at its next prediction (the project's stamp moved)
-    assert isinstance(server.pool(mv.project_id).encoder, OnnxEncoder)
+    assert isinstance(server.live.pool(mv.project_id).encoder, OnnxEncoder)
 
 
 def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_thresholds(served):
@@ -169,7 +173,7 @@ def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_t
     assert record["pool_thresholds"]["default"] == pytest.approx(quick.default)
     assert record["thresholds"]["default"] != pytest.approx(quick.default)
     # recorded = served: the server's pool calibrates with the correction, to those thresholds
-    pool = server.pool(mv.project_id)
+    pool = server.live.pool(mv.project_id)
     assert pool.calibration.corrected_by.startswith(f"v{mv.id}'s held-out calibration")
     assert 0 < pool.calibration.n_corrected <= record["held"]
     assert pool.predictor.thresholds["default"] == pytest.approx(record["thresholds"]["default"])
@@ -198,15 +202,15 @@ def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained
     folder = int8_folder(ctx.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
     assert (folder / "model.int8.onnx").is_file()
 
-    pool = ctx.pool(pid)
+    pool = ctx.live.pool(pid)
     assert isinstance(pool.encoder, OnnxEncoder)
     # the pool's vectors are the int8 encoder's own
     text = next(iter(pool.items.values()))[0]
-    assert np.allclose(ctx.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
+    assert np.allclose(ctx.live.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
 
     texts = [t for t, _ in pool.items.values()]
     int8_out = predict_svc.predict(ctx.live, live(ctx, trained), texts, show=0)
-    fp32 = ctx.encoder_for_version(mv)
+    fp32 = ctx.models.encoder_for_version(mv)
     vecs = fp32.encode(texts)
     fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
     agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
@@ -240,7 +244,9 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
     assert live_evaluation(ctx.factories, p).accuracy == recorded.accuracy
 
-    fp32, _ = evaluate_version(ctx.version_factory(p.id, mv), data, ctx.cache)
+    fp32, _ = evaluate_version(
+        ctx.factories.version_factory(p.id, mv, p.base_encoder, p.settings), data, ctx.live.cache
+    )
     assert fp32.accuracy == recorded.fp32.accuracy
     project_svc.set_settings(ctx.db, p, {"serve_int8": "off"})
     try:
@@ -260,9 +266,9 @@ def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, train
 
     factory, _ = maps.map_factory(ctx.factories, trained, None)
     assert isinstance(factory.encoder, OnnxEncoder)
-    before = ctx.cache.encoded
+    before = ctx.live.cache.encoded
     view = maps.get_map(ctx.maps, live(ctx, trained), method="pca")
-    assert ctx.cache.encoded == before
+    assert ctx.live.cache.encoded == before
     row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
     text = view.texts[view.ids.index(row)]
     assert (
@@ -287,7 +293,7 @@ def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "off"})
     line = version_svc.serving(ctx.db, live(ctx, trained))
     assert "fp32" in line and "turned off" in line
-    assert isinstance(ctx.pool(pid).encoder, Encoder)
+    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
     assert (
         predict_svc.predict(ctx.live, live(ctx, trained), ["where is my parcel"])[0]["top"]
         == "track_order"
@@ -297,7 +303,7 @@ def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
     on = ["--set", "serve_int8=on"]
     assert main(["--data-dir", data_dir, "settings", "--project", str(trained), *on]) == 0
     assert "Serving: int8 ONNX" in capsys.readouterr().out
-    assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
+    assert isinstance(ctx.live.pool(pid).encoder, OnnxEncoder)
 
 
 def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_encoder(ctx, trained):
@@ -311,7 +317,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     _, mv = _state(ctx, trained)
     folder = ctx.artifacts.path("older-label")
     shutil.copytree(ctx.artifacts.path(mv.artifact_path), folder)
-    label = cut_copy(ctx.encoder_for_version(mv).model, 2)
+    label = cut_copy(ctx.models.encoder_for_version(mv).model, 2)
     label.save(str(folder / "label_encoder"), safe_serialization=True)
     meta = json.loads((folder / "model.json").read_text())
     meta["config"].update(label_encoder="separate", label_layers=2)
@@ -326,7 +332,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
         artifact_sha256="older",
     )
     models = Models(ctx.artifacts, "cpu")
-    served = models.serving_encoder(older, older.base_encoder, {})
+    served = models.serving_encoder(older, older.base_encoder, ProjectSettings())
     assert isinstance(served, OnnxEncoder)
     labels = anchor_encoder_of(served)
     assert labels is not served and labels.fingerprint.startswith(f"{mv.method}-label@")
@@ -334,7 +340,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     assert labels.fingerprint == anchor_encoder_of(fp32).fingerprint != fp32.fingerprint
     texts = ["Money back for an order", "where is my parcel"]
     np.testing.assert_allclose(labels.encode(texts), label.encode(texts), atol=1e-5)
-    current = models.serving_encoder(mv, mv.base_encoder, {})
+    current = models.serving_encoder(mv, mv.base_encoder, ProjectSettings())
     assert isinstance(current, OnnxEncoder) and anchor_encoder_of(current) is current
 
 
@@ -345,21 +351,21 @@ def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
     )
     # a running pool keeps the int8 encoder it loaded (in memory, unchanged); the next pool built
     # for the version (a restart, another process) finds no copy and serves fp32
-    assert isinstance(ctx.pool(pid).encoder, OnnxEncoder)
-    ctx.forget_pool(pid)
-    assert isinstance(ctx.pool(pid).encoder, Encoder)
+    assert isinstance(ctx.live.pool(pid).encoder, OnnxEncoder)
+    ctx.live.forget_pool(pid)
+    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
 
-    items = list(ctx.pool(pid).items.values())
+    items = list(ctx.live.pool(pid).items.values())
     data = EvalData([t for t, _ in items], [lab for _, lab in items], [], [])
-    fp32 = ctx.encoder_for_version(mv)
+    fp32 = ctx.models.encoder_for_version(mv)
     failed = export_version_int8(fp32, data, tmp_path / "onnx", min_agreement=1.01)
     assert failed["passed"] is False and "agreement" in failed["reason"]
     assert not (tmp_path / "onnx").exists()
     with ctx.db.write() as s:  # the version as a retrain whose parity failed records it
         row = s.get(ModelVersion, mv.id)
         row.metrics = {**row.metrics, "int8": failed}
-    ctx.forget_pool(pid)
-    assert isinstance(ctx.pool(pid).encoder, Encoder)
+    ctx.live.forget_pool(pid)
+    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
     assert "int8 not used" in version_svc.serving(ctx.db, live(ctx, trained))
 
 
@@ -376,12 +382,12 @@ def test_the_parity_check_compares_a_sample_and_leaves_the_int8_pool_vectors_cac
     from core.encoding.cache import EmbeddingCache
 
     pid, mv = _state(ctx, trained)
-    items = list(ctx.pool(pid).items.values())
+    items = list(ctx.live.pool(pid).items.values())
     texts, labels = [t for t, _ in items], [lab for _, lab in items]
     data = EvalData(texts, labels, texts[:30], labels[:30])
     cache = EmbeddingCache(tmp_path / "cache")
     info = export_version_int8(
-        ctx.encoder_for_version(mv), data, tmp_path / "onnx", cached=cache.encode, limit=20
+        ctx.models.encoder_for_version(mv), data, tmp_path / "onnx", cached=cache.encode, limit=20
     )
     assert info["passed"] is True and info["n"] == 20  # 20 of the 30 questions
     # the live pool serving this copy finds its vectors of the pool: nothing encoded again
@@ -400,9 +406,9 @@ def test_after_a_label_change_the_live_recalibration_still_applies_the_correctio
 
     server = served[2]
     p = live(server, DEMO)
-    before = server.pool(p.id).calibration
+    before = server.live.pool(p.id).calibration
     added = data_svc.add_utterance(server.db, p, "my parcel never came, where is it", "track_order")
-    pool = server.pool(p.id)
+    pool = server.live.pool(p.id)
     deadline = time.monotonic() + 60
     while pool.calibration.n_scores != before.n_scores + 1 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -425,16 +431,16 @@ def test_after_a_label_change_the_live_recalibration_still_applies_the_correctio
         assert bundle.manifest["out_of_scope"]["corrected_by"] == after.corrected_by
 
     project_svc.set_settings(server.db, p, {"oos_calibration": "quick"})
-    pool = server.pool(p.id)
+    pool = server.live.pool(p.id)
     assert pool.calibration.corrected_by is None
     assert pool.predictor.thresholds["default"] == pytest.approx(own.default)
     assert "unused while this is quick" in calibration_line(server.live, live(server, DEMO))
     project_svc.set_settings(server.db, p, {"oos_calibration": "auto"})
-    assert server.pool(p.id).calibration.corrected_by == after.corrected_by
+    assert server.live.pool(p.id).calibration.corrected_by == after.corrected_by
     # another version serving drops it (the frozen base here), its own version restores it
     version = p.active_version_id
     version_svc.activate(server.factories, p, None)
-    assert server.pool(p.id).calibration.corrected_by is None
+    assert server.live.pool(p.id).calibration.corrected_by is None
     version_svc.activate(server.factories, p, version)
-    assert server.pool(p.id).calibration.corrected_by == after.corrected_by
+    assert server.live.pool(p.id).calibration.corrected_by == after.corrected_by
     data_svc.delete_utterance(server.db, live(server, DEMO), added["id"])

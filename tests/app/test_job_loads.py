@@ -27,10 +27,10 @@ pytestmark = pytest.mark.slow
 def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monkeypatch):
     from app.config import load_settings
     from app.services.projects import ensure_demo_project
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     settings = load_settings(tmp_path / "data")
-    ctx = AppContext(dataclasses.replace(settings, int8=True))
+    ctx = ServingState.open(dataclasses.replace(settings, int8=True))
     try:
         demo = live(ctx, ensure_demo_project(ctx.db))
         job, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
@@ -47,7 +47,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         monkeypatch.setattr(registry, "load_sentence_transformer", counting)
         warm_up_worker(ctx).join()
         assert loads == [registry.resolve_path("minilm")]
-        assert ("minilm", ctx.device or registry.default_device()) in registry._loaded
+        assert ("minilm", ctx.settings.device or registry.default_device()) in registry._loaded
         worker.execute_job(ctx, job.id)
         done = retrain_jobs.job(ctx.training, job.id)
         assert done.status == "succeeded", done.log
@@ -60,17 +60,19 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         assert metrics["int8"]["n"] > 0  # the int8 export and its parity check ran
         # the frozen base the evaluation used is what a fresh load gives (training had a copy)
         texts = ["my card has not arrived", "hello there", "I want my money back"]
-        base = registry.load_encoder("minilm", device=ctx.device)
-        fresh = real(registry.resolve_path("minilm"), ctx.device)
+        base = registry.load_encoder("minilm", device=ctx.settings.device)
+        fresh = real(registry.resolve_path("minilm"), ctx.settings.device)
         np.testing.assert_array_equal(
             base.encode(texts), registry.Encoder(fresh, "f", "f").encode(texts)
         )
         # what the job cached for the new encoder is the artifact's, read back: the same key
         # (fingerprint) and the same vectors
         monkeypatch.setattr(registry, "load_sentence_transformer", real)
-        read = load_trained(artifact, device=ctx.device)
+        read = load_trained(artifact, device=ctx.settings.device)
         tested = evaluation_inputs(ctx.factories, demo)[2].test_texts
-        assert tested and not ctx.cache.missing(read, tested)
-        np.testing.assert_allclose(ctx.cache.encode(read, tested), read.encode(tested), atol=1e-5)
+        assert tested and not ctx.live.cache.missing(read, tested)
+        np.testing.assert_allclose(
+            ctx.live.cache.encode(read, tested), read.encode(tested), atol=1e-5
+        )
     finally:
         ctx.close()

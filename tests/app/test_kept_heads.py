@@ -19,7 +19,7 @@ from app.cli import main
 from app.config import load_settings
 from app.services import predict as predict_svc
 from app.services.io import destination, import_utterances
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.utterances import NewUtterance
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ def _banking(ctx, shared_data: Path, n: int) -> list[str]:
     return [r["text"] for r in rows[n : n + 300]]
 
 
-def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
+def _decisions(ctx: ServingState, texts: list[str]) -> list[tuple[str, ...]]:
     out = predict_svc.predict(ctx.live, open_project(ctx.db, "banking"), texts)
     return [tuple(r["labels"]) for r in out]
 
@@ -44,19 +44,19 @@ def _decisions(ctx: AppContext, texts: list[str]) -> list[tuple[str, ...]]:
 def test_a_restart_serves_the_head_it_had_at_once(ctx, shared_data):
     held = _banking(ctx, shared_data, 150)[:60]
     pid = open_project(ctx.db, "banking").id
-    ctx.pool(pid)
-    assert ctx.heads.settle(300)
-    assert ctx.pool(pid).predictor.head is not None
+    ctx.live.pool(pid)
+    assert ctx.live.heads.settle(300)
+    assert ctx.live.pool(pid).predictor.head is not None
     before = _decisions(ctx, held)
     ctx.close()
 
-    again = AppContext(load_settings(ctx.settings.data_dir))
+    again = ServingState.open(load_settings(ctx.settings.data_dir))
     try:
-        pool = again.pool(pid)
+        pool = again.live.pool(pid)
         assert pool.predictor.head is not None  # no fallback while a new fit runs
         assert _decisions(again, held) == before
-        assert again.heads.settle(60)
-        assert again.pool(pid).predictor.head is pool.predictor.head  # no second fit
+        assert again.live.heads.settle(60)
+        assert again.live.pool(pid).predictor.head is pool.predictor.head  # no second fit
     finally:
         again.close()
 
@@ -73,9 +73,9 @@ def test_predict_exits_0_and_decides_with_the_head(ctx, shared_data, tmp_path, c
     decides with it, exits 0, and keeps the head: the next start decides the same at once (that
     one runs in this process: what it reads is on disk, and the exit code is the first's)."""
     held = _banking(ctx, shared_data, 150)  # the issue had 1,500 rows: the same path, shorter
-    pool = ctx.pool(open_project(ctx.db, "banking").id)  # its vectors encoded and kept, as a
-    ctx.heads.close()  # server would, but no head fitted: the fit it asked for is dropped
-    ctx.cache.encode(pool.encoder, held)  # both runs read the same vectors
+    pool = ctx.live.pool(open_project(ctx.db, "banking").id)  # its vectors encoded and kept, as a
+    ctx.live.heads.close()  # server would, but no head fitted: the fit it asked for is dropped
+    ctx.live.cache.encode(pool.encoder, held)  # both runs read the same vectors
     ctx.close()
     texts = tmp_path / "held.txt"
     texts.write_text("\n".join(held) + "\n", encoding="utf-8")

@@ -16,7 +16,7 @@ from app.config import MAX_UPLOAD_BYTES, load_settings
 from app.formats import MAX_FILE_BYTES, FormatError
 from app.services import data as data_svc
 from app.services.io import destination, import_file
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.errors import NotFoundError, StorageError
 from tests.handles import live
 from tests.samples import merge_bomb
@@ -32,7 +32,7 @@ def _csv(path, n_intents: int, prefix: str = "i"):
 def small_ctx(tmp_path, monkeypatch):
     """An app context whose projects may hold 5 intents."""
     monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "5")
-    context = AppContext(load_settings(tmp_path / "data"))
+    context = ServingState.open(load_settings(tmp_path / "data"))
     yield context
     context.close()
 
@@ -228,7 +228,7 @@ def strict_ctx(tmp_path, monkeypatch):
     from sqlalchemy import event
 
     monkeypatch.setenv("INTENT_STUDIO_MAX_ROWS", "1500")
-    context = AppContext(load_settings(tmp_path / "data"))
+    context = ServingState.open(load_settings(tmp_path / "data"))
 
     @event.listens_for(context.db.engine, "connect")
     def _strict(dbapi_connection, _record):

@@ -81,9 +81,9 @@ def test_a_first_picture_encodes_at_most_a_few_rows_the_others_join_with_the_map
     warm = svc.compute_map(ctx.maps, demo, method="pca")  # every row encoded
     for i in range(30):  # just imported: no vector yet
         add_utterance(ctx.db, demo, f"a brand new question number {i} about parcels", [], "test")
-    encoded = ctx.cache.encoded
+    encoded = ctx.live.cache.encoded
     first = svc.get_map(ctx.maps, demo, method="umap")
-    assert first.provisional and ctx.cache.encoded == encoded  # nothing encoded for it
+    assert first.provisional and ctx.live.cache.encoded == encoded  # nothing encoded for it
     assert len(first.ids) == len(warm.ids) and first.waiting == 30
     release.set()
     deadline = time.time() + 60

@@ -85,8 +85,7 @@ MULTI_TEST = [
 def fp32(ctx):
     """The context with int8 export off: the live pool serves the version's fp32 encoder, the
     one its metrics were measured with."""
-    ctx.settings = dataclasses.replace(ctx.settings, int8=False)
-    return ctx
+    return dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, int8=False))
 
 
 def _single(ctx, name: str = "bank") -> str:
@@ -184,9 +183,9 @@ def _frozen_pool_with_head(ctx, project: str):
 
     with ctx.db.session() as s:
         pid = get_project(s, str(project)).id
-    ctx.pool(pid)
-    assert ctx.heads.settle(timeout=120)
-    pool = ctx.pool(pid)
+    ctx.live.pool(pid)
+    assert ctx.live.heads.settle(timeout=120)
+    pool = ctx.live.pool(pid)
     assert pool.predictor.head is not None
     return pool
 
@@ -238,10 +237,10 @@ def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its
     from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
     from storage.projects import get_project
 
-    ctx.heads.delay = 3600.0  # no fit runs during this test
+    ctx.live.heads.delay = 3600.0  # no fit runs during this test
     project = _multi(ctx)
     with ctx.db.session() as s:
-        pool = ctx.pool(get_project(s, str(project)).id)
+        pool = ctx.live.pool(get_project(s, str(project)).id)
     assert pool.predictor.multi_label and pool.predictor.head is None
     threshold = pool.predictor.thresholds["default"]
     assert threshold == calibrate_knn_threshold(pool.predictor)

@@ -35,10 +35,10 @@ class Request:
 def door(ctx, demo):
     """A multi-user app on the demo's data: admin, ana and ben (annotators), dana (a designer
     who is neither), all members; three overlap items: accepted, disputed, open."""
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    multi.enqueue = ctx.enqueue
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi.training.enqueue = ctx.training.enqueue
     auth.ensure_admin(multi.db, "admin-password")
     who = {n: auth.add_user(multi.db, n, "designer", f"{n}-password") for n in (*TEAM, "dana")}
     for name in who:

@@ -58,19 +58,19 @@ def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
 ):
     from app.services import data as data_svc
     from app.serving import pools
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
     pid = demo.id
-    first = dict(ctx.pool(pid).predictor.thresholds)
+    first = dict(ctx.live.pool(pid).predictor.thresholds)
     assert first  # calibrated
     calls: list[int] = []
     real = pools.calibrate_predictor
     monkeypatch.setattr(
         pools, "calibrate_predictor", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
-    restarted = AppContext(ctx.settings, database=ctx.db)  # a new process on the same data
+    restarted = ServingState.open(ctx.settings, database=ctx.db)  # a new process on the same data
     request.addfinalizer(restarted.close)
-    assert restarted.pool(pid).predictor.thresholds == first and calls == []
+    assert restarted.live.pool(pid).predictor.thresholds == first and calls == []
     data_svc.add_utterance(ctx.db, demo, "where is my parcel now", ["track_order"], "train")
-    restarted.pool(pid)  # the pool changed: calibrated again, in the background
-    assert restarted.calibrations.settle() and calls == [1]
+    restarted.live.pool(pid)  # the pool changed: calibrated again, in the background
+    assert restarted.live.calibrations.settle() and calls == [1]

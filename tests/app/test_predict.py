@@ -52,9 +52,9 @@ def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
 
 def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     """A second context on the same database stands in for another process (the CLI)."""
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    other = AppContext(ctx.settings)
+    other = ServingState.open(ctx.settings)
     query = "is the blue raincoat back in stock in size L"
     predict_one(ctx.live, demo, query)
     data_svc.add_utterance(
@@ -109,7 +109,7 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
     another process (a second context on the same database) reaches the next explanation."""
     from sqlalchemy import event
 
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.projects import get_project
 
     query = "where is my parcel? it has not arrived"
@@ -124,9 +124,9 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
 
     event.listen(ctx.db.engine, "before_cursor_execute", count)
     try:
-        pool = ctx.pool(project_id)
+        pool = ctx.live.pool(project_id)
         assert len(statements) == 1, statements
-        other = AppContext(ctx.settings)
+        other = ServingState.open(ctx.settings)
         data_svc.describe_intent(other.db, demo, "track_order", "Where an order is now")
         other.close()
         out = predict_one(ctx.live, demo, query)
@@ -134,4 +134,6 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
         event.remove(ctx.db.engine, "before_cursor_execute", count)
     assert out["top"] == "track_order"
     assert out["explanation"]["predicted_description"] == "Where an order is now"
-    assert ctx.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"
+    assert (
+        ctx.live.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"
+    )

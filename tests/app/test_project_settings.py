@@ -6,27 +6,23 @@ from __future__ import annotations
 import pytest
 
 from app.project_settings import (
+    KINDS,
     NAMES,
+    TITLES,
     ProjectSettings,
-    anchor_weight,
-    encodes_context,
-    oos_calibration,
-    oos_target,
     parse_setting,
 )
-from app.serving.int8 import serve_int8_setting
 from core.evaluation.oos import DEFAULT_TARGET_RECALL
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT
 
 
 def test_nothing_stored_reads_as_the_defaults_everywhere():
     s = ProjectSettings.from_dict(None)
-    assert s == ProjectSettings.from_dict({})
-    assert s.oos_target_recall == oos_target({}) == DEFAULT_TARGET_RECALL
-    assert s.anchor_weight == anchor_weight({}) == DEFAULT_ANCHOR_WEIGHT
-    assert s.encode_context is encodes_context({}) is False
-    assert s.serve_int8 is serve_int8_setting({}) is True
-    assert s.oos_calibration == oos_calibration({}) == "auto"  # the device's default
+    assert s == ProjectSettings.from_dict({}) == ProjectSettings()
+    assert s.oos_target_recall == DEFAULT_TARGET_RECALL
+    assert s.anchor_weight == DEFAULT_ANCHOR_WEIGHT
+    assert s.encode_context is False and s.serve_int8 is True
+    assert s.oos_calibration == "auto"  # the device's default
 
 
 def test_stored_values_round_trip_and_other_keys_are_left_alone():
@@ -34,8 +30,7 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
     stored["oos_calibration"] = "held-out"
     s = ProjectSettings.from_dict({**stored, "agent_format": "lex"})
     assert (s.oos_target_recall, s.anchor_weight, s.encode_context) == (None, 2.0, True)
-    assert s.oos_calibration == oos_calibration(stored) == "held-out"
-    assert oos_target(stored) is None and anchor_weight(stored) == 2.0
+    assert s.oos_calibration == "held-out"
     assert ProjectSettings.from_dict(s.to_dict()) == s
     assert set(s.to_dict()) == {
         "oos_target_recall",
@@ -44,6 +39,70 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
         "serve_int8",
         "oos_calibration",
     }
+
+
+def test_a_setting_is_one_field_that_carries_its_check_its_words_and_its_title():
+    """Adding a setting is one line on ProjectSettings: its kind reads what a person types and
+    checks what is stored, and its title reaches the CLI and the Data tab (services.settings)."""
+    from app.services import settings as settings_svc
+
+    assert NAMES == tuple(KINDS) == tuple(TITLES) == tuple(ProjectSettings().to_dict())
+    assert (*NAMES, "base_encoder") == settings_svc.SETTINGS
+    assert all(settings_svc.TITLES[name] == TITLES[name] for name in NAMES)
+    for name, value in ProjectSettings().to_dict().items():
+        assert parse_setting(name, value) == value  # a value of its own type passes, checked
+    assert parse_setting("serve_int8", " OFF ") is False
+    with pytest.raises(ValueError, match="serve_int8 is on or off"):
+        parse_setting("serve_int8", 2)
+
+
+@pytest.mark.parametrize(
+    ("stored", "match"),
+    [
+        # a word where on/off is stored was read as on (bool("off")); now refused
+        ({"encode_context": "off"}, "encode_context is on or off .*not 'off'"),
+        ({"serve_int8": "no"}, "serve_int8 is on or off"),
+        # a list or a text where a number is stored raised TypeError (a traceback); now a rule
+        (
+            {"anchor_weight": [1]},
+            "An anchor weight is a number of examples, 0 or more; got \\[1\\]",
+        ),
+        ({"oos_target_recall": "high"}, "target in-scope recall is a number or off, not 'high'"),
+        ({"anchor_weight": True}, "An anchor weight is a number"),
+    ],
+)
+def test_a_stored_value_of_the_wrong_type_is_refused_with_its_rule(stored, match):
+    with pytest.raises(ValueError, match=match):
+        ProjectSettings.from_dict(stored)
+
+
+def test_a_project_with_an_invalid_stored_setting_says_which_and_the_others_still_open(
+    ctx, demo, tmp_path, capsys
+):
+    """The settings are parsed once, where a request resolves its project: a stored value no
+    setting takes (written by hand, or by an older version) is refused there, by name, on every
+    door, and nothing crashes; another project is untouched."""
+    from app.access import open_project
+    from app.cli import main
+    from app.services.projects import new_project
+    from storage.db import WriteLock
+    from storage.projects import set_project_setting
+
+    new_project(ctx.db, "other")
+    pid = demo.id
+    with ctx.db.write(WriteLock.project(pid)) as s:
+        set_project_setting(s, pid, "anchor_weight", {"weight": 2})
+    name = str(demo)
+    with pytest.raises(
+        ValueError, match=f"Project '{name}' has a stored setting that is not valid"
+    ):
+        open_project(ctx.db, name)
+    assert open_project(ctx.db, "other").settings == ProjectSettings()
+    d = ["--data-dir", str(ctx.settings.data_dir)]
+    assert main([*d, "settings", "--project", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: Project '{name}' has a stored setting that is not valid: An ")
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(

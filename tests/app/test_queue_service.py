@@ -105,8 +105,8 @@ def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
 
     from app.services.queue_order import _margins
 
-    pool = ctx.pool(demo.id)
+    pool = ctx.live.pool(demo.id)
     texts = [r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")]
-    vectors = ctx.cache.encode(pool.encoder, texts)
+    vectors = ctx.live.cache.encode(pool.encoder, texts)
     ranked = np.asarray(pool.predictor.tops(vectors).margins)
     assert np.allclose(_margins(pool.predictor, vectors), ranked, atol=1e-5)

@@ -16,7 +16,7 @@ from app.config import ENV_ARTIFACTS_URL, ENV_DB_URL, load_settings
 from app.services import predict as predict_svc
 from app.services import retrain_jobs
 from app.services.versions import activate, history
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.backup import tables_in
 from tests.handles import live
 from tests.samples import QUICK, make_tiny
@@ -46,10 +46,10 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     monkeypatch.delenv("INTENT_STUDIO_DATA_DIR", raising=False)
     bucket = s3.new_bucket()
     point_at(monkeypatch, postgres.new_database(), bucket)
-    ctx = AppContext(load_settings(tmp_path / "app"))
+    ctx = ServingState.open(load_settings(tmp_path / "app"))
     make_tiny(ctx)
     job, _ = retrain_jobs.request_retrain(  # LoRA: a small model file
-        ctx, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+        ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
     activate(
@@ -79,7 +79,7 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     assert main(["--data-dir", str(tmp_path / "box"), "restore", str(archive)]) == 0
     models = [k for k in s3.keys(bucket) if not k.startswith("studio/vectors/")]  # a cache
     assert models and s3.keys(target_bucket) == models
-    restored = AppContext(load_settings(tmp_path / "other-box"))  # its own empty cache
+    restored = ServingState.open(load_settings(tmp_path / "other-box"))  # its own empty cache
     try:
         assert history(restored.db, live(restored, "tiny")) == versions
         after = predict_svc.predict(restored.live, live(restored, "tiny"), QUERIES)

@@ -14,7 +14,7 @@ from app.access import auth
 from app.cli import main
 from app.config import load_settings
 from app.services import team
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from tests.handles import live
 from tests.samples import write_csv
 
@@ -36,7 +36,7 @@ def shop(tmp_path, capsys):
     )
     d = ["--data-dir", str(tmp_path / "data")]
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
-    ctx = AppContext(load_settings(tmp_path / "data"))
+    ctx = ServingState.open(load_settings(tmp_path / "data"))
     users = {
         name: auth.add_user(ctx.db, name, role, f"{name}-password")
         for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]

@@ -53,11 +53,11 @@ def team(postgres, redis_url, s3, tmp_path, monkeypatch):
 @pytest.fixture
 def app_ctx(team, tmp_path):
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker import queue_for
 
-    ctx = AppContext(load_settings(tmp_path / "app"))
-    ctx.enqueue = queue_for(ctx.settings)
+    ctx = ServingState.open(load_settings(tmp_path / "app"))
+    ctx.training.enqueue = queue_for(ctx.settings)
     yield ctx
     ctx.close()
 
@@ -131,7 +131,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     assert app_ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
     local = app_ctx.artifacts.path(mv.artifact_path)
     assert local.is_relative_to(app_ctx.settings.cache_dir)
-    encoder = app_ctx.encoder_for_version(mv)
+    encoder = app_ctx.models.encoder_for_version(mv)
     assert encoder.encode(["where is my parcel"]).shape[0] == 1
 
 
@@ -177,7 +177,7 @@ def test_a_stopped_worker_hands_its_job_back_or_finishes_it_within_the_grace(
     back = svc.job(app_ctx.training, view.id)
     assert back.status == "queued" and "queued again" in back.message, (back.message, text)
     assert back.step == 0 and back.config["epochs"] == 40
-    assert view.id in app_ctx.enqueue.pending()  # its message is back on Redis
+    assert view.id in app_ctx.training.enqueue.pending()  # its message is back on Redis
     assert version_svc.history(app_ctx.db, live(app_ctx, "tiny")) == []
 
     patient = _worker(tmp_path / "b", INTENT_STUDIO_STOP_GRACE="600")

@@ -8,7 +8,7 @@ from huey import RedisHuey, SqliteHuey
 
 from app.cli import main
 from app.config import load_settings
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.worker import make_queue, worker_env
 from app.worker.reporter import heartbeat_seconds
 from storage.artifacts import ArtifactStore
@@ -29,7 +29,7 @@ def test_the_embedded_default_needs_no_server(tmp_path):
     assert not settings.artifacts_remote and settings.artifacts_dir == tmp_path / "artifacts"
     assert isinstance(make_queue(settings)[0], SqliteHuey)
     assert heartbeat_seconds(settings) == 5.0
-    ctx = AppContext(settings)
+    ctx = ServingState.open(settings)
     try:
         assert type(ctx.artifacts) is ArtifactStore and ctx.artifacts.root == settings.artifacts_dir
     finally:
@@ -47,7 +47,7 @@ def test_the_urls_pick_redis_a_bucket_and_the_heartbeat(tmp_path, monkeypatch):
     huey, _ = make_queue(settings)  # no connection until a job is queued
     assert isinstance(huey, RedisHuey)
     assert heartbeat_seconds(settings) == 2.0
-    ctx = AppContext(settings)
+    ctx = ServingState.open(settings)
     try:
         assert isinstance(ctx.artifacts, RemoteArtifactStore)
         assert ctx.artifacts.root == settings.cache_dir / "artifacts"
@@ -65,7 +65,7 @@ def test_a_shared_folder_for_model_files_is_used_in_place(tmp_path, monkeypatch)
     monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", str(tmp_path / "shared"))
     settings = load_settings(tmp_path / "data")
     assert settings.artifacts_dir == tmp_path / "shared"
-    ctx = AppContext(settings)
+    ctx = ServingState.open(settings)
     try:
         with ctx.artifacts.writing("m") as tmp:
             (tmp / "w").write_text("x")

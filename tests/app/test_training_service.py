@@ -298,11 +298,11 @@ def test_a_worker_stopped_in_the_int8_phase_ends_the_job_and_never_trains_it_aga
     import dataclasses
 
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker.stopping import StopRequest
 
-    ctx = AppContext(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
-    ctx.enqueue = worker.queue_for(ctx.settings)
+    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    ctx.training.enqueue = worker.queue_for(ctx.settings)
     try:
         make_tiny(ctx)
         view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
@@ -313,7 +313,7 @@ def test_a_worker_stopped_in_the_int8_phase_ends_the_job_and_never_trains_it_aga
         done = svc.job(ctx.training, view.id)
         assert done.status == "succeeded", done.log
         assert "Its worker stopped before the int8 copy was checked" in done.message
-        assert view.id not in ctx.enqueue.pending()  # not queued again
+        assert view.id not in ctx.training.enqueue.pending()  # not queued again
         history = version_svc.history(ctx.db, live(ctx, "tiny"))
         assert [h["version"] for h in history] == [done.model_version_id]
         with ctx.db.session() as s:
@@ -513,7 +513,7 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
 
 def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> None:
     make_tiny(ctx)
-    ctx.enqueue = None
+    ctx.training.enqueue = None
     with pytest.raises(RuntimeError, match="no training queue"):
         svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     assert svc.latest_job(ctx.training, live(ctx, "tiny")) is None
@@ -527,10 +527,12 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
     queue, looking at it (or asking for a retrain) fails it with the reason."""
     make_tiny(ctx)
     view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
-    assert created and ctx.enqueue is not None and ctx.enqueue.pending() == {view.id}
+    assert (
+        created and ctx.training.enqueue is not None and ctx.training.enqueue.pending() == {view.id}
+    )
     huey, _ = worker.make_queue(ctx.settings)  # the same queue, seen from outside
     huey.flush()  # its messages are gone, as after a restart without its data
-    assert ctx.enqueue.pending() == set()
+    assert ctx.training.enqueue.pending() == set()
 
     assert svc.job(ctx.training, view.id).status == "queued"  # within the grace period: left alone
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)
@@ -562,7 +564,7 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
     huey, _ = worker.make_queue(ctx.settings)
     taken = huey.dequeue()  # the worker's first step: the message leaves the queue
     assert taken is not None and taken.args == (view.id,)
-    assert ctx.enqueue is not None and ctx.enqueue.pending() == set()
+    assert ctx.training.enqueue is not None and ctx.training.enqueue.pending() == set()
 
     assert svc.job(ctx.training, view.id).status == "queued"  # someone looks at the job meanwhile
     with ctx.db.write() as s:  # the worker's second step
@@ -584,12 +586,11 @@ def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_tra
 
     make_tiny(ctx)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    app_settings = ctx.settings
-    ctx.settings = dataclasses.replace(app_settings, artifacts_url=str(tmp_path / "elsewhere"))
+    elsewhere = dataclasses.replace(ctx.settings, artifacts_url=str(tmp_path / "elsewhere"))
     started = time.monotonic()
-    worker.execute_job(ctx, view.id)  # this "worker" keeps its model files elsewhere
+    # this "worker" keeps its model files elsewhere
+    worker.execute_job(dataclasses.replace(ctx, settings=elsewhere), view.id)
     assert time.monotonic() - started < 5
-    ctx.settings = app_settings
     refused = svc.job(ctx.training, view.id)
     assert refused.status == "failed" and refused.step == 0
     assert "settings differ from the app's (INTENT_STUDIO_ARTIFACTS_URL: the app's is " in (

@@ -47,7 +47,7 @@ def instances(postgres, redis_url, tmp_path):
     import redis
 
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.db import Database
 
     redis.Redis.from_url(redis_url).flushdb()
@@ -57,7 +57,7 @@ def instances(postgres, redis_url, tmp_path):
         settings = dataclasses.replace(
             load_settings(tmp_path / name), db_url=url, queue_url=redis_url, multi_user=True
         )
-        contexts.append(AppContext(settings, database=Database(url, busy_timeout=1.0)))
+        contexts.append(ServingState.open(settings, database=Database(url, busy_timeout=1.0)))
     a, b = contexts
     auth.ensure_admin(a.db, "admin-password")
     auth.add_user(a.db, "dana", "designer", PASSWORD)
@@ -113,20 +113,22 @@ def test_a_users_limits_are_one_across_the_instances(instances) -> None:
     a, b = instances
     with ExitStack() as held:
         for i in range(LINES_PER_USER):
-            held.enter_context((a if i % 2 else b).admission.line("dana"))
+            held.enter_context((a if i % 2 else b).live.admission.line("dana"))
         for ctx in (a, b):
             with pytest.raises(BusyError, match=f"already has {LINES_PER_USER} predictions"):
-                held.enter_context(ctx.admission.line("dana"))
-        assert a.admission.lines_of("dana") == b.admission.lines_of("dana") == LINES_PER_USER
-        with b.admission.line("vic"):  # another user's share is their own
+                held.enter_context(ctx.live.admission.line("dana"))
+        assert (
+            a.live.admission.lines_of("dana") == b.live.admission.lines_of("dana") == LINES_PER_USER
+        )
+        with b.live.admission.line("vic"):  # another user's share is their own
             pass
-    with b.admission.line("dana"):
-        assert a.admission.lines_of("dana") == 1
+    with b.live.admission.line("dana"):
+        assert a.live.admission.lines_of("dana") == 1
     with (
-        a.admission.admit("dana", 10),
-        b.admission.admit("dana", 10),
+        a.live.admission.admit("dana", 10),
+        b.live.admission.admit("dana", 10),
         pytest.raises(BusyError, match="already has 2 batch predictions"),
-        a.admission.admit("dana", 10),
+        a.live.admission.admit("dana", 10),
     ):
         pass
 
@@ -235,9 +237,9 @@ SERVE = (
     "from pathlib import Path\n"
     "from app.api import create_api\n"
     "from app.config import load_settings\n"
-    "from app.serving.context import AppContext\n"
+    "from app.serving.state import ServingState\n"
     "s = dataclasses.replace(load_settings(Path(sys.argv[1])), multi_user=True)\n"
-    "uvicorn.run(create_api(AppContext(s)), host='127.0.0.1', port=int(sys.argv[2]),"
+    "uvicorn.run(create_api(ServingState.open(s)), host='127.0.0.1', port=int(sys.argv[2]),"
     " log_level='warning')\n"
 )
 

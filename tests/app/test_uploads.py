@@ -210,9 +210,9 @@ def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_pat
     up to an hour. An upload must come from the app's own page (its ``Origin``, else its
     ``Referer``, names the server it was sent to); scripts without either still upload."""
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    ctx = AppContext(load_settings(tmp_path / "data"))
+    ctx = ServingState.open(load_settings(tmp_path / "data"))
     try:
         with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
             client = httpx.Client(base_url=base, timeout=60)

@@ -15,30 +15,30 @@ from app.config import Settings
 from app.services import queue
 from app.services.data import label_utterance
 from app.services.projects import DEMO_PROJECT, ensure_demo_project
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances
 from tests.handles import live
 
 
-def restarted(ctx: AppContext) -> AppContext:
+def restarted(ctx: ServingState) -> ServingState:
     """A new process's context on the same data directory (and bucket)."""
-    return AppContext(ctx.settings)
+    return ServingState.open(ctx.settings)
 
 
-def first_card(ctx: AppContext) -> queue.QueueItem:
+def first_card(ctx: ServingState) -> queue.QueueItem:
     found, _ = queue.next_item(ctx.live, live(ctx, DEMO_PROJECT), [])
     assert found is not None
     return found
 
 
-def encoder_and_texts(ctx: AppContext) -> tuple[CachedEncoder, list[str]]:
+def encoder_and_texts(ctx: ServingState) -> tuple[CachedEncoder, list[str]]:
     """The encoder of the demo project's pool and 40 of its pool's texts (the first card encodes
     the pool; test rows are not encoded for it since calibration no longer reads them)."""
     pid = live(ctx, DEMO_PROJECT).id
     with ctx.db.session() as s:
         texts = [r.text for r in list_utterances(s, pid, split="train")][:40]
-    return ctx.pool(pid).encoder, texts
+    return ctx.live.pool(pid).encoder, texts
 
 
 @pytest.fixture
@@ -49,10 +49,10 @@ def project(ctx):
 
 def test_a_restart_encodes_none_of_the_texts_encoded_before(project):
     card = first_card(project)
-    assert project.cache.encoded > 0  # the pool, its calibration and the queue's candidates
+    assert project.live.cache.encoded > 0  # the pool, its calibration and the queue's candidates
     again = restarted(project)
     same = first_card(again)
-    assert again.cache.encoded == 0
+    assert again.live.cache.encoded == 0
     assert (same.id, same.suggestions) == (card.id, card.suggestions)
 
 
@@ -63,15 +63,15 @@ def test_an_edited_text_is_encoded_again_and_only_it(project):
     )
     again = restarted(project)
     first_card(again)
-    assert again.cache.encoded == 1
+    assert again.live.cache.encoded == 1
 
 
 def test_vectors_read_back_equal_freshly_encoded_ones(project):
     first_card(project)
     again = restarted(project)
     encoder, texts = encoder_and_texts(again)
-    cached = again.cache.encode(encoder, texts)
-    assert again.cache.encoded == 0
+    cached = again.live.cache.encode(encoder, texts)
+    assert again.live.cache.encoded == 0
     np.testing.assert_allclose(cached, encoder.encode(texts), atol=1e-5)
 
 
@@ -95,28 +95,30 @@ def test_a_damaged_cache_file_is_rebuilt_never_trusted(project, damage):
                 np.savez(fh, keys=keys, vectors=vectors)
     again = restarted(project)
     first_card(again)
-    assert again.cache.encoded > 0  # rebuilt
+    assert again.live.cache.encoded > 0  # rebuilt
     encoder, texts = encoder_and_texts(again)
-    np.testing.assert_allclose(again.cache.encode(encoder, texts), encoder.encode(texts), atol=1e-5)
+    np.testing.assert_allclose(
+        again.live.cache.encode(encoder, texts), encoder.encode(texts), atol=1e-5
+    )
     third = restarted(again)
     first_card(third)
-    assert third.cache.encoded == 0  # and the rebuilt files are read
+    assert third.live.cache.encoded == 0  # and the rebuilt files are read
 
 
 def test_a_second_machine_reads_the_vectors_from_the_model_bucket(tmp_path):
     bucket = f"memory://vectors-test-{uuid.uuid4().hex[:8]}"
     for machine in ("one", "two"):
         (tmp_path / machine).mkdir()
-    one = AppContext(Settings(data_dir=tmp_path / "one", artifacts_url=bucket))
+    one = ServingState.open(Settings(data_dir=tmp_path / "one", artifacts_url=bucket))
     ensure_demo_project(one.db)
     first_card(one)
-    assert one.cache.encoded > 0
+    assert one.live.cache.encoded > 0
     # another machine: its own data directory (no local cache), the same database and bucket
-    two = AppContext(
+    two = ServingState.open(
         Settings(data_dir=tmp_path / "two", artifacts_url=bucket, db_url=one.settings.database_url)
     )
     first_card(two)
-    assert two.cache.encoded == 0
+    assert two.live.cache.encoded == 0
     assert list((tmp_path / "two" / "cache").rglob("shard-*.npz"))
 
 

@@ -13,7 +13,7 @@ from app.config import load_settings
 from app.services import queue, retrain_jobs
 from app.services.projects import ensure_demo_project
 from app.serving import pools
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from storage.tables import ModelVersion
 from storage.utterances import list_utterances
 from tests.handles import live
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, monkeypatch):
     settings = dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
-    trainer = AppContext(settings)  # the worker's process
+    trainer = ServingState.open(settings)  # the worker's process
     demo = live(trainer, ensure_demo_project(trainer.db))
     job, _ = retrain_jobs.request_retrain(trainer.training, demo, QUICK, enqueue=False)
     worker.execute_job(trainer, job.id)
@@ -32,7 +32,7 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, mo
     assert version_id is not None
     trainer.close()
 
-    app = AppContext(settings)  # the app, started (again) after the retrain
+    app = ServingState.open(settings)  # the app, started (again) after the retrain
     calibrated: list[int] = []
     real = pools.calibrate_predictor
     monkeypatch.setattr(
@@ -41,11 +41,11 @@ def test_after_a_retrain_the_app_encodes_nothing_for_the_first_card(tmp_path, mo
     found, _ = queue.next_item(app.live, demo, [])
     assert calibrated == []  # the retrain's worker calibrated the served pool: read, not redone
     assert found is not None
-    assert app.cache.encoded == 0
+    assert app.live.cache.encoded == 0
     with app.db.session() as s:
         mv = s.get(ModelVersion, version_id)
         assert mv is not None
         s.expunge(mv)
         rows = list_utterances(s, demo.id)
     evaluated = [r.text for r in rows if r.labels]  # train and test: what the retrain scored
-    assert app.cache.missing(app.encoder_for_version(mv), evaluated) == []
+    assert app.live.cache.missing(app.models.encoder_for_version(mv), evaluated) == []

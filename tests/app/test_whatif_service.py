@@ -26,8 +26,8 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
     with ctx.db.session() as s:
         pid = get_project(s, str(demo)).id
         pool = labelled_pool(s, pid)
-    encoder, _ = ctx.active_encoder(pid)
-    vectors = ctx.cache.encode(encoder, [r.text for r in pool])
+    encoder, _ = ctx.factories.active_encoder(pid)
+    vectors = ctx.live.cache.encode(encoder, [r.text for r in pool])
     factory = PredictorFactory.for_vectors(vectors.shape[1])
     base = cross_validate_knn(factory, vectors, [r.labels for r in pool])
     assert w.n == len(pool) and w.accuracy_before == pytest.approx(base["accuracy"])

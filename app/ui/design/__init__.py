@@ -11,7 +11,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import data as data_svc
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.common import attempt, bind, problem
 from app.ui.design.clusters import build_clusters
 from app.ui.design.conflicts import build_conflicts
@@ -31,7 +31,7 @@ def intent_choices(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     return (*(gr.update(choices=names or []) for _ in range(4)), said)
 
 
-def build_design_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_design_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Design tab. ``refresh``: the events to run when the tab is opened."""
     with gr.Tabs(elem_id="design-sections"):
         with gr.Tab("Conflicts"):

@@ -15,8 +15,8 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.services import calibration, encoders
-from app.serving.context import AppContext
 from app.serving.live import LivePools
+from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.train.evaluation import build_evaluation_section
@@ -66,7 +66,7 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
 
 
-def build_train_tab(ctx: AppContext, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_train_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
     """Lay out the Train tab's sections and bind its events. Returns its refresh hook."""
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):

@@ -14,12 +14,14 @@ from app.services import bundles as bundle_svc
 from app.services import reports as report_svc
 from app.services.downloads import download_path
 from app.services.projects import project_names
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.common import GONE, attempt, bind, ok, problem
 from app.ui.guard import guarded
 
 
-def make_report(ctx: AppContext, p: ProjectHandle | None, static: bool = False) -> tuple[Any, str]:
+def make_report(
+    ctx: ServingState, p: ProjectHandle | None, static: bool = False
+) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     path, err = attempt(lambda: report_svc.build_report(ctx, p, static=static))
@@ -28,7 +30,7 @@ def make_report(ctx: AppContext, p: ProjectHandle | None, static: bool = False) 
     return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
 
 
-def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[Any, str]:
+def export(ctx: ServingState, p: ProjectHandle | None, with_int8: bool) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
@@ -42,7 +44,7 @@ def export(ctx: AppContext, p: ProjectHandle | None, with_int8: bool) -> tuple[A
     )
 
 
-def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
+def open_bundle(ctx: ServingState, file: Any) -> tuple[Any, str]:
     if file is None:
         return gr.update(), problem("Choose a bundle .zip first.")
     path = getattr(file, "name", file)
@@ -59,7 +61,7 @@ def open_bundle(ctx: AppContext, file: Any) -> tuple[Any, str]:
     )
 
 
-def build_export_section(ctx: AppContext, project: gr.Dropdown) -> None:
+def build_export_section(ctx: ServingState, project: gr.Dropdown) -> None:
     gr.Markdown("### Export & share")
     with gr.Row(equal_height=True):
         static = gr.Checkbox(

@@ -22,10 +22,10 @@ def team(ctx, demo):
     from app.access import auth
     from app.api import create_api
     from app.services.members import add_member
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
 
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    multi.enqueue = ctx.enqueue
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi.training.enqueue = ctx.training.enqueue
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

@@ -153,8 +153,8 @@ def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     with socket.socket() as probe:  # a port nothing listens on: Redis is down
         probe.bind(("127.0.0.1", 0))
         down = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
-    working = ctx.enqueue
-    ctx.enqueue = worker.queue_for(dataclasses.replace(ctx.settings, queue_url=down))
+    working = ctx.training.enqueue
+    ctx.training.enqueue = worker.queue_for(dataclasses.replace(ctx.settings, queue_url=down))
     r = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
     assert r.status_code == 503, r.text
     job_id = r.json()["job_id"]
@@ -163,7 +163,7 @@ def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     stored = client.get(f"/api/v1/jobs/{job_id}").json()
     assert stored["status"] == "failed" and stored["message"] in r.json()["error"]
 
-    ctx.enqueue = working
+    ctx.training.enqueue = working
     again = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
     assert again.status_code == 202 and again.json()["job"]["id"] != job_id
 
@@ -218,7 +218,7 @@ def test_busy_is_429_with_retry_after(ctx, demo):
     from app.api import create_api
     from app.serving.admission import Admission, Limits
 
-    ctx.admission = Admission(Limits(queued_texts=1))  # no batch fits
+    ctx.live.admission = Admission(Limits(queued_texts=1))  # no batch fits
     with TestClient(create_api(ctx)) as client:
         r = client.post(f"{DEMO}/predict", json={"texts": ["a parcel", "a refund"]})
     assert r.status_code == 429 and r.headers["Retry-After"] == "1"

@@ -76,15 +76,15 @@ def studio(postgres, tmp_path):
     from app.api import create_api
     from app.config import load_settings
     from app.services import retrain_jobs
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
 
     url = postgres.new_database()
     relay = Relay(("127.0.0.1", postgres.port))
     relayed = url.replace(f":{postgres.port}/", f":{relay.port}/")
-    ctx = AppContext(load_settings(tmp_path / "data", db_url=relayed))
-    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    ctx = ServingState.open(load_settings(tmp_path / "data", db_url=relayed))
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(team.db, "admin-password")
     token = auth.issue_token(team.db, "admin")
     make_tiny(ctx)
@@ -131,7 +131,7 @@ def bucket_behind_relay(s3, tmp_path, monkeypatch):
 
     from app.config import load_settings
     from app.services import retrain_jobs
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.worker import execute_job, queue_for
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
@@ -143,7 +143,7 @@ def bucket_behind_relay(s3, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{relay.port}")
     monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", f"s3://{s3.new_bucket()}/studio")
     db_url = f"sqlite:///{tmp_path / 'studio.db'}"
-    worker = AppContext(load_settings(tmp_path / "worker", db_url=db_url))
+    worker = ServingState.open(load_settings(tmp_path / "worker", db_url=db_url))
     make_tiny(worker)
     job, _ = retrain_jobs.request_retrain(
         worker.training, live(worker, "tiny"), QUICK, enqueue=False
@@ -151,8 +151,8 @@ def bucket_behind_relay(s3, tmp_path, monkeypatch):
     execute_job(worker, job.id)
     assert retrain_jobs.job(worker.training, job.id).status == "succeeded"
     worker.close()
-    app = AppContext(load_settings(tmp_path / "app", db_url=db_url))
-    app.enqueue = queue_for(app.settings)
+    app = ServingState.open(load_settings(tmp_path / "app", db_url=db_url))
+    app.training.enqueue = queue_for(app.settings)
     yield relay, app, ["--data-dir", str(tmp_path / "app"), "--db-url", db_url]
     relay.down()
     app.close()

@@ -22,7 +22,7 @@ def issue(data_dir, name, capsys) -> str:
 def test_users_token_prints_a_token_once_and_a_new_one_replaces_it(tmp_path, capsys, monkeypatch):
     from app.api import create_api
     from app.config import load_settings
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from storage.users import get_user
 
     data = tmp_path / "data"
@@ -33,7 +33,7 @@ def test_users_token_prints_a_token_once_and_a_new_one_replaces_it(tmp_path, cap
     second = issue(data, "vic", capsys)
     assert first != second
 
-    ctx = AppContext(dataclasses.replace(load_settings(data), multi_user=True))
+    ctx = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
     try:
         with ctx.db.session() as s:  # only the hash is stored
             assert get_user(s, "vic").api_token_hash == hashlib.sha256(second.encode()).hexdigest()

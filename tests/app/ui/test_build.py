@@ -31,11 +31,11 @@ def test_a_page_load_starts_the_label_queue_once(ctx, demo):
     project the picker then set) could replace the card an annotator was already answering."""
     import dataclasses
 
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from app.ui.main import build_app
 
     single = _queue_starts(build_app(ctx))
     assert single["load"] == 1 and single["change"] >= 1  # the project is known at build time
     # behind a login the picker's load sets the project: its change is the only start
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     assert "load" not in _queue_starts(build_app(multi))

@@ -14,7 +14,7 @@ from app.access import auth
 from app.services import data as data_svc
 from app.services.members import add_member
 from app.services.queue_order import CHUNK
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui import queue_tab
 from app.ui.common import bind
 from app.ui.guard import enforce, guarded
@@ -26,7 +26,7 @@ class Request:
         self.username = username
 
 
-def _counting(ctx: AppContext) -> list[str]:
+def _counting(ctx: ServingState) -> list[str]:
     """Every database session ``ctx`` opens from now on, by kind."""
     opened: list[str] = []
     for kind in ("session", "write", "reading"):
@@ -51,12 +51,12 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
     name = str(demo)
     run, request = ctx, None
     if multi_user:
-        run = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+        run = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
         auth.ensure_admin(run.db, "admin-password")
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
         request = Request("dana")
-    enter = enforce(run, guarded("label", outputs=11)(bind(queue_tab.enter, run)))
+    enter = enforce(run, guarded("label", outputs=11)(bind(queue_tab.enter, run.live)))
     with auth.acting_as(auth.actor(run, request and request.username)):
         out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
@@ -79,11 +79,11 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
 
 
 def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
-    team = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
-    enter = enforce(team, guarded("label", outputs=11)(bind(queue_tab.enter, team)))
+    enter = enforce(team, guarded("label", outputs=11)(bind(queue_tab.enter, team.live)))
     state = queue_tab.start(ctx.live, demo, "file", None).state
     before = _labels(ctx, demo)
     opened = _counting(team)

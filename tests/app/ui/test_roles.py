@@ -19,7 +19,7 @@ from app.services import io as io_svc
 from app.services import projects as project_svc
 from app.services.io import destination
 from app.services.members import add_member
-from app.serving.context import AppContext
+from app.serving.state import ServingState
 from app.ui.guard import ACTION, ROLE, enforce_roles, guarded
 
 
@@ -32,7 +32,7 @@ class Request:
 
 @pytest.fixture
 def team(ctx, demo):
-    multi = AppContext(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

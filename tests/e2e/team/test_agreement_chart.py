@@ -37,7 +37,7 @@ def answered(team_server, tmp_path_factory):
     from app.access.auth import actor
     from app.config import load_settings
     from app.services import team
-    from app.serving.context import AppContext
+    from app.serving.state import ServingState
     from tests.handles import live
 
     src = tmp_path_factory.mktemp("agreement") / "rows.csv"
@@ -53,7 +53,7 @@ def answered(team_server, tmp_path_factory):
     cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
     cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
     # the server's users, as its multi-user settings name them
-    ctx = AppContext(replace(load_settings(team_server.data_dir), multi_user=True))
+    ctx = ServingState.open(replace(load_settings(team_server.data_dir), multi_user=True))
     team.assign(ctx.db, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
     said: dict[str, list[str]] = {"admin": [], "dana": []}
     admin, dana = actor(ctx, "admin"), actor(ctx, "dana")
