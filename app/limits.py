@@ -1,6 +1,6 @@
 """The limits on what a caller may send or try, in one place: request bodies, sign-in attempts,
-password hashing, one-line predictions per user. The README's "Security" section lists them with
-these names, and a test checks that the two agree.
+password hashing, one-line predictions per user. The "Security" section of docs/operations.md lists
+them with these names, and a test checks that the two agree.
 
 Example:
     >>> MAX_API_BODY_BYTES // 1024 // 1024, SIGN_IN_FAILURES_PER_NAME_AND_ADDRESS

@@ -7,7 +7,7 @@ An event nobody declared is a *read* (:data:`READ`).
 
 The role says who may (each role includes the ones before it: viewer < designer < admin); what an
 item's team rule allows on top is :mod:`app.access.policy`'s, asked by every change whatever its
-action. README's table of roles lists each action's events and routes;
+action. The table of roles in docs/user-guide.md lists each action's events and routes;
 ``tests/app/ui/test_roles.py`` checks that every door of the app names exactly one of these.
 
 Example:

@@ -176,9 +176,9 @@ def build_report(
     One report of a project is built at a time (a second request waits for the first); a
     report of a project whose data, settings, active version, team agreement and maps are
     unchanged since its last report of that kind (static or not) is that report again (copied
-    to ``out`` when one is given), not built again. A viewer may ask for it (the README's roles:
-    viewers download the report); what anyone's requests cost is one build per state of the
-    project and kind, never two of a project at once.
+    to ``out`` when one is given), not built again. A viewer may ask for it (the table of roles in
+    docs/user-guide.md: viewers download the report); what anyone's requests cost is one build
+    per state of the project and kind, never two of a project at once.
     """
     reports = _reports(ctx)
     pid, made_of = _inputs(ctx.maps, p, static)

@@ -1,6 +1,6 @@
 """API-only endpoints (Gradio ``gr.api``): the same service calls as the UI, as plain JSON.
 
-Call them with ``gradio_client`` or ``curl`` (see README). Each resolves its project for the
+Call them with ``gradio_client`` or ``curl`` (see docs/rest.md). Each resolves its project for the
 caller at its start (:func:`app.access.open_project`): a project they are no member of is no
 project."""
 

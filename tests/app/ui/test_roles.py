@@ -1,7 +1,7 @@
-"""Roles as the README's table says, checked on the server for every event of the built app:
-declared writes refuse a viewer with a message in the status line (never in a file or dropdown
-slot), undeclared callbacks run read-only for a viewer, exports need a designer, and creating a
-project (also through an import) needs an admin."""
+"""Roles as the table in docs/user-guide.md says, checked on the server for every event of the
+built app: declared writes refuse a viewer with a message in the status line (never in a file or
+dropdown slot), undeclared callbacks run read-only for a viewer, exports need a designer, and
+creating a project (also through an import) needs an admin."""
 
 from __future__ import annotations
 
@@ -185,8 +185,8 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
 
 
 def _readme_roles() -> dict[str, str]:
-    """The README's roles table: event name → role."""
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    """The roles table of the user guide: event name → role."""
+    readme = (Path(__file__).resolve().parents[3] / "docs/user-guide.md").read_text()
     table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
     out: dict[str, str] = {}
     for line in table.splitlines()[2:]:
@@ -215,7 +215,7 @@ def test_the_buttons_bound_in_a_loop_reach_their_services(events, team, demo):
     assert "vic" not in {m.name for m in members_svc.members(team.db, demo)}
 
 
-def test_the_readme_table_of_roles_is_what_the_app_enforces(events):
+def test_the_user_guides_table_of_roles_is_what_the_app_enforces(events):
     app, _ = events
     declared = {
         f.api_name: getattr(f.fn, ROLE) for f in app.fns.values() if f.fn is not None and f.api_name
@@ -235,7 +235,7 @@ def test_the_readme_table_of_roles_is_what_the_app_enforces(events):
     assert undocumented == set()
     # each row names its action (issue 59): that action's role, and every event it lists is it
     actions = {f.api_name: getattr(f.fn, ACTION) for f in app.fns.values() if f.fn and f.api_name}
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs/user-guide.md").read_text()
     table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
     tagged = 0
     for line in table.splitlines()[2:]:

@@ -1,4 +1,4 @@
-"""The README's Security table says what the code does: every value it names is the value of the
+"""The Security table of docs/operations.md says what the code does: every value it names is the value of the
 constant it points to, and every limit in ``app/limits.py`` is in the table (issue 27)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import app.limits
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 
 
 def security_rows() -> list[tuple[str, str, str]]:
     """(limit, value, in the code) for each row of the Security section's table."""
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     section = text.split("\n## Security\n", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
@@ -48,4 +48,6 @@ def test_every_value_in_the_security_table_is_the_codes():
 def test_every_limit_in_app_limits_is_in_the_security_table():
     listed = {name for _, _, where in security_rows() for name in re.findall(r"`(\w+)`", where)}
     defined = {name for name in vars(app.limits) if name.isupper()}
-    assert defined <= listed, f"not in the README's Security table: {sorted(defined - listed)}"
+    assert defined <= listed, (
+        f"not in the Security table of docs/operations.md: {sorted(defined - listed)}"
+    )
