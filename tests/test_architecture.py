@@ -252,6 +252,60 @@ def _known_two_way(pair: str) -> bool:
     return any({_piece(x), _piece(y)} == {a, b} for x, y in KNOWN_UP_ARROWS)
 
 
+# The domains of app/services/, bottom first (issue 59 item 3, read from the import graph): a
+# domain package imports only from domains on lower floors, never from a peer on its own floor.
+SERVICE_DOMAINS: tuple[tuple[str, ...], ...] = (
+    ("labelling",),  # utterances, intents, history and undo, bulk, team answers
+    ("models",),  # versions, the encoder, retrain requests, evaluation, int8, predictions
+    ("design",),  # conflicts, clusters, what-ifs, maps, the slot book
+    ("queue",),  # the labelling queue, its orders and answers
+    ("projects", "training"),  # projects and the deployment; the retrain pipeline a worker runs
+)
+SERVICES = "app.services"
+
+
+def _domain(name: str) -> str | None:
+    """The domain package a module of app/services/ sits in (None: loose at the root)."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 3 else None
+
+
+def _domain_floor(domain: str) -> int:
+    return next((i for i, floor in enumerate(SERVICE_DOMAINS) if domain in floor), -1)
+
+
+SERVICE_MODULES = sorted(n for n in MODULES if n.startswith(SERVICES + "."))
+
+
+def test_no_service_module_sits_loose_at_the_services_root():
+    loose = [n for n in SERVICE_MODULES if _domain(n) is None and not _is_domain_package(n)]
+    assert loose == []
+    domains = {d for n in SERVICE_MODULES if (d := _domain(n)) is not None}
+    assert sorted(d for d in domains if _domain_floor(d) < 0) == []  # a new domain takes a floor
+    assert sorted(set().union(*SERVICE_DOMAINS) - domains) == []  # no floor names a gone one
+
+
+def _is_domain_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py" and name.count(".") == 2
+
+
+def test_no_service_domain_imports_a_higher_floor_or_a_peer():
+    def home(name: str) -> str | None:
+        return _domain(name) or (name.split(".")[2] if _is_domain_package(name) else None)
+
+    wrong = sorted(
+        f"{name} ({a}) imports {target} ({b})"
+        for name in SERVICE_MODULES
+        if (a := home(name)) is not None
+        for target in GRAPH[name]
+        if target.startswith(SERVICES + ".")
+        and (b := home(target)) is not None
+        and a != b
+        and _domain_floor(b) >= _domain_floor(a)
+    )
+    assert wrong == []
+
+
 def test_no_module_is_too_long_to_read_as_one_concern():
     long = sorted(
         f"{path.relative_to(ROOT)}: {n} lines"
