@@ -8,7 +8,7 @@ GPU, else the CPU). What is cheap there decides:
   is about 1.5-2x faster on 2 CPU cores; a GPU serves a batch of one in milliseconds, and the
   copy would run on the CPU beside it);
 * **the int8 copy**: built by a retrain only where it would serve (a CPU), or when a bundle asks
-  for one (:mod:`app.services.bundles`), never on a GPU's way to serving;
+  for one (:mod:`app.services.projects.bundles`), never on a GPU's way to serving;
 * **a new project's encoder**: all-mpnet-base-v2 where a GPU trains it in seconds (it won every
   seed on BANKING77 and CLINC150 by 1.2-3.0 points, bench/RESULTS.md "mpnet against MiniLM"),
   all-MiniLM-L6-v2 on a CPU (mpnet trains about 8x and encodes about 7x as long there);

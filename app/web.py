@@ -28,7 +28,7 @@ from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.upload_gate import UploadGate
 from app.perimeter.uploads import UploadLimits
-from app.services.downloads import DOWNLOADS
+from app.services.projects.downloads import DOWNLOADS
 from app.serving.state import ServingState
 from core.errors import logged
 from storage.db import Database
@@ -59,7 +59,7 @@ def sign_in_auth(
     so the password check runs in a thread under the sign-in limits (their failures counted in
     ``store``: the app's, Redis for a team); a held-back attempt is a 429 with ``Retry-After``.
     Holds, failures and successful sign-ins are recorded in the security log."""
-    from app.services import accounts
+    from app.services.projects import accounts
 
     def held(what: str, name: str, address: str) -> None:
         logger.warning("sign-ins held back for %s %r", what, address if what == "address" else name)
@@ -152,7 +152,7 @@ def web_app(
     """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
     from app.api import create_api
     from app.config import MAX_UPLOAD_BYTES
-    from app.services import accounts
+    from app.services.projects import accounts
     from app.ui.main import build_app, css
     from app.ui.mount import mount_ui
 

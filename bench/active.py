@@ -13,7 +13,7 @@ labels ``--batch`` utterances per round (the gold label: a perfect designer) in 
 - ``spread_margin``: the other way round: a farthest-first shortlist, smallest margin first.
 
 The orders are the queue's own functions over the pool rule's margins and nearest-example
-similarities (:func:`core.retrieval.factory.vector_pool`'s Predictor, as :func:`app.services.queue.order` asks).
+similarities (:func:`core.retrieval.factory.vector_pool`'s Predictor, as :func:`app.services.queue.queue.order` asks).
 After every round the labelled pool classifies the test questions (k-NN over the current
 encoder's vectors, :func:`core.evaluation.scoring.knn_predict`); every ``--retrain-every``
 rounds the encoder is retrained from the base on the labels so far with the app's default recipe

@@ -35,7 +35,7 @@ def during_saves(ctx: Any, uid: int, work: Callable[[], Any]) -> dict[str, Any]:
     """Run ``work`` in a thread while this one saves a label every 50 ms: how long each of the
     work's write transactions held the lock, and how long each save waited."""
     from app.access import open_project
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
 
     holds: list[float] = []
     waits: list[float] = []
@@ -94,9 +94,9 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
     import app
     from app.access import open_project
     from app.config import load_settings
-    from app.services import bulk as bulk_svc
-    from app.services import data as data_svc
-    from app.services.io import destination, import_utterances
+    from app.services.labelling import bulk as bulk_svc
+    from app.services.labelling import data as data_svc
+    from app.services.projects.io import destination, import_utterances
 
     try:  # the serving state (issue 59); a checkout before: AppContext(settings)
         from app.serving.state import ServingState
@@ -109,7 +109,7 @@ def run(n: int, code: Path = ROOT) -> dict[str, Any]:
     if code.resolve() not in Path(app.__file__).resolve().parents:
         raise RuntimeError(f"this process imports {app.__file__}, not the app of {code}")
     try:  # a peer from before the history module had undo in data
-        undo_svc: Any = importlib.import_module("app.services.history")
+        undo_svc: Any = importlib.import_module("app.services.labelling.history")
     except ImportError:
         undo_svc = data_svc
 

@@ -64,7 +64,7 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     """A later retrain's evaluation phase through the pipeline (new model cold, frozen base and
     active version from the cache), with its first ETA against the time it really took."""
     try:
-        from app.services.retrain import Evaluation
+        from app.services.training.retrain import Evaluation
     except ImportError:  # before the two-phase progress
         return {}
     from app.config import load_settings
@@ -111,7 +111,7 @@ def main() -> None:
 
     import torch
 
-    from app.services.evaluation import evaluate_version
+    from app.services.models.evaluation import evaluate_version
     from core.encoding.cache import EmbeddingCache
     from core.encoding.registry import load_encoder, load_sentence_transformer, resolve_path
     from core.evaluation import EvalData, evaluate_knn

@@ -11,7 +11,7 @@ Scenarios, one data directory in order:
 
 Each row: ``load_s`` (a fresh process importing the app and loading the served encoder, what the
 server's start-up warm-up does before anyone picks a project), ``card_s`` (picking the project:
-:func:`app.services.queue.next_item` on the freshly started context), ``total_s`` (process start
+:func:`app.services.queue.queue.next_item` on the freshly started context), ``total_s`` (process start
 to the card) and ``encoded`` (texts the real encoder encoded, ``EmbeddingCache.encoded``).
 
 ``--code PATH`` runs another checkout (e.g. a ``git worktree`` of the commit before) for a before
@@ -54,7 +54,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     from app.serving.state import ServingState
 except ImportError:
     from app.serving.context import AppContext as ServingState
-from app.services import queue
+from app.services.queue import queue
 from core.encoding import cache as cache_mod
 counted = {"n": 0}
 if not hasattr(cache_mod.EmbeddingCache(None), "encoded"):  # a checkout without the counter

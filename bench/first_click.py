@@ -13,22 +13,22 @@ with ``time.perf_counter`` in that process, one step after another as a designer
 
 * ``card``: picking the project: the first card (:mod:`bench.first_card`'s own child code: the
   served encoder loaded as the start-up warm-up does, ``load``, then
-  :func:`app.services.queue.next_item`);
+  :func:`app.services.queue.queue.next_item`);
 * ``umap warm-up``: the UMAP compilation the server starts in the background at start-up
-  (``start_warm_up`` of :mod:`app.services.map_warm_up`, run to its end here, timed on its own: a designer who
+  (``start_warm_up`` of :mod:`app.services.design.map_warm_up`, run to its end here, timed on its own: a designer who
   opens the Map sooner after a restart also waits for what is left of it);
 * ``map``: the Map tab's first render of the served version, default projection (``umap``):
-  :func:`app.services.maps.get_map` polled every 0.2 s until the background projection is done
-  (the tab's timer polls every 2 s), then :func:`~app.services.maps.map_figure` and the figure's
+  :func:`app.services.design.maps.get_map` polled every 0.2 s until the background projection is done
+  (the tab's timer polls every 2 s), then :func:`~app.services.design.maps.map_figure` and the figure's
   JSON (what Gradio sends);
 * ``map cached``: the same again;
 * ``compare``: the Versions tab's Compare of the two trained versions
-  (:func:`app.services.versions.compare`);
+  (:func:`app.services.models.versions.compare`);
 * ``map compare``: the Map tab's 'compare two versions' view of the same two versions
-  (:func:`~app.services.maps.get_map` of each, polled, then
-  :func:`~app.services.maps.map_diff` and :func:`~app.services.maps.compare_figure`);
+  (:func:`~app.services.design.maps.get_map` of each, polled, then
+  :func:`~app.services.design.maps.map_diff` and :func:`~app.services.design.maps.compare_figure`);
 * ``report``: the Train tab's 'Stakeholder report (HTML)' button, interactive
-  (:func:`app.services.reports.build_report`).
+  (:func:`app.services.projects.reports.build_report`).
 
 Each row: the seconds and ``encoded``, the texts the real encoder encoded in that step
 (``EmbeddingCache.encoded``, counted by :mod:`bench.first_card`'s wrapper on a checkout without
@@ -85,9 +85,9 @@ _CARD = first_card.CHILD[: first_card.CHILD.index("print(json.dumps(")]
 _CLICKS = r"""
 import inspect, os
 from pathlib import Path as _Path
-from app.services import maps as map_svc
-from app.services import reports as report_svc
-from app.services import versions as version_svc
+from app.services.design import maps as map_svc
+from app.services.projects import reports as report_svc
+from app.services.models import versions as version_svc
 
 def _encoded():
     return getattr(ctx.live.cache, "encoded", counted["n"])
@@ -122,7 +122,7 @@ def step(name, fn):
 
 def warm():  # what `intent-studio serve` starts at start-up (no argument at 8bd94e3)
     try:  # its own module since issue 58
-        from app.services.map_warm_up import start_warm_up
+        from app.services.design.map_warm_up import start_warm_up
     except ImportError:
         start_warm_up = map_svc.start_warm_up
     needs_ctx = bool(inspect.signature(start_warm_up).parameters)

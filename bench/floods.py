@@ -40,8 +40,8 @@ EXAMPLES = {
 def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     from app.access import auth, open_project
     from app.config import load_settings
-    from app.services import data as data_svc
-    from app.services.projects import new_project
+    from app.services.labelling import data as data_svc
+    from app.services.projects.projects import new_project
     from app.serving.state import ServingState
 
     ctx = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))

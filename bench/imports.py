@@ -59,8 +59,8 @@ def timed_writes(ctx: Any, holds: list[float]) -> None:
 
 def run_one(ctx: Any, rows: list[Any], on_existing: str, utterance_id: int) -> dict[str, Any]:
     from app.access import open_project
-    from app.services import data as data_svc
-    from app.services.io import destination, import_utterances
+    from app.services.labelling import data as data_svc
+    from app.services.projects.io import destination, import_utterances
 
     holds: list[float] = []
     waits: list[float] = []
@@ -119,8 +119,8 @@ def main() -> None:
 
     from app.access import open_project
     from app.config import load_settings
-    from app.services import data as data_svc
-    from app.services.io import destination, import_utterances
+    from app.services.labelling import data as data_svc
+    from app.services.projects.io import destination, import_utterances
 
     try:  # the serving state (issue 59); a checkout before: AppContext(settings)
         from app.serving.state import ServingState

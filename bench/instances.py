@@ -58,8 +58,8 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     from app.serving.state import ServingState
 except ImportError:
     from app.serving.context import AppContext as ServingState
-from app.services.io import destination, import_utterances
-from app.services.members import add_member
+from app.services.projects.io import destination, import_utterances
+from app.services.projects.members import add_member
 from storage.utterances import NewUtterance
 
 spec = json.loads(Path(sys.argv[2]).read_text())

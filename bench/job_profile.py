@@ -8,7 +8,7 @@ timers wrapped around the functions each phase is made of. The same child code r
 checkout: a function a checkout does not have is simply not timed.
 
 The first table is the retrain's named phases (issue 55: :data:`PIPELINE`, each a function of
-``app/services/retrain*.py``, timed gross): ``snapshot`` → ``train`` → ``save`` → ``measure`` →
+``app/services/training/retrain*.py``, timed gross): ``snapshot`` → ``train`` → ``save`` → ``measure`` →
 ``serve`` (the version registered and active: it answers from here) → ``int8`` (a CPU: its copy
 built, checked, measured) → ``register`` → ``calibrate`` (where the project's out-of-scope
 calibration is held-out: ``auto`` on CUDA; its held-out encoders' training counts in ``training``
@@ -33,11 +33,11 @@ of the timed functions nested inside it):
   copy);
 * ``training``: :func:`core.training.train_encoder` less its model load;
 * ``save``: the trained model written;
-* ``eval new`` / ``eval frozen`` / ``eval active``: :func:`app.services.evaluation.evaluate_version`
+* ``eval new`` / ``eval frozen`` / ``eval active``: :func:`app.services.models.evaluation.evaluate_version`
   of each encoder (encoding its missing vectors and scoring);
 * ``calibration``: out-of-scope calibration (:func:`core.evaluation.oos.calibrate_predictor`);
 * ``int8 export``: the int8 ONNX export less its parity check; ``parity``: the parity check;
-* ``first-card vectors``: :func:`app.services.retrain_serve.first_card_vectors` (before issue
+* ``first-card vectors``: :func:`app.services.training.retrain_serve.first_card_vectors` (before issue
   55 ``app.worker.prepare_vectors``) less its calibration;
 * ``registration``: hashing the artifact, registering the version, finishing the job;
 * ``other``: the rest of the job (reporting, factories, ...);
@@ -49,7 +49,7 @@ same transaction: the app's next prediction answers with it); ``job done`` when
 :func:`~app.worker.execute_job` returned (work a checkout does after serving, such as its int8
 copy, ends there); ``process`` when the CLI process exited. Then
 ``--restarts`` fresh processes on the retrained data directory each time their first
-prediction (:func:`app.services.predict.predict`, what the server's first request pays when
+prediction (:func:`app.services.models.predict.predict`, what the server's first request pays when
 its start-up warm-up has not built the pool yet) and the next one.
 
 ``--method`` and ``--set KEY=VALUE`` are passed to ``train`` (default: the fast recipe); each
@@ -88,7 +88,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"
-# The retrain's named phases (issue 55: each a function, in app/services/retrain*.py).
+# The retrain's named phases (issue 55: each a function, in app/services/training/retrain*.py).
 PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate"]
 # A checkout's job phases (storage's TrainingJob.phase) as the pipeline's names.
 JOB_PHASES = {
@@ -126,14 +126,15 @@ import json, os, sys, threading, time
 T0 = float(os.environ["JOB_PROFILE_T0"])
 import app.cli  # what `intent-studio train` imports, and what its job imports on the way
 from app import worker
-from app.services import evaluation, retrain, retrain_jobs
-from app.services import queue as _queue  # noqa: F401  (prepare_vectors imports it lazily)
-import app.services.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
+from app.services.models import evaluation, retrain_jobs
+from app.services.training import retrain
+from app.services.queue import queue as _queue  # noqa: F401  (prepare_vectors imports it lazily)
+import app.services.models.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
 import core.training, core.training.fit, core.training.model_io, storage.artifacts
 import storage.datasets, storage.versions
 import importlib
-for _name in ("app.services.retrain_measure", "app.services.retrain_serve",
-              "app.services.retrain_int8", "app.services.retrain_calibrate",
+for _name in ("app.services.training.retrain_measure", "app.services.training.retrain_serve",
+              "app.services.training.retrain_int8", "app.services.training.retrain_calibrate",
               "app.worker.reporter"):
     try:  # the pipeline's phases as functions (issue 55); a checkout before has none of them
         importlib.import_module(_name)
@@ -232,14 +233,14 @@ def gross(module, name, phase):
                     d[k] = wrapper
 
 for _module, _name, _phase in (
-    ("app.services.retrain", "snapshot", "snapshot"),
-    ("app.services.retrain", "train", "train"),
-    ("app.services.retrain", "save", "save"),
-    ("app.services.retrain_measure", "measure", "measure"),
-    ("app.services.retrain_serve", "serve", "serve"),
-    ("app.services.retrain_int8", "int8_copy", "int8"),
-    ("app.services.retrain_serve", "register", "register"),
-    ("app.services.retrain_calibrate", "calibrate", "calibrate"),
+    ("app.services.training.retrain", "snapshot", "snapshot"),
+    ("app.services.training.retrain", "train", "train"),
+    ("app.services.training.retrain", "save", "save"),
+    ("app.services.training.retrain_measure", "measure", "measure"),
+    ("app.services.training.retrain_serve", "serve", "serve"),
+    ("app.services.training.retrain_int8", "int8_copy", "int8"),
+    ("app.services.training.retrain_serve", "register", "register"),
+    ("app.services.training.retrain_calibrate", "calibrate", "calibrate"),
 ):
     gross(_module, _name, _phase)
 
@@ -261,7 +262,7 @@ patch("core.encoding.registry", "load_sentence_transformer",
 patch("core.encoding.registry", "load_encoder", "model load",
       after=lambda enc: base_encoders.add(id(enc)))
 patch("core.training.model_io", "load_trained", "model load")
-patch("app.services.retrain", "load_trained", after=lambda enc: new_encoders.add(id(enc)),
+patch("app.services.training.retrain", "load_trained", after=lambda enc: new_encoders.add(id(enc)),
       everywhere=False)
 # a checkout that evaluates the trained model in memory (issue 44): its encoder, and the copy of
 # the process's base that training starts from
@@ -271,12 +272,12 @@ patch("core.training.fit", "_base_copy", "model load")
 patch("core.training.fit", "train_encoder", "training",
       after=lambda t: trained_on.append(str(getattr(getattr(t, "model", None), "device", None))))
 patch("core.training.model_io", "TrainedModel.save", "save")
-patch("app.services.evaluation", "evaluate_version", eval_phase)
+patch("app.services.models.evaluation", "evaluate_version", eval_phase)
 patch("core.evaluation.oos", "calibrate_predictor", "calibration")
-patch("app.services.int8", "export_version_int8", "int8 export")
+patch("app.services.models.int8", "export_version_int8", "int8 export")
 patch("core.bundle.onnx", "parity", "parity")
 patch("app.worker", "prepare_vectors", "first-card vectors")
-patch("app.services.retrain_serve", "first_card_vectors", "first-card vectors")
+patch("app.services.training.retrain_serve", "first_card_vectors", "first-card vectors")
 patch("storage.artifacts", "tree_sha256", "registration")
 patch("storage.versions", "register_version", "registration", after=mark("registered"))
 patch("app.worker", "finish", "registration", after=mark("served"))
@@ -302,7 +303,7 @@ marks["cli returned"] = time.time() - T0  # what follows is this bench's own epi
 for t in threading.enumerate():  # work a checkout does after serving
     if t is not threading.current_thread() and not t.daemon:
         t.join()
-from app.services import retrain_jobs as rj
+from app.services.models import retrain_jobs as rj
 try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     from app.serving.state import ServingState
 except ImportError:
@@ -314,7 +315,7 @@ with ctx.db.session() as s:
     job = _jobs.latest_job(s)
     log = job.log
     version_id = job.model_version_id
-from app.services import versions as vs
+from app.services.models import versions as vs
 import inspect as _inspect
 
 
@@ -364,7 +365,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     from app.serving.state import ServingState
 except ImportError:
     from app.serving.context import AppContext as ServingState
-from app.services import predict
+from app.services.models import predict
 import inspect as _inspect
 
 

@@ -50,9 +50,9 @@ def main() -> None:
 
     from app.access import open_project
     from app.config import load_settings
-    from app.services import data as data_svc
-    from app.services.io import destination, import_utterances
-    from app.services.predict import predict_one
+    from app.services.labelling import data as data_svc
+    from app.services.models.predict import predict_one
+    from app.services.projects.io import destination, import_utterances
     from app.serving.state import ServingState
     from core.encoding.registry import load_encoder
     from core.retrieval.factory import PredictorFactory

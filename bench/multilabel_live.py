@@ -27,9 +27,9 @@ from bench.multilabel_knn import DEFAULT_DATA, ROOT, read
 def run(rows: list[tuple[str, tuple[str, ...], int]], fold: int) -> dict[str, Any]:
     from app.access import open_project
     from app.config import load_settings
-    from app.services import evaluation as eval_svc
-    from app.services import predict as predict_svc
-    from app.services import projects as project_svc
+    from app.services.models import evaluation as eval_svc
+    from app.services.models import predict as predict_svc
+    from app.services.projects import projects as project_svc
     from app.serving.state import ServingState
     from storage.imports import import_rows
     from storage.projects import get_project

@@ -73,7 +73,7 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
     """The share of ``texts`` the live Predictor calls out of scope, and the share a card would
     show "looks out of scope" (the calibration's hint, None where this code has none)."""
     from app.access import open_project
-    from app.services.predict import predict
+    from app.services.models.predict import predict
 
     p = open_project(ctx.db, project)
     rows = [r for i in range(0, len(texts), 100) for r in predict(ctx.live, p, texts[i : i + 100])]
@@ -88,8 +88,8 @@ def _flagged(ctx: Any, project: str, texts: list[str]) -> tuple[float, float | N
 def measure(data: Path, cards: list[int]) -> list[dict[str, Any]]:
     from app.access import open_project
     from app.config import load_settings
-    from app.services import queue as queue_svc
-    from app.services.io import destination, import_file
+    from app.services.projects.io import destination, import_file
+    from app.services.queue import queue as queue_svc
     from app.serving.state import ServingState
     from storage.utterances import list_utterances
 

@@ -28,7 +28,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     from app.serving.state import ServingState
 except ImportError:
     from app.serving.context import AppContext as ServingState
-from app.services import predict
+from app.services.models import predict
 project, calls = sys.argv[1], int(sys.argv[2])
 ctx = getattr(ServingState, "open", ServingState)(load_settings())
 texts = ["my card has not arrived yet", "how do I top up", "I was charged twice", "change my pin"]

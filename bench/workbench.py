@@ -134,7 +134,7 @@ def bench_queue(data: Path, labels: int, delays: list[int]) -> dict[str, Any]:
 
 
 def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
-    from app.services.io import destination, import_utterances
+    from app.services.projects.io import destination, import_utterances
     from storage.utterances import NewUtterance
 
     def read(file: str) -> list[dict[str, str]]:
@@ -157,7 +157,7 @@ def _table_project(ctx: Any, data: Path, name: str, n: int) -> None:
 def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
     from app.access import open_project
     from app.config import load_settings
-    from app.services.table import TableQuery, table_page
+    from app.services.labelling.table import TableQuery, table_page
 
     try:  # the serving state (issue 59); a checkout before: AppContext(settings)
         from app.serving.state import ServingState
@@ -203,7 +203,7 @@ def bench_table(data: Path, sizes: list[int]) -> list[dict[str, Any]]:
 def _keys_project(ctx: Any, data: Path) -> None:
     """BANKING77 10-shot seed 0 (train), 500 test questions and 2,500 other training questions
     unlabelled: an annotator's project midway."""
-    from app.services import io
+    from app.services.projects import io
     from storage.utterances import NewUtterance
 
     def read(file: str) -> list[dict[str, str]]:

@@ -49,9 +49,10 @@ CHILD = r"""
 import json, os, sys, threading, time
 import app.cli
 from app import worker
-from app.services import evaluation, retrain
-from app.services import queue as _queue  # noqa: F401
-import app.services.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
+from app.services.models import evaluation
+from app.services.training import retrain
+from app.services.queue import queue as _queue  # noqa: F401
+import app.services.models.int8, core.bundle.onnx, core.encoding.registry, core.evaluation.oos
 import core.training, core.training.fit, core.training.model_io, storage.artifacts
 import storage.datasets, storage.versions
 
@@ -119,12 +120,12 @@ patch("app.worker", "execute_job", "job (other)")
 patch("storage.datasets", "snapshot", "snapshot")
 patch("core.training.fit", "train_encoder", "training")
 patch("core.training.model_io", "TrainedModel.save", "save")
-patch("app.services.evaluation", "evaluate_version", eval_phase)
+patch("app.services.models.evaluation", "evaluate_version", eval_phase)
 patch("core.evaluation.oos", "calibrate_predictor", "calibration")
-patch("app.services.int8", "export_version_int8", "int8 export")
+patch("app.services.models.int8", "export_version_int8", "int8 export")
 patch("core.bundle.onnx", "parity", "parity")
 patch("app.worker", "prepare_vectors", "first-card vectors")  # before issue 55
-patch("app.services.retrain_serve", "first_card_vectors", "first-card vectors")
+patch("app.services.training.retrain_serve", "first_card_vectors", "first-card vectors")
 patch("storage.versions", "register_version", "registration")
 
 # one context for every job, as a worker keeps (app.worker._worker_context)
@@ -136,7 +137,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     open_state = ServingState.open
 except ImportError:
     from app.serving.context import AppContext as open_state
-from app.services import retrain_jobs
+from app.services.models import retrain_jobs
 stack.append("context")
 ctx = open_state(load_settings())
 config = json.loads(os.environ["WM_CONFIG"])
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = [peer_checkout(rev, work) for rev in args.peer] + [Path(c).resolve() for c in args.code]
     codes = codes or [ROOT]
     csv_path = project_csv(args.rows, work / f"banking77-{args.rows}.csv")
-    from app.services.retrain_jobs import parse_settings
+    from app.services.models.retrain_jobs import parse_settings
 
     config = {"method": "fast", **parse_settings(args.set)}
     results = []

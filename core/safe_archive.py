@@ -10,7 +10,7 @@ extracted folder with a ``{path: sha256}`` table.
 
 What an archive may *hold* (file types, layout) is the caller's rule, passed as ``check_file``:
 bundles (:mod:`core.bundle.safety`), zipped intent files (:mod:`app.formats.intent_files`) and
-backups (:mod:`app.services.backup`) each pass theirs.
+backups (:mod:`app.services.projects.backup`) each pass theirs.
 
 Example:
     >>> import io, zipfile

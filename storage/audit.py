@@ -156,7 +156,7 @@ def undo_batch(
 
     ``limit``: take back at most this many of its events (the newest first) in this transaction,
     under the undo's batch id ``undo``; :func:`pending` says how many are left, and a next call
-    with the same ``undo`` takes back more (:mod:`app.services.data` undoes a long batch in short
+    with the same ``undo`` takes back more (:mod:`app.services.labelling.data` undoes a long batch in short
     transactions). A batch partly undone (stopped half-way) is finished by undoing it again.
     Returns the events taken back by this call."""
     events = _events(s, project_id, batch)

@@ -1,7 +1,7 @@
 """Database-level primitives of a backup: a consistent copy of a live SQLite file and its
 integrity check; for PostgreSQL, ``pg_dump`` and ``pg_restore`` (Debian's ``postgresql-client``,
 the newest installed: it must be at least the server's version) and whether a database is empty.
-The archive around them (manifest, hashes, safe extraction) is :mod:`app.services.backup`'s.
+The archive around them (manifest, hashes, safe extraction) is :mod:`app.services.projects.backup`'s.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ audit event), for thousands in a few statements.
 Row by row, a 10,000-row bulk label held SQLite's write lock for 44-77 s (issue 45 row 5); in
 bulk a row takes about 0.3 ms even on a heavily loaded machine (``bench/RESULTS.md``), and the
 app writes a long selection
-in short transactions of a few thousand rows (:mod:`app.services.bulk`). Each call is told the
+in short transactions of a few thousand rows (:mod:`app.services.labelling.bulk`). Each call is told the
 version each row had when the change was planned: a row changed since (someone else labelled it
 between two transactions) or one the acting user may not change now (:mod:`storage.guard`) is
 left as it is and named in the answer.

@@ -1,7 +1,7 @@
 """Bulk imports: check many rows without writing (:func:`plan_import`), then write them in bulk
 (:func:`write_rows`), creating missing intents, skipping, refusing or relabelling texts already
 in the project. A long import writes its rows in chunks, one short transaction each, all under one
-batch id (:mod:`app.services.io`); :func:`import_rows` is check-and-write in the caller's one
+batch id (:mod:`app.services.projects.io`); :func:`import_rows` is check-and-write in the caller's one
 transaction (all or nothing).
 
 The writes are SQLAlchemy Core ``executemany`` statements, not one ORM object per row: the ORM

@@ -44,7 +44,7 @@ class JobView:
     log: str
     model_version_id: int | None
     config: dict[str, Any]
-    progress: float = 0.0  # the whole job's share done (app.services.job_plan), never less
+    progress: float = 0.0  # the whole job's share done (app.services.models.job_plan), never less
     elapsed: float | None = None  # seconds since a worker took it (to its end once ended)
 
     @property
@@ -183,7 +183,7 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
     return get_job(s, job_id) if claimed else None
 
 
-# The phase of a registered job that a cancel still stops (app.services.retrain_calibrate).
+# The phase of a registered job that a cancel still stops (app.services.training.retrain_calibrate).
 CALIBRATING = "calibrating"
 
 

@@ -252,7 +252,7 @@ class RemoteArtifactStore(ArtifactStore):
         except Exception:
             logger.warning("could not remove %s from %s", key, self.url, exc_info=True)
 
-    # --- backup and restore (app.services.backup) -------------------------------------------
+    # --- backup and restore (app.services.projects.backup) -------------------------------------------
 
     @_answering
     def committed_keys(self) -> list[str]:

@@ -1,6 +1,6 @@
 """A project's slot book, its intents' templates and the entity annotations on its utterances
 (TaDSE). Values and templates arrive checked (:mod:`core.slots` is the one place for the rules;
-:mod:`app.services.slots` calls it); this module stores them.
+:mod:`app.services.design.slots` calls it); this module stores them.
 
 Example:
     >>> # with s a Session and pid a project id:

@@ -1,6 +1,6 @@
 """Labelling as a team: which annotator labels which utterance (:class:`Assignment`) and what
 each one answered (:class:`Answer`), apart from the utterance's accepted label. The rules (who
-is asked, when an answer is accepted, agreement) live in :mod:`app.services.team` and
+is asked, when an answer is accepted, agreement) live in :mod:`app.services.labelling.team` and
 :mod:`core.labelling.agreement`; this module stores and reads.
 
 Example:

@@ -51,8 +51,10 @@ QUICK = {"method": "convfit", "epochs": 1, "batch_size": 8}
 
 
 def make_tiny(ctx, name: str = "tiny") -> str:
-    from app.services import data as data_svc  # here: tests.team_local reads TINY without the app
-    from app.services.projects import new_project
+    from app.services.labelling import (
+        data as data_svc,  # here: tests.team_local reads TINY without the app
+    )
+    from app.services.projects.projects import new_project
 
     new_project(ctx.db, name)
     for intent, texts in TINY.items():

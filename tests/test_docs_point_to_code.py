@@ -1,5 +1,5 @@
 """ARCHITECTURE.md, CONTRIBUTING.md, the README and the manual in docs/ point to code that exists:
-every path they name in backticks (``app/serving/pools.py``, ``app/services/queue_answers.answer``,
+every path they name in backticks (``app/serving/pools.py``, ``app/services/queue/queue_answers.answer``,
 ``app/ui/``) is a file or folder of this checkout, so a move or a rename that leaves a page behind
 fails here; and every relative link between them (``[formats](docs/formats.md#platform-agents)``)
 reaches a file, and a heading of it when it names one."""
@@ -103,7 +103,7 @@ def test_a_link_to_a_missing_page_or_heading_is_broken(tmp_path, monkeypatch):
 def test_a_path_means_the_module_or_folder_it_names():
     assert not _target("app/context.py").exists()  # moved to app/serving/: a page naming it fails
     assert _target("app/serving/pools.sync") == ROOT / "app/serving/pools.py"
-    assert _target("app/services/retrain_jobs.RetrainSpec.parse").name == "retrain_jobs.py"
+    assert _target("app/services/models/retrain_jobs.RetrainSpec.parse").name == "retrain_jobs.py"
     assert _target("storage/utterances") == ROOT / "storage/utterances.py"
     assert _target("app/ui/").is_dir()
 

@@ -84,7 +84,7 @@ def hash_password(password: str) -> str:
 
 def add_user(db: Database, name: str, role: str, password: str, *, actor: str = "") -> Actor:
     """A new account, recorded in the security log as ``added`` by ``actor`` (in the same
-    transaction). The name of a removed user is refused: :func:`app.services.accounts.restore_user`
+    transaction). The name of a removed user is refused: :func:`app.services.projects.accounts.restore_user`
     brings that user back on purpose."""
     hashed = hash_password(password)
     with db.session() as s:

@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from app.api.models import ErrorOut
-from app.services.predict import error_message
-from app.services.retrain_jobs import QueueUnavailable
+from app.services.models.predict import error_message
+from app.services.models.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
 from storage.errors import (
     ArtifactsUnavailable,

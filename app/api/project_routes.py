@@ -29,12 +29,12 @@ from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, RETRY_AFTER_S
 from app.api.files import NOTE_HEADER, file_download
 from app.api.security import context, project_for, role
-from app.services import bulk as bulk_svc
-from app.services import history
-from app.services import io as io_svc
-from app.services import projects as project_svc
-from app.services import versions as versions_svc
-from app.services.bulk import BulkPlan
+from app.services.labelling import bulk as bulk_svc
+from app.services.labelling import history
+from app.services.labelling.bulk import BulkPlan
+from app.services.models import versions as versions_svc
+from app.services.projects import io as io_svc
+from app.services.projects import projects as project_svc
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 

@@ -32,10 +32,10 @@ from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
 from app.api.security import context, project_for, role
-from app.services import data as data_svc
-from app.services import predict as predict_svc
-from app.services import retrain_jobs as training_svc
-from app.services import versions as versions_svc
+from app.services.labelling import data as data_svc
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs as training_svc
+from app.services.models import versions as versions_svc
 from storage.jobs import JobView
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)

@@ -18,7 +18,7 @@ from app.access import open_project
 from app.api import errors, project_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
-from app.services.predict import classify_requests
+from app.services.models.predict import classify_requests
 from app.serving.state import ServingState
 from storage.errors import StorageError
 

@@ -1,7 +1,7 @@
 """The REST routes of labelling as a team (under ``/api/v1``, beside
 :data:`app.api.routes.router`): an admin assigns unlabelled utterances, each annotator fetches
 their items and answers them, anyone reads the agreement and downloads the raw answers, a
-reviewer settles the disagreements. The rules are :mod:`app.services.team`'s.
+reviewer settles the disagreements. The rules are :mod:`app.services.labelling.team`'s.
 
 | route | role |
 |---|---|
@@ -37,9 +37,9 @@ from app.access.auth import acting_as
 from app.api import models, team_models
 from app.api.errors import ERROR_RESPONSES, PREFIX
 from app.api.security import context, project_for
-from app.services import members as members_svc
-from app.services import team, team_answers
-from app.services.downloads import download_path
+from app.services.labelling import team, team_answers
+from app.services.projects import members as members_svc
+from app.services.projects.downloads import download_path
 from core.evaluation.oos import OUT_OF_SCOPE
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)

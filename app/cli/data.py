@@ -24,7 +24,7 @@ AGENT_FORMAT_NAMES = (
 
 def cmd_import(args: argparse.Namespace) -> int:
     from app.access.auth import LOCAL, acting_as
-    from app.services.io import destination, import_file
+    from app.services.projects.io import destination, import_file
 
     ctx = context(args)
     with acting_as(LOCAL):
@@ -42,7 +42,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from app.services.io import export_project
+    from app.services.projects.io import export_project
 
     ctx = context(args)
     result = export_project(ctx.db, project(ctx, args.project), args.output, format=args.format)
@@ -52,7 +52,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from app.services.backup import PG_DUMP, backup_deployment
+    from app.services.projects.backup import PG_DUMP, backup_deployment
 
     settings = load_settings(args.data_dir, args.db_url)
     manifest = backup_deployment(settings, Path(args.output))
@@ -68,7 +68,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from app.config import load_settings
-    from app.services.backup import restore_deployment
+    from app.services.projects.backup import restore_deployment
 
     settings = load_settings(args.data_dir, args.db_url)
     manifest = restore_deployment(Path(args.file), settings)
@@ -98,7 +98,7 @@ def _cli_actor() -> str:
 
 def cmd_users(args: argparse.Namespace) -> int:
     from app.access.auth import add_user, issue_token
-    from app.services import accounts
+    from app.services.projects import accounts
     from storage.users import list_users
 
     ctx = context(args)
@@ -161,8 +161,8 @@ def cmd_projects(args: argparse.Namespace) -> int:
     """The projects, or (``--user NAME``) those NAME sees, with NAME's role in each."""
     from app.access import open_project, visible_projects
     from app.access.auth import LOCAL
-    from app.services.members import actor_of
-    from app.services.projects import summary
+    from app.services.projects.members import actor_of
+    from app.services.projects.projects import summary
 
     ctx = context(args)
     who = actor_of(ctx.db, args.user) if args.user else LOCAL
@@ -181,7 +181,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     lines with ``--json``)."""
     import json
 
-    from app.services.accounts import ACTIONS, COLUMNS, security_log
+    from app.services.projects.accounts import ACTIONS, COLUMNS, security_log
 
     if args.action and args.action not in ACTIONS:
         raise CliError(f"Unknown action {args.action!r}: use one of {', '.join(ACTIONS)}.")

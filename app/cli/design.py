@@ -1,5 +1,5 @@
 """``clusters``: candidate intents from a project's unlabelled utterances, as the Design tab
-shows them (:func:`app.services.clusters.candidate_intents`), printed as a table or JSON."""
+shows them (:func:`app.services.design.clusters.candidate_intents`), printed as a table or JSON."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ EXAMPLES = 3  # central examples per cluster in the table
 
 def cmd_clusters(args: argparse.Namespace) -> int:
     """Print the candidate intents of a project, most coherent first."""
-    from app.services.clusters import candidate_intents
+    from app.services.design.clusters import candidate_intents
 
     name = args.project or args.project_option
     if not name:

@@ -1,6 +1,6 @@
 """``delete``, ``undo`` and ``activity``: one utterance deleted, a change taken back, and the
 project's recent changes, over the services the Data and Activity tabs use
-(:func:`app.services.data.delete_utterance`, :mod:`app.services.history`), through the same
+(:func:`app.services.labelling.data.delete_utterance`, :mod:`app.services.labelling.history`), through the same
 front door (:func:`app.access.writing`: the role and the item rule). The command line acts as
 the local admin (:func:`app.cli.common.project`)."""
 
@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from app.services import data
+    from app.services.labelling import data
 
     if (args.id is None) == (args.text is None):
         raise CliError("Give the utterance's id or --text (one of them).")
@@ -64,7 +64,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    from app.services import history
+    from app.services.labelling import history
 
     ctx = context(args)
     p = project(ctx, args.project, "undo")
@@ -73,7 +73,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 
 def cmd_activity(args: argparse.Namespace) -> int:
-    from app.services import history
+    from app.services.labelling import history
 
     ctx = context(args)
     rows = history.activity(ctx.db, project(ctx, args.project), limit=args.limit)

@@ -12,7 +12,7 @@ from app.cli.common import CliError, context, project
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
-    from app.services.retrain_jobs import parse_settings
+    from app.services.models.retrain_jobs import parse_settings
 
     try:
         return {"method": args.method, **parse_settings(args.set or [])}
@@ -25,8 +25,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     import time
 
     from app import worker
-    from app.services import retrain_jobs
-    from app.services.retrain_warm import warm_up_worker
+    from app.services.models import retrain_jobs
+    from app.services.training.retrain_warm import warm_up_worker
 
     ctx = context(args)
     if args.queue:
@@ -73,7 +73,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if warming is not None:  # the same for a warm-up a job that failed early did not wait for
         warming.join(60)
     if view.model_version_id:
-        from app.services.versions import metrics
+        from app.services.models.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics
 
         m = metrics(ctx.db, project(ctx, args.project), view.model_version_id)
@@ -122,7 +122,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
     """Show a project's settings and what each does now, or with ``--set name=value``
     (repeatable) change some of them (every value is checked first: one bad value changes
     nothing)."""
-    from app.services import settings
+    from app.services.projects import settings
 
     ctx = context(args)
     changes: dict[str, str] = {}
@@ -188,7 +188,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     else:
         if not args.project:
             raise CliError("Give --project NAME (or --bundle FILE).")
-        from app.services.predict import predict
+        from app.services.models.predict import predict
 
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
@@ -203,7 +203,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle_export(args: argparse.Namespace) -> int:
-    from app.services.bundles import export_bundle
+    from app.services.projects.bundles import export_bundle
 
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
     ctx = context(args)
@@ -214,7 +214,7 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle_import(args: argparse.Namespace) -> int:
-    from app.services.bundles import import_bundle
+    from app.services.projects.bundles import import_bundle
 
     name = import_bundle(context(args).factories, args.file, args.name)
     print(f"Imported the bundle as read-only project {name!r}.")
@@ -222,7 +222,7 @@ def cmd_bundle_import(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from app.services.reports import build_report
+    from app.services.projects.reports import build_report
 
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix.lower() != ".html":

@@ -35,8 +35,8 @@ def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
     import gc
     import time
 
-    from app.services.map_warm_up import encode_map_rows
-    from app.services.queue import warm_up as warm_queue
+    from app.services.design.map_warm_up import encode_map_rows
+    from app.services.queue.queue import warm_up as warm_queue
     from core.encoding.exit_gate import Exiting
     from core.errors import logged
 
@@ -187,7 +187,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from app.access.auth import ensure_admin
     from app.config import load_settings
-    from app.services.projects import ensure_demo_project
+    from app.services.projects.projects import ensure_demo_project
     from app.serving.state import ServingState
     from app.web import web_app
 
@@ -215,7 +215,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
         ensure_demo_project(ctx.db)
-    from app.services.map_warm_up import start_warm_up
+    from app.services.design.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
     umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path

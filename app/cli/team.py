@@ -1,7 +1,7 @@
-"""``team``: labelling as a team from the command line, over :mod:`app.services.team` —
+"""``team``: labelling as a team from the command line, over :mod:`app.services.labelling.team` —
 ``assign`` unlabelled utterances to annotators with an overlap, print the ``agreement`` on the
 overlap as a table, ``export`` every annotator's answer as JSONL; and ``members``: who sees a
-project, with which role there (:mod:`app.services.members`)."""
+project, with which role there (:mod:`app.services.projects.members`)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_team_assign(args: argparse.Namespace) -> int:
-    from app.services import team
+    from app.services.labelling import team
 
     if args.limit is not None and args.limit < 1:
         raise CliError("--limit is a number of utterances, at least 1.")
@@ -88,7 +88,7 @@ def _value(value: float | None) -> str:
 
 
 def cmd_team_agreement(args: argparse.Namespace) -> int:
-    from app.services import team_answers
+    from app.services.labelling import team_answers
 
     ctx = context(args)
     found = team_answers.measure(ctx.db, project(ctx, args.project))
@@ -114,7 +114,7 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_team_export(args: argparse.Namespace) -> int:
-    from app.services import team_answers
+    from app.services.labelling import team_answers
 
     ctx = context(args)
     out = team_answers.export_answers(ctx.db, project(ctx, args.project), Path(args.output))
@@ -127,7 +127,7 @@ def cmd_team_export(args: argparse.Namespace) -> int:
 def cmd_members(args: argparse.Namespace) -> int:
     import getpass
 
-    from app.services import members
+    from app.services.projects import members
 
     ctx = context(args)
     p = project(ctx, args.project)

@@ -3,7 +3,7 @@ answered 401, 403 or 404 (no or a bad token or session, a role too low, a projec
 no member of, a download not theirs, an upload from another site), with who (when known), from
 where and what was asked. :class:`DeniedCalls` watches the answers at the web app's edge and hands
 each refusal to ``record(user, address, detail)`` (the app writes it off the event loop, a bounded
-number a minute per source: :func:`app.services.accounts.denied`).
+number a minute per source: :func:`app.services.projects.accounts.denied`).
 
 Example:
     >>> watched({"type": "http", "path": "/api/v1/projects/x/predict"}, 404)

@@ -5,7 +5,7 @@ Gradio hands a file out by its path (``/gradio_api/file=<path>``) to any signed-
 knows the URL, and used to keep a copy of each in its cache for a day: a member removed from a
 project could still fetch the project's report, and the copies sat outside the downloads' cap
 (28 MB in 70 s by one designer). The app now serves downloads straight from
-``<data-dir>/downloads`` (:mod:`app.services.downloads`; no copies), and
+``<data-dir>/downloads`` (:mod:`app.services.projects.downloads`; no copies), and
 :class:`DownloadGate` sits in front of Gradio's file routes: a path under that folder is served
 only when ``may_read(user, project)`` says the session's user may read the project the download
 came from *now* (anyone else, and a download that names no project, gets one 404 that says
@@ -41,7 +41,7 @@ PROJECT_FILE = ".project"  # in a download's folder: the id of the project it ca
 
 def download_project(path: Path) -> int | None:
     """The id of the project a download (a file in its own folder, written by
-    :func:`app.services.downloads.new_download`) came from; None when its folder names none."""
+    :func:`app.services.projects.downloads.new_download`) came from; None when its folder names none."""
     try:
         return int((path.parent / PROJECT_FILE).read_text(encoding="ascii"))
     except (OSError, ValueError):

@@ -183,7 +183,7 @@ def _layout(fig: go.Figure, n_intents: int, *, top: int, meta: dict[str, Any]) -
 def warm_up() -> None:
     """Build and serialise a two-point map once. A process's first figure imports plotly's
     template and trace modules (10 s of a first Map render after a restart, measured on the
-    2-core machine); the server does this at start-up instead (:func:`app.services.map_warm_up.start_warm_up`)."""
+    2-core machine); the server does this at start-up instead (:func:`app.services.design.map_warm_up.start_warm_up`)."""
     fig = go.Figure(data=[go.Scattergl(x=[0.0, 1.0], y=[0.0, 1.0]), go.Scatter(x=[0.5], y=[0.5])])
     _layout(fig, 1, top=10, meta={})
     fig.to_json()

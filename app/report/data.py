@@ -84,7 +84,7 @@ class ReportData:
     oos_target: float | None = None
     generated_at: str = ""
     notes: str = ""
-    # A team project's agreement (app.services.team_answers.report_view); None: nobody was assigned.
+    # A team project's agreement (app.services.labelling.team_answers.report_view); None: nobody was assigned.
     team: dict[str, Any] | None = None
 
     @property

@@ -6,7 +6,7 @@ A retrain evaluates the new encoder, the frozen base and the active version; a r
 Train tab evaluate the active version and the frozen base again. When neither the encoder nor
 the rows nor anything else that decides changed, that is the same computation with the same
 result. :class:`EvalMemo` keeps each result (a :class:`VersionMetrics` dict) under a key of
-everything :func:`app.services.evaluation.evaluate_version` reads: the encoder's fingerprint (and
+everything :func:`app.services.models.evaluation.evaluate_version` reads: the encoder's fingerprint (and
 its separate label encoder's), the anchors (texts and weight), ``k``, the rule, the context
 encoding, the rows (texts and label sets of both splits), the multi-label switch and head
 options, and the source of the code that scores (a change there measures again). Only a
@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 KEPT = 200  # result files kept (the newest)
 # The code an evaluation's numbers come from: a change to any of these measures again.
 _SOURCES = (
-    "app/services/evaluation.py",
+    "app/services/models/evaluation.py",
     "core/evaluation/scoring.py",
     "core/evaluation/multilabel.py",
     "core/evaluation/space.py",
@@ -96,7 +96,7 @@ def evaluation_key(
     multi_label: bool,
     head: Mapping[str, Any] | None,
 ) -> str | None:
-    """The key of :func:`app.services.evaluation.evaluate_version`'s result for these inputs;
+    """The key of :func:`app.services.models.evaluation.evaluate_version`'s result for these inputs;
     None when the encoder has no fingerprint (nothing then says two encoders are the same)."""
     fingerprint = getattr(factory.encoder, "fingerprint", None)
     if not fingerprint:

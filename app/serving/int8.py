@@ -5,7 +5,7 @@ fp32 encoder. Either way one encoder encodes both the queries and the pool, and 
 the measurement of the encoder that serves it (:func:`served_metrics`).
 
 The copy is its own artifact (``int8["artifact"]`` in the version's metrics, written by the
-retrain's int8 phase after the version already serves fp32, :mod:`app.services.retrain_int8`);
+retrain's int8 phase after the version already serves fp32, :mod:`app.services.training.retrain_int8`);
 a version registered before issue 55 keeps it in its own artifact's ``onnx/`` folder
 (:func:`int8_folder` finds either)."""
 

@@ -1,6 +1,6 @@
 """The Map tab's store: projection files on disk (one per encoder, method and set of texts),
 the background computations in flight, the process that projects them (:class:`Projector`) and
-the live views drawn from them (:mod:`app.services.maps` computes both), with the factory
+the live views drawn from them (:mod:`app.services.design.maps` computes both), with the factory
 builder that scores their points. One per process (:attr:`app.serving.state.ServingState.maps`,
 under ``<data dir>/maps``); the projector's process starts at the first projection."""
 
@@ -48,7 +48,7 @@ class MapView:
     metrics: dict[str, float] = field(default_factory=dict)
     # per intent: spread and gap to the nearest intent, in the encoder's space
     geometry: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # a quick projection shown while the one asked for is computed (app.services.maps.get_map)
+    # a quick projection shown while the one asked for is computed (app.services.design.maps.get_map)
     provisional: bool = False
     # the project's rows left out of a provisional picture: their vectors were not there yet
     # (they are encoded with the projection, in the background, and join the map when it lands)

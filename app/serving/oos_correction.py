@@ -1,6 +1,6 @@
 """A version's out-of-scope correction, as every calibration of its pool applies it.
 
-A retrain's held-out calibration (:mod:`app.services.retrain_calibrate`, after its version
+A retrain's held-out calibration (:mod:`app.services.training.retrain_calibrate`, after its version
 serves) records with the version how far its encoder's scores of the examples it trained on run
 above a new question's: a :class:`~core.evaluation.calibration.ScoreMap`, in
 :attr:`~core.evaluation.version_metrics.VersionMetrics.oos_calibration`. The rule for when it

@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import history as svc
+from app.services.labelling import history as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from app.ui.security_log import build_security_section

@@ -13,9 +13,9 @@ import gradio as gr
 from app.access import open_project
 from app.access.actions import need
 from app.access.auth import require
-from app.services import data as data_svc
-from app.services import predict as predict_svc
-from app.services import projects as project_svc
+from app.services.labelling import data as data_svc
+from app.services.models import predict as predict_svc
+from app.services.projects import projects as project_svc
 from app.serving.admission import BusyError
 from app.serving.state import ServingState
 from storage.errors import StorageError

@@ -1,7 +1,7 @@
 """A bulk label as the screen shows it (the Data tab's filter, the Map's lasso): a preview that
 says what will change, and a Label button that applies exactly the preview on screen.
 
-Each preview is rendered with its token (:attr:`app.services.bulk.BulkPlan.token`, a digest of
+Each preview is rendered with its token (:attr:`app.services.labelling.bulk.BulkPlan.token`, a digest of
 what it would change) and kept, with the ids and the choice it counted and what the screen
 showed it for, in the per-user :data:`Previews` state. Pressing Label sends the token of the
 preview the page shows at that moment, read from the page (:func:`token_js`), never the last
@@ -24,7 +24,7 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
-from app.services import bulk as bulk_svc
+from app.services.labelling import bulk as bulk_svc
 from app.ui.common import attempt, ok, problem
 from storage.db import Database
 

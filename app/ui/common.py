@@ -10,7 +10,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from app.services.retrain_jobs import QueueUnavailable
+from app.services.models.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
 from storage.db import Database
 from storage.errors import ArtifactsUnavailable, DatabaseUnavailable
@@ -186,7 +186,7 @@ def project_picker(db: Database, picked: str | None, *, select: bool = True) -> 
     the list of choices")."""
     import gradio as gr
 
-    from app.services import projects as project_svc
+    from app.services.projects import projects as project_svc
 
     fresh = project_svc.project_names(db)
     if picked in fresh:

@@ -1,6 +1,6 @@
 """The Data tab's bulk label: every row the table's filters match (all pages) gets one intent, as
 one batch, after a preview that says what changes and what is protected — the same safe action
-as a map lasso (:mod:`app.ui.bulk_preview`, :mod:`app.services.bulk`).
+as a map lasso (:mod:`app.ui.bulk_preview`, :mod:`app.services.labelling.bulk`).
 
 Label applies exactly the preview on screen: its token, read from the page when the button is
 pressed, names the ids it counted. A filter, intent or choice changed since takes the preview's
@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import table as table_svc
+from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.ui import bulk_preview
 from app.ui.bulk_preview import Previews
@@ -88,7 +88,7 @@ def build_bulk(
     filters: list[Any],
 ) -> dict[str, Any]:
     """Lay out the bulk label (in an accordion) and bind it. ``query`` holds the table's filters
-    (:class:`app.services.table.TableQuery`); ``triggers`` are the events after which they are
+    (:class:`app.services.labelling.table.TableQuery`); ``triggers`` are the events after which they are
     set (the preview is counted again after each); ``filters`` the filter widgets, whose values
     a Label press sends (:func:`app.ui.data_filters.read_filters`)."""
     with gr.Accordion("Label every row the filters show", open=False):

@@ -1,5 +1,5 @@
 """The Data tab's filters as one value: the widgets' values read into one
-:class:`app.services.table.TableQuery` (what the table, its pages and the bulk label's preview
+:class:`app.services.labelling.table.TableQuery` (what the table, its pages and the bulk label's preview
 take), and what a preview was counted for."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from app.services.table import TableQuery
+from app.services.labelling.table import TableQuery
 
 ALL = "(all)"
 

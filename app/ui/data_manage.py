@@ -10,8 +10,8 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle, open_project
-from app.services import data as svc
-from app.services import io as io_svc
+from app.services.labelling import data as svc
+from app.services.projects import io as io_svc
 from app.serving.state import ServingState
 from app.ui.common import GONE, attempt, bind, md_text, ok, problem, project_picker
 from app.ui.data_slots import build_slots
@@ -143,7 +143,7 @@ AGENT_CHOICES = [
 
 
 def do_export(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
-    """Export in the format chosen (see :func:`app.services.io.export_download`)."""
+    """Export in the format chosen (see :func:`app.services.projects.io.export_download`)."""
     res, err = attempt(lambda: io_svc.export_download(ctx, p, fmt))
     if err:
         return problem(err), None

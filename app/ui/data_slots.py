@@ -2,7 +2,7 @@
 slot) and an intent's templates (``fly me to {city}``), edited as one item per line. Pick a slot
 or an intent to load it, edit, save; every refusal says why and changes nothing. They are
 project data that imports and exports carry (Rasa YAML, slot book files); retraining does not
-use them. The callbacks are plain functions over the services (:mod:`app.services.slots`)."""
+use them. The callbacks are plain functions over the services (:mod:`app.services.design.slots`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
-from app.services import slots as svc
+from app.services.design import slots as svc
+from app.services.labelling import data as data_svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database

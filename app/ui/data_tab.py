@@ -12,9 +12,9 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import data as svc
-from app.services import history
-from app.services import table as table_svc
+from app.services.labelling import data as svc
+from app.services.labelling import history
+from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.serving.state import ServingState
 from app.ui.common import attempt, bind, md_text, ok, problem
@@ -136,7 +136,7 @@ def save(
     uname: str,
 ) -> str:
     """Save the edit panel; changing a test row's intents or split needs *I'm changing a test
-    label* ticked (:func:`app.services.data.refuse_unconfirmed_test_change`)."""
+    label* ticked (:func:`app.services.labelling.data.refuse_unconfirmed_test_change`)."""
     if not uid:
         return problem("Click a row in the table first.")
 

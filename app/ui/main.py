@@ -9,8 +9,8 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
-from app.services import downloads
-from app.services import projects as project_svc
+from app.services.projects import downloads
+from app.services.projects import projects as project_svc
 from app.serving.state import ServingState
 from app.ui import bulk_preview
 from app.ui.activity_tab import build_activity_tab

@@ -1,6 +1,6 @@
 """The Map tab: the project's utterances in 2D, before/after side by side, lasso to label,
-click a point for its explanation. Callbacks only call :mod:`app.services.maps` and
-:mod:`app.services.data`."""
+click a point for its explanation. Callbacks only call :mod:`app.services.design.maps` and
+:mod:`app.services.labelling.data`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
-from app.services import maps as svc
-from app.services import versions as version_svc
-from app.services.versions import ACTIVE, BASE, Version
+from app.services.design import maps as svc
+from app.services.labelling import data as data_svc
+from app.services.models import versions as version_svc
+from app.services.models.versions import ACTIVE, BASE, Version
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import MapStore
 from app.ui import bulk_preview

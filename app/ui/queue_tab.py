@@ -15,8 +15,8 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.access.actions import need
-from app.services import data as data_svc
-from app.services import queue as svc
+from app.services.labelling import data as data_svc
+from app.services.queue import queue as svc
 from app.serving.live import LivePools
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok

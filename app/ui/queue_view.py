@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import projects as projects_svc
-from app.services import queue as svc
-from app.services import team as team_svc
+from app.services.labelling import team as team_svc
+from app.services.projects import projects as projects_svc
+from app.services.queue import queue as svc
 from app.ui.common import attempt, md_text, problem
 from storage.db import Database
 

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from app.services import accounts
+from app.services.projects import accounts
 from app.ui.common import attempt, bind, md_text, problem
 from app.ui.guard import guarded
 from storage.db import Database

@@ -1,7 +1,7 @@
 """The Data tab's *Project settings* accordion: every setting of the project
 (:class:`app.project_settings.ProjectSettings`) in one place, shown for the chosen project with
 what each does now, and saved together by one button (one bad value changes nothing). The
-callbacks are plain functions over :mod:`app.services.settings`, as the CLI's ``settings`` is."""
+callbacks are plain functions over :mod:`app.services.projects.settings`, as the CLI's ``settings`` is."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import settings as svc
+from app.services.projects import settings as svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from app.access import ProjectHandle
 from app.access.auth import current_actor
-from app.services import projects as project_svc
+from app.services.projects import projects as project_svc
 from app.ui.common import attempt, md_text, problem
 from storage.db import Database
 

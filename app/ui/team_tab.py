@@ -3,7 +3,7 @@ labelled twice), and everyone sees each annotator's progress, how far they agree
 pair, Krippendorff's α over all) and the intents they disagree on, with their disputed
 utterances. Disagreements are settled in the Label tab's order *Disagreements to review*. Its
 *Members* section lists who sees the project; an admin adds a user with a role there, or
-removes one (:mod:`app.services.members`)."""
+removes one (:mod:`app.services.projects.members`)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.plots.team import agreement_chart
-from app.services import accounts
-from app.services import members as members_svc
-from app.services import team as svc
-from app.services import team_answers as answers_svc
-from app.services.downloads import download_path
+from app.services.labelling import team as svc
+from app.services.labelling import team_answers as answers_svc
+from app.services.projects import accounts
+from app.services.projects import members as members_svc
+from app.services.projects.downloads import download_path
 from app.serving.state import ServingState
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded

@@ -8,8 +8,8 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
-from app.services import predict as svc
+from app.services.labelling import data as data_svc
+from app.services.models import predict as svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_sentence, md_text, ok, problem
 from app.ui.guard import guarded

@@ -1,7 +1,7 @@
 """What a running retrain tells the database: throttled progress writes, a heartbeat thread that
 proves the worker alive and writes the job's share done and time left once a second, and cancel
-polling (:class:`JobReporter`, the :class:`app.services.retrain.Reporter` a worker hands
-:func:`app.services.retrain.run_retrain`). Each write locks the job's row only
+polling (:class:`JobReporter`, the :class:`app.services.training.retrain.Reporter` a worker hands
+:func:`app.services.training.retrain.run_retrain`). Each write locks the job's row only
 (:data:`storage.db.ROWS`): no project's writers wait for a heartbeat, nor it for them. A
 stopping worker's job is stopped at the same polls, to be handed back to the queue
 (:mod:`app.worker.stopping`)."""
@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from app.config import Settings
-from app.services.job_plan import JobPlan, Tracker
-from app.services.retrain import EvalProgress
+from app.services.models.job_plan import JobPlan, Tracker
+from app.services.training.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
 from app.worker.stopping import StopRequest
 from core.errors import logged
@@ -36,7 +36,7 @@ def heartbeat_seconds(settings: Settings) -> float:
 class JobReporter:
     """Throttled progress writes, a heartbeat thread and cancel polling for one running job.
 
-    The job's share done and its time left come from a :class:`app.services.job_plan.Tracker`
+    The job's share done and its time left come from a :class:`app.services.models.job_plan.Tracker`
     of the retrain's plan: every progress write carries them, and the heartbeat thread writes
     them once a second (a phase without a count moves by its time; the time left goes on with
     the clock between counts)."""

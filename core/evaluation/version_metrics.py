@@ -59,7 +59,7 @@ class VersionMetrics:
     gate: dict[str, Any] = field(default_factory=dict)  # {"passed", "reason", "tolerance"}
     int8: dict[str, Any] = field(default_factory=dict)  # the int8 copy's parity check
     # how its out-of-scope thresholds were calibrated after it served: the held-out
-    # calibration's map and numbers (app.services.retrain_calibrate), or why there is none
+    # calibration's map and numbers (app.services.training.retrain_calibrate), or why there is none
     oos_calibration: dict[str, Any] = field(default_factory=dict)
     encoder: str | None = None  # "int8" or "fp32": the encoder these numbers measured (None: fp32)
     fp32: VersionMetrics | None = None  # with ``encoder="int8"``: the fp32 encoder, same rows

@@ -20,7 +20,7 @@ def ctx(tmp_path):
 @pytest.fixture
 def demo(ctx):
     """The demo project, as each call of a test resolves it (:class:`tests.handles.Live`)."""
-    from app.services.projects import ensure_demo_project
+    from app.services.projects.projects import ensure_demo_project
     from tests.handles import live
 
     return live(ctx, ensure_demo_project(ctx.db))

@@ -60,9 +60,9 @@ def team_context(data_dir: Path) -> Any:
     (vic) (passwords in :data:`PASSWORDS`)."""
     from app.access import auth
     from app.config import load_settings
-    from app.services import data as data_svc
-    from app.services.members import add_member
-    from app.services.projects import new_project
+    from app.services.labelling import data as data_svc
+    from app.services.projects.members import add_member
+    from app.services.projects.projects import new_project
     from app.serving.state import ServingState
 
     ctx = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))

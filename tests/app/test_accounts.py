@@ -14,7 +14,7 @@ import pytest
 from app.access import auth
 from app.cli import main
 from app.config import load_settings
-from app.services.accounts import security_log
+from app.services.projects.accounts import security_log
 from app.serving.state import ServingState
 
 
@@ -235,12 +235,12 @@ def test_a_failed_security_log_write_is_logged_and_a_programming_error_is_raised
     traceback and the action stands; a programming error in the same place (here: a database
     that is not one) is raised, never swallowed as a missing record."""
     from app.access.auth import LOCAL
-    from app.services.accounts import record
+    from app.services.projects.accounts import record
     from storage.db import Database, sqlite_url
 
     gone = Database(sqlite_url(tmp_path / "no" / "such" / "dir.db"), apply_migrations=False)
     try:
-        with caplog.at_level("ERROR", logger="app.services.accounts"):
+        with caplog.at_level("ERROR", logger="app.services.projects.accounts"):
             record(gone, "exported", "a file", who=LOCAL)  # logged, not raised
         assert "could not write exported to the security log" in caplog.text
         assert "Traceback" in caplog.text or caplog.records[-1].exc_info is not None

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from app.cli import main
-from app.services import bundles, projects
-from app.services import data as data_svc
-from app.services.predict import predict, predict_one
+from app.services.labelling import data as data_svc
+from app.services.models.predict import predict, predict_one
+from app.services.projects import bundles, projects
 from core.bundle import load
 from core.encoding import anchor_encoder_of
 from tests.handles import live
@@ -91,8 +91,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     """The separate label encoder is no longer trained (it lost on both bench data sets), but a
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
     from app import worker
-    from app.services import retrain_jobs
-    from app.services.versions import resolve_encoder
+    from app.services.models import retrain_jobs
+    from app.services.models.versions import resolve_encoder
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)

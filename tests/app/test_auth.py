@@ -9,9 +9,9 @@ import pytest
 
 from app.access import ProjectHandle, auth
 from app.cli import main
-from app.services import data as data_svc
-from app.services import history
-from app.services.members import add_member
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.projects.members import add_member
 from app.serving.state import ServingState
 from app.ui import guard
 from storage.tables import User

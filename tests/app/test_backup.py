@@ -14,10 +14,10 @@ import pytest
 from app import worker
 from app.cli import main
 from app.config import load_settings
-from app.services import backup as backup_svc
-from app.services import predict as predict_svc
-from app.services import retrain_jobs
-from app.services.versions import history
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.models.versions import history
+from app.services.projects import backup as backup_svc
 from app.serving.state import ServingState
 from storage.errors import StorageError
 from tests.handles import live
@@ -38,7 +38,7 @@ def source(tmp_path_factory):
         ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
     )
     worker.execute_job(ctx, job.id)
-    from app.services.versions import activate
+    from app.services.models.versions import activate
 
     activate(
         ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx.training, job.id).model_version_id

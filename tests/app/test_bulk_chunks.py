@@ -11,10 +11,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.services import bulk as bulk_svc
-from app.services import data as data_svc
-from app.services import history
-from app.services.io import destination, import_utterances
+from app.services.labelling import bulk as bulk_svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.projects.io import destination, import_utterances
 from storage.errors import BusyError
 from storage.utterances import NewUtterance
 from tests.handles import live

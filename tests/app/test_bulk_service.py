@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import bulk as bulk_svc
-from app.services import data as data_svc
-from app.services import history
+from app.services.labelling import bulk as bulk_svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
 
 
 def _mixed_selection(ctx, demo) -> tuple[list[int], dict[int, tuple[str, str]]]:

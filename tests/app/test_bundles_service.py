@@ -10,14 +10,14 @@ import pytest
 
 from app import worker
 from app.cli import main
-from app.services import bundles as svc
-from app.services import data as data_svc
-from app.services import io as io_svc
-from app.services import predict as predict_svc
-from app.services import retrain_jobs
-from app.services.io import destination
-from app.services.projects import project_names
-from app.services.versions import history
+from app.services.labelling import data as data_svc
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.models.versions import history
+from app.services.projects import bundles as svc
+from app.services.projects import io as io_svc
+from app.services.projects.io import destination
+from app.services.projects.projects import project_names
 from core.bundle import BundleError, load
 from storage.errors import StorageError
 from tests.handles import live
@@ -93,7 +93,7 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, job.id)
     version = retrain_jobs.job(ctx.training, job.id).model_version_id
-    from app.services.versions import activate
+    from app.services.models.versions import activate
 
     activate(ctx.factories, live(ctx, "tiny"), version)
     out = tmp_path / "tiny.zip"
@@ -245,8 +245,8 @@ def test_opening_a_bundle_in_a_team_tells_nothing_of_hidden_projects_and_is_boun
     name never depends on projects she cannot see, she is its member (so she sees it), and she
     holds at most a few such projects at once."""
     from app.access.auth import acting_as
-    from app.services.members import actor_of
-    from app.services.projects import new_project
+    from app.services.projects.members import actor_of
+    from app.services.projects.projects import new_project
     from tests.app.live import PROJECT, team_context
 
     ctx = team_context(tmp_path / "data")

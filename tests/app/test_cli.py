@@ -54,7 +54,7 @@ LOCAL_TRAIN_AND_PREDICT = """
 import json, sys
 for name in json.loads(sys.argv[1]):
     sys.modules[name] = None  # as on a machine without it: importing it fails
-import app.cli, app.serving.state, app.serving.models, app.services.predict, core.training
+import app.cli, app.serving.state, app.serving.models, app.services.models.predict, core.training
 print("torch before an encoder loads:", "torch" in sys.modules)
 from app.cli import main
 d = ["--data-dir", sys.argv[2]]

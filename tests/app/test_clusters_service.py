@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import clusters as svc
-from app.services import data as data_svc
-from app.services import history
-from app.services.projects import new_project
+from app.services.design import clusters as svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.projects.projects import new_project
 from tests.handles import live
 from tests.samples import GIFT, HOURS, KLARNA
 
@@ -118,7 +118,7 @@ def test_too_few_unlabelled_utterances_get_a_clear_message(ctx):
 
 
 def test_a_cluster_is_isolated_on_the_map(ctx, logs):
-    from app.services import maps
+    from app.services.design import maps
 
     gift = _cluster(svc.candidate_intents(ctx.live, live(ctx, logs)), "gift")
     view = maps.compute_map(ctx.maps, live(ctx, logs), method="pca")

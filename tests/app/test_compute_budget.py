@@ -47,8 +47,8 @@ def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_
     """The held-out calibration (about 4x a retrain's training) is the default where it takes
     seconds; a project's setting overrides the device either way; it is planned only where it
     has something to calibrate."""
-    from app.services.retrain_calibrate import PENDING, calibration_plan
-    from app.services.retrain_state import Snapshot
+    from app.services.training.retrain_calibrate import PENDING, calibration_plan
+    from app.services.training.retrain_state import Snapshot
     from core.evaluation import EvalData
     from core.training import trainable
 
@@ -133,7 +133,7 @@ def test_the_device_is_asked_once_and_a_configured_one_wins(monkeypatch):
 def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch):
     """On a GPU a new project starts on mpnet when it is installed, else on MiniLM (said in the
     log); on a CPU on MiniLM. Imports create projects the same way."""
-    from app.services import projects as project_svc
+    from app.services.projects import projects as project_svc
     from core.encoding import registry
     from storage.projects import get_project
 
@@ -157,8 +157,8 @@ def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch
 def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ctx, monkeypatch):
     """One project setting switches the base encoder; the line says so, with this device's
     reason for its default and the cost of the other encoder here."""
-    from app.services import encoders
-    from app.services import settings as settings_svc
+    from app.services.models import encoders
+    from app.services.projects import settings as settings_svc
     from core.encoding import registry
     from tests.handles import live
     from tests.samples import make_tiny
@@ -194,8 +194,8 @@ def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_co
     """The Data tab's Project settings line (and the CLI's) for ``oos_calibration``, as a
     function of the device: on a GPU auto is held-out and says what it buys; on a CPU auto is
     quick and says what held-out would cost here; a project's own choice is said as its own."""
-    from app.services import settings as settings_svc
-    from app.services.calibration import calibration_line
+    from app.services.models.calibration import calibration_line
+    from app.services.projects import settings as settings_svc
     from tests.handles import live
     from tests.samples import make_tiny
 
@@ -224,10 +224,10 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
     version counts), and the version keeps the quick thresholds, saying why."""
     from app import worker
     from app.config import load_settings
-    from app.services import retrain_jobs
-    from app.services.projects import ensure_demo_project
-    from app.services.retrain import run_retrain
-    from app.services.retrain_int8 import NOT_ON_GPU
+    from app.services.models import retrain_jobs
+    from app.services.projects.projects import ensure_demo_project
+    from app.services.training.retrain import run_retrain
+    from app.services.training.retrain_int8 import NOT_ON_GPU
     from app.serving.state import ServingState
     from storage import jobs
     from storage.tables import ModelVersion

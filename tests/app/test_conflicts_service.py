@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import conflicts as svc
-from app.services import data as data_svc
-from app.services import history
-from app.services import queue as queue_svc
+from app.services.design import conflicts as svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.queue import queue as queue_svc
 from tests.handles import live
 
 FLIPPED = "how do i reset my password"  # account_password_reset, relabelled discount_code below

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app.formats import Row
-from app.services import projects
-from app.services.io import destination, export_rows, import_utterances
-from app.services.predict import predict, predict_one, predict_requests
+from app.services.models.predict import predict, predict_one, predict_requests
+from app.services.projects import projects
+from app.services.projects.io import destination, export_rows, import_utterances
 from tests.handles import live
 
 CANCEL = "Do you want to cancel your card?"
@@ -92,7 +92,7 @@ def test_the_micro_batch_carries_each_request_s_own_context(ctx, bank):
 
 def test_a_retrain_and_an_evaluation_see_what_the_pool_sees(ctx, bank):
     from app.project_settings import ProjectSettings, as_encoded
-    from app.services.evaluation import test_predictions
+    from app.services.models.evaluation import test_predictions
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
@@ -137,7 +137,7 @@ def test_the_setting_takes_on_or_off_and_nothing_else(ctx, bank):
 
 
 def test_a_bundle_of_a_project_that_encodes_context_is_refused(ctx, bank, tmp_path):
-    from app.services.bundles import export_bundle
+    from app.services.projects.bundles import export_bundle
 
     projects.set_settings(ctx.db, live(ctx, bank), {"encode_context": "on"})
     with pytest.raises(ValueError, match="a bundle predicts from the utterance alone"):

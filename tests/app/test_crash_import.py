@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.io import CHUNK_ROWS
+from app.services.projects.io import CHUNK_ROWS
 from storage.faults import ENV, POINTS, parse
 
 pytestmark = pytest.mark.slow

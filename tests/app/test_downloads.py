@@ -6,7 +6,7 @@ import os
 import time
 
 from app.config import load_settings
-from app.services.downloads import TTL_S, download_path, new_download, sweep
+from app.services.projects.downloads import TTL_S, download_path, new_download, sweep
 
 
 def _file(folder, name, size, age_s):

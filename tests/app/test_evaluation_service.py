@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from app import worker
-from app.services import data as data_svc
-from app.services import evaluation as eval_svc
-from app.services import retrain_jobs
-from app.services import versions as version_svc
-from app.services.projects import new_project
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as eval_svc
+from app.services.models import retrain_jobs
+from app.services.models import versions as version_svc
+from app.services.projects.projects import new_project
 from tests.handles import live
 from tests.samples import HOTEL_ROWS, HOTEL_TEST, QUICK, TINY
 

@@ -13,8 +13,8 @@ import pytest
 
 from app.access import auth
 from app.access.auth import Actor
-from app.services.members import add_member
-from app.services.predict import predict, predict_one, predict_requests
+from app.services.models.predict import predict, predict_one, predict_requests
+from app.services.projects.members import add_member
 from app.serving.admission import BusyError
 from app.serving.state import ServingState
 from tests.handles import live
@@ -80,7 +80,7 @@ def test_the_one_line_lane_is_bounded_too_and_the_api_micro_batch_says_busy(ctx,
 
 
 def test_a_refused_or_failed_call_gives_its_place_back(ctx, demo):
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
 
     new_project(ctx.db, "empty")
     for _ in range(3):  # more than the per-user limit: each failure released its place

@@ -14,13 +14,13 @@ import pytest
 from app import worker
 from app.config import load_settings
 from app.formats import FormatError
-from app.services import bundles as bundle_svc
-from app.services import data as data_svc
-from app.services import io as io_svc
-from app.services import retrain_jobs
-from app.services.io import destination
-from app.services.projects import project_names
-from app.services.versions import history
+from app.services.labelling import data as data_svc
+from app.services.models import retrain_jobs
+from app.services.models.versions import history
+from app.services.projects import bundles as bundle_svc
+from app.services.projects import io as io_svc
+from app.services.projects.io import destination
+from app.services.projects.projects import project_names
 from app.serving.state import ServingState
 from storage.errors import ConflictError
 from tests.handles import live
@@ -83,7 +83,7 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
     """The worker stalls past the heartbeat limit (a paused VM, a swapped-out process), another
     process reaps its job as failed, then the worker wakes and finishes: its model must not
     become a version, nor the failed job a success."""
-    from app.services import retrain_serve
+    from app.services.training import retrain_serve
     from storage import job_reaper
 
     make_tiny(ctx)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app import web
-from app.services import data as data_svc
+from app.services.labelling import data as data_svc
 from tests.app.live import free_port, serving
 from tests.handles import live
 
@@ -25,7 +25,7 @@ def studio(tmp_path_factory):
     """The single-user app on 127.0.0.1 with a project and ``studio.example`` as its public
     name; yields (base URL, port, context)."""
     from app.config import load_settings
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
     from app.serving.state import ServingState
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")

@@ -19,13 +19,13 @@ import pytest
 from app import worker
 from app.cli import main
 from app.project_settings import ProjectSettings
-from app.services import predict as predict_svc
-from app.services import projects as project_svc
-from app.services import retrain_jobs
-from app.services import versions as version_svc
-from app.services.calibration import calibration_line
-from app.services.int8 import export_version_int8, parity_split
-from app.services.projects import DEMO_PROJECT as DEMO
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.models import versions as version_svc
+from app.services.models.calibration import calibration_line
+from app.services.models.int8 import export_version_int8, parity_split
+from app.services.projects import projects as project_svc
+from app.services.projects.projects import DEMO_PROJECT as DEMO
 from app.serving.int8 import int8_folder
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder
@@ -89,7 +89,7 @@ def served(tmp_path_factory):
     last one breaks the version's int8 copy. A second context on the same data directory plays
     the app's server, which looks at the project when the retrain's int8 phase starts."""
     from app.config import load_settings
-    from app.services.projects import ensure_demo_project
+    from app.services.projects.projects import ensure_demo_project
     from app.serving.state import ServingState
 
     settings = dataclasses.replace(
@@ -223,7 +223,7 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     same numbers a fresh measurement of the served Predictor gives (own cache, nothing
     remembered) and that Try's answers on the test rows reproduce; the fp32 encoder's stand
     beside them, labelled, and are what the version shows once the project turns int8 off."""
-    from app.services.evaluation import evaluate_version, evaluation_inputs, live_evaluation
+    from app.services.models.evaluation import evaluate_version, evaluation_inputs, live_evaluation
     from core.encoding.cache import EmbeddingCache
 
     p = live(ctx, trained)
@@ -262,7 +262,7 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
 def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):
     """Its first map encodes nothing: the pool, the queue and the test split already have their
     int8 vectors (the retrain's parity check and first card); its colours are what Try says."""
-    from app.services import maps
+    from app.services.design import maps
 
     factory, _ = maps.map_factory(ctx.factories, trained, None)
     assert isinstance(factory.encoder, OnnxEncoder)
@@ -399,8 +399,8 @@ def test_after_a_label_change_the_live_recalibration_still_applies_the_correctio
     background), the examples the version trained on are still corrected and the new one is
     scored as it is; the project's ``quick`` drops the correction at once, ``auto`` restores it
     (the version has one)."""
-    from app.services import data as data_svc
-    from app.services.bundles import export_bundle
+    from app.services.labelling import data as data_svc
+    from app.services.projects.bundles import export_bundle
     from core.bundle import load
     from core.evaluation.oos import calibrate_predictor
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from app.formats import FormatError
-from app.services import data as data_svc
-from app.services.io import destination, export_project, import_file
+from app.services.labelling import data as data_svc
+from app.services.projects.io import destination, export_project, import_file
 from tests.handles import live
 
 

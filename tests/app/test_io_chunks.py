@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from app.services import data as data_svc
-from app.services import history
-from app.services import io as io_svc
-from app.services.io import destination
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.projects import io as io_svc
+from app.services.projects.io import destination
 from storage.errors import StorageError
 from storage.utterances import NewUtterance
 from tests.handles import live

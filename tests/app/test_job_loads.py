@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from app import worker
-from app.services import retrain_jobs
-from app.services.evaluation import evaluation_inputs
-from app.services.retrain_warm import warm_up_worker
+from app.services.models import retrain_jobs
+from app.services.models.evaluation import evaluation_inputs
+from app.services.training.retrain_warm import warm_up_worker
 from core.encoding import registry
 from core.training import load_trained
 from storage.tables import ModelVersion
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monkeypatch):
     from app.config import load_settings
-    from app.services.projects import ensure_demo_project
+    from app.services.projects.projects import ensure_demo_project
     from app.serving.state import ServingState
 
     settings = load_settings(tmp_path / "data")

@@ -17,8 +17,8 @@ import pytest
 from app.access import open_project
 from app.cli import main
 from app.config import load_settings
-from app.services import predict as predict_svc
-from app.services.io import destination, import_utterances
+from app.services.models import predict as predict_svc
+from app.services.projects.io import destination, import_utterances
 from app.serving.state import ServingState
 from storage.utterances import NewUtterance
 

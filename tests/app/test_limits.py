@@ -14,8 +14,8 @@ import pytest
 from app.cli import main
 from app.config import MAX_UPLOAD_BYTES, load_settings
 from app.formats import MAX_FILE_BYTES, FormatError
-from app.services import data as data_svc
-from app.services.io import destination, import_file
+from app.services.labelling import data as data_svc
+from app.services.projects.io import destination, import_file
 from app.serving.state import ServingState
 from storage.errors import NotFoundError, StorageError
 from tests.handles import live
@@ -250,8 +250,8 @@ def test_no_query_binds_a_variable_per_row_of_a_project(strict_ctx):
     with "too many SQL variables" (stock SQLite breaks near 33k): the labels of every row were
     read with one ``IN (...)`` of all their ids. Every path that reads or changes a whole
     project works past the smallest limit there is."""
-    from app.services import bulk, history
-    from app.services.io import export_download
+    from app.services.labelling import bulk, history
+    from app.services.projects.io import export_download
 
     p = live(strict_ctx, "big")
     for fmt in ("csv", "jsonl", "yml", "zip", "dialogflow-es", "lex-v2", "watson", "luis", "clu"):

@@ -6,11 +6,11 @@ import time
 import numpy as np
 import pytest
 
-from app.services import bulk as bulk_svc
-from app.services import maps as svc
-from app.services.io import destination
-from app.services.map_warm_up import draws_large_maps
-from app.services.versions import BASE
+from app.services.design import maps as svc
+from app.services.design.map_warm_up import draws_large_maps
+from app.services.labelling import bulk as bulk_svc
+from app.services.models.versions import BASE
+from app.services.projects.io import destination
 
 
 def test_map_is_cached_and_survives_relabelling(ctx, demo):
@@ -69,7 +69,7 @@ def test_a_first_picture_encodes_at_most_a_few_rows_the_others_join_with_the_map
     had encoded yet. The picture draws the rows whose vectors are there, and at most
     ``FIRST_PICTURE`` more (the labelled first); the others are encoded with the projection,
     in the background, and the finished map has every row."""
-    from app.services.data import add_utterance
+    from app.services.labelling.data import add_utterance
 
     release = threading.Event()
     monkeypatch.setattr(svc, "FIRST_PICTURE", 20)
@@ -117,7 +117,7 @@ def test_the_approximate_neighbour_kernels_are_compiled_only_for_a_project_that_
 ):
     """A start-up compiles UMAP's kernels for maps of 4,096 points and more (about 50 s of a
     core) only when a project is that large."""
-    from app.services.io import import_utterances
+    from app.services.projects.io import import_utterances
     from core.projection import APPROXIMATE_FROM
     from storage.utterances import NewUtterance
 

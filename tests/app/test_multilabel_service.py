@@ -8,12 +8,12 @@ import pytest
 from sqlalchemy import func, select
 
 from app import worker
-from app.services import bundles as bundle_svc
-from app.services import data as data_svc
-from app.services import evaluation as eval_svc
-from app.services import predict as predict_svc
-from app.services import retrain_jobs
-from app.services.projects import new_project
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as eval_svc
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.projects import bundles as bundle_svc
+from app.services.projects.projects import new_project
 from core.bundle import load
 from core.multilabel.head import HEAD_DIR
 from storage.tables import ModelVersion, TrainingJob
@@ -65,7 +65,7 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     assert {"exact_match", "micro_f1", "macro_f1", "cooccurrence"} <= set(metrics)
     assert "micro_f1" in metrics["base"]  # the frozen encoder + head, on the same split
 
-    from app.services.versions import activate
+    from app.services.models.versions import activate
 
     activate(ctx.factories, live(ctx, hotel), mv.id)
     out = predict_svc.predict_one(

@@ -15,13 +15,13 @@ import dataclasses
 import pytest
 
 from app import worker
-from app.services import data as data_svc
-from app.services import evaluation as eval_svc
-from app.services import maps as map_svc
-from app.services import predict as predict_svc
-from app.services import projects as project_svc
-from app.services import retrain_jobs
-from app.services import versions as version_svc
+from app.services.design import maps as map_svc
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as eval_svc
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.models import versions as version_svc
+from app.services.projects import projects as project_svc
 from core.evaluation.oos import OUT_OF_SCOPE
 from tests.handles import live
 
@@ -254,7 +254,7 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     the frozen base scores and a bundle of it carries: the live exact match is the evaluated
     one, the bundle decides every test row as the app does, and a new intent's labels reach
     the head at its next fit."""
-    from app.services import bundles
+    from app.services.projects import bundles
     from core.bundle import load
 
     project = _multi(ctx)

@@ -15,9 +15,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.access import auth
-from app.services import data as data_svc
-from app.services import history, members, team_answers
-from app.services import team as team_svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history, team_answers
+from app.services.labelling import team as team_svc
+from app.services.projects import members
 from storage.team import answers
 from tests.handles import live
 
@@ -73,8 +74,8 @@ def _state(ctx, demo, ids) -> tuple:
 
 def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, demo, tmp_path):
     from app.api import create_api
-    from app.services import conflicts
-    from app.services.io import import_file
+    from app.services.design import conflicts
+    from app.services.projects.io import import_file
     from app.ui.main import build_app
     from app.ui.queue_view import QueueSession
 
@@ -91,7 +92,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
     refusals = []
 
     # the Label tab: a key on each item's card
-    from app.services import queue
+    from app.services.queue import queue
 
     for uid in ids:
         card = queue.item(ctx.live, dana, uid, review=True) or queue.item(ctx.live, dana, uid)

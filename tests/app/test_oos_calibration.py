@@ -6,8 +6,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from app.services import projects
-from app.services.io import destination, import_file
+from app.services.projects import projects
+from app.services.projects.io import destination, import_file
 from tests.handles import live
 
 INTENTS = 12
@@ -56,7 +56,7 @@ def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data,
 def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
     ctx, demo, monkeypatch, request
 ):
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
     from app.serving import pools
     from app.serving.state import ServingState
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.cli import main
-from app.services import bundles, projects
-from app.services import data as data_svc
-from app.services import queue as queue_svc
-from app.services.predict import predict_one, predict_requests
+from app.services.labelling import data as data_svc
+from app.services.models.predict import predict_one, predict_requests
+from app.services.projects import bundles, projects
+from app.services.queue import queue as queue_svc
 from core.bundle import load
 from core.evaluation.oos import OUT_OF_SCOPE
 
@@ -49,7 +49,7 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
     assert out["oos"]  # the very example the designer marked is rejected
     status = projects.out_of_scope(ctx.live, demo)
     assert "1 examples labelled out_of_scope" in status["message"]
-    from app.services.retrain_jobs import check_trainable
+    from app.services.models.retrain_jobs import check_trainable
     from storage.utterances import list_utterances
 
     with ctx.db.session() as s:

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import data as data_svc
-from app.services import history
-from app.services.predict import predict, predict_one
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.models.predict import predict, predict_one
 from tests.handles import live
 
 
 def test_demo_project_is_created_once_with_enough_data(ctx, demo):
-    from app.services.projects import ensure_demo_project, summary
+    from app.services.projects.projects import ensure_demo_project, summary
 
     s = summary(ctx.db, demo)
     assert s.n_intents >= 8 and s.n_train >= 8 * 12 and s.n_unlabelled >= 25
@@ -69,7 +69,7 @@ def test_bad_predict_input_is_a_clear_error(ctx, demo):
         predict(ctx.live, demo, ["  "])
     with pytest.raises(ValueError, match="longer than 2000"):
         predict(ctx.live, demo, ["x" * 2001])
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
 
     new_project(ctx.db, "empty")
     with pytest.raises(ValueError, match="no labelled training utterances"):
@@ -89,7 +89,7 @@ def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
 
 
 def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, demo):
-    from app.services.predict import predict_requests
+    from app.services.models.predict import predict_requests
 
     requests = [
         (demo, "where is my parcel", 1),

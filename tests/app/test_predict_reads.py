@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import event
 
 from app.access import open_project
-from app.services import predict as predict_svc
+from app.services.models import predict as predict_svc
 from storage.errors import NotFoundError
 
 
@@ -42,7 +42,7 @@ def test_a_pool_brought_up_after_a_setting_changed_reads_the_project_row_once(ct
     once, with its active version, and its factory, its sync and its head data take those
     settings; none of them reads the row again for them (three reads before issue 59: the
     refresh twice, its sync once)."""
-    from app.services import projects as project_svc
+    from app.services.projects import projects as project_svc
 
     predict_svc.predict(ctx.live, demo, ["where is my parcel"])  # the pool, built
     project_svc.set_settings(ctx.db, demo, {"anchor_weight": "2"})

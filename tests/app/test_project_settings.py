@@ -44,7 +44,7 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
 def test_a_setting_is_one_field_that_carries_its_check_its_words_and_its_title():
     """Adding a setting is one line on ProjectSettings: its kind reads what a person types and
     checks what is stored, and its title reaches the CLI and the Data tab (services.settings)."""
-    from app.services import settings as settings_svc
+    from app.services.projects import settings as settings_svc
 
     assert NAMES == tuple(KINDS) == tuple(TITLES) == tuple(ProjectSettings().to_dict())
     assert (*NAMES, "base_encoder") == settings_svc.SETTINGS
@@ -84,7 +84,7 @@ def test_a_project_with_an_invalid_stored_setting_says_which_and_the_others_stil
     door, and nothing crashes; another project is untouched."""
     from app.access import open_project
     from app.cli import main
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
     from storage.db import WriteLock
     from storage.projects import set_project_setting
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import data as data_svc
-from app.services import history
-from app.services import queue as q
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.queue import queue as q
 
 
 def _unlabelled(ctx, demo) -> set[int]:
@@ -34,7 +34,7 @@ def test_most_uncertain_first_puts_the_smallest_margins_first(ctx, demo):
 
 
 def test_most_useful_next_is_the_default_and_spreads_the_uncertain_ones_out(ctx, demo):
-    from app.services.io import import_utterances
+    from app.services.projects.io import import_utterances
     from storage.utterances import NewUtterance
 
     assert q.DEFAULT_ORDER == "useful" and next(iter(q.ORDERS)) == "useful"
@@ -70,7 +70,7 @@ def test_a_taken_suggestion_joins_the_pool_and_counts_in_the_next_suggestion(ctx
     assert q.item(ctx.live, demo, item.id) is None  # answered: out of the queue
     row = next(r for r in data_svc.table(ctx.db, demo) if r["id"] == item.id)
     assert (row["intents"], row["split"]) == (target, "train")
-    from app.services.predict import predict
+    from app.services.models.predict import predict
 
     again = predict(ctx.live, demo, [item.text])[0]
     assert again["top"] == target and again["score"] == pytest.approx(1.0, abs=1e-4)
@@ -103,7 +103,7 @@ def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
 def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
     import numpy as np
 
-    from app.services.queue_order import _margins
+    from app.services.queue.queue_order import _margins
 
     pool = ctx.live.pool(demo.id)
     texts = [r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")]

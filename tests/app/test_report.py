@@ -12,7 +12,7 @@ from app.report import (
     summary_sentences,
     write_report,
 )
-from app.services.io import destination
+from app.services.projects.io import destination
 from core.retrieval.explain import explain
 from core.retrieval.knn import IntentScore, Neighbour, Prediction
 from tests.handles import live
@@ -201,8 +201,8 @@ def test_banking77_sized_report_stays_under_2_mb() -> None:
 
 
 def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -> None:
-    from app.services.io import import_utterances
-    from app.services.reports import build_report
+    from app.services.projects.io import import_utterances
+    from app.services.projects.reports import build_report
     from storage.utterances import NewUtterance
 
     texts = {
@@ -240,8 +240,8 @@ def test_summary_says_how_many_test_questions_would_go_to_the_fallback() -> None
 
 
 def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path) -> None:
-    from app.services import data as data_svc
-    from app.services.reports import _fallback
+    from app.services.labelling import data as data_svc
+    from app.services.projects.reports import _fallback
     from storage.projects import get_project
     from storage.utterances import list_utterances
 
@@ -266,8 +266,8 @@ def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_tim
     a wrapper only counts the builds and how many run at once."""
     import threading
 
-    from app.services import data as data_svc
-    from app.services import reports
+    from app.services.labelling import data as data_svc
+    from app.services.projects import reports
 
     real_build = reports._build
     running: list[int] = []

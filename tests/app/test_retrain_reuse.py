@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from app import worker
-from app.services import data as data_svc
-from app.services import evaluation as evaluation_svc
-from app.services import projects as project_svc
-from app.services import retrain_jobs
-from app.services.versions import ACTIVE, BASE
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as evaluation_svc
+from app.services.models import retrain_jobs
+from app.services.models.versions import ACTIVE, BASE
+from app.services.projects import projects as project_svc
 from storage.tables import ModelVersion
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

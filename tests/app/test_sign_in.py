@@ -22,7 +22,7 @@ import pytest
 from app import limits, web
 from app.limits import PASSWORD_HASHES_AT_ONCE
 from app.perimeter.sign_in import SignInGate, SignInLimits, TooManyAttempts
-from app.services.accounts import security_log
+from app.services.projects.accounts import security_log
 from tests.app.live import PASSWORDS, serving, team_context
 
 
@@ -344,7 +344,7 @@ def test_known_addresses_are_read_back_from_the_security_log_after_a_restart(tmp
     """Issue 56, row 2: the addresses a name signed in from lived in the process's memory, so
     after a restart every address was new to the limits. The app reads them back from the
     security log's sign-ins when it starts."""
-    from app.services import accounts
+    from app.services.projects import accounts
 
     ctx = team_context(tmp_path / "data")
     try:

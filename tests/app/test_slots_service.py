@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import slots as svc
-from app.services.io import destination
+from app.services.design import slots as svc
+from app.services.projects.io import destination
 from core.slots import SlotError
 from storage.errors import NotFoundError
 from tests.handles import live
@@ -14,7 +14,7 @@ from tests.handles import live
 
 @pytest.fixture
 def shop(ctx):
-    from app.services.io import import_utterances
+    from app.services.projects.io import import_utterances
     from storage.utterances import NewUtterance
 
     import_utterances(
@@ -89,7 +89,7 @@ nlu:
 
 
 def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx, tmp_path):
-    from app.services.io import export_project, import_file
+    from app.services.projects.io import export_project, import_file
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
@@ -110,7 +110,7 @@ def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(ctx
 def test_a_csv_or_jsonl_export_carries_the_annotations_into_another_project(ctx, tmp_path, suffix):
     """Issue 56 row 14: CSV and JSONL exports dropped entity annotations without a note. They
     carry them now, and the export names the one lookup value no annotation brings back."""
-    from app.services.io import export_project, import_file
+    from app.services.projects.io import export_project, import_file
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
@@ -131,7 +131,7 @@ def test_a_csv_or_jsonl_export_carries_the_annotations_into_another_project(ctx,
 def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_nothing(
     ctx, shop, tmp_path
 ):
-    from app.services.io import export_slot_book, import_file
+    from app.services.projects.io import export_slot_book, import_file
 
     good = tmp_path / "slots.yml"
     good.write_text(

@@ -3,8 +3,8 @@ filters and sorts on what the model says."""
 
 from __future__ import annotations
 
-from app.services import data as data_svc
-from app.services.table import TableQuery, table_page
+from app.services.labelling import data as data_svc
+from app.services.labelling.table import TableQuery, table_page
 
 
 def test_pages_cover_every_row_once_in_file_order(ctx, demo):

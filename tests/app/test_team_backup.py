@@ -13,9 +13,9 @@ import pytest
 from app import worker
 from app.cli import main
 from app.config import ENV_ARTIFACTS_URL, ENV_DB_URL, load_settings
-from app.services import predict as predict_svc
-from app.services import retrain_jobs
-from app.services.versions import activate, history
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs
+from app.services.models.versions import activate, history
 from app.serving.state import ServingState
 from storage.backup import tables_in
 from tests.handles import live

@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 from app.access import auth
 from app.cli import main
 from app.config import load_settings
-from app.services import team
+from app.services.labelling import team
 from app.serving.state import ServingState
 from tests.handles import live
 from tests.samples import write_csv

@@ -13,10 +13,10 @@ from sklearn.metrics import cohen_kappa_score
 from app.access import auth
 from app.access.auth import Actor
 from app.report.team import agreement_section
-from app.services import data as data_svc
-from app.services import history, team, team_answers
-from app.services.io import destination, import_utterances
-from app.services.members import add_member
+from app.services.labelling import data as data_svc
+from app.services.labelling import history, team, team_answers
+from app.services.projects.io import destination, import_utterances
+from app.services.projects.members import add_member
 from storage.errors import StorageError
 from storage.utterances import NewUtterance
 from tests.handles import live
@@ -201,7 +201,7 @@ def test_the_label_queue_serves_your_items_first_and_settles_disputes_in_review(
     """The Label tab's services in a team project (the demo: 31 unlabelled): each annotator's
     queue holds their items only, an answer to an overlap item waits, a disagreement shows in the
     review order with who said what, the reviewer's key decides, and undo takes back each."""
-    from app.services import queue
+    from app.services.queue import queue
 
     who = {n: auth.add_user(ctx.db, n, "designer", f"{n}-password") for n in ("ana", "ben", "rita")}
     for name in who:

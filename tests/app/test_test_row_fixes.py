@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import conflicts as conflicts_svc
-from app.services import data as data_svc
-from app.services import evaluation as eval_svc
+from app.services.design import conflicts as conflicts_svc
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as eval_svc
 
 FLIPPED = "how do i reset my password"  # a train row, flipped below
 

@@ -16,12 +16,12 @@ import pytest
 from sqlalchemy import func, select
 
 from app import worker
-from app.services import data as data_svc
-from app.services import predict as predict_svc
-from app.services import retrain_jobs as svc
-from app.services import versions as version_svc
-from app.services.int8 import INT8_OFF
-from app.services.projects import new_project
+from app.services.labelling import data as data_svc
+from app.services.models import predict as predict_svc
+from app.services.models import retrain_jobs as svc
+from app.services.models import versions as version_svc
+from app.services.models.int8 import INT8_OFF
+from app.services.projects.projects import new_project
 from app.serving.int8 import INT8_DIR
 from storage.tables import ModelVersion, TrainingJob
 from tests.handles import live

@@ -26,9 +26,9 @@ from sqlalchemy import text
 
 from app.access import auth, writing
 from app.limits import LINES_PER_USER
-from app.services import data as data_svc
-from app.services.io import destination, import_utterances
-from app.services.members import add_member
+from app.services.labelling import data as data_svc
+from app.services.projects.io import destination, import_utterances
+from app.services.projects.members import add_member
 from app.serving.admission import BusyError
 from storage.errors import BusyError as DatabaseBusy
 from storage.utterances import NewUtterance
@@ -77,7 +77,7 @@ def test_writes_of_two_projects_go_on_side_by_side_and_a_job_s_progress_waits_fo
     a worker writes the progress of south's running job while a holds south's lock too; b's save
     in north waits its turn (busy past its timeout). Before: one lock for the whole database, so
     each of the first two waited and failed busy."""
-    from app.services import retrain_jobs
+    from app.services.models import retrain_jobs
     from app.worker.reporter import JobReporter
     from storage import jobs
 
@@ -251,7 +251,7 @@ def test_a_bulk_label_killed_half_way_is_listed_and_undone_through_the_other_ins
     -9) once its first chunk is committed: the client never gets the batch id. Through the other
     instance it lists the project's batches, finds the label with the rows it changed, and undoes
     it: every row is unlabelled again. Before: no route listed batches."""
-    from app.services.bulk import CHUNK_ROWS
+    from app.services.labelling.bulk import CHUNK_ROWS
 
     a, b = instances
     rows = [NewUtterance(f"utterance {i}", (), "unlabelled") for i in range(CHUNK_ROWS + 5)]

@@ -199,7 +199,7 @@ def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
 
 
 def data_rows(ctx) -> list:
-    from app.services.data import table
+    from app.services.labelling.data import table
 
     return table(ctx.db, live(ctx, PROJECT).handle())
 
@@ -244,8 +244,8 @@ def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_pro
     those who may read its project at the moment they ask."""
     import gradio.utils
 
-    from app.services.downloads import DOWNLOADS
-    from app.services.members import add_member, remove_member
+    from app.services.projects.downloads import DOWNLOADS
+    from app.services.projects.members import add_member, remove_member
 
     base, ctx = studio
     from app.access import auth
@@ -303,8 +303,8 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
     from app.access import auth
     from app.access.auth import acting_as
     from app.cli import main
-    from app.services import bundles, members
-    from app.services.projects import new_project
+    from app.services.projects import bundles, members
+    from app.services.projects.projects import new_project
     from app.ui.security_log import read_log
 
     base, ctx = studio
@@ -355,6 +355,6 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
 
 
 def security_log_of(ctx, user: str) -> list[dict]:
-    from app.services.accounts import security_log
+    from app.services.projects.accounts import security_log
 
     return security_log(ctx.db, 500, user=user)

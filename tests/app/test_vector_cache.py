@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from app.config import Settings
-from app.services import queue
-from app.services.data import label_utterance
-from app.services.projects import DEMO_PROJECT, ensure_demo_project
+from app.services.labelling.data import label_utterance
+from app.services.projects.projects import DEMO_PROJECT, ensure_demo_project
+from app.services.queue import queue
 from app.serving.state import ServingState
 from core.encoding.cache import CachedEncoder
 from storage.utterances import list_utterances

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import data as data_svc
-from app.services import whatif as svc
-from app.services.projects import new_project
+from app.services.design import whatif as svc
+from app.services.labelling import data as data_svc
+from app.services.projects.projects import new_project
 from core.evaluation import cross_validate_knn
 from core.folds import fold_assignments
 from core.retrieval.factory import PredictorFactory
@@ -94,7 +94,7 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     """The what-if of the test set's most confused pair says as many confused examples as the
     confusion matrix shows between the two (it used to count the train pool out of fold, and
     said 0 for a pair the matrix showed confused)."""
-    from app.services import evaluation as eval_svc
+    from app.services.models import evaluation as eval_svc
 
     m = eval_svc.live_evaluation(ctx.factories, demo)
     names, matrix = m.confusion["labels"], m.confusion["matrix"]

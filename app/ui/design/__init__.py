@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import data as data_svc
+from app.services.labelling import data as data_svc
 from app.serving.state import ServingState
 from app.ui.common import attempt, bind, problem
 from app.ui.design.clusters import build_clusters

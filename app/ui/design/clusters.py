@@ -1,7 +1,7 @@
 """Design tab, candidate intents: cluster the unlabelled utterances, look at one cluster (its
 words, central examples, nearest intent, its points on the map), untick what does not belong,
 then create a new intent from it or add it to an existing one (one batch, one Undo). Callbacks
-only call :mod:`app.services.clusters`."""
+only call :mod:`app.services.design.clusters`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import clusters as svc
-from app.services import data as data_svc
-from app.services import maps as map_svc
+from app.services.design import clusters as svc
+from app.services.design import maps as map_svc
+from app.services.labelling import data as data_svc
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
 from app.ui.common import attempt, bind, md_text, ok, problem

@@ -1,7 +1,7 @@
 """The Design tab's Conflicts section: near-duplicates with different intents, likely mislabels
 and overlapping intent pairs, ranked in one table; click one to see the utterances behind it and
 fix it with one click (relabel, delete, move, merge: each one undoable batch, Undo beside it).
-Callbacks only call :mod:`app.services.conflicts`."""
+Callbacks only call :mod:`app.services.design.conflicts`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import conflicts as svc
+from app.services.design import conflicts as svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded

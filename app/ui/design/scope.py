@@ -1,6 +1,6 @@
 """Design tab, out of scope: how the decision works, and the thresholds calibrated from the
 labelled pool now for the project's trade-off (set with the other settings in the Data tab's
-*Project settings*). Callbacks only call :mod:`app.services.projects`."""
+*Project settings*). Callbacks only call :mod:`app.services.projects.projects`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import projects as project_svc
+from app.services.projects import projects as project_svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_text, problem
 

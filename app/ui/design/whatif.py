@@ -1,6 +1,6 @@
 """Design tab, merge / split what-ifs: pick two intents to see the estimated accuracy and the
 confusions left after merging them, or one intent to see proposed parts for a split with the same
-estimate. Nothing changes: the Data tab merges. Callbacks only call :mod:`app.services.whatif`."""
+estimate. Nothing changes: the Data tab merges. Callbacks only call :mod:`app.services.design.whatif`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import whatif as svc
+from app.services.design import whatif as svc
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, md_text, problem
 from core.design.whatif import WhatIf

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import calibration, encoders
+from app.services.models import calibration, encoders
 from app.serving.live import LivePools
 from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue
@@ -54,8 +54,8 @@ def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]
 
 def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     """Which encoder the project trains and serves, why on this device, and what switching
-    would cost here (:func:`app.services.encoders.encoder_view`); then the same for the
-    out-of-scope calibration a retrain runs (:func:`app.services.calibration.calibration_line`)."""
+    would cost here (:func:`app.services.models.encoders.encoder_view`); then the same for the
+    out-of-scope calibration a retrain runs (:func:`app.services.models.calibration.calibration_line`)."""
     if p is None:
         return ""
     view, err = attempt(lambda: encoders.encoder_view(live.db, p, live.models.budget))

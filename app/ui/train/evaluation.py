@@ -13,8 +13,8 @@ import pandas as pd
 
 from app import plots
 from app.access import ProjectHandle
-from app.services import data as data_svc
-from app.services import evaluation as eval_svc
+from app.services.labelling import data as data_svc
+from app.services.models import evaluation as eval_svc
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded

@@ -10,10 +10,10 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import bundles as bundle_svc
-from app.services import reports as report_svc
-from app.services.downloads import download_path
-from app.services.projects import project_names
+from app.services.projects import bundles as bundle_svc
+from app.services.projects import reports as report_svc
+from app.services.projects.downloads import download_path
+from app.services.projects.projects import project_names
 from app.serving.state import ServingState
 from app.ui.common import GONE, attempt, bind, ok, problem
 from app.ui.guard import guarded

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services import retrain_jobs as train_svc
+from app.services.models import retrain_jobs as train_svc
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded

@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
-from app.services import versions as version_svc
+from app.services.models import versions as version_svc
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded

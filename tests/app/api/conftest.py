@@ -21,7 +21,7 @@ def team(ctx, demo):
     members of the demo project, each with an API token; yields (client, tokens by name)."""
     from app.access import auth
     from app.api import create_api
-    from app.services.members import add_member
+    from app.services.projects.members import add_member
     from app.serving.state import ServingState
 
     multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)

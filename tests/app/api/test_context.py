@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from app.services import projects
+from app.services.projects import projects
 
 DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
 ORDER = "Shall I cancel your order?"

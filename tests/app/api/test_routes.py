@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from app.services import bundles as bundle_svc
+from app.services.projects import bundles as bundle_svc
 from core.bundle import load
 from tests.app.api.conftest import bearer
 
@@ -84,7 +84,7 @@ def test_unknown_project_is_404_and_bad_bodies_are_422_with_a_message(client):
 
 
 def test_train_queues_a_job_that_can_be_followed(client, ctx):
-    from app.services.retrain_jobs import job as stored_job
+    from app.services.models.retrain_jobs import job as stored_job
 
     assert client.get(f"{DEMO}/versions").json() == {"versions": []}
 

@@ -13,7 +13,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from app.access import auth
-from app.services import history
+from app.services.labelling import history
 from tests.app.api.conftest import bearer
 
 DEMO = "/api/v1/projects/" + quote("Demo: Acme support")

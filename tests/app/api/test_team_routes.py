@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 import pytest
 
-from app.services import bundles as bundle_svc
-from app.services import data as data_svc
+from app.services.labelling import data as data_svc
+from app.services.projects import bundles as bundle_svc
 from tests.app.api.conftest import bearer
 from tests.handles import live
 
@@ -276,8 +276,8 @@ def test_health_needs_no_token_and_everything_else_still_does(team):
 @pytest.mark.slow
 def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ctx):
     from app import worker
-    from app.services import retrain_jobs
-    from app.services.projects import set_settings
+    from app.services.models import retrain_jobs
+    from app.services.projects.projects import set_settings
     from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)

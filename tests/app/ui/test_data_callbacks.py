@@ -156,7 +156,7 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
     counted) labels nothing; a click with the "parcel" preview and filters on screen labels
     exactly what it said, never the wider rows the server counted since; pressed again, it
     labels nothing."""
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
     from app.ui import data_bulk
 
     def labels() -> dict[int, list[str]]:
@@ -189,7 +189,7 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
 def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(ctx, demo):
     """The preview and the table show the "parcel" rows; "card" was typed in the filter but not
     submitted: a Label press labels nothing and the preview of what the filters now say shows."""
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
     from app.ui import data_bulk
 
     before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
@@ -204,7 +204,7 @@ def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(ctx, d
 
 
 def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(ctx, demo):
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
     from app.ui import data_bulk
 
     plan, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
@@ -238,7 +238,7 @@ def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ct
 
 
 def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(ctx, demo):
-    from app.services import data as svc
+    from app.services.labelling import data as svc
     from app.ui import data_manage
 
     name = svc.intent_names(ctx.db, demo)[0]
@@ -259,7 +259,7 @@ def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing
 def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     """The Data tab's one settings section: the form shows the project's values and what each
     does; Save writes them together and says what changed; one bad value changes nothing."""
-    from app.services import projects as project_svc
+    from app.services.projects import projects as project_svc
     from app.ui import settings_section as section
 
     oos_on, target, calibration, weight, encode, int8, encoder, effects = section.shown(
@@ -347,7 +347,7 @@ def test_names_are_plain_text_in_the_header_and_status_lines(ctx):
     status lines quoting names were not escaped. Both show the name as the characters it is."""
     import html
 
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
     from app.ui.common import ok
     from app.ui.summary import summary_line
 

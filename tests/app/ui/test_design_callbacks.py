@@ -5,9 +5,9 @@ and back on, and what the section shows follows the project's setting."""
 
 from __future__ import annotations
 
-from app.services import data as data_svc
-from app.services import history
-from app.services import projects as project_svc
+from app.services.labelling import data as data_svc
+from app.services.labelling import history
+from app.services.projects import projects as project_svc
 from app.ui.design import clusters as ui
 from app.ui.design import intent_choices, scope
 from app.ui.design import whatif as whatif_ui
@@ -53,7 +53,7 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
 
 
 def test_too_few_unlabelled_utterances_say_so_in_the_status(ctx):
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
 
     new_project(ctx.db, "empty")
     _, _, status, found, _ = ui.find(ctx.live, live(ctx, "empty"))

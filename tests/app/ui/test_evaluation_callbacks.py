@@ -3,7 +3,7 @@ to the test utterances behind them, and each can be fixed in place."""
 
 from __future__ import annotations
 
-from app.services import data as data_svc
+from app.services.labelling import data as data_svc
 from app.ui.train import evaluation
 
 

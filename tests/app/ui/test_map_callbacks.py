@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from app.services import data as data_svc
+from app.services.labelling import data as data_svc
 from app.ui import map_tab
 from tests.handles import live
 

@@ -8,8 +8,8 @@ import html
 import json
 import re
 
-from app.services import data as data_svc
-from app.services.io import destination, import_utterances
+from app.services.labelling import data as data_svc
+from app.services.projects.io import destination, import_utterances
 from app.ui import queue_tab
 from storage.utterances import NewUtterance
 from tests.handles import live
@@ -183,7 +183,7 @@ def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
 
 
 def test_an_empty_projects_card_points_to_the_import_and_a_finished_one_does_not(ctx, demo):
-    from app.services.projects import new_project
+    from app.services.projects.projects import new_project
 
     empty = new_project(ctx.db, "fresh")
     out = queue_tab.start(ctx.live, live(ctx, empty), "file", None)

@@ -11,9 +11,9 @@ import dataclasses
 import pytest
 
 from app.access import auth
-from app.services import data as data_svc
-from app.services.members import add_member
-from app.services.queue_order import CHUNK
+from app.services.labelling import data as data_svc
+from app.services.projects.members import add_member
+from app.services.queue.queue_order import CHUNK
 from app.serving.state import ServingState
 from app.ui import queue_tab
 from app.ui.common import bind

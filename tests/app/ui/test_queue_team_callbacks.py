@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 
 from app.access import auth
-from app.services import queue as queue_svc
-from app.services import team
-from app.services.members import add_member
+from app.services.labelling import team
+from app.services.projects.members import add_member
+from app.services.queue import queue as queue_svc
 from app.ui import queue_tab
 from tests.handles import live
 

@@ -15,10 +15,10 @@ import pytest
 
 from app.access import auth
 from app.access.actions import ACTIONS, UnknownAction
-from app.services import io as io_svc
-from app.services import projects as project_svc
-from app.services.io import destination
-from app.services.members import add_member
+from app.services.projects import io as io_svc
+from app.services.projects import projects as project_svc
+from app.services.projects.io import destination
+from app.services.projects.members import add_member
 from app.serving.state import ServingState
 from app.ui.guard import ACTION, ROLE, enforce_roles, guarded
 
@@ -104,7 +104,7 @@ def test_a_bug_in_any_callback_is_logged_with_its_traceback_and_shown_in_its_sta
     """Issue 58: a callback handed the project's name where the service takes its handle raised
     an AttributeError, and attempt() turned it into an empty list of intents, silently. A bug
     is never an empty answer: it reaches the log with its traceback and the status line."""
-    from app.services import data as data_svc
+    from app.services.labelling import data as data_svc
     from app.ui.common import attempt
 
     def names(project):  # the bug: a name where the service takes a handle
@@ -200,8 +200,8 @@ def test_the_buttons_bound_in_a_loop_reach_their_services(events, team, demo):
     """The member and slot buttons are bound in a loop, where only the typed bind checks that
     each callback gets the piece of the serving state it takes: called as Gradio calls them, they
     change what they say, and a role below theirs changes nothing."""
-    from app.services import members as members_svc
-    from app.services import slots as slots_svc
+    from app.services.design import slots as slots_svc
+    from app.services.projects import members as members_svc
 
     _, fns = events
     said = fns["save_slot"](str(demo), "city", "Paris\nLyon", request=Request("dana"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.plots.team import INTENTS_SHOWN, agreement_chart, band
-from app.services import team, team_answers
+from app.services.labelling import team, team_answers
 from app.ui import team_tab
 from tests.app.test_team_labelling import INTENTS, P, as_, people  # noqa: F401 (a fixture)
 from tests.handles import live

@@ -39,7 +39,7 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
     msg, job_id, _ = retrain.start(ctx.training, demo, method, "", "local")
     assert "queued" in msg
-    from app.services.retrain_jobs import job as stored_job
+    from app.services.models.retrain_jobs import job as stored_job
 
     assert stored_job(ctx.training, job_id).config["method"] == "convfit"  # the default's name
     queued = tick(ctx.training, demo, job_id, msg)
@@ -123,7 +123,7 @@ def test_the_history_table_reads_in_words_and_megabytes():
 def test_a_version_trained_as_fast_reads_as_convfit_stage_2(ctx, demo):
     """Issue 55: ``fast`` was ConvFiT Stage 2's name. A version recorded under it keeps its
     record (REST says ``fast``) and the history names its method as the Train tab does."""
-    from app.services import versions as version_svc
+    from app.services.models import versions as version_svc
     from storage.versions import NewVersion, register_version
 
     with ctx.db.write() as s:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from app.services.evaluation import gate
+from app.services.models.evaluation import gate
 from core.evaluation import score_predictions
 from core.evaluation.version_metrics import VersionMetrics
 

@@ -36,7 +36,7 @@ def answered(team_server, tmp_path_factory):
 
     from app.access.auth import actor
     from app.config import load_settings
-    from app.services import team
+    from app.services.labelling import team
     from app.serving.state import ServingState
     from tests.handles import live
 

@@ -1,0 +1,385 @@
+"""The Map tab's actions: 2D maps of a project's utterances, cached on disk, computed off-request.
+
+A map's coordinates depend only on the encoder and the utterance texts, never on labels, so a
+lasso labelling does not move a single point: the cache key is (encoder fingerprint, method,
+hash of the (id, text) pairs). Colours, predictions, margins and space metrics are recomputed on
+every render from the live pool (cheap next to a projection).
+
+Projections run in a background thread: :func:`get_map` returns at once with a quick PCA map
+while the map asked for is being computed (the UI polls) and starts the computation when the
+cached map is missing or stale; UMAP and t-SNE themselves run in a child process
+(:class:`app.serving.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
+is the blocking form (CLI, report, tests).
+
+Example: ``map_figure(compute_map(maps, p, method="pca"))``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.access import ProjectHandle
+from app.plots import MapData, scatter_map, side_by_side
+from app.services.models.versions import Version, resolve_factory
+from app.serving.factories import FactoryBuilder
+from app.serving.map_store import QUICK, MapStore, MapView
+from core.encoding.cache import CachedEncoder, EmbeddingCache
+from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
+from core.projection import DEFAULT_METHOD, PROJECTIONS
+from core.retrieval.explain import explain
+from core.retrieval.factory import PredictorFactory
+from core.retrieval.rule import Tops
+from core.retrieval.scope import OUT_OF_SCOPE, in_scope_labels
+from storage.db import Database
+from storage.pool_state import pool_stamp
+from storage.projects import list_intents
+from storage.utterances import UtteranceRow, list_utterances
+
+logger = logging.getLogger(__name__)
+
+MAX_POINTS = 20_000
+FIRST_PICTURE = 600  # the most rows a first picture encodes (the others follow with the map)
+
+
+def _rows(db: Database, p: ProjectHandle) -> list[UtteranceRow]:
+    with db.session() as s:
+        rows = list_utterances(s, p.id, limit=MAX_POINTS)
+    if not rows:
+        raise ValueError("This project has no utterances yet: import or add some in the Data tab.")
+    return rows
+
+
+def map_key(
+    encoder: CachedEncoder,
+    method: str,
+    rows: list[UtteranceRow],
+    factory: PredictorFactory | None = None,
+) -> str:
+    """Cache key: encoder fingerprint, method and the (id, text as encoded) content (labels
+    excluded; ``factory``: the project's context encoding, when it has one)."""
+    texts = [_encoded(factory, r) for r in rows]
+    h = hashlib.sha256(json.dumps([[r.id, t] for r, t in zip(rows, texts, strict=True)]).encode())
+    fp = "".join(c if c.isalnum() else "_" for c in encoder.fingerprint)
+    return f"{fp}__{method}__{h.hexdigest()[:16]}"
+
+
+def _encoded(factory: PredictorFactory | None, row: UtteranceRow) -> str:
+    """What the encoder sees of a row: after its context when the project encodes context."""
+    return factory.text_of(row.text, row.context) if factory is not None else row.text
+
+
+def _pool_rows(rows: list[UtteranceRow]) -> list[UtteranceRow]:
+    """The rows of the labelled `train` pool (out of scope is no intent: never in a pool)."""
+    return [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
+
+
+def _classify(factory: PredictorFactory, vectors: np.ndarray, rows: list[UtteranceRow]) -> Tops:
+    """Each row's ranking by the version's Predictor over the train pool (a train row of the
+    pool scored without itself: leave-one-out)."""
+    pool = _pool_rows(rows)
+    at = {r.id: i for i, r in enumerate(rows)}
+    predictor = factory.build(
+        [_encoded(factory, r) for r in pool],
+        [r.labels for r in pool],
+        vectors=vectors[[at[r.id] for r in pool]] if pool else None,
+        ids=[r.id for r in pool],
+    )
+    in_pool = {r.id for r in pool}
+    # what rank() puts first, for every point at once
+    return predictor.tops(
+        vectors, exclude_ids=[r.id if r.id in in_pool else None for r in rows], show=5
+    )
+
+
+def map_factory(
+    factories: FactoryBuilder, p: ProjectHandle, version: Version
+) -> tuple[PredictorFactory, str]:
+    """The Predictor factory a map of ``version`` is drawn (and its points explained) with, and
+    its label: the version in the space that serves it (its int8 copy when it serves int8,
+    :func:`resolve_factory`): for the active version the vectors the live pool, the queue and
+    the test split already have, so a first map encodes nothing more; its colours are what Try
+    answers."""
+    return resolve_factory(factories, p, version)
+
+
+def _view(
+    maps: MapStore,
+    p: ProjectHandle,
+    version: Version,
+    method: str,
+    points: np.ndarray,
+    key: str,
+    rows: list[UtteranceRow] | None = None,
+) -> MapView:
+    """The map's live view (of ``rows``, by default every row); the same one again while
+    nothing its colours come from changed (the pool's stamp: labels, intents, settings, the
+    active version): a cached map is drawn without ranking every point again."""
+    with maps.db.session() as s:
+        stamp = pool_stamp(s, p.id)
+    factory, label = map_factory(maps.factories, p, version)
+    memo = (key, label, stamp)
+    seen = maps.view(memo)
+    if seen is None:
+        rows = rows if rows is not None else _rows(maps.db, p)
+        seen = maps.keep(memo, _fresh_view(p, factory, label, method, points, rows, maps.cache))
+    return seen
+
+
+def _fresh_view(
+    p: ProjectHandle,
+    factory: PredictorFactory,
+    label: str,
+    method: str,
+    points: np.ndarray,
+    rows: list[UtteranceRow],
+    cache: EmbeddingCache,
+) -> MapView:
+    vectors = cache.encode(_cached(factory), [_encoded(factory, r) for r in rows])
+    preds = _classify(factory, vectors, rows)
+    gold = [in_scope_labels(r.labels) for r in rows]  # out of scope is never drawn as an intent
+    return MapView(
+        project=p.name,
+        version_label=label,
+        method=method,
+        ids=[r.id for r in rows],
+        texts=[r.text for r in rows],
+        gold=gold,
+        predicted=list(preds.intents),
+        margins=[float(m) for m in preds.margins],
+        splits=[r.split for r in rows],
+        points=points,
+        metrics=space_metrics(vectors, [g or None for g in gold]),
+        geometry=intent_geometry(vectors, [g or None for g in gold]),
+    )
+
+
+def _cached(factory: PredictorFactory) -> CachedEncoder:
+    return cast(CachedEncoder, factory.encoder)
+
+
+def _check_method(method: str) -> None:
+    if method not in PROJECTIONS:
+        raise ValueError(
+            f"Unknown projection method {method!r}: use one of {', '.join(PROJECTIONS)}."
+        )
+
+
+def get_map(
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView:
+    """The map if its projection is cached. Otherwise a PCA map (:data:`QUICK`: computed now,
+    well under a second once the vectors are there) marked ``provisional``, while ``method``'s
+    projection is computed in the background: the next call after it landed returns it (the UI
+    polls). What a user waits for on a first render is a picture, not UMAP."""
+    _check_method(method)
+    factory, _ = map_factory(maps.factories, p, version)
+    encoder = _cached(factory)
+    rows = _rows(maps.db, p)
+    key = map_key(encoder, method, rows, factory)
+    ids = [r.id for r in rows]
+    points = maps.load(key, ids)
+    if points is not None:
+        return _view(maps, p, version, method, points, key)
+    if method == QUICK:
+        return compute_map(maps, p, method=method, version=version)
+    # The picture first, of the rows whose vectors are there (and a few more, the labelled
+    # first, when there are few); the others (just imported: half of a 31 s first picture was
+    # encoding them) are encoded with the projection, off-request, and join it when it lands.
+    texts = [_encoded(factory, r) for r in rows]
+    missing = set(maps.cache.missing(encoder, texts))
+    drawn = {r.id for r, t in zip(rows, texts, strict=True) if t not in missing}
+    cold = sorted((r for r in rows if r.id not in drawn), key=lambda r: r.split != "train")
+    drawn |= {r.id for r in cold[: max(0, FIRST_PICTURE - len(drawn))]}
+    ready = [r for r in rows if r.id in drawn]
+    quick = (
+        dataclasses.replace(_quick(maps, p, version, ready), waiting=len(rows) - len(ready))
+        if len(ready) < len(rows)
+        else compute_map(maps, p, method=QUICK, version=version)
+    )
+
+    def compute() -> np.ndarray:
+        pts = maps.project(maps.cache.encode(encoder, texts), method)
+        maps.save(key, ids, pts)
+        return pts
+
+    maps.submit(key, compute)
+    return dataclasses.replace(quick, provisional=True)
+
+
+def cached_map(
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView | None:
+    """The map when its projection is cached, else None (nothing is started)."""
+    _check_method(method)
+    factory, _ = map_factory(maps.factories, p, version)
+    rows = _rows(maps.db, p)
+    key = map_key(_cached(factory), method, rows, factory)
+    points = maps.load(key, [r.id for r in rows])
+    return None if points is None else _view(maps, p, version, method, points, key)
+
+
+def sampled_map(
+    maps: MapStore,
+    p: ProjectHandle,
+    *,
+    version: Version = None,
+    unlabelled: int = 300,
+    method: str = QUICK,
+) -> MapView | None:
+    """The report's map: every labelled row (train and test: the pool decides the colours)
+    and a seeded sample of at most ``unlabelled`` other rows. ``method`` other than PCA: the
+    cached map of every row cut to them, None when it is not cached; PCA: a map of them alone
+    (their vectors mostly the evaluation's: the unlabelled rows need not be encoded in every
+    space)."""
+    rows = _rows(maps.db, p)
+    other = [r for r in rows if r.split not in ("train", "test")]
+    chosen = {r.id for r in random.Random(0).sample(other, min(unlabelled, len(other)))}
+    keep = [r for r in rows if r.split in ("train", "test") or r.id in chosen]
+    if method != QUICK:
+        full = cached_map(maps, p, method=method, version=version)
+        if full is None:
+            return None
+        wanted = {r.id for r in keep}
+        at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
+        cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
+        return dataclasses.replace(full, **cut, points=full.points[at])
+    return _quick(maps, p, version, keep)
+
+
+def _quick(maps: MapStore, p: ProjectHandle, version: Version, keep: list[UtteranceRow]) -> MapView:
+    """A PCA map of ``keep``, some of the project's rows, alone (cached as such)."""
+    factory, _ = map_factory(maps.factories, p, version)
+    key = map_key(_cached(factory), QUICK, keep, factory)
+    ids = [r.id for r in keep]
+    points = maps.load(key, ids)
+    if points is None:
+        vectors = maps.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
+        points = maps.project(vectors, QUICK)
+        maps.save(key, ids, points)
+    return _view(maps, p, version, QUICK, points, key, rows=keep)
+
+
+_PER_POINT = ("ids", "texts", "gold", "predicted", "margins", "splits")
+
+
+def compute_map(
+    maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
+) -> MapView:
+    """The map, computing (and caching) its projection now if needed (blocking)."""
+    _check_method(method)
+    factory, _ = map_factory(maps.factories, p, version)
+    encoder = _cached(factory)
+    rows = _rows(maps.db, p)
+    key = map_key(encoder, method, rows, factory)
+    ids = [r.id for r in rows]
+    points = maps.load(key, ids)
+    if points is None:
+        texts = [_encoded(factory, r) for r in rows]
+        points = maps.project(maps.cache.encode(encoder, texts), method)
+        maps.save(key, ids, points)
+    return _view(maps, p, version, method, points, key)
+
+
+def map_data(view: MapView) -> MapData:
+    """A view as the figures draw it (:mod:`app.plots`; the serving state knows no figures)."""
+    return MapData(
+        view.points, view.ids, view.texts, view.gold, view.predicted, view.splits, view.margins
+    )
+
+
+def map_figure(
+    view: MapView,
+    *,
+    highlight: str | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+) -> go.Figure:
+    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
+    m = map_data(view)
+    return scatter_map(
+        m.points,
+        m.ids,
+        m.texts,
+        m.gold,
+        m.predicted,
+        m.splits,
+        margins=m.margins,
+        highlight=highlight,
+        title=f"{view.version_label} · {view.method}",
+        focus=focus,
+        names=names,
+    )
+
+
+def compare_figure(
+    left: MapView,
+    right: MapView,
+    *,
+    highlight: str | None = None,
+    focus: Sequence[str] | None = None,
+    names: bool | None = None,
+) -> go.Figure:
+    """Two views side by side, the right one aligned onto the left, metrics in the titles."""
+    return side_by_side(
+        map_data(left),
+        map_data(right),
+        (left.version_label, right.version_label),
+        left.metrics,
+        right.metrics,
+        highlight=highlight,
+        focus=focus,
+        names=names,
+    )
+
+
+def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
+    """How each intent moved from the left version to the right one, biggest movement first:
+    its spread (mean distance to its centre, lower = tighter) and its gap to the nearest other
+    intent (higher = further apart), measured in the encoders' spaces, not on the 2D maps."""
+    return geometry_diff(left.geometry, right.geometry)
+
+
+def explain_utterance(
+    factories: FactoryBuilder, p: ProjectHandle, utterance_id: int, *, version: Version = None
+) -> dict[str, Any]:
+    """The evidence card of one utterance, from the version's Predictor over the train pool
+    (a train item is scored without itself: leave-one-out), as the Map colours it."""
+    factory, _ = map_factory(factories, p, version)
+    rows = _rows(factories.db, p)
+    target = next((r for r in rows if r.id == int(utterance_id)), None)
+    if target is None:
+        raise ValueError(f"No utterance #{utterance_id} in project {p.name!r}.")
+    with factories.db.session() as s:
+        intents = [i for i in list_intents(s, p.id) if i.name != OUT_OF_SCOPE]
+    descriptions = {i.name: i.description for i in intents if i.description}
+    pool = _pool_rows(rows)
+    texts = [_encoded(factory, r) for r in pool]
+    predictor = factory.build(
+        texts,
+        [r.labels for r in pool],
+        vectors=factories.cache.encode(_cached(factory), texts) if pool else None,
+        ids=[r.id for r in pool],
+    )
+    asked = _encoded(factory, target)
+    query = factories.cache.encode(_cached(factory), [asked])
+    pred = predictor.rank(query, exclude_ids=[target.id])[0]
+    ex = explain(
+        asked,
+        pred,
+        gold=in_scope_labels(target.labels),
+        intents=[i.name for i in intents],
+        intent_descriptions=descriptions,
+    )
+    out = ex.to_dict()
+    out["id"] = target.id
+    out["split"] = target.split
+    return out

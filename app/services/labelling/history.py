@@ -1,0 +1,112 @@
+"""A project's history: its recent changes (one row per batch) and their undo.
+
+An undo takes back a whole batch (a bulk label, an import, a merge). A long batch is taken back
+in short transactions, as it was written (:mod:`app.services.labelling.bulk`), so others keep saving
+meanwhile (issue 45 row 5); each goes through :func:`app.access.writing`, where the item rule
+decides what the acting user may take back.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from app.access import ProjectHandle, writing
+from storage import audit
+from storage.db import Database, Session
+from storage.errors import StorageError
+
+# Events an undo takes back in one transaction: a long batch (a bulk label, an import) is taken
+# back in several short ones, as it was written (app.services.labelling.bulk), so others keep saving.
+UNDO_CHUNK = 2000
+UNDO_PAUSE_S = 0.12  # between two of them: a bit longer than SQLite's busy handler's 100 ms
+
+
+def _undone_message(n: int, first: tuple[str, list[str], str] | None) -> str:
+    if first is None or not n:
+        return "Nothing to undo."
+    action, before, text = first
+    if n > 1:
+        return f"Undid {action} of {n} utterance(s)."
+    back = ", ".join(before) or "no intent"
+    return f"Undid {action} of {text[:60]!r}: back to {back}."
+
+
+def _summary(events: list[Any]) -> tuple[str, list[str], str] | None:
+    return (events[0].action, list(events[0].before), events[0].utterance_text) if events else None
+
+
+def undo(db: Database, p: ProjectHandle) -> str:
+    """Undo the last change still in effect (a whole batch, e.g. a merge). Says what was undone."""
+    return _undo(db, p, None)
+
+
+def undo_in(s: Session, p: ProjectHandle, batch: str) -> str:
+    """:func:`undo_batch` within the caller's transaction (one, whatever the batch's size)."""
+    events = audit.undo_batch(s, p.id, batch.strip(), user_id=p.actor.id)
+    return _undone_message(len(events), _summary(events))
+
+
+def undo_batch(db: Database, p: ProjectHandle, batch: str) -> str:
+    """Undo one earlier change (a batch from :func:`activity`), if later edits did not touch it."""
+    return _undo(db, p, batch.strip())
+
+
+def _undo(db: Database, p: ProjectHandle, batch: str | None) -> str:
+    """Undo ``batch`` (None: the last change still in effect) in transactions of at most
+    :data:`UNDO_CHUNK` events: the first checks that it can be undone and takes back the newest;
+    each next one the next newest. An undo stopped half-way (a crash, kill -9) leaves each row
+    either back or as it was, and undoing the same change again takes back the rest."""
+    undo_id = str(uuid.uuid4())
+    with writing(db, p) as s:
+        batch = batch if batch is not None else audit.last_batch(s, p.id)
+        if batch is None:
+            return "Nothing to undo."
+        events = audit.undo_batch(
+            s, p.id, batch, user_id=p.actor.id, limit=UNDO_CHUNK, undo=undo_id
+        )
+        n, first, left = len(events), _summary(events), audit.pending(s, p.id, batch)
+    while left:
+        time.sleep(UNDO_PAUSE_S)
+        try:
+            with writing(db, p) as s:
+                events = audit.undo_batch(
+                    s, p.id, batch, user_id=p.actor.id, limit=UNDO_CHUNK, undo=undo_id
+                )
+                n, left = n + len(events), audit.pending(s, p.id, batch)
+        except (StorageError, PermissionError) as exc:
+            raise type(exc)(
+                f"{exc} The undo stopped after {n} of {n + left} change(s); undo the same "
+                "change again to take back the rest."
+            ) from exc
+    return _undone_message(n, first)
+
+
+ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
+
+
+def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
+    """The project's recent changes, newest first, one row per batch (an action on many
+    utterances is one row), with whether it can still be undone (``state`` in words,
+    ``undoable``)."""
+    from storage.users import list_users
+
+    with db.session() as s:
+        users = {u.id: u.name for u in list_users(s)}
+        batches = audit.recent_batches(s, p.id, limit)
+    return [
+        {
+            "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            "user": users.get(b.user_id or -1, "local"),
+            "action": b.action,
+            "rows": b.size,
+            "example": b.example[:80],
+            "state": (
+                "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"
+            ),
+            "batch": b.id,
+            "undoable": b.undoable,
+        }
+        for b in batches
+    ]

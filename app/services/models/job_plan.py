@@ -1,0 +1,250 @@
+"""One bar for a whole retrain, and an honest time left: the job's phases in order, each a share
+of the job as long as it is expected to take, so the share done only grows from the first phase
+to the last.
+
+A phase's weight is its expected seconds: what it has to do, counted before training starts
+(optimiser steps and their size, utterances each encoder still has to encode, the parity
+check's questions, the unlabelled utterances the first card needs), times the seconds one unit
+took in a measured retrain (:data:`SECONDS`, from bench/RESULTS.md's job profile). Only the ratios between phases matter: how fast this machine is comes from the job
+itself.
+
+Within a counted phase (``training``, ``evaluating``) the share follows its count; within the
+others it follows the time spent in it against the time it should take at the job's pace
+(:meth:`JobPlan.by_time`), approaching its end without passing it, so the bar moves through a
+phase nobody counts (the int8 parity check) and still never goes back.
+
+The time left (:class:`Tracker`, which the worker reads once a second) is the running phase's
+rest, from its own measured rate where it is counted, plus the phases after it at the pace the
+job has kept so far. There is none before :data:`ETA_FROM_SHARE` of the job is done and
+:data:`ETA_FROM_SECONDS` have passed ("estimating…"), and none once a phase without a count has
+run well past the time it should take ("longer than planned"): a number would be a guess that
+stays put while the time goes by.
+
+Example:
+    >>> plan = JobPlan.estimate(steps=100, batch_size=32, to_evaluate=1_000, parity=0)
+    >>> plan.share("training", 50, 100) < plan.share("evaluating", 0, 1_000)
+    True
+    >>> round(plan.share("registering", 1, 1), 2)
+    1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase): the new
+# version is registered and answers from ``serving`` on; on a CPU its int8 copy is built after,
+# and where the project's calibration is held-out, its held-out encoders last
+# (app.services.training.retrain).
+PHASES = (
+    "preparing",
+    "training",
+    "saving",
+    "evaluating",
+    "serving",
+    "int8",
+    "registering",
+    "calibrating",
+)
+# What the Train tab calls each phase.
+PHASE_NAMES = {
+    "preparing": "Preparing the data",
+    "training": "Training",
+    "saving": "Saving the model",
+    "evaluating": "Evaluating",
+    "serving": "Serving the new version",
+    "int8": "Checking its int8 copy (the new version answers meanwhile)",
+    "registering": "Recording the version",
+    "calibrating": "Calibrating out of scope on held-out encoders (the new version answers "
+    "meanwhile)",
+}
+COUNTED = ("training", "evaluating", "calibrating")
+# The time left is said once the job has done this share of its work and run this long: before,
+# one-off costs (loading the model, the first steps) are most of what was timed.
+ETA_FROM_SHARE = 0.05
+ETA_FROM_SECONDS = 10.0
+# A phase without a count is overdue (no time left is said) past this many times the seconds it
+# should take, plus a few seconds.
+OVERDUE_AFTER = 1.2
+
+# Seconds per unit of each phase, from the CPU seconds of the two "new" BANKING77 retrains in
+# bench/RESULTS.md (issue 44, "After": python -m bench.job_profile; 770 train and 3,078 test
+# utterances, the default recipe's 101 steps of 32, int8 on, 1,770 parity encodes): the phases
+# weigh what they did there; how fast this machine is comes from the job itself.
+SECONDS = {
+    "preparing": 5.0,  # snapshot 0.3, the base encoder's load 4.2-4.5
+    "step_pair": 0.6 / 32,  # training 55.7 and 65.9 s for 101 steps of 32 pairs
+    "saving": 1.0,  # written, and read back as the encoder to evaluate
+    "evaluated_text": 0.005,  # the new encoder's 3,848 utterances: 17.3, 19.3 s
+    "int8": 2.7,  # the ONNX export and its quantisation: 2.9, 2.5 s
+    "parity_text": 0.005,  # 1,770 int8 encodes and their ranking: 8.9, 8.6 s
+    "serving": 0.9,  # registration 0.2, first-card vectors without unlabelled rows 0.3-0.4
+    "registering": 0.3,  # the version's record completed (its int8 copy switched in)
+    "served_text": 0.005,  # one unlabelled utterance in the served space (as evaluated_text)
+}
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Each phase's expected seconds (only their ratios are used); a phase the job skips
+    weighs nothing."""
+
+    seconds: Mapping[str, float]
+
+    @classmethod
+    def estimate(
+        cls,
+        *,
+        steps: int,
+        batch_size: int,
+        to_evaluate: int,
+        parity: int,
+        unlabelled: int = 0,
+        held_out_steps: int = 0,
+        held_out_texts: int = 0,
+    ) -> JobPlan:
+        """The plan of a retrain of ``steps`` optimiser steps of ``batch_size``, encoding
+        ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
+        ``parity`` questions with the int8 copy (0: no int8 copy), encoding ``unlabelled``
+        utterances for the first card, and training ``held_out_steps`` steps of held-out
+        encoders that encode ``held_out_texts`` utterances in all (0: no held-out calibration)."""
+        queue = max(0, unlabelled) * SECONDS["served_text"]
+        seconds = {
+            "preparing": SECONDS["preparing"],
+            "training": max(1, steps) * max(1, batch_size) * SECONDS["step_pair"],
+            "saving": SECONDS["saving"],
+            "evaluating": max(0, to_evaluate) * SECONDS["evaluated_text"],
+            "int8": (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0,
+            # the first card's unlabelled utterances, in the space that stays: the int8 copy's
+            # after it (registering) when there is one, else the fp32 encoder's (serving)
+            "serving": SECONDS["serving"] + (0.0 if parity else queue),
+            "registering": SECONDS["registering"] + (queue if parity else 0.0),
+            "calibrating": (
+                held_out_steps * max(1, batch_size) * SECONDS["step_pair"]
+                + held_out_texts * SECONDS["evaluated_text"]
+            ),
+        }
+        return cls(seconds)
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.get(p, 0.0) for p in PHASES)
+
+    def weight(self, phase: str) -> float:
+        """The phase's share of the whole job (0 for a phase it does not have)."""
+        return self.seconds.get(phase, 0.0) / self.total if self.total else 0.0
+
+    def start(self, phase: str) -> float:
+        """The share of the job done when ``phase`` starts (every phase before it)."""
+        if phase not in PHASES:
+            return 0.0
+        before = PHASES[: PHASES.index(phase)]
+        return sum(self.weight(p) for p in before)
+
+    def share(self, phase: str, done: float = 0, total: float = 0) -> float:
+        """The job's share done at ``done`` of ``total`` of ``phase`` (0 of 0: its start).
+
+        Never less for a later phase or a larger count: the phases follow each other and each
+        phase's share ends where the next one's starts."""
+        within = min(1.0, max(0.0, done / total)) if total else 0.0
+        return min(1.0, self.start(phase) + self.weight(phase) * within)
+
+    def by_time(self, phase: str, seconds_in: float, seconds_per_share: float | None) -> float:
+        """The job's share done ``seconds_in`` seconds into ``phase``, a phase without a count:
+        at the pace the job has kept so far (``seconds_per_share``: its time taken per share
+        done; None before there is one), the phase should take ``weight × seconds_per_share``;
+        the share within it is ``1 - exp(-seconds_in / that)``: two thirds at the time it should
+        take, and never its end while it runs (a phase slower than planned still moves, more and
+        more slowly, and the time left grows as it should)."""
+        expected = self.weight(phase) * seconds_per_share if seconds_per_share else 0.0
+        if expected <= 0 or seconds_in <= 0:
+            return self.start(phase)
+        return self.start(phase) + self.weight(phase) * (1 - math.exp(-seconds_in / expected))
+
+    def after(self, phase: str) -> float:
+        """The share of the job the phases after ``phase`` weigh."""
+        return max(0.0, 1.0 - self.start(phase) - self.weight(phase))
+
+
+class Tracker:
+    """The share done and the time left of one running job, as its worker sees it: the plan,
+    which phase runs since when, and its count. Times are the worker's clock (seconds, any
+    origin); the job started at ``started``.
+
+    Example:
+        >>> plan = JobPlan({"training": 80.0, "evaluating": 20.0})
+        >>> t = Tracker(plan, started=0.0)
+        >>> t.enter("training", 0.0); t.count(40, 100, 40.0, eta=60.0)
+        >>> share, left = t.read(40.0)  # 40 % of training: 32 % of the job
+        >>> round(share, 2), left  # 60 s more of training, then evaluating at that pace
+        (0.32, 85.0)
+    """
+
+    def __init__(self, plan: JobPlan | None = None, *, started: float = 0.0) -> None:
+        self.plan, self.started = plan, started
+        self.phase, self.since = "", started
+        self.pace: float | None = None  # seconds per share before this phase
+        self.done, self.total = 0.0, 0.0
+        self.phase_left: tuple[float, float] | None = None  # (its own ETA, when it was said)
+        self.share = 0.0
+
+    def enter(self, phase: str, now: float) -> None:
+        """``phase`` starts at ``now``: the pace so far is what the phases before it took."""
+        self.phase, self.since, self.done, self.total, self.phase_left = phase, now, 0, 0, None
+        start = self.plan.start(phase) if self.plan else 0.0
+        self.pace = (now - self.started) / start if start > 0.01 else None
+        self._raise(start)
+
+    def count(self, done: float, total: float, now: float, eta: float | None = None) -> None:
+        """The running phase's count; ``eta``: its own seconds left as it measured them. A
+        phase without a count of its own (the int8 copy's measurement counts in the
+        evaluation's utterances) goes on by its time."""
+        if self.phase not in COUNTED:
+            return
+        self.done, self.total = done, total
+        self.phase_left = (eta, now) if eta is not None else None
+        if self.plan:
+            self._raise(self.plan.share(self.phase, done, total))
+
+    def _raise(self, share: float) -> None:
+        self.share = max(self.share, min(1.0, share))
+
+    def read(self, now: float) -> tuple[float, float | None]:
+        """(share done, seconds left or None) at ``now``."""
+        plan, phase = self.plan, self.phase
+        if plan is None:
+            return self.share, None
+        seconds_in = now - self.since
+        if phase not in COUNTED:
+            self._raise(plan.by_time(phase, seconds_in, self.pace))
+        elapsed = now - self.started
+        if self.share < ETA_FROM_SHARE or elapsed < ETA_FROM_SECONDS:
+            return self.share, None
+        rest = self._phase_rest(seconds_in)
+        pace = self.pace or self._own_pace(seconds_in)
+        if rest is None or pace is None:
+            return self.share, None
+        return self.share, round(rest + pace * plan.after(phase), 1)
+
+    def _own_pace(self, seconds_in: float) -> float | None:
+        """Seconds per share of the job, from the running phase alone (the first one)."""
+        assert self.plan is not None
+        done = self.plan.weight(self.phase) * (self.done / self.total if self.total else 0.0)
+        return seconds_in / done if done > 0 else None
+
+    def _phase_rest(self, seconds_in: float) -> float | None:
+        """The running phase's seconds left; None when there is no honest number."""
+        assert self.plan is not None
+        if self.phase in COUNTED and self.phase_left is not None:
+            eta, said = self.phase_left  # its own measure, less the time since
+            return max(0.0, eta - (self.since + seconds_in - said))
+        if self.pace is None:
+            return None
+        expected = self.plan.weight(self.phase) * self.pace
+        if self.phase in COUNTED:  # its own count is not timed yet: as planned
+            return max(0.0, expected - seconds_in)
+        if seconds_in > OVERDUE_AFTER * expected + 3.0:
+            return None  # longer than planned
+        return max(0.0, expected - seconds_in)

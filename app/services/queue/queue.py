@@ -1,0 +1,256 @@
+"""The labelling queue: one unlabelled utterance at a time with the model's suggestions, in the
+order the annotator picked (:mod:`app.services.queue.queue_order`), and the answers (take a suggestion,
+send to test, no intent, delete) written by the one labelling rule
+(:func:`app.services.labelling.data.label_utterance`).
+
+One order reviews labelled utterances instead: *likely mislabelled* (the Conflicts view's
+out-of-fold check, :func:`app.services.design.conflicts.likely_mislabelled`), each shown with its
+current intents and suggestions from the pool without itself.
+
+The model is in the loop: every item's suggestions are computed when it is shown, from the live
+pool, so the labels given a second ago already count. A key press is two database transactions:
+the request's project, resolved at its edge, and one that writes the answer and reads what the
+next card needs with it (:class:`Ahead`: the upcoming rows, the counts of the progress line and
+the pool's stamp around the write), so the live pool takes the answer without reading it back
+(:meth:`app.serving.live.LivePools.pool_after`) and the next card is computed from memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.access import ProjectHandle
+from app.services.labelling import team as team_svc
+from app.services.queue.queue_answers import (
+    ACTIONS,
+    Ahead,
+    answer,
+    answer_then,
+    describe,
+    read_ahead,
+    undo_answer,
+)
+from app.services.queue.queue_order import (
+    CHUNK,
+    DEFAULT_ORDER,
+    DISPUTES,
+    LISTED,
+    MAX_CANDIDATES,
+    MINE,
+    ORDERS,
+    REVIEW,
+    order,
+)
+from app.serving.factories import FactoryBuilder
+from app.serving.live import LivePools
+from app.serving.pools import ProjectPool
+from core.retrieval.scope import OUT_OF_SCOPE
+from storage.db import Database
+from storage.utterances import UtteranceRow, count_utterances, list_utterances
+
+__all__ = [  # the orders are queue_order's, named here too: the queue's callers use one module
+    "ACTIONS",
+    "CHUNK",
+    "DEFAULT_ORDER",
+    "DISPUTES",
+    "LISTED",
+    "MAX_CANDIDATES",
+    "MINE",
+    "ORDERS",
+    "OUT_OF_SCOPE",
+    "REVIEW",
+    "Ahead",
+    "QueueItem",
+    "answer",
+    "answer_then",
+    "card",
+    "describe",
+    "item",
+    "next_item",
+    "order",
+    "read_ahead",
+    "undo_answer",
+]
+
+logger = logging.getLogger(__name__)
+
+SUGGESTIONS = 3
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    intent: str
+    score: float
+    example: str  # the intent's labelled example nearest to the utterance
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """An utterance to label, with the model's suggestions (best first) and its decision."""
+
+    id: int
+    version: int
+    text: str
+    suggestions: tuple[Suggestion, ...]
+    predicted: tuple[str, ...]
+    multi_label: bool
+    current: tuple[str, ...] = ()  # its intents now (reviewing a labelled utterance)
+    split: str = "unlabelled"  # its split now (a reviewed `test` row needs confirming)
+    # the model says no intent: the top score is below its threshold (suggestions still shown)
+    out_of_scope: bool = False
+    threshold: float | None = None
+    answers: tuple[str, ...] = ()  # the annotators' answers ("ana: card_arrival"; a dispute)
+
+    @property
+    def first_choice(self) -> str | None:
+        """What ``Enter`` and ``t`` take (single-label): the top suggestion, always; out of scope
+        has a key of its own (``0``), so a doubtful threshold never turns Enter into it."""
+        return self.suggestions[0].intent if self.suggestions else None
+
+
+def item(
+    live: LivePools,
+    p: ProjectHandle,
+    utterance_id: int,
+    *,
+    review: bool = False,
+    dispute: team_svc.Dispute | None = None,
+) -> QueueItem | None:
+    """The utterance with fresh suggestions, or None when it is gone or no longer unlabelled
+    (someone else answered it); with ``review``, a labelled utterance, suggested without
+    itself; with ``dispute``, the annotators' intents first, then the model's."""
+    with live.db.session() as s:
+        found = list_utterances(s, p.id, ids=[utterance_id])
+    if not found:
+        return None
+    return card(live.factories, live.pool(p.id), found[0], review=review, dispute=dispute)
+
+
+def card(
+    factories: FactoryBuilder,
+    pool: ProjectPool,
+    row: UtteranceRow,
+    *,
+    review: bool = False,
+    dispute: team_svc.Dispute | None = None,
+) -> QueueItem | None:
+    """:func:`item` of a row already read, from the live ``pool`` (no database read)."""
+    if row.split != "unlabelled" and not (review and row.labels):
+        return None
+    if len(pool.index) == 0:
+        return QueueItem(row.id, row.version, row.text, (), (), False)
+    text = pool.text_of(row)  # its vector is in the cache: the order encoded it
+    vector = factories.cache.encode(pool.encoder, [text])
+    if review:
+        ranked = pool.predictor.rank(vector, exclude_ids=[row.id], show=0)[0].intents
+        ranked = ranked[:SUGGESTIONS]
+        return QueueItem(
+            row.id,
+            row.version,
+            row.text,
+            tuple(Suggestion(x.intent, x.score, x.best.text) for x in ranked),
+            tuple(x.intent for x in ranked[:1]),
+            False,
+            tuple(row.labels),
+            row.split,
+        )
+    depth = max(len(pool.intents), SUGGESTIONS) if dispute else SUGGESTIONS
+    result = pool.predictor.predict_vectors([text], vector, show=0, top_n=depth)[0][0]
+    suggestions = tuple(
+        Suggestion(s["intent"], float(s["score"]), s["best"]["text"]) for s in result["intents"]
+    )
+    if dispute is not None:  # the answers given first (the model's score beside each)
+        given = [i for g in dispute.answers for i in g.intents]
+        suggestions = tuple(
+            sorted(suggestions, key=lambda x: given.index(x.intent) if x.intent in given else 99)
+        )[:SUGGESTIONS]
+    return QueueItem(
+        row.id,
+        row.version,
+        row.text,
+        suggestions,
+        tuple(result["labels"]),
+        pool.predictor.multi_label,
+        out_of_scope=_looks_out_of_scope(pool, result),
+        threshold=result.get("threshold"),
+        answers=tuple(f"{g.annotator}: {g.shown()}" for g in dispute.answers) if dispute else (),
+    )
+
+
+def _looks_out_of_scope(pool: ProjectPool, result: dict[str, Any]) -> bool:
+    """The card's hint: the prediction's out of scope, where the calibration supports it for a
+    card as uncertain as this one (:meth:`core.evaluation.oos.Calibration.looks_out_of_scope`)."""
+    oos = bool(result["oos"]) and not pool.predictor.multi_label
+    if pool.calibration is None:
+        return oos
+    return pool.calibration.looks_out_of_scope(oos, result["score"], result["margin"])
+
+
+def next_item(
+    live: LivePools,
+    p: ProjectHandle,
+    upcoming: Sequence[int],
+    how: str = DEFAULT_ORDER,
+    *,
+    near: str | None = None,
+    exclude: Sequence[int] = (),
+    ahead: Ahead | None = None,
+) -> tuple[QueueItem | None, list[int]]:
+    """The next item still to label, and the ids after it. Takes ids from ``upcoming`` (the order
+    computed before) and orders a new chunk when they run out (the review order: all it flags);
+    None when nothing is left. ``ahead``: the upcoming rows and the pool's stamp read already
+    (with the answer just written): the next card costs no database read."""
+    chunk = MAX_CANDIDATES if how in LISTED else CHUNK
+    left = list(upcoming)
+    if ahead is not None and how not in LISTED:
+        pool = live.pool(p.id, stamp=ahead.stamp)
+        while left and left[0] in ahead.read:
+            row = ahead.rows.get(left.pop(0))
+            found = card(live.factories, pool, row) if row is not None else None
+            if found is not None:
+                return found, left
+    for _ in range(2):
+        disputes = (
+            {
+                d.id: d
+                for d in team_svc.disputes(
+                    live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+                )
+            }
+            if how in (DISPUTES, MINE)
+            else {}
+        )
+        while left:
+            uid = left.pop(0)
+            if how in (DISPUTES, MINE) and uid not in disputes:
+                continue  # decided meanwhile
+            found = item(live, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
+            if found is not None:
+                return found, left
+        left = order(live, p, how, near=near, exclude=exclude, limit=chunk)
+    return None, []
+
+
+def remaining(db: Database, p: ProjectHandle) -> int:
+    """How many utterances are still unlabelled."""
+    with db.session() as s:
+        return count_utterances(s, p.id, split="unlabelled")
+
+
+def warm_up(live: LivePools) -> None:
+    """Encode every project's queue candidates into the embedding cache (at start-up, so the
+    first order does not pay for it)."""
+    from storage.projects import list_projects
+
+    with live.db.session() as s:
+        projects = {p.id: p.name for p in list_projects(s)}
+    for pid, name in projects.items():
+        with live.db.session() as s:
+            rows = list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES)
+        if rows:
+            pool = live.pool(pid)
+            live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
+            logger.debug("queue of %s: %d candidates encoded", name, len(rows))

@@ -1,0 +1,196 @@
+"""The retrain pipeline a worker runs for one job, as named phases (:data:`PHASES`), each a
+function of this package that ``bench/job_profile.py`` times:
+
+``snapshot`` (:func:`snapshot`: the dataset version, the rows, the encoders it is compared
+with) → ``train``
+(:func:`train`) → ``save`` (:func:`save`: the artifact written under a temporary name, the model
+kept in memory) → ``measure`` (:func:`app.services.training.retrain_measure.measure`: the new encoder as
+it will serve; the frozen base and the active version read when their numbers on these rows are
+known) → ``serve`` (:func:`app.services.training.retrain_serve.serve`: the promotion gate, the version
+registered and, when it passed, active: it answers from here) → ``int8``
+(:func:`app.services.training.retrain_int8.int8_copy`, only where the compute budget builds one: a CPU;
+the fp32 version serves meanwhile) → ``register`` (:func:`app.services.training.retrain_serve.register`:
+the version's record completed, the int8 copy switched in when it passed parity, the switch
+logged) → ``calibrate`` (:func:`app.services.training.retrain_calibrate.calibrate`, only where the
+project's out-of-scope calibration is held-out: ``auto`` on a GPU; the version serves with the
+quick thresholds meanwhile, then with the held-out ones).
+
+So a version answers as soon as it is trained and measured with the encoder that serves it; on a
+CPU its int8 copy replaces it a few seconds later, measured and shown the same way.
+
+Progress is one share of the whole job (:class:`app.services.models.job_plan.JobPlan`, planned before
+training), through the job's phases in order: ``training`` (counted in optimiser steps),
+``saving``, ``evaluating`` (counted in the utterances the encoders still have to encode),
+``serving``, ``int8``, ``registering``. The job reaches 100 % once its record is complete.
+
+A failure or a crash before ``serve`` leaves the active model unchanged and no referenced
+artifact half-written: the artifact is written under a temporary name and renamed when complete,
+and removed again when registering it fails. After ``serve`` the version counts: a failed int8
+copy only leaves it serving fp32.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from app.compute import ComputeBudget
+from app.project_settings import as_encoded, stored_settings
+from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
+from app.services.training.retrain_int8 import int8_copy, int8_plan
+from app.services.training.retrain_measure import Evaluation, Known, measure, plan, to_encode
+from app.services.training.retrain_serve import PROMOTION_TOLERANCE, register, serve
+from app.services.training.retrain_state import EvalProgress, Reporter, Snapshot, Trained
+from app.services.training.retrain_warm import wait_until_warm
+from app.serving.state import ServingState
+from core.encoding.registry import Encoder
+from core.evaluation import EvalData
+from core.multilabel.rule import is_multilabel
+from core.training import TrainConfig, TrainingCancelled, method_title, train_encoder, trainable
+from storage.datasets import snapshot as dataset_snapshot
+from storage.datasets import snapshot_rows
+from storage.db import WriteLock
+from storage.projects import get_project
+from storage.versions import active_version
+
+__all__ = [
+    "PHASES",
+    "PROMOTION_TOLERANCE",
+    "EvalProgress",
+    "Evaluation",
+    "Reporter",
+    "run_retrain",
+    "save",
+    "snapshot",
+    "to_encode",
+    "train",
+]
+
+# The pipeline's phases in order (what bench/job_profile.py's table names).
+PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate")
+
+
+def snapshot(ctx: ServingState, project_id: int, head_options: dict[str, Any]) -> Snapshot:
+    """The ``snapshot`` phase: the dataset version (written once per content) and everything
+    the job reads of the project, in one transaction; then the frozen base and the active
+    version as they serve, which the new version is compared with (the base encoder is read
+    here when the process has not kept it)."""
+    with ctx.db.write(WriteLock.project(project_id)) as s:
+        dv = dataset_snapshot(s, project_id)
+        project = get_project(s, project_id)
+        base, settings = project.base_encoder, stored_settings(project.name, project.settings)
+        # a project that encodes context trains and evaluates on what its pool will encode
+        rows = as_encoded(snapshot_rows(dv), settings)
+        active = active_version(s, project_id)
+        dataset_id, dataset_hash = dv.id, dv.content_hash
+    train_rows = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
+    multi = is_multilabel(train_rows.train_labels)
+    snap = Snapshot(
+        project_id=project_id,
+        dataset_id=dataset_id,
+        dataset_hash=dataset_hash,
+        base=base,
+        settings=settings,
+        use_context=settings.encode_context,
+        active=active,
+        # "no intent" rows (train/test, no labels) teach a multi-label head what is none of them
+        data=EvalData.from_rows(rows, with_unlabelled=multi),
+        # an intent with fewer than 2 examples is left out of training only (issue 43, hole 5)
+        fit=trainable(train_rows.train_texts, train_rows.train_labels),
+        multi=multi,
+        unlabelled=sum(1 for r in rows if r.split == "unlabelled"),
+        head_options=dict(head_options),
+    )
+    return replace(snap, others=_others(ctx, snap))
+
+
+def train(ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
+    """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
+    the worker started, :mod:`app.services.training.retrain_warm`) copied and tuned on the snapshot's
+    trainable rows (:func:`core.training.train_encoder`)."""
+    fit = snap.fit
+    wait_until_warm()  # a warm-up under way finishes first: the two never share the device
+    reporter.log(
+        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances "
+        f"(dataset {snap.dataset_hash[:12]})",
+        phase="training",
+    )
+    if fit.left_out:
+        reporter.log(fit.note())
+    started = time.monotonic()
+    model = train_encoder(
+        snap.base,
+        fit.texts,
+        fit.labels,
+        cfg,
+        progress=reporter.progress,
+        should_cancel=reporter.should_cancel,
+        device=ctx.settings.device,
+    )
+    return Trained(model, time.monotonic() - started)
+
+
+def save(reporter: Reporter, trained: Trained, folder: Any) -> Encoder:
+    """The ``save`` phase: the artifact written into ``folder`` (a temporary name, renamed once
+    measured); returns the model in memory as the artifact's encoder (its weights are the ones
+    just written: never read back, issue 44)."""
+    reporter.log("saving the model", phase="saving")
+    trained.model.save(folder)
+    return trained.model.saved_encoder(folder)
+
+
+def _others(ctx: ServingState, snap: Snapshot) -> Known:
+    """The frozen base and the active version as they serve, with the options each is scored
+    with: the gate compares what serves with what would serve, and both serve a head fitted with
+    the default options (``LivePools.space_head``) when they have none of their own."""
+    pid = snap.project_id
+    base_encoder = ctx.models.base_encoder(snap.base)
+    base_factory = ctx.factories.predictor_factory(pid, base_encoder, snap.settings)
+    ref_factory = (
+        base_factory
+        if snap.active is None
+        else ctx.factories.version_factory(pid, snap.active, snap.base, snap.settings, served=True)
+    )
+    base_options: dict[str, Any] = {"multi_label": snap.multi, "head": {}}
+    ref_options: dict[str, Any] = {
+        "multi_label": snap.multi,
+        "head": snap.head_options if ref_factory.head is not None else {},
+    }
+    return [(base_factory, base_options), (ref_factory, ref_options)]
+
+
+def run_retrain(
+    ctx: ServingState,
+    reporter: Reporter,
+    job_id: int,
+    project_id: int,
+    cfg: TrainConfig,
+    head_options: dict[str, Any],
+    *,
+    budget: ComputeBudget | None = None,
+) -> tuple[int, str]:
+    """Train, measure, serve and register a version, phase by phase (see the module); ``budget``:
+    what the device makes cheap (the process's by default). Returns (version id, the job's
+    closing message)."""
+    budget = budget or ctx.models.budget
+    snap = snapshot(ctx, project_id, head_options)
+    int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
+    calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
+    extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
+    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps))
+    if reporter.should_cancel():
+        raise TrainingCancelled("cancelled while preparing the data")
+    trained = train(ctx, reporter, snap, cfg)
+    rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
+    with ctx.artifacts.writing(rel) as folder:
+        encoder = save(reporter, trained, folder)
+        measured = measure(ctx, reporter, snap, encoder, folder)
+    served = serve(
+        ctx, reporter, job_id, snap, cfg, rel, encoder, trained, measured, budget, int8, calibration
+    )
+    copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
+    message = register(ctx, reporter, snap, served, measured, copy)
+    calibrated = calibrate(ctx, reporter, snap, cfg, served, calibration)
+    return served.version_id, f"{message} {calibrated}".strip()

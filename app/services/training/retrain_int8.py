@@ -1,0 +1,121 @@
+"""The retrain's ``int8`` phase: after the version serves fp32, its int8 ONNX copy is built, its
+parity with fp32 checked (:func:`app.services.models.int8.export_version_int8`) and, when it passed, it
+is measured on the same rows as it will serve and checked by the same promotion gate; the
+``register`` phase then switches the version to it (:mod:`app.services.training.retrain_serve`).
+
+Only where the compute budget builds one (:attr:`app.compute.ComputeBudget.int8_copy`: a CPU,
+where the copy serves 1.5-2x faster) and the deployment allows it (``INTENT_STUDIO_INT8``); a
+multi-label version serves fp32 (its head decides). The copy is an artifact of its own
+(``<version's artifact>-int8``, written under a temporary name and renamed), so the version's
+own artifact and its hash never change after it was registered; a copy that failed is removed.
+
+Nothing here stops the version from serving: a failure or a stop only leaves it on fp32, with
+the reason recorded."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.compute import ComputeBudget
+from app.services.models.evaluation import gate
+from app.services.models.int8 import INT8_OFF, export_version_int8
+from app.services.training.retrain_measure import Measured
+from app.services.training.retrain_serve import PROMOTION_TOLERANCE
+from app.services.training.retrain_state import Int8Outcome, Reporter, Served, Snapshot
+from app.serving.int8 import INT8_DIR, load_int8
+from app.serving.state import ServingState
+from core.errors import logged
+from core.training import TrainingCancelled
+from storage.artifacts import tree_sha256
+
+logger = logging.getLogger(__name__)
+
+NOT_ON_GPU = "not built: on a GPU a version serves in fp32 (an int8 copy serves only on a CPU)"
+MULTI_LABEL = "multi-label: the head decides, served in fp32"
+PENDING = "being built and checked: the fp32 encoder serves until the copy passes parity"
+
+
+def int8_plan(ctx: ServingState, budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
+    """What a new version records of its int8 copy when it is registered: ``pending`` when
+    this job builds one after serving, else why it has none (the deployment turned int8 off,
+    a GPU serves, a multi-label head decides)."""
+    if not ctx.settings.int8:
+        return {"passed": False, "reason": INT8_OFF}
+    if not budget.int8_copy:
+        return {"passed": False, "reason": NOT_ON_GPU}
+    if snap.multi:
+        return {"passed": False, "reason": MULTI_LABEL}
+    return {"passed": False, "pending": True, "reason": PENDING}
+
+
+class _NotKept(Exception):
+    """The copy did not pass: its folder is discarded."""
+
+
+def int8_copy(
+    ctx: ServingState, reporter: Reporter, snap: Snapshot, served: Served, measured: Measured
+) -> Int8Outcome:
+    """The ``int8`` phase (see the module)."""
+    reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
+    if reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
+        return _stopped(reporter, "before it started")
+    rel = f"{served.rel}-int8"
+    encoder = measured.factory.encoder
+    try:
+        with ctx.artifacts.writing(rel) as tmp:
+            info = export_version_int8(
+                encoder,
+                snap.data,
+                tmp / INT8_DIR,
+                cached=ctx.live.cache.encode,
+                multi_label=snap.multi,
+            )
+            if not info.get("passed"):
+                raise _NotKept
+        copy = ctx.factories.predictor_factory(
+            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR), snap.settings
+        )
+        measured.evaluation.add(copy)
+        metrics, _ = measured.evaluation.score(copy, **snap.options)
+        measured.evaluation.keep(copy, snap.options, metrics)
+        why = None
+        if served.promoted:  # it serves only if it passes the gate that promoted the version
+            passed, why = gate(metrics, measured.reference, PROMOTION_TOLERANCE)
+            if not passed:
+                ctx.artifacts.remove(rel)
+                words = f"Its int8 copy was measured below the gate ({why}): fp32 serves."
+                return Int8Outcome({**info, "passed": False, "reason": words}, None, words)
+        sha, _ = tree_sha256(ctx.artifacts.path(rel))
+        acc = f"accuracy {metrics.accuracy:.3f}" if metrics.accuracy is not None else "measured"
+        return Int8Outcome(
+            {**info, "artifact": rel, "sha256": sha},
+            metrics,
+            f"{info.get('reason', 'parity passed')}, {acc}.",
+            why,
+        )
+    except _NotKept:
+        words = f"Its int8 copy did not pass ({info.get('reason')}): fp32 serves."
+        return Int8Outcome(info, None, words)
+    except TrainingCancelled as exc:  # its worker stops, or the job was reaped: the version stays
+        ctx.artifacts.remove(rel)
+        return _stopped(reporter, str(exc))
+    except Exception as exc:  # the version serves fp32: the copy's failure is only recorded
+        ctx.artifacts.remove(rel)
+        logged(logger, "the int8 copy of v%s failed", served.version_id)
+        words = f"Its int8 copy failed ({type(exc).__name__}: {exc}): fp32 serves."
+        return Int8Outcome({"passed": False, "reason": words}, None, words)
+
+
+def _stopped(reporter: Reporter, when: str) -> Int8Outcome:
+    """The int8 phase cut short: a worker that stops ends the job here (its version is
+    registered and serves fp32: handed back, it would be trained again, issue 57), or the job
+    ended meanwhile (reaped)."""
+    if reporter.handing_back:
+        words = (
+            f"Its worker stopped before the int8 copy was checked ({when}): fp32 serves; a "
+            "retrain builds one."
+        )
+    else:
+        words = f"Its int8 copy was stopped ({when}): fp32 serves."
+    return Int8Outcome({"passed": False, "reason": words}, None, words)

@@ -1,0 +1,187 @@
+"""The retrain's ``serve`` and ``register`` phases.
+
+``serve`` (:func:`serve`): the promotion gate on the new version as it serves now, the version
+registered with that measurement and, when it passed, made active: from this transaction on the
+app's next prediction answers with it. The worker then encodes what the project's first card and
+first prediction need in that space (:func:`first_card_vectors`).
+
+``register`` (:func:`register`): the version's record completed once everything after serving
+ended: on a CPU, its int8 copy's outcome; when the copy passed parity (and the gate, measured as
+it serves), the version's headline becomes the copy's measurement with the fp32 one beside it,
+and the project's live pools switch to it (the switch is logged on the job)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+from app.compute import ComputeBudget
+from app.services.models.evaluation import gate
+from app.services.training.retrain_measure import Measured
+from app.services.training.retrain_state import Int8Outcome, Reporter, Served, Snapshot, Trained
+from app.serving.live import LivePools
+from app.serving.state import ServingState
+from core.encoding.registry import Encoder
+from core.errors import logged
+from core.evaluation.version_metrics import FP32, INT8
+from core.training import TrainConfig
+from storage import jobs
+from storage.artifacts import tree_sha256
+from storage.db import WriteLock
+from storage.versions import NewVersion, record_metrics, register_version
+
+logger = logging.getLogger(__name__)
+
+PROMOTION_TOLERANCE = 0.01
+
+
+def serve(
+    ctx: ServingState,
+    reporter: Reporter,
+    job_id: int,
+    snap: Snapshot,
+    cfg: TrainConfig,
+    rel: str,
+    encoder: Encoder,
+    trained: Trained,
+    measured: Measured,
+    budget: ComputeBudget,
+    int8: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None,
+) -> Served:
+    """The ``serve`` phase (see the module). ``int8``: what the version records of its int8
+    copy now (``pending`` while the int8 phase builds it, else why there is none);
+    ``calibration``: of its out-of-scope calibration (``pending`` while the calibrate phase
+    runs the held-out one, :mod:`app.services.training.retrain_calibrate`)."""
+    reporter.log("registering the version", phase="serving")
+    now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
+    passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
+    where = "on the GPU" if budget.device == "cuda" else "on the CPU"
+    why += f" Measured with the fp32 encoder that serves it {where}."
+    active = snap.active
+    metrics = replace(
+        now,
+        base=measured.base,
+        reference={
+            "version": active.id if active else None,
+            "accuracy": measured.reference.accuracy,
+            "macro_f1": measured.reference.macro_f1,
+        },
+        gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
+        int8=dict(int8 or {}),
+        oos_calibration=dict(calibration or {}),
+        train_seconds=round(trained.seconds, 1),
+        evaluate_seconds=round(measured.seconds, 1),
+        extra={
+            **now.extra,
+            "steps": trained.model.stats.get("steps"),
+            "device": str(budget.device),
+            **({"encode_context": True} if snap.use_context else {}),
+        },
+    )
+    try:
+        sha, size = tree_sha256(ctx.artifacts.path(rel))
+        new = NewVersion(
+            project_id=snap.project_id,
+            dataset_version_id=snap.dataset_id,
+            method=cfg.method,
+            base_encoder=snap.base,
+            config=cfg.to_dict(),
+            metrics=metrics.to_dict(),
+            artifact_path=rel,
+            artifact_sha256=sha,
+            artifact_size=size,
+            note=why,
+        )
+        with ctx.db.write(WriteLock.project(snap.project_id)) as s:
+            jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
+            mv_id = register_version(s, new, activate=passed)
+            jobs.registered(s, job_id, mv_id)
+    except BaseException:
+        ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
+        raise
+    ctx.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
+    if passed:
+        reporter.log(f"v{mv_id} is active: it answers in fp32 {where}")
+    # the queue's candidates in this space only when it stays: an int8 copy on its way replaces
+    # it in seconds, and the cores are the int8 phase's and the app's (its first answers)
+    first_card_vectors(ctx.live, snap.project_id, queue=not (int8 or {}).get("pending"))
+    return Served(mv_id, rel, passed, why, metrics, trained.seconds)
+
+
+def register(
+    ctx: ServingState,
+    reporter: Reporter,
+    snap: Snapshot,
+    served: Served,
+    measured: Measured,
+    copy: Int8Outcome | None,
+) -> str:
+    """The ``register`` phase (see the module): the version's int8 outcome recorded, and the
+    copy switched in when it passed; returns the job's closing message."""
+    reporter.log("recording the version", phase="registering")
+    headline = served.metrics
+    why = served.why
+    if copy is not None:
+        int8 = dict(copy.info)
+        if copy.metrics is not None:
+            decided = dict(served.metrics.gate)
+            if copy.gate is not None:  # the gate, on what serves from now
+                decided["reason"] = f"{copy.gate} Measured with the int8 encoder that serves it."
+            headline = replace(
+                copy.metrics,
+                encoder=INT8,
+                fp32=replace(measured.new, encoder=FP32),
+                base=served.metrics.base,
+                reference=served.metrics.reference,
+                gate=decided,
+                oos_calibration=served.metrics.oos_calibration,
+                train_seconds=served.metrics.train_seconds,
+                evaluate_seconds=served.metrics.evaluate_seconds,
+                extra=served.metrics.extra,
+            )
+            why += f" Its int8 copy serves since: {copy.words}"
+        elif copy.words:
+            why += f" {copy.words}"
+        headline = replace(headline, int8=int8)
+        with ctx.db.write(WriteLock.project(snap.project_id)) as s:
+            record_metrics(s, snap.project_id, served.version_id, headline.to_dict(), note=why)
+        if copy.metrics is not None:
+            logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
+            reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
+        first_card_vectors(ctx.live, snap.project_id)  # the space that serves from now on
+    acc = headline.accuracy or 0.0
+    base_acc = measured.base.accuracy or 0.0
+    left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
+    return (
+        f"v{served.version_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}), trained in "
+        f"{served.train_seconds:.0f} s. {why}{left_out}"
+    )
+
+
+def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) -> None:
+    """Encode into the embedding cache (local, and the bucket's when model files live in one)
+    what the project's first card and first prediction need in the space it now serves: its
+    pool and anchors, its calibration (kept beside the cache, :mod:`app.serving.pools`) and,
+    with ``queue``, the labelling queue's candidates, so the app does not compute them while a
+    user waits."""
+    from app.access import open_project
+    from app.access.auth import LOCAL
+    from app.services.queue.queue import order
+
+    try:
+        p = open_project(live.db, project_id, LOCAL)
+        before, started = live.cache.encoded, time.monotonic()
+        live.pool(project_id)  # the served pool, even with no queue to order
+        if queue:
+            order(live, p)
+        logger.info(
+            "project %s: %d utterance(s) encoded for its first card in %.1fs",
+            p.name,
+            live.cache.encoded - before,
+            time.monotonic() - started,
+        )
+    except Exception:  # the version is registered: the app encodes what is missing itself
+        logged(logger, "preparing the vectors of project %s failed", project_id)

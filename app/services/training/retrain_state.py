@@ -1,0 +1,110 @@
+"""What the retrain's phases hand each other (:mod:`app.services.training.retrain`): the job's
+:class:`Snapshot`, the trained model (:class:`Trained`), the registered version (:class:`Served`)
+and the int8 copy's outcome (:class:`Int8Outcome`); and where a running job reports
+(:class:`Reporter`, with the evaluation's :class:`EvalProgress`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.project_settings import ProjectSettings
+from app.services.models.job_plan import JobPlan
+from core.evaluation import EvalData
+from core.evaluation.version_metrics import VersionMetrics
+from core.retrieval.factory import PredictorFactory
+from core.training import Trainable, TrainedModel, TrainProgress
+from storage.tables import ModelVersion
+
+
+@dataclass(frozen=True)
+class EvalProgress:
+    """The evaluation phase: utterances encoded of those the ``encoders`` still had to encode,
+    and the seconds left (None until measured)."""
+
+    done: int
+    total: int
+    encoders: int
+    eta: float | None
+
+
+class Reporter(Protocol):
+    """Where a running job reports (the worker's job reporter). ``handing_back``: set once
+    :meth:`should_cancel` said stop because the job's worker is stopping (not a user's cancel):
+    a job whose version serves then ends without what is left, it is not trained again."""
+
+    handing_back: bool
+
+    def log(self, line: str, *, phase: str | None = None) -> None: ...
+
+    def plan(self, plan: JobPlan) -> None: ...
+
+    def progress(self, p: TrainProgress) -> None: ...
+
+    def evaluation(self, p: EvalProgress) -> None: ...
+
+    def should_cancel(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one job trains and is measured on, read in one transaction: the dataset version,
+    the project's base encoder and settings, its active version, the rows as the project encodes
+    them (``data``: scored; ``fit``: what training sees), the head's options, and the encoders
+    the new version is compared with (``others``)."""
+
+    project_id: int
+    dataset_id: int
+    dataset_hash: str
+    base: str
+    settings: ProjectSettings
+    use_context: bool
+    active: ModelVersion | None
+    data: EvalData
+    fit: Trainable
+    multi: bool
+    unlabelled: int
+    head_options: dict[str, Any] = field(default_factory=dict)
+    # what the new version is compared with: the frozen base and the active version as they
+    # serve, each with the options it is scored with
+    others: list[tuple[PredictorFactory, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The new version's evaluation options (multi-label, and its head's)."""
+        return {"multi_label": self.multi, "head": self.head_options}
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The ``train`` phase's model and its seconds (the base encoder's copy included)."""
+
+    model: TrainedModel
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Served:
+    """A registered version: its id and artifact, whether the gate made it active, the gate's
+    words, and the metrics it was registered with (those of the encoder serving it now)."""
+
+    version_id: int
+    rel: str
+    promoted: bool
+    why: str
+    metrics: VersionMetrics
+    train_seconds: float
+
+
+@dataclass(frozen=True)
+class Int8Outcome:
+    """What the int8 phase found: ``info`` (the version's ``int8`` record: passed, agreement,
+    n, variant, size, reason, and the copy's ``artifact`` and ``sha256`` when it passed),
+    ``metrics`` (the copy measured as it will serve; None when it will not), ``words`` (one
+    sentence for the job's log and the version's note) and ``gate`` (the promotion gate's words
+    on the copy's measurement, when the version was promoted)."""
+
+    info: dict[str, Any]
+    metrics: VersionMetrics | None
+    words: str
+    gate: str | None = None
