@@ -14,7 +14,7 @@ Example:
     >>> from storage.db import Database
     >>> from storage.projects import create_project
     >>> from storage.utterances import add_utterance, list_utterances
-    >>> db = Database("sqlite://")
+    >>> db = Database("sqlite://", trusted=True)  # storage alone: no app rule installed
     >>> with db.session() as s:
     ...     pid = create_project(s, "demo").id
     ...     a = add_utterance(s, pid, "hi there", split="unlabelled")

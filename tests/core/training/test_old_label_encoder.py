@@ -44,7 +44,7 @@ def test_an_older_version_with_a_label_encoder_loads_and_embeds_its_anchors_with
     utterances = load_trained(folder, device="cpu")
     labels = anchor_encoder_of(utterances)  # what every anchor embedding asks
     assert labels is utterances.anchors and labels is not utterances
-    assert labels.fingerprint.startswith("fast-label@")
+    assert labels.fingerprint.startswith(f"{meta['method']}-label@")
     assert labels.fingerprint != utterances.fingerprint  # its own embedding cache
     assert labels.model.max_seq_length == utterances.model.max_seq_length == 64
     np.testing.assert_allclose(

@@ -203,7 +203,7 @@ def test_design_aids_rank_coherent_candidates_and_count_the_matrix_confusions(
         coherence = [float(c.rstrip("%")) for c in _column(page, "#design-clusters", 1) if c]
         like = _column(page, "#design-clusters", 4)
         assert coherence and len(like) == len(coherence)
-        said = r"≈ (\w+(?:, \w+)*) \((\d+) of (\d+)\)"  # "≈ change_pin (9 of 11)"
+        said = r"≈ ([^,]+(?:, [^,]+)*) \((\d+) of (\d+)\)"  # "≈ change_pin (9 of 11)"
         assert all(v == "no: new" or re.fullmatch(said, v) for v in like), like
         old = [v.startswith("≈") for v in like]
         assert old == sorted(old) and any(old), like  # BANKING77's logs: mostly its 77 intents

@@ -65,7 +65,7 @@ def server_300(banking77_server, tmp_path_factory):
 # The 300-intent map is drawn (not the BANKING77 map the page opened on) and takes clicks.
 DRAWN_300 = (
     "() => { const p = document.querySelector('#map-plot .js-plotly-plot');"
-    " return p?.on && p.data?.length > 300; }"
+    " return p?.on && p.data?.length >= 300; }"
 )
 
 
@@ -149,7 +149,9 @@ TIMERS = """() => {
   window.__timers = [];
   new MutationObserver(() => {
     document.querySelectorAll('[data-testid=status-tracker]').forEach((t) => {
-      const text = (t.innerText || '').trim();
+      // what is drawn: the screen reader's live region (.sr-only, clipped) is not on screen
+      const spoken = t.querySelector('.sr-only')?.innerText || '';
+      const text = (t.innerText || '').replace(spoken, '').trim();
       if (/\\d+(\\.\\d+)?s\\b|processing/.test(text)) window.__timers.push(text);
     });
   }).observe(document.body, {subtree: true, childList: true, characterData: true});

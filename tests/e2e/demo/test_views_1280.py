@@ -34,9 +34,12 @@ RECORD = """() => {
 }"""
 
 # The map's intent names as drawn: their boxes on the page.
-NAME_BOXES = """() => [...document.querySelectorAll('#map-plot .textpoint text')]
-  .filter((t) => t.textContent).map((t) => { const r = t.getBoundingClientRect();
-  return [t.textContent, r.left, r.top, r.right, r.bottom]; })"""
+NAME_BOXES = """() => { const p = document.querySelector('#map-plot .js-plotly-plot');
+  const wanted = new Set((p.layout.annotations || []).map((a, i) => a.name === 'intent name' ? i : -1));
+  return [...p.querySelectorAll('.annotation')].filter((g) => wanted.has(Number(g.dataset.index)))
+  .map((g) => g.querySelector('text.annotation-text')).filter((t) => t && t.textContent)
+  .map((t) => { const r = t.getBoundingClientRect();
+  return [t.textContent, r.left, r.top, r.right, r.bottom]; }); }"""
 
 
 @pytest.fixture
