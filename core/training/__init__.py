@@ -29,12 +29,14 @@ from core.training.model_io import (
 from core.training.trainable import Trainable, check_trainable, trainable
 
 if TYPE_CHECKING:
-    from core.training.fit import planned_steps, train_encoder
+    from core.training.fit import Checkpoint, checkpoint_steps, planned_steps, train_encoder
     from core.training.loop import TrainingCancelled, TrainProgress
 
 # The training loop's names, from the modules that import torch: loaded on first use (PEP 562),
 # so a process that only reads a version (serving its int8 copy, a bundle) never imports torch.
 _TRAINING_LOOP = {
+    "Checkpoint": "core.training.fit",
+    "checkpoint_steps": "core.training.fit",
     "planned_steps": "core.training.fit",
     "train_encoder": "core.training.fit",
     "TrainingCancelled": "core.training.loop",
@@ -53,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "METHOD_LINES",
+    "Checkpoint",
     "Eta",
     "TrainConfig",
     "TrainProgress",
@@ -62,6 +65,7 @@ __all__ = [
     "artifact_sha256",
     "canonical_method",
     "check_trainable",
+    "checkpoint_steps",
     "load_label_encoder",
     "load_trained",
     "method_choices",

@@ -170,6 +170,11 @@ class TrainConfig:
             better; ``bench/train.py``, ``fast`` against ``fast_full``), 0 for ``lora``
             (adapters only).
         lora_r: LoRA rank.
+        first_pass: optimiser steps of the first pass, trained on a schedule of its own and
+            handed over as a first version while the other passes train
+            (:func:`core.training.fit.stages`): ``None`` = one whole pass over the labelled
+            utterances, ``N`` = at most N steps of it (a retrain's worker sets it from its
+            device's compute budget), ``0`` = no first pass (every pass on one schedule).
     """
 
     method: str = "convfit"
@@ -184,6 +189,7 @@ class TrainConfig:
     freeze_embeddings: bool = True
     freeze_layers: int | None = None
     lora_r: int = 8
+    first_pass: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or (
@@ -203,6 +209,8 @@ class TrainConfig:
         if self.freeze_layers is not None:
             _check_int("freeze_layers", self.freeze_layers, 0, 100)
         _check_int("lora_r", self.lora_r, 1, 256)
+        if self.first_pass is not None:
+            _check_int("first_pass", self.first_pass, 0, 1_000_000)
 
     def check_layers(self, layers: int | None) -> None:
         """Refuse (``ValueError``, with the valid range) an explicit ``freeze_layers`` that

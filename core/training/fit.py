@@ -19,9 +19,11 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.training.config import TrainConfig
@@ -30,6 +32,7 @@ from core.training.loop import (
     CancelFn,
     ProgressFn,
     TrainingCancelled,
+    TrainProgress,
     run_training,
     seed_everything,
 )
@@ -91,6 +94,37 @@ def _base_copy(base: str, device: str) -> SentenceTransformer:
     return copy.deepcopy(load_encoder(base, device=device).model)
 
 
+def stages(texts: Sequence[str], labels: Labels, config: TrainConfig) -> list[list[Batch]]:
+    """The run's batches in stages, each trained on a schedule of its own (a linear warm-up,
+    then a decay to 0) and scored at its end: a **first pass** over the labelled utterances
+    (every utterance an anchor once, at most ``config.first_pass`` steps of it), then the
+    other ``epochs - 1`` passes. The model after the first pass is finished (its rate decayed):
+    a first version serves from it while the rest trains (bench/RESULTS.md, "An anytime
+    retrain"). With one epoch the first pass is the run; ``first_pass=0`` trains every pass on
+    one schedule.
+
+    Example:
+        >>> labels = [("a",), ("a",), ("b",), ("b",)] * 8
+        >>> [len(s) for s in stages(["x"] * 32, labels, TrainConfig(batch_size=2, epochs=3))]
+        [16, 32]
+        >>> cfg = TrainConfig(batch_size=2, epochs=3, first_pass=4)
+        >>> [len(s) for s in stages(["x"] * 32, labels, cfg)]
+        [4, 32]
+        >>> [len(s) for s in stages(["x"] * 32, labels, TrainConfig(batch_size=2, first_pass=0))]
+        [64]
+    """
+    if config.first_pass == 0:
+        return [_fast_batches(texts, labels, config, config.epochs)]
+    first = _fast_batches(texts, labels, config, 1)
+    if config.first_pass is not None:
+        first = first[: config.first_pass]
+    if config.epochs == 1:
+        return [first]
+    # the other passes draw their own positives and order (the first pass's seed, moved on)
+    rest = dataclasses.replace(config, seed=(config.seed + 1) % 2**32)
+    return [first, _fast_batches(texts, labels, rest, config.epochs - 1)]
+
+
 def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | None = None) -> int:
     """The optimiser steps :func:`train_encoder` takes on these utterances, without a model:
     what a job's progress weighs its training by before it starts.
@@ -100,12 +134,42 @@ def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | No
         >>> planned_steps(["x"] * 32, labels, TrainConfig(batch_size=2, epochs=1))
         16
     """
-    config = config or TrainConfig()
-    labels = _normalise_labels(labels)
-    batches = anchor_positive_batches(
-        labels, config.seed, batch_size=config.batch_size, passes=config.epochs
-    )
-    return len(batches)
+    return sum(len(s) for s in stages(texts, _normalise_labels(labels), config or TrainConfig()))
+
+
+def checkpoint_steps(
+    texts: Sequence[str], labels: Labels, config: TrainConfig | None = None
+) -> list[int]:
+    """The steps at which :func:`train_encoder` hands a checkpoint over (each stage's end).
+
+    Example:
+        >>> labels = [("a",), ("a",), ("b",), ("b",)] * 8
+        >>> checkpoint_steps(["x"] * 32, labels, TrainConfig(batch_size=2, epochs=3))
+        [16, 48]
+    """
+    ends, done = [], 0
+    for stage in stages(texts, _normalise_labels(labels), config or TrainConfig()):
+        done += len(stage)
+        ends.append(done)
+    return ends
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The model after ``step`` of the run's ``total`` optimiser steps (the end of a stage,
+    :func:`stages`): a copy in eval mode while training goes on (the last one is the trained
+    model itself), to save, measure and serve."""
+
+    step: int
+    total: int
+    trained: TrainedModel
+
+    @property
+    def final(self) -> bool:
+        return self.step >= self.total
+
+
+CheckpointFn = Callable[[Checkpoint], None]
 
 
 def _stop_if_asked(should_cancel: CancelFn | None, where: str) -> None:
@@ -122,6 +186,7 @@ def train_encoder(
     progress: ProgressFn | None = None,
     should_cancel: CancelFn | None = None,
     device: str | None = None,
+    checkpoint: CheckpointFn | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -136,6 +201,9 @@ def train_encoder(
             are planned and before every step; returning True raises
             :class:`TrainingCancelled` (well within a second per step on CPU).
         device: ``"cuda"``/``"cpu"``; default CUDA when available.
+        checkpoint: called with a :class:`Checkpoint` at the end of each stage
+            (:func:`stages`: the first pass, then the whole run), in the training thread:
+            training waits for it. What it raises ends the run (``TrainingCancelled`` too).
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -169,47 +237,88 @@ def train_encoder(
         config.check_layers(getattr(_transformer(model).config, "num_hidden_layers", None))
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
 
-    plan = _fast_batches(texts, labels, config, config.epochs)
-    steps = len(plan)
+    plan = stages(texts, labels, config)
+    steps = sum(len(stage) for stage in plan)
     if steps == 0:
         raise ValueError("The labelled data yields no training pairs.")
     _stop_if_asked(should_cancel, "planning the batches")
 
     loss = ranking_loss(model, scale=config.scale).to(device)
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
-    seen = [t for batch in plan for column in batch.columns for t in column]
+    seen = [t for stage in plan for batch in stage for column in batch.columns for t in column]
     bank = TokenBank(model, seen)  # every text tokenised once, its tokens on the device
-    with cached_prefix(model, seen, frozen):
-        last = run_training(
-            model,
-            loss,
-            plan,
-            total_steps=steps,
-            lr=config.resolved_lr,
-            warmup=config.warmup,
-            weight_decay=config.weight_decay,
-            progress=progress,
-            should_cancel=should_cancel,
-            bank=bank,
-        )
+    last, done = float("nan"), 0
+
+    def stats(at: int) -> dict[str, Any]:
+        return {
+            "steps": at,
+            "epochs": config.epochs,
+            "seconds": round(time.monotonic() - t0, 2),
+            "loss": last,
+            "device": device,
+            # the loop's arithmetic: bf16 autocast where the device computes it natively
+            "precision": "bf16" if bf16_on(device) else "fp32",
+        }
+
+    with cached_prefix(model, seen, frozen) as prefix:
+        for stage in plan:
+            last = run_training(
+                model,
+                loss,
+                stage,
+                total_steps=len(stage),
+                lr=config.resolved_lr,
+                warmup=config.warmup,
+                weight_decay=config.weight_decay,
+                progress=_whole_run(progress, done, len(stage), steps, t0),
+                should_cancel=should_cancel,
+                bank=bank,
+            )
+            done += len(stage)
+            if checkpoint is not None and done < steps:
+                with prefix.whole():  # the copy is the model as it serves, every layer its own
+                    copied = _frozen_copy(model)
+                # what trains this checkpoint again: the first pass alone
+                first = dataclasses.replace(config, epochs=1)
+                checkpoint(
+                    Checkpoint(done, steps, TrainedModel(copied, base, first, kind, stats(done)))
+                )
     for p in model.parameters():
         p.requires_grad_(False)
     model.eval()
-    seconds = time.monotonic() - t0
-    stats = {
-        "steps": steps,
-        "epochs": config.epochs,
-        "seconds": round(seconds, 2),
-        "loss": last,
-        "device": device,
-        # the loop's arithmetic: bf16 autocast where the device computes it natively
-        "precision": "bf16" if bf16_on(device) else "fp32",
-    }
-    logger.info("trained %s in %.1f s: %s", config.method, seconds, stats)
-    return TrainedModel(
-        model=model,
-        base_encoder=base,
-        config=config,
-        kind=kind,
-        stats=stats,
-    )
+    trained = TrainedModel(model=model, base_encoder=base, config=config, kind=kind)
+    trained.stats = stats(steps)
+    logger.info("trained %s in %.1f s: %s", config.method, trained.stats["seconds"], trained.stats)
+    if checkpoint is not None:
+        checkpoint(Checkpoint(steps, steps, trained))
+    return trained
+
+
+def _frozen_copy(model: SentenceTransformer) -> SentenceTransformer:
+    """A copy of ``model`` as it is now, in eval mode, with no gradients: a checkpoint that
+    training going on does not change."""
+    copied = copy.deepcopy(model)
+    for p in copied.parameters():
+        p.requires_grad_(False)
+    copied.eval()
+    return copied
+
+
+def _whole_run(
+    progress: ProgressFn | None, before: int, stage: int, total: int, started: float
+) -> ProgressFn | None:
+    """A stage's progress as the whole run's: its steps after the ``before`` of the stages
+    before it, of all ``total``; the time left at the stage's own measured pace (a checkpoint's
+    pause between two stages is no step's time)."""
+    if progress is None:
+        return None
+
+    def report(p: TrainProgress) -> None:
+        left = None
+        if p.eta is not None:
+            per_step = p.eta / max(1, stage - p.step)
+            left = p.eta + per_step * (total - before - stage)
+        elapsed = time.monotonic() - started
+        progress(TrainProgress(before + p.step, total, p.loss, elapsed, left))
+
+    return report

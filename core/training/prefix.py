@@ -142,30 +142,62 @@ def prefix_states(
     return out
 
 
+class Prefix:
+    """What :func:`cached_prefix` yields: whether the cache is in use, and :meth:`whole` to run
+    the model as it is outside the cache for a moment (a checkpoint's copy, say)."""
+
+    def __init__(self, model: SentenceTransformer, in_use: bool = False) -> None:
+        self.model = model
+        self.in_use = in_use
+        self._swapped: tuple[Any, nn.Module, nn.ModuleList, nn.Module, nn.ModuleList] | None = None
+
+    def __bool__(self) -> bool:
+        return self.in_use
+
+    @contextmanager
+    def whole(self) -> Iterator[SentenceTransformer]:
+        """The model with its own embedding module and every layer, while inside; the cached
+        lookup again after."""
+        if self._swapped is None:
+            yield self.model
+            return
+        hf, embeddings, stack, prefix, upper = self._swapped
+        hf.embeddings, hf.encoder.layer = embeddings, stack
+        try:
+            yield self.model
+        finally:
+            hf.embeddings, hf.encoder.layer = prefix, upper
+
+
 @contextmanager
-def cached_prefix(model: SentenceTransformer, texts: Iterable[str], layers: int) -> Iterator[bool]:
+def cached_prefix(
+    model: SentenceTransformer, texts: Iterable[str], layers: int
+) -> Iterator[Prefix]:
     """While inside, ``model`` runs only its upper layers on cached states of ``texts`` (every
-    text it will embed must be among them); yields whether the cache is in use. Restores the
-    model on the way out, also on errors and cancellation."""
+    text it will embed must be among them); yields a :class:`Prefix` (true when the cache is in
+    use). Restores the model on the way out, also on errors and cancellation."""
     parts = _parts(model)
     if layers <= 0 or parts is None or layers >= len(parts[2]):
-        yield False
+        yield Prefix(model)
         return
     hf, embeddings, stack = parts
     tokenizer = getattr(model, "tokenizer", None)
     pad_id = getattr(tokenizer, "pad_token_id", None)
     if pad_id is None:
-        yield False
+        yield Prefix(model)
         return
     states = prefix_states(model, texts, layers)
     prefix = CachedPrefix(states, int(pad_id))
     if torch.device(model.device).type == "cuda":
         prefix.on_device(torch.device(model.device))
+    upper = nn.ModuleList(stack[layers:])
     hf.embeddings = prefix
-    hf.encoder.layer = nn.ModuleList(stack[layers:])
+    hf.encoder.layer = upper
     logger.info("cached the lowest %d layers' states of %d texts", layers, len(states))
+    used = Prefix(model, in_use=True)
+    used._swapped = (hf, embeddings, stack, prefix, upper)
     try:
-        yield True
+        yield used
     finally:
         hf.embeddings = embeddings
         hf.encoder.layer = stack
