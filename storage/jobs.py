@@ -24,6 +24,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError
+from storage.pool_state import last_label_event
 from storage.tables import TrainingJob, utcnow
 
 ACTIVE_STATUSES = ("queued", "running")
@@ -46,6 +47,21 @@ class JobView:
     config: dict[str, Any]
     progress: float = 0.0  # the whole job's share done (app.services.models.job_plan), never less
     elapsed: float | None = None  # seconds since a worker took it (to its end once ended)
+    served_step: int | None = None  # the step of the checkpoint its version serves now
+    train_steps: int | None = None  # of the training's planned steps
+    trigger: str = "manual"  # "manual" or "auto" (started by new labels)
+
+    @property
+    def improving(self) -> bool:
+        """Whether its version serves an earlier checkpoint while training goes on (an anytime
+        retrain's first pass)."""
+        return (
+            self.status == "running"
+            and self.served_step is not None
+            and self.train_steps is not None
+            and self.served_step < self.train_steps
+            and self.phase in ("training", "saving", "evaluating", "serving")
+        )
 
     @property
     def fraction(self) -> float:
@@ -85,6 +101,9 @@ def _view(job: TrainingJob) -> JobView:
         dict(job.config),
         progress,
         elapsed,
+        job.served_step,
+        job.train_steps,
+        job.trigger or "manual",
     )
 
 
@@ -130,11 +149,22 @@ def active_job(s: Session, project_id: int) -> JobView | None:
     return _view(job) if job is not None else None
 
 
+TRIGGERS = ("manual", "auto")
+
+
 def create_job(
-    s: Session, project_id: int, config: dict[str, Any], *, user_id: int | None = None
+    s: Session,
+    project_id: int,
+    config: dict[str, Any],
+    *,
+    user_id: int | None = None,
+    trigger: str = "manual",
 ) -> tuple[JobView, bool]:
     """Queue a job, or return the project's active one: (job, created). Checked inside the
-    caller's write transaction, so two requests cannot both create one."""
+    caller's write transaction, so two requests cannot both create one. ``trigger``: who asked
+    (:data:`TRIGGERS`)."""
+    if trigger not in TRIGGERS:
+        raise ValueError(f"Unknown trigger {trigger!r}: use one of {', '.join(TRIGGERS)}.")
     existing = active_job(s, project_id)
     if existing is not None:
         return existing, False
@@ -144,6 +174,10 @@ def create_job(
         status="queued",
         config=config,
         message="queued",
+        trigger=trigger,
+        # the labels it will see (its snapshot moves the mark to what it read): the labels after
+        # it count towards the next automatic retrain, whatever becomes of this job
+        label_mark=last_label_event(s, project_id),
         created_at=clock(s),
     )
     s.add(job)
@@ -183,8 +217,12 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
     return get_job(s, job_id) if claimed else None
 
 
-# The phase of a registered job that a cancel still stops (app.services.training.retrain_calibrate).
+# The phase of a registered job whose cancel keeps its version's quick out-of-scope thresholds.
 CALIBRATING = "calibrating"
+# The phases in which a registered job still works on its version (an anytime retrain improving
+# it, its int8 copy, a held-out calibration): a cancel stops that work, the version serves on.
+# Its record (``registering``) is never cut short.
+STOPPABLE = ("training", "saving", "evaluating", "serving", "int8", CALIBRATING)
 
 
 def request_cancel(s: Session, job_id: int) -> JobView:
@@ -192,9 +230,9 @@ def request_cancel(s: Session, job_id: int) -> JobView:
     (issue 45 row 10: it waited for its worker's next poll, 8-30 s while the encoder loaded), its
     worker stops at its next poll, and nothing it makes any more counts (:func:`require_running`
     refuses its version, :func:`finish_job` and the log keep the job's end). A job whose version
-    is registered already is left to finish, except for a held-out calibration (its phase
-    ``calibrating``, minutes on a CPU): that stops at the worker's next poll and the job ends
-    as it would without it, its version serving with the thresholds it has."""
+    serves already (an anytime retrain's first pass, or later) keeps the best version it
+    measured: its worker stops what is left at its next poll (improving it, the int8 copy, a
+    held-out calibration: the version then serves as it is) and ends the job."""
     job = _get(s, job_id, lock=True)
     if job.status == "queued":
         job.status, job.message, job.finished_at = (
@@ -210,12 +248,10 @@ def request_cancel(s: Session, job_id: int) -> JobView:
             clock(s),
         )
         job.log = (job.log + _stamp(job.message))[-LOG_CHARS:]
-    elif job.status == "running" and job.phase == CALIBRATING and not job.cancel_requested:
+    elif job.status == "running" and job.phase in STOPPABLE and not job.cancel_requested:
         job.cancel_requested = True
-        job.message = (
-            f"stopping the held-out calibration; v{job.model_version_id} keeps serving with the "
-            "quick thresholds"
-        )
+        kept = "with the quick thresholds" if job.phase == CALIBRATING else "as it is"
+        job.message = f"stopping; v{job.model_version_id} keeps serving {kept}"
         job.log = (job.log + _stamp(f"cancel asked: {job.message}"))[-LOG_CHARS:]
     return _view(job)
 
@@ -241,10 +277,23 @@ def require_running(s: Session, job_id: int) -> None:
         )
 
 
-def registered(s: Session, job_id: int, version_id: int) -> None:
-    """Record the job's version in the transaction that registers it: from there on a cancel
-    leaves the job to finish (its version counts)."""
-    _get(s, job_id, lock=True).model_version_id = version_id
+def registered(s: Session, job_id: int, version_id: int, step: int | None = None) -> None:
+    """Record the job's version in the transaction that registers it (and the training
+    ``step`` of the checkpoint it serves from; an anytime retrain calls it again for each better
+    one): from there on a cancel keeps that version (its version counts)."""
+    job = _get(s, job_id, lock=True)
+    job.model_version_id = version_id
+    job.served_step = step
+
+
+def mark_labels(s: Session, job_id: int, mark: int) -> None:
+    """Record the project's newest label event as the job reads its data (``label_mark``)."""
+    _get(s, job_id, lock=True).label_mark = mark
+
+
+def plan_steps(s: Session, job_id: int, steps: int) -> None:
+    """Record the training's planned steps (its last checkpoint's)."""
+    _get(s, job_id, lock=True).train_steps = steps
 
 
 def heartbeat(s: Session, job_id: int) -> None:

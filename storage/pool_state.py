@@ -14,6 +14,13 @@ from storage.errors import NotFoundError
 from storage.tables import Intent, LabelEvent, Project, Utterance
 
 
+def last_label_event(s: Session, project_id: int) -> int:
+    """The id of the project's newest label event (0: none yet): a mark that the label events
+    after it are counted from (an automatic retrain's)."""
+    last = s.scalar(select(func.max(LabelEvent.id)).where(LabelEvent.project_id == project_id))
+    return int(last or 0)
+
+
 def pool_revision(s: Session, project_id: int) -> tuple[int, int, int]:
     """A cheap fingerprint that changes whenever the labelled pool may have changed (any label
     event, utterance edit or insert). Processes compare it to know when to reload."""

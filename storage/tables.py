@@ -339,6 +339,16 @@ class TrainingJob(Base):
     model_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id"), default=None
     )
+    # The training step of the checkpoint the job's version serves now (an anytime retrain's
+    # first pass, then each better one); None before its version serves.
+    served_step: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The training's planned steps (its last checkpoint's), once planned.
+    train_steps: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Who asked: "manual" (the Train tab, REST, the CLI) or "auto" (after enough new labels).
+    trigger: Mapped[str] = mapped_column(String(16), default="manual", server_default="manual")
+    # The project's newest label event when the job read its data (None until it did): the
+    # labels after it count towards the next automatic retrain.
+    label_mark: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)

@@ -65,6 +65,27 @@ def register_version(s: Session, new: NewVersion, *, activate: bool = False) -> 
     return mv.id
 
 
+def move_version(s: Session, version_id: int, new: NewVersion, *, activate: bool = False) -> bool:
+    """Move a registered version to a better checkpoint of the job that made it (an anytime
+    retrain): its artifact, config, metrics and note become ``new``'s; with ``activate`` it
+    becomes the project's active model. When it is (or becomes) active the project's row is
+    written, so its pool stamp moves and every process's live pool serves the new artifact.
+    Returns whether it is the active version now."""
+    mv = s.get(ModelVersion, version_id)
+    if mv is None or mv.project_id != new.project_id:
+        raise NotFoundError(f"No model version {version_id} in this project.")
+    mv.config, mv.metrics, mv.note = dict(new.config), dict(new.metrics), new.note
+    mv.artifact_path, mv.artifact_sha256 = new.artifact_path, new.artifact_sha256
+    mv.artifact_size = new.artifact_size
+    project = _project(s, new.project_id)
+    if activate:
+        project.active_model_version_id = version_id
+    active = project.active_model_version_id == version_id
+    if active:
+        flag_modified(project, "settings")  # an UPDATE of the row: its version counter moves
+    return active
+
+
 def record_metrics(
     s: Session,
     project_id: int,
