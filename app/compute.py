@@ -15,6 +15,14 @@ GPU, else the CPU). What is cheap there decides:
 * **warm-up**: a worker on a GPU runs a few training steps when it starts (CUDA's start and its
   kernels' first use cost seconds a process), a worker on a CPU loads its encoders and runs one
   step (imports and the first forward's allocations);
+* **a retrain's first pass** (an anytime retrain, issue 63): a first version serves after one
+  pass over the labelled utterances, capped at :attr:`ComputeBudget.first_pass_pairs` pairs
+  (about 10 s of training on a CPU that computes bf16, 25 s on one that does not; seconds on a
+  GPU), then the rest trains and replaces it when it measures better
+  (:meth:`ComputeBudget.first_pass`);
+* **the cores a worker leaves the app**: on a CPU a worker beside the app runs at a lower
+  priority and computes on one thread fewer while someone uses the app, so a key or a one-text
+  prediction never waits for a retrain; on a GPU the worker's work is the GPU's;
 * **the out-of-scope calibration after a retrain**: held-out on a GPU (five more trainings of the
   version's recipe, each on 4/5 of the pool: about :data:`HELD_OUT_COST` times the retrain's
   training, seconds there, after the version serves), whose thresholds flagged 4-5 % of in-scope
@@ -35,10 +43,14 @@ Example:
     'cuda'
     >>> budget_for("cuda").calibration("auto"), budget_for("cpu").calibration("auto")
     ('held-out', 'quick')
+    >>> from core.training import TrainConfig
+    >>> budget_for("cpu").first_pass(TrainConfig(batch_size=32)).first_pass
+    32
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -46,7 +58,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from core.training.config import TrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +100,11 @@ class ComputeBudget:
         warm_up_steps: training steps a worker runs when it starts (0: only load encoders).
         held_out_calibration: whether a retrain calibrates out of scope on held-out encoders
             by default (the setting ``auto``), after its version serves.
+        first_pass_pairs: the most (anchor, positive) pairs a retrain's first pass trains on
+            before its first version is measured and serves (:meth:`first_pass`).
+        shares_cores: whether a training worker beside the app computes on the cores its
+            requests need (a CPU): it then runs at a lower priority and leaves a core while
+            someone uses the app (:mod:`app.worker.cpu_share`).
         reasons: one sentence per choice (``serving``, ``encoder``, ``calibration``), for
             people.
     """
@@ -95,6 +115,8 @@ class ComputeBudget:
     new_project_encoder: str
     warm_up_steps: int
     held_out_calibration: bool = False
+    first_pass_pairs: int = 1024
+    shares_cores: bool = True
     reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -113,6 +135,15 @@ class ComputeBudget:
         if chosen == "auto":
             return "held-out" if self.held_out_calibration else "quick"
         return chosen
+
+    def first_pass(self, config: TrainConfig) -> TrainConfig:
+        """``config`` with its first pass capped for this device: one pass over the labelled
+        utterances, at most :attr:`first_pass_pairs` pairs (a config that sets its own
+        ``first_pass`` keeps it)."""
+        if config.first_pass is not None:
+            return config
+        steps = max(1, -(-self.first_pass_pairs // config.batch_size))
+        return dataclasses.replace(config, first_pass=steps)
 
     def mpnet_cost(self) -> tuple[float | None, float | None]:
         """(training, encoding) time of mpnet as a multiple of MiniLM's on this device; None
@@ -141,6 +172,8 @@ def budget_for(device: str) -> ComputeBudget:
             new_project_encoder=STRONG_ENCODER,
             warm_up_steps=4,
             held_out_calibration=True,
+            first_pass_pairs=8192,
+            shares_cores=False,
             reasons=MappingProxyType(
                 {
                     "serving": "a version serves on the GPU in fp32 as soon as it is measured; "

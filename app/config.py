@@ -30,6 +30,7 @@ ENV_ARTIFACTS_URL = "INTENT_STUDIO_ARTIFACTS_URL"
 ENV_JOB_TIMEOUT = "INTENT_STUDIO_JOB_TIMEOUT"
 ENV_STOP_GRACE = "INTENT_STUDIO_STOP_GRACE"
 ENV_INT8 = "INTENT_STUDIO_INT8"
+ENV_AUTO_RETRAIN = "INTENT_STUDIO_AUTO_RETRAIN"
 ENV_PUBLIC_HOST = "INTENT_STUDIO_PUBLIC_HOST"
 # Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
 DEPLOYMENT = "deployment"
@@ -67,6 +68,9 @@ class Settings:
     # Whether a retrain exports and checks the version's int8 copy (seconds per retrain); off:
     # every project serves fp32.
     int8: bool = True
+    # Whether this deployment's workers start a project's retrain by themselves after new labels
+    # (each project decides too: its ``auto_retrain`` setting); off: only when someone asks.
+    auto_retrain: bool = True
     # Host names the app answers to besides its loopback names (single-user mode refuses any
     # other ``Host``: DNS rebinding), and whose origins may call it from a browser; ``name`` or
     # ``name:port``.
@@ -162,6 +166,7 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         job_timeout=_positive_int(ENV_JOB_TIMEOUT) or DEFAULT_JOB_TIMEOUT,
         stop_grace=_positive_int(ENV_STOP_GRACE) or DEFAULT_STOP_GRACE,
         int8=_switch(ENV_INT8, default=True),
+        auto_retrain=_switch(ENV_AUTO_RETRAIN, default=True),
         public_hosts=tuple(
             h.strip().lower() for h in os.environ.get(ENV_PUBLIC_HOST, "").split(",") if h.strip()
         ),

@@ -88,11 +88,25 @@ def _parse_on_off(word: str) -> bool:
     return word == "on"
 
 
+def _labels(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise ValueError(f"is a number of labels from 1 to 100,000, not {value!r}.")
+    return value
+
+
+def _parse_labels(word: str) -> int:
+    if not word.isdigit():
+        raise ValueError(f"is a number of labels from 1 to 100,000, not {word!r}.")
+    return _labels(int(word))
+
+
 # A target in-scope recall in [0.5, 1] (typed as 0.95 or 95%), or off (None).
 RECALL_OR_OFF = Kind(_recall, _parse_recall)
 # A number of examples, 0 or more (typed off: 0).
 WEIGHT = Kind(_weight, _parse_weight)
 ON_OFF = Kind(_on_off, _parse_on_off)
+# A number of labels, 1 to 100,000.
+LABELS = Kind(_labels, _parse_labels)
 
 
 def one_of(*choices: str) -> Kind:
@@ -137,6 +151,10 @@ class ProjectSettings:
             (:data:`app.compute.CALIBRATIONS`): ``held-out`` (more trainings after the version
             serves; its correction applies while the version serves), ``quick`` (the pool's own
             scores, no correction) or ``auto`` (the device's default, :mod:`app.compute`).
+        auto_retrain: retrain by itself once ``auto_retrain_after`` labels were given or changed
+            since the last retrain and nobody labelled for a moment
+            (:mod:`app.services.training.auto_retrain`).
+        auto_retrain_after: how many new or changed labels start an automatic retrain.
     """
 
     oos_target_recall: float | None = setting(
@@ -155,6 +173,10 @@ class ProjectSettings:
         "auto",
         one_of(*CALIBRATIONS),
         "Out-of-scope calibration after a retrain (auto = this device's default)",
+    )
+    auto_retrain: bool = setting(True, ON_OFF, "Retrain by itself after new labels")
+    auto_retrain_after: int = setting(
+        20, LABELS, "New or changed labels that start an automatic retrain"
     )
 
     def __post_init__(self) -> None:
@@ -183,7 +205,7 @@ class ProjectSettings:
 
         Example:
             >>> ProjectSettings().with_texts({"oos_target_recall": "90%", "anchor_weight": "off"})
-            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto')
+            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto', auto_retrain=True, auto_retrain_after=20)
 
         Raises:
             ValueError: an unknown setting or a value it does not take (nothing is changed).
@@ -216,8 +238,9 @@ def _checked(name: str, value: Any) -> Any:
 def parse_setting(name: str, text: str | float | bool | None) -> Any:
     """A setting's value from what a person typed (a value of its own type passes through,
     checked): ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a
-    number of examples or ``off``; ``encode_context`` and ``serve_int8`` ``on`` or ``off``;
-    ``oos_calibration`` ``auto``, ``held-out`` or ``quick``.
+    number of examples or ``off``; ``encode_context``, ``serve_int8`` and ``auto_retrain``
+    ``on`` or ``off``; ``oos_calibration`` ``auto``, ``held-out`` or ``quick``;
+    ``auto_retrain_after`` a number of labels.
 
     Example:
         >>> parse_setting("oos_target_recall", "95%"), parse_setting("encode_context", "on")

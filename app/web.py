@@ -25,6 +25,7 @@ from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
 from app.perimeter.draining import Draining
 from app.perimeter.http_guard import Scope, Sessions, session_user
+from app.perimeter.in_use import Activity, InUse
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
 from app.perimeter.upload_gate import UploadGate
 from app.perimeter.uploads import UploadLimits
@@ -180,6 +181,8 @@ def web_app(
         DeniedCalls,  # type: ignore[arg-type]
         record=lambda user, address, detail: later(ctx.db, accounts.denied, user, address, detail),
     )
+    # someone uses the app: a training worker beside it leaves them a core (app.worker.cpu_share)
+    app.add_middleware(InUse, activity=Activity(ctx.settings.data_dir))  # type: ignore[arg-type]
     # outermost: a stopping server answers every request 503, never 500 (app.perimeter.draining)
     app.add_middleware(Draining, stopping=lambda: ctx.readiness.is_stopping)  # type: ignore[arg-type]
     return app

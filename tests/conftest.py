@@ -16,6 +16,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # An int8 copy and its parity check cost seconds per retrain, and most tests retrain: the int8
 # tests (tests/app/test_int8_serving.py, the CLI's) turn it on for themselves.
 os.environ.setdefault("INTENT_STUDIO_INT8", "off")
+# No server or worker of the tests retrains a project by itself (the demo's labels would start
+# one at every start): the tests of automatic retrains turn it on for their own.
+os.environ.setdefault("INTENT_STUDIO_AUTO_RETRAIN", "off")
 # Under pytest-xdist (`make test` runs two workers, one per core) each worker, and each server or
 # worker process it starts, computes on one thread: two processes each spinning as many OpenMP
 # threads as there are cores wait on each other and burn CPU (the suite's CPU: 14 -> 24 min).

@@ -24,12 +24,25 @@ HEADINGS = {
     "encode_context": "Context",
     "serve_int8": "Serving",
     "oos_calibration": "Calibration",
+    "auto_retrain": "Automatic retrain",
+    "auto_retrain_after": "Labels that start one",
     "base_encoder": "Base encoder",
 }
 # The calibration's choices (label, stored value): its line in the effects says what each does.
 CALIBRATION_CHOICES = [("auto", "auto"), ("held-out", "held-out"), ("quick", "quick")]
 # The values shown for no project (and the form's starting state).
-BLANK: tuple[Any, ...] = (True, DEFAULT_TARGET_RECALL, "auto", 1.0, False, True, gr.update(), "")
+BLANK: tuple[Any, ...] = (
+    True,
+    DEFAULT_TARGET_RECALL,
+    "auto",
+    1.0,
+    False,
+    True,
+    True,
+    20,
+    gr.update(),
+    "",
+)
 
 
 def effects_html(view: svc.SettingsView) -> str:
@@ -43,8 +56,8 @@ def effects_html(view: svc.SettingsView) -> str:
 
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The form for ``proj``: out-of-scope on, its target and calibration, anchor weight,
-    context encoding, int8 serving, its base encoder (among those installed here), and the
-    effects list."""
+    context encoding, int8 serving, the automatic retrain and its count of labels, its base
+    encoder (among those installed here), and the effects list."""
     if p is None:
         return BLANK
     view, err = attempt(lambda: svc.view(live, p))
@@ -59,6 +72,8 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
         v.anchor_weight,
         v.encode_context,
         v.serve_int8,
+        v.auto_retrain,
+        v.auto_retrain_after,
         gr.update(choices=list(view.encoder_choices), value=view.base_encoder),
         effects_html(view),
     )
@@ -73,6 +88,8 @@ def save(
     weight: float | None,
     encode_context: bool,
     serve_int8: bool,
+    auto_retrain: bool = True,
+    auto_after: float | None = None,
     base_encoder: str | None = None,
 ) -> tuple[str, Any]:
     """Save the form (every value is checked first: one bad value changes nothing). Returns the
@@ -85,7 +102,10 @@ def save(
         "anchor_weight": "0" if weight is None else f"{float(weight)}",
         "encode_context": "on" if encode_context else "off",
         "serve_int8": "on" if serve_int8 else "off",
+        "auto_retrain": "on" if auto_retrain else "off",
     }
+    if auto_after is not None:
+        changes["auto_retrain_after"] = f"{auto_after:g}"
     if base_encoder:
         changes["base_encoder"] = base_encoder
     res, err = attempt(lambda: svc.change(live, p, changes))
@@ -144,10 +164,32 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
                 elem_id="set-base-encoder",
             )
         with gr.Row(equal_height=True):
+            auto_retrain = gr.Checkbox(
+                label=svc.TITLES["auto_retrain"], value=True, scale=2, elem_id="set-auto-retrain"
+            )
+            auto_after = gr.Number(
+                label=svc.TITLES["auto_retrain_after"],
+                value=20,
+                minimum=1,
+                precision=0,
+                scale=2,
+                elem_id="set-auto-retrain-after",
+            )
+        with gr.Row(equal_height=True):
             save_btn = gr.Button("Save settings", variant="primary", scale=0, min_width=160)
             status = gr.Markdown(elem_id="settings-status")
         effects = gr.HTML(elem_id="settings-effects")
-    form = [oos_on, target, calibration, weight, encode_context, serve_int8, base_encoder]
+    form = [
+        oos_on,
+        target,
+        calibration,
+        weight,
+        encode_context,
+        serve_int8,
+        auto_retrain,
+        auto_after,
+        base_encoder,
+    ]
 
     def bind_events(after_change: Any) -> None:
         quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}

@@ -20,12 +20,16 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
+from app.compute import ComputeBudget
 from app.config import Settings
+from app.perimeter.in_use import Activity
 from app.services.models.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
-from app.services.training.retrain import run_retrain
+from app.services.training.retrain import Kept, run_retrain
 from app.services.training.retrain_warm import warm_up_worker
 from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
+from app.worker.auto import watch_labels
+from app.worker.cpu_share import CpuShare, lower_priority
 from app.worker.reporter import JobReporter
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
@@ -60,7 +64,7 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
     def train_job(job_id: int) -> None:
         ctx = _worker_context(settings)
         try:
-            execute_job(ctx, job_id, STOP)
+            execute_job(ctx, job_id, STOP, _cpu)
         finally:
             release_between_jobs(ctx)
 
@@ -92,6 +96,8 @@ def queue_for(settings: Settings) -> HueyQueue:
 
 _worker_ctx: ServingState | None = None
 _worker_lock = threading.Lock()
+# The cores this worker process leaves the app (run_worker sets it: app.worker.cpu_share).
+_cpu: CpuShare | None = None
 
 
 def _worker_context(settings: Settings) -> ServingState:
@@ -111,10 +117,16 @@ def finish(
         jobs.finish_job(s, job_id, status, message, version_id)
 
 
-def execute_job(ctx: ServingState, job_id: int, stop: StopRequest | None = None) -> None:
+def execute_job(
+    ctx: ServingState,
+    job_id: int,
+    stop: StopRequest | None = None,
+    cpu: CpuShare | None = None,
+) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI). A
     worker passes its ``stop``: once it is asked, a job not taken yet goes back to the queue, and
-    a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`)."""
+    a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`);
+    and its ``cpu``: the threads it computes on beside the app (:mod:`app.worker.cpu_share`)."""
     if stop is not None and stop.requested:
         _requeue(ctx, job_id)  # taken off the queue as the stop came: for the next worker
         return
@@ -132,15 +144,18 @@ def execute_job(ctx: ServingState, job_id: int, stop: StopRequest | None = None)
             "alike where the worker runs; nothing was trained",
         )
         return
-    reporter = JobReporter(ctx.training, job_id, stop)
+    reporter = JobReporter(ctx.training, job_id, stop, cpu)
     try:
         spec = RetrainSpec.from_job(job.config)
         # the version answers from its ``serve`` phase on; the job ends once its record is
         # complete (on a CPU, its int8 copy checked and switched in)
         version_id, message = run_retrain(
-            ctx, reporter, job_id, job.project_id, spec.encoder, spec.head
+            ctx, reporter, job_id, job.project_id, spec.encoder, spec.head, trigger=job.trigger
         )
         finish(ctx.db, job_id, "succeeded", message, version_id)
+    except Kept as kept:  # stopped while improving a version that serves: it keeps serving
+        status = "succeeded" if reporter.handing_back else "cancelled"
+        finish(ctx.db, job_id, status, kept.message, kept.version_id)
     except TrainingCancelled:
         if reporter.handing_back:
             hand_back(ctx, job_id)
@@ -230,7 +245,9 @@ def run_worker(settings: Settings) -> None:
     worker started is joined, so the process exits 0 with nothing of its own inside torch."""
     from app.worker.consumer import Consumer  # Huey: only a worker that consumes loads it
 
+    global _cpu
     ctx = _worker_context(settings)
+    _cpu = cpu_share_for(settings, ctx.models.budget)
     with ctx.db.session() as s:
         newest = jobs.latest_job(s)
     if newest is not None and (
@@ -247,6 +264,7 @@ def run_worker(settings: Settings) -> None:
     sweeper = _sweep_periodically(ctx.factories, done)
     reap_dead(ctx.training)
     warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
+    watch_labels(ctx.training, STOP, done)  # the automatic retrains, as labels call for them
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey,
@@ -270,6 +288,16 @@ def run_worker(settings: Settings) -> None:
         sweeper.join(30.0)
         ctx.close()
     logger.info("worker %s stopped", os.getpid())
+
+
+def cpu_share_for(settings: Settings, budget: ComputeBudget) -> CpuShare:
+    """The cores a worker leaves the app: where the budget says it shares them (a CPU) and it
+    runs beside the app (the queue is this machine's), at a lower priority and one thread fewer
+    while someone uses the app; else all of them, at its own priority."""
+    if budget.shares_cores and settings.local_workers:
+        lower_priority()
+        return CpuShare(Activity(settings.data_dir))
+    return CpuShare(None)
 
 
 def _sweep_periodically(

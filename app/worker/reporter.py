@@ -17,6 +17,7 @@ from app.config import Settings
 from app.services.models.job_plan import JobPlan, Tracker
 from app.services.training.retrain import EvalProgress
 from app.serving.training_queue import TrainingQueue
+from app.worker.cpu_share import CpuShare
 from app.worker.stopping import StopRequest
 from core.errors import logged
 from core.training import TrainProgress
@@ -42,11 +43,16 @@ class JobReporter:
     the clock between counts)."""
 
     def __init__(
-        self, training: TrainingQueue, job_id: int, stop: StopRequest | None = None
+        self,
+        training: TrainingQueue,
+        job_id: int,
+        stop: StopRequest | None = None,
+        cpu: CpuShare | None = None,
     ) -> None:
         self.training = training
         self.job_id = job_id
         self.worker_stop = stop
+        self.cpu = cpu  # the threads it computes on, beside the app (app.worker.cpu_share)
         # set once a poll stopped the job for its worker's stop: it goes back to the queue
         self.handing_back = False
         self._last_write = 0.0
@@ -83,6 +89,9 @@ class JobReporter:
     def plan(self, plan: JobPlan) -> None:
         with self._lock:
             self._tracker.plan = plan
+        if plan.steps:
+            with self.training.db.write(ROWS) as s:
+                jobs.plan_steps(s, self.job_id, plan.steps)
 
     def log(self, line: str, *, phase: str | None = None) -> None:
         if phase is not None:
@@ -106,6 +115,8 @@ class JobReporter:
         return self._read()
 
     def progress(self, p: TrainProgress) -> None:
+        if self.cpu is not None:
+            self.cpu.adjust()
         share, eta = self._count(p.step, p.total, p.eta)
         # the held-out encoders' steps are counted by their training, within their own phase
         phase = "calibrating" if self._tracker.phase == "calibrating" else "training"
@@ -125,6 +136,8 @@ class JobReporter:
             )
 
     def evaluation(self, p: EvalProgress) -> None:
+        if self.cpu is not None:
+            self.cpu.adjust()
         share, eta = self._count(p.done, p.total, p.eta)
         # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
         phase = "int8" if self._tracker.phase == "int8" else "evaluating"

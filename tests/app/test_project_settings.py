@@ -38,6 +38,8 @@ def test_stored_values_round_trip_and_other_keys_are_left_alone():
         "encode_context",
         "serve_int8",
         "oos_calibration",
+        "auto_retrain",
+        "auto_retrain_after",
     }
 
 
@@ -148,6 +150,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "encode_context = off",
         "serve_int8 = on",
         "oos_calibration = auto",
+        "auto_retrain = on",
+        "auto_retrain_after = 20",
         "base_encoder = minilm",
     ]
     # each followed by what it does in the project now
@@ -162,7 +166,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "    Auto: quick on this CPU (thresholds from the pool's own scores)."
     )
     assert "Held-out would take about 4x a retrain's training on this CPU" in shown[9]
-    assert shown[11].startswith("    MiniLM (384-d) is the default on a CPU")
+    assert shown[11].startswith("    On: after 20 new or changed labels and 10 s without a label")
+    assert shown[15].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
     assert main([*d, "settings", "--project", "p", *sets, "--set", "encode_context=on"]) == 0
     assert capsys.readouterr().out.startswith(
@@ -178,6 +183,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "encode_context": True,
         "serve_int8": True,
         "oos_calibration": "auto",
+        "auto_retrain": True,
+        "auto_retrain_after": 20,
     }
     assert set(shown_json["effects"]) == {*NAMES, "base_encoder"}
     assert shown_json["base_encoder"] == "minilm"
@@ -191,3 +198,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     assert "name=value" in capsys.readouterr().err
     assert main([*d, "settings", "--project", "p", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["serve_int8"] is True
+    # the automatic retrain switched off from the CLI, and its count of labels refused out of range
+    assert main([*d, "settings", "--project", "p", "--set", "auto_retrain=off"]) == 0
+    assert capsys.readouterr().out.startswith("Changed auto_retrain on → off.")
+    assert main([*d, "settings", "--project", "p", "--set", "auto_retrain_after=0"]) == 2
+    assert "from 1 to 100,000" in capsys.readouterr().err

@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase): the new
@@ -87,11 +87,29 @@ SECONDS = {
 
 
 @dataclass(frozen=True)
-class JobPlan:
-    """Each phase's expected seconds (only their ratios are used); a phase the job skips
-    weighs nothing."""
+class Segment:
+    """One stretch of a job in its plan: a phase, its expected seconds, and for a training
+    stretch the steps of the whole run it covers (``steps``: first, last; an anytime retrain
+    trains its first pass, then the rest, with a checkpoint's saving, evaluating and serving
+    between them)."""
 
-    seconds: Mapping[str, float]
+    phase: str
+    seconds: float
+    steps: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """The job's stretches in order, each with its expected seconds (only their ratios are
+    used); a phase the job skips weighs nothing. A phase named where a stretch is expected
+    means its first stretch."""
+
+    segments: tuple[Segment, ...]
+
+    @classmethod
+    def of(cls, seconds: Mapping[str, float]) -> JobPlan:
+        """A plan of one stretch per phase, in :data:`PHASES`' order."""
+        return cls(tuple(Segment(p, float(seconds[p])) for p in PHASES if p in seconds))
 
     @classmethod
     def estimate(
@@ -104,77 +122,134 @@ class JobPlan:
         unlabelled: int = 0,
         held_out_steps: int = 0,
         held_out_texts: int = 0,
+        checkpoints: Sequence[int] = (),
+        later_evaluate: int = 0,
     ) -> JobPlan:
         """The plan of a retrain of ``steps`` optimiser steps of ``batch_size``, encoding
         ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
         ``parity`` questions with the int8 copy (0: no int8 copy), encoding ``unlabelled``
         utterances for the first card, and training ``held_out_steps`` steps of held-out
-        encoders that encode ``held_out_texts`` utterances in all (0: no held-out calibration)."""
+        encoders that encode ``held_out_texts`` utterances in all (0: no held-out calibration).
+        ``checkpoints``: the steps at which the training's stages end (an anytime retrain:
+        the first pass, then the whole run), each saved, evaluated and served; a later one
+        encodes ``later_evaluate`` utterances (its own: the others' are known by then)."""
         queue = max(0, unlabelled) * SECONDS["served_text"]
-        seconds = {
-            "preparing": SECONDS["preparing"],
-            "training": max(1, steps) * max(1, batch_size) * SECONDS["step_pair"],
-            "saving": SECONDS["saving"],
-            "evaluating": max(0, to_evaluate) * SECONDS["evaluated_text"],
-            "int8": (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0,
-            # the first card's unlabelled utterances, in the space that stays: the int8 copy's
-            # after it (registering) when there is one, else the fp32 encoder's (serving)
-            "serving": SECONDS["serving"] + (0.0 if parity else queue),
-            "registering": SECONDS["registering"] + (queue if parity else 0.0),
-            "calibrating": (
+        step = max(1, batch_size) * SECONDS["step_pair"]
+        ends = [e for e in checkpoints if 0 < e < steps] + [max(1, steps)]
+        segments = [Segment("preparing", SECONDS["preparing"])]
+        for n, end in enumerate(ends):
+            first = ends[n - 1] if n else 0
+            last = n == len(ends) - 1
+            segments += [
+                Segment("training", max(1, end - first) * step, (first, end)),
+                Segment("saving", SECONDS["saving"]),
+                Segment(
+                    "evaluating",
+                    max(0, to_evaluate if n == 0 else later_evaluate) * SECONDS["evaluated_text"],
+                ),
+                # the first card's unlabelled utterances, in the space that stays: the int8
+                # copy's after it (registering) when there is one, else the last checkpoint's
+                Segment("serving", SECONDS["serving"] + (queue if last and not parity else 0.0)),
+            ]
+        segments += [
+            Segment("int8", (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0),
+            Segment("registering", SECONDS["registering"] + (queue if parity else 0.0)),
+            Segment(
+                "calibrating",
                 held_out_steps * max(1, batch_size) * SECONDS["step_pair"]
-                + held_out_texts * SECONDS["evaluated_text"]
+                + held_out_texts * SECONDS["evaluated_text"],
             ),
-        }
-        return cls(seconds)
+        ]
+        return cls(tuple(segments))
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Each phase's expected seconds, its stretches added up."""
+        out: dict[str, float] = {}
+        for seg in self.segments:
+            out[seg.phase] = out.get(seg.phase, 0.0) + seg.seconds
+        return out
 
     @property
     def total(self) -> float:
-        return sum(self.seconds.get(p, 0.0) for p in PHASES)
+        return sum(seg.seconds for seg in self.segments)
 
-    def weight(self, phase: str) -> float:
-        """The phase's share of the whole job (0 for a phase it does not have)."""
-        return self.seconds.get(phase, 0.0) / self.total if self.total else 0.0
+    @property
+    def steps(self) -> int:
+        """The training's planned steps in all (its last stretch's end)."""
+        return max((seg.steps[1] for seg in self.segments if seg.steps), default=0)
 
-    def start(self, phase: str) -> float:
-        """The share of the job done when ``phase`` starts (every phase before it)."""
-        if phase not in PHASES:
+    def find(self, phase: str, at: int = -1) -> int | None:
+        """The stretch a job enters when it starts ``phase`` while in stretch ``at``: that one
+        when it is of this phase, else the next one of it (the first one of it when none
+        follows); None for a phase the plan does not have."""
+        if 0 <= at < len(self.segments) and self.segments[at].phase == phase:
+            return at
+        found = [i for i, seg in enumerate(self.segments) if seg.phase == phase]
+        later = [i for i in found if i > at]
+        return (later or found)[0] if found else None
+
+    def _at(self, phase: str | int) -> int | None:
+        return phase if isinstance(phase, int) else self.find(phase)
+
+    def weight(self, phase: str | int) -> float:
+        """The stretch's share of the whole job (0 for a phase it does not have)."""
+        i = self._at(phase)
+        if i is None or not self.total:
             return 0.0
-        before = PHASES[: PHASES.index(phase)]
-        return sum(self.weight(p) for p in before)
+        return self.segments[i].seconds / self.total
 
-    def share(self, phase: str, done: float = 0, total: float = 0) -> float:
-        """The job's share done at ``done`` of ``total`` of ``phase`` (0 of 0: its start).
+    def start(self, phase: str | int) -> float:
+        """The share of the job done when the stretch starts (every stretch before it)."""
+        i = self._at(phase)
+        if i is None or not self.total:
+            return 0.0
+        return sum(seg.seconds for seg in self.segments[:i]) / self.total
 
-        Never less for a later phase or a larger count: the phases follow each other and each
-        phase's share ends where the next one's starts."""
-        within = min(1.0, max(0.0, done / total)) if total else 0.0
-        return min(1.0, self.start(phase) + self.weight(phase) * within)
+    def share(self, phase: str | int, done: float = 0, total: float = 0) -> float:
+        """The job's share done at ``done`` of ``total`` of the stretch (0 of 0: its start); a
+        training stretch counts the whole run's steps within its own (``total`` unused).
 
-    def by_time(self, phase: str, seconds_in: float, seconds_per_share: float | None) -> float:
-        """The job's share done ``seconds_in`` seconds into ``phase``, a phase without a count:
-        at the pace the job has kept so far (``seconds_per_share``: its time taken per share
-        done; None before there is one), the phase should take ``weight × seconds_per_share``;
-        the share within it is ``1 - exp(-seconds_in / that)``: two thirds at the time it should
-        take, and never its end while it runs (a phase slower than planned still moves, more and
-        more slowly, and the time left grows as it should)."""
+        Never less for a later stretch or a larger count: the stretches follow each other and
+        each one's share ends where the next one's starts."""
+        i = self._at(phase)
+        if i is None:
+            return 0.0
+        steps = self.segments[i].steps
+        if steps is not None and total:
+            first, last = steps
+            within = (done - first) / (last - first) if last > first else 1.0
+        else:
+            within = done / total if total else 0.0
+        within = min(1.0, max(0.0, within))
+        return min(1.0, self.start(i) + self.weight(i) * within)
+
+    def by_time(
+        self, phase: str | int, seconds_in: float, seconds_per_share: float | None
+    ) -> float:
+        """The job's share done ``seconds_in`` seconds into a stretch without a count: at the
+        pace the job has kept so far (``seconds_per_share``: its time taken per share done;
+        None before there is one), the stretch should take ``weight × seconds_per_share``; the
+        share within it is ``1 - exp(-seconds_in / that)``: two thirds at the time it should
+        take, and never its end while it runs (a stretch slower than planned still moves, more
+        and more slowly, and the time left grows as it should)."""
         expected = self.weight(phase) * seconds_per_share if seconds_per_share else 0.0
         if expected <= 0 or seconds_in <= 0:
             return self.start(phase)
         return self.start(phase) + self.weight(phase) * (1 - math.exp(-seconds_in / expected))
 
-    def after(self, phase: str) -> float:
-        """The share of the job the phases after ``phase`` weigh."""
+    def after(self, phase: str | int) -> float:
+        """The share of the job the stretches after this one weigh."""
         return max(0.0, 1.0 - self.start(phase) - self.weight(phase))
 
 
 class Tracker:
     """The share done and the time left of one running job, as its worker sees it: the plan,
-    which phase runs since when, and its count. Times are the worker's clock (seconds, any
-    origin); the job started at ``started``.
+    which stretch of it runs since when, and its count. Times are the worker's clock (seconds,
+    any origin); the job started at ``started``.
 
     Example:
-        >>> plan = JobPlan({"training": 80.0, "evaluating": 20.0})
+        >>> plan = JobPlan.of({"training": 80.0, "evaluating": 20.0})
         >>> t = Tracker(plan, started=0.0)
         >>> t.enter("training", 0.0); t.count(40, 100, 40.0, eta=60.0)
         >>> share, left = t.read(40.0)  # 40 % of training: 32 % of the job
@@ -185,40 +260,56 @@ class Tracker:
     def __init__(self, plan: JobPlan | None = None, *, started: float = 0.0) -> None:
         self.plan, self.started = plan, started
         self.phase, self.since = "", started
-        self.pace: float | None = None  # seconds per share before this phase
+        self.at = -1  # the plan's stretch running now
+        self.pace: float | None = None  # seconds per share before this stretch
         self.done, self.total = 0.0, 0.0
         self.phase_left: tuple[float, float] | None = None  # (its own ETA, when it was said)
         self.share = 0.0
 
     def enter(self, phase: str, now: float) -> None:
-        """``phase`` starts at ``now``: the pace so far is what the phases before it took."""
+        """``phase`` starts at ``now`` (the plan's next stretch of it): the pace so far is what
+        the stretches before it took."""
+        if self.plan is not None:
+            found = self.plan.find(phase, self.at)
+            if found is not None and found == self.at and phase == self.phase:
+                return  # a second line of the stretch under way
+            self.at = found if found is not None else self.at
         self.phase, self.since, self.done, self.total, self.phase_left = phase, now, 0, 0, None
-        start = self.plan.start(phase) if self.plan else 0.0
+        start = self.plan.start(self.at) if self.plan and self.at >= 0 else 0.0
         self.pace = (now - self.started) / start if start > 0.01 else None
         self._raise(start)
 
     def count(self, done: float, total: float, now: float, eta: float | None = None) -> None:
-        """The running phase's count; ``eta``: its own seconds left as it measured them. A
-        phase without a count of its own (the int8 copy's measurement counts in the
-        evaluation's utterances) goes on by its time."""
+        """The running stretch's count; ``eta``: its own seconds left as it measured them (of
+        the whole run's steps, for training: this stretch's part of them is taken). A stretch
+        without a count of its own (the int8 copy's measurement counts in the evaluation's
+        utterances) goes on by its time."""
         if self.phase not in COUNTED:
             return
         self.done, self.total = done, total
+        steps = self._steps()
+        if eta is not None and steps is not None and total > done:
+            eta *= max(0.0, steps[1] - done) / (total - done)  # this stretch's steps left
         self.phase_left = (eta, now) if eta is not None else None
-        if self.plan:
-            self._raise(self.plan.share(self.phase, done, total))
+        if self.plan and self.at >= 0:
+            self._raise(self.plan.share(self.at, done, total))
+
+    def _steps(self) -> tuple[int, int] | None:
+        if self.plan is None or not 0 <= self.at < len(self.plan.segments):
+            return None
+        return self.plan.segments[self.at].steps
 
     def _raise(self, share: float) -> None:
         self.share = max(self.share, min(1.0, share))
 
     def read(self, now: float) -> tuple[float, float | None]:
         """(share done, seconds left or None) at ``now``."""
-        plan, phase = self.plan, self.phase
-        if plan is None:
+        plan = self.plan
+        if plan is None or self.at < 0:
             return self.share, None
         seconds_in = now - self.since
-        if phase not in COUNTED:
-            self._raise(plan.by_time(phase, seconds_in, self.pace))
+        if self.phase not in COUNTED:
+            self._raise(plan.by_time(self.at, seconds_in, self.pace))
         elapsed = now - self.started
         if self.share < ETA_FROM_SHARE or elapsed < ETA_FROM_SECONDS:
             return self.share, None
@@ -226,23 +317,23 @@ class Tracker:
         pace = self.pace or self._own_pace(seconds_in)
         if rest is None or pace is None:
             return self.share, None
-        return self.share, round(rest + pace * plan.after(phase), 1)
+        return self.share, round(rest + pace * plan.after(self.at), 1)
 
     def _own_pace(self, seconds_in: float) -> float | None:
-        """Seconds per share of the job, from the running phase alone (the first one)."""
+        """Seconds per share of the job, from the running stretch alone (the first one)."""
         assert self.plan is not None
-        done = self.plan.weight(self.phase) * (self.done / self.total if self.total else 0.0)
-        return seconds_in / done if done > 0 else None
+        within = self.plan.share(self.at, self.done, self.total) - self.plan.start(self.at)
+        return seconds_in / within if within > 0 else None
 
     def _phase_rest(self, seconds_in: float) -> float | None:
-        """The running phase's seconds left; None when there is no honest number."""
+        """The running stretch's seconds left; None when there is no honest number."""
         assert self.plan is not None
         if self.phase in COUNTED and self.phase_left is not None:
             eta, said = self.phase_left  # its own measure, less the time since
             return max(0.0, eta - (self.since + seconds_in - said))
         if self.pace is None:
             return None
-        expected = self.plan.weight(self.phase) * self.pace
+        expected = self.plan.weight(self.at) * self.pace
         if self.phase in COUNTED:  # its own count is not timed yet: as planned
             return max(0.0, expected - seconds_in)
         if seconds_in > OVERDUE_AFTER * expected + 3.0:

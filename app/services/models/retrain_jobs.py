@@ -150,10 +150,12 @@ def request_retrain(
     config: dict[str, Any] | None = None,
     *,
     enqueue: bool = True,
+    trigger: str = "manual",
 ) -> tuple[JobView, bool]:
     """Validate and queue a retrain. Returns (job, created): a second request while one is queued
     or running returns that job instead of queueing another. ``enqueue=False`` only records the
-    job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does)."""
+    job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does);
+    ``trigger``: who asked (``"auto"``: :mod:`app.services.models.auto_retrain`)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
     reap_dead(training)  # a job nothing will finish must not stand in for this one
@@ -170,7 +172,7 @@ def request_retrain(
         check_trainable([r.labels for r in rows if r.split == "train" and r.labels])
         # the worker checks its own settings against these before it trains
         stored = {**spec.to_job(), DEPLOYMENT: training.settings.shared_with_workers()}
-        view, created = jobs.create_job(s, p.id, stored, user_id=p.actor.id)
+        view, created = jobs.create_job(s, p.id, stored, user_id=p.actor.id, trigger=trigger)
     if enqueue and created:
         assert training.enqueue is not None
         try:
@@ -308,9 +310,33 @@ def describe(job: JobView) -> str:
         return f"{job.message} The job took {span(job.elapsed)}."
     if not job.active or job.phase not in PHASE_NAMES or job.message == "cancelling…":
         return job.message
+    measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
+    left = "longer than planned" if job.eta_seconds is None and measured else None
+    if job.improving:  # an anytime retrain's first version serves while the rest trains
+        doing = (
+            f"step {job.step:,} of {job.total:,}"
+            if job.phase == "training" and job.total
+            else f"measuring step {job.train_steps:,}"
+        )
+        return f"{serving_words(job)} · improving: {doing} · {left or time_left(job.eta_seconds)}"
     name = PHASE_NAMES[job.phase]
     counted = job.phase in COUNTED and job.total
     detail = f" · {job.message}" if counted or job.phase == "training" else ""
-    measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
-    left = "longer than planned" if job.eta_seconds is None and measured else None
     return f"{name}{detail} · {left or time_left(job.eta_seconds)}"
+
+
+def serving_words(job: JobView) -> str:
+    """Which version a job's checkpoint serves now: "v8 serving (first pass)", "v8 serving"
+    once fully trained; "" before one serves.
+
+    Example:
+        >>> from storage.jobs import JobView
+        >>> job = JobView(3, 1, "running", "training", 60, 100, 0.4, 30.0, "", "", 8, {},
+        ...               0.5, 20.0, served_step=25, train_steps=100)
+        >>> serving_words(job), describe(job)
+        ('v8 serving (first pass)', 'v8 serving (first pass) · improving: step 60 of 100 · about 30 s left')
+    """
+    if job.model_version_id is None or job.served_step is None:
+        return ""
+    first = job.train_steps is not None and job.served_step < job.train_steps
+    return f"v{job.model_version_id} serving" + (" (first pass)" if first else "")

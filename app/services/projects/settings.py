@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
 from app.project_settings import TITLES as project_titles
-from app.services.models import calibration, encoders
+from app.services.models import auto_retrain, calibration, encoders
 from app.services.projects import projects as project_svc
 from app.serving.live import LivePools
 
@@ -66,6 +66,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     oos = project_svc.out_of_scope(live, p)
     anchors = project_svc.anchors(live.db, p)
     encoder = encoders.encoder_view(live.db, p, live.models.budget)
+    auto = auto_retrain.state(live.db, p)
     return SettingsView(
         project_svc.settings(live.db, p),
         {
@@ -74,6 +75,13 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "encode_context": project_svc.context_encoding(live.db, p)["message"],
             "serve_int8": encoder.serving,
             "oos_calibration": calibration.calibration_line(live, p, live.models.budget),
+            "auto_retrain": auto.words,
+            "auto_retrain_after": (
+                f"{auto.after} new or changed labels since the last retrain start the next one "
+                f"by itself ({min(auto.changed, auto.after)} so far)"
+                + ("" if auto.on else "; automatic retrains are off")
+                + "."
+            ),
             encoders.SETTING: f"{encoder.why} {encoder.switch}".replace("`", ""),
         },
         thresholds=dict(oos["thresholds"]),

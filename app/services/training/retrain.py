@@ -1,57 +1,70 @@
-"""The retrain pipeline a worker runs for one job, as named phases (:data:`PHASES`), each a
+r"""The retrain pipeline a worker runs for one job, as named phases (:data:`PHASES`), each a
 function of this package that ``bench/job_profile.py`` times:
 
 ``snapshot`` (:func:`snapshot`: the dataset version, the rows, the encoders it is compared
-with) → ``train``
-(:func:`train`) → ``save`` (:func:`save`: the artifact written under a temporary name, the model
-kept in memory) → ``measure`` (:func:`app.services.training.retrain_measure.measure`: the new encoder as
-it will serve; the frozen base and the active version read when their numbers on these rows are
-known) → ``serve`` (:func:`app.services.training.retrain_serve.serve`: the promotion gate, the version
-registered and, when it passed, active: it answers from here) → ``int8``
-(:func:`app.services.training.retrain_int8.int8_copy`, only where the compute budget builds one: a CPU;
-the fp32 version serves meanwhile) → ``register`` (:func:`app.services.training.retrain_serve.register`:
-the version's record completed, the int8 copy switched in when it passed parity, the switch
-logged) → ``calibrate`` (:func:`app.services.training.retrain_calibrate.calibrate`, only where the
-project's out-of-scope calibration is held-out: ``auto`` on a GPU; the version serves with the
-quick thresholds meanwhile, then with the held-out ones).
+with) → ``train`` (:func:`train`), during which each stage's end is a **checkpoint**
+(:mod:`app.services.training.retrain_checkpoints`: the first pass over the labelled utterances,
+then the whole run), each ``save``\ d (the artifact written under a temporary name, the model
+kept in memory), ``measure``\ d (:func:`app.services.training.retrain_measure.measure`: the new
+encoder as it will serve; the frozen base and the active version read when their numbers on
+these rows are known) and ``serve``\ d (:func:`app.services.training.retrain_serve.serve`: the
+promotion gate, the job's version registered and, when it passed, active: it answers from
+here; a later checkpoint moves the version only when it measures better) while training goes
+on → ``int8`` (:func:`app.services.training.retrain_int8.int8_copy`, only where the compute
+budget builds one: a CPU; the fp32 version serves meanwhile) → ``register``
+(:func:`app.services.training.retrain_serve.register`: the version's record completed, the int8
+copy switched in when it passed parity, the switch logged) → ``calibrate``
+(:func:`app.services.training.retrain_calibrate.calibrate`, only where the project's
+out-of-scope calibration is held-out: ``auto`` on a GPU; the version serves with the quick
+thresholds meanwhile, then with the held-out ones).
 
-So a version answers as soon as it is trained and measured with the encoder that serves it; on a
-CPU its int8 copy replaces it a few seconds later, measured and shown the same way.
+So a first version answers as soon as the first pass is trained and measured (an anytime
+retrain, issue 63: how long the first pass may be is the compute budget's,
+:meth:`app.compute.ComputeBudget.first_pass`), and better ones replace it as they are measured;
+on a CPU the best one's int8 copy replaces it a few seconds after training ends. A cancel or a
+worker's stop after the first version serves keeps the best version measured (:class:`Kept`).
 
-Progress is one share of the whole job (:class:`app.services.models.job_plan.JobPlan`, planned before
-training), through the job's phases in order: ``training`` (counted in optimiser steps),
-``saving``, ``evaluating`` (counted in the utterances the encoders still have to encode),
-``serving``, ``int8``, ``registering``. The job reaches 100 % once its record is complete.
+Progress is one share of the whole job (:class:`app.services.models.job_plan.JobPlan`, planned
+before training), through the job's phases in order, a checkpoint's saving, evaluating and
+serving within training. The job reaches 100 % once its record is complete.
 
-A failure or a crash before ``serve`` leaves the active model unchanged and no referenced
-artifact half-written: the artifact is written under a temporary name and renamed when complete,
-and removed again when registering it fails. After ``serve`` the version counts: a failed int8
-copy only leaves it serving fp32.
+A failure or a crash before the first ``serve`` leaves the active model unchanged and no
+referenced artifact half-written: the artifact is written under a temporary name and renamed
+when complete, and removed again when registering it fails. After ``serve`` the version counts:
+a failed int8 copy only leaves it serving fp32.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import replace
 from typing import Any
 
 from app.compute import ComputeBudget
 from app.project_settings import as_encoded, stored_settings
 from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
+from app.services.training.retrain_checkpoints import Checkpoints, save
 from app.services.training.retrain_int8 import int8_copy, int8_plan
-from app.services.training.retrain_measure import Evaluation, Known, measure, plan, to_encode
-from app.services.training.retrain_serve import PROMOTION_TOLERANCE, register, serve
-from app.services.training.retrain_state import EvalProgress, Reporter, Snapshot, Trained
+from app.services.training.retrain_measure import Evaluation, Known, plan, to_encode
+from app.services.training.retrain_serve import PROMOTION_TOLERANCE, checkpoint_words, register
+from app.services.training.retrain_state import EvalProgress, Reporter, Served, Snapshot, Trained
 from app.services.training.retrain_warm import wait_until_warm
 from app.serving.state import ServingState
-from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
-from core.training import TrainConfig, TrainingCancelled, method_title, train_encoder, trainable
+from core.training import (
+    TrainConfig,
+    TrainingCancelled,
+    checkpoint_steps,
+    method_title,
+    train_encoder,
+    trainable,
+)
+from storage import jobs
 from storage.datasets import snapshot as dataset_snapshot
 from storage.datasets import snapshot_rows
 from storage.db import WriteLock
+from storage.pool_state import last_label_event
 from storage.projects import get_project
 from storage.versions import active_version
 
@@ -60,6 +73,7 @@ __all__ = [
     "PROMOTION_TOLERANCE",
     "EvalProgress",
     "Evaluation",
+    "Kept",
     "Reporter",
     "run_retrain",
     "save",
@@ -68,16 +82,27 @@ __all__ = [
     "train",
 ]
 
-# The pipeline's phases in order (what bench/job_profile.py's table names).
+# The pipeline's phases in order (what bench/job_profile.py's table names); ``save``,
+# ``measure`` and ``serve`` run once per checkpoint, within ``train``.
 PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate")
 
 
-def snapshot(ctx: ServingState, project_id: int, head_options: dict[str, Any]) -> Snapshot:
+def snapshot(
+    ctx: ServingState,
+    project_id: int,
+    head_options: dict[str, Any],
+    *,
+    job_id: int | None = None,
+    trigger: str = "manual",
+) -> Snapshot:
     """The ``snapshot`` phase: the dataset version (written once per content) and everything
-    the job reads of the project, in one transaction; then the frozen base and the active
-    version as they serve, which the new version is compared with (the base encoder is read
-    here when the process has not kept it)."""
+    the job reads of the project, in one transaction (with ``job_id``, the project's newest
+    label event is recorded on the job: labels after it make the next automatic retrain); then
+    the frozen base and the active version as they serve, which the new version is compared
+    with (the base encoder is read here when the process has not kept it)."""
     with ctx.db.write(WriteLock.project(project_id)) as s:
+        if job_id is not None:
+            jobs.mark_labels(s, job_id, last_label_event(s, project_id))
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
         base, settings = project.base_encoder, stored_settings(project.name, project.settings)
@@ -102,19 +127,29 @@ def snapshot(ctx: ServingState, project_id: int, head_options: dict[str, Any]) -
         multi=multi,
         unlabelled=sum(1 for r in rows if r.split == "unlabelled"),
         head_options=dict(head_options),
+        trigger=trigger,
     )
     return replace(snap, others=_others(ctx, snap))
 
 
-def train(ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig) -> Trained:
+def train(
+    ctx: ServingState,
+    reporter: Reporter,
+    snap: Snapshot,
+    cfg: TrainConfig,
+    checkpoints: Checkpoints | None = None,
+) -> Trained:
     """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
-    the worker started, :mod:`app.services.training.retrain_warm`) copied and tuned on the snapshot's
-    trainable rows (:func:`core.training.train_encoder`)."""
+    the worker started, :mod:`app.services.training.retrain_warm`) copied and tuned on the
+    snapshot's trainable rows (:func:`core.training.train_encoder`); ``checkpoints`` saves,
+    measures and serves each stage's end as it comes (the first pass, then the whole run:
+    :mod:`app.services.training.retrain_checkpoints`)."""
     fit = snap.fit
     wait_until_warm()  # a warm-up under way finishes first: the two never share the device
+    ends = checkpoint_steps(fit.texts, fit.labels, cfg)
+    first = f", a first version after step {ends[0]} of {ends[-1]}" if len(ends) > 1 else ""
     reporter.log(
-        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances "
-        f"(dataset {snap.dataset_hash[:12]})",
+        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances{first}",
         phase="training",
     )
     if fit.left_out:
@@ -128,17 +163,10 @@ def train(ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfi
         progress=reporter.progress,
         should_cancel=reporter.should_cancel,
         device=ctx.settings.device,
+        checkpoint=checkpoints,
     )
-    return Trained(model, time.monotonic() - started)
-
-
-def save(reporter: Reporter, trained: Trained, folder: Any) -> Encoder:
-    """The ``save`` phase: the artifact written into ``folder`` (a temporary name, renamed once
-    measured); returns the model in memory as the artifact's encoder (its weights are the ones
-    just written: never read back, issue 44)."""
-    reporter.log("saving the model", phase="saving")
-    trained.model.save(folder)
-    return trained.model.saved_encoder(folder)
+    steps = int(model.stats.get("steps") or 0)
+    return Trained(model, time.monotonic() - started, steps, steps)
 
 
 def _others(ctx: ServingState, snap: Snapshot) -> Known:
@@ -170,27 +198,50 @@ def run_retrain(
     head_options: dict[str, Any],
     *,
     budget: ComputeBudget | None = None,
+    trigger: str = "manual",
 ) -> tuple[int, str]:
     """Train, measure, serve and register a version, phase by phase (see the module); ``budget``:
-    what the device makes cheap (the process's by default). Returns (version id, the job's
-    closing message)."""
+    what the device makes cheap (the process's by default); ``trigger``: who asked for it.
+    Returns (version id, the job's closing message). A cancel or a worker's stop once the
+    first checkpoint serves keeps it: :class:`Kept` says so."""
     budget = budget or ctx.models.budget
-    snap = snapshot(ctx, project_id, head_options)
+    snap = snapshot(ctx, project_id, head_options, job_id=job_id, trigger=trigger)
+    cfg = budget.first_pass(cfg)  # how long the first pass may train on this device
     int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
     calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
     extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
     reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps))
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
-    trained = train(ctx, reporter, snap, cfg)
-    rel = f"projects/{project_id}/models/job{job_id}-{uuid.uuid4().hex[:8]}"
-    with ctx.artifacts.writing(rel) as folder:
-        encoder = save(reporter, trained, folder)
-        measured = measure(ctx, reporter, snap, encoder, folder)
-    served = serve(
-        ctx, reporter, job_id, snap, cfg, rel, encoder, trained, measured, budget, int8, calibration
-    )
+    checkpoints = Checkpoints(ctx, reporter, job_id, snap, budget, int8, calibration)
+    try:
+        train(ctx, reporter, snap, cfg, checkpoints)
+    except TrainingCancelled as exc:
+        if checkpoints.served is None:
+            raise
+        raise Kept(checkpoints.served.version_id, _kept(reporter, checkpoints.served)) from exc
+    finally:
+        checkpoints.remove_superseded()
+    served, measured = checkpoints.served, checkpoints.best
+    assert served is not None and measured is not None, "the last checkpoint is always measured"
     copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
     message = register(ctx, reporter, snap, served, measured, copy)
-    calibrated = calibrate(ctx, reporter, snap, cfg, served, calibration)
+    calibrated = calibrate(ctx, reporter, snap, checkpoints.config or cfg, served, calibration)
     return served.version_id, f"{message} {calibrated}".strip()
+
+
+class Kept(Exception):
+    """A cancel or a worker's stop ended an anytime retrain after its version began to serve:
+    the version keeps the best checkpoint it measured (``version_id``); ``message`` says so."""
+
+    def __init__(self, version_id: int, message: str) -> None:
+        super().__init__(message)
+        self.version_id, self.message = version_id, message
+
+
+def _kept(reporter: Reporter, served: Served) -> str:
+    who = "its worker stopped" if reporter.handing_back else "cancelled"
+    return (
+        f"{who} while improving it; v{served.version_id} keeps serving its "
+        f"{checkpoint_words(served.step, served.total)} in fp32"
+    )

@@ -23,7 +23,7 @@ from core.evaluation.held_out import HELD_OUT_FOLDS
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.retrieval.factory import PredictorFactory
-from core.training import Eta, TrainConfig, TrainingCancelled, planned_steps
+from core.training import Eta, TrainConfig, TrainingCancelled, checkpoint_steps
 
 Scored = tuple[VersionMetrics, MultiLabelHead | None]
 Known = list[tuple[PredictorFactory, dict[str, Any]]]
@@ -126,8 +126,9 @@ def to_encode(
 def plan(
     ctx: ServingState, cfg: TrainConfig, snap: Snapshot, int8: bool, held_out_steps: int = 0
 ) -> JobPlan:
-    """The job's plan: what each phase has to do, counted before training starts. The new
-    encoder encodes every distinct train and test utterance; the frozen base and the active
+    """The job's plan: what each phase has to do, counted before training starts. Each
+    checkpoint's encoder (the first pass's, then the whole run's) encodes every distinct train
+    and test utterance; the frozen base and the active
     version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
     this job builds one) its parity questions, then (when it passes) every utterance again,
     measured as it will serve; the held-out encoders (``held_out_steps``: 0 when this job
@@ -138,10 +139,13 @@ def plan(
     if int8 and not snap.multi:
         pool, _, queries = parity_split(data, PARITY_QUERIES)
         parity = len(pool) + len(queries) + new if len(queries) >= 20 and pool else 0
+    ends = checkpoint_steps(snap.fit.texts, snap.fit.labels, cfg)
     return JobPlan.estimate(
-        steps=planned_steps(snap.fit.texts, snap.fit.labels, cfg),
+        steps=ends[-1],
         batch_size=cfg.batch_size,
         to_evaluate=new + to_encode(ctx.factories, data, [f for f, _ in others], others),
+        checkpoints=ends,
+        later_evaluate=new,
         parity=parity,
         unlabelled=snap.unlabelled,
         held_out_steps=held_out_steps,

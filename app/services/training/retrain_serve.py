@@ -26,11 +26,10 @@ from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8
-from core.training import TrainConfig
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.db import WriteLock
-from storage.versions import NewVersion, record_metrics, register_version
+from storage.versions import NewVersion, move_version, record_metrics, register_version
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +41,6 @@ def serve(
     reporter: Reporter,
     job_id: int,
     snap: Snapshot,
-    cfg: TrainConfig,
     rel: str,
     encoder: Encoder,
     trained: Trained,
@@ -50,22 +48,30 @@ def serve(
     budget: ComputeBudget,
     int8: dict[str, Any] | None = None,
     calibration: dict[str, Any] | None = None,
+    *,
+    current: Served | None = None,
 ) -> Served:
-    """The ``serve`` phase (see the module). ``int8``: what the version records of its int8
-    copy now (``pending`` while the int8 phase builds it, else why there is none);
-    ``calibration``: of its out-of-scope calibration (``pending`` while the calibrate phase
-    runs the held-out one, :mod:`app.services.training.retrain_calibrate`)."""
-    reporter.log("registering the version", phase="serving")
+    """The ``serve`` phase (see the module): the checkpoint ``trained`` (its artifact ``rel``,
+    measured) registered as the job's version, or, with ``current`` (the job's version, serving
+    an earlier checkpoint that measured worse: an anytime retrain), the version moved to it.
+    ``int8``: what the version records of its int8 copy now (``pending`` while the int8 phase
+    builds it, else why there is none); ``calibration``: of its out-of-scope calibration
+    (``pending`` while the calibrate phase runs the held-out one,
+    :mod:`app.services.training.retrain_calibrate`)."""
+    reporter.log(
+        "registering the version" if current is None else f"v{current.version_id} moves to it",
+        phase="serving",
+    )
     now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
     where = "on the GPU" if budget.device == "cuda" else "on the CPU"
     why += f" Measured with the fp32 encoder that serves it {where}."
-    active = snap.active
+    step, total = trained.step, trained.total
     metrics = replace(
         now,
         base=measured.base,
         reference={
-            "version": active.id if active else None,
+            "version": snap.active.id if snap.active else None,
             "accuracy": measured.reference.accuracy,
             "macro_f1": measured.reference.macro_f1,
         },
@@ -76,39 +82,62 @@ def serve(
         evaluate_seconds=round(measured.seconds, 1),
         extra={
             **now.extra,
-            "steps": trained.model.stats.get("steps"),
+            "steps": step,
+            **({"of_steps": total} if step < total else {}),
             "device": str(budget.device),
+            **({"trigger": snap.trigger} if snap.trigger != "manual" else {}),
             **({"encode_context": True} if snap.use_context else {}),
         },
     )
+    note = why if step >= total else f"{checkpoint_words(step, total)}. {why}"
     try:
         sha, size = tree_sha256(ctx.artifacts.path(rel))
         new = NewVersion(
             project_id=snap.project_id,
             dataset_version_id=snap.dataset_id,
-            method=cfg.method,
+            method=trained.model.method,
             base_encoder=snap.base,
-            config=cfg.to_dict(),
+            config=trained.model.config.to_dict(),
             metrics=metrics.to_dict(),
             artifact_path=rel,
             artifact_sha256=sha,
             artifact_size=size,
-            note=why,
+            note=note,
         )
         with ctx.db.write(WriteLock.project(snap.project_id)) as s:
             jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
-            mv_id = register_version(s, new, activate=passed)
-            jobs.registered(s, job_id, mv_id)
+            if current is None:
+                mv_id = register_version(s, new, activate=passed)
+                active = passed
+            else:  # the gate promotes it, or it was promoted and nobody activated another
+                mv_id = current.version_id
+                active = move_version(s, mv_id, new, activate=passed and not current.promoted)
+            jobs.registered(s, job_id, mv_id, step)
     except BaseException:
         ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
     ctx.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
-    if passed:
-        reporter.log(f"v{mv_id} is active: it answers in fp32 {where}")
-    # the queue's candidates in this space only when it stays: an int8 copy on its way replaces
-    # it in seconds, and the cores are the int8 phase's and the app's (its first answers)
-    first_card_vectors(ctx.live, snap.project_id, queue=not (int8 or {}).get("pending"))
-    return Served(mv_id, rel, passed, why, metrics, trained.seconds)
+    if active:
+        reporter.log(f"v{mv_id} is active: it answers in fp32 {where} ({note_of(step, total)})")
+    # the queue's candidates in this space only when it stays: a later checkpoint or an int8
+    # copy on its way replaces it in seconds, and the cores are theirs and the app's
+    stays = step >= total and not (int8 or {}).get("pending")
+    first_card_vectors(ctx.live, snap.project_id, queue=stays)
+    promoted = passed or (current is not None and current.promoted)
+    return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total)
+
+
+def checkpoint_words(step: int, total: int) -> str:
+    """What a version's checkpoint is, for people: "first pass, step 25 of 100".
+
+    >>> checkpoint_words(25, 100), checkpoint_words(100, 100)
+    ('first pass, step 25 of 100', 'step 100 of 100')
+    """
+    return f"first pass, step {step} of {total}" if step < total else f"step {step} of {total}"
+
+
+def note_of(step: int, total: int) -> str:
+    return checkpoint_words(step, total) if step < total else "fully trained"
 
 
 def register(

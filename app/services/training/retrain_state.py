@@ -65,6 +65,7 @@ class Snapshot:
     multi: bool
     unlabelled: int
     head_options: dict[str, Any] = field(default_factory=dict)
+    trigger: str = "manual"  # who asked: "manual" or "auto" (storage.jobs.TRIGGERS)
     # what the new version is compared with: the frozen base and the active version as they
     # serve, each with the options it is scored with
     others: list[tuple[PredictorFactory, dict[str, Any]]] = field(default_factory=list)
@@ -77,16 +78,20 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Trained:
-    """The ``train`` phase's model and its seconds (the base encoder's copy included)."""
+    """A checkpoint of the ``train`` phase: the model after ``step`` of the run's ``total``
+    optimiser steps, and the training seconds up to it (the base encoder's copy included)."""
 
     model: TrainedModel
     seconds: float
+    step: int = 0
+    total: int = 0
 
 
 @dataclass(frozen=True)
 class Served:
     """A registered version: its id and artifact, whether the gate made it active, the gate's
-    words, and the metrics it was registered with (those of the encoder serving it now)."""
+    words, the metrics it was registered with (those of the encoder serving it now), and the
+    checkpoint it serves (``step`` of ``total``)."""
 
     version_id: int
     rel: str
@@ -94,6 +99,8 @@ class Served:
     why: str
     metrics: VersionMetrics
     train_seconds: float
+    step: int = 0  # the checkpoint it serves (an anytime retrain's first pass, or its end)
+    total: int = 0
 
 
 @dataclass(frozen=True)

@@ -262,16 +262,18 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     from app.services.projects import projects as project_svc
     from app.ui import settings_section as section
 
-    oos_on, target, calibration, weight, encode, int8, encoder, effects = section.shown(
-        ctx.live, demo
+    oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, effects = (
+        section.shown(ctx.live, demo)
     )
-    assert (oos_on, target, calibration, weight, encode, int8) == (
+    assert (oos_on, target, calibration, weight, encode, int8, auto, after_n) == (
         True,
         0.95,
         "auto",
         1.0,
         False,
         True,
+        True,
+        20,
     )
     assert encoder["value"] == "minilm" and "minilm" in encoder["choices"]
     assert "Anchors on (weight 1)" in effects and "Serving: the frozen minilm" in effects
@@ -279,6 +281,7 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     assert "<li><b>Calibration:</b> Auto: quick on this CPU" in effects
     assert "Held-out would take about 4x a retrain&#x27;s training on this CPU" in effects
     assert "<li><b>Base encoder:</b> MiniLM (384-d) is the default on a CPU" in effects
+    assert "<li><b>Automatic retrain:</b> On: after 20 new or changed labels" in effects
 
     status, effects = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
     assert status == (
@@ -294,7 +297,7 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     from core.encoding.registry import installed
 
     absent = "no-such-encoder" if installed("mpnet") else "mpnet"
-    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", 2, True, False, absent)
+    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", 2, True, False, True, 20, absent)
     assert ("not installed" in refused or "Unknown encoder" in refused) and not refused.startswith(
         "✓"
     )

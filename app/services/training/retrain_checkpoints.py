@@ -1,0 +1,118 @@
+"""An anytime retrain's checkpoints (issue 63): each stage's end of the training
+(:func:`core.training.fit.stages`: the first pass, then the whole run) is saved, measured and
+served while training goes on, in the training thread (training waits for it).
+
+The first checkpoint that the job measures registers the job's version (:func:`serve`): when it
+passes the promotion gate it answers from then on, seconds after the request on a first pass
+of one epoch. A later one moves the version to itself only when it measures better (the
+primary metric, on the same rows); else it is discarded and the version keeps the checkpoint it
+has. Only what changed is measured: the frozen base's and the active version's numbers on
+these rows are read from the evaluations already measured (:mod:`app.serving.eval_memo`), and
+each checkpoint's vectors are new (every layer above the frozen ones moved).
+
+A checkpoint's artifact is written under a temporary name and renamed once measured, like any
+version's; one that served and was moved away from is removed once the job ends (a process may
+still be reading it meanwhile)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from app.compute import ComputeBudget
+from app.services.training.retrain_measure import Measured, measure
+from app.services.training.retrain_serve import checkpoint_words, serve
+from app.services.training.retrain_state import Reporter, Served, Snapshot, Trained
+from app.serving.state import ServingState
+from core.encoding.registry import Encoder
+from core.training import TrainConfig, TrainedModel
+
+logger = logging.getLogger(__name__)
+
+
+def save(reporter: Reporter, trained: TrainedModel, folder: Any) -> Encoder:
+    """The ``save`` phase: the artifact written into ``folder`` (a temporary name, renamed once
+    measured); returns the model in memory as the artifact's encoder (its weights are the ones
+    just written: never read back, issue 44)."""
+    reporter.log("saving the model", phase="saving")
+    trained.save(folder)
+    return trained.saved_encoder(folder)
+
+
+class Checkpoints:
+    """The job's checkpoints as they come (:meth:`__call__`, the training's ``checkpoint``
+    callback): ``served`` is the job's version once one serves, ``best`` its measurement."""
+
+    def __init__(
+        self,
+        ctx: ServingState,
+        reporter: Reporter,
+        job_id: int,
+        snap: Snapshot,
+        budget: ComputeBudget,
+        int8: dict[str, Any],
+        calibration: dict[str, Any],
+    ) -> None:
+        self.ctx, self.reporter, self.job_id, self.snap = ctx, reporter, job_id, snap
+        self.budget, self.int8, self.calibration = budget, int8, calibration
+        self.started = time.monotonic()
+        self.served: Served | None = None
+        self.best: Measured | None = None
+        self.config: TrainConfig | None = None  # what trained the checkpoint that serves
+        self.superseded: list[str] = []  # artifacts a better checkpoint replaced
+
+    def __call__(self, checkpoint: Any) -> None:
+        """Save, measure and serve one :class:`core.training.fit.Checkpoint`."""
+        step, total = checkpoint.step, checkpoint.total
+        trained = Trained(checkpoint.trained, time.monotonic() - self.started, step, total)
+        ctx, snap = self.ctx, self.snap
+        rel = f"projects/{snap.project_id}/models/job{self.job_id}-{step}-{uuid.uuid4().hex[:8]}"
+        with ctx.artifacts.writing(rel) as folder:
+            encoder = save(self.reporter, checkpoint.trained, folder)
+            measured = measure(ctx, self.reporter, snap, encoder, folder)
+        if self.best is not None and self.served is not None and not better(measured, self.best):
+            ctx.artifacts.remove(rel)
+            self.reporter.log(
+                f"{checkpoint_words(step, total)} measured {_score(measured)}, not better "
+                f"than {_score(self.best)}: v{self.served.version_id} keeps "
+                f"{checkpoint_words(self.served.step, self.served.total)}"
+            )
+            return
+        served = serve(
+            ctx,
+            self.reporter,
+            self.job_id,
+            snap,
+            rel,
+            encoder,
+            trained,
+            measured,
+            self.budget,
+            self.int8,
+            self.calibration,
+            current=self.served,
+        )
+        if self.served is not None:
+            self.superseded.append(self.served.rel)
+        self.served, self.best = served, measured
+        self.config = checkpoint.trained.config
+
+    def remove_superseded(self) -> None:
+        """Remove the artifacts of checkpoints a better one replaced (at the job's end)."""
+        for rel in self.superseded:
+            self.ctx.artifacts.remove(rel)
+        self.superseded.clear()
+
+
+def better(new: Measured, old: Measured) -> bool:
+    """Whether a checkpoint measured better than the one serving: its primary metric higher
+    on the same rows (a tie keeps the one serving)."""
+    a, b = new.new.score, old.new.score
+    return a is not None and (b is None or a > b)
+
+
+def _score(m: Measured) -> str:
+    value = m.new.score
+    return f"{m.new.primary} {value:.3f}" if value is not None else f"{m.new.primary} unknown"

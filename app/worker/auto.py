@@ -1,0 +1,43 @@
+"""A worker's watcher of labels: every :data:`app.services.models.auto_retrain.POLL_SECONDS` it
+queues the automatic retrains that are due (:class:`app.services.models.auto_retrain.Watcher`),
+until the worker stops; a stopping worker starts nothing new. Off where the deployment says so
+(``INTENT_STUDIO_AUTO_RETRAIN=off``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from app.services.models.auto_retrain import POLL_SECONDS, Watcher
+from app.serving.training_queue import TrainingQueue
+from app.worker.stopping import StopRequest
+from core.errors import logged
+from storage.errors import DatabaseUnavailable
+
+logger = logging.getLogger(__name__)
+
+
+def watch_labels(
+    training: TrainingQueue,
+    stop: StopRequest,
+    done: threading.Event,
+    every: float = POLL_SECONDS,
+) -> threading.Thread | None:
+    """Start the watcher in a background thread (None where the deployment turned it off)."""
+    if not training.settings.auto_retrain:
+        logger.info("automatic retrains are off in this deployment")
+        return None
+    watcher = Watcher(training)
+
+    def run() -> None:
+        while not done.wait(every) and not stop.requested:
+            try:
+                watcher.start_due()
+            except DatabaseUnavailable as exc:  # back at the next look
+                logger.warning("automatic retrains wait for the database: %s", exc)
+            except Exception:  # a bug is logged with its traceback; the next look tries again
+                logged(logger, "could not start the automatic retrains")
+
+    thread = threading.Thread(target=run, name="auto-retrain", daemon=True)
+    thread.start()
+    return thread

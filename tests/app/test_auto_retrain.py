@@ -1,0 +1,131 @@
+"""Retrains that start from the labels (issue 63 item 2): enough new or changed labels and a
+quiet spell start one automatic retrain; labels given while it runs start the next one after it,
+never two at once; the project setting off starts none; the queue stays fair across projects.
+Real SQLite, the real Huey queue and the worker's own job runner."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from app import worker
+from app.services.labelling import data as data_svc
+from app.services.models import auto_retrain
+from app.services.models import retrain_jobs as svc
+from app.services.projects import settings as settings_svc
+from app.services.projects.projects import new_project
+from storage import jobs
+from tests.handles import live
+from tests.samples import make_tiny
+
+pytestmark = pytest.mark.slow
+
+QUIET = 0.3  # the quiet spell, shortened for the test
+
+
+@pytest.fixture
+def watcher(ctx, monkeypatch):
+    monkeypatch.setattr(auto_retrain, "QUIET_SECONDS", QUIET)
+    return auto_retrain.Watcher(ctx.training)
+
+
+def label(ctx, name: str, n: int, intent: str = "card_lost", start: int = 0) -> None:
+    for i in range(start, start + n):
+        data_svc.add_utterance(ctx.db, live(ctx, name), f"lost my card again {i}", intent)
+
+
+def quiet() -> None:
+    time.sleep(QUIET + 0.1)
+
+
+def small(ctx, name: str, after: int = 5) -> None:
+    """TINY, its automatic retrain after ``after`` labels, its first retrain done."""
+    make_tiny(ctx, name)
+    settings_svc.change(ctx.live, live(ctx, name), {"auto_retrain_after": str(after)})
+    view, _ = svc.request_retrain(
+        ctx.training, live(ctx, name), {"epochs": 1, "batch_size": 8}, enqueue=False
+    )
+    worker.execute_job(ctx, view.id)
+    assert svc.job(ctx.training, view.id).status == "succeeded"
+
+
+def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_two(
+    ctx, watcher
+) -> None:
+    small(ctx, "tiny")
+    label(ctx, "tiny", 4)
+    quiet()
+    assert watcher.start_due() == []  # 4 of 5
+    label(ctx, "tiny", 1, start=4)
+    assert watcher.start_due() == []  # 5 of 5, but still labelling: no pause yet
+    quiet()
+    [first] = watcher.start_due()
+    assert first.trigger == "auto" and first.status == "queued"
+    assert watcher.start_due() == []  # queued: one job per project at a time
+    runner = threading.Thread(target=worker.execute_job, args=(ctx, first.id))
+    runner.start()
+    deadline = time.monotonic() + 120
+    while svc.job(ctx.training, first.id).phase in ("", "preparing"):  # its data not read yet
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    label(ctx, "tiny", 6, start=5)  # while it runs, after it read its data: for the next one
+    quiet()
+    assert watcher.start_due() == [] or not runner.is_alive()  # never two at once
+    runner.join(120)
+    done = svc.job(ctx.training, first.id)
+    assert done.status == "succeeded", done.log
+    with ctx.db.session() as s:
+        from storage.tables import ModelVersion
+
+        assert s.get(ModelVersion, done.model_version_id).metrics["trigger"] == "auto"
+    [second] = watcher.start_due()  # the labels given meanwhile make the next one
+    assert second.id != first.id and second.trigger == "auto"
+    worker.execute_job(ctx, second.id)
+    quiet()
+    assert watcher.start_due() == []  # nothing new since: none
+    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle()).changed == 0
+
+
+def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ctx, watcher) -> None:
+    small(ctx, "tiny")
+    settings_svc.change(ctx.live, live(ctx, "tiny"), {"auto_retrain": "off"})
+    label(ctx, "tiny", 8)
+    quiet()
+    assert watcher.start_due() == []
+    words = auto_retrain.state(ctx.db, live(ctx, "tiny").handle()).words
+    assert words.startswith("Off: the encoder is retrained only when someone asks")
+    # a project its labels cannot train (one intent): refused once, not again until it changes
+    new_project(ctx.db, "one")
+    settings_svc.change(ctx.live, live(ctx, "one"), {"auto_retrain_after": "2"})
+    label(ctx, "one", 3)
+    quiet()
+    assert watcher.start_due() == [] and ctx.db  # refused: too few intents
+    refused = dict(watcher.refused)
+    assert set(refused) == {live(ctx, "one").id}
+    assert watcher.start_due() == [] and watcher.refused == refused
+    with ctx.db.session() as s:
+        assert jobs.latest_job(s, live(ctx, "one").id) is None
+
+
+def test_each_project_gets_its_turn_however_fast_another_labels(ctx, watcher) -> None:
+    """Two projects whose labels both call for a retrain: one job each, queued in turn; the
+    busier project's next one waits for its own to end, behind the other's."""
+    small(ctx, "busy", after=2)
+    small(ctx, "calm", after=2)
+    label(ctx, "busy", 3)
+    label(ctx, "calm", 3)
+    quiet()
+    started = watcher.start_due()
+    assert sorted(j.project_id for j in started) == sorted(
+        [live(ctx, "busy").id, live(ctx, "calm").id]
+    )
+    pending = ctx.training.enqueue.pending()
+    assert {j.id for j in started} <= pending
+    label(ctx, "busy", 10, start=3)  # the busy project labels on: still one job of its own
+    quiet()
+    assert watcher.start_due() == []
+    with ctx.db.session() as s:
+        queued = [jobs.active_job(s, live(ctx, n).id) for n in ("busy", "calm")]
+    assert all(q is not None and q.status == "queued" for q in queued)
