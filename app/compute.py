@@ -215,7 +215,7 @@ def process_device(configured: str | None = None) -> str:
     chosen = configured or os.environ.get(ENV_DEVICE, "").strip()
     if chosen:
         return chosen
-    if "torch" not in sys.modules and not any(Path(p).exists() for p in NVIDIA_DRIVER):
+    if sys.modules.get("torch") is None and not any(Path(p).exists() for p in NVIDIA_DRIVER):
         return "cpu"  # no NVIDIA driver: no CUDA, and no need to import torch to know it
     from core.encoding.registry import default_device
 

@@ -51,6 +51,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -407,6 +408,10 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         (v for v in versions if v["version"] == job.get("model_version_id")), {}
     )
     train_s = mine.get("train_s")
+    # the whole budget's training (an anytime retrain logs each checkpoint's: its last one;
+    # a job before issue 63 trained once, its version's train_s)
+    full = re.findall(r"trained (\d+) of \1 steps in ([\d.]+) s", job.get("log") or "")
+    full_train_s = float(full[-1][1]) if full else train_s
     answering = seen[0][0] if seen else None
     return {
         "job": job_id,
@@ -425,6 +430,13 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         "int8_s": seen[1][0] if len(seen) > 1 else None,
         "job_done_s": done_at,
         "changes": len(seen),
+        # issue 63: every switch of what answers (first pass, a better checkpoint, int8), and
+        # the first one against the whole budget's training
+        "switches_s": [t for t, _ in seen],
+        "full_train_s": full_train_s,
+        "first_of_full_training": (
+            round(answering / full_train_s, 3) if answering is not None and full_train_s else None
+        ),
     }
 
 
@@ -449,14 +461,18 @@ def print_retrains(results: dict[str, Any]) -> None:
     print(f"request -> new version answering, through the app ({CODE}), shared 2-core machine")
     print(
         f"{'#':>2} {'load':>5} {'train s':>8} {'answering s':>12} {'minus train':>12}"
-        f" {'share':>6} {'int8 s':>7} {'job done s':>11} {'serving':>8}"
+        f" {'share':>6} {'int8 s':>7} {'job done s':>11} {'serving':>8} {'full train s':>13}"
+        f" {'first/full':>11}  switches s"
     )
     for i, r in enumerate(runs, 1):
         share = r["share_of_training"]
+        first = r.get("first_of_full_training")
         print(
             f"{i:>2} {r['load']:>5} {r['train_s'] or '-':>8} {r['answering_s'] or '-':>12}"
             f" {r['minus_training_s'] or '-':>12} {f'{share:.0%}' if share is not None else '-':>6}"
             f" {r['int8_s'] or '-':>7} {r['job_done_s'] or '-':>11} {r['serving'] or '-':>8}"
+            f" {r.get('full_train_s') or '-':>13} {f'{first:.0%}' if first else '-':>11}"
+            f"  {r.get('switches_s')}"
         )
 
 

@@ -250,8 +250,12 @@ def request_cancel(s: Session, job_id: int) -> JobView:
         job.log = (job.log + _stamp(job.message))[-LOG_CHARS:]
     elif job.status == "running" and job.phase in STOPPABLE and not job.cancel_requested:
         job.cancel_requested = True
-        kept = "with the quick thresholds" if job.phase == CALIBRATING else "as it is"
-        job.message = f"stopping; v{job.model_version_id} keeps serving {kept}"
+        v = job.model_version_id
+        job.message = {
+            CALIBRATING: f"stopping the held-out calibration; v{v} keeps serving with the quick "
+            "thresholds",
+            "int8": f"stopping its int8 copy; v{v} keeps serving in fp32",
+        }.get(job.phase, f"stopping; v{v} keeps serving as it is")
         job.log = (job.log + _stamp(f"cancel asked: {job.message}"))[-LOG_CHARS:]
     return _view(job)
 

@@ -151,3 +151,17 @@ def history(s: Session, project_id: int) -> list[tuple[ModelVersion, str]]:
         .order_by(ModelVersion.id.desc())
     ).all()
     return [(_detached(s, mv), hashes.get(mv.dataset_version_id or -1) or "") for mv in versions]
+
+
+def touch_unretrained(s: Session, base: str) -> int:
+    """Move the pool stamp of every project on the base encoder ``base`` that serves it (no
+    active version): what serves the base changed (its int8 copy was built), so every process's
+    live pool of those projects picks it up. Returns how many."""
+    projects = s.scalars(
+        select(Project).where(
+            Project.base_encoder == base, Project.active_model_version_id.is_(None)
+        )
+    ).all()
+    for project in projects:
+        flag_modified(project, "settings")  # an UPDATE of the row: its version counter moves
+    return len(projects)

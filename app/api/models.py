@@ -301,7 +301,23 @@ class Job(BaseModel):
     percent: int = Field(..., description="the whole job's, never going back; 100 once done")
     eta_seconds: float | None = Field(..., description="the whole job's; null while estimating")
     message: str
-    model_version_id: int | None
+    model_version_id: int | None = Field(
+        ..., description="its version, once registered: it serves from its first checkpoint on"
+    )
+    served_step: int | None = Field(
+        None, description="the training step of the checkpoint its version serves now"
+    )
+    train_steps: int | None = Field(None, description="the training's planned steps")
+    improving: bool = Field(
+        False, description="its version serves an earlier checkpoint while the rest trains"
+    )
+    trigger: str = Field("manual", description="who asked: manual, or auto (after new labels)")
+    state: str = Field(
+        "",
+        description="the job in one line, as the Train tab and the CLI say it "
+        "(e.g. 'v8 serving (first pass) · improving: step 60 of 100 · about 40 s left')",
+    )
+    log: str = Field("", description="the job's log, one time-stamped line per step")
 
 
 class TrainOut(BaseModel):

@@ -191,8 +191,9 @@ def versions(request: Request, p: Reader) -> Any:
 def _job(view: JobView) -> dict[str, Any]:
     fields = models.Job.model_fields
     return {
-        **{name: getattr(view, name) for name in fields if name != "percent"},
+        **{name: getattr(view, name) for name in fields if name not in ("percent", "state")},
         "percent": view.percent,
+        "state": training_svc.describe(view),
     }
 
 

@@ -193,6 +193,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
         p = project(ctx, args.project)
+        if p.active_version_id is None and ctx.settings.int8 and ctx.models.budget.serves_int8:
+            from app.services.models.base_int8 import ensure_base_int8
+
+            # a project never retrained serves its base encoder's int8 copy, built once (then
+            # no torch): the same path as a retrained project's (issue 63 item 5)
+            ensure_base_int8(ctx.live, p)
         # a multi-label pool whose head is neither in its version nor kept fits one: predict
         # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
         ctx.live.pool(p.id)

@@ -21,8 +21,10 @@ import contextlib
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.perimeter.http_body import Receive, Scope, Send
+if TYPE_CHECKING:  # the worker reads the file with no web code loaded
+    from app.perimeter.http_body import Receive, Scope, Send
 
 FILE = "activity"
 # A request refreshes the file's time at most this often.

@@ -7,12 +7,14 @@ the measurement of the encoder that serves it (:func:`served_metrics`).
 The copy is its own artifact (``int8["artifact"]`` in the version's metrics, written by the
 retrain's int8 phase after the version already serves fp32, :mod:`app.services.training.retrain_int8`);
 a version registered before issue 55 keeps it in its own artifact's ``onnx/`` folder
-(:func:`int8_folder` finds either)."""
+(:func:`int8_folder` finds either). A project that was never retrained serves the base
+encoder's int8 copy by the same rule (:func:`base_int8_rel`: built once per base encoder, its
+parity checked like a version's, :mod:`app.services.models.base_int8`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
@@ -23,6 +25,29 @@ if TYPE_CHECKING:
     from storage.artifacts import ArtifactStore
 
 INT8_DIR = "onnx"  # the int8 copy's folder in an artifact of a version before issue 55
+# What the base encoder's int8 copy recorded of its parity check (beside its ``onnx/``).
+BASE_RECORD = "int8.json"
+
+
+def base_int8_rel(base: str) -> str:
+    """Where the int8 copy of the base encoder ``base`` lives in the artifact store (issue 63
+    item 5): one per base encoder's weights, shared by every project on it that has not been
+    retrained (``base/minilm@<fingerprint>``)."""
+    from core.encoding.registry import base_fingerprint
+
+    return f"base/{base_fingerprint(base)}"
+
+
+def base_int8_record(artifacts: ArtifactStore, base: str) -> dict[str, Any] | None:
+    """What the base encoder's int8 copy recorded (``passed``, agreement, reason), None while
+    there is none (not built yet)."""
+    import json
+
+    try:
+        path = artifacts.path(base_int8_rel(base)) / BASE_RECORD
+        return dict(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def load_int8(folder: Path) -> OnnxEncoder:

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
-from app.serving.int8 import int8_folder, load_int8, serves_int8
+from app.serving.int8 import (
+    INT8_DIR,
+    base_int8_record,
+    base_int8_rel,
+    int8_folder,
+    load_int8,
+    serves_int8,
+)
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder, load_encoder
@@ -56,7 +63,7 @@ class Models:
     def loaded_versions(self) -> set[int]:
         """The versions whose model (fp32 or int8) this process holds now."""
         with self._lock:
-            return {int(key.split(":")[1]) for key in (*self._encoders, *self._int8)}
+            return {v for key in (*self._encoders, *self._int8) if (v := _version(key)) is not None}
 
     def keep_only(self, version_ids: Collection[int]) -> int:
         """Let go of the loaded models (fp32 and int8) of every version not in ``version_ids``;
@@ -67,7 +74,7 @@ class Models:
             gone = [
                 key
                 for key in (*self._encoders, *self._int8)
-                if int(key.split(":")[1]) not in version_ids
+                if (v := _version(key)) is not None and v not in version_ids
             ]
             for key in gone:
                 self._encoders.pop(key, None)
@@ -98,13 +105,10 @@ class Models:
         (:func:`app.serving.int8.serves_int8`), else the fp32 encoder (also when the int8 copy
         is missing or will not load). The int8 copy embeds its anchors as the fp32 encoder does
         (an old version's separate label encoder: :func:`core.training.load_label_encoder`)."""
-        metrics = VersionMetrics.from_dict(mv.metrics) if mv is not None else None
-        if (
-            mv is None
-            or metrics is None
-            or not mv.artifact_path
-            or not serves_int8(metrics, settings, self.budget)
-        ):
+        if mv is None:
+            return self.base_serving(base, settings)
+        metrics = VersionMetrics.from_dict(mv.metrics)
+        if not mv.artifact_path or not serves_int8(metrics, settings, self.budget):
             return self.encoder_for_version(mv, base)
         path = self.artifacts.path(mv.artifact_path)
         folder = int8_folder(self.artifacts, mv.artifact_path, metrics)
@@ -131,9 +135,36 @@ class Models:
             int8 = self._int8[key]
         return int8 if int8 is not None else self.encoder_for_version(mv, base)
 
+    def base_serving(self, base: str, settings: ProjectSettings) -> CachedEncoder:
+        """The encoder a project that was never retrained serves with: the base encoder's int8
+        copy where the int8 rule allows it (a CPU, the project's ``serve_int8``) and the copy
+        passed parity (:func:`app.serving.int8.base_int8_record`), else the fp32 base, which
+        needs torch."""
+        if not (settings.serve_int8 and self.budget.serves_int8):
+            return self.base_encoder(base)
+        record = base_int8_record(self.artifacts, base)
+        if not record or not record.get("passed"):
+            return self.base_encoder(base)
+        key = f"int8:base:{base_int8_rel(base)}"
+        with self._lock:
+            if key not in self._int8:
+                try:
+                    self._int8[key] = load_int8(self.artifacts.path(base_int8_rel(base)) / INT8_DIR)
+                except Exception as exc:  # a broken copy, no onnxruntime: serve fp32
+                    logged(logger, "int8 copy of %s unusable: %s", base, exc, level=logging.WARNING)
+                    self._int8[key] = None
+            int8 = self._int8[key]
+        return int8 if int8 is not None else self.base_encoder(base)
+
     def version_head(self, mv: ModelVersion | None) -> MultiLabelHead | None:
         """The multi-label head stored in a model version (None when it has none)."""
         if mv is None or not mv.artifact_path:
             return None
         folder = self.artifacts.path(mv.artifact_path) / HEAD_DIR
         return load_head(folder) if folder.is_dir() else None
+
+
+def _version(key: str) -> int | None:
+    """The version a loaded model's key names (None: a base encoder's int8 copy, kept)."""
+    part = key.split(":")[1]
+    return int(part) if part.isdigit() else None

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -167,6 +168,17 @@ def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@functools.cache
+def base_fingerprint(name: str) -> str:
+    """The fingerprint a registered (or folder) encoder loads with (:func:`load_encoder`), read
+    from its weight files without loading it (no torch): the name of its vector space.
+
+    >>> base_fingerprint("minilm").startswith("minilm@")
+    True
+    """
+    return f"{Path(name).name}@{_fingerprint(resolve_path(name))}"
 
 
 def _fingerprint(path: Path) -> str:

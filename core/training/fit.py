@@ -125,6 +125,14 @@ def stages(texts: Sequence[str], labels: Labels, config: TrainConfig) -> list[li
     return [first, _fast_batches(texts, labels, rest, config.epochs - 1)]
 
 
+def _start_copy(start: SentenceTransformer, device: str) -> SentenceTransformer:
+    """A copy of ``start`` to train (a trained model's weights are frozen when it is done)."""
+    model = copy.deepcopy(start).to(device)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model
+
+
 def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | None = None) -> int:
     """The optimiser steps :func:`train_encoder` takes on these utterances, without a model:
     what a job's progress weighs its training by before it starts.
@@ -187,6 +195,7 @@ def train_encoder(
     should_cancel: CancelFn | None = None,
     device: str | None = None,
     checkpoint: CheckpointFn | None = None,
+    start: SentenceTransformer | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -204,6 +213,8 @@ def train_encoder(
         checkpoint: called with a :class:`Checkpoint` at the end of each stage
             (:func:`stages`: the first pass, then the whole run), in the training thread:
             training waits for it. What it raises ends the run (``TrainingCancelled`` too).
+        start: the model training starts from (a copy of it: an earlier version of ``base``
+            tuned already, say); default: the process's ``base`` encoder.
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -226,7 +237,7 @@ def train_encoder(
     t0 = time.monotonic()
     seed_everything(config.seed)
     _stop_if_asked(should_cancel, "loading the encoder")
-    model = _base_copy(base, device)
+    model = _base_copy(base, device) if start is None else _start_copy(start, device)
     _stop_if_asked(should_cancel, "loading the encoder")
     model.max_seq_length = config.max_length
     kind = "full"
@@ -247,13 +258,14 @@ def train_encoder(
     frozen = config.resolved_freeze_layers if kind == "full" and config.freeze_embeddings else 0
     seen = [t for stage in plan for batch in stage for column in batch.columns for t in column]
     bank = TokenBank(model, seen)  # every text tokenised once, its tokens on the device
-    last, done = float("nan"), 0
+    last, done, paused = float("nan"), 0, 0.0
 
     def stats(at: int) -> dict[str, Any]:
         return {
             "steps": at,
             "epochs": config.epochs,
-            "seconds": round(time.monotonic() - t0, 2),
+            # training's own seconds: the model's copy and load in, the checkpoints' work out
+            "seconds": round(time.monotonic() - t0 - paused, 2),
             "loss": last,
             "device": device,
             # the loop's arithmetic: bf16 autocast where the device computes it natively
@@ -280,9 +292,11 @@ def train_encoder(
                     copied = _frozen_copy(model)
                 # what trains this checkpoint again: the first pass alone
                 first = dataclasses.replace(config, epochs=1)
+                handed = time.monotonic()
                 checkpoint(
                     Checkpoint(done, steps, TrainedModel(copied, base, first, kind, stats(done)))
                 )
+                paused += time.monotonic() - handed
     for p in model.parameters():
         p.requires_grad_(False)
     model.eval()

@@ -376,3 +376,49 @@ def test_the_cli_writes_control_characters_of_stored_texts_as_escapes(
     assert main([*d, "predict", "--project", "p", "--input", str(texts), "--format", "jsonl"]) == 0
     line = json.loads(capsys.readouterr().out.splitlines()[0])  # still JSON, the text intact
     assert hostile in [n["text"] for n in line["neighbours"]]
+
+
+PREDICT_WITHOUT_TORCH = """
+import json, sys
+sys.modules["torch"] = None  # as on a machine without it: importing it fails
+from app.cli import main
+assert main(["--data-dir", sys.argv[1], "predict", "--project", "b", "--format", "jsonl",
+             *json.loads(sys.argv[2])]) == 0
+"""
+
+
+def test_predict_on_a_never_retrained_project_serves_the_base_int8_copy_without_torch(
+    tmp_path, shared_data, monkeypatch
+):
+    """Issue 63 item 5: a project that was never retrained served its base encoder in fp32
+    (torch, 19 s for 1,000 lines on an AVX2 CPU). The first predict builds the base encoder's
+    int8 copy (its parity checked on the project's test questions, kept in the data directory);
+    every later one predicts with it, in a process where torch cannot be imported."""
+    import csv
+
+    monkeypatch.setenv("INTENT_STUDIO_INT8", "on")
+    with (shared_data / "banking77" / "train_10shot_seed0.csv").open() as fh:
+        shots = [r for r in csv.DictReader(fh) if r["label"] < "card_d"]  # 13 intents
+    src = tmp_path / "b.csv"
+    splits = ["test" if i % 10 >= 7 else "train" for i in range(len(shots))]  # 3 of 10 test
+    with src.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["text", "label", "split"])
+        out.writerows(
+            [r["text"], r["label"], split] for r, split in zip(shots, splits, strict=True)
+        )
+    d = ["--data-dir", str(tmp_path / "data")]
+    assert main([*d, "import", str(src), "--project", "b"]) == 0
+    texts = ["my card has not arrived yet", "how do I activate my new card"]
+    assert main([*d, "predict", "--project", "b", "--format", "jsonl", *texts]) == 0
+    base = next((tmp_path / "data" / "artifacts" / "base").iterdir())
+    record = json.loads((base / "int8.json").read_text())
+    assert record["passed"] and record["n"] == splits.count("test"), record
+    done = subprocess.run(
+        [sys.executable, "-c", PREDICT_WITHOUT_TORCH, str(tmp_path / "data"), json.dumps(texts)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    tops = [json.loads(line)["top"] for line in done.stdout.splitlines()]
+    assert tops == ["card_arrival", "activate_my_card"]

@@ -17,7 +17,6 @@ still be reading it meanwhile)."""
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Any
 
@@ -57,7 +56,6 @@ class Checkpoints:
     ) -> None:
         self.ctx, self.reporter, self.job_id, self.snap = ctx, reporter, job_id, snap
         self.budget, self.int8, self.calibration = budget, int8, calibration
-        self.started = time.monotonic()
         self.served: Served | None = None
         self.best: Measured | None = None
         self.config: TrainConfig | None = None  # what trained the checkpoint that serves
@@ -66,7 +64,9 @@ class Checkpoints:
     def __call__(self, checkpoint: Any) -> None:
         """Save, measure and serve one :class:`core.training.fit.Checkpoint`."""
         step, total = checkpoint.step, checkpoint.total
-        trained = Trained(checkpoint.trained, time.monotonic() - self.started, step, total)
+        seconds = float(checkpoint.trained.stats.get("seconds") or 0.0)  # its training alone
+        trained = Trained(checkpoint.trained, seconds, step, total)
+        self.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")
         ctx, snap = self.ctx, self.snap
         rel = f"projects/{snap.project_id}/models/job{self.job_id}-{step}-{uuid.uuid4().hex[:8]}"
         with ctx.artifacts.writing(rel) as folder:

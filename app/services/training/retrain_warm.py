@@ -58,6 +58,8 @@ def warm_up_worker(
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
                     warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
+                    if ctx.settings.int8 and budget.int8_copy:
+                        base_int8(ctx, base)
                 except Exiting:  # the worker stopped during its warm-up: nothing to say
                     return
                 except Exception:  # a base that will not load fails its job with the reason
@@ -68,6 +70,23 @@ def warm_up_worker(
     thread = threading.Thread(target=run, name="worker-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def base_int8(ctx: ServingState, base: str) -> None:
+    """The int8 copy of ``base`` built for the projects on it that were never retrained (they
+    serve it: :mod:`app.services.models.base_int8`), with parity on the largest of them."""
+    from app.access import open_project
+    from app.access.auth import LOCAL
+    from app.services.models.base_int8 import ensure_base_int8
+    from storage.utterances import count_utterances
+
+    with ctx.db.session() as s:
+        fresh = [p.id for p in list_projects(s) if p.base_encoder == base]
+        fresh = [pid for pid in fresh if open_project(ctx.db, pid, LOCAL).active_version_id is None]
+        fresh.sort(key=lambda pid: -count_utterances(s, pid))
+    for pid in fresh:
+        if ensure_base_int8(ctx.live, open_project(ctx.db, pid, LOCAL)) is not None:
+            return
 
 
 def wait_until_warm(timeout: float = WAIT_S) -> bool:
