@@ -119,11 +119,13 @@ def run(ds: str, seed: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         row(r, "from base", base_model, cpu, x, y)
         row(r, "from base, first pass", first_base[0], None, x, y)
         for n in PASSES:
-            first: list[Any] = []
-            chains[n], cpu = train(x, y, seed + r, epochs=n, start=chains[n].model, first=first)
+            first_pass: list[Any] = []
+            chains[n], cpu = train(
+                x, y, seed + r, epochs=n, start=chains[n].model, first=first_pass
+            )
             row(r, f"from active, {n} ep.", chains[n], cpu, x, y)
-            if first:  # what serves first: the first pass from the active version
-                row(r, f"from active, {n} ep., first pass", first[0], None, x, y)
+            if first_pass:  # what serves first: the first pass from the active version
+                row(r, f"from active, {n} ep., first pass", first_pass[0], None, x, y)
     return rows
 
 
