@@ -29,7 +29,7 @@ from app.services.training.retrain_warm import warm_up_worker
 from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.auto import watch_labels
-from app.worker.cpu_share import CpuShare, lower_priority
+from app.worker.cpu_share import CpuShare, lower_priority, share_policy
 from app.worker.reporter import JobReporter
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
@@ -293,10 +293,12 @@ def run_worker(settings: Settings) -> None:
 def cpu_share_for(settings: Settings, budget: ComputeBudget) -> CpuShare:
     """The cores a worker leaves the app: where the budget says it shares them (a CPU) and it
     runs beside the app (the queue is this machine's), at a lower priority and one thread fewer
-    while someone uses the app; else all of them, at its own priority."""
-    if budget.shares_cores and settings.local_workers:
+    while someone uses the app (``INTENT_STUDIO_WORKER_SHARE``: ``nice``, the priority only;
+    ``off``, neither); else all of them, at its own priority."""
+    policy = share_policy()
+    if budget.shares_cores and settings.local_workers and policy != "off":
         lower_priority()
-        return CpuShare(Activity(settings.data_dir))
+        return CpuShare(Activity(settings.data_dir) if policy == "threads" else None)
     return CpuShare(None)
 
 

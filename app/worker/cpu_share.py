@@ -27,6 +27,19 @@ logger = logging.getLogger(__name__)
 # The worker's priority beside the app (0 is the server's): the scheduler gives the server's
 # requests the cores first, the worker what they leave.
 NICE = 10
+# What a worker beside the app gives up (INTENT_STUDIO_WORKER_SHARE): "threads" (the default:
+# its priority, and one thread fewer while someone uses the app), "nice" (its priority only),
+# "off" (neither: a machine whose app nobody uses while it trains).
+ENV_SHARE = "INTENT_STUDIO_WORKER_SHARE"
+SHARES = ("threads", "nice", "off")
+
+
+def share_policy() -> str:
+    """The deployment's :data:`ENV_SHARE` (``threads`` when unset; an unknown word is refused)."""
+    value = os.environ.get(ENV_SHARE, "").strip().lower() or "threads"
+    if value not in SHARES:
+        raise ValueError(f"{ENV_SHARE} is one of {', '.join(SHARES)}, not {value!r}.")
+    return value
 # Someone used the app this recently: they may press the next key any moment.
 IN_USE_S = 5.0
 
