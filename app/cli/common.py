@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from storage.texts import escape_controls
-
 if TYPE_CHECKING:
     from app.access import ProjectHandle
     from app.serving.state import ServingState
@@ -35,7 +33,13 @@ class VisibleText(io.TextIOBase):
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(escape_controls(text) if self.stream.isatty() else text)
+        if self.stream.isatty():
+            from storage.texts import escape_controls  # --help loads no database code
+
+            text_shown = escape_controls(text)
+        else:
+            text_shown = text
+        self.stream.write(text_shown)
         return len(text)
 
     def flush(self) -> None:
