@@ -48,7 +48,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         budget = ctx.models.budget
         steps = budget.warm_up_steps if budget.device == "cuda" else 0
         warming = warm_up_worker(ctx, budget, steps=steps, bases=[p.base_encoder])
-        runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id), daemon=True)
+        # nobody waits on the app between its checkpoints: what will serve is measured once
+        runner = threading.Thread(
+            target=worker.execute_job, args=(ctx, view.id), kwargs={"anytime": False}, daemon=True
+        )
         runner.start()
     last = ""
     try:

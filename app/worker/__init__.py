@@ -122,11 +122,15 @@ def execute_job(
     job_id: int,
     stop: StopRequest | None = None,
     cpu: CpuShare | None = None,
+    *,
+    anytime: bool = True,
 ) -> None:
     """Claim and run one queued training job (in the worker process, or inline in the CLI). A
     worker passes its ``stop``: once it is asked, a job not taken yet goes back to the queue, and
     a running one that would not end within the grace is handed back (:mod:`app.worker.stopping`);
-    and its ``cpu``: the threads it computes on beside the app (:mod:`app.worker.cpu_share`)."""
+    and its ``cpu``: the threads it computes on beside the app (:mod:`app.worker.cpu_share`).
+    ``anytime``: someone waits on the app for a first version (off: the CLI runs its job
+    itself and measures what will serve once, :func:`app.services.training.retrain.run_retrain`)."""
     if stop is not None and stop.requested:
         _requeue(ctx, job_id)  # taken off the queue as the stop came: for the next worker
         return
@@ -150,7 +154,14 @@ def execute_job(
         # the version answers from its ``serve`` phase on; the job ends once its record is
         # complete (on a CPU, its int8 copy checked and switched in)
         version_id, message = run_retrain(
-            ctx, reporter, job_id, job.project_id, spec.encoder, spec.head, trigger=job.trigger
+            ctx,
+            reporter,
+            job_id,
+            job.project_id,
+            spec.encoder,
+            spec.head,
+            trigger=job.trigger,
+            anytime=anytime,
         )
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except Kept as kept:  # stopped while improving a version that serves: it keeps serving

@@ -40,6 +40,8 @@ def share_policy() -> str:
     if value not in SHARES:
         raise ValueError(f"{ENV_SHARE} is one of {', '.join(SHARES)}, not {value!r}.")
     return value
+
+
 # Someone used the app this recently: they may press the next key any moment.
 IN_USE_S = 5.0
 

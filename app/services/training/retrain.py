@@ -199,9 +199,12 @@ def run_retrain(
     *,
     budget: ComputeBudget | None = None,
     trigger: str = "manual",
+    anytime: bool = True,
 ) -> tuple[int, str]:
     """Train, measure, serve and register a version, phase by phase (see the module); ``budget``:
-    what the device makes cheap (the process's by default); ``trigger``: who asked for it.
+    what the device makes cheap (the process's by default); ``trigger``: who asked for it;
+    ``anytime``: someone waits on the app for a first version (a worker's job: each checkpoint
+    serves as it comes); a CLI run measures and serves what it ends with, once.
     Returns (version id, the job's closing message). A cancel or a worker's stop once the
     first checkpoint serves keeps it: :class:`Kept` says so."""
     budget = budget or ctx.models.budget
@@ -210,10 +213,12 @@ def run_retrain(
     int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
     calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
     extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
-    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps))
+    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps, anytime))
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
-    checkpoints = Checkpoints(ctx, reporter, job_id, snap, budget, int8, calibration)
+    checkpoints = Checkpoints(
+        ctx, reporter, job_id, snap, budget, int8, calibration, anytime=anytime
+    )
     try:
         train(ctx, reporter, snap, cfg, checkpoints)
     except TrainingCancelled as exc:
@@ -225,7 +230,7 @@ def run_retrain(
     served, measured = checkpoints.served, checkpoints.best
     assert served is not None and measured is not None, "the last checkpoint is always measured"
     copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
-    message = register(ctx, reporter, snap, served, measured, copy)
+    message = register(ctx, reporter, snap, served, measured, copy, prepare=anytime)
     calibrated = calibrate(ctx, reporter, snap, checkpoints.config or cfg, served, calibration)
     return served.version_id, f"{message} {calibrated}".strip()
 

@@ -42,7 +42,8 @@ def save(reporter: Reporter, trained: TrainedModel, folder: Any) -> Encoder:
 
 class Checkpoints:
     """The job's checkpoints as they come (:meth:`__call__`, the training's ``checkpoint``
-    callback): ``served`` is the job's version once one serves, ``best`` its measurement."""
+    callback): ``served`` is the job's version once one serves, ``best`` its measurement.
+    ``anytime``: each stage's end serves as it comes; off, only the last one (a CLI run)."""
 
     def __init__(
         self,
@@ -53,9 +54,14 @@ class Checkpoints:
         budget: ComputeBudget,
         int8: dict[str, Any],
         calibration: dict[str, Any],
+        *,
+        anytime: bool = True,
     ) -> None:
         self.ctx, self.reporter, self.job_id, self.snap = ctx, reporter, job_id, snap
         self.budget, self.int8, self.calibration = budget, int8, calibration
+        # someone waits on the app for a first version (a worker's job); a CLI run measures and
+        # serves only the last checkpoint, and leaves the app's first card to the app
+        self.anytime = anytime
         self.served: Served | None = None
         self.best: Measured | None = None
         self.config: TrainConfig | None = None  # what trained the checkpoint that serves
@@ -64,6 +70,8 @@ class Checkpoints:
     def __call__(self, checkpoint: Any) -> None:
         """Save, measure and serve one :class:`core.training.fit.Checkpoint`."""
         step, total = checkpoint.step, checkpoint.total
+        if not (self.anytime or checkpoint.final):
+            return
         seconds = float(checkpoint.trained.stats.get("seconds") or 0.0)  # its training alone
         trained = Trained(checkpoint.trained, seconds, step, total)
         self.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")
@@ -93,6 +101,7 @@ class Checkpoints:
             self.int8,
             self.calibration,
             current=self.served,
+            prepare=self.anytime,
         )
         if self.served is not None:
             self.superseded.append(self.served.rel)

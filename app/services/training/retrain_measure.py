@@ -124,7 +124,12 @@ def to_encode(
 
 
 def plan(
-    ctx: ServingState, cfg: TrainConfig, snap: Snapshot, int8: bool, held_out_steps: int = 0
+    ctx: ServingState,
+    cfg: TrainConfig,
+    snap: Snapshot,
+    int8: bool,
+    held_out_steps: int = 0,
+    anytime: bool = True,
 ) -> JobPlan:
     """The job's plan: what each phase has to do, counted before training starts. Each
     checkpoint's encoder (the first pass's, then the whole run's) encodes every distinct train
@@ -132,7 +137,8 @@ def plan(
     version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
     this job builds one) its parity questions, then (when it passes) every utterance again,
     measured as it will serve; the held-out encoders (``held_out_steps``: 0 when this job
-    calibrates out of scope the quick way) their steps, each then encoding the pool."""
+    calibrates out of scope the quick way) their steps, each then encoding the pool;
+    ``anytime``: every stage's end is measured (else the last one only)."""
     data, others = snap.data, snap.others
     new = len({*data.train_texts, *data.test_texts})
     parity = 0
@@ -144,7 +150,7 @@ def plan(
         steps=ends[-1],
         batch_size=cfg.batch_size,
         to_evaluate=new + to_encode(ctx.factories, data, [f for f, _ in others], others),
-        checkpoints=ends,
+        checkpoints=ends if anytime else ends[-1:],
         later_evaluate=new,
         parity=parity,
         unlabelled=snap.unlabelled,

@@ -50,6 +50,7 @@ def serve(
     calibration: dict[str, Any] | None = None,
     *,
     current: Served | None = None,
+    prepare: bool = True,
 ) -> Served:
     """The ``serve`` phase (see the module): the checkpoint ``trained`` (its artifact ``rel``,
     measured) registered as the job's version, or, with ``current`` (the job's version, serving
@@ -57,7 +58,9 @@ def serve(
     ``int8``: what the version records of its int8 copy now (``pending`` while the int8 phase
     builds it, else why there is none); ``calibration``: of its out-of-scope calibration
     (``pending`` while the calibrate phase runs the held-out one,
-    :mod:`app.services.training.retrain_calibrate`)."""
+    :mod:`app.services.training.retrain_calibrate`). ``prepare``: encode what the app's first
+    card and prediction need in the space that serves now (a worker; a CLI run that nobody
+    waits on leaves it to the app's own start)."""
     reporter.log(
         "registering the version" if current is None else f"v{current.version_id} moves to it",
         phase="serving",
@@ -122,7 +125,8 @@ def serve(
     # the queue's candidates in this space only when it stays: a later checkpoint or an int8
     # copy on its way replaces it in seconds, and the cores are theirs and the app's
     stays = step >= total and not (int8 or {}).get("pending")
-    first_card_vectors(ctx.live, snap.project_id, queue=stays)
+    if prepare:
+        first_card_vectors(ctx.live, snap.project_id, queue=stays)
     promoted = passed or (current is not None and current.promoted)
     return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total)
 
@@ -147,9 +151,12 @@ def register(
     served: Served,
     measured: Measured,
     copy: Int8Outcome | None,
+    *,
+    prepare: bool = True,
 ) -> str:
     """The ``register`` phase (see the module): the version's int8 outcome recorded, and the
-    copy switched in when it passed; returns the job's closing message."""
+    copy switched in when it passed; returns the job's closing message. ``prepare``: as
+    :func:`serve`'s."""
     reporter.log("recording the version", phase="registering")
     headline = served.metrics
     why = served.why
@@ -180,7 +187,8 @@ def register(
         if copy.metrics is not None:
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
             reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
-        first_card_vectors(ctx.live, snap.project_id)  # the space that serves from now on
+        if prepare:
+            first_card_vectors(ctx.live, snap.project_id)  # the space that serves from now on
     acc = headline.accuracy or 0.0
     base_acc = measured.base.accuracy or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
