@@ -274,7 +274,9 @@ def run_worker(settings: Settings) -> None:
     # leftovers of crashed writers, now and every few minutes
     sweeper = _sweep_periodically(ctx.factories, done)
     reap_dead(ctx.training)
-    warm_up_worker(ctx)  # the base encoders and the device's kernels, before the first job
+    # the base encoders and the device's kernels, before the first job; then the int8 copy of
+    # a base that projects never retrained serve
+    warm_up_worker(ctx, base_copies=True)
     watch_labels(ctx.training, STOP, done)  # the automatic retrains, as labels call for them
     huey, _ = make_queue(settings)
     consumer = Consumer(

@@ -41,10 +41,12 @@ def warm_up_worker(
     *,
     steps: int | None = None,
     bases: list[str] | None = None,
+    base_copies: bool = False,
 ) -> threading.Thread:
     """Start warming this worker in a background thread (see the module); returns it.
     ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
-    load (default: every project's, :func:`bases_to_warm`)."""
+    load (default: every project's, :func:`bases_to_warm`); ``base_copies``: also build each
+    base's int8 copy for the projects that serve it (a worker beside the app, not a CLI run)."""
     from core.encoding.exit_gate import Exiting
     from core.training.warm import warm_up
 
@@ -58,7 +60,7 @@ def warm_up_worker(
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
                     warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
-                    if ctx.settings.int8 and budget.int8_copy:
+                    if base_copies and ctx.settings.int8 and budget.int8_copy:
                         base_int8(ctx, base)
                 except Exiting:  # the worker stopped during its warm-up: nothing to say
                     return
