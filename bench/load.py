@@ -440,6 +440,10 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         "first_of_full_training": (
             round(answering / full_train_s, 3) if answering is not None and full_train_s else None
         ),
+        "job_log": job.get("log", ""),
+        "requested_at": time.strftime(
+            "%H:%M:%S", time.localtime(time.time() - (time.perf_counter() - t0))
+        ),
     }
 
 
