@@ -39,7 +39,7 @@ from core.training.loop import (
 from core.training.model_io import TrainedModel
 from core.training.pairs import Labels, anchor_positive_batches, check_trainable
 from core.training.precision import bf16_on
-from core.training.prefix import cached_prefix
+from core.training.prefix import PrefixStates, cached_prefix
 from core.training.tokens import TokenBank
 
 if TYPE_CHECKING:
@@ -171,6 +171,10 @@ class Checkpoint:
     step: int
     total: int
     trained: TrainedModel
+    # the frozen layers' states its training computed (valid for it and for its base encoder:
+    # :class:`core.training.prefix.PrefixedEncoder` measures it for half the work); None when
+    # nothing was frozen (LoRA)
+    prefix: PrefixStates | None = None
 
     @property
     def final(self) -> bool:
@@ -272,7 +276,9 @@ def train_encoder(
             "precision": "bf16" if bf16_on(device) else "fp32",
         }
 
+    states: PrefixStates | None = None
     with cached_prefix(model, seen, frozen) as prefix:
+        states = prefix.states
         for stage in plan:
             last = run_training(
                 model,
@@ -294,7 +300,12 @@ def train_encoder(
                 first = dataclasses.replace(config, epochs=1)
                 handed = time.monotonic()
                 checkpoint(
-                    Checkpoint(done, steps, TrainedModel(copied, base, first, kind, stats(done)))
+                    Checkpoint(
+                        done,
+                        steps,
+                        TrainedModel(copied, base, first, kind, stats(done)),
+                        states,
+                    )
                 )
                 paused += time.monotonic() - handed
     for p in model.parameters():
@@ -304,7 +315,7 @@ def train_encoder(
     trained.stats = stats(steps)
     logger.info("trained %s in %.1f s: %s", config.method, trained.stats["seconds"], trained.stats)
     if checkpoint is not None:
-        checkpoint(Checkpoint(steps, steps, trained))
+        checkpoint(Checkpoint(steps, steps, trained, states))
     return trained
 
 

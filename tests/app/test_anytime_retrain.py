@@ -99,8 +99,8 @@ def test_a_later_checkpoint_replaces_the_first_only_when_it_measures_better(
     real = retrain_checkpoints.measure
     scores: list[float] = []
 
-    def worse_at_the_end(ctx_, reporter, snap, encoder, folder):
-        measured = real(ctx_, reporter, snap, encoder, folder)
+    def worse_at_the_end(*args):
+        measured = real(*args)
         scores.append(measured.new.accuracy)
         if len(scores) == 2:  # the last checkpoint: below the first one
             import dataclasses

@@ -6,10 +6,11 @@ measured on these rows (:mod:`app.serving.eval_memo`) when they are known."""
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from app.services.models.evaluation import evaluate_version, evaluation_key, evaluation_memo
 from app.services.models.int8 import PARITY_QUERIES, parity_split
@@ -24,6 +25,9 @@ from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.retrieval.factory import PredictorFactory
 from core.training import Eta, TrainConfig, TrainingCancelled, checkpoint_steps
+
+if TYPE_CHECKING:
+    from core.training.prefix import PrefixStates
 
 Scored = tuple[VersionMetrics, MultiLabelHead | None]
 Known = list[tuple[PredictorFactory, dict[str, Any]]]
@@ -187,17 +191,33 @@ def measure(
     snap: Snapshot,
     encoder: Encoder,
     folder: Path,
+    prefix: PrefixStates | None = None,
 ) -> Measured:
     """The ``measure`` phase: the new ``encoder`` (the model in memory, whose artifact is being
     written into ``folder``) scored by the Predictor it will serve, and the frozen base and the
     active version (``snap.others``, with their options) read from the evaluations already measured
     on these rows, or measured when they are not. A multi-label version's head is fitted here
-    and saved into ``folder`` (it is part of the version)."""
+    and saved into ``folder`` (it is part of the version). ``prefix``: the frozen lower layers'
+    states its training computed: the new encoder and the base compute only their upper layers
+    on them (:class:`core.training.prefix.PrefixedEncoder`: the same vectors, half the work)."""
     started = time.monotonic()
-    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
+    if prefix is not None:
+        from core.training.prefix import PrefixedEncoder
+
+        encoder = PrefixedEncoder(encoder, prefix)
+        texts = [*snap.data.train_texts, *snap.data.test_texts]
+        base = cast(Encoder, base_factory.encoder)
+        if ctx.live.cache.missing(base, texts):  # its own copy: other threads may use the base
+            own = type(base)(copy.deepcopy(base.model), base.name, base.fingerprint)
+            base_factory = base_factory.replace(encoder=PrefixedEncoder(own, prefix))
+    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     evaluation = Evaluation(
-        ctx, reporter, snap.data, [new_factory, base_factory, ref_factory], snap.others
+        ctx,
+        reporter,
+        snap.data,
+        [new_factory, base_factory, ref_factory],
+        [(base_factory, base_options), (ref_factory, ref_options)],
     )
     reporter.log(
         f"evaluating {evaluation.encoders} encoders on {snap.data.split}: "

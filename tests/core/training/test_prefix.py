@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -83,3 +85,33 @@ def test_the_token_bank_gives_what_tokenising_the_batch_gives(model) -> None:
     assert set(got) == {k for k, v in alone.items() if isinstance(v, torch.Tensor) and v.ndim == 2}
     for name, tensor in got.items():
         assert torch.equal(tensor, alone[name])
+
+
+def test_a_checkpoint_and_its_base_measured_on_the_trainings_states_encode_as_they_serve() -> None:
+    """Issue 63: a retrain's checkpoint (and the base encoder it was trained from, whose frozen
+    layers it shares) encodes the texts its training ran through the frozen layers on their
+    cached states, and computes the others' first: the same vectors as the plain encoders give,
+    the models whole again after, and the states kept for the next checkpoint."""
+    from core.encoding.registry import encoder_from_model, load_encoder
+    from core.training.prefix import PrefixedEncoder
+
+    checkpoints = []
+    cfg = TrainConfig(epochs=2, batch_size=4, seed=0, freeze_layers=3)
+    train_encoder("minilm", TEXTS, LABELS, cfg, device="cpu", checkpoint=checkpoints.append)
+    first, last = checkpoints
+    assert first.prefix is last.prefix is not None and len(first.prefix.states) >= len(set(TEXTS))
+    new_texts = ["is there a fee for this transfer", "hi", TEXTS[0]]
+    for ck in (first, last):
+        plain = ck.trained.encoder()
+        fast = PrefixedEncoder(plain, ck.prefix)
+        np.testing.assert_allclose(fast.encode(new_texts), plain.encode(new_texts), atol=1e-5)
+        np.testing.assert_allclose(fast.encode(TEXTS), plain.encode(TEXTS), atol=1e-5)
+        assert len(ck.trained.model[0].model.encoder.layer) == 6
+    base = load_encoder("minilm", device="cpu")
+    own = encoder_from_model(copy.deepcopy(base.model), base.name, base.fingerprint)
+    np.testing.assert_allclose(
+        PrefixedEncoder(own, last.prefix).encode(new_texts), base.encode(new_texts), atol=1e-5
+    )
+    assert "is there a fee for this transfer" in {
+        first.trained.model.tokenizer.decode(list(k)[1:-1]) for k in last.prefix.states
+    }
