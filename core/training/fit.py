@@ -171,10 +171,11 @@ class Checkpoint:
     step: int
     total: int
     trained: TrainedModel
-    # the frozen layers' states its training computed (valid for it and for its base encoder:
-    # :class:`core.training.prefix.PrefixedEncoder` measures it for half the work); None when
-    # nothing was frozen (LoRA)
+    # the frozen layers' states its training computed (valid for it, and for its base encoder
+    # when the training started from it: :class:`core.training.prefix.PrefixedEncoder` measures
+    # them for half the work); None when nothing was frozen (LoRA)
     prefix: PrefixStates | None = None
+    from_base: bool = True  # the training started from its base encoder (not a tuned model)
 
     @property
     def final(self) -> bool:
@@ -305,6 +306,7 @@ def train_encoder(
                         steps,
                         TrainedModel(copied, base, first, kind, stats(done)),
                         states,
+                        start is None,
                     )
                 )
                 paused += time.monotonic() - handed
@@ -315,7 +317,7 @@ def train_encoder(
     trained.stats = stats(steps)
     logger.info("trained %s in %.1f s: %s", config.method, trained.stats["seconds"], trained.stats)
     if checkpoint is not None:
-        checkpoint(Checkpoint(steps, steps, trained, states))
+        checkpoint(Checkpoint(steps, steps, trained, states, start is None))
     return trained
 
 

@@ -79,7 +79,9 @@ class Checkpoints:
         rel = f"projects/{snap.project_id}/models/job{self.job_id}-{step}-{uuid.uuid4().hex[:8]}"
         with ctx.artifacts.writing(rel) as folder:
             encoder = save(self.reporter, checkpoint.trained, folder)
-            measured = measure(ctx, self.reporter, snap, encoder, folder, checkpoint.prefix)
+            measured = measure(
+                ctx, self.reporter, snap, encoder, folder, checkpoint.prefix, checkpoint.from_base
+            )
         if self.best is not None and self.served is not None and not better(measured, self.best):
             ctx.artifacts.remove(rel)
             self.reporter.log(

@@ -192,6 +192,7 @@ def measure(
     encoder: Encoder,
     folder: Path,
     prefix: PrefixStates | None = None,
+    base_shares_prefix: bool = True,
 ) -> Measured:
     """The ``measure`` phase: the new ``encoder`` (the model in memory, whose artifact is being
     written into ``folder``) scored by the Predictor it will serve, and the frozen base and the
@@ -199,7 +200,9 @@ def measure(
     on these rows, or measured when they are not. A multi-label version's head is fitted here
     and saved into ``folder`` (it is part of the version). ``prefix``: the frozen lower layers'
     states its training computed: the new encoder and the base compute only their upper layers
-    on them (:class:`core.training.prefix.PrefixedEncoder`: the same vectors, half the work)."""
+    on them (:class:`core.training.prefix.PrefixedEncoder`: the same vectors, half the work);
+    the base only when ``base_shares_prefix`` (its frozen layers computed them: the training
+    started from the base, not from a tuned version)."""
     started = time.monotonic()
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
     if prefix is not None:
@@ -208,7 +211,8 @@ def measure(
         encoder = PrefixedEncoder(encoder, prefix)
         texts = [*snap.data.train_texts, *snap.data.test_texts]
         base = cast(Encoder, base_factory.encoder)
-        if ctx.live.cache.missing(base, texts):  # its own copy: other threads may use the base
+        if base_shares_prefix and ctx.live.cache.missing(base, texts):  # its own copy: other
+            # threads may use the process's base
             own = type(base)(copy.deepcopy(base.model), base.name, base.fingerprint)
             base_factory = base_factory.replace(encoder=PrefixedEncoder(own, prefix))
     new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
