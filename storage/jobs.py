@@ -50,6 +50,8 @@ class JobView:
     served_step: int | None = None  # the step of the checkpoint its version serves now
     train_steps: int | None = None  # of the training's planned steps
     trigger: str = "manual"  # "manual" or "auto" (started by new labels)
+    created: datetime | None = None  # when it was asked for
+    user_id: int | None = None  # who asked (None: the local operator, or an automatic one)
 
     @property
     def improving(self) -> bool:
@@ -81,7 +83,8 @@ class JobView:
         return self.status in ACTIVE_STATUSES
 
 
-def _view(job: TrainingJob) -> JobView:
+def view_of(job: TrainingJob) -> JobView:
+    """The plain record of a job's row."""
     elapsed = None
     if job.started_at is not None:
         elapsed = max(0.0, ((job.finished_at or utcnow()) - job.started_at).total_seconds())
@@ -104,6 +107,8 @@ def _view(job: TrainingJob) -> JobView:
         job.served_step,
         job.train_steps,
         job.trigger or "manual",
+        job.created_at,
+        job.user_id,
     )
 
 
@@ -146,7 +151,7 @@ def active_job(s: Session, project_id: int) -> JobView | None:
             TrainingJob.project_id == project_id, TrainingJob.status.in_(ACTIVE_STATUSES)
         )
     )
-    return _view(job) if job is not None else None
+    return view_of(job) if job is not None else None
 
 
 TRIGGERS = ("manual", "auto")
@@ -182,11 +187,11 @@ def create_job(
     )
     s.add(job)
     s.flush()
-    return _view(job), True
+    return view_of(job), True
 
 
 def get_job(s: Session, job_id: int) -> JobView:
-    return _view(_get(s, job_id))
+    return view_of(_get(s, job_id))
 
 
 def latest_job(s: Session, project_id: int | None = None) -> JobView | None:
@@ -195,7 +200,7 @@ def latest_job(s: Session, project_id: int | None = None) -> JobView | None:
     if project_id is not None:
         query = query.where(TrainingJob.project_id == project_id)
     job = s.scalar(query)
-    return _view(job) if job is not None else None
+    return view_of(job) if job is not None else None
 
 
 def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
@@ -257,7 +262,7 @@ def request_cancel(s: Session, job_id: int) -> JobView:
             "int8": f"stopping its int8 copy; v{v} keeps serving in fp32",
         }.get(job.phase, f"stopping; v{v} keeps serving as it is")
         job.log = (job.log + _stamp(f"cancel asked: {job.message}"))[-LOG_CHARS:]
-    return _view(job)
+    return view_of(job)
 
 
 def cancel_requested(s: Session, job_id: int) -> bool:

@@ -163,6 +163,13 @@ class Version(BaseModel):
     serving: str | None = Field(
         None, description="the active version: `int8` or `fp32`, the encoder that serves it"
     )
+    trigger: str = Field(
+        "manual", description="who asked for it: manual, or auto (a retrain after new labels)"
+    )
+    steps: int | None = Field(
+        None, description="the training steps of the checkpoint it holds (of `of_steps`)"
+    )
+    of_steps: int | None = Field(None, description="its job's planned training steps")
     created: str
 
 

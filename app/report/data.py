@@ -53,6 +53,9 @@ class ReportData:
     model_version: str
     dataset_hash: str
     baseline_name: str = "frozen encoder"
+    # how the version came to be, when it is worth saying: "retrained automatically after new
+    # labels", "first pass, step 25 of 100" (an anytime retrain stopped before it improved it)
+    version_note: str = ""
     # Headline metrics (accuracy, macro F1, ...) of the active model and of the frozen encoder;
     # ``primary`` names the one the summary leads with (``micro_f1`` for multi-label projects).
     metrics: dict[str, float] = field(default_factory=dict)

@@ -257,7 +257,9 @@ def render_report(data: ReportData, *, static: bool = False) -> str:
     )
     body: list[str] = [
         f"<h1>{esc(d.project)}: how well the intent model works</h1>",
-        f"<p class='meta'>Model version <code>{esc(d.model_version)}</code> · {esc(generated)}</p>",
+        f"<p class='meta'>Model version <code>{esc(d.model_version)}</code>"
+        + (f" ({esc(d.version_note)})" if d.version_note else "")
+        + f" · {esc(generated)}</p>",
         f"<section class='summary'>{summary}",
         f"<p class='meta'>{rich(d.notes)}</p>" if d.notes else "",
         "</section>",

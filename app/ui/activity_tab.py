@@ -31,6 +31,8 @@ def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict
 def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
     row_idx = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     row = rows[int(row_idx)]
+    if not row["batch"]:  # a retrain: its version is rolled back in Train → Versions
+        return "", f"A {row['action']} at {row['when']}: {row['example']} ({row['state']})."
     what = f"{row['action']} of {row['rows']} utterance(s) by {row['user']} at {row['when']}"
     return str(row["batch"]), f"Selected: {what} ({row['state']})."
 

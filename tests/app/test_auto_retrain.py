@@ -12,8 +12,11 @@ import pytest
 
 from app import worker
 from app.services.labelling import data as data_svc
+from app.services.labelling import history
 from app.services.models import auto_retrain
 from app.services.models import retrain_jobs as svc
+from app.services.models import versions as version_svc
+from app.services.projects import reports
 from app.services.projects import settings as settings_svc
 from app.services.projects.projects import new_project
 from storage import jobs
@@ -76,10 +79,14 @@ def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_
     runner.join(120)
     done = svc.job(ctx.training, first.id)
     assert done.status == "succeeded", done.log
-    with ctx.db.session() as s:
-        from storage.tables import ModelVersion
-
-        assert s.get(ModelVersion, done.model_version_id).metrics["trigger"] == "auto"
+    # "auto" in Versions, Activity and the report
+    [newest, *_] = version_svc.history(ctx.db, live(ctx, "tiny"))
+    assert newest["version"] == done.model_version_id and newest["trigger"] == "auto"
+    retrains = [a for a in history.activity(ctx.db, live(ctx, "tiny")) if a["user"] == "auto"]
+    assert [a["action"] for a in retrains] == ["retrain (auto)"] and not retrains[0]["undoable"]
+    if live(ctx, "tiny").active_version_id == done.model_version_id:
+        note = reports.version_note(ctx.db, live(ctx, "tiny").handle())
+        assert note.startswith("retrained automatically after new labels")
     [second] = watcher.start_due()  # the labels given meanwhile make the next one
     assert second.id != first.id and second.trigger == "auto"
     worker.execute_job(ctx, second.id)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 from app.access import ProjectHandle, writing
 from storage import audit
 from storage.db import Database, Session
 from storage.errors import StorageError
+from storage.job_history import recent_jobs
 
 # Events an undo takes back in one transaction: a long batch (a bulk label, an import) is taken
 # back in several short ones, as it was written (app.services.labelling.bulk), so others keep saving.
@@ -89,13 +91,15 @@ ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch
 def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
     """The project's recent changes, newest first, one row per batch (an action on many
     utterances is one row), with whether it can still be undone (``state`` in words,
-    ``undoable``)."""
+    ``undoable``), and its retrains among them (``retrain``, ``retrain (auto)``: a rollback in
+    the Train tab's Versions undoes one)."""
     from storage.users import list_users
 
     with db.session() as s:
         users = {u.id: u.name for u in list_users(s)}
         batches = audit.recent_batches(s, p.id, limit)
-    return [
+        retrains = recent_jobs(s, p.id, limit)
+    changes: list[dict[str, Any]] = [
         {
             "when": b.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             "user": users.get(b.user_id or -1, "local"),
@@ -110,3 +114,20 @@ def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str,
         }
         for b in batches
     ]
+    # the retrains beside them (an automatic one says so): undone by a rollback in Versions
+    jobs: list[dict[str, Any]] = [
+        {
+            "when": (j.created or datetime.min).strftime("%Y-%m-%d %H:%M:%S"),
+            "user": "auto" if j.trigger == "auto" else users.get(j.user_id or -1, "local"),
+            "action": "retrain (auto)" if j.trigger == "auto" else "retrain",
+            "rows": None,
+            "example": (f"v{j.model_version_id}: {j.message}" if j.model_version_id else j.message)[
+                :80
+            ],
+            "state": j.status if j.status != "succeeded" else "roll back in Train → Versions",
+            "batch": "",
+            "undoable": False,
+        }
+        for j in retrains
+    ]
+    return sorted(changes + jobs, key=lambda r: str(r["when"]), reverse=True)[:limit]

@@ -29,8 +29,8 @@ from app.services.models.retrain_jobs import request_retrain
 from app.serving.training_queue import TrainingQueue
 from storage import jobs
 from storage.db import Database
+from storage.job_history import LabelsSince, labels_since_last_job
 from storage.jobs import JobView
-from storage.labels_since import LabelsSince, labels_since_last_job
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)

@@ -90,6 +90,11 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
                 ),
                 "method": mv.method,  # as recorded: a version trained as fast says fast
                 "method_name": method_title(mv.method),
+                # who asked for it: "auto" (after new labels) or "manual"
+                "trigger": str(m.extra.get("trigger") or "manual"),
+                # the checkpoint of its job it holds (an anytime retrain's first pass, or all)
+                "steps": m.extra.get("steps"),
+                "of_steps": m.extra.get("of_steps") or m.extra.get("steps"),
                 "measured": m.measured_with,
                 "accuracy": _round(m.accuracy),
                 "macro_f1": _round(m.macro_f1),

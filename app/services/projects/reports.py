@@ -16,6 +16,7 @@ from app.access import ProjectHandle, open_project
 from app.report import ReportData, write_report
 from app.services.design import maps as map_svc
 from app.services.labelling import team_answers
+from app.services.models import versions as versions_svc
 from app.services.models.evaluation import live_evaluation, test_predictions
 from app.services.models.versions import ACTIVE, BASE, Version
 from app.services.projects import accounts as security
@@ -27,6 +28,7 @@ from app.serving.map_store import MapStore
 from app.serving.state import ServingState
 from core.retrieval.scope import in_scope_labels
 from storage.datasets import snapshot
+from storage.db import Database
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
 
@@ -206,6 +208,19 @@ def _sampled(maps: MapStore, p: ProjectHandle, version: Version, method: str) ->
     )
 
 
+def version_note(db: Database, p: ProjectHandle) -> str:
+    """How the active version came to be, in the report's words ("" when it is plain): retrained
+    automatically after new labels, and the checkpoint it holds when it is not its job's last."""
+    if p.active_version_id is None:
+        return ""
+    row = next((r for r in versions_svc.history(db, p) if r["version"] == p.active_version_id), {})
+    words = ["retrained automatically after new labels"] if row.get("trigger") == "auto" else []
+    steps, of = row.get("steps"), row.get("of_steps")
+    if steps and of and steps < of:
+        words.append(f"first pass, step {steps} of {of}")
+    return "; ".join(words)
+
+
 def _build(ctx: ServingState, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
     with ctx.db.session() as s:
         dataset_hash = snapshot(s, p.id).content_hash
@@ -234,6 +249,7 @@ def _build(ctx: ServingState, p: ProjectHandle, out: Path | None, *, static: boo
     data = ReportData(
         project=p.name,
         model_version=version,
+        version_note=version_note(ctx.db, p),
         dataset_hash=dataset_hash[:16],
         metrics={k: v for k in keys if (v := after.value(k)) is not None},
         baseline_metrics={k: v for k in keys if (v := before.value(k)) is not None},

@@ -22,6 +22,7 @@ BASE_CHOICE = "frozen base encoder"
 HISTORY_HEADERS = {
     "version": "version",
     "active": "active",
+    "trigger": "by",  # auto (after new labels) or manual
     "method_name": "method",  # ConvFiT Stage 2, also for a version recorded as fast
     "accuracy": "accuracy",
     "macro_f1": "macro F1",
@@ -36,19 +37,20 @@ HISTORY_HEADERS = {
 }
 HISTORY_COLUMNS = list(HISTORY_HEADERS.values())
 HISTORY_WIDTHS: list[str | int] = [
-    "7%",
-    "6%",
-    "7%",
-    "8%",
-    "7%",
-    "8%",
-    "9%",
-    "7%",
-    "6%",
-    "7%",
-    "9%",
-    "9%",
-    "10%",
+    "6%",  # version
+    "5%",  # active
+    "5%",  # by
+    "7%",  # method
+    "8%",  # accuracy
+    "7%",  # macro F1
+    "8%",  # frozen accuracy
+    "8%",  # silhouette
+    "7%",  # scored on
+    "6%",  # train s
+    "7%",  # size MB
+    "8%",  # dataset
+    "8%",  # created
+    "10%",  # note
 ]
 
 

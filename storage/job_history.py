@@ -1,7 +1,8 @@
-"""What a project's labels did since its last retrain read them: the trigger of an automatic
-retrain (:mod:`app.services.models.auto_retrain`). A job records the project's newest label
-event when it is created and again when it reads its data (``TrainingJob.label_mark``); the
-label events after the newest mark are the labels its next retrain has not seen."""
+"""A project's retrains as history: what its labels did since its last retrain read them (the
+trigger of an automatic retrain, :mod:`app.services.models.auto_retrain`: a job records the
+project's newest label event when it is created and again when it reads its data,
+``TrainingJob.label_mark``; the label events after the newest mark are the labels its next
+retrain has not seen), and its recent jobs (the Activity tab's retrains)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.jobs import ACTIVE_STATUSES
+from storage.jobs import ACTIVE_STATUSES, JobView, view_of
 from storage.tables import LabelEvent, TrainingJob
 
 
@@ -73,3 +74,14 @@ def labels_since_last_job(s: Session, project_id: int, cap: int) -> LabelsSince:
         if len(changed) >= cap:
             break
     return LabelsSince(len(changed), last_at, newest or int(mark or 0), active)
+
+
+def recent_jobs(s: Session, project_id: int, limit: int = 20) -> list[JobView]:
+    """The project's newest jobs, newest first."""
+    rows = s.scalars(
+        select(TrainingJob)
+        .where(TrainingJob.project_id == project_id)
+        .order_by(TrainingJob.id.desc())
+        .limit(limit)
+    )
+    return [view_of(job) for job in rows]
