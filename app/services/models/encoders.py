@@ -17,6 +17,7 @@ from app.services.models.versions import serving
 from core.encoding.registry import installed, registry
 from core.evaluation.version_metrics import VersionMetrics
 from storage import versions
+from storage.artifacts import ArtifactStore
 from storage.db import Database
 
 SETTING = "base_encoder"
@@ -107,9 +108,13 @@ def switch_cost(
 
 
 def encoder_view(
-    db: Database, p: ProjectHandle, budget: ComputeBudget | None = None
+    db: Database,
+    p: ProjectHandle,
+    budget: ComputeBudget | None = None,
+    artifacts: ArtifactStore | None = None,
 ) -> EncoderView:
-    """The project's encoder, why, and what switching costs here (see the module)."""
+    """The project's encoder, why, and what switching costs here (see the module);
+    ``artifacts``: where a frozen base's int8 copy is found (what serves it, then)."""
     budget = budget or process_budget()
     name = p.base_encoder
     spec = registry().get(name)
@@ -124,7 +129,7 @@ def encoder_view(
     return EncoderView(
         name=name,
         description=spec.description if spec else name,
-        serving=serving(db, p),
+        serving=serving(db, p, artifacts),
         why=why[0].upper() + why[1:] + ".",
         switch=switch_cost(name, budget, last_training(db, p), p.name),
     )

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from app.access import ProjectHandle
+from app.compute import process_budget
 from app.serving.factories import FactoryBuilder
-from app.serving.int8 import served_metrics, serves_int8, serving_line
+from app.serving.int8 import base_int8_record, served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from core.training import method_title
 from storage import jobs, versions
+from storage.artifacts import ArtifactStore
 from storage.db import Database
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
@@ -111,11 +113,15 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
     return out
 
 
-def serving(db: Database, p: ProjectHandle) -> str:
+def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = None) -> str:
     """Which encoder serves the project's predictions now, in one line (see
-    :func:`app.serving.int8.serving_line`)."""
+    :func:`app.serving.int8.serving_line`); ``artifacts``: where a frozen base's int8 copy
+    would be found (:mod:`app.services.models.base_int8`)."""
     mv, base = _selected(db, p, ACTIVE)
     if mv is None:
+        copy = base_int8_record(artifacts, base) if artifacts is not None else None
+        if copy and copy.get("passed") and p.settings.serve_int8 and process_budget().serves_int8:
+            return f"Serving: the frozen {base} encoder's int8 copy ({copy.get('reason')})."
         return f"Serving: the frozen {base} encoder (fp32)."
     m = VersionMetrics.from_dict(mv.metrics)
     if m.int8.get("pending"):  # its job builds the int8 copy, unless it stopped meanwhile

@@ -65,7 +65,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     """The project's settings and their effects now."""
     oos = project_svc.out_of_scope(live, p)
     anchors = project_svc.anchors(live.db, p)
-    encoder = encoders.encoder_view(live.db, p, live.models.budget)
+    encoder = encoders.encoder_view(live.db, p, live.models.budget, live.models.artifacts)
     auto = auto_retrain.state(live.db, p)
     return SettingsView(
         project_svc.settings(live.db, p),

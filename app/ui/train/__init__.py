@@ -45,11 +45,15 @@ def tick(
             said = ""
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
         return (*out, *(gr.update() for _ in fields(VersionsSection)), said)
-    return (*out, *load_history(training.db, p), said)  # the job ended: show its version
+    return (
+        *out,
+        *load_history(training.db, p, training.artifacts),
+        said,
+    )  # the job ended: show its version
 
 
 def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]:
-    return (*poll(training, p, None), *load_history(training.db, p))
+    return (*poll(training, p, None), *load_history(training.db, p, training.artifacts))
 
 
 def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
@@ -58,7 +62,9 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     out-of-scope calibration a retrain runs (:func:`app.services.models.calibration.calibration_line`)."""
     if p is None:
         return ""
-    view, err = attempt(lambda: encoders.encoder_view(live.db, p, live.models.budget))
+    view, err = attempt(
+        lambda: encoders.encoder_view(live.db, p, live.models.budget, live.models.artifacts)
+    )
     if view is None:
         return problem(err or "Could not read the encoder.")
     line, err = attempt(lambda: calibration.calibration_line(live, p, live.models.budget))

@@ -15,6 +15,7 @@ from app.services.models import versions as version_svc
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from storage.artifacts import ArtifactStore
 from storage.db import Database
 
 BASE_CHOICE = "frozen base encoder"
@@ -61,6 +62,11 @@ def history_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.rename(columns=HISTORY_HEADERS)
 
 
+def versions_of(factories: FactoryBuilder, p: ProjectHandle | None) -> tuple[Any, ...]:
+    """:func:`load_history` with the process's model files (the frozen base's int8 copy)."""
+    return load_history(factories.db, p, factories.models.artifacts)
+
+
 def version_choices(rows: list[dict[str, Any]]) -> list[str]:
     return [BASE_CHOICE] + [f"v{r['version']}" for r in rows]
 
@@ -70,14 +76,19 @@ def parse_version(choice: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def load_history(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
+def load_history(
+    db: Database, p: ProjectHandle | None, artifacts: ArtifactStore | None = None
+) -> tuple[Any, ...]:
     """The history table, the three version pickers (active version preselected) and the line
-    that says what serves (or why none of it could be read)."""
+    that says what serves (or why none of it could be read); ``artifacts``: where a frozen
+    base's int8 copy is found."""
     rows: list[dict[str, Any]] = []
     serving = ""
     if p is not None:
         found, err = attempt(lambda: version_svc.history(db, p))
-        said, err = attempt(lambda: version_svc.serving(db, p)) if not err else (None, err)
+        said, err = (
+            attempt(lambda: version_svc.serving(db, p, artifacts)) if not err else (None, err)
+        )
         rows, serving = found or [], problem(err, notify=False) if err else said or ""
     frame = history_frame(rows)
     choices = version_choices(rows)
@@ -156,7 +167,7 @@ def build_versions_section(
         [project, pick],
         [message],
         api_name="activate_version",
-    ).then(bind(load_history, factories.db), [project], section.outputs, api_visibility="private")
+    ).then(bind(versions_of, factories), [project], section.outputs, api_visibility="private")
     compare_btn.click(
         bind(compare, factories.db),
         [project, cmp_a, cmp_b],
