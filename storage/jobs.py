@@ -384,11 +384,16 @@ def finish_job(
 
 def hand_back(s: Session, job_id: int, message: str) -> bool:
     """Queue a running job again as if never taken (its worker stops), ``message`` logged; the
-    caller queues its message. False when it is no longer running or has its version."""
+    caller queues its message. A job whose version serves an earlier checkpoint while the rest
+    trains (an anytime retrain's first pass) goes back with it: the next worker trains again and
+    moves that version only to a better checkpoint. False when it is no longer running, or its
+    version serves and is no longer improving (its int8 copy, its record: it ends there)."""
     if (job := _locked(s, job_id)) is None:
         return False
     job.log = (job.log + _stamp(message))[-LOG_CHARS:]
-    if job.status != "running" or job.model_version_id is not None or job.cancel_requested:
+    if job.status != "running" or job.cancel_requested:
+        return False
+    if job.model_version_id is not None and not view_of(job).improving:
         return False
     job.status, job.message, job.phase, job.step, job.total = "queued", message, "", 0, 0
     job.loss, job.eta_seconds, job.progress = None, None, 0.0

@@ -162,11 +162,14 @@ def execute_job(
             spec.head,
             trigger=job.trigger,
             anytime=anytime,
+            job=job,
         )
         finish(ctx.db, job_id, "succeeded", message, version_id)
     except Kept as kept:  # stopped while improving a version that serves: it keeps serving
-        status = "succeeded" if reporter.handing_back else "cancelled"
-        finish(ctx.db, job_id, status, kept.message, kept.version_id)
+        if reporter.handing_back:  # the next worker goes on improving it
+            hand_back(ctx, job_id)
+        else:
+            finish(ctx.db, job_id, "cancelled", kept.message, kept.version_id)
     except TrainingCancelled:
         if reporter.handing_back:
             hand_back(ctx, job_id)
@@ -276,7 +279,7 @@ def run_worker(settings: Settings) -> None:
     reap_dead(ctx.training)
     # the base encoders and the device's kernels, before the first job; then the int8 copy of
     # a base that projects never retrained serve
-    warm_up_worker(ctx, base_copies=True)
+    warm_up_worker(ctx, base_copies=True, stopping=lambda: STOP.requested)
     watch_labels(ctx.training, STOP, done)  # the automatic retrains, as labels call for them
     huey, _ = make_queue(settings)
     consumer = Consumer(

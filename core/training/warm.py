@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from core.training.config import TrainConfig
 from core.training.fit import train_encoder
@@ -56,9 +57,16 @@ def warm_texts(steps: int, batch_size: int = 4) -> tuple[list[str], list[tuple[s
     return texts, labels
 
 
-def warm_up(base: str, *, device: str | None = None, steps: int = 1) -> float:
+def warm_up(
+    base: str,
+    *,
+    device: str | None = None,
+    steps: int = 1,
+    should_cancel: Callable[[], bool] | None = None,
+) -> float:
     """Load ``base`` (kept for the process) and run ``steps`` training steps on it (0: only
-    load it); returns the seconds taken. Nothing is kept of the steps."""
+    load it); returns the seconds taken. Nothing is kept of the steps. ``should_cancel``: polled
+    before the steps and before each (True raises :class:`core.training.TrainingCancelled`)."""
     from core.encoding.exit_gate import NATIVE
     from core.encoding.registry import load_encoder
 
@@ -69,7 +77,12 @@ def warm_up(base: str, *, device: str | None = None, steps: int = 1) -> float:
     if steps > 0:
         texts, labels = warm_texts(steps)
         train_encoder(
-            base, texts, labels, TrainConfig(epochs=1, batch_size=4, seed=0), device=device
+            base,
+            texts,
+            labels,
+            TrainConfig(epochs=1, batch_size=4, seed=0),
+            device=device,
+            should_cancel=should_cancel,
         )
     seconds = time.monotonic() - started
     logger.info("warmed %s on %s (%d step(s)) in %.1f s", base, encoder.device, steps, seconds)

@@ -43,7 +43,7 @@ from typing import Any
 from app.compute import ComputeBudget
 from app.project_settings import as_encoded, stored_settings
 from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
-from app.services.training.retrain_checkpoints import Checkpoints, save
+from app.services.training.retrain_checkpoints import Checkpoints, resumed_version, save
 from app.services.training.retrain_int8 import int8_copy, int8_plan
 from app.services.training.retrain_measure import Evaluation, Known, plan, to_encode
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE, checkpoint_words, register
@@ -64,6 +64,7 @@ from storage import jobs
 from storage.datasets import snapshot as dataset_snapshot
 from storage.datasets import snapshot_rows
 from storage.db import WriteLock
+from storage.jobs import JobView
 from storage.pool_state import last_label_event
 from storage.projects import get_project
 from storage.versions import active_version
@@ -145,7 +146,8 @@ def train(
     measures and serves each stage's end as it comes (the first pass, then the whole run:
     :mod:`app.services.training.retrain_checkpoints`)."""
     fit = snap.fit
-    wait_until_warm()  # a warm-up under way finishes first: the two never share the device
+    # a warm-up under way finishes first (the two never share the device); a stop ends the wait
+    wait_until_warm(should_cancel=reporter.should_cancel)
     ends = checkpoint_steps(fit.texts, fit.labels, cfg)
     first = f", a first version after step {ends[0]} of {ends[-1]}" if len(ends) > 1 else ""
     reporter.log(
@@ -200,11 +202,14 @@ def run_retrain(
     budget: ComputeBudget | None = None,
     trigger: str = "manual",
     anytime: bool = True,
+    job: JobView | None = None,
 ) -> tuple[int, str]:
     """Train, measure, serve and register a version, phase by phase (see the module); ``budget``:
     what the device makes cheap (the process's by default); ``trigger``: who asked for it;
     ``anytime``: someone waits on the app for a first version (a worker's job: each checkpoint
-    serves as it comes); a CLI run measures and serves what it ends with, once.
+    serves as it comes); a CLI run measures and serves what it ends with, once. ``job``: its
+    row as claimed: one a stopped worker handed back while improving its version goes on
+    with that version (a checkpoint moves it only when it measures better).
     Returns (version id, the job's closing message). A cancel or a worker's stop once the
     first checkpoint serves keeps it: :class:`Kept` says so."""
     budget = budget or ctx.models.budget
@@ -216,8 +221,9 @@ def run_retrain(
     reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps, anytime))
     if reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
+    resumed = resumed_version(ctx, project_id, job) if job is not None else None
     checkpoints = Checkpoints(
-        ctx, reporter, job_id, snap, budget, int8, calibration, anytime=anytime
+        ctx, reporter, job_id, snap, budget, int8, calibration, anytime=anytime, resumed=resumed
     )
     try:
         train(ctx, reporter, snap, cfg, checkpoints)
@@ -228,7 +234,12 @@ def run_retrain(
     finally:
         checkpoints.remove_superseded()
     served, measured = checkpoints.served, checkpoints.best
-    assert served is not None and measured is not None, "the last checkpoint is always measured"
+    assert served is not None, "the last checkpoint is always measured"
+    if measured is None:  # handed back while improving, and no checkpoint since did better
+        return served.version_id, (
+            f"v{served.version_id} keeps its {checkpoint_words(served.step, served.total)}: "
+            "the training that went on after its worker stopped measured no better."
+        )
     copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
     message = register(ctx, reporter, snap, served, measured, copy, prepare=anytime)
     calibrated = calibrate(ctx, reporter, snap, checkpoints.config or cfg, served, calibration)

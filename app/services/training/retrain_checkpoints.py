@@ -56,13 +56,17 @@ class Checkpoints:
         calibration: dict[str, Any],
         *,
         anytime: bool = True,
+        resumed: Served | None = None,
     ) -> None:
         self.ctx, self.reporter, self.job_id, self.snap = ctx, reporter, job_id, snap
         self.budget, self.int8, self.calibration = budget, int8, calibration
         # someone waits on the app for a first version (a worker's job); a CLI run measures and
         # serves only the last checkpoint, and leaves the app's first card to the app
         self.anytime = anytime
-        self.served: Served | None = None
+        # the job's version when a stopped worker handed the job back while improving it: a
+        # checkpoint now moves it only when it measures better than what it serves
+        self.served: Served | None = resumed
+        self.best_score = resumed.metrics.score if resumed is not None else None
         self.best: Measured | None = None
         self.config: TrainConfig | None = None  # what trained the checkpoint that serves
         self.superseded: list[str] = []  # artifacts a better checkpoint replaced
@@ -82,11 +86,12 @@ class Checkpoints:
             measured = measure(
                 ctx, self.reporter, snap, encoder, folder, checkpoint.prefix, checkpoint.from_base
             )
-        if self.best is not None and self.served is not None and not better(measured, self.best):
+        if self.served is not None and not better(measured, self.best_score):
             ctx.artifacts.remove(rel)
+            self._on(step, total)
             self.reporter.log(
                 f"{checkpoint_words(step, total)} measured {_score(measured)}, not better "
-                f"than {_score(self.best)}: v{self.served.version_id} keeps "
+                f"than {self.best_score:.3f}: v{self.served.version_id} keeps "
                 f"{checkpoint_words(self.served.step, self.served.total)}"
             )
             return
@@ -108,7 +113,14 @@ class Checkpoints:
         if self.served is not None:
             self.superseded.append(self.served.rel)
         self.served, self.best = served, measured
+        self.best_score = measured.new.score
         self.config = checkpoint.trained.config
+        self._on(step, total)
+
+    def _on(self, step: int, total: int) -> None:
+        """Training goes on after a checkpoint that is not the last (its stretch of the plan)."""
+        if step < total:
+            self.reporter.log(f"training on from step {step} of {total}", phase="training")
 
     def remove_superseded(self) -> None:
         """Remove the artifacts of checkpoints a better one replaced (at the job's end)."""
@@ -117,11 +129,44 @@ class Checkpoints:
         self.superseded.clear()
 
 
-def better(new: Measured, old: Measured) -> bool:
-    """Whether a checkpoint measured better than the one serving: its primary metric higher
-    on the same rows (a tie keeps the one serving)."""
-    a, b = new.new.score, old.new.score
-    return a is not None and (b is None or a > b)
+def better(new: Measured, serving: float | None) -> bool:
+    """Whether a checkpoint measured better than the one serving (its primary metric,
+    ``serving``): higher on the same rows (a tie keeps the one serving).
+
+    Example:
+        >>> from core.evaluation.version_metrics import VersionMetrics
+        >>> m = Measured(VersionMetrics(accuracy=0.87), *[None] * 5)  # type: ignore[arg-type]
+        >>> better(m, 0.86), better(m, 0.87), better(m, None)
+        (True, False, True)
+    """
+    score = new.new.score
+    return score is not None and (serving is None or score > serving)
+
+
+def resumed_version(ctx: ServingState, project_id: int, job: Any) -> Served | None:
+    """The version a job handed back while improving it serves (None: the job has none), as
+    the next worker's checkpoints take it over."""
+    if job.model_version_id is None:
+        return None
+    from app.access import open_project
+    from app.access.auth import LOCAL
+    from core.evaluation.version_metrics import VersionMetrics
+    from storage.versions import get_version
+
+    with ctx.db.session() as s:
+        mv = get_version(s, project_id, job.model_version_id)
+    metrics = VersionMetrics.from_dict(mv.metrics)
+    active = open_project(ctx.db, project_id, LOCAL).active_version_id == mv.id
+    return Served(
+        mv.id,
+        mv.artifact_path or "",
+        active or bool(metrics.gate.get("passed")),
+        mv.note,
+        metrics,
+        float(metrics.train_seconds or 0.0),
+        int(job.served_step or 0),
+        int(job.train_steps or 0),
+    )
 
 
 def _score(m: Measured) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 
 from app.compute import ComputeBudget
 from app.serving.state import ServingState
@@ -42,12 +44,16 @@ def warm_up_worker(
     steps: int | None = None,
     bases: list[str] | None = None,
     base_copies: bool = False,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> threading.Thread:
     """Start warming this worker in a background thread (see the module); returns it.
     ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
     load (default: every project's, :func:`bases_to_warm`); ``base_copies``: also build each
-    base's int8 copy for the projects that serve it (a worker beside the app, not a CLI run)."""
+    base's int8 copy for the projects that serve it (a worker beside the app, not a CLI run);
+    ``stopping``: the worker's stop, once asked: the warm-up stops at its next step and starts
+    nothing more (a stopped worker loads no encoder)."""
     from core.encoding.exit_gate import Exiting
+    from core.training import TrainingCancelled
     from core.training.warm import warm_up
 
     budget = budget or ctx.models.budget
@@ -57,12 +63,19 @@ def warm_up_worker(
     def run() -> None:
         try:
             for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
+                if stopping():
+                    return
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
-                    warm_up(base, device=ctx.settings.device, steps=steps if i == 0 else 0)
-                    if base_copies and ctx.settings.int8 and budget.int8_copy:
+                    warm_up(
+                        base,
+                        device=ctx.settings.device,
+                        steps=steps if i == 0 else 0,
+                        should_cancel=stopping,
+                    )
+                    if base_copies and ctx.settings.int8 and budget.int8_copy and not stopping():
                         base_int8(ctx, base)
-                except Exiting:  # the worker stopped during its warm-up: nothing to say
+                except (Exiting, TrainingCancelled):  # the worker stopped: nothing to say
                     return
                 except Exception:  # a base that will not load fails its job with the reason
                     logged(logger, "could not warm up the encoder %s", base)
@@ -91,6 +104,19 @@ def base_int8(ctx: ServingState, base: str) -> None:
             return
 
 
-def wait_until_warm(timeout: float = WAIT_S) -> bool:
-    """Wait for a warm-up under way (none: at once); True when none is running any more."""
-    return _idle.wait(timeout)
+def wait_until_warm(
+    timeout: float = WAIT_S, should_cancel: Callable[[], bool] | None = None
+) -> bool:
+    """Wait for a warm-up under way (none: at once); True when none is running any more.
+    ``should_cancel`` is polled every half second: True raises
+    :class:`core.training.TrainingCancelled` (a job whose worker stops does not wait for the
+    warm-up)."""
+    from core.training import TrainingCancelled
+
+    end = time.monotonic() + timeout
+    while not _idle.wait(min(0.5, max(0.0, end - time.monotonic()))):
+        if should_cancel is not None and should_cancel():
+            raise TrainingCancelled("stopped while the worker warmed up")
+        if time.monotonic() >= end:
+            return False
+    return True
