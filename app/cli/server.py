@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -183,7 +184,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import dataclasses
     import faulthandler
     import ipaddress
-    import sys
 
     from app.access.auth import ensure_admin
     from app.config import load_settings
@@ -248,21 +248,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    import faulthandler
+
     from app.config import load_settings
 
     if args.check:
         return _check_worker(args)
     from app.worker import run_worker
 
+    # `kill -USR1 <pid>`: every thread's stack to the worker's log (as serve's)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     run_worker(load_settings(args.data_dir, args.db_url))
+    leave_now()
     return 0
+
+
+def leave_now() -> None:
+    """A stopped worker's exit: its job's thread is joined (the job ended or went back to the
+    queue) and its contexts closed; what may be left is its warm-up, inside a native call that
+    cannot be cut (an encoder half loaded: 10-50 s on a busy machine, which the exit waited
+    for: issue 64 item 7). Nothing it does needs keeping (every file it writes is written
+    under a temporary name and renamed), so the process leaves at once, without the
+    interpreter's finalisation, which would abort it with a thread inside torch (exit 134)."""
+    import logging
+
+    from core.encoding.exit_gate import NATIVE
+
+    NATIVE.close(timeout=1.0)  # a step or a chunk that ends within a second, ends
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _check_worker(args: argparse.Namespace) -> int:
     """``worker --check``: 0 and one line when a worker here could take a job now, else 1 (what
     Docker's healthcheck reads as unhealthy) and what is wrong; never 2 (reserved by Docker)."""
-    import sys
-
     from app.config import load_settings
     from app.worker.check import report
 

@@ -278,7 +278,7 @@ def train_encoder(
         }
 
     states: PrefixStates | None = None
-    with cached_prefix(model, seen, frozen) as prefix:
+    with cached_prefix(model, seen, frozen, should_cancel) as prefix:
         states = prefix.states
         for stage in plan:
             last = run_training(

@@ -116,10 +116,18 @@ def _parts(model: SentenceTransformer) -> tuple[Any, nn.Module, nn.ModuleList] |
 
 @torch.no_grad()
 def prefix_states(
-    model: SentenceTransformer, texts: Iterable[str], layers: int, chunk: int = 64
+    model: SentenceTransformer,
+    texts: Iterable[str],
+    layers: int,
+    chunk: int = 64,
+    should_cancel: Callable[[], bool] | None = None,
 ) -> dict[Key, torch.Tensor]:
     """Each text's token states after the embeddings and the lowest ``layers`` layers, keyed by
-    its token ids (unpadded, on the model's device). The model must be BERT-like (:func:`_parts`)."""
+    its token ids (unpadded, on the model's device). The model must be BERT-like (:func:`_parts`).
+    ``should_cancel`` is polled before each chunk (True raises
+    :class:`core.training.loop.TrainingCancelled`: 6,000 texts take a minute on a busy CPU)."""
+    from core.training.loop import TrainingCancelled
+
     parts = _parts(model)
     if parts is None:
         raise ValueError("Cached frozen layers need a BERT-like model (embeddings, encoder.layer).")
@@ -131,6 +139,8 @@ def prefix_states(
     hf.eval()
     try:
         for start in range(0, len(unique), chunk):
+            if should_cancel is not None and should_cancel():
+                raise TrainingCancelled(f"cancelled while caching the frozen layers ({start})")
             feats = model.preprocess(unique[start : start + chunk])
             mask = feats["attention_mask"]
             inputs = {
@@ -256,11 +266,15 @@ class Prefix:
 
 @contextmanager
 def cached_prefix(
-    model: SentenceTransformer, texts: Iterable[str], layers: int
+    model: SentenceTransformer,
+    texts: Iterable[str],
+    layers: int,
+    should_cancel: Callable[[], bool] | None = None,
 ) -> Iterator[Prefix]:
     """While inside, ``model`` runs only its upper layers on cached states of ``texts`` (every
     text it will embed must be among them); yields a :class:`Prefix` (true when the cache is in
-    use). Restores the model on the way out, also on errors and cancellation."""
+    use). Restores the model on the way out, also on errors and cancellation; ``should_cancel``:
+    polled while the states are computed (:func:`prefix_states`)."""
     parts = _parts(model)
     if layers <= 0 or parts is None or layers >= len(parts[2]):
         yield Prefix(model)
@@ -271,7 +285,7 @@ def cached_prefix(
     if pad_id is None:
         yield Prefix(model)
         return
-    states = prefix_states(model, texts, layers)
+    states = prefix_states(model, texts, layers, should_cancel=should_cancel)
     prefix = CachedPrefix(states, int(pad_id))
     if torch.device(model.device).type == "cuda":
         prefix.on_device(torch.device(model.device))

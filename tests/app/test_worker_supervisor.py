@@ -121,7 +121,9 @@ def _call(url: str, body: dict | None = None, timeout: float = 120) -> tuple[int
 @pytest.mark.slow
 def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_500(tmp_path):
     """It took 120.8 s (the exit waited for the warm-up, which a waiting request's thread
-    needed) and gave the two requests under way 500; ``/health`` said 200 before it was warm."""
+    needed) and gave the two requests under way 500; ``/health`` said 200 before it was warm.
+    With its worker warming up beside it (issue 64 item 7: 71 s), it stops within 10 s, and
+    the worker starts nothing after it was told to stop."""
     from app.cli import main
     from tests.servers import free_port
 
@@ -137,7 +139,7 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
     port = free_port()
     log = tmp_path / "serve.log"
     root = Path(__file__).resolve().parents[2]
-    serve = ["serve", "--port", str(port), "--no-worker", "--no-demo"]
+    serve = ["serve", "--port", str(port), "--no-demo"]
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "--data-dir", str(data), *serve],
         env={**os.environ, "PYTHONPATH": str(root), "OMP_WAIT_POLICY": "PASSIVE"},
@@ -180,6 +182,6 @@ def test_serve_stopped_during_its_warm_up_ends_in_seconds_and_answers_503_not_50
             server.kill()
     text = log.read_text()
     assert code == 0, text[-3000:]  # not 134
-    assert took < 20, (took, text[-3000:])
+    assert took < 10, (took, text[-3000:])
     assert sorted(answers) == [503, 503], (answers, text[-3000:])
     assert "terminate called" not in text and "Traceback" not in text, text[-3000:]
