@@ -76,6 +76,10 @@ class LivePools:
         self.calibrations = HeadFitter(self._calibrate_pool, delay=CALIBRATION_SETTLE_S)
         # per project: the serving version's held-out correction, by what it was read from
         self._corrections: dict[int, tuple[str, VersionCorrection | None]] = {}
+        # per project: the last pool whose space held every queue candidate's vector, which
+        # orders the queue while a newer version's space lacks them (an anytime retrain switches
+        # spaces two or three times a minute: app.services.queue.queue_order.ordering_pool)
+        self.ordered: dict[int, ProjectPool] = {}
 
     # --- the heads of spaces whose version has none ----------------------------------------
 

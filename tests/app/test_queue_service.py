@@ -110,3 +110,39 @@ def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
     vectors = ctx.live.cache.encode(pool.encoder, texts)
     ranked = np.asarray(pool.predictor.tops(vectors).margins)
     assert np.allclose(_margins(pool.predictor, vectors), ranked, atol=1e-5)
+
+
+def test_a_new_versions_space_without_the_candidates_vectors_does_not_make_a_key_encode_them(ctx):
+    """Issue 63 item 3: an anytime retrain switches the space that serves two or three times in
+    a minute, and the first order in a new space encoded every candidate (2,000 on BANKING77:
+    seconds) on a key's path. Until the space that serves has them, the last space that had them
+    all orders the queue; a key encodes at most a few."""
+    from app import worker
+    from app.services.models import retrain_jobs as train_svc
+    from app.services.queue import queue_order
+    from app.services.training.retrain_serve import first_card_vectors
+    from tests.handles import live
+    from tests.samples import QUICK, make_tiny
+
+    make_tiny(ctx)
+    tiny = live(ctx, "tiny")
+    for i in range(queue_order.ENCODE_ON_KEY + 40):
+        data_svc.add_utterance(
+            ctx.db, tiny, f"something else entirely number {i}", None, "unlabelled"
+        )
+    q.order(ctx.live, tiny.handle())  # the base orders them: its space has them all
+    base_pool = ctx.live.ordered[tiny.id]
+    view, _ = train_svc.request_retrain(ctx.training, tiny, QUICK, enqueue=False)
+    worker.execute_job(ctx, view.id, anytime=False)  # leaves the candidates to the app
+    from app.services.models import versions as version_svc
+
+    version = train_svc.job(ctx.training, view.id).model_version_id
+    version_svc.activate(ctx.factories, tiny.handle(), version)
+    before = ctx.live.cache.encoded
+    first = q.order(ctx.live, tiny.handle())
+    assert ctx.live.cache.encoded - before <= queue_order.ENCODE_ON_KEY
+    assert ctx.live.ordered[tiny.id] is base_pool and first
+    first_card_vectors(ctx.live, tiny.id)  # the worker encodes them in the space that stays
+    q.order(ctx.live, tiny.handle())
+    assert ctx.live.ordered[tiny.id].model_version_id == version
+    assert base_pool.model_version_id is None

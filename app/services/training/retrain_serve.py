@@ -206,14 +206,14 @@ def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) 
     user waits."""
     from app.access import open_project
     from app.access.auth import LOCAL
-    from app.services.queue.queue import order
+    from app.services.queue.queue_order import encode_candidates
 
     try:
         p = open_project(live.db, project_id, LOCAL)
         before, started = live.cache.encoded, time.monotonic()
         live.pool(project_id)  # the served pool, even with no queue to order
         if queue:
-            order(live, p)
+            encode_candidates(live, p)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,
