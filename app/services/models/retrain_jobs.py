@@ -313,10 +313,12 @@ def describe(job: JobView) -> str:
     measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
     left = "longer than planned" if job.eta_seconds is None and measured else None
     if job.improving:  # an anytime retrain's first version serves while the rest trains
+        assert job.train_steps is not None and job.served_step is not None
+        at = max(job.step if job.phase == "training" else 0, job.served_step)
         doing = (
-            f"step {job.step:,} of {job.total:,}"
-            if job.phase == "training" and job.total
-            else f"measuring step {job.train_steps:,}"
+            f"measuring step {job.train_steps:,}"  # the last checkpoint
+            if job.phase in ("saving", "evaluating")
+            else f"step {at:,} of {job.train_steps:,}"
         )
         return f"{serving_words(job)} · improving: {doing} · {left or time_left(job.eta_seconds)}"
     name = PHASE_NAMES[job.phase]

@@ -31,10 +31,16 @@ def progress_html(job: JobView | None) -> str:
     and the time left (user text escaped)."""
     if job is None:
         return "<div class='job-status'>No training yet.</div>"
+    who = " (automatic, after new labels)" if job.trigger == "auto" else ""
+    # an anytime retrain: what serves already, said where the eye goes first
+    serving = train_svc.serving_words(job) if job.active else ""
+    state = (
+        job.status + (f" — {serving}" if serving else "") + (", improving" if job.improving else "")
+    )
     return (
         f"<div class='job-status job-{html.escape(job.status)}' id='job-{job.id}'>"
         f"<div class='bar'><div class='fill' style='width:{job.percent}%'></div></div>"
-        f"<b>Job #{job.id}: {html.escape(job.status)}</b> · {job.percent}%<br>"
+        f"<b>Job #{job.id}{who}: {html.escape(state)}</b> · {job.percent}%<br>"
         f"{html.escape(train_svc.describe(job))}</div>"
     )
 
