@@ -43,6 +43,23 @@ def test_a_gpu_serves_fp32_builds_no_int8_copy_and_affords_the_stronger_encoder(
 
 
 @pytest.mark.fast
+def test_the_first_pass_and_the_cores_are_the_devices_choice():
+    """Issue 63: how long a retrain's first pass may train before its first version serves, and
+    whether the worker leaves the app a core, are the budget's: a GPU affords eight times the
+    pairs and computes beside no one; a config that sets its own first pass keeps it."""
+    from core.training import TrainConfig
+
+    gpu, cpu = budget_for("cuda"), budget_for("cpu")
+    assert (gpu.first_pass(TrainConfig()).first_pass, cpu.first_pass(TrainConfig()).first_pass) == (
+        256,
+        32,
+    )
+    assert cpu.first_pass(TrainConfig(batch_size=64)).first_pass == 16
+    assert cpu.first_pass(TrainConfig(first_pass=0)).first_pass == 0  # every pass on one schedule
+    assert (gpu.shares_cores, cpu.shares_cores) == (False, True)
+
+
+@pytest.mark.fast
 def test_a_gpu_calibrates_out_of_scope_on_held_out_encoders_and_a_cpu_the_quick_way():
     """The held-out calibration (about 4x a retrain's training) is the default where it takes
     seconds; a project's setting overrides the device either way; it is planned only where it
