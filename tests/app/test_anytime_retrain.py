@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import ClassVar
 
 import pytest
 
@@ -17,6 +16,7 @@ from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
 from app.services.training import retrain_checkpoints
 from storage.tables import ModelVersion
+from tests.app.recording import RecordingReporter
 from tests.handles import live
 from tests.samples import make_tiny
 
@@ -25,23 +25,6 @@ pytestmark = pytest.mark.slow
 # Three passes over TINY's 16 train utterances (4 steps a pass): a first pass of 4 steps,
 # then 8 more.
 ANYTIME = {"method": "convfit", "epochs": 3, "batch_size": 8}
-
-
-class Recording(worker.JobReporter):
-    """The worker's own reporter, keeping a copy of the job row after each of its writes."""
-
-    rows: ClassVar[list] = []
-
-    def _keep(self) -> None:
-        Recording.rows.append(svc.job(self.training, self.job_id))
-
-    def log(self, line, *, phase=None) -> None:
-        super().log(line, phase=phase)
-        self._keep()
-
-    def progress(self, p) -> None:
-        super().progress(p)
-        self._keep()
 
 
 def version(ctx, version_id) -> ModelVersion:
@@ -54,15 +37,15 @@ def version(ctx, version_id) -> ModelVersion:
 def test_a_first_version_serves_before_the_jobs_full_budget_ends(ctx, monkeypatch) -> None:
     make_tiny(ctx)
     before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
-    monkeypatch.setattr(worker, "JobReporter", Recording)
-    Recording.rows = []
+    monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
+    RecordingReporter.rows = []
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
     worker.execute_job(ctx, view.id)
     done = svc.job(ctx.training, view.id)
     assert done.status == "succeeded", done.log
     assert "a first version after step 4 of 12" in done.log
     # the version served while training went on: registered at step 4, steps 5-12 after it
-    improving = [r for r in Recording.rows if r.improving]
+    improving = [r for r in RecordingReporter.rows if r.improving]
     assert improving and {r.model_version_id for r in improving} == {done.model_version_id}
     assert {r.served_step for r in improving} == {4} and {r.train_steps for r in improving} == {12}
     training = [r for r in improving if r.phase == "training" and r.total]

@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from sqlalchemy import func, select
@@ -24,6 +23,7 @@ from app.services.models.int8 import INT8_OFF
 from app.services.projects.projects import new_project
 from app.serving.int8 import INT8_DIR
 from storage.tables import ModelVersion, TrainingJob
+from tests.app.recording import RecordingReporter
 from tests.handles import live
 from tests.samples import QUICK, make_tiny
 
@@ -242,27 +242,6 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
         version_svc.compare(ctx.db, live(ctx, "tiny"), None, None)
-
-
-class RecordingReporter(worker.JobReporter):
-    """The worker's own reporter, keeping a copy of the job row after each of its writes."""
-
-    rows: ClassVar[list] = []
-
-    def _keep(self) -> None:
-        RecordingReporter.rows.append(svc.job(self.training, self.job_id))
-
-    def log(self, line, *, phase=None) -> None:
-        super().log(line, phase=phase)
-        self._keep()
-
-    def progress(self, p) -> None:
-        super().progress(p)
-        self._keep()
-
-    def evaluation(self, p) -> None:
-        super().evaluation(p)
-        self._keep()
 
 
 def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(ctx) -> None:
