@@ -2,8 +2,8 @@
 
 One active (queued or running) job per project; a worker claims a queued job atomically (one
 ``UPDATE … WHERE status = 'queued'``: on PostgreSQL a second claimer waits for the first's row lock,
-then finds no queued row). A running job whose worker died is reaped as failed (:mod:`storage.job_reaper`). Every function
-takes a session and returns plain :class:`JobView` records.
+then finds no queued row). A dead worker's job is reaped (:mod:`storage.job_reaper`). Every
+function takes a session and returns plain :class:`JobView` records.
 
 A function that changes a job's row after reading it locks the row first (``SELECT … FOR
 UPDATE``; SQLite's writer lock does the same), so its writers (the worker's progress and
@@ -125,9 +125,8 @@ def _get(s: Session, job_id: int, *, lock: bool = False) -> TrainingJob:
     return job
 
 
-def _locked(s: Session, job_id: int) -> TrainingJob | None:
-    """The job's row, locked until the transaction ends (None: no such job)."""
-    return s.get(TrainingJob, job_id, with_for_update=True)
+def _locked(s: Session, job_id: int) -> TrainingJob | None:  # None: no such job
+    return s.get(TrainingJob, job_id, with_for_update=True)  # locked until the transaction ends
 
 
 def clock(s: Session) -> datetime:
@@ -300,8 +299,7 @@ def mark_labels(s: Session, job_id: int, mark: int) -> None:
     _get(s, job_id, lock=True).label_mark = mark
 
 
-def plan_steps(s: Session, job_id: int, steps: int) -> None:
-    """Record the training's planned steps (its last checkpoint's)."""
+def plan_steps(s: Session, job_id: int, steps: int) -> None:  # its last checkpoint's steps
     _get(s, job_id, lock=True).train_steps = steps
 
 

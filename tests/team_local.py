@@ -168,7 +168,9 @@ def wait_until_up(team: Team, base: str) -> float:
 
 
 def retrain(team: Team, base: str, token: str) -> dict[str, Any]:
-    """Queue a retrain through REST and follow its job until it ends; its last state."""
+    """Queue a retrain through REST and follow its job until it ends; its last state. A retrain
+    that already runs (the imported labels start one by themselves: ``auto_retrain``) answers
+    200 with that job, which is followed instead."""
     settings = {k: v for k, v in QUICK.items() if k != "method"}
     status, answer = call(
         "POST",
@@ -176,10 +178,10 @@ def retrain(team: Team, base: str, token: str) -> dict[str, Any]:
         token,
         {"method": QUICK["method"], "settings": settings},
     )
-    if status != 202:
+    if status not in (200, 202) or answer.get("created") is not (status == 202):
         raise RuntimeError(f"POST …/train answered {status}: {answer}")
     job: dict[str, Any] = answer["job"]
-    print(f"  job #{job['id']} {job['status']}", flush=True)
+    print(f"  job #{job['id']} {job['status']} ({job['trigger']})", flush=True)
     seen, deadline = (job["status"], job["phase"]), time.monotonic() + JOB_TIMEOUT
     while job["status"] in ("queued", "running"):
         if time.monotonic() > deadline:

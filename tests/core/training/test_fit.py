@@ -54,10 +54,16 @@ def test_same_seed_same_model() -> None:
 
 @pytest.mark.parametrize(
     ("answers_no", "where"),
-    [(1, "cancelled while loading the encoder"), (3, r"cancelled at step \d+ of \d+")],
+    [
+        (1, "cancelled while loading the encoder"),
+        (2, "cancelled while planning the batches"),
+        (3, r"cancelled while caching the frozen layers \(0\)"),
+        (5, r"cancelled at step 1 of \d+"),
+    ],
 )
 def test_cancel_raises_training_cancelled(answers_no: int, where: str) -> None:
-    """Asked before and after the encoder loads, once the batches are planned, then each step."""
+    """Asked before and after the encoder loads, once the batches are planned, between the frozen
+    layers' batches, then each step."""
     calls = {"n": 0}
 
     def cancel() -> bool:
