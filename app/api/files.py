@@ -4,7 +4,9 @@ any Unicode text.
 
 - The file name goes into ``Content-Disposition`` as RFC 6266 says: ``filename*=UTF-8''…``
   (RFC 5987 percent-encoded UTF-8: the exact name, for every current browser and client) after
-  ``filename="…"``, an ASCII stand-in for clients that know only that one.
+  ``filename="…"``, an ASCII stand-in for clients that know only that one: the name
+  transliterated, or ``project-<id>`` where nothing readable is left
+  (:func:`app.formats.file_names.ascii_name`).
 - A note (``X-Export-Note``: what an export left out or renamed) is percent-encoded UTF-8, ASCII
   whatever it holds: printable ASCII stays as it is (a ``%`` becomes ``%25``), anything else
   (letters of other scripts, line breaks) becomes ``%XX`` bytes. A client reads it back with
@@ -12,48 +14,32 @@ any Unicode text.
 
 Example:
     >>> content_disposition("Проект.csv")
-    'attachment; filename="project.csv"; filename*=UTF-8\\'\\'%D0%9F%D1%80%D0%BE%D0%B5%D0%BA%D1%82.csv'
+    'attachment; filename="Proekt.csv"; filename*=UTF-8\\'\\'%D0%9F%D1%80%D0%BE%D0%B5%D0%BA%D1%82.csv'
     >>> ascii_note("Renamed 'привет' -> 'intent'. 100% done")
     "Renamed '%D0%BF%D1%80%D0%B8%D0%B2%D0%B5%D1%82' -> 'intent'. 100%25 done"
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from pathlib import Path
 from urllib.parse import quote
 
 from fastapi.responses import FileResponse
 
+from app.formats.file_names import ascii_name
+
 NOTE_HEADER = "X-Export-Note"
 MAX_NOTE_CHARS = 500  # of the note before it is encoded (at most 9 bytes a character after)
 # Printable ASCII but "%", which starts an escape: kept as it is in a note.
 _NOTE_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
-_NOT_PLAIN = re.compile(r"[^A-Za-z0-9._\-()+,;=@ ]+")
-_SUFFIX = re.compile(r"(.*?)((?:\.[A-Za-z0-9]{1,8})*)", re.DOTALL)  # "x.slots.yml": ".slots.yml"
 
 
-def ascii_name(filename: str, stand_in: str = "project") -> str:
-    """An ASCII file name for clients that read only ``filename=``: accents dropped, other
-    characters ``_``, ``stand_in`` for a stem with no letter or digit left.
-
-    Example:
-        >>> ascii_name("Café menu.csv"), ascii_name("Проект.slots.yml"), ascii_name('a"b.zip')
-        ('Cafe menu.csv', 'project.slots.yml', 'a_b.zip')
-    """
-    stem, suffix = _SUFFIX.fullmatch(filename).groups()  # type: ignore[union-attr]
-    plain = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode("ascii")
-    plain = _NOT_PLAIN.sub("_", plain).strip(" ._")
-    if not any(c.isalnum() for c in plain):
-        plain = stand_in
-    return plain + suffix
-
-
-def content_disposition(filename: str) -> str:
+def content_disposition(filename: str, stand_in: str = "project") -> str:
     """``Content-Disposition`` of a download called ``filename`` (RFC 6266 with RFC 5987's
-    ``filename*``; see the module docstring)."""
-    return f"attachment; filename=\"{ascii_name(filename)}\"; filename*=UTF-8''{quote(filename)}"
+    ``filename*``; see the module docstring); ``stand_in``: the ASCII name's stem where the
+    name has nothing readable in ASCII."""
+    plain = ascii_name(filename, stand_in)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename)}"
 
 
 def ascii_note(note: str, limit: int = MAX_NOTE_CHARS) -> str:
@@ -65,11 +51,18 @@ def ascii_note(note: str, limit: int = MAX_NOTE_CHARS) -> str:
 
 
 def file_download(
-    path: Path, filename: str, *, note: str | None = None, media_type: str | None = None
+    path: Path,
+    filename: str,
+    *,
+    note: str | None = None,
+    media_type: str | None = None,
+    project_id: int | None = None,
 ) -> FileResponse:
     """The file at ``path`` as a download called ``filename``, with ``note`` in
-    :data:`NOTE_HEADER`."""
-    headers = {"Content-Disposition": content_disposition(filename)}
+    :data:`NOTE_HEADER` (``project_id``: its ASCII name is ``project-<id>`` where the name has
+    nothing readable in ASCII)."""
+    stand_in = "project" if project_id is None else f"project-{int(project_id)}"
+    headers = {"Content-Disposition": content_disposition(filename, stand_in)}
     if note is not None:
         headers[NOTE_HEADER] = ascii_note(note)
     return FileResponse(path, headers=headers, media_type=media_type)

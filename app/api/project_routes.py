@@ -128,7 +128,7 @@ def export(
     format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
 ) -> Any:
     path, message = io_svc.export_download(context(request), p, format)
-    return file_download(path, path.name, note=message)
+    return file_download(path, path.name, note=message, project_id=p.id)
 
 
 def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, Any]:

@@ -9,6 +9,11 @@ name inside the file), and its first letter percent-encoded (``%43ON.txt``) in i
 files, whose names are percent-encoded already (an import decodes it back to ``CON``). The
 export's notes say which intents were written so (:func:`device_note`).
 
+A download's name has an ASCII stand-in too, for the clients that read only the ``filename``
+of ``Content-Disposition`` (curl ``-OJ``, Python's ``email`` package): :func:`ascii_name`
+transliterates the name (``Проект`` is ``Proekt``, ``订披萨`` is ``DingPiSa``) and falls back
+on ``project-<id>`` when nothing readable is left.
+
 Example:
     >>> is_device_name("nul"), is_device_name("Aux.help"), is_device_name("console")
     (True, True, False)
@@ -18,7 +23,11 @@ Example:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
+
+from anyascii import anyascii
 
 _DIGITS = [*"0123456789", "\u00b9", "\u00b2", "\u00b3"]
 WINDOWS_DEVICES = frozenset(
@@ -26,6 +35,9 @@ WINDOWS_DEVICES = frozenset(
     | {f"{port}{d}" for port in ("COM", "LPT") for d in _DIGITS}
 )
 SHOW = 8
+# What an ASCII download name keeps (the rest becomes "_"), and a name's suffixes (".slots.yml").
+_NOT_PLAIN = re.compile(r"[^A-Za-z0-9._\-()+,;=@ ]+")
+_SUFFIX = re.compile(r"(.*?)((?:\.[A-Za-z0-9]{1,8})*)", re.DOTALL)
 # How an import of an agent finds an intent whose file or folder is not named as it is.
 NAME_INSIDE = "an import reads the intent's name inside its file"
 
@@ -58,3 +70,26 @@ def device_note(written: Sequence[tuple[str, str]], how: str) -> list[str]:
         f"{len(written)} intent(s) are Windows device names, which Windows cannot extract as file "
         f"or folder names: written {shown}{more} ({how})."
     ]
+
+
+def ascii_name(filename: str, stand_in: str = "project") -> str:
+    """An ASCII file name for clients that read only ``filename=``: the name transliterated
+    (accents dropped, other scripts written in Latin letters: ``anyascii``), characters a file
+    name should not hold ``_``, and ``stand_in`` (``project-<id>`` where the caller knows the
+    project) for a stem with no letter or digit left.
+
+    Example:
+        >>> ascii_name("Café menu.csv"), ascii_name("Проект.slots.yml"), ascii_name('a"b.zip')
+        ('Cafe menu.csv', 'Proekt.slots.yml', 'a_b.zip')
+        >>> ascii_name("订披萨.zip"), ascii_name("مشروع.json"), ascii_name("⁂.csv", "project-7")
+        ('DingPiSa.zip', 'mshrw.json', 'project-7.csv')
+    """
+    stem, suffix = _SUFFIX.fullmatch(filename).groups()  # type: ignore[union-attr]
+    plain = "".join(
+        c if c.isascii() else anyascii(c).strip("'`")  # Arabic's ayn and hamza: ` and '
+        for c in unicodedata.normalize("NFC", stem)
+    )
+    plain = _NOT_PLAIN.sub("_", plain).strip(" ._")
+    if not any(c.isalnum() for c in plain):
+        plain = stand_in
+    return plain + suffix

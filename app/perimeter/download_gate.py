@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import anyio.to_thread
 
+from app.formats.file_names import ascii_name
 from app.perimeter import http_body
 
 FILE_ROUTES = ("/gradio_api/file=", "/gradio_api/file/")
@@ -95,7 +96,7 @@ class DownloadGate:
                     for k, v in message.get("headers", [])
                     if k.lower() not in (b"content-disposition", b"x-content-type-options")
                 ]
-                plain = target.name.encode("ascii", "replace").decode().replace('"', "_")
+                plain = ascii_name(target.name, f"project-{project}")
                 disposition = (
                     f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(target.name)}"
                 )

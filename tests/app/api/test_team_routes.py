@@ -230,7 +230,7 @@ def test_a_project_and_intents_named_in_cyrillic_export_in_every_format(client):
         assert got.status_code == 200, (fmt, got.text)
         disposition = got.headers["content-disposition"]
         assert disposition == (
-            f'attachment; filename="project.{suffix}"; '
+            f'attachment; filename="Proekt.{suffix}"; '
             f"filename*=UTF-8''{quote(f'Проект.{suffix}')}"
         ), fmt
         raw = got.headers["x-export-note"]
