@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.bundle.card_metrics import fmt as _fmt
+from core.bundle.card_metrics import metrics_section
 from core.bundle.layout import PREDICT_PY
 from core.portable import DEPTH, EXACT, MULTI_LABEL_KNN_THRESHOLD, NEAREST_PROTOTYPE
 
@@ -47,13 +49,7 @@ def model_card(manifest: Mapping[str, Any]) -> str:
         *_run(onnx),
         *_rule(manifest),
     ]
-    metrics: Mapping[str, Any] = manifest.get("metrics") or {}
-    frozen: Mapping[str, Any] = manifest.get("base_metrics") or {}
-    if metrics:
-        lines += ["## Metrics", "", "| metric | this model | frozen base |", "| --- | --- | --- |"]
-        for key, value in metrics.items():
-            lines.append(f"| {key} | {_fmt(value)} | {_fmt(frozen.get(key))} |")
-        lines.append("")
+    lines += metrics_section(manifest.get("metrics") or {}, manifest.get("base_metrics") or {})
     if onnx is not None and onnx.get("precision", "int8") == "int8":
         lines += [
             "## Compact encoder",
@@ -176,9 +172,3 @@ def _decision(manifest: Mapping[str, Any]) -> str:
         + "); below it the answer is *no intent*: `labels` is empty and `oos` true. A top intent "
         "scored by its anchor alone (no examples yet) is taken."
     )
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return "–" if value is None else str(value)

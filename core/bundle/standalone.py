@@ -58,6 +58,46 @@ SHOW = 5
 TOP_N = 5
 
 
+class BundleProblem(ValueError):
+    """A bundle this predictor cannot use (made by a newer Intent Studio, a file changed or
+    missing): its message is one line for the person running ``predict.py``, who gets it
+    without a traceback (exit status 2)."""
+
+
+def _manifest(root: Path) -> dict[str, Any]:
+    """The bundle's manifest, checked for a format this file reads (:class:`BundleProblem`)."""
+    try:
+        manifest = json.loads((root / MANIFEST).read_text("utf-8"))
+    except FileNotFoundError:
+        raise BundleProblem(f"{root} is not a bundle: it has no {MANIFEST}.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleProblem(f"{MANIFEST} cannot be read ({exc}).") from None
+    fmt = manifest.get("bundle_format") if isinstance(manifest, dict) else None
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > BUNDLE_FORMAT:
+        raise BundleProblem(
+            f"This bundle was made by a newer Intent Studio: format {fmt}, this predict.py "
+            f"reads {BUNDLE_FORMAT}. Run the predict.py that came in the bundle."
+        )
+    if fmt != BUNDLE_FORMAT:
+        raise BundleProblem(
+            f"{MANIFEST} names bundle format {fmt!r}; this predict.py reads {BUNDLE_FORMAT}."
+        )
+    return manifest
+
+
+def _verified(root: Path, files: dict[str, str]) -> None:
+    """Every file of the manifest present with its sha256 (:class:`BundleProblem`)."""
+    for name, digest in files.items():
+        path = root / name
+        if not path.is_file():
+            raise BundleProblem(f"{name} is missing from the bundle; unzip it whole again.")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise BundleProblem(
+                f"{name} was changed after the bundle was made (its sha256 is not the "
+                "manifest's); unzip the bundle again, or export it again from Intent Studio."
+            )
+
+
 class Bundle:
     """An unzipped bundle (``root``; a ``.zip`` is unzipped into a temporary folder) ready to
     predict. ``verify`` checks every file against the manifest's sha256 first."""
@@ -66,17 +106,16 @@ class Bundle:
         root = Path(root)
         if root.is_file():  # a .zip: unzipped for as long as this object lives
             self._tmp = tempfile.TemporaryDirectory(prefix="intent-bundle-")
-            with zipfile.ZipFile(root) as zf:
-                zf.extractall(self._tmp.name)
+            try:
+                with zipfile.ZipFile(root) as zf:
+                    zf.extractall(self._tmp.name)
+            except zipfile.BadZipFile:
+                raise BundleProblem(f"{root} is not a bundle: not a zip file.") from None
             root = Path(self._tmp.name)
         self.root = root
-        self.manifest: dict[str, Any] = json.loads((root / MANIFEST).read_text("utf-8"))
-        if self.manifest.get("bundle_format") != BUNDLE_FORMAT:
-            raise ValueError(f"Unknown bundle_format {self.manifest.get('bundle_format')!r}.")
+        self.manifest: dict[str, Any] = _manifest(root)
         if verify:
-            for name, digest in self.manifest["files"].items():
-                if hashlib.sha256((root / name).read_bytes()).hexdigest() != digest:
-                    raise ValueError(f"{name} does not match the manifest's sha256.")
+            _verified(root, dict(self.manifest.get("files") or {}))
         self._threads = threads
         self._encoder: OnnxEncoder | None = None
         self.texts, self.labels = [], []
@@ -99,7 +138,7 @@ class Bundle:
         if self._encoder is None:
             onnx = self.manifest.get("onnx")
             if not isinstance(onnx, dict):
-                raise ValueError("This bundle has no ONNX encoder (written before predict.py).")
+                raise BundleProblem("This bundle has no ONNX encoder (written before predict.py).")
             folder = self.root / str(onnx.get("folder") or "onnx")
             self._encoder = OnnxEncoder(folder, threads=self._threads)
         return self._encoder
@@ -290,8 +329,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
+    try:
+        bundle = Bundle(args.bundle, threads=args.threads)
+    except BundleProblem as exc:  # said in one line, no traceback
+        print(f"predict.py: {exc}", file=sys.stderr)
+        return 2
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    bundle = Bundle(args.bundle, threads=args.threads)
     for row in bundle.predict(texts):
         if args.json:
             print(json.dumps(row, ensure_ascii=False))

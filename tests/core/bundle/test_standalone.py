@@ -171,8 +171,23 @@ def test_the_standalone_rule_decides_as_the_apps_predictor(tmp_path, rule, k, mu
     assert any(r["top"] in ("i8", "i9") for r in want)  # a cold intent ranked first
 
 
+def _run_alone(folder: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -S predict.py ARGS`` of an unzipped bundle in a bare environment."""
+    return subprocess.run(
+        [sys.executable, "-S", str(folder / "predict.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=only_the_runtime(tmp),
+        cwd=tmp,
+    )
+
+
 @pytest.mark.fast
-def test_a_bundle_that_was_changed_is_refused(tmp_path):
+def test_predict_py_refuses_a_changed_or_newer_bundle_in_one_line(tmp_path):
+    """Issue 66 item 6: the bundle's own predict.py refused a changed file or a newer format
+    with a traceback (``ValueError: Unknown bundle_format 2.``); it says what is wrong in one
+    line, and how to go on, and exits 2."""
     vecs, sets, *_ = _pool(1)
     path = write_bundle(
         tmp_path / "b.zip",
@@ -183,11 +198,34 @@ def test_a_bundle_that_was_changed_is_refused(tmp_path):
         vectors=vecs,
         manifest_fields={},
     )
-    folder = tmp_path / "b"
-    zipfile.ZipFile(path).extractall(folder)
-    (folder / "exemplars.jsonl").write_text('{"text": "x", "labels": ["i0"]}\n')
-    with pytest.raises(ValueError, match=r"exemplars\.jsonl does not match"):
-        Bundle(folder)
+    changed, newer, half = tmp_path / "changed", tmp_path / "newer", tmp_path / "half"
+    for folder in (changed, newer, half):
+        zipfile.ZipFile(path).extractall(folder)
+        (folder / "predict.py").write_text(predict_py())  # what a bundle with ONNX carries
+    (changed / "exemplars.jsonl").write_text('{"text": "x", "labels": ["i0"]}\n')
+    manifest = json.loads((newer / "manifest.json").read_text())
+    (newer / "manifest.json").write_text(json.dumps({**manifest, "bundle_format": 2}))
+    (half / "vectors.npy").unlink()
+    said = {
+        changed: "predict.py: exemplars.jsonl was changed after the bundle was made",
+        newer: "predict.py: This bundle was made by a newer Intent Studio: format 2, this "
+        "predict.py reads 1.",
+        half: "predict.py: vectors.npy is missing from the bundle",
+    }
+    for folder, message in said.items():
+        done = _run_alone(folder, tmp_path, "hello")
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == "" and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith(message), done.stderr
+        with pytest.raises(ValueError, match=message.removeprefix("predict.py: ")[:30]):
+            Bundle(folder)  # the same refusal from Python
+    not_a_zip = tmp_path / "x.zip"
+    not_a_zip.write_text("hello")
+    done = _run_alone(newer, tmp_path, "--bundle", str(not_a_zip), "hello")
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"predict.py: {not_a_zip} is not a bundle: not a zip file."
+    )
 
 
 @pytest.fixture(scope="module")
