@@ -186,20 +186,9 @@ class LivePools:
                 or pool.use_context != use_context
             )
         if fresh:
-            head = self.models.version_head(mv)
-            data = self.head_data(project_id, settings) if head is None else None
-            kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
-            factory = self.factories.predictor_factory(project_id, encoder, settings, head=head)
+            made = self._new_pool(project_id, mv, encoder, settings)
             with self._lock:
-                pool = ProjectPool(
-                    project_id, mv_id, factory.empty(), use_context=use_context, settings=settings
-                )
-                pool.fits_head = head is None
-                if kept is not None:  # the head this space had: served from the start
-                    pool.predictor.head, pool.head_data = kept, data
-                a = factory.anchors
-                pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
-                self._pools[project_id] = pool
+                pool = self._pools[project_id] = made
         assert pool is not None
         correction = self._correction(project_id, mv, settings)
         with pool.lock:
@@ -214,6 +203,64 @@ class LivePools:
             )
             if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
                 self.heads.request(project_id)
+        return pool
+
+    def _new_pool(
+        self,
+        project_id: int,
+        mv: ModelVersion | None,
+        encoder: CachedEncoder,
+        settings: ProjectSettings,
+    ) -> ProjectPool:
+        """An empty pool of the project in ``encoder``'s space, with the version's head (or the
+        head this space had, kept on disk) and the project's anchors."""
+        head = self.models.version_head(mv)
+        data = self.head_data(project_id, settings) if head is None else None
+        kept = self.kept_heads.get(head_key(encoder, data)) if data is not None else None
+        factory = self.factories.predictor_factory(project_id, encoder, settings, head=head)
+        pool = ProjectPool(
+            project_id,
+            mv.id if mv is not None else None,
+            factory.empty(),
+            use_context=settings.encode_context,
+            settings=settings,
+        )
+        pool.fits_head = head is None
+        if kept is not None:  # the head this space had: served from the start
+            pool.predictor.head, pool.head_data = kept, data
+        a = factory.anchors
+        pool.anchors = (a.weight, dict(a.texts)) if a is not None else (0.0, {})
+        return pool
+
+    def settled(self, project_id: int) -> ProjectPool:
+        """The project's live pool with nothing left pending: a calibration its rows asked for
+        is done now, and the head of a multi-label space whose version has none is fitted now
+        (each swapped in as the background would), so what it answers next is what it answers
+        until the project changes (a bundle of it is exported from here)."""
+        pool = self.pool(project_id)
+        calibrate_snapshot(pool, self.cache)
+        if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
+            self._fit_pool_head(project_id)
+        return pool
+
+    def pool_with(
+        self, project_id: int, mv: ModelVersion | None, encoder: CachedEncoder
+    ) -> ProjectPool:
+        """A pool of the project for version ``mv`` (None: the frozen base) in ``encoder``'s
+        space, built, synced and calibrated as :meth:`pool` builds the live one (the version's
+        held-out correction applied; a multi-label space without a head gets its head now), but
+        not kept: what the app would serve with that version and encoder (a bundle of another
+        precision or version than the one serving)."""
+        with self.db.session() as s:
+            project = get_project(s, project_id)
+            settings = stored_settings(project.name, project.settings)
+        pool = self._new_pool(project_id, mv, encoder, settings)
+        correction = version_correction(self.db, mv, settings)
+        sync(pool, self.db, self.cache, settings, correction=correction)
+        if pool.fits_head and pool.predictor.multi_label and pool.predictor.head is None:
+            data = self.head_data(project_id, settings)
+            head = self.space_head(project_id, encoder, settings, data) if data else None
+            pool.predictor.head, pool.head_data = head, data
         return pool
 
     def _correction(

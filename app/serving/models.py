@@ -110,10 +110,20 @@ class Models:
         metrics = VersionMetrics.from_dict(mv.metrics)
         if not mv.artifact_path or not serves_int8(metrics, settings, self.budget):
             return self.encoder_for_version(mv, base)
+        int8 = self.int8_copy(mv)
+        return int8 if int8 is not None else self.encoder_for_version(mv, base)
+
+    def int8_copy(self, mv: ModelVersion | None) -> OnnxEncoder | None:
+        """The version's int8 ONNX copy where it passed parity (whether or not it serves here:
+        a bundle of the version in int8 carries it), loaded once per process; None when it has
+        none, or it is missing or will not load."""
+        metrics = VersionMetrics.from_dict(mv.metrics) if mv is not None else None
+        if mv is None or metrics is None or not mv.artifact_path or not metrics.int8_passed:
+            return None
         path = self.artifacts.path(mv.artifact_path)
         folder = int8_folder(self.artifacts, mv.artifact_path, metrics)
         if not (folder / MODEL_FILE).is_file():  # removed since: serve fp32
-            return self.encoder_for_version(mv, base)
+            return None
         key = f"int8:{mv.id}:{mv.artifact_sha256}:{folder.name}"
         with self._lock:
             if key not in self._int8:
@@ -132,8 +142,7 @@ class Models:
                         level=logging.WARNING,
                     )
                     self._int8[key] = None
-            int8 = self._int8[key]
-        return int8 if int8 is not None else self.encoder_for_version(mv, base)
+            return self._int8[key]
 
     def base_serving(self, base: str, settings: ProjectSettings) -> CachedEncoder:
         """The encoder a project that was never retrained serves with: the base encoder's int8

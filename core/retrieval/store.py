@@ -179,6 +179,15 @@ class VectorStore:
                 return {}
             return {n: t for n, (t, _) in self._anchors.items()}
 
+    def anchor_vectors(self) -> tuple[dict[str, str], np.ndarray]:
+        """The anchors in use (intent -> text) and their unit vectors, one row each in that
+        order (none while the weight is 0): what a bundle of this pool carries."""
+        with self.lock:
+            names = list(self._anchors) if self.anchor_weight else []
+            texts = {n: self._anchors[n][0] for n in names}
+            rows = [self._anchors[n][1] for n in names]
+            return texts, np.array(rows, dtype=np.float32).reshape(len(names), self.dim)
+
     def _anchor_sum(self, name: str, total: np.ndarray | None) -> np.ndarray | None:
         """An intent's prototype sum with its weighted anchor (None: neither)."""
         anchor = self._anchors.get(name)

@@ -33,6 +33,7 @@ from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from storage.projects import get_project
 from storage.tables import ModelVersion
+from storage.utterances import list_utterances
 from storage.versions import active_version
 from tests.handles import live
 from tests.samples import QUICK
@@ -342,6 +343,75 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     np.testing.assert_allclose(labels.encode(texts), label.encode(texts), atol=1e-5)
     current = models.serving_encoder(mv, mv.base_encoder, ProjectSettings())
     assert isinstance(current, OnnxEncoder) and anchor_encoder_of(current) is current
+
+
+def _bundle_answers(ctx, project, path, texts, tmp, **options):
+    """Export a bundle of the project and run its own predict.py in a bare environment (numpy,
+    onnxruntime and tokenizers only); its manifest and answers."""
+    import zipfile
+
+    from app.services.projects.bundles import export_bundle
+    from tests.core.bundle.test_standalone import run_predict_py
+
+    export_bundle(ctx.live, live(ctx, project), path, **options)
+    manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
+    return manifest, run_predict_py(path, texts, tmp)
+
+
+def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
+    ctx, trained, tmp_path
+):
+    """Issue 66 item 5: an int8 bundle queried fp32 pool vectors and calibrated its own
+    thresholds (its own fold ids: 0.6672 against the app's 0.6681 on BANKING77), so 991 and
+    994 of 1,000 answers agreed with the app. A bundle is now the pool the app serves: the
+    version's own int8 copy, the pool's vectors and thresholds; its predict.py, without the
+    app, gives every question the app's top intent and out-of-scope flag, int8 and fp32 (the
+    1,000 BANKING77 questions: ``python -m bench.bundle_parity``)."""
+    from tests.app.test_bundles_service import IN_SCOPE, OUT_OF_SCOPE
+
+    pid, mv = _state(ctx, trained)
+    with ctx.db.session() as s:
+        tests = [u.text for u in list_utterances(s, pid, split="test")]
+    texts = IN_SCOPE + OUT_OF_SCOPE + tests
+    assert len(texts) >= 80
+
+    def decided(rows):
+        return [(r["top"], r["oos"], r["labels"]) for r in rows]
+
+    pool = ctx.live.settled(pid)
+    assert isinstance(pool.encoder, OnnxEncoder)  # the app serves the version's int8 copy
+    app_int8 = predict_svc.predict(ctx.live, live(ctx, trained), texts)
+    manifest, alone = _bundle_answers(ctx, trained, tmp_path / "i8.zip", texts, tmp_path, int8=True)
+    assert manifest["app_served"] == {
+        "precision": "int8",
+        "model_version": mv.id,
+        "this_bundle": True,
+    }
+    assert manifest["thresholds"] == pool.predictor.thresholds  # the very thresholds
+    folder = tmp_path / "unzipped-i8"
+    _, _, _, vectors = pool.index.examples()
+    np.testing.assert_array_equal(np.load(folder / "vectors.npy"), vectors)  # the int8 pool
+    served_graph = (pool.encoder.folder / "model.int8.onnx").read_bytes()
+    assert (folder / "onnx" / "model.int8.onnx").read_bytes() == served_graph
+    assert decided(alone) == decided(app_int8)
+    assert sum(r["oos"] for r in app_int8) >= 5  # the out-of-scope flag is exercised
+
+    project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "off"})
+    try:
+        assert isinstance(ctx.live.settled(pid).encoder, Encoder)
+        app_fp32 = predict_svc.predict(ctx.live, live(ctx, trained), texts)
+        manifest, alone = _bundle_answers(ctx, trained, tmp_path / "f.zip", texts, tmp_path)
+        assert manifest["app_served"]["precision"] == "fp32" and manifest["precision"] == "fp32"
+        assert manifest["thresholds"] == ctx.live.pool(pid).predictor.thresholds
+        assert decided(alone) == decided(app_fp32)
+        # an int8 bundle while the app serves fp32: what the app serves with int8 on
+        manifest, alone = _bundle_answers(
+            ctx, trained, tmp_path / "i8b.zip", texts, tmp_path, int8=True
+        )
+        assert manifest["app_served"]["this_bundle"] is False
+        assert decided(alone) == decided(app_int8)
+    finally:
+        project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "on"})
 
 
 def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):

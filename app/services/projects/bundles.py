@@ -1,6 +1,7 @@
-"""Model bundles from the app's side: export a model version of a project as a bundle (optionally
-with an int8 ONNX encoder that must pass the parity check), and import a bundle as a new
-read-only project whose exemplars are its labelled pool and whose encoder is the bundle's.
+"""Model bundles from the app's side: export a model version of a project as a bundle that
+answers as the app serving it (:mod:`app.services.projects.bundle_export`), and import a bundle
+as a new read-only project whose exemplars are its labelled pool and whose encoder is the
+bundle's.
 
 The bundle format and its safe loading live in :mod:`core.bundle`; this module only gathers the
 project's data and writes rows.
@@ -12,228 +13,33 @@ import itertools
 import json
 import logging
 import shutil
-import tempfile
 import uuid
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from app.access import ProjectHandle
 from app.access.auth import current_actor
 from app.limits import BUNDLE_PROJECTS_PER_USER as BUNDLES
 from app.project_settings import ANCHOR_SETTING, OOS_SETTING, ProjectSettings
-from app.services.models.versions import Version, resolve_factory
 from app.services.projects import accounts as security
+from app.services.projects.bundle_export import export_bundle
 from app.serving.factories import FactoryBuilder
-from app.serving.live import LivePools
-from app.serving.oos_correction import version_correction
-from core.bundle import open_bundle, write_bundle
-from core.encoding.registry import LABEL_DIR, Encoder
-from core.evaluation.oos import OUT_OF_SCOPE, calibrate_predictor, in_scope_labels
-from core.evaluation.version_metrics import VersionMetrics
+from core.bundle import open_bundle
+from core.encoding.registry import LABEL_DIR
 from core.multilabel.head import HEAD_DIR
-from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from storage import versions
 from storage.artifacts import tree_sha256
-from storage.datasets import snapshot
-from storage.errors import NotFoundError, StorageError
+from storage.errors import StorageError
 from storage.imports import import_rows
 from storage.members import read_only_memberships, set_member
 from storage.names import project_name_problem
 from storage.projects import create_project, describe_intents, names_starting
-from storage.utterances import NewUtterance, list_utterances
+from storage.utterances import NewUtterance
 from storage.versions import NewVersion
 
 logger = logging.getLogger(__name__)
 
-
-def _version_row(factories: FactoryBuilder, p: ProjectHandle, version: Version) -> dict[str, Any]:
-    """What the manifest says about the version (None/"active" = the active one)."""
-    with factories.db.session() as s:
-        base = p.base_encoder
-        if version == "base" or (version in (None, "active") and not p.active_version_id):
-            return {"id": None, "method": "frozen", "base": base, "dir": None}
-        try:
-            mv = (
-                versions.active_version(s, p.id)
-                if version in (None, "active")
-                else versions.get_version(s, p.id, int(version))
-            )
-        except NotFoundError:
-            raise ValueError(f"No model version {version} in project {p.name!r}.") from None
-    assert mv is not None
-    if not mv.artifact_path or not factories.models.artifacts.verify(
-        mv.artifact_path, mv.artifact_sha256 or ""
-    ):
-        raise ValueError(f"The files of v{mv.id} are missing or changed on disk.")
-    measured = VersionMetrics.from_dict(mv.metrics)
-    return {
-        "id": mv.id,
-        "method": mv.method,
-        "base": mv.base_encoder,
-        "dir": factories.models.artifacts.path(mv.artifact_path),
-        "config": dict(mv.config or {}),
-        "measured": measured,
-        "row": mv,
-    }
-
-
-def _recorded(measured: VersionMetrics | None, variant: str | None) -> dict[str, Any]:
-    """The manifest's ``metrics`` (labelled by the encoder they measured: a bundle whose int8
-    copy is the ``variant`` the version measured carries that measurement, any other bundle the
-    fp32 encoder's) and ``base_metrics`` (the frozen base on the same rows)."""
-    if measured is None:
-        return {"metrics": {}, "base_metrics": {}}
-    shown = measured.served(variant is not None and variant == measured.int8.get("variant"))
-    return {
-        "metrics": replace(shown, base=None).to_dict(),
-        "base_metrics": measured.base.to_dict() if measured.base else {},
-    }
-
-
-def export_bundle(
-    live: LivePools,
-    p: ProjectHandle,
-    out: str | Path,
-    *,
-    version: Version = None,
-    int8: bool = False,
-) -> dict[str, Any]:
-    """Write ``out`` (.zip) for a version of ``project`` and return its manifest summary.
-
-    The encoder travels once: with ``int8`` as its int8 ONNX graph alone (a tuned version's fp32
-    weights stay home), else fp32, as the version's files with an ONNX graph over them
-    (:func:`_fp32_graph`); either way the bundle's ``predict.py`` runs without the app.
-
-    Raises:
-        ValueError: unknown version, no labelled pool, or (with ``int8``) no texts to check parity.
-        core.bundle.onnx.OnnxParityError: the int8 encoder disagrees with fp32 on more than 1 % of
-            the evaluation split; nothing is written.
-    """
-    out = Path(out)
-    if out.suffix.lower() != ".zip":
-        raise ValueError("A bundle is a .zip file: give a path ending in .zip.")
-    row = _version_row(live.factories, p, version)
-    # the fp32 encoder travels (and, with ``int8``, its int8 copy exported here)
-    factory, _ = resolve_factory(
-        live.factories, p, row["id"] if row["id"] else "base", served=False
-    )
-    encoder = cast(Encoder, factory.encoder)
-    with live.db.session() as s:
-        project_id, rows = p.id, list_utterances(s, p.id)
-        dataset_hash = snapshot(s, p.id).content_hash
-    if p.settings.encode_context:  # a bundle encodes the utterance alone: it would drift
-        raise ValueError(
-            "This project encodes each utterance after its context, and a bundle predicts from "
-            "the utterance alone. Turn context encoding off to export a bundle "
-            "(intent-studio context --encode off)."
-        )
-    pool = [r for r in rows if r.split == "train" and in_scope_labels(r.labels)]
-    if not pool:
-        raise ValueError("This project has no labelled training utterances to put in a bundle.")
-    texts, labels = [r.text for r in pool], [in_scope_labels(r.labels) for r in pool]
-    vectors = live.cache.encode(encoder, texts)
-    # the out-of-scope thresholds travel: calibrated in this version's space with its anchors,
-    # out of fold over the train pool, as the app does
-    out_of_scope = [r.text for r in rows if r.split == "train" and OUT_OF_SCOPE in r.labels]
-    calibration = None
-    target = p.settings.oos_target_recall
-    if target is not None and not is_multilabel(labels):  # a head decides "no intent" itself
-        # the factory's Predictor: its anchors, as the bundle predicts
-        predictor = factory.replace(head=None, thresholds={}).build(texts, labels, vectors=vectors)
-        oos = live.cache.encode(encoder, out_of_scope) if out_of_scope else None
-        # the version's held-out correction, as its live pool applies it
-        found = version_correction(live.db, row.get("row"), p.settings)
-        correction = (
-            found.for_items(dict(enumerate(zip(texts, labels, strict=True)))) if found else None
-        )
-        calibration = calibrate_predictor(
-            predictor, out_of_scope=oos, target_recall=target, correction=correction
-        )
-    fields: dict[str, Any] = {
-        "project": p.name,
-        "model_version": row["id"],
-        "method": row["method"],
-        "config": row.get("config", {}),
-        **_recorded(row.get("measured"), None),
-        "dataset_hash": dataset_hash,
-        "multi_label": is_multilabel(labels),
-    }
-    if calibration is not None:
-        fields["thresholds"] = calibration.thresholds
-        fields["out_of_scope"] = calibration.to_dict()
-    # a version without a head serves one fitted on its vectors (LivePools.space_head): the
-    # bundle carries it, so it decides as the app does
-    head = (
-        live.space_head(project_id, encoder, p.settings)
-        if fields["multi_label"] and factory.head is None
-        else None
-    )
-    with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
-        extra: dict[str, Path] = {}
-        if head is not None:
-            extra[HEAD_DIR] = head.save(Path(tmp) / HEAD_DIR)
-        if row["dir"] is not None and (row["dir"] / HEAD_DIR).is_dir():
-            extra[HEAD_DIR] = row["dir"] / HEAD_DIR  # the multi-label head and its thresholds
-        encoder_dir, onnx_only = row["dir"], False
-        if int8:
-            from core.bundle.onnx import export_onnx
-
-            evaluation = [r.text for r in rows if r.split == "test"] or texts
-            exported = export_onnx(
-                encoder,
-                Path(tmp) / "onnx",
-                pool_texts=texts,
-                pool_labels=labels,
-                eval_texts=evaluation,
-                pool_vectors=vectors,
-            )
-            extra["onnx"] = Path(tmp) / "onnx"
-            fields.update(_recorded(row.get("measured"), exported.variant))
-            # the int8 graph is a tuned version's encoder: its fp32 weights stay home
-            encoder_dir, onnx_only = None, encoder_dir is not None
-        else:
-            extra.update(_fp32_graph(encoder, row["dir"], Path(tmp)))
-        write_bundle(
-            out,
-            encoder_dir=encoder_dir,
-            base_encoder=row["base"],
-            exemplar_texts=texts,
-            exemplar_labels=labels,
-            vectors=vectors,
-            manifest_fields=fields,
-            extra_files=extra,
-            anchors=dict(factory.anchors.texts) if factory.anchors else {},
-            anchor_vectors=factory.anchors.vectors if factory.anchors else None,
-            anchor_weight=factory.anchors.weight if factory.anchors else 0.0,
-            onnx_only=onnx_only,
-        )
-    version = row["id"] or "frozen base"
-    security.record(live.db, "bundle_exported", f"{p.name!r}, version {version}", who=p.actor)
-    return {
-        "path": str(out),
-        "size_mb": round(out.stat().st_size / 1e6, 2),
-        "model_version": row["id"],
-        "exemplars": len(texts),
-        "int8": int8,
-    }
-
-
-def _fp32_graph(encoder: Encoder, version_dir: Path | None, tmp: Path) -> dict[str, Path]:
-    """The fp32 ONNX graph of a bundle without int8 (its ``predict.py`` runs it), as extra
-    files: beside a tuned version's safetensors (``encoder/``), whose bytes it reads, or in
-    ``onnx/`` with its weights inside (the frozen base and an adapter carry no full weights)."""
-    from core.bundle.onnx_fp32 import export_fp32
-
-    out = tmp / "onnx"
-    out.mkdir()
-    weights = version_dir / "encoder" if version_dir is not None else None
-    if weights is None or not weights.is_dir():
-        export_fp32(encoder, out)
-        return {"onnx": out}
-    export_fp32(encoder, out, weights=weights)
-    return {f"encoder/{path.name}": path for path in out.iterdir()}
+__all__ = ["export_bundle", "import_bundle"]
 
 
 def _bundle_settings(manifest: dict[str, Any]) -> dict[str, Any]:

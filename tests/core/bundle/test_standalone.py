@@ -109,7 +109,7 @@ def _pool(seed: int, *, n: int = 240, dim: int = 16, intents: int = 10):
     which = [int(i) for i in rng.integers(0, intents - 2, size=n)]
     vecs = centres[which] + rng.normal(scale=1.1, size=(n, dim))
     vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
-    sets = [(f"i{j}",) for j in which]
+    sets: list[tuple[str, ...]] = [(f"i{j}",) for j in which]
     for i in range(0, n, 11):
         sets[i] = tuple(sorted({sets[i][0], f"i{(which[i] + 1) % (intents - 2)}"}))
     vecs[5] = vecs[4]
