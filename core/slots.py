@@ -71,15 +71,37 @@ class EntitySpan:
 
 @dataclass(frozen=True)
 class SlotData:
-    """What a file brings besides its utterances: slot values, templates per intent and the
-    entity annotations per utterance text (:meth:`EntitySpan.to_dict` form)."""
+    """What a file brings besides its utterances: slot values, templates per intent, the
+    entity annotations per utterance text (:meth:`EntitySpan.to_dict` form) and the synonyms
+    of slot values (slot -> value -> the other ways it is written: an entity type's entries)."""
 
     book: dict[str, list[str]] = field(default_factory=dict)
     templates: dict[str, list[str]] = field(default_factory=dict)
     entities: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    synonyms: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.book or self.templates or self.entities)
+        return bool(self.book or self.templates or self.entities or self.synonyms)
+
+    def add_value(self, slot: str, value: str, synonyms: Sequence[str] = ()) -> None:
+        """Record a value of ``slot`` (once) and the synonyms it lacks (not the value itself).
+
+        Example:
+            >>> data = SlotData()
+            >>> data.add_value("card", "credit", ["credit card", "credit"])
+            >>> data.book, data.synonyms
+            ({'card': ['credit']}, {'card': {'credit': ['credit card']}})
+        """
+        value = value.strip()
+        if not value:
+            return
+        values = self.book.setdefault(slot, [])
+        if value not in values:
+            values.append(value)
+        said = [w.strip() for w in synonyms if w.strip() and w.strip() != value]
+        if said:
+            mine = self.synonyms.setdefault(slot, {}).setdefault(value, [])
+            mine += [w for w in dict.fromkeys(said) if w not in mine]
 
 
 def check_slot_name(name: str) -> str:

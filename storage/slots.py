@@ -35,20 +35,57 @@ def slot_book(s: Session, project_id: int) -> dict[str, list[str]]:
 
 
 def set_slot_values(s: Session, project_id: int, slot: str, values: Sequence[str]) -> None:
-    """Replace the slot's values (an empty list removes the slot)."""
+    """Replace the slot's values (an empty list removes the slot); a value kept keeps its
+    synonyms."""
+    kept = slot_synonyms(s, project_id).get(slot, {})
     s.execute(delete(SlotValue).where(SlotValue.project_id == project_id, SlotValue.slot == slot))
-    s.add_all(SlotValue(project_id=project_id, slot=slot, value=v) for v in values)
+    s.add_all(
+        SlotValue(project_id=project_id, slot=slot, value=v, synonyms=kept.get(v, []))
+        for v in values
+    )
     s.flush()
 
 
-def add_slot_values(s: Session, project_id: int, book: Mapping[str, Iterable[str]]) -> int:
-    """Add the values the book lacks (an import); returns how many were new."""
+def add_slot_values(
+    s: Session,
+    project_id: int,
+    book: Mapping[str, Iterable[str]],
+    synonyms: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+) -> int:
+    """Add the values the book lacks (an import), and the ``synonyms`` (slot -> value -> the
+    other ways it is written) each value lacks; returns how many values were new."""
     have = {(slot, v) for slot, values in slot_book(s, project_id).items() for v in values}
     new = [(slot, v) for slot, values in book.items() for v in values if (slot, v) not in have]
     new = list(dict.fromkeys(new))
     s.add_all(SlotValue(project_id=project_id, slot=slot, value=v) for slot, v in new)
     s.flush()
+    if synonyms:
+        rows = s.scalars(
+            select(SlotValue).where(
+                SlotValue.project_id == project_id, SlotValue.slot.in_(list(synonyms))
+            )
+        )
+        for row in rows:
+            said = synonyms[row.slot].get(row.value, ())
+            more = [w for w in said if w not in (row.synonyms or []) and w != row.value]
+            if more:
+                row.synonyms = [*(row.synonyms or []), *dict.fromkeys(more)]
+        s.flush()
     return len(new)
+
+
+def slot_synonyms(s: Session, project_id: int) -> dict[str, dict[str, list[str]]]:
+    """Slot -> value -> its synonyms, for the values that have any."""
+    out: dict[str, dict[str, list[str]]] = {}
+    rows = s.execute(
+        select(SlotValue.slot, SlotValue.value, SlotValue.synonyms)
+        .where(SlotValue.project_id == project_id)
+        .order_by(SlotValue.slot, SlotValue.id)
+    )
+    for slot, value, synonyms in rows:
+        if synonyms:
+            out.setdefault(slot, {})[value] = list(synonyms)
+    return out
 
 
 def templates_by_intent(s: Session, project_id: int) -> dict[str, list[str]]:

@@ -222,6 +222,8 @@ class SlotValue(Base):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
     slot: Mapped[str] = mapped_column(String(80))
     value: Mapped[str] = mapped_column(String(200))
+    # the other ways the value is written (an entity type's synonyms: "card" for "credit card")
+    synonyms: Mapped[list[str]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

@@ -1,8 +1,9 @@
 """A slot book file for projects that do not come from Rasa: YAML with a ``slot_book:`` mapping
-(slot -> list of values) and a ``templates:`` mapping (intent -> list of templates with
-``{slot}`` placeholders). Either may be left out. Read by :func:`app.formats.read_any` for a
-``.yml``/``.yaml`` file that has one of these keys and no ``nlu:``; written by
-:func:`dump_slot_book`.
+(slot -> list of values), a ``templates:`` mapping (intent -> list of templates with ``{slot}``
+placeholders) and a ``synonyms:`` mapping (slot -> value -> the other ways it is written: an
+entity type's entries, so a slot type travels whole beside a CSV file). Each may be left out.
+Read by :func:`app.formats.read_any` for a ``.yml``/``.yaml`` file that has one of these keys
+and no ``nlu:``; written by :func:`dump_slot_book`.
 
 Example:
     >>> doc = b"slot_book:\\n  city: [Berlin, Paris]\\ntemplates:\\n  book: ['fly to {city}']\\n"
@@ -24,8 +25,8 @@ from app.formats.common import FormatError, ParsedFile, check_intent
 from app.formats.safe_yaml import compose_yaml
 from core.slots import SlotData, SlotError, check_slot_name, check_values
 
-KEYS = ("slot_book", "templates")
-_LOOKS_LIKE = re.compile(r"^(slot_book|templates)\s*:", re.MULTILINE)
+KEYS = ("slot_book", "templates", "synonyms")
+_LOOKS_LIKE = re.compile(r"^(slot_book|templates|synonyms)\s*:", re.MULTILINE)
 _NLU = re.compile(r"^nlu\s*:", re.MULTILINE)
 
 
@@ -65,10 +66,20 @@ def parse_slot_book(data: bytes) -> ParsedFile:
         raise FormatError("A slot book file is a mapping with 'slot_book:' and/or 'templates:'.")
     problems: list[tuple[int, str]] = []
     found: dict[str, dict[str, list[str]]] = {}
+    synonyms: dict[str, dict[str, list[str]]] = {}
     for k, v in root.value:
         key = str(k.value)
         if key not in KEYS:
             problems.append((k.start_mark.line + 1, f"unknown key {key!r}; use {', '.join(KEYS)}"))
+            continue
+        if key == "synonyms":
+            if not isinstance(v, yaml.MappingNode):
+                problems.append((v.start_mark.line + 1, "'synonyms:' must be a mapping"))
+                continue
+            synonyms = {
+                str(sk.value): _mapping(sv, f"synonyms of {sk.value!r}", problems)
+                for sk, sv in v.value
+            }
             continue
         found[key] = _mapping(v, key, problems)
     book: dict[str, list[str]] = {}
@@ -83,7 +94,7 @@ def parse_slot_book(data: bytes) -> ParsedFile:
         raise FormatError(f"{len(problems)} problem(s) in the slot book file.", problems)
     n = sum(len(v) for v in templates.values())
     notes = [f"Slot book file: {len(book)} slot(s), {n} template(s)."]
-    return ParsedFile([], notes, 0, slots=SlotData(book, templates))
+    return ParsedFile([], notes, 0, slots=SlotData(book, templates, synonyms=synonyms))
 
 
 def _item(text: str) -> str:
@@ -91,11 +102,18 @@ def _item(text: str) -> str:
 
 
 def dump_slot_book(data: SlotData) -> str:
-    """A slot book file (YAML) with the book and the templates."""
+    """A slot book file (YAML) with the book, the templates and the values' synonyms."""
     lines: list[str] = []
     for key, table in (("slot_book", data.book), ("templates", data.templates)):
         lines.append(f"{key}:" if table else f"{key}: {{}}")
         for name, items in sorted(table.items()):
             lines.append(f"  {_item(name)}:")
             lines += [f"  - {_item(t)}" for t in items]
+    if any(data.synonyms.values()):
+        lines.append("synonyms:")
+        for slot, by_value in sorted(data.synonyms.items()):
+            lines.append(f"  {_item(slot)}:")
+            for value, words in by_value.items():
+                lines.append(f"    {_item(value)}:")
+                lines += [f"    - {_item(w)}" for w in words]
     return "\n".join(lines) + "\n"

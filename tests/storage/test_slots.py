@@ -109,3 +109,40 @@ def test_merging_intents_moves_their_templates_to_the_target_once(db, project):
             "refund {thing}",
             "stop {thing}",
         ]
+
+
+def test_slot_values_keep_their_synonyms_and_an_old_database_gains_them(db, project, tmp_path):
+    """Issue 66: an entity type travels whole between platforms (Dialogflow's entries, Rasa's
+    synonym maps, CLU's lists, Lex's slot type values): a value keeps the other ways it is
+    written (migration 0013); an import adds the synonyms a value lacks, and an edit of the
+    slot's values keeps those of the values it keeps."""
+    from sqlalchemy import text
+
+    from storage.db import Database
+    from storage.slots import slot_synonyms
+
+    with db.session() as s:
+        add_slot_values(s, project, {"card": ["credit", "debit"]}, {"card": {"credit": ["cc"]}})
+        add_slot_values(
+            s, project, {"card": ["credit"]}, {"card": {"credit": ["cc", "credit card"]}}
+        )
+        assert slot_synonyms(s, project) == {"card": {"credit": ["cc", "credit card"]}}
+        set_slot_values(s, project, "card", ["credit", "gold"])
+    with db.session() as s:
+        assert slot_book(s, project) == {"card": ["credit", "gold"]}
+        assert slot_synonyms(s, project) == {"card": {"credit": ["cc", "credit card"]}}
+    url = old_database(
+        tmp_path / "old.db",
+        "0012",
+        "INSERT INTO projects (id, name, description, base_encoder, read_only, settings,"
+        " created_at, version) VALUES (1, 'old', '', 'minilm', 0, '{}', '2026-01-01', 1)",
+        "INSERT INTO slot_values (project_id, slot, value, created_at)"
+        " VALUES (1, 'city', 'Paris', '2026-01-01')",
+    )
+    old = Database(url)
+    with old.session() as s:
+        assert slot_book(s, 1) == {"city": ["Paris"]} and slot_synonyms(s, 1) == {}
+        add_slot_values(s, 1, {}, {"city": {"Paris": ["Paname"]}})
+    with old.engine.connect() as conn:
+        assert conn.execute(text("SELECT synonyms FROM slot_values")).scalar() == '["Paname"]'
+    old.dispose()

@@ -115,7 +115,15 @@ def check_slot_data(data: SlotData, known: Mapping[str, Sequence[str]] | None = 
         intent: [check_template(t, every) for t in dict.fromkeys(ts)]
         for intent, ts in data.templates.items()
     }
-    return SlotData(book, found, data.entities)
+    synonyms = {
+        slot: {
+            value: check_values(f"{slot} ({value})", dict.fromkeys(w.strip() for w in words))
+            for value, words in by_value.items()
+            if value in book.get(slot, ()) or value in (known or {}).get(slot, ())
+        }
+        for slot, by_value in data.synonyms.items()
+    }
+    return SlotData(book, found, data.entities, synonyms)
 
 
 def import_slot_data(db: Database, p: ProjectHandle, data: SlotData) -> list[str]:
@@ -129,7 +137,7 @@ def import_slot_data(db: Database, p: ProjectHandle, data: SlotData) -> list[str
     with writing(db, p) as s:
         pid = p.id
         data = check_slot_data(data, repo.slot_book(s, pid))
-        values = repo.add_slot_values(s, pid, data.book)
+        values = repo.add_slot_values(s, pid, data.book, data.synonyms)
         made = repo.add_templates(s, pid, data.templates)
         annotated = repo.set_entities(s, pid, data.entities)
     notes = []
@@ -146,5 +154,8 @@ def export_slot_data(db: Database, p: ProjectHandle) -> SlotData:
     with db.session() as s:
         pid = p.id
         return SlotData(
-            repo.slot_book(s, pid), repo.templates_by_intent(s, pid), repo.entities_by_text(s, pid)
+            repo.slot_book(s, pid),
+            repo.templates_by_intent(s, pid),
+            repo.entities_by_text(s, pid),
+            repo.slot_synonyms(s, pid),
         )
