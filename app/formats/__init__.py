@@ -52,6 +52,7 @@ from app.formats.intent_files import (
 )
 from app.formats.left_out import AGENTS, INTENT_FILES, RASA, TABULAR, Carries, left_out
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
+from app.formats.rasa_write import write_rasa
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
     from_spreadsheet_safe,
@@ -78,6 +79,7 @@ __all__ = [
     "dump_slot_book",
     "export_formats",
     "from_spreadsheet_safe",
+    "kept_title",
     "parse_csv",
     "parse_intent_files",
     "parse_jsonl",
@@ -94,11 +96,22 @@ __all__ = [
 ]
 
 
+RASA_FILE = "rasa"  # the kept file's format (AgentSource.format) of a project imported from Rasa
+RASA_TITLE = "Rasa NLU file"
+
+
 def _read_yaml(data: bytes) -> ParsedFile:
-    """Rasa NLU YAML, or a slot book file (``slot_book:`` / ``templates:``, no ``nlu:``)."""
+    """Rasa NLU YAML (kept with the project, so that an export writes back into it), or a slot
+    book file (``slot_book:`` / ``templates:``, no ``nlu:``)."""
     if is_slot_book(decode(data)):
         return replace(parse_slot_book(data), format="slot book")
-    return replace(parse_rasa_yaml(data), format="Rasa NLU YAML")
+    kept = AgentSource(RASA_FILE, data)
+    return replace(parse_rasa_yaml(data), format="Rasa NLU YAML", agent=kept)
+
+
+def kept_title(format: str) -> str:
+    """What a kept file is, in a note: an agent format's title, or the Rasa file's."""
+    return RASA_TITLE if format == RASA_FILE else agent_format(format).title
 
 
 def _read_zip(data: bytes, language: str | None = None) -> ParsedFile:
@@ -214,7 +227,7 @@ def read_any(
 
 def _language_said(parsed: ParsedFile, language: str | None) -> ParsedFile:
     """A note when a language was asked of a file that is no agent (it has one language)."""
-    if not language or parsed.agent is not None:
+    if not language or (parsed.agent is not None and parsed.agent.format != RASA_FILE):
         return parsed
     note = f"The language {language!r} applies to agent exports; this {parsed.format} was read."
     return replace(parsed, notes=[*parsed.notes, note])
@@ -233,9 +246,10 @@ Writer = Callable[[list[Row], dict[str, str], SlotData], tuple[bytes, list[str]]
 
 
 def _rasa(
-    rows: list[Row], descriptions: dict[str, str], slots: SlotData
+    rows: list[Row], descriptions: dict[str, str], slots: SlotData, kept: bytes | None = None
 ) -> tuple[bytes, list[str]]:
-    return dump_rasa_yaml(rows, descriptions, slots=slots).encode("utf-8"), []
+    text, notes = write_rasa(rows, descriptions, slots, kept=kept)
+    return text.encode("utf-8"), notes
 
 
 def _jsonl(
@@ -287,9 +301,10 @@ def write_any(
     A file is written to a temporary name and renamed, so a failed write leaves no half file.
     Rasa and intent files leave unlabelled rows out. Intent ``descriptions`` go in a
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
-    have no place for them. Rasa files carry ``slots`` (entity markup and ``lookup:`` tables),
-    CSV and JSONL the entity annotations (``entities``). What a format has no place for is named
-    in the notes (:func:`app.formats.left_out.left_out`).
+    have no place for them. Rasa files carry ``slots`` (entity markup, ``lookup:`` tables and
+    ``synonym:`` maps; written back into the Rasa file the project came from, ``kept``), CSV and
+    JSONL the entity annotations (``entities``). What a format has no place for is named in the
+    notes (:func:`app.formats.left_out.left_out`).
 
     Raises:
         ValueError: an unknown agent format, a path whose suffix is not the agent's (``.zip``
@@ -316,7 +331,10 @@ def write_any(
         write_intent_folder(rows, p)
         return device_files(rows) + left_out(rows, described, slots, INTENT_FILES)
     carries, writer = _WRITERS.get(suffix, (TABULAR, _csv))
-    payload, notes = writer(rows, described, slots)
+    if writer is _rasa and kept is not None and kept.format == RASA_FILE:
+        payload, notes = _rasa(rows, described, slots, kept.content)
+    else:
+        payload, notes = writer(rows, described, slots)
     return _written(p, payload, notes + left_out(rows, described, slots, carries))
 
 

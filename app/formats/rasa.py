@@ -8,16 +8,23 @@ form ``examples: [{text: ..., metadata: ...}]``.
   is kept beside it (:class:`core.slots.SlotData`): its value joins the slot book, the example with
   ``{city}`` in place of the value becomes a template of its intent, and the spans are stored on
   the utterance, so an export writes the markup back (``keep_entity_markup=True`` keeps the
-  markup as typed in the text instead). ``lookup:`` tables join the slot book and are written back.
-- A multi-intent name ``a+b`` becomes the labels ``("a", "b")``, and a multi-label row is written
-  that way.
+  markup as typed in the text instead). ``lookup:`` tables join the slot book; a ``synonym:``
+  map gives the value its annotations name its synonyms.
+- The file itself is kept with the project (as a platform agent's is), so an export to Rasa
+  writes the project back into it: what the project did not change comes back line for line,
+  its ``synonym:``, ``regex:`` and ``lookup:`` items and comments with it
+  (:mod:`app.formats.rasa_kept`); nothing is added that no row or slot value asks for.
+- A multi-intent name ``a+b`` becomes the labels ``("a", "b")``; a multi-label row the file did
+  not hold under each of its intents is written that way, Rasa's multi-intent convention, and
+  the export says how to configure Rasa for it (:mod:`app.formats.rasa_write`).
 - Rows of another split than ``train``, or with a context (the turn before), are written in the
   list form with ``metadata: {split: ..., context: ...}`` and read back so (Rasa keeps an
   example's ``metadata`` and ignores what it does not use). A text a literal block cannot hold
   (control characters, line separators, spaces at its ends) is written in double quotes with YAML
   escapes (:func:`app.formats.safe_yaml.quoted`), so every text reads back exactly; a text that
-  only looks like markup is escaped (:mod:`app.formats.rasa_entities`). ``synonym``/``regex`` items and the other sections of a
-  Rasa project (``responses``, ``stories``, ...) are skipped with a note; other keys are errors.
+  only looks like markup is escaped (:mod:`app.formats.rasa_entities`). The other sections of a
+  Rasa project (``responses``, ``stories``, ...) are read past with a note (the kept file holds
+  them); other keys are errors.
 - Rows without an intent (the ``unlabelled`` split) have no place in the format and are not
   written.
 - An intent's description is ``metadata: {description: ...}`` on its intent item (Rasa 3 allows
@@ -32,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 import yaml
@@ -51,16 +57,13 @@ from app.formats.common import (
 from app.formats.rasa_entities import (
     add_example,
     add_lookup,
-    dump_lookups,
     read_markup,
-    spans_of,
-    write_markup,
 )
-from app.formats.safe_yaml import compose_yaml, fits_block, quoted
+from app.formats.rasa_write import write_rasa
+from app.formats.safe_yaml import compose_yaml
 from core.slots import EntitySpan, SlotData, SlotError
 from storage.tables import SPLITS
 
-RASA_VERSION = "3.1"
 RASA_SKIPPED_ITEMS = ("synonym", "regex")
 RASA_OTHER_SECTIONS = frozenset(
     {
@@ -77,9 +80,7 @@ RASA_OTHER_SECTIONS = frozenset(
         "test_stories",
     }
 )
-_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-+/.]*")
 _STR = "tag:yaml.org,2002:str"
-_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none"})
 
 
 def _node_key(node: yaml.Node) -> str:
@@ -116,6 +117,7 @@ def parse_rasa_yaml(
     flattened = 0
     slots = SlotData()
     skipped: dict[str, int] = {}
+    synonyms: dict[str, list[str]] = {}  # a synonym map's value -> the ways it is written
     descriptions: dict[str, tuple[int, str]] = {}
     nlu: yaml.Node | None = None
     for key_node, value_node in root.value:
@@ -144,6 +146,13 @@ def parse_rasa_yaml(
         if "lookup" in fields and "intent" not in fields:
             _lookup(fields, slots, problems, line)
             continue
+        if kind == "synonym" and "intent" not in fields:
+            value = _node_key(fields["synonym"])
+            examples = fields.get("examples")
+            words = (
+                [t.strip() for _, t, _, _ in _rasa_examples(examples, problems)] if examples else []
+            )
+            synonyms[value] = [*synonyms.get(value, []), *words]
         if "intent" not in fields:
             if kind is not None:
                 skipped[kind] = skipped.get(kind, 0) + 1
@@ -197,8 +206,11 @@ def parse_rasa_yaml(
             add_example(slots, flat.strip(), spans, labels)
             found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split, context)))
     rows = finish(found, problems, declared=len(descriptions))
+    notes += _synonyms(slots, synonyms)
     for kind, count in sorted(skipped.items()):
-        notes.append(f"Skipped {count} {kind} item(s) (not intent examples).")
+        notes.append(
+            f"Kept {count} {kind} item(s) with the file: an export to Rasa writes them back."
+        )
     if flattened:
         notes.append(
             f"Kept {flattened} entity annotation(s) such as [Berlin](city): the utterance is its "
@@ -280,24 +292,6 @@ def _rasa_examples(node: yaml.Node, problems: list[tuple[int, str]]) -> list[Exa
     return out
 
 
-def _yaml_name(name: str) -> str:
-    if _PLAIN_NAME.fullmatch(name) and name.lower() not in _YAML_WORDS:
-        return name
-    return quoted(name)
-
-
-def _grouped(rows: Iterable[Row], separator: str) -> dict[str, list[Row]]:
-    groups: dict[str, list[Row]] = {}
-    for row in rows:
-        if not row.labels:
-            continue
-        bad = [n for n in row.labels if separator and separator in n and len(row.labels) == 1]
-        if bad:
-            raise ValueError(f"Intent {bad[0]!r} contains {separator!r}, the multi-intent mark.")
-        groups.setdefault(separator.join(sorted(row.labels)), []).append(row)
-    return dict(sorted(groups.items()))
-
-
 def dump_rasa_yaml(
     rows: Iterable[Row],
     descriptions: dict[str, str] | None = None,
@@ -308,7 +302,9 @@ def dump_rasa_yaml(
     """Write labelled rows as Rasa NLU YAML (``version: "3.1"``); unlabelled rows are left out.
     An intent's description goes in its item's ``metadata`` (a described intent without rows
     gets an item of its own). With ``slots``, annotated texts are written with their entity
-    markup and the slot book as ``lookup:`` tables.
+    markup, and the slot values and synonyms no annotation carries as ``lookup:`` and
+    ``synonym:`` items (:func:`app.formats.rasa_write.write_rasa`, which also writes into the
+    file a project was imported from).
 
     Example:
         >>> print(dump_rasa_yaml([Row("hello", ("greet",))]), end="")
@@ -318,29 +314,27 @@ def dump_rasa_yaml(
           examples: |
             - hello
     """
-    lines = [f'version: "{RASA_VERSION}"', "nlu:"]
-    slots = slots or SlotData()
-    described = {n: d for n, d in (descriptions or {}).items() if d}
-    groups: dict[str, list[Row]] = {n: [] for n in described}
-    groups.update(_grouped(rows, multi_intent_separator))
-    for name, group in sorted(groups.items()):
-        lines.append(f"- intent: {_yaml_name(name)}")
-        if name in described:
-            lines.append(f"  metadata: {{description: {quoted(described[name])}}}")
-        if not group:
-            continue
-        texts = [write_markup(r.text, spans_of(slots.entities, r.text)) for r in group]
-        plain = zip(group, texts, strict=True)
-        if all(r.split == "train" and not r.context and fits_block(t) for r, t in plain):
-            lines.append("  examples: |")
-            lines += [f"    - {t}" for t in texts]
-            continue
-        lines.append("  examples:")
-        for r, t in zip(group, texts, strict=True):
-            lines.append(f"  - text: {quoted(t)}")
-            meta = [f"split: {r.split}"] if r.split != "train" else []
-            meta += [f"context: {quoted(r.context)}"] if r.context else []
-            if meta:
-                lines.append(f"    metadata: {{{', '.join(meta)}}}")
-    lines += dump_lookups(slots.book)
-    return "\n".join(lines) + "\n"
+    text, _ = write_rasa(rows, descriptions, slots, separator=multi_intent_separator)
+    return text
+
+
+def _synonyms(slots: SlotData, synonyms: dict[str, list[str]]) -> list[str]:
+    """A file's ``synonym:`` maps as the synonyms of the slot values their annotations name (an
+    annotation whose ``value``, or text, is the map's value); a note on those none names."""
+    entities: dict[str, set[str]] = {}
+    for text, spans in slots.entities.items():
+        for span in spans:
+            said = span.get("value") or text[int(span["start"]) : int(span["end"])].strip()
+            entities.setdefault(str(said), set()).add(str(span["entity"]))
+    alone = []
+    for value, words in synonyms.items():
+        for entity in sorted(entities.get(value, ())):
+            slots.add_value(entity, value, words)
+        if value not in entities:
+            alone.append(value)
+    if not alone:
+        return []
+    return [
+        f"{len(alone)} synonym map(s) name a value no annotation uses "
+        f"({', '.join(repr(v) for v in alone[:5])}): kept with the file, not in the slot book."
+    ]

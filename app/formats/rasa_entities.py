@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from app.formats.safe_yaml import fits_block, quoted
 from core.slots import EntitySpan, SlotData, SlotError, check_slot_name, template_of
 
 ENTITY = re.compile(r"\[([^\[\]\n]+)\](\([^()\n]+\)|\{[^{}\n]*\})")
@@ -178,16 +177,3 @@ def add_lookup(data: SlotData, slot: str, values: Sequence[str]) -> None:
 def spans_of(entities: Mapping[str, Sequence[Mapping[str, Any]]], text: str) -> list[EntitySpan]:
     """The stored spans of a text (none when it has no annotations)."""
     return [EntitySpan.from_dict(e) for e in entities.get(text, ())]
-
-
-def dump_lookups(book: Mapping[str, Sequence[str]]) -> list[str]:
-    """Rasa ``lookup:`` items (YAML lines) for a slot book: a block of values, or a list of
-    quoted ones when one cannot be a line of a block."""
-    lines: list[str] = []
-    for slot, values in sorted(book.items()):
-        lines.append(f"- lookup: {slot}")
-        if all(fits_block(v) for v in values):
-            lines += ["  examples: |", *(f"    - {v}" for v in values)]
-        else:
-            lines += ["  examples:", *(f"  - {quoted(v)}" for v in values)]
-    return lines

@@ -21,7 +21,14 @@ from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
 from app.access.actions import need
 from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
-from app.formats import AgentSource, agent_format, export_formats, read_any, write_any
+from app.formats import (
+    AgentSource,
+    agent_format,
+    export_formats,
+    kept_title,
+    read_any,
+    write_any,
+)
 from app.services.projects import accounts as security
 from app.serving.state import ServingState
 from storage import guard
@@ -276,8 +283,8 @@ def _keep_agent(db: Database, p: ProjectHandle, agent: AgentSource) -> str:
     """Keep an imported agent's files with the project; a note saying so."""
     with writing(db, p) as s:
         before = keep_agent(s, p.id, agent.format, agent.content, agent.language)
-    title = agent_format(agent.format).title
-    replaced = f" (it replaces the {agent_format(before).title} kept before)" if before else ""
+    title = kept_title(agent.format)
+    replaced = f" (it replaces the {kept_title(before)} kept before)" if before else ""
     return (
         f"Kept the rest of the {title} (what the app does not model){replaced}: an export to "
         "that format writes it back unchanged."
