@@ -63,13 +63,16 @@ def new_id(*parts: str) -> str:
 
 @dataclass
 class PlatformIntent:
-    """One intent as the platform names it. ``phrases``: ``(where, text, split)``."""
+    """One intent as the platform names it. ``phrases``: ``(where, text, split)``; ``ours``:
+    the name it had in the project that exported it, where the platform refused that one (an
+    export's name map, e.g. Lex's ``intent-studio-names.json``)."""
 
     name: str
     where: str
     description: str = ""
     fallback: bool = False
     phrases: list[tuple[str, str, str]] = field(default_factory=list)
+    ours: str = ""
 
 
 @dataclass
@@ -181,7 +184,7 @@ def intent_names(doc: AgentDoc, problems: list[tuple[int, str]], notes: list[str
     for intent in doc.intents:
         fallback = intent.fallback or our_name(intent.name) == OUT_OF_SCOPE
         intent.fallback = fallback
-        ours = our_name(intent.name, fallback)
+        ours = (intent.ours if not fallback else "") or our_name(intent.name, fallback)
         names.append(ours)
         if fallback:
             continue
@@ -197,7 +200,7 @@ def intent_names(doc: AgentDoc, problems: list[tuple[int, str]], notes: list[str
             same.append(f"{intent.name!r} ({intent.where}) → {first!r}")
             continue
         index.add(ours)
-        if ours != intent.name:
+        if ours != intent.name and not intent.ours:
             mapped.append(f"{intent.name!r} -> {ours!r}")
     if same:
         more = f" and {len(same) - SHOW_NAMES} more" if len(same) > SHOW_NAMES else ""

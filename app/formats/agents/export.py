@@ -50,6 +50,8 @@ class ExportPlan:
     dropped: set[str]
     language: str
     notes: list[str] = field(default_factory=list)
+    # platform name -> our name, of the new intents the platform's name rule renamed
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def texts_of(self, name: str) -> list[tuple[str, str]] | None:
         plan = self.intents.get(name)
@@ -135,6 +137,7 @@ def plan_export(
         )
     new = []
     renamed = []
+    platform_names: dict[str, str] = {}
     for ours in sorted(wanted):
         base = name_rule(ours)
         name, n = base, 2
@@ -143,6 +146,7 @@ def plan_export(
         taken.add(name.casefold())
         if name != ours:
             renamed.append(f"{ours!r} -> {name!r}")
+            platform_names[name] = ours
         plans[name] = IntentPlan(by_intent.get(ours, []), intents.get(ours, ""))
         new.append(name)
     if renamed:
@@ -160,7 +164,7 @@ def plan_export(
         notes.append(f"Left out {unlabelled} unlabelled utterance(s).")
     if tests and not test_split:
         notes.append(f"{tests} test-split utterance(s) are written as training phrases.")
-    return ExportPlan(plans, new, dropped | set(merged), doc.language, notes)
+    return ExportPlan(plans, new, dropped | set(merged), doc.language, notes, platform_names)
 
 
 def _ours(name: str, wanted: set[str]) -> str:

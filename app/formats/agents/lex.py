@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -46,6 +47,9 @@ from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_dev
 
 Files = dict[str, bytes]
 FALLBACK_SIGNATURE = "AMAZON.FallbackIntent"
+# The export's map of the intents Lex names otherwise than the project (``订披萨`` -> ``intent_2``)
+# back to the project's names, beside manifest.json: {"format": 1, "intents": {locale: {..}}}.
+NAMES_FILE = "intent-studio-names.json"
 SLOT_REFERENCE = re.compile(r"\{([0-9A-Za-z][0-9A-Za-z_-]*)\}")  # "{CardType}" in an utterance
 _INTENT = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)Intents/([^/]+)/Intent\.json")
 _LOCALE = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)BotLocale\.json")
@@ -82,10 +86,35 @@ def _locale(files: Files, language: str | None, problems: list[tuple[int, str]])
     return locales[pick_language(language, first, locales, problems, "locale")]
 
 
+def _root(files: Files) -> str:
+    """The folder of the export's ``manifest.json`` (``""``: the zip's root)."""
+    found = sorted((p for p in files if p.rsplit("/", 1)[-1] == "manifest.json"), key=len)
+    return found[0][: -len("manifest.json")] if found else ""
+
+
+def name_map(files: Files) -> dict[str, dict[str, str]]:
+    """The export's name map (:data:`NAMES_FILE`): locale -> Lex name -> the project's name;
+    empty when there is none or it is not one."""
+    raw = files.get(_root(files) + NAMES_FILE)
+    try:
+        doc = json.loads(raw.decode("utf-8")) if raw is not None else {}
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    intents = doc.get("intents") if isinstance(doc, dict) else None
+    if not isinstance(intents, dict):
+        return {}
+    return {
+        str(loc): {str(k): v for k, v in names.items() if isinstance(v, str) and v.strip()}
+        for loc, names in intents.items()
+        if isinstance(names, dict)
+    }
+
+
 def read(files: Files, language: str | None = None) -> AgentDoc:
     problems: list[tuple[int, str]] = []
     locales = _locales(files)
     locale = _locale(files, language, problems)
+    ours = name_map(files).get(_locale_id(locale), {})
     intents = []
     for path in _intent_files(files, locale):
         try:
@@ -103,6 +132,7 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
             path,
             described if isinstance(described, str) else "",
             fallback=obj.get("parentIntentSignature") == FALLBACK_SIGNATURE,
+            ours=ours.get(name, ""),
         )
         samples = obj.get("sampleUtterances") or []
         if not isinstance(samples, list):
@@ -117,6 +147,13 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     lang = _locale_id(locale)
     others = [_locale_id(loc) for loc in locales if loc != locale]
     notes = [f"Kept the locale(s) {', '.join(others)} as they are."] if others else []
+    named = [f"{i.name!r} -> {i.ours!r}" for i in intents if i.ours]
+    if named:
+        more = f" and {len(named) - SHOW_NAMES} more" if len(named) > SHOW_NAMES else ""
+        notes.append(
+            f"{len(named)} intent(s) have the names they had in Intent Studio ({NAMES_FILE}): "
+            f"{', '.join(named[:SHOW_NAMES])}{more}."
+        )
     return AgentDoc(intents, lang, notes, problems)
 
 
@@ -247,7 +284,31 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         obj["sampleUtterances"] = [check.maker(name, set())(t, s) for t, s in p.texts or []]
         out[f"{locale}Intents/{_folder(name, folders, devices)}/Intent.json"] = dump_json(obj)
     plan.notes += check.note() + device_note(devices, NAME_INSIDE)
+    _write_names(files, out, locale, plan)
     return out
+
+
+def _write_names(files: Files, out: Files, locale: str, plan: ExportPlan) -> None:
+    """The name map (:data:`NAMES_FILE`) of the locale written: the names it kept of intents
+    still in the bot, and the new intents Lex names otherwise (none left: no map)."""
+    at = _root(files) + NAMES_FILE
+    maps = name_map(files)
+    lang = _locale_id(locale)
+    kept = {k: v for k, v in maps.get(lang, {}).items() if k not in plan.dropped}
+    mine = {**kept, **plan.renamed}
+    if mine:
+        maps[lang] = dict(sorted(mine.items()))
+    else:
+        maps.pop(lang, None)
+    if not maps:
+        out.pop(at, None)
+        return
+    out[at] = same_or_dumped({"format": 1, "intents": maps}, files.get(at))
+    if plan.renamed:
+        plan.notes.append(
+            f"{NAMES_FILE} keeps the names Lex refuses ({len(plan.renamed)} new): an import into "
+            "Intent Studio reads the intents back under them."
+        )
 
 
 def _folder(name: str, taken: set[str], devices: list[tuple[str, str]]) -> str:
