@@ -52,6 +52,7 @@ from app.formats.intent_files import (
 )
 from app.formats.left_out import AGENTS, INTENT_FILES, RASA, TABULAR, Carries, left_out
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
+from app.formats.rasa_kept import write_into
 from app.formats.rasa_write import write_rasa
 from app.formats.slot_book import dump_slot_book, is_slot_book, parse_slot_book
 from app.formats.tabular import (
@@ -248,7 +249,11 @@ Writer = Callable[[list[Row], dict[str, str], SlotData], tuple[bytes, list[str]]
 def _rasa(
     rows: list[Row], descriptions: dict[str, str], slots: SlotData, kept: bytes | None = None
 ) -> tuple[bytes, list[str]]:
-    text, notes = write_rasa(rows, descriptions, slots, kept=kept)
+    """A fresh Rasa file, or the project written back into the Rasa file it came from."""
+    if kept is not None:
+        text, notes = write_into(kept, rows, descriptions, slots)
+    else:
+        text, notes = write_rasa(rows, descriptions, slots)
     return text.encode("utf-8"), notes
 
 

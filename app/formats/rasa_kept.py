@@ -15,7 +15,7 @@ item. A file this cannot follow (no block ``nlu:`` list) is written fresh, and t
 Example:
     >>> kept = b'version: "3.1"\\nnlu:\\n# greetings\\n- intent: greet\\n  examples: |\\n    - hi\\n' \\
     ...        b'- synonym: hello\\n  examples: |\\n    - hallo\\n'
-    >>> text, _ = write_into(kept, [Row("hi", ("greet",)), Row("hey", ("greet",))], {}, SlotData(), "+")
+    >>> text, _ = write_into(kept, [Row("hi", ("greet",)), Row("hey", ("greet",))], {}, SlotData())
     >>> print(text, end="")
     version: "3.1"
     nlu:
@@ -152,12 +152,14 @@ def _spans(found: Sequence[EntitySpan]) -> list[dict[str, object]]:
 def write_into(
     kept: bytes,
     rows: Sequence[Row],
-    described: Mapping[str, str],
+    descriptions: Mapping[str, str],
     slots: SlotData,
-    separator: str,
+    separator: str = "+",
 ) -> tuple[str, list[str]]:
     """The project's labelled ``rows`` (with the intents' descriptions and the slot data)
     written back into the ``kept`` Rasa file (see the module docstring); notes."""
+    rows = [r for r in rows if r.labels]
+    described = {n: d for n, d in descriptions.items() if d}
     try:
         found = read_kept(decode(kept))
     except FormatError:

@@ -164,19 +164,14 @@ def write_rasa(
     descriptions: Mapping[str, str] | None = None,
     slots: SlotData | None = None,
     *,
-    kept: bytes | None = None,
     separator: str = "+",
 ) -> tuple[str, list[str]]:
-    """Labelled rows as Rasa NLU YAML, and notes on how it was written: written back into
-    ``kept`` (the Rasa file the project was imported from, :func:`app.formats.rasa_kept.write_into`)
-    when given, else a fresh file (``version: "3.1"``; see the module docstring)."""
+    """Labelled rows as a fresh Rasa NLU YAML file (``version: "3.1"``; see the module
+    docstring), and notes on how it was written (a project imported from a Rasa file is written
+    back into it instead: :func:`app.formats.rasa_kept.write_into`)."""
     rows = [r for r in rows if r.labels]
     slots = slots or SlotData()
     described = {n: d for n, d in (descriptions or {}).items() if d}
-    if kept is not None:
-        from app.formats.rasa_kept import write_into
-
-        return write_into(kept, rows, described, slots, separator)
     lines = [f'version: "{RASA_VERSION}"', "nlu:"]
     groups: dict[str, list[Row]] = {n: [] for n in described}
     groups.update(grouped(rows, separator))

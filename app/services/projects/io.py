@@ -21,14 +21,7 @@ from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
 from app.access.actions import need
 from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
-from app.formats import (
-    AgentSource,
-    agent_format,
-    export_formats,
-    kept_title,
-    read_any,
-    write_any,
-)
+from app.formats import AgentSource, dump_slot_book, export_formats, kept_title, read_any, write_any
 from app.services.projects import accounts as security
 from app.serving.state import ServingState
 from storage import guard
@@ -360,7 +353,7 @@ def export_project(
         kept=source,
         name=name,
     )
-    label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else agent_format(format).title
+    label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else kept_title(format)
     security.record(db, "exported", f"{p.name!r} as {label}, {len(rows)} rows", who=p.actor)
     return ExportResult(len(rows), label, notes)
 
@@ -368,7 +361,6 @@ def export_project(
 def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
     """Write the project's slot book and templates as a slot book file (YAML, see
     :mod:`app.formats.slot_book`); returns the number of templates."""
-    from app.formats import dump_slot_book
     from app.services.design.slots import export_slot_data
 
     data = export_slot_data(db, p)
