@@ -308,8 +308,9 @@ def write_any(
     ``description`` column (CSV, JSONL) or the intent item's ``metadata`` (Rasa); intent files
     have no place for them. Rasa files carry ``slots`` (entity markup, ``lookup:`` tables and
     ``synonym:`` maps; written back into the Rasa file the project came from, ``kept``), CSV and
-    JSONL the entity annotations (``entities``). What a format has no place for is named in the
-    notes (:func:`app.formats.left_out.left_out`).
+    JSONL the entity annotations (``entities``), the platform agents the annotations and entity
+    types each has a place for (:mod:`app.formats.agents.entities`). What a format has no place
+    for is named in the notes (:func:`app.formats.left_out.left_out` and each agent format's).
 
     Raises:
         ValueError: an unknown agent format, a path whose suffix is not the agent's (``.zip``
@@ -326,7 +327,7 @@ def write_any(
             raise ValueError(
                 f"A {fmt.title} is written as a .{fmt.container} file, not {p.name!r}."
             )
-        payload, notes = write_agent(fmt.name, rows, described, kept=kept, name=name)
+        payload, notes = write_agent(fmt.name, rows, described, kept=kept, name=name, slots=slots)
         return _written(p, payload, notes + left_out(rows, described, slots, AGENTS))
     if suffix == ".json":
         raise ValueError(

@@ -35,6 +35,7 @@ WINDOWS_DEVICES = frozenset(
     | {f"{port}{d}" for port in ("COM", "LPT") for d in _DIGITS}
 )
 SHOW = 8
+_UNSAFE_FILE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')  # what no file system takes in a name
 # What an ASCII download name keeps (the rest becomes "_"), and a name's suffixes (".slots.yml").
 _NOT_PLAIN = re.compile(r"[^A-Za-z0-9._\-()+,;=@ ]+")
 _SUFFIX = re.compile(r"(.*?)((?:\.[A-Za-z0-9]{1,8})*)", re.DOTALL)
@@ -93,3 +94,19 @@ def ascii_name(filename: str, stand_in: str = "project") -> str:
     if not any(c.isalnum() for c in plain):
         plain = stand_in
     return plain + suffix
+
+
+def safe_file_name(name: str, taken: set[str], devices: list[tuple[str, str]] | None = None) -> str:
+    """A file or folder name for a new intent: characters no file system takes become ``_``, a
+    Windows device name gets a ``_`` (:mod:`app.formats.file_names`; the pair is added to
+    ``devices``)."""
+    base = _UNSAFE_FILE.sub("_", name).strip(" .") or "intent"
+    if is_device_name(base):
+        base = device_safe(base)
+        if devices is not None:
+            devices.append((name, base))
+    out, n = base, 2
+    while out.casefold() in taken:
+        out, n = f"{base}_{n}", n + 1
+    taken.add(out.casefold())
+    return out

@@ -5,9 +5,9 @@ so that nothing is dropped without a word.
 | format | unlabelled rows | context | descriptions | entity annotations | slot book |
 |---|---|---|---|---|---|
 | CSV, JSONL | yes | yes | yes | yes (``entities``) | the values annotations bring |
-| Rasa NLU YAML | no | yes (example ``metadata``) | yes | yes (markup) | yes (``lookup:``) |
+| Rasa NLU YAML | no | yes (example ``metadata``) | yes | yes (markup) | yes (``lookup:``, ``synonym:``) |
 | intent ``.txt`` files | no | no | no | no | no |
-| platform agents | no (the plan says so) | no | each format says | no | no |
+| platform agents | no (the plan says so) | no | each format says | each format says | each format says |
 
 No file but the slot book file (``slots.yml``) holds a template on its own: a format that
 carries annotations brings back the templates of its annotated examples, and the notes name the
@@ -44,10 +44,12 @@ class Carries:
 TABULAR = Carries("CSV and JSONL files", True, True, True, True)
 RASA = Carries("Rasa NLU files", False, True, True, True, True)
 INTENT_FILES = Carries("intent .txt files")
-# The plan of an agent export says what it leaves out of rows and descriptions itself.
-AGENTS = Carries("platform agents", unlabelled=True, descriptions=True)
+# An agent export says what it leaves out itself: rows and descriptions (its plan), entity
+# annotations and entity types (each format, item by item: app.formats.agents.entities).
+AGENTS = Carries("platform agents", unlabelled=True, descriptions=True, entities=True, book=True)
 
 SLOT_BOOK_EXPORT = "export the slot book (slots.yml) to keep them"
+SHOW = 5  # items named in a note
 
 
 def left_out(
@@ -71,9 +73,15 @@ def left_out(
     annotated = [(r, spans) for r in written if (spans := spans_of(slots.entities, r.text))]
     if not carries.entities and annotated:
         n = sum(len(spans) for _, spans in annotated)
+        shown = ", ".join(
+            f"{r.text[e.start : e.end]!r} ({e.entity} in {r.text[:40]!r})"
+            for r, spans in annotated[:SHOW]
+            for e in spans[:1]
+        )
+        more = f" and {len(annotated) - SHOW} more" if len(annotated) > SHOW else ""
         notes.append(
             f"Left out {n} entity annotation(s) of {len(annotated)} utterance(s): "
-            f"{carries.name} have no place for them."
+            f"{carries.name} have no place for them: {shown}{more}."
         )
     brought = annotated if carries.entities else []
     values = {(e.entity, r.text[e.start : e.end].strip()) for r, spans in brought for e in spans}

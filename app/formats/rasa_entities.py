@@ -31,6 +31,7 @@ from typing import Any
 from core.slots import EntitySpan, SlotData, SlotError, check_slot_name, template_of
 
 ENTITY = re.compile(r"\[([^\[\]\n]+)\](\([^()\n]+\)|\{[^{}\n]*\})")
+SLOT_REFERENCE = re.compile(r"\{([0-9A-Za-z][0-9A-Za-z_-]*)\}")  # "{CardType}": Lex's slot
 _EXTRAS = ("value", "role", "group")
 _TO_ESCAPE = re.compile(r"\](?=[({\\])")  # "](", "]{" and "]\" in a text outside annotations
 _ESCAPED = re.compile(r"\]\\([({\\])")
@@ -148,23 +149,30 @@ def read_spans(value: object, text: str) -> list[EntitySpan]:
     return spans
 
 
+def is_reference(text: str, span: EntitySpan) -> bool:
+    """Whether an annotated span is a slot reference (``{CardType}``, as Lex writes a slot in a
+    sample utterance) rather than a value."""
+    return bool(SLOT_REFERENCE.fullmatch(text[span.start : span.end]))
+
+
 def add_example(
     data: SlotData, text: str, spans: Sequence[EntitySpan], labels: Sequence[str]
 ) -> None:
-    """Record an annotated example: its values in the book, its template under each intent,
-    its spans under its text."""
+    """Record an annotated example: its values in the book (a slot reference is no value), its
+    template under each intent (when every slot it names has values), its spans under its
+    text."""
     if not spans:
         return
     for span in spans:
-        data.book.setdefault(span.entity, [])
         value = text[span.start : span.end].strip()
-        if value and value not in data.book[span.entity]:
-            data.book[span.entity].append(value)
-    template = template_of(text, spans)
-    for name in labels:
-        mine = data.templates.setdefault(name, [])
-        if template not in mine:
-            mine.append(template)
+        if value and not is_reference(text, span):
+            data.add_value(span.entity, value)
+    if all(data.book.get(span.entity) for span in spans):
+        template = template_of(text, spans)
+        for name in labels:
+            mine = data.templates.setdefault(name, [])
+            if template not in mine:
+                mine.append(template)
     data.entities[text] = [s.to_dict() for s in spans]
 
 

@@ -22,18 +22,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from app.formats.agents import dialogflow_cx, dialogflow_es, lex, microsoft, watson
+from app.formats.agents import (
+    dialogflow_cx,
+    dialogflow_cx_json,
+    dialogflow_es,
+    lex,
+    microsoft,
+    watson,
+)
 from app.formats.agents.base import (
     load_json,
     same_or_dumped,
     to_parsed,
 )
+from app.formats.agents.entities import entities_of
 from app.formats.agents.export import (
     AgentFormat,
     plan_export,
 )
 from app.formats.common import MAX_FILE_BYTES, AgentSource, FormatError, ParsedFile, Row
 from core.safe_archive import ArchiveError, read_zip
+from core.slots import SlotData
 
 __all__ = [
     "AGENT_FORMATS",
@@ -52,7 +61,7 @@ AGENT_FORMATS: tuple[AgentFormat, ...] = (
     dialogflow_es.FORMAT,
     microsoft.LUIS,
     microsoft.CLU,
-    dialogflow_cx.JSON_FORMAT,
+    dialogflow_cx_json.JSON_FORMAT,
     watson.FORMAT,
 )
 _BY_NAME = {f.name: f for f in AGENT_FORMATS}
@@ -141,6 +150,7 @@ def write_agent(
     *,
     kept: AgentSource | None = None,
     name: str = "intent-studio",
+    slots: SlotData | None = None,
 ) -> tuple[bytes, list[str]]:
     """The bytes of an agent (a zip or one JSON file) holding the project, and notes on what
     was left out or renamed.
@@ -152,6 +162,9 @@ def write_agent(
         kept: the agent the project was imported from: written back with the project's intents,
             phrases and descriptions, the rest unchanged. Another format's agent, or None, starts
             from an empty agent called ``name``.
+        slots: the project's entity annotations and slot book: a phrase the export writes
+            carries its annotations, and the entity types they name are defined, where the
+            format has a place for them (:mod:`app.formats.agents.entities`).
     """
     fmt = agent_format(format)
     notes = []
@@ -170,6 +183,7 @@ def write_agent(
             )
         source = fmt.skeleton(name)
         original = None
+    rows = list(rows)
     plan = plan_export(
         fmt.read(source, language),
         rows,
@@ -178,6 +192,7 @@ def write_agent(
         fallback_takes_phrases=fmt.fallback_takes_phrases,
         test_split=fmt.test_split,
     )
+    plan.entities, plan.values = entities_of(rows, slots)
     new = fmt.apply(source, plan)
     payload = zip_files(new) if fmt.container == "zip" else same_or_dumped(new, original)
     return payload, notes + plan.notes

@@ -31,7 +31,7 @@ import json
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.formats.common import (
@@ -44,7 +44,9 @@ from app.formats.common import (
     finish,
     json_depth_over,
 )
+from app.formats.rasa_entities import add_example
 from core.retrieval.scope import OUT_OF_SCOPE
+from core.slots import EntitySpan, SlotData, SlotError, check_slot_name, check_values
 from storage.names import NameIndex, is_ignorable, name_key, name_problem
 from storage.texts import MAX_NAME_CHARS, nfc
 
@@ -73,16 +75,20 @@ class PlatformIntent:
     fallback: bool = False
     phrases: list[tuple[str, str, str]] = field(default_factory=list)
     ours: str = ""
+    # a phrase's entity annotations (by its ``where``), offsets in its text as read
+    spans: dict[str, list[EntitySpan]] = field(default_factory=dict)
 
 
 @dataclass
 class AgentDoc:
-    """The intents of an agent in the language read, and what the reader noticed."""
+    """The intents of an agent in the language read, and what the reader noticed; ``values``:
+    its entity types' values and their synonyms (entity -> value -> synonyms)."""
 
     intents: list[PlatformIntent]
     language: str = ""
     notes: list[str] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
+    values: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 def load_json(data: bytes, where: str) -> Any:
@@ -229,6 +235,7 @@ def to_parsed(doc: AgentDoc, title: str) -> ParsedFile:
     names = intent_names(doc, problems, notes)
     merged: dict[str, tuple[int, str, str, list[str]]] = {}  # text -> (n, where, split, labels)
     descriptions: dict[str, str] = {}
+    spans: dict[str, list[EntitySpan]] = {}  # text -> the annotations of its first phrase
     for intent, name in zip(doc.intents, names, strict=True):
         if intent.description and not intent.fallback:
             if (msg := check_description(intent.description)) is not None:
@@ -242,6 +249,7 @@ def to_parsed(doc: AgentDoc, title: str) -> ParsedFile:
             text = text_key(raw)
             if text not in merged:
                 merged[text] = (len(merged), where, split, [name])
+                spans[text] = _shifted(raw, intent.spans.get(where, []))
             elif name not in merged[text][3]:
                 merged[text][3].append(name)
     found = [
@@ -256,7 +264,84 @@ def to_parsed(doc: AgentDoc, title: str) -> ParsedFile:
         notes.append(f"{n_oos} phrase(s) of the fallback were read as {OUT_OF_SCOPE!r}.")
     lang = f" in {doc.language}" if doc.language else ""
     notes.insert(0, f"The {title} has {len(doc.intents)} intent(s){lang}.")
-    return ParsedFile(rows, notes, descriptions=descriptions, format=title)
+    slots = _slot_data(rows, spans, doc.values, notes)
+    return ParsedFile(rows, notes, slots.n_spans, descriptions, slots.data, format=title)
+
+
+@dataclass
+class _Slots:
+    data: SlotData
+    n_spans: int
+
+
+def _slot_data(
+    rows: list[Row],
+    spans: dict[str, list[EntitySpan]],
+    values: dict[str, dict[str, list[str]]],
+    notes: list[str],
+) -> _Slots:
+    """The annotations, values and synonyms an agent brings, as a project keeps them (the
+    values an annotation writes join the slot book, its example the intent's templates); a
+    note naming those that cannot be kept (an entity name the slot book refuses)."""
+    data = SlotData()
+    refused: set[str] = set()
+    n = 0
+    for entity, by_value in values.items():
+        if check_slot_name_ok(entity, refused):
+            for value, synonyms in by_value.items():
+                if is_value(value):
+                    data.add_value(entity, value, [w for w in synonyms if is_value(w)])
+    for row in rows:
+        found = [s for s in spans.get(row.text, []) if check_slot_name_ok(s.entity, refused)]
+        if found:
+            add_example(data, row.text, found, [lab for lab in row.labels if lab != OUT_OF_SCOPE])
+            n += len(found)
+    if n:
+        notes.append(
+            f"Kept {n} entity annotation(s) with their entity types: the slot book holds their "
+            "values, an export writes them where the format has a place for them."
+        )
+    if refused:
+        notes.append(
+            f"Left out the annotations and values of {len(refused)} entity type(s) whose name "
+            f"is no slot name here (letters, digits, _ - .): {', '.join(sorted(refused)[:8])} "
+            "(the agent keeps them)."
+        )
+    return _Slots(data, n)
+
+
+def check_slot_name_ok(name: str, refused: set[str]) -> bool:
+    """Whether ``name`` can be a slot here (else it joins ``refused``)."""
+    try:
+        check_slot_name(name)
+    except SlotError:
+        refused.add(name)
+        return False
+    return True
+
+
+def is_value(value: str) -> bool:
+    """Whether a text can be a slot value (:func:`core.slots.check_values`' rule)."""
+    try:
+        check_values("x", [value])
+    except SlotError:
+        return False
+    return True
+
+
+def _shifted(raw: str, spans: list[EntitySpan]) -> list[EntitySpan]:
+    """Spans on a phrase's raw text moved onto its stored text (NFC, trimmed); dropped where
+    they no longer fit it."""
+    text = text_key(raw)
+    if not spans:
+        return []
+    lead = len(raw) - len(raw.lstrip())
+    out = []
+    for s in spans:
+        start, end = s.start - lead, s.end - lead
+        if 0 <= start < end <= len(text) and raw[s.start : s.end] == text[start:end]:
+            out.append(replace(s, start=start, end=end))
+    return out
 
 
 def name_with(

@@ -12,10 +12,15 @@ spaces included). A phrase the project relabelled keeps its id, parts and repeat
 intent; a part naming a parameter the new intent lacks becomes plain text (and the export says
 so).
 
+The one-file agent is :mod:`app.formats.agents.dialogflow_cx_json`; entity annotations, the
+intents' parameters and the entity types are :mod:`app.formats.agents.dialogflow_entities`'.
+
 Example:
-    >>> doc = {"intents": [{"displayName": "hi", "trainingPhrases": [{"parts": [{"text": "hey"}]}]}]}
-    >>> JSON_FORMAT.detect(doc), JSON_FORMAT.read(doc).intents[0].phrases
-    (True, [('intents[0].trainingPhrases[0]', 'hey', 'train')])
+    >>> files = {"agent.json": b'{"defaultLanguageCode": "en"}',
+    ...          "intents/hi/hi.json": b'{"displayName": "hi"}',
+    ...          "intents/hi/trainingPhrases/en.json": b'{"trainingPhrases": [{"parts": [{"text": "hey"}]}]}'}
+    >>> detect(files), read(files).intents[0].phrases
+    (True, [('intents/hi/trainingPhrases/en.json[0]', 'hey', 'train')])
 """
 
 from __future__ import annotations
@@ -35,7 +40,15 @@ from app.formats.agents.base import (
     pick_language,
     same_or_dumped,
 )
-from app.formats.agents.dialogflow_es import agent_root, safe_file_name
+from app.formats.agents.dialogflow_entities import (
+    cx_entity_files,
+    cx_parameter_types,
+    cx_parameters,
+    cx_parts,
+    cx_spans,
+    cx_values,
+)
+from app.formats.agents.dialogflow_es import agent_root
 from app.formats.agents.export import (
     LOST_PART,
     AgentFormat,
@@ -45,7 +58,8 @@ from app.formats.agents.export import (
     set_description,
 )
 from app.formats.common import FormatError
-from app.formats.file_names import NAME_INSIDE, device_note
+from app.formats.file_names import NAME_INSIDE, device_note, safe_file_name
+from core.slots import EntitySpan
 
 Files = dict[str, bytes]
 NEGATIVE = "Default Negative Intent"
@@ -59,18 +73,25 @@ def phrase_text(phrase: Any) -> str | None:
     return "".join(texts) if all(isinstance(t, str) for t in texts) else None
 
 
-def _new_phrase(lang: str, inline: bool) -> Any:
-    def make(text: str, split: str) -> dict[str, Any]:
+class _NewPhrase:
+    """Makes the phrases an export adds, each with its parts naming their parameters, and
+    remembers the spans of those it made (the parameters their intent needs)."""
+
+    def __init__(self, plan: ExportPlan, inline: bool) -> None:
+        self.plan, self.inline = plan, inline
+        self.spans: list[EntitySpan] = []
+
+    def __call__(self, text: str, split: str) -> dict[str, Any]:
+        spans = self.plan.spans(text)
+        self.spans += spans
         phrase: dict[str, Any] = {
             "id": new_id("phrase", text),
-            "parts": [{"text": text}],
+            "parts": cx_parts(text, spans),
             "repeatCount": 1,
         }
-        if not inline or lang:
-            phrase["languageCode"] = lang
+        if not self.inline or self.plan.language:
+            phrase["languageCode"] = self.plan.language
         return phrase
-
-    return make
 
 
 def _intent(obj: Any, where: str, problems: list[tuple[int, str]]) -> PlatformIntent | None:
@@ -88,7 +109,12 @@ def _intent(obj: Any, where: str, problems: list[tuple[int, str]]) -> PlatformIn
 
 
 def _phrases(
-    intent: PlatformIntent, items: Any, where: str, problems: list[tuple[int, str]], lang: str
+    intent: PlatformIntent,
+    items: Any,
+    where: str,
+    problems: list[tuple[int, str]],
+    lang: str,
+    types: dict[str, str],
 ) -> None:
     if not isinstance(items, list):
         problems.append((0, f"{where}: must be a list of training phrases"))
@@ -101,6 +127,8 @@ def _phrases(
             problems.append((0, f"{where}[{j}]: a phrase needs 'parts' with 'text'"))
         else:
             intent.phrases.append((f"{where}[{j}]", text, "train"))
+            if spans := cx_spans(phrase, types):
+                intent.spans[f"{where}[{j}]"] = spans
 
 
 # --- the JSON package (zip or folder) ----------------------------------------------------------
@@ -141,16 +169,18 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     intents = []
     for path in _intent_files(files, root):
         try:
-            intent = _intent(load_json(files[path], path), path, problems)
+            obj = load_json(files[path], path)
+            intent = _intent(obj, path, problems)
             said = _said(path, lang)
             if intent is not None and said in files:
-                _phrases(intent, _listed(load_json(files[said], said)), said, problems, lang)
+                listed = _listed(load_json(files[said], said))
+                _phrases(intent, listed, said, problems, lang, cx_parameter_types(obj))
         except FormatError as exc:
             problems += exc.problems or [(0, exc.summary)]
             continue
         if intent is not None:
             intents.append(intent)
-    return AgentDoc(intents, lang, problems=problems)
+    return AgentDoc(intents, lang, problems=problems, values=cx_values(files, root, lang))
 
 
 def skeleton(name: str) -> Files:
@@ -210,7 +240,7 @@ def apply(files: Files, plan: ExportPlan) -> Files:
     root = agent_root(files)
     assert root is not None
     out = dict(files)
-    make = _new_phrase(plan.language, inline=False)
+    make = _NewPhrase(plan, inline=False)
     taken = set()
     intents = {path: load_json(files[path], path) for path in _intent_files(files, root)}
     said_in = {path: _said(path, plan.language) for path in intents}
@@ -237,12 +267,14 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         if p is None or p.texts is None:
             continue
         set_description(obj, "description", p.description)
-        out[path] = same_or_dumped(obj, files[path])
         said = said_in[path]
         kept = kept_in.get(path)
+        make.spans = []
         phrases = merge_phrases(
             _listed(kept) or [], phrase_text, p.texts, make, carried(name, _parameters(obj))
         )
+        cx_parameters(obj, make.spans)
+        out[path] = same_or_dumped(obj, files[path])
         value = {**kept, "trainingPhrases": phrases} if isinstance(kept, dict) else phrases
         if not isinstance(kept, list | dict):
             value = {"trainingPhrases": phrases}
@@ -255,102 +287,16 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         folder = safe_file_name(name, taken, devices)
         path = f"{root}intents/{folder}/{folder}.json"
         p = plan.intents[name]
-        out[path] = dump_json(_new_intent(name, p.description))
-        if phrases := merge_phrases([], phrase_text, p.texts or [], make, carried(name, set())):
+        make.spans = []
+        phrases = merge_phrases([], phrase_text, p.texts or [], make, carried(name, set()))
+        obj = _new_intent(name, p.description)
+        cx_parameters(obj, make.spans)
+        out[path] = dump_json(obj)
+        if phrases:
             out[_said(path, plan.language)] = dump_json({"trainingPhrases": phrases})
+    out.update(cx_entity_files(files, root, plan.language, plan.entity_types()))
     plan.notes += moved.note(LOST_PART) + device_note(devices, NAME_INSIDE)
     return out
-
-
-# --- the single JSON file ----------------------------------------------------------------------
-
-
-def json_detect(doc: Any) -> bool:
-    intents = doc.get("intents") if isinstance(doc, dict) else None
-    return (
-        isinstance(intents, list)
-        and bool(intents)
-        and all(isinstance(i, dict) and "displayName" in i for i in intents[:5])
-    )
-
-
-def _json_language(doc: Any) -> str:
-    """The agent's default language, else the first phrase's (``""``: none is named)."""
-    lang = doc.get("defaultLanguageCode") or doc.get("languageCode")
-    if isinstance(lang, str) and lang:
-        return lang
-    for obj in doc["intents"]:
-        said = obj.get("trainingPhrases") if isinstance(obj, dict) else None
-        for phrase in said if isinstance(said, list) else []:
-            if isinstance(phrase, dict) and isinstance(phrase.get("languageCode"), str):
-                return str(phrase["languageCode"])
-    return ""
-
-
-def json_read(doc: Any, language: str | None = None) -> AgentDoc:
-    problems: list[tuple[int, str]] = []
-    have = {
-        p["languageCode"]
-        for obj in doc["intents"]
-        if isinstance(obj, dict) and isinstance(obj.get("trainingPhrases"), list)
-        for p in obj["trainingPhrases"]
-        if isinstance(p, dict) and isinstance(p.get("languageCode"), str)
-    }
-    lang = pick_language(language, _json_language(doc), have, problems)
-    intents = []
-    for i, obj in enumerate(doc["intents"]):
-        intent = _intent(obj, f"intents[{i}]", problems)
-        if intent is None:
-            continue
-        said = obj.get("trainingPhrases", [])
-        _phrases(intent, said, f"intents[{i}].trainingPhrases", problems, lang)
-        intents.append(intent)
-    return AgentDoc(intents, lang, problems=problems)
-
-
-def json_apply(doc: Any, plan: ExportPlan) -> Any:
-    new = copy.deepcopy(doc)
-    make = _new_phrase(plan.language, inline=True)
-
-    def mine(obj: dict[str, Any]) -> list[Any]:
-        said = obj.get("trainingPhrases", [])
-        return [x for x in said if x.get("languageCode", plan.language) == plan.language]
-
-    moved = Relabelled(plan, {obj["displayName"]: mine(obj) for obj in new["intents"]}, phrase_text)
-    carried = _carrier(moved)
-    intents = []
-    for obj in new["intents"]:
-        name = obj["displayName"]
-        if name in plan.dropped:
-            continue
-        p = plan.intents.get(name)
-        if p is not None and p.texts is not None:
-            said = obj.get("trainingPhrases", [])
-            ours = mine(obj)
-            merged = merge_phrases(
-                ours, phrase_text, p.texts, make, carried(name, _parameters(obj))
-            )
-            kept = {id(x) for x in merged} | {id(x) for x in said if not any(x is y for y in ours)}
-            obj["trainingPhrases"] = [x for x in said if id(x) in kept] + [
-                x for x in merged if not any(x is y for y in said)
-            ]
-            set_description(obj, "description", p.description)
-        intents.append(obj)
-    for name in plan.new:
-        p = plan.intents[name]
-        obj = _new_intent(name, p.description)
-        obj["trainingPhrases"] = merge_phrases(
-            [], phrase_text, p.texts or [], make, carried(name, set())
-        )
-        intents.append(obj)
-    new["intents"] = intents
-    plan.notes += moved.note(LOST_PART)
-    return new
-
-
-def json_skeleton(name: str) -> dict[str, Any]:
-    negative = {"displayName": NEGATIVE, "isFallback": True, "trainingPhrases": []}
-    return {"displayName": name, "defaultLanguageCode": "en", "intents": [negative]}
 
 
 _NAME = name_with(lambda c: c.isprintable() and c not in "|/", limit=100)
@@ -362,15 +308,5 @@ FORMAT = AgentFormat(
     read=read,
     skeleton=skeleton,
     apply=apply,
-    name_rule=_NAME,
-)
-JSON_FORMAT = AgentFormat(
-    name="dialogflow-cx-json",
-    title="Dialogflow CX agent (one JSON file)",
-    container="json",
-    detect=json_detect,
-    read=json_read,
-    skeleton=json_skeleton,
-    apply=json_apply,
     name_rule=_NAME,
 )

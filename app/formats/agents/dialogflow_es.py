@@ -35,6 +35,13 @@ from app.formats.agents.base import (
     pick_language,
     same_or_dumped,
 )
+from app.formats.agents.dialogflow_entities import (
+    es_entity_files,
+    es_parameters,
+    es_parts,
+    es_spans,
+    es_values,
+)
 from app.formats.agents.export import (
     LOST_PART,
     AgentFormat,
@@ -43,10 +50,10 @@ from app.formats.agents.export import (
     merge_phrases,
 )
 from app.formats.common import FormatError
-from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
+from app.formats.file_names import NAME_INSIDE, device_note, safe_file_name
+from core.slots import EntitySpan
 
 Files = dict[str, bytes]
-_UNSAFE_FILE = re.compile(r'[\\/:*?"<>|\x00-\x1f]')
 
 
 def agent_root(files: Files) -> str | None:
@@ -55,22 +62,6 @@ def agent_root(files: Files) -> str | None:
     if not found:
         return None
     return min(found, key=lambda p: (p.count("/"), p))[: -len("agent.json")]
-
-
-def safe_file_name(name: str, taken: set[str], devices: list[tuple[str, str]] | None = None) -> str:
-    """A file or folder name for a new intent: characters no file system takes become ``_``, a
-    Windows device name gets a ``_`` (:mod:`app.formats.file_names`; the pair is added to
-    ``devices``)."""
-    base = _UNSAFE_FILE.sub("_", name).strip(" .") or "intent"
-    if is_device_name(base):
-        base = device_safe(base)
-        if devices is not None:
-            devices.append((name, base))
-    out, n = base, 2
-    while out.casefold() in taken:
-        out, n = f"{base}_{n}", n + 1
-    taken.add(out.casefold())
-    return out
 
 
 def _intent_files(files: Files, root: str) -> list[str]:
@@ -146,24 +137,33 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
                     problems.append((0, f"{said}[{j}]: a phrase needs 'data' parts with 'text'"))
                 else:
                     intent.phrases.append((f"{said}[{j}]", text, "train"))
+                    if spans := es_spans(phrase):
+                        intent.spans[f"{said}[{j}]"] = spans
         intents.append(intent)
     others = sorted(_languages(files) - {lang})
     notes = [f"Kept the phrases in {', '.join(others)} as they are."] if others else []
-    return AgentDoc(intents, lang, notes, problems)
+    return AgentDoc(intents, lang, notes, problems, es_values(files, root, lang))
 
 
-def _new_phrase(lang: str) -> Any:
-    def make(text: str, split: str) -> dict[str, Any]:
+class _NewPhrase:
+    """Makes the phrases an export adds, each with its annotated parts, and remembers the
+    spans of those it made (the intent's parameters they need)."""
+
+    def __init__(self, plan: ExportPlan) -> None:
+        self.plan = plan
+        self.spans: list[EntitySpan] = []
+
+    def __call__(self, text: str, split: str) -> dict[str, Any]:
+        spans = self.plan.spans(text)
+        self.spans += spans
         return {
             "id": new_id("phrase", text),
-            "data": [{"text": text, "userDefined": False}],
+            "data": es_parts(text, spans),
             "isTemplate": False,
             "count": 0,
-            "lang": lang,
+            "lang": self.plan.language,
             "updated": 0,
         }
-
-    return make
 
 
 def _new_intent(name: str, *, fallback: bool = False) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def apply(files: Files, plan: ExportPlan) -> Files:
     root = agent_root(files)
     assert root is not None
     out = dict(files)
-    make = _new_phrase(plan.language)
+    make = _NewPhrase(plan)
     taken = set()
     intents = {path: load_json(files[path], path) for path in _intent_files(files, root)}
     said_in = {path: _usersays(path, plan.language) for path in intents}
@@ -278,7 +278,10 @@ def apply(files: Files, plan: ExportPlan) -> Files:
             continue
         said = said_in[path]
         kept = load_json(files[said], said) if said in files else []
+        make.spans = []
         phrases = merge_phrases(kept, phrase_text, texts, make, carried(name, _parameters(obj)))
+        if es_parameters(obj, make.spans):
+            out[path] = dump_json(obj)
         if phrases:
             out[said] = same_or_dumped(phrases, files.get(said))
         else:
@@ -286,12 +289,16 @@ def apply(files: Files, plan: ExportPlan) -> Files:
     devices: list[tuple[str, str]] = []
     for name in plan.new:
         path = f"{root}intents/{safe_file_name(name, taken, devices)}.json"
-        out[path] = dump_json(_new_intent(name))
+        make.spans = []
         phrases = merge_phrases(
             [], phrase_text, plan.texts_of(name) or [], make, carried(name, set())
         )
+        obj = _new_intent(name)
+        es_parameters(obj, make.spans)
+        out[path] = dump_json(obj)
         if phrases:
             out[_usersays(path, plan.language)] = dump_json(phrases)
+    out.update(es_entity_files(files, root, plan.language, plan.entity_types()))
     plan.notes += moved.note(LOST_PART) + device_note(devices, NAME_INSIDE)
     if n := sum(1 for p in plan.intents.values() if p.description):
         plan.notes.append(

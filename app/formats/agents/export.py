@@ -25,6 +25,7 @@ from app.formats.agents.base import (
 )
 from app.formats.common import Row
 from core.retrieval.scope import OUT_OF_SCOPE
+from core.slots import EntitySpan
 from storage.names import name_key
 
 # What a relabelled Dialogflow phrase may lose (Relabelled.note).
@@ -52,6 +53,20 @@ class ExportPlan:
     notes: list[str] = field(default_factory=list)
     # platform name -> our name, of the new intents the platform's name rule renamed
     renamed: dict[str, str] = field(default_factory=dict)
+    # the project's entity annotations (text -> spans) and its slot book (entity -> value ->
+    # synonyms): what a phrase the export writes carries, and the entity types it names
+    entities: dict[str, list[EntitySpan]] = field(default_factory=dict)
+    values: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def spans(self, text: str) -> list[EntitySpan]:
+        """The annotations of a phrase the export writes (none: plain text)."""
+        return self.entities.get(text, [])
+
+    def entity_types(self) -> dict[str, dict[str, list[str]]]:
+        """Every entity type the export's phrases name, with its values and their synonyms
+        (a type with none: empty)."""
+        named = {s.entity for spans in self.entities.values() for s in spans}
+        return {e: self.values.get(e, {}) for e in sorted(named | set(self.values))}
 
     def texts_of(self, name: str) -> list[tuple[str, str]] | None:
         plan = self.intents.get(name)

@@ -4,9 +4,11 @@ slot types and custom vocabulary beside it).
 
 Read: each intent's ``name``, ``description`` and ``sampleUtterances[].utterance`` in one locale
 (the one with the most intents; the others are kept as they are). A slot reference stays in
-the text as written (``book a {RoomType} room``): the way a TaDSE template writes a slot. An
-export writes a reference to a slot the utterance's intent lacks (a relabelled ``Hi im {name}``)
-as plain text (``Hi im name``) and says so: Lex cannot build it otherwise. The
+the text as written (``book a {RoomType} room``), annotated as a reference to its slot and slot
+type, and custom slot types' values join the slot book (:mod:`app.formats.agents.lex_slots`:
+an export gives an intent the slots its new utterances' references name). An export writes a
+reference to a slot the utterance's intent lacks and the project does not annotate (a typed
+``Hi im {name}``) as plain text (``Hi im name``) and says so: Lex cannot build it otherwise. The
 intent built on ``AMAZON.FallbackIntent`` is ``out_of_scope``; Lex allows it no utterances, so an
 export leaves our ``out_of_scope`` examples out (and says so). Kept as they were: the bot and
 locale settings, slots and their prompts, slot types, code hooks, closing and confirmation
@@ -36,21 +38,31 @@ from app.formats.agents.base import (
     pick_language,
     same_or_dumped,
 )
+from app.formats.agents.entities import left_out_note
 from app.formats.agents.export import (
     AgentFormat,
     ExportPlan,
     merge_phrases,
     set_description,
 )
+from app.formats.agents.lex_slots import (
+    NO_VALUES,
+    add_slots,
+    locale_values,
+    needed_slots,
+    reference_spans,
+    slot_types,
+    value_spans,
+)
 from app.formats.common import FormatError
 from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
+from app.formats.rasa_entities import SLOT_REFERENCE
 
 Files = dict[str, bytes]
 FALLBACK_SIGNATURE = "AMAZON.FallbackIntent"
 # The export's map of the intents Lex names otherwise than the project (``订披萨`` -> ``intent_2``)
 # back to the project's names, beside manifest.json: {"format": 1, "intents": {locale: {..}}}.
 NAMES_FILE = "intent-studio-names.json"
-SLOT_REFERENCE = re.compile(r"\{([0-9A-Za-z][0-9A-Za-z_-]*)\}")  # "{CardType}" in an utterance
 _INTENT = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)Intents/([^/]+)/Intent\.json")
 _LOCALE = re.compile(r"((?:.*/)?BotLocales/([^/]+)/)BotLocale\.json")
 
@@ -138,11 +150,14 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
         if not isinstance(samples, list):
             problems.append((0, f"{path}: sampleUtterances must be a list"))
             samples = []
+        types = slot_types(files, path)
         for j, sample in enumerate(samples):
             if (text := _text(sample)) is None:
                 problems.append((0, f"{path}: sampleUtterances[{j}] needs an 'utterance'"))
             else:
                 intent.phrases.append((f"{path}: sampleUtterances[{j}]", text, "train"))
+                if spans := reference_spans(text, types):
+                    intent.spans[f"{path}: sampleUtterances[{j}]"] = spans
         intents.append(intent)
     lang = _locale_id(locale)
     others = [_locale_id(loc) for loc in locales if loc != locale]
@@ -154,7 +169,7 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
             f"{len(named)} intent(s) have the names they had in Intent Studio ({NAMES_FILE}): "
             f"{', '.join(named[:SHOW_NAMES])}{more}."
         )
-    return AgentDoc(intents, lang, notes, problems)
+    return AgentDoc(intents, lang, notes, problems, locale_values(files, locale))
 
 
 def skeleton(name: str) -> Files:
@@ -225,17 +240,32 @@ def _slots(files: Files, path: str, obj: Any) -> set[str]:
 
 
 class _SlotCheck:
-    """New sample utterances of an intent, each slot reference (``{name}``) to a slot the intent
-    lacks written as the slot's name in plain text: Lex refuses to build a bot whose utterance
-    names a slot its intent lacks (what the export says, as ES and CX say what a relabelled
-    phrase's entity part lost)."""
+    """New sample utterances of an intent. A slot reference (``{name}``) the project annotated
+    as one (:mod:`app.formats.agents.lex_slots`) gives the intent the slot it names; one to a
+    slot the intent lacks otherwise is written as the slot's name in plain text: Lex refuses to
+    build a bot whose utterance names a slot its intent lacks (what the export says, as ES and CX
+    say what a relabelled phrase's entity part lost)."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: ExportPlan) -> None:
+        self.plan = plan
         self.lost: list[str] = []
+        self.values: list[str] = []  # annotations that are values: no place in Lex
+        self.untyped: list[str] = []  # slots whose type has no values here
+        self.needed: dict[str, str] = {}  # the intent being written: slot -> type
 
     def maker(self, into: str, slots: set[str]) -> Any:
+        self.needed = {}
+
         def make(text: str, split: str) -> dict[str, str]:
-            gone = [m.group(1) for m in SLOT_REFERENCE.finditer(text) if m.group(1) not in slots]
+            spans = self.plan.spans(text)
+            needed = needed_slots(text, spans)
+            self.needed.update(needed)
+            self.values += value_spans(text, spans)
+            gone = [
+                m.group(1)
+                for m in SLOT_REFERENCE.finditer(text)
+                if m.group(1) not in slots and m.group(1) not in needed
+            ]
             if not gone:
                 return _sample(text, split)
             self.lost.append(f"{text!r} ({', '.join(dict.fromkeys(gone))} in {into!r})")
@@ -244,21 +274,38 @@ class _SlotCheck:
 
         return make
 
+    def slots(self, out: Files, path: str, obj: dict[str, Any], locale: str) -> None:
+        """Give the intent written the slots its new utterances name."""
+        self.untyped += add_slots(out, path, obj, self.needed, self.plan.values, locale)
+
     def note(self) -> list[str]:
+        notes = left_out_note(
+            "entity annotation(s) that are values",
+            self.values,
+            "a Lex sample utterance holds slot references ({Slot}), not annotated values; their "
+            "text is written plain",
+        )
+        if self.untyped:
+            notes.append(
+                f"{len(self.untyped)} slot(s) name a type with no values in the slot book (Lex "
+                f"needs some) or a name Lex refuses: typed {NO_VALUES}: "
+                f"{', '.join(self.untyped[:SHOW_NAMES])}."
+            )
         if not self.lost:
-            return []
+            return notes
         shown = ", ".join(self.lost[:SHOW_NAMES])
         more = f" and {len(self.lost) - SHOW_NAMES} more" if len(self.lost) > SHOW_NAMES else ""
         return [
+            *notes,
             f"{len(self.lost)} phrase(s) name a slot their intent lacks (Lex cannot build such a "
-            f"bot): written with the slot's name as plain text: {shown}{more}."
+            f"bot): written with the slot's name as plain text: {shown}{more}.",
         ]
 
 
 def apply(files: Files, plan: ExportPlan) -> Files:
     locale = _locale(files, plan.language, [])
     out = dict(files)
-    check = _SlotCheck()
+    check = _SlotCheck(plan)
     for path in _intent_files(files, locale):
         obj = load_json(files[path], path)
         name = obj["name"]
@@ -274,6 +321,7 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         samples = merge_phrases(obj.get("sampleUtterances") or [], _text, p.texts, make)
         if samples or obj.get("sampleUtterances") is not None:
             obj["sampleUtterances"] = samples
+        check.slots(out, path, obj, locale)
         set_description(obj, "description", p.description, empty=None)
         out[path] = same_or_dumped(obj, files[path])
     folders = {m.group(3).casefold() for q in files if (m := _INTENT.fullmatch(q))}
@@ -281,8 +329,11 @@ def apply(files: Files, plan: ExportPlan) -> Files:
     for name in plan.new:
         p = plan.intents[name]
         obj = _new_intent(name, p.description)
-        obj["sampleUtterances"] = [check.maker(name, set())(t, s) for t, s in p.texts or []]
-        out[f"{locale}Intents/{_folder(name, folders, devices)}/Intent.json"] = dump_json(obj)
+        make = check.maker(name, set())
+        obj["sampleUtterances"] = [make(t, s) for t, s in p.texts or []]
+        path = f"{locale}Intents/{_folder(name, folders, devices)}/Intent.json"
+        check.slots(out, path, obj, locale)
+        out[path] = dump_json(obj)
     plan.notes += check.note() + device_note(devices, NAME_INSIDE)
     _write_names(files, out, locale, plan)
     return out

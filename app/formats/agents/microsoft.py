@@ -29,11 +29,23 @@ from app.formats.agents.base import (
     name_with,
     pick_language,
 )
+from app.formats.agents.entities import left_out_note, uncarried_values
 from app.formats.agents.export import (
     AgentFormat,
     ExportPlan,
     merge_utterances,
 )
+from app.formats.agents.offset_entities import (
+    clu_declare,
+    clu_labels,
+    clu_spans,
+    clu_values,
+    luis_declare,
+    luis_labels,
+    luis_spans,
+    luis_values,
+)
+from core.slots import EntitySpan
 
 NONE_INTENT = "None"
 # LUIS and CLU intent names are at most 50 characters.
@@ -46,10 +58,11 @@ def _read(
     key: str,
     at: str,
     split_of: Callable[[dict[str, Any]], str | None],
+    spans_of: Callable[[Any], list[EntitySpan]],
     description_key: str | None = None,
 ) -> tuple[list[PlatformIntent], list[tuple[int, str]]]:
     """Intents named by ``key`` and the utterances of each (``split_of``: the split of one in
-    the language read, None for one to leave out)."""
+    the language read, None for one to leave out; ``spans_of``: its entity labels)."""
     problems: list[tuple[int, str]] = []
     found: dict[str, PlatformIntent] = {}
     out = []
@@ -82,6 +95,8 @@ def _read(
         split = split_of(u)
         if split is not None:
             found[name].phrases.append((f"{where}.text", text, split))
+            if spans := spans_of(u):
+                found[name].spans[f"{where}.text"] = spans
     return out, problems
 
 
@@ -116,11 +131,11 @@ def luis_detect(doc: Any) -> bool:
 
 def luis_read(doc: Any, language: str | None = None) -> AgentDoc:
     intents, problems = _read(
-        doc.get("intents"), doc.get("utterances"), "name", "", lambda u: "train"
+        doc.get("intents"), doc.get("utterances"), "name", "", lambda u: "train", luis_spans
     )
     culture = doc.get("culture")
     lang = pick_language(language, culture if isinstance(culture, str) else "", [], problems)
-    return AgentDoc(intents, lang, problems=problems)
+    return AgentDoc(intents, lang, problems=problems, values=luis_values(doc))
 
 
 def luis_skeleton(name: str) -> dict[str, Any]:
@@ -152,13 +167,32 @@ def luis_apply(doc: Any, plan: ExportPlan) -> Any:
     new["intents"] = [i for i in new["intents"] if i.get("name") not in plan.dropped] + [
         {"name": n, "features": []} for n in plan.new
     ]
+    made: list[EntitySpan] = []
+
+    def make(text: str, intent: str, split: str) -> dict[str, Any]:
+        spans = plan.spans(text)
+        made.extend(spans)
+        return {"text": text, "intent": intent, "entities": luis_labels(text, spans)}
+
     new["utterances"] = merge_utterances(
-        new["utterances"],
-        plan,
-        intent_of=_intent,
-        text_of=_text,
-        make=lambda text, intent, split: {"text": text, "intent": intent, "entities": []},
-        relabel=_relabel,
+        new["utterances"], plan, intent_of=_intent, text_of=_text, make=make, relabel=_relabel
+    )
+    refused = luis_declare(new, made) if made else []
+    plan.notes += left_out_note(
+        "entity label(s)",
+        sorted(set(refused)),
+        "LUIS labels machine-learned entities only, and the app has another kind of entity "
+        "by these names",
+    )
+    listed = luis_values(doc)
+    plan.notes += left_out_note(
+        "entity value(s) and synonym(s)",
+        [
+            f"{entity}: {value!r}"
+            for entity, value in uncarried_values(plan)
+            if value not in listed.get(entity, {})
+        ],
+        "a LUIS app's values are its closed lists, entities that cannot be labelled",
     )
     _descriptions_left_out(plan, {}, "a LUIS app")
     return new
@@ -212,6 +246,7 @@ def clu_read(doc: Any, language: str | None = None) -> AgentDoc:
         "category",
         "assets.",
         split_of,
+        clu_spans,
         "description",
     )
     others = sum(
@@ -220,7 +255,7 @@ def clu_read(doc: Any, language: str | None = None) -> AgentDoc:
         if isinstance(u, dict) and str(u.get("language") or lang).lower() != lang
     )
     notes = [f"Kept {others} utterance(s) in other languages as they are."] if others else []
-    return AgentDoc(intents, picked, notes, asked + problems)
+    return AgentDoc(intents, picked, notes, asked + problems, clu_values(doc, lang))
 
 
 def clu_skeleton(name: str) -> dict[str, Any]:
@@ -259,8 +294,13 @@ def clu_apply(doc: Any, plan: ExportPlan) -> Any:
         {"category": n} for n in plan.new
     ]
 
+    made: list[EntitySpan] = []
+
     def make(text: str, intent: str, split: str) -> dict[str, Any]:
-        u: dict[str, Any] = {"text": text, "language": lang, "intent": intent, "entities": []}
+        spans = plan.spans(text)
+        made.extend(spans)
+        labels = clu_labels(text, spans)
+        u: dict[str, Any] = {"text": text, "language": lang, "intent": intent, "entities": labels}
         if split == "test":
             u["dataset"] = "Test"
         return u
@@ -274,6 +314,14 @@ def clu_apply(doc: Any, plan: ExportPlan) -> Any:
         update=_dataset,
         mine=lambda u: str(u.get("language") or lang).lower() == lang.lower(),
         relabel=_relabel,
+    )
+    named = {s.entity for s in made}
+    types = plan.entity_types()
+    clu_declare(assets, {e: v for e, v in types.items() if e in named or plan.values.get(e)}, lang)
+    plan.notes += left_out_note(
+        "role(s) of entity annotations",
+        [f"{s.role!r} ({s.entity})" for s in made if s.role],
+        "CLU entities have no roles",
     )
     kept = {
         str(i.get("category")): i["description"]

@@ -1,9 +1,11 @@
 """IBM Watson Assistant / watsonx Assistant skill JSON: a dialog skill (``intents`` at the top) or
 an actions skill (the same under ``workspace``).
 
-Read: ``intents[].intent`` (the name), ``intents[].description`` and ``intents[].examples[].text``;
-``counterexamples[].text`` (the skill's *irrelevant* examples) are ``out_of_scope``. Kept as they
-were: everything else (dialog nodes, actions, entities, an example's ``mentions``, settings).
+Read: ``intents[].intent`` (the name), ``intents[].description`` and ``intents[].examples[].text``
+with its ``mentions`` (entity annotations, :mod:`app.formats.agents.offset_entities`), and the
+``entities``' values and synonyms; ``counterexamples[].text`` (the skill's *irrelevant*
+examples) are ``out_of_scope``. Kept as they were: everything else (dialog nodes, actions,
+entities, an unchanged example's ``mentions``, settings).
 
 Example:
     >>> doc = {"intents": [{"intent": "hello", "examples": [{"text": "hi"}]}], "dialog_nodes": []}
@@ -23,6 +25,7 @@ from app.formats.agents.base import (
     name_with,
     pick_language,
 )
+from app.formats.agents.entities import left_out_note
 from app.formats.agents.export import (
     AgentFormat,
     ExportPlan,
@@ -30,6 +33,13 @@ from app.formats.agents.export import (
     merge_phrases,
     set_description,
 )
+from app.formats.agents.offset_entities import (
+    watson_declare,
+    watson_mentions,
+    watson_spans,
+    watson_values,
+)
+from core.slots import EntitySpan
 
 # The name the counterexamples go by among the intents (no Watson intent name holds '#').
 COUNTEREXAMPLES = "#counterexamples"
@@ -56,8 +66,12 @@ def _text(example: Any) -> str | None:
 
 
 def _examples(
-    items: Any, where: str, problems: list[tuple[int, str]]
+    items: Any,
+    where: str,
+    problems: list[tuple[int, str]],
+    spans: dict[str, list[EntitySpan]] | None = None,
 ) -> list[tuple[str, str, str]]:
+    """An intent's examples (``spans``: their mentions, by place, when given)."""
     if items is None:
         return []
     if not isinstance(items, list):
@@ -70,6 +84,8 @@ def _examples(
             problems.append((0, f"{where}[{j}]: an example needs a 'text' string"))
         else:
             out.append((f"{where}[{j}].text", text, "train"))
+            if spans is not None and (found := watson_spans(example)):
+                spans[f"{where}[{j}].text"] = found
     return out
 
 
@@ -86,17 +102,14 @@ def read(doc: Any, language: str | None = None) -> AgentDoc:
             problems.append((0, f"{where}: an intent needs an 'intent' name"))
             continue
         description = item.get("description")
-        intents.append(
-            PlatformIntent(
-                name,
-                where,
-                description if isinstance(description, str) else "",
-                phrases=_examples(item.get("examples"), f"{where}.examples", problems),
-            )
+        intent = PlatformIntent(name, where, description if isinstance(description, str) else "")
+        intent.phrases = _examples(
+            item.get("examples"), f"{where}.examples", problems, intent.spans
         )
+        intents.append(intent)
     counter = _examples(root.get("counterexamples"), f"{at}counterexamples", problems)
     intents.append(PlatformIntent(COUNTEREXAMPLES, f"{at}counterexamples", "", True, counter))
-    return AgentDoc(intents, lang, problems=problems)
+    return AgentDoc(intents, lang, problems=problems, values=watson_values(root))
 
 
 def skeleton(name: str) -> dict[str, Any]:
@@ -117,6 +130,17 @@ def _example(text: str, split: str) -> dict[str, Any]:
     return {"text": text}
 
 
+def _maker(plan: ExportPlan, made: list[EntitySpan]) -> Any:
+    """Makes the examples an export adds, each with its mentions."""
+
+    def make(text: str, split: str) -> dict[str, Any]:
+        spans = plan.spans(text)
+        made.extend(spans)
+        return {"text": text, "mentions": watson_mentions(text, spans)} if spans else {"text": text}
+
+    return make
+
+
 def _carried(moved: Relabelled, into: str) -> Any:
     return lambda text: [copy.deepcopy(r) for r in moved.phrases(text, into)]
 
@@ -131,6 +155,8 @@ def apply(doc: Any, plan: ExportPlan) -> Any:
         {str(i.get("intent")): list(i.get("examples") or []) for i in root.get("intents") or []},
         _text,
     )
+    made: list[EntitySpan] = []
+    make = _maker(plan, made)
     for item in root.get("intents") or []:
         name = item.get("intent")
         if name in plan.dropped:
@@ -138,17 +164,25 @@ def apply(doc: Any, plan: ExportPlan) -> Any:
         p = plan.intents.get(name)
         if p is not None and p.texts is not None:
             item["examples"] = merge_phrases(
-                item.get("examples") or [], _text, p.texts, _example, _carried(moved, name)
+                item.get("examples") or [], _text, p.texts, make, _carried(moved, name)
             )
             set_description(item, "description", p.description)
         intents.append(item)
     for name in plan.new:
         p = plan.intents[name]
-        examples = merge_phrases([], _text, p.texts or [], _example, _carried(moved, name))
+        examples = merge_phrases([], _text, p.texts or [], make, _carried(moved, name))
         item = {"intent": name, "examples": examples}
         set_description(item, "description", p.description)
         intents.append(item)
     root["intents"] = intents
+    named = {s.entity for s in made}
+    types = plan.entity_types()
+    watson_declare(root, {e: v for e, v in types.items() if e in named or plan.values.get(e)})
+    plan.notes += left_out_note(
+        "role(s) of entity annotations",
+        [f"{s.role!r} ({s.entity})" for s in made if s.role],
+        "Watson mentions have no roles",
+    )
     counter = plan.texts_of(COUNTEREXAMPLES)
     if counter is not None:
         root["counterexamples"] = merge_phrases(
