@@ -187,54 +187,73 @@ class Bundle:
         return self.predict_vectors(batch, self.encoder.encode(batch))
 
     def predict_vectors(self, texts: Sequence[str], vectors: np.ndarray) -> list[dict[str, Any]]:
-        """:meth:`predict` of texts already encoded (one row each)."""
+        """:meth:`predict` of texts already encoded (one row each). Every ranked intent takes
+        part in the decision; only what the answer shows is written out (its first
+        :data:`TOP_N` intents, each with its best example, and :data:`SHOW` neighbours)."""
         score, nearest, proto, anchor, sims, ids = self._score(np.asarray(vectors))
         _, _, margins, _ = top_two(score)
         ranking = order(score).tolist()
         rows = []
         for qi, text in enumerate(texts):
-            hits = [
-                {
+            row_sims, row_ids = sims[qi].tolist(), ids[qi].tolist()
+
+            def hit(
+                k: int, row_sims: list[float] = row_sims, row_ids: list[int] = row_ids
+            ) -> dict[str, Any]:
+                i = row_ids[k]
+                return {
                     "id": int(i),
                     "text": self.texts[i],
                     "labels": list(self.labels[i]),
-                    "similarity": float(s),
+                    "similarity": float(row_sims[k]),
                 }
-                for s, i in zip(sims[qi].tolist(), ids[qi].tolist(), strict=True)
-            ]
-            intents = []
+
+            scores = score[qi].tolist()
+            ranked = []
             for j in ranking[qi]:
-                if score[qi, j] == -np.inf:
+                if scores[j] == -np.inf:
                     break
+                ranked.append(j)
+            intents = []
+            for j in ranked[:TOP_N]:
                 name = self.names[j]
-                row: dict[str, Any] = {"intent": name, "score": float(score[qi, j])}
+                row: dict[str, Any] = {"intent": name, "score": float(scores[j])}
                 if name in self.cold:
                     row["best"] = {
                         "id": -1,
                         "text": self.anchor_texts[name],
                         "labels": [name],
-                        "similarity": float(score[qi, j]),
+                        "similarity": float(scores[j]),
                     }
                 else:
-                    row["best"] = next(h for h in hits if name in h["labels"])
+                    first = next(k for k, i in enumerate(row_ids) if name in self.labels[i])
+                    row["best"] = hit(first)
                     if not np.isnan(proto[qi, j]):
                         row["nearest"] = float(nearest[qi, j])
                         row["prototype"] = float(proto[qi, j])
                 if not np.isnan(anchor[qi, j]):
                     row["anchor"] = float(anchor[qi, j])
                 intents.append(row)
-            rows.append(self._decided(text, intents, hits, float(margins[qi])))
+            pairs = [(self.names[j], float(scores[j])) for j in ranked]
+            shown = [hit(k) for k in range(min(SHOW, len(row_ids)))]
+            rows.append(self._decided(text, pairs, intents, shown, float(margins[qi])))
         if self.head is not None:
             self.head.decide(rows, np.asarray(vectors))
         return rows
 
     def _decided(
-        self, text: str, intents: list[dict[str, Any]], hits: list[dict[str, Any]], margin: float
+        self,
+        text: str,
+        ranked: list[tuple[str, float]],
+        intents: list[dict[str, Any]],
+        hits: list[dict[str, Any]],
+        margin: float,
     ) -> dict[str, Any]:
-        """The public dict of one question (core.retrieval.predictor.prediction_to_dict)."""
-        top = intents[0]["intent"] if intents else None
+        """The public dict of one question (core.retrieval.predictor.prediction_to_dict):
+        ``ranked`` every ranked intent with its score, ``intents`` the first shown."""
+        top = ranked[0][0] if ranked else None
         labels, threshold = decide(
-            [(r["intent"], r["score"]) for r in intents],
+            ranked,
             cold=top in self.cold,
             thresholds=self.thresholds,
             multi_label=self.multi_label,
@@ -242,11 +261,11 @@ class Bundle:
         out: dict[str, Any] = {
             "text": text,
             "top": top,
-            "score": intents[0]["score"] if intents else 0.0,
+            "score": ranked[0][1] if ranked else 0.0,
             "margin": margin,
             "labels": labels,
             "oos": top is not None and not labels,
-            "ambiguous": len(intents) > 1 and margin < AMBIGUOUS_MARGIN,
+            "ambiguous": len(ranked) > 1 and margin < AMBIGUOUS_MARGIN,
         }
         if threshold is not None:
             out["threshold"] = threshold
