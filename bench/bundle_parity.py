@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -102,9 +103,11 @@ def train_project(code: Path, place: Path, shared: Path, train_set: list[str]) -
     return data
 
 
-def standalone(bundle: Path, texts: list[str], place: Path, threads: int) -> tuple[list, float]:
+def standalone(
+    bundle: Path, texts: list[str], place: Path, threads: int
+) -> tuple[list, float, float]:
     """``python -S predict.py --json`` of the unzipped bundle in a bare environment: its
-    answers and the process's wall seconds."""
+    answers, the process's wall seconds and its CPU seconds (every thread)."""
     from tests.core.bundle.test_standalone import only_the_runtime
 
     folder = place / f"unzipped-{bundle.parent.name}-{bundle.stem}"
@@ -112,6 +115,7 @@ def standalone(bundle: Path, texts: list[str], place: Path, threads: int) -> tup
         with zipfile.ZipFile(bundle) as zf:
             zf.extractall(folder)
     env = {**only_the_runtime(place), "OMP_NUM_THREADS": str(threads)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-S", str(folder / "predict.py"), "--json", "--threads", str(threads)],
@@ -122,9 +126,11 @@ def standalone(bundle: Path, texts: list[str], place: Path, threads: int) -> tup
         cwd=place,
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"predict.py failed:\n{done.stderr[-3000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines()], wall
+    return [json.loads(line) for line in done.stdout.splitlines()], wall, cpu
 
 
 def measure(code: Path, data: Path, texts: list[str], place: Path, threads: int) -> dict[str, Any]:
@@ -146,7 +152,7 @@ def measure(code: Path, data: Path, texts: list[str], place: Path, threads: int)
     rows: dict[str, Any] = {}
     for precision, said in app.items():
         bundle = Path(said["bundle"])
-        alone, _ = standalone(bundle, texts, place, threads)
+        alone, _, _ = standalone(bundle, texts, place, threads)
         manifest = json.loads(zipfile.ZipFile(bundle).read("manifest.json"))
         pairs = list(zip(said["answers"], alone, strict=True))
         rows[precision] = {
@@ -188,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'both':>6} {'app thr.':>9} {'bundle thr.':>11}")  # fmt: skip
     for code in codes:
         rows = measure(code, data, texts, work, args.threads)
-        name = revision(code)
+        name = revision(code) or code.name
         report["checkouts"][name] = rows
         for precision, r in rows.items():
             app_t, bundle_t = r["app_threshold"], r["bundle_threshold"]
@@ -198,18 +204,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"{app_t if app_t is None else round(app_t, 4)!s:>9} "
                 f"{bundle_t if bundle_t is None else round(bundle_t, 4)!s:>11}"
             )
-    last = report["checkouts"][revision(codes[-1])]["int8"]
+    last = report["checkouts"][revision(codes[-1]) or codes[-1].name]["int8"]
     timings = []
     for _ in range(args.repeats):
         load = load_average()
-        _, wall = standalone(Path(last["bundle"]), texts, work, args.threads)
-        timings.append({"wall_s": round(wall, 2), "load": load})
+        _, wall, cpu = standalone(Path(last["bundle"]), texts, work, args.threads)
+        timings.append({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load": load})
     median = statistics.median(t["wall_s"] for t in timings)
+    cpu = statistics.median(t["cpu_s"] for t in timings)
     report["predict_py_int8"] = {"runs": timings, "median_s": median, "lines": len(texts)}
     print(
         f"\npredict.py (int8, {args.threads} threads) on {len(texts):,} lines: {median:.2f} s "
-        f"median of {args.repeats} (load average {[t['load'] for t in timings]}, "
-        f"{os.cpu_count()} cores)"
+        f"wall, {cpu:.2f} s CPU, median of {args.repeats} (load average "
+        f"{[t['load'] for t in timings]}, {os.cpu_count()} cores)"
     )
     print(json.dumps(report, indent=2))
     if args.out is not None:
