@@ -114,7 +114,7 @@ def test_merging_intents_moves_their_templates_to_the_target_once(db, project):
 def test_slot_values_keep_their_synonyms_and_an_old_database_gains_them(db, project, tmp_path):
     """Issue 66: an entity type travels whole between platforms (Dialogflow's entries, Rasa's
     synonym maps, CLU's lists, Lex's slot type values): a value keeps the other ways it is
-    written (migration 0013); an import adds the synonyms a value lacks, and an edit of the
+    written (migration 0014); an import adds the synonyms a value lacks, and an edit of the
     slot's values keeps those of the values it keeps."""
     from sqlalchemy import text
 

@@ -6,8 +6,8 @@ Lex slot type value); ``synonyms`` holds the other ways it is written (``["credi
 "card"]`` for ``credit``), so a project moved between platforms keeps its entity types whole
 (issue 66). Existing values get ``[]``.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-27 23:40:00
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
