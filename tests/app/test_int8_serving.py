@@ -412,6 +412,7 @@ def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
         assert decided(alone) == decided(app_int8)
     finally:
         project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "on"})
+        ctx.live.settled(pid)  # the int8 pool again, before the next test reads it
 
 
 def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
