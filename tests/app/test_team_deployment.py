@@ -98,26 +98,31 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     finally:
         _kill(gpu_box)  # kill -9, mid-training
     second_box = _worker(tmp_path / "second-box")  # its start-up overlaps the wait below
-    # Its pid means nothing here: the job fails once its heartbeat is older than the timeout.
-    deadline = time.monotonic() + JOB_TIMEOUT + 20
-    while (failed := svc.job(app_ctx.training, view.id)).active:
-        assert time.monotonic() < deadline, "the dead worker's job was never failed"
-        time.sleep(0.5)
-    assert failed.status == "failed" and "stopped unexpectedly" in failed.message
-    # nothing half-registered: no version, or the first pass it served before the kill, whole
-    kept = [v["version"] for v in version_svc.history(app_ctx.db, live(app_ctx, "tiny"))]
-    assert kept == ([] if failed.model_version_id is None else [failed.model_version_id])
-    # nothing half-written in the bucket: no model files but that first pass's; the embedding
-    # cache may hold the frozen base's vectors (the job's plan builds its factory, anchors
-    # included, before training), whole shards under their content's name that any later job reads
-    from storage.tables import ModelVersion
-
-    with app_ctx.db.session() as s:
-        first = [f"studio/{s.get(ModelVersion, v).artifact_path}/" for v in kept]
-    written = [k for k in s3.keys(team) if not k.startswith(("studio/vectors/", *first))]
-    assert written == []
-
     try:
+        # Its pid means nothing here: the job fails once its heartbeat is older than the timeout.
+        deadline = time.monotonic() + JOB_TIMEOUT + 20
+        while (failed := svc.job(app_ctx.training, view.id)).active:
+            assert time.monotonic() < deadline, "the dead worker's job was never failed"
+            time.sleep(0.5)
+        assert failed.status == "failed" and "stopped unexpectedly" in failed.message
+        # nothing half-registered: no version, or the first pass it served before the kill, whole
+        kept = [v["version"] for v in version_svc.history(app_ctx.db, live(app_ctx, "tiny"))]
+        assert kept == ([] if failed.model_version_id is None else [failed.model_version_id])
+        # nothing half-written in the bucket: no model files but that first pass's (and the base
+        # encoder's int8 copy, which the second worker's warm-up may write); the embedding cache
+        # may hold the frozen base's vectors (the job's plan builds its factory, anchors included,
+        # before training), whole shards under their content's name that any later job reads
+        from storage.tables import ModelVersion
+
+        with app_ctx.db.session() as s:
+            first = [f"studio/{s.get(ModelVersion, v).artifact_path}/" for v in kept]
+        written = [
+            k
+            for k in s3.keys(team)
+            if not k.startswith(("studio/vectors/", "studio/base/", *first))
+        ]
+        assert written == []
+
         again, created = svc.request_retrain(app_ctx.training, live(app_ctx, "tiny"), QUICK)
         assert created and again.id != view.id
         done = svc.wait(app_ctx.training, again.id, timeout=300)
