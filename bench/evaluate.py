@@ -84,7 +84,12 @@ def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str
     reporter = _Reporter()
     t = time.perf_counter()
     factories = [PredictorFactory(enc) for enc in (new, base, active)]
-    ev = Evaluation(ctx, reporter, data, factories)
+    try:  # the phases take the job's pieces (issue 67), not the process's state
+        from app.worker.reporter import retrain_run
+
+        ev = Evaluation(retrain_run(ctx, 0, reporter), data, factories)  # type: ignore[arg-type]
+    except ImportError:
+        ev = Evaluation(ctx, reporter, data, factories)  # type: ignore[call-arg,arg-type]
     ev.start()
     for factory in factories:
         ev.score(factory)

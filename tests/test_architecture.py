@@ -315,6 +315,24 @@ def test_no_module_is_too_long_to_read_as_one_concern():
     assert long == []
 
 
+# Where the whole serving state may not go (issue 67 item 1): a retrain's phases take the job's
+# pieces (``RetrainRun``), not the process's state.
+TAKE_PIECES = ("app/services/training",)
+
+
+def test_the_retrains_phases_take_the_jobs_pieces_not_the_process():
+    """No module of ``app/services/training`` names ``ServingState``: each phase takes a
+    :class:`app.services.training.retrain_state.RetrainRun` (built once per job by the worker)
+    and can be called with one built by hand; the whole state, brought back, fails here."""
+    named = sorted(
+        str(path.relative_to(ROOT))
+        for folder in TAKE_PIECES
+        for path in (ROOT / folder).rglob("*.py")
+        if "ServingState" in path.read_text(encoding="utf-8")
+    )
+    assert named == []
+
+
 def test_the_serving_state_is_a_plain_record_of_its_pieces():
     """``ServingState`` (``app/serving/state.py``) holds one of each piece and nothing else
     (issue 59): a frozen dataclass whose fields are the pieces, built by ``open`` and stopped by

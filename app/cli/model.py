@@ -47,7 +47,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         # job claims its row and snapshots the data
         budget = ctx.models.budget
         steps = budget.warm_up_steps if budget.device == "cuda" else 0
-        warming = warm_up_worker(ctx, budget, steps=steps, bases=[p.base_encoder])
+        warming = warm_up_worker(
+            ctx.live,
+            budget,
+            device=ctx.settings.device,
+            int8=ctx.settings.int8,
+            steps=steps,
+            bases=[p.base_encoder],
+        )
         # nobody waits on the app between its checkpoints: what will serve is measured once
         runner = threading.Thread(
             target=worker.execute_job, args=(ctx, view.id), kwargs={"anytime": False}, daemon=True

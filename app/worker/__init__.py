@@ -30,7 +30,7 @@ from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.auto import watch_labels
 from app.worker.cpu_share import CpuShare, lower_priority, share_policy
-from app.worker.reporter import JobReporter
+from app.worker.reporter import JobReporter, retrain_run
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
 from core.errors import logged, raise_if_bug
@@ -154,9 +154,7 @@ def execute_job(
         # the version answers from its ``serve`` phase on; the job ends once its record is
         # complete (on a CPU, its int8 copy checked and switched in)
         version_id, message = run_retrain(
-            ctx,
-            reporter,
-            job_id,
+            retrain_run(ctx, job_id, reporter),
             job.project_id,
             spec.encoder,
             spec.head,
@@ -279,7 +277,14 @@ def run_worker(settings: Settings) -> None:
     reap_dead(ctx.training)
     # the base encoders and the device's kernels, before the first job; then the int8 copy of
     # a base that projects never retrained serve
-    warm_up_worker(ctx, base_copies=True, stopping=lambda: STOP.requested)
+    warm_up_worker(
+        ctx.live,
+        ctx.models.budget,
+        device=settings.device,
+        int8=settings.int8,
+        base_copies=True,
+        stopping=lambda: STOP.requested,
+    )
     watch_labels(ctx.training, STOP, done)  # the automatic retrains, as labels call for them
     huey, _ = make_queue(settings)
     consumer = Consumer(

@@ -16,6 +16,8 @@ from typing import Any
 from app.config import Settings
 from app.services.models.job_plan import JobPlan, Tracker
 from app.services.training.retrain import EvalProgress
+from app.services.training.retrain_state import Reporter, RetrainRun
+from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue
 from app.worker.cpu_share import CpuShare
 from app.worker.stopping import StopRequest
@@ -175,3 +177,16 @@ class JobReporter:
         self._stop.set()
         if self._beat is not threading.current_thread():
             self._beat.join(10.0)
+
+
+def retrain_run(ctx: ServingState, job_id: int, reporter: Reporter) -> RetrainRun:
+    """The pieces of this process one retrain job uses (its phases take nothing else)."""
+    return RetrainRun(
+        live=ctx.live,
+        artifacts=ctx.artifacts,
+        budget=ctx.models.budget,
+        device=ctx.settings.device,
+        int8=ctx.settings.int8,
+        job_id=job_id,
+        reporter=reporter,
+    )

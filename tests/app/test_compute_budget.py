@@ -270,15 +270,10 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
         spec = retrain_jobs.RetrainSpec.from_job(view.config)
         reporter = Cancelling(ctx.training, view.id)
         try:
-            version, message = run_retrain(
-                ctx,
-                reporter,
-                view.id,
-                view.project_id,
-                spec.encoder,
-                spec.head,
-                budget=budget_for("cuda"),
+            run = dataclasses.replace(
+                worker.retrain_run(ctx, view.id, reporter), budget=budget_for("cuda")
             )
+            version, message = run_retrain(run, view.project_id, spec.encoder, spec.head)
         finally:
             reporter.close()
         with ctx.db.session() as s:

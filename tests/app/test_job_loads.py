@@ -45,7 +45,7 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         # the base is read then, and a training step runs, before any job
         monkeypatch.setattr(registry, "_loaded", {})
         monkeypatch.setattr(registry, "load_sentence_transformer", counting)
-        warm_up_worker(ctx).join()
+        warm_up_worker(ctx.live, ctx.models.budget).join()
         assert loads == [registry.resolve_path("minilm")]
         assert ("minilm", ctx.settings.device or registry.default_device()) in registry._loaded
         worker.execute_job(ctx, job.id)

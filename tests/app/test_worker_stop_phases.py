@@ -71,7 +71,9 @@ def test_a_job_stopped_in_any_phase_ends_or_goes_back_and_is_done_once(
     make_tiny(ctx)
     stop = StopRequest()  # the worker's: its warm-up obeys it too
     steps = 400 if phase == "preparing" else 0  # a warm-up the job would wait for
-    warming = warm_up_worker(ctx, steps=steps, bases=["minilm"], stopping=lambda: stop.requested)
+    warming = warm_up_worker(
+        ctx.live, ctx.models.budget, steps=steps, bases=["minilm"], stopping=lambda: stop.requested
+    )
     if phase != "preparing":
         warming.join(120)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)

@@ -40,16 +40,21 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from app.compute import ComputeBudget
 from app.project_settings import as_encoded, stored_settings
 from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
 from app.services.training.retrain_checkpoints import Checkpoints, resumed_version, save
 from app.services.training.retrain_int8 import int8_copy, int8_plan
 from app.services.training.retrain_measure import Evaluation, Known, plan, to_encode
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE, checkpoint_words, register
-from app.services.training.retrain_state import EvalProgress, Reporter, Served, Snapshot, Trained
+from app.services.training.retrain_state import (
+    EvalProgress,
+    Reporter,
+    RetrainRun,
+    Served,
+    Snapshot,
+    Trained,
+)
 from app.services.training.retrain_warm import wait_until_warm
-from app.serving.state import ServingState
 from core.evaluation import EvalData
 from core.multilabel.rule import is_multilabel
 from core.training import (
@@ -89,21 +94,19 @@ PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "
 
 
 def snapshot(
-    ctx: ServingState,
+    run: RetrainRun,
     project_id: int,
     head_options: dict[str, Any],
     *,
-    job_id: int | None = None,
     trigger: str = "manual",
 ) -> Snapshot:
     """The ``snapshot`` phase: the dataset version (written once per content) and everything
-    the job reads of the project, in one transaction (with ``job_id``, the project's newest
-    label event is recorded on the job: labels after it make the next automatic retrain); then
+    the job reads of the project, in one transaction (the project's newest label event is
+    recorded on the job: labels after it make the next automatic retrain); then
     the frozen base and the active version as they serve, which the new version is compared
     with (the base encoder is read here when the process has not kept it)."""
-    with ctx.db.write(WriteLock.project(project_id)) as s:
-        if job_id is not None:
-            jobs.mark_labels(s, job_id, last_label_event(s, project_id))
+    with run.live.db.write(WriteLock.project(project_id)) as s:
+        jobs.mark_labels(s, run.job_id, last_label_event(s, project_id))
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
         base, settings = project.base_encoder, stored_settings(project.name, project.settings)
@@ -130,12 +133,11 @@ def snapshot(
         head_options=dict(head_options),
         trigger=trigger,
     )
-    return replace(snap, others=_others(ctx, snap))
+    return replace(snap, others=_others(run, snap))
 
 
 def train(
-    ctx: ServingState,
-    reporter: Reporter,
+    run: RetrainRun,
     snap: Snapshot,
     cfg: TrainConfig,
     checkpoints: Checkpoints | None = None,
@@ -147,41 +149,43 @@ def train(
     :mod:`app.services.training.retrain_checkpoints`)."""
     fit = snap.fit
     # a warm-up under way finishes first (the two never share the device); a stop ends the wait
-    wait_until_warm(should_cancel=reporter.should_cancel)
+    wait_until_warm(should_cancel=run.reporter.should_cancel)
     ends = checkpoint_steps(fit.texts, fit.labels, cfg)
     first = f", a first version after step {ends[0]} of {ends[-1]}" if len(ends) > 1 else ""
-    reporter.log(
+    run.reporter.log(
         f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances{first}",
         phase="training",
     )
     if fit.left_out:
-        reporter.log(fit.note())
+        run.reporter.log(fit.note())
     started = time.monotonic()
     model = train_encoder(
         snap.base,
         fit.texts,
         fit.labels,
         cfg,
-        progress=reporter.progress,
-        should_cancel=reporter.should_cancel,
-        device=ctx.settings.device,
+        progress=run.reporter.progress,
+        should_cancel=run.reporter.should_cancel,
+        device=run.device,
         checkpoint=checkpoints,
     )
     steps = int(model.stats.get("steps") or 0)
     return Trained(model, time.monotonic() - started, steps, steps)
 
 
-def _others(ctx: ServingState, snap: Snapshot) -> Known:
+def _others(run: RetrainRun, snap: Snapshot) -> Known:
     """The frozen base and the active version as they serve, with the options each is scored
     with: the gate compares what serves with what would serve, and both serve a head fitted with
     the default options (``LivePools.space_head``) when they have none of their own."""
     pid = snap.project_id
-    base_encoder = ctx.models.base_encoder(snap.base)
-    base_factory = ctx.factories.predictor_factory(pid, base_encoder, snap.settings)
+    base_encoder = run.live.models.base_encoder(snap.base)
+    base_factory = run.live.factories.predictor_factory(pid, base_encoder, snap.settings)
     ref_factory = (
         base_factory
         if snap.active is None
-        else ctx.factories.version_factory(pid, snap.active, snap.base, snap.settings, served=True)
+        else run.live.factories.version_factory(
+            pid, snap.active, snap.base, snap.settings, served=True
+        )
     )
     base_options: dict[str, Any] = {"multi_label": snap.multi, "head": {}}
     ref_options: dict[str, Any] = {
@@ -192,45 +196,41 @@ def _others(ctx: ServingState, snap: Snapshot) -> Known:
 
 
 def run_retrain(
-    ctx: ServingState,
-    reporter: Reporter,
-    job_id: int,
+    run: RetrainRun,
     project_id: int,
     cfg: TrainConfig,
     head_options: dict[str, Any],
     *,
-    budget: ComputeBudget | None = None,
     trigger: str = "manual",
     anytime: bool = True,
     job: JobView | None = None,
 ) -> tuple[int, str]:
-    """Train, measure, serve and register a version, phase by phase (see the module); ``budget``:
-    what the device makes cheap (the process's by default); ``trigger``: who asked for it;
+    """Train, measure, serve and register a version, phase by phase (see the module), with
+    the pieces of ``run`` (the compute budget decides what its device makes cheap); ``trigger``:
+    who asked for it;
     ``anytime``: someone waits on the app for a first version (a worker's job: each checkpoint
     serves as it comes); a CLI run measures and serves what it ends with, once. ``job``: its
     row as claimed: one a stopped worker handed back while improving its version goes on
     with that version (a checkpoint moves it only when it measures better).
     Returns (version id, the job's closing message). A cancel or a worker's stop once the
     first checkpoint serves keeps it: :class:`Kept` says so."""
-    budget = budget or ctx.models.budget
-    snap = snapshot(ctx, project_id, head_options, job_id=job_id, trigger=trigger)
+    budget = run.budget
+    snap = snapshot(run, project_id, head_options, trigger=trigger)
     cfg = budget.first_pass(cfg)  # how long the first pass may train on this device
-    int8 = int8_plan(ctx, budget, snap)  # what the version records of its int8 copy at first
+    int8 = int8_plan(run, snap)  # what the version records of its int8 copy at first
     calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
     extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
-    reporter.plan(plan(ctx, cfg, snap, bool(int8.get("pending")), extra_steps, anytime))
-    if reporter.should_cancel():
+    run.reporter.plan(plan(run, cfg, snap, bool(int8.get("pending")), extra_steps, anytime))
+    if run.reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
-    resumed = resumed_version(ctx, project_id, job) if job is not None else None
-    checkpoints = Checkpoints(
-        ctx, reporter, job_id, snap, budget, int8, calibration, anytime=anytime, resumed=resumed
-    )
+    resumed = resumed_version(run, project_id, job) if job is not None else None
+    checkpoints = Checkpoints(run, snap, int8, calibration, anytime=anytime, resumed=resumed)
     try:
-        train(ctx, reporter, snap, cfg, checkpoints)
+        train(run, snap, cfg, checkpoints)
     except TrainingCancelled as exc:
         if checkpoints.served is None:
             raise
-        raise Kept(checkpoints.served.version_id, _kept(reporter, checkpoints.served)) from exc
+        raise Kept(checkpoints.served.version_id, _kept(run.reporter, checkpoints.served)) from exc
     finally:
         checkpoints.remove_superseded()
     served, measured = checkpoints.served, checkpoints.best
@@ -240,9 +240,9 @@ def run_retrain(
             f"v{served.version_id} keeps its {checkpoint_words(served.step, served.total)}: "
             "the training that went on after its worker stopped measured no better."
         )
-    copy = int8_copy(ctx, reporter, snap, served, measured) if int8.get("pending") else None
-    message = register(ctx, reporter, snap, served, measured, copy, prepare=anytime)
-    calibrated = calibrate(ctx, reporter, snap, checkpoints.config or cfg, served, calibration)
+    copy = int8_copy(run, snap, served, measured) if int8.get("pending") else None
+    message = register(run, snap, served, measured, copy, prepare=anytime)
+    calibrated = calibrate(run, snap, checkpoints.config or cfg, served, calibration)
     return served.version_id, f"{message} {calibrated}".strip()
 
 

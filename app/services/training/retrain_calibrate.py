@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.compute import HELD_OUT_COST, ComputeBudget
-from app.services.training.retrain_state import Reporter, Served, Snapshot
+from app.services.training.retrain_state import RetrainRun, Served, Snapshot
 from app.serving.oos_correction import (
     HELD_OUT,
     example_key,
@@ -40,7 +40,6 @@ from app.serving.oos_correction import (
     trained_ids,
     trained_keys,
 )
-from app.serving.state import ServingState
 from core.errors import logged
 from core.evaluation.calibration import Correction
 from core.evaluation.held_out import (
@@ -98,8 +97,7 @@ def held_out_steps(snap: Snapshot, cfg: TrainConfig) -> int:
 
 
 def calibrate(
-    ctx: ServingState,
-    reporter: Reporter,
+    run: RetrainRun,
     snap: Snapshot,
     cfg: TrainConfig,
     served: Served,
@@ -109,14 +107,14 @@ def calibrate(
     message ("" when there was nothing to do)."""
     if not plan.get("pending"):
         return ""
-    reporter.log(
+    run.reporter.log(
         f"calibrating out of scope on {HELD_OUT_FOLDS} held-out encoders "
         f"(v{served.version_id} answers meanwhile)",
         phase="calibrating",
     )
     started = time.monotonic()
     try:
-        record = _held_out(ctx, reporter, snap, cfg, served)
+        record = _held_out(run, snap, cfg, served)
     except TrainingCancelled as exc:  # cancelled, or the worker stops: the version stays
         record = _quick(f"the held-out calibration was stopped ({exc})")
     except Exception as exc:  # the version serves: the calibration's failure is only recorded
@@ -128,13 +126,13 @@ def calibrate(
         gc.collect()  # the held-out encoders' memory, before the next job
     record["seconds"] = round(time.monotonic() - started, 1)
     words = _words(served.version_id, record)
-    _record(ctx, snap, served, record, words)
+    _record(run, snap, served, record, words)
     if record.get("method") == HELD_OUT:
-        pool = ctx.live.pool(snap.project_id)  # calibrated with it: kept for the app's process
+        pool = run.live.pool(snap.project_id)  # calibrated with it: kept for the app's process
         recorded, now = record.get("thresholds"), pool.predictor.thresholds
         if recorded is not None and dict(now) != recorded:  # labels changed meanwhile
             logger.info("v%s: the served thresholds moved since: %s", served.version_id, now)
-    reporter.log(words)
+    run.reporter.log(words)
     return words
 
 
@@ -142,13 +140,11 @@ def _quick(why: str) -> dict[str, Any]:
     return {"method": "quick", "reason": f"{why}: the quick thresholds serve"}
 
 
-def _held_out(
-    ctx: ServingState, reporter: Reporter, snap: Snapshot, cfg: TrainConfig, served: Served
-) -> dict[str, Any]:
+def _held_out(run: RetrainRun, snap: Snapshot, cfg: TrainConfig, served: Served) -> dict[str, Any]:
     """The held-out calibration of the served pool (see the module): its record."""
     if not served.promoted:
         return _quick(f"v{served.version_id} does not serve (the gate kept the active version)")
-    pool = ctx.live.pool(snap.project_id)
+    pool = run.live.pool(snap.project_id)
     if pool.model_version_id != served.version_id:
         return _quick("another version serves now")
     with pool.lock:  # a copy of the served pool: labels may change while the encoders train
@@ -164,8 +160,8 @@ def _held_out(
             f"too few examples to hold out ({len(trained)} trained in the pool, "
             f"{MIN_HELD_OUT} needed)"
         )
-    space = _FoldSpace(ctx, reporter, snap, cfg, items, keys, plan)
-    space.factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
+    space = _FoldSpace(run, snap, cfg, items, keys, plan)
+    space.factory = run.live.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     result = held_out_correction(predictor, trained, plan, space)
     if result is None:
         return _quick("too few held-out scores")
@@ -177,11 +173,11 @@ def _held_out(
         "scores": result.scores,
         "trained": len(trained),
         "steps": space.done,
-        "device": str(ctx.settings.device or "cpu"),
+        "device": str(run.device or "cpu"),
     }
     if target is not None:  # the thresholds the served pool gets with it, by the one rule
         correction = Correction(result.map, trained, source_words(served.version_id, record))
-        vectors = ctx.live.cache.encode(encoder, oos) if oos else None
+        vectors = run.live.cache.encode(encoder, oos) if oos else None
         cal = calibrate_predictor(
             predictor, out_of_scope=vectors, target_recall=target, correction=correction
         )
@@ -206,15 +202,14 @@ class _FoldSpace:
 
     def __init__(
         self,
-        ctx: ServingState,
-        reporter: Reporter,
+        run: RetrainRun,
         snap: Snapshot,
         cfg: TrainConfig,
         items: dict[int, tuple[str, tuple[str, ...]]],
         keys: frozenset[tuple[str, tuple[str, ...]]],
         plan: list[HeldOutFold],
     ) -> None:
-        self.ctx, self.reporter, self.snap, self.cfg = ctx, reporter, snap, cfg
+        self.run, self.snap, self.cfg = run, snap, cfg
         self.items, self.keys = items, keys
         self.rows = [self._rows(fold) for fold in plan]
         self.total = sum(planned_steps(t, lab, cfg) for t, lab in self.rows)
@@ -236,7 +231,7 @@ class _FoldSpace:
         total = max(self.total, step)
         elapsed = time.monotonic() - self.started
         eta = elapsed / step * (total - step) if step else None
-        self.reporter.progress(TrainProgress(step, total, p.loss, elapsed, eta))
+        self.run.reporter.progress(TrainProgress(step, total, p.loss, elapsed, eta))
 
     def __call__(self, fold: HeldOutFold) -> tuple[Predictor, Any]:
         texts, labels = self.rows[self.fold]
@@ -247,8 +242,8 @@ class _FoldSpace:
             labels,
             self.cfg,
             progress=self._progress,
-            should_cancel=self.reporter.should_cancel,
-            device=self.ctx.settings.device,
+            should_cancel=self.run.reporter.should_cancel,
+            device=self.run.device,
         )
         self.done += int(model.stats.get("steps") or 0)
         # its vectors are never cached: the encoder is thrown away after this fold
@@ -287,11 +282,11 @@ def _words(version_id: int, record: dict[str, Any]) -> str:
 
 
 def _record(
-    ctx: ServingState, snap: Snapshot, served: Served, record: dict[str, Any], words: str
+    run: RetrainRun, snap: Snapshot, served: Served, record: dict[str, Any], words: str
 ) -> None:
     """The version's record completed with its calibration (its metrics as they are now: the
     int8 phase may have changed them) and the sentence added to its note."""
-    with ctx.db.write(WriteLock.project(snap.project_id)) as s:
+    with run.live.db.write(WriteLock.project(snap.project_id)) as s:
         mv = get_version(s, snap.project_id, served.version_id)
         metrics = replace(VersionMetrics.from_dict(mv.metrics), oos_calibration=record)
         note = f"{mv.note} {words}".strip() if mv.note else words

@@ -20,11 +20,9 @@ import logging
 import uuid
 from typing import Any
 
-from app.compute import ComputeBudget
 from app.services.training.retrain_measure import Measured, measure
 from app.services.training.retrain_serve import checkpoint_words, serve
-from app.services.training.retrain_state import Reporter, Served, Snapshot, Trained
-from app.serving.state import ServingState
+from app.services.training.retrain_state import Reporter, RetrainRun, Served, Snapshot, Trained
 from core.encoding.registry import Encoder
 from core.training import TrainConfig, TrainedModel
 
@@ -47,19 +45,16 @@ class Checkpoints:
 
     def __init__(
         self,
-        ctx: ServingState,
-        reporter: Reporter,
-        job_id: int,
+        run: RetrainRun,
         snap: Snapshot,
-        budget: ComputeBudget,
         int8: dict[str, Any],
         calibration: dict[str, Any],
         *,
         anytime: bool = True,
         resumed: Served | None = None,
     ) -> None:
-        self.ctx, self.reporter, self.job_id, self.snap = ctx, reporter, job_id, snap
-        self.budget, self.int8, self.calibration = budget, int8, calibration
+        self.run, self.snap = run, snap
+        self.int8, self.calibration = int8, calibration
         # someone waits on the app for a first version (a worker's job); a CLI run measures and
         # serves only the last checkpoint, and leaves the app's first card to the app
         self.anytime = anytime
@@ -78,33 +73,32 @@ class Checkpoints:
             return
         seconds = float(checkpoint.trained.stats.get("seconds") or 0.0)  # its training alone
         trained = Trained(checkpoint.trained, seconds, step, total)
-        self.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")
-        ctx, snap = self.ctx, self.snap
-        rel = f"projects/{snap.project_id}/models/job{self.job_id}-{step}-{uuid.uuid4().hex[:8]}"
-        with ctx.artifacts.writing(rel) as folder:
-            encoder = save(self.reporter, checkpoint.trained, folder)
+        self.run.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")
+        run, snap = self.run, self.snap
+        rel = (
+            f"projects/{snap.project_id}/models/job{self.run.job_id}-{step}-{uuid.uuid4().hex[:8]}"
+        )
+        with run.artifacts.writing(rel) as folder:
+            encoder = save(self.run.reporter, checkpoint.trained, folder)
             measured = measure(
-                ctx, self.reporter, snap, encoder, folder, checkpoint.prefix, checkpoint.from_base
+                self.run, snap, encoder, folder, checkpoint.prefix, checkpoint.from_base
             )
         if self.served is not None and not better(measured, self.best_score):
-            ctx.artifacts.remove(rel)
+            run.artifacts.remove(rel)
             self._on(step, total)
-            self.reporter.log(
+            self.run.reporter.log(
                 f"{checkpoint_words(step, total)} measured {_score(measured)}, not better "
                 f"than {self.best_score:.3f}: v{self.served.version_id} keeps "
                 f"{checkpoint_words(self.served.step, self.served.total)}"
             )
             return
         served = serve(
-            ctx,
-            self.reporter,
-            self.job_id,
+            self.run,
             snap,
             rel,
             encoder,
             trained,
             measured,
-            self.budget,
             self.int8,
             self.calibration,
             current=self.served,
@@ -120,12 +114,12 @@ class Checkpoints:
     def _on(self, step: int, total: int) -> None:
         """Training goes on after a checkpoint that is not the last (its stretch of the plan)."""
         if step < total:
-            self.reporter.log(f"training on from step {step} of {total}", phase="training")
+            self.run.reporter.log(f"training on from step {step} of {total}", phase="training")
 
     def remove_superseded(self) -> None:
         """Remove the artifacts of checkpoints a better one replaced (at the job's end)."""
         for rel in self.superseded:
-            self.ctx.artifacts.remove(rel)
+            self.run.artifacts.remove(rel)
         self.superseded.clear()
 
 
@@ -143,7 +137,7 @@ def better(new: Measured, serving: float | None) -> bool:
     return score is not None and (serving is None or score > serving)
 
 
-def resumed_version(ctx: ServingState, project_id: int, job: Any) -> Served | None:
+def resumed_version(run: RetrainRun, project_id: int, job: Any) -> Served | None:
     """The version a job handed back while improving it serves (None: the job has none), as
     the next worker's checkpoints take it over."""
     if job.model_version_id is None:
@@ -153,10 +147,10 @@ def resumed_version(ctx: ServingState, project_id: int, job: Any) -> Served | No
     from core.evaluation.version_metrics import VersionMetrics
     from storage.versions import get_version
 
-    with ctx.db.session() as s:
+    with run.live.db.session() as s:
         mv = get_version(s, project_id, job.model_version_id)
     metrics = VersionMetrics.from_dict(mv.metrics)
-    active = open_project(ctx.db, project_id, LOCAL).active_version_id == mv.id
+    active = open_project(run.live.db, project_id, LOCAL).active_version_id == mv.id
     return Served(
         mv.id,
         mv.artifact_path or "",

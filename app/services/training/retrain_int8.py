@@ -17,14 +17,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.compute import ComputeBudget
 from app.services.models.evaluation import gate
 from app.services.models.int8 import INT8_OFF, export_version_int8
 from app.services.training.retrain_measure import Measured
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE
-from app.services.training.retrain_state import Int8Outcome, Reporter, Served, Snapshot
+from app.services.training.retrain_state import Int8Outcome, Reporter, RetrainRun, Served, Snapshot
 from app.serving.int8 import INT8_DIR, load_int8
-from app.serving.state import ServingState
 from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
@@ -36,13 +34,13 @@ MULTI_LABEL = "multi-label: the head decides, served in fp32"
 PENDING = "being built and checked: the fp32 encoder serves until the copy passes parity"
 
 
-def int8_plan(ctx: ServingState, budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
+def int8_plan(run: RetrainRun, snap: Snapshot) -> dict[str, Any]:
     """What a new version records of its int8 copy when it is registered: ``pending`` when
     this job builds one after serving, else why it has none (the deployment turned int8 off,
     a GPU serves, a multi-label head decides)."""
-    if not ctx.settings.int8:
+    if not run.int8:
         return {"passed": False, "reason": INT8_OFF}
-    if not budget.int8_copy:
+    if not run.budget.int8_copy:
         return {"passed": False, "reason": NOT_ON_GPU}
     if snap.multi:
         return {"passed": False, "reason": MULTI_LABEL}
@@ -53,28 +51,26 @@ class _NotKept(Exception):
     """The copy did not pass: its folder is discarded."""
 
 
-def int8_copy(
-    ctx: ServingState, reporter: Reporter, snap: Snapshot, served: Served, measured: Measured
-) -> Int8Outcome:
+def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measured) -> Int8Outcome:
     """The ``int8`` phase (see the module)."""
-    reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
-    if reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
-        return _stopped(reporter, "before it started")
+    run.reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
+    if run.reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
+        return _stopped(run.reporter, "before it started")
     rel = f"{served.rel}-int8"
     encoder = measured.factory.encoder
     try:
-        with ctx.artifacts.writing(rel) as tmp:
+        with run.artifacts.writing(rel) as tmp:
             info = export_version_int8(
                 encoder,
                 snap.data,
                 tmp / INT8_DIR,
-                cached=ctx.live.cache.encode,
+                cached=run.live.cache.encode,
                 multi_label=snap.multi,
             )
             if not info.get("passed"):
                 raise _NotKept
-        copy = ctx.factories.predictor_factory(
-            snap.project_id, load_int8(ctx.artifacts.path(rel) / INT8_DIR), snap.settings
+        copy = run.live.factories.predictor_factory(
+            snap.project_id, load_int8(run.artifacts.path(rel) / INT8_DIR), snap.settings
         )
         measured.evaluation.add(copy)
         metrics, _ = measured.evaluation.score(copy, **snap.options)
@@ -83,10 +79,10 @@ def int8_copy(
         if served.promoted:  # it serves only if it passes the gate that promoted the version
             passed, why = gate(metrics, measured.reference, PROMOTION_TOLERANCE)
             if not passed:
-                ctx.artifacts.remove(rel)
+                run.artifacts.remove(rel)
                 words = f"Its int8 copy was measured below the gate ({why}): fp32 serves."
                 return Int8Outcome({**info, "passed": False, "reason": words}, None, words)
-        sha, _ = tree_sha256(ctx.artifacts.path(rel))
+        sha, _ = tree_sha256(run.artifacts.path(rel))
         acc = f"accuracy {metrics.accuracy:.3f}" if metrics.accuracy is not None else "measured"
         return Int8Outcome(
             {**info, "artifact": rel, "sha256": sha},
@@ -98,10 +94,10 @@ def int8_copy(
         words = f"Its int8 copy did not pass ({info.get('reason')}): fp32 serves."
         return Int8Outcome(info, None, words)
     except TrainingCancelled as exc:  # its worker stops, or the job was reaped: the version stays
-        ctx.artifacts.remove(rel)
-        return _stopped(reporter, str(exc))
+        run.artifacts.remove(rel)
+        return _stopped(run.reporter, str(exc))
     except Exception as exc:  # the version serves fp32: the copy's failure is only recorded
-        ctx.artifacts.remove(rel)
+        run.artifacts.remove(rel)
         logged(logger, "the int8 copy of v%s failed", served.version_id)
         words = f"Its int8 copy failed ({type(exc).__name__}: {exc}): fp32 serves."
         return Int8Outcome({"passed": False, "reason": words}, None, words)

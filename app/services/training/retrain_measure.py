@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 from app.services.models.evaluation import evaluate_version, evaluation_key, evaluation_memo
 from app.services.models.int8 import PARITY_QUERIES, parity_split
 from app.services.models.job_plan import JobPlan
-from app.services.training.retrain_state import EvalProgress, Reporter, Snapshot
+from app.services.training.retrain_state import EvalProgress, RetrainRun, Snapshot
 from app.serving.factories import FactoryBuilder
-from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.held_out import HELD_OUT_FOLDS
@@ -41,16 +40,15 @@ class Evaluation:
 
     def __init__(
         self,
-        ctx: ServingState,
-        reporter: Reporter,
+        run: RetrainRun,
         data: EvalData,
         factories: list[PredictorFactory],
         known: Known | None = None,
     ) -> None:
-        self.ctx, self.reporter, self.data = ctx, reporter, data
-        self.memo = evaluation_memo(ctx.factories)
+        self.run, self.data = run, data
+        self.memo = evaluation_memo(run.live.factories)
         self.encoders = len({fingerprint(f) for f in factories})
-        self.total = to_encode(ctx.factories, data, factories, known or [])
+        self.total = to_encode(run.live.factories, data, factories, known or [])
         self.done = 0
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
@@ -59,16 +57,16 @@ class Evaluation:
         """Count one more encoder to score (the int8 copy, known once exported): its texts that
         the embedding cache does not hold yet."""
         texts = [*self.data.train_texts, *self.data.test_texts]
-        missing = len(self.ctx.live.cache.missing(cast(Encoder, factory.encoder), texts))
+        missing = len(self.run.live.cache.missing(cast(Encoder, factory.encoder), texts))
         self.encoders += 1
         self.total += missing
         self.eta.total = self.total
 
     def _report(self, done: int) -> None:
-        if self.reporter.should_cancel():
+        if self.run.reporter.should_cancel():
             raise TrainingCancelled(f"cancelled while evaluating ({done} of {self.total})")
         left = self.eta.update(done)
-        self.reporter.evaluation(EvalProgress(done, self.total, self.encoders, left))
+        self.run.reporter.evaluation(EvalProgress(done, self.total, self.encoders, left))
 
     def start(self) -> None:
         self._report(0)
@@ -91,7 +89,7 @@ class Evaluation:
         result = evaluate_version(
             factory,
             self.data,
-            self.ctx.live.cache,
+            self.run.live.cache,
             progress=progress,
             memo=self.memo if remembered else None,
             **options,
@@ -128,7 +126,7 @@ def to_encode(
 
 
 def plan(
-    ctx: ServingState,
+    run: RetrainRun,
     cfg: TrainConfig,
     snap: Snapshot,
     int8: bool,
@@ -153,7 +151,7 @@ def plan(
     return JobPlan.estimate(
         steps=ends[-1],
         batch_size=cfg.batch_size,
-        to_evaluate=new + to_encode(ctx.factories, data, [f for f, _ in others], others),
+        to_evaluate=new + to_encode(run.live.factories, data, [f for f, _ in others], others),
         checkpoints=ends if anytime else ends[-1:],
         later_evaluate=new,
         parity=parity,
@@ -186,8 +184,7 @@ class Measured:
 
 
 def measure(
-    ctx: ServingState,
-    reporter: Reporter,
+    run: RetrainRun,
     snap: Snapshot,
     encoder: Encoder,
     folder: Path,
@@ -211,19 +208,18 @@ def measure(
         encoder = PrefixedEncoder(encoder, prefix)
         texts = [*snap.data.train_texts, *snap.data.test_texts]
         base = cast(Encoder, base_factory.encoder)
-        if base_shares_prefix and ctx.live.cache.missing(base, texts):  # its own copy: other
+        if base_shares_prefix and run.live.cache.missing(base, texts):  # its own copy: other
             # threads may use the process's base
             own = type(base)(copy.deepcopy(base.model), base.name, base.fingerprint)
             base_factory = base_factory.replace(encoder=PrefixedEncoder(own, prefix))
-    new_factory = ctx.factories.predictor_factory(snap.project_id, encoder, snap.settings)
+    new_factory = run.live.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     evaluation = Evaluation(
-        ctx,
-        reporter,
+        run,
         snap.data,
         [new_factory, base_factory, ref_factory],
         [(base_factory, base_options), (ref_factory, ref_options)],
     )
-    reporter.log(
+    run.reporter.log(
         f"evaluating {evaluation.encoders} encoders on {snap.data.split}: "
         f"{evaluation.total:,} utterances to encode",
         phase="evaluating",

@@ -17,12 +17,16 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from app.compute import ComputeBudget
 from app.services.models.evaluation import gate
 from app.services.training.retrain_measure import Measured
-from app.services.training.retrain_state import Int8Outcome, Reporter, Served, Snapshot, Trained
+from app.services.training.retrain_state import (
+    Int8Outcome,
+    RetrainRun,
+    Served,
+    Snapshot,
+    Trained,
+)
 from app.serving.live import LivePools
-from app.serving.state import ServingState
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8
@@ -37,15 +41,12 @@ PROMOTION_TOLERANCE = 0.01
 
 
 def serve(
-    ctx: ServingState,
-    reporter: Reporter,
-    job_id: int,
+    run: RetrainRun,
     snap: Snapshot,
     rel: str,
     encoder: Encoder,
     trained: Trained,
     measured: Measured,
-    budget: ComputeBudget,
     int8: dict[str, Any] | None = None,
     calibration: dict[str, Any] | None = None,
     *,
@@ -61,13 +62,13 @@ def serve(
     :mod:`app.services.training.retrain_calibrate`). ``prepare``: encode what the app's first
     card and prediction need in the space that serves now (a worker; a CLI run that nobody
     waits on leaves it to the app's own start)."""
-    reporter.log(
+    run.reporter.log(
         "registering the version" if current is None else f"v{current.version_id} moves to it",
         phase="serving",
     )
     now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
-    where = "on the GPU" if budget.device == "cuda" else "on the CPU"
+    where = "on the GPU" if run.budget.device == "cuda" else "on the CPU"
     why += f" Measured with the fp32 encoder that serves it {where}."
     step, total = trained.step, trained.total
     metrics = replace(
@@ -87,14 +88,14 @@ def serve(
             **now.extra,
             "steps": step,
             **({"of_steps": total} if step < total else {}),
-            "device": str(budget.device),
+            "device": str(run.budget.device),
             **({"trigger": snap.trigger} if snap.trigger != "manual" else {}),
             **({"encode_context": True} if snap.use_context else {}),
         },
     )
     note = why if step >= total else f"{checkpoint_words(step, total)}. {why}"
     try:
-        sha, size = tree_sha256(ctx.artifacts.path(rel))
+        sha, size = tree_sha256(run.artifacts.path(rel))
         new = NewVersion(
             project_id=snap.project_id,
             dataset_version_id=snap.dataset_id,
@@ -107,26 +108,26 @@ def serve(
             artifact_size=size,
             note=note,
         )
-        with ctx.db.write(WriteLock.project(snap.project_id)) as s:
-            jobs.require_running(s, job_id)  # cancelled or reaped: nothing it made may count
+        with run.live.db.write(WriteLock.project(snap.project_id)) as s:
+            jobs.require_running(s, run.job_id)  # cancelled or reaped: nothing it made may count
             if current is None:
                 mv_id = register_version(s, new, activate=passed)
                 active = passed
             else:  # the gate promotes it, or it was promoted and nobody activated another
                 mv_id = current.version_id
                 active = move_version(s, mv_id, new, activate=passed and not current.promoted)
-            jobs.registered(s, job_id, mv_id, step)
+            jobs.registered(s, run.job_id, mv_id, step)
     except BaseException:
-        ctx.artifacts.remove(rel)  # never leave an unreferenced artifact behind
+        run.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
-    ctx.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
+    run.live.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
     if active:
-        reporter.log(f"v{mv_id} is active: it answers in fp32 {where} ({note_of(step, total)})")
+        run.reporter.log(f"v{mv_id} is active: it answers in fp32 {where} ({note_of(step, total)})")
     # the queue's candidates in this space only when it stays: a later checkpoint or an int8
     # copy on its way replaces it in seconds, and the cores are theirs and the app's
     stays = step >= total and not (int8 or {}).get("pending")
     if prepare:
-        first_card_vectors(ctx.live, snap.project_id, queue=stays)
+        first_card_vectors(run.live, snap.project_id, queue=stays)
     promoted = passed or (current is not None and current.promoted)
     return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total)
 
@@ -145,8 +146,7 @@ def note_of(step: int, total: int) -> str:
 
 
 def register(
-    ctx: ServingState,
-    reporter: Reporter,
+    run: RetrainRun,
     snap: Snapshot,
     served: Served,
     measured: Measured,
@@ -157,7 +157,7 @@ def register(
     """The ``register`` phase (see the module): the version's int8 outcome recorded, and the
     copy switched in when it passed; returns the job's closing message. ``prepare``: as
     :func:`serve`'s."""
-    reporter.log("recording the version", phase="registering")
+    run.reporter.log("recording the version", phase="registering")
     headline = served.metrics
     why = served.why
     if copy is not None:
@@ -182,13 +182,13 @@ def register(
         elif copy.words:
             why += f" {copy.words}"
         headline = replace(headline, int8=int8)
-        with ctx.db.write(WriteLock.project(snap.project_id)) as s:
+        with run.live.db.write(WriteLock.project(snap.project_id)) as s:
             record_metrics(s, snap.project_id, served.version_id, headline.to_dict(), note=why)
         if copy.metrics is not None:
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
-            reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
+            run.reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
         if prepare:
-            first_card_vectors(ctx.live, snap.project_id)  # the space that serves from now on
+            first_card_vectors(run.live, snap.project_id)  # the space that serves from now on
     acc = headline.accuracy or 0.0
     base_acc = measured.base.accuracy or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""

@@ -1,5 +1,5 @@
-"""What the retrain's phases hand each other (:mod:`app.services.training.retrain`): the job's
-:class:`Snapshot`, the trained model (:class:`Trained`), the registered version (:class:`Served`)
+"""What the retrain's phases take and hand each other (:mod:`app.services.training.retrain`):
+the pieces of the process one job uses (:class:`RetrainRun`), the job's :class:`Snapshot`, the trained model (:class:`Trained`), the registered version (:class:`Served`)
 and the int8 copy's outcome (:class:`Int8Outcome`); and where a running job reports
 (:class:`Reporter`, with the evaluation's :class:`EvalProgress`)."""
 
@@ -8,12 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.compute import ComputeBudget
 from app.project_settings import ProjectSettings
 from app.services.models.job_plan import JobPlan
+from app.serving.live import LivePools
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
 from core.training import Trainable, TrainedModel, TrainProgress
+from storage.artifacts import ArtifactStore
 from storage.tables import ModelVersion
 
 
@@ -44,6 +47,24 @@ class Reporter(Protocol):
     def evaluation(self, p: EvalProgress) -> None: ...
 
     def should_cancel(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class RetrainRun:
+    """What one retrain job uses of its process, built once by whoever runs the job (the worker,
+    or the CLI through it: :func:`app.worker.retrain_run`), and all a phase takes of it: the
+    live pools (which hold the database, the loaded models, the Predictor factories and the
+    embedding cache), the artifact store the versions' files go to, the compute budget of the
+    device it trains on and that device, whether the deployment makes int8 copies at all, the
+    job's id and where the job reports."""
+
+    live: LivePools
+    artifacts: ArtifactStore
+    budget: ComputeBudget
+    device: str | None
+    int8: bool
+    job_id: int
+    reporter: Reporter
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 
 from app.compute import ComputeBudget
-from app.serving.state import ServingState
+from app.serving.live import LivePools
 from core.errors import logged
+from storage.db import Database
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)
@@ -28,26 +29,29 @@ _idle = threading.Event()
 _idle.set()
 
 
-def bases_to_warm(ctx: ServingState, budget: ComputeBudget) -> list[str]:
+def bases_to_warm(db: Database, budget: ComputeBudget) -> list[str]:
     """The base encoders this worker's projects train (most used first), or the one a new
     project would start on when there is none yet."""
-    with ctx.db.session() as s:
+    with db.session() as s:
         names = [p.base_encoder for p in list_projects(s)]
     counted = sorted(set(names), key=lambda n: (-names.count(n), n))
     return counted or [budget.new_project_encoder]
 
 
 def warm_up_worker(
-    ctx: ServingState,
-    budget: ComputeBudget | None = None,
+    live: LivePools,
+    budget: ComputeBudget,
     *,
+    device: str | None = None,
+    int8: bool = True,
     steps: int | None = None,
     bases: list[str] | None = None,
     base_copies: bool = False,
     stopping: Callable[[], bool] = lambda: False,
 ) -> threading.Thread:
     """Start warming this worker in a background thread (see the module); returns it.
-    ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
+    ``device``: where it trains (the deployment's; None: the best there is); ``int8``: whether
+    the deployment makes int8 copies at all; ``steps``: the training steps to run (default: the budget's); ``bases``: the encoders to
     load (default: every project's, :func:`bases_to_warm`); ``base_copies``: also build each
     base's int8 copy for the projects that serve it (a worker beside the app, not a CLI run);
     ``stopping``: the worker's stop, once asked: the warm-up stops at its next step and starts
@@ -56,25 +60,24 @@ def warm_up_worker(
     from core.training import TrainingCancelled
     from core.training.warm import warm_up
 
-    budget = budget or ctx.models.budget
     steps = budget.warm_up_steps if steps is None else steps
     _idle.clear()
 
     def run() -> None:
         try:
-            for i, base in enumerate(bases or bases_to_warm(ctx, budget)):
+            for i, base in enumerate(bases or bases_to_warm(live.db, budget)):
                 if stopping():
                     return
                 try:
                     # the steps once: the kernels are the device's, whichever encoder runs them
                     warm_up(
                         base,
-                        device=ctx.settings.device,
+                        device=device,
                         steps=steps if i == 0 else 0,
                         should_cancel=stopping,
                     )
-                    if base_copies and ctx.settings.int8 and budget.int8_copy and not stopping():
-                        base_int8(ctx, base)
+                    if base_copies and int8 and budget.int8_copy and not stopping():
+                        base_int8(live, base)
                 except (Exiting, TrainingCancelled):  # the worker stopped: nothing to say
                     return
                 except Exception:  # a base that will not load fails its job with the reason
@@ -87,7 +90,7 @@ def warm_up_worker(
     return thread
 
 
-def base_int8(ctx: ServingState, base: str) -> None:
+def base_int8(live: LivePools, base: str) -> None:
     """The int8 copy of ``base`` built for the projects on it that were never retrained (they
     serve it: :mod:`app.services.models.base_int8`), with parity on the largest of them."""
     from app.access import open_project
@@ -95,12 +98,14 @@ def base_int8(ctx: ServingState, base: str) -> None:
     from app.services.models.base_int8 import ensure_base_int8
     from storage.utterances import count_utterances
 
-    with ctx.db.session() as s:
+    with live.db.session() as s:
         fresh = [p.id for p in list_projects(s) if p.base_encoder == base]
-        fresh = [pid for pid in fresh if open_project(ctx.db, pid, LOCAL).active_version_id is None]
+        fresh = [
+            pid for pid in fresh if open_project(live.db, pid, LOCAL).active_version_id is None
+        ]
         fresh.sort(key=lambda pid: -count_utterances(s, pid))
     for pid in fresh:
-        if ensure_base_int8(ctx.live, open_project(ctx.db, pid, LOCAL)) is not None:
+        if ensure_base_int8(live, open_project(live.db, pid, LOCAL)) is not None:
             return
 
 
