@@ -85,22 +85,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storage.job_phases import PHASES as JOB_PHASE_TABLE
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROJECT = "banking77"
-# The retrain's named phases (issue 55: each a function, in app/services/training/retrain*.py).
-PIPELINE = ["snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate"]
-# A checkout's job phases (storage's TrainingJob.phase) as the pipeline's names.
-JOB_PHASES = {
-    "preparing": "snapshot",
-    "training": "train",
-    "saving": "save",
-    "evaluating": "measure",
-    "serving": "serve",
-    "int8": "int8",
-    "registering": "register",
-    "calibrating": "calibrate",
-}
+# The retrain's named phases (issue 55: each a function, in app/services/training/retrain*.py),
+# and a checkout's job phases (storage's TrainingJob.phase) as the pipeline's names: the one
+# table of storage/job_phases.py (issue 67), which older checkouts named alike.
+PIPELINE = [p.step for p in JOB_PHASE_TABLE]
+JOB_PHASES = {p.job: p.step for p in JOB_PHASE_TABLE}
 PHASES = [
     "start + imports",
     "cli + queue",

@@ -24,6 +24,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, NotFoundError
+from storage.job_phases import CALIBRATING, EVALUATING, PHASES, SAVING, SERVING, TRAINING
 from storage.pool_state import last_label_event
 from storage.tables import TrainingJob, utcnow
 
@@ -62,7 +63,7 @@ class JobView:
             and self.served_step is not None
             and self.train_steps is not None
             and self.served_step < self.train_steps
-            and self.phase in ("training", "saving", "evaluating", "serving")
+            and self.phase in (TRAINING, SAVING, EVALUATING, SERVING)
         )
 
     @property
@@ -221,12 +222,9 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
     return get_job(s, job_id) if claimed else None
 
 
-# The phase of a registered job whose cancel keeps its version's quick out-of-scope thresholds.
-CALIBRATING = "calibrating"
 # The phases in which a registered job still works on its version (an anytime retrain improving
 # it, its int8 copy, a held-out calibration): a cancel stops that work, the version serves on.
-# Its record (``registering``) is never cut short.
-STOPPABLE = ("training", "saving", "evaluating", "serving", "int8", CALIBRATING)
+STOPPABLE = tuple(p.job for p in PHASES if p.stoppable)
 
 
 def request_cancel(s: Session, job_id: int) -> JobView:

@@ -10,6 +10,7 @@ is still a cycle for a reader).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -331,6 +332,26 @@ def test_the_retrains_phases_take_the_jobs_pieces_not_the_process():
         if "ServingState" in path.read_text(encoding="utf-8")
     )
     assert named == []
+
+
+def test_a_job_reports_only_the_phases_of_the_one_table():
+    """The retrain's phases are written once (issue 67 item 2: ``storage/job_phases.py``); a
+    job reports a phase by the table's name for it (``phase=TRAINING``), so a phase written
+    again in other words (``phase="train"``) fails here, and every phase the pipeline names is
+    one of the table's functions."""
+    from app.services.training.retrain import PHASES as PIPELINE
+    from storage.job_phases import PHASES
+
+    literal = re.compile(r"""phase=["'][a-z_0-9]+["']""")
+    written = sorted(
+        f"{name}: {hit}"
+        for name, path in MODULES.items()
+        if name.startswith("app.")
+        for hit in literal.findall(path.read_text(encoding="utf-8"))
+    )
+    assert written == []
+    assert list(PIPELINE) == [p.step for p in PHASES]
+    assert len({p.job for p in PHASES}) == len({p.step for p in PHASES}) == len(PHASES)
 
 
 def test_the_serving_state_is_a_plain_record_of_its_pieces():

@@ -25,6 +25,7 @@ from core.errors import logged
 from core.training import TrainProgress
 from storage import jobs
 from storage.db import ROWS
+from storage.job_phases import CALIBRATING, EVALUATING, INT8, TRAINING
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class JobReporter:
             self.cpu.adjust()
         share, eta = self._count(p.step, p.total, p.eta)
         # the held-out encoders' steps are counted by their training, within their own phase
-        phase = "calibrating" if self._tracker.phase == "calibrating" else "training"
+        phase = CALIBRATING if self._tracker.phase == CALIBRATING else TRAINING
         if not self._due(phase, p.step >= p.total):
             return
         with self.training.db.write(ROWS) as s:
@@ -142,7 +143,7 @@ class JobReporter:
             self.cpu.adjust()
         share, eta = self._count(p.done, p.total, p.eta)
         # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
-        phase = "int8" if self._tracker.phase == "int8" else "evaluating"
+        phase = INT8 if self._tracker.phase == INT8 else EVALUATING
         if not self._due(phase, p.done >= p.total):
             return
         with self.training.db.write(ROWS) as s:

@@ -34,33 +34,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# The phases of a retrain, in the order they run (storage.tables.TrainingJob.phase): the new
-# version is registered and answers from ``serving`` on; on a CPU its int8 copy is built after,
-# and where the project's calibration is held-out, its held-out encoders last
-# (app.services.training.retrain).
-PHASES = (
-    "preparing",
-    "training",
-    "saving",
-    "evaluating",
-    "serving",
-    "int8",
-    "registering",
-    "calibrating",
-)
-# What the Train tab calls each phase.
-PHASE_NAMES = {
-    "preparing": "Preparing the data",
-    "training": "Training",
-    "saving": "Saving the model",
-    "evaluating": "Evaluating",
-    "serving": "Serving the new version",
-    "int8": "Checking its int8 copy (the new version answers meanwhile)",
-    "registering": "Recording the version",
-    "calibrating": "Calibrating out of scope on held-out encoders (the new version answers "
-    "meanwhile)",
-}
-COUNTED = ("training", "evaluating", "calibrating")
+from storage.job_phases import PHASES as JOB_PHASES
+
+# The phases of a retrain in the order they run, what the Train tab calls each, and those whose
+# progress is counted: storage.job_phases's one table.
+PHASES = tuple(p.job for p in JOB_PHASES)
+PHASE_NAMES = {p.job: p.title for p in JOB_PHASES}
+COUNTED = tuple(p.job for p in JOB_PHASES if p.counted)
 # The time left is said once the job has done this share of its work and run this long: before,
 # one-off costs (loading the model, the first steps) are most of what was timed.
 ETA_FROM_SHARE = 0.05

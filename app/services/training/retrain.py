@@ -69,6 +69,8 @@ from storage import jobs
 from storage.datasets import snapshot as dataset_snapshot
 from storage.datasets import snapshot_rows
 from storage.db import WriteLock
+from storage.job_phases import PHASES as JOB_PHASES
+from storage.job_phases import TRAINING
 from storage.jobs import JobView
 from storage.pool_state import last_label_event
 from storage.projects import get_project
@@ -88,9 +90,9 @@ __all__ = [
     "train",
 ]
 
-# The pipeline's phases in order (what bench/job_profile.py's table names); ``save``,
-# ``measure`` and ``serve`` run once per checkpoint, within ``train``.
-PHASES = ("snapshot", "train", "save", "measure", "serve", "int8", "register", "calibrate")
+# The pipeline's phases in order, by the name of the function that runs each (what
+# bench/job_profile.py's table names): storage.job_phases's one table.
+PHASES = tuple(p.step for p in JOB_PHASES)
 
 
 def snapshot(
@@ -154,7 +156,7 @@ def train(
     first = f", a first version after step {ends[0]} of {ends[-1]}" if len(ends) > 1 else ""
     run.reporter.log(
         f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances{first}",
-        phase="training",
+        phase=TRAINING,
     )
     if fit.left_out:
         run.reporter.log(fit.note())

@@ -61,6 +61,7 @@ from core.training import (
     train_encoder,
 )
 from storage.db import WriteLock
+from storage.job_phases import CALIBRATING
 from storage.versions import get_version, record_metrics
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ def calibrate(
     run.reporter.log(
         f"calibrating out of scope on {HELD_OUT_FOLDS} held-out encoders "
         f"(v{served.version_id} answers meanwhile)",
-        phase="calibrating",
+        phase=CALIBRATING,
     )
     started = time.monotonic()
     try:

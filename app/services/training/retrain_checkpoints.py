@@ -25,6 +25,7 @@ from app.services.training.retrain_serve import checkpoint_words, serve
 from app.services.training.retrain_state import Reporter, RetrainRun, Served, Snapshot, Trained
 from core.encoding.registry import Encoder
 from core.training import TrainConfig, TrainedModel
+from storage.job_phases import SAVING, TRAINING
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def save(reporter: Reporter, trained: TrainedModel, folder: Any) -> Encoder:
     """The ``save`` phase: the artifact written into ``folder`` (a temporary name, renamed once
     measured); returns the model in memory as the artifact's encoder (its weights are the ones
     just written: never read back, issue 44)."""
-    reporter.log("saving the model", phase="saving")
+    reporter.log("saving the model", phase=SAVING)
     trained.save(folder)
     return trained.saved_encoder(folder)
 
@@ -114,7 +115,7 @@ class Checkpoints:
     def _on(self, step: int, total: int) -> None:
         """Training goes on after a checkpoint that is not the last (its stretch of the plan)."""
         if step < total:
-            self.run.reporter.log(f"training on from step {step} of {total}", phase="training")
+            self.run.reporter.log(f"training on from step {step} of {total}", phase=TRAINING)
 
     def remove_superseded(self) -> None:
         """Remove the artifacts of checkpoints a better one replaced (at the job's end)."""

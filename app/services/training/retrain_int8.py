@@ -26,6 +26,7 @@ from app.serving.int8 import INT8_DIR, load_int8
 from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
+from storage.job_phases import INT8
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class _NotKept(Exception):
 
 def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measured) -> Int8Outcome:
     """The ``int8`` phase (see the module)."""
-    run.reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase="int8")
+    run.reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase=INT8)
     if run.reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
         return _stopped(run.reporter, "before it started")
     rel = f"{served.rel}-int8"

@@ -24,6 +24,7 @@ from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.retrieval.factory import PredictorFactory
 from core.training import Eta, TrainConfig, TrainingCancelled, checkpoint_steps
+from storage.job_phases import EVALUATING
 
 if TYPE_CHECKING:
     from core.training.prefix import PrefixStates
@@ -222,7 +223,7 @@ def measure(
     run.reporter.log(
         f"evaluating {evaluation.encoders} encoders on {snap.data.split}: "
         f"{evaluation.total:,} utterances to encode",
-        phase="evaluating",
+        phase=EVALUATING,
     )
     evaluation.start()
     new_metrics, head = evaluation.score(new_factory, **snap.options)

@@ -33,6 +33,7 @@ from core.evaluation.version_metrics import FP32, INT8
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.db import WriteLock
+from storage.job_phases import REGISTERING, SERVING
 from storage.versions import NewVersion, move_version, record_metrics, register_version
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def serve(
     waits on leaves it to the app's own start)."""
     run.reporter.log(
         "registering the version" if current is None else f"v{current.version_id} moves to it",
-        phase="serving",
+        phase=SERVING,
     )
     now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
@@ -157,7 +158,7 @@ def register(
     """The ``register`` phase (see the module): the version's int8 outcome recorded, and the
     copy switched in when it passed; returns the job's closing message. ``prepare``: as
     :func:`serve`'s."""
-    run.reporter.log("recording the version", phase="registering")
+    run.reporter.log("recording the version", phase=REGISTERING)
     headline = served.metrics
     why = served.why
     if copy is not None:
