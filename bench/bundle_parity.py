@@ -37,8 +37,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from bench._checkouts import load_average, peer_checkout, revision
 from bench.cli import PROJECT, cli
-from bench.job_profile import load_average, peer_checkout, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 

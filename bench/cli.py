@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.job_profile import load_average, peer_checkout, revision
+from bench._checkouts import checkout_options, load_average, peer_checkout, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "banking77"
@@ -133,12 +133,7 @@ def _median(values: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    ap.add_argument(
-        "--code", type=Path, action="append", default=[], help="a checkout (repeatable)"
-    )
-    ap.add_argument("--peer", action="append", default=[], help="a commit of this repository")
-    ap.add_argument("--repeats", type=int, default=3, help="measurements of each command")
+    checkout_options(ap, repeats=3, what="measurements of each command")
     ap.add_argument("--lines", type=int, default=1000, help="utterances predicted")
     ap.add_argument(
         "--train-set", action="append", default=[], metavar="KEY=VALUE", help="for the train"

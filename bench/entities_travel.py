@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.job_profile import peer_checkout, revision
+from bench._checkouts import peer_checkout, revision
 
 FORMATS = ("dialogflow-es", "dialogflow-cx", "luis", "clu", "watson", "lex-v2", "csv")
 CHILD = r"""

@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench._checkouts import PIECES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Runs in the measured process (any checkout): a fresh context, the served encoder, the card.
@@ -63,24 +65,7 @@ if not hasattr(cache_mod.EmbeddingCache(None), "encoded"):  # a checkout without
         counted["n"] += len(self.missing(encoder, texts)) if len(texts) else 0
         return plain(self, encoder, texts, **kw)
     cache_mod.EmbeddingCache.encode = counting
-import inspect as _inspect
-
-
-def _piece(ctx, fn):
-    # what fn takes of the context in any checkout: the piece its first parameter names
-    # (issue 48: db, live, factories, maps, training), else the context itself
-    first = next(iter(_inspect.signature(fn).parameters))
-    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
-
-
-try:
-    from app.access import open_project as _open_project
-
-    def _open(ctx, name):
-        return _open_project(_piece(ctx, _open_project), name)
-except ImportError:  # a checkout before the project handle (issue 43): services took a name
-    def _open(ctx, name):
-        return name
+# PIECES: bench._checkouts
 ctx = getattr(ServingState, "open", ServingState)(load_settings())
 with ctx.db.session() as s:
     from storage.projects import get_project
@@ -105,6 +90,7 @@ print(json.dumps({
     "card": found.text[:60] if found else None,
 }))
 """
+CHILD = CHILD.replace("# PIECES: bench._checkouts\n", PIECES)
 
 
 def _run(code: Path, env: dict[str, str], *args: str) -> str:

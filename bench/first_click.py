@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import first_card
+from bench._checkouts import revision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -174,19 +175,6 @@ def project_csv(shared: Path, out: Path, rows: int) -> Path:
     lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
     out.write_text("".join(lines[: rows + 1]), encoding="utf-8")  # header + rows (deduplicated)
     return out
-
-
-def revision(code: Path) -> str:
-    """The checkout's commit, ``+N`` when N files under app/, core/ or storage/ differ from it."""
-    git = ["git", "-C", str(code)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        [*git, "status", "--porcelain", "--", "app", "core", "storage"],
-        capture_output=True,
-        text=True,
-    )
-    changed = len(dirty.stdout.splitlines())
-    return head.stdout.strip() + (f"+{changed}" if changed else "")
 
 
 def environment(code: Path, data: Path) -> dict[str, str]:

@@ -85,11 +85,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench._checkouts import (
+    PIECES,
+    PROJECT,
+    ROOT,
+    build,
+    checkout_options,
+    environment,
+    load_average,
+    peer_checkout,
+    revision,
+)
 from storage.job_phases import PHASES as JOB_PHASE_TABLE
 
-ROOT = Path(__file__).resolve().parents[1]
-
-PROJECT = "banking77"
 # The retrain's named phases (issue 55: each a function, in app/services/training/retrain*.py),
 # and a checkout's job phases (storage's TrainingJob.phase) as the pipeline's names: the one
 # table of storage/job_phases.py (issue 67), which older checkouts named alike.
@@ -310,24 +318,7 @@ with ctx.db.session() as s:
     log = job.log
     version_id = job.model_version_id
 from app.services.models import versions as vs
-import inspect as _inspect
-
-
-def _piece(ctx, fn):
-    # what fn takes of the context in any checkout: the piece its first parameter names
-    # (issue 48: db, live, factories, maps, training), else the context itself
-    first = next(iter(_inspect.signature(fn).parameters))
-    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
-
-
-try:
-    from app.access import open_project as _open_project
-
-    def _open(ctx, name):
-        return _open_project(_piece(ctx, _open_project), name)
-except ImportError:  # a checkout before the project handle (issue 43): services took a name
-    def _open(ctx, name):
-        return name
+# PIECES: bench._checkouts
 m = vs.metrics(_piece(ctx, vs.metrics), _open(ctx, "banking77"), version_id) if version_id else None
 print(json.dumps({
     "rc": rc,
@@ -348,6 +339,7 @@ print(json.dumps({
     "log": log[-4000:],
 }), flush=True)
 """
+CHILD = CHILD.replace("# PIECES: bench._checkouts\n", PIECES)
 
 
 # A restart after the retrains (any checkout): the first prediction of a fresh process.
@@ -360,24 +352,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
 except ImportError:
     from app.serving.context import AppContext as ServingState
 from app.services.models import predict
-import inspect as _inspect
-
-
-def _piece(ctx, fn):
-    # what fn takes of the context in any checkout: the piece its first parameter names
-    # (issue 48: db, live, factories, maps, training), else the context itself
-    first = next(iter(_inspect.signature(fn).parameters))
-    return getattr(ctx, first) if first in ("db", "live", "factories", "maps", "training") else ctx
-
-
-try:
-    from app.access import open_project as _open_project
-
-    def _open(ctx, name):
-        return _open_project(_piece(ctx, _open_project), name)
-except ImportError:  # a checkout before the project handle (issue 43): services took a name
-    def _open(ctx, name):
-        return name
+# PIECES: bench._checkouts
 imported = time.time() - T0
 t = time.perf_counter()
 ctx = getattr(ServingState, "open", ServingState)(load_settings())
@@ -392,6 +367,7 @@ print(json.dumps({"imports": round(imported, 3), "context": round(context, 3),
                   "first": round(first_s, 3), "second": round(second_s, 4),
                   "encoded": getattr(ctx.live.cache, "encoded", None), "top": first[0]["top"]}))
 """
+RESTART = RESTART.replace("# PIECES: bench._checkouts\n", PIECES)
 
 
 def restart(code: Path, data: Path, device: str) -> dict[str, Any]:
@@ -407,80 +383,12 @@ def restart(code: Path, data: Path, device: str) -> dict[str, Any]:
     return result
 
 
-def load_average() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
 def project_csv(shared: Path, out: Path, test: int = 3080) -> Path:
     """BANKING77 10-shot seed 0 as the train split and ``test`` test questions (every one by
     default) as the test split."""
     from tests.e2e.conftest import banking77_csv
 
     return banking77_csv(shared, out, unlabelled=0, test=test)
-
-
-def revision(code: Path) -> str:
-    """The checkout's commit (``+N``: N files under app/, core/, storage/ differ from it), or
-    the name of a peer folder made by :func:`peer_checkout`."""
-    marker = code / ".bench-commit"
-    if marker.is_file():
-        return marker.read_text().strip()
-    from bench.first_click import revision as git_revision
-
-    return git_revision(code)
-
-
-def peer_checkout(rev: str, work: Path) -> Path:
-    """``rev`` of this repository, archived into ``work/peer-<sha>`` (made once)."""
-    sha = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", rev],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    place = work / f"peer-{sha}"
-    if not (place / ".bench-commit").is_file():
-        shutil.rmtree(place, ignore_errors=True)
-        place.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", sha], capture_output=True, check=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(place)], input=archive, check=True)
-        (place / ".bench-commit").write_text(sha)
-    return place
-
-
-def environment(code: Path, data: Path, device: str) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "INTENT_STUDIO_DATA_DIR": str(data),
-        "PYTHONPATH": str(code),
-        "TOKENIZERS_PARALLELISM": "false",
-        "INTENT_STUDIO_DEVICE": device,
-    }
-    env.pop("INTENT_STUDIO_ARTIFACTS_URL", None)
-    return env
-
-
-def build(csv: Path, code: Path, place: Path, device: str) -> Path:
-    """The project imported by ``code`` into ``place/pristine`` (reused when there)."""
-    pristine = place / "pristine"
-    if (place / "built").is_file() and pristine.is_dir():
-        return pristine
-    shutil.rmtree(place, ignore_errors=True)
-    place.mkdir(parents=True)
-    env = environment(code, pristine, device)
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "import", str(csv), "--project", PROJECT],
-        cwd=code,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"import failed (rc {done.returncode}):\n{done.stderr[-4000:]}")
-    (place / "built").write_text("")
-    return pristine
 
 
 def project_settings(code: Path, data: Path, device: str, changes: list[str]) -> None:
@@ -714,12 +622,7 @@ def table(runs: list[dict[str, Any]], labels: list[str], retrains: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    ap.add_argument(
-        "--code", type=Path, action="append", default=[], help="a checkout (repeatable)"
-    )
-    ap.add_argument("--peer", action="append", default=[], help="a commit of this repository")
-    ap.add_argument("--repeats", type=int, default=1, help="rounds of measurements")
+    checkout_options(ap, repeats=1, what="rounds of measurements")
     ap.add_argument("--retrains", type=int, default=2, help="retrains per round, one after another")
     ap.add_argument("--restarts", type=int, default=2, help="fresh processes predicting after")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.job_profile import peer_checkout, revision
+from bench._checkouts import peer_checkout, revision
 
 CHILD = r"""
 import inspect, sys

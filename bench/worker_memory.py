@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.job_profile import build, environment, load_average, peer_checkout, revision
+from bench._checkouts import build, environment, load_average, peer_checkout, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.job_profile import PROJECT, build, environment, peer_checkout, revision
+from bench._checkouts import PROJECT, build, environment, peer_checkout, revision
 from bench.worker_memory import project_csv
 
 

@@ -6,8 +6,9 @@ resolved at its edge, and this one) and the live pool takes the answer without r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ParamSpec
 
 from app.access import ProjectHandle, writing
 from app.services.labelling import data as data_svc
@@ -24,6 +25,9 @@ from storage.projects import intents_by_name
 from storage.utterances import UtteranceRow, count_utterances, find_by_text, list_utterances
 
 ACTIONS = ("take", "test", "none", "delete", "oos", "skip")
+
+
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -53,32 +57,6 @@ def read_ahead(s: Session, p: ProjectHandle, upcoming: Sequence[int]) -> Ahead:
     remaining = count_utterances(s, p.id, split="unlabelled")
     intents = tuple(sorted(intents_by_name(s, p.id)))  # as data.intent_names lists them
     return Ahead(rows, ids, remaining, mine, pool_stamp(s, p.id), intents)
-
-
-def answer(
-    live: LivePools,
-    p: ProjectHandle,
-    utterance_id: int,
-    action: str,
-    labels: Sequence[str] = (),
-    *,
-    expected_version: int | None = None,
-    batch: str | None = None,
-    confirm_test: bool = False,
-    how: str | None = None,
-) -> str:
-    """Write the annotator's answer and say what happened (:func:`answer_then`)."""
-    return answer_then(
-        live,
-        p,
-        utterance_id,
-        action,
-        labels,
-        expected_version=expected_version,
-        batch=batch,
-        confirm_test=confirm_test,
-        how=how,
-    )[0]
 
 
 def answer_then(
@@ -124,6 +102,17 @@ def answer_then(
         ahead = read_ahead(s, p, upcoming)
     live.pool_after(p.id, before, ahead.stamp, {utterance_id: now.get(utterance_id)})
     return message, ahead
+
+
+def _message_of(then: Callable[P, tuple[str, Ahead]]) -> Callable[P, str]:
+    def said(*args: P.args, **kw: P.kwargs) -> str:
+        return then(*args, **kw)[0]
+
+    return said
+
+
+# Write the annotator's answer and say what happened: answer_then's message, its parameters.
+answer = _message_of(answer_then)
 
 
 def _answer_in(
