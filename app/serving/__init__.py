@@ -1,5 +1,5 @@
 """What serves a project's predictions: the pieces :class:`app.serving.state.ServingState` holds
-(ARCHITECTURE.md, "The serving state", says what each guarantees, which locks it takes and who
+(docs/internals.md, "The serving state", says what each guarantees, which locks it takes and who
 takes which; a function takes the smallest piece that holds what it uses).
 
 - :mod:`app.serving.int8`: the rule that picks the encoder a version serves with (its int8 ONNX

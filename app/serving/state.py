@@ -1,4 +1,4 @@
-"""The process-wide resources, in documented pieces (ARCHITECTURE.md, "The serving state"): the
+"""The process-wide resources, in documented pieces (docs/internals.md, "The serving state"): the
 database; the loaded models (:class:`app.serving.models.Models`); the one builder of a project's
 Predictor factories with the embedding cache and the evaluations measured
 (:class:`app.serving.factories.FactoryBuilder`); the live pools with their background fits and
