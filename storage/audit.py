@@ -19,9 +19,11 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.bulk_labels import expire_rows
 from storage.by_id import labels_of, slices, utterances_by_id
+from storage.capacity import check_intent_room, check_row_room
 from storage.deleted import restore
 from storage.errors import ConflictError, NotFoundError
-from storage.projects import _labels_of
+from storage.names import NameIndex
+from storage.projects import _labels_of, intents_by_name
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.utterances import _resolve_intents
 
@@ -175,6 +177,7 @@ def undo_batch(
             f"{later} of the utterances this change touched were edited since; undo those later "
             "changes first. Nothing was changed."
         )
+    _check_room(s, project_id, waiting)
     undo = undo or str(uuid.uuid4())
     part = waiting[-limit:] if limit else waiting
     added = [e for e in part if e.action in ("add", "import") and e.utterance_id is not None]
@@ -185,6 +188,22 @@ def undo_batch(
     _revert(s, project_id, [e for e in part if e.action not in ("add", "import")], user_id, undo)
     _drop_intents_made_by(s, project_id, events)
     return part
+
+
+def _check_room(s: Session, project_id: int, waiting: list[Event]) -> None:
+    """Refuse an undo that would take the project past a capacity limit (:mod:`storage.capacity`),
+    before it changes anything: the deleted utterances it would bring back (the row cap), the
+    intents it would make again (the intent cap). The whole batch is counted, not only this
+    transaction's part of it, so a long undo is refused at its start, never half-way. Before,
+    undoing a delete in a full project went past the row cap (issue 64)."""
+    doing = "undoing this change"
+    back = sum(1 for e in waiting if e.action == "delete")
+    check_row_room(s, project_id, back, doing=doing, new="brought back")
+    names = {n for e in waiting if e.action not in ("add", "import") for n in e.before}
+    if names:
+        index = NameIndex(intents_by_name(s, project_id))
+        again = {n for n in names if index.find(n) is None}
+        check_intent_room(s, project_id, len(again), doing=doing, new="made again")
 
 
 def pending(s: Session, project_id: int, batch: str) -> int:

@@ -20,9 +20,12 @@ DEFAULT_MAX_INTENTS = 2000
 MAX_INTENTS_KEY = "max_intents"
 
 
-def check_intent_room(s: Session, project_id: int | None, adding: int) -> None:
+def check_intent_room(
+    s: Session, project_id: int | None, adding: int, *, doing: str = "this", new: str = "new"
+) -> None:
     """Refuse ``adding`` new intents that would take a project (None: one not created yet) past
-    its limit: ``s.info["max_intents"]``, else :data:`DEFAULT_MAX_INTENTS`.
+    its limit: ``s.info["max_intents"]``, else :data:`DEFAULT_MAX_INTENTS`. ``doing`` names what
+    would add them, ``new`` what they are ("brought back" by an undo) in the message.
 
     Raises:
         StorageError: over the limit; nothing was changed.
@@ -35,8 +38,8 @@ def check_intent_room(s: Session, project_id: int | None, adding: int) -> None:
         have = s.scalar(select(func.count()).where(Intent.project_id == project_id)) or 0
     if have + adding > limit:
         raise StorageError(
-            f"A project may have at most {limit:,} intents; this would make {have + adding:,} "
-            f"({have:,} now, {adding:,} new). Nothing was changed."
+            f"A project may have at most {limit:,} intents; {doing} would make "
+            f"{have + adding:,} ({have:,} now, {adding:,} {new}). Nothing was changed."
         )
 
 
@@ -46,9 +49,12 @@ DEFAULT_MAX_ROWS = 250_000
 MAX_ROWS_KEY = "max_rows"
 
 
-def check_row_room(s: Session, project_id: int, adding: int) -> None:
+def check_row_room(
+    s: Session, project_id: int, adding: int, *, doing: str = "this", new: str = "new"
+) -> None:
     """Refuse ``adding`` new utterances that would take a project past its limit:
-    ``s.info["max_rows"]``, else :data:`DEFAULT_MAX_ROWS` (issue 56, row 4).
+    ``s.info["max_rows"]``, else :data:`DEFAULT_MAX_ROWS` (issue 56, row 4). ``doing`` and
+    ``new`` as for :func:`check_intent_room`.
 
     Raises:
         StorageError: over the limit; nothing was changed.
@@ -59,8 +65,8 @@ def check_row_room(s: Session, project_id: int, adding: int) -> None:
     have = s.scalar(select(func.count()).where(Utterance.project_id == project_id)) or 0
     if have + adding > limit:
         raise StorageError(
-            f"A project may hold at most {limit:,} utterances; this would make "
-            f"{have + adding:,} ({have:,} now, {adding:,} new). Nothing was changed: split the "
+            f"A project may hold at most {limit:,} utterances; {doing} would make "
+            f"{have + adding:,} ({have:,} now, {adding:,} {new}). Nothing was changed: split the "
             "data into several projects, or ask the operator to raise the limit "
             "(INTENT_STUDIO_MAX_ROWS)."
         )
