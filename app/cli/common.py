@@ -22,24 +22,28 @@ class CliError(Exception):
 
 
 class VisibleText(io.TextIOBase):
-    """A text stream that, on a terminal, writes every control character it is given as
-    ``\\uXXXX`` (:func:`storage.texts.escape_controls`; line feeds and tabs stay): a project name,
-    a text or a user name the command prints can never move the cursor, clear the screen,
-    rewrite a line or reorder what the terminal shows (issue 56, row 9). A pipe or a file gets
-    the text as it is (``predict --format csv > out.csv`` keeps every character)."""
+    """A text stream that writes every control character it is given as ``\\uXXXX``
+    (:func:`storage.texts.escape_controls`; line feeds and tabs stay), whatever the stream is: a
+    terminal, a pipe, a file. A project name, a text or a user name the command prints can never
+    move the cursor, clear the screen, rewrite a line or reorder what a terminal shows, be it
+    this one (issue 56, row 9) or the one ``intent-studio predict … | cat`` or ``less`` writes to
+    later (issue 64: a pipe got raw ESC, CR and BEL). JSON lines stay exact: inside a JSON
+    string ``\\uXXXX`` is the character itself, and outside one JSON has none. A format that
+    has no escapes (CSV) writes to :func:`data_output`."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self.stream = stream
 
     def write(self, text: str) -> int:
-        if self.stream.isatty():
-            from storage.texts import escape_controls  # --help loads no database code
+        shown = text
+        # every character escape_controls escapes is one Python does not call printable: a text
+        # without any (--help's) is written as it is, without loading the storage package
+        if not text.replace("\n", "").replace("\t", "").isprintable():
+            from storage.texts import escape_controls
 
-            text_shown = escape_controls(text)
-        else:
-            text_shown = text
-        self.stream.write(text_shown)
+            shown = escape_controls(text)
+        self.stream.write(shown)
         return len(text)
 
     def flush(self) -> None:
@@ -54,6 +58,14 @@ class VisibleText(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.stream, "encoding", "utf-8")
+
+
+def data_output() -> TextIO:
+    """The standard output a command writes data to exactly, character for character (CSV, whose
+    quoting keeps a CR or an ESC as it is: ``predict --format csv > out.csv``); every other line
+    goes through :class:`VisibleText`."""
+    out = sys.stdout
+    return out.stream if isinstance(out, VisibleText) else out
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import CliError, context, project
+from app.cli.common import CliError, context, data_output, project
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -165,8 +165,9 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
         from app.formats import csv_line
         from app.formats import spreadsheet_safe as safe
 
+        out = data_output()  # exact: a control character stays in its quoted cell
         head = ["text", "intent", "score", "margin", "nearest_example", "similarity", "oos"]
-        sys.stdout.write(csv_line(head))
+        out.write(csv_line(head))
         for r in results:
             best = r["intents"][0]["best"] if r["intents"] else {"text": "", "similarity": ""}
             cells = [
@@ -178,7 +179,7 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
                 best["similarity"],
                 int(bool(r.get("oos"))),
             ]
-            sys.stdout.write(csv_line(str(c) for c in cells))  # a CR in a text is quoted
+            out.write(csv_line(str(c) for c in cells))  # a CR in a text is quoted
         return
     for r in results:
         print(f"{r['text']}\n  → {_decision(r)} ({r['score']:.3f}, margin {r['margin']:.3f})")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -357,15 +358,18 @@ def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, cap
     assert rows() == before  # the same rows, under the same ids
 
 
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
 def test_the_cli_writes_control_characters_of_stored_texts_as_escapes(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, terminal
 ):
     """Issue 56, row 9: a text holding ESC and CR was printed raw by the CLI (``\\x1b[2J``
-    clears an admin's terminal, ``\\r`` rewrites the line). On a terminal every control
-    character the CLI prints is written as ``\\uXXXX``; the text is stored as it came."""
-    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # capsys's stream, as a terminal
+    clears an admin's terminal, ``\\r`` rewrites the line). Issue 64: on a terminal only, while
+    ``intent-studio predict … | cat`` still printed them raw. On any stream every control
+    character of the text output is written as ``\\uXXXX``; JSON lines and CSV keep the text
+    exact (JSON's own escapes; CSV's quotes); the text is stored as it came."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)  # capsys's stream is a pipe
     d = ["--data-dir", str(tmp_path / "data")]
-    hostile = "where is my parcel \x1b[2J\x1b]0;owned\x07\rroot# \x9b31m"
+    hostile = "where is my parcel \x1b[2J\x1b]0;owned\x07\rroot# \x9b31m \x7f\u2028 again"
     src = tmp_path / "in.csv"
     src.write_text(f'text,label\n"{hostile}",track\ncancel my order,cancel\n', encoding="utf-8")
     assert main([*d, "import", str(src), "--project", "p"]) == 0
@@ -375,10 +379,15 @@ def test_the_cli_writes_control_characters_of_stored_texts_as_escapes(
     assert main([*d, "predict", "--project", "p", "--input", str(texts)]) == 0
     out = capsys.readouterr().out
     assert "\\u001b[2J" in out and "\\u000droot" in out and "\\u009b31m" in out
-    assert not any(c in out for c in "\x1b\r\x07\x9b")
+    assert not any(c in out for c in "\x1b\r\x07\x9b\x7f\u2028")
     assert main([*d, "predict", "--project", "p", "--input", str(texts), "--format", "jsonl"]) == 0
-    line = json.loads(capsys.readouterr().out.splitlines()[0])  # still JSON, the text intact
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\r\x07\x9b\x7f\u2028")  # JSON's escapes, no raw byte
+    line = json.loads(out.splitlines()[0])  # still JSON, the text intact
     assert hostile in [n["text"] for n in line["neighbours"]]
+    assert main([*d, "predict", "--project", "p", "--input", str(texts), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert rows[0]["nearest_example"].lstrip("'") == hostile  # CSV keeps every character
 
 
 PREDICT_WITHOUT_TORCH = """
