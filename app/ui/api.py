@@ -1,8 +1,10 @@
 """API-only endpoints (Gradio ``gr.api``): the same service calls as the UI, as plain JSON.
 
-Call them with ``gradio_client`` or ``curl`` (see docs/rest.md). Each resolves its project for the
-caller at its start (:func:`app.access.open_project`): a project they are no member of is no
-project."""
+Call them with ``gradio_client`` or ``curl`` (see docs/rest.md). Each declares its action of the
+permissions table (:func:`app.ui.guard.guarded`, as every event of the page does) and takes its
+project as a :class:`ProjectHandle`: the guard resolves the name for the caller before the
+endpoint runs, so a project they are no member of answers exactly as one that does not exist
+("No project 'x'."), and every refusal is the call's error, in the app's words (issue 64)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,13 @@ from typing import Any
 
 import gradio as gr
 
-from app.access import open_project
-from app.access.actions import need
-from app.access.auth import require
+from app.access import ProjectHandle, open_project
+from app.access.actions import READ
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
 from app.services.projects import projects as project_svc
-from app.serving.admission import BusyError
 from app.serving.state import ServingState
+from app.ui.guard import guarded, refuse
 from storage.errors import StorageError
 
 
@@ -36,6 +37,7 @@ def register_api(ctx: ServingState) -> None:
         handles: dict[str, Any] = {}
         for i, (name, t, n) in enumerate(zip(project, text, k, strict=True)):
             try:
+                name = str(name)
                 p = handles.get(name) or handles.setdefault(name, open_project(ctx.db, name))
                 requests.append((p, t, n))
             except StorageError as exc:
@@ -44,59 +46,48 @@ def register_api(ctx: ServingState) -> None:
         results = [refused[i] if i in refused else next(answers) for i in range(len(project))]
         for r in results:
             if "error" in r and len(results) == 1:
-                raise gr.Error(r["error"])
+                refuse(r["error"])
         return [results]
 
-    def predict_one(project: str, text: str, k: int = 1) -> dict[str, Any]:
+    @guarded(READ)
+    def predict_one(project: ProjectHandle, text: str, k: int = 1) -> dict[str, Any]:
         """Classify one utterance (behind a login: the caller's own call)."""
-        try:
-            p = open_project(ctx.db, project)
-            (result,) = predict_svc.predict_requests(ctx.live, [(p, text, int(k))])
-        except StorageError as exc:
-            raise gr.Error(str(exc)) from exc
+        (result,) = predict_svc.predict_requests(ctx.live, [(project, text, k)])
         if "error" in result:
-            raise gr.Error(result["error"])
+            refuse(result["error"])
         return result
 
-    def predict_batch(
-        project: str, texts: list[str], k: int = 1, request: gr.Request | None = None
-    ) -> list[dict[str, Any]]:
+    @guarded(READ)
+    def predict_batch(project: ProjectHandle, texts: list[str], k: int = 1) -> list[dict[str, Any]]:
         """Classify many utterances: up to 200 per call for a viewer, 1,000 for a designer or an
         admin, at most 2 calls at once per user; a refusal says why (busy: retry in a moment)."""
-        try:  # the limits are the signed-in user's, checked here on the server
-            who = require(ctx, getattr(request, "username", None), need("read"))
-            p = open_project(ctx.db, project, who)
-            return predict_svc.predict(ctx.live, p, list(texts), k=int(k), who=who)
-        except (PermissionError, ValueError, BusyError) as exc:
-            raise gr.Error(str(exc)) from exc
+        if not isinstance(texts, list):
+            refuse("`texts` is a list of utterances.")
+        # the limits are the signed-in user's (the acting user), checked here on the server
+        return predict_svc.predict(ctx.live, project, [str(t) for t in texts], k=k)
 
+    @guarded("label")
     def label(
-        project: str,
+        project: ProjectHandle,
         text: str,
         intents: list[str],
         split: str = "train",
         create: bool = False,
-        request: gr.Request | None = None,
     ) -> dict[str, Any]:
         """Add a labelled utterance, or relabel it when the text is already in the project. An
         intent the project does not have is refused (naming the closest) unless ``create``."""
-        try:  # the role is checked here, on the server, for every caller
-            who = require(ctx, getattr(request, "username", None), need("label"))
-            p = open_project(ctx.db, project, who, need=need("label"))
-            return data_svc.label_text(ctx.db, p, text, intents, split, create=bool(create))
-        except (PermissionError, ValueError) as exc:
-            raise gr.Error(str(exc)) from exc
+        return data_svc.label_text(ctx.db, project, text, intents, split, create=bool(create))
 
     def projects() -> list[str]:
         """The names of the projects the caller sees."""
         return project_svc.project_names(ctx.db)
 
+    @guarded(READ)
     def utterances(
-        project: str, intent: str = "", split: str = "", search: str = ""
+        project: ProjectHandle, intent: str = "", split: str = "", search: str = ""
     ) -> list[dict[str, Any]]:
         """The project's utterances with their intents, filtered."""
-        p = open_project(ctx.db, project)
-        return data_svc.table(ctx.db, p, intent=intent, split=split, search=search)
+        return data_svc.table(ctx.db, project, intent=intent, split=split, search=search)
 
     if ctx.settings.multi_user:
         gr.api(predict_one, api_name="predict", concurrency_limit=8)

@@ -1,15 +1,16 @@
 """The UI's front door: who is acting, in which project, with what role, checked on the server for
 every event of the app, in one place.
 
-Each write callback declares the action it is with :func:`guarded`, by its name in the one
-permissions table (:mod:`app.access.actions`, which says the role it needs; a name the table does
-not have is refused when the tab is built). The signed-in name Gradio gives the request is
-checked with :func:`app.access.auth.require`; a refusal becomes a message and changes nothing;
-the acting user is recorded for the audit log. :func:`enforce_roles` then walks
-every event of the built app: whatever was not declared is a *read*, run for any signed-in user
-but inside :func:`storage.db.read_only` when that user is a viewer (in the app, or in the project
-the event is for), so a write path that somebody forgot to declare is refused by the database
-layer instead of going through.
+Each write callback, and each API-only endpoint (:mod:`app.ui.api`), declares the action it is
+with :func:`guarded`, by its name in the one permissions table (:mod:`app.access.actions`,
+which says the role it needs; a name it lacks is refused when the tab is built). The signed-in
+name Gradio gives the request is checked with :func:`app.access.auth.require`; a refusal
+becomes a message (an API endpoint's: the call's error) and changes nothing; the acting user is
+recorded for the audit log. :func:`enforce_roles` then walks every event of the built app:
+whatever was not declared is a *read*, run for any signed-in user but inside
+:func:`storage.db.read_only` when that user is a viewer (in the app, or in the project the event
+is for), so a write path that somebody forgot to declare is refused by the database layer
+instead of going through.
 
 A callback takes its project as a parameter annotated :class:`app.access.ProjectHandle`: the
 wrapper resolves the picker's value (a name) into the handle once, for the signed-in user with
@@ -50,18 +51,26 @@ ACTION = (
 )
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
+# An API endpoint's "status lines" (gr.api: its outputs are no components a refusal could be
+# written in, or left as they are): its refusal is the call's error.
+ENDPOINT = None
+Shape = tuple[int, tuple[int, ...] | None]
 
 
-def unexpected(fn: Callable[..., Any], exc: Exception, shape: tuple[int, tuple[int, ...]]) -> Any:
+def unexpected(fn: Callable[..., Any], exc: Exception, shape: Shape) -> Any:
     """The answer to a callback that raised ``exc``, in each status line of ``shape`` (the
     event's number of outputs and the positions of its status lines; every other output is left
     as it is). A refusal (:data:`app.ui.common.USER_ERRORS`: a project deleted meanwhile) says
     its message, as :func:`app.ui.common.attempt` would have. Anything else is a bug: logged with
     its traceback and shown as an error (a toast that stays, and the status line); the user
-    reads the error's kind, never its text (it may quote SQL or a file path) or traceback."""
+    reads the error's kind, never its text (it may quote SQL or a file path) or traceback.
+    An API endpoint (:data:`ENDPOINT`) answers either as the call's error."""
     from gradio.helpers import log_message
 
+    outputs, status = shape
     if isinstance(exc, USER_ERRORS):
+        if status is ENDPOINT:
+            refuse(str(exc))
         said = problem(str(exc))
     else:
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
@@ -70,9 +79,10 @@ def unexpected(fn: Callable[..., Any], exc: Exception, shape: tuple[int, tuple[i
             f"Something went wrong ({type(exc).__name__}): a bug, logged on the server with its "
             "details. Try again; if it happens again, tell whoever runs Intent Studio."
         )
+        if status is ENDPOINT:
+            refuse(message)
         log_message(message, title="Error", level="error", duration=None)  # type: ignore[arg-type]
         said = problem(message, notify=False)
-    outputs, status = shape
     answer: list[Any] = [gr.skip()] * outputs
     for i in status:
         answer[i] = said
@@ -81,10 +91,18 @@ def unexpected(fn: Callable[..., Any], exc: Exception, shape: tuple[int, tuple[i
     return tuple(answer)
 
 
-def _shape(fn: Callable[..., Any]) -> tuple[int, tuple[int, ...]]:
+def refuse(message: str) -> typing.NoReturn:
+    """End the call with ``message`` as its error (the page's toast, an API call's ``error``
+    event), and nothing in the log: a refusal is no fault of the server's (Gradio prints the
+    traceback of every other error it is given)."""
+    raise gr.Error(message, print_exception=False)
+
+
+def _shape(fn: Callable[..., Any]) -> Shape:
     """The event's outputs and status lines as :func:`enforce_roles` found them (a callback
     called outside an event: one output, its status)."""
-    return getattr(fn, SHAPE, None) or (1, (0,))
+    shape: Shape = getattr(fn, SHAPE, None) or (1, (0,))
+    return shape
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -110,13 +128,26 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: str) 
             "request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=gr.Request
         )
         params.append(request_param)
-    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    returns = inspect.signature(fn).return_annotation  # gr.api makes its outputs from it
+    run.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     # Resolved here, in fn's module: Gradio finds gr.Request / gr.SelectData parameters by their
     # type hints, and a string annotation would be looked up in this module instead.
-    run.__annotations__ = {**_type_hints(fn), "request": gr.Request}
+    # What arrives for a project is its name (the picker's value, an API call's string): so say
+    # the API docs of an endpoint (gr.api reads these); the handle is made here (admit()).
+    hints = {n: _as_sent(h) for n, h in _type_hints(fn).items()}
+    run.__annotations__ = {**hints, "request": gr.Request}
     setattr(run, ROLE, need(action))
     setattr(run, ACTION, action)
     return run
+
+
+def _as_sent(hint: Any) -> Any:
+    """A type hint as the caller sends it: a project handle is sent as its name."""
+    if hint is ProjectHandle:
+        return str
+    if ProjectHandle in typing.get_args(hint):
+        return str | None
+    return hint
 
 
 @functools.cache
@@ -162,7 +193,8 @@ def admit(
                     raise NotFoundError("Pick or create a project first.")
                 out[i] = None
                 continue
-            out[i] = resolve(s, out[i], who, need=need)
+            # what a door sends is a name: a number from an API call too (never a row's id)
+            out[i] = resolve(s, str(out[i]), who, need=need)
             handles.append(out[i])
     return who, tuple(out), handles
 
@@ -205,6 +237,8 @@ def guarded(
             try:
                 who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
             except (PermissionError, StorageError) as exc:
+                if _shape(run)[1] is ENDPOINT:
+                    refuse(str(exc))
                 said = problem(str(exc), notify=notify)
                 if outputs == 1:
                     return said
@@ -218,7 +252,8 @@ def guarded(
                     raise
                 except Exception as exc:
                     outs, status = getattr(run, SHAPE, None) or (outputs, ())
-                    return unexpected(fn, exc, (outs, tuple(sorted({message, *status}))))
+                    lines = status if status is ENDPOINT else tuple(sorted({message, *status}))
+                    return unexpected(fn, exc, (outs, lines))
 
         setattr(run, DOOR, None)
         return _with_request(fn, run, action)
@@ -253,7 +288,7 @@ def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
             user = getattr(request, "username", None)
             who, args, handles = admit(ctx, fn, args, user, need(READ))
         except (PermissionError, StorageError) as exc:
-            raise gr.Error(str(exc)) from exc
+            refuse(str(exc))
         viewer = next((h for h in handles if not h.may(need("edit"))), None)
         with acting_as(who):
             try:
@@ -282,9 +317,7 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
             except gr.Error:
                 raise
             except Exception as exc:  # a bug: logged and shown as an error, never an empty batch
-                name = getattr(fn, "__qualname__", repr(fn))
-                logger.error("Unexpected error in UI callback %s", name, exc_info=exc)
-                raise gr.Error(f"Something went wrong ({type(exc).__name__}).") from exc
+                return unexpected(fn, exc, (1, ENDPOINT))
 
     setattr(run, ROLE, need(READ))
     setattr(run, ACTION, READ)
@@ -299,7 +332,9 @@ def enforce_roles(ctx: ServingState, demo: gr.Blocks) -> int:
     wrapped = 0
     for block_fn in demo.fns.values():
         fn = block_fn.fn
-        shape = (len(block_fn.outputs), status_lines(block_fn.outputs))
+        shape: Shape = (len(block_fn.outputs), status_lines(block_fn.outputs))
+        if is_endpoint(block_fn):
+            shape = (len(block_fn.outputs), ENDPOINT)
         if fn is not None and hasattr(fn, DOOR):
             enforce(ctx, fn)
             setattr(fn, SHAPE, shape)
@@ -320,3 +355,11 @@ def status_lines(outputs: Sequence[Any]) -> tuple[int, ...]:
     return tuple(
         i for i, c in enumerate(outputs) if str(getattr(c, "elem_id", "") or "").endswith("status")
     )
+
+
+def is_endpoint(block_fn: Any) -> bool:
+    """Whether an event of the app is an API-only endpoint (``gr.api``): its inputs and outputs
+    are Gradio's placeholders, no component of the page."""
+    from gradio.components.api_component import Api
+
+    return any(isinstance(c, Api) for c in [*block_fn.inputs, *block_fn.outputs])

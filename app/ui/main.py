@@ -50,9 +50,14 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         # height for its own work.
         with gr.Row(equal_height=True, elem_id="app-header"):
             gr.Markdown(f"## {TITLE}", scale=1)
+            # Any value reaches the front door (app/ui/guard.py), which answers a project the
+            # caller may not see as one that does not exist: Gradio's own check of the choices
+            # ("Value: x is not in the list of choices: []") refused every event called over
+            # the API in its own words, a member's too (issue 64).
             project = gr.Dropdown(
                 names,
                 value=names[0] if names else None,
+                allow_custom_value=True,
                 label="Project",
                 show_label=False,
                 container=False,

@@ -60,6 +60,37 @@ def only_own_uploads(
     demo.process_api = checked  # type: ignore[method-assign]
 
 
+# What a call gets when Gradio could not read one of its values for its input component (text
+# for a number, a list for a text): Gradio's own answer named its internals ("Could not
+# preprocess input component at index 2 (a `number` component)...") after a traceback in the log.
+NOT_TAKEN = (
+    "This call sent a value one of its inputs does not take (text where a number goes, a list "
+    "where a text goes...). Nothing was changed."
+)
+
+
+def quiet_refusals(demo: gr.Blocks) -> None:
+    """A value an event's input component does not take is refused in the app's words
+    (:data:`NOT_TAKEN`), and no refusal (a ``gr.Error``: Gradio's check of a number's minimum,
+    the app's own) writes a traceback to the log: a user's bad input is no fault of the server
+    (issue 64). Checked in ``demo.process_api``, which every route that runs an event calls."""
+    from gradio.exceptions import ComponentProcessingError
+
+    process_api = demo.process_api
+
+    @functools.wraps(process_api)
+    async def answered(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await process_api(*args, **kwargs)
+        except ComponentProcessingError:
+            raise gr.Error(NOT_TAKEN, print_exception=False) from None
+        except gr.Error as exc:
+            exc.print_exception = False
+            raise
+
+    demo.process_api = answered  # type: ignore[method-assign]
+
+
 def mount_ui(
     api: FastAPI,
     demo: gr.Blocks,
@@ -90,7 +121,8 @@ def mount_ui(
     the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`); ``signed_out(name,
     address)`` and ``refused(user, detail)`` (an event naming files not uploaded): for the
     security log."""
-    only_own_uploads(demo, owned or (lambda user, path: False), refused)
+    quiet_refusals(demo)
+    only_own_uploads(demo, owned or (lambda user, path: False), refused)  # its check first
     api.add_middleware(
         CORSMiddleware,  # Gradio's own CORS stands aside for it (see app.perimeter.http_origin)
         allow_origins=own_origins(host, port, public_hosts),

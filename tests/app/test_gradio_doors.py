@@ -1,0 +1,116 @@
+"""Issue 64, item 4, at the Gradio API's doors, on the app ``serve`` runs (multi-user, on
+loopback): every public endpoint (enumerated from the app's own ``/gradio_api/info``, not a list
+kept here) answers a project the caller may not see exactly as one that does not exist ("No
+project 'x'."), in the app's words. Before, ``/gradio_api/call/utterances`` answered Gradio's
+internal "Api.__init__() got an unexpected keyword argument 'render'" (a refusal returned as a
+component update to an API endpoint), and every event of the page Gradio's own "Value: x is not
+in the list of choices: []" (the project picker's check), a member's call too."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from app import web
+from app.access import auth
+from app.services.projects.projects import new_project
+from tests.app.live import PASSWORDS, PROJECT, serving, team_context
+
+GRADIOS_WORDS = ("Api.__init__", "is not in the list of choices", "Something went wrong")
+PASSWORDS = {**PASSWORDS, "eve": "eve-password"}
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    """The team's app on loopback; eve, a designer, is a member of no project; "hidden" is a
+    project nobody but the admin sees. Yields (base URL, the endpoints' info)."""
+    ctx = team_context(tmp_path_factory.mktemp("studio") / "data")
+    auth.add_user(ctx.db, "eve", "designer", PASSWORDS["eve"])
+    new_project(ctx.db, "hidden")
+    with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
+        info = signed_in(base, "dana").get("/gradio_api/info").json()["named_endpoints"]
+        yield base, info
+    ctx.close()
+
+
+def signed_in(base: str, name: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=120)
+    assert client.post("/login", data={"username": name, "password": PASSWORDS[name]}).is_success
+    return client
+
+
+def call(client: httpx.Client, endpoint: str, data: list[Any]) -> tuple[str, Any]:
+    """(``complete`` or ``error``, the answer's data) of one call of a public endpoint."""
+    started = client.post(f"/gradio_api/call{endpoint}", json={"data": data})
+    assert started.status_code == 200, started.text
+    answer = client.get(f"/gradio_api/call{endpoint}/{started.json()['event_id']}").text
+    events = re.findall(r"^event: (\w+)\ndata: (.*)$", answer, re.M)
+    kind, payload = next((k, d) for k, d in events if k in ("complete", "error"))
+    return kind, json.loads(payload)
+
+
+def _arguments(params: list[dict[str, Any]], project: str) -> list[Any]:
+    """A call's arguments: the project, each id 1 (an utterance of the project), a list of texts
+    one text, every other value its default (else None)."""
+    out: list[Any] = []
+    for i, p in enumerate(params):
+        if p["parameter_name"] in ("p", "project"):
+            out.append(project)
+        elif i in {j for j, _ in _id_parameters(params)}:
+            out.append(1)
+        elif p.get("python_type", {}).get("type") == "list[str]" and p["component"] == "Api":
+            out.append(["where is my parcel"])
+        else:
+            out.append(p["parameter_default"] if p["parameter_has_default"] else None)
+    return out
+
+
+def _project_endpoints(info: dict[str, Any]) -> list[str]:
+    """The endpoints that take a project (Gradio numbers the repeats of one callback, ``refresh``,
+    ``refresh_1``...: one of them stands for all)."""
+    found: dict[str, str] = {}
+    for name, ep in sorted(info.items()):
+        if any(p["parameter_name"] in ("p", "project") for p in ep["parameters"]):
+            found.setdefault(re.sub(r"_\d+$", "", name), name)
+    return sorted(found.values())
+
+
+def test_every_endpoint_answers_a_hidden_project_as_a_missing_one_in_the_apps_words(studio):
+    base, info = studio
+    eve = signed_in(base, "eve")
+    endpoints = _project_endpoints(info)
+    assert {"/utterances", "/label", "/predict", "/predict_batch"} <= set(endpoints)
+    assert len(endpoints) >= 20  # the page's events too: retrain, report, save_utterance, ...
+    wrong = []
+    for endpoint in endpoints:
+        params = info[endpoint]["parameters"]
+        hidden = call(eve, endpoint, _arguments(params, "hidden"))
+        missing = call(eve, endpoint, _arguments(params, "missing"))
+        said = html.unescape(json.dumps(hidden)).replace("hidden", "missing")
+        same = said == html.unescape(json.dumps(missing))
+        if not same or "No project 'missing'." not in said or any(w in said for w in GRADIOS_WORDS):
+            wrong.append((endpoint, hidden, missing))
+    assert wrong == []
+    # and a member's calls are answered: the API's endpoints still return what they return
+    dana = signed_in(base, "dana")
+    assert call(dana, "/projects", []) == ("complete", [[PROJECT]])
+    kind, (rows,) = call(dana, "/utterances", [PROJECT, "", "", ""])
+    assert kind == "complete" and len(rows) == 6 and rows[0]["text"] == "where is my parcel"
+
+
+def _id_parameters(params: list[dict[str, Any]]) -> list[tuple[int, bool]]:
+    """(position, sent as text) of each parameter that is an id or a whole number: a number
+    input, an integer of an API endpoint, a text of ids."""
+    out = []
+    for i, p in enumerate(params):
+        kind = p.get("python_type", {}).get("type")
+        if p["component"] in ("Number", "Api") and kind == "int":
+            out.append((i, False))
+        elif re.search(r"(^|_)(ids?|uid)(_|$)", p["parameter_name"]):
+            out.append((i, True))
+    return out
