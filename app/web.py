@@ -19,7 +19,8 @@ from typing import Concatenate
 from fastapi import FastAPI, HTTPException
 from starlette.middleware import Middleware
 
-from app.access.auth import LOCAL, actor, check_login, session_ok
+from app.access.actions import UPLOADS
+from app.access.auth import LOCAL, RANK, actor, check_login, session_ok
 from app.limit_store import LimitStore
 from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
@@ -102,7 +103,8 @@ def sessions_for(db: Database) -> Sessions:
 
 def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middleware:
     """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
-    multi-user mode per signed-in user, refusing those who can import nothing (viewers)."""
+    multi-user mode per signed-in user, refusing those whose role allows none of the actions an
+    upload is for (:data:`app.access.actions.UPLOADS`: an import, a bundle opened)."""
     if limits is not None:
         ctx.uploads.limits = limits
 
@@ -116,9 +118,13 @@ def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middle
             who = actor(ctx, name)
         except PermissionError as exc:
             return str(exc)
-        if who.may("designer"):
+        least = min((a.role for a in UPLOADS), key=lambda role: RANK[role])
+        if who.may(least):
             return None
-        return f"{who.name} is a {who.role}: uploading a file (to import it, or to open a bundle) needs the designer role."
+        return (
+            f"{who.name} is a {who.role}: uploading a file (to import it, or to open a bundle) "
+            f"needs the {least} role."
+        )
 
     return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 

@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from app.access.actions import LABEL, READ
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -255,8 +257,8 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
 
         setattr(ctx.db, kind, counted)
     n_out = 11
-    start = enforce(ctx, guarded("read", outputs=n_out)(bind(queue_tab.start, ctx.live)))
-    enter = enforce(ctx, guarded("label", outputs=n_out)(bind(queue_tab.enter, ctx.live)))
+    start = enforce(ctx, guarded(READ, outputs=n_out)(bind(queue_tab.start, ctx.live)))
+    enter = enforce(ctx, guarded(LABEL, outputs=n_out)(bind(queue_tab.enter, ctx.live)))
     t = time.perf_counter()
     state = start("banking77", "useful", None)[1]
     first = time.perf_counter() - t

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from app.access.actions import action
+from app.access.actions import EDIT, Action, checked
 from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
 from app.project_settings import ProjectSettings, stored_settings
@@ -56,19 +56,20 @@ class ProjectHandle:
                 f"{role} role. Nothing was changed."
             )
 
-    def require_action(self, name: str) -> None:
-        """Refuse (PermissionError) unless the actor's role here allows the named action of the
-        permissions table (:mod:`app.access.actions`)."""
-        found = action(name)
+    def require_action(self, act: Action) -> None:
+        """Refuse (PermissionError) unless the actor's role here allows ``act``, an action of the
+        permissions table (:mod:`app.access.actions`; anything else: UnknownAction)."""
+        found = checked(act)
         self.require(found.role, found.says)
 
-    def require_writable(self, action: str = "this change") -> None:
-        """Refuse a change: a read-only project (a bundle's), or a role below designer."""
+    def require_writable(self, act: Action = EDIT) -> None:
+        """Refuse a change: a read-only project (a bundle's), or a role below what ``act``, an
+        action of the permissions table, needs."""
         if self.read_only:
             raise ReadOnlyProjectError(
                 f"Project {self.name!r} is read-only (imported from a bundle)."
             )
-        self.require("designer", action)
+        self.require_action(act)
 
 
 def resolve(

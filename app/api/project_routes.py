@@ -9,7 +9,7 @@ containers.
 | ``GET /ready`` | none (no token) |
 | ``GET /projects`` | viewer |
 | ``POST /projects`` | admin |
-| ``GET /projects/{project}/export?format=`` | viewer |
+| ``GET /projects/{project}/export?format=`` | designer |
 | ``POST /projects/{project}/label/bulk`` | designer |
 | ``GET /projects/{project}/batches`` | viewer |
 | ``POST /projects/{project}/undo`` | designer |
@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
 from app.access import ProjectHandle, open_project
+from app.access.actions import CREATE_PROJECT, EDIT, EXPORT, READ, TRAIN, UNDO
 from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, RETRY_AFTER_S
@@ -39,12 +40,13 @@ from app.services.projects import projects as project_svc
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 # each route is one named action of the permissions table (app/access/actions.py)
-Viewer = Annotated[Actor, Depends(role("read"))]
-Creator = Annotated[Actor, Depends(role("create_project"))]
-Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
-Editor = Annotated[ProjectHandle, Depends(project_for("edit"))]
-Undoer = Annotated[ProjectHandle, Depends(project_for("undo"))]
-Training = Annotated[ProjectHandle, Depends(project_for("train"))]
+Viewer = Annotated[Actor, Depends(role(READ))]
+Creator = Annotated[Actor, Depends(role(CREATE_PROJECT))]
+Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
+Editor = Annotated[ProjectHandle, Depends(project_for(EDIT))]
+Undoer = Annotated[ProjectHandle, Depends(project_for(UNDO))]
+Training = Annotated[ProjectHandle, Depends(project_for(TRAIN))]
+Exporter = Annotated[ProjectHandle, Depends(project_for(EXPORT))]
 BASE = "base"  # the version path segment that means the frozen base encoder
 
 
@@ -124,7 +126,7 @@ def create_project(body: models.NewProjectIn, request: Request, who: Creator) ->
 )
 def export(
     request: Request,
-    p: Reader,
+    p: Exporter,
     format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
 ) -> Any:
     path, message = io_svc.export_download(context(request), p, format)

@@ -28,6 +28,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from app.access import ProjectHandle, open_project
+from app.access.actions import EDIT, EDIT_INTENTS, LABEL, READ, TRAIN
 from app.access.auth import Actor, acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
@@ -41,14 +42,14 @@ from storage.jobs import JobView
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 # each route is one named action of the permissions table (app/access/actions.py)
-Viewer = Annotated[Actor, Depends(role("read"))]
-Trainer = Annotated[Actor, Depends(role("train"))]
+Viewer = Annotated[Actor, Depends(role(READ))]
+Trainer = Annotated[Actor, Depends(role(TRAIN))]
 # the route's {project}, resolved for the caller (404 for a project they are no member of)
-Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
-Labeller = Annotated[ProjectHandle, Depends(project_for("label"))]
-Editor = Annotated[ProjectHandle, Depends(project_for("edit"))]
-IntentEditor = Annotated[ProjectHandle, Depends(project_for("edit_intents"))]
-Training = Annotated[ProjectHandle, Depends(project_for("train"))]
+Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
+Labeller = Annotated[ProjectHandle, Depends(project_for(LABEL))]
+Editor = Annotated[ProjectHandle, Depends(project_for(EDIT))]
+IntentEditor = Annotated[ProjectHandle, Depends(project_for(EDIT_INTENTS))]
+Training = Annotated[ProjectHandle, Depends(project_for(TRAIN))]
 ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 
 

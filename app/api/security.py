@@ -16,7 +16,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import ProjectHandle, open_project
-from app.access.actions import action as named
+from app.access.actions import ACTIONS, Action, checked
 from app.access.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.api.gate import NEEDS_TOKEN
 from app.serving.state import ServingState
@@ -53,31 +53,31 @@ def caller(
 
 
 @functools.cache
-def project_for(action: str) -> Callable[..., ProjectHandle]:
-    """A dependency: the route's ``{project}`` as the caller may use it for the named ``action``,
-    with at least the role the permissions table gives it there (:func:`app.access.open_project`:
-    404 for a project they are no member of, as for one that does not exist; 403 below it). An
-    action the table does not name: :class:`app.access.actions.UnknownAction`, at import."""
+def project_for(action: Action) -> Callable[..., ProjectHandle]:
+    """A dependency: the route's ``{project}`` as the caller may use it for ``action``, with at
+    least the role the permissions table gives it there (:func:`app.access.open_project`: 404 for
+    a project they are no member of, as for one that does not exist; 403 below it). Anything but
+    an action of the table: :class:`app.access.actions.UnknownAction`, at import."""
 
-    needed = named(action).role
-    checked = role(action)
+    needed = checked(action).role
+    caller_may = role(action)
 
     def resolve_project(
         project: str,
         request: Request,
-        who: Actor = Depends(checked),  # noqa: B008  # a closure: Annotated cannot name it
+        who: Actor = Depends(caller_may),  # noqa: B008  # a closure: Annotated cannot name it
     ) -> ProjectHandle:
         return open_project(context(request).db, project, who, need=needed)
 
-    resolve_project.action = action  # type: ignore[attr-defined]  # read by declared_actions
+    resolve_project.action = action.name  # type: ignore[attr-defined]  # read by declared_actions
     return resolve_project
 
 
 @functools.cache
-def role(action: str) -> Callable[..., Actor]:
-    """A dependency: the caller, if their role includes the one the permissions table gives the
-    named ``action`` (else 403 saying what needs it)."""
-    found = named(action)
+def role(action: Action) -> Callable[..., Actor]:
+    """A dependency: the caller, if their role includes the one the permissions table gives
+    ``action`` (else 403 saying what needs it)."""
+    found = checked(action)
 
     def check(who: Annotated[Actor, Depends(caller)]) -> Actor:
         with acting_as(who):
@@ -86,7 +86,7 @@ def role(action: str) -> Callable[..., Actor]:
             except PermissionError as exc:
                 raise HTTPException(403, str(exc)) from exc
 
-    check.action = action  # type: ignore[attr-defined]  # read by declared_actions
+    check.action = found.name  # type: ignore[attr-defined]  # read by declared_actions
     return check
 
 
@@ -109,7 +109,7 @@ def declared_actions(routes: list[Any]) -> dict[str, list[str]]:
 def declared_roles(routes: list[Any]) -> dict[str, str]:
     """``"METHOD path"`` -> the role each route of ``routes`` needs (from its action)."""
     return {
-        door: named(actions[0]).role
+        door: ACTIONS[actions[0]].role
         for door, actions in declared_actions(routes).items()
         if len(actions) == 1
     }

@@ -11,7 +11,7 @@ reviewer settles the disagreements. The rules are :mod:`app.services.labelling.t
 | ``GET /projects/{project}/team/agreement`` | viewer |
 | ``GET /projects/{project}/team/review`` | designer |
 | ``POST /projects/{project}/team/review/{utterance_id}`` | designer |
-| ``GET /projects/{project}/team/answers.jsonl`` | viewer |
+| ``GET /projects/{project}/team/answers.jsonl`` | designer |
 | ``GET /projects/{project}/members`` | viewer |
 | ``PUT /projects/{project}/members/{user}`` | admin |
 | ``DELETE /projects/{project}/members/{user}`` | admin |
@@ -33,6 +33,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse
 
 from app.access import ProjectHandle
+from app.access.actions import ASSIGN, EXPORT, LABEL, MANAGE_MEMBERS, READ
 from app.access.auth import acting_as
 from app.api import models, team_models
 from app.api.errors import ERROR_RESPONSES, PREFIX
@@ -45,9 +46,10 @@ from core.evaluation.oos import OUT_OF_SCOPE
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
 # each route is one named action of the permissions table (app/access/actions.py)
-Reader = Annotated[ProjectHandle, Depends(project_for("read"))]
-Labeller = Annotated[ProjectHandle, Depends(project_for("label"))]
-Assigner = Annotated[ProjectHandle, Depends(project_for("assign"))]
+Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
+Labeller = Annotated[ProjectHandle, Depends(project_for(LABEL))]
+Assigner = Annotated[ProjectHandle, Depends(project_for(ASSIGN))]
+Exporter = Annotated[ProjectHandle, Depends(project_for(EXPORT))]
 TEAM = "/projects/{project}/team"
 
 
@@ -170,14 +172,14 @@ def decide(utterance_id: int, body: team_models.DecideIn, request: Request, p: L
     response_class=FileResponse,
     summary="Every annotator's answer, one JSON object per line, with the accepted intents",
 )
-def answers_file(request: Request, p: Reader) -> Any:
+def answers_file(request: Request, p: Exporter) -> Any:
     ctx = context(request)
     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
     path = team_answers.export_answers(ctx.db, p, download_path(ctx.settings, name, p.id))
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 
-MembersAdmin = Annotated[ProjectHandle, Depends(project_for("manage_members"))]
+MembersAdmin = Annotated[ProjectHandle, Depends(project_for(MANAGE_MEMBERS))]
 
 
 @router.get(

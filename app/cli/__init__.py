@@ -18,6 +18,7 @@ from app.cli.common import (
     DEFAULT_HOST,
     DEFAULT_PORT,
     CliError,
+    ask_table,
     close_contexts,
     leave_process,
     visible_output,
@@ -326,6 +327,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from storage.errors import ArtifactsUnavailable, DatabaseUnavailable, StorageError
 
     try:
+        ask_table(args.func)  # the action the command declares, asked of whoever runs it
         return int(args.func(args))
     except (
         CliError,

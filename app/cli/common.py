@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
+
+from app.access.actions import Action, checked, need
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
@@ -115,15 +117,41 @@ def leave_process() -> None:
     gc.freeze()
 
 
-def project(ctx: ServingState, name: str | None, action: str = "read") -> ProjectHandle:
-    """The project ``name`` as the command line uses it for the named ``action`` (the permissions
-    table, :mod:`app.access.actions`): the operator on the server acts as the local admin
-    (:func:`app.access.open_project`)."""
+def project(ctx: ServingState, name: str | None, action: Action) -> ProjectHandle:
+    """The project ``name`` as the command line uses it for ``action`` (an action of the
+    permissions table, :mod:`app.access.actions`): the operator on the server acts as the local
+    admin (:func:`app.access.open_project`)."""
     from app.access import open_project
-    from app.access.actions import need
     from app.access.auth import LOCAL
 
-    role = need(action)  # an action the table does not name is refused before the database
+    role = need(action)  # anything but an action of the table is refused before the database
     if not name:
         raise CliError("Give the project: --project NAME.")
     return open_project(ctx.db, name, LOCAL, need=role)
+
+
+Command = TypeVar("Command", bound=Callable[[argparse.Namespace], int])
+
+
+def acts(action: Action) -> Callable[[Command], Command]:
+    """Declare the action a command performs, of the permissions table (each command names one:
+    the most it may change; a project it opens for less says so, :func:`project`). The command
+    line asks the table before the command runs (:func:`ask_table`); anything but an action of
+    the table is refused here, at import."""
+    found = checked(action)
+
+    def mark(fn: Command) -> Command:
+        fn.action = found  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def ask_table(command: Callable[..., int]) -> None:
+    """Refuse ``command`` unless the one who runs it (the server's operator, the local admin)
+    may do the action it declares (:func:`acts`). A command that declares none is a bug."""
+    from app.access.auth import LOCAL, acting_as, require_acting
+
+    found = checked(getattr(command, "action", None))
+    with acting_as(LOCAL):
+        require_acting(found.role, found.says)

@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from app.cli.common import CliError, context, project
+from app.access.actions import EXPORT, IMPORT, MANAGE_USERS, OPERATE, READ, READ_SECURITY_LOG
+from app.cli.common import CliError, acts, context, project
 
 # The agent formats ``export --format`` offers: app.formats.AGENT_FORMATS' names, written out so
 # that ``--help`` does not import the formats (a test keeps the two the same).
@@ -22,6 +23,7 @@ AGENT_FORMAT_NAMES = (
 )
 
 
+@acts(IMPORT)
 def cmd_import(args: argparse.Namespace) -> int:
     from app.access.auth import LOCAL, acting_as
     from app.services.projects.io import destination, import_file
@@ -41,15 +43,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(EXPORT)
 def cmd_export(args: argparse.Namespace) -> int:
     from app.services.projects.io import export_project
 
     ctx = context(args)
-    result = export_project(ctx.db, project(ctx, args.project), args.output, format=args.format)
+    result = export_project(
+        ctx.db, project(ctx, args.project, EXPORT), args.output, format=args.format
+    )
     print(result.message(args.output))
     return 0
 
 
+@acts(OPERATE)
 def cmd_backup(args: argparse.Namespace) -> int:
     from app.config import load_settings
     from app.services.projects.backup import PG_DUMP, backup_deployment
@@ -66,6 +72,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(OPERATE)
 def cmd_restore(args: argparse.Namespace) -> int:
     from app.config import load_settings
     from app.services.projects.backup import restore_deployment
@@ -96,6 +103,7 @@ def _cli_actor() -> str:
         return "cli"
 
 
+@acts(MANAGE_USERS)
 def cmd_users(args: argparse.Namespace) -> int:
     from app.access.auth import add_user, issue_token
     from app.services.projects import accounts
@@ -157,6 +165,7 @@ def cmd_users(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(READ)
 def cmd_projects(args: argparse.Namespace) -> int:
     """The projects, or (``--user NAME``) those NAME sees, with NAME's role in each."""
     from app.access import open_project, visible_projects
@@ -176,6 +185,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(READ_SECURITY_LOG)
 def cmd_audit(args: argparse.Namespace) -> int:
     """The security log, newest first, filtered by user and action (tab-separated, or JSON
     lines with ``--json``)."""

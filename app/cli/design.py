@@ -7,11 +7,13 @@ import argparse
 import json
 from typing import Any
 
-from app.cli.common import CliError, context, project
+from app.access.actions import READ
+from app.cli.common import CliError, acts, context, project
 
 EXAMPLES = 3  # central examples per cluster in the table
 
 
+@acts(READ)
 def cmd_clusters(args: argparse.Namespace) -> int:
     """Print the candidate intents of a project, most coherent first."""
     from app.services.design.clusters import candidate_intents
@@ -20,7 +22,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     if not name:
         raise CliError("Give the project: intent-studio clusters PROJECT.")
     ctx = context(args)
-    found = candidate_intents(ctx.live, project(ctx, name), min_size=args.min_size)
+    found = candidate_intents(ctx.live, project(ctx, name, READ), min_size=args.min_size)
     if args.format == "json":
         print(json.dumps([_as_dict(c, args.examples) for c in found], ensure_ascii=False))
         return 0

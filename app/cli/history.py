@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.common import CliError, context, project
+from app.access.actions import EDIT, READ, UNDO
+from app.cli.common import CliError, acts, context, project
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,13 +47,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_activity)
 
 
+@acts(EDIT)
 def cmd_delete(args: argparse.Namespace) -> int:
     from app.services.labelling import data
 
     if (args.id is None) == (args.text is None):
         raise CliError("Give the utterance's id or --text (one of them).")
     ctx = context(args)
-    p = project(ctx, args.project, "edit")
+    p = project(ctx, args.project, EDIT)
     uid = args.id if args.id is not None else data.utterance_id(ctx.db, p, args.text)
     try:
         gone = data.delete_utterance(ctx.db, p, uid, confirm_test=args.confirm_test)
@@ -63,20 +65,22 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(UNDO)
 def cmd_undo(args: argparse.Namespace) -> int:
     from app.services.labelling import history
 
     ctx = context(args)
-    p = project(ctx, args.project, "undo")
+    p = project(ctx, args.project, UNDO)
     print(history.undo_batch(ctx.db, p, args.batch) if args.batch else history.undo(ctx.db, p))
     return 0
 
 
+@acts(READ)
 def cmd_activity(args: argparse.Namespace) -> int:
     from app.services.labelling import history
 
     ctx = context(args)
-    rows = history.activity(ctx.db, project(ctx, args.project), limit=args.limit)
+    rows = history.activity(ctx.db, project(ctx, args.project, READ), limit=args.limit)
     for r in rows:  # tab-separated, as ACTIVITY_COLUMNS; the example quoted (no raw controls)
         cells = [r[c] if c != "example" else repr(r[c][:60]) for c in history.ACTIVITY_COLUMNS]
         print("\t".join(str(c) for c in cells))

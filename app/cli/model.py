@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.common import CliError, context, data_output, project
+from app.access.actions import BUNDLE, READ, SAVE_SETTINGS, TRAIN
+from app.cli.common import CliError, acts, context, data_output, project
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -20,6 +21,7 @@ def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(str(exc)) from exc
 
 
+@acts(TRAIN)
 def cmd_train(args: argparse.Namespace) -> int:
     import threading
     import time
@@ -31,7 +33,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ctx = context(args)
     if args.queue:
         ctx.training.enqueue = worker.queue_for(ctx.settings)
-    p = project(ctx, args.project, "train")
+    p = project(ctx, args.project, TRAIN)
     try:
         view, created = retrain_jobs.request_retrain(
             ctx.training, p, _parse_config(args), enqueue=args.queue
@@ -86,7 +88,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from app.services.models.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics
 
-        m = metrics(ctx.db, project(ctx, args.project), view.model_version_id)
+        m = metrics(ctx.db, project(ctx, args.project, READ), view.model_version_id)
         base = m.base or VersionMetrics()
         print(
             json.dumps(
@@ -128,6 +130,7 @@ def _decision(r: dict[str, Any]) -> str:
     return text + (" (ambiguous)" if r.get("ambiguous") else "")
 
 
+@acts(SAVE_SETTINGS)
 def cmd_settings(args: argparse.Namespace) -> int:
     """Show a project's settings and what each does now, or with ``--set name=value``
     (repeatable) change some of them (every value is checked first: one bad value changes
@@ -143,10 +146,10 @@ def cmd_settings(args: argparse.Namespace) -> int:
         changes[name.strip()] = value
     if changes:
         view, message = settings.change(
-            ctx.live, project(ctx, args.project, "save_settings"), changes
+            ctx.live, project(ctx, args.project, SAVE_SETTINGS), changes
         )
     else:
-        view, message = settings.view(ctx.live, project(ctx, args.project)), ""
+        view, message = settings.view(ctx.live, project(ctx, args.project, READ)), ""
     if args.format == "json":
         print(json.dumps(view.to_dict(), ensure_ascii=False))
         return 0
@@ -187,6 +190,7 @@ def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) 
             print(f"     {n['similarity']:.3f}  [{'|'.join(n['labels'])}] {n['text']}")
 
 
+@acts(READ)
 def cmd_predict(args: argparse.Namespace) -> int:
     texts = _read_texts(args)
     if args.bundle:
@@ -203,7 +207,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         turns = [args.context] * len(texts) if args.context else None
         ctx = context(args)
-        p = project(ctx, args.project)
+        p = project(ctx, args.project, READ)
         if p.active_version_id is None and ctx.settings.int8 and ctx.models.budget.serves_int8:
             from app.services.models.base_int8 import ensure_base_int8
 
@@ -219,17 +223,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(BUNDLE)
 def cmd_bundle_export(args: argparse.Namespace) -> int:
     from app.services.projects.bundles import export_bundle
 
     version = "base" if args.version == "base" else (int(args.version) if args.version else None)
     ctx = context(args)
-    p = project(ctx, args.project, "bundle")
+    p = project(ctx, args.project, BUNDLE)
     info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0
 
 
+@acts(BUNDLE)
 def cmd_bundle_import(args: argparse.Namespace) -> int:
     from app.services.projects.bundles import import_bundle
 
@@ -238,6 +244,7 @@ def cmd_bundle_import(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(READ)
 def cmd_report(args: argparse.Namespace) -> int:
     from app.services.projects.reports import build_report
 
@@ -245,5 +252,5 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out is not None and out.suffix.lower() != ".html":
         raise CliError("The report is an .html file: give a path ending in .html.")
     ctx = context(args)
-    print(build_report(ctx, project(ctx, args.project), out, static=args.static))
+    print(build_report(ctx, project(ctx, args.project, READ), out, static=args.static))
     return 0

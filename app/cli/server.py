@@ -13,7 +13,8 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from app.cli.common import CliError
+from app.access.actions import OPERATE
+from app.cli.common import CliError, acts
 
 if TYPE_CHECKING:
     from app.serving.state import ServingState
@@ -178,6 +179,7 @@ def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
     return found
 
 
+@acts(OPERATE)
 def cmd_serve(args: argparse.Namespace) -> int:
     # said before the libraries load: a first start on a busy machine takes a minute or more
     print("Starting Intent Studio: loading its libraries…", flush=True)
@@ -247,6 +249,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(OPERATE)
 def cmd_worker(args: argparse.Namespace) -> int:
     import faulthandler
 

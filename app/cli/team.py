@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.cli.common import CliError, context, project
+from app.access.actions import ASSIGN, EXPORT, MANAGE_MEMBERS, READ
+from app.cli.common import CliError, acts, context, project
 
 WORST = 10  # intents shown in the agreement table, lowest agreement first
 
@@ -59,6 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_members)
 
 
+@acts(ASSIGN)
 def cmd_team_assign(args: argparse.Namespace) -> int:
     from app.services.labelling import team
 
@@ -68,7 +70,7 @@ def cmd_team_assign(args: argparse.Namespace) -> int:
     ctx = context(args)
     given = team.assign(
         ctx.db,
-        project(ctx, args.project, "assign"),
+        project(ctx, args.project, ASSIGN),
         names,
         overlap=args.overlap,
         search=args.search,
@@ -87,11 +89,12 @@ def _value(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+@acts(READ)
 def cmd_team_agreement(args: argparse.Namespace) -> int:
     from app.services.labelling import team_answers
 
     ctx = context(args)
-    found = team_answers.measure(ctx.db, project(ctx, args.project))
+    found = team_answers.measure(ctx.db, project(ctx, args.project, READ))
     if not found.items:
         print(f"No agreement yet in {args.project!r}: no overlap item has two answers.")
         return 0
@@ -113,24 +116,26 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+@acts(EXPORT)
 def cmd_team_export(args: argparse.Namespace) -> int:
     from app.services.labelling import team_answers
 
     ctx = context(args)
-    out = team_answers.export_answers(ctx.db, project(ctx, args.project), Path(args.output))
+    out = team_answers.export_answers(ctx.db, project(ctx, args.project, EXPORT), Path(args.output))
     with out.open(encoding="utf-8") as f:
         lines = sum(1 for _ in f)
     print(f"Wrote {lines} answer(s) to {out}.")
     return 0
 
 
+@acts(MANAGE_MEMBERS)
 def cmd_members(args: argparse.Namespace) -> int:
     import getpass
 
     from app.services.projects import members
 
     ctx = context(args)
-    p = project(ctx, args.project)
+    p = project(ctx, args.project, READ if args.action == "list" else MANAGE_MEMBERS)
     if args.action == "list":
         for m in members.members(ctx.db, p):
             state = "" if m.status == "active" else f" ({m.status})"

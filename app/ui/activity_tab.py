@@ -9,6 +9,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import UNDO
 from app.services.labelling import history as svc
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
@@ -69,7 +70,7 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
     shown = [table, rows, status]
     refresh_btn.click(bind(show, db), [project], shown, api_visibility="private")
     undo_btn.click(
-        guarded("undo")(bind(undo_selected, db)),
+        guarded(UNDO)(bind(undo_selected, db)),
         [project, batch],
         [status],
         api_visibility="private",

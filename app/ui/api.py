@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle, open_project
-from app.access.actions import READ
+from app.access.actions import LABEL, READ
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
 from app.services.projects import projects as project_svc
@@ -66,7 +66,7 @@ def register_api(ctx: ServingState) -> None:
         # the limits are the signed-in user's (the acting user), checked here on the server
         return predict_svc.predict(ctx.live, project, [str(t) for t in texts], k=k)
 
-    @guarded("label")
+    @guarded(LABEL)
     def label(
         project: ProjectHandle,
         text: str,

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import EDIT
 from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.ui import bulk_preview
@@ -116,7 +117,7 @@ def build_bulk(
     for event in triggers:  # a filter or the project changed: the query is set, then counted
         event.then(*recount, **quiet)
     done = button.click(
-        guarded("edit", outputs=3)(bind(label, live)),
+        guarded(EDIT, outputs=3)(bind(label, live)),
         [project, *filters, target, relabel, previews, token],
         [result, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),

@@ -10,6 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle, open_project
+from app.access.actions import EDIT_INTENTS, EXPORT, IMPORT, Action
 from app.services.labelling import data as svc
 from app.services.projects import io as io_svc
 from app.serving.state import ServingState
@@ -125,7 +126,7 @@ def _import_target(db: Database, p: ProjectHandle | None, target: str) -> Projec
     if not name:
         if p is None:
             raise ValueError("Name the project to import into (a new name creates it).")
-        p.require_writable("importing")
+        p.require_writable(IMPORT)
         return p
     return p if p is not None and name == p.name else io_svc.destination(db, name)
 
@@ -231,7 +232,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         """Bind the accordions' events; ``shown``: the table, its line and the summary line
         (an import into another project rewrites them at once)."""
 
-        def write(fn: Any, outputs: int = 1, action: str = "edit_intents") -> Any:
+        def write(fn: Any, outputs: int = 1, action: Action = EDIT_INTENTS) -> Any:
             return guarded(action, outputs=outputs)(fn)
 
         quiet: dict[str, Any] = {"api_visibility": "private"}
@@ -268,7 +269,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
             )
         )
         imported = up_btn.click(
-            write(bind(do_import, ctx), outputs=5, action="import_export"),
+            write(bind(do_import, ctx), outputs=5, action=IMPORT),
             [project, up_file, up_target, up_create, up_language],
             [up_status, project, *shown],
             **quiet,
@@ -276,7 +277,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         after_change(imported)
         bind_settings(after_change)
         ex_btn.click(  # the project's data leaves the app: designers and admins only
-            write(bind(do_export, ctx), outputs=2, action="import_export"),
+            write(bind(do_export, ctx), outputs=2, action=EXPORT),
             [project, ex_format],
             [ex_status, ex_file],
             **quiet,

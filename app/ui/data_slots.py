@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import EDIT_SLOTS
 from app.services.design import slots as svc
 from app.services.labelling import data as data_svc
 from app.ui.common import attempt, bind, ok, problem
@@ -94,7 +95,7 @@ def build_slots(db: Database, project: gr.Dropdown) -> None:
         status = gr.Markdown(elem_id="slot-status")
 
     def write(fn: Any) -> Any:
-        return guarded("edit_slots")(fn)
+        return guarded(EDIT_SLOTS)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     reload = (bind(load, db), [project], [table, slot, intent])

@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import EDIT, UNDO
 from app.services.labelling import data as svc
 from app.services.labelling import history
 from app.services.labelling import table as table_svc
@@ -333,7 +334,7 @@ def build_data_tab(
     after_change(bulk["done"])
 
     def write(fn: Any, outputs: int = 1) -> Any:
-        return guarded("edit", outputs=outputs)(fn)
+        return guarded(EDIT, outputs=outputs)(fn)
 
     page.submit(bind(refresh, ctx.live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
@@ -364,7 +365,9 @@ def build_data_tab(
             **quiet,
         )
     )
-    after_change(undo_btn.click(write(bind(undo, ctx.db)), [project], [status], api_name="undo"))
+    after_change(  # the last change undone: the act of the Activity tab, REST and `undo`
+        undo_btn.click(guarded(UNDO)(bind(undo, ctx.db)), [project], [status], api_name="undo_last")
+    )
     return {
         "refresh": (bind(first_page, ctx.live), [project, query], refresh_out),
         "status": status,

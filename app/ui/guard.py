@@ -2,8 +2,8 @@
 every event of the app, in one place.
 
 Each write callback, and each API-only endpoint (:mod:`app.ui.api`), declares the action it is
-with :func:`guarded`, by its name in the one permissions table (:mod:`app.access.actions`,
-which says the role it needs; a name it lacks is refused when the tab is built). The signed-in
+with :func:`guarded`, by its constant in the one permissions table (:mod:`app.access.actions`,
+which says the role it needs; anything else is refused when the tab is built). The signed-in
 name Gradio gives the request is checked with :func:`app.access.auth.require`; a refusal
 becomes a message (an API endpoint's: the call's error) and changes nothing; the acting user is
 recorded for the audit log. :func:`enforce_roles` then walks every event of the built app:
@@ -36,7 +36,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle, resolve
-from app.access.actions import READ, need
+from app.access.actions import EDIT, READ, Action, checked
 from app.access.auth import Actor, acting_as, require
 from app.serving.state import ServingState
 from app.ui.common import USER_ERRORS, problem
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 ROLE = "__intent_studio_role__"  # set on a callback by guarded(): the role it needs
 ACTION = (
-    "__intent_studio_action__"  # and the action it is (app.access.actions), "read" if undeclared
+    "__intent_studio_action__"  # and its action's name (app.access.actions), "read" if undeclared
 )
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
@@ -116,7 +116,7 @@ def _takes_request(fn: Callable[..., Any]) -> bool:
     return "request" in inspect.signature(fn).parameters
 
 
-def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: str) -> Any:
+def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: Action) -> Any:
     """``run`` dressed as ``fn`` plus a trailing ``request: gr.Request`` unless ``fn`` takes
     one already (Gradio fills a parameter by its annotation, so the wrapper receives the
     signed-in name)."""
@@ -136,8 +136,8 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: str) 
     # the API docs of an endpoint (gr.api reads these); the handle is made here (admit()).
     hints = {n: _as_sent(h) for n, h in _type_hints(fn).items()}
     run.__annotations__ = {**hints, "request": gr.Request}
-    setattr(run, ROLE, need(action))
-    setattr(run, ACTION, action)
+    setattr(run, ROLE, action.role)
+    setattr(run, ACTION, action.name)
     return run
 
 
@@ -214,7 +214,7 @@ def _split_request(
 
 
 def guarded(
-    action: str, *, outputs: int = 1, message: int = 0, notify: bool = True
+    action: Action, *, outputs: int = 1, message: int = 0, notify: bool = True
 ) -> Callable[[Callable[..., Any]], Any]:
     """Declare that a Gradio callback is the named ``action`` (:data:`app.access.actions.ACTIONS`),
     run only for users with the role the table gives it (an action it does not name:
@@ -226,7 +226,8 @@ def guarded(
     declared callback of the built app (:func:`enforce` one callback): a tab declares roles
     without holding the context, and a callback declared but never enforced refuses to run."""
 
-    role = need(action)
+    action = checked(action)  # one of the table's, or UnknownAction now
+    role = action.role
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
@@ -286,13 +287,13 @@ def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs, request = _split_request(fn, args, request)
         try:
             user = getattr(request, "username", None)
-            who, args, handles = admit(ctx, fn, args, user, need(READ))
+            who, args, handles = admit(ctx, fn, args, user, READ.role)
         except (PermissionError, StorageError) as exc:
             refuse(str(exc))
-        viewer = next((h for h in handles if not h.may(need("edit"))), None)
+        viewer = next((h for h in handles if not h.may(EDIT.role)), None)
         with acting_as(who):
             try:
-                if who.may(need("edit")) and viewer is None:
+                if who.may(EDIT.role) and viewer is None:
                     return fn(*args, **kwargs)
                 reason = _read_only_reason(who, viewer)
                 with read_only(reason):
@@ -319,8 +320,8 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
             except Exception as exc:  # a bug: logged and shown as an error, never an empty batch
                 return unexpected(fn, exc, (1, ENDPOINT))
 
-    setattr(run, ROLE, need(READ))
-    setattr(run, ACTION, READ)
+    setattr(run, ROLE, READ.role)
+    setattr(run, ACTION, READ.name)
     return run
 
 

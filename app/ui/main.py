@@ -9,6 +9,7 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
+from app.access.actions import CREATE_PROJECT
 from app.services.projects import downloads
 from app.services.projects import projects as project_svc
 from app.serving.state import ServingState
@@ -172,7 +173,7 @@ def build_app(ctx: ServingState) -> gr.Blocks:
             show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
         )
         new_name.submit(
-            guarded("create_project", outputs=3, message=1)(create),
+            guarded(CREATE_PROJECT, outputs=3, message=1)(create),
             [new_name],
             [project, summary, new_name],
             api_visibility="private",

@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import EDIT
 from app.services.design import maps as svc
 from app.services.labelling import data as data_svc
 from app.services.models import versions as version_svc
@@ -376,7 +377,7 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
             show_progress="hidden",
         )
     label_btn.click(
-        guarded("edit", outputs=3)(bind(label, maps.db)),
+        guarded(EDIT, outputs=3)(bind(label, maps.db)),
         [project, selected, label_as, relabel, previews, token],
         [action, plan, previews],
         js=bulk_preview.token_js(PREVIEW_ID),
@@ -385,7 +386,7 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         None, None, None, js=BIND_JS, api_visibility="private"
     )
     split_btn.click(
-        guarded("edit")(bind(move, maps.db)),
+        guarded(EDIT)(bind(move, maps.db)),
         [project, selected, split_to],
         [action],
         api_name="map_move",

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.access.actions import need
+from app.access.actions import LABEL
 from app.services.labelling import data as data_svc
 from app.services.queue import queue as svc
 from app.serving.live import LivePools
@@ -194,7 +194,7 @@ def skip(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
         return render(live.db, p, state)
     batch, said, ahead = None, f"Skipped #{item.id}.", None
     mine = state.counts is not None and state.counts[1] is not None  # she has items assigned
-    if mine and state.how not in svc.LISTED and p.may(need("label")) and not p.read_only:
+    if mine and state.how not in svc.LISTED and p.may(LABEL.role) and not p.read_only:
         tried = str(uuid.uuid4())
         done, err = attempt(
             lambda: svc.answer_then(
@@ -339,7 +339,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     outputs = [message, state, card, *buttons, *examples, picked, progress]
 
     def write(fn: Any) -> Any:
-        return guarded("label", outputs=len(outputs), notify=False)(fn)
+        return guarded(LABEL, outputs=len(outputs), notify=False)(fn)
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the

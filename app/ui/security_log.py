@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from app.access.actions import READ_SECURITY_LOG
 from app.services.projects import accounts
 from app.ui.common import attempt, bind, md_text, problem
 from app.ui.guard import guarded
@@ -58,6 +59,6 @@ def build_security_section(db: Database) -> None:
             column_widths=["15%", "11%", "10%", "10%", "12%", "42%"],
             elem_id="security-log-table",
         )
-    read = guarded("read_security_log", outputs=2, message=1)(bind(read_log, db))
+    read = guarded(READ_SECURITY_LOG, outputs=2, message=1)(bind(read_log, db))
     for trigger in (show.click, user.submit, action.change):
         trigger(read, [user, action], [table, status], api_visibility="private")

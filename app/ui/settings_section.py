@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import SAVE_SETTINGS
 from app.services.projects import settings as svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, ok, problem
@@ -199,7 +200,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
             event(bind(shown, live), [project], [*form, effects], **quiet)
         after_change(
             save_btn.click(
-                guarded("save_settings", outputs=2)(bind(save, live)),
+                guarded(SAVE_SETTINGS, outputs=2)(bind(save, live)),
                 [project, *form],
                 [status, effects],
                 api_name="save_settings",

@@ -14,6 +14,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import ASSIGN, EXPORT, MANAGE_MEMBERS
 from app.plots.team import agreement_chart
 from app.services.labelling import team as svc
 from app.services.labelling import team_answers as answers_svc
@@ -225,19 +226,24 @@ def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     refresh_btn.click(bind(show, ctx.db), [project], shown, **quiet)
     assign_btn.click(
-        guarded("assign")(bind(assign, ctx.db)),
+        guarded(ASSIGN)(bind(assign, ctx.db)),
         [project, names, overlap, search, limit],
         [status],
         **quiet,
     ).then(bind(show, ctx.db), [project], shown, **quiet)
-    export_btn.click(bind(export, ctx), [project], [answers_file, status], **quiet)
+    export_btn.click(  # the raw annotations leave the app: as a project's export
+        guarded(EXPORT, outputs=2, message=1)(bind(export, ctx)),
+        [project],
+        [answers_file, status],
+        **quiet,
+    )
 
     for button, fn, args in (
         (add_btn, add_member, [project, member, member_role]),
         (remove_btn, remove_member, [project, member]),
     ):
         button.click(
-            guarded("manage_members")(bind(fn, ctx.db)), args, [member_status], **quiet
+            guarded(MANAGE_MEMBERS)(bind(fn, ctx.db)), args, [member_status], **quiet
         ).then(bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet)
     loaded = [names, status, *shown, members, member, member_status]
     return {"refresh": (bind(load, ctx.db), [project], loaded)}

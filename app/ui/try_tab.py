@@ -8,6 +8,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import EDIT, READ
 from app.services.labelling import data as data_svc
 from app.services.models import predict as svc
 from app.serving.live import LivePools
@@ -160,7 +161,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
     label_status = gr.Markdown(elem_id="try-label-status")
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
-    predict = guarded("read", outputs=5)(bind(run, live))
+    predict = guarded(READ, outputs=5)(bind(run, live))
     go.click(
         predict,
         [project, text, k, turn],
@@ -178,7 +179,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
         concurrency_limit=4,
     )
     label_btn.click(
-        guarded("edit")(bind(label, live.db)),
+        guarded(EDIT)(bind(label, live.db)),
         [project, text, label_as, turn],
         [label_status],
         api_visibility="private",

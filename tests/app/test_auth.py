@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from app.access import ProjectHandle, auth
+from app.access.actions import LABEL
 from app.cli import main
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
@@ -63,7 +64,7 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
 
     for name in ("dana", "vic"):  # members of the demo, each with their own role
         add_member(team.db, demo, name)
-    guarded = guard.enforce(team, guard.guarded("label")(label))
+    guarded = guard.enforce(team, guard.guarded(LABEL)(label))
     before = len(data_svc.table(team.db, demo))
     refusal = guarded(str(demo), "where's my stuff now", request=Request("vic"))
     assert "needs the designer role" in refusal

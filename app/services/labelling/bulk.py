@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.access import ItemPolicy, ProjectHandle, open_project, writing
+from app.access.actions import EDIT
 from app.services.labelling.data import parse_label_input
 from storage import guard
 from storage import utterances as repo
@@ -226,7 +227,7 @@ def label_many(
         time.sleep(CHUNK_PAUSE_S)  # let the saves that waited in
         fault_point("bulk.next_chunk")  # a crash test's kill -9, with a chunk committed
         try:
-            p = open_project(db, p.id, p.actor, need="designer")  # left, or deleted, meanwhile?
+            p = open_project(db, p.id, p.actor, need=EDIT.role)  # left, or deleted, meanwhile?
             with writing(db, p) as s:
                 done = _add(done, _write(s, p, plan.target, chunk, versions, batch))
         except (StorageError, PermissionError) as exc:

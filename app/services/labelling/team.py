@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.access import ProjectHandle, for_purpose, item_refusal, team_state, writing
+from app.access.actions import ASSIGN
 from app.access.policy import answer_value, project_role
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
@@ -97,7 +98,7 @@ def assign(
     to a second annotator too (every annotator ends with the same number, give or take one).
     Returns annotator -> utterances given (and ``overlap`` -> how many went to two). Needs an
     admin; every annotator must have the designer role in the project."""
-    p.require_action("assign")
+    p.require_action(ASSIGN)
     names = list(dict.fromkeys(a.strip() for a in annotators if a.strip()))
     if not names:
         raise ValueError("Name at least one annotator.")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from app.access import ProjectHandle
+from app.access.actions import EXPORT
 from app.access.policy import answer_value
 from app.services.labelling.team import disputes, is_team_project, progress
 from core.labelling.agreement import Agreement, agreement
@@ -34,6 +35,7 @@ def measure(db: Database, p: ProjectHandle) -> Agreement:
 def export_answers(db: Database, p: ProjectHandle, out: Path) -> Path:
     """Every annotator's answer, one JSON object per line (with the item's accepted intents
     now): the raw annotations."""
+    p.require_action(EXPORT)  # the raw annotations leave the app: as a project's export
     with db.session() as s:
         rows = repo.answers(s, p.id)
         found = {

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.access import ProjectHandle, open_project, writing
-from app.access.actions import need
+from app.access.actions import READ, TRAIN, Action, need
 from app.config import DEPLOYMENT
 from app.services.models.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
 from app.serving.training_queue import TrainingQueue
@@ -195,9 +195,9 @@ class QueueUnavailable(RuntimeError):
         self.job_id = job_id
 
 
-def _project_of(db: Database, job_id: int, action: str) -> None:
+def _project_of(db: Database, job_id: int, action: Action) -> None:
     """Refuse a job of a project the acting user does not see (as if it did not exist), or in
-    which their role is below what the named ``action`` needs (:mod:`app.access.actions`)."""
+    which their role is below what ``action`` needs (:mod:`app.access.actions`)."""
     with db.session() as s:
         project_id = jobs.get_job(s, job_id).project_id
     try:
@@ -208,7 +208,7 @@ def _project_of(db: Database, job_id: int, action: str) -> None:
 
 def cancel(db: Database, job_id: int) -> JobView:
     """Ask a job to stop: a queued job is cancelled at once, a running one within seconds."""
-    _project_of(db, job_id, "train")
+    _project_of(db, job_id, TRAIN)
     with db.write(ROWS) as s:  # the job's row locks itself
         return jobs.request_cancel(s, job_id)
 
@@ -241,7 +241,7 @@ def reap_dead(training: TrainingQueue) -> int:
 
 def job(training: TrainingQueue, job_id: int) -> JobView:
     """The job (one of a project the acting user sees)."""
-    _project_of(training.db, job_id, "read")
+    _project_of(training.db, job_id, READ)
     reap_dead(training)
     with training.db.session() as s:
         return jobs.get_job(s, job_id)

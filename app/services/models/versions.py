@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.access import ProjectHandle
+from app.access.actions import TRAIN
 from app.compute import process_budget
 from app.serving.factories import FactoryBuilder
 from app.serving.int8 import base_int8_record, served_metrics, serves_int8, serving_line
@@ -137,7 +138,7 @@ def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = No
 
 def activate(factories: FactoryBuilder, p: ProjectHandle, version: int | None) -> str:
     """Make ``version`` the active model (``None`` = back to the frozen base encoder)."""
-    p.require_writable("activating a version")
+    p.require_writable(TRAIN)
     with factories.db.session() as s:
         if version is not None:
             mv = versions.get_version(s, p.id, version)

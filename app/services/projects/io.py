@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
-from app.access.actions import need
+from app.access.actions import CREATE_PROJECT, EXPORT, IMPORT
 from app.access.auth import current_actor, require_acting
 from app.compute import new_project_encoder
 from app.formats import AgentSource, dump_slot_book, export_formats, kept_title, read_any, write_any
@@ -107,10 +107,10 @@ def import_utterances(
     from storage.errors import StorageError
 
     if isinstance(into, str):  # the first chunk creates it (its name is checked there)
-        require_acting(need("create_project"), f"creating the project {into!r}")
+        require_acting(CREATE_PROJECT.role, f"creating the project {into!r}")
         p = None
     else:
-        into.require_writable("importing")
+        into.require_writable(IMPORT)
         p = into
     with db.session() as s:  # the check reads only: it holds no lock
         plan = plan_import(
@@ -134,7 +134,7 @@ def import_utterances(
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
             else:
                 with writing(db, p) as s:
-                    resolve(s, p.id, p.actor, need="designer")  # deleted, or left, meanwhile?
+                    resolve(s, p.id, p.actor, need=IMPORT.role)  # deleted, or left, meanwhile?
                     counts = _write(s, p, chunk, batch, create_missing_intents, on_existing)
         except StorageError as exc:
             if not i:
@@ -192,7 +192,7 @@ def _made(s: Session, name: str) -> ProjectHandle:
     meanwhile under that name, if the acting user may change it (two imports into one new name
     at once both land)."""
     try:
-        return resolve(s, name, need="designer")
+        return resolve(s, name, need=IMPORT.role)
     except NotFoundError:
         made = resolve(s, create_project(s, name, base_encoder=new_project_encoder()).id)
         who = current_actor().name
@@ -205,7 +205,7 @@ def destination(db: Database, name: str) -> ProjectHandle | str:
     may change it, or (there is no such project for them) ``name``, a new project the import
     creates (:func:`import_utterances`)."""
     try:
-        return open_project(db, name, need="designer")
+        return open_project(db, name, need=IMPORT.role)
     except NotFoundError:
         return name
 
@@ -332,9 +332,11 @@ def export_project(
 
     Raises:
         ValueError: an unknown agent format, or a ``.json`` path for a project that names none.
+        PermissionError: the caller may not export (:data:`app.access.actions.EXPORT`).
     """
     from app.services.design.slots import export_slot_data
 
+    p.require_action(EXPORT)  # whatever door asked: the data leaves the app here
     rows = export_rows(db, p)
     with db.session() as s:
         described = {i.name: i.description for i in list_intents(s, p.id)}
@@ -344,15 +346,8 @@ def export_project(
     if follow_agent and format is None and kept and kept.format in export_formats(suffix):
         format = kept.format
     source = AgentSource(*kept) if kept is not None else None
-    notes = write_any(
-        rows,
-        path,
-        described,
-        export_slot_data(db, p),
-        format=format,
-        kept=source,
-        name=name,
-    )
+    slots = export_slot_data(db, p)
+    notes = write_any(rows, path, described, slots, format=format, kept=source, name=name)
     label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else kept_title(format)
     security.record(db, "exported", f"{p.name!r} as {label}, {len(rows)} rows", who=p.actor)
     return ExportResult(len(rows), label, notes)
@@ -363,6 +358,7 @@ def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
     :mod:`app.formats.slot_book`); returns the number of templates."""
     from app.services.design.slots import export_slot_data
 
+    p.require_action(EXPORT)
     data = export_slot_data(db, p)
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
@@ -381,11 +377,12 @@ def export_download(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path
     (:func:`app.services.projects.downloads.download_path`: swept after a day) and what was written.
 
     Raises:
-        ValueError: an unknown format.
+        ValueError: an unknown format. PermissionError: the caller may not export.
     """
     from app.formats import AGENT_FORMATS
     from app.services.projects.downloads import download_path
 
+    p.require_action(EXPORT)  # before any file is made for it
     agents = {f.name: f for f in AGENT_FORMATS}
     if fmt not in agents and fmt not in FILE_FORMATS:
         known = ", ".join([*FILE_FORMATS, *agents])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
+from app.access.actions import MANAGE_MEMBERS
 from app.access.auth import Actor
 from app.access.policy import RANK
 from storage import members as repo
@@ -59,7 +60,7 @@ def add_member(
         PermissionError: not an admin. NotFoundError: no such user. StorageError: an admin
             (they need no membership), or a role above the user's own or unknown.
     """
-    p.require_action("manage_members")
+    p.require_action(MANAGE_MEMBERS)
     with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         if user.role == "admin":
@@ -85,7 +86,7 @@ def remove_member(db: Database, p: ProjectHandle, name: str, *, actor: str = "")
     Raises:
         PermissionError: not an admin. NotFoundError: no such user, or no member.
     """
-    p.require_action("manage_members")
+    p.require_action(MANAGE_MEMBERS)
     with db.write(WriteLock.project(p.id, accounts=True)) as s:
         user = get_user(s, (name or "").strip())
         try:

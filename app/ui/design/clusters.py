@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import ADOPT_CANDIDATE
 from app.services.design import clusters as svc
 from app.services.design import maps as map_svc
 from app.services.labelling import data as data_svc
@@ -262,13 +263,13 @@ def build_clusters(
         show_progress="hidden",
     )
     create_btn.click(
-        guarded("adopt_candidate")(bind(create_from_cluster, live.db)),
+        guarded(ADOPT_CANDIDATE)(bind(create_from_cluster, live.db)),
         [project, examples, name],
         [action],
         api_name="create_from_cluster",
     ).then(bind(find, live), [project], find_outputs, api_visibility="private")
     add_btn.click(
-        guarded("adopt_candidate")(bind(add_cluster_to_intent, live.db)),
+        guarded(ADOPT_CANDIDATE)(bind(add_cluster_to_intent, live.db)),
         [project, examples, existing],
         [action],
         api_name="add_cluster_to_intent",

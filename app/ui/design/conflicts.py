@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import FIX_DESIGN
 from app.services.design import conflicts as svc
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_text, ok, problem
@@ -177,12 +178,12 @@ def build_conflicts(live: LivePools, project: gr.Dropdown, user: gr.State) -> di
     table.select(pick, [rows], [selected, detail, *fix_btns, confirm], **quiet)
     for i, btn in enumerate(fix_btns):
         btn.click(
-            guarded("fix_design")(bind(fix_conflict, live.db, i)),
+            guarded(FIX_DESIGN)(bind(fix_conflict, live.db, i)),
             [project, rows, selected, confirm],
             [status],
             **quiet,
         ).then(bind(show_after_fix, live), [project, kind, status], outputs, **quiet)
-    undo_btn.click(
-        guarded("fix_design")(bind(undo_fix, live.db)), [project], [status], **quiet
-    ).then(*refresh, **quiet)
+    undo_btn.click(guarded(FIX_DESIGN)(bind(undo_fix, live.db)), [project], [status], **quiet).then(
+        *refresh, **quiet
+    )
     return {"refresh": refresh}

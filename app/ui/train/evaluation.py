@@ -13,6 +13,7 @@ import pandas as pd
 
 from app import plots
 from app.access import ProjectHandle
+from app.access.actions import EDIT
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as eval_svc
 from app.serving.factories import FactoryBuilder
@@ -284,7 +285,7 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
     cell_rows.select(pick_row, [cell_rows], [picked_id, picked, relabel_as, confirm], **quiet)
     for button, action in ((relabel_btn, "relabel"), (move_btn, "move"), (delete_btn, "delete")):
         button.click(
-            guarded("edit")(bind(act, factories.db, action)),
+            guarded(EDIT)(bind(act, factories.db, action)),
             [project, picked_id, relabel_as, confirm],
             [fix_status],
             **quiet,

@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import BUNDLE
 from app.services.projects import bundles as bundle_svc
 from app.services.projects import reports as report_svc
 from app.services.projects.downloads import download_path
@@ -92,13 +93,13 @@ def build_export_section(ctx: ServingState, project: gr.Dropdown) -> None:
         bind(make_report, ctx), [project, static], [report_file, status], api_name="report"
     )
     bundle_btn.click(
-        guarded("bundle", outputs=2, message=1)(bind(export, ctx)),
+        guarded(BUNDLE, outputs=2, message=1)(bind(export, ctx)),
         [project, int8],
         [bundle_file, status],
         api_name="export_bundle",
     )
     open_btn.click(
-        guarded("bundle", outputs=2, message=1)(bind(open_bundle, ctx)),
+        guarded(BUNDLE, outputs=2, message=1)(bind(open_bundle, ctx)),
         [bundle_in],
         [project, status],
         api_visibility="private",

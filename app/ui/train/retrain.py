@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
+from app.access.actions import TRAIN
 from app.services.models import retrain_jobs as train_svc
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
@@ -158,13 +159,13 @@ def build_retrain_section(
     method.input(method_info, [method], [line], api_visibility="private")
     # the Train tab follows the queued job with its timer's tick, first at once (app.ui.train)
     section.started = retrain.click(
-        guarded("train", outputs=3)(bind(start, training)),
+        guarded(TRAIN, outputs=3)(bind(start, training)),
         [project, method, settings, user],
         [section.message, section.job_id, section.timer],
         api_name="retrain",
     )
     cancel.click(
-        guarded("train")(bind(stop, training)),
+        guarded(TRAIN)(bind(stop, training)),
         [section.job_id, project],
         [section.message],
         api_name="cancel_training",

@@ -11,6 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from app.access import ProjectHandle
+from app.access.actions import TRAIN
 from app.services.models import versions as version_svc
 from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, ok, problem
@@ -163,7 +164,7 @@ def build_versions_section(
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
     activate.click(
-        guarded("train")(bind(make_active, factories)),
+        guarded(TRAIN)(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",

@@ -210,7 +210,10 @@ def test_every_answer_downloads_as_one_json_line_with_the_accepted_label(crew):
     _answer(client, h["dana"], differ, "skip")
     _answer(client, h["erin"], differ, "label", ["return_item"])
 
-    got = client.get(f"{TEAM}/answers.jsonl", headers=h["vic"])
+    # the raw annotations leave the app: an export, a designer's (a viewer reads the agreement)
+    refused = client.get(f"{TEAM}/answers.jsonl", headers=h["vic"])
+    assert refused.status_code == 403 and "needs the designer role" in refused.json()["error"]
+    got = client.get(f"{TEAM}/answers.jsonl", headers=h["dana"])
     assert got.status_code == 200
     assert 'filename="Demo_Acme_support-answers.jsonl"' in got.headers["content-disposition"]
     records = [json.loads(line) for line in got.text.splitlines()]
@@ -224,5 +227,5 @@ def test_every_answer_downloads_as_one_json_line_with_the_accepted_label(crew):
     ]
     assert all(r["text"] and r["answered_at"] for r in records)
     assert (
-        client.get("/api/v1/projects/nope/team/answers.jsonl", headers=h["vic"]).status_code == 404
+        client.get("/api/v1/projects/nope/team/answers.jsonl", headers=h["dana"]).status_code == 404
     )

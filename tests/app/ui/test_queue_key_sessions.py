@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from app.access import auth
+from app.access.actions import LABEL
 from app.services.labelling import data as data_svc
 from app.services.projects.members import add_member
 from app.services.queue.queue_order import CHUNK
@@ -56,7 +57,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
         request = Request("dana")
-    enter = enforce(run, guarded("label", outputs=11)(bind(queue_tab.enter, run.live)))
+    enter = enforce(run, guarded(LABEL, outputs=11)(bind(queue_tab.enter, run.live)))
     with auth.acting_as(auth.actor(run, request and request.username)):
         out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
@@ -83,7 +84,7 @@ def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
-    enter = enforce(team, guarded("label", outputs=11)(bind(queue_tab.enter, team.live)))
+    enter = enforce(team, guarded(LABEL, outputs=11)(bind(queue_tab.enter, team.live)))
     state = queue_tab.start(ctx.live, demo, "file", None).state
     before = _labels(ctx, demo)
     opened = _counting(team)

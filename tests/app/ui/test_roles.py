@@ -1,12 +1,12 @@
 """Roles as the table in docs/user-guide.md says, checked on the server for every event of the
 built app: declared writes refuse a viewer with a message in the status line (never in a file or
 dropdown slot), undeclared callbacks run read-only for a viewer, exports need a designer, and
-creating a project (also through an import) needs an admin."""
+creating a project (also through an import) needs an admin. Every door × every action of the
+permissions table: tests/app/ui/test_permissions_table.py."""
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from pathlib import Path
 
@@ -14,13 +14,13 @@ import gradio as gr
 import pytest
 
 from app.access import auth
-from app.access.actions import ACTIONS, UnknownAction
+from app.access.actions import EDIT
 from app.services.projects import io as io_svc
 from app.services.projects import projects as project_svc
 from app.services.projects.io import destination
 from app.services.projects.members import add_member
 from app.serving.state import ServingState
-from app.ui.guard import ACTION, ROLE, enforce_roles, guarded
+from app.ui.guard import ROLE, enforce_roles, guarded
 
 
 class Request:
@@ -76,7 +76,7 @@ def test_a_declared_callback_refuses_to_run_until_the_app_enforces_it(team):
     A declared callback that never got it fails closed instead of running unchecked."""
     with gr.Blocks() as blocks:
         button, out = gr.Button(), gr.Textbox()
-        button.click(guarded("edit")(lambda: "ran"), None, out)
+        button.click(guarded(EDIT)(lambda: "ran"), None, out)
     fn = next(iter(blocks.fns.values())).fn
     with pytest.raises(RuntimeError, match="not enforced"):
         fn(request=Request("dana"))
@@ -115,7 +115,7 @@ def test_a_bug_in_any_callback_is_logged_with_its_traceback_and_shown_in_its_sta
         status = gr.Markdown(elem_id="names-status")
         project = gr.Textbox(demo.name)
         button.click(names, [project], [picker, status])  # read by anyone
-        button.click(guarded("edit", outputs=2, message=1)(names), [project], [picker, status])
+        button.click(guarded(EDIT, outputs=2, message=1)(names), [project], [picker, status])
     enforce_roles(team, blocks)
     for fn in (f.fn for f in blocks.fns.values()):
         caplog.clear()
@@ -184,18 +184,6 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
         assert io_svc.import_file(team.db, destination(team.db, "Falcon"), csv).project == "Falcon"
 
 
-def _readme_roles() -> dict[str, str]:
-    """The roles table of the user guide: event name → role."""
-    readme = (Path(__file__).resolve().parents[3] / "docs/user-guide.md").read_text()
-    table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
-    out: dict[str, str] = {}
-    for line in table.splitlines()[2:]:
-        _, _, events_cell, role, _ = line.split("|")
-        for name in re.findall(r"`([a-z_0-9]+)`", events_cell):
-            out[name] = role.strip()
-    return out
-
-
 def test_the_buttons_bound_in_a_loop_reach_their_services(events, team, demo):
     """The member and slot buttons are bound in a loop, where only the typed bind checks that
     each callback gets the piece of the serving state it takes: called as Gradio calls them, they
@@ -213,124 +201,3 @@ def test_the_buttons_bound_in_a_loop_reach_their_services(events, team, demo):
     assert "vic" in {m.name for m in members_svc.members(team.db, demo)}
     fns["remove_member"](str(demo), "vic", request=Request("admin"))
     assert "vic" not in {m.name for m in members_svc.members(team.db, demo)}
-
-
-def test_the_user_guides_table_of_roles_is_what_the_app_enforces(events):
-    app, _ = events
-    declared = {
-        f.api_name: getattr(f.fn, ROLE) for f in app.fns.values() if f.fn is not None and f.api_name
-    }
-    documented = _readme_roles()
-    assert len(documented) > 30
-    for name, role in documented.items():
-        assert declared.get(name) == role, (name, declared.get(name), role)
-    # every write the app declares is documented (a new one must join the table)
-    # (Gradio numbers repeats of one callback: answer_with_1 is another key for answer_with)
-    writes = {name for name, role in declared.items() if role != "viewer"}
-    undocumented = {
-        name
-        for name in writes
-        if name not in documented and re.sub(r"_\d+$", "", name) not in documented
-    }
-    assert undocumented == set()
-    # each row names its action (issue 59): that action's role, and every event it lists is it
-    actions = {f.api_name: getattr(f.fn, ACTION) for f in app.fns.values() if f.fn and f.api_name}
-    readme = (Path(__file__).resolve().parents[3] / "docs/user-guide.md").read_text()
-    table = readme.split("| action | events | role |", 1)[1].split("\n\n", 1)[0]
-    tagged = 0
-    for line in table.splitlines()[2:]:
-        _, what, events_cell, role, _ = line.split("|")
-        tag = re.match(r"\s*`([a-z_]+)`:", what)
-        if tag is None:
-            continue
-        tagged += 1
-        assert ACTIONS[tag[1]].role == role.strip(), line
-        for name in re.findall(r"`([a-z_0-9]+)`", events_cell):
-            if name in actions:
-                assert actions[name] == tag[1], (name, actions[name], tag[1])
-    assert tagged == len(ACTIONS)  # every action has its row
-
-
-def _rest_doors() -> dict[str, list[str]]:
-    from app.api import project_routes, routes, team_routes
-    from app.api.security import declared_actions
-
-    return declared_actions(
-        [*routes.router.routes, *project_routes.router.routes, *team_routes.router.routes]
-    )
-
-
-def _cli_doors() -> list[tuple[str, str]]:
-    """(file:line, action) of every project the CLI opens (``common.project(ctx, name, action)``)."""
-    import ast
-
-    found = []
-    for path in sorted((Path(__file__).resolve().parents[3] / "app" / "cli").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "project":
-                given = node.args[2] if len(node.args) > 2 else None
-                action = given.value if isinstance(given, ast.Constant) else "read"
-                found.append((f"{path.name}:{node.lineno}", action))
-    return found
-
-
-def test_every_door_names_exactly_one_action_of_the_permissions_table(events):
-    """Issue 59: who may do what is one table of named actions (app/access/actions.py). Every
-    event of the built app, every REST route and every project the CLI opens names exactly one of
-    them, and asks the role the table gives it (an event nobody declared is a read)."""
-    app, _ = events
-    ui = {f.api_name or f.name: f.fn for f in app.fns.values() if f.fn is not None}
-    for name, fn in ui.items():
-        action = getattr(fn, ACTION)
-        assert action in ACTIONS and getattr(fn, ROLE) == ACTIONS[action].role, name
-    from app.api.gate import OPEN
-
-    rest = _rest_doors()
-    for door in OPEN:  # health and readiness, the load balancer's: no token, user or action
-        assert rest.pop(f"GET {door}") == []
-    assert len(rest) >= 26
-    for door, actions in rest.items():
-        assert len(actions) == 1 and actions[0] in ACTIONS, (door, actions)
-    cli = _cli_doors()
-    assert len(cli) >= 15
-    assert [(where, a) for where, a in cli if a not in ACTIONS] == []
-    writes = {getattr(fn, ACTION) for fn in ui.values()} | {a[0] for a in rest.values()}
-    writes |= {a for _, a in cli}
-    # every action but the users' (the `users` command, on the server) has a door
-    assert set(ACTIONS) - writes == {"manage_users"}
-
-
-TWINS = [  # a UI event and the REST route that does the same
-    ("suggestion", "POST /api/v1/projects/{project}/label"),
-    ("save_utterance", "DELETE /api/v1/projects/{project}/utterances/{utterance_id}"),
-    ("map_label", "POST /api/v1/projects/{project}/label/bulk"),
-    ("undo_selected", "POST /api/v1/projects/{project}/undo"),
-    ("describe_intent", "PUT /api/v1/projects/{project}/intents/{intent}"),
-    ("retrain", "POST /api/v1/projects/{project}/train"),
-    ("cancel_training", "POST /api/v1/jobs/{job_id}/cancel"),
-    ("activate_version", "POST /api/v1/projects/{project}/versions/{version}/activate"),
-    ("create", "POST /api/v1/projects"),
-    ("assign", "POST /api/v1/projects/{project}/team/assign"),
-    ("add_member", "PUT /api/v1/projects/{project}/members/{user}"),
-    ("predict", "POST /api/v1/projects/{project}/predict"),
-]
-
-
-def test_a_rest_route_and_its_ui_twin_ask_the_same_named_action(events):
-    app, _ = events
-    fns = {f.api_name or f.name: f.fn for f in app.fns.values() if f.fn is not None}
-    rest = _rest_doors()
-    for event, route in TWINS:
-        assert [getattr(fns[event], ACTION)] == rest[route], (event, route)
-
-
-def test_an_action_the_table_does_not_name_is_refused_at_every_door(team, demo):
-    from app.api.security import project_for, role
-    from app.cli.common import project as cli_project
-    from tests.handles import live
-
-    for declare in (guarded, project_for, role, lambda a: cli_project(team, str(demo), a)):
-        with pytest.raises(UnknownAction, match="No action 'frobnicate'"):
-            declare("frobnicate")
-    with pytest.raises(UnknownAction):
-        live(team, str(demo)).handle().require_action("frobnicate")
