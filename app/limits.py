@@ -15,6 +15,9 @@ from __future__ import annotations
 MAX_API_BODY_BYTES = 2 * 1024 * 1024
 # The sign-in form (a name and a password).
 MAX_SIGN_IN_BODY_BYTES = 16 * 1024
+# Labelled examples per intent behind its score that a prediction may ask for (``k``: REST, the
+# Gradio API, ``predict -k``).
+MAX_K = 50
 
 # Sign-in: failed attempts counted over a sliding window, per user name and address, per address,
 # and per name from addresses where it never signed in. Past the first two limits, each next

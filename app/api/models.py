@@ -5,11 +5,18 @@ multi-label head's ``probabilities``, a ``threshold``) are left out, not sent as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.limits import MAX_K
+from storage.ids import MAX_ID
+
 SPLITS = ("train", "test", "unlabelled")
+# Every id a client sends, in a path, a query or a body (:mod:`storage.ids`): a whole number from
+# 1 to the id columns' largest, else 422 saying so, before any statement (the OpenAPI docs say it
+# as the parameter's minimum and maximum). 2**64 was a 500 with a traceback (issue 64).
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 
 
 class Example(BaseModel):
@@ -78,7 +85,7 @@ class PredictIn(BaseModel):
     contexts: list[str] | None = Field(
         None, description="the turn before each of `texts` (one per utterance, '' for none)"
     )
-    k: int = Field(1, ge=1, le=50, description="labelled examples per intent behind its score")
+    k: int = Field(1, ge=1, le=MAX_K, description="labelled examples per intent behind its score")
 
     @model_validator(mode="after")
     def one_of(self) -> PredictIn:
@@ -109,7 +116,7 @@ class LabelIn(BaseModel):
     intents: list[str] = Field(default_factory=list, description="empty: no intent")
     split: str = Field("train", description="train, test or unlabelled")
     create: bool = Field(False, description="create intents the project does not have yet")
-    version: int | None = Field(
+    version: Id | None = Field(
         None, description="the utterance's `version` as you read it: 409 if it changed since"
     )
 
@@ -213,12 +220,12 @@ class BulkLabelIn(BaseModel):
     ``relabel_labelled``; items you may not change now (a team's: given to annotators, waiting
     for review, or accepted from their answers) always are, listed in ``protected``."""
 
-    ids: list[int] = Field(..., min_length=1, max_length=10_000)
+    ids: list[Id] = Field(..., min_length=1, max_length=10_000)
     intents: list[str] = Field(default_factory=list, description="empty: remove the intents")
     relabel_labelled: bool = False
     preview: bool = False
     token: str | None = Field(None, description="the preview's `token` (to apply)")
-    expected: list[int] | None = Field(None, description="the preview's `change` (to apply)")
+    expected: list[Id] | None = Field(None, description="the preview's `change` (to apply)")
 
     @model_validator(mode="after")
     def previewed(self) -> BulkLabelIn:

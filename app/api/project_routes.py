@@ -36,6 +36,7 @@ from app.services.labelling.bulk import BulkPlan
 from app.services.models import versions as versions_svc
 from app.services.projects import io as io_svc
 from app.services.projects import projects as project_svc
+from storage.ids import parse_id
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
@@ -211,13 +212,14 @@ def activate(version: str, request: Request, p: Training) -> Any:
 
 
 def _version_number(version: str) -> int:
-    """A version path segment as a number: ``3`` or ``v3``.
+    """A version path segment as a number: ``3`` or ``v3`` (:func:`storage.ids.parse_id`: 400
+    for anything else, never a number the database cannot hold).
 
     Example:
         >>> _version_number("v3")
         3
     """
-    digits = version.removeprefix("v")
+    digits = version.strip().removeprefix("v")
     if not digits.isdigit():
         raise ValueError(f"{version!r} is no version: give its number (e.g. 3) or `{BASE}`.")
-    return int(digits)
+    return parse_id(digits, "version number")

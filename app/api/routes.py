@@ -142,7 +142,7 @@ def utterances(
     "annotators, waiting for review, accepted) is refused with 403.",
 )
 def delete_utterance(
-    utterance_id: int,
+    utterance_id: models.Id,
     request: Request,
     p: Editor,
     confirm_test: Annotated[bool, Query(description="true: a test utterance may go")] = False,
@@ -218,7 +218,7 @@ def train(body: models.TrainIn, request: Request, p: Training) -> Any:
     response_model=models.Job,
     summary="A training job: status, phase, progress, ETA and message",
 )
-def job(job_id: int, request: Request, who: Viewer) -> Any:
+def job(job_id: models.Id, request: Request, who: Viewer) -> Any:
     with acting_as(who):
         return _job(training_svc.job(context(request).training, job_id))
 
@@ -228,7 +228,7 @@ def job(job_id: int, request: Request, who: Viewer) -> Any:
     response_model=models.Job,
     summary="Cancel a training job: a queued one at once, a running one within seconds",
 )
-def cancel_job(job_id: int, request: Request, who: Trainer) -> Any:
+def cancel_job(job_id: models.Id, request: Request, who: Trainer) -> Any:
     with acting_as(who):
         return _job(training_svc.cancel(context(request).db, job_id))
 

@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.api.models import Id
+from storage.ids import MAX_ID
+
 
 class MemberOut(BaseModel):
     name: str
@@ -33,7 +36,7 @@ class AssignIn(BaseModel):
     annotators: list[str] = Field(..., min_length=1, description="user names, designers")
     overlap: float = Field(0.1, description="the share labelled twice, 0 to 1")
     search: str | None = Field(None, description="only utterances containing this text")
-    limit: int | None = Field(None, ge=1, description="only the first `limit` of them")
+    limit: int | None = Field(None, ge=1, le=MAX_ID, description="only the first `limit` of them")
 
 
 class AssignOut(BaseModel):
@@ -58,7 +61,7 @@ class AnswerIn(BaseModel):
     """The caller's answer to an item assigned to them: ``label`` with ``intents``, ``oos``
     (out of scope) or ``skip``."""
 
-    id: int
+    id: Id
     answer: Literal["label", "oos", "skip"]
     intents: list[str] = Field(default_factory=list, description="with `label`")
 

@@ -160,7 +160,9 @@ def review(request: Request, p: Labeller) -> Any:
     response_model=team_models.DecideOut,
     summary="Decide a disputed item's label (one batch: `POST …/undo` reverts it)",
 )
-def decide(utterance_id: int, body: team_models.DecideIn, request: Request, p: Labeller) -> Any:
+def decide(
+    utterance_id: models.Id, body: team_models.DecideIn, request: Request, p: Labeller
+) -> Any:
     batch = str(uuid.uuid4())
     with acting_as(p.actor):
         message = team.decide(context(request).db, p, utterance_id, body.intents, batch=batch)

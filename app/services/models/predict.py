@@ -16,6 +16,7 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.access.auth import Actor, current_actor
+from app.limits import MAX_K
 from app.serving.admission import BusyError
 from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
@@ -23,6 +24,7 @@ from core.encoding.previous_turn import with_context
 from core.retrieval.explain import explain
 from core.retrieval.knn import Prediction
 from storage.errors import StorageError
+from storage.ids import whole_number
 from storage.texts import validate_context
 
 # A request of the micro-batch: (project, text, k) or (project, text, k, context).
@@ -45,6 +47,7 @@ def _classify(
     ``lines``: the texts are one-line requests of several callers (the API's micro-batch);
     ``contexts``: the turn before each text (``""``: none)."""
     who = who or current_actor()
+    k = whole_number(k, "number of examples per intent (k)", high=MAX_K)
     clean = [t.strip() for t in texts]
     if not clean or any(not t for t in clean):
         raise ValueError("Type an utterance to classify.")
@@ -173,11 +176,11 @@ def classify_requests(
     the :class:`BusyError`); the others still get their predictions. ``explained=False``: the
     bare prediction (a bundle's structure), without ``explanation`` and ``latency_ms``."""
     out: list[dict[str, Any] | Exception] = [{} for _ in requests]
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, request in enumerate(requests):
-        groups.setdefault((request[0].id, int(request[2])), []).append(i)
-    for (_, k), idx in groups.items():
-        p = requests[idx[0]][0]
+    groups: dict[tuple[int, str], list[int]] = {}
+    for i, request in enumerate(requests):  # k as sent: checked with the call (_classify)
+        groups.setdefault((request[0].id, repr(request[2])), []).append(i)
+    for idx in groups.values():
+        p, k = requests[idx[0]][0], requests[idx[0]][2]
         texts = [requests[i][1] for i in idx]
         turns = [str((*requests[i][3:], "")[0]) for i in idx]
         results: list[dict[str, Any] | Exception]
