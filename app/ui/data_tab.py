@@ -24,6 +24,7 @@ from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
 from app.ui.guard import guarded
 from storage.db import Database
+from storage.ids import BadId, parse_id
 
 SPLIT_CHOICES = ["train", "test", "unlabelled"]
 SCORE_CHOICES = [ALL, "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
@@ -73,8 +74,11 @@ def refresh(
     if p is None:
         same = gr.update()
         return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
-    q = dataclasses.replace(q, page=int(page or 1))
-    result, err = attempt(lambda: table_svc.table_page(live, p, q))
+    result, err = attempt(
+        lambda: table_svc.table_page(
+            live, p, dataclasses.replace(q, page=parse_id(page or 1, "page number"))
+        )
+    )
     intents, intents_err = attempt(lambda: svc.intents(live.db, p))
     err = err or intents_err
     names = [i["name"] for i in intents or []]
@@ -102,7 +106,11 @@ def turn_page(
     live: LivePools, step: int, p: ProjectHandle | None, q: table_svc.TableQuery, current: Any
 ) -> TableView:
     """The page ``step`` pages away from the ``current`` one."""
-    return refresh(live, p, q, max(1, int(current or 1) + step))
+    try:
+        page = max(1, parse_id(current or 1, "page number") + step)
+    except BadId:
+        page = 1
+    return refresh(live, p, q, page)
 
 
 def on_select(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[Any, ...]:
@@ -140,22 +148,28 @@ def save(
     label* ticked (:func:`app.services.labelling.data.refuse_unconfirmed_test_change`)."""
     if not uid:
         return problem("Click a row in the table first.")
+    try:
+        number = parse_id(uid, "utterance id")
+        # None: no check of a change meanwhile (as REST without `version`); 0 or "" is no version
+        expected = None if version is None else parse_id(version, "version number")
+    except BadId as exc:
+        return problem(str(exc))
 
     def run() -> str:
         row = svc.label_utterance(
             db,
             p,
-            int(uid),
+            number,
             labels,
             split=split,
             text=text,
-            expected_version=int(version) if version else None,
+            expected_version=expected,
             confirm_test=bool(confirm_test),
         )
         return f"Saved #{row['id']}: {row['text'][:60]!r} → {', '.join(row['labels']) or 'no intent'} ({row['split']})."
 
     msg, err = attempt(run)
-    if err and err.startswith(f"#{int(uid)} is a test utterance"):
+    if err and err.startswith(f"#{number} is a test utterance"):
         err += " Tick *I'm changing a test label* to save it anyway."
     return problem(err) if err else ok(msg or "")
 
@@ -164,10 +178,10 @@ def delete(db: Database, p: ProjectHandle, uid: float | None) -> tuple[str, Any]
     """Delete the selected utterance; Undo (beside it) brings it back."""
     if not uid:
         return problem("Click a row in the table first."), gr.update()
-    _, err = attempt(lambda: svc.delete_utterance(db, p, int(uid)))
-    if err:
-        return problem(err), gr.update()
-    return ok(f"Deleted #{int(uid)}. Undo brings it back."), None
+    gone, err = attempt(lambda: svc.delete_utterance(db, p, parse_id(uid, "utterance id")))
+    if err or gone is None:
+        return problem(err or ""), gr.update()
+    return ok(f"Deleted #{gone.row.id}. Undo brings it back."), None
 
 
 def add(
@@ -266,8 +280,10 @@ def build_data_tab(
                     "Delete", variant="stop", min_width=80, elem_id="delete-utterance"
                 )
                 undo_btn = gr.Button("Undo", min_width=80, elem_id="undo")
-            e_id = gr.Number(visible=False, precision=0)
-            e_version = gr.Number(visible=False, precision=0)
+            # no precision: Gradio would round an id of 1.5 sent over the API to 2 (parse_id
+            # refuses it)
+            e_id = gr.Number(visible=False)
+            e_version = gr.Number(visible=False)
             e_text = gr.Textbox(label="Text", lines=1, max_lines=4)
             e_intents = gr.Dropdown(
                 label="Intents (one or several; empty = no intent)",

@@ -25,6 +25,7 @@ from app.ui.guard import guarded
 from app.ui.map_js import BIND_JS
 from core.projection import PROJECTIONS
 from storage.db import Database
+from storage.ids import parse_id
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ PREVIEW_ID, BUTTON_ID = "map-preview", "map-label"
 
 
 def parse_ids(value: str | None) -> list[int]:
-    """Ids typed or pasted as ``12, 15 18``."""
-    return [int(x) for x in re.findall(r"\d+", value or "")]
+    """Ids typed or pasted as ``12, 15 18``, each an id (``1.5`` is refused: no 1 and 5)."""
+    return [parse_id(x, "utterance id") for x in re.split(r"[\s,;]+", value or "") if x]
 
 
 def evidence_markdown(ex: dict[str, Any]) -> str:
@@ -77,7 +78,7 @@ def version_selector(choice: str | None) -> Version:
     if choice == BASE_CHOICE:
         return BASE
     m = re.fullmatch(r"v(\d+)", choice or "")
-    return int(m.group(1)) if m else ACTIVE
+    return parse_id(m.group(1), "version number") if m else ACTIVE
 
 
 def diff_frame(rows: list[dict[str, Any]]) -> Any:

@@ -25,6 +25,7 @@ from app.serving.state import ServingState
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
+from storage.ids import whole_number
 
 PROGRESS = ["annotator", "assigned", "answered", "left"]
 MEMBERS = ["user", "role here", "own role", "status"]
@@ -125,7 +126,7 @@ def assign(
             names or [],
             overlap=(overlap or 0) / 100,
             search=search.strip() or None,
-            limit=int(limit) if limit else None,
+            limit=whole_number(limit, "limit") if limit else None,
         )
     )
     if err or done is None:

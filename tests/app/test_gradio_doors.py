@@ -1,15 +1,21 @@
-"""Issue 64, item 4, at the Gradio API's doors, on the app ``serve`` runs (multi-user, on
+"""Issue 64, items 1 and 4, at the Gradio API's doors, on the app ``serve`` runs (multi-user, on
 loopback): every public endpoint (enumerated from the app's own ``/gradio_api/info``, not a list
-kept here) answers a project the caller may not see exactly as one that does not exist ("No
-project 'x'."), in the app's words. Before, ``/gradio_api/call/utterances`` answered Gradio's
-internal "Api.__init__() got an unexpected keyword argument 'render'" (a refusal returned as a
-component update to an API endpoint), and every event of the page Gradio's own "Value: x is not
-in the list of choices: []" (the project picker's check), a member's call too."""
+kept here) answers in the app's words.
+
+- A project the caller may not see answers exactly as one that does not exist ("No project
+  'x'."), whatever the endpoint. Before, ``/gradio_api/call/utterances`` answered Gradio's
+  internal "Api.__init__() got an unexpected keyword argument 'render'" (a refusal returned as a
+  component update to an API endpoint), and every event of the page Gradio's own "Value: x is
+  not in the list of choices: []" (the project picker's check), a member's call too.
+- Every id an endpoint takes (a whole number, or a text of ids) refuses 2**63, 2**64, -1, 0,
+  1.5, "1e3" and an empty string with a message: no bug report, no traceback in the log. Before,
+  an utterance id of 2**63 was an OverflowError ("Something went wrong", logged as a bug)."""
 
 from __future__ import annotations
 
 import html
 import json
+import logging
 import re
 from typing import Any
 
@@ -21,6 +27,7 @@ from app.access import auth
 from app.services.projects.projects import new_project
 from tests.app.live import PASSWORDS, PROJECT, serving, team_context
 
+HOSTILE: list[Any] = [2**63, 2**64, -1, 0, 1.5, "1e3", ""]
 GRADIOS_WORDS = ("Api.__init__", "is not in the list of choices", "Something went wrong")
 PASSWORDS = {**PASSWORDS, "eve": "eve-password"}
 
@@ -61,8 +68,8 @@ def _arguments(params: list[dict[str, Any]], project: str) -> list[Any]:
     for i, p in enumerate(params):
         if p["parameter_name"] in ("p", "project"):
             out.append(project)
-        elif i in {j for j, _ in _id_parameters(params)}:
-            out.append(1)
+        elif i in (ids := dict(_id_parameters(params))):
+            out.append([1] if ids[i] == "in a list" else 1)
         elif p.get("python_type", {}).get("type") == "list[str]" and p["component"] == "Api":
             out.append(["where is my parcel"])
         else:
@@ -103,14 +110,52 @@ def test_every_endpoint_answers_a_hidden_project_as_a_missing_one_in_the_apps_wo
     assert kind == "complete" and len(rows) == 6 and rows[0]["text"] == "where is my parcel"
 
 
-def _id_parameters(params: list[dict[str, Any]]) -> list[tuple[int, bool]]:
-    """(position, sent as text) of each parameter that is an id or a whole number: a number
-    input, an integer of an API endpoint, a text of ids."""
+def _id_parameters(params: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(position, how it is sent) of each parameter that is an id or a whole number: a number
+    input or an API endpoint's integer (``as is``: a page, an utterance's id or version), a list
+    of integers (``in a list``: the batched ``predict``'s k), a text of ids (``as text``). A
+    number that is no count (a setting's weight) is not one."""
     out = []
     for i, p in enumerate(params):
         kind = p.get("python_type", {}).get("type")
-        if p["component"] in ("Number", "Api") and kind == "int":
-            out.append((i, False))
-        elif re.search(r"(^|_)(ids?|uid)(_|$)", p["parameter_name"]):
-            out.append((i, True))
+        named = re.search(r"(^|_)(ids?|uid|version)(_|$)", p["parameter_name"])
+        if p["component"] in ("Number", "Api") and (kind == "int" or named):
+            out.append((i, "as is"))
+        elif p["component"] == "Api" and kind == "list[int]":
+            out.append((i, "in a list"))
+        elif named:
+            out.append((i, "as text"))
     return out
+
+
+def test_every_id_of_every_endpoint_refuses_what_is_no_id_in_the_apps_words(studio, caplog, capfd):
+    base, info = studio
+    dana = signed_in(base, "dana")
+    seen: set[tuple[str, str]] = set()  # Gradio numbers repeats of one callback: refresh_1, ...
+    tried, wrong = 0, []
+    with caplog.at_level(logging.ERROR):
+        for endpoint, ep in sorted(info.items()):
+            params = ep["parameters"]
+            for i, how in _id_parameters(params):
+                key = (re.sub(r"_\d+$", "", endpoint), params[i]["parameter_name"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                for bad in HOSTILE:
+                    data = _arguments(params, PROJECT)
+                    data[i] = {"as text": str(bad), "in a list": [bad]}.get(how, bad)
+                    kind, answer = call(dana, endpoint, data)
+                    tried += 1
+                    said = json.dumps(answer, ensure_ascii=False)
+                    changed = "✓" in said  # the app's mark of a change made: never
+                    if (
+                        changed
+                        or any(words in said for words in GRADIOS_WORDS)
+                        or (kind == "error" and not answer.get("error"))
+                    ):
+                        wrong.append((endpoint, params[i]["parameter_name"], bad, kind, said[:160]))
+    assert {k[0] for k in seen} >= {"/save_utterance", "/map_label", "/predict", "/refresh"}
+    assert tried >= 40
+    assert wrong == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert "Traceback" not in capfd.readouterr().err

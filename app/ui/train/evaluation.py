@@ -20,6 +20,7 @@ from app.serving.factories import FactoryBuilder
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
+from storage.ids import parse_id
 
 # Clicking a confusion-matrix cell writes "gold → predicted" (its customdata: the names as
 # stored; the axes show them escaped) into a hidden textbox.
@@ -170,7 +171,9 @@ def act(
     if not uid:
         return problem("Click an utterance in the table first.")
     said, err = attempt(
-        lambda: eval_svc.fix_test_row(db, p, int(uid), action, intent, confirmed=bool(confirmed))
+        lambda: eval_svc.fix_test_row(
+            db, p, parse_id(uid, "utterance id"), action, intent, confirmed=bool(confirmed)
+        )
     )
     if err or said is None:
         return problem(err or "")
@@ -225,7 +228,7 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
                 label="Test utterances behind the row you click (click one to fix it)",
                 elem_id="eval-rows",
             )
-            picked_id = gr.Number(visible=False, precision=0)
+            picked_id = gr.Number(visible=False)  # an id: parse_id reads it, never rounded
             picked = gr.Markdown("Click an utterance above to fix it.", elem_id="eval-picked")
             with gr.Row(equal_height=True):
                 relabel_as = gr.Dropdown(

@@ -18,6 +18,7 @@ from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.artifacts import ArtifactStore
 from storage.db import Database
+from storage.ids import parse_id
 
 BASE_CHOICE = "frozen base encoder"
 # The service's keys and the headers a designer reads (short words: narrow columns wrap at spaces).
@@ -74,7 +75,7 @@ def version_choices(rows: list[dict[str, Any]]) -> list[str]:
 
 def parse_version(choice: str | None) -> int | None:
     m = re.fullmatch(r"v(\d+)", choice or "")
-    return int(m.group(1)) if m else None
+    return parse_id(m.group(1), "version number") if m else None
 
 
 def load_history(
