@@ -21,7 +21,9 @@ from app.cli.common import (
     ask_table,
     close_contexts,
     leave_process,
+    version_arg,
     visible_output,
+    whole,
 )
 from app.cli.data import (
     AGENT_FORMAT_NAMES,
@@ -45,6 +47,7 @@ from app.cli.model import (
 )
 from app.cli.server import cmd_serve, cmd_worker
 from app.cli.team import add_parser as add_team_parser
+from app.limits import MAX_K
 from core.method_names import METHOD_LINES
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -67,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="start the web app (and its training worker)")
     p.add_argument("--host", default=DEFAULT_HOST, help="bind address (default 127.0.0.1)")
     p.add_argument(
-        "--port", type=int, default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT))
+        "--port",
+        type=whole("port", 1, 65535),
+        default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT)),
     )
     p.add_argument(
         "--no-demo", action="store_true", help="do not create the demo project on first start"
@@ -160,7 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project")
     p.add_argument("--bundle", help="a model bundle .zip (runs without the app's database)")
     p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
-    p.add_argument("-k", type=int, default=1, help="examples per intent that make its score")
+    p.add_argument(
+        "-k",
+        type=whole("number of examples per intent (k)", 1, MAX_K),
+        default=1,
+        help="examples per intent that make its score",
+    )
     p.add_argument(
         "--context",
         help="the turn before the utterances (e.g. the bot's question); used by a project that "
@@ -168,7 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
     p.add_argument(
-        "--show", type=int, default=3, help="neighbours shown per utterance (text format)"
+        "--show",
+        type=whole("number of neighbours", 0, MAX_K),
+        default=3,
+        help="neighbours shown per utterance (text format)",
     )
     p.set_defaults(func=cmd_predict)
 
@@ -193,8 +206,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("project", nargs="?", help="the project (or --project)")
     p.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
-    p.add_argument("--min-size", type=int, default=None, help="smallest group (default: by size)")
-    p.add_argument("--examples", type=int, default=3, help="central examples shown per group")
+    p.add_argument(
+        "--min-size",
+        type=whole("group size", 2),
+        default=None,
+        help="smallest group (default: by size)",
+    )
+    p.add_argument(
+        "--examples",
+        type=whole("number of examples", 0, MAX_K),
+        default=3,
+        help="central examples shown per group",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="JSON")
     p.set_defaults(func=cmd_clusters)
@@ -203,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     bundle_sub = p.add_subparsers(dest="bundle_command", required=True)
     b = bundle_sub.add_parser("export", help="write a model version as a bundle .zip")
     b.add_argument("--project", required=True)
-    b.add_argument("--version", help="model version id, or 'base' (default: the active one)")
+    b.add_argument(
+        "--version",
+        type=version_arg,
+        help="model version id, or 'base' (default: the active one)",
+    )
     b.add_argument("-o", "--output", required=True, help="the .zip to write")
     b.add_argument(
         "--int8",
@@ -298,7 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--user", help="only events about this user or done by them")
     p.add_argument("--action", help="only this action (signed_in, sign_in_failed, denied, ...)")
-    p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    p.add_argument(
+        "--limit", type=whole("limit"), default=100, help="at most this many (default 100)"
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(func=cmd_audit)
     return parser

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from app.access.actions import Action, checked, need
+from storage.ids import MAX_ID, BadId, whole_number
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
@@ -21,6 +22,30 @@ DEFAULT_PORT = 7860
 
 class CliError(Exception):
     """A user error: printed as one message, exit status 2."""
+
+
+def whole(what: str, low: int = 1, high: int = MAX_ID) -> Callable[[str], int]:
+    """An argument type: a whole number from ``low`` to ``high`` (:func:`storage.ids.whole_number`,
+    the check every door makes), else argparse's usage error saying what it is (exit status 2,
+    before the command opens anything). ``int`` took 2**64 for an utterance's id, and the
+    database driver raised OverflowError: a traceback (issue 64)."""
+
+    def parse(text: str) -> int:
+        try:
+            return whole_number(text, what, low=low, high=high)
+        except BadId as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = what  # argparse names the type in some of its messages
+    return parse
+
+
+def version_arg(text: str) -> int | str:
+    """A model version as ``bundle export --version`` takes it: its number (``3`` or ``v3``) or
+    ``base``."""
+    if text.strip() == "base":
+        return "base"
+    return whole("version number")(text.strip().removeprefix("v"))
 
 
 class VisibleText(io.TextIOBase):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from app.access.actions import EDIT, READ, UNDO
-from app.cli.common import CliError, acts, context, project
+from app.cli.common import CliError, acts, context, project, whole
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +21,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "measures the model, so deleting what the model gets wrong there bends the accuracy.",
     )
     p.add_argument(
-        "id", nargs="?", type=int, help="the utterance's id (as `activity` or REST list)"
+        "id",
+        nargs="?",
+        type=whole("utterance id"),
+        help="the utterance's id (as `activity` or REST list)",
     )
     p.add_argument("--text", help="the utterance's text instead of its id")
     p.add_argument("--project", required=True)
@@ -43,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "user, action, rows, example, state (can be undone, undone, ...), batch",
     )
     p.add_argument("--project", required=True)
-    p.add_argument("--limit", type=int, default=20, help="how many changes (20)")
+    p.add_argument("--limit", type=whole("limit"), default=20, help="how many changes (20)")
     p.set_defaults(func=cmd_activity)
 
 

@@ -227,7 +227,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_bundle_export(args: argparse.Namespace) -> int:
     from app.services.projects.bundles import export_bundle
 
-    version = "base" if args.version == "base" else (int(args.version) if args.version else None)
+    version = args.version  # a number, "base" or None (the active one): version_arg
     ctx = context(args)
     p = project(ctx, args.project, BUNDLE)
     info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from app.access.actions import ASSIGN, EXPORT, MANAGE_MEMBERS, READ
-from app.cli.common import CliError, acts, context, project
+from app.cli.common import CliError, acts, context, project, whole
 
 WORST = 10  # intents shown in the agreement table, lowest agreement first
 
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     t.add_argument("--annotators", required=True, help="user names, comma-separated: ana,ben")
     t.add_argument("--overlap", type=float, default=0.1, help="share labelled twice (0.1)")
     t.add_argument("--search", help="only utterances containing this text")
-    t.add_argument("--limit", type=int, help="only the first N of them")
+    t.add_argument("--limit", type=whole("limit"), help="only the first N of them")
     t.set_defaults(func=cmd_team_assign)
     t = team_sub.add_parser(
         "agreement",
@@ -64,8 +64,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_team_assign(args: argparse.Namespace) -> int:
     from app.services.labelling import team
 
-    if args.limit is not None and args.limit < 1:
-        raise CliError("--limit is a number of utterances, at least 1.")
     names = [n for n in args.annotators.split(",") if n.strip()]
     ctx = context(args)
     given = team.assign(
