@@ -28,7 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.users import ROLES
+# The roles, least first: storage.users.ROLES, written out so that importing the table loads no
+# database code (every command of the CLI names its action when its module is imported, and
+# `intent-studio --help` imports no storage); tests/app/ui/test_permissions_table.py keeps the
+# two the same.
+ROLES = ("viewer", "designer", "admin")
 
 
 class UnknownAction(KeyError):

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from app.access.actions import Action, checked, need
-from storage.ids import MAX_ID, BadId, whole_number
 
 if TYPE_CHECKING:
     from app.access import ProjectHandle
@@ -24,15 +23,19 @@ class CliError(Exception):
     """A user error: printed as one message, exit status 2."""
 
 
-def whole(what: str, low: int = 1, high: int = MAX_ID) -> Callable[[str], int]:
-    """An argument type: a whole number from ``low`` to ``high`` (:func:`storage.ids.whole_number`,
-    the check every door makes), else argparse's usage error saying what it is (exit status 2,
-    before the command opens anything). ``int`` took 2**64 for an utterance's id, and the
-    database driver raised OverflowError: a traceback (issue 64)."""
+def whole(what: str, low: int = 1, high: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from ``low`` to ``high`` (None: the largest id,
+    :data:`storage.ids.MAX_ID`; :func:`storage.ids.whole_number`, the check every door makes),
+    else argparse's usage error saying what it is (exit status 2, before the command opens
+    anything). ``int`` took 2**64 for an utterance's id, and the database driver raised
+    OverflowError: a traceback (issue 64). Storage is imported when an argument is read, not
+    when the parser is built (``--help`` loads no database code)."""
 
     def parse(text: str) -> int:
+        from storage.ids import MAX_ID, BadId, whole_number
+
         try:
-            return whole_number(text, what, low=low, high=high)
+            return whole_number(text, what, low=low, high=MAX_ID if high is None else high)
         except BadId as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 

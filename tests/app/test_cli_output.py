@@ -48,3 +48,14 @@ def test_json_lines_stay_exact_and_csv_is_written_as_it_is(terminal, monkeypatch
     assert json.loads(line) == {"text": HOSTILE}  # JSON's own escapes: the same text
     assert not any(c in line for c in "\x1b\r\x07\x9b\x7f\u2028\u202e")
     assert csv_cell == f'"{HOSTILE}"\r\n'  # exact, character for character
+
+
+def test_a_text_without_unprintable_characters_is_written_without_loading_storage():
+    """VisibleText escapes only a text Python does not call printable (line feeds and tabs
+    aside), so ``--help`` imports no storage: every character it escapes must be one of those."""
+    from storage.texts import _CONTROLS
+
+    assert [hex(c) for c in _CONTROLS if chr(c).isprintable()] == []
+    out = Stream(terminal=False)
+    VisibleText(out).write("plain text…\twith “quotes”\n")
+    assert out.getvalue() == "plain text…\twith “quotes”\n"

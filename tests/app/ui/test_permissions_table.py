@@ -140,6 +140,15 @@ def documented() -> dict[str, dict[str, Any]]:
     return rows
 
 
+def test_the_tables_roles_are_storages_least_first():
+    """The table writes the roles out (importing storage would load SQLAlchemy into
+    `intent-studio --help`): they are the ones a user may have, in the same order."""
+    from app.access import actions
+
+    assert actions.ROLES == ROLES
+    assert {a.role for a in ACTIONS.values()} <= set(ROLES)
+
+
 def test_every_door_of_the_app_names_exactly_one_action_of_the_table(doors):
     found = app_doors(doors)
     for f in _fns(doors):  # every event, the API's endpoints included; undeclared: read
