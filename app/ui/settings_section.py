@@ -172,8 +172,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
                 label=svc.TITLES["auto_retrain_after"],
                 value=20,
                 minimum=1,
-                precision=0,
-                scale=2,
+                scale=2,  # no precision: 1.5 is refused by the setting's rule, never rounded to 2
                 elem_id="set-auto-retrain-after",
             )
         with gr.Row(equal_height=True):
