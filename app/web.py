@@ -115,7 +115,7 @@ def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middle
         if not ctx.settings.multi_user:
             return None
         try:
-            who = actor(ctx, name)
+            who = actor(ctx.db, ctx.settings.multi_user, name)
         except PermissionError as exc:
             return str(exc)
         least = min((a.role for a in UPLOADS), key=lambda role: RANK[role])
@@ -139,7 +139,7 @@ def download_gate(ctx: ServingState) -> Middleware:
 
     def may_read(name: str | None, project_id: int) -> bool:
         try:
-            open_project(ctx.db, project_id, actor(ctx, name))
+            open_project(ctx.db, project_id, actor(ctx.db, ctx.settings.multi_user, name))
         except (PermissionError, NotFoundError):
             return False
         return True

@@ -317,14 +317,15 @@ def test_no_module_is_too_long_to_read_as_one_concern():
 
 
 # Where the whole serving state may not go (issue 67 item 1): a retrain's phases take the job's
-# pieces (``RetrainRun``), not the process's state.
-TAKE_PIECES = ("app/services/training",)
+# pieces (``RetrainRun``), the front door the database and the deployment's multi-user switch.
+TAKE_PIECES = ("app/services/training", "app/access")
 
 
-def test_the_retrains_phases_take_the_jobs_pieces_not_the_process():
-    """No module of ``app/services/training`` names ``ServingState``: each phase takes a
-    :class:`app.services.training.retrain_state.RetrainRun` (built once per job by the worker)
-    and can be called with one built by hand; the whole state, brought back, fails here."""
+def test_the_retrains_phases_and_the_front_door_take_pieces_not_the_process():
+    """No module of ``app/services/training`` or ``app/access`` names ``ServingState``: each
+    retrain phase takes a :class:`app.services.training.retrain_state.RetrainRun` (built once per
+    job by the worker) and can be called with one built by hand; ``access.auth`` takes the
+    database and whether the deployment is multi-user; the whole state, brought back, fails."""
     named = sorted(
         str(path.relative_to(ROOT))
         for folder in TAKE_PIECES

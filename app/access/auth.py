@@ -24,7 +24,6 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from app.serving.state import ServingState
 from storage.db import Database, Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
@@ -177,16 +176,18 @@ def token_actor(db: Database, token: str) -> Actor:
         return Actor(user.id, user.name, user.role)
 
 
-def actor(ctx: ServingState, username: str | None, *, s: Session | None = None) -> Actor:
-    """The acting user: the local admin in single-user mode, else the signed-in user (looked
-    up in ``s`` when given)."""
-    if not ctx.settings.multi_user:
+def actor(
+    db: Database, multi_user: bool, username: str | None, *, s: Session | None = None
+) -> Actor:
+    """The acting user: the local admin in single-user mode (``multi_user`` off), else the
+    signed-in user (looked up in ``s`` when given)."""
+    if not multi_user:
         return LOCAL
     if not username:
         raise PermissionError("Sign in first.")
     if s is None:
-        with ctx.db.session() as own:
-            return actor(ctx, username, s=own)
+        with db.session() as own:
+            return actor(db, multi_user, username, s=own)
     try:
         user = active_user(s, username)
     except NotFoundError as exc:
@@ -195,11 +196,11 @@ def actor(ctx: ServingState, username: str | None, *, s: Session | None = None) 
 
 
 def require(
-    ctx: ServingState, username: str | None, role: str, *, s: Session | None = None
+    db: Database, multi_user: bool, username: str | None, role: str, *, s: Session | None = None
 ) -> Actor:
     """The acting user if their role includes ``role``; else PermissionError with the reason
     (looked up in ``s`` when given, for a caller resolving more in one session)."""
-    who = actor(ctx, username, s=s)
+    who = actor(db, multi_user, username, s=s)
     if not who.may(role):
         raise PermissionError(
             f"{who.name} is a {who.role}: this needs the {role} role. Nothing was changed."

@@ -181,9 +181,9 @@ def admit(
     """
     positions = _project_params(fn)
     if not positions and not ctx.settings.multi_user:
-        return require(ctx, username, need), args, []
+        return require(ctx.db, ctx.settings.multi_user, username, need), args, []
     with ctx.db.session() as s:
-        who = require(ctx, username, need, s=s)
+        who = require(ctx.db, ctx.settings.multi_user, username, need, s=s)
         out, handles = list(args), []
         for i, optional in positions:
             if i >= len(out) or isinstance(out[i], ProjectHandle):

@@ -79,7 +79,7 @@ def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
         auth.token_actor(ctx.db, token)
     with pytest.raises(PermissionError, match="dana is locked"):
-        auth.require(ctx, "dana", "viewer")
+        auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer")
     assert cli("users", "unlock", "dana") == 0
     assert auth.check_login(ctx.db, "dana", "designer-password")
     assert auth.token_actor(ctx.db, token).name == "dana"
@@ -110,7 +110,7 @@ def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys
     with pytest.raises(PermissionError):
         auth.token_actor(ctx.db, token)
     with pytest.raises(PermissionError, match="Unknown user 'dana'"):
-        auth.require(ctx, "dana", "viewer")
+        auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer")
     capsys.readouterr()
     assert cli("users", "list") == 0
     assert "dana\tdesigner\tremoved" in capsys.readouterr().out
@@ -139,7 +139,7 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     assert cli("users", "restore", "dana") == 0
     assert "Restored dana (designer)" in capsys.readouterr().out  # the role dana had
     assert auth.check_login(ctx.db, "dana", "another-password")
-    assert auth.require(ctx, "dana", "designer").name == "dana"
+    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "designer").name == "dana"
     with pytest.raises(PermissionError):  # the old token stays dead
         auth.token_actor(ctx.db, token)
     restored = since_setup(ctx)[0]
@@ -155,7 +155,7 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     assert "No removed user 'nobody'" in capsys.readouterr().err
     assert cli("users", "remove", "dana") == 0
     assert cli("users", "restore", "dana", "--role", "viewer") == 0
-    assert auth.require(ctx, "dana", "viewer").role == "viewer"
+    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer").role == "viewer"
 
 
 def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
@@ -205,7 +205,7 @@ def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
         auth.token_actor(ctx.db, token)
     assert auth.check_login(ctx.db, "dana", "designer-password")  # the password still signs in
-    assert auth.require(ctx, "dana", "designer").name == "dana"
+    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "designer").name == "dana"
     assert security_log(ctx.db)[0]["action"] == "token_revoked"
     assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
     assert cli("users", "revoke", "nobody") == 2
@@ -217,12 +217,14 @@ def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
     auth.add_user(ctx.db, "ada", "admin", "admin-password-2")
     assert cli("users", "role", "ada") == 2
     assert "ada's role is admin; nothing was changed" in capsys.readouterr().err
-    assert auth.require(ctx, "ada", "admin").role == "admin"  # unchanged
+    assert (
+        auth.require(ctx.db, ctx.settings.multi_user, "ada", "admin").role == "admin"
+    )  # unchanged
     assert [e["action"] for e in since_setup(ctx)] == ["added"]
 
     assert cli("users", "role", "ada", "--role", "viewer") == 0
     assert "ada is now a viewer" in capsys.readouterr().out
-    assert auth.require(ctx, "ada", "viewer").role == "viewer"
+    assert auth.require(ctx.db, ctx.settings.multi_user, "ada", "viewer").role == "viewer"
     assert [(e["action"], e["detail"]) for e in since_setup(ctx)][:1] == [
         ("role", "admin -> viewer")
     ]

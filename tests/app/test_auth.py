@@ -43,14 +43,14 @@ def test_passwords_are_stored_as_argon2_hashes_only(team):
 
 
 def test_roles_are_checked_on_the_server(team):
-    assert auth.require(team, "dana", "designer").name == "dana"
-    assert auth.require(team, "admin", "designer").role == "admin"
+    assert auth.require(team.db, team.settings.multi_user, "dana", "designer").name == "dana"
+    assert auth.require(team.db, team.settings.multi_user, "admin", "designer").role == "admin"
     with pytest.raises(PermissionError, match="vic is a viewer: this needs the designer role"):
-        auth.require(team, "vic", "designer")
+        auth.require(team.db, team.settings.multi_user, "vic", "designer")
     with pytest.raises(PermissionError, match="Sign in"):
-        auth.require(team, None, "viewer")
+        auth.require(team.db, team.settings.multi_user, None, "viewer")
     with pytest.raises(PermissionError, match="Unknown user"):
-        auth.require(team, "mallory", "viewer")
+        auth.require(team.db, team.settings.multi_user, "mallory", "viewer")
 
 
 def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):

@@ -130,7 +130,7 @@ def test_every_write_path_refuses_a_designer_who_may_not_change_the_item(door, d
     # an import that relabels what is already in the project
     relabel = tmp_path / "relabel.csv"
     relabel.write_text("text,label\n" + "".join(f'"{texts[i]}",refund\n' for i in ids))
-    with auth.acting_as(auth.actor(ctx, "dana")):
+    with auth.acting_as(auth.actor(ctx.db, ctx.settings.multi_user, "dana")):
         result = import_file(ctx.db, dana, relabel, on_existing="relabel")
     assert result.updated == 0 and "Left 3 utterance(s) as they are" in " ".join(result.notes)
     # REST, with dana's token: one label, and a bulk label with its preview
@@ -175,7 +175,7 @@ def test_answers_are_final_once_accepted_and_a_party_never_decides_her_dispute(d
     assert _state(ctx, demo, sorted(items.values())) == before  # κ too
     # a reviewer who did not answer decides; an admin may still change an accepted item
     assert "reviewed" in team_svc.decide(ctx.db, dana, items["disputed"], ["refund"])
-    admin = live(ctx, str(demo), auth.actor(ctx, "admin"))
+    admin = live(ctx, str(demo), auth.actor(ctx.db, ctx.settings.multi_user, "admin"))
     data_svc.label_utterance(ctx.db, admin, items["accepted"], ["refund"])
     assert (
         next(r for r in data_svc.table(ctx.db, demo) if r["id"] == items["accepted"])["intents"]

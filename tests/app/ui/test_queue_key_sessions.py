@@ -58,7 +58,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         add_member(run.db, demo, "dana")
         request = Request("dana")
     enter = enforce(run, guarded(LABEL, outputs=11)(bind(queue_tab.enter, run.live)))
-    with auth.acting_as(auth.actor(run, request and request.username)):
+    with auth.acting_as(auth.actor(run.db, run.settings.multi_user, request and request.username)):
         out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
     opened = _counting(run)

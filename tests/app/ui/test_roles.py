@@ -172,7 +172,7 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
     csv = tmp_path / "new.csv"
     csv.write_text("text,label\nwhere is my card,card_arrival\nhow do I pay,pay\n")
     with (
-        auth.acting_as(auth.actor(team, "dana")),
+        auth.acting_as(auth.actor(team.db, team.settings.multi_user, "dana")),
         pytest.raises(
             PermissionError,
             match="dana is a designer: creating the project 'Falcon' needs the admin",
@@ -180,7 +180,7 @@ def test_an_import_that_would_create_a_project_needs_an_admin(team, tmp_path):
     ):
         io_svc.import_file(team.db, destination(team.db, "Falcon"), csv)
     assert "Falcon" not in project_svc.project_names(team.db)
-    with auth.acting_as(auth.actor(team, "admin")):
+    with auth.acting_as(auth.actor(team.db, team.settings.multi_user, "admin")):
         assert io_svc.import_file(team.db, destination(team.db, "Falcon"), csv).project == "Falcon"
 
 

@@ -56,7 +56,7 @@ def answered(team_server, tmp_path_factory):
     ctx = ServingState.open(replace(load_settings(team_server.data_dir), multi_user=True))
     team.assign(ctx.db, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
     said: dict[str, list[str]] = {"admin": [], "dana": []}
-    admin, dana = actor(ctx, "admin"), actor(ctx, "dana")
+    admin, dana = actor(ctx.db, True, "admin"), actor(ctx.db, True, "dana")
     for i, uid in enumerate(sorted(team.open_items(ctx.db, live(ctx, PROJECT, admin)))):
         mine = INTENTS[i % 3] if i < 12 else AGREED
         theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
