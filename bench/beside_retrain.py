@@ -343,15 +343,8 @@ def main() -> int:
         parser.error("the peer configuration needs --peer")
     cpu = cpu_name()
     print(f"CPU: {cpu}", flush=True)
-    results = []
+    results: list[dict[str, Any]] = []
     run = args.work / time.strftime("run-%Y%m%d-%H%M%S")
-    for name in configs:
-        code = (args.peer if name == "peer" else args.code).resolve()
-        source = template(args.work, code, args.data, trained=True, rebuild=args.rebuild)
-        data = fresh(source, run, name)
-        print(f"{name}: {code} ({commit_of(code)}), uptime: {uptime()}", flush=True)
-        results.append(run_config(name, code, data, args))
-    print_table(results, cpu)
     out = {
         "bench": "beside_retrain",
         "cpu": cpu,
@@ -360,7 +353,14 @@ def main() -> int:
         "configs": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2, default=str))
+    for name in configs:
+        code = (args.peer if name == "peer" else args.code).resolve()
+        source = template(args.work, code, args.data, trained=True, rebuild=args.rebuild)
+        data = fresh(source, run, name)
+        print(f"{name}: {code} ({commit_of(code)}), uptime: {uptime()}", flush=True)
+        results.append(run_config(name, code, data, args))
+        args.out.write_text(json.dumps(out, indent=2, default=str))  # what is done so far
+    print_table(results, cpu)
     print(json.dumps(out, default=str))
     return 0
 
