@@ -333,6 +333,10 @@ class Browser:
         self.bot = annotator.Annotator(self.page, delay=delay)
         self._round = itertools.cycle(annotator.ROUND)
         self._queries = itertools.cycle(annotator.FILTERS)
+        self._not_labels = (annotator.SKIP, annotator.DELETE, annotator.UNDO)
+        self._undo = annotator.UNDO
+        self._done: list[str] = []  # the keys that undo would take back, last first
+        self.kept = 0  # labels given and not undone (what the project counts as changed)
         self.stamps: list[float] = []  # the wall clock of each answer on screen
 
     def press(self) -> None:
@@ -340,6 +344,12 @@ class Browser:
         key = next(self._round)
         self.bot.press(key, next(self._queries) if key == "f" else "")
         self.stamps.append(time.time())
+        if key == self._undo:
+            undone = self._done.pop() if self._done else self._undo
+            self.kept -= undone not in self._not_labels
+        else:
+            self._done.append(key)
+            self.kept += key not in self._not_labels
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
