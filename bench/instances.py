@@ -16,10 +16,19 @@ errors, the speed-up over one instance of the same code) and the same as JSON.
 Goal: two instances >= 1.8x one, p95 <= 200 ms. It needs a quiet machine: the load generator,
 PostgreSQL and the instances share its cores (the table notes the load average before and after).
 
+``--cpu-quota CORES`` gives every instance the same CPU quota (each ``serve`` process and its
+children in a cgroup of its own: cgroups v2's ``cpu.max`` where the unified hierarchy has the
+``cpu`` controller, else v1's ``cpu.cfs_quota_us`` under ``/sys/fs/cgroup/cpu``; it needs root),
+so one instance at N cores is compared with two at N cores each while PostgreSQL, Redis, S3 and
+the load generator keep the rest of the machine: on a 2-core machine, ``--cpu-quota 0.4`` leaves
+them 1.2 cores. ``throttled`` is the share of the quota's periods in which an instance used its
+whole quota (near 100 %: the quota, not the app, bounds it).
+
 Usage (the peer is main before the change, in the same run):
     mkdir -p /tmp/peer-main && git archive <main before the change> | tar -x -C /tmp/peer-main
     python -m bench.instances --code /tmp/peer-main --code . --annotators 20 --projects 5
     python -m bench.instances --annotators 4 --projects 2 --seconds 5 --warmup 1  # a check
+    python -m bench.instances --code /work/peer --code . --cpu-quota 0.4   # equal CPU quotas
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import functools
 import json
 import os
 import random
@@ -135,8 +145,65 @@ def free_port() -> int:
     return port()
 
 
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def cpu_cgroup(name: str, cores: float) -> Path:
+    """A cgroup of its own limited to ``cores`` CPUs (v2's ``cpu.max``, else v1's CFS quota):
+    its ``cgroup.procs``, which a process joins by writing its pid there."""
+    period = 100_000
+    quota = max(1000, round(cores * period))
+    controllers = CGROUP / "cgroup.controllers"
+    if controllers.exists() and "cpu" in controllers.read_text().split():
+        (CGROUP / "cgroup.subtree_control").write_text("+cpu")
+        group = CGROUP / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.max").write_text(f"{quota} {period}")
+    elif (CGROUP / "cpu" / "cpu.cfs_quota_us").exists():
+        group = CGROUP / "cpu" / name
+        group.mkdir(exist_ok=True)
+        (group / "cpu.cfs_period_us").write_text(str(period))
+        (group / "cpu.cfs_quota_us").write_text(str(quota))
+    else:
+        raise RuntimeError("no writable cgroup cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us)")
+    return group / "cgroup.procs"
+
+
+def throttled_counts(procs: Path) -> tuple[int, int] | None:
+    """The cgroup's CFS periods so far and those in which it was throttled (its quota used up)."""
+    try:
+        lines = (procs.parent / "cpu.stat").read_text().splitlines()
+        stat = dict(line.split()[:2] for line in lines if line.strip())
+        return int(stat["nr_periods"]), int(stat["nr_throttled"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def throttled_share(now: tuple[int, int] | None, then: tuple[int, int] | None) -> float | None:
+    """The share of the periods between two counts in which the cgroup was throttled."""
+    if now is None or then is None:
+        return None
+    return (now[1] - then[1]) / max(1, now[0] - then[0])
+
+
+def join_cgroup(procs: Path) -> None:
+    """Move this process into the cgroup of ``procs`` (in a child, before it runs the app)."""
+    procs.write_text(str(os.getpid()))
+
+
+def remove_cgroup(procs: Path) -> None:
+    for _ in range(50):  # its processes may take a moment to be reaped
+        try:
+            procs.parent.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def start_instances(
-    code: Path, n: int, work: Path, env: dict[str, str]
+    code: Path, n: int, work: Path, env: dict[str, str], groups: list[Path] | None = None
 ) -> list[tuple[subprocess.Popen[bytes], str]]:
     started = []
     for i in range(n):
@@ -147,8 +214,15 @@ def start_instances(
         args = [sys.executable, "-m", "app", "--data-dir", str(folder / "data"), "serve"]
         args += ["--multi-user", "--host", "127.0.0.1", "--port", str(port)]
         args += ["--no-worker", "--no-demo"]
+        # the process joins its cgroup before it runs the app: its children too
+        join = functools.partial(join_cgroup, groups[i]) if groups else None
         proc = subprocess.Popen(
-            args, cwd=code, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
+            args,
+            cwd=code,
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            preexec_fn=join,
         )
         started.append((proc, f"http://127.0.0.1:{port}"))
     for (proc, _), i in zip(started, range(n), strict=True):
@@ -259,8 +333,18 @@ def run_one(
     if made.returncode:
         raise RuntimeError(f"setup failed:\n{made.stderr[-3000:]}")
     tokens = json.loads(made.stdout.strip().splitlines()[-1])
-    started = start_instances(code, n, work, env)
+    groups = [
+        cpu_cgroup(f"bench-instance-{os.getpid()}-{i}", args.cpu_quota)
+        for i in range(n if args.cpu_quota else 0)
+    ]
     try:
+        started = start_instances(code, n, work, env, groups)
+    except BaseException:
+        for g in groups:
+            remove_cgroup(g)
+        raise
+    try:
+        marks = [throttled_counts(g) for g in groups]
         load_before = os.getloadavg()[0]
         result = asyncio.run(
             label_loop(
@@ -273,12 +357,19 @@ def run_one(
             )
         )
         load_after = os.getloadavg()[0]
+        shares = [
+            throttled_share(throttled_counts(g), m) for g, m in zip(groups, marks, strict=True)
+        ]
     finally:
         stop([proc for proc, _ in started])
+        for g in groups:
+            remove_cgroup(g)
     return {
         "code": str(code),
         "instances": n,
         **result,
+        "cpu_quota": args.cpu_quota,
+        "throttled": [round(x, 2) for x in shares if x is not None],
         "load": f"{load_before:.1f}->{load_after:.1f}",
     }
 
@@ -288,16 +379,22 @@ def print_table(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         f"\n{args.annotators} annotators labelling through REST on {args.projects} projects of "
         f"{args.texts} utterances, {args.seconds:.0f} s each (after {args.warmup:.0f} s)\n"
     )
-    print("| code | instances | labels/s | p50 ms | p95 ms | p99 ms | errors | vs one | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    if args.cpu_quota:
+        print(f"Each instance limited to {args.cpu_quota:g} core (a cgroup's CPU quota)\n")
+    print(
+        "| code | instances | labels/s | p50 ms | p95 ms | p99 ms | errors | vs one | throttled "
+        "| load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     one = {r["code"]: r["labels_per_s"] for r in rows if r["instances"] == 1}
     for r in rows:
         base = one.get(r["code"])
         ratio = f"{r['labels_per_s'] / base:.2f}x" if base else "-"
         errors = ", ".join(f"{k}: {v}" for k, v in r["errors"].items()) or "0"
+        shares = " / ".join(f"{x:.0%}" for x in r.get("throttled") or []) or "-"
         print(
             f"| {r['code']} | {r['instances']} | {r['labels_per_s']} | {r['p50_ms']} | "
-            f"{r['p95_ms']} | {r['p99_ms']} | {errors} | {ratio} | {r['load']} |"
+            f"{r['p95_ms']} | {r['p99_ms']} | {errors} | {ratio} | {shares} | {r['load']} |"
         )
 
 
@@ -310,6 +407,9 @@ def main() -> int:
     parser.add_argument("--texts", type=int, default=300, help="utterances per project")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument(
+        "--cpu-quota", type=float, default=0.0, help="cores each instance may use (a cgroup)"
+    )
     parser.add_argument("--work", type=Path, help="keep the servers' folders here")
     args = parser.parse_args()
     codes = [c.resolve() for c in (args.code or [ROOT])]
