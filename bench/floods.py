@@ -51,7 +51,8 @@ def _team(data_dir: Path) -> tuple[Any, dict[str, str]]:
     new_project(ctx.db, PROJECT)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx.db, open_project(ctx.db, PROJECT), text, [intent])
+            p = open_project(ctx.db, PROJECT)
+            data_svc.add_utterance(ctx.db, p, text, [intent], create=True)
     return ctx, {name: auth.issue_token(ctx.db, name) for name in ("dana", "vic")}
 
 

@@ -116,6 +116,7 @@ def main() -> None:
                 open_project(ctx.db, "bench"),
                 f"I want to buy hoverboard model {i}",
                 [f"hoverboard_{i}"],
+                create=True,  # a new intent each time, on purpose
             )
             top = predict_one(ctx.live, open_project(ctx.db, "bench"), query)["top"]
             label_ms.append((time.perf_counter() - t) * 1000)

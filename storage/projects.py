@@ -17,6 +17,7 @@ from storage.errors import ConflictError, NotFoundError, ReadOnlyProjectError, S
 from storage.names import project_index, validate_intent_name, validate_project_name
 from storage.slices import slices
 from storage.tables import Intent, Label, LabelEvent, Project, Template, Utterance
+from storage.unknown_intents import check_known
 
 __all__ = ["validate_intent_name"]  # re-exported: imported from here by older callers
 
@@ -292,11 +293,20 @@ def _labels_of(s: Session, utterance_ids: list[int]) -> dict[int, list[str]]:
 
 
 def merge_intents(
-    s: Session, project_id: int, sources: list[str], target: str, *, user_id: int | None = None
+    s: Session,
+    project_id: int,
+    sources: list[str],
+    target: str,
+    *,
+    user_id: int | None = None,
+    create_missing: bool = True,
 ) -> int:
-    """Move every label of ``sources`` onto ``target`` (created if new) and delete the sources.
+    """Move every label of ``sources`` onto ``target`` (created if new and ``create_missing``,
+    else refused naming the nearest: :mod:`storage.unknown_intents`) and delete the sources.
     Returns the number of utterances relabelled. One undo batch."""
     target = validate_intent_name(target)
+    if not create_missing:
+        check_known(s, project_id, [target])
     target = project_index(s, project_id).find(target) or target  # Greet: into greet
     srcs = [i for i in (get_intent(s, project_id, n) for n in sources) if i.name != target]
     if not srcs:

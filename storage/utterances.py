@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.by_id import labels_of, utterances_by_id
 from storage.capacity import check_row_room
-from storage.errors import ConflictError, NotFoundError, StorageError, UnknownIntentError
-from storage.names import NameIndex
+from storage.errors import ConflictError, NotFoundError, StorageError
+from storage.names import OUT_OF_SCOPE, NameIndex
 from storage.projects import (
     _labels_of,
     create_intent,
@@ -28,6 +28,7 @@ from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
 from storage.texts import nfc, validate_context, validate_split, validate_text
+from storage.unknown_intents import unknown_intent
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,8 @@ def _resolve_intents(
 ) -> list[Intent]:
     """The intents ``names`` name: a name written another way (``Greet``, ``OUT-OF-SCOPE``) is
     the stored one (:class:`storage.names.NameIndex`); a new name is created when
-    ``create_missing``."""
+    ``create_missing``, else refused naming the nearest (:mod:`storage.unknown_intents`). The
+    reserved label is every project's: it is created when first used, asked or not."""
     known = intents_by_name(s, project_id)
     index: NameIndex | None = None
     out: list[Intent] = []
@@ -217,8 +219,8 @@ def _resolve_intents(
             index = index or NameIndex(known)  # built only when a name is not found as it is
             name = index.find(name) or validate_intent_name(name)
             if name not in known:
-                if not create_missing:
-                    raise UnknownIntentError(name)
+                if not create_missing and name != OUT_OF_SCOPE:
+                    raise unknown_intent(name, known)
                 known[name] = create_intent(s, project_id, name)
                 index.add(name)
         if known[name] not in out:

@@ -218,11 +218,14 @@ class BulkLabelIn(BaseModel):
     ``expected`` set to its ``change``): refused with 409, nothing changed, when the rows to
     change are no longer exactly those. Already labelled rows are left as they are unless
     ``relabel_labelled``; items you may not change now (a team's: given to annotators, waiting
-    for review, or accepted from their answers) always are, listed in ``protected``."""
+    for review, or accepted from their answers) always are, listed in ``protected``. An intent
+    the project does not have is refused (400, naming the closest ones) unless ``create`` is
+    true, as in ``/label``."""
 
     ids: list[Id] = Field(..., min_length=1, max_length=10_000)
     intents: list[str] = Field(default_factory=list, description="empty: remove the intents")
     relabel_labelled: bool = False
+    create: bool = Field(False, description="create intents the project does not have yet")
     preview: bool = False
     token: str | None = Field(None, description="the preview's `token` (to apply)")
     expected: list[Id] | None = Field(None, description="the preview's `change` (to apply)")

@@ -158,7 +158,12 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Editor) -> Any:
     ctx = context(request)
     if body.preview:
         plan = bulk_svc.plan_label(
-            ctx.db, p, body.ids, body.intents, relabel_labelled=body.relabel_labelled
+            ctx.db,
+            p,
+            body.ids,
+            body.intents,
+            relabel_labelled=body.relabel_labelled,
+            create=body.create,
         )
         return _bulk(plan, applied=False)
     with acting_as(p.actor):
@@ -170,6 +175,7 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Editor) -> Any:
             relabel_labelled=body.relabel_labelled,
             token=body.token,
             expected=body.expected,
+            create=body.create,
         )
     return _bulk(plan, applied=True, batch=plan.batch or None)
 

@@ -126,13 +126,17 @@ def apply(
     """Label exactly the preview whose ``token`` the page showed, as one batch: (the result, the
     preview to show now, the previews kept). ``showing``: what the screen shows now (as
     ``counted_for`` of :func:`preview`); ``recount``: the preview of that. Refused, changing
-    nothing: no token (a preview being counted: it shows when counted); then, with the preview
-    counted again, a token this session never showed, a screen that shows something else now
-    (a filter typed, another selection), or rows that changed since it was counted."""
+    nothing: no token (a preview being counted: it shows when counted; or a refusal, such as an
+    unknown intent, which the preview counted again shows); then, with the preview counted
+    again, a token this session never showed, a screen that shows something else now (a filter
+    typed, another selection), or rows that changed since it was counted."""
     kept = dict(previews or {})
     asked = kept.get(token or "")
-    if not token:  # the button said so: a toast would only repeat it
-        return (
+    if not token:
+        again, kept = recount(kept)
+        if "data-token" not in again:  # a refusal (an unknown intent): the preview says why
+            return problem("Nothing was labelled: the preview says why.", notify=False), again, kept
+        return (  # the button said so: a toast would only repeat it
             problem(
                 "The preview is still being counted: nothing was labelled. Check it when it "
                 "shows, then press Label again.",

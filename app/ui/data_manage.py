@@ -157,7 +157,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the intents, slots, import/export and project settings accordions. Returns their components and
     ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
     ``after_change(event)`` chains the refresh after an event that changed the project."""
-    with gr.Accordion("Intents", open=False):
+    with gr.Accordion("Intents", open=False, elem_id="intents-accordion"):
         intents_table = gr.Dataframe(
             headers=["id", "name", "description", "n_train", "n_test"], interactive=False
         )
@@ -178,9 +178,13 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
             i_describe = gr.Button("Save description")
         intent_status = gr.Markdown(elem_id="intent-status")
         with gr.Row():
-            m_sources = gr.Dropdown(label="Merge these intents", multiselect=True, choices=[])
-            m_target = gr.Dropdown(label="into", allow_custom_value=True, choices=[])
-            m_btn = gr.Button("Merge")
+            m_sources = gr.Dropdown(
+                label="Merge these intents", multiselect=True, choices=[], elem_id="merge-sources"
+            )
+            m_target = gr.Dropdown(
+                label="into", allow_custom_value=True, choices=[], elem_id="merge-into"
+            )
+            m_btn = gr.Button("Merge", elem_id="merge-intents")
 
     build_slots(ctx.db, project)
 

@@ -290,6 +290,7 @@ def build_data_tab(
                 multiselect=True,
                 allow_custom_value=True,
                 choices=[],
+                elem_id="edit-intents",
             )
             with gr.Row(equal_height=True):
                 e_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train", scale=2)
@@ -305,7 +306,11 @@ def build_data_tab(
             with gr.Accordion("Add an utterance", open=False):
                 a_text = gr.Textbox(label="Text", elem_id="add-text")
                 a_intents = gr.Dropdown(
-                    label="Intents", multiselect=True, allow_custom_value=True, choices=[]
+                    label="Intents",
+                    multiselect=True,
+                    allow_custom_value=True,
+                    choices=[],
+                    elem_id="add-intents",
                 )
                 a_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train")
                 add_btn = gr.Button("Add", variant="primary", elem_id="add-utterance")

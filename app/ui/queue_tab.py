@@ -245,13 +245,11 @@ def undo(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
 def take_match(live: LivePools, p: ProjectHandle, state: QueueSession, query: str) -> QueueView:
     """Enter in the filter (or a click on a match): take the intent that exactly ``query`` (the
     text typed when Enter was pressed) names, re-matched here, never a list shown earlier;
-    refused, nothing stored, when it is empty, matches nothing or ties (multi-label: tick it)."""
-    from core.labelling import best_match
-
-    names, err = attempt(lambda: data_svc.intent_names(live.db, p))
-    name, err = (None, err) if err else attempt(lambda: best_match(query or "", names or []))
+    refused, nothing stored, when it is empty, ties, or matches nothing (as any unknown name:
+    :func:`app.services.queue.queue.typed_intent`) (multi-label: tick it)."""
+    name, err = attempt(lambda: svc.typed_intent(live.db, p, query or ""))
     if name is None:
-        return render(live.db, p, state, refused(f"{err} Nothing was stored."))
+        return render(live.db, p, state, refused(err or ""))
     item = state.item
     if item is not None and item.multi_label:
         picked = state.picked if name in state.picked else (*state.picked, name)

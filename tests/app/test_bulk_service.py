@@ -25,7 +25,7 @@ def _mixed_selection(ctx, demo) -> tuple[list[int], dict[int, tuple[str, str]]]:
 
 def test_the_preview_counts_what_changes_and_what_is_protected(ctx, demo):
     ids, before = _mixed_selection(ctx, demo)
-    plan = bulk_svc.plan_label(ctx.db, demo, ids, ["lost_parcel"])
+    plan = bulk_svc.plan_label(ctx.db, demo, ids, ["lost_parcel"], create=True)
     assert plan.selected == len(ids) and len(plan.fresh) == 3 and len(plan.labelled) == 6
     assert plan.labelled_test == 2
     assert plan.change == plan.fresh
@@ -35,7 +35,7 @@ def test_the_preview_counts_what_changes_and_what_is_protected(ctx, demo):
 
 def test_labelled_rows_are_left_by_default_and_one_undo_reverts_the_batch(ctx, demo):
     ids, before = _mixed_selection(ctx, demo)
-    done = bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"])
+    done = bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"], create=True)
     after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
     assert all(after[i] == ("lost_parcel", "train") for i in done.fresh)  # joined the pool
     assert all(after[i] == before[i] for i in done.labelled)  # protected, test rows included
@@ -45,7 +45,9 @@ def test_labelled_rows_are_left_by_default_and_one_undo_reverts_the_batch(ctx, d
 
 def test_relabelling_labelled_rows_is_an_explicit_choice(ctx, demo):
     ids, before = _mixed_selection(ctx, demo)
-    done = bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"], relabel_labelled=True)
+    done = bulk_svc.label_many(
+        ctx.db, demo, ids, ["lost_parcel"], relabel_labelled=True, create=True
+    )
     assert len(done.change) == len(ids)
     after = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
     assert all(after[i][0] == "lost_parcel" for i in ids)
@@ -56,13 +58,15 @@ def test_relabelling_labelled_rows_is_an_explicit_choice(ctx, demo):
 
 def test_a_bulk_label_refuses_when_the_rows_to_change_are_not_the_previewed_ones(ctx, demo):
     ids, _ = _mixed_selection(ctx, demo)
-    plan = bulk_svc.plan_label(ctx.db, demo, ids, ["lost_parcel"])
+    plan = bulk_svc.plan_label(ctx.db, demo, ids, ["lost_parcel"], create=True)
     data_svc.label_utterance(ctx.db, demo, plan.fresh[0], ["track_order"])  # labelled meanwhile
     meanwhile = {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)}
     with pytest.raises(ValueError, match=r"preview said 3 row\(s\) would change; now 2"):
-        bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"], expected=plan.change)
+        bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"], expected=plan.change, create=True)
     assert {r["id"]: (r["intents"], r["split"]) for r in data_svc.table(ctx.db, demo)} == meanwhile
-    done = bulk_svc.label_many(ctx.db, demo, ids, ["lost_parcel"], expected=plan.change[1:])
+    done = bulk_svc.label_many(
+        ctx.db, demo, ids, ["lost_parcel"], expected=plan.change[1:], create=True
+    )
     assert done.change == plan.change[1:]
 
 

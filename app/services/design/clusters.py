@@ -146,24 +146,19 @@ def create_from_cluster(
         raise ValueError(
             f"Intent {name!r} already exists: pick it under 'Add to an existing intent' instead."
         )
-    return bulk.label_many(db, p, chosen, [name])
+    return bulk.label_many(db, p, chosen, [name], create=True)  # its explicit creation
 
 
 def add_to_intent(db: Database, p: ProjectHandle, ids: Sequence[int], intent: str) -> bulk.BulkPlan:
     """Give the chosen utterances of a cluster an existing intent, as one batch (one Undo).
 
     Raises:
-        ValueError: no examples chosen, or an intent the project does not have.
+        ValueError: no examples chosen, no intent, or an intent the project does not have
+            (named with the nearest: :mod:`storage.unknown_intents`).
     """
     chosen = _chosen(ids)
-    with db.session() as s:
-        existing = {i.name for i in list_intents(s, p.id)}
-    if not intent or intent not in existing:
-        raise ValueError(
-            f"No intent {intent!r} in this project: pick an existing one, or create a new one."
-            if intent
-            else "Pick the intent to add the examples to."
-        )
+    if not intent:
+        raise ValueError("Pick the intent to add the examples to.")
     return bulk.label_many(db, p, chosen, [intent])
 
 

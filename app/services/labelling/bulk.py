@@ -35,6 +35,7 @@ from storage.db import Database, Session
 from storage.errors import ConflictError, NotFoundError, StorageError
 from storage.faults import fault_point
 from storage.names import project_index
+from storage.unknown_intents import check_known
 
 logger = logging.getLogger(__name__)
 
@@ -133,17 +134,19 @@ class BulkPlan:
         return "; ".join(parts) + "."
 
 
-def _plan(
-    s: Session, p: ProjectHandle, ids: Sequence[int], target: list[str], relabel_labelled: bool
-) -> BulkPlan:
-    return _plan_versions(s, p, ids, target, relabel_labelled)[0]
-
-
 def _plan_versions(
-    s: Session, p: ProjectHandle, ids: Sequence[int], target: list[str], relabel_labelled: bool
+    s: Session,
+    p: ProjectHandle,
+    ids: Sequence[int],
+    target: list[str],
+    relabel_labelled: bool,
+    create: bool = False,
 ) -> tuple[BulkPlan, dict[int, int]]:
     """The plan, and the version of each row it read (a later chunk writes a row only if it is
-    still at that version)."""
+    still at that version). An intent the project does not have is refused naming the nearest,
+    unless ``create`` (:mod:`storage.unknown_intents`): before the preview, not at Label."""
+    if not create:
+        check_known(s, p.id, target)
     rows = repo.rows_by_id(s, p.id, list(dict.fromkeys(ids)))
     known = project_index(s, p.id)  # "Greet" names the intent greet: rows with it are done
     wanted = tuple(sorted({known.find(name) or name for name in target}))
@@ -173,10 +176,12 @@ def plan_label(
     labels: str | list[str] | None,
     *,
     relabel_labelled: bool = False,
+    create: bool = False,
 ) -> BulkPlan:
     """What :func:`label_many` would do, without doing it (the preview)."""
     with db.session() as s:
-        return _plan(s, p, utterance_ids, parse_label_input(labels), relabel_labelled)
+        target = parse_label_input(labels)
+        return _plan_versions(s, p, utterance_ids, target, relabel_labelled, create)[0]
 
 
 def label_many(
@@ -189,10 +194,12 @@ def label_many(
     token: str | None = None,
     expected: Sequence[int] | None = None,
     all_or_nothing: bool = False,
+    create: bool = False,
 ) -> BulkPlan:
     """Label a selection as one batch (one Undo reverts all of it). Already labelled utterances
     are left as they are unless ``relabel_labelled``; items the user may not change now always.
-    Returns what was done (its ``change``: the rows changed).
+    Returns what was done (its ``change``: the rows changed). An intent the project does not
+    have is refused naming the nearest, unless ``create`` (:mod:`storage.unknown_intents`).
 
     ``token``: the :attr:`BulkPlan.token` of the preview shown (or ``expected``: the ids it said
     would change); when given, anything else is refused and nothing changes. ``all_or_nothing``:
@@ -217,19 +224,19 @@ def label_many(
     batch = str(uuid.uuid4())
     with writing(db, p) as s:
         plan, versions = _checked(
-            s, p, utterance_ids, target, relabel_labelled, token, expected, all_or_nothing
+            s, p, utterance_ids, target, relabel_labelled, token, expected, all_or_nothing, create
         )
         todo = list(plan.change)
         size = max(1, len(todo)) if all_or_nothing else CHUNK_ROWS
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)] or [[]]
-        done = _write(s, p, plan.target, chunks[0], versions, batch)
+        done = _write(s, p, plan.target, chunks[0], versions, batch, create)
     for n, chunk in enumerate(chunks[1:], start=2):
         time.sleep(CHUNK_PAUSE_S)  # let the saves that waited in
         fault_point("bulk.next_chunk")  # a crash test's kill -9, with a chunk committed
         try:
             p = open_project(db, p.id, p.actor, need=EDIT.role)  # left, or deleted, meanwhile?
             with writing(db, p) as s:
-                done = _add(done, _write(s, p, plan.target, chunk, versions, batch))
+                done = _add(done, _write(s, p, plan.target, chunk, versions, batch, create))
         except (StorageError, PermissionError) as exc:
             raise type(exc)(
                 f"{exc} The bulk label stopped after {len(done.changed)} of {len(todo)} row(s) "
@@ -256,6 +263,7 @@ def _checked(
     token: str | None,
     expected: Sequence[int] | None,
     all_or_nothing: bool,
+    create: bool = False,
 ) -> tuple[BulkPlan, dict[int, int]]:
     """The plan of the change as the rows are now (in the write transaction) and the versions
     of its rows, refused when it is not what the preview said (a previewed row deleted since
@@ -266,7 +274,7 @@ def _checked(
             "`token` it answers. Nothing was changed."
         )
     try:
-        plan, versions = _plan_versions(s, p, ids, target, relabel_labelled)
+        plan, versions = _plan_versions(s, p, ids, target, relabel_labelled, create)
     except NotFoundError as exc:
         if token is None and expected is None:
             raise
@@ -295,10 +303,13 @@ def _write(
     ids: list[int],
     versions: dict[int, int],
     batch: str,
+    create: bool = False,
 ) -> Labelled:
     """Label ``ids`` where they are still at the version the plan read."""
     chunk = {i: versions[i] for i in ids}
-    return label_rows(s, p.id, chunk, list(target), batch=batch, user_id=p.actor.id)
+    return label_rows(
+        s, p.id, chunk, list(target), batch=batch, user_id=p.actor.id, create_missing_intents=create
+    )
 
 
 def _add(a: Labelled, b: Labelled) -> Labelled:

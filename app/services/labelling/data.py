@@ -7,7 +7,6 @@ and changes it only through :func:`app.access.writing`, where the item rule is a
 
 from __future__ import annotations
 
-import difflib
 import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from storage import projects as repo_projects
 from storage import utterances as repo
 from storage.db import Database, Session
 from storage.deleted import delete_utterance as delete_kept
-from storage.errors import NotFoundError, UnknownIntentError
+from storage.errors import NotFoundError
 from storage.texts import is_blank
 
 COLUMNS = ["id", "text", "intents", "split", "version"]
@@ -119,8 +118,11 @@ def add_utterance(
     split: str = "train",
     *,
     context: str = "",
+    create: bool = False,
 ) -> dict[str, Any]:
-    """Add an utterance (``context``: the turn before it, ``""`` for none)."""
+    """Add an utterance (``context``: the turn before it, ``""`` for none). An intent the
+    project does not have is refused naming the nearest, unless ``create``
+    (:mod:`storage.unknown_intents`)."""
     with writing(db, p) as s:
         row = repo.add_utterance(
             s,
@@ -130,18 +132,9 @@ def add_utterance(
             split=split,
             user_id=p.actor.id,
             context=context,
+            create_missing_intents=create,
         )
     return asdict(row)
-
-
-def _closest(s: Session, project_id: int, name: str) -> str:
-    names = sorted(repo_projects.intents_by_name(s, project_id))
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    if close:
-        return f" Did you mean {', '.join(repr(c) for c in close)}?"
-    return (
-        f" The project has {len(names)} intent(s)." if names else " The project has no intent yet."
-    )
 
 
 def label_text(
@@ -164,42 +157,38 @@ def label_text(
     first.
 
     Raises:
-        ValueError: an unknown intent and not ``create``; nothing was changed.
+        UnknownIntentError: an unknown intent and not ``create``; nothing was changed.
         ConflictError: ``expected_version`` is not the row's now; nothing was changed.
     """
     names = parse_label_input(labels)
     with writing(db, p) as s:
-        try:
-            existing = repo.find_by_text(s, p.id, text)
-            if existing is None and expected_version is not None:
-                raise repo.ConflictError(
-                    f"{text!r} is no longer in the project (deleted, or its text edited, since "
-                    "you read it); nothing was changed."
-                )
-            if existing is None:
-                row = repo.add_utterance(
-                    s,
-                    p.id,
-                    text,
-                    names,
-                    split=split,
-                    user_id=p.actor.id,
-                    create_missing_intents=create,
-                )
-            else:
-                row = repo.set_labels(
-                    s,
-                    p.id,
-                    existing,
-                    names,
-                    split=split or None,
-                    user_id=p.actor.id,
-                    create_missing_intents=create,
-                    expected_version=expected_version,
-                )
-        except UnknownIntentError as exc:
-            hint = _closest(s, p.id, exc.name) + " Nothing was changed."
-            raise UnknownIntentError(exc.name, hint) from None
+        existing = repo.find_by_text(s, p.id, text)
+        if existing is None and expected_version is not None:
+            raise repo.ConflictError(
+                f"{text!r} is no longer in the project (deleted, or its text edited, since "
+                "you read it); nothing was changed."
+            )
+        if existing is None:
+            row = repo.add_utterance(
+                s,
+                p.id,
+                text,
+                names,
+                split=split,
+                user_id=p.actor.id,
+                create_missing_intents=create,
+            )
+        else:
+            row = repo.set_labels(
+                s,
+                p.id,
+                existing,
+                names,
+                split=split or None,
+                user_id=p.actor.id,
+                create_missing_intents=create,
+                expected_version=expected_version,
+            )
     return asdict(row)
 
 
@@ -214,6 +203,7 @@ def label_in(
     text: str | None = None,
     batch: str | None = None,
     confirm_test: bool = True,
+    create: bool = False,
 ) -> repo.UtteranceRow:
     """:func:`label_utterance` within the caller's transaction (one opened by
     :func:`app.access.writing`)."""
@@ -232,7 +222,14 @@ def label_in(
             f"(now: {current.text!r}); reload and try again."
         )
     return repo.set_labels(
-        s, p.id, utterance_id, names, split=split or None, user_id=p.actor.id, batch=batch
+        s,
+        p.id,
+        utterance_id,
+        names,
+        split=split or None,
+        user_id=p.actor.id,
+        batch=batch,
+        create_missing_intents=create,
     )
 
 
@@ -247,12 +244,14 @@ def label_utterance(
     text: str | None = None,
     batch: str | None = None,
     confirm_test: bool = True,
+    create: bool = False,
 ) -> dict[str, Any]:
     """Set an utterance's intents (and optionally its text and split) in one transaction, by the
     one labelling rule (:func:`storage.utterances.labelled_split`): an utterance that gets an
     intent leaves `unlabelled` for `train` unless `test` was chosen, so it joins the pool at once.
     Screens where one click could change a test row pass ``confirm_test`` as the person's
-    explicit confirmation (:func:`refuse_unconfirmed_test_change`)."""
+    explicit confirmation (:func:`refuse_unconfirmed_test_change`). An intent the project does
+    not have is refused naming the nearest, unless ``create`` (:mod:`storage.unknown_intents`)."""
     names = parse_label_input(labels)
     with writing(db, p) as s:
         row = label_in(
@@ -265,6 +264,7 @@ def label_utterance(
             text=text,
             batch=batch,
             confirm_test=confirm_test,
+            create=create,
         )
     return asdict(row)
 
@@ -362,9 +362,15 @@ def rename_intent(db: Database, p: ProjectHandle, old: str, new: str) -> str:
         return repo_projects.rename_intent(s, p.id, old, new).name
 
 
-def merge_intents(db: Database, p: ProjectHandle, sources: list[str], target: str) -> int:
+def merge_intents(
+    db: Database, p: ProjectHandle, sources: list[str], target: str, *, create: bool = False
+) -> int:
+    """Merge ``sources`` into ``target``: an intent of the project, or a new one if ``create``
+    (else refused naming the nearest: :mod:`storage.unknown_intents`)."""
     with writing(db, p) as s:
-        return repo_projects.merge_intents(s, p.id, sources, target, user_id=p.actor.id)
+        return repo_projects.merge_intents(
+            s, p.id, sources, target, user_id=p.actor.id, create_missing=create
+        )
 
 
 def delete_intent(db: Database, p: ProjectHandle, name: str) -> int:

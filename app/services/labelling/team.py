@@ -36,6 +36,7 @@ from storage.db import Database, Session
 from storage.errors import NotFoundError
 from storage.guard import ItemLockedError
 from storage.members import member_role
+from storage.unknown_intents import check_known
 from storage.users import active_user, list_users
 from storage.utterances import list_utterances
 
@@ -211,6 +212,7 @@ def submit_in(
     if OUT_OF_SCOPE in names:
         action, names = "oos", []
     for_purpose(s, p, "answer")
+    check_known(s, p.id, names)  # an answer names intents of the project, as any label does
     item = repo.team_items(s, p.id, [utterance_id]).get(utterance_id)
     why = item_refusal(p.actor.id, p.role, item, "answer")
     if why is not None or item is None or p.actor.id is None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.access import ProjectHandle
+from app.services.labelling import data as data_svc
 from app.services.labelling import team as team_svc
 from app.services.queue.queue_answers import (
     ACTIONS,
@@ -49,6 +50,7 @@ from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.db import Database
+from storage.unknown_intents import unknown_intent
 from storage.utterances import UtteranceRow, count_utterances, list_utterances
 
 __all__ = [  # the orders are queue_order's, named here too: the queue's callers use one module
@@ -72,6 +74,7 @@ __all__ = [  # the orders are queue_order's, named here too: the queue's callers
     "next_item",
     "order",
     "read_ahead",
+    "typed_intent",
     "undo_answer",
 ]
 
@@ -232,6 +235,26 @@ def next_item(
                 return found, left
         left = order(live, p, how, near=near, exclude=exclude, limit=chunk)
     return None, []
+
+
+def typed_intent(db: Database, p: ProjectHandle, query: str) -> str:
+    """The intent a typed ``query`` names (:func:`core.labelling.best_match`: the one match
+    better than every other); a query that matches no name is refused as any unknown name is,
+    naming the nearest (:mod:`storage.unknown_intents`).
+
+    Raises:
+        UnknownIntentError: nothing matches. ValueError: an empty query, or a tie. Each says
+            nothing was stored.
+    """
+    from core.labelling import best_match, clean_query, match_intents
+
+    names = data_svc.intent_names(db, p)
+    if clean_query(query) and not match_intents(query, names, limit=1):
+        raise unknown_intent(clean_query(query), names, after=" Nothing was stored.")
+    try:
+        return best_match(query, names)
+    except ValueError as exc:
+        raise ValueError(f"{exc} Nothing was stored.") from None
 
 
 def remaining(db: Database, p: ProjectHandle) -> int:

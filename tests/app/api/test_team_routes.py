@@ -40,7 +40,7 @@ def test_a_bulk_label_applies_what_its_preview_said_and_one_undo_reverts_it(clie
     labelled = client.post(
         f"{DEMO}/label", json={"text": "my parcel is late", "intents": ["track_order"]}
     ).json()["id"]
-    body = {"ids": [*ids.values(), labelled], "intents": ["lost_parcel"]}
+    body = {"ids": [*ids.values(), labelled], "intents": ["lost_parcel"], "create": True}
 
     r = client.post(f"{DEMO}/label/bulk", json=body)
     assert r.status_code == 422 and "preview first" in r.json()["error"]

@@ -108,7 +108,7 @@ def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
 
 def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(ctx, demo):
     row = next(r for r in _rows(ctx, demo) if r["split"] == "test")
-    other = "greet" if row["intents"] != ["greet"] else "goodbye"
+    other = "track_order" if row["intents"] != ["track_order"] else "refund_status"
     args = (ctx.db, demo, row["id"], row["version"])
     refused = data_tab.save(*args, row["text"], [other], "test", False, "local")
     assert "is a test utterance" in refused and "Tick" in refused

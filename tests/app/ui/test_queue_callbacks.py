@@ -78,7 +78,7 @@ def test_the_filter_finds_an_intent_and_enter_takes_it(ctx, demo):
 def test_a_typed_text_that_names_no_single_intent_stores_nothing(ctx, demo):
     out = queue_tab.start(ctx.live, demo, "file", None)
     uid = out.state.item.id
-    for typed, why in (("zzzz", "No intent matches 'zzzz'"), ("", "Type part"), ("/", "Type part")):
+    for typed, why in (("zzzz", "Unknown intent 'zzzz'"), ("", "Type part"), ("/", "Type part")):
         refused = queue_tab.take_match(ctx.live, demo, out.state, typed)
         said = html.unescape(refused.message)
         assert why in said and "Nothing was stored" in said
