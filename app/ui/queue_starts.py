@@ -10,6 +10,7 @@ session hash, a bounded table in memory: it only orders the starts of pages that
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 
@@ -19,6 +20,20 @@ TICKET_JS = (
     "(...args) => [...args.slice(0, -1),"
     " (window.__studioQueueStarts = (window.__studioQueueStarts || 0) + 1)]"
 )
+
+
+def start_js(loading: str) -> str:
+    """A start's ``js``: its number (:data:`TICKET_JS`), and the card says ``loading`` at once,
+    never what the last order left on it ("nothing left" included) while the new one is
+    computed."""
+    return (
+        "(...args) => { const c = document.querySelector('#queue-card [data-item]');"
+        " if (c) { c.className = 'queue-card queue-empty queue-loading'; c.dataset.item = 'none';"
+        f" c.textContent = {json.dumps(loading)}; }}"
+        f" return ({TICKET_JS})(...args); }}"
+    )
+
+
 PAGES = 10_000  # pages remembered (the oldest forgotten first)
 
 _newest: OrderedDict[str, float] = OrderedDict()

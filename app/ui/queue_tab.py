@@ -24,6 +24,7 @@ from app.ui.guard import guarded
 from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_view import (
     HISTORY,
+    LOADING,
     MINE_SAYS,
     Answered,
     QueueSession,
@@ -291,7 +292,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
         start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
         ticket = gr.Number(0, visible=False)  # the page's number for a start (queue_starts.py)
-    card = gr.HTML(_card(None, 0), elem_id="queue-card")
+    card = gr.HTML(_card(None, 0, loading=True), elem_id="queue-card")
     with gr.Row(equal_height=True):
         buttons, examples = [], []
         for i in range(svc.SUGGESTIONS):
@@ -348,7 +349,8 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
     started = bind(start, live)
     start_in = [project, how, near, ticket]
-    start_btn.click(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
+    start_js = starts.start_js(LOADING)
+    start_btn.click(started, start_in, outputs, js=start_js, **quiet)
     how.change(bind(near_choices, live.db), [how, project], [near, message], **quiet)
     changes = [
         button.click(write(bind(suggestion, live, i)), [project, state], outputs, **answers_kw)
@@ -375,7 +377,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
             write(bind(take_match, live)), [project, state, query], outputs, js=typed, **answers_kw
         )
     )
-    project.change(started, start_in, outputs, js=starts.TICKET_JS, **quiet)
+    project.change(started, start_in, outputs, js=start_js, **quiet)
     return {
         "start": (started, start_in, outputs),  # the page load's: number 0, older than any
         "js": keys_js(),

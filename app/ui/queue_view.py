@@ -24,6 +24,9 @@ from app.ui.common import attempt, md_text, problem
 from storage.db import Database
 
 _RENDERS = itertools.count(1)  # every card's data-seq (render)
+# What the card says until the server's answer to a start shows (the page's own first card, a
+# Start / reorder, another project): never "nothing left", which only a known empty queue says.
+LOADING = "Loading the next card: the model scores the utterances waiting for a label…"
 MINE_SAYS = "These are your answers under review: a reviewer who did not answer decides each."
 HISTORY = 200  # answers (and skips) of a session kept for undo and the labels/min
 
@@ -96,11 +99,15 @@ def _card(
     how: str = "",
     intents: Sequence[str] = (),
     skipped: int = 0,
+    loading: bool = False,
 ) -> str:
     """The card, carrying the project's ``intents`` (``data-intents``, JSON): the page matches
-    the filter's text among them at each key (assets/queue_keys.js)."""
+    the filter's text among them at each key (assets/queue_keys.js). ``loading``: no answer
+    from the queue yet (:data:`LOADING`)."""
     names = html.escape(json.dumps(list(intents), ensure_ascii=False), quote=True)
     div = f"<div class='queue-card{{}}' data-item='{{}}' data-seq='{seq}' data-intents='{names}'>"
+    if loading:
+        return div.format(" queue-empty queue-loading", "none") + f"{LOADING}</div>"
     if item is None and empty_project:  # a new project: the way in is the import
         return (
             div.format(" queue-empty", "none")
