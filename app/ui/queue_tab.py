@@ -23,6 +23,7 @@ from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
 from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_view import (
+    ENTER_TAKES,
     HISTORY,
     LOADING,
     MINE_SAYS,
@@ -168,9 +169,14 @@ def suggestion(live: LivePools, index: int, p: ProjectHandle, state: QueueSessio
 
 
 def enter(live: LivePools, p: ProjectHandle, state: QueueSession) -> QueueView:
+    """``Enter``: the first suggestion; on a card flagged out of scope, out of scope (the card
+    and the keys say so: :attr:`app.services.queue.queue.QueueItem.enter_is_out_of_scope`);
+    multi-label: the ticked intents."""
     item = state.item
     if item is not None and item.multi_label:
         return act(live, "take", p, state, list(state.picked))
+    if item is not None and item.enter_is_out_of_scope:
+        return act(live, "oos", p, state, [])
     if item is None or not item.first_choice:
         return render(live.db, p, state, refused("No suggestion yet: type an intent's name."))
     return act(live, "take", p, state, [item.first_choice])
@@ -320,7 +326,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
         # the intents the text matches, filled in by the page at each key (queue_keys.js)
         gr.HTML("", elem_id="queue-matches", scale=3)
     with gr.Row(elem_id="queue-keys"):
-        enter_btn = gr.Button("Enter · take 1", elem_id="queue-enter", size="sm")
+        enter_btn = gr.Button(ENTER_TAKES, elem_id="queue-enter", size="sm")
         test_btn = gr.Button("⇧Enter · 1 to test", elem_id="queue-test", size="sm")
         oos_btn = gr.Button(f"0 · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
         none_btn = gr.Button("- · no intent", elem_id="queue-none", size="sm")
@@ -335,7 +341,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     gr.Markdown(HELP, elem_classes=["queue-help"])
 
     # The message first: a refused write (a viewer) shows its refusal there.
-    outputs = [message, state, card, *buttons, *examples, picked, progress]
+    outputs = [message, state, card, *buttons, *examples, picked, progress, enter_btn, oos_btn]
 
     def write(fn: Any) -> Any:
         return guarded(LABEL, outputs=len(outputs), notify=False)(fn)

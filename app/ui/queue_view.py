@@ -27,6 +27,7 @@ _RENDERS = itertools.count(1)  # every card's data-seq (render)
 # What the card says until the server's answer to a start shows (the page's own first card, a
 # Start / reorder, another project): never "nothing left", which only a known empty queue says.
 LOADING = "Loading the next card: the model scores the utterances waiting for a label…"
+ENTER_TAKES = "Enter · take 1"  # the Enter key's button, unless the card is out of scope
 MINE_SAYS = "These are your answers under review: a reviewer who did not answer decides each."
 HISTORY = 200  # answers (and skips) of a session kept for undo and the labels/min
 
@@ -83,6 +84,8 @@ class QueueView(NamedTuple):
     example3: Any
     picked: Any
     progress: str
+    enter_key: Any  # what Enter answers on this card
+    oos_key: Any
 
 
 def refused(message: str) -> str:
@@ -128,10 +131,16 @@ def _card(
         )
     note = ""
     if item.out_of_scope and how != svc.MINE:  # no key of hers decides there
+        keys = (
+            f"<code>Enter</code> (or <code>0</code>) labels it {svc.OUT_OF_SCOPE}; "
+            "<code>1</code>-<code>3</code> take an intent."
+            if item.enter_is_out_of_scope
+            else f"<code>0</code> labels it {svc.OUT_OF_SCOPE}; <code>Enter</code> or "
+            "<code>1</code>-<code>3</code> take an intent."
+        )
         note = (
             "<div class='queue-oos'>Looks out of scope: no intent reaches its threshold "
-            f"({item.threshold or 0:.2f}). <code>0</code> labels it {svc.OUT_OF_SCOPE}; "
-            "<code>Enter</code> or <code>1</code>-<code>3</code> take an intent.</div>"
+            f"({item.threshold or 0:.2f}). {keys}</div>"
         )
     if item.answers:  # a disagreement to settle: who said what
         said = " · ".join(f"<b>{html.escape(a)}</b>" for a in item.answers)
@@ -212,16 +221,17 @@ def render(
     state = state.but(seq=next(_RENDERS))
     item = state.item
     suggestions = item.suggestions if item else ()
+    oos = bool(item and item.enter_is_out_of_scope)
     keys, examples = [], []
     for i in range(3):  # the tab's three keys (svc.SUGGESTIONS)
         if i < len(suggestions):
             s = suggestions[i]
             ticked = "✓ " if s.intent in state.picked else ""
-            keys.append(  # Enter's answer is the orange one: always the first suggestion
+            keys.append(  # Enter's answer is the orange one: the first, or out of scope
                 gr.update(
                     value=f"{i + 1} · {ticked}{s.intent} · {s.score:.2f}",
                     visible=True,
-                    variant="primary" if i == 0 else "secondary",
+                    variant="primary" if i == 0 and not oos else "secondary",
                 )
             )
             examples.append(gr.update(value=f"“{md_text(s.example)}”", visible=True))
@@ -254,4 +264,6 @@ def render(
         examples[2],
         picked,
         _progress(db, p, state) if p is not None else "",
+        gr.update(value=f"Enter · {svc.OUT_OF_SCOPE}" if oos else ENTER_TAKES),
+        gr.update(variant="primary" if oos else "secondary"),
     )

@@ -98,14 +98,17 @@ class Annotator:
         card = self.card()
         assert card.id != "none", "the queue ran dry"
         self.flagged += card.out_of_scope
-        if card.out_of_scope:  # the hint names the key of its own, never Enter's
+        if card.out_of_scope:  # the hint says Enter follows it (issue 65, item 5)
             note = self.page.inner_text("#queue-card .queue-oos")
-            assert "0 labels it out_of_scope" in note and "Enter or 1-3 take an intent" in note
+            assert "Enter (or 0) labels it out_of_scope" in note, note
         meant: dict[str, tuple[str, str] | None] = {
             "1": (card.suggestions[0], "train"),
             "2": (card.suggestions[1], "train"),
             "3": (card.suggestions[2], "train"),
-            "Enter": (card.suggestions[0], "train"),  # even on a card that looks out of scope
+            # on a card that looks out of scope, Enter follows the flag
+            "Enter": ("out_of_scope", "train")
+            if card.out_of_scope
+            else (card.suggestions[0], "train"),
             TEST: (card.suggestions[0], "test"),
             NONE: ("", "train"),
             OOS: ("out_of_scope", "train"),

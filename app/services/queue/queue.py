@@ -109,9 +109,17 @@ class QueueItem:
 
     @property
     def first_choice(self) -> str | None:
-        """What ``Enter`` and ``t`` take (single-label): the top suggestion, always; out of scope
-        has a key of its own (``0``), so a doubtful threshold never turns Enter into it."""
+        """The top suggestion (single-label): what key ``1`` and ``Shift+Enter`` take, and
+        ``Enter`` unless :attr:`enter_is_out_of_scope`."""
         return self.suggestions[0].intent if self.suggestions else None
+
+    @property
+    def enter_is_out_of_scope(self) -> bool:
+        """Whether ``Enter`` answers out of scope: the card is flagged so (and says it), and no
+        annotators' answers wait to be settled (a dispute: Enter takes the first answer). A
+        newcomer's first Enter on "thanks for your help!" followed the card's top suggestion
+        (product_availability, 0.25) while the card said it looked out of scope (issue 65)."""
+        return self.out_of_scope and not self.multi_label and not self.answers
 
 
 def item(

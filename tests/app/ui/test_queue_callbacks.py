@@ -53,8 +53,8 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ctx
     out = queue_tab.undo(ctx.live, demo, out.state)  # the skip
     assert out.message.endswith(f"Undid: #{second.id} skipped.")
     assert out.state.item.id == second.id
-    out = queue_tab.undo(ctx.live, demo, out.state)  # the label
-    want = first.suggestions[0].intent
+    out = queue_tab.undo(ctx.live, demo, out.state)  # the label (Enter's: the flag's, if any)
+    want = "out_of_scope" if first.enter_is_out_of_scope else first.suggestions[0].intent
     assert out.message.endswith(f"Undid: #{first.id} labelled {want}.")
     assert out.state.item.id == first.id
     assert _row(ctx, demo, first.id)["split"] == "unlabelled"
@@ -152,23 +152,29 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(ctx, demo):
 
 
 def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(ctx, demo):
+    """Issue 65, item 5: the demo's first card ("thanks for your help!") is flagged out of scope,
+    yet Enter took its first suggestion (product_availability, 0.25), the orange key: a
+    newcomer's first key stored a wrong label. On a flagged card Enter follows the flag: the
+    card says so and the out-of-scope key is the orange one; ``1`` and ``Shift+Enter`` still
+    take the first suggestion."""
     state = queue_tab.start(ctx.live, demo, "file", None).state
     for oos in (False, True):
         item = dataclasses.replace(state.item, out_of_scope=oos, threshold=0.9)
         out = queue_tab.render(ctx.db, demo, state.but(item=item))
+        first = "secondary" if oos else "primary"
         assert [b["variant"] for b in (out.key1, out.key2, out.key3)] == [
-            "primary",
+            first,
             "secondary",
             "secondary",
         ]
+        assert out.oos_key["variant"] == ("primary" if oos else "secondary")
+        assert out.enter_key["value"] == ("Enter · out_of_scope" if oos else "Enter · take 1")
         assert ("Looks out of scope" in out.card) is oos
-        assert ("<code>0</code> labels it out_of_scope" in out.card) is oos
-    # on a card that looks out of scope, Enter and Shift+Enter still take suggestion 1; 0 takes
-    # out_of_scope
-    first = state.item.suggestions[0].intent
+        said = "<code>Enter</code> (or <code>0</code>) labels it out_of_scope"
+        assert (said in out.card) is oos
     flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
     out = queue_tab.enter(ctx.live, demo, flagged)
-    assert _row(ctx, demo, state.item.id)["intents"] == first
+    assert _row(ctx, demo, state.item.id)["intents"] == "out_of_scope", out.message
     item = out.state.item
     flagged = out.state.but(item=dataclasses.replace(item, out_of_scope=True, threshold=0.9))
     out = queue_tab.answer_with(ctx.live, "test", demo, flagged)
