@@ -8,10 +8,16 @@ where every answer was the same (everyone agreed on every item: κ has no chance
 correct for) a grey striped bar reaches 1, "all N agree"; where too few items were answered by
 both there is no bar, and the row says so.
 
+Every row says its value in words at :data:`TEXT_PX` (a text trace per panel, not the bars' own
+text, which Plotly shrank to fit a short bar, to about 7 px, and hid in a bar of κ = 0.00, the
+rows a reviewer most needs: issue 65): beside the bar's end, or beside 0 for a bar that is
+short or negative, and inside the end of a long bar, with a white halo that reads over any
+colour.
+
 Example:
     >>> fig = agreement_chart([("ann – bob", "κ", 0.62, 40, 30)], [("card_arrival", "κ", 0.3, 12, 7)])
-    >>> [list(t.y) for t in fig.data]
-    [['ann – bob'], ['card_arrival']]
+    >>> [(t.type, list(t.y)) for t in fig.data]
+    [('bar', ['ann – bob']), ('scatter', ['ann – bob']), ('bar', ['card_arrival']), ('scatter', ['card_arrival'])]
 """
 
 from __future__ import annotations
@@ -33,6 +39,10 @@ BANDS = (
 )
 # The intents drawn (lowest agreement first): those past it agree better than every one drawn.
 INTENTS_SHOWN = 25
+TEXT_PX = 12  # each row's value in words
+INSIDE_FROM = 0.6  # a bar this long holds its text (at its end); a shorter one has it beside
+HALO = ", ".join(f"{x}px {y}px 1px #fff" for x, y in ((1, 0), (-1, 0), (0, 1), (0, -1)))
+_GAP = "\u2002"  # an en space between a bar's end and the text beside it
 
 
 def band(value: float) -> tuple[str, str]:
@@ -75,15 +85,13 @@ def said(stat: str, value: float | None, items: int, agreed: int) -> str:
 
 def _bars(rows: Sequence[Row]) -> go.Bar:
     """One horizontal bar per row; where the value is undefined, a grey striped bar to 1 when
-    everyone agreed, else none, with the reason written beside the row."""
-    x, colour, stripe, where, what = [], [], [], [], []
+    everyone agreed, else none. Its words are :func:`_words`' (the bar keeps them for hover)."""
+    x, colour, stripe, what = [], [], [], []
     for _, _, v, n, same in rows:
         full = unanimous(v, n, same)
         x.append(1.0 if full else 0.0 if v is None else float(v))
         colour.append(UNANIMOUS if v is None else band(v)[1])
         stripe.append("/" if full else "")
-        # a reason stays readable: inside a striped bar, beside an absent one
-        where.append("inside" if full else "outside" if v is None else "auto")
         what.append("all agree" if full else "–" if v is None else band(v)[0])
     return go.Bar(
         x=x,
@@ -91,11 +99,41 @@ def _bars(rows: Sequence[Row]) -> go.Bar:
         orientation="h",
         marker={"color": colour, "pattern": {"shape": stripe, "fgcolor": "#888888"}},
         text=[said(stat, v, n, same) for _, stat, v, n, same in rows],
-        textposition=where,
-        insidetextanchor="middle",
-        cliponaxis=False,
+        textposition="none",
         customdata=what,
         hovertemplate="%{y}: %{text} (%{customdata})<extra></extra>",
+        showlegend=False,
+    )
+
+
+def _words(rows: Sequence[Row]) -> go.Scatter:
+    """Each row's value in words, at :data:`TEXT_PX` whatever its bar's length: inside the end
+    of a long bar (from :data:`INSIDE_FROM`) or in the middle of an all-agree bar; beside the
+    end of a short one, or beside 0 for a bar of 0, a negative one or none."""
+    x, where, text = [], [], []
+    for _, stat, v, n, same in rows:
+        words = said(stat, v, n, same)
+        if unanimous(v, n, same):
+            x.append(0.5)
+            where.append("middle center")
+            text.append(words)
+        elif v is not None and v >= INSIDE_FROM:
+            x.append(float(v))
+            where.append("middle left")
+            text.append(words + _GAP)
+        else:
+            x.append(max(0.0, float(v or 0.0)))
+            where.append("middle right")
+            text.append(_GAP + words)
+    return go.Scatter(
+        x=x,
+        y=[plain(label) for label, *_ in rows],
+        mode="text",
+        text=text,
+        textposition=where,
+        textfont={"size": TEXT_PX, "color": "#1f2937", "shadow": HALO},
+        hoverinfo="skip",
+        cliponaxis=False,
         showlegend=False,
     )
 
@@ -114,8 +152,9 @@ def agreement_chart(pairs: Sequence[Row], intents: Sequence[Row]) -> go.Figure:
         horizontal_spacing=0.22,
         subplot_titles=("Cohen's κ per pair", f"Agreement per intent{more}"),
     )
-    fig.add_trace(_bars(pairs), row=1, col=1)
-    fig.add_trace(_bars(shown), row=1, col=2)
+    for col, rows in ((1, pairs), (2, shown)):
+        fig.add_trace(_bars(rows), row=1, col=col)
+        fig.add_trace(_words(rows), row=1, col=col)
     lowest = min([0.0, *(v for _, _, v, *_ in [*pairs, *shown] if v is not None)])
     fig.update_xaxes(range=[lowest, 1.0], zeroline=True, title_text="agreement")
     fig.update_yaxes(autorange="reversed", automargin=True)

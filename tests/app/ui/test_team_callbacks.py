@@ -32,7 +32,7 @@ def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answ
     found = team_answers.measure(ctx.db, live(ctx, P))
     drawn = team_tab.show(ctx.db, live(ctx, P))[2]
     assert drawn["visible"] is True
-    pairs, intents = drawn["value"].data
+    pairs, _, intents, _ = drawn["value"].data  # each panel: its bars, then their words
     (pair,) = found.pairs
     assert list(pairs.y) == ["ana – ben"] and list(pairs.x) == [pytest.approx(pair.kappa)]
     assert pairs.marker.color[0] == band(pair.kappa)[1]
@@ -53,7 +53,7 @@ def test_an_agreement_that_cannot_be_computed_says_why_on_its_row():
         + [("card_arrival", "κ", None, 4, 4), ("rare", "α", None, 1, 1)]
         + [(f"intent{i:02d}", "κ", i / 40, 5, 4) for i in range(20, 40)],
     )
-    pairs, intents = fig.data
+    pairs, pair_words, intents, _ = fig.data
     assert list(pairs.x) == [0.0, 0.9, 1.0]
     assert list(pairs.text) == [
         "1 item: too few for κ",
@@ -62,10 +62,43 @@ def test_an_agreement_that_cannot_be_computed_says_why_on_its_row():
     ]
     assert pairs.marker.color[1] == band(0.9)[1] == "#1a9850"
     assert list(pairs.marker.pattern.shape) == ["", "", "/"]
-    assert list(pairs.textposition) == ["outside", "auto", "inside"]
+    # the words: beside 0, inside a long bar's end, in the middle of an all-agree bar
+    assert list(pair_words.textposition) == ["middle right", "middle left", "middle center"]
     assert len(intents.y) == INTENTS_SHOWN and intents.y[0] == "intent00"
     at = list(intents.y).index("card_arrival")
     assert intents.x[at] == 1.0 and intents.text[at] == "all 4 items agree (κ needs a disagreement)"
     assert intents.text[at + 1] == "1 item: too few for α" and intents.x[at + 1] == 0.0
     assert "lowest 25 of 42" in fig.layout.annotations[1].text
     assert "everyone gave the same answer on every item" in fig.layout.annotations[2].text
+
+
+def test_every_row_says_its_value_readably_a_kappa_of_zero_included():
+    """Issue 65, item 4: rows of κ = 0.00 showed no bar and no text (the bar's own text, in a bar
+    of no width), and the text inside short bars was about 7 px (Plotly shrank it to fit). Each
+    row's value is words of their own, at 12 px: beside 0 for a bar of 0 or a negative one,
+    beside the end of a short bar, inside the end of a long one."""
+    from app.plots.team import TEXT_PX
+
+    fig = agreement_chart(
+        [("a – b", "κ", 0.0, 12, 6)],
+        [
+            ("zero", "κ", 0.0, 2, 1),
+            ("short", "κ", 0.1, 9, 7),
+            ("negative", "κ", -0.25, 5, 2),
+            ("long", "κ", 0.85, 40, 38),
+        ],
+    )
+    bars = [t for t in fig.data if t.type == "bar"]
+    words = [t for t in fig.data if t.type == "scatter"]
+    assert len(bars) == len(words) == 2 and all(t.textposition == "none" for t in bars)
+    pair, intents = words
+    assert list(pair.x) == [0.0] and pair.text[0].strip() == "κ 0.00 · 12 items"
+    assert [t.strip() for t in intents.text] == [
+        "κ 0.00 · 2 items",
+        "κ 0.10 · 9 items",
+        "κ -0.25 · 5 items",
+        "κ 0.85 · 40 items",
+    ]
+    assert list(intents.x) == [0.0, 0.1, 0.0, 0.85]
+    assert list(intents.textposition) == ["middle right"] * 3 + ["middle left"]
+    assert intents.textfont.size == pair.textfont.size == TEXT_PX >= 11

@@ -7,7 +7,11 @@ dana differing on 3 of the first 12 and both giving the last 4 the same intent, 
 the app's services as their Label tabs would.
 
 Issue 58 item 3: 23 intents had no bar and nothing said why. An intent everyone agreed on has
-no κ (nothing to correct for chance): its row says that all its items agree."""
+no κ (nothing to correct for chance): its row says that all its items agree.
+
+Issue 65 item 4: a row of κ = 0.00 showed no bar and no text, and the text inside short bars was
+about 7 px. ZERO_KAPPA is given by the admin on both of its questions and by dana on one: its κ
+is 0.00. Every row says its value, at 11 px or more, inside the chart's plot area."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ INTENTS = ["card_arrival", "exchange_rate", "top_up_failed"]
 DIFFER = (1, 5, 9)  # the questions dana answers differently
 AGREED = "lost_or_stolen_card"  # the last UNANIMOUS questions: both give it
 UNANIMOUS = 4
+ZERO_KAPPA = "pin_blocked"  # the admin gives it twice, dana once (then card_arrival): κ 0.00
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +53,8 @@ def answered(team_server, tmp_path_factory):
             w.writerow([f"example {i} of {INTENTS[i % 3]}", INTENTS[i % 3], "train"])
             w.writerow([f"question number {i}", "", "unlabelled"])
         w.writerow([f"example of {AGREED}", AGREED, "train"])
-        for i in range(12, 12 + UNANIMOUS):
+        w.writerow([f"example of {ZERO_KAPPA}", ZERO_KAPPA, "train"])
+        for i in range(12, 12 + UNANIMOUS + 2):
             w.writerow([f"question number {i}", "", "unlabelled"])
     cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
     cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
@@ -58,13 +64,34 @@ def answered(team_server, tmp_path_factory):
     said: dict[str, list[str]] = {"admin": [], "dana": []}
     admin, dana = actor(ctx.db, True, "admin"), actor(ctx.db, True, "dana")
     for i, uid in enumerate(sorted(team.open_items(ctx.db, live(ctx, PROJECT, admin)))):
-        mine = INTENTS[i % 3] if i < 12 else AGREED
+        mine = INTENTS[i % 3] if i < 12 else AGREED if i < 12 + UNANIMOUS else ZERO_KAPPA
         theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
+        if i == 12 + UNANIMOUS + 1:
+            theirs = INTENTS[0]
         team.submit(ctx.db, live(ctx, PROJECT, admin), uid, "label", [mine])
         team.submit(ctx.db, live(ctx, PROJECT, dana), uid, "label", [theirs])
         said["admin"].append(mine)
         said["dana"].append(theirs)
     return cohen_kappa_score(said["admin"], said["dana"])
+
+
+# Each row's words as drawn: the text, its font size and box, and the row it is on (the text
+# trace's y); each plot area's left and right edges, left panel first.
+WORDS = """() => {
+  const gd = document.querySelector('#team-agreement-chart .js-plotly-plot');
+  const texts = [];
+  gd.querySelectorAll('.scatterlayer .trace').forEach((trace) => {
+    const data = trace.__data__ && trace.__data__[0] && trace.__data__[0].trace;
+    trace.querySelectorAll('.textpoint text').forEach((t, i) => {
+      const r = t.getBoundingClientRect();
+      texts.push({row: data ? data.y[i] : null, text: t.textContent,
+                  size: parseFloat(getComputedStyle(t).fontSize), box: [r.left, r.top, r.right, r.bottom]});
+    });
+  });
+  const areas = [...gd.querySelectorAll('.nsewdrag')].map((d) => d.getBoundingClientRect())
+    .sort((a, b) => a.left - b.left).map((a) => [a.left, a.right]);
+  return {texts, areas};
+}"""
 
 
 def test_the_team_tab_draws_kappa_per_pair_and_per_intent(team_server, browser, answered):
@@ -85,15 +112,27 @@ def test_the_team_tab_draws_kappa_per_pair_and_per_intent(team_server, browser, 
             page.get_by_role("tab", name="Team").click()
             page.wait_for_function(
                 "() => document.querySelector('#team-agreement-chart .js-plotly-plot')"
-                "?.data?.length === 2"
+                "?.data?.filter((t) => t.type === 'bar').length === 2"
             )
             pairs, intents = page.evaluate(
                 "() => document.querySelector('#team-agreement-chart .js-plotly-plot').data"
-                ".map((t) => ({y: t.y, x: t.x}))"
+                ".filter((t) => t.type === 'bar').map((t) => ({y: t.y, x: t.x}))"
             )
             assert pairs["y"] == ["admin – dana"]
             assert pairs["x"][0] == pytest.approx(answered, abs=1e-6)
-            assert sorted(intents["y"]) == sorted([*INTENTS, AGREED])
+            assert sorted(intents["y"]) == sorted([*INTENTS, AGREED, ZERO_KAPPA])
+            assert intents["x"][intents["y"].index(ZERO_KAPPA)] == 0.0
+            # every row says its value, readable, in the plot area (κ 0.00 included)
+            words = page.evaluate(WORDS)
+            for panel, rows in enumerate((pairs["y"], intents["y"])):
+                left, right = words["areas"][panel]
+                for row in rows:
+                    said = [w for w in words["texts"] if w["row"] == row]
+                    assert len(said) == 1 and said[0]["size"] >= 11, (row, said)
+                    x0, _, x1, _ = said[0]["box"]
+                    assert left - 1 <= x0 and x1 <= right + 1, (row, said, left, right)
+            zero = next(w for w in words["texts"] if w["row"] == ZERO_KAPPA)
+            assert zero["text"].strip().startswith("κ 0.00"), zero
             assert intents["x"] == sorted(intents["x"])  # lowest agreement first
             # everyone agreed on every item of AGREED: a bar to 1, and its row says why there is
             # no κ, in the picture itself (the bar's text and the note under the chart)
