@@ -147,8 +147,19 @@ def check_zip_members(
             )
 
 
+def _shown(source: Path | bytes) -> str:
+    """The file as a message names it: its name as the person gave it, never the folder it
+    was kept in (an upload's is the server's temporary one: issue 65, item 7).
+
+    Example:
+        >>> _shown(Path("/tmp/gradio/3f2a/my bundle.zip")), _shown(b"PK")
+        ("'my bundle.zip'", 'The file')
+    """
+    return "The file" if isinstance(source, bytes) else repr(Path(source).name)
+
+
 def _open_zip(source: Path | bytes) -> zipfile.ZipFile:
-    what = "The file" if isinstance(source, bytes) else str(source)
+    what = _shown(source)
     try:
         return zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -235,7 +246,7 @@ def extract_zip(
                     written = _copy_counted(src, dst, written, max_bytes)
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as exc:
         shutil.rmtree(root, ignore_errors=True)
-        raise ArchiveError(f"{zip_path} is corrupt: {exc}") from exc
+        raise ArchiveError(f"{_shown(Path(zip_path))} is corrupt: {exc}") from exc
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

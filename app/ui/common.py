@@ -105,10 +105,38 @@ def md_sentence(sentence: str) -> str:
 
 
 # Plain symbols (✓ ⚠) rather than emoji: they render with the fonts every machine has.
-def ok(message: str, *, notify: bool = True) -> str:
-    """A success line for the status beside the button (and a toast, unless ``notify=False``:
-    the labelling queue says every label in its own line, a toast each would pile up). The
-    message is plain text: names and texts it quotes show as typed (:func:`md_text`)."""
+def breakable(name: str) -> str:
+    """An intent's name as a Markdown table cell shows it: it breaks only after an underscore
+    (a ``<wbr>``), never mid-word ("Refund_not_showing_u / p": issue 65, item 7); every other
+    character that is not a letter, a digit or a space is a numeric character reference, so
+    nothing in a name is Markdown or HTML. :func:`unbroken` reads the name back.
+
+    Example:
+        >>> breakable("Refund_not_showing_up")
+        'Refund&#95;<wbr>not&#95;<wbr>showing&#95;<wbr>up'
+        >>> breakable("<b>*x*</b>")
+        '&#60;b&#62;&#42;x&#42;&#60;&#47;b&#62;'
+    """
+    return "".join(
+        "&#95;<wbr>" if c == "_" else c if c.isalnum() or c == " " else f"&#{ord(c)};" for c in name
+    )
+
+
+def unbroken(cell: str) -> str:
+    """The name a :func:`breakable` cell shows.
+
+    Example:
+        >>> unbroken(breakable("a_b <c>")), unbroken("plain")
+        ('a_b <c>', 'plain')
+    """
+    return html.unescape(cell.replace("<wbr>", ""))
+
+
+def ok(message: str, *, notify: bool = False) -> str:
+    """A success line for the status beside the button. No toast unless ``notify``: a "Done"
+    toast in the corner repeated the line beside the button, word for word (issue 65, item 7);
+    a refusal still gets one (:func:`problem`). The message is plain text: names and texts it
+    quotes show as typed (:func:`md_text`)."""
     if notify:
         toast(message)
     return f"✓ {md_text(message)}"

@@ -18,7 +18,7 @@ from app.services.labelling import history
 from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.serving.state import ServingState
-from app.ui.common import attempt, bind, md_text, ok, problem
+from app.ui.common import attempt, bind, breakable, md_text, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
@@ -36,8 +36,9 @@ SORT_CHOICES = [
 
 
 def _chips(names: list[str]) -> str:
-    """Intents as chips (markdown code spans; the table's CSS draws them as chips)."""
-    return " ".join(f"`{n.replace('`', chr(39))}`" for n in names)
+    """Intents as chips (``code`` elements, which the table's CSS draws as chips), each breaking
+    only after an underscore (:func:`app.ui.common.breakable`)."""
+    return " ".join(f"<code>{breakable(n)}</code>" for n in names)
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -112,6 +112,19 @@ def test_not_a_zip(tmp_path):
         read_zip(b"not a zip at all")
 
 
+def test_a_refusal_names_the_file_as_it_was_given_not_the_folder_it_was_kept_in(tmp_path):
+    """Issue 65, item 7: a corrupt bundle's message led with the server's temporary path of the
+    upload (/tmp/gradio/3f2a…/my bundle.zip); it names the file as the person uploaded it."""
+    kept = tmp_path / "gradio" / "3f2a9c" / "my bundle.zip"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ArchiveError) as refused:
+        extract_zip(kept)
+    said = str(refused.value)
+    assert said.startswith("'my bundle.zip' is not a readable zip file"), said
+    assert str(tmp_path) not in said and "3f2a9c" not in said
+
+
 def test_the_caller_rule_sees_each_file_and_refuses(tmp_path):
     crafted = _zip(tmp_path / "r.zip", {"dir/": b"", "a.txt": b"x", "b.py": b"import os"})
     seen: list[str] = []
