@@ -1,13 +1,22 @@
-"""Intent names on a map: every intent named, each name where it overlaps no other name and stays
-inside the plot, as near its intent's points as it can be (a thin line leads back to them when
-it had to move away), in dark text with a white halo, above the points.
+"""Intent names on a map, placed for the plot the person has: each name at its intent's points
+or just beside them, in dark text with a white halo, above the points.
 
-Names are Plotly annotations: they are drawn over the WebGL layer that holds the points (a text
-trace is drawn under it, and a big map hid most names under its points). They are placed for the
-smallest plot the Map tab draws (:data:`PLOT_PX`, at 1280x720: assets/style.css), in data units:
-on a bigger screen both axes only grow while the text keeps its size, so names apart there stay
-apart. A name that finds no free place (hundreds of intents on a small plot) is left out; every
-point still names its intent on hover.
+The rules, for every name drawn (issue 65, measured in the page at 1280x720 and 1440x900):
+
+- it overlaps no other name and stays inside the plot;
+- it is nearer its own intent's centre than any other intent's (the box, not its middle: a name
+  is read as belonging to the cluster it touches);
+- where it cannot sit on its points, it sits at most :data:`MAX_LEADER_PX` away, and a short
+  line leads back; no line runs through another name, and no name lies on another's line;
+- a name that finds no such place is not drawn (the centre of a big map is too crowded for 77
+  names): the figure says how many (``layout.meta``), the Map's status line says it, and every
+  point still names its intent on hover.
+
+Names are Plotly annotations anchored at the intent's centre (data units) with their offset in
+pixels: on a zoom the name keeps its place beside its points and the line its length. They are
+placed for ``plot_px``, the plot area the page reports (:mod:`app.ui.map_js`), or for the
+smallest the Map tab draws (:data:`PLOT_PX`, at 1280x720) when it has not said. Names go
+biggest intent first.
 
 Example:
     >>> m = MapData([[0, 0], [2, 2], [9, 9]], [1, 2, 3], ["a", "b", "c"], ["x", "x", None],
@@ -27,39 +36,63 @@ import numpy as np
 from app.plots.common import MapData, _gold_tuple, plain
 
 NAME_PX = 12  # the names' font size
-# A name's box at that size: a generous average character width of the app's sans-serif, the
-# line's height, and a margin for the halo.
-_CHAR_PX, _LINE_PX, _PAD_PX = 7.0, 16.0, 2.0
+# A name's box at that size: each character's width in the app's sans-serif (generous: a box
+# too small lets two names touch), the line's height, and a margin for the halo.
+_NARROW, _WIDE, _CAPITAL, _CHAR = "ijlftr.,'!|:;1 ", "mwMW@", "ABCDEFGHKNOPQRSUVXYZ", 7.0
+_LINE_PX, _PAD_PX = 15.0, 2.0
 # The plot area of the smallest map (1280x720: the figure is 1216 x ~455 px less its margins);
 # one of two maps side by side; the single map beside its legend (25 intents or fewer).
 PLOT_PX = (1196.0, 425.0)
 PANEL_PX = (560.0, 380.0)
-LEGEND_PLOT_PX = (950.0, 425.0)
+LEGEND_PX = 250.0  # the legend's width, beside the plot
 # A white halo: the text reads over points of any colour (CSS text-shadow, Plotly's font.shadow).
 HALO = ", ".join(
     f"{x}px {y}px 1px #fff" for x, y in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, -1))
 )
 NAME_COLOUR = "#111827"
-LEADER = "rgba(55, 65, 81, 0.6)"  # the line from a moved name to its intent's points
-_POINT_COST = 1.5  # px of distance a covered point is worth: names prefer empty space
-_NEAR = (288.0, 144.0)  # how far (px) a name looks around its points before the whole plot
+LEADER = "rgba(55, 65, 81, 0.6)"  # the line from a name beside its points to them
+MAX_LEADER_PX = 36.0  # how far (px) a name may sit from its intent's centre
+_STEP_PX = 3.0  # the grid of places tried around a centre
+_GAP_PX = 2.0  # between two names, and between a name and another intent's centre
+_POINT_COST = 0.6  # px of distance a covered point is worth: names prefer empty space
+_LINE_COST = 8.0  # px of distance a line is worth: a name stays on its points where it can
 _AXIS_PAD = 0.04
+
+
+def plot_area(
+    figure_px: tuple[float, float] | None, *, top: float, legend: bool, panels: int = 1
+) -> tuple[float, float] | None:
+    """The plot area (px) of one panel of a map figure ``figure_px`` big (the page's size of it;
+    None: not known, None back) with a top margin of ``top`` px, 10 px on the other sides, a
+    legend beside it or not, and ``panels`` side by side (4 % of the width between them).
+
+    Example:
+        >>> plot_area((1216, 465), top=30, legend=False), plot_area(None, top=30, legend=False)
+        ((1196, 425), None)
+    """
+    if figure_px is None:
+        return None
+    width = figure_px[0] - 20 - (LEGEND_PX if legend else 0)
+    if panels > 1:
+        width = width * (1 - 0.04 * (panels - 1)) / panels
+    return max(width, 100), max(figure_px[1] - top - 10, 100)
 
 
 @dataclass(frozen=True)
 class Placed:
-    """An intent's name: its points' centre (``anchor``, data units), where the name's centre
-    goes (``at``), and whether it had to move off its points (then a line leads back)."""
+    """An intent's name: its points' centre (``anchor``, data units), where the name's middle
+    goes from there (``offset``, px: right and down), and whether a line leads back (its box
+    does not cover the centre)."""
 
     name: str
     anchor: tuple[float, float]
-    at: tuple[float, float]
-    moved: bool
+    offset: tuple[float, float]
+    leader: bool
 
 
 def ranges(m: MapData) -> tuple[tuple[float, float], tuple[float, float]]:
     """The axes' ranges a map is drawn (and its names placed) with: the points' extent and a
-    margin, fixed so that the names' places mean the same pixels as they were placed for."""
+    margin."""
     pts = _points(m)
     out = []
     for col in range(2):
@@ -75,17 +108,30 @@ def _points(m: MapData) -> np.ndarray:
     return np.asarray(m.points, dtype=np.float64).reshape(-1, 2)
 
 
-def anchors(m: MapData, focus: Sequence[str] | None = None) -> list[tuple[str, np.ndarray, int]]:
-    """(intent, the median of its labelled points, how many) for each intent on the map (the
-    focused ones only, when there is a focus), sorted by name."""
+def anchors(m: MapData) -> list[tuple[str, np.ndarray, int]]:
+    """(intent, the median of its labelled points, how many) for each intent on the map, sorted
+    by name."""
     pts = _points(m)
     groups: dict[str, list[int]] = {}
     for i, g in enumerate(m.gold):
         names = _gold_tuple(g)
         if names:
             groups.setdefault(names[0], []).append(i)
-    wanted = sorted(k for k in groups if not focus or k in set(focus))
-    return [(k, np.median(pts[groups[k]], axis=0), len(groups[k])) for k in wanted]
+    return [(k, np.median(pts[groups[k]], axis=0), len(groups[k])) for k in sorted(groups)]
+
+
+def text_px(name: str) -> float:
+    """The width (px) of ``name`` drawn at :data:`NAME_PX`, with its halo's margin.
+
+    Example:
+        >>> text_px("card_arrival") < text_px("MMMMMMMMMMMM")
+        True
+    """
+    widths = (
+        3.8 if c in _NARROW else 10.5 if c in _WIDE else 8.6 if c in _CAPITAL else _CHAR
+        for c in name
+    )
+    return sum(widths) + 2 * _PAD_PX
 
 
 def place_names(
@@ -94,45 +140,149 @@ def place_names(
     xr: tuple[float, float],
     yr: tuple[float, float],
     plot_px: tuple[float, float] = PLOT_PX,
-) -> list[Placed]:
-    """Where each of ``named`` (name, anchor, size) goes on a plot of ``plot_px`` pixels showing
-    ``xr`` x ``yr``: the biggest intents first, each name at the free place (overlapping no name
-    placed, inside the plot) nearest its anchor, a covered point counting as a little distance;
-    a name with no free place is left out.
+    shown: Sequence[str] | None = None,
+) -> tuple[list[Placed], list[str]]:
+    """Where each name of ``shown`` (default: all of ``named``: (name, centre, size)) goes on a
+    plot of ``plot_px`` pixels showing ``xr`` x ``yr``, by the module's rules, biggest intent
+    first, at the free place nearest its centre (a covered point counting as a little
+    distance). The other intents whose centres a name keeps further from than its own are
+    those shown (a focus: the others are grey, unnamed). Returns the names placed (by name) and
+    those left out.
 
     Example:
         >>> pts = np.array([[0.0, 0.0], [100.0, 100.0]])
-        >>> named = [("big", np.array([50.0, 50.0]), 9), ("small", np.array([50.5, 50.0]), 2)]
-        >>> [(p.name, p.moved) for p in place_names(named, pts, (0, 100), (0, 100), (600, 300))]
-        [('big', False), ('small', True)]
+        >>> named = [("big", np.array([50.0, 50.0]), 9), ("small", np.array([51.0, 50.0]), 2)]
+        >>> placed, hidden = place_names(named, pts, (0, 100), (0, 100), (600, 300))
+        >>> [(p.name, p.offset[0] < 0, p.leader) for p in placed], hidden
+        ([('big', True, False), ('small', False, False)], [])
+        >>> twins = [*named, ("twin", np.array([50.0, 50.0]), 1)]  # big's centre: neither name
+        >>> [p.name for p in place_names(twins, pts, (0, 100), (0, 100), (600, 300))[0]]
+        ['small']
     """
     width, height = plot_px
     sx, sy = width / max(xr[1] - xr[0], 1e-12), height / max(yr[1] - yr[0], 1e-12)
-
-    def to_px(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (x - xr[0]) * sx, (yr[1] - y) * sy
-
-    covered = _point_counts(*to_px(pts[:, 0], pts[:, 1]), width, height) if len(pts) else None
-    boxes = np.zeros((0, 4))  # placed names: x0, y0, x1, y1 (px)
-    out: list[Placed] = []
-    for name, anchor, _ in sorted(named, key=lambda n: (-n[2], n[0])):
-        ax, ay = (float(v[0]) for v in to_px(np.array([anchor[0]]), np.array([anchor[1]])))
-        w = len(name) * _CHAR_PX + 2 * _PAD_PX
-        h = _LINE_PX + 2 * _PAD_PX
-        found = None
-        for reach, step in ((_NEAR, (12.0, 8.0)), ((width, height), (24.0, 16.0))):
-            found = _free_place(ax, ay, w, h, boxes, covered, reach, step, (width, height))
-            if found is not None:
-                break
+    wanted = set(shown) if shown is not None else None
+    named = [n for n in named if wanted is None or n[0] in wanted]
+    centres = np.array(
+        [[(float(c[0]) - xr[0]) * sx, (yr[1] - float(c[1])) * sy] for _, c, _ in named]
+    ).reshape(-1, 2)
+    covered = None
+    if len(pts):
+        covered = _point_counts((pts[:, 0] - xr[0]) * sx, (yr[1] - pts[:, 1]) * sy, width, height)
+    boxes = np.zeros((0, 4))  # the names placed: x0, y0, x1, y1 (px)
+    lines = np.zeros((0, 4))  # their lines: from the centre to the name's middle (px)
+    placed: list[Placed] = []
+    hidden: list[str] = []
+    order = sorted(range(len(named)), key=lambda i: (-named[i][2], named[i][0]))
+    for i in order:
+        name, anchor, _ = named[i]
+        w, h = text_px(name), _LINE_PX + 2 * _PAD_PX
+        others = np.delete(centres, i, axis=0)
+        found = _best_place(centres[i], w, h, others, boxes, lines, covered, (width, height))
         if found is None:
+            hidden.append(name)
             continue
-        dx, dy = found
-        cx, cy = ax + dx, ay + dy
+        dx, dy, leader = found
+        cx, cy = centres[i][0] + dx, centres[i][1] + dy
         boxes = np.vstack([boxes, [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2]])
-        x, y = float(anchor[0]), float(anchor[1])
-        moved = abs(dx) > w / 2 or abs(dy) > h / 2
-        out.append(Placed(name, (x, y), (x + dx / sx, y - dy / sy), moved))
-    return sorted(out, key=lambda p: p.name)
+        if leader:
+            lines = np.vstack([lines, [centres[i][0], centres[i][1], cx, cy]])
+        at = (float(anchor[0]), float(anchor[1]))
+        placed.append(Placed(name, at, (round(dx, 1), round(dy, 1)), leader))
+    return sorted(placed, key=lambda p: p.name), sorted(hidden)
+
+
+def _best_place(
+    centre: np.ndarray,
+    w: float,
+    h: float,
+    others: np.ndarray,
+    boxes: np.ndarray,
+    lines: np.ndarray,
+    covered: np.ndarray | None,
+    plot: tuple[float, float],
+) -> tuple[float, float, bool] | None:
+    """The cheapest place for a ``w`` x ``h`` name of the intent centred at ``centre`` (px)
+    that keeps the module's rules: its middle's offset from the centre and whether a line leads
+    back; None when there is none."""
+    ax, ay = float(centre[0]), float(centre[1])
+    reach_x, reach_y = w / 2 + MAX_LEADER_PX, h / 2 + MAX_LEADER_PX
+    dx = np.arange(-reach_x, reach_x + _STEP_PX, _STEP_PX)
+    dy = np.arange(-reach_y, reach_y + _STEP_PX, _STEP_PX)
+    gx, gy = np.meshgrid(dx, dy, indexing="ij")
+    cx, cy = (ax + gx).ravel(), (ay + gy).ravel()
+    cand = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+    lead = _box_distance(cand, ax, ay)
+    ok = lead <= MAX_LEADER_PX
+    ok &= (cand[:, 0] >= 0) & (cand[:, 1] >= 0) & (cand[:, 2] <= plot[0]) & (cand[:, 3] <= plot[1])
+    if len(others):  # nearer its own centre than any other intent's, by a gap
+        near = np.min(_box_distance_to(cand[ok], others), axis=1)
+        ok[ok] = lead[ok] + _GAP_PX < near
+    if len(boxes) and ok.any():  # apart from every name placed, by a gap
+        c, b = cand[ok], boxes
+        apart = (
+            (c[:, None, 2] + _GAP_PX <= b[None, :, 0])
+            | (c[:, None, 0] >= b[None, :, 2] + _GAP_PX)
+            | (c[:, None, 3] + _GAP_PX <= b[None, :, 1])
+            | (c[:, None, 1] >= b[None, :, 3] + _GAP_PX)
+        )
+        ok[ok] = apart.all(axis=1)
+    if len(lines) and ok.any():  # on no other name's line
+        ok[ok] = ~_crosses(lines, cand[ok]).any(axis=0)
+    if len(boxes) and ok.any():  # its own line through no other name
+        leads = ok & (lead > 0)
+        n = int(leads.sum())
+        segs = np.stack([np.full(n, ax), np.full(n, ay), cx[leads], cy[leads]], axis=1)
+        ok[leads] = ~_crosses(segs, boxes).any(axis=1)
+    if not ok.any():
+        return None
+    # on its points, the most centred place, unless a line's worth of px away is much emptier
+    cost = lead + _LINE_COST * (lead > 0) + 0.02 * np.hypot(cx - ax, cy - ay)
+    if covered is not None:
+        cost = cost + _POINT_COST * _under(covered, cand)
+    best = int(np.argmin(np.where(ok, cost, np.inf)))
+    return float(cx[best] - ax), float(cy[best] - ay), bool(lead[best] > 0)
+
+
+def _box_distance(boxes: np.ndarray, x: float, y: float) -> np.ndarray:
+    """How far (px) each box is from the point (``x``, ``y``): 0 when it covers it."""
+    ddx = np.maximum(np.maximum(boxes[:, 0] - x, 0), x - boxes[:, 2])
+    ddy = np.maximum(np.maximum(boxes[:, 1] - y, 0), y - boxes[:, 3])
+    return np.hypot(ddx, ddy)
+
+
+def _box_distance_to(boxes: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """:func:`_box_distance` of every box (rows) to every point (columns)."""
+    px, py = points[None, :, 0], points[None, :, 1]
+    ddx = np.maximum(np.maximum(boxes[:, None, 0] - px, 0), px - boxes[:, None, 2])
+    ddy = np.maximum(np.maximum(boxes[:, None, 1] - py, 0), py - boxes[:, None, 3])
+    return np.hypot(ddx, ddy)
+
+
+def _crosses(segments: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Whether each segment (rows: x0, y0, x1, y1) runs through each box (columns; their
+    edges shrunk by a pixel: a line that only touches a name does not hide it), by clipping
+    the segment to the box (Liang-Barsky)."""
+    p0x, p0y = segments[:, None, 0], segments[:, None, 1]
+    ddx, ddy = segments[:, None, 2] - p0x, segments[:, None, 3] - p0y
+    t0 = np.zeros((len(segments), len(boxes)))
+    t1 = np.ones_like(t0)
+    inside = np.ones_like(t0, dtype=bool)
+    for p, q in (
+        (-ddx, p0x - (boxes[None, :, 0] + 1)),
+        (ddx, (boxes[None, :, 2] - 1) - p0x),
+        (-ddy, p0y - (boxes[None, :, 1] + 1)),
+        (ddy, (boxes[None, :, 3] - 1) - p0y),
+    ):
+        p = np.broadcast_to(p, t0.shape)
+        q = np.broadcast_to(q, t0.shape)
+        parallel = p == 0
+        inside &= ~(parallel & (q < 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
+        t0 = np.where(~parallel & (p < 0), np.maximum(t0, t), t0)
+        t1 = np.where(~parallel & (p > 0), np.minimum(t1, t), t1)
+    return inside & (t0 <= t1)
 
 
 _CELL = 8.0  # px of the grid points are counted in
@@ -155,66 +305,70 @@ def _under(covered: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     return covered[x1, y1] - covered[x0, y1] - covered[x1, y0] + covered[x0, y0]
 
 
-def _free_place(
-    ax: float,
-    ay: float,
-    w: float,
-    h: float,
-    boxes: np.ndarray,
-    covered: np.ndarray | None,
-    reach: tuple[float, float],
-    step: tuple[float, float],
-    plot: tuple[float, float],
-) -> tuple[float, float] | None:
-    """The cheapest free place for a ``w`` x ``h`` box within ``reach`` of the anchor (``ax``,
-    ``ay``), on a grid of ``step``: its centre's offset from the anchor (px); None when every
-    place is taken."""
-    dx = np.arange(-reach[0], reach[0] + step[0], step[0])
-    dy = np.arange(-reach[1], reach[1] + step[1], step[1])
-    cx = (ax + dx[:, None] + 0 * dy[None, :]).ravel()
-    cy = (ay + 0 * dx[:, None] + dy[None, :]).ravel()
-    cand = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
-    ok = (cand[:, 0] >= 0) & (cand[:, 1] >= 0) & (cand[:, 2] <= plot[0]) & (cand[:, 3] <= plot[1])
-    if len(boxes):
-        apart = (
-            (cand[:, None, 2] <= boxes[None, :, 0])
-            | (cand[:, None, 0] >= boxes[None, :, 2])
-            | (cand[:, None, 3] <= boxes[None, :, 1])
-            | (cand[:, None, 1] >= boxes[None, :, 3])
-        )
-        ok &= apart.all(axis=1)
-    if not ok.any():
-        return None
-    cost = np.hypot(cx - ax, 1.5 * (cy - ay))
-    if covered is not None:
-        cost = cost + _POINT_COST * _under(covered, cand)
-    best = int(np.argmin(np.where(ok, cost, np.inf)))
-    return float(cx[best] - ax), float(cy[best] - ay)
-
-
 def as_annotations(
     placed: Sequence[Placed], *, xref: str = "x", yref: str = "y"
 ) -> list[dict[str, Any]]:
-    """The names as Plotly annotations (plain text, with a halo; a line to the points of a name
-    that moved off them)."""
+    """The names as Plotly annotations at their intents' centres, offset in pixels (plain text,
+    with a halo; a line back to the centre where the name is beside its points)."""
     out: list[dict[str, Any]] = []
     for p in placed:
+        dx, dy = p.offset
         one: dict[str, Any] = {
             "text": plain(p.name),
             "name": "intent name",
+            "x": p.anchor[0],
+            "y": p.anchor[1],
             "xref": xref,
             "yref": yref,
             "font": {"size": NAME_PX, "color": NAME_COLOUR, "shadow": HALO},
         }
-        if p.moved:  # the text centred at the line's tail, the line's head on the points
+        if p.leader:  # the text's middle at the line's tail (px from the head, down is +)
             one.update(
-                x=p.anchor[0], y=p.anchor[1], ax=p.at[0], ay=p.at[1], axref=xref, ayref=yref,
-                showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=LEADER, standoff=3,
+                ax=dx, ay=dy, axref="pixel", ayref="pixel", showarrow=True, arrowhead=0,
+                arrowwidth=1, arrowcolor=LEADER, standoff=2,
             )  # fmt: skip
         else:
-            one.update(x=p.at[0], y=p.at[1], showarrow=False)
+            one.update(xshift=dx, yshift=-dy, showarrow=False)
         out.append(one)
     return out
+
+
+@dataclass(frozen=True)
+class Names:
+    """A map's names: the annotations to draw, every intent's centre (data units) and the names
+    that found no place."""
+
+    annotations: list[dict[str, Any]]
+    centres: dict[str, tuple[float, float]]
+    hidden: list[str]
+
+    def meta(self) -> dict[str, Any]:
+        """What the figure's ``layout.meta`` says of its names (each as its annotation's text,
+        escaped: :func:`app.plots.common.plain`): every intent's ``centres`` the names were kept
+        near, and the names that found no place (``names_hidden``), which the Map's status line
+        counts."""
+        return {
+            "centres": {plain(k): v for k, v in self.centres.items()},
+            "names_hidden": [plain(n) for n in self.hidden],
+        }
+
+
+def map_names(
+    m: MapData,
+    axes: tuple[tuple[float, float], tuple[float, float]],
+    focus: Sequence[str] | None = None,
+    *,
+    plot_px: tuple[float, float] = PLOT_PX,
+    xref: str = "x",
+    yref: str = "y",
+) -> Names:
+    """The names on the map ``m`` drawn with ``axes`` (:func:`ranges`) on a plot of
+    ``plot_px``: every intent's (or the ``focus``'s), by :func:`place_names`, with the centres
+    they were kept near (the shown intents')."""
+    named = anchors(m)
+    placed, hidden = place_names(named, _points(m), axes[0], axes[1], plot_px, focus or None)
+    centres = {n: (float(c[0]), float(c[1])) for n, c, _ in named if not focus or n in focus}
+    return Names(as_annotations(placed, xref=xref, yref=yref), centres, hidden)
 
 
 def name_annotations(
@@ -226,7 +380,5 @@ def name_annotations(
     xref: str = "x",
     yref: str = "y",
 ) -> list[dict[str, Any]]:
-    """Every intent's name on the map ``m`` drawn with ``axes`` (:func:`ranges`) on a plot of
-    ``plot_px``: :func:`place_names`, as :func:`as_annotations`."""
-    placed = place_names(anchors(m, focus), _points(m), axes[0], axes[1], plot_px)
-    return as_annotations(placed, xref=xref, yref=yref)
+    """The annotations of :func:`map_names`."""
+    return map_names(m, axes, focus, plot_px=plot_px, xref=xref, yref=yref).annotations

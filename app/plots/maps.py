@@ -27,7 +27,7 @@ from app.plots.common import (
     intent_colours,
     plain,
 )
-from app.plots.labels import LEGEND_PLOT_PX, PANEL_PX, PLOT_PX, name_annotations, ranges
+from app.plots.labels import LEGEND_PX, PANEL_PX, PLOT_PX, map_names, plot_area, ranges
 from core.projection import align_transform
 
 # A legend of more intents than this scrolls out of sight: names at the centroids instead.
@@ -214,6 +214,9 @@ def scatter_map(
     focus: Sequence[str] | None = None,
     names: bool | None = None,
     colours: Mapping[str, str] | None = None,
+    figure_px: tuple[float, float] | None = None,
+    top: int | None = None,
+    zoom: tuple[tuple[float, float], tuple[float, float]] | None = None,
 ) -> go.Figure:
     """A 2D map of utterances: colour by intent, marker by split, hover with text and intents.
 
@@ -236,10 +239,16 @@ def scatter_map(
             more than :data:`LEGEND_MAX` intents, or when there is a focus).
         colours: intent -> colour (from :func:`intent_colours` of all the project's intents, so
             every view agrees); default: from the intents on this map.
+        figure_px: the figure's size (px) on the page, which the names are placed for
+            (default: the smallest the Map tab draws, :data:`app.plots.labels.PLOT_PX`).
+        top: the top margin (px; default: room for the title, if any).
+        zoom: the axes' ranges the person zoomed to (default: every point): the names are
+            placed for them, so a zoom into a crowded centre names what fits there.
 
     Returns:
         A figure with one trace per intent (sorted by name, unlabelled first), then the names;
-        ``layout.meta`` holds ``n_points`` and ``n_highlighted``.
+        ``layout.meta`` holds ``n_points``, ``n_highlighted`` and, with names, what
+        :meth:`app.plots.labels.Names.meta` says.
 
     Example:
         >>> fig = scatter_map([[0, 0]], [1], ["hi"], [None], [None], ["unlabelled"])
@@ -259,20 +268,21 @@ def scatter_map(
     )
     fig = go.Figure(data=traces, _validate=False)
     n_intents = _n_intents(m)
-    axes = ranges(m)  # fixed: the names are placed for them
+    axes = zoom or ranges(m)  # fixed: the names are placed for them
+    meta: dict[str, Any] = {"n_points": len(ids), "n_highlighted": lit, "highlight": highlight}
+    top = top if top is not None else 50 if title else 20
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
-        # the legend, when there is one, takes about 250 px of a 1280 px screen's plot
-        plot = LEGEND_PLOT_PX if n_intents <= LEGEND_MAX else PLOT_PX
-        fig.update_layout(annotations=name_annotations(m, axes, focus, plot_px=plot))
+        # the legend, when there is one, takes about 250 px of the plot's width
+        legend = n_intents <= LEGEND_MAX
+        plot = plot_area(figure_px, top=top, legend=legend)
+        plot = plot or (PLOT_PX[0] - (LEGEND_PX if legend else 0), PLOT_PX[1])
+        found = map_names(m, axes, focus, plot_px=plot)
+        fig.update_layout(annotations=found.annotations)
+        meta.update(found.meta())
     fig.update_xaxes(range=list(axes[0]))
     fig.update_yaxes(range=list(axes[1]))
     fig.update_layout(title={"text": title})  # unchecked figure: no shorthand
-    _layout(
-        fig,
-        n_intents,
-        top=50 if title else 20,
-        meta={"n_points": len(ids), "n_highlighted": lit, "highlight": highlight},
-    )
+    _layout(fig, n_intents, top=top, meta=meta)
     return fig
 
 
@@ -290,6 +300,7 @@ def side_by_side(
     focus: Sequence[str] | None = None,
     names: bool | None = None,
     colours: Mapping[str, str] | None = None,
+    figure_px: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Two maps of the same utterances next to each other (e.g. frozen encoder vs active model).
 
@@ -303,13 +314,9 @@ def side_by_side(
         titles: the two panel titles.
         metrics_a: space metrics of the left space, shown under its title.
         metrics_b: space metrics of the right space.
-        highlight: as in :func:`scatter_map`, applied to both panels.
-        low_margin: as in :func:`scatter_map`.
         align_b: align the right map onto the left one.
-        webgl: as in :func:`scatter_map`.
-        focus: as in :func:`scatter_map`.
-        names: as in :func:`scatter_map`.
-        colours: as in :func:`scatter_map`.
+        highlight, low_margin, webgl, focus, names, colours, figure_px: as in
+            :func:`scatter_map` (the highlight on both panels; default size: :data:`PANEL_PX`).
 
     Returns:
         A two-panel figure.
@@ -348,22 +355,21 @@ def side_by_side(
             fig.add_trace(tr, row=1, col=col)
     n_intents = _n_intents(map_a, map_b)
     axes = [ranges(map_a), ranges(map_b)]
+    meta: dict[str, Any] = {"n_points": [len(map_a.ids), len(map_b.ids)], "highlight": highlight}
     if names if names is not None else (n_intents > LEGEND_MAX or bool(focus)):
-        named = [  # the subplots' titles are annotations too: the names join them
-            *fig.layout.annotations,
-            *name_annotations(map_a, axes[0], focus, plot_px=PANEL_PX),
-            *name_annotations(map_b, axes[1], focus, plot_px=PANEL_PX, xref="x2", yref="y2"),
-        ]
+        legend = n_intents <= LEGEND_MAX
+        plot = plot_area(figure_px, top=70, legend=legend, panels=2) or PANEL_PX
+        left = map_names(map_a, axes[0], focus, plot_px=plot)
+        right = map_names(map_b, axes[1], focus, plot_px=plot, xref="x2", yref="y2")
+        # the subplots' titles are annotations too: the names join them
+        named = [*fig.layout.annotations, *left.annotations, *right.annotations]
         fig.update_layout(annotations=named)
+        hidden = {*left.meta()["names_hidden"], *right.meta()["names_hidden"]}
+        meta.update(names_hidden=sorted(hidden))
     for col, (xr, yr) in enumerate(axes, start=1):
         fig.update_xaxes(range=list(xr), row=1, col=col)
         fig.update_yaxes(range=list(yr), row=1, col=col)
-    _layout(
-        fig,
-        n_intents,
-        top=70,
-        meta={"n_points": [len(map_a.ids), len(map_b.ids)], "highlight": highlight},
-    )
+    _layout(fig, n_intents, top=70, meta=meta)
     return fig
 
 

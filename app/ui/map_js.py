@@ -1,5 +1,9 @@
 """The Map tab's page script: it wires plotly's click and lasso events on the plot to two hidden
-textboxes (the ids, as text), which the tab's events read (:mod:`app.ui.map_tab`)."""
+textboxes (the ids, as text), which the tab's events read (:mod:`app.ui.map_tab`), and keeps a
+third one holding the figure's size on the page: the names are placed for it
+(:mod:`app.plots.labels`). When the figure on screen was placed for another size (the page's
+first map, a window resized), it presses Refresh once for the size it has now; a zoom presses a
+hidden button that draws the names again for the ranges zoomed to."""
 
 from __future__ import annotations
 
@@ -28,7 +32,44 @@ BIND_JS = """
       const ids = e && e.points ? e.points.map((p) => p.customdata) : [];
       put('map-selected', [...new Set(ids)].join(','));
     });
+    // a zoom on the single map: its names placed again for the ranges on screen (a crowded
+    // centre names what fits there); a double click back to the whole map does the same
+    let zoomed = null;
+    gd.on('plotly_relayout', (e) => {
+      if (!e || gd.layout.xaxis2) return;
+      const x0 = e['xaxis.range[0]'], x1 = e['xaxis.range[1]'];
+      const y0 = e['yaxis.range[0]'], y1 = e['yaxis.range[1]'];
+      let box = null;
+      if (x0 !== undefined && y0 !== undefined) box = [x0, x1, y0, y1].join(',');
+      else if (e['xaxis.autorange'] || e['yaxis.autorange']) box = '';
+      if (box === null) return;
+      clearTimeout(zoomed);
+      zoomed = setTimeout(() => {
+        put('map-zoom', box);
+        setTimeout(() => document.querySelector('#map-zoom-btn')?.click(), 100);
+      }, 250);
+    });
   }, 300);
+  // The figure's size, as the names must be placed for it; a map placed for another size is
+  // drawn again, once per size (a map that cannot be, a projection still running, is not asked
+  // again and again).
+  let asked = '';
+  setInterval(() => {
+    const host = document.querySelector('#map-plot [data-testid="plotly"]');
+    if (!host || host.offsetParent === null) return;  // the Map tab is not showing
+    const w = Math.round(host.clientWidth), h = Math.round(host.clientHeight);
+    if (w < 200 || h < 200) return;
+    const size = w + 'x' + h;
+    const box = document.querySelector('#map-size textarea, #map-size input');
+    if (box && box.value !== size) put('map-size', size);
+    const gd = document.querySelector('#map-plot .js-plotly-plot');
+    const placed = gd && gd.layout && gd.layout.meta && gd.layout.meta.placed_for;
+    if (!gd || placed === undefined || placed === size || asked === size) return;
+    const [pw, ph] = (placed || '0x0').split('x').map(Number);
+    if (Math.abs(pw - w) < 24 && Math.abs(ph - h) < 24) return;
+    asked = size;
+    setTimeout(() => document.querySelector('#map-refresh')?.click(), 150);
+  }, 500);
   return [];
 }
 """

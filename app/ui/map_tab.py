@@ -14,8 +14,6 @@ from app.access import ProjectHandle
 from app.access.actions import EDIT
 from app.services.design import maps as svc
 from app.services.labelling import data as data_svc
-from app.services.models import versions as version_svc
-from app.services.models.versions import ACTIVE, BASE, Version
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import MapStore
 from app.ui import bulk_preview
@@ -23,6 +21,13 @@ from app.ui.bulk_preview import Previews
 from app.ui.common import attempt, bind, md_sentence, md_text, ok, problem
 from app.ui.guard import guarded
 from app.ui.map_js import BIND_JS
+from app.ui.map_view import (
+    ACTIVE_CHOICE,
+    BASE_CHOICE,
+    VIEW_CHOICES,
+    poll_render,
+    render,
+)
 from core.projection import PROJECTIONS
 from storage.db import Database
 from storage.ids import parse_id
@@ -39,8 +44,6 @@ HELP = (
     "(its nearest labelled examples), not an after-the-fact approximation."
 )
 HIGHLIGHT_CHOICES = ["none", "misclassified", "low_margin", "unlabelled"]
-VIEW_CHOICES = ["active model", "compare two versions"]
-BASE_CHOICE, ACTIVE_CHOICE = "frozen base encoder", "active model"
 DIFF_HEADERS = ["intent", "examples", "spread", "tighter by", "nearest intent", "gap", "further by"]
 SPLITS = ["train", "test", "unlabelled"]
 PREVIEW_ID, BUTTON_ID = "map-preview", "map-label"
@@ -71,116 +74,6 @@ def evidence_markdown(ex: dict[str, Any]) -> str:
             for n in ex["neighbours"]
         ]
     return "\n".join(lines)
-
-
-def version_selector(choice: str | None) -> Version:
-    """A version picker's choice as a selector: the frozen base, the active model or ``vN``."""
-    if choice == BASE_CHOICE:
-        return BASE
-    m = re.fullmatch(r"v(\d+)", choice or "")
-    return parse_id(m.group(1), "version number") if m else ACTIVE
-
-
-def diff_frame(rows: list[dict[str, Any]]) -> Any:
-    """The map diff as a table for people: two decimals, signed changes."""
-
-    def r2(x: float | None) -> str:
-        return "–" if x is None else f"{x:.2f}"
-
-    return gr.update(
-        value=[
-            [
-                r["intent"],
-                r["n"],
-                f"{r2(r['spread_before'])} → {r2(r['spread_after'])}",
-                f"{r['tighter']:+.2f}",
-                r["nearest_after"] or "",
-                f"{r2(r['gap_before'])} → {r2(r['gap_after'])}",
-                f"{r['further']:+.2f}",
-            ]
-            for r in rows
-        ],
-        visible=bool(rows),
-    )
-
-
-def render(
-    maps: MapStore,
-    p: ProjectHandle | None,
-    meth: str,
-    mode: str,
-    hl: str,
-    focus: list[str] | None = None,
-    names: bool = True,
-    left_choice: str | None = BASE_CHOICE,
-    right_choice: str | None = ACTIVE_CHOICE,
-) -> tuple[Any, ...]:
-    """The map (or two side by side, how each intent moved), ``focus`` isolated, names on it."""
-    comparing = mode != VIEW_CHOICES[0]
-    pickers = gr.update(visible=comparing)
-    no_diff = gr.update(visible=False)
-    if p is None:
-        idle = gr.update(active=False)
-        return None, "Pick a project.", idle, gr.update(), gr.update(), pickers, pickers, no_diff
-    hl_arg = None if hl == "none" else hl
-    shown: dict[str, Any] = {"highlight": hl_arg, "focus": focus or None, "names": bool(names)}
-    diff: list[dict[str, Any]] = []
-    provisional: list[bool] = []  # a quick PCA picture shown until the projection lands
-    waiting: list[int] = []  # rows not in that picture yet: their vectors are being encoded
-
-    def build() -> Any:
-        if not comparing:
-            one = svc.get_map(maps, p, method=meth)
-            provisional.append(one.provisional)
-            waiting.append(one.waiting)
-            return svc.map_figure(one, **shown)
-        left = svc.get_map(maps, p, method=meth, version=version_selector(left_choice))
-        right = svc.get_map(maps, p, method=meth, version=version_selector(right_choice))
-        provisional.append(left.provisional or right.provisional)
-        diff.extend(svc.map_diff(left, right))
-        return svc.compare_figure(left, right, **shown)
-
-    fig, err = attempt(build)
-    intents, names_err = attempt(lambda: data_svc.intent_names(maps.db, p))
-    choices = gr.update(choices=intents or [])
-    history, history_err = attempt(lambda: version_svc.history(maps.db, p))
-    err = err or names_err or history_err
-    versions = [BASE_CHOICE, ACTIVE_CHOICE, *(f"v{r['version']}" for r in history or [])]
-    pickers = gr.update(choices=versions, visible=comparing)
-    if err or fig is None:
-        stop = gr.update(active=False)
-        return None, problem(err or ""), stop, choices, choices, pickers, pickers, no_diff
-    n = fig.layout.meta["n_points"] if fig.layout.meta else 0
-    n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
-    what = meth if comparing else fig.layout.title.text  # in the status line, not a title
-    fig.update_layout(height=None, **({} if comparing else {"title": None, "margin_t": 30}))
-    status = f"{n} utterances · {what}"  # the page sizes the figure to the screen (style.css)
-    if any(provisional):
-        status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
-    if sum(waiting):
-        status += f" ({sum(waiting)} more are being encoded for it)"
-    if diff:
-        status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
-    poll = gr.update(active=any(provisional))
-    return fig, status, poll, choices, choices, pickers, pickers, diff_frame(diff)
-
-
-def poll_render(
-    maps: MapStore,
-    p: ProjectHandle | None,
-    meth: str,
-    mode: str,
-    hl: str,
-    focus: list[str] | None = None,
-    names: bool = True,
-    left_choice: str | None = BASE_CHOICE,
-    right_choice: str | None = ACTIVE_CHOICE,
-) -> tuple[Any, ...]:
-    """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only once
-    the projection asked for has replaced the quick picture, not at every tick."""
-    out = render(maps, p, meth, mode, hl, focus, names, left_choice, right_choice)
-    waiting = isinstance(out[2], dict) and out[2].get("active")
-    return (gr.update(), gr.update(), *out[2:]) if waiting else out
 
 
 def explain_point(factories: FactoryBuilder, p: ProjectHandle | None, value: str) -> str:
@@ -290,6 +183,12 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         refresh_btn = gr.Button("Refresh", scale=0, min_width=90, elem_id="map-refresh")
     status = gr.Markdown(elem_id="map-status")  # one line, over the figure's top margin (css)
     plot = gr.Plot(elem_id="map-plot", label="Map", show_label=False)
+    # the figure's size on the page ("1216x465"), kept by the page's script (map_js.py): the
+    # names are placed for it
+    size = gr.Textbox(elem_id="map-size", elem_classes=["hidden-trigger"], max_lines=1)
+    # the ranges the person zoomed to ("x0,x1,y0,y1"; empty: all), kept by the page's script:
+    # a zoom into the crowded centre names what fits there
+    zoom = gr.Textbox(elem_id="map-zoom", elem_classes=["hidden-trigger"], max_lines=1)
     # Below the map: at 1280x720 the map itself needs the height above the fold.
     with gr.Accordion("How to read the map", open=False):
         gr.Markdown(HELP)
@@ -336,7 +235,8 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         elem_id="map-diff",
     )
 
-    inputs = [project, method, view, highlight, focus, names, left, right]
+    inputs = [project, method, view, highlight, focus, names, left, right, size]
+    zoom_btn = gr.Button("zoom", elem_id="map-zoom-btn", elem_classes=["hidden-trigger"])
     outputs = [plot, status, poll, label_as, focus, left, right, moved]
     for trigger in (
         refresh_btn.click,
@@ -354,6 +254,14 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
     poll.tick(
         bind(poll_render, maps), inputs, outputs, api_visibility="private", show_progress="hidden"
     ).then(None, None, None, js=BIND_JS, api_visibility="private")
+    # a zoom (or its undoing): the names placed for the ranges on screen (map_js.py)
+    zoom_btn.click(
+        bind(render, maps),
+        [*inputs, zoom],
+        outputs,
+        api_visibility="private",
+        show_progress="hidden",
+    )
     clicked.submit(
         bind(explain_point, maps.factories),
         [project, clicked],

@@ -72,28 +72,61 @@ def test_colours_are_stable_across_views_and_distinct_for_hundreds_of_intents() 
     assert len(set(many.values())) == 257  # 256 intents + the grey of unlabelled points
 
 
-def _name_boxes(fig, plot_px) -> list[tuple[str, float, float, float, float]]:
-    """Each intent name's box in pixels of a plot of ``plot_px`` (as the names were placed)."""
-    from app.plots.labels import _CHAR_PX, _LINE_PX
+def _drawn_names(fig, plot_px) -> tuple[list[tuple[str, np.ndarray, np.ndarray | None]], dict]:
+    """Each intent name as drawn on a plot of ``plot_px``: its text, its box (px: x0, y0, x1, y1,
+    from the same width estimate the placing used) and its line (px: from the centre to the
+    name's middle, None without one); and every centre (px) it was kept near."""
+    from app.plots.labels import _LINE_PX, _PAD_PX, text_px
 
     (x0, x1), (y0, y1) = fig.layout.xaxis.range, fig.layout.yaxis.range
+
+    def px(x: float, y: float) -> np.ndarray:
+        return np.array([(x - x0) / (x1 - x0) * plot_px[0], (y1 - y) / (y1 - y0) * plot_px[1]])
+
     out = []
     for a in fig.layout.annotations:
         if a.name != "intent name":
             continue
-        x, y = (a.ax, a.ay) if a.showarrow else (a.x, a.y)
-        cx, cy = (x - x0) / (x1 - x0) * plot_px[0], (y1 - y) / (y1 - y0) * plot_px[1]
-        w, h = len(a.text) * _CHAR_PX / 2, _LINE_PX / 2
-        out.append((a.text, cx - w, cy - h, cx + w, cy + h))
-    return out
+        centre = px(a.x, a.y)
+        dx, dy = (a.ax, a.ay) if a.showarrow else (a.xshift or 0, -(a.yshift or 0))
+        mid = centre + np.array([dx, dy])
+        w, h = text_px(a.text) / 2, (_LINE_PX + 2 * _PAD_PX) / 2
+        box = np.array([mid[0] - w, mid[1] - h, mid[0] + w, mid[1] + h])
+        out.append((a.text, box, np.array([*centre, *mid]) if a.showarrow else None))
+    centres = {k: px(*v) for k, v in fig.layout.meta["centres"].items()}
+    return out, centres
 
 
-def test_every_intent_is_named_above_the_points_none_overlapping_inside_the_plot() -> None:
-    """Issue 58 item 2: the Map named 39 of BANKING77's 77 intents, each under a median of 53
-    points (a text trace is drawn under WebGL points). Every intent is named, as an annotation
-    (drawn over the points) with a halo; no two names overlap and each stays inside the plot,
-    on the smallest plot the tab draws; a name moved off its points has a line back to them."""
-    from app.plots.labels import HALO, PLOT_PX
+def _keeps_the_rules(fig, plot_px) -> None:
+    """The placing's rules (app.plots.labels), as drawn: inside the plot, apart, nearer its own
+    centre than any other, a line of at most MAX_LEADER_PX through no other name."""
+    from app.plots.labels import MAX_LEADER_PX, _box_distance, _crosses
+
+    names, centres = _drawn_names(fig, plot_px)
+    boxes = np.array([b for _, b, _ in names])
+    for i, (text, box, line) in enumerate(names):
+        assert box[0] >= -0.5 and box[1] >= -0.5, text
+        assert box[2] <= plot_px[0] + 0.5 and box[3] <= plot_px[1] + 0.5, text
+        others = np.delete(boxes, i, axis=0)
+        apart = (box[2] <= others[:, 0]) | (others[:, 2] <= box[0])
+        apart |= (box[3] <= others[:, 1]) | (others[:, 3] <= box[1])
+        assert apart.all(), text
+        own = _box_distance(box[None, :], *centres[text])[0]
+        nearest = min(_box_distance(box[None, :], *c)[0] for k, c in centres.items() if k != text)
+        assert own < nearest, (text, own, nearest)
+        if line is not None:
+            assert 0 < own <= MAX_LEADER_PX + 0.5, (text, own)
+            assert not _crosses(line[None, :], others).any(), text
+
+
+def test_names_sit_at_their_clusters_and_a_crowded_centre_says_how_many_are_hidden() -> None:
+    """Issue 65 item 3 (issue 58 item 2 before it): every name an annotation over the points,
+    with a halo; none overlapping another, each inside the plot; each nearer its own intent's
+    centre than any other's, on its points or at most a short line away, a line through no
+    other name. Where the clusters are apart, every intent is named on its points; where 60
+    intents pile up in one blob, the names that fit are drawn and the figure says which are
+    not. For a bigger plot the lines do not grow: a name's offset is in pixels."""
+    from app.plots.labels import HALO, MAX_LEADER_PX, PLOT_PX
 
     rng = np.random.default_rng(0)
     n = 600
@@ -101,21 +134,26 @@ def test_every_intent_is_named_above_the_points_none_overlapping_inside_the_plot
     grid = np.array([[(i % 60) % 6 * 40.0, (i % 60) // 6 * 10.0] for i in range(n)])
     points = grid + rng.normal(scale=0.5, size=(n, 2))  # 60 clusters, far apart
     blob = rng.normal(size=(n, 2))  # 60 intents piled up in one blob
-    for where in (points, blob):
-        fig = scatter_map(where, list(range(n)), ["t"] * n, gold, gold, ["train"] * n, webgl=True)
+    big = (1376.0, 620.0)  # the plot at 1440x900
+    for where, size in ((points, None), (blob, None), (blob, (1396.0, 700.0))):
+        fig = scatter_map(
+            where, list(range(n)), ["t"] * n, gold, gold, ["train"] * n, webgl=True, figure_px=size
+        )
+        plot = PLOT_PX if size is None else big
         assert fig.layout.showlegend is False  # 60 entries would scroll: the names are on the map
         names = [a for a in fig.layout.annotations if a.name == "intent name"]
-        assert sorted(a.text for a in names) == sorted(set(gold))  # every one
+        hidden = fig.layout.meta["names_hidden"]
+        assert sorted([*(a.text for a in names), *hidden]) == sorted(set(gold))  # each, once
         assert all(a.font.shadow == HALO and a.font.size >= 12 for a in names)
-        boxes = _name_boxes(fig, PLOT_PX)
-        for i, (_, *a) in enumerate(boxes):
-            assert a[0] >= -0.5 and a[1] >= -0.5 and a[2] <= PLOT_PX[0] + 0.5
-            assert a[3] <= PLOT_PX[1] + 0.5
-            for _, *b in boxes[i + 1 :]:
-                assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+        assert all(a.axref == "pixel" and a.ayref == "pixel" for a in names if a.showarrow)
+        _keeps_the_rules(fig, plot)
     near = scatter_map(points, list(range(n)), ["t"] * n, gold, gold, ["train"] * n)
-    assert not any(a.showarrow for a in near.layout.annotations)  # room at their points
-    assert any(a.showarrow for a in fig.layout.annotations)  # the blob's names had to move
+    assert not near.layout.meta["names_hidden"]  # apart: every intent named,
+    assert not any(a.showarrow for a in near.layout.annotations)  # on its points
+    crowded = scatter_map(blob, list(range(n)), ["t"] * n, gold, gold, ["train"] * n)
+    assert 0 < len(crowded.layout.meta["names_hidden"]) < 60  # the blob: those that fit
+    lines = [np.hypot(a.ax, a.ay) for a in crowded.layout.annotations if a.showarrow]
+    assert all(length <= MAX_LEADER_PX + 40 for length in lines)  # short, at any plot size
     focused = scatter_map(
         blob, list(range(n)), ["t"] * n, gold, gold, ["train"] * n, focus=["intent_3"]
     )

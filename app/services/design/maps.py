@@ -302,8 +302,12 @@ def map_figure(
     highlight: str | None = None,
     focus: Sequence[str] | None = None,
     names: bool | None = None,
+    figure_px: tuple[float, float] | None = None,
+    top: int | None = None,
+    zoom: tuple[tuple[float, float], tuple[float, float]] | None = None,
 ) -> go.Figure:
-    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids)."""
+    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids,
+    placed for ``figure_px`` and the ``zoom``: :func:`app.plots.maps.scatter_map`)."""
     m = map_data(view)
     return scatter_map(
         m.points,
@@ -317,6 +321,9 @@ def map_figure(
         title=f"{view.version_label} · {view.method}",
         focus=focus,
         names=names,
+        figure_px=figure_px,
+        top=top,
+        zoom=zoom,
     )
 
 
@@ -327,6 +334,7 @@ def compare_figure(
     highlight: str | None = None,
     focus: Sequence[str] | None = None,
     names: bool | None = None,
+    figure_px: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Two views side by side, the right one aligned onto the left, metrics in the titles."""
     return side_by_side(
@@ -338,6 +346,7 @@ def compare_figure(
         highlight=highlight,
         focus=focus,
         names=names,
+        figure_px=figure_px,
     )
 
 
