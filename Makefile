@@ -62,8 +62,7 @@ install-dev: $(STAMP_DEV)
 # Each step says what it does before it starts: a first install is minutes of downloads and a
 # minute of compiling, which must not look like a hang.
 $(VENV)/bin/python:
-	@echo "==> Creating the virtual environment $(VENV) with $(PYTHON)"
-	@$(PYTHON) -m venv $(VENV)
+	@$(STEP) "Creating the virtual environment $(VENV) with $(PYTHON)" -- $(PYTHON) -m venv $(VENV)
 	@$(STEP) "Updating pip in it" -- $(PIP) install --upgrade pip
 
 # torch first and pinned (constraints.txt): an unpinned torch pulls gigabytes of CUDA wheels.

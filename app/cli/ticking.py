@@ -1,56 +1,50 @@
 """A step that may take long says so while it runs: every :data:`EVERY` seconds, one line of what
 it is doing and for how long (``  … building the app's pages: 1 min 00 s so far``), so no
 stretch of a start is silent for more than that (issue 65: ``make run`` printed "Building the
-app's pages…" and then nothing for 11 minutes on a busy machine). Standard library only: it runs
-before the heavy imports it reports on.
+app's pages…" and then nothing for 11 minutes on a busy machine).
+
+The lines come from a small helper process, not a thread: loading torch holds the interpreter's
+lock for a minute on a loaded machine (its libraries' initialisers run under it), and a thread
+would wait for it, silent. The helper writes to this process's standard output and ends when the
+step does (its standard input closes), or when this process ends. Standard library only: it
+runs before the heavy imports it reports on.
 
 Example:
-    >>> with ticking("counting", every=0.05, say=lambda line: None):
+    >>> with ticking("counting", every=0.05):
     ...     pass
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 EVERY = 30.0
 
-
-def span(seconds: float) -> str:
-    """``95`` → ``"1 min 35 s"``.
-
-    Example:
-        >>> span(8.4), span(95), span(3600)
-        ('8 s', '1 min 35 s', '60 min 00 s')
-    """
-    s = int(seconds)
-    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
-
-
-def _print(line: str) -> None:
-    print(line, flush=True)
+# The helper: a line every EVERY seconds until its standard input closes.
+_BEATS = """
+import select, sys, time
+what, every = sys.argv[1], float(sys.argv[2])
+start = time.monotonic()
+while not select.select([sys.stdin], [], [], every)[0]:
+    s = int(time.monotonic() - start)
+    took = f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+    print(f"  \\u2026 {what}: {took} so far", flush=True)
+"""
 
 
 @contextmanager
-def ticking(
-    what: str, *, every: float = EVERY, say: Callable[[str], None] = _print
-) -> Iterator[None]:
-    """While the block runs, say ``what`` it is doing every ``every`` seconds (from a daemon
-    thread, so a block that never ends never keeps the process alive)."""
-    start = time.monotonic()
-    done = threading.Event()
-
-    def beat() -> None:
-        while not done.wait(every):
-            say(f"  … {what}: {span(time.monotonic() - start)} so far")
-
-    thread = threading.Thread(target=beat, name=f"ticking: {what}", daemon=True)
-    thread.start()
+def ticking(what: str, *, every: float = EVERY) -> Iterator[None]:
+    """While the block runs, say ``what`` it is doing every ``every`` seconds."""
+    sys.stdout.flush()  # what this process said before comes first
+    beats = subprocess.Popen(
+        [sys.executable, "-S", "-c", _BEATS, what, str(every)], stdin=subprocess.PIPE
+    )
     try:
         yield
     finally:
-        done.set()
-        thread.join()
+        assert beats.stdin is not None
+        beats.stdin.close()
+        beats.wait()
