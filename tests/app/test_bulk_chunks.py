@@ -67,9 +67,11 @@ def _after_each_write(ctx, then=None) -> list[int]:
 def test_a_long_bulk_label_is_written_in_chunks_and_undone_as_one_batch(ctx, small_chunks):
     ids = _project(ctx, 10)
     before = _state(ctx)
-    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"], create=True)
     writes = _after_each_write(ctx)
-    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
+    done = bulk_svc.label_many(
+        ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token, create=True
+    )
     assert len(writes) == 4  # 3 + 3 + 3 + 1 rows, each its own transaction
     assert sorted(done.change) == sorted(ids) and done.meanwhile == ()
     assert all(_state(ctx)[i] == ("greet", "train") for i in ids)
@@ -89,15 +91,17 @@ def test_a_save_between_two_chunks_is_kept_and_named(ctx, small_chunks):
     """Someone labels a row of the selection after the first chunk is in: the bulk label leaves
     it as they set it, says so, and its Undo leaves that save alone."""
     ids = _project(ctx, 10)
-    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"], create=True)
     late = ids[7]
 
     def someone_saves(n: int) -> None:
         if n == 1:
-            data_svc.label_utterance(ctx.db, live(ctx, "big"), late, ["cancel"])
+            data_svc.label_utterance(ctx.db, live(ctx, "big"), late, ["cancel"], create=True)
 
     _after_each_write(ctx, someone_saves)
-    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
+    done = bulk_svc.label_many(
+        ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token, create=True
+    )
     assert done.meanwhile == (late,) and late not in done.change and len(done.change) == 9
     assert "1 changed by someone else while this was applied" in done.summary()
     assert _state(ctx)[late] == ("cancel", "train")
@@ -112,11 +116,11 @@ def test_the_preview_is_checked_before_the_first_chunk(ctx, small_chunks):
     """A long bulk label still applies exactly the preview: a row labelled after the preview
     refuses it, and nothing is written."""
     ids = _project(ctx, 10)
-    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"])
-    data_svc.label_utterance(ctx.db, live(ctx, "big"), ids[9], ["cancel"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["greet"], create=True)
+    data_svc.label_utterance(ctx.db, live(ctx, "big"), ids[9], ["cancel"], create=True)
     before = _state(ctx)
     with pytest.raises(bulk_svc.StalePreview, match="Nothing was changed"):
-        bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token)
+        bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], token=plan.token, create=True)
     assert _state(ctx) == before
 
 
@@ -126,7 +130,7 @@ def test_an_undo_stopped_half_way_is_finished_by_undoing_it_again(ctx, small_chu
     rest."""
     ids = _project(ctx, 10)
     before = _state(ctx)
-    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"])
+    done = bulk_svc.label_many(ctx.db, live(ctx, "big"), ids, ["greet"], create=True)
 
     original = ctx.db.write
     writes: list[int] = []
@@ -161,7 +165,7 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     import_utterances(ctx.db, destination(ctx.db, "other"), [NewUtterance("hello", ("greet",))])
     uid = data_svc.table(ctx.db, live(ctx, "other"))[0]["id"]
     ids = _project(ctx, 4 * bulk_svc.CHUNK_ROWS)
-    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["t"])
+    plan = bulk_svc.plan_label(ctx.db, live(ctx, "big"), ids, ["t"], create=True)
     locked = threading.Event()
     original = ctx.db.write
 
@@ -179,7 +183,7 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     def run() -> None:
         try:
             done["plan"] = bulk_svc.label_many(
-                ctx.db, live(ctx, "big"), ids, ["t"], token=plan.token
+                ctx.db, live(ctx, "big"), ids, ["t"], token=plan.token, create=True
             )
         except BaseException as exc:  # shown by the assertion below
             done["error"] = exc
@@ -189,7 +193,7 @@ def test_labelling_goes_on_while_a_long_bulk_label_runs(ctx):
     labeller.start()
     try:
         assert locked.wait(120)
-        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "bye")
+        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "bye", create=True)
         saved_at = time.monotonic()
     finally:
         labeller.join()

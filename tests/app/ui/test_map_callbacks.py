@@ -49,11 +49,14 @@ def test_rows_labelled_after_the_preview_are_refused_not_relabelled(ctx, demo):
     ids = _unlabelled(ctx, demo)[:3]
     text = ",".join(map(str, ids))
     shown, previews = map_tab.preview(ctx.db, demo, text, "track_order", False, {})
-    data_svc.label_utterance(ctx.db, demo, ids[0], ["greet"])  # someone else, meanwhile
+    data_svc.label_utterance(ctx.db, demo, ids[0], ["refund_status"])  # someone else, meanwhile
     msg, summary, _ = map_tab.label(
         ctx.db, demo, text, "track_order", False, previews, _token(shown)
     )
     assert "2 unlabelled will become track_order" in summary  # the fresh count
     assert "Preview again" in msg and "Nothing was changed" in msg
     assert ids[1] in _unlabelled(ctx, demo) and ids[2] in _unlabelled(ctx, demo)
-    assert next(r for r in data_svc.table(ctx.db, demo) if r["id"] == ids[0])["intents"] == "greet"
+    assert (
+        next(r for r in data_svc.table(ctx.db, demo) if r["id"] == ids[0])["intents"]
+        == "refund_status"
+    )
