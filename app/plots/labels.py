@@ -4,10 +4,12 @@ or just beside them, in dark text with a white halo, above the points.
 The rules, for every name drawn (issue 65, measured in the page at 1280x720 and 1440x900):
 
 - it overlaps no other name and stays inside the plot;
-- it is nearer its own intent's centre than any other intent's (the box, not its middle: a name
-  is read as belonging to the cluster it touches);
+- it is nearer its own intent's centre than any other intent's (its text, not its middle: a
+  name is read as belonging to the cluster it touches; for any text a browser may draw in the
+  box kept free for it, :data:`TEXT_MIN` to :data:`TEXT_MAX`);
 - where it cannot sit on its points, it sits at most :data:`MAX_LEADER_PX` away, and a short
-  line leads back; no line runs through another name, and no name lies on another's line;
+  line leads back (as long as a browser draws it: from the text's edge); no line runs through
+  another name, and no name lies on another's line;
 - a name that finds no such place is not drawn (the centre of a big map is too crowded for 77
   names): the figure says how many (``layout.meta``), the Map's status line says it, and every
   point still names its intent on hover.
@@ -34,6 +36,16 @@ from typing import Any
 import numpy as np
 
 from app.plots.common import MapData, _gold_tuple, plain
+from app.plots.label_geometry import (
+    box_distance,
+    box_distance_to,
+    crosses,
+    half_size,
+    line_length,
+    point_counts,
+    shrunk,
+    under,
+)
 
 NAME_PX = 12  # the names' font size
 # A name's box at that size: each character's width in the app's sans-serif (generous: a box
@@ -54,6 +66,13 @@ LEADER = "rgba(55, 65, 81, 0.6)"  # the line from a name beside its points to th
 MAX_LEADER_PX = 36.0  # how far (px) a name may sit from its intent's centre
 _STEP_PX = 3.0  # the grid of places tried around a centre
 _GAP_PX = 2.0  # between two names, and between a name and another intent's centre
+# The text a browser draws is narrower and lower than the box kept free for it (the width
+# estimate is generous, and the box has a margin for the halo): Chromium draws BANKING77's 77
+# names 0.84-0.92 of the estimated width and 14 px high (the box: 19). A name's own centre and
+# its line are measured to the least text it may be (:data:`TEXT_MIN`), the other intents'
+# centres to the most (:data:`TEXT_MAX`): the rules hold for any text between the two.
+TEXT_MIN = (0.84, 5.0)  # (share of the box's width, px less than its height)
+TEXT_MAX = (0.93, 4.0)
 _POINT_COST = 0.6  # px of distance a covered point is worth: names prefer empty space
 _LINE_COST = 8.0  # px of distance a line is worth: a name stays on its points where it can
 _AXIS_PAD = 0.04
@@ -154,7 +173,7 @@ def place_names(
         >>> named = [("big", np.array([50.0, 50.0]), 9), ("small", np.array([51.0, 50.0]), 2)]
         >>> placed, hidden = place_names(named, pts, (0, 100), (0, 100), (600, 300))
         >>> [(p.name, p.offset[0] < 0, p.leader) for p in placed], hidden
-        ([('big', True, False), ('small', False, False)], [])
+        ([('big', True, False), ('small', False, True)], [])
         >>> twins = [*named, ("twin", np.array([50.0, 50.0]), 1)]  # big's centre: neither name
         >>> [p.name for p in place_names(twins, pts, (0, 100), (0, 100), (600, 300))[0]]
         ['small']
@@ -168,7 +187,7 @@ def place_names(
     ).reshape(-1, 2)
     covered = None
     if len(pts):
-        covered = _point_counts((pts[:, 0] - xr[0]) * sx, (yr[1] - pts[:, 1]) * sy, width, height)
+        covered = point_counts((pts[:, 0] - xr[0]) * sx, (yr[1] - pts[:, 1]) * sy, width, height)
     boxes = np.zeros((0, 4))  # the names placed: x0, y0, x1, y1 (px)
     lines = np.zeros((0, 4))  # their lines: from the centre to the name's middle (px)
     placed: list[Placed] = []
@@ -212,12 +231,14 @@ def _best_place(
     gx, gy = np.meshgrid(dx, dy, indexing="ij")
     cx, cy = (ax + gx).ravel(), (ay + gy).ravel()
     cand = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
-    lead = _box_distance(cand, ax, ay)
+    least, most = shrunk(cand, *TEXT_MIN), shrunk(cand, *TEXT_MAX)  # the text a browser draws
+    own = box_distance(least, ax, ay)
+    lead = line_length(ax, ay, cx, cy, *half_size(least))
     ok = lead <= MAX_LEADER_PX
     ok &= (cand[:, 0] >= 0) & (cand[:, 1] >= 0) & (cand[:, 2] <= plot[0]) & (cand[:, 3] <= plot[1])
     if len(others):  # nearer its own centre than any other intent's, by a gap
-        near = np.min(_box_distance_to(cand[ok], others), axis=1)
-        ok[ok] = lead[ok] + _GAP_PX < near
+        near = np.min(box_distance_to(most[ok], others), axis=1)
+        ok[ok] = own[ok] + _GAP_PX < near
     if len(boxes) and ok.any():  # apart from every name placed, by a gap
         c, b = cand[ok], boxes
         apart = (
@@ -228,81 +249,20 @@ def _best_place(
         )
         ok[ok] = apart.all(axis=1)
     if len(lines) and ok.any():  # on no other name's line
-        ok[ok] = ~_crosses(lines, cand[ok]).any(axis=0)
+        ok[ok] = ~crosses(lines, cand[ok]).any(axis=0)
     if len(boxes) and ok.any():  # its own line through no other name
         leads = ok & (lead > 0)
         n = int(leads.sum())
         segs = np.stack([np.full(n, ax), np.full(n, ay), cx[leads], cy[leads]], axis=1)
-        ok[leads] = ~_crosses(segs, boxes).any(axis=1)
+        ok[leads] = ~crosses(segs, boxes).any(axis=1)
     if not ok.any():
         return None
     # on its points, the most centred place, unless a line's worth of px away is much emptier
     cost = lead + _LINE_COST * (lead > 0) + 0.02 * np.hypot(cx - ax, cy - ay)
     if covered is not None:
-        cost = cost + _POINT_COST * _under(covered, cand)
+        cost = cost + _POINT_COST * under(covered, cand)
     best = int(np.argmin(np.where(ok, cost, np.inf)))
     return float(cx[best] - ax), float(cy[best] - ay), bool(lead[best] > 0)
-
-
-def _box_distance(boxes: np.ndarray, x: float, y: float) -> np.ndarray:
-    """How far (px) each box is from the point (``x``, ``y``): 0 when it covers it."""
-    ddx = np.maximum(np.maximum(boxes[:, 0] - x, 0), x - boxes[:, 2])
-    ddy = np.maximum(np.maximum(boxes[:, 1] - y, 0), y - boxes[:, 3])
-    return np.hypot(ddx, ddy)
-
-
-def _box_distance_to(boxes: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """:func:`_box_distance` of every box (rows) to every point (columns)."""
-    px, py = points[None, :, 0], points[None, :, 1]
-    ddx = np.maximum(np.maximum(boxes[:, None, 0] - px, 0), px - boxes[:, None, 2])
-    ddy = np.maximum(np.maximum(boxes[:, None, 1] - py, 0), py - boxes[:, None, 3])
-    return np.hypot(ddx, ddy)
-
-
-def _crosses(segments: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Whether each segment (rows: x0, y0, x1, y1) runs through each box (columns; their
-    edges shrunk by a pixel: a line that only touches a name does not hide it), by clipping
-    the segment to the box (Liang-Barsky)."""
-    p0x, p0y = segments[:, None, 0], segments[:, None, 1]
-    ddx, ddy = segments[:, None, 2] - p0x, segments[:, None, 3] - p0y
-    t0 = np.zeros((len(segments), len(boxes)))
-    t1 = np.ones_like(t0)
-    inside = np.ones_like(t0, dtype=bool)
-    for p, q in (
-        (-ddx, p0x - (boxes[None, :, 0] + 1)),
-        (ddx, (boxes[None, :, 2] - 1) - p0x),
-        (-ddy, p0y - (boxes[None, :, 1] + 1)),
-        (ddy, (boxes[None, :, 3] - 1) - p0y),
-    ):
-        p = np.broadcast_to(p, t0.shape)
-        q = np.broadcast_to(q, t0.shape)
-        parallel = p == 0
-        inside &= ~(parallel & (q < 0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
-        t0 = np.where(~parallel & (p < 0), np.maximum(t0, t), t0)
-        t1 = np.where(~parallel & (p > 0), np.minimum(t1, t), t1)
-    return inside & (t0 <= t1)
-
-
-_CELL = 8.0  # px of the grid points are counted in
-
-
-def _point_counts(px: np.ndarray, py: np.ndarray, width: float, height: float) -> np.ndarray:
-    """The points of each grid cell, summed (an integral image: any box's count at once)."""
-    nx, ny = int(width // _CELL) + 1, int(height // _CELL) + 1
-    grid, _, _ = np.histogram2d(px, py, bins=(nx, ny), range=((0, nx * _CELL), (0, ny * _CELL)))
-    return np.pad(grid.cumsum(0).cumsum(1), ((1, 0), (1, 0)))
-
-
-def _under(covered: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """How many points lie under each of ``boxes`` (x0, y0, x1, y1 px), by grid cells."""
-    n, m = covered.shape[0] - 1, covered.shape[1] - 1
-    x0 = np.clip((boxes[:, 0] // _CELL).astype(int), 0, n)
-    x1 = np.clip((boxes[:, 2] // _CELL).astype(int) + 1, 0, n)
-    y0 = np.clip((boxes[:, 1] // _CELL).astype(int), 0, m)
-    y1 = np.clip((boxes[:, 3] // _CELL).astype(int) + 1, 0, m)
-    return covered[x1, y1] - covered[x0, y1] - covered[x1, y0] + covered[x0, y0]
 
 
 def as_annotations(

@@ -99,8 +99,10 @@ def _drawn_names(fig, plot_px) -> tuple[list[tuple[str, np.ndarray, np.ndarray |
 
 def _keeps_the_rules(fig, plot_px) -> None:
     """The placing's rules (app.plots.labels), as drawn: inside the plot, apart, nearer its own
-    centre than any other, a line of at most MAX_LEADER_PX through no other name."""
-    from app.plots.labels import MAX_LEADER_PX, _box_distance, _crosses
+    centre than any other and a line of at most MAX_LEADER_PX, for any text a browser draws
+    inside the box kept free for it (TEXT_MIN to TEXT_MAX), a line through no other name."""
+    from app.plots.label_geometry import box_distance, crosses, half_size, line_length, shrunk
+    from app.plots.labels import MAX_LEADER_PX, TEXT_MAX, TEXT_MIN
 
     names, centres = _drawn_names(fig, plot_px)
     boxes = np.array([b for _, b, _ in names])
@@ -111,12 +113,15 @@ def _keeps_the_rules(fig, plot_px) -> None:
         apart = (box[2] <= others[:, 0]) | (others[:, 2] <= box[0])
         apart |= (box[3] <= others[:, 1]) | (others[:, 3] <= box[1])
         assert apart.all(), text
-        own = _box_distance(box[None, :], *centres[text])[0]
-        nearest = min(_box_distance(box[None, :], *c)[0] for k, c in centres.items() if k != text)
+        least, most = shrunk(box[None, :], *TEXT_MIN), shrunk(box[None, :], *TEXT_MAX)
+        own = box_distance(least, *centres[text])[0]
+        nearest = min(box_distance(most, *c)[0] for k, c in centres.items() if k != text)
         assert own < nearest, (text, own, nearest)
-        if line is not None:
-            assert 0 < own <= MAX_LEADER_PX + 0.5, (text, own)
-            assert not _crosses(line[None, :], others).any(), text
+        if line is not None:  # as long as a browser draws it, to the text's edge
+            iw, ih = half_size(least)
+            (drawn,) = line_length(line[0], line[1], line[2:3], line[3:4], iw, ih)
+            assert 0 < drawn <= MAX_LEADER_PX + 0.5, (text, drawn)
+            assert not crosses(line[None, :], others).any(), text
 
 
 def test_names_sit_at_their_clusters_and_a_crowded_centre_says_how_many_are_hidden() -> None:

@@ -56,6 +56,14 @@ def _type_into(page, selector: str, text: str) -> None:
     page.keyboard.press("Enter")
 
 
+def _replace_into(page, selector: str, text: str) -> None:
+    """:func:`_type_into` over what the box shows now (a picker's value, a name typed before)."""
+    page.locator(f"{selector} input, {selector} textarea").first.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(text, delay=80)
+    page.keyboard.press("Enter")
+
+
 def _column(page, table: str, column: int) -> list[str]:
     """The cells of a table's column, top to bottom."""
     return page.evaluate(

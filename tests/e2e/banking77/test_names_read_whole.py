@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.banking77.test_design_safe_fixes import _page, _says, _type_into
+from tests.e2e.banking77.test_design_safe_fixes import _page, _replace_into, _says
 from tests.e2e.conftest import shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -62,7 +62,7 @@ def test_names_break_after_an_underscore_and_a_success_is_said_once(banking77_se
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Data").click()
         _says(page, "#data-count", "Rows 1")
-        _type_into(page, "#data-intent", LONG)  # rows whose chip cannot fit on one line
+        _replace_into(page, "#data-intent", LONG)  # rows whose chip cannot fit on one line
         page.wait_for_function(
             "(n) => (document.querySelector('#utterance-table')?.innerText || '')"
             ".replace(/\\s/g, '').includes(n)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.banking77.test_design_safe_fixes import _page, _says, _type_into
+from tests.e2e.banking77.test_design_safe_fixes import _page, _replace_into, _says, _type_into
 from tests.e2e.conftest import shot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -56,7 +56,7 @@ def test_an_unknown_name_typed_anywhere_is_refused_with_the_nearest_names(
         page.locator("#eval-relabel").click()
         _refused(page, "#eval-fix")
         shot(page, "65-1-relabel-as-refused")
-        _type_into(page, "#eval-relabel-as", TYPO)  # the box holds the typed text: replace it
+        _replace_into(page, "#eval-relabel-as", TYPO)  # the box holds the name typed before
         page.locator("#eval-relabel").click()
         said = _refused(page, "#eval-fix", TYPO)
         assert "Did you mean 'card_arrival'" in said, said
@@ -110,11 +110,13 @@ def test_an_unknown_name_typed_anywhere_is_refused_with_the_nearest_names(
         page.locator("#try-label").click()
         _refused(page, "#try-label-status")
 
-        page.reload()
-        page.wait_for_function(
+        # a fresh page (a reload would abort the page's open event stream: an error toast)
+        fresh = context.new_page()
+        fresh.goto(banking77_server.url)
+        fresh.wait_for_function(
             "() => (document.querySelector('#project-summary')?.innerText || '')"
             ".includes('intents')"
         )
-        assert "77 intents" in _intents(page), _intents(page)  # no intent was made
+        assert "77 intents" in _intents(fresh), _intents(fresh)  # no intent was made
     finally:
         context.close()
