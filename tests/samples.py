@@ -59,8 +59,8 @@ def make_tiny(ctx, name: str = "tiny") -> str:
     new_project(ctx.db, name)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
-            data_svc.add_utterance(
-                ctx.db, live(ctx, name), text, intent, "test" if i == 4 else "train"
+            data_svc.add_utterance(  # its intents made by labelling, as asked for
+                ctx.db, live(ctx, name), text, intent, "test" if i == 4 else "train", create=True
             )
     return name
 

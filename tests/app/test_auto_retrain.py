@@ -36,7 +36,9 @@ def watcher(ctx, monkeypatch):
 
 def label(ctx, name: str, n: int, intent: str = "card_lost", start: int = 0) -> None:
     for i in range(start, start + n):
-        data_svc.add_utterance(ctx.db, live(ctx, name), f"lost my card again {i}", intent)
+        data_svc.add_utterance(
+            ctx.db, live(ctx, name), f"lost my card again {i}", intent, create=True
+        )
 
 
 def quiet() -> None:

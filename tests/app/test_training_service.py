@@ -50,7 +50,7 @@ def job_count(ctx) -> int:
 def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, message) -> None:
     new_project(ctx.db, "p")
     for text, intent in rows:
-        data_svc.add_utterance(ctx.db, live(ctx, "p"), text, intent)
+        data_svc.add_utterance(ctx.db, live(ctx, "p"), text, intent, create=True)
     with pytest.raises(ValueError, match=message):
         svc.request_retrain(ctx.training, live(ctx, "p"), QUICK, enqueue=False)
     assert job_count(ctx) == 0
@@ -198,7 +198,7 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
     job says so, and it is still predicted."""
     make_tiny(ctx)
     data_svc.add_utterance(
-        ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account"
+        ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account", create=True
     )
     before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
