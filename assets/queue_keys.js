@@ -43,6 +43,8 @@
     waiting.length = 0;  // kept for an answer that never came: too old to apply now
     press([id, typed]);
   };
+  // the model line's refresh of the card's suggestions goes the same way (assets/queue_model.js)
+  window.__studioQueueAct = act;
   const toCard = () => {
     const r = root();
     if (!r) return;

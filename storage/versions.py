@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import flag_modified
 
 from storage.errors import NotFoundError
-from storage.tables import DatasetVersion, ModelVersion, Project
+from storage.tables import DatasetVersion, ModelVersion, Project, TrainingJob
 
 
 @dataclass(frozen=True)
@@ -165,3 +165,34 @@ def touch_unretrained(s: Session, base: str) -> int:
     for project in projects:
         flag_modified(project, "settings")  # an UPDATE of the row: its version counter moves
     return len(projects)
+
+
+def serving_stamp(s: Session, project_id: int) -> tuple[Any, ...]:
+    """What serves the project and how its newest retrain goes, as two small rows a page may
+    poll every few seconds: the active version and its artifact's hash (either changes when
+    another model starts serving, a version moved to a better checkpoint included), the project
+    row's version counter (a version's metrics recorded), and the newest job's id, status,
+    phase, step, served step and time left (to 10 s). An equal stamp: nothing to read again.
+    Raises NotFoundError for an unknown project."""
+    row = s.execute(
+        select(Project.active_model_version_id, ModelVersion.artifact_sha256, Project.version)
+        .outerjoin(ModelVersion, ModelVersion.id == Project.active_model_version_id)
+        .where(Project.id == project_id)
+    ).one_or_none()
+    if row is None:
+        raise NotFoundError(f"No project {project_id!r}.")
+    job = s.execute(
+        select(
+            TrainingJob.id,
+            TrainingJob.status,
+            TrainingJob.phase,
+            TrainingJob.step,
+            TrainingJob.served_step,
+            TrainingJob.eta_seconds,
+        )
+        .where(TrainingJob.project_id == project_id)
+        .order_by(TrainingJob.id.desc())
+        .limit(1)
+    ).one_or_none()
+    left = () if job is None else (*job[:5], None if job[5] is None else round(job[5] / 10))
+    return (project_id, *row, *left)

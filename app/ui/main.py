@@ -87,12 +87,12 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         register_api(ctx)  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
-                queue_tab = build_queue_tab(ctx.live, project)
+                queue_tab = build_queue_tab(ctx.live, project, ctx.training)
             with gr.Tab("Data", id="data") as data_tab_item:
                 data_tab = build_data_tab(ctx, project, user, summary)
             with gr.Tab("Try", id="try"):
                 build_try_tab(ctx.live, project, user)
-            with gr.Tab("Train", id="train"):
+            with gr.Tab("Train", id="train") as train_tab_item:
                 train_tab = build_train_tab(ctx, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
                 map_tab = build_map_tab(ctx.maps, project, user)
@@ -132,6 +132,9 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         demo.load(show_summary, [project], [summary], api_visibility="private")
         add_stream_guard(demo)  # before the keys: every answer they ask for comes back
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
+        # the Label tab's model line: what serves, and the card and the Map follow a new model
+        demo.load(None, None, None, js=queue_tab["model_js"], api_visibility="private")
+        demo.load(*queue_tab["model"], api_visibility="private", show_progress="hidden")
         demo.load(None, None, None, js=assets.text("close_on_pick.js"), api_visibility="private")
         # a bulk label's preview is held back the moment what it was counted for changes
         previews_js = bulk_preview.page_js(data_tab["js"], map_tab["watch"])
@@ -151,6 +154,9 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         train_fn, train_in, train_out = train_tab["refresh"]
         demo.load(train_fn, train_in, train_out, api_visibility="private")
         project.change(train_fn, train_in, train_out, api_visibility="private")
+        # opened (the Label tab's "progress ›" included): the job as it is now, followed while
+        # it runs (an automatic retrain starts without this page's Retrain click)
+        train_tab_item.select(train_fn, train_in, train_out, api_visibility="private")
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")

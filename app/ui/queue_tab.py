@@ -18,10 +18,12 @@ from app.access.actions import LABEL
 from app.services.labelling import data as data_svc
 from app.services.queue import queue as svc
 from app.serving.live import LivePools
+from app.serving.training_queue import TrainingQueue
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
 from app.ui.queue_keys import HELP, keys_js
+from app.ui.queue_model import follow_model, model_js, model_line
 from app.ui.queue_view import (
     ENTER_TAKES,
     HISTORY,
@@ -277,8 +279,11 @@ def pick(state: QueueSession, picked: list[str]) -> QueueSession:
     return state.but(picked=tuple(picked))
 
 
-def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
-    """Lay out the Label tab and bind its keys. Returns its start event (to run on load)."""
+def build_queue_tab(
+    live: LivePools, project: gr.Dropdown, training: TrainingQueue
+) -> dict[str, Any]:
+    """Lay out the Label tab and bind its keys. Returns its start event and its model line's
+    first look (to run on load)."""
     state = gr.State(QueueSession())
     # Compact (assets/style.css, Label tab): at 1280x720 the key row and the status line show
     # without scrolling.
@@ -298,6 +303,7 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
         start_btn = gr.Button("Start / reorder", scale=0, min_width=170, elem_id="queue-start")
         progress = gr.Markdown(elem_id="queue-progress")
         ticket = gr.Number(0, visible=False)  # the page's number for a start (queue_starts.py)
+    line = model_line()  # what serves, "improving…" (app/ui/queue_model.py)
     card = gr.HTML(_card(None, 0, loading=True), elem_id="queue-card")
     with gr.Row(equal_height=True):
         buttons, examples = [], []
@@ -386,6 +392,8 @@ def build_queue_tab(live: LivePools, project: gr.Dropdown) -> dict[str, Any]:
     project.change(started, start_in, outputs, js=start_js, **quiet)
     return {
         "start": (started, start_in, outputs),  # the page load's: number 0, older than any
+        "model": follow_model(line, training, live, project, state, outputs),
         "js": keys_js(),
+        "model_js": model_js(),
         "changes": changes,
     }

@@ -154,6 +154,10 @@ def test_a_training_far_slower_than_planned_says_estimating_until_its_steps_are_
     assert early and all(left is None for _, left in early), early[-3:]
     late = [(really, left) for phase, t, really, left in rows if phase == "training" and t > 600]
     assert late and all(left is not None and abs(left - r) <= 0.1 * r for r, left in late)
+    # said as it is: estimating, never "longer than planned" (once said between two training
+    # stretches, the moment an anytime retrain's first version served)
+    timing = JobView(1, 1, "running", "training", 26, 100, 0.4, None, "", "", 1, {}, 0.4, 60.0)
+    assert describe(timing).endswith("· estimating…"), describe(timing)
 
 
 def test_a_counted_phase_slower_than_planned_is_followed_by_its_own_count():

@@ -56,3 +56,31 @@ def test_a_version_is_found_only_in_its_own_project(db):
             versions.get_version(s, b, v)
         with pytest.raises(NotFoundError):
             versions.set_active(s, b, v)
+
+
+def test_the_serving_stamp_moves_when_another_model_serves_or_the_retrain_goes_on(db):
+    """What the Label tab polls (issue 65 item 8): equal while nothing changes; it moves when a
+    version starts serving, moves to a better checkpoint, or its job counts a step."""
+    from storage import jobs
+
+    with db.session() as s:
+        pid = create_project(s, "shop").id
+        first = versions.serving_stamp(s, pid)
+        assert versions.serving_stamp(s, pid) == first
+        v = versions.register_version(s, _new(pid), activate=True)
+    with db.session() as s:
+        served = versions.serving_stamp(s, pid)
+        assert served != first
+        job, _ = jobs.create_job(s, pid, {})
+    with db.session() as s:
+        queued = versions.serving_stamp(s, pid)
+        assert queued != served
+        jobs.set_progress(s, job.id, step=3, total=10, loss=0.5, message="step 3 of 10")
+    with db.session() as s:
+        stepped = versions.serving_stamp(s, pid)
+        assert stepped != queued and versions.serving_stamp(s, pid) == stepped
+        versions.move_version(s, v, _new(pid, artifact_sha256="1" * 64), activate=True)
+    with db.session() as s:
+        assert versions.serving_stamp(s, pid)[1:3] == (v, "1" * 64)
+        with pytest.raises(NotFoundError):
+            versions.serving_stamp(s, pid + 100)

@@ -310,21 +310,36 @@ def describe(job: JobView) -> str:
         return f"{job.message} The job took {span(job.elapsed)}."
     if not job.active or job.phase not in PHASE_NAMES or job.message == "cancelling…":
         return job.message
-    measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
-    left = "longer than planned" if job.eta_seconds is None and measured else None
     if job.improving:  # an anytime retrain's first version serves while the rest trains
-        assert job.train_steps is not None and job.served_step is not None
-        at = max(job.step if job.phase == "training" else 0, job.served_step)
-        doing = (
-            f"measuring step {job.train_steps:,}"  # the last checkpoint
-            if job.phase in ("saving", "evaluating")
-            else f"step {at:,} of {job.train_steps:,}"
-        )
-        return f"{serving_words(job)} · improving: {doing} · {left or time_left(job.eta_seconds)}"
+        return f"{serving_words(job)} · improving: {improving_words(job)}"
     name = PHASE_NAMES[job.phase]
     counted = job.phase in COUNTED and job.total
     detail = f" · {job.message}" if counted or job.phase == "training" else ""
-    return f"{name}{detail} · {left or time_left(job.eta_seconds)}"
+    return f"{name}{detail} · {left_words(job)}"
+
+
+def improving_words(job: JobView) -> str:
+    """What an improving job (:attr:`JobView.improving`) does and its time left: "step 60 of
+    100 · about 30 s left", "measuring step 100 · …" while the last checkpoint is measured."""
+    assert job.train_steps is not None and job.served_step is not None
+    at = max(job.step if job.phase == "training" else 0, job.served_step)
+    doing = (
+        f"measuring step {job.train_steps:,}"  # the last checkpoint
+        if job.phase in ("saving", "evaluating")
+        else f"step {at:,} of {job.train_steps:,}"
+    )
+    return f"{doing} · {left_words(job)}"
+
+
+def left_words(job: JobView) -> str:
+    """A running job's time left (:func:`time_left`): "estimating…" while a counted phase times
+    its own steps (a training stretch after the first pass's version included), "longer than
+    planned" where a phase without a count has overrun its time
+    (:class:`app.services.models.job_plan.Tracker`)."""
+    measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
+    if job.eta_seconds is None and measured and job.phase not in COUNTED:
+        return "longer than planned"
+    return time_left(job.eta_seconds)
 
 
 def serving_words(job: JobView) -> str:
