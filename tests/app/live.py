@@ -74,7 +74,7 @@ def team_context(data_dir: Path) -> Any:
         add_member(ctx.db, live(ctx, PROJECT), name)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx.db, live(ctx, PROJECT), text, [intent])
+            data_svc.add_utterance(ctx.db, live(ctx, PROJECT), text, [intent], create=True)
     return ctx
 
 

@@ -14,6 +14,7 @@ from app.access import auth
 from app.access.actions import LABEL
 from app.services.labelling import data as data_svc
 from app.services.projects.members import add_member
+from app.services.queue.queue import OUT_OF_SCOPE
 from app.services.queue.queue_order import CHUNK
 from app.serving.state import ServingState
 from app.ui import queue_tab
@@ -65,7 +66,8 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
     per_key, shown = [], []
     for _ in range(CHUNK + 2):  # past the end of the first chunk
         item = state.item
-        shown.append((item.id, item.suggestions[0].intent))
+        # what Enter takes: the first suggestion, or out of scope on a card flagged so
+        shown.append((item.id, OUT_OF_SCOPE if item.enter_is_out_of_scope else item.first_choice))
         opened.clear()
         out = enter(name, state, request=request)
         per_key.append(len(opened))
