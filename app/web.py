@@ -4,7 +4,7 @@ off-loop password check (:mod:`app.perimeter.sign_in`), and every browser sessio
 table (:class:`app.perimeter.http_guard.Sessions`). Tests build the same app and serve it on loopback.
 
 Example:
-    >>> app = web_app(ctx, host="127.0.0.1", port=7860)  # doctest: +SKIP
+    >>> app = web_app(serving_state, host="127.0.0.1", port=7860)  # doctest: +SKIP
     >>> uvicorn.run(app, host="127.0.0.1", port=7860)  # doctest: +SKIP
 """
 
@@ -57,7 +57,7 @@ def later(db: Database, write: Writer, *args: str) -> None:
 def sign_in_auth(
     db: Database, limits: SignInLimits | None = None, store: LimitStore | None = None
 ) -> Callable[[str, str], Awaitable[bool]]:
-    """Gradio's ``auth`` callback for ``ctx``: a coroutine (Gradio awaits it on its event loop),
+    """Gradio's ``auth`` callback for ``serving_state``: a coroutine (Gradio awaits it on its event loop),
     so the password check runs in a thread under the sign-in limits (their failures counted in
     ``store``: the app's, Redis for a team); a held-back attempt is a 429 with ``Retry-After``.
     Holds, failures and successful sign-ins are recorded in the security log."""
@@ -93,7 +93,7 @@ def sign_in_auth(
 
 
 def sessions_for(db: Database) -> Sessions:
-    """Browser sessions checked against ``ctx``'s users table on every request."""
+    """Browser sessions checked against ``serving_state``'s users table on every request."""
 
     def still_ok(name: str, signed_in_at: datetime) -> bool:
         return session_ok(db, name, signed_in_at)
@@ -101,21 +101,21 @@ def sessions_for(db: Database) -> Sessions:
     return Sessions(still_ok)
 
 
-def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middleware:
-    """The middleware that bounds uploads to ``ctx.uploads`` (:mod:`app.perimeter.upload_gate`): in
+def upload_gate(serving_state: ServingState, limits: UploadLimits | None = None) -> Middleware:
+    """The middleware that bounds uploads to ``serving_state.uploads`` (:mod:`app.perimeter.upload_gate`): in
     multi-user mode per signed-in user, refusing those whose role allows none of the actions an
     upload is for (:data:`app.access.actions.UPLOADS`: an import, a bundle opened)."""
     if limits is not None:
-        ctx.uploads.limits = limits
+        serving_state.uploads.limits = limits
 
     def user_of(scope: Scope) -> str | None:
-        return session_user(scope) if ctx.settings.multi_user else LOCAL.name
+        return session_user(scope) if serving_state.settings.multi_user else LOCAL.name
 
     def refusal(name: str) -> str | None:
-        if not ctx.settings.multi_user:
+        if not serving_state.settings.multi_user:
             return None
         try:
-            who = actor(ctx.db, ctx.settings.multi_user, name)
+            who = actor(serving_state.db, serving_state.settings.multi_user, name)
         except PermissionError as exc:
             return str(exc)
         least = min((a.role for a in UPLOADS), key=lambda role: RANK[role])
@@ -126,69 +126,79 @@ def upload_gate(ctx: ServingState, limits: UploadLimits | None = None) -> Middle
             f"needs the {least} role."
         )
 
-    return Middleware(UploadGate, uploads=ctx.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
+    return Middleware(UploadGate, uploads=serving_state.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
-def download_gate(ctx: ServingState) -> Middleware:
+def download_gate(serving_state: ServingState) -> Middleware:
     """The middleware that serves downloads only to those who may read their project now
     (:mod:`app.perimeter.download_gate`)."""
     from app.access import open_project
 
     def user_of(scope: Scope) -> str | None:
-        return session_user(scope) if ctx.settings.multi_user else LOCAL.name
+        return session_user(scope) if serving_state.settings.multi_user else LOCAL.name
 
     def may_read(name: str | None, project_id: int) -> bool:
         try:
-            open_project(ctx.db, project_id, actor(ctx.db, ctx.settings.multi_user, name))
+            open_project(
+                serving_state.db,
+                project_id,
+                actor(serving_state.db, serving_state.settings.multi_user, name),
+            )
         except (PermissionError, NotFoundError):
             return False
         return True
 
-    root = ctx.settings.data_dir / DOWNLOADS
+    root = serving_state.settings.data_dir / DOWNLOADS
     return Middleware(DownloadGate, root=root, user_of=user_of, may_read=may_read)  # type: ignore[arg-type]
 
 
 def web_app(
-    ctx: ServingState,
+    serving_state: ServingState,
     *,
     host: str,
     port: int,
     sign_in: SignInLimits | None = None,
     uploads: UploadLimits | None = None,
 ) -> FastAPI:
-    """The API and the UI on one app, guarded as ``ctx.settings.multi_user`` says."""
+    """The API and the UI on one app, guarded as ``serving_state.settings.multi_user`` says."""
     from app.api import create_api
     from app.config import MAX_UPLOAD_BYTES
     from app.services.projects import accounts
     from app.ui.main import build_app, css
     from app.ui.mount import mount_ui
 
-    multi = ctx.settings.multi_user
+    multi = serving_state.settings.multi_user
     app = mount_ui(
-        create_api(ctx),
-        build_app(ctx),
+        create_api(serving_state),
+        build_app(serving_state),
         host=host,
         port=port,
         css=css(),
         max_file_size=MAX_UPLOAD_BYTES,
-        auth=sign_in_auth(ctx.db, sign_in, ctx.limit_store) if multi else None,
-        sessions=sessions_for(ctx.db) if multi else None,
-        public_hosts=ctx.settings.public_hosts,
-        uploads=upload_gate(ctx, uploads),
-        downloads=(ctx.settings.data_dir / DOWNLOADS, download_gate(ctx)),
+        auth=sign_in_auth(serving_state.db, sign_in, serving_state.limit_store) if multi else None,
+        sessions=sessions_for(serving_state.db) if multi else None,
+        public_hosts=serving_state.settings.public_hosts,
+        uploads=upload_gate(serving_state, uploads),
+        downloads=(serving_state.settings.data_dir / DOWNLOADS, download_gate(serving_state)),
         owned=lambda user, path: (
-            bool(user or not multi) and ctx.uploads.owns(user or LOCAL.name, path)
+            bool(user or not multi) and serving_state.uploads.owns(user or LOCAL.name, path)
         ),
-        signed_out=lambda name, address: later(ctx.db, accounts.signed_out, name, address),
-        refused=lambda user, detail: later(ctx.db, accounts.denied, user or "", "", detail),
+        signed_out=lambda name, address: later(
+            serving_state.db, accounts.signed_out, name, address
+        ),
+        refused=lambda user, detail: later(
+            serving_state.db, accounts.denied, user or "", "", detail
+        ),
     )
     # every refusal of the API and the UI's routes in the security log
     app.add_middleware(
         DeniedCalls,  # type: ignore[arg-type]
-        record=lambda user, address, detail: later(ctx.db, accounts.denied, user, address, detail),
+        record=lambda user, address, detail: later(
+            serving_state.db, accounts.denied, user, address, detail
+        ),
     )
     # someone uses the app: a training worker beside it leaves them a core (app.worker.cpu_share)
-    app.add_middleware(InUse, activity=Activity(ctx.settings.data_dir))  # type: ignore[arg-type]
+    app.add_middleware(InUse, activity=Activity(serving_state.settings.data_dir))  # type: ignore[arg-type]
     # outermost: a stopping server answers every request 503, never 500 (app.perimeter.draining)
-    app.add_middleware(Draining, stopping=lambda: ctx.readiness.is_stopping)  # type: ignore[arg-type]
+    app.add_middleware(Draining, stopping=lambda: serving_state.readiness.is_stopping)  # type: ignore[arg-type]
     return app

@@ -9,8 +9,8 @@ role below what the request needs is refused before anything runs. Every change 
 (:class:`app.access.policy.ItemPolicy`) for :mod:`storage.guard`, so no write path can skip it.
 
 Example:
-    >>> # p = open_project(ctx.db, "shop", need="designer")
-    >>> # with writing(ctx.db, p) as s: set_labels(s, p.id, 12, ["refund"])
+    >>> # p = open_project(serving_state.db, "shop", need="designer")
+    >>> # with writing(serving_state.db, p) as s: set_labels(s, p.id, 12, ["refund"])
 """
 
 from __future__ import annotations

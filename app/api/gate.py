@@ -47,8 +47,10 @@ def bearer_token(scope: http_body.Scope) -> str:
 class ApiGate:
     """ASGI middleware of the API app: token first, then the body limit (see the module)."""
 
-    def __init__(self, app: Any, ctx: ServingState, limit: int = MAX_API_BODY_BYTES) -> None:
-        self.app, self.ctx, self.limit = app, ctx, limit
+    def __init__(
+        self, app: Any, serving_state: ServingState, limit: int = MAX_API_BODY_BYTES
+    ) -> None:
+        self.app, self.serving_state, self.limit = app, serving_state, limit
 
     async def __call__(
         self, scope: http_body.Scope, receive: http_body.Receive, send: http_body.Send
@@ -56,13 +58,13 @@ class ApiGate:
         if scope["type"] != "http" or not scope["path"].startswith(PREFIX):
             await self.app(scope, receive, send)
             return
-        if self.ctx.settings.multi_user and scope["path"] not in OPEN:
+        if self.serving_state.settings.multi_user and scope["path"] not in OPEN:
             token = bearer_token(scope)
             if not token:
                 await http_body.answer(send, 401, NEEDS_TOKEN, CHALLENGE)
                 return
             try:
-                who = await asyncio.to_thread(token_actor, self.ctx.db, token)
+                who = await asyncio.to_thread(token_actor, self.serving_state.db, token)
             except PermissionError as exc:
                 await http_body.answer(send, 401, str(exc), CHALLENGE)
                 return

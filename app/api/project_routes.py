@@ -95,10 +95,13 @@ def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
     "/projects", response_model=models.ProjectsOut, summary="The projects, with their counts"
 )
 def projects(request: Request, who: Viewer) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     with acting_as(who):
-        handles = [open_project(ctx.db, name, who) for name in project_svc.project_names(ctx.db)]
-    return {"projects": [_project(project_svc.summary(ctx.db, p)) for p in handles]}
+        handles = [
+            open_project(serving_state.db, name, who)
+            for name in project_svc.project_names(serving_state.db)
+        ]
+    return {"projects": [_project(project_svc.summary(serving_state.db, p)) for p in handles]}
 
 
 @router.post(
@@ -108,10 +111,12 @@ def projects(request: Request, who: Viewer) -> Any:
     summary="Create an empty project (409 when the name is taken)",
 )
 def create_project(body: models.NewProjectIn, request: Request, who: Creator) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     with acting_as(who):
-        name = project_svc.new_project(ctx.db, body.name, body.base_encoder)
-    return _project(project_svc.summary(ctx.db, open_project(ctx.db, name, who)))
+        name = project_svc.new_project(serving_state.db, body.name, body.base_encoder)
+    return _project(
+        project_svc.summary(serving_state.db, open_project(serving_state.db, name, who))
+    )
 
 
 @router.get(
@@ -155,10 +160,10 @@ def _bulk(plan: BulkPlan, applied: bool, batch: str | None = None) -> dict[str, 
     description=models.BulkLabelIn.__doc__ or "",
 )
 def bulk_label(body: models.BulkLabelIn, request: Request, p: Editor) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     if body.preview:
         plan = bulk_svc.plan_label(
-            ctx.db,
+            serving_state.db,
             p,
             body.ids,
             body.intents,
@@ -168,7 +173,7 @@ def bulk_label(body: models.BulkLabelIn, request: Request, p: Editor) -> Any:
         return _bulk(plan, applied=False)
     with acting_as(p.actor):
         plan = bulk_svc.label_many(
-            ctx.db,
+            serving_state.db,
             p,
             body.ids,
             body.intents,

@@ -65,11 +65,15 @@ ONE = "The result, with exactly the fields a model bundle's `predict` returns."
     ),
 )
 async def predict(project: str, body: models.PredictIn, request: Request, who: Viewer) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     if body.text is not None:
         # each user's place among their one-liners, held until answered (429 past the limit);
         # single-user mode has one user, the local admin, and no such limit
-        held = ctx.live.admission.line(who.name) if ctx.settings.multi_user else nullcontext()
+        held = (
+            serving_state.live.admission.line(who.name)
+            if serving_state.settings.multi_user
+            else nullcontext()
+        )
         with held:
             result = await request.app.state.batcher.submit(
                 (project, who, body.text, body.k, body.context or ""), key=who.name
@@ -78,10 +82,10 @@ async def predict(project: str, body: models.PredictIn, request: Request, who: V
             return error_response(result)
         return {"predictions": [result]}
     # the batch lane: the caller's own limits (texts per call by role, calls at once per user)
-    p = await asyncio.to_thread(open_project, ctx.db, project, who)
+    p = await asyncio.to_thread(open_project, serving_state.db, project, who)
     rows = await asyncio.to_thread(
         predict_svc.predict,
-        ctx.live,
+        serving_state.live,
         p,
         body.all_texts(),
         k=body.k,
@@ -174,10 +178,10 @@ def intents(request: Request, p: Reader) -> Any:
     summary="Set (or clear, with an empty text) an intent's description",
 )
 def describe(intent: str, body: models.DescribeIn, request: Request, p: IntentEditor) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     with acting_as(p.actor):
-        data_svc.describe_intent(ctx.db, p, intent, body.description)
-    return next(i for i in data_svc.intents(ctx.db, p) if i["name"] == intent)
+        data_svc.describe_intent(serving_state.db, p, intent, body.description)
+    return next(i for i in data_svc.intents(serving_state.db, p) if i["name"] == intent)
 
 
 @router.get(

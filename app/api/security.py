@@ -28,8 +28,8 @@ bearer = HTTPBearer(
 
 
 def context(request: Request) -> ServingState:
-    ctx: ServingState = request.app.state.ctx
-    return ctx
+    serving_state: ServingState = request.app.state.serving_state
+    return serving_state
 
 
 def caller(
@@ -38,8 +38,8 @@ def caller(
 ) -> Actor:
     """The acting user; 401 in multi-user mode without a valid token. The API's gate
     (:class:`app.api.gate.ApiGate`) has looked the token up already, before the body was read."""
-    ctx = context(request)
-    if not ctx.settings.multi_user:
+    serving_state = context(request)
+    if not serving_state.settings.multi_user:
         return LOCAL
     checked = getattr(request.state, "actor", None)
     if isinstance(checked, Actor):
@@ -47,7 +47,7 @@ def caller(
     if credentials is None or not credentials.credentials.strip():
         raise HTTPException(401, NEEDS_TOKEN, headers={"WWW-Authenticate": "Bearer"})
     try:
-        return token_actor(ctx.db, credentials.credentials)
+        return token_actor(serving_state.db, credentials.credentials)
     except PermissionError as exc:
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from exc
 

@@ -37,12 +37,12 @@ def swagger_ui_files() -> Path:
     return Path(spec.origin).parent / "static"
 
 
-def create_api(ctx: ServingState) -> FastAPI:
-    """The API app on ``ctx`` (the Gradio UI is mounted on it by :func:`app.ui.mount.mount_ui`).
+def create_api(serving_state: ServingState) -> FastAPI:
+    """The API app on ``serving_state`` (the Gradio UI is mounted on it by :func:`app.ui.mount.mount_ui`).
 
     Example:
         >>> from fastapi.testclient import TestClient  # doctest: +SKIP
-        >>> TestClient(create_api(ctx)).post(  # doctest: +SKIP
+        >>> TestClient(create_api(serving_state)).post(  # doctest: +SKIP
         ...     "/api/v1/projects/shop/predict", json={"text": "where is my parcel"}
         ... ).json()["predictions"][0]["labels"]
         ['track_order']
@@ -54,7 +54,7 @@ def create_api(ctx: ServingState) -> FastAPI:
         docs_url=None,  # served below, from local files
         redoc_url=None,
     )
-    api.state.ctx = ctx
+    api.state.serving_state = serving_state
 
     def run(requests: list[Any]) -> list[Any]:
         """One batch of one-line predictions, ``(project, caller, text, k, context)`` each:
@@ -65,19 +65,21 @@ def create_api(ctx: ServingState) -> FastAPI:
             key = (project, who)
             if key not in handles:
                 try:
-                    handles[key] = open_project(ctx.db, project, who, stamp=True)
+                    handles[key] = open_project(serving_state.db, project, who, stamp=True)
                 except (StorageError, PermissionError) as exc:  # unknown, or not the caller's
                     handles[key] = exc
         resolved = [(handles[(r[0], r[1])], *r[2:]) for r in requests]
         ok = [i for i, r in enumerate(resolved) if not isinstance(r[0], Exception)]
-        answers = classify_requests(ctx.live, [resolved[i] for i in ok], explained=False)
+        answers = classify_requests(serving_state.live, [resolved[i] for i in ok], explained=False)
         out: list[Any] = [r[0] for r in resolved]
         for i, answer in zip(ok, answers, strict=True):
             out[i] = answer
         return out
 
     api.state.batcher = MicroBatcher(run, max_batch=MAX_BATCH)
-    api.add_middleware(ApiGate, ctx=ctx)  # the token, then the body's size, before parsing
+    api.add_middleware(
+        ApiGate, serving_state=serving_state
+    )  # the token, then the body's size, before parsing
     errors.install(api)
     api.include_router(routes.router)
     api.include_router(project_routes.router)

@@ -83,10 +83,10 @@ def next_items(
     p: Labeller,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ) -> Any:
-    ctx = context(request)
-    ids = team.open_items(ctx.db, p)[:limit]
-    assigned, answered = team.progress(ctx.db, p).get(p.actor.name, (0, 0))
-    rows = team.items(ctx.db, p, ids)
+    serving_state = context(request)
+    ids = team.open_items(serving_state.db, p)[:limit]
+    assigned, answered = team.progress(serving_state.db, p).get(p.actor.name, (0, 0))
+    rows = team.items(serving_state.db, p, ids)
     return {
         "items": [{"id": r["id"], "text": r["text"]} for r in rows],
         "assigned": assigned,
@@ -101,11 +101,11 @@ def next_items(
     description=team_models.AnswerIn.__doc__ or "",
 )
 def answer(body: team_models.AnswerIn, request: Request, p: Labeller) -> Any:
-    ctx = context(request)
-    before = team.items(ctx.db, p, [body.id])
+    serving_state = context(request)
+    before = team.items(serving_state.db, p, [body.id])
     with acting_as(p.actor):
-        message = team.submit(ctx.db, p, body.id, body.answer, body.intents)
-    (now,) = team.items(ctx.db, p, [body.id])  # submit refused an unknown id already
+        message = team.submit(serving_state.db, p, body.id, body.answer, body.intents)
+    (now,) = team.items(serving_state.db, p, [body.id])  # submit refused an unknown id already
     was_open = bool(before) and before[0]["split"] == "unlabelled"
     accepted = was_open and now["split"] != "unlabelled"
     return {"message": message, "accepted": accepted, "labels": now["labels"]}
@@ -175,9 +175,11 @@ def decide(
     summary="Every annotator's answer, one JSON object per line, with the accepted intents",
 )
 def answers_file(request: Request, p: Exporter) -> Any:
-    ctx = context(request)
+    serving_state = context(request)
     name = f"{re.sub(r'[^A-Za-z0-9.-]+', '_', p.name).strip('_')}-answers.jsonl"
-    path = team_answers.export_answers(ctx.db, p, download_path(ctx.settings, name, p.id))
+    path = team_answers.export_answers(
+        serving_state.db, p, download_path(serving_state.settings, name, p.id)
+    )
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
 
 

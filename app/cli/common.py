@@ -119,9 +119,9 @@ def context(args: argparse.Namespace) -> ServingState:
     from app.config import load_settings
     from app.serving.state import ServingState
 
-    ctx = ServingState.open(load_settings(args.data_dir, args.db_url))
-    _opened.append(ctx)
-    return ctx
+    serving_state = ServingState.open(load_settings(args.data_dir, args.db_url))
+    _opened.append(serving_state)
+    return serving_state
 
 
 def close_contexts() -> None:
@@ -145,7 +145,7 @@ def leave_process() -> None:
     gc.freeze()
 
 
-def project(ctx: ServingState, name: str | None, action: Action) -> ProjectHandle:
+def project(serving_state: ServingState, name: str | None, action: Action) -> ProjectHandle:
     """The project ``name`` as the command line uses it for ``action`` (an action of the
     permissions table, :mod:`app.access.actions`): the operator on the server acts as the local
     admin (:func:`app.access.open_project`)."""
@@ -155,7 +155,7 @@ def project(ctx: ServingState, name: str | None, action: Action) -> ProjectHandl
     role = need(action)  # anything but an action of the table is refused before the database
     if not name:
         raise CliError("Give the project: --project NAME.")
-    return open_project(ctx.db, name, LOCAL, need=role)
+    return open_project(serving_state.db, name, LOCAL, need=role)
 
 
 Command = TypeVar("Command", bound=Callable[[argparse.Namespace], int])

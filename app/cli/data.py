@@ -28,11 +28,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     from app.access.auth import LOCAL, acting_as
     from app.services.projects.io import destination, import_file
 
-    ctx = context(args)
+    serving_state = context(args)
     with acting_as(LOCAL):
-        into = destination(ctx.db, args.project)  # a project that does not exist: a new one
+        into = destination(
+            serving_state.db, args.project
+        )  # a project that does not exist: a new one
     result = import_file(
-        ctx.db,
+        serving_state.db,
         into,
         args.file,
         create_missing_intents=not args.no_create_intents,
@@ -47,9 +49,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from app.services.projects.io import export_project
 
-    ctx = context(args)
+    serving_state = context(args)
     result = export_project(
-        ctx.db, project(ctx, args.project, EXPORT), args.output, format=args.format
+        serving_state.db,
+        project(serving_state, args.project, EXPORT),
+        args.output,
+        format=args.format,
     )
     print(result.message(args.output))
     return 0
@@ -109,9 +114,9 @@ def cmd_users(args: argparse.Namespace) -> int:
     from app.services.projects import accounts
     from storage.users import list_users
 
-    ctx = context(args)
+    serving_state = context(args)
     if args.action == "list":
-        with ctx.db.session() as s:
+        with serving_state.db.session() as s:
             for u in list_users(s):
                 print(f"{u.name}\t{u.role}\t{u.status}")
         return 0
@@ -119,22 +124,22 @@ def cmd_users(args: argparse.Namespace) -> int:
         raise CliError("Give the user's name.")
     if args.action == "add":
         role = args.role or "designer"
-        who = add_user(ctx.db, args.name, role, _password(args.name), actor=_cli_actor())
+        who = add_user(serving_state.db, args.name, role, _password(args.name), actor=_cli_actor())
         print(f"Added {who.name} ({who.role}).")
         return 0
     if args.action == "restore":
         role = accounts.restore_user(
-            ctx.db, args.name, _password(args.name), actor=_cli_actor(), role=args.role
+            serving_state.db, args.name, _password(args.name), actor=_cli_actor(), role=args.role
         )
         print(f"Restored {args.name} ({role}): they sign in with the new password; no API token.")
         return 0
     if args.action == "remove":
-        accounts.remove_user(ctx.db, args.name, actor=_cli_actor())
+        accounts.remove_user(serving_state.db, args.name, actor=_cli_actor())
         print(f"Removed {args.name}: their sessions and API token have ended.")
         return 0
     if args.action in ("lock", "unlock"):
         locked = args.action == "lock"
-        accounts.lock_user(ctx.db, args.name, actor=_cli_actor(), locked=locked)
+        accounts.lock_user(serving_state.db, args.name, actor=_cli_actor(), locked=locked)
         print(
             f"Locked {args.name}: their sessions and API token have ended; they cannot sign in."
             if locked
@@ -142,25 +147,25 @@ def cmd_users(args: argparse.Namespace) -> int:
         )
         return 0
     if args.action == "password":
-        accounts.set_password(ctx.db, args.name, _password(args.name), actor=_cli_actor())
+        accounts.set_password(serving_state.db, args.name, _password(args.name), actor=_cli_actor())
         print(f"New password for {args.name}: their sessions signed in before have ended.")
         return 0
     if args.action == "token":
-        token = issue_token(ctx.db, args.name, actor=_cli_actor())
+        token = issue_token(serving_state.db, args.name, actor=_cli_actor())
         print(f"API token for {args.name} (shown once; any earlier token stops working):")
         print(token)
         return 0
     if args.action == "revoke":
-        accounts.revoke_token(ctx.db, args.name, actor=_cli_actor())
+        accounts.revoke_token(serving_state.db, args.name, actor=_cli_actor())
         print(f"Revoked {args.name}'s API token: it stops working at its next request.")
         return 0
     if args.role is None:  # `users role NAME`: says the role, changes nothing
-        current = accounts.role_of(ctx.db, args.name)
+        current = accounts.role_of(serving_state.db, args.name)
         raise CliError(
             f"{args.name}'s role is {current}; nothing was changed. "
             "Give the new one with --role viewer|designer|admin."
         )
-    accounts.set_role(ctx.db, args.name, args.role, actor=_cli_actor())
+    accounts.set_role(serving_state.db, args.name, args.role, actor=_cli_actor())
     print(f"{args.name} is now a {args.role}.")
     return 0
 
@@ -173,15 +178,15 @@ def cmd_projects(args: argparse.Namespace) -> int:
     from app.services.projects.members import actor_of
     from app.services.projects.projects import summary
 
-    ctx = context(args)
-    who = actor_of(ctx.db, args.user) if args.user else LOCAL
-    names = visible_projects(ctx.db, who)
+    serving_state = context(args)
+    who = actor_of(serving_state.db, args.user) if args.user else LOCAL
+    names = visible_projects(serving_state.db, who)
     if args.user and not names:
         print(f"{args.user} sees no project: add them to one (intent-studio members add).")
     for name in names:
-        p = open_project(ctx.db, name, who)
+        p = open_project(serving_state.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
-        print(summary(ctx.db, p).headline() + role)
+        print(summary(serving_state.db, p).headline() + role)
     return 0
 
 

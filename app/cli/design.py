@@ -21,8 +21,10 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     name = args.project or args.project_option
     if not name:
         raise CliError("Give the project: intent-studio clusters PROJECT.")
-    ctx = context(args)
-    found = candidate_intents(ctx.live, project(ctx, name, READ), min_size=args.min_size)
+    serving_state = context(args)
+    found = candidate_intents(
+        serving_state.live, project(serving_state, name, READ), min_size=args.min_size
+    )
     if args.format == "json":
         print(json.dumps([_as_dict(c, args.examples) for c in found], ensure_ascii=False))
         return 0

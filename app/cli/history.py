@@ -56,11 +56,11 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
     if (args.id is None) == (args.text is None):
         raise CliError("Give the utterance's id or --text (one of them).")
-    ctx = context(args)
-    p = project(ctx, args.project, EDIT)
-    uid = args.id if args.id is not None else data.utterance_id(ctx.db, p, args.text)
+    serving_state = context(args)
+    p = project(serving_state, args.project, EDIT)
+    uid = args.id if args.id is not None else data.utterance_id(serving_state.db, p, args.text)
     try:
-        gone = data.delete_utterance(ctx.db, p, uid, confirm_test=args.confirm_test)
+        gone = data.delete_utterance(serving_state.db, p, uid, confirm_test=args.confirm_test)
     except data.UnconfirmedTestChange as exc:
         raise CliError(f"{exc} Add --confirm-test to delete it.") from None
     print(gone.message())
@@ -72,9 +72,13 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_undo(args: argparse.Namespace) -> int:
     from app.services.labelling import history
 
-    ctx = context(args)
-    p = project(ctx, args.project, UNDO)
-    print(history.undo_batch(ctx.db, p, args.batch) if args.batch else history.undo(ctx.db, p))
+    serving_state = context(args)
+    p = project(serving_state, args.project, UNDO)
+    print(
+        history.undo_batch(serving_state.db, p, args.batch)
+        if args.batch
+        else history.undo(serving_state.db, p)
+    )
     return 0
 
 
@@ -82,8 +86,10 @@ def cmd_undo(args: argparse.Namespace) -> int:
 def cmd_activity(args: argparse.Namespace) -> int:
     from app.services.labelling import history
 
-    ctx = context(args)
-    rows = history.activity(ctx.db, project(ctx, args.project, READ), limit=args.limit)
+    serving_state = context(args)
+    rows = history.activity(
+        serving_state.db, project(serving_state, args.project, READ), limit=args.limit
+    )
     for r in rows:  # tab-separated, as ACTIVITY_COLUMNS; the example quoted (no raw controls)
         cells = [r[c] if c != "example" else repr(r[c][:60]) for c in history.ACTIVITY_COLUMNS]
         print("\t".join(str(c) for c in cells))

@@ -30,13 +30,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from app.services.models import retrain_jobs
     from app.services.training.retrain_warm import warm_up_worker
 
-    ctx = context(args)
+    serving_state = context(args)
     if args.queue:
-        ctx.training.enqueue = worker.queue_for(ctx.settings)
-    p = project(ctx, args.project, TRAIN)
+        serving_state.training.enqueue = worker.queue_for(serving_state.settings)
+    p = project(serving_state, args.project, TRAIN)
     try:
         view, created = retrain_jobs.request_retrain(
-            ctx.training, p, _parse_config(args), enqueue=args.queue
+            serving_state.training, p, _parse_config(args), enqueue=args.queue
         )
     except retrain_jobs.QueueUnavailable as exc:
         raise CliError(str(exc)) from exc
@@ -47,25 +47,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.queue and created:
         # the job runs here: its encoder loads (and a GPU starts, its kernels warmed) while the
         # job claims its row and snapshots the data
-        budget = ctx.models.budget
+        budget = serving_state.models.budget
         steps = budget.warm_up_steps if budget.device == "cuda" else 0
         warming = warm_up_worker(
-            ctx.live,
+            serving_state.live,
             budget,
-            device=ctx.settings.device,
-            int8=ctx.settings.int8,
+            device=serving_state.settings.device,
+            int8=serving_state.settings.int8,
             steps=steps,
             bases=[p.base_encoder],
         )
         # nobody waits on the app between its checkpoints: what will serve is measured once
         runner = threading.Thread(
-            target=worker.execute_job, args=(ctx, view.id), kwargs={"anytime": False}, daemon=True
+            target=worker.execute_job,
+            args=(serving_state, view.id),
+            kwargs={"anytime": False},
+            daemon=True,
         )
         runner.start()
     last = ""
     try:
         while True:
-            view = retrain_jobs.job(ctx.training, view.id)
+            view = retrain_jobs.job(serving_state.training, view.id)
             line = f"[{view.status}] {retrain_jobs.describe(view)}"
             if line != last:
                 print(line, flush=True)
@@ -77,18 +80,20 @@ def cmd_train(args: argparse.Namespace) -> int:
             else:
                 time.sleep(1.0)
     except KeyboardInterrupt:
-        view = retrain_jobs.cancel(ctx.db, view.id)
+        view = retrain_jobs.cancel(serving_state.db, view.id)
         print(f"[{view.status}] {retrain_jobs.describe(view)}", flush=True)
     if runner is not None:  # a cancelled job's runner stops at its next poll: let it (torch
         runner.join(60)  # cut off at exit aborts the process)
-        view = retrain_jobs.job(ctx.training, view.id)
+        view = retrain_jobs.job(serving_state.training, view.id)
     if warming is not None:  # the same for a warm-up a job that failed early did not wait for
         warming.join(60)
     if view.model_version_id:
         from app.services.models.versions import metrics
         from core.evaluation.version_metrics import VersionMetrics
 
-        m = metrics(ctx.db, project(ctx, args.project, READ), view.model_version_id)
+        m = metrics(
+            serving_state.db, project(serving_state, args.project, READ), view.model_version_id
+        )
         base = m.base or VersionMetrics()
         print(
             json.dumps(
@@ -137,7 +142,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
     nothing)."""
     from app.services.projects import settings
 
-    ctx = context(args)
+    serving_state = context(args)
     changes: dict[str, str] = {}
     for pair in args.set or []:
         name, sep, value = pair.partition("=")
@@ -146,10 +151,13 @@ def cmd_settings(args: argparse.Namespace) -> int:
         changes[name.strip()] = value
     if changes:
         view, message = settings.change(
-            ctx.live, project(ctx, args.project, SAVE_SETTINGS), changes
+            serving_state.live, project(serving_state, args.project, SAVE_SETTINGS), changes
         )
     else:
-        view, message = settings.view(ctx.live, project(ctx, args.project, READ)), ""
+        view, message = (
+            settings.view(serving_state.live, project(serving_state, args.project, READ)),
+            "",
+        )
     if args.format == "json":
         print(json.dumps(view.to_dict(), ensure_ascii=False))
         return 0
@@ -206,19 +214,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
         from app.services.models.predict import predict
 
         turns = [args.context] * len(texts) if args.context else None
-        ctx = context(args)
-        p = project(ctx, args.project, READ)
-        if p.active_version_id is None and ctx.settings.int8 and ctx.models.budget.serves_int8:
+        serving_state = context(args)
+        p = project(serving_state, args.project, READ)
+        if (
+            p.active_version_id is None
+            and serving_state.settings.int8
+            and serving_state.models.budget.serves_int8
+        ):
             from app.services.models.base_int8 import ensure_base_int8
 
             # a project never retrained serves its base encoder's int8 copy, built once (then
             # no torch): the same path as a retrained project's (issue 63 item 5)
-            ensure_base_int8(ctx.live, p)
+            ensure_base_int8(serving_state.live, p)
         # a multi-label pool whose head is neither in its version nor kept fits one: predict
         # with it, not with the k-NN fallback (issue 45 row 6); kept for the next start
-        ctx.live.pool(p.id)
-        ctx.live.heads.settle(600)
-        results = predict(ctx.live, p, texts, k=args.k, contexts=turns)
+        serving_state.live.pool(p.id)
+        serving_state.live.heads.settle(600)
+        results = predict(serving_state.live, p, texts, k=args.k, contexts=turns)
     _write_predictions(results, args)
     return 0
 
@@ -228,9 +240,9 @@ def cmd_bundle_export(args: argparse.Namespace) -> int:
     from app.services.projects.bundles import export_bundle
 
     version = args.version  # a number, "base" or None (the active one): version_arg
-    ctx = context(args)
-    p = project(ctx, args.project, BUNDLE)
-    info = export_bundle(ctx.live, p, args.output, version=version, int8=args.int8)
+    serving_state = context(args)
+    p = project(serving_state, args.project, BUNDLE)
+    info = export_bundle(serving_state.live, p, args.output, version=version, int8=args.int8)
     print(json.dumps(info, indent=2))
     return 0
 
@@ -251,6 +263,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix.lower() != ".html":
         raise CliError("The report is an .html file: give a path ending in .html.")
-    ctx = context(args)
-    print(build_report(ctx, project(ctx, args.project, READ), out, static=args.static))
+    serving_state = context(args)
+    print(
+        build_report(
+            serving_state, project(serving_state, args.project, READ), out, static=args.static
+        )
+    )
     return 0

@@ -28,12 +28,12 @@ logger = logging.getLogger(__name__)
 GRACEFUL_S = 5
 
 
-def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
+def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     """Load the encoders, build every project's pool and encode the labelling queue's candidates
     before the first request, and wait for UMAP's compilation (``umap``); then move everything
     built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
     otherwise walks millions of long-lived objects (the models, the app) and paused labelling
-    for 0.5-0.8 s at a time. ``ctx.readiness`` follows it (``/api/v1/ready`` answers 200 once
+    for 0.5-0.8 s at a time. ``serving_state.readiness`` follows it (``/api/v1/ready`` answers 200 once
     it ends); a stop ends it early."""
     import gc
     import time
@@ -50,17 +50,17 @@ def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
 
     try:
         with ticking("warm-up: loading the encoders and building each project's pool"):
-            ctx.live.warm_up(ctx.readiness)
-        if ctx.readiness.is_stopping:
+            serving_state.live.warm_up(serving_state.readiness)
+        if serving_state.readiness.is_stopping:
             return
         said("encoders loaded and every project's pool built")
         with ticking("warm-up: scoring the Label tab's first cards"):
-            warm_queue(ctx.live)
+            warm_queue(serving_state.live)
         said("the Label tab's first cards scored")
-        if ctx.readiness.is_stopping:
+        if serving_state.readiness.is_stopping:
             return
         with ticking("warm-up: encoding the maps' utterances"):
-            encoded = encode_map_rows(ctx.live)
+            encoded = encode_map_rows(serving_state.live)
         said(f"the maps' utterances encoded ({encoded} new)")
         if umap.is_alive():
             print(
@@ -71,11 +71,11 @@ def _warm_up(ctx: ServingState, umap: threading.Thread) -> None:
     except Exiting:  # the server is stopping (core.encoding.exit_gate)
         return
     except Exception:  # the app still serves: what is missing is built on first use
-        ctx.readiness.warm()  # ready all the same, before a programming error is raised again
+        serving_state.readiness.warm()  # ready all the same, before a programming error is raised again
         logged(logger, "warm-up failed; projects are built on first use")
     gc.collect()
     gc.freeze()
-    ctx.readiness.warm()
+    serving_state.readiness.warm()
     print("Warm: encoders loaded, pools and queues ready.", flush=True)
 
 
@@ -101,9 +101,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve_until_stopped(
-    ctx: ServingState, app: object, sock: socket.socket, host: str, port: int
+    serving_state: ServingState, app: object, sock: socket.socket, host: str, port: int
 ) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM. The signal marks ``ctx.readiness``
+    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM. The signal marks ``serving_state.readiness``
     stopping at once: new requests are answered 503 and ``/ready`` says so
     (:mod:`app.perimeter.draining`); requests under way get :data:`GRACEFUL_S` to end."""
     import uvicorn
@@ -112,7 +112,7 @@ def serve_until_stopped(
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            ctx.readiness.stopping()
+            serving_state.readiness.stopping()
             super().handle_exit(sig, frame)
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -143,18 +143,18 @@ def serve_until_stopped(
             signal.signal(sig, handler)
 
 
-def _stop_serving(ctx: ServingState, supervisor: WorkerSupervisor | None) -> None:
+def _stop_serving(serving_state: ServingState, supervisor: WorkerSupervisor | None) -> None:
     """After the server stopped answering: the exit refuses new model work and waits for the
     calls under way (:mod:`core.encoding.exit_gate`), so the warm-up and any request's thread
     still waiting on it end now, not when the warm-up would have (a stop during warm-up took
     120.8 s); then the worker and the background fits are stopped and waited for."""
     from core.encoding.exit_gate import NATIVE
 
-    ctx.readiness.stopping()
+    serving_state.readiness.stopping()
     NATIVE.close()
     if supervisor is not None:
         supervisor.stop()
-    ctx.close()
+    serving_state.close()
 
 
 # Gradio reads these at start-up; each would expose the app beyond what the flags say: a public
@@ -218,27 +218,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
-    ctx = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
+    serving_state = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
-        generated = ensure_admin(ctx.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
+        generated = ensure_admin(serving_state.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
-        ensure_demo_project(ctx.db)
+        ensure_demo_project(serving_state.db)
     from app.services.design.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
-    umap = start_warm_up(ctx.maps)  # UMAP's numba compilation, off the request path
-    ctx.readiness.warming(0)  # not ready until the warm-up ends (/api/v1/ready)
+    umap = start_warm_up(serving_state.maps)  # UMAP's numba compilation, off the request path
+    serving_state.readiness.warming(0)  # not ready until the warm-up ends (/api/v1/ready)
     print(
         "Warming up in the background (the page works meanwhile; its first answers wait for "
         "it): loading the encoder, building each project's pool, scoring the Label tab's first "
         "cards.",
         flush=True,
     )
-    threading.Thread(target=_warm_up, args=(ctx, umap), name="warm-up", daemon=True).start()
-    ctx.training.enqueue = queue_for(ctx.settings)
-    supervisor = None if args.no_worker else WorkerSupervisor(ctx.settings)
+    threading.Thread(
+        target=_warm_up, args=(serving_state, umap), name="warm-up", daemon=True
+    ).start()
+    serving_state.training.enqueue = queue_for(serving_state.settings)
+    supervisor = None if args.no_worker else WorkerSupervisor(serving_state.settings)
     if supervisor is not None:
         supervisor.start()
     try:
@@ -246,15 +248,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).
         print("Building the app's pages…", flush=True)
         with ticking("building the app's pages"):
-            app = web_app(ctx, host=args.host, port=args.port)
+            app = web_app(serving_state, host=args.host, port=args.port)
         print(
-            f"Intent Studio on http://{args.host}:{args.port}  (data: {ctx.settings.data_dir}; "
+            f"Intent Studio on http://{args.host}:{args.port}  (data: {serving_state.settings.data_dir}; "
             f"REST API docs at /docs)",
             flush=True,
         )
-        serve_until_stopped(ctx, app, sock, args.host, args.port)
+        serve_until_stopped(serving_state, app, sock, args.host, args.port)
     finally:
-        _stop_serving(ctx, supervisor)
+        _stop_serving(serving_state, supervisor)
     return 0
 
 

@@ -65,10 +65,10 @@ def cmd_team_assign(args: argparse.Namespace) -> int:
     from app.services.labelling import team
 
     names = [n for n in args.annotators.split(",") if n.strip()]
-    ctx = context(args)
+    serving_state = context(args)
     given = team.assign(
-        ctx.db,
-        project(ctx, args.project, ASSIGN),
+        serving_state.db,
+        project(serving_state, args.project, ASSIGN),
         names,
         overlap=args.overlap,
         search=args.search,
@@ -91,8 +91,8 @@ def _value(value: float | None) -> str:
 def cmd_team_agreement(args: argparse.Namespace) -> int:
     from app.services.labelling import team_answers
 
-    ctx = context(args)
-    found = team_answers.measure(ctx.db, project(ctx, args.project, READ))
+    serving_state = context(args)
+    found = team_answers.measure(serving_state.db, project(serving_state, args.project, READ))
     if not found.items:
         print(f"No agreement yet in {args.project!r}: no overlap item has two answers.")
         return 0
@@ -118,8 +118,10 @@ def cmd_team_agreement(args: argparse.Namespace) -> int:
 def cmd_team_export(args: argparse.Namespace) -> int:
     from app.services.labelling import team_answers
 
-    ctx = context(args)
-    out = team_answers.export_answers(ctx.db, project(ctx, args.project, EXPORT), Path(args.output))
+    serving_state = context(args)
+    out = team_answers.export_answers(
+        serving_state.db, project(serving_state, args.project, EXPORT), Path(args.output)
+    )
     with out.open(encoding="utf-8") as f:
         lines = sum(1 for _ in f)
     print(f"Wrote {lines} answer(s) to {out}.")
@@ -132,10 +134,10 @@ def cmd_members(args: argparse.Namespace) -> int:
 
     from app.services.projects import members
 
-    ctx = context(args)
-    p = project(ctx, args.project, READ if args.action == "list" else MANAGE_MEMBERS)
+    serving_state = context(args)
+    p = project(serving_state, args.project, READ if args.action == "list" else MANAGE_MEMBERS)
     if args.action == "list":
-        for m in members.members(ctx.db, p):
+        for m in members.members(serving_state.db, p):
             state = "" if m.status == "active" else f" ({m.status})"
             print(f"{m.name:30} {m.role:9} (own role {m.user_role}){state}")
         return 0
@@ -143,7 +145,7 @@ def cmd_members(args: argparse.Namespace) -> int:
         raise CliError(f"Give the user: intent-studio members {args.action} NAME --project ...")
     actor = f"cli:{getpass.getuser()}"
     if args.action == "add":
-        print(members.add_member(ctx.db, p, args.name, args.role, actor=actor))
+        print(members.add_member(serving_state.db, p, args.name, args.role, actor=actor))
     else:
-        print(members.remove_member(ctx.db, p, args.name, actor=actor))
+        print(members.remove_member(serving_state.db, p, args.name, actor=actor))
     return 0

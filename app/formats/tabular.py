@@ -117,12 +117,12 @@ def _check_row(
         problems.append((line, f"unknown split {split_value!r} (use {', '.join(SPLITS)})"))
     if split_value == "unlabelled" and labels:
         problems.append((line, "an unlabelled row cannot carry labels"))
-    ctx, ctx_problem = check_context(context)
+    serving_state, ctx_problem = check_context(context)
     if ctx_problem is not None:
         problems.append((line, ctx_problem))
     if problems:
         return None, problems
-    return Row(clean, tuple(sorted(labels)), split_value, ctx), []
+    return Row(clean, tuple(sorted(labels)), split_value, serving_state), []
 
 
 def _declares(text: object, description: object) -> bool:

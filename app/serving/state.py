@@ -7,9 +7,9 @@ the admission of prediction calls (:class:`app.serving.live.LivePools`); the map
 (:class:`app.serving.training_queue.TrainingQueue`); the uploads; and whether the process can
 serve now (:class:`app.serving.readiness.Readiness`). :class:`ServingState` holds
 one of each for a process, and nothing else: a plain record of its pieces, with no method that
-hands a call on to one (``ctx.live.pool(...)``, never ``ctx.pool(...)``), so each call names the
-piece that answers it. A function takes the smallest piece that holds what it uses (``ctx.db``,
-``ctx.factories``, ``ctx.live``, ``ctx.maps``, ``ctx.training``); the record itself goes only to
+hands a call on to one (``serving_state.live.pool(...)``, never ``serving_state.pool(...)``), so each call names the
+piece that answers it. A function takes the smallest piece that holds what it uses (``serving_state.db``,
+``serving_state.factories``, ``serving_state.live``, ``serving_state.maps``, ``serving_state.training``); the record itself goes only to
 what needs settings, uploads or several unrelated pieces.
 """
 

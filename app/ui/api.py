@@ -22,7 +22,7 @@ from app.ui.guard import guarded, refuse
 from storage.errors import StorageError
 
 
-def register_api(ctx: ServingState) -> None:
+def register_api(serving_state: ServingState) -> None:
     """Must be called inside a ``gr.Blocks`` context."""
 
     def predict(project: list[str], text: list[str], k: list[int]) -> list[list[dict[str, Any]]]:
@@ -38,11 +38,13 @@ def register_api(ctx: ServingState) -> None:
         for i, (name, t, n) in enumerate(zip(project, text, k, strict=True)):
             try:
                 name = str(name)
-                p = handles.get(name) or handles.setdefault(name, open_project(ctx.db, name))
+                p = handles.get(name) or handles.setdefault(
+                    name, open_project(serving_state.db, name)
+                )
                 requests.append((p, t, n))
             except StorageError as exc:
                 refused[i] = {"error": str(exc)}
-        answers = iter(predict_svc.predict_requests(ctx.live, requests))
+        answers = iter(predict_svc.predict_requests(serving_state.live, requests))
         results = [refused[i] if i in refused else next(answers) for i in range(len(project))]
         for r in results:
             if "error" in r and len(results) == 1:
@@ -52,7 +54,7 @@ def register_api(ctx: ServingState) -> None:
     @guarded(READ)
     def predict_one(project: ProjectHandle, text: str, k: int = 1) -> dict[str, Any]:
         """Classify one utterance (behind a login: the caller's own call)."""
-        (result,) = predict_svc.predict_requests(ctx.live, [(project, text, k)])
+        (result,) = predict_svc.predict_requests(serving_state.live, [(project, text, k)])
         if "error" in result:
             refuse(result["error"])
         return result
@@ -64,7 +66,7 @@ def register_api(ctx: ServingState) -> None:
         if not isinstance(texts, list):
             refuse("`texts` is a list of utterances.")
         # the limits are the signed-in user's (the acting user), checked here on the server
-        return predict_svc.predict(ctx.live, project, [str(t) for t in texts], k=k)
+        return predict_svc.predict(serving_state.live, project, [str(t) for t in texts], k=k)
 
     @guarded(LABEL)
     def label(
@@ -76,20 +78,22 @@ def register_api(ctx: ServingState) -> None:
     ) -> dict[str, Any]:
         """Add a labelled utterance, or relabel it when the text is already in the project. An
         intent the project does not have is refused (naming the closest) unless ``create``."""
-        return data_svc.label_text(ctx.db, project, text, intents, split, create=bool(create))
+        return data_svc.label_text(
+            serving_state.db, project, text, intents, split, create=bool(create)
+        )
 
     def projects() -> list[str]:
         """The names of the projects the caller sees."""
-        return project_svc.project_names(ctx.db)
+        return project_svc.project_names(serving_state.db)
 
     @guarded(READ)
     def utterances(
         project: ProjectHandle, intent: str = "", split: str = "", search: str = ""
     ) -> list[dict[str, Any]]:
         """The project's utterances with their intents, filtered."""
-        return data_svc.table(ctx.db, project, intent=intent, split=split, search=search)
+        return data_svc.table(serving_state.db, project, intent=intent, split=split, search=search)
 
-    if ctx.settings.multi_user:
+    if serving_state.settings.multi_user:
         gr.api(predict_one, api_name="predict", concurrency_limit=8)
     else:
         gr.api(predict, api_name="predict", batch=True, max_batch_size=64, concurrency_limit=1)

@@ -70,7 +70,7 @@ def merge(db: Database, p: ProjectHandle, sources: list[str], target: str) -> st
 
 
 def do_import(
-    ctx: ServingState,
+    serving_state: ServingState,
     p: ProjectHandle | None,
     file: Any,
     target: str,
@@ -90,24 +90,30 @@ def do_import(
     path = file if isinstance(file, str) else getattr(file, "name", str(file))
     if not Path(path).exists():
         return problem(GONE), same, same, same, same
-    into, err = attempt(lambda: _import_target(ctx.db, p, target))
+    into, err = attempt(lambda: _import_target(serving_state.db, p, target))
     if err or into is None:
         return problem(err or ""), same, same, same, same
     try:
         res, err = attempt(
             lambda: io_svc.import_file(
-                ctx.db, into, path, create_missing_intents=create, language=language.strip() or None
+                serving_state.db,
+                into,
+                path,
+                create_missing_intents=create,
+                language=language.strip() or None,
             )
         )
     finally:
-        ctx.uploads.used_up(path)  # the import ended: its upload goes (upload it again to retry)
+        serving_state.uploads.used_up(
+            path
+        )  # the import ended: its upload goes (upload it again to retry)
     if err:
         return problem(err), same, same, same, same
     assert res is not None
-    picker = project_picker(ctx.db, res.project)
+    picker = project_picker(serving_state.db, res.project)
     if p is not None and res.project == p.name:
         return ok(res.message()), picker, same, same, same
-    there = open_project(ctx.db, res.project)
+    there = open_project(serving_state.db, res.project)
     empty = pd.DataFrame(columns=HEADERS)
     loading = f"Loading {md_text(res.project)}…"
     return (
@@ -115,7 +121,7 @@ def do_import(
         picker,
         empty,
         loading,
-        summary_line(ctx.db, there, team=ctx.settings.multi_user),
+        summary_line(serving_state.db, there, team=serving_state.settings.multi_user),
     )
 
 
@@ -143,9 +149,9 @@ AGENT_CHOICES = [
 ]
 
 
-def do_export(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
+def do_export(serving_state: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
     """Export in the format chosen (see :func:`app.services.projects.io.export_download`)."""
-    res, err = attempt(lambda: io_svc.export_download(ctx, p, fmt))
+    res, err = attempt(lambda: io_svc.export_download(serving_state, p, fmt))
     if err:
         return problem(err), None
     assert res is not None
@@ -153,7 +159,7 @@ def do_export(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str |
     return ok(message), str(out)
 
 
-def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
+def build_manage(serving_state: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     """Lay out the intents, slots, import/export and project settings accordions. Returns their components and
     ``bind(after_change)``, which binds their events once the Data tab knows how to refresh:
     ``after_change(event)`` chains the refresh after an event that changed the project."""
@@ -186,7 +192,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
             )
             m_btn = gr.Button("Merge", elem_id="merge-intents")
 
-    build_slots(ctx.db, project)
+    build_slots(serving_state.db, project)
 
     with gr.Accordion("Import / export", open=False):
         with gr.Row():
@@ -230,7 +236,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
             ex_status = gr.Markdown()
             ex_file = gr.File(label="Download", interactive=False)
 
-    bind_settings = build_settings(ctx.live, project)
+    bind_settings = build_settings(serving_state.live, project)
 
     def bind_events(after_change: Any, shown: list[Any]) -> Any:
         """Bind the accordions' events; ``shown``: the table, its line and the summary line
@@ -242,21 +248,26 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         quiet: dict[str, Any] = {"api_visibility": "private"}
         after_change(
             i_create.click(
-                write(bind(create_intent, ctx.db)), [project, i_name], [intent_status], **quiet
+                write(bind(create_intent, serving_state.db)),
+                [project, i_name],
+                [intent_status],
+                **quiet,
             )
         )
         after_change(
             i_rename.click(
-                write(bind(rename_intent, ctx.db)),
+                write(bind(rename_intent, serving_state.db)),
                 [project, i_old, i_new],
                 [intent_status],
                 **quiet,
             )
         )
-        i_old.change(bind(intent_description, ctx.db), [project, i_old], [i_desc], **quiet)
+        i_old.change(
+            bind(intent_description, serving_state.db), [project, i_old], [i_desc], **quiet
+        )
         after_change(
             i_describe.click(
-                write(bind(describe_intent, ctx.db)),
+                write(bind(describe_intent, serving_state.db)),
                 [project, i_old, i_desc],
                 [intent_status],
                 **quiet,
@@ -264,16 +275,22 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         )
         after_change(
             i_delete.click(
-                write(bind(delete_intent, ctx.db)), [project, i_old], [intent_status], **quiet
+                write(bind(delete_intent, serving_state.db)),
+                [project, i_old],
+                [intent_status],
+                **quiet,
             )
         )
         after_change(
             m_btn.click(
-                write(bind(merge, ctx.db)), [project, m_sources, m_target], [intent_status], **quiet
+                write(bind(merge, serving_state.db)),
+                [project, m_sources, m_target],
+                [intent_status],
+                **quiet,
             )
         )
         imported = up_btn.click(
-            write(bind(do_import, ctx), outputs=5, action=IMPORT),
+            write(bind(do_import, serving_state), outputs=5, action=IMPORT),
             [project, up_file, up_target, up_create, up_language],
             [up_status, project, *shown],
             **quiet,
@@ -281,7 +298,7 @@ def build_manage(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         after_change(imported)
         bind_settings(after_change)
         ex_btn.click(  # the project's data leaves the app: designers and admins only
-            write(bind(do_export, ctx), outputs=2, action=EXPORT),
+            write(bind(do_export, serving_state), outputs=2, action=EXPORT),
             [project, ex_format],
             [ex_status, ex_file],
             **quiet,

@@ -164,7 +164,7 @@ def _project_params(fn: Callable[..., Any]) -> tuple[tuple[int, bool], ...]:
 
 
 def admit(
-    ctx: ServingState,
+    serving_state: ServingState,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     username: str | None,
@@ -180,10 +180,14 @@ def admit(
         PermissionError: not signed in, or a role below ``need``.
     """
     positions = _project_params(fn)
-    if not positions and not ctx.settings.multi_user:
-        return require(ctx.db, ctx.settings.multi_user, username, need), args, []
-    with ctx.db.session() as s:
-        who = require(ctx.db, ctx.settings.multi_user, username, need, s=s)
+    if not positions and not serving_state.settings.multi_user:
+        return (
+            require(serving_state.db, serving_state.settings.multi_user, username, need),
+            args,
+            [],
+        )
+    with serving_state.db.session() as s:
+        who = require(serving_state.db, serving_state.settings.multi_user, username, need, s=s)
         out, handles = list(args), []
         for i, optional in positions:
             if i >= len(out) or isinstance(out[i], ProjectHandle):
@@ -231,12 +235,16 @@ def guarded(
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, request: Any = None) -> Any:
-            ctx: ServingState | None = getattr(run, DOOR, None)
-            if ctx is None:  # fail closed: nobody gave this callback the role check's context
+            serving_state: ServingState | None = getattr(run, DOOR, None)
+            if (
+                serving_state is None
+            ):  # fail closed: nobody gave this callback the role check's context
                 raise RuntimeError(f"{fn.__name__} was declared with guarded() but not enforced")
             args, kwargs, request = _split_request(fn, args, request)
             try:
-                who, args, _ = admit(ctx, fn, args, getattr(request, "username", None), role)
+                who, args, _ = admit(
+                    serving_state, fn, args, getattr(request, "username", None), role
+                )
             except (PermissionError, StorageError) as exc:
                 if _shape(run)[1] is ENDPOINT:
                     refuse(str(exc))
@@ -262,11 +270,11 @@ def guarded(
     return wrap
 
 
-def enforce(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
+def enforce(serving_state: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Give a callback declared with :func:`guarded` the context its role check runs in."""
     if not hasattr(fn, DOOR):
         raise TypeError(f"{getattr(fn, '__name__', fn)!r} was not declared with guarded()")
-    setattr(fn, DOOR, ctx)
+    setattr(fn, DOOR, serving_state)
     return fn
 
 
@@ -279,7 +287,7 @@ def _read_only_reason(who: Actor, viewer: ProjectHandle | None = None) -> str:
     return f"{who.name} is a {who.role}: changes need the designer role. Nothing was changed."
 
 
-def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _as_reader(serving_state: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
     """A callback nobody declared a role for: any signed-in user may run it, a viewer only
     reading."""
 
@@ -287,7 +295,7 @@ def _as_reader(ctx: ServingState, fn: Callable[..., Any]) -> Callable[..., Any]:
         args, kwargs, request = _split_request(fn, args, request)
         try:
             user = getattr(request, "username", None)
-            who, args, handles = admit(ctx, fn, args, user, READ.role)
+            who, args, handles = admit(serving_state, fn, args, user, READ.role)
         except (PermissionError, StorageError) as exc:
             refuse(str(exc))
         viewer = next((h for h in handles if not h.may(EDIT.role)), None)
@@ -325,9 +333,9 @@ def _batched_reader(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def enforce_roles(ctx: ServingState, demo: gr.Blocks) -> int:
+def enforce_roles(serving_state: ServingState, demo: gr.Blocks) -> int:
     """Pass every event of ``demo`` through the role check: the declared ones (:func:`guarded`)
-    are given ``ctx`` to check in; every other callback becomes a read (see the module's docstring).
+    are given ``serving_state`` to check in; every other callback becomes a read (see the module's docstring).
     Generators and coroutines cannot be wrapped this way, so the app may have none: an
     undeclared one fails here, when the app is built. Returns how many events were wrapped."""
     wrapped = 0
@@ -337,14 +345,14 @@ def enforce_roles(ctx: ServingState, demo: gr.Blocks) -> int:
         if is_endpoint(block_fn):
             shape = (len(block_fn.outputs), ENDPOINT)
         if fn is not None and hasattr(fn, DOOR):
-            enforce(ctx, fn)
+            enforce(serving_state, fn)
             setattr(fn, SHAPE, shape)
             continue
         if fn is None or getattr(fn, ROLE, None):
             continue
         if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
             raise TypeError(f"event {block_fn.name!r}: declare its role with guarded()")
-        block_fn.fn = _batched_reader(fn) if block_fn.batch else _as_reader(ctx, fn)
+        block_fn.fn = _batched_reader(fn) if block_fn.batch else _as_reader(serving_state, fn)
         setattr(block_fn.fn, SHAPE, shape)
         wrapped += 1
     return wrapped

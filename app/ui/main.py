@@ -39,10 +39,10 @@ def css() -> str:
     return assets.text("style.css")
 
 
-def build_app(ctx: ServingState) -> gr.Blocks:
+def build_app(serving_state: ServingState) -> gr.Blocks:
     # With a login the names are loaded after it (below): the page Gradio serves before sign-in
     # carries the app's config, and project names can be confidential.
-    names = [] if ctx.settings.multi_user else project_svc.project_names(ctx.db)
+    names = [] if serving_state.settings.multi_user else project_svc.project_names(serving_state.db)
     # Gradio keeps a copy of every file it hands out (reports, bundles, exports): those older
     # than the downloads' TTL are deleted, checked every hour.
     with gr.Blocks(title=TITLE, delete_cache=(3600, int(downloads.TTL_S))) as demo:
@@ -79,42 +79,44 @@ def build_app(ctx: ServingState) -> gr.Blocks:
                 variant="secondary",
                 scale=0,
                 min_width=90,
-                visible=ctx.settings.multi_user,
+                visible=serving_state.settings.multi_user,
                 elem_id="sign-out",
             )
         sign_out.click(None, None, None, js=SIGN_OUT_JS, api_visibility="private")
         summary = gr.Markdown(elem_id="project-summary")
-        register_api(ctx)  # first, so the public API names are never taken by a UI callback
+        register_api(
+            serving_state
+        )  # first, so the public API names are never taken by a UI callback
         with gr.Tabs():
             with gr.Tab("Label", id="label"):
-                queue_tab = build_queue_tab(ctx.live, project, ctx.training)
+                queue_tab = build_queue_tab(serving_state.live, project, serving_state.training)
             with gr.Tab("Data", id="data") as data_tab_item:
-                data_tab = build_data_tab(ctx, project, user, summary)
+                data_tab = build_data_tab(serving_state, project, user, summary)
             with gr.Tab("Try", id="try"):
-                build_try_tab(ctx.live, project, user)
+                build_try_tab(serving_state.live, project, user)
             with gr.Tab("Train", id="train") as train_tab_item:
-                train_tab = build_train_tab(ctx, project, user)
+                train_tab = build_train_tab(serving_state, project, user)
             with gr.Tab("Map", id="map") as map_tab_item:
-                map_tab = build_map_tab(ctx.maps, project, user)
+                map_tab = build_map_tab(serving_state.maps, project, user)
             with gr.Tab("Design", id="design") as design_tab_item:
-                design_tab = build_design_tab(ctx, project, user)
+                design_tab = build_design_tab(serving_state, project, user)
             with gr.Tab("Team", id="team") as team_tab_item:
-                team_tab = build_team_tab(ctx, project)
+                team_tab = build_team_tab(serving_state, project)
             with gr.Tab("Activity", id="activity") as activity_tab:
-                activity = build_activity_tab(ctx.db, project)
+                activity = build_activity_tab(serving_state.db, project)
 
         activity_tab.select(*activity["refresh"], api_visibility="private")
         team_tab_item.select(*team_tab["refresh"], api_visibility="private")
 
         def show_summary(p: ProjectHandle | None) -> str:
-            return summary_line(ctx.db, p, team=ctx.settings.multi_user)
+            return summary_line(serving_state.db, p, team=serving_state.settings.multi_user)
 
         def create(name: str) -> tuple[Any, str, str]:
-            created, err = attempt(lambda: project_svc.new_project(ctx.db, name))
+            created, err = attempt(lambda: project_svc.new_project(serving_state.db, name))
             if err or created is None:
                 return gr.update(), problem(err or ""), name
             return (
-                project_picker(ctx.db, created),
+                project_picker(serving_state.db, created),
                 ok(f"Created {created!r}."),
                 "",
             )
@@ -139,7 +141,7 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         # a bulk label's preview is held back the moment what it was counted for changes
         previews_js = bulk_preview.page_js(data_tab["js"], map_tab["watch"])
         demo.load(None, None, None, js=previews_js, api_visibility="private")
-        if not ctx.settings.multi_user:
+        if not serving_state.settings.multi_user:
             # Behind a login the picker has no project until its load below, whose change starts
             # the queue: a second start here (of no project) could land after it and replace
             # a card being answered.
@@ -171,7 +173,7 @@ def build_app(ctx: ServingState) -> gr.Blocks:
         # or not at all behind a login); a value already picked is left alone: a late answer
         # must not switch back a project picked meanwhile.
         demo.load(
-            lambda picked: project_picker(ctx.db, picked, select=False),
+            lambda picked: project_picker(serving_state.db, picked, select=False),
             [project],
             [project],
             api_visibility="private",
@@ -184,5 +186,5 @@ def build_app(ctx: ServingState) -> gr.Blocks:
             [project, summary, new_name],
             api_visibility="private",
         )
-    enforce_roles(ctx, demo)  # last: every event above passes the role check
+    enforce_roles(serving_state, demo)  # last: every event above passes the role check
     return demo

@@ -138,12 +138,12 @@ def assign(
     return ok(f"Assigned: {each}; {shared} labelled by two.")
 
 
-def export(ctx: ServingState, p: ProjectHandle | None) -> tuple[Any, str]:
+def export(serving_state: ServingState, p: ProjectHandle | None) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
-    path = download_path(ctx.settings, f"{safe}-answers.jsonl", p.id)
-    done, err = attempt(lambda: answers_svc.export_answers(ctx.db, p, path))
+    path = download_path(serving_state.settings, f"{safe}-answers.jsonl", p.id)
+    done, err = attempt(lambda: answers_svc.export_answers(serving_state.db, p, path))
     if err or done is None:
         return None, problem(err or "")
     return gr.update(value=str(done), visible=True), ok("Every answer, one JSON object per line.")
@@ -180,7 +180,7 @@ def remove_member(db: Database, p: ProjectHandle, name: str | None) -> str:
     return problem(err or "") if err or done is None else ok(done)
 
 
-def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
+def build_team_tab(serving_state: ServingState, project: gr.Dropdown) -> dict[str, Any]:
     with gr.Row(equal_height=True, elem_id="team-assign"):
         names = gr.Dropdown(
             [], multiselect=True, label="Annotators", scale=3, elem_id="team-annotators"
@@ -225,15 +225,15 @@ def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         member_status = gr.Markdown(elem_id="member-status")
     shown = [progress, summary, drawn, intents, nobody]
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
-    refresh_btn.click(bind(show, ctx.db), [project], shown, **quiet)
+    refresh_btn.click(bind(show, serving_state.db), [project], shown, **quiet)
     assign_btn.click(
-        guarded(ASSIGN)(bind(assign, ctx.db)),
+        guarded(ASSIGN)(bind(assign, serving_state.db)),
         [project, names, overlap, search, limit],
         [status],
         **quiet,
-    ).then(bind(show, ctx.db), [project], shown, **quiet)
+    ).then(bind(show, serving_state.db), [project], shown, **quiet)
     export_btn.click(  # the raw annotations leave the app: as a project's export
-        guarded(EXPORT, outputs=2, message=1)(bind(export, ctx)),
+        guarded(EXPORT, outputs=2, message=1)(bind(export, serving_state)),
         [project],
         [answers_file, status],
         **quiet,
@@ -244,10 +244,15 @@ def build_team_tab(ctx: ServingState, project: gr.Dropdown) -> dict[str, Any]:
         (remove_btn, remove_member, [project, member]),
     ):
         button.click(
-            guarded(MANAGE_MEMBERS)(bind(fn, ctx.db)), args, [member_status], **quiet
-        ).then(bind(member_rows, ctx.db), [project], [members, member, member_status], **quiet)
+            guarded(MANAGE_MEMBERS)(bind(fn, serving_state.db)), args, [member_status], **quiet
+        ).then(
+            bind(member_rows, serving_state.db),
+            [project],
+            [members, member, member_status],
+            **quiet,
+        )
     loaded = [names, status, *shown, members, member, member_status]
-    return {"refresh": (bind(load, ctx.db), [project], loaded)}
+    return {"refresh": (bind(load, serving_state.db), [project], loaded)}
 
 
 def load(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:

@@ -62,11 +62,11 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         huey = SqliteHuey(name="intent-studio", filename=str(settings.queue_path), results=False)
 
     def train_job(job_id: int) -> None:
-        ctx = _worker_context(settings)
+        serving_state = _worker_context(settings)
         try:
-            execute_job(ctx, job_id, STOP, _cpu)
+            execute_job(serving_state, job_id, STOP, _cpu)
         finally:
-            release_between_jobs(ctx)
+            release_between_jobs(serving_state)
 
     return huey, huey.task(name=TASK_NAME)(train_job)
 
@@ -118,7 +118,7 @@ def finish(
 
 
 def execute_job(
-    ctx: ServingState,
+    serving_state: ServingState,
     job_id: int,
     stop: StopRequest | None = None,
     cpu: CpuShare | None = None,
@@ -132,29 +132,29 @@ def execute_job(
     ``anytime``: someone waits on the app for a first version (off: the CLI runs its job
     itself and measures what will serve once, :func:`app.services.training.retrain.run_retrain`)."""
     if stop is not None and stop.requested:
-        _requeue(ctx, job_id)  # taken off the queue as the stop came: for the next worker
+        _requeue(serving_state, job_id)  # taken off the queue as the stop came: for the next worker
         return
-    with ctx.db.write(ROWS) as s:
+    with serving_state.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
     if job is None:
         return  # cancelled before it started, or taken by another worker
-    differences = ctx.settings.differences_from(job.config.get(DEPLOYMENT))
+    differences = serving_state.settings.differences_from(job.config.get(DEPLOYMENT))
     if differences:  # it would train for minutes, then fail or save where the app never looks
         finish(
-            ctx.db,
+            serving_state.db,
             job_id,
             "failed",
             f"this worker's settings differ from the app's ({'; '.join(differences)}): set them "
             "alike where the worker runs; nothing was trained",
         )
         return
-    reporter = JobReporter(ctx.training, job_id, stop, cpu)
+    reporter = JobReporter(serving_state.training, job_id, stop, cpu)
     try:
         spec = RetrainSpec.from_job(job.config)
         # the version answers from its ``serve`` phase on; the job ends once its record is
         # complete (on a CPU, its int8 copy checked and switched in)
         version_id, message = run_retrain(
-            retrain_run(ctx, job_id, reporter),
+            retrain_run(serving_state, job_id, reporter),
             job.project_id,
             spec.encoder,
             spec.head,
@@ -162,24 +162,29 @@ def execute_job(
             anytime=anytime,
             job=job,
         )
-        finish(ctx.db, job_id, "succeeded", message, version_id)
+        finish(serving_state.db, job_id, "succeeded", message, version_id)
     except Kept as kept:  # stopped while improving a version that serves: it keeps serving
         if reporter.handing_back:  # the next worker goes on improving it
-            hand_back(ctx, job_id)
+            hand_back(serving_state, job_id)
         else:
-            finish(ctx.db, job_id, "cancelled", kept.message, kept.version_id)
+            finish(serving_state.db, job_id, "cancelled", kept.message, kept.version_id)
     except TrainingCancelled:
         if reporter.handing_back:
-            hand_back(ctx, job_id)
+            hand_back(serving_state, job_id)
         else:
-            finish(ctx.db, job_id, "cancelled", "cancelled; the active model is unchanged")
+            finish(
+                serving_state.db, job_id, "cancelled", "cancelled; the active model is unchanged"
+            )
     except ArtifactsUnavailable as exc:  # a server down, not a bug: one line, no traceback
         logger.warning("job %s failed: %s", job_id, exc)
-        finish(ctx.db, job_id, "failed", f"{exc} The active model is unchanged.")
+        finish(serving_state.db, job_id, "failed", f"{exc} The active model is unchanged.")
     except Exception as exc:
         logger.exception("job %s failed", job_id)
         finish(
-            ctx.db, job_id, "failed", f"{type(exc).__name__}: {exc}; the active model is unchanged"
+            serving_state.db,
+            job_id,
+            "failed",
+            f"{type(exc).__name__}: {exc}; the active model is unchanged",
         )
         raise_if_bug(exc)  # the job failed with it; the queue (or the CLI) shows the bug too
     finally:
@@ -192,11 +197,11 @@ HANDED_BACK = (
 )
 
 
-def hand_back(ctx: ServingState, job_id: int) -> None:
+def hand_back(serving_state: ServingState, job_id: int) -> None:
     """Queue a running job again for another worker (this one is stopping): its row is queued
     again (:func:`storage.jobs.hand_back`), then its message; a queue that refuses the message
     fails the job with why."""
-    with ctx.db.write(ROWS) as s:  # the job's row locks itself
+    with serving_state.db.write(ROWS) as s:  # the job's row locks itself
         if not jobs.hand_back(s, job_id, HANDED_BACK):
             job = jobs.get_job(s, job_id)
             if job.status != "running" or job.model_version_id is None:
@@ -212,17 +217,17 @@ def hand_back(ctx: ServingState, job_id: int) -> None:
             )
             return
     logger.warning("job %s handed back to the queue", job_id)
-    _requeue(ctx, job_id)
+    _requeue(serving_state, job_id)
 
 
-def _requeue(ctx: ServingState, job_id: int) -> None:
+def _requeue(serving_state: ServingState, job_id: int) -> None:
     try:
-        assert ctx.training.enqueue is not None, "a worker's context has its queue"
-        ctx.training.enqueue(job_id)
+        assert serving_state.training.enqueue is not None, "a worker's context has its queue"
+        serving_state.training.enqueue(job_id)
     except Exception as exc:  # the queue's server away: the job fails with why, not silently
         logger.exception("could not queue job %s again", job_id)
         finish(
-            ctx.db,
+            serving_state.db,
             job_id,
             "failed",
             f"the worker stopped and the queue did not take the job back ({type(exc).__name__}: "
@@ -231,7 +236,7 @@ def _requeue(ctx: ServingState, job_id: int) -> None:
         raise_if_bug(exc)  # the job failed with it; a bug is shown too
 
 
-def release_between_jobs(ctx: ServingState) -> None:
+def release_between_jobs(serving_state: ServingState) -> None:
     """What a worker lets go of once a job ended: the models of versions that serve nowhere
     (each job loaded the one it measured against, and a long-lived worker kept them all), and
     the memory freed meanwhile, given back to the system (glibc keeps freed pages otherwise)."""
@@ -240,9 +245,9 @@ def release_between_jobs(ctx: ServingState) -> None:
     import gc
 
     try:
-        with ctx.db.session() as s:
+        with serving_state.db.session() as s:
             serving = active_version_ids(s)
-        if dropped := ctx.models.keep_only(serving):
+        if dropped := serving_state.models.keep_only(serving):
             logger.info("let go of %d model(s) of versions that serve nowhere", dropped)
     except Exception:  # the next job loads what it needs again
         logged(logger, "could not let go of unused models", level=logging.WARNING)
@@ -258,9 +263,9 @@ def run_worker(settings: Settings) -> None:
     from app.worker.consumer import Consumer  # Huey: only a worker that consumes loads it
 
     global _cpu
-    ctx = _worker_context(settings)
-    _cpu = cpu_share_for(settings, ctx.models.budget)
-    with ctx.db.session() as s:
+    serving_state = _worker_context(settings)
+    _cpu = cpu_share_for(settings, serving_state.models.budget)
+    with serving_state.db.session() as s:
         newest = jobs.latest_job(s)
     if newest is not None and (
         differences := settings.differences_from(newest.config.get(DEPLOYMENT))
@@ -273,19 +278,21 @@ def run_worker(settings: Settings) -> None:
         )
     done = threading.Event()
     # leftovers of crashed writers, now and every few minutes
-    sweeper = _sweep_periodically(ctx.factories, done)
-    reap_dead(ctx.training)
+    sweeper = _sweep_periodically(serving_state.factories, done)
+    reap_dead(serving_state.training)
     # the base encoders and the device's kernels, before the first job; then the int8 copy of
     # a base that projects never retrained serve
     warm_up_worker(
-        ctx.live,
-        ctx.models.budget,
+        serving_state.live,
+        serving_state.models.budget,
         device=settings.device,
         int8=settings.int8,
         base_copies=True,
         stopping=lambda: STOP.requested,
     )
-    watch_labels(ctx.training, STOP, done)  # the automatic retrains, as labels call for them
+    watch_labels(
+        serving_state.training, STOP, done
+    )  # the automatic retrains, as labels call for them
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey,
@@ -309,7 +316,7 @@ def run_worker(settings: Settings) -> None:
     finally:
         done.set()
         sweeper.join(30.0)
-        ctx.close()
+        serving_state.close()
     logger.info("worker %s stopped", os.getpid())
 
 

@@ -180,14 +180,14 @@ class JobReporter:
             self._beat.join(10.0)
 
 
-def retrain_run(ctx: ServingState, job_id: int, reporter: Reporter) -> RetrainRun:
+def retrain_run(serving_state: ServingState, job_id: int, reporter: Reporter) -> RetrainRun:
     """The pieces of this process one retrain job uses (its phases take nothing else)."""
     return RetrainRun(
-        live=ctx.live,
-        artifacts=ctx.artifacts,
-        budget=ctx.models.budget,
-        device=ctx.settings.device,
-        int8=ctx.settings.int8,
+        live=serving_state.live,
+        artifacts=serving_state.artifacts,
+        budget=serving_state.models.budget,
+        device=serving_state.settings.device,
+        int8=serving_state.settings.int8,
         job_id=job_id,
         reporter=reporter,
     )

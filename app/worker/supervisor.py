@@ -30,11 +30,11 @@ ENV_PARENT_PID = "INTENT_STUDIO_PARENT_PID"
 
 def reap(settings: Settings) -> int:
     """Fail the running jobs whose worker is gone (called when a worker starts or restarts)."""
-    ctx = ServingState.open(settings)
+    serving_state = ServingState.open(settings)
     try:
-        return reap_dead(ctx.training)
+        return reap_dead(serving_state.training)
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def worker_env(settings: Settings) -> dict[str, str]:

@@ -4,8 +4,8 @@ it to an existing one, through the one safe bulk labelling (:func:`app.services.
 one batch, one Undo; utterances labelled meanwhile are left as they are).
 
 Example:
-    >>> found = candidate_intents(ctx, "demo")  # doctest: +SKIP
-    >>> create_from_cluster(ctx, "demo", list(found[0].ids), found[0].suggested_name)  # doctest: +SKIP
+    >>> found = candidate_intents(serving_state, "demo")  # doctest: +SKIP
+    >>> create_from_cluster(serving_state, "demo", list(found[0].ids), found[0].suggested_name)  # doctest: +SKIP
 """
 
 from __future__ import annotations

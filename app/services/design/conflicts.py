@@ -166,7 +166,7 @@ def find(live: LivePools, p: ProjectHandle, kind: str | None = None) -> list[Con
 
     Example (a flip among well-labelled rows)::
 
-        >>> conflicts = find(ctx, "shop")  # doctest: +SKIP
+        >>> conflicts = find(serving_state, "shop")  # doctest: +SKIP
         >>> conflicts[0].kind, conflicts[0].fixes[0].label  # doctest: +SKIP
         ('mislabel', 'Relabel #12 to card_arrival')
     """

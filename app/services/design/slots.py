@@ -4,9 +4,9 @@ YAML (entity annotations, ``lookup:`` tables) and slot book files bring them in 
 retraining does not use them.
 
 Example:
-    >>> save_slot(ctx.db, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
+    >>> save_slot(serving_state.db, "shop", "city", "Berlin\\nParis")  # doctest: +SKIP
     2
-    >>> save_templates(ctx.db, "shop", "book_flight", "fly me to {city}")  # doctest: +SKIP
+    >>> save_templates(serving_state.db, "shop", "book_flight", "fly me to {city}")  # doctest: +SKIP
     1
 """
 

@@ -8,7 +8,7 @@ Single-label projects only: a multi-label project's decisions come from its head
 estimate does not model.
 
 Example:
-    >>> merge(ctx, "demo", "cancel_order", "refund_status").summary()  # doctest: +SKIP
+    >>> merge(serving_state, "demo", "cancel_order", "refund_status").summary()  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ each recorded in the security log with who did it (adding a user and issuing a t
 request (every request checks its user: :mod:`app.perimeter.http_guard`, :mod:`app.api.gate`).
 
 Example:
-    >>> remove_user(ctx.db, "dana", actor="cli:root")  # doctest: +SKIP
-    >>> [e["action"] for e in security_log(ctx.db)][:1]  # doctest: +SKIP
+    >>> remove_user(serving_state.db, "dana", actor="cli:root")  # doctest: +SKIP
+    >>> [e["action"] for e in security_log(serving_state.db)][:1]  # doctest: +SKIP
     ['removed']
 """
 

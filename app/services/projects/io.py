@@ -370,7 +370,7 @@ def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
 FILE_FORMATS = ("csv", "jsonl", "yml", "zip", "slots.yml")  # besides the agent formats' names
 
 
-def export_download(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
+def export_download(serving_state: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
     """Export a project for download in ``fmt``: a file format of :data:`FILE_FORMATS` (by its
     suffix; ``slots.yml``: the slot book and templates) or an agent format's name (written into
     the agent the project was imported from, when it is of that format). Returns the file
@@ -388,9 +388,13 @@ def export_download(ctx: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path
         known = ", ".join([*FILE_FORMATS, *agents])
         raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
     suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
-    out = download_path(ctx.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}", p.id)
+    out = download_path(
+        serving_state.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}", p.id
+    )
     if fmt == "slots.yml":
-        n = export_slot_book(ctx.db, p, out)
+        n = export_slot_book(serving_state.db, p, out)
         return out, f"Exported the slot book and {n} template(s)."
-    res = export_project(ctx.db, p, out, format=fmt if fmt in agents else None, follow_agent=False)
+    res = export_project(
+        serving_state.db, p, out, format=fmt if fmt in agents else None, follow_agent=False
+    )
     return out, res.message(out.name)

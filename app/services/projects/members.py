@@ -4,7 +4,7 @@ change every project and need no membership; anyone else sees only the projects 
 member of (:mod:`app.access`). Each change is recorded in the security log.
 
 Example:
-    >>> add_member(ctx.db, p, "dana", "viewer")  # doctest: +SKIP
+    >>> add_member(serving_state.db, p, "dana", "viewer")  # doctest: +SKIP
     'dana is now a viewer in shop.'
 """
 

@@ -138,9 +138,9 @@ _made: weakref.WeakKeyDictionary[ServingState, _Made] = weakref.WeakKeyDictionar
 _made_lock = threading.Lock()
 
 
-def _reports(ctx: ServingState) -> _Made:
+def _reports(serving_state: ServingState) -> _Made:
     with _made_lock:
-        return _made.setdefault(ctx, _Made())
+        return _made.setdefault(serving_state, _Made())
 
 
 def _inputs(maps: MapStore, p: ProjectHandle, static: bool) -> tuple[int, tuple[Any, ...]]:
@@ -160,12 +160,12 @@ def _inputs(maps: MapStore, p: ProjectHandle, static: bool) -> tuple[int, tuple[
 
 
 def build_report(
-    ctx: ServingState, p: ProjectHandle, out: Path | None = None, *, static: bool = False
+    serving_state: ServingState, p: ProjectHandle, out: Path | None = None, *, static: bool = False
 ) -> Path:
     """Write the report HTML file and return its path.
 
     Args:
-        ctx: the app context.
+        serving_state: the app context.
         p: the project, as the request resolved it.
         out: the ``.html`` to write; by default a fresh file among the downloads
             (:func:`app.services.projects.downloads.download_path`: swept after a day).
@@ -182,11 +182,13 @@ def build_report(
     docs/user-guide.md: viewers download the report); what anyone's requests cost is one build
     per state of the project and kind, never two of a project at once.
     """
-    reports = _reports(ctx)
-    pid, made_of = _inputs(ctx.maps, p, static)
+    reports = _reports(serving_state)
+    pid, made_of = _inputs(serving_state.maps, p, static)
     with reports.project_lock(pid):
-        p = open_project(ctx.db, p.id, p.actor)  # what the report waited for may have moved
-        pid, made_of = _inputs(ctx.maps, p, static)
+        p = open_project(
+            serving_state.db, p.id, p.actor
+        )  # what the report waited for may have moved
+        pid, made_of = _inputs(serving_state.maps, p, static)
         last = reports.made.get((pid, static))
         if last is not None and last[0] == made_of and last[1].is_file():
             if out is None or Path(out) == last[1]:
@@ -194,10 +196,10 @@ def build_report(
             Path(out).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(last[1], out)
             return Path(out)
-        path = _build(ctx, p, out, static=static)
+        path = _build(serving_state, p, out, static=static)
         reports.made[(pid, static)] = (made_of, path)
     security.record(
-        ctx.db, "report_built", f"{p.name!r}{' (static)' if static else ''}", who=p.actor
+        serving_state.db, "report_built", f"{p.name!r}{' (static)' if static else ''}", who=p.actor
     )
     return path
 
@@ -221,35 +223,39 @@ def version_note(db: Database, p: ProjectHandle) -> str:
     return "; ".join(words)
 
 
-def _build(ctx: ServingState, p: ProjectHandle, out: Path | None, *, static: bool) -> Path:
-    with ctx.db.session() as s:
+def _build(
+    serving_state: ServingState, p: ProjectHandle, out: Path | None, *, static: bool
+) -> Path:
+    with serving_state.db.session() as s:
         dataset_hash = snapshot(s, p.id).content_hash
         rows = list_utterances(s, p.id)
     # the active version by its id: scored, chosen and explained in the space its metrics were
     active: Version = p.active_version_id or BASE
     version = f"v{p.active_version_id}" if p.active_version_id else "frozen base"
-    after = live_evaluation(ctx.factories, p, ACTIVE, cross_validate=True)
-    before = live_evaluation(ctx.factories, p, BASE, cross_validate=True)
+    after = live_evaluation(serving_state.factories, p, ACTIVE, cross_validate=True)
+    before = live_evaluation(serving_state.factories, p, BASE, cross_validate=True)
     keys = MULTI_LABEL_KEYS if after.multi_label else SINGLE_LABEL_KEYS
     per_intent = after.f1_by_intent()
     cross_validated = str(after.split or "test").startswith("cv")
     if cross_validated:
-        evidence, misses = _from_pool(ctx.factories, p, rows, per_intent, active)
+        evidence, misses = _from_pool(serving_state.factories, p, rows, per_intent, active)
     else:
-        ids, misses = _from_test_split(ctx.factories, p, per_intent)
-        evidence = [map_svc.explain_utterance(ctx.factories, p, i, version=active) for i in ids]
+        ids, misses = _from_test_split(serving_state.factories, p, per_intent)
+        evidence = [
+            map_svc.explain_utterance(serving_state.factories, p, i, version=active) for i in ids
+        ]
     map_before = map_after = None
     if not static:  # the labelled rows and a sample of the others (REPORT_UNLABELLED)
-        views = [_sampled(ctx.maps, p, v, "umap") for v in (BASE, ACTIVE)]
+        views = [_sampled(serving_state.maps, p, v, "umap") for v in (BASE, ACTIVE)]
         if any(v is None for v in views):  # both UMAP (cached) or both PCA
-            views = [_sampled(ctx.maps, p, v, "pca") for v in (BASE, ACTIVE)]
+            views = [_sampled(serving_state.maps, p, v, "pca") for v in (BASE, ACTIVE)]
         map_before, map_after = views
     space = ("silhouette", "alignment", "uniformity")
     confusion = after.confusion
     data = ReportData(
         project=p.name,
         model_version=version,
-        version_note=version_note(ctx.db, p),
+        version_note=version_note(serving_state.db, p),
         dataset_hash=dataset_hash[:16],
         metrics={k: v for k in keys if (v := after.value(k)) is not None},
         baseline_metrics={k: v for k in keys if (v := before.value(k)) is not None},
@@ -273,7 +279,7 @@ def _build(ctx: ServingState, p: ProjectHandle, out: Path | None, *, static: boo
         space_after={k: map_after.metrics[k] for k in space} if map_after else {},
         evidence=evidence,
     )
-    data.oos_target, data.fallback = _fallback(ctx.live, p, p.id, rows, cross_validated)
-    data.team = team_answers.report_view(ctx.db, p)
-    path = out or download_path(ctx.settings, _filename(p.name, version, static), p.id)
+    data.oos_target, data.fallback = _fallback(serving_state.live, p, p.id, rows, cross_validated)
+    data.team = team_answers.report_view(serving_state.db, p)
+    path = out or download_path(serving_state.settings, _filename(p.name, version, static), p.id)
     return write_report(data, path, static=static)

@@ -1,5 +1,5 @@
 """The Design tab: shaping the intent set, one section per sub-tab, each built by its own module
-(``build_<section>(ctx, project, user)``): conflicts and label issues (:mod:`.conflicts`),
+(``build_<section>(serving_state, project, user)``): conflicts and label issues (:mod:`.conflicts`),
 candidate intents from unlabelled utterances (:mod:`.clusters`), merge / split what-ifs
 (:mod:`.whatif`) and the out-of-scope trade-off (:mod:`.scope`)."""
 
@@ -31,22 +31,24 @@ def intent_choices(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     return (*(gr.update(choices=names or []) for _ in range(4)), said)
 
 
-def build_design_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_design_tab(
+    serving_state: ServingState, project: gr.Dropdown, user: gr.State
+) -> dict[str, Any]:
     """Lay out the Design tab. ``refresh``: the events to run when the tab is opened."""
     with gr.Tabs(elem_id="design-sections"):
         with gr.Tab("Conflicts"):
-            conflicts = build_conflicts(ctx.live, project, user)
+            conflicts = build_conflicts(serving_state.live, project, user)
         with gr.Tab("Candidate intents"):
-            clusters = build_clusters(ctx.live, ctx.maps, project, user)
+            clusters = build_clusters(serving_state.live, serving_state.maps, project, user)
         with gr.Tab("Merge / split what-if"):
-            whatif = build_whatif(ctx.factories, project, user)
+            whatif = build_whatif(serving_state.factories, project, user)
         with gr.Tab("Out of scope"):
-            scope = build_scope(ctx.live, project, user)
+            scope = build_scope(serving_state.live, project, user)
     pickers = [clusters["existing"], *whatif["pickers"], clusters["status"]]
     return {
         "refresh": [
             conflicts["refresh"],
             scope["refresh"],
-            (bind(intent_choices, ctx.db), [project], pickers),
+            (bind(intent_choices, serving_state.db), [project], pickers),
         ]
     }

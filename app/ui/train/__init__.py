@@ -72,22 +72,24 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
 
 
-def build_train_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> dict[str, Any]:
+def build_train_tab(
+    serving_state: ServingState, project: gr.Dropdown, user: gr.State
+) -> dict[str, Any]:
     """Lay out the Train tab's sections and bind its events. Returns its refresh hook."""
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):
         with gr.Tab("Retrain"):
-            retrain = build_retrain_section(ctx.training, project, user)
+            retrain = build_retrain_section(serving_state.training, project, user)
             encoder = gr.Markdown(elem_id="train-encoder")
         with gr.Tab("Versions"):
-            versions = build_versions_section(ctx.factories, project, retrain.message)
+            versions = build_versions_section(serving_state.factories, project, retrain.message)
         with gr.Tab("Evaluation"):
-            build_evaluation_section(ctx.factories, project)
+            build_evaluation_section(serving_state.factories, project)
         with gr.Tab("Export & share"):
-            build_export_section(ctx, project)
+            build_export_section(serving_state, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
     follow = (
-        bind(tick, ctx.training),
+        bind(tick, serving_state.training),
         [project, retrain.job_id, retrain.message],
         [*outputs, retrain.message],
     )
@@ -99,7 +101,7 @@ def build_train_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> 
     # active, its int8 copy switched in)
     for changed in (project.change, versions.serving.change):
         changed(
-            bind(encoder_line, ctx.live),
+            bind(encoder_line, serving_state.live),
             [project],
             [encoder],
             api_visibility="private",
@@ -108,6 +110,6 @@ def build_train_tab(ctx: ServingState, project: gr.Dropdown, user: gr.State) -> 
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
     return {
-        "refresh": (bind(refresh, ctx.training), [project], outputs),
+        "refresh": (bind(refresh, serving_state.training), [project], outputs),
         "serving": versions.serving,
     }

@@ -21,22 +21,26 @@ from app.ui.guard import guarded
 
 
 def make_report(
-    ctx: ServingState, p: ProjectHandle | None, static: bool = False
+    serving_state: ServingState, p: ProjectHandle | None, static: bool = False
 ) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
-    path, err = attempt(lambda: report_svc.build_report(ctx, p, static=static))
+    path, err = attempt(lambda: report_svc.build_report(serving_state, p, static=static))
     if err or path is None:
         return None, problem(err or "")
     return gr.update(value=str(path), visible=True), ok(f"Report written: {path.name}")
 
 
-def export(ctx: ServingState, p: ProjectHandle | None, with_int8: bool) -> tuple[Any, str]:
+def export(
+    serving_state: ServingState, p: ProjectHandle | None, with_int8: bool
+) -> tuple[Any, str]:
     if p is None:
         return None, problem("Pick a project first.")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", p.name).strip("-") or "project"
-    out = download_path(ctx.settings, f"{safe}.zip", p.id)
-    info, err = attempt(lambda: bundle_svc.export_bundle(ctx.live, p, out, int8=with_int8))
+    out = download_path(serving_state.settings, f"{safe}.zip", p.id)
+    info, err = attempt(
+        lambda: bundle_svc.export_bundle(serving_state.live, p, out, int8=with_int8)
+    )
     if err or info is None:
         return None, problem(err or "")
     return gr.update(value=str(out), visible=True), ok(
@@ -45,24 +49,24 @@ def export(ctx: ServingState, p: ProjectHandle | None, with_int8: bool) -> tuple
     )
 
 
-def open_bundle(ctx: ServingState, file: Any) -> tuple[Any, str]:
+def open_bundle(serving_state: ServingState, file: Any) -> tuple[Any, str]:
     if file is None:
         return gr.update(), problem("Choose a bundle .zip first.")
     path = getattr(file, "name", file)
     if not Path(path).exists():
         return gr.update(), problem(GONE)
     try:
-        name, err = attempt(lambda: bundle_svc.import_bundle(ctx.factories, path))
+        name, err = attempt(lambda: bundle_svc.import_bundle(serving_state.factories, path))
     finally:
-        ctx.uploads.used_up(path)  # opened (or refused): its upload goes
+        serving_state.uploads.used_up(path)  # opened (or refused): its upload goes
     if err or name is None:
         return gr.update(), problem(err or "")
-    return gr.update(choices=project_names(ctx.db), value=name), ok(
+    return gr.update(choices=project_names(serving_state.db), value=name), ok(
         f"Opened as read-only project {name!r}."
     )
 
 
-def build_export_section(ctx: ServingState, project: gr.Dropdown) -> None:
+def build_export_section(serving_state: ServingState, project: gr.Dropdown) -> None:
     gr.Markdown("### Export & share")
     with gr.Row(equal_height=True):
         static = gr.Checkbox(
@@ -90,16 +94,19 @@ def build_export_section(ctx: ServingState, project: gr.Dropdown) -> None:
         open_btn = gr.Button("Open bundle", elem_id="bundle-open", scale=1)
     status = gr.Markdown(elem_id="export-status")
     report.click(
-        bind(make_report, ctx), [project, static], [report_file, status], api_name="report"
+        bind(make_report, serving_state),
+        [project, static],
+        [report_file, status],
+        api_name="report",
     )
     bundle_btn.click(
-        guarded(BUNDLE, outputs=2, message=1)(bind(export, ctx)),
+        guarded(BUNDLE, outputs=2, message=1)(bind(export, serving_state)),
         [project, int8],
         [bundle_file, status],
         api_name="export_bundle",
     )
     open_btn.click(
-        guarded(BUNDLE, outputs=2, message=1)(bind(open_bundle, ctx)),
+        guarded(BUNDLE, outputs=2, message=1)(bind(open_bundle, serving_state)),
         [bundle_in],
         [project, status],
         api_visibility="private",
