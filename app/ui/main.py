@@ -127,10 +127,12 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             changed.then(
                 show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
             )
-        # ... and the model it names: a retrain that ends, or a version made active
-        train_tab["serving"].change(
-            show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
-        )
+        # ... and the model it names: a retrain that ends, a version made active, or a first
+        # version that starts serving while its retrain goes on (the Label tab's model line)
+        for serving in (train_tab["serving"], queue_tab["model_line"]):
+            serving.change(
+                show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
+            )
         demo.load(show_summary, [project], [summary], api_visibility="private")
         add_stream_guard(demo)  # before the keys: every answer they ask for comes back
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")

@@ -393,6 +393,7 @@ def build_queue_tab(
     return {
         "start": (started, start_in, outputs),  # the page load's: number 0, older than any
         "model": follow_model(line, training, live, project, state, outputs),
+        "model_line": line,
         "js": keys_js(),
         "model_js": model_js(),
         "changes": changes,

@@ -116,6 +116,12 @@ def test_the_label_tab_says_what_serves_and_follows_a_new_model_without_a_reload
         )
         line = _line(page)
         assert "→" in line and "%" in line, line
+        # the project's summary line above the tabs names the model that serves now, too
+        page.wait_for_function(
+            "(w) => (document.querySelector('#project-summary')?.innerText || '').includes(w)",
+            arg="frozen" if target == "base" else f"model v{target}",
+            timeout=30_000,
+        )
         page.wait_for_function(
             "(s) => document.querySelector('#queue-card [data-item]')?.getAttribute('data-seq')"
             " !== s",
