@@ -6,9 +6,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.access.actions import EXPORT, IMPORT, MANAGE_USERS, OPERATE, READ, READ_SECURITY_LOG
-from app.cli.common import CliError, acts, context, project
+from app.cli.common import CliError, acts, context, project, whole
 
 # The agent formats ``export --format`` offers: app.formats.AGENT_FORMATS' names, written out so
 # that ``--help`` does not import the formats (a test keeps the two the same).
@@ -210,3 +211,120 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not rows and not args.json:
         print("No event in the security log matches.", file=sys.stderr)
     return 0
+
+
+def add_parser(sub: Any) -> None:
+    """This module's commands on the ``intent-studio`` parser (``sub``: its subparsers)."""
+    p = sub.add_parser(
+        "import",
+        help="import CSV, JSONL, Rasa YAML, intent .txt files or a platform agent into a project",
+    )
+    p.add_argument(
+        "file",
+        help="CSV (text,label|labels[,split]), JSONL, Rasa NLU .yml, a folder/.zip of "
+        "intent_name.txt files (one utterance per line), or an agent export: Dialogflow ES or CX "
+        "(.zip or folder), Lex V2 (.zip), Watson Assistant, LUIS, CLU or Dialogflow CX (.json); "
+        "the format is recognised by content and named in the output",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--no-create-intents", action="store_true", help="refuse labels that are not intents yet"
+    )
+    p.add_argument(
+        "--relabel",
+        action="store_true",
+        help="texts already in the project get the file's labels (default: skipped, counted)",
+    )
+    p.add_argument(
+        "--language",
+        help="for an agent: the language to read (Lex: a locale id such as de_DE) instead of "
+        "the agent's default; its export writes that language back",
+    )
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "export",
+        help="export a project: .csv, .jsonl, Rasa .yml, .zip or a folder (no suffix) of .txt "
+        "files, or a platform agent (--format)",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument(
+        "--format",
+        choices=AGENT_FORMAT_NAMES,
+        help="write a platform agent (.zip: dialogflow-es, dialogflow-cx, lex-v2; .json: watson, "
+        "luis, clu, dialogflow-cx-json). A project imported from an agent is written as that "
+        "agent to a .zip or .json without it, with everything the app does not model kept",
+    )
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "backup",
+        help="back up the database (SQLite, or PostgreSQL with pg_dump) and the model files (a "
+        "folder, or a bucket's committed versions) into one archive, while the app runs",
+    )
+    p.add_argument("-o", "--output", required=True, help="the .tar.gz to write")
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser(
+        "restore",
+        help="restore a backup into an empty data directory, or an empty PostgreSQL database "
+        "and an empty bucket (INTENT_STUDIO_DB_URL, INTENT_STUDIO_ARTIFACTS_URL)",
+    )
+    p.add_argument("file", help="a .tar.gz written by `intent-studio backup`")
+    p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser(
+        "users",
+        help="add, remove, restore, lock or unlock users, reset a password, change roles, list "
+        "users, issue a REST API token (multi-user mode)",
+        description="`users token NAME` prints a new API token for NAME once (only its hash is "
+        "kept; it replaces NAME's earlier token). Send it as `Authorization: Bearer TOKEN`. "
+        "`revoke` ends NAME's API token only; `remove` and `lock` end NAME's sessions and token "
+        "at their next request; `password` (from $INTENT_STUDIO_PASSWORD, else asked) ends the "
+        "sessions signed in before it. `role NAME --role R` changes a role (without --role it "
+        "says NAME's role and changes nothing). `add` refuses the name of a removed user; "
+        "`restore NAME` brings that user back on purpose (a new password, the role they had "
+        "unless --role). Each change, an added user and an issued token are recorded in the "
+        "security log.",
+    )
+    p.add_argument(
+        "action",
+        choices=[
+            "add",
+            "role",
+            "list",
+            "token",
+            "revoke",
+            "remove",
+            "restore",
+            "lock",
+            "unlock",
+            "password",
+        ],
+    )
+    p.add_argument("name", nargs="?")
+    p.add_argument(
+        "--role",
+        choices=["viewer", "designer", "admin"],
+        help="for add (default designer), restore (default: the role they had) and role "
+        "(required to change it)",
+    )
+    p.set_defaults(func=cmd_users)
+
+    p = sub.add_parser("projects", help="list projects (or those a user sees: --user NAME)")
+    p.add_argument("--user", help="only the projects this user sees, with their role in each")
+    p.set_defaults(func=cmd_projects)
+
+    p = sub.add_parser(
+        "audit",
+        help="the security log, newest first: sign-ins, refused calls, account changes, "
+        "exports, reports, bundles, new projects (filter with --user and --action)",
+    )
+    p.add_argument("--user", help="only events about this user or done by them")
+    p.add_argument("--action", help="only this action (signed_in, sign_in_failed, denied, ...)")
+    p.add_argument(
+        "--limit", type=whole("limit"), default=100, help="at most this many (default 100)"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=cmd_audit)

@@ -8,7 +8,8 @@ import json
 from typing import Any
 
 from app.access.actions import READ
-from app.cli.common import CliError, acts, context, project
+from app.cli.common import CliError, acts, context, project, whole
+from app.limits import MAX_K
 
 EXAMPLES = 3  # central examples per cluster in the table
 
@@ -69,3 +70,27 @@ def _as_dict(c: Any, examples: int) -> dict[str, Any]:
 
 def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def add_parser(sub: Any) -> None:
+    """This module's commands on the ``intent-studio`` parser (``sub``: its subparsers)."""
+    p = sub.add_parser(
+        "clusters", help="candidate intents: the project's unlabelled utterances in groups"
+    )
+    p.add_argument("project", nargs="?", help="the project (or --project)")
+    p.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--min-size",
+        type=whole("group size", 2),
+        default=None,
+        help="smallest group (default: by size)",
+    )
+    p.add_argument(
+        "--examples",
+        type=whole("number of examples", 0, MAX_K),
+        default=3,
+        help="central examples shown per group",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="JSON")
+    p.set_defaults(func=cmd_clusters)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from app.access.actions import BUNDLE, READ, SAVE_SETTINGS, TRAIN
-from app.cli.common import CliError, acts, context, data_output, project
+from app.cli.common import CliError, acts, context, data_output, project, version_arg, whole
+from app.limits import MAX_K
+from core.method_names import METHOD_LINES
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -270,3 +272,103 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def add_parser(sub: Any) -> None:
+    """This module's commands on the ``intent-studio`` parser (``sub``: its subparsers)."""
+    p = sub.add_parser("train", help="retrain a project's encoder and print progress and metrics")
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--method",
+        default="convfit",
+        metavar="{convfit,lora}",
+        help=f"convfit (the default; fast, its older name, still works) = "
+        f"{METHOD_LINES['convfit']}. lora = {METHOD_LINES['lora']}.",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a TrainConfig field, e.g. --set epochs=2",
+    )
+    p.add_argument(
+        "--queue", action="store_true", help="hand the job to the worker instead of training here"
+    )
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("predict", help="classify utterances with a project's pool or a bundle")
+    p.add_argument("texts", nargs="*")
+    p.add_argument("--project")
+    p.add_argument("--bundle", help="a model bundle .zip (runs without the app's database)")
+    p.add_argument("--input", help="file with one utterance per line ('-' = stdin)")
+    p.add_argument(
+        "-k",
+        type=whole("number of examples per intent (k)", 1, MAX_K),
+        default=1,
+        help="examples per intent that make its score",
+    )
+    p.add_argument(
+        "--context",
+        help="the turn before the utterances (e.g. the bot's question); used by a project that "
+        "encodes context (intent-studio context)",
+    )
+    p.add_argument("--format", choices=["text", "jsonl", "csv"], default="text")
+    p.add_argument(
+        "--show",
+        type=whole("number of neighbours", 0, MAX_K),
+        default=3,
+        help="neighbours shown per utterance (text format)",
+    )
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "settings",
+        help="show a project's settings and what each does now, or change them: "
+        "oos_target_recall, anchor_weight, encode_context, serve_int8",
+    )
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="e.g. oos_target_recall=0.95 (or off), anchor_weight=1 (or off), "
+        "encode_context=on, serve_int8=off; repeatable",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_settings)
+
+    p = sub.add_parser("bundle", help="export a model bundle, or open one as a read-only project")
+    bundle_sub = p.add_subparsers(dest="bundle_command", required=True)
+    b = bundle_sub.add_parser("export", help="write a model version as a bundle .zip")
+    b.add_argument("--project", required=True)
+    b.add_argument(
+        "--version",
+        type=version_arg,
+        help="model version id, or 'base' (default: the active one)",
+    )
+    b.add_argument("-o", "--output", required=True, help="the .zip to write")
+    b.add_argument(
+        "--int8",
+        action="store_true",
+        help="carry the encoder as int8 ONNX instead of fp32 (4x smaller; refused if it "
+        "disagrees with fp32 on >1%% of the test split; cannot be opened as a project)",
+    )
+    b.set_defaults(func=cmd_bundle_export)
+    b = bundle_sub.add_parser("import", help="open a bundle as a new read-only project")
+    b.add_argument("file")
+    b.add_argument("--name", help="project name (default: the bundle's project + ' (bundle)')")
+    b.set_defaults(func=cmd_bundle_import)
+
+    p = sub.add_parser("report", help="write the stakeholder report (self-contained HTML)")
+    p.add_argument("--project", required=True)
+    p.add_argument(
+        "-o",
+        "--output",
+        help="the .html to write (default: a file in <data-dir>/downloads/, removed after a day)",
+    )
+    p.add_argument(
+        "--static",
+        action="store_true",
+        help="no script: tables and bars instead of interactive charts, no maps (prints well)",
+    )
+    p.set_defaults(func=cmd_report)

@@ -11,10 +11,10 @@ import socket
 import sys
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.access.actions import OPERATE
-from app.cli.common import CliError, acts
+from app.cli.common import DEFAULT_HOST, DEFAULT_PORT, CliError, acts, whole
 from app.cli.ticking import ticking
 
 if TYPE_CHECKING:
@@ -307,3 +307,35 @@ def _check_worker(args: argparse.Namespace) -> int:
         status, text = 1, f"not ready: {exc}"
     print(text, file=sys.stderr if status else sys.stdout)
     return status
+
+
+def add_parser(sub: Any) -> None:
+    """This module's commands on the ``intent-studio`` parser (``sub``: its subparsers)."""
+    p = sub.add_parser("serve", help="start the web app (and its training worker)")
+    p.add_argument("--host", default=DEFAULT_HOST, help="bind address (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        type=whole("port", 1, 65535),
+        default=int(os.environ.get("INTENT_STUDIO_PORT", DEFAULT_PORT)),
+    )
+    p.add_argument(
+        "--no-demo", action="store_true", help="do not create the demo project on first start"
+    )
+    p.add_argument(
+        "--no-worker", action="store_true", help="do not start a training worker beside the app"
+    )
+    p.add_argument(
+        "--multi-user",
+        action="store_true",
+        help="require sign-in with roles (admin/designer/viewer); needed to bind a public address",
+    )
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run a training worker on the job queue")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="do not run: check that the database, queue and model store answer and that these "
+        "settings agree with the app's; exit 1 if not (the worker containers' healthcheck)",
+    )
+    p.set_defaults(func=cmd_worker)
