@@ -67,7 +67,20 @@ def run(
     live: LivePools, p: ProjectHandle, utterance: str, k_value: float, context: str | None = ""
 ) -> tuple[Any, ...]:
     """Predict ``utterance`` (after ``context``, the turn before it, when the project encodes
-    context): the evidence card, the ranked intents, the neighbours, the label box, the status."""
+    context): the evidence card, the ranked intents, the neighbours, the label box (at the
+    decision), the status."""
+    return _predicted(live, p, utterance, k_value, context, keep_choice=False)
+
+
+def _predicted(
+    live: LivePools,
+    p: ProjectHandle,
+    utterance: str,
+    k_value: float,
+    context: str | None,
+    *,
+    keep_choice: bool,
+) -> tuple[Any, ...]:
     result, err = attempt(
         lambda: svc.predict_one(live, p, utterance, k=int(k_value), context=context or "")
     )
@@ -97,9 +110,20 @@ def run(
         _context_note(result) + explanation_markdown(result),
         ranked_df,
         neigh_df,
-        gr.update(choices=names or [], value=_prefill(result)),
+        gr.update(choices=names or [])
+        if keep_choice
+        else gr.update(choices=names or [], value=_prefill(result)),
         f"{result['latency_ms']} ms",
     )
+
+
+def run_after_label(
+    live: LivePools, p: ProjectHandle, utterance: str, k_value: float, context: str | None = ""
+) -> tuple[Any, ...]:
+    """The prediction again after a label: the label box keeps the designer's choice (a name
+    refused as unknown stays there, to be created or corrected, and never turns into the
+    prediction a second click would store)."""
+    return _predicted(live, p, utterance, k_value, context, keep_choice=True)
 
 
 def label(
@@ -184,7 +208,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
         [label_status],
         api_visibility="private",
     ).then(
-        predict,
+        guarded(READ, outputs=5)(bind(run_after_label, live)),
         [project, text, k, turn],
         [explanation, ranked, neighbours, label_as, status],
         show_progress="hidden",

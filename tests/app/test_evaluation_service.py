@@ -33,14 +33,19 @@ def test_single_label_history_and_live_agree_on_multi_intent_test_rows(ctx):
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(
-                ctx.db, live(ctx, "bank"), text, intent, "test" if i == 4 else "train"
+                ctx.db, live(ctx, "bank"), text, intent, "test" if i == 4 else "train", create=True
             )
     # two test rows carry two intents; the train pool stays single-label
     data_svc.add_utterance(
-        ctx.db, live(ctx, "bank"), "lost my card, want my money back", "card_lost|refund", "test"
+        ctx.db,
+        live(ctx, "bank"),
+        "lost my card, want my money back",
+        "card_lost|refund",
+        "test",
+        create=True,
     )
     data_svc.add_utterance(
-        ctx.db, live(ctx, "bank"), "hi, what's my balance", "balance|greeting", "test"
+        ctx.db, live(ctx, "bank"), "hi, what's my balance", "balance|greeting", "test", create=True
     )
     version = _retrain(ctx, "bank")
     recorded = version_svc.metrics(ctx.db, live(ctx, "bank"), version)
@@ -57,7 +62,12 @@ def test_multi_label_history_and_live_agree(ctx):
     for split, rows in (("train", HOTEL_ROWS), ("test", HOTEL_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx.db, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
+                ctx.db,
+                live(ctx, "hotel"),
+                text,
+                [x for x in labels.split("|") if x],
+                split,
+                create=True,
             )
     version = _retrain(ctx, "hotel")
     recorded = version_svc.metrics(ctx.db, live(ctx, "hotel"), version)

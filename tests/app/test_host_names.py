@@ -31,7 +31,9 @@ def studio(tmp_path_factory):
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
     ctx = ServingState.open(dataclasses.replace(settings, public_hosts=("studio.example",)))
     new_project(ctx.db, "shop")
-    data_svc.add_utterance(ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"])
+    data_svc.add_utterance(
+        ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"], create=True
+    )
     port = free_port()
     with serving(web.web_app(ctx, host="127.0.0.1", port=port), port=port) as base:
         yield base, port, ctx

@@ -154,7 +154,7 @@ def test_labelling_goes_on_while_a_long_import_runs(ctx):
     importer.start()
     try:
         assert locked.wait(120)
-        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "refund")
+        row = data_svc.label_utterance(ctx.db, live(ctx, "other"), uid, "refund", create=True)
         labelled_at = time.monotonic()
         imported_by_then = len(data_svc.table(ctx.db, live(ctx, "big"), limit=len(rows)))
     finally:
@@ -182,7 +182,7 @@ def test_a_change_between_two_chunks_stops_the_import_with_a_clear_message(ctx, 
         chunks.append(1)
         if len(chunks) == 1:  # the first chunk is in: someone else saves "row 7"
             ctx.db.write = original
-            data_svc.add_utterance(ctx.db, live(ctx, "p"), "row 7", "intent_3")
+            data_svc.add_utterance(ctx.db, live(ctx, "p"), "row 7", "intent_3", create=True)
             ctx.db.write = write
 
     ctx.db.write = write

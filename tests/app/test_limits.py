@@ -64,9 +64,13 @@ def test_every_way_of_creating_an_intent_stops_at_the_limit(small_ctx, tmp_path)
     with pytest.raises(StorageError, match="at most 5 intents"):
         data_svc.create_intent(small_ctx.db, live(small_ctx, "shop"), "one_more")
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.add_utterance(small_ctx.db, live(small_ctx, "shop"), "a new text", ["brand_new"])
+        data_svc.add_utterance(
+            small_ctx.db, live(small_ctx, "shop"), "a new text", ["brand_new"], create=True
+        )
     with pytest.raises(StorageError, match="at most 5 intents"):
-        data_svc.merge_intents(small_ctx.db, live(small_ctx, "shop"), ["i0", "i1"], "merged_new")
+        data_svc.merge_intents(
+            small_ctx.db, live(small_ctx, "shop"), ["i0", "i1"], "merged_new", create=True
+        )
     assert sorted(i["name"] for i in data_svc.intents(small_ctx.db, live(small_ctx, "shop"))) == [
         f"i{k}" for k in range(5)
     ]
@@ -265,7 +269,9 @@ def test_no_query_binds_a_variable_per_row_of_a_project(strict_ctx):
     done = bulk.label_many(strict_ctx.db, p, ids, "intent_3", relabel_labelled=True)
     assert done.batch and len(done.change) == len(plan.change)
     assert history.undo(strict_ctx.db, p).startswith("Undid")
-    assert data_svc.merge_intents(strict_ctx.db, p, ["intent_1", "intent_2"], "intent_12") > 0
+    assert data_svc.merge_intents(
+        strict_ctx.db, p, ["intent_1", "intent_2"], "intent_12", create=True
+    )
     assert data_svc.delete_intent(strict_ctx.db, p, "intent_4") > 0
 
 

@@ -31,7 +31,12 @@ def hotel(ctx):
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx.db, live(ctx, "hotel"), text, [x for x in labels.split("|") if x], split
+                ctx.db,
+                live(ctx, "hotel"),
+                text,
+                [x for x in labels.split("|") if x],
+                split,
+                create=True,
             )
     return live(ctx, "hotel")
 

@@ -92,11 +92,13 @@ def _single(ctx, name: str = "bank") -> str:
     project_svc.new_project(ctx.db, name)
     for intent, texts in SINGLE.items():
         for text in texts:
-            data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train")
-        data_svc.add_utterance(ctx.db, live(ctx, name), SINGLE_TEST[intent], intent, "test")
+            data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train", create=True)
+        data_svc.add_utterance(
+            ctx.db, live(ctx, name), SINGLE_TEST[intent], intent, "test", create=True
+        )
     data_svc.create_intent(ctx.db, live(ctx, name), *GIFT)
     for text in GIFT_TEST:
-        data_svc.add_utterance(ctx.db, live(ctx, name), text, GIFT[0], "test")
+        data_svc.add_utterance(ctx.db, live(ctx, name), text, GIFT[0], "test", create=True)
     return name
 
 
@@ -105,7 +107,12 @@ def _multi(ctx, name: str = "hotel") -> str:
     for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx.db, live(ctx, name), text, [x for x in labels.split("|") if x], split
+                ctx.db,
+                live(ctx, name),
+                text,
+                [x for x in labels.split("|") if x],
+                split,
+                create=True,
             )
     return name
 
@@ -207,9 +214,13 @@ def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
 def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(ctx):
     project = _single(ctx)
     for text in ("what's the weather tomorrow", "tell me a joke", "who won the match"):
-        data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "train")
+        data_svc.add_utterance(
+            ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "train", create=True
+        )
     for text in ("book me a flight", "play some music"):
-        data_svc.add_utterance(ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "test")
+        data_svc.add_utterance(
+            ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "test", create=True
+        )
     view = map_svc.compute_map(ctx.maps, live(ctx, project), method="pca")
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
@@ -283,6 +294,6 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     assert_same(served, run_predict_py(path, texts, tmp_path))
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
         labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
-        data_svc.add_utterance(ctx.db, live(ctx, project), text, labels, "train")
+        data_svc.add_utterance(ctx.db, live(ctx, project), text, labels, "train", create=True)
     pool = _frozen_pool_with_head(ctx, project)
     assert pool.predictor.head is not None and "wifi" in pool.predictor.head.intents

@@ -44,6 +44,7 @@ def door(ctx, demo):
     who = {n: auth.add_user(multi.db, n, "designer", f"{n}-password") for n in (*TEAM, "dana")}
     for name in who:
         members.add_member(multi.db, demo, name)
+    data_svc.create_intent(multi.db, demo, "refund")  # what the write paths below label with
     team_svc.assign(multi.db, demo, list(TEAM), overlap=1.0, limit=3)
     ana, ben = (live(multi, str(demo), who[n]) for n in TEAM)
     accepted, disputed, opened = sorted(team_svc.open_items(multi.db, ana))

@@ -33,7 +33,7 @@ def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
     query = "can I buy a gift voucher for my sister"
     before = predict_one(ctx.live, demo, query)["top"]
     assert before != "gift_cards"
-    data_svc.add_utterance(ctx.db, demo, "do you sell gift vouchers", ["gift_cards"])
+    data_svc.add_utterance(ctx.db, demo, "do you sell gift vouchers", ["gift_cards"], create=True)
     assert predict_one(ctx.live, demo, query)["top"] == "gift_cards"
     history.undo(ctx.db, demo)  # removing the example removes its influence just as fast
     assert predict_one(ctx.live, demo, query)["top"] == before
@@ -58,7 +58,11 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
     query = "is the blue raincoat back in stock in size L"
     predict_one(ctx.live, demo, query)
     data_svc.add_utterance(
-        other.db, demo, "is the blue raincoat back in stock in size L", ["restock_alert"]
+        other.db,
+        demo,
+        "is the blue raincoat back in stock in size L",
+        ["restock_alert"],
+        create=True,
     )
     assert predict_one(ctx.live, demo, query)["top"] == "restock_alert"
     other.close()

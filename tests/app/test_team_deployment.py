@@ -88,7 +88,10 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
     gpu_box = _worker(tmp_path / "gpu-box")
     try:
         view, _ = svc.request_retrain(
-            app_ctx.training, live(app_ctx, "tiny"), {**QUICK, "epochs": 60}
+            # one schedule, no first pass: the kill comes while nothing is being saved
+            app_ctx.training,
+            live(app_ctx, "tiny"),
+            {**QUICK, "epochs": 60, "first_pass": 0},
         )
         deadline = time.monotonic() + 240
         while svc.job(app_ctx.training, view.id).step < 1:
@@ -109,7 +112,8 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         kept = [v["version"] for v in version_svc.history(app_ctx.db, live(app_ctx, "tiny"))]
         assert kept == ([] if failed.model_version_id is None else [failed.model_version_id])
         # nothing half-written in the bucket: no model files but that first pass's (and the base
-        # encoder's int8 copy, which the second worker's warm-up may write); the embedding cache
+        # encoder's int8 copy, which the second worker's warm-up may be writing under .tmp/: the
+        # test's end finds no .tmp/ left); the embedding cache
         # may hold the frozen base's vectors (the job's plan builds its factory, anchors included,
         # before training), whole shards under their content's name that any later job reads
         from storage.tables import ModelVersion
@@ -119,7 +123,7 @@ def test_a_worker_on_another_box_trains_and_its_kill_9_leaves_nothing_behind(
         written = [
             k
             for k in s3.keys(team)
-            if not k.startswith(("studio/vectors/", "studio/base/", *first))
+            if not k.startswith(("studio/vectors/", "studio/base/", "studio/.tmp/", *first))
         ]
         assert written == []
 

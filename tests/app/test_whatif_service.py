@@ -82,7 +82,7 @@ def test_a_multi_label_project_is_refused_with_the_reason(ctx):
     rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
     for i, (text, labels) in enumerate(rows):
         data_svc.add_utterance(
-            ctx.db, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train"
+            ctx.db, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train", create=True
         )
     with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
         svc.merge(ctx.factories, live(ctx, "hotel"), "cancel", "refund")

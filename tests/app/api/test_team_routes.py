@@ -119,7 +119,7 @@ def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, d
     is refused with 409 and a clear message, nothing changed; a token no preview gives, or an
     intent name no project may have, is bad input: 400."""
     ids = _unlabelled(client, NEW_TEXTS)
-    body = {"ids": list(ids.values()), "intents": ["lost_parcel"]}
+    body = {"ids": list(ids.values()), "intents": ["lost_parcel"], "create": True}
     token = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()["token"]
 
     client.post(f"{DEMO}/label", json={"text": NEW_TEXTS[0], "intents": ["track_order"]})
@@ -133,7 +133,7 @@ def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, d
     assert "deleted since the preview" in r.json()["error"] and "Preview again" in r.json()["error"]
     assert _intents_of(client, [ids[NEW_TEXTS[2]]]) == {ids[NEW_TEXTS[2]]: []}  # nothing changed
 
-    body = {"ids": [ids[NEW_TEXTS[2]]], "intents": ["lost_parcel"]}
+    body = {"ids": [ids[NEW_TEXTS[2]]], "intents": ["lost_parcel"], "create": True}
     r = client.post(f"{DEMO}/label/bulk", json={**body, "token": "not a token"})
     assert r.status_code == 400 and "not a preview's token" in r.json()["error"]
     long = {**body, "intents": ["x" * 500]}
