@@ -206,6 +206,7 @@ def build_data_tab(
     """Lay out the Data tab and bind its events (``summary``: the line under the project
     picker, which an import into another project rewrites). Returns components other tabs may
     refresh."""
+    live, db = serving_state.live, serving_state.db
     with gr.Row(equal_height=True):
         f_split = gr.Dropdown(
             label="Split",
@@ -337,11 +338,11 @@ def build_data_tab(
 
     manage = build_manage(serving_state, project)
     with bulk_slot:
-        bulk = build_bulk(serving_state.live, project, query, set_query, filters)
+        bulk = build_bulk(live, project, query, set_query, filters)
     refresh_out += [manage["intents_table"], e_intents, a_intents, *manage["name_choices"]]
     refresh_out += [bulk["target"]]
     for event in set_query:
-        event.then(bind(first_page, serving_state.live), [project, query], refresh_out, **quiet)
+        event.then(bind(first_page, live), [project, query], refresh_out, **quiet)
     for trigger in triggers:  # the preview on screen is no longer what Label does: at once
         trigger(None, None, None, js=bulk["counting"], **quiet)
 
@@ -349,9 +350,7 @@ def build_data_tab(
 
     def after_change(event: Any) -> None:
         changes.append(
-            event.then(
-                bind(refresh, serving_state.live), refresh_in, refresh_out, show_progress="hidden"
-            )
+            event.then(bind(refresh, live), refresh_in, refresh_out, show_progress="hidden")
         )
 
     imported = manage["bind"](after_change, [table, count, summary])
@@ -360,9 +359,9 @@ def build_data_tab(
     def write(fn: Any, outputs: int = 1) -> Any:
         return guarded(EDIT, outputs=outputs)(fn)
 
-    page.submit(bind(refresh, serving_state.live), refresh_in, refresh_out, **quiet)
+    page.submit(bind(refresh, live), refresh_in, refresh_out, **quiet)
     for button, step in ((prev_btn, -1), (next_btn, 1)):
-        button.click(bind(turn_page, serving_state.live, step), refresh_in, refresh_out, **quiet)
+        button.click(bind(turn_page, live, step), refresh_in, refresh_out, **quiet)
     table.select(
         on_select, [rows], [e_id, e_version, e_title, e_text, e_intents, e_split, e_confirm]
     )
@@ -370,7 +369,7 @@ def build_data_tab(
     # follows writes the row count in the table's own line.
     after_change(
         save_btn.click(
-            write(bind(save, serving_state.db)),
+            write(bind(save, db)),
             [project, e_id, e_version, e_text, e_intents, e_split, e_confirm, user],
             [status],
             api_name="save_utterance",
@@ -378,27 +377,22 @@ def build_data_tab(
     )
     after_change(
         delete_btn.click(
-            write(bind(delete, serving_state.db), outputs=2),
-            [project, e_id],
-            [status, e_id],
-            **quiet,
+            write(bind(delete, db), outputs=2), [project, e_id], [status, e_id], **quiet
         )
     )
     after_change(
         add_btn.click(
-            write(bind(add, serving_state.db), outputs=2),
+            write(bind(add, db), outputs=2),
             [project, a_text, a_intents, a_split],
             [status, a_text],
             **quiet,
         )
     )
     after_change(  # the last change undone: the act of the Activity tab, REST and `undo`
-        undo_btn.click(
-            guarded(UNDO)(bind(undo, serving_state.db)), [project], [status], api_name="undo_last"
-        )
+        undo_btn.click(guarded(UNDO)(bind(undo, db)), [project], [status], api_name="undo_last")
     )
     return {
-        "refresh": (bind(first_page, serving_state.live), [project, query], refresh_out),
+        "refresh": (bind(first_page, live), [project, query], refresh_out),
         "status": status,
         "imported": imported,
         "changes": changes,
