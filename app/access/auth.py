@@ -24,7 +24,7 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from storage.db import Database, Session
+from storage.db import ACCOUNTS, Database, Session
 from storage.errors import NotFoundError, StorageError
 from storage.users import (
     ROLES,
@@ -86,7 +86,7 @@ def add_user(db: Database, name: str, role: str, password: str, *, actor: str = 
     transaction). The name of a removed user is refused: :func:`app.services.projects.accounts.restore_user`
     brings that user back on purpose."""
     hashed = hash_password(password)
-    with db.session() as s:
+    with db.write(ACCOUNTS) as s:  # the name is looked up first
         user = create_user(s, name, role, hashed)
         record_event(s, "added", user.name, actor=actor, detail=f"role {user.role}")
         return Actor(user.id, user.name, user.role)
@@ -157,7 +157,7 @@ def issue_token(db: Database, name: str, *, actor: str = "") -> str:
     the user's earlier token (which stops working at once). Recorded in the security log as
     ``token_issued`` by ``actor`` (never the token)."""
     token = "is_" + secrets.token_urlsafe(32)
-    with db.session() as s:
+    with db.write(ACCOUNTS) as s:  # read, then write: the write lock from the start
         had = get_user(s, name).api_token_hash is not None
         set_token_hash(s, name, token_hash(token))
         detail = "it replaces the earlier token" if had else ""

@@ -86,3 +86,29 @@ def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):
 def test_single_user_mode_refuses_a_public_address(tmp_path, capsys):
     assert main(["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0", "--no-demo"]) == 2
     assert "--multi-user" in capsys.readouterr().err
+
+
+def test_a_token_issued_while_another_writer_commits_is_issued(team, monkeypatch):
+    """CI failed once with "The database is busy" when an API token was issued while a failed
+    sign-in was being written off the event loop: a plain transaction read the user, the other
+    writer committed, and the stale read could no longer write (SQLite fails at once, whatever
+    the busy timeout). A change that reads before it writes takes the write lock first
+    (``Database.write``); a writer arriving meanwhile waits its turn and both are kept."""
+    import threading
+
+    from app.services.projects import accounts
+
+    original = auth.set_token_hash
+    other = threading.Thread(target=accounts.sign_in_failed, args=(team.db, "mallory", "10.0.0.9"))
+
+    def after_another_write(s, *args, **kwargs):
+        other.start()  # the user was read: this transaction has its snapshot
+        other.join(timeout=1.0)  # committed by now, unless it waits for this transaction
+        return original(s, *args, **kwargs)
+
+    monkeypatch.setattr(auth, "set_token_hash", after_another_write)
+    assert auth.token_actor(team.db, auth.issue_token(team.db, "dana")).name == "dana"
+    other.join(timeout=20)
+    assert [e["action"] for e in accounts.security_log(team.db, user="mallory")] == [
+        "sign_in_failed"
+    ]

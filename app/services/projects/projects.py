@@ -19,7 +19,7 @@ from app.serving.pools import project_anchors
 from core.multilabel.rule import is_multilabel
 from core.retrieval.anchors import humanise
 from core.retrieval.scope import OUT_OF_SCOPE
-from storage.db import Database
+from storage.db import CATALOG, Database
 from storage.projects import (
     create_project,
     list_intents,
@@ -81,7 +81,7 @@ def new_project(db: Database, name: str, base_encoder: str | None = None) -> str
     base_encoder = base_encoder or new_project_encoder()
     resolve_path(base_encoder)  # refuse unknown encoders before writing anything
     who = current_actor()
-    with db.session() as s:
+    with db.write(CATALOG) as s:  # it reads the names first: a stale read would fail at once
         made = create_project(s, name, base_encoder=base_encoder).name
         record_event(s, "project_created", who.name, actor=who.name, detail=repr(made))
         return made
