@@ -121,19 +121,18 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
                 "",
             )
 
-        project.change(show_summary, [project], [summary], api_visibility="private")
+        # Nothing here draws Gradio's run timer over a panel (issue 58 item 7): on a busy
+        # server these loads queue for seconds, and "processing | 1.0s" covered the Train tab.
+        quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+        project.change(show_summary, [project], [summary], **quiet)
         # The summary line follows every change (its counts never go stale).
         for changed in [*data_tab["changes"], *queue_tab["changes"]]:
-            changed.then(
-                show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
-            )
+            changed.then(show_summary, [project], [summary], **quiet)
         # ... and the model it names: a retrain that ends, a version made active, or a first
         # version that starts serving while its retrain goes on (the Label tab's model line)
         for serving in (train_tab["serving"], queue_tab["model_line"]):
-            serving.change(
-                show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
-            )
-        demo.load(show_summary, [project], [summary], api_visibility="private")
+            serving.change(show_summary, [project], [summary], **quiet)
+        demo.load(show_summary, [project], [summary], **quiet)
         add_stream_guard(demo)  # before the keys: every answer they ask for comes back
         demo.load(None, None, None, js=queue_tab["js"], api_visibility="private")
         # the Label tab's model line: what serves, and the card and the Map follow a new model
@@ -156,11 +155,11 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             refresh_fn, refresh_in, refresh_out, api_visibility="private", show_progress="hidden"
         )
         train_fn, train_in, train_out = train_tab["refresh"]
-        demo.load(train_fn, train_in, train_out, api_visibility="private")
-        project.change(train_fn, train_in, train_out, api_visibility="private")
+        demo.load(train_fn, train_in, train_out, **quiet)
+        project.change(train_fn, train_in, train_out, **quiet)
         # opened (the Label tab's "progress ›" included): the job as it is now, followed while
         # it runs (an automatic retrain starts without this page's Retrain click)
-        train_tab_item.select(train_fn, train_in, train_out, api_visibility="private")
+        train_tab_item.select(train_fn, train_in, train_out, **quiet)
         # The map is computed when its tab is opened, not on every page load.
         map_fn, map_in, map_out = map_tab["refresh"]
         map_tab_item.select(map_fn, map_in, map_out, api_visibility="private")
