@@ -23,6 +23,9 @@ GPU, else the CPU). What is cheap there decides:
 * **the cores a worker leaves the app**: on a CPU a worker beside the app runs at a lower
   priority and computes on one thread fewer while someone uses the app, so a key or a one-text
   prediction never waits for a retrain; on a GPU the worker's work is the GPU's;
+* **the pause before an automatic retrain**: 10 s without a label on a CPU (a retrain takes
+  both cores for a minute), 3 s on a GPU (seconds of training, no key slowed), and how often
+  the worker looks (:attr:`ComputeBudget.auto_quiet_s`);
 * **the out-of-scope calibration after a retrain**: held-out on a GPU (five more trainings of the
   version's recipe, each on 4/5 of the pool: about :data:`HELD_OUT_COST` times the retrain's
   training, seconds there, after the version serves), whose thresholds flagged 4-5 % of in-scope
@@ -41,6 +44,8 @@ Example:
     (False, True)
     >>> budget_for("cuda:1").device
     'cuda'
+    >>> budget_for("cuda").auto_quiet_s, budget_for("cpu").auto_quiet_s
+    (3.0, 10.0)
     >>> budget_for("cuda").calibration("auto"), budget_for("cpu").calibration("auto")
     ('held-out', 'quick')
     >>> from core.training import TrainConfig
@@ -105,6 +110,11 @@ class ComputeBudget:
         shares_cores: whether a training worker beside the app computes on the cores its
             requests need (a CPU): it then runs at a lower priority and leaves a core while
             someone uses the app (:mod:`app.worker.cpu_share`).
+        auto_quiet_s: seconds without a label after which the labels given start an
+            automatic retrain (:mod:`app.services.models.auto_retrain`): on a CPU a retrain
+            costs a minute of both cores, so it waits for a real pause; on a GPU it costs
+            seconds and slows no key, so a short pause will do.
+        auto_poll_s: how often a worker's watcher looks for labels that call for one.
         reasons: one sentence per choice (``serving``, ``encoder``, ``calibration``), for
             people.
     """
@@ -117,6 +127,8 @@ class ComputeBudget:
     held_out_calibration: bool = False
     first_pass_pairs: int = 1024
     shares_cores: bool = True
+    auto_quiet_s: float = 10.0
+    auto_poll_s: float = 2.0
     reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -174,6 +186,8 @@ def budget_for(device: str) -> ComputeBudget:
             held_out_calibration=True,
             first_pass_pairs=8192,
             shares_cores=False,
+            auto_quiet_s=3.0,
+            auto_poll_s=0.5,
             reasons=MappingProxyType(
                 {
                     "serving": "a version serves on the GPU in fp32 as soon as it is measured; "

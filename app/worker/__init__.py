@@ -290,9 +290,8 @@ def run_worker(settings: Settings) -> None:
         base_copies=True,
         stopping=lambda: STOP.requested,
     )
-    watch_labels(
-        serving_state.training, STOP, done
-    )  # the automatic retrains, as labels call for them
+    # the automatic retrains, as labels call for them
+    watch_labels(serving_state.training, serving_state.models.budget, STOP, done)
     huey, _ = make_queue(settings)
     consumer = Consumer(
         huey,

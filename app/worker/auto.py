@@ -1,4 +1,4 @@
-"""A worker's watcher of labels: every :data:`app.services.models.auto_retrain.POLL_SECONDS` it
+"""A worker's watcher of labels: every :attr:`app.compute.ComputeBudget.auto_poll_s` it
 queues the automatic retrains that are due (:class:`app.services.models.auto_retrain.Watcher`),
 until the worker stops; a stopping worker starts nothing new. Off where the deployment says so
 (``INTENT_STUDIO_AUTO_RETRAIN=off``)."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from app.services.models.auto_retrain import POLL_SECONDS, Watcher
+from app.compute import ComputeBudget
+from app.services.models.auto_retrain import Watcher
 from app.serving.training_queue import TrainingQueue
 from app.worker.stopping import StopRequest
 from core.errors import logged
@@ -19,15 +20,17 @@ logger = logging.getLogger(__name__)
 
 def watch_labels(
     training: TrainingQueue,
+    budget: ComputeBudget,
     stop: StopRequest,
     done: threading.Event,
-    every: float = POLL_SECONDS,
+    every: float | None = None,
 ) -> threading.Thread | None:
     """Start the watcher in a background thread (None where the deployment turned it off)."""
     if not training.settings.auto_retrain:
         logger.info("automatic retrains are off in this deployment")
         return None
-    watcher = Watcher(training)
+    watcher = Watcher(training, budget)
+    every = budget.auto_poll_s if every is None else every
 
     def run() -> None:
         while not done.wait(every) and not stop.requested:

@@ -5,12 +5,14 @@ Real SQLite, the real Huey queue and the worker's own job runner."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
 import pytest
 
 from app import worker
+from app.compute import budget_for
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
 from app.services.models import auto_retrain
@@ -29,9 +31,9 @@ QUIET = 0.3  # the quiet spell, shortened for the test
 
 
 @pytest.fixture
-def watcher(ctx, monkeypatch):
-    monkeypatch.setattr(auto_retrain, "QUIET_SECONDS", QUIET)
-    return auto_retrain.Watcher(ctx.training)
+def watcher(ctx):
+    budget = dataclasses.replace(budget_for("cpu"), auto_quiet_s=QUIET)
+    return auto_retrain.Watcher(ctx.training, budget)
 
 
 def label(ctx, name: str, n: int, intent: str = "card_lost", start: int = 0) -> None:
@@ -94,7 +96,7 @@ def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_
     worker.execute_job(ctx, second.id)
     quiet()
     assert watcher.start_due() == []  # nothing new since: none
-    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle()).changed == 0
+    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).changed == 0
 
 
 def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ctx, watcher) -> None:
@@ -103,7 +105,7 @@ def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ct
     label(ctx, "tiny", 8)
     quiet()
     assert watcher.start_due() == []
-    words = auto_retrain.state(ctx.db, live(ctx, "tiny").handle()).words
+    words = auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).words
     assert words.startswith("Off: the encoder is retrained only when someone asks")
     # a project its labels cannot train (one intent): refused once, not again until it changes
     new_project(ctx.db, "one")

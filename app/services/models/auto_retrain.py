@@ -1,6 +1,7 @@
 """Retrains that start from the labels (issue 63): once a project has ``auto_retrain_after``
 new or changed labels since its last retrain read its data, and nobody has labelled it for
-:data:`QUIET_SECONDS`, an anytime retrain of it is queued by itself (``trigger="auto"``), as if
+the device's pause (:attr:`app.compute.ComputeBudget.auto_quiet_s`: 10 s on a CPU, 3 s on a
+GPU), an anytime retrain of it is queued by itself (``trigger="auto"``), as if
 its local operator had asked. The project setting ``auto_retrain`` switches it off; a deployment
 turns the watcher off with ``INTENT_STUDIO_AUTO_RETRAIN=off``.
 
@@ -12,7 +13,7 @@ turn (first queued, first run), so a project whose annotators never stop labelli
 job in the queue at a time and cannot starve another project's retrain.
 
 The watcher runs in each training worker (:mod:`app.worker.auto`), :func:`start_due` every
-:data:`POLL_SECONDS`. A project whose retrain is refused (too few labelled intents, say) is not
+:attr:`~app.compute.ComputeBudget.auto_poll_s`. A project whose retrain is refused (too few labelled intents, say) is not
 asked again until it has newer labels.
 """
 
@@ -24,6 +25,7 @@ from datetime import datetime
 
 from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
+from app.compute import ComputeBudget
 from app.project_settings import ProjectSettings, stored_settings
 from app.services.models.retrain_jobs import request_retrain
 from app.serving.training_queue import TrainingQueue
@@ -35,13 +37,6 @@ from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)
 
-# Seconds without a label after which the labels given count as a pause: long enough for the
-# next card's reading, short enough that 20 labels and a pause give a new version within a
-# minute on a 2-core CPU (bench/RESULTS.md, "Retrains that start from the labels").
-QUIET_SECONDS = 10.0
-# How often a worker looks (one statement per project with the setting on).
-POLL_SECONDS = 2.0
-
 
 @dataclass(frozen=True)
 class AutoState:
@@ -52,6 +47,7 @@ class AutoState:
     after: int
     changed: int
     active: bool
+    quiet_s: float = 10.0  # the device's pause (ComputeBudget.auto_quiet_s)
 
     @property
     def words(self) -> str:
@@ -64,35 +60,38 @@ class AutoState:
             else f"{min(self.changed, self.after)} of {self.after} since the last retrain"
         )
         return (
-            f"On: after {self.after} new or changed labels and {QUIET_SECONDS:.0f} s without a "
+            f"On: after {self.after} new or changed labels and {self.quiet_s:g} s without a "
             f"label, the worker retrains by itself ({now})."
         )
 
 
-def state(db: Database, p: ProjectHandle) -> AutoState:
-    """The project's automatic retrain now (:class:`AutoState`)."""
+def state(db: Database, p: ProjectHandle, budget: ComputeBudget) -> AutoState:
+    """The project's automatic retrain now (:class:`AutoState`), on ``budget``'s device."""
     after = p.settings.auto_retrain_after
     with db.session() as s:
         since = labels_since_last_job(s, p.id, after)
-    return AutoState(p.settings.auto_retrain, after, since.changed, since.active)
+    return AutoState(
+        p.settings.auto_retrain, after, since.changed, since.active, budget.auto_quiet_s
+    )
 
 
-def due(settings: ProjectSettings, since: LabelsSince, now: datetime) -> bool:
-    """Whether labels this far call for an automatic retrain now.
+def due(settings: ProjectSettings, since: LabelsSince, now: datetime, quiet_s: float) -> bool:
+    """Whether labels this far call for an automatic retrain now, after ``quiet_s`` seconds
+    without a label.
 
     Example:
         >>> from datetime import datetime, timedelta
         >>> t = datetime(2026, 11, 27, 12, 0, 0)
         >>> twenty = LabelsSince(20, t, 99, False)
-        >>> due(ProjectSettings(), twenty, t + timedelta(seconds=11))
+        >>> due(ProjectSettings(), twenty, t + timedelta(seconds=11), 10.0)
         True
-        >>> due(ProjectSettings(), twenty, t + timedelta(seconds=3))  # still labelling
+        >>> due(ProjectSettings(), twenty, t + timedelta(seconds=3), 10.0)  # still labelling
         False
-        >>> due(ProjectSettings(), LabelsSince(19, t, 98, False), t + timedelta(seconds=60))
+        >>> due(ProjectSettings(), LabelsSince(19, t, 98, False), t + timedelta(seconds=60), 10.0)
         False
-        >>> due(ProjectSettings(), LabelsSince(20, t, 99, True), t + timedelta(seconds=60))
+        >>> due(ProjectSettings(), LabelsSince(20, t, 99, True), t + timedelta(seconds=60), 10.0)
         False
-        >>> due(ProjectSettings(auto_retrain=False), twenty, t + timedelta(seconds=60))
+        >>> due(ProjectSettings(auto_retrain=False), twenty, t + timedelta(seconds=60), 10.0)
         False
     """
     return (
@@ -100,7 +99,7 @@ def due(settings: ProjectSettings, since: LabelsSince, now: datetime) -> bool:
         and not since.active
         and since.changed >= settings.auto_retrain_after
         and since.last_at is not None
-        and (now - since.last_at).total_seconds() >= QUIET_SECONDS
+        and (now - since.last_at).total_seconds() >= quiet_s
     )
 
 
@@ -108,8 +107,9 @@ class Watcher:
     """Starts the automatic retrains that are due (:meth:`start_due`), remembering the projects
     whose retrain was refused until they have newer labels."""
 
-    def __init__(self, training: TrainingQueue) -> None:
+    def __init__(self, training: TrainingQueue, budget: ComputeBudget) -> None:
         self.training = training
+        self.quiet_s = budget.auto_quiet_s
         self.refused: dict[int, int] = {}  # project id -> its newest label event when refused
 
     def start_due(self) -> list[JobView]:
@@ -129,7 +129,7 @@ class Watcher:
                 continue
             with db.session() as s:
                 since = labels_since_last_job(s, pid, settings.auto_retrain_after)
-            if not due(settings, since, now) or self.refused.get(pid) == since.newest:
+            if not due(settings, since, now, self.quiet_s) or self.refused.get(pid) == since.newest:
                 continue
             if (view := self._start(open_project(db, pid, LOCAL), since)) is not None:
                 started.append(view)

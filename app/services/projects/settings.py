@@ -66,7 +66,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     oos = project_svc.out_of_scope(live, p)
     anchors = project_svc.anchors(live.db, p)
     encoder = encoders.encoder_view(live.db, p, live.models.budget, live.models.artifacts)
-    auto = auto_retrain.state(live.db, p)
+    auto = auto_retrain.state(live.db, p, live.models.budget)
     return SettingsView(
         project_svc.settings(live.db, p),
         {
