@@ -23,12 +23,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from app.compute import CALIBRATIONS
 from core.encoding.previous_turn import with_context
 from core.evaluation.oos import DEFAULT_TARGET_RECALL, check_target_recall
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, check_weight
 from storage.datasets import SnapshotRow
 from storage.utterances import UtteranceRow
+
+# The out-of-scope calibration a project may choose (the setting ``oos_calibration``; what
+# ``auto`` means on a device: :meth:`app.serving.compute.ComputeBudget.calibration`).
+CALIBRATIONS = ("auto", "held-out", "quick")
 
 
 @dataclass(frozen=True)
@@ -148,9 +151,9 @@ class ProjectSettings:
         encode_context: encode each utterance after the turn before it.
         serve_int8: serve a version's int8 encoder when it passed parity.
         oos_calibration: how a retrain calibrates the out-of-scope thresholds of its version
-            (:data:`app.compute.CALIBRATIONS`): ``held-out`` (more trainings after the version
+            (:data:`CALIBRATIONS`): ``held-out`` (more trainings after the version
             serves; its correction applies while the version serves), ``quick`` (the pool's own
-            scores, no correction) or ``auto`` (the device's default, :mod:`app.compute`).
+            scores, no correction) or ``auto`` (the device's default, :mod:`app.serving.compute`).
         auto_retrain: retrain by itself once ``auto_retrain_after`` labels were given or changed
             since the last retrain and nobody labelled for a moment
             (:mod:`app.services.training.auto_retrain`).

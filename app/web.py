@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 
 from app.access.actions import UPLOADS
 from app.access.auth import LOCAL, RANK, actor, check_login, session_ok
-from app.limit_store import LimitStore
+from app.limits.store import LimitStore
 from app.perimeter.denied import DeniedCalls
 from app.perimeter.download_gate import DownloadGate
 from app.perimeter.draining import Draining

@@ -54,7 +54,7 @@ FLOORS: dict[str, tuple[frozenset[str], ...]] = {
     ),
     "app": (
         # settings, limits and leaves
-        frozenset({"app", "app.compute", "app.config", "app.limits", "app.limit_store"})
+        frozenset({"app", "app.config", "app.limits"})
         | frozenset({"app.project_settings"})
         | frozenset({"app.plots", "app.formats", "app.report"}),
         # the serving state (app.serving: the context and the pieces it holds), who may do what
@@ -284,6 +284,16 @@ def test_no_service_module_sits_loose_at_the_services_root():
     domains = {d for n in SERVICE_MODULES if (d := _domain(n)) is not None}
     assert sorted(d for d in domains if _domain_floor(d) < 0) == []  # a new domain takes a floor
     assert sorted(set().union(*SERVICE_DOMAINS) - domains) == []  # no floor names a gone one
+
+
+# What sits at app/'s root: its two entry points and the settings every floor reads (issue 67
+# item 6: the compute budget and the limit store had joined them; each has a room now).
+APP_ROOT = {"app", "app.__main__", "app.config", "app.project_settings", "app.web"}
+
+
+def test_nothing_else_sits_loose_at_the_app_root():
+    loose = {n for n in MODULES if n.startswith("app.") and n.count(".") == 1}
+    assert {n for n in loose if MODULES[n].name != "__init__.py"} | {"app"} == APP_ROOT
 
 
 def _is_domain_package(name: str) -> bool:

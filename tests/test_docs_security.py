@@ -1,5 +1,5 @@
 """The Security table of docs/operations.md says what the code does: every value it names is the value of the
-constant it points to, and every limit in ``app/limits.py`` is in the table (issue 27)."""
+constant it points to, and every limit in ``app/limits/__init__.py`` is in the table (issue 27)."""
 
 from __future__ import annotations
 

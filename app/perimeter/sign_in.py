@@ -32,7 +32,7 @@ kept off the event loop, a spray's last.
   ranked with the people signing in).
 
 What the limits count (failures, attempts, known addresses) lives in the store the gate is given
-(:mod:`app.limit_store`: this process's memory, or Redis for a team, so a second app instance
+(:mod:`app.limits.store`: this process's memory, or Redis for a team, so a second app instance
 does not double the limits); attempts in flight and the lines waiting for a check are this
 process's own. Addresses are counted by
 their IPv4 address or IPv6 /64 (:func:`address_key`). The client address comes from
@@ -68,7 +68,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from app import limits
-from app.limit_store import LimitStore, MemoryLimits
+from app.limits.store import LimitStore, MemoryLimits
 
 ADDRESS: ContextVar[str] = ContextVar("sign_in_address", default="")
 BUSY = "Busy: too many sign-ins at once; try again in a moment."
@@ -207,7 +207,7 @@ class _Queue:
 
 class SignInGate:
     """Checks sign-ins with ``verify(name, password)`` under the limits above (see the module).
-    ``store``: where the counts live (:mod:`app.limit_store`; this process's memory by
+    ``store``: where the counts live (:mod:`app.limits.store`; this process's memory by
     default); ``clock``: wall time (the store's times mean the same in every process)."""
 
     def __init__(

@@ -10,7 +10,7 @@
   answer, while the request waits for its micro-batch), so one token's flood of one-liners is
   refused instead of queueing ahead of everyone.
 
-The per-user limits (batch calls, one-liners) are counted in the :class:`app.limit_store.LimitStore`
+The per-user limits (batch calls, one-liners) are counted in the :class:`app.limits.store.LimitStore`
 the process is given: Redis for a team, so a user sending to two app instances still has one
 share; the queue's limits are the process's own capacity and stay in it.
 
@@ -35,8 +35,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from app.limit_store import LimitStore, MemoryLimits
 from app.limits import LINES_PER_USER
+from app.limits.store import LimitStore, MemoryLimits
 from storage.utterances import MAX_TEXT_CHARS
 
 

@@ -1,6 +1,6 @@
 """The int8 serving rule (issues 46 and 55): a version serves its int8 ONNX copy when that copy
 passed parity, the project's ``serve_int8`` setting is not off (on by default) and the process
-serves on a CPU (:attr:`app.compute.ComputeBudget.serves_int8`: a GPU serves fp32), else the
+serves on a CPU (:attr:`app.serving.compute.ComputeBudget.serves_int8`: a GPU serves fp32), else the
 fp32 encoder. Either way one encoder encodes both the queries and the pool, and a version shows
 the measurement of the encoder that serves it (:func:`served_metrics`).
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
+from app.serving.compute import ComputeBudget, process_budget
 from core.evaluation.version_metrics import VersionMetrics
 
 if TYPE_CHECKING:

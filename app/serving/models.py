@@ -17,8 +17,8 @@ import threading
 from collections.abc import Collection
 from pathlib import Path
 
-from app.compute import ComputeBudget, process_budget
 from app.project_settings import ProjectSettings
+from app.serving.compute import ComputeBudget, process_budget
 from app.serving.int8 import (
     INT8_DIR,
     base_int8_record,
@@ -49,7 +49,7 @@ class Models:
 
     @property
     def budget(self) -> ComputeBudget:
-        """What this process's device makes cheap (:mod:`app.compute`): whether int8 serves
+        """What this process's device makes cheap (:mod:`app.serving.compute`): whether int8 serves
         here, a new project's encoder."""
         return process_budget(self.device)
 

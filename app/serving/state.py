@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Settings
-from app.limit_store import LimitStore, open_limit_store
+from app.limits.store import LimitStore, open_limit_store
 from app.perimeter.uploads import Uploads
 from app.serving.admission import Admission, Limits
 from app.serving.eval_memo import EvalMemo

@@ -20,12 +20,12 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
-from app.compute import ComputeBudget
 from app.config import Settings
 from app.perimeter.in_use import Activity
 from app.services.models.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.training.retrain import Kept, run_retrain
 from app.services.training.retrain_warm import warm_up_worker
+from app.serving.compute import ComputeBudget
 from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.auto import watch_labels

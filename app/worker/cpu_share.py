@@ -1,5 +1,5 @@
 """A training worker that never slows a key (issue 63 item 3): where the compute budget says
-the worker shares the machine's cores with the app (:attr:`app.compute.ComputeBudget.shares_cores`:
+the worker shares the machine's cores with the app (:attr:`app.serving.compute.ComputeBudget.shares_cores`:
 a CPU), it runs at a lower priority (``nice`` :data:`NICE`: the server's requests take a core
 first whenever they want one), and while someone uses the app (a request in the last
 :data:`IN_USE_S` seconds: :class:`app.perimeter.in_use.Activity`) it computes on one thread

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from app import worker
-from app.compute import budget_for
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
 from app.services.models import auto_retrain
@@ -21,6 +20,7 @@ from app.services.models import versions as version_svc
 from app.services.projects import reports
 from app.services.projects import settings as settings_svc
 from app.services.projects.projects import new_project
+from app.serving.compute import budget_for
 from storage import jobs
 from tests.handles import live
 from tests.samples import make_tiny

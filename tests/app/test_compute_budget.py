@@ -9,13 +9,13 @@ import dataclasses
 
 import pytest
 
-from app.compute import (
+from app.project_settings import ProjectSettings
+from app.serving.compute import (
     budget_for,
     device_kind,
     new_project_encoder,
     process_device,
 )
-from app.project_settings import ProjectSettings
 from app.serving.int8 import served_metrics, serves_int8, serving_line
 from core.evaluation.version_metrics import VersionMetrics
 

@@ -157,10 +157,10 @@ def test_failed_sign_ins_are_counted_once_across_the_instances(instances) -> Non
 def test_with_redis_down_the_limits_count_in_each_process_and_say_so_once(caplog) -> None:
     """Redis stops answering: the limits still hold, in this process (as without Redis), with one
     warning for the outage, not a traceback per request."""
-    from app.limit_store import RedisLimits
+    from app.limits.store import RedisLimits
 
     store = RedisLimits(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
-    with caplog.at_level(logging.WARNING, logger="app.limit_store"):
+    with caplog.at_level(logging.WARNING, logger="app.limits.store"):
         first, held = store.take("lines:dana", cap=1, lease_s=60)
         assert first is not None and held == 1
         assert store.take("lines:dana", cap=1, lease_s=60) == (None, 1)
@@ -168,7 +168,7 @@ def test_with_redis_down_the_limits_count_in_each_process_and_say_so_once(caplog
         assert store.events("sign-in:x", now=20.0, window_s=60) == [10.0]
         store.give("lines:dana", first)
         assert store.held("lines:dana") == 0
-    warnings = [r for r in caplog.records if r.name == "app.limit_store"]
+    warnings = [r for r in caplog.records if r.name == "app.limits.store"]
     assert len(warnings) == 1 and "count in this process" in warnings[0].getMessage()
     assert warnings[0].exc_info is None
 

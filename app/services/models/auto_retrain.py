@@ -1,6 +1,6 @@
 """Retrains that start from the labels (issue 63): once a project has ``auto_retrain_after``
 new or changed labels since its last retrain read its data, and nobody has labelled it for
-the device's pause (:attr:`app.compute.ComputeBudget.auto_quiet_s`: 10 s on a CPU, 3 s on a
+the device's pause (:attr:`app.serving.compute.ComputeBudget.auto_quiet_s`: 10 s on a CPU, 3 s on a
 GPU), an anytime retrain of it is queued by itself (``trigger="auto"``), as if
 its local operator had asked. The project setting ``auto_retrain`` switches it off; a deployment
 turns the watcher off with ``INTENT_STUDIO_AUTO_RETRAIN=off``.
@@ -13,7 +13,7 @@ turn (first queued, first run), so a project whose annotators never stop labelli
 job in the queue at a time and cannot starve another project's retrain.
 
 The watcher runs in each training worker (:mod:`app.worker.auto`), :func:`start_due` every
-:attr:`~app.compute.ComputeBudget.auto_poll_s`. A project whose retrain is refused (too few labelled intents, say) is not
+:attr:`~app.serving.compute.ComputeBudget.auto_poll_s`. A project whose retrain is refused (too few labelled intents, say) is not
 asked again until it has newer labels.
 """
 
@@ -25,9 +25,9 @@ from datetime import datetime
 
 from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
-from app.compute import ComputeBudget
 from app.project_settings import ProjectSettings, stored_settings
 from app.services.models.retrain_jobs import request_retrain
+from app.serving.compute import ComputeBudget
 from app.serving.training_queue import TrainingQueue
 from storage import jobs
 from storage.db import Database

@@ -1,14 +1,14 @@
 """A project's out-of-scope calibration after a retrain, in words: which one its retrains run
 (the setting ``oos_calibration``: ``auto`` takes the compute budget's default for this device,
-:mod:`app.compute`), what calibrated the thresholds serving now, and what held-out costs here.
+:mod:`app.serving.compute`), what calibrated the thresholds serving now, and what held-out costs here.
 The CLI's ``settings``, the Data tab's Project settings and REST read it here."""
 
 from __future__ import annotations
 
 from app.access import ProjectHandle
-from app.compute import HELD_OUT_COST, ComputeBudget, process_budget
 from app.services.models.encoders import last_training
 from app.services.models.retrain_jobs import span
+from app.serving.compute import HELD_OUT_COST, ComputeBudget, process_budget
 from app.serving.live import LivePools
 from app.serving.oos_correction import HELD_OUT
 from core.evaluation.held_out import HELD_OUT_FOLDS
@@ -27,7 +27,7 @@ def held_out_cost(budget: ComputeBudget, last_train_s: float | None) -> str:
     """What a held-out calibration costs a retrain here, in words (the added time first, from
     the last retrain's training: to the second below 10 min, so the product reads right).
 
-    >>> from app.compute import budget_for
+    >>> from app.serving.compute import budget_for
     >>> held_out_cost(budget_for("cpu"), 88.0)
     "about 6 min more (4x the last retrain's 88 s of training on this CPU)"
     >>> held_out_cost(budget_for("cuda"), None)

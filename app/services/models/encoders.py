@@ -1,5 +1,5 @@
 """A project's base encoder: which one it trains and serves, why (the compute budget of this
-device, :mod:`app.compute`), and what switching would cost here. Switching is one project
+device, :mod:`app.serving.compute`), and what switching would cost here. Switching is one project
 setting, ``base_encoder`` (:func:`app.services.projects.projects.set_settings`, so the CLI's
 ``settings``, the Data tab's Project settings and REST set it like the others): the next retrain
 trains on it, the active version keeps serving until a new one is promoted, and the frozen base
@@ -11,9 +11,9 @@ import shlex
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
-from app.compute import DEFAULT_ENCODER, STRONG_ENCODER, ComputeBudget, process_budget
 from app.services.models.retrain_jobs import span
 from app.services.models.versions import serving
+from app.serving.compute import DEFAULT_ENCODER, STRONG_ENCODER, ComputeBudget, process_budget
 from core.encoding.registry import installed, registry
 from core.evaluation.version_metrics import VersionMetrics
 from storage import versions

@@ -6,7 +6,7 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
-from app.compute import process_budget
+from app.serving.compute import process_budget
 from app.serving.factories import FactoryBuilder
 from app.serving.int8 import base_int8_record, served_metrics, serves_int8, serving_line
 from core.encoding.registry import Encoder

@@ -20,9 +20,9 @@ from pathlib import Path
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
 from app.access.actions import CREATE_PROJECT, EXPORT, IMPORT
 from app.access.auth import current_actor, require_acting
-from app.compute import new_project_encoder
 from app.formats import AgentSource, dump_slot_book, export_formats, kept_title, read_any, write_any
 from app.services.projects import accounts as security
+from app.serving.compute import new_project_encoder
 from app.serving.state import ServingState
 from storage import guard
 from storage.agents import keep_agent, kept_agent

@@ -10,10 +10,10 @@ from typing import Any
 
 from app.access import ProjectHandle, visible_projects, writing
 from app.access.auth import current_actor
-from app.compute import new_project_encoder
 from app.formats import parse_csv
 from app.project_settings import ProjectSettings
 from app.services.projects.io import import_utterances
+from app.serving.compute import new_project_encoder
 from app.serving.live import LivePools
 from app.serving.pools import project_anchors
 from core.multilabel.rule import is_multilabel
@@ -75,7 +75,7 @@ def project_names(db: Database) -> list[str]:
 
 def new_project(db: Database, name: str, base_encoder: str | None = None) -> str:
     """Create the empty project ``name`` on ``base_encoder`` (None: the one this device's compute
-    budget starts a project on, :func:`app.compute.new_project_encoder`); returns its name."""
+    budget starts a project on, :func:`app.serving.compute.new_project_encoder`); returns its name."""
     from core.encoding.registry import resolve_path
 
     base_encoder = base_encoder or new_project_encoder()

@@ -20,7 +20,7 @@ thresholds meanwhile, then with the held-out ones).
 
 So a first version answers as soon as the first pass is trained and measured (an anytime
 retrain, issue 63: how long the first pass may be is the compute budget's,
-:meth:`app.compute.ComputeBudget.first_pass`), and better ones replace it as they are measured;
+:meth:`app.serving.compute.ComputeBudget.first_pass`), and better ones replace it as they are measured;
 on a CPU the best one's int8 copy replaces it a few seconds after training ends. A cancel or a
 worker's stop after the first version serves keeps the best version measured (:class:`Kept`).
 

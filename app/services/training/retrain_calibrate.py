@@ -1,7 +1,7 @@
 """The retrain's ``calibrate`` phase: after its version serves (and, on a CPU, its int8 copy is
 settled), the held-out calibration of its out-of-scope thresholds, where the project's
 ``oos_calibration`` setting asks for it (``auto``: the compute budget's default, held-out on a
-GPU: :meth:`app.compute.ComputeBudget.calibration`).
+GPU: :meth:`app.serving.compute.ComputeBudget.calibration`).
 
 Why: the retrain pulls the pool's own examples together, so the thresholds calibrated from the
 pool's own scores flag 10-14 % of in-scope questions after a retrain (BANKING77 and CLINC150, 3
@@ -31,8 +31,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from app.compute import HELD_OUT_COST, ComputeBudget
 from app.services.training.retrain_state import RetrainRun, Served, Snapshot
+from app.serving.compute import HELD_OUT_COST, ComputeBudget
 from app.serving.oos_correction import (
     HELD_OUT,
     example_key,
@@ -93,7 +93,7 @@ def calibration_plan(budget: ComputeBudget, snap: Snapshot) -> dict[str, Any]:
 def held_out_steps(snap: Snapshot, cfg: TrainConfig) -> int:
     """The held-out encoders' steps, planned before training: each trains on about
     ``(folds - 1) / folds`` of the rows, so all of them about ``folds - 1`` times the retrain's
-    steps (:data:`app.compute.HELD_OUT_COST`)."""
+    steps (:data:`app.serving.compute.HELD_OUT_COST`)."""
     return round(planned_steps(snap.fit.texts, snap.fit.labels, cfg) * HELD_OUT_COST)
 
 

@@ -3,7 +3,7 @@ parity with fp32 checked (:func:`app.services.models.int8.export_version_int8`) 
 is measured on the same rows as it will serve and checked by the same promotion gate; the
 ``register`` phase then switches the version to it (:mod:`app.services.training.retrain_serve`).
 
-Only where the compute budget builds one (:attr:`app.compute.ComputeBudget.int8_copy`: a CPU,
+Only where the compute budget builds one (:attr:`app.serving.compute.ComputeBudget.int8_copy`: a CPU,
 where the copy serves 1.5-2x faster) and the deployment allows it (``INTENT_STUDIO_INT8``); a
 multi-label version serves fp32 (its head decides). The copy is an artifact of its own
 (``<version's artifact>-int8``, written under a temporary name and renamed), so the version's

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.compute import ComputeBudget
 from app.project_settings import ProjectSettings
 from app.services.models.job_plan import JobPlan
+from app.serving.compute import ComputeBudget
 from app.serving.live import LivePools
 from core.evaluation import EvalData
 from core.evaluation.version_metrics import VersionMetrics

@@ -3,7 +3,7 @@ encoder its projects train is read once and kept for the process (training copie
 base's evaluation and the live pool share it), and a few real training steps run on the device
 (:func:`core.training.warm.warm_up`: CUDA's start and its kernels on a GPU, the first forward's
 allocations on a CPU). The compute budget says how many steps pay
-(:attr:`app.compute.ComputeBudget.warm_up_steps`).
+(:attr:`app.serving.compute.ComputeBudget.warm_up_steps`).
 
 A job that arrives meanwhile waits for the warm-up before it trains (:func:`wait_until_warm`),
 so the two never share the device."""
@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from app.compute import ComputeBudget
+from app.serving.compute import ComputeBudget
 from app.serving.live import LivePools
 from core.errors import logged
 from storage.db import Database

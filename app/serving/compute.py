@@ -65,6 +65,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from app.project_settings import CALIBRATIONS
+
 if TYPE_CHECKING:
     from core.training.config import TrainConfig
 
@@ -80,8 +82,6 @@ NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl")
 # The held-out calibration trains the version's recipe once per fold on the other folds (4/5 of
 # the pool): 5 x 4/5 = 4x the retrain's training (bench/RESULTS.md measured 3.6-3.8x on a CPU).
 HELD_OUT_COST = 4.0
-# The out-of-scope calibration a project may choose (the setting ``oos_calibration``).
-CALIBRATIONS = ("auto", "held-out", "quick")
 
 # What mpnet costs beside MiniLM, measured (bench/RESULTS.md, "mpnet against MiniLM over 3
 # seeds", 2 CPU cores): training wall seconds 137-151 vs 17-19 (BANKING77 5-shot), evaluation
