@@ -139,6 +139,24 @@ def as_text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def load_intent(
+    files: dict[str, bytes], path: str, key: str, problems: list[tuple[int, str]]
+) -> tuple[Any, str] | None:
+    """An intent's JSON file and the name it holds under ``key``, for a format that keeps each
+    intent in a file of its own; None when the file is no JSON or names no intent (the problem
+    noted in ``problems``)."""
+    try:
+        obj = load_json(files[path], path)
+    except FormatError as exc:
+        problems.extend(exc.problems or [(0, exc.summary)])
+        return None
+    name = as_text(obj.get(key)) if isinstance(obj, dict) else None
+    if name is None:
+        problems.append((0, f"{path}: an intent needs a '{key}' string"))
+        return None
+    return obj, name
+
+
 def pick_language(
     asked: str | None,
     default: str,

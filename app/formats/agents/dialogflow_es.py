@@ -27,8 +27,8 @@ from typing import Any
 from app.formats.agents.base import (
     AgentDoc,
     PlatformIntent,
-    as_text,
     dump_json,
+    load_intent,
     load_json,
     name_with,
     new_id,
@@ -112,15 +112,9 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     lang = pick_language(language, _language(files, root), _languages(files), problems)
     intents = []
     for path in _intent_files(files, root):
-        try:
-            obj = load_json(files[path], path)
-        except FormatError as exc:
-            problems += exc.problems or [(0, exc.summary)]
+        if (found := load_intent(files, path, "name", problems)) is None:
             continue
-        name = as_text(obj.get("name")) if isinstance(obj, dict) else None
-        if name is None:
-            problems.append((0, f"{path}: an intent needs a 'name' string"))
-            continue
+        obj, name = found
         intent = PlatformIntent(name, path, fallback=obj.get("fallbackIntent") is True)
         said = _usersays(path, lang)
         if said in files:

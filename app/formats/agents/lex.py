@@ -33,6 +33,7 @@ from app.formats.agents.base import (
     PlatformIntent,
     as_text,
     dump_json,
+    load_intent,
     load_json,
     name_with,
     pick_language,
@@ -54,7 +55,6 @@ from app.formats.agents.lex_slots import (
     slot_types,
     value_spans,
 )
-from app.formats.common import FormatError
 from app.formats.file_names import NAME_INSIDE, device_note, device_safe, is_device_name
 from app.formats.rasa_entities import SLOT_REFERENCE
 
@@ -129,15 +129,9 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     ours = name_map(files).get(_locale_id(locale), {})
     intents = []
     for path in _intent_files(files, locale):
-        try:
-            obj = load_json(files[path], path)
-        except FormatError as exc:
-            problems += exc.problems or [(0, exc.summary)]
+        if (found := load_intent(files, path, "name", problems)) is None:
             continue
-        name = as_text(obj.get("name")) if isinstance(obj, dict) else None
-        if name is None:
-            problems.append((0, f"{path}: an intent needs a 'name' string"))
-            continue
+        obj, name = found
         described = obj.get("description")
         intent = PlatformIntent(
             name,
