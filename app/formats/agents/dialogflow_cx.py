@@ -48,7 +48,8 @@ from app.formats.agents.dialogflow_entities import (
     cx_spans,
     cx_values,
 )
-from app.formats.agents.dialogflow_es import agent_root
+from app.formats.agents.dialogflow_es import agent_language, agent_root, carrier
+from app.formats.agents.dialogflow_es import phrase_text as es_phrase_text
 from app.formats.agents.export import (
     LOST_PART,
     AgentFormat,
@@ -66,11 +67,8 @@ NEGATIVE = "Default Negative Intent"
 
 
 def phrase_text(phrase: Any) -> str | None:
-    parts = phrase.get("parts") if isinstance(phrase, dict) else None
-    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
-        return None
-    texts = [p.get("text", "") for p in parts]
-    return "".join(texts) if all(isinstance(t, str) for t in texts) else None
+    """The text of a phrase: its ``parts``' texts joined."""
+    return es_phrase_text(phrase, "parts")
 
 
 class _NewPhrase:
@@ -146,12 +144,6 @@ def detect(files: Files) -> bool:
     )
 
 
-def _language(files: Files, root: str) -> str:
-    agent = load_json(files[root + "agent.json"], root + "agent.json")
-    lang = agent.get("defaultLanguageCode") if isinstance(agent, dict) else None
-    return lang if isinstance(lang, str) and lang else "en"
-
-
 def _said(path: str, lang: str) -> str:
     return f"{path.rsplit('/', 1)[0]}/trainingPhrases/{lang}.json"
 
@@ -165,7 +157,8 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     assert root is not None
     problems: list[tuple[int, str]] = []
     have = {m.group(1) for p in files if (m := re.search(r"/trainingPhrases/([^/]+)\.json$", p))}
-    lang = pick_language(language, _language(files, root), have, problems)
+    default = agent_language(files, root, "defaultLanguageCode")
+    lang = pick_language(language, default, have, problems)
     intents = []
     for path in _intent_files(files, root):
         try:
@@ -227,13 +220,7 @@ def _moved(phrase: dict[str, Any], parameters: set[str], into: str, lost: list[s
 
 def _carrier(moved: Relabelled) -> Any:
     """``carried(into, parameters)`` for :func:`merge_phrases`: the phrases ``into`` takes over."""
-
-    def carried(into: str, parameters: set[str]) -> Any:
-        return lambda text: [
-            _moved(p, parameters, into, moved.lost) for p in moved.phrases(text, into)
-        ]
-
-    return carried
+    return carrier(moved, _moved)
 
 
 def apply(files: Files, plan: ExportPlan) -> Files:

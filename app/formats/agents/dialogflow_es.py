@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 from app.formats.agents.base import (
@@ -82,19 +83,21 @@ def detect(files: Files) -> bool:
     return not nested and not any(p.startswith(root + "flows/") for p in files)
 
 
-def _language(files: Files, root: str) -> str:
+def agent_language(files: Files, root: str, key: str = "language") -> str:
+    """The agent's language as its ``agent.json`` names it under ``key`` (ES ``language``, CX
+    ``defaultLanguageCode``); ``en`` when it names none."""
     agent = load_json(files[root + "agent.json"], root + "agent.json")
-    lang = agent.get("language") if isinstance(agent, dict) else None
+    lang = agent.get(key) if isinstance(agent, dict) else None
     return lang if isinstance(lang, str) and lang else "en"
 
 
-def phrase_text(phrase: Any) -> str | None:
-    """The text of a phrase: its ``data`` parts' texts joined."""
-    data = phrase.get("data") if isinstance(phrase, dict) else None
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+def phrase_text(phrase: Any, key: str = "data") -> str | None:
+    """The text of a phrase: the texts of its ``key`` parts joined (ES ``data``, CX ``parts``)."""
+    parts = phrase.get(key) if isinstance(phrase, dict) else None
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
         return None
-    parts = [d.get("text", "") for d in data]
-    return "".join(parts) if all(isinstance(t, str) for t in parts) else None
+    texts = [p.get("text", "") for p in parts]
+    return "".join(texts) if all(isinstance(t, str) for t in texts) else None
 
 
 def _usersays(path: str, lang: str) -> str:
@@ -109,7 +112,7 @@ def read(files: Files, language: str | None = None) -> AgentDoc:
     root = agent_root(files)
     assert root is not None
     problems: list[tuple[int, str]] = []
-    lang = pick_language(language, _language(files, root), _languages(files), problems)
+    lang = pick_language(language, agent_language(files, root), _languages(files), problems)
     intents = []
     for path in _intent_files(files, root):
         if (found := load_intent(files, path, "name", problems)) is None:
@@ -236,6 +239,18 @@ def _moved(phrase: dict[str, Any], parameters: set[str], into: str, lost: list[s
     return phrase
 
 
+def carrier(moved: Relabelled, move: Callable[[Any, set[str], str, list[str]], Any]) -> Any:
+    """``carried(into, parameters)`` for :func:`merge_phrases`: the phrases ``into`` takes over,
+    each through ``move`` (what a relabelled phrase keeps in an intent with ``parameters``)."""
+
+    def carried(into: str, parameters: set[str]) -> Any:
+        return lambda text: [
+            move(p, parameters, into, moved.lost) for p in moved.phrases(text, into)
+        ]
+
+    return carried
+
+
 def apply(files: Files, plan: ExportPlan) -> Files:
     root = agent_root(files)
     assert root is not None
@@ -253,12 +268,7 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         },
         phrase_text,
     )
-
-    def carried(into: str, parameters: set[str]) -> Any:
-        return lambda text: [
-            _moved(p, parameters, into, moved.lost) for p in moved.phrases(text, into)
-        ]
-
+    carried = carrier(moved, _moved)
     for path, obj in intents.items():
         taken.add(path[len(root) + len("intents/") : -len(".json")].casefold())
         name = obj["name"]
