@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.formats.agents.entities import fits, from_utf16, to_utf16
@@ -48,22 +48,30 @@ def _sorted(text: str, found: list[EntitySpan | None]) -> list[EntitySpan]:
     return spans if fits(text, spans) else []
 
 
+def _labelled(
+    u: Any, key: str, span: Callable[[str, dict[str, Any]], EntitySpan | None]
+) -> list[EntitySpan]:
+    """An utterance's labels (its ``key`` list, each read by ``span(text, label)``) as spans in
+    its ``text``: none when it lacks either, or when they do not fit the text together."""
+    text = u.get("text") if isinstance(u, dict) else None
+    labels = u.get(key) if isinstance(u, dict) else None
+    if not isinstance(text, str) or not isinstance(labels, list):
+        return []
+    return _sorted(text, [span(text, e) for e in labels if isinstance(e, dict)])
+
+
 # --- LUIS --------------------------------------------------------------------------------------
 
 
 def luis_spans(u: Any) -> list[EntitySpan]:
     """A LUIS utterance's entity labels as spans (nested children left to the app)."""
-    text = u.get("text") if isinstance(u, dict) else None
-    labels = u.get("entities") if isinstance(u, dict) else None
-    if not isinstance(text, str) or not isinstance(labels, list):
-        return []
-    found = []
-    for e in labels:
-        if isinstance(e, dict):
-            end = e.get("endPos")
-            end = end + 1 if isinstance(end, int) and not isinstance(end, bool) else None
-            found.append(_span(text, e.get("startPos"), end, e.get("entity"), e.get("role")))
-    return _sorted(text, found)
+    return _labelled(u, "entities", _luis_span)
+
+
+def _luis_span(text: str, e: dict[str, Any]) -> EntitySpan | None:
+    end = e.get("endPos")
+    end = end + 1 if isinstance(end, int) and not isinstance(end, bool) else None
+    return _span(text, e.get("startPos"), end, e.get("entity"), e.get("role"))
 
 
 def luis_labels(text: str, spans: Sequence[EntitySpan]) -> list[dict[str, Any]]:
@@ -128,17 +136,13 @@ def luis_declare(doc: dict[str, Any], spans: Sequence[EntitySpan]) -> list[str]:
 
 
 def clu_spans(u: Any) -> list[EntitySpan]:
-    text = u.get("text") if isinstance(u, dict) else None
-    labels = u.get("entities") if isinstance(u, dict) else None
-    if not isinstance(text, str) or not isinstance(labels, list):
-        return []
-    found = []
-    for e in labels:
-        if isinstance(e, dict):
-            off, length = e.get("offset"), e.get("length")
-            end = off + length if isinstance(off, int) and isinstance(length, int) else None
-            found.append(_span(text, off, end, e.get("category")))
-    return _sorted(text, found)
+    return _labelled(u, "entities", _clu_span)
+
+
+def _clu_span(text: str, e: dict[str, Any]) -> EntitySpan | None:
+    off, length = e.get("offset"), e.get("length")
+    end = off + length if isinstance(off, int) and isinstance(length, int) else None
+    return _span(text, off, end, e.get("category"))
 
 
 def clu_labels(text: str, spans: Sequence[EntitySpan]) -> list[dict[str, Any]]:
@@ -200,16 +204,14 @@ def clu_declare(
 
 
 def watson_spans(example: Any) -> list[EntitySpan]:
-    text = example.get("text") if isinstance(example, dict) else None
-    mentions = example.get("mentions") if isinstance(example, dict) else None
-    if not isinstance(text, str) or not isinstance(mentions, list):
-        return []
-    found = []
-    for m in mentions:
-        at = m.get("location") if isinstance(m, dict) else None
-        if isinstance(at, list) and len(at) == 2:
-            found.append(_span(text, at[0], at[1], m.get("entity")))
-    return _sorted(text, found)
+    return _labelled(example, "mentions", _watson_span)
+
+
+def _watson_span(text: str, m: dict[str, Any]) -> EntitySpan | None:
+    at = m.get("location")
+    if isinstance(at, list) and len(at) == 2:
+        return _span(text, at[0], at[1], m.get("entity"))
+    return None
 
 
 def watson_mentions(text: str, spans: Sequence[EntitySpan]) -> list[dict[str, Any]]:
