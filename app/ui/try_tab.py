@@ -186,22 +186,15 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
 
     # The signed-in user's limits apply (app.serving.admission); the Try events share one set of threads.
     predict = guarded(READ, outputs=5)(bind(run, live))
-    go.click(
-        predict,
-        [project, text, k, turn],
-        [explanation, ranked, neighbours, label_as, status],
-        api_visibility="private",
-        concurrency_id="try_predict",
-        concurrency_limit=4,
-    )
-    text.submit(
-        predict,
-        [project, text, k, turn],
-        [explanation, ranked, neighbours, label_as, status],
-        api_visibility="private",
-        concurrency_id="try_predict",
-        concurrency_limit=4,
-    )
+    for asked in (go.click, text.submit):  # the button and Enter in the text box
+        asked(
+            predict,
+            [project, text, k, turn],
+            [explanation, ranked, neighbours, label_as, status],
+            api_visibility="private",
+            concurrency_id="try_predict",
+            concurrency_limit=4,
+        )
     label_btn.click(
         guarded(EDIT)(bind(label, live.db)),
         [project, text, label_as, turn],
