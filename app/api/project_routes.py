@@ -20,16 +20,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse
 
-from app.access import ProjectHandle, open_project
-from app.access.actions import CREATE_PROJECT, EDIT, EXPORT, READ, TRAIN, UNDO
-from app.access.auth import Actor, acting_as
+from app.access import open_project
+from app.access.auth import acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, RETRY_AFTER_S
 from app.api.files import NOTE_HEADER, file_download
-from app.api.security import context, project_for, role
+from app.api.security import (
+    Creator,
+    Editor,
+    Exporter,
+    Reader,
+    Training,
+    Undoer,
+    Viewer,
+    context,
+)
 from app.services.labelling import bulk as bulk_svc
 from app.services.labelling import history
 from app.services.labelling.bulk import BulkPlan
@@ -40,14 +48,6 @@ from storage.ids import parse_id
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-# each route is one named action of the permissions table (app/access/actions.py)
-Viewer = Annotated[Actor, Depends(role(READ))]
-Creator = Annotated[Actor, Depends(role(CREATE_PROJECT))]
-Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
-Editor = Annotated[ProjectHandle, Depends(project_for(EDIT))]
-Undoer = Annotated[ProjectHandle, Depends(project_for(UNDO))]
-Training = Annotated[ProjectHandle, Depends(project_for(TRAIN))]
-Exporter = Annotated[ProjectHandle, Depends(project_for(EXPORT))]
 BASE = "base"  # the version path segment that means the frozen base encoder
 
 

@@ -24,15 +24,23 @@ import asyncio
 from contextlib import nullcontext
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.access import ProjectHandle, open_project
-from app.access.actions import EDIT, EDIT_INTENTS, LABEL, READ, TRAIN
-from app.access.auth import Actor, acting_as
+from app.access import open_project
+from app.access.auth import acting_as
 from app.api import models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
-from app.api.security import context, project_for, role
+from app.api.security import (
+    Editor,
+    IntentEditor,
+    Labeller,
+    Reader,
+    Trainer,
+    Training,
+    Viewer,
+    context,
+)
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
 from app.services.models import retrain_jobs as training_svc
@@ -41,15 +49,6 @@ from storage.jobs import JobView
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-# each route is one named action of the permissions table (app/access/actions.py)
-Viewer = Annotated[Actor, Depends(role(READ))]
-Trainer = Annotated[Actor, Depends(role(TRAIN))]
-# the route's {project}, resolved for the caller (404 for a project they are no member of)
-Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
-Labeller = Annotated[ProjectHandle, Depends(project_for(LABEL))]
-Editor = Annotated[ProjectHandle, Depends(project_for(EDIT))]
-IntentEditor = Annotated[ProjectHandle, Depends(project_for(EDIT_INTENTS))]
-Training = Annotated[ProjectHandle, Depends(project_for(TRAIN))]
 ONE = "The result, with exactly the fields a model bundle's `predict` returns."
 
 

@@ -16,7 +16,21 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import ProjectHandle, open_project
-from app.access.actions import ACTIONS, Action, checked
+from app.access.actions import (
+    ACTIONS,
+    ASSIGN,
+    CREATE_PROJECT,
+    EDIT,
+    EDIT_INTENTS,
+    EXPORT,
+    LABEL,
+    MANAGE_MEMBERS,
+    READ,
+    TRAIN,
+    UNDO,
+    Action,
+    checked,
+)
 from app.access.auth import LOCAL, Actor, acting_as, require_acting, token_actor
 from app.api.gate import NEEDS_TOKEN
 from app.serving.state import ServingState
@@ -88,6 +102,23 @@ def role(action: Action) -> Callable[..., Actor]:
 
     check.action = found.name  # type: ignore[attr-defined]  # read by declared_actions
     return check
+
+
+# The parameters a route names, one for each action of the permissions table it may be: the
+# caller (with the role the action needs) for an action on no one project, else the route's
+# {project} resolved for the caller (404 for a project they are no member of).
+Viewer = Annotated[Actor, Depends(role(READ))]
+Creator = Annotated[Actor, Depends(role(CREATE_PROJECT))]
+Trainer = Annotated[Actor, Depends(role(TRAIN))]
+Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
+Labeller = Annotated[ProjectHandle, Depends(project_for(LABEL))]
+Editor = Annotated[ProjectHandle, Depends(project_for(EDIT))]
+IntentEditor = Annotated[ProjectHandle, Depends(project_for(EDIT_INTENTS))]
+Undoer = Annotated[ProjectHandle, Depends(project_for(UNDO))]
+Training = Annotated[ProjectHandle, Depends(project_for(TRAIN))]
+Exporter = Annotated[ProjectHandle, Depends(project_for(EXPORT))]
+Assigner = Annotated[ProjectHandle, Depends(project_for(ASSIGN))]
+MembersAdmin = Annotated[ProjectHandle, Depends(project_for(MANAGE_MEMBERS))]
 
 
 def declared_actions(routes: list[Any]) -> dict[str, list[str]]:

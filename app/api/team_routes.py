@@ -29,15 +29,20 @@ import uuid
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse
 
-from app.access import ProjectHandle
-from app.access.actions import ASSIGN, EXPORT, LABEL, MANAGE_MEMBERS, READ
 from app.access.auth import acting_as
 from app.api import models, team_models
 from app.api.errors import ERROR_RESPONSES, PREFIX
-from app.api.security import context, project_for
+from app.api.security import (
+    Assigner,
+    Exporter,
+    Labeller,
+    MembersAdmin,
+    Reader,
+    context,
+)
 from app.services.labelling import team, team_answers
 from app.services.projects import members as members_svc
 from app.services.projects.downloads import download_path
@@ -45,11 +50,6 @@ from core.evaluation.oos import OUT_OF_SCOPE
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 
-# each route is one named action of the permissions table (app/access/actions.py)
-Reader = Annotated[ProjectHandle, Depends(project_for(READ))]
-Labeller = Annotated[ProjectHandle, Depends(project_for(LABEL))]
-Assigner = Annotated[ProjectHandle, Depends(project_for(ASSIGN))]
-Exporter = Annotated[ProjectHandle, Depends(project_for(EXPORT))]
 TEAM = "/projects/{project}/team"
 
 
@@ -181,9 +181,6 @@ def answers_file(request: Request, p: Exporter) -> Any:
         serving_state.db, p, download_path(serving_state.settings, name, p.id)
     )
     return FileResponse(path, filename=path.name, media_type="application/x-ndjson")
-
-
-MembersAdmin = Annotated[ProjectHandle, Depends(project_for(MANAGE_MEMBERS))]
 
 
 @router.get(
