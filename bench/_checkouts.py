@@ -1,17 +1,21 @@
 """What the benches that drive checkouts share (issue 67 item 8): a peer commit archived into a
 folder, a checkout's revision, the environment a checkout's processes run in, a BANKING77 project
 imported by a checkout's own CLI, the load average, the command-line options that name the
-checkouts, and the lines a script run inside any checkout starts with to find the piece of its
+checkouts (and those of a bench over files), a script run in a checkout, a report written, and
+the lines a script run inside any checkout starts with to find the piece of its
 serving state a function takes (:data:`PIECES`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "banking77"
@@ -49,6 +53,48 @@ def checkout_options(ap: argparse.ArgumentParser, *, repeats: int, what: str) ->
     )
     ap.add_argument("--peer", action="append", default=[], help="a commit of this repository")
     ap.add_argument("--repeats", type=int, default=repeats, help=what)
+
+
+def file_checkouts(
+    argv: list[str] | None, description: str | None, prefix: str
+) -> tuple[argparse.Namespace, Path, list[Path]]:
+    """The options of a bench that runs files through checkouts (the files, ``--code`` and
+    ``--peer`` repeatable, ``--out``) as parsed, a new work folder (named ``prefix...``) and the
+    checkouts they name: the peers archived into that folder, then the ``--code`` folders."""
+    ap = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
+    ap.add_argument("files", type=Path, nargs="+")
+    ap.add_argument("--code", type=Path, action="append", default=[])
+    ap.add_argument("--peer", action="append", default=[])
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    codes = [peer_checkout(rev, work) for rev in args.peer] + [c.resolve() for c in args.code]
+    return args, work, codes
+
+
+def run_script(code: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -c script args`` in the checkout ``code``, its own app on the path; a failure
+    raises RuntimeError with the end of what it wrote to stderr."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{code}: {done.stderr[-3000:]}")
+    return done
+
+
+def write_report(report: dict[str, Any], out: Path | None) -> None:
+    """The bench's report printed as JSON, and written to ``out`` when given."""
+    print(json.dumps(report, indent=2))
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2), encoding="utf-8")
 
 
 def load_average() -> float:

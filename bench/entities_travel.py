@@ -13,16 +13,12 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._checkouts import peer_checkout, revision
+from bench._checkouts import file_checkouts, revision, run_script, write_report
 
 FORMATS = ("dialogflow-es", "dialogflow-cx", "luis", "clu", "watson", "lex-v2", "csv")
 CHILD = r"""
@@ -61,29 +57,13 @@ print(json.dumps(out))
 
 
 def run(code: Path, src: Path, formats: tuple[str, ...]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(src), ",".join(formats)],
-        cwd=code,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{code}: {done.stderr[-3000:]}")
+    done = run_script(code, CHILD, str(src), ",".join(formats))
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("files", type=Path, nargs="+")
-    ap.add_argument("--code", type=Path, action="append", default=[])
-    ap.add_argument("--peer", action="append", default=[])
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="bench-entities-"))
-    codes = [peer_checkout(rev, work) for rev in args.peer] + [c.resolve() for c in args.code]
+    args, _, codes = file_checkouts(argv, __doc__, "bench-entities-")
     report: dict[str, Any] = {}
     for src in args.files:
         print(f"\n{src.name}: annotations typed / with role / Lex {{Slot}} references after it")
@@ -97,9 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 for f in FORMATS
             )
             print(f"{name[:22]:<22}{got['source']:>8}{cells}")
-    print(json.dumps(report, indent=2))
-    if args.out is not None:
-        args.out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    write_report(report, args.out)
     return 0
 
 

@@ -13,17 +13,12 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._checkouts import peer_checkout, revision
+from bench._checkouts import file_checkouts, revision, run_script, write_report
 
 CHILD = r"""
 import inspect, sys
@@ -62,16 +57,7 @@ def counts(text: str) -> dict[str, int]:
 
 def round_trip(code: Path, src: Path, work: Path) -> dict[str, Any]:
     out = work / f"{code.name}-{src.stem}.yml"
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(src), str(out)],
-        cwd=code,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{code}: {done.stderr[-3000:]}")
+    done = run_script(code, CHILD, str(src), str(out))
     written = out.read_bytes()
     return {
         "identical": written == src.read_bytes(),
@@ -81,14 +67,7 @@ def round_trip(code: Path, src: Path, work: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("files", type=Path, nargs="+")
-    ap.add_argument("--code", type=Path, action="append", default=[])
-    ap.add_argument("--peer", action="append", default=[])
-    ap.add_argument("--out", type=Path, default=None)
-    args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="bench-rasa-"))
-    codes = [peer_checkout(rev, work) for rev in args.peer] + [c.resolve() for c in args.code]
+    args, work, codes = file_checkouts(argv, __doc__, "bench-rasa-")
     report: dict[str, Any] = {}
     for src in args.files:
         base = counts(src.read_text(encoding="utf-8"))
@@ -105,9 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{revision(code)[:22]:<22}{got['identical']!s:>15}"
                 + "".join(f"{c[n]:>15}" for n in names)
             )
-    print(json.dumps(report, indent=2))
-    if args.out is not None:
-        args.out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    write_report(report, args.out)
     return 0
 
 
