@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,13 +41,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 from core.evaluation.scoring import knn_predict  # noqa: E402
 from core.labelling import (  # noqa: E402

@@ -39,13 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench._common import offline_models
 from bench.csvdata import first_per_intent, read_csv, read_shots
 from bench.train import score
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 logger = logging.getLogger("bench.auto_retrain")
 

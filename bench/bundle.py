@@ -26,13 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 # Threads sleep instead of spinning when idle: on a CPU shared with other processes, spinning
 # OpenMP threads make fp32 torch 30x slower with 2 threads (both runtimes get the same treatment).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -33,12 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 logger = logging.getLogger("bench.int8")

@@ -30,20 +30,18 @@ import argparse
 import importlib.util
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 from core.evaluation.oos import calibrate, thresholds_from_scores  # noqa: E402
 from core.retrieval.factory import vector_pool  # noqa: E402

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -35,13 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import first_per_intent, read_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 from core.retrieval.knn import combine  # noqa: E402
 

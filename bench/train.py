@@ -60,13 +60,12 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
 from bench.csvdata import read_csv, read_shots
 
 ROOT = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 logger = logging.getLogger("bench.train")
 

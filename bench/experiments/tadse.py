@@ -40,7 +40,6 @@ import contextlib
 import itertools
 import json
 import logging
-import os
 import random
 import re
 import statistics
@@ -54,11 +53,11 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import offline_models
+
 ROOT = Path(__file__).resolve().parents[2]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+offline_models()
 
 from core.slots import PLACEHOLDER, EntitySpan, placeholders, template_of  # noqa: E402
 
