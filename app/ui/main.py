@@ -105,8 +105,12 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             with gr.Tab("Activity", id="activity") as activity_tab:
                 activity = build_activity_tab(serving_state.db, project)
 
-        activity_tab.select(*activity["refresh"], api_visibility="private")
-        team_tab_item.select(*team_tab["refresh"], api_visibility="private")
+        # Nothing here draws Gradio's run timer over a panel (issue 58 item 7): on a busy
+        # server these loads queue for seconds, and "processing | 1.0s" covered the Label tab's
+        # card and the Train tab; each panel says itself what it is doing.
+        quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+        activity_tab.select(*activity["refresh"], **quiet)
+        team_tab_item.select(*team_tab["refresh"], **quiet)
 
         def show_summary(p: ProjectHandle | None) -> str:
             return summary_line(serving_state.db, p, team=serving_state.settings.multi_user)
@@ -121,9 +125,6 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
                 "",
             )
 
-        # Nothing here draws Gradio's run timer over a panel (issue 58 item 7): on a busy
-        # server these loads queue for seconds, and "processing | 1.0s" covered the Train tab.
-        quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
         project.change(show_summary, [project], [summary], **quiet)
         # The summary line follows every change (its counts never go stale).
         for changed in [*data_tab["changes"], *queue_tab["changes"]]:
@@ -147,7 +148,7 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             # the queue: a second start here (of no project) could land after it and replace
             # a card being answered.
             start_fn, start_in, start_out = queue_tab["start"]
-            demo.load(start_fn, start_in, start_out, api_visibility="private")
+            demo.load(start_fn, start_in, start_out, **quiet)
         refresh_fn, refresh_in, refresh_out = data_tab["refresh"]
         # The table (predictions of a page of rows) is computed when its tab is opened: at page
         # load it would compete for the CPU with the first labels in the queue.
@@ -177,9 +178,9 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             lambda picked: project_picker(serving_state.db, picked, select=False),
             [project],
             [project],
-            api_visibility="private",
+            **quiet,
         ).then(  # the summary again, of the project now picked (the first can run before it)
-            show_summary, [project], [summary], api_visibility="private", show_progress="hidden"
+            show_summary, [project], [summary], **quiet
         )
         new_name.submit(
             guarded(CREATE_PROJECT, outputs=3, message=1)(create),

@@ -149,7 +149,9 @@ TIMERS = """() => {
   window.__timers = [];
   new MutationObserver(() => {
     document.querySelectorAll('[data-testid=status-tracker]').forEach((t) => {
-      // what is drawn: the screen reader's live region (.sr-only, clipped) is not on screen
+      // what is drawn: a tracker Gradio hides (an event's show_progress="hidden"), one in a tab
+      // not shown, and the screen reader's live region (.sr-only, clipped) are not on screen
+      if (t.classList.contains('hide') || t.offsetParent === null) return;
       const spoken = t.querySelector('.sr-only')?.innerText || '';
       const text = (t.innerText || '').replace(spoken, '').trim();
       if (/\\d+(\\.\\d+)?s\\b|processing/.test(text)) window.__timers.push(text);
