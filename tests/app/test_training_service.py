@@ -464,7 +464,10 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     make_tiny(ctx)
     proc = _worker(ctx)
     try:
-        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60})
+        # one schedule (no first pass): an anytime retrain's first version, served before
+        # the kill, would rightly stay (test_anytime_retrain.py); this one is killed mid-way
+        one_schedule = {**QUICK, "epochs": 60, "first_pass": 0}
+        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), one_schedule)
         deadline = time.monotonic() + 240
         while svc.job(ctx.training, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
