@@ -32,7 +32,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 # What a test marked ``fast`` (``make check``: no encoder, no server, no browser) may not use.
 SLOW_FIXTURES = frozenset(
-    {"encoder", "ctx", "demo", "postgres", "pg_db", "redis_url", "s3", "page", "browser"}
+    {"encoder", "tiny_encoder", "ctx", "demo", "postgres", "pg_db", "redis_url", "s3", "page"}
+    | {"browser"}
 )
 
 
@@ -147,6 +148,16 @@ def encoder():
     from core.encoding.registry import load_encoder
 
     return load_encoder("minilm", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> str:
+    """The tiny encoder (:mod:`tests.tiny_encoder`), built once per test process and registered:
+    its name, for the tests that need an encoder's code paths, not its answers."""
+    from tests.tiny_encoder import NAME, register
+
+    register(tmp_path_factory.mktemp("tiny-encoder"))
+    return NAME
 
 
 @pytest.fixture

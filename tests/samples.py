@@ -50,13 +50,16 @@ TINY = {
 QUICK = {"method": "convfit", "epochs": 1, "batch_size": 8}
 
 
-def make_tiny(ctx, name: str = "tiny") -> str:
+def make_tiny(ctx, name: str = "tiny", encoder: str | None = None) -> str:
+    """The project ``name`` holding :data:`TINY` (its fifth utterance of each intent in the test
+    split), on ``encoder`` (None: the device's default, MiniLM here; ``"tiny"``: the test
+    session's tiny encoder, :mod:`tests.tiny_encoder`, once the ``tiny_encoder`` fixture ran)."""
     from app.services.labelling import (
         data as data_svc,  # here: tests.team_local reads TINY without the app
     )
     from app.services.projects.projects import new_project
 
-    new_project(ctx.db, name)
+    new_project(ctx.db, name, base_encoder=encoder)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(  # its intents made by labelling, as asked for

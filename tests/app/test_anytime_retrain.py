@@ -34,8 +34,10 @@ def version(ctx, version_id) -> ModelVersion:
         return mv
 
 
-def test_a_first_version_serves_before_the_jobs_full_budget_ends(ctx, monkeypatch) -> None:
-    make_tiny(ctx)
+def test_a_first_version_serves_before_the_jobs_full_budget_ends(
+    ctx, tiny_encoder, monkeypatch
+) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
@@ -65,12 +67,12 @@ def test_a_first_version_serves_before_the_jobs_full_budget_ends(ctx, monkeypatc
 
 
 def test_a_later_checkpoint_replaces_the_first_only_when_it_measures_better(
-    ctx, monkeypatch
+    ctx, tiny_encoder, monkeypatch
 ) -> None:
     """The same job twice: once as it measures, once with the last checkpoint's measurement
     made worse than the first's (a fault put into the measurement): then the version keeps its
     first pass, and the job says why."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
     worker.execute_job(ctx, view.id)
     first_job = svc.job(ctx.training, view.id)
@@ -104,8 +106,8 @@ def test_a_later_checkpoint_replaces_the_first_only_when_it_measures_better(
     assert mv.note.startswith("first pass, step 4 of 12.")
 
 
-def test_cancel_while_improving_keeps_the_best_version_measured(ctx) -> None:
-    make_tiny(ctx)
+def test_cancel_while_improving_keeps_the_best_version_measured(ctx, tiny_encoder) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     long = {**ANYTIME, "epochs": 100}  # a first pass of 4 steps, then 396 more
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), long, enqueue=False)
     runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))

@@ -46,8 +46,10 @@ def _retrain(ctx, seed: int) -> ModelVersion:
     return mv
 
 
-def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(ctx, measured):
-    make_tiny(ctx)
+def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(
+    ctx, tiny_encoder, measured
+):
+    make_tiny(ctx, encoder=tiny_encoder)
     first = _retrain(ctx, 1)
     assert len(measured) == 2  # the new version and the frozen base (also the active one)
     second = _retrain(ctx, 2)
@@ -74,8 +76,8 @@ def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(ctx
     assert third.metrics["base"]["n"] == first.metrics["base"]["n"] + 1
 
 
-def test_a_setting_that_decides_measures_again(ctx, measured):
-    make_tiny(ctx)
+def test_a_setting_that_decides_measures_again(ctx, tiny_encoder, measured):
+    make_tiny(ctx, encoder=tiny_encoder)
     evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
     evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
     assert len(measured) == 1

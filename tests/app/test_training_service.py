@@ -68,8 +68,8 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
     ],
     ids=["method", "lr", "passes", "unknown-key", "self-train", "stage-1"],
 )
-def test_bad_settings_are_refused_before_anything_is_written(ctx, config) -> None:
-    make_tiny(ctx)
+def test_bad_settings_are_refused_before_anything_is_written(ctx, tiny_encoder, config) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     with pytest.raises(ValueError):
         svc.request_retrain(ctx.training, live(ctx, "tiny"), config, enqueue=False)
     assert job_count(ctx) == 0
@@ -119,11 +119,11 @@ def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
         svc.RetrainSpec.parse(svc.parse_settings("epochs=1, oops"))
 
 
-def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx) -> None:
+def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx, tiny_encoder) -> None:
     """Distillation needed a teacher's vectors the app never computes: it was accepted, trained
     for minutes, then failed in the worker. It left TrainConfig, and is refused with the request
     as a retired option."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     with pytest.raises(ValueError, match=r"distil_weight=1\.0 is no longer an option"):
         svc.request_retrain(
             ctx.training, live(ctx, "tiny"), {**QUICK, "distil_weight": 1.0}, enqueue=False
@@ -152,8 +152,8 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx
     assert view.status == "queued"
 
 
-def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
-    make_tiny(ctx)
+def test_the_worker_reads_the_spec_the_request_stored(ctx, tiny_encoder) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     settings = {**QUICK, "method": "lora", "lora_r": 4, "threshold": 0.35}
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), settings, enqueue=False)
     stored = svc.RetrainSpec.from_job(svc.job(ctx.training, view.id).config)
@@ -162,10 +162,12 @@ def test_the_worker_reads_the_spec_the_request_stored(ctx) -> None:
     assert stored.head == {"threshold": 0.35}
 
 
-def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads(ctx) -> None:
+def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads(
+    ctx, tiny_encoder
+) -> None:
     """Tuning left the retrain (bench/RESULTS.md): a request, or a job queued before, that turns
     it on is refused with the numbers; ``false``, what older requests sent, still reads."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     with pytest.raises(
         ValueError, match=r"tune_thresholds=true is no longer an option: .*micro-F1"
     ):
@@ -181,8 +183,8 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
     assert svc.RetrainSpec.from_job({**off.to_job(), "head": {"threshold": 0.3, "tune": False}})
 
 
-def test_a_second_click_returns_the_same_job(ctx) -> None:
-    make_tiny(ctx)
+def test_a_second_click_returns_the_same_job(ctx, tiny_encoder) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     first, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     second, created_again = svc.request_retrain(
         ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
@@ -192,11 +194,11 @@ def test_a_second_click_returns_the_same_job(ctx) -> None:
     assert job_count(ctx) == 1
 
 
-def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
+def test_retrain_registers_evaluates_and_activates_a_version(ctx, tiny_encoder) -> None:
     """It also shows issue 43, hole 5: the project has an intent with one example (a typo over
     REST was enough), which refused every retrain before; now it is left out of training, the
     job says so, and it is still predicted."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     data_svc.add_utterance(
         ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account", create=True
     )
@@ -244,10 +246,12 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx) -> None:
         version_svc.compare(ctx.db, live(ctx, "tiny"), None, None)
 
 
-def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(ctx) -> None:
+def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(
+    ctx, tiny_encoder
+) -> None:
     """Issue 57 item 7: a long-lived worker kept the model of every version a job loaded (the
     one it measured against, the one it served the first card with), one more per retrain."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     version = svc.job(ctx.training, view.id).model_version_id
@@ -305,9 +309,9 @@ def test_a_worker_stopped_in_the_int8_phase_ends_the_job_and_never_trains_it_aga
 
 
 def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_registered(
-    ctx, monkeypatch
+    ctx, tiny_encoder, monkeypatch
 ) -> None:
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
@@ -356,8 +360,8 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
         assert s.get(ModelVersion, done.model_version_id).metrics["evaluate_seconds"] >= 0
 
 
-def test_activating_a_version_whose_files_changed_is_refused(ctx) -> None:
-    make_tiny(ctx)
+def test_activating_a_version_whose_files_changed_is_refused(ctx, tiny_encoder) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     worker.execute_job(ctx, view.id)
     mv_id = svc.job(ctx.training, view.id).model_version_id
@@ -493,8 +497,8 @@ def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
     assert svc.job(ctx.training, again.id).status == "succeeded"
 
 
-def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> None:
-    make_tiny(ctx)
+def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx, tiny_encoder) -> None:
+    make_tiny(ctx, encoder=tiny_encoder)
     ctx.training.enqueue = None
     with pytest.raises(RuntimeError, match="no training queue"):
         svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
@@ -502,12 +506,12 @@ def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx) -> 
 
 
 def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
-    ctx, monkeypatch
+    ctx, tiny_encoder, monkeypatch
 ) -> None:
     """Redis restarted without persistence: the job stayed `queued` forever and every new
     retrain returned it. Once it has waited past the grace period without a message in the
     queue, looking at it (or asking for a retrain) fails it with the reason."""
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     assert (
         created and ctx.training.enqueue is not None and ctx.training.enqueue.pending() == {view.id}
@@ -531,7 +535,7 @@ def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
 
 
 def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
-    ctx, monkeypatch
+    ctx, tiny_encoder, monkeypatch
 ) -> None:
     """Issue 45, row 7: a job queued over a minute was failed as "lost" at the moment a worker
     took it (1 in 4 tries: started, failed 26 ms later, nothing trained). A worker takes the
@@ -540,7 +544,7 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
     happens between them, every time: the job is left alone and the worker's claim succeeds."""
     from storage import jobs
 
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)  # queued "over a minute" ago
     huey, _ = worker.make_queue(ctx.settings)
@@ -559,14 +563,14 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
 
 
 def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_training(
-    ctx, tmp_path
+    ctx, tiny_encoder, tmp_path
 ) -> None:
     """A worker started without the app's INTENT_STUDIO_ARTIFACTS_URL trained for minutes, then
     failed with "model.json is missing". The job records the app's shared settings; a worker
     that disagrees fails it at once and says what differs."""
     import dataclasses
 
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)
     view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
     elsewhere = dataclasses.replace(ctx.settings, artifacts_url=str(tmp_path / "elsewhere"))
     started = time.monotonic()

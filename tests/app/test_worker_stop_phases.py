@@ -66,13 +66,17 @@ def stopping_at(phase: str, nth: int):
     ids=lambda v: str(v),
 )
 def test_a_job_stopped_in_any_phase_ends_or_goes_back_and_is_done_once(
-    ctx, monkeypatch, phase, nth
+    ctx, tiny_encoder, monkeypatch, phase, nth
 ) -> None:
-    make_tiny(ctx)
+    make_tiny(ctx, encoder=tiny_encoder)  # the phases' code, not what the model learns
     stop = StopRequest()  # the worker's: its warm-up obeys it too
     steps = 400 if phase == "preparing" else 0  # a warm-up the job would wait for
     warming = warm_up_worker(
-        ctx.live, ctx.models.budget, steps=steps, bases=["minilm"], stopping=lambda: stop.requested
+        ctx.live,
+        ctx.models.budget,
+        steps=steps,
+        bases=[tiny_encoder],
+        stopping=lambda: stop.requested,
     )
     if phase != "preparing":
         warming.join(120)
