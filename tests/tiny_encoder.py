@@ -33,13 +33,18 @@ def build(folder: Path) -> Path:
         if (target / "modules.json").is_file():
             return target
         import torch
-        from sentence_transformers import SentenceTransformer, models
-        from transformers import BertConfig, BertModel, BertTokenizerFast
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import (
+            Normalize,
+            Pooling,
+            Transformer,
+        )
+        from transformers import AutoTokenizer, BertConfig, BertModel
 
         from core.encoding.registry import MAX_SEQ_LENGTH, registered_path
 
         raw = folder / f"{NAME}-bert"
-        tokenizer = BertTokenizerFast.from_pretrained(str(registered_path("minilm")))
+        tokenizer = AutoTokenizer.from_pretrained(str(registered_path("minilm")))
         torch.manual_seed(0)
         config = BertConfig(
             vocab_size=tokenizer.vocab_size,
@@ -51,9 +56,9 @@ def build(folder: Path) -> Path:
         )
         BertModel(config).save_pretrained(str(raw))
         tokenizer.save_pretrained(str(raw))
-        word = models.Transformer(str(raw), max_seq_length=MAX_SEQ_LENGTH)
-        pooling = models.Pooling(word.get_embedding_dimension(), "mean")
-        model = SentenceTransformer(modules=[word, pooling, models.Normalize()], device="cpu")
+        word = Transformer(str(raw), max_seq_length=MAX_SEQ_LENGTH)
+        pooling = Pooling(word.get_embedding_dimension(), "mean")
+        model = SentenceTransformer(modules=[word, pooling, Normalize()], device="cpu")
         model.save(str(target))
         return target
 
