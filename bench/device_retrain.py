@@ -47,36 +47,16 @@ PROJECT = "banking77"
 QUESTION = "my card still has not arrived, what should I do"
 
 
-def cli(data: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "--data-dir", str(data), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"intent-studio {' '.join(args[:2])} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
 def build(data: Path, shared: Path, encoder: str) -> None:
-    from tests.e2e.conftest import banking77_csv
+    """The issue's project imported into ``data`` (:func:`bench.load.build_banking77`, never
+    retrained) on ``encoder``, its automatic retrains off until step 2."""
+    from bench.load import build_banking77, cli
 
     data.mkdir(parents=True, exist_ok=True)
-    rows = banking77_csv(shared, data / "b77.csv", unlabelled=2000, test=1000)
-    cli(data, "import", str(rows), "--project", PROJECT)
+    build_banking77(data, shared, fresh=True)
     # off until the labels of step 2: the imported labels would start one by themselves
-    cli(
-        data,
-        "settings",
-        "--project",
-        PROJECT,
-        "--set",
-        f"base_encoder={encoder}",
-        "--set",
-        "auto_retrain=off",
-    )
+    settings = ["--set", f"base_encoder={encoder}", "--set", "auto_retrain=off"]
+    cli(data, "settings", "--project", PROJECT, *settings)
 
 
 def start_worker(data: Path) -> tuple[subprocess.Popen[bytes], Path, float]:
