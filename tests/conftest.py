@@ -151,12 +151,22 @@ def encoder():
 
 
 @pytest.fixture(scope="session")
-def tiny_encoder(tmp_path_factory) -> str:
-    """The tiny encoder (:mod:`tests.tiny_encoder`), built once per test process and registered:
-    its name, for the tests that need an encoder's code paths, not its answers."""
-    from tests.tiny_encoder import NAME, register
+def _tiny_encoder_folder(tmp_path_factory) -> Path:
+    from tests.tiny_encoder import build
 
-    register(tmp_path_factory.mktemp("tiny-encoder"))
+    return build(tmp_path_factory.mktemp("tiny-encoder"))
+
+
+@pytest.fixture
+def tiny_encoder(_tiny_encoder_folder, monkeypatch) -> str:
+    """The tiny encoder (:mod:`tests.tiny_encoder`), built once per test process and registered
+    for this test only (the registry is the process's: a later test, or a doctest that lists
+    the encoders, sees it as it was): its name, for the tests that need an encoder's code paths,
+    not its answers."""
+    from core.encoding import registry
+    from tests.tiny_encoder import NAME, spec
+
+    monkeypatch.setitem(registry._REGISTRY, NAME, spec(_tiny_encoder_folder))
     return NAME
 
 

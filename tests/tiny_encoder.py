@@ -6,13 +6,13 @@ and exporting, at a fraction of MiniLM's cost (as sentence-transformers' own tes
 It is MiniLM's tokenizer (the same word pieces, so texts are cut the same way) over a BERT of
 four layers of width 32 (a retrain freezes the lowest three), with random weights from a fixed
 seed, mean pooling and normalisation: the same modules as MiniLM, every vector 32-d. Nothing is downloaded. Registered in the encoder
-registry as :data:`NAME` (:func:`register`), so a project can be made on it like on any other
+registry as :data:`NAME` (:func:`spec`; the ``tiny_encoder`` fixture, for one test at a time), so a project can be made on it like on any other
 (``base_encoder="tiny"``). Its predictions mean nothing: a test that asserts what a model learns
 or how well it answers keeps MiniLM.
 
 Example:
     >>> from core.encoding.registry import load_encoder  # doctest: +SKIP
-    >>> register(tmp_path)  # doctest: +SKIP
+    >>> register(spec(build(tmp_path)))  # doctest: +SKIP
     >>> load_encoder(NAME, device="cpu").dim  # doctest: +SKIP
     32
 """
@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.encoding.registry import EncoderSpec
 
 NAME = "tiny"
 _lock = threading.Lock()
@@ -63,10 +67,8 @@ def build(folder: Path) -> Path:
         return target
 
 
-def register(folder: Path) -> Path:
-    """Build the tiny encoder under ``folder`` and register it as :data:`NAME`."""
-    from core.encoding.registry import EncoderSpec, register
+def spec(path: Path) -> EncoderSpec:
+    """The registry's entry for the tiny encoder built at ``path`` (:func:`build`)."""
+    from core.encoding.registry import EncoderSpec
 
-    path = build(folder)
-    register(EncoderSpec(NAME, "a tiny random BERT for tests (32-d, 4 layers)", lambda: path))
-    return path
+    return EncoderSpec(NAME, "a tiny random BERT for tests (32-d, 4 layers)", lambda: path)
