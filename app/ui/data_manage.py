@@ -14,7 +14,7 @@ from app.access.actions import EDIT_INTENTS, EXPORT, IMPORT, Action
 from app.services.labelling import data as svc
 from app.services.projects import io as io_svc
 from app.serving.state import ServingState
-from app.ui.common import GONE, attempt, bind, md_text, ok, problem, project_picker
+from app.ui.common import GONE, attempt, bind, breakable, md_text, ok, problem, project_picker
 from app.ui.data_slots import build_slots
 from app.ui.guard import guarded
 from app.ui.settings_section import build_settings
@@ -24,6 +24,27 @@ from storage.db import Database
 INTENT_COLUMNS = ["id", "name", "description", "n_train", "n_test"]
 # The Data tab's table (app.ui.data_tab), which an import into another project empties.
 HEADERS = ["id", "text", "intents", "split", "predicted", "score"]
+
+
+def chips(names: list[str]) -> str:
+    """Intents as chips (``code`` elements, which the table's CSS draws as chips), each breaking
+    only after an underscore (:func:`app.ui.common.breakable`)."""
+    return " ".join(f"<code>{breakable(n)}</code>" for n in names)
+
+
+def table_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The Data tab's rows as its table shows them: intents as chips, names breaking only after
+    an underscore."""
+    shown = [
+        {
+            **r,
+            "intents": chips(r["intents"]),
+            "predicted": breakable(r["predicted"] or ""),
+            "score": "" if r["score"] is None else r["score"],
+        }
+        for r in rows
+    ]
+    return pd.DataFrame(shown, columns=HEADERS)
 
 
 def create_intent(db: Database, p: ProjectHandle, name: str) -> str:

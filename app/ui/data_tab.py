@@ -18,10 +18,10 @@ from app.services.labelling import history
 from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.serving.state import ServingState
-from app.ui.common import attempt, bind, breakable, md_text, ok, problem
+from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
-from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage
+from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage, table_frame
 from app.ui.guard import guarded
 from storage.db import Database
 from storage.ids import BadId, parse_id
@@ -33,20 +33,6 @@ SORT_CHOICES = [
     ("lowest score first", "score_low"),
     ("highest score first", "score_high"),
 ]
-
-
-def _chips(names: list[str]) -> str:
-    """Intents as chips (``code`` elements, which the table's CSS draws as chips), each breaking
-    only after an underscore (:func:`app.ui.common.breakable`)."""
-    return " ".join(f"<code>{breakable(n)}</code>" for n in names)
-
-
-def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    shown = [
-        {**r, "intents": _chips(r["intents"]), "score": "" if r["score"] is None else r["score"]}
-        for r in rows
-    ]
-    return pd.DataFrame(shown, columns=HEADERS)
 
 
 class TableView(NamedTuple):
@@ -74,7 +60,7 @@ def refresh(
     choices (the intents may have changed)."""
     if p is None:
         same = gr.update()
-        return TableView(_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
+        return TableView(table_frame([]), [], "", 1, same, same, pd.DataFrame(), *[same] * 6)
     result, err = attempt(
         lambda: table_svc.table_page(
             live, p, dataclasses.replace(q, page=parse_id(page or 1, "page number"))
@@ -87,7 +73,7 @@ def refresh(
     caption = problem(err or "", notify=False) if err or result is None else result.caption()
     pick = gr.update(choices=names)
     return TableView(
-        _frame(rows),
+        table_frame(rows),
         rows,
         caption,
         result.page if result else 1,
@@ -260,9 +246,9 @@ def build_data_tab(
     with gr.Row():
         with gr.Column(scale=5):
             table = gr.Dataframe(
-                value=_frame([]),
+                value=table_frame([]),
                 headers=HEADERS,
-                datatype=["number", "str", "markdown", "str", "str", "number"],
+                datatype=["number", "str", "markdown", "str", "markdown", "number"],
                 interactive=False,
                 wrap=True,
                 max_height=620,

@@ -22,7 +22,7 @@ from app.services.projects import accounts
 from app.services.projects import members as members_svc
 from app.services.projects.downloads import download_path
 from app.serving.state import ServingState
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, breakable, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 from storage.ids import whole_number
@@ -92,7 +92,7 @@ def show(db: Database, p: ProjectHandle | None) -> tuple[Any, ...]:
     intents = pd.DataFrame(
         [
             [
-                r["intent"],
+                breakable(r["intent"]),  # breaks only after an underscore
                 f"{r['statistic']} {r['agreement']:.2f}"
                 if r["agreement"] is not None
                 else "– (too few)",
@@ -210,6 +210,7 @@ def build_team_tab(serving_state: ServingState, project: gr.Dropdown) -> dict[st
         interactive=False,
         wrap=True,
         elem_id="team-intents",
+        datatype=["markdown", "str", "number", "number", "str"],
         column_widths=["18%", "10%", "7%", "8%", "57%"],
         max_height=320,
     )

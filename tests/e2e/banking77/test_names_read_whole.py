@@ -1,5 +1,6 @@
 """Issue 65, item 7, where a browser sees it: the Data tab broke intent names mid-word
-("Refund_not_showing_u / p", "card_payment_wrong_e / xchange_rate"), Evaluation's table of test
+("Refund_not_showing_u / p", "card_payment_wrong_e / xchange_rate"; its chips, then, in a
+designer's walk, its predicted column too), Evaluation's table of test
 utterances was too narrow to read the gold intent at 1440x900, and a "Done" toast repeated, word
 for word, the line beside the button. Names in those tables now break only after an underscore,
 and a success is said once, beside its button."""
@@ -71,6 +72,11 @@ def test_names_break_after_an_underscore_and_a_success_is_said_once(banking77_se
         chips = page.evaluate(BREAKS, "#utterance-table code")
         assert chips and not _mid_word(chips), _mid_word(chips)[:5]
         assert any(f["before"] for f in chips), "no name was long enough to wrap: a weak test"
+        predicted = page.evaluate(
+            BREAKS, "#utterance-table [data-testid^=cell-][data-testid$='-4']"
+        )
+        assert predicted and not _mid_word(predicted), _mid_word(predicted)[:5]
+        assert any(f["before"] for f in predicted), "no predicted name wrapped: a weak test"
         shot(page, "65-7-data-names-1280")
         page.locator("#utterance-table [data-testid=cell-0-1]").click()
         _says(page, "#edit-title", "Utterance #")
