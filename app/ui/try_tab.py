@@ -12,7 +12,7 @@ from app.access.actions import EDIT, READ
 from app.services.labelling import data as data_svc
 from app.services.models import predict as svc
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, md_sentence, md_text, ok, problem
+from app.ui.common import attempt, bind, breakable, md_sentence, md_text, ok, problem
 from app.ui.guard import guarded
 from core.evaluation.oos import OUT_OF_SCOPE
 from storage.db import Database
@@ -90,7 +90,7 @@ def _predicted(
     ranked_df = pd.DataFrame(
         [
             [
-                r["intent"],
+                breakable(r["intent"]),  # a name breaks only after an underscore
                 round(r["score"], 2),
                 r["best"]["text"],
                 round(r["best"]["similarity"], 2),
@@ -101,7 +101,7 @@ def _predicted(
     )
     neigh_df = pd.DataFrame(
         [
-            [n["text"], "|".join(n["labels"]), round(n["similarity"], 2)]
+            [n["text"], "|".join(map(breakable, n["labels"])), round(n["similarity"], 2)]
             for n in result["neighbours"]
         ],
         columns=["labelled example", "intents", "similarity"],
@@ -159,6 +159,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
             headers=["intent", "score", "nearest example of this intent", "similarity"],
             interactive=False,
             wrap=True,
+            datatype=["markdown", "number", "str", "number"],
             column_widths=["27%", "11%", "42%", "20%"],
             label="Ranked intents",
             elem_id="try-ranked",
@@ -167,6 +168,7 @@ def build_try_tab(live: LivePools, project: gr.Dropdown, user: gr.State) -> None
             headers=["labelled example", "intents", "similarity"],
             interactive=False,
             wrap=True,
+            datatype=["str", "markdown", "number"],
             column_widths=["54%", "26%", "20%"],
             label="Nearest labelled neighbours",
             elem_id="try-neighbours",
