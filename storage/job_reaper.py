@@ -43,6 +43,30 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
+def dead_jobs(
+    s: Session,
+    *,
+    alive: Callable[[int | None], bool] | None = None,
+    dead_after: float = DEAD_AFTER_SECONDS,
+) -> list[tuple[int, bool, int | None]]:
+    """The running jobs whose worker is gone, as :func:`reap_dead_jobs` judges them, without
+    changing anything: (job id, gone by its pid, its version)."""
+    cutoff = clock(s) - timedelta(seconds=dead_after)
+    found = []
+    for job_id, pid, last, version in s.execute(
+        select(
+            TrainingJob.id,
+            TrainingJob.worker_pid,
+            TrainingJob.heartbeat_at,
+            TrainingJob.model_version_id,
+        ).where(TrainingJob.status == "running")
+    ).all():
+        gone = alive is not None and not alive(pid)
+        if gone or last is None or last < cutoff:
+            found.append((job_id, gone, version))
+    return found
+
+
 def reap_dead_jobs(
     s: Session,
     *,
@@ -54,23 +78,15 @@ def reap_dead_jobs(
     false (pass :func:`pid_alive` only when every worker runs on this host: a pid means nothing
     on another machine). Each is failed by one ``UPDATE … WHERE`` that asks again, on the row as
     it is then, whether the job is still running and still silent: a heartbeat, an end or a
-    version its worker writes meanwhile always wins. Returns how many."""
+    version its worker writes meanwhile always wins. Returns how many. It reads, then writes:
+    on SQLite ``s`` should hold the write lock from its start (``Database.write``)."""
     now = clock(s)
-    cutoff = now - timedelta(seconds=dead_after)
-    silent = TrainingJob.heartbeat_at.is_(None) | (TrainingJob.heartbeat_at < cutoff)
+    silent = TrainingJob.heartbeat_at.is_(None) | (
+        TrainingJob.heartbeat_at < now - timedelta(seconds=dead_after)
+    )
     running = TrainingJob.status == "running"
     n = 0
-    for job_id, pid, last, version in s.execute(
-        select(
-            TrainingJob.id,
-            TrainingJob.worker_pid,
-            TrainingJob.heartbeat_at,
-            TrainingJob.model_version_id,
-        ).where(running)
-    ).all():
-        gone = alive is not None and not alive(pid)
-        if not gone and last is not None and last >= cutoff:
-            continue
+    for job_id, gone, version in dead_jobs(s, alive=alive, dead_after=dead_after):
         n += s.execute(
             update(TrainingJob)
             .where(TrainingJob.id == job_id, running, true() if gone else silent)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import errno
 import json
+import os
 import unicodedata
 
 import pytest
@@ -103,6 +104,49 @@ def test_a_job_reaped_while_its_worker_was_silent_registers_nothing_when_it_wake
     assert "after the job had ended" in ended.log
     assert history(ctx.db, live(ctx, "tiny")) == []
     assert not list(ctx.settings.artifacts_dir.rglob("job*"))
+
+
+def test_a_job_looked_at_while_its_worker_writes_its_end_answers_the_job(ctx, demo):
+    """bench/races.py found it on SQLite (issue 64 item 8): a look at a job (the Train tab's
+    poll, REST's ``GET …/jobs/{id}``) first reaps the jobs nothing will finish; when the job's
+    worker wrote its end between the look's read and its verdict, the look answered "The
+    database is busy with another change" (a transaction that read before another writer
+    committed cannot write after it). The look now reads with no lock, and takes the write lock
+    from its start when it has something to reap: the worker's end wins and the look answers."""
+    import threading
+    from datetime import timedelta
+
+    from sqlalchemy import event
+
+    from storage import jobs
+    from storage.tables import TrainingJob, utcnow
+
+    job, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
+    with ctx.db.write() as s:  # running, and silent for a day: the reaper's to fail
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        s.get(TrainingJob, job.id).heartbeat_at = utcnow() - timedelta(days=1)
+    ended = threading.Event()
+    REAPERS_LOOK = "SELECT training_jobs.id, training_jobs.worker_pid, training_jobs.heartbeat_at"
+
+    def the_worker_ends() -> None:
+        with ctx.db.write() as s:
+            jobs.finish_job(s, job.id, "succeeded", "v1: accuracy 0.9")
+
+    def read_then_the_end(conn, cursor, statement, *args) -> None:
+        # the look has read the running jobs (its transaction has its snapshot): the end now
+        looked = statement.lstrip().startswith(REAPERS_LOOK)
+        if looked and not ended.is_set():
+            ended.set()
+            end = threading.Thread(target=the_worker_ends)
+            end.start()
+            end.join(5)
+
+    event.listen(ctx.db.engine, "after_cursor_execute", read_then_the_end)
+    try:
+        seen = retrain_jobs.job(ctx.training, job.id)
+    finally:
+        event.remove(ctx.db.engine, "after_cursor_execute", read_then_the_end)
+    assert ended.is_set() and (seen.status, seen.message) == ("succeeded", "v1: accuracy 0.9")
 
 
 def test_a_full_disk_while_exporting_leaves_no_partial_bundle(ctx, demo, tmp_path, monkeypatch):

@@ -223,18 +223,26 @@ def reap_dead(training: TrainingQueue) -> int:
     """Fail the jobs nothing will finish: running ones whose worker is gone (silent past
     ``settings.job_timeout``, or, when every worker runs on this host, whose pid is gone), and
     queued ones whose queue message is gone. Looking at a job, or asking for a retrain, is what
-    notices."""
+    notices. A look reads first, with no lock (most find nothing to do); only when it finds
+    something does it take the write lock and look again: on SQLite a transaction that read
+    before another writer committed could not write after it (a job's poll answered "the
+    database is busy" when a worker ended its job meanwhile)."""
     alive = job_reaper.pid_alive if training.settings.local_workers else None
+    timeout, queue = training.settings.job_timeout, training.enqueue
     with training.db.session() as s:
-        n = job_reaper.reap_dead_jobs(s, alive=alive, dead_after=training.settings.job_timeout)
-        if training.enqueue is not None and job_reaper.has_queued_jobs(
-            s, older_than=LOST_AFTER_SECONDS
-        ):
-            try:
-                pending = training.enqueue.pending()
-            except Exception:  # the queue is down: its messages may come back with it
-                logged(logger, "could not read the training queue", level=logging.WARNING)
-                return n
+        dead = bool(job_reaper.dead_jobs(s, alive=alive, dead_after=timeout))
+        waiting = queue is not None and job_reaper.has_queued_jobs(s, older_than=LOST_AFTER_SECONDS)
+    pending = None
+    if waiting and queue is not None:
+        try:
+            pending = queue.pending()
+        except Exception:  # the queue is down: its messages may come back with it
+            logged(logger, "could not read the training queue", level=logging.WARNING)
+    if not dead and pending is None:
+        return 0
+    with training.db.write(ROWS) as s:
+        n = job_reaper.reap_dead_jobs(s, alive=alive, dead_after=timeout)
+        if pending is not None:
             n += job_reaper.reap_lost_jobs(s, pending, older_than=LOST_AFTER_SECONDS)
         return n
 
