@@ -17,7 +17,7 @@ from app.services.design import maps as map_svc
 from app.services.labelling import data as data_svc
 from app.serving.live import LivePools
 from app.serving.map_store import MapStore
-from app.ui.common import attempt, bind, md_text, ok, problem
+from app.ui.common import attempt, bind, breakable, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 
@@ -48,8 +48,9 @@ def _row(c: dict[str, Any]) -> list[Any]:
         c["coherence"],
         ", ".join(c["keywords"]),
         len(c["ids"]),
-        f"≈ {c['looks_like']}" if c["resembles"] else "no: new",
-        f"{near} ({c['nearest_similarity']:.2f})" if near else "–",
+        # names break only after an underscore (app.ui.common.breakable), never mid-word
+        f"≈ {breakable(c['looks_like'])}" if c["resembles"] else "no: new",
+        f"{breakable(near)} ({c['nearest_similarity']:.2f})" if near else "–",
         " · ".join(c["texts"][:3]),
     ]
 
@@ -215,6 +216,7 @@ def build_clusters(
         interactive=False,
         max_height=260,
         column_widths=["4%", "10%", "17%", "5%", "17%", "15%", "32%"],
+        datatype=["number", "str", "str", "number", "markdown", "markdown", "str"],
         wrap=True,
         elem_id="design-clusters",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
 from app.services.projects import projects as project_svc
+from app.ui.common import unbroken
 from app.ui.design import clusters as ui
 from app.ui.design import intent_choices, scope
 from app.ui.design import whatif as whatif_ui
@@ -30,6 +31,14 @@ def test_a_cluster_found_picked_and_created_from_the_tab(ctx, demo):
         coherence = [float(r[1].rstrip("%")) for r in rows]
         assert coherence == sorted(coherence, reverse=True)
     assert all(f"{c['coherence']} coherent" in c["choice"] for c in found)
+    # the names in the table break only after an underscore, never mid-word
+    nearest = [unbroken(r[5]) for r in table["value"] if r[5] != "–"]
+    assert nearest == [
+        f"{c['nearest_intent']} ({c['nearest_similarity']:.2f})"
+        for c in found
+        if c["nearest_intent"]
+    ]
+    assert any("&#95;<wbr>" in r[5] for r in table["value"])
     for c in found:  # a look-alike says which intent, in the table and in the note
         said = ui.show(ctx.maps, demo, found, c["number"])[3]
         if c["resembles"]:
