@@ -416,7 +416,11 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         assert len(set(labelled.values())) >= 256  # glasbey's 256 distinct colours, all used
         shot(page, "62-map-300-intents")
 
-        # a fresh page draws the cached map, and a click is answered without a Refresh
+        # a fresh page draws the cached map, and a click is answered without a Refresh (a new
+        # page: the first one sent away would abort its open event stream, an error toast, when
+        # its map is still being drawn again for its size)
+        page = ctx.new_page()
+        page.set_default_timeout(120_000)
         _open_300(page, server_300.url)
         page.wait_for_function(DRAWN_300)
         first = page.evaluate(
