@@ -44,6 +44,8 @@ class Batch:
     example: str
     undone: bool
     blocked_by: str = ""
+    before: tuple[str, ...] = ()  # the example's intents before the action, and after it
+    after: tuple[str, ...] = ()
 
     @property
     def undoable(self) -> bool:
@@ -138,6 +140,8 @@ def recent_batches(s: Session, project_id: int, limit: int = 50) -> list[Batch]:
                 last.utterance_text,
                 undone,
                 f"{later} of its utterances were changed since" if later else "",
+                tuple(last.before or ()),
+                tuple(last.after or ()),
             )
         )
     return out

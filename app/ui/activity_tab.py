@@ -11,12 +11,19 @@ import pandas as pd
 from app.access import ProjectHandle
 from app.access.actions import UNDO
 from app.services.labelling import history as svc
-from app.ui.common import attempt, bind, ok, problem
+from app.ui.common import attempt, bind, breakable, ok, problem
 from app.ui.guard import guarded
 from app.ui.security_log import build_security_section
 from storage.db import Database
 
-SHOWN = [c for c in svc.ACTIVITY_COLUMNS if c != "batch"]  # the batch id is for undo, not people
+# the batch id is for undo, not people; the intents beside the example they are the intents of
+SHOWN = ["when", "user", "action", "rows", "example", "intents", "state"]
+
+
+def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The rows as the table shows them: intent names break only after an underscore."""
+    shown = [{**r, "intents": breakable(r["intents"])} for r in rows]
+    return pd.DataFrame(shown, columns=SHOWN)
 
 
 def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict[str, Any]], Any]:
@@ -26,7 +33,7 @@ def show(db: Database, p: ProjectHandle | None) -> tuple[pd.DataFrame, list[dict
         return pd.DataFrame(columns=SHOWN), [], gr.skip()
     rows, err = attempt(lambda: svc.activity(db, p))
     said = problem(err, notify=False) if err else gr.skip()
-    return pd.DataFrame(rows or [], columns=SHOWN), rows or [], said
+    return _table(rows or []), rows or [], said
 
 
 def pick(rows: list[dict[str, Any]], evt: gr.SelectData) -> tuple[str, str]:
@@ -61,7 +68,8 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
         interactive=False,
         wrap=True,
         elem_id="activity",
-        column_widths=["15%", "8%", "10%", "10%", "37%", "20%"],
+        datatype=["str", "str", "str", "str", "str", "markdown", "str"],
+        column_widths=["13%", "7%", "9%", "5%", "33%", "18%", "15%"],
         max_height=560,
     )
     rows = gr.State([])

@@ -72,6 +72,7 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
     assert guarded(str(demo), "where's my stuff now", request=Request("dana")) == "added"
     who = history.activity(team.db, demo)[0]
     assert who["user"] == "dana" and who["example"] == "where's my stuff now"
+    assert who["intents"] == "track_order"
 
 
 def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):

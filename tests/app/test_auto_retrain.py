@@ -88,6 +88,11 @@ def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_
     assert newest["version"] == done.model_version_id and newest["trigger"] == "auto"
     retrains = [a for a in history.activity(ctx.db, live(ctx, "tiny")) if a["user"] == "auto"]
     assert [a["action"] for a in retrains] == ["retrain (auto)"] and not retrains[0]["undoable"]
+    said = retrains[0]["example"]  # its version named once ("v2: v2: accuracy …" before)
+    assert (
+        said.startswith(f"v{done.model_version_id}: ")
+        and said.count(f"v{done.model_version_id}:") == 1
+    ), said
     if live(ctx, "tiny").active_version_id == done.model_version_id:
         note = reports.version_note(ctx.db, live(ctx, "tiny").handle())
         assert note.startswith("retrained automatically after new labels")

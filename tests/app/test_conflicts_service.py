@@ -45,6 +45,11 @@ def test_a_flipped_label_is_a_likely_mislabel_and_one_click_relabels_it_undoably
     assert svc.apply(ctx.db, demo, mine.fixes[0]) == f"#{flipped} → account_password_reset."
     assert row_by_text(ctx, demo, FLIPPED)["intents"] == "account_password_reset"
     assert len(history.activity(ctx.db, demo)) == before + 1  # one batch
+    newest = history.activity(ctx.db, demo)[0]  # and it says what it did to the intents
+    assert (newest["example"], newest["intents"]) == (
+        FLIPPED,
+        "discount_code → account_password_reset",
+    )
     assert all(c.ids != (flipped,) for c in svc.find(ctx.live, demo, "mislabel"))
 
     assert "back to discount_code" in svc.undo(ctx.db, demo)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -85,7 +86,48 @@ def _undo(db: Database, p: ProjectHandle, batch: str | None) -> str:
     return _undone_message(n, first)
 
 
-ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch"]
+# "intents" last: the CLI prints these columns in this order, and scripts read them by place
+ACTIVITY_COLUMNS = ["when", "user", "action", "rows", "example", "state", "batch", "intents"]
+
+
+def clipped(text: str, width: int = 80) -> str:
+    """``text`` in at most ``width`` characters: cut after its last whole word that fits (mid-word
+    only when one word is longer than 20 characters), an ellipsis saying so.
+
+    Example:
+        >>> clipped("I would like a refund of my order", 20)
+        'I would like a …'
+        >>> clipped("short", 20), clipped("x" * 30, 20)
+        ('short', 'xxxxxxxxxxxxxxxxxxx…')
+    """
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    return (cut[: space + 1] if space > 0 and len(cut) - space <= 20 else cut) + "…"
+
+
+def intents_words(action: str, before: Sequence[str], after: Sequence[str]) -> str:
+    """What an action did to its example's intents, in the Activity table's words: the intent
+    given, the move from one to another, or the intent a deleted utterance had ("" where its
+    intents stayed as they were: a split moved, say).
+
+    Example:
+        >>> intents_words("label", [], ["card_arrival"])
+        'card_arrival'
+        >>> intents_words("merge", ["card_lost"], ["lost_or_stolen_card"])
+        'card_lost → lost_or_stolen_card'
+        >>> intents_words("label", ["refund", "balance"], [])
+        'refund, balance → no intent'
+        >>> intents_words("delete", ["refund"], []), intents_words("split", ["refund"], ["refund"])
+        ('refund', '')
+    """
+    if sorted(before) == sorted(after):
+        return ""
+    was, now = ", ".join(before), ", ".join(after)
+    if action == "delete":
+        return was
+    return f"{was} → {now or 'no intent'}" if was else now
 
 
 def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str, Any]]:
@@ -105,7 +147,8 @@ def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str,
             "user": users.get(b.user_id or -1, "local"),
             "action": b.action,
             "rows": b.size,
-            "example": b.example[:80],
+            "example": clipped(b.example),
+            "intents": intents_words(b.action, b.before, b.after),
             "state": (
                 "undone" if b.undone else "can be undone" if b.undoable else b.blocked_by or "kept"
             ),
@@ -121,9 +164,8 @@ def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str,
             "user": "auto" if j.trigger == "auto" else users.get(j.user_id or -1, "local"),
             "action": "retrain (auto)" if j.trigger == "auto" else "retrain",
             "rows": None,
-            "example": (f"v{j.model_version_id}: {j.message}" if j.model_version_id else j.message)[
-                :80
-            ],
+            "example": clipped(_version_said(j.model_version_id, j.message)),
+            "intents": "",
             "state": j.status if j.status != "succeeded" else "roll back in Train → Versions",
             "batch": "",
             "undoable": False,
@@ -131,3 +173,11 @@ def activity(db: Database, p: ProjectHandle, limit: int = 100) -> list[dict[str,
         for j in retrains
     ]
     return sorted(changes + jobs, key=lambda r: str(r["when"]), reverse=True)[:limit]
+
+
+def _version_said(version_id: int | None, message: str) -> str:
+    """A retrain's message led by its version, named once (the message of one that served
+    already begins with it: "v2: v2: accuracy …" before)."""
+    if version_id is None or message.startswith(f"v{version_id}:"):
+        return message
+    return f"v{version_id}: {message}"

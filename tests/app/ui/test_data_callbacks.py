@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from app.ui import data_tab
+from app.ui import activity_tab, data_tab
 from app.ui.data_tab import ALL, read_filters
 from tests.handles import live
 
@@ -67,6 +67,10 @@ def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
         "local",
     )
     assert "track_order" in saved and "(train)" in saved
+    # the Activity tab says which intent the row was given, the name breaking only at "_"
+    table, rows, _ = activity_tab.show(ctx.db, demo)
+    assert rows[0]["example"] == "my parcel never came" and rows[0]["intents"] == "track_order"
+    assert table["intents"][0] == "track&#95;<wbr>order"
     assert "Undid" in data_tab.undo(ctx.db, demo)
     back = next(
         r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
