@@ -60,7 +60,7 @@ def build_activity_tab(db: Database, project: gr.Dropdown) -> dict[str, Any]:
     )
     with gr.Row():
         picked = gr.Markdown("Click a change to select it.", elem_id="activity-picked")
-        undo_btn = gr.Button("Undo this change", scale=0, min_width=180, elem_id="activity-undo")
+        undo_btn = gr.Button("Undo this change", scale=0, min_width=230, elem_id="activity-undo")
         refresh_btn = gr.Button("Refresh", scale=0)
     status = gr.Markdown(elem_id="activity-status")
     table = gr.Dataframe(
