@@ -6,7 +6,8 @@ BANKING77 project of the issues (770 labelled, 1,000 test, 2,000 unlabelled, as
 its default recipe, int8 on), kept in ``--work`` (built once, reused when there). Each restart is
 a fresh copy of it and ``intent-studio serve`` of the code (its worker child too, as a designer
 starts it; ``--no-worker`` leaves it out); ``GET /api/v1/ready`` is polled every ``--poll``
-seconds until 200 (``ready``: seconds from the process's start), then at once one
+seconds until 200 (``ready``: seconds from the process's start; ``--same-data``: every restart
+after the first on the copy the one before used, as a server restarted in place), then at once one
 ``POST /api/v1/projects/banking77/predict`` (``first``: its latency, what the first caller
 waits for), then ``--after`` more, one after another (``next p50`` / ``max``). The checkouts
 take turns restart by restart (A B A B ...), so both see the same load; the table gives each
@@ -99,9 +100,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def restart(code: Path, pristine: Path, run: Path, args: argparse.Namespace) -> dict[str, Any]:
-    shutil.rmtree(run, ignore_errors=True)
-    shutil.copytree(pristine, run / "data")
+def restart(
+    code: Path, pristine: Path, run: Path, args: argparse.Namespace, fresh: bool = True
+) -> dict[str, Any]:
+    if fresh or not (run / "data").exists():
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.copytree(pristine, run / "data")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "app", "--data-dir", str(run / "data"), "serve", "--no-demo"]
@@ -191,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--no-worker", action="store_true", help="serve without its worker")
     parser.add_argument("--build-only", action="store_true", help="build the data dirs, stop")
+    parser.add_argument(
+        "--same-data",
+        action="store_true",
+        help="restart the same copy each time (what the runs before wrote stays, as on a "
+        "server restarted in place); the first restart takes a fresh copy",
+    )
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "first_predict.json"
@@ -204,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for n in range(args.restarts):
         for code in codes:
-            got = restart(code, built[code], work / f"{code.name}-run", args)
+            fresh = n == 0 or not args.same_data
+            got = restart(code, built[code], work / f"{code.name}-run", args, fresh)
             got.update(code=revision(code), restart=n + 1)
             rows.append(got)
             print(json.dumps(got), file=sys.stderr, flush=True)
