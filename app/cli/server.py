@@ -34,10 +34,13 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     built so far out of the cyclic garbage collector's way (``gc.freeze``): a full collection
     otherwise walks millions of long-lived objects (the models, the app) and paused labelling
     for 0.5-0.8 s at a time. ``serving_state.readiness`` follows it (``/api/v1/ready`` answers 200 once
-    it ends); a stop ends it early."""
+    it ends); a stop ends it early. Meanwhile the data directory's ``warming`` file says so to a
+    worker on this machine, which holds its automatic retrains until it ends
+    (:func:`app.perimeter.in_use.warming`)."""
     import gc
     import time
 
+    from app.perimeter.in_use import warming
     from app.services.design.map_warm_up import encode_map_rows
     from app.services.queue.queue import warm_up as warm_queue
     from core.encoding.exit_gate import Exiting
@@ -48,31 +51,33 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     def said(what: str) -> None:  # each step as it ends: a first start is never silent
         print(f"Warm-up: {what} ({time.monotonic() - start:.0f} s)", flush=True)
 
-    try:
-        with ticking("warm-up: loading the encoders and building each project's pool"):
-            serving_state.live.warm_up(serving_state.readiness)
-        if serving_state.readiness.is_stopping:
+    with warming(serving_state.settings.data_dir):  # no automatic retrain meanwhile
+        try:
+            with ticking("warm-up: loading the encoders and building each project's pool"):
+                serving_state.live.warm_up(serving_state.readiness)
+            if serving_state.readiness.is_stopping:
+                return
+            said("encoders loaded and every project's pool built")
+            with ticking("warm-up: scoring the Label tab's first cards"):
+                warm_queue(serving_state.live)
+            said("the Label tab's first cards scored")
+            if serving_state.readiness.is_stopping:
+                return
+            with ticking("warm-up: encoding the maps' utterances"):
+                encoded = encode_map_rows(serving_state.live)
+            said(f"the maps' utterances encoded ({encoded} new)")
+            if umap.is_alive():
+                print(
+                    "Warm-up: waiting for UMAP's kernels to compile (the Map's projection)",
+                    flush=True,
+                )
+            with ticking("warm-up: compiling UMAP's kernels"):
+                umap.join()
+        except Exiting:  # the server is stopping (core.encoding.exit_gate)
             return
-        said("encoders loaded and every project's pool built")
-        with ticking("warm-up: scoring the Label tab's first cards"):
-            warm_queue(serving_state.live)
-        said("the Label tab's first cards scored")
-        if serving_state.readiness.is_stopping:
-            return
-        with ticking("warm-up: encoding the maps' utterances"):
-            encoded = encode_map_rows(serving_state.live)
-        said(f"the maps' utterances encoded ({encoded} new)")
-        if umap.is_alive():
-            print(
-                "Warm-up: waiting for UMAP's kernels to compile (the Map's projection)", flush=True
-            )
-        with ticking("warm-up: compiling UMAP's kernels"):
-            umap.join()
-    except Exiting:  # the server is stopping (core.encoding.exit_gate)
-        return
-    except Exception:  # the app still serves: what is missing is built on first use
-        serving_state.readiness.warm()  # ready all the same, before a programming error is raised again
-        logged(logger, "warm-up failed; projects are built on first use")
+        except Exception:  # the app still serves: what is missing is built on first use
+            serving_state.readiness.warm()  # ready all the same, before a programming error is raised again
+            logged(logger, "warm-up failed; projects are built on first use")
     gc.collect()
     gc.freeze()
     serving_state.readiness.warm()

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,15 +29,18 @@ if TYPE_CHECKING:  # the worker reads the file with no web code loaded
     from app.perimeter.http_body import Receive, Scope, Send
 
 FILE = "activity"
+# The file the server keeps fresh while its warm-up runs (:func:`warming`).
+WARMING = "warming"
 # A request refreshes the file's time at most this often.
 EVERY_S = 1.0
 
 
 class Activity:
-    """The data directory's activity file (see the module)."""
+    """The data directory's activity file (see the module); ``name``: another such file
+    (:data:`WARMING`)."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.path = Path(data_dir) / FILE
+    def __init__(self, data_dir: Path, name: str = FILE) -> None:
+        self.path = Path(data_dir) / name
         self._last = 0.0
 
     def touch(self) -> None:
@@ -54,6 +59,52 @@ class Activity:
             return time.time() - self.path.stat().st_mtime < seconds
         except OSError:
             return False
+
+    def clear(self) -> None:
+        """Nobody is using it from now (the file removed)."""
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
+
+
+# A warming file older than this is a server that stopped (kill -9) before its warm-up ended.
+WARMING_STALE_S = 10.0
+
+
+@contextlib.contextmanager
+def warming(data_dir: Path, every: float = 2.0) -> Iterator[Activity]:
+    """While the block runs (the server's warm-up: the page's first answers wait for it), keep
+    the data directory's :data:`WARMING` file fresh, every ``every`` seconds; it is removed at
+    the end. A worker on the same machine starts no automatic retrain meanwhile
+    (:class:`app.services.models.auto_retrain.Watcher`): that one would take the cores the first
+    card waits for (a fresh BANKING77: the first card 49-52 s after the page, 28 s without it).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> with warming(folder) as file:
+        ...     file.recent(WARMING_STALE_S)
+        True
+        >>> Activity(folder, WARMING).recent(WARMING_STALE_S)
+        False
+    """
+    file = Activity(data_dir, WARMING)
+    done = threading.Event()
+
+    def beat() -> None:
+        while True:
+            file.touch()
+            if done.wait(every):
+                return
+
+    file.touch()
+    thread = threading.Thread(target=beat, name="warming", daemon=True)
+    thread.start()
+    try:
+        yield file
+    finally:
+        done.set()
+        thread.join()
+        file.clear()
 
 
 # Requests that are someone using the app: the page's events and REST calls (not its static

@@ -6,12 +6,14 @@ Real SQLite, the real Huey queue and the worker's own job runner."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 
 import pytest
 
 from app import worker
+from app.perimeter.in_use import WARMING, WARMING_STALE_S, Activity, warming
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
 from app.services.models import auto_retrain
@@ -125,6 +127,27 @@ def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ct
         assert jobs.latest_job(s, live(ctx, "one").id) is None
 
 
+def test_none_starts_while_the_server_beside_it_warms_up(ctx, watcher) -> None:
+    """A fresh import's labels call for a retrain at once; it waits for the server's warm-up
+    (the first card waits for that), and starts at the next look after it; a warm-up whose
+    server was killed holds nothing once its file is stale."""
+    make_tiny(ctx, "tiny")  # its imported labels are new labels: due at once
+    quiet()
+    with warming(ctx.settings.data_dir):
+        assert watcher.start_due() == []
+        assert watcher.start_due() == []
+    [started] = watcher.start_due()
+    assert started.trigger == "auto"
+    make_tiny(ctx, "other")
+    quiet()
+    stale = Activity(ctx.settings.data_dir, WARMING)  # a server kill -9'd while warming
+    stale.touch()
+    then = time.time() - WARMING_STALE_S - 1
+    os.utime(stale.path, (then, then))
+    [other] = watcher.start_due()
+    assert other.id != started.id and other.trigger == "auto"
+
+
 def test_each_project_gets_its_turn_however_fast_another_labels(ctx, watcher) -> None:
     """Two projects whose labels both call for a retrain: one job each, queued in turn; the
     busier project's next one waits for its own to end, behind the other's."""
@@ -145,3 +168,27 @@ def test_each_project_gets_its_turn_however_fast_another_labels(ctx, watcher) ->
     with ctx.db.session() as s:
         queued = [jobs.active_job(s, live(ctx, n).id) for n in ("busy", "calm")]
     assert all(q is not None and q.status == "queued" for q in queued)
+
+
+def test_the_servers_warm_up_says_it_warms_until_it_ends(ctx, monkeypatch) -> None:
+    """The file the watcher reads is fresh while `serve`'s warm-up scores the first cards, and
+    gone once the server is warm."""
+    import gc
+
+    from app.cli import server
+    from app.services.queue import queue
+
+    seen = []
+    monkeypatch.setattr(
+        queue,
+        "warm_up",
+        lambda live: seen.append(Activity(ctx.settings.data_dir, WARMING).recent(WARMING_STALE_S)),
+    )
+    done = threading.Thread(target=lambda: None)
+    done.start()
+    try:
+        server._warm_up(ctx, done)
+    finally:
+        gc.unfreeze()
+    assert seen == [True] and ctx.readiness.ready
+    assert not Activity(ctx.settings.data_dir, WARMING).path.exists()

@@ -14,7 +14,9 @@ job in the queue at a time and cannot starve another project's retrain.
 
 The watcher runs in each training worker (:mod:`app.worker.auto`), :func:`start_due` every
 :attr:`~app.serving.compute.ComputeBudget.auto_poll_s`. A project whose retrain is refused (too few labelled intents, say) is not
-asked again until it has newer labels.
+asked again until it has newer labels. None starts while the server on the same machine warms up
+(its data directory's ``warming`` file, :func:`app.perimeter.in_use.warming`): the first card
+waits for that warm-up, and an imported project's own retrain would take its cores.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import datetime
 
 from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
+from app.perimeter.in_use import WARMING, WARMING_STALE_S, Activity
 from app.project_settings import ProjectSettings, stored_settings
 from app.services.models.retrain_jobs import request_retrain
 from app.serving.compute import ComputeBudget
@@ -111,10 +114,13 @@ class Watcher:
         self.training = training
         self.quiet_s = budget.auto_quiet_s
         self.refused: dict[int, int] = {}  # project id -> its newest label event when refused
+        self.warming = Activity(training.settings.data_dir, WARMING)
 
     def start_due(self) -> list[JobView]:
         """Queue an automatic retrain of every project whose labels call for one; the jobs
-        queued."""
+        queued (none while the server beside it warms up)."""
+        if self.warming.recent(WARMING_STALE_S):
+            return []
         db = self.training.db
         with db.session() as s:
             projects = [(p.id, p.name, p.settings) for p in list_projects(s)]

@@ -48,6 +48,7 @@ def warm_up_worker(
     bases: list[str] | None = None,
     base_copies: bool = False,
     stopping: Callable[[], bool] = lambda: False,
+    held: Callable[[], bool] = lambda: False,
 ) -> threading.Thread:
     """Start warming this worker in a background thread (see the module); returns it.
     ``device``: where it trains (the deployment's; None: the best there is); ``int8``: whether
@@ -55,7 +56,10 @@ def warm_up_worker(
     load (default: every project's, :func:`bases_to_warm`); ``base_copies``: also build each
     base's int8 copy for the projects that serve it (a worker beside the app, not a CLI run);
     ``stopping``: the worker's stop, once asked: the warm-up stops at its next step and starts
-    nothing more (a stopped worker loads no encoder)."""
+    nothing more (a stopped worker loads no encoder); ``held``: whether to wait before it starts
+    (at most :data:`WAIT_S`): the server beside it warming up, whose first card waits for the
+    cores (a fresh BANKING77's first card came 44-48 s after the page with this warm-up beside
+    the server's, 28 s without it)."""
     from core.encoding.exit_gate import Exiting
     from core.training import TrainingCancelled
     from core.training.warm import warm_up
@@ -65,6 +69,9 @@ def warm_up_worker(
 
     def run() -> None:
         try:
+            waited = time.monotonic()
+            while held() and not stopping() and time.monotonic() - waited < WAIT_S:
+                time.sleep(0.25)
             for i, base in enumerate(bases or bases_to_warm(live.db, budget)):
                 if stopping():
                     return
