@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench._checkouts import write_report
 from bench.first_predict import cpu_name, free_port, revision
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['code']} | {r['case']} | {r['run']} | {page_s} | **{r['first_card_s']}** | "
             f"{len(r['errors'])} | {r['load']} |"
         )
-    report = {"bench": "first_card_page", "cpu": cpu_name(), "args": vars(args), "rows": rows}
-    text = json.dumps(report, default=str)
+    settings = {k: str(v) for k, v in vars(args).items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    write_report(
+        {"bench": "first_card_page", "cpu": cpu_name(), "args": settings, "rows": rows}, args.out
+    )
     return 0
 
 
