@@ -70,13 +70,20 @@ class Activity:
 WARMING_STALE_S = 10.0
 
 
+def server_warming(data_dir: Path) -> bool:
+    """Whether the server on this data directory is warming up now (:func:`warming`): a worker
+    beside it then starts no automatic retrain and defers its own warm-up."""
+    return Activity(data_dir, WARMING).recent(WARMING_STALE_S)
+
+
 @contextlib.contextmanager
 def warming(data_dir: Path, every: float = 2.0) -> Iterator[Activity]:
     """While the block runs (the server's warm-up: the page's first answers wait for it), keep
     the data directory's :data:`WARMING` file fresh, every ``every`` seconds; it is removed at
-    the end. A worker on the same machine starts no automatic retrain meanwhile
-    (:class:`app.services.models.auto_retrain.Watcher`): that one would take the cores the first
-    card waits for (a fresh BANKING77: the first card 49-52 s after the page, 28 s without it).
+    the end. A worker on the same machine (:func:`server_warming`) starts no automatic retrain
+    (:class:`app.services.models.auto_retrain.Watcher`) and defers its own warm-up meanwhile:
+    they took the cores the first card waits for (a fresh BANKING77's first card 48-51 s after
+    the page, 29-35 s held: bench/RESULTS.md).
 
     Example:
         >>> import tempfile

@@ -21,7 +21,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from app.config import Settings
-from app.perimeter.in_use import WARMING, WARMING_STALE_S, Activity
+from app.perimeter.in_use import Activity, server_warming
 from app.services.models.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.training.retrain import Kept, run_retrain
 from app.services.training.retrain_warm import warm_up_worker
@@ -282,7 +282,6 @@ def run_worker(settings: Settings) -> None:
     reap_dead(serving_state.training)
     # the base encoders and the device's kernels, before the first job; then the int8 copy of
     # a base that projects never retrained serve; once the server beside it is warm
-    warming = Activity(settings.data_dir, WARMING)
     warm_up_worker(
         serving_state.live,
         serving_state.models.budget,
@@ -290,7 +289,7 @@ def run_worker(settings: Settings) -> None:
         int8=settings.int8,
         base_copies=True,
         stopping=lambda: STOP.requested,
-        held=lambda: warming.recent(WARMING_STALE_S),
+        held=lambda: server_warming(settings.data_dir),
     )
     # the automatic retrains, as labels call for them
     watch_labels(serving_state.training, serving_state.models.budget, STOP, done)

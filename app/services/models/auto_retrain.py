@@ -27,7 +27,7 @@ from datetime import datetime
 
 from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
-from app.perimeter.in_use import WARMING, WARMING_STALE_S, Activity
+from app.perimeter.in_use import server_warming
 from app.project_settings import ProjectSettings, stored_settings
 from app.services.models.retrain_jobs import request_retrain
 from app.serving.compute import ComputeBudget
@@ -114,12 +114,11 @@ class Watcher:
         self.training = training
         self.quiet_s = budget.auto_quiet_s
         self.refused: dict[int, int] = {}  # project id -> its newest label event when refused
-        self.warming = Activity(training.settings.data_dir, WARMING)
 
     def start_due(self) -> list[JobView]:
         """Queue an automatic retrain of every project whose labels call for one; the jobs
         queued (none while the server beside it warms up)."""
-        if self.warming.recent(WARMING_STALE_S):
+        if server_warming(self.training.settings.data_dir):
             return []
         db = self.training.db
         with db.session() as s:

@@ -58,8 +58,7 @@ def warm_up_worker(
     ``stopping``: the worker's stop, once asked: the warm-up stops at its next step and starts
     nothing more (a stopped worker loads no encoder); ``held``: whether to wait before it starts
     (at most :data:`WAIT_S`): the server beside it warming up, whose first card waits for the
-    cores (a fresh BANKING77's first card came 44-48 s after the page with this warm-up beside
-    the server's, 28 s without it)."""
+    cores (:func:`app.perimeter.in_use.server_warming`)."""
     from core.encoding.exit_gate import Exiting
     from core.training import TrainingCancelled
     from core.training.warm import warm_up
