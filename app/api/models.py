@@ -254,14 +254,16 @@ class BulkLabelOut(BaseModel):
 
 
 class Batch(BaseModel):
-    """One change of the project (a bulk label, an import, a merge...) as the Activity tab lists
-    it: `batch` is what `undo` takes, `when` is UTC, `rows` the utterances it changed."""
+    """One change of the project (a bulk label, an import, a merge, a retrain...) as the
+    Activity tab lists it: `batch` is what `undo` takes (empty for a retrain: a rollback in the
+    Train tab's Versions undoes one), `when` is UTC, `rows` the utterances it changed (null for a
+    retrain, which changes none)."""
 
     batch: str
     when: str
     user: str
     action: str
-    rows: int
+    rows: int | None = Field(..., description="utterances changed; null for a retrain")
     example: str
     state: str = Field(..., description="`can be undone`, `undone`, or why it cannot be")
     undoable: bool
