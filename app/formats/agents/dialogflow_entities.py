@@ -218,22 +218,35 @@ def cx_parameters(obj: dict[str, Any], spans: Sequence[EntitySpan]) -> list[str]
     return added
 
 
-def cx_values(files: Files, root: str, lang: str) -> Values:
-    """The package's custom entity types and their entities in ``lang``."""
-    out: Values = {}
+def _cx_types(files: Files, root: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """The package's entity types, of every kind: (folder, display name, the type's JSON)."""
+    out = []
     for path in files:
         parts = path[len(root) :].split("/") if path.startswith(root) else []
         if len(parts) != 3 or parts[0] != "entityTypes" or parts[2] != f"{parts[1]}.json":
             continue
         try:
             obj = load_json(files[path], path)
-            name = obj.get("displayName") if isinstance(obj, dict) else None
-            said = files.get(f"{root}entityTypes/{parts[1]}/entities/{lang}.json")
-            entities = load_json(said, path).get("entities") if said is not None else []
+        except FormatError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("displayName"), str):
+            out.append((parts[1], obj["displayName"], obj))
+    return out
+
+
+def cx_values(files: Files, root: str, lang: str) -> Values:
+    """The package's custom entity types that list values (``KIND_MAP``: not a regexp, not a
+    list of other types) and their entities in ``lang``."""
+    out: Values = {}
+    for folder, name, obj in _cx_types(files, root):
+        if obj.get("kind", "KIND_MAP") != "KIND_MAP":
+            continue
+        said = files.get(f"{root}entityTypes/{folder}/entities/{lang}.json")
+        try:
+            entities = load_json(said, folder).get("entities") if said is not None else []
         except (FormatError, AttributeError):
             continue
-        if isinstance(name, str) and obj.get("kind", "KIND_MAP") == "KIND_MAP":
-            out[name] = _entries(entities)
+        out[name] = _entries(entities)
     return out
 
 
@@ -249,8 +262,10 @@ def cx_entity_type(name: str) -> dict[str, Any]:
 def cx_entity_files(
     files: Files, root: str, lang: str, types: Mapping[str, Mapping[str, Sequence[str]]]
 ) -> Files:
-    """Files of the custom entity types the package lacks."""
-    have = set(cx_values(files, root, lang))
+    """Files of the custom entity types the package lacks (one of any kind by that name is
+    there: a regexp or a list type too, whose values an export does not write; CX refuses a
+    second type of the same display name)."""
+    have = {name for _, name, _ in _cx_types(files, root)}
     taken = {
         p[len(root) :].split("/")[1].casefold()
         for p in files
@@ -272,20 +287,36 @@ def cx_entity_files(
 
 
 def cx_json_values(doc: Any, lang: str) -> Values:
-    """The one-file agent's custom entity types and their entities."""
+    """The one-file agent's custom entity types that list values (``KIND_MAP``) and their
+    entities."""
     out: Values = {}
-    for t in doc.get("entityTypes") or [] if isinstance(doc, dict) else []:
-        if isinstance(t, dict) and isinstance(t.get("displayName"), str):
-            mine = [e for e in t.get("entities") or [] if e.get("languageCode", lang) == lang]
+    for t in _cx_json_types(doc):
+        if t.get("kind", "KIND_MAP") == "KIND_MAP":
+            mine = [
+                e
+                for e in t.get("entities") or []
+                if isinstance(e, dict) and e.get("languageCode", lang) == lang
+            ]
             out[t["displayName"]] = _entries(mine)
     return out
+
+
+def _cx_json_types(doc: Any) -> list[dict[str, Any]]:
+    """The one-file agent's entity types, of every kind."""
+    found = doc.get("entityTypes") if isinstance(doc, dict) else None
+    return [
+        t
+        for t in (found if isinstance(found, list) else [])
+        if isinstance(t, dict) and isinstance(t.get("displayName"), str)
+    ]
 
 
 def cx_json_entity_types(
     doc: dict[str, Any], lang: str, types: Mapping[str, Mapping[str, Sequence[str]]]
 ) -> None:
-    """Add to the one-file agent the custom entity types it lacks."""
-    have = set(cx_json_values(doc, lang))
+    """Add to the one-file agent the custom entity types it lacks (one of any kind by that name
+    is there)."""
+    have = {t["displayName"] for t in _cx_json_types(doc)}
     for name, values in types.items():
         if name in have or name.startswith(SYS):
             continue
