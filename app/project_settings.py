@@ -98,7 +98,9 @@ def _labels(value: Any) -> int:
 
 
 def _parse_labels(word: str) -> int:
-    if not word.isdigit():
+    # only what int() takes, so that its own words never reach a person: decimal digits (of any
+    # script; "²" is a digit that int() refuses), and not more of them than it converts
+    if not (word.isdecimal() and len(word) <= 20):
         raise ValueError(f"is a number of labels from 1 to 100,000, not {word!r}.")
     return _labels(int(word))
 

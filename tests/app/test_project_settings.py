@@ -203,3 +203,42 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     assert capsys.readouterr().out.startswith("Changed auto_retrain on → off.")
     assert main([*d, "settings", "--project", "p", "--set", "auto_retrain_after=0"]) == 2
     assert "from 1 to 100,000" in capsys.readouterr().err
+
+
+# What a person may type that is no value of any setting: digits Python's int() does not take
+# ("²", "½", "Ⅻ"), more digits than it converts, words, signs, nothing; and values of other types.
+ODD_WORDS = ["²", "½", "Ⅻ", "1" * 5000, "0x10", "nan", "-", "1,5", "", "   ", "\x00", "🙂", "[]"]
+ODD_VALUES = [True, [], {}, "x" * 3, 2**64, float("nan"), b"1"]
+PYTHONS_WORDS = ("invalid literal", "base 10", "could not convert", "Exceeds the limit", "object")
+
+
+def test_every_setting_refuses_what_it_does_not_take_in_the_apps_words():
+    """Issue 73, item 10: ``settings --set auto_retrain_after=²`` printed Python's own error
+    ("invalid literal for int() with base 10: '²'"). Every setting (each kind) says its rule."""
+    defaults = ProjectSettings()
+    said = []
+    for name in NAMES:
+        for odd in [*ODD_WORDS, *ODD_VALUES]:
+            if (odd is True and isinstance(getattr(defaults, name), bool)) or (
+                name == "anchor_weight" and odd == 2**64  # a number of examples: no upper bound
+            ):
+                continue  # a value of the setting's own type that it takes
+            with pytest.raises(ValueError) as refused:
+                parse_setting(name, odd)  # type: ignore[arg-type]
+            said.append((name, odd, str(refused.value)))
+    wrong = [s for s in said if any(w in s[2] for w in PYTHONS_WORDS) or not s[2].endswith(".")]
+    assert wrong == []
+
+
+def test_the_command_says_a_settings_rule_not_pythons_words(tmp_path, capsys):
+    from app.cli import main
+
+    d = ["--data-dir", str(tmp_path / "data")]
+    src = tmp_path / "rows.csv"
+    src.write_text("text,label\nhello,greet\nbye,leave\n")
+    assert main([*d, "import", str(src), "--project", "p"]) == 0
+    capsys.readouterr()
+    assert main([*d, "settings", "--project", "p", "--set", "auto_retrain_after=²"]) == 2
+    err = capsys.readouterr().err
+    assert "auto_retrain_after is a number of labels from 1 to 100,000, not '²'." in err, err
+    assert "invalid literal" not in err
