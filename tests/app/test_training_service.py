@@ -375,6 +375,45 @@ def test_activating_a_version_whose_files_changed_is_refused(ctx, tiny_encoder) 
     assert not version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
 
 
+def test_activating_a_version_while_a_retrain_runs_waits_for_no_heartbeat(
+    ctx, tiny_encoder
+) -> None:
+    """Issue 73 item 7: activating a version answered 429 "The database is busy" while any
+    retrain ran (8 of 8): it hashed the 88 MB artifact inside a read transaction, and the job's
+    heartbeat committed in between, so the activation's write met a stale snapshot. Here a
+    running job's heartbeat commits right after the activation read the version (while a large
+    artifact would be hashed)."""
+    from sqlalchemy import event
+
+    from storage import jobs
+    from storage.db import ROWS
+
+    make_tiny(ctx, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    worker.execute_job(ctx, view.id)
+    mv_id = svc.job(ctx.training, view.id).model_version_id
+    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
+    running, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    with ctx.db.write(ROWS) as s:
+        assert jobs.claim_job(s, running.id, pid=os.getpid()) is not None
+    beats: list[float] = []
+
+    def beat_after_the_version_is_read(conn, cursor, statement, *_args) -> None:
+        if not beats and "FROM model_versions" in statement:
+            with ctx.db.write(ROWS) as s:  # the job's heartbeat, as its reporter writes it
+                jobs.heartbeat(s, running.id)
+            beats.append(time.monotonic())
+
+    event.listen(ctx.db.engine, "after_cursor_execute", beat_after_the_version_is_read)
+    try:
+        said = version_svc.activate(ctx.factories, live(ctx, "tiny"), mv_id)
+    finally:
+        event.remove(ctx.db.engine, "after_cursor_execute", beat_after_the_version_is_read)
+    assert beats, "no heartbeat came while the version was activated"
+    assert said == f"Active model: v{mv_id}."
+    assert version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
+
+
 def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
     make_tiny(ctx)
     view, _ = svc.request_retrain(

@@ -15,7 +15,7 @@ from core.retrieval.factory import PredictorFactory
 from core.training import method_title
 from storage import jobs, versions
 from storage.artifacts import ArtifactStore
-from storage.db import Database
+from storage.db import Database, WriteLock
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
 
@@ -139,15 +139,18 @@ def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = No
 def activate(factories: FactoryBuilder, p: ProjectHandle, version: int | None) -> str:
     """Make ``version`` the active model (``None`` = back to the frozen base encoder)."""
     p.require_writable(TRAIN)
-    with factories.db.session() as s:
-        if version is not None:
+    if version is not None:
+        with factories.db.session() as s:
             mv = versions.get_version(s, p.id, version)
-            if mv.artifact_path and not factories.models.artifacts.verify(
-                mv.artifact_path, mv.artifact_sha256 or ""
-            ):
-                raise ValueError(
-                    f"The files of v{version} are missing or changed on disk; it cannot be activated."
-                )
+        # hashed outside any transaction: a job's heartbeat committing meanwhile made the write
+        # below meet a stale read snapshot ("the database is busy", issue 73 item 7)
+        if mv.artifact_path and not factories.models.artifacts.verify(
+            mv.artifact_path, mv.artifact_sha256 or ""
+        ):
+            raise ValueError(
+                f"The files of v{version} are missing or changed on disk; it cannot be activated."
+            )
+    with factories.db.write(WriteLock.project(p.id)) as s:
         versions.set_active(s, p.id, version)
     return f"Active model: {'v' + str(version) if version else 'frozen base encoder'}."
 
