@@ -24,7 +24,9 @@ from typing import Any
 
 MAX_SLOT_CHARS = 80
 MAX_VALUE_CHARS = 200
-MAX_VALUES_PER_SLOT = 5000
+# The largest list a platform takes: a LUIS list entity holds 20,000 items (its documented model
+# limits; a real app's airline list has 5,482), so a real export always fits.
+MAX_VALUES_PER_SLOT = 20_000
 MAX_TEMPLATE_CHARS = 2000
 SLOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-.]*)\}")
@@ -145,7 +147,11 @@ def check_values(slot: str, values: Iterable[str]) -> list[str]:
         seen.add(value)
         out.append(value)
     if len(out) > MAX_VALUES_PER_SLOT:
-        raise SlotError(f"Slot {slot!r} has {len(out)} values; the limit is {MAX_VALUES_PER_SLOT}.")
+        raise SlotError(
+            f"Slot {slot!r} has {len(out):,} values; the limit is {MAX_VALUES_PER_SLOT:,} (the "
+            "largest list entity LUIS takes): split its values between two slots, or leave out "
+            "those no utterance names, and import again."
+        )
     return out
 
 

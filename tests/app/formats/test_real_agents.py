@@ -15,6 +15,7 @@ are kept as they are."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -66,3 +67,125 @@ def test_a_dialogflow_cx_agent_with_regexp_and_list_entity_types_comes_back_file
     assert "Kept 5 entity annotation(s) with their entity types" in imported
     assert "as Dialogflow CX agent." in exported
     assert_same_files(src, out)
+
+
+def _luis_app(airlines: int) -> dict[str, object]:
+    """A LUIS app with the structure of FluLoS's ``LuisExport_v0.4.json`` (air traffic control:
+    machine-learned entities with children labelled inside their parents, regex and prebuilt
+    features, closed lists) and a list entity of ``airlines`` values (5,482 there)."""
+    lists = {
+        "ListAirlines": [
+            {"canonicalForm": f"airline {i:05d}", "list": []} for i in range(airlines)
+        ],
+        "ListFlightLevelInstructions": [
+            {"canonicalForm": "climb", "list": []},
+            {"canonicalForm": "descend", "list": ["descent"]},
+        ],
+    }
+    call_sign = {"entity": "MLCallSign", "startPos": 0, "endPos": 13}
+    children = [
+        {"entity": "Airline", "startPos": 0, "endPos": 9, "children": []},
+        {"entity": "FlightNr", "startPos": 11, "endPos": 13, "children": []},
+    ]
+    return {
+        "luis_schema_version": "7.0.0",
+        "intents": [
+            {
+                "name": "FlightLevel",
+                "features": [{"modelName": "MLFlightLevel", "isRequired": False}],
+            },
+            {"name": "None", "features": []},
+        ],
+        "entities": [
+            {
+                "name": "MLCallSign",
+                "children": [
+                    {
+                        "name": "Airline",
+                        "children": [],
+                        "features": [{"modelName": "ListAirlines", "isRequired": False}],
+                    },
+                    {"name": "FlightNr", "children": [], "features": []},
+                ],
+                "roles": [],
+                "features": [],
+            },
+            {
+                "name": "MLFlightLevel",
+                "children": [
+                    {
+                        "name": "Level",
+                        "children": [],
+                        "features": [{"modelName": "RegexFlightLevel", "isRequired": False}],
+                    }
+                ],
+                "roles": [],
+                "features": [],
+            },
+        ],
+        "hierarchicals": [],
+        "composites": [],
+        "closedLists": [
+            {"name": name, "subLists": subs, "roles": []} for name, subs in lists.items()
+        ],
+        "prebuiltEntities": [{"name": "geographyV2", "roles": []}],
+        "utterances": [
+            {
+                "text": "airline 00087 descend now level 300",
+                "intent": "FlightLevel",
+                "entities": [
+                    {**call_sign, "children": children},
+                    {
+                        "entity": "MLFlightLevel",
+                        "startPos": 14,
+                        "endPos": 34,
+                        "children": [
+                            {"entity": "Level", "startPos": 32, "endPos": 34, "children": []}
+                        ],
+                    },
+                ],
+            },
+            {"text": "airline 00517 climb to level 320", "intent": "FlightLevel", "entities": []},
+            {"text": "good morning", "intent": "None", "entities": []},
+        ],
+        "versionId": "0.4_v3",
+        "name": "FluLoS-like",
+        "desc": "added alphanumeric flight numbers",
+        "culture": "en-us",
+        "tokenizerVersion": "1.0.0",
+        "patternAnyEntities": [],
+        "regex_entities": [
+            {"name": "RegexFlightLevel", "regexPattern": "(flight )?level (\\d+)", "roles": []}
+        ],
+        "phraselists": [],
+        "regex_features": [],
+        "patterns": [],
+        "settings": [{"name": "NormalizePunctuation", "value": "false"}],
+    }
+
+
+def test_a_luis_app_with_a_list_entity_of_5482_values_comes_back_byte_for_byte(tmp_path, capsys):
+    """FluLoS's app was refused on import: "Slot 'ListAirlines' has 5482 values; the limit is
+    5000." A list entity of that size is ordinary in LUIS (which takes 20,000 items a list)."""
+    src = tmp_path / "LuisExport_v0.4.json"
+    src.write_text(json.dumps(_luis_app(5482), indent=2), encoding="utf-8")
+    out, imported, exported = round_trip(src, "out.json", tmp_path, capsys)
+    assert "Read as LUIS app." in imported
+    assert "as LUIS app." in exported
+    assert out.read_bytes() == src.read_bytes()
+
+
+def test_a_list_past_the_largest_a_platform_takes_is_refused_with_what_to_do(tmp_path, capsys):
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps(_luis_app(20_001)), encoding="utf-8")
+    data = ["--data-dir", str(tmp_path / "data")]
+    assert main([*data, "import", str(src), "--project", "bot"]) != 0
+    said = capsys.readouterr()
+    assert "Traceback" not in said.err
+    assert (
+        "Slot 'ListAirlines' has 20,001 values; the limit is 20,000 (the largest list entity "
+        "LUIS takes): split its values between two slots, or leave out those no utterance "
+        "names, and import again." in said.err + said.out
+    )
+    assert main([*data, "projects"]) == 0
+    assert "bot" not in capsys.readouterr().out  # nothing imported
