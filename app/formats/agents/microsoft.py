@@ -184,13 +184,16 @@ def luis_apply(doc: Any, plan: ExportPlan) -> Any:
         "LUIS labels machine-learned entities only, and the app has another kind of entity "
         "by these names",
     )
-    listed = luis_values(doc)
+    listed = {  # what the kept app's closed lists hold: canonical forms and their synonyms
+        entity: set(values) | {w for words in values.values() for w in words}
+        for entity, values in luis_values(doc).items()
+    }
     plan.notes += left_out_note(
         "entity value(s) and synonym(s)",
         [
             f"{entity}: {value!r}"
             for entity, value in uncarried_values(plan)
-            if value not in listed.get(entity, {})
+            if value not in listed.get(entity, set())
         ],
         "a LUIS app's values are its closed lists, entities that cannot be labelled",
     )
