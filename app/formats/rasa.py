@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import yaml
@@ -119,6 +120,7 @@ def parse_rasa_yaml(
     skipped: dict[str, int] = {}
     synonyms: dict[str, list[str]] = {}  # a synonym map's value -> the ways it is written
     descriptions: dict[str, tuple[int, str]] = {}
+    markups: dict[str, set[tuple[EntitySpan, ...]]] = {}  # a text -> each markup it is under
     nlu: yaml.Node | None = None
     for key_node, value_node in root.value:
         key = _node_key(key_node)
@@ -204,9 +206,17 @@ def parse_rasa_yaml(
                 spans = []  # a value at the edge of the text: the stored text is trimmed
             flattened += len(spans)
             add_example(slots, flat.strip(), spans, labels)
+            markups.setdefault(flat.strip(), set()).add(tuple(spans))
             found.append((ex_line, "", Row(flat.strip(), tuple(sorted(labels)), split, context)))
     rows = finish(found, problems, declared=len(descriptions))
     notes += _synonyms(slots, synonyms)
+    if twice := [t for t, seen in markups.items() if len(seen) > 1]:
+        shown = ", ".join(json.dumps(t, ensure_ascii=False) for t in twice[:5])
+        more = f" and {len(twice) - 5} more" if len(twice) > 5 else ""
+        notes.append(
+            f"{len(twice)} text(s) are written twice under different entity markup: the project "
+            f"keeps the first annotated one's (the Rasa file keeps both): {shown}{more}."
+        )
     for kind, count in sorted(skipped.items()):
         notes.append(
             f"Kept {count} {kind} item(s) with the file: an export to Rasa writes them back."

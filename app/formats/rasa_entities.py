@@ -160,7 +160,7 @@ def add_example(
 ) -> None:
     """Record an annotated example: its values in the book (a slot reference is no value), its
     template under each intent (when every slot it names has values), its spans under its
-    text."""
+    text (a text annotated twice keeps its first annotations: one text, one set of spans)."""
     if not spans:
         return
     for span in spans:
@@ -173,7 +173,7 @@ def add_example(
             mine = data.templates.setdefault(name, [])
             if template not in mine:
                 mine.append(template)
-    data.entities[text] = [s.to_dict() for s in spans]
+    data.entities.setdefault(text, [s.to_dict() for s in spans])
 
 
 def add_lookup(data: SlotData, slot: str, values: Sequence[str]) -> None:

@@ -139,8 +139,11 @@ def read_kept(text: str) -> tuple[list[str], list[Item], int] | None:
                 if _key(k) == "description" and isinstance(v, yaml.ScalarNode) and v.tag == _STR:
                     item.description = " ".join(str(v.value).split())
             item.examples, item.block = _examples(fields.get("examples"))
-        elif kind in ("synonym", "lookup"):
-            item.words = [e.text for e in _examples(fields.get("examples"))[0]]
+        elif kind in ("synonym", "lookup") and (node := fields.get("examples")) is not None:
+            from app.formats.rasa import _rasa_examples
+
+            # as the import reads them: each line as written (markup in a lookup is its text)
+            item.words = [t.strip() for _, t, _, _ in _rasa_examples(node, [])]
         items.append(item)
     return lines, items, starts[-1]
 
@@ -173,17 +176,22 @@ def write_into(
     indent = first[: len(first) - len(first.lstrip())]
     by_text = {r.text: r for r in rows}
     sits: dict[str, set[str]] = {}
+    markups: dict[str, list[list[dict[str, object]]]] = {}  # a text's markups in the file
     for item in items:
         for ex in item.examples:
             sits.setdefault(ex.text, set()).update(item.labels)
+            markups.setdefault(ex.text, []).append(_spans(ex.spans))
 
     def in_place(ex: Example) -> bool:
+        """A kept example stays as written while its row is as the file gave it: the same
+        intents, split and context, and the annotations of one of the text's markups in the
+        file (a text written twice under different markup keeps both lines)."""
         row = by_text.get(ex.text)
         return (
             row is not None
             and set(row.labels) == sits[ex.text]
             and (row.split, row.context) == (ex.split, ex.context)
-            and _spans(ex.spans) == _spans(spans_of(slots.entities, row.text))
+            and _spans(spans_of(slots.entities, row.text)) in markups[ex.text]
         )
 
     placed = {ex.text for item in items for ex in item.examples if in_place(ex)}

@@ -205,3 +205,22 @@ def test_microsofts_luis_samples_come_back_byte_for_byte_and_say_nothing_was_lef
     assert "Read as LUIS app." in imported
     assert "Left out" not in exported, exported
     assert out.read_bytes() == src.read_bytes()
+
+
+def test_a_rasa_file_with_one_text_twice_under_different_markup_comes_back_byte_for_byte(
+    tmp_path, capsys
+):
+    """rasa-demo's ``nlu.yml`` has "I'm a [bot developer](job_function)" and "I'm a bot
+    [developer](job_function)" in one intent, and "i'm a [developer](job_function)" beside
+    "i'm a developer": the project keeps one markup per text, and the export dropped the lines
+    of the other (2 lines) and added a ``lookup:`` for the value only they wrote. A lookup
+    entry written as markup (``[quattro stagioni](pizza)``) came back as a second ``lookup:``
+    table of 1 entry. The import says which markup the project keeps."""
+    src = AGENTS / "rasa_markup_twice.yml"
+    out, imported, _ = round_trip(src, "out.yml", tmp_path, capsys)
+    assert out.read_bytes() == src.read_bytes()
+    assert (
+        "2 text(s) are written twice under different entity markup: the project keeps the first "
+        'annotated one\'s (the Rasa file keeps both): "I\'m a bot developer", "i\'m a developer".'
+        in imported
+    )
