@@ -35,6 +35,7 @@ from app.formats.agents.base import (
     same_or_dumped,
     to_parsed,
 )
+from app.formats.agents.came_back import compare, written_back
 from app.formats.agents.entities import entities_of
 from app.formats.agents.export import (
     AgentFormat,
@@ -65,6 +66,8 @@ AGENT_FORMATS: tuple[AgentFormat, ...] = (
     watson.FORMAT,
 )
 _BY_NAME = {f.name: f for f in AGENT_FORMATS}
+# Formats without roles: their own notes name each role they leave out.
+NO_ROLES = frozenset({"clu", "watson"})
 
 
 def agent_format(name: str) -> AgentFormat:
@@ -195,4 +198,7 @@ def write_agent(
     plan.entities, plan.values = entities_of(rows, slots)
     new = fmt.apply(source, plan)
     payload = zip_files(new) if fmt.container == "zip" else same_or_dumped(new, original)
+    if plan.entities:  # what its annotations bring back, read as an import reads the agent
+        back = written_back(fmt, new, plan)
+        plan.notes += compare(plan, back, fmt.title, roles=fmt.name not in NO_ROLES)
     return payload, notes + plan.notes

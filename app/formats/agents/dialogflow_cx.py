@@ -39,11 +39,12 @@ from app.formats.agents.base import (
     new_id,
     pick_language,
     same_or_dumped,
+    text_key,
 )
 from app.formats.agents.dialogflow_entities import (
+    CxParameters,
     cx_entity_files,
     cx_parameter_types,
-    cx_parameters,
     cx_parts,
     cx_spans,
     cx_values,
@@ -60,7 +61,6 @@ from app.formats.agents.export import (
 )
 from app.formats.common import FormatError
 from app.formats.file_names import NAME_INSIDE, device_note, safe_file_name
-from core.slots import EntitySpan
 
 Files = dict[str, bytes]
 NEGATIVE = "Default Negative Intent"
@@ -72,19 +72,29 @@ def phrase_text(phrase: Any) -> str | None:
 
 
 class _NewPhrase:
-    """Makes the phrases an export adds, each with its parts naming their parameters, and
-    remembers the spans of those it made (the parameters their intent needs)."""
+    """Makes the phrases an export adds into one intent (:meth:`into`), each with its parts
+    naming their parameters, and adds to the intent the parameters they name
+    (:meth:`declare`)."""
 
     def __init__(self, plan: ExportPlan, inline: bool) -> None:
         self.plan, self.inline = plan, inline
-        self.spans: list[EntitySpan] = []
+        self.parameters = CxParameters({})
+
+    def into(self, obj: Any, texts: list[tuple[str, str]], kept: list[Any]) -> None:
+        """The intent whose phrases are made next (``texts``: its phrases in the project,
+        ``kept``: those it holds already)."""
+        had = {text_key(phrase_text(x) or "") for x in kept}
+        spans = [s for t, _ in texts if t not in had for s in self.plan.spans(t)]
+        self.parameters = CxParameters(obj, spans)
+
+    def declare(self, obj: dict[str, Any]) -> None:
+        self.parameters.declare(obj)
 
     def __call__(self, text: str, split: str) -> dict[str, Any]:
         spans = self.plan.spans(text)
-        self.spans += spans
         phrase: dict[str, Any] = {
             "id": new_id("phrase", text),
-            "parts": cx_parts(text, spans),
+            "parts": cx_parts(text, spans, self.parameters.id_of),
             "repeatCount": 1,
         }
         if not self.inline or self.plan.language:
@@ -256,11 +266,11 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         set_description(obj, "description", p.description)
         said = said_in[path]
         kept = kept_in.get(path)
-        make.spans = []
+        make.into(obj, p.texts, _listed(kept) or [])
         phrases = merge_phrases(
             _listed(kept) or [], phrase_text, p.texts, make, carried(name, _parameters(obj))
         )
-        cx_parameters(obj, make.spans)
+        make.declare(obj)
         out[path] = same_or_dumped(obj, files[path])
         value = {**kept, "trainingPhrases": phrases} if isinstance(kept, dict) else phrases
         if not isinstance(kept, list | dict):
@@ -274,10 +284,10 @@ def apply(files: Files, plan: ExportPlan) -> Files:
         folder = safe_file_name(name, taken, devices)
         path = f"{root}intents/{folder}/{folder}.json"
         p = plan.intents[name]
-        make.spans = []
-        phrases = merge_phrases([], phrase_text, p.texts or [], make, carried(name, set()))
         obj = _new_intent(name, p.description)
-        cx_parameters(obj, make.spans)
+        make.into(obj, p.texts or [], [])
+        phrases = merge_phrases([], phrase_text, p.texts or [], make, carried(name, set()))
+        make.declare(obj)
         out[path] = dump_json(obj)
         if phrases:
             out[_said(path, plan.language)] = dump_json({"trainingPhrases": phrases})

@@ -28,7 +28,6 @@ from app.formats.agents.dialogflow_entities import (
     cx_json_entity_types,
     cx_json_values,
     cx_parameter_types,
-    cx_parameters,
 )
 from app.formats.agents.export import (
     LOST_PART,
@@ -103,11 +102,11 @@ def json_apply(doc: Any, plan: ExportPlan) -> Any:
         if p is not None and p.texts is not None:
             said = obj.get("trainingPhrases", [])
             ours = mine(obj)
-            make.spans = []
+            make.into(obj, p.texts, ours)
             merged = merge_phrases(
                 ours, phrase_text, p.texts, make, carried(name, _parameters(obj))
             )
-            cx_parameters(obj, make.spans)
+            make.declare(obj)
             kept = {id(x) for x in merged} | {id(x) for x in said if not any(x is y for y in ours)}
             obj["trainingPhrases"] = [x for x in said if id(x) in kept] + [
                 x for x in merged if not any(x is y for y in said)
@@ -117,11 +116,11 @@ def json_apply(doc: Any, plan: ExportPlan) -> Any:
     for name in plan.new:
         p = plan.intents[name]
         obj = _new_intent(name, p.description)
-        make.spans = []
+        make.into(obj, p.texts or [], [])
         obj["trainingPhrases"] = merge_phrases(
             [], phrase_text, p.texts or [], make, carried(name, set())
         )
-        cx_parameters(obj, make.spans)
+        make.declare(obj)
         intents.append(obj)
     new["intents"] = intents
     cx_json_entity_types(new, plan.language, plan.entity_types())

@@ -24,7 +24,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.formats.agents.base import dump_json, load_json, new_id
@@ -193,29 +195,54 @@ def cx_spans(phrase: Any, types: Mapping[str, str]) -> list[EntitySpan]:
     return from_pieces(found)
 
 
-def cx_parts(text: str, spans: Sequence[EntitySpan]) -> list[dict[str, Any]]:
-    """A CX phrase's ``parts`` for a text and its spans."""
+def cx_parts(
+    text: str, spans: Sequence[EntitySpan], parameter: Callable[[EntitySpan], str] = role_of
+) -> list[dict[str, Any]]:
+    """A CX phrase's ``parts`` for a text and its spans (``parameter``: the id of a span's
+    parameter)."""
     return [
-        {"text": piece} if span is None else {"text": piece, "parameterId": role_of(span)}
+        {"text": piece} if span is None else {"text": piece, "parameterId": parameter(span)}
         for piece, span in pieces(text, spans)
     ]
 
 
-def cx_parameters(obj: dict[str, Any], spans: Sequence[EntitySpan]) -> list[str]:
-    """Add to a CX intent the parameters its new phrases' spans name and it lacks (the intent
-    is left as it was when it lacks none)."""
-    if not spans:
-        return []
-    params = obj.setdefault("parameters", [])
-    have = {p.get("id") for p in params if isinstance(p, dict)}
-    added = []
-    for span in spans:
-        pid = role_of(span)
-        if pid not in have:
-            have.add(pid)
-            added.append(pid)
-            params.append({"id": pid, "entityType": f"@{span.entity}"})
-    return added
+class CxParameters:
+    """The parameters of one CX intent while an export writes new phrases into it. A span's part
+    names the parameter of its role (or entity type), added to the intent where it lacks it. A
+    CX parameter has one entity type, so a role the intent already gives another type (a Rasa
+    bot's ``from``, a ``city`` and an ``iata``) gets a parameter of its own, ``from_iata``: the
+    annotation keeps its entity type and comes back under that role (the export says so). A role
+    the intent lacks goes to the type the new phrases give it most (``spans``: theirs)."""
+
+    def __init__(self, obj: Any, spans: Sequence[EntitySpan] = ()) -> None:
+        self.types = cx_parameter_types(obj)  # parameter id -> its entity type
+        self.added: list[tuple[str, str]] = []
+        self.prefer: dict[str, str] = {}  # a role -> the type its new phrases give it most
+        for (name, entity), _ in Counter((role_of(s), s.entity) for s in spans).most_common():
+            self.prefer.setdefault(name, entity)
+
+    def id_of(self, span: EntitySpan) -> str:
+        name = role_of(span)
+        if name not in self.types:
+            self.types[name] = self.prefer.get(name, span.entity)
+            self.added.append((name, self.types[name]))
+        pid, n = name, 1
+        while self.types.get(pid, span.entity) != span.entity:
+            n += 1
+            pid = f"{name}_{re.sub(r'[^A-Za-z0-9_-]', '_', span.entity)}" + (
+                f"_{n - 1}" if n > 2 else ""
+            )
+        if pid not in self.types:
+            self.types[pid] = span.entity
+            self.added.append((pid, span.entity))
+        return pid
+
+    def declare(self, obj: dict[str, Any]) -> None:
+        """Add the parameters the new phrases named to the intent (left as it was when none)."""
+        if self.added:
+            params = obj.setdefault("parameters", [])
+            params += [{"id": pid, "entityType": f"@{entity}"} for pid, entity in self.added]
+            self.added = []
 
 
 def _cx_types(files: Files, root: str) -> list[tuple[str, str, dict[str, Any]]]:
