@@ -50,7 +50,16 @@ from app.formats.intent_files import (
     write_intent_zip,
     zip_files_of,
 )
-from app.formats.left_out import AGENTS, INTENT_FILES, RASA, TABULAR, Carries, left_out
+from app.formats.left_out import (
+    AGENTS,
+    INTENT_FILES,
+    RASA,
+    RASA_KEPT,
+    TABULAR,
+    Carries,
+    kept_left_out,
+    left_out,
+)
 from app.formats.rasa import dump_rasa_yaml, parse_rasa_yaml
 from app.formats.rasa_kept import write_into
 from app.formats.rasa_write import write_rasa
@@ -97,7 +106,7 @@ __all__ = [
 ]
 
 
-RASA_FILE = "rasa"  # the kept file's format (AgentSource.format) of a project imported from Rasa
+RASA_FILE = RASA_KEPT  # the kept file's format (AgentSource.format) of a project from Rasa
 RASA_TITLE = "Rasa NLU file"
 
 
@@ -328,20 +337,37 @@ def write_any(
                 f"A {fmt.title} is written as a .{fmt.container} file, not {p.name!r}."
             )
         payload, notes = write_agent(fmt.name, rows, described, kept=kept, name=name, slots=slots)
-        return _written(p, payload, notes + left_out(rows, described, slots, AGENTS))
+        notes += left_out(rows, described, slots, AGENTS)
+        if kept is not None and kept.format == RASA_FILE:
+            notes += kept_left_out(kept, RASA_TITLE, slots, Carries(f"{fmt.title}s"))
+        return _written(p, payload, notes)
     if suffix == ".json":
         raise ValueError(
             f"Name the agent format of a .json file: {', '.join(export_formats('.json'))}."
         )
+    rest = (
+        kept
+        if kept is None or kept.format != RASA_FILE or suffix not in (".yml", ".yaml")
+        else None
+    )
     if suffix == "":
         write_intent_folder(rows, p)
-        return device_files(rows) + left_out(rows, described, slots, INTENT_FILES)
+        return [
+            *device_files(rows),
+            *left_out(rows, described, slots, INTENT_FILES),
+            *_kept_left_out(rest, slots, INTENT_FILES),
+        ]
     carries, writer = _WRITERS.get(suffix, (TABULAR, _csv))
     if writer is _rasa and kept is not None and kept.format == RASA_FILE:
         payload, notes = _rasa(rows, described, slots, kept.content)
     else:
         payload, notes = writer(rows, described, slots)
-    return _written(p, payload, notes + left_out(rows, described, slots, carries))
+    notes += left_out(rows, described, slots, carries) + _kept_left_out(rest, slots, carries)
+    return _written(p, payload, notes)
+
+
+def _kept_left_out(kept: AgentSource | None, slots: SlotData, carries: Carries) -> list[str]:
+    return [] if kept is None else kept_left_out(kept, kept_title(kept.format), slots, carries)
 
 
 def _written(path: Path, payload: bytes, notes: list[str]) -> list[str]:

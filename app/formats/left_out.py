@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from app.formats.common import Row
+from app.formats.common import AgentSource, FormatError, Row, decode
 from app.formats.rasa_entities import spans_of
+from app.formats.rasa_kept import read_kept
 from core.slots import SlotData, template_of
 
 
@@ -49,6 +50,7 @@ INTENT_FILES = Carries("intent .txt files")
 AGENTS = Carries("platform agents", unlabelled=True, descriptions=True, entities=True, book=True)
 
 SLOT_BOOK_EXPORT = "export the slot book (slots.yml) to keep them"
+RASA_KEPT = "rasa"  # the kept file's format (AgentSource.format) of a project from a Rasa file
 SHOW = 5  # items named in a note
 
 
@@ -97,4 +99,50 @@ def left_out(
             f"Left out {book} slot value(s) and {templates} template(s) that no annotated "
             f"utterance carries: {carries.name} have no place for them; {SLOT_BOOK_EXPORT}."
         )
+    by_value = [words for values in slots.synonyms.values() for words in values.values() if words]
+    if not carries.book and by_value:
+        notes.append(
+            f"Left out {sum(map(len, by_value))} synonym(s) of {len(by_value)} slot value(s) "
+            f"(the other ways a value is written): {carries.name} have no place for them; "
+            f"{SLOT_BOOK_EXPORT}."
+        )
+    return notes
+
+
+def kept_left_out(
+    kept: AgentSource | None, title: str, slots: SlotData, carries: Carries
+) -> list[str]:
+    """Notes on what the file the project came from holds (``kept``, a ``title``) that the
+    project does not model and an export to another format leaves out: a Rasa file's
+    ``regex:`` items and the ``synonym:`` maps that name no annotated value, an agent's rest
+    (flows, responses, ...)."""
+    if kept is None:
+        return []
+    if kept.format != RASA_KEPT:
+        return [
+            f"Left out the rest of the {title} the project keeps (what the app does not model: "
+            f"flows, responses, entity types and the like): {carries.name} have no place for "
+            f"it; an export to a {title} writes it back."
+        ]
+    try:
+        found = read_kept(decode(kept.content))
+    except FormatError:
+        found = None
+    items = found[1] if found is not None else []
+    valued = {v for values in slots.synonyms.values() for v in values}
+    regexes = [i.name for i in items if i.kind == "regex"]
+    maps = [i.name for i in items if i.kind == "synonym" and i.name not in valued]
+    notes = []
+    for names, what, which in (
+        (regexes, "regex item(s)", ""),
+        (maps, "synonym map(s)", " that name no annotated value"),
+    ):
+        if names:
+            shown = ", ".join(repr(n) for n in names[:SHOW])
+            more = f" and {len(names) - SHOW} more" if len(names) > SHOW else ""
+            notes.append(
+                f"Left out {len(names)} {what} of the Rasa file the project came from{which} "
+                f"({shown}{more}): {carries.name} have no place for them; an export to Rasa "
+                "(.yml) writes them back."
+            )
     return notes

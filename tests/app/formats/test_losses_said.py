@@ -2,7 +2,9 @@
 in the export's notes with its count, never dropped without a word: Rasa's inline values
 (``[NYC]{"entity": "city", "value": "New York"}``) and entity groups on every platform, a role
 given two entity types in one intent (``RasaHQ/carbon-bot``'s ``from``: a ``city`` and an
-``iata``; 36 of its 749 spans came back from Dialogflow CX as the other type)."""
+``iata``; 36 of its 749 spans came back from Dialogflow CX as the other type), the synonyms of
+slot values in CSV and JSONL, a Rasa file's ``regex:`` items and lone ``synonym:`` maps, and the
+rest of a kept agent in another format."""
 
 from __future__ import annotations
 
@@ -90,3 +92,52 @@ def test_inline_values_and_entity_groups_are_named_with_their_count_on_every_pla
     (groups,) = [n for n in notes if n.startswith("Left out the group of")]
     assert groups.startswith("Left out the group of 2 annotation(s)")
     assert "'window' (group 1 in 'a window seat for Ana')" in groups
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".yml"])
+def test_csv_jsonl_and_rasa_carry_values_groups_and_roles(suffix):
+    parsed, notes, back = export(suffix)
+    keys = ("entity", "role", "value", "group")
+    assert spans(back, *keys) == spans(parsed, *keys)
+    assert not [n for n in notes if "annotation" in n]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_the_synonyms_of_slot_values_are_named_by_csv_and_jsonl(suffix):
+    """CSV and JSONL carry annotations, not an entity type's synonyms: they were left out
+    without a word (the slot book file, slots.yml, carries them)."""
+    parsed, notes, back = export(suffix)
+    assert parsed.slots.synonyms == {"city": {"New York": ["NYC", "the big apple"]}}
+    assert back.slots.synonyms == {}
+    assert (
+        "Left out 2 synonym(s) of 1 slot value(s) (the other ways a value is written): CSV and "
+        "JSONL files have no place for them; export the slot book (slots.yml) to keep them."
+    ) in notes
+
+
+@pytest.mark.parametrize("fmt", [".csv", "dialogflow-es", "luis"])
+def test_a_rasa_files_regexes_and_lone_synonym_maps_are_named_by_other_formats(fmt):
+    _, notes, _ = export(fmt, kept=True)
+    said = [n for n in notes if "of the Rasa file the project came from" in n]
+    assert [n.split(":")[0] for n in said] == [
+        "Left out 1 regex item(s) of the Rasa file the project came from ('zipcode')",
+        "Left out 1 synonym map(s) of the Rasa file the project came from that name no "
+        "annotated value ('USA')",
+    ]
+    _, notes, _ = export(".yml", kept=True)  # the Rasa file itself writes them back
+    assert not [n for n in notes if "of the Rasa file" in n]
+
+
+def test_the_rest_of_a_kept_agent_is_named_by_an_export_to_another_kind_of_file(tmp_path):
+    from tests.app.formats.agents import dialogflow_cx
+
+    _, data = dialogflow_cx()
+    parsed = read_any(data, suffix=".zip")
+    intents = {n: "" for r in parsed.rows for n in r.labels}
+    out = tmp_path / "bot.csv"
+    notes = write_any(parsed.rows, out, intents, parsed.slots, kept=parsed.agent)
+    assert (
+        "Left out the rest of the Dialogflow CX agent the project keeps (what the app does not "
+        "model: flows, responses, entity types and the like): CSV and JSONL files have no place "
+        "for it; an export to a Dialogflow CX agent writes it back."
+    ) in notes
