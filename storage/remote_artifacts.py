@@ -13,7 +13,8 @@ once into the local cache, checked against the marker's hash, and read there.
 A bucket that does not answer (down, unreachable, timing out) raises
 :class:`storage.errors.ArtifactsUnavailable` from every method, within seconds: S3 connections
 give up after :data:`CONNECT_TIMEOUT_S` and :data:`ATTEMPTS` tries (botocore's defaults took 8 s
-for a refused connection and minutes for a host that drops packets).
+for a refused connection and minutes for a host that drops packets). A writer that would rather
+wait (a training job) writes through :meth:`RemoteArtifactStore.patient` (:mod:`storage.patience`).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from copy import copy
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from storage.artifacts import STALE_SECONDS, ArtifactStore, tree_sha256
 from storage.errors import ArtifactsUnavailable
+from storage.patience import Patience, patiently
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +144,14 @@ class RemoteArtifactStore(ArtifactStore):
         self.url = url
         self.fs, self.base = fsspec.core.url_to_fs(url, **_storage_options(url))
         self.base = self.base.rstrip("/")
+        self.patience: Patience | None = None  # a write gives up at once
+
+    def patient(self, patience: Patience) -> RemoteArtifactStore:
+        """This store (its bucket, cache and connections) for a writer that waits: a version's
+        :meth:`writing` tries again while the bucket does not answer, as ``patience`` allows."""
+        store = copy(self)
+        store.patience = patience
+        return store
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -208,13 +219,13 @@ class RemoteArtifactStore(ArtifactStore):
         checked, copied under ``rel`` and committed (and kept as the local cached copy); on error
         nothing is left, locally or in the store."""
         local = super().path(rel)
-        if self._committed(rel) is not None:
+        if patiently(lambda: self._committed(rel), self.patience, "the name check") is not None:
             raise FileExistsError(f"artifact {rel!r} already exists")
         tmp = self.root / ".tmp" / uuid.uuid4().hex
         tmp.mkdir(parents=True)
         try:
             yield tmp
-            self._upload(rel, tmp)
+            patiently(lambda: self._upload(rel, tmp), self.patience, "the upload")
             shutil.rmtree(local, ignore_errors=True)  # a stale copy of a removed version
             local.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, local)
@@ -249,8 +260,10 @@ class RemoteArtifactStore(ArtifactStore):
             self.fs.rm(key, recursive=True)
         except FileNotFoundError:
             pass
-        except Exception:
-            logger.warning("could not remove %s from %s", key, self.url, exc_info=True)
+        except Exception as exc:  # swept later; a store away is one line, not a traceback
+            logger.warning(
+                "could not remove %s from %s", key, self.url, exc_info=not unreachable(exc)
+            )
 
     # --- backup and restore (app.services.projects.backup) -------------------------------------------
 

@@ -1,6 +1,7 @@
 """Real servers on loopback for the team set-up's tests: PostgreSQL (``initdb`` in a temporary
 folder, ``pg_ctl`` on a free port, its unix socket in that folder), ``redis-server`` and moto's
-S3-compatible server, each started once per test session on 127.0.0.1 and stopped at its end.
+S3-compatible server, each started once per test session on 127.0.0.1 and stopped at its end; a
+:class:`Relay` in front of one takes it away for real (connections refused) and brings it back.
 
 ``make test`` installs PostgreSQL and Redis from Debian's packages and moto from PyPI; a test that
 needs a server whose program is missing is skipped with a message saying which.
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -224,3 +226,48 @@ def start_s3() -> Iterator[S3]:
         yield S3(f"http://127.0.0.1:{port}")
     finally:
         _stop(proc)
+
+
+# --- a server going away for real ---------------------------------------------------------
+
+
+class Relay:
+    """127.0.0.1:``port`` relayed to ``target`` until :meth:`down` (then: refused) or
+    :meth:`up` again."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self._sockets: list[socket.socket] = []
+        self.up()
+
+    def up(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = listener.getsockname()[1]
+        self._sockets = [listener]
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self._sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        with contextlib.suppress(OSError):
+            b.shutdown(socket.SHUT_RDWR)
+
+    def down(self) -> None:
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

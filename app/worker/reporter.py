@@ -4,7 +4,8 @@ polling (:class:`JobReporter`, the :class:`app.services.training.retrain.Reporte
 :func:`app.services.training.retrain.run_retrain`). Each write locks the job's row only
 (:data:`storage.db.ROWS`): no project's writers wait for a heartbeat, nor it for them. A
 stopping worker's job is stopped at the same polls, to be handed back to the queue
-(:mod:`app.worker.stopping`)."""
+(:mod:`app.worker.stopping`). A job writes its versions to a bucket patiently
+(:func:`patient`): an outage as it uploads is waited out, not a failed training."""
 
 from __future__ import annotations
 
@@ -22,14 +23,20 @@ from app.serving.training_queue import TrainingQueue
 from app.worker.cpu_share import CpuShare
 from app.worker.stopping import StopRequest
 from core.errors import logged
-from core.training import TrainProgress
+from core.training import TrainingCancelled, TrainProgress
 from storage import jobs
+from storage.artifacts import ArtifactStore
 from storage.db import ROWS
 from storage.job_phases import CALIBRATING, EVALUATING, INT8, TRAINING
+from storage.patience import Patience
+from storage.remote_artifacts import RemoteArtifactStore
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
+# How long a job's write of its version waits for a model store that does not answer, trying
+# again meanwhile (then it fails, the active model unchanged): the API answers 503 meanwhile.
+STORE_PATIENCE_S = 300.0
 
 
 def heartbeat_seconds(settings: Settings) -> float:
@@ -184,10 +191,25 @@ def retrain_run(serving_state: ServingState, job_id: int, reporter: Reporter) ->
     """The pieces of this process one retrain job uses (its phases take nothing else)."""
     return RetrainRun(
         live=serving_state.live,
-        artifacts=serving_state.artifacts,
+        artifacts=patient(serving_state.artifacts, reporter),
         budget=serving_state.models.budget,
         device=serving_state.settings.device,
         int8=serving_state.settings.int8,
         job_id=job_id,
         reporter=reporter,
     )
+
+
+def patient(artifacts: ArtifactStore, reporter: Reporter) -> ArtifactStore:
+    """The job's artifact store: a bucket that does not answer as a version is written is
+    waited for (:mod:`storage.patience`, up to :data:`STORE_PATIENCE_S`; the job's log says so),
+    while a cancel or the worker's stop still ends the job at once (issue 73 item 14: an outage
+    of 33 s failed the retrain whose upload met it). A folder answers or fails for good."""
+    if not isinstance(artifacts, RemoteArtifactStore):
+        return artifacts
+
+    def stop() -> None:
+        if reporter.should_cancel():
+            raise TrainingCancelled("stopped while the model store was not answering")
+
+    return artifacts.patient(Patience(STORE_PATIENCE_S, tell=reporter.log, stop=stop))

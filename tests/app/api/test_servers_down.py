@@ -15,57 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import socket
-import threading
-from contextlib import suppress
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.servers import Relay
+
 pytestmark = pytest.mark.slow
-
-
-class Relay:
-    """127.0.0.1:``port`` relayed to ``target`` until :meth:`down` (then: refused) or
-    :meth:`up` again."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.port = 0
-        self._sockets: list[socket.socket] = []
-        self.up()
-
-    def up(self) -> None:
-        listener = socket.create_server(("127.0.0.1", self.port))
-        self.port = listener.getsockname()[1]
-        self._sockets = [listener]
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            self._sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket) -> None:
-        with suppress(OSError):
-            while data := a.recv(65536):
-                b.sendall(data)
-        with suppress(OSError):
-            b.shutdown(socket.SHUT_RDWR)
-
-    def down(self) -> None:
-        for sock in self._sockets:
-            with suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
 
 
 @pytest.fixture
