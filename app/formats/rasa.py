@@ -330,12 +330,16 @@ def dump_rasa_yaml(
 
 def _synonyms(slots: SlotData, synonyms: dict[str, list[str]]) -> list[str]:
     """A file's ``synonym:`` maps as the synonyms of the slot values their annotations name (an
-    annotation whose ``value``, or text, is the map's value); a note on those none names."""
+    annotation whose ``value``, or text, is the map's value) or a ``lookup:`` table lists; a
+    note on those none names."""
     entities: dict[str, set[str]] = {}
     for text, spans in slots.entities.items():
         for span in spans:
             said = span.get("value") or text[int(span["start"]) : int(span["end"])].strip()
             entities.setdefault(str(said), set()).add(str(span["entity"]))
+    for entity, values in slots.book.items():  # a value of a lookup: table
+        for value in values:
+            entities.setdefault(value, set()).add(entity)
     alone = []
     for value, words in synonyms.items():
         for entity in sorted(entities.get(value, ())):

@@ -35,7 +35,7 @@ from app.formats.agents.base import (
     same_or_dumped,
     to_parsed,
 )
-from app.formats.agents.came_back import compare, written_back
+from app.formats.agents.came_back import annotations, compare, values_left_out, written_back
 from app.formats.agents.entities import entities_of
 from app.formats.agents.export import (
     AgentFormat,
@@ -68,6 +68,8 @@ AGENT_FORMATS: tuple[AgentFormat, ...] = (
 _BY_NAME = {f.name: f for f in AGENT_FORMATS}
 # Formats without roles: their own notes name each role they leave out.
 NO_ROLES = frozenset({"clu", "watson"})
+# Formats whose own notes name the slot values and synonyms they leave out.
+VALUES_SAID = frozenset({"luis"})
 
 
 def agent_format(name: str) -> AgentFormat:
@@ -198,7 +200,9 @@ def write_agent(
     plan.entities, plan.values = entities_of(rows, slots)
     new = fmt.apply(source, plan)
     payload = zip_files(new) if fmt.container == "zip" else same_or_dumped(new, original)
-    if plan.entities:  # what its annotations bring back, read as an import reads the agent
-        back = written_back(fmt, new, plan)
-        plan.notes += compare(plan, back, fmt.title, roles=fmt.name not in NO_ROLES)
+    back = written_back(fmt, new, plan) if plan.entities or plan.values else None
+    if back is not None:  # what it brings back, read as an import reads the agent
+        plan.notes += compare(plan, annotations(back), fmt.title, roles=fmt.name not in NO_ROLES)
+        if fmt.name not in VALUES_SAID:
+            plan.notes += values_left_out(plan, back, fmt.title)
     return payload, notes + plan.notes

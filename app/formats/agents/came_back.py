@@ -24,17 +24,41 @@ from app.formats.agents.entities import SHOW
 from app.formats.agents.export import AgentFormat, ExportPlan
 from app.formats.common import FormatError
 from app.formats.rasa_entities import spans_of
-from core.slots import EntitySpan
+from core.slots import EntitySpan, SlotData
 
 
-def written_back(fmt: AgentFormat, written: Any, plan: ExportPlan) -> dict[str, list[EntitySpan]]:
-    """The annotations of each phrase text in the agent an export wrote, as an import reads
-    them (none when it cannot be read back: the import would say why)."""
+def written_back(fmt: AgentFormat, written: Any, plan: ExportPlan) -> SlotData | None:
+    """The annotations, slot values and synonyms of the agent an export wrote, as an import
+    reads them (None when it cannot be read back: the import would say why)."""
     try:
-        parsed = to_parsed(fmt.read(written, plan.language or None), fmt.title)
+        return to_parsed(fmt.read(written, plan.language or None), fmt.title).slots
     except FormatError:
-        return {}
-    return {text: spans_of(parsed.slots.entities, text) for text in parsed.slots.entities}
+        return None
+
+
+def annotations(slots: SlotData) -> dict[str, list[EntitySpan]]:
+    """Each annotated text's spans."""
+    return {text: spans_of(slots.entities, text) for text in slots.entities}
+
+
+def values_left_out(plan: ExportPlan, back: SlotData, title: str) -> list[str]:
+    """A note on the slot book's values and synonyms the written agent does not hold (an
+    entity type the format writes only where its phrases name it: Lex's slot types)."""
+    lost = [
+        f"{entity}: {word!r}"
+        for entity, values in plan.values.items()
+        for value, words in values.items()
+        for word in [value, *words]
+        if word not in back.book.get(entity, [])
+        and word not in back.synonyms.get(entity, {}).get(value, [])
+    ]
+    if not lost:
+        return []
+    article = "an" if title[:1].lower() in "aeiou" else "a"
+    return [
+        f"Left out {len(lost)} slot value(s) and synonym(s): {article} {title} holds the values "
+        f"of the entity types its phrases name: {_shown(lost)}."
+    ]
 
 
 def compare(
