@@ -35,7 +35,7 @@ from app.formats.agents.base import (
     same_or_dumped,
     to_parsed,
 )
-from app.formats.agents.came_back import annotations, compare, values_left_out, written_back
+from app.formats.agents.came_back import compare, spans_by_text, values_left_out, written_back
 from app.formats.agents.entities import entities_of
 from app.formats.agents.export import (
     AgentFormat,
@@ -202,7 +202,7 @@ def write_agent(
     payload = zip_files(new) if fmt.container == "zip" else same_or_dumped(new, original)
     back = written_back(fmt, new, plan) if plan.entities or plan.values else None
     if back is not None:  # what it brings back, read as an import reads the agent
-        plan.notes += compare(plan, annotations(back), fmt.title, roles=fmt.name not in NO_ROLES)
+        plan.notes += compare(plan, spans_by_text(back), fmt.title, roles=fmt.name not in NO_ROLES)
         if fmt.name not in VALUES_SAID:
             plan.notes += values_left_out(plan, back, fmt.title)
     return payload, notes + plan.notes

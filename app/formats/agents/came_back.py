@@ -36,7 +36,7 @@ def written_back(fmt: AgentFormat, written: Any, plan: ExportPlan) -> SlotData |
         return None
 
 
-def annotations(slots: SlotData) -> dict[str, list[EntitySpan]]:
+def spans_by_text(slots: SlotData) -> dict[str, list[EntitySpan]]:
     """Each annotated text's spans."""
     return {text: spans_of(slots.entities, text) for text in slots.entities}
 
