@@ -11,7 +11,7 @@ Example:
     >>> "def nearest_of_hits(" in source and "class Bundle:" in source
     True
     >>> sorted(imported_modules(source))
-    ['argparse', 'collections', 'contextlib', 'hashlib', 'json', 'math', 'numpy', 'onnxruntime', 'pathlib', 'struct', 'sys', 'tempfile', 'threading', 'tokenizers', 'typing', 'zipfile']
+    ['argparse', 'collections', 'contextlib', 'hashlib', 'json', 'math', 'numpy', 'onnxruntime', 'os', 'pathlib', 'struct', 'sys', 'tempfile', 'threading', 'tokenizers', 'typing', 'zipfile']
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1]
 # In order: each part uses only those above it.
-PARTS = ("bundle/layout.py", "portable.py", "bundle/onnx_encoder.py", "bundle/standalone.py")
+PARTS = (
+    "bundle/layout.py",
+    "portable.py",
+    "bundle/onnx_encoder.py",
+    "bundle/inputs.py",
+    "bundle/standalone.py",
+)
 # What predict.py may import besides the standard library.
 THIRD_PARTY = frozenset({"numpy", "onnxruntime", "tokenizers"})
 

@@ -25,16 +25,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import struct
 import sys
 import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from core.bundle.inputs import InputProblem, texts_of
 from core.bundle.layout import BUNDLE_FORMAT, MANIFEST
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.portable import (
@@ -340,24 +342,55 @@ def _safetensors(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+class _Arguments(argparse.ArgumentParser):
+    """argparse, refusing a bad option in one line (exit status 2) as every other refusal."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"predict.py: {message} (python predict.py --help says how to call it)\n")
+
+
+def _threads(value: str) -> int:
+    """``--threads``: a whole number of at least 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            f"--threads takes a whole number of at least 1, not {value!r}"
+        )
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python predict.py [--bundle PATH] [--json] [TEXT ...]`` (no text: one per stdin line)."""
-    parser = argparse.ArgumentParser(description="Predict intents with this bundle.")
+    """``python predict.py [--bundle PATH] [--json] [TEXT ...]`` (no text: one per stdin line).
+    The texts are checked before the bundle loads (:mod:`core.bundle.inputs`); what it cannot
+    use, in the texts or the bundle, is said in one line on stderr, with exit status 2."""
+    parser = _Arguments(description="Predict intents with this bundle.")
     parser.add_argument("texts", nargs="*", help="utterances (default: one per line of stdin)")
     parser.add_argument("--bundle", default=str(Path(__file__).resolve().parent))
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=_threads, default=None)
     args = parser.parse_args(argv)
     try:
-        bundle = Bundle(args.bundle, threads=args.threads)
-    except BundleProblem as exc:  # said in one line, no traceback
+        stdin = sys.stdin.buffer if sys.stdin is not None else open(os.devnull, "rb")  # noqa: SIM115
+        texts = texts_of(args.texts, stdin)
+        rows = Bundle(args.bundle, threads=args.threads).predict(texts)
+    except (BundleProblem, InputProblem) as exc:  # said in one line, no traceback
         print(f"predict.py: {exc}", file=sys.stderr)
         return 2
-    texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    for row in bundle.predict(texts):
-        if args.json:
-            print(json.dumps(row, ensure_ascii=False))
-        else:
-            decision = ", ".join(row["labels"]) or "no intent (out of scope)"
-            print(f"{row['text']}\t{decision}\t(top {row['top']}, score {row['score']:.3f})")
+    except KeyboardInterrupt:
+        print("predict.py: interrupted.", file=sys.stderr)
+        return 130
+    try:
+        for row in rows:
+            if args.json:
+                print(json.dumps(row, ensure_ascii=False))
+            else:
+                decision = ", ".join(row["labels"]) or "no intent (out of scope)"
+                print(f"{row['text']}\t{decision}\t(top {row['top']}, score {row['score']:.3f})")
+        sys.stdout.flush()
+    except BrokenPipeError:  # whoever read the answers stopped (| head): nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
