@@ -358,11 +358,16 @@ def write_any(
             *_kept_left_out(rest, slots, INTENT_FILES),
         ]
     carries, writer = _WRITERS.get(suffix, (TABULAR, _csv))
+    back = None
     if writer is _rasa and kept is not None and kept.format == RASA_FILE:
         payload, notes = _rasa(rows, described, slots, kept.content)
+        try:  # its kept lines carry what the project's do not
+            back = parse_rasa_yaml(payload).slots
+        except FormatError:
+            back = None
     else:
         payload, notes = writer(rows, described, slots)
-    notes += left_out(rows, described, slots, carries) + _kept_left_out(rest, slots, carries)
+    notes += left_out(rows, described, slots, carries, back) + _kept_left_out(rest, slots, carries)
     return _written(p, payload, notes)
 
 

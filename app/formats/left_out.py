@@ -55,9 +55,15 @@ SHOW = 5  # items named in a note
 
 
 def left_out(
-    rows: Iterable[Row], descriptions: Mapping[str, str], slots: SlotData, carries: Carries
+    rows: Iterable[Row],
+    descriptions: Mapping[str, str],
+    slots: SlotData,
+    carries: Carries,
+    back: SlotData | None = None,
 ) -> list[str]:
-    """Notes naming what of a project a format has no place for (see the module docstring)."""
+    """Notes naming what of a project a format has no place for (see the module docstring);
+    ``back``: the slot data of the file written, read back, where that is known (a Rasa file
+    written into the one the project came from carries what its kept lines write too)."""
     rows = list(rows)
     written = rows if carries.unlabelled else [r for r in rows if r.labels]
     notes = []
@@ -93,7 +99,12 @@ def left_out(
         if carries.book
         else sum(1 for s, vs in slots.book.items() for v in vs if (s, v) not in values)
     )
-    templates = sum(1 for n, ts in slots.templates.items() for t in ts if (n, t) not in kept)
+    templates = sum(
+        1
+        for n, ts in slots.templates.items()
+        for t in ts
+        if (n, t) not in kept and (back is None or t not in back.templates.get(n, []))
+    )
     if book or templates:
         notes.append(
             f"Left out {book} slot value(s) and {templates} template(s) that no annotated "
