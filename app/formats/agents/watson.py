@@ -188,6 +188,15 @@ def apply(doc: Any, plan: ExportPlan) -> Any:
         root["counterexamples"] = merge_phrases(
             root.get("counterexamples") or [], _text, counter, _example
         )
+        plan.notes += left_out_note(
+            "entity annotation(s) of counterexamples",
+            [
+                f"{t[s.start : s.end]!r} ({s.entity} in {t[:40]!r})"
+                for t, _ in counter
+                for s in plan.spans(t)
+            ],
+            "a Watson counterexample is its text alone",
+        )
     return new
 
 
