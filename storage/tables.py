@@ -310,6 +310,13 @@ class ModelVersion(Base):
     artifact_size: Mapped[int | None] = mapped_column(Integer, default=None)
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # The retention rule's (app.services.models.retention): pinned, last made active by a person,
+    # last exported; why its files were removed (None: it has them); its int8 copy's bytes.
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    activated_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+    exported_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+    files_removed: Mapped[str | None] = mapped_column(String(200), default=None)
+    int8_size: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
 class TrainingJob(Base):

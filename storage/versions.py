@@ -1,10 +1,13 @@
 """Model versions: register one (optionally making it active in the same transaction), complete
 its record later (:func:`record_metrics`), look one up, list a project's history, activate or roll
-back. Rows are returned detached and fully loaded, so callers read them after the session closes.
+back; what the retention rule reads and records (pinned, activated, exported, files removed,
+the int8 copy's bytes: :mod:`app.services.models.retention`). Rows are returned detached and
+fully loaded, so callers read them after the session closes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import flag_modified
 
-from storage.errors import NotFoundError
-from storage.tables import DatasetVersion, ModelVersion, Project, TrainingJob
+from storage.errors import ConflictError, NotFoundError
+from storage.tables import DatasetVersion, ModelVersion, Project, TrainingJob, utcnow
 
 
 @dataclass(frozen=True)
@@ -129,11 +132,73 @@ def active_version_ids(s: Session) -> set[int]:
     return set(s.scalars(select(column).where(column.is_not(None))))
 
 
+class FilesRemoved(ConflictError):
+    """A version whose files were removed (:attr:`ModelVersion.files_removed`) was asked to
+    serve, or to be kept: it has nothing left to serve or keep."""
+
+
+def locked_project(s: Session, project_id: int) -> Project:
+    """The project's row, locked for this transaction (``SELECT … FOR UPDATE`` on PostgreSQL;
+    SQLite has one writer at a time): what an activation and the retention rule's pass both
+    take first, so the rule never removes the files of a version that became active meanwhile,
+    and an activation never makes active a version whose files it removed."""
+    p = s.get(Project, project_id, with_for_update=True, populate_existing=True)
+    if p is None:
+        raise NotFoundError(f"No project #{project_id}.")
+    return p
+
+
+def _version(s: Session, project_id: int, version_id: int) -> ModelVersion:
+    """The version's row in this session, locked (after the project's: :func:`locked_project`)."""
+    mv = s.get(ModelVersion, version_id, with_for_update=True, populate_existing=True)
+    if mv is None or mv.project_id != project_id:
+        raise NotFoundError(f"No model version {version_id} in this project.")
+    return mv
+
+
 def set_active(s: Session, project_id: int, version_id: int | None) -> None:
-    """Make ``version_id`` the active model (None = back to the frozen base encoder)."""
+    """Make ``version_id`` the active model (None = back to the frozen base encoder), as a
+    person does (a rollback, an activation): recorded on the version (``activated_at``: the
+    retention rule keeps it). Raises :class:`FilesRemoved` for a version with no files."""
+    project = locked_project(s, project_id)
     if version_id is not None:
-        get_version(s, project_id, version_id)
-    _project(s, project_id).active_model_version_id = version_id
+        mv = _version(s, project_id, version_id)
+        if mv.files_removed:
+            raise FilesRemoved(f"v{version_id} cannot be activated: {mv.files_removed}.")
+        mv.activated_at = utcnow()
+    project.active_model_version_id = version_id
+
+
+def set_pinned(s: Session, project_id: int, version_id: int, pinned: bool) -> bool:
+    """Pin (or unpin) a version: a pinned one keeps its files whatever the retention rule says
+    otherwise. Returns whether it changed. Raises :class:`FilesRemoved` when pinning a version
+    that has no files any more."""
+    locked_project(s, project_id)
+    mv = _version(s, project_id, version_id)
+    if pinned and mv.files_removed:
+        raise FilesRemoved(f"v{version_id} cannot be pinned: {mv.files_removed}.")
+    changed = mv.pinned != pinned
+    mv.pinned = pinned
+    return changed
+
+
+def mark_exported(s: Session, project_id: int, version_id: int) -> None:
+    """Record that the version was exported (a bundle of it, or the report while it served):
+    the retention rule keeps its files."""
+    _version(s, project_id, version_id).exported_at = utcnow()
+
+
+def mark_files_removed(s: Session, project_id: int, removed: Mapping[int, str]) -> None:
+    """Record that the versions ``removed`` (id -> why) have no files any more, in the caller's
+    transaction (which holds :func:`locked_project`): from its commit on, nothing reads them."""
+    for version_id, why in removed.items():
+        _version(s, project_id, version_id).files_removed = why
+
+
+def record_int8_size(s: Session, project_id: int, sizes: Mapping[int, int]) -> None:
+    """Record the bytes of the versions' own int8 copies (id -> bytes), once measured."""
+    for version_id, size in sizes.items():
+        _version(s, project_id, version_id).int8_size = size
 
 
 def history(s: Session, project_id: int) -> list[tuple[ModelVersion, str]]:

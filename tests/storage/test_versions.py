@@ -84,3 +84,34 @@ def test_the_serving_stamp_moves_when_another_model_serves_or_the_retrain_goes_o
         assert versions.serving_stamp(s, pid)[1:3] == (v, "1" * 64)
         with pytest.raises(NotFoundError):
             versions.serving_stamp(s, pid + 100)
+
+
+def test_a_persons_activation_is_recorded_and_a_version_with_no_files_is_never_made_active(db):
+    """What the retention rule reads (issue 71 item 4): an activation by a person is recorded on
+    the version (the rule keeps it), a pin is one flag, an export a time; a version marked as
+    having no files is refused as the active one and as a pin, and the project is unchanged."""
+    with db.session() as s:
+        pid = create_project(s, "shop").id
+        old = versions.register_version(s, _new(pid))
+        new = versions.register_version(s, _new(pid), activate=True)
+    with db.session() as s:
+        assert versions.get_version(s, pid, new).activated_at is None  # a retrain promoted it
+        versions.set_active(s, pid, old)
+    with db.session() as s:
+        assert versions.get_version(s, pid, old).activated_at is not None
+        assert versions.set_pinned(s, pid, new, True) is True
+        assert versions.set_pinned(s, pid, new, True) is False  # pinned already
+        versions.mark_exported(s, pid, old)
+        versions.mark_files_removed(s, pid, {new: "its files were removed by the rule"})
+    with db.session() as s:
+        assert versions.get_version(s, pid, old).exported_at is not None
+        with pytest.raises(versions.FilesRemoved, match=f"v{new} cannot be activated: its files"):
+            versions.set_active(s, pid, new)
+    with db.session() as s:
+        assert versions.active_version(s, pid).id == old
+        assert versions.set_pinned(s, pid, new, False) is True  # unpinning one is allowed
+        with pytest.raises(versions.FilesRemoved, match=f"v{new} cannot be pinned"):
+            versions.set_pinned(s, pid, new, True)
+        versions.record_int8_size(s, pid, {old: 1234})
+    with db.session() as s:
+        assert versions.get_version(s, pid, old).int8_size == 1234
