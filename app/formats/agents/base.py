@@ -304,9 +304,13 @@ def _slot_data(
     data = SlotData()
     refused: set[str] = set()
     n = 0
+    odd: list[str] = []  # values and synonyms no slot value can be (a brace, a line break, ...)
     for entity, by_value in values.items():
         if check_slot_name_ok(entity, refused):
             for value, synonyms in by_value.items():
+                kept = is_value(value)  # a value refused takes its synonyms with it
+                lost = [w for w in synonyms if not is_value(w)] if kept else [value, *synonyms]
+                odd += [f"{entity}: {w[:40]!r}" for w in lost]
                 if is_value(value):
                     data.add_value(entity, value, [w for w in synonyms if is_value(w)])
     for row in rows:
@@ -324,6 +328,14 @@ def _slot_data(
             f"Left out the annotations and values of {len(refused)} entity type(s) whose name "
             f"is no slot name here (letters, digits, _ - .): {', '.join(sorted(refused)[:8])} "
             "(the agent keeps them)."
+        )
+    if odd := list(dict.fromkeys(odd)):
+        more = f" and {len(odd) - 8} more" if len(odd) > 8 else ""
+        notes.append(
+            f"Left out of the slot book {len(odd)} entity value(s) and synonym(s) no slot value "
+            "can be, or whose value cannot (empty, a brace or a line break, over 200 "
+            "characters): "
+            f"{', '.join(odd[:8])}{more} (the agent keeps them; other formats leave them out)."
         )
     return _Slots(data, n)
 

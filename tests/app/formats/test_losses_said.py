@@ -8,6 +8,7 @@ rest of a kept agent in another format."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -141,3 +142,30 @@ def test_the_rest_of_a_kept_agent_is_named_by_an_export_to_another_kind_of_file(
         "model: flows, responses, entity types and the like): CSV and JSONL files have no place "
         "for it; an export to a Dialogflow CX agent writes it back."
     ) in notes
+
+
+def test_an_agents_values_no_slot_value_can_be_are_named_on_import():
+    """A value with a brace or a line break, or over 200 characters, is no slot value here: it
+    (and its synonyms) was left out of the slot book without a word (the agent keeps it, every
+    other format lost it)."""
+    skill = {
+        "intents": [{"intent": "order", "examples": [{"text": "order a pizza"}]}],
+        "entities": [
+            {
+                "entity": "code",
+                "values": [
+                    {"type": "synonyms", "value": "A{1}", "synonyms": ["ok"]},
+                    {"type": "synonyms", "value": "B2", "synonyms": ["x" * 201]},
+                ],
+            }
+        ],
+        "counterexamples": [],
+    }
+    parsed = read_any(json.dumps(skill).encode(), suffix=".json")
+    assert parsed.slots.book == {"code": ["B2"]}
+    assert (
+        "Left out of the slot book 3 entity value(s) and synonym(s) no slot value can be, or "
+        "whose value cannot (empty, a brace or a line break, over 200 characters): code: 'A{1}', "
+        "code: 'ok', code: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' (the agent keeps them; "
+        "other formats leave them out)."
+    ) in parsed.notes
