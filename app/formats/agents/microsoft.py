@@ -135,7 +135,27 @@ def luis_read(doc: Any, language: str | None = None) -> AgentDoc:
     )
     culture = doc.get("culture")
     lang = pick_language(language, culture if isinstance(culture, str) else "", [], problems)
-    return AgentDoc(intents, lang, problems=problems, values=luis_values(doc))
+    nested = sum(_children(e) for u in doc.get("utterances") or [] for e in _labels(u))
+    notes = (
+        [
+            f"Kept {nested} nested entity label(s) (a machine-learned entity's children) with "
+            "the app only: an export to LUIS writes them back, other formats leave them out."
+        ]
+        if nested
+        else []
+    )
+    return AgentDoc(intents, lang, notes, problems=problems, values=luis_values(doc))
+
+
+def _labels(u: Any) -> list[Any]:
+    found = u.get("entities") if isinstance(u, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def _children(label: Any) -> int:
+    """How many labels a LUIS label holds inside it, at any depth."""
+    found = label.get("children") if isinstance(label, dict) else None
+    return sum(1 + _children(c) for c in found) if isinstance(found, list) else 0
 
 
 def luis_skeleton(name: str) -> dict[str, Any]:
