@@ -261,3 +261,17 @@ def serving_stamp(s: Session, project_id: int) -> tuple[Any, ...]:
     ).one_or_none()
     left = () if job is None else (*job[:5], None if job[5] is None else round(job[5] / 10))
     return (project_id, *row, *left)
+
+
+def withdraw(s: Session, project_id: int, version_id: int, back_to: int | None) -> bool:
+    """Send the project back to ``back_to`` (None: the frozen base encoder) when ``version_id``
+    is still its active version: a retrain's version that its measurement on the whole test
+    split says lost (issue 71 item 3). False when someone activated another meanwhile (theirs
+    stays)."""
+    project = _project(s, project_id)
+    if project.active_model_version_id != version_id:
+        return False
+    if back_to is not None and s.get(ModelVersion, back_to) is None:
+        back_to = None
+    project.active_model_version_id = back_to
+    return True

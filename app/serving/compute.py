@@ -23,6 +23,11 @@ GPU, else the CPU). What is cheap there decides:
 * **the cores a worker leaves the app**: on a CPU a worker beside the app runs at a lower
   priority and computes on one thread fewer while someone uses the app, so a key or a one-text
   prediction never waits for a retrain; on a GPU the worker's work is the GPU's;
+* **what a first version's gate measures** (issue 71 item 3): on a CPU a sample of
+  :attr:`ComputeBudget.gate_sample` test questions stratified by intent, compared with the
+  active version question by question, so the first version's wait does not grow with the test
+  split (the whole split is measured for the record once training ends); on a GPU, where it
+  costs a second, the whole split;
 * **the pause before an automatic retrain**: 10 s without a label on a CPU (a retrain takes
   both cores for a minute), 3 s on a GPU (seconds of training, no key slowed), and how often
   the worker looks (:attr:`ComputeBudget.auto_quiet_s`);
@@ -107,6 +112,8 @@ class ComputeBudget:
             by default (the setting ``auto``), after its version serves.
         first_pass_pairs: the most (anchor, positive) pairs a retrain's first pass trains on
             before its first version is measured and serves (:meth:`first_pass`).
+        gate_sample: how many test questions a checkpoint's gate measures before it serves
+            (None: the whole test split).
         shares_cores: whether a training worker beside the app computes on the cores its
             requests need (a CPU): it then runs at a lower priority and leaves a core while
             someone uses the app (:mod:`app.worker.cpu_share`).
@@ -126,6 +133,7 @@ class ComputeBudget:
     warm_up_steps: int
     held_out_calibration: bool = False
     first_pass_pairs: int = 1024
+    gate_sample: int | None = 1000
     shares_cores: bool = True
     auto_quiet_s: float = 10.0
     auto_poll_s: float = 2.0
@@ -185,6 +193,7 @@ def budget_for(device: str) -> ComputeBudget:
             warm_up_steps=4,
             held_out_calibration=True,
             first_pass_pairs=8192,
+            gate_sample=None,
             shares_cores=False,
             auto_quiet_s=3.0,
             auto_poll_s=0.5,

@@ -54,9 +54,10 @@ def load_int8(folder: Path) -> OnnxEncoder:
     """The int8 ONNX encoder of a version's ``onnx/`` folder, as the live pool serves it (one
     of the server's shared encoder turns, no spinning threads)."""
     from core.bundle.onnx_encoder import OnnxEncoder
+    from core.bundle.onnx_shared import model_bytes
     from core.encoding.fair_share import SHARED
 
-    return OnnxEncoder(folder, allow_spinning=False, turns=SHARED)
+    return OnnxEncoder(folder, allow_spinning=False, turns=SHARED, model=model_bytes(folder))
 
 
 def serves_int8(

@@ -128,7 +128,11 @@ class Models:
         with self._lock:
             if key not in self._int8:
                 try:
+                    from core.bundle.onnx_shared import shared
                     from core.training import load_label_encoder
+
+                    if shared(folder) is not None:  # its base copy's weights, fetched if need be
+                        self.artifacts.path(base_int8_rel(mv.base_encoder))
 
                     copy = load_int8(folder)
                     copy.anchors = load_label_encoder(path, self.device)

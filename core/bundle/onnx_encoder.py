@@ -46,6 +46,8 @@ class OnnxEncoder:
 
     ``anchors``: as :attr:`core.encoding.registry.Encoder.anchors` (the int8 copy of an old
     version with a separate label encoder embeds its anchors with that label encoder).
+    ``model``: the graph's bytes, when the folder's file is not the whole graph (a version's
+    copy that shares its base copy's weights: :mod:`core.bundle.onnx_shared`).
     """
 
     anchors: Encoder | None = None
@@ -58,6 +60,7 @@ class OnnxEncoder:
         allow_spinning: bool = True,
         load_model: bool = True,
         turns: Turns | None = None,
+        model: bytes | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
@@ -93,7 +96,7 @@ class OnnxEncoder:
                 opts.intra_op_num_threads = threads
                 opts.inter_op_num_threads = 1
             self._session = ort.InferenceSession(
-                str(folder / self.model_file),
+                model if model is not None else str(folder / self.model_file),
                 sess_options=opts,
                 providers=["CPUExecutionProvider"],
             )

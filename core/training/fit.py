@@ -37,7 +37,7 @@ from core.training.loop import (
     seed_everything,
 )
 from core.training.model_io import TrainedModel
-from core.training.pairs import Labels, anchor_positive_batches, check_trainable
+from core.training.pairs import Labels, anchor_positive_batches, check_trainable, focus_batches
 from core.training.precision import bf16_on
 from core.training.prefix import PrefixStates, cached_prefix
 from core.training.tokens import TokenBank
@@ -84,6 +84,14 @@ def _fast_batches(
     return [Batch([[texts[a] for a, _ in b], [texts[p] for _, p in b]]) for b in idx_batches]
 
 
+# A run that continues a tuned encoder with what changed (:func:`focus_batches`): the passes over
+# the new and changed labels, and its peak rate as a share of the recipe's. Chosen by
+# bench/continue_active.py (bench/RESULTS.md, "A first version that continues from the active
+# one").
+CONTINUE_PASSES = 4
+CONTINUE_LR_SHARE = 0.5
+
+
 def _base_copy(base: str, device: str) -> SentenceTransformer:
     """The model to train: a deep copy of the process's ``base`` encoder
     (:func:`core.encoding.registry.load_encoder`, read from disk once per process and shared
@@ -94,7 +102,21 @@ def _base_copy(base: str, device: str) -> SentenceTransformer:
     return copy.deepcopy(load_encoder(base, device=device).model)
 
 
-def stages(texts: Sequence[str], labels: Labels, config: TrainConfig) -> list[list[Batch]]:
+def _focus_stage(
+    texts: Sequence[str], labels: Labels, focus: Sequence[int], config: TrainConfig
+) -> list[Batch]:
+    batches = focus_batches(
+        labels, focus, config.seed, batch_size=config.batch_size, passes=CONTINUE_PASSES
+    )
+    return [Batch([[texts[a] for a, _ in b], [texts[p] for _, p in b]]) for b in batches]
+
+
+def stages(
+    texts: Sequence[str],
+    labels: Labels,
+    config: TrainConfig,
+    focus: Sequence[int] | None = None,
+) -> list[list[Batch]]:
     """The run's batches in stages, each trained on a schedule of its own (a linear warm-up,
     then a decay to 0) and scored at its end: a **first pass** over the labelled utterances
     (every utterance an anchor once, at most ``config.first_pass`` steps of it), then the
@@ -112,7 +134,15 @@ def stages(texts: Sequence[str], labels: Labels, config: TrainConfig) -> list[li
         [4, 32]
         >>> [len(s) for s in stages(["x"] * 32, labels, TrainConfig(batch_size=2, first_pass=0))]
         [64]
+
+    With ``focus`` (a run that continues a tuned encoder), one stage: the focus utterances'
+    :data:`CONTINUE_PASSES` passes (:func:`core.training.pairs.focus_batches`).
+
+        >>> [len(s) for s in stages(["x"] * 32, labels, TrainConfig(batch_size=4), focus=[0, 2])]
+        [4]
     """
+    if focus is not None:
+        return [_focus_stage(texts, labels, focus, config)]
     if config.first_pass == 0:
         return [_fast_batches(texts, labels, config, config.epochs)]
     first = _fast_batches(texts, labels, config, 1)
@@ -133,7 +163,12 @@ def _start_copy(start: SentenceTransformer, device: str) -> SentenceTransformer:
     return model
 
 
-def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | None = None) -> int:
+def planned_steps(
+    texts: Sequence[str],
+    labels: Labels,
+    config: TrainConfig | None = None,
+    focus: Sequence[int] | None = None,
+) -> int:
     """The optimiser steps :func:`train_encoder` takes on these utterances, without a model:
     what a job's progress weighs its training by before it starts.
 
@@ -142,11 +177,15 @@ def planned_steps(texts: Sequence[str], labels: Labels, config: TrainConfig | No
         >>> planned_steps(["x"] * 32, labels, TrainConfig(batch_size=2, epochs=1))
         16
     """
-    return sum(len(s) for s in stages(texts, _normalise_labels(labels), config or TrainConfig()))
+    cfg = config or TrainConfig()
+    return sum(len(s) for s in stages(texts, _normalise_labels(labels), cfg, focus))
 
 
 def checkpoint_steps(
-    texts: Sequence[str], labels: Labels, config: TrainConfig | None = None
+    texts: Sequence[str],
+    labels: Labels,
+    config: TrainConfig | None = None,
+    focus: Sequence[int] | None = None,
 ) -> list[int]:
     """The steps at which :func:`train_encoder` hands a checkpoint over (each stage's end).
 
@@ -156,7 +195,7 @@ def checkpoint_steps(
         [16, 48]
     """
     ends, done = [], 0
-    for stage in stages(texts, _normalise_labels(labels), config or TrainConfig()):
+    for stage in stages(texts, _normalise_labels(labels), config or TrainConfig(), focus):
         done += len(stage)
         ends.append(done)
     return ends
@@ -201,6 +240,7 @@ def train_encoder(
     device: str | None = None,
     checkpoint: CheckpointFn | None = None,
     start: SentenceTransformer | None = None,
+    focus: Sequence[int] | None = None,
 ) -> TrainedModel:
     """Train a task-specialised encoder from labelled utterances.
 
@@ -220,6 +260,10 @@ def train_encoder(
             training waits for it. What it raises ends the run (``TrainingCancelled`` too).
         start: the model training starts from (a copy of it: an earlier version of ``base``
             tuned already, say); default: the process's ``base`` encoder.
+        focus: with ``start``, a continuation: the indices of the utterances whose labels are
+            new or changed since ``start`` was trained; one stage of
+            :data:`CONTINUE_PASSES` passes over them, each batch filled with other intents'
+            examples (:func:`stages`), at :data:`CONTINUE_LR_SHARE` of the recipe's rate.
 
     Returns:
         The :class:`TrainedModel` (call ``.save(dir)`` or ``.encoder()``).
@@ -253,8 +297,11 @@ def train_encoder(
         config.check_layers(getattr(_transformer(model).config, "num_hidden_layers", None))
         _freeze(model, config.freeze_embeddings, config.resolved_freeze_layers)
 
-    plan = stages(texts, labels, config)
+    if focus is not None and start is None:
+        raise ValueError("A continuation (focus) needs the tuned model it starts from.")
+    plan = stages(texts, labels, config, focus)
     steps = sum(len(stage) for stage in plan)
+    lr = config.resolved_lr * (CONTINUE_LR_SHARE if focus is not None else 1.0)
     if steps == 0:
         raise ValueError("The labelled data yields no training pairs.")
     _stop_if_asked(should_cancel, "planning the batches")
@@ -286,7 +333,7 @@ def train_encoder(
                 loss,
                 stage,
                 total_steps=len(stage),
-                lr=config.resolved_lr,
+                lr=lr,
                 warmup=config.warmup,
                 weight_decay=config.weight_decay,
                 progress=_whole_run(progress, done, len(stage), steps, t0),

@@ -94,4 +94,75 @@ def anchor_positive_batches(
     return batches
 
 
-__all__ = ["anchor_positive_batches", "check_trainable", "positive_pairs"]
+def focus_batches(
+    labels: Labels,
+    focus: Sequence[int],
+    seed: int,
+    *,
+    batch_size: int,
+    passes: int = 1,
+) -> list[list[tuple[int, int]]]:
+    """Class-disjoint batches for a run that continues a tuned encoder with what changed: every
+    ``focus`` utterance (a new or changed label) is an anchor once per pass, at most half of
+    each batch; the rest of the batch replays one anchor of each of as many other intents as
+    fit, drawn at random, so the new labels are contrasted with the whole label set and the
+    space around them does not drift (bench/RESULTS.md, "A first version that continues from
+    the active one").
+
+    Example:
+        >>> labels = [("a",), ("a",), ("b",), ("b",), ("c",), ("c",)]
+        >>> [sorted(b) for b in focus_batches(labels, [0], seed=0, batch_size=4)]
+        [[(0, 1), (3, 2), (5, 4)]]
+    """
+    if batch_size < 2:
+        raise ValueError(f"batch_size must be >= 2, got {batch_size}.")
+    sets = [frozenset(lab) for lab in labels]
+    rng = random.Random(seed)
+    partners: dict[int, list[int]] = defaultdict(list)
+    for i, j in positive_pairs(labels):
+        partners[i].append(j)
+        partners[j].append(i)
+    by_intent: dict[str, list[int]] = defaultdict(list)
+    for a in sorted(partners):
+        for name in sets[a]:
+            by_intent[name].append(a)
+    anchors = [a for a in dict.fromkeys(focus) if a in partners]
+    chosen = set(anchors)  # replay draws other utterances where an intent has them
+    half = max(1, batch_size // 2)
+    batches: list[list[tuple[int, int]]] = []
+    for _ in range(passes):
+        order = anchors[:]
+        rng.shuffle(order)
+        open_batches: list[tuple[list[tuple[int, int]], set[str]]] = []
+        for a in order:
+            p = rng.choice(partners[a])
+            used = sets[a] | sets[p]
+            for batch, seen in open_batches:
+                if len(batch) < half and not (seen & used):
+                    batch.append((a, p))
+                    seen |= used
+                    break
+            else:
+                open_batches.append(([(a, p)], set(used)))
+        for batch, seen in open_batches:
+            others = sorted(by_intent)
+            rng.shuffle(others)
+            for name in others:
+                if len(batch) >= batch_size:
+                    break
+                if name in seen:
+                    continue
+                a = rng.choice([i for i in by_intent[name] if i not in chosen] or by_intent[name])
+                p = rng.choice(partners[a])
+                used = sets[a] | sets[p]
+                if seen & used:
+                    continue
+                batch.append((a, p))
+                seen |= used
+            if len(batch) >= 2:
+                batches.append(batch)
+    rng.shuffle(batches)
+    return batches
+
+
+__all__ = ["anchor_positive_batches", "check_trainable", "focus_batches", "positive_pairs"]

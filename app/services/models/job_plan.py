@@ -106,6 +106,7 @@ class JobPlan:
         held_out_texts: int = 0,
         checkpoints: Sequence[int] = (),
         later_evaluate: int = 0,
+        recorded: int = 0,
     ) -> JobPlan:
         """The plan of a retrain of ``steps`` optimiser steps of ``batch_size``, encoding
         ``to_evaluate`` utterances to evaluate (every encoder's that the cache lacks), checking
@@ -114,7 +115,9 @@ class JobPlan:
         encoders that encode ``held_out_texts`` utterances in all (0: no held-out calibration).
         ``checkpoints``: the steps at which the training's stages end (an anytime retrain:
         the first pass, then the whole run), each saved, evaluated and served; a later one
-        encodes ``later_evaluate`` utterances (its own: the others' are known by then)."""
+        encodes ``later_evaluate`` utterances (its own: the others' are known by then);
+        ``recorded``: the utterances the version that serves then encodes to be measured on
+        the whole test split for the record (0: its gate measured all of it)."""
         queue = max(0, unlabelled) * SECONDS["served_text"]
         step = max(1, batch_size) * SECONDS["step_pair"]
         ends = [e for e in checkpoints if 0 < e < steps] + [max(1, steps)]
@@ -133,6 +136,8 @@ class JobPlan:
                 # copy's after it (registering) when there is one, else the last checkpoint's
                 Segment("serving", SECONDS["serving"] + (queue if last and not parity else 0.0)),
             ]
+        if recorded:
+            segments.append(Segment("evaluating", recorded * SECONDS["evaluated_text"]))
         segments += [
             Segment("int8", (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0),
             Segment("registering", SECONDS["registering"] + (queue if parity else 0.0)),

@@ -30,12 +30,14 @@ from app.serving.pools import ProjectPool
 from core.bundle import write_bundle
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
 from core.encoding.anchor_encoder import anchor_encoder_of
+from core.bundle.onnx_shared import materialise
 from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder
 from core.evaluation.oos import in_scope_labels
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR
 from storage import versions
+from core.training.model_io import full_artifact
 from storage.datasets import snapshot
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
@@ -228,12 +230,14 @@ def _encoder(
     """The encoder a bundle of the version carries (see :func:`export_bundle`)."""
     mv: ModelVersion | None = row["row"]
     fp32 = live.models.encoder_for_version(mv, row["base"])
-    if not int8:
-        return _Encoder(cast(CachedEncoder, fp32), _fp32_graph(fp32, row["dir"], tmp), row["dir"])
+    if not int8:  # a version that stores only its tuned layers travels whole
+        folder = None if row["dir"] is None else full_artifact(row["dir"], tmp / "full")
+        return _Encoder(cast(CachedEncoder, fp32), _fp32_graph(fp32, folder, tmp), folder)
     onnx_only = row["dir"] is not None  # a tuned version's fp32 weights stay home
     copy = live.models.int8_copy(mv)
-    if copy is not None:  # the copy the app serves (or would, on a CPU with int8 on)
-        return _Encoder(copy, {"onnx": copy.folder}, None, onnx_only, copy.config.get("variant"))
+    if copy is not None:  # the copy the app serves (or would, on a CPU with int8 on), whole
+        whole = materialise(copy.folder, tmp / "onnx-whole")
+        return _Encoder(copy, {"onnx": whole}, None, onnx_only, copy.config.get("variant"))
     from core.bundle.onnx import export_onnx
 
     texts = [r.text for r in pool_rows]

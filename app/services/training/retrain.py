@@ -43,8 +43,13 @@ from typing import Any
 from app.project_settings import as_encoded, stored_settings
 from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
 from app.services.training.retrain_checkpoints import Checkpoints, resumed_version, save
+from app.services.training.retrain_continue import (
+    continuation,
+    continue_active,
+    continued_steps,
+)
 from app.services.training.retrain_int8 import int8_copy, int8_plan
-from app.services.training.retrain_measure import Evaluation, Known, plan, to_encode
+from app.services.training.retrain_measure import Evaluation, Known, gate_sample, plan, to_encode
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE, checkpoint_words, register
 from app.services.training.retrain_state import (
     EvalProgress,
@@ -60,8 +65,10 @@ from core.multilabel.rule import is_multilabel
 from core.training import (
     TrainConfig,
     TrainingCancelled,
+    TrainProgress,
     checkpoint_steps,
     method_title,
+    planned_steps,
     train_encoder,
     trainable,
 )
@@ -108,7 +115,6 @@ def snapshot(
     the frozen base and the active version as they serve, which the new version is compared
     with (the base encoder is read here when the process has not kept it)."""
     with run.live.db.write(WriteLock.project(project_id)) as s:
-        jobs.mark_labels(s, run.job_id, last_label_event(s, project_id))
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
         base, settings = project.base_encoder, stored_settings(project.name, project.settings)
@@ -116,6 +122,10 @@ def snapshot(
         rows = as_encoded(snapshot_rows(dv), settings)
         active = active_version(s, project_id)
         dataset_id, dataset_hash = dv.id, dv.content_hash
+        # last: the job's row is locked only as this commits (its beats, a hand-back wait not)
+        jobs.mark_labels(s, run.job_id, last_label_event(s, project_id))
+    if run.reporter.should_cancel():  # a stop as the data was read: before the encoders load
+        raise TrainingCancelled("cancelled while preparing the data")
     train_rows = EvalData.from_rows(rows)  # labelled rows only: what the encoder is tuned on
     multi = is_multilabel(train_rows.train_labels)
     snap = Snapshot(
@@ -143,19 +153,25 @@ def train(
     snap: Snapshot,
     cfg: TrainConfig,
     checkpoints: Checkpoints | None = None,
+    offset: int = 0,
 ) -> Trained:
     """The ``train`` phase: the base encoder (the process's, kept between jobs and warmed when
     the worker started, :mod:`app.services.training.retrain_warm`) copied and tuned on the
     snapshot's trainable rows (:func:`core.training.train_encoder`); ``checkpoints`` saves,
     measures and serves each stage's end as it comes (the first pass, then the whole run:
-    :mod:`app.services.training.retrain_checkpoints`)."""
+    :mod:`app.services.training.retrain_checkpoints`). ``offset``: the job's steps trained
+    before this run (a continuation's): its progress counts on from them."""
     fit = snap.fit
-    # a warm-up under way finishes first (the two never share the device); a stop ends the wait
-    wait_until_warm(should_cancel=run.reporter.should_cancel)
     ends = checkpoint_steps(fit.texts, fit.labels, cfg)
-    first = f", a first version after step {ends[0]} of {ends[-1]}" if len(ends) > 1 else ""
+    if offset:
+        what = f"the whole recipe from the base encoder behind it ({ends[-1]} steps)"
+    elif len(ends) > 1:
+        what = f"a first version after step {ends[0]} of {ends[-1]}"
+    else:
+        what = ""
     run.reporter.log(
-        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances{first}",
+        f"training {method_title(cfg.method)} ({cfg.method}) on {len(fit.texts)} utterances"
+        + (f", {what}" if what else ""),
         phase=TRAINING,
     )
     if fit.left_out:
@@ -166,13 +182,24 @@ def train(
         fit.texts,
         fit.labels,
         cfg,
-        progress=run.reporter.progress,
+        progress=_after(run.reporter.progress, offset),
         should_cancel=run.reporter.should_cancel,
         device=run.device,
         checkpoint=checkpoints,
     )
     steps = int(model.stats.get("steps") or 0)
     return Trained(model, time.monotonic() - started, steps, steps)
+
+
+def _after(progress: Any, offset: int) -> Any:
+    """A run's progress as the job's: its steps after the ``offset`` trained before it."""
+    if not offset:
+        return progress
+
+    def report(p: TrainProgress) -> None:
+        progress(replace(p, step=p.step + offset, total=p.total + offset))
+
+    return report
 
 
 def _others(run: RetrainRun, snap: Snapshot) -> Known:
@@ -219,22 +246,36 @@ def run_retrain(
     budget = run.budget
     snap = snapshot(run, project_id, head_options, trigger=trigger)
     cfg = budget.first_pass(cfg)  # how long the first pass may train on this device
+    resumed = resumed_version(run, project_id, job) if job is not None else None
+    if anytime:  # someone waits on the app: a first version as soon as it can serve
+        snap = replace(
+            snap,
+            sample=gate_sample(snap.data, budget.gate_sample, seed=project_id),
+            continued=continuation(run, snap, cfg) if resumed is None else None,
+        )
     int8 = int8_plan(run, snap)  # what the version records of its int8 copy at first
     calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
     extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
     run.reporter.plan(plan(run, cfg, snap, bool(int8.get("pending")), extra_steps, anytime))
     if run.reporter.should_cancel():
         raise TrainingCancelled("cancelled while preparing the data")
-    resumed = resumed_version(run, project_id, job) if job is not None else None
     checkpoints = Checkpoints(run, snap, int8, calibration, anytime=anytime, resumed=resumed)
     try:
-        train(run, snap, cfg, checkpoints)
+        # a warm-up under way finishes first (the two never share the device); a stop ends it
+        wait_until_warm(should_cancel=run.reporter.should_cancel)
+        if snap.continued is not None:
+            steps = continued_steps(snap, cfg)
+            checkpoints.total = steps + planned_steps(snap.fit.texts, snap.fit.labels, cfg)
+            continue_active(run, snap, cfg, checkpoints)
+            checkpoints.offset = steps
+        train(run, snap, cfg, checkpoints, offset=checkpoints.offset)
     except TrainingCancelled as exc:
         if checkpoints.served is None:
             raise
         raise Kept(checkpoints.served.version_id, _kept(run.reporter, checkpoints.served)) from exc
     finally:
         checkpoints.remove_superseded()
+    checkpoints.record()  # the whole test split, when the gate measured a sample
     served, measured = checkpoints.served, checkpoints.best
     assert served is not None, "the last checkpoint is always measured"
     if measured is None:  # handed back while improving, and no checkpoint since did better

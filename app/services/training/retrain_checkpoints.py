@@ -1,12 +1,19 @@
-"""An anytime retrain's checkpoints (issue 63): each stage's end of the training
-(:func:`core.training.fit.stages`: the first pass, then the whole run) is saved, measured and
-served while training goes on, in the training thread (training waits for it).
+"""An anytime retrain's checkpoints (issues 63 and 71): the continuation of the active version
+with the new labels (its first version, when the project has one), then each stage's end of the
+training from the base encoder (:func:`core.training.fit.stages`: the first pass, then the whole
+run) is saved, measured and served while training goes on, in the training thread (training
+waits for it).
 
 The first checkpoint that the job measures registers the job's version (:func:`serve`): when it
-passes the promotion gate it answers from then on, seconds after the request on a first pass
-of one epoch. A later one moves the version to itself only when it measures better (the
-primary metric, on the same rows); else it is discarded and the version keeps the checkpoint it
-has. Only what changed is measured: the frozen base's and the active version's numbers on
+passes the promotion gate it answers from then on. A later one moves the version to itself only
+when it measures better (the primary metric, on the same rows); else it is discarded and the
+version keeps the checkpoint it has. A from-base first pass is not measured once a continuation
+serves (it cannot beat it: bench/RESULTS.md). Checkpoints are measured on the gate's rows
+(:attr:`Snapshot.gate_data`: on a CPU a sample of the test split, stratified by intent, paired
+with the active version question by question), so a first version's wait does not grow with the
+test split; once training ends the version that serves is measured on the whole split for the
+record (:meth:`Checkpoints.record`), and goes back to the version before it if the whole split
+says it lost. Only what changed is measured: the frozen base's and the active version's numbers on
 these rows are read from the evaluations already measured (:mod:`app.serving.eval_memo`), and
 each checkpoint's vectors are new (every layer above the frozen ones moved).
 
@@ -18,14 +25,23 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from app.services.training.retrain_measure import Measured, measure
-from app.services.training.retrain_serve import checkpoint_words, serve
+from app.services.training.retrain_serve import (
+    checkpoint_words,
+    serve,
+    stage_words,
+    verdict,
+    version_metrics,
+)
 from app.services.training.retrain_state import Reporter, RetrainRun, Served, Snapshot, Trained
 from core.encoding.registry import Encoder
 from core.training import TrainConfig, TrainedModel
-from storage.job_phases import SAVING, TRAINING
+from storage.db import WriteLock
+from storage.job_phases import REGISTERING, SAVING, TRAINING
+from storage.versions import record_metrics, withdraw
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +82,27 @@ class Checkpoints:
         self.best: Measured | None = None
         self.config: TrainConfig | None = None  # what trained the checkpoint that serves
         self.superseded: list[str] = []  # artifacts a better checkpoint replaced
+        # the served checkpoint's model, training and frozen states (its record measures it)
+        self.kept: tuple[Encoder, Trained, Any] | None = None
+        self.offset = 0  # steps trained before this run's (the continuation's, before the base's)
+        self.total = 0  # the job's steps in all (0: the run's own)
 
     def __call__(self, checkpoint: Any) -> None:
         """Save, measure and serve one :class:`core.training.fit.Checkpoint`."""
-        step, total = checkpoint.step, checkpoint.total
+        continued = not checkpoint.from_base and self.snap.continued is not None
+        step, total = checkpoint.step + self.offset, self.total or checkpoint.total
         if not (self.anytime or checkpoint.final):
             return
+        if not checkpoint.final and self.continued_serves():
+            self.run.reporter.log(
+                f"a first pass from the base encoder ({checkpoint_words(step, total)}) is not "
+                f"measured: v{self.served.version_id if self.served else '?'} "
+                f"({self.served.stage if self.served else ''}) serves; training goes on",
+                phase=TRAINING,
+            )
+            return
         seconds = float(checkpoint.trained.stats.get("seconds") or 0.0)  # its training alone
-        trained = Trained(checkpoint.trained, seconds, step, total)
+        trained = Trained(checkpoint.trained, seconds, step, total, continued)
         self.run.reporter.log(f"trained {step} of {total} steps in {seconds:.1f} s")
         run, snap = self.run, self.snap
         rel = (
@@ -88,9 +117,10 @@ class Checkpoints:
             run.artifacts.remove(rel)
             self._on(step, total)
             self.run.reporter.log(
-                f"{checkpoint_words(step, total)} measured {_score(measured)}, not better "
-                f"than {self.best_score:.3f}: v{self.served.version_id} keeps "
-                f"{checkpoint_words(self.served.step, self.served.total)}"
+                f"{stage_words(snap, trained) or checkpoint_words(step, total)} measured "
+                f"{_score(measured)}, not better than {self.best_score:.3f}: "
+                f"v{self.served.version_id} keeps "
+                f"{self.served.stage or checkpoint_words(self.served.step, self.served.total)}"
             )
             return
         served = serve(
@@ -110,7 +140,47 @@ class Checkpoints:
         self.served, self.best = served, measured
         self.best_score = measured.new.score
         self.config = checkpoint.trained.config
+        self.kept = (encoder, trained, checkpoint.prefix)
         self._on(step, total)
+
+    def continued_serves(self) -> bool:
+        """The job's version serves its continuation of the active version."""
+        return bool(self.served and self.served.promoted and self.served.stage)
+
+    def record(self) -> Measured | None:
+        """Once training ended: the version that serves measured on the whole test split for
+        the record when its gate measured a sample (the version's metrics become the whole
+        split's; "recorded = served"), and the gate again on them: a version the whole split
+        says lost goes back to the one active before the job (when nobody activated another
+        meanwhile), and the record says so. Returns the measurement the version now records."""
+        best, served, kept = self.best, self.served, self.kept
+        if best is None or served is None or kept is None or not best.sampled:
+            return best
+        run, snap = self.run, self.snap
+        encoder, trained, prefix = kept
+        whole = measure(run, snap, encoder, None, prefix, not trained.continued, data=snap.data)
+        passed, why = verdict(run, snap, whole)
+        run.reporter.log(f"v{served.version_id} on the whole test split: {why}", phase=REGISTERING)
+        stage = served.stage
+        metrics = version_metrics(
+            run, snap, whole, passed, why, self.int8, self.calibration, trained, stage
+        )
+        note = f"{stage}. {why}" if stage else why
+        with run.live.db.write(WriteLock.project(snap.project_id)) as s:
+            record_metrics(s, snap.project_id, served.version_id, metrics.to_dict(), note=note)
+            back = served.promoted and not passed
+            if back:
+                withdraw(
+                    s, snap.project_id, served.version_id, snap.active.id if snap.active else None
+                )
+        if back:
+            before = f"v{snap.active.id}" if snap.active else "the base encoder"
+            run.reporter.log(
+                f"v{served.version_id} kept back on the whole split: {before} serves again"
+            )
+        self.served = replace(served, promoted=served.promoted and passed, why=why, metrics=metrics)
+        self.best = whole
+        return whole
 
     def _on(self, step: int, total: int) -> None:
         """Training goes on after a checkpoint that is not the last (its stretch of the plan)."""

@@ -15,6 +15,7 @@ the reason recorded."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from app.services.models.evaluation import gate
@@ -22,7 +23,8 @@ from app.services.models.int8 import INT8_OFF, export_version_int8
 from app.services.training.retrain_measure import Measured
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE
 from app.services.training.retrain_state import Int8Outcome, Reporter, RetrainRun, Served, Snapshot
-from app.serving.int8 import INT8_DIR, load_int8
+from app.serving.int8 import INT8_DIR, base_int8_rel, load_int8
+from core.bundle.onnx_shared import share
 from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
@@ -70,6 +72,9 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
             )
             if not info.get("passed"):
                 raise _NotKept
+            saved = _share_with_base(run, snap.base, tmp / INT8_DIR, run.artifacts.path(rel))
+            if saved:
+                info["shared_mb"] = round(saved / 1e6, 1)
         copy = run.live.factories.predictor_factory(
             snap.project_id, load_int8(run.artifacts.path(rel) / INT8_DIR), snap.settings
         )
@@ -102,6 +107,16 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
         logged(logger, "the int8 copy of v%s failed", served.version_id)
         words = f"Its int8 copy failed ({type(exc).__name__}: {exc}): fp32 serves."
         return Int8Outcome({"passed": False, "reason": words}, None, words)
+
+
+def _share_with_base(run: RetrainRun, base: str, folder: Path, final: Path) -> int:
+    """Leave out of the copy what the base encoder's int8 copy holds byte for byte (its
+    embeddings and frozen layers: :mod:`core.bundle.onnx_shared`); the bytes saved (0 when the
+    base has no copy here)."""
+    base_folder = run.artifacts.path(base_int8_rel(base)) / INT8_DIR
+    if not base_folder.is_dir():
+        return 0
+    return share(folder, base_folder, final / INT8_DIR)
 
 
 def _stopped(reporter: Reporter, when: str) -> Int8Outcome:

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from app.services.models.evaluation import evaluate_version, evaluation_key, evaluation_memo
 from app.services.models.int8 import PARITY_QUERIES, parity_split
 from app.services.models.job_plan import JobPlan
+from app.services.training.retrain_continue import continued_steps
 from app.services.training.retrain_state import EvalProgress, RetrainRun, Snapshot
 from app.serving.factories import FactoryBuilder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
 from core.evaluation.held_out import HELD_OUT_FOLDS
+from core.evaluation.paired import Paired, paired, stratified_sample
+from core.evaluation.scoring import knn_predict
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR, MultiLabelHead
 from core.retrieval.factory import PredictorFactory
@@ -45,8 +48,11 @@ class Evaluation:
         data: EvalData,
         factories: list[PredictorFactory],
         known: Known | None = None,
+        *,
+        whole: EvalData | None = None,
     ) -> None:
         self.run, self.data = run, data
+        self.whole = whole if whole is not None else data  # the rows ``data`` was drawn from
         self.memo = evaluation_memo(run.live.factories)
         self.encoders = len({fingerprint(f) for f in factories})
         self.total = to_encode(run.live.factories, data, factories, known or [])
@@ -98,6 +104,19 @@ class Evaluation:
         self.scored[key] = result
         return result
 
+    def hits(self, factory: PredictorFactory) -> list[bool]:
+        """Whether ``factory``'s Predictor answers each test question right (its vectors are
+        the embedding cache's by now: it was scored)."""
+        encoder = cast(Encoder, factory.encoder)
+        cache = self.run.live.cache
+        pool = factory.build(
+            self.data.train_texts,
+            self.data.train_labels,
+            vectors=cache.encode(encoder, self.data.train_texts),
+        )
+        tops = knn_predict(pool, cache.encode(encoder, self.data.test_texts))
+        return [top in gold for top, gold in zip(tops, self.data.test_labels, strict=True)]
+
     def keep(self, factory: PredictorFactory, options: dict[str, Any], metrics: Any) -> None:
         """Keep ``metrics`` as ``factory``'s on these rows: what a live evaluation of the
         version (the report's, the Train tab's) then reads instead of measuring again."""
@@ -134,27 +153,36 @@ def plan(
     held_out_steps: int = 0,
     anytime: bool = True,
 ) -> JobPlan:
-    """The job's plan: what each phase has to do, counted before training starts. Each
-    checkpoint's encoder (the first pass's, then the whole run's) encodes every distinct train
-    and test utterance; the frozen base and the active
-    version (``snap.others``) what the cache lacks of theirs; the int8 copy (``int8``:
-    this job builds one) its parity questions, then (when it passes) every utterance again,
-    measured as it will serve; the held-out encoders (``held_out_steps``: 0 when this job
-    calibrates out of scope the quick way) their steps, each then encoding the pool;
-    ``anytime``: every stage's end is measured (else the last one only)."""
-    data, others = snap.data, snap.others
-    new = len({*data.train_texts, *data.test_texts})
+    """The job's plan: what each phase has to do, counted before training starts. A
+    continuation of the active version (``snap.continued``) trains first and is measured; then
+    the whole recipe from the base encoder, whose first pass is not measured after a
+    continuation (else each stage's end is). Each checkpoint's encoder encodes every distinct
+    train utterance and the gate's test questions (:attr:`Snapshot.gate_data`); the frozen base
+    and the active version (``snap.others``) what the cache lacks of theirs; when the gate
+    measured a sample, the version that serves then encodes the rest of the test split for the
+    record; the int8 copy (``int8``: this job builds one) its parity questions, then (when it
+    passes) every utterance again, measured as it will serve; the held-out encoders
+    (``held_out_steps``: 0 when this job calibrates out of scope the quick way) their steps,
+    each then encoding the pool; ``anytime``: every stage's end is measured (else the last one
+    only)."""
+    data, others, rows = snap.data, snap.others, snap.gate_data
+    new = len({*rows.train_texts, *rows.test_texts})
+    every = len({*data.train_texts, *data.test_texts})
     parity = 0
     if int8 and not snap.multi:
         pool, _, queries = parity_split(data, PARITY_QUERIES)
-        parity = len(pool) + len(queries) + new if len(queries) >= 20 and pool else 0
+        parity = len(pool) + len(queries) + every if len(queries) >= 20 and pool else 0
     ends = checkpoint_steps(snap.fit.texts, snap.fit.labels, cfg)
+    first = continued_steps(snap, cfg)
+    # a continuation, then the whole recipe from the base (its first pass unmeasured)
+    checkpoints = [first, first + ends[-1]] if first else ends if anytime else ends[-1:]
     return JobPlan.estimate(
-        steps=ends[-1],
+        steps=first + ends[-1],
         batch_size=cfg.batch_size,
-        to_evaluate=new + to_encode(run.live.factories, data, [f for f, _ in others], others),
-        checkpoints=ends if anytime else ends[-1:],
+        to_evaluate=new + to_encode(run.live.factories, rows, [f for f, _ in others], others),
+        checkpoints=checkpoints,
         later_evaluate=new,
+        recorded=every - new if snap.sample is not None else 0,
         parity=parity,
         unlabelled=snap.unlabelled,
         held_out_steps=held_out_steps,
@@ -173,7 +201,9 @@ def memo_options(options: dict[str, Any]) -> dict[str, Any]:
 @dataclass
 class Measured:
     """The ``measure`` phase's result: the new encoder's metrics as it will serve (its head
-    saved into the artifact), the frozen base's and the active version's on the same rows, the
+    saved into the artifact), the frozen base's and the active version's on the same rows
+    (``data``: the gate's sample of the test split, or all of it), the new one against the
+    active one question by question (``paired``: single-label projects with a test split), the
     seconds it took, and the evaluation (the int8 phase scores the copy in it)."""
 
     new: VersionMetrics
@@ -182,32 +212,46 @@ class Measured:
     factory: PredictorFactory
     evaluation: Evaluation
     seconds: float
+    data: EvalData | None = None
+    paired: Paired | None = None
+
+    @property
+    def sampled(self) -> bool:
+        """Measured on the gate's sample of the test split, not on all of it."""
+        return (
+            self.paired is not None
+            and self.data is not None
+            and self.paired.n < len(self.evaluation.whole.test_texts)
+        )
 
 
 def measure(
     run: RetrainRun,
     snap: Snapshot,
     encoder: Encoder,
-    folder: Path,
+    folder: Path | None,
     prefix: PrefixStates | None = None,
     base_shares_prefix: bool = True,
+    data: EvalData | None = None,
 ) -> Measured:
     """The ``measure`` phase: the new ``encoder`` (the model in memory, whose artifact is being
     written into ``folder``) scored by the Predictor it will serve, and the frozen base and the
     active version (``snap.others``, with their options) read from the evaluations already measured
-    on these rows, or measured when they are not. A multi-label version's head is fitted here
-    and saved into ``folder`` (it is part of the version). ``prefix``: the frozen lower layers'
+    on these rows, or measured when they are not. ``data``: the rows (default: the gate's,
+    :attr:`Snapshot.gate_data`). A multi-label version's head is fitted here
+    and saved into ``folder`` (it is part of the version; None: measured again for the record,
+    the head is there). ``prefix``: the frozen lower layers'
     states its training computed: the new encoder and the base compute only their upper layers
     on them (:class:`core.training.prefix.PrefixedEncoder`: the same vectors, half the work);
-    the base only when ``base_shares_prefix`` (its frozen layers computed them: the training
-    started from the base, not from a tuned version)."""
+    the base only when ``base_shares_prefix`` (its frozen layers computed them)."""
     started = time.monotonic()
+    data = data if data is not None else snap.gate_data
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
     if prefix is not None:
         from core.training.prefix import PrefixedEncoder
 
         encoder = PrefixedEncoder(encoder, prefix)
-        texts = [*snap.data.train_texts, *snap.data.test_texts]
+        texts = [*data.train_texts, *data.test_texts]
         base = cast(Encoder, base_factory.encoder)
         if base_shares_prefix and run.live.cache.missing(base, texts):  # its own copy: other
             # threads may use the process's base
@@ -216,22 +260,26 @@ def measure(
     new_factory = run.live.factories.predictor_factory(snap.project_id, encoder, snap.settings)
     evaluation = Evaluation(
         run,
-        snap.data,
+        data,
         [new_factory, base_factory, ref_factory],
         [(base_factory, base_options), (ref_factory, ref_options)],
+        whole=snap.data,
     )
     run.reporter.log(
-        f"evaluating {evaluation.encoders} encoders on {snap.data.split}: "
+        f"evaluating {evaluation.encoders} encoders on {_rows(data, snap.data)}: "
         f"{evaluation.total:,} utterances to encode",
         phase=EVALUATING,
     )
     evaluation.start()
     new_metrics, head = evaluation.score(new_factory, **snap.options)
-    if head is not None:  # the head is part of the version: written before the rename
+    if head is not None and folder is not None:  # the head is part of the version
         head.save(folder / HEAD_DIR)
     evaluation.keep(new_factory, snap.options, new_metrics)
     base_metrics, _ = evaluation.score(base_factory, remembered=True, **base_options)
     ref_metrics, _ = evaluation.score(ref_factory, remembered=True, **ref_options)
+    pair = None
+    if not snap.multi and data.test_texts:
+        pair = paired(evaluation.hits(new_factory), evaluation.hits(ref_factory))
     return Measured(
         new=new_metrics,
         base=base_metrics,
@@ -239,4 +287,29 @@ def measure(
         factory=new_factory,
         evaluation=evaluation,
         seconds=time.monotonic() - started,
+        data=data,
+        paired=pair,
+    )
+
+
+def _rows(data: EvalData, whole: EvalData) -> str:
+    """What a measurement runs on, for the job's log: "test", or "1,000 of 3,078 test
+    questions"."""
+    if len(data.test_texts) < len(whole.test_texts):
+        return f"{len(data.test_texts):,} of {len(whole.test_texts):,} test questions"
+    return data.split
+
+
+def gate_sample(data: EvalData, size: int | None, seed: int) -> EvalData | None:
+    """The gate's rows when they are fewer than the whole test split (issue 71 item 3): every
+    train row (the pool) and ``size`` test questions stratified by intent
+    (:func:`core.evaluation.paired.stratified_sample`); None when the whole split is no larger
+    (or ``size`` is None: the device measures all of it)."""
+    if size is None or len(data.test_texts) <= size:
+        return None
+    keep = stratified_sample(data.test_labels, size, seed)
+    return replace(
+        data,
+        test_texts=[data.test_texts[i] for i in keep],
+        test_labels=[data.test_labels[i] for i in keep],
     )

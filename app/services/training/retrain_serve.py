@@ -29,7 +29,7 @@ from app.services.training.retrain_state import (
 from app.serving.live import LivePools
 from core.encoding.registry import Encoder
 from core.errors import logged
-from core.evaluation.version_metrics import FP32, INT8
+from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.db import WriteLock
@@ -67,34 +67,11 @@ def serve(
         "registering the version" if current is None else f"v{current.version_id} moves to it",
         phase=SERVING,
     )
-    now = replace(measured.new, encoder=FP32)  # the encoder that serves it from here
-    passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
-    where = "on the GPU" if run.budget.device == "cuda" else "on the CPU"
-    why += f" Measured with the fp32 encoder that serves it {where}."
+    passed, why = verdict(run, snap, measured)
     step, total = trained.step, trained.total
-    metrics = replace(
-        now,
-        base=measured.base,
-        reference={
-            "version": snap.active.id if snap.active else None,
-            "accuracy": measured.reference.accuracy,
-            "macro_f1": measured.reference.macro_f1,
-        },
-        gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE},
-        int8=dict(int8 or {}),
-        oos_calibration=dict(calibration or {}),
-        train_seconds=round(trained.seconds, 1),
-        evaluate_seconds=round(measured.seconds, 1),
-        extra={
-            **now.extra,
-            "steps": step,
-            **({"of_steps": total} if step < total else {}),
-            "device": str(run.budget.device),
-            **({"trigger": snap.trigger} if snap.trigger != "manual" else {}),
-            **({"encode_context": True} if snap.use_context else {}),
-        },
-    )
-    note = why if step >= total else f"{checkpoint_words(step, total)}. {why}"
+    stage = stage_words(snap, trained)
+    metrics = version_metrics(run, snap, measured, passed, why, int8, calibration, trained, stage)
+    note = f"{stage}. {why}" if stage else why
     try:
         sha, size = tree_sha256(run.artifacts.path(rel))
         new = NewVersion(
@@ -123,14 +100,89 @@ def serve(
         raise
     run.live.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
     if active:
-        run.reporter.log(f"v{mv_id} is active: it answers in fp32 {where} ({note_of(step, total)})")
+        said = stage or "fully trained"
+        run.reporter.log(f"v{mv_id} is active: it answers in fp32 {_where(run)} ({said})")
     # the queue's candidates in this space only when it stays: a later checkpoint or an int8
     # copy on its way replaces it in seconds, and the cores are theirs and the app's
     stays = step >= total and not (int8 or {}).get("pending")
     if prepare:
         first_card_vectors(run.live, snap.project_id, queue=stays)
     promoted = passed or (current is not None and current.promoted)
-    return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total)
+    return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total, stage)
+
+
+def _where(run: RetrainRun) -> str:
+    return "on the GPU" if run.budget.device == "cuda" else "on the CPU"
+
+
+def verdict(run: RetrainRun, snap: Snapshot, measured: Measured) -> tuple[bool, str]:
+    """The promotion gate on a measured checkpoint (:func:`app.services.models.evaluation.gate`
+    on the rows it was measured on, against the active version as it serves on the same rows),
+    and its words: which rows, and on a sample the difference question by question with its
+    95 % interval (issue 71 item 3)."""
+    now = replace(measured.new, encoder=FP32)
+    passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
+    if measured.sampled and measured.paired is not None:
+        why += (
+            f" On {measured.paired.n:,} of {len(snap.data.test_texts):,} test questions "
+            f"(stratified by intent): {measured.paired.words()}; the whole split is measured "
+            "for the record once training ends."
+        )
+    return passed, f"{why} Measured with the fp32 encoder that serves it {_where(run)}."
+
+
+def stage_words(snap: Snapshot, trained: Trained) -> str:
+    """What a checkpoint is, for people: "continuing v8 with 23 new labels", "first pass, step
+    25 of 100", or "" (the whole recipe)."""
+    if trained.continued:
+        return snap.continued.words() if snap.continued is not None else "continued"
+    return checkpoint_words(trained.step, trained.total) if trained.step < trained.total else ""
+
+
+def version_metrics(
+    run: RetrainRun,
+    snap: Snapshot,
+    measured: Measured,
+    passed: bool,
+    why: str,
+    int8: dict[str, Any] | None,
+    calibration: dict[str, Any] | None,
+    trained: Trained,
+    stage: str,
+) -> VersionMetrics:
+    """What a version records of a measured checkpoint: its measurement as the fp32 encoder
+    serves it, the frozen base and the active version on the same rows, the gate, its int8
+    copy and out-of-scope calibration so far, its training."""
+    step, total = trained.step, trained.total
+    now = replace(measured.new, encoder=FP32)
+    rows = (
+        {"questions": measured.paired.n, "of_questions": len(snap.data.test_texts)}
+        if measured.sampled and measured.paired is not None
+        else {}
+    )
+    return replace(
+        now,
+        base=measured.base,
+        reference={
+            "version": snap.active.id if snap.active else None,
+            "accuracy": measured.reference.accuracy,
+            "macro_f1": measured.reference.macro_f1,
+        },
+        gate={"passed": passed, "reason": why, "tolerance": PROMOTION_TOLERANCE, **rows},
+        int8=dict(int8 or {}),
+        oos_calibration=dict(calibration or {}),
+        train_seconds=round(trained.seconds, 1),
+        evaluate_seconds=round(measured.seconds, 1),
+        extra={
+            **now.extra,
+            "steps": step,
+            **({"of_steps": total} if step < total else {}),
+            **({"continued": stage} if trained.continued else {}),
+            "device": str(run.budget.device),
+            **({"trigger": snap.trigger} if snap.trigger != "manual" else {}),
+            **({"encode_context": True} if snap.use_context else {}),
+        },
+    )
 
 
 def checkpoint_words(step: int, total: int) -> str:

@@ -68,6 +68,25 @@ class RetrainRun:
 
 
 @dataclass(frozen=True)
+class Continued:
+    """What a retrain's first version continues (issue 71 item 1): the active ``version`` (its
+    id), its tuned model, and the utterances of the training set whose labels are new or
+    changed since it was trained (``focus``: indices into the snapshot's ``fit``), with how
+    many intents it did not know (``new_intents``)."""
+
+    version: int
+    model: Any  # the active version's SentenceTransformer (a copy is trained)
+    focus: tuple[int, ...]
+    new_intents: int = 0
+
+    def words(self) -> str:
+        """ "continuing v8 with 23 new labels" """
+        labels = f"{len(self.focus)} new or changed label{'s' * (len(self.focus) != 1)}"
+        intents = f" ({self.new_intents} new intents)" if self.new_intents else ""
+        return f"continuing v{self.version} with {labels}{intents}"
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What one job trains and is measured on, read in one transaction: the dataset version,
     the project's base encoder and settings, its active version, the rows as the project encodes
@@ -90,6 +109,17 @@ class Snapshot:
     # what the new version is compared with: the frozen base and the active version as they
     # serve, each with the options it is scored with
     others: list[tuple[PredictorFactory, dict[str, Any]]] = field(default_factory=list)
+    # the gate's rows when they are fewer than the whole test split (the compute budget's
+    # sample: app.services.training.retrain_measure.gate_sample); None: all of ``data``
+    sample: EvalData | None = None
+    # the continuation's start: the active version it continues and the new or changed labels
+    # (indices into ``fit``), when its first version continues from it (issue 71 item 1)
+    continued: Continued | None = None
+
+    @property
+    def gate_data(self) -> EvalData:
+        """The rows a checkpoint's gate measures it on: the sample, or the whole data."""
+        return self.sample if self.sample is not None else self.data
 
     @property
     def options(self) -> dict[str, Any]:
@@ -106,6 +136,7 @@ class Trained:
     seconds: float
     step: int = 0
     total: int = 0
+    continued: bool = False  # trained on from the active version (its first version)
 
 
 @dataclass(frozen=True)
@@ -122,6 +153,7 @@ class Served:
     train_seconds: float
     step: int = 0  # the checkpoint it serves (an anytime retrain's first pass, or its end)
     total: int = 0
+    stage: str = ""  # what the checkpoint is, for people ("continuing v8 with 23 new labels")
 
 
 @dataclass(frozen=True)

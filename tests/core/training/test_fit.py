@@ -129,9 +129,57 @@ def test_an_older_convfit_version_still_loads_and_serves(encoder, tmp_path: Path
     assert TrainConfig.from_dict(meta["config"]) == TrainConfig(epochs=2)
 
 
-def test_full_save_load_round_trip(tmp_path: Path) -> None:
+def test_a_tuned_encoder_is_saved_as_the_layers_it_changed_and_loads_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """Issue 71 item 4: a version stores what it changed against its base encoder (MiniLM's
+    three tuned layers, in fp16: 10.6 MB where the whole encoder took 90 MB), and the model in
+    memory after saving is the very one that loads."""
+    from core.encoding.registry import base_fingerprint, load_encoder
+
     trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
     trained.save(tmp_path)
+    meta = read_metadata(tmp_path)
+    assert meta == {
+        "format": 1,
+        "kind": "layers",
+        "method": "convfit",
+        "base_encoder": "minilm",
+        "base_fingerprint": base_fingerprint("minilm"),
+        "precision": "fp16",
+        "config": TrainConfig(epochs=1).to_dict(),
+    }
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    assert size < 12e6, size
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "layers" / "weights.safetensors"), "pt") as f:
+        names = list(f.keys())
+    assert names and all(".layer.3." in n or ".layer.4." in n or ".layer.5." in n for n in names)
+    loaded = load_trained(tmp_path, device="cpu")
+    assert loaded.fingerprint.startswith("convfit@")
+    np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
+    _is_what_loads(trained.saved_encoder(tmp_path), loaded)
+    base = load_encoder("minilm", device="cpu").model.state_dict()  # what it was tuned from
+    assert not all(torch.equal(base[n], loaded.model.state_dict()[n]) for n in base)
+    with pytest.raises(FileExistsError, match="not empty"):
+        trained.save(tmp_path)
+
+
+def test_a_layers_version_of_another_base_is_refused_by_name(tmp_path: Path) -> None:
+    trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
+    trained.save(tmp_path)
+    meta = read_metadata(tmp_path)
+    meta["base_fingerprint"] = "minilm@0000000000000000"
+    (tmp_path / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"tuned from minilm@0000000000000000, but this machine"):
+        load_trained(tmp_path, device="cpu")
+
+
+def test_full_save_load_round_trip(tmp_path: Path) -> None:
+    """The whole encoder (versions before issue 71, and what a bundle carries) loads as it was."""
+    trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
+    trained.save_full(tmp_path)
     meta = read_metadata(tmp_path)
     assert meta == {
         "format": 1,
@@ -143,9 +191,6 @@ def test_full_save_load_round_trip(tmp_path: Path) -> None:
     loaded = load_trained(tmp_path, device="cpu")
     assert loaded.fingerprint.startswith("convfit@")
     np.testing.assert_allclose(loaded.encode(TEXTS), trained.encoder().encode(TEXTS), atol=1e-5)
-    _is_what_loads(trained.saved_encoder(tmp_path), loaded)
-    with pytest.raises(FileExistsError, match="not empty"):
-        trained.save(tmp_path)
 
 
 def _is_what_loads(saved, loaded) -> None:
@@ -199,7 +244,7 @@ def test_loading_refuses_pickles_and_missing_parts(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"model.json is missing"):
         load_trained(tmp_path)
     trained = train_encoder("minilm", TEXTS, LABELS, TrainConfig(epochs=1), device="cpu")
-    trained.save(tmp_path)
+    trained.save_full(tmp_path)
     (tmp_path / "encoder" / "evil.bin").write_bytes(b"x")
     with pytest.raises(ValueError, match=r"Refusing to load pickled weights: evil\.bin"):
         load_trained(tmp_path)

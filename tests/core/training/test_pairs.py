@@ -5,6 +5,7 @@ import pytest
 from core.training.pairs import (
     anchor_positive_batches,
     check_trainable,
+    focus_batches,
     positive_pairs,
 )
 
@@ -34,6 +35,25 @@ def test_anchor_batches_are_class_disjoint_and_cover_every_anchor() -> None:
         assert len(set(intents)) == len(intents)
         assert all(LABELS[a] == LABELS[p] and a != p for a, p in b)
     assert batches == anchor_positive_batches(LABELS, seed=0, batch_size=3, passes=2)
+
+
+def test_a_continuation_trains_on_the_new_labels_with_other_intents_beside_them() -> None:
+    """Issue 71 item 1: each new or changed label is an anchor once a pass, at most half of a
+    batch; the rest of each batch replays other intents (one anchor each), class-disjoint."""
+    labels = [(f"i{i // 4}",) for i in range(40)]  # 10 intents x 4 examples
+    focus = [0, 1, 5, 12]  # two of i0, one of i1, one of i3
+    batches = focus_batches(labels, focus, seed=0, batch_size=6, passes=3)
+    anchors = [a for b in batches for a, _ in b]
+    assert sorted(a for a in anchors if a in focus) == sorted(focus * 3)
+    for b in batches:
+        assert 2 <= len(b) <= 6
+        assert sum(a in focus for a, _ in b) <= 3  # the new labels: at most half of it
+        intents = [labels[a][0] for a, _ in b]
+        assert len(set(intents)) == len(intents)  # every other item a true negative
+        assert all(labels[a] == labels[p] and a != p for a, p in b)
+    replayed = {labels[a][0] for a in anchors if a not in focus}
+    assert len(replayed) >= 5  # other intents than the focus' own
+    assert batches == focus_batches(labels, focus, seed=0, batch_size=6, passes=3)
 
 
 def test_check_trainable_messages() -> None:
