@@ -273,11 +273,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     if args.check:
         return _check_worker(args)
+    from app.worker.stopping import STOP, obey_signals
+
+    settings = load_settings(args.data_dir, args.db_url)
+    # the stop is obeyed from here, before the heavy imports: stopped as it starts, the worker
+    # exits 0 (SIGTERM's default killed it, -15: issue 73 item 12)
+    obey_signals(STOP, settings.stop_grace)
     from app.worker import run_worker
 
     # `kill -USR1 <pid>`: every thread's stack to the worker's log (as serve's)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
-    run_worker(load_settings(args.data_dir, args.db_url))
+    run_worker(settings)
     leave_now()
     return 0
 
@@ -289,15 +295,11 @@ def leave_now() -> None:
     for: issue 64 item 7). Nothing it does needs keeping (every file it writes is written
     under a temporary name and renamed), so the process leaves at once, without the
     interpreter's finalisation, which would abort it with a thread inside torch (exit 134)."""
-    import logging
-
+    from app.worker.stopping import leave
     from core.encoding.exit_gate import NATIVE
 
     NATIVE.close(timeout=1.0)  # a step or a chunk that ends within a second, ends
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 def _check_worker(args: argparse.Namespace) -> int:

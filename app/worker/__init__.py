@@ -30,6 +30,7 @@ from app.serving.factories import FactoryBuilder
 from app.serving.state import ServingState
 from app.worker.auto import watch_labels
 from app.worker.cpu_share import CpuShare, lower_priority, share_policy
+from app.worker.fair_queue import take_turn
 from app.worker.reporter import JobReporter, retrain_run
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
@@ -63,8 +64,8 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
 
     def train_job(job_id: int) -> None:
         serving_state = _worker_context(settings)
-        try:
-            execute_job(serving_state, job_id, STOP, _cpu)
+        try:  # the message wakes the worker: the fairest queued job runs (app.worker.fair_queue)
+            execute_job(serving_state, take_turn(serving_state, job_id, STOP), STOP, _cpu)
         finally:
             release_between_jobs(serving_state)
 

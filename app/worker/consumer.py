@@ -1,11 +1,13 @@
 """Huey's consumer as a worker runs it (``intent-studio worker``): kept for what it does well (its
-worker thread, the queue's reads) with three changes (:class:`Consumer`): its signal handlers are
+worker thread, the queue's reads) with four changes (:class:`Consumer`): its signal handlers are
 the worker's stop (:mod:`app.worker.stopping`; Huey's made SIGTERM an immediate stop that left
 the job's thread inside torch while the interpreter finalised: the job was abandoned and the
-process sometimes aborted with exit 134); its worker logs a queue that does not answer once when
-it goes and once when it is back, not a traceback a second (:class:`QueueReader`); and its
-scheduler, which only serves tasks scheduled for later (this app schedules none), does not poll
-the queue.
+process sometimes aborted with exit 134); its shutdown waits for the job's thread until the
+stop's grace ends, then calls ``overdue`` (the worker hands the job back and leaves), not until
+Huey's shutdown timeout, past which the job stayed running (issue 73 item 12); its worker logs a
+queue that does not answer once when it goes and once when it is back, not a traceback a second
+(:class:`QueueReader`); and its scheduler, which only serves tasks scheduled for later (this app
+schedules none), does not poll the queue.
 
 Huey is imported here, by :func:`app.worker.run_worker` when a worker starts: a job run inline
 never loads this module (issue 59 item 6).
@@ -14,15 +16,14 @@ never loads this module (issue 59 item 6).
 from __future__ import annotations
 
 import logging
-import signal
 import time
-from types import FrameType
+from collections.abc import Callable
 from typing import Any
 
 from huey.consumer import Consumer as HueyConsumer
 from huey.consumer import Scheduler, Worker
 
-from app.worker.stopping import STOP_MARGIN_S, StopRequest
+from app.worker.stopping import STOP_MARGIN_S, StopRequest, obey_signals
 from core.errors import logged, raise_if_bug
 
 logger = logging.getLogger(__name__)
@@ -95,27 +96,38 @@ class Consumer(HueyConsumer):  # type: ignore[misc]
     worker_class = QueueReader
     scheduler_class = NoSchedule
 
-    def __init__(self, huey: Any, *, stop: StopRequest, grace: float, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        huey: Any,
+        *,
+        stop: StopRequest,
+        grace: float,
+        overdue: Callable[[], None] = lambda: None,
+        **kwargs: Any,
+    ) -> None:
         # a job handed back stops at its next check: the join ends within the margin
         super().__init__(huey, shutdown_timeout=grace + STOP_MARGIN_S, **kwargs)
         self.stop_request = stop
         self.grace = grace
+        self.overdue = overdue
 
     def _set_signal_handlers(self) -> None:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._on_signal)
+        obey_signals(self.stop_request, self.grace, then=self._stopping)
 
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        first = not self.stop_request.requested
-        self.stop_request.request(self.grace)
+    def _stopping(self, signum: int) -> None:
         # Huey's main loop sees the signal and stops gracefully: no new job, the running one
         # joined (it ends, or hands itself back, at its next check)
         self._signum, self._restart, self._graceful = signum, False, True
-        if first:
-            logger.warning(
-                "%s: stopping; a running job ends within %.0f s or goes back to the queue",
-                signal.Signals(signum).name,
-                self.grace,
-            )
-        else:
-            logger.warning("%s again: the running job goes back to the queue now", signum)
+
+    def _join_workers(self) -> bool:
+        """The job's thread has until the grace ends (a second signal ends it at once) to end
+        its job or hand it back; still at work then, it is ``overdue``; then Huey's join."""
+        threads = [thread for _, thread in self.worker_threads]
+        while self.stop_request.requested and any(t.is_alive() for t in threads):
+            left = self.stop_request.left() or 0.0
+            if left <= 0:
+                self.overdue()
+                break
+            for thread in threads:
+                thread.join(min(0.25, left))
+        return bool(super()._join_workers())

@@ -10,6 +10,7 @@ stopping worker's job is stopped at the same polls, to be handed back to the que
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from typing import Any
@@ -168,8 +169,12 @@ class JobReporter:
 
     def should_cancel(self) -> bool:
         """Whether the job stops here: cancelled, ended meanwhile, or its worker is stopping
-        and the job would not end within the grace left (:attr:`handing_back`)."""
-        if self.worker_stop is not None and self.worker_stop.hand_back_now(self._read()[1]):
+        and the job would not end within the grace left (:attr:`handing_back`): one still
+        preparing (no phase entered yet) never would (its training is all ahead, and it has
+        made nothing: issue 73 item 12, it waited for the grace's end)."""
+        preparing = self._tracker.phase == ""
+        left = math.inf if preparing else self._read()[1]
+        if self.worker_stop is not None and self.worker_stop.hand_back_now(left):
             self.handing_back = True
             return True
         now = time.monotonic()

@@ -10,6 +10,14 @@ failed. A second signal hands the job back at its next check. The process then j
 threads and exits 0. ``compose.yaml``'s ``stop_grace_period`` for the workers is the grace plus
 :data:`STOP_MARGIN_S`, the longest a job may take from a check to the next one and the exit.
 
+Issue 73 item 12: a job still preparing goes back at its next check (it has all its training
+ahead and has made nothing: :class:`app.worker.reporter.JobReporter`); and a job whose thread is
+still in a step that checks nothing when the grace ends (an encoder loading, a lock waited for,
+a download) is handed back by the worker's main thread, which then leaves at once (:func:`leave`):
+Huey's shutdown timeout (grace + margin) no longer decides, where it left the job running, to be
+failed as lost. The worker obeys the stop from its first moment (:func:`obey_signals`, before
+its heavy imports): stopped as it starts, it exits 0 (it was killed by SIGTERM's default, −15).
+
 Huey's consumer, with this stop as its signal handlers, is :class:`app.worker.consumer.Consumer`
 (a module of its own: a job run inline, ``intent-studio train`` without ``--queue``, loads this
 one and never Huey).
@@ -29,8 +37,14 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
 import threading
 import time
+from collections.abc import Callable
+from types import FrameType
+from typing import NoReturn
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +61,7 @@ class StopRequest:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._deadline: float | None = None
+        self.running: int | None = None  # the job this worker runs now (claimed, not ended)
 
     @property
     def requested(self) -> bool:
@@ -58,6 +73,13 @@ class StopRequest:
         now = time.monotonic()
         with self._lock:
             self._deadline = now + grace if self._deadline is None else now
+
+    def left(self) -> float | None:
+        """The seconds left of the grace (0 once over); None while no stop was asked."""
+        with self._lock:
+            if self._deadline is None:
+                return None
+            return max(0.0, self._deadline - time.monotonic())
 
     def hand_back_now(self, eta: float | None) -> bool:
         """Whether a running job whose time left is ``eta`` seconds (None: not known yet) should
@@ -72,3 +94,40 @@ class StopRequest:
 
 # The process's one stop (a worker process runs one consumer).
 STOP = StopRequest()
+
+
+def obey_signals(
+    stop: StopRequest, grace: float, then: Callable[[int], None] | None = None
+) -> None:
+    """From now on SIGTERM and SIGINT ask ``stop`` (the first starts the ``grace``, a second
+    ends it), then call ``then`` with the signal (Huey's consumer, once it runs, stops taking
+    jobs). ``intent-studio worker`` calls it first thing, the consumer again when it starts."""
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        first = not stop.requested
+        stop.request(grace)
+        if then is not None:
+            then(signum)
+        if first:
+            logger.warning(
+                "%s: stopping; a running job ends within %.0f s or goes back to the queue",
+                signal.Signals(signum).name,
+                grace,
+            )
+        else:
+            logger.warning("%s again: the running job goes back to the queue now", signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+
+
+def leave() -> NoReturn:
+    """Leave the process now with exit 0, its log flushed, without the interpreter's
+    finalisation (a thread inside torch would abort it, exit 134) and without waiting for any
+    thread: a stopped worker's last step (:func:`app.cli.server.leave_now`), and what it does
+    at once once its main thread handed back a job whose thread is still at work (that thread
+    must write nothing more for a job that is queued again)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -101,6 +101,34 @@ def test_a_job_stopped_in_any_phase_ends_or_goes_back_and_is_done_once(
     assert not warming.is_alive()  # a stopped worker's warm-up stops too
 
 
+def test_a_job_stopped_while_it_prepares_goes_back_at_its_next_check(
+    ctx, tiny_encoder, monkeypatch
+) -> None:
+    """Issue 73 item 12: a job preparing when its worker was asked to stop went on until the
+    grace was over (its time left unknown), at load 63 s and more, past Huey's shutdown
+    timeout; it has all its training ahead and has made nothing, so it goes back at its next
+    check (its data read, before the encoders load), long before the grace ends."""
+    make_tiny(ctx, encoder=tiny_encoder)
+    stop = StopRequest()
+    grace = 120.0
+
+    class StoppedAsItStarts(worker.JobReporter):  # SIGTERM as the job was claimed
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            stop.request(grace=grace)
+
+    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
+    monkeypatch.setattr(worker, "JobReporter", StoppedAsItStarts)
+    began = time.monotonic()
+    worker.execute_job(ctx, view.id, stop)
+    took = time.monotonic() - began
+    back = svc.job(ctx.training, view.id)
+    assert back.status == "queued" and "queued again" in back.message, back.log
+    assert "training" not in back.log and took < grace / 4, (took, back.log)
+    assert view.id in ctx.training.enqueue.pending()
+    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+
+
 def test_a_job_waiting_for_the_warm_up_stops_waiting_when_its_worker_stops() -> None:
     """The wait that abandoned jobs: a job waited up to 300 s for the worker's warm-up, which a
     stop did not end (Huey's shutdown timeout fired first, the job was reaped as failed)."""
