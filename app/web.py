@@ -23,8 +23,8 @@ from app.access.actions import UPLOADS
 from app.access.auth import LOCAL, RANK, actor, check_login, session_ok
 from app.limits.store import LimitStore
 from app.perimeter.denied import DeniedCalls
-from app.perimeter.download_gate import DownloadGate
 from app.perimeter.draining import Draining
+from app.perimeter.file_gate import FileGate
 from app.perimeter.http_guard import Scope, Sessions, session_user
 from app.perimeter.in_use import Activity, InUse
 from app.perimeter.sign_in import ADDRESS, SignInGate, SignInLimits, TooManyAttempts
@@ -129,9 +129,10 @@ def upload_gate(serving_state: ServingState, limits: UploadLimits | None = None)
     return Middleware(UploadGate, uploads=serving_state.uploads, user_of=user_of, refusal=refusal)  # type: ignore[arg-type]
 
 
-def download_gate(serving_state: ServingState) -> Middleware:
-    """The middleware that serves downloads only to those who may read their project now
-    (:mod:`app.perimeter.download_gate`)."""
+def file_gate(serving_state: ServingState) -> Middleware:
+    """The middleware that answers Gradio's file routes by the one rule of
+    :mod:`app.perimeter.file_gate`: a download only to those who may read its project now, an
+    upload only to whoever uploaded it, nothing else, whatever the path's spelling."""
     from app.access import open_project
 
     def user_of(scope: Scope) -> str | None:
@@ -148,8 +149,13 @@ def download_gate(serving_state: ServingState) -> Middleware:
             return False
         return True
 
-    root = serving_state.settings.data_dir / DOWNLOADS
-    return Middleware(DownloadGate, root=root, user_of=user_of, may_read=may_read)  # type: ignore[arg-type]
+    return Middleware(
+        FileGate,  # type: ignore[arg-type]
+        downloads=serving_state.settings.data_dir / DOWNLOADS,
+        user_of=user_of,
+        may_read=may_read,
+        uploader_of=serving_state.uploads.uploader_of,
+    )
 
 
 def web_app(
@@ -179,7 +185,7 @@ def web_app(
         sessions=sessions_for(serving_state.db) if multi else None,
         public_hosts=serving_state.settings.public_hosts,
         uploads=upload_gate(serving_state, uploads),
-        downloads=(serving_state.settings.data_dir / DOWNLOADS, download_gate(serving_state)),
+        downloads=(serving_state.settings.data_dir / DOWNLOADS, file_gate(serving_state)),
         owned=lambda user, path: (
             bool(user or not multi) and serving_state.uploads.owns(user or LOCAL.name, path)
         ),

@@ -5,7 +5,8 @@
 - :mod:`app.perimeter.sign_in`: sign-in attempts, slowed per name and address, never locked;
 - :mod:`app.perimeter.http_body`: request bodies of bounded size, refused before parsing;
 - :mod:`app.perimeter.http_origin`: the host names and origins the app answers to;
-- :mod:`app.perimeter.uploads`: uploads bounded, and recorded until an import uses them.
+- :mod:`app.perimeter.uploads`: uploads bounded, and recorded until an import uses them;
+- :mod:`app.perimeter.file_gate`: what a file route serves, to whom, whatever the path's spelling.
 
 :mod:`app.web` assembles them around the REST API and the Gradio app.
 """

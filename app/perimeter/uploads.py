@@ -65,6 +65,7 @@ class Uploads:
         self.limits = limits or UploadLimits()
         self.clock = clock
         self._files: dict[str, tuple[str, int, float]] = {}  # path -> (user, bytes, when)
+        self._real: dict[str, str] = {}  # each file's path resolved -> its path as recorded
         self._streaming: Counter[str] = Counter()  # user -> bytes of uploads coming in now
         self._lock = threading.Lock()
 
@@ -75,10 +76,14 @@ class Uploads:
             if now - when > self.limits.kept_s:
                 self._remove(path)
             elif not os.path.exists(path):
-                del self._files[path]
+                self._forget(path)
+
+    def _forget(self, path: str) -> None:
+        self._files.pop(path, None)
+        self._real = {real: kept for real, kept in self._real.items() if kept != path}
 
     def _remove(self, path: str) -> None:
-        self._files.pop(path, None)
+        self._forget(path)
         file = Path(path)
         try:
             file.unlink(missing_ok=True)
@@ -127,6 +132,7 @@ class Uploads:
                 except OSError:
                     size = received
                 self._files[path] = (user, size, self.clock())
+                self._real[os.path.realpath(path)] = path
 
     def owns(self, user: str, path: str) -> bool:
         """Whether ``path`` is a file ``user`` uploaded that is still waiting to be used."""
@@ -134,6 +140,15 @@ class Uploads:
             self._sweep()
             kept = self._files.get(path)
             return kept is not None and kept[0] == user
+
+    def uploader_of(self, real: str) -> str | None:
+        """Who uploaded the file at ``real`` (a path resolved: :func:`os.path.realpath`), while
+        it waits to be used; None for any other file. The one reader of an upload by its path
+        (:mod:`app.perimeter.file_gate`)."""
+        with self._lock:
+            self._sweep()
+            kept = self._files.get(self._real.get(real, ""))
+            return None if kept is None else kept[0]
 
     def used_up(self, path: str | os.PathLike[str] | None) -> None:
         """An import or a bundle that read ``path`` has ended: remove it, if it is an upload

@@ -118,8 +118,8 @@ def mount_ui(
     middleware that bounds uploads (:class:`app.perimeter.upload_gate.UploadGate`); ``owned``: which
     files an event may name (:func:`only_own_uploads`; None: none); ``downloads``: the folder of
     the files the app makes to download, served from there (not copied into Gradio's cache) by
-    the middleware with it (:class:`app.perimeter.download_gate.DownloadGate`); ``signed_out(name,
-    address)`` and ``refused(user, detail)`` (an event naming files not uploaded): for the
+    the middleware with it (:class:`app.perimeter.file_gate.FileGate`: it answers every file
+    route); ``signed_out(name, address)`` and ``refused(user, detail)`` (an event naming files not uploaded): for the
     security log."""
     quiet_refusals(demo)
     only_own_uploads(demo, owned or (lambda user, path: False), refused)  # its check first

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from app.api.files import content_disposition
-from app.perimeter.download_gate import PROJECT_FILE, DownloadGate
+from app.perimeter.file_gate import PROJECT_FILE, FileGate
 
 pytestmark = pytest.mark.fast
 
@@ -60,11 +60,12 @@ def _gate_headers(root: Path, name: str, project_id: int) -> dict[bytes, bytes]:
     async def send(message):
         sent.append(message)
 
-    async def receive():
-        return {"type": "http.request"}
+    async def receive():  # the client sends nothing more, and stays connected
+        await asyncio.Event().wait()
 
-    gate = DownloadGate(app, root, lambda scope: "dana", lambda user, project: True)
-    scope = {"type": "http", "path": f"/gradio_api/file={folder / name}", "headers": []}
+    gate = FileGate(app, root, lambda scope: "dana", lambda user, project: True, lambda path: None)
+    path = f"/gradio_api/file={folder / name}"
+    scope = {"type": "http", "method": "GET", "path": path, "headers": []}
     asyncio.run(gate(scope, receive, send))
     return dict(sent[0]["headers"])
 

@@ -4,7 +4,7 @@ Each one is written into its own fresh folder under ``<data-dir>/downloads/`` an
 user from there, straight from that folder (not copied into Gradio's cache: issue 56 row 10, the
 copies sat outside the cap below for a day). The folder names the project the file came from
 (:data:`PROJECT_FILE`): the web app serves it only to someone who may read that project *now*
-(:class:`app.perimeter.download_gate.DownloadGate`), so a member removed from a project cannot
+(:class:`app.perimeter.file_gate.FileGate`), so a member removed from a project cannot
 fetch its report any more. They are not kept: whenever a new one is made, the folder is swept, removing
 what is older than :data:`TTL_S` and then, oldest first, what exceeds :data:`MAX_BYTES` in all
 (a report holds the project's utterances, so copies should not pile up on the server). Reports
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from app.config import Settings
-from app.perimeter.download_gate import PROJECT_FILE, download_project
+from app.perimeter.file_gate import PROJECT_FILE, download_project
 
 __all__ = ["download_path", "download_project", "new_download", "sweep"]
 
