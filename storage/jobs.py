@@ -53,6 +53,7 @@ class JobView:
     trigger: str = "manual"  # "manual" or "auto" (started by new labels)
     created: datetime | None = None  # when it was asked for
     user_id: int | None = None  # who asked (None: the local operator, or an automatic one)
+    verdict: str = ""  # what its version's checkpoint measured, and whether it serves
 
     @property
     def improving(self) -> bool:
@@ -110,6 +111,7 @@ def view_of(job: TrainingJob) -> JobView:
         job.trigger or "manual",
         job.created_at,
         job.user_id,
+        job.verdict or "",
     )
 
 
@@ -283,13 +285,18 @@ def require_running(s: Session, job_id: int) -> None:
         )
 
 
-def registered(s: Session, job_id: int, version_id: int, step: int | None = None) -> None:
+def registered(
+    s: Session, job_id: int, version_id: int, step: int | None = None, verdict: str = ""
+) -> None:
     """Record the job's version in the transaction that registers it (and the training
-    ``step`` of the checkpoint it serves from; an anytime retrain calls it again for each better
-    one): from there on a cancel keeps that version (its version counts)."""
+    ``step`` of the checkpoint it serves from, None while the gate keeps it back; an anytime
+    retrain calls it again for each better one, and once the whole split is measured), with
+    the ``verdict`` of its measurement: from there on a cancel keeps that version (its version
+    counts)."""
     job = _get(s, job_id, lock=True)
     job.model_version_id = version_id
     job.served_step = step
+    job.verdict = verdict
 
 
 def mark_labels(s: Session, job_id: int, mark: int) -> None:

@@ -263,15 +263,15 @@ def serving_stamp(s: Session, project_id: int) -> tuple[Any, ...]:
     return (project_id, *row, *left)
 
 
-def withdraw(s: Session, project_id: int, version_id: int, back_to: int | None) -> bool:
-    """Send the project back to ``back_to`` (None: the frozen base encoder) when ``version_id``
-    is still its active version: a retrain's version that its measurement on the whole test
-    split says lost (issue 71 item 3). False when someone activated another meanwhile (theirs
-    stays)."""
+def switch_active(s: Session, project_id: int, was: int | None, to: int | None) -> bool:
+    """Make ``to`` the project's active version (None: the frozen base encoder) when ``was``
+    still is: a retrain's version whose measurement on the whole test split decides otherwise
+    than its gate's sample did (issue 71 item 3). False when someone activated another
+    meanwhile (theirs stays)."""
     project = _project(s, project_id)
-    if project.active_model_version_id != version_id:
+    if project.active_model_version_id != was:
         return False
-    if back_to is not None and s.get(ModelVersion, back_to) is None:
-        back_to = None
-    project.active_model_version_id = back_to
+    if to is not None and s.get(ModelVersion, to) is None:
+        to = None
+    project.active_model_version_id = to
     return True

@@ -318,7 +318,11 @@ class Job(BaseModel):
     step: int = Field(..., description="of the phase's count (training steps, utterances)")
     total: int
     percent: int = Field(..., description="the whole job's, never going back; 100 once done")
-    eta_seconds: float | None = Field(..., description="the whole job's; null while estimating")
+    eta_seconds: float | None = Field(
+        ...,
+        description="seconds to the next version answering while one is ahead, else to the "
+        "job's end (`state` says which); null while estimating",
+    )
     message: str
     model_version_id: int | None = Field(
         ..., description="its version, once registered: it serves from its first checkpoint on"
@@ -333,8 +337,9 @@ class Job(BaseModel):
     trigger: str = Field("manual", description="who asked: manual, or auto (after new labels)")
     state: str = Field(
         "",
-        description="the job in one line, as the Train tab and the CLI say it "
-        "(e.g. 'v8 serving (first pass) · improving: step 60 of 100 · about 40 s left')",
+        description="the job in one line, as the Train tab and the CLI say it (e.g. 'v9 (continuing "
+        "v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves · improving: step 60 of 116 · "
+        "about 40 s to the next version')",
     )
     log: str = Field("", description="the job's log, one time-stamped line per step")
 
@@ -353,4 +358,10 @@ class ErrorOut(BaseModel):
     error: str
     job_id: int | None = Field(
         None, description="with 503: the training job that could not be queued (stored as failed)"
+    )
+    verdict: str = Field(
+        "",
+        description="what its version's checkpoint measured and whether it serves, e.g. 'v9 "
+        "(continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves' or '… kept back: "
+        "86.9 % < 88.3 %, v8 keeps serving'; empty before one is measured",
     )

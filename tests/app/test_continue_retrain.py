@@ -126,3 +126,47 @@ def test_a_version_the_whole_split_says_lost_goes_back_to_the_one_before(
     mv = version(ctx, done.model_version_id)
     assert mv.metrics["gate"]["passed"] is False
     assert "questions" not in mv.metrics["gate"]  # the record is the whole split's
+
+
+def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_rest(
+    ctx, tiny_encoder, monkeypatch
+) -> None:
+    """Issue 71 item 6: a continuation the gate keeps back (a fault put into its measurement)
+    is said as such while the job goes on: the Train tab's line, the Label tab's line and REST's
+    job say it was kept back and which version keeps serving; nothing says it serves."""
+    from app.api.routes import _job as rest_job
+    from app.services.models import serving_now as now_svc
+
+    make_tiny(ctx, encoder=tiny_encoder)
+    first = retrain(ctx, "tiny")
+    v1 = first.model_version_id
+    label_more(ctx, "tiny")
+    real = retrain_checkpoints.measure
+
+    def continuation_measured_worse(*args, **kwargs):
+        measured = real(*args, **kwargs)
+        if len(args) > 5 and args[5] is False:  # the continuation (not from the base)
+            worse = (measured.reference.accuracy or 1.0) - 0.5
+            measured = dataclasses.replace(
+                measured, new=dataclasses.replace(measured.new, accuracy=worse)
+            )
+        return measured
+
+    monkeypatch.setattr(retrain_checkpoints, "measure", continuation_measured_worse)
+    monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
+    RecordingReporter.rows = []
+    done = retrain(ctx, "tiny", {**QUICK, "epochs": 2})
+    kept = [
+        r for r in RecordingReporter.rows if r.status == "running" and "kept back" in r.verdict
+    ]
+    assert kept, done.log
+    row = kept[-1]
+    assert row.verdict.startswith(f"v{done.model_version_id} (continuing v{v1} with 4 new")
+    assert row.verdict.endswith(f", v{v1} keeps serving")
+    assert row.served_step is None and not row.improving
+    train_tab = svc.describe(row)
+    assert train_tab.startswith(row.verdict) and "serving (first pass)" not in train_tab
+    serving = now_svc.Serving(1, v1, f"1:{v1}:x", 0.9, 0.5, (4, 4), row)
+    label_line = now_svc.improving_words(serving)
+    assert row.verdict in label_line and f"v{done.model_version_id} serving" not in label_line
+    assert rest_job(row)["verdict"] == row.verdict and row.verdict in rest_job(row)["state"]

@@ -27,8 +27,11 @@ UNITS = {"training": 101, "evaluating": 2_540}
 
 def run(plan: JobPlan, took: Mapping[str, float]) -> Iterator[tuple[str, float, float, Any]]:
     """(phase, seconds since the start, seconds really left, (share, time left)) each second of
-    a job whose phases took ``took`` seconds."""
+    a job whose phases took ``took`` seconds. What is left counts down to the new version
+    answering (the end of ``serving``) while it is ahead, then to the job's end (issue 71
+    item 6)."""
     end = sum(took.get(p, 0.0) for p in PHASES)
+    served = sum(took.get(p, 0.0) for p in PHASES[: PHASES.index("serving") + 1])
     clock = [0.0]
     tracker = Tracker(plan, started=0.0)
     for phase in PHASES:
@@ -45,7 +48,8 @@ def run(plan: JobPlan, took: Mapping[str, float]) -> Iterator[tuple[str, float, 
             if eta is not None and now_done > done:  # reported once a unit is done, as the
                 done = now_done  # training loop and the evaluation do
                 tracker.count(done, units, clock[0], eta.update(done))
-            yield phase, clock[0], end - clock[0], tracker.read(clock[0])
+            target = served if clock[0] < served else end
+            yield phase, clock[0], target - clock[0], tracker.read(clock[0])
 
 
 def planned(plan: JobPlan, slower: float) -> dict[str, float]:
@@ -114,7 +118,7 @@ def test_a_held_out_calibration_is_the_last_phase_weighed_by_its_steps_and_count
     )
     assert describe(job) == (
         "Calibrating out of scope on held-out encoders (the new version answers meanwhile) · "
-        "step 202 of 404 · loss 0.300 · about 40 s left"
+        "step 202 of 404 · loss 0.300 · about 40 s to the end"
     )
 
 

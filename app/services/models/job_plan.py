@@ -229,6 +229,15 @@ class JobPlan:
         """The share of the job the stretches after this one weigh."""
         return max(0.0, 1.0 - self.start(phase) - self.weight(phase))
 
+    def until_served(self, at: int) -> float | None:
+        """The share the stretches after ``at`` weigh up to the end of the next ``serving``
+        one (the next version to answer); None when none follows (the job's end is next)."""
+        later = [i for i, seg in enumerate(self.segments) if seg.phase == "serving" and i > at]
+        if not later or not self.total:
+            return None
+        end = later[0]
+        return sum(seg.seconds for seg in self.segments[at + 1 : end + 1]) / self.total
+
 
 class Tracker:
     """The share done and the time left of one running job, as its worker sees it: the plan,
@@ -290,7 +299,9 @@ class Tracker:
         self.share = max(self.share, min(1.0, share))
 
     def read(self, now: float) -> tuple[float, float | None]:
-        """(share done, seconds left or None) at ``now``."""
+        """(share done, seconds left or None) at ``now``: left until the next version answers
+        (the end of the next ``serving`` stretch) while one is ahead, else until the job's end
+        (issue 71 item 6: the time left names what it counts down to)."""
         plan = self.plan
         if plan is None or self.at < 0:
             return self.share, None
@@ -304,7 +315,10 @@ class Tracker:
         pace = self.pace or self._own_pace(seconds_in)
         if rest is None or pace is None:
             return self.share, None
-        return self.share, round(rest + pace * plan.after(self.at), 1)
+        if self.phase == "serving":  # the version it serves answers from here: the next one
+            rest = 0.0
+        ahead = plan.until_served(self.at)
+        return self.share, round(rest + pace * (plan.after(self.at) if ahead is None else ahead), 1)
 
     def _own_pace(self, seconds_in: float) -> float | None:
         """Seconds per share of the job, from the running stretch alone (the first one)."""

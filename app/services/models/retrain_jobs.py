@@ -272,18 +272,48 @@ def wait(
         time.sleep(poll)
 
 
-def time_left(seconds: float | None) -> str:
-    """``"about 2 min left"``; ``"estimating…"`` while there is no measurement yet.
+def time_left(seconds: float | None, to: str = "") -> str:
+    """``"about 2 min left"``, or to what it counts down (``to``): ``"about 8 s to a first
+    version"``; ``"estimating…"`` while there is no measurement yet.
 
     Example:
         >>> time_left(None), time_left(8.4), time_left(130), time_left(5400)
         ('estimating…', 'about 8 s left', 'about 2 min left', 'about 1 h 30 min left')
     """
-    return "estimating…" if seconds is None else f"about {span(seconds)} left"
+    if seconds is None:
+        return "estimating…"
+    return f"about {span(seconds)} to {to}" if to else f"about {span(seconds)} left"
+
+
+# The phases a job's time left counts down to a version in: until its version answers, the
+# worker counts to the end of the next checkpoint's serving (app.services.models.job_plan)
+TO_A_VERSION = ("preparing", "training", "saving", "evaluating", "serving")
+
+
+def counts_down_to(job: JobView) -> str:
+    """What a running job's time left counts down to (issue 71 item 6): "a first version"
+    before its version answers, "the next version" while a better checkpoint trains behind
+    the one that answers, "the end" after the last one.
+
+    Example:
+        >>> from storage.jobs import JobView
+        >>> job = JobView(3, 1, "running", "training", 6, 116, 0.4, 30.0, "", "", None, {})
+        >>> counts_down_to(job)
+        'a first version'
+    """
+    if job.phase not in TO_A_VERSION:
+        return "the end"
+    if job.served_step is None:
+        return "a first version" if job.model_version_id is None else "the next version"
+    if job.train_steps is not None and job.served_step >= job.train_steps:
+        return "the end"
+    return "the next version"
 
 
 def span(seconds: float) -> str:
     """A length of time in a user's words, rounded to its largest unit.
+        >>> time_left(8.4, "a first version")
+        'about 8 s to a first version'
 
     Example:
         >>> span(8.4), span(130), span(442), span(5400)
@@ -310,7 +340,7 @@ def describe(job: JobView) -> str:
         >>> job = JobView(1, 1, "running", "evaluating", 120, 1500, None, 130.0,
         ...               "3 encoders · 120 of 1,500 utterances", "", None, {}, 0.8, 200.0)
         >>> describe(job)
-        'Evaluating · 3 encoders · 120 of 1,500 utterances · about 2 min left'
+        'Evaluating · 3 encoders · 120 of 1,500 utterances · about 2 min to a first version'
     """
     if job.status == "queued":
         return "waiting for a worker to take it"
@@ -319,11 +349,12 @@ def describe(job: JobView) -> str:
     if not job.active or job.phase not in PHASE_NAMES or job.message == "cancelling…":
         return job.message
     if job.improving:  # an anytime retrain's first version serves while the rest trains
-        return f"{serving_words(job)} · improving: {improving_words(job)}"
+        return f"{job.verdict or serving_words(job)} · improving: {improving_words(job)}"
     name = PHASE_NAMES[job.phase]
     counted = job.phase in COUNTED and job.total
     detail = f" · {job.message}" if counted or job.phase == "training" else ""
-    return f"{name}{detail} · {left_words(job)}"
+    said = f"{job.verdict} · " if job.verdict else ""  # a checkpoint kept back, or the last one
+    return f"{said}{name}{detail} · {left_words(job)}"
 
 
 def improving_words(job: JobView) -> str:
@@ -347,7 +378,7 @@ def left_words(job: JobView) -> str:
     measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
     if job.eta_seconds is None and measured and job.phase not in COUNTED:
         return "longer than planned"
-    return time_left(job.eta_seconds)
+    return time_left(job.eta_seconds, counts_down_to(job) if job.status == "running" else "")
 
 
 def serving_words(job: JobView) -> str:
@@ -359,7 +390,7 @@ def serving_words(job: JobView) -> str:
         >>> job = JobView(3, 1, "running", "training", 60, 100, 0.4, 30.0, "", "", 8, {},
         ...               0.5, 20.0, served_step=25, train_steps=100)
         >>> serving_words(job), describe(job)
-        ('v8 serving (first pass)', 'v8 serving (first pass) · improving: step 60 of 100 · about 30 s left')
+        ('v8 serving (first pass)', 'v8 serving (first pass) · improving: step 60 of 100 · about 30 s to the next version')
     """
     if job.model_version_id is None or job.served_step is None:
         return ""

@@ -47,6 +47,7 @@ class Serving:
     base_accuracy: float | None
     steps: tuple[int | None, int | None]
     job: JobView | None
+    stage: str = ""  # a continuation's words: "continuing v8 with 23 new labels" (issue 71)
 
     @property
     def first_pass(self) -> bool:
@@ -55,9 +56,12 @@ class Serving:
 
     @property
     def name(self) -> str:
-        """ "v8", "v8 (first pass)", "the frozen base encoder"."""
+        """ "v8", "v8 (first pass)", "v9 (continuing v8 with 23 new labels)", "the frozen base
+        encoder"."""
         if self.version is None:
             return "the frozen base encoder"
+        if self.stage:
+            return f"v{self.version} ({self.stage})"
         return f"v{self.version}" + (" (first pass)" if self.first_pass else "")
 
 
@@ -87,6 +91,7 @@ def serving_now(training: TrainingQueue, p: ProjectHandle) -> Serving:
         m.base.accuracy if m.base else None,
         (steps, planned),
         _active(job),
+        str(m.extra.get("continued") or ""),
     )
 
 
@@ -124,7 +129,8 @@ def improving_words(now: Serving) -> str:
         doing = retrain_jobs.improving_words(job)
     elif job.status == "running" and job.phase in PHASE_NAMES:  # its phase, step and time left
         step = f" · step {job.step:,} of {job.total:,}" if job.phase == "training" else ""
-        doing = f"{PHASE_NAMES[job.phase]}{step if job.total else ''} · "
+        kept = f"{job.verdict} · " if job.verdict else ""  # a checkpoint the gate kept back
+        doing = f"{kept}{PHASE_NAMES[job.phase]}{step if job.total else ''} · "
         doing += retrain_jobs.left_words(job)
     else:  # waiting for a worker
         doing = retrain_jobs.describe(job)

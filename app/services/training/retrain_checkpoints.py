@@ -34,14 +34,16 @@ from app.services.training.retrain_serve import (
     serve,
     stage_words,
     verdict,
+    verdict_line,
     version_metrics,
 )
 from app.services.training.retrain_state import Reporter, RetrainRun, Served, Snapshot, Trained
 from core.encoding.registry import Encoder
 from core.training import TrainConfig, TrainedModel
+from storage import jobs
 from storage.db import WriteLock
-from storage.job_phases import REGISTERING, SAVING, TRAINING
-from storage.versions import record_metrics, withdraw
+from storage.job_phases import SAVING, TRAINING
+from storage.versions import record_metrics, switch_active
 
 logger = logging.getLogger(__name__)
 
@@ -160,25 +162,32 @@ class Checkpoints:
         encoder, trained, prefix = kept
         whole = measure(run, snap, encoder, None, prefix, not trained.continued, data=snap.data)
         passed, why = verdict(run, snap, whole)
-        run.reporter.log(f"v{served.version_id} on the whole test split: {why}", phase=REGISTERING)
+        run.reporter.log(f"v{served.version_id} on the whole test split: {why}")
         stage = served.stage
         metrics = version_metrics(
             run, snap, whole, passed, why, self.int8, self.calibration, trained, stage
         )
         note = f"{stage}. {why}" if stage else why
+        before = snap.active.id if snap.active else None
         with run.live.db.write(WriteLock.project(snap.project_id)) as s:
+            jobs.require_running(s, run.job_id)  # cancelled or reaped: nothing it made may count
             record_metrics(s, snap.project_id, served.version_id, metrics.to_dict(), note=note)
-            back = served.promoted and not passed
-            if back:
-                withdraw(
-                    s, snap.project_id, served.version_id, snap.active.id if snap.active else None
+            switched = False
+            if served.promoted != passed:  # the whole split decides otherwise than the sample
+                mine, other = served.version_id, before
+                switched = switch_active(
+                    s, snap.project_id, *((mine, other) if served.promoted else (other, mine))
                 )
-        if back:
-            before = f"v{snap.active.id}" if snap.active else "the base encoder"
+            serves = passed if switched else served.promoted
+            said = verdict_line(snap, served.version_id, stage, whole, serves)
+            jobs.registered(s, run.job_id, served.version_id, served.step if serves else None, said)
+        run.reporter.log(said)
+        if served.promoted and not serves:
+            name = f"v{before}" if before else "the frozen base encoder"
             run.reporter.log(
-                f"v{served.version_id} kept back on the whole split: {before} serves again"
+                f"v{served.version_id} kept back on the whole split: {name} serves again"
             )
-        self.served = replace(served, promoted=served.promoted and passed, why=why, metrics=metrics)
+        self.served = replace(served, promoted=serves, why=why, metrics=metrics)
         self.best = whole
         return whole
 

@@ -94,14 +94,16 @@ def serve(
             else:  # the gate promotes it, or it was promoted and nobody activated another
                 mv_id = current.version_id
                 active = move_version(s, mv_id, new, activate=passed and not current.promoted)
-            jobs.registered(s, run.job_id, mv_id, step)
+            said = verdict_line(snap, mv_id, stage, measured, passed or active)
+            jobs.registered(s, run.job_id, mv_id, step if active else None, said)
     except BaseException:
         run.artifacts.remove(rel)  # never leave an unreferenced artifact behind
         raise
     run.live.models.keep(mv_id, sha, encoder)  # the model in memory is the version's: not read back
+    run.reporter.log(said)
     if active:
-        said = stage or "fully trained"
-        run.reporter.log(f"v{mv_id} is active: it answers in fp32 {_where(run)} ({said})")
+        how = stage or "fully trained"
+        run.reporter.log(f"v{mv_id} is active: it answers in fp32 {_where(run)} ({how})")
     # the queue's candidates in this space only when it stays: a later checkpoint or an int8
     # copy on its way replaces it in seconds, and the cores are theirs and the app's
     stays = step >= total and not (int8 or {}).get("pending")
@@ -129,6 +131,28 @@ def verdict(run: RetrainRun, snap: Snapshot, measured: Measured) -> tuple[bool, 
             "for the record once training ends."
         )
     return passed, f"{why} Measured with the fp32 encoder that serves it {_where(run)}."
+
+
+def verdict_line(
+    snap: Snapshot, version_id: int, stage: str, measured: Measured, serves: bool
+) -> str:
+    """What a checkpoint measured and whether it serves, in one line for every screen (issue
+    71 item 6): "v9 (continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves",
+    "v9 (first pass, step 25 of 100) kept back: 86.9 % < 88.3 %, v8 keeps serving"."""
+    primary = measured.new.primary
+    new, ref = measured.new.score, measured.reference.value(primary)
+    name = f"v{version_id}" + (f" ({stage})" if stage else "")
+    on = ""
+    if measured.sampled and measured.paired is not None:
+        on = f" on {measured.paired.n:,} of {len(snap.data.test_texts):,} test questions"
+    before = f"v{snap.active.id}" if snap.active else "the frozen base encoder"
+    if serves:
+        return f"{name} measured {_pct(new)} vs {_pct(ref)}{on}: serves"
+    return f"{name} kept back: {_pct(new)} < {_pct(ref)}{on}, {before} keeps serving"
+
+
+def _pct(value: float | None) -> str:
+    return "not measured" if value is None else f"{100 * value:.1f} %"
 
 
 def stage_words(snap: Snapshot, trained: Trained) -> str:

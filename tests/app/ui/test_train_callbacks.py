@@ -86,7 +86,10 @@ def test_the_progress_line_names_the_phase_its_count_and_the_jobs_time_left():
     assert "Training · step 1 of 300 · loss 0.912 · estimating…" in retrain.progress_html(first)
     training = _job(step=120, total=300, eta_seconds=130.0, message="step 120 of 300", progress=0.4)
     html = retrain.progress_html(training)
-    assert "width:40%" in html and "Training · step 120 of 300 · about 2 min left" in html
+    assert (
+        "width:40%" in html
+        and "Training · step 120 of 300 · about 2 min to a first version" in html
+    )
     evaluating = _job(
         phase="evaluating",
         step=120,
@@ -97,10 +100,12 @@ def test_the_progress_line_names_the_phase_its_count_and_the_jobs_time_left():
     )
     html = retrain.progress_html(evaluating)
     assert "width:80%" in html  # the whole job's share: not the phase's 8 %
-    assert "Evaluating · 3 encoders · 120 of 1,500 utterances · about 10 s left" in html
+    assert (
+        "Evaluating · 3 encoders · 120 of 1,500 utterances · about 10 s to a first version" in html
+    )
     int8 = _job(phase="int8", message="checking the int8 encoder's parity", eta_seconds=41.0)
     assert (
-        "Checking its int8 copy (the new version answers meanwhile) · about 41 s left"
+        "Checking its int8 copy (the new version answers meanwhile) · about 41 s to the end"
         in retrain.progress_html(int8)
     )
     counted = _job(phase="registering", message="registering the version", progress=1.0)
@@ -112,11 +117,11 @@ def test_the_progress_line_names_the_phase_its_count_and_the_jobs_time_left():
 
 
 def test_the_history_table_reads_in_words_and_megabytes():
-    row = dict.fromkeys(versions.HISTORY_HEADERS, "x") | {"size_kb": 113741.1, "version": 3}
+    row = dict.fromkeys(versions.HISTORY_HEADERS, "x") | {"disk_bytes": 111_140_000, "version": 3}
     frame = versions.history_frame([row])
     assert list(frame.columns) == versions.HISTORY_COLUMNS
-    assert "macro F1" in frame.columns and "size_kb" not in frame.columns
-    assert frame.loc[0, "size MB"] == 111.1
+    assert "macro F1" in frame.columns and "disk_bytes" not in frame.columns
+    assert frame.loc[0, "disk MB"] == 111.1
     assert len(versions.HISTORY_WIDTHS) == len(versions.HISTORY_COLUMNS)
 
 
