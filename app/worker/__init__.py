@@ -31,13 +31,14 @@ from app.serving.state import ServingState
 from app.worker.auto import watch_labels
 from app.worker.cpu_share import CpuShare, lower_priority, share_policy
 from app.worker.fair_queue import take_turn
+from app.worker.handing_back import finish, hand_back, hand_back_overdue, requeue
 from app.worker.reporter import JobReporter, retrain_run
 from app.worker.stopping import STOP, StopRequest
 from app.worker.supervisor import ENV_PARENT_PID, WorkerSupervisor, worker_env
 from core.errors import logged, raise_if_bug
 from core.training import TrainingCancelled
 from storage import jobs
-from storage.db import ROWS, Database
+from storage.db import ROWS
 from storage.errors import ArtifactsUnavailable
 from storage.versions import active_version_ids
 
@@ -111,13 +112,6 @@ def _worker_context(settings: Settings) -> ServingState:
         return _worker_ctx
 
 
-def finish(
-    db: Database, job_id: int, status: str, message: str, version_id: int | None = None
-) -> None:
-    with db.write(ROWS) as s:  # the job's row locks itself: no other project's writer waits
-        jobs.finish_job(s, job_id, status, message, version_id)
-
-
 def execute_job(
     serving_state: ServingState,
     job_id: int,
@@ -133,7 +127,7 @@ def execute_job(
     ``anytime``: someone waits on the app for a first version (off: the CLI runs its job
     itself and measures what will serve once, :func:`app.services.training.retrain.run_retrain`)."""
     if stop is not None and stop.requested:
-        _requeue(serving_state, job_id)  # taken off the queue as the stop came: for the next worker
+        requeue(serving_state, job_id)  # taken off the queue as the stop came: for the next worker
         return
     with serving_state.db.write(ROWS) as s:
         job = jobs.claim_job(s, job_id, pid=os.getpid())
@@ -149,6 +143,8 @@ def execute_job(
             "alike where the worker runs; nothing was trained",
         )
         return
+    if stop is not None:  # at the grace's end, the main thread hands it back if need be
+        stop.running = job_id
     reporter = JobReporter(serving_state.training, job_id, stop, cpu)
     try:
         spec = RetrainSpec.from_job(job.config)
@@ -189,52 +185,9 @@ def execute_job(
         )
         raise_if_bug(exc)  # the job failed with it; the queue (or the CLI) shows the bug too
     finally:
+        if stop is not None:  # its end is written: nothing for the main thread to hand back
+            stop.running = None
         reporter.close()
-
-
-HANDED_BACK = (
-    "the worker stopped before this job ended: queued again, it starts over when a worker takes "
-    "it; the active model is unchanged"
-)
-
-
-def hand_back(serving_state: ServingState, job_id: int) -> None:
-    """Queue a running job again for another worker (this one is stopping): its row is queued
-    again (:func:`storage.jobs.hand_back`), then its message; a queue that refuses the message
-    fails the job with why."""
-    with serving_state.db.write(ROWS) as s:  # the job's row locks itself
-        if not jobs.hand_back(s, job_id, HANDED_BACK):
-            job = jobs.get_job(s, job_id)
-            if job.status != "running" or job.model_version_id is None:
-                return  # cancelled or reaped meanwhile: its end stands
-            # its version is registered and serves: the job ends, it is not trained again
-            jobs.finish_job(
-                s,
-                job_id,
-                "succeeded",
-                f"v{job.model_version_id} serves; its worker stopped before the job's last "
-                "phase ended",
-                job.model_version_id,
-            )
-            return
-    logger.warning("job %s handed back to the queue", job_id)
-    _requeue(serving_state, job_id)
-
-
-def _requeue(serving_state: ServingState, job_id: int) -> None:
-    try:
-        assert serving_state.training.enqueue is not None, "a worker's context has its queue"
-        serving_state.training.enqueue(job_id)
-    except Exception as exc:  # the queue's server away: the job fails with why, not silently
-        logger.exception("could not queue job %s again", job_id)
-        finish(
-            serving_state.db,
-            job_id,
-            "failed",
-            f"the worker stopped and the queue did not take the job back ({type(exc).__name__}: "
-            f"{exc}); nothing was trained: retrain again",
-        )
-        raise_if_bug(exc)  # the job failed with it; a bug is shown too
 
 
 def release_between_jobs(serving_state: ServingState) -> None:
@@ -264,6 +217,9 @@ def run_worker(settings: Settings) -> None:
     from app.worker.consumer import Consumer  # Huey: only a worker that consumes loads it
 
     global _cpu
+    if STOP.requested:  # stopped as it started (`intent-studio worker` obeys from its start)
+        logger.info("worker %s stopped before it took a job", os.getpid())
+        return
     serving_state = _worker_context(settings)
     _cpu = cpu_share_for(settings, serving_state.models.budget)
     with serving_state.db.session() as s:
@@ -299,6 +255,7 @@ def run_worker(settings: Settings) -> None:
         huey,
         stop=STOP,
         grace=settings.stop_grace,
+        overdue=lambda: hand_back_overdue(serving_state, STOP),
         workers=1,
         worker_type="thread",
         periodic=False,
@@ -311,9 +268,10 @@ def run_worker(settings: Settings) -> None:
     if parent.isdigit():
         _watch_parent(int(parent), done)
     where = _redacted(settings.queue_url) if settings.queue_url else settings.queue_path
-    logger.info("worker %s consuming %s", os.getpid(), where)
     try:
-        consumer.run()  # returns once the stop's job thread ended (joined)
+        if not STOP.requested:  # a stop as it started: no job taken
+            logger.info("worker %s consuming %s", os.getpid(), where)
+            consumer.run()  # returns once the stop's job thread ended (joined)
     finally:
         done.set()
         sweeper.join(30.0)
