@@ -68,6 +68,21 @@ def make_tiny(ctx, name: str = "tiny", encoder: str | None = None) -> str:
     return name
 
 
+def retrain(ctx, name: str, options: dict[str, Any] | None = None) -> Any:
+    """A retrain of project ``name`` run to its end by the worker's own job path, in this
+    process (its job, succeeded)."""
+    from app import worker
+    from app.services.models import retrain_jobs
+
+    view, _ = retrain_jobs.request_retrain(
+        ctx.training, live(ctx, name), options or QUICK, enqueue=False
+    )
+    worker.execute_job(ctx, view.id)
+    done = retrain_jobs.job(ctx.training, view.id)
+    assert done.status == "succeeded", done.log
+    return done
+
+
 def cut_copy(model: Any, layers: int) -> Any:
     """A copy of a SentenceTransformer cut to its lowest ``layers`` transformer layers: what the
     2-layer separate (non-siamese) label encoder of older versions looked like. That option left

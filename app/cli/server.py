@@ -226,6 +226,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     serving_state = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
     if args.multi_user:
         generated = ensure_admin(serving_state.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
+    serving_state.live.switch_in_background = True  # a new version: no key waits for its pool
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:

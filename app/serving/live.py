@@ -27,6 +27,7 @@ from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
 from app.serving.oos_correction import VersionCorrection, version_correction
 from app.serving.pool_heads import HeadFitter, HeadStore, head_key
+from app.serving.pool_switch import PoolSwitch
 from app.serving.pools import ProjectPool, apply_rows, calibrate_snapshot, sync
 from app.serving.readiness import Readiness
 from core.encoding.cache import CachedEncoder, EmbeddingCache
@@ -80,6 +81,10 @@ class LivePools:
         # orders the queue while a newer version's space lacks them (an anytime retrain switches
         # spaces two or three times a minute: app.services.queue.queue_order.ordering_pool)
         self.ordered: dict[int, ProjectPool] = {}
+        # the server builds a new version's pool while the one before it answers (issue 71)
+        self.switch_in_background = False
+        self._wanted: dict[int, str] = {}  # per project: the serving key it should answer with
+        self.switches = PoolSwitch(self)
 
     # --- the heads of spaces whose version has none ----------------------------------------
 
@@ -174,9 +179,23 @@ class LivePools:
             project = get_project(s, project_id)  # held: active_version reads it from the session
             mv = active_version(s, project_id)
             base, settings = project.base_encoder, stored_settings(project.name, project.settings)
-        encoder = self.models.serving_encoder(mv, base, settings)
+        key = self.models.serving_key(mv, base, settings)
         mv_id = mv.id if mv is not None else None
         use_context = settings.encode_context
+        with self._lock:
+            pool = self._pools.get(project_id)
+            self._wanted[project_id] = key
+        if (
+            self.switch_in_background
+            and pool is not None
+            and pool.key != key
+            and pool.use_context == use_context
+        ):  # another model serves the project now: the pool before it answers meanwhile
+            self.switches.start(project_id, key, mv, base, settings)
+            with pool.lock:
+                sync(pool, self.db, self.cache, settings, correction=pool.correction)
+            return pool
+        encoder = self.models.serving_encoder(mv, base, settings)
         with self._lock:
             pool = self._pools.get(project_id)
             fresh = (
@@ -187,6 +206,7 @@ class LivePools:
             )
         if fresh:
             made = self._new_pool(project_id, mv, encoder, settings)
+            made.key = key
             with self._lock:
                 pool = self._pools[project_id] = made
         assert pool is not None
@@ -204,6 +224,39 @@ class LivePools:
             if pool.fits_head and (pool.predictor.multi_label or pool.predictor.head is not None):
                 self.heads.request(project_id)
         return pool
+
+    def switching(self, project_id: int) -> bool:
+        """Whether the pool answering is not yet what serves the project (being built)."""
+        with self._lock:
+            pool = self._pools.get(project_id)
+            wanted = self._wanted.get(project_id)
+        return pool is not None and wanted is not None and pool.key != wanted
+
+    def install(self, project_id: int, key: str, made: ProjectPool) -> bool:
+        """Put ``made`` (built for ``key``) in place unless another model was asked for since."""
+        with self._lock:
+            if self._wanted.get(project_id) != key:
+                return False
+            self._pools[project_id] = made  # its stamp is synced on its next use
+            return True
+
+    def build_pool(
+        self,
+        project_id: int,
+        key: str,
+        mv: ModelVersion | None,
+        base: str,
+        settings: ProjectSettings,
+    ) -> ProjectPool:
+        """A new pool of what serves the project (``key``), its rows synced and calibrated."""
+        encoder = self.models.serving_encoder(mv, base, settings)
+        made = self._new_pool(project_id, mv, encoder, settings)
+        made.key = key
+        correction = self._correction(project_id, mv, settings)
+        with made.lock:
+            made.settings = settings
+            sync(made, self.db, self.cache, settings, correction=correction)
+        return made
 
     def _new_pool(
         self,

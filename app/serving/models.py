@@ -113,6 +113,20 @@ class Models:
         int8 = self.int8_copy(mv)
         return int8 if int8 is not None else self.encoder_for_version(mv, base)
 
+    def serving_key(self, mv: ModelVersion | None, base: str, settings: ProjectSettings) -> str:
+        """What :meth:`serving_encoder` serves a project with, named without loading it: the
+        version and its artifact, and whether its int8 copy serves (the rule of
+        :func:`app.serving.int8.serves_int8`); the base encoder (its int8 copy where it may)
+        for a project never retrained. Equal keys: the same encoder."""
+        if mv is None or not mv.artifact_path:
+            int8 = settings.serve_int8 and self.budget.serves_int8
+            record = base_int8_record(self.artifacts, base) if int8 else None
+            kind = "int8" if record and record.get("passed") else "fp32"
+            return f"base:{mv.base_encoder if mv is not None else base}:{kind}"
+        metrics = VersionMetrics.from_dict(mv.metrics)
+        int8 = serves_int8(metrics, settings, self.budget) and metrics.int8_passed
+        return f"mv:{mv.id}:{mv.artifact_sha256}:{'int8' if int8 else 'fp32'}"
+
     def int8_copy(self, mv: ModelVersion | None) -> OnnxEncoder | None:
         """The version's int8 ONNX copy where it passed parity (whether or not it serves here:
         a bundle of the version in int8 carries it), loaded once per process; None when it has

@@ -111,6 +111,9 @@ class ProjectPool:
     # the serving version's held-out correction, applied by every calibration of this pool
     # (app.serving.oos_correction: None while the pool's own scores calibrate)
     correction: VersionCorrection | None = None
+    # what serves it (app.serving.models.Models.serving_key): a pool whose key is not the
+    # project's any more is replaced by one built in the background (issue 71 item 5)
+    key: str = ""
 
     def text_of(self, row: HasContext) -> str:
         """What the encoder sees for a row: its text, after its context when the project

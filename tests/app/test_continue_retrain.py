@@ -11,14 +11,14 @@ import dataclasses
 import pytest
 
 from app import worker
-from app.serving import compute
 from app.services.labelling import data as data_svc
 from app.services.models import retrain_jobs as svc
 from app.services.training import retrain_checkpoints
+from app.serving import compute
 from storage.tables import ModelVersion, Project
 from tests.app.recording import RecordingReporter
 from tests.handles import live
-from tests.samples import QUICK, make_tiny
+from tests.samples import QUICK, make_tiny, retrain
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +40,6 @@ def version(ctx, version_id) -> ModelVersion:
 def active_id(ctx, name: str) -> int | None:
     with ctx.db.session() as s:
         return s.query(Project).filter_by(name=name).one().active_model_version_id
-
-
-def retrain(ctx, name: str, options=QUICK):
-    view, _ = svc.request_retrain(ctx.training, live(ctx, name), options, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx.training, view.id)
-    assert done.status == "succeeded", done.log
-    return done
 
 
 def label_more(ctx, name: str) -> None:
@@ -156,9 +148,7 @@ def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_r
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
     done = retrain(ctx, "tiny", {**QUICK, "epochs": 2})
-    kept = [
-        r for r in RecordingReporter.rows if r.status == "running" and "kept back" in r.verdict
-    ]
+    kept = [r for r in RecordingReporter.rows if r.status == "running" and "kept back" in r.verdict]
     assert kept, done.log
     row = kept[-1]
     assert row.verdict.startswith(f"v{done.model_version_id} (continuing v{v1} with 4 new")
