@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Collection
 from pathlib import Path
 
@@ -38,6 +39,10 @@ from storage.tables import ModelVersion
 
 logger = logging.getLogger(__name__)
 
+# The versions' models a worker keeps loaded between jobs, those used last (issue 73 item 13):
+# one per project it trained was ~0.2 GB each, without a bound.
+KEPT_VERSIONS = 4
+
 
 class Models:
     def __init__(self, artifacts: ArtifactStore, device: str | None) -> None:
@@ -45,6 +50,7 @@ class Models:
         self.device = device
         self._encoders: dict[str, Encoder] = {}
         self._int8: dict[str, OnnxEncoder | None] = {}
+        self._used: dict[str, float] = {}  # when each loaded model was last asked for
         self._lock = threading.Lock()
 
     @property
@@ -58,28 +64,36 @@ class Models:
         (already in memory: the retrain that trained it), so this process never reads it back
         from the artifact."""
         with self._lock:
-            self._encoders[f"mv:{version_id}:{artifact_sha256}"] = encoder
+            key = f"mv:{version_id}:{artifact_sha256}"
+            self._encoders[key] = encoder
+            self._used[key] = time.monotonic()
 
     def loaded_versions(self) -> set[int]:
         """The versions whose model (fp32 or int8) this process holds now."""
         with self._lock:
             return {v for key in (*self._encoders, *self._int8) if (v := _version(key)) is not None}
 
-    def keep_only(self, version_ids: Collection[int]) -> int:
-        """Let go of the loaded models (fp32 and int8) of every version not in ``version_ids``;
-        how many. A worker calls it between jobs with the versions that serve: each job loaded
-        the version it measured against and kept it, so a long-lived worker held one more
-        model per retrain for good (issue 57 item 7)."""
+    def keep_only(self, version_ids: Collection[int], most: int = KEPT_VERSIONS) -> int:
+        """Let go of the loaded models (fp32 and int8) of every version not in ``version_ids``,
+        and of all but the ``most`` used last of those (a version let go of is read again from
+        its artifact when a job needs it: under a second for a version that stores its tuned
+        layers); how many. A worker calls it between jobs with the versions that serve: each
+        job loaded the version it measured against and kept it, so a long-lived worker held
+        one more model per retrain for good (issue 57 item 7), and one per project it trained
+        (issue 73 item 13: 8 projects, 3.0 GB)."""
         with self._lock:
-            gone = [
-                key
-                for key in (*self._encoders, *self._int8)
-                if (v := _version(key)) is not None and v not in version_ids
-            ]
+            keys = [k for k in (*self._encoders, *self._int8) if _version(k) is not None]
+            serving = {_version(k) for k in keys if _version(k) in version_ids}
+            recent = set(sorted(serving, key=self._last_use, reverse=True)[:most])
+            gone = [k for k in keys if _version(k) not in recent]
             for key in gone:
                 self._encoders.pop(key, None)
                 self._int8.pop(key, None)
+                self._used.pop(key, None)
         return len(gone)
+
+    def _last_use(self, version_id: int | None) -> float:
+        return max((t for k, t in self._used.items() if _version(k) == version_id), default=0.0)
 
     def base_encoder(self, name: str = "minilm") -> Encoder:
         return load_encoder(name, device=self.device)
@@ -95,6 +109,7 @@ class Models:
 
                 path: Path = self.artifacts.path(mv.artifact_path)
                 self._encoders[key] = load_trained(path, device=self.device)
+            self._used[key] = time.monotonic()
             return self._encoders[key]
 
     def serving_encoder(
@@ -160,6 +175,7 @@ class Models:
                         level=logging.WARNING,
                     )
                     self._int8[key] = None
+            self._used[key] = time.monotonic()
             return self._int8[key]
 
     def base_serving(self, base: str, settings: ProjectSettings) -> CachedEncoder:
