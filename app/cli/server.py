@@ -10,6 +10,7 @@ import signal
 import socket
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -223,10 +224,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if dropped:
         print(f"Ignoring {', '.join(dropped)}: the command's flags decide who can reach the app.")
     settings = load_settings(args.data_dir, args.db_url)
+    warn_if_exposed(settings.data_dir, show=True)
     serving_state = ServingState.open(dataclasses.replace(settings, multi_user=args.multi_user))
+    serving_state.live.switch_in_background = True  # a new version: no key waits for its pool
     if args.multi_user:
         generated = ensure_admin(serving_state.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
-    serving_state.live.switch_in_background = True  # a new version: no key waits for its pool
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
     if not args.no_demo:
@@ -284,9 +286,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     # `kill -USR1 <pid>`: every thread's stack to the worker's log (as serve's)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    warn_if_exposed(settings.data_dir)
     run_worker(settings)
     leave_now()
     return 0
+
+
+def warn_if_exposed(data_dir: Path, *, show: bool = False) -> None:
+    """Say once, at start, when other accounts of the machine may read the data directory (one
+    log line; with ``show``, in the command's own output too): the app changes no mode of what
+    it did not create (:mod:`app.perimeter.private_data`)."""
+    from app.perimeter.private_data import exposure_warning
+
+    said = exposure_warning(data_dir)
+    if said is not None:
+        logger.warning(said)
+        if show:
+            print(said, flush=True)
 
 
 def leave_now() -> None:

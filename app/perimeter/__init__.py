@@ -6,7 +6,9 @@
 - :mod:`app.perimeter.http_body`: request bodies of bounded size, refused before parsing;
 - :mod:`app.perimeter.http_origin`: the host names and origins the app answers to;
 - :mod:`app.perimeter.uploads`: uploads bounded, and recorded until an import uses them;
-- :mod:`app.perimeter.file_gate`: what a file route serves, to whom, whatever the path's spelling.
+- :mod:`app.perimeter.file_gate`: what a file route serves, to whom, whatever the path's spelling;
+- :mod:`app.perimeter.private_data`: the data directory and all the app writes there, the app's
+  account's alone.
 
 :mod:`app.web` assembles them around the REST API and the Gradio app.
 """

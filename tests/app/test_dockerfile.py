@@ -128,3 +128,5 @@ def test_the_data_dir_of_compose_is_prepared_for_the_user_the_image_runs_as():
     assert instructions()[user][1] != "root"
     prepare = index_of(lambda w, r: w == "RUN" and "mkdir /data" in r)
     assert prepare < user and "chown" in instructions()[prepare][1]
+    # private to that user (issue 73 item 2): a new volume takes the folder's mode
+    assert "chmod 700 /data" in instructions()[prepare][1]

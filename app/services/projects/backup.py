@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from app.perimeter.private_data import FILE_MODE, make_private
 from core.safe_archive import ArchiveError, sha256_file
 from core.safe_tar import Expected, extract_tar_verified
 from storage.backup import (
@@ -132,6 +133,7 @@ def _write(out: Path, files: dict[str, Path], database: str) -> dict[str, object
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
     try:
+        partial.touch(mode=FILE_MODE, exist_ok=False)  # it holds the database: private at once
         with tarfile.open(partial, "w:gz") as tar:
             info = tarfile.TarInfo(MANIFEST)
             data = json.dumps(manifest, indent=2).encode("utf-8")
@@ -303,6 +305,7 @@ def _extract(archive: Path, parent: Path, max_bytes: int | None) -> tuple[Path, 
             max_members=MAX_MEMBERS,
             check_file=_expected_file,
         )
+        make_private(staging)  # the database and model files, the app's account's alone
     except ArchiveError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise StorageError(f"{exc} Nothing was restored.") from exc
