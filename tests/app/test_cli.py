@@ -426,6 +426,8 @@ def test_predict_on_a_never_retrained_project_serves_the_base_int8_copy_without_
     base = next((tmp_path / "data" / "artifacts" / "base").iterdir())
     record = json.loads((base / "int8.json").read_text())
     assert record["passed"] and record["n"] == splits.count("test"), record
+    # it serves every never-retrained project on this base: it says whose rows checked it
+    assert record["checked_on"] == {"project": "b", "questions": record["n"]}  # issue 73 item 11
     done = subprocess.run(
         [sys.executable, "-c", PREDICT_WITHOUT_TORCH, str(tmp_path / "data"), json.dumps(texts)],
         capture_output=True,

@@ -3,7 +3,8 @@ its base encoder, which took torch in fp32 (a cold ``predict`` of 1,000 lines: 1
 CPU) where a retrained project's int8 copy needs no torch. The copy is built once per base
 encoder's weights (:func:`app.serving.int8.base_int8_rel`), its parity checked like a version's
 (:func:`app.services.models.int8.export_version_int8`: the top intent of at most 1,000 test
-questions against the fp32 encoder's, on the rows of the project that asked first), and served
+questions against the fp32 encoder's, on the rows of the project that asked first, which its
+record names: ``checked_on``), and served
 by the same rule as a version's copy (:meth:`app.serving.models.Models.base_serving`). A copy
 that fails parity is recorded as such and never served; a project too small to check parity on
 builds nothing (the next one may).
@@ -53,8 +54,10 @@ def ensure_base_int8(live: LivePools, p: ProjectHandle) -> dict[str, Any] | None
     try:
         with artifacts.writing(rel) as folder:
             info = export_version_int8(encoder, data, folder / INT8_DIR, cached=live.cache.encode)
-            if not info.get("passed") and "too few" in str(info.get("reason")):
+            if info.get("unchecked"):
                 raise _TooFew
+            # every never-retrained project on this base serves it: say whose rows checked it
+            info["checked_on"] = {"project": p.name, "questions": info.get("n")}
             (folder / BASE_RECORD).write_text(json.dumps(info, indent=2), "utf-8")
     except _TooFew:
         return None

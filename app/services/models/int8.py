@@ -111,7 +111,11 @@ def export_version_int8(
     if multi_label:
         return {"passed": False, "reason": "multi-label: the head decides, served in fp32"}
     if len(queries) < 20 or not pool_texts:
-        return {"passed": False, "reason": f"too few utterances to check parity ({len(queries)})"}
+        return {
+            "passed": False,
+            "unchecked": True,
+            "reason": f"too few utterances to check parity ({len(queries)})",
+        }
     try:
         result = export_onnx(
             encoder,

@@ -122,7 +122,9 @@ def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = No
     if mv is None:
         copy = base_int8_record(artifacts, base) if artifacts is not None else None
         if copy and copy.get("passed") and p.settings.serve_int8 and process_budget().serves_int8:
-            return f"Serving: the frozen {base} encoder's int8 copy ({copy.get('reason')})."
+            checked = copy.get("checked_on") or {}
+            on = f", checked on project {checked['project']!r}" if checked.get("project") else ""
+            return f"Serving: the frozen {base} encoder's int8 copy ({copy.get('reason')}{on})."
         return f"Serving: the frozen {base} encoder (fp32)."
     m = VersionMetrics.from_dict(mv.metrics)
     if m.int8.get("pending"):  # its job builds the int8 copy, unless it stopped meanwhile
