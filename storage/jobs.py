@@ -288,15 +288,10 @@ def require_running(s: Session, job_id: int) -> None:
 def registered(
     s: Session, job_id: int, version_id: int, step: int | None = None, verdict: str = ""
 ) -> None:
-    """Record the job's version in the transaction that registers it (and the training
-    ``step`` of the checkpoint it serves from, None while the gate keeps it back; an anytime
-    retrain calls it again for each better one, and once the whole split is measured), with
-    the ``verdict`` of its measurement: from there on a cancel keeps that version (its version
-    counts)."""
+    """Record the job's version (the ``step`` it serves, None while kept back; again for a better
+    checkpoint) and its ``verdict``: from there on a cancel keeps that version."""
     job = _get(s, job_id, lock=True)
-    job.model_version_id = version_id
-    job.served_step = step
-    job.verdict = verdict
+    job.model_version_id, job.served_step, job.verdict = version_id, step, verdict
 
 
 def mark_labels(s: Session, job_id: int, mark: int) -> None:
