@@ -10,6 +10,11 @@
   window.__studioQueueKeys = true;
   const KEYS = __KEYS__;
   const COMMIT = 'queue-commit';  // the hidden button that takes the typed intent
+  // Someone works here: a key (typing an intent's name too) presses this hidden button at most
+  // every ALIVE_MS, the last key of a burst included, and the automatic retrains wait for a
+  // quiet spell after it (app/ui/queue_activity.py)
+  const ALIVE = 'queue-alive';
+  const ALIVE_MS = 2000;
   const WAIT_MS = 5000;  // an answer that never comes stops holding keys back after this
   const root = () => document.querySelector('#queue-card');
   const card = () => document.querySelector('#queue-card [data-item]');
@@ -73,9 +78,21 @@
     return ctrl + shift + (char && ctrl ? e.key.toLowerCase() : e.key);
   };
 
+  let aliveAt = 0, aliveLater = null;
+  const alive = () => {
+    const wait = aliveAt + ALIVE_MS - Date.now();
+    if (wait > 0) {
+      aliveLater ??= setTimeout(() => { aliveLater = null; alive(); }, wait);
+      return;
+    }
+    aliveAt = Date.now();
+    document.getElementById(ALIVE)?.click();
+  };
+
   document.addEventListener('keydown', (e) => {
     const c = card();
     if (!c || c.offsetParent === null) return;  // the Label tab is not showing
+    alive();
     const f = filter();
     if (f && e.target === f) {
       if (e.key === 'Enter' && !e.isComposing) {

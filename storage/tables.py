@@ -273,6 +273,9 @@ class LabelEvent(Base):
     # A delete event's: what the row held besides text, intents and split (context, entities,
     # created_at), so that its undo restores the same row.
     kept: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # The served model's decision (intent names; [] out of scope) on the Label tab's card this
+    # label answered; None: not known (an automatic retrain weighs it: storage.job_history).
+    served: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
 
 
 class DatasetVersion(Base):
@@ -317,6 +320,17 @@ class ModelVersion(Base):
     exported_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
     files_removed: Mapped[str | None] = mapped_column(String(200), default=None)
     int8_size: Mapped[int | None] = mapped_column(Integer, default=None)
+
+
+class ProjectActivity(Base):
+    """When someone last worked on a project in the Label tab (:mod:`storage.activity`)."""
+
+    __tablename__ = "project_activity"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    active_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class TrainingJob(Base):

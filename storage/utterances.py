@@ -247,6 +247,7 @@ def _log(
     batch: str | None = None,
     split_before: str | None = None,
     split_after: str | None = None,
+    served: Sequence[str] | None = None,
 ) -> LabelEvent:
     event = LabelEvent(
         project_id=u.project_id,
@@ -259,6 +260,7 @@ def _log(
         after=sorted(after),
         split_before=split_before,
         split_after=split_after,
+        served=None if served is None else sorted(served),
     )
     s.add(event)
     return event
@@ -320,10 +322,12 @@ def set_labels(
     expected_version: int | None = None,
     create_missing_intents: bool = True,
     batch: str | None = None,
+    served: Sequence[str] | None = None,
 ) -> UtteranceRow:
     """Replace an utterance's labels (empty = no intent), moving it by :func:`labelled_split`
     (``split`` = the split the person chose, if any). One event for audit and undo: an undo puts
-    back the labels and the split together."""
+    back the labels and the split together. ``served``: what the model that served decided for
+    it on the card the label answered (recorded with the event; None: not known)."""
     u = get_utterance(s, project_id, utterance_id)
     _check_version(u, expected_version)
     intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
@@ -338,7 +342,7 @@ def set_labels(
     u.split = split_after
     u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
     shown = (split_before, split_after) if moved else (None, None)
-    _log(s, u, before, after, "label", user_id, batch, *shown)
+    _log(s, u, before, after, "label", user_id, batch, shown[0], shown[1], served)
     s.flush()
     return _row(u, after)
 

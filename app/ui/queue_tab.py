@@ -22,6 +22,7 @@ from app.serving.training_queue import TrainingQueue
 from app.ui import queue_starts as starts
 from app.ui.common import attempt, bind, ok
 from app.ui.guard import guarded
+from app.ui.queue_activity import follow_work
 from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_model import follow_model, model_js, model_line
 from app.ui.queue_view import (
@@ -33,6 +34,7 @@ from app.ui.queue_view import (
     QueueSession,
     QueueView,
     _card,
+    pick,
     refused,
     render,
 )
@@ -130,6 +132,7 @@ def act(
                 confirm_test=confirmed,
                 how=state.how,
                 upcoming=state.upcoming,
+                served=item.predicted,  # the model's decision on this card
             )
         except data_svc.UnconfirmedTestChange as exc:
             return str(exc), None
@@ -274,11 +277,6 @@ def near_choices(db: Database, how: str, p: ProjectHandle | None) -> tuple[Any, 
     return gr.update(visible=how == "near", choices=names or []), said
 
 
-def pick(state: QueueSession, picked: list[str]) -> QueueSession:
-    """Multi-label: the intents ticked by a click on the checkboxes."""
-    return state.but(picked=tuple(picked))
-
-
 def build_queue_tab(
     live: LivePools, project: gr.Dropdown, training: TrainingQueue
 ) -> dict[str, Any]:
@@ -343,6 +341,7 @@ def build_queue_tab(
         commit_btn = gr.Button(
             "take typed", elem_id="queue-commit", elem_classes=["hidden-trigger"]
         )
+        held = follow_work(live.db, project)  # a card asked for holds automatic retrains
     message = gr.Markdown(elem_id="queue-status")
     gr.Markdown(HELP, elem_classes=["queue-help"])
 
@@ -350,7 +349,7 @@ def build_queue_tab(
     outputs = [message, state, card, *buttons, *examples, picked, progress, enter_btn, oos_btn]
 
     def write(fn: Any) -> Any:
-        return guarded(LABEL, outputs=len(outputs), notify=False)(fn)
+        return guarded(LABEL, outputs=len(outputs), notify=False)(held(fn))
 
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
     # An answer's click is never skipped: Gradio's default ("once") drops a click while the
@@ -359,7 +358,7 @@ def build_queue_tab(
     # double click, is dropped there).
     answers_kw: dict[str, Any] = {**quiet, "trigger_mode": "multiple"}
     # Each start numbered by the page (queue_starts.py): a late one never replaces a newer one.
-    started = bind(start, live)
+    started = held(bind(start, live))
     start_in = [project, how, near, ticket]
     start_js = starts.start_js(LOADING)
     start_btn.click(started, start_in, outputs, js=start_js, **quiet)
@@ -379,7 +378,7 @@ def build_queue_tab(
                 write(bind(answer_with, live, action)), [project, state], outputs, **answers_kw
             )
         )
-    skip_btn.click(bind(skip, live), [project, state], outputs, **answers_kw)
+    skip_btn.click(held(bind(skip, live)), [project, state], outputs, **answers_kw)
     changes.append(undo_btn.click(write(bind(undo, live)), [project, state], outputs, **answers_kw))
     # the list of matches follows each key in the page (assets/queue_keys.js): no event here
     # the text is the one the page captured when Enter was pressed, not the box's value now

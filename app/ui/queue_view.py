@@ -210,6 +210,11 @@ def _progress(db: Database, p: ProjectHandle, state: QueueSession) -> str:
     return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
 
 
+def pick(state: QueueSession, picked: list[str]) -> QueueSession:
+    """Multi-label: the intents ticked by a click on the checkboxes."""
+    return state.but(picked=tuple(picked))
+
+
 def render(
     db: Database, p: ProjectHandle | None, state: QueueSession, message: str = ""
 ) -> QueueView:

@@ -103,7 +103,7 @@ def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_
     worker.execute_job(ctx, second.id)
     quiet()
     assert watcher.start_due() == []  # nothing new since: none
-    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).changed == 0
+    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).weight == 0
 
 
 def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ctx, watcher) -> None:

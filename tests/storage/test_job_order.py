@@ -10,6 +10,7 @@ from storage import jobs
 from storage.job_order import fairest_queued
 from storage.projects import create_project
 from storage.users import create_user
+from storage.utterances import add_utterance
 
 
 def _projects(db, n: int) -> list[int]:
@@ -63,3 +64,21 @@ def test_a_user_whose_job_ran_last_waits_for_the_others(db):
         jobs.request_cancel(s, b1)
         jobs.request_cancel(s, a2)
         assert fairest_queued(s) is None
+
+
+def test_an_automatic_job_counts_for_whoever_labelled_its_project_last(db):
+    """Nobody asks for an automatic retrain: it takes the turn of whoever labelled its project
+    last before it was queued."""
+    with db.session() as s:
+        ana, ben = (create_user(s, n, "designer", "x").id for n in ("ana", "ben"))
+    p = _projects(db, 3)
+    with db.write() as s:
+        for pid, who in zip(p, (ana, ana, ben), strict=True):
+            add_utterance(s, pid, f"lost my card {pid}", ["card_lost"], user_id=who)
+        a0 = jobs.create_job(s, p[0], {}, trigger="auto")[0].id
+        jobs.claim_job(s, a0, pid=os.getpid())  # ana's turn
+        a1 = jobs.create_job(s, p[1], {}, trigger="auto")[0].id
+        b2 = jobs.create_job(s, p[2], {}, trigger="auto")[0].id  # queued after a1
+        assert fairest_queued(s) == b2  # ben has not had his turn
+        jobs.finish_job(s, a0, "succeeded", "done")
+    assert _take_turns(db) == [b2, a1]

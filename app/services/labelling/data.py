@@ -8,6 +8,7 @@ and changes it only through :func:`app.access.writing`, where the item rule is a
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -204,9 +205,11 @@ def label_in(
     batch: str | None = None,
     confirm_test: bool = True,
     create: bool = False,
+    served: Sequence[str] | None = None,
 ) -> repo.UtteranceRow:
     """:func:`label_utterance` within the caller's transaction (one opened by
-    :func:`app.access.writing`)."""
+    :func:`app.access.writing`). ``served``: what the model that served decided on the card
+    this label answers (None: no card)."""
     current = repo.get_utterance(s, p.id, utterance_id)
     if not confirm_test:
         (now,) = repo.rows_by_id(s, p.id, [utterance_id])
@@ -230,6 +233,7 @@ def label_in(
         user_id=p.actor.id,
         batch=batch,
         create_missing_intents=create,
+        served=served,
     )
 
 

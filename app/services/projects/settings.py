@@ -77,8 +77,8 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "oos_calibration": calibration.calibration_line(live, p, live.models.budget),
             "auto_retrain": auto.words,
             "auto_retrain_after": (
-                f"{auto.after} new or changed labels since the last retrain start the next one "
-                f"by itself ({min(auto.changed, auto.after)} so far)"
+                f"Changes weighing {auto.after} since the last retrain (a new example weighs 1, "
+                f"net of undos) start the next one by itself ({auto.so_far} so far)"
                 + ("" if auto.on else "; automatic retrains are off")
                 + "."
             ),

@@ -71,6 +71,7 @@ def answer_then(
     confirm_test: bool = False,
     how: str | None = None,
     upcoming: Sequence[int] = (),
+    served: Sequence[str] | None = None,
 ) -> tuple[str, Ahead]:
     """Write the annotator's answer and say what happened, in one transaction that also reads
     what the next card needs (:class:`Ahead`, of the ``upcoming`` ids); the live pool takes the
@@ -87,7 +88,8 @@ def answer_then(
     In a team project (:mod:`app.services.labelling.team`) ``take`` and ``oos`` on an item assigned to
     you are your answer (accepted alone, or on agreement); on the team's other items they are
     refused (:mod:`app.access.policy`); in the :data:`DISPUTES` order (``how``) they are the
-    reviewer's decision."""
+    reviewer's decision. ``served``: what the model that served decided on the card answered
+    (kept with the label: an automatic retrain counts a label the model got wrong twice)."""
     if action not in ACTIONS:
         raise ValueError(f"Unknown answer {action!r}; use one of {', '.join(ACTIONS)}.")
     names = [OUT_OF_SCOPE] if action == "oos" else list(labels)
@@ -96,7 +98,7 @@ def answer_then(
     with writing(live.db, p) as s:
         before = pool_stamp(s, p.id)
         message = _answer_in(
-            s, p, utterance_id, action, names, expected_version, batch, confirm_test, how
+            s, p, utterance_id, action, names, expected_version, batch, confirm_test, how, served
         )
         now = {r.id: r for r in list_utterances(s, p.id, ids=[utterance_id])}
         ahead = read_ahead(s, p, upcoming)
@@ -125,6 +127,7 @@ def _answer_in(
     batch: str | None,
     confirm_test: bool,
     how: str | None,
+    served: Sequence[str] | None = None,
 ) -> str:
     if action in ("take", "oos", "skip"):
         if how == DISPUTES and action != "skip":
@@ -148,6 +151,7 @@ def _answer_in(
         expected_version=expected_version,
         batch=batch,
         confirm_test=confirm_test,
+        served=served,
     )
     return f"#{utterance_id} → {', '.join(row.labels) or 'no intent'} ({row.split})."
 
