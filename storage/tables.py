@@ -372,6 +372,9 @@ class TrainingJob(Base):
     # The project's newest label event when the job read its data (None until it did): the
     # labels after it count towards the next automatic retrain.
     label_mark: Mapped[int | None] = mapped_column(Integer, default=None)
+    # What its version's last checkpoint measured and whether it serves, in one line (issue 71
+    # item 6): "v9 (continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves".
+    verdict: Mapped[str] = mapped_column(Text, default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
@@ -389,9 +392,6 @@ class ImportedAgent(Base):
         ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
     )
     format: Mapped[str] = mapped_column(String(40))
-    # What its version's last checkpoint measured and whether it serves, in one line (issue 71
-    # item 6): "v9 (continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves".
-    verdict: Mapped[str] = mapped_column(Text, default="", server_default="")
     content: Mapped[bytes] = mapped_column(LargeBinary)
     sha256: Mapped[str] = mapped_column(String(64))
     # The language read from it ("": the agent's default); an export writes that language.

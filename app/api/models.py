@@ -335,6 +335,12 @@ class Job(BaseModel):
         False, description="its version serves an earlier checkpoint while the rest trains"
     )
     trigger: str = Field("manual", description="who asked: manual, or auto (after new labels)")
+    verdict: str = Field(
+        "",
+        description="what its version's checkpoint measured and whether it serves, e.g. 'v9 "
+        "(continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves' or '… kept back: "
+        "86.9 % < 88.3 %, v8 keeps serving'; empty before one is measured",
+    )
     state: str = Field(
         "",
         description="the job in one line, as the Train tab and the CLI say it (e.g. 'v9 (continuing "
@@ -358,10 +364,4 @@ class ErrorOut(BaseModel):
     error: str
     job_id: int | None = Field(
         None, description="with 503: the training job that could not be queued (stored as failed)"
-    )
-    verdict: str = Field(
-        "",
-        description="what its version's checkpoint measured and whether it serves, e.g. 'v9 "
-        "(continuing v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves' or '… kept back: "
-        "86.9 % < 88.3 %, v8 keeps serving'; empty before one is measured",
     )

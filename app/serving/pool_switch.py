@@ -15,23 +15,37 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.encoding.exit_gate import Exiting
 from core.errors import logged
 
 if TYPE_CHECKING:
     from app.project_settings import ProjectSettings
-    from app.serving.live import LivePools
     from storage.tables import ModelVersion
 
 logger = logging.getLogger(__name__)
 
 
+class Pools(Protocol):
+    """What a switch needs of :class:`app.serving.live.LivePools`."""
+
+    def build_pool(
+        self,
+        project_id: int,
+        key: str,
+        mv: ModelVersion | None,
+        base: str,
+        settings: ProjectSettings,
+    ) -> Any: ...
+
+    def install(self, project_id: int, key: str, made: Any) -> bool: ...
+
+
 class PoolSwitch:
     """The background builds of a :class:`~app.serving.live.LivePools`' new pools."""
 
-    def __init__(self, live: LivePools) -> None:
+    def __init__(self, live: Pools) -> None:
         self.live = live
         self._lock = threading.Lock()
         self._building: set[tuple[int, str]] = set()

@@ -52,9 +52,10 @@ def test_a_first_version_serves_before_the_jobs_full_budget_ends(
     assert {r.served_step for r in improving} == {4} and {r.train_steps for r in improving} == {12}
     training = [r for r in improving if r.phase == "training" and r.total]
     assert training and training[-1].step > 4
-    said = svc.describe(training[-1])
-    assert said.startswith(f"v{done.model_version_id} serving (first pass) · improving: step ")
-    assert " of 12 · " in said
+    said = svc.describe(training[-1])  # what it measured and that it serves (issue 71 item 6)
+    v = done.model_version_id
+    assert said.startswith(f"v{v} (first pass, step 4 of 12) measured "), said
+    assert ": serves · improving: step " in said and " of 12 · " in said
     # it was active (and answered) from its first pass on, if the gate let it
     mv = version(ctx, done.model_version_id)
     if mv.metrics["gate"]["passed"]:

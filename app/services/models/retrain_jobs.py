@@ -279,6 +279,8 @@ def time_left(seconds: float | None, to: str = "") -> str:
     Example:
         >>> time_left(None), time_left(8.4), time_left(130), time_left(5400)
         ('estimating…', 'about 8 s left', 'about 2 min left', 'about 1 h 30 min left')
+        >>> time_left(8.4, "a first version")
+        'about 8 s to a first version'
     """
     if seconds is None:
         return "estimating…"
@@ -312,8 +314,6 @@ def counts_down_to(job: JobView) -> str:
 
 def span(seconds: float) -> str:
     """A length of time in a user's words, rounded to its largest unit.
-        >>> time_left(8.4, "a first version")
-        'about 8 s to a first version'
 
     Example:
         >>> span(8.4), span(130), span(442), span(5400)
