@@ -247,12 +247,10 @@ def run_retrain(
     snap = snapshot(run, project_id, head_options, trigger=trigger)
     cfg = budget.first_pass(cfg)  # how long the first pass may train on this device
     resumed = resumed_version(run, project_id, job) if job is not None else None
-    if anytime:  # someone waits on the app: a first version as soon as it can serve
-        snap = replace(
-            snap,
-            sample=gate_sample(snap.data, budget.gate_sample, seed=project_id),
-            continued=continuation(run, snap, cfg) if resumed is None else None,
-        )
+    # a checkpoint's gate measures a sample of the test split (the whole split is the record's)
+    snap = replace(snap, sample=gate_sample(snap.data, budget.gate_sample, seed=project_id))
+    if anytime and resumed is None:  # someone waits on the app: a first version continues
+        snap = replace(snap, continued=continuation(run, snap, cfg))
     int8 = int8_plan(run, snap)  # what the version records of its int8 copy at first
     calibration = calibration_plan(budget, snap)  # and of its out-of-scope calibration
     extra_steps = held_out_steps(snap, cfg) if calibration.get("pending") else 0
@@ -275,7 +273,6 @@ def run_retrain(
         raise Kept(checkpoints.served.version_id, _kept(run.reporter, checkpoints.served)) from exc
     finally:
         checkpoints.remove_superseded()
-    checkpoints.record()  # the whole test split, when the gate measured a sample
     served, measured = checkpoints.served, checkpoints.best
     assert served is not None, "the last checkpoint is always measured"
     if measured is None:  # handed back while improving, and no checkpoint since did better
@@ -283,7 +280,12 @@ def run_retrain(
             f"v{served.version_id} keeps its {checkpoint_words(served.step, served.total)}: "
             "the training that went on after its worker stopped measured no better."
         )
+    # the record, on the whole test split: the int8 copy's measurement where one replaces the
+    # fp32 encoder (a CPU), else the fp32 encoder's (when its gate measured a sample)
     copy = int8_copy(run, snap, served, measured) if int8.get("pending") else None
+    if copy is None or copy.metrics is None:
+        measured = checkpoints.record() or measured
+        served = checkpoints.served or served
     message = register(run, snap, served, measured, copy, prepare=anytime)
     calibrated = calibrate(run, snap, checkpoints.config or cfg, served, calibration)
     return served.version_id, f"{message} {calibrated}".strip()

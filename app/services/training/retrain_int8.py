@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from app.services.models.evaluation import gate
 from app.services.models.int8 import INT8_OFF, export_version_int8
-from app.services.training.retrain_measure import Measured
+from app.services.training.retrain_measure import Measured, measure
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE
 from app.services.training.retrain_state import Int8Outcome, Reporter, RetrainRun, Served, Snapshot
 from app.serving.int8 import INT8_DIR, base_int8_rel, load_int8
 from core.bundle.onnx_shared import share
+from core.encoding.registry import Encoder
 from core.errors import logged
 from core.training import TrainingCancelled
 from storage.artifacts import tree_sha256
@@ -65,7 +66,7 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
         with run.artifacts.writing(rel) as tmp:
             info = export_version_int8(
                 encoder,
-                snap.data,
+                snap.gate_data,  # the gate's questions: their fp32 vectors are known
                 tmp / INT8_DIR,
                 cached=run.live.cache.encode,
                 multi_label=snap.multi,
@@ -75,15 +76,14 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
             saved = _share_with_base(run, snap.base, tmp / INT8_DIR, run.artifacts.path(rel))
             if saved:
                 info["shared_mb"] = round(saved / 1e6, 1)
-        copy = run.live.factories.predictor_factory(
-            snap.project_id, load_int8(run.artifacts.path(rel) / INT8_DIR), snap.settings
-        )
-        measured.evaluation.add(copy)
-        metrics, _ = measured.evaluation.score(copy, **snap.options)
-        measured.evaluation.keep(copy, snap.options, metrics)
+        int8 = load_int8(run.artifacts.path(rel) / INT8_DIR)
+        # measured as it will serve on the whole test split (with the frozen base and the
+        # active version beside it): the version's record from here on
+        whole = measure(run, snap, cast(Encoder, int8), None, data=snap.data, phase=INT8)
+        metrics = whole.new
         why = None
         if served.promoted:  # it serves only if it passes the gate that promoted the version
-            passed, why = gate(metrics, measured.reference, PROMOTION_TOLERANCE)
+            passed, why = gate(metrics, whole.reference, PROMOTION_TOLERANCE)
             if not passed:
                 run.artifacts.remove(rel)
                 words = f"Its int8 copy was measured below the gate ({why}): fp32 serves."
@@ -95,6 +95,7 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
             metrics,
             f"{info.get('reason', 'parity passed')}, {acc}.",
             why,
+            whole,
         )
     except _NotKept:
         words = f"Its int8 copy did not pass ({info.get('reason')}): fp32 serves."

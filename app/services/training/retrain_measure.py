@@ -182,7 +182,8 @@ def plan(
         to_evaluate=new + to_encode(run.live.factories, rows, [f for f, _ in others], others),
         checkpoints=checkpoints,
         later_evaluate=new,
-        recorded=every - new if snap.sample is not None else 0,
+        # the record's whole split: the int8 copy's measurement where there is one (its stretch)
+        recorded=every - new if snap.sample is not None and not parity else 0,
         parity=parity,
         unlabelled=snap.unlabelled,
         held_out_steps=held_out_steps,
@@ -233,6 +234,7 @@ def measure(
     prefix: PrefixStates | None = None,
     base_shares_prefix: bool = True,
     data: EvalData | None = None,
+    phase: str = EVALUATING,
 ) -> Measured:
     """The ``measure`` phase: the new ``encoder`` (the model in memory, whose artifact is being
     written into ``folder``) scored by the Predictor it will serve, and the frozen base and the
@@ -243,7 +245,8 @@ def measure(
     the head is there). ``prefix``: the frozen lower layers'
     states its training computed: the new encoder and the base compute only their upper layers
     on them (:class:`core.training.prefix.PrefixedEncoder`: the same vectors, half the work);
-    the base only when ``base_shares_prefix`` (its frozen layers computed them)."""
+    the base only when ``base_shares_prefix`` (its frozen layers computed them). ``phase``: the
+    job's phase it counts in (the int8 copy's measurement, in ``int8``)."""
     started = time.monotonic()
     data = data if data is not None else snap.gate_data
     (base_factory, base_options), (ref_factory, ref_options) = snap.others
@@ -268,7 +271,7 @@ def measure(
     run.reporter.log(
         f"evaluating {evaluation.encoders} encoders on {_rows(data, snap.data)}: "
         f"{evaluation.total:,} utterances to encode",
-        phase=EVALUATING,
+        phase=phase,
     )
     evaluation.start()
     new_metrics, head = evaluation.score(new_factory, **snap.options)

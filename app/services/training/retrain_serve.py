@@ -241,14 +241,22 @@ def register(
         int8 = dict(copy.info)
         if copy.metrics is not None:
             decided = dict(served.metrics.gate)
+            if copy.whole is not None:  # measured on the whole split, not the gate's sample
+                decided.pop("questions", None)
+                decided.pop("of_questions", None)
             if copy.gate is not None:  # the gate, on what serves from now
                 decided["reason"] = f"{copy.gate} Measured with the int8 encoder that serves it."
+            whole = copy.whole if copy.whole is not None else measured
             headline = replace(
                 copy.metrics,
                 encoder=INT8,
                 fp32=replace(measured.new, encoder=FP32),
-                base=served.metrics.base,
-                reference=served.metrics.reference,
+                base=whole.base,
+                reference={
+                    **served.metrics.reference,
+                    "accuracy": whole.reference.accuracy,
+                    "macro_f1": whole.reference.macro_f1,
+                },
                 gate=decided,
                 oos_calibration=served.metrics.oos_calibration,
                 train_seconds=served.metrics.train_seconds,
@@ -267,7 +275,7 @@ def register(
         if prepare:
             first_card_vectors(run.live, snap.project_id)  # the space that serves from now on
     acc = headline.accuracy or 0.0
-    base_acc = measured.base.accuracy or 0.0
+    base_acc = (headline.base.accuracy if headline.base else measured.base.accuracy) or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
     return (
         f"v{served.version_id}: accuracy {acc:.3f} (frozen {base_acc:.3f}), trained in "

@@ -162,9 +162,13 @@ class Int8Outcome:
     n, variant, size, reason, and the copy's ``artifact`` and ``sha256`` when it passed),
     ``metrics`` (the copy measured as it will serve; None when it will not), ``words`` (one
     sentence for the job's log and the version's note) and ``gate`` (the promotion gate's words
-    on the copy's measurement, when the version was promoted)."""
+    on the copy's measurement, when the version was promoted), with the measurement itself
+    (``whole``)."""
 
     info: dict[str, Any]
     metrics: VersionMetrics | None
     words: str
     gate: str | None = None
+    # the copy's measurement on the whole test split, with the frozen base and the active
+    # version beside it (a ``Measured`` of app.services.training.retrain_measure)
+    whole: Any = None
