@@ -49,23 +49,34 @@ logger = logging.getLogger("bench.continue_active")
 TOLERANCE = 0.01  # app.services.training.retrain_serve.PROMOTION_TOLERANCE
 
 
+_VECTORS: dict[int, dict[str, np.ndarray]] = {}  # per model (its id): each text's vector
+
+
+def _encode(model: Any, texts: list[str]) -> np.ndarray:
+    """``texts`` encoded by ``model``, each text once per model (the active version of a round
+    is a model of the round before: its test questions' vectors are known)."""
+    known = _VECTORS.setdefault(id(model), {})
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        vectors = model.encoder().encode(missing, batch_size=128)
+        known.update(zip(missing, vectors, strict=True))
+    return np.stack([known[t] for t in texts])
+
+
 def hits(model: Any, tr_x: list[str], tr_y: list[str], te_x: list[str], te_y: list[str]):
     """Whether the app's decision (nearest example + prototype, with the intents' names as
     anchors) answers each test question right, with ``model``'s encoder."""
     from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, anchor_texts
     from core.retrieval.factory import Anchors, PredictorFactory
-    from core.training.model_io import TrainedModel
 
-    enc = model.encoder() if isinstance(model, TrainedModel) else model
-    pool, queries = enc.encode(tr_x, batch_size=128), enc.encode(te_x, batch_size=128)
+    enc = model.encoder()
+    pool, queries = _encode(model, tr_x), _encode(model, te_x)
     anchors = anchor_texts(tr_y)
     names, texts = list(anchors), list(anchors.values())
     factory = PredictorFactory(
         enc,
         anchors=Anchors(
-            dict(zip(names, texts, strict=True)),
-            DEFAULT_ANCHOR_WEIGHT,
-            enc.encode(texts, batch_size=128),
+            dict(zip(names, texts, strict=True)), DEFAULT_ANCHOR_WEIGHT, _encode(model, texts)
         ),
     )
     tops = factory.build(tr_x, tr_y, vectors=pool).tops(queries).intents
@@ -139,6 +150,8 @@ def run(ds: str, seed: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         logger.info("%s", row)
         rows.append(row)
         active = served
+        for key in [k for k in _VECTORS if k != id(active)]:  # only the active one's are reused
+            del _VECTORS[key]
     return rows
 
 
