@@ -28,9 +28,11 @@ GPU, else the CPU). What is cheap there decides:
   active version question by question, so the first version's wait does not grow with the test
   split (the whole split is measured for the record once training ends); on a GPU, where it
   costs a second, the whole split;
-* **the pause before an automatic retrain**: 10 s without a label on a CPU (a retrain takes
-  both cores for a minute), 3 s on a GPU (seconds of training, no key slowed), and how often
-  the worker looks (:attr:`ComputeBudget.auto_quiet_s`);
+* **the pause before an automatic retrain**: 6 s on a CPU without a label, a key in the Label
+  tab or a card waited for (a key or a card shown is the designer at work: a pause, not a slow
+  card, starts it; its first version continues the active one in seconds and the worker leaves
+  a core to the app meanwhile), 3 s on a GPU (seconds of training, no key slowed), and how
+  often the worker looks (:attr:`ComputeBudget.auto_quiet_s`);
 * **the out-of-scope calibration after a retrain**: held-out on a GPU (five more trainings of the
   version's recipe, each on 4/5 of the pool: about :data:`HELD_OUT_COST` times the retrain's
   training, seconds there, after the version serves), whose thresholds flagged 4-5 % of in-scope
@@ -50,7 +52,7 @@ Example:
     >>> budget_for("cuda:1").device
     'cuda'
     >>> budget_for("cuda").auto_quiet_s, budget_for("cpu").auto_quiet_s
-    (3.0, 10.0)
+    (3.0, 6.0)
     >>> budget_for("cuda").calibration("auto"), budget_for("cpu").calibration("auto")
     ('held-out', 'quick')
     >>> from core.training import TrainConfig
@@ -117,10 +119,10 @@ class ComputeBudget:
         shares_cores: whether a training worker beside the app computes on the cores its
             requests need (a CPU): it then runs at a lower priority and leaves a core while
             someone uses the app (:mod:`app.worker.cpu_share`).
-        auto_quiet_s: seconds without a label after which the labels given start an
-            automatic retrain (:mod:`app.services.models.auto_retrain`): on a CPU a retrain
-            costs a minute of both cores, so it waits for a real pause; on a GPU it costs
-            seconds and slows no key, so a short pause will do.
+        auto_quiet_s: seconds without a label, a key or a card waited for after which the
+            labels given start an automatic retrain (:mod:`app.services.models.auto_retrain`):
+            on a CPU a retrain takes both cores for a while, so it waits for a pause in the
+            designer's work; on a GPU it costs seconds and slows no key, so a short one will do.
         auto_poll_s: how often a worker's watcher looks for labels that call for one.
         reasons: one sentence per choice (``serving``, ``encoder``, ``calibration``), for
             people.
@@ -135,7 +137,7 @@ class ComputeBudget:
     first_pass_pairs: int = 1024
     gate_sample: int | None = 1000
     shares_cores: bool = True
-    auto_quiet_s: float = 10.0
+    auto_quiet_s: float = 6.0
     auto_poll_s: float = 2.0
     reasons: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 

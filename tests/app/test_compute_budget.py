@@ -60,8 +60,8 @@ def test_the_first_pass_and_the_cores_are_the_devices_choice():
 
 
 def test_the_pause_before_an_automatic_retrain_is_the_devices():
-    """Issue 63's GPU row (auto retrain after 20 labels <= 10 s): a CPU waits 10 s without a
-    label, a key or a card (a retrain takes both cores for a minute), a GPU 3 s (seconds of
+    """Issue 63's GPU row (auto retrain after 20 labels <= 10 s): a CPU waits 6 s without a
+    label, a key or a card (a retrain takes both cores for a while), a GPU 3 s (seconds of
     training, no key slowed), and the settings line says the pause of the device it runs on."""
     from datetime import datetime, timedelta
 

@@ -1,7 +1,7 @@
 """Retrains that start from the labels (issue 63), when they can pay (issue 71 item 2): once what
 the labels changed since the last retrain read the project weighs ``auto_retrain_after`` (20 by
 default), and nobody has worked on it for the device's quiet spell
-(:attr:`app.serving.compute.ComputeBudget.auto_quiet_s`: 10 s on a CPU, 3 s on a GPU), an
+(:attr:`app.serving.compute.ComputeBudget.auto_quiet_s`: 6 s on a CPU, 3 s on a GPU), an
 anytime retrain of it is queued by itself (``trigger="auto"``), as if its local operator had
 asked (in the queue's turns it counts for whoever labelled the project last:
 :mod:`storage.job_order`). The project setting ``auto_retrain`` switches it
@@ -148,7 +148,7 @@ class AutoState:
     after: int
     weight: float
     active: bool
-    quiet_s: float = 10.0  # the device's pause (ComputeBudget.auto_quiet_s)
+    quiet_s: float = 6.0  # the device's pause (ComputeBudget.auto_quiet_s)
 
     @property
     def so_far(self) -> str:
