@@ -215,7 +215,7 @@ def run_state(state: str, code: Path, run: Path, args: argparse.Namespace) -> li
     """``--repeats`` rounds of a state (see the module)."""
     rounds = []
     trained = state == "retrained"
-    source = template(args.work, code, args.data, trained=trained, rebuild=args.rebuild)
+    source = template(args.work, code, args.data, trained, args.rebuild, test=args.test)
     servers = 1 if trained else args.repeats
     for n in range(servers):
         data = fresh(source, run, f"{state}-{n + 1}")
@@ -301,6 +301,9 @@ def main() -> int:
     parser.add_argument("--states", default="never,retrained", help="never, retrained, imported")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--labels", type=int, default=20)
+    parser.add_argument(
+        "--test", type=int, default=3080, help="test questions (3,080: BANKING77's whole split)"
+    )
     parser.add_argument("--key-delay", type=int, default=80, help="ms between keys")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between predicts")
     parser.add_argument("--timeout", type=float, default=600, help="seconds after the last label")

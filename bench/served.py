@@ -66,18 +66,26 @@ def dirty(code: Path) -> bool:
     return bool(done.stdout.strip())
 
 
-def template(work: Path, code: Path, shared: Path, trained: bool, rebuild: bool) -> Path:
+def template(
+    work: Path, code: Path, shared: Path, trained: bool, rebuild: bool, test: int = 1000
+) -> Path:
     """The BANKING77 data directory of ``code``'s app (imported, and ``trained`` once with the
-    CLI), built once under ``work`` and reused; a run copies it (:func:`fresh`)."""
+    CLI) with ``test`` test questions (3,080: the whole split), built once under ``work`` and
+    reused; a run copies it (:func:`fresh`)."""
     from tests.e2e.conftest import banking77_csv
 
-    folder = work / f"{commit_of(code)}-{'trained' if trained else 'imported'}"
+    kind = "trained" if trained else "imported"
+    folder = (
+        work / f"{commit_of(code)}-{kind}"
+        if test == 1000
+        else work / f"{commit_of(code)}-{kind}-{test}"
+    )
     if (folder / "built.json").exists() and not rebuild:
         return folder / "data"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     load.CODE = code
-    csv = banking77_csv(shared, folder / "b77.csv", unlabelled=2000, test=1000)
+    csv = banking77_csv(shared, folder / "b77.csv", unlabelled=2000, test=test)
     load.cli(folder / "data", "import", str(csv), "--project", PROJECT)
     began = time.perf_counter()
     if trained:

@@ -341,7 +341,7 @@ def banking77_csv(shared_data: Path, out: Path, *, unlabelled: int = 150, test: 
     pool = [r for r in read("train.csv") if r["text"] not in taken]
     tests = read("test.csv")
     rows = [(r["text"], r["label"], "train") for r in train]
-    rows += [(r["text"], r["label"], "test") for r in rng.sample(tests, test)]
+    rows += [(r["text"], r["label"], "test") for r in rng.sample(tests, min(test, len(tests)))]
     rows += [(r["text"], "", "unlabelled") for r in rng.sample(pool, unlabelled)]
     seen: set[str] = set()
     with out.open("w", encoding="utf-8", newline="") as f:
