@@ -305,18 +305,38 @@ def cli(data: Path, *args: str) -> str:
     return done.stdout
 
 
-def build_banking77(data: Path, shared: Path, fresh: bool = False) -> None:
-    """The BANKING77 project of the issues, retrained once (its version gets the int8 copy);
-    ``fresh``: never retrained (the first retrain the bench asks for is its first)."""
+def build_banking77(
+    data: Path, shared: Path, fresh: bool = False, test: int = 1000, new_labels: int = 0
+) -> None:
+    """The BANKING77 project of the issues (``test`` test questions: 3,080 is the whole split),
+    retrained once (its version gets the int8 copy); ``fresh``: never retrained (the first
+    retrain the bench asks for is its first); ``new_labels``: that many more labelled training
+    utterances imported after the retrain (what a designer labels before asking again)."""
+    import csv as csv_module
+    import random
+
     from tests.e2e.conftest import banking77_csv
 
-    csv = banking77_csv(shared, data / "b77.csv", unlabelled=2000, test=1000)
+    csv = banking77_csv(shared, data / "b77.csv", unlabelled=2000, test=test)
     cli(data, "import", str(csv), "--project", BANKING77)
     if fresh:
         return
     began = time.perf_counter()
     cli(data, "train", "--project", BANKING77)
     print(f"BANKING77 retrained in {time.perf_counter() - began:.0f} s")
+    if new_labels:
+        with csv.open(encoding="utf-8", newline="") as fh:
+            taken = {r["text"] for r in csv_module.DictReader(fh)}
+        with (shared / "banking77" / "train.csv").open(encoding="utf-8", newline="") as fh:
+            rows = [r for r in csv_module.DictReader(fh) if r["text"] not in taken]
+        more = data / "more.csv"
+        with more.open("w", encoding="utf-8", newline="") as fh:
+            w = csv_module.writer(fh)
+            w.writerow(["text", "label", "split"])
+            w.writerows(
+                (r["text"], r["label"], "train") for r in random.Random(7).sample(rows, new_labels)
+            )
+        cli(data, "import", str(more), "--project", BANKING77)
 
 
 def serve(data: Path, serving: str) -> None:
@@ -571,6 +591,15 @@ def main() -> int:
         default=[],
         help="comma-separated: int8, fp32 (the idle phase once per serving path)",
     )
+    parser.add_argument(
+        "--test", type=int, default=1000, help="with --banking77: test questions (3080: all)"
+    )
+    parser.add_argument(
+        "--new-labels",
+        type=int,
+        default=0,
+        help="with --banking77: labelled utterances added after its retrain, before the request",
+    )
     parser.add_argument("--out", default=None, help="JSON file (default bench/results/)")
     args = parser.parse_args()
     global PROJECT, QUERIES, CODE
@@ -587,7 +616,9 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     env = app_env(INTENT_STUDIO_DATA_DIR=str(data))
     if args.banking77:
-        build_banking77(data, args.data, fresh=args.fresh)
+        build_banking77(
+            data, args.data, fresh=args.fresh, test=args.test, new_labels=args.new_labels
+        )
     log = data / "server.log"
     server = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
