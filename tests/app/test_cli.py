@@ -27,6 +27,7 @@ SUBCOMMANDS = [
 ]
 
 
+@pytest.mark.fast  # make check runs it (issue 76 item 4)
 def test_help_does_not_import_torch_or_gradio():
     """Nor any database, web or model code (issue 63 item 5: it loaded 375 modules, SQLAlchemy
     among them, through the CLI's output escaping)."""

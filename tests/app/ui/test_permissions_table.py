@@ -33,6 +33,8 @@ from app.serving.state import ServingState
 from app.ui.guard import ACTION, ROLE, guarded, is_endpoint
 from storage.users import ROLES
 
+pytestmark = pytest.mark.fast  # make check runs it (issue 76 item 4)
+
 ROOT = Path(__file__).resolve().parents[3]
 KINDS = ("events", "REST", "CLI")  # the table's columns of doors
 BELOW = {"designer": "vic", "admin": "dana"}  # a user one role below each role
