@@ -32,6 +32,7 @@ ENV_STOP_GRACE = "INTENT_STUDIO_STOP_GRACE"
 ENV_INT8 = "INTENT_STUDIO_INT8"
 ENV_AUTO_RETRAIN = "INTENT_STUDIO_AUTO_RETRAIN"
 ENV_PUBLIC_HOST = "INTENT_STUDIO_PUBLIC_HOST"
+ENV_VERSION_DISK_MB = "INTENT_STUDIO_VERSION_DISK_MB"
 # Where a job records the app's settings that its worker must share (Settings.shared_with_workers).
 DEPLOYMENT = "deployment"
 QUEUE_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -43,6 +44,9 @@ DEFAULT_STOP_GRACE = 30
 # ``max_file_size`` as well); the import formats refuse anything larger before reading it.
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 DIR_MODE = 0o700  # the data directory's: its account's alone (private_dir)
+# The disk a project's model versions may use before a retrain of it is refused, in MB (10^6
+# bytes): the issue 71 goal, 1 GB per project (app.services.models.retention).
+DEFAULT_VERSION_DISK_MB = 1000
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,10 @@ class Settings:
     # other ``Host``: DNS rebinding), and whose origins may call it from a browser; ``name`` or
     # ``name:port``.
     public_hosts: tuple[str, ...] = ()
+    # The disk each project's model versions may use, in MB (10^6 bytes): a retrain of a project
+    # whose kept versions use it already is refused. The operator's, not a project setting: a
+    # designer changes their project's settings, and one designer must not fill the disk.
+    version_disk_mb: int = DEFAULT_VERSION_DISK_MB
 
     @property
     def local_workers(self) -> bool:
@@ -171,6 +179,7 @@ def load_settings(data_dir: str | Path | None = None, db_url: str | None = None)
         public_hosts=tuple(
             h.strip().lower() for h in os.environ.get(ENV_PUBLIC_HOST, "").split(",") if h.strip()
         ),
+        version_disk_mb=_positive_int(ENV_VERSION_DISK_MB) or DEFAULT_VERSION_DISK_MB,
     )
 
 

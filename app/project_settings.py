@@ -105,6 +105,18 @@ def _parse_labels(word: str) -> int:
     return _labels(int(word))
 
 
+def _versions(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000:
+        raise ValueError(f"is a number of versions from 1 to 1,000, not {value!r}.")
+    return value
+
+
+def _parse_versions(word: str) -> int:
+    if not (word.isdecimal() and len(word) <= 20):  # what int() takes, as _parse_labels
+        raise ValueError(f"is a number of versions from 1 to 1,000, not {word!r}.")
+    return _versions(int(word))
+
+
 # A target in-scope recall in [0.5, 1] (typed as 0.95 or 95%), or off (None).
 RECALL_OR_OFF = Kind(_recall, _parse_recall)
 # A number of examples, 0 or more (typed off: 0).
@@ -112,6 +124,8 @@ WEIGHT = Kind(_weight, _parse_weight)
 ON_OFF = Kind(_on_off, _parse_on_off)
 # A number of labels, 1 to 100,000.
 LABELS = Kind(_labels, _parse_labels)
+# A number of model versions, 1 to 1,000.
+VERSIONS = Kind(_versions, _parse_versions)
 
 
 def one_of(*choices: str) -> Kind:
@@ -160,6 +174,9 @@ class ProjectSettings:
             since the last retrain and nobody labelled for a moment
             (:mod:`app.services.training.auto_retrain`).
         auto_retrain_after: how many new or changed labels start an automatic retrain.
+        keep_versions: how many of the newest versions keep their files besides the active one
+            and those someone pinned, activated or exported (the retention rule,
+            :mod:`app.services.models.retention`); the others' files are removed.
     """
 
     oos_target_recall: float | None = setting(
@@ -182,6 +199,9 @@ class ProjectSettings:
     auto_retrain: bool = setting(True, ON_OFF, "Retrain by itself after new labels")
     auto_retrain_after: int = setting(
         20, LABELS, "New or changed labels that start an automatic retrain"
+    )
+    keep_versions: int = setting(
+        3, VERSIONS, "Newest versions that keep their files (and any pinned, activated, exported)"
     )
 
     def __post_init__(self) -> None:
@@ -210,7 +230,7 @@ class ProjectSettings:
 
         Example:
             >>> ProjectSettings().with_texts({"oos_target_recall": "90%", "anchor_weight": "off"})
-            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto', auto_retrain=True, auto_retrain_after=20)
+            ProjectSettings(oos_target_recall=0.9, anchor_weight=0.0, encode_context=False, serve_int8=True, oos_calibration='auto', auto_retrain=True, auto_retrain_after=20, keep_versions=3)
 
         Raises:
             ValueError: an unknown setting or a value it does not take (nothing is changed).
@@ -245,7 +265,7 @@ def parse_setting(name: str, text: str | float | bool | None) -> Any:
     checked): ``oos_target_recall`` a recall (``0.95``, ``95%``) or ``off``; ``anchor_weight`` a
     number of examples or ``off``; ``encode_context``, ``serve_int8`` and ``auto_retrain``
     ``on`` or ``off``; ``oos_calibration`` ``auto``, ``held-out`` or ``quick``;
-    ``auto_retrain_after`` a number of labels.
+    ``auto_retrain_after`` a number of labels; ``keep_versions`` a number of versions.
 
     Example:
         >>> parse_setting("oos_target_recall", "95%"), parse_setting("encode_context", "on")

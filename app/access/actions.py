@@ -73,7 +73,7 @@ IMPORT = Action("import", "designer", "importing data")  # into a project that e
 # (as Label Studio's and Argilla's annotators may not export)
 EXPORT = Action("export", "designer", "exporting the project's data")
 SAVE_SETTINGS = Action("save_settings", "designer", "changing the project settings")
-TRAIN = Action("train", "designer", "training")  # retrain, cancel, activate a version
+TRAIN = Action("train", "designer", "training")  # retrain, cancel; activate, pin, prune versions
 BUNDLE = Action("bundle", "designer", "a model bundle")  # export, open as read-only
 CREATE_PROJECT = Action("create_project", "admin", "creating a project")
 ASSIGN = Action("assign", "admin", "assigning utterances")

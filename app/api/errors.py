@@ -40,7 +40,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
         401: "no or unknown API token (multi-user mode)",
         403: "your role does not allow it",
         404: "unknown project, version or job",
-        409: "changed by someone else meanwhile, a name taken, or a read-only project",
+        409: "changed by someone else meanwhile, a name taken, a read-only project, a version "
+        "with no files, or a project whose versions use their disk budget",
         422: "the body does not fit the schema",
         429: "busy: retry after `Retry-After` seconds",
         503: "the training queue (the answer names the failed job), the database or the model "

@@ -178,10 +178,39 @@ class Version(BaseModel):
     )
     of_steps: int | None = Field(None, description="its job's planned training steps")
     created: str
+    pinned: bool = Field(False, description="pinned: it keeps its files whatever else holds")
+    files: str = Field(
+        "",
+        description="its files as the retention rule leaves them: `kept: <why>` (active, newest N, pinned, activated by hand, exported, used by a retrain), `removed …`, or "
+        "`removed at the next pass`",
+    )
+    files_removed: str | None = Field(
+        None, description="why its files were removed (null: it has them): it cannot serve"
+    )
+    disk_bytes: int = Field(0, description="the bytes its files (artifact and int8 copy) use")
+
+
+class VersionsDisk(BaseModel):
+    """The disk a project's versions use, against the deployment's budget."""
+
+    bytes: int = Field(..., description="what the versions that have files use")
+    budget_bytes: int = Field(
+        ..., description="a retrain is refused (409) once the versions use this much"
+    )
+    with_files: int
+    versions: int
+    words: str
 
 
 class VersionsOut(BaseModel):
     versions: list[Version]
+    disk: VersionsDisk
+
+
+class PruneOut(BaseModel):
+    message: str
+    removed: list[int] = Field(..., description="the versions whose files were removed")
+    freed_bytes: int
 
 
 class Project(BaseModel):

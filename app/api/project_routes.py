@@ -1,6 +1,6 @@
 """The REST routes of a team's daily work beyond predicting and labelling one text (under
 ``/api/v1``, beside :data:`app.api.routes.router`): projects, a bulk label with its preview and
-undo, activating a version, an export; and the health and readiness checks for load balancers and
+undo, activating, pinning and pruning versions, an export; and the health and readiness checks for load balancers and
 containers.
 
 | route | role |
@@ -14,6 +14,10 @@ containers.
 | ``GET /projects/{project}/batches`` | viewer |
 | ``POST /projects/{project}/undo`` | designer |
 | ``POST /projects/{project}/versions/{version}/activate`` | designer |
+| ``PUT /projects/{project}/versions/{version}/pin`` | designer |
+| ``DELETE /projects/{project}/versions/{version}/pin`` | designer |
+| ``DELETE /projects/{project}/versions/{version}/files`` | designer |
+| ``POST /projects/{project}/versions/prune`` | designer |
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from app.api.security import (
 from app.services.labelling import bulk as bulk_svc
 from app.services.labelling import history
 from app.services.labelling.bulk import BulkPlan
+from app.services.models import version_files
 from app.services.models import versions as versions_svc
 from app.services.projects import io as io_svc
 from app.services.projects import projects as project_svc
@@ -220,6 +225,55 @@ def activate(version: str, request: Request, p: Training) -> Any:
     number = None if version == BASE else _version_number(version)
     with acting_as(p.actor):
         return {"message": versions_svc.activate(context(request).factories, p, number)}
+
+
+@router.put(
+    "/projects/{project}/versions/{version}/pin",
+    response_model=models.MessageOut,
+    summary="Pin a version: it keeps its files whatever else the retention rule says",
+)
+def pin(version: str, request: Request, p: Training) -> Any:
+    with acting_as(p.actor):
+        return {"message": version_files.pin(context(request).db, p, _version_number(version))}
+
+
+@router.delete(
+    "/projects/{project}/versions/{version}/pin",
+    response_model=models.MessageOut,
+    summary="Unpin a version: the retention rule may remove its files",
+)
+def unpin(version: str, request: Request, p: Training) -> Any:
+    number = _version_number(version)
+    with acting_as(p.actor):
+        return {"message": version_files.pin(context(request).db, p, number, pinned=False)}
+
+
+@router.delete(
+    "/projects/{project}/versions/{version}/files",
+    response_model=models.MessageOut,
+    summary="Remove a version's files now (its row stays; 409 for the active or a pinned one)",
+)
+def remove_files(version: str, request: Request, p: Training) -> Any:
+    serving_state, number = context(request), _version_number(version)
+    with acting_as(p.actor):
+        said = version_files.remove_files(serving_state.db, serving_state.artifacts, p, number)
+    return {"message": said}
+
+
+@router.post(
+    "/projects/{project}/versions/prune",
+    response_model=models.PruneOut,
+    summary="Apply the retention rule now (it also runs after every retrain)",
+)
+def prune(request: Request, p: Training) -> Any:
+    serving_state = context(request)
+    with acting_as(p.actor):
+        done = version_files.prune(serving_state.db, serving_state.artifacts, p)
+    return {
+        "message": done.message(p.name),
+        "removed": sorted(done.versions),
+        "freed_bytes": done.freed,
+    }
 
 
 def _version_number(version: str) -> int:

@@ -44,6 +44,7 @@ from app.api.security import (
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
 from app.services.models import retrain_jobs as training_svc
+from app.services.models import version_files
 from app.services.models import versions as versions_svc
 from storage.jobs import JobView
 
@@ -186,10 +187,16 @@ def describe(intent: str, body: models.DescribeIn, request: Request, p: IntentEd
 @router.get(
     "/projects/{project}/versions",
     response_model=models.VersionsOut,
-    summary="The project's model versions, newest first, with their headline metrics",
+    summary="The project's model versions, newest first, with their headline metrics and the "
+    "disk their files use",
 )
 def versions(request: Request, p: Reader) -> Any:
-    return {"versions": versions_svc.history(context(request).db, p)}
+    serving_state = context(request)
+    budget = serving_state.settings.version_disk_mb
+    return {
+        "versions": versions_svc.history(serving_state.db, p),
+        "disk": version_files.disk_of(serving_state.db, p, budget).to_dict(),
+    }
 
 
 def _job(view: JobView) -> dict[str, Any]:

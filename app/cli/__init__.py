@@ -3,7 +3,8 @@ is instant; each is a thin shell over the same service functions the UI uses.
 
 ``common`` (errors, context), ``server`` (serve, worker), ``model`` (train, predict, bundle, report),
 ``data`` (import, export, projects, users, backup, restore), ``history`` (delete, undo, activity),
-``design`` (clusters), ``team`` (assign, agreement, export).
+``design`` (clusters), ``team`` (assign, agreement, export), ``versions`` (list, pin, unpin,
+remove, prune).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from app.cli.history import add_parser as add_history_parser
 from app.cli.model import add_parser as add_model_parser
 from app.cli.server import add_parser as add_server_parser
 from app.cli.team import add_parser as add_team_parser
+from app.cli.versions import add_parser as add_versions_parser
 from app.perimeter.private_data import keep_private
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_history_parser,
         add_design_parser,
         add_team_parser,
+        add_versions_parser,
     ):
         add(sub)
     return parser

@@ -27,6 +27,7 @@ HEADINGS = {
     "oos_calibration": "Calibration",
     "auto_retrain": "Automatic retrain",
     "auto_retrain_after": "Labels that start one",
+    "keep_versions": "Versions' files",
     "base_encoder": "Base encoder",
 }
 # The calibration's choices (label, stored value): its line in the effects says what each does.
@@ -42,6 +43,7 @@ BLANK: tuple[Any, ...] = (
     True,
     20,
     gr.update(),
+    3,
     "",
 )
 
@@ -58,7 +60,8 @@ def effects_html(view: svc.SettingsView) -> str:
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
     """The form for ``proj``: out-of-scope on, its target and calibration, anchor weight,
     context encoding, int8 serving, the automatic retrain and its count of labels, its base
-    encoder (among those installed here), and the effects list."""
+    encoder (among those installed here), the newest versions that keep their files, and the
+    effects list."""
     if p is None:
         return BLANK
     view, err = attempt(lambda: svc.view(live, p))
@@ -76,6 +79,7 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
         v.auto_retrain,
         v.auto_retrain_after,
         gr.update(choices=list(view.encoder_choices), value=view.base_encoder),
+        v.keep_versions,
         effects_html(view),
     )
 
@@ -92,6 +96,7 @@ def save(
     auto_retrain: bool = True,
     auto_after: float | None = None,
     base_encoder: str | None = None,
+    keep_versions: float | None = None,
 ) -> tuple[str, Any]:
     """Save the form (every value is checked first: one bad value changes nothing). Returns the
     status line (what changed) and the effects list after it."""
@@ -109,6 +114,8 @@ def save(
         changes["auto_retrain_after"] = f"{auto_after:g}"
     if base_encoder:
         changes["base_encoder"] = base_encoder
+    if keep_versions is not None:
+        changes["keep_versions"] = f"{keep_versions:g}"
     res, err = attempt(lambda: svc.change(live, p, changes))
     if err or res is None:
         return problem(err or "Could not save the settings."), gr.update()
@@ -175,6 +182,13 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
                 scale=2,  # no precision: 1.5 is refused by the setting's rule, never rounded to 2
                 elem_id="set-auto-retrain-after",
             )
+            keep_versions = gr.Number(
+                label=svc.TITLES["keep_versions"],
+                value=3,
+                minimum=1,
+                scale=2,  # no precision, as above
+                elem_id="set-keep-versions",
+            )
         with gr.Row(equal_height=True):
             save_btn = gr.Button("Save settings", variant="primary", scale=0, min_width=160)
             status = gr.Markdown(elem_id="settings-status")
@@ -189,6 +203,7 @@ def build_settings(live: LivePools, project: gr.Dropdown) -> Any:
         auto_retrain,
         auto_after,
         base_encoder,
+        keep_versions,
     ]
 
     def bind_events(after_change: Any) -> None:

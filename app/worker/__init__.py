@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from app.config import Settings
 from app.perimeter.in_use import Activity, server_warming
 from app.services.models.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
+from app.services.models.version_files import after_job
 from app.services.training.retrain import Kept, run_retrain
 from app.services.training.retrain_warm import warm_up_worker
 from app.serving.compute import ComputeBudget
@@ -70,6 +71,9 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         finally:
             release_between_jobs(serving_state)
 
+    from app.worker.encoding import register  # chunks of rows a server hands out (issue 72)
+
+    register(huey, settings)
     return huey, huey.task(name=TASK_NAME)(train_job)
 
 
@@ -188,6 +192,7 @@ def execute_job(
         if stop is not None:  # its end is written: nothing for the main thread to hand back
             stop.running = None
         reporter.close()
+        after_job(serving_state.db, serving_state.artifacts, job.project_id)  # the retention rule
 
 
 def release_between_jobs(serving_state: ServingState) -> None:

@@ -19,6 +19,7 @@ from app.access import ProjectHandle, open_project, writing
 from app.access.actions import READ, TRAIN, Action, need
 from app.config import DEPLOYMENT
 from app.services.models.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
+from app.services.models.version_files import check_budget
 from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
 from core.errors import logged, raise_if_bug
@@ -158,6 +159,7 @@ def request_retrain(
     ``trigger``: who asked (``"auto"``: :mod:`app.services.models.auto_retrain`)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
+    check_budget(training.db, p, training.settings.version_disk_mb)  # its versions' disk
     reap_dead(training)  # a job nothing will finish must not stand in for this one
     if training.artifacts is not None and training.settings.artifacts_remote:
         # a bucket that does not answer would take no model: refused now, not minutes later

@@ -6,6 +6,7 @@ from typing import Any
 
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
+from app.services.models import retention
 from app.serving.compute import process_budget
 from app.serving.factories import FactoryBuilder
 from app.serving.int8 import base_int8_record, served_metrics, serves_int8, serving_line
@@ -32,9 +33,11 @@ def _selected(db: Database, p: ProjectHandle, version: Version) -> tuple[ModelVe
         if version in (None, ACTIVE):
             return versions.active_version(s, p.id), p.base_encoder
         try:
-            return versions.get_version(s, p.id, int(version)), p.base_encoder
+            mv = versions.get_version(s, p.id, int(version))
         except NotFoundError:
             raise ValueError(f"No model version #{version} in project {p.name!r}.") from None
+    retention.require_files(mv, "evaluated or shown")
+    return mv, p.base_encoder
 
 
 def resolve_encoder(
@@ -81,6 +84,13 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
     with db.session() as s:
         active_id, settings = p.active_version_id, p.settings
         rows = versions.history(s, p.id)
+        job = jobs.active_job(s, p.id)
+    files = retention.history_fields(
+        (mv for mv, _ in rows),
+        active=active_id,
+        newest=settings.keep_versions,
+        in_use={job.model_version_id} if job is not None and job.model_version_id else set(),
+    )
     out = []
     for mv, dataset_hash in rows:
         m = served_metrics(VersionMetrics.from_dict(mv.metrics), settings)
@@ -109,6 +119,7 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
                 "dataset": dataset_hash[:12],
                 "created": mv.created_at.strftime("%Y-%m-%d %H:%M"),
                 "note": mv.note,
+                **files[mv.id],  # pinned, files, files_removed, disk_bytes (the retention rule)
             }
         )
     return out
@@ -144,6 +155,7 @@ def activate(factories: FactoryBuilder, p: ProjectHandle, version: int | None) -
     if version is not None:
         with factories.db.session() as s:
             mv = versions.get_version(s, p.id, version)
+        retention.require_files(mv, "activated")
         # hashed outside any transaction: a job's heartbeat committing meanwhile made the write
         # below meet a stale read snapshot ("the database is busy", issue 73 item 7)
         if mv.artifact_path and not factories.models.artifacts.verify(
@@ -163,13 +175,13 @@ def compare(db: Database, p: ProjectHandle, a: int | None, b: int | None) -> dic
     if a == b:
         raise ValueError("Pick two different versions to compare.")
     with db.session() as s:
-        mvs: dict[int | None, VersionMetrics] = {
-            v: served_metrics(
-                VersionMetrics.from_dict(versions.get_version(s, p.id, v).metrics), p.settings
-            )
-            for v in (a, b)
-            if v is not None
-        }
+        rows = {v: versions.get_version(s, p.id, v) for v in (a, b) if v is not None}
+    for mv in rows.values():
+        retention.require_files(mv, "compared")
+    mvs: dict[int | None, VersionMetrics] = {
+        v: served_metrics(VersionMetrics.from_dict(mv.metrics), p.settings)
+        for v, mv in rows.items()
+    }
     if None in (a, b):
         base = mvs[b if a is None else a].base
         if base is None:

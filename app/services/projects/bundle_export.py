@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from app.access import ProjectHandle
+from app.services.models import retention, version_files
 from app.services.models.versions import Version
 from app.services.projects import accounts as security
 from app.serving.factories import FactoryBuilder
@@ -29,15 +30,15 @@ from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
 from core.bundle import write_bundle
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
-from core.encoding.anchor_encoder import anchor_encoder_of
 from core.bundle.onnx_shared import materialise
+from core.encoding.anchor_encoder import anchor_encoder_of
 from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder
 from core.evaluation.oos import in_scope_labels
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import HEAD_DIR
-from storage import versions
 from core.training.model_io import full_artifact
+from storage import versions
 from storage.datasets import snapshot
 from storage.errors import NotFoundError
 from storage.tables import ModelVersion
@@ -69,6 +70,7 @@ def version_row(factories: FactoryBuilder, p: ProjectHandle, version: Version) -
         except NotFoundError:
             raise ValueError(f"No model version {version} in project {p.name!r}.") from None
     assert mv is not None
+    retention.require_files(mv, "exported")
     if not mv.artifact_path or not factories.models.artifacts.verify(
         mv.artifact_path, mv.artifact_sha256 or ""
     ):
@@ -180,6 +182,8 @@ def export_bundle(
         )
     said = row["id"] or "frozen base"
     security.record(live.db, "bundle_exported", f"{p.name!r}, version {said}", who=p.actor)
+    if row["id"] is not None:  # the retention rule keeps an exported version's files
+        version_files.exported(live.db, p, row["id"])
     return {
         "path": str(out),
         "size_mb": round(out.stat().st_size / 1e6, 2),

@@ -16,6 +16,7 @@ from app.access import ProjectHandle, open_project
 from app.report import ReportData, write_report
 from app.services.design import maps as map_svc
 from app.services.labelling import team_answers
+from app.services.models import version_files
 from app.services.models import versions as versions_svc
 from app.services.models.evaluation import live_evaluation, test_predictions
 from app.services.models.versions import ACTIVE, BASE, Version
@@ -201,6 +202,8 @@ def build_report(
     security.record(
         serving_state.db, "report_built", f"{p.name!r}{' (static)' if static else ''}", who=p.actor
     )
+    if p.active_version_id is not None:  # the retention rule keeps a reported version's files
+        version_files.exported(serving_state.db, p, p.active_version_id)
     return path
 
 

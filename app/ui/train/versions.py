@@ -1,5 +1,6 @@
-"""Train tab, Versions section: the history of model versions, make one active (roll back or
-forward), and compare two versions' per-intent F1."""
+"""Train tab, Versions section: the history of model versions with the disk their files use,
+make one active (roll back or forward), pin or unpin one, remove its files, apply the retention
+rule now (:mod:`app.services.models.retention`), and compare two versions' per-intent F1."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pandas as pd
 
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
+from app.config import DEFAULT_VERSION_DISK_MB
+from app.services.models import version_files
 from app.services.models import versions as version_svc
 from app.serving.factories import FactoryBuilder
+from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from storage.artifacts import ArtifactStore
@@ -33,7 +37,8 @@ HISTORY_HEADERS = {
     "silhouette": "silhouette",
     "split": "scored on",
     "train_s": "train s",
-    "size_kb": "size MB",
+    "disk_bytes": "disk MB",  # its artifact and its int8 copy's, as on disk now
+    "files": "files",  # kept (and why) or removed, by the retention rule
     "dataset": "dataset",
     "created": "created",
     "note": "note",
@@ -45,28 +50,31 @@ HISTORY_WIDTHS: list[str | int] = [
     "5%",  # by
     "7%",  # method
     "8%",  # accuracy
-    "7%",  # macro F1
-    "8%",  # frozen accuracy
-    "8%",  # silhouette
-    "7%",  # scored on
-    "6%",  # train s
-    "7%",  # size MB
-    "8%",  # dataset
-    "8%",  # created
+    "6%",  # macro F1
+    "7%",  # frozen accuracy
+    "7%",  # silhouette
+    "6%",  # scored on
+    "5%",  # train s
+    "6%",  # disk MB
+    "8%",  # files
+    "7%",  # dataset
+    "7%",  # created
     "10%",  # note
 ]
 
 
 def history_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The history rows as the table shows them: the headers above, the size in MB."""
+    """The history rows as the table shows them: the headers above, the disk in MB (10^6
+    bytes, as the disk line counts)."""
     frame = pd.DataFrame(rows, columns=list(HISTORY_HEADERS))
-    frame["size_kb"] = (frame["size_kb"] / 1024).round(1)
+    frame["disk_bytes"] = (frame["disk_bytes"] / 1e6).round(1)
     return frame.rename(columns=HISTORY_HEADERS)
 
 
-def versions_of(factories: FactoryBuilder, p: ProjectHandle | None) -> tuple[Any, ...]:
-    """:func:`load_history` with the process's model files (the frozen base's int8 copy)."""
-    return load_history(factories.db, p, factories.models.artifacts)
+def versions_of(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]:
+    """:func:`load_history` with the process's model files (the frozen base's int8 copy) and
+    the deployment's disk budget."""
+    return load_history(training.db, p, training.artifacts, training.settings.version_disk_mb)
 
 
 def version_choices(rows: list[dict[str, Any]]) -> list[str]:
@@ -79,19 +87,24 @@ def parse_version(choice: str | None) -> int | None:
 
 
 def load_history(
-    db: Database, p: ProjectHandle | None, artifacts: ArtifactStore | None = None
+    db: Database,
+    p: ProjectHandle | None,
+    artifacts: ArtifactStore | None = None,
+    budget_mb: int = DEFAULT_VERSION_DISK_MB,
 ) -> tuple[Any, ...]:
-    """The history table, the three version pickers (active version preselected) and the line
-    that says what serves (or why none of it could be read); ``artifacts``: where a frozen
-    base's int8 copy is found."""
+    """The history table, the three version pickers (active version preselected), the line
+    that says what serves (or why none of it could be read) and the one that says the disk the
+    versions use of ``budget_mb``; ``artifacts``: where a frozen base's int8 copy is found."""
     rows: list[dict[str, Any]] = []
-    serving = ""
+    serving = disk = ""
     if p is not None:
         found, err = attempt(lambda: version_svc.history(db, p))
         said, err = (
             attempt(lambda: version_svc.serving(db, p, artifacts)) if not err else (None, err)
         )
         rows, serving = found or [], problem(err, notify=False) if err else said or ""
+        used, _ = attempt(lambda: version_files.disk_of(db, p, budget_mb))
+        disk = disk_line(used, p.settings.keep_versions) if used is not None else ""
     frame = history_frame(rows)
     choices = version_choices(rows)
     active = next((f"v{r['version']}" for r in rows if r["active"]), BASE_CHOICE)
@@ -101,6 +114,15 @@ def load_history(
         gr.update(choices=choices, value=choices[-1] if len(choices) > 1 else BASE_CHOICE),
         gr.update(choices=choices, value=active),
         serving,
+        disk,
+    )
+
+
+def disk_line(used: Any, keep: int) -> str:
+    """The disk the versions use, and what the retention rule keeps."""
+    return (
+        f"{used.words()} Kept: the active version, the newest {keep} (a project setting) and "
+        "every pinned, activated or exported one; the others' files go when a retrain ends."
     )
 
 
@@ -109,6 +131,48 @@ def make_active(factories: FactoryBuilder, p: ProjectHandle | None, choice: str)
         return problem("Pick a project first.")
     msg, err = attempt(lambda: version_svc.activate(factories, p, parse_version(choice)))
     return problem(err) if err else ok(msg or "")
+
+
+def _picked(choice: str | None) -> int:
+    version = parse_version(choice)
+    if version is None:
+        raise ValueError("Pick a trained version (the frozen base encoder has no files).")
+    return version
+
+
+def pin(factories: FactoryBuilder, p: ProjectHandle | None, choice: str) -> str:
+    """Pin the picked version: it keeps its files whatever else the rule says."""
+    if p is None:
+        return problem("Pick a project first.")
+    msg, err = attempt(lambda: version_files.pin(factories.db, p, _picked(choice)))
+    return problem(err) if err else ok(msg or "")
+
+
+def unpin(factories: FactoryBuilder, p: ProjectHandle | None, choice: str) -> str:
+    if p is None:
+        return problem("Pick a project first.")
+    msg, err = attempt(lambda: version_files.pin(factories.db, p, _picked(choice), pinned=False))
+    return problem(err) if err else ok(msg or "")
+
+
+def remove_files(factories: FactoryBuilder, p: ProjectHandle | None, choice: str) -> str:
+    """Remove the picked version's files (its row stays): not the active one, nor a pinned one."""
+    if p is None:
+        return problem("Pick a project first.")
+    store = factories.models.artifacts
+    msg, err = attempt(lambda: version_files.remove_files(factories.db, store, p, _picked(choice)))
+    return problem(err) if err else ok(msg or "")
+
+
+def prune(factories: FactoryBuilder, p: ProjectHandle | None) -> str:
+    """Apply the retention rule now."""
+    if p is None:
+        return problem("Pick a project first.")
+    store = factories.models.artifacts
+    done, err = attempt(lambda: version_files.prune(factories.db, store, p))
+    if err or done is None:
+        return problem(err or "Could not apply the retention rule.")
+    return ok(done.message(p.name))
 
 
 def compare(db: Database, p: ProjectHandle | None, a: str, b: str) -> tuple[Any, str]:
@@ -137,18 +201,20 @@ class VersionsSection:
     cmp_a: gr.Dropdown
     cmp_b: gr.Dropdown
     serving: gr.Markdown
+    disk: gr.Markdown
 
     @property
     def outputs(self) -> list[Any]:
         """In the order :func:`load_history` returns them."""
-        return [self.history, self.pick, self.cmp_b, self.cmp_a, self.serving]
+        return [self.history, self.pick, self.cmp_b, self.cmp_a, self.serving, self.disk]
 
 
 def build_versions_section(
-    factories: FactoryBuilder, project: gr.Dropdown, message: gr.Markdown
+    factories: FactoryBuilder, training: TrainingQueue, project: gr.Dropdown, message: gr.Markdown
 ) -> VersionsSection:
     gr.Markdown("### Model versions")
     serving = gr.Markdown("", elem_id="serving")
+    disk = gr.Markdown("", elem_id="versions-disk")
     history = gr.Dataframe(
         headers=HISTORY_COLUMNS,
         interactive=False,
@@ -158,18 +224,38 @@ def build_versions_section(
     )
     with gr.Row(equal_height=True):
         pick = gr.Dropdown([BASE_CHOICE], value=BASE_CHOICE, label="Version", scale=2)
-        activate = gr.Button("Make active (roll back / forward)", scale=1, elem_id="activate")
-        cmp_a = gr.Dropdown([], label="Compare", scale=1)
-        cmp_b = gr.Dropdown([], label="with", scale=1)
+        activate = gr.Button("Make active (roll back / forward)", scale=2, elem_id="activate")
+        pin_btn = gr.Button("Pin (keep its files)", scale=1, elem_id="pin-version")
+        unpin_btn = gr.Button("Unpin", scale=1, elem_id="unpin-version")
+        remove_btn = gr.Button("Remove its files", scale=1, elem_id="remove-version-files")
+    with gr.Row(equal_height=True):
+        cmp_a = gr.Dropdown([], label="Compare", scale=2)
+        cmp_b = gr.Dropdown([], label="with", scale=2)
         compare_btn = gr.Button("Compare", scale=1)
+        prune_btn = gr.Button("Apply the retention rule now", scale=2, elem_id="prune-versions")
+    said = gr.Markdown(elem_id="versions-status")  # what pin, unpin, remove and the rule did
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
-    section = VersionsSection(history, pick, cmp_a, cmp_b, serving)
+    section = VersionsSection(history, pick, cmp_a, cmp_b, serving, disk)
+    reload: dict[str, Any] = {"api_visibility": "private"}
     activate.click(
         guarded(TRAIN)(bind(make_active, factories)),
         [project, pick],
         [message],
         api_name="activate_version",
-    ).then(bind(versions_of, factories), [project], section.outputs, api_visibility="private")
+    ).then(bind(versions_of, training), [project], section.outputs, **reload)
+    # pin, unpin, remove: the version picked; the rule: the project (each the same permission
+    # as making a version active)
+    for button, fn, name in (
+        (pin_btn, pin, "pin_version"),
+        (unpin_btn, unpin, "unpin_version"),
+        (remove_btn, remove_files, "remove_version_files"),
+    ):
+        button.click(
+            guarded(TRAIN)(bind(fn, factories)), [project, pick], [said], api_name=name
+        ).then(bind(versions_of, training), [project], section.outputs, **reload)
+    prune_btn.click(
+        guarded(TRAIN)(bind(prune, factories)), [project], [said], api_name="prune_versions"
+    ).then(bind(versions_of, training), [project], section.outputs, **reload)
     compare_btn.click(
         bind(compare, factories.db),
         [project, cmp_a, cmp_b],

@@ -266,9 +266,10 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     from app.services.projects import projects as project_svc
     from app.ui import settings_section as section
 
-    oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, effects = (
+    oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, keep, effects = (
         section.shown(ctx.live, demo)
     )
+    assert keep == 3  # the newest versions that keep their files
     assert (oos_on, target, calibration, weight, encode, int8, auto, after_n) == (
         True,
         0.95,
