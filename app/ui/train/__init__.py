@@ -14,13 +14,11 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services.models import calibration, encoders, serving_now
+from app.services.models import calibration, encoders
 from app.serving.live import LivePools
 from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
-from app.ui.queue_model import POLL_S as serving_now_poll_s
-from app.ui.train import auto_switch
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
 from app.ui.train.retrain import build_retrain_section, poll, progress_html, shown_job
@@ -50,9 +48,8 @@ def tick(
     return (*out, *versions_of(training, p), said)  # the job ended: show its version
 
 
-def refresh(training: TrainingQueue, live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
-    """The tab as the project is now: its job, its versions, its automatic retrain's switch."""
-    return (*poll(training, p, None), *versions_of(training, p), *auto_switch.shown(live, p))
+def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]:
+    return (*poll(training, p, None), *versions_of(training, p))
 
 
 def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
@@ -71,21 +68,6 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
 
 
-def follow_serving(
-    live: LivePools, p: ProjectHandle | None, seen: tuple[Any, ...] | None
-) -> tuple[Any, tuple[Any, ...] | None]:
-    """The timer's look at what serves (one cheap read, as the Label tab's model line): the
-    encoder line again when another model serves, however it came to (a retrain's version, its
-    better checkpoint, a version made active elsewhere); it named v1 after v3 served (issue 75
-    item 6)."""
-    if p is None:
-        return gr.skip(), None
-    stamp, err = attempt(lambda: serving_now.stamp(live.db, p))
-    if err or stamp is None or seen == (p.id, *stamp):
-        return gr.skip(), seen
-    return encoder_line(live, p), (p.id, *stamp)
-
-
 def build_train_tab(
     serving_state: ServingState, project: gr.Dropdown, user: gr.State
 ) -> dict[str, Any]:
@@ -93,9 +75,7 @@ def build_train_tab(
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):
         with gr.Tab("Retrain"):
-            retrain = build_retrain_section(
-                serving_state.training, project, user, serving_state.live
-            )
+            retrain = build_retrain_section(serving_state.training, project, user)
             encoder = gr.Markdown(elem_id="train-encoder")
         with gr.Tab("Versions"):
             versions = build_versions_section(
@@ -125,24 +105,9 @@ def build_train_tab(
             api_visibility="private",
             show_progress="hidden",
         )
-    # ... and whatever else made another model serve (a checkpoint, another page's activation)
-    seen = gr.State(None)
-    serving_timer = gr.Timer(serving_now_poll_s)
-    serving_timer.tick(
-        bind(follow_serving, serving_state.live),
-        [project, seen],
-        [encoder, seen],
-        api_visibility="private",
-        show_progress="hidden",
-    )
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
-    refreshed = [*outputs, *retrain.switch.outputs]
     return {
-        "refresh": (
-            bind(refresh, serving_state.training, serving_state.live),
-            [project],
-            refreshed,
-        ),
+        "refresh": (bind(refresh, serving_state.training), [project], outputs),
         "serving": versions.serving,
     }
