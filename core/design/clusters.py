@@ -8,6 +8,12 @@ HDBSCAN finds groups even in scattered points, so a cluster is kept only when it
 clearly more alike than any two utterances of the input: their mean pairwise cosine similarity
 must exceed the input's by :data:`MIN_LIFT`.
 
+A log dump is clustered whole, at any size: past :data:`SAMPLE` rows HDBSCAN groups a seeded
+sample of that many (spread over the whole input, not its first rows) and every other row joins
+the cluster whose centre it is nearest, when it is at least as near as the farthest of the
+sampled members (:data:`JOIN_QUANTILE`; else it is left out, as HDBSCAN leaves out what lies in
+no dense region). HDBSCAN's cost grows faster than the rows; the join is one product with the centres.
+
 Clusters are listed most coherent first: by their cohesion, the mean cosine similarity of the
 members to their centre (on BANKING77's 2,000 unlabelled questions the ten most coherent of 90
 clusters are 98 % one intent on average, the ten biggest 61 %: a big cluster is often two or
@@ -54,6 +60,12 @@ RESEMBLES = 2 / 3  # the share of a cluster the model gives existing intents for
 NAMED = 3  # the most intents a resembling cluster names (those giving it a fifth or more)
 KEYWORDS = 5
 EXAMPLES = 3
+# The most rows HDBSCAN groups at once: past it, a seeded sample of this many, and the others
+# join the nearest cluster's centre (bench/sizes.py measures both parts against the rows).
+SAMPLE = 20_000
+# A row out of the sample joins its nearest cluster when it is at least as similar to its centre
+# as the farthest of the sampled members is (each measured without itself).
+JOIN_QUANTILE = 0.0
 
 
 @dataclass(frozen=True)
@@ -122,22 +134,67 @@ def cluster_labels(
     min_samples: int | None = None,
     seed: int = 0,
 ) -> np.ndarray:
-    """HDBSCAN's cluster of each row (``-1``: in no cluster).
+    """The cluster of each row (``-1``: in no cluster): HDBSCAN's, of a seeded sample past
+    :data:`SAMPLE` rows with the others joined to the nearest centre (:func:`_join`).
 
     Raises:
         ValueError: with fewer than :data:`MIN_UTTERANCES` rows.
     """
-    from sklearn.cluster import HDBSCAN
-
     n = len(vectors)
     if n < MIN_UTTERANCES:
         raise ValueError(
             f"Need at least {MIN_UTTERANCES} unlabelled utterances to look for candidate "
             f"intents; there are {n}. Import or add more unlabelled utterances."
         )
-    size = min_size or default_min_size(n)
-    if size < 2:
-        raise ValueError(f"A cluster needs at least 2 utterances, got min_size={size}.")
+    if min_size and min_size < 2:
+        raise ValueError(f"A cluster needs at least 2 utterances, got min_size={min_size}.")
+    if n <= SAMPLE:
+        return _hdbscan(vectors, min_size or default_min_size(n), min_samples, seed)
+    sample = np.sort(np.random.default_rng(seed).choice(n, SAMPLE, replace=False))
+    # a size asked for counts rows of the whole input: the sample holds its share of them
+    size = max(2, round(min_size * SAMPLE / n)) if min_size else default_min_size(SAMPLE)
+    return _join(vectors, sample, _hdbscan(vectors[sample], size, min_samples, seed))
+
+
+def _join(vectors: np.ndarray, sample: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Every row's cluster: the sampled rows' as ``found``; each other row the one whose centre
+    is nearest, when it is at least as similar to it as its sampled members are
+    (:func:`_own_floor`), else none."""
+    import faiss
+
+    labels = np.full(len(vectors), -1, dtype=np.int64)
+    labels[sample] = found
+    names = sorted(set(found.tolist()) - {-1})
+    if not names:
+        return labels
+    unit = normalise(np.asarray(vectors[sample], dtype=np.float32))
+    centres = np.stack([normalise(unit[found == k].mean(axis=0))[0] for k in names])
+    floor = np.array([_own_floor(unit[found == k]) for k in names], dtype=np.float32)
+    index = faiss.IndexFlatIP(centres.shape[1])
+    index.add(np.ascontiguousarray(centres, dtype=np.float32))
+    rest = np.setdiff1d(np.arange(len(vectors)), sample)
+    for start in range(0, len(rest), 50_000):  # the unit copies a slice at a time
+        part = rest[start : start + 50_000]
+        sims, nearest = index.search(normalise(np.asarray(vectors[part], dtype=np.float32)), 1)
+        near, sim = nearest[:, 0], sims[:, 0]
+        joins = sim >= floor[near]
+        labels[part[joins]] = np.asarray(names, dtype=np.int64)[near[joins]]
+    return labels
+
+
+def _own_floor(members: np.ndarray) -> float:
+    """The :data:`JOIN_QUANTILE` of the members' similarities to their centre, each measured
+    without itself (a member is in its own centre: it would seem nearer than a row out of the
+    sample as near the group)."""
+    total = members.sum(axis=0)
+    dots = members @ total
+    rest = np.sqrt(np.maximum(float(total @ total) - 2 * dots + 1.0, 1e-12))
+    return float(np.quantile((dots - 1.0) / rest, JOIN_QUANTILE))
+
+
+def _hdbscan(vectors: np.ndarray, size: int, min_samples: int | None, seed: int) -> np.ndarray:
+    from sklearn.cluster import HDBSCAN
+
     reduced = _reduce(vectors, seed)
     model = HDBSCAN(
         min_cluster_size=size,
@@ -164,7 +221,10 @@ def distinctive_words(
     from sklearn.feature_extraction.text import CountVectorizer
 
     names = sorted(set(groups))
-    docs = [" ".join(t for t, g in zip(texts, groups, strict=True) if g == k) for k in names]
+    by_group: dict[int, list[str]] = {k: [] for k in names}
+    for t, g in zip(texts, groups, strict=True):  # one pass: a dump has many rows and groups
+        by_group[g].append(t)
+    docs = [" ".join(by_group[k]) for k in names]
     try:
         counts = CountVectorizer(stop_words="english").fit(docs)
     except ValueError:  # only stop words (or nothing) in every group

@@ -109,6 +109,28 @@ def test_bad_choices_get_a_message_and_change_nothing(ctx, logs):
     assert "gift_cards" not in data_svc.intent_names(ctx.db, live(ctx, logs))
 
 
+def test_a_group_past_the_old_cap_is_found_when_the_project_is_clustered_whole(
+    ctx, demo, monkeypatch
+):
+    """Candidate intents consider every unlabelled row (issue 72 item 3), with the caps lowered
+    as a test can: the project's 47 unlabelled rows before the planted gift-card group (the
+    demo's 31, then two planted groups) stand for the first 20,000 rows the service clustered
+    (``MAX_UTTERANCES``), and HDBSCAN's sample (``SAMPLE``) is lowered to 40 of the 55 rows, so
+    the rows out of it join the group they are near."""
+    from core.design import clusters as core_clusters
+
+    for text in HOURS + KLARNA + GIFT:  # the gift-card group last: rows 48 to 55
+        data_svc.add_utterance(ctx.db, demo, text, [], "unlabelled")
+    monkeypatch.setattr(svc, "MAX_UTTERANCES", 47, raising=False)  # the old cap, lowered
+    monkeypatch.setattr(core_clusters, "SAMPLE", 40, raising=False)  # the new rule's sample
+    found = svc.candidate_intents(ctx.live, live(ctx, demo))
+    gift = [c for c in found if "gift" in " ".join(c.keywords[:2])]
+    assert len(gift) == 1, [c.title for c in found]
+    planted = {r["id"] for r in data_svc.table(ctx.db, live(ctx, demo)) if r["text"] in GIFT}
+    assert len(planted) == len(GIFT) and planted <= set(gift[0].ids)  # sampled or not
+    assert sum(len(c.ids) for c in found) > 40  # more rows than HDBSCAN's sample held
+
+
 def test_too_few_unlabelled_utterances_get_a_clear_message(ctx):
     new_project(ctx.db, "tiny")
     for text in GIFT[:5]:

@@ -28,8 +28,6 @@ from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
 
-MAX_UTTERANCES = 20_000  # the most unlabelled utterances clustered at once (as many as a map)
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -84,15 +82,17 @@ class Candidate:
 def candidate_intents(
     live: LivePools, p: ProjectHandle, *, min_size: int | None = None
 ) -> list[Candidate]:
-    """The project's unlabelled utterances grouped into candidate intents: the new ones first,
-    then those that resemble an existing intent, each most coherent first.
+    """The project's unlabelled utterances, every one of them, grouped into candidate intents:
+    the new ones first, then those that resemble an existing intent, each most coherent first
+    (past :data:`core.design.clusters.SAMPLE` of them, HDBSCAN groups a seeded sample and the
+    others join the nearest group: :func:`core.design.find_clusters`).
 
     Raises:
         ValueError: an unknown project, or fewer than :data:`core.design.MIN_UTTERANCES`
             unlabelled utterances.
     """
     with live.db.session() as s:
-        rows = list_utterances(s, p.id, split="unlabelled", limit=MAX_UTTERANCES)
+        rows = list_utterances(s, p.id, split="unlabelled")
     if len(rows) < MIN_UTTERANCES:
         raise ValueError(
             f"This project has {len(rows)} unlabelled utterances; candidate intents need at "

@@ -133,3 +133,26 @@ def test_names_and_sizes():
     assert c.suggested_name == "card_new_card"
     assert Cluster(4, (1,), (), 1.0).suggested_name == "candidate_4"
     assert default_min_size(50) == 3 and default_min_size(40_000) == 16
+
+
+def test_past_the_sample_a_group_at_the_end_of_the_input_is_found_and_holds_all_its_rows(
+    monkeypatch,
+):
+    """A log dump is clustered whole (issue 72 item 3): past ``SAMPLE`` rows HDBSCAN groups a
+    seeded sample spread over the input, and every other row joins the nearest cluster it is as
+    near as its members are, so a group that lies wholly past the first ``SAMPLE`` rows comes
+    back with nearly all of its rows, and scattered rows join nothing."""
+    from core.design import clusters
+
+    monkeypatch.setattr(clusters, "SAMPLE", 120)
+    rng = np.random.default_rng(3)
+    scattered = rng.normal(size=(300, 384))  # no dense region
+    tail = np.eye(384)[0] + rng.normal(0, 0.02, (60, 384))  # one tight group, rows 300 to 359
+    texts = [f"stray {i}" for i in range(300)] + ["my parcel never came"] * 60
+    found = clusters.find_clusters(np.vstack([scattered, tail]).astype(np.float32), texts)
+    assert len(found) == 1
+    tail_rows = set(range(300, 360))
+    assert set(found[0].members) <= tail_rows  # no stray joined it
+    # nearly all its rows: the sampled ones (about 20 of the 120) and those out of the sample
+    assert len(found[0].members) >= 57
+    assert found[0].keywords[:1] == ("parcel",) or "parcel" in found[0].keywords
