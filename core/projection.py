@@ -16,6 +16,11 @@ are not marked ``cache=True`` by umap and pynndescent, so every process compiled
 of a core at each app start); :func:`_cache_kernels` turns numba's on-disk cache on for them, and
 a start after the first loads them in 0.1 s.
 
+A map of many points (a log dump) is fitted on a seeded sample of :data:`FIT_MAX` of them: UMAP
+or t-SNE lays the sample out and each other point is placed among its nearest sampled neighbours
+(in the PCA space the methods start from), weighted by nearness, so the cost past the sample
+grows with one neighbour search, not with the method's epochs.
+
 Two maps of the same points from two models land in arbitrary rotations; :func:`align` rotates,
 reflects, scales and shifts one onto the other (orthogonal Procrustes) so they can be compared.
 
@@ -51,6 +56,10 @@ SMALL_INPUT = 5000
 # From this many points UMAP finds neighbours approximately (its own rule), with kernels of their
 # own to compile.
 APPROXIMATE_FROM = 4096
+# Past this many points UMAP and t-SNE lay out a seeded sample of this many; the others are placed
+# among their PLACE_NEIGHBOURS nearest sampled points (bench/sizes.py: the cost against the rows).
+FIT_MAX = 20_000
+PLACE_NEIGHBOURS = 10
 
 _warm_lock = threading.Lock()
 _warmed: set[str] = set()
@@ -172,6 +181,30 @@ def _tsne(v: np.ndarray, seed: int) -> np.ndarray:
     return np.asarray(out, dtype=np.float32)
 
 
+def _fitted_on_sample(v: np.ndarray, method: str, seed: int, n_neighbors: int) -> np.ndarray:
+    """UMAP or t-SNE of a seeded sample of :data:`FIT_MAX` rows of ``v``; every other row at the
+    nearness-weighted mean of its :data:`PLACE_NEIGHBOURS` nearest sampled rows' places (the
+    neighbours found in the PCA space both methods start from, fitted on every row)."""
+    import faiss
+
+    reduced = np.ascontiguousarray(_reduce(v, seed), dtype=np.float32)
+    sample = np.sort(np.random.default_rng(seed).choice(len(v), FIT_MAX, replace=False))
+    fit = reduced[sample]
+    laid = _umap(fit, seed, n_neighbors) if method == "umap" else _tsne(fit, seed)
+    out = np.empty((len(v), 2), dtype=np.float32)
+    out[sample] = laid
+    index = faiss.IndexFlatL2(fit.shape[1])
+    index.add(fit)
+    rest = np.setdiff1d(np.arange(len(v)), sample)
+    for start in range(0, len(rest), 20_000):
+        part = rest[start : start + 20_000]
+        dist, near = index.search(reduced[part], PLACE_NEIGHBOURS)
+        weights = 1.0 / (np.sqrt(np.maximum(dist, 0.0)) + 1e-6)
+        weights /= weights.sum(axis=1, keepdims=True)
+        out[part] = np.einsum("nk,nkd->nd", weights, laid[near])
+    return out
+
+
 def project(
     vectors: np.ndarray,
     method: str = DEFAULT_METHOD,
@@ -212,6 +245,8 @@ def project(
     start = time.perf_counter()
     if method == "pca" or n < MIN_POINTS_NONLINEAR:
         out = _pca(v, 2, seed)
+    elif n > FIT_MAX:
+        out = _fitted_on_sample(v, method, seed, n_neighbors)
     elif method == "umap":
         out = _umap(v, seed, n_neighbors)
     else:

@@ -6,6 +6,7 @@ under ``<data dir>/maps``); the projector's process starts at the first projecti
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import pickle
@@ -53,6 +54,9 @@ class MapView:
     # the project's rows left out of a provisional picture: their vectors were not there yet
     # (they are encoded with the projection, in the background, and join the map when it lands)
     waiting: int = 0
+    # what a page names the view by (a lasso's region is tested against its rows:
+    # app.services.design.map_region), given when the store keeps it
+    token: str = ""
 
 
 class ProjectorError(RuntimeError):
@@ -161,12 +165,19 @@ class MapStore:
             return self._views.get(memo)
 
     def keep(self, memo: tuple[Any, ...], view: MapView) -> MapView:
-        """Remember ``view`` under ``memo`` (the :data:`VIEWS_KEPT` latest); returns it."""
+        """Remember ``view`` under ``memo`` (the :data:`VIEWS_KEPT` latest), named by a token
+        made from ``memo`` (:meth:`by_token`); returns it."""
+        view.token = hashlib.sha256(repr(memo).encode()).hexdigest()[:20]
         with self._lock:
             self._views[memo] = view
             while len(self._views) > VIEWS_KEPT:
                 self._views.pop(next(iter(self._views)))
         return view
+
+    def by_token(self, token: str) -> MapView | None:
+        """The kept view named ``token``, or None (never kept, or no longer)."""
+        with self._lock:
+            return next((v for v in self._views.values() if token and v.token == token), None)
 
     def load(self, key: str, ids: list[int]) -> np.ndarray | None:
         p = self.path(key)

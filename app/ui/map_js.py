@@ -1,5 +1,7 @@
 """The Map tab's page script: it wires plotly's click and lasso events on the plot to two hidden
-textboxes (the ids, as text), which the tab's events read (:mod:`app.ui.map_tab`), and keeps a
+textboxes (the ids, as text), which the tab's events read (:mod:`app.ui.map_tab`); on a map that
+draws a sample of its rows, a lasso also sends its region, and the server selects every row inside
+it (:mod:`app.services.design.map_region`). It keeps a
 third one holding the figure's size on the page: the names are placed for it
 (:mod:`app.plots.labels`). When the figure on screen was placed for another size (the page's
 first map, a window resized), it presses Refresh once for the size it has now; a zoom presses a
@@ -23,14 +25,23 @@ BIND_JS = """
     if (!gd || !gd.on || gd.__studioBound) return;
     gd.__studioBound = true;
     gd.on('plotly_click', (e) => {
-      if (!e || !e.points || !e.points.length) return;
+      if (!e || !e.points || !e.points.length || e.points[0].customdata === undefined) return;
       put('map-clicked', String(e.points[0].customdata));
       // a programmatic value does not fire Gradio's own events: press the hidden button
       setTimeout(() => document.querySelector('#map-explain-btn')?.click(), 50);
     });
     gd.on('plotly_selected', (e) => {
       const ids = e && e.points ? e.points.map((p) => p.customdata) : [];
-      put('map-selected', [...new Set(ids)].join(','));
+      put('map-selected', [...new Set(ids.filter((i) => i !== undefined))].join(','));
+      // a map that draws a sample of its rows: the server selects every row inside the region
+      const meta = gd.layout.meta || {};
+      if (!e || gd.layout.xaxis2 || !meta.view || !meta.others) return;
+      let region = null;
+      if (e.lassoPoints) region = {x: e.lassoPoints.x, y: e.lassoPoints.y};
+      else if (e.range) region = {box: [e.range.x, e.range.y]};
+      if (!region) return;
+      put('map-region', JSON.stringify({view: meta.view, ...region}));
+      setTimeout(() => document.querySelector('#map-region-btn')?.click(), 50);
     });
     // a zoom on the single map: its names placed again for the ranges on screen (a crowded
     // centre names what fits there); a double click back to the whole map does the same

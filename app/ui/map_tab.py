@@ -12,6 +12,7 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.access.actions import EDIT
+from app.services.design import map_region as region_svc
 from app.services.design import maps as svc
 from app.services.labelling import data as data_svc
 from app.serving.factories import FactoryBuilder
@@ -131,6 +132,20 @@ def label(
     return bulk_preview.apply(db, p, token, previews, showing, recount)
 
 
+def select_region(maps: MapStore, p: ProjectHandle | None, region: str) -> tuple[Any, str]:
+    """Every row inside the region a lasso drew on a map that draws a sample of its rows, drawn
+    or not (:func:`app.services.design.map_region.select_region`), as the selected ids."""
+    if p is None:
+        return gr.update(), ""
+    found, err = attempt(lambda: region_svc.select_region(maps, p, region))
+    if err or found is None:
+        return gr.update(), problem(err or "")
+    ids, rows = found
+    return ",".join(map(str, ids)), ok(
+        f"Selected {len(ids):,} of the {rows:,} utterances inside the region."
+    )
+
+
 def move(db: Database, p: ProjectHandle, ids_text: str, split: str) -> str:
     ids = parse_ids(ids_text)
     if not ids:
@@ -218,6 +233,10 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
     plan = gr.HTML(elem_id=PREVIEW_ID)
     token = gr.Textbox(visible=False)  # the page's preview token, filled when Label is pressed
     action = gr.Markdown(elem_id="map-action")
+    # A lasso's region on a map drawn from a sample, written by the page's script (map_js.py):
+    # the server selects every row inside it
+    region = gr.Textbox(elem_id="map-region", elem_classes=["hidden-trigger"], max_lines=1)
+    region_btn = gr.Button("region", elem_id="map-region-btn", elem_classes=["hidden-trigger"])
     # Written by the plot's click handler (ids as text); internal, so hidden.
     clicked = gr.Textbox(
         label="Clicked id", elem_id="map-clicked", max_lines=1, elem_classes=["hidden-trigger"]
@@ -273,6 +292,13 @@ def build_map_tab(maps: MapStore, project: gr.Dropdown, user: gr.State) -> dict[
         [project, clicked],
         [explanation],
         api_visibility="private",
+    )
+    region_btn.click(
+        bind(select_region, maps),
+        [project, region],
+        [selected, action],
+        api_visibility="private",
+        show_progress="hidden",
     )
     previews = gr.State({})  # what the previews shown counted: Label applies the one on screen
     counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)

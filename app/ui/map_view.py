@@ -71,6 +71,20 @@ def hidden_names(meta: dict[str, Any]) -> str:
     )
 
 
+def drawn_words(drawn: int, others_drawn: int, others: int, comparing: bool = False) -> str:
+    """The status line's words for a map that draws a sample of its rows.
+
+    Example:
+        >>> drawn_words(20000, 16152, 246152)
+        '20,000 drawn: every labelled one and 16,152 of the 246,152 others, each for about 15 (the shading counts every row; a lasso selects every row inside it)'
+    """
+    each = f", each for about {round(others / others_drawn)}" if others_drawn else ""
+    tail = (
+        "" if comparing else " (the shading counts every row; a lasso selects every row inside it)"
+    )
+    return f"{drawn:,} drawn: every labelled one and {others_drawn:,} of the {others:,} others{each}{tail}"
+
+
 def version_selector(choice: str | None) -> Version:
     """A version picker's choice as a selector: the frozen base, the active model or ``vN``."""
     if choice == BASE_CHOICE:
@@ -158,14 +172,18 @@ def render(
     meta = dict(fig.layout.meta or {})
     n = meta.get("n_points", 0)
     n = n[0] if isinstance(n, list) else n  # side by side: the same points in both
+    rows = meta.get("n_rows", n)
     what = meth if comparing else fig.layout.title.text  # in the status line, not a title
     # the page sizes the figure to the screen (style.css); the names were placed for this size
     meta["placed_for"] = size or ""
     meta["zoom"] = "" if comparing or box is None else zoom
     fig.update_layout(height=None, meta=meta, **({} if comparing else {"title": None}))
-    status = f"{n} utterances · {what}"
+    status = f"{rows} utterances · {what}"
     if any(provisional):
-        status = f"{n} utterances · a quick PCA picture while the {meth} map is computed…"
+        status = f"{rows} utterances · a quick PCA picture while the {meth} map is computed…"
+    if meta.get("others"):
+        others_drawn, others = meta["others"]
+        status += f" · {drawn_words(n, others_drawn, others, comparing)}"
     if sum(waiting):
         status += f" ({sum(waiting)} more are being encoded for it)"
     status += hidden_names(meta)

@@ -150,3 +150,60 @@ def test_the_reports_map_draws_the_labelled_rows_and_a_sample_of_the_others(ctx,
     assert cut is not None and cut.ids == view.ids and cut.method == "umap"
     at = {i: p.tolist() for i, p in zip(umap.ids, umap.points, strict=True)}
     assert [p.tolist() for p in cut.points] == [at[i] for i in cut.ids]  # the full map's points
+
+
+def test_a_map_holds_every_row_and_a_lasso_selects_the_rows_it_did_not_draw(ctx, demo, monkeypatch):
+    """Issue 72 item 4, with the caps lowered as a test can: the map holds every row of the
+    project past the old cap of the points it held (``MAX_POINTS``, 20,000, lowered to 30 here);
+    its figure draws a sample (``DRAWN_MAX``: every labelled row and 10 others) over a shading
+    that counts every row and says so; a box or a lasso on it selects every row inside the
+    region, drawn or not; a region of no view of the project is refused in words."""
+    import json
+
+    from app.services.labelling.data import add_utterance
+
+    for i in range(40):
+        add_utterance(ctx.db, demo, f"is parcel number {i} on its way to me", [], "unlabelled")
+    monkeypatch.setattr(svc, "MAX_POINTS", 30, raising=False)  # the old cap, lowered
+    view = svc.compute_map(ctx.maps, demo, method="pca")
+    with ctx.db.session() as s:
+        from storage.utterances import count_utterances
+
+        total = count_utterances(s, demo.id)
+    assert len(view.ids) == total > 70  # every row, past the cap
+
+    from app.services.design import map_figures, map_region
+
+    labelled = sum(s != "unlabelled" for s in view.splits)
+    monkeypatch.setattr(map_figures, "DRAWN_MAX", labelled + 10)
+    fig = svc.map_figure(view)
+    drawn = {int(i) for t in fig.data if t.customdata is not None for i in t.customdata}
+    assert len(drawn) == labelled + 10 and fig.data[0].type == "heatmap"  # the shading first
+    meta = fig.layout.meta
+    assert meta["n_rows"] == total and meta["others"] == [10, total - labelled]
+    assert meta["view"] == view.token
+
+    pts = np.asarray(view.points)
+    xs = np.unique(pts[:, 0])
+    cut_x = float(xs[len(xs) // 2] + xs[len(xs) // 2 + 1]) / 2  # between two points
+    low, high = float(pts[:, 1].min()) - 1, float(pts[:, 1].max()) + 1
+    box = {"view": view.token, "box": [[float(pts[:, 0].min()) - 1, cut_x], [low, high]]}
+    ids, rows = map_region.select_region(ctx.maps, demo, json.dumps(box))
+    left = {int(i) for i, (x, _) in zip(view.ids, pts, strict=True) if x <= cut_x}
+    assert set(ids) == left and rows == total
+    assert left - drawn  # rows inside the region that were not drawn are selected
+    lasso = {
+        "view": view.token,
+        "x": box["box"][0] + box["box"][0][::-1],
+        "y": [low, low, high, high],
+    }
+    assert map_region.select_region(ctx.maps, demo, json.dumps(lasso))[0] == ids
+
+    with pytest.raises(ValueError, match="The map changed since it was drawn"):
+        map_region.select_region(ctx.maps, demo, json.dumps({**box, "view": "not-a-view"}))
+    with pytest.raises(ValueError, match="three points at least"):
+        map_region.select_region(
+            ctx.maps, demo, json.dumps({"view": view.token, "x": [0], "y": [0]})
+        )
+    with pytest.raises(ValueError, match="No region was selected"):
+        map_region.select_region(ctx.maps, demo, "{not json")

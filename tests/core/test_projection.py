@@ -59,6 +59,35 @@ def test_umap_keeps_clusters_apart() -> None:
     assert silhouette_score(out, y) > 0.5
 
 
+@pytest.mark.parametrize("method", ["umap", "tsne"])
+def test_past_fit_max_the_method_lays_out_a_sample_and_places_the_others_among_it(
+    monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """A map of a log dump (issue 72 item 4), with the size lowered as a test can: past
+    ``FIT_MAX`` points UMAP or t-SNE is given a seeded sample of that many, and every other point
+    lands among its own cluster's (the clusters as far apart as on the sample), the same for
+    the same seed."""
+    from sklearn.metrics import silhouette_score
+
+    from core import projection
+
+    given: list[int] = []
+    for name in ("_umap", "_tsne"):
+        real = getattr(projection, name)
+        monkeypatch.setattr(
+            projection,
+            name,
+            lambda v, *a, _real=real, **k: given.append(len(v)) or _real(v, *a, **k),
+        )
+    monkeypatch.setattr(projection, "FIT_MAX", 60, raising=False)
+    x, y = _clusters(n_per=100, k=3, dim=64)
+    out = project(x, method, seed=0, n_neighbors=10)
+    assert given == [60]  # the method laid out the sample alone
+    assert out.shape == (300, 2) and np.isfinite(out).all()
+    assert silhouette_score(out, y) > 0.5  # the placed points among their own cluster's
+    np.testing.assert_array_equal(out, project(x, method, seed=0, n_neighbors=10))
+
+
 def test_warm_up_does_not_repeat_work() -> None:
     assert warm_up(large=False) < 0.5
 

@@ -163,8 +163,9 @@ def add_to_intent(db: Database, p: ProjectHandle, ids: Sequence[int], intent: st
 
 
 def cluster_figure(view: MapView, ids: Sequence[int], title: str) -> go.Figure:
-    """The map with one cluster isolated: its points in colour under ``title``, the rest grey."""
+    """The map with one cluster isolated: its points in colour under ``title`` (drawn, whatever
+    the sample of a large map), the rest grey."""
     members = {int(i) for i in ids}
     name = f"candidate: {title}"
     gold = [(name,) if i in members else g for i, g in zip(view.ids, view.gold, strict=True)]
-    return map_figure(dataclasses.replace(view, gold=gold), focus=[name], names=True)
+    return map_figure(dataclasses.replace(view, gold=gold), focus=[name], names=True, keep=ids)

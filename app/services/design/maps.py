@@ -11,7 +11,8 @@ cached map is missing or stale; UMAP and t-SNE themselves run in a child process
 (:class:`app.serving.map_store.Projector`), never holding this one's GIL. :func:`compute_map`
 is the blocking form (CLI, report, tests).
 
-Example: ``map_figure(compute_map(maps, p, method="pca"))``.
+Example: ``map_figure(compute_map(maps, p, method="pca"))`` (the figures are
+:mod:`app.services.design.map_figures`', named here too).
 """
 
 from __future__ import annotations
@@ -21,19 +22,21 @@ import hashlib
 import json
 import logging
 import random
-from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
-import plotly.graph_objects as go
 
 from app.access import ProjectHandle
-from app.plots import MapData, scatter_map, side_by_side
+from app.services.design.map_figures import compare_figure as compare_figure
+from app.services.design.map_figures import cut
+from app.services.design.map_figures import map_data as map_data
+from app.services.design.map_figures import map_diff as map_diff
+from app.services.design.map_figures import map_figure as map_figure
 from app.services.models.versions import Version, resolve_factory
 from app.serving.factories import FactoryBuilder
 from app.serving.map_store import QUICK, MapStore, MapView
 from core.encoding.cache import CachedEncoder, EmbeddingCache
-from core.evaluation.space import geometry_diff, intent_geometry, space_metrics
+from core.evaluation.space import intent_geometry, space_metrics
 from core.projection import DEFAULT_METHOD, PROJECTIONS
 from core.retrieval.explain import explain
 from core.retrieval.factory import PredictorFactory
@@ -46,13 +49,14 @@ from storage.utterances import UtteranceRow, list_utterances
 
 logger = logging.getLogger(__name__)
 
-MAX_POINTS = 20_000
 FIRST_PICTURE = 600  # the most rows a first picture encodes (the others follow with the map)
 
 
 def _rows(db: Database, p: ProjectHandle) -> list[UtteranceRow]:
+    """Every row of the project: a map holds them all (its figure draws a sample past
+    :data:`app.services.design.map_figures.DRAWN_MAX`)."""
     with db.session() as s:
-        rows = list_utterances(s, p.id, limit=MAX_POINTS)
+        rows = list_utterances(s, p.id)
     if not rows:
         raise ValueError("This project has no utterances yet: import or add some in the Data tab.")
     return rows
@@ -250,8 +254,7 @@ def sampled_map(
             return None
         wanted = {r.id for r in keep}
         at = [i for i, row_id in enumerate(full.ids) if row_id in wanted]
-        cut: dict[str, Any] = {f: [getattr(full, f)[i] for i in at] for f in _PER_POINT}
-        return dataclasses.replace(full, **cut, points=full.points[at])
+        return cut(full, at)
     return _quick(maps, p, version, keep)
 
 
@@ -266,9 +269,6 @@ def _quick(maps: MapStore, p: ProjectHandle, version: Version, keep: list[Uttera
         points = maps.project(vectors, QUICK)
         maps.save(key, ids, points)
     return _view(maps, p, version, QUICK, points, key, rows=keep)
-
-
-_PER_POINT = ("ids", "texts", "gold", "predicted", "margins", "splits")
 
 
 def compute_map(
@@ -287,74 +287,6 @@ def compute_map(
         points = maps.project(maps.cache.encode(encoder, texts), method)
         maps.save(key, ids, points)
     return _view(maps, p, version, method, points, key)
-
-
-def map_data(view: MapView) -> MapData:
-    """A view as the figures draw it (:mod:`app.plots`; the serving state knows no figures)."""
-    return MapData(
-        view.points, view.ids, view.texts, view.gold, view.predicted, view.splits, view.margins
-    )
-
-
-def map_figure(
-    view: MapView,
-    *,
-    highlight: str | None = None,
-    focus: Sequence[str] | None = None,
-    names: bool | None = None,
-    figure_px: tuple[float, float] | None = None,
-    top: int | None = None,
-    zoom: tuple[tuple[float, float], tuple[float, float]] | None = None,
-) -> go.Figure:
-    """The single-map figure of a view (``focus``: intents to isolate; ``names`` at centroids,
-    placed for ``figure_px`` and the ``zoom``: :func:`app.plots.maps.scatter_map`)."""
-    m = map_data(view)
-    return scatter_map(
-        m.points,
-        m.ids,
-        m.texts,
-        m.gold,
-        m.predicted,
-        m.splits,
-        margins=m.margins,
-        highlight=highlight,
-        title=f"{view.version_label} · {view.method}",
-        focus=focus,
-        names=names,
-        figure_px=figure_px,
-        top=top,
-        zoom=zoom,
-    )
-
-
-def compare_figure(
-    left: MapView,
-    right: MapView,
-    *,
-    highlight: str | None = None,
-    focus: Sequence[str] | None = None,
-    names: bool | None = None,
-    figure_px: tuple[float, float] | None = None,
-) -> go.Figure:
-    """Two views side by side, the right one aligned onto the left, metrics in the titles."""
-    return side_by_side(
-        map_data(left),
-        map_data(right),
-        (left.version_label, right.version_label),
-        left.metrics,
-        right.metrics,
-        highlight=highlight,
-        focus=focus,
-        names=names,
-        figure_px=figure_px,
-    )
-
-
-def map_diff(left: MapView, right: MapView) -> list[dict[str, Any]]:
-    """How each intent moved from the left version to the right one, biggest movement first:
-    its spread (mean distance to its centre, lower = tighter) and its gap to the nearest other
-    intent (higher = further apart), measured in the encoders' spaces, not on the 2D maps."""
-    return geometry_diff(left.geometry, right.geometry)
 
 
 def explain_utterance(
