@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.access import open_project
-from app.api import errors, project_routes, routes, team_routes
+from app.api import errors, project_routes, queue_routes, routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
 from app.services.models.predict import classify_requests
@@ -84,6 +84,7 @@ def create_api(serving_state: ServingState) -> FastAPI:
     api.include_router(routes.router)
     api.include_router(project_routes.router)
     api.include_router(team_routes.router)
+    api.include_router(queue_routes.router)
     api.include_router(routes.fallback)  # last: any other /api/v1 path
     api.mount(DOCS_STATIC, StaticFiles(directory=swagger_ui_files()), name="docs-static")
 

@@ -72,6 +72,7 @@ __all__ = [  # the orders are queue_order's, named here too: the queue's callers
     "describe",
     "item",
     "next_item",
+    "next_items",
     "order",
     "read_ahead",
     "typed_intent",
@@ -243,6 +244,53 @@ def next_item(
                 return found, left
         left = order(live, p, how, near=near, exclude=exclude, limit=chunk)
     return None, []
+
+
+def next_items(
+    live: LivePools,
+    p: ProjectHandle,
+    how: str = DEFAULT_ORDER,
+    *,
+    near: str | None = None,
+    limit: int = CHUNK,
+) -> list[QueueItem]:
+    """The next ``limit`` items of the queue in the order ``how``, each as the Label tab shows
+    its card (suggestions computed now from the live pool): what the tab shows the caller
+    first and after it, in that order, for REST (``GET …/queue``). Nothing is answered. The
+    order is computed for a chunk of :data:`CHUNK` as the tab's (an order that spreads its
+    picks out picks another first 5 of 5 than of 20), or of ``limit`` when more are asked
+    (the tab orders its next chunk after the answers to this one).
+
+    Raises:
+        ValueError: an unknown order, or "near" without an intent (or one with no examples).
+    """
+    ids = order(live, p, how, near=near, limit=max(limit, CHUNK))[:limit]
+    disputes = (
+        {
+            d.id: d
+            for d in team_svc.disputes(
+                live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
+            )
+        }
+        if how in (DISPUTES, MINE)
+        else {}
+    )
+    with live.db.session() as s:
+        rows = {r.id: r for r in list_utterances(s, p.id, ids=ids)}
+    pool = live.pool(p.id)
+    cards = (
+        card(live.factories, pool, rows[i], review=how == REVIEW, dispute=disputes.get(i))
+        for i in ids
+        if i in rows
+    )
+    return [c for c in cards if c is not None]
+
+
+def _said(live: LivePools, p: ProjectHandle, found: QueueItem) -> QueueItem:
+    """The card with the words of the project's background encoding (issue 72)."""
+    progress = spaces_of(live).progress.of(p.id)
+    words = progress.words() if progress is not None else ""
+    return replace(found, encoding=words) if words else found
 
 
 def typed_intent(db: Database, p: ProjectHandle, query: str) -> str:
