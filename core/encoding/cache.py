@@ -4,9 +4,13 @@ re-encode what was encoded before: only new or edited texts are encoded.
 Layout: ``<root>/<fingerprint>/shard-<n>.npz`` with ``keys`` (sha1 of the exact text encoded, 40
 hex characters) and ``vectors`` (float32, one row per key). Each batch of new texts is one shard,
 written to a temporary name, flushed and renamed, so a process killed at any point never leaves a
-half shard under a name that is read; many small shards are compacted into one. A shard is never
-trusted: one that does not read as that (a torn or foreign file, another width, NaNs) is deleted
-and its texts are encoded again.
+half shard under a name that is read: a long encoding in chunks (a log dump's rows, issue 72)
+resumes after a kill with what its chunks wrote. Once :data:`COMPACT_AFTER` shards are there, the
+smaller half of them are merged into one (tiered: a large pool's big shards are not written
+again at every compaction), off the lock that lookups take. A shard is never trusted: one that
+does not read as that (a torn or foreign file, another width, NaNs) is deleted and its texts are
+encoded again. :meth:`EmbeddingCache.pick_up` reads the shards another process wrote since (a
+training worker that encoded a chunk of rows for the server).
 
 A :class:`VectorMirror` (the model bucket when artifacts are remote:
 :class:`storage.vectors.BucketVectors`) shares the shards between machines: a fingerprint's
@@ -122,7 +126,9 @@ class EmbeddingCache:
         self.encoded = 0
         self._mem: dict[str, dict[str, np.ndarray]] = {}
         self._loaded: set[str] = set()
+        self._read: dict[str, set[str]] = {}  # per fingerprint: the shard files read or written
         self._lock = threading.Lock()
+        self._disk = threading.Lock()  # held while shards are written or compacted
 
     @staticmethod
     def _name(fingerprint: str) -> str:
@@ -130,6 +136,10 @@ class EmbeddingCache:
 
     def _dir(self, fingerprint: str) -> Path | None:
         return None if self.root is None else self.root / self._name(fingerprint)
+
+    def folder(self, fingerprint: str) -> Path | None:
+        """Where the shards of ``fingerprint`` are kept on disk (None: in memory only)."""
+        return self._dir(fingerprint)
 
     def _load(self, fingerprint: str, dim: int | None = None) -> dict[str, np.ndarray]:
         table = self._mem.setdefault(fingerprint, {})
@@ -147,37 +157,101 @@ class EmbeddingCache:
                 logger.warning("could not pull vectors of %s: %s", fingerprint, exc)
         if not d.exists():
             return table
+        self._read_new(fingerprint, d, table, dim)
+        return table
+
+    def _read_new(
+        self, fingerprint: str, d: Path, table: dict[str, np.ndarray], dim: int | None
+    ) -> int:
+        """Read the shards of ``d`` not read yet into ``table``; how many keys were new."""
+        read = self._read.setdefault(fingerprint, set())
+        new = 0
         for shard in sorted(d.glob("shard-*.npz")):
+            if shard.name in read:
+                continue
             try:
                 keys, vectors = read_shard(shard, dim)
+            except FileNotFoundError:  # compacted away by another process meanwhile
+                continue
             except (OSError, ValueError) as exc:  # never trusted: dropped, its texts re-encoded
                 logger.warning("dropping unreadable cache shard %s: %s", shard, exc)
                 shard.unlink(missing_ok=True)
                 continue
+            read.add(shard.name)
+            new += sum(k not in table for k in keys)
             table.update(zip(keys, vectors, strict=True))
-        return table
+        return new
+
+    def pick_up(self, fingerprint: str, dim: int | None = None) -> int:
+        """Read what other processes wrote for ``fingerprint`` since this one last looked (its
+        folder, and the mirror's shards pulled first); how many texts' vectors were new."""
+        d = self._dir(fingerprint)
+        if d is None:
+            return 0
+        if self.mirror is not None:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                self.mirror.pull(self._name(fingerprint), d)
+            except Exception as exc:  # the bucket is away: what is local still counts
+                logger.warning("could not pull vectors of %s: %s", fingerprint, exc)
+        if not d.exists():
+            return 0
+        with self._lock:
+            table = self._load(fingerprint, dim)
+            return self._read_new(fingerprint, d, table, dim)
 
     def _persist(self, fingerprint: str, keys: list[str], vectors: np.ndarray) -> None:
+        """Write a new shard of ``keys`` (and compact the smaller half of the shards once there
+        are :data:`COMPACT_AFTER`); called without :attr:`_lock`, so lookups go on meanwhile."""
         d = self._dir(fingerprint)
         if d is None or not keys:
             return
-        d.mkdir(parents=True, exist_ok=True)
-        shards = sorted(d.glob("shard-*.npz"))
-        if len(shards) >= COMPACT_AFTER:
-            table = self._mem[fingerprint]
-            keys = list(table)
-            vectors = np.stack([table[k] for k in keys])
-        written = write_shard(d, keys, vectors)
-        replaced = shards if len(shards) >= COMPACT_AFTER else []
-        for s in replaced:
-            s.unlink(missing_ok=True)
+        with self._disk:
+            d.mkdir(parents=True, exist_ok=True)
+            written = write_shard(d, keys, vectors)
+            with self._lock:
+                self._read.setdefault(fingerprint, set()).add(written.name)
+            shards = sorted(d.glob("shard-*.npz"))
+            replaced: list[Path] = []
+            merged: Path | None = None
+            if len(shards) >= COMPACT_AFTER:
+                merged, replaced = self._compact(fingerprint, d, shards)
         if self.mirror is not None:
             try:
-                self.mirror.push(self._name(fingerprint), written)
+                for shard in (written, merged):
+                    if shard is not None:
+                        self.mirror.push(self._name(fingerprint), shard)
                 if replaced:
                     self.mirror.drop(self._name(fingerprint), [s.name for s in replaced])
             except Exception as exc:  # kept locally; another machine encodes them itself
                 logger.warning("could not push vectors of %s: %s", fingerprint, exc)
+
+    def _compact(
+        self, fingerprint: str, d: Path, shards: list[Path]
+    ) -> tuple[Path | None, list[Path]]:
+        """Merge the smaller half of ``shards`` into one: the merged shard and those it
+        replaced (removed here). A shard that no longer reads is left to :meth:`_load`."""
+        by_size = sorted(shards, key=lambda p: (p.stat().st_size if p.exists() else 0, p.name))
+        chosen = by_size[: max(2, len(shards) // 2)]
+        keys: dict[str, np.ndarray] = {}
+        used: list[Path] = []
+        for shard in chosen:
+            try:
+                found, vectors = read_shard(shard)
+            except (OSError, ValueError):
+                continue
+            keys.update(zip(found, vectors, strict=True))
+            used.append(shard)
+        if len(used) < 2:
+            return None, []
+        merged = write_shard(d, list(keys), np.stack(list(keys.values())))
+        with self._lock:
+            read = self._read.setdefault(fingerprint, set())
+            read.add(merged.name)
+            read.difference_update(s.name for s in used)
+        for shard in used:
+            shard.unlink(missing_ok=True)
+        return merged, used
 
     def lookup(
         self, fingerprint: str, texts: Sequence[str], dim: int | None = None
@@ -215,12 +289,32 @@ class EmbeddingCache:
                 table = self._load(fp)
                 for k, v in zip(keys, vecs, strict=True):
                     table[k] = v
-                try:
-                    self._persist(fp, keys, vecs)
-                except OSError as exc:  # disk full: the cache is an optimisation, keep going
-                    logger.warning("could not persist embedding cache: %s", exc)
+            try:
+                self._persist(fp, keys, vecs)
+            except OSError as exc:  # disk full: the cache is an optimisation, keep going
+                logger.warning("could not persist embedding cache: %s", exc)
         found = self.lookup(fp, texts)
         return np.ascontiguousarray(np.stack([v for v in found if v is not None]), dtype=np.float32)
+
+    def lookup_keys(
+        self, fingerprint: str, keys: Sequence[str], dim: int | None = None
+    ) -> list[np.ndarray | None]:
+        """:meth:`lookup` by the texts' keys (:func:`text_key`) already computed."""
+        with self._lock:
+            table = self._load(fingerprint, dim)
+            return [table.get(k) for k in keys]
+
+    def write_through(self, encoder: CachedEncoder, texts: Sequence[str]) -> int:
+        """Encode ``texts`` and write them as a shard (and to the mirror) without reading the
+        cache or keeping them in memory: a worker encoding a chunk of rows for a server, whose
+        memory must not grow with every chunk; how many were encoded."""
+        if not texts:
+            return 0
+        vectors = np.asarray(encoder.encode(list(texts)), dtype=np.float32)
+        with self._lock:
+            self.encoded += len(texts)
+        self._persist(encoder.fingerprint, [text_key(t) for t in texts], vectors)
+        return len(texts)
 
     def size(self, fingerprint: str) -> int:
         with self._lock:
