@@ -225,6 +225,21 @@ class Project(BaseModel):
     n_unlabelled: int
     multi_label: bool
     active_version: int | None = Field(..., description="null: the frozen base encoder serves")
+    encoding: Encoding | None = Field(
+        None, description="the background encoding of its rows (null: not looked at yet)"
+    )
+
+
+class Encoding(BaseModel):
+    """How far the background encoding of a project's rows is (issue 72)."""
+
+    rows: int
+    encoded: int = Field(..., description="rows with a vector in the space that serves")
+    space: str = Field(..., description="the version whose space serves (v3, the base encoder)")
+    ordered_in: str = Field(..., description="the space the Label queue orders in meanwhile")
+    rate: float | None = Field(..., description="rows a second (null: not measured yet)")
+    done: bool
+    seconds_left: float | None
 
 
 class ProjectsOut(BaseModel):

@@ -106,7 +106,8 @@ def projects(request: Request, who: Viewer) -> Any:
             open_project(serving_state.db, name, who)
             for name in project_svc.project_names(serving_state.db)
         ]
-    return {"projects": [_project(project_svc.summary(serving_state.db, p)) for p in handles]}
+    live = serving_state.live
+    return {"projects": [_project(project_svc.summary(serving_state.db, p, live)) for p in handles]}
 
 
 @router.post(

@@ -178,6 +178,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
     from app.access.auth import LOCAL
     from app.services.projects.members import actor_of
     from app.services.projects.projects import summary
+    from app.serving.row_progress import encoding_line
 
     serving_state = context(args)
     who = actor_of(serving_state.db, args.user) if args.user else LOCAL
@@ -187,7 +188,10 @@ def cmd_projects(args: argparse.Namespace) -> int:
     for name in names:
         p = open_project(serving_state.db, name, who)
         role = f" · {args.user} is {p.role} here" if args.user else ""
-        print(summary(serving_state.db, p).headline() + role)
+        found = summary(serving_state.db, p, serving_state.live)
+        print(found.headline() + role)
+        if found.encoding is not None:  # the server's background encoding (issue 72)
+            print(f"  {encoding_line(found.encoding)}")
     return 0
 
 

@@ -44,6 +44,7 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     from app.perimeter.in_use import warming
     from app.services.design.map_warm_up import encode_map_rows
     from app.services.queue.queue import warm_up as warm_queue
+    from app.worker.encoding import fan_out_for
     from core.encoding.exit_gate import Exiting
     from core.errors import logged
 
@@ -60,7 +61,8 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
                 return
             said("encoders loaded and every project's pool built")
             with ticking("warm-up: scoring the Label tab's first cards"):
-                warm_queue(serving_state.live)
+                # the rest of every project's rows: encoded in the background (issue 72)
+                warm_queue(serving_state.live, fan_out_for(serving_state.settings))
             said("the Label tab's first cards scored")
             if serving_state.readiness.is_stopping:
                 return
@@ -154,10 +156,12 @@ def _stop_serving(serving_state: ServingState, supervisor: WorkerSupervisor | No
     calls under way (:mod:`core.encoding.exit_gate`), so the warm-up and any request's thread
     still waiting on it end now, not when the warm-up would have (a stop during warm-up took
     120.8 s); then the worker and the background fits are stopped and waited for."""
+    from app.serving.row_encoding import spaces_of
     from core.encoding.exit_gate import NATIVE
 
     serving_state.readiness.stopping()
     NATIVE.close()
+    spaces_of(serving_state.live).close()  # its chunk under way refused: the rows kept on disk
     if supervisor is not None:
         supervisor.stop()
     serving_state.close()

@@ -204,10 +204,12 @@ def _progress(db: Database, p: ProjectHandle, state: QueueSession) -> str:
         if err or found is None:
             return refused(err or "")
         unlabelled = found
+    # the rows still being encoded, and the space the queue orders in meanwhile (issue 72)
+    said = f" · {state.item.encoding}" if state.item is not None and state.item.encoding else ""
     if mine is not None:  # a team project: the annotator's own items
         assigned, left = mine
-        return f"**{left}** of your {assigned} left · {len(done)} answered this session{rate}"
-    return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}"
+        return f"**{left}** of your {assigned} left · {len(done)} answered this session{rate}{said}"
+    return f"**{unlabelled}** unlabelled left · {len(done)} answered this session{rate}{said}"
 
 
 def pick(state: QueueSession, picked: list[str]) -> QueueSession:

@@ -71,6 +71,9 @@ def make_queue(settings: Settings) -> tuple[Huey, TaskWrapper]:
         finally:
             release_between_jobs(serving_state)
 
+    from app.worker.encoding import register  # chunks of rows a server hands out (issue 72)
+
+    register(huey, settings)
     return huey, huey.task(name=TASK_NAME)(train_job)
 
 

@@ -103,13 +103,13 @@ def test_an_item_someone_else_answered_is_passed_over(ctx, demo):
 def test_the_orders_margins_are_the_predictors_own_top_two_margins(ctx, demo):
     import numpy as np
 
-    from app.services.queue.queue_order import _margins
+    from core.labelling.frontier import margins
 
     pool = ctx.live.pool(demo.id)
     texts = [r["text"] for r in data_svc.table(ctx.db, demo, split="unlabelled")]
     vectors = ctx.live.cache.encode(pool.encoder, texts)
     ranked = np.asarray(pool.predictor.tops(vectors).margins)
-    assert np.allclose(_margins(pool.predictor, vectors), ranked, atol=1e-5)
+    assert np.allclose(margins(pool.predictor, vectors), ranked, atol=1e-5)
 
 
 def test_a_new_versions_space_without_the_candidates_vectors_does_not_make_a_key_encode_them(ctx):

@@ -48,6 +48,9 @@ class ProjectSummary:
     n_unlabelled: int
     multi_label: bool
     active_model_version_id: int | None
+    # how far the background encoding of its rows is (issue 72: EncodingProgress.to_dict; None:
+    # not asked for, or not known where it was asked)
+    encoding: dict[str, Any] | None = None
 
     def headline(self) -> str:
         """The project's name and :meth:`details`, as plain text."""
@@ -87,7 +90,12 @@ def new_project(db: Database, name: str, base_encoder: str | None = None) -> str
         return made
 
 
-def summary(db: Database, p: ProjectHandle) -> ProjectSummary:
+def summary(db: Database, p: ProjectHandle, live: LivePools | None = None) -> ProjectSummary:
+    """The project's counts and what serves it; with ``live``, how far the encoding of its
+    rows is (:func:`app.services.queue.queue.encoding`)."""
+    from app.services.queue.queue import encoding
+
+    said = encoding(live, p) if live is not None else None
     with db.session() as s:
         n = {split: count_utterances(s, p.id, split=split) for split in SPLITS}
         pool = [r.labels for r in labelled_pool(s, p.id)]
@@ -104,6 +112,7 @@ def summary(db: Database, p: ProjectHandle) -> ProjectSummary:
             n_unlabelled=n["unlabelled"],
             multi_label=is_multilabel(pool + no_intent),
             active_model_version_id=p.active_version_id,
+            encoding=said.to_dict() if said is not None else None,
         )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.access import ProjectHandle
@@ -39,6 +39,7 @@ from app.services.queue.queue_order import (
     DEFAULT_ORDER,
     DISPUTES,
     LISTED,
+    MAX_ASSIGNED,
     MAX_CANDIDATES,
     MINE,
     ORDERS,
@@ -48,6 +49,8 @@ from app.services.queue.queue_order import (
 from app.serving.factories import FactoryBuilder
 from app.serving.live import LivePools
 from app.serving.pools import ProjectPool
+from app.serving.row_encoding import FanOut, spaces_of
+from app.serving.row_progress import EncodingProgress, read_progress
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.db import Database
 from storage.unknown_intents import unknown_intent
@@ -70,6 +73,7 @@ __all__ = [  # the orders are queue_order's, named here too: the queue's callers
     "answer_then",
     "card",
     "describe",
+    "encoding",
     "item",
     "next_item",
     "next_items",
@@ -107,6 +111,9 @@ class QueueItem:
     out_of_scope: bool = False
     threshold: float | None = None
     answers: tuple[str, ...] = ()  # the annotators' answers ("ana: card_arrival"; a dispute)
+    # how far the background encoding of the project's rows is, and the space the queue
+    # orders in meanwhile ("" once every row is in the space that serves: issue 72)
+    encoding: str = ""
 
     @property
     def first_choice(self) -> str | None:
@@ -215,7 +222,7 @@ def next_item(
     computed before) and orders a new chunk when they run out (the review order: all it flags);
     None when nothing is left. ``ahead``: the upcoming rows and the pool's stamp read already
     (with the answer just written): the next card costs no database read."""
-    chunk = MAX_CANDIDATES if how in LISTED else CHUNK
+    chunk = MAX_ASSIGNED if how in LISTED else CHUNK
     left = list(upcoming)
     if ahead is not None and how not in LISTED:
         pool = live.pool(p.id, stamp=ahead.stamp)
@@ -223,7 +230,7 @@ def next_item(
             row = ahead.rows.get(left.pop(0))
             found = card(live.factories, pool, row) if row is not None else None
             if found is not None:
-                return found, left
+                return _said(live, p, found), left
     for _ in range(2):
         disputes = (
             {
@@ -241,7 +248,7 @@ def next_item(
                 continue  # decided meanwhile
             found = item(live, p, uid, review=how == REVIEW, dispute=disputes.get(uid))
             if found is not None:
-                return found, left
+                return _said(live, p, found), left
         left = order(live, p, how, near=near, exclude=exclude, limit=chunk)
     return None, []
 
@@ -319,17 +326,34 @@ def remaining(db: Database, p: ProjectHandle) -> int:
         return count_utterances(s, p.id, split="unlabelled")
 
 
-def warm_up(live: LivePools) -> None:
-    """Encode every project's queue candidates into the embedding cache (at start-up, so the
-    first order does not pay for it)."""
+def warm_up(live: LivePools, fan_out: FanOut | None = None) -> None:
+    """Read every project's rows and the vectors kept of them (:mod:`app.serving.row_spaces`),
+    encode a first batch of a project whose space holds none yet (the first card after a
+    start-up encodes nothing), and start encoding the rest in the background
+    (:mod:`app.serving.row_encoding`; ``fan_out``: a team's workers share it). Nothing waits
+    for a whole project to be encoded (issue 72 item 2)."""
+    from app.services.queue.queue_order import FIRST_BATCH
     from storage.projects import list_projects
 
+    spaces = spaces_of(live)
+    spaces.fan_out = fan_out
     with live.db.session() as s:
         projects = {p.id: p.name for p in list_projects(s)}
     for pid, name in projects.items():
-        with live.db.session() as s:
-            rows = list_utterances(s, pid, split="unlabelled", limit=MAX_CANDIDATES)
-        if rows:
+        rows = spaces.rows(pid, full=True)
+        unlabelled = len(rows.unlabelled())
+        if unlabelled:
             pool = live.pool(pid)
-            live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
-            logger.debug("queue of %s: %d candidates encoded", name, len(rows))
+            space = spaces.space(pid, pool)
+            if len(space.frontier) < min(FIRST_BATCH, unlabelled) // 2:
+                spaces.first_batch(pid, pool, space, FIRST_BATCH)
+            logger.debug("queue of %s: %d of %d rows encoded", name, len(space), len(rows))
+    spaces.start()
+
+
+def encoding(live: LivePools, p: ProjectHandle) -> EncodingProgress | None:
+    """How far the background encoding of the project's rows is, and the space the queue
+    orders in: this process's (the server), else what the server on this machine last wrote
+    (the CLI); None when neither knows."""
+    spaces = spaces_of(live)
+    return spaces.progress.of(p.id) or read_progress(spaces.root, p.id)

@@ -1,15 +1,25 @@
 """The orders of the labelling queue (:data:`ORDERS`): which unlabelled utterances come next,
-computed for a chunk of :data:`CHUNK` at a time from up to :data:`MAX_CANDIDATES` candidates
-(in file order), so "most uncertain" follows the new labels. In a team project an annotator's
-own items come first and the team's other items are left out (:mod:`app.services.labelling.team`).
+computed for a chunk of :data:`CHUNK` at a time over every row of the project, at any size up to
+the row cap (issue 72 item 1: the first 5,000 unlabelled rows in file order were all an order
+saw). In a team project an annotator's own items come first and the team's other items are left
+out (:mod:`app.services.labelling.team`).
+
+Every row is in its project's row index (:mod:`app.serving.row_spaces`, filled in the background
+by :mod:`app.serving.row_encoding`) with its scores (margin, cover: :mod:`core.labelling.frontier`),
+kept up to date piece by piece: an order refreshes, exactly, the :data:`MAX_CANDIDATES` smallest
+margins, the :data:`MAX_CANDIDATES` least covered and the neighbours of what was labelled since
+(:func:`app.serving.row_scores.follow`), picks among them, and checks its picks against the
+database (a row answered elsewhere is passed over). "Near an intent" searches the index with the
+intent's examples. A project whose rows are not encoded yet is ordered over a first batch encoded
+at once (:meth:`~app.serving.row_encoding.RowSpaces.first_batch`), the rest joining as the
+background encodes them; while a new version's space is encoded, the last space that holds every
+candidate orders (:func:`ordering_pool`), and says so.
 
 The default, *most useful next* (the smallest margins, spread out:
 :func:`core.labelling.uncertain_spread_out`), is the order ``bench/active.py`` measured to need
 the fewest labels on BANKING77 with the tuned encoder (2 seeds, retrain every 2 rounds of 77): it
 reaches the accuracy of 10 random examples per intent with 539 labels (70 %), where most
-uncertain first needs 539–616 and random order more than 770. A chunk of 2,500 candidates is
-ordered from every intent's score at once (:meth:`Predictor.score_matrix`) and one product with
-the pool's vectors: about 0.1 s.
+uncertain first needs 539-616 and random order more than 770.
 """
 
 from __future__ import annotations
@@ -21,18 +31,19 @@ import numpy as np
 from app.access import ProjectHandle
 from app.services.design import conflicts as conflicts_svc
 from app.services.labelling import team as team_svc
+from app.serving import row_encoding
 from app.serving.live import LivePools
-from app.serving.pools import ProjectPool
+from app.serving.pools import ProjectPool, sync
+from app.serving.row_encoding import RowSpaces, spaces_of
+from app.serving.row_scores import follow
+from app.serving.row_spaces import ProjectRows, RowSpace
 from core.labelling import (
     farthest_first,
     most_similar_first,
     smallest_margin_first,
     uncertain_spread_out,
 )
-from core.retrieval import KnnIndex
-from core.retrieval.knn import normalise
-from core.retrieval.predictor import Predictor
-from core.retrieval.rule import rank
+from core.labelling.frontier import cover, margins
 from storage.utterances import UtteranceRow, labelled_pool, list_utterances
 
 ORDERS = {
@@ -51,7 +62,20 @@ DISPUTES = "disputes"  # overlap items whose annotators disagree (app.services.l
 MINE = "mine"  # those of them the acting annotator answered: shown, another reviewer decides
 LISTED = (REVIEW, DISPUTES, MINE)  # orders of a list computed whole (no unlabelled chunks)
 CHUNK = 20
-MAX_CANDIDATES = 5000
+# The candidates an order refreshes and picks from (the smallest margins, the least covered),
+# out of every row of the project.
+MAX_CANDIDATES = 1000
+# An annotator's own items ordered at once (a team project), and a review list's length.
+MAX_ASSIGNED = 5000
+# The examples of an intent "near an intent" searches with (its newest).
+NEAR_QUERIES = 64
+# The rows a first card encodes and orders itself when the project's space holds none yet (a
+# fresh import of any size: the rest are encoded in the background behind it).
+FIRST_BATCH = 256
+# Candidates a key may encode itself when the space that orders lacks their vectors (rows just
+# added to a small project; what a project's first order after a new version costs); past it
+# the background encodes them, and the last space that has them all orders meanwhile.
+ENCODE_ON_KEY = 64
 
 
 def order(
@@ -80,83 +104,192 @@ def order(
         )
         return [d.id for d in disputed if d.id not in skip][:limit]
     with live.db.session() as s:
-        mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_CANDIDATES]
+        mine = [i for i in team_svc.open_items_in(s, p) if i not in skip][:MAX_ASSIGNED]
         skip |= set() if mine else team_svc.reserved_in(s, p)
-        found = (
-            list_utterances(s, p.id, ids=mine)
-            if mine
-            else list_utterances(s, p.id, split="unlabelled", limit=MAX_CANDIDATES + len(skip))
+        if mine:
+            rows = [r for r in list_utterances(s, p.id, ids=mine) if r.id not in skip]
+            anchors = [r for r in labelled_pool(s, p.id) if near in r.labels] if near else []
+        elif how == "file":
+            found = list_utterances(s, p.id, split="unlabelled", limit=limit + len(skip))
+            return [r.id for r in found if r.id not in skip][:limit]
+    if mine:
+        return _order_listed(live, p.id, how, rows, anchors, near, limit)
+    return _order_every_row(live, p, how, near, skip, limit)
+
+
+def _order_every_row(
+    live: LivePools, p: ProjectHandle, how: str, near: str | None, skip: set[int], limit: int
+) -> list[int]:
+    """:func:`order` over every unlabelled row of the project (see the module)."""
+    spaces = spaces_of(live)
+    rows = spaces.rows(p.id)
+    pool, space, serving = ordering_pool(live, spaces, rows)
+    _fill(spaces, rows, pool, space)
+    follow(space, rows, pool, live.cache, MAX_CANDIDATES)
+    spaces.progress.seen(p.id, serving, rows)
+    spaces.progress.ordered(p.id, space.label)
+    left_out = set(skip)
+    picks: list[int] = []
+    for _ in range(3):  # picks answered or deleted elsewhere meanwhile are passed over
+        picks = _picks(live, rows, pool, space, how, near, left_out, limit)
+        with live.db.session() as s:
+            still = {r.id for r in list_utterances(s, p.id, ids=picks) if r.split == "unlabelled"}
+        gone = [i for i in picks if i not in still]
+        if not gone:
+            return picks
+        with space.lock:
+            space.frontier.drop(gone)
+        spaces.forget_rows(p.id, gone)
+        left_out.update(gone)
+    return [i for i in picks if i not in left_out]
+
+
+def _fill(spaces: RowSpaces, rows: ProjectRows, pool: ProjectPool, space: RowSpace) -> None:
+    """What a key encodes itself: a first batch when the space holds none of the project's
+    candidates yet, or the few rows a small project's space lacks (just added)."""
+    unlabelled = rows.unlabelled()
+    if not unlabelled:
+        return
+    if len(rows) <= row_encoding.SYNC_REFRESH_ROWS:
+        missing = space.missing(rows, unlabelled)
+        if missing and len(missing) <= ENCODE_ON_KEY:
+            spaces.encode(rows.project_id, rows, pool, space, missing)
+        elif missing:
+            spaces.adopt(rows, pool, space, missing)  # what the cache holds: no encoding
+        unscored = [i for i in unlabelled if i in space.keys and i not in space.frontier]
+        if unscored:
+            spaces.score(rows, pool, space, unscored)
+    if len(space.frontier) < min(FIRST_BATCH, len(unlabelled)) // 2:
+        spaces.first_batch(rows.project_id, pool, space, FIRST_BATCH)
+
+
+def _picks(
+    live: LivePools,
+    rows: ProjectRows,
+    pool: ProjectPool,
+    space: RowSpace,
+    how: str,
+    near: str | None,
+    skip: set[int],
+    limit: int,
+) -> list[int]:
+    """The next ``limit`` candidates of ``space`` in the order ``how``, leaving ``skip`` out."""
+    f = space.frontier
+    if how == "near":
+        return _near(live, rows, pool, space, str(near), skip, limit)
+    with space.lock:
+        if how == "uncertain":
+            return [int(i) for i in f.smallest_margins(limit, skip)]
+        chosen = (
+            f.least_covered(MAX_CANDIDATES, skip)
+            if how == "diverse"
+            else f.smallest_margins(2 * limit, skip)
         )
-        rows = [r for r in found if r.id not in skip][:MAX_CANDIDATES]
-        anchors = [r for r in labelled_pool(s, p.id) if near in r.labels] if near else []
+        vectors = space.index.vectors(chosen)
+        m, c = f.scores(chosen)
+    if how == "diverse":
+        picks = farthest_first(vectors, c, limit)
+    else:  # useful
+        picks = uncertain_spread_out(vectors, m, c, limit)
+    return [int(chosen[i]) for i in picks]
+
+
+def _near(
+    live: LivePools,
+    rows: ProjectRows,
+    pool: ProjectPool,
+    space: RowSpace,
+    near: str,
+    skip: set[int],
+    limit: int,
+) -> list[int]:
+    """The candidates most like the intent's examples (its :data:`NEAR_QUERIES` newest), from
+    the row index: each candidate's best similarity to one of them, best first."""
+    examples = sorted(i for i, (_, labels) in pool.items.items() if near in labels)
+    if not examples:
+        raise ValueError(f"{near!r} has no labelled training examples yet.")
+    texts = [pool.items[i][0] for i in examples[-NEAR_QUERIES:]]
+    queries = live.cache.encode(pool.encoder, texts)
+    left_out = set(rows.others()) | skip
+    with space.lock:
+        sims, found = space.index.search(queries, limit, exclude=left_out)
+    best: dict[int, float] = {}
+    for s, i in zip(sims.ravel().tolist(), found.ravel().tolist(), strict=True):
+        if i >= 0 and i not in left_out and s > best.get(i, -2.0):
+            best[i] = s
+    ids = list(best)
+    return [ids[n] for n in most_similar_first(np.array([best[i] for i in ids]))][:limit]
+
+
+def ordering_pool(
+    live: LivePools, spaces: RowSpaces, rows: ProjectRows
+) -> tuple[ProjectPool, RowSpace, RowSpace]:
+    """The pool (and its row space) that orders the queue, and the space that serves: the
+    pool that serves, unless its
+    space does not hold every candidate yet and the last pool that ordered the queue has a
+    space that does (a new version's: its model, a minute older, orders them until the
+    background has encoded them all in the new space; issue 63 item 3, issue 72 item 3). The
+    older pool is brought up to the labels first (a label counts in its space too)."""
+    project_id = rows.project_id
+    pool = live.pool(project_id)
+    space = spaces.space(project_id, pool)
+    older = live.ordered.get(project_id)
+    if older is not None and older is not pool and older.encoder.fingerprint != space.fingerprint:
+        if not spaces.holds_all(rows, space) and len(rows) <= row_encoding.SYNC_REFRESH_ROWS:
+            spaces.adopt(rows, pool, space, space.missing(rows, rows.unlabelled()))
+        held = spaces.space(project_id, older)
+        if not spaces.holds_all(rows, space) and spaces.holds_all(rows, held):
+            with older.lock:
+                sync(older, live.db, live.cache, older.settings, correction=older.correction)
+            return older, held, space
+    live.ordered[project_id] = pool  # it orders them (its space has them, or will have)
+    return pool, space, space
+
+
+def _order_listed(
+    live: LivePools,
+    project_id: int,
+    how: str,
+    rows: list[UtteranceRow],
+    anchors: list[UtteranceRow],
+    near: str | None,
+    limit: int,
+) -> list[int]:
+    """An order of a given list of rows (an annotator's assigned items), encoded and scored
+    whole."""
     if how == "file" or not rows:
         return [r.id for r in rows[:limit]]
-    pool = ordering_pool(live, p.id, rows)
+    pool = live.pool(project_id)
     vectors = live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
     if how == "near":
         if not anchors:
             raise ValueError(f"{near!r} has no labelled training examples yet.")
         sims = vectors @ live.cache.encode(pool.encoder, [pool.text_of(r) for r in anchors]).T
         picks = most_similar_first(sims.max(axis=1))[:limit]
-    elif how == "diverse":
-        picks = farthest_first(vectors, _pool_similarity(pool.index, vectors), limit)
-    elif how == "useful":
-        margins = _margins(pool.predictor, vectors)
-        pool_sim = _pool_similarity(pool.index, vectors)
-        picks = uncertain_spread_out(vectors, margins, pool_sim, limit)
     else:
-        picks = smallest_margin_first(_margins(pool.predictor, vectors))[:limit]
+        _, _, _, examples = pool.index.examples()
+        covered = cover(examples, vectors)
+        if how == "diverse":
+            picks = farthest_first(vectors, covered, limit)
+        elif how == "useful":
+            picks = uncertain_spread_out(vectors, margins(pool.predictor, vectors), covered, limit)
+        else:
+            picks = smallest_margin_first(margins(pool.predictor, vectors))[:limit]
     return [rows[i].id for i in picks]
 
 
-# Candidates a key may encode itself when the space that serves lacks their vectors (what a
-# project's first order after a new version costs); past it the last space that has them orders.
-ENCODE_ON_KEY = 64
-
-
-def ordering_pool(live: LivePools, project_id: int, rows: Sequence[UtteranceRow]) -> ProjectPool:
-    """The pool that orders the queue's candidates ``rows``: the one that serves, unless its
-    space lacks more than :data:`ENCODE_ON_KEY` of their vectors and the last pool that ordered
-    them has them all (its model, a minute older, orders them; the next key does not wait
-    seconds for 2,000 encodings: issue 63 item 3)."""
-    pool = live.pool(project_id)
-    missing = live.cache.missing(pool.encoder, [pool.text_of(r) for r in rows])
-    older = live.ordered.get(project_id)
-    if (
-        len(missing) > ENCODE_ON_KEY
-        and older is not None
-        and older is not pool
-        and not live.cache.missing(older.encoder, [older.text_of(r) for r in rows])
-    ):
-        return older
-    live.ordered[project_id] = pool  # it orders them (its space has them, or will have)
-    return pool
-
-
 def encode_candidates(live: LivePools, p: ProjectHandle) -> int:
-    """Encode the queue's candidates in the space that serves the project now (what a retrain's
-    worker does for the space that stays), so that space orders the queue from then on; how
-    many were encoded."""
-    with live.db.session() as s:
-        rows = list_utterances(s, p.id, split="unlabelled", limit=MAX_CANDIDATES)
+    """Encode the queue's first candidates (up to :data:`MAX_ASSIGNED` of its unlabelled rows,
+    in the order the background would: a spread of the whole file) in the space that serves
+    the project now, into the embedding cache (what a retrain's worker does for the space that
+    stays; the server's background encodes the rest and orders in that space once it holds
+    them all); how many were encoded."""
+    spaces = spaces_of(live)
+    rows = spaces.rows(p.id, full=True)
     pool = live.pool(p.id)
+    space = spaces.space(p.id, pool)
+    plan = spaces.plan(rows, space)
+    first = [i for i in plan.todo if rows.split.get(i) == "unlabelled"][:MAX_ASSIGNED]
     before = live.cache.encoded
-    live.cache.encode(pool.encoder, [pool.text_of(r) for r in rows])
-    live.ordered[p.id] = pool
+    live.cache.encode(pool.encoder, [rows.text_of(i, space.use_context) for i in first])
     return live.cache.encoded - before
-
-
-def _margins(predictor: Predictor, vectors: np.ndarray) -> np.ndarray:
-    """Each candidate's top score minus the runner-up's, as the live Predictor ranks them (its
-    anchors, ``k`` and rule): from every intent's score at once (:meth:`Predictor.score_matrix`,
-    3x faster than ranking 2,500 candidates; 1.0 without a runner-up, 0.0 with no intent)."""
-    return rank(predictor.score_matrix(vectors)).margins
-
-
-def _pool_similarity(index: KnnIndex, vectors: np.ndarray) -> np.ndarray:
-    """Each candidate's similarity to its nearest labelled example (-1: empty pool), as one
-    product with the pool's stored unit vectors."""
-    _, _, _, pool = index.examples()
-    if not len(pool):
-        return np.full(len(vectors), -1.0)
-    return (normalise(vectors) @ pool.T).max(axis=1).astype(np.float64)
