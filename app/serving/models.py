@@ -160,8 +160,9 @@ class Models:
                     from core.bundle.onnx_shared import shared
                     from core.training import load_label_encoder
 
-                    if shared(folder) is not None:  # its base copy's weights, fetched if need be
-                        self.artifacts.path(base_int8_rel(mv.base_encoder))
+                    store = (shared(folder) or {}).get("store")
+                    if store:  # the base encoder's int8 weights it shares, fetched if need be
+                        self.artifacts.path(store)
 
                     copy = load_int8(folder)
                     copy.anchors = load_label_encoder(path, self.device)

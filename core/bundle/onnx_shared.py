@@ -37,11 +37,12 @@ def _graph(folder: Path) -> Path:
     return folder / str(config.get("model") or MODEL_FILE)
 
 
-def share(folder: Path, base: Path, final: Path | None = None) -> int:
+def share(folder: Path, base: Path, final: Path | None = None, store: str = "") -> int:
     """Drop from ``folder``'s int8 graph the initializers the ``base`` copy's graph holds byte
     for byte (same name, same tensor), when both graphs have the same nodes; returns the bytes
     saved (0: nothing shared, the folder unchanged). ``final``: where ``folder`` will live once
-    written (a temporary folder is renamed), which the recorded relative path starts from."""
+    written (a temporary folder is renamed), which the recorded relative path starts from;
+    ``store``: the artifact store's name of ``base`` (recorded: a process fetches it first)."""
     import onnx
 
     mine_path, theirs_path = _graph(folder), _graph(base)
@@ -69,6 +70,7 @@ def share(folder: Path, base: Path, final: Path | None = None) -> int:
     onnx.save(mine, str(mine_path))
     record = {
         "base": os.path.relpath(base, final or folder),
+        "store": store,
         "sha256": _sha256(theirs_path),
         "initializers": names,
     }

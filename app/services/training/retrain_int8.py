@@ -14,6 +14,7 @@ the reason recorded."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, cast
@@ -24,7 +25,10 @@ from app.services.training.retrain_measure import Measured, measure
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE
 from app.services.training.retrain_state import Int8Outcome, Reporter, RetrainRun, Served, Snapshot
 from app.serving.int8 import INT8_DIR, base_int8_rel, load_int8
+from core.bundle.onnx import quantised_export
+from core.bundle.onnx_encoder import CONFIG_FILE, MODEL_FILE
 from core.bundle.onnx_shared import share
+from core.bundle.quantise import VARIANTS
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.training import TrainingCancelled
@@ -111,13 +115,25 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
 
 
 def _share_with_base(run: RetrainRun, base: str, folder: Path, final: Path) -> int:
-    """Leave out of the copy what the base encoder's int8 copy holds byte for byte (its
-    embeddings and frozen layers: :mod:`core.bundle.onnx_shared`); the bytes saved (0 when the
-    base has no copy here)."""
-    base_folder = run.artifacts.path(base_int8_rel(base)) / INT8_DIR
-    if not base_folder.is_dir():
+    """Leave out of the copy what the base encoder's int8 graph of the same recipe holds byte
+    for byte (its embeddings and frozen layers: :mod:`core.bundle.onnx_shared`); the bytes
+    saved. That graph is built once per base encoder and recipe, beside the base's own copy
+    (``base/<encoder>@<fingerprint>-int8-<variant>``, kept for good): only a store of weights,
+    it needs no parity of its own (what serves is the version's graph, whole again)."""
+    config = json.loads((folder / CONFIG_FILE).read_text("utf-8"))
+    variant = str(config.get("variant") or "")
+    if not variant or VARIANTS[variant].static:  # calibrated on the pool: nothing in common
         return 0
-    return share(folder, base_folder, final / INT8_DIR)
+    rel = f"{base_int8_rel(base)}-int8-{variant}"
+    store = run.artifacts.path(rel)
+    if not (store / MODEL_FILE).is_file():
+        try:
+            with run.artifacts.writing(rel) as tmp:
+                quantised_export(run.live.models.base_encoder(base), tmp, variant=variant)
+        except FileExistsError:  # another worker built it meanwhile
+            pass
+        store = run.artifacts.path(rel)
+    return share(folder, store, final / INT8_DIR, store=rel)
 
 
 def _stopped(reporter: Reporter, when: str) -> Int8Outcome:
