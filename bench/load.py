@@ -410,6 +410,7 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
     r.raise_for_status()
     job_id = r.json()["job"]["id"]
     seen: list[tuple[float, tuple[float, ...]]] = []
+    etas: list[tuple[float, Any, Any, str]] = []  # (s, the job's time left, phase, its line)
     job: dict[str, Any] = {}
     done_at = None
     last_job = 0.0
@@ -423,6 +424,8 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
             last_job = now
             if job["status"] not in ("queued", "running") and done_at is None:
                 done_at = round(time.perf_counter() - t0, 2)
+            elif job["status"] == "running":
+                etas.append((now, job.get("eta_seconds"), job.get("phase"), job.get("state", "")))
         if done_at is not None and time.perf_counter() - t0 > done_at + 2 * poll + 1:
             break  # the job ended and its last switch (if any) had time to show
         time.sleep(poll)
@@ -460,11 +463,35 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         "first_of_full_training": (
             round(answering / full_train_s, 3) if answering is not None and full_train_s else None
         ),
+        # issue 71 item 6: the time left against when what it counts down to came, once
+        # training has started (the worst ratio either way; 1.0 is exact)
+        "eta_worst_ratio": eta_worst(etas, [t for t, _ in seen], done_at),
         "job_log": job.get("log", ""),
         "requested_at": time.strftime(
             "%H:%M:%S", time.localtime(time.time() - (time.perf_counter() - t0))
         ),
     }
+
+
+def eta_worst(
+    etas: list[tuple[float, Any, Any, str]], switches: list[float], done: float | None
+) -> float | None:
+    """The worst ratio between a job's time left and what it took (the next switch of what
+    answers when the line counts down to a version, the job's end otherwise), once training
+    has started, over the moments more than 5 s before it."""
+    worst = None
+    started = False
+    for now, eta, phase, line in etas:
+        started = started or phase == "training"
+        if not started or eta is None:
+            continue
+        to_version = " to a first version" in line or " to the next version" in line
+        target = next((t for t in switches if t > now), None) if to_version else done
+        if target is None or target - now < 5:
+            continue
+        ratio = max(eta / (target - now), (target - now) / max(eta, 0.1))
+        worst = ratio if worst is None else max(worst, ratio)
+    return None if worst is None else round(worst, 2)
 
 
 def run_retrains(url: str, args: argparse.Namespace) -> dict[str, Any]:
