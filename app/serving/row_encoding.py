@@ -41,7 +41,7 @@ from app.serving.pools import ProjectPool
 from app.serving.row_fan_out import FanOut, fan_out_step
 from app.serving.row_plan import Plan, make_plan
 from app.serving.row_progress import RowProgress
-from app.serving.row_scores import follow, rescore_oldest, score_new
+from app.serving.row_scores import FOLLOWED, follow, rescore_oldest, score_new
 from app.serving.row_spaces import ProjectRows, RowSpace, seen_digest, space_name
 from core.encoding.exit_gate import Exiting
 from core.errors import logged
@@ -88,21 +88,20 @@ class RowSpaces:
         with self._lock:
             known = self._rows.get(project_id)
         with self.live.db.session() as s:
-            _, n, version_sum = pool_revision(s, project_id)
-            stamp = (n, version_sum)
-            if known is not None and known.stamp == stamp:
-                return known
-            base = known if known is not None else ProjectRows(project_id)
-            if full or len(base) <= SYNC_REFRESH_ROWS:
+            if full or known is None or len(known) <= SYNC_REFRESH_ROWS:
+                _, n, version_sum = pool_revision(s, project_id)  # a scan of the project's rows
+                stamp = (n, version_sum)
+                if known is not None and known.stamp == stamp:
+                    return known
+                base = known if known is not None else ProjectRows(project_id)
                 state = row_states(s, project_id)
                 new, _ = base.changed(state)
                 made = base.updated(state, row_texts(s, project_id, new), stamp)
-            else:
-                state = row_states(s, project_id, after=base.max_id)
+            else:  # a key's path: the rows added since (an indexed range), the rest later
+                state = row_states(s, project_id, after=known.max_id)
                 if not state.ids:
-                    return base
-                merged = base.with_added(state, row_texts(s, project_id, list(state.ids)))
-                made = merged
+                    return known
+                made = known.with_added(state, row_texts(s, project_id, list(state.ids)))
         with self._lock:
             self._rows[project_id] = made
         return made
@@ -253,7 +252,7 @@ class RowSpaces:
         pool = self.live.pool(project_id)
         space = self.space(project_id, pool)
         self.target[project_id] = space
-        follow(space, rows, pool, self.live.cache, 0)
+        follow(space, rows, pool, self.live.cache, FOLLOWED)  # off the keys' path
         plan = self.plan(rows, space)
         if self.fan_out is not None:
             worked = fan_out_step(

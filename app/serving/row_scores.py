@@ -21,6 +21,9 @@ from app.serving.row_spaces import ProjectRows, RowSpace
 from core.encoding.cache import EmbeddingCache
 from core.labelling.frontier import cover, margins
 
+# The smallest margins and the least covered candidates whose scores are refreshed after new
+# labels (an order picks among them: app.services.queue.queue_order.MAX_CANDIDATES).
+FOLLOWED = 300
 # The nearest candidates of each new label whose scores an order refreshes.
 NEIGHBOURS = 64
 # New labels past this many in one refresh: the most recent are followed, a full pass the rest.

@@ -49,6 +49,8 @@ class ProjectRows:
     stamp: tuple[int, int] = (-1, -1)
     read_at: float = 0.0
     _keys: dict[tuple[int, bool], str] = field(default_factory=dict)
+    _unlabelled: list[int] | None = field(default=None, repr=False)
+    _others: list[int] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.split)
@@ -58,11 +60,16 @@ class ProjectRows:
         return max(self.split, default=0)
 
     def unlabelled(self) -> list[int]:
-        return [i for i, s in self.split.items() if s == "unlabelled"]
+        """The queue's candidates (kept once read: a table is replaced, never changed)."""
+        if self._unlabelled is None:
+            self._unlabelled = [i for i, s in self.split.items() if s == "unlabelled"]
+        return self._unlabelled
 
     def others(self) -> list[int]:
-        """The rows that are not the queue's candidates (labelled, test)."""
-        return [i for i, s in self.split.items() if s != "unlabelled"]
+        """The rows that are not the queue's candidates (labelled, test, gone)."""
+        if self._others is None:
+            self._others = [i for i, s in self.split.items() if s != "unlabelled"]
+        return self._others
 
     def text_of(self, row_id: int, use_context: bool) -> str:
         """What the encoder sees for the row (as :meth:`app.serving.pools.ProjectPool.text_of`)."""

@@ -340,15 +340,14 @@ def warm_up(live: LivePools, fan_out: FanOut | None = None) -> None:
     with live.db.session() as s:
         projects = {p.id: p.name for p in list_projects(s)}
     for pid, name in projects.items():
-        rows = spaces.rows(pid, full=True)
-        unlabelled = len(rows.unlabelled())
-        if unlabelled:
-            pool = live.pool(pid)
-            space = spaces.space(pid, pool)
-            if len(space.frontier) < min(FIRST_BATCH, unlabelled) // 2:
+        pool = live.pool(pid)
+        space = spaces.space(pid, pool)  # read back from disk: a restart encodes nothing
+        if len(space.frontier) < FIRST_BATCH // 2:  # a project whose rows were never scored
+            rows = spaces.rows(pid, full=True)
+            if rows.unlabelled():
                 spaces.first_batch(pid, pool, space, FIRST_BATCH)
-            logger.debug("queue of %s: %d of %d rows encoded", name, len(space), len(rows))
-    spaces.start()
+        logger.debug("queue of %s: %d rows encoded", name, len(space))
+    spaces.start()  # reads every project's rows, encodes what they lack
 
 
 def encoding(live: LivePools, p: ProjectHandle) -> EncodingProgress | None:
