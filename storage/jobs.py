@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
+from storage import job_phases
 from storage.errors import ConflictError, NotFoundError
 from storage.job_phases import CALIBRATING, EVALUATING, PHASES, SAVING, SERVING, TRAINING
 from storage.pool_state import last_label_event
@@ -218,7 +219,7 @@ def claim_job(s: Session, job_id: int, *, pid: int) -> JobView | None:
             worker_pid=pid,
             heartbeat_at=now,
             message="preparing data",
-            phase="preparing",
+            phase=job_phases.PREPARING,
         )
     ).rowcount  # type: ignore[attr-defined]
     return get_job(s, job_id) if claimed else None
@@ -258,7 +259,7 @@ def request_cancel(s: Session, job_id: int) -> JobView:
         job.message = {
             CALIBRATING: f"stopping the held-out calibration; v{v} keeps serving with the quick "
             "thresholds",
-            "int8": f"stopping its int8 copy; v{v} keeps serving in fp32",
+            job_phases.INT8: f"stopping its int8 copy; v{v} keeps serving in fp32",
         }.get(job.phase, f"stopping; v{v} keeps serving as it is")
         job.log = (job.log + _stamp(f"cancel asked: {job.message}"))[-LOG_CHARS:]
     return view_of(job)
@@ -323,9 +324,8 @@ def tick(s: Session, job_id: int, *, share: float | None, eta: float | None) -> 
 def log_line(
     s: Session, job_id: int, line: str, *, phase: str | None = None, share: float | None = None
 ) -> None:
-    """Append a time-stamped line to the job's log; it is also the job's current message. A
-    ``phase`` (``preparing``, ``saving``, ``registering``, …) is recorded with it, and ``share``,
-    the job's share done when it starts."""
+    """Append a time-stamped line to the job's log, its message now; a ``phase`` of
+    :data:`PHASES` is recorded with it, and ``share``, the job's share done when it starts."""
     job = _locked(s, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
@@ -347,7 +347,7 @@ def set_progress(
     total: int,
     loss: float | None,
     message: str,
-    phase: str = "training",
+    phase: str = TRAINING,
     share: float | None = None,
     eta: float | None = None,
 ) -> None:

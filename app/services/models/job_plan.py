@@ -36,6 +36,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from storage.job_phases import (
+    CALIBRATING,
+    EVALUATING,
+    INT8,
+    PREPARING,
+    REGISTERING,
+    SAVING,
+    SERVING,
+    TRAINING,
+)
 from storage.job_phases import PHASES as JOB_PHASES
 
 # The phases of a retrain in the order they run, what the Train tab calls each, and those whose
@@ -56,14 +66,14 @@ OVERDUE_AFTER = 1.2
 # utterances, the default recipe's 101 steps of 32, int8 on, 1,770 parity encodes): the phases
 # weigh what they did there; how fast this machine is comes from the job itself.
 SECONDS = {
-    "preparing": 5.0,  # snapshot 0.3, the base encoder's load 4.2-4.5
+    PREPARING: 5.0,  # snapshot 0.3, the base encoder's load 4.2-4.5
     "step_pair": 0.6 / 32,  # training 55.7 and 65.9 s for 101 steps of 32 pairs
-    "saving": 1.0,  # written, and read back as the encoder to evaluate
+    SAVING: 1.0,  # written, and read back as the encoder to evaluate
     "evaluated_text": 0.005,  # the new encoder's 3,848 utterances: 17.3, 19.3 s
-    "int8": 2.7,  # the ONNX export and its quantisation: 2.9, 2.5 s
+    INT8: 2.7,  # the ONNX export and its quantisation: 2.9, 2.5 s
     "parity_text": 0.005,  # 1,770 int8 encodes and their ranking: 8.9, 8.6 s
-    "serving": 0.9,  # registration 0.2, first-card vectors without unlabelled rows 0.3-0.4
-    "registering": 0.3,  # the version's record completed (its int8 copy switched in)
+    SERVING: 0.9,  # registration 0.2, first-card vectors without unlabelled rows 0.3-0.4
+    REGISTERING: 0.3,  # the version's record completed (its int8 copy switched in)
     "served_text": 0.005,  # one unlabelled utterance in the served space (as evaluated_text)
 }
 
@@ -121,28 +131,28 @@ class JobPlan:
         queue = max(0, unlabelled) * SECONDS["served_text"]
         step = max(1, batch_size) * SECONDS["step_pair"]
         ends = [e for e in checkpoints if 0 < e < steps] + [max(1, steps)]
-        segments = [Segment("preparing", SECONDS["preparing"])]
+        segments = [Segment(PREPARING, SECONDS[PREPARING])]
         for n, end in enumerate(ends):
             first = ends[n - 1] if n else 0
             last = n == len(ends) - 1
             segments += [
-                Segment("training", max(1, end - first) * step, (first, end)),
-                Segment("saving", SECONDS["saving"]),
+                Segment(TRAINING, max(1, end - first) * step, (first, end)),
+                Segment(SAVING, SECONDS[SAVING]),
                 Segment(
-                    "evaluating",
+                    EVALUATING,
                     max(0, to_evaluate if n == 0 else later_evaluate) * SECONDS["evaluated_text"],
                 ),
                 # the first card's unlabelled utterances, in the space that stays: the int8
                 # copy's after it (registering) when there is one, else the last checkpoint's
-                Segment("serving", SECONDS["serving"] + (queue if last and not parity else 0.0)),
+                Segment(SERVING, SECONDS[SERVING] + (queue if last and not parity else 0.0)),
             ]
         if recorded:
-            segments.append(Segment("evaluating", recorded * SECONDS["evaluated_text"]))
+            segments.append(Segment(EVALUATING, recorded * SECONDS["evaluated_text"]))
         segments += [
-            Segment("int8", (SECONDS["int8"] + parity * SECONDS["parity_text"]) if parity else 0.0),
-            Segment("registering", SECONDS["registering"] + (queue if parity else 0.0)),
+            Segment(INT8, (SECONDS[INT8] + parity * SECONDS["parity_text"]) if parity else 0.0),
+            Segment(REGISTERING, SECONDS[REGISTERING] + (queue if parity else 0.0)),
             Segment(
-                "calibrating",
+                CALIBRATING,
                 held_out_steps * max(1, batch_size) * SECONDS["step_pair"]
                 + held_out_texts * SECONDS["evaluated_text"],
             ),
@@ -232,7 +242,7 @@ class JobPlan:
     def until_served(self, at: int) -> float | None:
         """The share the stretches after ``at`` weigh up to the end of the next ``serving``
         one (the next version to answer); None when none follows (the job's end is next)."""
-        later = [i for i, seg in enumerate(self.segments) if seg.phase == "serving" and i > at]
+        later = [i for i, seg in enumerate(self.segments) if seg.phase == SERVING and i > at]
         if not later or not self.total:
             return None
         end = later[0]
@@ -315,7 +325,7 @@ class Tracker:
         pace = self.pace or self._own_pace(seconds_in)
         if rest is None or pace is None:
             return self.share, None
-        if self.phase == "serving":  # the version it serves answers from here: the next one
+        if self.phase == SERVING:  # the version it serves answers from here: the next one
             rest = 0.0
         ahead = plan.until_served(self.at)
         return self.share, round(rest + pace * (plan.after(self.at) if ahead is None else ahead), 1)

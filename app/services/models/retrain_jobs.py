@@ -28,6 +28,7 @@ from core.training import METHOD_LINES, TrainConfig, canonical_method, check_tra
 from storage import job_reaper, jobs
 from storage.db import ROWS, Database
 from storage.errors import NotFoundError
+from storage.job_phases import EVALUATING, PREPARING, SAVING, SERVING, TRAINING
 from storage.jobs import JobView
 from storage.utterances import list_utterances
 
@@ -291,13 +292,12 @@ def time_left(seconds: float | None, to: str = "") -> str:
 
 # The phases a job's time left counts down to a version in: until its version answers, the
 # worker counts to the end of the next checkpoint's serving (app.services.models.job_plan)
-TO_A_VERSION = ("preparing", "training", "saving", "evaluating", "serving")
+TO_A_VERSION = (PREPARING, TRAINING, SAVING, EVALUATING, SERVING)
 
 
 def counts_down_to(job: JobView) -> str:
-    """What a running job's time left counts down to (issue 71 item 6): "a first version"
-    before its version answers, "the next version" while a better checkpoint trains behind
-    the one that answers, "the end" after the last one.
+    """What a running job's time left counts down to (issue 71 item 6): "a first version", "the
+    next version" (a better checkpoint trains behind the one that answers) or "the end".
 
     Example:
         >>> from storage.jobs import JobView
@@ -354,7 +354,7 @@ def describe(job: JobView) -> str:
         return f"{job.verdict or serving_words(job)} · improving: {improving_words(job)}"
     name = PHASE_NAMES[job.phase]
     counted = job.phase in COUNTED and job.total
-    detail = f" · {job.message}" if counted or job.phase == "training" else ""
+    detail = f" · {job.message}" if counted or job.phase == TRAINING else ""
     said = f"{job.verdict} · " if job.verdict else ""  # a checkpoint kept back, or the last one
     return f"{said}{name}{detail} · {left_words(job)}"
 
@@ -363,10 +363,10 @@ def improving_words(job: JobView) -> str:
     """What an improving job (:attr:`JobView.improving`) does and its time left: "step 60 of
     100 · about 30 s left", "measuring step 100 · …" while the last checkpoint is measured."""
     assert job.train_steps is not None and job.served_step is not None
-    at = max(job.step if job.phase == "training" else 0, job.served_step)
+    at = max(job.step if job.phase == TRAINING else 0, job.served_step)
     doing = (
         f"measuring step {job.train_steps:,}"  # the last checkpoint
-        if job.phase in ("saving", "evaluating")
+        if job.phase in (SAVING, EVALUATING)
         else f"step {at:,} of {job.train_steps:,}"
     )
     return f"{doing} · {left_words(job)}"

@@ -28,6 +28,7 @@ from app.serving.training_queue import TrainingQueue
 from core.evaluation.version_metrics import VersionMetrics
 from storage import versions
 from storage.db import Database
+from storage.job_phases import TRAINING
 from storage.jobs import JobView
 
 
@@ -128,7 +129,7 @@ def improving_words(now: Serving) -> str:
     if job.improving:
         doing = retrain_jobs.improving_words(job)
     elif job.status == "running" and job.phase in PHASE_NAMES:  # its phase, step and time left
-        step = f" · step {job.step:,} of {job.total:,}" if job.phase == "training" else ""
+        step = f" · step {job.step:,} of {job.total:,}" if job.phase == TRAINING else ""
         kept = f"{job.verdict} · " if job.verdict else ""  # a checkpoint the gate kept back
         doing = f"{kept}{PHASE_NAMES[job.phase]}{step if job.total else ''} · "
         doing += retrain_jobs.left_words(job)
