@@ -54,9 +54,11 @@ logger = logging.getLogger(__name__)
 CHUNK_ROWS = 1024  # rows per background chunk (one embedding cache shard each)
 POLL_S = 1.0  # how often an idle background looks for rows to encode
 SYNC_REFRESH_ROWS = 20_000  # up to this size a key reads the rows' table again itself
+REFRESH_S = 10.0  # the background reads a large project's rows again at most this often
 SAVE_EVERY_S = 120.0  # a space that changed is kept on disk at least this often
 RESCORE_CHUNK = 8192  # candidates per step of a full pass of the queue's scores
 PASS_EVERY_S = 20.0  # a full pass starts at most this often, once the pool has changed
+PASS_ROWS_S = 2000.0  # ... and at most once per this many candidates a second (250k: 125 s)
 IN_FLIGHT = 8  # chunks handed to a team's workers at once
 RESEND_S = 600.0  # a chunk no worker did within this long is sent again
 
@@ -87,6 +89,8 @@ class RowSpaces:
         since (a key's path; the background reads the rest)."""
         with self._lock:
             known = self._rows.get(project_id)
+        if full and known is not None and len(known) > SYNC_REFRESH_ROWS:
+            full = time.monotonic() - known.read_at >= REFRESH_S  # a scan at most this often
         with self.live.db.session() as s:
             if full or known is None or len(known) <= SYNC_REFRESH_ROWS:
                 _, n, version_sum = pool_revision(s, project_id)  # a scan of the project's rows
@@ -123,6 +127,7 @@ class RowSpaces:
         with self._lock:
             found = self._spaces.get(key)
         if found is not None:
+            found.used_at = time.monotonic()
             return found
         name = space_name(encoder.fingerprint, pool.use_context)
         path = self.root / str(project_id) / f"{name}.npz" if self.root is not None else None
@@ -142,16 +147,20 @@ class RowSpaces:
             return [s for k, s in self._spaces.items() if k[0] == project_id]
 
     def _drop_old(self, project_id: int, keep: RowSpace) -> None:
-        """Hold at most two spaces of a project in memory: the newest and the last that held
-        every candidate (called with the lock)."""
-        mine = [k for k in self._spaces if k[0] == project_id]
-        if len(mine) <= 2:
-            return
-        complete = [k for k in mine if self._spaces[k] is not keep and self._spaces[k].complete]
-        spare = [k for k in mine if self._spaces[k] is not keep and k not in complete[-1:]]
-        for k in spare:
+        """Hold at most two spaces of a project, in memory and on disk: the newest (``keep``)
+        and the other one used last (the queue orders in it while the newest is encoded); an
+        older version's row index is deleted (called with the lock)."""
+        mine = [k for k in self._spaces if k[0] == project_id and self._spaces[k] is not keep]
+        mine.sort(key=lambda k: self._spaces[k].used_at)
+        for k in mine[:-1]:
             self._spaces.pop(k, None)
             self._plans.pop(k, None)
+        kept = {s.path for k, s in self._spaces.items() if k[0] == project_id}
+        folder = keep.path.parent if keep.path is not None else None
+        if folder is not None and folder.is_dir():
+            for old in folder.glob("*.npz"):
+                if old not in kept:
+                    old.unlink(missing_ok=True)
 
     # --- encoding ------------------------------------------------------------------------
 
@@ -285,9 +294,10 @@ class RowSpaces:
         if pool.encoder.fingerprint != space.fingerprint:
             return False
         now = time.monotonic()
+        every = max(PASS_EVERY_S, len(space.frontier) / PASS_ROWS_S)  # a large pass less often
         if space.pass_rev is None and (
             (space.needs_pass or space.pool_rev > space.passed_rev)
-            and now - space.passed_at >= PASS_EVERY_S
+            and now - space.passed_at >= every
         ):
             space.pass_rev = space.passed_rev = space.pool_rev
             space.passed_at = now

@@ -51,13 +51,16 @@ class ProjectRows:
     _keys: dict[tuple[int, bool], str] = field(default_factory=dict)
     _unlabelled: list[int] | None = field(default=None, repr=False)
     _others: list[int] | None = field(default=None, repr=False)
+    _max_id: int | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.split)
 
     @property
     def max_id(self) -> int:
-        return max(self.split, default=0)
+        if self._max_id is None:
+            self._max_id = max(self.split, default=0)
+        return self._max_id
 
     def unlabelled(self) -> list[int]:
         """The queue's candidates (kept once read: a table is replaced, never changed)."""
@@ -174,6 +177,7 @@ class RowSpace:
         self.complete_for: ProjectRows | None = None
         self.saved_at = time.monotonic()
         self.label = ""
+        self.used_at = time.monotonic()  # when an order or the background last asked for it
         self.loaded_seen = ""  # the digest of the labelled pool the scores read from disk followed
 
     def __len__(self) -> int:
