@@ -169,6 +169,19 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+class _SettingsHelp(argparse.Action):
+    """``settings --help``: the usage, then every setting and what it is, read from the settings
+    themselves when asked (the command line's other help never loads them)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from app.services.projects.settings import described
+
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.epilog = "settings (NAME for --set NAME=VALUE):\n" + "\n".join(described())
+        parser.print_help()
+        parser.exit()
+
+
 def _write_predictions(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     if args.format == "jsonl":
         for r in results:
@@ -218,10 +231,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         turns = [args.context] * len(texts) if args.context else None
         serving_state = context(args)
         p = project(serving_state, args.project, READ)
-        if (
-            p.active_version_id is None
-            and serving_state.settings.int8
-            and serving_state.models.budget.serves_int8
+        from app.serving.int8 import builds_int8
+
+        if p.active_version_id is None and builds_int8(
+            serving_state.settings.int8, serving_state.models.budget
         ):
             from app.services.models.base_int8 import ensure_base_int8
 
@@ -323,8 +336,16 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "settings",
-        help="show a project's settings and what each does now, or change them: "
-        "oos_target_recall, anchor_weight, encode_context, serve_int8",
+        help="show a project's settings and what each does now, or change them (the automatic "
+        "retrain's switch among them: auto_retrain=off)",
+        add_help=False,
+    )
+    p.add_argument(
+        "-h",
+        "--help",
+        action=_SettingsHelp,
+        nargs=0,
+        help="show this help, every setting, and exit",
     )
     p.add_argument("--project", required=True)
     p.add_argument(
@@ -332,7 +353,8 @@ def add_parser(sub: Any) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="e.g. oos_target_recall=0.95 (or off), anchor_weight=1 (or off), "
-        "encode_context=on, serve_int8=off; repeatable",
+        "encode_context=on, serve_int8=off, auto_retrain=off, auto_retrain_after=50; "
+        "repeatable (every setting: below)",
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_settings)

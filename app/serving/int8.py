@@ -73,6 +73,26 @@ def serves_int8(
     return (budget or process_budget()).serves_int8
 
 
+def serves_base_int8(
+    record: dict[str, Any] | None,
+    settings: ProjectSettings,
+    budget: ComputeBudget | None = None,
+) -> bool:
+    """The live rule for a project never retrained: its base encoder's int8 copy (``record``:
+    :func:`base_int8_record`) when that copy passed parity, the project allows int8 and the
+    process serves on a CPU, as :func:`serves_int8` for a version."""
+    if not (record and record.get("passed")) or not settings.serve_int8:
+        return False
+    return (budget or process_budget()).serves_int8
+
+
+def builds_int8(deployment: bool, budget: ComputeBudget | None = None) -> bool:
+    """The build rule: a retrain's version (and a never-retrained project's base encoder) gets
+    an int8 copy where the deployment allows int8 (``INTENT_STUDIO_INT8``: ``deployment``) and
+    the device's budget builds one (a CPU, where it would serve)."""
+    return deployment and (budget or process_budget()).int8_copy
+
+
 def served_metrics(
     metrics: VersionMetrics,
     settings: ProjectSettings,

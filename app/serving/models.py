@@ -26,6 +26,7 @@ from app.serving.int8 import (
     base_int8_rel,
     int8_folder,
     load_int8,
+    serves_base_int8,
     serves_int8,
 )
 from core.bundle.onnx_encoder import MODEL_FILE, OnnxEncoder
@@ -134,12 +135,11 @@ class Models:
         :func:`app.serving.int8.serves_int8`); the base encoder (its int8 copy where it may)
         for a project never retrained. Equal keys: the same encoder."""
         if mv is None or not mv.artifact_path:
-            int8 = settings.serve_int8 and self.budget.serves_int8
-            record = base_int8_record(self.artifacts, base) if int8 else None
-            kind = "int8" if record and record.get("passed") else "fp32"
-            return f"base:{mv.base_encoder if mv is not None else base}:{kind}"
-        metrics = VersionMetrics.from_dict(mv.metrics)
-        int8 = serves_int8(metrics, settings, self.budget) and metrics.int8_passed
+            name = mv.base_encoder if mv is not None else base
+            record = base_int8_record(self.artifacts, name) if settings.serve_int8 else None
+            kind = "int8" if serves_base_int8(record, settings, self.budget) else "fp32"
+            return f"base:{name}:{kind}"
+        int8 = serves_int8(VersionMetrics.from_dict(mv.metrics), settings, self.budget)
         return f"mv:{mv.id}:{mv.artifact_sha256}:{'int8' if int8 else 'fp32'}"
 
     def int8_copy(self, mv: ModelVersion | None) -> OnnxEncoder | None:
@@ -184,10 +184,8 @@ class Models:
         copy where the int8 rule allows it (a CPU, the project's ``serve_int8``) and the copy
         passed parity (:func:`app.serving.int8.base_int8_record`), else the fp32 base, which
         needs torch."""
-        if not (settings.serve_int8 and self.budget.serves_int8):
-            return self.base_encoder(base)
-        record = base_int8_record(self.artifacts, base)
-        if not record or not record.get("passed"):
+        record = base_int8_record(self.artifacts, base) if settings.serve_int8 else None
+        if not serves_base_int8(record, settings, self.budget):
             return self.base_encoder(base)
         key = f"int8:base:{base_int8_rel(base)}"
         with self._lock:

@@ -7,9 +7,14 @@ from typing import Any
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
 from app.services.models import retention
-from app.serving.compute import process_budget
 from app.serving.factories import FactoryBuilder
-from app.serving.int8 import base_int8_record, served_metrics, serves_int8, serving_line
+from app.serving.int8 import (
+    base_int8_record,
+    served_metrics,
+    serves_base_int8,
+    serves_int8,
+    serving_line,
+)
 from core.encoding.registry import Encoder
 from core.evaluation.version_metrics import VersionMetrics
 from core.retrieval.factory import PredictorFactory
@@ -131,8 +136,8 @@ def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = No
     would be found (:mod:`app.services.models.base_int8`)."""
     mv, base = _selected(db, p, ACTIVE)
     if mv is None:
-        copy = base_int8_record(artifacts, base) if artifacts is not None else None
-        if copy and copy.get("passed") and p.settings.serve_int8 and process_budget().serves_int8:
+        copy = (base_int8_record(artifacts, base) if artifacts is not None else None) or {}
+        if serves_base_int8(copy, p.settings):
             checked = copy.get("checked_on") or {}
             on = f", checked on project {checked['project']!r}" if checked.get("project") else ""
             return f"Serving: the frozen {base} encoder's int8 copy ({copy.get('reason')}{on})."

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from app.serving.compute import ComputeBudget
+from app.serving.int8 import builds_int8
 from app.serving.live import LivePools
 from core.errors import logged
 from storage.db import Database
@@ -82,7 +83,7 @@ def warm_up_worker(
                         steps=steps if i == 0 else 0,
                         should_cancel=stopping,
                     )
-                    if base_copies and int8 and budget.int8_copy and not stopping():
+                    if base_copies and builds_int8(int8, budget) and not stopping():
                         base_int8(live, base)
                 except (Exiting, TrainingCancelled):  # the worker stopped: nothing to say
                     return
