@@ -27,7 +27,8 @@ pool, each cluster also gets its nearest existing intent (the project's
 existing intents it *resembles*: when the Predictor, deciding as it serves (out-of-scope
 thresholds included), gives at least :data:`RESEMBLES` of its utterances an existing intent, the
 cluster is those intents' unlabelled utterances, not a new intent (a new intent's utterances
-fall out of scope of every intent). Such clusters are listed after the new ones.
+fall out of scope of every intent; a group of more than :data:`JUDGED` is judged on a seeded
+sample of that many). Such clusters are listed after the new ones.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -66,6 +67,9 @@ SAMPLE = 20_000
 # A row out of the sample joins its nearest cluster when it is at least as similar to its centre
 # as the farthest of the sampled members is (each measured without itself).
 JOIN_QUANTILE = 0.0
+# The most members of a group the model judges (whether it resembles an existing intent): a
+# larger group is judged on a seeded sample of that many, its count scaled to its size.
+JUDGED = 200
 
 
 @dataclass(frozen=True)
@@ -262,14 +266,15 @@ def _nearest_intents(
 
 
 def _resembled(
-    groups: Sequence[np.ndarray], pool: Predictor | None
+    groups: Sequence[np.ndarray], pool: Predictor | None, sizes: Sequence[int] | None = None
 ) -> list[tuple[tuple[str, ...], int]]:
     """For each group of vectors: the existing intents the pool gives them (most given first,
     each a fifth or more of those, at most :data:`NAMED`) when it gives at least
     :data:`RESEMBLES` of the group one, else none; and how many it gives one. A decision of no
     intent (below the intent's out-of-scope threshold) gives none. Only a single-label pool
     with its thresholds judges: without them (out of scope off, or not calibrated yet) every
-    question gets its top intent, however far, and no group is said to resemble one."""
+    question gets its top intent, however far, and no group is said to resemble one.
+    ``sizes``: each group's size when its vectors are a sample of it (the count is scaled)."""
     usable = pool is not None and pool.head is None and not pool.multi_label and pool.thresholds
     if pool is None or not usable or not groups:
         return [((), 0)] * len(groups)
@@ -278,14 +283,25 @@ def _resembled(
     every = np.concatenate(groups)
     no = pool.no_intent(every)
     decided = [None if out else top for top, out in zip(pool.tops(every).intents, no, strict=True)]
-    out, start = [], 0
+    out: list[tuple[tuple[str, ...], int]] = []
+    start = 0
     for group in groups:
         mine = [d for d in decided[start : start + len(group)] if d is not None]
         start += len(group)
         counts = sorted(Counter(mine).items(), key=lambda kv: (-kv[1], kv[0]))
         named = tuple(name for name, n in counts[:NAMED] if n >= len(mine) / 5)
-        out.append((named if len(mine) >= RESEMBLES * len(group) else (), len(mine)))
+        size = sizes[len(out)] if sizes is not None else len(group)
+        given = round(len(mine) * size / max(len(group), 1))
+        out.append((named if len(mine) >= RESEMBLES * len(group) else (), given))
     return out
+
+
+def _judged(members: tuple[int, ...], seed: int) -> list[int]:
+    """The members the pool judges: all of them, or a seeded sample of :data:`JUDGED`."""
+    if len(members) <= JUDGED:
+        return list(members)
+    picked = np.random.default_rng(seed).choice(len(members), JUDGED, replace=False)
+    return [members[i] for i in sorted(picked)]
 
 
 def find_clusters(
@@ -332,7 +348,8 @@ def find_clusters(
         return []
     centres = np.asarray([f[3] for f in found], dtype=np.float32)
     nearest = _nearest_intents(centres, pool)
-    resembled = _resembled([unit[list(f[0])] for f in found], pool)
+    judged = [unit[_judged(f[0], seed)] for f in found]
+    resembled = _resembled(judged, pool, [len(f[0]) for f in found])
     ranked = sorted(  # stable: most coherent first within each
         zip(found, nearest, resembled, strict=True), key=lambda r: bool(r[2][0])
     )

@@ -107,6 +107,34 @@ def test_a_cluster_the_model_puts_in_an_existing_intent_says_so_and_comes_after_
     assert [c.number for c in clusters] == list(range(1, len(clusters) + 1))
 
 
+def test_a_large_group_is_judged_on_a_sample_of_its_members_and_its_count_scaled(
+    encoder, monkeypatch
+):
+    """Whether a group of a log dump resembles an existing intent is judged on a seeded sample
+    of ``JUDGED`` of its members (the model ranked 165,000 members of 156 groups of a 250,000-row
+    dump in 119 s), its count scaled to the group's size: the same decision as every member's."""
+    from core.design import clusters as core_clusters
+
+    texts = GIFT + HOURS + KLARNA
+    gift_pool = ["I want to buy a gift card", "can I send a gift voucher", "gift cards for sale?"]
+    pool = [*gift_pool, "when will my parcel arrive", "track my order", "where is my package"]
+    predictor = PredictorFactory(encoder).build(pool, [("gift_card",)] * 3 + [("track_order",)] * 3)
+    predictor.thresholds = dict(calibrate_predictor(predictor).thresholds)
+    vectors = encoder.encode(texts)
+    every = find_clusters(vectors, texts, pool=predictor)
+    monkeypatch.setattr(core_clusters, "JUDGED", 4, raising=False)
+    ranked: list[int] = []
+    tops = predictor.tops
+    monkeypatch.setattr(
+        predictor, "tops", lambda v, *a, **k: ranked.append(len(v)) or tops(v, *a, **k)
+    )
+    judged = find_clusters(vectors, texts, pool=predictor)
+    assert ranked and set(ranked) == {4 * len(judged)}  # 4 members of each group, not all
+    assert [c.resembles for c in judged] == [c.resembles for c in every]
+    gift = next(c for c in judged if "gift" in c.keywords[:2])
+    assert gift.resembles[0] == "gift_card" and gift.resembling == gift.size  # 4 of 4, scaled
+
+
 def test_fewer_than_the_minimum_of_utterances_is_refused_with_a_message():
     rng = np.random.default_rng(0)
     n = MIN_UTTERANCES - 1
