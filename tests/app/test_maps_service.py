@@ -207,3 +207,30 @@ def test_a_map_holds_every_row_and_a_lasso_selects_the_rows_it_did_not_draw(ctx,
         )
     with pytest.raises(ValueError, match="No region was selected"):
         map_region.select_region(ctx.maps, demo, "{not json")
+
+
+def test_past_drawn_max_a_view_ranks_only_the_rows_its_figure_draws(ctx, demo, monkeypatch):
+    """A view ranks the rows its figure draws (every labelled row and the sample of the others):
+    the other rows of a large map have no prediction (ranking 250,000 rows took 48 s, again at
+    every label); the figure draws exactly the ranked ones, and the report's sample of
+    unlabelled rows is taken among them."""
+    from app.services.design import map_figures
+    from storage.utterances import count_utterances
+
+    with ctx.db.session() as s:
+        labelled_n = sum(count_utterances(s, demo.id, split=x) for x in ("train", "test"))
+    monkeypatch.setattr(map_figures, "DRAWN_MAX", labelled_n + 10, raising=False)
+    view = svc.compute_map(ctx.maps, demo, method="pca")
+    ranked = {i for i, m in zip(view.ids, view.margins, strict=True) if not np.isnan(m)}
+    labelled = {i for i, s in zip(view.ids, view.splits, strict=True) if s != "unlabelled"}
+    assert len(view.ids) > labelled_n + 10 and len(ranked) == labelled_n + 10
+    assert len(labelled) == labelled_n and labelled <= ranked
+    unranked = [p for i, p in zip(view.ids, view.predicted, strict=True) if i not in ranked]
+    assert unranked and set(unranked) == {None}
+    fig = svc.map_figure(view)
+    drawn = {int(i) for t in fig.data if t.customdata is not None for i in t.customdata}
+    assert drawn == ranked
+    monkeypatch.setattr(ctx.maps.projector, "project", lambda v, m: np.zeros((len(v), 2), "f4"))
+    svc.compute_map(ctx.maps, demo, method="umap")
+    report = svc.sampled_map(ctx.maps, demo, method="umap", unlabelled=5)
+    assert report is not None and set(report.ids) <= ranked

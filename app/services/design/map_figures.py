@@ -43,13 +43,19 @@ def drawn_rows(view: MapView, *, keep: Iterable[int] = (), cap: int | None = Non
         >>> drawn_rows(v, cap=2).tolist()[0], len(drawn_rows(v, cap=2))
         (0, 2)
     """
-    n = len(view.ids)
+    return sample_positions(view.ids, _always(view, keep), cap)
+
+
+def sample_positions(ids: Sequence[int], first: np.ndarray, cap: int | None = None) -> np.ndarray:
+    """The positions of the rows a sample of at most ``cap`` (:data:`DRAWN_MAX`) of those with
+    ``ids`` holds: all of them up to ``cap``, else those marked ``first`` first, then the others,
+    each by a rank its id alone gives."""
+    n = len(ids)
     cap = DRAWN_MAX if cap is None else cap
     if n <= cap:
         return np.arange(n)
-    first = _always(view, keep)
-    order = np.lexsort((_rank(np.asarray(view.ids, dtype=np.int64)), ~first))
-    return np.sort(order[:cap])  # the labelled and kept first, each by its id's rank
+    order = np.lexsort((_rank(np.asarray(ids, dtype=np.int64)), ~first))
+    return np.sort(order[:cap])
 
 
 def _always(view: MapView, keep: Iterable[int] = ()) -> np.ndarray:
@@ -133,7 +139,11 @@ def map_figure(
     if sampled and zoom is not None:
         fig.add_trace(density_trace(view.points, zoom))
         fig.data = (fig.data[-1], *fig.data[:-1])  # beneath the points
-    fig.layout.meta = {**dict(fig.layout.meta or {}), **drawn_meta(view, at, keep), "view": view.token}
+    fig.layout.meta = {
+        **dict(fig.layout.meta or {}),
+        **drawn_meta(view, at, keep),
+        "view": view.token,
+    }
     return fig
 
 
