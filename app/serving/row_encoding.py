@@ -28,7 +28,6 @@ and the server picks their vectors up from the shared embedding cache
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -73,7 +72,6 @@ class RowSpaces:
         self._spaces: dict[tuple[int, str, bool], RowSpace] = {}
         self._plans: dict[tuple[int, str, bool], Plan] = {}
         self._lock = threading.Lock()
-        self._busy: dict[int, threading.Lock] = {}  # one encoding at a time per project
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.fan_out: FanOut | None = None
@@ -237,20 +235,23 @@ class RowSpaces:
         return score_new(space, rows, pool, held, vectors)
 
     def first_batch(self, project_id: int, pool: ProjectPool, space: RowSpace, n: int) -> int:
-        """Encode the first ``n`` unlabelled rows the space lacks, in the order needed, now:
-        what a first card waits for when nothing of the project is encoded yet
-        (:data:`app.services.queue.queue_order.FIRST_BATCH`)."""
+        """Encode ``n`` unlabelled rows the space lacks now, a seeded sample of the whole file
+        (the background's plan's when it has one: its rows not taken yet): what a first card
+        waits for when nothing of the project is encoded yet
+        (:data:`app.services.queue.queue_order.FIRST_BATCH`). It never waits for the
+        background's chunk under way (its rows are out of the plan already)."""
         rows = self.rows(project_id)
-        plan = self.plan(rows, space)
-        wanted = (i for i in plan.todo if rows.split.get(i) == "unlabelled")
-        with self._project_lock(project_id):
-            ids = space.missing(rows, list(itertools.islice(wanted, n)))
-            done = self.encode(project_id, rows, pool, space, ids)
-        return done
-
-    def _project_lock(self, project_id: int) -> threading.Lock:
         with self._lock:
-            return self._busy.setdefault(project_id, threading.Lock())
+            plan = self._plans.get((project_id, space.fingerprint, space.use_context))
+        if plan is not None and plan.rows is rows:
+            wanted = [i for i in plan.todo[: 8 * n] if rows.split.get(i) == "unlabelled"]
+        else:
+            unlabelled = rows.unlabelled()
+            rng = np.random.default_rng(project_id)
+            picks = rng.choice(len(unlabelled), min(len(unlabelled), 4 * n), replace=False)
+            wanted = [unlabelled[j] for j in picks.tolist()]
+        ids = space.missing(rows, wanted)[:n]
+        return self.encode(project_id, rows, pool, space, ids)
 
     def step(self, project_id: int) -> bool:
         """One step of the project's background work: read its rows again if they moved,
@@ -279,15 +280,14 @@ class RowSpaces:
     def _local_step(
         self, project_id: int, rows: ProjectRows, pool: ProjectPool, space: RowSpace, plan: Plan
     ) -> bool:
-        with self._project_lock(project_id):
-            while plan.todo:
-                chunk, plan.todo = plan.todo[:CHUNK_ROWS], plan.todo[CHUNK_ROWS:]
-                chunk = space.missing(rows, chunk)
-                if chunk:
-                    started = time.monotonic()
-                    done = self.encode(project_id, rows, pool, space, chunk)
-                    self.progress.chunk(project_id, done, time.monotonic() - started)
-                    return True
+        while plan.todo:
+            chunk, plan.todo = plan.todo[:CHUNK_ROWS], plan.todo[CHUNK_ROWS:]
+            chunk = space.missing(rows, chunk)
+            if chunk:
+                started = time.monotonic()
+                done = self.encode(project_id, rows, pool, space, chunk)
+                self.progress.chunk(project_id, done, time.monotonic() - started)
+                return True
         return False
 
     def _pass_step(self, space: RowSpace, pool: ProjectPool) -> bool:

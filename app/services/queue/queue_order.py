@@ -72,7 +72,7 @@ MAX_ASSIGNED = 5000
 NEAR_QUERIES = 64
 # The rows a first card encodes and orders itself when the project's space holds none yet (a
 # fresh import of any size: the rest are encoded in the background behind it).
-FIRST_BATCH = 256
+FIRST_BATCH = 128
 # Candidates a key may encode itself when the space that orders lacks their vectors (rows just
 # added to a small project; what a project's first order after a new version costs); past it
 # the background encodes them, and the last space that has them all orders meanwhile.
