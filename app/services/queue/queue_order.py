@@ -37,6 +37,7 @@ from app.serving.pools import ProjectPool, sync
 from app.serving.row_encoding import RowSpaces, spaces_of
 from app.serving.row_scores import FOLLOWED, follow
 from app.serving.row_spaces import ProjectRows, RowSpace
+from core.encoding.previous_turn import with_context
 from core.labelling import (
     farthest_first,
     most_similar_first,
@@ -44,6 +45,7 @@ from core.labelling import (
     uncertain_spread_out,
 )
 from core.labelling.frontier import cover, margins
+from storage.row_texts import row_states, row_texts
 from storage.utterances import UtteranceRow, labelled_pool, list_utterances
 
 ORDERS = {
@@ -280,17 +282,22 @@ def _order_listed(
 
 
 def encode_candidates(live: LivePools, p: ProjectHandle) -> int:
-    """Encode the queue's first candidates (up to :data:`MAX_ASSIGNED` of its unlabelled rows,
-    in the order the background would: a spread of the whole file) in the space that serves
-    the project now, into the embedding cache (what a retrain's worker does for the space that
-    stays; the server's background encodes the rest and orders in that space once it holds
-    them all); how many were encoded."""
-    spaces = spaces_of(live)
-    rows = spaces.rows(p.id, full=True)
+    """Encode a seeded sample of the queue's candidates (up to :data:`MAX_ASSIGNED` of the
+    project's unlabelled rows, spread over the whole file) in the space that serves the project
+    now, into the embedding cache (what a retrain's worker does for the space that stays: the
+    server's background adopts them and encodes the rest, and the queue orders in that space
+    once it holds them all); how many were encoded. It reads no row space (a worker's process
+    holds none)."""
+    with live.db.session() as s:
+        state = row_states(s, p.id)
+        unlabelled = [
+            i for i, split in zip(state.ids, state.splits, strict=True) if split == "unlabelled"
+        ]
+        picks = np.random.default_rng(p.id).permutation(len(unlabelled))[:MAX_ASSIGNED]
+        texts = row_texts(s, p.id, [unlabelled[j] for j in sorted(picks.tolist())])
     pool = live.pool(p.id)
-    space = spaces.space(p.id, pool)
-    plan = spaces.plan(rows, space)
-    first = [i for i in plan.todo if rows.split.get(i) == "unlabelled"][:MAX_ASSIGNED]
     before = live.cache.encoded
-    live.cache.encode(pool.encoder, [rows.text_of(i, space.use_context) for i in first])
+    live.cache.encode(
+        pool.encoder, [with_context(t, c) if pool.use_context else t for t, c in texts.values()]
+    )
     return live.cache.encoded - before
