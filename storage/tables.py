@@ -118,6 +118,8 @@ class Utterance(Base):
     __table_args__ = (
         UniqueConstraint("project_id", "text", name="uq_utterance_project_text"),
         Index("ix_utterance_project_split", "project_id", "split"),
+        # the pool stamp's count and sum of versions, read from the index alone (0018)
+        Index("ix_utterance_project_version", "project_id", "version"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -11,7 +11,7 @@ from tests.storage.conftest import old_database
 
 def test_the_schema_is_at_the_last_migration_and_sqlite_runs_in_wal_mode_with_foreign_keys(db):
     with db.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0017"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0018"
         if db.engine.dialect.name == "sqlite":
             assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
             assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
