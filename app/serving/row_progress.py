@@ -62,10 +62,14 @@ class EncodingProgress:
         left = self.seconds_left
         eta = ""
         if left:
-            eta = f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
+            eta = (
+                f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
+            )
         counts = f"{self.encoded:,} of {self.rows:,} rows encoded{eta}"
         if self.ordered_in and self.ordered_in != self.space:
-            return f"{self.space}'s space: {counts}; the queue orders in {self.ordered_in}'s meanwhile"
+            return (
+                f"{self.space}'s space: {counts}; the queue orders in {self.ordered_in}'s meanwhile"
+            )
         return f"Encoding in the background: {counts}; the queue orders those so far"
 
     def to_dict(self) -> dict[str, Any]:
