@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import shutil
@@ -88,7 +89,7 @@ def run(template: Path, folder: Path, workers: int, quota: float) -> dict[str, A
             subprocess.Popen(
                 [*NICE, CLI, "--data-dir", str(data), "worker"],
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=lambda g=group: join_cgroup(g),
+                preexec_fn=functools.partial(join_cgroup, group),
             )
         )  # fmt: skip
     state = ServingState.open(load_settings(data))

@@ -118,8 +118,7 @@ class Utterance(Base):
     __table_args__ = (
         UniqueConstraint("project_id", "text", name="uq_utterance_project_text"),
         Index("ix_utterance_project_split", "project_id", "split"),
-        # the pool stamp's count and sum of versions, read from the index alone (0018)
-        Index("ix_utterance_project_version", "project_id", "version"),
+        Index("ix_utterance_project_version", "project_id", "version"),  # the pool stamp's (0018)
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
