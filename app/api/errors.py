@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from app.api.models import ErrorOut
+from app.perimeter.json_types import takes
 from app.services.models.predict import error_message
 from app.services.models.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
@@ -88,7 +89,7 @@ def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        msg = takes(err) or str(err.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts) or "The request body does not fit the schema (see /docs)."
 

@@ -1,7 +1,9 @@
 """The REST API's request and response bodies (pydantic), as the OpenAPI docs at ``/docs`` show
 them. A prediction has exactly the structure a model bundle's ``predict`` returns
 (:func:`core.retrieval.predictor.prediction_to_dict`): keys a prediction does not carry (a
-multi-label head's ``probabilities``, a ``threshold``) are left out, not sent as null."""
+multi-label head's ``probabilities``, a ``threshold``) are left out, not sent as null. A request
+body takes each field's value only of its own type in JSON (:class:`app.perimeter.json_types.Body`:
+``true`` is no number, ``1`` no ``true``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.limits import MAX_K
+from app.perimeter.json_types import Body
 from storage.ids import MAX_ID
 
 SPLITS = ("train", "test", "unlabelled")
@@ -65,7 +68,7 @@ class Prediction(BaseModel):
     neighbours: list[Example]
 
 
-class PredictIn(BaseModel):
+class PredictIn(Body):
     """One utterance (``text``) or many (``texts``): many are capped per call by role (200 for
     a viewer, 1,000 for a designer or admin). Optionally the turn before each one (``context``
     with ``text``, ``contexts`` with ``texts``): a project that encodes context uses it."""
@@ -107,7 +110,7 @@ class PredictOut(BaseModel):
     predictions: list[Prediction]
 
 
-class LabelIn(BaseModel):
+class LabelIn(Body):
     """Add a labelled utterance, or relabel it when the text is already in the project. An
     intent the project does not have is refused (400, naming the closest ones) unless
     `create` is true: a typo would otherwise become an intent of one example."""
@@ -147,70 +150,10 @@ class IntentsOut(BaseModel):
     intents: list[Intent]
 
 
-class DescribeIn(BaseModel):
+class DescribeIn(Body):
     """Set an intent's description (an empty text clears it; at most 500 characters)."""
 
     description: str
-
-
-class Version(BaseModel):
-    """A model version with its headline metrics (as the Train tab's history shows it)."""
-
-    model_config = ConfigDict(extra="allow")
-    version: int
-    active: bool
-    method: str = Field(
-        ...,
-        description="the method as recorded: convfit (ConvFiT Stage 2), lora, or fast (ConvFiT "
-        "Stage 2's name until issue 55: the same method)",
-    )
-    method_name: str = Field(..., description="the method as the Train tab names it")
-    accuracy: float | None = None
-    macro_f1: float | None = None
-    serving: str | None = Field(
-        None, description="the active version: `int8` or `fp32`, the encoder that serves it"
-    )
-    trigger: str = Field(
-        "manual", description="who asked for it: manual, or auto (a retrain after new labels)"
-    )
-    steps: int | None = Field(
-        None, description="the training steps of the checkpoint it holds (of `of_steps`)"
-    )
-    of_steps: int | None = Field(None, description="its job's planned training steps")
-    created: str
-    pinned: bool = Field(False, description="pinned: it keeps its files whatever else holds")
-    files: str = Field(
-        "",
-        description="its files as the retention rule leaves them: `kept: <why>` (active, newest N, pinned, activated by hand, exported, used by a retrain), `removed …`, or "
-        "`removed at the next pass`",
-    )
-    files_removed: str | None = Field(
-        None, description="why its files were removed (null: it has them): it cannot serve"
-    )
-    disk_bytes: int = Field(0, description="the bytes its files (artifact and int8 copy) use")
-
-
-class VersionsDisk(BaseModel):
-    """The disk a project's versions use, against the deployment's budget."""
-
-    bytes: int = Field(..., description="what the versions that have files use")
-    budget_bytes: int = Field(
-        ..., description="a retrain is refused (409) once the versions use this much"
-    )
-    with_files: int
-    versions: int
-    words: str
-
-
-class VersionsOut(BaseModel):
-    versions: list[Version]
-    disk: VersionsDisk
-
-
-class PruneOut(BaseModel):
-    message: str
-    removed: list[int] = Field(..., description="the versions whose files were removed")
-    freed_bytes: int
 
 
 class Project(BaseModel):
@@ -246,7 +189,7 @@ class ProjectsOut(BaseModel):
     projects: list[Project]
 
 
-class NewProjectIn(BaseModel):
+class NewProjectIn(Body):
     name: str = Field(..., min_length=1, max_length=120)
     base_encoder: str | None = Field(
         None,
@@ -255,7 +198,7 @@ class NewProjectIn(BaseModel):
     )
 
 
-class BulkLabelIn(BaseModel):
+class BulkLabelIn(Body):
     """Label many utterances as one batch, as the UI's bulk label does: first with
     ``preview: true`` (nothing changes; the answer's ``change`` lists the ids that would, and its
     ``token`` digests what it would do), then the same ids and intents with that ``token`` (or
@@ -317,7 +260,7 @@ class BatchesOut(BaseModel):
     batches: list[Batch]
 
 
-class UndoIn(BaseModel):
+class UndoIn(Body):
     batch: str = Field(..., min_length=1, description="a batch id (a bulk label's `batch`)")
 
 
@@ -341,7 +284,7 @@ class ReadyOut(BaseModel):
     down: list[str] = Field(..., description="the dependencies that do not answer")
 
 
-class TrainIn(BaseModel):
+class TrainIn(Body):
     method: str = Field(
         "convfit",
         description="convfit: ConvFiT Stage 2, contrastive task-tuning of the sentence encoder "

@@ -29,7 +29,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from app.access import open_project
 from app.access.auth import acting_as
-from app.api import models
+from app.api import models, version_models
 from app.api.errors import ERROR_RESPONSES, PREFIX, RETRY_AFTER_S
 from app.api.files import NOTE_HEADER, file_download
 from app.api.security import (
@@ -263,7 +263,7 @@ def remove_files(version: str, request: Request, p: Training) -> Any:
 
 @router.post(
     "/projects/{project}/versions/prune",
-    response_model=models.PruneOut,
+    response_model=version_models.PruneOut,
     summary="Apply the retention rule now (it also runs after every retrain)",
 )
 def prune(request: Request, p: Training) -> Any:

@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse
 
 from app.access import open_project
 from app.access.auth import acting_as
-from app.api import models
+from app.api import models, version_models
 from app.api.errors import ERROR_RESPONSES, PREFIX, error_response
 from app.api.security import (
     Editor,
@@ -186,7 +186,7 @@ def describe(intent: str, body: models.DescribeIn, request: Request, p: IntentEd
 
 @router.get(
     "/projects/{project}/versions",
-    response_model=models.VersionsOut,
+    response_model=version_models.VersionsOut,
     summary="The project's model versions, newest first, with their headline metrics and the "
     "disk their files use",
 )

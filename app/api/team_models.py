@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.api.models import Id
+from app.perimeter.json_types import Body
 from storage.ids import MAX_ID
 
 
@@ -22,14 +23,14 @@ class MembersOut(BaseModel):
     members: list[MemberOut]
 
 
-class MemberIn(BaseModel):
+class MemberIn(Body):
     """Make a user a member of the project (or change their role there): a role never above
     the user's own; without one, their own role."""
 
     role: str | None = Field(None, description="viewer or designer (default: the user's own)")
 
 
-class AssignIn(BaseModel):
+class AssignIn(Body):
     """Split the unlabelled utterances nobody has yet between ``annotators`` (designers), in
     turn; an ``overlap`` share of them, spread evenly, goes to a second annotator too."""
 
@@ -57,7 +58,7 @@ class NextOut(BaseModel):
     answered: int = Field(..., description="how many of them the caller answered")
 
 
-class AnswerIn(BaseModel):
+class AnswerIn(Body):
     """The caller's answer to an item assigned to them: ``label`` with ``intents``, ``oos``
     (out of scope) or ``skip``."""
 
@@ -117,7 +118,7 @@ class ReviewOut(BaseModel):
     disputes: list[DisputeOut]
 
 
-class DecideIn(BaseModel):
+class DecideIn(Body):
     intents: list[str] = Field(..., min_length=1, description="[out_of_scope] for out of scope")
 
 

@@ -8,7 +8,9 @@
 - :mod:`app.perimeter.uploads`: uploads bounded, and recorded until an import uses them;
 - :mod:`app.perimeter.file_gate`: what a file route serves, to whom, whatever the path's spelling;
 - :mod:`app.perimeter.private_data`: the data directory and all the app writes there, the app's
-  account's alone.
+  account's alone;
+- :mod:`app.perimeter.json_types`: one rule for the type of every value a client sends (REST
+  bodies, every Gradio event and endpoint).
 
 :mod:`app.web` assembles them around the REST API and the Gradio app.
 """

@@ -51,6 +51,7 @@ ACTION = (
 )
 DOOR = "__intent_studio_door__"  # set on a guarded callback by enforce(): the context it checks in
 SHAPE = "__intent_studio_shape__"  # set by enforce_roles(): (its outputs, its status lines)
+PROJECTS = "__intent_studio_projects__"  # set by guarded(): its parameters that take a project
 # An API endpoint's "status lines" (gr.api: its outputs are no components a refusal could be
 # written in, or left as they are): its refusal is the call's error.
 ENDPOINT = None
@@ -136,6 +137,7 @@ def _with_request(fn: Callable[..., Any], run: Callable[..., Any], action: Actio
     # the API docs of an endpoint (gr.api reads these); the handle is made here (admit()).
     hints = {n: _as_sent(h) for n, h in _type_hints(fn).items()}
     run.__annotations__ = {**hints, "request": gr.Request}
+    setattr(run, PROJECTS, tuple(n for n, h in _type_hints(fn).items() if _as_sent(h) is not h))
     setattr(run, ROLE, action.role)
     setattr(run, ACTION, action.name)
     return run
@@ -337,7 +339,9 @@ def enforce_roles(serving_state: ServingState, demo: gr.Blocks) -> int:
     """Pass every event of ``demo`` through the role check: the declared ones (:func:`guarded`)
     are given ``serving_state`` to check in; every other callback becomes a read (see the module's docstring).
     Generators and coroutines cannot be wrapped this way, so the app may have none: an
-    undeclared one fails here, when the app is built. Returns how many events were wrapped."""
+    undeclared one fails here, when the app is built. Every value of every call is checked by
+    type first (:mod:`app.ui.door_types`, applied by the app just before). Returns how many
+    events were wrapped."""
     wrapped = 0
     for block_fn in demo.fns.values():
         fn = block_fn.fn

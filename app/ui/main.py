@@ -19,6 +19,7 @@ from app.ui.api import register_api
 from app.ui.common import attempt, ok, problem, project_picker
 from app.ui.data_tab import build_data_tab
 from app.ui.design import build_design_tab
+from app.ui.door_types import typed_doors
 from app.ui.guard import enforce_roles, guarded
 from app.ui.map_tab import build_map_tab
 from app.ui.queue_tab import build_queue_tab
@@ -188,5 +189,6 @@ def build_app(serving_state: ServingState) -> gr.Blocks:
             [project, summary, new_name],
             api_visibility="private",
         )
+    typed_doors(demo)  # every value of every call checked by type (app.ui.door_types)
     enforce_roles(serving_state, demo)  # last: every event above passes the role check
     return demo

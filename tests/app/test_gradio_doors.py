@@ -63,18 +63,31 @@ def call(client: httpx.Client, endpoint: str, data: list[Any]) -> tuple[str, Any
 
 def _arguments(params: list[dict[str, Any]], project: str) -> list[Any]:
     """A call's arguments: the project, each id 1 (an utterance of the project), a list of texts
-    one text, every other value its default (else None)."""
+    one text, every other value its default (else a value of its type: every value is checked
+    by type first, issue 73)."""
     out: list[Any] = []
     for i, p in enumerate(params):
         if p["parameter_name"] in ("p", "project"):
             out.append(project)
         elif i in (ids := dict(_id_parameters(params))):
-            out.append([1] if ids[i] == "in a list" else 1)
+            out.append({"in a list": [1], "as text": "1"}.get(ids[i], 1))
         elif p.get("python_type", {}).get("type") == "list[str]" and p["component"] == "Api":
             out.append(["where is my parcel"])
         else:
-            out.append(p["parameter_default"] if p["parameter_has_default"] else None)
+            out.append(p["parameter_default"] if p["parameter_has_default"] else _of_its_type(p))
     return out
+
+
+def _of_its_type(param: dict[str, Any]) -> Any:
+    """A value of the type a parameter takes, as ``/gradio_api/info`` says it (None: any, or a
+    picker left empty)."""
+    if param["component"] in ("Dropdown", "Radio", "Number"):
+        return None
+    kinds = _schema_types(param.get("type", {}))
+    for kind, value in (("string", ""), ("integer", 1), ("boolean", False), ("array", [])):
+        if kind in kinds:
+            return value
+    return None
 
 
 def _project_endpoints(info: dict[str, Any]) -> list[str]:
@@ -159,3 +172,70 @@ def test_every_id_of_every_endpoint_refuses_what_is_no_id_in_the_apps_words(stud
     assert wrong == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert "Traceback" not in capfd.readouterr().err
+
+
+# Issue 73, items 4 and 9: a value of another JSON type for every parameter of every endpoint.
+# (1.5, objects and null at every input of every event: tests/app/ui/test_event_numbers.py)
+WRONG_TYPES: list[Any] = ["x", 7, True, ["x"]]
+# A bug, or Gradio's words for a value its component could not read. (A text that is no choice of
+# a dropdown is Gradio's "Value: x is not in the list of choices": a value of the right type.)
+BUG_WORDS = ("Something went wrong", "Could not preprocess", "Api.__init__", "Traceback")
+JSON_TYPE = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+JSON_TYPE |= {list: "array", dict: "object"}
+
+
+def _schema_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types an endpoint's parameter takes, as ``/gradio_api/info`` says (empty:
+    anything, or not said)."""
+    if "anyOf" in schema:
+        return set().union(*(_schema_types(s) for s in schema["anyOf"]))
+    kind = schema.get("type")
+    if kind == "number":
+        return {"number", "integer"}
+    return {str(kind)} if isinstance(kind, str) else set()
+
+
+def test_every_parameter_of_every_endpoint_refuses_another_type_in_the_apps_words(
+    studio, caplog, capfd
+):
+    """Before, 54 of 645 odd payloads ended in "Something went wrong (AttributeError): a bug,
+    logged on the server", a viewer's ``/call/predict {"data": ["Q", 5, 3]}`` among them, and
+    JSON ``true`` was taken as 1 (``auto_retrain_after``). Now every value of another JSON type
+    than a parameter takes (as ``/gradio_api/info`` says it) is refused at the door in the app's
+    words ("`text` takes a text, not 5."), before the event runs; nothing is logged as a bug.
+    (What a value of the right type, or null, does once it runs: tests/app/ui/
+    test_event_numbers.py, at every input of every event.)"""
+    base, info = studio
+    dana = signed_in(base, "dana")
+    seen: set[tuple[str, str]] = set()
+    tried, wrong = 0, []
+    with caplog.at_level(logging.ERROR):
+        for endpoint, ep in sorted(info.items()):
+            params = ep["parameters"]
+            for i, p in enumerate(params):
+                key = (re.sub(r"_\d+$", "", endpoint), p["parameter_name"])
+                takes = _schema_types(p.get("type", {}))
+                if key in seen or not takes:
+                    continue
+                seen.add(key)
+                for bad in WRONG_TYPES:
+                    if JSON_TYPE[type(bad)] in takes:
+                        continue
+                    data = _arguments(params, PROJECT)
+                    data[i] = bad
+                    kind, answer = call(dana, endpoint, data)
+                    tried += 1
+                    said = html.unescape(json.dumps(answer, ensure_ascii=False))
+                    if (
+                        kind != "error"
+                        or f"`{p['parameter_name']}` takes" not in answer.get("error", "")
+                        or any(words in said for words in BUG_WORDS)
+                    ):
+                        wrong.append((endpoint, p["parameter_name"], bad, kind, said[:160]))
+    assert tried >= 200, tried
+    assert wrong == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert "Traceback" not in capfd.readouterr().err
+    vic = signed_in(base, "vic")  # the issue's own call, a viewer's
+    kind, answer = call(vic, "/predict", [PROJECT, 5, 3])
+    assert (kind, answer["error"]) == ("error", "`text` takes a text, not 5. Nothing was changed.")

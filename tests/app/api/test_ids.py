@@ -148,3 +148,66 @@ def test_the_api_docs_bound_every_whole_number_a_client_sends(client):
 def test_a_version_number_is_read_as_before(client, demo, segment):
     answer = client.post(f"/api/v1/projects/{quote(demo.name)}/versions/{segment}/activate")
     assert answer.status_code == 404 and "3" in answer.json()["error"]  # no version 3: not found
+
+
+# Issue 73, items 4 and 9: a value of another JSON type than a field's, wherever a body takes it.
+WRONG_TYPES: list[Any] = ["x", 7, 1.5, True, False, None, [], ["x"], {}, {"a": 1}]
+JSON_TYPE = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+JSON_TYPE |= {list: "array", dict: "object"}
+
+
+def _takes(spec: dict[str, Any], schema: dict[str, Any]) -> set[str]:
+    """The JSON types a field's schema takes (a whole number is a number too)."""
+    if "$ref" in schema:
+        return _takes(spec, spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]])
+    if "anyOf" in schema:
+        return set().union(*(_takes(spec, s) for s in schema["anyOf"]))
+    if "enum" in schema or "const" in schema:
+        return {JSON_TYPE[type(v)] for v in schema.get("enum", [schema.get("const")])}
+    kind = schema.get("type")
+    return {"integer", "number"} if kind == "number" else {str(kind)} if kind else set()
+
+
+def _fields(
+    spec: dict[str, Any], schema: dict[str, Any], path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], set[str]]]:
+    """(where, the JSON types it takes) of every field of a body, at any depth."""
+    for name, prop in _schema(spec, schema).get("properties", {}).items():
+        yield (*path, name), _takes(spec, prop)
+        if _schema(spec, prop).get("type") == "object":
+            yield from _fields(spec, prop, (*path, name))
+
+
+def test_every_field_of_every_body_refuses_a_value_of_another_type(client, demo, caplog):
+    """Before, JSON ``true`` was taken as 1 (``predict {"k": true}`` answered 200) and 1 as
+    ``true`` (``label {"create": 1}`` created intents): every field now takes only its own JSON
+    type, and says so (422, naming the field and what it takes)."""
+    spec = client.app.openapi()
+    tried, wrong = 0, []
+    with caplog.at_level(logging.ERROR):
+        for method, path, op in _doors(client.app):
+            body_schema = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if not body_schema:
+                continue
+            body = _example(spec, body_schema["schema"])
+            segments = {p["name"]: "1" for p in op.get("parameters", []) if p["in"] == "path"}
+            segments |= {n: v for n, v in NAMES.items() if n in segments} | {"project": demo.name}
+            url = path.format(**{k: quote(v or "", safe="") for k, v in segments.items()})
+            for field, takes in _fields(spec, body_schema["schema"]):
+                for bad in WRONG_TYPES:
+                    kind = JSON_TYPE[type(bad)]
+                    if kind in takes or (kind == "integer" and "number" in takes) or not takes:
+                        continue
+                    answer = client.request(method, url, json=_with(body, list(field), bad))
+                    tried += 1
+                    said = answer.json().get("error", "") if answer.status_code < 500 else ""
+                    if answer.status_code != 422 or f"{field[-1]}" not in said:
+                        wrong.append((method, path, ".".join(field), bad, answer.status_code))
+    assert tried >= 200
+    assert wrong == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    said = client.post(
+        f"/api/v1/projects/{quote(demo.name)}/predict", json={"text": "hi", "k": True}
+    )
+    assert said.status_code == 422
+    assert said.json() == {"error": "k: takes a whole number, not true"}
