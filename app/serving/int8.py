@@ -55,9 +55,11 @@ def load_int8(folder: Path) -> OnnxEncoder:
     of the server's shared encoder turns, no spinning threads)."""
     from core.bundle.onnx_encoder import OnnxEncoder
     from core.bundle.onnx_shared import model_bytes
-    from core.encoding.fair_share import SHARED
+    from core.encoding.fair_share import SHARED, ChunkCost
 
-    return OnnxEncoder(folder, allow_spinning=False, turns=SHARED, model=model_bytes(folder))
+    return OnnxEncoder(
+        folder, allow_spinning=False, turns=SHARED, model=model_bytes(folder), costs=ChunkCost()
+    )
 
 
 def serves_int8(

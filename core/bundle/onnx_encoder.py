@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from core.encoding.fair_share import Turns
+    from core.encoding.fair_share import ChunkCost, Turns
     from core.encoding.registry import Encoder
 
 MODEL_FILE = "model.int8.onnx"
@@ -37,7 +38,9 @@ class OnnxEncoder:
 
     ``load_model=False`` reads only the tokenizer and config (for :meth:`feeds`). With ``turns``
     (the live app's :data:`core.encoding.fair_share.SHARED`) each batch takes a turn on the process's
-    shared line, as the fp32 encoder does, so a one-line request goes before a long batch.
+    shared line, as the fp32 encoder does, so a one-line request goes before a long batch; with
+    ``costs`` too (the app's :class:`core.encoding.fair_share.ChunkCost`) each batch is sized to
+    about one turn's time, so that request waits for one short batch, never for 64 texts.
 
     Example:
         >>> enc = OnnxEncoder(Path("bundle/onnx"), threads=2)  # doctest: +SKIP
@@ -61,6 +64,7 @@ class OnnxEncoder:
         load_model: bool = True,
         turns: Turns | None = None,
         model: bytes | None = None,
+        costs: ChunkCost | None = None,
     ) -> None:
         from tokenizers import Tokenizer
 
@@ -80,6 +84,8 @@ class OnnxEncoder:
         self._tokenizer = tok
         self._lock = threading.Lock()
         self._turns = turns
+        # what fits one turn (the live app's :class:`core.encoding.fair_share.ChunkCost`)
+        self._costs = costs
         precision = str(self.config.get("precision") or "int8")
         self.name = f"{self.config.get('source', 'encoder')}+{precision}-onnx"
         self.fingerprint = f"{self.config.get('fingerprint', '')}+{precision}"
@@ -124,6 +130,17 @@ class OnnxEncoder:
     def _turn(self, *, urgent: bool) -> contextlib.AbstractContextManager[None]:
         return self._turns.turn(urgent=urgent) if self._turns else contextlib.nullcontext()
 
+    def _chunk(self, encodings: list[Any], order: list[int], start: int, limit: int) -> int:
+        """How many texts (of ``order``, shortest first, from ``start``) the next batch takes:
+        ``limit``; in the live app (its shared turns) as many as fit one turn of about
+        :data:`core.encoding.fair_share.TURN_SECONDS` (a one-line request waits for one such
+        turn, never for 64 texts on an overloaded CPU: seconds), learnt from the batches timed."""
+        if self._costs is None:
+            return limit
+        width = len(encodings[order[min(start + limit, len(order)) - 1]].ids)
+        fits = int(self._costs.budget(default=8.0 * width) // max(width, 1))
+        return max(1, min(limit, max(4, fits)))
+
     def feeds(self, texts: Sequence[str]) -> list[dict[str, np.ndarray]]:
         """The graph's inputs for each text alone (what a static variant calibrates on)."""
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -146,13 +163,21 @@ class OnnxEncoder:
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         v = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+        urgent = len(texts) <= batch_size
+        start = 0
+        while start < len(order):
+            size = self._chunk(encodings, order, start, batch_size)
+            idx = order[start : start + size]
             feeds = self._feed(encodings, idx)
-            with self._turn(urgent=len(texts) <= batch_size), self._lock:
+            with self._turn(urgent=urgent), self._lock:
+                began = time.perf_counter()
                 (vecs,) = self._session.run(["sentence_embedding"], feeds)
+                if self._costs is not None:
+                    width = len(encodings[idx[-1]].ids)
+                    self._costs.observe(len(idx) * width, time.perf_counter() - began)
             v[idx] = np.asarray(vecs, dtype=np.float32)
+            start += len(idx)
             if progress is not None:
-                progress(min(start + batch_size, len(texts)), len(texts))
+                progress(start, len(texts))
         v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         return np.ascontiguousarray(v, dtype=np.float32)

@@ -11,7 +11,7 @@ Example:
     >>> "def nearest_of_hits(" in source and "class Bundle:" in source
     True
     >>> sorted(imported_modules(source))
-    ['argparse', 'collections', 'contextlib', 'hashlib', 'json', 'math', 'numpy', 'onnxruntime', 'os', 'pathlib', 'struct', 'sys', 'tempfile', 'threading', 'tokenizers', 'typing', 'zipfile']
+    ['argparse', 'collections', 'contextlib', 'hashlib', 'json', 'math', 'numpy', 'onnxruntime', 'os', 'pathlib', 'struct', 'sys', 'tempfile', 'threading', 'time', 'tokenizers', 'typing', 'zipfile']
 """
 
 from __future__ import annotations
