@@ -13,13 +13,19 @@ the 4k project's rows), each size after the one before. For each size:
   server's own progress says it (``GET /api/v1/projects``: ``encoding``), beside the encoder's
   raw int8 rate on this machine, measured just before and after by a process of its own
   (``raw_rows_s``: 2,000 texts, the same encoder, nothing else);
-* ``rss_mb``: the server's resident memory once every row of the size is encoded.
+* ``rss_mb``: the server's resident memory then.
 
-Then the server is stopped (SIGTERM: its row indexes written) and started again: ``ready_s``
-(process start to ``/api/v1/ready``) and whether any shard of the embedding cache was written
-(``re_encoded``: nothing should be). Last, ``--keys`` keys in a process of the bench's own on the
-same data (the server stopped): each the Label tab's answer (the first suggestion taken) and the
-next card (``answer_then`` then ``next_item``), p50/p95/max per size.
+A size whose rows are not all encoded within ``--encode-limit`` seconds (a 250k dump on a
+loaded 2-core machine: hours) is given random unit vectors for the rest (``synthetic_vectors``
+says how many), written to the embedding cache with the server stopped and adopted by the
+server's background at its start, so what follows is measured at the full size: the server's
+memory with every row (``rss_all_mb``); a stop (SIGTERM: its row indexes written) and a start
+with its worker (automatic retrains off): ``ready_s`` (process start to ``/api/v1/ready``),
+whether any shard of the embedding cache was written (``re_encoded``: nothing should be) and
+the server's and the worker's memory a minute later. Last, ``--keys`` keys in a process of the
+bench's own on the same data (the server stopped): each the Label tab's answer (the first
+suggestion taken) and the next card (``answer_then`` then ``next_item``), p50/p95/max per
+size.
 
 Every process runs at ``nice 10`` and the load average is noted beside each number: the machine
 is shared. Prints a table and writes JSON (``--out``).
@@ -75,6 +81,31 @@ encoder.encode(texts[:64])
 t = time.monotonic()
 encoder.encode(texts)
 print(json.dumps({"raw_rows_s": len(texts) / (time.monotonic() - t)}))
+"""
+
+SYNTHETIC = """
+import sys
+import numpy as np
+from app.access import open_project
+from app.access.auth import LOCAL
+from app.config import load_settings
+from app.serving.row_encoding import spaces_of
+from app.serving.state import ServingState
+from core.encoding.cache import write_shard
+state = ServingState.open(load_settings(sys.argv[1]))
+p = open_project(state.db, sys.argv[2], LOCAL)
+pool = state.live.pool(p.id)
+rows = spaces_of(state.live).rows(p.id, full=True)
+fp, dim = pool.encoder.fingerprint, pool.encoder.dim
+keys = [rows.key_of(i, pool.use_context) for i in rows.split]
+found = state.live.cache.lookup_keys(fp, keys, dim)
+missing = sorted({k for k, v in zip(keys, found) if v is None})
+rng = np.random.default_rng(0)
+for start in range(0, len(missing), 20000):
+    part = missing[start:start + 20000]
+    v = rng.normal(size=(len(part), dim)).astype(np.float32)
+    write_shard(state.live.cache.folder(fp), part, v / np.linalg.norm(v, axis=1, keepdims=True))
+print(len(missing))
 """
 
 KEYS = """
@@ -135,14 +166,15 @@ def py(code: str, *args: str, timeout: float = 3600) -> str:
 class Server:
     """``intent-studio serve --no-worker --no-demo`` on a data directory, at nice 10."""
 
-    def __init__(self, data: Path, port: int, log: Path) -> None:
+    def __init__(self, data: Path, port: int, log: Path, *, worker: bool = False) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log.open("a")
         started = time.monotonic()
+        flags = [] if worker else ["--no-worker"]
         self.proc = subprocess.Popen(
-            [*NICE, CLI, "--data-dir", str(data), "serve", "--no-worker",
-             "--no-demo", "--port", str(port)],
+            [*NICE, CLI, "--data-dir", str(data), "serve", *flags, "--no-demo", "--port", str(port)],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
+            env={**os.environ, "INTENT_STUDIO_AUTO_RETRAIN": "off"},
         )  # fmt: skip
         self.ready_s = self.wait_ready(started)
 
@@ -210,9 +242,15 @@ def ping(
         stop.wait(0.5)
 
 
-def one_size(server: Server, data: Path, parts: list[Path], name: str, seed: str) -> dict[str, Any]:
+def one_size(
+    server: Server, data: Path, parts: list[Path], name: str, seed: str, limit: float
+) -> dict[str, Any]:
+    """Import ``parts`` into project ``name`` and follow its encoding for at most ``limit``
+    seconds (see the module)."""
     row: dict[str, Any] = {"project": name, "load_before": load()}
-    stop, answers, errors = threading.Event(), [], []
+    stop = threading.Event()
+    answers: list[float] = []
+    errors: list[str] = []
     pinger = threading.Thread(target=ping, args=(server, seed, stop, answers, errors), daemon=True)
     pinger.start()
     t = time.monotonic()
@@ -234,11 +272,12 @@ def one_size(server: Server, data: Path, parts: list[Path], name: str, seed: str
         enc = server.project(name).get("encoding") or {}
         if seen0 is None and enc:
             seen0, t0 = enc["encoded"], time.monotonic()
-        if enc.get("done"):
-            last = enc
+        last = enc or last
+        if enc.get("done") or (seen0 is not None and time.monotonic() - t0 > limit):
             break
         time.sleep(5)
     wall = time.monotonic() - t0
+    row["encoded_in_time"] = (last or {}).get("encoded")
     done_rows = (last or {}).get("encoded", 0) - (seen0 or 0)
     row["encode_rows_s"] = round(done_rows / wall, 1) if wall > 1 and done_rows > 0 else None
     row["encode_wall_s"] = round(wall, 0)
@@ -253,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dump", type=Path, default=ROOT / "bench" / "results" / "dump")
     ap.add_argument("--sizes", default="4000,250000")
     ap.add_argument("--keys", type=int, default=300)
+    ap.add_argument("--encode-limit", type=float, default=1800.0, help="seconds per size")
     ap.add_argument("--data-dir", type=Path, help="default: a fresh temporary folder")
+    ap.add_argument("--reuse", action="store_true", help="the data dir holds the smallest size")
     ap.add_argument("--port", type=int, default=7931)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
@@ -265,33 +306,47 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"no dump files of sizes {missing}: run python -m bench.dump_data first")
     seed = f"dump-{sizes[0]}"
-    result: dict[str, Any] = {"sizes": {}, "cpu": _cpu()}
-    for part in parts[sizes[0]]:  # the smallest first, by the CLI: its test rows check int8
-        cli(data, "import", str(part), "--project", seed)
-    result["base_int8"] = py(BASE_INT8, str(data), seed)
+    result: dict[str, Any] = {"sizes": {}, "cpu": _cpu(), "encode_limit_s": args.encode_limit}
+    if not args.reuse:
+        for part in parts[sizes[0]]:  # the smallest first, by the CLI: its test rows check int8
+            cli(data, "import", str(part), "--project", seed)
+        result["base_int8"] = py(BASE_INT8, str(data), seed)
     raw_text = parts[sizes[-1]][0]
     result["raw_before"] = json.loads(py(RAW, str(data), str(raw_text)))["raw_rows_s"]
     result["raw_load_before"] = load()
     server = Server(data, args.port, log)
     result["first_ready_s"] = round(server.ready_s, 1)
+    names = {n: f"dump-{n}" if n != sizes[0] else f"{seed}-again" for n in sizes}
     try:
-        for n in sizes[1:]:
-            result["sizes"][n] = one_size(server, data, parts[n], f"dump-{n}", seed)
+        for n in [*sizes[1:], sizes[0]]:
+            files = parts[n] if n != sizes[0] else parts[n][:1]
+            result["sizes"][n] = one_size(server, data, files, names[n], seed, args.encode_limit)
             print(json.dumps(result["sizes"][n]), flush=True)
-        small = one_size(server, data, [parts[sizes[0]][0]], f"{seed}-again", seed)
-        result["sizes"][sizes[0]] = small
+        left = [
+            n
+            for n in sizes
+            if result["sizes"][n].get("encoded_in_time") != result["sizes"][n]["rows"]
+        ]
+        if left:  # the rest of their rows given synthetic vectors (said so), adopted by the server
+            server.stop()
+            for n in left:
+                result["sizes"][n]["synthetic_vectors"] = int(py(SYNTHETIC, str(data), names[n]))
+            server = Server(data, args.port, log)
+            for n in left:
+                while not (server.project(names[n]).get("encoding") or {}).get("done"):
+                    time.sleep(5)
         result["rss_all_mb"] = server.rss_mb()
         before = shards(data)
         server.stop()
-        again = Server(data, args.port, log)
+        again = Server(data, args.port, log, worker=True)
         result["restart"] = {
             "ready_s": round(again.ready_s, 1),
             "re_encoded": len(shards(data) - before),
-            "rss_mb": again.rss_mb(),
             "load": load(),
         }
-        time.sleep(10)
-        result["restart"]["re_encoded_after_10s"] = len(shards(data) - before)
+        time.sleep(60)  # the worker warmed up beside it
+        result["restart"]["rss_server_and_worker_mb"] = again.rss_mb()
+        result["restart"]["re_encoded_after_60s"] = len(shards(data) - before)
         again.stop()
     finally:
         if server.proc.poll() is None:
@@ -299,8 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     result["raw_after"] = json.loads(py(RAW, str(data), str(raw_text)))["raw_rows_s"]
     result["raw_load_after"] = load()
     for n in sizes:
-        project = f"dump-{n}" if n != sizes[0] else f"{seed}-again"
-        times = json.loads(py(KEYS, str(data), project, str(args.keys)))["keys"]
+        times = json.loads(py(KEYS, str(data), names[n], str(args.keys)))["keys"]
         result["sizes"][n]["keys"] = {
             "n": len(times),
             "p50_ms": round(float(np.percentile(times, 50)), 0) if times else None,
@@ -308,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_ms": round(max(times), 0) if times else None,
             "load": load(),
         }
+        print(json.dumps({n: result["sizes"][n]["keys"]}), flush=True)
     _table(result)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
