@@ -10,7 +10,14 @@
   // machine), or a change about to be counted (an option pressed, a search applied by Enter),
   // and a recount the server was asked for (window.__studioCounting, from the change events).
   // A widget put back as it was (a search typed in a picker, then Esc) gives the preview back.
+  //
+  // Each recount the page asks for is numbered (its "ask", sent with the recount: data-ask on
+  // the preview it brings): a preview counted for an earlier ask, come late, is not what the
+  // screen shows and gives nothing back (issue 75 item 5: a filter's change is counted twice,
+  // and on a busy server the first count came after the second was asked for, gave the button
+  // back with the old preview's token, and Label was refused "What the screen shows changed").
   if (window.__studioCounting) return [];
+  const SAFETY_MS = 30000;  // a recount that never comes stops holding the button after this
   const views = {};  // preview id -> {button, roots, seen: the widgets' values it shows, pending}
   const byId = (id) => document.getElementById(id);
   const valuesOf = (view) => JSON.stringify(view.roots.map((selector) => [
@@ -37,20 +44,44 @@
     preview?.classList.remove('counting');
     byId(buttonId)?.classList.remove('counting');
   };
+  // the ask the preview on screen was counted for (none said: the one asked last)
+  const shownAsk = (previewId, view) => {
+    const said = byId(previewId)?.querySelector('[data-ask]')?.getAttribute('data-ask');
+    return said === undefined || said === null ? view.ask : Number(said);
+  };
   const sync = () => {
     for (const [previewId, view] of Object.entries(views)) {
       if (view.seen === null) continue;  // no preview counted yet: nothing to hold
-      if (valuesOf(view) !== view.seen) hold(previewId, view.button);
-      else if (!view.pending) release(previewId, view.button);
+      if (valuesOf(view) !== view.seen || shownAsk(previewId, view) < view.ask) {
+        hold(previewId, view.button);
+      } else if (!view.pending) release(previewId, view.button);
     }
   };
-  // A change the server is about to count (a new option pressed, a search applied): held now.
-  const expect = (previewId, view) => {
+  // A recount asked for: numbered, and held until a preview counted for it comes (or, should
+  // none ever come, SAFETY_MS later: the server then refuses what the screen no longer shows).
+  const ask = (previewId, view) => {
+    view.ask += 1;
+    view.asked = true;
+    clearTimeout(view.safety);
+    view.safety = setTimeout(() => {
+      view.asked = false;
+      view.pending = false;
+      view.ask = shownAsk(previewId, {ask: view.ask});
+      sync();
+    }, SAFETY_MS);
+  };
+  // A change the server is about to count (a new option pressed, a search applied): held now;
+  // ``sure``: a recount follows whatever the value (Enter applies a search).
+  const expect = (previewId, view, sure = false) => {
     if (view.seen === null) return;
     view.pending = true;
+    if (sure) ask(previewId, view);
     hold(previewId, view.button);
-    setTimeout(() => {  // had nothing changed after all, what the preview shows holds again
-      if (valuesOf(view) === view.seen) view.pending = false;
+    setTimeout(() => {  // had nothing changed after all, what the preview shows holds again;
+      // never while a recount the server was asked for has not come (a search applied by
+      // Enter changes no watched widget: on a busy server its preview came after these 3 s,
+      // and a click sent the old preview's token, refused: issue 75 item 5)
+      if (valuesOf(view) === view.seen && !view.asked) view.pending = false;
       sync();
     }, 3000);
   };
@@ -80,7 +111,9 @@
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Enter' || e.isComposing) return;
     for (const [previewId, view] of Object.entries(views)) {
-      if (view.submits.some((selector) => e.target.closest?.(selector))) expect(previewId, view);
+      if (view.submits.some((selector) => e.target.closest?.(selector))) {
+        expect(previewId, view, true);
+      }
     }
   }, true);
 
@@ -94,9 +127,15 @@
       if (seq === shown) return;
       shown = seq;
       const view = views[previewId];
+      if (view && shownAsk(previewId, view) < view.ask) {  // counted for an earlier ask
+        hold(previewId, view.button);
+        return;
+      }
       release(previewId, view?.button);
       if (!view) return;
       view.pending = false;
+      view.asked = false;
+      clearTimeout(view.safety);
       view.seen = valuesOf(view);  // what this preview shows the counts of
     }).observe(preview, {childList: true, subtree: true});
     return true;
@@ -106,14 +145,24 @@
   // it (a text typed but not applied is the server's to refuse, and to count again).
   window.__studioWatchPreview = (previewId, buttonId, roots, submits = []) => {
     if (views[previewId]) return;
-    views[previewId] = {button: buttonId, roots, submits, seen: null, pending: false};
+    views[previewId] = {
+      button: buttonId, roots, submits, seen: null, pending: false, asked: false, ask: 0,
+      safety: null,
+    };
     const start = () => observe(previewId) || setTimeout(start, 300);
     start();
   };
-  // The server was asked for a new preview (a change event): held until it arrives.
+  // The server was asked for a new preview (a change event): held until it arrives, however
+  // long that takes.
   window.__studioCounting = (previewId, buttonId) => {
-    if (views[previewId]) views[previewId].pending = true;
+    const view = views[previewId];
+    if (view) {
+      view.pending = true;
+      ask(previewId, view);
+    }
     hold(previewId, buttonId);
   };
+  // The number of the last recount asked for: a recount's ``js`` sends it (bulk_preview.ask_js).
+  window.__studioAsk = (previewId) => views[previewId]?.ask ?? 0;
   return [];
 }

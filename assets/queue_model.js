@@ -33,8 +33,26 @@
     if (!link) return;
     e.preventDefault();
     const name = link.getAttribute('data-tab');
-    [...document.querySelectorAll('[role=tab]')]
-      .find((tab) => tab.textContent.trim() === name)?.click();
+    const tabs = () => [...document.querySelectorAll('[role=tab]')];
+    tabs().find((tab) => tab.textContent.trim() === name)?.click();
+    // a link to a control there (the automatic retrain's switch): its section opened, the
+    // control shown in the middle of the screen and pointed at for a moment
+    const focus = link.getAttribute('data-focus');
+    if (!focus) return;
+    const point = (tries) => {
+      const section = tabs().find((tab) => tab.textContent.trim() === 'Retrain');
+      if (section && section.getAttribute('aria-selected') !== 'true') section.click();
+      const el = document.getElementById(focus);
+      if (el && el.offsetParent !== null) {
+        el.scrollIntoView({block: 'center'});
+        el.querySelector('input')?.focus({preventScroll: true});
+        el.classList.add('studio-pointed');
+        setTimeout(() => el.classList.remove('studio-pointed'), 2500);
+      } else if (tries > 0) {
+        setTimeout(() => point(tries - 1), 100);
+      }
+    };
+    setTimeout(() => point(50), 50);
   });
   return [];
 }

@@ -24,7 +24,7 @@ from storage.deleted import restore
 from storage.errors import ConflictError, NotFoundError
 from storage.names import NameIndex
 from storage.projects import _labels_of, intents_by_name
-from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.tables import Intent, Label, LabelEvent, TrainingJob, Utterance, utcnow
 from storage.utterances import _resolve_intents
 
 # The actions an undo can revert ("undo" events record undos themselves).
@@ -377,3 +377,18 @@ def recent_events(s: Session, project_id: int, limit: int = 100) -> list[LabelEv
             .limit(limit)
         )
     )
+
+
+def imported_only(s: Session, project_id: int, job_id: int) -> bool:
+    """Whether job ``job_id`` is the project's first and, when it was asked for, every label of
+    the project had come from an import: nobody had labelled (its retrain is the imported labels')."""
+    created = s.scalar(select(TrainingJob.created_at).where(TrainingJob.id == job_id))
+    first = select(TrainingJob.id).where(
+        TrainingJob.project_id == project_id, TrainingJob.id < job_id
+    )
+    given = select(LabelEvent.id).where(
+        LabelEvent.project_id == project_id,
+        LabelEvent.action != "import",
+        LabelEvent.created_at <= (created or utcnow()),
+    )
+    return s.scalar(first.limit(1)) is None and s.scalar(given.limit(1)) is None

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.access import open_project
-from app.api import errors, project_routes, queue_routes, routes, team_routes
+from app.api import errors, project_routes, queue_routes, routes, settings_routes, team_routes
 from app.api.batcher import MicroBatcher
 from app.api.gate import ApiGate
 from app.services.models.predict import classify_requests
@@ -83,6 +83,7 @@ def create_api(serving_state: ServingState) -> FastAPI:
     errors.install(api)
     api.include_router(routes.router)
     api.include_router(project_routes.router)
+    api.include_router(settings_routes.router)
     api.include_router(team_routes.router)
     api.include_router(queue_routes.router)
     api.include_router(routes.fallback)  # last: any other /api/v1 path

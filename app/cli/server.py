@@ -235,8 +235,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         generated = ensure_admin(serving_state.db, os.environ.get("INTENT_STUDIO_ADMIN_PASSWORD"))
         if generated:
             print(f"Created user 'admin' with password {generated} (shown once).", flush=True)
-    if not args.no_demo:
-        ensure_demo_project(serving_state.db)
+    made_demo = not args.no_demo and ensure_demo_project(serving_state.db) is not None
     from app.services.design.map_warm_up import start_warm_up
     from app.worker import WorkerSupervisor, queue_for
 
@@ -255,6 +254,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     supervisor = None if args.no_worker else WorkerSupervisor(serving_state.settings)
     if supervisor is not None:
         supervisor.start()
+    if made_demo:  # its imported labels retrain it at once: say why (issue 75 item 2)
+        from app.services.projects.first_retrain import demo_line
+
+        said = demo_line(serving_state.settings.auto_retrain and supervisor is not None)
+        if said:
+            print(said, flush=True)
     try:
         # One server, one port: the REST API (/api/v1, /docs) with the Gradio UI mounted at /.
         # Never a share tunnel (and no GRADIO_SHARE: see drop_exposing_env).

@@ -49,6 +49,13 @@ def counting_js(preview_id: str, button_id: str) -> str:
     return f"() => {{ window.__studioCounting?.('{preview_id}', '{button_id}'); return []; }}"
 
 
+def ask_js(preview_id: str) -> str:
+    """A recount's ``js``: its last input becomes the number of the recount the page asked for
+    last (``assets/bulk_preview.js``), which the preview it brings carries (``data-ask``): a
+    preview counted for an earlier one, come late, gives the page no token back."""
+    return f"(...args) => [...args.slice(0, -1), window.__studioAsk?.('{preview_id}') ?? 0]"
+
+
 def page_js(*watches: str) -> str:
     """The page load's ``js``: the previews' handler (``assets/bulk_preview.js``), then each of
     ``watches`` (:func:`watch_js`), in this order."""
@@ -70,15 +77,18 @@ def watch_js(
     )
 
 
-def shown(plan: bulk_svc.BulkPlan | None, text: str = "") -> str:
+def shown(plan: bulk_svc.BulkPlan | None, text: str = "", ask: float | None = None) -> str:
     """The preview as the page shows it: the plan's sentence carrying its token (or ``text``
-    alone, with no token: nothing Label could apply). Every render differs (``data-seq``): the
-    page redraws even a preview equal to the last, and so gets its token back."""
+    alone, with no token: nothing Label could apply), and ``ask``, the number of the page's
+    recount it answers (:func:`ask_js`; None: the page's last). Every render differs
+    (``data-seq``): the page redraws even a preview equal to the last, and so gets its token
+    back."""
     seq = next(_RENDERS)
+    asked = "" if ask is None else f" data-ask='{int(ask)}'"
     if plan is None:
-        return f"<div class='bulk-plan' data-seq='{seq}'>{text}</div>"
+        return f"<div class='bulk-plan' data-seq='{seq}'{asked}>{text}</div>"
     return (
-        f"<div class='bulk-plan' data-seq='{seq}' data-token='{plan.token}'>"
+        f"<div class='bulk-plan' data-seq='{seq}'{asked} data-token='{plan.token}'>"
         f"{html.escape(plan.summary())}</div>"
     )
 
@@ -91,25 +101,27 @@ def preview(
     relabel: bool,
     previews: Previews | None,
     counted_for: Any = None,
+    ask: float | None = None,
 ) -> tuple[str, Previews]:
     """What Label would do to ``ids``, before anything changes: (the preview, the previews kept
     with this one). ``counted_for``: what the screen shows it for (the filters or the selection,
-    the intent and the choice), which a Label press must still show."""
+    the intent and the choice), which a Label press must still show; ``ask``: the page's
+    recount it answers (:func:`shown`)."""
     kept = dict(previews or {})
     if p is None or not ids or not target:
-        return shown(None), kept
+        return shown(None, ask=ask), kept
     plan, err = attempt(
         lambda: bulk_svc.plan_label(db, p, list(ids), [target], relabel_labelled=relabel)
     )
     if err or plan is None:
-        return shown(None, problem(err or "")), kept
+        return shown(None, problem(err or ""), ask), kept
     kept[plan.token] = {
         "ids": list(ids),
         "target": target,
         "relabel": bool(relabel),
         "for": counted_for,
     }
-    return shown(plan), dict(list(kept.items())[-KEPT:])
+    return shown(plan, ask=ask), dict(list(kept.items())[-KEPT:])
 
 
 Recount = Callable[[Previews], tuple[str, Previews]]

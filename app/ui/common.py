@@ -6,7 +6,9 @@ import html
 import inspect
 import logging
 import re
+import threading
 import typing
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -50,15 +52,29 @@ TOAST_SECONDS = 4
 WARNING_SECONDS = 8
 
 
+# The events that showed a toast already (the newest kept): one toast per action at most.
+_TOASTED: OrderedDict[str, None] = OrderedDict()
+_TOASTED_KEPT = 1000
+_toasted_lock = threading.Lock()
+
+
 def toast(message: str, *, error: bool = False) -> None:
     """Show ``message`` as a notification in the corner (Gradio's ``gr.Info`` / ``gr.Warning``)
-    while an event runs; it closes by itself. Outside an event (the API, tests) the returned
-    status line is the whole answer, so nothing is shown."""
+    while an event runs; it closes by itself. One per event: a second message of the same
+    action is said where the action was, never as a second toast. Outside an event (the API,
+    tests) the returned status line is the whole answer, so nothing is shown."""
     import gradio as gr
     from gradio.context import LocalContext
 
-    if LocalContext.event_id.get(None) is None:
+    event = LocalContext.event_id.get(None)
+    if event is None:
         return
+    with _toasted_lock:
+        if event in _TOASTED:
+            return
+        _TOASTED[event] = None
+        while len(_TOASTED) > _TOASTED_KEPT:
+            _TOASTED.popitem(last=False)
     text = html.escape(message)  # toasts render HTML; messages quote user text
     if error:
         gr.Warning(text, duration=WARNING_SECONDS, title="Not done")
@@ -142,15 +158,39 @@ def ok(message: str, *, notify: bool = False) -> str:
     return f"✓ {md_text(message)}"
 
 
+# What Markdown or HTML could read as markup in a message's text, written as a character
+# reference instead (CommonMark never reads one as markup): the text shows as typed, in the
+# Markdown of a status line and in the HTML of a preview alike.
+_INERT = re.compile(r"[&<>\"'`*_\[\]\\~$|#!:@(){}+=/-]|(?<=www)\.", re.IGNORECASE)
+
+
+def inert(text: str) -> str:
+    r"""``text`` as plain text in Markdown or HTML, on one line per line of it (``<br>``).
+
+    Example:
+        >>> inert("Unknown intent '<b>*x*</b>'.")
+        'Unknown intent &#39;&#60;b&#62;&#42;x&#42;&#60;&#47;b&#62;&#39;.'
+        >>> html.unescape(inert("line 1: bad\nline 2: worse"))
+        'line 1: bad<br>line 2: worse'
+    """
+    lines = [_INERT.sub(lambda m: f"&#{ord(m.group(0))};", line) for line in text.splitlines()]
+    return "<br>".join(lines)
+
+
 def problem(message: str, *, notify: bool = True) -> str:
-    """An error line for the status beside the button, and a toast (unless ``notify=False``: the
-    labelling queue says every refusal in its own status line, where a key's refusal belongs;
-    toasts a key each would pile up over the card)."""
+    """A refusal for the status beside the button: one sentence in the app's words after a ⚠,
+    the text as typed (no code block: issue 75 item 3), and a toast (unless ``notify=False``:
+    the labelling queue says every refusal in its own status line, where a key's refusal
+    belongs; toasts a key each would pile up over the card). At most one toast per action
+    (:func:`toast`).
+
+    Example:
+        >>> problem("Unknown intent 'zz'.", notify=False)
+        "⚠ <span class='problem'>Unknown intent &#39;zz&#39;.</span>"
+    """
     if notify:
         toast(message, error=True)
-    # Messages may quote user text; render as code so markdown/HTML in it stays inert.
-    body = html.escape(message)
-    return f"⚠ <pre class='problem'>{body}</pre>"
+    return f"⚠ <span class='problem'>{inert(message)}</span>"
 
 
 def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:

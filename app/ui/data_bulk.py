@@ -41,15 +41,17 @@ def preview(
     target: str | None,
     relabel: bool,
     previews: Previews | None,
+    ask: float | None = None,
 ) -> tuple[str, Previews]:
-    """What Label would do to every row the filters ``q`` match, before anything changes."""
+    """What Label would do to every row the filters ``q`` match, before anything changes
+    (``ask``: the page's recount it answers, :func:`app.ui.bulk_preview.ask_js`)."""
     if p is None or not target:
-        return bulk_preview.shown(None), dict(previews or {})
+        return bulk_preview.shown(None, ask=ask), dict(previews or {})
     ids, err = attempt(lambda: table_svc.matching_ids(live, p, q))
     if err or ids is None:
-        return bulk_preview.shown(None, problem(err or "")), dict(previews or {})
+        return bulk_preview.shown(None, problem(err or ""), ask), dict(previews or {})
     shown_for = counted_for(q, target, relabel)
-    return bulk_preview.preview(live.db, p, ids, target, relabel, previews, shown_for)
+    return bulk_preview.preview(live.db, p, ids, target, relabel, previews, shown_for, ask)
 
 
 def label(
@@ -103,19 +105,21 @@ def build_bulk(
         button = gr.Button("Label them", elem_id=BUTTON_ID)
         result = gr.Markdown(elem_id="bulk-result")  # never written over by a late preview
         token = gr.Textbox(visible=False)  # the page's token, filled when Label is pressed
+        ask = gr.Number(0, visible=False)  # the page's recount a preview answers (its js)
     previews = gr.State({})
     quiet: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     counting = bulk_preview.counting_js(PREVIEW_ID, BUTTON_ID)
     recount = (
         bind(preview, live),
-        [project, query, target, relabel, previews],
+        [project, query, target, relabel, previews, ask],
         [plan, previews],
     )
+    asked = bulk_preview.ask_js(PREVIEW_ID)
     for change in (target.change, relabel.change):
         change(None, None, None, js=counting, **quiet)
-        change(*recount, **quiet)
+        change(*recount, js=asked, **quiet)
     for event in triggers:  # a filter or the project changed: the query is set, then counted
-        event.then(*recount, **quiet)
+        event.then(*recount, js=asked, **quiet)
     done = button.click(
         guarded(EDIT, outputs=3)(bind(label, live)),
         [project, *filters, target, relabel, previews, token],

@@ -54,20 +54,43 @@ def parse_zoom(text: str | None) -> tuple[tuple[float, float], tuple[float, floa
     return (x0, x1), (y0, y1)
 
 
-def hidden_names(meta: dict[str, Any]) -> str:
-    """The status line's words for the names that found no place ("" for none).
+def hidden_names(meta: dict[str, Any], annotations: Any = (), side_by_side: bool = False) -> str:
+    """The status line's words for the names the figure does not draw ("" for none), counted
+    from its ``annotations`` (the names drawn, per map: ``xref`` x, and x2 on the right of two
+    side by side), so the count is what the screen shows: two maps side by side said how many
+    names either one hid (issue 75 item 6).
 
     Example:
-        >>> hidden_names({"names_hidden": ["a", "b"], "centres": {"a": 0, "b": 0, "c": 0}})
+        >>> meta = {"names_hidden": ["a", "b"], "centres": {"a": 0, "b": 0, "c": 0}}
+        >>> hidden_names(meta, [{"name": "intent name", "xref": "x", "text": "c"}])
         ' · 2 of 3 names hidden where the map is crowded: hover a point, zoom in, or pick the intent in Show intents'
+        >>> drawn = (("x", "c"), ("x2", "b"), ("x2", "c"))  # the left hid a and b, the right a
+        >>> both = [{"name": "intent name", "xref": x, "text": t} for x, t in drawn]
+        >>> hidden_names({"names_hidden": ["a", "b"]}, both, side_by_side=True).split(" where")[0]
+        ' · 2 of 3 names hidden on the left, 1 on the right'
     """
-    hidden = meta.get("names_hidden") or []
-    if not hidden:
+    if not meta.get("names_hidden"):
         return ""
-    of = f" of {len(meta['centres'])}" if meta.get("centres") else ""
+    drawn: dict[str, int] = {}
+    for a in annotations:
+        if a["name"] == "intent name":
+            drawn[a["xref"]] = drawn.get(a["xref"], 0) + 1
+    # the intents named: those of the map (side by side: both maps', the focus's when one is)
+    named = len(meta.get("centres") or {}) or len(
+        {*meta["names_hidden"], *(a["text"] for a in annotations if a["name"] == "intent name")}
+    )
+    panels = ("x", "x2") if side_by_side else ("x",)
+    hidden = [named - drawn.get(x, 0) for x in panels]
+    if not any(hidden):
+        return ""
+    counts = (
+        f"{hidden[0]} of {named} names hidden"
+        if len(hidden) == 1
+        else f"{hidden[0]} of {named} names hidden on the left, {hidden[1]} on the right"
+    )
     return (
-        f" · {len(hidden)}{of} names hidden where the map is crowded: hover a point, zoom in, "
-        "or pick the intent in Show intents"
+        f" · {counts} where the map is crowded: hover a point, zoom in, or pick the intent in "
+        "Show intents"
     )
 
 
@@ -186,7 +209,7 @@ def render(
         status += f" · {drawn_words(n, others_drawn, others, comparing)}"
     if sum(waiting):
         status += f" ({sum(waiting)} more are being encoded for it)"
-    status += hidden_names(meta)
+    status += hidden_names(meta, fig.layout.annotations, comparing)
     if diff:
         status += " · at the bottom: how each intent moved, measured in the encoders' spaces"
     poll = gr.update(active=any(provisional))

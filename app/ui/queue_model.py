@@ -1,7 +1,8 @@
 """The Label tab's model line: which version serves and its accuracy, "improving…" while a retrain
 (an automatic one included) runs, with a link to its progress in the Train tab, and, once another
 model starts serving, what changed in one line (accuracy before → after). Its words are
-:mod:`app.services.models.serving_now`'s.
+:mod:`app.services.models.serving_now`'s. It ends with the automatic retrain's switch ("Retrain by
+itself after 20 new labels: on"), a link to it in the Train tab (issue 75 item 1).
 
 A timer polls the stored state's stamp every :data:`POLL_S` seconds (one cheap read) and draws the
 line again only when it moved. The line carries the model that serves (``data-model``); when it
@@ -21,6 +22,7 @@ import gradio as gr
 import assets
 from app.access import ProjectHandle
 from app.services.models import serving_now as svc
+from app.services.projects.settings import switch_words
 from app.services.queue import queue as queue_svc
 from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
@@ -29,6 +31,7 @@ from app.ui.queue_view import QueueSession, QueueView, render
 
 POLL_S = 5.0  # how often the page looks at what serves
 RESCORE_ID = "queue-rescore"  # the hidden button that asks for the card's suggestions again
+SWITCH_ID = "train-auto-retrain"  # the switch the line links to (app/ui/train/auto_switch.py)
 
 
 @dataclass(frozen=True)
@@ -38,17 +41,22 @@ class Seen:
     stamp: tuple[Any, ...]
     now: svc.Serving
     changed: str = ""
+    switch: str = ""  # the automatic retrain's switch, as the line said it
 
 
-def model_html(now: svc.Serving, changed: str = "") -> str:
+def model_html(now: svc.Serving, changed: str = "", switch: str = "") -> str:
     """The model line (user text escaped): what serves, "improving…" and a link to the Train
-    tab while a retrain is active, and the line of what changed last.
+    tab while a retrain is active, the automatic retrain's ``switch`` as a link to it, and the
+    line of what changed last.
 
     Example:
         >>> now = svc.Serving(1, 8, "1:8:bb", 0.804, 0.7, (25, 100), None)
         >>> line = model_html(now, "v8 (first pass) now serves: accuracy 70.0 % → 80.4 %")
         >>> "data-model='1:8:bb'" in line, "v8 (first pass) · accuracy 80.4 %" in line
         (True, True)
+        >>> switch = "Retrain by itself after 20 new labels: on"
+        >>> f"class='queue-model-switch'>{switch}</a>" in model_html(now, switch=switch)
+        True
     """
     improving = svc.improving_words(now)
     parts = [f"Serving <b>{html.escape(svc.serving_words(now))}</b>"]
@@ -56,6 +64,11 @@ def model_html(now: svc.Serving, changed: str = "") -> str:
         parts.append(
             f"<span class='queue-improving'>{html.escape(improving)}</span> · "
             "<a href='#' data-tab='Train' class='queue-model-progress'>progress ›</a>"
+        )
+    if switch:  # where the retrains are switched on or off (the Train tab's Retrain section)
+        parts.append(
+            f"<a href='#' data-tab='Train' data-focus='{SWITCH_ID}' class='queue-model-switch'>"
+            f"{html.escape(switch)}</a>"
         )
     said = f"<div class='queue-model-change'>✓ {html.escape(changed)}</div>" if changed else ""
     model = html.escape(now.model, quote=True)
@@ -72,7 +85,8 @@ def tick(
     stamp, err = attempt(lambda: svc.stamp(training.db, p))
     if err or stamp is None:
         return gr.skip(), seen
-    if seen is not None and seen.stamp == stamp:
+    switch = switch_words(p.settings)  # read with the project's handle: no query
+    if seen is not None and seen.stamp == stamp and seen.switch == switch:
         return gr.skip(), seen
     now, err = attempt(lambda: svc.serving_now(training, p))
     if err or now is None:
@@ -80,7 +94,7 @@ def tick(
     changed = ""
     if seen is not None and seen.now.project_id == now.project_id:
         changed = svc.what_changed(seen.now, now) or seen.changed
-    return model_html(now, changed), Seen(stamp, now, changed)
+    return model_html(now, changed, switch), Seen(stamp, now, changed, switch)
 
 
 def rescore(live: LivePools, p: ProjectHandle | None, state: QueueSession) -> QueueView:

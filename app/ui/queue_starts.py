@@ -22,14 +22,32 @@ TICKET_JS = (
 )
 
 
+# The last card's keys, hidden while the next card loads (their words are the last card's):
+# shown again once the card the start brings (or its refusal) is drawn.
+HIDE_KEYS_JS = (
+    "const keys = [...document.querySelectorAll("
+    "'#queue-s1, #queue-s2, #queue-s3, .queue-example, #queue-enter')];"
+    # at once: a button's transition would keep it on screen a fifth of a second more
+    " keys.forEach((k) => { k.style.transition = 'none'; k.style.visibility = 'hidden'; });"
+    " const root = document.querySelector('#queue-card');"
+    " const back = new MutationObserver(() => {"
+    " const d = root?.querySelector('[data-item]');"
+    " if (d && !d.classList.contains('queue-loading')) {"
+    " keys.forEach((k) => { k.style.visibility = ''; k.style.transition = ''; });"
+    " back.disconnect(); } });"
+    " if (root) back.observe(root, {subtree: true, childList: true, attributes: true});"
+)
+
+
 def start_js(loading: str) -> str:
     """A start's ``js``: its number (:data:`TICKET_JS`), and the card says ``loading`` at once,
     never what the last order left on it ("nothing left" included) while the new one is
-    computed."""
+    computed; the last card's suggestions and what Enter answered are hidden meanwhile
+    (issue 75 item 4)."""
     return (
         "(...args) => { const c = document.querySelector('#queue-card [data-item]');"
         " if (c) { c.className = 'queue-card queue-empty queue-loading'; c.dataset.item = 'none';"
-        f" c.textContent = {json.dumps(loading)}; }}"
+        f" c.textContent = {json.dumps(loading)}; {HIDE_KEYS_JS} }}"
         f" return ({TICKET_JS})(...args); }}"
     )
 

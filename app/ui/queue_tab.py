@@ -26,7 +26,6 @@ from app.ui.queue_activity import follow_work
 from app.ui.queue_keys import HELP, keys_js
 from app.ui.queue_model import follow_model, model_js, model_line
 from app.ui.queue_view import (
-    ENTER_TAKES,
     HISTORY,
     LOADING,
     MINE_SAYS,
@@ -303,19 +302,21 @@ def build_queue_tab(
         ticket = gr.Number(0, visible=False)  # the page's number for a start (queue_starts.py)
     line = model_line()  # what serves, "improving…" (app/ui/queue_model.py)
     card = gr.HTML(_card(None, 0, loading=True), elem_id="queue-card")
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=True, elem_id="queue-suggestions"):  # a grid: assets/style.css
         buttons, examples = [], []
         for i in range(svc.SUGGESTIONS):
             with gr.Column(min_width=200):
+                # none shown until a card has them (issue 75 item 4): render() shows each
                 buttons.append(
                     gr.Button(
                         f"{i + 1}",
                         variant="primary" if i == 0 else "secondary",
                         elem_id=f"queue-s{i + 1}",
                         elem_classes=["queue-suggestion"],
+                        visible=False,
                     )
                 )
-                examples.append(gr.Markdown(elem_classes=["queue-example"]))
+                examples.append(gr.Markdown(elem_classes=["queue-example"], visible=False))
     picked = gr.CheckboxGroup(
         [], label="Intents for this utterance (Enter saves them)", visible=False
     )
@@ -330,7 +331,7 @@ def build_queue_tab(
         # the intents the text matches, filled in by the page at each key (queue_keys.js)
         gr.HTML("", elem_id="queue-matches", scale=3)
     with gr.Row(elem_id="queue-keys"):
-        enter_btn = gr.Button(ENTER_TAKES, elem_id="queue-enter", size="sm")
+        enter_btn = gr.Button("Enter", elem_id="queue-enter", size="sm")  # the card says what
         test_btn = gr.Button("⇧Enter · 1 to test", elem_id="queue-test", size="sm")
         oos_btn = gr.Button(f"0 · {svc.OUT_OF_SCOPE}", elem_id="queue-oos", size="sm")
         none_btn = gr.Button("- · no intent", elem_id="queue-none", size="sm")

@@ -52,7 +52,7 @@ def test_every_way_to_label_refuses_a_typo_naming_the_nearest_and_changes_nothin
             write()
         said = str(refused.value)
         assert said.startswith("Unknown intent"), (where, said)
-        assert NEAREST in said or "the nearest of the project's" in said, (where, said)
+        assert NEAREST in said or "No intent's name is close to it." in said, (where, said)
         assert "Nothing was" in said, (where, said)
     assert _state(ctx, demo) == before  # no intent, no label
 

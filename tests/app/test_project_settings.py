@@ -178,7 +178,9 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
         "    Auto: quick on this CPU (thresholds from the pool's own scores)."
     )
     assert "Held-out would take about 4x a retrain's training on this CPU" in shown[9]
-    assert shown[11].startswith("    On: after 20 new or changed labels and 10 s without a label")
+    # what counts (net, weighted by what it can change) and the quiet spell (issue 71 item 2)
+    assert shown[11].startswith("    On: once the changes since the last retrain weigh 20 ")
+    assert "for 6 s" in shown[11] and "(20 of 20 since the last retrain)" in shown[11]
     assert shown[15].startswith("    The active version, the newest 3 and every version pinned")
     assert shown[17].startswith("    MiniLM (384-d) is the default on a CPU")
     sets = ["--set", "oos_target_recall=90%", "--set", "anchor_weight=off"]
@@ -214,7 +216,8 @@ def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothin
     assert json.loads(capsys.readouterr().out)["serve_int8"] is True
     # the automatic retrain switched off from the CLI, and its count of labels refused out of range
     assert main([*d, "settings", "--project", "p", "--set", "auto_retrain=off"]) == 0
-    assert capsys.readouterr().out.startswith("Changed auto_retrain on → off.")
+    said = capsys.readouterr().out  # in words, not the internal key (issue 75 item 1)
+    assert said.startswith("Retrain by itself after 20 new labels: off (was on)."), said
     assert main([*d, "settings", "--project", "p", "--set", "auto_retrain_after=0"]) == 2
     assert "from 1 to 100,000" in capsys.readouterr().err
 

@@ -54,6 +54,57 @@ class SettingsView:
         }
 
 
+NOTHING_CHANGED = "Nothing changed."  # a change that changed no setting
+# The automatic retrain's two settings, said as one switch (switch_words).
+AUTO_SETTINGS = ("auto_retrain", "auto_retrain_after")
+
+
+def switch_words(values: ProjectSettings) -> str:
+    """The automatic retrain's switch and its threshold in a designer's words, as the Label
+    tab's model line, the Train tab, a saved change, the CLI and REST say it (what counts as a
+    new label, and when: :attr:`app.services.models.auto_retrain.AutoState.words`).
+
+    Example:
+        >>> switch_words(ProjectSettings()), switch_words(ProjectSettings(auto_retrain=False))
+        ('Retrain by itself after 20 new labels: on', 'Retrain by itself after 20 new labels: off')
+    """
+    return f"Retrain by itself after {values.auto_retrain_after} new labels: {shown(values.auto_retrain)}"
+
+
+def moved_words(before: ProjectSettings, after: ProjectSettings) -> str:
+    """What a change did to the automatic retrain's switch, in words ("" when nothing).
+
+    Example:
+        >>> on, off = ProjectSettings(), ProjectSettings(auto_retrain=False)
+        >>> moved_words(on, off), moved_words(on, ProjectSettings(auto_retrain_after=30))
+        ('Retrain by itself after 20 new labels: off (was on)', 'Retrain by itself after 30 new labels (was 20): on')
+    """
+    if all(getattr(before, n) == getattr(after, n) for n in AUTO_SETTINGS):
+        return ""
+    after_n, was_n = after.auto_retrain_after, before.auto_retrain_after
+    count = f"{after_n} new labels" + (f" (was {was_n})" if after_n != was_n else "")
+    state = shown(after.auto_retrain)
+    if after.auto_retrain != before.auto_retrain:
+        state += f" (was {shown(before.auto_retrain)})"
+    return f"Retrain by itself after {count}: {state}"
+
+
+def described() -> list[str]:
+    """Every setting in one line each, as ``settings --help`` lists them: its name and what it
+    is; the automatic retrain as its switch, in the words every screen says it in."""
+    width = max(map(len, SETTINGS)) + 2
+    lines = []
+    for name in SETTINGS:
+        what = TITLES[name]
+        if name == "auto_retrain":
+            what = (
+                "Retrain by itself after N new labels (N: auto_retrain_after): on or off; "
+                f"unless set, {switch_words(ProjectSettings())}"
+            )
+        lines.append(f"  {name:<{width}}{what}")
+    return lines
+
+
 def shown(value: object) -> str:
     """A setting's value as a person writes it (``off``, ``on``, ``0.95``)."""
     if value is None or value is False:
@@ -98,13 +149,15 @@ def change(live: LivePools, p: ProjectHandle, changes: dict[str, str]) -> tuple[
     unknown = sorted(set(changes) - set(SETTINGS))
     if unknown:
         raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(SETTINGS)}.")
-    before = {**project_svc.settings(live.db, p).to_dict(), encoders.SETTING: p.base_encoder}
-    after = project_svc.set_settings(live.db, p, changes).to_dict()
-    after[encoders.SETTING] = open_project(live.db, p.id, p.actor).base_encoder
+    was = project_svc.settings(live.db, p)
+    now = project_svc.set_settings(live.db, p, changes)
+    before = {**was.to_dict(), encoders.SETTING: p.base_encoder}
+    after = {**now.to_dict(), encoders.SETTING: open_project(live.db, p.id, p.actor).base_encoder}
     moved = [
         f"{name} {shown(before[name])} → {shown(after[name])}"
         for name in SETTINGS
-        if before[name] != after[name]
+        if before[name] != after[name] and name not in AUTO_SETTINGS
     ]
-    message = "Changed " + "; ".join(moved) + "." if moved else "Nothing changed."
+    said = [*(["Changed " + "; ".join(moved)] if moved else []), moved_words(was, now)]
+    message = ". ".join(w for w in said if w) + "." if any(said) else NOTHING_CHANGED
     return view(live, open_project(live.db, p.id, p.actor)), message  # the project as it is now

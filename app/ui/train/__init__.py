@@ -14,11 +14,13 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services.models import calibration, encoders
+from app.services.models import calibration, encoders, serving_now
 from app.serving.live import LivePools
 from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
+from app.ui.queue_model import POLL_S as serving_now_poll_s
+from app.ui.train import auto_switch
 from app.ui.train.evaluation import build_evaluation_section
 from app.ui.train.export import build_export_section
 from app.ui.train.retrain import build_retrain_section, poll, progress_html, shown_job
@@ -28,11 +30,13 @@ __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
 
 def tick(
-    training: TrainingQueue, p: ProjectHandle | None, jid: int | None, message: str
+    training: TrainingQueue, p: ProjectHandle | None, jid: int | None, message: str | None
 ) -> tuple[Any, ...]:
     """The timer's refresh: the job panel, and the history once the job has ended. The Retrain
     click's "Job #N queued" line says "running" once a worker has taken the job (the panel names
-    its phase), and is cleared once it has ended (the panel says how)."""
+    its phase), and is cleared once it has ended (the panel says how). ``message`` is None
+    before any click (a job the page follows without one: an automatic retrain)."""
+    message = message or ""
     view = shown_job(training, p, jid)
     out = poll(training, p, jid, view)
     said: Any = gr.update()
@@ -48,8 +52,9 @@ def tick(
     return (*out, *versions_of(training, p), said)  # the job ended: show its version
 
 
-def refresh(training: TrainingQueue, p: ProjectHandle | None) -> tuple[Any, ...]:
-    return (*poll(training, p, None), *versions_of(training, p))
+def refresh(training: TrainingQueue, live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
+    """The tab as the project is now: its job, its versions, its automatic retrain's switch."""
+    return (*poll(training, p, None), *versions_of(training, p), *auto_switch.shown(live, p))
 
 
 def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
@@ -68,6 +73,23 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
     return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
 
 
+def follow_serving(
+    training: TrainingQueue, live: LivePools, p: ProjectHandle | None, seen: tuple[Any, ...] | None
+) -> tuple[Any, ...]:
+    """The timer's look at what serves (one cheap read, as the Label tab's model line): when it
+    moved, the encoder line again, however another model came to serve (a retrain's version, its
+    better checkpoint, a version made active elsewhere: it named v1 after v3 served, issue 75
+    item 6), and the job panel, followed from then on (an automatic retrain queued while the tab
+    is open: the demo's first, issue 75 item 2)."""
+    unchanged = (gr.skip(), seen, *(gr.skip() for _ in range(4)))
+    if p is None:
+        return unchanged
+    stamp, err = attempt(lambda: serving_now.stamp(live.db, p))
+    if err or stamp is None or seen == (p.id, *stamp):
+        return unchanged
+    return (encoder_line(live, p), (p.id, *stamp), *poll(training, p, None))
+
+
 def build_train_tab(
     serving_state: ServingState, project: gr.Dropdown, user: gr.State
 ) -> dict[str, Any]:
@@ -75,7 +97,9 @@ def build_train_tab(
     # One section at a time, each fitting a 1280x720 screen (it was one long scroll).
     with gr.Tabs(elem_id="train-sections"):
         with gr.Tab("Retrain"):
-            retrain = build_retrain_section(serving_state.training, project, user)
+            retrain = build_retrain_section(
+                serving_state.training, project, user, serving_state.live
+            )
             encoder = gr.Markdown(elem_id="train-encoder")
         with gr.Tab("Versions"):
             versions = build_versions_section(
@@ -105,9 +129,24 @@ def build_train_tab(
             api_visibility="private",
             show_progress="hidden",
         )
+    # ... and whatever else made another model serve (a checkpoint, another page's activation)
+    seen = gr.State(None)
+    serving_timer = gr.Timer(serving_now_poll_s)
+    serving_timer.tick(
+        bind(follow_serving, serving_state.training, serving_state.live),
+        [project, seen],
+        [encoder, seen, *retrain.job_outputs],
+        api_visibility="private",
+        show_progress="hidden",
+    )
     # the line that says which model serves: it changes when a retrain ends or a version is
     # made active (the header's summary follows it)
+    refreshed = [*outputs, *retrain.switch.outputs]
     return {
-        "refresh": (bind(refresh, serving_state.training), [project], outputs),
+        "refresh": (
+            bind(refresh, serving_state.training, serving_state.live),
+            [project],
+            refreshed,
+        ),
         "serving": versions.serving,
     }

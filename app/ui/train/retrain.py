@@ -12,9 +12,12 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
 from app.services.models import retrain_jobs as train_svc
+from app.services.projects import first_retrain
+from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
+from app.ui.train.auto_switch import AutoSwitch, build_auto_switch
 from storage.jobs import JobView
 
 HELP = (
@@ -26,13 +29,18 @@ HELP = (
 )
 
 
-def progress_html(job: JobView | None) -> str:
+def progress_html(job: JobView | None, why: str = "") -> str:
     """The job's one progress bar (the whole job, every phase: it never goes back, and reaches
     100 % once the version is registered) and its status line: the phase running now, its count
-    and the time left (user text escaped)."""
+    and the time left (user text escaped). ``why``: why an automatic job runs
+    (:func:`app.services.projects.first_retrain.why`)."""
     if job is None:
         return "<div class='job-status'>No training yet.</div>"
-    who = " (automatic, after new labels)" if job.trigger == "auto" else ""
+    who = (
+        f" (automatic, {html.escape(why or first_retrain.AFTER_LABELS)})"
+        if job.trigger == "auto"
+        else ""
+    )
     # an anytime retrain: what serves already, said where the eye goes first
     serving = train_svc.serving_words(job) if job.active else ""
     state = (
@@ -60,8 +68,9 @@ def poll(
     if view is False:
         view = shown_job(training, p, jid)
     active = view is not None and view.active
+    why = first_retrain.why(training.db, p.name, view) if view is not None and p else ""
     return (
-        progress_html(view),
+        progress_html(view, why),
         view.log if view is not None else "",
         gr.update(active=active),
         view.id if view is not None else None,
@@ -118,6 +127,7 @@ class RetrainSection:
     timer: gr.Timer
     job_id: gr.State
     message: gr.Markdown
+    switch: AutoSwitch  # the automatic retrain's switch and threshold (auto_switch.py)
     started: Any = None  # the Retrain click's event, followed by the tab's first tick
 
     @property
@@ -126,7 +136,7 @@ class RetrainSection:
 
 
 def build_retrain_section(
-    training: TrainingQueue, project: gr.Dropdown, user: gr.State
+    training: TrainingQueue, project: gr.Dropdown, user: gr.State, live: LivePools
 ) -> RetrainSection:
     gr.Markdown(HELP)
     default = next(iter(train_svc.METHOD_CHOICES))
@@ -147,12 +157,14 @@ def build_retrain_section(
         retrain = gr.Button("Retrain", variant="primary", scale=1, elem_id="retrain")
         cancel = gr.Button("Cancel", scale=1, elem_id="cancel-training")
     line = gr.Markdown(method_info(default), elem_id="method-line")
+    switch = build_auto_switch(live, project)  # where the retrains show (issue 75 item 1)
     section = RetrainSection(
         progress=gr.HTML(progress_html(None), elem_id="job-progress"),
         message=gr.Markdown(elem_id="train-message"),
         log=gr.Textbox(render=False, lines=8, max_lines=20, show_label=False, elem_id="job-log"),
         timer=gr.Timer(1.0, active=False),
         job_id=gr.State(None),
+        switch=switch,
     )
     with gr.Accordion("Training log", open=False):
         section.log.render()

@@ -5,6 +5,8 @@ and back on, and what the section shows follows the project's setting."""
 
 from __future__ import annotations
 
+import html
+
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
 from app.services.projects import projects as project_svc
@@ -74,7 +76,7 @@ def test_what_ifs_answer_with_an_estimate_or_a_message(ctx, demo):
     assert "Merging cancel_order and refund_status: estimated accuracy" in text
     assert "macro-F1" in text and table["visible"] is bool(table["value"])
     text, _ = whatif_ui.merge_whatif(ctx.factories, demo, "track_order", "track_order")
-    assert text.startswith("⚠") and "both are &#x27;track_order&#x27;" in text
+    assert text.startswith("⚠") and "both are 'track_order'" in html.unescape(text)
     text, _ = whatif_ui.split_whatif(ctx.factories, demo, "track_order", "2")
     assert "Splitting track_order into 2 parts" in text and "**track_order/2**" in text
     *pickers, said = intent_choices(ctx.db, demo)
