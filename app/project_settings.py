@@ -172,7 +172,7 @@ class ProjectSettings:
             scores, no correction) or ``auto`` (the device's default, :mod:`app.serving.compute`).
         auto_retrain: retrain by itself once ``auto_retrain_after`` labels were given or changed
             since the last retrain and nobody labelled for a moment
-            (:mod:`app.services.models.auto_retrain`).
+            (:mod:`app.services.training.auto_retrain`).
         auto_retrain_after: how many new or changed labels start an automatic retrain.
         keep_versions: how many of the newest versions keep their files besides the active one
             and those someone pinned, activated or exported (the retention rule,

@@ -8,7 +8,7 @@ imported with the CLI on that base encoder, never retrained; a training worker s
 this process (``intent-studio worker``: its warm-up, its label watcher); then, in this process,
 the app's own serving state (the pieces REST's routes call, without HTTP):
 
-1. ``request``: a retrain asked for (:func:`app.services.models.retrain_jobs.request_retrain`,
+1. ``request``: a retrain asked for (:func:`app.services.training.retrain_jobs.request_retrain`,
    what ``POST …/train`` calls), then the app's one-text prediction every ``--poll`` s until
    what answers changes (its top neighbours' similarities: a new version answers with others);
    seconds from the request to each change and to the job's end (on a GPU the held-out
@@ -105,7 +105,7 @@ class App:
         settings.change(self.state.live, self.handle(), {"auto_retrain": "on"})
 
     def job(self, job_id: int) -> Any:
-        from app.services.models import retrain_jobs
+        from app.services.training import retrain_jobs
 
         return retrain_jobs.job(self.state.training, job_id)
 
@@ -194,7 +194,7 @@ def label_some(app: App, n: int, labels: dict[str, str]) -> float:
 
 def one_encoder(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
     from app.access.auth import LOCAL, acting_as
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
 
     data = args.work / encoder
     build(data, args.data, encoder)

@@ -63,7 +63,7 @@ import sys
 from app.access import open_project
 from app.access.auth import LOCAL
 from app.config import load_settings
-from app.services.models.base_int8 import ensure_base_int8
+from app.services.training.base_int8 import ensure_base_int8
 from app.serving.state import ServingState
 state = ServingState.open(load_settings(sys.argv[1]))
 print(ensure_base_int8(state.live, open_project(state.db, sys.argv[2], LOCAL)) is not None)

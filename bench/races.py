@@ -21,7 +21,7 @@ not succeed. ``attempts``: how many races both workers tried to claim; ``gap``: 
 the two attempts of a race (a race within a few ms is a real one).
 
 **Reaper** (``--reaps`` tries, each with a fresh worker; odd tries end the worker, even ones kill
-it): while a job runs the app looks at it in a loop (:func:`app.services.models.retrain_jobs.reap_dead`,
+it): while a job runs the app looks at it in a loop (:func:`app.services.training.retrain_jobs.reap_dead`,
 what every look at a job does, about 20 a second), and once per try one look is **held** between
 its read of the running job and its verdict (a hook where the reaper asks whether the job's
 worker is alive) while the worker's end happens, so the verdict's ``UPDATE`` always meets a row
@@ -85,7 +85,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     open_state = ServingState.open
 except ImportError:
     from app.serving.context import AppContext as open_state
-from app.services.models import retrain_jobs
+from app.services.training import retrain_jobs
 from app.services.projects.io import destination, import_utterances
 from app.worker import queue_for
 from sqlalchemy import func, select

@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.access.auth import LOCAL
     from app.config import load_settings
     from app.services.labelling import data as data_svc
-    from app.services.models import retrain_jobs
     from app.services.projects.projects import new_project
+    from app.services.training import retrain_jobs
     from app.serving.state import ServingState
     from storage.tables import ModelVersion
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             state.db, live(state, "disk"), r["text"], r["label"], "test", create=True
         )
     artifacts = work / "data" / "artifacts"
-    from app.services.models.base_int8 import ensure_base_int8
+    from app.services.training.base_int8 import ensure_base_int8
 
     ensure_base_int8(state.live, live(state, "disk"))  # as a worker's warm-up builds it
     rows: list[dict[str, Any]] = []

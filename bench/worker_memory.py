@@ -137,7 +137,7 @@ try:  # the serving state (issue 59); a checkout before: AppContext(settings)
     open_state = ServingState.open
 except ImportError:
     from app.serving.context import AppContext as open_state
-from app.services.models import retrain_jobs
+from app.services.training import retrain_jobs
 stack.append("context")
 ctx = open_state(load_settings())
 config = json.loads(os.environ["WM_CONFIG"])
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = [peer_checkout(rev, work) for rev in args.peer] + [Path(c).resolve() for c in args.code]
     codes = codes or [ROOT]
     csv_path = project_csv(args.rows, work / f"banking77-{args.rows}.csv")
-    from app.services.models.retrain_jobs import parse_settings
+    from app.services.training.retrain_jobs import parse_settings
 
     config = {"method": "fast", **parse_settings(args.set)}
     results = []

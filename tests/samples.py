@@ -72,7 +72,7 @@ def retrain(ctx, name: str, options: dict[str, Any] | None = None) -> Any:
     """A retrain of project ``name`` run to its end by the worker's own job path, in this
     process (its job, succeeded)."""
     from app import worker
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
 
     view, _ = retrain_jobs.request_retrain(
         ctx.training, live(ctx, name), options or QUICK, enqueue=False

@@ -257,10 +257,11 @@ def _known_two_way(pair: str) -> bool:
 # domain package imports only from domains on lower floors, never from a peer on its own floor.
 SERVICE_DOMAINS: tuple[tuple[str, ...], ...] = (
     ("labelling",),  # utterances, intents, history and undo, bulk, team answers
-    ("models",),  # versions, the encoder, retrain requests, evaluation, int8, predictions
+    ("models",),  # versions and their files, the encoder, evaluation, int8, predictions
     ("design",),  # conflicts, clusters, what-ifs, maps, the slot book
     ("queue",),  # the labelling queue, its orders and answers
-    ("projects", "training"),  # projects and the deployment; the retrain pipeline a worker runs
+    ("training",),  # a retrain's whole life: trigger, request, plan, the worker's phases
+    ("projects",),  # projects and the deployment (their settings say the retrain's)
 )
 SERVICES = "app.services"
 

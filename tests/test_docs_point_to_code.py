@@ -103,7 +103,7 @@ def test_a_link_to_a_missing_page_or_heading_is_broken(tmp_path, monkeypatch):
 def test_a_path_means_the_module_or_folder_it_names():
     assert not _target("app/context.py").exists()  # moved to app/serving/: a page naming it fails
     assert _target("app/serving/pools.sync") == ROOT / "app/serving/pools.py"
-    assert _target("app/services/models/retrain_jobs.RetrainSpec.parse").name == "retrain_jobs.py"
+    assert _target("app/services/training/retrain_jobs.RetrainSpec.parse").name == "retrain_jobs.py"
     assert _target("storage/utterances") == ROOT / "storage/utterances.py"
     assert _target("app/ui/").is_dir()
 

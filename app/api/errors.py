@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from app.api.models import ErrorOut
 from app.perimeter.json_types import takes
 from app.services.models.predict import error_message
-from app.services.models.retrain_jobs import QueueUnavailable
+from app.services.training.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
 from storage.errors import (
     ArtifactsUnavailable,

@@ -43,9 +43,9 @@ from app.api.security import (
 )
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs as training_svc
 from app.services.models import version_files
 from app.services.models import versions as versions_svc
+from app.services.training import retrain_jobs as training_svc
 from storage.jobs import JobView
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)

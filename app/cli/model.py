@@ -15,7 +15,7 @@ from core.method_names import METHOD_LINES
 
 
 def _parse_config(args: argparse.Namespace) -> dict[str, Any]:
-    from app.services.models.retrain_jobs import parse_settings
+    from app.services.training.retrain_jobs import parse_settings
 
     try:
         return {"method": args.method, **parse_settings(args.set or [])}
@@ -29,7 +29,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     import time
 
     from app import worker
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
     from app.services.training.retrain_warm import warm_up_worker
 
     serving_state = context(args)
@@ -236,7 +236,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if p.active_version_id is None and builds_int8(
             serving_state.settings.int8, serving_state.models.budget
         ):
-            from app.services.models.base_int8 import ensure_base_int8
+            from app.services.training.base_int8 import ensure_base_int8
 
             # a project never retrained serves its base encoder's int8 copy, built once (then
             # no torch): the same path as a retrained project's (issue 63 item 5)

@@ -94,7 +94,7 @@ def warming(data_dir: Path, every: float = 2.0) -> Iterator[Activity]:
     """While the block runs (the server's warm-up: the page's first answers wait for it), keep
     the data directory's :data:`WARMING` file fresh, every ``every`` seconds; it is removed at
     the end. A worker on the same machine (:func:`server_warming`) starts no automatic retrain
-    (:class:`app.services.models.auto_retrain.Watcher`) and defers its own warm-up meanwhile:
+    (:class:`app.services.training.auto_retrain.Watcher`) and defers its own warm-up meanwhile:
     they took the cores the first card waits for (a fresh BANKING77's first card 48-51 s after
     the page, 29-35 s held: bench/RESULTS.md).
 
@@ -161,7 +161,7 @@ class Working:
     card is being made, the time now at that pace, so a slow card holds the spell until it
     shows and a server that stopped holds nothing. The automatic retrain's watcher, in the
     training worker (another machine in a team), counts its quiet spell from that time
-    (:mod:`app.services.models.auto_retrain`). The thread ends when nothing is left to write.
+    (:mod:`app.services.training.auto_retrain`). The thread ends when nothing is left to write.
 
     Example:
         >>> import tempfile

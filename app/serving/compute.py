@@ -120,7 +120,7 @@ class ComputeBudget:
             requests need (a CPU): it then runs at a lower priority and leaves a core while
             someone uses the app (:mod:`app.worker.cpu_share`).
         auto_quiet_s: seconds without a label, a key or a card waited for after which the
-            labels given start an automatic retrain (:mod:`app.services.models.auto_retrain`):
+            labels given start an automatic retrain (:mod:`app.services.training.auto_retrain`):
             on a CPU a retrain takes both cores for a while, so it waits for a pause in the
             designer's work; on a GPU it costs seconds and slows no key, so a short one will do.
         auto_poll_s: how often a worker's watcher looks for labels that call for one.

@@ -9,7 +9,7 @@ retrain's int8 phase after the version already serves fp32, :mod:`app.services.t
 a version registered before issue 55 keeps it in its own artifact's ``onnx/`` folder
 (:func:`int8_folder` finds either). A project that was never retrained serves the base
 encoder's int8 copy by the same rule (:func:`base_int8_rel`: built once per base encoder, its
-parity checked like a version's, :mod:`app.services.models.base_int8`)."""
+parity checked like a version's, :mod:`app.services.training.base_int8`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The training jobs as the request side sees them: the database they are rows in, the queue a
-new one is handed to, and the deployment's rules for them (:mod:`app.services.models.retrain_jobs`
+new one is handed to, and the deployment's rules for them (:mod:`app.services.training.retrain_jobs`
 requests, cancels and reaps jobs through it; :mod:`app.worker` runs them).
 
 Guarantees: a job is a row before it is queued, so a queue that lost its message is seen (a row

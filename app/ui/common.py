@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from app.services.models.retrain_jobs import QueueUnavailable
+from app.services.training.retrain_jobs import QueueUnavailable
 from app.serving.admission import BusyError
 from storage.db import Database
 from storage.errors import ArtifactsUnavailable, DatabaseUnavailable

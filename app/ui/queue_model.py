@@ -1,7 +1,7 @@
 """The Label tab's model line: which version serves and its accuracy, "improving…" while a retrain
 (an automatic one included) runs, with a link to its progress in the Train tab, and, once another
 model starts serving, what changed in one line (accuracy before → after). Its words are
-:mod:`app.services.models.serving_now`'s. It ends with the automatic retrain's switch ("Retrain by
+:mod:`app.services.training.serving_now`'s. It ends with the automatic retrain's switch ("Retrain by
 itself after 20 new labels: on"), a link to it in the Train tab (issue 75 item 1).
 
 A timer polls the stored state's stamp every :data:`POLL_S` seconds (one cheap read) and draws the
@@ -21,9 +21,9 @@ import gradio as gr
 
 import assets
 from app.access import ProjectHandle
-from app.services.models import serving_now as svc
 from app.services.projects.settings import switch_words
 from app.services.queue import queue as queue_svc
+from app.services.training import serving_now as svc
 from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind

@@ -6,7 +6,7 @@ which stops without losing its job (:mod:`app.worker.stopping`) and lets go of t
 no longer needs between jobs (:func:`release_between_jobs`).
 
 The queue only carries job ids: the job row (:mod:`storage.jobs`) is the source of truth for
-status, progress, log and cancellation. The request side (:mod:`app.services.models.retrain_jobs`) never
+status, progress, log and cancellation. The request side (:mod:`app.services.training.retrain_jobs`) never
 imports this module: an entry point hands it :func:`queue_for` as ``TrainingQueue.enqueue``. Huey
 (and the Redis client it brings) is imported by :func:`make_queue`, when a queue is made: a
 process that runs a job inline (``intent-studio train`` without ``--queue``) never loads it.
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.perimeter.in_use import Activity, server_warming
-from app.services.models.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.models.version_files import after_job
 from app.services.training.retrain import Kept, run_retrain
+from app.services.training.retrain_jobs import DEPLOYMENT, RetrainSpec, reap_dead
 from app.services.training.retrain_warm import warm_up_worker
 from app.serving.compute import ComputeBudget
 from app.serving.factories import FactoryBuilder

@@ -1,5 +1,5 @@
 """A worker's watcher of labels: every :attr:`app.serving.compute.ComputeBudget.auto_poll_s` it
-queues the automatic retrains that are due (:class:`app.services.models.auto_retrain.Watcher`),
+queues the automatic retrains that are due (:class:`app.services.training.auto_retrain.Watcher`),
 until the worker stops; a stopping worker starts nothing new. Off where the deployment says so
 (``INTENT_STUDIO_AUTO_RETRAIN=off``)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from app.services.models.auto_retrain import Watcher
+from app.services.training.auto_retrain import Watcher
 from app.serving.compute import ComputeBudget
 from app.serving.training_queue import TrainingQueue
 from app.worker.stopping import StopRequest

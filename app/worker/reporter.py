@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from app.config import Settings
-from app.services.models.job_plan import JobPlan, Tracker
+from app.services.training.job_plan import JobPlan, Tracker
 from app.services.training.retrain import EvalProgress
 from app.services.training.retrain_state import Reporter, RetrainRun
 from app.serving.state import ServingState
@@ -48,7 +48,7 @@ def heartbeat_seconds(settings: Settings) -> float:
 class JobReporter:
     """Throttled progress writes, a heartbeat thread and cancel polling for one running job.
 
-    The job's share done and its time left come from a :class:`app.services.models.job_plan.Tracker`
+    The job's share done and its time left come from a :class:`app.services.training.job_plan.Tracker`
     of the retrain's plan: every progress write carries them, and the heartbeat thread writes
     them once a second (a phase without a count moves by its time; the time left goes on with
     the clock between counts)."""

@@ -18,7 +18,7 @@ from app.config import (
     ENV_STOP_GRACE,
     Settings,
 )
-from app.services.models.retrain_jobs import reap_dead
+from app.services.training.retrain_jobs import reap_dead
 from app.serving.state import ServingState
 from app.worker.stopping import STOP_MARGIN_S
 

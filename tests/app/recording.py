@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from app import worker
-from app.services.models import retrain_jobs as svc
+from app.services.training import retrain_jobs as svc
 
 
 class RecordingReporter(worker.JobReporter):

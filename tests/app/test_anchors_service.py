@@ -91,8 +91,8 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     """The separate label encoder is no longer trained (it lost on both bench data sets), but a
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
     from app import worker
-    from app.services.models import retrain_jobs
     from app.services.models.versions import resolve_encoder
+    from app.services.training import retrain_jobs
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
     make_tiny(ctx)

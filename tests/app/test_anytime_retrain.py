@@ -12,9 +12,9 @@ import pytest
 
 from app import worker
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
 from app.services.training import retrain_checkpoints
+from app.services.training import retrain_jobs as svc
 from storage.tables import ModelVersion
 from tests.app.recording import RecordingReporter
 from tests.handles import live

@@ -16,12 +16,12 @@ from app import worker
 from app.perimeter.in_use import WARMING, WARMING_STALE_S, Activity, warming
 from app.services.labelling import data as data_svc
 from app.services.labelling import history
-from app.services.models import auto_retrain
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
 from app.services.projects import reports
 from app.services.projects import settings as settings_svc
 from app.services.projects.projects import new_project
+from app.services.training import auto_retrain
+from app.services.training import retrain_jobs as svc
 from app.serving.compute import budget_for
 from storage import jobs
 from tests.handles import live

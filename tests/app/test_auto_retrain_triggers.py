@@ -15,11 +15,11 @@ import pytest
 from app.perimeter.in_use import Working
 from app.services.labelling import bulk, history
 from app.services.labelling import data as data_svc
-from app.services.models import auto_retrain
-from app.services.models import retrain_jobs as svc
 from app.services.projects import settings as settings_svc
 from app.services.projects.io import destination, import_utterances
 from app.services.queue import queue as queue_svc
+from app.services.training import auto_retrain
+from app.services.training import retrain_jobs as svc
 from app.serving.compute import budget_for
 from app.ui import queue_tab
 from app.ui.common import bind
@@ -84,7 +84,7 @@ def test_a_bulk_label_and_its_undo_start_no_retrain_the_same_bulk_label_kept_doe
 
 
 def test_changes_weigh_what_they_can_change_in_the_model_net(ctx) -> None:
-    """The rule (app.services.models.auto_retrain): a new example 1, 2 where the model that
+    """The rule (app.services.training.auto_retrain): a new example 1, 2 where the model that
     served had decided otherwise on its card; a move to another intent 2; a test row nothing; a
     new intent 10 besides its examples; an edit written back nothing; in a pool over 1,000
     examples, each its share of the pool."""

@@ -15,9 +15,9 @@ from app import worker
 from app.cli import main
 from app.config import load_settings
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.models.versions import history
 from app.services.projects import backup as backup_svc
+from app.services.training import retrain_jobs
 from app.serving.state import ServingState
 from storage.errors import StorageError
 from tests.handles import live

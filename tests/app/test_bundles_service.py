@@ -12,12 +12,12 @@ from app import worker
 from app.cli import main
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.models.versions import history
 from app.services.projects import bundles as svc
 from app.services.projects import io as io_svc
 from app.services.projects.io import destination
 from app.services.projects.projects import project_names
+from app.services.training import retrain_jobs
 from core.bundle import BundleError, load
 from storage.errors import StorageError
 from tests.handles import live

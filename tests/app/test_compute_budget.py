@@ -66,7 +66,7 @@ def test_the_pause_before_an_automatic_retrain_is_the_devices():
     from datetime import datetime, timedelta
 
     from app.perimeter.in_use import WORK_EVERY_S
-    from app.services.models.auto_retrain import AutoState, due
+    from app.services.training.auto_retrain import AutoState, due
 
     gpu, cpu = budget_for("cuda"), budget_for("cpu")
     t = datetime(2026, 11, 28, 12, 0, 0)
@@ -263,8 +263,8 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
     version counts), and the version keeps the quick thresholds, saying why."""
     from app import worker
     from app.config import load_settings
-    from app.services.models import retrain_jobs
     from app.services.projects.projects import ensure_demo_project
+    from app.services.training import retrain_jobs
     from app.services.training.retrain import run_retrain
     from app.services.training.retrain_int8 import NOT_ON_GPU
     from app.serving.state import ServingState

@@ -12,8 +12,8 @@ import pytest
 
 from app import worker
 from app.services.labelling import data as data_svc
-from app.services.models import retrain_jobs as svc
 from app.services.training import retrain_checkpoints
+from app.services.training import retrain_jobs as svc
 from app.serving import compute
 from storage.tables import ModelVersion, Project
 from tests.app.recording import RecordingReporter
@@ -127,7 +127,7 @@ def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_r
     is said as such while the job goes on: the Train tab's line, the Label tab's line and REST's
     job say it was kept back and which version keeps serving; nothing says it serves."""
     from app.api.routes import _job as rest_job
-    from app.services.models import serving_now as now_svc
+    from app.services.training import serving_now as now_svc
 
     make_tiny(ctx, encoder=tiny_encoder)
     first = retrain(ctx, "tiny")

@@ -10,9 +10,9 @@ import pytest
 from app import worker
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as eval_svc
-from app.services.models import retrain_jobs
 from app.services.models import versions as version_svc
 from app.services.projects.projects import new_project
+from app.services.training import retrain_jobs
 from tests.handles import live
 from tests.samples import HOTEL_ROWS, HOTEL_TEST, QUICK, TINY
 

@@ -109,8 +109,8 @@ def test_a_new_version_orders_in_the_old_space_until_its_own_holds_every_row(ctx
     the unlabelled follow in the background, and meanwhile the queue orders in the space
     before it and says so."""
     from app import worker
-    from app.services.models import retrain_jobs as train_svc
     from app.services.models import versions as version_svc
+    from app.services.training import retrain_jobs as train_svc
     from app.serving import row_encoding
     from tests.handles import live
     from tests.samples import QUICK, make_tiny

@@ -14,10 +14,10 @@ import pytest
 from app import worker
 from app.access import auth
 from app.services.labelling import data as data_svc
-from app.services.models import auto_retrain
-from app.services.models import retrain_jobs as svc
 from app.services.projects import settings as settings_svc
 from app.services.projects.members import add_member
+from app.services.training import auto_retrain
+from app.services.training import retrain_jobs as svc
 from app.serving.compute import budget_for
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

@@ -16,12 +16,12 @@ from app import worker
 from app.config import load_settings
 from app.formats import FormatError
 from app.services.labelling import data as data_svc
-from app.services.models import retrain_jobs
 from app.services.models.versions import history
 from app.services.projects import bundles as bundle_svc
 from app.services.projects import io as io_svc
 from app.services.projects.io import destination
 from app.services.projects.projects import project_names
+from app.services.training import retrain_jobs
 from app.serving.state import ServingState
 from storage.errors import ConflictError
 from tests.handles import live

@@ -20,12 +20,12 @@ from app import worker
 from app.cli import main
 from app.project_settings import ProjectSettings
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.models import versions as version_svc
 from app.services.models.calibration import calibration_line
 from app.services.models.int8 import export_version_int8, parity_split
 from app.services.projects import projects as project_svc
 from app.services.projects.projects import DEMO_PROJECT as DEMO
+from app.services.training import retrain_jobs
 from app.serving.int8 import int8_folder
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from app import worker
-from app.services.models import retrain_jobs
 from app.services.models.evaluation import evaluation_inputs
+from app.services.training import retrain_jobs
 from app.services.training.retrain_warm import warm_up_worker
 from core.encoding import registry
 from core.training import load_trained

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from app.services.models import job_plan
-from app.services.models.job_plan import COUNTED, PHASES, JobPlan, Tracker
-from app.services.models.retrain_jobs import describe
+from app.services.training import job_plan
+from app.services.training.job_plan import COUNTED, PHASES, JobPlan, Tracker
+from app.services.training.retrain_jobs import describe
 from core.training import Eta
 from storage.jobs import JobView
 

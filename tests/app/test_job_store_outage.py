@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from app import worker
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
+from app.services.training import retrain_jobs as svc
 from app.worker.stopping import StopRequest
 from storage.job_phases import SAVING
 from storage.remote_artifacts import MARKER

@@ -11,9 +11,9 @@ from app import worker
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as eval_svc
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.projects import bundles as bundle_svc
 from app.services.projects.projects import new_project
+from app.services.training import retrain_jobs
 from core.bundle import load
 from core.multilabel.head import HEAD_DIR
 from storage.tables import ModelVersion, TrainingJob

@@ -19,9 +19,9 @@ from app.services.design import maps as map_svc
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as eval_svc
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.models import versions as version_svc
 from app.services.projects import projects as project_svc
+from app.services.training import retrain_jobs
 from core.evaluation.oos import OUT_OF_SCOPE
 from tests.handles import live
 

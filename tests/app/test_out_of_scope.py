@@ -49,7 +49,7 @@ def test_one_out_of_scope_example_is_no_class_and_needs_no_minimum(ctx, demo):
     assert out["oos"]  # the very example the designer marked is rejected
     status = projects.out_of_scope(ctx.live, demo)
     assert "1 examples labelled out_of_scope" in status["message"]
-    from app.services.models.retrain_jobs import check_trainable
+    from app.services.training.retrain_jobs import check_trainable
     from storage.utterances import list_utterances
 
     with ctx.db.session() as s:

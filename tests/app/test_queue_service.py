@@ -118,8 +118,8 @@ def test_a_new_versions_space_without_the_candidates_vectors_does_not_make_a_key
     seconds) on a key's path. Until the space that serves has them, the last space that had them
     all orders the queue; a key encodes at most a few."""
     from app import worker
-    from app.services.models import retrain_jobs as train_svc
     from app.services.queue import queue_order
+    from app.services.training import retrain_jobs as train_svc
     from app.services.training.retrain_serve import first_card_vectors
     from tests.handles import live
     from tests.samples import QUICK, make_tiny

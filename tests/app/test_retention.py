@@ -10,10 +10,11 @@ import pytest
 from sqlalchemy import func, select
 
 from app import worker
-from app.services.models import retrain_jobs, version_files
+from app.services.models import version_files
 from app.services.models import versions as version_svc
 from app.services.models.retention import BY_RULE, KEPT_BACK
 from app.services.projects.settings import change as change_settings
+from app.services.training import retrain_jobs
 from app.ui.train import versions as panel
 from storage.tables import ModelVersion, TrainingJob
 from tests.app.versions_on_disk import add_version

@@ -8,9 +8,9 @@ import pytest
 from app import worker
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as evaluation_svc
-from app.services.models import retrain_jobs
 from app.services.models.versions import ACTIVE, BASE
 from app.services.projects import projects as project_svc
+from app.services.training import retrain_jobs
 from storage.tables import ModelVersion
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.models.serving_now import Serving, what_changed
+from app.services.training.serving_now import Serving, what_changed
 from app.ui.queue_model import model_html
 from storage.jobs import JobView
 

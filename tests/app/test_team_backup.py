@@ -14,8 +14,8 @@ from app import worker
 from app.cli import main
 from app.config import ENV_ARTIFACTS_URL, ENV_DB_URL, load_settings
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs
 from app.services.models.versions import activate, history
+from app.services.training import retrain_jobs
 from app.serving.state import ServingState
 from storage.backup import tables_in
 from tests.handles import live

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
+from app.services.training import retrain_jobs as svc
 from storage.remote_artifacts import MARKER
 from tests.handles import live
 from tests.samples import QUICK, make_tiny

@@ -17,10 +17,10 @@ from sqlalchemy import func, select
 from app import worker
 from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
 from app.services.models.int8 import INT8_OFF
 from app.services.projects.projects import new_project
+from app.services.training import retrain_jobs as svc
 from app.serving.int8 import INT8_DIR
 from storage.tables import ModelVersion, TrainingJob
 from tests.app.recording import RecordingReporter

@@ -77,7 +77,7 @@ def test_writes_of_two_projects_go_on_side_by_side_and_a_job_s_progress_waits_fo
     a worker writes the progress of south's running job while a holds south's lock too; b's save
     in north waits its turn (busy past its timeout). Before: one lock for the whole database, so
     each of the first two waited and failed busy."""
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
     from app.worker.reporter import JobReporter
     from storage import jobs
 

@@ -10,9 +10,9 @@ import pytest
 
 from app import worker
 from app.config import load_settings
-from app.services.models import retrain_jobs
 from app.services.projects.projects import ensure_demo_project
 from app.services.queue import queue
+from app.services.training import retrain_jobs
 from app.serving import pools
 from app.serving.state import ServingState
 from storage.tables import ModelVersion

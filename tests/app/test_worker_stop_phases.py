@@ -13,8 +13,8 @@ import time
 import pytest
 
 from app import worker
-from app.services.models import retrain_jobs as svc
 from app.services.models import versions as version_svc
+from app.services.training import retrain_jobs as svc
 from app.services.training.retrain_warm import warm_up_worker
 from app.worker.stopping import StopRequest
 from tests.handles import live

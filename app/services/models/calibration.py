@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from app.access import ProjectHandle
 from app.services.models.encoders import last_training
-from app.services.models.retrain_jobs import span
+from app.services.models.time_words import span
 from app.serving.compute import HELD_OUT_COST, ComputeBudget, process_budget
 from app.serving.live import LivePools
 from app.serving.oos_correction import HELD_OUT

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
-from app.services.models.retrain_jobs import span
+from app.services.models.time_words import span
 from app.services.models.versions import serving
 from app.serving.compute import DEFAULT_ENCODER, STRONG_ENCODER, ComputeBudget, process_budget
 from core.encoding.registry import installed, registry

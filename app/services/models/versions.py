@@ -133,7 +133,7 @@ def history(db: Database, p: ProjectHandle) -> list[dict[str, Any]]:
 def serving(db: Database, p: ProjectHandle, artifacts: ArtifactStore | None = None) -> str:
     """Which encoder serves the project's predictions now, in one line (see
     :func:`app.serving.int8.serving_line`); ``artifacts``: where a frozen base's int8 copy
-    would be found (:mod:`app.services.models.base_int8`)."""
+    would be found (:mod:`app.services.training.base_int8`)."""
     mv, base = _selected(db, p, ACTIVE)
     if mv is None:
         copy = (base_int8_record(artifacts, base) if artifacts is not None else None) or {}

@@ -1,6 +1,6 @@
 """Why an automatic retrain runs, in a newcomer's words (issue 75 item 2): a project whose labels
 all came in a file retrains by itself at once (its imported labels count as new:
-:mod:`app.services.models.auto_retrain`), though nobody has labelled yet. "After new labels"
+:mod:`app.services.training.auto_retrain`), though nobody has labelled yet. "After new labels"
 said nothing to a newcomer who gave none, and the demo's suggestions changed under the first
 card; its first retrain now says why, in serve's output when the demo is made and on its job in
 the Train tab.

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from app.access import ProjectHandle, open_project
 from app.project_settings import NAMES, ProjectSettings
 from app.project_settings import TITLES as project_titles
-from app.services.models import auto_retrain, calibration, encoders, version_files
+from app.services.models import calibration, encoders, version_files
 from app.services.projects import projects as project_svc
+from app.services.training import auto_retrain
 from app.serving.live import LivePools
 
 # What each setting is, in a designer's words (the UI's labels and the CLI's headings): the
@@ -62,7 +63,7 @@ AUTO_SETTINGS = ("auto_retrain", "auto_retrain_after")
 def switch_words(values: ProjectSettings) -> str:
     """The automatic retrain's switch and its threshold in a designer's words, as the Label
     tab's model line, the Train tab, a saved change, the CLI and REST say it (what counts as a
-    new label, and when: :attr:`app.services.models.auto_retrain.AutoState.words`).
+    new label, and when: :attr:`app.services.training.auto_retrain.AutoState.words`).
 
     Example:
         >>> switch_words(ProjectSettings()), switch_words(ProjectSettings(auto_retrain=False))

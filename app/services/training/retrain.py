@@ -24,7 +24,7 @@ retrain, issue 63: how long the first pass may be is the compute budget's,
 on a CPU the best one's int8 copy replaces it a few seconds after training ends. A cancel or a
 worker's stop after the first version serves keeps the best version measured (:class:`Kept`).
 
-Progress is one share of the whole job (:class:`app.services.models.job_plan.JobPlan`, planned
+Progress is one share of the whole job (:class:`app.services.training.job_plan.JobPlan`, planned
 before training), through the job's phases in order, a checkpoint's saving, evaluating and
 serving within training. The job reaches 100 % once its record is complete.
 

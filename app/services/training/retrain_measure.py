@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from app.services.models.evaluation import evaluate_version, evaluation_key, evaluation_memo
 from app.services.models.int8 import PARITY_QUERIES, parity_split
-from app.services.models.job_plan import JobPlan
+from app.services.training.job_plan import JobPlan
 from app.services.training.retrain_continue import continued_steps
 from app.services.training.retrain_state import EvalProgress, RetrainRun, Snapshot
 from app.serving.factories import FactoryBuilder

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.project_settings import ProjectSettings
-from app.services.models.job_plan import JobPlan
+from app.services.training.job_plan import JobPlan
 from app.serving.compute import ComputeBudget
 from app.serving.live import LivePools
 from core.evaluation import EvalData

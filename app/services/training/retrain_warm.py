@@ -99,10 +99,10 @@ def warm_up_worker(
 
 def base_int8(live: LivePools, base: str) -> None:
     """The int8 copy of ``base`` built for the projects on it that were never retrained (they
-    serve it: :mod:`app.services.models.base_int8`), with parity on the largest of them."""
+    serve it: :mod:`app.services.training.base_int8`), with parity on the largest of them."""
     from app.access import open_project
     from app.access.auth import LOCAL
-    from app.services.models.base_int8 import ensure_base_int8
+    from app.services.training.base_int8 import ensure_base_int8
     from storage.utterances import count_utterances
 
     with live.db.session() as s:

@@ -14,7 +14,8 @@ from typing import Any
 import gradio as gr
 
 from app.access import ProjectHandle
-from app.services.models import calibration, encoders, serving_now
+from app.services.models import calibration, encoders
+from app.services.training import serving_now
 from app.serving.live import LivePools
 from app.serving.state import ServingState
 from app.serving.training_queue import TrainingQueue

@@ -3,7 +3,7 @@ watches the retrains (issue 75 item 1: it was the fourth closed accordion of the
 a 100-row table). The Label tab's model line links here (its "Retrain by itself after …"). A
 change is saved at once, through the project's settings (:func:`app.services.projects.settings.change`,
 as the Data tab's Project settings), and said in words; the line beside it says what counts and
-when (:attr:`app.services.models.auto_retrain.AutoState.words`)."""
+when (:attr:`app.services.training.auto_retrain.AutoState.words`)."""
 
 from __future__ import annotations
 

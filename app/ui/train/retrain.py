@@ -11,8 +11,8 @@ import gradio as gr
 
 from app.access import ProjectHandle
 from app.access.actions import TRAIN
-from app.services.models import retrain_jobs as train_svc
 from app.services.projects import first_retrain
+from app.services.training import retrain_jobs as train_svc
 from app.serving.live import LivePools
 from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from app import worker
 from app.services.labelling import data as data_svc
-from app.services.models import retrain_jobs
 from app.services.projects import io as io_svc
+from app.services.training import retrain_jobs
 from tests.handles import live
 from tests.samples import QUICK, make_tiny, write_csv
 

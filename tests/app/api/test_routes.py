@@ -84,7 +84,7 @@ def test_unknown_project_is_404_and_bad_bodies_are_422_with_a_message(client):
 
 
 def test_train_queues_a_job_that_can_be_followed(client, ctx):
-    from app.services.models.retrain_jobs import job as stored_job
+    from app.services.training.retrain_jobs import job as stored_job
 
     assert client.get(f"{DEMO}/versions").json()["versions"] == []
 

@@ -32,7 +32,7 @@ def studio(postgres, tmp_path):
     from app.access import auth
     from app.api import create_api
     from app.config import load_settings
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
     from app.serving.state import ServingState
     from tests.handles import live
     from tests.samples import QUICK, make_tiny
@@ -87,7 +87,7 @@ def bucket_behind_relay(s3, tmp_path, monkeypatch):
     from urllib.parse import urlsplit
 
     from app.config import load_settings
-    from app.services.models import retrain_jobs
+    from app.services.training import retrain_jobs
     from app.serving.state import ServingState
     from app.worker import execute_job, queue_for
     from tests.handles import live

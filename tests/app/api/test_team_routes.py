@@ -276,8 +276,8 @@ def test_health_needs_no_token_and_everything_else_still_does(team):
 @pytest.mark.slow
 def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ctx):
     from app import worker
-    from app.services.models import retrain_jobs
     from app.services.projects.projects import set_settings
+    from app.services.training import retrain_jobs
     from tests.samples import QUICK, make_tiny
 
     make_tiny(ctx)

@@ -39,7 +39,7 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
     msg, job_id, _ = retrain.start(ctx.training, demo, method, "", "local")
     assert "queued" in msg
-    from app.services.models.retrain_jobs import job as stored_job
+    from app.services.training.retrain_jobs import job as stored_job
 
     assert stored_job(ctx.training, job_id).config["method"] == "convfit"  # the default's name
     queued = tick(ctx.training, demo, job_id, msg)

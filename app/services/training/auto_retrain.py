@@ -29,7 +29,7 @@ card shown, whichever is later; a card asked for and not yet shown holds it
 machine reads it). A slow card between two answers, or a designer typing a name, starts nothing.
 
 At most one job per project is queued or running (the one-job rule of
-:func:`app.services.models.retrain_jobs.request_retrain`, checked in the project's write lock,
+:func:`app.services.training.retrain_jobs.request_retrain`, checked in the project's write lock,
 so two workers watching never start two): labels given while one runs count towards the next,
 which starts once it ended and the project is quiet again. Workers take the queued jobs in a
 fair order (:mod:`storage.job_order`): a request someone made goes ahead of every automatic one,
@@ -53,7 +53,7 @@ from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
 from app.perimeter.in_use import server_warming
 from app.project_settings import ProjectSettings, stored_settings
-from app.services.models.retrain_jobs import request_retrain
+from app.services.training.retrain_jobs import request_retrain
 from app.serving.compute import ComputeBudget
 from app.serving.training_queue import TrainingQueue
 from core.retrieval.scope import OUT_OF_SCOPE

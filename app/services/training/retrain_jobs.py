@@ -18,8 +18,9 @@ from typing import Any
 from app.access import ProjectHandle, open_project, writing
 from app.access.actions import READ, TRAIN, Action, need
 from app.config import DEPLOYMENT
-from app.services.models.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
+from app.services.models.time_words import span
 from app.services.models.version_files import check_budget
+from app.services.training.job_plan import COUNTED, ETA_FROM_SECONDS, ETA_FROM_SHARE, PHASE_NAMES
 from app.serving.training_queue import TrainingQueue
 from core.encoding.registry import layer_count
 from core.errors import logged, raise_if_bug
@@ -157,7 +158,7 @@ def request_retrain(
     """Validate and queue a retrain. Returns (job, created): a second request while one is queued
     or running returns that job instead of queueing another. ``enqueue=False`` only records the
     job (the caller runs :func:`app.worker.execute_job` itself, as the CLI's inline mode does);
-    ``trigger``: who asked (``"auto"``: :mod:`app.services.models.auto_retrain`)."""
+    ``trigger``: who asked (``"auto"``: :mod:`app.services.training.auto_retrain`)."""
     spec = RetrainSpec.parse(config)  # raises ValueError for unknown or out-of-range settings
     spec.encoder.check_layers(layer_count(p.base_encoder))  # freeze_layers within the encoder
     check_budget(training.db, p, training.settings.version_disk_mb)  # its versions' disk
@@ -291,7 +292,7 @@ def time_left(seconds: float | None, to: str = "") -> str:
 
 
 # The phases a job's time left counts down to a version in: until its version answers, the
-# worker counts to the end of the next checkpoint's serving (app.services.models.job_plan)
+# worker counts to the end of the next checkpoint's serving (app.services.training.job_plan)
 TO_A_VERSION = (PREPARING, TRAINING, SAVING, EVALUATING, SERVING)
 
 
@@ -314,27 +315,12 @@ def counts_down_to(job: JobView) -> str:
     return "the next version"
 
 
-def span(seconds: float) -> str:
-    """A length of time in a user's words, rounded to its largest unit.
-
-    Example:
-        >>> span(8.4), span(130), span(442), span(5400)
-        ('8 s', '2 min', '7 min', '1 h 30 min')
-    """
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{round(s / 60)} min"
-    return f"{s // 3600} h {round(s % 3600 / 60)} min"
-
-
 def describe(job: JobView) -> str:
     """A job's state in one line, the same in the Train tab and the CLI: the phase running now,
     its count where it has one, and the whole job's time left ("Training · step 120 of 300 ·
     loss 0.412 · about 2 min left", "Checking the int8 copy · about 40 s left"); "estimating…"
     until it means something, "longer than planned" when a phase has run well past its time
-    (:class:`app.services.models.job_plan.Tracker`). A queued job waits for a worker; an ended one says
+    (:class:`app.services.training.job_plan.Tracker`). A queued job waits for a worker; an ended one says
     how it ended.
 
     Example:
@@ -376,7 +362,7 @@ def left_words(job: JobView) -> str:
     """A running job's time left (:func:`time_left`): "estimating…" while a counted phase times
     its own steps (a training stretch after the first pass's version included), "longer than
     planned" where a phase without a count has overrun its time
-    (:class:`app.services.models.job_plan.Tracker`)."""
+    (:class:`app.services.training.job_plan.Tracker`)."""
     measured = job.progress >= ETA_FROM_SHARE and (job.elapsed or 0.0) >= ETA_FROM_SECONDS
     if job.eta_seconds is None and measured and job.phase not in COUNTED:
         return "longer than planned"

@@ -5,7 +5,7 @@ in one line (accuracy before → after).
 
 All of it is the stored state, read as the Train tab and the Versions table read it: the
 project's active version and its served metrics (:func:`app.serving.int8.served_metrics`), its
-newest job (:func:`app.services.models.retrain_jobs.describe`). A page polls :func:`stamp`, one
+newest job (:func:`app.services.training.retrain_jobs.describe`). A page polls :func:`stamp`, one
 cheap read (:func:`storage.versions.serving_stamp`), and reads :func:`serving_now` only when the
 stamp moved.
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.access import ProjectHandle
-from app.services.models import retrain_jobs
-from app.services.models.job_plan import PHASE_NAMES
+from app.services.training import retrain_jobs
+from app.services.training.job_plan import PHASE_NAMES
 from app.serving.int8 import served_metrics
 from app.serving.training_queue import TrainingQueue
 from core.evaluation.version_metrics import VersionMetrics
