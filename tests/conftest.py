@@ -32,7 +32,17 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 # What a test marked ``fast`` (``make check``: no encoder, no server, no browser) may not use.
 SLOW_FIXTURES = frozenset(
-    {"encoder", "tiny_encoder", "ctx", "demo", "postgres", "pg_db", "redis_url", "s3", "page"}
+    {
+        "encoder",
+        "tiny_encoder",
+        "serving_state",
+        "demo",
+        "postgres",
+        "pg_db",
+        "redis_url",
+        "s3",
+        "page",
+    }
     | {"browser"}
 )
 

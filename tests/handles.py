@@ -15,8 +15,8 @@ class Live:
     """The project ``name`` for ``who`` (the local admin by default), resolved at every use;
     ``str()`` is its name (a path of the REST API, a CLI argument)."""
 
-    def __init__(self, ctx: Any, name: str, who: Actor = LOCAL) -> None:
-        self._ctx, self._name, self._who = ctx, str(name), who
+    def __init__(self, serving_state: Any, name: str, who: Actor = LOCAL) -> None:
+        self._ctx, self._name, self._who = serving_state, str(name), who
 
     def handle(self) -> ProjectHandle:
         return open_project(self._ctx.db, self._name, self._who)
@@ -35,7 +35,9 @@ class Live:
         return Live(self._ctx, self._name, who)
 
 
-def live(ctx: Any, name: str | Live | ProjectHandle, who: Actor = LOCAL) -> Live | ProjectHandle:
+def live(
+    serving_state: Any, name: str | Live | ProjectHandle, who: Actor = LOCAL
+) -> Live | ProjectHandle:
     """The project ``name`` for ``who``; a project already resolved (a :class:`Live` one, a
     handle) stays as it is, with its user."""
-    return name if isinstance(name, Live | ProjectHandle) else Live(ctx, name, who)
+    return name if isinstance(name, Live | ProjectHandle) else Live(serving_state, name, who)

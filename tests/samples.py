@@ -50,7 +50,7 @@ TINY = {
 QUICK = {"method": "convfit", "epochs": 1, "batch_size": 8}
 
 
-def make_tiny(ctx, name: str = "tiny", encoder: str | None = None) -> str:
+def make_tiny(serving_state, name: str = "tiny", encoder: str | None = None) -> str:
     """The project ``name`` holding :data:`TINY` (its fifth utterance of each intent in the test
     split), on ``encoder`` (None: the device's default, MiniLM here; ``"tiny"``: the test
     session's tiny encoder, :mod:`tests.tiny_encoder`, once the ``tiny_encoder`` fixture ran)."""
@@ -59,26 +59,31 @@ def make_tiny(ctx, name: str = "tiny", encoder: str | None = None) -> str:
     )
     from app.services.projects.projects import new_project
 
-    new_project(ctx.db, name, base_encoder=encoder)
+    new_project(serving_state.db, name, base_encoder=encoder)
     for intent, texts in TINY.items():
         for i, text in enumerate(texts):
             data_svc.add_utterance(  # its intents made by labelling, as asked for
-                ctx.db, live(ctx, name), text, intent, "test" if i == 4 else "train", create=True
+                serving_state.db,
+                live(serving_state, name),
+                text,
+                intent,
+                "test" if i == 4 else "train",
+                create=True,
             )
     return name
 
 
-def retrain(ctx, name: str, options: dict[str, Any] | None = None) -> Any:
+def retrain(serving_state, name: str, options: dict[str, Any] | None = None) -> Any:
     """A retrain of project ``name`` run to its end by the worker's own job path, in this
     process (its job, succeeded)."""
     from app import worker
     from app.services.training import retrain_jobs
 
     view, _ = retrain_jobs.request_retrain(
-        ctx.training, live(ctx, name), options or QUICK, enqueue=False
+        serving_state.training, live(serving_state, name), options or QUICK, enqueue=False
     )
-    worker.execute_job(ctx, view.id)
-    done = retrain_jobs.job(ctx.training, view.id)
+    worker.execute_job(serving_state, view.id)
+    done = retrain_jobs.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
     return done
 

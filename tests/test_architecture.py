@@ -369,8 +369,8 @@ def test_a_job_reports_only_the_phases_of_the_one_table():
 def test_the_serving_state_is_a_plain_record_of_its_pieces():
     """``ServingState`` (``app/serving/state.py``) holds one of each piece and nothing else
     (issue 59): a frozen dataclass whose fields are the pieces, built by ``open`` and stopped by
-    ``close``, with no method or property that hands a call on to a piece (``ctx.live.pool``,
-    never ``ctx.pool``). A forward added back, or a field set after it is built, fails here."""
+    ``close``, with no method or property that hands a call on to a piece (``serving_state.live.pool``,
+    never ``serving_state.pool``). A forward added back, or a field set after it is built, fails here."""
     tree = ast.parse((ROOT / "app/serving/state.py").read_text(encoding="utf-8"))
     (record,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServingState"]
     (decorator,) = record.decorator_list

@@ -4,7 +4,7 @@ import pytest
 
 
 @pytest.fixture
-def ctx(tmp_path):
+def serving_state(tmp_path):
     """An app context on a fresh data directory (real SQLite file, real artifact and cache dirs),
     wired to the real queue as `serve` wires it (a test starts a worker when it needs one)."""
     from app.config import load_settings
@@ -18,9 +18,9 @@ def ctx(tmp_path):
 
 
 @pytest.fixture
-def demo(ctx):
+def demo(serving_state):
     """The demo project, as each call of a test resolves it (:class:`tests.handles.Live`)."""
     from app.services.projects.projects import ensure_demo_project
     from tests.handles import live
 
-    return live(ctx, ensure_demo_project(ctx.db))
+    return live(serving_state, ensure_demo_project(serving_state.db))

@@ -65,17 +65,19 @@ def team_context(data_dir: Path) -> Any:
     from app.services.projects.projects import new_project
     from app.serving.state import ServingState
 
-    ctx = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
-    auth.ensure_admin(ctx.db, PASSWORDS["admin"])
-    auth.add_user(ctx.db, "dana", "designer", PASSWORDS["dana"])
-    auth.add_user(ctx.db, "vic", "viewer", PASSWORDS["vic"])
-    new_project(ctx.db, PROJECT)
+    serving_state = ServingState.open(dataclasses.replace(load_settings(data_dir), multi_user=True))
+    auth.ensure_admin(serving_state.db, PASSWORDS["admin"])
+    auth.add_user(serving_state.db, "dana", "designer", PASSWORDS["dana"])
+    auth.add_user(serving_state.db, "vic", "viewer", PASSWORDS["vic"])
+    new_project(serving_state.db, PROJECT)
     for name in ("dana", "vic"):  # members, each with their own role
-        add_member(ctx.db, live(ctx, PROJECT), name)
+        add_member(serving_state.db, live(serving_state, PROJECT), name)
     for intent, texts in EXAMPLES.items():
         for text in texts:
-            data_svc.add_utterance(ctx.db, live(ctx, PROJECT), text, [intent], create=True)
-    return ctx
+            data_svc.add_utterance(
+                serving_state.db, live(serving_state, PROJECT), text, [intent], create=True
+            )
+    return serving_state
 
 
 def raw_request(url: str, head: str, body: bytes = b"", *, timeout: float = 10) -> bytes:

@@ -27,29 +27,31 @@ def team(tmp_path, monkeypatch):
     def cli(*argv: str) -> int:
         return main(["--data-dir", str(data), *argv])
 
-    ctx = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
-    auth.ensure_admin(ctx.db, "admin-password")
-    auth.add_user(ctx.db, "dana", "designer", "designer-password")
-    token = auth.issue_token(ctx.db, "dana")
+    serving_state = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
+    auth.ensure_admin(serving_state.db, "admin-password")
+    auth.add_user(serving_state.db, "dana", "designer", "designer-password")
+    token = auth.issue_token(serving_state.db, "dana")
     monkeypatch.delenv("INTENT_STUDIO_PASSWORD", raising=False)
-    yield cli, ctx, token
-    ctx.close()
+    yield cli, serving_state, token
+    serving_state.close()
 
 
 SETUP = [("token_issued", "dana"), ("added", "dana"), ("added", "admin")]  # the fixture's
 
 
-def since_setup(ctx) -> list[dict]:
+def since_setup(serving_state) -> list[dict]:
     """The security log without the fixture's own three events (newest first)."""
-    log = security_log(ctx.db)
+    log = security_log(serving_state.db)
     assert [(e["action"], e["user"]) for e in log[-3:]] == SETUP
     return log[:-3]
 
 
 def test_adding_a_user_and_issuing_a_token_are_in_the_security_log(team, capsys, monkeypatch):
     """Issue 43, hole 6: `users add` and `users token` left no trace in the security log."""
-    cli, ctx, _ = team
-    assert [(e["action"], e["user"], e["actor"], e["detail"]) for e in security_log(ctx.db)] == [
+    cli, serving_state, _ = team
+    assert [
+        (e["action"], e["user"], e["actor"], e["detail"]) for e in security_log(serving_state.db)
+    ] == [
         ("token_issued", "dana", "", ""),
         ("added", "dana", "", "role designer"),
         ("added", "admin", "first start", "role admin"),
@@ -59,64 +61,66 @@ def test_adding_a_user_and_issuing_a_token_are_in_the_security_log(team, capsys,
     assert cli("users", "token", "vic") == 0
     assert cli("users", "token", "vic") == 0
     token = capsys.readouterr().out.splitlines()[-1]
-    logged = [(e["action"], e["user"], e["detail"]) for e in since_setup(ctx)]
+    logged = [(e["action"], e["user"], e["detail"]) for e in since_setup(serving_state)]
     assert logged == [
         ("token_issued", "vic", "it replaces the earlier token"),
         ("token_issued", "vic", ""),
         ("added", "vic", "role viewer"),
     ]
-    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
-    assert all(token not in str(e) for e in security_log(ctx.db))  # never the token itself
+    assert all(e["actor"].startswith("cli") for e in since_setup(serving_state))
+    assert all(
+        token not in str(e) for e in security_log(serving_state.db)
+    )  # never the token itself
     assert cli("users", "token", "nobody") == 2  # nothing issued, nothing logged
-    assert len(since_setup(ctx)) == 3
+    assert len(since_setup(serving_state)) == 3
 
 
 def test_users_lock_stops_sign_in_sessions_and_token_until_unlock(team, capsys):
-    cli, ctx, token = team
+    cli, serving_state, token = team
     assert cli("users", "lock", "dana") == 0
     assert "Locked dana" in capsys.readouterr().out
-    assert not auth.check_login(ctx.db, "dana", "designer-password")
+    assert not auth.check_login(serving_state.db, "dana", "designer-password")
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
-        auth.token_actor(ctx.db, token)
+        auth.token_actor(serving_state.db, token)
     with pytest.raises(PermissionError, match="dana is locked"):
-        auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer")
+        auth.require(serving_state.db, serving_state.settings.multi_user, "dana", "viewer")
     assert cli("users", "unlock", "dana") == 0
-    assert auth.check_login(ctx.db, "dana", "designer-password")
-    assert auth.token_actor(ctx.db, token).name == "dana"
-    assert [(e["action"], e["user"]) for e in since_setup(ctx)] == [
+    assert auth.check_login(serving_state.db, "dana", "designer-password")
+    assert auth.token_actor(serving_state.db, token).name == "dana"
+    assert [(e["action"], e["user"]) for e in since_setup(serving_state)] == [
         ("unlocked", "dana"),
         ("locked", "dana"),
     ]
-    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
+    assert all(e["actor"].startswith("cli") for e in since_setup(serving_state))
 
 
 def test_users_password_replaces_the_password_and_is_logged(team, capsys, monkeypatch):
-    cli, ctx, _ = team
+    cli, serving_state, _ = team
     monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "a-new-password")
     assert cli("users", "password", "dana") == 0
     assert "New password for dana" in capsys.readouterr().out
-    assert auth.check_login(ctx.db, "dana", "a-new-password")
-    assert not auth.check_login(ctx.db, "dana", "designer-password")
-    assert security_log(ctx.db)[0]["action"] == "password"
+    assert auth.check_login(serving_state.db, "dana", "a-new-password")
+    assert not auth.check_login(serving_state.db, "dana", "designer-password")
+    assert security_log(serving_state.db)[0]["action"] == "password"
     monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "short")
     assert cli("users", "password", "dana") == 2
     assert "at least 8" in capsys.readouterr().err
 
 
 def test_users_remove_ends_everything_and_keeps_the_name_in_the_log(team, capsys, monkeypatch):
-    cli, ctx, token = team
+    cli, serving_state, token = team
     assert cli("users", "remove", "dana") == 0
-    assert not auth.check_login(ctx.db, "dana", "designer-password")
+    assert not auth.check_login(serving_state.db, "dana", "designer-password")
     with pytest.raises(PermissionError):
-        auth.token_actor(ctx.db, token)
+        auth.token_actor(serving_state.db, token)
     with pytest.raises(PermissionError, match="Unknown user 'dana'"):
-        auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer")
+        auth.require(serving_state.db, serving_state.settings.multi_user, "dana", "viewer")
     capsys.readouterr()
     assert cli("users", "list") == 0
     assert "dana\tdesigner\tremoved" in capsys.readouterr().out
     assert cli("users", "lock", "dana") == 2  # nobody to lock
     assert "No user 'dana'" in capsys.readouterr().err
-    assert security_log(ctx.db)[0]["action"] == "removed"
+    assert security_log(serving_state.db)[0]["action"] == "removed"
 
 
 def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
@@ -125,7 +129,7 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     """Issue 43, hole 6: `users add dana` after `users remove dana` silently gave the removed
     account (and its past edits) back under a new password. It is refused, saying how to bring
     dana back on purpose; `users restore` does, and is logged."""
-    cli, ctx, token = team
+    cli, serving_state, token = team
     assert cli("users", "remove", "dana") == 0
     capsys.readouterr()
     monkeypatch.setenv("INTENT_STUDIO_PASSWORD", "another-password")
@@ -133,16 +137,19 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     err = capsys.readouterr().err
     assert "'dana' is the name of a removed user" in err
     assert "`intent-studio users restore dana`" in err and "Nothing was changed" in err
-    assert not auth.check_login(ctx.db, "dana", "another-password")
-    assert [e["action"] for e in since_setup(ctx)] == ["removed"]
+    assert not auth.check_login(serving_state.db, "dana", "another-password")
+    assert [e["action"] for e in since_setup(serving_state)] == ["removed"]
 
     assert cli("users", "restore", "dana") == 0
     assert "Restored dana (designer)" in capsys.readouterr().out  # the role dana had
-    assert auth.check_login(ctx.db, "dana", "another-password")
-    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "designer").name == "dana"
+    assert auth.check_login(serving_state.db, "dana", "another-password")
+    assert (
+        auth.require(serving_state.db, serving_state.settings.multi_user, "dana", "designer").name
+        == "dana"
+    )
     with pytest.raises(PermissionError):  # the old token stays dead
-        auth.token_actor(ctx.db, token)
-    restored = since_setup(ctx)[0]
+        auth.token_actor(serving_state.db, token)
+    restored = since_setup(serving_state)[0]
     assert (restored["action"], restored["user"], restored["detail"]) == (
         "restored",
         "dana",
@@ -155,20 +162,23 @@ def test_users_add_refuses_a_removed_users_name_and_restore_brings_them_back(
     assert "No removed user 'nobody'" in capsys.readouterr().err
     assert cli("users", "remove", "dana") == 0
     assert cli("users", "restore", "dana", "--role", "viewer") == 0
-    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "viewer").role == "viewer"
+    assert (
+        auth.require(serving_state.db, serving_state.settings.multi_user, "dana", "viewer").role
+        == "viewer"
+    )
 
 
 def test_the_last_admin_can_be_neither_removed_nor_locked(team, capsys):
-    cli, ctx, _ = team
+    cli, serving_state, _ = team
     for action in ("remove", "lock"):
         assert cli("users", action, "admin") == 2
         assert "last admin" in capsys.readouterr().err
-    assert auth.check_login(ctx.db, "admin", "admin-password")
-    assert since_setup(ctx) == []
+    assert auth.check_login(serving_state.db, "admin", "admin-password")
+    assert since_setup(serving_state) == []
 
 
 def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monkeypatch):
-    _, ctx, _ = team
+    _, serving_state, _ = team
     checks: list[str] = []
 
     class Counted:  # the app's hasher, counting its checks
@@ -183,11 +193,11 @@ def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monk
             return self.hasher.verify(stored, password)  # type: ignore[attr-defined, no-any-return]
 
     monkeypatch.setattr(auth, "_hasher", Counted(auth._hasher))
-    auth.check_login(ctx.db, "nobody", "a password")  # the dummy hash is made once, here
+    auth.check_login(serving_state.db, "nobody", "a password")  # the dummy hash is made once, here
 
     def timed(name: str) -> float:
         started = time.perf_counter()
-        assert not auth.check_login(ctx.db, name, "wrong password")
+        assert not auth.check_login(serving_state.db, name, "wrong password")
         return time.perf_counter() - started
 
     checks.clear()
@@ -199,33 +209,42 @@ def test_an_unknown_name_costs_the_same_password_check_as_a_known_one(team, monk
 
 
 def test_users_revoke_ends_the_token_only_and_is_logged(team, capsys):
-    cli, ctx, token = team
+    cli, serving_state, token = team
     assert cli("users", "revoke", "dana") == 0
     assert "Revoked dana's API token" in capsys.readouterr().out
     with pytest.raises(PermissionError, match="Unknown or revoked API token"):
-        auth.token_actor(ctx.db, token)
-    assert auth.check_login(ctx.db, "dana", "designer-password")  # the password still signs in
-    assert auth.require(ctx.db, ctx.settings.multi_user, "dana", "designer").name == "dana"
-    assert security_log(ctx.db)[0]["action"] == "token_revoked"
-    assert all(e["actor"].startswith("cli") for e in since_setup(ctx))
+        auth.token_actor(serving_state.db, token)
+    assert auth.check_login(
+        serving_state.db, "dana", "designer-password"
+    )  # the password still signs in
+    assert (
+        auth.require(serving_state.db, serving_state.settings.multi_user, "dana", "designer").name
+        == "dana"
+    )
+    assert security_log(serving_state.db)[0]["action"] == "token_revoked"
+    assert all(e["actor"].startswith("cli") for e in since_setup(serving_state))
     assert cli("users", "revoke", "nobody") == 2
     assert "No user 'nobody'" in capsys.readouterr().err
 
 
 def test_users_role_without_a_role_says_it_and_demotes_nobody(team, capsys):
-    cli, ctx, _ = team
-    auth.add_user(ctx.db, "ada", "admin", "admin-password-2")
+    cli, serving_state, _ = team
+    auth.add_user(serving_state.db, "ada", "admin", "admin-password-2")
     assert cli("users", "role", "ada") == 2
     assert "ada's role is admin; nothing was changed" in capsys.readouterr().err
     assert (
-        auth.require(ctx.db, ctx.settings.multi_user, "ada", "admin").role == "admin"
+        auth.require(serving_state.db, serving_state.settings.multi_user, "ada", "admin").role
+        == "admin"
     )  # unchanged
-    assert [e["action"] for e in since_setup(ctx)] == ["added"]
+    assert [e["action"] for e in since_setup(serving_state)] == ["added"]
 
     assert cli("users", "role", "ada", "--role", "viewer") == 0
     assert "ada is now a viewer" in capsys.readouterr().out
-    assert auth.require(ctx.db, ctx.settings.multi_user, "ada", "viewer").role == "viewer"
-    assert [(e["action"], e["detail"]) for e in since_setup(ctx)][:1] == [
+    assert (
+        auth.require(serving_state.db, serving_state.settings.multi_user, "ada", "viewer").role
+        == "viewer"
+    )
+    assert [(e["action"], e["detail"]) for e in since_setup(serving_state)][:1] == [
         ("role", "admin -> viewer")
     ]
     assert cli("users", "role", "admin", "--role", "designer") == 2  # the last admin stays

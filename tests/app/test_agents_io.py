@@ -63,22 +63,22 @@ def test_a_json_export_needs_its_format_named(tmp_path, capsys):
     ]
 
 
-def test_work_done_in_the_project_is_exported_into_the_kept_agent(ctx, tmp_path):
+def test_work_done_in_the_project_is_exported_into_the_kept_agent(serving_state, tmp_path):
     _, data = watson()
     src = tmp_path / "skill.json"
     src.write_bytes(data)
-    res = import_file(ctx.db, destination(ctx.db, "bank"), src)
+    res = import_file(serving_state.db, destination(serving_state.db, "bank"), src)
     assert res.format == "Watson Assistant skill" and res.inserted == 4
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         assert kept_agent(s, get_project(s, "bank").id).content == data
     more = tmp_path / "more.csv"
     more.write_text(
         "text,label,description\nsomeone took my wallet,card_lost,\n"
         "activate my card,card_activate,The customer wants to start using a card\n"
     )
-    import_file(ctx.db, destination(ctx.db, "bank"), more)
+    import_file(serving_state.db, destination(serving_state.db, "bank"), more)
     out = tmp_path / "out.json"
-    result = export_project(ctx.db, live(ctx, "bank"), out)
+    result = export_project(serving_state.db, live(serving_state, "bank"), out)
     assert result.format == "Watson Assistant skill" and result.rows == 6
     after, before = json.loads(out.read_text()), json.loads(data)
     assert after["dialog_nodes"] == before["dialog_nodes"]

@@ -20,10 +20,10 @@ GIFT = "Buying, sending or spending a gift card or gift voucher"
 QUESTION = "can I buy a gift voucher for my sister"
 
 
-def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, demo):
-    projects.set_settings(ctx.db, demo, {"anchor_weight": "1"})
-    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
-    out = predict_one(ctx.live, demo, QUESTION)
+def test_a_new_intent_with_only_a_description_predicts_a_matching_question(serving_state, demo):
+    projects.set_settings(serving_state.db, demo, {"anchor_weight": "1"})
+    data_svc.create_intent(serving_state.db, demo, "gift_cards", GIFT)
+    out = predict_one(serving_state.live, demo, QUESTION)
     assert out["top"] == "gift_cards" and out["labels"] == ["gift_cards"]
     said = out["explanation"]
     assert said["predicted_by_anchor"]
@@ -32,37 +32,42 @@ def test_a_new_intent_with_only_a_description_predicts_a_matching_question(ctx, 
         in (said["sentence"])
     )
     # the first label counts in the very next prediction: the intent is no longer cold
-    data_svc.add_utterance(ctx.db, demo, "do you sell gift cards", ["gift_cards"], "train")
-    again = predict_one(ctx.live, demo, QUESTION)
+    data_svc.add_utterance(
+        serving_state.db, demo, "do you sell gift cards", ["gift_cards"], "train"
+    )
+    again = predict_one(serving_state.live, demo, QUESTION)
     assert again["top"] == "gift_cards" and not again["explanation"]["predicted_by_anchor"]
     assert again["intents"][0]["best"]["text"] == "do you sell gift cards"
     assert "and its description" in again["explanation"]["sentence"]
 
 
-def test_without_anchors_an_intent_with_no_examples_is_never_predicted(ctx, demo):
-    projects.set_settings(ctx.db, demo, {"anchor_weight": "off"})
-    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
-    out = predict_one(ctx.live, demo, QUESTION)
+def test_without_anchors_an_intent_with_no_examples_is_never_predicted(serving_state, demo):
+    projects.set_settings(serving_state.db, demo, {"anchor_weight": "off"})
+    data_svc.create_intent(serving_state.db, demo, "gift_cards", GIFT)
+    out = predict_one(serving_state.live, demo, QUESTION)
     assert all(s["intent"] != "gift_cards" for s in out["intents"])
     assert all("anchor" not in s for s in out["intents"])
 
 
-def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(ctx, demo, tmp_path):
-    projects.set_settings(ctx.db, demo, {"anchor_weight": 2})
-    data_svc.create_intent(ctx.db, demo, "gift_cards", GIFT)
+def test_a_bundle_of_a_project_with_anchors_predicts_like_the_app(serving_state, demo, tmp_path):
+    projects.set_settings(serving_state.db, demo, {"anchor_weight": 2})
+    data_svc.create_intent(serving_state.db, demo, "gift_cards", GIFT)
     queries = [QUESTION, "where is my parcel", "I forgot my password"]
-    app_rows = predict(ctx.live, demo, queries)
+    app_rows = predict(serving_state.live, demo, queries)
     path = tmp_path / "demo.zip"
-    bundles.export_bundle(ctx.live, demo, path)
+    bundles.export_bundle(serving_state.live, demo, path)
     with load(path) as bundle:
         assert bundle.manifest["anchors"]["texts"]["gift_cards"] == GIFT
         for a, b in zip(app_rows, bundle.predict(queries), strict=True):
             assert (a["top"], a["labels"]) == (b["top"], b["labels"])
             assert a["score"] == pytest.approx(b["score"], abs=1e-4)
     # opened as a project, the bundle keeps the anchors: same cold-start prediction
-    opened = bundles.import_bundle(ctx.factories, path)
-    assert projects.anchors(ctx.db, live(ctx, opened))["weight"] == 2
-    assert predict_one(ctx.live, live(ctx, opened), QUESTION)["top"] == "gift_cards"
+    opened = bundles.import_bundle(serving_state.factories, path)
+    assert projects.anchors(serving_state.db, live(serving_state, opened))["weight"] == 2
+    assert (
+        predict_one(serving_state.live, live(serving_state, opened), QUESTION)["top"]
+        == "gift_cards"
+    )
 
 
 def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
@@ -86,7 +91,7 @@ def test_the_cli_sets_the_weight_and_refuses_a_bad_one(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_with_it(
-    ctx, tmp_path, encoder
+    serving_state, tmp_path, encoder
 ):
     """The separate label encoder is no longer trained (it lost on both bench data sets), but a
     version that has one, here from an older bundle, keeps putting its anchors where it did."""
@@ -95,16 +100,22 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     from app.services.training import retrain_jobs
     from tests.samples import QUICK, cut_copy, make_tiny, rewrite_bundle
 
-    make_tiny(ctx)
-    data_svc.describe_intent(ctx.db, live(ctx, "tiny"), "refund", "Money back for an order")
-    projects.set_settings(ctx.db, live(ctx, "tiny"), {"anchor_weight": 1})
+    make_tiny(serving_state)
+    data_svc.describe_intent(
+        serving_state.db, live(serving_state, "tiny"), "refund", "Money back for an order"
+    )
+    projects.set_settings(serving_state.db, live(serving_state, "tiny"), {"anchor_weight": 1})
     with pytest.raises(ValueError, match="label_encoder='separate' is no longer an option"):
         retrain_jobs.request_retrain(
-            ctx.training, live(ctx, "tiny"), {**QUICK, "label_encoder": "separate"}
+            serving_state.training,
+            live(serving_state, "tiny"),
+            {**QUICK, "label_encoder": "separate"},
         )
-    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, job.id)
-    bundles.export_bundle(ctx.live, live(ctx, "tiny"), tmp_path / "new.zip")
+    job, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, job.id)
+    bundles.export_bundle(serving_state.live, live(serving_state, "tiny"), tmp_path / "new.zip")
 
     label_dir = tmp_path / "label"
     cut_copy(encoder.model, 2).save(str(label_dir), safe_serialization=True)
@@ -121,24 +132,26 @@ def test_an_older_bundle_with_a_separate_label_encoder_still_embeds_the_anchors_
     old = rewrite_bundle(
         tmp_path / "new.zip", tmp_path / "old.zip", as_trained_with_a_label_encoder
     )
-    project = bundles.import_bundle(ctx.factories, old)
-    version = projects.summary(ctx.db, live(ctx, project)).active_model_version_id
-    utterances, _ = resolve_encoder(ctx.factories, live(ctx, project), version)
+    project = bundles.import_bundle(serving_state.factories, old)
+    version = projects.summary(
+        serving_state.db, live(serving_state, project)
+    ).active_model_version_id
+    utterances, _ = resolve_encoder(serving_state.factories, live(serving_state, project), version)
     labels = anchor_encoder_of(utterances)  # the version's reader gave it its label encoder
     assert labels is not utterances and labels.fingerprint != utterances.fingerprint
     anchors = ["Money back for an order", "card lost"]
     query = utterances.encode([QUESTION])[0]
     by_label, by_utterances = labels.encode(anchors) @ query, utterances.encode(anchors) @ query
     assert abs(by_label[0] - by_utterances[0]) > 1e-3  # the two spaces tell them apart
-    out = predict_one(ctx.live, live(ctx, project), QUESTION)
+    out = predict_one(serving_state.live, live(serving_state, project), QUESTION)
     sims = {s["intent"]: s["anchor"] for s in out["intents"]}
     assert sims["refund"] == pytest.approx(by_label[0], abs=1e-4)
     assert sims["card_lost"] == pytest.approx(by_label[1], abs=1e-4)
     # through the embedding cache under the label encoder's own fingerprint, never the other's
-    assert ctx.live.cache.lookup(labels.fingerprint, anchors)[0] is not None
-    assert ctx.live.cache.lookup(utterances.fingerprint, anchors) == [None, None]
+    assert serving_state.live.cache.lookup(labels.fingerprint, anchors)[0] is not None
+    assert serving_state.live.cache.lookup(utterances.fingerprint, anchors) == [None, None]
     # exported again, the bundle carries the anchors as the label encoder put them
-    bundles.export_bundle(ctx.live, live(ctx, project), tmp_path / "again.zip")
+    bundles.export_bundle(serving_state.live, live(serving_state, project), tmp_path / "again.zip")
     with load(tmp_path / "again.zip") as bundle:
         row = bundle.predict([QUESTION])[0]
     assert {s["intent"]: s["anchor"] for s in row["intents"]} == pytest.approx(sims, abs=1e-4)
@@ -171,17 +184,19 @@ def test_a_remembered_evaluation_tells_apart_two_encoders_of_the_anchors(encoder
     assert key(version(False)) == key(version(False)) != key(version(True))
 
 
-def test_a_factory_takes_the_settings_of_the_handle_it_is_given_not_the_row_read_again(ctx, demo):
+def test_a_factory_takes_the_settings_of_the_handle_it_is_given_not_the_row_read_again(
+    serving_state, demo
+):
     """A request reads its project's settings once, with its handle; the Predictor factory it
     asks for is built from those, not from the project's row read again, so one request sees
     one set of settings even while another request changes them."""
     p = demo.handle()  # resolved once, at the request's edge
-    projects.set_settings(ctx.db, demo, {"anchor_weight": "off", "encode_context": "on"})
-    encoder = ctx.models.base_encoder(p.base_encoder)
-    factory = ctx.factories.predictor_factory(p.id, encoder, p.settings)
+    projects.set_settings(serving_state.db, demo, {"anchor_weight": "off", "encode_context": "on"})
+    encoder = serving_state.models.base_encoder(p.base_encoder)
+    factory = serving_state.factories.predictor_factory(p.id, encoder, p.settings)
     assert factory.anchors is not None and factory.anchors.weight == 1.0
     assert not factory.use_context
     now = demo.handle().settings  # the next request's
     assert (now.anchor_weight, now.encode_context) == (0.0, True)
-    later = ctx.factories.predictor_factory(p.id, encoder, now)
+    later = serving_state.factories.predictor_factory(p.id, encoder, now)
     assert later.anchors is None and later.use_context

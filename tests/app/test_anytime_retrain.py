@@ -27,23 +27,27 @@ pytestmark = pytest.mark.slow
 ANYTIME = {"method": "convfit", "epochs": 3, "batch_size": 8}
 
 
-def version(ctx, version_id) -> ModelVersion:
-    with ctx.db.session() as s:
+def version(serving_state, version_id) -> ModelVersion:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, version_id)
         s.expunge(mv)
         return mv
 
 
 def test_a_first_version_serves_before_the_jobs_full_budget_ends(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
-    before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
+    make_tiny(serving_state, encoder=tiny_encoder)
+    before = predict_svc.predict_one(
+        serving_state.live, live(serving_state, "tiny"), "where is my card"
+    )
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx.training, view.id)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), ANYTIME, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
     assert "a first version after step 4 of 12" in done.log
     # the version served while training went on: registered at step 4, steps 5-12 after it
@@ -57,27 +61,33 @@ def test_a_first_version_serves_before_the_jobs_full_budget_ends(
     assert said.startswith(f"v{v} (first pass, step 4 of 12) measured "), said
     assert ": serves · improving: step " in said and " of 12 · " in said
     # it was active (and answered) from its first pass on, if the gate let it
-    mv = version(ctx, done.model_version_id)
+    mv = version(serving_state, done.model_version_id)
     if mv.metrics["gate"]["passed"]:
-        after = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
+        after = predict_svc.predict_one(
+            serving_state.live, live(serving_state, "tiny"), "where is my card"
+        )
         assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
     # one version for the job, whichever checkpoint it serves; the other's files are gone
-    assert [h["version"] for h in version_svc.history(ctx.db, live(ctx, "tiny"))] == [mv.id]
-    models = ctx.artifacts.path(f"projects/{mv.project_id}/models")
+    assert [
+        h["version"] for h in version_svc.history(serving_state.db, live(serving_state, "tiny"))
+    ] == [mv.id]
+    models = serving_state.artifacts.path(f"projects/{mv.project_id}/models")
     assert [p.name for p in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
 
 
 def test_a_later_checkpoint_replaces_the_first_only_when_it_measures_better(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """The same job twice: once as it measures, once with the last checkpoint's measurement
     made worse than the first's (a fault put into the measurement): then the version keeps its
     first pass, and the job says why."""
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    first_job = svc.job(ctx.training, view.id)
-    served = version(ctx, first_job.model_version_id)
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), ANYTIME, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    first_job = svc.job(serving_state.training, view.id)
+    served = version(serving_state, first_job.model_version_id)
     moved = "moves to it" in first_job.log
     assert served.metrics["steps"] == (12 if moved else 4)
     assert ("not better than" in first_job.log) is not moved
@@ -96,37 +106,47 @@ def test_a_later_checkpoint_replaces_the_first_only_when_it_measures_better(
         return measured
 
     monkeypatch.setattr(retrain_checkpoints, "measure", worse_at_the_end)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx.training, view.id)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), ANYTIME, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
-    mv = version(ctx, done.model_version_id)
+    mv = version(serving_state, done.model_version_id)
     assert mv.metrics["steps"] == 4 and mv.metrics.get("of_steps") == 12
     assert mv.config["epochs"] == 1  # what trains this checkpoint again: the first pass alone
     assert "step 12 of 12 measured accuracy" in done.log and "keeps first pass" in done.log
     assert mv.note.startswith("first pass, step 4 of 12.")
 
 
-def test_cancel_while_improving_keeps_the_best_version_measured(ctx, tiny_encoder) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
+def test_cancel_while_improving_keeps_the_best_version_measured(
+    serving_state, tiny_encoder
+) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
     long = {**ANYTIME, "epochs": 100}  # a first pass of 4 steps, then 396 more
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), long, enqueue=False)
-    runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), long, enqueue=False
+    )
+    runner = threading.Thread(target=worker.execute_job, args=(serving_state, view.id))
     runner.start()
     deadline = time.monotonic() + 180
-    while not (now := svc.job(ctx.training, view.id)).improving or now.phase != "training":
+    while (
+        not (now := svc.job(serving_state.training, view.id)).improving or now.phase != "training"
+    ):
         assert now.active and time.monotonic() < deadline, now.log
         time.sleep(0.1)
-    asked = svc.cancel(ctx.db, view.id)
+    asked = svc.cancel(serving_state.db, view.id)
     assert asked.status == "running" and "keeps serving as it is" in asked.message
     runner.join(60)
     assert not runner.is_alive()
-    done = svc.job(ctx.training, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "cancelled", done.log
     assert done.model_version_id == now.model_version_id is not None
     assert "keeps serving its first pass, step 4 of 400 in fp32" in done.message
-    mv = version(ctx, done.model_version_id)
-    assert mv.metrics["steps"] == 4 and ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
-    history = version_svc.history(ctx.db, live(ctx, "tiny"))
+    mv = version(serving_state, done.model_version_id)
+    assert mv.metrics["steps"] == 4 and serving_state.artifacts.verify(
+        mv.artifact_path, mv.artifact_sha256
+    )
+    history = version_svc.history(serving_state.db, live(serving_state, "tiny"))
     assert [h["version"] for h in history] == [mv.id]
     assert history[0]["active"] is mv.metrics["gate"]["passed"]

@@ -21,9 +21,11 @@ from tests.handles import live
 
 
 @pytest.fixture
-def team(ctx):
+def team(serving_state):
     """A multi-user context with an admin, a designer and a viewer."""
-    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")
@@ -75,12 +77,12 @@ def test_a_guarded_callback_refuses_a_viewer_and_changes_nothing(team, demo):
     assert who["intents"] == "track_order"
 
 
-def test_the_first_admin_is_created_once_and_the_last_admin_stays(ctx):
-    generated = auth.ensure_admin(ctx.db, None)
+def test_the_first_admin_is_created_once_and_the_last_admin_stays(serving_state):
+    generated = auth.ensure_admin(serving_state.db, None)
     assert generated and len(generated) >= 12
-    assert auth.check_login(ctx.db, "admin", generated)
-    assert auth.ensure_admin(ctx.db, None) is None
-    with ctx.db.session() as s, pytest.raises(ValueError, match="last admin"):
+    assert auth.check_login(serving_state.db, "admin", generated)
+    assert auth.ensure_admin(serving_state.db, None) is None
+    with serving_state.db.session() as s, pytest.raises(ValueError, match="last admin"):
         set_role(s, "admin", "viewer")
 
 

@@ -33,15 +33,19 @@ QUIET = 0.3  # the quiet spell, shortened for the test
 
 
 @pytest.fixture
-def watcher(ctx):
+def watcher(serving_state):
     budget = dataclasses.replace(budget_for("cpu"), auto_quiet_s=QUIET)
-    return auto_retrain.Watcher(ctx.training, budget)
+    return auto_retrain.Watcher(serving_state.training, budget)
 
 
-def label(ctx, name: str, n: int, intent: str = "card_lost", start: int = 0) -> None:
+def label(serving_state, name: str, n: int, intent: str = "card_lost", start: int = 0) -> None:
     for i in range(start, start + n):
         data_svc.add_utterance(
-            ctx.db, live(ctx, name), f"lost my card again {i}", intent, create=True
+            serving_state.db,
+            live(serving_state, name),
+            f"lost my card again {i}",
+            intent,
+            create=True,
         )
 
 
@@ -49,98 +53,121 @@ def quiet() -> None:
     time.sleep(QUIET + 0.1)
 
 
-def small(ctx, name: str, after: int = 5) -> None:
+def small(serving_state, name: str, after: int = 5) -> None:
     """TINY, its automatic retrain after ``after`` labels, its first retrain done."""
-    make_tiny(ctx, name)
-    settings_svc.change(ctx.live, live(ctx, name), {"auto_retrain_after": str(after)})
-    view, _ = svc.request_retrain(
-        ctx.training, live(ctx, name), {"epochs": 1, "batch_size": 8}, enqueue=False
+    make_tiny(serving_state, name)
+    settings_svc.change(
+        serving_state.live, live(serving_state, name), {"auto_retrain_after": str(after)}
     )
-    worker.execute_job(ctx, view.id)
-    assert svc.job(ctx.training, view.id).status == "succeeded"
+    view, _ = svc.request_retrain(
+        serving_state.training,
+        live(serving_state, name),
+        {"epochs": 1, "batch_size": 8},
+        enqueue=False,
+    )
+    worker.execute_job(serving_state, view.id)
+    assert svc.job(serving_state.training, view.id).status == "succeeded"
 
 
 def test_n_labels_and_a_pause_start_one_retrain_labels_during_it_the_next_never_two(
-    ctx, watcher
+    serving_state, watcher
 ) -> None:
-    small(ctx, "tiny")
-    label(ctx, "tiny", 4)
+    small(serving_state, "tiny")
+    label(serving_state, "tiny", 4)
     quiet()
     assert watcher.start_due() == []  # 4 of 5
-    label(ctx, "tiny", 1, start=4)
+    label(serving_state, "tiny", 1, start=4)
     assert watcher.start_due() == []  # 5 of 5, but still labelling: no pause yet
     quiet()
     [first] = watcher.start_due()
     assert first.trigger == "auto" and first.status == "queued"
     assert watcher.start_due() == []  # queued: one job per project at a time
-    runner = threading.Thread(target=worker.execute_job, args=(ctx, first.id))
+    runner = threading.Thread(target=worker.execute_job, args=(serving_state, first.id))
     runner.start()
     deadline = time.monotonic() + 120
-    while svc.job(ctx.training, first.id).phase in ("", "preparing"):  # its data not read yet
+    while svc.job(serving_state.training, first.id).phase in (
+        "",
+        "preparing",
+    ):  # its data not read yet
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    label(ctx, "tiny", 6, start=5)  # while it runs, after it read its data: for the next one
+    label(
+        serving_state, "tiny", 6, start=5
+    )  # while it runs, after it read its data: for the next one
     quiet()
     assert watcher.start_due() == [] or not runner.is_alive()  # never two at once
     runner.join(120)
-    done = svc.job(ctx.training, first.id)
+    done = svc.job(serving_state.training, first.id)
     assert done.status == "succeeded", done.log
     # "auto" in Versions, Activity and the report
-    [newest, *_] = version_svc.history(ctx.db, live(ctx, "tiny"))
+    [newest, *_] = version_svc.history(serving_state.db, live(serving_state, "tiny"))
     assert newest["version"] == done.model_version_id and newest["trigger"] == "auto"
-    retrains = [a for a in history.activity(ctx.db, live(ctx, "tiny")) if a["user"] == "auto"]
+    retrains = [
+        a
+        for a in history.activity(serving_state.db, live(serving_state, "tiny"))
+        if a["user"] == "auto"
+    ]
     assert [a["action"] for a in retrains] == ["retrain (auto)"] and not retrains[0]["undoable"]
     said = retrains[0]["example"]  # its version named once ("v2: v2: accuracy …" before)
     assert (
         said.startswith(f"v{done.model_version_id}: ")
         and said.count(f"v{done.model_version_id}:") == 1
     ), said
-    if live(ctx, "tiny").active_version_id == done.model_version_id:
-        note = reports.version_note(ctx.db, live(ctx, "tiny").handle())
+    if live(serving_state, "tiny").active_version_id == done.model_version_id:
+        note = reports.version_note(serving_state.db, live(serving_state, "tiny").handle())
         assert note.startswith("retrained automatically after new labels")
     [second] = watcher.start_due()  # the labels given meanwhile make the next one
     assert second.id != first.id and second.trigger == "auto"
-    worker.execute_job(ctx, second.id)
+    worker.execute_job(serving_state, second.id)
     quiet()
     assert watcher.start_due() == []  # nothing new since: none
-    assert auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).weight == 0
+    assert (
+        auto_retrain.state(
+            serving_state.db, live(serving_state, "tiny").handle(), budget_for("cpu")
+        ).weight
+        == 0
+    )
 
 
-def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(ctx, watcher) -> None:
-    small(ctx, "tiny")
-    settings_svc.change(ctx.live, live(ctx, "tiny"), {"auto_retrain": "off"})
-    label(ctx, "tiny", 8)
+def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(
+    serving_state, watcher
+) -> None:
+    small(serving_state, "tiny")
+    settings_svc.change(serving_state.live, live(serving_state, "tiny"), {"auto_retrain": "off"})
+    label(serving_state, "tiny", 8)
     quiet()
     assert watcher.start_due() == []
-    words = auto_retrain.state(ctx.db, live(ctx, "tiny").handle(), budget_for("cpu")).words
+    words = auto_retrain.state(
+        serving_state.db, live(serving_state, "tiny").handle(), budget_for("cpu")
+    ).words
     assert words.startswith("Off: the encoder is retrained only when someone asks")
     # a project its labels cannot train (one intent): refused once, not again until it changes
-    new_project(ctx.db, "one")
-    settings_svc.change(ctx.live, live(ctx, "one"), {"auto_retrain_after": "2"})
-    label(ctx, "one", 3)
+    new_project(serving_state.db, "one")
+    settings_svc.change(serving_state.live, live(serving_state, "one"), {"auto_retrain_after": "2"})
+    label(serving_state, "one", 3)
     quiet()
-    assert watcher.start_due() == [] and ctx.db  # refused: too few intents
+    assert watcher.start_due() == [] and serving_state.db  # refused: too few intents
     refused = dict(watcher.refused)
-    assert set(refused) == {live(ctx, "one").id}
+    assert set(refused) == {live(serving_state, "one").id}
     assert watcher.start_due() == [] and watcher.refused == refused
-    with ctx.db.session() as s:
-        assert jobs.latest_job(s, live(ctx, "one").id) is None
+    with serving_state.db.session() as s:
+        assert jobs.latest_job(s, live(serving_state, "one").id) is None
 
 
-def test_none_starts_while_the_server_beside_it_warms_up(ctx, watcher) -> None:
+def test_none_starts_while_the_server_beside_it_warms_up(serving_state, watcher) -> None:
     """A fresh import's labels call for a retrain at once; it waits for the server's warm-up
     (the first card waits for that), and starts at the next look after it; a warm-up whose
     server was killed holds nothing once its file is stale."""
-    make_tiny(ctx, "tiny")  # its imported labels are new labels: due at once
+    make_tiny(serving_state, "tiny")  # its imported labels are new labels: due at once
     quiet()
-    with warming(ctx.settings.data_dir):
+    with warming(serving_state.settings.data_dir):
         assert watcher.start_due() == []
         assert watcher.start_due() == []
     [started] = watcher.start_due()
     assert started.trigger == "auto"
-    make_tiny(ctx, "other")
+    make_tiny(serving_state, "other")
     quiet()
-    stale = Activity(ctx.settings.data_dir, WARMING)  # a server kill -9'd while warming
+    stale = Activity(serving_state.settings.data_dir, WARMING)  # a server kill -9'd while warming
     stale.touch()
     then = time.time() - WARMING_STALE_S - 1
     os.utime(stale.path, (then, then))
@@ -148,29 +175,31 @@ def test_none_starts_while_the_server_beside_it_warms_up(ctx, watcher) -> None:
     assert other.id != started.id and other.trigger == "auto"
 
 
-def test_each_project_gets_its_turn_however_fast_another_labels(ctx, watcher) -> None:
+def test_each_project_gets_its_turn_however_fast_another_labels(serving_state, watcher) -> None:
     """Two projects whose labels both call for a retrain: one job each, queued in turn; the
     busier project's next one waits for its own to end, behind the other's."""
-    small(ctx, "busy", after=2)
-    small(ctx, "calm", after=2)
-    label(ctx, "busy", 3)
-    label(ctx, "calm", 3)
+    small(serving_state, "busy", after=2)
+    small(serving_state, "calm", after=2)
+    label(serving_state, "busy", 3)
+    label(serving_state, "calm", 3)
     quiet()
     started = watcher.start_due()
     assert sorted(j.project_id for j in started) == sorted(
-        [live(ctx, "busy").id, live(ctx, "calm").id]
+        [live(serving_state, "busy").id, live(serving_state, "calm").id]
     )
-    pending = ctx.training.enqueue.pending()
+    pending = serving_state.training.enqueue.pending()
     assert {j.id for j in started} <= pending
-    label(ctx, "busy", 10, start=3)  # the busy project labels on: still one job of its own
+    label(
+        serving_state, "busy", 10, start=3
+    )  # the busy project labels on: still one job of its own
     quiet()
     assert watcher.start_due() == []
-    with ctx.db.session() as s:
-        queued = [jobs.active_job(s, live(ctx, n).id) for n in ("busy", "calm")]
+    with serving_state.db.session() as s:
+        queued = [jobs.active_job(s, live(serving_state, n).id) for n in ("busy", "calm")]
     assert all(q is not None and q.status == "queued" for q in queued)
 
 
-def test_the_servers_warm_up_says_it_warms_until_it_ends(ctx, monkeypatch) -> None:
+def test_the_servers_warm_up_says_it_warms_until_it_ends(serving_state, monkeypatch) -> None:
     """The file the watcher reads is fresh while `serve`'s warm-up scores the first cards, and
     gone once the server is warm."""
     import gc
@@ -182,13 +211,15 @@ def test_the_servers_warm_up_says_it_warms_until_it_ends(ctx, monkeypatch) -> No
     monkeypatch.setattr(
         queue,
         "warm_up",
-        lambda live: seen.append(Activity(ctx.settings.data_dir, WARMING).recent(WARMING_STALE_S)),
+        lambda live: seen.append(
+            Activity(serving_state.settings.data_dir, WARMING).recent(WARMING_STALE_S)
+        ),
     )
     done = threading.Thread(target=lambda: None)
     done.start()
     try:
-        server._warm_up(ctx, done)
+        server._warm_up(serving_state, done)
     finally:
         gc.unfreeze()
-    assert seen == [True] and ctx.readiness.ready
-    assert not Activity(ctx.settings.data_dir, WARMING).path.exists()
+    assert seen == [True] and serving_state.readiness.ready
+    assert not Activity(serving_state.settings.data_dir, WARMING).path.exists()

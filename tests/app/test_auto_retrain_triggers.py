@@ -34,86 +34,96 @@ QUIET = 1.0  # the quiet spell, shortened for the test
 
 
 @pytest.fixture
-def watcher(ctx):
+def watcher(serving_state):
     budget = dataclasses.replace(budget_for("cpu"), auto_quiet_s=QUIET)
-    return auto_retrain.Watcher(ctx.training, budget)
+    return auto_retrain.Watcher(serving_state.training, budget)
 
 
 def quiet() -> None:
     time.sleep(QUIET + 0.1)
 
 
-def read(ctx, name: str) -> None:
+def read(serving_state, name: str) -> None:
     """A retrain reads the project's labels now (its job marks them; cancelled, it trains
     nothing): what they change from here counts towards the next one."""
-    view, _ = svc.request_retrain(ctx.training, live(ctx, name), enqueue=False)
-    svc.cancel(ctx.db, view.id)
+    view, _ = svc.request_retrain(serving_state.training, live(serving_state, name), enqueue=False)
+    svc.cancel(serving_state.db, view.id)
 
 
-def weight(ctx, name: str) -> float:
-    return auto_retrain.state(ctx.db, live(ctx, name).handle(), budget_for("cpu")).weight
+def weight(serving_state, name: str) -> float:
+    return auto_retrain.state(
+        serving_state.db, live(serving_state, name).handle(), budget_for("cpu")
+    ).weight
 
 
-def unlabelled(ctx, name: str, n: int, stem: str = "where is my parcel") -> list[int]:
-    p = live(ctx, name)
+def unlabelled(serving_state, name: str, n: int, stem: str = "where is my parcel") -> list[int]:
+    p = live(serving_state, name)
     return [
-        data_svc.add_utterance(ctx.db, p, f"{stem} {i}", split="unlabelled")["id"] for i in range(n)
+        data_svc.add_utterance(serving_state.db, p, f"{stem} {i}", split="unlabelled")["id"]
+        for i in range(n)
     ]
 
 
 def test_a_bulk_label_and_its_undo_start_no_retrain_the_same_bulk_label_kept_does(
-    ctx, watcher
+    serving_state, watcher
 ) -> None:
     """The walk of issue 71: a bulk label of 125 rows and its Undo (no label changed in the end)
     started a 10.7-minute retrain."""
-    make_tiny(ctx)
-    rows = unlabelled(ctx, "tiny", 125)
-    read(ctx, "tiny")
-    p = live(ctx, "tiny")
-    done = bulk.label_many(ctx.db, p, rows, "card_lost")
+    make_tiny(serving_state)
+    rows = unlabelled(serving_state, "tiny", 125)
+    read(serving_state, "tiny")
+    p = live(serving_state, "tiny")
+    done = bulk.label_many(serving_state.db, p, rows, "card_lost")
     assert len(done.change) == 125
-    history.undo_batch(ctx.db, p, done.batch)
+    history.undo_batch(serving_state.db, p, done.batch)
     quiet()
     assert watcher.start_due() == []
-    assert weight(ctx, "tiny") == 0
-    bulk.label_many(ctx.db, p, rows, "card_lost")  # this time it stays
-    assert weight(ctx, "tiny") == 125
+    assert weight(serving_state, "tiny") == 0
+    bulk.label_many(serving_state.db, p, rows, "card_lost")  # this time it stays
+    assert weight(serving_state, "tiny") == 125
     quiet()
     [started] = watcher.start_due()
     assert started.trigger == "auto"
 
 
-def test_changes_weigh_what_they_can_change_in_the_model_net(ctx) -> None:
+def test_changes_weigh_what_they_can_change_in_the_model_net(serving_state) -> None:
     """The rule (app.services.training.auto_retrain): a new example 1, 2 where the model that
     served had decided otherwise on its card; a move to another intent 2; a test row nothing; a
     new intent 10 besides its examples; an edit written back nothing; in a pool over 1,000
     examples, each its share of the pool."""
-    make_tiny(ctx)
-    u1, u2 = unlabelled(ctx, "tiny", 2, stem="I cannot see my card")
-    read(ctx, "tiny")
-    p = live(ctx, "tiny")
-    assert weight(ctx, "tiny") == 0
-    new = data_svc.add_utterance(ctx.db, p, "my card is gone for good", "card_lost")["id"]
-    assert weight(ctx, "tiny") == 1
-    data_svc.label_utterance(ctx.db, p, new, ["refund"])  # relabelled, then back: still 1
-    data_svc.label_utterance(ctx.db, p, new, ["card_lost"])
-    assert weight(ctx, "tiny") == 1
+    make_tiny(serving_state)
+    u1, u2 = unlabelled(serving_state, "tiny", 2, stem="I cannot see my card")
+    read(serving_state, "tiny")
+    p = live(serving_state, "tiny")
+    assert weight(serving_state, "tiny") == 0
+    new = data_svc.add_utterance(serving_state.db, p, "my card is gone for good", "card_lost")["id"]
+    assert weight(serving_state, "tiny") == 1
+    data_svc.label_utterance(serving_state.db, p, new, ["refund"])  # relabelled, then back: still 1
+    data_svc.label_utterance(serving_state.db, p, new, ["card_lost"])
+    assert weight(serving_state, "tiny") == 1
     # the Label tab's answers keep the card's decision: a label the model got wrong weighs 2
-    queue_svc.answer(ctx.live, p.handle(), u1, "take", ["card_lost"], served=["balance"])
-    assert weight(ctx, "tiny") == 3
-    queue_svc.answer(ctx.live, p.handle(), u2, "take", ["card_lost"], served=["card_lost"])
-    assert weight(ctx, "tiny") == 4
-    with ctx.db.session() as s:  # an example the last retrain learnt as balance, now a refund
+    queue_svc.answer(serving_state.live, p.handle(), u1, "take", ["card_lost"], served=["balance"])
+    assert weight(serving_state, "tiny") == 3
+    queue_svc.answer(
+        serving_state.live, p.handle(), u2, "take", ["card_lost"], served=["card_lost"]
+    )
+    assert weight(serving_state, "tiny") == 4
+    with (
+        serving_state.db.session() as s
+    ):  # an example the last retrain learnt as balance, now a refund
         moved = find_by_text(s, p.id, "balance please")
     assert moved is not None
-    data_svc.label_utterance(ctx.db, p, moved, ["refund"])
-    assert weight(ctx, "tiny") == 6
-    data_svc.add_utterance(ctx.db, p, "card gone, what now", "card_lost", "test")
-    assert weight(ctx, "tiny") == 6  # the test split: the model learns nothing from it
+    data_svc.label_utterance(serving_state.db, p, moved, ["refund"])
+    assert weight(serving_state, "tiny") == 6
+    data_svc.add_utterance(serving_state.db, p, "card gone, what now", "card_lost", "test")
+    assert weight(serving_state, "tiny") == 6  # the test split: the model learns nothing from it
     for text in ("thanks a lot", "thank you so much"):
-        data_svc.add_utterance(ctx.db, p, text, "thanks", create=True)
-    assert weight(ctx, "tiny") == 6 + 2 + 10
-    assert "a new intent 10" in auto_retrain.state(ctx.db, p.handle(), budget_for("cpu")).words
+        data_svc.add_utterance(serving_state.db, p, text, "thanks", create=True)
+    assert weight(serving_state, "tiny") == 6 + 2 + 10
+    assert (
+        "a new intent 10"
+        in auto_retrain.state(serving_state.db, p.handle(), budget_for("cpu")).words
+    )
 
     # a pool of 1,200 examples: 20 new ones are 1.7 % of it, and weigh 20 * 1000 / 1200
     rows = [
@@ -121,25 +131,25 @@ def test_changes_weigh_what_they_can_change_in_the_model_net(ctx) -> None:
         for i in range(600)
         for stem, intent in (("order", "track_order"), ("refund", "refund"))
     ]
-    import_utterances(ctx.db, destination(ctx.db, "big"), rows)
-    read(ctx, "big")
-    big = live(ctx, "big")
+    import_utterances(serving_state.db, destination(serving_state.db, "big"), rows)
+    read(serving_state, "big")
+    big = live(serving_state, "big")
     for i in range(20):
-        data_svc.add_utterance(ctx.db, big, f"where is order {i} now", "track_order")
-    assert weight(ctx, "big") == round(20 * 1000 / 1200, 2)
+        data_svc.add_utterance(serving_state.db, big, f"where is order {i} now", "track_order")
+    assert weight(serving_state, "big") == round(20 * 1000 / 1200, 2)
 
 
-def test_a_card_on_screen_and_unanswered_holds_the_quiet_spell(ctx, watcher) -> None:
+def test_a_card_on_screen_and_unanswered_holds_the_quiet_spell(serving_state, watcher) -> None:
     """Issue 71: an automatic retrain started between two slow cards while the designer was
     still typing. The spell counts from the Label tab's last card shown (or key); a card asked
     for and not yet shown holds it; once it has passed, the retrain starts."""
-    make_tiny(ctx)  # its imported labels call for a retrain once the project is quiet
-    unlabelled(ctx, "tiny", 3, stem="is my card on its way")
+    make_tiny(serving_state)  # its imported labels call for a retrain once the project is quiet
+    unlabelled(serving_state, "tiny", 3, stem="is my card on its way")
     # the Label tab's own card handler, held as the tab holds it; writes at the pace of the
     # shortened spell (the app's: 2 s under a 3 s spell)
-    work = Working(ctx.db, every=QUIET / 5)
-    start = holding(work)(bind(queue_tab.start, ctx.live))
-    p = live(ctx, "tiny").handle()
+    work = Working(serving_state.db, every=QUIET / 5)
+    start = holding(work)(bind(queue_tab.start, serving_state.live))
+    p = live(serving_state, "tiny").handle()
     quiet()  # no label for a while...
     view = start(p, queue_svc.DEFAULT_ORDER, None)  # ...and the designer opens the Label tab
     assert view.state.item is not None  # a card on screen, unanswered
@@ -168,27 +178,31 @@ def test_a_card_on_screen_and_unanswered_holds_the_quiet_spell(ctx, watcher) -> 
     assert started.trigger == "auto"
 
 
-def test_keys_without_an_answer_hold_the_spell_and_a_viewer_holds_nothing(ctx, watcher) -> None:
+def test_keys_without_an_answer_hold_the_spell_and_a_viewer_holds_nothing(
+    serving_state, watcher
+) -> None:
     """Typing an intent's name sends no answer: the page's keys say someone works (the hidden
     button queue_activity.seen). A viewer's page cannot hold a project's retrains off."""
     from app.access import auth
     from app.services.projects.members import add_member
     from app.ui.queue_activity import seen
 
-    make_tiny(ctx)
-    settings_svc.change(ctx.live, live(ctx, "tiny"), {"auto_retrain_after": "5"})
-    work = Working(ctx.db, every=QUIET / 5)
-    viewer = auth.add_user(ctx.db, "vic", "viewer", "vic-password")
-    add_member(ctx.db, live(ctx, "tiny").handle(), "vic", "viewer")
+    make_tiny(serving_state)
+    settings_svc.change(
+        serving_state.live, live(serving_state, "tiny"), {"auto_retrain_after": "5"}
+    )
+    work = Working(serving_state.db, every=QUIET / 5)
+    viewer = auth.add_user(serving_state.db, "vic", "viewer", "vic-password")
+    add_member(serving_state.db, live(serving_state, "tiny").handle(), "vic", "viewer")
     quiet()
     end = time.monotonic() + 3 * QUIET
     while time.monotonic() < end:  # a designer typing a name, key after key
-        seen(work, live(ctx, "tiny").handle())
+        seen(work, live(serving_state, "tiny").handle())
         work.wait_written()
         assert watcher.start_due() == []
         time.sleep(QUIET / 4)
     quiet()
-    seen(work, live(ctx, "tiny", viewer).handle())  # a viewer's keys: nothing held
+    seen(work, live(serving_state, "tiny", viewer).handle())  # a viewer's keys: nothing held
     work.wait_written()
     [started] = watcher.start_due()
     assert started.trigger == "auto"

@@ -31,20 +31,25 @@ QUERIES = ["I can't find my card anywhere", "how much cash is in my account", "h
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     """A data directory with a trained, active version (made once for the module)."""
-    ctx = ServingState.open(load_settings(tmp_path_factory.mktemp("source") / "data"))
-    make_tiny(ctx)
+    serving_state = ServingState.open(load_settings(tmp_path_factory.mktemp("source") / "data"))
+    make_tiny(serving_state)
     # A LoRA version: the artifact is small, so rewriting the archive below stays quick.
     job, _ = retrain_jobs.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+        serving_state.training,
+        live(serving_state, "tiny"),
+        {**QUICK, "method": "lora"},
+        enqueue=False,
     )
-    worker.execute_job(ctx, job.id)
+    worker.execute_job(serving_state, job.id)
     from app.services.models.versions import activate
 
     activate(
-        ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx.training, job.id).model_version_id
+        serving_state.factories,
+        live(serving_state, "tiny"),
+        retrain_jobs.job(serving_state.training, job.id).model_version_id,
     )
-    yield ctx
-    ctx.close()
+    yield serving_state
+    serving_state.close()
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +61,15 @@ def backed_up(source, tmp_path_factory):
 
 
 def test_a_restored_instance_predicts_identically(source, backed_up, tmp_path, capsys):
-    ctx = source
+    serving_state = source
     target = tmp_path / "restored"
     assert main(["--data-dir", str(target), "restore", str(backed_up)]) == 0
     restored = ServingState.open(load_settings(target))
     try:
-        assert history(restored.db, live(restored, "tiny")) == history(ctx.db, live(ctx, "tiny"))
-        before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
+        assert history(restored.db, live(restored, "tiny")) == history(
+            serving_state.db, live(serving_state, "tiny")
+        )
+        before = predict_svc.predict(serving_state.live, live(serving_state, "tiny"), QUERIES)
         after = predict_svc.predict(restored.live, live(restored, "tiny"), QUERIES)
         for a, b in zip(before, after, strict=True):
             assert a["top"] == b["top"]

@@ -60,21 +60,21 @@ OUT_OF_SCOPE = [
 ]  # fmt: skip
 
 
-def test_frozen_bundle_predicts_like_the_app_and_its_predict_py_too(ctx, demo, tmp_path):
+def test_frozen_bundle_predicts_like_the_app_and_its_predict_py_too(serving_state, demo, tmp_path):
     """A bundle of the demo project (anchors, out-of-scope thresholds) answers 50 questions as
     the app does, loaded by the app and run by its own predict.py with onnxruntime, tokenizers
     and numpy alone; its fp32 ONNX encoder is the only copy of the weights it carries."""
     from tests.core.bundle.test_standalone import assert_same, run_predict_py
 
     out = tmp_path / "demo.zip"
-    info = svc.export_bundle(ctx.live, demo, out)
+    info = svc.export_bundle(serving_state.live, demo, out)
     assert info["model_version"] is None and info["exemplars"] > 100
     names = zipfile.ZipFile(out).namelist()
     assert {"predict.py", "onnx/model.onnx", "onnx/tokenizer.json"} <= set(names)
     assert not [n for n in names if n.endswith(".safetensors")]
     texts = IN_SCOPE + OUT_OF_SCOPE
     assert len(texts) == 50
-    app = predict_svc.predict(ctx.live, demo, texts)
+    app = predict_svc.predict(serving_state.live, demo, texts)
     with load(out) as predictor:
         assert predictor.manifest["method"] == "frozen"
         assert predictor.manifest["thresholds"] and predictor.manifest["anchors"]
@@ -88,29 +88,35 @@ def test_frozen_bundle_predicts_like_the_app_and_its_predict_py_too(ctx, demo, t
 
 
 @pytest.mark.slow
-def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_path):
-    make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, job.id)
-    version = retrain_jobs.job(ctx.training, job.id).model_version_id
+def test_trained_version_bundle_matches_the_app_and_opens_read_only(serving_state, tmp_path):
+    make_tiny(serving_state)
+    job, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, job.id)
+    version = retrain_jobs.job(serving_state.training, job.id).model_version_id
     from app.services.models.versions import activate
 
-    activate(ctx.factories, live(ctx, "tiny"), version)
+    activate(serving_state.factories, live(serving_state, "tiny"), version)
     out = tmp_path / "tiny.zip"
-    info = svc.export_bundle(ctx.live, live(ctx, "tiny"), out)
+    info = svc.export_bundle(serving_state.live, live(serving_state, "tiny"), out)
     assert info["model_version"] == version
-    app_out = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
+    app_out = predict_svc.predict(serving_state.live, live(serving_state, "tiny"), QUERIES)
     with load(out) as predictor:
         assert predictor.manifest["model_version"] == version
         assert predictor.manifest["encoder_kind"] == "full"
         same_predictions(app_out, predictor.predict(QUERIES))
 
-    name = svc.import_bundle(ctx.factories, out)
+    name = svc.import_bundle(serving_state.factories, out)
     assert name == "tiny (bundle)"
-    same_predictions(app_out, predict_svc.predict(ctx.live, live(ctx, name), QUERIES))
-    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["convfit"]
+    same_predictions(
+        app_out, predict_svc.predict(serving_state.live, live(serving_state, name), QUERIES)
+    )
+    assert [h["method"] for h in history(serving_state.db, live(serving_state, name))] == [
+        "convfit"
+    ]
     with pytest.raises(StorageError, match="read-only"):
-        data_svc.add_utterance(ctx.db, live(ctx, name), "new text", "balance")
+        data_svc.add_utterance(serving_state.db, live(serving_state, name), "new text", "balance")
 
     # fp32: the version's safetensors once, its ONNX graph reading their bytes beside them
     from tests.core.bundle.test_standalone import assert_same, run_predict_py
@@ -123,7 +129,9 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     # int8: the int8 graph alone, no fp32 weights; the app predicts with it, predict.py too,
     # and it cannot become a project (nothing to serve and measure in fp32)
     small = tmp_path / "tiny-int8.zip"
-    assert svc.export_bundle(ctx.live, live(ctx, "tiny"), small, int8=True)["int8"]
+    assert svc.export_bundle(serving_state.live, live(serving_state, "tiny"), small, int8=True)[
+        "int8"
+    ]
     names = zipfile.ZipFile(small).namelist()
     assert "onnx/model.int8.onnx" in names and "predict.py" in names
     assert not [n for n in names if n.endswith(".safetensors") or n.startswith("encoder/")]
@@ -131,15 +139,15 @@ def test_trained_version_bundle_matches_the_app_and_opens_read_only(ctx, tmp_pat
     with load(small) as predictor:
         assert predictor.manifest["encoder_kind"] == "onnx"
         assert_same(predictor.predict(QUERIES), run_predict_py(small, QUERIES, tmp_path))
-    projects = project_names(ctx.db)
+    projects = project_names(serving_state.db)
     with pytest.raises(ValueError, match="int8 ONNX only"):
-        svc.import_bundle(ctx.factories, small)
-    assert project_names(ctx.db) == projects
+        svc.import_bundle(serving_state.factories, small)
+    assert project_names(serving_state.db) == projects
 
 
-def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
+def test_a_tampered_bundle_imports_nothing(serving_state, demo, tmp_path):
     out = tmp_path / "demo.zip"
-    svc.export_bundle(ctx.live, demo, out)
+    svc.export_bundle(serving_state.live, demo, out)
     bad = tmp_path / "bad.zip"
     with zipfile.ZipFile(out) as src, zipfile.ZipFile(bad, "w") as dst:
         for item in src.infolist():
@@ -147,11 +155,11 @@ def test_a_tampered_bundle_imports_nothing(ctx, demo, tmp_path):
             if item.filename == "exemplars.jsonl":  # its sha256 in the manifest no longer matches
                 data = data.replace(b"where is my order", b"WHERE is my order")
             dst.writestr(item, data)
-    projects = project_names(ctx.db)
+    projects = project_names(serving_state.db)
     with pytest.raises(ValueError, match=r"exemplars\.jsonl"):
-        svc.import_bundle(ctx.factories, bad)
-    assert project_names(ctx.db) == projects
-    assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
+        svc.import_bundle(serving_state.factories, bad)
+    assert project_names(serving_state.db) == projects
+    assert not list(serving_state.settings.artifacts_dir.glob("imported/*"))
 
 
 def test_bundle_cli_export_then_predict(tmp_path, capsys):
@@ -173,14 +181,19 @@ def test_bundle_cli_export_then_predict(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("target", ["nlu.yml", "intents.zip", "folder"])
-def test_interchange_formats_round_trip_through_a_project(ctx, demo, tmp_path, target):
+def test_interchange_formats_round_trip_through_a_project(serving_state, demo, tmp_path, target):
     out = tmp_path / target
-    n = io_svc.export_project(ctx.db, demo, out).rows
-    labelled = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx.db, demo) if r.labels)
+    n = io_svc.export_project(serving_state.db, demo, out).rows
+    labelled = sorted(
+        (r.text, r.labels) for r in io_svc.export_rows(serving_state.db, demo) if r.labels
+    )
     assert n > 0
-    result = io_svc.import_file(ctx.db, destination(ctx.db, "copy"), out)
+    result = io_svc.import_file(serving_state.db, destination(serving_state.db, "copy"), out)
     assert result.inserted == len(labelled)
-    copied = sorted((r.text, r.labels) for r in io_svc.export_rows(ctx.db, live(ctx, "copy")))
+    copied = sorted(
+        (r.text, r.labels)
+        for r in io_svc.export_rows(serving_state.db, live(serving_state, "copy"))
+    )
     assert copied == labelled
 
 
@@ -191,23 +204,28 @@ def adapter_bundle(tmp_path_factory, encoder):
     return write_adapter_bundle(tmp_path_factory.mktemp("adapter"), encoder)
 
 
-def test_a_sound_adapter_bundle_becomes_the_active_version(ctx, adapter_bundle):
-    name = svc.import_bundle(ctx.factories, adapter_bundle)
-    assert [h["method"] for h in history(ctx.db, live(ctx, name))] == ["lora"]
+def test_a_sound_adapter_bundle_becomes_the_active_version(serving_state, adapter_bundle):
+    name = svc.import_bundle(serving_state.factories, adapter_bundle)
+    assert [h["method"] for h in history(serving_state.db, live(serving_state, name))] == ["lora"]
     assert (
-        predict_svc.predict(ctx.live, live(ctx, name), ["I lost my card"])[0]["top"] == "lost_card"
+        predict_svc.predict(serving_state.live, live(serving_state, name), ["I lost my card"])[0][
+            "top"
+        ]
+        == "lost_card"
     )
 
 
-def test_a_bundle_whose_weights_cannot_load_imports_nothing(ctx, adapter_bundle, tmp_path):
+def test_a_bundle_whose_weights_cannot_load_imports_nothing(
+    serving_state, adapter_bundle, tmp_path
+):
     from tests.core.bundle.test_weights import ADAPTER, Q_A, edit_tensors, rewrite
 
     bad = rewrite(adapter_bundle, tmp_path / "bad.zip", edit_tensors(ADAPTER, lambda t: t.pop(Q_A)))
-    projects = project_names(ctx.db)
+    projects = project_names(serving_state.db)
     with pytest.raises(BundleError, match=r"lacks 1 tensor\(s\) of the base encoder 'minilm'"):
-        svc.import_bundle(ctx.factories, bad)
-    assert project_names(ctx.db) == projects
-    assert not list(ctx.settings.artifacts_dir.glob("imported/*"))
+        svc.import_bundle(serving_state.factories, bad)
+    assert project_names(serving_state.db) == projects
+    assert not list(serving_state.settings.artifacts_dir.glob("imported/*"))
 
 
 @pytest.mark.parametrize(
@@ -249,22 +267,24 @@ def test_opening_a_bundle_in_a_team_tells_nothing_of_hidden_projects_and_is_boun
     from app.services.projects.projects import new_project
     from tests.app.live import PROJECT, team_context
 
-    ctx = team_context(tmp_path / "data")
+    serving_state = team_context(tmp_path / "data")
     try:
         bundle = tmp_path / "shop.zip"
-        svc.export_bundle(ctx.live, live(ctx, PROJECT), bundle)
-        new_project(ctx.db, "shop (bundle)")  # the admin's; dana is no member
-        dana = actor_of(ctx.db, "dana")
+        svc.export_bundle(serving_state.live, live(serving_state, PROJECT), bundle)
+        new_project(serving_state.db, "shop (bundle)")  # the admin's; dana is no member
+        dana = actor_of(serving_state.db, "dana")
         monkeypatch.setattr(svc, "BUNDLES", 2)
         with acting_as(dana):
-            opened = [svc.import_bundle(ctx.factories, bundle) for _ in range(2)]
+            opened = [svc.import_bundle(serving_state.factories, bundle) for _ in range(2)]
             with pytest.raises(StorageError, match="dana already has 2 projects opened from"):
-                svc.import_bundle(ctx.factories, bundle)
-            seen = project_names(ctx.db)
+                svc.import_bundle(serving_state.factories, bundle)
+            seen = project_names(serving_state.db)
         for name in opened:
             assert re.fullmatch(r"shop \(bundle [0-9a-f]{8}\)", name), name
             assert name in seen
         assert "shop (bundle)" not in seen
-        assert len(project_names(ctx.db)) == 4  # shop, the admin's and dana's two: no third
+        assert (
+            len(project_names(serving_state.db)) == 4
+        )  # shop, the admin's and dana's two: no third
     finally:
-        ctx.close()
+        serving_state.close()

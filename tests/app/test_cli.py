@@ -317,13 +317,13 @@ def test_one_utterance_is_deleted_and_undone_from_the_command_line(tmp_path, cap
         from app.serving.state import ServingState
         from storage.utterances import list_utterances
 
-        ctx = ServingState.open(load_settings(tmp_path / "data"))
+        serving_state = ServingState.open(load_settings(tmp_path / "data"))
         try:
-            p = open_project(ctx.db, "shop", LOCAL)
-            with ctx.db.session() as s:
+            p = open_project(serving_state.db, "shop", LOCAL)
+            with serving_state.db.session() as s:
                 return {u.text: (u.id, "|".join(u.labels)) for u in list_utterances(s, p.id)}
         finally:
-            ctx.close()
+            serving_state.close()
 
     before = rows()
     parcel = before["where is my parcel"][0]

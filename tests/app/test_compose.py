@@ -219,7 +219,7 @@ def test_the_worker_healthcheck_is_the_workers_own_check_on_its_data_dir():
         assert check.data_dir == studio_args(worker).data_dir
 
 
-def test_the_app_healthcheck_asks_the_readiness_route_on_the_app_s_port(ctx):
+def test_the_app_healthcheck_asks_the_readiness_route_on_the_app_s_port(serving_state):
     """Issue 57 item 4: the healthcheck asked /health, which said 200 before the warm-up ended;
     /ready says 503 until the app can serve."""
     from fastapi.testclient import TestClient
@@ -231,10 +231,10 @@ def test_the_app_healthcheck_asks_the_readiness_route_on_the_app_s_port(ctx):
     (url,) = re.findall(r"'(http://[^']+)'", test[3])
     parts = urlsplit(url)
     assert parts.hostname == "127.0.0.1" and parts.port == studio_args("app").port
-    with TestClient(create_api(ctx)) as client:
-        ctx.readiness.warming(3)  # as serve's warm-up does
+    with TestClient(create_api(serving_state)) as client:
+        serving_state.readiness.warming(3)  # as serve's warm-up does
         warming = client.get(parts.path)  # no token: the healthcheck has none
-        ctx.readiness.warm()
+        serving_state.readiness.warm()
         warm = client.get(parts.path)
     assert warming.status_code == 503 and warming.json()["state"] == "warming up: 0 of 3 projects"
     assert warm.status_code == 200 and warm.json() == {"ready": True, "state": "ready", "down": []}

@@ -169,7 +169,7 @@ def test_the_device_is_asked_once_and_a_configured_one_wins(monkeypatch):
         process_device.cache_clear()
 
 
-def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch):
+def test_a_new_project_starts_on_the_encoder_its_device_affords(serving_state, monkeypatch):
     """On a GPU a new project starts on mpnet when it is installed, else on MiniLM (said in the
     log); on a CPU on MiniLM. Imports create projects the same way."""
     from app.services.projects import projects as project_svc
@@ -181,8 +181,8 @@ def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch
     assert new_project_encoder(budget_for("cuda")) == ("mpnet" if installed else "minilm")
 
     # the process's own budget decides when none is named (this machine: a CPU)
-    project_svc.new_project(ctx.db, "fresh")
-    with ctx.db.session() as s:
+    project_svc.new_project(serving_state.db, "fresh")
+    with serving_state.db.session() as s:
         assert get_project(s, "fresh").base_encoder == "minilm"
     if not installed:  # a GPU whose mpnet is installed: the registry finds a folder
         monkeypatch.setitem(
@@ -193,7 +193,9 @@ def test_a_new_project_starts_on_the_encoder_its_device_affords(ctx, monkeypatch
     assert new_project_encoder(budget_for("cuda")) == "mpnet"
 
 
-def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ctx, monkeypatch):
+def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(
+    serving_state, monkeypatch
+):
     """One project setting switches the base encoder; the line says so, with this device's
     reason for its default and the cost of the other encoder here."""
     from app.services.models import encoders
@@ -202,13 +204,13 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
     from tests.handles import live
     from tests.samples import make_tiny
 
-    make_tiny(ctx)
-    tiny = live(ctx, "tiny")
-    view = encoders.encoder_view(ctx.db, tiny, budget_for("cpu"))
+    make_tiny(serving_state)
+    tiny = live(serving_state, "tiny")
+    view = encoders.encoder_view(serving_state.db, tiny, budget_for("cpu"))
     assert view.name == "minilm" and "Serving: the frozen minilm encoder" in view.serving
     assert view.why.startswith("MiniLM (384-d) is the default on a CPU")
     assert "Switching is one project setting" in view.switch
-    on_gpu = encoders.encoder_view(ctx.db, tiny, budget_for("cuda"))
+    on_gpu = encoders.encoder_view(serving_state.db, tiny, budget_for("cuda"))
     assert "on this GPU a new project starts on mpnet" in on_gpu.why
     assert "mpnet" in encoders.switch_cost("minilm", budget_for("cpu"), 23.0)
 
@@ -219,17 +221,19 @@ def test_the_train_tab_says_which_encoder_serves_why_and_what_switching_costs(ct
         "minilm-b",
         dataclasses.replace(registry.registry()["minilm"], name="minilm-b"),
     )
-    after, message = settings_svc.change(ctx.live, tiny, {"base_encoder": "minilm-b"})
+    after, message = settings_svc.change(serving_state.live, tiny, {"base_encoder": "minilm-b"})
     assert message == "Changed base_encoder minilm → minilm-b."
     assert after.base_encoder == "minilm-b" and tiny.base_encoder == "minilm-b"
     assert "This project chose it" in after.effects["base_encoder"]
     assert "base_encoder = minilm-b" in after.lines()
     with pytest.raises(ValueError, match="Unknown encoder"):
-        settings_svc.change(ctx.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"})
+        settings_svc.change(
+            serving_state.live, tiny, {"base_encoder": "bert-huge", "anchor_weight": "2"}
+        )
     assert tiny.base_encoder == "minilm-b" and tiny.settings.anchor_weight == 1.0
 
 
-def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_costs(ctx):
+def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_costs(serving_state):
     """The Data tab's Project settings line (and the CLI's) for ``oos_calibration``, as a
     function of the device: on a GPU auto is held-out and says what it buys; on a CPU auto is
     quick and says what held-out would cost here; a project's own choice is said as its own."""
@@ -238,17 +242,17 @@ def test_the_settings_line_says_which_calibration_runs_here_and_what_held_out_co
     from tests.handles import live
     from tests.samples import make_tiny
 
-    make_tiny(ctx)
-    tiny = live(ctx, "tiny")
-    on_gpu = calibration_line(ctx.live, tiny, budget_for("cuda"))
+    make_tiny(serving_state)
+    tiny = live(serving_state, "tiny")
+    on_gpu = calibration_line(serving_state.live, tiny, budget_for("cuda"))
     assert on_gpu.startswith("Auto: held-out on this GPU: after each retrain's version serves, 5")
     assert "about 4x a retrain's training on this GPU" in on_gpu
     assert on_gpu.endswith("Serving now: the pool's own scores.")
-    on_cpu = calibration_line(ctx.live, tiny, budget_for("cpu"))
+    on_cpu = calibration_line(serving_state.live, tiny, budget_for("cpu"))
     assert on_cpu.startswith("Auto: quick on this CPU (thresholds from the pool's own scores).")
     assert "Held-out would take about 4x a retrain's training on this CPU" in on_cpu
-    settings_svc.change(ctx.live, tiny, {"oos_calibration": "held-out"})
-    chosen = calibration_line(ctx.live, live(ctx, "tiny"), budget_for("cpu"))
+    settings_svc.change(serving_state.live, tiny, {"oos_calibration": "held-out"})
+    chosen = calibration_line(serving_state.live, live(serving_state, "tiny"), budget_for("cpu"))
     assert chosen.startswith("Held-out: after each retrain's version serves") and "CPU" in chosen
 
 
@@ -283,22 +287,24 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
                 asked = retrain_jobs.cancel(self.training.db, self.job_id)
                 assert asked.status == "running" and "keeps serving" in asked.message
 
-    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
+    serving_state = ServingState.open(
+        dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
+    )
     try:
-        demo = live(ctx, ensure_demo_project(ctx.db))
-        view, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
-        with ctx.db.write() as s:
+        demo = live(serving_state, ensure_demo_project(serving_state.db))
+        view, _ = retrain_jobs.request_retrain(serving_state.training, demo, QUICK, enqueue=False)
+        with serving_state.db.write() as s:
             jobs.claim_job(s, view.id, pid=1)
         spec = retrain_jobs.RetrainSpec.from_job(view.config)
-        reporter = Cancelling(ctx.training, view.id)
+        reporter = Cancelling(serving_state.training, view.id)
         try:
             run = dataclasses.replace(
-                worker.retrain_run(ctx, view.id, reporter), budget=budget_for("cuda")
+                worker.retrain_run(serving_state, view.id, reporter), budget=budget_for("cuda")
             )
             version, message = run_retrain(run, view.project_id, spec.encoder, spec.head)
         finally:
             reporter.close()
-        with ctx.db.session() as s:
+        with serving_state.db.session() as s:
             mv = s.get(ModelVersion, version)
             log = jobs.get_job(s, view.id).log
             served = active_version(s, view.project_id)
@@ -315,8 +321,8 @@ def test_a_retrain_under_a_gpus_budget_serves_fp32_then_calibrates_and_a_cancel_
             calibration["method"] == "quick" and "calibration was stopped" in calibration["reason"]
         )
         assert "Out of scope: the held-out calibration was stopped (cancelled" in message
-        assert ctx.live.pool(view.project_id).calibration.corrected_by is None
-        models = ctx.artifacts.path(mv.artifact_path).parent
+        assert serving_state.live.pool(view.project_id).calibration.corrected_by is None
+        models = serving_state.artifacts.path(mv.artifact_path).parent
         assert [f.name for f in models.iterdir()] == [mv.artifact_path.rsplit("/", 1)[1]]
     finally:
-        ctx.close()
+        serving_state.close()

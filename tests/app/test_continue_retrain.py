@@ -30,37 +30,39 @@ NEW = [
 ]
 
 
-def version(ctx, version_id) -> ModelVersion:
-    with ctx.db.session() as s:
+def version(serving_state, version_id) -> ModelVersion:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, version_id)
         s.expunge(mv)
         return mv
 
 
-def active_id(ctx, name: str) -> int | None:
-    with ctx.db.session() as s:
+def active_id(serving_state, name: str) -> int | None:
+    with serving_state.db.session() as s:
         return s.query(Project).filter_by(name=name).one().active_model_version_id
 
 
-def label_more(ctx, name: str) -> None:
+def label_more(serving_state, name: str) -> None:
     for text, intent in NEW:
-        data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train", create=True)
+        data_svc.add_utterance(
+            serving_state.db, live(serving_state, name), text, intent, "train", create=True
+        )
 
 
 def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serves(
-    ctx, monkeypatch
+    serving_state, monkeypatch
 ) -> None:
     """MiniLM (what a version learns is MiniLM's): v1 from the base, then four labels (a new
     intent among them) and a retrain whose first checkpoint is v1 trained on with them, which
     serves; the from-base run behind it is not measured at its first pass."""
-    make_tiny(ctx)
-    first = retrain(ctx, "tiny")
-    assert active_id(ctx, "tiny") == first.model_version_id
+    make_tiny(serving_state)
+    first = retrain(serving_state, "tiny")
+    assert active_id(serving_state, "tiny") == first.model_version_id
     assert "continuing" not in first.log  # a project's first version comes from the base
-    label_more(ctx, "tiny")
+    label_more(serving_state, "tiny")
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    done = retrain(ctx, "tiny", {**QUICK, "epochs": 2})
+    done = retrain(serving_state, "tiny", {**QUICK, "epochs": 2})
     v1 = first.model_version_id
     words = f"continuing v{v1} with 4 new or changed labels (1 new intents)"
     assert f"training: {words}" in done.log
@@ -70,8 +72,8 @@ def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serve
     served = [r for r in RecordingReporter.rows if r.model_version_id is not None]
     assert served and served[0].served_step < served[0].train_steps
     assert any(r.phase == "training" and r.improving for r in served)
-    mv = version(ctx, done.model_version_id)
-    assert active_id(ctx, "tiny") == mv.id
+    mv = version(serving_state, done.model_version_id)
+    assert active_id(serving_state, "tiny") == mv.id
     assert mv.metrics["gate"]["passed"]
     if mv.metrics.get("continued"):  # the from-base run did not measure better: it stays
         assert mv.note.startswith(words)
@@ -80,21 +82,21 @@ def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serve
     assert mv.artifact_size < 12e6
     int8 = mv.metrics.get("int8") or {}
     if int8.get("artifact"):
-        copy = ctx.artifacts.path(int8["artifact"])
+        copy = serving_state.artifacts.path(int8["artifact"])
         size = sum(p.stat().st_size for p in copy.rglob("*") if p.is_file())
         assert mv.artifact_size + size < 25e6, (mv.artifact_size, size)
 
 
 def test_a_version_the_whole_split_says_lost_goes_back_to_the_one_before(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """The gate measures a sample of the test split (here 2 of its 4 questions); once training
     ends the version is measured on all of it for the record, and when that says it lost
     beyond the gate's tolerance (a fault put into that measurement) the version before it
     serves again, and the version, the job and its log say so."""
-    make_tiny(ctx, encoder=tiny_encoder)
-    first = retrain(ctx, "tiny")
-    label_more(ctx, "tiny")
+    make_tiny(serving_state, encoder=tiny_encoder)
+    first = retrain(serving_state, "tiny")
+    label_more(serving_state, "tiny")
     cpu = compute.budget_for("cpu")
     monkeypatch.setattr(
         compute, "budget_for", lambda device: dataclasses.replace(cpu, gate_sample=2)
@@ -109,19 +111,19 @@ def test_a_version_the_whole_split_says_lost_goes_back_to_the_one_before(
         return measured
 
     monkeypatch.setattr(retrain_checkpoints, "measure", worse_on_the_whole_split)
-    done = retrain(ctx, "tiny", {**QUICK, "epochs": 2})
+    done = retrain(serving_state, "tiny", {**QUICK, "epochs": 2})
     v1 = first.model_version_id
     assert "on 2 of 4 test questions" in done.log
     assert "on the whole test split" in done.log
     assert f"kept back on the whole split: v{v1} serves again" in done.log
-    assert active_id(ctx, "tiny") == v1
-    mv = version(ctx, done.model_version_id)
+    assert active_id(serving_state, "tiny") == v1
+    mv = version(serving_state, done.model_version_id)
     assert mv.metrics["gate"]["passed"] is False
     assert "questions" not in mv.metrics["gate"]  # the record is the whole split's
 
 
 def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_rest(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """Issue 71 item 6: a continuation the gate keeps back (a fault put into its measurement)
     is said as such while the job goes on: the Train tab's line, the Label tab's line and REST's
@@ -129,10 +131,10 @@ def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_r
     from app.api.routes import _job as rest_job
     from app.services.training import serving_now as now_svc
 
-    make_tiny(ctx, encoder=tiny_encoder)
-    first = retrain(ctx, "tiny")
+    make_tiny(serving_state, encoder=tiny_encoder)
+    first = retrain(serving_state, "tiny")
     v1 = first.model_version_id
-    label_more(ctx, "tiny")
+    label_more(serving_state, "tiny")
     real = retrain_checkpoints.measure
 
     def continuation_measured_worse(*args, **kwargs):
@@ -147,7 +149,7 @@ def test_a_kept_back_first_version_is_said_in_the_train_tab_the_label_line_and_r
     monkeypatch.setattr(retrain_checkpoints, "measure", continuation_measured_worse)
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    done = retrain(ctx, "tiny", {**QUICK, "epochs": 2})
+    done = retrain(serving_state, "tiny", {**QUICK, "epochs": 2})
     kept = [r for r in RecordingReporter.rows if r.status == "running" and "kept back" in r.verdict]
     assert kept, done.log
     row = kept[-1]

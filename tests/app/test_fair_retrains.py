@@ -26,42 +26,48 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_manual_request_of_one_user_goes_ahead_of_queued_automatic_ones_of_another(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
-    ana = auth.add_user(ctx.db, "ana", "designer", "ana-password")
-    ben = auth.add_user(ctx.db, "ben", "designer", "ben-password")
+    ana = auth.add_user(serving_state.db, "ana", "designer", "ana-password")
+    ben = auth.add_user(serving_state.db, "ben", "designer", "ben-password")
     for name, who in (("a1", "ana"), ("a2", "ana"), ("a3", "ana"), ("b", "ben")):
-        make_tiny(ctx, name, encoder=tiny_encoder)
-        add_member(ctx.db, live(ctx, name).handle(), who, "designer")
-    settings_svc.change(ctx.live, live(ctx, "b"), {"auto_retrain": "off"})
+        make_tiny(serving_state, name, encoder=tiny_encoder)
+        add_member(serving_state.db, live(serving_state, name).handle(), who, "designer")
+    settings_svc.change(serving_state.live, live(serving_state, "b"), {"auto_retrain": "off"})
     for name in ("a1", "a2", "a3"):  # ana labels her three projects
-        data_svc.add_utterance(ctx.db, live(ctx, name, ana), "my card vanished", "card_lost")
+        data_svc.add_utterance(
+            serving_state.db, live(serving_state, name, ana), "my card vanished", "card_lost"
+        )
     quiet = dataclasses.replace(budget_for("cpu"), auto_quiet_s=0.2)
     time.sleep(0.3)
-    autos = auto_retrain.Watcher(ctx.training, quiet).start_due()
+    autos = auto_retrain.Watcher(serving_state.training, quiet).start_due()
     assert sorted(j.project_id for j in autos) == sorted(
-        live(ctx, n).id for n in ("a1", "a2", "a3")
+        live(serving_state, n).id for n in ("a1", "a2", "a3")
     )
-    mine, created = svc.request_retrain(ctx.training, live(ctx, "b", ben), QUICK)
+    mine, created = svc.request_retrain(
+        serving_state.training, live(serving_state, "b", ben), QUICK
+    )
     assert created and mine.user_id == ben.id
 
     # the worker takes the queue's first message (ana's first job) and runs its task
-    huey, _ = worker.make_queue(ctx.settings)
-    monkeypatch.setattr(worker, "_worker_ctx", ctx)  # the worker's context: this process's
+    huey, _ = worker.make_queue(serving_state.settings)
+    monkeypatch.setattr(
+        worker, "_worker_ctx", serving_state
+    )  # the worker's context: this process's
     first = huey.dequeue()
     assert first is not None and first.args == (autos[0].id,)
     huey.execute(first)
-    done = svc.job(ctx.training, mine.id)
+    done = svc.job(serving_state.training, mine.id)
     assert done.status == "succeeded", done.log  # ben's request went first
-    assert all(svc.job(ctx.training, j.id).status == "queued" for j in autos)
+    assert all(svc.job(serving_state.training, j.id).status == "queued" for j in autos)
     # each queued job still has its own message: none is failed as lost
-    assert ctx.training.enqueue is not None
-    assert ctx.training.enqueue.pending() >= {j.id for j in autos}
+    assert serving_state.training.enqueue is not None
+    assert serving_state.training.enqueue.pending() >= {j.id for j in autos}
 
     # ana's jobs end (cancelled); the messages left wake the worker for nothing more
     for j in autos:
-        svc.cancel(ctx.db, j.id)
+        svc.cancel(serving_state.db, j.id)
     while (task := huey.dequeue()) is not None:
         huey.execute(task)
-    assert [svc.job(ctx.training, j.id).status for j in autos] == ["cancelled"] * 3
-    assert svc.job(ctx.training, mine.id).status == "succeeded"
+    assert [svc.job(serving_state.training, j.id).status for j in autos] == ["cancelled"] * 3
+    assert svc.job(serving_state.training, mine.id).status == "succeeded"

@@ -41,23 +41,25 @@ def studio(tmp_path_factory):
     """The team's app on loopback, its data directory as the server's working directory (as in
     the team's image); eve is a designer in no project, "hidden" a project only the admin sees.
     Yields (base URL, the context, dora's report of the project, the admin's export of hidden)."""
-    ctx = team_context(tmp_path_factory.mktemp("files") / "data")
-    auth.add_user(ctx.db, "eve", "designer", PASSWORDS["eve"])
-    auth.add_user(ctx.db, "dora", "designer", PASSWORDS["dora"])
-    add_member(ctx.db, live(ctx, PROJECT), "dora")
-    new_project(ctx.db, "hidden")
-    report = download_path(ctx.settings, f"{PROJECT}-report.html", live(ctx, PROJECT).id)
+    serving_state = team_context(tmp_path_factory.mktemp("files") / "data")
+    auth.add_user(serving_state.db, "eve", "designer", PASSWORDS["eve"])
+    auth.add_user(serving_state.db, "dora", "designer", PASSWORDS["dora"])
+    add_member(serving_state.db, live(serving_state, PROJECT), "dora")
+    new_project(serving_state.db, "hidden")
+    report = download_path(
+        serving_state.settings, f"{PROJECT}-report.html", live(serving_state, PROJECT).id
+    )
     report.write_bytes(REPORT)
-    export = download_path(ctx.settings, "hidden.csv", live(ctx, "hidden").id)
+    export = download_path(serving_state.settings, "hidden.csv", live(serving_state, "hidden").id)
     export.write_bytes(b"text,label\nthe hidden line,secret\n")
     was = os.getcwd()
-    os.chdir(ctx.settings.data_dir)
+    os.chdir(serving_state.settings.data_dir)
     try:
-        with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
-            yield base, ctx, report, export
+        with serving(web.web_app(serving_state, host="127.0.0.1", port=0)) as base:
+            yield base, serving_state, report, export
     finally:
         os.chdir(was)
-        ctx.close()
+        serving_state.close()
 
 
 def browser(base: str, name: str) -> httpx.Client:
@@ -130,19 +132,23 @@ def fetch(client: httpx.Client, route: str, spelled: str) -> Answer:
 
 
 def test_no_spelling_of_a_download_reaches_someone_who_may_not_read_its_project(studio, tmp_path):
-    base, ctx, report, export = studio
+    base, serving_state, report, export = studio
     dora, vic, eve, admin = (browser(base, n) for n in ("dora", "vic", "eve", "admin"))
-    remove_member(ctx.db, live(ctx, PROJECT), "dora")  # dora built the report, then was removed
+    remove_member(
+        serving_state.db, live(serving_state, PROJECT), "dora"
+    )  # dora built the report, then was removed
     try:
         served, refused = [], set()
-        for what, spelled in spellings(report, ctx.settings.data_dir, tmp_path).items():
+        for what, spelled in spellings(report, serving_state.settings.data_dir, tmp_path).items():
             for route in ROUTES:
                 for who, client in (("dora", dora), ("eve", eve)):
                     got = fetch(client, route, spelled)
                     if got.status_code != 404 or REPORT in got.content:
                         served.append((what, route, who, got.status_code))
                     refused.add(got.text)
-        for what, spelled in spellings(export, ctx.settings.data_dir, tmp_path / "x").items():
+        for what, spelled in spellings(
+            export, serving_state.settings.data_dir, tmp_path / "x"
+        ).items():
             for route in ROUTES:
                 for who, client in (("vic", vic), ("eve", eve)):  # no member of "hidden"
                     got = fetch(client, route, spelled)
@@ -152,9 +158,9 @@ def test_no_spelling_of_a_download_reaches_someone_who_may_not_read_its_project(
         assert served == []
         assert len(refused) == 1 and "No such download" in refused.pop()  # says nothing more
     finally:
-        add_member(ctx.db, live(ctx, PROJECT), "dora")
+        add_member(serving_state.db, live(serving_state, PROJECT), "dora")
     # those who may read it get it, by every spelling (each names it), always as an attachment
-    for what, spelled in spellings(report, ctx.settings.data_dir, tmp_path / "y").items():
+    for what, spelled in spellings(report, serving_state.settings.data_dir, tmp_path / "y").items():
         for client in (dora, vic, admin):
             got = fetch(client, "/gradio_api/file=", spelled)
             assert got.status_code == 200 and got.content == REPORT, (what, got.status_code)
@@ -163,7 +169,7 @@ def test_no_spelling_of_a_download_reaches_someone_who_may_not_read_its_project(
 
 
 def test_an_upload_is_served_only_to_whoever_uploaded_it(studio, tmp_path):
-    base, ctx, _, _ = studio
+    base, serving_state, _, _ = studio
     dora, vic, eve, admin = (browser(base, n) for n in ("dora", "vic", "eve", "admin"))
     body = b"text,label\ndora's private line,track_order\n"
     sent = dora.post("/gradio_api/upload", files=[("files", ("rows.csv", body, "text/csv"))])
@@ -178,17 +184,17 @@ def test_an_upload_is_served_only_to_whoever_uploaded_it(studio, tmp_path):
         assert own.status_code == 200 and own.content == body
         assert own.headers["content-disposition"].startswith("attachment")
     finally:
-        ctx.uploads.used_up(path)
+        serving_state.uploads.used_up(path)
 
 
 def test_nothing_else_is_served_whatever_its_spelling(studio, tmp_path):
     """The database, its WAL, a model file, a file outside the app: 404 for everyone, the admin
     too (a file route serves downloads and uploads, nothing else)."""
-    base, ctx, _, _ = studio
+    base, serving_state, _, _ = studio
     admin = browser(base, "admin")
     outside = tmp_path / "notes.txt"
     outside.write_text("a file of the server's account")
-    data_dir = ctx.settings.data_dir
+    data_dir = serving_state.settings.data_dir
     for target in (data_dir / "studio.db", data_dir / "downloads" / ".keep", outside):
         if not target.exists():
             target.write_text("x")

@@ -36,13 +36,13 @@ PASSWORDS = {**PASSWORDS, "eve": "eve-password"}
 def studio(tmp_path_factory):
     """The team's app on loopback; eve, a designer, is a member of no project; "hidden" is a
     project nobody but the admin sees. Yields (base URL, the endpoints' info)."""
-    ctx = team_context(tmp_path_factory.mktemp("studio") / "data")
-    auth.add_user(ctx.db, "eve", "designer", PASSWORDS["eve"])
-    new_project(ctx.db, "hidden")
-    with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
+    serving_state = team_context(tmp_path_factory.mktemp("studio") / "data")
+    auth.add_user(serving_state.db, "eve", "designer", PASSWORDS["eve"])
+    new_project(serving_state.db, "hidden")
+    with serving(web.web_app(serving_state, host="127.0.0.1", port=0)) as base:
         info = signed_in(base, "dana").get("/gradio_api/info").json()["named_endpoints"]
         yield base, info
-    ctx.close()
+    serving_state.close()
 
 
 def signed_in(base: str, name: str) -> httpx.Client:

@@ -16,8 +16,8 @@ from tests.app.live import PASSWORDS, PROJECT, serving, team_context
 
 
 def test_one_sessions_flood_of_gradio_calls_is_refused_past_its_share(tmp_path):
-    ctx = team_context(tmp_path / "data")
-    with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
+    serving_state = team_context(tmp_path / "data")
+    with serving(web.web_app(serving_state, host="127.0.0.1", port=0)) as base:
 
         async def run() -> tuple[list[httpx.Response], str]:
             # Twice the share at once, each call on a connection of its own: a call answers as
@@ -53,7 +53,7 @@ def test_one_sessions_flood_of_gradio_calls_is_refused_past_its_share(tmp_path):
                 return await asyncio.gather(*flood), answer.text
 
         flood, dana = asyncio.run(run())
-    ctx.close()
+    serving_state.close()
     codes = [r.status_code for r in flood]
     assert set(codes) <= {200, 429}
     # Before: all 200 queued, ahead of dana. How many are refused depends on how fast the box

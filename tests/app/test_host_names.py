@@ -29,15 +29,21 @@ def studio(tmp_path_factory):
     from app.serving.state import ServingState
 
     settings = load_settings(tmp_path_factory.mktemp("host") / "data")
-    ctx = ServingState.open(dataclasses.replace(settings, public_hosts=("studio.example",)))
-    new_project(ctx.db, "shop")
+    serving_state = ServingState.open(
+        dataclasses.replace(settings, public_hosts=("studio.example",))
+    )
+    new_project(serving_state.db, "shop")
     data_svc.add_utterance(
-        ctx.db, live(ctx, "shop"), "where is my parcel", ["track_order"], create=True
+        serving_state.db,
+        live(serving_state, "shop"),
+        "where is my parcel",
+        ["track_order"],
+        create=True,
     )
     port = free_port()
-    with serving(web.web_app(ctx, host="127.0.0.1", port=port), port=port) as base:
-        yield base, port, ctx
-    ctx.close()
+    with serving(web.web_app(serving_state, host="127.0.0.1", port=port), port=port) as base:
+        yield base, port, serving_state
+    serving_state.close()
 
 
 def calls(base: str, host: str) -> list[httpx.Response]:
@@ -52,24 +58,24 @@ def calls(base: str, host: str) -> list[httpx.Response]:
     ]
 
 
-def texts(ctx) -> list[str]:
-    return [r["text"] for r in data_svc.table(ctx.db, live(ctx, "shop"))]
+def texts(serving_state) -> list[str]:
+    return [r["text"] for r in data_svc.table(serving_state.db, live(serving_state, "shop"))]
 
 
 def test_another_host_name_is_refused_and_changes_nothing(studio):
-    base, port, ctx = studio
+    base, port, serving_state = studio
     for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", ""):
         answers = calls(base, host)
         assert [a.status_code for a in answers] == [400] * 4, host
         assert "INTENT_STUDIO_PUBLIC_HOST" in answers[0].json()["error"]
-    assert texts(ctx) == ["where is my parcel"]
+    assert texts(serving_state) == ["where is my parcel"]
 
 
 def test_the_apps_own_names_are_served(studio):
-    base, port, ctx = studio
+    base, port, serving_state = studio
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "studio.example"):
         assert [a.status_code for a in calls(base, host)] == [200] * 4, host
-    assert "track it please" in texts(ctx)
+    assert "track it please" in texts(serving_state)
 
 
 @pytest.mark.parametrize("path", ["/config", "/gradio_api/info", "/api/v1/projects"])

@@ -115,7 +115,7 @@ def served(tmp_path_factory):
 
 
 @pytest.fixture
-def ctx(served):
+def serving_state(served):
     return served[0]
 
 
@@ -128,7 +128,7 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     """Issue 55: on a CPU the version answers as soon as it is measured, in fp32; its int8 copy
     is built after, and replaces it in the app's server once it passed parity (the switch is
     logged, both measurements shown)."""
-    ctx, demo, server = served
+    serving_state, demo, server = served
     seen = _Watching.seen
     # when the int8 phase started the version was registered, active and answering in the
     # server's process with its fp32 encoder; no int8 copy existed
@@ -137,17 +137,19 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     assert type(seen["encoder"]) is Encoder
     assert (
         seen["encoder"].fingerprint
-        == ctx.models.encoder_for_version(_state(ctx, demo)[1]).fingerprint
+        == serving_state.models.encoder_for_version(_state(serving_state, demo)[1]).fingerprint
     )
     assert not any(name.endswith("-int8") for name in seen["copies"])
     assert seen["answer"]
     # the job then built the copy, checked it, measured it and switched the version to it
-    _, mv = _state(ctx, demo)
+    _, mv = _state(serving_state, demo)
     recorded = VersionMetrics.from_dict(mv.metrics)
     assert recorded.measured_with == "int8" and recorded.fp32.measured_with == "fp32"
     assert mv.metrics["int8"]["artifact"] == f"{mv.artifact_path}-int8"
-    assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)  # its own files unchanged
-    done = retrain_jobs.job(ctx.training, seen["job"].id)
+    assert serving_state.artifacts.verify(
+        mv.artifact_path, mv.artifact_sha256
+    )  # its own files unchanged
+    done = retrain_jobs.job(serving_state.training, seen["job"].id)
     assert done.status == "succeeded"
     assert f"v{mv.id} is active: it answers in fp32" in done.log
     assert f"v{mv.id} switched to its int8 copy: top-1 agreement" in done.log
@@ -160,13 +162,13 @@ def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_t
     it started, the version answered in the app's server with the thresholds of its pool's own
     scores; once it ended, the server's pool serves the thresholds the version recorded, made by
     its correction, and says what calibrated them."""
-    ctx, demo, server = served
+    serving_state, demo, server = served
     seen = _Watching.calibrating
     assert seen["job"].status == "running" and seen["job"].model_version_id == seen["version"]
     assert seen["model_version"] == seen["version"] and seen["answer"]
     quick = seen["calibration"]
     assert quick.corrected_by is None and seen["thresholds"] == quick.thresholds
-    _, mv = _state(ctx, demo)
+    _, mv = _state(serving_state, demo)
     record = mv.metrics["oos_calibration"]
     assert record["method"] == "held-out" and record["folds"] == 5
     # its trained examples (multi-label ones too); those held out: the single-label ones
@@ -181,45 +183,51 @@ def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_t
     explained = project_svc.out_of_scope(server.live, live(server, DEMO))["message"]
     assert f"Calibrated by v{mv.id}'s held-out calibration" in explained
     assert f"from their own scores it would be {quick.default:.2f}" in explained
-    done = retrain_jobs.job(ctx.training, seen["job"].id)
+    done = retrain_jobs.job(serving_state.training, seen["job"].id)
     assert done.status == "succeeded"
     assert f"Out of scope: v{mv.id}'s thresholds come from its held-out calibration" in done.message
     assert "calibrating out of scope on 5 held-out encoders" in done.log
     assert f"Out of scope: v{mv.id}'s thresholds" in mv.note
 
 
-def _state(ctx, project):
-    with ctx.db.session() as s:
+def _state(serving_state, project):
+    with serving_state.db.session() as s:
         p = get_project(s, str(project))
         mv = active_version(s, p.id)
         assert mv is not None
         return p.id, mv
 
 
-def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(ctx, trained):
-    pid, mv = _state(ctx, trained)
+def test_a_version_whose_int8_passed_serves_it_and_agrees_with_fp32(serving_state, trained):
+    pid, mv = _state(serving_state, trained)
     info = mv.metrics["int8"]
     assert info["passed"] is True and info["agreement"] >= 0.99 and info["n"] == 40
-    folder = int8_folder(ctx.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
+    folder = int8_folder(
+        serving_state.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics)
+    )
     assert (folder / "model.int8.onnx").is_file()
 
-    pool = ctx.live.pool(pid)
+    pool = serving_state.live.pool(pid)
     assert isinstance(pool.encoder, OnnxEncoder)
     # the pool's vectors are the int8 encoder's own
     text = next(iter(pool.items.values()))[0]
-    assert np.allclose(ctx.live.cache.encode(pool.encoder, [text]), pool.encoder.encode([text]))
+    assert np.allclose(
+        serving_state.live.cache.encode(pool.encoder, [text]), pool.encoder.encode([text])
+    )
 
     texts = [t for t, _ in pool.items.values()]
-    int8_out = predict_svc.predict(ctx.live, live(ctx, trained), texts, show=0)
-    fp32 = ctx.models.encoder_for_version(mv)
+    int8_out = predict_svc.predict(serving_state.live, live(serving_state, trained), texts, show=0)
+    fp32 = serving_state.models.encoder_for_version(mv)
     vecs = fp32.encode(texts)
     fp32_top = [p.top for p in _fp32_index(pool, vecs).classify(vecs, k=1, show=0)]
     agree = np.mean([a["top"] == b for a, b in zip(int8_out, fp32_top, strict=True)])
     assert agree >= 0.99
-    assert "int8 ONNX" in version_svc.serving(ctx.db, live(ctx, trained))
+    assert "int8 ONNX" in version_svc.serving(serving_state.db, live(serving_state, trained))
 
 
-def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, trained, tmp_path):
+def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(
+    serving_state, trained, tmp_path
+):
     """Recorded = served (issue 46): the version's metrics and its gate are the int8 copy's, the
     same numbers a fresh measurement of the served Predictor gives (own cache, nothing
     remembered) and that Try's answers on the test rows reproduce; the fp32 encoder's stand
@@ -227,54 +235,56 @@ def test_a_version_records_and_gates_on_the_int8_encoder_that_serves_it(ctx, tra
     from app.services.models.evaluation import evaluate_version, evaluation_inputs, live_evaluation
     from core.encoding.cache import EmbeddingCache
 
-    p = live(ctx, trained)
-    _, mv = _state(ctx, trained)
+    p = live(serving_state, trained)
+    _, mv = _state(serving_state, trained)
     recorded = VersionMetrics.from_dict(mv.metrics)
     assert recorded.measured_with == "int8" and recorded.fp32 is not None
     assert recorded.fp32.measured_with == "fp32"
     assert "int8 encoder that serves it" in recorded.gate["reason"]
 
-    factory, _, data, multi = evaluation_inputs(ctx.factories, p)
+    factory, _, data, multi = evaluation_inputs(serving_state.factories, p)
     assert isinstance(factory.encoder, OnnxEncoder) and not multi
     fresh, _ = evaluate_version(factory, data, EmbeddingCache(tmp_path / "cache"))
     assert (fresh.accuracy, fresh.macro_f1) == (recorded.accuracy, recorded.macro_f1)
-    answers = predict_svc.predict(ctx.live, p, data.test_texts, show=0)
+    answers = predict_svc.predict(serving_state.live, p, data.test_texts, show=0)
     hits = [a["top"] in gold for a, gold in zip(answers, data.test_labels, strict=True)]
     assert np.mean(hits) == pytest.approx(recorded.accuracy)
-    shown = version_svc.metrics(ctx.db, p)
+    shown = version_svc.metrics(serving_state.db, p)
     assert shown.measured_with == "int8" and shown.accuracy == recorded.accuracy
-    assert live_evaluation(ctx.factories, p).accuracy == recorded.accuracy
+    assert live_evaluation(serving_state.factories, p).accuracy == recorded.accuracy
 
     fp32, _ = evaluate_version(
-        ctx.factories.version_factory(p.id, mv, p.base_encoder, p.settings), data, ctx.live.cache
+        serving_state.factories.version_factory(p.id, mv, p.base_encoder, p.settings),
+        data,
+        serving_state.live.cache,
     )
     assert fp32.accuracy == recorded.fp32.accuracy
-    project_svc.set_settings(ctx.db, p, {"serve_int8": "off"})
+    project_svc.set_settings(serving_state.db, p, {"serve_int8": "off"})
     try:
-        p = live(ctx, trained)
-        shown = version_svc.metrics(ctx.db, p)
+        p = live(serving_state, trained)
+        shown = version_svc.metrics(serving_state.db, p)
         assert shown.measured_with == "fp32" and shown.accuracy == fp32.accuracy
         assert shown.gate == recorded.gate and shown.base == recorded.base
-        assert live_evaluation(ctx.factories, p).accuracy == fp32.accuracy
+        assert live_evaluation(serving_state.factories, p).accuracy == fp32.accuracy
     finally:
-        project_svc.set_settings(ctx.db, p, {"serve_int8": "on"})
+        project_svc.set_settings(serving_state.db, p, {"serve_int8": "on"})
 
 
-def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(ctx, trained):
+def test_the_active_versions_map_is_drawn_in_the_space_that_serves_it(serving_state, trained):
     """Its first map encodes nothing: the pool, the queue and the test split already have their
     int8 vectors (the retrain's parity check and first card); its colours are what Try says."""
     from app.services.design import maps
 
-    factory, _ = maps.map_factory(ctx.factories, trained, None)
+    factory, _ = maps.map_factory(serving_state.factories, trained, None)
     assert isinstance(factory.encoder, OnnxEncoder)
-    before = ctx.live.cache.encoded
-    view = maps.get_map(ctx.maps, live(ctx, trained), method="pca")
-    assert ctx.live.cache.encoded == before
+    before = serving_state.live.cache.encoded
+    view = maps.get_map(serving_state.maps, live(serving_state, trained), method="pca")
+    assert serving_state.live.cache.encoded == before
     row = next(i for i, s in zip(view.ids, view.splits, strict=True) if s == "test")
     text = view.texts[view.ids.index(row)]
     assert (
         view.predicted[view.ids.index(row)]
-        == predict_svc.predict_one(ctx.live, live(ctx, trained), text)["top"]
+        == predict_svc.predict_one(serving_state.live, live(serving_state, trained), text)["top"]
     )
 
 
@@ -289,25 +299,29 @@ def _fp32_index(pool, vecs):
     return index
 
 
-def test_the_setting_off_serves_fp32_and_on_again_int8(ctx, trained, capsys):
-    pid, _ = _state(ctx, trained)
-    project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "off"})
-    line = version_svc.serving(ctx.db, live(ctx, trained))
+def test_the_setting_off_serves_fp32_and_on_again_int8(serving_state, trained, capsys):
+    pid, _ = _state(serving_state, trained)
+    project_svc.set_settings(serving_state.db, live(serving_state, trained), {"serve_int8": "off"})
+    line = version_svc.serving(serving_state.db, live(serving_state, trained))
     assert "fp32" in line and "turned off" in line
-    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
+    assert isinstance(serving_state.live.pool(pid).encoder, Encoder)
     assert (
-        predict_svc.predict(ctx.live, live(ctx, trained), ["where is my parcel"])[0]["top"]
+        predict_svc.predict(
+            serving_state.live, live(serving_state, trained), ["where is my parcel"]
+        )[0]["top"]
         == "track_order"
     )
 
-    data_dir = str(ctx.settings.data_dir)
+    data_dir = str(serving_state.settings.data_dir)
     on = ["--set", "serve_int8=on"]
     assert main(["--data-dir", data_dir, "settings", "--project", str(trained), *on]) == 0
     assert "Serving: int8 ONNX" in capsys.readouterr().out
-    assert isinstance(ctx.live.pool(pid).encoder, OnnxEncoder)
+    assert isinstance(serving_state.live.pool(pid).encoder, OnnxEncoder)
 
 
-def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_encoder(ctx, trained):
+def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_encoder(
+    serving_state, trained
+):
     """A version trained with a separate label encoder (an option that has left TrainConfig)
     serving its int8 copy: the copy encodes the utterances, the label encoder the anchors, as
     before; a version trained since embeds its anchors with its int8 copy itself."""
@@ -315,10 +329,10 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     from core.encoding import anchor_encoder_of
     from tests.samples import cut_copy
 
-    _, mv = _state(ctx, trained)
-    folder = ctx.artifacts.path("older-label")
-    shutil.copytree(ctx.artifacts.path(mv.artifact_path), folder)
-    label = cut_copy(ctx.models.encoder_for_version(mv).model, 2)
+    _, mv = _state(serving_state, trained)
+    folder = serving_state.artifacts.path("older-label")
+    shutil.copytree(serving_state.artifacts.path(mv.artifact_path), folder)
+    label = cut_copy(serving_state.models.encoder_for_version(mv).model, 2)
     label.save(str(folder / "label_encoder"), safe_serialization=True)
     meta = json.loads((folder / "model.json").read_text())
     meta["config"].update(label_encoder="separate", label_layers=2)
@@ -332,7 +346,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
         artifact_path="older-label",
         artifact_sha256="older",
     )
-    models = Models(ctx.artifacts, "cpu")
+    models = Models(serving_state.artifacts, "cpu")
     served = models.serving_encoder(older, older.base_encoder, ProjectSettings())
     assert isinstance(served, OnnxEncoder)
     labels = anchor_encoder_of(served)
@@ -345,7 +359,7 @@ def test_the_int8_copy_of_an_older_version_embeds_its_anchors_with_its_label_enc
     assert isinstance(current, OnnxEncoder) and anchor_encoder_of(current) is current
 
 
-def _bundle_answers(ctx, project, path, texts, tmp, **options):
+def _bundle_answers(serving_state, project, path, texts, tmp, **options):
     """Export a bundle of the project and run its own predict.py in a bare environment (numpy,
     onnxruntime and tokenizers only); its manifest and answers."""
     import zipfile
@@ -353,13 +367,13 @@ def _bundle_answers(ctx, project, path, texts, tmp, **options):
     from app.services.projects.bundles import export_bundle
     from tests.core.bundle.test_standalone import run_predict_py
 
-    export_bundle(ctx.live, live(ctx, project), path, **options)
+    export_bundle(serving_state.live, live(serving_state, project), path, **options)
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
     return manifest, run_predict_py(path, texts, tmp)
 
 
 def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
-    ctx, trained, tmp_path
+    serving_state, trained, tmp_path
 ):
     """Issue 66 item 5: an int8 bundle queried fp32 pool vectors and calibrated its own
     thresholds (its own fold ids: 0.6672 against the app's 0.6681 on BANKING77), so 991 and
@@ -369,8 +383,8 @@ def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
     1,000 BANKING77 questions: ``python -m bench.bundle_parity``)."""
     from tests.app.test_bundles_service import IN_SCOPE, OUT_OF_SCOPE
 
-    pid, mv = _state(ctx, trained)
-    with ctx.db.session() as s:
+    pid, mv = _state(serving_state, trained)
+    with serving_state.db.session() as s:
         tests = [u.text for u in list_utterances(s, pid, split="test")]
     texts = IN_SCOPE + OUT_OF_SCOPE + tests
     assert len(texts) >= 80
@@ -378,10 +392,12 @@ def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
     def decided(rows):
         return [(r["top"], r["oos"], r["labels"]) for r in rows]
 
-    pool = ctx.live.settled(pid)
+    pool = serving_state.live.settled(pid)
     assert isinstance(pool.encoder, OnnxEncoder)  # the app serves the version's int8 copy
-    app_int8 = predict_svc.predict(ctx.live, live(ctx, trained), texts)
-    manifest, alone = _bundle_answers(ctx, trained, tmp_path / "i8.zip", texts, tmp_path, int8=True)
+    app_int8 = predict_svc.predict(serving_state.live, live(serving_state, trained), texts)
+    manifest, alone = _bundle_answers(
+        serving_state, trained, tmp_path / "i8.zip", texts, tmp_path, int8=True
+    )
     assert manifest["app_served"] == {
         "precision": "int8",
         "model_version": mv.id,
@@ -396,48 +412,52 @@ def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
     assert decided(alone) == decided(app_int8)
     assert sum(r["oos"] for r in app_int8) >= 5  # the out-of-scope flag is exercised
 
-    project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "off"})
+    project_svc.set_settings(serving_state.db, live(serving_state, trained), {"serve_int8": "off"})
     try:
-        assert isinstance(ctx.live.settled(pid).encoder, Encoder)
-        app_fp32 = predict_svc.predict(ctx.live, live(ctx, trained), texts)
-        manifest, alone = _bundle_answers(ctx, trained, tmp_path / "f.zip", texts, tmp_path)
+        assert isinstance(serving_state.live.settled(pid).encoder, Encoder)
+        app_fp32 = predict_svc.predict(serving_state.live, live(serving_state, trained), texts)
+        manifest, alone = _bundle_answers(
+            serving_state, trained, tmp_path / "f.zip", texts, tmp_path
+        )
         assert manifest["app_served"]["precision"] == "fp32" and manifest["precision"] == "fp32"
-        assert manifest["thresholds"] == ctx.live.pool(pid).predictor.thresholds
+        assert manifest["thresholds"] == serving_state.live.pool(pid).predictor.thresholds
         assert decided(alone) == decided(app_fp32)
         # an int8 bundle while the app serves fp32: what the app serves with int8 on
         manifest, alone = _bundle_answers(
-            ctx, trained, tmp_path / "i8b.zip", texts, tmp_path, int8=True
+            serving_state, trained, tmp_path / "i8b.zip", texts, tmp_path, int8=True
         )
         assert manifest["app_served"]["this_bundle"] is False
         assert decided(alone) == decided(app_int8)
     finally:
-        project_svc.set_settings(ctx.db, live(ctx, trained), {"serve_int8": "on"})
-        ctx.live.settled(pid)  # the int8 pool again, before the next test reads it
+        project_svc.set_settings(
+            serving_state.db, live(serving_state, trained), {"serve_int8": "on"}
+        )
+        serving_state.live.settled(pid)  # the int8 pool again, before the next test reads it
 
 
-def test_a_missing_or_failed_int8_copy_serves_fp32(ctx, trained, tmp_path):
-    pid, mv = _state(ctx, trained)
+def test_a_missing_or_failed_int8_copy_serves_fp32(serving_state, trained, tmp_path):
+    pid, mv = _state(serving_state, trained)
     shutil.rmtree(
-        int8_folder(ctx.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
+        int8_folder(serving_state.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics))
     )
     # a running pool keeps the int8 encoder it loaded (in memory, unchanged); the next pool built
     # for the version (a restart, another process) finds no copy and serves fp32
-    assert isinstance(ctx.live.pool(pid).encoder, OnnxEncoder)
-    ctx.live.forget_pool(pid)
-    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
+    assert isinstance(serving_state.live.pool(pid).encoder, OnnxEncoder)
+    serving_state.live.forget_pool(pid)
+    assert isinstance(serving_state.live.pool(pid).encoder, Encoder)
 
-    items = list(ctx.live.pool(pid).items.values())
+    items = list(serving_state.live.pool(pid).items.values())
     data = EvalData([t for t, _ in items], [lab for _, lab in items], [], [])
-    fp32 = ctx.models.encoder_for_version(mv)
+    fp32 = serving_state.models.encoder_for_version(mv)
     failed = export_version_int8(fp32, data, tmp_path / "onnx", min_agreement=1.01)
     assert failed["passed"] is False and "agreement" in failed["reason"]
     assert not (tmp_path / "onnx").exists()
-    with ctx.db.write() as s:  # the version as a retrain whose parity failed records it
+    with serving_state.db.write() as s:  # the version as a retrain whose parity failed records it
         row = s.get(ModelVersion, mv.id)
         row.metrics = {**row.metrics, "int8": failed}
-    ctx.live.forget_pool(pid)
-    assert isinstance(ctx.live.pool(pid).encoder, Encoder)
-    assert "int8 not used" in version_svc.serving(ctx.db, live(ctx, trained))
+    serving_state.live.forget_pool(pid)
+    assert isinstance(serving_state.live.pool(pid).encoder, Encoder)
+    assert "int8 not used" in version_svc.serving(serving_state.db, live(serving_state, trained))
 
 
 def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():
@@ -448,17 +468,21 @@ def test_parity_without_a_test_split_holds_out_a_fifth_of_the_pool():
 
 
 def test_the_parity_check_compares_a_sample_and_leaves_the_int8_pool_vectors_cached(
-    ctx, trained, tmp_path
+    serving_state, trained, tmp_path
 ):
     from core.encoding.cache import EmbeddingCache
 
-    pid, mv = _state(ctx, trained)
-    items = list(ctx.live.pool(pid).items.values())
+    pid, mv = _state(serving_state, trained)
+    items = list(serving_state.live.pool(pid).items.values())
     texts, labels = [t for t, _ in items], [lab for _, lab in items]
     data = EvalData(texts, labels, texts[:30], labels[:30])
     cache = EmbeddingCache(tmp_path / "cache")
     info = export_version_int8(
-        ctx.models.encoder_for_version(mv), data, tmp_path / "onnx", cached=cache.encode, limit=20
+        serving_state.models.encoder_for_version(mv),
+        data,
+        tmp_path / "onnx",
+        cached=cache.encode,
+        limit=20,
     )
     assert info["passed"] is True and info["n"] == 20  # 20 of the 30 questions
     # the live pool serving this copy finds its vectors of the pool: nothing encoded again

@@ -16,9 +16,9 @@ def _write(tmp_path, name, content: bytes | str):
     return p
 
 
-def _count(ctx, project="p"):
+def _count(serving_state, project="p"):
     try:
-        return len(data_svc.table(ctx.db, live(ctx, project)))
+        return len(data_svc.table(serving_state.db, live(serving_state, project)))
     except Exception:
         return None  # project does not exist
 
@@ -26,8 +26,10 @@ def _count(ctx, project="p"):
 GOOD = "text,label\nwhere is my parcel,track\ncancel it,cancel\n"
 
 
-def test_csv_and_jsonl_import_into_new_and_existing_project(ctx, tmp_path):
-    res = import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "a.csv", GOOD))
+def test_csv_and_jsonl_import_into_new_and_existing_project(serving_state, tmp_path):
+    res = import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "a.csv", GOOD)
+    )
     assert (res.inserted, res.intents_created) == (2, ["cancel", "track"])
     lines = [
         {"text": "refund me", "labels": ["refund", "cancel"], "split": "test"},
@@ -35,9 +37,12 @@ def test_csv_and_jsonl_import_into_new_and_existing_project(ctx, tmp_path):
     ]
     jl = "\n".join(json.dumps(x) for x in lines)
     assert (
-        import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "b.jsonl", jl)).inserted == 2
+        import_file(
+            serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "b.jsonl", jl)
+        ).inserted
+        == 2
     )
-    rows = {r["text"]: r for r in data_svc.table(ctx.db, live(ctx, "p"))}
+    rows = {r["text"]: r for r in data_svc.table(serving_state.db, live(serving_state, "p"))}
     assert rows["refund me"]["intents"] == "cancel|refund" and rows["refund me"]["split"] == "test"
     assert rows["hi"]["split"] == "unlabelled"
 
@@ -56,107 +61,135 @@ BAD_FILES = [
 
 
 @pytest.mark.parametrize(("name", "content", "message"), BAD_FILES)
-def test_bad_files_are_refused_and_change_nothing(ctx, tmp_path, name, content, message):
-    import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx.db, live(ctx, "p"))
+def test_bad_files_are_refused_and_change_nothing(serving_state, tmp_path, name, content, message):
+    import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "seed.csv", GOOD)
+    )
+    before = data_svc.table(serving_state.db, live(serving_state, "p"))
     with pytest.raises(FormatError, match=message) as info:
-        import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, name, content))
+        import_file(
+            serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, name, content)
+        )
     assert "Nothing was imported" in str(info.value)
-    assert data_svc.table(ctx.db, live(ctx, "p")) == before
+    assert data_svc.table(serving_state.db, live(serving_state, "p")) == before
 
 
-def test_bad_file_into_new_project_creates_no_project(ctx, tmp_path):
+def test_bad_file_into_new_project_creates_no_project(serving_state, tmp_path):
     with pytest.raises(FormatError):
         import_file(
-            ctx.db, destination(ctx.db, "fresh"), _write(tmp_path, "x.csv", "text,label\n,x\n")
+            serving_state.db,
+            destination(serving_state.db, "fresh"),
+            _write(tmp_path, "x.csv", "text,label\n,x\n"),
         )
-    assert _count(ctx, "fresh") is None
+    assert _count(serving_state, "fresh") is None
 
 
-def test_a_50_mb_file_is_refused_before_reading(ctx, tmp_path):
+def test_a_50_mb_file_is_refused_before_reading(serving_state, tmp_path):
     p = tmp_path / "big.csv"
     with p.open("wb") as fh:
         fh.write(b"text,label\n")
         fh.truncate(50 * 1024 * 1024)
     with pytest.raises(FormatError, match="limit is 25 MB"):
-        import_file(ctx.db, destination(ctx.db, "p"), p)
-    assert _count(ctx) is None
+        import_file(serving_state.db, destination(serving_state.db, "p"), p)
+    assert _count(serving_state) is None
 
 
-def test_problems_report_line_numbers_of_the_first_few(ctx, tmp_path):
+def test_problems_report_line_numbers_of_the_first_few(serving_state, tmp_path):
     body = "text,label\n" + "".join(f" ,x{i}\n" for i in range(20))
     with pytest.raises(FormatError) as info:
-        import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "many.csv", body))
+        import_file(
+            serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "many.csv", body)
+        )
     msg = str(info.value)
     assert "line 2: empty text" in msg and "and 12 more" in msg
 
 
-def test_unknown_intents_can_be_refused(ctx, tmp_path):
-    import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "a.csv", GOOD))
+def test_unknown_intents_can_be_refused(serving_state, tmp_path):
+    import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "a.csv", GOOD)
+    )
     with pytest.raises(ValueError, match="not intents of this project: brand_new"):
         import_file(
-            ctx.db,
-            destination(ctx.db, "p"),
+            serving_state.db,
+            destination(serving_state.db, "p"),
             _write(tmp_path, "b.csv", "text,label\nnew,brand_new\n"),
             create_missing_intents=False,
         )
 
 
-def test_export_then_import_round_trips(ctx, tmp_path, demo):
+def test_export_then_import_round_trips(serving_state, tmp_path, demo):
     for suffix in ("csv", "jsonl"):
         out = tmp_path / f"demo.{suffix}"
-        n = export_project(ctx.db, demo, out).rows
-        import_file(ctx.db, destination(ctx.db, f"copy-{suffix}"), out)
+        n = export_project(serving_state.db, demo, out).rows
+        import_file(serving_state.db, destination(serving_state.db, f"copy-{suffix}"), out)
         strip = lambda rows: sorted((r["text"], r["intents"], r["split"]) for r in rows)  # noqa: E731
-        assert n == len(data_svc.table(ctx.db, demo))
-        assert strip(data_svc.table(ctx.db, live(ctx, f"copy-{suffix}"))) == strip(
-            data_svc.table(ctx.db, demo)
-        )
+        assert n == len(data_svc.table(serving_state.db, demo))
+        assert strip(
+            data_svc.table(serving_state.db, live(serving_state, f"copy-{suffix}"))
+        ) == strip(data_svc.table(serving_state.db, demo))
 
 
-def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(ctx, tmp_path):
+def test_repeated_texts_are_merged_and_disagreements_reported_not_refused(serving_state, tmp_path):
     content = "text,label\nsame,x\nother,y\nsame,x\nsame,z\nhi,greet\nhi,greet\n"
-    result = import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "dups.csv", content))
+    result = import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "dups.csv", content)
+    )
     assert result.inserted == 3
-    rows = {r["text"]: r["intents"] for r in data_svc.table(ctx.db, live(ctx, "p"))}
+    rows = {
+        r["text"]: r["intents"] for r in data_svc.table(serving_state.db, live(serving_state, "p"))
+    }
     assert rows == {"same": "x|z", "other": "y", "hi": "greet"}  # every intent it was given
     message = result.message()
     assert "Merged 2 repeated utterance(s)" in message
     assert "with all of them (multi-label): 'same' (x + z)" in message
 
 
-def test_texts_already_in_the_project_are_skipped_and_counted(ctx, tmp_path):
-    import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx.db, live(ctx, "p"))
-    again = import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "seed.csv", GOOD))
+def test_texts_already_in_the_project_are_skipped_and_counted(serving_state, tmp_path):
+    import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "seed.csv", GOOD)
+    )
+    before = data_svc.table(serving_state.db, live(serving_state, "p"))
+    again = import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "seed.csv", GOOD)
+    )
     assert (again.inserted, again.skipped) == (0, len(before))
     assert f"skipped {len(before)} already in the project" in again.message()
-    assert data_svc.table(ctx.db, live(ctx, "p")) == before
+    assert data_svc.table(serving_state.db, live(serving_state, "p")) == before
 
 
 @pytest.mark.parametrize("path", ["banking77/test.csv", "nlupp/hotels.csv"])
-def test_real_files_with_repeats_import_as_they_are(ctx, shared_data, path):
-    result = import_file(ctx.db, destination(ctx.db, "real"), shared_data / path)
+def test_real_files_with_repeats_import_as_they_are(serving_state, shared_data, path):
+    result = import_file(
+        serving_state.db, destination(serving_state.db, "real"), shared_data / path
+    )
     assert result.inserted > 0
     assert any("Merged" in n or "different intents" in n for n in result.notes)
 
 
 @pytest.mark.parametrize("suffix", ["csv", "jsonl", "yml"])
-def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tmp_path, suffix):
-    import_file(ctx.db, destination(ctx.db, "src"), _write(tmp_path, "a.csv", GOOD))
-    data_svc.describe_intent(ctx.db, live(ctx, "src"), "track", "Where is my parcel, is it late")
-    data_svc.create_intent(ctx.db, live(ctx, "src"), "refund", "Money back for a returned order")
+def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(
+    serving_state, tmp_path, suffix
+):
+    import_file(
+        serving_state.db, destination(serving_state.db, "src"), _write(tmp_path, "a.csv", GOOD)
+    )
+    data_svc.describe_intent(
+        serving_state.db, live(serving_state, "src"), "track", "Where is my parcel, is it late"
+    )
+    data_svc.create_intent(
+        serving_state.db, live(serving_state, "src"), "refund", "Money back for a returned order"
+    )
     out = tmp_path / f"src.{suffix}"
-    export_project(ctx.db, live(ctx, "src"), out)
-    res = import_file(ctx.db, destination(ctx.db, f"copy-{suffix}"), out)
+    export_project(serving_state.db, live(serving_state, "src"), out)
+    res = import_file(serving_state.db, destination(serving_state.db, f"copy-{suffix}"), out)
     assert "refund" in res.intents_created and res.described == 2
     described = {
         i["name"]: (i["description"], i["n_train"])
-        for i in data_svc.intents(ctx.db, live(ctx, "src"))
+        for i in data_svc.intents(serving_state.db, live(serving_state, "src"))
     }
     copied = {
         i["name"]: (i["description"], i["n_train"])
-        for i in data_svc.intents(ctx.db, live(ctx, f"copy-{suffix}"))
+        for i in data_svc.intents(serving_state.db, live(serving_state, f"copy-{suffix}"))
     }
     assert copied == described
     assert copied["refund"] == ("Money back for a returned order", 0)
@@ -164,7 +197,7 @@ def test_descriptions_round_trip_with_an_intent_that_has_no_examples_yet(ctx, tm
 
 
 def test_a_description_column_describes_the_rows_intent_and_declares_one_without_text(
-    ctx, tmp_path
+    serving_state, tmp_path
 ):
     csv = (
         "text,label,description\n"
@@ -172,9 +205,14 @@ def test_a_description_column_describes_the_rows_intent_and_declares_one_without
         "is it shipped yet,track,\n"
         ",refund,Money back\n"
     )
-    res = import_file(ctx.db, destination(ctx.db, "d"), _write(tmp_path, "d.csv", csv))
+    res = import_file(
+        serving_state.db, destination(serving_state.db, "d"), _write(tmp_path, "d.csv", csv)
+    )
     assert res.inserted == 2 and "described 2 intent(s)" in res.message()
-    got = {i["name"]: i["description"] for i in data_svc.intents(ctx.db, live(ctx, "d"))}
+    got = {
+        i["name"]: i["description"]
+        for i in data_svc.intents(serving_state.db, live(serving_state, "d"))
+    }
     assert got == {"track": "Parcel tracking", "refund": "Money back"}
 
 
@@ -187,11 +225,15 @@ def test_a_description_column_describes_the_rows_intent_and_declares_one_without
     ],
 )
 def test_bad_descriptions_are_refused_with_their_line_and_nothing_is_imported(
-    ctx, tmp_path, content, message
+    serving_state, tmp_path, content, message
 ):
     with pytest.raises(FormatError, match=message):
-        import_file(ctx.db, destination(ctx.db, "bad"), _write(tmp_path, "bad.csv", content))
-    assert _count(ctx, "bad") is None
+        import_file(
+            serving_state.db,
+            destination(serving_state.db, "bad"),
+            _write(tmp_path, "bad.csv", content),
+        )
+    assert _count(serving_state, "bad") is None
 
 
 def test_a_rasa_intent_item_carries_its_description_in_metadata(tmp_path):
@@ -205,12 +247,16 @@ def test_a_rasa_intent_item_carries_its_description_in_metadata(tmp_path):
     assert [r.text for r in parsed.rows] == ["hi"]
 
 
-def test_a_csv_with_a_quote_left_open_imports_nothing(ctx, tmp_path):
-    import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "seed.csv", GOOD))
-    before = data_svc.table(ctx.db, live(ctx, "p"))
+def test_a_csv_with_a_quote_left_open_imports_nothing(serving_state, tmp_path):
+    import_file(
+        serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "seed.csv", GOOD)
+    )
+    before = data_svc.table(serving_state.db, live(serving_state, "p"))
     rows = [f"question {i} about my parcel,track" for i in range(40)]
     rows[12] = '"where did my parcel go, it is late,track'  # the closing quote forgotten
     body = "text,label\n" + "\n".join(rows) + "\n"
     with pytest.raises(FormatError, match="line 14: a quote opened on this line is never closed"):
-        import_file(ctx.db, destination(ctx.db, "p"), _write(tmp_path, "open.csv", body))
-    assert data_svc.table(ctx.db, live(ctx, "p")) == before
+        import_file(
+            serving_state.db, destination(serving_state.db, "p"), _write(tmp_path, "open.csv", body)
+        )
+    assert data_svc.table(serving_state.db, live(serving_state, "p")) == before

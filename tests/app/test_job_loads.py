@@ -30,10 +30,10 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
     from app.serving.state import ServingState
 
     settings = load_settings(tmp_path / "data")
-    ctx = ServingState.open(dataclasses.replace(settings, int8=True))
+    serving_state = ServingState.open(dataclasses.replace(settings, int8=True))
     try:
-        demo = live(ctx, ensure_demo_project(ctx.db))
-        job, _ = retrain_jobs.request_retrain(ctx.training, demo, QUICK, enqueue=False)
+        demo = live(serving_state, ensure_demo_project(serving_state.db))
+        job, _ = retrain_jobs.request_retrain(serving_state.training, demo, QUICK, enqueue=False)
         loads: list[Path] = []
         real = registry.load_sentence_transformer
 
@@ -45,34 +45,37 @@ def test_a_retrain_job_loads_each_encoder_once_through_the_worker(tmp_path, monk
         # the base is read then, and a training step runs, before any job
         monkeypatch.setattr(registry, "_loaded", {})
         monkeypatch.setattr(registry, "load_sentence_transformer", counting)
-        warm_up_worker(ctx.live, ctx.models.budget).join()
+        warm_up_worker(serving_state.live, serving_state.models.budget).join()
         assert loads == [registry.resolve_path("minilm")]
-        assert ("minilm", ctx.settings.device or registry.default_device()) in registry._loaded
-        worker.execute_job(ctx, job.id)
-        done = retrain_jobs.job(ctx.training, job.id)
+        assert (
+            "minilm",
+            serving_state.settings.device or registry.default_device(),
+        ) in registry._loaded
+        worker.execute_job(serving_state, job.id)
+        done = retrain_jobs.job(serving_state.training, job.id)
         assert done.status == "succeeded", done.log
         assert loads == [registry.resolve_path("minilm")]  # the job read no encoder from disk
 
-        with ctx.db.session() as s:
+        with serving_state.db.session() as s:
             mv = s.get(ModelVersion, done.model_version_id)
-            artifact = ctx.artifacts.path(mv.artifact_path)
+            artifact = serving_state.artifacts.path(mv.artifact_path)
             metrics = mv.metrics
         assert metrics["int8"]["n"] > 0  # the int8 export and its parity check ran
         # the frozen base the evaluation used is what a fresh load gives (training had a copy)
         texts = ["my card has not arrived", "hello there", "I want my money back"]
-        base = registry.load_encoder("minilm", device=ctx.settings.device)
-        fresh = real(registry.resolve_path("minilm"), ctx.settings.device)
+        base = registry.load_encoder("minilm", device=serving_state.settings.device)
+        fresh = real(registry.resolve_path("minilm"), serving_state.settings.device)
         np.testing.assert_array_equal(
             base.encode(texts), registry.Encoder(fresh, "f", "f").encode(texts)
         )
         # what the job cached for the new encoder is the artifact's, read back: the same key
         # (fingerprint) and the same vectors
         monkeypatch.setattr(registry, "load_sentence_transformer", real)
-        read = load_trained(artifact, device=ctx.settings.device)
-        tested = evaluation_inputs(ctx.factories, demo)[2].test_texts
-        assert tested and not ctx.live.cache.missing(read, tested)
+        read = load_trained(artifact, device=serving_state.settings.device)
+        tested = evaluation_inputs(serving_state.factories, demo)[2].test_texts
+        assert tested and not serving_state.live.cache.missing(read, tested)
         np.testing.assert_allclose(
-            ctx.live.cache.encode(read, tested), read.encode(tested), atol=1e-5
+            serving_state.live.cache.encode(read, tested), read.encode(tested), atol=1e-5
         )
     finally:
-        ctx.close()
+        serving_state.close()

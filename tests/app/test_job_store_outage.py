@@ -44,11 +44,11 @@ def bucket_behind_relay(s3, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{relay.port}")
     bucket = s3.new_bucket()
     monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", f"s3://{bucket}/studio")
-    ctx = ServingState.open(load_settings(tmp_path / "worker"))
-    ctx.training.enqueue = worker.queue_for(ctx.settings)
-    yield relay, ctx, bucket
+    serving_state = ServingState.open(load_settings(tmp_path / "worker"))
+    serving_state.training.enqueue = worker.queue_for(serving_state.settings)
+    yield relay, serving_state, bucket
     relay.down()
-    ctx.close()
+    serving_state.close()
 
 
 def outage_as_it_saves(relay: Relay, then):
@@ -71,40 +71,46 @@ def outage_as_it_saves(relay: Relay, then):
 def test_an_outage_during_a_jobs_upload_is_waited_out_and_the_job_ends_with_its_version(
     bucket_behind_relay, s3, tiny_encoder, monkeypatch
 ) -> None:
-    relay, ctx, bucket = bucket_behind_relay
-    make_tiny(ctx, encoder=tiny_encoder)
+    relay, serving_state, bucket = bucket_behind_relay
+    make_tiny(serving_state, encoder=tiny_encoder)
     view, _ = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "first_pass": 0}, enqueue=False
+        serving_state.training,
+        live(serving_state, "tiny"),
+        {**QUICK, "first_pass": 0},
+        enqueue=False,
     )
     back = outage_as_it_saves(relay, lambda _: threading.Timer(2.0, relay.up).start())
     monkeypatch.setattr(worker, "JobReporter", back)
-    worker.execute_job(ctx, view.id, StopRequest())
-    done = svc.job(ctx.training, view.id)
+    worker.execute_job(serving_state, view.id, StopRequest())
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
     assert WAITING in done.log  # the Train tab said why it waited
-    history = version_svc.history(ctx.db, live(ctx, "tiny"))
+    history = version_svc.history(serving_state.db, live(serving_state, "tiny"))
     assert [h["version"] for h in history] == [done.model_version_id]
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
     keys = s3.keys(bucket)
     assert f"studio/{mv.artifact_path}/{MARKER}" in keys  # committed in the bucket, whole
-    assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
+    assert serving_state.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
 
 
 def test_a_worker_stopped_while_its_upload_waits_hands_the_job_back(
     bucket_behind_relay, tiny_encoder, monkeypatch
 ) -> None:
-    relay, ctx, _ = bucket_behind_relay
-    make_tiny(ctx, encoder=tiny_encoder)
+    relay, serving_state, _ = bucket_behind_relay
+    make_tiny(serving_state, encoder=tiny_encoder)
     view, _ = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "first_pass": 0}, enqueue=False
+        serving_state.training,
+        live(serving_state, "tiny"),
+        {**QUICK, "first_pass": 0},
+        enqueue=False,
     )
     stop = StopRequest()  # the worker's SIGTERM, with no grace left, once the job waits
     stopped = outage_as_it_saves(relay, lambda _: stop.request(grace=0.0))
     monkeypatch.setattr(worker, "JobReporter", stopped)
-    worker.execute_job(ctx, view.id, stop)
-    back = svc.job(ctx.training, view.id)
+    worker.execute_job(serving_state, view.id, stop)
+    back = svc.job(serving_state.training, view.id)
     assert stop.requested, back.log
     assert back.status == "queued" and "queued again" in back.message, back.log
-    assert view.id in ctx.training.enqueue.pending()
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+    assert view.id in serving_state.training.enqueue.pending()
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []

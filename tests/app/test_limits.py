@@ -37,14 +37,14 @@ def small_ctx(tmp_path, monkeypatch):
     context.close()
 
 
-def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(ctx, tmp_path):
+def test_the_default_refuses_a_10k_intent_file_quickly_and_writes_nothing(serving_state, tmp_path):
     big = _csv(tmp_path / "many.csv", 10_000)
     start = time.perf_counter()
     with pytest.raises(StorageError, match="at most 2,000 intents; this would make 10,000"):
-        import_file(ctx.db, destination(ctx.db, "shop"), big)
+        import_file(serving_state.db, destination(serving_state.db, "shop"), big)
     assert time.perf_counter() - start < 20  # was 27 s of writing, and it wrote
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx.db, live(ctx, "shop"))
+        data_svc.intents(serving_state.db, live(serving_state, "shop"))
 
 
 def test_an_import_that_would_pass_the_limit_adds_nothing(small_ctx, tmp_path):
@@ -89,14 +89,14 @@ def test_the_upload_limit_is_one_value():
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".yml", ".zip"])
-def test_the_service_refuses_a_file_over_the_upload_limit(ctx, tmp_path, suffix):
+def test_the_service_refuses_a_file_over_the_upload_limit(serving_state, tmp_path, suffix):
     big = tmp_path / f"big{suffix}"
     with big.open("wb") as fh:
         fh.truncate(MAX_UPLOAD_BYTES + 1)  # sparse: refused from its size, never read
     with pytest.raises(FormatError, match="the limit is 25 MB"):
-        import_file(ctx.db, destination(ctx.db, "shop"), big)
+        import_file(serving_state.db, destination(serving_state.db, "shop"), big)
     with pytest.raises(NotFoundError):
-        data_svc.intents(ctx.db, live(ctx, "shop"))
+        data_svc.intents(serving_state.db, live(serving_state, "shop"))
 
 
 def _cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -186,12 +186,16 @@ def test_a_24_mb_one_line_yaml_flow_mapping_is_refused_in_seconds_and_little_mem
     assert seconds < 8 and grew_mb < 200, out
 
 
-def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_import(ctx, tmp_path):
+def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_import(
+    serving_state, tmp_path
+):
     """Issue 27 rows 7 and 8 through the app's services (the UI's and REST's path) and a file.
     Issue 43: a name that is an existing intent written another way is refused as a new intent
     (naming it) and names that intent as a label, in a file too."""
-    import_file(ctx.db, destination(ctx.db, "shop"), _csv(tmp_path / "a.csv", 2))  # intents i0, i1
-    data_svc.create_intent(ctx.db, live(ctx, "shop"), "greet")
+    import_file(
+        serving_state.db, destination(serving_state.db, "shop"), _csv(tmp_path / "a.csv", 2)
+    )  # intents i0, i1
+    data_svc.create_intent(serving_state.db, live(serving_state, "shop"), "greet")
     same = "looks like the existing intent 'greet'"
     for name, says in (
         ("gr\u0435et", same),
@@ -202,21 +206,29 @@ def test_look_alike_and_hidden_names_are_refused_through_the_services_and_an_imp
         ("\u202ehello", "RIGHT-TO-LEFT OVERRIDE"),
     ):
         with pytest.raises(StorageError, match=says):
-            data_svc.create_intent(ctx.db, live(ctx, "shop"), name)
+            data_svc.create_intent(serving_state.db, live(serving_state, "shop"), name)
         with pytest.raises(StorageError, match=says):
-            data_svc.rename_intent(ctx.db, live(ctx, "shop"), "i1", name)
+            data_svc.rename_intent(serving_state.db, live(serving_state, "shop"), "i1", name)
         if says != same:
             with pytest.raises(StorageError, match=says):
-                data_svc.add_utterance(ctx.db, live(ctx, "shop"), "a new text", [name])
+                data_svc.add_utterance(
+                    serving_state.db, live(serving_state, "shop"), "a new text", [name]
+                )
     for i, name in enumerate(("gr\u0435et", "greet\u200b", "\u202egreet")):
-        added = data_svc.add_utterance(ctx.db, live(ctx, "shop"), f"hi {i}", [name])
+        added = data_svc.add_utterance(
+            serving_state.db, live(serving_state, "shop"), f"hi {i}", [name]
+        )
         assert added["labels"] == ("greet",)
     (tmp_path / "b.csv").write_text("text,label\nhello friend,gr\u0435et\n")
-    result = import_file(ctx.db, destination(ctx.db, "shop"), tmp_path / "b.csv")
+    result = import_file(
+        serving_state.db, destination(serving_state.db, "shop"), tmp_path / "b.csv"
+    )
     assert "'gr\u0435et' → 'greet'" in result.message()
-    names = sorted(i["name"] for i in data_svc.intents(ctx.db, live(ctx, "shop")))
+    names = sorted(
+        i["name"] for i in data_svc.intents(serving_state.db, live(serving_state, "shop"))
+    )
     assert names == ["greet", "i0", "i1"]
-    assert len(data_svc.table(ctx.db, live(ctx, "shop"))) == 6
+    assert len(data_svc.table(serving_state.db, live(serving_state, "shop"))) == 6
 
 
 ROWS_OVER_LIMIT = 1_200  # more than SQLite's smallest limit on bound parameters (999)

@@ -26,43 +26,46 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def hotel(ctx):
-    new_project(ctx.db, "hotel")
+def hotel(serving_state):
+    new_project(serving_state.db, "hotel")
     for split, rows in (("train", ROWS), ("test", TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx.db,
-                live(ctx, "hotel"),
+                serving_state.db,
+                live(serving_state, "hotel"),
                 text,
                 [x for x in labels.split("|") if x],
                 split,
                 create=True,
             )
-    return live(ctx, "hotel")
+    return live(serving_state, "hotel")
 
 
 @pytest.mark.parametrize(
     "bad", [{"threshold": 1.5}, {"threshold": 0}, {"threshold": "high"}, {"tune_thresholds": 3}]
 )
-def test_bad_head_options_are_refused_before_queueing(ctx, hotel, bad):
+def test_bad_head_options_are_refused_before_queueing(serving_state, hotel, bad):
     with pytest.raises(ValueError, match="threshold"):
         retrain_jobs.request_retrain(
-            ctx.training, live(ctx, hotel), {**QUICK, **bad}, enqueue=False
+            serving_state.training, live(serving_state, hotel), {**QUICK, **bad}, enqueue=False
         )
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         assert s.scalar(select(func.count()).select_from(TrainingJob)) == 0
 
 
-def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, tmp_path):
+def test_multi_label_project_trains_a_head_and_predicts_label_sets(serving_state, hotel, tmp_path):
     job, _ = retrain_jobs.request_retrain(
-        ctx.training, live(ctx, hotel), {**QUICK, "threshold": 0.4}, enqueue=False
+        serving_state.training,
+        live(serving_state, hotel),
+        {**QUICK, "threshold": 0.4},
+        enqueue=False,
     )
-    worker.execute_job(ctx, job.id)
-    done = retrain_jobs.job(ctx.training, job.id)
+    worker.execute_job(serving_state, job.id)
+    done = retrain_jobs.job(serving_state.training, job.id)
     assert done.status == "succeeded", done.log
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
-        metrics, folder = mv.metrics, ctx.artifacts.path(mv.artifact_path)
+        metrics, folder = mv.metrics, serving_state.artifacts.path(mv.artifact_path)
     assert (folder / HEAD_DIR / "head.json").is_file()
     assert metrics["primary"] == "micro_f1" and metrics["multi_label"]
     assert metrics["threshold"] == 0.4
@@ -72,9 +75,9 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
 
     from app.services.models.versions import activate
 
-    activate(ctx.factories, live(ctx, hotel), mv.id)
+    activate(serving_state.factories, live(serving_state, hotel), mv.id)
     out = predict_svc.predict_one(
-        ctx.live, live(ctx, hotel), "cancel my room and refund the deposit"
+        serving_state.live, live(serving_state, hotel), "cancel my room and refund the deposit"
     )
     probs = out["probabilities"]
     assert set(probs) == {"breakfast", "cancel", "parking", "refund"}
@@ -82,14 +85,14 @@ def test_multi_label_project_trains_a_head_and_predicts_label_sets(ctx, hotel, t
     assert out["threshold"] == 0.4
     assert out["neighbours"], "the k-NN evidence stays beside the head's decision"
 
-    measured = eval_svc.live_evaluation(ctx.factories, live(ctx, hotel))
+    measured = eval_svc.live_evaluation(serving_state.factories, live(serving_state, hotel))
     assert measured.multi_label and measured.exact_match is not None
     assert 0.0 <= measured.exact_match <= 1.0
 
     bundle = tmp_path / "hotel.zip"
-    bundle_svc.export_bundle(ctx.live, live(ctx, hotel), bundle)
+    bundle_svc.export_bundle(serving_state.live, live(serving_state, hotel), bundle)
     queries = ["cancel my room and refund the deposit", "parking and breakfast?", "hello"]
-    app_out = predict_svc.predict(ctx.live, live(ctx, hotel), queries)
+    app_out = predict_svc.predict(serving_state.live, live(serving_state, hotel), queries)
     with load(bundle) as predictor:
         assert predictor.head is not None
         for a, b in zip(app_out, predictor.predict(queries), strict=True):

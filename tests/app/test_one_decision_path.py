@@ -82,33 +82,44 @@ MULTI_TEST = [
 
 
 @pytest.fixture
-def fp32(ctx):
+def fp32(serving_state):
     """The context with int8 export off: the live pool serves the version's fp32 encoder, the
     one its metrics were measured with."""
-    return dataclasses.replace(ctx, settings=dataclasses.replace(ctx.settings, int8=False))
+    return dataclasses.replace(
+        serving_state, settings=dataclasses.replace(serving_state.settings, int8=False)
+    )
 
 
-def _single(ctx, name: str = "bank") -> str:
-    project_svc.new_project(ctx.db, name)
+def _single(serving_state, name: str = "bank") -> str:
+    project_svc.new_project(serving_state.db, name)
     for intent, texts in SINGLE.items():
         for text in texts:
-            data_svc.add_utterance(ctx.db, live(ctx, name), text, intent, "train", create=True)
+            data_svc.add_utterance(
+                serving_state.db, live(serving_state, name), text, intent, "train", create=True
+            )
         data_svc.add_utterance(
-            ctx.db, live(ctx, name), SINGLE_TEST[intent], intent, "test", create=True
+            serving_state.db,
+            live(serving_state, name),
+            SINGLE_TEST[intent],
+            intent,
+            "test",
+            create=True,
         )
-    data_svc.create_intent(ctx.db, live(ctx, name), *GIFT)
+    data_svc.create_intent(serving_state.db, live(serving_state, name), *GIFT)
     for text in GIFT_TEST:
-        data_svc.add_utterance(ctx.db, live(ctx, name), text, GIFT[0], "test", create=True)
+        data_svc.add_utterance(
+            serving_state.db, live(serving_state, name), text, GIFT[0], "test", create=True
+        )
     return name
 
 
-def _multi(ctx, name: str = "hotel") -> str:
-    project_svc.new_project(ctx.db, name)
+def _multi(serving_state, name: str = "hotel") -> str:
+    project_svc.new_project(serving_state.db, name)
     for split, rows in (("train", MULTI), ("test", MULTI_TEST)):
         for text, labels in rows:
             data_svc.add_utterance(
-                ctx.db,
-                live(ctx, name),
+                serving_state.db,
+                live(serving_state, name),
                 text,
                 [x for x in labels.split("|") if x],
                 split,
@@ -117,39 +128,49 @@ def _multi(ctx, name: str = "hotel") -> str:
     return name
 
 
-def _retrain_and_activate(ctx, project: str) -> int:
-    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, project), QUICK, enqueue=False)
-    worker.execute_job(ctx, job.id)
-    done = retrain_jobs.job(ctx.training, job.id)
+def _retrain_and_activate(serving_state, project: str) -> int:
+    job, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, project), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, job.id)
+    done = retrain_jobs.job(serving_state.training, job.id)
     assert done.status == "succeeded", done.log
     assert done.model_version_id is not None
-    version_svc.activate(ctx.factories, live(ctx, project), done.model_version_id)
+    version_svc.activate(
+        serving_state.factories, live(serving_state, project), done.model_version_id
+    )
     return done.model_version_id
 
 
-def _test_rows(ctx, project: str) -> list[tuple[str, set[str]]]:
+def _test_rows(serving_state, project: str) -> list[tuple[str, set[str]]]:
     return [
         (r["text"], set(r["intents"].split("|")) - {OUT_OF_SCOPE, ""})
-        for r in data_svc.table(ctx.db, live(ctx, project))
+        for r in data_svc.table(serving_state.db, live(serving_state, project))
         if r["split"] == "test"
     ]
 
 
 @pytest.mark.parametrize("anchors", ["1", "off"], ids=["anchors-on", "anchors-off"])
 def test_a_versions_recorded_accuracy_is_the_live_predictors_on_its_test_rows(fp32, anchors):
-    ctx = fp32
-    project = _single(ctx)
-    project_svc.set_settings(ctx.db, live(ctx, project), {"anchor_weight": anchors})
-    version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx.db, live(ctx, project), version)
-    rows = _test_rows(ctx, project)
-    served = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
+    serving_state = fp32
+    project = _single(serving_state)
+    project_svc.set_settings(
+        serving_state.db, live(serving_state, project), {"anchor_weight": anchors}
+    )
+    version = _retrain_and_activate(serving_state, project)
+    recorded = version_svc.metrics(serving_state.db, live(serving_state, project), version)
+    rows = _test_rows(serving_state, project)
+    served = predict_svc.predict(
+        serving_state.live, live(serving_state, project), [text for text, _ in rows]
+    )
     hits = [row["top"] in gold for row, (_, gold) in zip(served, rows, strict=True)]
     assert recorded.n == len(rows)
     assert recorded.accuracy == pytest.approx(sum(hits) / len(hits), abs=1e-9)
     # the frozen base recorded beside it is the frozen Predictor's accuracy too
-    version_svc.activate(ctx.factories, live(ctx, project), None)
-    frozen = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
+    version_svc.activate(serving_state.factories, live(serving_state, project), None)
+    frozen = predict_svc.predict(
+        serving_state.live, live(serving_state, project), [text for text, _ in rows]
+    )
     base_hits = [row["top"] in gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base is not None
     assert recorded.base.accuracy == pytest.approx(sum(base_hits) / len(rows), abs=1e-9)
@@ -162,84 +183,119 @@ def test_a_multi_label_versions_recorded_exact_match_is_the_live_predictors(fp32
     recorded exact match is the live one with anchors on and off (one retrain for both); the
     frozen base's, recorded beside it, is the frozen Predictor's (its head fitted on the frozen
     vectors)."""
-    ctx = fp32
-    project = _multi(ctx)
-    version = _retrain_and_activate(ctx, project)
-    recorded = version_svc.metrics(ctx.db, live(ctx, project), version)
+    serving_state = fp32
+    project = _multi(serving_state)
+    version = _retrain_and_activate(serving_state, project)
+    recorded = version_svc.metrics(serving_state.db, live(serving_state, project), version)
     assert recorded.multi_label and recorded.base is not None
-    rows = _test_rows(ctx, project)
+    rows = _test_rows(serving_state, project)
     assert recorded.n == len(rows)
     for anchors in ("1", "off"):
-        project_svc.set_settings(ctx.db, live(ctx, project), {"anchor_weight": anchors})
-        served = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
+        project_svc.set_settings(
+            serving_state.db, live(serving_state, project), {"anchor_weight": anchors}
+        )
+        served = predict_svc.predict(
+            serving_state.live, live(serving_state, project), [text for text, _ in rows]
+        )
         exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
         assert recorded.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9), anchors
     # the frozen base recorded beside it is the frozen Predictor's, once its head is fitted
-    version_svc.activate(ctx.factories, live(ctx, project), None)
-    _frozen_pool_with_head(ctx, project)
-    frozen = predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in rows])
+    version_svc.activate(serving_state.factories, live(serving_state, project), None)
+    _frozen_pool_with_head(serving_state, project)
+    frozen = predict_svc.predict(
+        serving_state.live, live(serving_state, project), [text for text, _ in rows]
+    )
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(frozen, rows, strict=True)]
     assert recorded.base.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
-    served = eval_svc.live_evaluation(ctx.factories, live(ctx, project), version_svc.BASE)
+    served = eval_svc.live_evaluation(
+        serving_state.factories, live(serving_state, project), version_svc.BASE
+    )
     assert served.exact_match == pytest.approx(recorded.base.exact_match, abs=1e-9)
 
 
-def _frozen_pool_with_head(ctx, project: str):
+def _frozen_pool_with_head(serving_state, project: str):
     """The project's live pool once its background head fit has run."""
     from storage.projects import get_project
 
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         pid = get_project(s, str(project)).id
-    ctx.live.pool(pid)
-    assert ctx.live.heads.settle(timeout=120)
-    pool = ctx.live.pool(pid)
+    serving_state.live.pool(pid)
+    assert serving_state.live.heads.settle(timeout=120)
+    pool = serving_state.live.pool(pid)
     assert pool.predictor.head is not None
     return pool
 
 
-def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(ctx):
-    project = _single(ctx)  # anchors on by default: the cold intent is named by its anchor
-    _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
+def test_the_try_tab_the_map_click_and_the_drill_down_name_the_same_intent(serving_state):
+    project = _single(
+        serving_state
+    )  # anchors on by default: the cold intent is named by its anchor
+    _, drilled = eval_svc.test_predictions(serving_state.factories, live(serving_state, project))
     by_text = {p.text: p for p in drilled}
-    view = map_svc.compute_map(ctx.maps, live(ctx, project), method="pca")
+    view = map_svc.compute_map(serving_state.maps, live(serving_state, project), method="pca")
     coloured = dict(zip(view.ids, view.predicted, strict=True))
     for text in [*GIFT_TEST, *SINGLE_TEST.values()]:
-        tried = predict_svc.predict_one(ctx.live, live(ctx, project), text)["top"]
+        tried = predict_svc.predict_one(serving_state.live, live(serving_state, project), text)[
+            "top"
+        ]
         row = by_text[text]
-        clicked = map_svc.explain_utterance(ctx.factories, live(ctx, project), row.id)["predicted"]
+        clicked = map_svc.explain_utterance(
+            serving_state.factories, live(serving_state, project), row.id
+        )["predicted"]
         assert tried == clicked == row.predicted == coloured[row.id], text
     assert by_text[GIFT_TEST[0]].predicted == GIFT[0]
 
 
-def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(ctx):
-    project = _single(ctx)
+def test_out_of_scope_is_never_an_intent_in_a_map_a_confusion_matrix_or_a_per_intent_table(
+    serving_state,
+):
+    project = _single(serving_state)
     for text in ("what's the weather tomorrow", "tell me a joke", "who won the match"):
         data_svc.add_utterance(
-            ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "train", create=True
+            serving_state.db,
+            live(serving_state, project),
+            text,
+            [OUT_OF_SCOPE],
+            "train",
+            create=True,
         )
     for text in ("book me a flight", "play some music"):
         data_svc.add_utterance(
-            ctx.db, live(ctx, project), text, [OUT_OF_SCOPE], "test", create=True
+            serving_state.db,
+            live(serving_state, project),
+            text,
+            [OUT_OF_SCOPE],
+            "test",
+            create=True,
         )
-    view = map_svc.compute_map(ctx.maps, live(ctx, project), method="pca")
+    view = map_svc.compute_map(serving_state.maps, live(serving_state, project), method="pca")
     assert all(OUT_OF_SCOPE not in gold for gold in view.gold)
     assert OUT_OF_SCOPE not in view.predicted
     assert OUT_OF_SCOPE not in view.geometry
-    evaluation = eval_svc.live_evaluation(ctx.factories, live(ctx, project))
+    evaluation = eval_svc.live_evaluation(serving_state.factories, live(serving_state, project))
     assert OUT_OF_SCOPE not in evaluation.confusion["labels"]
     assert OUT_OF_SCOPE not in evaluation.per_intent
-    _, drilled = eval_svc.test_predictions(ctx.factories, live(ctx, project))
+    _, drilled = eval_svc.test_predictions(serving_state.factories, live(serving_state, project))
     assert all(OUT_OF_SCOPE not in p.gold and p.predicted != OUT_OF_SCOPE for p in drilled)
-    assert eval_svc.confusions(ctx.factories, live(ctx, project), OUT_OF_SCOPE, None) == []
-    oos_row = next(
-        r for r in data_svc.table(ctx.db, live(ctx, project)) if r["text"] == "book me a flight"
+    assert (
+        eval_svc.confusions(
+            serving_state.factories, live(serving_state, project), OUT_OF_SCOPE, None
+        )
+        == []
     )
-    clicked = map_svc.explain_utterance(ctx.factories, live(ctx, project), oos_row["id"])
+    oos_row = next(
+        r
+        for r in data_svc.table(serving_state.db, live(serving_state, project))
+        if r["text"] == "book me a flight"
+    )
+    clicked = map_svc.explain_utterance(
+        serving_state.factories, live(serving_state, project), oos_row["id"]
+    )
     assert OUT_OF_SCOPE not in clicked["gold"]
 
 
 def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its_head_is_fitted(
-    ctx,
+    serving_state,
 ):
     """Before a retrain a multi-label project's pool has no head of a version: until the one
     fitted on its frozen vectors lands, the live Predictor takes every intent whose score reaches
@@ -248,19 +304,23 @@ def test_a_frozen_multi_label_pool_decides_at_its_calibrated_threshold_until_its
     from core.retrieval.predictor import MULTI_LABEL_KNN_THRESHOLD
     from storage.projects import get_project
 
-    ctx.live.heads.delay = 3600.0  # no fit runs during this test
-    project = _multi(ctx)
-    with ctx.db.session() as s:
-        pool = ctx.live.pool(get_project(s, str(project)).id)
+    serving_state.live.heads.delay = 3600.0  # no fit runs during this test
+    project = _multi(serving_state)
+    with serving_state.db.session() as s:
+        pool = serving_state.live.pool(get_project(s, str(project)).id)
     assert pool.predictor.multi_label and pool.predictor.head is None
     threshold = pool.predictor.thresholds["default"]
     assert threshold == calibrate_knn_threshold(pool.predictor)
     assert threshold != MULTI_LABEL_KNN_THRESHOLD
-    for row in predict_svc.predict(ctx.live, live(ctx, project), [text for text, _ in MULTI_TEST]):
+    for row in predict_svc.predict(
+        serving_state.live, live(serving_state, project), [text for text, _ in MULTI_TEST]
+    ):
         assert row["labels"] == [s["intent"] for s in row["intents"] if s["score"] >= threshold]
 
 
-def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit(ctx, tmp_path):
+def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit(
+    serving_state, tmp_path
+):
     """The head fitted on the frozen vectors in the background is the one the live evaluation of
     the frozen base scores and a bundle of it carries: the live exact match is the evaluated
     one, the bundle decides every test row as the app does, and a new intent's labels reach
@@ -268,24 +328,24 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     from app.services.projects import bundles
     from core.bundle import load
 
-    project = _multi(ctx)
-    pool = _frozen_pool_with_head(ctx, project)
+    project = _multi(serving_state)
+    pool = _frozen_pool_with_head(serving_state, project)
     assert pool.predictor.head is not None
     assert set(pool.predictor.head.intents) == {"breakfast", "cancel", "parking", "refund"}
-    rows = _test_rows(ctx, project)
+    rows = _test_rows(serving_state, project)
     texts = [text for text, _ in rows]
-    served = predict_svc.predict(ctx.live, live(ctx, project), texts)
+    served = predict_svc.predict(serving_state.live, live(serving_state, project), texts)
     assert all("probabilities" in row for row in served)  # the head decided
     # and the Try tab's sentence names the k-NN top as the nearest intent, not as the decision
-    explained = predict_svc.predict_explained(ctx.live, live(ctx, project), texts[:1])[0][
-        "explanation"
-    ]
+    explained = predict_svc.predict_explained(
+        serving_state.live, live(serving_state, project), texts[:1]
+    )[0]["explanation"]
     assert explained["sentence"].startswith("Nearest intent *")
     exact = [set(row["labels"]) == gold for row, (_, gold) in zip(served, rows, strict=True)]
-    evaluated = eval_svc.live_evaluation(ctx.factories, live(ctx, project))
+    evaluated = eval_svc.live_evaluation(serving_state.factories, live(serving_state, project))
     assert evaluated.exact_match == pytest.approx(sum(exact) / len(rows), abs=1e-9)
     path = tmp_path / "hotel.zip"
-    bundles.export_bundle(ctx.live, live(ctx, project), path)
+    bundles.export_bundle(serving_state.live, live(serving_state, project), path)
     with load(path) as bundle:
         assert [r["labels"] for r in bundle.predict(texts)] == [r["labels"] for r in served]
     # and its predict.py, without the app, decides with the same head
@@ -294,6 +354,8 @@ def test_a_frozen_multi_label_pool_serves_the_head_its_evaluation_and_bundle_fit
     assert_same(served, run_predict_py(path, texts, tmp_path))
     for text in ("is the wifi free", "what is the wifi password", "wifi and parking please"):
         labels = ["wifi", "parking"] if "parking" in text else ["wifi"]
-        data_svc.add_utterance(ctx.db, live(ctx, project), text, labels, "train", create=True)
-    pool = _frozen_pool_with_head(ctx, project)
+        data_svc.add_utterance(
+            serving_state.db, live(serving_state, project), text, labels, "train", create=True
+        )
+    pool = _frozen_pool_with_head(serving_state, project)
     assert pool.predictor.head is not None and "wifi" in pool.predictor.head.intents

@@ -24,28 +24,32 @@ TYPO = "track_ordr"
 NEAREST = "Did you mean 'track_order'"
 
 
-def _state(ctx, p) -> tuple[list[str], dict[int, tuple[str, str]]]:
-    rows = data_svc.table(ctx.db, p)
-    return data_svc.intent_names(ctx.db, p), {r["id"]: (r["intents"], r["split"]) for r in rows}
+def _state(serving_state, p) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    rows = data_svc.table(serving_state.db, p)
+    return data_svc.intent_names(serving_state.db, p), {
+        r["id"]: (r["intents"], r["split"]) for r in rows
+    }
 
 
-def test_every_way_to_label_refuses_a_typo_naming_the_nearest_and_changes_nothing(ctx, demo):
-    before = _state(ctx, demo)
-    rows = data_svc.table(ctx.db, demo)
+def test_every_way_to_label_refuses_a_typo_naming_the_nearest_and_changes_nothing(
+    serving_state, demo
+):
+    before = _state(serving_state, demo)
+    rows = data_svc.table(serving_state.db, demo)
     train = next(r for r in rows if r["split"] == "train")
     test = next(r for r in rows if r["split"] == "test")
     unlabelled = [r["id"] for r in rows if r["split"] == "unlabelled"][:3]
     writes = {
         "relabel as": lambda: eval_svc.fix_test_row(
-            ctx.db, demo, test["id"], "relabel", TYPO, confirmed=True
+            serving_state.db, demo, test["id"], "relabel", TYPO, confirmed=True
         ),
-        "edit": lambda: data_svc.label_utterance(ctx.db, demo, train["id"], [TYPO]),
-        "add": lambda: data_svc.add_utterance(ctx.db, demo, "a new question", [TYPO]),
-        "bulk preview": lambda: bulk.plan_label(ctx.db, demo, unlabelled, [TYPO]),
-        "bulk label": lambda: bulk.label_many(ctx.db, demo, unlabelled, [TYPO]),
-        "merge": lambda: data_svc.merge_intents(ctx.db, demo, ["refund_status"], TYPO),
-        "cluster": lambda: clusters.add_to_intent(ctx.db, demo, unlabelled, TYPO),
-        "label tab": lambda: queue_svc.typed_intent(ctx.db, demo, "zz top"),
+        "edit": lambda: data_svc.label_utterance(serving_state.db, demo, train["id"], [TYPO]),
+        "add": lambda: data_svc.add_utterance(serving_state.db, demo, "a new question", [TYPO]),
+        "bulk preview": lambda: bulk.plan_label(serving_state.db, demo, unlabelled, [TYPO]),
+        "bulk label": lambda: bulk.label_many(serving_state.db, demo, unlabelled, [TYPO]),
+        "merge": lambda: data_svc.merge_intents(serving_state.db, demo, ["refund_status"], TYPO),
+        "cluster": lambda: clusters.add_to_intent(serving_state.db, demo, unlabelled, TYPO),
+        "label tab": lambda: queue_svc.typed_intent(serving_state.db, demo, "zz top"),
     }
     for where, write in writes.items():
         with pytest.raises(UnknownIntentError) as refused:
@@ -54,34 +58,44 @@ def test_every_way_to_label_refuses_a_typo_naming_the_nearest_and_changes_nothin
         assert said.startswith("Unknown intent"), (where, said)
         assert NEAREST in said or "No intent's name is close to it." in said, (where, said)
         assert "Nothing was" in said, (where, said)
-    assert _state(ctx, demo) == before  # no intent, no label
+    assert _state(serving_state, demo) == before  # no intent, no label
 
 
-def test_a_name_is_created_only_when_asked_and_written_another_way_it_is_the_intent(ctx, demo):
-    unlabelled = [r["id"] for r in data_svc.table(ctx.db, demo) if r["split"] == "unlabelled"]
-    data_svc.label_utterance(ctx.db, demo, unlabelled[0], ["Track-Order"])  # the intent itself
-    assert "Track-Order" not in data_svc.intent_names(ctx.db, demo)
-    data_svc.label_utterance(ctx.db, demo, unlabelled[1], ["out of scope"])  # every project's
-    done = bulk.label_many(ctx.db, demo, unlabelled[2:4], ["gift_cards"], create=True)
-    assert len(done.change) == 2 and "gift_cards" in data_svc.intent_names(ctx.db, demo)
-    data_svc.merge_intents(ctx.db, demo, ["gift_cards"], "vouchers", create=True)
-    assert "vouchers" in data_svc.intent_names(ctx.db, demo)
+def test_a_name_is_created_only_when_asked_and_written_another_way_it_is_the_intent(
+    serving_state, demo
+):
+    unlabelled = [
+        r["id"] for r in data_svc.table(serving_state.db, demo) if r["split"] == "unlabelled"
+    ]
+    data_svc.label_utterance(
+        serving_state.db, demo, unlabelled[0], ["Track-Order"]
+    )  # the intent itself
+    assert "Track-Order" not in data_svc.intent_names(serving_state.db, demo)
+    data_svc.label_utterance(
+        serving_state.db, demo, unlabelled[1], ["out of scope"]
+    )  # every project's
+    done = bulk.label_many(serving_state.db, demo, unlabelled[2:4], ["gift_cards"], create=True)
+    assert len(done.change) == 2 and "gift_cards" in data_svc.intent_names(serving_state.db, demo)
+    data_svc.merge_intents(serving_state.db, demo, ["gift_cards"], "vouchers", create=True)
+    assert "vouchers" in data_svc.intent_names(serving_state.db, demo)
 
 
-def test_a_team_answer_names_intents_of_the_project(ctx):
+def test_a_team_answer_names_intents_of_the_project(serving_state):
     """An answer was stored whatever it named, and became the label (a new intent) once the
     annotators agreed or a reviewer took it."""
     from app.access import auth
 
     rows = [NewUtterance("labelled track_order", ("track_order",))]
     rows += [NewUtterance(f"question number {i}", (), "unlabelled") for i in range(4)]
-    import_utterances(ctx.db, destination(ctx.db, "t"), rows)
-    ana = auth.add_user(ctx.db, "ana", "designer", "ana-password")
-    add_member(ctx.db, live(ctx, "t"), "ana")
-    team.assign(ctx.db, live(ctx, "t"), ["ana"], overlap=0.0)
-    uid = sorted(team.open_items(ctx.db, live(ctx, "t", ana)))[0]
+    import_utterances(serving_state.db, destination(serving_state.db, "t"), rows)
+    ana = auth.add_user(serving_state.db, "ana", "designer", "ana-password")
+    add_member(serving_state.db, live(serving_state, "t"), "ana")
+    team.assign(serving_state.db, live(serving_state, "t"), ["ana"], overlap=0.0)
+    uid = sorted(team.open_items(serving_state.db, live(serving_state, "t", ana)))[0]
     with pytest.raises(UnknownIntentError, match=NEAREST):
-        team.submit(ctx.db, live(ctx, "t", ana), uid, "label", [TYPO])
-    assert team.open_items(ctx.db, live(ctx, "t", ana))  # still hers to answer
-    assert data_svc.intent_names(ctx.db, live(ctx, "t")) == ["track_order"]
-    assert "track_order" in team.submit(ctx.db, live(ctx, "t", ana), uid, "label", ["track_order"])
+        team.submit(serving_state.db, live(serving_state, "t", ana), uid, "label", [TYPO])
+    assert team.open_items(serving_state.db, live(serving_state, "t", ana))  # still hers to answer
+    assert data_svc.intent_names(serving_state.db, live(serving_state, "t")) == ["track_order"]
+    assert "track_order" in team.submit(
+        serving_state.db, live(serving_state, "t", ana), uid, "label", ["track_order"]
+    )

@@ -33,19 +33,21 @@ def _banking(shared_data: Path, out: Path, *, tests: bool) -> Path:
     return out
 
 
-def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data, tmp_path):
+def test_the_test_split_never_moves_the_out_of_scope_threshold(
+    serving_state, shared_data, tmp_path
+):
     import_file(
-        ctx.db,
-        destination(ctx.db, "with_tests"),
+        serving_state.db,
+        destination(serving_state.db, "with_tests"),
         _banking(shared_data, tmp_path / "a.csv", tests=True),
     )
     import_file(
-        ctx.db,
-        destination(ctx.db, "no_tests"),
+        serving_state.db,
+        destination(serving_state.db, "no_tests"),
         _banking(shared_data, tmp_path / "b.csv", tests=False),
     )
-    with_tests = projects.out_of_scope(ctx.live, live(ctx, "with_tests"))
-    alone = projects.out_of_scope(ctx.live, live(ctx, "no_tests"))
+    with_tests = projects.out_of_scope(serving_state.live, live(serving_state, "with_tests"))
+    alone = projects.out_of_scope(serving_state.live, live(serving_state, "no_tests"))
     # the same train pool, the same anchors: the same thresholds, whatever the test split holds
     assert with_tests["thresholds"] == alone["thresholds"]
     assert with_tests["thresholds"]["default"] > 0
@@ -54,23 +56,27 @@ def test_the_test_split_never_moves_the_out_of_scope_threshold(ctx, shared_data,
 
 
 def test_a_restart_reads_the_pools_calibration_instead_of_calibrating_it_again(
-    ctx, demo, monkeypatch, request
+    serving_state, demo, monkeypatch, request
 ):
     from app.services.labelling import data as data_svc
     from app.serving import pools
     from app.serving.state import ServingState
 
     pid = demo.id
-    first = dict(ctx.live.pool(pid).predictor.thresholds)
+    first = dict(serving_state.live.pool(pid).predictor.thresholds)
     assert first  # calibrated
     calls: list[int] = []
     real = pools.calibrate_predictor
     monkeypatch.setattr(
         pools, "calibrate_predictor", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
-    restarted = ServingState.open(ctx.settings, database=ctx.db)  # a new process on the same data
+    restarted = ServingState.open(
+        serving_state.settings, database=serving_state.db
+    )  # a new process on the same data
     request.addfinalizer(restarted.close)
     assert restarted.live.pool(pid).predictor.thresholds == first and calls == []
-    data_svc.add_utterance(ctx.db, demo, "where is my parcel now", ["track_order"], "train")
+    data_svc.add_utterance(
+        serving_state.db, demo, "where is my parcel now", ["track_order"], "train"
+    )
     restarted.live.pool(pid)  # the pool changed: calibrated again, in the background
     assert restarted.live.calibrations.settle() and calls == [1]

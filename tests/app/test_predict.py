@@ -8,16 +8,16 @@ from app.services.models.predict import predict, predict_one
 from tests.handles import live
 
 
-def test_demo_project_is_created_once_with_enough_data(ctx, demo):
+def test_demo_project_is_created_once_with_enough_data(serving_state, demo):
     from app.services.projects.projects import ensure_demo_project, summary
 
-    s = summary(ctx.db, demo)
+    s = summary(serving_state.db, demo)
     assert s.n_intents >= 8 and s.n_train >= 8 * 12 and s.n_unlabelled >= 25
-    assert ensure_demo_project(ctx.db) is None  # not twice
+    assert ensure_demo_project(serving_state.db) is None  # not twice
 
 
-def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
-    out = predict_one(ctx.live, demo, "where is my parcel? it has not arrived")
+def test_prediction_is_explained_by_labelled_neighbours(serving_state, demo):
+    out = predict_one(serving_state.live, demo, "where is my parcel? it has not arrived")
     assert out["top"] == "track_order"
     assert out["neighbours"] and all(n["labels"] for n in out["neighbours"])
     top = out["intents"][0]
@@ -29,34 +29,40 @@ def test_prediction_is_explained_by_labelled_neighbours(ctx, demo):
     )
 
 
-def test_a_new_label_changes_the_next_prediction_without_training(ctx, demo):
+def test_a_new_label_changes_the_next_prediction_without_training(serving_state, demo):
     query = "can I buy a gift voucher for my sister"
-    before = predict_one(ctx.live, demo, query)["top"]
+    before = predict_one(serving_state.live, demo, query)["top"]
     assert before != "gift_cards"
-    data_svc.add_utterance(ctx.db, demo, "do you sell gift vouchers", ["gift_cards"], create=True)
-    assert predict_one(ctx.live, demo, query)["top"] == "gift_cards"
-    history.undo(ctx.db, demo)  # removing the example removes its influence just as fast
-    assert predict_one(ctx.live, demo, query)["top"] == before
+    data_svc.add_utterance(
+        serving_state.db, demo, "do you sell gift vouchers", ["gift_cards"], create=True
+    )
+    assert predict_one(serving_state.live, demo, query)["top"] == "gift_cards"
+    history.undo(serving_state.db, demo)  # removing the example removes its influence just as fast
+    assert predict_one(serving_state.live, demo, query)["top"] == before
 
 
-def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(ctx, demo):
-    row = max(data_svc.table(ctx.db, demo, split="unlabelled"), key=lambda r: len(r["text"]))
-    data_svc.label_utterance(ctx.db, demo, row["id"], ["talk_to_human"])
+def test_relabelling_an_unlabelled_utterance_moves_it_into_the_pool(serving_state, demo):
+    row = max(
+        data_svc.table(serving_state.db, demo, split="unlabelled"), key=lambda r: len(r["text"])
+    )
+    data_svc.label_utterance(serving_state.db, demo, row["id"], ["talk_to_human"])
     updated = next(
-        r for r in data_svc.table(ctx.db, demo, search=row["text"]) if r["id"] == row["id"]
+        r
+        for r in data_svc.table(serving_state.db, demo, search=row["text"])
+        if r["id"] == row["id"]
     )
     assert updated["split"] == "train" and updated["intents"] == "talk_to_human"
-    out = predict_one(ctx.live, demo, row["text"])
+    out = predict_one(serving_state.live, demo, row["text"])
     assert out["neighbours"][0]["text"] == row["text"] and out["top"] == "talk_to_human"
 
 
-def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
+def test_changes_from_another_process_are_seen(serving_state, demo, tmp_path):
     """A second context on the same database stands in for another process (the CLI)."""
     from app.serving.state import ServingState
 
-    other = ServingState.open(ctx.settings)
+    other = ServingState.open(serving_state.settings)
     query = "is the blue raincoat back in stock in size L"
-    predict_one(ctx.live, demo, query)
+    predict_one(serving_state.live, demo, query)
     data_svc.add_utterance(
         other.db,
         demo,
@@ -64,24 +70,24 @@ def test_changes_from_another_process_are_seen(ctx, demo, tmp_path):
         ["restock_alert"],
         create=True,
     )
-    assert predict_one(ctx.live, demo, query)["top"] == "restock_alert"
+    assert predict_one(serving_state.live, demo, query)["top"] == "restock_alert"
     other.close()
 
 
-def test_bad_predict_input_is_a_clear_error(ctx, demo):
+def test_bad_predict_input_is_a_clear_error(serving_state, demo):
     with pytest.raises(ValueError, match="Type an utterance"):
-        predict(ctx.live, demo, ["  "])
+        predict(serving_state.live, demo, ["  "])
     with pytest.raises(ValueError, match="longer than 2000"):
-        predict(ctx.live, demo, ["x" * 2001])
+        predict(serving_state.live, demo, ["x" * 2001])
     from app.services.projects.projects import new_project
 
-    new_project(ctx.db, "empty")
+    new_project(serving_state.db, "empty")
     with pytest.raises(ValueError, match="no labelled training utterances"):
-        predict(ctx.live, live(ctx, "empty"), ["hello"])
+        predict(serving_state.live, live(serving_state, "empty"), ["hello"])
 
 
-def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
-    out = predict_one(ctx.live, demo, "where is my parcel? it has not arrived")
+def test_a_prediction_comes_with_both_sides_of_its_decision(serving_state, demo):
+    out = predict_one(serving_state.live, demo, "where is my parcel? it has not arrived")
     ex = out["explanation"]
     top, runner_up = out["intents"][0], out["intents"][1]
     assert ex["predicted"] == out["top"] == top["intent"]
@@ -92,7 +98,7 @@ def test_a_prediction_comes_with_both_sides_of_its_decision(ctx, demo):
     assert f"*{top['intent']}*" in ex["sentence"] and f"*{runner_up['intent']}*" in ex["sentence"]
 
 
-def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, demo):
+def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(serving_state, demo):
     from app.services.models.predict import predict_requests
 
     requests = [
@@ -101,14 +107,16 @@ def test_micro_batched_requests_answer_like_single_ones_and_isolate_errors(ctx, 
         (demo, "I forgot my password", 1),
         (demo, "", 1),
     ]
-    out = predict_requests(ctx.live, requests)
-    assert out[0]["top"] == predict_one(ctx.live, demo, "where is my parcel")["top"]
-    assert out[2]["top"] == predict_one(ctx.live, demo, "I forgot my password")["top"]
+    out = predict_requests(serving_state.live, requests)
+    assert out[0]["top"] == predict_one(serving_state.live, demo, "where is my parcel")["top"]
+    assert out[2]["top"] == predict_one(serving_state.live, demo, "I forgot my password")["top"]
     assert "Type an utterance" in out[1]["error"]  # each bad one alone: the others answered
     assert "Type an utterance" in out[3]["error"]
 
 
-def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_still_seen(ctx, demo):
+def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_still_seen(
+    serving_state, demo
+):
     """The hot path of every prediction reads one stamp; an intent's new description written by
     another process (a second context on the same database) reaches the next explanation."""
     from sqlalchemy import event
@@ -117,8 +125,8 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
     from storage.projects import get_project
 
     query = "where is my parcel? it has not arrived"
-    predict_one(ctx.live, demo, query)
-    with ctx.db.session() as s:
+    predict_one(serving_state.live, demo, query)
+    with serving_state.db.session() as s:
         project_id = get_project(s, str(demo)).id
     statements: list[str] = []
 
@@ -126,18 +134,19 @@ def test_an_unchanged_pool_costs_one_statement_and_a_change_from_elsewhere_is_st
         if not statement.startswith(("BEGIN", "COMMIT", "ROLLBACK")):
             statements.append(statement)
 
-    event.listen(ctx.db.engine, "before_cursor_execute", count)
+    event.listen(serving_state.db.engine, "before_cursor_execute", count)
     try:
-        pool = ctx.live.pool(project_id)
+        pool = serving_state.live.pool(project_id)
         assert len(statements) == 1, statements
-        other = ServingState.open(ctx.settings)
+        other = ServingState.open(serving_state.settings)
         data_svc.describe_intent(other.db, demo, "track_order", "Where an order is now")
         other.close()
-        out = predict_one(ctx.live, demo, query)
+        out = predict_one(serving_state.live, demo, query)
     finally:
-        event.remove(ctx.db.engine, "before_cursor_execute", count)
+        event.remove(serving_state.db.engine, "before_cursor_execute", count)
     assert out["top"] == "track_order"
     assert out["explanation"]["predicted_description"] == "Where an order is now"
     assert (
-        ctx.live.pool(project_id) is pool and pool.intents["track_order"] == "Where an order is now"
+        serving_state.live.pool(project_id) is pool
+        and pool.intents["track_order"] == "Where an order is now"
     )

@@ -12,41 +12,43 @@ from app.services.models import predict as predict_svc
 from storage.errors import NotFoundError
 
 
-def test_a_prediction_reads_one_statement_when_nothing_changed(ctx, demo):
-    predict_svc.predict(ctx.live, demo, ["where is my parcel"])  # the pool, built
+def test_a_prediction_reads_one_statement_when_nothing_changed(serving_state, demo):
+    predict_svc.predict(serving_state.live, demo, ["where is my parcel"])  # the pool, built
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *_):
         if statement.lstrip().upper().startswith("SELECT"):
             statements.append(statement)
 
-    event.listen(ctx.db.engine, "before_cursor_execute", seen)
+    event.listen(serving_state.db.engine, "before_cursor_execute", seen)
     try:
-        p = open_project(ctx.db, str(demo), stamp=True)
-        out = predict_svc.predict(ctx.live, p, ["where is my parcel"])
+        p = open_project(serving_state.db, str(demo), stamp=True)
+        out = predict_svc.predict(serving_state.live, p, ["where is my parcel"])
     finally:
-        event.remove(ctx.db.engine, "before_cursor_execute", seen)
+        event.remove(serving_state.db.engine, "before_cursor_execute", seen)
     assert out[0]["top"] and len(statements) == 1
 
 
-def test_a_project_named_by_its_id_or_unknown_reads_as_before(ctx, demo):
-    by_name = predict_svc.predict(ctx.live, demo, ["where is my parcel"])[0]["top"]
-    by_id = open_project(ctx.db, str(demo.id))
-    assert predict_svc.predict(ctx.live, by_id, ["where is my parcel"])[0]["top"] == by_name
+def test_a_project_named_by_its_id_or_unknown_reads_as_before(serving_state, demo):
+    by_name = predict_svc.predict(serving_state.live, demo, ["where is my parcel"])[0]["top"]
+    by_id = open_project(serving_state.db, str(demo.id))
+    assert (
+        predict_svc.predict(serving_state.live, by_id, ["where is my parcel"])[0]["top"] == by_name
+    )
     with pytest.raises(NotFoundError, match="No project"):
-        open_project(ctx.db, "no such project")
+        open_project(serving_state.db, "no such project")
 
 
-def test_a_pool_brought_up_after_a_setting_changed_reads_the_project_row_once(ctx, demo):
+def test_a_pool_brought_up_after_a_setting_changed_reads_the_project_row_once(serving_state, demo):
     """When a project's stamp moved (a setting changed), its live pool reads the project's row
     once, with its active version, and its factory, its sync and its head data take those
     settings; none of them reads the row again for them (three reads before issue 59: the
     refresh twice, its sync once)."""
     from app.services.projects import projects as project_svc
 
-    predict_svc.predict(ctx.live, demo, ["where is my parcel"])  # the pool, built
-    project_svc.set_settings(ctx.db, demo, {"anchor_weight": "2"})
-    p = open_project(ctx.db, str(demo), stamp=True)
+    predict_svc.predict(serving_state.live, demo, ["where is my parcel"])  # the pool, built
+    project_svc.set_settings(serving_state.db, demo, {"anchor_weight": "2"})
+    p = open_project(serving_state.db, str(demo), stamp=True)
     rows: list[str] = []
 
     def seen(conn, cursor, statement, *_):
@@ -54,10 +56,10 @@ def test_a_pool_brought_up_after_a_setting_changed_reads_the_project_row_once(ct
         if head.startswith("SELECT PROJECTS.") and "FROM PROJECTS" in head:
             rows.append(statement)
 
-    event.listen(ctx.db.engine, "before_cursor_execute", seen)
+    event.listen(serving_state.db.engine, "before_cursor_execute", seen)
     try:
-        out = predict_svc.predict(ctx.live, p, ["where is my parcel"])
+        out = predict_svc.predict(serving_state.live, p, ["where is my parcel"])
     finally:
-        event.remove(ctx.db.engine, "before_cursor_execute", seen)
-    assert out[0]["top"] and ctx.live.pool(p.id, p.stamp).anchors[0] == 2.0
+        event.remove(serving_state.db.engine, "before_cursor_execute", seen)
+    assert out[0]["top"] and serving_state.live.pool(p.id, p.stamp).anchors[0] == 2.0
     assert len(rows) == 1, rows

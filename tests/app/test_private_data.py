@@ -126,11 +126,11 @@ def test_a_backup_and_a_restore_are_private_when_called_without_the_command(tmp_
     from app.serving.state import ServingState
 
     source = load_settings(tmp_path / "data")
-    ctx = ServingState.open(source)
+    serving_state = ServingState.open(source)
     try:
-        new_project(ctx.db, "shop")
+        new_project(serving_state.db, "shop")
     finally:
-        ctx.close()
+        serving_state.close()
     (source.data_dir / "artifacts" / "v1").mkdir(parents=True)
     (source.data_dir / "artifacts" / "v1" / "model.bin").write_bytes(b"weights")
     archive = tmp_path / "out" / "studio.tar.gz"

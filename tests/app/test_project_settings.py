@@ -90,7 +90,7 @@ def test_a_stored_value_of_the_wrong_type_is_refused_with_its_rule(stored, match
 
 
 def test_a_project_with_an_invalid_stored_setting_says_which_and_the_others_still_open(
-    ctx, demo, tmp_path, capsys
+    serving_state, demo, tmp_path, capsys
 ):
     """The settings are parsed once, where a request resolves its project: a stored value no
     setting takes (written by hand, or by an older version) is refused there, by name, on every
@@ -101,17 +101,17 @@ def test_a_project_with_an_invalid_stored_setting_says_which_and_the_others_stil
     from storage.db import WriteLock
     from storage.projects import set_project_setting
 
-    new_project(ctx.db, "other")
+    new_project(serving_state.db, "other")
     pid = demo.id
-    with ctx.db.write(WriteLock.project(pid)) as s:
+    with serving_state.db.write(WriteLock.project(pid)) as s:
         set_project_setting(s, pid, "anchor_weight", {"weight": 2})
     name = str(demo)
     with pytest.raises(
         ValueError, match=f"Project '{name}' has a stored setting that is not valid"
     ):
-        open_project(ctx.db, name)
-    assert open_project(ctx.db, "other").settings == ProjectSettings()
-    d = ["--data-dir", str(ctx.settings.data_dir)]
+        open_project(serving_state.db, name)
+    assert open_project(serving_state.db, "other").settings == ProjectSettings()
+    d = ["--data-dir", str(serving_state.settings.data_dir)]
     assert main([*d, "settings", "--project", name]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: Project '{name}' has a stored setting that is not valid: An ")

@@ -200,7 +200,7 @@ def test_banking77_sized_report_stays_under_2_mb() -> None:
     assert html.count("Plotly.newPlot(") == 2
 
 
-def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -> None:
+def test_service_reports_a_project_without_test_split_by_cross_validation(serving_state) -> None:
     from app.services.projects.io import import_utterances
     from app.services.projects.reports import build_report
     from storage.utterances import NewUtterance
@@ -224,9 +224,9 @@ def test_service_reports_a_project_without_test_split_by_cross_validation(ctx) -
         ],
     }
     rows = [NewUtterance(t, (k,), "train") for k, ts in texts.items() for t in ts]
-    import_utterances(ctx.db, destination(ctx.db, "shop"), rows)
-    path = build_report(ctx, live(ctx, "shop"), static=True)
-    assert path.parent.parent == ctx.settings.data_dir / "downloads"
+    import_utterances(serving_state.db, destination(serving_state.db, "shop"), rows)
+    path = build_report(serving_state, live(serving_state, "shop"), static=True)
+    assert path.parent.parent == serving_state.settings.data_dir / "downloads"
     html = path.read_text(encoding="utf-8")
     assert "of the 12 labelled examples, each predicted from the others" in html
     assert "The model knows 2 intents, learnt from 12 labelled examples." in html
@@ -239,26 +239,26 @@ def test_summary_says_how_many_test_questions_would_go_to_the_fallback() -> None
     assert "keeps 95% of each intent's own questions), 2 of the 23 test questions (8.7%)" in text
 
 
-def test_service_counts_the_fallback_with_the_live_decision(ctx, demo, tmp_path) -> None:
+def test_service_counts_the_fallback_with_the_live_decision(serving_state, demo, tmp_path) -> None:
     from app.services.labelling import data as data_svc
     from app.services.projects.reports import _fallback
     from storage.projects import get_project
     from storage.utterances import list_utterances
 
     data_svc.add_utterance(
-        ctx.db, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
+        serving_state.db, demo, "what's the weather in Paris tomorrow", ["track_order"], "test"
     )
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         p = get_project(s, str(demo))
         rows, pid = list_utterances(s, p.id), p.id
-    target, n = _fallback(ctx.live, demo, pid, rows, cross_validated=False)
+    target, n = _fallback(serving_state.live, demo, pid, rows, cross_validated=False)
     assert target == 0.95 and n >= 1  # the weather question at least falls back
     n_tests = sum(1 for r in rows if r.split == "test" and r.labels)
     assert n < n_tests / 2
 
 
 def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_time(
-    ctx, demo, monkeypatch
+    serving_state, demo, monkeypatch
 ) -> None:
     """Issue 45 row 13: one report of a project is built at a time (a second request waits and
     gets the first one's), an unchanged project's report is not built again (either kind, asked
@@ -286,7 +286,9 @@ def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_tim
     monkeypatch.setattr(reports, "_build", counted)
     paths: list = []
     clicks = [
-        threading.Thread(target=lambda: paths.append(reports.build_report(ctx, demo, static=True)))
+        threading.Thread(
+            target=lambda: paths.append(reports.build_report(serving_state, demo, static=True))
+        )
         for _ in range(3)
     ]
     for t in clicks:
@@ -296,15 +298,19 @@ def test_a_report_of_an_unchanged_project_is_the_same_report_built_once_at_a_tim
     assert max(peak) == 1  # never two of a project at once
     assert len(built) == 1 and len(paths) == 3 and len(set(paths)) == 1  # all three got it
     assert paths[0].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    copy = reports.build_report(ctx, demo, ctx.settings.data_dir / "mine.html", static=True)
+    copy = reports.build_report(
+        serving_state, demo, serving_state.settings.data_dir / "mine.html", static=True
+    )
     assert copy.read_bytes() == paths[0].read_bytes() and len(built) == 1
-    interactive = reports.build_report(ctx, demo, static=False)  # another kind of report
+    interactive = reports.build_report(serving_state, demo, static=False)  # another kind of report
     assert len(built) == 2
     # the two kinds asked for in turn: each is the one already made, none is built again
-    assert reports.build_report(ctx, demo, static=True) == paths[0]
-    assert reports.build_report(ctx, demo, static=False) == interactive and len(built) == 2
-    data_svc.add_utterance(ctx.db, demo, "is my parcel lost", ["track_order"], "train")
-    reports.build_report(ctx, demo, static=True)  # the data changed: built again
+    assert reports.build_report(serving_state, demo, static=True) == paths[0]
+    assert (
+        reports.build_report(serving_state, demo, static=False) == interactive and len(built) == 2
+    )
+    data_svc.add_utterance(serving_state.db, demo, "is my parcel lost", ["track_order"], "train")
+    reports.build_report(serving_state, demo, static=True)  # the data changed: built again
     assert len(built) == 3
 
 

@@ -32,35 +32,39 @@ def measured(monkeypatch) -> list[int]:
     return calls
 
 
-def _retrain(ctx, seed: int) -> ModelVersion:
+def _retrain(serving_state, seed: int) -> ModelVersion:
     """A retrain (another seed each time: a new encoder, never the active one again)."""
     view, _ = retrain_jobs.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "seed": seed}, enqueue=False
+        serving_state.training, live(serving_state, "tiny"), {**QUICK, "seed": seed}, enqueue=False
     )
-    worker.execute_job(ctx, view.id)
-    done = retrain_jobs.job(ctx.training, view.id)
+    worker.execute_job(serving_state, view.id)
+    done = retrain_jobs.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
         s.expunge(mv)
     return mv
 
 
 def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(
-    ctx, tiny_encoder, measured
+    serving_state, tiny_encoder, measured
 ):
-    make_tiny(ctx, encoder=tiny_encoder)
-    first = _retrain(ctx, 1)
+    make_tiny(serving_state, encoder=tiny_encoder)
+    first = _retrain(serving_state, 1)
     assert len(measured) == 2  # the new version and the frozen base (also the active one)
-    second = _retrain(ctx, 2)
+    second = _retrain(serving_state, 2)
     # the same rows: the frozen base and the active version (the first) are read, not measured
     assert len(measured) == 3
     assert second.metrics["base"] == first.metrics["base"]
     active = first.id if first.metrics["gate"]["passed"] else None
     assert second.metrics["reference"]["version"] == active
     # the live evaluation of the active version and of the frozen base: what the retrain measured
-    measured_live = evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), ACTIVE)
-    frozen = evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
+    measured_live = evaluation_svc.live_evaluation(
+        serving_state.factories, live(serving_state, "tiny"), ACTIVE
+    )
+    frozen = evaluation_svc.live_evaluation(
+        serving_state.factories, live(serving_state, "tiny"), BASE
+    )
     assert len(measured) == 3
     assert frozen.accuracy == first.metrics["base"]["accuracy"]
     if second.metrics["gate"]["passed"]:
@@ -68,21 +72,25 @@ def test_an_unchanged_frozen_base_and_active_version_are_not_evaluated_twice(
     # a row changed: everything is measured again (the new version, the frozen base and the
     # active version when one of the two is)
     data_svc.add_utterance(
-        ctx.db, live(ctx, "tiny"), "my card still has not come", "card_lost", "test"
+        serving_state.db,
+        live(serving_state, "tiny"),
+        "my card still has not come",
+        "card_lost",
+        "test",
     )
-    third = _retrain(ctx, 3)
+    third = _retrain(serving_state, 3)
     versions = 1 if third.metrics["reference"]["version"] is not None else 0
     assert len(measured) == 3 + 2 + versions
     assert third.metrics["base"]["n"] == first.metrics["base"]["n"] + 1
 
 
-def test_a_setting_that_decides_measures_again(ctx, tiny_encoder, measured):
-    make_tiny(ctx, encoder=tiny_encoder)
-    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
-    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
+def test_a_setting_that_decides_measures_again(serving_state, tiny_encoder, measured):
+    make_tiny(serving_state, encoder=tiny_encoder)
+    evaluation_svc.live_evaluation(serving_state.factories, live(serving_state, "tiny"), BASE)
+    evaluation_svc.live_evaluation(serving_state.factories, live(serving_state, "tiny"), BASE)
     assert len(measured) == 1
     project_svc.set_settings(
-        ctx.db, live(ctx, "tiny"), {"anchor_weight": 0}
+        serving_state.db, live(serving_state, "tiny"), {"anchor_weight": 0}
     )  # the anchors leave the pool
-    evaluation_svc.live_evaluation(ctx.factories, live(ctx, "tiny"), BASE)
+    evaluation_svc.live_evaluation(serving_state.factories, live(serving_state, "tiny"), BASE)
     assert len(measured) == 2

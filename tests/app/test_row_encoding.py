@@ -58,10 +58,12 @@ def _keys_on_disk(folder: Path) -> set[str]:
     return keys
 
 
-def test_a_kill_9_during_the_background_encoding_resumes_without_encoding_again(ctx, demo):
-    import_utterances(ctx.db, demo, _rows(240))
-    pool = ctx.live.pool(demo.id)  # the labelled pool, encoded here
-    data = ctx.settings.data_dir
+def test_a_kill_9_during_the_background_encoding_resumes_without_encoding_again(
+    serving_state, demo
+):
+    import_utterances(serving_state.db, demo, _rows(240))
+    pool = serving_state.live.pool(demo.id)  # the labelled pool, encoded here
+    data = serving_state.settings.data_dir
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(data), str(demo.id)],
         cwd=ROOT,
@@ -82,7 +84,7 @@ def test_a_kill_9_during_the_background_encoding_resumes_without_encoding_again(
         if child.poll() is None:
             child.kill()
     assert child.returncode == -signal.SIGKILL
-    folder = ctx.live.cache.folder(pool.encoder.fingerprint)
+    folder = serving_state.live.cache.folder(pool.encoder.fingerprint)
     assert folder is not None
     written = _keys_on_disk(folder)
     again = ServingState.open(load_settings(data))
@@ -99,14 +101,14 @@ def test_a_kill_9_during_the_background_encoding_resumes_without_encoding_again(
         again.close()
 
 
-def test_a_restart_reads_the_row_index_back_and_encodes_nothing(ctx, demo):
-    import_utterances(ctx.db, demo, _rows(120))
-    spaces = spaces_of(ctx.live)
-    q.order(ctx.live, demo.handle())
+def test_a_restart_reads_the_row_index_back_and_encodes_nothing(serving_state, demo):
+    import_utterances(serving_state.db, demo, _rows(120))
+    spaces = spaces_of(serving_state.live)
+    q.order(serving_state.live, demo.handle())
     spaces.encode_all(demo.id)
     spaces.close()  # kept on disk
     rows = len(spaces.rows(demo.id))
-    again = ServingState.open(load_settings(ctx.settings.data_dir))
+    again = ServingState.open(load_settings(serving_state.settings.data_dir))
     try:
         again_spaces = spaces_of(again.live)
         again_spaces.fan_out = None
@@ -123,7 +125,7 @@ def test_a_restart_reads_the_row_index_back_and_encodes_nothing(ctx, demo):
 
 
 def test_a_teams_workers_encode_the_chunks_the_server_hands_out_through_the_queue(
-    ctx, demo, monkeypatch
+    serving_state, demo, monkeypatch
 ):
     """The server's background sends its chunks to the training queue (a team's: here the
     SQLite one, the same Huey code) and adds what the workers wrote to the shared cache; the
@@ -132,14 +134,14 @@ def test_a_teams_workers_encode_the_chunks_the_server_hands_out_through_the_queu
     from app.worker.encoding import encode_rows, sender
 
     monkeypatch.setattr(row_encoding, "CHUNK_ROWS", 40)
-    import_utterances(ctx.db, demo, _rows(150))
-    spaces = spaces_of(ctx.live)
-    spaces.fan_out = sender(ctx.settings)
-    ctx.live.pool(demo.id)
-    before = ctx.live.cache.encoded
+    import_utterances(serving_state.db, demo, _rows(150))
+    spaces = spaces_of(serving_state.live)
+    spaces.fan_out = sender(serving_state.settings)
+    serving_state.live.pool(demo.id)
+    before = serving_state.live.cache.encoded
     assert spaces.step(demo.id)  # chunks out with the workers
-    huey, _ = make_queue(ctx.settings)
-    worker = ServingState.open(load_settings(ctx.settings.data_dir))  # a worker's process
+    huey, _ = make_queue(serving_state.settings)
+    worker = ServingState.open(load_settings(serving_state.settings.data_dir))  # a worker's process
     try:
         done = 0
         while (task := huey.dequeue()) is not None:
@@ -151,10 +153,12 @@ def test_a_teams_workers_encode_the_chunks_the_server_hands_out_through_the_queu
             while (task := huey.dequeue()) is not None:
                 encode_rows(worker, *task.args)
         rows = spaces.rows(demo.id)
-        space = spaces.space(demo.id, ctx.live.pool(demo.id))
+        space = spaces.space(demo.id, serving_state.live.pool(demo.id))
         assert len(space) == len(rows)
-        assert ctx.live.cache.encoded - before <= 1  # the workers encoded them, not the server
-        said = q.encoding(ctx.live, demo.handle())
+        assert (
+            serving_state.live.cache.encoded - before <= 1
+        )  # the workers encoded them, not the server
+        said = q.encoding(serving_state.live, demo.handle())
         assert said is not None and said.done
     finally:
         worker.close()

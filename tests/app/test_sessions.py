@@ -21,15 +21,15 @@ def studio(tmp_path):
     from app.access import auth
 
     data = tmp_path / "data"
-    ctx = team_context(data)
-    token = auth.issue_token(ctx.db, "dana")
+    serving_state = team_context(data)
+    token = auth.issue_token(serving_state.db, "dana")
 
     def cli(*argv: str) -> int:
         return main(["--data-dir", str(data), *argv])
 
-    with serving(web.web_app(ctx, host="127.0.0.1", port=0)) as base:
-        yield base, ctx, cli, token
-    ctx.close()
+    with serving(web.web_app(serving_state, host="127.0.0.1", port=0)) as base:
+        yield base, serving_state, cli, token
+    serving_state.close()
 
 
 def browser(base: str, name: str = "dana") -> httpx.Client:
@@ -81,10 +81,10 @@ def test_users_remove_ends_the_session_and_token_at_the_next_request(studio, cap
 
 
 def test_a_user_deleted_from_the_database_gets_no_more_answers(studio):
-    base, ctx, _, token = studio
+    base, serving_state, _, token = studio
     dana = browser(base)
     assert "track_order" in str(call_predict(dana))
-    with ctx.db.session() as s:  # as an admin with SQL would
+    with serving_state.db.session() as s:  # as an admin with SQL would
         s.delete(s.query(User).filter_by(name="dana").one())
     assert call_predict(dana) == 401
     assert rest_predict(base, token) == 401

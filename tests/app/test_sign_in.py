@@ -29,18 +29,18 @@ from tests.app.live import PASSWORDS, serving, team_context
 @pytest.fixture
 def studio(tmp_path):
     """Serve a team's app; call it with the sign-in limits to use. Yields (base URL, context)."""
-    ctx = team_context(tmp_path / "data")
+    serving_state = team_context(tmp_path / "data")
     stack = []
 
     def start(limits: SignInLimits | None = None) -> tuple[str, object]:
-        server = serving(web.web_app(ctx, host="127.0.0.1", port=0, sign_in=limits))
+        server = serving(web.web_app(serving_state, host="127.0.0.1", port=0, sign_in=limits))
         stack.append(server)
-        return server.__enter__(), ctx
+        return server.__enter__(), serving_state
 
     yield start
     for server in stack:
         server.__exit__(None, None, None)
-    ctx.close()
+    serving_state.close()
 
 
 def sign_in(base: str, name: str, password: str, **headers: str) -> httpx.Response:
@@ -50,7 +50,7 @@ def sign_in(base: str, name: str, password: str, **headers: str) -> httpx.Respon
 
 
 def test_wrong_passwords_for_one_name_are_held_back_and_logged(studio):
-    base, ctx = studio()
+    base, serving_state = studio()
     codes = [sign_in(base, "admin", f"guess-{i}").status_code for i in range(5)]
     assert codes == [400] * 5
     held = sign_in(base, "admin", "guess-5")
@@ -63,7 +63,9 @@ def test_wrong_passwords_for_one_name_are_held_back_and_logged(studio):
 
     def log() -> list[tuple[str, str, str]]:
         return sorted(
-            (e["action"], e["user"], e["address"]) for e in security_log(ctx.db) if e["address"]
+            (e["action"], e["user"], e["address"])
+            for e in security_log(serving_state.db)
+            if e["address"]
         )
 
     expected = [
@@ -92,14 +94,14 @@ def test_password_checks_run_off_the_event_loop_one_at_a_time(studio, monkeypatc
     lock = threading.Lock()
     check = web.check_login
 
-    def watched(ctx, name, password):
+    def watched(serving_state, name, password):
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
             threads.add(threading.current_thread().name)
         try:
-            return check(ctx, name, password)
+            return check(serving_state, name, password)
         finally:
             with lock:
                 running -= 1
@@ -346,13 +348,13 @@ def test_known_addresses_are_read_back_from_the_security_log_after_a_restart(tmp
     security log's sign-ins when it starts."""
     from app.services.projects import accounts
 
-    ctx = team_context(tmp_path / "data")
+    serving_state = team_context(tmp_path / "data")
     try:
-        accounts.signed_in(ctx.db, "admin", "10.0.0.1")
-        gate = web.sign_in_auth(ctx.db).gate  # type: ignore[attr-defined]
+        accounts.signed_in(serving_state.db, "admin", "10.0.0.1")
+        gate = web.sign_in_auth(serving_state.db).gate  # type: ignore[attr-defined]
         now = time.time()
         assert gate.known("admin", "10.0.0.1", now)
         assert not gate.known("admin", "10.0.0.2", now)
         assert not gate.known("dana", "10.0.0.1", now)
     finally:
-        ctx.close()
+        serving_state.close()

@@ -7,33 +7,44 @@ from app.services.labelling import data as data_svc
 from app.services.labelling.table import TableQuery, table_page
 
 
-def test_pages_cover_every_row_once_in_file_order(ctx, demo):
-    everything = [r["id"] for r in data_svc.table(ctx.db, demo)]
-    first = table_page(ctx.live, demo, TableQuery(page_size=50))
+def test_pages_cover_every_row_once_in_file_order(serving_state, demo):
+    everything = [r["id"] for r in data_svc.table(serving_state.db, demo)]
+    first = table_page(serving_state.live, demo, TableQuery(page_size=50))
     assert first.total == len(everything) and first.pages == -(-len(everything) // 50)
     seen = []
     for n in range(1, first.pages + 1):
-        seen += [r["id"] for r in table_page(ctx.live, demo, TableQuery(page=n, page_size=50)).rows]
+        seen += [
+            r["id"]
+            for r in table_page(serving_state.live, demo, TableQuery(page=n, page_size=50)).rows
+        ]
     assert seen == everything
-    beyond = table_page(ctx.live, demo, TableQuery(page=99, page_size=50))
+    beyond = table_page(serving_state.live, demo, TableQuery(page=99, page_size=50))
     assert beyond.page == first.pages  # a page past the end shows the last one
 
 
-def test_a_training_example_is_predicted_without_itself(ctx, demo):
-    rows = table_page(ctx.live, demo, TableQuery(split="train", page_size=500)).rows
+def test_a_training_example_is_predicted_without_itself(serving_state, demo):
+    rows = table_page(serving_state.live, demo, TableQuery(split="train", page_size=500)).rows
     # with itself in the pool every score would be 1.0 and every prediction its own label
     assert any(r["score"] < 0.99 for r in rows)
-    wrong = table_page(ctx.live, demo, TableQuery(split="train", disagree=True, page_size=500)).rows
+    wrong = table_page(
+        serving_state.live, demo, TableQuery(split="train", disagree=True, page_size=500)
+    ).rows
     assert wrong and all(r["predicted"] not in r["intents"] for r in wrong)
     assert len(wrong) < len(rows)
 
 
-def test_prediction_filters_and_sort(ctx, demo):
-    low = table_page(ctx.live, demo, TableQuery(below=0.5, sort="score_low", page_size=500)).rows
+def test_prediction_filters_and_sort(serving_state, demo):
+    low = table_page(
+        serving_state.live, demo, TableQuery(below=0.5, sort="score_low", page_size=500)
+    ).rows
     assert low and all(r["score"] < 0.5 for r in low)
     assert [r["score"] for r in low] == sorted(r["score"] for r in low)
-    refunds = table_page(ctx.live, demo, TableQuery(predicted="refund_status", page_size=500)).rows
+    refunds = table_page(
+        serving_state.live, demo, TableQuery(predicted="refund_status", page_size=500)
+    ).rows
     assert refunds and {r["predicted"] for r in refunds} == {"refund_status"}
-    page = table_page(ctx.live, demo, TableQuery(predicted="refund_status", split="unlabelled"))
+    page = table_page(
+        serving_state.live, demo, TableQuery(predicted="refund_status", split="unlabelled")
+    )
     assert all(r["split"] == "unlabelled" for r in page.rows)
     assert page.caption().startswith(f"Rows 1–{len(page.rows)} of {page.total}")

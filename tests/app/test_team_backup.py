@@ -46,22 +46,27 @@ def test_a_team_deployment_is_restored_into_an_empty_database_and_bucket(
     monkeypatch.delenv("INTENT_STUDIO_DATA_DIR", raising=False)
     bucket = s3.new_bucket()
     point_at(monkeypatch, postgres.new_database(), bucket)
-    ctx = ServingState.open(load_settings(tmp_path / "app"))
-    make_tiny(ctx)
+    serving_state = ServingState.open(load_settings(tmp_path / "app"))
+    make_tiny(serving_state)
     job, _ = retrain_jobs.request_retrain(  # LoRA: a small model file
-        ctx.training, live(ctx, "tiny"), {**QUICK, "method": "lora"}, enqueue=False
+        serving_state.training,
+        live(serving_state, "tiny"),
+        {**QUICK, "method": "lora"},
+        enqueue=False,
     )
-    worker.execute_job(ctx, job.id)
+    worker.execute_job(serving_state, job.id)
     activate(
-        ctx.factories, live(ctx, "tiny"), retrain_jobs.job(ctx.training, job.id).model_version_id
+        serving_state.factories,
+        live(serving_state, "tiny"),
+        retrain_jobs.job(serving_state.training, job.id).model_version_id,
     )
-    before = predict_svc.predict(ctx.live, live(ctx, "tiny"), QUERIES)
-    versions = history(ctx.db, live(ctx, "tiny"))
+    before = predict_svc.predict(serving_state.live, live(serving_state, "tiny"), QUERIES)
+    versions = history(serving_state.db, live(serving_state, "tiny"))
 
     archive = tmp_path / "team.tar.gz"
     assert main(["--data-dir", str(tmp_path / "app"), "backup", "-o", str(archive)]) == 0
     assert "PostgreSQL database" in capsys.readouterr().out
-    ctx.close()
+    serving_state.close()
 
     # refused: a database that holds a schema (a new app's), or a bucket that holds anything
     target_db, target_bucket = postgres.new_database(), s3.new_bucket()

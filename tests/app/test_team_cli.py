@@ -36,16 +36,16 @@ def shop(tmp_path, capsys):
     )
     d = ["--data-dir", str(tmp_path / "data")]
     assert main([*d, "import", str(src), "--project", "shop"]) == 0
-    ctx = ServingState.open(load_settings(tmp_path / "data"))
+    serving_state = ServingState.open(load_settings(tmp_path / "data"))
     users = {
-        name: auth.add_user(ctx.db, name, role, f"{name}-password")
+        name: auth.add_user(serving_state.db, name, role, f"{name}-password")
         for name, role in [("ana", "designer"), ("ben", "designer"), ("vic", "viewer")]
     }
     for name in users:  # each with their own role in the project
         assert main([*d, "members", "add", name, "--project", "shop"]) == 0
     capsys.readouterr()
-    yield d, ctx, users
-    ctx.close()
+    yield d, serving_state, users
+    serving_state.close()
 
 
 @pytest.mark.parametrize("sub", ["assign", "agreement", "export"])
@@ -56,21 +56,26 @@ def test_every_team_subcommand_has_help(sub, capsys):
 
 
 def test_assign_splits_the_unlabelled_utterances_with_the_overlap_once(shop, capsys):
-    d, ctx, _ = shop
+    d, serving_state, _ = shop
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"]) == 0
     out = capsys.readouterr().out
     assert out.strip() == "Assigned in 'shop': ana 12, ben 12; 4 to two annotators (the overlap)."
-    assert team.progress(ctx.db, live(ctx, "shop")) == {"ana": (12, 0), "ben": (12, 0)}
+    assert team.progress(serving_state.db, live(serving_state, "shop")) == {
+        "ana": (12, 0),
+        "ben": (12, 0),
+    }
     assert main([*d, "team", "assign", "shop", "--annotators", "ana,ben"]) == 0
     assert "Nothing assigned" in capsys.readouterr().out  # nobody gets an item twice
 
 
 def test_assign_with_search_and_limit_takes_only_those(shop, capsys):
-    d, ctx, users = shop
+    d, serving_state, users = shop
     argv = [*d, "team", "assign", "shop", "--annotators", "ana", "--overlap", "0"]
     assert main([*argv, "--search", "NUMBER 1", "--limit", "3"]) == 0
     mine = team.items(
-        ctx.db, live(ctx, "shop"), team.open_items(ctx.db, live(ctx, "shop", users["ana"]))
+        serving_state.db,
+        live(serving_state, "shop"),
+        team.open_items(serving_state.db, live(serving_state, "shop", users["ana"])),
     )
     assert [r["text"] for r in mine] == [UNLABELLED[1], UNLABELLED[10], UNLABELLED[11]]
 
@@ -87,7 +92,7 @@ def test_assign_with_search_and_limit_takes_only_those(shop, capsys):
     ],
 )
 def test_bad_input_exits_2_with_the_message_and_assigns_nothing(shop, capsys, argv, message):
-    d, ctx, _ = shop
+    d, serving_state, _ = shop
     try:
         code = main([*d, "team", *argv])
     except SystemExit as usage:  # a number the option does not take: argparse's usage error
@@ -95,25 +100,25 @@ def test_bad_input_exits_2_with_the_message_and_assigns_nothing(shop, capsys, ar
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert team.progress(ctx.db, live(ctx, "shop")) == {}
+    assert team.progress(serving_state.db, live(serving_state, "shop")) == {}
 
 
 def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, capsys):
-    d, ctx, users = shop
+    d, serving_state, users = shop
     assert main([*d, "team", "agreement", "shop"]) == 0
     assert "No agreement yet in 'shop'" in capsys.readouterr().out
 
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
     ana, ben = users["ana"], users["ben"]
     both = sorted(
-        set(team.open_items(ctx.db, live(ctx, "shop", ana)))
-        & set(team.open_items(ctx.db, live(ctx, "shop", ben)))
+        set(team.open_items(serving_state.db, live(serving_state, "shop", ana)))
+        & set(team.open_items(serving_state.db, live(serving_state, "shop", ben)))
     )
     said_ana = ["track_order", "track_order", "cancel_order", "cancel_order"]
     said_ben = ["track_order", "cancel_order", "cancel_order", "cancel_order"]
     for uid, a, b in zip(both, said_ana, said_ben, strict=True):
-        team.submit(ctx.db, live(ctx, "shop", ana), uid, "label", [a])
-        team.submit(ctx.db, live(ctx, "shop", ben), uid, "label", [b])
+        team.submit(serving_state.db, live(serving_state, "shop", ana), uid, "label", [a])
+        team.submit(serving_state.db, live(serving_state, "shop", ben), uid, "label", [b])
     capsys.readouterr()
 
     assert main([*d, "team", "agreement", "shop"]) == 0
@@ -128,15 +133,15 @@ def test_agreement_prints_kappa_alpha_and_the_intents_agreed_on_least(shop, caps
 
 
 def test_export_writes_every_answer_as_one_json_line(shop, capsys, tmp_path):
-    d, ctx, users = shop
+    d, serving_state, users = shop
     main([*d, "team", "assign", "shop", "--annotators", "ana,ben", "--overlap", "0.2"])
     ana, ben = users["ana"], users["ben"]
     uid = sorted(
-        set(team.open_items(ctx.db, live(ctx, "shop", ana)))
-        & set(team.open_items(ctx.db, live(ctx, "shop", ben)))
+        set(team.open_items(serving_state.db, live(serving_state, "shop", ana)))
+        & set(team.open_items(serving_state.db, live(serving_state, "shop", ben)))
     )[0]
-    team.submit(ctx.db, live(ctx, "shop", ana), uid, "label", ["track_order"])
-    team.submit(ctx.db, live(ctx, "shop", ben), uid, "oos")
+    team.submit(serving_state.db, live(serving_state, "shop", ana), uid, "label", ["track_order"])
+    team.submit(serving_state.db, live(serving_state, "shop", ben), uid, "oos")
     capsys.readouterr()
 
     out = tmp_path / "answers.jsonl"

@@ -56,10 +56,10 @@ def app_ctx(team, tmp_path):
     from app.serving.state import ServingState
     from app.worker import queue_for
 
-    ctx = ServingState.open(load_settings(tmp_path / "app"))
-    ctx.training.enqueue = queue_for(ctx.settings)
-    yield ctx
-    ctx.close()
+    serving_state = ServingState.open(load_settings(tmp_path / "app"))
+    serving_state.training.enqueue = queue_for(serving_state.settings)
+    yield serving_state
+    serving_state.close()
 
 
 def _worker(folder: Path, **env_vars: str) -> subprocess.Popen[bytes]:

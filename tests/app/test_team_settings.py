@@ -29,11 +29,14 @@ def test_the_embedded_default_needs_no_server(tmp_path):
     assert not settings.artifacts_remote and settings.artifacts_dir == tmp_path / "artifacts"
     assert isinstance(make_queue(settings)[0], SqliteHuey)
     assert heartbeat_seconds(settings) == 5.0
-    ctx = ServingState.open(settings)
+    serving_state = ServingState.open(settings)
     try:
-        assert type(ctx.artifacts) is ArtifactStore and ctx.artifacts.root == settings.artifacts_dir
+        assert (
+            type(serving_state.artifacts) is ArtifactStore
+            and serving_state.artifacts.root == settings.artifacts_dir
+        )
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def test_the_urls_pick_redis_a_bucket_and_the_heartbeat(tmp_path, monkeypatch):
@@ -47,12 +50,12 @@ def test_the_urls_pick_redis_a_bucket_and_the_heartbeat(tmp_path, monkeypatch):
     huey, _ = make_queue(settings)  # no connection until a job is queued
     assert isinstance(huey, RedisHuey)
     assert heartbeat_seconds(settings) == 2.0
-    ctx = ServingState.open(settings)
+    serving_state = ServingState.open(settings)
     try:
-        assert isinstance(ctx.artifacts, RemoteArtifactStore)
-        assert ctx.artifacts.root == settings.cache_dir / "artifacts"
+        assert isinstance(serving_state.artifacts, RemoteArtifactStore)
+        assert serving_state.artifacts.root == settings.cache_dir / "artifacts"
     finally:
-        ctx.close()
+        serving_state.close()
     # A worker the app supervises gets the same URLs even when they came from elsewhere.
     env = worker_env(settings)
     assert env["INTENT_STUDIO_QUEUE_URL"] == "redis://:secret@queue:6379/2"
@@ -65,12 +68,12 @@ def test_a_shared_folder_for_model_files_is_used_in_place(tmp_path, monkeypatch)
     monkeypatch.setenv("INTENT_STUDIO_ARTIFACTS_URL", str(tmp_path / "shared"))
     settings = load_settings(tmp_path / "data")
     assert settings.artifacts_dir == tmp_path / "shared"
-    ctx = ServingState.open(settings)
+    serving_state = ServingState.open(settings)
     try:
-        with ctx.artifacts.writing("m") as tmp:
+        with serving_state.artifacts.writing("m") as tmp:
             (tmp / "w").write_text("x")
     finally:
-        ctx.close()
+        serving_state.close()
     assert (tmp_path / "shared" / "m" / "w").read_text() == "x"
 
 

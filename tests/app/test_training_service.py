@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # Four small intents, four examples each in train, one each in test.
-def job_count(ctx) -> int:
-    with ctx.db.session() as s:
+def job_count(serving_state) -> int:
+    with serving_state.db.session() as s:
         return s.scalar(select(func.count()).select_from(TrainingJob)) or 0
 
 
@@ -47,13 +47,17 @@ def job_count(ctx) -> int:
     ],
     ids=["empty-pool", "one-intent", "single-example-intent"],
 )
-def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, message) -> None:
-    new_project(ctx.db, "p")
+def test_untrainable_projects_are_refused_and_nothing_is_queued(
+    serving_state, rows, message
+) -> None:
+    new_project(serving_state.db, "p")
     for text, intent in rows:
-        data_svc.add_utterance(ctx.db, live(ctx, "p"), text, intent, create=True)
+        data_svc.add_utterance(
+            serving_state.db, live(serving_state, "p"), text, intent, create=True
+        )
     with pytest.raises(ValueError, match=message):
-        svc.request_retrain(ctx.training, live(ctx, "p"), QUICK, enqueue=False)
-    assert job_count(ctx) == 0
+        svc.request_retrain(serving_state.training, live(serving_state, "p"), QUICK, enqueue=False)
+    assert job_count(serving_state) == 0
 
 
 @pytest.mark.parametrize(
@@ -68,11 +72,15 @@ def test_untrainable_projects_are_refused_and_nothing_is_queued(ctx, rows, messa
     ],
     ids=["method", "lr", "passes", "unknown-key", "self-train", "stage-1"],
 )
-def test_bad_settings_are_refused_before_anything_is_written(ctx, tiny_encoder, config) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
+def test_bad_settings_are_refused_before_anything_is_written(
+    serving_state, tiny_encoder, config
+) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
     with pytest.raises(ValueError):
-        svc.request_retrain(ctx.training, live(ctx, "tiny"), config, enqueue=False)
-    assert job_count(ctx) == 0
+        svc.request_retrain(
+            serving_state.training, live(serving_state, "tiny"), config, enqueue=False
+        )
+    assert job_count(serving_state) == 0
 
 
 def test_convfit_is_the_method_by_its_name_and_fast_still_reads() -> None:
@@ -119,62 +127,81 @@ def test_parse_settings_reads_json_values_and_rejects_junk() -> None:
         svc.RetrainSpec.parse(svc.parse_settings("epochs=1, oops"))
 
 
-def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(ctx, tiny_encoder) -> None:
+def test_a_retrain_the_worker_cannot_run_is_refused_before_it_is_queued(
+    serving_state, tiny_encoder
+) -> None:
     """Distillation needed a teacher's vectors the app never computes: it was accepted, trained
     for minutes, then failed in the worker. It left TrainConfig, and is refused with the request
     as a retired option."""
-    make_tiny(ctx, encoder=tiny_encoder)
+    make_tiny(serving_state, encoder=tiny_encoder)
     with pytest.raises(ValueError, match=r"distil_weight=1\.0 is no longer an option"):
         svc.request_retrain(
-            ctx.training, live(ctx, "tiny"), {**QUICK, "distil_weight": 1.0}, enqueue=False
+            serving_state.training,
+            live(serving_state, "tiny"),
+            {**QUICK, "distil_weight": 1.0},
+            enqueue=False,
         )
     with pytest.raises(ValueError, match="threshold must be a number"):
         svc.request_retrain(
-            ctx.training, live(ctx, "tiny"), {**QUICK, "threshold": "high"}, enqueue=False
+            serving_state.training,
+            live(serving_state, "tiny"),
+            {**QUICK, "threshold": "high"},
+            enqueue=False,
         )
-    assert job_count(ctx) == 0
+    assert job_count(serving_state) == 0
 
 
-def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(ctx) -> None:
+def test_freezing_more_layers_than_the_encoder_has_is_refused_with_the_range(serving_state) -> None:
     """Issue 45, row 8: ``freeze_layers: 99`` was queued, then failed in the worker with a raw
     PyTorch error. The encoder's layer count is read from its ``config.json`` (nothing loaded):
     MiniLM has 6, so 0 to 5 freeze (at least the top layer trains)."""
-    make_tiny(ctx)
+    make_tiny(serving_state)
     for settings in ({"freeze_layers": 99}, {"freeze_layers": 6, "method": "fast"}):
         with pytest.raises(ValueError, match=r"freeze_layers must be between 0 and 5 .*got \d+"):
             svc.request_retrain(
-                ctx.training, live(ctx, "tiny"), {**QUICK, **settings}, enqueue=False
+                serving_state.training,
+                live(serving_state, "tiny"),
+                {**QUICK, **settings},
+                enqueue=False,
             )
-    assert job_count(ctx) == 0
+    assert job_count(serving_state) == 0
     view, _ = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "freeze_layers": 5}, enqueue=False
+        serving_state.training,
+        live(serving_state, "tiny"),
+        {**QUICK, "freeze_layers": 5},
+        enqueue=False,
     )
     assert view.status == "queued"
 
 
-def test_the_worker_reads_the_spec_the_request_stored(ctx, tiny_encoder) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
+def test_the_worker_reads_the_spec_the_request_stored(serving_state, tiny_encoder) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
     settings = {**QUICK, "method": "lora", "lora_r": 4, "threshold": 0.35}
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), settings, enqueue=False)
-    stored = svc.RetrainSpec.from_job(svc.job(ctx.training, view.id).config)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), settings, enqueue=False
+    )
+    stored = svc.RetrainSpec.from_job(svc.job(serving_state.training, view.id).config)
     assert stored == svc.RetrainSpec.parse(settings)
     assert stored.encoder.method == "lora" and stored.encoder.lora_r == 4
     assert stored.head == {"threshold": 0.35}
 
 
 def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads(
-    ctx, tiny_encoder
+    serving_state, tiny_encoder
 ) -> None:
     """Tuning left the retrain (bench/RESULTS.md): a request, or a job queued before, that turns
     it on is refused with the numbers; ``false``, what older requests sent, still reads."""
-    make_tiny(ctx, encoder=tiny_encoder)
+    make_tiny(serving_state, encoder=tiny_encoder)
     with pytest.raises(
         ValueError, match=r"tune_thresholds=true is no longer an option: .*micro-F1"
     ):
         svc.request_retrain(
-            ctx.training, live(ctx, "tiny"), {**QUICK, "tune_thresholds": True}, enqueue=False
+            serving_state.training,
+            live(serving_state, "tiny"),
+            {**QUICK, "tune_thresholds": True},
+            enqueue=False,
         )
-    assert job_count(ctx) == 0
+    assert job_count(serving_state) == 0
     off = svc.RetrainSpec.parse({**QUICK, "tune_thresholds": False})
     assert off == svc.RetrainSpec.parse(QUICK)
     queued_before = {**off.to_job(), "head": {"threshold": 0.3, "tune": True}}
@@ -183,39 +210,49 @@ def test_per_intent_threshold_tuning_is_refused_with_why_and_its_off_value_reads
     assert svc.RetrainSpec.from_job({**off.to_job(), "head": {"threshold": 0.3, "tune": False}})
 
 
-def test_a_second_click_returns_the_same_job(ctx, tiny_encoder) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
-    first, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+def test_a_second_click_returns_the_same_job(serving_state, tiny_encoder) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
+    first, created = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
     second, created_again = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), QUICK, enqueue=False
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
     )
     assert created and not created_again
     assert second.id == first.id
-    assert job_count(ctx) == 1
+    assert job_count(serving_state) == 1
 
 
-def test_retrain_registers_evaluates_and_activates_a_version(ctx, tiny_encoder) -> None:
+def test_retrain_registers_evaluates_and_activates_a_version(serving_state, tiny_encoder) -> None:
     """It also shows issue 43, hole 5: the project has an intent with one example (a typo over
     REST was enough), which refused every retrain before; now it is left out of training, the
     job says so, and it is still predicted."""
-    make_tiny(ctx, encoder=tiny_encoder)
+    make_tiny(serving_state, encoder=tiny_encoder)
     data_svc.add_utterance(
-        ctx.db, live(ctx, "tiny"), "please close my account for good", "close_account", create=True
+        serving_state.db,
+        live(serving_state, "tiny"),
+        "please close my account for good",
+        "close_account",
+        create=True,
     )
-    before = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    done = svc.job(ctx.training, view.id)
+    before = predict_svc.predict_one(
+        serving_state.live, live(serving_state, "tiny"), "where is my card"
+    )
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
     assert done.percent == 100 and 0.9 < done.progress <= 1.0
     assert "training ConvFiT Stage 2 (convfit) on 16 utterances" in done.log
     left_out = "Left out of training: 1 intent(s) with fewer than 2 train examples (close_account)"
     assert left_out in done.log and left_out in done.message
     singleton = predict_svc.predict_one(
-        ctx.live, live(ctx, "tiny"), "close my account please", show=6
+        serving_state.live, live(serving_state, "tiny"), "close my account please", show=6
     )
     assert "close_account" in [s["intent"] for s in singleton["intents"]]
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         mv = s.get(ModelVersion, done.model_version_id)
         assert mv is not None
         assert mv.metrics["split"] == "test"
@@ -223,47 +260,59 @@ def test_retrain_registers_evaluates_and_activates_a_version(ctx, tiny_encoder) 
         assert mv.config["epochs"] == 1
         # the tests' server runs with INTENT_STUDIO_INT8=off: no int8 copy, and the reason why
         assert mv.metrics["int8"] == {"passed": False, "reason": INT8_OFF}
-        assert not (ctx.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
-        assert ctx.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
+        assert not (serving_state.artifacts.path(mv.artifact_path) / INT8_DIR).exists()
+        assert serving_state.artifacts.verify(mv.artifact_path, mv.artifact_sha256)
         promoted = mv.metrics["gate"]["passed"]
-    history = version_svc.history(ctx.db, live(ctx, "tiny"))
+    history = version_svc.history(serving_state.db, live(serving_state, "tiny"))
     assert [h["version"] for h in history] == [done.model_version_id]
     assert history[0]["active"] is promoted
     if promoted:  # predictions now come from the tuned encoder, without a restart
-        after = predict_svc.predict_one(ctx.live, live(ctx, "tiny"), "where is my card")
+        after = predict_svc.predict_one(
+            serving_state.live, live(serving_state, "tiny"), "where is my card"
+        )
         assert after["neighbours"][0]["similarity"] != before["neighbours"][0]["similarity"]
     # Roll back to the frozen encoder and forward again.
-    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
-    assert not version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
-    version_svc.activate(ctx.factories, live(ctx, "tiny"), done.model_version_id)
-    assert version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
+    version_svc.activate(serving_state.factories, live(serving_state, "tiny"), None)
+    assert not version_svc.history(serving_state.db, live(serving_state, "tiny"))[0]["active"]
+    version_svc.activate(
+        serving_state.factories, live(serving_state, "tiny"), done.model_version_id
+    )
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny"))[0]["active"]
     # Compare accepts the frozen encoder on either side (measured on the same test set).
-    vs_frozen = version_svc.compare(ctx.db, live(ctx, "tiny"), None, done.model_version_id)
+    vs_frozen = version_svc.compare(
+        serving_state.db, live(serving_state, "tiny"), None, done.model_version_id
+    )
     assert vs_frozen["b"]["accuracy"] == mv.metrics["accuracy"]
     assert vs_frozen["a"]["accuracy"] == mv.metrics["base"]["accuracy"]
     assert {r["intent"] for r in vs_frozen["per_intent"]} == set(mv.metrics["per_intent"])
     with pytest.raises(ValueError, match="two different"):
-        version_svc.compare(ctx.db, live(ctx, "tiny"), None, None)
+        version_svc.compare(serving_state.db, live(serving_state, "tiny"), None, None)
 
 
 def test_a_worker_lets_go_of_the_models_of_versions_that_serve_nowhere_between_jobs(
-    ctx, tiny_encoder
+    serving_state, tiny_encoder
 ) -> None:
     """Issue 57 item 7: a long-lived worker kept the model of every version a job loaded (the
     one it measured against, the one it served the first card with), one more per retrain."""
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    version = svc.job(ctx.training, view.id).model_version_id
-    assert version is not None and ctx.models.loaded_versions() == {version}
-    worker.release_between_jobs(ctx)
-    assert ctx.models.loaded_versions() == {version}  # it serves: kept for the next job
-    version_svc.activate(ctx.factories, live(ctx, "tiny").handle(), None)  # back to the base
-    worker.release_between_jobs(ctx)
-    assert ctx.models.loaded_versions() == set()
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    version = svc.job(serving_state.training, view.id).model_version_id
+    assert version is not None and serving_state.models.loaded_versions() == {version}
+    worker.release_between_jobs(serving_state)
+    assert serving_state.models.loaded_versions() == {version}  # it serves: kept for the next job
+    version_svc.activate(
+        serving_state.factories, live(serving_state, "tiny").handle(), None
+    )  # back to the base
+    worker.release_between_jobs(serving_state)
+    assert serving_state.models.loaded_versions() == set()
 
 
-def test_a_worker_keeps_the_models_of_the_projects_it_trained_last_only(ctx, tiny_encoder) -> None:
+def test_a_worker_keeps_the_models_of_the_projects_it_trained_last_only(
+    serving_state, tiny_encoder
+) -> None:
     """Issue 73 item 13: a worker kept each project's active model it had trained, 0.2 GB a
     project (8 projects, 3.0 GB): now those it used last, at most KEPT_VERSIONS; the others are
     read again from their (small) artifact when a job needs them."""
@@ -271,13 +320,15 @@ def test_a_worker_keeps_the_models_of_the_projects_it_trained_last_only(ctx, tin
 
     trained = []
     for n in range(KEPT_VERSIONS + 2):
-        make_tiny(ctx, name=f"tiny{n}", encoder=tiny_encoder)
-        view, _ = svc.request_retrain(ctx.training, live(ctx, f"tiny{n}"), QUICK, enqueue=False)
-        worker.execute_job(ctx, view.id)
-        trained.append(svc.job(ctx.training, view.id).model_version_id)
-        worker.release_between_jobs(ctx)
-    assert ctx.models.loaded_versions() == set(trained[-KEPT_VERSIONS:])
-    first = version_svc.history(ctx.db, live(ctx, "tiny0"))[0]
+        make_tiny(serving_state, name=f"tiny{n}", encoder=tiny_encoder)
+        view, _ = svc.request_retrain(
+            serving_state.training, live(serving_state, f"tiny{n}"), QUICK, enqueue=False
+        )
+        worker.execute_job(serving_state, view.id)
+        trained.append(svc.job(serving_state.training, view.id).model_version_id)
+        worker.release_between_jobs(serving_state)
+    assert serving_state.models.loaded_versions() == set(trained[-KEPT_VERSIONS:])
+    first = version_svc.history(serving_state.db, live(serving_state, "tiny0"))[0]
     assert first["version"] == trained[0] and first["active"]  # it still serves, from disk
 
 
@@ -302,39 +353,45 @@ def test_a_worker_stopped_in_the_int8_phase_ends_the_job_and_never_trains_it_aga
     from app.serving.state import ServingState
     from app.worker.stopping import StopRequest
 
-    ctx = ServingState.open(dataclasses.replace(load_settings(tmp_path / "data"), int8=True))
-    ctx.training.enqueue = worker.queue_for(ctx.settings)
+    serving_state = ServingState.open(
+        dataclasses.replace(load_settings(tmp_path / "data"), int8=True)
+    )
+    serving_state.training.enqueue = worker.queue_for(serving_state.settings)
     try:
-        make_tiny(ctx)
-        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+        make_tiny(serving_state)
+        view, _ = svc.request_retrain(
+            serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+        )
         monkeypatch.setattr(worker, "JobReporter", _StoppedInInt8)
         stop = StopRequest()
-        worker.execute_job(ctx, view.id, stop)
+        worker.execute_job(serving_state, view.id, stop)
         assert stop.requested
-        done = svc.job(ctx.training, view.id)
+        done = svc.job(serving_state.training, view.id)
         assert done.status == "succeeded", done.log
         assert "Its worker stopped before the int8 copy was checked" in done.message
-        assert view.id not in ctx.training.enqueue.pending()  # not queued again
-        history = version_svc.history(ctx.db, live(ctx, "tiny"))
+        assert view.id not in serving_state.training.enqueue.pending()  # not queued again
+        history = version_svc.history(serving_state.db, live(serving_state, "tiny"))
         assert [h["version"] for h in history] == [done.model_version_id]
-        with ctx.db.session() as s:
+        with serving_state.db.session() as s:
             mv = s.get(ModelVersion, done.model_version_id)
             assert not mv.metrics["int8"].get("pending")
             assert "worker stopped" in mv.metrics["int8"]["reason"]
-        assert "fp32 encoder" in version_svc.serving(ctx.db, live(ctx, "tiny"))
+        assert "fp32 encoder" in version_svc.serving(serving_state.db, live(serving_state, "tiny"))
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_registered(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
+    make_tiny(serving_state, encoder=tiny_encoder)
     monkeypatch.setattr(worker, "JobReporter", RecordingReporter)
     RecordingReporter.rows = []
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    rows, done = RecordingReporter.rows, svc.job(ctx.training, view.id)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    rows, done = RecordingReporter.rows, svc.job(serving_state.training, view.id)
     phases = [r.phase for i, r in enumerate(rows) if i == 0 or r.phase != rows[i - 1].phase]
     assert phases == ["training", "saving", "evaluating", "serving", "registering"]  # int8 off
     assert all(r.status == "running" and r.percent < 100 for r in rows)
@@ -374,27 +431,29 @@ def test_progress_goes_through_every_phase_on_one_bar_and_ends_at_100_when_regis
     assert done.status == "succeeded" and done.percent == 100
     assert done.model_version_id is not None
     assert svc.describe(done).startswith(f"v{done.model_version_id}: accuracy")
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         assert s.get(ModelVersion, done.model_version_id).metrics["evaluate_seconds"] >= 0
 
 
-def test_activating_a_version_whose_files_changed_is_refused(ctx, tiny_encoder) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    mv_id = svc.job(ctx.training, view.id).model_version_id
-    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
-    with ctx.db.session() as s:
-        folder = ctx.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
+def test_activating_a_version_whose_files_changed_is_refused(serving_state, tiny_encoder) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    mv_id = svc.job(serving_state.training, view.id).model_version_id
+    version_svc.activate(serving_state.factories, live(serving_state, "tiny"), None)
+    with serving_state.db.session() as s:
+        folder = serving_state.artifacts.path(s.get(ModelVersion, mv_id).artifact_path)
     victim = next(p for p in sorted(folder.rglob("*")) if p.is_file())
     victim.write_bytes(victim.read_bytes() + b"tampered")
     with pytest.raises(ValueError, match="missing or changed"):
-        version_svc.activate(ctx.factories, live(ctx, "tiny"), mv_id)
-    assert not version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
+        version_svc.activate(serving_state.factories, live(serving_state, "tiny"), mv_id)
+    assert not version_svc.history(serving_state.db, live(serving_state, "tiny"))[0]["active"]
 
 
 def test_activating_a_version_while_a_retrain_runs_waits_for_no_heartbeat(
-    ctx, tiny_encoder
+    serving_state, tiny_encoder
 ) -> None:
     """Issue 73 item 7: activating a version answered 429 "The database is busy" while any
     retrain ran (8 of 8): it hashed the 88 MB artifact inside a read transaction, and the job's
@@ -406,99 +465,116 @@ def test_activating_a_version_while_a_retrain_runs_waits_for_no_heartbeat(
     from storage import jobs
     from storage.db import ROWS
 
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    mv_id = svc.job(ctx.training, view.id).model_version_id
-    version_svc.activate(ctx.factories, live(ctx, "tiny"), None)
-    running, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    with ctx.db.write(ROWS) as s:
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    mv_id = svc.job(serving_state.training, view.id).model_version_id
+    version_svc.activate(serving_state.factories, live(serving_state, "tiny"), None)
+    running, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    with serving_state.db.write(ROWS) as s:
         assert jobs.claim_job(s, running.id, pid=os.getpid()) is not None
     beats: list[float] = []
 
     def beat_after_the_version_is_read(conn, cursor, statement, *_args) -> None:
         if not beats and "FROM model_versions" in statement:
-            with ctx.db.write(ROWS) as s:  # the job's heartbeat, as its reporter writes it
+            with serving_state.db.write(
+                ROWS
+            ) as s:  # the job's heartbeat, as its reporter writes it
                 jobs.heartbeat(s, running.id)
             beats.append(time.monotonic())
 
-    event.listen(ctx.db.engine, "after_cursor_execute", beat_after_the_version_is_read)
+    event.listen(serving_state.db.engine, "after_cursor_execute", beat_after_the_version_is_read)
     try:
-        said = version_svc.activate(ctx.factories, live(ctx, "tiny"), mv_id)
+        said = version_svc.activate(serving_state.factories, live(serving_state, "tiny"), mv_id)
     finally:
-        event.remove(ctx.db.engine, "after_cursor_execute", beat_after_the_version_is_read)
+        event.remove(
+            serving_state.db.engine, "after_cursor_execute", beat_after_the_version_is_read
+        )
     assert beats, "no heartbeat came while the version was activated"
     assert said == f"Active model: v{mv_id}."
-    assert version_svc.history(ctx.db, live(ctx, "tiny"))[0]["active"]
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny"))[0]["active"]
 
 
-def test_cancel_stops_a_running_job_and_leaves_nothing(ctx) -> None:
-    make_tiny(ctx)
+def test_cancel_stops_a_running_job_and_leaves_nothing(serving_state) -> None:
+    make_tiny(serving_state)
     view, _ = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
+        serving_state.training, live(serving_state, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
     )
-    runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
+    runner = threading.Thread(target=worker.execute_job, args=(serving_state, view.id))
     runner.start()
     deadline = time.monotonic() + 120
-    while svc.job(ctx.training, view.id).step < 1:
+    while svc.job(serving_state.training, view.id).step < 1:
         assert time.monotonic() < deadline, "training never started"
         time.sleep(0.2)
     asked = time.monotonic()
-    svc.cancel(ctx.db, view.id)
+    svc.cancel(serving_state.db, view.id)
     runner.join(60)
     assert not runner.is_alive()
     assert time.monotonic() - asked < 15
-    done = svc.job(ctx.training, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "cancelled"
     assert done.model_version_id is None
-    assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+    assert not list((serving_state.settings.artifacts_dir / "projects").rglob("model*"))
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
 
 
 @pytest.mark.parametrize("phase", ["loading the encoder", "training"])
-def test_a_cancel_takes_effect_within_2_s_in_any_phase(ctx, phase) -> None:
+def test_a_cancel_takes_effect_within_2_s_in_any_phase(serving_state, phase) -> None:
     """Issue 45 row 10: a cancel in a job's first seconds (its encoder loading) took 8-30 s.
     Now the job reads cancelled as soon as the cancel returns, in any phase; its worker stops at
     its next poll (before and after loading, before the first step, every step) and nothing it
     made counts."""
-    make_tiny(ctx)
+    make_tiny(serving_state)
     view, _ = svc.request_retrain(
-        ctx.training, live(ctx, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
+        serving_state.training, live(serving_state, "tiny"), {**QUICK, "epochs": 60}, enqueue=False
     )
-    runner = threading.Thread(target=worker.execute_job, args=(ctx, view.id))
+    runner = threading.Thread(target=worker.execute_job, args=(serving_state, view.id))
     runner.start()
     deadline = time.monotonic() + 120
     while True:
-        now = svc.job(ctx.training, view.id)
+        now = svc.job(serving_state.training, view.id)
         if now.status == "running" and (now.step >= 1 if phase == "training" else True):
             break
         assert time.monotonic() < deadline, f"never reached {phase}"
         time.sleep(0.02)
     asked = time.monotonic()
-    cancelled = svc.cancel(ctx.db, view.id)
+    cancelled = svc.cancel(serving_state.db, view.id)
     assert cancelled.status == "cancelled" and not cancelled.active
-    assert svc.job(ctx.training, view.id).status == "cancelled"
+    assert svc.job(serving_state.training, view.id).status == "cancelled"
     assert time.monotonic() - asked < 2
     runner.join(60)
     assert not runner.is_alive()
-    done = svc.job(ctx.training, view.id)
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "cancelled" and "the active model is unchanged" in done.message
     assert done.model_version_id is None and "after the job had ended: cancelled" in done.log
-    assert not list((ctx.settings.artifacts_dir / "projects").rglob("model*"))
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+    assert not list((serving_state.settings.artifacts_dir / "projects").rglob("model*"))
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
 
 
-def test_a_queued_job_is_cancelled_at_once(ctx) -> None:
-    make_tiny(ctx)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    assert svc.cancel(ctx.db, view.id).status == "cancelled"
-    worker.execute_job(ctx, view.id)  # a worker that picks it up later does nothing
-    assert svc.job(ctx.training, view.id).status == "cancelled"
+def test_a_queued_job_is_cancelled_at_once(serving_state) -> None:
+    make_tiny(serving_state)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    assert svc.cancel(serving_state.db, view.id).status == "cancelled"
+    worker.execute_job(serving_state, view.id)  # a worker that picks it up later does nothing
+    assert svc.job(serving_state.training, view.id).status == "cancelled"
 
 
-def _worker(ctx) -> subprocess.Popen[bytes]:
+def _worker(serving_state) -> subprocess.Popen[bytes]:
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    args = [sys.executable, "-m", "app", "--data-dir", str(ctx.settings.data_dir), "worker"]
+    args = [
+        sys.executable,
+        "-m",
+        "app",
+        "--data-dir",
+        str(serving_state.settings.data_dir),
+        "worker",
+    ]
     return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True)
 
 
@@ -508,91 +584,107 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(10)
 
 
-def test_the_queue_worker_trains_a_job(ctx) -> None:
-    make_tiny(ctx)
-    proc = _worker(ctx)
+def test_the_queue_worker_trains_a_job(serving_state) -> None:
+    make_tiny(serving_state)
+    proc = _worker(serving_state)
     try:
-        view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
+        view, created = svc.request_retrain(
+            serving_state.training, live(serving_state, "tiny"), QUICK
+        )
         assert created
-        done = svc.wait(ctx.training, view.id, timeout=240)
+        done = svc.wait(serving_state.training, view.id, timeout=240)
         assert done.status == "succeeded", done.log
         assert done.model_version_id is not None
     finally:
         _stop(proc)
 
 
-def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(ctx) -> None:
-    make_tiny(ctx)
-    proc = _worker(ctx)
+def test_kill_9_of_the_worker_fails_the_job_and_changes_nothing(serving_state) -> None:
+    make_tiny(serving_state)
+    proc = _worker(serving_state)
     try:
         # one schedule (no first pass): an anytime retrain's first version, served before
         # the kill, would rightly stay (test_anytime_retrain.py); this one is killed mid-way
         one_schedule = {**QUICK, "epochs": 60, "first_pass": 0}
-        view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), one_schedule)
+        view, _ = svc.request_retrain(
+            serving_state.training, live(serving_state, "tiny"), one_schedule
+        )
         deadline = time.monotonic() + 240
-        while svc.job(ctx.training, view.id).step < 1:
+        while svc.job(serving_state.training, view.id).step < 1:
             assert time.monotonic() < deadline, "the worker never started training"
             assert proc.poll() is None, "the worker exited"
             time.sleep(0.3)
     finally:
         _stop(proc)  # kill -9, mid-training
-    failed = svc.job(ctx.training, view.id)  # looking at the job is what notices the dead worker
+    failed = svc.job(
+        serving_state.training, view.id
+    )  # looking at the job is what notices the dead worker
     assert failed.status == "failed"
     assert "stopped unexpectedly" in failed.message
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
-    with ctx.db.session() as s:
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
+    with serving_state.db.session() as s:
         assert s.scalar(select(func.count()).select_from(ModelVersion)) == 0
     # Whatever the worker was writing stays under a temporary name and is swept on restart.
-    assert not list((ctx.settings.artifacts_dir / "projects").rglob("job*"))
-    assert ctx.artifacts.sweep() == 0  # younger than an hour: it could be a live write
-    ctx.artifacts.sweep(older_than=-1.0)
-    assert not list((ctx.settings.artifacts_dir / ".tmp").iterdir())
+    assert not list((serving_state.settings.artifacts_dir / "projects").rglob("job*"))
+    assert serving_state.artifacts.sweep() == 0  # younger than an hour: it could be a live write
+    serving_state.artifacts.sweep(older_than=-1.0)
+    assert not list((serving_state.settings.artifacts_dir / ".tmp").iterdir())
     # And a new retrain works.
-    again, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
+    again, created = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
     assert created and again.id != view.id
-    worker.execute_job(ctx, again.id)
-    assert svc.job(ctx.training, again.id).status == "succeeded"
+    worker.execute_job(serving_state, again.id)
+    assert svc.job(serving_state.training, again.id).status == "succeeded"
 
 
-def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(ctx, tiny_encoder) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)
-    ctx.training.enqueue = None
+def test_a_process_without_a_queue_refuses_to_queue_and_records_nothing(
+    serving_state, tiny_encoder
+) -> None:
+    make_tiny(serving_state, encoder=tiny_encoder)
+    serving_state.training.enqueue = None
     with pytest.raises(RuntimeError, match="no training queue"):
-        svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
-    assert svc.latest_job(ctx.training, live(ctx, "tiny")) is None
+        svc.request_retrain(serving_state.training, live(serving_state, "tiny"), QUICK)
+    assert svc.latest_job(serving_state.training, live(serving_state, "tiny")) is None
 
 
 def test_a_queued_job_whose_queue_message_is_lost_is_failed_and_stops_blocking(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """Redis restarted without persistence: the job stayed `queued` forever and every new
     retrain returned it. Once it has waited past the grace period without a message in the
     queue, looking at it (or asking for a retrain) fails it with the reason."""
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, created = svc.request_retrain(serving_state.training, live(serving_state, "tiny"), QUICK)
     assert (
-        created and ctx.training.enqueue is not None and ctx.training.enqueue.pending() == {view.id}
+        created
+        and serving_state.training.enqueue is not None
+        and serving_state.training.enqueue.pending() == {view.id}
     )
-    huey, _ = worker.make_queue(ctx.settings)  # the same queue, seen from outside
+    huey, _ = worker.make_queue(serving_state.settings)  # the same queue, seen from outside
     huey.flush()  # its messages are gone, as after a restart without its data
-    assert ctx.training.enqueue.pending() == set()
+    assert serving_state.training.enqueue.pending() == set()
 
-    assert svc.job(ctx.training, view.id).status == "queued"  # within the grace period: left alone
+    assert (
+        svc.job(serving_state.training, view.id).status == "queued"
+    )  # within the grace period: left alone
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)
     assert (
-        svc.job(ctx.training, view.id).status == "queued"
+        svc.job(serving_state.training, view.id).status == "queued"
     )  # missed once: a worker may be taking it
-    lost = svc.job(ctx.training, view.id)  # still missing a grace period later: lost
+    lost = svc.job(serving_state.training, view.id)  # still missing a grace period later: lost
     assert lost.status == "failed" and "queue lost this job" in lost.message
 
-    again, created = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
+    again, created = svc.request_retrain(serving_state.training, live(serving_state, "tiny"), QUICK)
     assert created and again.id != view.id
-    assert svc.job(ctx.training, again.id).status == "queued"  # its message is there: not lost
-    assert svc.cancel(ctx.db, again.id).status == "cancelled"
+    assert (
+        svc.job(serving_state.training, again.id).status == "queued"
+    )  # its message is there: not lost
+    assert svc.cancel(serving_state.db, again.id).status == "cancelled"
 
 
 def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """Issue 45, row 7: a job queued over a minute was failed as "lost" at the moment a worker
     took it (1 in 4 tries: started, failed 26 ms later, nothing trained). A worker takes the
@@ -601,44 +693,55 @@ def test_a_job_queued_long_ago_is_not_failed_as_lost_while_a_worker_takes_it(
     happens between them, every time: the job is left alone and the worker's claim succeeds."""
     from storage import jobs
 
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK)
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(serving_state.training, live(serving_state, "tiny"), QUICK)
     monkeypatch.setattr(svc, "LOST_AFTER_SECONDS", 0.0)  # queued "over a minute" ago
-    huey, _ = worker.make_queue(ctx.settings)
+    huey, _ = worker.make_queue(serving_state.settings)
     taken = huey.dequeue()  # the worker's first step: the message leaves the queue
     assert taken is not None and taken.args == (view.id,)
-    assert ctx.training.enqueue is not None and ctx.training.enqueue.pending() == set()
+    assert (
+        serving_state.training.enqueue is not None
+        and serving_state.training.enqueue.pending() == set()
+    )
 
-    assert svc.job(ctx.training, view.id).status == "queued"  # someone looks at the job meanwhile
-    with ctx.db.write() as s:  # the worker's second step
+    assert (
+        svc.job(serving_state.training, view.id).status == "queued"
+    )  # someone looks at the job meanwhile
+    with serving_state.db.write() as s:  # the worker's second step
         claimed = jobs.claim_job(s, view.id, pid=os.getpid())
     assert claimed is not None and claimed.status == "running"
     assert (
-        svc.job(ctx.training, view.id).status == "running"
+        svc.job(serving_state.training, view.id).status == "running"
     )  # looked at again: never failed as lost
-    assert svc.cancel(ctx.db, view.id).status == "cancelled"  # and ended by its own cancel
+    assert (
+        svc.cancel(serving_state.db, view.id).status == "cancelled"
+    )  # and ended by its own cancel
 
 
 def test_a_worker_whose_settings_differ_from_the_apps_refuses_the_job_before_training(
-    ctx, tiny_encoder, tmp_path
+    serving_state, tiny_encoder, tmp_path
 ) -> None:
     """A worker started without the app's INTENT_STUDIO_ARTIFACTS_URL trained for minutes, then
     failed with "model.json is missing". The job records the app's shared settings; a worker
     that disagrees fails it at once and says what differs."""
     import dataclasses
 
-    make_tiny(ctx, encoder=tiny_encoder)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    elsewhere = dataclasses.replace(ctx.settings, artifacts_url=str(tmp_path / "elsewhere"))
+    make_tiny(serving_state, encoder=tiny_encoder)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    elsewhere = dataclasses.replace(
+        serving_state.settings, artifacts_url=str(tmp_path / "elsewhere")
+    )
     started = time.monotonic()
     # this "worker" keeps its model files elsewhere
-    worker.execute_job(dataclasses.replace(ctx, settings=elsewhere), view.id)
+    worker.execute_job(dataclasses.replace(serving_state, settings=elsewhere), view.id)
     assert time.monotonic() - started < 5
-    refused = svc.job(ctx.training, view.id)
+    refused = svc.job(serving_state.training, view.id)
     assert refused.status == "failed" and refused.step == 0
     assert "settings differ from the app's (INTENT_STUDIO_ARTIFACTS_URL: the app's is " in (
         refused.message
     )
     assert str(tmp_path / "elsewhere") in refused.message
     assert refused.message.endswith("nothing was trained")
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []

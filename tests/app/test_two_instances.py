@@ -66,8 +66,8 @@ def instances(postgres, redis_url, tmp_path):
         import_utterances(a.db, destination(a.db, project), rows)
         add_member(a.db, live(a, project).handle(), "dana")
     yield a, b
-    for ctx in contexts:
-        ctx.close()
+    for serving_state in contexts:
+        serving_state.close()
 
 
 def test_writes_of_two_projects_go_on_side_by_side_and_a_job_s_progress_waits_for_none(
@@ -114,9 +114,9 @@ def test_a_users_limits_are_one_across_the_instances(instances) -> None:
     with ExitStack() as held:
         for i in range(LINES_PER_USER):
             held.enter_context((a if i % 2 else b).live.admission.line("dana"))
-        for ctx in (a, b):
+        for serving_state in (a, b):
             with pytest.raises(BusyError, match=f"already has {LINES_PER_USER} predictions"):
-                held.enter_context(ctx.live.admission.line("dana"))
+                held.enter_context(serving_state.live.admission.line("dana"))
         assert (
             a.live.admission.lines_of("dana") == b.live.admission.lines_of("dana") == LINES_PER_USER
         )
@@ -141,7 +141,10 @@ def test_failed_sign_ins_are_counted_once_across_the_instances(instances) -> Non
     from app.web import sign_in_auth
 
     a, b = instances
-    gates = [sign_in_auth(ctx.db, None, ctx.limit_store).gate for ctx in (a, b)]  # type: ignore[attr-defined]
+    gates = [
+        sign_in_auth(serving_state.db, None, serving_state.limit_store).gate
+        for serving_state in (a, b)
+    ]  # type: ignore[attr-defined]
 
     async def attempts() -> None:
         for i in range(5):
@@ -173,8 +176,8 @@ def test_with_redis_down_the_limits_count_in_each_process_and_say_so_once(caplog
     assert warnings[0].exc_info is None
 
 
-def _token(ctx) -> dict[str, str]:
-    return {"Authorization": f"Bearer {auth.issue_token(ctx.db, 'dana')}"}
+def _token(serving_state) -> dict[str, str]:
+    return {"Authorization": f"Bearer {auth.issue_token(serving_state.db, 'dana')}"}
 
 
 def test_two_relabels_made_from_one_read_one_lands_and_the_other_is_told(instances) -> None:
@@ -225,10 +228,10 @@ def test_two_relabels_made_from_one_read_one_lands_and_the_other_is_told(instanc
         assert gone.status_code == 409 and "no longer in the project" in gone.json()["error"]
 
 
-def _api(ctx):
+def _api(serving_state):
     from app.api import create_api
 
-    return create_api(ctx)
+    return create_api(serving_state)
 
 
 # An instance of the API alone, in a process of its own (the one the test kills).

@@ -32,39 +32,41 @@ def full(tmp_path, monkeypatch):
     monkeypatch.setenv("INTENT_STUDIO_MAX_ROWS", str(CAP))
     monkeypatch.setenv("INTENT_STUDIO_MAX_INTENTS", "3")
     data = tmp_path / "data"
-    ctx = ServingState.open(load_settings(data))
+    serving_state = ServingState.open(load_settings(data))
     rows = ["text,label"] + [f"utterance number {i},intent_{i % 3}" for i in range(CAP)]
     (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
-    import_file(ctx.db, destination(ctx.db, PROJECT), tmp_path / "rows.csv")
-    yield ctx, data
-    ctx.close()
+    import_file(serving_state.db, destination(serving_state.db, PROJECT), tmp_path / "rows.csv")
+    yield serving_state, data
+    serving_state.close()
 
 
-def _count(ctx: ServingState) -> int:
-    return len(data_svc.table(ctx.db, live(ctx, PROJECT), limit=1000))
+def _count(serving_state: ServingState) -> int:
+    return len(data_svc.table(serving_state.db, live(serving_state, PROJECT), limit=1000))
 
 
-def _delete_then_fill(ctx: ServingState, door: str, data) -> str:
+def _delete_then_fill(serving_state: ServingState, door: str, data) -> str:
     """Delete one row through ``door``, add another in its place: the project is full again.
     Returns the delete's batch."""
-    p = live(ctx, PROJECT)
-    uid = data_svc.utterance_id(ctx.db, p, "utterance number 4")
+    p = live(serving_state, PROJECT)
+    uid = data_svc.utterance_id(serving_state.db, p, "utterance number 4")
     if door == "cli":
         assert main(["--data-dir", str(data), "delete", str(uid), "--project", PROJECT]) == 0
-        (batch,) = [r["batch"] for r in history.activity(ctx.db, p) if r["action"] == "delete"]
+        (batch,) = [
+            r["batch"] for r in history.activity(serving_state.db, p) if r["action"] == "delete"
+        ]
     else:
-        batch = data_svc.delete_utterance(ctx.db, p, uid).batch
-    data_svc.add_utterance(ctx.db, p, "a new utterance in its place", ["intent_1"])
-    assert _count(ctx) == CAP
+        batch = data_svc.delete_utterance(serving_state.db, p, uid).batch
+    data_svc.add_utterance(serving_state.db, p, "a new utterance in its place", ["intent_1"])
+    assert _count(serving_state) == CAP
     return batch
 
 
-def _undo(ctx: ServingState, door: str, data, batch: str, capsys) -> str:
+def _undo(serving_state: ServingState, door: str, data, batch: str, capsys) -> str:
     """Undo ``batch`` through ``door``: what it says (a refusal, or what was undone)."""
     if door == "rest":
         from app.api import create_api
 
-        with TestClient(create_api(ctx)) as client:
+        with TestClient(create_api(serving_state)) as client:
             answer = client.post(f"/api/v1/projects/{PROJECT}/undo", json={"batch": batch})
         said = answer.json().get("error") or answer.json().get("message")
         assert answer.status_code == (400 if "at most" in said else 200), answer.text
@@ -75,34 +77,40 @@ def _undo(ctx: ServingState, door: str, data, batch: str, capsys) -> str:
         out, err = capsys.readouterr()
         assert code == (2 if "at most" in err else 0) and "Traceback" not in err
         return err or out
-    return undo_selected(ctx.db, live(ctx, PROJECT).handle(), batch)
+    return undo_selected(serving_state.db, live(serving_state, PROJECT).handle(), batch)
 
 
 @pytest.mark.parametrize("door", ["rest", "cli", "activity_tab"])
 def test_an_undo_that_would_pass_the_row_cap_is_refused_with_the_limit_named(full, door, capsys):
-    ctx, data = full
-    batch = _delete_then_fill(ctx, door, data)
-    said = _undo(ctx, door, data, batch, capsys)
+    serving_state, data = full
+    batch = _delete_then_fill(serving_state, door, data)
+    said = _undo(serving_state, door, data, batch, capsys)
     assert re.search(r"at most 12 utterances; undoing this change would make 13", said), said
     assert "Nothing was changed" in said
-    assert _count(ctx) == CAP  # nothing changed: the deleted row is still gone
-    p = live(ctx, PROJECT)
-    assert "utterance number 4" not in {r["text"] for r in data_svc.table(ctx.db, p, limit=99)}
-    (row,) = [r for r in history.activity(ctx.db, p) if r["batch"] == batch]
+    assert _count(serving_state) == CAP  # nothing changed: the deleted row is still gone
+    p = live(serving_state, PROJECT)
+    assert "utterance number 4" not in {
+        r["text"] for r in data_svc.table(serving_state.db, p, limit=99)
+    }
+    (row,) = [r for r in history.activity(serving_state.db, p) if r["batch"] == batch]
     assert row["undoable"]  # and it can still be undone, once there is room
-    data_svc.delete_utterance(ctx.db, p, data_svc.utterance_id(ctx.db, p, "utterance number 7"))
-    said = _undo(ctx, door, data, batch, capsys)
-    assert "Undid" in said and _count(ctx) == CAP
+    data_svc.delete_utterance(
+        serving_state.db, p, data_svc.utterance_id(serving_state.db, p, "utterance number 7")
+    )
+    said = _undo(serving_state, door, data, batch, capsys)
+    assert "Undid" in said and _count(serving_state) == CAP
 
 
 def test_an_undo_that_would_make_intents_again_past_the_intent_cap_is_refused(full):
     """Deleting an intent, then creating another in its place: undoing the delete would make it
     again, a fourth intent where the cap is 3."""
-    ctx, _ = full
-    p = live(ctx, PROJECT)
-    data_svc.delete_intent(ctx.db, p, "intent_2")
-    data_svc.create_intent(ctx.db, p, "intent_new")
-    (batch,) = [r["batch"] for r in history.activity(ctx.db, p) if r["action"] == "delete_intent"]
+    serving_state, _ = full
+    p = live(serving_state, PROJECT)
+    data_svc.delete_intent(serving_state.db, p, "intent_2")
+    data_svc.create_intent(serving_state.db, p, "intent_new")
+    (batch,) = [
+        r["batch"] for r in history.activity(serving_state.db, p) if r["action"] == "delete_intent"
+    ]
     with pytest.raises(ValueError, match=r"at most 3 intents; undoing this change would make 4"):
-        history.undo_batch(ctx.db, p, batch)
-    assert "intent_2" not in data_svc.intent_names(ctx.db, p)
+        history.undo_batch(serving_state.db, p, batch)
+    assert "intent_2" not in data_svc.intent_names(serving_state.db, p)

@@ -31,10 +31,10 @@ LIMITS = UploadLimits(per_user=300 * KB, total=500 * KB, request=200 * KB)
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
-    ctx = team_context(tmp_path_factory.mktemp("uploads") / "data")
-    with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
-        yield base, ctx
-    ctx.close()
+    serving_state = team_context(tmp_path_factory.mktemp("uploads") / "data")
+    with serving(web.web_app(serving_state, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
+        yield base, serving_state
+    serving_state.close()
 
 
 def browser(base: str, name: str) -> httpx.Client:
@@ -56,7 +56,7 @@ def test_a_viewer_cannot_upload(studio):
 
 
 def test_uploads_are_capped_per_user_and_in_all(studio):
-    base, ctx = studio
+    base, serving_state = studio
     dana, admin = browser(base, "dana"), browser(base, "admin")
     kept = []
     for i in range(3):
@@ -74,7 +74,7 @@ def test_uploads_are_capped_per_user_and_in_all(studio):
     # an import ends: its file is removed and its room comes back
     from app.ui.data_manage import do_import
 
-    ctx.uploads.used_up(kept[0])
+    serving_state.uploads.used_up(kept[0])
     assert not Path(kept[0]).exists()
     good = dana.post(
         "/gradio_api/upload",
@@ -82,10 +82,10 @@ def test_uploads_are_capped_per_user_and_in_all(studio):
     )
     assert good.status_code == 200, good.text
     path = good.json()[0]
-    message, *_ = do_import(ctx, live(ctx, PROJECT), path, "", True)
+    message, *_ = do_import(serving_state, live(serving_state, PROJECT), path, "", True)
     assert "Imported 1" in message, message
     assert not Path(path).exists()
-    assert ctx.uploads.used() == (2 * 90 + 150) * KB  # dana's two left and admin's
+    assert serving_state.uploads.used() == (2 * 90 + 150) * KB  # dana's two left and admin's
     assert upload(dana, 100 * KB).status_code == 200  # room again
 
 
@@ -158,7 +158,7 @@ def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
     message that says nothing of the file, before Gradio copies it anywhere."""
     import gradio.utils
 
-    base, ctx = studio
+    base, serving_state = studio
     dana, admin = browser(base, "dana"), browser(base, "admin")
     secret = tmp_path / "outside" / "rows.csv"
     secret.parent.mkdir()
@@ -166,7 +166,7 @@ def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
     other = tmp_path / "outside" / "notes.txt"
     other.write_text("first line of a private file\n")
     theirs = upload(admin, 2 * KB, "theirs.csv").json()[0]  # another user's upload
-    before = len(data_rows(ctx))
+    before = len(data_rows(serving_state))
     answers = []
     for path in (secret, other, tmp_path / "no such file.csv", theirs):
         for event, data in (
@@ -180,7 +180,7 @@ def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
     assert "upload it again" in answers[0]
     for text in ("secret line", "first line of a private", "no such file", str(tmp_path), "theirs"):
         assert not any(text in a for a in answers)
-    assert len(data_rows(ctx)) == before  # nothing imported
+    assert len(data_rows(serving_state)) == before  # nothing imported
     cache = Path(gradio.utils.get_upload_folder())
     copied = [f for f in cache.rglob("*") if f.is_file() and f.read_bytes() == secret.read_bytes()]
     assert copied == []  # and nothing copied into Gradio's cache, where a URL could serve it
@@ -195,13 +195,13 @@ def test_an_event_reads_only_files_this_user_uploaded(studio, tmp_path):
     assert done["success"] is True and "Imported 1" in json.dumps(done["output"]), done
     again = gradio_event(dana, "do_import", [None, file_data(own), PROJECT, True, ""])
     assert again["success"] is False and "upload it again" in json.dumps(again["output"])
-    assert len(data_rows(ctx)) == before + 1
+    assert len(data_rows(serving_state)) == before + 1
 
 
-def data_rows(ctx) -> list:
+def data_rows(serving_state) -> list:
     from app.services.labelling.data import table
 
-    return table(ctx.db, live(ctx, PROJECT).handle())
+    return table(serving_state.db, live(serving_state, PROJECT).handle())
 
 
 def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_path):
@@ -212,9 +212,9 @@ def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_pat
     from app.config import load_settings
     from app.serving.state import ServingState
 
-    ctx = ServingState.open(load_settings(tmp_path / "data"))
+    serving_state = ServingState.open(load_settings(tmp_path / "data"))
     try:
-        with serving(web.web_app(ctx, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
+        with serving(web.web_app(serving_state, host="127.0.0.1", port=0, uploads=LIMITS)) as base:
             client = httpx.Client(base_url=base, timeout=60)
             for headers in (
                 {"Origin": "https://evil.example"},
@@ -226,14 +226,14 @@ def test_an_upload_posted_from_another_site_is_refused_and_takes_no_room(tmp_pat
                 refused = upload(client, 150 * KB)
                 assert refused.status_code == 403, (headers, refused.text)
                 assert "own page" in refused.json()["error"]
-            assert ctx.uploads.used() == 0
+            assert serving_state.uploads.used() == 0
             client.headers.clear()
             client.headers["Origin"] = base
             assert upload(client, 150 * KB).status_code == 200
             client.headers.clear()
             assert upload(client, 100 * KB).status_code == 200  # a script: no Origin
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_project(studio):
@@ -247,10 +247,10 @@ def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_pro
     from app.services.projects.downloads import DOWNLOADS
     from app.services.projects.members import add_member, remove_member
 
-    base, ctx = studio
+    base, serving_state = studio
     from app.access import auth
 
-    auth.add_user(ctx.db, "eve", "designer", "eve-password-1")  # a member of nothing
+    auth.add_user(serving_state.db, "eve", "designer", "eve-password-1")  # a member of nothing
     PASSWORDS_EVE = {"username": "eve", "password": "eve-password-1"}
     dana, vic, admin = browser(base, "dana"), browser(base, "vic"), browser(base, "admin")
     eve = httpx.Client(base_url=base, timeout=60)
@@ -260,7 +260,9 @@ def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_pro
     assert done["success"], done
     report = done["output"]["data"][0]["value"]
     path = Path(report["path"])
-    assert path.is_relative_to(ctx.settings.data_dir / DOWNLOADS)  # not a copy in the cache
+    assert path.is_relative_to(
+        serving_state.settings.data_dir / DOWNLOADS
+    )  # not a copy in the cache
     cache = Path(gradio.utils.get_upload_folder())
     body = path.read_bytes()
     assert not [f for f in cache.rglob("*.html") if f.read_bytes() == body]
@@ -271,11 +273,11 @@ def test_a_download_is_served_from_its_folder_only_to_those_who_may_read_its_pro
         assert got.headers["content-disposition"].startswith("attachment")
     refused = eve.get(url)
     assert refused.status_code == 404 and "No such download" in refused.text
-    remove_member(ctx.db, live(ctx, PROJECT), "dana")
+    remove_member(serving_state.db, live(serving_state, PROJECT), "dana")
     try:
         assert dana.get(url).status_code == 404  # removed: her old link serves nothing
     finally:
-        add_member(ctx.db, live(ctx, PROJECT), "dana")
+        add_member(serving_state.db, live(serving_state, PROJECT), "dana")
 
 
 def test_signing_out_is_a_post_from_the_apps_own_page(studio):
@@ -307,12 +309,12 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
     from app.services.projects.projects import new_project
     from app.ui.security_log import read_log
 
-    base, ctx = studio
+    base, serving_state = studio
     assert (
         httpx.post(f"{base}/login", data={"username": "dana", "password": "nope"}).status_code
         == 400
     )
-    token = auth.issue_token(ctx.db, "dana")
+    token = auth.issue_token(serving_state.db, "dana")
     api = httpx.Client(base_url=f"{base}/api/v1", timeout=60)
     assert api.get("/projects").status_code == 401  # no token
     dana_api = httpx.Client(
@@ -322,31 +324,31 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
     assert dana_api.get(f"/projects/{PROJECT}/export", params={"format": "csv"}).status_code == 200
     dana = browser(base, "dana")
     assert upload(dana, 1 * KB).status_code == 200
-    with acting_as(members.actor_of(ctx.db, "dana")):
+    with acting_as(members.actor_of(serving_state.db, "dana")):
         bundle = bundles.export_bundle(
-            ctx.live,
-            live(ctx, PROJECT).as_(members.actor_of(ctx.db, "dana")),
-            ctx.settings.data_dir / "b.zip",
+            serving_state.live,
+            live(serving_state, PROJECT).as_(members.actor_of(serving_state.db, "dana")),
+            serving_state.settings.data_dir / "b.zip",
         )
-    with acting_as(members.actor_of(ctx.db, "admin")):
-        new_project(ctx.db, "audited")
+    with acting_as(members.actor_of(serving_state.db, "admin")):
+        new_project(serving_state.db, "audited")
     assert dana.post("/logout", headers={"Origin": base}, follow_redirects=False).status_code == 302
     time.sleep(1.0)  # the log is written off the event loop
 
-    theirs = [(e["action"], e["detail"]) for e in security_log_of(ctx, "dana")]
+    theirs = [(e["action"], e["detail"]) for e in security_log_of(serving_state, "dana")]
     actions = {a for a, _ in theirs}
     assert {"sign_in_failed", "denied", "exported", "bundle_exported", "signed_out"} <= actions
     assert any(a == "denied" and "secret-project" in d and "404" in d for a, d in theirs)
     assert bundle["path"]
     assert ("project_created", "'audited'") in [
-        (e["action"], e["detail"]) for e in security_log_of(ctx, "admin")
+        (e["action"], e["detail"]) for e in security_log_of(serving_state, "admin")
     ]
 
     # admins read it, by user and action, in the UI and from the command line
-    frame, said = read_log(ctx.db, "dana", "denied")
+    frame, said = read_log(serving_state.db, "dana", "denied")
     assert set(frame["action"]) == {"denied"} and set(frame["user"]) == {"dana"}, frame
     assert "event(s) of dana, denied" in said
-    data = ["--data-dir", str(ctx.settings.data_dir)]
+    data = ["--data-dir", str(serving_state.settings.data_dir)]
     capsys.readouterr()
     assert main([*data, "audit", "--user", "dana", "--action", "exported", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -354,7 +356,7 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
     assert main([*data, "audit", "--action", "nonsense"]) == 2
 
 
-def security_log_of(ctx, user: str) -> list[dict]:
+def security_log_of(serving_state, user: str) -> list[dict]:
     from app.services.projects.accounts import security_log
 
-    return security_log(ctx.db, 500, user=user)
+    return security_log(serving_state.db, 500, user=user)

@@ -21,30 +21,30 @@ from storage.utterances import list_utterances
 from tests.handles import live
 
 
-def restarted(ctx: ServingState) -> ServingState:
+def restarted(serving_state: ServingState) -> ServingState:
     """A new process's context on the same data directory (and bucket)."""
-    return ServingState.open(ctx.settings)
+    return ServingState.open(serving_state.settings)
 
 
-def first_card(ctx: ServingState) -> queue.QueueItem:
-    found, _ = queue.next_item(ctx.live, live(ctx, DEMO_PROJECT), [])
+def first_card(serving_state: ServingState) -> queue.QueueItem:
+    found, _ = queue.next_item(serving_state.live, live(serving_state, DEMO_PROJECT), [])
     assert found is not None
     return found
 
 
-def encoder_and_texts(ctx: ServingState) -> tuple[CachedEncoder, list[str]]:
+def encoder_and_texts(serving_state: ServingState) -> tuple[CachedEncoder, list[str]]:
     """The encoder of the demo project's pool and 40 of its pool's texts (the first card encodes
     the pool; test rows are not encoded for it since calibration no longer reads them)."""
-    pid = live(ctx, DEMO_PROJECT).id
-    with ctx.db.session() as s:
+    pid = live(serving_state, DEMO_PROJECT).id
+    with serving_state.db.session() as s:
         texts = [r.text for r in list_utterances(s, pid, split="train")][:40]
-    return ctx.live.pool(pid).encoder, texts
+    return serving_state.live.pool(pid).encoder, texts
 
 
 @pytest.fixture
-def project(ctx):
-    ensure_demo_project(ctx.db)
-    return ctx
+def project(serving_state):
+    ensure_demo_project(serving_state.db)
+    return serving_state
 
 
 def test_a_restart_encodes_none_of_the_texts_encoded_before(project):

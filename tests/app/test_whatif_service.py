@@ -17,17 +17,17 @@ from tests.handles import live
 
 
 def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validated_accuracy(
-    ctx, demo
+    serving_state, demo
 ):
-    tests = [r["id"] for r in data_svc.table(ctx.db, demo) if r["split"] == "test"]
-    data_svc.move_split(ctx.db, demo, tests, "train")
-    est = svc.merge(ctx.factories, demo, "cancel_order", "refund_status")
+    tests = [r["id"] for r in data_svc.table(serving_state.db, demo) if r["split"] == "test"]
+    data_svc.move_split(serving_state.db, demo, tests, "train")
+    est = svc.merge(serving_state.factories, demo, "cancel_order", "refund_status")
     w = est.whatif
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         pid = get_project(s, str(demo)).id
         pool = labelled_pool(s, pid)
-    encoder, _ = ctx.factories.active_encoder(pid)
-    vectors = ctx.live.cache.encode(encoder, [r.text for r in pool])
+    encoder, _ = serving_state.factories.active_encoder(pid)
+    vectors = serving_state.live.cache.encode(encoder, [r.text for r in pool])
     factory = PredictorFactory.for_vectors(vectors.shape[1])
     base = cross_validate_knn(factory, vectors, [r.labels for r in pool])
     assert w.n == len(pool) and w.accuracy_before == pytest.approx(base["accuracy"])
@@ -50,11 +50,11 @@ def test_without_test_rows_a_merge_estimate_starts_from_the_pools_cross_validate
     assert all("cancel_order+refund_status" in (g, p) for g, p, _ in w.confusions_after)
 
 
-def test_a_split_proposes_named_parts_with_examples(ctx, demo):
-    est = svc.split(ctx.factories, demo, "track_order")
+def test_a_split_proposes_named_parts_with_examples(serving_state, demo):
+    est = svc.split(serving_state.factories, demo, "track_order")
     w = est.whatif
     assert 2 <= len(w.parts) <= 4 and w.before == ("track_order",)
-    with ctx.db.session() as s:
+    with serving_state.db.session() as s:
         pool = labelled_pool(s, get_project(s, str(demo)).id)
     # every train example of it lands in one part, a two-intent row included
     assert sorted(i for p in w.parts for i in p.members) == [
@@ -65,38 +65,43 @@ def test_a_split_proposes_named_parts_with_examples(ctx, demo):
     assert "Splitting track_order into" in w.summary()
 
 
-def test_merging_an_intent_with_itself_or_nothing_is_refused(ctx, demo):
+def test_merging_an_intent_with_itself_or_nothing_is_refused(serving_state, demo):
     with pytest.raises(
         ValueError, match=r"two different intents to merge \(both are 'track_order'\)"
     ):
-        svc.merge(ctx.factories, demo, "track_order", "track_order")
+        svc.merge(serving_state.factories, demo, "track_order", "track_order")
     with pytest.raises(ValueError, match=r"Pick two intents to merge"):
-        svc.merge(ctx.factories, demo, "track_order", None)
+        svc.merge(serving_state.factories, demo, "track_order", None)
     with pytest.raises(ValueError, match=r"Pick the intent to split"):
-        svc.split(ctx.factories, demo, "")
+        svc.split(serving_state.factories, demo, "")
 
 
-def test_a_multi_label_project_is_refused_with_the_reason(ctx):
-    new_project(ctx.db, "hotel")
+def test_a_multi_label_project_is_refused_with_the_reason(serving_state):
+    new_project(serving_state.db, "hotel")
     rows = [("cancel my booking", "cancel"), ("refund please", "refund")] * 3
     rows += [("cancel and refund", "cancel|refund"), ("refund and cancel it", "cancel|refund")]
     for i, (text, labels) in enumerate(rows):
         data_svc.add_utterance(
-            ctx.db, live(ctx, "hotel"), f"{text} {i}", labels.split("|"), "train", create=True
+            serving_state.db,
+            live(serving_state, "hotel"),
+            f"{text} {i}",
+            labels.split("|"),
+            "train",
+            create=True,
         )
     with pytest.raises(ValueError, match=r"multi-label project: its classifier head decides"):
-        svc.merge(ctx.factories, live(ctx, "hotel"), "cancel", "refund")
+        svc.merge(serving_state.factories, live(serving_state, "hotel"), "cancel", "refund")
     with pytest.raises(ValueError, match=r"multi-label project"):
-        svc.split(ctx.factories, live(ctx, "hotel"), "cancel")
+        svc.split(serving_state.factories, live(serving_state, "hotel"), "cancel")
 
 
-def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, demo):
+def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(serving_state, demo):
     """The what-if of the test set's most confused pair says as many confused examples as the
     confusion matrix shows between the two (it used to count the train pool out of fold, and
     said 0 for a pair the matrix showed confused)."""
     from app.services.models import evaluation as eval_svc
 
-    m = eval_svc.live_evaluation(ctx.factories, demo)
+    m = eval_svc.live_evaluation(serving_state.factories, demo)
     names, matrix = m.confusion["labels"], m.confusion["matrix"]
     pairs = {
         (a, b): matrix[i][j] + matrix[j][i]
@@ -106,7 +111,7 @@ def test_a_merge_counts_the_confusions_of_the_evaluations_confusion_matrix(ctx, 
     }
     (a, b), worst = max(pairs.items(), key=lambda kv: kv[1])
     assert worst > 0
-    w = svc.merge(ctx.factories, demo, a, b).whatif
+    w = svc.merge(serving_state.factories, demo, a, b).whatif
     assert w.confused == worst
     assert w.scored_on == "test" and w.n == m.n
     assert w.accuracy_before == pytest.approx(m.accuracy)

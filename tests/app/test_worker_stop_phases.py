@@ -66,49 +66,51 @@ def stopping_at(phase: str, nth: int):
     ids=lambda v: str(v),
 )
 def test_a_job_stopped_in_any_phase_ends_or_goes_back_and_is_done_once(
-    ctx, tiny_encoder, monkeypatch, phase, nth
+    serving_state, tiny_encoder, monkeypatch, phase, nth
 ) -> None:
-    make_tiny(ctx, encoder=tiny_encoder)  # the phases' code, not what the model learns
+    make_tiny(serving_state, encoder=tiny_encoder)  # the phases' code, not what the model learns
     stop = StopRequest()  # the worker's: its warm-up obeys it too
     steps = 400 if phase == "preparing" else 0  # a warm-up the job would wait for
     warming = warm_up_worker(
-        ctx.live,
-        ctx.models.budget,
+        serving_state.live,
+        serving_state.models.budget,
         steps=steps,
         bases=[tiny_encoder],
         stopping=lambda: stop.requested,
     )
     if phase != "preparing":
         warming.join(120)
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), ANYTIME, enqueue=False
+    )
     monkeypatch.setattr(worker, "JobReporter", stopping_at(phase, nth))
     began = time.monotonic()
-    worker.execute_job(ctx, view.id, stop)
+    worker.execute_job(serving_state, view.id, stop)
     took = time.monotonic() - began
     assert stop.requested, "the phase was never reached"
     assert took < 30, f"the stopped job took {took:.0f} s to give its thread back"
-    stopped = svc.job(ctx.training, view.id)
+    stopped = svc.job(serving_state.training, view.id)
     assert stopped.status in ("queued", "succeeded"), stopped.log
     if stopped.status == "queued":  # handed back: the next worker completes it, once
-        assert view.id in ctx.training.enqueue.pending()
+        assert view.id in serving_state.training.enqueue.pending()
         monkeypatch.setattr(worker, "JobReporter", worker.reporter.JobReporter)
-        worker.execute_job(ctx, view.id, StopRequest())
-    done = svc.job(ctx.training, view.id)
+        worker.execute_job(serving_state, view.id, StopRequest())
+    done = svc.job(serving_state.training, view.id)
     assert done.status == "succeeded", done.log
-    history = version_svc.history(ctx.db, live(ctx, "tiny"))
+    history = version_svc.history(serving_state.db, live(serving_state, "tiny"))
     assert [h["version"] for h in history] == [done.model_version_id]  # one version, one job
     warming.join(10)
     assert not warming.is_alive()  # a stopped worker's warm-up stops too
 
 
 def test_a_job_stopped_while_it_prepares_goes_back_at_its_next_check(
-    ctx, tiny_encoder, monkeypatch
+    serving_state, tiny_encoder, monkeypatch
 ) -> None:
     """Issue 73 item 12: a job preparing when its worker was asked to stop went on until the
     grace was over (its time left unknown), at load 63 s and more, past Huey's shutdown
     timeout; it has all its training ahead and has made nothing, so it goes back at its next
     check (its data read, before the encoders load), long before the grace ends."""
-    make_tiny(ctx, encoder=tiny_encoder)
+    make_tiny(serving_state, encoder=tiny_encoder)
     stop = StopRequest()
     grace = 120.0
 
@@ -117,16 +119,18 @@ def test_a_job_stopped_while_it_prepares_goes_back_at_its_next_check(
             super().__init__(*args, **kwargs)
             stop.request(grace=grace)
 
-    view, _ = svc.request_retrain(ctx.training, live(ctx, "tiny"), ANYTIME, enqueue=False)
+    view, _ = svc.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), ANYTIME, enqueue=False
+    )
     monkeypatch.setattr(worker, "JobReporter", StoppedAsItStarts)
     began = time.monotonic()
-    worker.execute_job(ctx, view.id, stop)
+    worker.execute_job(serving_state, view.id, stop)
     took = time.monotonic() - began
-    back = svc.job(ctx.training, view.id)
+    back = svc.job(serving_state.training, view.id)
     assert back.status == "queued" and "queued again" in back.message, back.log
     assert "training" not in back.log and took < grace / 4, (took, back.log)
-    assert view.id in ctx.training.enqueue.pending()
-    assert version_svc.history(ctx.db, live(ctx, "tiny")) == []
+    assert view.id in serving_state.training.enqueue.pending()
+    assert version_svc.history(serving_state.db, live(serving_state, "tiny")) == []
 
 
 def test_a_job_waiting_for_the_warm_up_stops_waiting_when_its_worker_stops() -> None:

@@ -22,7 +22,7 @@ def write_artifact(store: Any, rel: str, size: int) -> tuple[str, int]:
 
 
 def add_version(
-    ctx: Any,
+    serving_state: Any,
     project_id: int,
     n: int,
     *,
@@ -36,13 +36,13 @@ def add_version(
     int8 copy of its own of ``int8`` bytes (0: none); ``trigger`` and ``passed`` as its retrain
     records them (an automatic one the gate did not promote: ``trigger="auto", passed=False``)."""
     rel = f"projects/{project_id}/models/test-{n}"
-    sha, total = write_artifact(ctx.artifacts, rel, size)
+    sha, total = write_artifact(serving_state.artifacts, rel, size)
     metrics: dict[str, Any] = {"accuracy": 0.9, "split": "test", "gate": {"passed": passed}}
     if int8:
-        write_artifact(ctx.artifacts, f"{rel}-int8", int8)
+        write_artifact(serving_state.artifacts, f"{rel}-int8", int8)
         metrics["int8"] = {"passed": True, "artifact": f"{rel}-int8", "size_mb": 0.0}
     if trigger != "manual":
         metrics["trigger"] = trigger
     new = NewVersion(project_id, None, "convfit", "minilm", {}, metrics, rel, sha, total)
-    with ctx.db.write() as s:
+    with serving_state.db.write() as s:
         return register_version(s, new, activate=activate)

@@ -274,11 +274,11 @@ def _server_bugs(logs: dict[Server, int]) -> list[str]:
 
 @pytest.fixture
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1200})
-    pg = ctx.new_page()
+    serving_state = browser.new_context(viewport={"width": 1400, "height": 1200})
+    pg = serving_state.new_page()
     pg.set_default_timeout(60_000)
     yield pg
-    ctx.close()
+    serving_state.close()
 
 
 def open_tab(page, name: str, timeout: float = 60_000) -> None:

@@ -207,12 +207,12 @@ def test_two_annotators_and_a_reviewer_label_banking77_as_a_team(team_b77, brows
     from storage.datasets import snapshot, snapshot_rows
     from storage.projects import get_project
 
-    ctx = ServingState.open(load_settings(team_b77.data_dir))
+    serving_state = ServingState.open(load_settings(team_b77.data_dir))
     try:
-        with ctx.db.write() as s:
+        with serving_state.db.write() as s:
             rows = snapshot_rows(snapshot(s, get_project(s, PROJECT).id))
     finally:
-        ctx.close()
+        serving_state.close()
     taken = {r.text: r.labels for r in rows if r.split == "train"}
     expected = {**ana, **{t: ben[t] for t in ben if t not in ana}, **seen}
     assert {t: tuple(taken.get(t, ())) for t in expected} == {

@@ -7,16 +7,16 @@ from fastapi.testclient import TestClient
 
 
 @pytest.fixture
-def client(ctx, demo):
+def client(serving_state, demo):
     """The REST API in single-user local mode on the demo project (no token needed)."""
     from app.api import create_api
 
-    with TestClient(create_api(ctx)) as c:
+    with TestClient(create_api(serving_state)) as c:
         yield c
 
 
 @pytest.fixture
-def team(ctx, demo):
+def team(serving_state, demo):
     """The same data in multi-user mode: an admin, a designer (dana) and a viewer (vic), both
     members of the demo project, each with an API token; yields (client, tokens by name)."""
     from app.access import auth
@@ -24,13 +24,15 @@ def team(ctx, demo):
     from app.services.projects.members import add_member
     from app.serving.state import ServingState
 
-    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
-    multi.training.enqueue = ctx.training.enqueue
+    multi = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
+    multi.training.enqueue = serving_state.training.enqueue
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")
     for name in ("dana", "vic"):
-        add_member(ctx.db, demo, name)
+        add_member(serving_state.db, demo, name)
     tokens = {name: auth.issue_token(multi.db, name) for name in ("admin", "dana", "vic")}
     with TestClient(create_api(multi)) as c:
         yield c, tokens

@@ -14,8 +14,8 @@ ORDER = "Shall I cancel your order?"
 HUMAN = "Would you like to talk to a person?"
 
 
-def test_a_context_turns_the_same_answer_into_different_intents(client, ctx, demo):
-    projects.set_settings(ctx.db, demo, {"encode_context": "on"})
+def test_a_context_turns_the_same_answer_into_different_intents(client, serving_state, demo):
+    projects.set_settings(serving_state.db, demo, {"encode_context": "on"})
     tops = []
     for context in (ORDER, HUMAN):
         r = client.post(f"{DEMO}/predict", json={"text": "yes please", "context": context})

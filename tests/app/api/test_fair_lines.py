@@ -70,19 +70,19 @@ def rest(tmp_path):
 
 
 def test_one_tokens_flood_of_one_liners_is_refused_past_its_share(rest, monkeypatch):
-    base, tokens, ctx = rest
+    base, tokens, serving_state = rest
     peak = 0
-    line = ctx.live.admission.line
+    line = serving_state.live.admission.line
 
     @contextmanager
     def watched(user: str) -> Iterator[None]:
         nonlocal peak
         with line(user):
             if user == "vic":
-                peak = max(peak, ctx.live.admission.lines_of(user))
+                peak = max(peak, serving_state.live.admission.lines_of(user))
             yield
 
-    monkeypatch.setattr(ctx.live.admission, "line", watched)
+    monkeypatch.setattr(serving_state.live.admission, "line", watched)
 
     async def run() -> tuple[list[httpx.Response], httpx.Response, float]:
         limits = httpx.Limits(max_connections=300)

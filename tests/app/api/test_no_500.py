@@ -33,19 +33,23 @@ def _get_routes(api: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_no_get_route_answers_500_after_a_retrain_an_import_a_bulk_label_and_an_undo(
-    client, ctx, tiny_encoder, tmp_path, caplog
+    client, serving_state, tiny_encoder, tmp_path, caplog
 ):
-    project = make_tiny(ctx, encoder=tiny_encoder)
+    project = make_tiny(serving_state, encoder=tiny_encoder)
     base = f"/api/v1/projects/{quote(project)}"
     # a retrain (the worker's own run of the job)
-    view, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, project), QUICK, enqueue=False)
-    worker.execute_job(ctx, view.id)
-    assert retrain_jobs.job(ctx.training, view.id).status == "succeeded"
+    view, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, project), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, view.id)
+    assert retrain_jobs.job(serving_state.training, view.id).status == "succeeded"
     # an import (the Data tab's and the CLI's)
     rows = [("where is my new card", "card_lost", "train"), ("hey there", "", "unlabelled")]
-    io_svc.import_file(ctx.db, live(ctx, project), write_csv(tmp_path / "more.csv", rows))
+    io_svc.import_file(
+        serving_state.db, live(serving_state, project), write_csv(tmp_path / "more.csv", rows)
+    )
     # a bulk label, then its undo
-    ids = [data_svc.utterance_id(ctx.db, live(ctx, project), "hey there")]
+    ids = [data_svc.utterance_id(serving_state.db, live(serving_state, project), "hey there")]
     body = {"ids": ids, "intents": ["greeting"]}
     preview = client.post(f"{base}/label/bulk", json={**body, "preview": True}).json()
     done = client.post(f"{base}/label/bulk", json={**body, "expected": preview["change"]})

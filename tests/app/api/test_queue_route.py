@@ -17,14 +17,16 @@ DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
 
 
 def test_the_queue_route_answers_the_label_tabs_next_items_with_their_suggestions(
-    client, ctx, demo
+    client, serving_state, demo
 ):
     got = client.get(f"{DEMO}/queue", params={"order": "useful", "limit": 5})
     assert got.status_code == 200, got.text
     body = got.json()
     assert body["order"] == "useful" and len(body["items"]) == 5
     # what the Label tab shows: its first card, then the ids it has queued after it
-    first, upcoming = queue_svc.next_item(ctx.live, live(ctx, demo), [], "useful")
+    first, upcoming = queue_svc.next_item(
+        serving_state.live, live(serving_state, demo), [], "useful"
+    )
     assert first is not None
     assert [i["id"] for i in body["items"]] == [first.id, *upcoming][:5]
     card = body["items"][0]
@@ -38,7 +40,9 @@ def test_the_queue_route_answers_the_label_tabs_next_items_with_their_suggestion
     assert card["predicted"] == list(first.predicted)
     # another order, and a refusal in words
     near = client.get(f"{DEMO}/queue", params={"order": "near", "near": "track_order"})
-    near_first, _ = queue_svc.next_item(ctx.live, live(ctx, demo), [], "near", near="track_order")
+    near_first, _ = queue_svc.next_item(
+        serving_state.live, live(serving_state, demo), [], "near", near="track_order"
+    )
     assert near_first is not None
     assert near.status_code == 200 and near.json()["items"][0]["id"] == near_first.id
     bad = client.get(f"{DEMO}/queue", params={"order": "alphabetical"})
@@ -49,12 +53,12 @@ def test_the_queue_route_answers_the_label_tabs_next_items_with_their_suggestion
 
 
 def test_the_queue_route_answers_a_viewer_of_the_project_and_refuses_one_of_another(
-    ctx, demo, team
+    serving_state, demo, team
 ):
     client, tokens = team
     seen = client.get(f"{DEMO}/queue", params={"limit": 3}, headers=bearer(tokens["vic"]))
     assert seen.status_code == 200 and len(seen.json()["items"]) == 3  # as the tab shows her
-    new_project(ctx.db, "private")  # vic is no member of it
+    new_project(serving_state.db, "private")  # vic is no member of it
     other = client.get("/api/v1/projects/private/queue", headers=bearer(tokens["vic"]))
     assert other.status_code == 404 and other.json()["error"] == "No project 'private'."
     assert client.get(f"{DEMO}/queue").status_code == 401  # no token

@@ -16,9 +16,9 @@ DEMO = "/api/v1/projects/" + quote("Demo: Acme support")
 QUERIES = ["where is my parcel", "I forgot my password", "can I speak to a person"]
 
 
-def test_one_and_many_predictions_have_a_bundles_structure(client, ctx, demo, tmp_path):
+def test_one_and_many_predictions_have_a_bundles_structure(client, serving_state, demo, tmp_path):
     bundle = tmp_path / "demo.zip"
-    bundle_svc.export_bundle(ctx.live, demo, bundle)
+    bundle_svc.export_bundle(serving_state.live, demo, bundle)
     with load(bundle) as predictor:
         expected = predictor.predict(QUERIES)
 
@@ -83,7 +83,7 @@ def test_unknown_project_is_404_and_bad_bodies_are_422_with_a_message(client):
     assert "Traceback" not in r.text and "SELECT" not in r.text
 
 
-def test_train_queues_a_job_that_can_be_followed(client, ctx):
+def test_train_queues_a_job_that_can_be_followed(client, serving_state):
     from app.services.training.retrain_jobs import job as stored_job
 
     assert client.get(f"{DEMO}/versions").json()["versions"] == []
@@ -115,21 +115,27 @@ def test_train_queues_a_job_that_can_be_followed(client, ctx):
     assert client.post("/api/v1/jobs/999/cancel").status_code == 404
     fresh = client.post(f"{DEMO}/train", json={})  # the project is free for a new retrain
     assert fresh.status_code == 202 and fresh.json()["job"]["id"] != job["id"]
-    assert stored_job(ctx.training, job["id"]).config["method"] == "convfit"
-    assert stored_job(ctx.training, fresh.json()["job"]["id"]).config["method"] == "convfit"
+    assert stored_job(serving_state.training, job["id"]).config["method"] == "convfit"
+    assert (
+        stored_job(serving_state.training, fresh.json()["job"]["id"]).config["method"] == "convfit"
+    )
     # fast, ConvFiT's name before issue 55, still works for the clients that send it
     client.post(f"/api/v1/jobs/{fresh.json()['job']['id']}/cancel")
     older = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
     assert older.status_code == 202
-    assert stored_job(ctx.training, older.json()["job"]["id"]).config["method"] == "convfit"
+    assert (
+        stored_job(serving_state.training, older.json()["job"]["id"]).config["method"] == "convfit"
+    )
 
 
-def test_versions_name_their_method_as_the_train_tab_does_a_fast_one_included(client, ctx, demo):
+def test_versions_name_their_method_as_the_train_tab_does_a_fast_one_included(
+    client, serving_state, demo
+):
     """Issue 55: REST keeps a version's method as recorded (a client matching ``fast`` still
     finds it) and names it beside as the Train tab does: ConvFiT Stage 2."""
     from storage.versions import NewVersion, register_version
 
-    with ctx.db.write() as s:
+    with serving_state.db.write() as s:
         for method in ("fast", "convfit", "lora"):
             register_version(s, NewVersion(demo.id, None, method, "minilm", {}, {}, None, None, 1))
     rows = client.get(f"{DEMO}/versions").json()["versions"]
@@ -142,7 +148,7 @@ def test_versions_name_their_method_as_the_train_tab_does_a_fast_one_included(cl
     assert "method_name" in schema["required"]
 
 
-def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
+def test_train_with_the_queue_down_says_why_and_which_job(client, serving_state):
     """Redis down: the job is stored as failed with the real reason, and the answer says so (it
     was a bare 500 "Internal error"); once the queue is back, the next request queues anew."""
     import dataclasses
@@ -153,8 +159,10 @@ def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     with socket.socket() as probe:  # a port nothing listens on: Redis is down
         probe.bind(("127.0.0.1", 0))
         down = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
-    working = ctx.training.enqueue
-    ctx.training.enqueue = worker.queue_for(dataclasses.replace(ctx.settings, queue_url=down))
+    working = serving_state.training.enqueue
+    serving_state.training.enqueue = worker.queue_for(
+        dataclasses.replace(serving_state.settings, queue_url=down)
+    )
     r = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
     assert r.status_code == 503, r.text
     job_id = r.json()["job_id"]
@@ -163,7 +171,7 @@ def test_train_with_the_queue_down_says_why_and_which_job(client, ctx):
     stored = client.get(f"/api/v1/jobs/{job_id}").json()
     assert stored["status"] == "failed" and stored["message"] in r.json()["error"]
 
-    ctx.training.enqueue = working
+    serving_state.training.enqueue = working
     again = client.post(f"{DEMO}/train", json={"method": "fast", "settings": {"epochs": 1}})
     assert again.status_code == 202 and again.json()["job"]["id"] != job_id
 
@@ -212,14 +220,14 @@ def test_a_batch_over_the_roles_cap_is_refused_with_the_reason(team):
     assert r.status_code == 200 and len(r.json()["predictions"]) == 201
 
 
-def test_busy_is_429_with_retry_after(ctx, demo):
+def test_busy_is_429_with_retry_after(serving_state, demo):
     from fastapi.testclient import TestClient
 
     from app.api import create_api
     from app.serving.admission import Admission, Limits
 
-    ctx.live.admission = Admission(Limits(queued_texts=1))  # no batch fits
-    with TestClient(create_api(ctx)) as client:
+    serving_state.live.admission = Admission(Limits(queued_texts=1))  # no batch fits
+    with TestClient(create_api(serving_state)) as client:
         r = client.post(f"{DEMO}/predict", json={"texts": ["a parcel", "a refund"]})
     assert r.status_code == 429 and r.headers["Retry-After"] == "1"
     assert r.json()["error"].startswith("Busy: the server is working through other users'")

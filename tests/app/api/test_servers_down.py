@@ -40,17 +40,21 @@ def studio(postgres, tmp_path):
     url = postgres.new_database()
     relay = Relay(("127.0.0.1", postgres.port))
     relayed = url.replace(f":{postgres.port}/", f":{relay.port}/")
-    ctx = ServingState.open(load_settings(tmp_path / "data", db_url=relayed))
-    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    serving_state = ServingState.open(load_settings(tmp_path / "data", db_url=relayed))
+    team = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
     auth.ensure_admin(team.db, "admin-password")
     token = auth.issue_token(team.db, "admin")
-    make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    with TestClient(create_api(ctx)) as single, TestClient(create_api(team)) as multi:
+    make_tiny(serving_state)
+    job, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    with TestClient(create_api(serving_state)) as single, TestClient(create_api(team)) as multi:
         multi.headers["Authorization"] = f"Bearer {token}"
         yield relay, single, multi, job.id
     relay.down()
-    ctx.close()
+    serving_state.close()
 
 
 def test_predict_and_job_reads_answer_503_with_a_message_while_postgres_is_down(studio, caplog):
@@ -119,10 +123,10 @@ def test_the_model_store_down_answers_503_and_health_names_it(bucket_behind_rela
     from app.api import create_api
     from app.cli import main
 
-    relay, ctx, cli = bucket_behind_relay
+    relay, serving_state, cli = bucket_behind_relay
     relay.down()
     caplog.clear()
-    with caplog.at_level(logging.WARNING), TestClient(create_api(ctx)) as client:
+    with caplog.at_level(logging.WARNING), TestClient(create_api(serving_state)) as client:
         answers = [
             client.post("/api/v1/projects/tiny/predict", json={"text": "hello there"}),
             client.post("/api/v1/projects/tiny/train", json={"settings": {"epochs": 1}}),
@@ -142,7 +146,7 @@ def test_the_model_store_down_answers_503_and_health_names_it(bucket_behind_rela
         tracebacks = [r for r in caplog.records if r.exc_info and r.levelno >= logging.ERROR]
         assert not tracebacks, [r.getMessage() for r in tracebacks]
         relay.up()
-        ctx.readiness.dependencies(max_age=0)  # health reads a fresh probe
+        serving_state.readiness.dependencies(max_age=0)  # health reads a fresh probe
         assert client.get("/api/v1/health").status_code == 200
         again = client.post("/api/v1/projects/tiny/predict", json={"text": "hello there"})
         assert again.status_code == 200, again.text

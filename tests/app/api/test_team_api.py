@@ -21,11 +21,11 @@ TEAM = f"{DEMO}/team"
 
 
 @pytest.fixture
-def crew(team, ctx):
+def crew(team, serving_state):
     """The multi-user API with a second designer, erin; yields (client, headers by name)."""
     client, tokens = team
-    auth.add_user(ctx.db, "erin", "designer", "erin-password")
-    tokens = {**tokens, "erin": auth.issue_token(ctx.db, "erin")}
+    auth.add_user(serving_state.db, "erin", "designer", "erin-password")
+    tokens = {**tokens, "erin": auth.issue_token(serving_state.db, "erin")}
     h = {name: bearer(token) for name, token in tokens.items()}
     assert client.put(f"{DEMO}/members/erin", json={}, headers=h["admin"]).status_code == 200
     return client, h
@@ -89,7 +89,7 @@ def test_an_admin_assigns_with_an_overlap_and_a_designer_or_viewer_may_not(crew)
     assert r.status_code == 400 and "designer role" in r.json()["error"]
 
 
-def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ctx, demo):
+def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, serving_state, demo):
     client, h = crew
     dana_items, _, both = _assigned(client, h)
     alone = [i for i in dana_items if i not in both]
@@ -162,7 +162,7 @@ def test_answers_agree_or_go_to_review_and_a_decision_is_undone_by_undo(crew, ct
     batch = decided.json()["batch"]
     assert client.get(f"{TEAM}/review", headers=h["admin"]).json() == {"disputes": []}
     assert differ not in _unlabelled_ids(client, h)
-    audited = next(e for e in history.activity(ctx.db, demo) if e["batch"] == batch)
+    audited = next(e for e in history.activity(serving_state.db, demo) if e["batch"] == batch)
     assert audited["user"] == "admin"  # the reviewer's decision, under their name
 
     undone = client.post(f"{DEMO}/undo", json={"batch": batch}, headers=h["admin"])

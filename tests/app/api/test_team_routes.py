@@ -114,7 +114,7 @@ def test_one_utterance_is_deleted_and_its_undo_brings_it_back_under_its_id(team)
     assert _intents_of(client, [row["id"]], vic) == {row["id"]: ["track_order"]}  # the same id
 
 
-def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, demo):
+def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, serving_state, demo):
     """Issue 45 row 10: applying a preview whose rows changed since (one labelled, one deleted)
     is refused with 409 and a clear message, nothing changed; a token no preview gives, or an
     intent name no project may have, is bad input: 400."""
@@ -127,7 +127,7 @@ def test_a_stale_bulk_preview_answers_409_and_a_malformed_one_400(client, ctx, d
     assert r.status_code == 409 and "Preview again" in r.json()["error"]
 
     token = client.post(f"{DEMO}/label/bulk", json={**body, "preview": True}).json()["token"]
-    data_svc.delete_utterance(ctx.db, live(ctx, demo), ids[NEW_TEXTS[1]])
+    data_svc.delete_utterance(serving_state.db, live(serving_state, demo), ids[NEW_TEXTS[1]])
     r = client.post(f"{DEMO}/label/bulk", json={**body, "token": token})
     assert r.status_code == 409, r.text
     assert "deleted since the preview" in r.json()["error"] and "Preview again" in r.json()["error"]
@@ -245,11 +245,11 @@ def test_a_project_and_intents_named_in_cyrillic_export_in_every_format(client):
 
 
 def test_a_read_only_project_answers_409_and_health_and_unknown_paths_answer_json(
-    client, ctx, demo, tmp_path
+    client, serving_state, demo, tmp_path
 ):
     bundle = tmp_path / "demo.zip"
-    bundle_svc.export_bundle(ctx.live, demo, bundle)
-    name = bundle_svc.import_bundle(ctx.factories, bundle, name="frozen copy")
+    bundle_svc.export_bundle(serving_state.live, demo, bundle)
+    name = bundle_svc.import_bundle(serving_state.factories, bundle, name="frozen copy")
     url = "/api/v1/projects/" + quote(name)
     r = client.post(f"{url}/label", json={"text": "hello", "intents": ["greeting"]})
     assert r.status_code == 409 and "read-only" in r.json()["error"]
@@ -274,23 +274,25 @@ def test_health_needs_no_token_and_everything_else_still_does(team):
 
 
 @pytest.mark.slow
-def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, ctx):
+def test_a_version_is_activated_and_versions_say_which_encoder_serves(client, serving_state):
     from app import worker
     from app.services.projects.projects import set_settings
     from app.services.training import retrain_jobs
     from tests.samples import QUICK, make_tiny
 
-    make_tiny(ctx)
-    job, _ = retrain_jobs.request_retrain(ctx.training, live(ctx, "tiny"), QUICK, enqueue=False)
-    worker.execute_job(ctx, job.id)
-    version = retrain_jobs.job(ctx.training, job.id).model_version_id
+    make_tiny(serving_state)
+    job, _ = retrain_jobs.request_retrain(
+        serving_state.training, live(serving_state, "tiny"), QUICK, enqueue=False
+    )
+    worker.execute_job(serving_state, job.id)
+    version = retrain_jobs.job(serving_state.training, job.id).model_version_id
     url = "/api/v1/projects/tiny"
 
     rows = client.get(f"{url}/versions").json()["versions"]
     assert [(r["version"], r["active"]) for r in rows] == [(version, True)]
     int8 = rows[0]["serving"]
     assert int8 in ("int8", "fp32")
-    set_settings(ctx.db, live(ctx, "tiny"), {"serve_int8": "off"})
+    set_settings(serving_state.db, live(serving_state, "tiny"), {"serve_int8": "off"})
     assert client.get(f"{url}/versions").json()["versions"][0]["serving"] == "fp32"
 
     r = client.post(f"{url}/versions/base/activate")

@@ -33,17 +33,17 @@ def test_users_token_prints_a_token_once_and_a_new_one_replaces_it(tmp_path, cap
     second = issue(data, "vic", capsys)
     assert first != second
 
-    ctx = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
+    serving_state = ServingState.open(dataclasses.replace(load_settings(data), multi_user=True))
     try:
-        with ctx.db.session() as s:  # only the hash is stored
+        with serving_state.db.session() as s:  # only the hash is stored
             assert get_user(s, "vic").api_token_hash == hashlib.sha256(second.encode()).hexdigest()
-        with TestClient(create_api(ctx)) as client:
+        with TestClient(create_api(serving_state)) as client:
             url = "/api/v1/projects/none/versions"
             assert client.get(url, headers=bearer(first)).status_code == 401
             # the second token is vic's: past the token check to the (unknown) project
             assert client.get(url, headers=bearer(second)).json() == {"error": "No project 'none'."}
     finally:
-        ctx.close()
+        serving_state.close()
 
     assert main(["--data-dir", str(data), "users", "token", "nobody"]) == 2
     assert "No user 'nobody'." in capsys.readouterr().err

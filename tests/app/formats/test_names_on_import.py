@@ -41,16 +41,16 @@ MAPPED = {
 }
 
 
-def _project(ctx, *intents: str) -> None:
-    with ctx.db.write() as s:
+def _project(serving_state, *intents: str) -> None:
+    with serving_state.db.write() as s:
         pid = create_project(s, "p").id
         add_utterance(s, pid, "good morning", ["greet"])
         for name in intents:
             create_intent(s, pid, name)
 
 
-def _state(ctx) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    with ctx.db.session() as s:
+def _state(serving_state) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    with serving_state.db.session() as s:
         pid = get_project(s, "p").id
         names = [i.name for i in list_intents(s, pid)]
         return names, {r.text: r.labels for r in list_utterances(s, pid)}
@@ -94,17 +94,19 @@ def test_the_reserved_label_is_one_name_in_storage_and_core():
 
 
 @pytest.mark.parametrize("suffix", FILES)
-def test_a_label_written_another_way_is_mapped_onto_the_intent_and_said(ctx, tmp_path, suffix):
-    _project(ctx)
+def test_a_label_written_another_way_is_mapped_onto_the_intent_and_said(
+    serving_state, tmp_path, suffix
+):
+    _project(serving_state)
     path = tmp_path / f"in{suffix}"
     path.write_bytes(FILES[suffix]())
-    result = import_file(ctx.db, destination(ctx.db, "p"), path)
+    result = import_file(serving_state.db, destination(serving_state.db, "p"), path)
     mapped = dict(MAPPED)
     if suffix == ".zip":  # intent files are read in the order of their names: BYE.txt first
         del mapped["BYE"]
         mapped["Bye"] = "BYE"
     first = "BYE" if suffix == ".zip" else "Bye"
-    names, labels = _state(ctx)
+    names, labels = _state(serving_state)
     assert names == [first, "greet", OUT_OF_SCOPE]
     assert {t: labels[t] for t in LABELS} == {t: (mapped.get(n, n),) for t, n in LABELS.items()}
     message = result.message()
@@ -114,26 +116,28 @@ def test_a_label_written_another_way_is_mapped_onto_the_intent_and_said(ctx, tmp
     assert sorted(result.intents_created) == [first, OUT_OF_SCOPE]
 
 
-def test_an_invisible_character_in_a_new_name_refuses_the_import_naming_the_label(ctx, tmp_path):
-    _project(ctx)
+def test_an_invisible_character_in_a_new_name_refuses_the_import_naming_the_label(
+    serving_state, tmp_path
+):
+    _project(serving_state)
     path = tmp_path / "in.csv"
     path.write_bytes("text,label\nhi there,greet\nbye now,bye\u200b\n".encode())
     with pytest.raises(ValueError, match=r"The label 'bye\\u200b' is no intent of this project"):
-        import_file(ctx.db, destination(ctx.db, "p"), path)
-    assert _state(ctx)[0] == ["greet"]
+        import_file(serving_state.db, destination(serving_state.db, "p"), path)
+    assert _state(serving_state)[0] == ["greet"]
 
 
 @pytest.mark.parametrize("fmt", BUILDERS)
 def test_every_agent_format_maps_its_intents_onto_the_projects_written_another_way(
-    ctx, tmp_path, fmt
+    serving_state, tmp_path, fmt
 ):
     ours = sorted({n for r in EXPECTED[fmt] for n in r.labels if n != OUT_OF_SCOPE})
-    _project(ctx, *(n.upper() for n in ours))
+    _project(serving_state, *(n.upper() for n in ours))
     suffix, data = BUILDERS[fmt]()
     path = tmp_path / f"agent{suffix}"
     path.write_bytes(data)
-    message = import_file(ctx.db, destination(ctx.db, "p"), path).message()
-    names, labels = _state(ctx)
+    message = import_file(serving_state.db, destination(serving_state.db, "p"), path).message()
+    names, labels = _state(serving_state)
     assert set(names) - {OUT_OF_SCOPE} == {"greet", *(n.upper() for n in ours)}
     for row in EXPECTED[fmt]:
         assert labels[row.text] == tuple(
@@ -143,14 +147,16 @@ def test_every_agent_format_maps_its_intents_onto_the_projects_written_another_w
         assert f"{name!r} → {name.upper()!r}" in message, message
 
 
-def test_an_agent_mapped_onto_the_projects_names_exports_into_its_own_intents(ctx, tmp_path):
-    _project(ctx, "CARD_LOST", "Balance")
+def test_an_agent_mapped_onto_the_projects_names_exports_into_its_own_intents(
+    serving_state, tmp_path
+):
+    _project(serving_state, "CARD_LOST", "Balance")
     _, data = watson()
     src = tmp_path / "skill.json"
     src.write_bytes(data)
-    import_file(ctx.db, destination(ctx.db, "p"), src)
+    import_file(serving_state.db, destination(serving_state.db, "p"), src)
     out = tmp_path / "out.json"
-    notes = export_project(ctx.db, live(ctx, "p"), out).notes
+    notes = export_project(serving_state.db, live(serving_state, "p"), out).notes
     after, before = json.loads(out.read_text()), json.loads(data)
     assert [i["intent"] for i in after["intents"]][:2] == ["card_lost", "balance"]
     assert after["intents"][:2] == before["intents"][:2]  # the same phrases, under its names

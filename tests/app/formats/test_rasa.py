@@ -118,7 +118,10 @@ def test_c1_controls_literal_markup_and_contexts_come_back_from_a_rasa_export(tm
 @settings(max_examples=60, deadline=None)
 @given(ANY_ROWS)
 def test_any_text_and_context_round_trip_through_rasa(data):
-    rows = [Row(t, tuple(sorted(n)), split, ctx) for t, (n, split, ctx) in data.items()]
+    rows = [
+        Row(t, tuple(sorted(n)), split, serving_state)
+        for t, (n, split, serving_state) in data.items()
+    ]
     written = dump_rasa_yaml(rows)
     assert key(parse_rasa_yaml(written.encode()).rows) == key(rows)
     assert yaml.safe_load(written)["nlu"]

@@ -137,7 +137,10 @@ def test_luis_and_clu_exports_say_they_leave_descriptions_out(fmt):
 @settings(max_examples=40, deadline=None)
 @given(ANY_ROWS)
 def test_any_text_and_context_round_trip_through_csv_and_jsonl(tmp_path_factory, data):
-    rows = [Row(t, tuple(sorted(n)), split, ctx) for t, (n, split, ctx) in data.items()]
+    rows = [
+        Row(t, tuple(sorted(n)), split, serving_state)
+        for t, (n, split, serving_state) in data.items()
+    ]
     folder = tmp_path_factory.mktemp("rows")
     for suffix in (".csv", ".jsonl"):
         write_any(rows, folder / f"out{suffix}")

@@ -5,10 +5,10 @@ browser test)."""
 from __future__ import annotations
 
 
-def test_the_app_builds_with_every_tab(ctx, demo):
+def test_the_app_builds_with_every_tab(serving_state, demo):
     from app.ui.main import build_app
 
-    app = build_app(ctx)
+    app = build_app(serving_state)
     labels = {getattr(block, "label", None) for block in app.blocks.values()}
     assert {"Label", "Data", "Try", "Train", "Map", "Activity"} <= labels
     ids = {getattr(block, "elem_id", None) for block in app.blocks.values()}
@@ -26,7 +26,7 @@ def _queue_starts(app) -> dict[str, int]:
     return starts
 
 
-def test_a_page_load_starts_the_label_queue_once(ctx, demo):
+def test_a_page_load_starts_the_label_queue_once(serving_state, demo):
     """Two fresh queues racing on a page load (one of the project the page had, one of the
     project the picker then set) could replace the card an annotator was already answering."""
     import dataclasses
@@ -34,8 +34,10 @@ def test_a_page_load_starts_the_label_queue_once(ctx, demo):
     from app.serving.state import ServingState
     from app.ui.main import build_app
 
-    single = _queue_starts(build_app(ctx))
+    single = _queue_starts(build_app(serving_state))
     assert single["load"] == 1 and single["change"] >= 1  # the project is known at build time
     # behind a login the picker's load sets the project: its change is the only start
-    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+    multi = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
     assert "load" not in _queue_starts(build_app(multi))

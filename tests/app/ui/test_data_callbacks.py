@@ -20,9 +20,9 @@ def _query(search="", split=ALL):
     return read_filters(*_widgets(search, split))
 
 
-def _rows(ctx, project, search=""):
+def _rows(serving_state, project, search=""):
     """The rows of the table's first page (a search narrows it to the rows a test looks at)."""
-    return data_tab.refresh(ctx.live, live(ctx, project), _query(search)).rows
+    return data_tab.refresh(serving_state.live, live(serving_state, project), _query(search)).rows
 
 
 def _token(preview_html: str) -> str:
@@ -31,32 +31,34 @@ def _token(preview_html: str) -> str:
     return found.group(1) if found else ""
 
 
-def test_refresh_filters_the_table_and_counts_what_it_shows(ctx, demo):
-    everything = _rows(ctx, demo)
-    some = _rows(ctx, demo, search="card")
+def test_refresh_filters_the_table_and_counts_what_it_shows(serving_state, demo):
+    everything = _rows(serving_state, demo)
+    some = _rows(serving_state, demo, search="card")
     assert 0 < len(some) < len(everything)
     assert all("card" in r["text"].lower() for r in some)
-    view = data_tab.refresh(ctx.live, demo, _query("card"))
+    view = data_tab.refresh(serving_state.live, demo, _query("card"))
     assert view.caption == f"Rows 1–{len(some)} of {len(some)} · page 1 of 1"
     assert list(view.table.columns) == ["id", "text", "intents", "split", "predicted", "score"]
 
 
-def test_save_without_a_row_asks_for_one_and_changes_nothing(ctx, demo):
-    before = _rows(ctx, demo)
-    msg = data_tab.save(ctx.db, demo, None, None, "x", ["greet"], "train", False, "local")
+def test_save_without_a_row_asks_for_one_and_changes_nothing(serving_state, demo):
+    before = _rows(serving_state, demo)
+    msg = data_tab.save(serving_state.db, demo, None, None, "x", ["greet"], "train", False, "local")
     assert "Click a row in the table first." in msg
-    assert _rows(ctx, demo) == before
+    assert _rows(serving_state, demo) == before
 
 
-def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
-    msg, cleared = data_tab.add(ctx.db, demo, "my parcel never came", [], "unlabelled")
+def test_add_relabel_and_undo_through_the_callbacks(serving_state, demo):
+    msg, cleared = data_tab.add(serving_state.db, demo, "my parcel never came", [], "unlabelled")
     assert msg.startswith("✓ Added") and cleared == ""
     row = next(
-        r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
+        r
+        for r in _rows(serving_state, demo, "my parcel never came")
+        if r["text"] == "my parcel never came"
     )
     assert row["split"] == "unlabelled" and row["intents"] == []
     saved = data_tab.save(
-        ctx.db,
+        serving_state.db,
         demo,
         row["id"],
         row["version"],
@@ -68,33 +70,47 @@ def test_add_relabel_and_undo_through_the_callbacks(ctx, demo):
     )
     assert "track_order" in saved and "(train)" in saved
     # the Activity tab says which intent the row was given, the name breaking only at "_"
-    table, rows, _ = activity_tab.show(ctx.db, demo)
+    table, rows, _ = activity_tab.show(serving_state.db, demo)
     assert rows[0]["example"] == "my parcel never came" and rows[0]["intents"] == "track_order"
     assert table["intents"][0] == "track&#95;<wbr>order"
-    assert "Undid" in data_tab.undo(ctx.db, demo)
+    assert "Undid" in data_tab.undo(serving_state.db, demo)
     back = next(
-        r for r in _rows(ctx, demo, "my parcel never came") if r["text"] == "my parcel never came"
+        r
+        for r in _rows(serving_state, demo, "my parcel never came")
+        if r["text"] == "my parcel never came"
     )
     assert back["intents"] == []
 
 
-def test_a_stale_save_is_refused_with_what_changed(ctx, demo):
-    row = next(iter(_rows(ctx, demo)))
+def test_a_stale_save_is_refused_with_what_changed(serving_state, demo):
+    row = next(iter(_rows(serving_state, demo)))
     data_tab.save(
-        ctx.db, demo, row["id"], row["version"], row["text"] + "!", [], "train", False, "a"
+        serving_state.db,
+        demo,
+        row["id"],
+        row["version"],
+        row["text"] + "!",
+        [],
+        "train",
+        False,
+        "a",
     )
     msg = data_tab.save(
-        ctx.db, demo, row["id"], row["version"], row["text"], [], "train", False, "b"
+        serving_state.db, demo, row["id"], row["version"], row["text"], [], "train", False, "b"
     )
     assert "changed by someone else" in msg
 
 
-def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
-    data_tab.add(ctx.db, demo, "is my parcel lost", [], "unlabelled")
-    row = next(r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost")
+def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(serving_state, demo):
+    data_tab.add(serving_state.db, demo, "is my parcel lost", [], "unlabelled")
+    row = next(
+        r
+        for r in _rows(serving_state, demo, "is my parcel lost")
+        if r["text"] == "is my parcel lost"
+    )
     # the split dropdown still says `unlabelled`, as the row was loaded
     data_tab.save(
-        ctx.db,
+        serving_state.db,
         demo,
         row["id"],
         row["version"],
@@ -105,56 +121,74 @@ def test_labelling_an_unlabelled_row_in_the_table_moves_it_to_train(ctx, demo):
         "local",
     )
     saved = next(
-        r for r in _rows(ctx, demo, "is my parcel lost") if r["text"] == "is my parcel lost"
+        r
+        for r in _rows(serving_state, demo, "is my parcel lost")
+        if r["text"] == "is my parcel lost"
     )
     assert (saved["split"], saved["intents"]) == ("train", ["track_order"])
 
 
-def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(ctx, demo):
-    row = next(r for r in _rows(ctx, demo) if r["split"] == "test")
+def test_changing_a_test_row_needs_the_tick_and_a_text_fix_does_not(serving_state, demo):
+    row = next(r for r in _rows(serving_state, demo) if r["split"] == "test")
     other = "track_order" if row["intents"] != ["track_order"] else "refund_status"
-    args = (ctx.db, demo, row["id"], row["version"])
+    args = (serving_state.db, demo, row["id"], row["version"])
     refused = data_tab.save(*args, row["text"], [other], "test", False, "local")
     assert "is a test utterance" in refused and "Tick" in refused
     moved = data_tab.save(*args, row["text"], row["intents"], "train", False, "local")
     assert "is a test utterance" in moved
-    assert next(r for r in _rows(ctx, demo) if r["id"] == row["id"]) == row  # nothing changed
+    assert (
+        next(r for r in _rows(serving_state, demo) if r["id"] == row["id"]) == row
+    )  # nothing changed
     fixed = data_tab.save(*args, row["text"] + "?", row["intents"], "test", False, "local")
     assert fixed.startswith("✓ Saved")  # a typo fix keeps its intents and split
-    now = next(r for r in _rows(ctx, demo) if r["id"] == row["id"])
+    now = next(r for r in _rows(serving_state, demo) if r["id"] == row["id"])
     saved = data_tab.save(
-        ctx.db, demo, row["id"], now["version"], now["text"], [other], "test", True, "local"
+        serving_state.db,
+        demo,
+        row["id"],
+        now["version"],
+        now["text"],
+        [other],
+        "test",
+        True,
+        "local",
     )
     assert saved.startswith("✓ Saved") and other in saved
 
 
-def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabelled(ctx, demo):
+def test_a_bulk_label_of_the_filtered_rows_previews_then_labels_only_the_unlabelled(
+    serving_state, demo
+):
     from app.ui import data_bulk
 
-    matching = _rows(ctx, demo, "parcel")
+    matching = _rows(serving_state, demo, "parcel")
     fresh = [r for r in matching if not r["intents"]]
     labelled = [r for r in matching if r["intents"] and r["intents"] != ["track_order"]]
     assert fresh and labelled  # the filter mixes both
-    plan, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
+    plan, previews = data_bulk.preview(
+        serving_state.live, demo, _query("parcel"), "track_order", False, {}
+    )
     assert f"{len(fresh)} unlabelled will become track_order" in plan
     assert f"{len(labelled)} already labelled" in plan and "left as they are" in plan
-    assert _rows(ctx, demo, "parcel") == matching  # a preview changes nothing
+    assert _rows(serving_state, demo, "parcel") == matching  # a preview changes nothing
     msg, cleared, _ = data_bulk.label(
-        ctx.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
+        serving_state.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
     )
     assert f"Labelled {len(fresh)}" in msg and not _token(cleared)
-    after = {r["id"]: r for r in _rows(ctx, demo, "parcel")}
+    after = {r["id"]: r for r in _rows(serving_state, demo, "parcel")}
     assert all(after[r["id"]]["intents"] == ["track_order"] for r in fresh)
     assert all(after[r["id"]]["intents"] == r["intents"] for r in labelled)
-    assert "Undid label" in data_tab.undo(ctx.db, demo)  # one undo: the whole batch
+    assert "Undid label" in data_tab.undo(serving_state.db, demo)  # one undo: the whole batch
 
     def state(rows):
         return {r["id"]: (r["intents"], r["split"]) for r in rows}
 
-    assert state(_rows(ctx, demo, "parcel")) == state(matching)
+    assert state(_rows(serving_state, demo, "parcel")) == state(matching)
 
 
-def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_counted(ctx, demo):
+def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_counted(
+    serving_state, demo
+):
     """The preview counted the "parcel" rows; the filter then widened to every row and the
     server counted that preview too. A click while the page shows no preview (it is being
     counted) labels nothing; a click with the "parcel" preview and filters on screen labels
@@ -164,14 +198,20 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
     from app.ui import data_bulk
 
     def labels() -> dict[int, list[str]]:
-        return {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
+        return {r["id"]: r["intents"] for r in data_svc.table(serving_state.db, demo)}
 
     def press(search: str, token: str, kept):
-        return data_bulk.label(ctx.live, demo, *_widgets(search), "track_order", False, kept, token)
+        return data_bulk.label(
+            serving_state.live, demo, *_widgets(search), "track_order", False, kept, token
+        )
 
     everything = labels()
-    narrow, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
-    wide, previews = data_bulk.preview(ctx.live, demo, _query(""), "track_order", False, previews)
+    narrow, previews = data_bulk.preview(
+        serving_state.live, demo, _query("parcel"), "track_order", False, {}
+    )
+    wide, previews = data_bulk.preview(
+        serving_state.live, demo, _query(""), "track_order", False, previews
+    )
     assert _token(narrow) and _token(wide) and _token(narrow) != _token(wide)
 
     msg, _, previews = press("", "", previews)  # the new preview is still being counted
@@ -184,90 +224,110 @@ def test_label_applies_the_preview_on_screen_and_nothing_while_a_new_one_is_coun
     after = labels()
     changed = {i for i in after if after[i] != everything[i]}
     assert len(changed) == said
-    texts = {r["id"]: r["text"] for r in data_svc.table(ctx.db, demo)}
+    texts = {r["id"]: r["text"] for r in data_svc.table(serving_state.db, demo)}
     assert all("parcel" in texts[i].lower() for i in changed)
     msg, _, _ = press("parcel", _token(narrow), previews)  # once only
     assert "nothing was labelled" in msg and labels() == after
 
 
-def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(ctx, demo):
+def test_a_filter_typed_but_not_submitted_refuses_the_label_and_counts_it(serving_state, demo):
     """The preview and the table show the "parcel" rows; "card" was typed in the filter but not
     submitted: a Label press labels nothing and the preview of what the filters now say shows."""
     from app.services.labelling import data as data_svc
     from app.ui import data_bulk
 
-    before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
-    shown, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
+    before = {r["id"]: r["intents"] for r in data_svc.table(serving_state.db, demo)}
+    shown, previews = data_bulk.preview(
+        serving_state.live, demo, _query("parcel"), "track_order", False, {}
+    )
     msg, again, _ = data_bulk.label(
-        ctx.live, demo, *_widgets("card"), "track_order", False, previews, _token(shown)
+        serving_state.live, demo, *_widgets("card"), "track_order", False, previews, _token(shown)
     )
     assert "changed since the preview" in msg and "nothing was labelled" in msg
-    assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
-    cards = [r for r in _rows(ctx, demo, "card") if not r["intents"]]
+    assert {r["id"]: r["intents"] for r in data_svc.table(serving_state.db, demo)} == before
+    cards = [r for r in _rows(serving_state, demo, "card") if not r["intents"]]
     assert f"{len(cards)} unlabelled will become track_order" in again
 
 
-def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(ctx, demo):
+def test_rows_labelled_after_the_preview_refuse_the_label_and_show_it_again(serving_state, demo):
     from app.services.labelling import data as data_svc
     from app.ui import data_bulk
 
-    plan, previews = data_bulk.preview(ctx.live, demo, _query("parcel"), "track_order", False, {})
-    first = next(r for r in _rows(ctx, demo, "parcel") if not r["intents"])
-    data_svc.label_utterance(ctx.db, demo, first["id"], ["refund_status"])  # someone, meanwhile
-    before = {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)}
+    plan, previews = data_bulk.preview(
+        serving_state.live, demo, _query("parcel"), "track_order", False, {}
+    )
+    first = next(r for r in _rows(serving_state, demo, "parcel") if not r["intents"])
+    data_svc.label_utterance(
+        serving_state.db, demo, first["id"], ["refund_status"]
+    )  # someone, meanwhile
+    before = {r["id"]: r["intents"] for r in data_svc.table(serving_state.db, demo)}
     msg, again, _ = data_bulk.label(
-        ctx.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
+        serving_state.live, demo, *_widgets("parcel"), "track_order", False, previews, _token(plan)
     )
     assert "Preview again. Nothing was changed." in msg
-    assert {r["id"]: r["intents"] for r in data_svc.table(ctx.db, demo)} == before
+    assert {r["id"]: r["intents"] for r in data_svc.table(serving_state.db, demo)} == before
     assert _token(again) and _token(again) != _token(plan)  # the new preview, on screen
 
 
-def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(ctx, demo):
+def test_the_slots_section_saves_values_and_templates_and_says_why_it_refuses(serving_state, demo):
     from app.ui import data_slots
 
-    assert data_slots.save_slot(ctx.db, demo, "card", "visa\nmastercard").startswith("✓ Saved slot")
-    intent = data_slots.load(ctx.db, demo)[2]["choices"][0]
-    refused = data_slots.save_templates(ctx.db, demo, intent, "pay with {card} at {shop}")
+    assert data_slots.save_slot(serving_state.db, demo, "card", "visa\nmastercard").startswith(
+        "✓ Saved slot"
+    )
+    intent = data_slots.load(serving_state.db, demo)[2]["choices"][0]
+    refused = data_slots.save_templates(serving_state.db, demo, intent, "pay with {card} at {shop}")
     assert "slot book lacks: shop" in refused
-    assert data_slots.pick_intent(ctx.db, demo, intent) == ""  # nothing changed
-    assert "Saved 1 template" in data_slots.save_templates(ctx.db, demo, intent, "my {card} card")
-    assert data_slots.pick_intent(ctx.db, demo, intent) == "my {card} card"
-    assert data_slots.pick_slot(ctx.db, demo, "card") == "visa\nmastercard"
-    frame, slots, _ = data_slots.load(ctx.db, demo)
+    assert data_slots.pick_intent(serving_state.db, demo, intent) == ""  # nothing changed
+    assert "Saved 1 template" in data_slots.save_templates(
+        serving_state.db, demo, intent, "my {card} card"
+    )
+    assert data_slots.pick_intent(serving_state.db, demo, intent) == "my {card} card"
+    assert data_slots.pick_slot(serving_state.db, demo, "card") == "visa\nmastercard"
+    frame, slots, _ = data_slots.load(serving_state.db, demo)
     assert frame.values.tolist() == [["card", "visa, mastercard", 2]]
     assert slots["choices"] == ["card"]
-    assert "named by templates" in data_slots.delete_slot(ctx.db, demo, "card")
-    assert "listed twice" in data_slots.save_slot(ctx.db, demo, "card", "visa\nvisa")
+    assert "named by templates" in data_slots.delete_slot(serving_state.db, demo, "card")
+    assert "listed twice" in data_slots.save_slot(serving_state.db, demo, "card", "visa\nvisa")
 
 
-def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(ctx, demo):
+def test_an_existing_intents_description_is_edited_and_a_bad_one_changes_nothing(
+    serving_state, demo
+):
     from app.services.labelling import data as svc
     from app.ui import data_manage
 
-    name = svc.intent_names(ctx.db, demo)[0]
-    msg = data_manage.describe_intent(ctx.db, demo, name, "  Questions about   a late parcel ")
-    assert msg.startswith("✓ Described") and "'Questions about a late parcel'" in msg
-    assert data_manage.intent_description(ctx.db, demo, name) == "Questions about a late parcel"
-    too_long = data_manage.describe_intent(ctx.db, demo, name, "x" * 501)
-    assert "at most 500 characters" in too_long and not too_long.startswith("✓")
-    assert data_manage.intent_description(ctx.db, demo, name) == "Questions about a late parcel"
-    assert "Choose an intent" in data_manage.describe_intent(ctx.db, demo, "", "anything")
-    assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(
-        ctx.db, demo, "nope", "anything"
+    name = svc.intent_names(serving_state.db, demo)[0]
+    msg = data_manage.describe_intent(
+        serving_state.db, demo, name, "  Questions about   a late parcel "
     )
-    assert "Cleared" in data_manage.describe_intent(ctx.db, demo, name, "")
-    assert data_manage.intent_description(ctx.db, demo, name) == ""
+    assert msg.startswith("✓ Described") and "'Questions about a late parcel'" in msg
+    assert (
+        data_manage.intent_description(serving_state.db, demo, name)
+        == "Questions about a late parcel"
+    )
+    too_long = data_manage.describe_intent(serving_state.db, demo, name, "x" * 501)
+    assert "at most 500 characters" in too_long and not too_long.startswith("✓")
+    assert (
+        data_manage.intent_description(serving_state.db, demo, name)
+        == "Questions about a late parcel"
+    )
+    assert "Choose an intent" in data_manage.describe_intent(serving_state.db, demo, "", "anything")
+    assert "No intent &#x27;nope&#x27;" in data_manage.describe_intent(
+        serving_state.db, demo, "nope", "anything"
+    )
+    assert "Cleared" in data_manage.describe_intent(serving_state.db, demo, name, "")
+    assert data_manage.intent_description(serving_state.db, demo, name) == ""
 
 
-def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
+def test_project_settings_show_every_setting_and_save_them_together(serving_state, demo):
     """The Data tab's one settings section: the form shows the project's values and what each
     does; Save writes them together and says what changed; one bad value changes nothing."""
     from app.services.projects import projects as project_svc
     from app.ui import settings_section as section
 
     oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, keep, effects = (
-        section.shown(ctx.live, demo)
+        section.shown(serving_state.live, demo)
     )
     assert keep == 3  # the newest versions that keep their files
     assert (oos_on, target, calibration, weight, encode, int8, auto, after_n) == (
@@ -288,37 +348,55 @@ def test_project_settings_show_every_setting_and_save_them_together(ctx, demo):
     assert "<li><b>Base encoder:</b> MiniLM (384-d) is the default on a CPU" in effects
     assert "<li><b>Automatic retrain:</b> On: after 20 new or changed labels" in effects
 
-    status, effects = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
+    status, effects = section.save(
+        serving_state.live, demo, False, 0.9, "held-out", 1.5, True, False
+    )
     assert status == (
         "✓ Changed oos_target_recall 0.95 → off; anchor_weight 1 → 1.5; encode_context off → on; "
         "serve_int8 on → off; oos_calibration auto → held-out."
     )
     assert "Out-of-scope detection is off" in effects and "Context encoding is on" in effects
-    after = project_svc.settings(ctx.db, demo)
+    after = project_svc.settings(serving_state.db, demo)
     assert (after.oos_target_recall, after.anchor_weight, after.encode_context) == (None, 1.5, True)
     assert after.oos_calibration == "held-out"
-    assert section.shown(ctx.live, demo)[:6] == (False, 0.95, "held-out", 1.5, True, False)
+    assert section.shown(serving_state.live, demo)[:6] == (
+        False,
+        0.95,
+        "held-out",
+        1.5,
+        True,
+        False,
+    )
     # an encoder this machine does not have is refused, and nothing else is written with it
     from core.encoding.registry import installed
 
     absent = "no-such-encoder" if installed("mpnet") else "mpnet"
-    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", 2, True, False, True, 20, absent)
+    refused, _ = section.save(
+        serving_state.live, demo, True, 0.9, "quick", 2, True, False, True, 20, absent
+    )
     assert ("not installed" in refused or "Unknown encoder" in refused) and not refused.startswith(
         "✓"
     )
-    assert project_svc.settings(ctx.db, demo) == after
-    same = section.save(ctx.live, demo, False, 0.9, "held-out", 1.5, True, False)
+    assert project_svc.settings(serving_state.db, demo) == after
+    same = section.save(serving_state.live, demo, False, 0.9, "held-out", 1.5, True, False)
     assert same[0] == "✓ Nothing changed."
 
-    refused, _ = section.save(ctx.live, demo, True, 0.9, "quick", -2, False, True)  # a bad weight
+    refused, _ = section.save(
+        serving_state.live, demo, True, 0.9, "quick", -2, False, True
+    )  # a bad weight
     assert "0 or more" in refused and not refused.startswith("✓")
-    assert project_svc.settings(ctx.db, demo) == after  # the good values were not written either
-    assert "Pick a project" in section.save(ctx.live, None, True, 0.9, None, 1, False, True)[0]
-    assert section.shown(ctx.live, None) == section.BLANK
+    assert (
+        project_svc.settings(serving_state.db, demo) == after
+    )  # the good values were not written either
+    assert (
+        "Pick a project"
+        in section.save(serving_state.live, None, True, 0.9, None, 1, False, True)[0]
+    )
+    assert section.shown(serving_state.live, None) == section.BLANK
 
 
 def test_an_import_into_a_new_name_empties_the_table_and_names_that_project_at_once(
-    ctx, demo, tmp_path
+    serving_state, demo, tmp_path
 ):
     """Issue 47 item 7: after the import's message, the table and the summary showed the last
     project for seconds (until the refreshes queued behind it had run)."""
@@ -327,14 +405,16 @@ def test_an_import_into_a_new_name_empties_the_table_and_names_that_project_at_o
     src = tmp_path / "fresh.csv"
     src.write_text("text,label\nwhere is my card,card_arrival\nrate today?,exchange_rate\n")
     status, picker, table, line, summary = data_manage.do_import(
-        ctx, live(ctx, demo), str(src), "fresh", True
+        serving_state, live(serving_state, demo), str(src), "fresh", True
     )
     assert "Imported 2" in status and picker["value"] == "fresh"
     assert table.empty and list(table.columns) == data_tab.HEADERS
     assert line == "Loading fresh…"
     assert summary.startswith("**fresh**") and "2 intents" in summary
     # into the project on screen: the refresh that follows shows its rows, nothing is emptied
-    again, _, *kept = data_manage.do_import(ctx, live(ctx, "fresh"), str(src), "", True)
+    again, _, *kept = data_manage.do_import(
+        serving_state, live(serving_state, "fresh"), str(src), "", True
+    )
     assert "updated" in again and kept == [{"__type__": "update"}] * 3
 
 
@@ -349,7 +429,7 @@ def _rendered(markdown: str) -> str:
     return MarkdownIt("commonmark", {"html": True}).enable("strikethrough").render(markdown)
 
 
-def test_names_are_plain_text_in_the_header_and_status_lines(ctx):
+def test_names_are_plain_text_in_the_header_and_status_lines(serving_state):
     """Issue 56, row 3: the header rendered a project's name as Markdown/HTML (a bundle named
     its project with a "Sign in again" link to another site and an image fetched at once), and
     status lines quoting names were not escaped. Both show the name as the characters it is."""
@@ -359,8 +439,10 @@ def test_names_are_plain_text_in_the_header_and_status_lines(ctx):
     from app.ui.common import ok
     from app.ui.summary import summary_line
 
-    name = new_project(ctx.db, MARKUP)
-    header = _rendered(summary_line(ctx.db, live(ctx, name).handle(), team=False))
+    name = new_project(serving_state.db, MARKUP)
+    header = _rendered(
+        summary_line(serving_state.db, live(serving_state, name).handle(), team=False)
+    )
     status = _rendered(ok(f"Opened as read-only project {name!r}.", notify=False))
     for shown in (header, status):
         assert "<a " not in shown and "<img" not in shown and "<em>" not in shown, shown

@@ -33,11 +33,11 @@ def built(tmp_path_factory):
     from app.ui.main import build_app
 
     settings = load_settings(tmp_path_factory.mktemp("numbers") / "data")
-    ctx = ServingState.open(dataclasses.replace(settings, multi_user=True))
-    demo = ensure_demo_project(ctx.db)
-    auth.ensure_admin(ctx.db, "admin-password")
-    yield build_app(ctx), demo
-    ctx.close()
+    serving_state = ServingState.open(dataclasses.replace(settings, multi_user=True))
+    demo = ensure_demo_project(serving_state.db)
+    auth.ensure_admin(serving_state.db, "admin-password")
+    yield build_app(serving_state), demo
+    serving_state.close()
 
 
 def _numbers(app: gr.Blocks) -> list[tuple[Any, int]]:

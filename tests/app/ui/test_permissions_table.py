@@ -57,20 +57,26 @@ def doors(tmp_path_factory):
     from app.ui.main import build_app
 
     settings = load_settings(tmp_path_factory.mktemp("doors") / "data")
-    ctx = ServingState.open(dataclasses.replace(settings, multi_user=True))
-    demo = ensure_demo_project(ctx.db)
-    auth.ensure_admin(ctx.db, "admin-password")
-    auth.add_user(ctx.db, "dana", "designer", "designer-password")
-    auth.add_user(ctx.db, "vic", "viewer", "viewer-password")
+    serving_state = ServingState.open(dataclasses.replace(settings, multi_user=True))
+    demo = ensure_demo_project(serving_state.db)
+    auth.ensure_admin(serving_state.db, "admin-password")
+    auth.add_user(serving_state.db, "dana", "designer", "designer-password")
+    auth.add_user(serving_state.db, "vic", "viewer", "viewer-password")
     with auth.acting_as(auth.LOCAL):
         from app.access import open_project
 
         for name in ("dana", "vic"):
-            add_member(ctx.db, open_project(ctx.db, demo), name)
-    tokens = {name: auth.issue_token(ctx.db, name) for name in ("dana", "vic")}
-    with TestClient(create_api(ctx)) as client:
-        yield {"app": build_app(ctx), "rest": client, "tokens": tokens, "ctx": ctx, "demo": demo}
-    ctx.close()
+            add_member(serving_state.db, open_project(serving_state.db, demo), name)
+    tokens = {name: auth.issue_token(serving_state.db, name) for name in ("dana", "vic")}
+    with TestClient(create_api(serving_state)) as client:
+        yield {
+            "app": build_app(serving_state),
+            "rest": client,
+            "tokens": tokens,
+            "serving_state": serving_state,
+            "demo": demo,
+        }
+    serving_state.close()
 
 
 def _rest_routes(api: Any) -> list[Any]:
@@ -236,7 +242,7 @@ def test_each_door_of_an_action_refuses_a_role_below_it_in_the_tables_words(door
     if ACTIONS[action] in UPLOADS:  # the upload gate asks the table too
         from app.web import upload_gate
 
-        refusal = upload_gate(doors["ctx"]).kwargs["refusal"]
+        refusal = upload_gate(doors["serving_state"]).kwargs["refusal"]
         least = min((a.role for a in UPLOADS), key=lambda r: RANK[r])
         below = {"designer": "vic", "admin": "dana"}[least]
         assert f"needs the {least} role" in str(refusal(below))
@@ -256,7 +262,7 @@ def test_anything_but_an_action_of_the_table_is_refused_at_every_door(doors):
             with pytest.raises(UnknownAction, match="No action"):
                 declare(given)
         with pytest.raises(UnknownAction):
-            cli_project(doors["ctx"], doors["demo"], given)
+            cli_project(doors["serving_state"], doors["demo"], given)
     with pytest.raises(
         UnknownAction, match=r"name it by its constant \(app.access.actions.TRAIN\)"
     ):

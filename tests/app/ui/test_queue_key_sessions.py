@@ -28,32 +28,37 @@ class Request:
         self.username = username
 
 
-def _counting(ctx: ServingState) -> list[str]:
-    """Every database session ``ctx`` opens from now on, by kind."""
+def _counting(serving_state: ServingState) -> list[str]:
+    """Every database session ``serving_state`` opens from now on, by kind."""
     opened: list[str] = []
     for kind in ("session", "write", "reading"):
-        own = getattr(ctx.db, kind)
+        own = getattr(serving_state.db, kind)
 
         def counted(*args, _own=own, _kind=kind, **kwargs):
             opened.append(_kind)
             return _own(*args, **kwargs)
 
-        setattr(ctx.db, kind, counted)
+        setattr(serving_state.db, kind, counted)
     return opened
 
 
-def _labels(ctx, project) -> dict[int, str]:
-    return {r["id"]: r["intents"] for r in data_svc.table(ctx.db, live(ctx, project))}
+def _labels(serving_state, project) -> dict[int, str]:
+    return {
+        r["id"]: r["intents"]
+        for r in data_svc.table(serving_state.db, live(serving_state, project))
+    }
 
 
 @pytest.mark.parametrize("multi_user", [False, True], ids=["single-user", "team"])
 def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
-    ctx, demo, multi_user
+    serving_state, demo, multi_user
 ):
     name = str(demo)
-    run, request = ctx, None
+    run, request = serving_state, None
     if multi_user:
-        run = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+        run = ServingState.open(
+            dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+        )
         auth.ensure_admin(run.db, "admin-password")
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
@@ -77,19 +82,21 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
 
     assert per_key.count(2) >= CHUNK - 1, per_key
     assert max(per_key) <= 6, per_key
-    stored = _labels(ctx, name)
+    stored = _labels(serving_state, name)
     assert [stored[i] for i, _ in shown] == [want for _, want in shown]
 
 
-def test_a_refused_key_press_opens_one_session_and_changes_nothing(ctx, demo):
-    team = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+def test_a_refused_key_press_opens_one_session_and_changes_nothing(serving_state, demo):
+    team = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
     enter = enforce(team, guarded(LABEL, outputs=11)(bind(queue_tab.enter, team.live)))
-    state = queue_tab.start(ctx.live, demo, "file", None).state
-    before = _labels(ctx, demo)
+    state = queue_tab.start(serving_state.live, demo, "file", None).state
+    before = _labels(serving_state, demo)
     opened = _counting(team)
     out = enter(str(demo), state, request=Request("vic"))
     assert "needs the designer role" in str(out[0]) and len(opened) == 1
-    assert _labels(ctx, demo) == before
+    assert _labels(serving_state, demo) == before

@@ -31,8 +31,10 @@ class Request:
 
 
 @pytest.fixture
-def team(ctx, demo):
-    multi = ServingState.open(dataclasses.replace(ctx.settings, multi_user=True), database=ctx.db)
+def team(serving_state, demo):
+    multi = ServingState.open(
+        dataclasses.replace(serving_state.settings, multi_user=True), database=serving_state.db
+    )
     auth.ensure_admin(multi.db, "admin-password")
     auth.add_user(multi.db, "dana", "designer", "designer-password")
     auth.add_user(multi.db, "vic", "viewer", "viewer-password")

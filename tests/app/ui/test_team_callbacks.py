@@ -15,23 +15,24 @@ from tests.handles import live
 
 
 def test_the_agreement_is_drawn_per_pair_and_per_intent_once_items_have_two_answers(
-    ctx,
+    serving_state,
     people,  # noqa: F811 (the fixture imported above)
 ):
-    team.assign(ctx.db, live(ctx, P), ["ana", "ben"], overlap=0.2)
-    before = team_tab.show(ctx.db, live(ctx, P))
+    team.assign(serving_state.db, live(serving_state, P), ["ana", "ben"], overlap=0.2)
+    before = team_tab.show(serving_state.db, live(serving_state, P))
     assert before[2]["visible"] is False and before[2]["value"] is None
     ana, ben = people["ana"], people["ben"]
     both = sorted(
-        set(team.open_items(ctx.db, as_(ctx, ana))) & set(team.open_items(ctx.db, as_(ctx, ben)))
+        set(team.open_items(serving_state.db, as_(serving_state, ana)))
+        & set(team.open_items(serving_state.db, as_(serving_state, ben)))
     )
     for i, uid in enumerate(both):
         said = INTENTS[i % 4]
-        team.submit(ctx.db, as_(ctx, ana), uid, "label", [said])
+        team.submit(serving_state.db, as_(serving_state, ana), uid, "label", [said])
         other = "card_linking" if i in (1, 4, 7, 10, 13) and said != "card_linking" else said
-        team.submit(ctx.db, as_(ctx, ben), uid, "label", [other])
-    found = team_answers.measure(ctx.db, live(ctx, P))
-    shown = team_tab.show(ctx.db, live(ctx, P))
+        team.submit(serving_state.db, as_(serving_state, ben), uid, "label", [other])
+    found = team_answers.measure(serving_state.db, live(serving_state, P))
+    shown = team_tab.show(serving_state.db, live(serving_state, P))
     drawn, table = shown[2], shown[3]
     # the disagreed intents' table: a name breaks only after an underscore (seen mid-word,
     # "direct_debit_payment_not_recog / nised", in a designer's walk at 1280x720)

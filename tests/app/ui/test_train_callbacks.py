@@ -10,64 +10,72 @@ def test_nothing_starts_without_a_project():
     assert "Pick a project first." in msg and job_id is None and timer["active"] is False
 
 
-def test_bad_settings_are_refused_before_anything_is_queued(ctx, demo):
+def test_bad_settings_are_refused_before_anything_is_queued(serving_state, demo):
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
-    msg, job_id, _ = retrain.start(ctx.training, demo, method, "epochs=-3", "local")
+    msg, job_id, _ = retrain.start(serving_state.training, demo, method, "epochs=-3", "local")
     assert "⚠" in msg and job_id is None
-    assert retrain.poll(ctx.training, demo, None)[0] == retrain.progress_html(None)
+    assert retrain.poll(serving_state.training, demo, None)[0] == retrain.progress_html(None)
 
 
-def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(ctx, demo):
-    frame, pick, *_ = versions.load_history(ctx.db, demo)
+def test_the_history_of_a_fresh_project_offers_only_the_frozen_encoder(serving_state, demo):
+    frame, pick, *_ = versions.load_history(serving_state.db, demo)
     assert frame.empty and list(frame.columns) == versions.HISTORY_COLUMNS
     assert pick["choices"] == [versions.BASE_CHOICE] and pick["value"] == versions.BASE_CHOICE
-    table, msg = versions.compare(ctx.db, demo, versions.BASE_CHOICE, versions.BASE_CHOICE)
+    table, msg = versions.compare(
+        serving_state.db, demo, versions.BASE_CHOICE, versions.BASE_CHOICE
+    )
     assert "Pick a trained version" in msg and table["visible"] is False
 
 
-def test_export_callbacks_ask_for_what_they_need(ctx):
-    assert "Pick a project first." in export.make_report(ctx, None)[1]
-    assert "Choose a bundle .zip first." in export.open_bundle(ctx, None)[1]
+def test_export_callbacks_ask_for_what_they_need(serving_state):
+    assert "Pick a project first." in export.make_report(serving_state, None)[1]
+    assert "Choose a bundle .zip first." in export.open_bundle(serving_state, None)[1]
 
 
 def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears_at_its_end(
-    ctx, demo
+    serving_state, demo
 ):
     from app.ui.train import tick
     from storage import jobs
 
     method = next(iter(retrain.train_svc.METHOD_CHOICES))
-    msg, job_id, _ = retrain.start(ctx.training, demo, method, "", "local")
+    msg, job_id, _ = retrain.start(serving_state.training, demo, method, "", "local")
     assert "queued" in msg
     from app.services.training.retrain_jobs import job as stored_job
 
-    assert stored_job(ctx.training, job_id).config["method"] == "convfit"  # the default's name
-    queued = tick(ctx.training, demo, job_id, msg)
+    assert (
+        stored_job(serving_state.training, job_id).config["method"] == "convfit"
+    )  # the default's name
+    queued = tick(serving_state.training, demo, job_id, msg)
     assert queued[2]["active"] is True and queued[-1] == {"__type__": "update"}
     assert "waiting for a worker" in queued[0]
-    with ctx.db.write() as s:  # a worker takes it: the panel says what runs, "queued" goes
+    with (
+        serving_state.db.write() as s
+    ):  # a worker takes it: the panel says what runs, "queued" goes
         jobs.claim_job(s, job_id, pid=1)
-    running = tick(ctx.training, demo, job_id, msg)
+    running = tick(serving_state.training, demo, job_id, msg)
     assert running[2]["active"] is True and "queued" not in running[0]
     assert "Preparing the data" in running[0]
     # the line keeps the job's number (what a user, or a test, reads the click's job from)
     assert running[-1] == f"✓ Job #{job_id} is running: its phase and time left are below."
     msg = running[-1]
-    assert tick(ctx.training, demo, job_id, msg)[-1] == {"__type__": "update"}
-    retrain.stop(ctx.training, job_id, demo)
-    with ctx.db.write() as s:
+    assert tick(serving_state.training, demo, job_id, msg)[-1] == {"__type__": "update"}
+    retrain.stop(serving_state.training, job_id, demo)
+    with serving_state.db.write() as s:
         jobs.finish_job(s, job_id, "cancelled", "cancelled; the active model is unchanged")
-    ended = tick(ctx.training, demo, job_id, msg)
+    ended = tick(serving_state.training, demo, job_id, msg)
     assert ended[2]["active"] is False and ended[-1] == ""
     # One value per output the timer updates, running or not (a running job's tick was one
     # short: an error toast every second and a panel stuck at "queued · 0 %").
     bound = (
-        len(retrain.poll(ctx.training, demo, job_id)) + len(versions.load_history(ctx.db, demo)) + 1
+        len(retrain.poll(serving_state.training, demo, job_id))
+        + len(versions.load_history(serving_state.db, demo))
+        + 1
     )
     assert len(running) == len(ended) == bound
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
-    assert tick(ctx.training, demo, job_id, other)[-1] == {"__type__": "update"}
+    assert tick(serving_state.training, demo, job_id, other)[-1] == {"__type__": "update"}
 
 
 def _job(**kw):
@@ -125,29 +133,29 @@ def test_the_history_table_reads_in_words_and_megabytes():
     assert len(versions.HISTORY_WIDTHS) == len(versions.HISTORY_COLUMNS)
 
 
-def test_a_version_trained_as_fast_reads_as_convfit_stage_2(ctx, demo):
+def test_a_version_trained_as_fast_reads_as_convfit_stage_2(serving_state, demo):
     """Issue 55: ``fast`` was ConvFiT Stage 2's name. A version recorded under it keeps its
     record (REST says ``fast``) and the history names its method as the Train tab does."""
     from app.services.models import versions as version_svc
     from storage.versions import NewVersion, register_version
 
-    with ctx.db.write() as s:
+    with serving_state.db.write() as s:
         for method in ("fast", "convfit", "lora"):
             register_version(s, NewVersion(demo.id, None, method, "minilm", {}, {}, None, None, 1))
-    rows = version_svc.history(ctx.db, demo)
+    rows = version_svc.history(serving_state.db, demo)
     assert [r["method"] for r in rows] == ["lora", "convfit", "fast"]
     assert [r["method_name"] for r in rows] == ["LoRA adapter", *["ConvFiT Stage 2"] * 2]
-    frame = versions.load_history(ctx.db, demo)[0]
+    frame = versions.load_history(serving_state.db, demo)[0]
     assert list(frame["method"]) == ["LoRA adapter", "ConvFiT Stage 2", "ConvFiT Stage 2"]
 
 
-def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, demo):
+def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(serving_state, demo):
     """A job that ends before the timer's first tick (a small project, a warm worker) left the
     "queued" line on screen and the history without its version: the Retrain click was followed
     by the job panel's refresh alone, and the timer, off once the job had ended, never ticked."""
     from app.ui.main import build_app
 
-    fns = build_app(ctx).fns.values()
+    fns = build_app(serving_state).fns.values()
     (started,) = [f for f in fns if f.api_name == "retrain"]
     (after,) = [f for f in fns if f.trigger_after == started._id]
     ids = {getattr(o, "elem_id", None) for o in after.outputs}
@@ -170,11 +178,13 @@ def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(ctx, de
     assert retrain.method_info(lora).startswith("LoRA adapter: the same ConvFiT Stage 2")
 
 
-def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(ctx, demo):
+def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_costs(
+    serving_state, demo
+):
     """The same for the encoder and for the out-of-scope calibration a retrain runs here."""
     from app.ui.train import encoder_line
 
-    line = encoder_line(ctx.live, demo)
+    line = encoder_line(serving_state.live, demo)
     assert line.startswith("**Encoder:** `minilm`, all-MiniLM-L6-v2")
     assert "Serving: the frozen minilm encoder (fp32)." in line
     assert "**Why:** MiniLM (384-d) is the default on a CPU" in line
@@ -186,4 +196,4 @@ def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_co
         "retrain's version serves; on BANKING77"
     )
     assert calibration.endswith("Serving now: the pool's own scores.")
-    assert encoder_line(ctx.live, None) == ""
+    assert encoder_line(serving_state.live, None) == ""

@@ -94,16 +94,16 @@ def _open_300(page, url: str) -> None:
 
 
 def _sized(browser, width: int, height: int):
-    ctx = browser.new_context(viewport={"width": width, "height": height})
-    page = ctx.new_page()
+    serving_state = browser.new_context(viewport={"width": width, "height": height})
+    page = serving_state.new_page()
     page.set_default_timeout(120_000)
-    return ctx, page
+    return serving_state, page
 
 
 def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
     banking77_server, browser
 ):
-    ctx, page = _sized(browser, 1280, 720)
+    serving_state, page = _sized(browser, 1280, 720)
     try:
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Train").click()
@@ -140,7 +140,7 @@ def test_train_sections_fit_1280x720_and_a_confused_utterance_is_fixed_in_place(
         )
         shot(page, "61-evaluation-fixed-1280")
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 # Every text a Gradio status tracker shows over a panel while its event runs (a timer such as
@@ -166,7 +166,7 @@ def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_se
     bug now fails any browser test: the server logs it, the page shows it)."""
     from tests.e2e.banking77.test_label_keys import _names
 
-    ctx, page = _sized(browser, 1440, 900)
+    serving_state, page = _sized(browser, 1440, 900)
     try:
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Train").click()
@@ -190,14 +190,14 @@ def test_relabel_as_offers_every_intent_once_the_model_is_evaluated(banking77_se
         # issue 58 item 7: no Gradio run timer ("processing | 0.6s") over a panel meanwhile
         assert page.evaluate("() => window.__timers") == []
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolling(
     banking77_server, browser
 ):
     """Issue 25 item 9: Save sat below the fold and about 190 px of the map showed."""
-    ctx, page = _sized(browser, 1280, 720)
+    serving_state, page = _sized(browser, 1280, 720)
     try:
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Data").click()
@@ -214,7 +214,7 @@ def test_at_1280x720_the_data_tabs_save_and_most_of_the_map_show_without_scrolli
         assert page.evaluate("() => window.scrollY") == 0
         shot(page, "63-map-1280")
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 # Each intent name the Map draws, as the browser lays it out: its text, its box (CSS px), its
@@ -342,7 +342,7 @@ def test_the_map_puts_each_name_at_its_own_cluster_and_takes_most_of_the_screen(
     The plot is 60 % of the screen's height or more, all of it on screen."""
     from tests.e2e.banking77.test_label_keys import _names
 
-    ctx, page = _sized(browser, width, height)
+    serving_state, page = _sized(browser, width, height)
     try:
         page.goto(banking77_server.url)
         page.get_by_role("tab", name="Map").click()
@@ -394,7 +394,7 @@ def test_the_map_puts_each_name_at_its_own_cluster_and_takes_most_of_the_screen(
         if hidden:
             assert hidden & {n["text"] for n in zoomed["names"]}, (hidden, again)
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 def _map_traces(page) -> dict[str, str]:
@@ -405,7 +405,7 @@ def _map_traces(page) -> dict[str, str]:
 
 
 def test_a_map_of_300_intents_is_readable(server_300, browser):
-    ctx, page = _sized(browser, 1440, 900)
+    serving_state, page = _sized(browser, 1440, 900)
     try:
         _open_300(page, server_300.url)
         page.wait_for_function(DRAWN_300, timeout=300_000)  # a quick PCA picture at first,
@@ -419,7 +419,7 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         # a fresh page draws the cached map, and a click is answered without a Refresh (a new
         # page: the first one sent away would abort its open event stream, an error toast, when
         # its map is still being drawn again for its size)
-        page = ctx.new_page()
+        page = serving_state.new_page()
         page.set_default_timeout(120_000)
         _open_300(page, server_300.url)
         page.wait_for_function(DRAWN_300)
@@ -448,14 +448,14 @@ def test_a_map_of_300_intents_is_readable(server_300, browser):
         assert isolated["refund_parcel"] != "#d9d9d9"
         shot(page, "63-map-300-isolated")
     finally:
-        ctx.close()
-    ctx, page = _sized(browser, 1280, 720)
+        serving_state.close()
+    serving_state, page = _sized(browser, 1280, 720)
     try:
         _open_300(page, server_300.url)
         page.wait_for_function(DRAWN_300)
         shot(page, "64-map-300-1280")
     finally:
-        ctx.close()
+        serving_state.close()
 
 
 @pytest.fixture(scope="module")

@@ -59,17 +59,19 @@ def answered(team_server, tmp_path_factory):
     cli(team_server.data_dir, "import", str(src), "--project", PROJECT)
     cli(team_server.data_dir, "members", "add", "dana", "--project", PROJECT)
     # the server's users, as its multi-user settings name them
-    ctx = ServingState.open(replace(load_settings(team_server.data_dir), multi_user=True))
-    team.assign(ctx.db, live(ctx, PROJECT), ["admin", "dana"], overlap=1.0)
+    serving_state = ServingState.open(replace(load_settings(team_server.data_dir), multi_user=True))
+    team.assign(serving_state.db, live(serving_state, PROJECT), ["admin", "dana"], overlap=1.0)
     said: dict[str, list[str]] = {"admin": [], "dana": []}
-    admin, dana = actor(ctx.db, True, "admin"), actor(ctx.db, True, "dana")
-    for i, uid in enumerate(sorted(team.open_items(ctx.db, live(ctx, PROJECT, admin)))):
+    admin, dana = actor(serving_state.db, True, "admin"), actor(serving_state.db, True, "dana")
+    for i, uid in enumerate(
+        sorted(team.open_items(serving_state.db, live(serving_state, PROJECT, admin)))
+    ):
         mine = INTENTS[i % 3] if i < 12 else AGREED if i < 12 + UNANIMOUS else ZERO_KAPPA
         theirs = INTENTS[(i + 1) % 3] if i in DIFFER else mine
         if i == 12 + UNANIMOUS + 1:
             theirs = INTENTS[0]
-        team.submit(ctx.db, live(ctx, PROJECT, admin), uid, "label", [mine])
-        team.submit(ctx.db, live(ctx, PROJECT, dana), uid, "label", [theirs])
+        team.submit(serving_state.db, live(serving_state, PROJECT, admin), uid, "label", [mine])
+        team.submit(serving_state.db, live(serving_state, PROJECT, dana), uid, "label", [theirs])
         said["admin"].append(mine)
         said["dana"].append(theirs)
     return cohen_kappa_score(said["admin"], said["dana"])
