@@ -158,22 +158,30 @@ def ok(message: str, *, notify: bool = False) -> str:
     return f"✓ {md_text(message)}"
 
 
-# What Markdown or HTML could read as markup in a message's text, written as a character
+# What Markdown could still read as markup once the text is HTML-escaped (emphasis, code, links,
+# images, tables, maths, autolinks: "http://", "www.", an e-mail's "@"), written as a character
 # reference instead (CommonMark never reads one as markup): the text shows as typed, in the
-# Markdown of a status line and in the HTML of a preview alike.
-_INERT = re.compile(r"[&<>\"'`*_\[\]\\~$|#!:@(){}+=/-]|(?<=www)\.", re.IGNORECASE)
+# Markdown of a status line and in the HTML of a preview alike. A line of a message is never a
+# Markdown line (they are joined with <br> inside one span), so no list or heading can start.
+_INERT = re.compile(r"[&<>\"'`*_\[\]\\~$|#@]|:(?=//)|(?<=www)\.", re.IGNORECASE)
+
+
+def _reference(char: str) -> str:
+    """``char`` as HTML writes it (``&lt;``, ``&#x27;``) or as a numeric character reference."""
+    escaped = html.escape(char)
+    return escaped if escaped != char else f"&#{ord(char)};"
 
 
 def inert(text: str) -> str:
     r"""``text`` as plain text in Markdown or HTML, on one line per line of it (``<br>``).
 
     Example:
-        >>> inert("Unknown intent '<b>*x*</b>'.")
-        'Unknown intent &#39;&#60;b&#62;&#42;x&#42;&#60;&#47;b&#62;&#39;.'
-        >>> html.unescape(inert("line 1: bad\nline 2: worse"))
+        >>> inert("Unknown intent '<b>*x*</b>' (see [docs](http://x)).")
+        'Unknown intent &#x27;&lt;b&gt;&#42;x&#42;&lt;/b&gt;&#x27; (see &#91;docs&#93;(http&#58;//x)).'
+        >>> inert("line 1: bad\nline 2: worse")
         'line 1: bad<br>line 2: worse'
     """
-    lines = [_INERT.sub(lambda m: f"&#{ord(m.group(0))};", line) for line in text.splitlines()]
+    lines = [_INERT.sub(lambda m: _reference(m.group(0)), line) for line in text.splitlines()]
     return "<br>".join(lines)
 
 
@@ -186,7 +194,7 @@ def problem(message: str, *, notify: bool = True) -> str:
 
     Example:
         >>> problem("Unknown intent 'zz'.", notify=False)
-        "⚠ <span class='problem'>Unknown intent &#39;zz&#39;.</span>"
+        "⚠ <span class='problem'>Unknown intent &#x27;zz&#x27;.</span>"
     """
     if notify:
         toast(message, error=True)

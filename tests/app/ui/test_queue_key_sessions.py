@@ -1,7 +1,8 @@
 """A key press in the Label tab, as the app runs it (through the role guard): the project and
 the user are resolved in one session and the answer, the item's new state and the next cards are
-one writing transaction, so a key costs two database sessions (six when a chunk of the queue is
-ordered again, once every 20 keys); the stored label is the suggestion on the card, and the
+one writing transaction, so a key costs two database sessions (at most ten when a chunk of the
+queue is ordered again, once every 20 keys: every row's order reads the project's new rows, the
+pool, and checks its picks against the database, again when some were answered since); the stored label is the suggestion on the card, and the
 next card the one the page showed next."""
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         assert state.item.id not in [i for i, _ in shown]  # always a new card
 
     assert per_key.count(2) >= CHUNK - 1, per_key
-    assert max(per_key) <= 6, per_key
+    assert max(per_key) <= 10, per_key
     stored = _labels(serving_state, name)
     assert [stored[i] for i, _ in shown] == [want for _, want in shown]
 
