@@ -3,7 +3,7 @@
 worker on another machine reads it as the server that wrote it meant it. The server writes it
 (:class:`app.perimeter.in_use.Working`: a key, a card shown, a card asked for and not yet shown;
 at most one write per project every few seconds) and the automatic retrain's watcher reads it
-(:mod:`app.services.models.auto_retrain`: its quiet spell counts from it).
+(:mod:`app.services.training.auto_retrain`: its quiet spell counts from it).
 
 Example:
     >>> from datetime import datetime

@@ -1,5 +1,5 @@
 """A project's retrains as history: what its labels did since its last retrain read them (the
-trigger of an automatic retrain, :mod:`app.services.models.auto_retrain`: a job records the
+trigger of an automatic retrain, :mod:`app.services.training.auto_retrain`: a job records the
 project's newest label event when it is created and again when it reads its data,
 ``TrainingJob.label_mark``; the label events after the newest mark are the labels its next
 retrain has not seen), and its recent jobs (the Activity tab's retrains).

@@ -7,7 +7,7 @@ woke it:
 2. then users take turns: the user whose last job started longest ago (or never) goes first, so
    one user's jobs, however many projects they label, push another user's back by at most the
    one running; a job counts for whoever asked for it, an automatic one (nobody asked:
-   :mod:`app.services.models.auto_retrain`) for whoever labelled its project last before it was
+   :mod:`app.services.training.auto_retrain`) for whoever labelled its project last before it was
    queued (up to its ``label_mark``), every job without a user for one user (the local operator);
 3. then first asked, first taken.
 

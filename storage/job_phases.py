@@ -3,7 +3,7 @@ while each runs (``TrainingJob.phase``), the function of the retrain pipeline th
 (:mod:`app.services.training.retrain`), what the Train tab calls it, whether its progress is
 counted (a step of so many), and whether a cancel of a job whose version serves already stops
 it (the version serving on). The job's row, the progress bar and its time left
-(:mod:`app.services.models.job_plan`), the CLI's and REST's words for a job, the anytime
+(:mod:`app.services.training.job_plan`), the CLI's and REST's words for a job, the anytime
 retrain's checkpoints and ``bench/job_profile.py`` all read this table."""
 
 from __future__ import annotations

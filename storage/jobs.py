@@ -47,7 +47,7 @@ class JobView:
     log: str
     model_version_id: int | None
     config: dict[str, Any]
-    progress: float = 0.0  # the whole job's share done (app.services.models.job_plan), never less
+    progress: float = 0.0  # the whole job's share done (app.services.training.job_plan), never less
     elapsed: float | None = None  # seconds since a worker took it (to its end once ended)
     served_step: int | None = None  # the step of the checkpoint its version serves now
     train_steps: int | None = None  # of the training's planned steps

@@ -343,7 +343,7 @@ class TrainingJob(Base):
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), default=None)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    # The phase running now (app.services.models.job_plan.PHASES); step/total count it where it is
+    # The phase running now (app.services.training.job_plan.PHASES); step/total count it where it is
     # counted: "training" (steps), "evaluating" (utterances), else no count.
     phase: Mapped[str] = mapped_column(String(16), default="", server_default="")
     step: Mapped[int] = mapped_column(Integer, default=0)

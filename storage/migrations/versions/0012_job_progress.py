@@ -3,7 +3,7 @@
 A retrain's progress was each measured phase's own count (training steps, then utterances to
 encode), so the bar restarted at every phase (99 → 2 → 64 %). ``progress`` is the whole job's
 share done, from 0 to 1, written by the worker as a weighted sum of its phases
-(:mod:`app.services.models.job_plan`) and only ever raised. Existing rows get 0: an ended job shows by
+(:mod:`app.services.training.job_plan`) and only ever raised. Existing rows get 0: an ended job shows by
 its status (a succeeded one 100 %).
 
 Revision ID: 0012

@@ -346,7 +346,10 @@ def test_project_settings_show_every_setting_and_save_them_together(serving_stat
     assert "<li><b>Calibration:</b> Auto: quick on this CPU" in effects
     assert "Held-out would take about 4x a retrain&#x27;s training on this CPU" in effects
     assert "<li><b>Base encoder:</b> MiniLM (384-d) is the default on a CPU" in effects
-    assert "<li><b>Automatic retrain:</b> On: once the changes since the last retrain weigh 20 " in effects
+    assert (
+        "<li><b>Automatic retrain:</b> On: once the changes since the last retrain weigh 20 "
+        in effects
+    )
 
     status, effects = section.save(
         serving_state.live, demo, False, 0.9, "held-out", 1.5, True, False
