@@ -128,6 +128,8 @@ def expected(
         return functools.partial(_fits_model, name, what, model, isinstance(block, MAY_BE_EMPTY))
     declared = _is_json(hint)
     wanted = hint if declared else SENT.get(type(block))
+    if isinstance(block, gr.Dropdown) and not declared:  # one choice, or a list of several
+        wanted = list[CHOICE] if block.multiselect else CHOICE
     if wanted is None:
         return None
     if isinstance(block, gr.Number) and block.precision == 0:
@@ -140,7 +142,7 @@ def expected(
 def _may_be_empty(block: Any, hint: Any, declared: bool, project: bool) -> bool:
     """Whether null is a value of this input: its parameter takes it, or takes a project, or the
     page may send it (a picker or a number box the page starts empty; any, where the parameter
-    says nothing)."""
+    says nothing). A text box's null is read as its empty text first (:func:`blank_texts`)."""
     if not isinstance(block, MAY_BE_EMPTY):
         return False
     if project or isinstance(block, gr.File) or (declared and accepts(hint, None)):
@@ -173,6 +175,23 @@ def checks(block_fn: Any) -> list[Check | None]:
     return found
 
 
+def blank_texts(block_fn: Any) -> list[int]:
+    """The inputs of an event that are text boxes whose parameter takes no null: the page sends
+    null for a text box it has not mounted yet (a tab a viewer never opened), which the door
+    reads as the box's empty text ("") rather than refusing it or passing None to a ``str``."""
+    found: list[int] | None = getattr(block_fn, "_intent_studio_blank", None)
+    if found is None:
+        params = parameters(block_fn.fn) if block_fn.fn is not None else []
+        found = [
+            i
+            for i, block in enumerate(block_fn.inputs)
+            if isinstance(block, gr.Textbox)
+            and not (i < len(params) and _is_json(params[i][1]) and accepts(params[i][1], None))
+        ]
+        block_fn._intent_studio_blank = found
+    return found
+
+
 def typed_doors(demo: gr.Blocks) -> None:
     """Check every value of every call of ``demo``'s events by type before Gradio reads it
     (see the module); a refusal is the call's error."""
@@ -182,6 +201,9 @@ def typed_doors(demo: gr.Blocks) -> None:
         if block_fn.fn is not None and len(inputs) < len(block_fn.inputs):
             message = TOO_FEW.format(sent=len(inputs), wanted=len(block_fn.inputs))
             raise gr.Error(message, print_exception=False)
+        for i in blank_texts(block_fn):
+            if i < len(inputs) and inputs[i] is None:
+                inputs[i] = ""  # in place: Gradio preprocesses this very list
         validate(block_fn, inputs)
         for check, value in zip(checks(block_fn), inputs, strict=False):
             said = check(value) if check is not None else None

@@ -125,7 +125,7 @@ def assign(
             p,
             names or [],
             overlap=(overlap or 0) / 100,
-            search=search.strip() or None,
+            search=(search or "").strip() or None,
             limit=whole_number(limit, "limit") if limit else None,
         )
     )

@@ -75,7 +75,7 @@ def test_the_label_tab_says_what_serves_and_follows_a_new_model_without_a_reload
         job = started["job"]["id"]
         line = _wait_line(page, "improving…")
         shot(page, "65-8-label-improving")
-        page.locator("#queue-model a[data-tab]").click()
+        page.locator("#queue-model a.queue-model-progress").click()  # progress ›
         page.wait_for_function(
             "(j) => (document.querySelector('#job-progress')?.innerText || '')"
             ".includes('Job #' + j)",
