@@ -211,7 +211,7 @@ def test_the_servers_warm_up_says_it_warms_until_it_ends(serving_state, monkeypa
     monkeypatch.setattr(
         queue,
         "warm_up",
-        lambda live: seen.append(
+        lambda live, fan_out=None: seen.append(
             Activity(serving_state.settings.data_dir, WARMING).recent(WARMING_STALE_S)
         ),
     )

@@ -256,7 +256,7 @@ def test_the_rest_docs_table_of_routes_is_what_the_api_enforces():
     import re
     from pathlib import Path
 
-    from app.api import project_routes, routes, settings_routes, team_routes
+    from app.api import project_routes, queue_routes, routes, settings_routes, team_routes
     from app.api.security import declared_roles
 
     readme = (Path(__file__).resolve().parents[3] / "docs/rest.md").read_text()
@@ -272,6 +272,7 @@ def test_the_rest_docs_table_of_routes_is_what_the_api_enforces():
             *project_routes.router.routes,
             *settings_routes.router.routes,
             *team_routes.router.routes,
+            *queue_routes.router.routes,
         ]
     )
     assert {k: v.strip() for k, v in documented.items()} == declared

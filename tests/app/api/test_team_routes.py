@@ -167,6 +167,7 @@ def test_projects_are_listed_for_a_viewer_and_created_by_an_admin_only(team):
         "n_unlabelled": 0,
         "multi_label": False,
         "active_version": None,
+        "encoding": None,  # an empty project has no row to encode (issue 72)
     }
     again = client.post("/api/v1/projects", json={"name": "shop"}, headers=bearer(tokens["admin"]))
     assert again.status_code == 409 and "already exists" in again.json()["error"]
