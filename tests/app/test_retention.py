@@ -111,7 +111,7 @@ def test_activating_exporting_comparing_or_pinning_a_version_with_no_files_is_re
     assert not _has_files(serving_state, old) and _has_files(serving_state, kept)
     words = f"v{old} cannot be activated: {BY_RULE}."
     assert panel.make_active(serving_state.factories, demo.handle(), f"v{old}").endswith(
-        f"{words}</pre>"
+        f"{words}</span>"
     )
     with pytest.raises(ValueError, match=f"v{old} cannot be activated: its files were removed"):
         version_svc.activate(serving_state.factories, demo, old)

@@ -151,8 +151,8 @@ def change(live: LivePools, p: ProjectHandle, changes: dict[str, str]) -> tuple[
     if unknown:
         raise ValueError(f"Unknown setting {unknown[0]!r}: use one of {', '.join(SETTINGS)}.")
     was = project_svc.settings(live.db, p)
+    before = {**was.to_dict(), encoders.SETTING: p.base_encoder}  # read before the change
     now = project_svc.set_settings(live.db, p, changes)
-    before = {**was.to_dict(), encoders.SETTING: p.base_encoder}
     after = {**now.to_dict(), encoders.SETTING: open_project(live.db, p.id, p.actor).base_encoder}
     moved = [
         f"{name} {shown(before[name])} → {shown(after[name])}"
