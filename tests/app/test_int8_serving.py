@@ -407,7 +407,11 @@ def test_a_bundle_answers_exactly_as_the_app_serving_its_version_fp32_and_int8(
     folder = tmp_path / "unzipped-i8"
     _, _, _, vectors = pool.index.examples()
     np.testing.assert_array_equal(np.load(folder / "vectors.npy"), vectors)  # the int8 pool
-    served_graph = (pool.encoder.folder / "model.int8.onnx").read_bytes()
+    # the graph the app serves, its weights shared with the base's copy put back (issue 71 item 4)
+    from core.bundle.onnx_shared import model_bytes
+
+    served = pool.encoder.folder
+    served_graph = model_bytes(served) or (served / "model.int8.onnx").read_bytes()
     assert (folder / "onnx" / "model.int8.onnx").read_bytes() == served_graph
     assert decided(alone) == decided(app_int8)
     assert sum(r["oos"] for r in app_int8) >= 5  # the out-of-scope flag is exercised
