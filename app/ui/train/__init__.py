@@ -71,7 +71,13 @@ def encoder_line(live: LivePools, p: ProjectHandle | None) -> str:
         return problem(err or "Could not read the encoder.")
     line, err = attempt(lambda: calibration.calibration_line(live, p, live.models.budget))
     said = line if line is not None else problem(err or "Could not read the calibration.")
-    return f"{view.markdown()}  \n**Out-of-scope calibration:** {said}"
+    # the headline on screen; why, switching and the calibration folded (1280x720: issue 75)
+    return (
+        f"**Encoder:** `{view.name}`, {view.description}. {view.serving}\n\n"
+        "<details><summary>Why this encoder, what switching costs, out-of-scope calibration"
+        f"</summary>\n\n**Why:** {view.why}  \n**Switching:** {view.switch}  \n"
+        f"**Out-of-scope calibration:** {said}\n\n</details>"
+    )
 
 
 def follow_serving(

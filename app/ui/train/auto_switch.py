@@ -15,11 +15,18 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.access.actions import SAVE_SETTINGS
 from app.services.projects import settings as svc
+from app.services.training.auto_retrain import RULE
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 
 SWITCH_ID = "train-auto-retrain"  # the Label tab's model line links to it (assets/queue_model.js)
+
+
+def _short(words: str) -> str:
+    """The setting's words without what each change weighs (the Data tab's settings and the
+    CLI say it whole): the line fits beside the switch at 1280x720."""
+    return words.replace(f" ({RULE})", "")
 
 
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, Any, str]:
@@ -32,7 +39,7 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, Any, str]:
     return (
         view.values.auto_retrain,
         view.values.auto_retrain_after,
-        md_text(view.effects["auto_retrain"]),
+        md_text(_short(view.effects["auto_retrain"])),
     )
 
 
@@ -52,7 +59,7 @@ def save(
         return problem(err or "Could not save the setting."), *shown(live, p)
     view, message = done
     values = view.values
-    line = md_text(view.effects["auto_retrain"])
+    line = md_text(_short(view.effects["auto_retrain"]))
     said = ok(message) if message != svc.NOTHING_CHANGED else gr.update()  # a box left as it was
     return said, values.auto_retrain, values.auto_retrain_after, line
 
@@ -72,16 +79,25 @@ class AutoSwitch:
 def build_auto_switch(live: LivePools, project: gr.Dropdown) -> AutoSwitch:
     """Lay out the switch (one row) and bind it: a tick, or a threshold typed and applied (Enter
     or leaving the box), saves at once."""
+    # one line at 1280x720: no label boxes (the box says what it counts: "new labels")
     with gr.Row(equal_height=True, elem_id="train-auto"):
         switch = gr.Checkbox(
-            label="Retrain by itself after", value=True, scale=0, min_width=200, elem_id=SWITCH_ID
+            label="Retrain by itself after",
+            value=True,
+            scale=0,
+            min_width=200,
+            container=False,
+            elem_id=SWITCH_ID,
         )
         after = gr.Number(
             label="new labels",
+            show_label=False,
+            placeholder="new labels",
             value=20,
             minimum=1,
             scale=0,
-            min_width=110,  # no precision: 1.5 is refused by the setting's rule, never rounded
+            min_width=90,  # no precision: 1.5 is refused by the setting's rule, never rounded
+            container=False,
             elem_id="train-auto-after",
         )
         line = gr.Markdown(elem_id="train-auto-line")

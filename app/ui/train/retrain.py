@@ -21,11 +21,8 @@ from app.ui.train.auto_switch import AutoSwitch, build_auto_switch
 from storage.jobs import JobView
 
 HELP = (
-    "**Retrain** tunes the encoder on your labelled `train` utterances in the background (you can "
-    "keep labelling) and evaluates it on the `test` split. A new version becomes active only if it "
-    "is at least as good as the current one (within 1 point); otherwise it is kept for you to "
-    "compare and activate by hand. Predictions are always the nearest labelled examples, so new "
-    "labels count at once, with or without a retrain."
+    "**Retrain** tunes the encoder on your `train` labels in the background and measures it on "
+    "the `test` split; a new version serves only when it is at least as good (within 1 point)."
 )
 
 
