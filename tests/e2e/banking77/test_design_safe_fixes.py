@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from tests.e2e.banking77.round6 import _says
 from tests.e2e.conftest import SHOTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -33,20 +34,6 @@ def _shots(page, name: str, selector: str) -> None:
         page.locator(selector).scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"{name}-{w}x{h}.png"))
     page.set_viewport_size({"width": 1440, "height": 900})
-
-
-def _says(page, selector: str, text: str, timeout: float = 120_000) -> None:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    try:
-        page.wait_for_function(
-            "([s, t]) => (document.querySelector(s)?.innerText || '').includes(t)",
-            arg=[selector, text],
-            timeout=timeout,
-        )
-    except PlaywrightTimeout:  # say what the page showed instead
-        shown = page.evaluate("(s) => document.querySelector(s)?.innerText", selector)
-        raise AssertionError(f"{selector} never said {text!r}; it says {shown!r}") from None
 
 
 def _type_into(page, selector: str, text: str) -> None:

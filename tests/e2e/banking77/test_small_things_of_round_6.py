@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.e2e.banking77.round6 import CARD, _page, _rest, _says, _shots
+from tests.e2e.banking77.test_views_at_scale import PLACED
 from tests.e2e.conftest import open_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -86,16 +87,6 @@ def test_the_suggestion_keys_line_up_and_wait_for_their_card(banking77_server, b
         context.close()
 
 
-# The map drawn for the size it has on the page (test_views_at_scale.py's PLACED)
-PLACED = (
-    "() => { const p = document.querySelector('#map-plot .js-plotly-plot');"
-    " const h = document.querySelector('#map-plot [data-testid=plotly]');"
-    " const s = document.querySelector('#map-status')?.innerText || '';"
-    " return p && h && s.includes('umap') && !s.includes('quick PCA')"
-    " && p.layout.meta?.placed_for"
-    " === Math.round(h.clientWidth) + 'x' + Math.round(h.clientHeight)"
-    " && p.querySelector('.annotation'); }"
-)
 # What the status line shows while its spinner is on, looked at every animation frame: the
 # words a person sees at the line's place (what lies on top there), or "" when it is covered
 UNDER_SPINNER = """(() => {
