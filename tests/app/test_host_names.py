@@ -51,10 +51,10 @@ def calls(base: str, host: str) -> list[httpx.Response]:
     headers = {"Host": host}
     label = {"text": "track it please", "intents": ["track_order"]}
     return [
-        httpx.get(f"{base}/api/v1/projects", headers=headers),
-        httpx.post(f"{base}/api/v1/projects/shop/label", json=label, headers=headers),
-        httpx.get(f"{base}/", headers=headers),
-        httpx.get(f"{base}/config", headers=headers),
+        httpx.get(f"{base}/api/v1/projects", headers=headers, timeout=60),
+        httpx.post(f"{base}/api/v1/projects/shop/label", json=label, headers=headers, timeout=60),
+        httpx.get(f"{base}/", headers=headers, timeout=60),
+        httpx.get(f"{base}/config", headers=headers, timeout=60),
     ]
 
 

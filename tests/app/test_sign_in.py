@@ -45,7 +45,7 @@ def studio(tmp_path):
 
 def sign_in(base: str, name: str, password: str, **headers: str) -> httpx.Response:
     return httpx.post(
-        f"{base}/login", data={"username": name, "password": password}, headers=headers
+        f"{base}/login", data={"username": name, "password": password}, headers=headers, timeout=60
     )
 
 
@@ -145,7 +145,7 @@ def test_every_session_cookie_is_secure_behind_tls(studio):
     tls = {"X-Forwarded-Proto": "https"}
     signed = sign_in(base, "dana", PASSWORDS["dana"], **tls)
     assert signed.status_code == 200
-    ended = httpx.post(f"{base}/logout", cookies=signed.cookies, headers=tls)
+    ended = httpx.post(f"{base}/logout", cookies=signed.cookies, headers=tls, timeout=60)
     for answer in (signed, ended):
         cookies = answer.headers.get_list("set-cookie")
         assert len(cookies) == 2 and any("unsecure" in c for c in cookies)

@@ -311,7 +311,9 @@ def test_the_security_log_keeps_what_a_hostile_user_tried_and_admins_read_it(stu
 
     base, serving_state = studio
     assert (
-        httpx.post(f"{base}/login", data={"username": "dana", "password": "nope"}).status_code
+        httpx.post(
+            f"{base}/login", data={"username": "dana", "password": "nope"}, timeout=60
+        ).status_code
         == 400
     )
     token = auth.issue_token(serving_state.db, "dana")

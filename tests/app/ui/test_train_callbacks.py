@@ -189,7 +189,9 @@ def test_the_retrain_section_says_which_encoder_serves_why_and_what_switching_co
     assert "Serving: the frozen minilm encoder (fp32)." in line
     assert "**Why:** MiniLM (384-d) is the default on a CPU" in line
     assert "**Switching:**" in line and "--project 'Demo: Acme support' --set base_encoder" in line
-    calibration = line.split("  \n")[-1]
+    headline, folded = line.split("<details>")
+    assert "**Why:**" not in headline and folded.endswith("</details>")  # folded at 1280x720
+    calibration = folded.split("  \n")[-1].removesuffix("\n\n</details>")
     assert calibration.startswith(
         "**Out-of-scope calibration:** Auto: quick on this CPU (thresholds from the pool's own "
         "scores). Held-out would take about 4x a retrain's training on this CPU after each "
