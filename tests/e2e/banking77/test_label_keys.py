@@ -278,6 +278,10 @@ def test_the_stakeholder_report_counts_the_77_intents_not_out_of_scope(banking77
         open_tab(page, "Export & share")
         page.locator("#report-static input").check()  # tables only: no map to compute
         page.locator("#report").click()
+        # the link, or the status line's word on why there is none (a refusal says it at once)
+        page.wait_for_selector("#report-file a[href], #export-status p")
+        said = page.locator("#export-status").inner_text()
+        assert "Report written" in said or page.locator("#report-file a[href]").count(), said
         page.wait_for_selector("#report-file a[href]")
         href = page.locator("#report-file a[href]").first.get_attribute("href")
         url = href if "://" in href else banking77_server.url.rstrip("/") + href
