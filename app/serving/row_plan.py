@@ -36,7 +36,9 @@ def make_plan(
     queue's next rows first); ``known``: the plan before it, whose chunks out stay out."""
     missing = space.missing(rows)
     labelled = [i for i in missing if rows.split[i] == "train"]
-    hint = _hint(others, set(missing))
+    # the queue's next rows in another space: candidates only (a row just labelled stays in its
+    # frontier until a pass checks it, and is in ``labelled`` already: never one id twice)
+    hint = _hint(others, {i for i in missing if rows.split[i] == "unlabelled"})
     taken = set(labelled) | set(hint)
     spread = [i for i in missing if rows.split[i] == "unlabelled" and i not in taken]
     order = np.random.default_rng(space.project_id).permutation(len(spread))
@@ -59,5 +61,5 @@ def _hint(others: list[RowSpace], missing: set[int]) -> list[int]:
         with other.lock:
             f = other.frontier
             picks = np.concatenate([f.smallest_margins(HINT // 2), f.least_covered(HINT // 2)])
-        hint += [i for i in picks.tolist() if i in missing and i not in hint]
-    return hint
+        hint += [i for i in picks.tolist() if i in missing]
+    return list(dict.fromkeys(hint))  # a row both unsure and far from labels comes once
