@@ -67,7 +67,6 @@ def open_bundle(serving_state: ServingState, file: Any) -> tuple[Any, str]:
 
 
 def build_export_section(serving_state: ServingState, project: gr.Dropdown) -> None:
-    gr.Markdown("### Export & share")
     with gr.Row(equal_height=True):
         static = gr.Checkbox(
             label="static report: tables instead of interactive charts (smaller, prints well)",

@@ -25,7 +25,9 @@ from storage.db import Database
 from storage.ids import parse_id
 
 BASE_CHOICE = "frozen base encoder"
-# The service's keys and the headers a designer reads (short words: narrow columns wrap at spaces).
+# The service's keys and the headers a designer reads: one line a version (the picked version's
+# note is said under the table; the space's silhouette and the dataset's hash are the CLI's and
+# REST's to say).
 HISTORY_HEADERS = {
     "version": "version",
     "active": "active",
@@ -33,33 +35,27 @@ HISTORY_HEADERS = {
     "method_name": "method",  # ConvFiT Stage 2, also for a version recorded as fast
     "accuracy": "accuracy",
     "macro_f1": "macro F1",
-    "frozen_accuracy": "frozen accuracy",
-    "silhouette": "silhouette",
+    "frozen_accuracy": "frozen base",  # the frozen base encoder's accuracy
     "split": "scored on",
     "train_s": "train s",
     "disk_bytes": "disk MB",  # its artifact and its int8 copy's, as on disk now
     "files": "files",  # kept (and why) or removed, by the retention rule
-    "dataset": "dataset",
     "created": "created",
-    "note": "note",
 }
 HISTORY_COLUMNS = list(HISTORY_HEADERS.values())
 HISTORY_WIDTHS: list[str | int] = [
-    "6%",  # version
-    "5%",  # active
-    "5%",  # by
-    "7%",  # method
+    "7%",  # version
+    "6%",  # active
+    "6%",  # by
+    "13%",  # method
     "8%",  # accuracy
-    "6%",  # macro F1
-    "7%",  # frozen accuracy
-    "7%",  # silhouette
-    "6%",  # scored on
-    "5%",  # train s
-    "6%",  # disk MB
+    "8%",  # macro F1
+    "11%",  # frozen accuracy
+    "8%",  # scored on
+    "7%",  # train s
+    "7%",  # disk MB
     "8%",  # files
-    "7%",  # dataset
-    "7%",  # created
-    "10%",  # note
+    "11%",  # created
 ]
 
 
@@ -121,9 +117,21 @@ def load_history(
 def disk_line(used: Any, keep: int) -> str:
     """The disk the versions use, and what the retention rule keeps."""
     return (
-        f"{used.words()} Kept: the active version, the newest {keep} (a project setting) and "
-        "every pinned, activated or exported one; the others' files go when a retrain ends."
+        f"{used.words()} Kept: the active, the newest {keep} (a project setting), pinned, "
+        "activated, exported; others' files go after a retrain."
     )
+
+
+def picked_note(db: Database, p: ProjectHandle | None, choice: str | None) -> str:
+    """The picked version's note (how it came to be and its gate's verdict), under the table."""
+    version = parse_version(choice)
+    if p is None or version is None:
+        return ""
+    rows, err = attempt(lambda: version_svc.history(db, p))
+    if err:
+        return problem(err, notify=False)
+    note = next((r["note"] for r in rows or [] if r["version"] == version), "")
+    return f"**v{version}:** {note}" if note else ""
 
 
 def make_active(factories: FactoryBuilder, p: ProjectHandle | None, choice: str) -> str:
@@ -212,16 +220,18 @@ class VersionsSection:
 def build_versions_section(
     factories: FactoryBuilder, training: TrainingQueue, project: gr.Dropdown, message: gr.Markdown
 ) -> VersionsSection:
-    gr.Markdown("### Model versions")
     serving = gr.Markdown("", elem_id="serving")
     disk = gr.Markdown("", elem_id="versions-disk")
     history = gr.Dataframe(
         headers=HISTORY_COLUMNS,
         interactive=False,
-        wrap=True,
+        wrap=False,
         column_widths=HISTORY_WIDTHS,
+        max_height=160,  # three versions, then the table scrolls (it fits 1280x720)
+        buttons=[],  # no toolbar row: the CLI's and REST's versions are there to copy
         elem_id="versions",
     )
+    note = gr.Markdown("", elem_id="version-note")
     with gr.Row(equal_height=True):
         pick = gr.Dropdown([BASE_CHOICE], value=BASE_CHOICE, label="Version", scale=2)
         activate = gr.Button("Make active (roll back / forward)", scale=2, elem_id="activate")
@@ -236,6 +246,7 @@ def build_versions_section(
     said = gr.Markdown(elem_id="versions-status")  # what pin, unpin, remove and the rule did
     compare_table = gr.Dataframe(interactive=False, visible=False, elem_id="compare")
     section = VersionsSection(history, pick, cmp_a, cmp_b, serving, disk)
+    pick.change(bind(picked_note, factories.db), [project, pick], [note], api_visibility="private")
     reload: dict[str, Any] = {"api_visibility": "private"}
     activate.click(
         guarded(TRAIN)(bind(make_active, factories)),

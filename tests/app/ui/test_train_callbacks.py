@@ -149,6 +149,24 @@ def test_a_version_trained_as_fast_reads_as_convfit_stage_2(serving_state, demo)
     assert list(frame["method"]) == ["LoRA adapter", "ConvFiT Stage 2", "ConvFiT Stage 2"]
 
 
+def test_the_picked_versions_note_is_said_under_the_table_not_in_a_column(serving_state, demo):
+    """The note (how a version came to be and its gate's verdict) wrapped its column to eight
+    lines and pushed the Versions section to 923 px at 1280x720: the table is one line a
+    version, and the picked version's note is one line under it."""
+    from storage.versions import NewVersion, register_version
+
+    with serving_state.db.write() as s:
+        for note in ("first pass, step 25 of 100. accuracy 0.876 vs 0.842: promoted.", ""):
+            register_version(
+                s, NewVersion(demo.id, None, "convfit", "minilm", {}, {}, None, None, 1, note)
+            )
+    assert "note" not in versions.HISTORY_COLUMNS
+    said = versions.picked_note(serving_state.db, demo, "v1")
+    assert said == "**v1:** first pass, step 25 of 100. accuracy 0.876 vs 0.842: promoted."
+    assert versions.picked_note(serving_state.db, demo, "v2") == ""  # no note, no line
+    assert versions.picked_note(serving_state.db, demo, versions.BASE_CHOICE) == ""
+
+
 def test_a_retrain_is_followed_by_the_tick_at_once_not_only_by_the_timer(serving_state, demo):
     """A job that ends before the timer's first tick (a small project, a warm worker) left the
     "queued" line on screen and the history without its version: the Retrain click was followed
