@@ -172,8 +172,8 @@ class Working:
         >>> with db.session() as s:
         ...     pid = create_project(s, "p").id
         >>> work = Working(db)
-        >>> with work.card(pid):  # a card asked for: written at once
-        ...     work.wait_written()
+        >>> with work.card(pid):  # a card asked for: written at once (a loaded box: 60 s at most)
+        ...     work.wait_written(timeout=60)
         True
         >>> with db.session() as s:
         ...     active_at(s, pid) is not None

@@ -288,6 +288,18 @@ READY = (
 )
 
 
+def _ready(page) -> None:
+    """Wait for :data:`READY`; past the wait, fail with what the preview and the button show."""
+    try:
+        page.wait_for_function(READY)
+    except Exception as exc:  # a Playwright timeout: say what the page showed
+        said = page.evaluate(
+            "() => [document.querySelector('#bulk-preview')?.outerHTML.slice(0, 600),"
+            " document.querySelector('#bulk-label')?.className]"
+        )
+        raise AssertionError(f"the preview never gave the button back: {said}") from exc
+
+
 @pytest.mark.parametrize("delay", [30, 80])
 def test_the_label_button_waits_from_the_moment_a_filter_changes(banking77_server, browser, delay):
     """Issue 58 item 6: for ~100 ms after a filter change the old preview still looked ready
@@ -317,7 +329,7 @@ def test_the_label_button_waits_from_the_moment_a_filter_changes(banking77_serve
         held = page.evaluate("() => window.__held")
         assert held["held"] is not None and held["held"] - held["pressed"] <= 50, held
         _says(page, "#bulk-result", "still being counted: nothing was labelled")
-        page.wait_for_function(READY)
+        _ready(page)
         _says(page, "#bulk-preview", "unlabelled will become card_arrival")
         assert "already labelled" not in page.inner_text("#bulk-preview")  # the new filter's
 
