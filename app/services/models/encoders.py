@@ -55,12 +55,6 @@ class EncoderView:
     why: str
     switch: str
 
-    def markdown(self) -> str:
-        return (
-            f"**Encoder:** `{self.name}`, {self.description}. {self.serving}  \n"
-            f"**Why:** {self.why}  \n**Switching:** {self.switch}"
-        )
-
 
 def _where(budget: ComputeBudget) -> str:
     return "GPU" if budget.device == "cuda" else "CPU"

@@ -50,7 +50,7 @@ HISTORY_WIDTHS: list[str | int] = [
     "13%",  # method
     "8%",  # accuracy
     "8%",  # macro F1
-    "11%",  # frozen accuracy
+    "11%",  # frozen base
     "8%",  # scored on
     "7%",  # train s
     "7%",  # disk MB
