@@ -173,13 +173,16 @@ def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_t
     assert record["method"] == "held-out" and record["folds"] == 5
     # its trained examples (multi-label ones too); those held out: the single-label ones
     assert record["trained"] >= record["held"] >= record["scores"] >= 20
-    assert record["pool_thresholds"]["default"] == pytest.approx(quick.default)
+    assert record["pool_thresholds"]["default"] == pytest.approx(quick.default, abs=1e-5)
     assert record["thresholds"]["default"] != pytest.approx(quick.default)
     # recorded = served: the server's pool calibrates with the correction, to those thresholds
     pool = server.live.pool(mv.project_id)
     assert pool.calibration.corrected_by.startswith(f"v{mv.id}'s held-out calibration")
     assert 0 < pool.calibration.n_corrected <= record["held"]
-    assert pool.predictor.thresholds["default"] == pytest.approx(record["thresholds"]["default"])
+    # the same thresholds up to float noise: the server and the job encode the pool in batches
+    # of their own (CI saw 0.3951977 against 0.3951982)
+    served_default = pool.predictor.thresholds["default"]
+    assert served_default == pytest.approx(record["thresholds"]["default"], abs=1e-5)
     explained = project_svc.out_of_scope(server.live, live(server, DEMO))["message"]
     assert f"Calibrated by v{mv.id}'s held-out calibration" in explained
     assert f"from their own scores it would be {quick.default:.2f}" in explained
