@@ -34,6 +34,7 @@ class SettingsView:
     anchor_texts: dict[str, str]  # each intent's anchor: its description or humanised name
     base_encoder: str = "minilm"
     encoder_choices: tuple[str, ...] = ()  # the base encoders installed here
+    auto_brief: str = ""  # the automatic retrain's line without its rule (AutoState.brief)
 
     def lines(self) -> list[str]:
         """``name = value`` then its effect, setting by setting (the CLI's text output)."""
@@ -141,6 +142,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
         anchor_texts=dict(anchors["texts"]),
         base_encoder=p.base_encoder,
         encoder_choices=tuple(encoders.choices()),
+        auto_brief=auto.brief,
     )
 
 

@@ -157,12 +157,28 @@ class AutoState:
 
     @property
     def words(self) -> str:
-        """One line for the Data tab's settings, the CLI's and REST's."""
+        """One line for the Data tab's settings, the CLI's and REST's: with what each change
+        weighs (:data:`RULE`)."""
+        return self._said(f" ({RULE})")
+
+    @property
+    def brief(self) -> str:
+        """:attr:`words` without what each change weighs: the line beside the Train tab's
+        switch (it fits at 1280x720; the settings say the rule).
+
+        Example:
+            >>> on = AutoState(True, 20, 7.5, False)
+            >>> RULE in on.words, RULE in on.brief, on.words.replace(f" ({RULE})", "") == on.brief
+            (True, False, True)
+        """
+        return self._said("")
+
+    def _said(self, rule: str) -> str:
         if not self.on:
             return "Off: the encoder is retrained only when someone asks (Train tab, CLI, REST)."
         now = "a retrain is under way" if self.active else f"{self.so_far} since the last retrain"
         return (
-            f"On: once the changes since the last retrain weigh {self.after} ({RULE}) and "
+            f"On: once the changes since the last retrain weigh {self.after}{rule} and "
             f"nobody has labelled, pressed a key or waited for a card for {self.quiet_s:g} s, "
             f"the worker retrains by itself ({now})."
         )

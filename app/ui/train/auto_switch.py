@@ -15,18 +15,11 @@ import gradio as gr
 from app.access import ProjectHandle
 from app.access.actions import SAVE_SETTINGS
 from app.services.projects import settings as svc
-from app.services.training.auto_retrain import RULE
 from app.serving.live import LivePools
 from app.ui.common import attempt, bind, md_text, ok, problem
 from app.ui.guard import guarded
 
 SWITCH_ID = "train-auto-retrain"  # the Label tab's model line links to it (assets/queue_model.js)
-
-
-def _short(words: str) -> str:
-    """The setting's words without what each change weighs (the Data tab's settings and the
-    CLI say it whole): the line fits beside the switch at 1280x720."""
-    return words.replace(f" ({RULE})", "")
 
 
 def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, Any, str]:
@@ -39,7 +32,7 @@ def shown(live: LivePools, p: ProjectHandle | None) -> tuple[Any, Any, str]:
     return (
         view.values.auto_retrain,
         view.values.auto_retrain_after,
-        md_text(_short(view.effects["auto_retrain"])),
+        md_text(view.auto_brief),
     )
 
 
@@ -59,7 +52,7 @@ def save(
         return problem(err or "Could not save the setting."), *shown(live, p)
     view, message = done
     values = view.values
-    line = md_text(_short(view.effects["auto_retrain"]))
+    line = md_text(view.auto_brief)
     said = ok(message) if message != svc.NOTHING_CHANGED else gr.update()  # a box left as it was
     return said, values.auto_retrain, values.auto_retrain_after, line
 
