@@ -17,11 +17,13 @@ stores is undone), so the modules after it see the same queue.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e import annotator as a
 from tests.e2e.annotator import UNDO, Annotator
@@ -315,18 +317,24 @@ MATCH_LAG = """(() => {
 })();"""
 
 
+# An event the page sends the server (a click, a change, a key bound to a handler) starts here.
+EVENTS = re.compile(r".*/gradio_api/queue/join.*")
+
+
 @pytest.mark.parametrize("delay", [30, 80])
-def test_the_match_list_answers_each_key_within_50_ms(banking77_server, browser, delay):
+def test_the_match_list_follows_each_key_with_the_server_held(banking77_server, browser, delay):
     """Issue 58 item 5: at 30 ms a key, 86 of 87 Enters showed "matching…" (the list waited for
-    the server) rather than what Enter would do. The page matches the text itself: after every
-    key, within 50 ms, the list is for exactly the text in the box and marks the intent Enter
-    takes, as the server's rule picks it (or says why none)."""
+    the server) rather than what Enter would do. The page matches the text itself: while every
+    event to the server is held (none answers), after every key the list is for exactly the text
+    in the box and marks the intent Enter takes, as the server's rule picks it (or says why
+    none). How fast it answers is bench/ work (a timed test failed on a loaded CI)."""
     from core.labelling import best_match
 
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     context.add_init_script(MATCH_LAG)
     page = context.new_page()
     page.set_default_timeout(60_000)
+    held: list = []
     try:
         page.goto(banking77_server.url)
         page.wait_for_selector("#queue-card [data-item]:not([data-item='none'])")
@@ -336,15 +344,22 @@ def test_the_match_list_answers_each_key_within_50_ms(banking77_server, browser,
         names = json.loads(carried) if carried else _names()  # what Enter is matched among
         assert len([n for n in names if n != "out_of_scope"]) == 77
         typed = ["top up by bank transfer charge", "transfer n", "card", "lost ph", "zzq", "atm"]
-        lags: list[tuple[str, int]] = []
         for text in typed:
             page.evaluate("() => { window.__matchLag = []; }")
+            page.route(
+                EVENTS, lambda route: held.append(route)
+            )  # the server answers nothing until the text is read
             page.keyboard.type(text, delay=delay)
-            page.wait_for_timeout(100)
+            with contextlib.suppress(PlaywrightTimeout):  # the assertion below says what came
+                page.wait_for_function(
+                    "(n) => window.__matchLag.length >= n", arg=len(text), timeout=15_000
+                )
             seen = page.evaluate("() => window.__matchLag")
+            while held:  # the events the keys sent go on, in order
+                held.pop(0).continue_()
+            page.unroute(EVENTS)
             page.keyboard.press("Escape")
             assert [s[0] for s in seen] == [text[: i + 1] for i in range(len(text))], seen
-            lags += [(t, round(ms)) for t, ms, *_ in seen]
             for shown, _, marked, lead in seen:
                 try:
                     want, why = best_match(shown, names), ""
@@ -353,12 +368,9 @@ def test_the_match_list_answers_each_key_within_50_ms(banking77_server, browser,
                 assert marked == want, (shown, marked, want)
                 assert (lead == "Enter takes") if want else ("Enter stores nothing" in lead)
                 assert "equally well" not in why or lead.startswith("A tie"), (shown, lead)
-        # a list that waits for the server answers (nearly) every key late (86 of 87 before);
-        # on a loaded machine a key now and then waits for a busy renderer (61 ms once in CI)
-        late = [(t, ms) for t, ms in lags if ms > 50]
-        assert len(late) <= len(lags) // 10, f"at {delay} ms a key, late: {late} of {len(lags)}"
-        assert all(ms <= 500 for _, ms in lags), f"at {delay} ms a key, late: {late}"
     finally:
+        for route in held:
+            route.continue_()
         context.close()
 
 
