@@ -70,7 +70,12 @@ def test_the_panel_shows_the_running_jobs_progress_and_time_left(server, page):
     assert any("Training ·" in t for t in ours), ours
     said = page.evaluate("() => window.__said")
     while_running = [m for t, m in zip(seen, said, strict=True) if t in ours]
-    assert while_running and not any("queued" in m for m in while_running[1:]), while_running
+    # the click's "queued" line gives way once the job runs and never comes back; on a loaded
+    # machine the click's answer may reach the page after a tick already showed the job running
+    # (the next tick corrects it), so the first running texts may still stand beside it
+    since = next((i for i, m in enumerate(while_running) if "queued" not in m), None)
+    assert since is not None, while_running
+    assert not any("queued" in m for m in while_running[since:]), while_running
     assert not page.locator(".toast-body.error").count()
     # the header names the model that serves now: the retrain's version once it is promoted
     version = re.search(r"\bv(\d+)\b", page.inner_text("#job-progress"))
