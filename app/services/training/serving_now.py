@@ -49,6 +49,10 @@ class Serving:
     steps: tuple[int | None, int | None]
     job: JobView | None
     stage: str = ""  # a continuation's words: "continuing v8 with 23 new labels" (issue 71)
+    # the version it was measured against and that one's accuracy on the same questions (a
+    # continuation's gate measures both on a sample: its accuracy is the sample's, not the whole
+    # split's the version before it recorded)
+    compared: tuple[int | None, float | None] = (None, None)
 
     @property
     def first_pass(self) -> bool:
@@ -93,6 +97,7 @@ def serving_now(training: TrainingQueue, p: ProjectHandle) -> Serving:
         (steps, planned),
         _active(job),
         str(m.extra.get("continued") or ""),
+        (m.reference.get("version"), m.reference.get("accuracy")),
     )
 
 
@@ -141,10 +146,22 @@ def improving_words(now: Serving) -> str:
 def what_changed(before: Serving, now: Serving) -> str:
     """One line when another model starts serving: "v9 now serves: accuracy 81.2 % → 84.0 %";
     "" when the same model serves. A version's accuracy before it (the frozen base's) is the one
-    measured with it, on the same rows."""
+    measured with it, on the same rows; so is the version it replaces, where the new one was
+    measured against it (a continuation's gate sample: 86.5 % → 86.7 % on its 1,000 questions,
+    not the whole split's 87.2 % → the sample's 86.7 %).
+
+    Example:
+        >>> v8 = Serving(1, 8, "1:8:bb", 0.872, 0.70, (100, 100), None)
+        >>> v9 = Serving(1, 9, "1:9:cc", 0.867, 0.70, (4, 4), None, "", (8, 0.865))
+        >>> what_changed(v8, v9)
+        'v9 now serves: accuracy 86.5 % → 86.7 %'
+    """
     if before.project_id != now.project_id or before.model == now.model:
         return ""
     was = before.accuracy if before.version is not None else now.base_accuracy
+    against, on_the_same_rows = now.compared
+    if before.version is not None and against == before.version and on_the_same_rows is not None:
+        was = on_the_same_rows
     is_ = now.accuracy if now.version is not None else before.base_accuracy
     name = now.name
     if now.version is not None and now.version == before.version and not now.first_pass:
