@@ -225,9 +225,7 @@ class Working:
             with self._lock:
                 if all(self._written.get(p, -1.0) >= t for p, t in told.items()):
                     return True
-                if self._thread is not None and not self._thread.is_alive():
-                    self._thread = None  # a writer that died: the waiter starts another
-                if self._thread is None:
+                if self._thread is None:  # a writer that died (_run let it go): start another
                     self._started()
             self._idle.wait(0.02)
         return False
