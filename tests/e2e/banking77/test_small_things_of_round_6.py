@@ -70,8 +70,15 @@ def test_the_suggestion_keys_line_up_and_wait_for_their_card(banking77_server, b
     try:
         page.goto(banking77_server.url)
         page.wait_for_selector(CARD)
-        page.locator("#queue-start").click()  # a Start / reorder loads a card too
-        page.wait_for_function("() => !!document.querySelector('#queue-card .queue-loading')")
+        # a Start / reorder loads a card too; its loading state may last less than a frame, so
+        # it is watched for from before the click
+        page.evaluate(
+            "() => { window.__sawLoading = false; new MutationObserver(() => {"
+            " if (document.querySelector('#queue-card .queue-loading')) window.__sawLoading = true;"
+            " }).observe(document, {subtree: true, childList: true, attributes: true}); }"
+        )
+        page.locator("#queue-start").click()
+        page.wait_for_function("() => window.__sawLoading")
         page.wait_for_selector(CARD)
         assert page.evaluate("() => window.__loadingKeys") == []
         for _ in range(12):
