@@ -77,6 +77,12 @@ def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serve
     assert mv.metrics["gate"]["passed"]
     if mv.metrics.get("continued"):  # the from-base run did not measure better: it stays
         assert mv.note.startswith(words)
+        # and the job's closing message says what became of the run behind it (it said only
+        # the version's accuracy)
+        assert "The whole recipe from the base encoder (" in done.message, done.message
+        assert "not better than" in done.message and f"v{mv.id} keeps {words}." in done.message
+    else:  # it replaced the continuation: nothing was passed over
+        assert "not better than" not in done.message, done.message
     # issue 71 item 4: the version holds only the layers it tuned (and its int8 copy, only
     # what differs from the base encoder's copy)
     assert mv.artifact_size < 12e6

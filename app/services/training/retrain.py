@@ -288,7 +288,9 @@ def run_retrain(
         served = checkpoints.served or served
     message = register(run, snap, served, measured, copy, prepare=anytime)
     calibrated = calibrate(run, snap, checkpoints.config or cfg, served, calibration)
-    return served.version_id, f"{message} {calibrated}".strip()
+    # what it trained and did not keep (the whole recipe behind a continuation, not better)
+    said = (message, checkpoints.passed_over, calibrated)
+    return served.version_id, " ".join(part.strip() for part in said if part.strip())
 
 
 class Kept(Exception):

@@ -88,6 +88,8 @@ class Checkpoints:
         self.kept: tuple[Encoder, Trained, Any] | None = None
         self.offset = 0  # steps trained before this run's (the continuation's, before the base's)
         self.total = 0  # the job's steps in all (0: the run's own)
+        # what the job trained and did not keep, for its closing message ("" : nothing)
+        self.passed_over = ""
 
     def __call__(self, checkpoint: Any) -> None:
         """Save, measure and serve one :class:`core.training.fit.Checkpoint`."""
@@ -118,12 +120,15 @@ class Checkpoints:
         if self.served is not None and not better(measured, self.best_score):
             run.artifacts.remove(rel)
             self._on(step, total)
-            self.run.reporter.log(
-                f"{stage_words(snap, trained) or checkpoint_words(step, total)} measured "
-                f"{_score(measured)}, not better than {self.best_score:.3f}: "
-                f"v{self.served.version_id} keeps "
-                f"{self.served.stage or checkpoint_words(self.served.step, self.served.total)}"
+            what = stage_words(snap, trained) or checkpoint_words(step, total)
+            if checkpoint.from_base and checkpoint.final and snap.continued is not None:
+                what = f"the whole recipe from the base encoder ({step - self.offset} steps)"
+            kept = self.served.stage or checkpoint_words(self.served.step, self.served.total)
+            said = f"{what} measured {_score(measured)}, not better than {self.best_score:.3f}"
+            self.passed_over = (
+                f"{said[0].upper()}{said[1:]}: v{self.served.version_id} keeps {kept}."
             )
+            self.run.reporter.log(f"{said}: v{self.served.version_id} keeps {kept}")
             return
         served = serve(
             self.run,
@@ -141,6 +146,7 @@ class Checkpoints:
             self.superseded.append(self.served.rel)
         self.served, self.best = served, measured
         self.best_score = measured.new.score
+        self.passed_over = ""  # what an earlier checkpoint did not keep: this one replaced it
         self.config = checkpoint.trained.config
         self.kept = (encoder, trained, checkpoint.prefix)
         self._on(step, total)
