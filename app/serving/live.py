@@ -60,8 +60,12 @@ class LivePools:
         models: Models,
         factories: FactoryBuilder,
         admission: Admission | None = None,
+        auto_retrain: bool = True,
     ) -> None:
         self.db = db
+        # whether this deployment's workers retrain by themselves (Settings.auto_retrain): the
+        # project's switch is said against it (app.services.training.auto_retrain.AutoState)
+        self.auto_retrain = auto_retrain
         # who may ask the pools for predictions now: per call, per user, in all (app.serving.admission)
         self.admission = admission if admission is not None else Admission()
         self.cache = cache

@@ -141,6 +141,22 @@ def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(
         serving_state.db, live(serving_state, "tiny").handle(), budget_for("cpu")
     ).words
     assert words.startswith("Off: the encoder is retrained only when someone asks")
+    # a deployment whose workers do not watch (INTENT_STUDIO_AUTO_RETRAIN=off) says so, whatever
+    # the project's switch says (it said "On: …" there)
+    settings_svc.change(serving_state.live, live(serving_state, "tiny"), {"auto_retrain": "on"})
+    serving_state.live.auto_retrain = False
+    try:
+        view = settings_svc.view(serving_state.live, live(serving_state, "tiny"))
+    finally:
+        serving_state.live.auto_retrain = True
+        settings_svc.change(
+            serving_state.live, live(serving_state, "tiny"), {"auto_retrain": "off"}
+        )
+    assert view.auto_brief.startswith("Off for this deployment (INTENT_STUDIO_AUTO_RETRAIN=off)")
+    assert (
+        "switch (on)" in view.auto_brief
+        and "automatic retrains are off" in view.effects["auto_retrain_after"]
+    )
     # a project its labels cannot train (one intent): refused once, not again until it changes
     new_project(serving_state.db, "one")
     settings_svc.change(serving_state.live, live(serving_state, "one"), {"auto_retrain_after": "2"})

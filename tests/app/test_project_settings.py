@@ -145,8 +145,12 @@ def test_the_calibration_reads_as_people_write_it_and_refuses_anything_else():
         parse_setting("oos_calibration", "fast")
 
 
-def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothing(tmp_path, capsys):
+def test_one_command_shows_and_sets_every_setting_and_a_bad_value_changes_nothing(
+    tmp_path, capsys, monkeypatch
+):
     from app.cli import main
+
+    monkeypatch.setenv("INTENT_STUDIO_AUTO_RETRAIN", "on")  # a deployment whose workers watch
 
     d = ["--data-dir", str(tmp_path / "data")]
     src = tmp_path / "rows.csv"

@@ -119,7 +119,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
     oos = project_svc.out_of_scope(live, p)
     anchors = project_svc.anchors(live.db, p)
     encoder = encoders.encoder_view(live.db, p, live.models.budget, live.models.artifacts)
-    auto = auto_retrain.state(live.db, p, live.models.budget)
+    auto = auto_retrain.state(live.db, p, live.models.budget, live.auto_retrain)
     return SettingsView(
         project_svc.settings(live.db, p),
         {
@@ -132,7 +132,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
             "auto_retrain_after": (
                 f"Changes weighing {auto.after} since the last retrain (a new example weighs 1, "
                 f"net of undos) start the next one by itself ({auto.so_far} so far)"
-                + ("" if auto.on else "; automatic retrains are off")
+                + ("" if auto.on and auto.deployment else "; automatic retrains are off")
                 + "."
             ),
             "keep_versions": version_files.keep_words(live.db, p),

@@ -51,6 +51,7 @@ from datetime import datetime
 
 from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
+from app.config import ENV_AUTO_RETRAIN
 from app.perimeter.in_use import server_warming
 from app.project_settings import ProjectSettings, stored_settings
 from app.services.training.retrain_jobs import request_retrain
@@ -149,6 +150,7 @@ class AutoState:
     weight: float
     active: bool
     quiet_s: float = 6.0  # the device's pause (ComputeBudget.auto_quiet_s)
+    deployment: bool = True  # the deployment's switch (Settings.auto_retrain): off wins
 
     @property
     def so_far(self) -> str:
@@ -174,6 +176,12 @@ class AutoState:
         return self._said("")
 
     def _said(self, rule: str) -> str:
+        if not self.deployment:  # the project's switch says on, but no worker watches
+            return (
+                f"Off for this deployment ({ENV_AUTO_RETRAIN}=off): the encoder is retrained "
+                "only when someone asks (Train tab, CLI, REST); this project's switch "
+                f"({'on' if self.on else 'off'}) counts once the deployment turns it on."
+            )
         if not self.on:
             return "Off: the encoder is retrained only when someone asks (Train tab, CLI, REST)."
         now = "a retrain is under way" if self.active else f"{self.so_far} since the last retrain"
@@ -184,8 +192,11 @@ class AutoState:
         )
 
 
-def state(db: Database, p: ProjectHandle, budget: ComputeBudget) -> AutoState:
-    """The project's automatic retrain now (:class:`AutoState`), on ``budget``'s device."""
+def state(
+    db: Database, p: ProjectHandle, budget: ComputeBudget, deployment: bool = True
+) -> AutoState:
+    """The project's automatic retrain now (:class:`AutoState`), on ``budget``'s device, in a
+    deployment whose watcher is on (``deployment``: :attr:`app.config.Settings.auto_retrain`)."""
     with db.session() as s:
         changes = changes_since_last_job(s, p.id)
     return AutoState(
@@ -194,6 +205,7 @@ def state(db: Database, p: ProjectHandle, budget: ComputeBudget) -> AutoState:
         weigh(changes),
         changes.active,
         budget.auto_quiet_s,
+        deployment,
     )
 
 

@@ -31,9 +31,14 @@ __all__ = ["build_train_tab", "progress_html", "refresh", "tick"]
 
 
 def tick(
-    training: TrainingQueue, p: ProjectHandle | None, jid: int | None, message: str | None
+    training: TrainingQueue,
+    live: LivePools,
+    p: ProjectHandle | None,
+    jid: int | None,
+    message: str | None,
 ) -> tuple[Any, ...]:
-    """The timer's refresh: the job panel, and the history once the job has ended. The Retrain
+    """The timer's refresh: the job panel, and the history and the automatic retrain's line
+    once the job has ended (it said "a retrain is under way" after the job ended). The Retrain
     click's "Job #N queued" line says "running" once a worker has taken the job (the panel names
     its phase), and is cleared once it has ended (the panel says how). ``message`` is None
     before any click (a job the page follows without one: an automatic retrain)."""
@@ -49,8 +54,9 @@ def tick(
         elif not view.active:
             said = ""
     if out[2]["active"]:  # only the job panel changes; every other output is left as it is
-        return (*out, *(gr.update() for _ in fields(VersionsSection)), said)
-    return (*out, *versions_of(training, p), said)  # the job ended: show its version
+        return (*out, *(gr.update() for _ in fields(VersionsSection)), said, gr.update())
+    # the job ended: show its version, and what counts towards the next automatic retrain
+    return (*out, *versions_of(training, p), said, auto_switch.shown(live, p)[2])
 
 
 def refresh(training: TrainingQueue, live: LivePools, p: ProjectHandle | None) -> tuple[Any, ...]:
@@ -118,9 +124,9 @@ def build_train_tab(
             build_export_section(serving_state, project)
     outputs = [*retrain.job_outputs, *versions.outputs]
     follow = (
-        bind(tick, serving_state.training),
+        bind(tick, serving_state.training, serving_state.live),
         [project, retrain.job_id, retrain.message],
-        [*outputs, retrain.message],
+        [*outputs, retrain.message, retrain.switch.line],
     )
     # a job that ended before the first tick (a small project, a warm worker) is still shown
     # ended: its version in the history, the "queued" line cleared (the timer stays off)

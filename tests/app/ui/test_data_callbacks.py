@@ -326,9 +326,14 @@ def test_project_settings_show_every_setting_and_save_them_together(serving_stat
     from app.services.projects import projects as project_svc
     from app.ui import settings_section as section
 
-    oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, keep, effects = (
-        section.shown(serving_state.live, demo)
-    )
+    watching = serving_state.live.auto_retrain
+    serving_state.live.auto_retrain = True  # a deployment whose workers retrain by themselves
+    try:
+        oos_on, target, calibration, weight, encode, int8, auto, after_n, encoder, keep, effects = (
+            section.shown(serving_state.live, demo)
+        )
+    finally:
+        serving_state.live.auto_retrain = watching
     assert keep == 3  # the newest versions that keep their files
     assert (oos_on, target, calibration, weight, encode, int8, auto, after_n) == (
         True,

@@ -46,36 +46,57 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
     assert (
         stored_job(serving_state.training, job_id).config["method"] == "convfit"
     )  # the default's name
-    queued = tick(serving_state.training, demo, job_id, msg)
-    assert queued[2]["active"] is True and queued[-1] == {"__type__": "update"}
+    queued = tick(serving_state.training, serving_state.live, demo, job_id, msg)
+    assert queued[2]["active"] is True and queued[-2] == {"__type__": "update"}
+    assert queued[-1] == {"__type__": "update"}  # the automatic retrain's line: left as it was
     assert "waiting for a worker" in queued[0]
     with (
         serving_state.db.write() as s
     ):  # a worker takes it: the panel says what runs, "queued" goes
         jobs.claim_job(s, job_id, pid=1)
-    running = tick(serving_state.training, demo, job_id, msg)
+    running = tick(serving_state.training, serving_state.live, demo, job_id, msg)
     assert running[2]["active"] is True and "queued" not in running[0]
     assert "Preparing the data" in running[0]
     # the line keeps the job's number (what a user, or a test, reads the click's job from)
-    assert running[-1] == f"✓ Job #{job_id} is running: its phase and time left are below."
-    msg = running[-1]
-    assert tick(serving_state.training, demo, job_id, msg)[-1] == {"__type__": "update"}
+    assert running[-2] == f"✓ Job #{job_id} is running: its phase and time left are below."
+    msg = running[-2]
+    assert tick(serving_state.training, serving_state.live, demo, job_id, msg)[-2] == {
+        "__type__": "update"
+    }
+    from app.ui.train import auto_switch
+
+    watching = serving_state.live.auto_retrain
+    serving_state.live.auto_retrain = True
+    try:
+        assert "a retrain is under way" in auto_switch.shown(serving_state.live, demo)[2]
+    finally:
+        serving_state.live.auto_retrain = watching
     retrain.stop(serving_state.training, job_id, demo)
     with serving_state.db.write() as s:
         jobs.finish_job(s, job_id, "cancelled", "cancelled; the active model is unchanged")
-    ended = tick(serving_state.training, demo, job_id, msg)
-    assert ended[2]["active"] is False and ended[-1] == ""
+    ended = tick(serving_state.training, serving_state.live, demo, job_id, msg)
+    assert ended[2]["active"] is False and ended[-2] == ""
+    # the automatic retrain's line no longer says a retrain is under way (it did until the
+    # project was picked again), in a deployment whose workers retrain by themselves
+    serving_state.live.auto_retrain = True
+    try:
+        line = tick(serving_state.training, serving_state.live, demo, job_id, msg)[-1]
+    finally:
+        serving_state.live.auto_retrain = watching
+    assert "since the last retrain" in line and "under way" not in line, line
     # One value per output the timer updates, running or not (a running job's tick was one
     # short: an error toast every second and a panel stuck at "queued · 0 %").
     bound = (
         len(retrain.poll(serving_state.training, demo, job_id))
         + len(versions.load_history(serving_state.db, demo))
-        + 1
+        + 2
     )
     assert len(running) == len(ended) == bound
     assert "cancelled" in ended[0]
     other = "✓ Activated v1."  # a message that is not the job's stays
-    assert tick(serving_state.training, demo, job_id, other)[-1] == {"__type__": "update"}
+    assert tick(serving_state.training, serving_state.live, demo, job_id, other)[-2] == {
+        "__type__": "update"
+    }
 
 
 def _job(**kw):

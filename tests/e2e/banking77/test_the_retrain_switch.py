@@ -62,11 +62,13 @@ def test_the_automatic_retrains_switch_is_where_the_retrains_show(banking77_serv
         assert _in_view(page, "#train-auto-retrain") and _in_view(page, "#train-auto-after")
         assert page.locator(SWITCH).is_checked()
         assert page.locator("#train-auto-after input").input_value() == "20"
-        assert "nobody has labelled" in _says(page, "#train-auto-line", "On: ")
+        # the suite's servers run with INTENT_STUDIO_AUTO_RETRAIN=off: the line says that, not
+        # the project's "On: …" (which no worker would act on)
+        assert "project's switch (on)" in _says(page, "#train-auto-line", "Off for this deployment")
         _shots(page, "1-train-switch", "#train-auto")
 
         _tick(page, False, "Retrain by itself after 20 new labels: off (was on).")
-        _says(page, "#train-auto-line", "Off: ")
+        _says(page, "#train-auto-line", "project's switch (off)")
         for threshold, delay, said in (
             ("30", 80, "Retrain by itself after 30 new labels (was 20): off."),
             ("20", 30, "Retrain by itself after 20 new labels (was 30): off."),
