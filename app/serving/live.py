@@ -5,13 +5,11 @@ start-up warm-up that builds every pool before the first request; and the admiss
 prediction calls to them (:mod:`app.serving.admission`).
 
 Guarantees: :meth:`LivePools.pool` answers with the pool as of the database's pool stamp (one
-statement when nothing changed; a caller that read the stamp already passes it); a change this
-process wrote is applied from its own rows (:meth:`LivePools.pool_after`), never read back; a
-label never waits for a calibration or a head fit (they run in the background and swap in, the
-last ones serving meanwhile). Locks: one for the table of pools (milliseconds), one per pool
-held while it syncs or takes rows (a request for that pool waits for it; other projects do not).
-Used by the server (and the CLI's ``predict``); the worker evaluates from factories instead.
-"""
+statement when nothing changed; a caller that read the stamp passes it); a change this process
+wrote is applied from its own rows (:meth:`LivePools.pool_after`), never read back; a label never
+waits for a calibration or a head fit (they run in the background and swap in). Locks: one for
+the table of pools (ms), one per pool held while it syncs or takes rows (others do not wait).
+Used by the server and the CLI's ``predict``; the worker evaluates from factories instead."""
 
 from __future__ import annotations
 
@@ -53,6 +51,8 @@ CALIBRATION_SETTLE_S = 0.3
 
 
 class LivePools:
+    auto_retrain = True  # the deployment's Settings.auto_retrain, which a project's switch obeys
+
     def __init__(
         self,
         db: Database,
@@ -60,12 +60,8 @@ class LivePools:
         models: Models,
         factories: FactoryBuilder,
         admission: Admission | None = None,
-        auto_retrain: bool = True,
     ) -> None:
         self.db = db
-        # whether this deployment's workers retrain by themselves (Settings.auto_retrain): the
-        # project's switch is said against it (app.services.training.auto_retrain.AutoState)
-        self.auto_retrain = auto_retrain
         # who may ask the pools for predictions now: per call, per user, in all (app.serving.admission)
         self.admission = admission if admission is not None else Admission()
         self.cache = cache

@@ -70,20 +70,15 @@ class ServingState:
         models = Models(artifacts, settings.device)
         factories = FactoryBuilder(db, cache, models, EvalMemo(settings.cache_dir / "evaluations"))
         limit_store = open_limit_store(settings.queue_url)
+        live = LivePools(db, cache, models, factories, Admission(limits, limit_store))
+        live.auto_retrain = settings.auto_retrain  # what the project's switch is said against
         return cls(
             settings=settings,
             db=db,
             artifacts=artifacts,
             models=models,
             factories=factories,
-            live=LivePools(
-                db,
-                cache,
-                models,
-                factories,
-                Admission(limits, limit_store),
-                auto_retrain=settings.auto_retrain,
-            ),
+            live=live,
             maps=MapStore(Path(settings.data_dir) / "maps", factories),
             training=TrainingQueue(db, settings, artifacts),
             readiness=Readiness(servers_probe(settings, db, artifacts)),
