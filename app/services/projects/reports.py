@@ -4,6 +4,7 @@ from the other services and hands plain data to :mod:`app.report`, which renders
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import threading
@@ -30,6 +31,7 @@ from app.serving.state import ServingState
 from core.retrieval.scope import in_scope_labels
 from storage.datasets import snapshot
 from storage.db import Database
+from storage.errors import BusyError
 from storage.pool_state import pool_stamp
 from storage.utterances import list_utterances
 
@@ -42,6 +44,8 @@ SLICE = 512  # questions decided at a time (their evidence in memory)
 # are): their vectors in both spaces are a cost the picture does not need, at 100,000 rows most
 # of the report's memory and file.
 REPORT_UNLABELLED = 300
+
+logger = logging.getLogger(__name__)
 
 
 def _from_test_split(
@@ -203,8 +207,24 @@ def build_report(
         serving_state.db, "report_built", f"{p.name!r}{' (static)' if static else ''}", who=p.actor
     )
     if p.active_version_id is not None:  # the retention rule keeps a reported version's files
-        version_files.exported(serving_state.db, p, p.active_version_id)
+        mark_reported(serving_state.db, p, p.active_version_id)
     return path
+
+
+def mark_reported(db: Database, p: ProjectHandle, version: int) -> None:
+    """Record that ``version`` was reported, so the retention rule keeps its files. The report is
+    made already: a mark the database's lock refused (busy past its timeout: seen once on a
+    loaded machine) is logged, never the reader's error."""
+    try:
+        version_files.exported(db, p, version)
+    except BusyError:
+        logger.warning(
+            "The report of %r was made, but v%s could not be marked exported (the database was "
+            "busy): the retention rule keeps its files only while it serves or is among the "
+            "newest versions",
+            p.name,
+            version,
+        )
 
 
 def _sampled(maps: MapStore, p: ProjectHandle, version: Version, method: str) -> Any:
