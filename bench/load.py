@@ -466,6 +466,9 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         # issue 71 item 6: the time left against when what it counts down to came, once
         # training has started (the worst ratio either way; 1.0 is exact)
         "eta_worst_ratio": eta_worst(etas, [t for t, _ in seen], done_at),
+        # what the job said at each look while running: (s since the request, time left, phase,
+        # its line), to read where a ratio went wrong
+        "etas": [(round(t, 2), e, ph, line) for t, e, ph, line in etas],
         "job_log": job.get("log", ""),
         "requested_at": time.strftime(
             "%H:%M:%S", time.localtime(time.time() - (time.perf_counter() - t0))
