@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             done = retrain_jobs.job(state.training, view.id)
             with state.db.session() as s:
                 mv = s.get(ModelVersion, done.model_version_id) if done.model_version_id else None
-                kept = s.query(ModelVersion).filter(ModelVersion.artifact_path.is_not(None)).count()
+                kept = (  # a version whose files the retention rule removed keeps its path, says why
+                    s.query(ModelVersion).filter(ModelVersion.files_removed.is_(None)).count()
+                )
                 versions = s.query(ModelVersion).count()
                 own = folder_bytes(artifacts / mv.artifact_path) if mv and mv.artifact_path else 0
                 int8 = (mv.metrics or {}).get("int8", {}) if mv else {}
