@@ -18,6 +18,8 @@ from app.services.training import job_plan
 from app.services.training.job_plan import COUNTED, PHASES, JobPlan, Tracker
 from app.services.training.retrain_jobs import describe
 from core.training import Eta
+from storage import job_phases
+from storage.job_phases import PHASES as JOB_PHASES
 from storage.jobs import JobView
 
 # BANKING77's first retrain (101 steps of 32, 2,540 utterances to encode, 1,270 parity questions)
@@ -119,6 +121,43 @@ def test_a_held_out_calibration_is_the_last_phase_weighed_by_its_steps_and_count
     assert describe(job) == (
         "Calibrating out of scope on held-out encoders (the new version answers meanwhile) · "
         "step 202 of 404 · loss 0.300 · about 40 s to the end"
+    )
+
+
+def test_each_phase_plans_the_seconds_its_row_of_the_one_table_gives(monkeypatch):
+    """Issue 76 item 1: every phase has planned seconds in storage.job_phases' table (once per
+    stretch, or per item it works on), and the plan takes them there: a table with other numbers
+    gives a plan of those numbers times the job's sizes, none of its own."""
+    assert all(p.seconds > 0 or p.per_item > 0 for p in JOB_PHASES)
+    rows = {
+        p.job: p._replace(seconds=10.0 + i, per_item=(i + 1) / 100)
+        for i, p in enumerate(JOB_PHASES)
+    }
+    monkeypatch.setattr(job_phases, "BY_JOB", rows)
+    plan = JobPlan.estimate(
+        steps=10,
+        batch_size=4,
+        to_evaluate=100,
+        parity=50,
+        unlabelled=7,
+        held_out_steps=3,
+        held_out_texts=20,
+    )
+
+    def row(phase: str, items: float = 0) -> float:
+        return rows[phase].seconds + items * rows[phase].per_item
+
+    assert plan.seconds == pytest.approx(
+        {
+            "preparing": row("preparing"),
+            "training": row("training", 10 * 4),  # pairs
+            "saving": row("saving"),
+            "evaluating": row("evaluating", 100),  # utterances
+            "serving": row("serving"),  # the first card's utterances wait for the int8 copy
+            "int8": row("int8", 50),  # parity questions
+            "registering": row("registering", 7),  # the first card's utterances
+            "calibrating": row("calibrating", 3 * 4) + 20 * rows["evaluating"].per_item,
+        }
     )
 
 

@@ -5,8 +5,10 @@ to the last.
 A phase's weight is its expected seconds: what it has to do, counted before training starts
 (optimiser steps and their size, utterances each encoder still has to encode, the parity
 check's questions, the unlabelled utterances the first card needs), times the seconds one unit
-took in a measured retrain (:data:`SECONDS`, from bench/RESULTS.md's job profile). Only the ratios between phases matter: how fast this machine is comes from the job
-itself.
+took in a measured retrain: each phase's row of the one phase table
+(:data:`storage.job_phases.PHASES`: its seconds once per stretch, and per item it works on),
+from bench/RESULTS.md's job profile. Only the ratios between phases matter: how fast this
+machine is comes from the job itself.
 
 Within a counted phase (``training``, ``evaluating``) the share follows its count; within the
 others it follows the time spent in it against the time it should take at the job's pace
@@ -36,6 +38,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from storage import job_phases
 from storage.job_phases import (
     CALIBRATING,
     EVALUATING,
@@ -60,22 +63,6 @@ ETA_FROM_SECONDS = 10.0
 # A phase without a count is overdue (no time left is said) past this many times the seconds it
 # should take, plus a few seconds.
 OVERDUE_AFTER = 1.2
-
-# Seconds per unit of each phase, from the CPU seconds of the two "new" BANKING77 retrains in
-# bench/RESULTS.md (issue 44, "After": python -m bench.job_profile; 770 train and 3,078 test
-# utterances, the default recipe's 101 steps of 32, int8 on, 1,770 parity encodes): the phases
-# weigh what they did there; how fast this machine is comes from the job itself.
-SECONDS = {
-    PREPARING: 5.0,  # snapshot 0.3, the base encoder's load 4.2-4.5
-    "step_pair": 0.6 / 32,  # training 55.7 and 65.9 s for 101 steps of 32 pairs
-    SAVING: 1.0,  # written, and read back as the encoder to evaluate
-    "evaluated_text": 0.005,  # the new encoder's 3,848 utterances: 17.3, 19.3 s
-    INT8: 2.7,  # the ONNX export and its quantisation: 2.9, 2.5 s
-    "parity_text": 0.005,  # 1,770 int8 encodes and their ranking: 8.9, 8.6 s
-    SERVING: 0.9,  # registration 0.2, first-card vectors without unlabelled rows 0.3-0.4
-    REGISTERING: 0.3,  # the version's record completed (its int8 copy switched in)
-    "served_text": 0.005,  # one unlabelled utterance in the served space (as evaluated_text)
-}
 
 
 @dataclass(frozen=True)
@@ -128,33 +115,39 @@ class JobPlan:
         encodes ``later_evaluate`` utterances (its own: the others' are known by then);
         ``recorded``: the utterances the version that serves then encodes to be measured on
         the whole test split for the record (0: its gate measured all of it)."""
-        queue = max(0, unlabelled) * SECONDS["served_text"]
-        step = max(1, batch_size) * SECONDS["step_pair"]
+        rows = job_phases.BY_JOB  # the planned seconds: the phase table's, read now
+
+        def stretch(phase: str, items: float = 0) -> float:
+            return rows[phase].seconds + max(0, items) * rows[phase].per_item
+
+        def pairs(phase: str, n_steps: int) -> float:
+            return stretch(phase, n_steps * max(1, batch_size))
+
         ends = [e for e in checkpoints if 0 < e < steps] + [max(1, steps)]
-        segments = [Segment(PREPARING, SECONDS[PREPARING])]
+        segments = [Segment(PREPARING, stretch(PREPARING))]
         for n, end in enumerate(ends):
             first = ends[n - 1] if n else 0
             last = n == len(ends) - 1
             segments += [
-                Segment(TRAINING, max(1, end - first) * step, (first, end)),
-                Segment(SAVING, SECONDS[SAVING]),
-                Segment(
-                    EVALUATING,
-                    max(0, to_evaluate if n == 0 else later_evaluate) * SECONDS["evaluated_text"],
-                ),
+                Segment(TRAINING, pairs(TRAINING, max(1, end - first)), (first, end)),
+                Segment(SAVING, stretch(SAVING)),
+                Segment(EVALUATING, stretch(EVALUATING, to_evaluate if n == 0 else later_evaluate)),
                 # the first card's unlabelled utterances, in the space that stays: the int8
                 # copy's after it (registering) when there is one, else the last checkpoint's
-                Segment(SERVING, SECONDS[SERVING] + (queue if last and not parity else 0.0)),
+                Segment(SERVING, stretch(SERVING, unlabelled if last and not parity else 0)),
             ]
         if recorded:
-            segments.append(Segment(EVALUATING, recorded * SECONDS["evaluated_text"]))
+            segments.append(Segment(EVALUATING, stretch(EVALUATING, recorded)))
         segments += [
-            Segment(INT8, (SECONDS[INT8] + parity * SECONDS["parity_text"]) if parity else 0.0),
-            Segment(REGISTERING, SECONDS[REGISTERING] + (queue if parity else 0.0)),
+            Segment(INT8, stretch(INT8, parity) if parity else 0.0),
+            Segment(REGISTERING, stretch(REGISTERING, unlabelled if parity else 0)),
+            # the held-out encoders' steps, and their utterances encoded as an evaluation's
             Segment(
                 CALIBRATING,
-                held_out_steps * max(1, batch_size) * SECONDS["step_pair"]
-                + held_out_texts * SECONDS["evaluated_text"],
+                pairs(CALIBRATING, held_out_steps)
+                + max(0, held_out_texts) * rows[EVALUATING].per_item
+                if held_out_steps or held_out_texts
+                else 0.0,
             ),
         ]
         return cls(tuple(segments))
