@@ -1,8 +1,10 @@
 """A project's settings, typed: the one place that reads and checks the JSON stored with a project
 (``Project.settings``), so every caller sees the same defaults and the same refusals.
 
-The JSON is parsed once per request, at its edge, into the project's handle
-(:attr:`app.access.ProjectHandle.settings`); everything below takes :class:`ProjectSettings`.
+The JSON is parsed in one place, :func:`settings_of` (a project's row in, its settings out):
+once per request, at its edge, into the project's handle
+(:attr:`app.access.ProjectHandle.settings`), or where a process reads the row without one;
+everything below takes :class:`ProjectSettings`.
 Each field is one line: its type, its default and its :class:`Kind` (how a stored value is
 checked and what a person may type) with its title (:func:`setting`); a field absent from the
 stored JSON takes its default (the out-of-scope target is on at 95 % unless set, and ``None``
@@ -27,6 +29,7 @@ from core.encoding.previous_turn import with_context
 from core.evaluation.oos import DEFAULT_TARGET_RECALL, check_target_recall
 from core.retrieval.anchors import DEFAULT_ANCHOR_WEIGHT, check_weight
 from storage.datasets import SnapshotRow
+from storage.tables import Project
 from storage.utterances import UtteranceRow
 
 # The out-of-scope calibration a project may choose (the setting ``oos_calibration``; what
@@ -286,26 +289,28 @@ def parse_setting(name: str, text: str | float | bool | None) -> Any:
         raise ValueError(reason) from None
 
 
-def stored_settings(project: str, stored: Mapping[str, Any] | None) -> ProjectSettings:
-    """The settings stored with ``project`` (its name), parsed: what the project's handle
-    carries (:func:`app.access.handle.resolve`) and what a process without a handle reads with
-    the project's row (:class:`app.serving.live.LivePools`, a retrain's snapshot).
+def settings_of(project: Project) -> ProjectSettings:
+    """The settings stored with ``project`` (its row: ``Project.settings``), parsed: the one
+    door from the stored JSON to :class:`ProjectSettings` (issue 76 item 2). The project's handle
+    carries what it gives (:func:`app.access.handle.resolve`); what holds no handle asks it with
+    the project's row (:class:`app.serving.live.LivePools`, a retrain's snapshot, the automatic
+    retrain's watcher).
 
     Raises:
         ValueError: a stored value its setting does not take, said for a person: which project,
             which setting, and what it takes.
 
     Example:
-        >>> stored_settings("shop", {"anchor_weight": "lots"})
+        >>> settings_of(Project(name="shop", settings={"anchor_weight": "lots"}))
         Traceback (most recent call last):
         ...
         ValueError: Project 'shop' has a stored setting that is not valid: An anchor weight is a number of examples, 0 or more; got 'lots'.
     """
     try:
-        return ProjectSettings.from_dict(stored)
+        return ProjectSettings.from_dict(project.settings)
     except ValueError as e:
         raise ValueError(
-            f"Project {project!r} has a stored setting that is not valid: {e}"
+            f"Project {project.name!r} has a stored setting that is not valid: {e}"
         ) from None
 
 

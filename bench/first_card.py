@@ -71,10 +71,11 @@ with ctx.db.session() as s:
     from storage.projects import get_project
     project = get_project(s, "banking77")
     pid, base, settings = project.id, project.base_encoder, dict(project.settings or {})
-    try:  # settings typed (issue 59); a checkout before took the stored dict
-        from app.project_settings import stored_settings
-        settings = stored_settings(project.name, settings)
-    except ImportError:
+    try:  # settings typed (issue 59): from the row (issue 76) or its JSON; before, the dict
+        import app.project_settings as typed
+        settings = (typed.settings_of(project) if hasattr(typed, "settings_of")
+                    else typed.stored_settings(project.name, settings))
+    except (ImportError, AttributeError):
         pass
 mv, _ = ctx.factories.active_version(pid)
 ctx.models.serving_encoder(mv, base, settings)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from app.access.actions import EDIT, Action, checked
 from app.access.auth import Actor, current_actor
 from app.access.policy import RANK, ItemPolicy, project_role
-from app.project_settings import ProjectSettings, stored_settings
+from app.project_settings import ProjectSettings, settings_of
 from storage import guard
 from storage.db import Database, Session, WriteLock
 from storage.errors import NotFoundError, ReadOnlyProjectError
@@ -96,7 +96,7 @@ def resolve(
         read_only=bool(found.read_only),
         base_encoder=found.base_encoder,
         active_version_id=found.active_model_version_id,
-        settings=stored_settings(found.name, found.settings),
+        settings=settings_of(found),
         actor=who,
         role=role,
         stamp=read,

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from app.project_settings import ProjectSettings, as_encoded, stored_settings
+from app.project_settings import ProjectSettings, as_encoded, settings_of
 from app.serving.admission import Admission
 from app.serving.factories import FactoryBuilder
 from app.serving.models import Models
@@ -178,7 +178,7 @@ class LivePools:
         with self.db.session() as s:
             project = get_project(s, project_id)  # held: active_version reads it from the session
             mv = active_version(s, project_id)
-            base, settings = project.base_encoder, stored_settings(project.name, project.settings)
+            base, settings = project.base_encoder, settings_of(project)
         key = self.models.serving_key(mv, base, settings)
         mv_id = mv.id if mv is not None else None
         use_context = settings.encode_context
@@ -306,7 +306,7 @@ class LivePools:
         precision or version than the one serving)."""
         with self.db.session() as s:
             project = get_project(s, project_id)
-            settings = stored_settings(project.name, project.settings)
+            settings = settings_of(project)
         pool = self._new_pool(project_id, mv, encoder, settings)
         correction = version_correction(self.db, mv, settings)
         sync(pool, self.db, self.cache, settings, correction=correction)

@@ -53,7 +53,7 @@ from app.access import ProjectHandle, open_project
 from app.access.auth import LOCAL
 from app.config import ENV_AUTO_RETRAIN
 from app.perimeter.in_use import server_warming
-from app.project_settings import ProjectSettings, stored_settings
+from app.project_settings import ProjectSettings, settings_of
 from app.services.training.retrain_jobs import request_retrain
 from app.serving.compute import ComputeBudget
 from app.serving.training_queue import TrainingQueue
@@ -268,11 +268,12 @@ class Watcher:
             return []
         db = self.training.db
         with db.session() as s:
-            projects = [(p.id, p.name, p.settings) for p in list_projects(s)]
+            projects = list_projects(s)
         started = []
-        for pid, name, stored in projects:
+        for project in projects:
+            pid = project.id
             try:
-                settings = stored_settings(name, stored)
+                settings = settings_of(project)
             except ValueError:  # said where the project is opened; nothing to start here
                 continue
             if not settings.auto_retrain:

@@ -40,7 +40,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from app.project_settings import as_encoded, stored_settings
+from app.project_settings import as_encoded, settings_of
 from app.services.training.retrain_calibrate import calibrate, calibration_plan, held_out_steps
 from app.services.training.retrain_checkpoints import Checkpoints, resumed_version, save
 from app.services.training.retrain_continue import (
@@ -117,7 +117,7 @@ def snapshot(
     with run.live.db.write(WriteLock.project(project_id)) as s:
         dv = dataset_snapshot(s, project_id)
         project = get_project(s, project_id)
-        base, settings = project.base_encoder, stored_settings(project.name, project.settings)
+        base, settings = project.base_encoder, settings_of(project)
         # a project that encodes context trains and evaluates on what its pool will encode
         rows = as_encoded(snapshot_rows(dv), settings)
         active = active_version(s, project_id)
