@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.jobs import ACTIVE_STATUSES, JobView, view_of
+from storage.job_view import ACTIVE_STATUSES, JobView, view_of
 from storage.slices import slices
 from storage.tables import Intent, Label, LabelEvent, TrainingJob, Utterance
 

@@ -46,7 +46,7 @@ from app.services.models import predict as predict_svc
 from app.services.models import version_files
 from app.services.models import versions as versions_svc
 from app.services.training import retrain_jobs as training_svc
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 router = APIRouter(prefix=PREFIX, responses=ERROR_RESPONSES)
 

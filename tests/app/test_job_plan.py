@@ -20,7 +20,7 @@ from app.services.training.retrain_jobs import describe
 from core.training import Eta
 from storage import job_phases
 from storage.job_phases import PHASES as JOB_PHASES
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 # BANKING77's first retrain (101 steps of 32, 2,540 utterances to encode, 1,270 parity questions)
 PLAN = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=2_540, parity=1_270, unlabelled=150)

@@ -8,7 +8,7 @@ import pytest
 
 from app.services.training.serving_now import Serving, what_changed
 from app.ui.queue_model import model_html
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 
 def job(status: str = "running", **kw) -> JobView:

@@ -34,7 +34,7 @@ from storage.errors import (
     DatabaseUnavailable,
     NotFoundError,
 )
-from storage.jobs import JobView
+from storage.job_view import JobView
 from storage.tables import ModelVersion
 
 logger = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from app.services.projects.projects import DEMO_PROJECT
 from storage.audit import imported_only
 from storage.db import Database
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 AFTER_LABELS = "after new labels"  # why any other automatic retrain runs
 

@@ -62,7 +62,7 @@ from storage import jobs
 from storage.activity import active_at
 from storage.db import Database, Session
 from storage.job_history import PoolChange, PoolChanges, changes_since_last_job, label_marks
-from storage.jobs import JobView
+from storage.job_view import JobView
 from storage.projects import list_projects
 
 logger = logging.getLogger(__name__)

@@ -78,7 +78,7 @@ from storage.datasets import snapshot_rows
 from storage.db import WriteLock
 from storage.job_phases import PHASES as JOB_PHASES
 from storage.job_phases import TRAINING
-from storage.jobs import JobView
+from storage.job_view import JobView
 from storage.pool_state import last_label_event
 from storage.projects import get_project
 from storage.versions import active_version

@@ -30,7 +30,7 @@ from storage import job_reaper, jobs
 from storage.db import ROWS, Database
 from storage.errors import NotFoundError
 from storage.job_phases import EVALUATING, PREPARING, SAVING, SERVING, TRAINING
-from storage.jobs import JobView
+from storage.job_view import JobView
 from storage.utterances import list_utterances
 
 logger = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ def counts_down_to(job: JobView) -> str:
     next version" (a better checkpoint trains behind the one that answers) or "the end".
 
     Example:
-        >>> from storage.jobs import JobView
+        >>> from storage.job_view import JobView
         >>> job = JobView(3, 1, "running", "training", 6, 116, 0.4, 30.0, "", "", None, {})
         >>> counts_down_to(job)
         'a first version'
@@ -324,7 +324,7 @@ def describe(job: JobView) -> str:
     how it ended.
 
     Example:
-        >>> from storage.jobs import JobView
+        >>> from storage.job_view import JobView
         >>> job = JobView(1, 1, "running", "evaluating", 120, 1500, None, 130.0,
         ...               "3 encoders · 120 of 1,500 utterances", "", None, {}, 0.8, 200.0)
         >>> describe(job)
@@ -374,7 +374,7 @@ def serving_words(job: JobView) -> str:
     once fully trained; "" before one serves.
 
     Example:
-        >>> from storage.jobs import JobView
+        >>> from storage.job_view import JobView
         >>> job = JobView(3, 1, "running", "training", 60, 100, 0.4, 30.0, "", "", 8, {},
         ...               0.5, 20.0, served_step=25, train_steps=100)
         >>> serving_words(job), describe(job)

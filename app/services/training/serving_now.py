@@ -29,7 +29,7 @@ from core.evaluation.version_metrics import VersionMetrics
 from storage import versions
 from storage.db import Database
 from storage.job_phases import TRAINING
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 
 @dataclass(frozen=True)

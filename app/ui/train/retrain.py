@@ -18,7 +18,7 @@ from app.serving.training_queue import TrainingQueue
 from app.ui.common import attempt, bind, ok, problem
 from app.ui.guard import guarded
 from app.ui.train.auto_switch import AutoSwitch, build_auto_switch
-from storage.jobs import JobView
+from storage.job_view import JobView
 
 HELP = (
     "**Retrain** tunes the encoder on your `train` labels in the background and measures it on "

@@ -100,7 +100,7 @@ def test_the_queued_line_says_running_once_a_worker_has_taken_the_job_and_clears
 
 
 def _job(**kw):
-    from storage.jobs import JobView
+    from storage.job_view import JobView
 
     fields = {
         "id": 7, "project_id": 1, "status": "running", "phase": "training", "step": 0,
