@@ -1,4 +1,4 @@
-"""Who belongs to which project, with what role there (:class:`storage.tables.ProjectMember`).
+"""Who belongs to which project, with what role there (:class:`storage.team_tables.ProjectMember`).
 
 A user's role in a project is their membership's, never above their own role (an admin is an
 admin everywhere and needs no membership). Someone who is no member does not see the project:
@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from storage.errors import NotFoundError, StorageError
 from storage.pool_state import stamp_columns
-from storage.tables import Project, ProjectMember, User, utcnow
+from storage.tables import Project, User, utcnow
+from storage.team_tables import ProjectMember
 
 MEMBER_ROLES = ("viewer", "designer")
 

@@ -1,4 +1,5 @@
-"""The relational model: projects, intents, utterances, labels and their audit trail, versions, jobs.
+"""The relational model: projects, intents, utterances, labels and their audit trail, versions, jobs,
+the accounts (a team's memberships, assignments and answers: :mod:`storage.team_tables`).
 
 Every table that people edit concurrently carries a ``version`` column used for optimistic locking
 (SQLAlchemy's ``version_id_col``): a save based on a stale read raises ``StaleDataError``.
@@ -27,7 +28,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 SPLITS = ("train", "test", "unlabelled")
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-ROLES = ("admin", "designer", "viewer")
 
 
 def utcnow() -> datetime:
@@ -56,22 +56,6 @@ class User(Base):
     # when the password last changed (or the user was locked or removed): a browser session
     # signed in before it has ended
     credentials_changed_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
-
-
-class SecurityEvent(Base):
-    """Append-only log of what happened to accounts: removed, locked, unlocked, a password
-    reset, sign-ins held back by the rate limit. ``actor`` is who did it (``cli:<os user>`` for
-    the command line), ``address`` where a sign-in came from."""
-
-    __tablename__ = "security_events"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    action: Mapped[str] = mapped_column(String(32))
-    user_name: Mapped[str] = mapped_column(String(80), default="")
-    actor: Mapped[str] = mapped_column(String(120), default="")
-    address: Mapped[str] = mapped_column(String(64), default="")
-    detail: Mapped[str] = mapped_column(Text, default="")
 
 
 class Project(Base):
@@ -156,58 +140,6 @@ class Label(Base):
 
     utterance: Mapped[Utterance] = relationship(back_populates="labels")
     intent: Mapped[Intent] = relationship()
-
-
-class Assignment(Base):
-    """An utterance given to an annotator to label. Two or more annotators on one utterance make
-    it an overlap item: its accepted label waits for their agreement or a reviewer."""
-
-    __tablename__ = "assignments"
-    __table_args__ = (
-        UniqueConstraint("utterance_id", "user_id"),
-        Index("ix_assignments_project_user", "project_id", "user_id"),
-    )
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    utterance_id: Mapped[int] = mapped_column(ForeignKey("utterances.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-
-class ProjectMember(Base):
-    """A user's membership of a project, with their role there (``viewer`` or ``designer``, never
-    above the user's own role). Admins see and change every project without one; anyone else
-    sees only the projects they are a member of."""
-
-    __tablename__ = "project_members"
-    __table_args__ = (UniqueConstraint("project_id", "user_id", name="uq_project_member"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    role: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-
-
-class Answer(Base):
-    """One annotator's answer for an utterance (``label`` with intents, ``oos``, ``skip``), kept
-    apart from its accepted label (:class:`Label`), which training, evaluation and export use."""
-
-    __tablename__ = "answers"
-    __table_args__ = (
-        UniqueConstraint("utterance_id", "user_id"),
-        Index("ix_answers_project", "project_id"),
-    )
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    utterance_id: Mapped[int] = mapped_column(ForeignKey("utterances.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    action: Mapped[str] = mapped_column(String(8))
-    intents: Mapped[list[str]] = mapped_column(JSON, default=list)
-    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, onupdate=utcnow)
 
 
 class SlotValue(Base):

@@ -18,7 +18,8 @@ from sqlalchemy import and_, delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.names import OUT_OF_SCOPE, project_index
-from storage.tables import Answer, Assignment, User, Utterance, utcnow
+from storage.tables import User, Utterance, utcnow
+from storage.team_tables import Answer, Assignment
 
 ANSWER_ACTIONS = ("label", "oos", "skip")
 

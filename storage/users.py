@@ -16,7 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from storage.errors import ConflictError, LockedError, NotFoundError, StorageError
-from storage.tables import SecurityEvent, User, utcnow
+from storage.tables import User, utcnow
+from storage.team_tables import SecurityEvent
 from storage.texts import escape_controls
 
 ROLES = ("viewer", "designer", "admin")

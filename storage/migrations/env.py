@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
+from storage import team_tables  # noqa: F401 (autogenerate reads its tables too)
 from storage.tables import Base
 
 config = context.config
