@@ -5,9 +5,11 @@ place."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec
 
 import gradio as gr
 
@@ -24,6 +26,7 @@ VIEW_CHOICES = ["active model", "compare two versions"]
 BASE_CHOICE, ACTIVE_CHOICE = "frozen base encoder", "active model"
 TOP_PX = 30  # the single map's top margin: the status line sits in it (css)
 _SIZE = re.compile(r"(\d{2,5})x(\d{2,5})")
+P = ParamSpec("P")
 
 
 def parse_size(text: str | None) -> tuple[float, float] | None:
@@ -216,21 +219,19 @@ def render(
     return fig, status, poll, choices, choices, pickers, pickers, diff_frame(diff)
 
 
-def poll_render(
-    maps: MapStore,
-    p: ProjectHandle | None,
-    meth: str,
-    mode: str,
-    hl: str,
-    focus: list[str] | None = None,
-    names: bool = True,
-    left_choice: str | None = BASE_CHOICE,
-    right_choice: str | None = ACTIVE_CHOICE,
-    size: str | None = None,
-    zoom: str | None = None,
-) -> tuple[Any, ...]:
-    """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only once
-    the projection asked for has replaced the quick picture, not at every tick."""
-    out = render(maps, p, meth, mode, hl, focus, names, left_choice, right_choice, size, zoom)
-    waiting = isinstance(out[2], dict) and out[2].get("active")
-    return (gr.update(), gr.update(), *out[2:]) if waiting else out
+def _for_the_timer(draw: Callable[P, tuple[Any, ...]]) -> Callable[P, tuple[Any, ...]]:
+    """``draw`` as the timer calls it, with ``draw``'s parameters (Gradio reads them from its
+    signature): the map's query is written once, in :func:`render`."""
+
+    @functools.wraps(draw, assigned=("__module__", "__annotations__"))
+    def poll_render(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, ...]:
+        """The timer's :func:`render`: the plot is redrawn (and a lasso in progress lost) only
+        once the projection asked for has replaced the quick picture, not at every tick."""
+        out = draw(*args, **kwargs)
+        waiting = isinstance(out[2], dict) and out[2].get("active")
+        return (gr.update(), gr.update(), *out[2:]) if waiting else out
+
+    return poll_render
+
+
+poll_render = _for_the_timer(render)
