@@ -67,6 +67,29 @@ def limited(receive: Receive, limit: int) -> Receive:
     return wrapped
 
 
+async def respond(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    body: bytes,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Send a whole response: ``status``, the ``content_type`` and length of ``body``, then
+    ``headers``, then ``body``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 async def answer(
     send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
@@ -74,19 +97,7 @@ async def answer(
     rest of the body is never read)."""
     body = json.dumps({"error": message}).encode()
     extra = [(b"connection", b"close")] if status == 413 else []
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *extra,
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await respond(send, status, b"application/json", body, [*extra, *headers])
 
 
 async def within(scope: Scope, receive: Receive, send: Send, app: Any, limit: int) -> None:

@@ -23,7 +23,6 @@ site sign a user out of every session with a link): ``GET /logout`` answers a pa
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
@@ -195,18 +194,7 @@ class SignInRequired:
                     del self._joining[user]
             return
         if scope["type"] == "http" and needs_sign_in(scope["path"]) and not signed_in(scope):
-            body = json.dumps({"error": "Not authenticated: sign in first."}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await http_body.answer(send, 401, "Not authenticated: sign in first.")
             return
         await self.app(scope, receive, send)
 
@@ -222,21 +210,7 @@ SIGN_OUT_PAGE = (
     "Intent Studio (every session of yours)?</p><button type='submit'>Sign out</button> "
     "<a href='./'>Back</a></form></body></html>"
 ).encode()
-
-
-async def _page(send: Send, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+HTML, NO_STORE = b"text/html; charset=utf-8", (b"cache-control", b"no-store")
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -337,7 +311,7 @@ class SignInForm:
             elif scope.get("method") == "POST":
                 await http_body.answer(send, 403, "Sign out from this server's own page.")
             else:  # a link or a redirect from anywhere only shows the button
-                await _page(send, SIGN_OUT_PAGE)
+                await http_body.respond(send, 200, HTML, SIGN_OUT_PAGE, [NO_STORE])
             return
         if scope.get("method") != "POST":
             await self.app(scope, receive, send_strict)
