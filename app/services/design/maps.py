@@ -23,7 +23,7 @@ import json
 import logging
 import math
 import random
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -195,6 +195,43 @@ def _check_method(method: str) -> None:
         )
 
 
+class _Lookup(NamedTuple):
+    """A map's cache lookup: what draws it, its rows, its key and its points (None: the
+    projection is not cached)."""
+
+    factory: PredictorFactory
+    rows: list[UtteranceRow]
+    key: str
+    points: np.ndarray | None
+
+
+def _lookup(
+    maps: MapStore,
+    p: ProjectHandle,
+    method: str,
+    version: Version,
+    rows: list[UtteranceRow] | None = None,
+) -> _Lookup:
+    """The map of ``rows`` (default: every row of the project) drawn by ``version`` with
+    ``method``, as the cache has it: keyed by the space that draws it (:func:`map_key`)."""
+    _check_method(method)
+    factory, _ = map_factory(maps.factories, p, version)
+    rows = _rows(maps.db, p) if rows is None else rows
+    key = map_key(_cached(factory), method, rows, factory)
+    return _Lookup(factory, rows, key, maps.load(key, [r.id for r in rows]))
+
+
+def _points(maps: MapStore, found: _Lookup, method: str) -> np.ndarray:
+    """The points of ``found``'s rows by ``method``: the cached ones, else projected now from
+    their vectors (encoded where the cache lacks them) and cached under ``found``'s key."""
+    if found.points is not None:
+        return found.points
+    texts = [_encoded(found.factory, r) for r in found.rows]
+    points = maps.project(maps.cache.encode(_cached(found.factory), texts), method)
+    maps.save(found.key, [r.id for r in found.rows], points)
+    return points
+
+
 def get_map(
     maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView:
@@ -202,13 +239,8 @@ def get_map(
     well under a second once the vectors are there) marked ``provisional``, while ``method``'s
     projection is computed in the background: the next call after it landed returns it (the UI
     polls). What a user waits for on a first render is a picture, not UMAP."""
-    _check_method(method)
-    factory, _ = map_factory(maps.factories, p, version)
-    encoder = _cached(factory)
-    rows = _rows(maps.db, p)
-    key = map_key(encoder, method, rows, factory)
-    ids = [r.id for r in rows]
-    points = maps.load(key, ids)
+    found = _lookup(maps, p, method, version)
+    factory, rows, key, points = found
     if points is not None:
         return _view(maps, p, version, method, points, key, rows)
     if method == QUICK:
@@ -217,7 +249,7 @@ def get_map(
     # first, when there are few); the others (just imported: half of a 31 s first picture was
     # encoding them) are encoded with the projection, off-request, and join it when it lands.
     texts = [_encoded(factory, r) for r in rows]
-    missing = set(maps.cache.missing(encoder, texts))
+    missing = set(maps.cache.missing(_cached(factory), texts))
     drawn = {r.id for r, t in zip(rows, texts, strict=True) if t not in missing}
     cold = sorted((r for r in rows if r.id not in drawn), key=lambda r: r.split != "train")
     drawn |= {r.id for r in cold[: max(0, FIRST_PICTURE - len(drawn))]}
@@ -228,12 +260,7 @@ def get_map(
         else compute_map(maps, p, method=QUICK, version=version)
     )
 
-    def compute() -> np.ndarray:
-        pts = maps.project(maps.cache.encode(encoder, texts), method)
-        maps.save(key, ids, pts)
-        return pts
-
-    maps.submit(key, compute)
+    maps.submit(key, lambda: _points(maps, found, method))
     return dataclasses.replace(quick, provisional=True)
 
 
@@ -241,11 +268,7 @@ def cached_map(
     maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView | None:
     """The map when its projection is cached, else None (nothing is started)."""
-    _check_method(method)
-    factory, _ = map_factory(maps.factories, p, version)
-    rows = _rows(maps.db, p)
-    key = map_key(_cached(factory), method, rows, factory)
-    points = maps.load(key, [r.id for r in rows])
+    _, rows, key, points = _lookup(maps, p, method, version)
     return None if points is None else _view(maps, p, version, method, points, key, rows)
 
 
@@ -280,33 +303,18 @@ def sampled_map(
 
 def _quick(maps: MapStore, p: ProjectHandle, version: Version, keep: list[UtteranceRow]) -> MapView:
     """A PCA map of ``keep``, some of the project's rows, alone (cached as such)."""
-    factory, _ = map_factory(maps.factories, p, version)
-    key = map_key(_cached(factory), QUICK, keep, factory)
-    ids = [r.id for r in keep]
-    points = maps.load(key, ids)
-    if points is None:
-        vectors = maps.cache.encode(_cached(factory), [_encoded(factory, r) for r in keep])
-        points = maps.project(vectors, QUICK)
-        maps.save(key, ids, points)
-    return _view(maps, p, version, QUICK, points, key, rows=keep)
+    found = _lookup(maps, p, QUICK, version, keep)
+    points = _points(maps, found, QUICK)
+    return _view(maps, p, version, QUICK, points, found.key, rows=keep)
 
 
 def compute_map(
     maps: MapStore, p: ProjectHandle, *, method: str = DEFAULT_METHOD, version: Version = None
 ) -> MapView:
     """The map, computing (and caching) its projection now if needed (blocking)."""
-    _check_method(method)
-    factory, _ = map_factory(maps.factories, p, version)
-    encoder = _cached(factory)
-    rows = _rows(maps.db, p)
-    key = map_key(encoder, method, rows, factory)
-    ids = [r.id for r in rows]
-    points = maps.load(key, ids)
-    if points is None:
-        texts = [_encoded(factory, r) for r in rows]
-        points = maps.project(maps.cache.encode(encoder, texts), method)
-        maps.save(key, ids, points)
-    return _view(maps, p, version, method, points, key, rows)
+    found = _lookup(maps, p, method, version)
+    points = _points(maps, found, method)
+    return _view(maps, p, version, method, points, found.key, found.rows)
 
 
 def explain_utterance(
