@@ -208,6 +208,15 @@ def _looks_out_of_scope(pool: ProjectPool, result: dict[str, Any]) -> bool:
     return pool.calibration.looks_out_of_scope(oos, result["score"], result["margin"])
 
 
+def _disputes(db: Database, p: ProjectHandle, how: str) -> dict[int, team_svc.Dispute]:
+    """The disputes the order ``how`` shows, by id: the review queue's (those the acting user
+    may decide) or the acting user's own under review; none for another order."""
+    if how not in (DISPUTES, MINE):
+        return {}
+    found = team_svc.disputes(db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE)
+    return {d.id: d for d in found}
+
+
 def next_item(
     live: LivePools,
     p: ProjectHandle,
@@ -232,16 +241,7 @@ def next_item(
             if found is not None:
                 return _said(live, p, found), left
     for _ in range(2):
-        disputes = (
-            {
-                d.id: d
-                for d in team_svc.disputes(
-                    live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
-                )
-            }
-            if how in (DISPUTES, MINE)
-            else {}
-        )
+        disputes = _disputes(live.db, p, how)
         while left:
             uid = left.pop(0)
             if how in (DISPUTES, MINE) and uid not in disputes:
@@ -272,16 +272,7 @@ def next_items(
         ValueError: an unknown order, or "near" without an intent (or one with no examples).
     """
     ids = order(live, p, how, near=near, limit=max(limit, CHUNK))[:limit]
-    disputes = (
-        {
-            d.id: d
-            for d in team_svc.disputes(
-                live.db, p, mine_left_out=how == DISPUTES, mine_only=how == MINE
-            )
-        }
-        if how in (DISPUTES, MINE)
-        else {}
-    )
+    disputes = _disputes(live.db, p, how)
     with live.db.session() as s:
         rows = {r.id: r for r in list_utterances(s, p.id, ids=ids)}
     pool = live.pool(p.id)
