@@ -23,7 +23,7 @@ biggest intent first.
 Example:
     >>> m = MapData([[0, 0], [2, 2], [9, 9]], [1, 2, 3], ["a", "b", "c"], ["x", "x", None],
     ...             [None] * 3, ["train"] * 3)
-    >>> [(a["text"], a["x"], a["y"]) for a in name_annotations(m, ranges(m))]
+    >>> [(a["text"], a["x"], a["y"]) for a in map_names(m, ranges(m)).annotations]
     [('x', 1.0, 1.0)]
 """
 
@@ -329,16 +329,3 @@ def map_names(
     placed, hidden = place_names(named, _points(m), axes[0], axes[1], plot_px, focus or None)
     centres = {n: (float(c[0]), float(c[1])) for n, c, _ in named if not focus or n in focus}
     return Names(as_annotations(placed, xref=xref, yref=yref), centres, hidden)
-
-
-def name_annotations(
-    m: MapData,
-    axes: tuple[tuple[float, float], tuple[float, float]],
-    focus: Sequence[str] | None = None,
-    *,
-    plot_px: tuple[float, float] = PLOT_PX,
-    xref: str = "x",
-    yref: str = "y",
-) -> list[dict[str, Any]]:
-    """The annotations of :func:`map_names`."""
-    return map_names(m, axes, focus, plot_px=plot_px, xref=xref, yref=yref).annotations
