@@ -71,7 +71,7 @@ def health(request: Request) -> Any:
         "dependencies": {name: problem or "up" for name, problem in h.dependencies.items()},
         "down": h.down,
     }
-    return JSONResponse(body, status_code=503 if h.down else 200, headers=_retry(h.down))
+    return _health(body, failing=bool(h.down))
 
 
 @router.get(
@@ -83,11 +83,13 @@ def health(request: Request) -> Any:
 def ready(request: Request) -> Any:
     h = context(request).readiness.health()
     body = {"ready": h.ready, "state": h.state, "down": h.down}
-    return JSONResponse(body, status_code=200 if h.ready else 503, headers=_retry(not h.ready))
+    return _health(body, failing=not h.ready)
 
 
-def _retry(when: object) -> dict[str, str] | None:
-    return {"Retry-After": str(RETRY_AFTER_S)} if when else None
+def _health(body: dict[str, Any], *, failing: bool) -> JSONResponse:
+    """``body`` with 200, or when ``failing`` with 503 and when to ask again."""
+    retry = {"Retry-After": str(RETRY_AFTER_S)} if failing else None
+    return JSONResponse(body, status_code=503 if failing else 200, headers=retry)
 
 
 def _project(summary: project_svc.ProjectSummary) -> dict[str, Any]:
