@@ -124,21 +124,25 @@ def kept_title(format: str) -> str:
     return RASA_TITLE if format == RASA_FILE else agent_format(format).title
 
 
+def _agent_or(
+    files: dict[str, bytes],
+    language: str | None,
+    intent_files: Callable[[dict[str, bytes]], ParsedFile],
+    what: str,
+) -> ParsedFile:
+    """A zip's or a folder's ``files`` as the platform agent they are, else as intent ``.txt``
+    files (``intent_files`` reads them, the format named ``what``)."""
+    agent = read_agent_files(files, language=language)
+    return agent if agent is not None else replace(intent_files(files), format=what)
+
+
 def _read_zip(data: bytes, language: str | None = None) -> ParsedFile:
     """A platform agent's zip, else a zip of intent ``.txt`` files."""
-    files = zip_files_of(data)
-    agent = read_agent_files(files, language=language)
-    if agent is not None:
-        return agent
-    return replace(parse_zipped_intent_files(files), format="zip of intent files")
+    return _agent_or(zip_files_of(data), language, parse_zipped_intent_files, "zip of intent files")
 
 
 def _read_folder(path: Path, language: str | None = None) -> ParsedFile:
-    files = folder_files(path)
-    agent = read_agent_files(files, language=language)
-    if agent is not None:
-        return agent
-    return replace(parse_intent_files(files), format="folder of intent files")
+    return _agent_or(folder_files(path), language, parse_intent_files, "folder of intent files")
 
 
 _JSON_AGENTS = ", ".join(f.title for f in AGENT_FORMATS if f.container == "json")
