@@ -216,14 +216,7 @@ def apply_rows(
     pooled = {i: r for i, r in rows.items() if r is not None and r.split == "train" and r.labels}
     gone = [i for i in rows if i not in pooled and i in pool.items]
     wanted = {i: (pool.text_of(r), in_scope_labels(r.labels)) for i, r in pooled.items()}
-    changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
-    if gone:
-        pool.index.remove(gone)
-    if changed:
-        texts = [wanted[i][0] for i in changed]
-        pool.index.add(
-            changed, cache.encode(pool.encoder, texts), texts, [wanted[i][1] for i in changed]
-        )
+    changed = _reindex(pool, cache, wanted, gone)
     moved = 0
     for i in rows:
         oos = pooled[i] if i in pooled and OUT_OF_SCOPE in pooled[i].labels else None
@@ -241,12 +234,14 @@ def apply_rows(
     _recalibrate(pool, cache, intents, pool.target_recall, defer)
 
 
-def _apply(pool: ProjectPool, rows: list[UtteranceRow], cache: EmbeddingCache) -> int:
-    """Bring the index to ``rows``: only what changed is re-added or removed."""
-    wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
-    out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
-    moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
-    gone = [i for i in pool.items if i not in wanted]
+def _reindex(
+    pool: ProjectPool,
+    cache: EmbeddingCache,
+    wanted: dict[int, tuple[str, tuple[str, ...]]],
+    gone: list[int],
+) -> list[int]:
+    """The pool's index without ``gone`` and with each of ``wanted`` (id -> text as encoded,
+    intents) that is not in the pool as it is, encoded once; returns those (the changed)."""
     changed = [i for i, item in wanted.items() if pool.items.get(i) != item]
     if gone:
         pool.index.remove(gone)
@@ -254,6 +249,16 @@ def _apply(pool: ProjectPool, rows: list[UtteranceRow], cache: EmbeddingCache) -
         texts = [wanted[i][0] for i in changed]
         vectors = cache.encode(pool.encoder, texts)
         pool.index.add(changed, vectors, texts, [wanted[i][1] for i in changed])
+    return changed
+
+
+def _apply(pool: ProjectPool, rows: list[UtteranceRow], cache: EmbeddingCache) -> int:
+    """Bring the index to ``rows``: only what changed is re-added or removed."""
+    wanted = {r.id: (pool.text_of(r), in_scope_labels(r.labels)) for r in rows}
+    out_of_scope = {r.id: pool.text_of(r) for r in rows if OUT_OF_SCOPE in r.labels}
+    moved = len(set(out_of_scope.items()) ^ set(pool.out_of_scope.items()))
+    gone = [i for i in pool.items if i not in wanted]
+    changed = _reindex(pool, cache, wanted, gone)
     pool.items = wanted
     pool.out_of_scope = out_of_scope
     if gone or changed:
