@@ -268,3 +268,15 @@ def project_picker(db: Database, picked: str | None, *, select: bool = True) -> 
     if picked in fresh:
         return gr.update(choices=fresh, value=picked) if select else gr.update(choices=fresh)
     return gr.update(choices=fresh, value=next(iter(fresh), None))
+
+
+CONFIRM_TEST = "I'm changing a test label"
+
+
+def confirm_test_box(elem_id: str, **layout: Any) -> Any:
+    """The tick a change to a test row needs (the test split reports the accuracy:
+    :func:`app.services.labelling.data.refuse_unconfirmed_test_change`), unticked; ``layout``:
+    where it sits (``scale``, ``min_width``, ``visible``)."""
+    import gradio as gr
+
+    return gr.Checkbox(label=CONFIRM_TEST, value=False, elem_id=elem_id, **layout)

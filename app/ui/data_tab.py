@@ -18,7 +18,7 @@ from app.services.labelling import history
 from app.services.labelling import table as table_svc
 from app.serving.live import LivePools
 from app.serving.state import ServingState
-from app.ui.common import attempt, bind, md_text, ok, problem
+from app.ui.common import CONFIRM_TEST, attempt, bind, confirm_test_box, md_text, ok, problem
 from app.ui.data_bulk import build_bulk
 from app.ui.data_filters import ALL, read_filters
 from app.ui.data_manage import HEADERS, INTENT_COLUMNS, build_manage, table_frame
@@ -157,7 +157,7 @@ def save(
 
     msg, err = attempt(run)
     if err and err.startswith(f"#{number} is a test utterance"):
-        err += " Tick *I'm changing a test label* to save it anyway."
+        err += f" Tick *{CONFIRM_TEST}* to save it anyway."
     return problem(err) if err else ok(msg or "")
 
 
@@ -282,13 +282,7 @@ def build_data_tab(
             )
             with gr.Row(equal_height=True):
                 e_split = gr.Radio(SPLIT_CHOICES, label="Split", value="train", scale=2)
-                e_confirm = gr.Checkbox(
-                    label="I'm changing a test label",
-                    value=False,
-                    visible=False,
-                    scale=1,
-                    elem_id="confirm-test-edit",
-                )
+                e_confirm = confirm_test_box("confirm-test-edit", visible=False, scale=1)
             status = gr.Markdown(elem_id="data-status")
             bulk_slot = gr.Column()
             with gr.Accordion("Add an utterance", open=False):

@@ -15,7 +15,7 @@ from app.access import ProjectHandle
 from app.access.actions import FIX_DESIGN
 from app.services.design import conflicts as svc
 from app.serving.live import LivePools
-from app.ui.common import attempt, bind, md_text, ok, problem
+from app.ui.common import CONFIRM_TEST, attempt, bind, confirm_test_box, md_text, ok, problem
 from app.ui.guard import guarded
 from storage.db import Database
 
@@ -26,7 +26,7 @@ HELP = (
     "data confidently says another intent) and **overlapping intents** (often confused with each "
     "other, centres close). Most severe first. Click a row, then fix it with one click; every "
     "fix is one change that **Undo last fix** (or the Activity tab) reverts. A fix that changes "
-    "a **test** row (the *split* column says which) needs *I'm changing a test label* ticked: "
+    f"a **test** row (the *split* column says which) needs *{CONFIRM_TEST}* ticked: "
     "the test split reports the accuracy, and a fix that follows the other examples bends it."
 )
 ALL = "all"
@@ -79,7 +79,7 @@ def evidence_markdown(conflict: dict[str, Any]) -> str:
     lines += [f"- {md_text(line)}" for line in conflict["evidence"]]
     if conflict.get("test_ids"):
         ids = ", ".join(f"#{i}" for i in conflict["test_ids"])
-        lines += ["", f"**Test row(s): {ids}.** Tick *I'm changing a test label* to fix them."]
+        lines += ["", f"**Test row(s): {ids}.** Tick *{CONFIRM_TEST}* to fix them."]
     return "\n".join(lines)
 
 
@@ -153,13 +153,7 @@ def build_conflicts(live: LivePools, project: gr.Dropdown, user: gr.State) -> di
             for i in range(FIX_BUTTONS)
         ]
         undo_btn = gr.Button("Undo last fix", scale=0, min_width=150, elem_id="conflicts-undo")
-        confirm = gr.Checkbox(
-            label="I'm changing a test label",
-            value=False,
-            scale=0,
-            min_width=220,
-            elem_id="conflicts-confirm-test",
-        )
+        confirm = confirm_test_box("conflicts-confirm-test", scale=0, min_width=220)
     status = gr.Markdown(elem_id="conflicts-status")
     table = gr.Dataframe(
         headers=HEADERS,

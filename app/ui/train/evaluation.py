@@ -17,7 +17,16 @@ from app.access.actions import EDIT
 from app.services.labelling import data as data_svc
 from app.services.models import evaluation as eval_svc
 from app.serving.factories import FactoryBuilder
-from app.ui.common import attempt, bind, breakable, md_text, ok, problem, unbroken
+from app.ui.common import (
+    attempt,
+    bind,
+    breakable,
+    confirm_test_box,
+    md_text,
+    ok,
+    problem,
+    unbroken,
+)
 from app.ui.guard import guarded
 from storage.db import Database
 from storage.ids import parse_id
@@ -255,13 +264,7 @@ def build_evaluation_section(factories: FactoryBuilder, project: gr.Dropdown) ->
                     "Relabel", scale=1, min_width=80, size="sm", elem_id="eval-relabel"
                 )
             with gr.Row(equal_height=True):
-                confirm = gr.Checkbox(
-                    label="I'm changing a test label",
-                    value=False,
-                    scale=2,
-                    min_width=150,
-                    elem_id="eval-confirm-test",
-                )
+                confirm = confirm_test_box("eval-confirm-test", scale=2, min_width=150)
                 move_btn = gr.Button("Move to train", size="sm", scale=1, min_width=80)
                 delete_btn = gr.Button("Delete", variant="stop", size="sm", scale=1, min_width=60)
             fix_status = gr.Markdown(elem_id="eval-fix")
