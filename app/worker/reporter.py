@@ -126,45 +126,43 @@ class JobReporter:
         return self._read()
 
     def progress(self, p: TrainProgress) -> None:
-        if self.cpu is not None:
-            self.cpu.adjust()
-        share, eta = self._count(p.step, p.total, p.eta)
         # the held-out encoders' steps are counted by their training, within their own phase
-        phase = CALIBRATING if self._tracker.phase == CALIBRATING else TRAINING
-        if not self._due(phase, p.step >= p.total):
-            return
-        with self.training.db.write(ROWS) as s:
-            jobs.set_progress(
-                s,
-                self.job_id,
-                phase=phase,
-                step=p.step,
-                total=p.total,
-                loss=float(p.loss),
-                message=f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}",
-                share=share,
-                eta=eta,
-            )
+        message = f"step {p.step:,} of {p.total:,} · loss {p.loss:.3f}"
+        self._counted(p.step, p.total, p.eta, (CALIBRATING, TRAINING), float(p.loss), message)
 
     def evaluation(self, p: EvalProgress) -> None:
+        # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
+        message = f"{p.encoders} encoders · {p.done:,} of {p.total:,} utterances"
+        self._counted(p.done, p.total, p.eta, (INT8, EVALUATING), None, message)
+
+    def _counted(
+        self,
+        done: int,
+        total: int,
+        eta: float | None,
+        phases: tuple[str, str],
+        loss: float | None,
+        message: str,
+    ) -> None:
+        """One count of a counted phase: the CPU share adjusted, the count tracked, and written
+        (:meth:`_due`) under ``phases[0]`` while the job is in that phase, else ``phases[1]``."""
         if self.cpu is not None:
             self.cpu.adjust()
-        share, eta = self._count(p.done, p.total, p.eta)
-        # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
-        phase = INT8 if self._tracker.phase == INT8 else EVALUATING
-        if not self._due(phase, p.done >= p.total):
+        share, left = self._count(done, total, eta)
+        phase = phases[0] if self._tracker.phase == phases[0] else phases[1]
+        if not self._due(phase, done >= total):
             return
         with self.training.db.write(ROWS) as s:
             jobs.set_progress(
                 s,
                 self.job_id,
                 phase=phase,
-                step=p.done,
-                total=p.total,
-                loss=None,
-                message=f"{p.encoders} encoders · {p.done:,} of {p.total:,} utterances",
+                step=done,
+                total=total,
+                loss=loss,
+                message=message,
                 share=share,
-                eta=eta,
+                eta=left,
             )
 
     def should_cancel(self) -> bool:
