@@ -22,10 +22,10 @@ from storage.by_id import labels_of, slices, utterances_by_id
 from storage.capacity import check_intent_room, check_row_room
 from storage.deleted import restore
 from storage.errors import ConflictError, NotFoundError
+from storage.label_rules import resolve_intents
 from storage.names import NameIndex
 from storage.projects import _labels_of, intents_by_name
 from storage.tables import Intent, Label, LabelEvent, TrainingJob, Utterance, utcnow
-from storage.utterances import _resolve_intents
 
 # The actions an undo can revert ("undo" events record undos themselves).
 UNDOABLE = ("label", "split", "add", "import", "delete", "merge", "delete_intent")
@@ -273,7 +273,7 @@ def _write_states(s: Session, project_id: int, states: dict[int, tuple[list[str]
     if not states:
         return
     intents = {
-        names: _resolve_intents(s, project_id, names, create_missing=True)
+        names: resolve_intents(s, project_id, names, create_missing=True)
         for names in {tuple(names) for names, _ in states.values()}
     }
     changed = list(states)

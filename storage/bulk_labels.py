@@ -36,8 +36,8 @@ from sqlalchemy.orm import Session
 from storage import guard
 from storage.by_id import labels_of, slices, utterances_by_id
 from storage.imports import event_row
+from storage.label_rules import labelled_split, resolve_intents
 from storage.tables import Label, LabelEvent, Utterance, utcnow
-from storage.utterances import _resolve_intents, labelled_split
 
 
 def expire_rows(s: Session) -> None:
@@ -84,7 +84,7 @@ def label_rows(
     same = [i for i in ids if i in found and found[i][2] == versions[i]]
     locked = guard.refused(s, project_id, same)
     free = [i for i in same if i not in locked]
-    intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
+    intents = resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     after = sorted(i.name for i in intents)
     current = labels_of(s, free)
     now = utcnow()

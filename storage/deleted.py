@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 
 from storage import guard
 from storage.errors import ConflictError
+from storage.label_rules import log_event, resolve_intents
 from storage.projects import _labels_of
 from storage.tables import Label, LabelEvent, Utterance
-from storage.utterances import _log, _resolve_intents, get_utterance
+from storage.utterances import get_utterance
 
 
 class Gone(Protocol):
@@ -56,7 +57,7 @@ def delete_utterance(
         .where(LabelEvent.project_id == project_id, LabelEvent.utterance_id == u.id)
         .values(gone_id=u.id)
     )
-    event = _log(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
+    event = log_event(s, u, labels, [], "delete", user_id, batch, split_before=u.split)
     event.gone_id = u.id
     event.kept = {
         "context": u.context,
@@ -98,7 +99,7 @@ def restore(s: Session, project_id: int, ev: Gone, user_id: int | None, batch: s
     s.add(u)
     s.flush()
     names = []
-    for intent in _resolve_intents(s, project_id, ev.before, create_missing=True):
+    for intent in resolve_intents(s, project_id, ev.before, create_missing=True):
         s.add(Label(utterance_id=u.id, intent_id=intent.id))
         names.append(intent.name)
     if own is not None:  # its history, up to the delete, is this utterance's again
@@ -128,5 +129,5 @@ def restore(s: Session, project_id: int, ev: Gone, user_id: int | None, batch: s
     s.execute(
         update(LabelEvent).where(LabelEvent.id == ev.id).values(utterance_id=u.id, gone_id=None)
     )
-    _log(s, u, [], names, "undo", user_id, batch, None, u.split)
+    log_event(s, u, [], names, "undo", user_id, batch, None, u.split)
     s.flush()

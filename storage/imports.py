@@ -25,6 +25,7 @@ from storage import guard
 from storage.capacity import check_intent_room, check_row_room
 from storage.errors import StorageError
 from storage.faults import fault_point
+from storage.label_rules import labelled_split
 from storage.names import NameIndex, project_index
 from storage.projects import (
     _labels_of,
@@ -34,7 +35,7 @@ from storage.projects import (
 )
 from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
 from storage.texts import nfc
-from storage.utterances import NewUtterance, labelled_split
+from storage.utterances import NewUtterance
 
 ON_EXISTING = ("skip", "relabel", "error")
 _SLICE = 500  # texts or ids per IN (...) list: far below SQLite's limit on bound parameters

@@ -1,9 +1,9 @@
-"""Utterances, their labels and the label audit log (undo: :mod:`storage.audit`; bulk imports:
-:mod:`storage.imports`)."""
+"""Utterances and their labels, one at a time: read, listed, added, labelled, edited; each change
+writes its audit event (the rules every label writer shares: :mod:`storage.label_rules`; undo:
+:mod:`storage.audit`; bulk imports: :mod:`storage.imports`)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,20 +15,14 @@ from storage import guard
 from storage.by_id import labels_of, utterances_by_id
 from storage.capacity import check_row_room
 from storage.errors import ConflictError, NotFoundError, StorageError
-from storage.names import OUT_OF_SCOPE, NameIndex
-from storage.projects import (
-    _labels_of,
-    create_intent,
-    intents_by_name,
-    validate_intent_name,
-)
+from storage.label_rules import labelled_split, log_event, resolve_intents
+from storage.projects import _labels_of
 from storage.slices import SLICE, slices
 from storage.slots import moved_entities
-from storage.tables import Intent, Label, LabelEvent, Utterance, utcnow
+from storage.tables import Intent, Label, Utterance, utcnow
 from storage.texts import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from storage.texts import is_blank as is_blank
-from storage.texts import nfc, validate_context, validate_split, validate_text
-from storage.unknown_intents import unknown_intent
+from storage.texts import validate_context, validate_split, validate_text
 
 
 @dataclass(frozen=True)
@@ -203,31 +197,6 @@ def labelled_pool(s: Session, project_id: int, split: str = "train") -> list[Utt
     ]
 
 
-def _resolve_intents(
-    s: Session, project_id: int, names: Iterable[str], *, create_missing: bool
-) -> list[Intent]:
-    """The intents ``names`` name: a name written another way (``Greet``, ``OUT-OF-SCOPE``) is
-    the stored one (:class:`storage.names.NameIndex`); a new name is created when
-    ``create_missing``, else refused naming the nearest (:mod:`storage.unknown_intents`). The
-    reserved label is every project's: it is created when first used, asked or not."""
-    known = intents_by_name(s, project_id)
-    index: NameIndex | None = None
-    out: list[Intent] = []
-    for raw in names:
-        name = raw if raw in known else nfc(raw).strip()
-        if name not in known:
-            index = index or NameIndex(known)  # built only when a name is not found as it is
-            name = index.find(name) or validate_intent_name(name)
-            if name not in known:
-                if not create_missing and name != OUT_OF_SCOPE:
-                    raise unknown_intent(name, known)
-                known[name] = create_intent(s, project_id, name)
-                index.add(name)
-        if known[name] not in out:
-            out.append(known[name])
-    return out
-
-
 def replace_labels(s: Session, u: Utterance, intents: Sequence[Intent]) -> None:
     """Give ``u`` exactly these intents (a statement, not the cached collection, so several
     changes to one utterance in one session all count)."""
@@ -235,35 +204,6 @@ def replace_labels(s: Session, u: Utterance, intents: Sequence[Intent]) -> None:
     s.add_all(Label(utterance_id=u.id, intent_id=i.id) for i in intents)
     s.flush()
     s.expire(u, ["labels"])
-
-
-def _log(
-    s: Session,
-    u: Utterance,
-    before: list[str],
-    after: list[str],
-    action: str,
-    user_id: int | None,
-    batch: str | None = None,
-    split_before: str | None = None,
-    split_after: str | None = None,
-    served: Sequence[str] | None = None,
-) -> LabelEvent:
-    event = LabelEvent(
-        project_id=u.project_id,
-        utterance_id=u.id,
-        utterance_text=u.text,
-        user_id=user_id,
-        batch=batch or str(uuid.uuid4()),
-        action=action,
-        before=sorted(before),
-        after=sorted(after),
-        split_before=split_before,
-        split_after=split_after,
-        served=None if served is None else sorted(served),
-    )
-    s.add(event)
-    return event
 
 
 def add_utterance(
@@ -284,31 +224,16 @@ def add_utterance(
     ):
         raise StorageError(f"The utterance {text!r} is already in this project.")
     check_row_room(s, project_id, 1)
-    intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
+    intents = resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     u = Utterance(project_id=project_id, text=text, split=split, context=validate_context(context))
     s.add(u)
     s.flush()
     for intent in intents:
         s.add(Label(utterance_id=u.id, intent_id=intent.id))
     names = [i.name for i in intents]
-    _log(s, u, [], names, "add", user_id, split_after=split)
+    log_event(s, u, [], names, "add", user_id, split_after=split)
     s.flush()
     return _row(u, names)
-
-
-def labelled_split(current: str, labels: Sequence[str], chosen: str | None = None) -> str:
-    """The one labelling rule: an utterance with an intent is never in `unlabelled`. Giving one
-    an intent moves it to `train` (the pool) unless the person chose `test`; otherwise the split
-    is the chosen one, or stays as it is.
-
-    Example:
-        >>> labelled_split("unlabelled", ["card_block"]), labelled_split("unlabelled", ["x"], "test")
-        ('train', 'test')
-        >>> labelled_split("unlabelled", ["x"], "unlabelled"), labelled_split("train", [])
-        ('train', 'train')
-    """
-    split = validate_split(chosen) if chosen is not None else current
-    return "train" if labels and split == "unlabelled" else split
 
 
 def set_labels(
@@ -330,7 +255,7 @@ def set_labels(
     it on the card the label answered (recorded with the event; None: not known)."""
     u = get_utterance(s, project_id, utterance_id)
     _check_version(u, expected_version)
-    intents = _resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
+    intents = resolve_intents(s, project_id, labels, create_missing=create_missing_intents)
     before = _labels_of(s, [u.id])[u.id]
     after = sorted(i.name for i in intents)
     split_before, split_after = u.split, labelled_split(u.split, after, split)
@@ -342,7 +267,7 @@ def set_labels(
     u.split = split_after
     u.updated_at = utcnow()  # bumps the version column: concurrent editors see the change
     shown = (split_before, split_after) if moved else (None, None)
-    _log(s, u, before, after, "label", user_id, batch, shown[0], shown[1], served)
+    log_event(s, u, before, after, "label", user_id, batch, shown[0], shown[1], served)
     s.flush()
     return _row(u, after)
 
@@ -386,7 +311,7 @@ def update_utterance(
         u.split = split
     s.flush()
     if split is not None and split != split_before:
-        _log(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
+        log_event(s, u, labels, labels, "split", user_id, batch, split_before, u.split)
     s.flush()
     return _row(u, labels)
 
