@@ -47,7 +47,7 @@ from app.services.labelling import history
 from app.services.labelling.bulk import BulkPlan
 from app.services.models import version_files
 from app.services.models import versions as versions_svc
-from app.services.projects import io as io_svc
+from app.services.projects import export as export_svc
 from app.services.projects import projects as project_svc
 from storage.ids import parse_id
 
@@ -143,7 +143,7 @@ def export(
     p: Exporter,
     format: Annotated[str, Query(description="a file format or an agent format's name")] = "csv",
 ) -> Any:
-    path, message = io_svc.export_download(context(request), p, format)
+    path, message = export_svc.export_download(context(request), p, format)
     return file_download(path, path.name, note=message, project_id=p.id)
 
 

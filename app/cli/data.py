@@ -48,7 +48,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 @acts(EXPORT)
 def cmd_export(args: argparse.Namespace) -> int:
-    from app.services.projects.io import export_project
+    from app.services.projects.export import export_project
 
     serving_state = context(args)
     result = export_project(

@@ -12,6 +12,7 @@ import pandas as pd
 from app.access import ProjectHandle, open_project
 from app.access.actions import EDIT_INTENTS, EXPORT, IMPORT, Action
 from app.services.labelling import data as svc
+from app.services.projects import export as export_svc
 from app.services.projects import io as io_svc
 from app.serving.state import ServingState
 from app.ui.common import GONE, attempt, bind, breakable, md_text, ok, problem, project_picker
@@ -171,8 +172,8 @@ AGENT_CHOICES = [
 
 
 def do_export(serving_state: ServingState, p: ProjectHandle, fmt: str) -> tuple[str, str | None]:
-    """Export in the format chosen (see :func:`app.services.projects.io.export_download`)."""
-    res, err = attempt(lambda: io_svc.export_download(serving_state, p, fmt))
+    """Export in the format chosen (see :func:`app.services.projects.export.export_download`)."""
+    res, err = attempt(lambda: export_svc.export_download(serving_state, p, fmt))
     if err:
         return problem(err), None
     assert res is not None

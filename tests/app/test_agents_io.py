@@ -9,7 +9,8 @@ import json
 from app.cli import main
 from app.cli.data import AGENT_FORMAT_NAMES
 from app.formats import AGENT_FORMATS
-from app.services.projects.io import destination, export_project, import_file
+from app.services.projects.export import export_project
+from app.services.projects.io import destination, import_file
 from storage.agents import kept_agent
 from storage.projects import get_project
 from tests.app.formats.agents import dialogflow_es, lex_v2, unzipped, watson

@@ -14,6 +14,7 @@ from app.services.labelling import data as data_svc
 from app.services.models import predict as predict_svc
 from app.services.models.versions import history
 from app.services.projects import bundles as svc
+from app.services.projects import export as export_svc
 from app.services.projects import io as io_svc
 from app.services.projects.io import destination
 from app.services.projects.projects import project_names
@@ -183,16 +184,16 @@ def test_bundle_cli_export_then_predict(tmp_path, capsys):
 @pytest.mark.parametrize("target", ["nlu.yml", "intents.zip", "folder"])
 def test_interchange_formats_round_trip_through_a_project(serving_state, demo, tmp_path, target):
     out = tmp_path / target
-    n = io_svc.export_project(serving_state.db, demo, out).rows
+    n = export_svc.export_project(serving_state.db, demo, out).rows
     labelled = sorted(
-        (r.text, r.labels) for r in io_svc.export_rows(serving_state.db, demo) if r.labels
+        (r.text, r.labels) for r in export_svc.export_rows(serving_state.db, demo) if r.labels
     )
     assert n > 0
     result = io_svc.import_file(serving_state.db, destination(serving_state.db, "copy"), out)
     assert result.inserted == len(labelled)
     copied = sorted(
         (r.text, r.labels)
-        for r in io_svc.export_rows(serving_state.db, live(serving_state, "copy"))
+        for r in export_svc.export_rows(serving_state.db, live(serving_state, "copy"))
     )
     assert copied == labelled
 

@@ -9,7 +9,8 @@ import pytest
 from app.formats import Row
 from app.services.models.predict import predict, predict_one, predict_requests
 from app.services.projects import projects
-from app.services.projects.io import destination, export_rows, import_utterances
+from app.services.projects.export import export_rows
+from app.services.projects.io import destination, import_utterances
 from tests.handles import live
 
 CANCEL = "Do you want to cancel your card?"

@@ -18,6 +18,7 @@ from app.formats import FormatError
 from app.services.labelling import data as data_svc
 from app.services.models.versions import history
 from app.services.projects import bundles as bundle_svc
+from app.services.projects import export as export_svc
 from app.services.projects import io as io_svc
 from app.services.projects.io import destination
 from app.services.projects.projects import project_names
@@ -202,7 +203,7 @@ def test_odd_unicode_in_every_format(serving_state, tmp_path, fmt, text, accepte
         result = io_svc.import_file(serving_state.db, destination(serving_state.db, "odd"), path)
         assert result.inserted == 1
         # stored NFC (issue 27 row 7): the combining accent is composed into one character
-        assert io_svc.export_rows(serving_state.db, live(serving_state, "odd"))[
+        assert export_svc.export_rows(serving_state.db, live(serving_state, "odd"))[
             0
         ].text == unicodedata.normalize("NFC", text.strip())
     else:

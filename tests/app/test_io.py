@@ -6,7 +6,8 @@ import pytest
 
 from app.formats import FormatError
 from app.services.labelling import data as data_svc
-from app.services.projects.io import destination, export_project, import_file
+from app.services.projects.export import export_project
+from app.services.projects.io import destination, import_file
 from tests.handles import live
 
 

@@ -267,7 +267,7 @@ def test_no_query_binds_a_variable_per_row_of_a_project(strict_ctx):
     read with one ``IN (...)`` of all their ids. Every path that reads or changes a whole
     project works past the smallest limit there is."""
     from app.services.labelling import bulk, history
-    from app.services.projects.io import export_download
+    from app.services.projects.export import export_download
 
     p = live(strict_ctx, "big")
     for fmt in ("csv", "jsonl", "yml", "zip", "dialogflow-es", "lex-v2", "watson", "luis", "clu"):

@@ -108,7 +108,8 @@ nlu:
 def test_a_rasa_import_keeps_entities_and_lookups_and_its_export_round_trips(
     serving_state, tmp_path
 ):
-    from app.services.projects.io import export_project, import_file
+    from app.services.projects.export import export_project
+    from app.services.projects.io import import_file
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
@@ -131,7 +132,8 @@ def test_a_csv_or_jsonl_export_carries_the_annotations_into_another_project(
 ):
     """Issue 56 row 14: CSV and JSONL exports dropped entity annotations without a note. They
     carry them now, and the export names the one lookup value no annotation brings back."""
-    from app.services.projects.io import export_project, import_file
+    from app.services.projects.export import export_project
+    from app.services.projects.io import import_file
 
     src = tmp_path / "nlu.yml"
     src.write_bytes(RASA)
@@ -152,7 +154,8 @@ def test_a_csv_or_jsonl_export_carries_the_annotations_into_another_project(
 def test_a_slot_book_file_adds_to_an_existing_project_and_a_bad_one_changes_nothing(
     serving_state, shop, tmp_path
 ):
-    from app.services.projects.io import export_slot_book, import_file
+    from app.services.projects.export import export_slot_book
+    from app.services.projects.io import import_file
 
     good = tmp_path / "slots.yml"
     good.write_text(

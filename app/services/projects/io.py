@@ -1,13 +1,14 @@
-"""Import and export of a project's utterances: validate, write in chunks, say what happened.
+"""Import of a project's utterances: validate, write in chunks, say what happened (export:
+:mod:`app.services.projects.export`).
 
 The file formats and every rule about their content are :mod:`app.formats`'s (:func:`read_any`
-picks the format by suffix and content, :func:`write_any` by suffix or the agent format named). A
-project imported from a platform agent (Dialogflow, Lex, Watson, LUIS, CLU) keeps that agent's
-files through :mod:`storage.agents`; exporting the project to the same format writes them back with
-the project's intents, phrases and descriptions. A file is validated completely before anything is
-written; then it is written in short transactions of :data:`CHUNK_ROWS` rows, so that a long
-import never keeps others from saving for long. A file of up to :data:`CHUNK_ROWS` rows lands
-whole or not at all; a longer one stopped half-way keeps whole rows, in one audit batch.
+picks the format by suffix and content). A project imported from a platform agent (Dialogflow,
+Lex, Watson, LUIS, CLU) keeps that agent's files through :mod:`storage.agents`, so that exporting
+the project to the same format writes them back with the project's intents, phrases and
+descriptions. A file is validated completely before anything is written; then it is written in
+short transactions of :data:`CHUNK_ROWS` rows, so that a long import never keeps others from
+saving for long. A file of up to :data:`CHUNK_ROWS` rows lands whole or not at all; a longer one
+stopped half-way keeps whole rows, in one audit batch.
 """
 
 from __future__ import annotations
@@ -18,21 +19,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.access import ItemPolicy, ProjectHandle, open_project, resolve, writing
-from app.access.actions import CREATE_PROJECT, EXPORT, IMPORT
+from app.access.actions import CREATE_PROJECT, IMPORT
 from app.access.auth import current_actor, require_acting
-from app.formats import AgentSource, dump_slot_book, export_formats, kept_title, read_any, write_any
-from app.services.projects import accounts as security
+from app.formats import AgentSource, kept_title, read_any
 from app.serving.compute import new_project_encoder
-from app.serving.state import ServingState
 from storage import guard
-from storage.agents import keep_agent, kept_agent
+from storage.agents import keep_agent
 from storage.db import CATALOG, Database, Session
 from storage.errors import NotFoundError
 from storage.imports import ImportCounts, new_batch, plan_import, write_rows
 from storage.names import mapping_note
-from storage.projects import create_project, describe_intents, list_intents
+from storage.projects import create_project, describe_intents
 from storage.users import record_event
-from storage.utterances import NewUtterance, list_utterances
+from storage.utterances import NewUtterance
 
 logger = logging.getLogger(__name__)
 
@@ -238,9 +237,10 @@ def import_file(
     **kwargs: bool | str | int | None,
 ) -> ImportResult:
     """Read and import a CSV/JSONL/Rasa YAML file, a folder or .zip of ``intent.txt`` files, or a
-    platform agent (whose files the project keeps for its export: see :func:`export_project`),
-    in ``language`` (Lex: a locale id) instead of the agent's default, into ``into`` (a
-    project, or the name of a new one: :func:`import_utterances`).
+    platform agent (whose files the project keeps for its export:
+    :func:`app.services.projects.export.export_project`), in ``language`` (Lex: a locale id)
+    instead of the agent's default, into ``into`` (a project, or the name of a new one:
+    :func:`import_utterances`).
 
     Raises:
         FormatError: a bad file (nothing written).
@@ -282,119 +282,3 @@ def _keep_agent(db: Database, p: ProjectHandle, agent: AgentSource) -> str:
         f"Kept the rest of the {title} (what the app does not model){replaced}: an export to "
         "that format writes it back unchanged."
     )
-
-
-def export_rows(db: Database, p: ProjectHandle) -> list[NewUtterance]:
-    """Every utterance of a project as plain rows."""
-    with db.session() as s:
-        return [
-            NewUtterance(u.text, u.labels, u.split, u.context) for u in list_utterances(s, p.id)
-        ]
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What an export wrote: rows, the format used, notes on what was left out or renamed."""
-
-    rows: int
-    format: str
-    notes: list[str] = field(default_factory=list)
-
-    def message(self, path: str | Path) -> str:
-        notes = "".join(f" Note: {n}" for n in self.notes)
-        return f"Exported {self.rows} utterance(s) to {path} as {self.format}.{notes}"
-
-
-_SUFFIX_FORMATS = {
-    ".jsonl": "JSONL",
-    ".ndjson": "JSONL",
-    ".yml": "Rasa NLU YAML",
-    ".yaml": "Rasa NLU YAML",
-    ".zip": "zip of intent files",
-    "": "folder of intent files",
-}
-
-
-def export_project(
-    db: Database,
-    p: ProjectHandle,
-    path: str | Path,
-    *,
-    format: str | None = None,
-    follow_agent: bool = True,
-) -> ExportResult:
-    """Export a project. ``format`` names an agent format (``dialogflow-es``, ``lex-v2``, ...;
-    see :data:`app.formats.AGENT_FORMATS`); without it the path's suffix decides (see
-    :func:`app.formats.write_any`), except that a project imported from an agent is written as
-    that agent when the suffix fits it (``.zip`` or ``.json``; ``follow_agent=False``: by the
-    suffix only, a ``.zip`` of intent files). An agent export starts from the agent the project
-    was imported from, when it is of that format.
-
-    Raises:
-        ValueError: an unknown agent format, or a ``.json`` path for a project that names none.
-        PermissionError: the caller may not export (:data:`app.access.actions.EXPORT`).
-    """
-    from app.services.design.slots import export_slot_data
-
-    p.require_action(EXPORT)  # whatever door asked: the data leaves the app here
-    rows = export_rows(db, p)
-    with db.session() as s:
-        described = {i.name: i.description for i in list_intents(s, p.id)}
-        kept = kept_agent(s, p.id)
-        name = p.name
-    suffix = Path(path).suffix.lower()
-    if follow_agent and format is None and kept and kept.format in export_formats(suffix):
-        format = kept.format
-    source = AgentSource(*kept) if kept is not None else None
-    slots = export_slot_data(db, p)
-    notes = write_any(rows, path, described, slots, format=format, kept=source, name=name)
-    label = _SUFFIX_FORMATS.get(suffix, "CSV") if format is None else kept_title(format)
-    security.record(db, "exported", f"{p.name!r} as {label}, {len(rows)} rows", who=p.actor)
-    return ExportResult(len(rows), label, notes)
-
-
-def export_slot_book(db: Database, p: ProjectHandle, path: str | Path) -> int:
-    """Write the project's slot book and templates as a slot book file (YAML, see
-    :mod:`app.formats.slot_book`); returns the number of templates."""
-    from app.services.design.slots import export_slot_data
-
-    p.require_action(EXPORT)
-    data = export_slot_data(db, p)
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(dump_slot_book(data), encoding="utf-8")
-    tmp.replace(out)
-    return sum(len(t) for t in data.templates.values())
-
-
-FILE_FORMATS = ("csv", "jsonl", "yml", "zip", "slots.yml")  # besides the agent formats' names
-
-
-def export_download(serving_state: ServingState, p: ProjectHandle, fmt: str) -> tuple[Path, str]:
-    """Export a project for download in ``fmt``: a file format of :data:`FILE_FORMATS` (by its
-    suffix; ``slots.yml``: the slot book and templates) or an agent format's name (written into
-    the agent the project was imported from, when it is of that format). Returns the file
-    (:func:`app.services.projects.downloads.download_path`: swept after a day) and what was written.
-
-    Raises:
-        ValueError: an unknown format. PermissionError: the caller may not export.
-    """
-    from app.formats import AGENT_FORMATS
-    from app.services.projects.downloads import download_path
-
-    p.require_action(EXPORT)  # before any file is made for it
-    agents = {f.name: f for f in AGENT_FORMATS}
-    if fmt not in agents and fmt not in FILE_FORMATS:
-        known = ", ".join([*FILE_FORMATS, *agents])
-        raise ValueError(f"Unknown export format {fmt!r}: use one of {known}.")
-    suffix = (".zip" if agents[fmt].container == "zip" else ".json") if fmt in agents else f".{fmt}"
-    out = download_path(
-        serving_state.settings, f"{p.name.replace('/', '_').replace(' ', '_')}{suffix}", p.id
-    )
-    if fmt == "slots.yml":
-        n = export_slot_book(serving_state.db, p, out)
-        return out, f"Exported the slot book and {n} template(s)."
-    res = export_project(
-        serving_state.db, p, out, format=fmt if fmt in agents else None, follow_agent=False
-    )
-    return out, res.message(out.name)

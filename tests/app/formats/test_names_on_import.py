@@ -12,7 +12,8 @@ import zipfile
 
 import pytest
 
-from app.services.projects.io import destination, export_project, import_file
+from app.services.projects.export import export_project
+from app.services.projects.io import destination, import_file
 from core.retrieval.scope import OUT_OF_SCOPE
 from storage.names import OUT_OF_SCOPE as STORED_OUT_OF_SCOPE
 from storage.projects import create_intent, create_project, get_project, list_intents
