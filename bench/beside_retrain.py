@@ -66,7 +66,7 @@ from bench.served import (
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARES = ("threads", "nice", "off")
-# The Label tab's answers to a key (app/ui/queue_tab.py): what the server's side counts.
+# The Label tab's answers to a key (app/ui/queue_actions.py): what the server's side counts.
 KEY_FNS = ("suggestion", "enter", "answer_with", "skip", "undo", "take_match")
 
 

@@ -239,7 +239,7 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
         open_state: Any = ServingState.open
     except ImportError:
         from app.serving.context import AppContext as open_state  # type: ignore[no-redef]
-    from app.ui import queue_tab
+    from app.ui import queue_actions, queue_tab
     from app.ui.common import bind
     from app.ui.guard import enforce, guarded
 
@@ -258,7 +258,7 @@ def bench_keys(data: Path, keys: int, code: Path = ROOT) -> dict[str, Any]:
         setattr(ctx.db, kind, counted)
     n_out = 11
     start = enforce(ctx, guarded(READ, outputs=n_out)(bind(queue_tab.start, ctx.live)))
-    enter = enforce(ctx, guarded(LABEL, outputs=n_out)(bind(queue_tab.enter, ctx.live)))
+    enter = enforce(ctx, guarded(LABEL, outputs=n_out)(bind(queue_actions.enter, ctx.live)))
     t = time.perf_counter()
     state = start("banking77", "useful", None)[1]
     first = time.perf_counter() - t

@@ -10,7 +10,7 @@ import re
 
 from app.services.labelling import data as data_svc
 from app.services.projects.io import destination, import_utterances
-from app.ui import queue_tab
+from app.ui import queue_actions, queue_tab
 from storage.utterances import NewUtterance
 from tests.handles import live
 
@@ -26,7 +26,7 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(serving_s
     item = out.state.item
     assert f"data-item='{item.id}'" in out.card
     second = item.suggestions[1].intent
-    out = queue_tab.suggestion(serving_state.live, 1, demo, out.state)
+    out = queue_actions.suggestion(serving_state.live, 1, demo, out.state)
     assert second in out.message and out.state.item.id != item.id
     assert _row(serving_state, demo, item.id)["intents"] == second
     assert "1 answered this session" in out.progress
@@ -35,12 +35,12 @@ def test_a_number_takes_that_suggestion_and_the_next_utterance_follows(serving_s
 def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(serving_state, demo):
     out = queue_tab.start(serving_state.live, demo, "file", None)
     first = out.state.item
-    out = queue_tab.enter(serving_state.live, demo, out.state)
+    out = queue_actions.enter(serving_state.live, demo, out.state)
     second = out.state.item
-    out = queue_tab.skip(serving_state.live, demo, out.state)
+    out = queue_actions.skip(serving_state.live, demo, out.state)
     third = out.state.item
     assert third.id not in (first.id, second.id)
-    out = queue_tab.answer_with(serving_state.live, "delete", demo, out.state)
+    out = queue_actions.answer_with(serving_state.live, "delete", demo, out.state)
     # someone else's change in the project meanwhile: the queue's undo never takes it back
     shown = {first.id, second.id, out.state.item.id}
     other = [
@@ -50,23 +50,23 @@ def test_undo_takes_back_this_queues_answers_one_by_one_and_shows_each_again(ser
     ][-1]
     data_svc.label_utterance(serving_state.db, demo, other["id"], ["refund_status"])
 
-    out = queue_tab.undo(
+    out = queue_actions.undo(
         serving_state.live, demo, out.state
     )  # the delete: back under its own id, on screen
     assert out.message.endswith(f"Undid: #{third.id} deleted.")
     assert (out.state.item.id, out.state.item.text) == (third.id, third.text)
     assert _row(serving_state, demo, out.state.item.id)["split"] == "unlabelled"
-    out = queue_tab.undo(serving_state.live, demo, out.state)  # the skip
+    out = queue_actions.undo(serving_state.live, demo, out.state)  # the skip
     assert out.message.endswith(f"Undid: #{second.id} skipped.")
     assert out.state.item.id == second.id
-    out = queue_tab.undo(
+    out = queue_actions.undo(
         serving_state.live, demo, out.state
     )  # the label (Enter's: the flag's, if any)
     want = "out_of_scope" if first.enter_is_out_of_scope else first.suggestions[0].intent
     assert out.message.endswith(f"Undid: #{first.id} labelled {want}.")
     assert out.state.item.id == first.id
     assert _row(serving_state, demo, first.id)["split"] == "unlabelled"
-    out = queue_tab.undo(
+    out = queue_actions.undo(
         serving_state.live, demo, out.state
     )  # nothing left here: the other change stays
     assert "Nothing left to undo in this queue" in out.message
@@ -82,7 +82,7 @@ def test_the_filter_finds_an_intent_and_enter_takes_it(serving_state, demo):
         serving_state.db, demo
     )
     uid = out.state.item.id
-    out = queue_tab.take_match(serving_state.live, demo, out.state, "pass reset")
+    out = queue_actions.take_match(serving_state.live, demo, out.state, "pass reset")
     assert _row(serving_state, demo, uid)["intents"] == "account_password_reset"
     assert out.state.history[-1].action == "take"
 
@@ -91,7 +91,7 @@ def test_a_typed_text_that_names_no_single_intent_stores_nothing(serving_state, 
     out = queue_tab.start(serving_state.live, demo, "file", None)
     uid = out.state.item.id
     for typed, why in (("zzzz", "Unknown intent 'zzzz'"), ("", "Type part"), ("/", "Type part")):
-        refused = queue_tab.take_match(serving_state.live, demo, out.state, typed)
+        refused = queue_actions.take_match(serving_state.live, demo, out.state, typed)
         said = html.unescape(refused.message)
         assert why in said and "Nothing was stored" in said
         assert refused.state.item.id == uid and not refused.state.history
@@ -110,11 +110,15 @@ def test_multi_label_ticks_intents_and_enter_commits_them(serving_state):
     assert item.multi_label and out.picked["visible"] is True
     names = [s.intent for s in item.suggestions]
     state = out.state.but(picked=())
-    state = queue_tab.suggestion(serving_state.live, 0, live(serving_state, "hotel"), state).state
-    state = queue_tab.suggestion(serving_state.live, 1, live(serving_state, "hotel"), state).state
+    state = queue_actions.suggestion(
+        serving_state.live, 0, live(serving_state, "hotel"), state
+    ).state
+    state = queue_actions.suggestion(
+        serving_state.live, 1, live(serving_state, "hotel"), state
+    ).state
     assert list(state.picked) == names[:2]  # toggled, nothing written yet
     assert _row(serving_state, "hotel", item.id)["split"] == "unlabelled"
-    queue_tab.enter(serving_state.live, live(serving_state, "hotel"), state)
+    queue_actions.enter(serving_state.live, live(serving_state, "hotel"), state)
     saved = _row(serving_state, "hotel", item.id)
     assert saved["intents"] == "|".join(sorted(names[:2])) and saved["split"] == "train"
 
@@ -134,7 +138,7 @@ def test_the_review_order_counts_the_flagged_examples_left_not_the_unlabelled(se
     # the whole flagged list is taken at once, so what is left is known
     assert out.progress.startswith(f"**{_left(out.state)}** flagged left to review · 0 reviewed")
     assert "unlabelled" not in out.progress
-    out = queue_tab.suggestion(
+    out = queue_actions.suggestion(
         serving_state.live, 0, demo, out.state
     )  # relabel it as the model suggests
     assert _row(serving_state, demo, flipped["id"])["intents"] == "account_password_reset"
@@ -150,22 +154,22 @@ def test_reviewing_a_test_row_changes_it_only_on_the_same_key_twice(serving_stat
     out = queue_tab.start(serving_state.live, demo, "mislabelled", None)
     assert out.state.item.id == row["id"]
     assert "test row" in out.card
-    out = queue_tab.suggestion(
+    out = queue_actions.suggestion(
         serving_state.live, 0, demo, out.state
     )  # one press: refused, nothing stored
     assert "is a test utterance" in out.message and "same key" in out.message
     assert _row(serving_state, demo, row["id"])["intents"] == "discount_code"
     assert out.state.item.id == row["id"]  # the card stays
-    out = queue_tab.answer_with(
+    out = queue_actions.answer_with(
         serving_state.live, "delete", demo, out.state
     )  # another key: asks anew
     assert "is a test utterance" in out.message
     assert _row(serving_state, demo, row["id"])["intents"] == "discount_code"
-    out = queue_tab.suggestion(serving_state.live, 0, demo, out.state)
+    out = queue_actions.suggestion(serving_state.live, 0, demo, out.state)
     assert (
         _row(serving_state, demo, row["id"])["intents"] == "discount_code"
     )  # the delete was forgotten
-    out = queue_tab.suggestion(
+    out = queue_actions.suggestion(
         serving_state.live, 0, demo, out.state
     )  # the same key again: changed
     assert (
@@ -200,15 +204,15 @@ def test_the_orange_button_is_what_enter_takes_and_0_is_out_of_scope(serving_sta
         said = "<code>Enter</code> (or <code>0</code>) labels it out_of_scope"
         assert (said in out.card) is oos
     flagged = state.but(item=dataclasses.replace(state.item, out_of_scope=True, threshold=0.9))
-    out = queue_tab.enter(serving_state.live, demo, flagged)
+    out = queue_actions.enter(serving_state.live, demo, flagged)
     assert _row(serving_state, demo, state.item.id)["intents"] == "out_of_scope", out.message
     item = out.state.item
     flagged = out.state.but(item=dataclasses.replace(item, out_of_scope=True, threshold=0.9))
-    out = queue_tab.answer_with(serving_state.live, "test", demo, flagged)
+    out = queue_actions.answer_with(serving_state.live, "test", demo, flagged)
     assert _row(serving_state, demo, item.id)["intents"] == item.suggestions[0].intent
     assert _row(serving_state, demo, item.id)["split"] == "test"
     third = out.state.item.id
-    out = queue_tab.answer_with(serving_state.live, "oos", demo, out.state)
+    out = queue_actions.answer_with(serving_state.live, "oos", demo, out.state)
     assert (
         _row(serving_state, demo, third)["intents"],
         _row(serving_state, demo, third)["split"],
@@ -243,7 +247,7 @@ def test_every_card_has_its_own_number_even_in_a_fresh_queue(serving_state, demo
     import re
 
     first = queue_tab.start(serving_state.live, demo, "file", None)
-    answered = queue_tab.enter(serving_state.live, demo, first.state)
+    answered = queue_actions.enter(serving_state.live, demo, first.state)
     again = queue_tab.start(serving_state.live, demo, "file", None)
     seqs = [re.search(r"data-seq='(\d+)'", out.card).group(1) for out in (first, answered, again)]
     assert len(set(seqs)) == 3

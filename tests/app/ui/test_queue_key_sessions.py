@@ -18,7 +18,7 @@ from app.services.projects.members import add_member
 from app.services.queue.queue import OUT_OF_SCOPE
 from app.services.queue.queue_order import CHUNK
 from app.serving.state import ServingState
-from app.ui import queue_tab
+from app.ui import queue_actions, queue_tab
 from app.ui.common import bind
 from app.ui.guard import enforce, guarded
 from tests.handles import live
@@ -64,7 +64,7 @@ def test_a_key_press_is_two_database_sessions_and_stores_the_suggestion_shown(
         auth.add_user(run.db, "dana", "designer", "designer-password")
         add_member(run.db, demo, "dana")
         request = Request("dana")
-    enter = enforce(run, guarded(LABEL, outputs=11)(bind(queue_tab.enter, run.live)))
+    enter = enforce(run, guarded(LABEL, outputs=11)(bind(queue_actions.enter, run.live)))
     with auth.acting_as(auth.actor(run.db, run.settings.multi_user, request and request.username)):
         out = queue_tab.start(run.live, live(run, name), "useful", None)
     state = out.state
@@ -94,7 +94,7 @@ def test_a_refused_key_press_opens_one_session_and_changes_nothing(serving_state
     auth.ensure_admin(team.db, "admin-password")
     auth.add_user(team.db, "vic", "viewer", "viewer-password")
     add_member(team.db, demo, "vic")
-    enter = enforce(team, guarded(LABEL, outputs=11)(bind(queue_tab.enter, team.live)))
+    enter = enforce(team, guarded(LABEL, outputs=11)(bind(queue_actions.enter, team.live)))
     state = queue_tab.start(serving_state.live, demo, "file", None).state
     before = _labels(serving_state, demo)
     opened = _counting(team)

@@ -12,7 +12,7 @@ from app.access import auth
 from app.services.labelling import team
 from app.services.projects.members import add_member
 from app.services.queue import queue as queue_svc
-from app.ui import queue_tab
+from app.ui import queue_actions, queue_tab
 from tests.handles import live
 
 
@@ -43,9 +43,9 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
     )
     out = queue_tab.start(serving_state.live, ana, "file", None)
     while out.state.item.id not in shared:  # to an overlap item: her skip waits for ben's answer
-        out = queue_tab.skip(serving_state.live, ana, out.state)
+        out = queue_actions.skip(serving_state.live, ana, out.state)
     uid = out.state.item.id
-    out = queue_tab.skip(serving_state.live, ana, out.state)
+    out = queue_actions.skip(serving_state.live, ana, out.state)
     assert uid not in team.open_items(serving_state.db, ana)  # answered: it left her queue
     assert out.message.endswith(f"#{uid}: your answer is stored; it waits for a second opinion.")
     queue_svc.answer(serving_state.live, ben, uid, "take", ["track_order"])
@@ -56,8 +56,8 @@ def test_an_annotators_skip_of_her_own_item_is_her_answer_and_undo_takes_it_back
     # undo takes back her skip: the item is hers to answer again, no longer disputed
     back = out
     while back.state.history[-1].id != uid:
-        back = queue_tab.undo(serving_state.live, ana, back.state)
-    back = queue_tab.undo(serving_state.live, ana, back.state)
+        back = queue_actions.undo(serving_state.live, ana, back.state)
+    back = queue_actions.undo(serving_state.live, ana, back.state)
     assert back.message.endswith(f"Undid: #{uid} skipped.")
     assert back.state.item.id == uid and uid in team.open_items(serving_state.db, ana)
     assert _answers(serving_state, crew["rita"], uid) == {}
@@ -81,7 +81,7 @@ def test_an_annotator_reads_her_own_disputed_answers_and_cannot_decide_them(serv
         "Looks out of scope"
         not in queue_tab.render(serving_state.db, ana, out.state.but(item=flagged)).card
     )
-    refused = queue_tab.act(serving_state.live, "take", ana, out.state, ["refund_status"])
+    refused = queue_actions.act(serving_state.live, "take", ana, out.state, ["refund_status"])
     assert "Nothing was stored" in refused.message
     assert _answers(serving_state, rita, uid) == {
         "ana": "label",
