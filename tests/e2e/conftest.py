@@ -4,7 +4,9 @@
 A server costs seconds of CPU to start and warm up, so the modules that can share one live in a
 folder whose conftest starts it once: ``demo/`` (the demo project), ``banking77/`` (BANKING77)
 and ``team/`` (``serve --multi-user``). Under pytest-xdist a folder runs whole on one worker
-(:func:`tests.conftest.scheduling_unit`)."""
+(:func:`tests.conftest.scheduling_unit`) and its server is a ``package`` fixture, stopped after
+the folder's last test: a server left running idles at ~10 % of a core (its queue loop, its row
+encoder's polls and its worker) while the other worker's tests would use that core."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from tests.e2e.conftest import Server, imported_banking77
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def banking77_server(tmp_path_factory):
     """A server whose only project, ``banking77``, is :func:`banking77_csv` imported. One for
     this folder's modules, which run one after the other on one pytest worker: its warm-up is

@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.conftest import Server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(tmp_path_factory):
     srv = Server(tmp_path_factory.mktemp("demo") / "data")
     try:

@@ -8,7 +8,7 @@ import pytest
 from tests.e2e.conftest import PASSWORDS, Server, cli
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def team_server(tmp_path_factory):
     """A ``serve --multi-user`` server (one for this folder's modules) with a designer, dana, and a viewer,
     vic, besides the admin, started with settings that would open a share tunnel or code edits;
