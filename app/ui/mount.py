@@ -21,11 +21,6 @@ from app.perimeter.uploads import NOT_AN_UPLOAD, foreign_files
 
 logger = logging.getLogger(__name__)
 AUTH_MESSAGE = "Intent Studio: sign in (ask an admin for an account)."
-# How long Gradio's queue loop sleeps when it has nothing to start, and its progress loop when
-# nothing runs: Gradio's 1 ms and 10 ms wake an idle server 1,100 times a second, 17 % of a core
-# doing nothing (a BANKING77 server, no page open, Intel Xeon); 10 ms and 100 ms are 2 %, and an
-# event waits at most 10 ms more to start (a key's card: ~100 ms).
-QUEUE_IDLE_S, PROGRESS_IDLE_S = 0.01, 0.1
 # owned(signed-in name or None, path): whether the file is that user's upload waiting to be used
 Owned = Callable[[str | None, str], bool]
 
@@ -153,12 +148,9 @@ def mount_ui(
         gr.set_static_paths([folder])  # served from there: no copy outside the downloads' cap
         guard.append(gate)
     app_kwargs: dict[str, Any] = {"middleware": guard}
-    demo.queue(default_concurrency_limit=4)
-    demo._queue.sleep_when_free = QUEUE_IDLE_S
-    demo._queue.progress_update_sleep_when_free = PROGRESS_IDLE_S
     mounted = gr.mount_gradio_app(
         api,
-        demo,
+        demo.queue(default_concurrency_limit=4),
         path="/",
         server_name=host,
         server_port=port,
