@@ -244,8 +244,8 @@ def log_line(
     job = _locked(s, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
-        if job.status not in ACTIVE_STATUSES:
-            return  # ended (cancelled, reaped) while its worker went on: its end stays shown
+        if job.status != "running":
+            return  # ended, or handed back, while its worker went on: its own word stays shown
         job.message = line
         if phase is not None:
             job.phase = phase
@@ -270,7 +270,7 @@ def set_progress(
     training), ``share``, the whole job's share done now (only ever raised: a share below the
     one recorded leaves it), and the whole job's seconds left (None while being estimated)."""
     job = _locked(s, job_id)
-    if job is not None and job.status in ACTIVE_STATUSES:
+    if job is not None and job.status == "running":  # a job handed back has no worker now
         job.phase, job.step, job.total, job.loss = phase, step, total, loss
         job.message, job.eta_seconds = message, eta
         _advance(job, share)

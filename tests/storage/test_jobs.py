@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from storage import job_reaper, jobs
+from storage import job_phases, job_reaper, jobs
 from storage.errors import ConflictError, NotFoundError
 from storage.projects import create_project
 from storage.tables import TrainingJob, utcnow
@@ -134,6 +134,27 @@ def test_a_stopping_workers_job_goes_back_to_the_queue_as_if_never_taken(db, pro
     assert back.log.rstrip().endswith("queued again") and back.eta_seconds is None
     with db.session() as s:
         assert jobs.claim_job(s, job.id, pid=os.getpid()) is not None
+
+
+def test_a_handed_back_job_keeps_its_word_when_the_abandoned_run_writes_late(db, project):
+    """Seen in the suite: a worker past its grace handed its job back, and the job's thread,
+    still at work until the process left, wrote "evaluating 2 encoders…" over "queued again": a
+    queued job took the word of a run that no longer owns it. Only a running job's worker
+    writes its message, phase and count."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        assert jobs.hand_back(s, job.id, "queued again")
+        jobs.log_line(s, job.id, "evaluating 2 encoders", phase=job_phases.EVALUATING, share=0.4)
+        jobs.set_progress(s, job.id, step=3, total=10, loss=None, message="3 of 10", share=0.5)
+        back = jobs.get_job(s, job.id)
+    assert (back.status, back.message, back.phase, back.step, back.progress) == (
+        "queued",
+        "queued again",
+        "",
+        0,
+        0.0,
+    )
 
 
 def test_a_job_cancelled_or_registered_is_not_handed_back(db, project):
