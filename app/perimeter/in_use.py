@@ -187,7 +187,8 @@ class Working:
         self._idle = threading.Event()
         self._idle.set()
         self._seen: dict[int, float] = {}  # project -> its latest activity (monotonic)
-        self._written: dict[int, float] = {}  # project -> the activity written last
+        self._written: dict[int, float] = {}  # project -> the activity taken to be written
+        self._stored: dict[int, float] = {}  # project -> the activity the database holds
         self._wrote: dict[int, float] = {}  # project -> when that was written (monotonic)
         self._cards: dict[int, int] = {}  # project -> cards asked for and not yet shown
         self._thread: threading.Thread | None = None
@@ -217,13 +218,14 @@ class Working:
                 self._started()
 
     def wait_written(self, timeout: float = 5.0) -> bool:
-        """Wait until what was told so far is written (False: not within ``timeout`` s)."""
+        """Wait until what was told so far is in the database, committed (False: not within
+        ``timeout`` s, or its write failed)."""
         with self._lock:
             told = dict(self._seen)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                if all(self._written.get(p, -1.0) >= t for p, t in told.items()):
+                if all(self._stored.get(p, -1.0) >= t for p, t in told.items()):
                     return True
                 if self._thread is None:  # a writer that died (_run let it go): start another
                     self._started()
@@ -288,7 +290,13 @@ class Working:
                 at, now = clock(s), time.monotonic()
                 for pid, seen in due.items():
                     mark_active(s, pid, at - timedelta(seconds=max(0.0, now - seen)))
+            with self._lock:  # committed: what wait_written waits for
+                for pid, seen in due.items():
+                    self._stored[pid] = max(seen, self._stored.get(pid, -1.0))
         except (DatabaseUnavailable, StorageError) as exc:  # a busy or absent database
-            logger.warning("could not record the Label tab's activity: %s", exc)
+            logger.warning("could not record the Label tab's activity (tried again): %s", exc)
+            with self._lock:  # not written: due again at the next pace (_due)
+                for pid in due:
+                    self._written[pid] = self._stored.get(pid, -1.0)
         except Exception:  # logged with its traceback (a bug goes on: the thread ends)
             logged(logger, "could not record the Label tab's activity")
