@@ -57,7 +57,7 @@ def _out(view: svc.SettingsView, message: str = "") -> dict[str, Any]:
     return {
         "values": {name: values[name] for name in svc.SETTINGS},
         "effects": view.effects,
-        "auto_retrain": svc.switch_words(view.values),
+        "auto_retrain": svc.switch_words(view.values, view.deployment),
         "message": message,
     }
 

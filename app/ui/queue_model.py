@@ -76,7 +76,7 @@ def model_html(now: svc.Serving, changed: str = "", switch: str = "") -> str:
 
 
 def tick(
-    training: TrainingQueue, p: ProjectHandle | None, seen: Seen | None
+    training: TrainingQueue, live: LivePools, p: ProjectHandle | None, seen: Seen | None
 ) -> tuple[Any, Seen | None]:
     """The timer's look: the line again only when the stamp moved (else nothing is sent), with
     what changed once another model serves the same project."""
@@ -85,7 +85,7 @@ def tick(
     stamp, err = attempt(lambda: svc.stamp(training.db, p))
     if err or stamp is None:
         return gr.skip(), seen
-    switch = switch_words(p.settings)  # read with the project's handle: no query
+    switch = switch_words(p.settings, live.auto_retrain)  # the project's handle: no query
     if seen is not None and seen.stamp == stamp and seen.switch == switch:
         return gr.skip(), seen
     now, err = attempt(lambda: svc.serving_now(training, p))
@@ -133,7 +133,7 @@ def follow_model(
     timer = gr.Timer(POLL_S)
     again = gr.Button("rescore", elem_id=RESCORE_ID, elem_classes=["hidden-trigger"])
     quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
-    look = bind(tick, training)
+    look = bind(tick, training, live)
     timer.tick(look, [project, seen], [line, seen], **quiet)
     first = (look, [project, gr.State(None)], [line, seen])
     project.change(*first, **quiet)

@@ -23,6 +23,7 @@ from app.services.projects.projects import new_project
 from app.services.training import auto_retrain
 from app.services.training import retrain_jobs as svc
 from app.serving.compute import budget_for
+from app.ui.queue_model import tick
 from storage import jobs
 from tests.handles import live
 from tests.samples import make_tiny
@@ -147,12 +148,17 @@ def test_the_setting_off_starts_none_and_a_refused_project_is_not_asked_again(
     serving_state.live.auto_retrain = False
     try:
         view = settings_svc.view(serving_state.live, live(serving_state, "tiny"))
+        # the Label tab's line said "Retrain by itself after 20 new labels: on" alone there
+        line, _ = tick(
+            serving_state.training, serving_state.live, live(serving_state, "tiny"), None
+        )
     finally:
         serving_state.live.auto_retrain = True
         settings_svc.change(
             serving_state.live, live(serving_state, "tiny"), {"auto_retrain": "off"}
         )
     assert view.auto_brief.startswith("Off for this deployment (INTENT_STUDIO_AUTO_RETRAIN=off)")
+    assert ": on (but off for this deployment)</a>" in line
     assert (
         "switch (on)" in view.auto_brief
         and "automatic retrains are off" in view.effects["auto_retrain_after"]

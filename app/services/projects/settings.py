@@ -35,6 +35,7 @@ class SettingsView:
     base_encoder: str = "minilm"
     encoder_choices: tuple[str, ...] = ()  # the base encoders installed here
     auto_brief: str = ""  # the automatic retrain's line without its rule (AutoState.brief)
+    deployment: bool = True  # the deployment's automatic retrain switch (off wins)
 
     def lines(self) -> list[str]:
         """``name = value`` then its effect, setting by setting (the CLI's text output)."""
@@ -61,16 +62,23 @@ NOTHING_CHANGED = "Nothing changed."  # a change that changed no setting
 AUTO_SETTINGS = ("auto_retrain", "auto_retrain_after")
 
 
-def switch_words(values: ProjectSettings) -> str:
+def switch_words(values: ProjectSettings, deployment: bool = True) -> str:
     """The automatic retrain's switch and its threshold in a designer's words, as the Label
     tab's model line, the Train tab, a saved change, the CLI and REST say it (what counts as a
-    new label, and when: :attr:`app.services.training.auto_retrain.AutoState.words`).
+    new label, and when: :attr:`app.services.training.auto_retrain.AutoState.words`);
+    ``deployment``: the deployment's switch (:attr:`app.config.Settings.auto_retrain`), which
+    wins when off: a project switched on says so beside its own switch.
 
     Example:
         >>> switch_words(ProjectSettings()), switch_words(ProjectSettings(auto_retrain=False))
         ('Retrain by itself after 20 new labels: on', 'Retrain by itself after 20 new labels: off')
+        >>> switch_words(ProjectSettings(), deployment=False)
+        'Retrain by itself after 20 new labels: on (but off for this deployment)'
     """
-    return f"Retrain by itself after {values.auto_retrain_after} new labels: {shown(values.auto_retrain)}"
+    said = f"Retrain by itself after {values.auto_retrain_after} new labels: {shown(values.auto_retrain)}"
+    return (
+        said if deployment or not values.auto_retrain else f"{said} (but off for this deployment)"
+    )
 
 
 def moved_words(before: ProjectSettings, after: ProjectSettings) -> str:
@@ -143,6 +151,7 @@ def view(live: LivePools, p: ProjectHandle) -> SettingsView:
         base_encoder=p.base_encoder,
         encoder_choices=tuple(encoders.choices()),
         auto_brief=auto.brief,
+        deployment=auto.deployment,
     )
 
 

@@ -14,8 +14,11 @@ def test_rest_reads_the_settings_and_says_the_switch_in_words(client):
     assert got.status_code == 200
     body = got.json()
     assert body["values"]["auto_retrain"] is True and body["values"]["auto_retrain_after"] == 20
-    assert body["auto_retrain"] == "Retrain by itself after 20 new labels: on"
-    # the suite's deployment has INTENT_STUDIO_AUTO_RETRAIN=off: said over the project's "on"
+    # the suite's deployment has INTENT_STUDIO_AUTO_RETRAIN=off: said beside the project's "on"
+    # (it said "…: on" alone, which no worker acts on)
+    assert body["auto_retrain"] == (
+        "Retrain by itself after 20 new labels: on (but off for this deployment)"
+    )
     assert body["effects"]["auto_retrain"].startswith("Off for this deployment")
 
 
