@@ -240,14 +240,17 @@ def log_line(
     s: Session, job_id: int, line: str, *, phase: str | None = None, share: float | None = None
 ) -> None:
     """Append a time-stamped line to the job's log, its message now; a ``phase`` of
-    :data:`PHASES` is recorded with it, and ``share``, the job's share done when it starts."""
+    :data:`PHASES` is recorded with it (another phase starts its count again; the phase under
+    way keeps it), and ``share``, the job's share done when it starts."""
     job = _locked(s, job_id)
     if job is not None:
         job.log = (job.log + _stamp(line))[-LOG_CHARS:]
         if job.status != "running":
             return  # ended, or handed back, while its worker went on: its own word stays shown
         job.message = line
-        if phase is not None:
+        if (
+            phase is not None and phase != job.phase
+        ):  # a line of the phase under way keeps its count
             job.phase = phase
             job.step = job.total = 0  # a count is the phase's own
         _advance(job, share)

@@ -7,6 +7,7 @@ version stores only the layers it changed. Real SQLite, the worker's own job pat
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -72,6 +73,16 @@ def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serve
     served = [r for r in RecordingReporter.rows if r.model_version_id is not None]
     assert served and served[0].served_step < served[0].train_steps
     assert any(r.phase == "training" and r.improving for r in served)
+    # the step the Label line says while the from-base run trains behind the served version
+    # goes on, never back: a log line of the training under way ("a first pass from the base
+    # encoder … is not measured") set the count to 0 and the line said the served step again
+    # (31 → 12 → 49 in a walk)
+    said = [
+        int(re.search(r"step ([\d,]+) of", svc.improving_words(r))[1].replace(",", ""))
+        for r in served
+        if r.improving and r.phase == "training"
+    ]
+    assert said == sorted(said) and said[-1] > said[0], said
     mv = version(serving_state, done.model_version_id)
     assert active_id(serving_state, "tiny") == mv.id
     assert mv.metrics["gate"]["passed"]
