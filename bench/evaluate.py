@@ -59,6 +59,8 @@ class _Reporter:
 
     def progress(self, p: Any) -> None: ...
 
+    def vectors(self, done: int, total: int, eta: float | None) -> None: ...
+
 
 def _phase(args: Any, root: Path, base: Any, active: Any, data: Any) -> dict[str, Any]:
     """A later retrain's evaluation phase through the pipeline (new model cold, frozen base and

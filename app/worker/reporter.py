@@ -28,7 +28,7 @@ from core.training import TrainingCancelled, TrainProgress
 from storage import jobs
 from storage.artifacts import ArtifactStore
 from storage.db import ROWS
-from storage.job_phases import CALIBRATING, EVALUATING, INT8, TRAINING
+from storage.job_phases import CALIBRATING, EVALUATING, INT8, REGISTERING, SERVING, TRAINING
 from storage.patience import Patience
 from storage.remote_artifacts import RemoteArtifactStore
 
@@ -134,6 +134,15 @@ class JobReporter:
         # the int8 copy's own measurement is counted by the evaluation, within the int8 phase
         message = f"{p.encoders} encoders · {p.done:,} of {p.total:,} utterances"
         self._counted(p.done, p.total, p.eta, (INT8, EVALUATING), None, message)
+
+    def vectors(self, done: int, total: int, eta: float | None) -> None:
+        # the first card's utterances in the space that serves from now: registering's count
+        # once an int8 copy is switched in, else serving's
+        if not total:  # nothing known to encode yet: the time left knows, the row keeps its word
+            self._count(done, total, eta)
+            return
+        message = f"the first card's utterances · {done:,} of {total:,}"
+        self._counted(done, total, eta, (REGISTERING, SERVING), None, message)
 
     def _counted(
         self,

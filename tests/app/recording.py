@@ -28,3 +28,7 @@ class RecordingReporter(worker.JobReporter):
     def evaluation(self, p) -> None:
         super().evaluation(p)
         self._keep()
+
+    def vectors(self, done, total, eta) -> None:
+        super().vectors(done, total, eta)
+        self._keep()

@@ -48,6 +48,11 @@ class _Watching(worker.JobReporter):
     server = None
     seen: ClassVar[dict] = {}
     calibrating: ClassVar[dict] = {}
+    vectors_counted: ClassVar[list] = []  # (the job's phase, done, total, time left)
+
+    def vectors(self, done, total, eta) -> None:
+        super().vectors(done, total, eta)
+        _Watching.vectors_counted.append((self._tracker.phase, done, total, eta))
 
     def log(self, line, *, phase=None) -> None:
         if phase == "calibrating" and not _Watching.calibrating:
@@ -103,6 +108,7 @@ def served(tmp_path_factory):
     demo = live(context, DEMO)
     job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
     _Watching.server, _Watching.seen, _Watching.calibrating = server, {}, {}
+    _Watching.vectors_counted = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(worker, "JobReporter", _Watching)
         worker.execute_job(context, job.id)
@@ -155,6 +161,13 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     assert f"v{mv.id} switched to its int8 copy: top-1 agreement" in done.log
     # the server's pool follows the switch at its next prediction (the project's stamp moved)
     assert isinstance(server.live.pool(mv.project_id).encoder, OnnxEncoder)
+    # the first card's utterances in the int8 copy's space are registering's count, their time
+    # left measured (it was planned alone: "about 0 s" for 8 s where they took twice the plan)
+    counted = [c for c in _Watching.vectors_counted if c[0] == "registering" and c[2]]
+    assert counted and counted[-1][1] == counted[-1][2] and counted[-1][3] == 0.0, counted
+    with serving_state.db.session() as s:
+        unlabelled = len(list_utterances(s, mv.project_id, split="unlabelled"))
+    assert 0 < counted[-1][2] <= unlabelled
 
 
 def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_thresholds(served):

@@ -24,7 +24,9 @@ from storage.job_view import JobView
 
 # BANKING77's first retrain (101 steps of 32, 2,540 utterances to encode, 1,270 parity questions)
 PLAN = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=2_540, parity=1_270, unlabelled=150)
-UNITS = {"training": 101, "evaluating": 2_540}
+# what each counted phase counts: serving's first card waits for the int8 copy's space, which
+# registering encodes it in (its 150 unlabelled utterances)
+UNITS = {"training": 101, "evaluating": 2_540, "serving": 0, "registering": 150}
 
 
 def run(plan: JobPlan, took: Mapping[str, float]) -> Iterator[tuple[str, float, float, Any]]:
@@ -72,7 +74,8 @@ def test_the_share_never_goes_back_whatever_each_phase_really_takes():
         {**planned(PLAN, 0.5), "saving": 60.0, "serving": 40.0},  # slow disk, many unlabelled
     ):
         shares = [share for *_, (share, _) in run(PLAN, took)]
-        assert shares == sorted(shares) and shares[-1] < 1
+        # the last phase (registering) counts its utterances: all of them done is its end
+        assert shares == sorted(shares) and shares[-1] <= 1
     # a phase's count starts again at 0; the job's share goes on from where the last one ended
     assert PLAN.share("training", 101, 101) == PLAN.share("saving") < PLAN.share("evaluating", 1, 9)
     assert PLAN.share("registering", 1, 1) == pytest.approx(1.0)
@@ -166,7 +169,7 @@ def timing(took: Mapping[str, float], phase: str, t: float) -> bool:
     is not timed, then two are (:class:`core.training.Eta`), each a unit or more and a second
     of the simulation's clock or more."""
     start = sum(took.get(p, 0.0) for p in PHASES[: PHASES.index(phase)])
-    return phase in COUNTED and t - start <= 3 * max(took[phase] / UNITS[phase], 1.0) + 1.0
+    return phase in COUNTED and t - start <= 3 * max(took[phase] / (UNITS[phase] or 1), 1.0) + 1.0
 
 
 @pytest.mark.parametrize("slower", [0.3, 1.0, 7.0])

@@ -24,7 +24,7 @@ uncertain first needs 539-616 and random order more than 770.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -281,7 +281,9 @@ def _order_listed(
     return [rows[i].id for i in picks]
 
 
-def encode_candidates(live: LivePools, p: ProjectHandle) -> int:
+def encode_candidates(
+    live: LivePools, p: ProjectHandle, progress: Callable[[int, int], None] | None = None
+) -> int:
     """Encode a seeded sample of the queue's candidates (up to :data:`MAX_ASSIGNED` of the
     project's unlabelled rows, spread over the whole file) in the space that serves the project
     now, into the embedding cache (what a retrain's worker does for the space that stays: the
@@ -298,6 +300,8 @@ def encode_candidates(live: LivePools, p: ProjectHandle) -> int:
     pool = live.pool(p.id)
     before = live.cache.encoded
     live.cache.encode(
-        pool.encoder, [with_context(t, c) if pool.use_context else t for t, c in texts.values()]
+        pool.encoder,
+        [with_context(t, c) if pool.use_context else t for t, c in texts.values()],
+        progress=progress,
     )
     return live.cache.encoded - before

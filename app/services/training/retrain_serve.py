@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +22,7 @@ from app.services.models.evaluation import gate
 from app.services.training.retrain_measure import Measured
 from app.services.training.retrain_state import (
     Int8Outcome,
+    Reporter,
     RetrainRun,
     Served,
     Snapshot,
@@ -30,6 +32,7 @@ from app.serving.live import LivePools
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
+from core.training.eta import Eta
 from storage import jobs
 from storage.artifacts import tree_sha256
 from storage.db import WriteLock
@@ -108,7 +111,7 @@ def serve(
     # copy on its way replaces it in seconds, and the cores are theirs and the app's
     stays = step >= total and not (int8 or {}).get("pending")
     if prepare:
-        first_card_vectors(run.live, snap.project_id, queue=stays)
+        first_card_vectors(run.live, snap.project_id, queue=stays, progress=counted(run.reporter))
     promoted = passed or (current is not None and current.promoted)
     return Served(mv_id, rel, promoted, why, metrics, trained.seconds, step, total, stage)
 
@@ -273,7 +276,8 @@ def register(
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
             run.reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
         if prepare:
-            first_card_vectors(run.live, snap.project_id)  # the space that serves from now on
+            # the space that serves from now on
+            first_card_vectors(run.live, snap.project_id, progress=counted(run.reporter))
     acc = headline.accuracy or 0.0
     base_acc = (headline.base.accuracy if headline.base else measured.base.accuracy) or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
@@ -283,12 +287,33 @@ def register(
     )
 
 
-def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) -> None:
+def counted(reporter: Reporter) -> Callable[[int, int], None]:
+    """The first card's utterances counted for ``reporter`` (:meth:`Reporter.vectors`), with
+    their time left measured as they encode (none before: "estimating…", not the plan's guess;
+    it said "about 0 s" for the 2 s an int8 copy took to load before them)."""
+    eta = Eta(0)
+
+    def report(done: int, total: int) -> None:
+        nonlocal eta
+        if total != eta.total:
+            eta = Eta(total)
+        reporter.vectors(done, total, eta.update(done))
+
+    return report
+
+
+def first_card_vectors(
+    live: LivePools,
+    project_id: int,
+    *,
+    queue: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card and first prediction need in the space it now serves: its
     pool and anchors, its calibration (kept beside the cache, :mod:`app.serving.pools`) and,
     with ``queue``, the labelling queue's candidates, so the app does not compute them while a
-    user waits."""
+    user waits; ``progress(done, total)`` counts the candidates it encodes."""
     from app.access import open_project
     from app.access.auth import LOCAL
     from app.services.queue.queue_order import encode_candidates
@@ -298,7 +323,7 @@ def first_card_vectors(live: LivePools, project_id: int, *, queue: bool = True) 
         before, started = live.cache.encoded, time.monotonic()
         live.pool(project_id)  # the served pool, even with no queue to order
         if queue:
-            encode_candidates(live, p)
+            encode_candidates(live, p, progress=progress)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,

@@ -46,6 +46,11 @@ class Reporter(Protocol):
 
     def evaluation(self, p: EvalProgress) -> None: ...
 
+    def vectors(self, done: int, total: int, eta: float | None) -> None:
+        """The first card's utterances encoded in the space that serves (``done`` of ``total``;
+        ``eta``: seconds left as measured, None while estimating): the count of ``serving`` or
+        ``registering``."""
+
     def should_cancel(self) -> bool: ...
 
 
