@@ -631,6 +631,7 @@ def main() -> int:
         help="with --banking77: labelled utterances added after its retrain, before the request",
     )
     parser.add_argument("--out", default=None, help="JSON file (default bench/results/)")
+    parser.add_argument("--server-log", type=Path, default=None, help="keep the server's log here")
     args = parser.parse_args()
     global PROJECT, QUERIES, CODE
     CODE = (args.code or ROOT).resolve()
@@ -650,8 +651,9 @@ def main() -> int:
             data, args.data, fresh=args.fresh, test=args.test, new_labels=args.new_labels
         )
     log = data / "server.log"
+    verbose = ["-v"] if args.server_log else []  # its pools' builds logged (--server-log)
     server = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app", *verbose, "serve", "--port", str(port)],
         env=env,
         cwd=CODE,
         stdout=log.open("wb"),
@@ -674,6 +676,8 @@ def main() -> int:
             server.wait(20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+        if args.server_log:  # what the server said (its pools' builds, its jobs)
+            shutil.copy(log, args.server_log)
         shutil.rmtree(data, ignore_errors=True)
 
     print_table(args, results)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.encoding.exit_gate import Exiting
@@ -67,9 +68,13 @@ class PoolSwitch:
 
         def build() -> None:
             try:
+                began = time.monotonic()
                 made = self.live.build_pool(project_id, key, mv, base, settings)
                 if self.live.install(project_id, key, made):
-                    logger.info("project %s: now answered by %s", project_id, key)
+                    took = time.monotonic() - began
+                    logger.info(
+                        "project %s: now answered by %s (built in %.1f s)", project_id, key, took
+                    )
             except Exiting:  # the process is exiting (core.encoding.exit_gate)
                 return
             except Exception:  # the pool before it answers on; the next call tries again
