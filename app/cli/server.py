@@ -44,6 +44,7 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     from app.perimeter.in_use import warming
     from app.services.design.map_warm_up import encode_map_rows
     from app.services.queue.queue import warm_up as warm_queue
+    from app.serving.models import load_bases
     from app.worker.encoding import fan_out_for
     from core.encoding.exit_gate import Exiting
     from core.errors import logged
@@ -87,37 +88,10 @@ def _warm_up(serving_state: ServingState, umap: threading.Thread) -> None:
     print("Warm: encoders loaded, pools and queues ready.", flush=True)
     if serving_state.settings.auto_retrain:  # the next versions come by themselves
         try:
-            bases = load_bases(serving_state)
+            bases = load_bases(serving_state.db, serving_state.live.models)
         except Exiting:
             return
         said(f"base encoders loaded for the next versions ({', '.join(bases) or 'none'})")
-
-
-def load_bases(serving_state: ServingState) -> list[str]:
-    """Load the projects' base encoders (fp32, once per process): a retrain's new version loads
-    onto its base (:func:`core.training.model_io.load_trained`), and a server whose projects
-    serve int8 copies had not loaded it, so the first version a retrain served answered 4.4 s
-    later than the job said it served (the library's import and the base's load, in the pool's
-    switch; bench.load at 1,000 questions, Intel Xeon with AMX, quiet); loaded, 1.4 s. The
-    warm-up does it once the server is warm where retrains start by themselves (a deployment
-    with them off pays it at its first version: its servers start with less). Returns their
-    names."""
-    from core.encoding.exit_gate import Exiting
-    from core.errors import logged
-    from storage.projects import list_projects
-
-    with serving_state.db.session() as s:
-        bases = sorted({p.base_encoder for p in list_projects(s)})
-    loaded = []
-    for base in bases:
-        try:
-            serving_state.live.models.base_encoder(base)
-            loaded.append(base)
-        except Exiting:
-            raise
-        except Exception:  # not installed here: its projects' versions say so when they load
-            logged(logger, "could not load the base encoder %s", base)
-    return loaded
 
 
 def bind(host: str, port: int) -> socket.socket:

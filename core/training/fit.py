@@ -31,10 +31,11 @@ from core.training.loop import (
     Batch,
     CancelFn,
     ProgressFn,
+    StagePace,
     TrainingCancelled,
-    TrainProgress,
     run_training,
     seed_everything,
+    whole_run,
 )
 from core.training.model_io import TrainedModel
 from core.training.pairs import Labels, anchor_positive_batches, check_trainable, focus_batches
@@ -325,7 +326,7 @@ def train_encoder(
         }
 
     states: PrefixStates | None = None
-    pace = _Pace()  # seconds per step, measured in a stage and kept for the stages after it
+    pace = StagePace()  # seconds per step, measured in a stage and kept for the stages after it
     with cached_prefix(model, seen, frozen, should_cancel) as prefix:
         states = prefix.states
         for stage in plan:
@@ -337,7 +338,7 @@ def train_encoder(
                 lr=lr,
                 warmup=config.warmup,
                 weight_decay=config.weight_decay,
-                progress=_whole_run(progress, done, len(stage), steps, t0, pace),
+                progress=whole_run(progress, done, len(stage), steps, t0, pace),
                 should_cancel=should_cancel,
                 bank=bank,
             )
@@ -377,47 +378,3 @@ def _frozen_copy(model: SentenceTransformer) -> SentenceTransformer:
         p.requires_grad_(False)
     copied.eval()
     return copied
-
-
-class _Pace:
-    """The training's seconds per step as its stages measured it (None before any did)."""
-
-    per_step: float | None = None
-
-
-def _whole_run(
-    progress: ProgressFn | None,
-    before: int,
-    stage: int,
-    total: int,
-    started: float,
-    pace: _Pace | None = None,
-) -> ProgressFn | None:
-    """A stage's progress as the whole run's: its steps after the ``before`` of the stages
-    before it, of all ``total``; the time left at the stage's own measured pace (a checkpoint's
-    pause between two stages is no step's time). ``pace`` carries that pace from stage to stage:
-    a stage's last step (its own time left 0) and the next stage's first steps (not timed yet)
-    say the whole run's time left at the pace measured before, not 0 and not "estimating…".
-
-    Example:
-        >>> said = []
-        >>> pace = _Pace()
-        >>> first = _whole_run(said.append, 0, 10, 30, 0.0, pace)
-        >>> first(TrainProgress(5, 10, 0.5, 5.0, 5.0)); first(TrainProgress(10, 10, 0.5, 10.0, 0.0))
-        >>> then = _whole_run(said.append, 10, 20, 30, 0.0, pace)
-        >>> then(TrainProgress(1, 20, 0.5, 11.0, None))
-        >>> [p.eta for p in said]
-        [25.0, 20.0, 19.0]
-    """
-    if progress is None:
-        return None
-    pace = pace or _Pace()
-
-    def report(p: TrainProgress) -> None:
-        if p.eta is not None and p.step < stage:
-            pace.per_step = p.eta / (stage - p.step)
-        left = None if pace.per_step is None else pace.per_step * (total - before - p.step)
-        elapsed = time.monotonic() - started
-        progress(TrainProgress(before + p.step, total, p.loss, elapsed, left))
-
-    return report

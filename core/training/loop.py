@@ -268,3 +268,47 @@ def _loss_of(
     bank = bank if bank is not None else TokenBank(model, [t for col in columns for t in col])
     value = loss([bank.features(bank.rows(col)) for col in columns], labels)
     return value
+
+
+class StagePace:
+    """The training's seconds per step as its stages measured it (None before any did)."""
+
+    per_step: float | None = None
+
+
+def whole_run(
+    progress: ProgressFn | None,
+    before: int,
+    stage: int,
+    total: int,
+    started: float,
+    pace: StagePace | None = None,
+) -> ProgressFn | None:
+    """A stage's progress as the whole run's: its steps after the ``before`` of the stages
+    before it, of all ``total``; the time left at the stage's own measured pace (a checkpoint's
+    pause between two stages is no step's time). ``pace`` carries that pace from stage to stage:
+    a stage's last step (its own time left 0) and the next stage's first steps (not timed yet)
+    say the whole run's time left at the pace measured before, not 0 and not "estimating…".
+
+    Example:
+        >>> said = []
+        >>> pace = StagePace()
+        >>> first = whole_run(said.append, 0, 10, 30, 0.0, pace)
+        >>> first(TrainProgress(5, 10, 0.5, 5.0, 5.0)); first(TrainProgress(10, 10, 0.5, 10.0, 0.0))
+        >>> then = whole_run(said.append, 10, 20, 30, 0.0, pace)
+        >>> then(TrainProgress(1, 20, 0.5, 11.0, None))
+        >>> [p.eta for p in said]
+        [25.0, 20.0, 19.0]
+    """
+    if progress is None:
+        return None
+    pace = pace or StagePace()
+
+    def report(p: TrainProgress) -> None:
+        if p.eta is not None and p.step < stage:
+            pace.per_step = p.eta / (stage - p.step)
+        left = None if pace.per_step is None else pace.per_step * (total - before - p.step)
+        elapsed = time.monotonic() - started
+        progress(TrainProgress(before + p.step, total, p.loss, elapsed, left))
+
+    return report

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from app.cli.server import load_bases
+from app.serving.models import load_bases
 from core.encoding import registry
 from storage.projects import create_project
 
@@ -24,7 +24,7 @@ def test_the_warm_up_loads_each_projects_base_and_skips_one_not_installed(
         create_project(s, "shop")  # MiniLM, the default
         create_project(s, "elsewhere", base_encoder="an-encoder-not-installed-here")
     with caplog.at_level(logging.ERROR):
-        loaded = load_bases(serving_state)
+        loaded = load_bases(serving_state.db, serving_state.live.models)
     assert loaded == ["minilm"]
     assert [name for name, _device in registry._loaded] == ["minilm"]
     assert "could not load the base encoder an-encoder-not-installed-here" in caplog.text
