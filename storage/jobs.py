@@ -248,9 +248,8 @@ def log_line(
         if job.status != "running":
             return  # ended, or handed back, while its worker went on: its own word stays shown
         job.message = line
-        if (
-            phase is not None and phase != job.phase
-        ):  # a line of the phase under way keeps its count
+        # a line of the phase under way keeps its count; another phase starts its own
+        if phase is not None and phase != job.phase:
             job.phase = phase
             job.step = job.total = 0  # a count is the phase's own
         _advance(job, share)

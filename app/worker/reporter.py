@@ -137,10 +137,7 @@ class JobReporter:
 
     def vectors(self, done: int, total: int, eta: float | None) -> None:
         # the first card's utterances in the space that serves from now: registering's count
-        # once an int8 copy is switched in, else serving's
-        if not total:  # nothing known to encode yet: the time left knows, the row keeps its word
-            self._count(done, total, eta)
-            return
+        # once an int8 copy is switched in, else serving's (counted only when there are some)
         message = f"the first card's utterances · {done:,} of {total:,}"
         self._counted(done, total, eta, (REGISTERING, SERVING), None, message)
 
