@@ -108,9 +108,9 @@ class JobReporter:
         if phase is not None:
             with self._lock:
                 self._tracker.enter(phase, time.monotonic())
-        share, _ = self._read()
+        share, left = self._read()  # the time left from the phase's start, not the last tick's
         with self.training.db.write(ROWS) as s:
-            jobs.log_line(s, self.job_id, line, phase=phase, share=share)
+            jobs.log_line(s, self.job_id, line, phase=phase, share=share, eta=left)
 
     def _due(self, phase: str, done: bool) -> bool:
         """At most one progress write a second, but always a phase's first and last."""

@@ -382,3 +382,21 @@ def test_a_worker_whose_clock_is_behind_is_not_reaped_while_it_beats(db, project
         )
     with db.session() as s:
         assert job_reaper.reap_dead_jobs(s) == 1
+
+
+def test_a_phases_first_line_replaces_the_time_left_the_phase_before_said(db, project):
+    """The last tick's time left counted down to the end of the phase before: the int8 phase
+    of a 3,078-question run said "about 1 s to the end" for its first second, 37 s before the
+    end. A phase's line carries its own (None: being estimated); a line without one leaves it."""
+    with db.session() as s:
+        job, _ = jobs.create_job(s, project, {})
+        jobs.claim_job(s, job.id, pid=os.getpid())
+        jobs.log_line(s, job.id, "evaluating", phase=job_phases.EVALUATING, share=0.6)
+        jobs.tick(s, job.id, share=0.9, eta=1.2)  # 1 s to the measurement's end
+        jobs.log_line(s, job.id, "building the int8 copy", phase=job_phases.INT8, eta=49.7)
+        int8 = jobs.get_job(s, job.id).eta_seconds
+        jobs.log_line(s, job.id, "a word on the side")  # no phase: the time left stays
+        aside = jobs.get_job(s, job.id).eta_seconds
+        jobs.log_line(s, job.id, "recording the version", phase=job_phases.REGISTERING)
+        registering = jobs.get_job(s, job.id).eta_seconds
+    assert (int8, aside, registering) == (49.7, 49.7, None)
