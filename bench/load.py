@@ -416,6 +416,7 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
     job_id = r.json()["job"]["id"]
     seen: list[tuple[float, tuple[float, ...]]] = []
     etas: list[tuple[float, Any, Any, str]] = []  # (s, the job's time left, phase, its line)
+    verdicts: list[tuple[float, str]] = []  # (s, a checkpoint's verdict first seen then)
     job: dict[str, Any] = {}
     done_at = None
     last_job = 0.0
@@ -430,6 +431,9 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
             if job["status"] not in ("queued", "running") and done_at is None:
                 done_at = round(time.perf_counter() - t0, 2)
             elif job["status"] == "running":
+                said = VERDICT.findall(job.get("log") or "")
+                if len(said) > len(verdicts):  # a checkpoint's verdict: served or kept back
+                    verdicts.append((round(now, 2), said[-1]))
                 etas.append((now, job.get("eta_seconds"), job.get("phase"), job.get("state", "")))
         if done_at is not None and time.perf_counter() - t0 > done_at + 2 * poll + 1:
             break  # the job ended and its last switch (if any) had time to show
@@ -470,7 +474,8 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
         ),
         # issue 71 item 6: the time left against when what it counts down to came, once
         # training has started (the worst ratio either way; 1.0 is exact)
-        "eta_worst_ratio": eta_worst(etas, [t for t, _ in seen], done_at),
+        "eta_worst_ratio": eta_worst(etas, [t for t, _ in seen], [t for t, _ in verdicts], done_at),
+        "verdicts": verdicts,
         # what the job said at each look while running: (s since the request, time left, phase,
         # its line), to read where a ratio went wrong
         "etas": [(round(t, 2), e, ph, line) for t, e, ph, line in etas],
@@ -481,20 +486,33 @@ def one_retrain(client: httpx.Client, seed: int, poll: float, timeout: float) ->
     }
 
 
+# a checkpoint's verdict in the job's log: "v2 (…) measured 87.2 % vs 87.1 % …: serves", "… kept
+# back: …", or a later one "… measured accuracy 0.871, not better than 0.872: v2 keeps …"
+VERDICT = re.compile(r"^\[[\d:]+\] (.* measured .*(?:: serves|kept back|not better than).*)$", re.M)
+
+
 def eta_worst(
-    etas: list[tuple[float, Any, Any, str]], switches: list[float], done: float | None
+    etas: list[tuple[float, Any, Any, str]],
+    switches: list[float],
+    verdicts: list[float],
+    done: float | None,
 ) -> float | None:
     """The worst ratio between a job's time left and what it took (the next switch of what
-    answers when the line counts down to a version, the job's end otherwise), once training
-    has started, over the moments more than 5 s before it."""
+    answers when the line counts down to a first version, the verdict on the next checkpoint when
+    it counts down to that, the job's end otherwise), once training has started, over the
+    moments more than 5 s before it."""
     worst = None
     started = False
     for now, eta, phase, line in etas:
         started = started or phase == "training"
         if not started or eta is None:
             continue
-        to_version = " to a first version" in line or " to the next version" in line
-        target = next((t for t in switches if t > now), None) if to_version else done
+        if " to a first version" in line or " to the next version" in line:  # the peer's words
+            target = next((t for t in switches if t > now), None)
+        elif " to the verdict on the next checkpoint" in line:
+            target = next((t for t in verdicts if t > now), None)
+        else:
+            target = done
         if target is None or target - now < 5:
             continue
         ratio = max(eta / (target - now), (target - now) / max(eta, 0.1))

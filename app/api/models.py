@@ -307,8 +307,9 @@ class Job(BaseModel):
     percent: int = Field(..., description="the whole job's, never going back; 100 once done")
     eta_seconds: float | None = Field(
         ...,
-        description="seconds to the next version answering while one is ahead, else to the "
-        "job's end (`state` says which); null while estimating",
+        description="seconds to a first version answering, then to the next checkpoint's "
+        "verdict (it serves only if it measures better), else to the job's end (`state` says "
+        "which); null while estimating",
     )
     message: str
     model_version_id: int | None = Field(
@@ -332,7 +333,7 @@ class Job(BaseModel):
         "",
         description="the job in one line, as the Train tab and the CLI say it (e.g. 'v9 (continuing "
         "v8 with 23 new labels) measured 88.6 % vs 88.3 %: serves · improving: step 60 of 116 · "
-        "about 40 s to the next version')",
+        "about 40 s to the verdict on the next checkpoint')",
     )
     log: str = Field("", description="the job's log, one time-stamped line per step")
 

@@ -37,7 +37,10 @@ def test_an_automatic_retrain_says_improving_with_its_step_and_a_link_to_its_pro
     auto = job(served_step=25, train_steps=100, trigger="auto")
     line = model_html(Serving(**{**V8_FIRST.__dict__, "job": auto}))
     assert "v8 (first pass) · accuracy 80.4 %" in line
-    assert "improving… (automatic) step 60 of 100 · about 30 s to the next version" in line
+    assert (
+        "improving… (automatic) step 60 of 100 · about 30 s to the verdict on the next checkpoint"
+        in line
+    )
     assert "data-tab='Train'" in line and "progress ›" in line
     # before its first version serves, and while it waits for a worker: improving all the same
     training = model_html(Serving(**{**V7.__dict__, "job": job(eta_seconds=None, progress=0.02)}))

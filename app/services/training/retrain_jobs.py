@@ -297,22 +297,28 @@ TO_A_VERSION = (PREPARING, TRAINING, SAVING, EVALUATING, SERVING)
 
 
 def counts_down_to(job: JobView) -> str:
-    """What a running job's time left counts down to (issue 71 item 6): "a first version", "the
-    next version" (a better checkpoint trains behind the one that answers) or "the end".
+    """What a running job's time left counts down to (issue 71 item 6): "a first version" while
+    none of its checkpoints has been measured, "the verdict on the next checkpoint" once one has
+    (a version serves, and the next checkpoint serves only if it measures better: a from-base
+    run behind a continued version often does not, and no version comes), or "the end".
 
     Example:
         >>> from storage.job_view import JobView
         >>> job = JobView(3, 1, "running", "training", 6, 116, 0.4, 30.0, "", "", None, {})
         >>> counts_down_to(job)
         'a first version'
+        >>> from dataclasses import replace
+        >>> counts_down_to(replace(job, model_version_id=9, served_step=25, train_steps=116))
+        'the verdict on the next checkpoint'
     """
     if job.phase not in TO_A_VERSION:
         return "the end"
-    if job.served_step is None:
-        return "a first version" if job.model_version_id is None else "the next version"
-    if job.train_steps is not None and job.served_step >= job.train_steps:
+    if job.served_step is None and job.model_version_id is None:
+        return "a first version"
+    last = job.train_steps
+    if job.served_step is not None and last is not None and job.served_step >= last:
         return "the end"
-    return "the next version"
+    return "the verdict on the next checkpoint"
 
 
 def describe(job: JobView) -> str:
@@ -378,7 +384,7 @@ def serving_words(job: JobView) -> str:
         >>> job = JobView(3, 1, "running", "training", 60, 100, 0.4, 30.0, "", "", 8, {},
         ...               0.5, 20.0, served_step=25, train_steps=100)
         >>> serving_words(job), describe(job)
-        ('v8 serving (first pass)', 'v8 serving (first pass) · improving: step 60 of 100 · about 30 s to the next version')
+        ('v8 serving (first pass)', 'v8 serving (first pass) · improving: step 60 of 100 · about 30 s to the verdict on the next checkpoint')
     """
     if job.model_version_id is None or job.served_step is None:
         return ""
