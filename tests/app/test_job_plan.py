@@ -242,3 +242,20 @@ def test_counting_work_weighs_the_phases_by_it():
     cold = JobPlan.estimate(steps=101, batch_size=32, to_evaluate=2_540, parity=1_270)
     assert cold.weight("evaluating") > warm.weight("evaluating")
     assert cold.weight("training") < warm.weight("training")
+
+
+def test_after_a_training_slower_than_planned_the_rest_is_timed_at_its_own_pace():
+    """A box that trains 3x slower than the plan's, and encodes at its pace (a Xeon without
+    AMX; bench.load at 3,078 questions said "about 49 s to the end" as the int8 copy began, 26
+    s before it): the phases after training are timed at the pace the other encoding phases
+    kept, within 1.5x of the truth."""
+    took = {**planned(PLAN, 1.0), "training": PLAN.seconds["training"] * 3}
+    after = [
+        (phase, t, really, left)
+        for phase, t, really, (_, left) in run(PLAN, took)
+        if phase in ("int8", "registering") and really >= 5
+    ]
+    assert after and all(
+        left is not None and max(left / really, really / left) <= 1.5
+        for _, _, really, left in after
+    ), after[:3]

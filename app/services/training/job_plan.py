@@ -16,8 +16,9 @@ others it follows the time spent in it against the time it should take at the jo
 phase nobody counts (the int8 parity check) and still never goes back.
 
 The time left (:class:`Tracker`, which the worker reads once a second) is the running phase's
-rest, from its own measured rate where it is counted, plus the phases after it at the pace the
-job has kept so far. There is none before :data:`ETA_FROM_SHARE` of the job is done and
+rest, from its own measured rate where it is counted, plus the phases after it, each at the pace
+its kind kept so far (training's optimiser steps, or the other phases' encoding: a box slow to
+train is not slow to encode), or the whole job's before that kind has run. There is none before :data:`ETA_FROM_SHARE` of the job is done and
 :data:`ETA_FROM_SECONDS` have passed ("estimating…"), none in a counted phase until its own
 steps are timed (:class:`core.training.Eta`: the plan's guess said "about 2 min left" of a
 training at 87 s a step, 2.4 h, issue 65), and none once a phase without a count has run well
@@ -60,6 +61,13 @@ COUNTED = tuple(p.job for p in JOB_PHASES if p.counted)
 # one-off costs (loading the model, the first steps) are most of what was timed.
 ETA_FROM_SHARE = 0.05
 ETA_FROM_SECONDS = 10.0
+# The phases whose seconds are optimiser steps; the others' are mostly utterances encoded. Each
+# kind's stretches to come are timed at the pace that kind kept so far, once this many of its
+# planned seconds have run (before: the whole job's pace): a box that trains 3x slower than the
+# plan's still encodes at its pace (bench.load at 3,078 questions, Xeon without AMX: "about 49 s
+# to the end" as the int8 copy began, 26 s before it, at the training's pace).
+TRAINS = (TRAINING, CALIBRATING)
+PACE_AFTER = 3.0
 # A phase without a count is overdue (no time left is said) past this many times the seconds it
 # should take, plus a few seconds.
 OVERDUE_AFTER = 1.2
@@ -228,18 +236,13 @@ class JobPlan:
             return self.start(phase)
         return self.start(phase) + self.weight(phase) * (1 - math.exp(-seconds_in / expected))
 
-    def after(self, phase: str | int) -> float:
-        """The share of the job the stretches after this one weigh."""
-        return max(0.0, 1.0 - self.start(phase) - self.weight(phase))
-
-    def until_served(self, at: int) -> float | None:
-        """The share the stretches after ``at`` weigh up to the end of the next ``serving``
-        one (the next version to answer); None when none follows (the job's end is next)."""
+    def ahead(self, at: int) -> tuple[Segment, ...]:
+        """The stretches after ``at`` up to the end of the next ``serving`` one (the next
+        version to answer, or the next checkpoint's verdict), or up to the job's end when none
+        follows."""
         later = [i for i, seg in enumerate(self.segments) if seg.phase == SERVING and i > at]
-        if not later or not self.total:
-            return None
-        end = later[0]
-        return sum(seg.seconds for seg in self.segments[at + 1 : end + 1]) / self.total
+        end = later[0] if later else len(self.segments) - 1
+        return self.segments[at + 1 : end + 1]
 
 
 class Tracker:
@@ -264,6 +267,8 @@ class Tracker:
         self.done, self.total = 0.0, 0.0
         self.phase_left: tuple[float, float] | None = None  # (its own ETA, when it was said)
         self.share = 0.0
+        # seconds planned and taken by the stretches that ended, training's and the others'
+        self.spent = {True: [0.0, 0.0], False: [0.0, 0.0]}
 
     def enter(self, phase: str, now: float) -> None:
         """``phase`` starts at ``now`` (the plan's next stretch of it): the pace so far is what
@@ -272,11 +277,33 @@ class Tracker:
             found = self.plan.find(phase, self.at)
             if found is not None and found == self.at and phase == self.phase:
                 return  # a second line of the stretch under way
+            self._ended(now)
             self.at = found if found is not None else self.at
         self.phase, self.since, self.done, self.total, self.phase_left = phase, now, 0, 0, None
         start = self.plan.start(self.at) if self.plan and self.at >= 0 else 0.0
         self.pace = (now - self.started) / start if start > 0.01 else None
         self._raise(start)
+
+    def _ended(self, now: float) -> None:
+        """The running stretch ends at ``now``: its planned and taken seconds join its kind's
+        (preparing's are left out: its base encoder's load is there or not)."""
+        assert self.plan is not None
+        if not 0 <= self.at < len(self.plan.segments) or self.phase == PREPARING:
+            return
+        seg = self.plan.segments[self.at]
+        if seg.phase == self.phase:
+            spent = self.spent[seg.phase in TRAINS]
+            spent[0] += seg.seconds
+            spent[1] += now - self.since
+
+    def _per_second(self, phase: str, pace: float) -> float:
+        """Seconds taken per planned second by the stretches of ``phase``'s kind so far, once
+        they ran :data:`PACE_AFTER` planned seconds; else the job's ``pace`` (per share)."""
+        assert self.plan is not None
+        planned, taken = self.spent[phase in TRAINS]
+        if planned >= PACE_AFTER:
+            return taken / planned
+        return pace / self.plan.total if self.plan.total else 0.0
 
     def count(self, done: float, total: float, now: float, eta: float | None = None) -> None:
         """The running stretch's count; ``eta``: its own seconds left as it measured them (of
@@ -314,14 +341,16 @@ class Tracker:
         elapsed = now - self.started
         if self.share < ETA_FROM_SHARE or elapsed < ETA_FROM_SECONDS:
             return self.share, None
-        rest = self._phase_rest(seconds_in)
         pace = self.pace or self._own_pace(seconds_in)
-        if rest is None or pace is None:
+        if pace is None:
+            return self.share, None
+        rest = self._phase_rest(seconds_in, pace)
+        if rest is None:
             return self.share, None
         if self.phase == SERVING:  # the version it serves answers from here: the next one
             rest = 0.0
-        ahead = plan.until_served(self.at)
-        return self.share, round(rest + pace * (plan.after(self.at) if ahead is None else ahead), 1)
+        ahead = sum(seg.seconds * self._per_second(seg.phase, pace) for seg in plan.ahead(self.at))
+        return self.share, round(rest + ahead, 1)
 
     def _own_pace(self, seconds_in: float) -> float | None:
         """Seconds per share of the job, from the running stretch alone (the first one)."""
@@ -329,7 +358,7 @@ class Tracker:
         within = self.plan.share(self.at, self.done, self.total) - self.plan.start(self.at)
         return seconds_in / within if within > 0 else None
 
-    def _phase_rest(self, seconds_in: float) -> float | None:
+    def _phase_rest(self, seconds_in: float, pace: float) -> float | None:
         """The running stretch's seconds left; None when there is no honest number."""
         assert self.plan is not None
         if self.phase in COUNTED:  # its own measure, less the time since; none until timed
@@ -339,7 +368,7 @@ class Tracker:
             return max(0.0, eta - (self.since + seconds_in - said))
         if self.pace is None:
             return None
-        expected = self.plan.weight(self.at) * self.pace
+        expected = self.plan.segments[self.at].seconds * self._per_second(self.phase, pace)
         if seconds_in > OVERDUE_AFTER * expected + 3.0:
             return None  # longer than planned
         return max(0.0, expected - seconds_in)
