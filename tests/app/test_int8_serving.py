@@ -26,7 +26,7 @@ from app.services.models.int8 import export_version_int8, parity_split
 from app.services.projects import projects as project_svc
 from app.services.projects.projects import DEMO_PROJECT as DEMO
 from app.services.training import retrain_jobs
-from app.serving.int8 import int8_folder
+from app.serving.int8 import int8_folder, load_int8
 from core.bundle.onnx_encoder import OnnxEncoder
 from core.encoding.registry import Encoder
 from core.evaluation import EvalData
@@ -69,7 +69,20 @@ class _Watching(worker.JobReporter):
                 thresholds=dict(pool.predictor.thresholds),
                 answer=answer["top"],
             )
-        if phase == "int8" and not _Watching.seen:
+        if " switched to its int8 copy" in line and "switched" not in _Watching.seen:
+            # what the server's cache holds in the copy's space as the switch is recorded: it
+            # reads the space's shards as it first uses it, and encodes whatever is missing
+            server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
+            with server.db.session() as s:
+                mv = active_version(s, job.project_id)
+                texts = [r.text for r in list_utterances(s, job.project_id, split="unlabelled")]
+            copy = load_int8(
+                int8_folder(
+                    server.artifacts, mv.artifact_path, VersionMetrics.from_dict(mv.metrics)
+                )
+            )
+            _Watching.seen["switched"] = (len(texts), server.live.cache.missing(copy, texts))
+        if phase == "int8" and "job" not in _Watching.seen:
             server, job = _Watching.server, retrain_jobs.job(self.training, self.job_id)
             with server.db.session() as s:
                 mv = active_version(s, job.project_id)
@@ -168,6 +181,10 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     with serving_state.db.session() as s:
         unlabelled = len(list_utterances(s, mv.project_id, split="unlabelled"))
     assert 0 < counted[-1][2] <= unlabelled
+    # ... encoded before the switch was recorded: the server switching to the copy finds them in
+    # the cache instead of encoding them beside the worker
+    candidates, missing = seen["switched"]
+    assert candidates == unlabelled and missing == [], (candidates, missing[:3])
 
 
 def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_thresholds(served):

@@ -37,6 +37,7 @@ from app.serving.pools import ProjectPool, sync
 from app.serving.row_encoding import RowSpaces, spaces_of
 from app.serving.row_scores import FOLLOWED, follow
 from app.serving.row_spaces import ProjectRows, RowSpace
+from core.encoding.cache import CachedEncoder
 from core.encoding.previous_turn import with_context
 from core.labelling import (
     farthest_first,
@@ -282,14 +283,17 @@ def _order_listed(
 
 
 def encode_candidates(
-    live: LivePools, p: ProjectHandle, progress: Callable[[int, int], None] | None = None
+    live: LivePools,
+    p: ProjectHandle,
+    progress: Callable[[int, int], None] | None = None,
+    encoder: CachedEncoder | None = None,
 ) -> int:
     """Encode a seeded sample of the queue's candidates (up to :data:`MAX_ASSIGNED` of the
     project's unlabelled rows, spread over the whole file) in the space that serves the project
-    now, into the embedding cache (what a retrain's worker does for the space that stays: the
-    server's background adopts them and encodes the rest, and the queue orders in that space
-    once it holds them all); how many were encoded. It reads no row space (a worker's process
-    holds none)."""
+    now (or ``encoder``'s, one about to serve), into the embedding cache (what a retrain's
+    worker does for the space that stays: the server's background adopts them and encodes the
+    rest, and the queue orders in that space once it holds them all); how many were encoded.
+    It reads no row space (a worker's process holds none)."""
     with live.db.session() as s:
         state = row_states(s, p.id)
         unlabelled = [
@@ -300,7 +304,7 @@ def encode_candidates(
     pool = live.pool(p.id)
     before = live.cache.encoded
     live.cache.encode(
-        pool.encoder,
+        encoder if encoder is not None else pool.encoder,
         [with_context(t, c) if pool.use_context else t for t, c in texts.values()],
         progress=progress,
     )

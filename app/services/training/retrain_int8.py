@@ -100,6 +100,7 @@ def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measure
             f"{info.get('reason', 'parity passed')}, {acc}.",
             why,
             whole,
+            int8,
         )
     except _NotKept:
         words = f"Its int8 copy did not pass ({info.get('reason')}): fp32 serves."

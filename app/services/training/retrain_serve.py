@@ -8,7 +8,9 @@ first prediction need in that space (:func:`first_card_vectors`).
 ``register`` (:func:`register`): the version's record completed once everything after serving
 ended: on a CPU, its int8 copy's outcome; when the copy passed parity (and the gate, measured as
 it serves), the version's headline becomes the copy's measurement with the fp32 one beside it,
-and the project's live pools switch to it (the switch is logged on the job)."""
+and the project's live pools switch to it (the switch is logged on the job). The queue's
+candidates are encoded in the copy's space first: the server switching to it then finds them in
+the embedding cache, where it re-encoded them beside the worker on the same cores before."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from app.services.training.retrain_state import (
     Trained,
 )
 from app.serving.live import LivePools
+from core.encoding.cache import CachedEncoder
 from core.encoding.registry import Encoder
 from core.errors import logged
 from core.evaluation.version_metrics import FP32, INT8, VersionMetrics
@@ -270,6 +273,13 @@ def register(
         elif copy.words:
             why += f" {copy.words}"
         headline = replace(headline, int8=int8)
+        if prepare and copy.metrics is not None and copy.encoder is not None:
+            # the queue's candidates in the copy's space before it serves: the server that
+            # switches to it finds them in the cache (it reads the space's shards as it first
+            # uses it), instead of encoding the same rows beside this worker on the same cores
+            first_card_vectors(
+                run.live, snap.project_id, progress=counted(run.reporter), space=copy.encoder
+            )
         with run.live.db.write(WriteLock.project(snap.project_id)) as s:
             record_metrics(s, snap.project_id, served.version_id, headline.to_dict(), note=why)
         if copy.metrics is not None:
@@ -308,12 +318,14 @@ def first_card_vectors(
     *,
     queue: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    space: CachedEncoder | None = None,
 ) -> None:
     """Encode into the embedding cache (local, and the bucket's when model files live in one)
     what the project's first card and first prediction need in the space it now serves: its
     pool and anchors, its calibration (kept beside the cache, :mod:`app.serving.pools`) and,
     with ``queue``, the labelling queue's candidates, so the app does not compute them while a
-    user waits; ``progress(done, total)`` counts the candidates it encodes."""
+    user waits; ``progress(done, total)`` counts the candidates it encodes. ``space``: only the
+    candidates, in the space of an encoder about to serve (its pool is built once it does)."""
     from app.access import open_project
     from app.access.auth import LOCAL
     from app.services.queue.queue_order import encode_candidates
@@ -321,9 +333,10 @@ def first_card_vectors(
     try:
         p = open_project(live.db, project_id, LOCAL)
         before, started = live.cache.encoded, time.monotonic()
-        live.pool(project_id)  # the served pool, even with no queue to order
+        if space is None:
+            live.pool(project_id)  # the served pool, even with no queue to order
         if queue:
-            encode_candidates(live, p, progress=progress)
+            encode_candidates(live, p, progress=progress, encoder=space)
         logger.info(
             "project %s: %d utterance(s) encoded for its first card in %.1fs",
             p.name,

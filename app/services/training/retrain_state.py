@@ -177,3 +177,6 @@ class Int8Outcome:
     # the copy's measurement on the whole test split, with the frozen base and the active
     # version beside it (a ``Measured`` of app.services.training.retrain_measure)
     whole: Any = None
+    # the copy as it will serve (an OnnxEncoder), when it passed: the queue's candidates are
+    # encoded in its space before it serves (app.services.training.retrain_serve.register)
+    encoder: Any = None
