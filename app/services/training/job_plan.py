@@ -18,12 +18,13 @@ phase nobody counts (the int8 parity check) and still never goes back.
 The time left (:class:`Tracker`, which the worker reads once a second) is the running phase's
 rest, from its own measured rate where it is counted, plus the phases after it, each at the pace
 its kind kept so far (training's optimiser steps, or the other phases' encoding: a box slow to
-train is not slow to encode), or the whole job's before that kind has run. There is none before :data:`ETA_FROM_SHARE` of the job is done and
-:data:`ETA_FROM_SECONDS` have passed ("estimating…"), none in a counted phase until its own
-steps are timed (:class:`core.training.Eta`: the plan's guess said "about 2 min left" of a
-training at 87 s a step, 2.4 h, issue 65), and none once a phase without a count has run well
-past the time it should take ("longer than planned"): a number would be a guess that stays put
-while the time goes by.
+train is not slow to encode), or the whole job's before that kind has run. There is none before
+:data:`ETA_FROM_SHARE` of the job is done and :data:`ETA_FROM_SECONDS` have passed
+("estimating…"), none in a counted phase until its own steps are timed
+(:class:`core.training.Eta`: the plan's guess said "about 2 min left" of a training at 87 s a
+step, 2.4 h, issue 65), and none once a phase without a count has run well past the time it
+should take ("longer than planned"): a number would be a guess that stays put while the time
+goes by.
 
 Example:
     >>> plan = JobPlan.estimate(steps=100, batch_size=32, to_evaluate=1_000, parity=0)
