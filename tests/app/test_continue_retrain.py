@@ -73,6 +73,11 @@ def test_new_labels_make_a_first_version_that_continues_the_active_one_and_serve
     served = [r for r in RecordingReporter.rows if r.model_version_id is not None]
     assert served and served[0].served_step < served[0].train_steps
     assert any(r.phase == "training" and r.improving for r in served)
+    # the Train tab's header says which version serves and leaves its stage to the verdict
+    # under it: it said "v2 serving (first pass)" of the continuation
+    assert all(
+        svc.serving_words(r) == f"v{r.model_version_id} serving" for r in served if r.improving
+    ), [svc.serving_words(r) for r in served if r.improving][:2]
     # the step the Label line says while the from-base run trains behind the served version
     # goes on, never back: a log line of the training under way ("a first pass from the base
     # encoder … is not measured") set the count to 0 and the line said the served step again

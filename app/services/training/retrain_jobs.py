@@ -376,8 +376,10 @@ def left_words(job: JobView) -> str:
 
 
 def serving_words(job: JobView) -> str:
-    """Which version a job's checkpoint serves now: "v8 serving (first pass)", "v8 serving"
-    once fully trained; "" before one serves.
+    """Which version a job's checkpoint serves now: "v8 serving (first pass)" for an early
+    checkpoint no verdict names yet, else "v8 serving" (the job's verdict names its stage: a
+    first pass, or a continuation of the active version, which the Train tab called "first
+    pass" too); "" before one serves.
 
     Example:
         >>> from storage.job_view import JobView
@@ -388,5 +390,7 @@ def serving_words(job: JobView) -> str:
     """
     if job.model_version_id is None or job.served_step is None:
         return ""
-    first = job.train_steps is not None and job.served_step < job.train_steps
-    return f"v{job.model_version_id} serving" + (" (first pass)" if first else "")
+    early = job.train_steps is not None and job.served_step < job.train_steps
+    return f"v{job.model_version_id} serving" + (
+        " (first pass)" if early and not job.verdict else ""
+    )
