@@ -47,13 +47,13 @@ PROJECT = "banking77"
 QUESTION = "my card still has not arrived, what should I do"
 
 
-def build(data: Path, shared: Path, encoder: str) -> None:
+def build(data: Path, shared: Path, encoder: str, test: int) -> None:
     """The issue's project imported into ``data`` (:func:`bench.load.build_banking77`, never
-    retrained) on ``encoder``, its automatic retrains off until step 2."""
+    retrained, ``test`` test questions) on ``encoder``, its automatic retrains off until step 2."""
     from bench.load import build_banking77, cli
 
     data.mkdir(parents=True, exist_ok=True)
-    build_banking77(data, shared, fresh=True)
+    build_banking77(data, shared, fresh=True, test=test)
     # off until the labels of step 2: the imported labels would start one by themselves
     settings = ["--set", f"base_encoder={encoder}", "--set", "auto_retrain=off"]
     cli(data, "settings", "--project", PROJECT, *settings)
@@ -152,6 +152,8 @@ def follow(
             break
         time.sleep(args.poll)
     log = getattr(view, "log", "") or ""
+    from bench.load import VERDICT
+
     trained = [
         (int(a), int(b), float(s))
         for a, b, s in re.findall(r"trained (\d+) of (\d+) steps in ([\d.]+) s", log)
@@ -165,6 +167,7 @@ def follow(
         "switches_s": seen,
         "job_done_s": done,
         "trainings": trained,
+        "verdicts": VERDICT.findall(log),
         "log": log,
     }
 
@@ -197,7 +200,7 @@ def one_encoder(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
     from app.services.training import retrain_jobs
 
     data = args.work / encoder
-    build(data, args.data, encoder)
+    build(data, args.data, encoder, args.test)
     proc, log, ready = start_worker(data)
     try:
         app = App(data)
@@ -210,10 +213,16 @@ def one_encoder(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
             f"{encoder} request: { ({k: v for k, v in request.items() if k != 'log'}) }", flush=True
         )
         app.auto_retrain_on()
-        before = app.answer()
-        t_last = label_some(app, args.labels, gold(args.data))
-        auto = follow(app, t_last, before, args, None, after=view.id)
-        print(f"{encoder} auto: { ({k: v for k, v in auto.items() if k != 'log'}) }", flush=True)
+        rounds, after = [], view.id
+        for n in range(1, args.rounds + 1):
+            t_last = label_some(app, args.labels, gold(args.data))
+            # read after the labels: a new label among the question's neighbours changes the
+            # answer at once, which is not a version
+            auto = follow(app, t_last, app.answer(), args, None, after=after)
+            after = auto["job"] or after
+            rounds.append(auto)
+            shown = {k: v for k, v in auto.items() if k != "log"}
+            print(f"{encoder} auto round {n}: {shown}", flush=True)
         app.state.close()
     finally:
         proc.terminate()
@@ -222,7 +231,7 @@ def one_encoder(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
         "encoder": encoder,
         "worker_ready_s": ready,
         "request": request,
-        "auto": auto,
+        "auto": rounds,
         "worker_log_tail": log.read_text(errors="replace")[-4000:],
     }
 
@@ -249,14 +258,17 @@ def print_table(runs: list[dict[str, Any]]) -> None:
         f" {'answering s':>12} {'job done s':>11}  trainings (steps of budget: s)  switches s"
     )
     for r in runs:
-        for what in ("request", "auto"):
-            m = r[what]
+        steps = [("request", r["request"])]
+        steps += [(f"auto {n}", m) for n, m in enumerate(r["auto"], 1)]
+        for what, m in steps:
             trained = ", ".join(f"{a}/{b}: {s}" for a, b, s in m["trainings"])
             print(
                 f"{r['encoder']:8} {r['worker_ready_s']:>15} {what:8}"
                 f" {m['job_appears_s'] or '-':>14} {m['answering_s'] or '-':>12}"
                 f" {m['job_done_s'] or '-':>11}  {trained}  {m['switches_s']}"
             )
+            for said in m["verdicts"]:
+                print(f"{'':42}{said}")
 
 
 def main() -> int:
@@ -265,6 +277,8 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=Path("/tmp/device-retrain"))
     ap.add_argument("--labels", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of --labels labels (issue 71: 5)")
+    ap.add_argument("--test", type=int, default=1000, help="test questions (3080: the whole split)")
     ap.add_argument("--poll", type=float, default=0.1)
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--out", type=Path)

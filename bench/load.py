@@ -286,8 +286,10 @@ CODE = ROOT  # the checkout whose app is measured (--code)
 
 
 def app_env(**more: str) -> dict[str, str]:
-    """The environment of the measured app's processes: its checkout first on the path."""
-    return {**os.environ, "PYTHONPATH": str(CODE), **more}
+    """The environment of the measured app's processes: its checkout first on the path (then the
+    path this process was given: packages installed beside the image's, as on a GPU machine)."""
+    path = os.pathsep.join(p for p in (str(CODE), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **more}
 
 
 def cli(data: Path, *args: str) -> str:
