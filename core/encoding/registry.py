@@ -41,6 +41,10 @@ LABEL_DIR = "label_encoder"
 # Texts per turn at least: when timings are too noisy to learn from (an overloaded CPU), smaller
 # chunks would mostly add per-pass overhead to the batch.
 MIN_CHUNK = 4
+# Texts per turn at most, by the kind of device the model computes on: a CPU's pass costs about
+# its texts (64 keeps a chunk's padding and memory small); a GPU's pass of fewer than a few
+# hundred short texts costs about its launches, whatever their number (bench/encode_chunks.py).
+CHUNK_LIMIT = {"cpu": 64, "cuda": 512}
 
 
 def _minilm_path() -> Path:
@@ -234,6 +238,11 @@ class Encoder:
         """A text's share of a forward pass, in characters (about 5 per token the model reads)."""
         return min(len(text), 5 * (self.model.max_seq_length or MAX_SEQ_LENGTH)) + 20
 
+    @property
+    def chunk_limit(self) -> int:
+        """The most texts one turn encodes on this encoder's device (:data:`CHUNK_LIMIT`)."""
+        return CHUNK_LIMIT.get(self.device.split(":", 1)[0], CHUNK_LIMIT["cpu"])
+
     def chunk_size(self, longest: str, limit: int) -> int:
         """How many texts as long as ``longest`` go in one turn (:data:`MIN_CHUNK` to ``limit``;
         8 before any pass was timed)."""
@@ -245,18 +254,20 @@ class Encoder:
         self,
         texts: Sequence[str],
         *,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
         """Encode texts to an ``(n, dim)`` float32 array of unit vectors, in the given order.
 
         The texts are encoded longest first in chunks of similar length (each padded to its
-        longest text only) of at most ``batch_size``, one turn of the encoder each (see the
-        class); ``progress(done, total)`` is called after each chunk."""
+        longest text only) of at most ``batch_size`` (default: :attr:`chunk_limit`), one turn
+        of the encoder each (see the class); ``progress(done, total)`` is called after each
+        chunk."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:
             return self._encode_one(texts[0])
+        batch_size = batch_size or self.chunk_limit
         # Longest first, like sentence-transformers: each chunk pads to similar lengths.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         urgent = len(texts) <= self.chunk_size(texts[order[0]], batch_size)

@@ -224,7 +224,7 @@ class PrefixedEncoder(Encoder):
         self,
         texts: Sequence[str],
         *,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> np.ndarray:
         with self._own, self.states.serving(self.model, texts):
