@@ -127,7 +127,10 @@ def score_predictions(
 
 
 def evaluate_knn(
-    predictor: Predictor, test_vecs: np.ndarray, test_labels: Sequence[Gold]
+    predictor: Predictor,
+    test_vecs: np.ndarray,
+    test_labels: Sequence[Gold],
+    predicted: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Single-label evaluation of a Predictor on test vectors (by its encoder).
 
@@ -137,6 +140,8 @@ def evaluate_knn(
             serve).
         test_vecs: ``(m, d)`` vectors to classify.
         test_labels: their gold intent (or label set).
+        predicted: the Predictor's top intent of each test vector (:func:`knn_predict`), when
+            the caller ranked them already.
 
     Returns:
         The metrics of :func:`score_predictions` plus ``silhouette`` (cosine, on the test vectors;
@@ -150,7 +155,9 @@ def evaluate_knn(
     """
     if len(test_vecs) != len(test_labels):
         raise ValueError("test_vecs and test_labels differ in length.")
-    preds = knn_predict(predictor, test_vecs)
+    preds = list(predicted) if predicted is not None else knn_predict(predictor, test_vecs)
+    if len(preds) != len(test_labels):
+        raise ValueError("predicted and test_labels differ in length.")
     out = score_predictions(test_labels, preds)
     truth = [scoring_gold(g, p) for g, p in zip(test_labels, preds, strict=True)]
     out["silhouette"] = _silhouette(np.asarray(test_vecs, dtype=np.float32), truth)

@@ -29,6 +29,7 @@ from core.evaluation import (
     scoring_gold,
 )
 from core.evaluation.multilabel import evaluate_head
+from core.evaluation.scoring import knn_predict
 from core.evaluation.version_metrics import VersionMetrics
 from core.multilabel.head import MultiLabelHead
 from core.multilabel.rule import is_multilabel
@@ -49,6 +50,7 @@ def evaluate_version(
     head: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     memo: EvalMemo | None = None,
+    tops: list[str] | None = None,
 ) -> tuple[VersionMetrics, MultiLabelHead | None]:
     """Metrics of the Predictors ``factory`` builds (a version's encoder, anchors, rule, ``k``)
     on ``data`` (one shape, ``primary`` names the headline), and for a multi-label project the
@@ -66,7 +68,9 @@ def evaluate_version(
 
     With ``memo`` (:class:`app.serving.eval_memo.EvalMemo`) an evaluation already measured on the same
     inputs is read instead (the head is then None: pass no memo when the head is wanted), and
-    one measured now is kept."""
+    one measured now is kept. ``tops``: a list that receives the top intent of each test
+    question when a single-label project's test split is measured now (left empty when the
+    evaluation was read or there was no test split), for a comparison question by question."""
     key = evaluation_key(factory, data, multi_label=multi_label, head=head) if memo else None
     if memo is not None and (known := memo.get(key)) is not None:
         return known, None
@@ -81,7 +85,10 @@ def evaluate_version(
         metrics["head"] = dict(head or {})
     elif data.test_texts:
         pool = factory.build(data.train_texts, data.train_labels, vectors=train_v)
-        metrics = evaluate_knn(pool, test_v, data.test_labels)
+        predicted = knn_predict(pool, test_v)
+        metrics = evaluate_knn(pool, test_v, data.test_labels, predicted=predicted)
+        if tops is not None:
+            tops[:] = predicted
     else:
         metrics = cross_validate_knn(factory, train_v, data.train_labels, folds=CV_FOLDS)
     metrics["split"] = data.split

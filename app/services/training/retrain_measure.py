@@ -59,6 +59,7 @@ class Evaluation:
         self.done = 0
         self.eta = Eta(self.total)
         self.scored: dict[str, Scored] = {}
+        self.tops: dict[str, list[str]] = {}  # each test question's top intent, by encoder
 
     def add(self, factory: PredictorFactory) -> None:
         """Count one more encoder to score (the int8 copy, known once exported): its texts that
@@ -93,28 +94,35 @@ class Evaluation:
             self.done = offset + done
             self._report(self.done)
 
+        tops: list[str] = []
         result = evaluate_version(
             factory,
             self.data,
             self.run.live.cache,
             progress=progress,
             memo=self.memo if remembered else None,
+            tops=tops,
             **options,
         )
         self.scored[key] = result
+        if tops:
+            self.tops[key] = tops
         return result
 
     def hits(self, factory: PredictorFactory) -> list[bool]:
-        """Whether ``factory``'s Predictor answers each test question right (its vectors are
-        the embedding cache's by now: it was scored)."""
-        encoder = cast(Encoder, factory.encoder)
-        cache = self.run.live.cache
-        pool = factory.build(
-            self.data.train_texts,
-            self.data.train_labels,
-            vectors=cache.encode(encoder, self.data.train_texts),
-        )
-        tops = knn_predict(pool, cache.encode(encoder, self.data.test_texts))
+        """Whether ``factory``'s Predictor answers each test question right: as its scoring
+        ranked them when it was measured here, else ranked now (an evaluation read from the
+        memo; its vectors are the embedding cache's by now)."""
+        tops = self.tops.get(fingerprint(factory))
+        if tops is None:
+            encoder = cast(Encoder, factory.encoder)
+            cache = self.run.live.cache
+            pool = factory.build(
+                self.data.train_texts,
+                self.data.train_labels,
+                vectors=cache.encode(encoder, self.data.train_texts),
+            )
+            tops = knn_predict(pool, cache.encode(encoder, self.data.test_texts))
         return [top in gold for top, gold in zip(tops, self.data.test_labels, strict=True)]
 
     def keep(self, factory: PredictorFactory, options: dict[str, Any], metrics: Any) -> None:
