@@ -25,6 +25,7 @@ from app.services.models.calibration import calibration_line
 from app.services.models.int8 import export_version_int8, parity_split
 from app.services.projects import projects as project_svc
 from app.services.projects.projects import DEMO_PROJECT as DEMO
+from app.services.queue import queue_order
 from app.services.training import retrain_jobs
 from app.serving.int8 import int8_folder, load_int8
 from core.bundle.onnx_encoder import OnnxEncoder
@@ -49,6 +50,7 @@ class _Watching(worker.JobReporter):
     seen: ClassVar[dict] = {}
     calibrating: ClassVar[dict] = {}
     vectors_counted: ClassVar[list] = []  # (the job's phase, done, total, time left)
+    candidates: ClassVar[list] = []  # (in a space about to serve, after the switch's record)
 
     def vectors(self, done, total, eta) -> None:
         super().vectors(done, total, eta)
@@ -121,9 +123,17 @@ def served(tmp_path_factory):
     demo = live(context, DEMO)
     job, _ = retrain_jobs.request_retrain(context.training, demo, QUICK, enqueue=False)
     _Watching.server, _Watching.seen, _Watching.calibrating = server, {}, {}
-    _Watching.vectors_counted = []
+    _Watching.vectors_counted, _Watching.candidates = [], []
+    real = queue_order.encode_candidates
+
+    def candidates(live_pools, p, progress=None, encoder=None):
+        # which space the queue's candidates go through, before or after the switch's record
+        _Watching.candidates.append((encoder is not None, "switched" in _Watching.seen))
+        return real(live_pools, p, progress=progress, encoder=encoder)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(worker, "JobReporter", _Watching)
+        patch.setattr(queue_order, "encode_candidates", candidates)
         worker.execute_job(context, job.id)
     version_svc.activate(
         context.factories, demo, retrain_jobs.job(context.training, job.id).model_version_id
@@ -185,6 +195,9 @@ def test_a_new_version_serves_fp32_before_its_int8_copy_exists_then_switches(ser
     # the cache instead of encoding them beside the worker
     candidates, missing = seen["switched"]
     assert candidates == unlabelled and missing == [], (candidates, missing[:3])
+    # ... once, in the copy's space: after the switch the worker no longer reads them again
+    # to find each in the cache
+    assert _Watching.candidates == [(True, False)], _Watching.candidates
 
 
 def test_the_version_serves_before_its_held_out_calibration_ends_then_with_its_thresholds(served):

@@ -273,7 +273,8 @@ def register(
         elif copy.words:
             why += f" {copy.words}"
         headline = replace(headline, int8=int8)
-        if prepare and copy.metrics is not None and copy.encoder is not None:
+        ahead = prepare and copy.metrics is not None and copy.encoder is not None
+        if ahead:
             # the queue's candidates in the copy's space before it serves: the server that
             # switches to it finds them in the cache (it reads the space's shards as it first
             # uses it), instead of encoding the same rows beside this worker on the same cores
@@ -286,8 +287,11 @@ def register(
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
             run.reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
         if prepare:
-            # the space that serves from now on
-            first_card_vectors(run.live, snap.project_id, progress=counted(run.reporter))
+            # the space that serves from now on: its pool (its candidates, when encoded ahead,
+            # are not read again)
+            first_card_vectors(
+                run.live, snap.project_id, queue=not ahead, progress=counted(run.reporter)
+            )
     acc = headline.accuracy or 0.0
     base_acc = (headline.base.accuracy if headline.base else measured.base.accuracy) or 0.0
     left_out = f" {snap.fit.note()}." if snap.fit.left_out else ""
