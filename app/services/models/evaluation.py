@@ -117,7 +117,7 @@ def gate(new: VersionMetrics, reference: VersionMetrics, tolerance: float) -> tu
         return True, f"{key} {a:.3f} vs {b:.3f} (tolerance {tolerance:.3f}): promoted."
     return False, (
         f"{key} fell from {b:.3f} to {a:.3f}, more than the tolerance of {tolerance:.3f}; "
-        "kept the active version. You may activate the new one by hand."
+        "kept the active version."
     )
 
 

@@ -101,6 +101,18 @@ def rule(
     return out
 
 
+def leaves_nothing(trigger: str | None, promoted: bool | None) -> bool:
+    """Whether a version's files go when its job ends, whatever the rule keeps: an automatic
+    retrain's version its gate did not promote (issue 71 item 4; nobody asked for it, and the
+    next labels start another). A kept-back version someone asked for stays, to be activated by
+    hand.
+
+    >>> leaves_nothing("auto", False), leaves_nothing("auto", True), leaves_nothing("manual", False)
+    (True, False, False)
+    """
+    return trigger == "auto" and promoted is False
+
+
 def facts(mv: ModelVersion) -> Facts:
     """What the rule reads of a version's row."""
     m = VersionMetrics.from_dict(mv.metrics)
@@ -110,7 +122,7 @@ def facts(mv: ModelVersion) -> Facts:
         pinned=bool(mv.pinned),
         activated=mv.activated_at is not None,
         exported=mv.exported_at is not None,
-        kept_back=m.extra.get("trigger") == "auto" and m.gate.get("passed") is False,
+        kept_back=leaves_nothing(m.extra.get("trigger"), m.gate.get("passed")),
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from app.services.models.evaluation import gate
 from app.services.models.int8 import INT8_OFF, export_version_int8
+from app.services.models.retention import leaves_nothing
 from app.services.training.retrain_measure import Measured, measure
 from app.services.training.retrain_serve import PROMOTION_TOLERANCE
 from app.services.training.retrain_state import Int8Outcome, Reporter, RetrainRun, Served, Snapshot
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 NOT_ON_GPU = "not built: on a GPU a version serves in fp32 (an int8 copy serves only on a CPU)"
 MULTI_LABEL = "multi-label: the head decides, served in fp32"
 PENDING = "being built and checked: the fp32 encoder serves until the copy passes parity"
+KEPT_BACK = "not built: an automatic retrain's version kept back leaves nothing"
 
 
 def int8_plan(run: RetrainRun, snap: Snapshot) -> dict[str, Any]:
@@ -60,7 +62,10 @@ class _NotKept(Exception):
 
 
 def int8_copy(run: RetrainRun, snap: Snapshot, served: Served, measured: Measured) -> Int8Outcome:
-    """The ``int8`` phase (see the module)."""
+    """The ``int8`` phase (see the module); none for a version whose files go when the job
+    ends (:func:`app.services.models.retention.leaves_nothing`)."""
+    if leaves_nothing(snap.trigger, served.promoted):
+        return Int8Outcome({"passed": False, "reason": KEPT_BACK}, None, "")
     run.reporter.log("building and checking the int8 copy (fp32 serves meanwhile)", phase=INT8)
     if run.reporter.should_cancel():  # its worker stops: the version serves fp32, the job ends
         return _stopped(run.reporter, "before it started")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.services.models.evaluation import gate
+from app.services.models.retention import leaves_nothing
 from app.services.training.retrain_measure import Measured
 from app.services.training.retrain_state import (
     Int8Outcome,
@@ -130,6 +131,13 @@ def verdict(run: RetrainRun, snap: Snapshot, measured: Measured) -> tuple[bool, 
     95 % interval (issue 71 item 3)."""
     now = replace(measured.new, encoder=FP32)
     passed, why = gate(now, measured.reference, PROMOTION_TOLERANCE)
+    if not passed:  # what becomes of it
+        why += (
+            " An automatic retrain's version kept back leaves nothing: its files go when the "
+            "job ends."
+            if leaves_nothing(snap.trigger, passed)
+            else " You may activate it by hand."
+        )
     if measured.sampled and measured.paired is not None:
         why += (
             f" On {measured.paired.n:,} of {len(snap.data.test_texts):,} test questions "
@@ -269,11 +277,18 @@ def register(
                 evaluate_seconds=served.metrics.evaluate_seconds,
                 extra=served.metrics.extra,
             )
-            why += f" Its int8 copy serves since: {copy.words}"
+            why += (
+                f" Its int8 copy serves since: {copy.words}"
+                if served.promoted
+                else f" Its int8 copy is ready, to serve once it is made active: {copy.words}"
+            )
         elif copy.words:
             why += f" {copy.words}"
         headline = replace(headline, int8=int8)
-        ahead = prepare and copy.metrics is not None and copy.encoder is not None
+        # a version kept back serves in no space: nothing to encode for its first card
+        ahead = (
+            prepare and served.promoted and copy.metrics is not None and copy.encoder is not None
+        )
         if ahead:
             # the queue's candidates in the copy's space before it serves: the server that
             # switches to it finds them in the cache (it reads the space's shards as it first
@@ -283,10 +298,12 @@ def register(
             )
         with run.live.db.write(WriteLock.project(snap.project_id)) as s:
             record_metrics(s, snap.project_id, served.version_id, headline.to_dict(), note=why)
-        if copy.metrics is not None:
+        if copy.metrics is not None and served.promoted:
             logger.info("v%s: switched to its int8 copy (%s)", served.version_id, copy.words)
             run.reporter.log(f"v{served.version_id} switched to its int8 copy: {copy.words}")
-        if prepare:
+        elif copy.metrics is not None:
+            run.reporter.log(f"v{served.version_id}'s int8 copy is ready: {copy.words}")
+        if prepare and served.promoted:
             # the space that serves from now on: its pool (its candidates, when encoded ahead,
             # are not read again)
             first_card_vectors(
